@@ -1,0 +1,75 @@
+"""The sage-mem error tree.
+
+    SageMemError                  root: every error sage-mem raises on purpose
+    ├── MemoryNotFound            no memory with that id
+    ├── InvalidId                 an id that is malformed or escapes the folder
+    ├── InvalidMemory             a file or a value that cannot be parsed or accepted
+    ├── ConflictError             expected_sha256 did not match the file on disk
+    ├── MemoryLocked              the memory says `locked: true`
+    ├── StoreLocked               another process holds a lock we needed
+    └── FolderError               the memory folder is missing or unusable
+
+Errors are turned into user-facing output at exactly three edges: the CLI prints
+one line and exits 1, the MCP server returns a tool error, and hooks log to
+stderr and exit 0.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class SageMemError(Exception):
+    """Root of every error sage-mem raises on purpose."""
+
+    def __init__(self, message: str, *, path: Path | str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.path = Path(path) if path is not None else None
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class MemoryNotFound(SageMemError):
+    """Raised when no memory exists with the requested id."""
+
+
+class InvalidId(SageMemError):
+    """Raised for an id that is malformed, reserved, or escapes the memory folder."""
+
+
+class InvalidMemory(SageMemError):
+    """Raised when a memory file or a value cannot be parsed or accepted."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: Path | str | None = None,
+        line: int | None = None,
+        column: int | None = None,
+    ) -> None:
+        super().__init__(message, path=path)
+        self.line = line
+        self.column = column
+
+
+class ConflictError(SageMemError):
+    """Raised when expected_sha256 does not match the file as it is on disk."""
+
+    def __init__(self, message: str, *, path: Path | str | None = None, actual_sha256: str = "") -> None:
+        super().__init__(message, path=path)
+        self.actual_sha256 = actual_sha256
+
+
+class MemoryLocked(SageMemError):
+    """Raised when a change is asked of a memory marked `locked: true`."""
+
+
+class StoreLocked(SageMemError):
+    """Raised when a lock held by another process could not be taken in time."""
+
+
+class FolderError(SageMemError):
+    """Raised when the memory folder is missing, not a folder, or not usable."""

@@ -1,0 +1,242 @@
+"""The Memory value: what one memory file means once parsed.
+
+Owns field names, defaults and tolerant coercion of frontmatter values into
+typed fields. It never touches the disk (see `files.py`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import date, datetime, timezone
+from pathlib import Path
+from typing import Any
+
+CATEGORIES = ("user", "feedback", "project", "reference")
+DEFAULT_TRUST = 0.5
+MAX_TAGS = 20
+MAX_TAG_LENGTH = 40
+MAX_FILE_BYTES = 512 * 1024
+GLOBAL_PROJECT = "global"
+
+
+@dataclass(frozen=True)
+class Memory:
+    """One memory: its id, typed fields, the raw frontmatter and the exact body."""
+
+    id: str
+    path: Path
+    description: str
+    body: str
+    category: str | None = None
+    name: str | None = None
+    summary: str | None = None
+    aliases: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+    trust: float = DEFAULT_TRUST
+    baseline: bool = False
+    baseline_priority: int = 0
+    project: str | None = None
+    created: str | None = None
+    updated: str | None = None
+    supersedes: tuple[str, ...] = ()
+    locked: bool = False
+    archived: bool = False
+    sha256: str = ""
+    category_key: str | None = None
+    meta: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    problems: tuple[str, ...] = ()
+
+    @property
+    def display(self) -> str:
+        """Short text for listings: the summary when there is one, else the description."""
+        return self.summary or self.description
+
+    def to_dict(self, *, body: bool = True) -> dict[str, Any]:
+        """Plain JSON-ready data, in a stable key order."""
+        data: dict[str, Any] = {
+            "id": self.id,
+            "description": self.description,
+            "category": self.category,
+            "name": self.name,
+            "summary": self.summary,
+            "aliases": list(self.aliases),
+            "tags": list(self.tags),
+            "trust": self.trust,
+            "baseline": self.baseline,
+            "baselinePriority": self.baseline_priority,
+            "project": self.project,
+            "created": self.created,
+            "updated": self.updated,
+            "supersedes": list(self.supersedes),
+            "locked": self.locked,
+            "archived": self.archived,
+            "sha256": self.sha256,
+            "path": str(self.path),
+        }
+        if body:
+            data["body"] = self.body
+        if self.problems:
+            data["problems"] = list(self.problems)
+        return data
+
+
+def memory_from_meta(
+    memory_id: str,
+    path: Path,
+    meta: Mapping[str, Any],
+    body: str,
+    *,
+    sha256: str = "",
+    archived: bool = False,
+    problems: tuple[str, ...] = (),
+) -> Memory:
+    """Build a Memory from parsed frontmatter, coercing values and noting what was wrong."""
+    found: list[str] = list(problems)
+    category, category_key = _category(meta)
+    if category is not None and category not in CATEGORIES:
+        found.append(f"unknown category {category!r}")
+    description = _text(meta.get("description"))
+    if not description:
+        found.append("no description")
+        description = _fallback_description(meta, body, memory_id)
+    trust = _trust(meta.get("trust"), found)
+    tags = _strings(meta.get("tags"), "tags", found)
+    if len(tags) > MAX_TAGS:
+        found.append(f"{len(tags)} tags (at most {MAX_TAGS})")
+    long_tags = [t for t in tags if len(t) > MAX_TAG_LENGTH]
+    if long_tags:
+        found.append(f"tag longer than {MAX_TAG_LENGTH} characters: {long_tags[0][:50]!r}")
+    project = _text(meta.get("project")) or None
+    if project == GLOBAL_PROJECT:
+        project = None
+    return Memory(
+        id=memory_id,
+        path=path,
+        description=description,
+        body=body,
+        category=category,
+        name=_text(meta.get("name")) or None,
+        summary=_text(meta.get("summary")) or None,
+        aliases=_strings(meta.get("aliases"), "aliases", found),
+        tags=tags,
+        trust=trust,
+        baseline=meta.get("baseline") is True,
+        baseline_priority=_int(meta.get("baselinePriority"), "baselinePriority", found),
+        project=project,
+        created=_date_text(meta.get("created")),
+        updated=_date_text(meta.get("updated") or meta.get("modified")),
+        supersedes=_strings(meta.get("supersedes"), "supersedes", found),
+        locked=meta.get("locked") is True,
+        archived=archived,
+        sha256=sha256,
+        category_key=category_key,
+        meta=dict(meta),
+        problems=tuple(found),
+    )
+
+
+def _category(meta: Mapping[str, Any]) -> tuple[str | None, str | None]:
+    for key in ("category", "type"):
+        value = _text(meta.get(key))
+        if value:
+            return value.lower(), key
+    nested = meta.get("metadata")
+    if isinstance(nested, Mapping):
+        value = _text(nested.get("type"))
+        if value:
+            return value.lower(), "metadata.type"
+    return None, None
+
+
+def _text(value: Any) -> str:
+    if value is None or isinstance(value, (dict, list)):
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return " ".join(str(value).split())
+
+
+def _fallback_description(meta: Mapping[str, Any], body: str, memory_id: str) -> str:
+    name = _text(meta.get("name"))
+    if name:
+        return name
+    for line in body.splitlines():
+        line = line.strip().lstrip("#").strip()
+        if line:
+            return line[:200]
+    return memory_id
+
+
+def _trust(value: Any, found: list[str]) -> float:
+    if value is None:
+        return DEFAULT_TRUST
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        found.append(f"trust is not a number: {value!r}"[:120])
+        return DEFAULT_TRUST
+    if not 0.0 <= float(value) <= 1.0:
+        found.append(f"trust {value} outside 0..1")
+        return min(1.0, max(0.0, float(value)))
+    return float(value)
+
+
+def _int(value: Any, key: str, found: list[str]) -> int:
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int):
+        found.append(f"{key} is not an integer: {value!r}"[:120])
+        return 0
+    return value
+
+
+def _strings(value: Any, key: str, found: list[str]) -> tuple[str, ...]:
+    if value is None or value == "":
+        return ()
+    if isinstance(value, str):
+        items: list[Any] = [part for part in value.split(",")]
+    elif isinstance(value, list):
+        items = value
+    else:
+        found.append(f"{key} is not a list: {value!r}"[:120])
+        items = [value] if isinstance(value, (int, float)) else []
+    out = []
+    for item in items:
+        text = _text(item)
+        if text and text not in out:
+            out.append(text)
+    return tuple(out)
+
+
+def _date_text(value: Any) -> str | None:
+    if value is None or value == "":
+        return None
+    if isinstance(value, datetime):
+        return iso_datetime(value)
+    if isinstance(value, date):
+        return value.isoformat()
+    return _text(value) or None
+
+
+def iso_datetime(moment: datetime) -> str:
+    """ISO 8601 text for a datetime; UTC is written with a `Z`."""
+    if moment.tzinfo is not None and moment.utcoffset() == timezone.utc.utcoffset(None):
+        return moment.replace(tzinfo=None).isoformat() + "Z"
+    return moment.isoformat()
+
+
+def now_iso() -> str:
+    """The current time in UTC, to the second, as the tool writes `updated`."""
+    return iso_datetime(datetime.now(timezone.utc).replace(microsecond=0))
+
+
+def parse_moment(text: str | None) -> datetime | None:
+    """Read an ISO date or datetime written in a memory; None when it is not one."""
+    if not text:
+        return None
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return moment
