@@ -1,0 +1,9 @@
+"""`python -m sage_mem` runs the CLI."""
+
+from __future__ import annotations
+
+import sys
+
+from .cli import main
+
+sys.exit(main())

@@ -1,0 +1,376 @@
+"""The `sage-mem` command line: parse arguments, call the library, print.
+
+Every command that prints data takes `--json`. A user error (a missing memory,
+a bad flag, a malformed file) is one line on stderr and exit status 1, never a
+traceback. Heavy modules (`mcp`, `watchdog`) are imported only by the commands
+that need them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import stat
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, NoReturn, TextIO
+
+from . import __version__
+from .errors import SageMemError
+from .folder import default_folder
+
+PROG = "sage-mem"
+
+
+class UsageError(Exception):
+    """A bad command line: reported in one line, exit status 1."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{message} (see `{self.prog} --help`)")
+
+
+def _print_json(data: Any, out: TextIO) -> None:
+    out.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+
+
+def _folder(args: argparse.Namespace) -> Path:
+    return Path(args.dir).expanduser() if args.dir else default_folder()
+
+
+def _open_store(args: argparse.Namespace):
+    from .store import MemoryStore
+
+    return MemoryStore(_folder(args))
+
+
+# commands
+
+
+def cmd_init(args: argparse.Namespace, out: TextIO) -> int:
+    from .store import MemoryStore
+    from .template import init_folder
+
+    target = Path(args.path).expanduser() if args.path else _folder(args)
+    result = init_folder(target, git=args.git)
+    store = MemoryStore(result.root)
+    store.regenerate_index()
+    data = {
+        "path": str(result.root),
+        "copied": result.copied,
+        "existing": result.existing,
+        "git": result.git_initialized,
+        "gitattributes": result.gitattributes_written,
+        "stateDir": str(store.folder.state_dir),
+    }
+    if args.json:
+        _print_json(data, out)
+        return 0
+    if result.copied:
+        out.write(f"Created {result.root} with {len(result.copied)} example memories.\n")
+    else:
+        out.write(f"{result.root} already holds {result.existing} memories; nothing copied.\n")
+    if result.git_initialized:
+        out.write("Initialized a git repository there, with a .gitattributes that keeps LF endings.\n")
+    elif result.gitattributes_written:
+        out.write("Wrote a .gitattributes that keeps LF endings.\n")
+    out.write(f'Try: sage-mem search "how do I run the tests"   (state: {store.folder.state_dir})\n')
+    return 0
+
+
+def _read_body(args: argparse.Namespace) -> str | None:
+    if args.body == "-":
+        return sys.stdin.read()
+    if args.body is not None:
+        return args.body
+    try:
+        mode = os.fstat(sys.stdin.fileno()).st_mode
+    except (OSError, ValueError, AttributeError):
+        return None
+    # Read a piped or redirected body, but never wait on a terminal or /dev/null.
+    if stat.S_ISFIFO(mode) or stat.S_ISREG(mode):
+        text = sys.stdin.read()
+        return text if text.strip() else None
+    return None
+
+
+def cmd_add(args: argparse.Namespace, out: TextIO) -> int:
+    store = _open_store(args)
+    memory = store.write(
+        args.id,
+        description=args.description,
+        body=_read_body(args),
+        category=args.category,
+        name=args.name,
+        summary=args.summary,
+        aliases=args.alias,
+        tags=args.tag,
+        trust=args.trust,
+        baseline=args.baseline,
+        baseline_priority=args.baseline_priority,
+        project=args.project,
+        supersedes=args.supersedes,
+        expected_sha256=args.expected_sha256,
+    )
+    if args.json:
+        _print_json(memory.to_dict(body=False), out)
+    else:
+        out.write(f"Saved {memory.id} ({memory.path})\n")
+    return 0
+
+
+def cmd_search(args: argparse.Namespace, out: TextIO) -> int:
+    from .render import hit_dict, hit_line
+
+    if args.limit < 1:
+        raise UsageError("--limit must be at least 1")
+    store = _open_store(args)
+    hits = store.search(
+        args.query, limit=args.limit, offset=args.offset, category=args.category,
+        project=args.project, tags=args.tag, archived=args.archived,
+    )
+    if args.json:
+        _print_json({"results": [hit_dict(hit) for hit in hits], "count": len(hits)}, out)
+    elif hits:
+        out.writelines(hit_line(hit) + "\n" for hit in hits)
+    else:
+        out.write("No memories match.\n")
+    return 0
+
+
+def cmd_show(args: argparse.Namespace, out: TextIO) -> int:
+    from .render import memory_text
+
+    memory = _open_store(args).read(args.id)
+    if args.json:
+        _print_json(memory.to_dict(), out)
+    else:
+        out.write(memory_text(memory))
+    return 0
+
+
+def cmd_list(args: argparse.Namespace, out: TextIO) -> int:
+    from .render import memory_line
+
+    store = _open_store(args)
+    memories = store.list(
+        category=args.category, project=args.project, tags=args.tag, archived=args.archived
+    )
+    if args.json:
+        _print_json(
+            {"memories": [m.to_dict(body=False) for m in memories], "count": len(memories)}, out
+        )
+    else:
+        out.writelines(memory_line(memory) + "\n" for memory in memories)
+        if not memories:
+            out.write("No memories.\n")
+    return 0
+
+
+def cmd_archive(args: argparse.Namespace, out: TextIO) -> int:
+    memory = _open_store(args).archive(args.id, reason=args.reason)
+    if args.json:
+        _print_json(memory.to_dict(body=False), out)
+    else:
+        out.write(f"Archived {args.id} as {memory.id} ({memory.path})\n")
+    return 0
+
+
+def cmd_feedback(args: argparse.Namespace, out: TextIO) -> int:
+    memory = _open_store(args).feedback(args.id, helpful=args.verdict == "helpful")
+    if args.json:
+        _print_json({"id": memory.id, "trust": memory.trust}, out)
+    else:
+        out.write(f"{memory.id}: trust is now {memory.trust:g}\n")
+    return 0
+
+
+def cmd_index(args: argparse.Namespace, out: TextIO) -> int:
+    store = _open_store(args)
+    changed = store.regenerate_index()
+    problems = store.problems()
+    if args.json:
+        _print_json(
+            {"path": str(store.folder.index_file), "changed": changed,
+             "memories": len(store.list()), "problems": [p.to_dict() for p in problems]},
+            out,
+        )
+        return 0
+    state = "rewritten" if changed else "already up to date"
+    out.write(f"{store.folder.index_file}: {state} ({len(store.list())} memories)\n")
+    for problem in problems:
+        out.write(f"skipped: {problem.message}\n")
+    return 0
+
+
+def cmd_audit(args: argparse.Namespace, out: TextIO) -> int:
+    from .audit import audit
+
+    report = audit(_open_store(args))
+    if args.json:
+        _print_json(report.to_dict(), out)
+    else:
+        text = report.format_text()
+        out.write(text if text.endswith("\n") or not text else text + "\n")
+        if report.ok:
+            out.write("No problems found.\n")
+    return 0 if report.ok else 1
+
+
+# the parser
+
+EPILOG = """examples:
+  sage-mem init
+  sage-mem add user_cat --category user --description "The user's cat is called Sesame"
+  sage-mem search "what is my cat called"
+  sage-mem search 我的猫叫什么 --json
+  sage-mem show user_cat
+
+The memory folder is --dir, else $SAGE_MEM_DIR, else ~/.sage-mem/memory."""
+
+
+def _common() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--dir", metavar="DIR", default=argparse.SUPPRESS,
+        help="the memory folder (default: $SAGE_MEM_DIR or ~/.sage-mem/memory)",
+    )
+    return common
+
+
+def _filters(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--category", help="only this category (user, feedback, project, reference)")
+    parser.add_argument("--project", help="only memories for this project (and global ones)")
+    parser.add_argument("--tag", action="append", metavar="TAG", help="only memories with this tag (repeatable)")
+    parser.add_argument("--archived", action="store_true", help="include archived memories")
+
+
+def _json_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="print JSON")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog=PROG,
+        description="Memory for AI agents, kept as plain markdown files.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--dir", metavar="DIR", help="the memory folder (default: $SAGE_MEM_DIR or ~/.sage-mem/memory)")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    common = _common()
+
+    def command(name: str, handler: Callable[..., int], help: str, example: str,
+                aliases: Sequence[str] = ()) -> argparse.ArgumentParser:
+        sub = commands.add_parser(
+            name, help=help, description=help, epilog=f"example:\n  {example}",
+            parents=[common], aliases=list(aliases),
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        sub.set_defaults(handler=handler)
+        return sub
+
+    sub = command("init", cmd_init, "create a memory folder from the starter template",
+                  "sage-mem init --git")
+    sub.add_argument("path", nargs="?", metavar="DIR", help="where (default: the memory folder)")
+    sub.add_argument("--git", action="store_true",
+                     help="make it a git repository with a .gitattributes that keeps LF endings")
+    _json_flag(sub)
+
+    sub = command("add", cmd_add, "create or update a memory (body from --body or stdin)",
+                  'sage-mem add user_cat --category user --description "The cat is called Sesame"',
+                  aliases=["write"])
+    sub.add_argument("id", help="the memory id: its path in the folder without .md")
+    sub.add_argument("--description", help="one line saying what this memory is (required when new)")
+    sub.add_argument("--category", help="user, feedback, project or reference")
+    sub.add_argument("--name", help="a short name")
+    sub.add_argument("--summary", help="short display text")
+    sub.add_argument("--alias", action="append", metavar="ALIAS", help="another wording that should find it (repeatable)")
+    sub.add_argument("--tag", action="append", metavar="TAG", help="a tag (repeatable)")
+    sub.add_argument("--trust", type=float, help="0..1 (default 0.5)")
+    sub.add_argument("--baseline", action=argparse.BooleanOptionalAction, default=None,
+                     help="inject at the start of every session")
+    sub.add_argument("--baseline-priority", type=int, metavar="N", help="order among baselines, higher first")
+    sub.add_argument("--project", help='scope to a project ("global" = everywhere)')
+    sub.add_argument("--supersedes", action="append", metavar="ID", help="a memory this one replaces (repeatable)")
+    sub.add_argument("--body", help="the body text (`-` reads stdin; a piped stdin is read when this is absent)")
+    sub.add_argument("--expected-sha256", metavar="SHA", help="refuse if the file changed since you read it")
+    _json_flag(sub)
+
+    sub = command("search", cmd_search, "ranked compact results for a query",
+                  'sage-mem search "how do I run the tests" --limit 5')
+    sub.add_argument("query", help="words, in any language")
+    sub.add_argument("--limit", type=int, default=10, help="how many results (default 10)")
+    sub.add_argument("--offset", type=int, default=0, help="skip this many results (paging)")
+    _filters(sub)
+    _json_flag(sub)
+
+    sub = command("show", cmd_show, "one memory in full", "sage-mem show user_cat")
+    sub.add_argument("id", help="the memory id (archive/… for an archived one)")
+    _json_flag(sub)
+
+    sub = command("list", cmd_list, "memories, filterable by category, tag or project",
+                  "sage-mem list --category feedback")
+    _filters(sub)
+    _json_flag(sub)
+
+    sub = command("archive", cmd_archive, "move a memory to archive/ (nothing is ever deleted)",
+                  'sage-mem archive user_old_cat --reason "the cat was renamed"')
+    sub.add_argument("id", help="the memory id")
+    sub.add_argument("--reason", required=True, help="why (kept in the archived file)")
+    _json_flag(sub)
+
+    sub = command("feedback", cmd_feedback, "say a memory was helpful or not (moves its trust)",
+                  "sage-mem feedback user_cat helpful")
+    sub.add_argument("id", help="the memory id")
+    sub.add_argument("verdict", choices=["helpful", "unhelpful"], help="helpful or unhelpful")
+    _json_flag(sub)
+
+    sub = command("index", cmd_index, "regenerate MEMORY.md (also repairs one left with merge conflicts)",
+                  "sage-mem index")
+    _json_flag(sub)
+
+    sub = command("audit", cmd_audit, "check the folder and report problems (changes nothing; exit 1 if any)",
+                  "sage-mem audit --json")
+    _json_flag(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None,
+         err: TextIO | None = None) -> int:
+    """Run the CLI; returns the exit status."""
+    out = out or sys.stdout
+    err = err or sys.stderr
+    parser = build_parser()
+    try:
+        try:
+            with contextlib.redirect_stdout(out):
+                args = parser.parse_args(argv)
+        except SystemExit as exc:  # --help and --version
+            return int(exc.code or 0)
+        if not getattr(args, "command", None):
+            parser.print_help(out)
+            return 0
+        if getattr(args, "dir", None) is None:
+            args.dir = None
+        return args.handler(args, out)
+    except UsageError as exc:
+        err.write(f"{PROG}: error: {exc}\n")
+        return 1
+    except SageMemError as exc:
+        err.write(f"{PROG}: error: {exc}\n")
+        return 1
+    except BrokenPipeError:
+        return 0
+    except OSError as exc:
+        where = f"{exc.filename}: " if exc.filename else ""
+        err.write(f"{PROG}: error: {where}{exc.strerror or exc}\n")
+        return 1
+    except KeyboardInterrupt:
+        err.write(f"{PROG}: interrupted\n")
+        return 130

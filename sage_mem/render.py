@@ -1,0 +1,82 @@
+"""Plain-text rendering of memories and hits for people (the CLI) and agents.
+
+Also owns the age note ("updated 12 days ago"): models are poor at date
+arithmetic, so results say how old a memory is instead of leaving it to them.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from .index import Hit
+from .memory import Memory, parse_moment
+
+
+def age_days(updated: str | None, now: datetime | None = None) -> int | None:
+    """Whole days since `updated`, or None when it is unknown."""
+    moment = parse_moment(updated)
+    if moment is None:
+        return None
+    now = now or datetime.now(timezone.utc)
+    return max(0, int((now - moment).total_seconds() // 86400))
+
+
+def age_note(updated: str | None, now: datetime | None = None) -> str | None:
+    """`updated today`, `updated 1 day ago`, `updated 47 days ago`; None when unknown."""
+    days = age_days(updated, now)
+    if days is None:
+        return None
+    if days == 0:
+        return "updated today"
+    return f"updated {days} day{'s' if days != 1 else ''} ago"
+
+
+def hit_dict(hit: Hit, now: datetime | None = None) -> dict[str, object]:
+    """A hit as JSON data, with its age note."""
+    data = hit.to_dict()
+    data["age"] = age_note(hit.updated, now)
+    return data
+
+
+def hit_line(hit: Hit, now: datetime | None = None) -> str:
+    category = f"[{hit.category}] " if hit.category else ""
+    age = age_note(hit.updated, now)
+    tail = f"  ({age})" if age and age != "updated today" else ""
+    return f"{hit.score:7.3f}  {hit.id}  {category}{hit.summary or hit.description}{tail}"
+
+
+def memory_line(memory: Memory) -> str:
+    category = f"[{memory.category}] " if memory.category else ""
+    flags = "".join(
+        f" ({flag})" for flag, on in (("baseline", memory.baseline), ("locked", memory.locked)) if on
+    )
+    return f"{memory.id}  {category}{memory.display}{flags}"
+
+
+def memory_text(memory: Memory, now: datetime | None = None) -> str:
+    """One memory in full, for `show`: a few header lines, then the file's body."""
+    fields = [
+        ("id", memory.id),
+        ("description", memory.description),
+        ("category", memory.category),
+        ("name", memory.name),
+        ("summary", memory.summary),
+        ("aliases", ", ".join(memory.aliases) or None),
+        ("tags", ", ".join(memory.tags) or None),
+        ("trust", f"{memory.trust:g}"),
+        ("project", memory.project),
+        ("baseline", f"yes (priority {memory.baseline_priority})" if memory.baseline else None),
+        ("locked", "yes" if memory.locked else None),
+        ("archived", "yes" if memory.archived else None),
+        ("created", memory.created),
+        ("updated", " — ".join(x for x in (memory.updated, age_note(memory.updated, now)) if x)
+         or None),
+        ("path", str(memory.path)),
+        ("sha256", memory.sha256),
+    ]
+    width = max(len(name) for name, _ in fields)
+    lines = [f"{name.ljust(width)}  {value}" for name, value in fields if value not in (None, "")]
+    for problem in memory.problems:
+        lines.append(f"{'problem'.ljust(width)}  {problem}")
+    body = memory.body.strip("\n")
+    return "\n".join(lines) + ("\n\n" + body if body else "") + "\n"
