@@ -221,6 +221,19 @@ def cmd_audit(args: argparse.Namespace, out: TextIO) -> int:
     return 0 if report.ok else 1
 
 
+def cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
+    from .server import serve
+
+    return serve(_folder(args), poll=args.poll)
+
+
+def cmd_hook(args: argparse.Namespace, out: TextIO) -> int:
+    from .hooks import run_hook
+
+    folder = Path(args.dir).expanduser() if args.dir else None
+    return run_hook(args.event, sys.stdin, out, sys.stderr, folder=folder)
+
+
 # the parser
 
 EPILOG = """examples:
@@ -338,6 +351,17 @@ def build_parser() -> argparse.ArgumentParser:
     sub = command("audit", cmd_audit, "check the folder and report problems (changes nothing; exit 1 if any)",
                   "sage-mem audit --json")
     _json_flag(sub)
+
+    sub = command("serve", cmd_serve, "run the MCP server on stdio (for Claude Code, Cursor, Codex…)",
+                  "sage-mem --dir ~/notes/memory serve")
+    sub.add_argument("--poll", action="store_true",
+                     help="watch the folder by polling (for network drives)")
+
+    sub = command("hook", cmd_hook, "Claude Code hook commands: read the hook JSON on stdin, answer JSON; always exit 0",
+                  'echo \'{"session_id": "s1", "prompt": "what is my cat called"}\' | sage-mem hook user-prompt-submit')
+    # Not `choices`: a hook must exit 0 even when misconfigured, so run_hook reports it.
+    sub.add_argument("event", metavar="EVENT",
+                     help="session-start (baselines and a tool guide) or user-prompt-submit (relevant memories)")
     return parser
 
 

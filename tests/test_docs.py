@@ -43,3 +43,11 @@ def test_readme_opens_with_the_two_setup_commands() -> None:
 def test_ci_runs_the_readme_test_command() -> None:
     ci = (Path(__file__).resolve().parent.parent / ".ci" / "run").read_text(encoding="utf-8")
     assert 'pip install --quiet -e ".[test]"' in ci and "python -m pytest" in ci
+
+
+def test_every_mcp_tool_is_in_readme() -> None:
+    from sage_mem.server import DESCRIPTIONS
+
+    for name, description in DESCRIPTIONS.items():
+        assert f"`{name}`" in README, f"README does not document {name}"
+        assert 20 < len(description) < 2048
