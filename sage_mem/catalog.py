@@ -16,6 +16,8 @@ from .memory import CATEGORIES, Memory
 MAX_LINES = 200
 MAX_BYTES = 25_000
 MAX_LINE_CHARS = 150
+MIN_TITLE_CHARS = 8
+MIN_HOOK_CHARS = 20
 HEADER = "# Memory index"
 NOTE = (
     "<!-- Written by sage-mem from the memory files; edit those, not this file. "
@@ -24,19 +26,31 @@ NOTE = (
 
 
 def entry_line(memory: Memory) -> str:
-    """`- [Title](file.md) — hook`, cut to fit in MAX_LINE_CHARS."""
-    title = (memory.name or memory.id.rsplit("/", 1)[-1]).replace("[", "(").replace("]", ")")
+    """`- [Title](file.md) — hook`, cut to fit in MAX_LINE_CHARS.
+
+    The link is never cut (a cut link is a broken one): a long title is
+    shortened first, then the hook. Only an id too long to fit by itself can
+    make the line longer than MAX_LINE_CHARS.
+    """
+    title = " ".join((memory.name or memory.id.rsplit("/", 1)[-1]).split())
+    title = title.replace("[", "(").replace("]", ")")
     target = memory.id + ".md"
     if any(ch in target for ch in " ()<>"):
         target = f"<{target}>"
+    fixed = len("- []()") + len(target)
+    title = _cut(title, max(MIN_TITLE_CHARS, MAX_LINE_CHARS - fixed - 3 - MIN_HOOK_CHARS))
     head = f"- [{title}]({target})"
     hook = " ".join(memory.display.split())
     room = MAX_LINE_CHARS - len(head) - 3
-    if room < 10:
-        return head[:MAX_LINE_CHARS]
-    if len(hook) > room:
-        hook = hook[: room - 1].rstrip() + "…"
-    return f"{head} — {hook}"
+    if not hook or room < MIN_HOOK_CHARS // 2:
+        return head
+    return f"{head} — {_cut(hook, room)}"
+
+
+def _cut(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    return text[: max(limit - 1, 0)].rstrip() + "…"
 
 
 def _group(memory: Memory) -> str:
@@ -52,16 +66,18 @@ def _group_order(name: str) -> tuple[int, str]:
 def render(memories: Sequence[Memory], retrievals: Mapping[str, int] | None = None) -> str:
     """The text of MEMORY.md for these (unarchived) memories."""
     memories = sorted((m for m in memories if not m.archived), key=lambda m: m.id)
-    text = _render_groups(memories, more=0)
-    if _fits(text):
-        return text
+    if len(memories) <= MAX_LINES:
+        text = _render_groups(memories, more=0)
+        if _fits(text):
+            return text
     counts = retrievals or {}
     ranked = sorted(
         memories,
         key=lambda m: (not m.baseline, -m.baseline_priority if m.baseline else 0,
                        -counts.get(m.id, 0), m.id),
     )
-    low, high = 0, len(ranked)
+    # One line per memory: no more than MAX_LINES can fit, whatever the folder's size.
+    low, high = 0, min(len(ranked), MAX_LINES)
     while low < high:
         mid = (low + high + 1) // 2
         if _fits(_render_groups(sorted(ranked[:mid], key=lambda m: m.id), len(ranked) - mid)):

@@ -58,7 +58,9 @@ class InvalidMemory(SageMemError):
 class ConflictError(SageMemError):
     """Raised when expected_sha256 does not match the file as it is on disk."""
 
-    def __init__(self, message: str, *, path: Path | str | None = None, actual_sha256: str = "") -> None:
+    def __init__(
+        self, message: str, *, path: Path | str | None = None, actual_sha256: str = ""
+    ) -> None:
         super().__init__(message, path=path)
         self.actual_sha256 = actual_sha256
 

@@ -36,6 +36,19 @@ _Loader = type("_Loader", (getattr(yaml, "CSafeLoader", yaml.SafeLoader),), {})
 
 def _timestamp_as_iso(loader: yaml.SafeLoader, node: yaml.Node) -> str:
     value = yaml.SafeLoader.construct_yaml_timestamp(loader, node)  # type: ignore[arg-type]
+    return _iso(value)
+
+
+def _timestamp_text(text: str) -> str:
+    """The string our loader makes of `text` written as a plain timestamp scalar."""
+    node = yaml.ScalarNode("tag:yaml.org,2002:timestamp", text)
+    try:
+        return _iso(yaml.SafeLoader.construct_yaml_timestamp(yaml.SafeLoader(""), node))
+    except ValueError:
+        return ""
+
+
+def _iso(value: Any) -> str:
     if isinstance(value, datetime):
         return iso_datetime(value)
     if isinstance(value, date):
@@ -44,6 +57,10 @@ def _timestamp_as_iso(loader: yaml.SafeLoader, node: yaml.Node) -> str:
 
 
 _Loader.add_constructor("tag:yaml.org,2002:timestamp", _timestamp_as_iso)
+_TIMESTAMP = next(
+    regexp for regexp_list in yaml.SafeLoader.yaml_implicit_resolvers.values()
+    for tag, regexp in regexp_list if tag == "tag:yaml.org,2002:timestamp"
+)
 
 
 class _Dumper(yaml.SafeDumper):
@@ -59,6 +76,23 @@ def _represent_dict(dumper: yaml.SafeDumper, data: dict[Any, Any]) -> yaml.Node:
     return dumper.represent_mapping("tag:yaml.org,2002:map", data.items(), flow_style=False)
 
 
+_LINE_BREAKS = "\n\r\x85\u2028\u2029"
+
+
+def _represent_str(dumper: yaml.SafeDumper, data: str) -> yaml.Node:
+    # Timestamps are written plain (our loader reads `2026-11-29T18:00:00Z` back as
+    # the same text), but a string such as "2026-11-29 18:00:00" would come back
+    # as "2026-11-29T18:00:00": quote exactly the strings that would not survive.
+    if _TIMESTAMP.match(data) and _timestamp_text(data) != data:
+        return dumper.represent_scalar("tag:yaml.org,2002:str", data, style="'")
+    if any(ch in data for ch in _LINE_BREAKS):
+        # Escaped in double quotes, the value stays on one line (PyYAML would
+        # otherwise fold it over several, mangling YAML 1.1 breaks like U+0085).
+        return dumper.represent_scalar("tag:yaml.org,2002:str", data, style='"')
+    return dumper.represent_str(data)
+
+
+_Dumper.add_representer(str, _represent_str)
 _Dumper.add_representer(list, _represent_list)
 _Dumper.add_representer(tuple, _represent_list)
 _Dumper.add_representer(dict, _represent_dict)
@@ -69,12 +103,21 @@ _Dumper.yaml_implicit_resolvers = {
 
 _DELIMITER = re.compile(r"^---[ \t]*\r?\n?$")
 _CLOSING = re.compile(r"^(---|\.\.\.)[ \t]*\r?\n?$")
-_TOP_KEY = re.compile(r"""^(?:"[^"]*"|'[^']*'|[^\s#'"\-?:][^:]*?|-[^\s:][^:]*?)[ \t]*:(?:[ \t]|\r?\n|$)""")
+_TOP_KEY = re.compile(
+    r"""^(?:"[^"]*"|'[^']*'|[^\s#'"\-?:][^:]*?|-[^\s:][^:]*?)[ \t]*:(?:[ \t]|\r?\n|$)"""
+)
+_BLOCK_SCALAR = re.compile(r"^[ \t]*(?:[!&]\S*[ \t]+)*[|>][-+1-9]*[ \t]*(?:#.*)?\r?\n?$")
+_COMMENT_LINE = re.compile(r"^[ \t]*#")
+_LINE = re.compile(r"[^\n]*\n|[^\n]+$")
 
 
 @dataclass(frozen=True)
 class ParsedFile:
-    """A memory file split into its parts, exactly as read."""
+    """A memory file split into its parts, exactly as read.
+
+    `opening` and `closing` are the delimiter lines as written (`--- ` with a
+    trailing space, `...`), kept so that a rewrite does not touch them.
+    """
 
     meta: dict[str, Any]
     body: str
@@ -84,10 +127,21 @@ class ParsedFile:
     problems: tuple[str, ...]
     rewritable: bool
     sha256: str
+    opening: str = "---\n"
+    closing: str = "---\n"
 
 
 def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
+
+
+def split_lines(text: str) -> list[str]:
+    """Lines with their endings, split at `\\n` only.
+
+    `str.splitlines` also splits at form feeds, U+2028 and other characters a
+    memory may legitimately contain, which would misplace key boundaries.
+    """
+    return _LINE.findall(text)
 
 
 def parse_bytes(raw: bytes, path: Path | str = "<memory>") -> ParsedFile:
@@ -111,20 +165,24 @@ def parse_bytes(raw: bytes, path: Path | str = "<memory>") -> ParsedFile:
     if "\r\n" in text:
         problems.append("CRLF line endings")
 
-    lines = text.splitlines(keepends=True)
+    lines = split_lines(text)
     if not lines or not _DELIMITER.match(lines[0]):
         problems.append("no frontmatter")
-        return ParsedFile({}, text, None, newline, bom, tuple(problems), False, digest)
+        # Rewritable: a tool edit adds a frontmatter block above the untouched text.
+        return ParsedFile({}, text, None, newline, bom, tuple(problems), True, digest)
 
     closing = next((i for i in range(1, len(lines)) if _CLOSING.match(lines[i])), None)
     rewritable = True
     if closing is None:
         problems.append("frontmatter has no closing ---")
         rewritable = False
-        end = next((i for i in range(1, len(lines)) if not lines[i].strip()), len(lines))
-        fm_text, body = "".join(lines[1:end]), "".join(lines[end:])
+        end = next(
+            (i for i in range(1, len(lines)) if not _may_be_frontmatter(lines[i])), len(lines)
+        )
+        fm_text, body, closing_line = "".join(lines[1:end]), "".join(lines[end:]), ""
     else:
         fm_text, body = "".join(lines[1:closing]), "".join(lines[closing + 1 :])
+        closing_line = lines[closing]
 
     meta = _load_yaml(fm_text, path)
     if not isinstance(meta, dict):
@@ -133,7 +191,18 @@ def parse_bytes(raw: bytes, path: Path | str = "<memory>") -> ParsedFile:
             rewritable = False
         meta = {}
     meta = {str(key): value for key, value in meta.items()}
-    return ParsedFile(meta, body, fm_text, newline, bom, tuple(problems), rewritable, digest)
+    return ParsedFile(
+        meta, body, fm_text, newline, bom, tuple(problems), rewritable, digest,
+        opening=lines[0], closing=closing_line,
+    )
+
+
+def _may_be_frontmatter(line: str) -> bool:
+    # Without a closing `---` the frontmatter ends where the text stops looking
+    # like YAML keys: at a blank line, or at a markdown heading or paragraph.
+    if not line.strip():
+        return False
+    return bool(_TOP_KEY.match(line)) or line[:1] in (" ", "\t") or line.startswith("- ")
 
 
 def _load_yaml(fm_text: str, path: Path | str) -> Any:
@@ -143,6 +212,10 @@ def _load_yaml(fm_text: str, path: Path | str) -> Any:
         return yaml.load(fm_text, Loader=_Loader)  # noqa: S506 - a safe loader subclass
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
+        if exc.context_mark is not None and mark is not None and mark.line >= fm_text.count("\n"):
+            # Past the last line ("unexpected end of stream"): the place where the
+            # unclosed quote or bracket opened is the one worth pointing at.
+            mark = exc.context_mark
         line = mark.line + 2 if mark else None  # +1 for 1-based, +1 for the opening ---
         column = mark.column + 1 if mark else None
         where = f"line {line}, column {column}" if mark else "frontmatter"
@@ -172,19 +245,43 @@ def render_new(meta: Mapping[str, Any], body: str) -> str:
     return f"---\n{fm}---\n" + (f"\n{body}" if body else "")
 
 
-def edit_frontmatter(parsed: ParsedFile, changes: Mapping[str, Any], body: str | None = None) -> str:
+def edit_frontmatter(
+    parsed: ParsedFile,
+    changes: Mapping[str, Any],
+    body: str | None = None,
+    *,
+    path: Path | str | None = None,
+) -> str:
     """The file's new text with `changes` applied (DELETE removes a key).
 
     Only the lines of changed keys are rewritten; every other byte (order,
-    comments, unknown keys, the body) is kept. When the frontmatter's layout is
-    too unusual to edit line by line, it is re-dumped whole in its own key order.
+    comments, unknown keys, the delimiters, the body) is kept. A file without
+    frontmatter gets one above its unchanged text. When the frontmatter's
+    layout is too unusual to edit line by line (a multi-line quoted value at
+    column 0, an anchor used elsewhere), it is re-dumped whole in its own key
+    order, but only when it has no comments to lose and the result reads back
+    as intended; otherwise InvalidMemory is raised and nothing is written.
     """
-    if not parsed.rewritable or parsed.frontmatter is None:
-        raise InvalidMemory("file cannot be rewritten safely: fix its frontmatter first")
+    where = f"{path}: " if path is not None else ""
+    if not parsed.rewritable:
+        raise InvalidMemory(
+            f"{where}file cannot be rewritten safely: fix its frontmatter first "
+            f"({'; '.join(parsed.problems) or 'unreadable frontmatter'})",
+            path=path,
+        )
     nl = parsed.newline
-    lines = parsed.frontmatter.splitlines(keepends=True)
-    spans = _key_spans(lines)
+    bom = "\ufeff" if parsed.bom else ""
+    new_body = parsed.body if body is None else body
+    if parsed.frontmatter is None:
+        added = [v for v in changes.values() if v is not DELETE]
+        if not added:
+            return bom + new_body
+        fm_text = _dump_lines({k: v for k, v in changes.items() if v is not DELETE}, nl)
+        return f"{bom}---{nl}{fm_text}---{nl}" + (nl + new_body if new_body else "")
+
+    lines = split_lines(parsed.frontmatter)
     for key, value in changes.items():
+        spans = _key_spans(lines)
         new = [] if value is DELETE else _with_newline(dump_value(key, value), nl)
         if key in spans:
             start, end = spans[key]
@@ -193,57 +290,96 @@ def edit_frontmatter(parsed: ParsedFile, changes: Mapping[str, Any], body: str |
             if lines and not lines[-1].endswith("\n"):
                 lines[-1] += nl
             lines.extend(new)
-        spans = _key_spans(lines)
     fm_text = "".join(lines)
     expected = {k: v for k, v in parsed.meta.items() if k not in changes}
     expected.update({k: v for k, v in changes.items() if v is not DELETE})
-    if _load_quietly(fm_text) != expected:
-        ordered = dict(parsed.meta)
-        for key, value in changes.items():
-            if value is DELETE:
-                ordered.pop(key, None)
-            else:
-                ordered[key] = value
-        fm_text = _with_newline("".join(dump_value(k, v) for k, v in ordered.items()), nl)
-    text = f"---{nl}{fm_text}---{nl}" + (parsed.body if body is None else body)
-    return ("\ufeff" if parsed.bom else "") + text
+    if not _reads_as(fm_text, expected):
+        fm_text = _redumped(parsed, changes, expected, where, path)
+    closing = parsed.closing
+    if new_body and not closing.endswith("\n"):
+        closing += nl
+    return bom + parsed.opening + fm_text + closing + new_body
+
+
+def _redumped(
+    parsed: ParsedFile, changes: Mapping[str, Any], expected: dict[str, Any],
+    where: str, path: Path | str | None,
+) -> str:
+    assert parsed.frontmatter is not None
+    if any(_COMMENT_LINE.match(line) or " #" in line for line in split_lines(parsed.frontmatter)):
+        raise InvalidMemory(
+            f"{where}frontmatter is laid out in a way the tool cannot edit without losing "
+            "its comments; edit the file by hand",
+            path=path,
+        )
+    ordered = dict(parsed.meta)
+    for key, value in changes.items():
+        if value is DELETE:
+            ordered.pop(key, None)
+        else:
+            ordered[key] = value
+    fm_text = _dump_lines(ordered, parsed.newline)
+    if not _reads_as(fm_text, expected):
+        raise InvalidMemory(
+            f"{where}frontmatter cannot be rewritten faithfully; edit it by hand", path=path
+        )
+    return fm_text
 
 
 def _with_newline(text: str, nl: str) -> list[str]:
-    return [line.rstrip("\n") + nl for line in text.splitlines(keepends=True)]
+    return [line.rstrip("\n") + nl for line in split_lines(text)]
 
 
 def _key_spans(lines: list[str]) -> dict[str, tuple[int, int]]:
+    """Top-level key -> (first line, line after its last value line) in the frontmatter.
+
+    Blank and comment lines after a value belong to no key (a comment usually
+    introduces the key below it) unless more of the same value follows them.
+    Inside a block scalar (`key: |`) an indented `#` line is text, not a comment.
+    """
     spans: dict[str, tuple[int, int]] = {}
     current: str | None = None
-    start = 0
+    start = last = 0
+    block = False
     for i, line in enumerate(lines):
-        if _TOP_KEY.match(line):
-            if current is not None:
-                spans[current] = (start, i)
-            current = _key_name(line)
-            start = i
-        elif line[:1] in (" ", "\t", "-") or not line.strip():
+        if block and line[:1] in (" ", "\t") and line.strip():
+            last = i + 1
             continue
+        if not line.strip() or _COMMENT_LINE.match(line):
+            continue
+        match = _TOP_KEY.match(line)
+        if match:
+            if current is not None:
+                spans[current] = (start, last)
+            current, start, last = _key_name(line), i, i + 1
+            block = bool(_BLOCK_SCALAR.match(line[match.end() - 1 :].lstrip(":")))
         elif current is not None:
-            spans[current] = (start, i)
-            current = None
+            # Indented lines, list items at column 0 and the rest of a multi-line
+            # flow or quoted value all continue the current key.
+            last = i + 1
     if current is not None:
-        spans[current] = (start, len(lines))
+        spans[current] = (start, last)
     return spans
 
 
 def _key_name(line: str) -> str:
-    key = line.split(":", 1)[0].strip() if line[:1] not in "\"'" else line[1 : line.index(line[0], 1)]
-    return key
+    if line[:1] in "\"'":
+        return line[1 : line.index(line[0], 1)]
+    return line.split(":", 1)[0].strip()
 
 
-def _load_quietly(fm_text: str) -> Any:
+def _dump_lines(items: Mapping[str, Any], nl: str) -> str:
+    return "".join(line for k, v in items.items() for line in _with_newline(dump_value(k, v), nl))
+
+
+def _reads_as(fm_text: str, expected: Mapping[str, Any]) -> bool:
     try:
         data = yaml.load(fm_text, Loader=_Loader)  # noqa: S506
-    except yaml.YAMLError:
-        return None
-    return {str(k): v for k, v in data.items()} if isinstance(data, dict) else None
+    except (yaml.YAMLError, RecursionError):
+        return False
+    if data is None:
+        data = {}
+    return isinstance(data, dict) and {str(k): v for k, v in data.items()} == expected
 
 
 def atomic_write(path: Path, data: bytes, *, mode: int = 0o600) -> None:
@@ -256,7 +392,10 @@ def atomic_write(path: Path, data: bytes, *, mode: int = 0o600) -> None:
         mode = os.stat(path).st_mode & 0o7777
     except FileNotFoundError:
         pass
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    # The name is cut so that a long memory name plus the suffix stays under the
+    # 255-byte limit of a file name.
+    stem = path.name.encode("utf-8")[:200].decode("utf-8", "ignore")
+    tmp = path.with_name(f".{stem}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
     try:
         try:
@@ -276,6 +415,21 @@ def atomic_write(path: Path, data: bytes, *, mode: int = 0o600) -> None:
             pass
         raise
     fsync_dir(path.parent)
+
+
+def make_private_dirs(folder: Path) -> None:
+    """Create `folder` and any missing parents, each with mode 0700 (unlike `mkdir -p`)."""
+    missing: list[Path] = []
+    current = folder
+    while not current.exists() and current.parent != current:
+        missing.append(current)
+        current = current.parent
+    for path in reversed(missing):
+        try:
+            path.mkdir(mode=0o700)
+        except FileExistsError:
+            continue
+        os.chmod(path, 0o700)
 
 
 def fsync_dir(folder: Path) -> None:

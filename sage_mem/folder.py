@@ -15,6 +15,7 @@ from pathlib import Path
 from urllib.parse import unquote
 
 from .errors import FolderError, InvalidId
+from .files import make_private_dirs
 
 INDEX_FILE = "MEMORY.md"
 ARCHIVE_DIR = "archive"
@@ -22,7 +23,11 @@ DREAM_DIR = "autodream"
 RESERVED_TOP = frozenset({ARCHIVE_DIR, DREAM_DIR})
 STATE_DIR_NAME = ".sage-mem"
 MAX_ID_LENGTH = 200
-_FORBIDDEN_CHARS = re.compile(r'[\x00-\x1f\x7f\\:*?"<>|]')
+_FORBIDDEN_CHARS = re.compile(r"[\x00-\x1f\x7f\\]")
+# Not allowed in the names of new memories, so that a folder shared through git
+# checks out on Windows too; existing files with them can still be read.
+_NOT_PORTABLE = re.compile(r'[:*?"<>|]')
+_MAX_DECODING_ROUNDS = 5
 
 
 def default_folder() -> Path:
@@ -56,6 +61,13 @@ class MemoryFolder:
             if state_dir is not None
             else self.root.parent / STATE_DIR_NAME
         )
+        real_root, real_state = os.path.realpath(self.root), os.path.realpath(self.state_dir)
+        if real_state == real_root or real_state.startswith(real_root + os.sep):
+            raise FolderError(
+                f"{self.state_dir}: the state folder must be beside the memory folder, "
+                "not inside it (volatile state would churn the memory folder)",
+                path=self.state_dir,
+            )
 
     @property
     def index_file(self) -> Path:
@@ -80,14 +92,15 @@ class MemoryFolder:
         return self.state_dir.joinpath(*parts)
 
     def ensure_state_dir(self, *parts: str) -> Path:
+        """Create (mode 0700) and return a folder inside the state folder."""
         folder = self.state_path(*parts)
-        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        make_private_dirs(folder)
         return folder
 
     # ids and paths
 
     def id_for(self, path: Path | str) -> str | None:
-        """The memory id of `path`, or None when the path is not a memory (reserved, outside, not .md)."""
+        """The memory id of `path`; None when it is not a memory (reserved, outside, not .md)."""
         rel = self._relative(path)
         if rel is None or not rel.endswith(".md"):
             return None
@@ -96,7 +109,7 @@ class MemoryFolder:
             return None
         if any(not part or is_editor_junk(part) for part in parts):
             return None
-        return rel[:-3]
+        return unicodedata.normalize("NFC", rel[:-3])
 
     def archived_id_for(self, path: Path | str) -> str | None:
         """The id (`archive/...`) of an archived memory file, or None."""
@@ -105,7 +118,7 @@ class MemoryFolder:
             return None
         if any(not part or is_editor_junk(part) for part in rel.split("/")):
             return None
-        return rel[:-3]
+        return unicodedata.normalize("NFC", rel[:-3])
 
     def _relative(self, path: Path | str) -> str | None:
         path = os.path.abspath(path)
@@ -115,22 +128,26 @@ class MemoryFolder:
         return path[len(root) + 1 :].replace(os.sep, "/")
 
     def normalize_id(self, memory_id: str, *, allow_archived: bool = False) -> str:
-        """Check an id from outside and return it in canonical form; raise InvalidId if unsafe."""
+        """Check an id from outside and return it in canonical form; raise InvalidId if unsafe.
+
+        The canonical form is NFC, without `.md`. Percent-encoding is decoded
+        (repeatedly, for double encoding) only to look for traversal: the id
+        itself is never decoded, so `100%25` names a file called `100%25.md`.
+        """
         if not isinstance(memory_id, str):
             raise InvalidId(f"id must be text, not {type(memory_id).__name__}")
-        raw = memory_id.strip()
+        raw = unicodedata.normalize("NFC", memory_id)
         if raw.endswith(".md"):
             raw = raw[:-3]
         shown = repr(memory_id[:80])
-        if not raw:
+        if not raw.strip():
             raise InvalidId("id is empty")
         if len(raw) > MAX_ID_LENGTH:
             raise InvalidId(f"id {shown}… is longer than {MAX_ID_LENGTH} characters")
-        decoded = unquote(raw)
-        for candidate in {raw, decoded}:
+        for candidate in _decodings(raw):
             if _FORBIDDEN_CHARS.search(candidate):
                 raise InvalidId(f"id {shown} contains a character not allowed in ids")
-            if candidate.startswith("/") or re.match(r"^[A-Za-z]:", candidate):
+            if candidate.startswith("/") or re.match(r"^[A-Za-z]:(?:[/\\]|$)", candidate):
                 raise InvalidId(f"id {shown} is an absolute path; ids are relative to the folder")
             parts = candidate.split("/")
             if any(part in ("", ".", "..") for part in parts):
@@ -144,14 +161,37 @@ class MemoryFolder:
             raise InvalidId(f"id {shown} looks like an editor temp file")
         if raw == INDEX_FILE[:-3]:
             raise InvalidId(f"id {shown} is reserved for the index file")
-        if parts[0] == DREAM_DIR or (parts[0] == ARCHIVE_DIR and not allow_archived):
+        if len(parts) > 1 and (
+            parts[0] == DREAM_DIR or (parts[0] == ARCHIVE_DIR and not allow_archived)
+        ):
             raise InvalidId(f"id {shown} is inside the reserved {parts[0]}/ folder")
-        return unicodedata.normalize("NFC", raw)
+        return raw
+
+    def check_new_id(self, memory_id: str) -> None:
+        """Refuse, for a memory about to be created, a name Windows cannot check out as it is."""
+        if _NOT_PORTABLE.search(memory_id):
+            raise InvalidId(
+                f"id {memory_id[:80]!r} contains one of : * ? \" < > | "
+                "(not allowed in new memories: the folder must check out on Windows too)"
+            )
+        if any(part != part.strip() or part.endswith(".") for part in memory_id.split("/")):
+            raise InvalidId(
+                f"id {memory_id[:80]!r} has a part that starts or ends with a space or ends "
+                "with a dot (not allowed in new memories: Windows would change the name)"
+            )
 
     def path_for(self, memory_id: str, *, allow_archived: bool = False) -> Path:
-        """The file of a memory id, refusing any id or symlink that leads outside the folder."""
+        """The file of a memory id, refusing any id or symlink that leads outside the folder.
+
+        An existing file whose name is stored in another Unicode normalization
+        (NFD, as macOS writes it) is found under its NFC id.
+        """
         canonical = self.normalize_id(memory_id, allow_archived=allow_archived)
-        path = self.root.joinpath(*canonical.split("/")).with_name(canonical.split("/")[-1] + ".md")
+        parts = canonical.split("/")
+        parts[-1] += ".md"
+        path = self.root.joinpath(*parts)
+        if not os.path.lexists(path) and not canonical.isascii():
+            path = _find_normalized(self.root, parts)
         self.check_contained(path)
         return path
 
@@ -160,35 +200,70 @@ class MemoryFolder:
         real_root = os.path.realpath(self.root)
         real = os.path.realpath(path)
         if real != real_root and not real.startswith(real_root + os.sep):
-            raise InvalidId(f"{path.name}: a symlink that leads outside the memory folder", path=path)
+            raise InvalidId(
+                f"{path.name}: a symlink that leads outside the memory folder", path=path
+            )
 
     # walking
 
     def iter_files(self, *, archived: bool = False, under: Path | None = None) -> Iterator[Path]:
-        """Every memory file (or, with `archived`, every archived one), in sorted order.
+        """Every memory file (or, with `archived`, every archived one), sorted by path.
 
         Symlinked folders are not followed; a symlinked file is yielded and
         checked for containment when it is read.
         """
-        start = under or (self.archive_dir if archived else self.root)
-        stack = [Path(start)]
-        while stack:
-            folder = stack.pop()
+        start = Path(under or (self.archive_dir if archived else self.root))
+        yield from self._walk(start, archived)
+
+    def _walk(self, folder: Path, archived: bool) -> Iterator[Path]:
+        try:
+            entries = sorted(os.scandir(folder), key=lambda e: e.name)
+        except (FileNotFoundError, NotADirectoryError, PermissionError):
+            return
+        for entry in entries:
+            path = Path(entry.path)
             try:
-                entries = sorted(os.scandir(folder), key=lambda e: e.name, reverse=True)
-            except (FileNotFoundError, NotADirectoryError, PermissionError):
+                is_dir = entry.is_dir(follow_symlinks=False)
+            except OSError:
                 continue
-            for entry in entries:
-                path = Path(entry.path)
-                try:
-                    is_dir = entry.is_dir(follow_symlinks=False)
-                except OSError:
+            if is_dir:
+                if entry.name.startswith(".") or (
+                    folder == self.root
+                    and (entry.name == DREAM_DIR or (entry.name == ARCHIVE_DIR and not archived))
+                ):
                     continue
-                if is_dir:
-                    if entry.name.startswith(".") or (
-                        folder == self.root and entry.name in RESERVED_TOP and not archived
-                    ) or (folder == self.root and entry.name == DREAM_DIR):
-                        continue
-                    stack.append(path)
-                elif (self.archived_id_for(path) if archived else self.id_for(path)) is not None:
-                    yield path
+                yield from self._walk(path, archived)
+            elif (self.archived_id_for(path) if archived else self.id_for(path)) is not None:
+                yield path
+
+
+def _decodings(text: str) -> list[str]:
+    """`text` and each successive percent-decoding of it, until decoding changes nothing."""
+    out = [text]
+    for _ in range(_MAX_DECODING_ROUNDS):
+        decoded = unquote(out[-1])
+        if decoded == out[-1]:
+            break
+        out.append(decoded)
+    return out
+
+
+def _find_normalized(root: Path, parts: list[str]) -> Path:
+    """`parts` under `root`, each part spelled as an existing name that equals it in NFC.
+
+    A part with no such name is kept as given, so a new memory in an existing
+    NFD folder goes into that folder rather than a twin of it.
+    """
+    current = root
+    for part in parts:
+        candidate = current / part
+        if not os.path.lexists(candidate):
+            try:
+                names = os.listdir(current)
+            except OSError:
+                names = []
+            match = next((n for n in names if unicodedata.normalize("NFC", n) == part), None)
+            if match is not None:
+                candidate = current / match
+        current = candidate
+    return current

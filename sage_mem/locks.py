@@ -14,12 +14,13 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from .errors import StoreLocked
+from .files import make_private_dirs
 
 
 @contextmanager
 def file_lock(path: Path, *, timeout: float = 10.0) -> Iterator[None]:
     """Hold an exclusive lock on `path` (created if needed) for the block."""
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    make_private_dirs(path.parent)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     try:
         deadline = time.monotonic() + timeout

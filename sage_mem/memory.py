@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -219,14 +219,14 @@ def _date_text(value: Any) -> str | None:
 
 def iso_datetime(moment: datetime) -> str:
     """ISO 8601 text for a datetime; UTC is written with a `Z`."""
-    if moment.tzinfo is not None and moment.utcoffset() == timezone.utc.utcoffset(None):
+    if moment.tzinfo is not None and moment.utcoffset() == timedelta(0):
         return moment.replace(tzinfo=None).isoformat() + "Z"
     return moment.isoformat()
 
 
 def now_iso() -> str:
     """The current time in UTC, to the second, as the tool writes `updated`."""
-    return iso_datetime(datetime.now(timezone.utc).replace(microsecond=0))
+    return iso_datetime(datetime.now(UTC).replace(microsecond=0))
 
 
 def parse_moment(text: str | None) -> datetime | None:
@@ -238,5 +238,5 @@ def parse_moment(text: str | None) -> datetime | None:
     except ValueError:
         return None
     if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
+        moment = moment.replace(tzinfo=UTC)
     return moment

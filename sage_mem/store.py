@@ -19,8 +19,23 @@ from pathlib import Path
 from typing import Any
 
 from . import catalog
-from .errors import ConflictError, FolderError, InvalidMemory, MemoryLocked, MemoryNotFound
-from .files import DELETE, atomic_write, edit_frontmatter, parse_bytes, render_new, sha256_bytes
+from .errors import (
+    ConflictError,
+    FolderError,
+    InvalidId,
+    InvalidMemory,
+    MemoryLocked,
+    MemoryNotFound,
+)
+from .files import (
+    DELETE,
+    atomic_write,
+    edit_frontmatter,
+    make_private_dirs,
+    parse_bytes,
+    render_new,
+    sha256_bytes,
+)
 from .folder import MemoryFolder
 from .index import Hit, Index
 from .locks import file_lock
@@ -48,10 +63,15 @@ class Problem:
     column: int | None = None
 
     def to_dict(self) -> dict[str, object]:
-        return {"path": str(self.path), "message": self.message, "line": self.line, "column": self.column}
+        return {
+            "path": str(self.path), "message": self.message,
+            "line": self.line, "column": self.column,
+        }
 
 
-def load_memory(folder: MemoryFolder, path: Path, memory_id: str, *, archived: bool = False) -> Memory:
+def load_memory(
+    folder: MemoryFolder, path: Path, memory_id: str, *, archived: bool = False
+) -> Memory:
     """Read and parse one memory file. Raises InvalidMemory (with the reason) when it cannot."""
     folder.check_contained(path)
     try:
@@ -60,7 +80,8 @@ def load_memory(folder: MemoryFolder, path: Path, memory_id: str, *, archived: b
         raise InvalidMemory(f"{path}: no permission to read", path=path) from None
     if size > MAX_FILE_BYTES:
         raise InvalidMemory(
-            f"{path}: {size} bytes, over the {MAX_FILE_BYTES // 1024} KB limit; not indexed", path=path
+            f"{path}: {size} bytes, over the {MAX_FILE_BYTES // 1024} KB limit; not indexed",
+            path=path,
         )
     try:
         raw = path.read_bytes()
@@ -94,7 +115,9 @@ class MemoryStore:
     ) -> None:
         from .folder import default_folder
 
-        self.folder = MemoryFolder(path if path is not None else default_folder(), state_dir=state_dir)
+        self.folder = MemoryFolder(
+            path if path is not None else default_folder(), state_dir=state_dir
+        )
         self.folder.check_exists()
         self.root = self.folder.root
         self.index = Index(half_life_days=half_life_days)
@@ -181,6 +204,13 @@ class MemoryStore:
             updates: list[Memory] = []
             for raw in paths:
                 path = Path(os.path.abspath(raw))
+                if _is_within(self.root, path):
+                    path = self.root
+                elif self._id_of(path)[0] is None and self._id_of(path / "x.md")[0] is None:
+                    # Nothing at or under this path can be a memory (.git/, an editor's
+                    # temp file, autodream/, outside the folder): skip the walk and the
+                    # scan that `git` and every atomic save would otherwise pay for.
+                    continue
                 if path.is_dir() and not path.is_symlink():
                     changed += self._refresh_folder(path, updates)
                     continue
@@ -193,6 +223,8 @@ class MemoryStore:
         memory_id, archived = self._id_of(path)
         key = str(path)
         if memory_id is None:
+            if path != self.root and os.path.lexists(path):
+                return 0  # a file that is not a memory (MEMORY.md, notes.txt) holds none
             return self._forget_under(path)
         try:
             st = path.stat()
@@ -217,9 +249,10 @@ class MemoryStore:
         present: set[str] = set()
         for archived in (False, True):
             start = folder
-            if archived and not (folder == self.root or _is_within(folder, self.folder.archive_dir)):
+            in_archive = _is_within(folder, self.folder.archive_dir)
+            if archived and not (folder == self.root or in_archive):
                 continue
-            if not archived and _is_within(folder, self.folder.archive_dir):
+            if not archived and in_archive:
                 continue
             if archived and folder == self.root:
                 start = self.folder.archive_dir
@@ -341,14 +374,21 @@ class MemoryStore:
                 raw = path.read_bytes()
             except FileNotFoundError:
                 raw = None
+            except (IsADirectoryError, NotADirectoryError):
+                raise InvalidId(
+                    f"{canonical}: a folder and a file would share this name", path=path
+                ) from None
+            except PermissionError:
+                raise InvalidMemory(f"{path}: no permission to read", path=path) from None
             _check_expected(path, raw, expected_sha256)
             if raw is None:
                 if not fields.get("description"):
                     raise InvalidMemory(f"{canonical}: a new memory needs a description", path=path)
+                self.folder.check_new_id(canonical)
                 stamp = now_iso()
                 meta = _ordered_new_meta(fields, created=stamp[:10], updated=stamp)
                 text = render_new(meta, _normalize_body(body or "", "\n", lead=""))
-                path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+                make_private_dirs(path.parent)
                 self.folder.check_contained(path)
                 atomic_write(path, text.encode("utf-8"))
             else:
@@ -359,12 +399,21 @@ class MemoryStore:
                 changes = _changes(parsed.meta, current, fields)
                 new_body = None
                 if body is not None:
-                    new_body = _normalize_body(body, parsed.newline, lead=parsed.body)
-                    if new_body == parsed.body:
+                    # Keep the file's own line endings and its blank line (or none) after
+                    # the frontmatter; a body equal but for those is no change at all.
+                    lead = parsed.body if parsed.body or parsed.frontmatter is None else None
+                    new_body = _normalize_body(body, parsed.newline, lead=lead)
+                    if new_body in (
+                        parsed.body, _normalize_body(parsed.body, parsed.newline, lead=lead)
+                    ):
                         new_body = None
                 if changes or new_body is not None:
-                    changes["updated"] = now_iso()
-                    text = edit_frontmatter(parsed, changes, new_body)
+                    # A file dated by `modified` (Claude Code) keeps that key.
+                    stamp_key = "modified" if "modified" in parsed.meta and (
+                        "updated" not in parsed.meta
+                    ) else "updated"
+                    changes[stamp_key] = now_iso()
+                    text = edit_frontmatter(parsed, changes, new_body, path=path)
                     atomic_write(path, text.encode("utf-8"))
             memory = load_memory(self.folder, path, canonical)
             self._note_written(path, memory)
@@ -375,20 +424,33 @@ class MemoryStore:
         """Move trust a fifth of the way toward 1 (helpful) or toward 0 (unhelpful)."""
         if not isinstance(helpful, bool):
             raise InvalidMemory("helpful must be true or false")
-        memory = self.read(memory_id)
-        if memory.archived:
-            raise InvalidMemory(f"{memory.id}: archived memories take no feedback")
-        step = (1.0 - memory.trust) * 0.2 if helpful else -memory.trust * 0.2
-        trust = round(min(1.0, max(0.0, memory.trust + step)), 3)
-        updated = self.write(memory.id, trust=trust, expected_sha256=memory.sha256)
+        for attempt in range(5):
+            memory = self.read(memory_id)
+            if memory.archived:
+                raise InvalidMemory(f"{memory.id}: archived memories take no feedback")
+            step = (1.0 - memory.trust) * 0.2 if helpful else -memory.trust * 0.2
+            trust = round(min(1.0, max(0.0, memory.trust + step)), 3)
+            try:
+                updated = self.write(memory.id, trust=trust, expected_sha256=memory.sha256)
+                break
+            except ConflictError:
+                # Another writer changed the file between our read and our write:
+                # step from its new trust rather than overwrite its change.
+                if attempt == 4:
+                    raise
         try:
             self.stats.record([memory.id], event="helpful" if helpful else "unhelpful")
         except OSError:
             pass
         return updated
 
-    def archive(self, memory_id: str, reason: str) -> Memory:
-        """Move a memory to `archive/` with the reason in its frontmatter; never deletes."""
+    def archive(
+        self, memory_id: str, reason: str, *, extra: Mapping[str, Any] | None = None
+    ) -> Memory:
+        """Move a memory to `archive/` with the reason in its frontmatter; never deletes.
+
+        `extra` adds frontmatter keys to the archived file (e.g. `supersededBy`).
+        """
         if not isinstance(reason, str) or not reason.strip():
             raise InvalidMemory("archiving needs a reason")
         reason = " ".join(reason.split())
@@ -402,11 +464,17 @@ class MemoryStore:
             current = memory_from_meta(canonical, path, parsed.meta, parsed.body)
             if current.locked:
                 raise MemoryLocked(f"{canonical}: memory is locked (locked: true)", path=path)
-            target = _free_name(self.folder.archive_dir / (canonical + ".md"))
-            target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            _move_no_clobber(path, target)
+            text = None
             if parsed.rewritable:
-                text = edit_frontmatter(parsed, {"archived": now_iso(), "archiveReason": reason})
+                marks = {"archived": now_iso(), "archiveReason": reason, **(extra or {})}
+                try:
+                    text = edit_frontmatter(parsed, marks, path=path)
+                except InvalidMemory:
+                    text = None  # a layout we cannot edit safely is moved as it is
+            target = _free_name(self.folder.archive_dir / (canonical + ".md"))
+            make_private_dirs(target.parent)
+            target = _move_no_clobber(path, target)
+            if text is not None:
                 atomic_write(target, text.encode("utf-8"))
             archived_id = self.folder.archived_id_for(target)
             assert archived_id is not None
@@ -440,7 +508,10 @@ class MemoryStore:
         try:
             self.folder.ensure_state_dir()
         except OSError as exc:
-            raise FolderError(f"{self.folder.state_dir}: cannot create the state folder: {exc.strerror}") from None
+            raise FolderError(
+                f"{self.folder.state_dir}: cannot create the state folder: {exc.strerror}",
+                path=self.folder.state_dir,
+            ) from None
         return file_lock(self.folder.state_path("write.lock"))
 
     def _note_written(self, path: Path, memory: Memory) -> None:
@@ -451,10 +522,9 @@ class MemoryStore:
             self.index.put(memory)
 
     def _regenerate_catalog(self) -> bool:
-        retrievals = {}
+        retrievals: dict[str, int] = {}
         if len(self.index) > catalog.MAX_LINES // 2:
-            retrievals = {k: int(v.get("retrievals", 0)) for k, v in self.stats.load().items()
-                          if isinstance(v, dict)}
+            retrievals = self.stats.retrieval_counts()
         text = catalog.render(self.list(), retrievals)
         data = text.encode("utf-8")
         target = self.folder.index_file
@@ -463,7 +533,7 @@ class MemoryStore:
                 return False
         except OSError:
             pass
-        atomic_write(target, data, mode=0o644)
+        atomic_write(target, data)
         return True
 
 
@@ -507,7 +577,9 @@ def _validated_fields(**values: Any) -> dict[str, Any]:
         elif key == "category":
             value = str(value).strip().lower()
             if value not in CATEGORIES:
-                raise InvalidMemory(f"category must be one of {', '.join(CATEGORIES)}, not {value!r}")
+                raise InvalidMemory(
+                    f"category must be one of {', '.join(CATEGORIES)}, not {value!r}"
+                )
         elif key in ("aliases", "tags", "supersedes"):
             if isinstance(value, str) or not all(isinstance(v, str) for v in value):
                 raise InvalidMemory(f"{key} must be a list of text")
@@ -517,9 +589,12 @@ def _validated_fields(**values: Any) -> dict[str, Any]:
                     raise InvalidMemory(f"at most {MAX_TAGS} tags, not {len(value)}")
                 for tag in value:
                     if len(tag) > MAX_TAG_LENGTH:
-                        raise InvalidMemory(f"tag {tag[:50]!r} is longer than {MAX_TAG_LENGTH} characters")
+                        raise InvalidMemory(
+                            f"tag {tag[:50]!r} is longer than {MAX_TAG_LENGTH} characters"
+                        )
         elif key == "trust":
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+            number = isinstance(value, (int, float)) and not isinstance(value, bool)
+            if not number or not 0 <= value <= 1:
                 raise InvalidMemory(f"trust must be a number from 0 to 1, not {value!r}")
             value = float(value)
         elif key == "baseline_priority":
@@ -591,15 +666,25 @@ def _free_name(target: Path) -> Path:
     return candidate
 
 
-def _move_no_clobber(source: Path, target: Path) -> None:
-    try:
-        os.link(source, target)
-    except FileExistsError:
-        raise InvalidMemory(f"{target}: already exists; not overwritten", path=target) from None
-    except OSError:
-        os.rename(source, target)
-        return
-    os.unlink(source)
+def _move_no_clobber(source: Path, target: Path) -> Path:
+    """Move `source` to `target`, or to the next free name if `target` appears meanwhile."""
+    for _ in range(100):
+        try:
+            os.link(source, target)
+        except FileExistsError:
+            target = _free_name(target)
+            continue
+        except OSError:
+            # No hard links here (some network or FUSE file systems): a checked
+            # rename, which can lose only a race with another writer of that name.
+            if target.exists():
+                target = _free_name(target)
+                continue
+            os.rename(source, target)
+            return target
+        os.unlink(source)
+        return target
+    raise InvalidMemory(f"{target}: no free name in the archive; not overwritten", path=target)
 
 
 __all__ = ["MemoryStore", "Problem", "load_memory", "DELETE"]

@@ -1,11 +1,16 @@
-"""Text to index terms: words for Latin text, character bigrams for CJK.
+"""Text to index terms: stemmed words for Latin text, character bigrams for CJK.
 
-Latin text is NFKC-folded, lower-cased, split into words, stripped of English
-stop words and lightly stemmed (plural, -ing and -ed endings and a final `e`,
-so "racing", "races" and "race" meet). CJK runs are cut at Chinese function
-words and particles, then turned into overlapping character bigrams; each CJK
-character is also kept as a unigram term, which the index weighs lower, so a
-one-character query ("猫") still finds "用户的猫叫芝麻".
+Latin text is NFKC-folded (full-width letters and digits meet their ASCII
+forms), lower-cased and split into words at anything that is not a letter or a
+digit, so a possessive "Caroline's" gives "caroline" and a stop word "s".
+Words in `ENGLISH_STOP_WORDS` are dropped, the rest go through `stem`, an
+English Porter2 (Snowball) stemmer written out below, so "racing", "races" and
+"race" meet, as do "activities" and "active". Digits stay words ("2023").
+
+CJK runs are cut at Chinese function words and particles
+(`CHINESE_STOP_WORDS`), then turned into overlapping character bigrams; each
+CJK character is also kept as a unigram term, prefixed `~`, which the index
+weighs lower, so a one-character query ("猫") still finds "用户的猫叫芝麻".
 
 Must stay import-light: the hook path imports it.
 """
@@ -14,11 +19,15 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from functools import lru_cache
 
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
 _TOKEN = re.compile(rf"([{_CJK}]+)|([^\W_]+)")
 _HAS_CJK = re.compile(rf"[{_CJK}]")
 
+# The Snowball English stop list, plus the frame words of a question ("what
+# kind of ... would she likely ...") and a few verbs so common in notes that
+# they carry no topic ("get", "got", "let").
 ENGLISH_STOP_WORDS = frozenset(
     """
     a about above after again against all am an and any are aren as at be because been
@@ -33,18 +42,30 @@ ENGLISH_STOP_WORDS = frozenset(
     """.split()
 )
 
-# Multi-character function words go first so that their characters do not
-# survive as bigrams; single characters below are particles and pronouns.
+# Chinese function words, removed as whole units before bigrams are taken.
+# Cutting at every single-character particle would also cut content words
+# apart (地址, 会议, 需要, 了解, 过滤, 本地, 存在), so a text is cut only at
+# multi-character function words and at the particles in CHINESE_BREAKS, which
+# hardly ever sit inside a content word; the other single characters in
+# CHINESE_STOP_CHARS stay inside bigrams but never stand alone as a term.
 CHINESE_STOP_WORDS = (
-    "什么", "怎么", "怎样", "如何", "为什么", "哪里", "哪儿", "哪个", "哪些", "这个", "那个",
-    "这些", "那些", "我们", "你们", "他们", "她们", "它们", "自己", "一个", "一下", "一些",
-    "可以", "没有", "就是", "还是", "但是", "因为", "所以", "如果", "而且", "或者", "已经",
-    "时候", "的话", "吗", "呢", "吧", "啊", "呀", "哦", "嗯", "的", "地", "得", "了", "着",
-    "过", "是", "在", "和", "与", "及", "也", "都", "就", "又", "很", "把", "被", "给", "让",
-    "对", "从", "向", "我", "你", "您", "他", "她", "它", "这", "那", "有", "会", "要", "个",
-    "之", "其", "而", "或", "么", "哪", "谁", "吗",
+    "什么", "怎么", "怎样", "怎么样", "如何", "为什么", "哪里", "哪儿", "哪个", "哪些", "这个",
+    "那个", "这些", "那些", "这么", "那么", "这样", "那样", "我们", "你们", "他们", "她们",
+    "它们", "自己", "一个", "一下", "一些", "可以", "没有", "就是", "还是", "但是", "因为",
+    "所以", "如果", "而且", "或者", "已经", "时候", "的话", "多少", "多久",
 )
-_CHINESE_STOP = re.compile("|".join(sorted(set(CHINESE_STOP_WORDS), key=len, reverse=True)))
+CHINESE_BREAKS = "的吗呢吧啊呀哦嗯"
+CHINESE_STOP_CHARS = frozenset(
+    CHINESE_BREAKS + "地得了着过是在和与及也都就又很把被给让对从向我你您他她它这那有会要个之其而或么哪谁"
+)
+_CHINESE_STOP = re.compile(
+    "|".join(sorted(CHINESE_STOP_WORDS, key=len, reverse=True)) + f"|[{CHINESE_BREAKS}]"
+)
+
+# Question frames: "how many", "how long", "what kind of" say what shape the
+# answer has, not what it is about, and would match stray "long"s and "kind"s.
+QUESTION_FRAMES = frozenset(("many", "much", "long", "often"))
+FRAME_NOUNS = frozenset(("kind", "kinds", "type", "types", "sort", "sorts"))
 
 
 def fold(text: str) -> str:
@@ -54,31 +75,6 @@ def fold(text: str) -> str:
 
 def has_cjk(text: str) -> bool:
     return _HAS_CJK.search(text) is not None
-
-
-def stem(word: str) -> str:
-    """A light English stemmer: enough to meet plurals and -ing/-ed forms, never over-eager."""
-    if len(word) <= 3 or not word.isascii() or not word.isalpha():
-        return word
-    if word.endswith("ies") and len(word) > 4:
-        word = word[:-3] + "y"
-    elif word.endswith("sses"):
-        word = word[:-2]
-    elif word.endswith("s") and not word.endswith(("ss", "us", "is")):
-        word = word[:-1]
-    if word.endswith("ing") and len(word) > 5:
-        word = _undouble(word[:-3])
-    elif word.endswith("ed") and len(word) > 4:
-        word = _undouble(word[:-2])
-    if word.endswith("e") and len(word) > 3:
-        word = word[:-1]
-    return word
-
-
-def _undouble(word: str) -> str:
-    if len(word) > 2 and word[-1] == word[-2] and word[-1] not in "aeiouls":
-        return word[:-1]
-    return word
 
 
 def words(text: str) -> list[str]:
@@ -101,21 +97,230 @@ def bigrams(run: str) -> list[str]:
 def tokenize(text: str) -> list[str]:
     """Index terms of `text`: stemmed words, CJK bigrams, and CJK unigrams prefixed `~`."""
     out: list[str] = []
-    for match in _TOKEN.finditer(fold(text)):
+    matches = list(_TOKEN.finditer(fold(text)))
+    previous = ""
+    for i, match in enumerate(matches):
         cjk, word = match.groups()
-        if word:
-            if word not in ENGLISH_STOP_WORDS:
-                out.append(stem(word))
+        if cjk:
+            previous = ""
+            out.extend(cjk_terms(cjk))
             continue
-        for segment in _CHINESE_STOP.split(cjk):
-            if not segment:
-                continue
-            if len(segment) > 1:
-                out.extend(bigrams(segment))
-            out.extend("~" + char for char in segment)
+        frame = (previous == "how" and word in QUESTION_FRAMES) or (
+            word in FRAME_NOUNS and i + 1 < len(matches) and matches[i + 1].group(2) == "of"
+        )
+        previous = word
+        if not frame and word not in ENGLISH_STOP_WORDS:
+            out.append(stem(word))
+    return out
+
+
+def cjk_terms(run: str) -> list[str]:
+    """Terms of one CJK run: bigrams of each stretch between function words, then its characters."""
+    out: list[str] = []
+    for segment in _CHINESE_STOP.split(run):
+        if len(segment) > 1:
+            out.extend(bigrams(segment))
+        out.extend("~" + char for char in segment if char not in CHINESE_STOP_CHARS)
     return out
 
 
 def is_unigram(term: str) -> bool:
     """True for a CJK single-character term (weighed lower than bigrams)."""
     return term.startswith("~")
+
+
+def is_word(term: str) -> bool:
+    """True for a Latin (or digit) word term, as opposed to a CJK bigram or unigram."""
+    return not term.startswith("~") and not has_cjk(term)
+
+
+# Porter2, after https://snowballstem.org/algorithms/english/stemmer.html.
+
+_VOWELS = frozenset("aeiouy")
+_DOUBLES = ("bb", "dd", "ff", "gg", "mm", "nn", "pp", "rr", "tt")
+_LI_ENDINGS = frozenset("cdeghkmnrt")
+_R1_PREFIXES = (
+    "gener", "commun", "arsen", "past", "univers", "later", "emerg", "organ", "inter",
+)
+_EXCEPTIONS = {
+    "skis": "ski", "skies": "sky", "dying": "die", "lying": "lie", "tying": "tie",
+    "idly": "idl", "gently": "gentl", "ugly": "ugli", "early": "earli", "only": "onli",
+    "singly": "singl", "sky": "sky", "news": "news", "howe": "howe", "atlas": "atlas",
+    "cosmos": "cosmos", "bias": "bias", "andes": "andes",
+}
+_KEEP_AFTER_1A = frozenset(
+    (
+        "inning", "outing", "canning", "herring", "earring", "evening",
+        "proceed", "exceed", "succeed",
+    )
+)
+_STEP2 = (
+    ("ization", "ize"), ("ational", "ate"), ("fulness", "ful"), ("ousness", "ous"),
+    ("iveness", "ive"), ("tional", "tion"), ("biliti", "ble"), ("lessli", "less"),
+    ("entli", "ent"), ("ation", "ate"), ("alism", "al"), ("aliti", "al"), ("ousli", "ous"),
+    ("iviti", "ive"), ("fulli", "ful"), ("ogist", "og"), ("enci", "ence"), ("anci", "ance"),
+    ("abli", "able"), ("izer", "ize"), ("ator", "ate"), ("alli", "al"), ("bli", "ble"),
+    ("ogi", "og"), ("li", ""),
+)  # longest first: the longest matching suffix decides
+_STEP3 = (
+    ("ational", "ate"), ("tional", "tion"), ("alize", "al"), ("icate", "ic"), ("iciti", "ic"),
+    ("ative", ""), ("ical", "ic"), ("ness", ""), ("ful", ""),
+)
+_STEP4 = (
+    "ement", "ance", "ence", "able", "ible", "ment", "ant", "ent", "ism", "ate", "iti", "ous",
+    "ive", "ize", "ion", "al", "er", "ic",
+)
+
+
+@lru_cache(maxsize=65536)
+def stem(word: str) -> str:
+    """The Porter2 (Snowball English) stem of a lower-case word; other words pass unchanged."""
+    if len(word) <= 2 or not word.isascii() or not word.isalpha():
+        return word
+    if word in _EXCEPTIONS:
+        return _EXCEPTIONS[word]
+    w = _mark_y(word)
+    r1, r2 = _regions(w)
+    w = _step1a(w)
+    if w in _KEEP_AFTER_1A:
+        return w
+    w = _step1b(w, r1)
+    w = _step1c(w)
+    w = _replace_in(w, _STEP2, r1, step2=True)
+    w = _step3(w, r1, r2)
+    w = _step4(w, r2)
+    w = _step5(w, r1, r2)
+    return w.replace("Y", "y")
+
+
+def _mark_y(word: str) -> str:
+    # A consonant y (initial, or after a vowel) is written Y so that it is not a vowel.
+    chars = list(word)
+    if chars[0] == "y":
+        chars[0] = "Y"
+    for i in range(1, len(chars)):
+        if chars[i] == "y" and chars[i - 1] in _VOWELS:
+            chars[i] = "Y"
+    return "".join(chars)
+
+
+def _regions(word: str) -> tuple[int, int]:
+    r1 = next((len(p) for p in _R1_PREFIXES if word.startswith(p)), None)
+    if r1 is None:
+        r1 = _after_vowel_consonant(word, 0)
+    return r1, _after_vowel_consonant(word, r1)
+
+
+def _after_vowel_consonant(word: str, start: int) -> int:
+    for i in range(start + 1, len(word)):
+        if word[i] not in _VOWELS and word[i - 1] in _VOWELS:
+            return i + 1
+    return len(word)
+
+
+def _has_vowel(text: str) -> bool:
+    return any(char in _VOWELS for char in text)
+
+
+def _short_syllable_end(word: str) -> bool:
+    n = len(word)
+    if n == 2:
+        return word[0] in _VOWELS and word[1] not in _VOWELS
+    return (
+        n >= 3
+        and word[-3] not in _VOWELS
+        and word[-2] in _VOWELS
+        and word[-1] not in _VOWELS
+        and word[-1] not in "wxY"
+    ) or word == "past"
+
+
+def _step1a(w: str) -> str:
+    if w.endswith("sses"):
+        return w[:-2]
+    if w.endswith(("ied", "ies")):
+        return w[:-2] if len(w) > 4 else w[:-1]
+    if w.endswith(("us", "ss")):
+        return w
+    if w.endswith("s") and _has_vowel(w[:-2]):
+        return w[:-1]
+    return w
+
+
+def _step1b(w: str, r1: int) -> str:
+    for suffix in ("eedly", "eed"):
+        if w.endswith(suffix):
+            if len(w) - len(suffix) >= r1:
+                return w[: -len(suffix)] + "ee"
+            return w
+    for suffix in ("ingly", "edly", "ing", "ed"):
+        if w.endswith(suffix):
+            stem_part = w[: -len(suffix)]
+            if not _has_vowel(stem_part):
+                return w
+            if stem_part.endswith(("at", "bl", "iz")):
+                return stem_part + "e"
+            if stem_part.endswith(_DOUBLES):
+                # "adding", "egged": a vowel and a double alone keep the double
+                if len(stem_part) == 3 and stem_part[0] in "aeo":
+                    return stem_part
+                return stem_part[:-1]
+            if _short_syllable_end(stem_part) and r1 >= len(stem_part):
+                return stem_part + "e"
+            return stem_part
+    return w
+
+
+def _step1c(w: str) -> str:
+    if len(w) > 2 and w[-1] in "yY" and w[-2] not in _VOWELS:
+        return w[:-1] + "i"
+    return w
+
+
+def _replace_in(w: str, table: tuple[tuple[str, str], ...], r1: int, *, step2: bool) -> str:
+    # The longest matching suffix decides; it is replaced only when it lies in R1.
+    for suffix, replacement in table:
+        if w.endswith(suffix):
+            start = len(w) - len(suffix)
+            if start < r1:
+                return w
+            if step2 and suffix == "ogi" and not w[:start].endswith("l"):
+                return w
+            if step2 and suffix == "li" and (start == 0 or w[start - 1] not in _LI_ENDINGS):
+                return w
+            if step2 and suffix == "ogist" and not w[:start].endswith("l"):
+                return w
+            return w[:start] + replacement
+    return w
+
+
+def _step3(w: str, r1: int, r2: int) -> str:
+    for suffix, replacement in _STEP3:
+        if w.endswith(suffix):
+            start = len(w) - len(suffix)
+            if start < r1 or (suffix == "ative" and start < r2):
+                return w
+            return w[:start] + replacement
+    return w
+
+
+def _step4(w: str, r2: int) -> str:
+    for suffix in _STEP4:
+        if w.endswith(suffix):
+            start = len(w) - len(suffix)
+            if start < r2:
+                return w
+            if suffix == "ion" and (start == 0 or w[start - 1] not in "st"):
+                return w
+            return w[:start]
+    return w
+
+
+def _step5(w: str, r1: int, r2: int) -> str:
+    if w.endswith("e"):
+        start = len(w) - 1
+        if start >= r2 or (start >= r1 and not _short_syllable_end(w[:-1])):
+            return w[:-1]
+    elif w.endswith("l") and len(w) - 1 >= r2 and w[-2:-1] == "l":
+        return w[:-1]
+    return w

@@ -1,0 +1,344 @@
+"""Secret detection: credentials that must not sit in a memory file or leave in hook output.
+
+`find_secrets(text)` finds, line by line:
+
+- tokens with a known shape: AWS access key ids (AKIA…/ASIA…), GitHub tokens
+  (ghp_/gho_/ghu_/ghs_/ghr_, github_pat_), GitLab (glpat-), Slack (xoxa/b/p/r-),
+  OpenAI and Anthropic keys (sk-…, sk-proj-…, sk-ant-…), Stripe live/test keys,
+  Google API keys (AIza…), JWTs (eyJ….eyJ….…), bearer tokens;
+- private key blocks (`-----BEGIN … PRIVATE KEY-----` followed by key material);
+- password-like assignments (`password=`, `passwd:`, `secret:`, `密码：`) whose
+  value looks like a real password rather than prose or a placeholder;
+- high-entropy values assigned to key-like names (api_key, token, access_key,
+  client_secret, 密钥, 令牌 …).
+
+It leans towards silence on ordinary text: prose in either language, sha256 or
+git hashes without a key-like name, UUIDs, placeholders (`<token>`, `${API_KEY}`,
+`your_api_key_here`, AWS's documented `…EXAMPLE` key), environment lookups and
+paths are not secrets. A false alarm on every memory that mentions a password
+would teach users to ignore the audit.
+
+Nothing here ever returns a secret in full: `SecretMatch.excerpt_redacted` keeps
+at most a token's public prefix (`ghp_`, `AKIA`), and `redact(text)` masks every
+match. This module imports nothing from sage-mem, so hooks can use it cheaply.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+MASK = "****"
+EXCERPT_CHARS = 80
+
+LABELS: dict[str, str] = {
+    "aws-access-key-id": "AWS access key id",
+    "github-token": "GitHub token",
+    "gitlab-token": "GitLab token",
+    "slack-token": "Slack token",
+    "openai-key": "OpenAI API key",
+    "anthropic-key": "Anthropic API key",
+    "stripe-key": "Stripe key",
+    "google-api-key": "Google API key",
+    "jwt": "JSON Web Token",
+    "bearer-token": "bearer token",
+    "private-key": "private key",
+    "password": "password or secret",
+    "api-key": "API key or token",
+}
+"""Every `SecretMatch.kind`, with words for messages."""
+
+
+@dataclass(frozen=True)
+class SecretMatch:
+    """One likely secret: what kind, where (1-based line and column), and a safe excerpt."""
+
+    kind: str
+    line: int
+    column: int
+    excerpt_redacted: str
+
+    @property
+    def label(self) -> str:
+        return LABELS.get(self.kind, self.kind)
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "kind": self.kind,
+            "line": self.line,
+            "column": self.column,
+            "excerpt": self.excerpt_redacted,
+        }
+
+
+@dataclass(frozen=True)
+class _Pattern:
+    kind: str
+    regex: re.Pattern[str]
+    """Group 1 is the random part: checked for entropy and masked; what precedes it may be shown."""
+
+
+def _token(kind: str, prefix: str, random_part: str) -> _Pattern:
+    """A token made of a public prefix and a random part, standing alone (not inside a word)."""
+    edge = r"A-Za-z0-9_\-"
+    return _Pattern(kind, re.compile(rf"(?<![{edge}]){prefix}({random_part})(?![{edge}])"))
+
+
+_PATTERNS: tuple[_Pattern, ...] = (
+    _token("aws-access-key-id", "(?:AKIA|ASIA)", "[A-Z0-9]{16}"),
+    _token("github-token", "gh[pousr]_", "[A-Za-z0-9]{36,251}"),
+    _token("github-token", "github_pat_", "[A-Za-z0-9_]{22,250}"),
+    _token("gitlab-token", "glpat-", r"[A-Za-z0-9_\-]{20,}"),
+    _token("slack-token", "xox[abpr]-", r"[0-9]+-[A-Za-z0-9\-]{8,}"),
+    _token("anthropic-key", "sk-ant-(?:[a-z0-9]+-)?", r"[A-Za-z0-9_\-]{20,}"),
+    _token("openai-key", "sk-(?:proj-)?", r"[A-Za-z0-9_\-]{20,}"),
+    _token("stripe-key", "[sr]k_(?:live|test)_", "[A-Za-z0-9]{16,}"),
+    _token("google-api-key", "AIza", r"[0-9A-Za-z_\-]{35}"),
+    _token("jwt", "eyJ", r"[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*"),
+    _Pattern("bearer-token", re.compile(r"(?i:\bbearer)[ \t]+([A-Za-z0-9._~+/\-]{20,}=*)")),
+)
+
+_PRIVATE_KEY = re.compile(r"-----BEGIN ((?:[A-Z0-9]+ )*)PRIVATE KEY(?: BLOCK)?-----")
+_KEY_MATERIAL = re.compile(r"^\s*(?:[A-Za-z0-9+/=]{16,}|Proc-Type:|DEK-Info:|Version:|Comment:)")
+
+# `name: value`, `name=value`, `"name": "value"`, `名字：值`: the value is one
+# token (quoted or not), so a sentence after a colon is never taken for a value.
+_ASSIGNMENT = re.compile(
+    r"""(?P<name>[^\W\d][\w.\-]*)["']?[ \t]*(?::=|=>|=|：|:(?=[ \t"']))[ \t]*"""
+    r"""(?P<value>"[^"\n]*"|'[^'\n]*'|`[^`\n]*`|[^\s"'`,;，；。、）)\]}>:=]+=*)"""
+)
+_PASSWORD_WORDS = ("password", "passwd", "passphrase", "secret", "密码", "口令")
+_PASSWORD_SEGMENTS = frozenset({"pwd", "pass"})
+_KEY_WORDS = (
+    "token", "apikey", "api_key", "api-key", "accesskey", "access_key", "access-key",
+    "privatekey", "private_key", "credential", "密钥", "令牌", "私钥", "凭证",
+)
+_KEY_SEGMENTS = frozenset({"key", "auth", "authorization", "bearer"})
+
+_PLACEHOLDER_WORDS = (
+    "example", "your", "xxx", "placeholder", "redacted", "dummy", "changeme", "change_me",
+    "sample", "todo", "fixme", "insert", "replace", "<", ">", "${", "{{", "%(", "*", "…", "...",
+)
+_PLAIN_WORDS = frozenset({
+    "none", "null", "nil", "true", "false", "yes", "no", "required", "optional", "hidden",
+    "unset", "empty", "secret", "password", "token", "env", "string", "str", "default",
+})
+_UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
+_WORDS_JOINED = re.compile(r"^_*[^\W\d_]+(?:[_\-.]+[^\W\d_]+)*_*$")
+_DOTTED_NAME = re.compile(r"^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+$")
+_TOKEN_CHARS = re.compile(r"^[A-Za-z0-9+/=_\-.~]+$")
+_CJK = re.compile(r"[\u3000-\u30ff\u3400-\u9fff\uac00-\ud7af\uff00-\uffef]")
+
+
+def find_secrets(text: str) -> list[SecretMatch]:
+    """Every likely secret in `text`, in order of line and column."""
+    found: list[tuple[int, int, int, str, int]] = []  # line, start, end, kind, keep
+    lines = _lines(text)
+    for number, line in enumerate(lines, start=1):
+        for start, end, kind, keep in _line_spans(line, lines, number - 1):
+            found.append((number, start, end, kind, keep))
+    by_line: dict[int, list[tuple[int, int, int]]] = {}
+    for number, start, end, _kind, keep in found:
+        by_line.setdefault(number, []).append((start, end, keep))
+    matches = []
+    for number, start, _end, kind, _keep in sorted(found):
+        line = lines[number - 1]
+        masked, shift = _mask_line(line, by_line[number], start)
+        matches.append(SecretMatch(kind, number, start + 1, _excerpt(masked, shift)))
+    return matches
+
+
+def has_secrets(text: str) -> bool:
+    """True when `text` holds anything `find_secrets` would report."""
+    return bool(find_secrets(text))
+
+
+def redact(text: str) -> str:
+    """`text` with every likely secret masked (public prefixes kept); line breaks preserved."""
+    raw_lines = text.split("\n")
+    lines = _lines(text)
+    out = []
+    for index, content in enumerate(lines):
+        spans = [(s, e, k) for s, e, _kind, k in _line_spans(content, lines, index)]
+        masked = _mask_line(content, spans, 0)[0] if spans else content
+        out.append(masked + raw_lines[index][len(content):])
+    return "\n".join(out)
+
+
+def _lines(text: str) -> list[str]:
+    """Lines split on LF only (as editors and `git diff` number them), without their CR."""
+    return [line[:-1] if line.endswith("\r") else line for line in text.split("\n")]
+
+
+def _line_spans(line: str, lines: list[str], index: int) -> list[tuple[int, int, str, int]]:
+    spans: list[tuple[int, int, str, int]] = []
+
+    def free(start: int, end: int) -> bool:
+        return all(end <= s or start >= e for s, e, _, _ in spans)
+
+    for pattern in _PATTERNS:
+        for match in pattern.regex.finditer(line):
+            if not free(match.start(), match.end()):
+                continue
+            random_part = match.group(1)
+            if _looks_like_placeholder(random_part) or not _looks_random(random_part, minimum=2.5):
+                continue
+            spans.append((match.start(), match.end(), pattern.kind, match.start(1) - match.start()))
+
+    key = _PRIVATE_KEY.search(line)
+    if key and _key_material_follows(lines, index):
+        spans.append((key.start(), key.end(), "private-key", key.end() - key.start()))
+
+    for match in _assignments(line):
+        start, end = match.span("value")
+        if not free(start, end):
+            continue
+        name = match.group("name").lower()
+        value = _unquote(match.group("value"))
+        if not value:
+            continue
+        if value != match.group("value"):
+            start, end = start + 1, end - 1
+        if _is_password_name(name) and _looks_like_password(value):
+            spans.append((start, end, "password", 0))
+        elif _is_key_name(name) and _looks_like_key(value):
+            spans.append((start, end, "api-key", 0))
+    return spans
+
+
+def _assignments(line: str) -> Iterator[re.Match[str]]:
+    """Every `name: value` in the line, overlapping: in `note: token=abc`, `token` is both."""
+    position = 0
+    while (match := _ASSIGNMENT.search(line, position)) is not None:
+        yield match
+        position = match.start("value")
+
+
+def _key_material_follows(lines: list[str], index: int) -> bool:
+    """A real key block, not a sentence naming the header: key material on the next lines."""
+    for following in lines[index + 1 : index + 4]:
+        if not following.strip():
+            continue
+        return bool(_KEY_MATERIAL.match(following))
+    return False
+
+
+def _unquote(value: str) -> str:
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'`":
+        return value[1:-1]
+    return value
+
+
+def _segments(name: str) -> list[str]:
+    return [part for part in re.split(r"[_.\-]+", name) if part]
+
+
+def _is_password_name(name: str) -> bool:
+    return any(word in name for word in _PASSWORD_WORDS) or any(
+        part in _PASSWORD_SEGMENTS for part in _segments(name)
+    )
+
+
+def _is_key_name(name: str) -> bool:
+    parts = _segments(name)
+    return any(word in name for word in _KEY_WORDS) or bool(parts and parts[-1] in _KEY_SEGMENTS)
+
+
+def _looks_like_placeholder(value: str) -> bool:
+    lowered = value.lower()
+    if any(word in lowered for word in _PLACEHOLDER_WORDS):
+        return True
+    return len(set(lowered)) <= 2
+
+
+def _is_reference(value: str) -> bool:
+    """An environment lookup, a template, a path or a URL: where a secret is, not the secret."""
+    return (
+        value.startswith(("$", "%", "/", "~", "./", "../", "@", "&", "{"))
+        or _DOTTED_NAME.match(value) is not None
+        or "://" in value
+        or "(" in value
+        or "[" in value
+        or value.lower().startswith(("env:", "process.env", "os.environ", "vault:", "op://"))
+    )
+
+
+def _classes(value: str) -> int:
+    return sum((
+        any(c.islower() for c in value),
+        any(c.isupper() for c in value),
+        any(c.isdigit() for c in value),
+        any(not c.isalnum() for c in value),
+    ))
+
+
+def _entropy(value: str) -> float:
+    counts = Counter(value)
+    total = len(value)
+    return -sum(n / total * math.log2(n / total) for n in counts.values())
+
+
+def _looks_random(value: str, *, minimum: float) -> bool:
+    return _entropy(value) >= minimum
+
+
+def _looks_like_password(value: str) -> bool:
+    if len(value) < 6 or len(value) > 200 or any(c.isspace() for c in value):
+        return False
+    if _CJK.search(value) or _is_reference(value) or _looks_like_placeholder(value):
+        return False
+    if value.lower() in _PLAIN_WORDS or _WORDS_JOINED.match(value) or _UUID.match(value):
+        return False
+    if _classes(value) >= 2:
+        return True
+    return len(value) >= 16 and _looks_random(value, minimum=3.5)
+
+
+def _looks_like_key(value: str) -> bool:
+    if len(value) < 20 or len(value) > 512 or not _TOKEN_CHARS.match(value):
+        return False
+    if _UUID.match(value) or _WORDS_JOINED.match(value) or _is_reference(value):
+        return False
+    if _looks_like_placeholder(value):
+        return False
+    has_digit = any(c.isdigit() for c in value)
+    has_letter = any(c.isalpha() for c in value)
+    return has_digit and has_letter and _looks_random(value, minimum=3.0)
+
+
+def _mask_line(line: str, spans: list[tuple[int, int, int]], anchor: int) -> tuple[str, int]:
+    """The line with each span masked; also where `anchor` moved to in the masked line."""
+    out = []
+    position = 0
+    moved = anchor
+    for start, end, keep in sorted(spans):
+        if start < position:
+            start = position
+        if end <= start:
+            continue
+        out.append(line[position:start])
+        kept = line[start : start + min(keep, end - start)]
+        replacement = kept if keep >= end - start else kept + MASK
+        if start < anchor:
+            moved += len(replacement) - (end - start)
+        out.append(replacement)
+        position = end
+    out.append(line[position:])
+    return "".join(out), moved
+
+
+def _excerpt(masked: str, anchor: int) -> str:
+    """At most EXCERPT_CHARS of the masked line, around the match."""
+    text = masked.strip()
+    anchor = max(0, anchor - (len(masked) - len(masked.lstrip())))
+    if len(text) <= EXCERPT_CHARS:
+        return text
+    start = max(0, min(anchor - 20, len(text) - EXCERPT_CHARS))
+    piece = text[start : start + EXCERPT_CHARS]
+    return ("…" if start else "") + piece + ("…" if start + EXCERPT_CHARS < len(text) else "")
+
+
+__all__ = ["LABELS", "SecretMatch", "find_secrets", "has_secrets", "redact"]

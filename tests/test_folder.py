@@ -1,0 +1,282 @@
+"""The memory folder: ids <-> paths, reserved names, ids that try to escape, the state folder."""
+
+from __future__ import annotations
+
+import os
+import stat
+import unicodedata
+from pathlib import Path
+
+import pytest
+from conftest import write_memory
+
+from sage_mem.errors import FolderError, InvalidId
+from sage_mem.folder import MemoryFolder, default_folder, is_editor_junk
+
+MEMORY = "---\ndescription: d\n---\n"
+
+
+@pytest.fixture
+def folder(empty_dir: Path) -> MemoryFolder:
+    return MemoryFolder(empty_dir)
+
+
+# ids and paths
+
+
+@pytest.mark.parametrize(
+    "memory_id",
+    [
+        pytest.param("user_cat", id="root"),
+        pytest.param("project/api/auth_flow", id="subfolders"),
+        pytest.param("my notes", id="space"),
+        pytest.param("用户/猫", id="chinese"),
+        pytest.param("100%_done", id="percent"),
+        pytest.param("archive", id="file-named-archive-at-root"),
+        pytest.param("notes/MEMORY", id="memory-md-in-a-subfolder"),
+        pytest.param("café-ñ", id="accents"),
+    ],
+)
+def test_ids_and_paths_map_both_ways(folder: MemoryFolder, memory_id: str) -> None:
+    path = folder.path_for(memory_id)
+    *parents, leaf = memory_id.split("/")
+    assert path == folder.root.joinpath(*parents, leaf + ".md")
+    assert folder.id_for(path) == memory_id
+    write_memory(folder.root, memory_id, MEMORY)
+    assert list(folder.iter_files()) == [path]
+
+
+def test_an_id_may_end_in_dot_md(folder: MemoryFolder) -> None:
+    assert folder.path_for("user_cat.md") == folder.root / "user_cat.md"
+    assert folder.normalize_id("user_cat.md") == "user_cat"
+
+
+def test_an_nfd_file_name_is_found_under_its_nfc_id(folder: MemoryFolder) -> None:
+    nfc = "café/résumé"
+    nfd = unicodedata.normalize("NFD", nfc)
+    path = write_memory(folder.root, nfd, MEMORY)
+    assert folder.id_for(path) == nfc
+    assert folder.path_for(nfc) == path
+    assert folder.path_for(nfd) == path
+    assert folder.path_for("café/new") == path.parent / "new.md"
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param("MEMORY.md", id="index-file"),
+        pytest.param("archive/x.md", id="archive"),
+        pytest.param("autodream/run.md", id="autodream"),
+        pytest.param(".hidden.md", id="dot-file"),
+        pytest.param(".git/x.md", id="dot-folder"),
+        pytest.param("sub/.obsidian/x.md", id="nested-dot-folder"),
+        pytest.param("#x.md", id="emacs-autosave"),
+        pytest.param("~x.md", id="tilde-lock"),
+        pytest.param("x.md~", id="backup"),
+        pytest.param("x.md.swp", id="vim-swap"),
+        pytest.param(".x.md.swp", id="vim-dot-swap"),
+        pytest.param("4913", id="vim-probe"),
+        pytest.param("x.md.tmp", id="temp"),
+        pytest.param(".x.md.123.abcd.tmp", id="our-temp"),
+        pytest.param("x.txt", id="not-markdown"),
+        pytest.param("x.MD", id="upper-case-suffix"),
+        pytest.param("x.md.orig", id="merge-orig"),
+    ],
+)
+def test_reserved_and_editor_files_are_never_memories(folder: MemoryFolder, name: str) -> None:
+    path = folder.root / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(MEMORY)
+    assert folder.id_for(path) is None
+    assert list(folder.iter_files()) == []
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param("a.swp", id="swp"),
+        pytest.param(".#a.md", id="emacs-lock"),
+        pytest.param("a~", id="tilde"),
+        pytest.param("4913", id="vim-4913"),
+        pytest.param("#a.md#", id="emacs-autosave"),
+    ],
+)
+def test_editor_junk_is_recognized(name: str) -> None:
+    assert is_editor_junk(name)
+
+
+def test_archived_files_are_walked_only_when_asked(folder: MemoryFolder) -> None:
+    write_memory(folder.root, "live", MEMORY)
+    archived = write_memory(folder.root, "archive/old/gone", MEMORY)
+    write_memory(folder.root, "archive/.x", MEMORY)
+    assert [p.name for p in folder.iter_files()] == ["live.md"]
+    assert list(folder.iter_files(archived=True)) == [archived]
+    assert folder.archived_id_for(archived) == "archive/old/gone"
+    assert folder.id_for(archived) is None
+
+
+def test_iter_files_is_sorted_by_path(folder: MemoryFolder) -> None:
+    ids = ["b", "a", "c/z", "c/a", "ab/x", "z", "c/b/y", "猫", "A"]
+    for memory_id in ids:
+        write_memory(folder.root, memory_id, MEMORY)
+    found = [folder.id_for(p) for p in folder.iter_files()]
+    assert found == ["A", "a", "ab/x", "b", "c/a", "c/b/y", "c/z", "z", "猫"]
+    assert found == [folder.id_for(p) for p in folder.iter_files()]
+
+
+def test_iter_files_does_not_follow_symlinked_folders(folder: MemoryFolder, tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "x.md").write_text(MEMORY)
+    (folder.root / "linked").symlink_to(outside, target_is_directory=True)
+    assert list(folder.iter_files()) == []
+
+
+# ids that escape
+
+
+@pytest.mark.parametrize(
+    "memory_id",
+    [
+        pytest.param("..", id="dot-dot"),
+        pytest.param("../x", id="parent"),
+        pytest.param("a/../../x", id="parent-in-the-middle"),
+        pytest.param("a/./b", id="dot-part"),
+        pytest.param("a//b", id="empty-part"),
+        pytest.param("a/", id="trailing-slash"),
+        pytest.param("/etc/passwd", id="absolute"),
+        pytest.param("C:/Windows/x", id="drive-letter"),
+        pytest.param("%2e%2e%2fx", id="url-encoded-traversal"),
+        pytest.param("%2E%2E/x", id="url-encoded-upper-case"),
+        pytest.param("..%2fx", id="url-encoded-slash"),
+        pytest.param("%252e%252e%252fx", id="double-encoded"),
+        pytest.param("%25252e%25252e%25252fx", id="triple-encoded"),
+        pytest.param("%2fetc%2fpasswd", id="url-encoded-absolute"),
+        pytest.param("..\\x", id="backslash-traversal"),
+        pytest.param("a\\b", id="backslash"),
+        pytest.param("%5c..%5cx", id="url-encoded-backslash"),
+        pytest.param("a\x00b", id="nul"),
+        pytest.param("a%00b", id="url-encoded-nul"),
+        pytest.param("a\nb", id="newline"),
+        pytest.param("", id="empty"),
+        pytest.param("   ", id="blank"),
+        pytest.param(".md", id="only-suffix"),
+        pytest.param(".hidden", id="dot-file"),
+        pytest.param("a/.git/config", id="dot-folder"),
+        pytest.param("MEMORY", id="index-file"),
+        pytest.param("MEMORY.md", id="index-file-with-suffix"),
+        pytest.param("autodream/x", id="autodream"),
+        pytest.param("archive/x", id="archive-without-leave"),
+        pytest.param("x.swp", id="editor-swap"),
+        pytest.param("x" * 201, id="too-long"),
+        pytest.param("a/" + "x" * 241, id="part-too-long"),
+    ],
+)
+def test_ids_that_escape_or_are_reserved_are_refused(folder: MemoryFolder, memory_id: str) -> None:
+    with pytest.raises(InvalidId):
+        folder.path_for(memory_id)
+
+
+@pytest.mark.parametrize("memory_id", [pytest.param(None, id="none"), pytest.param(3, id="int")])
+def test_an_id_must_be_text(folder: MemoryFolder, memory_id: object) -> None:
+    with pytest.raises(InvalidId, match="text"):
+        folder.normalize_id(memory_id)  # type: ignore[arg-type]
+
+
+def test_archived_ids_are_allowed_only_for_reading(folder: MemoryFolder) -> None:
+    assert folder.path_for("archive/x", allow_archived=True) == folder.root / "archive" / "x.md"
+    with pytest.raises(InvalidId):
+        folder.path_for("archive/../../x", allow_archived=True)
+
+
+@pytest.mark.parametrize(
+    "memory_id",
+    [pytest.param("a:b", id="colon"), pytest.param("what?", id="question-mark"),
+     pytest.param('say "hi"', id="quotes"), pytest.param("a|b", id="pipe"),
+     pytest.param("trailing ", id="trailing-space"), pytest.param(" leading", id="leading-space"),
+     pytest.param("dir./x", id="trailing-dot"), pytest.param("a/b /c", id="space-in-folder")],
+)
+def test_new_ids_must_be_portable_to_windows_but_existing_files_stay_readable(
+    folder: MemoryFolder, memory_id: str
+) -> None:
+    write_memory(folder.root, memory_id, MEMORY)
+    assert folder.id_for(folder.path_for(memory_id)) == memory_id
+    with pytest.raises(InvalidId, match="Windows"):
+        folder.check_new_id(memory_id)
+
+
+def test_a_symlinked_file_pointing_outside_is_refused(folder: MemoryFolder, tmp_path: Path) -> None:
+    target = tmp_path / "secret.md"
+    target.write_text(MEMORY)
+    (folder.root / "leak.md").symlink_to(target)
+    with pytest.raises(InvalidId, match="symlink"):
+        folder.path_for("leak")
+
+
+def test_a_symlinked_folder_pointing_outside_is_refused(
+    folder: MemoryFolder, tmp_path: Path
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "x.md").write_text(MEMORY)
+    (folder.root / "linked").symlink_to(outside, target_is_directory=True)
+    with pytest.raises(InvalidId, match="symlink"):
+        folder.path_for("linked/x")
+    with pytest.raises(InvalidId, match="symlink"):
+        folder.path_for("linked/new/deeper")
+
+
+def test_a_symlink_inside_the_folder_is_allowed(folder: MemoryFolder) -> None:
+    write_memory(folder.root, "real", MEMORY)
+    (folder.root / "alias.md").symlink_to(folder.root / "real.md")
+    assert folder.path_for("alias") == folder.root / "alias.md"
+
+
+# the state folder
+
+
+def test_the_state_folder_is_beside_the_memory_folder(folder: MemoryFolder) -> None:
+    assert folder.state_dir == folder.root.parent / ".sage-mem"
+    assert folder.state_path("stats.json") == folder.root.parent / ".sage-mem" / "stats.json"
+
+
+def test_the_state_folder_may_be_set_by_argument_or_environment(
+    empty_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert MemoryFolder(empty_dir, state_dir=tmp_path / "s1").state_dir == tmp_path / "s1"
+    monkeypatch.setenv("SAGE_MEM_STATE_DIR", str(tmp_path / "s2"))
+    assert MemoryFolder(empty_dir).state_dir == tmp_path / "s2"
+
+
+@pytest.mark.parametrize("inside", [pytest.param(".", id="same"), pytest.param(".state", id="dot"),
+                                    pytest.param("state", id="plain")])
+def test_a_state_folder_inside_the_memory_folder_is_refused(empty_dir: Path, inside: str) -> None:
+    with pytest.raises(FolderError, match="beside"):
+        MemoryFolder(empty_dir, state_dir=empty_dir / inside)
+
+
+def test_state_folders_are_created_private(folder: MemoryFolder) -> None:
+    made = folder.ensure_state_dir("autodream", "runs")
+    for path in (folder.state_dir, folder.state_dir / "autodream", made):
+        assert stat.S_IMODE(path.stat().st_mode) == 0o700
+
+
+def test_a_missing_memory_folder_is_a_folder_error(tmp_path: Path) -> None:
+    with pytest.raises(FolderError, match="init"):
+        MemoryFolder(tmp_path / "nope").check_exists()
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(FolderError, match="not a folder"):
+        MemoryFolder(tmp_path / "file").check_exists()
+
+
+def test_the_filesystem_root_is_refused() -> None:
+    with pytest.raises(FolderError):
+        MemoryFolder(os.sep)
+
+
+def test_the_default_folder_comes_from_sage_mem_dir(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert default_folder() == tmp_path / "memory"
+    monkeypatch.delenv("SAGE_MEM_DIR")
+    assert default_folder() == tmp_path / "home" / ".sage-mem" / "memory"

@@ -1,0 +1,467 @@
+"""The watcher: every way a file can change on disk reaches search after a short debounce.
+
+All tests run a live watcher against real file operations and poll with
+`wait_until`; the final check of every scenario is that the watched index
+equals a cold reload of the folder.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from conftest import wait_until, write_memory
+
+from sage_mem import watch
+from sage_mem.store import MemoryStore
+from sage_mem.watch import Watcher
+
+# watchdog warns (from its own thread) when nested folders appear faster than it
+# adds watches; sage_mem.watch silences it, but pytest's "error" filter goes first.
+pytestmark = pytest.mark.filterwarnings("ignore:Callback with id:RuntimeWarning")
+
+WORDS = [
+    pytest.param("quokka", id="english"),
+    pytest.param("榴莲", id="chinese"),
+]
+
+
+def text(description: str, body: str = "") -> str:
+    return f"---\ndescription: {description}\ncategory: project\n---\n\n{body or description}\n"
+
+
+def found(store: MemoryStore, query: str, memory_id: str, *, archived: bool = False) -> bool:
+    return memory_id in {hit.id for hit in store.search(query, limit=500, archived=archived)}
+
+
+def snapshot(store: MemoryStore) -> dict[str, str]:
+    """Every indexed memory (archived too) with the sha256 it was indexed from."""
+    return {m.id: m.sha256 for archived in (False, True) for m in store.list(archived=archived)}
+
+
+def cold_snapshot(folder: Path) -> dict[str, str]:
+    return snapshot(MemoryStore(folder))
+
+
+@dataclass
+class Expect:
+    """What a scenario leaves: id -> a query that must find it, and ids that must be gone."""
+
+    visible: dict[str, str] = field(default_factory=dict)
+    gone: list[str] = field(default_factory=list)
+    archived: dict[str, str] = field(default_factory=dict)
+
+
+@pytest.fixture
+def outside(tmp_path: Path) -> Path:
+    """A folder beside the memory folder, for moves in and out."""
+    folder = tmp_path / "outside"
+    folder.mkdir()
+    return folder
+
+
+@pytest.fixture
+def watched(memory_dir: Path):
+    stores: list[MemoryStore] = []
+
+    def open_store(**options) -> MemoryStore:
+        store = MemoryStore(memory_dir, watch=True, **options)
+        stores.append(store)
+        return store
+
+    yield open_store
+    for store in stores:
+        store.close()
+
+
+# editor save patterns and other ways files change
+
+
+def no_setup(folder: Path, word: str) -> None:
+    pass
+
+
+def save_in_place(folder: Path, outside: Path, word: str) -> Expect:
+    with open(folder / "user_profile.md", "w", encoding="utf-8") as handle:
+        handle.write(text(f"The user keeps a {word} diary"))
+    return Expect(visible={"user_profile": word})
+
+
+def save_atomic_rename(folder: Path, outside: Path, word: str) -> Expect:
+    tmp = folder / ".user_profile.md.tmp"
+    tmp.write_text(text(f"The user keeps a {word} diary"), encoding="utf-8")
+    os.replace(tmp, folder / "user_profile.md")
+    return Expect(visible={"user_profile": word})
+
+
+def save_like_vim(folder: Path, outside: Path, word: str) -> Expect:
+    # vim probes that it may create files, keeps a swap file, and by default
+    # renames the original to a backup before writing the new file.
+    probe = folder / "4913"
+    probe.write_bytes(b"")
+    probe.unlink()
+    swap = folder / ".user_profile.md.swp"
+    swap.write_text(text(f"swap {word}"), encoding="utf-8")
+    os.rename(folder / "user_profile.md", folder / "user_profile.md~")
+    write_memory(folder, "user_profile", text(f"The user keeps a {word} diary"))
+    (folder / "user_profile.md~").unlink()
+    return Expect(visible={"user_profile": word})
+
+
+def save_like_emacs(folder: Path, outside: Path, word: str) -> Expect:
+    # emacs autosaves to #name#, locks with a dangling .#name symlink, backs up to name~.
+    (folder / "#user_profile.md#").write_text(text(f"autosave {word}"), encoding="utf-8")
+    os.symlink("me@host.4242:1700000000", folder / ".#user_profile.md")
+    os.rename(folder / "user_profile.md", folder / "user_profile.md~")
+    write_memory(folder, "user_profile", text(f"The user keeps a {word} diary"))
+    return Expect(visible={"user_profile": word})
+
+
+def create_new_file(folder: Path, outside: Path, word: str) -> Expect:
+    write_memory(folder, "project_fresh", text(f"A fresh {word} project"))
+    return Expect(visible={"project_fresh": word})
+
+
+def delete_file(folder: Path, outside: Path, word: str) -> Expect:
+    (folder / "user_profile.md").unlink()
+    return Expect(gone=["user_profile"])
+
+
+def rename_file(folder: Path, outside: Path, word: str) -> Expect:
+    path = folder / "user_profile.md"
+    path.write_text(text(f"The user keeps a {word} diary"), encoding="utf-8")
+    os.rename(path, folder / "user_renamed.md")
+    return Expect(visible={"user_renamed": word}, gone=["user_profile"])
+
+
+def move_file_in(folder: Path, outside: Path, word: str) -> Expect:
+    source = write_memory(outside, "project_moved", text(f"Moved {word} in from elsewhere"))
+    os.rename(source, folder / "project_moved.md")
+    return Expect(visible={"project_moved": word})
+
+
+def move_file_out(folder: Path, outside: Path, word: str) -> Expect:
+    os.rename(folder / "user_profile.md", outside / "user_profile.md")
+    return Expect(gone=["user_profile"])
+
+
+def move_file_to_archive(folder: Path, outside: Path, word: str) -> Expect:
+    path = folder / "user_profile.md"
+    path.write_text(text(f"The user keeps a {word} diary"), encoding="utf-8")
+    (folder / "archive").mkdir(exist_ok=True)
+    os.rename(path, folder / "archive" / "user_profile.md")
+    return Expect(gone=["user_profile"], archived={"archive/user_profile": word})
+
+
+def move_folder_in(folder: Path, outside: Path, word: str) -> Expect:
+    team = outside / "team"
+    for n in range(3):
+        write_memory(team, f"deep/note_{n}", text(f"Team {word} note {n}"))
+    os.rename(team, folder / "team")
+    return Expect(visible={f"team/deep/note_{n}": word for n in range(3)})
+
+
+def setup_subfolder(folder: Path, word: str) -> None:
+    for n in range(3):
+        write_memory(folder, f"team/deep/note_{n}", text(f"Team {word} note {n}"))
+
+
+def move_folder_out(folder: Path, outside: Path, word: str) -> Expect:
+    os.rename(folder / "team", outside / "team")
+    return Expect(gone=[f"team/deep/note_{n}" for n in range(3)])
+
+
+def rename_folder(folder: Path, outside: Path, word: str) -> Expect:
+    os.rename(folder / "team", folder / "crew")
+    return Expect(
+        visible={f"crew/deep/note_{n}": word for n in range(3)},
+        gone=[f"team/deep/note_{n}" for n in range(3)],
+    )
+
+
+def create_subfolder(folder: Path, outside: Path, word: str) -> Expect:
+    (folder / "project" / "api" / "v2").mkdir(parents=True)
+    for n in range(3):
+        write_memory(folder, f"project/api/v2/auth_{n}", text(f"Auth {word} flow {n}"))
+    return Expect(visible={f"project/api/v2/auth_{n}": word for n in range(3)})
+
+
+def burst_of_200(folder: Path, outside: Path, word: str) -> Expect:
+    for n in range(200):
+        write_memory(folder, f"burst/note_{n:03}", text(f"Burst {word} note {n}"))
+    return Expect(visible={f"burst/note_{n:03}": word for n in range(200)})
+
+
+def setup_checkout(folder: Path, word: str) -> None:
+    for n in range(60):
+        write_memory(folder, f"project_old_{n:02}", text(f"Old release plan {n}"))
+
+
+def git_checkout(folder: Path, outside: Path, word: str) -> Expect:
+    git = folder / ".git"
+    (git / "objects" / "ab").mkdir(parents=True)
+    (git / "index.lock").write_bytes(b"lock")
+    for n in range(60):
+        path = folder / f"project_old_{n:02}.md"
+        (git / "objects" / "ab" / f"{n:038}").write_text(text(f"object {word}"), encoding="utf-8")
+        path.unlink()
+        if n % 3:
+            path.write_text(text(f"Checked out {word} plan {n}"), encoding="utf-8")
+    for n in range(20):
+        write_memory(folder, f"project_new_{n:02}", text(f"Checked out {word} plan new {n}"))
+    os.replace(git / "index.lock", git / "index")
+    return Expect(
+        visible={
+            **{f"project_old_{n:02}": word for n in range(60) if n % 3},
+            **{f"project_new_{n:02}": word for n in range(20)},
+        },
+        gone=[f"project_old_{n:02}" for n in range(60) if not n % 3],
+    )
+
+
+CHANGES = [
+    pytest.param(no_setup, save_in_place, id="in-place-write"),
+    pytest.param(no_setup, save_atomic_rename, id="atomic-rename"),
+    pytest.param(no_setup, save_like_vim, id="vim"),
+    pytest.param(no_setup, save_like_emacs, id="emacs"),
+    pytest.param(no_setup, create_new_file, id="new-file"),
+    pytest.param(no_setup, delete_file, id="delete"),
+    pytest.param(no_setup, rename_file, id="rename"),
+    pytest.param(no_setup, move_file_in, id="move-file-in"),
+    pytest.param(no_setup, move_file_out, id="move-file-out"),
+    pytest.param(no_setup, move_file_to_archive, id="move-to-archive"),
+    pytest.param(no_setup, move_folder_in, id="move-folder-in"),
+    pytest.param(setup_subfolder, move_folder_out, id="move-folder-out"),
+    pytest.param(setup_subfolder, rename_folder, id="rename-folder"),
+    pytest.param(no_setup, create_subfolder, id="new-subfolder"),
+    pytest.param(no_setup, burst_of_200, id="burst-200"),
+    pytest.param(setup_checkout, git_checkout, id="git-checkout"),
+]
+
+
+def check(store: MemoryStore, expect: Expect) -> bool:
+    queries: dict[tuple[str, bool], set[str]] = {}
+    for ids, archived in ((expect.visible, False), (expect.archived, True)):
+        for memory_id, query in ids.items():
+            queries.setdefault((query, archived), set()).add(memory_id)
+    for (query, archived), ids in queries.items():
+        hits = {hit.id for hit in store.search(query, limit=1000, archived=archived)}
+        if not ids <= hits:
+            return False
+    return not any(memory_id in store.index for memory_id in expect.gone)
+
+
+def assert_no_junk(store: MemoryStore) -> None:
+    def is_junk(part: str) -> bool:
+        return part.startswith((".", "#")) or part.endswith("~")
+
+    assert [i for i in snapshot(store) if any(is_junk(p) for p in i.split("/"))] == []
+    assert not any(p.path.name.startswith(("#", ".")) for p in store.problems())
+
+
+@pytest.mark.parametrize("word", WORDS)
+@pytest.mark.parametrize(("setup", "change"), CHANGES)
+def test_change_on_disk_reaches_search(
+    watched, memory_dir: Path, outside: Path, setup: Callable, change: Callable, word: str
+) -> None:
+    setup(memory_dir, word)
+    store = watched()
+    expect = change(memory_dir, outside, word)
+    wait_until(lambda: check(store, expect))
+    truth = cold_snapshot(memory_dir)
+    wait_until(lambda: snapshot(store) == truth)
+    assert_no_junk(store)
+
+
+def test_old_description_stops_matching_after_an_edit(watched, memory_dir: Path) -> None:
+    store = watched()
+    assert found(store, "猫", "user_cat_zh")
+    write_memory(memory_dir, "user_cat_zh", text("用户养了一条狗，名叫豆豆"))
+    wait_until(lambda: found(store, "狗", "user_cat_zh"))
+    assert not found(store, "芝麻", "user_cat_zh")
+
+
+def test_continuous_stream_of_changes_still_lands(watched, memory_dir: Path) -> None:
+    store = watched()
+    write_memory(memory_dir, "stream/first", text("The first wombat of a stream"))
+    count = iter(range(10_000))
+
+    def keep_writing_until_visible() -> bool:
+        write_memory(memory_dir, f"stream/more_{next(count)}", text("more of the stream"))
+        return found(store, "wombat", "stream/first")
+
+    wait_until(keep_writing_until_visible, timeout=5, interval=0.01)
+
+
+# polling mode (network drives)
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        pytest.param(save_in_place, id="in-place-write"),
+        pytest.param(save_atomic_rename, id="atomic-rename"),
+        pytest.param(delete_file, id="delete"),
+        pytest.param(move_folder_in, id="move-folder-in"),
+    ],
+)
+def test_polling_mode_sees_changes(
+    watched, memory_dir: Path, outside: Path, monkeypatch: pytest.MonkeyPatch, change: Callable
+) -> None:
+    monkeypatch.setattr(watch, "POLL_SECONDS", 0.05)
+    store = watched(poll=True)
+    assert store._watcher is not None and store._watcher.poll
+    expect = change(memory_dir, outside, "quokka")
+    wait_until(lambda: check(store, expect))
+    assert snapshot(store) == cold_snapshot(memory_dir)
+
+
+# what events alone cannot do
+
+
+def test_reconcile_repairs_changes_made_while_nothing_watched(memory_dir: Path) -> None:
+    store = MemoryStore(memory_dir)
+    write_memory(memory_dir, "project_unseen", text("An unseen narwhal plan"))
+    (memory_dir / "user_profile.md").unlink()
+    write_memory(memory_dir, "user_cat_zh", text("用户养了一条狗，名叫豆豆"))
+    watcher = Watcher(store, reconcile_seconds=0.2)
+    watcher.start()
+    try:
+        wait_until(lambda: watcher.reconcile_count >= 1)
+        wait_until(lambda: found(store, "narwhal", "project_unseen"))
+        assert "user_profile" not in store.index
+        assert found(store, "狗", "user_cat_zh")
+        assert watcher.flush_count == 0
+        assert snapshot(store) == cold_snapshot(memory_dir)
+    finally:
+        watcher.stop()
+
+
+def test_inotify_overflow_triggers_a_reconcile_at_once(watched, memory_dir: Path) -> None:
+    store = watched(reconcile_seconds=3600)
+    watcher = store._watcher
+    logging.getLogger("watchdog.observers.inotify_c").warning(
+        "Inotify queue overflowed; filesystem events were lost"
+    )
+    wait_until(lambda: watcher.reconcile_count == 1, timeout=2)
+
+
+def test_failing_refresh_does_not_stop_the_watcher(
+    watched, memory_dir: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(watch, "RETRY_SECONDS", 0.1)
+    store = watched()
+    real_refresh = store.refresh
+    calls = []
+
+    def refresh_failing_once(paths):
+        calls.append(paths)
+        if len(calls) == 1:
+            raise RuntimeError("disk on fire")
+        return real_refresh(paths)
+
+    monkeypatch.setattr(store, "refresh", refresh_failing_once)
+    with caplog.at_level(logging.ERROR, logger="sage_mem.watch"):
+        write_memory(memory_dir, "project_first", text("The first axolotl"))
+        wait_until(lambda: store._watcher.error_count == 1)
+        write_memory(memory_dir, "project_second", text("The second pangolin"))
+        wait_until(lambda: found(store, "pangolin", "project_second"))
+        wait_until(lambda: found(store, "axolotl", "project_first"))
+    assert "disk on fire" in caplog.text
+    assert store._watcher.running
+
+
+def test_failing_event_handler_does_not_stop_the_observer(
+    watched, memory_dir: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = watched()
+    watcher = store._watcher
+    real_notify = watcher.notify
+    failed = []
+
+    def notify_failing_once(paths):
+        if not failed:
+            failed.append(paths)
+            raise RuntimeError("handler bug")
+        real_notify(paths)
+
+    monkeypatch.setattr(watcher, "notify", notify_failing_once)
+    with caplog.at_level(logging.ERROR, logger="sage_mem.watch"):
+        write_memory(memory_dir, "project_first", text("The first axolotl"))
+        wait_until(lambda: failed)
+        write_memory(memory_dir, "project_second", text("The second pangolin"))
+        wait_until(lambda: found(store, "pangolin", "project_second"))
+    assert "handler bug" in caplog.text
+
+
+# the folder itself
+
+
+@pytest.mark.parametrize(
+    "poll", [pytest.param(False, id="events"), pytest.param(True, id="polling")]
+)
+def test_deleting_the_watched_folder_empties_the_index(
+    watched, memory_dir: Path, monkeypatch: pytest.MonkeyPatch, poll: bool
+) -> None:
+    monkeypatch.setattr(watch, "POLL_SECONDS", 0.05)
+    store = watched(poll=poll, reconcile_seconds=0.2)
+    assert len(store.index) > 0
+    shutil.rmtree(memory_dir)
+    wait_until(lambda: len(store.index) == 0)
+    write_memory(memory_dir, "project_reborn", text("A reborn phoenix folder"))
+    wait_until(lambda: found(store, "phoenix", "project_reborn"))
+    write_memory(memory_dir, "project_later", text("A later griffin edit"))
+    wait_until(lambda: found(store, "griffin", "project_later"))
+    started = time.monotonic()
+    store.close()
+    assert time.monotonic() - started < 1.0
+
+
+def test_moving_the_watched_folder_away_empties_the_index(
+    watched, memory_dir: Path, outside: Path
+) -> None:
+    store = watched(reconcile_seconds=0.2)
+    os.rename(memory_dir, outside / "memory")
+    wait_until(lambda: len(store.index) == 0)
+    write_memory(outside / "memory", "project_elsewhere", text("An elsewhere okapi"))
+    reconciles = store._watcher.reconcile_count
+    wait_until(lambda: store._watcher.reconcile_count >= reconciles + 2)
+    assert len(store.index) == 0
+    started = time.monotonic()
+    store.close()
+    assert time.monotonic() - started < 1.0
+
+
+def test_watching_through_a_symlinked_folder(tmp_path: Path, memory_dir: Path) -> None:
+    link = tmp_path / "linked"
+    link.symlink_to(memory_dir)
+    with MemoryStore(link, watch=True) as store:
+        write_memory(memory_dir, "project_linked", text("A linked ibex"))
+        wait_until(lambda: found(store, "ibex", "project_linked"))
+
+
+# lifecycle
+
+
+def test_close_stops_every_thread_promptly(memory_dir: Path) -> None:
+    before = set(threading.enumerate())
+    store = MemoryStore(memory_dir, watch=True)
+    assert set(threading.enumerate()) - before
+    started = time.monotonic()
+    store.close()
+    assert time.monotonic() - started < 1.0
+    assert set(threading.enumerate()) - before == set()
+    assert found(store, "芝麻", "user_cat_zh")  # still searchable, just no longer kept current
+
+
+def test_watcher_threads_are_daemons(watched) -> None:
+    store = watched()
+    assert store._watcher._thread is not None and store._watcher._thread.daemon
+    assert all(t.daemon for t in threading.enumerate() if t is not threading.main_thread())
