@@ -234,6 +234,53 @@ def cmd_hook(args: argparse.Namespace, out: TextIO) -> int:
     return run_hook(args.event, sys.stdin, out, sys.stderr, folder=folder)
 
 
+def cmd_install(args: argparse.Namespace, out: TextIO) -> int:
+    from .install import install
+
+    memory_dir = Path(args.dir).expanduser() if args.dir else (
+        Path(os.environ["SAGE_MEM_DIR"]).expanduser() if os.environ.get("SAGE_MEM_DIR") else None
+    )
+    codex_home = os.environ.get("CODEX_HOME")
+    result = install(
+        args.client, scope=args.scope, project_dir=Path.cwd(), home=Path.home(),
+        memory_dir=memory_dir, dry_run=args.dry_run,
+        codex_home=Path(codex_home).expanduser() if codex_home else None,
+    )
+    if args.json:
+        _print_json(result.to_dict(), out)
+    else:
+        out.write(result.format_text())
+    return 0
+
+
+def cmd_import(args: argparse.Namespace, out: TextIO) -> int:
+    from .importers import import_claude_code, import_mnemo
+
+    store = _open_store(args)
+    if args.source == "claude-code":
+        result = import_claude_code(store, Path(args.path).expanduser(), dry_run=args.dry_run)
+    else:
+        result = import_mnemo(store, Path(args.path).expanduser(), dry_run=args.dry_run)
+    if args.json:
+        _print_json(result.to_dict(), out)
+    else:
+        out.write(result.format_text())
+    return 0
+
+
+def cmd_export(args: argparse.Namespace, out: TextIO) -> int:
+    from .importers import export_jsonl
+
+    store = _open_store(args)
+    if args.output:
+        with open(Path(args.output).expanduser(), "x", encoding="utf-8") as handle:
+            count = export_jsonl(store, handle, archived=args.archived)
+        sys.stderr.write(f"Exported {count} memories to {args.output}\n")
+    else:
+        export_jsonl(store, out, archived=args.archived)
+    return 0
+
+
 # the parser
 
 EPILOG = """examples:
@@ -362,6 +409,28 @@ def build_parser() -> argparse.ArgumentParser:
     # Not `choices`: a hook must exit 0 even when misconfigured, so run_hook reports it.
     sub.add_argument("event", metavar="EVENT",
                      help="session-start (baselines and a tool guide) or user-prompt-submit (relevant memories)")
+
+    sub = command("install", cmd_install,
+                  "register sage-mem with a client: MCP server (and hooks for Claude Code)",
+                  "sage-mem install claude-code --scope user --dry-run")
+    sub.add_argument("client", choices=["claude-code", "cursor", "codex"], help="which client")
+    sub.add_argument("--scope", choices=["project", "user"],
+                     help="this project's config or your user config (default: project; user for codex)")
+    sub.add_argument("--dry-run", action="store_true", help="show the diff, write nothing")
+    _json_flag(sub)
+
+    sub = command("import", cmd_import, "bring memories in from Claude Code or mnemo (never overwrites)",
+                  "sage-mem import claude-code ~/.claude/projects/my-project/memory --dry-run")
+    sub.add_argument("source", choices=["claude-code", "mnemo"], help="claude-code (a folder) or mnemo (a database)")
+    sub.add_argument("path", metavar="PATH", help="the Claude Code memory folder or the mnemo SQLite file")
+    sub.add_argument("--dry-run", action="store_true", help="report what would happen, write nothing")
+    _json_flag(sub)
+
+    sub = command("export", cmd_export, "write every memory as JSON lines",
+                  "sage-mem export --jsonl > memories.jsonl")
+    sub.add_argument("--jsonl", action="store_true", required=True, help="JSON lines, one memory a line")
+    sub.add_argument("--archived", action="store_true", help="include archived memories")
+    sub.add_argument("--output", "-o", metavar="FILE", help="write to FILE (must not exist) instead of stdout")
     return parser
 
 

@@ -191,3 +191,39 @@ def test_help_lists_every_command() -> None:
     assert code == 0
     for command in ("init", "add", "search", "show", "list", "archive", "feedback", "index", "audit"):
         assert command in out
+
+
+def test_install_dry_run_writes_nothing(memory_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    monkeypatch.chdir(project)
+    code, out, err = run("install", "claude-code", "--dry-run", "--json")
+    assert code == 0, err
+    assert json.loads(out)
+    assert list(project.iterdir()) == []
+
+
+def test_install_claude_code_writes_server_and_hooks(memory_dir: Path, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    monkeypatch.chdir(project)
+    assert run("install", "claude-code")[0] == 0
+    servers = json.loads((project / ".mcp.json").read_text(encoding="utf-8"))["mcpServers"]
+    assert servers["sage-mem"]["args"][-1] == "serve"
+    hooks = json.loads((project / ".claude" / "settings.json").read_text(encoding="utf-8"))["hooks"]
+    assert set(hooks) == {"SessionStart", "UserPromptSubmit"}
+
+
+def test_export_writes_one_json_line_per_memory(memory_dir: Path) -> None:
+    code, out, _ = run("export", "--jsonl")
+    assert code == 0
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert len(lines) == 8 and all("body" in line for line in lines)
+
+
+def test_import_errors_are_one_line(memory_dir: Path, tmp_path: Path) -> None:
+    code, _, err = run("import", "mnemo", str(tmp_path / "missing.db"))
+    assert code == 1 and err.count("\n") == 1
+    code, _, err = run("import", "claude-code", str(tmp_path / "missing"))
+    assert code == 1 and err.count("\n") == 1
