@@ -213,14 +213,14 @@ class MemoryFolder:
         checked for containment when it is read.
         """
         start = Path(under or (self.archive_dir if archived else self.root))
-        yield from self._walk(start, archived)
-
-    def _walk(self, folder: Path, archived: bool) -> Iterator[Path]:
-        try:
-            entries = sorted(os.scandir(folder), key=lambda e: e.name)
-        except (FileNotFoundError, NotADirectoryError, PermissionError):
-            return
-        for entry in entries:
+        # A stack of sorted listings rather than recursion: no depth limit.
+        stack = [(start, iter(_sorted_entries(start)))]
+        while stack:
+            folder, entries = stack[-1]
+            entry = next(entries, None)
+            if entry is None:
+                stack.pop()
+                continue
             path = Path(entry.path)
             try:
                 is_dir = entry.is_dir(follow_symlinks=False)
@@ -232,9 +232,17 @@ class MemoryFolder:
                     and (entry.name == DREAM_DIR or (entry.name == ARCHIVE_DIR and not archived))
                 ):
                     continue
-                yield from self._walk(path, archived)
+                stack.append((path, iter(_sorted_entries(path))))
             elif (self.archived_id_for(path) if archived else self.id_for(path)) is not None:
                 yield path
+
+
+def _sorted_entries(folder: Path) -> list[os.DirEntry[str]]:
+    try:
+        with os.scandir(folder) as listing:
+            return sorted(listing, key=lambda e: e.name)
+    except OSError:  # gone, not a folder, no permission: nothing to list
+        return []
 
 
 def _decodings(text: str) -> list[str]:

@@ -7,6 +7,7 @@ the memory files means a git user sees no churn from searching.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -31,7 +32,14 @@ class Stats:
 
     def retrievals(self, memory_id: str) -> int:
         entry = self.load().get(memory_id)
-        return int(entry.get("retrievals", 0)) if isinstance(entry, dict) else 0
+        return _count(entry.get("retrievals")) if isinstance(entry, dict) else 0
+
+    def retrieval_counts(self) -> dict[str, int]:
+        """Retrievals per memory id."""
+        return {
+            key: _count(entry.get("retrievals"))
+            for key, entry in self.load().items() if isinstance(entry, dict)
+        }
 
     def record(self, ids: Iterable[str], *, event: str = "retrievals") -> None:
         """Add one `event` (retrievals, helpful, unhelpful) to each id, with the time."""
@@ -45,7 +53,7 @@ class Stats:
                 entry = data.get(memory_id)
                 if not isinstance(entry, dict):
                     entry = data[memory_id] = {}
-                entry[event] = int(entry.get(event, 0)) + 1
+                entry[event] = _count(entry.get(event)) + 1
                 entry["lastUsed"] = stamp
             self._save(data)
 
@@ -60,3 +68,10 @@ class Stats:
     def _save(self, data: dict[str, Any]) -> None:
         text = json.dumps(data, ensure_ascii=False, sort_keys=True, indent=1) + "\n"
         atomic_write(self.path, text.encode("utf-8"))
+
+
+def _count(value: Any) -> int:
+    """A count from stats.json, which a person may have edited: anything odd counts as 0."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return 0
+    return max(int(value), 0)

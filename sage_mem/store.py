@@ -51,6 +51,9 @@ from .memory import (
 from .stats import Stats
 
 _UNSET: Any = object()
+# Each failed attempt means another writer succeeded meanwhile, so this bounds
+# how many concurrent changes one feedback call will wait out.
+_FEEDBACK_ATTEMPTS = 20
 
 
 @dataclass(frozen=True)
@@ -424,7 +427,7 @@ class MemoryStore:
         """Move trust a fifth of the way toward 1 (helpful) or toward 0 (unhelpful)."""
         if not isinstance(helpful, bool):
             raise InvalidMemory("helpful must be true or false")
-        for attempt in range(5):
+        for attempt in range(_FEEDBACK_ATTEMPTS):
             memory = self.read(memory_id)
             if memory.archived:
                 raise InvalidMemory(f"{memory.id}: archived memories take no feedback")
@@ -436,7 +439,7 @@ class MemoryStore:
             except ConflictError:
                 # Another writer changed the file between our read and our write:
                 # step from its new trust rather than overwrite its change.
-                if attempt == 4:
+                if attempt == _FEEDBACK_ATTEMPTS - 1:
                     raise
         try:
             self.stats.record([memory.id], event="helpful" if helpful else "unhelpful")
