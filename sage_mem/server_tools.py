@@ -10,11 +10,12 @@ SageMemError subclasses, which the server turns into tool errors.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from . import catalog, inject
+from . import inject
 from .errors import InvalidMemory, MemoryNotFound
 from .index import Hit
 from .memory import Memory, parse_moment
@@ -271,9 +272,11 @@ def archive(store: MemoryStore, memory_id: str, reason: str) -> dict[str, Any]:
 def baseline_block(store: MemoryStore) -> str:
     """The baseline memories (at most 8, by baselinePriority then id), quoted as data with ids.
 
-    The same text the SessionStart hook injects, for MCP clients without hooks.
+    The same text the SessionStart hook injects, for MCP clients without hooks,
+    scoped like the hook to the project of the folder the client started us in.
     """
-    memories = store.baselines(limit=inject.MAX_BASELINES)
+    project = inject.project_for(os.getcwd())
+    memories = store.baselines(project=project, limit=inject.MAX_BASELINES)
     if not memories:
         return "sage-mem: no baseline memories."
     return inject.compose(inject.BASELINE_HEADER, memories, datetime.now(UTC))[0]
@@ -281,12 +284,7 @@ def baseline_block(store: MemoryStore) -> str:
 
 def index_text(store: MemoryStore) -> str:
     """MEMORY.md as it would be written now, from the live index."""
-    memories = store.list()
-    retrievals: dict[str, int] = {}
-    if len(memories) > catalog.MAX_LINES // 2:
-        retrievals = {key: int(value.get("retrievals", 0))
-                      for key, value in store.stats.load().items() if isinstance(value, dict)}
-    return catalog.render(memories, retrievals)
+    return store.catalog_text()
 
 
 def memory_text(store: MemoryStore, memory_id: str) -> str:

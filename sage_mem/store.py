@@ -524,12 +524,15 @@ class MemoryStore:
             self._problems.pop(str(path), None)
             self.index.put(memory)
 
-    def _regenerate_catalog(self) -> bool:
+    def catalog_text(self) -> str:
+        """MEMORY.md as it would be written now, from the index."""
         retrievals: dict[str, int] = {}
         if len(self.index) > catalog.MAX_LINES // 2:
             retrievals = self.stats.retrieval_counts()
-        text = catalog.render(self.list(), retrievals)
-        data = text.encode("utf-8")
+        return catalog.render(self.list(), retrievals)
+
+    def _regenerate_catalog(self) -> bool:
+        data = self.catalog_text().encode("utf-8")
         target = self.folder.index_file
         try:
             if target.read_bytes() == data:
