@@ -46,6 +46,7 @@ from watchdog.events import (
     FileSystemEvent,
     FileSystemEventHandler,
 )
+from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver
 from watchdog.observers.polling import PollingObserver
 
@@ -82,6 +83,7 @@ MAX_DELAY_SECONDS = 0.25
 POLL_SECONDS = 1.0
 RETRY_SECONDS = 1.0
 STOP_SECONDS = 0.25
+RECONCILE_SPACING = 20.0
 
 # Left out on purpose: DirModifiedEvent comes with every change to a folder's
 # entries, and following it would re-walk the parent folder on every save (the
@@ -106,7 +108,7 @@ class Watcher:
 
     `poll=True` uses a polling observer (for network drives, where inotify
     sees nothing of other machines' writes); it falls back to polling by
-    itself when inotify cannot be used (out of watches or instances).
+    itself when events cannot be had (e.g. out of inotify watches or instances).
     `flush_count`, `reconcile_count` and `error_count` count what it did.
 
     A save is visible after `quiet_seconds` of quiet (at most
@@ -245,8 +247,14 @@ class Watcher:
         if reconcile or str(self.root) in paths or self._observer_dead():
             self._rearm_if_moved()
         if reconcile:
+            started = time.monotonic()
             self._call("reconcile", self.store.reconcile)
             self.reconcile_count += 1
+            ended = time.monotonic()
+            with self._cond:
+                # A huge folder takes long to walk: keep the walks to a small share of a core.
+                spacing = RECONCILE_SPACING * (ended - started)
+                self._next_reconcile = max(self._next_reconcile, ended + spacing)
         elif paths:
             self._call("refresh", lambda: self.store.refresh(sorted(paths)))
             self.flush_count += 1
@@ -307,7 +315,7 @@ class Watcher:
                 failure = exc
             if not self.poll:
                 logger.warning(
-                    "sage-mem watcher: cannot watch %s with inotify (%s); polling instead",
+                    "sage-mem watcher: cannot watch %s for events (%s); polling instead",
                     self.root, failure,
                 )
                 self.poll = True
@@ -332,9 +340,7 @@ class Watcher:
         if self.poll:
             observer: BaseObserver = PollingObserver(timeout=self.poll_seconds)
         else:
-            from watchdog.observers.inotify import InotifyObserver
-
-            observer = InotifyObserver()
+            observer = Observer()
         try:
             if root_exists:
                 observer.schedule(

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from conftest import wait_until, write_memory
+from watchdog.observers.polling import PollingObserver
 
 from sage_mem import watch
 from sage_mem.store import MemoryStore
@@ -69,6 +70,7 @@ def outside(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def watched(memory_dir: Path):
+    """Open watched stores on the memory folder; every one is closed after the test."""
     stores: list[MemoryStore] = []
 
     def open_store(**options) -> MemoryStore:
@@ -317,10 +319,26 @@ def test_polling_mode_sees_changes(
 ) -> None:
     monkeypatch.setattr(watch, "POLL_SECONDS", 0.05)
     store = watched(poll=True)
-    assert store._watcher is not None and store._watcher.poll
+    assert isinstance(store._watcher._observer, PollingObserver)
     expect = change(memory_dir, outside, "quokka")
     wait_until(lambda: check(store, expect))
     assert snapshot(store) == cold_snapshot(memory_dir)
+
+
+def test_falls_back_to_polling_when_events_are_unavailable(
+    watched, memory_dir: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    def no_inotify():
+        raise OSError(28, "inotify watch limit reached")
+
+    monkeypatch.setattr(watch, "Observer", no_inotify)
+    monkeypatch.setattr(watch, "POLL_SECONDS", 0.05)
+    with caplog.at_level(logging.WARNING, logger="sage_mem.watch"):
+        store = watched()
+    assert "polling instead" in caplog.text
+    assert isinstance(store._watcher._observer, PollingObserver)
+    write_memory(memory_dir, "project_polled", text("A polled tapir"))
+    wait_until(lambda: found(store, "tapir", "project_polled"))
 
 
 # what events alone cannot do
