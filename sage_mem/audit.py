@@ -59,7 +59,7 @@ from urllib.parse import unquote
 import yaml
 
 from . import catalog
-from .credentials import LABELS, find_secrets
+from .credentials import LABELS, find_secrets, redact
 from .errors import InvalidId, InvalidMemory
 from .files import parse_bytes
 from .folder import ARCHIVE_DIR, INDEX_FILE, MemoryFolder
@@ -252,15 +252,17 @@ class _Audit:
             # a FIFO or device named *.md would block or never end if read
             self.add("unreadable", rel, "not a regular file; not read")
             return None
-        if st.st_size > MAX_FILE_BYTES:
-            self.add(
-                "unreadable", rel,
-                f"{st.st_size:,} bytes, over the {MAX_FILE_BYTES // 1024} KB limit; not indexed",
-            )
-            return None
+        size = st.st_size
         try:
-            with open(path, "rb") as handle:
-                return handle.read(MAX_FILE_BYTES + 1)
+            if size <= MAX_FILE_BYTES:
+                with open(path, "rb") as handle:
+                    data = handle.read(MAX_FILE_BYTES + 1)
+                size = len(data)
+                if size <= MAX_FILE_BYTES:
+                    return data
+            self.add("unreadable", rel,
+                     f"{size:,} bytes, over the {MAX_FILE_BYTES // 1024} KB limit; not indexed")
+            return None
         except FileNotFoundError:
             return None
         except PermissionError:
@@ -311,13 +313,13 @@ class _Audit:
         for match in find_secrets(text):
             self.add(
                 "secret", rel,
-                f"looks like a {LABELS.get(match.kind, match.kind)}: {match.excerpt_redacted} "
+                f"possible {LABELS.get(match.kind, match.kind)}: {match.excerpt_redacted} "
                 "(remove it; keep a pointer to where the secret lives instead)",
                 match.line,
             )
 
     def check_memory(self, raw: bytes, text: str, path: Path, rel: str) -> None:
-        memory_id = rel[:-3]
+        memory_id = self.folder.id_for(path) or _nfc(rel[:-3])
         lines = text.split("\n")
         try:
             parsed = parse_bytes(raw, path)
@@ -352,7 +354,7 @@ class _Audit:
     ) -> tuple[dict[str, int], set[str]]:
         """Report duplicate keys and ` #` cuts; return each key's file line, and the cut keys."""
         fm_lines = fm_text.split("\n")
-        key_lines: dict[str, int] = {}
+        key_lines: dict[str, int] = {}  # the last occurrence: the one YAML keeps
         cut_keys: set[str] = set()
         for key_node, value_node in node.value:
             if not isinstance(key_node, yaml.ScalarNode):
@@ -361,17 +363,16 @@ class _Audit:
             line = key_node.start_mark.line + 2
             if key in key_lines:
                 self.add("duplicate-key", rel,
-                         f"`{key}` appears twice (first on line {key_lines[key]}); "
-                         "YAML keeps only this one", line)
-            else:
-                key_lines[key] = line
+                         f"`{key}` appears twice (also on line {key_lines[key]}); "
+                         "YAML keeps only the last one", line)
+            key_lines[key] = line
             cut = _comment_cut(value_node, fm_lines)
             if cut is not None:
                 cut_keys.add(key)
                 kept, lost = cut
                 shown = f"reads {kept!r}" if kept else "is empty"
                 self.add("yaml-comment-cut", rel,
-                         f"`{key}` {shown}: YAML took ' #{_clip(lost)}' for a comment; "
+                         f"`{key}` {shown}: YAML took '{_clip(redact(lost))}' for a comment; "
                          "put the value in quotes", value_node.end_mark.line + 2)
         return key_lines, cut_keys
 
@@ -450,8 +451,8 @@ class _Audit:
                 return None
         moved = f"{ARCHIVE_DIR}/{resolved}"
         if moved in self.archived:
-            return f"({_clip(raw_target)}) was archived: it is now {moved}"
-        return f"({_clip(raw_target)}): no such memory"
+            return f"link to {_clip(raw_target)}: archived, it is now {moved}"
+        return f"link to {_clip(raw_target)}: no such file"
 
     # MEMORY.md
 
@@ -535,8 +536,7 @@ class _Audit:
                          f"the entry for {memory.id} is out of date" + hint, number)
                 return
         count = _MORE.match(lines[more_line - 1])
-        assert count is not None
-        if int(count.group(1)) != len(self.memories) - len(listed):
+        if count and int(count.group(1)) != len(self.memories) - len(listed):
             self.add("index-stale", INDEX_FILE,
                      f"says {count.group(1)} more, but {len(self.memories) - len(listed)} "
                      "memories are not listed" + hint, more_line)
@@ -628,10 +628,10 @@ def _comment_cut(node: yaml.Node, fm_lines: list[str]) -> tuple[str, str] | None
     end = node.end_mark
     if end.line >= len(fm_lines):
         return None
-    rest = fm_lines[end.line][end.column :].rstrip("\r")
+    rest = fm_lines[end.line][end.column :].rstrip()
     if not rest.startswith(" #") or not rest[2:].strip():
         return None
-    return node.value, rest[2:].strip()
+    return node.value, rest[1:]
 
 
 def _prose_lines(text: str) -> Iterator[tuple[int, str]]:

@@ -1,6 +1,6 @@
 """Secret detection: credentials that must not sit in a memory file or leave in hook output.
 
-`find_secrets(text)` finds, line by line:
+`find_secrets(text)` finds, and reports by line and column:
 
 - tokens with a known shape: AWS access key ids (AKIA…/ASIA…), GitHub tokens
   (ghp_/gho_/ghu_/ghs_/ghr_, github_pat_), GitLab (glpat-), Slack (xoxa/b/p/r-),
@@ -25,6 +25,7 @@ match. This module imports nothing from sage-mem, so hooks can use it cheaply.
 
 from __future__ import annotations
 
+import bisect
 import math
 import re
 from collections import Counter
@@ -101,6 +102,10 @@ _PATTERNS: tuple[_Pattern, ...] = (
     _Pattern("bearer-token", re.compile(r"(?i:\bbearer)[ \t]+([A-Za-z0-9._~+/\-]{20,}=*)")),
 )
 
+# One cheap scan for the prefixes above, so ordinary text skips the patterns one by one.
+_PREFIXES = re.compile(
+    r"AKIA|ASIA|gh[pousr]_|github_pat_|glpat-|xox[abpr]-|sk-|k_(?:live|test)_|AIza|eyJ|(?i:bearer)"
+)
 _PRIVATE_KEY = re.compile(r"-----BEGIN ((?:[A-Z0-9]+ )*)PRIVATE KEY(?: BLOCK)?-----")
 _KEY_MATERIAL = re.compile(r"^\s*(?:[A-Za-z0-9+/=]{16,}|Proc-Type:|DEK-Info:|Version:|Comment:)")
 
@@ -120,7 +125,8 @@ _KEY_SEGMENTS = frozenset({"key", "auth", "authorization", "bearer"})
 
 _PLACEHOLDER_WORDS = (
     "example", "your", "xxx", "placeholder", "redacted", "dummy", "changeme", "change_me",
-    "sample", "todo", "fixme", "insert", "replace", "<", ">", "${", "{{", "%(", "*", "…", "...",
+    "sample", "todo", "fixme", "insert", "replace", "mock", "<", ">", "${", "{{", "%(", "*", "…",
+    "...",
 )
 _PLAIN_WORDS = frozenset({
     "none", "null", "nil", "true", "false", "yes", "no", "required", "optional", "hidden",
@@ -129,70 +135,70 @@ _PLAIN_WORDS = frozenset({
 _UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
 _WORDS_JOINED = re.compile(r"^_*[^\W\d_]+(?:[_\-.]+[^\W\d_]+)*_*$")
 _DOTTED_NAME = re.compile(r"^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+$")
+_SNAKE_CASE = re.compile(r"^_*[a-z][a-z0-9]*(?:_+[a-z0-9]+)+_*$")
+_TITLE_WORD = re.compile(r"[A-Z][a-z]{2,}")
 _TOKEN_CHARS = re.compile(r"^[A-Za-z0-9+/=_\-.~]+$")
 _CJK = re.compile(r"[\u3000-\u30ff\u3400-\u9fff\uac00-\ud7af\uff00-\uffef]")
 
 
 def find_secrets(text: str) -> list[SecretMatch]:
-    """Every likely secret in `text`, in order of line and column."""
-    found: list[tuple[int, int, int, str, int]] = []  # line, start, end, kind, keep
-    lines = _lines(text)
-    for number, line in enumerate(lines, start=1):
-        for start, end, kind, keep in _line_spans(line, lines, number - 1):
-            found.append((number, start, end, kind, keep))
+    """Every likely secret in `text`, in order of line and column (lines split on LF only)."""
+    spans = _spans(text)
+    if not spans:
+        return []
+    starts = [0] + [i + 1 for i, ch in enumerate(text) if ch == "\n"]
     by_line: dict[int, list[tuple[int, int, int]]] = {}
-    for number, start, end, _kind, keep in found:
-        by_line.setdefault(number, []).append((start, end, keep))
+    located = []
+    for start, end, kind, keep in spans:
+        index = bisect.bisect_right(starts, start) - 1
+        offset = starts[index]
+        by_line.setdefault(index, []).append((start - offset, end - offset, keep))
+        located.append((index, start - offset, kind))
     matches = []
-    for number, start, _end, kind, _keep in sorted(found):
-        line = lines[number - 1]
-        masked, shift = _mask_line(line, by_line[number], start)
-        matches.append(SecretMatch(kind, number, start + 1, _excerpt(masked, shift)))
+    for index, column, kind in sorted(located):
+        stop = starts[index + 1] - 1 if index + 1 < len(starts) else len(text)
+        line = text[starts[index] : stop].removesuffix("\r")
+        masked, anchor = _mask(line, by_line[index], column)
+        matches.append(SecretMatch(kind, index + 1, column + 1, _excerpt(masked, anchor)))
     return matches
 
 
 def has_secrets(text: str) -> bool:
     """True when `text` holds anything `find_secrets` would report."""
-    return bool(find_secrets(text))
+    return bool(_spans(text))
 
 
 def redact(text: str) -> str:
-    """`text` with every likely secret masked (public prefixes kept); line breaks preserved."""
-    raw_lines = text.split("\n")
-    lines = _lines(text)
-    out = []
-    for index, content in enumerate(lines):
-        spans = [(s, e, k) for s, e, _kind, k in _line_spans(content, lines, index)]
-        masked = _mask_line(content, spans, 0)[0] if spans else content
-        out.append(masked + raw_lines[index][len(content):])
-    return "\n".join(out)
+    """`text` with every likely secret masked (public prefixes kept); all else unchanged."""
+    spans = _spans(text)
+    if not spans:
+        return text
+    return _mask(text, [(start, end, keep) for start, end, _kind, keep in spans], 0)[0]
 
 
-def _lines(text: str) -> list[str]:
-    """Lines split on LF only (as editors and `git diff` number them), without their CR."""
-    return [line[:-1] if line.endswith("\r") else line for line in text.split("\n")]
-
-
-def _line_spans(line: str, lines: list[str], index: int) -> list[tuple[int, int, str, int]]:
+def _spans(text: str) -> list[tuple[int, int, str, int]]:
+    """(start, end, kind, characters that may be shown) for each likely secret in `text`."""
     spans: list[tuple[int, int, str, int]] = []
 
     def free(start: int, end: int) -> bool:
         return all(end <= s or start >= e for s, e, _, _ in spans)
 
-    for pattern in _PATTERNS:
-        for match in pattern.regex.finditer(line):
+    for pattern in _PATTERNS if _PREFIXES.search(text) else ():
+        for match in pattern.regex.finditer(text):
             if not free(match.start(), match.end()):
                 continue
             random_part = match.group(1)
             if _looks_like_placeholder(random_part) or not _looks_random(random_part, minimum=2.5):
                 continue
+            if _WORDS_JOINED.match(random_part) and re.search(r"[_\-.]", random_part):
+                continue  # sk-this-is-only-words
             spans.append((match.start(), match.end(), pattern.kind, match.start(1) - match.start()))
 
-    key = _PRIVATE_KEY.search(line)
-    if key and _key_material_follows(lines, index):
-        spans.append((key.start(), key.end(), "private-key", key.end() - key.start()))
+    for key in _PRIVATE_KEY.finditer(text):
+        if _key_material_follows(text, key.end()):
+            spans.append((key.start(), key.end(), "private-key", key.end() - key.start()))
 
-    for match in _assignments(line):
+    for match in _assignments(text):
         start, end = match.span("value")
         if not free(start, end):
             continue
@@ -209,17 +215,17 @@ def _line_spans(line: str, lines: list[str], index: int) -> list[tuple[int, int,
     return spans
 
 
-def _assignments(line: str) -> Iterator[re.Match[str]]:
-    """Every `name: value` in the line, overlapping: in `note: token=abc`, `token` is both."""
+def _assignments(text: str) -> Iterator[re.Match[str]]:
+    """Every `name: value`, overlapping: in `note: token=abc`, `token` is a value and a name."""
     position = 0
-    while (match := _ASSIGNMENT.search(line, position)) is not None:
+    while (match := _ASSIGNMENT.search(text, position)) is not None:
         yield match
         position = match.start("value")
 
 
-def _key_material_follows(lines: list[str], index: int) -> bool:
+def _key_material_follows(text: str, position: int) -> bool:
     """A real key block, not a sentence naming the header: key material on the next lines."""
-    for following in lines[index + 1 : index + 4]:
+    for following in text[position : position + 4096].split("\n")[1:4]:
         if not following.strip():
             continue
         return bool(_KEY_MATERIAL.match(following))
@@ -292,15 +298,30 @@ def _looks_like_password(value: str) -> bool:
         return False
     if value.lower() in _PLAIN_WORDS or _WORDS_JOINED.match(value) or _UUID.match(value):
         return False
+    if _SNAKE_CASE.match(value):
+        return False
     if _classes(value) >= 2:
         return True
     return len(value) >= 16 and _looks_random(value, minimum=3.5)
+
+
+def _is_identifier(value: str) -> bool:
+    """A name from code (`delivery_s3_prefix`, `PKCS7PrivateKeyTypes`), not a random token.
+
+    Title-case words cover at least 70% of a CamelCase name, but of only about
+    1% of random 20-character base62 strings (0.1% at 32 characters).
+    """
+    if _SNAKE_CASE.match(value):
+        return True
+    return sum(len(word) for word in _TITLE_WORD.findall(value)) >= 0.7 * len(value)
 
 
 def _looks_like_key(value: str) -> bool:
     if len(value) < 20 or len(value) > 512 or not _TOKEN_CHARS.match(value):
         return False
     if _UUID.match(value) or _WORDS_JOINED.match(value) or _is_reference(value):
+        return False
+    if _is_identifier(value):
         return False
     if _looks_like_placeholder(value):
         return False
@@ -309,24 +330,24 @@ def _looks_like_key(value: str) -> bool:
     return has_digit and has_letter and _looks_random(value, minimum=3.0)
 
 
-def _mask_line(line: str, spans: list[tuple[int, int, int]], anchor: int) -> tuple[str, int]:
-    """The line with each span masked; also where `anchor` moved to in the masked line."""
+def _mask(text: str, spans: list[tuple[int, int, int]], anchor: int) -> tuple[str, int]:
+    """`text` with each (start, end, keep) span masked; also where `anchor` moved to."""
     out = []
     position = 0
     moved = anchor
     for start, end, keep in sorted(spans):
-        if start < position:
-            start = position
+        if start < position:  # overlaps the span before: show nothing more of it
+            start, keep = position, 0
         if end <= start:
             continue
-        out.append(line[position:start])
-        kept = line[start : start + min(keep, end - start)]
+        out.append(text[position:start])
+        kept = text[start : start + min(keep, end - start)]
         replacement = kept if keep >= end - start else kept + MASK
         if start < anchor:
             moved += len(replacement) - (end - start)
         out.append(replacement)
         position = end
-    out.append(line[position:])
+    out.append(text[position:])
     return "".join(out), moved
 
 

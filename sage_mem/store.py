@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import stat
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -77,21 +78,26 @@ def load_memory(
 ) -> Memory:
     """Read and parse one memory file. Raises InvalidMemory (with the reason) when it cannot."""
     folder.check_contained(path)
+    too_big = f"over the {MAX_FILE_BYTES // 1024} KB limit; not indexed"
     try:
-        size = path.stat().st_size
-    except PermissionError:
-        raise InvalidMemory(f"{path}: no permission to read", path=path) from None
-    if size > MAX_FILE_BYTES:
-        raise InvalidMemory(
-            f"{path}: {size} bytes, over the {MAX_FILE_BYTES // 1024} KB limit; not indexed",
-            path=path,
-        )
-    try:
-        raw = path.read_bytes()
+        # O_NONBLOCK: a FIFO named *.md must not hang the load; it is refused below.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except PermissionError:
         raise InvalidMemory(f"{path}: no permission to read", path=path) from None
     except IsADirectoryError:
         raise InvalidMemory(f"{path}: is a folder", path=path) from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise InvalidMemory(f"{path}: not a regular file", path=path)
+        if st.st_size > MAX_FILE_BYTES:
+            raise InvalidMemory(f"{path}: {st.st_size} bytes, {too_big}", path=path)
+        with os.fdopen(os.dup(fd), "rb") as handle:
+            raw = handle.read(MAX_FILE_BYTES + 1)
+    finally:
+        os.close(fd)
+    if len(raw) > MAX_FILE_BYTES:
+        raise InvalidMemory(f"{path}: grew past the limit while read, {too_big}", path=path)
     parsed = parse_bytes(raw, path)
     return memory_from_meta(
         memory_id, path, parsed.meta, parsed.body,

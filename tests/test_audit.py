@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import unicodedata
 from pathlib import Path
 
 import pytest
@@ -217,6 +218,16 @@ def test_template_with_its_generated_index_audits_clean(memory_dir: Path) -> Non
         report = audit(store)
     assert report.ok, report.format_text()
     assert report.to_dict() == {"findings": [], "count": 0, "checked": 9}
+
+
+def test_nfd_file_name_matches_nfc_links_and_index(empty_dir: Path) -> None:
+    nfd = unicodedata.normalize("NFD", "user_café")
+    write_memory(empty_dir, nfd, fm("description: the café", "category: user"))
+    write_memory(empty_dir, "user_a", HEAD + "See [[user_café]] and [it](user_café.md).\n")
+    with MemoryStore(empty_dir) as store:
+        store.regenerate_index()
+        report = audit(store)
+    assert report.ok, report.format_text()
 
 
 def test_index_edited_by_hand_is_stale(memory_dir: Path) -> None:

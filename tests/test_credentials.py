@@ -109,6 +109,13 @@ def test_finds_secret(text: str, kind: str, line: int) -> None:
         pytest.param("令牌: 每小时过期一次", id="chinese-token-prose"),
         pytest.param("用户的猫叫芝麻，喜欢晒太阳", id="chinese-memory"),
         pytest.param("description: tokens are split into bigrams for CJK", id="description"),
+        pytest.param("label sk-" + "this-is-only-words-and-dashes", id="token-prefix-then-words"),
+        pytest.param("private_key: PKCS7PrivateKeyTypes,", id="code-type-annotation"),
+        pytest.param("pass_context = jinja2.pass_context", id="code-attribute"),
+        pytest.param("session_auth=s3_disable_express_session_auth", id="code-snake-case"),
+        pytest.param("self.delivery_s3_key_prefix = prefix_for_2024_logs", id="code-key-prefix"),
+        pytest.param('"Action": "secretsmanager:GetSecretValue"', id="iam-action"),
+        pytest.param(f"Signature: {HEX_KEY}", id="cache-signature"),
     ],
 )
 def test_ignores_text_that_is_not_a_secret(text: str) -> None:

@@ -727,3 +727,12 @@ def test_a_hand_edited_stats_file_never_breaks_a_write(empty_dir: Path, stats: s
     store.feedback("user_cat_zh", helpful=True)
     assert store.stats.retrievals("user_cat_zh") == 1
     assert "user_cat_zh" in (empty_dir / "MEMORY.md").read_text()
+
+
+def test_a_fifo_named_md_is_reported_and_does_not_hang_the_load(memory_dir: Path) -> None:
+    import os
+
+    os.mkfifo(memory_dir / "user_pipe.md")
+    store = MemoryStore(memory_dir)
+    assert "user_pipe" not in {m.id for m in store.list()}
+    assert any("not a regular file" in p.message for p in store.problems())
