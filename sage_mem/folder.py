@@ -36,6 +36,18 @@ def default_folder() -> Path:
     return Path(env).expanduser() if env else Path.home() / ".sage-mem" / "memory"
 
 
+def default_state_dir(root: Path) -> Path:
+    """`.sage-mem/` beside the memory folder.
+
+    The default folder `~/.sage-mem/memory` already sits in a `.sage-mem`
+    folder, so that folder is the state folder (`~/.sage-mem/stats.json`
+    beside `~/.sage-mem/memory/`), not a `.sage-mem` nested in it.
+    """
+    if root.parent.name == STATE_DIR_NAME:
+        return root.parent
+    return root.parent / STATE_DIR_NAME
+
+
 def is_editor_junk(name: str) -> bool:
     """Editor temp, swap and backup files, and dot-files: never memories."""
     return (
@@ -59,7 +71,7 @@ class MemoryFolder:
         self.state_dir = (
             Path(os.path.abspath(Path(state_dir).expanduser()))
             if state_dir is not None
-            else self.root.parent / STATE_DIR_NAME
+            else default_state_dir(self.root)
         )
         real_root, real_state = os.path.realpath(self.root), os.path.realpath(self.state_dir)
         if real_state == real_root or real_state.startswith(real_root + os.sep):

@@ -280,3 +280,12 @@ def test_the_default_folder_comes_from_sage_mem_dir(
     assert default_folder() == tmp_path / "memory"
     monkeypatch.delenv("SAGE_MEM_DIR")
     assert default_folder() == tmp_path / "home" / ".sage-mem" / "memory"
+
+
+def test_the_default_folder_keeps_its_state_in_the_sage_mem_folder_around_it(tmp_path: Path) -> None:
+    from sage_mem.folder import MemoryFolder
+
+    default = MemoryFolder(tmp_path / ".sage-mem" / "memory")
+    assert default.state_dir == tmp_path / ".sage-mem"
+    other = MemoryFolder(tmp_path / "notes" / "memory")
+    assert other.state_dir == tmp_path / "notes" / ".sage-mem"
