@@ -3,10 +3,15 @@
 Terms come from `tokens.tokenize`: Porter2-stemmed English words (stop words
 and question frames such as "how many" dropped) and, for CJK text, character
 bigrams plus single characters marked `~`. Each field of a memory is
-tokenized separately; the fields and their weights w_f fall in the order of
+tokenized on its own; the fields and their weights w_f fall in the order of
 DESIGN.md §4:
 
     description 2.0, aliases 1.8, name 1.6, summary 1.4, tags 1.3, filename 1.1, body 1.0
+
+The filename field is the last part of the id with `_` and `-` read as spaces
+and a leading category prefix dropped (`user_cat_zh` gives "cat zh"): the
+prefix repeats the category, which is a filter, not a topic. The body counts
+up to its first 20,000 characters.
 
 Scoring is BM25F (Robertson & Zaragoza, "The Probabilistic Relevance
 Framework", 2009) with one saturation over the weighted fields. For a term t
@@ -20,8 +25,7 @@ with b = 0.5 for description and summary, 0.75 for body and 0.3 for the short
 fields (aliases, name, tags, filename).
 
 A query's score for d adds up, over its distinct terms and its distinct
-adjacent word pairs (see `word_pairs`: two word terms next to each other once
-stop words are dropped, so "support group" also meets "support groups"):
+adjacent word pairs:
 
     score(q, d) = sum over terms t of q_t * bm25(t, d)
                 + 0.3 * sum over pairs p of bm25(p, d)
@@ -29,29 +33,35 @@ stop words are dropped, so "support group" also meets "support groups"):
 where q_t is 1 for words and CJK bigrams and 0.3 for a CJK single character
 (enough for a one-character query to find "用户的猫叫芝麻" without letting
 characters outvote bigrams). The pair part is a small proximity bonus after
-Metzler & Croft's sequential dependence model: pairs are indexed as terms with
-their own document frequency, so a phrase that is rare in the folder counts
-more. CJK text needs no pairs, since its bigrams already are adjacency.
+Metzler & Croft's sequential dependence model (2005): `word_pairs` turns two
+word terms next to each other, once stop words are dropped, into one term
+("support group", which "support groups" meets too), indexed like any other
+term with its own document frequency, so a phrase rare in the folder counts
+more. CJK text needs no pairs: its bigrams already are adjacency.
 
 The score is then multiplied by trust, 0.8 + 0.4 * trust (neutral at the
 default 0.5), and, when a half-life is set, by recency of `updated`,
 0.7 + 0.3 * 0.5 ** (age_days / half_life). Ties order by id, so equal scores
 always list in the same order.
 
-Tuning (benchmarks/retrieval.py --grid) on the LoCoMo development set showed a
-flat optimum: k1 from 0.6 to 1.2, description weight from 1 to 3 and the pair
-weight from 0.2 to 0.45 move R@5 and MRR@10 by about 0.01; the constants above
-sit inside that plateau rather than on its best corner. A coverage bonus (for
-matching more distinct query terms), a wider pair window, pseudo-relevance
-feedback and typo correction were tried and left out: none helped both halves
-of the development set.
+Tuning (`benchmarks/retrieval.py --grid`, on LoCoMo conversations 0-2 and
+checked on 3-4) found a flat optimum: over k1 0.6-1.6, description weight 1-3
+and pair weight 0.15-0.45, R@5 and MRR@10 stay within 0.03 of each other on
+either half; the constants above sit inside that plateau, not on its best
+corner. Without pairs, R@5 drops by about 0.02 on the check half. A coverage bonus
+(for matching more distinct query terms), unordered or wider pair windows,
+strict adjacency across stop words, pseudo-relevance feedback and typo
+correction were tried and left out: none helped both halves.
 
 Cost: the saturated weight of each (term, memory) is computed when the memory
-is indexed and kept in the postings, so a query costs one dictionary update per
-posting of each query term and pair, and never reads a file or scans every
-memory. Field length averages are re-taken (and the postings rebuilt) whenever
-the number of memories has drifted by more than a tenth since they were last
-taken. Thread-safe: one lock guards every read and write of the postings.
+is indexed and kept in the postings, so a query never reads a file or looks
+at a memory that shares no term with it. Postings are walked from the rarest
+term to the most common, and a common term's long list is only looked up for
+the known candidates once no unseen memory could still reach the top (exact
+MaxScore pruning; see `Index._accumulate`). Field length averages are re-taken
+(and the postings rebuilt) whenever the number of memories has drifted by more
+than a tenth since they were last taken. Thread-safe: one lock guards every
+read and write of the postings.
 """
 
 from __future__ import annotations
@@ -62,8 +72,9 @@ import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from operator import itemgetter
+from typing import NamedTuple
 
 from .memory import CATEGORIES, Memory, parse_moment
 from .tokens import is_unigram, is_word, tokenize
@@ -154,10 +165,11 @@ def memory_fields(memory: Memory) -> dict[str, list[str]]:
 
 def word_pairs(terms: Sequence[str]) -> list[str]:
     """Adjacent word terms as `"first second"` pair terms (no term contains a space)."""
+    latin = {term for term in set(terms) if is_word(term)}
     return [
         first + " " + second
         for first, second in zip(terms, terms[1:], strict=False)
-        if first != second and is_word(first) and is_word(second)
+        if first != second and first in latin and second in latin
     ]
 
 
@@ -177,6 +189,8 @@ class Index:
         self._boost: dict[str, float] = {}
         self._moments: dict[str, float] = {}
         self._archived: set[str] = set()
+        # An upper bound of every trust factor (recency only lowers it), for pruning.
+        self._max_boost = 1.2
         self._length_sums: Counter[str] = Counter()
         self._averages: dict[str, float] = {name: 1.0 for name in FIELD_WEIGHTS}
         self._normalized_at = 0
@@ -240,7 +254,8 @@ class Index:
         self._fields[memory_id] = fields
         self._lengths[memory_id] = lengths
         self._length_sums.update(lengths)
-        self._boost[memory_id] = 0.8 + 0.4 * memory.trust
+        self._boost[memory_id] = boost = 0.8 + 0.4 * memory.trust
+        self._max_boost = max(self._max_boost, boost)
         moment = parse_moment(memory.updated)
         if moment is not None:
             self._moments[memory_id] = moment.timestamp()
@@ -323,36 +338,18 @@ class Index:
             weighted = self._query_weights(terms, pairs)
             if not weighted:
                 return []
-            scores = _accumulate(weighted)
-            scores = self._rank_scores(scores, category, project, tags, archived, now)
+            passes = self._passes(category, project, tags, archived)
+            factor = self._factor(now)
+            raw = self._accumulate(weighted, offset + limit, passes, factor)
+            if passes is None:
+                scores = {key: value * factor(key) for key, value in raw.items()}
+            else:
+                scores = {key: value * factor(key) for key, value in raw.items() if passes(key)}
             best = _top(scores, offset + limit)[offset:]
-            term_idfs = [(bucket, idf) for bucket, _, idf, is_pair in weighted if not is_pair]
-            total_idf = sum(idf for _, idf in term_idfs) or 1.0
-            memories = self._memories
-            hits = []
-            for memory_id, score in best:
-                memory = memories[memory_id]
-                matched = sum(idf for bucket, idf in term_idfs if memory_id in bucket) / total_idf
-                hits.append(
-                    Hit(
-                        id=memory_id,
-                        score=round(score, 4),
-                        description=memory.description,
-                        category=memory.category,
-                        trust=memory.trust,
-                        updated=memory.updated,
-                        summary=memory.summary,
-                        project=memory.project,
-                        tags=memory.tags,
-                        matched=round(matched, 3),
-                    )
-                )
-            return hits
+            return [self._hit(key, score, weighted) for key, score in best]
 
-    def _query_weights(
-        self, terms: list[str], pairs: list[str]
-    ) -> list[tuple[dict[str, float], float, float, bool]]:
-        """(postings, query weight * idf, idf, is a pair) for each query term found."""
+    def _query_weights(self, terms: list[str], pairs: list[str]) -> list[_Weighted]:
+        """Postings, query weight * idf, and idf of each query term and pair found."""
         scoring = self.scoring
         total = len(self._memories)
         out = []
@@ -369,45 +366,106 @@ class Index:
                 factor = scoring.unigram_weight
             else:
                 factor = 1.0
-            out.append((bucket, idf * factor, idf, is_pair))
+            out.append(_Weighted(bucket, idf * factor, idf, is_pair))
         return out
 
-    def _rank_scores(
+    def _passes(
         self,
-        scores: dict[str, float],
         category: str | Sequence[str] | None,
         project: str | None,
         tags: Sequence[str] | None,
         archived: bool,
-        now: datetime | None,
-    ) -> dict[str, float]:
-        """Scores of the memories that pass the filters, times trust and recency."""
+    ) -> Callable[[str], bool] | None:
+        """A test of a memory id against the filters, or None when every memory passes."""
         accept = _filter(category, project, tags, archived)
         if accept is not None:
             memories = self._memories
-            scores = {key: value for key, value in scores.items() if accept(memories[key])}
-        elif not archived and self._archived:
+            return lambda key: accept(memories[key])
+        if not archived and self._archived:
             hidden = self._archived
-            scores = {key: value for key, value in scores.items() if key not in hidden}
-        boost = self._boost
-        if self.half_life_days:
-            moment = (now or datetime.now(timezone.utc)).timestamp()
-            decay = self._decay_factor(moment)
-            return {key: value * boost[key] * decay(key) for key, value in scores.items()}
-        return {key: value * boost[key] for key, value in scores.items()}
+            return lambda key: key not in hidden
+        return None
 
-    def _decay_factor(self, now: float) -> Callable[[str], float]:
-        half_life = float(self.half_life_days or 0.0) * 86400.0
+    def _factor(self, now: datetime | None) -> Callable[[str], float]:
+        """Trust (and, with a half-life, recency) factor of a memory id."""
+        boost = self._boost
+        if not self.half_life_days:
+            return boost.__getitem__
+        moment = (now or datetime.now(UTC)).timestamp()
+        half_life = float(self.half_life_days) * 86400.0
         moments = self._moments
 
-        def decay(memory_id: str) -> float:
-            moment = moments.get(memory_id)
-            if moment is None:
-                return 1.0
-            age = max(0.0, now - moment)
-            return 0.7 + 0.3 * 0.5 ** (age / half_life)
+        def factor(key: str) -> float:
+            updated = moments.get(key)
+            if updated is None:
+                return boost[key]
+            age = max(0.0, moment - updated)
+            return boost[key] * (0.7 + 0.3 * 0.5 ** (age / half_life))
 
-        return decay
+        return factor
+
+    def _accumulate(
+        self,
+        weighted: list[_Weighted],
+        count: int,
+        passes: Callable[[str], bool] | None,
+        factor: Callable[[str], float],
+    ) -> dict[str, float]:
+        """Raw scores of every memory that can reach the top `count`, exactly.
+
+        Terms go from the highest possible contribution (weight, as a saturated
+        tf is below 1) to the lowest, which puts the long postings of common
+        words last. Before such a list is walked, if `count` candidates already
+        score (times their factor) above what any memory not yet seen could
+        still reach, the list is only looked up for the known candidates: the
+        MaxScore idea (Turtle & Flood, 1995), which keeps a query over 100,000
+        memories from touching every posting of "user" or "project".
+        """
+        ordered = sorted(weighted, key=lambda item: item.weight, reverse=True)
+        remaining = sum(item.weight for item in ordered)
+        scores: dict[str, float] = {}
+        closed = False
+        for item in ordered:
+            bucket, weight = item.bucket, item.weight
+            if not closed and scores and len(bucket) > len(scores):
+                ceiling = remaining * self._max_boost
+                closed = _kth_best(scores, count, passes, factor) > ceiling
+            remaining -= weight
+            if closed:
+                if len(scores) <= len(bucket):
+                    found = bucket.get
+                    for key, value in scores.items():
+                        posted = found(key)
+                        if posted is not None:
+                            scores[key] = value + weight * posted
+                else:
+                    for key, posted in bucket.items():
+                        value = scores.get(key)
+                        if value is not None:
+                            scores[key] = value + weight * posted
+                continue
+            get = scores.get
+            for key, posted in bucket.items():
+                scores[key] = get(key, 0.0) + weight * posted
+        return scores
+
+    def _hit(self, memory_id: str, score: float, weighted: list[_Weighted]) -> Hit:
+        memory = self._memories[memory_id]
+        terms = [item for item in weighted if not item.is_pair]
+        total_idf = sum(item.idf for item in terms) or 1.0
+        matched = sum(item.idf for item in terms if memory_id in item.bucket) / total_idf
+        return Hit(
+            id=memory_id,
+            score=round(score, 4),
+            description=memory.description,
+            category=memory.category,
+            trust=memory.trust,
+            updated=memory.updated,
+            summary=memory.summary,
+            project=memory.project,
+            tags=memory.tags,
+            matched=round(matched, 3),
+        )
 
     def select(
         self,
@@ -427,17 +485,27 @@ class Index:
             return [memories[key] for key in sorted(memories) if accept(memories[key])]
 
 
-def _accumulate(weighted: list[tuple[dict[str, float], float, float, bool]]) -> dict[str, float]:
-    # Start from the longest postings list with a comprehension (the bulk of the
-    # work at scale), then add the others in one dictionary update per posting.
-    ordered = sorted(weighted, key=lambda item: len(item[0]), reverse=True)
-    first, weight = ordered[0][0], ordered[0][1]
-    scores = {key: weight * value for key, value in first.items()}
-    get = scores.get
-    for bucket, weight, _, _ in ordered[1:]:
-        for key, value in bucket.items():
-            scores[key] = get(key, 0.0) + weight * value
-    return scores
+class _Weighted(NamedTuple):
+    bucket: dict[str, float]
+    weight: float
+    idf: float
+    is_pair: bool
+
+
+def _kth_best(
+    scores: dict[str, float],
+    count: int,
+    passes: Callable[[str], bool] | None,
+    factor: Callable[[str], float],
+) -> float:
+    """The `count`-th best final score among candidates passing the filters (0 if fewer)."""
+    if passes is None:
+        finals = [value * factor(key) for key, value in scores.items()]
+    else:
+        finals = [value * factor(key) for key, value in scores.items() if passes(key)]
+    if len(finals) < count:
+        return 0.0
+    return heapq.nlargest(count, finals)[-1]
 
 
 def _top(scores: dict[str, float], count: int) -> list[tuple[str, float]]:

@@ -2,15 +2,17 @@
 
 Latin text is NFKC-folded (full-width letters and digits meet their ASCII
 forms), lower-cased and split into words at anything that is not a letter or a
-digit, so a possessive "Caroline's" gives "caroline" and a stop word "s".
-Words in `ENGLISH_STOP_WORDS` are dropped, the rest go through `stem`, an
-English Porter2 (Snowball) stemmer written out below, so "racing", "races" and
-"race" meet, as do "activities" and "active". Digits stay words ("2023").
+digit, so a possessive "Caroline's" gives "caroline" and the stop word "s".
+Words in `ENGLISH_STOP_WORDS` and question frames ("how many", "what kind of")
+are dropped; the rest go through `stem`, the Snowball English (Porter2)
+stemmer written out below, so "racing", "races" and "race" meet, as do
+"activities" and "active". Digits stay words ("2023").
 
-CJK runs are cut at Chinese function words and particles
-(`CHINESE_STOP_WORDS`), then turned into overlapping character bigrams; each
-CJK character is also kept as a unigram term, prefixed `~`, which the index
-weighs lower, so a one-character query ("猫") still finds "用户的猫叫芝麻".
+CJK runs are cut at Chinese function words (`CHINESE_STOP_WORDS`) and
+particles (`CHINESE_BREAKS`), then each stretch becomes overlapping character
+bigrams; each CJK character that is not a function character is also kept as
+a unigram term, prefixed `~`, which the index weighs lower, so a one-character
+query ("猫") still finds "用户的猫叫芝麻".
 
 Must stay import-light: the hook path imports it.
 """
@@ -22,12 +24,13 @@ import unicodedata
 from functools import lru_cache
 
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
-_TOKEN = re.compile(rf"([{_CJK}]+)|([^\W_]+)")
+# A word is a run of letters and digits that are not CJK, so "用pytest跑测试"
+# gives the word "pytest" between two CJK runs.
+_TOKEN = re.compile(rf"([{_CJK}]+)|([^\W_{_CJK}]+)")
 _HAS_CJK = re.compile(rf"[{_CJK}]")
 
-# The Snowball English stop list, plus the frame words of a question ("what
-# kind of ... would she likely ...") and a few verbs so common in notes that
-# they carry no topic ("get", "got", "let").
+# The Snowball English stop list, plus a few words so common in notes that
+# they carry no topic ("also", "get", "got", "let").
 ENGLISH_STOP_WORDS = frozenset(
     """
     a about above after again against all am an and any are aren as at be because been
@@ -56,7 +59,9 @@ CHINESE_STOP_WORDS = (
 )
 CHINESE_BREAKS = "的吗呢吧啊呀哦嗯"
 CHINESE_STOP_CHARS = frozenset(
-    CHINESE_BREAKS + "地得了着过是在和与及也都就又很把被给让对从向我你您他她它这那有会要个之其而或么哪谁"
+    CHINESE_BREAKS
+    + "地得了着过是在和与及也都就又很把被给让对从向"
+    + "我你您他她它这那有会要个之其而或么哪谁"
 )
 _CHINESE_STOP = re.compile(
     "|".join(sorted(CHINESE_STOP_WORDS, key=len, reverse=True)) + f"|[{CHINESE_BREAKS}]"
@@ -79,12 +84,7 @@ def has_cjk(text: str) -> bool:
 
 def words(text: str) -> list[str]:
     """Latin index terms of `text`, in order (CJK is skipped)."""
-    out = []
-    for match in _TOKEN.finditer(fold(text)):
-        word = match.group(2)
-        if word and word not in ENGLISH_STOP_WORDS:
-            out.append(stem(word))
-    return out
+    return [term for term in tokenize(text) if is_word(term)]
 
 
 def bigrams(run: str) -> list[str]:
@@ -131,7 +131,8 @@ def is_unigram(term: str) -> bool:
 
 def is_word(term: str) -> bool:
     """True for a Latin (or digit) word term, as opposed to a CJK bigram or unigram."""
-    return not term.startswith("~") and not has_cjk(term)
+    # Words never hold a CJK character and bigrams hold nothing else: the first says which.
+    return bool(term) and term[0] != "~" and _HAS_CJK.match(term) is None
 
 
 # Porter2, after https://snowballstem.org/algorithms/english/stemmer.html.
