@@ -10,12 +10,15 @@ from __future__ import annotations
 
 from .errors import (
     ConflictError,
+    DreamError,
     FolderError,
     InvalidId,
     InvalidMemory,
     MemoryLocked,
     MemoryNotFound,
+    RunNotFound,
     SageMemError,
+    SecretRefused,
     StoreLocked,
 )
 from .index import Hit
@@ -27,6 +30,7 @@ __version__ = "0.1.0"
 __all__ = [
     "CATEGORIES",
     "ConflictError",
+    "DreamError",
     "FolderError",
     "Hit",
     "InvalidId",
@@ -36,7 +40,9 @@ __all__ = [
     "MemoryNotFound",
     "MemoryStore",
     "Problem",
+    "RunNotFound",
     "SageMemError",
+    "SecretRefused",
     "StoreLocked",
     "__version__",
 ]

@@ -58,7 +58,7 @@ from urllib.parse import unquote
 
 import yaml
 
-from . import catalog
+from . import audit_safety, catalog
 from .credentials import LABELS, find_secrets, redact
 from .errors import InvalidId, InvalidMemory
 from .files import parse_bytes
@@ -95,6 +95,7 @@ CHECKS: dict[str, tuple[Severity, str]] = {
     "index-too-large": ("warning", "MEMORY.md is over 200 lines or 25,000 bytes"),
 }
 """Every check: its severity and what it means."""
+CHECKS.update(audit_safety.CHECKS)
 
 _ARCHIVE_CHECKS = frozenset({"unreadable", "conflict-markers", "secret"})
 
@@ -231,6 +232,8 @@ class _Audit:
             self.add("bom", rel, "starts with a byte order mark; save it as UTF-8 without BOM", 1)
         self.check_line_endings(text, rel)
         self.check_memory(raw, text, path, rel)
+        for check, line, message in audit_safety.findings(self.folder, rel, text):
+            self.add(check, rel, message, line)
 
     def read(self, path: Path, rel: str) -> bytes | None:
         """The file's bytes, or None after reporting why it cannot be read."""
@@ -346,6 +349,8 @@ class _Audit:
         if isinstance(node, yaml.MappingNode):
             key_lines, cut = self.check_keys(node, parsed.frontmatter, rel)
             self.check_values(memory, rel, key_lines, cut)
+        elif node is None:  # `---` then `---`: an empty frontmatter lacks everything
+            self.check_values(memory, rel, {}, set())
         body_line = closing + 2 if closing is not None else parsed.frontmatter.count("\n") + 2
         self.bodies.append(_Body(rel, body_line, parsed.body))
 

@@ -115,6 +115,7 @@ def cmd_add(args: argparse.Namespace, out: TextIO) -> int:
         project=args.project,
         supersedes=args.supersedes,
         expected_sha256=args.expected_sha256,
+        allow_secret=args.allow_secret,
     )
     if args.json:
         _print_json(memory.to_dict(body=False), out)
@@ -222,9 +223,21 @@ def cmd_audit(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
+    if args.dream_run:
+        from .server_dream import serve_dream
+
+        return serve_dream(_folder(args), args.dream_run)
     from .server import serve
 
     return serve(_folder(args), poll=args.poll)
+
+
+def cmd_ui(args: argparse.Namespace, out: TextIO) -> int:
+    from .ui import run_ui
+
+    if args.port is not None and not 0 <= args.port <= 65535:
+        raise UsageError("--port must be from 0 to 65535")
+    return run_ui(_folder(args), port=args.port, open_browser=args.open, poll=args.poll, out=out)
 
 
 def cmd_hook(args: argparse.Namespace, out: TextIO) -> int:
@@ -278,6 +291,39 @@ def cmd_export(args: argparse.Namespace, out: TextIO) -> int:
         sys.stderr.write(f"Exported {count} memories to {args.output}\n")
     else:
         export_jsonl(store, out, archived=args.archived)
+    return 0
+
+
+def cmd_dream(args: argparse.Namespace, out: TextIO) -> int:
+    from .dream import run_dream
+
+    result = run_dream(_open_store(args), mode=args.mode, auto=args.auto)
+    if args.json:
+        _print_json(result.to_dict(), out)
+    else:
+        out.write(result.format_text())
+    return 0
+
+
+def cmd_runs(args: argparse.Namespace, out: TextIO) -> int:
+    from .dream import format_runs, list_runs
+
+    runs = list_runs(_open_store(args))
+    if args.json:
+        _print_json({"runs": [run.to_dict() for run in runs], "count": len(runs)}, out)
+    else:
+        out.write(format_runs(runs) if runs else "No dream runs yet.\n")
+    return 0
+
+
+def cmd_rollback(args: argparse.Namespace, out: TextIO) -> int:
+    from .dream import rollback
+
+    result = rollback(_open_store(args), args.run_id, scope=args.scope, dry_run=args.dry_run)
+    if args.json:
+        _print_json(result.to_dict(), out)
+    else:
+        out.write(result.format_text())
     return 0
 
 
@@ -360,6 +406,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("--supersedes", action="append", metavar="ID", help="a memory this one replaces (repeatable)")
     sub.add_argument("--body", help="the body text (`-` reads stdin; a piped stdin is read when this is absent)")
     sub.add_argument("--expected-sha256", metavar="SHA", help="refuse if the file changed since you read it")
+    sub.add_argument("--allow-secret", action="store_true",
+                     help="write even if the text looks like a credential (refused by default)")
     _json_flag(sub)
 
     sub = command("search", cmd_search, "ranked compact results for a query",
@@ -399,8 +447,41 @@ def build_parser() -> argparse.ArgumentParser:
                   "sage-mem audit --json")
     _json_flag(sub)
 
+    sub = command("dream", cmd_dream,
+                  "an autodream run: merge twins, archive what was superseded, fill summaries, fix dates and links",
+                  "sage-mem dream --mode rewrite")
+    sub.add_argument("--mode", choices=["report", "rewrite"], default="report",
+                     help="report only (default) or rewrite, with a rollback point first")
+    sub.add_argument("--auto", action="store_true",
+                     help="run only if the gates open (hours and sessions since the last run, the lock)")
+    _json_flag(sub)
+
+    sub = command("runs", cmd_runs, "past dream runs and rollbacks, newest first", "sage-mem runs --json")
+    _json_flag(sub)
+
+    sub = command("rollback", cmd_rollback, "undo a dream run (or a rollback); nothing is deleted",
+                  "sage-mem rollback 20261129T201500Z-1a2b --scope all --dry-run")
+    sub.add_argument("run_id", metavar="RUN_ID", help="the run to undo (see `sage-mem runs`)")
+    sub.add_argument("--scope", choices=["touched", "all"], default="touched",
+                     help="only the files the run touched (default) or the whole folder")
+    sub.add_argument("--dry-run", action="store_true", help="say what would be restored, change nothing")
+    _json_flag(sub)
+
     sub = command("serve", cmd_serve, "run the MCP server on stdio (for Claude Code, Cursor, Codex…)",
                   "sage-mem --dir ~/notes/memory serve")
+    sub.add_argument("--poll", action="store_true",
+                     help="watch the folder by polling (for network drives)")
+    sub.add_argument("--dream-run", metavar="RUN_ID",
+                     help="only the tools of one dream run in progress, for its model pass "
+                          "(autodream starts this itself)")
+
+    sub = command("ui", cmd_ui,
+                  "a local web page to browse, search, edit and review the memory (127.0.0.1 only)",
+                  "sage-mem ui --open")
+    sub.add_argument("--port", type=int, metavar="N",
+                     help="port on 127.0.0.1 (default 8765, or a free one if taken; 0: any free)")
+    sub.add_argument("--open", action="store_true",
+                     help="open the page in the browser (the link carries this launch's token)")
     sub.add_argument("--poll", action="store_true",
                      help="watch the folder by polling (for network drives)")
 

@@ -4,10 +4,13 @@
     ├── MemoryNotFound            no memory with that id
     ├── InvalidId                 an id that is malformed or escapes the folder
     ├── InvalidMemory             a file or a value that cannot be parsed or accepted
+    │   └── SecretRefused         a write whose text looks like a credential
     ├── ConflictError             expected_sha256 did not match the file on disk
     ├── MemoryLocked              the memory says `locked: true`
     ├── StoreLocked               another process holds a lock we needed
-    └── FolderError               the memory folder is missing or unusable
+    ├── FolderError               the memory folder is missing or unusable
+    └── DreamError                a dream or rollback request that cannot be carried out
+        └── RunNotFound           no dream run or rollback with that id
 
 Errors are turned into user-facing output at exactly three edges: the CLI prints
 one line and exits 1, the MCP server returns a tool error, and hooks log to
@@ -55,6 +58,22 @@ class InvalidMemory(SageMemError):
         self.column = column
 
 
+class SecretRefused(InvalidMemory):
+    """Raised when a write would store text that looks like a credential (unless allow_secret)."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: Path | str | None = None,
+        line: int | None = None,
+        column: int | None = None,
+        kind: str = "",
+    ) -> None:
+        super().__init__(message, path=path, line=line, column=column)
+        self.kind = kind
+
+
 class ConflictError(SageMemError):
     """Raised when expected_sha256 does not match the file as it is on disk."""
 
@@ -75,3 +94,11 @@ class StoreLocked(SageMemError):
 
 class FolderError(SageMemError):
     """Raised when the memory folder is missing, not a folder, or not usable."""
+
+
+class DreamError(SageMemError):
+    """Raised for a dream or rollback request that cannot be carried out (bad mode, no point)."""
+
+
+class RunNotFound(DreamError):
+    """Raised when no dream run or rollback has the requested id."""

@@ -35,7 +35,11 @@ _Loader = type("_Loader", (getattr(yaml, "CSafeLoader", yaml.SafeLoader),), {})
 
 
 def _timestamp_as_iso(loader: yaml.SafeLoader, node: yaml.Node) -> str:
-    value = yaml.SafeLoader.construct_yaml_timestamp(loader, node)  # type: ignore[arg-type]
+    try:
+        value = yaml.SafeLoader.construct_yaml_timestamp(loader, node)  # type: ignore[arg-type]
+    except (ValueError, OverflowError):
+        # `2026-13-45` has a date's shape but is none: keep the text as written.
+        return str(node.value)
     return _iso(value)
 
 
@@ -77,6 +81,10 @@ def _represent_dict(dumper: yaml.SafeDumper, data: dict[Any, Any]) -> yaml.Node:
 
 
 _LINE_BREAKS = "\n\r\x85\u2028\u2029"
+# A frontmatter holds a few dozen values; YAML aliases let a few lines stand for
+# billions ("billion laughs"). Shared, they cost nothing to load, but any code
+# that walks or compares the values would run for ever: such a file is refused.
+MAX_EXPANDED_VALUES = 100_000
 
 
 def _represent_str(dumper: yaml.SafeDumper, data: str) -> yaml.Node:
@@ -185,6 +193,7 @@ def parse_bytes(raw: bytes, path: Path | str = "<memory>") -> ParsedFile:
         closing_line = lines[closing]
 
     meta = _load_yaml(fm_text, path)
+    _check_expansion(meta, path)
     if not isinstance(meta, dict):
         if meta is not None:
             problems.append(f"frontmatter is not a mapping (it is a {type(meta).__name__})")
@@ -224,8 +233,44 @@ def _load_yaml(fm_text: str, path: Path | str) -> Any:
             f"{path}:{line}:{column}: invalid YAML at {where}: {problem}",
             path=path, line=line, column=column,
         ) from None
-    except yaml.YAMLError as exc:
-        raise InvalidMemory(f"{path}: invalid YAML: {exc}", path=path) from None
+    except yaml.YAMLError as exc:  # e.g. a ReaderError (a control character), on several lines
+        problem = " ".join(str(exc).split())
+        raise InvalidMemory(f"{path}: invalid YAML: {problem}", path=path) from None
+    except RecursionError:
+        raise InvalidMemory(f"{path}: frontmatter nested too deeply", path=path) from None
+
+
+def _check_expansion(value: Any, path: Path | str) -> None:
+    """Raise InvalidMemory for frontmatter that expands past MAX_EXPANDED_VALUES or into itself."""
+    sizes: dict[int, int] = {}
+    open_: set[int] = set()
+
+    def size(item: Any) -> int:
+        if not isinstance(item, (list, dict)):
+            return 1
+        key = id(item)
+        if key in sizes:
+            return sizes[key]
+        if key in open_:
+            raise InvalidMemory(
+                f"{path}: frontmatter contains itself (a recursive YAML alias)", path=path
+            )
+        open_.add(key)
+        total = 1
+        for child in item.values() if isinstance(item, dict) else item:
+            total += size(child)
+            if total > MAX_EXPANDED_VALUES:
+                raise InvalidMemory(
+                    f"{path}: frontmatter expands to over {MAX_EXPANDED_VALUES:,} values "
+                    "through YAML aliases (an alias bomb?)",
+                    path=path,
+                )
+        open_.discard(key)
+        sizes[key] = total
+        return total
+
+    try:
+        size(value)
     except RecursionError:
         raise InvalidMemory(f"{path}: frontmatter nested too deeply", path=path) from None
 

@@ -152,6 +152,9 @@ class MemoryFolder:
         if raw.endswith(".md"):
             raw = raw[:-3]
         shown = repr(memory_id[:80])
+        if raw.endswith(".md"):
+            # `x.md.md` would name the file x.md.md, whose id is `x.md`, which names x.md.
+            raise InvalidId(f"id {shown} ends in .md twice; no id could reach such a file")
         if not raw.strip():
             raise InvalidId("id is empty")
         if len(raw) > MAX_ID_LENGTH:

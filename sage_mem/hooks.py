@@ -13,12 +13,22 @@ never block the user's prompt.
 
 A new process runs for every prompt, so this path builds the store without a
 watcher and must never import `mcp` or `watchdog` (tests check `sys.modules`).
+
+Autodream from the hook (opt-in): when enabled, `session-start` starts
+`sage-mem dream --auto` as a detached background process — its own session,
+no stdin/stdout/stderr — and answers without waiting for it. It is enabled by
+`"autoFromHook": true` in `<state>/autodream/config.json`, or by the
+environment variable SAGE_MEM_AUTODREAM=1 (SAGE_MEM_AUTODREAM=0 turns it off
+whatever the file says). The time gate is checked here first, so a closed gate
+costs one small file read and no process; `dream --auto` checks every gate
+again (sessions, the lock) before it changes anything.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
@@ -28,6 +38,9 @@ from .errors import SageMemError
 from .store import MemoryStore
 
 EVENTS = {"session-start": "SessionStart", "user-prompt-submit": "UserPromptSubmit"}
+AUTODREAM_ENV = "SAGE_MEM_AUTODREAM"
+_TRUE = frozenset({"1", "true", "yes", "on"})
+_FALSE = frozenset({"0", "false", "no", "off", ""})
 RELEASING_SOURCES = frozenset({"compact", "clear"})
 _LOG_PREFIX = "sage-mem hook"
 
@@ -115,6 +128,7 @@ def _answer(event: str, stdin: TextIO, folder: Path | None, log: _Log) -> dict[s
         text, chosen = inject.session_start_context(
             store, project=project, session=session, now=now
         )
+        _maybe_start_autodream(store, now, log)
     else:
         limit, warning = inject.prompt_limit(os.environ.get("SAGE_MEM_HOOK_LIMIT"))
         if warning:
@@ -138,6 +152,59 @@ def _answer(event: str, stdin: TextIO, folder: Path | None, log: _Log) -> dict[s
     if not text:
         return None
     return {"hookSpecificOutput": {"hookEventName": hook_name, "additionalContext": text}}
+
+
+def autodream_enabled(store: MemoryStore) -> bool:
+    """SAGE_MEM_AUTODREAM when set (1/0), else the settings file's `autoFromHook`.
+
+    Reads the file with json here rather than through `DreamConfig`: importing
+    the dream package costs every session start about 50 ms, and most users
+    never turn this on.
+    """
+    flag = os.environ.get(AUTODREAM_ENV)
+    if flag is not None and flag.strip().lower() in _TRUE | _FALSE:
+        return flag.strip().lower() in _TRUE
+    try:
+        path = store.folder.state_path("autodream", "config.json")
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and data.get("autoFromHook") is True
+
+
+def _maybe_start_autodream(store: MemoryStore, now: datetime, log: _Log) -> None:
+    """Start `dream --auto` in the background when enabled and the time gate is open."""
+    try:
+        if not autodream_enabled(store):
+            return
+        from .dream.config import DreamConfig
+        from .dream.gates import load_state, time_gate
+        from .dream.paths import DreamPaths
+
+        paths = DreamPaths(store.folder)
+        gate = time_gate(load_state(paths), DreamConfig.load(paths.config_file), now)
+        if not gate.open:
+            return
+        _spawn_detached(
+            [sys.executable, "-m", "sage_mem", "--dir", str(store.folder.root), "dream", "--auto"]
+        )
+    except (SageMemError, OSError) as exc:
+        log(f"autodream not started: {exc}")
+
+
+def _spawn_detached(argv: list[str]) -> None:
+    import subprocess
+
+    # Its own session and no inherited pipes: Claude Code waits for the hook's
+    # stdout to close, and must not wait for the run.
+    subprocess.Popen(
+        argv,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        close_fds=True,
+        start_new_session=True,
+    )
 
 
 def _read_payload(stdin: TextIO, log: _Log) -> dict[str, Any]:

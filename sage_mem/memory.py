@@ -6,6 +6,7 @@ typed fields. It never touches the disk (see `files.py`).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
@@ -107,6 +108,10 @@ def memory_from_meta(
     long_tags = [t for t in tags if len(t) > MAX_TAG_LENGTH]
     if long_tags:
         found.append(f"tag longer than {MAX_TAG_LENGTH} characters: {long_tags[0][:50]!r}")
+    for key in ("created", "updated", "modified"):
+        value = meta.get(key)
+        if value not in (None, "") and parse_moment(_date_text(value)) is None:
+            found.append(f"{key} is not a date: {value!r}"[:120])
     project = _text(meta.get("project")) or None
     if project == GLOBAL_PROJECT:
         project = None
@@ -174,10 +179,14 @@ def _trust(value: Any, found: list[str]) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         found.append(f"trust is not a number: {value!r}"[:120])
         return DEFAULT_TRUST
-    if not 0.0 <= float(value) <= 1.0:
-        found.append(f"trust {value} outside 0..1")
-        return min(1.0, max(0.0, float(value)))
-    return float(value)
+    try:
+        number = float(value)
+    except OverflowError:  # an integer too large for a float
+        number = math.inf if value > 0 else -math.inf
+    if not 0.0 <= number <= 1.0:
+        found.append(f"trust {str(value)[:40]} outside 0..1")
+        return min(1.0, max(0.0, number))
+    return number
 
 
 def _int(value: Any, key: str, found: list[str]) -> int:

@@ -59,7 +59,8 @@ DESCRIPTIONS = {
         "the file path without .md, by convention <category>_<topic>. A new memory that nearly "
         "repeats an existing one is refused (update that one instead, or pass force=true); "
         "close look-alikes are written and listed under similar. expected_sha256 (from "
-        "memory_read) refuses the write if the file changed since. Returns what was stored."
+        "memory_read) refuses the write if the file changed since. Text that looks like a "
+        "credential is refused unless allow_secret=true. Returns what was stored."
     ),
     "memory_find_similar": (
         "Find memories that say much the same as a text (query) or as an existing memory (id), "
@@ -83,10 +84,14 @@ DESCRIPTIONS = {
         "secrets, unreadable files). Changes nothing."
     ),
     "memory_dream": (
-        "Run autodream: tidy the memory folder (mode report only reports; rewrite applies "
-        "changes with a rollback point)."
+        "Run autodream: tidy the memory folder (merge twins, archive superseded, fill "
+        "summaries, fix dates and links). mode report (default) changes nothing but writes a "
+        "report; rewrite applies the changes after a rollback point. Returns the run id."
     ),
-    "memory_rollback": "Undo an autodream run by its run_id (scope touched or all).",
+    "memory_rollback": (
+        "Undo an autodream run (or a rollback) by its run_id: scope touched (default) puts "
+        "back the files it changed, all the whole folder; dry_run only says what it would do."
+    ),
 }
 
 def _doc(text: str) -> Any:
@@ -108,6 +113,7 @@ READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 WRITES = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
 
 NOT_AVAILABLE = "not available yet in this version of sage-mem ({} has not shipped)"
+MAX_ROLLBACK_ACTIONS = 50
 
 
 def _result(data: dict[str, Any]) -> CallToolResult:
@@ -244,9 +250,11 @@ def _tools(store: MemoryStore) -> list[Tool]:
         supersedes: Annotated[list[str] | None, _doc("ids this memory replaces")] = None,
         expected_sha256: Annotated[str | None, _doc("sha256 from memory_read")] = None,
         force: Annotated[bool, _doc("write even if it repeats an existing memory")] = False,
+        allow_secret: Annotated[bool, _doc("write text that looks like a credential")] = False,
     ) -> Result:
         return _result(server_tools.write(
-            store, id, force=force, expected_sha256=expected_sha256, description=description,
+            store, id, force=force, expected_sha256=expected_sha256, allow_secret=allow_secret,
+            description=description,
             body=body, category=category, name=name, summary=summary, aliases=aliases, tags=tags,
             trust=trust, baseline=baseline, baseline_priority=baseline_priority, project=project,
             supersedes=supersedes,
@@ -275,8 +283,12 @@ def _tools(store: MemoryStore) -> list[Tool]:
     def memory_feedback(id: MemoryId, helpful: bool) -> Result:
         return _result(server_tools.feedback(store, id, helpful))
 
-    def memory_archive(id: MemoryId, reason: str) -> Result:
-        return _result(server_tools.archive(store, id, reason))
+    def memory_archive(
+        id: MemoryId,
+        reason: str,
+        expected_sha256: Annotated[str | None, _doc("sha256 from memory_read")] = None,
+    ) -> Result:
+        return _result(server_tools.archive(store, id, reason, expected_sha256=expected_sha256))
 
     def memory_audit() -> Result:
         try:
@@ -288,10 +300,22 @@ def _tools(store: MemoryStore) -> list[Tool]:
         return _result(audit(store).to_dict())
 
     def memory_dream(mode: Literal["report", "rewrite"] = "report") -> Result:
-        raise ToolError(NOT_AVAILABLE.format("autodream"))
+        from .dream import run_dream
 
-    def memory_rollback(run_id: str, scope: Literal["touched", "all"] = "touched") -> Result:
-        raise ToolError(NOT_AVAILABLE.format("autodream"))
+        return _result(run_dream(store, mode=mode).to_dict())
+
+    def memory_rollback(
+        run_id: str, scope: Literal["touched", "all"] = "touched", dry_run: bool = False
+    ) -> Result:
+        from .dream import rollback
+
+        done = rollback(store, run_id, scope=scope, dry_run=dry_run).to_dict()
+        # A whole-folder rollback lists every file; the report has them all.
+        actions = done.get("actions") or []
+        if len(actions) > MAX_ROLLBACK_ACTIONS:
+            done["actions"] = actions[:MAX_ROLLBACK_ACTIONS]
+            done["actionsLeftOut"] = len(actions) - MAX_ROLLBACK_ACTIONS
+        return _result(done)
 
     return [
         _tool(memory_search, READ_ONLY),

@@ -202,6 +202,7 @@ def write(
     *,
     force: bool = False,
     expected_sha256: str | None = None,
+    allow_secret: bool = False,
     **fields: Any,
 ) -> dict[str, Any]:
     """Create or update a memory; a new one is checked against near-duplicates first.
@@ -225,7 +226,9 @@ def write(
                 f"({twin['description'][:80]!r}); update that memory with id={twin['id']!r}, "
                 "or pass force=true if this is a different fact"
             )
-    memory = store.write(canonical, expected_sha256=expected_sha256, **fields)
+    memory = store.write(
+        canonical, expected_sha256=expected_sha256, allow_secret=allow_secret, **fields
+    )
     result: dict[str, Any] = {"created": not exists, "memory": memory_dict(memory, body=False)}
     if similar:
         result["similar"] = similar
@@ -262,10 +265,12 @@ def feedback(store: MemoryStore, memory_id: str, helpful: bool) -> dict[str, Any
     return {"id": after.id, "trust": after.trust, "previous_trust": before.trust}
 
 
-def archive(store: MemoryStore, memory_id: str, reason: str) -> dict[str, Any]:
+def archive(
+    store: MemoryStore, memory_id: str, reason: str, *, expected_sha256: str | None = None
+) -> dict[str, Any]:
     """Move a memory to archive/ (never deleted); returns its new id."""
     original = store.folder.normalize_id(memory_id)
-    memory = store.archive(original, reason)
+    memory = store.archive(original, reason, expected_sha256=expected_sha256)
     return {"id": original, "archived_as": memory.id, "reason": " ".join(reason.split())}
 
 

@@ -20,6 +20,7 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     monkeypatch.setenv("SAGE_MEM_DIR", str(tmp_path / "memory"))
     monkeypatch.delenv("SAGE_MEM_STATE_DIR", raising=False)
+    monkeypatch.delenv("SAGE_MEM_AUTODREAM", raising=False)
     return tmp_path
 
 

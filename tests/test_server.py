@@ -542,18 +542,48 @@ async def test_audit_without_the_audit_module_is_a_clear_tool_error(
         assert "not available yet" in await fails(client, "memory_audit")
 
 
+async def test_dream_then_rollback_through_the_tools_restores_every_byte(
+    store: MemoryStore, memory_dir: Path
+) -> None:
+    write_memory(
+        memory_dir,
+        "project_plan",
+        "---\ndescription: The release plan\ncategory: project\ncreated: 2026-11-25\n---\n\n"
+        "Decided yesterday.\n",
+    )
+    before = {p: p.read_bytes() for p in memory_dir.rglob("*.md") if "autodream" not in p.parts}
+    async with connect(store) as client:
+        report = await call(client, "memory_dream")
+        assert report["status"] == "finished" and report["mode"] == "report"
+        run = await call(client, "memory_dream", mode="rewrite")
+        assert run["changes"] >= 1
+        assert b"2026-11-24" in (memory_dir / "project_plan.md").read_bytes()
+        undone = await call(client, "memory_rollback", run_id=run["runId"], scope="all")
+    assert undone["runId"] == run["runId"] and undone["restored"] >= 1
+    after = {p: p.read_bytes() for p in memory_dir.rglob("*.md") if "autodream" not in p.parts}
+    assert {p: after.get(p) for p in before} == before
+
+
 @pytest.mark.parametrize(
-    ("tool", "arguments"),
+    ("tool", "arguments", "expected"),
     [
-        pytest.param("memory_dream", {}, id="dream"),
-        pytest.param("memory_rollback", {"run_id": "r1"}, id="rollback"),
+        pytest.param("memory_dream", {"mode": "delete"}, "invalid mode", id="bad-mode"),
+        pytest.param(
+            "memory_rollback", {"run_id": "r1"}, "is not a run id", id="malformed-run-id"
+        ),
+        pytest.param(
+            "memory_rollback",
+            {"run_id": "20261129T201500Z-1a2b"},
+            "no dream run or rollback",
+            id="unknown-run",
+        ),
     ],
 )
-async def test_autodream_tools_say_they_are_not_available_yet(
-    store: MemoryStore, tool: str, arguments: dict[str, Any]
+async def test_autodream_tools_turn_bad_requests_into_one_line_errors(
+    store: MemoryStore, tool: str, arguments: dict[str, Any], expected: str
 ) -> None:
     async with connect(store) as client:
-        assert "not available yet" in await fails(client, tool, **arguments)
+        assert expected in await fails(client, tool, **arguments)
 
 
 @pytest.mark.parametrize(

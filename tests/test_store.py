@@ -79,7 +79,7 @@ def test_read_returns_the_whole_memory_with_the_sha256_of_its_bytes(
     memory = store.read("user_cat_zh")
     raw = (memory_dir / "user_cat_zh.md").read_bytes()
     assert memory.sha256 == hashlib.sha256(raw).hexdigest()
-    assert memory.body.strip().startswith("示例记忆")
+    assert memory.body.strip().startswith("用户养了一只橘猫")
     assert memory.aliases == ("猫", "cat", "pet", "宠物")
     assert memory.created == "2026-11-29"
     assert store.read("user_cat_zh.md").id == "user_cat_zh"

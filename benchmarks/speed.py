@@ -1,0 +1,880 @@
+"""Speed of sage-mem against a per-query rescan and SQLite FTS5, at 1k, 10k and 100k memories.
+
+    python benchmarks/speed.py                      # 1,000, 10,000 and 100,000 memories
+    python benchmarks/speed.py --quick              # 1,000 only, fewer runs (CI can afford it)
+    python benchmarks/speed.py --sizes 1000,10000 [--queries 300] [--work DIR] [--json]
+
+One run measures, side by side on the same synthetic corpus and queries:
+
+- cold build: `MemoryStore(folder)` with no cache (reads and parses every
+  file, builds the index, writes the on-disk cache), against the time merely
+  to walk the folder and read every file's bytes, and against building a
+  SQLite FTS5 index (trigram tokenizer) from the same parsed files;
+- warm start: `MemoryStore(folder)` with the cache (stat walk plus load),
+  and again after one file changed (the files it read again are counted);
+  FTS5's equivalent is opening its database (it does not check the folder);
+- search latency, median and p99 over the queries (a third each English,
+  Chinese and mixed), in process: in a fresh warm process (each term's
+  postings decoded on first use) and again once they are (steady state);
+  FTS5 with bm25() over the same queries; the rescan baseline (read and parse
+  every file and score it, per query, as the original JavaScript sage-mem
+  did) over a few queries only at the larger sizes (it takes seconds each);
+- save -> visible: a new file written, until `search` finds it, through a
+  `MemoryStore(watch=True)`; and a "git checkout" rewriting up to 1,000 files
+  at once, with the number of `store.refresh` calls the watcher made for it;
+- the hook's whole-process time, `python -m sage_mem hook user-prompt-submit`
+  with the hook JSON on stdin, against `python -c pass`;
+- peak RSS of each measuring process (each runs in its own subprocess).
+
+The corpus (fixed seed, see `Corpus`) and every state folder live under a
+temp folder (or `--work DIR`, to reuse corpora between runs), never in the
+repository. Timings are wall-clock on whatever else the machine is doing:
+the table prints the machine and its load average before and after.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import resource
+import shutil
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+# Rescan queries per size: a rescan reads every file, seconds per query at 100k.
+RESCAN_CAP = {1_000: 30, 10_000: 5, 100_000: 2}
+
+# ---------------------------------------------------------------------------
+# The synthetic corpus
+
+CORPUS_VERSION = 1
+
+ENGLISH_WORDS = """
+test tests pytest run runs command repo branch merge commit review deploy release staging
+production database postgres migration schema table index query cache server client api
+endpoint token auth login password user users account email phone address meeting
+calendar deadline sprint ticket issue bug fix crash error log logs trace monitor alert
+metric dashboard build docker compose kubernetes cluster node container image registry
+config setting settings environment variable secret key vault backup restore script shell
+terminal editor vim emacs vscode plugin extension theme font keyboard shortcut language
+python rust golang typescript javascript react vue frontend backend service worker queue
+kafka redis nginx proxy network dns domain certificate ssl http request response json yaml
+markdown document docs readme wiki notes note memory memories project projects team
+manager lead engineer designer product customer support feedback style prefers prefer
+likes like dislikes concise brief detailed answer answers explain explanation example
+examples morning evening weekend holiday vacation travel flight hotel trip family wife
+husband daughter son kid kids school teacher friend friends birthday party dinner lunch
+breakfast coffee tea cat dog pet pets garden music guitar piano song concert book books
+reading novel movie film game games running marathon gym yoga swim swimming bike hiking
+camping mountain beach city apartment house rent move moving job interview salary office
+remote home work working schedule routine habit health doctor dentist medicine allergy
+diet vegetarian cooking recipe bread cake pizza noodle rice soup wine beer garden plant
+flower photo camera phone laptop desktop monitor printer router wifi bluetooth battery
+charger cable storage disk drive folder file files path permission owner group archive
+upload download sync share link invoice payment budget cost price tax bank card loan
+insurance contract lawyer license policy rule rules guideline review reviewer approve
+refactor rename format lint typing types annotation coverage benchmark latency speed
+memory profile profiler thread process lock timeout retry fallback patch version upgrade
+""".split()
+
+FUNCTION_WORDS = """
+the the the a a an to to of of and and in in is is for on with that this it as be at by
+from or was are when how what where which should always never before after into about
+""".split()
+
+SYLLABLES_ON = "b c d f g h j k l m n p r s t v w z br ch cl dr fl gr pl pr sh st th tr".split()
+SYLLABLES_NUC = "a e i o u ai ea ee oo ou".split()
+SYLLABLES_CODA = ["", "", "", "n", "r", "s", "t", "l", "m", "nd", "st", "x"]
+
+CHINESE_WORDS = """
+用户 测试 项目 文档 部署 发布 数据 数据库 服务器 接口 代码 仓库 分支 合并 提交 审查 配置 环境
+密码 账号 邮箱 电话 地址 会议 日程 截止 迭代 任务 问题 修复 错误 日志 监控 告警 指标 构建
+容器 镜像 集群 节点 备份 恢复 脚本 终端 编辑器 插件 主题 字体 键盘 快捷键 语言 前端 后端
+服务 队列 缓存 网络 域名 证书 请求 响应 格式 笔记 记忆 团队 经理 工程师 设计师 产品 客户
+反馈 风格 喜欢 讨厌 简洁 详细 回答 解释 例子 早上 晚上 周末 假期 旅行 航班 酒店 家人 妻子
+丈夫 女儿 儿子 孩子 学校 老师 朋友 生日 聚会 晚饭 午饭 早饭 咖啡 茶叶 小猫 小狗 宠物 花园
+音乐 吉他 钢琴 歌曲 音乐会 书籍 阅读 小说 电影 游戏 跑步 马拉松 健身 瑜伽 游泳 骑车 徒步
+露营 爬山 海边 城市 公寓 房子 租房 搬家 工作 面试 工资 办公室 远程 在家 日常 习惯 健康 医生
+牙医 药物 过敏 饮食 素食 做饭 菜谱 面包 蛋糕 面条 米饭 汤面 红酒 啤酒 植物 照片 相机 手机
+笔记本 显示器 打印机 路由器 电池 充电器 存储 硬盘 文件夹 文件 路径 权限 归档 上传 下载 同步
+分享 链接 发票 付款 预算 成本 价格 税务 银行 贷款 保险 合同 律师 许可 规则 规范 重构 重命名
+类型 注解 覆盖率 基准 延迟 速度 性能 线程 进程 超时 重试 回退 补丁 版本 升级 迁移 索引 查询
+""".split()
+
+CHINESE_CHARS = (
+    "人年大中国上时后日生出发心于学作下成方开动动能同行面说种理想看起当现实"
+    "点两经长样法间新外机进定水化高物天加都二十电力里如三体然事前所本见问"
+    "主正明公手已全安此第因信重还回意工气者真向性利量位次度位变部东西南北"
+    "路车书画花草木山石田土金火风云雨雪春夏秋冬日月星光色白黑红黄绿蓝"
+    "吃喝玩走跑跳读写听唱画看买卖送拿放找用做开关打洗穿睡醒坐站笑哭想记"
+    "忘教练试查改修建拆搬租住活死病药医院校店站场馆楼层门窗桌椅床灯"
+    "钱价费税票卡银保险证件表格单据报告计划目标结果原因影响方案步骤流程"
+    "早晚午夜周末假期节日生日婚礼聚会旅游出差会议讨论决定安排提醒通知"
+)
+
+TOPIC_FOLDERS = 40
+
+
+def _pseudo_words(rng: random.Random, count: int) -> list[str]:
+    """`count` distinct pronounceable made-up words: the long tail of a real vocabulary."""
+    seen: set[str] = set(ENGLISH_WORDS) | set(FUNCTION_WORDS)
+    out: list[str] = []
+    while len(out) < count:
+        parts = rng.randint(2, 3)
+        word = "".join(
+            rng.choice(SYLLABLES_ON) + rng.choice(SYLLABLES_NUC) for _ in range(parts)
+        ) + rng.choice(SYLLABLES_CODA)
+        if word not in seen:
+            seen.add(word)
+            out.append(word)
+    return out
+
+
+def _pseudo_chinese(rng: random.Random, count: int) -> list[str]:
+    seen = set(CHINESE_WORDS)
+    out: list[str] = []
+    while len(out) < count:
+        word = "".join(rng.choice(CHINESE_CHARS) for _ in range(rng.choice((2, 2, 2, 3))))
+        if word not in seen:
+            seen.add(word)
+            out.append(word)
+    return out
+
+
+class _Zipf:
+    """Words drawn with Zipf's law (weight 1 / (rank + 2.7)), as in natural text."""
+
+    def __init__(self, rng: random.Random, words: list[str]) -> None:
+        self.rng = rng
+        self.words = words
+        total = 0.0
+        self.cum: list[float] = []
+        for rank in range(len(words)):
+            total += 1.0 / (rank + 2.7)
+            self.cum.append(total)
+
+    def draw(self, count: int) -> list[str]:
+        return self.rng.choices(self.words, cum_weights=self.cum, k=count)
+
+
+class Corpus:
+    """A reproducible bilingual memory folder: English, Chinese and mixed notes.
+
+    Vocabulary: a few hundred real words at the head of a Zipf distribution
+    and tens of thousands of made-up words in its tail (a real folder of
+    100,000 notes has a long tail of names, identifiers and rare words).
+    Lengths follow what agents write: a one-line description of 5 to 20
+    words, a body whose length is log-normal around 270 characters (a few
+    run to several thousand), some aliases, tags and names.
+    """
+
+    LANGUAGES = ("en", "en", "en", "en", "zh", "zh", "zh", "mixed", "mixed", "mixed")
+
+    def __init__(self, seed: int = 7) -> None:
+        rng = random.Random(seed)
+        self.seed = seed
+        self.english = _Zipf(rng, list(ENGLISH_WORDS) + _pseudo_words(rng, 30_000))
+        self.function = FUNCTION_WORDS
+        self.chinese = _Zipf(rng, list(CHINESE_WORDS) + _pseudo_chinese(rng, 12_000))
+
+    def _english_text(self, rng: random.Random, words: int) -> str:
+        content = self.english.draw(words)
+        out = []
+        for word in content:
+            if rng.random() < 0.45:
+                out.append(rng.choice(self.function))
+            out.append(word)
+        return " ".join(out)
+
+    def _chinese_text(self, rng: random.Random, words: int) -> str:
+        out = []
+        for word in self.chinese.draw(words):
+            out.append(word)
+            roll = rng.random()
+            if roll < 0.2:
+                out.append(rng.choice("的了是在和把"))
+            elif roll < 0.28:
+                out.append("，")
+        return "".join(out)
+
+    def _text(self, rng: random.Random, language: str, words: int) -> str:
+        if language == "en":
+            return self._english_text(rng, words)
+        if language == "zh":
+            return self._chinese_text(rng, words)
+        # mixed: Chinese prose with English terms in it, as bilingual users write
+        parts = []
+        left = words
+        while left > 0:
+            step = min(left, rng.randint(2, 6))
+            if rng.random() < 0.35:
+                parts.append(" " + self._english_text(rng, max(1, step // 2)) + " ")
+            else:
+                parts.append(self._chinese_text(rng, step))
+            left -= step
+        return "".join(parts).strip()
+
+    def memory(self, number: int) -> tuple[str, str, str]:
+        """(id, language, file text) of memory `number`; the same for the same seed."""
+        rng = random.Random(self.seed * 1_000_003 + number)
+        language = rng.choice(self.LANGUAGES)
+        category = rng.choice(("user", "feedback", "project", "reference"))
+        description = self._text(rng, language, rng.randint(5, 18)).replace("，", " ")
+        body_chars = min(8000, int(rng.lognormvariate(5.6, 0.8)))
+        per_word = 6 if language == "en" else 2.6
+        body_words = max(3, int(body_chars / per_word))
+        lines = []
+        left = body_words
+        while left > 0:
+            step = min(left, rng.randint(8, 40))
+            lines.append(self._text(rng, language, step))
+            left -= step
+        body = "\n\n".join(lines)
+        meta = [f"description: {description}", f"category: {category}"]
+        if rng.random() < 0.3:
+            meta.insert(0, f"name: {self._text(rng, language, rng.randint(1, 3))}")
+        if rng.random() < 0.25:
+            count = rng.randint(1, 3)
+            aliases = [self._text(rng, language, rng.randint(1, 2)) for _ in range(count)]
+            meta.append(f"aliases: [{', '.join(aliases)}]")
+        if rng.random() < 0.4:
+            tags = sorted({rng.choice(ENGLISH_WORDS) for _ in range(rng.randint(1, 4))})
+            meta.append(f"tags: [{', '.join(tags)}]")
+        if rng.random() < 0.3:
+            meta.append(f"trust: {round(rng.uniform(0.2, 0.95), 2)}")
+        if rng.random() < 0.1:
+            meta.append(f"project: p{rng.randint(0, 9)}")
+        day = 1 + number % 28
+        meta.append(f"created: 2026-0{1 + number % 9}-{day:02d}")
+        meta.append(f"updated: 2026-0{1 + number % 9}-{day:02d}T10:00:00Z")
+        slug = "_".join(self.english.draw(2)) if language == "en" else f"note{number}"
+        memory_id = f"{category}_{slug}_{number}"
+        if rng.random() < 0.4:
+            memory_id = f"project/t{number % TOPIC_FOLDERS:02d}/{memory_id}"
+        text = "---\n" + "\n".join(meta) + "\n---\n\n" + body + "\n"
+        return memory_id, language, text
+
+    def write(self, folder: Path, count: int) -> dict[str, str]:
+        """Write memories 0..count-1 under `folder`, dated a day back; returns id -> language.
+
+        A day back, as a real folder's files are: a file written within two
+        seconds of a cache build is read again by the next process (cache.py).
+        """
+        folder.mkdir(parents=True, exist_ok=True)
+        languages = {}
+        moment = time.time() - 86400
+        for number in range(count):
+            memory_id, language, text = self.memory(number)
+            path = folder / (memory_id + ".md")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+            os.utime(path, (moment, moment))
+            languages[memory_id] = language
+        return languages
+
+    def queries(self, count: int, size: int) -> list[tuple[str, str]]:
+        """`count` (language, query) pairs, a third each English, Chinese and mixed.
+
+        Each is what a user might ask to find one memory of the folder: a few
+        of its description's words, sometimes inside a question.
+        """
+        rng = random.Random(self.seed + 17)
+        out: list[tuple[str, str]] = []
+        kinds = ("en", "zh", "mixed")
+        while len(out) < count:
+            want = kinds[len(out) % 3]
+            number = rng.randrange(size)
+            _, language, text = self.memory(number)
+            description = text.split("description: ", 1)[1].split("\n", 1)[0]
+            if want == "en":
+                if language != "en":
+                    continue
+                words = [w for w in description.split() if w not in self.function]
+                picked = rng.sample(words, min(len(words), rng.randint(2, 4)))
+                frame = rng.choice(("", "", "how do I ", "what is the ", "where are my "))
+                out.append(("en", frame + " ".join(picked)))
+            elif want == "zh":
+                if language != "zh":
+                    continue
+                start = rng.randrange(max(1, len(description) - 6))
+                piece = description[start : start + rng.randint(3, 7)].strip()
+                frame = rng.choice(("", "", "怎么", "什么是"))
+                out.append(("zh", frame + piece + rng.choice(("", "？", "在哪里"))))
+            else:
+                if language != "mixed":
+                    continue
+                latin = [w for w in description.split() if w.isascii() and w not in self.function]
+                runs = [w for w in description.split() if not w.isascii() and len(w) >= 2]
+                if not latin or not runs:
+                    continue
+                run = rng.choice(runs)
+                start = rng.randrange(max(1, len(run) - 2))
+                piece = run[start : start + rng.randint(2, 4)]
+                out.append(("mixed", f"{rng.choice(latin)} {piece}"))
+        return out
+
+
+# ---------------------------------------------------------------------------
+# The baselines
+
+
+_FTS_COLUMNS = ("description", "aliases", "name", "summary", "tags", "filename", "body")
+
+
+def _parsed_files(folder: Path):
+    """(id, fields) of every memory file, parsed as sage-mem parses them."""
+    from sage_mem.files import parse_bytes
+    from sage_mem.memory import memory_from_meta
+
+    for directory, _, names in os.walk(folder):
+        for name in names:
+            if not name.endswith(".md"):
+                continue
+            path = Path(directory) / name
+            memory_id = str(path.relative_to(folder))[:-3]
+            try:
+                parsed = parse_bytes(path.read_bytes(), path)
+            except Exception:  # noqa: BLE001 - a baseline skips what it cannot read
+                continue
+            memory = memory_from_meta(memory_id, path, parsed.meta, parsed.body)
+            yield memory_id, (
+                memory.description, " ; ".join(memory.aliases), memory.name or "",
+                memory.summary or "", " ; ".join(memory.tags),
+                memory_id.rsplit("/", 1)[-1].replace("_", " "), memory.body,
+            )
+
+
+def fts_build(folder: Path, database: Path) -> sqlite3.Connection:
+    """An FTS5 (trigram) index of every memory, as a SQLite-based memory tool keeps one."""
+    connection = sqlite3.connect(database)
+    connection.execute(
+        "CREATE VIRTUAL TABLE memories USING fts5(id UNINDEXED, "
+        + ", ".join(_FTS_COLUMNS) + ", tokenize='trigram')"
+    )
+    with connection:
+        connection.executemany(
+            "INSERT INTO memories VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            ((memory_id, *fields) for memory_id, fields in _parsed_files(folder)),
+        )
+    return connection
+
+
+def fts_match(query: str) -> str | None:
+    """An FTS5 MATCH expression: each word of 3+ letters, and each 3-character run of CJK.
+
+    The trigram tokenizer cannot match anything shorter than 3 characters, so
+    a two-character Chinese word on its own finds nothing: that is the
+    baseline as such tools ship it.
+    """
+    import re
+
+    from sage_mem.tokens import _CJK
+
+    parts: list[str] = []
+    for piece in re.findall(rf"[{_CJK}]+|[^\W_{_CJK}]+", query.lower()):
+        if re.match(rf"[{_CJK}]", piece):
+            parts.extend(piece[i : i + 3] for i in range(len(piece) - 2))
+        elif len(piece) >= 3:
+            parts.append(piece)
+    if not parts:
+        return None
+    return " OR ".join('"' + part.replace('"', '""') + '"' for part in dict.fromkeys(parts))
+
+
+def fts_search(connection: sqlite3.Connection, query: str, limit: int = 10) -> list[str]:
+    match = fts_match(query)
+    if match is None:
+        return []
+    weights = ", ".join(["0.0", "2.0", "1.8", "1.6", "1.4", "1.3", "1.1", "1.0"])
+    rows = connection.execute(
+        f"SELECT id FROM memories WHERE memories MATCH ? ORDER BY bm25(memories, {weights}) "
+        "LIMIT ?",
+        (match, limit),
+    ).fetchall()
+    return [row[0] for row in rows]
+
+
+def rescan_search(folder: Path, query: str, limit: int = 10) -> list[str]:
+    """Read, parse and score every file for one query, as the original JavaScript sage-mem did.
+
+    Its score: description words and CJK bigrams shared with the query count
+    double, body ones once (sage-mem's tokenizer, so the terms are the same).
+    """
+    from sage_mem.tokens import tokenize
+
+    wanted = set(tokenize(query))
+    scored = []
+    for memory_id, fields in _parsed_files(folder):
+        description = set(tokenize(fields[0])) & wanted
+        body = set(tokenize(fields[6])) & wanted
+        score = 2 * len(description) + len(body)
+        if score:
+            scored.append((-score, memory_id))
+    scored.sort()
+    return [memory_id for _, memory_id in scored[:limit]]
+
+
+# ---------------------------------------------------------------------------
+# Measurements, each in a process of its own (for its peak RSS)
+
+
+def _rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _summary(values: list[float]) -> dict[str, float]:
+    ordered = sorted(values)
+    if not ordered:
+        return {"n": 0, "median": float("nan"), "p95": float("nan"), "p99": float("nan")}
+
+    def at(q: float) -> float:
+        return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+    return {"n": len(ordered), "median": statistics.median(ordered), "p95": at(0.95),
+            "p99": at(0.99), "max": ordered[-1]}
+
+
+def _latencies(search, queries: list[tuple[str, str]]) -> dict[str, dict[str, float]]:
+    by_language: dict[str, list[float]] = {}
+    for language, query in queries:
+        started = time.perf_counter()
+        search(query)
+        by_language.setdefault(language, []).append((time.perf_counter() - started) * 1000)
+    out = {language: _summary(values) for language, values in by_language.items()}
+    out["all"] = _summary([v for values in by_language.values() for v in values])
+    return out
+
+
+def worker_read(folder: Path, **_: object) -> dict:
+    started = time.perf_counter()
+    count = total = 0
+    for directory, _, names in os.walk(folder):
+        for name in names:
+            with open(os.path.join(directory, name), "rb") as handle:
+                total += len(handle.read())
+            count += 1
+    return {"seconds": time.perf_counter() - started, "files": count, "bytes": total}
+
+
+def worker_cold(folder: Path, state: Path, **_: object) -> dict:
+    from sage_mem import cache
+    from sage_mem.store import MemoryStore
+
+    shutil.rmtree(state, ignore_errors=True)
+    saving: list[float] = []
+    real_save = cache.save
+
+    def timed_save(*args, **kwargs):  # type: ignore[no-untyped-def]
+        started = time.perf_counter()
+        try:
+            return real_save(*args, **kwargs)
+        finally:
+            saving.append(time.perf_counter() - started)
+
+    cache.save = timed_save
+    started = time.perf_counter()
+    store = MemoryStore(folder, state_dir=state)
+    seconds = time.perf_counter() - started
+    return {"seconds": seconds, "cache_write": sum(saving), "memories": len(store.index),
+            "cache_bytes": cache.cache_path(store.folder).stat().st_size, "rss_mb": _rss_mb()}
+
+
+def worker_warm(folder: Path, state: Path, queries: list[tuple[str, str]], **_: object) -> dict:
+    from sage_mem.store import MemoryStore
+
+    started = time.perf_counter()
+    store = MemoryStore(folder, state_dir=state)
+    seconds = time.perf_counter() - started
+    first = _latencies(lambda q: store.search(q, limit=10), queries)
+    steady = _latencies(lambda q: store.search(q, limit=10), queries)
+    return {"seconds": seconds, "first": first, "steady": steady, "rss_mb": _rss_mb(),
+            "memories": len(store.index)}
+
+
+def worker_changed(folder: Path, state: Path, **_: object) -> dict:
+    """A warm start after one memory changed: how many files it read again."""
+    from sage_mem import store as store_module
+
+    reads: list[str] = []
+    real = store_module.load_memory
+
+    def counting(*args, **kwargs):  # type: ignore[no-untyped-def]
+        reads.append(str(args[1]))
+        return real(*args, **kwargs)
+
+    store_module.load_memory = counting
+    started = time.perf_counter()
+    store = store_module.MemoryStore(folder, state_dir=state)
+    seconds = time.perf_counter() - started
+    return {"seconds": seconds, "files_read": len(reads), "memories": len(store.index)}
+
+
+def worker_fts(folder: Path, state: Path, queries: list[tuple[str, str]], **_: object) -> dict:
+    database = state.parent / (state.name + "-fts.sqlite")
+    database.unlink(missing_ok=True)
+    started = time.perf_counter()
+    connection = fts_build(folder, database)
+    build = time.perf_counter() - started
+    connection.close()
+    started = time.perf_counter()
+    connection = sqlite3.connect(database)
+    connection.execute("SELECT count(*) FROM memories WHERE memories MATCH '\"abc\"'").fetchall()
+    opened = time.perf_counter() - started
+    answered = [query for query in queries if fts_match(query[1]) is not None]
+    latencies = _latencies(lambda q: fts_search(connection, q), queries)
+    return {"build": build, "open": opened, "search": latencies, "rss_mb": _rss_mb(),
+            "unanswerable": len(queries) - len(answered)}
+
+
+def worker_rescan(folder: Path, queries: list[tuple[str, str]], cap: int, **_: object) -> dict:
+    chosen = [queries[i] for i in range(0, len(queries), max(1, len(queries) // cap))][:cap]
+    latencies = _latencies(lambda q: rescan_search(folder, q), chosen)
+    return {"search": latencies, "rss_mb": _rss_mb()}
+
+
+def worker_watch(folder: Path, state: Path, saves: int, checkout: int, **_: object) -> dict:
+    from sage_mem.store import MemoryStore
+
+    store = MemoryStore(folder, state_dir=state, watch=True)
+    refreshes: list[int] = []
+    real_refresh = store.refresh
+
+    def counting_refresh(paths):  # type: ignore[no-untyped-def]
+        paths = list(paths)
+        refreshes.append(len(paths))
+        return real_refresh(paths)
+
+    store.refresh = counting_refresh  # type: ignore[method-assign]
+    visible = []
+    try:
+        for n in range(saves):
+            token = f"zqvisible{n}x"
+            path = folder / f"bench_save_{n}.md"
+            started = time.perf_counter()
+            path.write_text(f"---\ndescription: saved note {token}\n---\nbody\n", "utf-8")
+            while not store.search(token, limit=1):
+                if time.perf_counter() - started > 10:
+                    break
+                time.sleep(0.001)
+            visible.append((time.perf_counter() - started) * 1000)
+        # A checkout: `checkout` files rewritten at once, as git does.
+        names = sorted(p for p in folder.glob("*.md") if p.name != "MEMORY.md")[:checkout]
+        before = len(refreshes)
+        token = "zqcheckoutx"
+        started = time.perf_counter()
+        for path in names:
+            text = path.read_text("utf-8")
+            path.write_text(text.replace("\n---\n", f"\n---\n{token} ", 1), "utf-8")
+        while len(store.search(token, limit=len(names) + 10)) < len(names):
+            if time.perf_counter() - started > 120:
+                break
+            time.sleep(0.005)
+        checkout_ms = (time.perf_counter() - started) * 1000
+        batch = refreshes[before:]
+    finally:
+        store.close()
+        for n in range(saves):
+            (folder / f"bench_save_{n}.md").unlink(missing_ok=True)
+    return {"visible": _summary(visible), "checkout_files": len(names),
+            "checkout_ms": checkout_ms, "checkout_refreshes": len(batch),
+            "checkout_paths": sum(batch), "rss_mb": _rss_mb()}
+
+
+WORKERS = {
+    "read": worker_read, "cold": worker_cold, "warm": worker_warm, "changed": worker_changed,
+    "fts": worker_fts, "rescan": worker_rescan, "watch": worker_watch,
+}
+
+
+def run_worker(name: str, **arguments: object) -> dict:
+    """Run one measurement in a new process and return what it printed (JSON)."""
+    payload = json.dumps({key: str(value) if isinstance(value, Path) else value
+                          for key, value in arguments.items()})
+    result = subprocess.run(
+        [sys.executable, __file__, "--worker", name],
+        input=payload, capture_output=True, text=True, cwd=str(ROOT),
+    )
+    if result.returncode != 0:
+        raise RuntimeError(f"worker {name} failed:\n{result.stderr[-3000:]}")
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def worker_main(name: str) -> int:
+    arguments = json.loads(sys.stdin.read())
+    for key in ("folder", "state"):
+        if key in arguments:
+            arguments[key] = Path(arguments[key])
+    if "queries" in arguments:
+        arguments["queries"] = [tuple(query) for query in arguments["queries"]]
+    print(json.dumps(WORKERS[name](**arguments)))
+    return 0
+
+
+def time_process(command: list[str], *, stdin: str = "", env: dict[str, str] | None = None,
+                 runs: int) -> dict[str, float]:
+    """Whole-process wall time of `command`, in milliseconds."""
+    times = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        subprocess.run(command, input=stdin, capture_output=True, text=True, env=env,
+                       cwd=str(ROOT), check=True)
+        times.append((time.perf_counter() - started) * 1000)
+    return _summary(times)
+
+
+def measure_hook(folder: Path, state: Path, home: Path, queries: list[tuple[str, str]],
+                 runs: int) -> dict:
+    env = dict(os.environ, SAGE_MEM_DIR=str(folder), SAGE_MEM_STATE_DIR=str(state),
+               HOME=str(home), PYTHONPATH=str(ROOT))
+    home.mkdir(parents=True, exist_ok=True)
+    hook = [sys.executable, "-m", "sage_mem", "hook", "user-prompt-submit"]
+    times = []
+    injected = 0
+    for n in range(runs):
+        prompt = queries[n % len(queries)][1]
+        payload = json.dumps({"session_id": f"bench{n}", "prompt": prompt, "cwd": str(home),
+                              "hook_event_name": "UserPromptSubmit"})
+        started = time.perf_counter()
+        result = subprocess.run(hook, input=payload, capture_output=True, text=True, env=env,
+                                cwd=str(ROOT), check=True)
+        times.append((time.perf_counter() - started) * 1000)
+        injected += bool(result.stdout.strip())
+    floor = time_process([sys.executable, "-c", "pass"], env=env, runs=runs)
+    imports = time_process([sys.executable, "-c", "import sage_mem.hooks"], env=env, runs=runs)
+    return {"hook": _summary(times), "floor": floor, "imports": imports, "answered": injected,
+            "runs": runs}
+
+
+# ---------------------------------------------------------------------------
+# The run
+
+
+def corpus_folder(work: Path, corpus: Corpus, size: int) -> Path:
+    """The corpus of `size` memories under `work`, written once and reused."""
+    base = work / f"corpus-v{CORPUS_VERSION}-seed{corpus.seed}-{size}"
+    folder = base / "memory"
+    done = base / "complete"
+    if not done.exists():
+        shutil.rmtree(base, ignore_errors=True)
+        corpus.write(folder, size)
+        done.write_text("ok")
+    return folder
+
+
+def measure(size: int, work: Path, args: argparse.Namespace) -> dict:
+    corpus = Corpus(args.seed)
+    log = (lambda text: print(text, file=sys.stderr, flush=True)) if not args.quiet else (
+        lambda text: None)
+    log(f"[{size}] corpus")
+    folder = corpus_folder(work, corpus, size)
+    state = work / f"state-{size}"
+    queries = corpus.queries(args.queries, size)
+    out: dict = {"size": size, "queries": len(queries)}
+    log(f"[{size}] read")
+    out["read"] = run_worker("read", folder=folder)
+    log(f"[{size}] cold build")
+    out["cold"] = run_worker("cold", folder=folder, state=state)
+    log(f"[{size}] warm start and search")
+    out["warm"] = run_worker("warm", folder=folder, state=state, queries=queries)
+    victim = next(folder.glob("*.md"))
+    original = victim.read_bytes()
+    dated = victim.stat()
+    victim.write_bytes(original.replace(b"\n---\n", b"\n---\nchanged ", 1))
+    try:
+        out["changed"] = run_worker("changed", folder=folder, state=state)
+    finally:
+        victim.write_bytes(original)
+        os.utime(victim, ns=(dated.st_atime_ns, dated.st_mtime_ns))
+    log(f"[{size}] FTS5")
+    out["fts"] = run_worker("fts", folder=folder, state=state, queries=queries)
+    cap = args.rescan or RESCAN_CAP.get(size, max(2, min(30, 30_000 // size)))
+    log(f"[{size}] rescan ({cap} queries)")
+    out["rescan"] = run_worker("rescan", folder=folder, queries=queries, cap=cap)
+    log(f"[{size}] hook")
+    # The warm worker left a current cache behind; run it again so the hook finds one.
+    run_worker("changed", folder=folder, state=state)
+    out["hook"] = measure_hook(folder, state, work / "home", queries, args.hook_runs)
+    log(f"[{size}] watcher")
+    out["watch"] = run_worker("watch", folder=folder, state=state, saves=args.saves,
+                              checkout=min(1000, size // 2))
+    return out
+
+
+def _ms(value: float) -> str:
+    if value != value:
+        return "n/a"
+    if value >= 1000:
+        return f"{value / 1000:.2f} s"
+    if value >= 10:
+        return f"{value:.0f} ms"
+    if value >= 1:
+        return f"{value:.1f} ms"
+    return f"{value * 1000:.0f} µs"
+
+
+def _ratio(slow: float, fast: float) -> str:
+    if not fast or fast != fast or slow != slow:
+        return "n/a"
+    return f"{slow / fast:,.0f}×" if slow / fast >= 10 else f"{slow / fast:.1f}×"
+
+
+def table(results: list[dict]) -> str:
+    sizes = [r["size"] for r in results]
+    header = "| | " + " | ".join(f"{s:,} memories" for s in sizes) + " |"
+    lines = [header, "| --- |" + " --- |" * len(sizes)]
+
+    def row(label: str, cell) -> None:  # type: ignore[no-untyped-def]
+        lines.append(f"| {label} | " + " | ".join(cell(r) for r in results) + " |")
+
+    def search(part: str, which: str, stat: str) -> callable:  # type: ignore[valid-type]
+        return lambda r: _ms(r["warm"][part][which][stat])
+
+    row("read every file (floor for a build)", lambda r: _ms(r["read"]["seconds"] * 1000))
+    row("**cold build** (parse, index, write cache)", lambda r: _ms(r["cold"]["seconds"] * 1000)
+        + f" ({r['cold']['seconds'] / r['read']['seconds']:.0f}× read)")
+    row("  of which writing the cache", lambda r: _ms(r["cold"]["cache_write"] * 1000))
+    row("  FTS5 build (parse, insert)", lambda r: _ms(r["fts"]["build"] * 1000))
+    row("cache file size", lambda r: f"{r['cold']['cache_bytes'] / 2**20:.1f} MB")
+    row("**warm start** (stat walk + cache)", lambda r: _ms(r["warm"]["seconds"] * 1000))
+    row("  after 1 file changed: time, files read", lambda r:
+        f"{_ms(r['changed']['seconds'] * 1000)}, {r['changed']['files_read']}")
+    row("  FTS5: open the database", lambda r: _ms(r["fts"]["open"] * 1000))
+    for language in ("en", "zh", "mixed", "all"):
+        row(f"**search** {language}: median / p99 (steady)", lambda r, lang=language:
+            f"{search('steady', lang, 'median')(r)} / {search('steady', lang, 'p99')(r)}")
+    row("search all, new process: median / p99", lambda r:
+        f"{search('first', 'all', 'median')(r)} / {search('first', 'all', 'p99')(r)}")
+    row("FTS5 search: median / p99", lambda r:
+        f"{_ms(r['fts']['search']['all']['median'])} / {_ms(r['fts']['search']['all']['p99'])}")
+    row("  FTS5 queries it cannot express (CJK < 3 chars)",
+        lambda r: f"{r['fts']['unanswerable']} of {r['queries']}")
+    row("rescan search: median (queries)", lambda r:
+        f"{_ms(r['rescan']['search']['all']['median'])} ({r['rescan']['search']['all']['n']})")
+    row("**rescan / sage-mem** (median)", lambda r:
+        _ratio(r["rescan"]["search"]["all"]["median"], r["warm"]["steady"]["all"]["median"]))
+    row("**FTS5 / sage-mem** (median, p99)", lambda r:
+        _ratio(r["fts"]["search"]["all"]["median"], r["warm"]["steady"]["all"]["median"]) + ", "
+        + _ratio(r["fts"]["search"]["all"]["p99"], r["warm"]["steady"]["all"]["p99"]))
+    row("FTS5 build / sage-mem cold build", lambda r:
+        _ratio(r["fts"]["build"], r["cold"]["seconds"]))
+    row("**save → visible** (watcher): median / p95", lambda r:
+        f"{_ms(r['watch']['visible']['median'])} / {_ms(r['watch']['visible']['p95'])}")
+    row("checkout of N files: visible after, refresh calls", lambda r:
+        f"{r['watch']['checkout_files']}: {_ms(r['watch']['checkout_ms'])}, "
+        f"{r['watch']['checkout_refreshes']}")
+    row("**hook** whole process: median / p95", lambda r:
+        f"{_ms(r['hook']['hook']['median'])} / {_ms(r['hook']['hook']['p95'])}")
+    row("  `python -c pass` / `import sage_mem.hooks`", lambda r:
+        f"{_ms(r['hook']['floor']['median'])} / {_ms(r['hook']['imports']['median'])}")
+    row("**peak RSS**: cold build / warm + search", lambda r:
+        f"{r['cold']['rss_mb']:.0f} / {r['warm']['rss_mb']:.0f} MB")
+    row("  peak RSS: FTS5 / rescan / watcher", lambda r:
+        f"{r['fts']['rss_mb']:.0f} / {r['rescan']['rss_mb']:.0f} / {r['watch']['rss_mb']:.0f} MB")
+    return "\n".join(lines)
+
+
+TARGETS = [
+    ("search median ≤ 1 ms at 10k", 10_000, lambda r: r["warm"]["steady"]["all"]["median"] <= 1),
+    ("search p99 ≤ 5 ms at 10k", 10_000, lambda r: r["warm"]["steady"]["all"]["p99"] <= 5),
+    ("search median ≤ 10 ms at 100k", 100_000,
+     lambda r: r["warm"]["steady"]["all"]["median"] <= 10),
+    ("≥ 100× faster than rescan at 10k", 10_000, lambda r:
+     r["rescan"]["search"]["all"]["median"] >= 100 * r["warm"]["steady"]["all"]["median"]),
+    ("no slower than FTS5 (median)", None, lambda r:
+     r["warm"]["steady"]["all"]["median"] <= r["fts"]["search"]["all"]["median"]),
+    ("cold build ≤ 3× reading the files at 10k", 10_000,
+     lambda r: r["cold"]["seconds"] <= 3 * r["read"]["seconds"]),
+    ("warm start ≤ 0.3 s at 10k", 10_000, lambda r: r["warm"]["seconds"] <= 0.3),
+    ("hook ≤ 150 ms at 10k", 10_000, lambda r: r["hook"]["hook"]["median"] <= 150),
+    ("save → visible p95 ≤ 300 ms", None, lambda r: r["watch"]["visible"]["p95"] <= 300),
+    ("RSS ≤ 300 MB at 100k (warm + search)", 100_000, lambda r: r["warm"]["rss_mb"] <= 300),
+    ("one changed file → one file read", None, lambda r: r["changed"]["files_read"] == 1),
+    ("checkout → one batched refresh", None, lambda r: r["watch"]["checkout_refreshes"] <= 2),
+]
+
+
+def targets(results: list[dict]) -> str:
+    by_size = {r["size"]: r for r in results}
+    lines = ["| target | met? |", "| --- | --- |"]
+    for label, size, check in TARGETS:
+        chosen = [by_size[size]] if size in by_size else (results if size is None else [])
+        if not chosen:
+            continue
+        verdicts = ", ".join(
+            f"{r['size']:,}: {'yes' if check(r) else '**no**'}" for r in chosen
+        )
+        lines.append(f"| {label} | {verdicts} |")
+    return "\n".join(lines)
+
+
+def machine() -> str:
+    load = os.getloadavg()
+    return (f"{platform.python_implementation()} {platform.python_version()}, "
+            f"{platform.system()} {platform.release()}, {os.cpu_count()} CPUs, "
+            f"{platform.processor() or platform.machine()}; load average {load[0]:.1f}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default="1000,10000,100000",
+                        help="comma-separated corpus sizes (default 1000,10000,100000)")
+    parser.add_argument("--quick", action="store_true", help="1,000 memories, fewer runs")
+    parser.add_argument("--smoke", action="store_true", help="200 memories, a few runs (tests)")
+    parser.add_argument("--queries", type=int, default=300, help="queries per size (default 300)")
+    parser.add_argument("--rescan", type=int, default=0, help="rescan queries (default by size)")
+    parser.add_argument("--hook-runs", type=int, default=15)
+    parser.add_argument("--saves", type=int, default=20)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--work", type=Path, help="keep corpora here (reused between runs)")
+    parser.add_argument("--json", action="store_true", help="print the raw figures as JSON")
+    parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.worker:
+        return worker_main(args.worker)
+    sizes = [int(part) for part in args.sizes.split(",") if part.strip()]
+    if args.quick:
+        sizes, args.hook_runs, args.saves = [1000], 8, 10
+    if args.smoke:
+        sizes, args.queries, args.hook_runs, args.saves, args.rescan = [200], 30, 2, 3, 2
+        args.quiet = True
+    temporary = None
+    if args.work is None:
+        temporary = tempfile.mkdtemp(prefix="sage-mem-speed-")
+        work = Path(temporary)
+    else:
+        work = args.work
+        work.mkdir(parents=True, exist_ok=True)
+    try:
+        before = machine()
+        results = [measure(size, work, args) for size in sizes]
+        after = os.getloadavg()[0]
+    finally:
+        if temporary is not None:
+            shutil.rmtree(temporary, ignore_errors=True)
+    if args.json:
+        print(json.dumps({"machine": before, "results": results}, indent=1))
+        return 0
+    print(f"`python benchmarks/speed.py {' '.join(sys.argv[1:])}`".replace("  ", " "))
+    print(f"on {before} (at the end {after:.1f}); {args.queries} queries a size "
+          "(a third each English, Chinese, mixed)\n")
+    print(table(results))
+    print()
+    print(targets(results))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,543 @@
+"""The on-disk index cache in `<state>/index/`: a new process starts warm, not from the files.
+
+Owns the cache file's format, its validation against the folder and its
+atomic replacement. The store (`MemoryStore.reload`) uses it; nothing else
+needs to know it exists, and deleting the folder only costs one cold build.
+
+One file per memory folder, `<state>/index/<hash of the folder path>.idx`:
+
+    magic (8 bytes) | header length (8) | header | sections, each 8-byte aligned
+
+The header (marshal) holds the format version, a fingerprint of everything
+the cached data depends on (`fingerprint`), when the build started, and each
+section's place, length and CRC-32s. The sections:
+
+    meta      marshal: memory ids (sorted) with their trust, updated, archived,
+              category, project; field lengths; length sums and averages; and
+              what the build saw of each file (relative path, size, mtime_ns,
+              inode, ctime_ns, and the problem if it could not be indexed)
+    records   each memory's fields (marshal), decoded only when asked for
+    term_*    postings terms sorted by CRC-32 of their UTF-8 (crc, text, start)
+    slots     int32 memory numbers of every posting, term after term
+    weights   float64 saturated weights, in the same order
+
+Nothing in it is trusted blindly:
+
+- Validation: a stat walk (`scan`) compares every file's size, mtime_ns,
+  inode and ctime_ns (a `cp -p` that restores an old mtime still moves ctime)
+  and the set of paths with what the cache saw; only files that differ are
+  read again. As in git's "racy" index, a file whose mtime is within
+  `RACY_NS` (2 s) of the moment the build began, or later, may have changed
+  again within the same timestamp tick, so it is read again too.
+- Integrity: the header and meta are checked (CRC-32) on load; the big
+  sections carry a CRC-32 per 64 KiB chunk, checked the first time a query
+  touches the chunk, so a warm process never reads what it does not use.
+  A file that is short, garbled, from another format version or from other
+  scoring or tokenizer code is ignored and rebuilt; a chunk found corrupt later
+  raises `CacheCorrupt`, on which the index rebuilds itself from the files.
+- Versioning: `FORMAT_VERSION`, plus a fingerprint hashing the scoring
+  constants and the source of the modules that turn a file into postings
+  (files, memory, folder, store, tokens, index, cache), so any change there
+  invalidates it.
+- Concurrency: written to a temp file in the same folder and renamed over
+  the old one (not fsynced: a file torn by a crash fails its checksums), so
+  a reader sees the old file or the new one, never a mix, and two processes
+  building at once each write a whole file (the last rename wins; both are
+  correct). Readers take no lock and map the file read-only; a
+  file renamed over keeps its old contents for whoever mapped it.
+- A state folder that cannot be written just means no cache.
+
+Must stay import-light: the hook path imports it.
+"""
+
+from __future__ import annotations
+
+import gc
+import hashlib
+import marshal
+import mmap
+import os
+import secrets
+import sys
+import time
+import zlib
+from array import array
+from bisect import bisect_left
+from collections.abc import Iterator
+from dataclasses import dataclass, fields
+from itertools import accumulate, chain
+from pathlib import Path
+
+from .files import make_private_dirs
+from .folder import ARCHIVE_DIR, DREAM_DIR, INDEX_FILE, MemoryFolder, is_editor_junk
+from .index import FIELDS, BackingError, Index, Scoring, Snapshot
+from .memory import Memory
+
+FORMAT_VERSION = 1
+MAGIC = b"SAGEMEMI"
+RACY_NS = 2_000_000_000
+CHUNK_SHIFT = 16
+STALE_TEMP_SECONDS = 600.0
+# A process that finds this many files changed since the cache was written writes a new
+# one; fewer are cheaper to read again (about a millisecond each) than a rewrite.
+REWRITE_AFTER = 32
+_SOURCES = ("files.py", "memory.py", "folder.py", "store.py", "tokens.py", "index.py", "cache.py")
+_MEMORY_FIELDS = tuple(f.name for f in fields(Memory))
+
+Signature = tuple[int, int, int, int]
+"""size, mtime_ns, inode, ctime_ns of a file (following a symlink)."""
+
+
+class CacheCorrupt(BackingError):
+    """A part of the cache file did not match its checksum (the index rebuilds from the files)."""
+
+
+@dataclass(frozen=True)
+class Entry:
+    """What a build saw of one file: its signature, and why it was not indexed (if it was not)."""
+
+    signature: Signature
+    problem: tuple[str, int | None, int | None] | None = None
+
+
+@dataclass
+class Loaded:
+    """A cache file, read: the index it holds and what its build saw of each file."""
+
+    index: Index
+    entries: dict[str, Entry]
+    started_ns: int
+
+    def racy(self, signature: Signature) -> bool:
+        """True when the file may have changed within its mtime tick after the build read it."""
+        return signature[1] >= self.started_ns - RACY_NS
+
+
+def fingerprint(scoring: Scoring) -> str:
+    """A hash of everything cached data depends on besides the files themselves."""
+    digest = hashlib.sha256()
+    digest.update(f"{FORMAT_VERSION}|{sys.byteorder}|{sys.version_info[:2]}".encode())
+    digest.update(repr((scoring.k1, sorted(scoring.field_weights.items()),
+                        sorted(scoring.field_b.items()), scoring.unigram_weight,
+                        scoring.pair_weight, FIELDS, _MEMORY_FIELDS)).encode())
+    digest.update(_source_digest())
+    return digest.hexdigest()
+
+
+_source_cache: list[bytes] = []
+
+
+def _source_digest() -> bytes:
+    if not _source_cache:
+        here = Path(__file__).resolve().parent
+        digest = hashlib.sha256()
+        for name in _SOURCES:
+            try:
+                digest.update((here / name).read_bytes())
+            except OSError:
+                # Installed without sources: the package version has to stand for them.
+                from importlib.metadata import PackageNotFoundError, version
+
+                try:
+                    digest.update(version("sage-mem").encode())
+                except PackageNotFoundError:
+                    digest.update(b"unknown")
+        _source_cache.append(digest.digest())
+    return _source_cache[0]
+
+
+def cache_path(folder: MemoryFolder) -> Path:
+    """The cache file of a memory folder (several folders may share one state folder)."""
+    key = hashlib.sha256(os.fsencode(folder.root)).hexdigest()[:16]
+    return folder.state_path("index", f"{key}.idx")
+
+
+# the stat walk
+
+
+def scan(folder: MemoryFolder) -> dict[str, Signature | None]:
+    """Every memory file (archived ones too) by relative path, with its signature.
+
+    The same files as `MemoryFolder.iter_files` with and without `archived`,
+    found with one `scandir` and one `stat` per file. None for a file whose
+    stat failed (it is read again, and the store says why).
+    """
+    root = str(folder.root)
+    out: dict[str, Signature | None] = {}
+    stack: list[tuple[str, str]] = [(root, "")]
+    while stack:
+        directory, prefix = stack.pop()
+        try:
+            with os.scandir(directory) as listing:
+                entries = list(listing)
+        except OSError:
+            continue
+        for entry in entries:
+            name = entry.name
+            try:
+                is_dir = entry.is_dir(follow_symlinks=False)
+            except OSError:
+                continue
+            if is_dir:
+                if name.startswith(".") or is_editor_junk(name):
+                    continue
+                if not prefix and name == DREAM_DIR:
+                    continue
+                stack.append((entry.path, prefix + name + "/"))
+                continue
+            if not name.endswith(".md") or is_editor_junk(name):
+                continue
+            if not prefix and name == INDEX_FILE:
+                continue
+            try:
+                st = entry.stat()
+            except OSError:
+                out[prefix + name] = None
+                continue
+            out[prefix + name] = (st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
+    return out
+
+
+def is_archived_path(relative: str) -> bool:
+    return relative.startswith(ARCHIVE_DIR + "/")
+
+
+# reading
+
+
+class _Section:
+    """A section of the mapped file whose 64 KiB chunks are checked on first use."""
+
+    def __init__(self, view: memoryview, crcs: list[int], name: str) -> None:
+        self.view = view
+        self.crcs = crcs
+        self.checked = bytearray(len(crcs))
+        self.name = name
+
+    def check(self, start: int, end: int) -> None:
+        """Raise CacheCorrupt unless bytes [start, end) are as written."""
+        if end <= start:
+            return
+        view, crcs, checked = self.view, self.crcs, self.checked
+        for chunk in range(start >> CHUNK_SHIFT, ((end - 1) >> CHUNK_SHIFT) + 1):
+            if not checked[chunk]:
+                begin = chunk << CHUNK_SHIFT
+                if zlib.crc32(view[begin : begin + (1 << CHUNK_SHIFT)]) != crcs[chunk]:
+                    raise CacheCorrupt(f"index cache: section {self.name} is damaged")
+                checked[chunk] = 1
+
+    def typed(self, code: str) -> memoryview:
+        return self.view.cast(code)
+
+
+class _Backing:
+    """The cache file as an `index.Backing`: postings and memories decoded on demand."""
+
+    def __init__(self, sections: dict[str, _Section], meta: dict, root: Path) -> None:
+        self.sections = sections
+        self.ids: list[str] = meta["ids"]
+        self.lengths_column: list[int] = meta["lengths"]
+        self.record_starts: list[int] = meta["record_starts"]
+        self.root = root
+        self._slot: dict[str, int] | None = None
+        self.crcs = sections["term_crcs"].typed("I")
+        self.text_starts = sections["term_text_starts"].typed("Q")
+        self.posting_starts = sections["term_starts"].typed("Q")
+        self.text = sections["term_text"]
+        self.slots = sections["slots"]
+        self.weights = sections["weights"]
+        self.records = sections["records"]
+        self._checked_tables = False
+
+    def _tables(self) -> None:
+        if not self._checked_tables:
+            for name in ("term_crcs", "term_text_starts", "term_starts"):
+                section = self.sections[name]
+                section.check(0, len(section.view))
+            self._checked_tables = True
+
+    def _find(self, term: str) -> int:
+        self._tables()
+        encoded = term.encode("utf-8", "surrogatepass")
+        crc = zlib.crc32(encoded)
+        crcs, starts, text = self.crcs, self.text_starts, self.text
+        position = bisect_left(crcs, crc)
+        while position < len(crcs) and crcs[position] == crc:
+            begin, end = starts[position], starts[position + 1]
+            text.check(begin, end)
+            if text.view[begin:end] == encoded:
+                return position
+            position += 1
+        return -1
+
+    def bucket(self, term: str) -> dict[str, float] | None:
+        position = self._find(term)
+        if position < 0:
+            return None
+        begin, end = self.posting_starts[position], self.posting_starts[position + 1]
+        self.slots.check(begin * 4, end * 4)
+        self.weights.check(begin * 8, end * 8)
+        slots = self.slots.typed("i")[begin:end]
+        weights = self.weights.typed("d")[begin:end]
+        return dict(zip(map(self.ids.__getitem__, slots), weights, strict=True))
+
+    def terms(self) -> Iterator[str]:
+        self._tables()
+        starts, text = self.text_starts, self.text
+        text.check(0, len(text.view))
+        for position in range(len(self.crcs)):
+            yield bytes(text.view[starts[position] : starts[position + 1]]).decode(
+                "utf-8", "surrogatepass"
+            )
+
+    def _slot_of(self, memory_id: str) -> int:
+        if self._slot is None:
+            self._slot = {key: n for n, key in enumerate(self.ids)}
+        return self._slot[memory_id]
+
+    def memory(self, memory_id: str) -> Memory:
+        slot = self._slot_of(memory_id)
+        begin, end = self.record_starts[slot], self.record_starts[slot + 1]
+        self.records.check(begin, end)
+        try:
+            values = marshal.loads(self.records.view[begin:end])
+        except (EOFError, ValueError, TypeError) as exc:
+            raise CacheCorrupt(f"index cache: record of {memory_id} unreadable: {exc}") from None
+        data = dict(zip(_MEMORY_FIELDS, values, strict=True))
+        path = data["path"]
+        data["path"] = self.root / path if not os.path.isabs(path) else Path(path)
+        return Memory(**data)
+
+    def lengths(self, memory_id: str) -> dict[str, int]:
+        slot = self._slot_of(memory_id)
+        width = len(FIELDS)
+        row = self.lengths_column[slot * width : (slot + 1) * width]
+        return dict(zip(FIELDS, row, strict=True))
+
+
+def load(
+    folder: MemoryFolder, *, scoring: Scoring, half_life_days: float | None = None
+) -> Loaded | None:
+    """The cached index of `folder`, or None when there is no usable cache (never raises)."""
+    path = cache_path(folder)
+    try:
+        with open(path, "rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            if size < 16:
+                return None
+            mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+    except (OSError, ValueError):
+        return None
+    try:
+        return _parse(mapped, size, folder, scoring, half_life_days)
+    except (CacheCorrupt, EOFError, ValueError, TypeError, KeyError, IndexError,
+            OverflowError, MemoryError):
+        return None
+
+
+def _parse(
+    mapped: mmap.mmap, size: int, folder: MemoryFolder, scoring: Scoring,
+    half_life_days: float | None,
+) -> Loaded | None:
+    view = memoryview(mapped)
+    if bytes(view[:8]) != MAGIC:
+        return None
+    header_length = int.from_bytes(view[8:16], "little")
+    if header_length <= 4 or 16 + header_length > size:
+        return None
+    header_bytes = bytes(view[16 : 16 + header_length])
+    if zlib.crc32(header_bytes[4:]) != int.from_bytes(header_bytes[:4], "little"):
+        return None
+    header = marshal.loads(header_bytes[4:])
+    if header.get("version") != FORMAT_VERSION or header.get("fingerprint") != fingerprint(
+        scoring
+    ):
+        return None
+    if header.get("root") != str(folder.root) or header.get("size") != size:
+        return None
+    sections: dict[str, _Section] = {}
+    for name, (offset, length, crcs) in header["sections"].items():
+        if offset + length > size or len(crcs) != (length + (1 << CHUNK_SHIFT) - 1) >> CHUNK_SHIFT:
+            return None
+        sections[name] = _Section(view[offset : offset + length], crcs, name)
+    meta_section = sections.pop("meta")
+    meta_section.check(0, len(meta_section.view))
+    collecting = gc.isenabled()
+    gc.disable()  # tens of thousands of new containers; a long-lived process would pay a
+    try:  # full collection over its whole heap for each batch of them
+        meta = marshal.loads(meta_section.view)
+    finally:
+        if collecting:
+            gc.enable()
+    backing = _Backing(sections, meta, folder.root)
+    ids = meta["ids"]
+    count = len(ids)
+    if len(meta["lengths"]) != count * len(FIELDS) or len(meta["record_starts"]) != count + 1:
+        return None
+    snapshot = Snapshot(
+        averages=dict(zip(FIELDS, meta["averages"], strict=True)),
+        length_sums=dict(zip(FIELDS, meta["length_sums"], strict=True)),
+        ids=ids,
+        lengths=[],
+        trusts=meta["trusts"],
+        updated=meta["updated"],
+        archived=meta["archived"],
+        categories=meta["categories"],
+        projects=meta["projects"],
+        max_boost=meta["max_boost"],
+        postings={},
+        memory=backing.memory,
+    )
+    index = Index.from_snapshot(
+        snapshot, backing, half_life_days=half_life_days, scoring=scoring
+    )
+    entries = {
+        relative: Entry(tuple(signature), problem)
+        for relative, signature, problem in meta["entries"]
+    }
+    return Loaded(index, entries, header["started_ns"])
+
+
+# writing
+
+
+def save(
+    folder: MemoryFolder,
+    index: Index,
+    entries: dict[str, Entry],
+    *,
+    started_ns: int,
+) -> bool:
+    """Write the cache of `folder` (atomically); False when the state folder cannot take it."""
+    path = cache_path(folder)
+    try:
+        make_private_dirs(path.parent)
+        _remove_stale_temps(path.parent)
+        snapshot = index.snapshot()
+        sections = _encode(snapshot, folder.root, entries)
+        header = {
+            "version": FORMAT_VERSION,
+            "fingerprint": fingerprint(index.scoring),
+            "root": str(folder.root),
+            "started_ns": started_ns,
+            "written_ns": time.time_ns(),
+        }
+        _write(path, header, sections)
+    except OSError:
+        return False
+    return True
+
+
+def _encode(snapshot: Snapshot, root: Path, entries: dict[str, Entry]) -> dict[str, bytes]:
+    ids = snapshot.ids
+    slot_of = {key: n for n, key in enumerate(ids)}
+    terms = list(snapshot.postings)
+    encoded = [term.encode("utf-8", "surrogatepass") for term in terms]
+    crcs = list(map(zlib.crc32, encoded))
+    order = sorted(range(len(terms)), key=crcs.__getitem__)
+    postings = snapshot.postings
+    buckets = [postings[terms[position]] for position in order]
+    texts = [encoded[position] for position in order]
+    # One pass each, in C: iterating a dict of dicts chains their keys (memory ids).
+    slots = array("i", map(slot_of.__getitem__, chain.from_iterable(buckets)))
+    weights = array("d", chain.from_iterable(map(dict.values, buckets)))
+    posting_starts = array("Q", accumulate(map(len, buckets), initial=0))
+    text_starts = array("Q", accumulate(map(len, texts), initial=0))
+    records = []
+    prefix = str(root) + os.sep
+    for key in ids:
+        memory = snapshot.memory(key)
+        values = [getattr(memory, name) for name in _MEMORY_FIELDS]
+        where = str(memory.path)
+        values[_MEMORY_FIELDS.index("path")] = (
+            where[len(prefix) :] if where.startswith(prefix) else where
+        )
+        records.append(marshal.dumps(tuple(values)))
+    meta = {
+        "ids": ids,
+        "lengths": [n for row in snapshot.lengths for n in row],
+        "record_starts": list(accumulate(map(len, records), initial=0)),
+        "averages": [snapshot.averages[name] for name in FIELDS],
+        "length_sums": [snapshot.length_sums[name] for name in FIELDS],
+        "trusts": snapshot.trusts,
+        "updated": snapshot.updated,
+        "archived": snapshot.archived,
+        "categories": snapshot.categories,
+        "projects": snapshot.projects,
+        "max_boost": snapshot.max_boost,
+        "entries": [
+            (relative, entry.signature, entry.problem)
+            for relative, entry in sorted(entries.items())
+        ],
+    }
+    return {
+        "meta": marshal.dumps(meta),
+        "records": b"".join(records),
+        "term_crcs": array("I", map(crcs.__getitem__, order)).tobytes(),
+        "term_text_starts": text_starts.tobytes(),
+        "term_text": b"".join(texts),
+        "term_starts": posting_starts.tobytes(),
+        "slots": slots.tobytes(),
+        "weights": weights.tobytes(),
+    }
+
+
+def _write(path: Path, header: dict, sections: dict[str, bytes]) -> None:
+    placed: dict[str, tuple[int, int, list[int]]] = {}
+    # The header's size depends on the offsets it holds: place the sections after a
+    # generous allowance, then fill the gap.
+    allowance = 4096 + 16 * sum(len(data) >> CHUNK_SHIFT for data in sections.values())
+    offset = 16 + allowance
+    for name, data in sections.items():
+        offset = (offset + 7) & ~7
+        chunks = [
+            zlib.crc32(data[start : start + (1 << CHUNK_SHIFT)])
+            for start in range(0, len(data), 1 << CHUNK_SHIFT)
+        ]
+        placed[name] = (offset, len(data), chunks)
+        offset += len(data)
+    header = dict(header, sections=placed, size=offset)
+    body = marshal.dumps(header)
+    header_bytes = zlib.crc32(body).to_bytes(4, "little") + body
+    if len(header_bytes) > allowance:
+        raise OSError("index cache: header larger than its allowance")
+    temp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(MAGIC + len(header_bytes).to_bytes(8, "little") + header_bytes)
+            for name, data in sections.items():
+                handle.seek(placed[name][0])
+                handle.write(data)
+            handle.truncate(offset)
+        # No fsync: a cache lost or torn by a crash fails its checksums and is rebuilt,
+        # and an fsync of tens of megabytes would cost more than the rebuild saves.
+        os.replace(temp, path)
+    except BaseException:
+        try:
+            os.unlink(temp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def _remove_stale_temps(folder: Path) -> None:
+    """Temp files of writers that died mid-write; any younger one may still be in use."""
+    cutoff = time.time() - STALE_TEMP_SECONDS
+    try:
+        with os.scandir(folder) as listing:
+            for entry in listing:
+                if entry.name.endswith(".tmp") and entry.name.startswith("."):
+                    try:
+                        if entry.stat(follow_symlinks=False).st_mtime < cutoff:
+                            os.unlink(entry.path)
+                    except OSError:
+                        continue
+    except OSError:
+        pass
+
+
+__all__ = [
+    "CacheCorrupt", "Entry", "FORMAT_VERSION", "Loaded", "cache_path", "fingerprint",
+    "load", "save", "scan",
+]

@@ -1,0 +1,201 @@
+"""The one door through which a run changes the memory folder, so that the manifest sees everything.
+
+Rules (and the optional model pass) never call the store's write or archive
+themselves: they ask an `Applier`, which
+
+- in `report` mode records the change as `proposed` and touches nothing;
+- in `rewrite` mode journals it as `pending`, makes it through
+  `MemoryStore.write` / `MemoryStore.archive` (atomic, with the sha256 the rule
+  read as `expected_sha256`, so an edit made meanwhile is refused, not
+  overwritten), then records the bytes and sha256 before and after;
+- refuses, and lists in the manifest's `refused` section, a change to a
+  `locked: true` memory, an archive without a reason, or anything the store
+  refuses. A write without a reason is applied and marked `unexplained`.
+
+There is no delete: archiving moves a file into `archive/`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ..errors import SageMemError
+from ..files import sha256_bytes
+from ..memory import Memory
+from ..store import MemoryStore
+from .manifest import Manifest
+
+MODES = ("report", "rewrite")
+
+
+class Applier:
+    """Makes (or, in report mode, proposes) changes and records each one in the manifest."""
+
+    def __init__(
+        self, store: MemoryStore, manifest: Manifest, *, mode: str, source: str = "rules"
+    ) -> None:
+        if mode not in MODES:
+            raise ValueError(mode)
+        self.store = store
+        self.manifest = manifest
+        self.mode = mode
+        self.source = source
+        self.archived: dict[str, str | None] = {}
+        """Ids archived (report mode: proposed for it) in this run -> their successor."""
+
+    @property
+    def writes(self) -> bool:
+        return self.mode == "rewrite"
+
+    # the three operations
+
+    def rewrite(
+        self, memory: Memory, *, rule: str, reason: str | None, **fields: Any
+    ) -> Memory | None:
+        """Change fields of an existing memory (store.write keywords); None when not done."""
+        rel = self._rel(memory.id)
+        base = self._entry("rewrite", memory.id, rel, rule, reason, fields=sorted(fields))
+        if memory.locked:
+            self._refuse(base, "the memory is locked (locked: true)")
+            return None
+        if not self.writes:
+            self.manifest.add_change(
+                {**base, "state": "proposed", "before": _state(rel, memory.path)}
+            )
+            return None
+        before = _state(rel, memory.path)
+        if before is None or before["sha256"] != memory.sha256:
+            self._refuse(base, "the file changed on disk since the run read it")
+            return None
+        entry = self.manifest.add_change({**base, "state": "pending", "before": before})
+        try:
+            updated = self.store.write(memory.id, expected_sha256=memory.sha256, **fields)
+        except SageMemError as exc:
+            self.manifest.drop_change(entry, {**base, "refusedBecause": str(exc)})
+            return None
+        after = _state(rel, memory.path)
+        if after == before:
+            self.manifest.drop_change(entry)
+            return updated
+        self.manifest.mark_applied(entry, after)
+        return updated
+
+    def archive(
+        self, memory: Memory, *, rule: str, reason: str | None, superseded_by: str | None = None
+    ) -> Memory | None:
+        """Move a memory into archive/ (never a delete); refused without a reason."""
+        rel = self._rel(memory.id)
+        base = self._entry("archive", memory.id, rel, rule, reason)
+        if superseded_by:
+            base["supersededBy"] = superseded_by
+        if not reason or not reason.strip():
+            self._refuse(base, "an archive needs a reason")
+            return None
+        if memory.locked:
+            self._refuse(base, "the memory is locked (locked: true)")
+            return None
+        if memory.id in self.archived:
+            return None
+        if not self.writes:
+            self.manifest.add_change(
+                {**base, "state": "proposed", "before": _state(rel, memory.path)}
+            )
+            self.archived[memory.id] = superseded_by
+            return None
+        before = _state(rel, memory.path)
+        if before is None or before["sha256"] != memory.sha256:
+            self._refuse(base, "the file changed on disk since the run read it")
+            return None
+        entry = self.manifest.add_change({**base, "state": "pending", "before": before})
+        extra = {"supersededBy": superseded_by} if superseded_by else None
+        try:
+            archived = self.store.archive(memory.id, reason, extra=extra)
+        except SageMemError as exc:
+            self.manifest.drop_change(entry, {**base, "refusedBecause": str(exc)})
+            return None
+        self.archived[memory.id] = superseded_by
+        self.manifest.mark_applied(entry, _state(self._rel_path(archived.path), archived.path))
+        return archived
+
+    def create(
+        self, memory_id: str, *, rule: str, reason: str | None, **fields: Any
+    ) -> Memory | None:
+        """Write a new memory; refused when a file of that id exists already."""
+        path = self.store.folder.path_for(memory_id)
+        canonical = self.store.folder.normalize_id(memory_id)
+        rel = self._rel(canonical)
+        base = self._entry("create", canonical, rel, rule, reason, fields=sorted(fields))
+        if path.exists():
+            self._refuse(base, "a file of that name exists already")
+            return None
+        if not self.writes:
+            self.manifest.add_change({**base, "state": "proposed", "before": None})
+            return None
+        entry = self.manifest.add_change({**base, "state": "pending", "before": None})
+        try:
+            created = self.store.write(canonical, expected_sha256="", **fields)
+        except SageMemError as exc:
+            self.manifest.drop_change(entry, {**base, "refusedBecause": str(exc)})
+            return None
+        self.manifest.mark_applied(entry, _state(rel, path))
+        return created
+
+    # what could not be done, and what a person should know
+
+    def refuse(
+        self, memory_id: str | None, *, operation: str, rule: str, reason: str, why: str
+    ) -> None:
+        """List a change (or a call naming no memory, memory_id None) as refused."""
+        rel = self._rel(memory_id) if memory_id else None
+        self._refuse(self._entry(operation, memory_id, rel, rule, reason), why)
+
+    def note(self, memory_id: str | None, *, rule: str, message: str) -> None:
+        """Something for a person to look at that no rule can fix (a broken link, unclear dates)."""
+        entry: dict[str, Any] = {"rule": rule, "message": message, "source": self.source}
+        if memory_id is not None:
+            entry["id"] = memory_id
+            entry["file"] = self._rel(memory_id)
+        self.manifest.note(entry)
+
+    # internals
+
+    def _entry(
+        self,
+        operation: str,
+        memory_id: str | None,
+        rel: str | None,
+        rule: str,
+        reason: str | None,
+        **extra: Any,
+    ) -> dict[str, Any]:
+        text = " ".join((reason or "").split())
+        return {
+            "file": rel,
+            "id": memory_id,
+            "operation": operation,
+            "rule": rule,
+            "reason": text or "unexplained",
+            "unexplained": not text,
+            "source": self.source,
+            **extra,
+        }
+
+    def _refuse(self, base: Mapping[str, Any], why: str) -> None:
+        self.manifest.refuse({**base, "refusedBecause": why})
+
+    def _rel(self, memory_id: str) -> str:
+        return memory_id + ".md"
+
+    def _rel_path(self, path: Path) -> str:
+        return os.path.relpath(path, self.store.folder.root).replace(os.sep, "/")
+
+
+def _state(rel: str, path: Path) -> dict[str, Any] | None:
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    return {"file": rel, "bytes": len(data), "sha256": sha256_bytes(data)}

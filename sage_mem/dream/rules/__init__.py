@@ -1,0 +1,44 @@
+"""The rule-based consolidator: each rule a module with `NAME` and `run(ctx)`, run in order.
+
+Relative dates go first, while `updated` still says when the text was written
+(any other rule's change moves it); near-duplicates and `supersedes:` run
+before summaries and links, so that no work is spent on a memory about to be
+archived and links can follow the memories archived in this run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from ...memory import Memory
+from ...store import MemoryStore
+from ..changes import Applier
+
+
+@dataclass
+class RuleContext:
+    """What a rule may look at, and the one object through which it may change anything."""
+
+    store: MemoryStore
+    applier: Applier
+    now: datetime
+    retrievals: dict[str, int] = field(default_factory=dict)
+
+    def live(self) -> list[Memory]:
+        """Memories in service now, minus those archived (or proposed for it) in this run."""
+        gone = self.applier.archived
+        return [m for m in self.store.list() if m.id not in gone]
+
+
+def all_rules() -> list[tuple[str, Callable[[RuleContext], None]]]:
+    from . import dates, dedupe, links, summaries, supersedes
+
+    return [
+        (dates.NAME, dates.run),
+        (supersedes.NAME, supersedes.run),
+        (dedupe.NAME, dedupe.run),
+        (summaries.NAME, summaries.run),
+        (links.NAME, links.run),
+    ]

@@ -1,0 +1,167 @@
+"""A summary for every long body that has none: its first sentences, at most 150 characters.
+
+The body is read as a person would skim it: code blocks, headings, tables and
+HTML comments are skipped; list markers, emphasis and link syntax are dropped
+(the link text stays). Sentences end at 。！？ (no space needed after them) and
+at . ! ? followed by a space, except after an abbreviation ("e.g.", "Dr.") or
+inside a number. Whole sentences are taken while they fit; a first sentence
+longer than the limit is cut at a word (or, in Chinese, at a character) and
+ends with "…".
+"""
+
+from __future__ import annotations
+
+import re
+
+from . import RuleContext
+
+NAME = "summaries"
+BODY_MIN_CHARS = 200
+SUMMARY_MAX_CHARS = 150
+
+_FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
+_HEADING = re.compile(r"^\s{0,3}#{1,6}(\s|$)")
+_LIST_MARK = re.compile(r"^\s*(?:[-*+]|\d{1,3}[.)])\s+(?:\[[ xX]\]\s+)?")
+_QUOTE = re.compile(r"^\s*(?:>\s?)+")
+_RULE = re.compile(r"^\s*(?:[-*_]\s*){3,}$")
+_LINK = re.compile(r"!?\[([^\[\]\n]*)\]\([^()\n]*\)")
+_WIKI = re.compile(r"\[\[([^\[\]|#\n]+)(?:[|#]([^\[\]\n]*))?\]\]")
+_EMPHASIS = re.compile(r"(\*\*|__|\*|_|~~)(?=\S)(.+?)(?<=\S)\1")
+_CODE = re.compile(r"`+([^`\n]*)`+")
+_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
+_CJK = re.compile(
+    r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\u3000-\u303f\uff00-\uffef]"
+)
+_SENTENCE_END = re.compile(r"[。！？!?][”」』）)\"']*|\.(?=[”」』）)\"']*(?:\s|$))[”」』）)\"']*")
+_ABBREVIATIONS = frozenset(
+    "e.g i.e etc vs cf mr mrs ms dr prof st jr sr no fig approx dept est inc ltd co".split()
+)
+
+
+def plain_paragraphs(body: str) -> list[str]:
+    """The body's prose as plain text, one string per paragraph or list item."""
+    paragraphs: list[str] = []
+    current: list[str] = []
+    fence: str | None = None
+
+    def flush() -> None:
+        if current:
+            paragraphs.append(_join(current))
+            current.clear()
+
+    for raw in _COMMENT.sub("", body).splitlines():
+        opening = _FENCE.match(raw)
+        if fence is not None:
+            if opening and opening.group(1)[0] == fence[0] and len(opening.group(1)) >= len(fence):
+                fence = None
+            continue
+        if opening:
+            flush()
+            fence = opening.group(1)
+            continue
+        if (
+            not raw.strip()
+            or _HEADING.match(raw)
+            or _RULE.match(raw)
+            or raw.lstrip().startswith("|")
+        ):
+            flush()
+            continue
+        line = _QUOTE.sub("", raw)
+        if _LIST_MARK.match(line):
+            flush()
+            line = _LIST_MARK.sub("", line)
+        current.append(_inline(line.strip()))
+    flush()
+    return [p for p in paragraphs if p]
+
+
+def _inline(text: str) -> str:
+    text = _LINK.sub(r"\1", text)
+    text = _WIKI.sub(lambda m: m.group(2) or m.group(1), text)
+    text = _CODE.sub(r"\1", text)
+    for _ in range(2):
+        text = _EMPHASIS.sub(r"\2", text)
+    return " ".join(text.split())
+
+
+def _join(lines: list[str]) -> str:
+    out = lines[0]
+    for line in lines[1:]:
+        if not line:
+            continue
+        if out and _CJK.match(out[-1]) and _CJK.match(line[0]):
+            out += line  # Chinese wraps without a space
+        else:
+            out += " " + line
+    return out
+
+
+def sentences(paragraph: str) -> list[str]:
+    """Split a plain paragraph into sentences (Chinese and English punctuation)."""
+    out: list[str] = []
+    start = 0
+    for match in _SENTENCE_END.finditer(paragraph):
+        end = match.end()
+        if match.group(0).startswith("."):
+            word = re.search(r"([A-Za-z.]+)\.$", paragraph[start : match.start() + 1])
+            token = word.group(1) if word else ""
+            if token.lower().rstrip(".") in _ABBREVIATIONS or (len(token) == 1 and token.isupper()):
+                continue  # "e.g.", "Dr.", an initial as in "J. Smith"
+        piece = paragraph[start:end].strip()
+        if piece:
+            out.append(piece)
+        start = end
+    rest = paragraph[start:].strip()
+    if rest:
+        out.append(rest)
+    return out
+
+
+def make_summary(body: str, limit: int = SUMMARY_MAX_CHARS) -> str | None:
+    """The first sentences of `body` that fit in `limit` characters; None when it has no prose."""
+    parts = [s for p in plain_paragraphs(body) for s in sentences(p)]
+    if not parts:
+        return None
+    summary = ""
+    for sentence in parts:
+        joined = _glue(summary, sentence)
+        if len(joined) > limit:
+            break
+        summary = joined
+    if summary:
+        return summary
+    return _cut(parts[0], limit)
+
+
+def _glue(summary: str, sentence: str) -> str:
+    if not summary:
+        return sentence
+    if _CJK.match(summary[-1]) and _CJK.match(sentence[0]):
+        return summary + sentence
+    return summary + " " + sentence
+
+
+def _cut(sentence: str, limit: int) -> str:
+    room = limit - 1
+    head = sentence[:room]
+    if not _CJK.search(head[-1:]) and len(sentence) > room and sentence[room : room + 1].strip():
+        space = head.rfind(" ")
+        if space > room // 2:
+            head = head[:space]
+    return head.rstrip(" ,;:，；：、") + "…"
+
+
+def run(ctx: RuleContext) -> None:
+    for memory in ctx.live():
+        if memory.summary or len(memory.body.strip()) <= BODY_MIN_CHARS:
+            continue
+        summary = make_summary(memory.body)
+        if not summary:
+            continue
+        ctx.applier.rewrite(
+            memory,
+            rule=NAME,
+            summary=summary,
+            reason=f"{len(memory.body.strip())}-character body had no summary; now “{summary}”",
+        )

@@ -1,0 +1,52 @@
+"""`supersedes:` — archive what a memory says it replaces.
+
+A memory naming itself, two memories naming each other, or a name that is
+nowhere (neither in service nor archived) is reported, never acted on.
+"""
+
+from __future__ import annotations
+
+from . import RuleContext
+
+NAME = "supersedes"
+
+
+def run(ctx: RuleContext) -> None:
+    live = {m.id: m for m in ctx.live()}
+    archived_ids = {
+        m.id.removeprefix("archive/") for m in ctx.store.list(archived=True) if m.archived
+    }
+    for memory in sorted(live.values(), key=lambda m: m.id):
+        for target_id in memory.supersedes:
+            target_id = target_id.removesuffix(".md")
+            if target_id == memory.id:
+                ctx.applier.note(
+                    memory.id, rule=NAME, message="`supersedes:` names the memory itself"
+                )
+                continue
+            target = live.get(target_id)
+            if target is None:
+                if target_id not in archived_ids and target_id not in ctx.applier.archived:
+                    ctx.applier.note(
+                        memory.id,
+                        rule=NAME,
+                        message=f"`supersedes:` names {target_id!r}, which does not exist",
+                    )
+                continue
+            if memory.id in target.supersedes:
+                if memory.id < target_id:
+                    ctx.applier.note(
+                        memory.id,
+                        rule=NAME,
+                        message=(
+                            f"{memory.id!r} and {target_id!r} each say they supersede the other; "
+                            "neither was archived"
+                        ),
+                    )
+                continue
+            ctx.applier.archive(
+                target,
+                rule=NAME,
+                superseded_by=memory.id,
+                reason=f"superseded by {memory.id} (its `supersedes:` names this memory)",
+            )

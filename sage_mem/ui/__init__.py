@@ -1,0 +1,21 @@
+"""`sage-mem ui`: a local web page to browse, edit and review the memory folder.
+
+    from sage_mem.ui import UiServer
+    server = UiServer(store, port=0)   # binds 127.0.0.1 at once; server.url has the token
+    server.serve()                     # until Ctrl-C (or server.stop() from another thread)
+
+Modules: `security` (Host check, per-launch token, response headers), `live`
+(change feed behind the server-sent events), `api` (memories, archive, audit,
+star map), `dreams` (runs, reports, diffs, rollback), `app` (the Starlette
+app), `server` (the socket, uvicorn, the browser). The page itself is plain
+HTML, CSS and JavaScript under `static/`, with no build step.
+
+Imports starlette and uvicorn (both come with `mcp`); the CLI imports this
+package only for `sage-mem ui`.
+"""
+
+from __future__ import annotations
+
+from .server import UiServer, run_ui
+
+__all__ = ["UiServer", "run_ui"]

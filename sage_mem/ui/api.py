@@ -1,0 +1,308 @@
+"""The JSON endpoints for memories: list and search with facets, read, write, archive, restore,
+the audit and the star map.
+
+Each endpoint is a thin shell around one store call, run in a worker thread
+(the store takes file locks and reads files). Ids travel in query strings and
+JSON bodies, never in the path: an id holds `/` (`project/api/auth`), which
+would make `/api/memories/<id>/archive` ambiguous. Errors become JSON by the
+handler in `app.py`.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from datetime import date, datetime
+from typing import Any
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+
+from ..errors import ConflictError, InvalidMemory, MemoryNotFound
+from ..memory import CATEGORIES, Memory
+from ..render import age_note
+from ..store import MemoryStore
+
+LIST_LIMIT = 300
+SEARCH_LIMIT = 200
+# The store's write() keywords, by the names the page sends.
+FIELDS = {
+    "description": "description", "category": "category", "name": "name",
+    "summary": "summary", "aliases": "aliases", "tags": "tags", "trust": "trust",
+    "baseline": "baseline", "baselinePriority": "baseline_priority", "project": "project",
+    "supersedes": "supersedes", "body": "body",
+}
+
+
+def store_of(request: Request) -> MemoryStore:
+    return request.app.state.store
+
+
+async def json_body(request: Request) -> dict[str, Any]:
+    try:
+        data = await request.json()
+    except ValueError:
+        raise InvalidMemory("the request body is not JSON") from None
+    if not isinstance(data, dict):
+        raise InvalidMemory("the request body must be a JSON object")
+    return data
+
+
+def _id_from(data: Mapping[str, Any], key: str = "id") -> str:
+    value = data.get(key)
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidMemory(f"{key} is required")
+    return value.strip()
+
+
+def plain(value: Any) -> Any:
+    """Frontmatter values as JSON: dates as ISO text, anything unknown as its text."""
+    if isinstance(value, (datetime, date)):
+        return value.isoformat()
+    if isinstance(value, Mapping):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    return str(value)
+
+
+def summary_row(memory: Memory, *, score: float | None = None) -> dict[str, Any]:
+    """What a list row shows: never the body."""
+    row: dict[str, Any] = {
+        "id": memory.id,
+        "description": memory.description,
+        "summary": memory.summary,
+        "category": memory.category,
+        "tags": list(memory.tags),
+        "trust": memory.trust,
+        "baseline": memory.baseline,
+        "locked": memory.locked,
+        "project": memory.project,
+        "created": memory.created,
+        "updated": memory.updated,
+        "age": age_note(memory.updated),
+    }
+    if score is not None:
+        row["score"] = round(score, 4)
+    return row
+
+
+def full_memory(memory: Memory) -> dict[str, Any]:
+    data = memory.to_dict()
+    data["age"] = age_note(memory.updated)
+    data["meta"] = plain(dict(memory.meta))
+    data["problems"] = list(memory.problems)
+    return data
+
+
+def facets(memories: list[Memory]) -> dict[str, list[dict[str, Any]]]:
+    """Category and tag counts over the whole folder (not the current search)."""
+    categories = Counter(m.category for m in memories if m.category)
+    tags: Counter[str] = Counter()
+    for memory in memories:
+        tags.update({t.lower() for t in memory.tags})
+    ordered = [c for c in CATEGORIES if c in categories] + sorted(
+        c for c in categories if c not in CATEGORIES
+    )
+    return {
+        "categories": [{"name": c, "count": categories[c]} for c in ordered],
+        "tags": [
+            {"name": t, "count": n}
+            for t, n in sorted(tags.items(), key=lambda item: (-item[1], item[0]))
+        ],
+    }
+
+
+def list_memories(
+    store: MemoryStore, query: str, categories: list[str], tags: list[str], limit: int
+) -> dict[str, Any]:
+    everything = store.list()
+    filters: dict[str, Any] = {"category": categories or None, "tags": tags or None}
+    if query.strip():
+        hits = store.search(query, limit=min(limit, SEARCH_LIMIT), **filters)
+        rows = []
+        for hit in hits:
+            memory = store.index.get(hit.id)
+            if memory is not None:
+                rows.append(summary_row(memory, score=hit.score))
+        total = len(rows)
+    else:
+        chosen = store.list(**filters) if categories or tags else everything
+        chosen = sorted(chosen, key=lambda m: (m.updated or "", m.id), reverse=True)
+        total = len(chosen)
+        rows = [summary_row(m) for m in chosen[:limit]]
+    return {
+        "query": query,
+        "results": rows,
+        "total": total,
+        "all": len(everything),
+        "facets": facets(everything),
+    }
+
+
+async def memories(request: Request) -> JSONResponse:
+    params = request.query_params
+    try:
+        limit = max(1, min(int(params.get("limit", LIST_LIMIT)), 5000))
+    except ValueError:
+        raise InvalidMemory("limit must be a number") from None
+    data = await run_in_threadpool(
+        list_memories, store_of(request), params.get("q", ""),
+        [c for c in params.getlist("category") if c], [t for t in params.getlist("tag") if t],
+        limit,
+    )
+    return JSONResponse(data)
+
+
+async def memory(request: Request) -> JSONResponse:
+    memory_id = _id_from(request.query_params)
+    found = await run_in_threadpool(store_of(request).read, memory_id)
+    return JSONResponse({"memory": full_memory(found)})
+
+
+def _write_arguments(data: Mapping[str, Any]) -> dict[str, Any]:
+    unknown = sorted(set(data) - set(FIELDS) - {"id", "expectedSha256", "create", "allowSecret"})
+    if unknown:
+        raise InvalidMemory(f"unknown field {unknown[0]!r}")
+    arguments = {FIELDS[key]: data[key] for key in FIELDS if key in data}
+    if "body" in arguments and arguments["body"] is None:
+        del arguments["body"]
+    return arguments
+
+
+def save_memory(store: MemoryStore, data: Mapping[str, Any]) -> dict[str, Any]:
+    memory_id = _id_from(data)
+    arguments = _write_arguments(data)
+    allow_secret = data.get("allowSecret") is True
+    if data.get("create"):
+        if store.folder.path_for(memory_id).exists():
+            raise ConflictError(
+                f"a memory {store.folder.normalize_id(memory_id)!r} exists already: "
+                "choose another id, or edit that one",
+                path=store.folder.path_for(memory_id),
+            )
+        saved = store.write(memory_id, expected_sha256="", allow_secret=allow_secret, **arguments)
+    else:
+        expected = data.get("expectedSha256")
+        if not isinstance(expected, str) or not expected:
+            raise InvalidMemory("expectedSha256 is required to change a memory")
+        saved = store.write(
+            memory_id, expected_sha256=expected, allow_secret=allow_secret, **arguments
+        )
+    return {"memory": full_memory(saved)}
+
+
+def _current(store: MemoryStore, memory_id: str) -> dict[str, Any] | None:
+    try:
+        return full_memory(store.read(memory_id))
+    except (MemoryNotFound, InvalidMemory):
+        return None
+
+
+async def save(request: Request) -> JSONResponse:
+    data = await json_body(request)
+    store = store_of(request)
+    try:
+        result = await run_in_threadpool(save_memory, store, data)
+    except ConflictError as exc:
+        # Both versions, so that the page can show what changed on disk meanwhile.
+        current = await run_in_threadpool(_current, store, str(data.get("id", "")))
+        return JSONResponse(
+            {"error": str(exc), "kind": "ConflictError", "current": current}, status_code=409
+        )
+    return JSONResponse(result)
+
+
+async def archive(request: Request) -> JSONResponse:
+    data = await json_body(request)
+    reason = data.get("reason")
+    if not isinstance(reason, str):
+        raise InvalidMemory("archiving needs a reason")
+    archived = await run_in_threadpool(store_of(request).archive, _id_from(data), reason)
+    return JSONResponse({"memory": full_memory(archived)})
+
+
+async def restore(request: Request) -> JSONResponse:
+    data = await json_body(request)
+    restored = await run_in_threadpool(store_of(request).restore, _id_from(data))
+    return JSONResponse({"memory": full_memory(restored)})
+
+
+def archived_rows(store: MemoryStore) -> dict[str, Any]:
+    rows = []
+    for memory in store.list(archived=True):
+        if not memory.archived:
+            continue
+        row = summary_row(memory)
+        row["archived"] = plain(memory.meta.get("archived"))
+        row["archiveReason"] = plain(memory.meta.get("archiveReason"))
+        row["supersededBy"] = plain(memory.meta.get("supersededBy"))
+        rows.append(row)
+    rows.sort(key=lambda r: (str(r["archived"] or ""), r["id"]), reverse=True)
+    return {"results": rows, "total": len(rows)}
+
+
+async def archived(request: Request) -> JSONResponse:
+    return JSONResponse(await run_in_threadpool(archived_rows, store_of(request)))
+
+
+def audit_data(store: MemoryStore) -> dict[str, Any]:
+    from ..audit import audit
+
+    report = audit(store)
+    data = report.to_dict()
+    for finding in data["findings"]:
+        finding["id"] = _id_for_finding(store, finding.get("path"))
+    return data
+
+
+def _id_for_finding(store: MemoryStore, rel: Any) -> str | None:
+    if not isinstance(rel, str) or not rel.endswith(".md"):
+        return None
+    path = store.folder.root / rel
+    memory_id = store.folder.id_for(path) or store.folder.archived_id_for(path)
+    if memory_id is None or (memory_id not in store.index and not path.is_file()):
+        return None
+    return memory_id
+
+
+async def audit_findings(request: Request) -> JSONResponse:
+    return JSONResponse(await run_in_threadpool(audit_data, store_of(request)))
+
+
+def star_data(store: MemoryStore) -> dict[str, Any]:
+    stars = [
+        {
+            "id": m.id,
+            "description": m.display,
+            "category": m.category,
+            "length": len(m.body) + len(m.description),
+            "created": m.created,
+            "updated": m.updated,
+        }
+        for m in store.list()
+    ]
+    return {"stars": stars, "total": len(stars)}
+
+
+async def stars(request: Request) -> JSONResponse:
+    return JSONResponse(await run_in_threadpool(star_data, store_of(request)))
+
+
+def info_data(store: MemoryStore) -> dict[str, Any]:
+    from .. import __version__
+
+    return {
+        "folder": str(store.root),
+        "version": __version__,
+        "memories": len(store.list()),
+        "problems": len(store.problems()),
+        "categories": list(CATEGORIES),
+    }
+
+
+async def info(request: Request) -> JSONResponse:
+    return JSONResponse(await run_in_threadpool(info_data, store_of(request)))

@@ -1,0 +1,139 @@
+"""The Starlette app: routes, error translation, the live feed's wiring, the static page.
+
+Routes (all `/api/` ones need the token; see `security`):
+
+    GET  /                          the page (a shell: no memory data in it)
+    GET  /static/…                  its CSS, JavaScript and icon
+    GET  /api/info                  folder, version, counts
+    GET  /api/memories?q=&category=&tag=&limit=   search (or list) with facet counts
+    GET  /api/memory?id=            one memory in full, with its sha256
+    POST /api/memory                create ({create: true}) or update ({expectedSha256})
+    POST /api/archive               {id, reason}
+    POST /api/restore               {id: "archive/…"}
+    GET  /api/archived              the archive
+    GET  /api/audit                 the audit's findings, with memory ids
+    GET  /api/stars                 the star map's data
+    GET  /api/runs                  dream runs and rollbacks, newest first
+    GET  /api/runs/{run_id}         one run: manifest, report, each change as a diff
+    POST /api/runs/{run_id}/rollback   {scope, dryRun}
+    POST /api/dream                 {mode}: a dream run now
+    GET  /api/events?token=         server-sent events: `memories` and `runs` changed
+
+Errors are JSON `{error, kind}`: 400 for a bad value or id, 404 for a missing
+memory or run, 409 for a conflict (with the version on disk), 423 for a locked
+memory or a dream in progress.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import FileResponse, JSONResponse, Response, StreamingResponse
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from ..errors import (
+    ConflictError,
+    InvalidId,
+    InvalidMemory,
+    MemoryLocked,
+    MemoryNotFound,
+    SageMemError,
+    StoreLocked,
+)
+from ..store import MemoryStore
+from . import api, dreams
+from .live import ChangeFeed, watch_runs
+from .security import Guard
+
+STATIC = Path(__file__).resolve().parent / "static"
+
+
+def _status(exc: SageMemError) -> int:
+    if isinstance(exc, MemoryNotFound):
+        return 404
+    if isinstance(exc, ConflictError):
+        return 409
+    if isinstance(exc, (MemoryLocked, StoreLocked)):
+        return 423
+    if isinstance(exc, (InvalidId, InvalidMemory)):
+        return 400
+    try:
+        from ..dream import RunNotFound
+    except ImportError:  # autodream cannot load: its routes fail on their own
+        return 400
+    return 404 if isinstance(exc, RunNotFound) else 400
+
+
+async def _error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, SageMemError)
+    return JSONResponse({"error": str(exc), "kind": type(exc).__name__}, status_code=_status(exc))
+
+
+async def _page(request: Request) -> Response:
+    return FileResponse(STATIC / "index.html", media_type="text/html; charset=utf-8")
+
+
+async def _events(request: Request) -> Response:
+    feed: ChangeFeed = request.app.state.feed
+    return StreamingResponse(
+        feed.stream(),
+        media_type="text/event-stream",
+        headers={"cache-control": "no-store", "x-accel-buffering": "no"},
+    )
+
+
+def create_app(
+    store: MemoryStore,
+    *,
+    token: str,
+    port: Callable[[], int | None],
+    feed: ChangeFeed | None = None,
+) -> Guard:
+    """The whole app behind its guard; `port` tells the guard which Host to accept."""
+    feed = feed or ChangeFeed()
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        remove = store.add_listener(lambda: feed.bump("memories"))
+        task = asyncio.create_task(
+            watch_runs(feed, lambda: store.folder.state_path("autodream", "runs"))
+        )
+        try:
+            yield
+        finally:
+            remove()
+            feed.close()
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    routes = [
+        Route("/", _page),
+        Route("/api/info", api.info),
+        Route("/api/memories", api.memories),
+        Route("/api/memory", api.memory),
+        Route("/api/memory", api.save, methods=["POST"]),
+        Route("/api/archive", api.archive, methods=["POST"]),
+        Route("/api/restore", api.restore, methods=["POST"]),
+        Route("/api/archived", api.archived),
+        Route("/api/audit", api.audit_findings),
+        Route("/api/stars", api.stars),
+        Route("/api/runs", dreams.runs),
+        Route("/api/runs/{run_id}", dreams.run),
+        Route("/api/runs/{run_id}/rollback", dreams.rollback, methods=["POST"]),
+        Route("/api/dream", dreams.dream, methods=["POST"]),
+        Route("/api/events", _events),
+        Mount("/static", StaticFiles(directory=STATIC), name="static"),
+    ]
+    app = Starlette(
+        routes=routes, lifespan=lifespan, exception_handlers={SageMemError: _error}
+    )
+    app.state.store = store
+    app.state.feed = feed
+    return Guard(app, token=token, port=port)

@@ -1,0 +1,230 @@
+"""The dream runs: the list, one run with its report and each change as a diff, rollback, dream now.
+
+`sage_mem.dream` is imported inside each call, so the page still serves the
+rest when autodream cannot load. A change's diff needs the file's bytes
+before and after the run; the manifest keeps only their sha256, so the bytes
+are looked for where they can be: the file as it is now, then the rollback
+points (the run's own first; later runs' and rollbacks' snapshots hold what
+this run wrote). A version found nowhere is said to be gone, not guessed.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+
+from ..errors import InvalidMemory
+from ..files import sha256_bytes
+from ..store import MemoryStore
+from .api import json_body, store_of
+
+MAX_DIFF_LINES = 600
+MAX_DIFFS = 200
+CONTEXT_LINES = 3
+
+
+def runs_data(store: MemoryStore) -> dict[str, Any]:
+    from ..dream import list_runs
+
+    runs = [run.to_dict() for run in reversed(list_runs(store))]
+    return {"runs": runs, "total": len(runs)}
+
+
+async def runs(request: Request) -> JSONResponse:
+    return JSONResponse(await run_in_threadpool(runs_data, store_of(request)))
+
+
+class _Versions:
+    """Finds a file's bytes by sha256: in the folder now, then in the rollback points."""
+
+    def __init__(self, store: MemoryStore, first: str) -> None:
+        from ..dream.paths import DreamPaths
+        from ..dream.snapshots import load_snapshot
+
+        self.root = store.folder.root
+        paths = DreamPaths(store.folder)
+        try:
+            names = sorted(os.listdir(paths.snapshots_dir))
+        except OSError:
+            names = []
+        order = ([first] if first in names else []) + [n for n in names if n != first]
+        self._load = lambda name: load_snapshot(paths, name)
+        self._order = order
+        self._loaded: dict[str, Any] = {}
+
+    def find(self, rels: Iterable[str | None], sha: str | None) -> bytes | None:
+        if not sha:
+            return None
+        rels = [rel for rel in rels if rel]
+        for rel in rels:
+            data = self._read_current(rel)
+            if data is not None and sha256_bytes(data) == sha:
+                return data
+        for name in self._order:
+            if name not in self._loaded:
+                self._loaded[name] = self._load(name)
+            snapshot = self._loaded[name]
+            if snapshot is None:
+                continue
+            for rel in rels:
+                entry = snapshot.files.get(rel)
+                if entry is not None and entry.sha256 == sha:
+                    try:
+                        return snapshot.read(rel)
+                    except Exception:  # noqa: BLE001 - a damaged copy is just not found
+                        continue
+        return None
+
+    def _read_current(self, rel: str) -> bytes | None:
+        path = self.root / rel
+        try:
+            real = os.path.realpath(path)
+            if not real.startswith(os.path.realpath(self.root) + os.sep):
+                return None
+            return path.read_bytes()
+        except OSError:
+            return None
+
+
+def diff_lines(before: bytes | None, after: bytes | None) -> list[list[str]]:
+    """A unified diff as [kind, text] pairs: kind is `@`, ` `, `-` or `+`."""
+    old = (before or b"").decode("utf-8", "replace").replace("\r\n", "\n").split("\n")
+    new = (after or b"").decode("utf-8", "replace").replace("\r\n", "\n").split("\n")
+    if before is None:
+        old = []
+    if after is None:
+        new = []
+    out: list[list[str]] = []
+    for line in difflib.unified_diff(old, new, n=CONTEXT_LINES, lineterm=""):
+        if line.startswith(("---", "+++")):
+            continue
+        kind = "@" if line.startswith("@@") else line[:1] or " "
+        out.append([kind, line if kind == "@" else line[1:]])
+        if len(out) >= MAX_DIFF_LINES:
+            out.append(["@", f"… cut at {MAX_DIFF_LINES} lines"])
+            break
+    return out
+
+
+def _with_diff(change: Mapping[str, Any], versions: _Versions, count: int) -> dict[str, Any]:
+    entry = dict(change)
+    before = change.get("before") if isinstance(change.get("before"), Mapping) else None
+    after = change.get("after") if isinstance(change.get("after"), Mapping) else None
+    state = change.get("state")
+    if state == "proposed":
+        entry["diffNote"] = "proposed by a report run: nothing was changed"
+        entry["diff"] = None
+        return entry
+    if count >= MAX_DIFFS:
+        entry["diffNote"] = f"diffs are shown for the first {MAX_DIFFS} changes"
+        entry["diff"] = None
+        return entry
+    rel = change.get("file")
+    old = versions.find([before.get("file") if before else None, rel],
+                        before.get("sha256") if before else None)
+    new = versions.find([after.get("file") if after else None, rel],
+                        after.get("sha256") if after else None)
+    missing = []
+    if before is not None and old is None:
+        missing.append("before")
+    if after is not None and new is None:
+        missing.append("after")
+    if missing:
+        entry["diffNote"] = (
+            f"the version {' and '.join(missing)} the run is no longer kept "
+            "(changed since, and its rollback point was rotated out)"
+        )
+        entry["diff"] = None
+        return entry
+    entry["diff"] = diff_lines(old, new)
+    return entry
+
+
+def run_detail(store: MemoryStore, run_id: str) -> dict[str, Any]:
+    from ..dream.manifest import Manifest
+    from ..dream.paths import DreamPaths
+    from ..dream.runner import mark_interrupted
+    from ..dream.snapshots import has_snapshot
+
+    paths = DreamPaths(store.folder)
+    mark_interrupted(paths)
+    manifest = Manifest.load(paths, run_id)
+    data = manifest.to_dict()
+    report_text = None
+    report_file = paths.report_file(run_id)
+    try:
+        report_text = report_file.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        pass
+    versions = _Versions(store, run_id)
+    changes = []
+    for change in data.get("changes", []):
+        changes.append(_with_diff(change, versions, len(changes)))
+    data["changes"] = changes
+    reason = _why_no_rollback(data, has_snapshot(paths, run_id))
+    return {
+        "run": data,
+        "report": report_text,
+        "reportPath": str(report_file),
+        "rollback": {"possible": reason is None, "why": reason},
+    }
+
+
+def _why_no_rollback(data: Mapping[str, Any], snapshot: bool) -> str | None:
+    status = data.get("status")
+    if status == "running":
+        return "the run is still in progress"
+    if status == "rolled-back":
+        return f"already rolled back by {data.get('rolledBackBy')}"
+    if data.get("kind") == "dream" and data.get("mode") == "report":
+        return "a report run changes nothing, so there is nothing to undo"
+    if not snapshot:
+        return "its rollback point is gone (older ones are rotated out)"
+    return None
+
+
+async def run(request: Request) -> JSONResponse:
+    run_id = request.path_params["run_id"]
+    return JSONResponse(await run_in_threadpool(run_detail, store_of(request), run_id))
+
+
+def do_rollback(store: MemoryStore, run_id: str, scope: str, dry_run: bool) -> dict[str, Any]:
+    from ..dream import rollback
+
+    return rollback(store, run_id, scope=scope, dry_run=dry_run).to_dict()
+
+
+async def rollback(request: Request) -> JSONResponse:
+    data = await json_body(request)
+    scope = data.get("scope", "touched")
+    if scope not in ("touched", "all"):
+        raise InvalidMemory("scope must be touched or all")
+    dry_run = data.get("dryRun") is True
+    result = await run_in_threadpool(
+        do_rollback, store_of(request), request.path_params["run_id"], scope, dry_run
+    )
+    if not dry_run:
+        request.app.state.feed.bump("runs")
+    return JSONResponse(result)
+
+
+def do_dream(store: MemoryStore, mode: str) -> dict[str, Any]:
+    from ..dream import run_dream
+
+    return run_dream(store, mode=mode).to_dict()
+
+
+async def dream(request: Request) -> JSONResponse:
+    data = await json_body(request)
+    mode = data.get("mode", "report")
+    if mode not in ("report", "rewrite"):
+        raise InvalidMemory("mode must be report or rewrite")
+    result = await run_in_threadpool(do_dream, store_of(request), mode)
+    request.app.state.feed.bump("runs")
+    return JSONResponse(result)

@@ -1,0 +1,150 @@
+"""The socket, uvicorn and the browser: `sage-mem ui` end to end.
+
+The socket is bound here, on 127.0.0.1 only, before uvicorn starts: the port
+is known (also when it is 0, "any free port") when the URL is printed and
+the Host check is armed, and there is no moment when a wrong address is bound.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import socket
+import threading
+import time
+import webbrowser
+from pathlib import Path
+from typing import Any, TextIO
+
+from ..errors import SageMemError
+from ..store import MemoryStore
+from .app import create_app
+from .live import ChangeFeed
+from .security import new_token
+
+HOST = "127.0.0.1"
+DEFAULT_PORT = 8765
+
+
+def bind(port: int) -> socket.socket:
+    """A listening TCP socket on 127.0.0.1:`port` (0: any free port)."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((HOST, port))
+        sock.listen(128)
+    except BaseException:
+        sock.close()
+        raise
+    sock.set_inheritable(True)
+    return sock
+
+
+def bind_default(port: int | None) -> socket.socket:
+    """Bind `port`; with None, the default port, or any free one when it is taken."""
+    try:
+        return bind(DEFAULT_PORT if port is None else port)
+    except OSError as exc:
+        if exc.errno != errno.EADDRINUSE:
+            raise SageMemError(f"cannot listen on {HOST}:{port}: {exc.strerror}") from None
+        if port is None:
+            return bind(0)
+        raise SageMemError(
+            f"port {port} on {HOST} is in use: choose another with --port, "
+            "or --port 0 for any free one"
+        ) from None
+
+
+class UiServer:
+    """The web UI for one store: bound at construction, served by `serve()` or `start()`."""
+
+    def __init__(self, store: MemoryStore, *, port: int | None = None) -> None:
+        import uvicorn
+
+        self.store = store
+        self.token = new_token()
+        self.socket = bind_default(port)
+        self.port: int = self.socket.getsockname()[1]
+        self.feed = ChangeFeed()
+        self.app = create_app(store, token=self.token, port=lambda: self.port, feed=self.feed)
+        config = uvicorn.Config(
+            self.app, log_level="warning", access_log=False, lifespan="on", ws="none",
+            http="h11", loop="asyncio", timeout_graceful_shutdown=2,
+        )
+        self._server: Any = _uvicorn_server(config, self.feed)
+        self._thread: threading.Thread | None = None
+
+    @property
+    def origin(self) -> str:
+        return f"http://{HOST}:{self.port}"
+
+    @property
+    def url(self) -> str:
+        """The page's address with the token in its fragment (never sent to any server)."""
+        return f"{self.origin}/#token={self.token}"
+
+    def serve(self) -> None:
+        """Serve until Ctrl-C or `stop()`."""
+        try:
+            self._server.run(sockets=[self.socket])
+        finally:
+            self.socket.close()
+
+    def start(self, timeout: float = 10.0) -> UiServer:
+        """Serve from a background thread; returns once requests are answered."""
+        self._thread = threading.Thread(target=self.serve, name="sage-mem-ui", daemon=True)
+        self._thread.start()
+        deadline = time.monotonic() + timeout
+        while not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                raise SageMemError("the web UI did not start")
+            time.sleep(0.01)
+        return self
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop serving (from another thread) and wait for the server to finish."""
+        self.feed.close()
+        self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout)
+            self._thread = None
+
+    def __enter__(self) -> UiServer:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+
+def _uvicorn_server(config: object, feed: ChangeFeed) -> object:
+    """uvicorn's server, made to end the open event streams first on Ctrl-C."""
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        def handle_exit(self, sig: int, frame: object) -> None:  # type: ignore[override]
+            feed.close()
+            super().handle_exit(sig, frame)  # type: ignore[arg-type]
+
+    return Server(config)  # type: ignore[arg-type]
+
+
+def run_ui(
+    folder: Path, *, port: int | None, open_browser: bool, poll: bool, out: TextIO
+) -> int:
+    """`sage-mem ui`: open the store with its watcher, print the URL, serve until Ctrl-C."""
+    with MemoryStore(folder, watch=True, poll=poll) as store:
+        server = UiServer(store, port=port)
+        out.write(
+            f"sage-mem ui: {store.root} ({len(store.list())} memories)\n"
+            f"open {server.url}\n"
+            "(the link carries this launch's token; only 127.0.0.1 can connect; Ctrl-C stops)\n"
+        )
+        out.flush()
+        if open_browser:
+            with contextlib.suppress(webbrowser.Error):
+                webbrowser.open(server.url)
+        # uvicorn shuts down cleanly on Ctrl-C, then raises the signal again.
+        with contextlib.suppress(KeyboardInterrupt):
+            server.serve()
+    out.write("sage-mem ui: stopped\n")
+    return 0

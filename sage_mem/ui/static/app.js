@@ -1,0 +1,960 @@
+/* sage-mem ui: the page. Plain JavaScript, no build step, no framework.
+ *
+ * Every piece of memory text reaches the page through textContent (the `h`
+ * helper below appends strings as text nodes) or the DOM-building markdown
+ * renderer; nothing is ever assigned to innerHTML.
+ *
+ * The token: `sage-mem ui` prints http://127.0.0.1:PORT/#token=…; the fragment
+ * never leaves the browser. It is kept in this origin's localStorage (so a
+ * memory opened in a new tab works too) and sent as X-Sage-Token.
+ */
+"use strict";
+
+(function () {
+  const main = document.getElementById("main");
+  const TOKEN_KEY = "sage-mem-token:" + location.port;
+  const CATEGORIES = ["user", "feedback", "project", "reference"];
+
+  (function takeToken() {
+    const match = location.hash.match(/token=([A-Za-z0-9_-]+)/);
+    if (match) {
+      localStorage.setItem(TOKEN_KEY, match[1]);
+      history.replaceState(null, "", location.pathname + "#/");
+    }
+  })();
+  const token = () => localStorage.getItem(TOKEN_KEY) || "";
+
+  // ---------------------------------------------------------------- helpers
+
+  function h(tag, attrs, ...children) {
+    const node = document.createElement(tag);
+    for (const [key, value] of Object.entries(attrs || {})) {
+      if (value === null || value === undefined || value === false) continue;
+      if (key.startsWith("on") && typeof value === "function") node.addEventListener(key.slice(2), value);
+      else if (key === "class") node.className = value;
+      else if (key === "dataset") Object.assign(node.dataset, value);
+      else if (key === "value" || key === "checked") node[key] = value;
+      else node.setAttribute(key, value === true ? "" : String(value));
+    }
+    return add(node, children);
+  }
+
+  function add(node, children) {
+    for (const child of children.flat(Infinity)) {
+      if (child === null || child === undefined || child === false) continue;
+      node.append(child instanceof Node ? child : String(child));
+    }
+    return node;
+  }
+
+  // Replace a node's children (arrays are flattened; null and false are skipped).
+  function fill(node, ...children) {
+    node.replaceChildren();
+    return add(node, children);
+  }
+
+  const enc = encodeURIComponent;
+  const memoryHref = (id) => "#/m/" + enc(id);
+
+  function debounce(fn, ms) {
+    let timer = 0;
+    return function (...args) {
+      clearTimeout(timer);
+      timer = setTimeout(() => fn.apply(this, args), ms);
+    };
+  }
+
+  function when(text) {
+    if (!text) return "";
+    if (/^\d{4}-\d{2}-\d{2}$/.test(text)) return text;
+    const date = new Date(text);
+    if (Number.isNaN(date.getTime())) return String(text);
+    const pad = (n) => String(n).padStart(2, "0");
+    return date.getFullYear() + "-" + pad(date.getMonth() + 1) + "-" + pad(date.getDate()) + " " +
+      pad(date.getHours()) + ":" + pad(date.getMinutes());
+  }
+
+  function categoryBadge(category) {
+    const name = category || "none";
+    const known = CATEGORIES.includes(category) ? category : "other";
+    return h("span", { class: "cat cat-" + known }, h("span", { class: "dot" }), name);
+  }
+
+  function toast(message, options) {
+    options = options || {};
+    const box = h("div", { class: "msg" + (options.error ? " error" : "") }, message);
+    if (options.action) {
+      box.append(" ", h("button", { class: "small", onclick: () => { options.action.run(); box.remove(); } }, options.action.label));
+    }
+    document.getElementById("toast").append(box);
+    setTimeout(() => box.remove(), options.error ? 7000 : 4000);
+  }
+
+  class ApiError extends Error {
+    constructor(status, data) {
+      super((data && data.error) || "request failed (" + status + ")");
+      this.status = status;
+      this.data = data || {};
+    }
+  }
+
+  async function api(path, options) {
+    options = options || {};
+    const init = {
+      method: options.method || "GET",
+      headers: { "X-Sage-Token": token() },
+      cache: "no-store",
+      credentials: "same-origin",
+    };
+    if (options.body !== undefined) {
+      init.headers["Content-Type"] = "application/json";
+      init.body = JSON.stringify(options.body);
+    }
+    let response;
+    try {
+      response = await fetch(path, init);
+    } catch (error) {
+      throw new ApiError(0, { error: "sage-mem ui is not reachable (stopped?)" });
+    }
+    let data = null;
+    try { data = await response.json(); } catch (error) { data = null; }
+    if (response.status === 401) {
+      needToken();
+      throw new ApiError(401, data);
+    }
+    if (!response.ok) throw new ApiError(response.status, data);
+    return data;
+  }
+
+  function failure(error) {
+    if (error.status === 401) return;
+    fill(main, h("div", { class: "notice error" }, error.message));
+  }
+
+  function needToken() {
+    current = null;
+    fill(main, 
+      h("div", { class: "notice warn", id: "need-token" },
+        h("h1", {}, "This page needs its key"),
+        h("p", {}, "Open the link that ", h("code", {}, "sage-mem ui"), " printed in your terminal (it ends in ",
+          h("code", {}, "#token=…"), "). The key changes every time sage-mem ui starts, so that other web pages in your browser cannot read or change your memory.")));
+  }
+
+  // ------------------------------------------------------------- the router
+
+  let current = null;
+
+  function setNav(name) {
+    document.querySelectorAll("[data-nav]").forEach((a) => a.classList.toggle("active", a.dataset.nav === name));
+    main.classList.toggle("wide", name === "stars");
+  }
+
+  const ROUTES = [
+    [/^#?\/?$/, () => listView()],
+    [/^#\/m\/(.+)$/, (m) => memoryView(decodeURIComponent(m[1]))],
+    [/^#\/edit\/(.+)$/, (m) => editorView(decodeURIComponent(m[1]))],
+    [/^#\/new$/, () => editorView(null)],
+    [/^#\/stars$/, () => starsView()],
+    [/^#\/archive$/, () => archiveView()],
+    [/^#\/audit$/, () => auditView()],
+    [/^#\/runs$/, () => runsView()],
+    [/^#\/runs\/(.+)$/, (m) => runView(decodeURIComponent(m[1]))],
+  ];
+
+  function route() {
+    if (!token()) { needToken(); return; }
+    if (current && current.leave) current.leave();
+    current = null;
+    const hash = location.hash || "#/";
+    for (const [pattern, make] of ROUTES) {
+      const match = hash.match(pattern);
+      if (match) {
+        current = make(match);
+        setNav(current.nav);
+        main.focus({ preventScroll: true });
+        window.scrollTo(0, 0);
+        return;
+      }
+    }
+    location.hash = "#/";
+  }
+
+  let lastHash = location.hash;
+  let returning = false;
+  window.addEventListener("hashchange", () => {
+    if (returning) { returning = false; return; }
+    if (current && current.dirty && current.dirty() && !confirm("Leave without saving your changes?")) {
+      returning = true;
+      location.hash = lastHash;
+      return;
+    }
+    lastHash = location.hash;
+    route();
+  });
+  window.addEventListener("beforeunload", (event) => {
+    if (current && current.dirty && current.dirty()) event.preventDefault();
+  });
+
+  // ------------------------------------------------------------ live events
+
+  function connectLive() {
+    if (!token()) return;
+    const dot = document.getElementById("live");
+    const source = new EventSource("/api/events?token=" + enc(token()));
+    let connectedBefore = false;
+    const refresh = debounce((kind) => { if (current && current.refresh) current.refresh(kind); }, 120);
+    source.addEventListener("hello", () => {
+      dot.classList.add("on");
+      dot.title = "Live: changes on disk show up here within a second";
+      if (connectedBefore) { refresh("memories"); refreshBadge(); }
+      connectedBefore = true;
+    });
+    source.addEventListener("memories", () => { refresh("memories"); refreshBadge(); });
+    source.addEventListener("runs", () => { if (current && current.refresh) current.refresh("runs"); });
+    source.onerror = () => {
+      dot.classList.remove("on");
+      dot.title = "Not connected: live updates paused (is sage-mem ui still running?)";
+    };
+  }
+
+  const refreshBadge = debounce(async () => {
+    try {
+      const data = await api("/api/audit");
+      const badge = document.getElementById("audit-badge");
+      badge.textContent = String(data.count);
+      badge.hidden = !data.count;
+    } catch (error) { /* the badge is a nicety */ }
+  }, 1500);
+
+  // ------------------------------------------------------------- list view
+
+  const listState = { q: "", categories: new Set(), tags: new Set(), allTags: false };
+
+  function listView() {
+    const input = h("input", {
+      id: "search", type: "search", value: listState.q, autocomplete: "off", spellcheck: "false",
+      placeholder: "Search memories, in any language  ( / )", "aria-label": "Search memories",
+    });
+    const categoryChips = h("div", { class: "chips", id: "category-chips" });
+    const tagChips = h("div", { class: "chips", id: "tag-chips" });
+    const count = h("span", { id: "result-count" });
+    const folder = h("span", { class: "muted mono small", id: "folder" });
+    const results = h("ol", { class: "results", id: "results", "aria-live": "polite" });
+    fill(main, h("div", { class: "searchbar" }, input), categoryChips, tagChips,
+      h("div", { class: "summary-line" }, count, folder), results);
+    api("/api/info").then((info) => { folder.textContent = info.folder; }).catch(() => {});
+
+    let sequence = 0;
+    async function load() {
+      const mine = ++sequence;
+      const params = new URLSearchParams();
+      if (listState.q.trim()) params.set("q", listState.q);
+      listState.categories.forEach((c) => params.append("category", c));
+      listState.tags.forEach((t) => params.append("tag", t));
+      let data;
+      try { data = await api("/api/memories?" + params); } catch (error) { if (mine === sequence) failure(error); return; }
+      if (mine !== sequence) return;
+      renderChips(data.facets);
+      renderResults(data);
+    }
+
+    function chip(kind, name, n, selected) {
+      const attrs = {
+        class: "chip", type: "button", "aria-pressed": String(selected),
+        dataset: kind === "category" ? { category: name } : { tag: name },
+        onclick: () => {
+          const set = kind === "category" ? listState.categories : listState.tags;
+          if (set.has(name)) set.delete(name); else set.add(name);
+          load();
+        },
+      };
+      const dot = kind === "category" ? h("span", { class: "dot cat-" + (CATEGORIES.includes(name) ? name : "other") }) : null;
+      return h("button", attrs, dot, name, h("span", { class: "count" }, n));
+    }
+
+    function renderChips(facets) {
+      fill(categoryChips, h("span", { class: "label" }, "Category"),
+        facets.categories.map((c) => chip("category", c.name, c.count, listState.categories.has(c.name))));
+      const shown = facets.tags.filter((t, i) => listState.allTags || i < 24 || listState.tags.has(t.name));
+      const rest = facets.tags.length - shown.length;
+      fill(tagChips, h("span", { class: "label" }, "Tags"),
+        shown.map((t) => chip("tag", t.name, t.count, listState.tags.has(t.name))),
+        rest > 0 ? h("button", { class: "chip", type: "button", onclick: () => { listState.allTags = true; renderChips(facets); } }, "+" + rest + " more") : null,
+        facets.tags.length ? null : h("span", { class: "muted small" }, "no tags yet"));
+    }
+
+    function renderResults(data) {
+      const filtered = listState.q.trim() || listState.categories.size || listState.tags.size;
+      count.textContent = filtered
+        ? data.total + " of " + data.all + " memories match"
+        : data.all + " memories" + (data.total > data.results.length ? " (newest " + data.results.length + " shown)" : "");
+      if (!data.results.length) {
+        fill(results, h("li", { class: "empty" },
+          data.all ? "Nothing matches. Try other words, or fewer chips." : "No memories yet. Create one with New memory."));
+        return;
+      }
+      fill(results, ...data.results.map((m) => h("li", { class: "result", dataset: { id: m.id } },
+        h("a", { class: "card", href: memoryHref(m.id) },
+          h("div", { class: "desc" }, m.summary || m.description),
+          h("div", { class: "meta" },
+            categoryBadge(m.category),
+            h("span", { class: "mono" }, m.id),
+            m.tags.map((t) => h("span", { class: "tag" }, t)),
+            m.baseline ? h("span", { class: "flag" }, "baseline") : null,
+            m.locked ? h("span", { class: "flag" }, "locked") : null,
+            m.project ? h("span", {}, "project " + m.project) : null,
+            h("span", {}, m.age || ""),
+            h("span", { title: "trust" }, "trust " + Number(m.trust).toFixed(2)))))));
+    }
+
+    input.addEventListener("input", debounce(() => { listState.q = input.value; load(); }, 80));
+    input.addEventListener("keydown", (event) => {
+      if (event.key === "Enter") {
+        const first = results.querySelector("a.card");
+        if (first) location.hash = first.getAttribute("href");
+      }
+    });
+    setTimeout(() => input.focus(), 0);
+    load();
+    return { nav: "list", refresh: (kind) => { if (kind !== "runs") load(); } };
+  }
+
+  document.addEventListener("keydown", (event) => {
+    const typing = /^(INPUT|TEXTAREA|SELECT)$/.test(document.activeElement.tagName);
+    if (event.key === "/" && !typing) {
+      const search = document.getElementById("search");
+      if (search) { event.preventDefault(); search.focus(); search.select(); } else if (!typing) { location.hash = "#/"; }
+    }
+  });
+
+  // ----------------------------------------------------------- memory view
+
+  function fieldList(pairs) {
+    return h("dl", { class: "fields" }, pairs.filter(([, v]) => v !== null && v !== undefined && v !== "" && !(Array.isArray(v) && !v.length))
+      .map(([k, v]) => [h("dt", {}, k), h("dd", {}, v instanceof Node ? v : Array.isArray(v) ? v.join(", ") : String(v))]));
+  }
+
+  function memoryView(id) {
+    let shownSha = null;
+    async function load() {
+      let data;
+      try {
+        data = await api("/api/memory?id=" + enc(id));
+      } catch (error) {
+        if (error.status === 404) {
+          fill(main, h("div", { class: "notice warn", id: "gone" },
+            h("p", {}, "There is no memory ", h("code", {}, id), " (any more)."),
+            h("p", {}, error.message),
+            h("p", {}, h("a", { href: "#/" }, "Back to the list"), " · ", h("a", { href: "#/archive" }, "Look in the archive"))));
+          return;
+        }
+        failure(error);
+        return;
+      }
+      const m = data.memory;
+      if (m.sha256 === shownSha) return;
+      shownSha = m.sha256;
+      render(m);
+    }
+
+    function render(m) {
+      const meta = m.meta || {};
+      const actions = h("div", { class: "actions" });
+      const archiveForm = h("div", { class: "inline-form", hidden: true, id: "archive-form" });
+      if (m.archived) {
+        actions.append(h("button", { class: "primary", id: "restore", onclick: () => restore(m.id) }, "Restore"));
+      } else {
+        actions.append(
+          h("a", { class: "button primary", id: "edit", href: "#/edit/" + enc(m.id), "aria-disabled": m.locked ? "true" : null,
+            onclick: (e) => { if (m.locked) { e.preventDefault(); toast("This memory is locked (locked: true): edit the file itself to unlock it.", { error: true }); } } }, "Edit"),
+          h("button", { class: "danger", id: "archive", disabled: m.locked, title: m.locked ? "locked memories cannot be archived" : "move it to archive/ (reversible)",
+            onclick: () => { archiveForm.hidden = false; archiveForm.querySelector("input").focus(); } }, "Archive…"));
+        const reason = h("input", { id: "archive-reason", placeholder: "Why? (kept in the archived file)", maxlength: "300" });
+        const go = async () => {
+          if (!reason.value.trim()) { reason.focus(); toast("Say why it is archived.", { error: true }); return; }
+          try {
+            const result = await api("/api/archive", { method: "POST", body: { id: m.id, reason: reason.value } });
+            toast("Archived as " + result.memory.id, { action: { label: "Undo", run: () => restore(result.memory.id) } });
+            location.hash = memoryHref(result.memory.id);
+          } catch (error) { toast(error.message, { error: true }); }
+        };
+        reason.addEventListener("keydown", (e) => { if (e.key === "Enter") go(); if (e.key === "Escape") archiveForm.hidden = true; });
+        archiveForm.append(reason, h("button", { class: "danger solid", id: "archive-confirm", onclick: go }, "Archive"),
+          h("button", { onclick: () => { archiveForm.hidden = true; } }, "Cancel"),
+          h("span", { class: "muted small" }, "Nothing is deleted: it moves to archive/ and can be restored."));
+      }
+      const body = h("div", { class: "markdown", id: "memory-body" });
+      body.append(window.SageMarkdown.render(m.body, { base: m.id.replace(/^archive\//, "") }));
+      fill(main, 
+        h("div", { class: "memory-head" },
+          h("div", {},
+            h("h1", { id: "memory-title" }, m.description),
+            h("div", { class: "id", id: "memory-id" }, m.id)),
+          actions),
+        archiveForm,
+        m.archived ? h("div", { class: "notice warn", id: "archived-note" },
+          "Archived", meta.archived ? " " + when(meta.archived) : "", meta.archiveReason ? ": " + meta.archiveReason : "",
+          meta.supersededBy ? [" (superseded by ", h("a", { href: memoryHref(String(meta.supersededBy)) }, String(meta.supersededBy)), ")"] : null) : null,
+        m.problems && m.problems.length ? h("div", { class: "notice warn" }, h("strong", {}, "Problems: "), m.problems.join("; ")) : null,
+        h("div", { class: "columns" },
+          h("div", { class: "panel" }, m.body.trim() ? body : h("p", { class: "muted" }, "(no body)")),
+          h("aside", { class: "panel" }, fieldList([
+            ["category", categoryBadge(m.category)],
+            ["name", m.name],
+            ["summary", m.summary],
+            ["aliases", m.aliases],
+            ["tags", m.tags],
+            ["trust", Number(m.trust).toFixed(2)],
+            ["baseline", m.baseline ? "yes (priority " + m.baselinePriority + ")" : null],
+            ["project", m.project],
+            ["supersedes", m.supersedes.length ? h("span", {}, m.supersedes.map((s, i) => [i ? ", " : "", h("a", { href: memoryHref(s) }, s)])) : null],
+            ["locked", m.locked ? "yes" : null],
+            ["created", when(m.created)],
+            ["updated", m.updated ? when(m.updated) + (m.age ? " (" + m.age + ")" : "") : null],
+            ["file", h("span", { class: "mono small" }, m.path)],
+            ["sha256", h("span", { class: "mono small", title: m.sha256 }, m.sha256.slice(0, 16) + "…")],
+          ]))));
+    }
+
+    load();
+    return { nav: navFor(id), refresh: (kind) => { if (kind !== "runs") load(); } };
+  }
+
+  function navFor(id) { return id.startsWith("archive/") ? "archive" : "list"; }
+
+  async function restore(id) {
+    try {
+      const result = await api("/api/restore", { method: "POST", body: { id: id } });
+      toast("Restored " + result.memory.id);
+      location.hash = memoryHref(result.memory.id);
+    } catch (error) { toast(error.message, { error: true }); }
+  }
+
+  // ---------------------------------------------------------------- editor
+
+  const splitList = (text) => text.split(",").map((s) => s.trim()).filter(Boolean);
+
+  function versionText(v) {
+    const lines = [
+      "description: " + (v.description || ""),
+      "category: " + (v.category || ""),
+      "name: " + (v.name || ""),
+      "summary: " + (v.summary || ""),
+      "tags: " + (v.tags || []).join(", "),
+      "aliases: " + (v.aliases || []).join(", "),
+      "trust: " + (v.trust === undefined || v.trust === null ? "" : Number(v.trust).toFixed(2)),
+      "project: " + (v.project || ""),
+      "baseline: " + (v.baseline ? "yes (priority " + (v.baselinePriority || 0) + ")" : "no"),
+      "supersedes: " + (v.supersedes || []).join(", "),
+      "",
+    ];
+    return lines.join("\n") + (v.body || "").replace(/^\n+/, "");
+  }
+
+  // A line diff (longest common subsequence) for the conflict view; bodies are small.
+  function lineDiff(a, b) {
+    const x = a.split("\n");
+    const y = b.split("\n");
+    if (x.length * y.length > 4e6) return [["@", "too long to compare line by line"]];
+    const n = x.length;
+    const m = y.length;
+    const table = Array.from({ length: n + 1 }, () => new Uint32Array(m + 1));
+    for (let i = n - 1; i >= 0; i--) for (let j = m - 1; j >= 0; j--) {
+      table[i][j] = x[i] === y[j] ? table[i + 1][j + 1] + 1 : Math.max(table[i + 1][j], table[i][j + 1]);
+    }
+    const out = [];
+    let i = 0;
+    let j = 0;
+    while (i < n || j < m) {
+      if (i < n && j < m && x[i] === y[j]) { out.push([" ", x[i]]); i++; j++; }
+      else if (j < m && (i >= n || table[i][j + 1] >= table[i + 1][j])) { out.push(["+", y[j]]); j++; }
+      else { out.push(["-", x[i]]); i++; }
+    }
+    return out;
+  }
+
+  function diffBlock(lines, id) {
+    const kinds = { "+": "add", "-": "del", "@": "hunk", " ": "ctx" };
+    return h("div", { class: "diff", id: id || null },
+      lines.map(([kind, text]) => h("div", { class: kinds[kind] || "ctx" }, text)));
+  }
+
+  function editorView(id) {
+    const creating = id === null;
+    let original = null;
+    let dirty = false;
+    let liveNote = null;
+    const form = h("form", { class: "editor", id: "editor", novalidate: true });
+    const conflict = h("div", { id: "conflict", hidden: true, class: "notice warn conflict" });
+    const problem = h("div", { id: "editor-error", hidden: true, class: "notice error" });
+
+    function input(name, label, attrs, help) {
+      const control = attrs && attrs.tag === "select" ? attrs.node : h("input", Object.assign({ name: name, id: "f-" + name }, attrs || {}));
+      return h("label", { class: "field" }, h("span", {}, label), control, help ? h("small", { class: "muted" }, help) : null);
+    }
+
+    function build(m) {
+      const categories = CATEGORIES.slice();
+      if (m && m.category && !categories.includes(m.category)) categories.push(m.category);
+      const select = h("select", { name: "category", id: "f-category" },
+        h("option", { value: "" }, "(none)"), categories.map((c) => h("option", { value: c }, c)));
+      select.value = (m && m.category) || "";
+      const body = h("textarea", { name: "body", id: "f-body", class: "body-input", spellcheck: "true" });
+      body.value = m ? m.body.replace(/^\n/, "") : "";
+      fill(form, 
+        creating ? input("id", "Id (the file name, without .md)", { required: true, placeholder: "user_cat or project/api/auth_flow", autocomplete: "off" },
+          "Convention: start with the category, e.g. feedback_tests_first") : null,
+        input("description", "Description (one line saying what this memory is)", { required: true, value: m ? m.description : "" }),
+        h("div", { class: "grid2" },
+          input("category", "Category", { tag: "select", node: select }),
+          input("name", "Name", { value: (m && m.name) || "" }),
+          input("summary", "Summary (short display text)", { value: (m && m.summary) || "" }),
+          input("project", "Project (empty: everywhere)", { value: (m && m.project) || "" }),
+          input("tags", "Tags (comma-separated)", { value: m ? m.tags.join(", ") : "" }),
+          input("aliases", "Aliases (other wordings that should find it)", { value: m ? m.aliases.join(", ") : "" }),
+          input("trust", "Trust (0 to 1)", { type: "number", min: "0", max: "1", step: "0.05", value: m ? String(m.trust) : "0.5" }),
+          input("supersedes", "Supersedes (ids, comma-separated)", { value: m ? m.supersedes.join(", ") : "" }),
+          h("label", { class: "check" }, h("input", { type: "checkbox", name: "baseline", id: "f-baseline", checked: !!(m && m.baseline) }),
+            "Baseline: inject at the start of every session"),
+          input("baselinePriority", "Baseline priority (higher first)", { type: "number", step: "1", value: m ? String(m.baselinePriority) : "0" })),
+        h("label", { class: "field" }, h("span", {}, "Body (markdown)"), body),
+        problem,
+        conflict,
+        h("div", { class: "actions" },
+          h("button", { class: "primary", type: "submit", id: "save" }, creating ? "Create" : "Save"),
+          h("a", { class: "button", href: creating ? "#/" : memoryHref(id), onclick: () => { dirty = false; } }, "Cancel"),
+          h("span", { class: "muted small" }, "Ctrl+S saves")));
+      dirty = false;
+    }
+
+    function values() {
+      const get = (name) => { const node = form.elements.namedItem(name); return node ? node.value : ""; };
+      return {
+        description: get("description").trim(),
+        category: get("category"),
+        name: get("name").trim(),
+        summary: get("summary").trim(),
+        project: get("project").trim(),
+        tags: splitList(get("tags")),
+        aliases: splitList(get("aliases")),
+        supersedes: splitList(get("supersedes")),
+        trust: get("trust") === "" ? null : Number(get("trust")),
+        baseline: form.elements.namedItem("baseline").checked,
+        baselinePriority: get("baselinePriority") === "" ? 0 : Number(get("baselinePriority")),
+        body: get("body"),
+      };
+    }
+
+    // Only what changed is sent: the store then touches only those keys of the file.
+    function changes(v, base) {
+      const out = {};
+      const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
+      if (!base) {
+        for (const [k, value] of Object.entries(v)) {
+          if (value === "" || value === null || (Array.isArray(value) && !value.length)) continue;
+          if (k === "baseline" && !value) continue;
+          if (k === "baselinePriority" && !v.baseline) continue;
+          if (k === "trust" && value === 0.5) continue;
+          out[k] = value;
+        }
+        return out;
+      }
+      const before = {
+        description: base.description, category: base.category || "", name: base.name || "", summary: base.summary || "",
+        project: base.project || "", tags: base.tags, aliases: base.aliases, supersedes: base.supersedes, trust: base.trust,
+        baseline: base.baseline, baselinePriority: base.baselinePriority, body: base.body.replace(/^\n/, ""),
+      };
+      for (const k of Object.keys(v)) {
+        if (!same(v[k], before[k])) out[k] = v[k];
+      }
+      if (out.category === "") delete out.category;
+      if (out.body !== undefined && out.body.trim() === before.body.trim()) delete out.body;
+      return out;
+    }
+
+    async function save(extra) {
+      problem.hidden = true;
+      const v = values();
+      if (creating && !form.elements.namedItem("id").value.trim()) { showProblem("Give the memory an id."); return; }
+      if (!v.description) { showProblem("A memory needs a description."); return; }
+      const payload = Object.assign(changes(v, original), extra || {});
+      if (creating) {
+        payload.id = form.elements.namedItem("id").value.trim();
+        payload.create = true;
+      } else {
+        if (Object.keys(payload).filter((k) => k !== "allowSecret").length === 0) {
+          dirty = false;
+          toast("Nothing changed.");
+          location.hash = memoryHref(id);
+          return;
+        }
+        payload.id = id;
+        payload.expectedSha256 = original.sha256;
+      }
+      const button = document.getElementById("save");
+      button.disabled = true;
+      try {
+        const result = await api("/api/memory", { method: "POST", body: payload });
+        dirty = false;
+        toast((creating ? "Created " : "Saved ") + result.memory.id);
+        location.hash = memoryHref(result.memory.id);
+      } catch (error) {
+        if (error.status === 409 && !creating) showConflict(v, error.data.current);
+        else if (error.data && error.data.kind === "SecretRefused") {
+          showProblem(error.message, h("button", { id: "save-anyway", type: "button", onclick: () => save({ allowSecret: true }) }, "It is not a secret: save anyway"));
+        } else showProblem(error.message);
+      } finally {
+        button.disabled = false;
+      }
+    }
+
+    function showProblem(message, extra) {
+      fill(problem, h("span", {}, message), extra ? [" ", extra] : null);
+      problem.hidden = false;
+    }
+
+    function showConflict(mine, disk) {
+      if (liveNote) { liveNote.remove(); liveNote = null; }
+      const mineText = versionText(mine);
+      const diskText = disk ? versionText(disk) : "";
+      fill(conflict, 
+        h("strong", {}, disk ? "This memory changed on disk since you opened it." : "This memory was removed or archived on disk since you opened it."),
+        h("p", {}, "Nothing was saved. Compare the two versions, then keep yours or take the one on disk."),
+        h("div", { class: "versions" },
+          h("div", {}, h("h3", {}, "Your version (not saved)"), h("pre", { id: "version-mine" }, mineText)),
+          h("div", {}, h("h3", {}, "On disk now"), h("pre", { id: "version-disk" }, disk ? diskText : "(no file)"))),
+        disk ? [h("h3", {}, "What differs (− yours, + on disk)"), diffBlock(lineDiff(mineText, diskText).filter((l, i, all) => l[0] !== " " || all.length < 40), "conflict-diff")] : null,
+        h("div", { class: "actions" },
+          disk ? h("button", { type: "button", class: "primary", id: "keep-mine", onclick: () => {
+            const v = values();
+            original = disk;
+            conflict.hidden = true;
+            fillChanged(v);
+            save();
+          } }, "Save mine over it") : null,
+          disk ? h("button", { type: "button", id: "take-disk", onclick: () => { original = disk; build(disk); conflict.hidden = true; toast("Loaded the version on disk."); } }, "Use the version on disk") : null,
+          h("button", { type: "button", onclick: () => { conflict.hidden = true; } }, "Keep editing")));
+      conflict.hidden = false;
+      conflict.scrollIntoView({ block: "nearest" });
+    }
+
+    function fillChanged(v) {
+      build(original);
+      const set = (name, value) => { const node = form.elements.namedItem(name); if (node) node.value = value; };
+      set("description", v.description); set("category", v.category); set("name", v.name); set("summary", v.summary);
+      set("project", v.project); set("tags", v.tags.join(", ")); set("aliases", v.aliases.join(", "));
+      set("supersedes", v.supersedes.join(", ")); set("trust", v.trust === null ? "" : String(v.trust));
+      form.elements.namedItem("baseline").checked = v.baseline; set("baselinePriority", String(v.baselinePriority)); set("body", v.body);
+    }
+
+    form.addEventListener("submit", (event) => { event.preventDefault(); save(); });
+    form.addEventListener("input", () => { dirty = true; });
+    const keys = (event) => {
+      if ((event.ctrlKey || event.metaKey) && event.key.toLowerCase() === "s") { event.preventDefault(); save(); }
+    };
+    document.addEventListener("keydown", keys);
+
+    fill(main, h("h1", {}, creating ? "New memory" : "Edit "), form);
+    if (creating) {
+      build(null);
+    } else {
+      main.firstChild.append(h("span", { class: "mono" }, id));
+      api("/api/memory?id=" + enc(id)).then((data) => {
+        original = data.memory;
+        if (original.locked) {
+          fill(main, h("div", { class: "notice warn" }, "This memory is locked (locked: true): no tool may change it. Edit the file itself to unlock it."));
+          return;
+        }
+        build(original);
+        setTimeout(() => form.elements.namedItem("description").focus(), 0);
+      }).catch(failure);
+    }
+
+    async function checkDisk() {
+      if (creating || !original) return;
+      let disk = null;
+      try { disk = (await api("/api/memory?id=" + enc(id))).memory; } catch (error) { if (error.status !== 404) return; }
+      if (disk && disk.sha256 === original.sha256) return;
+      if (!conflict.hidden || liveNote) return;
+      liveNote = h("div", { class: "notice warn", id: "changed-on-disk" },
+        disk ? "This memory just changed on disk. " : "This memory was just removed or archived on disk. ",
+        h("button", { type: "button", id: "compare", onclick: () => showConflict(values(), disk) }, "Compare the versions"));
+      form.prepend(liveNote);
+    }
+
+    return {
+      nav: "list",
+      dirty: () => dirty,
+      refresh: (kind) => { if (kind !== "runs") checkDisk(); },
+      leave: () => document.removeEventListener("keydown", keys),
+    };
+  }
+
+  // ---------------------------------------------------------------- archive
+
+  function archiveView() {
+    const filter = h("input", { id: "archive-filter", type: "search", placeholder: "Filter the archive", autocomplete: "off" });
+    const table = h("tbody", { id: "archive-rows" });
+    const count = h("p", { class: "muted", id: "archive-count" });
+    fill(main, h("h1", {}, "Archive"),
+      h("p", { class: "muted" }, "Archived memories are kept in archive/, never deleted, and never searched. Restore brings one back under its old id."),
+      filter, count,
+      h("table", { class: "list" }, h("thead", {}, h("tr", {}, h("th", {}, "memory"), h("th", {}, "why"), h("th", {}, "archived"), h("th", {}, ""))), table));
+    let rows = [];
+    function render() {
+      const q = filter.value.trim().toLowerCase();
+      const shown = rows.filter((r) => !q || (r.id + " " + r.description + " " + (r.archiveReason || "")).toLowerCase().includes(q));
+      count.textContent = rows.length ? shown.length + " of " + rows.length + " archived memories" : "The archive is empty.";
+      fill(table, ...shown.map((r) => h("tr", { dataset: { id: r.id } },
+        h("td", {}, h("a", { href: memoryHref(r.id) }, r.description), h("div", { class: "mono small muted" }, r.id)),
+        h("td", {}, r.archiveReason || "", r.supersededBy ? h("div", { class: "small muted" }, "superseded by ", h("a", { href: memoryHref(String(r.supersededBy)) }, String(r.supersededBy))) : null),
+        h("td", { class: "small" }, when(r.archived)),
+        h("td", {}, h("button", { class: "restore", onclick: () => restore(r.id) }, "Restore")))));
+    }
+    async function load() {
+      try { rows = (await api("/api/archived")).results; } catch (error) { failure(error); return; }
+      render();
+    }
+    filter.addEventListener("input", render);
+    load();
+    return { nav: "archive", refresh: (kind) => { if (kind !== "runs") load(); } };
+  }
+
+  // ------------------------------------------------------------------ audit
+
+  function auditView() {
+    const body = h("div", { id: "audit" }, h("p", { class: "muted" }, "Checking the folder…"));
+    fill(main, h("div", { class: "memory-head" }, h("h1", {}, "Audit"),
+      h("button", { id: "audit-again", onclick: () => load() }, "Check again")),
+    h("p", { class: "muted" }, "The audit reads every file and reports problems; it changes nothing."), body);
+    async function load() {
+      let data;
+      try { data = await api("/api/audit"); } catch (error) { failure(error); return; }
+      const badge = document.getElementById("audit-badge");
+      badge.textContent = String(data.count);
+      badge.hidden = !data.count;
+      if (!data.count) {
+        fill(body, h("div", { class: "notice ok" }, "No problems found in " + data.checked + " files."));
+        return;
+      }
+      fill(body, h("p", {}, data.count + " findings in " + data.checked + " files checked."),
+        h("table", { class: "list", id: "findings" },
+          h("thead", {}, h("tr", {}, h("th", {}, ""), h("th", {}, "check"), h("th", {}, "file"), h("th", {}, "finding"))),
+          h("tbody", {}, data.findings.map((f) => h("tr", {},
+            h("td", { class: "sev-" + f.severity }, f.severity),
+            h("td", { class: "mono small" }, f.check),
+            h("td", { class: "mono small" }, f.id ? h("a", { href: memoryHref(f.id) }, f.path) : f.path, f.line ? ":" + f.line : ""),
+            h("td", {}, f.message))))));
+    }
+    load();
+    return { nav: "audit", refresh: (kind) => { if (kind !== "runs") load(); } };
+  }
+
+  // ------------------------------------------------------------- dream runs
+
+  function runsView() {
+    const table = h("div", { id: "runs" });
+    const dreamBox = h("div", { class: "actions" },
+      h("button", { id: "dream-report", onclick: () => dream("report") }, "Dream now: report only"),
+      h("button", { id: "dream-rewrite", onclick: () => confirmRewrite() }, "Dream now: tidy the folder…"));
+    const confirmBox = h("div", { class: "notice warn confirm", hidden: true, id: "dream-confirm" });
+    fill(main, h("h1", {}, "Dream runs"),
+      h("p", { class: "muted" }, "Autodream tidies the folder: merges duplicates, archives what was superseded, adds summaries, makes dates absolute. Every rewrite run copies the folder first and can be rolled back."),
+      dreamBox, confirmBox, table);
+
+    function confirmRewrite() {
+      fill(confirmBox, 
+        h("p", {}, "A rewrite run may change and archive memories (never delete). The whole folder is copied to a rollback point first, and you can undo the run from its page."),
+        h("div", { class: "actions" }, h("button", { class: "primary", id: "dream-rewrite-go", onclick: () => { confirmBox.hidden = true; dream("rewrite"); } }, "Run it"),
+          h("button", { onclick: () => { confirmBox.hidden = true; } }, "Cancel")));
+      confirmBox.hidden = false;
+    }
+
+    async function dream(mode) {
+      dreamBox.querySelectorAll("button").forEach((b) => { b.disabled = true; });
+      try {
+        const result = await api("/api/dream", { method: "POST", body: { mode: mode } });
+        toast("Dream " + result.runId + ": " + result.changes + (mode === "rewrite" ? " changes" : " proposed changes"));
+        location.hash = "#/runs/" + enc(result.runId);
+      } catch (error) {
+        toast(error.message, { error: true });
+      } finally {
+        dreamBox.querySelectorAll("button").forEach((b) => { b.disabled = false; });
+      }
+    }
+
+    async function load() {
+      let data;
+      try { data = await api("/api/runs"); } catch (error) { failure(error); return; }
+      if (!data.runs.length) {
+        fill(table, h("p", { class: "empty" }, "No dream runs yet."));
+        return;
+      }
+      fill(table, h("table", { class: "list" },
+        h("thead", {}, h("tr", {}, ["run", "what", "status", "started", "changes", ""].map((t) => h("th", {}, t)))),
+        h("tbody", {}, data.runs.map((r) => {
+          const changed = r.kind === "rollback" ? (r.counts.applied || 0) + " files" :
+            (r.mode === "rewrite" ? (r.counts.applied || 0) + " changes" : (r.counts.proposed || 0) + " proposed");
+          return h("tr", { dataset: { run: r.runId } },
+            h("td", { class: "mono small" }, h("a", { href: "#/runs/" + enc(r.runId) }, r.runId)),
+            h("td", {}, r.kind === "rollback" ? "rollback of " : "dream ", r.kind === "rollback" ? h("a", { href: "#/runs/" + enc(r.target || "") }, r.target) : r.mode,
+              r.kind === "rollback" && r.scope ? " (" + r.scope + ")" : ""),
+            h("td", {}, h("span", { class: "status " + r.status }, r.status)),
+            h("td", { class: "small" }, when(r.started)),
+            h("td", { class: "small" }, changed, r.counts.refused ? ", " + r.counts.refused + " refused" : "", r.counts.notes ? ", " + r.counts.notes + " notes" : ""),
+            h("td", { class: "small" }, r.rolledBackBy ? ["undone by ", h("a", { href: "#/runs/" + enc(r.rolledBackBy) }, r.rolledBackBy)] : ""));
+        }))));
+    }
+    load();
+    return { nav: "runs", refresh: () => load() };
+  }
+
+  function runView(runId) {
+    let lastStatus = null;
+    async function load() {
+      let data;
+      try { data = await api("/api/runs/" + enc(runId)); } catch (error) { failure(error); return; }
+      const key = JSON.stringify([data.run.status, data.run.counts, data.run.rolledBackBy]);
+      if (key === lastStatus) return;
+      lastStatus = key;
+      render(data);
+    }
+
+    function render(data) {
+      const run = data.run;
+      const rollbackKind = run.kind === "rollback";
+      const counts = run.counts || {};
+      const panel = h("div", { class: "panel", id: "rollback-panel" });
+      if (data.rollback.possible) {
+        const scopeTouched = h("input", { type: "radio", name: "scope", value: "touched", id: "scope-touched", checked: true });
+        const scopeAll = h("input", { type: "radio", name: "scope", value: "all", id: "scope-all" });
+        const confirmBox = h("div", { class: "confirm", id: "rollback-confirm-box", hidden: true });
+        panel.append(h("h2", {}, rollbackKind ? "Undo this rollback" : "Undo this run"),
+          h("label", { class: "check" }, scopeTouched, "Only the files this run changed (touched)"),
+          h("label", { class: "check" }, scopeAll, "The whole folder, back to how it was before this run (all)"),
+          h("div", { class: "actions" }, h("button", { class: "danger", id: "rollback", onclick: preview }, "Roll back…")),
+          confirmBox);
+
+        async function preview() {
+          const scope = scopeAll.checked ? "all" : "touched";
+          let plan;
+          try { plan = await api("/api/runs/" + enc(runId) + "/rollback", { method: "POST", body: { scope: scope, dryRun: true } }); } catch (error) { toast(error.message, { error: true }); return; }
+          const restoreCount = plan.restored;
+          fill(confirmBox, 
+            h("p", { id: "rollback-summary" }, "This will put back " + restoreCount + " file" + (restoreCount === 1 ? "" : "s") +
+              " as they were before " + runId + ", move " + plan.archived + " that did not exist then into archive/ (nothing is deleted), and skip " +
+              plan.conflicts + " name conflict" + (plan.conflicts === 1 ? "" : "s") + " (nothing is overwritten). " +
+              "First the folder as it is now is copied, so this rollback can itself be undone."),
+            plan.actions.length ? h("ul", {}, plan.actions.map((a) => h("li", {}, h("strong", {}, a.action), " ", h("span", { class: "mono" }, a.path), a.detail ? " (" + a.detail + ")" : ""))) :
+              h("p", { class: "muted" }, "Nothing differs from the rollback point: the rollback would change no file."),
+            h("div", { class: "actions" },
+              h("button", { class: "danger solid", id: "rollback-confirm", onclick: () => go(scope) }, "Roll back now (" + scope + ")"),
+              h("button", { onclick: () => { confirmBox.hidden = true; } }, "Cancel")));
+          confirmBox.hidden = false;
+        }
+
+        async function go(scope) {
+          document.getElementById("rollback-confirm").disabled = true;
+          try {
+            const result = await api("/api/runs/" + enc(runId) + "/rollback", { method: "POST", body: { scope: scope, dryRun: false } });
+            toast("Rolled back " + runId + " as " + result.rollbackId + ": " + result.restored + " restored, " + result.archived + " moved to archive/");
+            location.hash = "#/runs/" + enc(result.rollbackId);
+          } catch (error) { toast(error.message, { error: true }); }
+        }
+      } else {
+        panel.append(h("p", { class: "muted", id: "no-rollback" }, "No rollback: " + data.rollback.why + "."),
+          run.rolledBackBy ? h("p", {}, "Rolled back by ", h("a", { href: "#/runs/" + enc(run.rolledBackBy) }, run.rolledBackBy)) : null);
+      }
+
+      const changes = (run.changes || []).map((c) => h("details", { class: "change", dataset: { file: c.file || "" } },
+        h("summary", {},
+          h("span", { class: "op " + c.operation }, c.operation),
+          h("span", { class: "mono" }, c.file),
+          c.after && c.after.file && c.after.file !== c.file ? h("span", { class: "mono muted" }, "→ " + c.after.file) : null,
+          h("span", { class: "muted small" }, c.rule || ""),
+          h("span", {}, c.unexplained ? "unexplained (no reason given)" : c.reason),
+          c.state === "pending" ? h("span", { class: "status interrupted" }, "may not have happened") : null),
+        c.fields && c.fields.length ? h("p", { class: "small muted" }, "fields: " + c.fields.join(", ")) : null,
+        c.diff ? (c.diff.length ? diffBlock(c.diff) : h("p", { class: "muted small" }, "(no difference in the text)")) : h("p", { class: "muted small" }, c.diffNote || "")));
+
+      const report = h("div", { class: "markdown", id: "run-report" });
+      if (data.report) report.append(window.SageMarkdown.render(data.report, {}));
+      else report.append(h("p", { class: "muted" }, "No report file (", h("span", { class: "mono" }, data.reportPath), ")."));
+
+      fill(main, 
+        h("div", { class: "memory-head" },
+          h("div", {}, h("h1", { id: "run-title" }, rollbackKind ? "Rollback " : "Dream run ", h("span", { class: "mono" }, run.runId)),
+            h("div", { class: "muted small" },
+              rollbackKind ? ["of ", h("a", { href: "#/runs/" + enc(run.target || "") }, run.target), " (" + run.scope + ")"] : run.mode + " mode",
+              " · ", h("span", { class: "status " + run.status, id: "run-status" }, run.status),
+              " · started " + when(run.started), run.finished ? " · finished " + when(run.finished) : "",
+              " · " + (counts.applied || 0) + " applied, " + (counts.proposed || 0) + " proposed, " + (counts.refused || 0) + " refused")),
+          h("a", { class: "button", href: "#/runs" }, "All runs")),
+        run.error ? h("div", { class: "notice error" }, "The run stopped early: " + run.error) : null,
+        panel,
+        h("h2", {}, "Changes (" + changes.length + ")"),
+        changes.length ? h("div", { id: "run-changes" }, changes) : h("p", { class: "muted" }, "No changes."),
+        h("h2", {}, "Report"),
+        h("div", { class: "panel" }, report));
+    }
+    load();
+    return { nav: "runs", refresh: () => load() };
+  }
+
+  // --------------------------------------------------------------- star map
+
+  function starsView() {
+    const canvas = h("canvas", { id: "starmap", role: "img", "aria-label": "Star map: every memory a star" });
+    const tip = h("div", { class: "star-tip", hidden: true, id: "star-tip" });
+    const legend = h("div", { class: "star-legend", id: "star-legend" });
+    const slider = h("input", { type: "range", id: "timeline", min: "0", max: "1000", value: "1000", "aria-label": "Timeline" });
+    const label = h("span", { class: "when", id: "timeline-label" });
+    const play = h("button", { id: "replay", type: "button" }, "▶ Birth replay");
+    fill(main, 
+      h("div", { class: "memory-head" }, h("div", {}, h("h1", {}, "Star map"),
+        h("p", { class: "muted" }, "Every memory is a star: colour is its category, size its length, brightness how recently it was updated. Hover for its description, click to open it."))),
+      h("div", { class: "starmap-wrap" }, canvas, legend, tip),
+      h("div", { class: "timeline" }, play, slider, label));
+
+    const map = new window.SageStarmap(canvas, tip, {
+      onOpen: (id) => { location.hash = memoryHref(id); },
+      onTime: (fraction) => { slider.value = String(Math.round(fraction * 1000)); showLabel(); if (!map.playing) play.textContent = "▶ Birth replay"; },
+      onDraw: () => showLabel(),
+    });
+
+    function showLabel() {
+      const shown = canvas.dataset.starCount;
+      const total = canvas.dataset.total;
+      const at = map.time === Infinity ? "now" : when(new Date(map.time).toISOString()).slice(0, 10);
+      label.textContent = at + ": " + shown + " of " + total + " stars";
+    }
+
+    slider.addEventListener("input", () => { map.pause(); play.textContent = "▶ Birth replay"; map.setFraction(Number(slider.value) / 1000); });
+    play.addEventListener("click", () => {
+      if (map.playing) { map.pause(); play.textContent = "▶ Birth replay"; }
+      else { map.play(); play.textContent = "❚❚ Pause"; }
+    });
+
+    async function load() {
+      let data;
+      try { data = await api("/api/stars"); } catch (error) { failure(error); return; }
+      const counts = {};
+      data.stars.forEach((s) => { const g = CATEGORIES.includes(s.category) ? s.category : "other"; counts[g] = (counts[g] || 0) + 1; });
+      fill(legend, ...Object.keys(window.SageStarmap.COLORS).filter((g) => counts[g]).map((g) => {
+        const dot = h("span", { class: "dot" });
+        dot.style.background = "rgb(" + window.SageStarmap.COLORS[g].join(",") + ")";
+        return h("span", {}, dot, (g === "other" ? "uncategorized" : g) + " " + counts[g]);
+      }));
+      map.setStars(data.stars);
+      if (map.fraction === undefined) map.setFraction(1);
+    }
+    load();
+    return { nav: "stars", refresh: (kind) => { if (kind !== "runs") load(); }, leave: () => map.destroy() };
+  }
+
+  // ------------------------------------------------------------------ start
+
+  route();
+  connectLive();
+  if (token()) refreshBadge();
+})();

@@ -1,0 +1,327 @@
+"""The on-disk index cache: a warm start always ends with exactly what a fresh build gives.
+
+Every scenario builds a cache with one store, changes things while no store
+runs (edits, moves, deletes, a damaged or foreign cache file, two builders at
+once), opens a second store from that cache and compares it with a store
+built from scratch (an empty state folder): the same hits with the same
+scores for English, Chinese and mixed queries, the same list() and the same
+problems.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from sage_mem import MemoryStore
+from sage_mem import cache as cache_module
+from sage_mem import store as store_module
+from sage_mem.index import Scoring
+
+ROOT = Path(__file__).resolve().parent.parent
+
+ENGLISH = "tests pytest deploy release database migration cat garden coffee flight budget".split()
+CHINESE = ["测试", "部署", "发布", "数据库", "迁移", "小猫", "花园", "咖啡", "航班", "预算"]
+QUERIES = [
+    "how do I run the tests", "database migration", "cat garden", "coffee budget flight",
+    "我的猫叫什么", "数据库迁移", "发布 测试", "咖啡", "pytest 测试", "deploy 部署 release",
+    "archived note", "nothing matches this zzzz",
+]
+
+
+def write(folder: Path, memory_id: str, text: str) -> Path:
+    path = folder / (memory_id + ".md")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def make_folder(folder: Path, count: int = 60, seed: int = 3) -> None:
+    rng = random.Random(seed)
+    for n in range(count):
+        english = " ".join(rng.sample(ENGLISH, 3))
+        chinese = "".join(rng.sample(CHINESE, 2))
+        description = [english, chinese, f"{english} {chinese}"][n % 3]
+        where = f"project/p{n % 4}/" if n % 5 == 0 else ""
+        write(folder, f"{where}note_{n}", (
+            f"---\ndescription: {description}\ncategory: {rng.choice(['user', 'project'])}\n"
+            f"trust: {rng.choice([0.3, 0.5, 0.9])}\n---\n\n{english} {chinese} body {n}\n"
+        ))
+    write(folder, "archive/old_note", "---\ndescription: an archived note\n---\nold\n")
+    write(folder, "broken", "---\ndescription: [unclosed\n---\nbody\n")
+    age_files(folder)
+
+
+def age_files(folder: Path, seconds: int = 3600) -> None:
+    """Date every file an hour back: files written within 2 s of a build are read again."""
+    moment = time.time() - seconds
+    for path in folder.rglob("*.md"):
+        os.utime(path, (moment, moment))
+
+
+def state_of(store: MemoryStore) -> object:
+    """Everything a user can observe of a store's index."""
+    hits = [
+        [(hit.id, hit.score, hit.matched) for hit in store.search(query, limit=10)]
+        for query in QUERIES
+    ]
+    archived = [hit.id for hit in store.search("archived note", archived=True)]
+    listed = [memory.to_dict() for memory in store.list(archived=True)]
+    problems = [(str(p.path), p.message) for p in store.problems()]
+    return hits, archived, listed, problems, len(store.index)
+
+
+def fresh(folder: Path, tmp_path: Path) -> MemoryStore:
+    """A store built from the files alone (its own, empty state folder)."""
+    state = tmp_path / f"fresh-state-{len(list(tmp_path.iterdir()))}"
+    return MemoryStore(folder, state_dir=state)
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    target = tmp_path / "memory"
+    make_folder(target)
+    return target
+
+
+@pytest.fixture
+def state(tmp_path: Path) -> Path:
+    return tmp_path / "state"
+
+
+def reads(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    """The memory files read from now on (every read goes through store.load_memory)."""
+    seen: list[Path] = []
+    original = store_module.load_memory
+
+    def counting(folder, path, memory_id, **kwargs):  # type: ignore[no-untyped-def]
+        seen.append(path)
+        return original(folder, path, memory_id, **kwargs)
+
+    monkeypatch.setattr(store_module, "load_memory", counting)
+    return seen
+
+
+def test_a_second_store_starts_from_the_cache_without_reading_a_file(
+    folder: Path, state: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = MemoryStore(folder, state_dir=state)
+    assert cache_module.cache_path(first.folder).is_file()
+    seen = reads(monkeypatch)
+    second = MemoryStore(folder, state_dir=state)
+    assert seen == []
+    assert state_of(second) == state_of(first) == state_of(fresh(folder, tmp_path))
+
+
+def test_edits_moves_and_deletes_made_while_no_store_ran_are_all_seen(
+    folder: Path, state: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    MemoryStore(folder, state_dir=state)
+    write(folder, "note_1", "---\ndescription: 我的猫叫芝麻 the cat Sesame\n---\n猫\n")
+    os.rename(folder / "note_2.md", folder / "renamed_note.md")
+    os.rename(folder / "note_4.md", folder / "archive" / "note_4.md")
+    (folder / "note_3.md").unlink()
+    write(folder, "project/p9/brand_new", "---\ndescription: a brand new database note\n---\n")
+    write(folder, "note_6", "---\ndescription: [now broken\n---\n")
+    write(folder, "broken", "---\ndescription: fixed now, about coffee\n---\n")
+    seen = reads(monkeypatch)
+    warm = MemoryStore(folder, state_dir=state)
+    assert len(seen) == 6  # the changed files only, not the other 56
+    assert state_of(warm) == state_of(fresh(folder, tmp_path))
+    # Too few changes to rewrite the cache: the next store reads the same six again.
+    assert state_of(MemoryStore(folder, state_dir=state)) == state_of(warm)
+
+
+def test_many_changes_rewrite_the_cache_so_the_next_start_reads_nothing(
+    folder: Path, state: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    MemoryStore(folder, state_dir=state)
+    for n in range(60):
+        if n % 3 == 0:
+            write(folder, f"note_{n}", f"---\ndescription: rewritten note {n} 新的内容\n---\n")
+    for n in range(100, 120):
+        write(folder, f"added_{n}", f"---\ndescription: added note {n} about flights\n---\n")
+    age_files(folder, seconds=60)  # else they would count as racy, and be read again
+    warm = MemoryStore(folder, state_dir=state)
+    assert state_of(warm) == state_of(fresh(folder, tmp_path))
+    seen = reads(monkeypatch)
+    again = MemoryStore(folder, state_dir=state)
+    assert seen == []
+    assert state_of(again) == state_of(warm)
+
+
+def test_an_edit_that_keeps_size_and_mtime_is_seen_through_ctime(
+    folder: Path, state: Path, tmp_path: Path
+) -> None:
+    MemoryStore(folder, state_dir=state)
+    path = folder / "note_7.md"
+    before = path.stat()
+    text = path.read_text(encoding="utf-8")
+    path.write_text(text.replace("body 7", "BODY 7"), encoding="utf-8")  # `cp -p` style
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert path.stat().st_size == before.st_size
+    warm = MemoryStore(folder, state_dir=state)
+    assert state_of(warm) == state_of(fresh(folder, tmp_path))
+    assert "BODY 7" in (warm.index.get("note_7") or warm.read("note_7")).body
+
+
+def test_a_file_changed_in_the_same_tick_as_the_build_is_read_again(
+    folder: Path, state: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # On a file system with coarse timestamps an edit right after the build can leave
+    # size, mtime and ctime as they were: only the racy window can catch it.
+    path = folder / "note_8.md"
+    os.utime(path)  # written just before the build
+    MemoryStore(folder, state_dir=state)
+    before = path.stat()
+    path.write_text(path.read_text(encoding="utf-8").replace("body 8", "BODY 8"), "utf-8")
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    real_scan = cache_module.scan
+
+    def coarse_scan(memory_folder):  # type: ignore[no-untyped-def]
+        found = real_scan(memory_folder)
+        key = "note_8.md"
+        size, mtime, inode, _ = found[key]
+        found[key] = (size, mtime, inode, before.st_ctime_ns)
+        return found
+
+    monkeypatch.setattr(cache_module, "scan", coarse_scan)
+    warm = MemoryStore(folder, state_dir=state)
+    assert "BODY 8" in (warm.index.get("note_8") or warm.read("note_8")).body
+    assert state_of(warm) == state_of(fresh(folder, tmp_path))
+
+
+def flip(data: bytes, at: int, bits: int = 0x01) -> bytes:
+    """`data` with some bits of the byte at `at` flipped."""
+    return data[:at] + bytes([data[at] ^ bits]) + data[at + 1 :]
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        pytest.param(lambda data: b"", id="empty"),
+        pytest.param(lambda data: data[: len(data) // 2], id="truncated"),
+        pytest.param(lambda data: data[:20], id="truncated-in-header"),
+        pytest.param(lambda data: b"garbage" * 100, id="garbage"),
+        pytest.param(lambda data: b"X" + data[1:], id="bad-magic"),
+        pytest.param(lambda data: flip(data, 40, 0xFF), id="header-bit"),
+        pytest.param(lambda data: flip(data, len(data) - 9), id="last-chunk"),
+        pytest.param(lambda data: flip(data, len(data) // 2, 0x10), id="middle-bit"),
+    ],
+)
+def test_a_damaged_cache_file_ends_with_the_results_of_a_fresh_build(
+    folder: Path, state: Path, tmp_path: Path, damage
+) -> None:
+    first = MemoryStore(folder, state_dir=state)
+    path = cache_module.cache_path(first.folder)
+    path.write_bytes(damage(path.read_bytes()))
+    warm = MemoryStore(folder, state_dir=state)
+    assert state_of(warm) == state_of(fresh(folder, tmp_path))
+    assert state_of(MemoryStore(folder, state_dir=state)) == state_of(warm)
+
+
+def test_two_processes_building_the_cache_at_once_leave_a_good_one(
+    folder: Path, state: Path, tmp_path: Path
+) -> None:
+    code = (
+        "import sys; sys.path.insert(0, sys.argv[1]);"
+        "from sage_mem import MemoryStore;"
+        "MemoryStore(sys.argv[2], state_dir=sys.argv[3]).search('cat')"
+    )
+    args = [sys.executable, "-c", code, str(ROOT), str(folder), str(state)]
+    builders = [subprocess.Popen(args) for _ in range(3)]
+    assert [builder.wait(timeout=120) for builder in builders] == [0, 0, 0]
+    store = MemoryStore(folder, state_dir=state)
+    assert cache_module.load(store.folder, scoring=Scoring()) is not None
+    assert state_of(store) == state_of(fresh(folder, tmp_path))
+    assert not [p for p in cache_module.cache_path(store.folder).parent.iterdir()
+                if p.name.endswith(".tmp")]
+
+
+def test_a_format_version_change_ignores_the_old_cache(
+    folder: Path, state: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = MemoryStore(folder, state_dir=state)
+    monkeypatch.setattr(cache_module, "FORMAT_VERSION", cache_module.FORMAT_VERSION + 1)
+    monkeypatch.setattr(cache_module, "_source_cache", [])
+    assert cache_module.load(store.folder, scoring=Scoring()) is None
+    seen = reads(monkeypatch)
+    rebuilt = MemoryStore(folder, state_dir=state)
+    assert len(seen) == 62  # every file, the broken one included
+    assert state_of(rebuilt) == state_of(fresh(folder, tmp_path))
+    assert cache_module.load(rebuilt.folder, scoring=Scoring()) is not None
+
+
+def test_other_scoring_constants_do_not_share_a_cache() -> None:
+    assert cache_module.fingerprint(Scoring()) == cache_module.fingerprint(Scoring())
+    assert cache_module.fingerprint(Scoring(k1=1.2)) != cache_module.fingerprint(Scoring())
+    assert cache_module.fingerprint(Scoring(pair_weight=0.0)) != cache_module.fingerprint(Scoring())
+
+
+def test_an_unchanged_folder_never_rewrites_the_cache(folder: Path, state: Path) -> None:
+    first = MemoryStore(folder, state_dir=state)
+    path = cache_module.cache_path(first.folder)
+    written = path.stat()
+    for _ in range(3):
+        MemoryStore(folder, state_dir=state).search("cat")
+    assert path.stat().st_mtime_ns == written.st_mtime_ns
+    assert path.stat().st_ino == written.st_ino
+
+
+def test_the_cache_is_written_in_the_state_folder_never_in_the_memory_folder(
+    folder: Path, state: Path
+) -> None:
+    before = sorted(p.relative_to(folder) for p in folder.rglob("*"))
+    store = MemoryStore(folder, state_dir=state)
+    assert sorted(p.relative_to(folder) for p in folder.rglob("*")) == before
+    assert cache_module.cache_path(store.folder).parent == state / "index"
+
+
+def test_a_state_folder_that_cannot_be_written_means_no_cache(
+    folder: Path, tmp_path: Path
+) -> None:
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the state folder's parent should be")
+    store = MemoryStore(folder, state_dir=blocker / "state")
+    assert state_of(store) == state_of(fresh(folder, tmp_path))
+
+
+def test_a_cache_written_for_another_folder_is_not_used(
+    folder: Path, state: Path, tmp_path: Path
+) -> None:
+    other = tmp_path / "other"
+    make_folder(other, count=10, seed=9)
+    MemoryStore(other, state_dir=state)
+    MemoryStore(folder, state_dir=state)
+    assert state_of(MemoryStore(other, state_dir=state)) == state_of(fresh(other, tmp_path))
+    assert state_of(MemoryStore(folder, state_dir=state)) == state_of(fresh(folder, tmp_path))
+
+
+def test_a_store_from_the_cache_keeps_up_with_later_changes(
+    folder: Path, state: Path, tmp_path: Path
+) -> None:
+    MemoryStore(folder, state_dir=state)
+    warm = MemoryStore(folder, state_dir=state)
+    warm.write("note_10", description="新的描述 about the garden cat")
+    warm.archive("note_11", reason="superseded")
+    write(folder, "note_12", "---\ndescription: edited by hand 数据库\n---\n")
+    (folder / "note_13.md").unlink()
+    warm.refresh([folder / "note_12.md", folder / "note_13.md"])
+    # A live index re-weighs only when the count drifts by a tenth; on demand it is exact.
+    warm.index.reweigh()
+    assert state_of(warm) == state_of(fresh(folder, tmp_path))
+
+
+def test_the_speed_benchmark_runs_in_quick_mode(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "speed.py"), "--smoke"],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "**search** all" in result.stdout

@@ -1,0 +1,129 @@
+"""Links to archived or moved memories point to where the memory is now; the rest is reported."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import write_memory
+from test_dream_support import add
+
+from sage_mem.dream import run_dream
+from sage_mem.store import MemoryStore
+
+
+def _manifest(result) -> dict:
+    return json.loads(Path(result.manifest).read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        pytest.param(
+            "See [[user_old_editor]] for details.",
+            "See [[user_editor]] for details.",
+            id="wiki-english",
+        ),
+        pytest.param(
+            "详见[[user_old_editor|旧的编辑器]]。",
+            "详见[[user_editor|旧的编辑器]]。",
+            id="wiki-chinese",
+        ),
+        pytest.param(
+            "See [the editor](user_old_editor.md#why).",
+            "See [the editor](user_editor.md#why).",
+            id="markdown-with-fragment",
+        ),
+    ],
+)
+def test_a_link_to_a_superseded_memory_points_to_its_successor(
+    empty_dir: Path, body: str, expected: str
+) -> None:
+    add(empty_dir, "user_old_editor", "The user edits in Vim", category="user")
+    add(
+        empty_dir,
+        "user_editor",
+        "The user switched to Helix",
+        category="user",
+        supersedes=["user_old_editor"],
+    )
+    add(empty_dir, "project_notes", "Notes", body, category="project")
+    store = MemoryStore(empty_dir)
+    run_dream(store, mode="rewrite")
+    assert store.read("project_notes").body.strip() == expected
+
+
+def test_a_link_to_a_memory_archived_earlier_follows_supersededBy(empty_dir: Path) -> None:
+    write_memory(
+        empty_dir, "archive/user_cat", "---\ndescription: cat\nsupersededBy: user_pets\n---\n"
+    )
+    add(empty_dir, "user_pets", "用户的宠物", category="user")
+    add(empty_dir, "project_notes", "Notes", "宠物见 [[user_cat]]", category="project")
+    store = MemoryStore(empty_dir)
+    run_dream(store, mode="rewrite")
+    assert store.read("project_notes").body.strip() == "宠物见 [[user_pets]]"
+
+
+def test_a_markdown_link_to_an_archived_memory_without_successor_points_into_archive(
+    empty_dir: Path,
+) -> None:
+    write_memory(empty_dir, "archive/reference_old", "---\ndescription: old\n---\n")
+    add(empty_dir, "project/notes", "Notes", "Old: [old](../reference_old.md)", category="project")
+    store = MemoryStore(empty_dir)
+    run_dream(store, mode="rewrite")
+    assert store.read("project/notes").body.strip() == "Old: [old](../archive/reference_old.md)"
+
+
+def test_a_link_to_a_moved_memory_is_fixed(empty_dir: Path) -> None:
+    add(empty_dir, "reference/api/auth_flow", "Auth flow", category="reference")
+    add(
+        empty_dir,
+        "project_login",
+        "Login",
+        "See [auth](reference/auth_flow.md) and [[api/auth_flow]].",
+        category="project",
+    )
+    store = MemoryStore(empty_dir)
+    run_dream(store, mode="rewrite")
+    assert store.read("project_login").body.strip() == (
+        "See [auth](reference/api/auth_flow.md) and [[reference/api/auth_flow]]."
+    )
+
+
+@pytest.mark.parametrize(
+    ("body", "problem"),
+    [
+        pytest.param("See [[nowhere]].", "[[nowhere]]: no memory with that id", id="wiki-missing"),
+        pytest.param(
+            "见[说明](没有这个.md)。",
+            "(没有这个.md): no such memory",
+            id="markdown-missing-chinese",
+        ),
+    ],
+)
+def test_links_that_cannot_be_fixed_are_reported_and_left(
+    empty_dir: Path, body: str, problem: str
+) -> None:
+    path = add(empty_dir, "project_notes", "Notes", body, category="project")
+    before = path.read_bytes()
+    result = run_dream(MemoryStore(empty_dir), mode="rewrite")
+    assert path.read_bytes() == before
+    assert any(problem in n["message"] for n in _manifest(result)["notes"])
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        pytest.param("Use `[[user_old_editor]]` syntax.", id="code-span"),
+        pytest.param("```\n[[user_old_editor]]\n```", id="code-block"),
+        pytest.param("Web: [site](https://example.com/x.md)", id="web-link"),
+        pytest.param("See [[user_editor]] and [editor](user_editor.md).", id="working-links"),
+    ],
+)
+def test_links_that_need_no_fix_are_untouched(empty_dir: Path, body: str) -> None:
+    add(empty_dir, "user_editor", "The user switched to Helix", category="user")
+    path = add(empty_dir, "project_notes", "Notes", body, category="project")
+    before = path.read_bytes()
+    run_dream(MemoryStore(empty_dir), mode="rewrite")
+    assert path.read_bytes() == before

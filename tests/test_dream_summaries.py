@@ -1,0 +1,121 @@
+"""Long bodies without a summary get one: first sentences, at most 150 characters (en, zh)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from test_dream_support import add
+
+from sage_mem.dream import run_dream
+from sage_mem.dream.rules.summaries import make_summary
+from sage_mem.store import MemoryStore
+
+LONG_EN = (
+    "Run the whole test suite before every commit. A change that broke the build went unnoticed "
+    "for a day because only one file had been run. Use `python -m pytest` from the root, e.g. in "
+    "the pre-commit hook, and never skip it."
+)
+LONG_ZH = (
+    "发布前必须运行全部测试。上次只跑了一个文件，结果构建坏了一整天都没人发现！"
+    "测试命令是在仓库根目录运行 pytest，提交前的钩子里也要跑一遍。不要为了赶时间跳过它。"
+    "如果测试太慢，先找出最慢的那几个，再想办法加速，而不是跳过。"
+    "持续集成会在每次推送时运行同样的命令，本地通过而远端失败时，先看环境变量和依赖版本是否一致。"
+    "记录下每次失败的原因，写进这条记忆里，下次遇到同样的问题就能很快找到答案。"
+    "有疑问就问维护者。"
+)
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        pytest.param(
+            LONG_EN,
+            "Run the whole test suite before every commit. A change that broke the "
+            "build went unnoticed for a day because only one file had been run.",
+            id="english-two-sentences",
+        ),
+        pytest.param(
+            LONG_ZH,
+            "发布前必须运行全部测试。上次只跑了一个文件，结果构建坏了一整天都没人发现！"
+            "测试命令是在仓库根目录运行 pytest，提交前的钩子里也要跑一遍。不要为了赶时间跳过它。"
+            "如果测试太慢，先找出最慢的那几个，再想办法加速，而不是跳过。",
+            id="chinese-split-at-full-stops",
+        ),
+        pytest.param(
+            "# Deploy\n\n- Use **make deploy**, e.g. from CI. Then check [the dashboard](x.md).",
+            "Use make deploy, e.g. from CI. Then check the dashboard.",
+            id="markdown-stripped",
+        ),
+        pytest.param(
+            "```\ncode first\n```\nThe prose. More prose.",
+            "The prose. More prose.",
+            id="code-block-skipped",
+        ),
+        pytest.param(
+            "Dr. Smith owns the billing service. Ask him.",
+            "Dr. Smith owns the billing service. Ask him.",
+            id="abbreviation-kept",
+        ),
+        pytest.param(
+            "下一行是中文\n换行后继续。",
+            "下一行是中文换行后继续。",
+            id="chinese-wrap-without-space",
+        ),
+    ],
+)
+def test_the_summary_is_the_first_sentences(body: str, expected: str) -> None:
+    assert make_summary(body) == expected
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        pytest.param("word " * 80, id="english-one-long-sentence"),
+        pytest.param("很长的句子" * 60, id="chinese-one-long-sentence"),
+    ],
+)
+def test_a_first_sentence_over_the_limit_is_cut_with_an_ellipsis(body: str) -> None:
+    summary = make_summary(body)
+    assert summary is not None
+    assert len(summary) <= 150
+    assert summary.endswith("…")
+
+
+@pytest.mark.parametrize(
+    "body", [pytest.param(LONG_EN, id="english"), pytest.param(LONG_ZH, id="chinese")]
+)
+def test_a_long_body_gets_a_summary_and_the_file_keeps_its_other_bytes(
+    empty_dir: Path, body: str
+) -> None:
+    path = add(
+        empty_dir,
+        "feedback_tests",
+        "Tests before commits",
+        body,
+        category="feedback",
+        created="2026-11-20",
+    )
+    store = MemoryStore(empty_dir)
+    run_dream(store, mode="rewrite")
+    memory = store.read("feedback_tests")
+    assert memory.summary and len(memory.summary) <= 150
+    assert memory.body.strip() == body
+    assert path.read_text(encoding="utf-8").startswith("---\ndescription: Tests before commits\n")
+
+
+@pytest.mark.parametrize(
+    ("body", "meta"),
+    [
+        pytest.param("Short body under the limit.", {}, id="short-body"),
+        pytest.param(LONG_EN, {"summary": "Mine, not yours"}, id="has-summary"),
+        pytest.param(LONG_ZH, {"locked": True}, id="locked"),
+    ],
+)
+def test_memories_that_need_no_summary_are_untouched(
+    empty_dir: Path, body: str, meta: dict
+) -> None:
+    path = add(empty_dir, "feedback_tests", "Tests", body, category="feedback", **meta)
+    before = path.read_bytes()
+    run_dream(MemoryStore(empty_dir), mode="rewrite")
+    assert path.read_bytes() == before

@@ -1,0 +1,131 @@
+"""Builders for the dream tests (no tests here): memories by hand, folder bytes, messy folders."""
+
+from __future__ import annotations
+
+import os
+import random
+from pathlib import Path
+
+from conftest import write_memory
+
+from sage_mem.files import dump_value
+
+
+def memory_text(description: str, body: str = "", **meta: object) -> str:
+    """A memory file as a person writes it: frontmatter in the given order, blank line, body."""
+    fields = {"description": description, **meta}
+    front = "".join(dump_value(key, value) for key, value in fields.items())
+    return f"---\n{front}---\n\n{body}\n" if body else f"---\n{front}---\n"
+
+
+def add(folder: Path, memory_id: str, description: str, body: str = "", **meta: object) -> Path:
+    """Write one memory file by hand (created/updated only when given)."""
+    return write_memory(folder, memory_id, memory_text(description, body, **meta))
+
+
+def folder_bytes(folder: Path, *, skip: tuple[str, ...] = ("autodream",)) -> dict[str, bytes]:
+    """Every file under `folder` (relative path -> bytes), but for top-level folders in `skip`."""
+    found = {}
+    for dirpath, dirnames, filenames in os.walk(folder):
+        rel_dir = os.path.relpath(dirpath, folder)
+        if rel_dir.split(os.sep)[0] in skip:
+            dirnames[:] = []
+            continue
+        for name in filenames:
+            path = Path(dirpath) / name
+            found[os.path.relpath(path, folder).replace(os.sep, "/")] = path.read_bytes()
+    return found
+
+
+def live_bytes(folder: Path) -> dict[str, bytes]:
+    """The files in service: everything but archive/ and autodream/."""
+    return folder_bytes(folder, skip=("autodream", "archive"))
+
+
+TOPICS_EN = [
+    ("pytest", "The user prefers pytest over unittest for all Python tests"),
+    ("deploy", "Deploy the web app with make deploy from the repository root"),
+    ("ci", "CI runs on GitHub Actions and the workflow lives in ci.yml"),
+    ("db", "The staging database is Postgres on db-staging.internal"),
+    ("style", "Answers should lead with the conclusion and stay short"),
+    ("review", "Every pull request needs one approving review before merging"),
+]
+TOPICS_ZH = [
+    ("cat", "用户的猫叫芝麻，喜欢在窗台上晒太阳"),
+    ("release", "发布前必须运行全部测试并更新说明文档"),
+    ("coffee", "用户每天早上喝一杯不加糖的黑咖啡"),
+    ("beijing", "用户在北京工作，时区是东八区"),
+]
+SENTENCES_EN = [
+    "This came up while fixing the flaky build.",
+    "The team agreed on it in the planning meeting.",
+    "Keep it in mind when touching the release scripts.",
+    "It saves a round of review comments.",
+    "The reason is that the old way broke twice last quarter.",
+    "Ask before changing it.",
+]
+SENTENCES_ZH = [
+    "这是在修复构建问题时发现的。",
+    "团队在计划会议上达成了一致。",
+    "修改发布脚本时要注意这一点。",
+    "这样可以少一轮评审意见。",
+    "改之前先问一下。",
+]
+RELATIVE = [
+    "yesterday",
+    "last week",
+    "next Monday",
+    "two days ago",
+    "昨天",
+    "上周",
+    "下周一",
+    "上个月",
+]
+
+
+def messy_folder(folder: Path, count: int, *, seed: int = 0) -> None:
+    """A folder of `count` memories with everything a dream run tidies, in English and Chinese.
+
+    About one in eight is a near-twin of another, one in five has a long body
+    without a summary, one in six a relative date, one in ten a link to a
+    memory that gets archived; a few say what they supersede, a few are locked.
+    """
+    rng = random.Random(seed)
+    folder.mkdir(parents=True, exist_ok=True)
+    made: list[str] = []
+    for i in range(count):
+        zh = rng.random() < 0.4
+        topic, text = rng.choice(TOPICS_ZH if zh else TOPICS_EN)
+        category = rng.choice(["user", "feedback", "project", "reference"])
+        memory_id = f"{category}_{topic}_{i}"
+        description = f"{text} {'第' if zh else 'case '}{i}{'条' if zh else ''}"
+        twin_of = None
+        if made and rng.random() < 0.12:
+            twin_of = rng.choice(made)
+        sentences = SENTENCES_ZH if zh else SENTENCES_EN
+        body_parts = [rng.choice(sentences) for _ in range(rng.choice([1, 2, 8]))]
+        if rng.random() < 0.17:
+            body_parts.insert(
+                0, f"{'团队' if zh else 'The team decided this'} {rng.choice(RELATIVE)}."
+            )
+        if made and rng.random() < 0.1:
+            body_parts.append(f"See [[{rng.choice(made)}]].")
+        body = ("" if zh else " ").join(body_parts)
+        meta: dict[str, object] = {"category": category, "trust": round(rng.uniform(0.3, 0.9), 2)}
+        if rng.random() < 0.05:
+            meta["locked"] = True
+        if made and rng.random() < 0.03:
+            meta["supersedes"] = [rng.choice(made)]
+        meta["created"] = "2026-11-20"
+        if rng.random() < 0.8:
+            meta["updated"] = "2026-11-20T10:00:00Z"
+        if twin_of is not None:
+            path = folder / f"{twin_of}.md"
+            text = path.read_text(encoding="utf-8")
+            memory_id = f"{twin_of.split('_', 1)[0]}_copy_{i}"
+            write_memory(
+                folder, memory_id, text.replace("\n\n", "\n\nAlso noted. " if not zh else "\n\n", 1)
+            )
+        else:
+            add(folder, memory_id, description, body, **meta)
+        made.append(memory_id)

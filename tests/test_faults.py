@@ -1,0 +1,472 @@
+"""Faults: a killed process, a full disk, a read-only folder, unreadable files, lost events.
+
+The kill tests run the real write path in a child process and SIGKILL it:
+- at *every* file-system call of one operation (create, update, archive,
+  MEMORY.md regeneration), by counting the calls and killing at call K, so
+  each crash point is tried, reproducibly (quick mode samples them);
+- at random moments of a loop of large writes (quick mode: a few kills).
+After each kill every memory is whole — its old bytes or its new ones, never
+a mix — `MEMORY.md` too, the temp file a killed write leaves is never taken
+for a memory, the lock is free, and the audit finds nothing wrong.
+
+Killing autodream runs is in `test_dream_crash.py`.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import random
+import re
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, TEMPLATE, wait_until, write_memory
+from reliability_support import SLOW, assert_one_line_error, cli, hook, hook_context, prompt_input
+
+from sage_mem import catalog, files
+from sage_mem.audit import audit
+from sage_mem.errors import FolderError, InvalidMemory
+from sage_mem.files import parse_bytes
+from sage_mem.store import MemoryStore
+from sage_mem.watch import Watcher
+
+TEMP = re.compile(r"^\..+\.\d+\.[0-9a-f]{8}\.tmp$")
+BIG = "".join(f"line {n} of a long body that takes a while to write\n" for n in range(3000))
+
+# The child: one operation, with every file-system call counted; SIGKILL at call K.
+CHILD = r"""
+import os, signal, sys
+from sage_mem.store import MemoryStore
+
+folder, kill_at, operation = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+BIG = sys.stdin.read()
+store = MemoryStore(folder)
+calls = 0
+
+def counted(real):
+    def call(*args, **kwargs):
+        global calls
+        calls += 1
+        if calls == kill_at:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return real(*args, **kwargs)
+    return call
+
+for name in ("open", "write", "fsync", "close", "chmod", "replace", "link", "unlink", "rename",
+             "mkdir", "stat", "fstat", "read"):
+    setattr(os, name, counted(getattr(os, name)))
+
+if operation == "update":
+    store.write("user_cat_zh", description="用户的猫叫芝麻，三岁了", body=BIG)
+elif operation == "create":
+    store.write("project_new", description="a new project memory", category="project", body=BIG)
+elif operation == "archive":
+    store.archive("feedback_tests_first", reason="merged into the style guide")
+elif operation == "index":
+    store.regenerate_index()
+print(calls)
+"""
+
+
+def run_child(folder: Path, kill_at: int, operation: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", CHILD, str(folder), str(kill_at), operation],
+        input=BIG, capture_output=True, text=True, timeout=60, cwd=ROOT,
+    )
+
+
+def memory_files(folder: Path) -> dict[str, bytes]:
+    return {
+        p.relative_to(folder).as_posix(): p.read_bytes()
+        for p in folder.rglob("*.md") if not p.name.startswith(".")
+    }
+
+
+def prepared(folder: Path, operation: str) -> None:
+    shutil.copytree(TEMPLATE, folder)
+    if operation == "index":
+        # MEMORY.md goes stale when memories are edited by hand: many lines change at once.
+        for n in range(150):
+            write_memory(folder, f"project_p{n:03}", f"---\ndescription: plan {n}\n---\n\nP{n}\n")
+        MemoryStore(folder).regenerate_index()
+        for n in range(0, 150, 3):
+            text = f"---\ndescription: plan {n} v2\n---\n\nP{n}\n"
+            write_memory(folder, f"project_p{n:03}", text)
+    else:
+        MemoryStore(folder).regenerate_index()
+
+
+def check_whole(folder: Path, before: dict[str, bytes], operation: str) -> str:
+    """Everything a killed operation may leave is whole; returns which state it is in."""
+    store = MemoryStore(folder)
+    assert store.problems() == []
+    now = memory_files(folder)
+    leftovers = [p.name for p in folder.rglob("*") if p.name.startswith(".") and p.is_file()]
+    assert all(TEMP.match(name) for name in leftovers), leftovers
+    assert {m.id + ".md" for m in store.list(archived=True)} == set(now) - {"MEMORY.md"}
+    index = now.pop("MEMORY.md")
+    old_index = before.pop("MEMORY.md")
+    assert index in (old_index, store.catalog_text().encode())
+    changed = {rel for rel in set(now) | set(before) if now.get(rel) != before.get(rel)}
+    if operation == "update":
+        assert changed <= {"user_cat_zh.md"}
+        if changed:
+            memory = store.read("user_cat_zh")
+            assert memory.description == "用户的猫叫芝麻，三岁了" and memory.body == "\n" + BIG
+    elif operation == "create":
+        assert changed <= {"project_new.md"}
+        if changed:
+            assert store.read("project_new").body == "\n" + BIG
+    elif operation == "archive":
+        assert changed <= {"feedback_tests_first.md", "archive/feedback_tests_first.md"}
+        live = now.get("feedback_tests_first.md")
+        moved = now.get("archive/feedback_tests_first.md")
+        assert (live is None) != (moved is None), "exactly one copy, live or archived"
+        original = parse_bytes(before["feedback_tests_first.md"])
+        kept = parse_bytes(live or moved or b"")
+        assert kept.body == original.body
+    else:
+        assert changed == set()
+    report = audit(store)
+    assert not report.errors, report.format_text()
+    store.write("user_profile", summary="written after the kill")  # the lock was released
+    return "new" if changed or index != old_index else "old"
+
+
+def kill_points(total: int) -> list[int]:
+    points = list(range(1, total + 1))
+    if SLOW:
+        return points
+    chooser = random.Random(total)
+    return sorted({1, total, *chooser.sample(points, min(6, total))})
+
+
+@pytest.mark.parametrize("operation", ["update", "create", "archive", "index"])
+def test_a_process_killed_at_any_file_system_call_leaves_every_memory_whole(
+    tmp_path: Path, operation: str
+) -> None:
+    probe = tmp_path / "probe" / "memory"
+    prepared(probe, operation)
+    done = run_child(probe, 0, operation)
+    assert done.returncode == 0, done.stderr
+    total = int(done.stdout)
+    assert total > 10
+    states = []
+    for kill_at in kill_points(total):
+        folder = tmp_path / f"kill-{kill_at}" / "memory"
+        prepared(folder, operation)
+        before = memory_files(folder)
+        killed = run_child(folder, kill_at, operation)
+        assert killed.returncode == -signal.SIGKILL, killed.stderr
+        states.append(check_whole(folder, before, operation))
+        shutil.rmtree(folder.parent)
+    assert "old" in states and (operation == "index" or "new" in states or not SLOW)
+
+
+LOOP = r"""
+import sys
+from sage_mem.store import MemoryStore
+
+store = MemoryStore(sys.argv[1])
+ids = [f"project_loop{n}" for n in range(4)]
+round_ = 0
+print("ready", flush=True)
+while True:
+    round_ += 1
+    body = "".join(f"line {n} of round {round_}\n" for n in range(4000))
+    store.write(ids[round_ % 4], description=f"loop memory at round {round_}", body=body)
+    if round_ % 5 == 0:
+        store.feedback(ids[0], helpful=round_ % 2 == 0)
+"""
+
+
+def test_a_write_loop_killed_at_random_moments_loses_nothing(tmp_path: Path) -> None:
+    folder = tmp_path / "memory"
+    shutil.copytree(TEMPLATE, folder)
+    store = MemoryStore(folder)
+    for n in range(4):
+        store.write(f"project_loop{n}", description=f"loop memory {n}", category="project",
+                    body="line 0 of round 0\n")
+    chooser = random.Random(6)
+    kills = 25 if SLOW else 3
+    for _ in range(kills):
+        child = subprocess.Popen([sys.executable, "-c", LOOP, str(folder)], cwd=ROOT,
+                                 stdout=subprocess.PIPE, text=True)
+        try:
+            assert child.stdout is not None and child.stdout.readline() == "ready\n"
+            try:
+                child.wait(timeout=chooser.uniform(0.05, 0.6))  # the random moment
+            except subprocess.TimeoutExpired:
+                child.send_signal(signal.SIGKILL)
+        finally:
+            child.wait()
+            if child.stdout is not None:
+                child.stdout.close()
+        assert child.returncode == -signal.SIGKILL
+        fresh = MemoryStore(folder)
+        assert fresh.problems() == []
+        for n in range(4):
+            memory = fresh.read(f"project_loop{n}")
+            rounds = set(re.findall(r"of round (\d+)\n", memory.body))
+            assert len(rounds) == 1, "a body from one round only, never a mix"
+            assert len(re.findall(r"^line \d+ of round", memory.body, re.M)) in (1, 4000)
+        index = (folder / "MEMORY.md").read_text(encoding="utf-8")
+        assert index.startswith(catalog.HEADER) and index.endswith("\n")
+        assert all(f"(project_loop{n}.md)" in index for n in range(4))
+    assert not audit(MemoryStore(folder)).errors
+
+
+# A full disk
+
+
+def _full_disk_after(monkeypatch: pytest.MonkeyPatch, room: int) -> None:
+    """os.write in files.py writes `room` bytes in all, then fails with ENOSPC."""
+    real_write = os.write
+    left = {"room": room}
+
+    def write(fd: int, data: bytes) -> int:
+        if left["room"] <= 0:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        chunk = bytes(data[: left["room"]])
+        left["room"] -= len(chunk)
+        return real_write(fd, chunk)
+
+    monkeypatch.setattr(files.os, "write", write)
+
+
+@pytest.mark.parametrize("room", [0, 100, 4096])
+def test_a_full_disk_refuses_the_write_and_leaves_every_byte(
+    memory_dir: Path, monkeypatch: pytest.MonkeyPatch, room: int
+) -> None:
+    store = MemoryStore(memory_dir)
+    store.regenerate_index()
+    before = memory_files(memory_dir)
+    _full_disk_after(monkeypatch, room)
+    for attempt in (
+        lambda: store.write("user_cat_zh", body=BIG),
+        lambda: store.write("project_full", description="no room", category="project", body=BIG),
+        lambda: store.archive("user_profile", reason="no room"),
+    ):
+        with pytest.raises(OSError) as full:
+            attempt()
+        assert full.value.errno == errno.ENOSPC
+    monkeypatch.undo()
+    after = memory_files(memory_dir)
+    assert after == before or set(after) - set(before) == {"archive/user_profile.md"}
+    assert not [p for p in memory_dir.rglob(".*.tmp")]
+    assert MemoryStore(memory_dir).problems() == []
+    if "archive/user_profile.md" in after:  # moved, but its archive marks did not fit: text kept
+        assert parse_bytes(after["archive/user_profile.md"]).body == parse_bytes(
+            before["user_profile.md"]).body
+
+
+def test_a_full_disk_while_memory_md_is_rewritten_keeps_the_memory_and_the_old_index(
+    memory_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = MemoryStore(memory_dir)
+    store.regenerate_index()
+    old_index = (memory_dir / "MEMORY.md").read_bytes()
+    real_atomic = files.atomic_write
+
+    def memory_write_fits_index_does_not(path: Path, data: bytes, **kwargs) -> None:
+        if path.name == "MEMORY.md":
+            _full_disk_after(monkeypatch, 10)
+        real_atomic(path, data, **kwargs)
+
+    monkeypatch.setattr("sage_mem.store.atomic_write", memory_write_fits_index_does_not)
+    with pytest.raises(OSError):
+        store.write("user_cat_zh", description="用户的猫叫芝麻，今年三岁")
+    monkeypatch.undo()
+    assert (memory_dir / "MEMORY.md").read_bytes() == old_index
+    assert MemoryStore(memory_dir).read("user_cat_zh").description == "用户的猫叫芝麻，今年三岁"
+    assert not [p for p in memory_dir.rglob(".*.tmp")]
+    code, _, _ = cli("--dir", str(memory_dir), "index")  # repaired by the next regeneration
+    assert code == 0 and "今年三岁" in (memory_dir / "MEMORY.md").read_text(encoding="utf-8")
+
+
+def test_a_full_disk_is_one_line_in_the_cli_and_nothing_in_the_hook(
+    memory_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    before = memory_files(memory_dir)
+    _full_disk_after(monkeypatch, 0)
+    code, out, err = cli("--dir", str(memory_dir), "add", "user_cat_zh", "--body", "x")
+    assert_one_line_error(code, err)
+    assert "No space left on device" in err
+    code, out, err = hook("user-prompt-submit", prompt_input("我的猫叫什么"), memory_dir)
+    assert code == 0 and "user_cat_zh" in hook_context(out)  # reading needs no room
+    assert "cannot record what was injected" in err
+    monkeypatch.undo()
+    assert memory_files(memory_dir) == before
+
+
+# A read-only folder
+
+
+def _read_only(monkeypatch: pytest.MonkeyPatch, folder: Path) -> None:
+    """Creating or replacing any file under `folder` fails with EROFS, as on a read-only mount."""
+    real_open, real_replace, real_mkdir = os.open, os.replace, os.mkdir
+    prefix = str(folder)
+
+    def refuse(path: object) -> None:
+        if str(path).startswith(prefix):
+            raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(path))
+
+    def open_(path, flags, *args, **kwargs):
+        if flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT):
+            refuse(path)
+        return real_open(path, flags, *args, **kwargs)
+
+    def replace(src, dst, *args, **kwargs):
+        refuse(dst)
+        return real_replace(src, dst, *args, **kwargs)
+
+    def mkdir(path, *args, **kwargs):
+        refuse(path)
+        return real_mkdir(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", open_)
+    monkeypatch.setattr(os, "replace", replace)
+    monkeypatch.setattr(os, "mkdir", mkdir)
+    monkeypatch.setattr(os, "link", lambda src, dst, *a, **k: refuse(dst))
+    monkeypatch.setattr("sage_mem.store._rename_no_replace", lambda src, dst: refuse(dst))
+
+
+@pytest.mark.parametrize("what", ["memory folder", "state folder", "both"])
+def test_a_read_only_folder_refuses_changes_clearly_and_still_serves_reads(
+    tmp_path: Path, memory_dir: Path, monkeypatch: pytest.MonkeyPatch, what: str
+) -> None:
+    MemoryStore(memory_dir).regenerate_index()
+    (tmp_path / ".sage-mem").mkdir(exist_ok=True)
+    before = memory_files(memory_dir)
+    target = {"memory folder": memory_dir, "state folder": tmp_path / ".sage-mem",
+              "both": tmp_path}[what]
+    _read_only(monkeypatch, target)
+    store = MemoryStore(memory_dir)
+    assert store.search("猫")[0].id == "user_cat_zh"
+    for argv in (["add", "user_cat_zh", "--trust", "0.9"],
+                 ["add", "project_ro", "--description", "read-only", "--category", "project"],
+                 ["archive", "user_profile", "--reason", "read-only"],
+                 ["feedback", "user_cat_zh", "helpful"]):
+        code, out, err = cli("--dir", str(memory_dir), *argv)
+        assert_one_line_error(code, err)
+        assert "Read-only file system" in err or "state folder" in err, err
+    code, out, err = hook("user-prompt-submit", prompt_input("我的猫叫什么"), memory_dir)
+    assert code == 0 and "user_cat_zh" in hook_context(out)
+    code, out, err = cli("--dir", str(memory_dir), "search", "猫")
+    assert code == 0 and "user_cat_zh" in out
+    monkeypatch.undo()
+    assert memory_files(memory_dir) == before
+    assert not [p for p in memory_dir.rglob(".*.tmp")]
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes through file permissions; the "
+                    "simulated read-only test above covers this")
+def test_a_folder_without_write_permission_refuses_changes(memory_dir: Path) -> None:
+    before = memory_files(memory_dir)
+    os.chmod(memory_dir, 0o500)
+    try:
+        code, out, err = cli("--dir", str(memory_dir), "add", "project_x", "--description", "x")
+        assert_one_line_error(code, err)
+        assert MemoryStore(memory_dir).search("猫")
+    finally:
+        os.chmod(memory_dir, 0o700)
+    assert memory_files(memory_dir) == before
+
+
+def test_a_state_folder_that_cannot_be_created_is_a_folder_error(
+    memory_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _read_only(monkeypatch, tmp_path / ".sage-mem")
+    with pytest.raises(FolderError, match="cannot create the state folder"):
+        MemoryStore(memory_dir).write("user_cat_zh", trust=0.9)
+
+
+# Files without read permission
+
+
+def _unreadable(monkeypatch: pytest.MonkeyPatch, path: Path) -> None:
+    """Opening `path` fails with EACCES, as for a file without read permission (root reads all)."""
+    real_open = os.open
+    real_builtin = open
+
+    def os_open(name, flags, *args, **kwargs):
+        if os.path.abspath(name) == str(path):
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(name))
+        return real_open(name, flags, *args, **kwargs)
+
+    def builtin_open(name, *args, **kwargs):
+        if isinstance(name, (str, Path)) and os.path.abspath(name) == str(path):
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(name))
+        return real_builtin(name, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", os_open)
+    monkeypatch.setattr("sage_mem.audit.open", builtin_open, raising=False)
+
+
+def test_an_unreadable_file_is_reported_and_skipped_everywhere(
+    memory_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    locked_out = memory_dir / "user_profile.md"
+    before = memory_files(memory_dir)
+    _unreadable(monkeypatch, locked_out)
+    store = MemoryStore(memory_dir)
+    assert "user_profile" not in store.index and "user_cat_zh" in store.index
+    (problem,) = store.problems()
+    assert problem.path == locked_out and "no permission to read" in problem.message
+    findings = [f for f in audit(store).findings if f.path == "user_profile.md"]
+    assert [f.check for f in findings] == ["unreadable"] and "permission" in findings[0].message
+    code, out, err = cli("--dir", str(memory_dir), "show", "user_profile")
+    assert_one_line_error(code, err)
+    code, out, err = cli("--dir", str(memory_dir), "index")
+    assert code == 0 and "skipped" in out and "user_profile" not in (
+        memory_dir / "MEMORY.md").read_text(encoding="utf-8")
+    with pytest.raises(InvalidMemory, match="no permission"):
+        store.write("user_profile", trust=0.9)
+    code, out, err = hook("user-prompt-submit", prompt_input("我的猫叫什么"), memory_dir)
+    assert code == 0 and "user_cat_zh" in hook_context(out)
+    assert err.count("\n") == 1 and "no permission" in err
+    monkeypatch.undo()
+    now = memory_files(memory_dir)
+    assert {k: v for k, v in now.items() if k != "MEMORY.md"} == before
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads through file permissions; the "
+                    "simulated test above covers this")
+def test_a_file_without_read_permission_is_reported_and_skipped(memory_dir: Path) -> None:
+    (memory_dir / "user_profile.md").chmod(0)
+    try:
+        store = MemoryStore(memory_dir)
+        assert "user_profile" not in store.index
+        assert any("permission" in p.message for p in store.problems())
+    finally:
+        (memory_dir / "user_profile.md").chmod(0o600)
+
+
+# The watcher losing events
+
+
+def test_events_the_watcher_never_delivers_are_repaired_by_the_periodic_reconcile(
+    memory_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = MemoryStore(memory_dir)
+    watcher = Watcher(store, reconcile_seconds=0.2)
+    monkeypatch.setattr(watcher, "notify", lambda paths: None)  # every event is lost
+    watcher.start()
+    try:
+        write_memory(memory_dir, "project_lost", "---\ndescription: a lost axolotl\n---\n")
+        (memory_dir / "user_profile.md").unlink()
+        write_memory(memory_dir, "user_cat_zh", "---\ndescription: 用户养了一只狗\n---\n")
+        wait_until(lambda: "project_lost" in store.index)
+        wait_until(lambda: "user_profile" not in store.index)
+        wait_until(lambda: store.index.get("user_cat_zh").description == "用户养了一只狗")
+        assert watcher.flush_count == 0 and watcher.reconcile_count >= 1
+    finally:
+        watcher.stop()
+    fresh = MemoryStore(memory_dir)
+    assert sorted(store.index.ids()) == sorted(fresh.index.ids())
+

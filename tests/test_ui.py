@@ -1,0 +1,893 @@
+"""`sage-mem ui`: every route of the web server, its security, live events, and `store.restore`.
+
+The server runs for real (uvicorn on a free port of 127.0.0.1, in a thread)
+and is spoken to over HTTP with the standard library, so that what is tested
+is what a browser meets: the Host header, the token, the headers, the stream.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import http.client
+import io
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from importlib import resources
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import pytest
+from conftest import TEMPLATE, write_memory
+
+from sage_mem.errors import ConflictError, MemoryNotFound
+from sage_mem.store import MemoryStore
+from sage_mem.ui import UiServer
+
+SCRIPT = "<script>alert('x')</script>"
+
+
+def memory_file(description: str, body: str = "", **meta: Any) -> str:
+    lines = [f"description: {json.dumps(description, ensure_ascii=False)}"]
+    lines += [f"{key}: {json.dumps(value, ensure_ascii=False)}" for key, value in meta.items()]
+    return "---\n" + "\n".join(lines) + "\n---\n\n" + body + "\n"
+
+
+class Client:
+    """HTTP to the server as a browser tab on it would send it (token and Host by default)."""
+
+    def __init__(self, server: UiServer) -> None:
+        self.server = server
+        self.port = server.port
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        *,
+        token: str | None = "default",
+        host: str | None = None,
+        headers: dict[str, str] | None = None,
+        raw: bytes | None = None,
+    ) -> tuple[int, Any, http.client.HTTPMessage]:
+        sent = {"Host": host or f"127.0.0.1:{self.port}"}
+        if token == "default":
+            token = self.server.token
+        if token is not None:
+            sent["X-Sage-Token"] = token
+        data = raw
+        if body is not None:
+            data = json.dumps(body).encode()
+            sent["Content-Type"] = "application/json"
+        sent.update(headers or {})
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+        try:
+            conn.request(method, path, body=data, headers=sent)
+            response = conn.getresponse()
+            payload = response.read()
+        finally:
+            conn.close()
+        kind = response.getheader("content-type", "")
+        parsed: Any = json.loads(payload) if kind.startswith("application/json") else payload
+        return response.status, parsed, response.headers
+
+    def get(self, path: str, **kwargs: Any) -> tuple[int, Any, http.client.HTTPMessage]:
+        return self.request("GET", path, **kwargs)
+
+    def post(self, path: str, body: Any, **kwargs: Any) -> tuple[int, Any, http.client.HTTPMessage]:
+        return self.request("POST", path, body, **kwargs)
+
+    def ok(self, method: str, path: str, body: Any = None) -> Any:
+        status, data, _ = self.request(method, path, body)
+        assert status == 200, (status, data)
+        return data
+
+
+def populate(memory_dir: Path) -> Path:
+    """The template's eight memories, one with a script in it, one nested and dated."""
+    if not memory_dir.exists():
+        shutil.copytree(TEMPLATE, memory_dir)
+    write_memory(memory_dir, "user_evil", memory_file(
+        f"Evil {SCRIPT} description", f"Body with {SCRIPT} and <img src=x onerror=alert(1)>",
+        category="user", tags=["xss", "pets"],
+    ))
+    write_memory(memory_dir, "project/api/auth_flow", memory_file(
+        "The API signs requests with short-lived tokens", "See the auth service.",
+        category="project", tags=["api"], created="2026-01-02", updated="2026-01-03T10:00:00Z",
+    ))
+    return memory_dir
+
+
+@pytest.fixture
+def folder(memory_dir: Path) -> Path:
+    return populate(memory_dir)
+
+
+@pytest.fixture
+def store(folder: Path) -> Iterator[MemoryStore]:
+    with MemoryStore(folder, watch=True) as opened:
+        yield opened
+
+
+@pytest.fixture
+def server(store: MemoryStore) -> Iterator[UiServer]:
+    with UiServer(store, port=0).start() as running:
+        yield running
+
+
+@pytest.fixture
+def client(server: UiServer) -> Client:
+    return Client(server)
+
+
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Client]:
+    """One server for the tests that only read, or whose requests are refused (it is faster)."""
+    folder = populate(tmp_path_factory.mktemp("shared") / "memory")
+    with MemoryStore(folder, watch=True) as opened, UiServer(opened, port=0).start() as running:
+        yield Client(running)
+
+
+# security: where it listens, which Host, which token
+
+
+def test_the_server_listens_on_loopback_only(server: UiServer) -> None:
+    assert server.socket.getsockname()[0] == "127.0.0.1"
+    assert server.url == f"http://127.0.0.1:{server.port}/#token={server.token}"
+
+
+def test_each_launch_has_its_own_long_random_token(store: MemoryStore) -> None:
+    first, second = UiServer(store, port=0), UiServer(store, port=0)
+    try:
+        assert first.token != second.token
+        assert len(first.token) >= 40 and re.fullmatch(r"[A-Za-z0-9_-]+", first.token)
+    finally:
+        first.socket.close()
+        second.socket.close()
+
+
+API_READS = [
+    "/api/info", "/api/memories", "/api/memories?q=cat", "/api/memory?id=user_evil",
+    "/api/archived", "/api/audit", "/api/stars", "/api/runs", "/api/runs/20260101T000000Z-0001",
+    "/api/events",
+]
+API_WRITES = [
+    ("/api/memory", {"id": "user_new", "description": "new", "create": True}),
+    ("/api/archive", {"id": "user_evil", "reason": "test"}),
+    ("/api/restore", {"id": "archive/user_evil"}),
+    ("/api/dream", {"mode": "report"}),
+    ("/api/runs/20260101T000000Z-0001/rollback", {"scope": "touched"}),
+]
+
+
+@pytest.mark.parametrize("path", API_READS)
+def test_reading_memory_data_needs_the_token(shared: Client, path: str) -> None:
+    status, data, _ = shared.get(path, token=None)
+    assert status == 401
+    assert "token" in data["error"]
+    assert SCRIPT not in json.dumps(data)
+
+
+@pytest.mark.parametrize("path", API_READS)
+def test_a_wrong_token_is_refused(shared: Client, path: str) -> None:
+    status, _, _ = shared.get(path, token="x" * 43)
+    assert status == 401
+
+
+@pytest.mark.parametrize(("path", "body"), API_WRITES)
+def test_changes_without_the_token_are_refused_and_change_nothing(
+    client: Client, folder: Path, path: str, body: dict[str, Any]
+) -> None:
+    before = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*"))
+    status, _, _ = client.post(path, body, token=None)
+    assert status == 401
+    assert sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*")) == before
+
+
+@pytest.mark.parametrize("host", [
+    pytest.param("evil.example:{port}", id="rebound-name"),
+    pytest.param("127.0.0.1.nip.io:{port}", id="lookalike"),
+    pytest.param("127.0.0.1:{other}", id="other-port"),
+    pytest.param("127.0.0.1", id="no-port"),
+    pytest.param("[::1]:{port}", id="ipv6"),
+    pytest.param("", id="empty"),
+])
+@pytest.mark.parametrize("path", ["/", "/static/app.js", "/api/memories"])
+def test_a_wrong_host_header_is_refused_everywhere(
+    shared: Client, host: str, path: str
+) -> None:
+    status, data, headers = shared.get(
+        path, host=host.format(port=shared.port, other=shared.port + 1) or " "
+    )
+    assert status == 403
+    assert "Host" in data["error"]
+    assert headers["content-security-policy"]
+
+
+def test_localhost_with_the_right_port_is_accepted(shared: Client) -> None:
+    status, data, _ = shared.get("/api/info", host=f"localhost:{shared.port}")
+    assert status == 200 and data["memories"] >= 8
+
+
+def test_two_host_headers_are_refused(shared: Client) -> None:
+    conn = http.client.HTTPConnection("127.0.0.1", shared.port, timeout=10)
+    try:
+        conn.putrequest("GET", "/api/info", skip_host=True)
+        conn.putheader("Host", f"127.0.0.1:{shared.port}")
+        conn.putheader("Host", "evil.example")
+        conn.putheader("X-Sage-Token", shared.server.token)
+        conn.endheaders()
+        response = conn.getresponse()
+        response.read()
+    finally:
+        conn.close()
+    assert response.status in (400, 403)
+
+
+def test_a_request_from_another_origin_is_refused_even_with_the_token(shared: Client) -> None:
+    status, data, _ = shared.post(
+        "/api/memory", {"id": "user_x", "description": "x", "create": True},
+        headers={"Origin": "http://evil.example"},
+    )
+    assert status == 403 and "origin" in data["error"]
+    status, _, _ = shared.get("/api/memories", headers={"Origin": "null"})
+    assert status == 403
+
+
+def test_a_cross_site_fetch_is_refused(shared: Client) -> None:
+    status, _, _ = shared.get("/api/memories", headers={"Sec-Fetch-Site": "cross-site"})
+    assert status == 403
+
+
+def test_a_request_from_the_page_itself_is_accepted(shared: Client) -> None:
+    status, _, _ = shared.get("/api/memories", headers={
+        "Origin": f"http://127.0.0.1:{shared.port}", "Sec-Fetch-Site": "same-origin",
+    })
+    assert status == 200
+
+
+def test_a_form_post_is_refused_even_with_the_token(client: Client, folder: Path) -> None:
+    status, _, _ = client.request(
+        "POST", "/api/memory", raw=b"id=user_form&description=x&create=1",
+        headers={"Content-Type": "application/x-www-form-urlencoded"},
+    )
+    assert status == 415
+    assert not (folder / "user_form.md").exists()
+
+
+def test_no_cors_headers_are_ever_sent(shared: Client) -> None:
+    status, _, headers = shared.request("OPTIONS", "/api/memories", headers={
+        "Origin": "http://evil.example", "Access-Control-Request-Method": "GET",
+        "Access-Control-Request-Headers": "x-sage-token",
+    }, token=None)
+    assert status in (401, 403, 405)
+    assert headers["access-control-allow-origin"] is None
+    _, _, headers = shared.get("/api/memories")
+    assert headers["access-control-allow-origin"] is None
+
+
+def test_responses_carry_a_strict_content_security_policy(shared: Client) -> None:
+    for path in ["/", "/static/app.js", "/api/info"]:
+        status, _, headers = shared.get(path)
+        assert status == 200
+        policy = headers["content-security-policy"]
+        assert "script-src 'self'" in policy and "unsafe-inline" not in policy
+        assert "frame-ancestors 'none'" in policy
+        assert headers["x-content-type-options"] == "nosniff"
+        assert headers["x-frame-options"] == "DENY"
+        assert headers["referrer-policy"] == "no-referrer"
+        assert headers["cross-origin-resource-policy"] == "same-origin"
+    assert shared.get("/api/info")[2]["cache-control"] == "no-store"
+
+
+def test_the_page_needs_no_token_and_holds_no_memory_text(shared: Client) -> None:
+    status, page, headers = shared.get("/", token=None)
+    assert status == 200 and headers["content-type"].startswith("text/html")
+    text = page.decode()
+    assert "<script src=\"/static/app.js\"" in text
+    assert "Evil" not in text and "猫" not in text
+    assert "<script>" not in text  # no inline script: the policy would refuse it anyway
+
+
+def test_static_files_hold_no_inner_html(shared: Client) -> None:
+    for name in ("app.js", "starmap.js", "markdown.js"):
+        status, body, _ = shared.get(f"/static/{name}", token=None)
+        assert status == 200
+        code = body.decode()
+        assert not re.search(r"(inner|outer)HTML\s*=|insertAdjacentHTML|document\.write", code)
+        assert not re.search(r"\beval\(|new Function\(", code)
+
+
+# memory text travels as data
+
+
+def test_script_in_a_memory_comes_back_as_json_text(shared: Client) -> None:
+    status, data, headers = shared.get("/api/memory?id=user_evil")
+    assert status == 200
+    assert headers["content-type"] == "application/json"
+    assert SCRIPT in data["memory"]["description"] and SCRIPT in data["memory"]["body"]
+    listed = shared.ok("GET", "/api/memories?q=evil")["results"]
+    assert listed[0]["description"] == f"Evil {SCRIPT} description"
+    star = next(s for s in shared.ok("GET", "/api/stars")["stars"] if s["id"] == "user_evil")
+    assert SCRIPT in star["description"]
+
+
+# memories: search, facets, read
+
+
+def test_search_uses_the_index_and_facets_count_the_whole_folder(shared: Client) -> None:
+    data = shared.ok("GET", "/api/memories?q=" + quote("我的猫叫什么"))
+    assert data["results"][0]["id"] == "user_cat_zh"
+    assert data["all"] == 10
+    categories = {c["name"]: c["count"] for c in data["facets"]["categories"]}
+    assert categories == {"user": 3, "feedback": 2, "project": 3, "reference": 2}
+    tags = {t["name"]: t["count"] for t in data["facets"]["tags"]}
+    assert tags["example"] == 8 and tags["xss"] == 1
+
+
+def test_category_and_tag_chips_combine_with_the_search(shared: Client) -> None:
+    everything = shared.ok("GET", "/api/memories")
+    assert everything["total"] == 10 and len(everything["results"]) == 10
+    users = shared.ok("GET", "/api/memories?category=user")
+    assert {r["id"] for r in users["results"]} == {"user_cat_zh", "user_profile", "user_evil"}
+    tagged = shared.ok("GET", "/api/memories?category=user&tag=pets")
+    assert [r["id"] for r in tagged["results"]] == ["user_evil"]
+    searched = shared.ok("GET", "/api/memories?q=tests&category=feedback")
+    assert searched["results"] and all(r["category"] == "feedback" for r in searched["results"])
+    nothing = shared.ok("GET", "/api/memories?q=tests&category=user&tag=api")
+    assert nothing["results"] == [] and nothing["total"] == 0
+    assert nothing["facets"] == everything["facets"]
+
+
+def test_the_list_without_a_query_shows_the_newest_first(shared: Client) -> None:
+    rows = shared.ok("GET", "/api/memories")["results"]
+    updated = [r["updated"] or "" for r in rows]
+    assert updated == sorted(updated, reverse=True)
+    ids = [r["id"] for r in rows]
+    assert ids.index("project/api/auth_flow") > ids.index("user_profile")
+    assert ids[-1] == "user_evil"  # no `updated` at all: last
+
+
+def test_reading_a_memory_gives_body_sha_and_frontmatter(client: Client, folder: Path) -> None:
+    memory = client.ok("GET", "/api/memory?id=project/api/auth_flow")["memory"]
+    assert memory["id"] == "project/api/auth_flow"
+    assert memory["body"].strip() == "See the auth service."
+    raw = (folder / "project/api/auth_flow.md").read_bytes()
+    assert memory["sha256"] == hashlib.sha256(raw).hexdigest()
+    assert memory["meta"]["created"] == "2026-01-02"
+
+
+@pytest.mark.parametrize(("path", "status"), [
+    ("/api/memory?id=user_nobody", 404),
+    ("/api/memory?id=../../etc/passwd", 400),
+    ("/api/memory", 400),
+    ("/api/runs/20260101T000000Z-0001", 404),
+    ("/api/runs/not-a-run", 404),
+    ("/api/nothing-here", 404),
+])
+def test_bad_reads_answer_with_a_clear_status(shared: Client, path: str, status: int) -> None:
+    got, data, _ = shared.get(path)
+    assert got == status
+    if path.startswith("/api/memory"):
+        assert data["error"] and data["kind"]
+
+
+def test_info_names_the_folder(client: Client, folder: Path) -> None:
+    info = client.ok("GET", "/api/info")
+    assert info["folder"] == str(folder) and info["memories"] == 10
+
+
+def test_the_star_map_has_a_star_for_every_memory(shared: Client) -> None:
+    stars = shared.ok("GET", "/api/stars")["stars"]
+    assert len(stars) == 10
+    auth = next(s for s in stars if s["id"] == "project/api/auth_flow")
+    assert auth["category"] == "project" and auth["created"] == "2026-01-02"
+    assert auth["length"] > 0 and auth["updated"].startswith("2026-01-03")
+
+
+# writing
+
+
+def test_creating_a_memory_writes_its_file(client: Client, folder: Path) -> None:
+    data = client.ok("POST", "/api/memory", {
+        "id": "feedback_short", "description": "Keep answers short", "category": "feedback",
+        "tags": ["style"], "body": "**Why:** the user reads on a phone.", "create": True,
+    })
+    assert data["memory"]["id"] == "feedback_short"
+    text = (folder / "feedback_short.md").read_text()
+    assert "description: Keep answers short" in text and "**Why:**" in text
+    found = client.ok("GET", "/api/memories?q=" + quote("answers short"))["results"]
+    assert found[0]["id"] == "feedback_short"
+
+
+def test_creating_over_an_existing_memory_is_a_conflict(client: Client, folder: Path) -> None:
+    before = (folder / "user_profile.md").read_bytes()
+    status, data, _ = client.post(
+        "/api/memory", {"id": "user_profile", "description": "x", "create": True}
+    )
+    assert status == 409 and "exists already" in data["error"]
+    assert (folder / "user_profile.md").read_bytes() == before
+
+
+def test_saving_changes_only_the_fields_sent(client: Client, folder: Path) -> None:
+    path = folder / "project/api/auth_flow.md"
+    path.write_text(path.read_text().replace("---\n\n", "customKey: kept\n---\n\n", 1))
+    memory = client.ok("GET", "/api/memory?id=project/api/auth_flow")["memory"]
+    saved = client.ok("POST", "/api/memory", {
+        "id": memory["id"], "expectedSha256": memory["sha256"], "tags": ["api", "auth"],
+        "body": "See the auth service.\n\nTokens live 15 minutes.",
+    })["memory"]
+    text = path.read_text()
+    assert "customKey: kept" in text and "Tokens live 15 minutes." in text
+    assert saved["tags"] == ["api", "auth"] and saved["sha256"] != memory["sha256"]
+    assert saved["description"] == memory["description"]
+
+
+def test_saving_over_a_change_on_disk_is_a_conflict_with_both_versions(
+    client: Client, folder: Path
+) -> None:
+    memory = client.ok("GET", "/api/memory?id=user_profile")["memory"]
+    path = folder / "user_profile.md"
+    path.write_text(path.read_text() + "\nEdited in vim meanwhile.\n")
+    status, data, _ = client.post("/api/memory", {
+        "id": "user_profile", "expectedSha256": memory["sha256"], "body": "Mine.",
+    })
+    assert status == 409 and data["kind"] == "ConflictError"
+    assert "changed on disk" in data["error"]
+    assert "Edited in vim meanwhile." in data["current"]["body"]
+    assert "Edited in vim meanwhile." in path.read_text()
+    resolved = client.ok("POST", "/api/memory", {
+        "id": "user_profile", "expectedSha256": data["current"]["sha256"], "body": "Mine.",
+    })
+    assert resolved["memory"]["body"].strip() == "Mine."
+
+
+def test_a_conflict_with_a_removed_file_says_so(client: Client, folder: Path) -> None:
+    memory = client.ok("GET", "/api/memory?id=user_profile")["memory"]
+    (folder / "user_profile.md").unlink()
+    status, data, _ = client.post("/api/memory", {
+        "id": "user_profile", "expectedSha256": memory["sha256"], "body": "Mine.",
+    })
+    assert status == 409 and data["current"] is None
+    assert not (folder / "user_profile.md").exists()
+
+
+@pytest.mark.parametrize(("body", "message"), [
+    ({"id": "user_profile", "body": "x"}, "expectedSha256"),
+    ({"id": "user_profile", "expectedSha256": "0" * 64, "trust": 7}, "trust"),
+    ({"id": "user_profile", "expectedSha256": "0" * 64, "colour": "red"}, "unknown field"),
+    ({"description": "no id", "create": True}, "id is required"),
+    ({"id": "../outside", "description": "x", "create": True}, "leave the memory folder"),
+    ({"id": "user_x", "create": True}, "needs a description"),
+    ([1, 2], "JSON object"),
+])
+def test_bad_writes_are_refused_with_the_reason(
+    shared: Client, body: Any, message: str
+) -> None:
+    status, data, _ = shared.post("/api/memory", body)
+    assert status == 400, data
+    assert message in data["error"]
+
+
+def test_a_body_that_is_not_json_is_refused(shared: Client) -> None:
+    status, data, _ = shared.request(
+        "POST", "/api/memory", raw=b"{not json", headers={"Content-Type": "application/json"}
+    )
+    assert status == 400 and "not JSON" in data["error"]
+
+
+def test_a_secret_is_refused_unless_allowed(client: Client, folder: Path) -> None:
+    key = "sk-ant-api03-" + "A1b2C3d4E5f6" * 8
+    body = {"id": "reference_keys", "description": "Where keys are", "body": f"key: {key}",
+            "create": True}
+    status, data, _ = client.post("/api/memory", body)
+    assert status == 400 and data["kind"] == "SecretRefused"
+    assert not (folder / "reference_keys.md").exists()
+    client.ok("POST", "/api/memory", {**body, "allowSecret": True})
+    assert key in (folder / "reference_keys.md").read_text()
+
+
+def test_a_locked_memory_cannot_be_changed_or_archived(client: Client, folder: Path) -> None:
+    write_memory(folder, "user_locked", memory_file("Locked one", "x", locked=True))
+    client.server.store.reconcile()
+    memory = client.ok("GET", "/api/memory?id=user_locked")["memory"]
+    status, _, _ = client.post(
+        "/api/memory", {"id": "user_locked", "expectedSha256": memory["sha256"], "body": "y"}
+    )
+    assert status == 423
+    status, _, _ = client.post("/api/archive", {"id": "user_locked", "reason": "old"})
+    assert status == 423
+
+
+# archive and restore
+
+
+def test_archiving_moves_the_file_and_restoring_brings_it_back(
+    client: Client, folder: Path
+) -> None:
+    original = (folder / "user_profile.md").read_text()
+    archived = client.ok("POST", "/api/archive", {"id": "user_profile", "reason": "moved on"})
+    assert archived["memory"]["id"] == "archive/user_profile"
+    assert not (folder / "user_profile.md").exists()
+    assert "archiveReason: moved on" in (folder / "archive/user_profile.md").read_text()
+    rows = client.ok("GET", "/api/archived")["results"]
+    assert [(r["id"], r["archiveReason"]) for r in rows] == [("archive/user_profile", "moved on")]
+    assert "user_profile" not in {r["id"] for r in client.ok("GET", "/api/memories")["results"]}
+
+    restored = client.ok("POST", "/api/restore", {"id": "archive/user_profile"})["memory"]
+    assert restored["id"] == "user_profile" and not restored["archived"]
+    text = (folder / "user_profile.md").read_text()
+    assert "archiveReason" not in text and "archived:" not in text
+    assert text.split("---")[2] == original.split("---")[2]
+    assert client.ok("GET", "/api/archived")["results"] == []
+    assert "user_profile" in {r["id"] for r in client.ok("GET", "/api/memories")["results"]}
+
+
+def test_archiving_needs_a_reason(client: Client, folder: Path) -> None:
+    status, data, _ = client.post("/api/archive", {"id": "user_profile", "reason": " "})
+    assert status == 400 and "reason" in data["error"]
+    status, _, _ = client.post("/api/archive", {"id": "user_profile"})
+    assert status == 400
+    assert (folder / "user_profile.md").exists()
+
+
+def test_restoring_over_a_memory_of_the_same_id_is_refused(
+    client: Client, folder: Path
+) -> None:
+    client.ok("POST", "/api/archive", {"id": "user_profile", "reason": "moved on"})
+    write_memory(folder, "user_profile", memory_file("A new profile"))
+    status, data, _ = client.post("/api/restore", {"id": "archive/user_profile"})
+    assert status == 409 and "exists now" in data["error"]
+    assert "A new profile" in (folder / "user_profile.md").read_text()
+    assert (folder / "archive/user_profile.md").exists()
+
+
+def test_restoring_a_memory_that_is_not_archived_is_404(shared: Client) -> None:
+    status, data, _ = shared.post("/api/restore", {"id": "archive/user_nobody"})
+    assert status == 404 and "no archived memory" in data["error"]
+
+
+# store.restore itself
+
+
+def test_restore_removes_the_archive_marks_and_updates_index_and_catalog(
+    memory_dir: Path,
+) -> None:
+    store = MemoryStore(memory_dir)
+    store.archive("user_profile", reason="moved on")
+    assert "user_profile.md" not in (memory_dir / "MEMORY.md").read_text()
+    restored = store.restore("archive/user_profile")
+    assert restored.id == "user_profile" and not restored.archived
+    assert "archived" not in restored.meta and "archiveReason" not in restored.meta
+    assert restored.updated and restored.meta["updated"] == restored.updated
+    assert store.search("profile")[0].id == "user_profile"
+    assert "archive/user_profile" not in {m.id for m in store.list(archived=True)}
+    assert "(user_profile.md)" in (memory_dir / "MEMORY.md").read_text()
+    assert not (memory_dir / "archive/user_profile.md").exists()
+    assert not [p for p in (memory_dir).rglob(".*.tmp")]
+
+
+def test_restore_takes_the_id_with_or_without_the_archive_prefix(memory_dir: Path) -> None:
+    store = MemoryStore(memory_dir)
+    store.archive("user_profile", reason="moved on")
+    assert store.restore("user_profile").id == "user_profile"
+
+
+def test_restore_keeps_keys_it_did_not_add_and_restores_nested_ids(empty_dir: Path) -> None:
+    write_memory(empty_dir, "archive/project/api/old", memory_file(
+        "Old API", "Body.", category="project", archived="2026-01-01T00:00:00Z",
+        archiveReason="replaced", supersededBy="project/api/new", customKey="kept",
+    ))
+    store = MemoryStore(empty_dir)
+    restored = store.restore("archive/project/api/old")
+    assert restored.id == "project/api/old"
+    text = (empty_dir / "project/api/old.md").read_text()
+    assert "supersededBy" in text and "customKey" in text and "archiveReason" not in text
+
+
+def test_restore_never_overwrites(memory_dir: Path) -> None:
+    store = MemoryStore(memory_dir)
+    store.archive("user_profile", reason="moved on")
+    write_memory(memory_dir, "user_profile", memory_file("Someone else"))
+    store.reconcile()
+    with pytest.raises(ConflictError):
+        store.restore("archive/user_profile")
+    assert "Someone else" in (memory_dir / "user_profile.md").read_text()
+    assert (memory_dir / "archive/user_profile.md").exists()
+
+
+def test_restore_of_a_missing_archived_memory_is_not_found(memory_dir: Path) -> None:
+    with pytest.raises(MemoryNotFound):
+        MemoryStore(memory_dir).restore("archive/user_nobody")
+
+
+def test_restore_moves_a_locked_file_as_it_is(empty_dir: Path) -> None:
+    text = memory_file("Locked", "x", archived="2026-01-01", archiveReason="by hand", locked=True)
+    write_memory(empty_dir, "archive/user_locked", text)
+    MemoryStore(empty_dir).restore("archive/user_locked")
+    assert (empty_dir / "user_locked.md").read_text() == text
+
+
+def test_store_listeners_hear_writes_and_can_be_removed(memory_dir: Path) -> None:
+    store = MemoryStore(memory_dir)
+    heard: list[int] = []
+    remove = store.add_listener(lambda: heard.append(1))
+    store.write("user_profile", summary="Profile")
+    store.archive("user_profile", reason="old")
+    store.restore("archive/user_profile")
+    assert len(heard) >= 3
+    remove()
+    store.write("user_profile", summary="Profile again")
+    count = len(heard)
+    store.write("user_profile", summary="And again")
+    assert len(heard) == count
+
+
+def test_a_failing_listener_does_not_break_a_write(memory_dir: Path) -> None:
+    store = MemoryStore(memory_dir)
+
+    def broken() -> None:
+        raise RuntimeError("listener bug")
+
+    store.add_listener(broken)
+    assert store.write("user_profile", summary="Still saved").summary == "Still saved"
+
+
+# audit
+
+
+def test_audit_findings_link_to_memory_ids(client: Client, folder: Path) -> None:
+    crlf = b"---\r\ndescription: crlf\r\ncategory: user\r\n---\r\n\r\nx\r\n"
+    (folder / "user_crlf.md").write_bytes(crlf)
+    write_memory(folder, "feedback_misfiled", memory_file("Misfiled", category="user"))
+    client.server.store.reconcile()
+    data = client.ok("GET", "/api/audit")
+    by_path = {f["path"]: f for f in data["findings"]}
+    assert by_path["user_crlf.md"]["id"] == "user_crlf"
+    assert by_path["feedback_misfiled.md"]["id"] == "feedback_misfiled"
+    assert data["count"] == len(data["findings"]) and data["checked"] >= 12
+
+
+# dream runs
+
+
+@pytest.fixture
+def dreamy(folder: Path) -> Path:
+    write_memory(folder, "user_old_editor", memory_file("Old editor: vim", "vim", category="user"))
+    write_memory(folder, "user_new_editor", memory_file(
+        "New editor: helix", "helix", category="user", supersedes=["user_old_editor"]))
+    write_memory(folder, "project_deploy", memory_file(
+        f"Deploy day {SCRIPT}", "Yesterday we moved the deploy to Fridays.",
+        category="project", created="2026-01-10", updated="2026-01-10T09:00:00Z"))
+    return folder
+
+
+def test_a_dream_run_shows_its_report_and_each_change_as_a_diff(
+    dreamy: Path, client: Client
+) -> None:
+    client.server.store.reconcile()
+    result = client.ok("POST", "/api/dream", {"mode": "rewrite"})
+    assert result["status"] == "finished" and result["changes"] >= 2
+    runs = client.ok("GET", "/api/runs")["runs"]
+    assert runs[0]["runId"] == result["runId"] and runs[0]["mode"] == "rewrite"
+    detail = client.ok("GET", f"/api/runs/{result['runId']}")
+    assert detail["report"].startswith(f"# Autodream run {result['runId']}")
+    assert detail["rollback"] == {"possible": True, "why": None}
+    changes = {c["file"]: c for c in detail["run"]["changes"]}
+    dates = changes["project_deploy.md"]["diff"]
+    assert ["-", "Yesterday we moved the deploy to Fridays."] in dates
+    assert ["+", "On 2026-01-09 we moved the deploy to Fridays."] in dates
+    archived = changes["user_old_editor.md"]
+    assert archived["operation"] == "archive"
+    assert any(kind == "+" and text.startswith("archiveReason:") for kind, text in archived["diff"])
+
+
+def test_a_rollback_previews_then_puts_the_files_back(dreamy: Path, client: Client) -> None:
+    before = (dreamy / "project_deploy.md").read_bytes()
+    client.server.store.reconcile()
+    run_id = client.ok("POST", "/api/dream", {"mode": "rewrite"})["runId"]
+    assert (dreamy / "project_deploy.md").read_bytes() != before
+    plan = client.ok("POST", f"/api/runs/{run_id}/rollback", {"scope": "touched", "dryRun": True})
+    assert plan["dryRun"] and plan["restored"] >= 1
+    assert (dreamy / "project_deploy.md").read_bytes() != before
+    done = client.ok("POST", f"/api/runs/{run_id}/rollback", {"scope": "touched"})
+    assert not done["dryRun"] and done["rollbackId"]
+    assert (dreamy / "project_deploy.md").read_bytes() == before
+    assert (dreamy / "user_old_editor.md").exists()
+    detail = client.ok("GET", f"/api/runs/{run_id}")
+    assert detail["run"]["status"] == "rolled-back"
+    assert detail["rollback"]["possible"] is False
+    assert done["rollbackId"] in detail["rollback"]["why"]
+    undo = client.ok("GET", f"/api/runs/{done['rollbackId']}")
+    assert undo["run"]["kind"] == "rollback" and undo["rollback"]["possible"]
+    status, data, _ = client.post(f"/api/runs/{run_id}/rollback", {"scope": "touched"})
+    assert status == 400 and "rolled back already" in data["error"]
+
+
+def test_a_report_run_changes_nothing_and_offers_no_rollback(dreamy: Path, client: Client) -> None:
+    client.server.store.reconcile()
+    before = (dreamy / "project_deploy.md").read_bytes()
+    run_id = client.ok("POST", "/api/dream", {"mode": "report"})["runId"]
+    assert (dreamy / "project_deploy.md").read_bytes() == before
+    detail = client.ok("GET", f"/api/runs/{run_id}")
+    assert detail["rollback"]["possible"] is False and "report run" in detail["rollback"]["why"]
+    assert all(c["diff"] is None and "proposed" in c["diffNote"] for c in detail["run"]["changes"])
+
+
+@pytest.mark.parametrize(("body", "message"), [
+    ({"mode": "sideways"}, "mode"),
+])
+def test_a_bad_dream_request_is_refused(shared: Client, body: dict[str, str], message: str) -> None:
+    status, data, _ = shared.post("/api/dream", body)
+    assert status == 400 and message in data["error"]
+
+
+def test_a_bad_rollback_scope_is_refused(shared: Client) -> None:
+    status, data, _ = shared.post("/api/runs/20260101T000000Z-0001/rollback", {"scope": "some"})
+    assert status == 400 and "scope" in data["error"]
+
+
+# live events
+
+
+class EventStream:
+    """A server-sent event stream read line by line, as EventSource reads it."""
+
+    def __init__(self, client: Client, token: str | None) -> None:
+        self.conn = http.client.HTTPConnection("127.0.0.1", client.port, timeout=10)
+        path = "/api/events" + (f"?token={token}" if token else "")
+        self.conn.request("GET", path, headers={"Host": f"127.0.0.1:{client.port}"})
+        self.response = self.conn.getresponse()
+
+    def next_event(self) -> tuple[str, dict[str, Any]]:
+        name, data = "message", {}
+        while True:
+            line = self.response.fp.readline().decode()
+            if not line:
+                raise EOFError("stream ended")
+            line = line.rstrip("\n")
+            if line.startswith("event: "):
+                name = line[7:]
+            elif line.startswith("data: "):
+                data = json.loads(line[6:])
+            elif line == "" and name != "message":
+                return name, data
+
+    def wait_for(self, wanted: str) -> dict[str, Any]:
+        while True:
+            name, data = self.next_event()
+            if name == wanted:
+                return data
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def test_an_edit_on_disk_reaches_the_event_stream(client: Client, folder: Path) -> None:
+    stream = EventStream(client, client.server.token)
+    try:
+        assert stream.response.status == 200
+        assert stream.response.getheader("content-type").startswith("text/event-stream")
+        assert stream.next_event()[0] == "hello"
+        write_memory(folder, "user_from_vim", memory_file("Written in an editor"))
+        assert stream.wait_for("memories")["generation"] >= 1
+        assert client.ok("GET", "/api/memory?id=user_from_vim")["memory"]["description"] == (
+            "Written in an editor"
+        )
+    finally:
+        stream.close()
+
+
+def test_a_write_through_the_page_reaches_other_open_pages(client: Client) -> None:
+    stream = EventStream(client, client.server.token)
+    try:
+        stream.next_event()
+        client.ok("POST", "/api/archive", {"id": "user_profile", "reason": "old"})
+        stream.wait_for("memories")
+    finally:
+        stream.close()
+
+
+def test_a_new_dream_run_reaches_the_event_stream(dreamy: Path, client: Client) -> None:
+    from sage_mem.dream import run_dream
+
+    stream = EventStream(client, client.server.token)
+    try:
+        stream.next_event()
+        with MemoryStore(dreamy) as other_process:
+            run_dream(other_process, mode="report")
+        stream.wait_for("runs")
+    finally:
+        stream.close()
+
+
+def test_the_event_stream_needs_the_token(shared: Client) -> None:
+    stream = EventStream(shared, None)
+    try:
+        assert stream.response.status == 401
+    finally:
+        stream.close()
+    stream = EventStream(shared, "wrong")
+    try:
+        assert stream.response.status == 401
+    finally:
+        stream.close()
+
+
+def test_stopping_the_server_ends_open_event_streams(store: MemoryStore) -> None:
+    server = UiServer(store, port=0).start()
+    stream = EventStream(Client(server), server.token)
+    stream.next_event()
+    server.stop()
+    with pytest.raises((EOFError, OSError, http.client.HTTPException)):
+        while True:
+            stream.next_event()
+    stream.close()
+
+
+# the command and the package
+
+
+def test_the_ui_command_prints_a_tokened_url_and_stops_on_ctrl_c(memory_dir: Path) -> None:
+    command = [sys.executable, "-m", "sage_mem", "--dir", str(memory_dir), "ui", "--port", "0"]
+    with subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    ) as process:
+        try:
+            assert process.stdout is not None and process.stderr is not None
+            match = None
+            while match is None:
+                line = process.stdout.readline()
+                assert line, process.stderr.read()
+                match = re.search(r"http://127\.0\.0\.1:(\d+)/#token=([\w-]+)", line)
+            port, token = int(match.group(1)), match.group(2)
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+            conn.request("GET", "/api/info", headers={"X-Sage-Token": token})
+            response = conn.getresponse()
+            assert response.status == 200 and json.loads(response.read())["memories"] == 8
+            conn.close()
+            process.send_signal(signal.SIGINT)
+            assert process.wait(timeout=20) == 0
+            assert "stopped" in process.stdout.read()
+        finally:
+            if process.poll() is None:
+                process.kill()
+
+
+def test_the_ui_command_refuses_a_busy_port(memory_dir: Path) -> None:
+    from sage_mem.cli import main
+
+    busy = socket.socket()
+    busy.bind(("127.0.0.1", 0))
+    busy.listen(1)
+    try:
+        err = io.StringIO()
+        code = main(["--dir", str(memory_dir), "ui", "--port", str(busy.getsockname()[1])],
+                    out=io.StringIO(), err=err)
+        assert code == 1 and "in use" in err.getvalue()
+    finally:
+        busy.close()
+
+
+def test_the_ui_command_refuses_a_port_out_of_range(memory_dir: Path) -> None:
+    from sage_mem.cli import main
+
+    err = io.StringIO()
+    arguments = ["--dir", str(memory_dir), "ui", "--port", "70000"]
+    assert main(arguments, out=io.StringIO(), err=err) == 1
+    assert "--port" in err.getvalue()
+
+
+def test_the_page_and_its_assets_ship_inside_the_package() -> None:
+    static = resources.files("sage_mem.ui") / "static"
+    for name in ("index.html", "app.js", "app.css", "starmap.js", "markdown.js", "favicon.svg"):
+        assert (static / name).is_file(), name

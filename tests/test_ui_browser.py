@@ -1,0 +1,430 @@
+"""`sage-mem ui` end to end in a real headless Chromium (Debian's `chromium`, driven by Playwright).
+
+Playwright's own browser download is not used: the tests launch
+/usr/bin/chromium (`ci_ui_setup.sh` installs it) and skip, saying why, when it
+or the playwright package is missing. One browser for the module, a fresh
+context (storage, cookies) per test, a real server on its own folder per test.
+Screenshots of the main pages go to test-artifacts/.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import ROOT, TEMPLATE, write_memory
+
+from sage_mem.store import MemoryStore
+from sage_mem.ui import UiServer
+
+CHROMIUM = Path("/usr/bin/chromium")
+if not CHROMIUM.exists():
+    pytest.skip(
+        f"{CHROMIUM} is missing: install Debian's chromium (see ci_ui_setup.sh)",
+        allow_module_level=True,
+    )
+sync_api = pytest.importorskip(
+    "playwright.sync_api", reason="playwright is not installed (pip install -e '.[test]')"
+)
+expect = sync_api.expect
+expect.set_options(timeout=10_000)
+
+ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]
+ARTIFACTS = ROOT / "test-artifacts"
+SCRIPT = "<script>window.__pwned = 1</script>"
+TIMEOUT = 10_000
+
+
+def memory_file(description: str, body: str = "", **meta: Any) -> str:
+    lines = [f"description: {json.dumps(description, ensure_ascii=False)}"]
+    lines += [f"{key}: {json.dumps(value, ensure_ascii=False)}" for key, value in meta.items()]
+    return "---\n" + "\n".join(lines) + "\n---\n\n" + body + "\n"
+
+
+def shot(page: Any, name: str) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"))
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    with sync_api.sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        yield launched
+        launched.close()
+
+
+@pytest.fixture
+def folder(memory_dir: Path) -> Path:
+    write_memory(memory_dir, "user_evil", memory_file(
+        f"Evil {SCRIPT} description",
+        f"Body {SCRIPT} <img src=x onerror=\"window.__pwned=2\"> [x](javascript:window.__pwned=3)",
+        category="user", tags=["xss"],
+    ))
+    write_memory(memory_dir, "project/api/auth_flow", memory_file(
+        "The API signs requests with short-lived tokens", "See [[user_profile]].",
+        category="project", tags=["api"], created="2026-01-02", updated="2026-01-03T10:00:00Z",
+    ))
+    return memory_dir
+
+
+@pytest.fixture
+def server(folder: Path) -> Iterator[UiServer]:
+    with MemoryStore(folder, watch=True) as store, UiServer(store, port=0).start() as running:
+        yield running
+
+
+@pytest.fixture
+def page(browser: Any, server: UiServer) -> Iterator[Any]:
+    context = browser.new_context(viewport={"width": 1280, "height": 860})
+    context.set_default_timeout(TIMEOUT)
+    opened = context.new_page()
+    problems: list[str] = []
+    opened.on("pageerror", lambda error: problems.append(f"page error: {error}"))
+    opened.on("dialog", lambda dialog: (problems.append(f"dialog: {dialog.message}"),
+                                        dialog.dismiss()))
+    opened.goto(server.url)
+    expect(opened.locator("#results li.result").first).to_be_visible()
+    yield opened
+    pwned = opened.evaluate("() => window.__pwned || null")
+    context.close()
+    assert problems == [] and pwned is None
+
+
+def test_the_token_leaves_the_address_bar_and_the_page_lists_every_memory(
+    page: Any, server: UiServer
+) -> None:
+    assert "token" not in page.url
+    expect(page.locator("#results li.result")).to_have_count(10)
+    expect(page.locator("#result-count")).to_have_text("10 memories")
+    expect(page.locator("#live")).to_have_class(re.compile(r"\bon\b"))
+
+
+def test_search_and_chips_filter_the_list_as_you_type(page: Any) -> None:
+    page.locator("#search").press_sequentially("tests first", delay=20)
+    first = page.locator("#results li.result").first
+    expect(first).to_have_attribute("data-id", "feedback_tests_first")
+    page.locator("#search").fill("")
+    page.locator('#category-chips [data-category="user"]').click()
+    expect(page.locator("#results li.result")).to_have_count(3)
+    page.locator('#tag-chips [data-tag="xss"]').click()
+    expect(page.locator("#results li.result")).to_have_count(1)
+    expect(page.locator("#results li.result")).to_have_attribute("data-id", "user_evil")
+    expect(page.locator('#tag-chips [data-tag="xss"]')).to_have_attribute("aria-pressed", "true")
+    page.locator('#tag-chips [data-tag="xss"]').click()
+    page.locator("#search").fill("猫")
+    expect(page.locator("#results li.result").first).to_have_attribute("data-id", "user_cat_zh")
+    expect(page.locator("#result-count")).to_contain_text("of 10 memories match")
+    page.locator("#search").fill("")
+    page.locator('#category-chips [data-category="user"]').click()
+    expect(page.locator("#results li.result")).to_have_count(10)
+    shot(page, "ui-list")
+
+
+def test_a_script_in_a_memory_shows_as_text_in_the_list_and_the_memory(page: Any) -> None:
+    page.locator("#search").fill("evil")
+    card = page.locator('li.result[data-id="user_evil"]')
+    expect(card).to_contain_text(f"Evil {SCRIPT} description")
+    card.locator("a").click()
+    expect(page.locator("#memory-title")).to_have_text(f"Evil {SCRIPT} description")
+    body = page.locator("#memory-body")
+    expect(body).to_contain_text(SCRIPT)
+    expect(body).to_contain_text('<img src=x onerror="window.__pwned=2">')
+    assert body.locator("script, img").count() == 0
+    assert body.locator("a[href^='javascript']").count() == 0
+
+
+def test_editing_and_saving_writes_the_file(page: Any, folder: Path) -> None:
+    page.goto(page.url.split("#")[0] + "#/m/user_profile")
+    page.locator("#edit").click()
+    expect(page.locator("#f-description")).to_be_focused()
+    page.locator("#f-summary").fill("Backend developer, short answers")
+    page.locator("#f-tags").fill("example, profile")
+    body = page.locator("#f-body")
+    body.fill(body.input_value() + "\nPrefers tabs over spaces.\n")
+    shot(page, "ui-editor")
+    page.locator("#save").click()
+    expect(page).to_have_url(re.compile(r"#/m/user_profile$"))
+    expect(page.locator("#memory-body")).to_contain_text("Prefers tabs over spaces.")
+    text = (folder / "user_profile.md").read_text()
+    assert "summary: Backend developer, short answers" in text
+    assert "Prefers tabs over spaces." in text
+    assert "baselinePriority: 10" in text  # a key the form did not change is left as it was
+
+
+def test_a_conflict_says_the_file_changed_and_shows_both_versions(
+    page: Any, folder: Path
+) -> None:
+    page.goto(page.url.split("#")[0] + "#/edit/user_profile")
+    body = page.locator("#f-body")
+    expect(body).to_have_value(re.compile("Works mostly in Python"))
+    path = folder / "user_profile.md"
+    path.write_text(path.read_text() + "\nEdited in vim while the page was open.\n")
+    expect(page.locator("#changed-on-disk")).to_be_visible()
+    body.fill("My version of the body.")
+    page.locator("#save").click()
+    conflict = page.locator("#conflict")
+    expect(conflict).to_be_visible()
+    expect(conflict).to_contain_text("changed on disk since you opened it")
+    expect(page.locator("#version-disk")).to_contain_text("Edited in vim while the page was open.")
+    expect(page.locator("#version-mine")).to_contain_text("My version of the body.")
+    expect(page.locator("#conflict-diff .add").first).to_be_visible()
+    assert "Edited in vim" in path.read_text()
+    shot(page, "ui-conflict")
+    page.locator("#keep-mine").click()
+    expect(page).to_have_url(re.compile(r"#/m/user_profile$"))
+    assert "My version of the body." in path.read_text()
+    assert "Edited in vim" not in path.read_text()
+
+
+def test_archive_then_restore_from_the_archive_page(page: Any, folder: Path) -> None:
+    page.goto(page.url.split("#")[0] + "#/m/user_cat_zh")
+    page.locator("#archive").click()
+    page.locator("#archive-reason").fill("the cat moved out")
+    page.locator("#archive-confirm").click()
+    expect(page).to_have_url(re.compile(r"#/m/archive%2Fuser_cat_zh$"))
+    expect(page.locator("#archived-note")).to_contain_text("the cat moved out")
+    assert not (folder / "user_cat_zh.md").exists()
+    assert (folder / "archive/user_cat_zh.md").exists()
+    page.locator('nav [data-nav="archive"]').click()
+    row = page.locator('tr[data-id="archive/user_cat_zh"]')
+    expect(row).to_contain_text("the cat moved out")
+    shot(page, "ui-archive")
+    row.locator("button.restore").click()
+    expect(page).to_have_url(re.compile(r"#/m/user_cat_zh$"))
+    expect(page.locator("#edit")).to_be_visible()
+    assert (folder / "user_cat_zh.md").exists()
+    assert "archiveReason" not in (folder / "user_cat_zh.md").read_text()
+
+
+def test_creating_a_memory_from_the_page(page: Any, folder: Path) -> None:
+    page.locator("#new-memory").click()
+    page.locator("#f-id").fill("feedback_commit_messages")
+    page.locator("#f-description").fill("Commit messages in the imperative mood")
+    page.locator("#f-category").select_option("feedback")
+    page.locator("#f-body").fill("**Why:** the team's convention.")
+    page.locator("#save").click()
+    expect(page).to_have_url(re.compile(r"#/m/feedback_commit_messages$"))
+    expect(page.locator("#memory-body strong")).to_have_text("Why:")
+    assert "category: feedback" in (folder / "feedback_commit_messages.md").read_text()
+
+
+def test_audit_findings_link_to_the_memory(page: Any, folder: Path, server: UiServer) -> None:
+    write_memory(folder, "feedback_misfiled", memory_file("Misfiled", category="user"))
+    server.store.reconcile()
+    page.locator('nav [data-nav="audit"]').click()
+    link = page.locator("#findings a", has_text="feedback_misfiled.md").first
+    expect(link).to_be_visible()
+    shot(page, "ui-audit")
+    link.click()
+    expect(page.locator("#memory-title")).to_have_text("Misfiled")
+
+
+@pytest.fixture
+def dreamy(folder: Path) -> Path:
+    write_memory(folder, "user_old_editor", memory_file("Old editor: vim", "vim", category="user"))
+    write_memory(folder, "user_new_editor", memory_file(
+        "New editor: helix", "helix", category="user", supersedes=["user_old_editor"]))
+    write_memory(folder, "project_deploy", memory_file(
+        f"Deploy day {SCRIPT}", "Yesterday we moved the deploy to Fridays.",
+        category="project", created="2026-01-10", updated="2026-01-10T09:00:00Z"))
+    return folder
+
+
+def test_a_dream_run_shows_its_report_and_diffs_and_can_be_rolled_back(
+    page: Any, dreamy: Path, server: UiServer
+) -> None:
+    server.store.reconcile()
+    before = (dreamy / "project_deploy.md").read_bytes()
+    page.locator('nav [data-nav="runs"]').click()
+    page.locator("#dream-rewrite").click()
+    page.locator("#dream-rewrite-go").click()
+    expect(page.locator("#run-report h1")).to_contain_text("Autodream run")
+    changes = page.locator("#run-changes")
+    deploy = changes.locator('details[data-file="project_deploy.md"]')
+    deploy.locator("summary").click()
+    expect(deploy.locator(".diff .del")).to_contain_text(["Yesterday we moved the deploy"])
+    expect(deploy.locator(".diff .add", has_text="On 2026-01-09")).to_be_visible()
+    index = changes.locator('details[data-file="MEMORY.md"]')
+    index.locator("summary").click()
+    expect(index.locator(".diff")).to_contain_text(f"Deploy day {SCRIPT}")
+    assert page.locator("#run-changes script, #run-report script").count() == 0
+    assert (dreamy / "project_deploy.md").read_bytes() != before
+    shot(page, "ui-dream-run")
+
+    page.locator("#rollback").click()
+    expect(page.locator("#rollback-summary")).to_contain_text("put back")
+    expect(page.locator("#rollback-summary")).to_contain_text("can itself be undone")
+    page.locator("#rollback-confirm").click()
+    expect(page.locator("#run-title")).to_contain_text("Rollback")
+    expect(page.locator("#run-report")).to_contain_text("Rolled back run")
+    assert (dreamy / "project_deploy.md").read_bytes() == before
+    assert (dreamy / "user_old_editor.md").exists()
+    page.locator('nav [data-nav="runs"]').click()
+    expect(page.locator("#runs .status.rolled-back")).to_have_count(1)
+
+
+def test_the_star_map_draws_every_memory_and_only_when_something_changes(page: Any) -> None:
+    page.locator('nav [data-nav="stars"]').click()
+    canvas = page.locator("#starmap")
+    expect(canvas).to_have_attribute("data-star-count", "10")
+    expect(canvas).to_have_attribute("data-animating", "false")
+    draws = canvas.get_attribute("data-draws")
+    page.evaluate("() => new Promise(done => requestAnimationFrame(() => setTimeout(done)))")
+    assert canvas.get_attribute("data-draws") == draws  # idle: no animation loop
+
+    where = canvas.evaluate("c => c.starmap.positionOf('user_evil')")
+    box = canvas.bounding_box()
+    page.mouse.move(box["x"] + where["x"], box["y"] + where["y"])
+    tip = page.locator("#star-tip")
+    expect(tip).to_be_visible()
+    expect(tip).to_contain_text("user_evil")
+    expect(tip).to_contain_text(f"Evil {SCRIPT} description")
+    assert tip.locator("script").count() == 0
+    shot(page, "ui-starmap")
+
+    page.locator("#timeline").fill("0")
+    # At the first birth only the oldest memory and the undated one are in the sky.
+    expect(canvas).to_have_attribute("data-star-count", "2")
+    replay = page.locator("#replay")
+    replay.click()
+    expect(canvas).to_have_attribute("data-animating", "true")
+    replay.click()  # pause: the animation stops with it
+    expect(canvas).to_have_attribute("data-animating", "false")
+    draws = canvas.get_attribute("data-draws")
+    page.evaluate("() => new Promise(done => requestAnimationFrame(() => setTimeout(done)))")
+    assert canvas.get_attribute("data-draws") == draws
+    replay.click()
+    expect(canvas).to_have_attribute("data-animating", "true")
+    expect(canvas).to_have_attribute("data-animating", "false")
+    expect(canvas).to_have_attribute("data-star-count", "10")
+    expect(page.locator("#timeline")).to_have_value("1000")
+
+    page.mouse.move(box["x"] + where["x"], box["y"] + where["y"])
+    page.mouse.click(box["x"] + where["x"], box["y"] + where["y"])
+    expect(page).to_have_url(re.compile(r"#/m/user_evil$"))
+
+
+def test_an_edit_on_disk_shows_up_in_the_open_page_within_a_second(
+    page: Any, folder: Path
+) -> None:
+    started = time.monotonic()
+    write_memory(folder, "user_from_vim", memory_file("Written in an editor", category="user"))
+    expect(page.locator('li.result[data-id="user_from_vim"]')).to_be_visible()
+    assert time.monotonic() - started < 2.5  # a second, with room for a slow CI machine
+    page.goto(page.url.split("#")[0] + "#/m/user_from_vim")
+    expect(page.locator("#memory-title")).to_have_text("Written in an editor")
+    write_memory(folder, "user_from_vim", memory_file("Rewritten in the editor", category="user"))
+    expect(page.locator("#memory-title")).to_have_text("Rewritten in the editor")
+    page.locator('nav [data-nav="stars"]').click()
+    expect(page.locator("#starmap")).to_have_attribute("data-star-count", "11")
+    (folder / "user_from_vim.md").unlink()
+    expect(page.locator("#starmap")).to_have_attribute("data-star-count", "10")
+
+
+def test_the_page_without_its_token_asks_for_the_printed_link(
+    browser: Any, server: UiServer
+) -> None:
+    context = browser.new_context()
+    try:
+        stranger = context.new_page()
+        stranger.goto(server.origin + "/")
+        expect(stranger.locator("#need-token")).to_contain_text("sage-mem ui")
+        assert stranger.locator("#results").count() == 0
+    finally:
+        context.close()
+
+
+def test_another_origin_cannot_read_the_memories(browser: Any, server: UiServer) -> None:
+    context = browser.new_context()
+    try:
+        other = context.new_page()
+        # A page from another origin (this server's port under another name would be refused
+        # outright; `localhost` is allowed, so use a data: page, which has an opaque origin).
+        other.goto("data:text/html,<title>elsewhere</title>")
+        result = other.evaluate(
+            """async (origin) => {
+                const out = {};
+                try {
+                    const r = await fetch(origin + '/api/memories', {mode: 'no-cors'});
+                    out.noCors = r.type;
+                    out.body = await r.text();
+                } catch (e) { out.noCors = 'error'; }
+                try { await fetch(origin + '/api/memories', {headers: {'X-Sage-Token': 'guess'}});
+                      out.cors = 'read'; } catch (e) { out.cors = 'blocked'; }
+                return out;
+            }""",
+            server.origin,
+        )
+        assert result["cors"] == "blocked"
+        assert result.get("body", "") == ""  # an opaque response: nothing readable
+    finally:
+        context.close()
+
+
+@pytest.fixture
+def big_folder(tmp_path: Path) -> Path:
+    """A folder that looks lived-in: 140 memories over a year, for the README's pictures."""
+    folder = tmp_path / "lived-in"
+    shutil.copytree(TEMPLATE, folder)
+    topics = {
+        "user": ["works in Python and Go", "lives in Beijing (UTC+8)", "has a cat called Sesame",
+                 "prefers short answers", "reads on a phone", "uses helix"],
+        "feedback": ["run the tests first", "no emojis in commits", "explain the why",
+                     "keep diffs small", "ask before big refactors", "prefer pytest fixtures"],
+        "project": ["the release is on Fridays", "the API moves to v2", "migrate CI to Actions",
+                    "staging database is Postgres", "search must stay under 10 ms"],
+        "reference": ["runbooks live in docs/ops", "the design doc is in Notion",
+                      "dashboards are in Grafana", "the on-call rota is in PagerDuty"],
+    }
+    start = datetime(2025, 12, 1, tzinfo=UTC)
+    n = 0
+    for round_ in range(7):
+        for category, items in topics.items():
+            for item in items:
+                n += 1
+                born = start + timedelta(days=(n * 37) % 360, hours=n % 24)
+                touched = born + timedelta(days=(n * 13) % 90)
+                write_memory(folder, f"{category}_{n:03d}", memory_file(
+                    f"{item.capitalize()} ({round_ + 1})", "Details. " * ((n * 7) % 60 + 1),
+                    category=category, tags=[category[:4], f"t{n % 5}"],
+                    created=born.date().isoformat(), updated=touched.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                ))
+    return folder
+
+
+def test_screenshots_of_the_main_pages_for_the_readme(browser: Any, big_folder: Path) -> None:
+    with MemoryStore(big_folder, watch=True) as store, UiServer(store, port=0).start() as running:
+        context = browser.new_context(viewport={"width": 1280, "height": 800})
+        context.set_default_timeout(TIMEOUT)
+        try:
+            shown = context.new_page()
+            shown.goto(running.url)
+            expect(shown.locator("#results li.result").first).to_be_visible()
+            shown.locator("#search").press_sequentially("tests", delay=10)
+            shown.locator('#category-chips [data-category="feedback"]').click()
+            expect(shown.locator("#results li.result").first).to_have_attribute(
+                "data-id", re.compile("^feedback_")
+            )
+            shot(shown, "readme-list")
+            shown.locator('nav [data-nav="stars"]').click()
+            total = str(len(store.list()))
+            expect(shown.locator("#starmap")).to_have_attribute("data-star-count", total)
+            canvas = shown.locator("#starmap")
+            where = canvas.evaluate("c => c.starmap.positionOf('feedback_008')")
+            box = canvas.bounding_box()
+            shown.mouse.move(box["x"] + where["x"], box["y"] + where["y"])
+            expect(shown.locator("#star-tip")).to_be_visible()
+            shot(shown, "readme-starmap")
+        finally:
+            context.close()
