@@ -75,10 +75,14 @@ def cmd_init(args: argparse.Namespace, out: TextIO) -> int:
     else:
         out.write(f"{result.root} already holds {result.existing} memories; nothing copied.\n")
     if result.git_initialized:
-        out.write("Initialized a git repository there, with a .gitattributes that keeps LF endings.\n")
+        out.write(
+            "Initialized a git repository there, with a .gitattributes that keeps LF endings.\n"
+        )
     elif result.gitattributes_written:
         out.write("Wrote a .gitattributes that keeps LF endings.\n")
-    out.write(f'Try: sage-mem search "how do I run the tests"   (state: {store.folder.state_dir})\n')
+    out.write(
+        f'Try: sage-mem search "how do I run the tests"   (state: {store.folder.state_dir})\n'
+    )
     return 0
 
 
@@ -131,8 +135,13 @@ def cmd_search(args: argparse.Namespace, out: TextIO) -> int:
         raise UsageError("--limit must be at least 1")
     store = _open_store(args)
     hits = store.search(
-        args.query, limit=args.limit, offset=args.offset, category=args.category,
-        project=args.project, tags=args.tag, archived=args.archived,
+        args.query,
+        limit=args.limit,
+        offset=args.offset,
+        category=args.category,
+        project=args.project,
+        tags=args.tag,
+        archived=args.archived,
     )
     if args.json:
         _print_json({"results": [hit_dict(hit) for hit in hits], "count": len(hits)}, out)
@@ -196,8 +205,12 @@ def cmd_index(args: argparse.Namespace, out: TextIO) -> int:
     problems = store.problems()
     if args.json:
         _print_json(
-            {"path": str(store.folder.index_file), "changed": changed,
-             "memories": len(store.list()), "problems": [p.to_dict() for p in problems]},
+            {
+                "path": str(store.folder.index_file),
+                "changed": changed,
+                "memories": len(store.list()),
+                "problems": [p.to_dict() for p in problems],
+            },
             out,
         )
         return 0
@@ -250,13 +263,23 @@ def cmd_hook(args: argparse.Namespace, out: TextIO) -> int:
 def cmd_install(args: argparse.Namespace, out: TextIO) -> int:
     from .install import install
 
-    memory_dir = Path(args.dir).expanduser() if args.dir else (
-        Path(os.environ["SAGE_MEM_DIR"]).expanduser() if os.environ.get("SAGE_MEM_DIR") else None
+    memory_dir = (
+        Path(args.dir).expanduser()
+        if args.dir
+        else (
+            Path(os.environ["SAGE_MEM_DIR"]).expanduser()
+            if os.environ.get("SAGE_MEM_DIR")
+            else None
+        )
     )
     codex_home = os.environ.get("CODEX_HOME")
     result = install(
-        args.client, scope=args.scope, project_dir=Path.cwd(), home=Path.home(),
-        memory_dir=memory_dir, dry_run=args.dry_run,
+        args.client,
+        scope=args.scope,
+        project_dir=Path.cwd(),
+        home=Path.home(),
+        memory_dir=memory_dir,
+        dry_run=args.dry_run,
         codex_home=Path(codex_home).expanduser() if codex_home else None,
     )
     if args.json:
@@ -342,16 +365,22 @@ The memory folder is --dir, else $SAGE_MEM_DIR, else ~/.sage-mem/memory."""
 def _common() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
-        "--dir", metavar="DIR", default=argparse.SUPPRESS,
+        "--dir",
+        metavar="DIR",
+        default=argparse.SUPPRESS,
         help="the memory folder (default: $SAGE_MEM_DIR or ~/.sage-mem/memory)",
     )
     return common
 
 
 def _filters(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--category", help="only this category (user, feedback, project, reference)")
+    parser.add_argument(
+        "--category", help="only this category (user, feedback, project, reference)"
+    )
     parser.add_argument("--project", help="only memories for this project (and global ones)")
-    parser.add_argument("--tag", action="append", metavar="TAG", help="only memories with this tag (repeatable)")
+    parser.add_argument(
+        "--tag", action="append", metavar="TAG", help="only memories with this tag (repeatable)"
+    )
     parser.add_argument("--archived", action="store_true", help="include archived memories")
 
 
@@ -366,52 +395,98 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--dir", metavar="DIR", help="the memory folder (default: $SAGE_MEM_DIR or ~/.sage-mem/memory)")
+    parser.add_argument(
+        "--dir",
+        metavar="DIR",
+        help="the memory folder (default: $SAGE_MEM_DIR or ~/.sage-mem/memory)",
+    )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     common = _common()
 
-    def command(name: str, handler: Callable[..., int], help: str, example: str,
-                aliases: Sequence[str] = ()) -> argparse.ArgumentParser:
+    def command(
+        name: str, handler: Callable[..., int], help: str, example: str, aliases: Sequence[str] = ()
+    ) -> argparse.ArgumentParser:
         sub = commands.add_parser(
-            name, help=help, description=help, epilog=f"example:\n  {example}",
-            parents=[common], aliases=list(aliases),
+            name,
+            help=help,
+            description=help,
+            epilog=f"example:\n  {example}",
+            parents=[common],
+            aliases=list(aliases),
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
         sub.set_defaults(handler=handler)
         return sub
 
-    sub = command("init", cmd_init, "create a memory folder from the starter template",
-                  "sage-mem init --git")
+    sub = command(
+        "init", cmd_init, "create a memory folder from the starter template", "sage-mem init --git"
+    )
     sub.add_argument("path", nargs="?", metavar="DIR", help="where (default: the memory folder)")
-    sub.add_argument("--git", action="store_true",
-                     help="make it a git repository with a .gitattributes that keeps LF endings")
+    sub.add_argument(
+        "--git",
+        action="store_true",
+        help="make it a git repository with a .gitattributes that keeps LF endings",
+    )
     _json_flag(sub)
 
-    sub = command("add", cmd_add, "create or update a memory (body from --body or stdin)",
-                  'sage-mem add user_cat --category user --description "The cat is called Sesame"',
-                  aliases=["write"])
+    sub = command(
+        "add",
+        cmd_add,
+        "create or update a memory (body from --body or stdin)",
+        'sage-mem add user_cat --category user --description "The cat is called Sesame"',
+        aliases=["write"],
+    )
     sub.add_argument("id", help="the memory id: its path in the folder without .md")
-    sub.add_argument("--description", help="one line saying what this memory is (required when new)")
+    sub.add_argument(
+        "--description", help="one line saying what this memory is (required when new)"
+    )
     sub.add_argument("--category", help="user, feedback, project or reference")
     sub.add_argument("--name", help="a short name")
     sub.add_argument("--summary", help="short display text")
-    sub.add_argument("--alias", action="append", metavar="ALIAS", help="another wording that should find it (repeatable)")
+    sub.add_argument(
+        "--alias",
+        action="append",
+        metavar="ALIAS",
+        help="another wording that should find it (repeatable)",
+    )
     sub.add_argument("--tag", action="append", metavar="TAG", help="a tag (repeatable)")
     sub.add_argument("--trust", type=float, help="0..1 (default 0.5)")
-    sub.add_argument("--baseline", action=argparse.BooleanOptionalAction, default=None,
-                     help="inject at the start of every session")
-    sub.add_argument("--baseline-priority", type=int, metavar="N", help="order among baselines, higher first")
+    sub.add_argument(
+        "--baseline",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="inject at the start of every session",
+    )
+    sub.add_argument(
+        "--baseline-priority", type=int, metavar="N", help="order among baselines, higher first"
+    )
     sub.add_argument("--project", help='scope to a project ("global" = everywhere)')
-    sub.add_argument("--supersedes", action="append", metavar="ID", help="a memory this one replaces (repeatable)")
-    sub.add_argument("--body", help="the body text (`-` reads stdin; a piped stdin is read when this is absent)")
-    sub.add_argument("--expected-sha256", metavar="SHA", help="refuse if the file changed since you read it")
-    sub.add_argument("--allow-secret", action="store_true",
-                     help="write even if the text looks like a credential (refused by default)")
+    sub.add_argument(
+        "--supersedes",
+        action="append",
+        metavar="ID",
+        help="a memory this one replaces (repeatable)",
+    )
+    sub.add_argument(
+        "--body", help="the body text (`-` reads stdin; a piped stdin is read when this is absent)"
+    )
+    sub.add_argument(
+        "--expected-sha256", metavar="SHA", help="refuse if the file changed since you read it"
+    )
+    sub.add_argument(
+        "--allow-secret",
+        action="store_true",
+        help="write even if the text looks like a credential (refused by default)",
+    )
     _json_flag(sub)
 
-    sub = command("search", cmd_search, "ranked compact results for a query",
-                  'sage-mem search "how do I run the tests" --limit 5')
+    sub = command(
+        "search",
+        cmd_search,
+        "ranked compact results for a query",
+        'sage-mem search "how do I run the tests" --limit 5',
+    )
     sub.add_argument("query", help="words, in any language")
     sub.add_argument("--limit", type=int, default=10, help="how many results (default 10)")
     sub.add_argument("--offset", type=int, default=0, help="skip this many results (paging)")
@@ -422,101 +497,196 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("id", help="the memory id (archive/… for an archived one)")
     _json_flag(sub)
 
-    sub = command("list", cmd_list, "memories, filterable by category, tag or project",
-                  "sage-mem list --category feedback")
+    sub = command(
+        "list",
+        cmd_list,
+        "memories, filterable by category, tag or project",
+        "sage-mem list --category feedback",
+    )
     _filters(sub)
     _json_flag(sub)
 
-    sub = command("archive", cmd_archive, "move a memory to archive/ (nothing is ever deleted)",
-                  'sage-mem archive user_old_cat --reason "the cat was renamed"')
+    sub = command(
+        "archive",
+        cmd_archive,
+        "move a memory to archive/ (nothing is ever deleted)",
+        'sage-mem archive user_old_cat --reason "the cat was renamed"',
+    )
     sub.add_argument("id", help="the memory id")
     sub.add_argument("--reason", required=True, help="why (kept in the archived file)")
     _json_flag(sub)
 
-    sub = command("feedback", cmd_feedback, "say a memory was helpful or not (moves its trust)",
-                  "sage-mem feedback user_cat helpful")
+    sub = command(
+        "feedback",
+        cmd_feedback,
+        "say a memory was helpful or not (moves its trust)",
+        "sage-mem feedback user_cat helpful",
+    )
     sub.add_argument("id", help="the memory id")
     sub.add_argument("verdict", choices=["helpful", "unhelpful"], help="helpful or unhelpful")
     _json_flag(sub)
 
-    sub = command("index", cmd_index, "regenerate MEMORY.md (also repairs one left with merge conflicts)",
-                  "sage-mem index")
+    sub = command(
+        "index",
+        cmd_index,
+        "regenerate MEMORY.md (also repairs one left with merge conflicts)",
+        "sage-mem index",
+    )
     _json_flag(sub)
 
-    sub = command("audit", cmd_audit, "check the folder and report problems (changes nothing; exit 1 if any)",
-                  "sage-mem audit --json")
+    sub = command(
+        "audit",
+        cmd_audit,
+        "check the folder and report problems (changes nothing; exit 1 if any)",
+        "sage-mem audit --json",
+    )
     _json_flag(sub)
 
-    sub = command("dream", cmd_dream,
-                  "an autodream run: merge twins, archive what was superseded, fill summaries, fix dates and links",
-                  "sage-mem dream --mode rewrite")
-    sub.add_argument("--mode", choices=["report", "rewrite"], default="report",
-                     help="report only (default) or rewrite, with a rollback point first")
-    sub.add_argument("--auto", action="store_true",
-                     help="run only if the gates open (hours and sessions since the last run, the lock)")
+    sub = command(
+        "dream",
+        cmd_dream,
+        "an autodream run: merge twins, archive what was superseded, fix summaries, dates, links",
+        "sage-mem dream --mode rewrite",
+    )
+    sub.add_argument(
+        "--mode",
+        choices=["report", "rewrite"],
+        default="report",
+        help="report only (default) or rewrite, with a rollback point first",
+    )
+    sub.add_argument(
+        "--auto",
+        action="store_true",
+        help="run only if the gates open (hours and sessions since the last run, the lock)",
+    )
     _json_flag(sub)
 
-    sub = command("runs", cmd_runs, "past dream runs and rollbacks, newest first", "sage-mem runs --json")
+    sub = command(
+        "runs", cmd_runs, "past dream runs and rollbacks, newest first", "sage-mem runs --json"
+    )
     _json_flag(sub)
 
-    sub = command("rollback", cmd_rollback, "undo a dream run (or a rollback); nothing is deleted",
-                  "sage-mem rollback 20261129T201500Z-1a2b --scope all --dry-run")
+    sub = command(
+        "rollback",
+        cmd_rollback,
+        "undo a dream run (or a rollback); nothing is deleted",
+        "sage-mem rollback 20261129T201500Z-1a2b --scope all --dry-run",
+    )
     sub.add_argument("run_id", metavar="RUN_ID", help="the run to undo (see `sage-mem runs`)")
-    sub.add_argument("--scope", choices=["touched", "all"], default="touched",
-                     help="only the files the run touched (default) or the whole folder")
-    sub.add_argument("--dry-run", action="store_true", help="say what would be restored, change nothing")
+    sub.add_argument(
+        "--scope",
+        choices=["touched", "all"],
+        default="touched",
+        help="only the files the run touched (default) or the whole folder",
+    )
+    sub.add_argument(
+        "--dry-run", action="store_true", help="say what would be restored, change nothing"
+    )
     _json_flag(sub)
 
-    sub = command("serve", cmd_serve, "run the MCP server on stdio (for Claude Code, Cursor, Codex…)",
-                  "sage-mem --dir ~/notes/memory serve")
-    sub.add_argument("--poll", action="store_true",
-                     help="watch the folder by polling (for network drives)")
-    sub.add_argument("--dream-run", metavar="RUN_ID",
-                     help="only the tools of one dream run in progress, for its model pass "
-                          "(autodream starts this itself)")
+    sub = command(
+        "serve",
+        cmd_serve,
+        "run the MCP server on stdio (for Claude Code, Cursor, Codex…)",
+        "sage-mem --dir ~/notes/memory serve",
+    )
+    sub.add_argument(
+        "--poll", action="store_true", help="watch the folder by polling (for network drives)"
+    )
+    sub.add_argument(
+        "--dream-run",
+        metavar="RUN_ID",
+        help="only the tools of one dream run in progress, for its model pass "
+        "(autodream starts this itself)",
+    )
 
-    sub = command("ui", cmd_ui,
-                  "a local web page to browse, search, edit and review the memory (127.0.0.1 only)",
-                  "sage-mem ui --open")
-    sub.add_argument("--port", type=int, metavar="N",
-                     help="port on 127.0.0.1 (default 8765, or a free one if taken; 0: any free)")
-    sub.add_argument("--open", action="store_true",
-                     help="open the page in the browser (the link carries this launch's token)")
-    sub.add_argument("--poll", action="store_true",
-                     help="watch the folder by polling (for network drives)")
+    sub = command(
+        "ui",
+        cmd_ui,
+        "a local web page to browse, search, edit and review the memory (127.0.0.1 only)",
+        "sage-mem ui --open",
+    )
+    sub.add_argument(
+        "--port",
+        type=int,
+        metavar="N",
+        help="port on 127.0.0.1 (default 8765, or a free one if taken; 0: any free)",
+    )
+    sub.add_argument(
+        "--open",
+        action="store_true",
+        help="open the page in the browser (the link carries this launch's token)",
+    )
+    sub.add_argument(
+        "--poll", action="store_true", help="watch the folder by polling (for network drives)"
+    )
 
-    sub = command("hook", cmd_hook, "Claude Code hook commands: read the hook JSON on stdin, answer JSON; always exit 0",
-                  'echo \'{"session_id": "s1", "prompt": "what is my cat called"}\' | sage-mem hook user-prompt-submit')
+    sub = command(
+        "hook",
+        cmd_hook,
+        "Claude Code hook commands: read the hook JSON on stdin, answer JSON; always exit 0",
+        "echo '{\"session_id\": \"s1\", \"prompt\": \"hi\"}' | sage-mem hook user-prompt-submit",
+    )
     # Not `choices`: a hook must exit 0 even when misconfigured, so run_hook reports it.
-    sub.add_argument("event", metavar="EVENT",
-                     help="session-start (baselines and a tool guide) or user-prompt-submit (relevant memories)")
+    sub.add_argument(
+        "event",
+        metavar="EVENT",
+        help="session-start (baselines and a tool guide) or user-prompt-submit (relevant memories)",
+    )
 
-    sub = command("install", cmd_install,
-                  "register sage-mem with a client: MCP server (and hooks for Claude Code)",
-                  "sage-mem install claude-code --scope user --dry-run")
+    sub = command(
+        "install",
+        cmd_install,
+        "register sage-mem with a client: MCP server (and hooks for Claude Code)",
+        "sage-mem install claude-code --scope user --dry-run",
+    )
     sub.add_argument("client", choices=["claude-code", "cursor", "codex"], help="which client")
-    sub.add_argument("--scope", choices=["project", "user"],
-                     help="this project's config or your user config (default: project; user for codex)")
+    sub.add_argument(
+        "--scope",
+        choices=["project", "user"],
+        help="this project's config or your user config (default: project; user for codex)",
+    )
     sub.add_argument("--dry-run", action="store_true", help="show the diff, write nothing")
     _json_flag(sub)
 
-    sub = command("import", cmd_import, "bring memories in from Claude Code or mnemo (never overwrites)",
-                  "sage-mem import claude-code ~/.claude/projects/my-project/memory --dry-run")
-    sub.add_argument("source", choices=["claude-code", "mnemo"], help="claude-code (a folder) or mnemo (a database)")
-    sub.add_argument("path", metavar="PATH", help="the Claude Code memory folder or the mnemo SQLite file")
-    sub.add_argument("--dry-run", action="store_true", help="report what would happen, write nothing")
+    sub = command(
+        "import",
+        cmd_import,
+        "bring memories in from Claude Code or mnemo (never overwrites)",
+        "sage-mem import claude-code ~/.claude/projects/my-project/memory --dry-run",
+    )
+    sub.add_argument(
+        "source",
+        choices=["claude-code", "mnemo"],
+        help="claude-code (a folder) or mnemo (a database)",
+    )
+    sub.add_argument(
+        "path", metavar="PATH", help="the Claude Code memory folder or the mnemo SQLite file"
+    )
+    sub.add_argument(
+        "--dry-run", action="store_true", help="report what would happen, write nothing"
+    )
     _json_flag(sub)
 
-    sub = command("export", cmd_export, "write every memory as JSON lines",
-                  "sage-mem export --jsonl > memories.jsonl")
-    sub.add_argument("--jsonl", action="store_true", required=True, help="JSON lines, one memory a line")
+    sub = command(
+        "export",
+        cmd_export,
+        "write every memory as JSON lines",
+        "sage-mem export --jsonl > memories.jsonl",
+    )
+    sub.add_argument(
+        "--jsonl", action="store_true", required=True, help="JSON lines, one memory a line"
+    )
     sub.add_argument("--archived", action="store_true", help="include archived memories")
-    sub.add_argument("--output", "-o", metavar="FILE", help="write to FILE (must not exist) instead of stdout")
+    sub.add_argument(
+        "--output", "-o", metavar="FILE", help="write to FILE (must not exist) instead of stdout"
+    )
     return parser
 
 
-def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None,
-         err: TextIO | None = None) -> int:
+def main(
+    argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: TextIO | None = None
+) -> int:
     """Run the CLI; returns the exit status."""
     out = out or sys.stdout
     err = err or sys.stderr

@@ -6,7 +6,7 @@ arithmetic, so results say how old a memory is instead of leaving it to them.
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from .index import Hit
 from .memory import Memory, parse_moment
@@ -17,7 +17,7 @@ def age_days(updated: str | None, now: datetime | None = None) -> int | None:
     moment = parse_moment(updated)
     if moment is None:
         return None
-    now = now or datetime.now(timezone.utc)
+    now = now or datetime.now(UTC)
     return max(0, int((now - moment).total_seconds() // 86400))
 
 
@@ -48,7 +48,9 @@ def hit_line(hit: Hit, now: datetime | None = None) -> str:
 def memory_line(memory: Memory) -> str:
     category = f"[{memory.category}] " if memory.category else ""
     flags = "".join(
-        f" ({flag})" for flag, on in (("baseline", memory.baseline), ("locked", memory.locked)) if on
+        f" ({flag})"
+        for flag, on in (("baseline", memory.baseline), ("locked", memory.locked))
+        if on
     )
     return f"{memory.id}  {category}{memory.display}{flags}"
 
@@ -69,8 +71,10 @@ def memory_text(memory: Memory, now: datetime | None = None) -> str:
         ("locked", "yes" if memory.locked else None),
         ("archived", "yes" if memory.archived else None),
         ("created", memory.created),
-        ("updated", " — ".join(x for x in (memory.updated, age_note(memory.updated, now)) if x)
-         or None),
+        (
+            "updated",
+            " — ".join(x for x in (memory.updated, age_note(memory.updated, now)) if x) or None,
+        ),
         ("path", str(memory.path)),
         ("sha256", memory.sha256),
     ]

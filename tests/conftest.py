@@ -50,7 +50,9 @@ def write_memory(folder: Path, memory_id: str, text: str | bytes) -> Path:
     return path
 
 
-def wait_until(predicate: Callable[[], object], timeout: float = 10.0, interval: float = 0.02) -> object:
+def wait_until(
+    predicate: Callable[[], object], timeout: float = 10.0, interval: float = 0.02
+) -> object:
     """Poll `predicate` until it returns something truthy; fail the test after `timeout`."""
     deadline = time.monotonic() + timeout
     while True:
@@ -58,5 +60,7 @@ def wait_until(predicate: Callable[[], object], timeout: float = 10.0, interval:
         if value:
             return value
         if time.monotonic() > deadline:
-            pytest.fail(f"condition not met within {timeout} s: {getattr(predicate, '__name__', predicate)}")
+            pytest.fail(
+                f"condition not met within {timeout} s: {getattr(predicate, '__name__', predicate)}"
+            )
         time.sleep(interval)

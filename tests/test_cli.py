@@ -20,10 +20,15 @@ def run(*argv: str) -> tuple[int, str, str]:
     return code, out.getvalue(), err.getvalue()
 
 
-def run_process(*argv: str, stdin: str | None = None, env: dict | None = None) -> subprocess.CompletedProcess:
+def run_process(
+    *argv: str, stdin: str | None = None, env: dict | None = None
+) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "sage_mem", *argv],
-        input=stdin, capture_output=True, text=True, timeout=60,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=60,
         env={**os.environ, **(env or {})},
     )
 
@@ -38,12 +43,16 @@ def test_init_creates_folder_from_template(tmp_path: Path) -> None:
 
 
 def test_init_leaves_an_existing_folder_alone(memory_dir: Path) -> None:
-    (memory_dir / "feedback_tests_first.md").write_text("---\ndescription: mine\n---\n", encoding="utf-8")
+    (memory_dir / "feedback_tests_first.md").write_text(
+        "---\ndescription: mine\n---\n", encoding="utf-8"
+    )
     (memory_dir / "user_profile.md").unlink()
     code, out, _ = run("init")
     assert code == 0
     assert not (memory_dir / "user_profile.md").exists()
-    assert (memory_dir / "feedback_tests_first.md").read_text(encoding="utf-8") == "---\ndescription: mine\n---\n"
+    assert (memory_dir / "feedback_tests_first.md").read_text(
+        encoding="utf-8"
+    ) == "---\ndescription: mine\n---\n"
     assert "nothing copied" in out
 
 
@@ -56,7 +65,11 @@ def test_init_takes_a_path_argument(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("query", "expected"),
     [
-        pytest.param("how do I run the tests", {"reference_test_command", "feedback_tests_first"}, id="english"),
+        pytest.param(
+            "how do I run the tests",
+            {"reference_test_command", "feedback_tests_first"},
+            id="english",
+        ),
         pytest.param("我的猫叫什么", {"user_cat_zh"}, id="chinese"),
         pytest.param("发布计划", {"project_release_zh"}, id="chinese-project"),
         pytest.param("cat 芝麻", {"user_cat_zh"}, id="mixed"),
@@ -86,8 +99,21 @@ def test_search_filters_by_category(memory_dir: Path) -> None:
 
 
 def test_add_creates_then_updates_only_given_fields(memory_dir: Path) -> None:
-    code, out, _ = run("add", "user_editor", "--description", "The user edits in Helix",
-                       "--category", "user", "--tag", "tools", "--alias", "editor", "--body", "Helix, not vim.", "--json")
+    code, out, _ = run(
+        "add",
+        "user_editor",
+        "--description",
+        "The user edits in Helix",
+        "--category",
+        "user",
+        "--tag",
+        "tools",
+        "--alias",
+        "editor",
+        "--body",
+        "Helix, not vim.",
+        "--json",
+    )
     assert code == 0, out
     created = json.loads(out)
     assert created["id"] == "user_editor" and created["tags"] == ["tools"]
@@ -101,7 +127,9 @@ def test_add_creates_then_updates_only_given_fields(memory_dir: Path) -> None:
 def test_add_write_alias_and_dir_after_command(tmp_path: Path, memory_dir: Path) -> None:
     other = tmp_path / "other"
     run("init", str(other))
-    code, _, err = run("write", "project/deadline", "--description", "截止日期是周五", "--dir", str(other))
+    code, _, err = run(
+        "write", "project/deadline", "--description", "截止日期是周五", "--dir", str(other)
+    )
     assert code == 0, err
     assert (other / "project" / "deadline.md").is_file()
     assert not (memory_dir / "project").exists()
@@ -131,7 +159,9 @@ def test_list_archive_feedback_index(memory_dir: Path) -> None:
     assert not (memory_dir / "reference_docs_zh.md").exists()
     code, out, _ = run("list", "--archived", "--json")
     assert "archive/reference_docs_zh" in out
-    (memory_dir / "MEMORY.md").write_text("<<<<<<< HEAD\nmine\n=======\ntheirs\n>>>>>>> x\n", encoding="utf-8")
+    (memory_dir / "MEMORY.md").write_text(
+        "<<<<<<< HEAD\nmine\n=======\ntheirs\n>>>>>>> x\n", encoding="utf-8"
+    )
     code, out, _ = run("index")
     assert code == 0 and "<<<<<<<" not in (memory_dir / "MEMORY.md").read_text(encoding="utf-8")
 
@@ -144,7 +174,9 @@ def test_list_archive_feedback_index(memory_dir: Path) -> None:
         pytest.param(["add", "x"], id="new-without-description"),
         pytest.param(["add", "x", "--description", "d", "--category", "pets"], id="bad-category"),
         pytest.param(["add", "x", "--description", "d", "--trust", "7"], id="trust-out-of-range"),
-        pytest.param(["add", "x", "--description", "d", "--trust", "high"], id="trust-not-a-number"),
+        pytest.param(
+            ["add", "x", "--description", "d", "--trust", "high"], id="trust-not-a-number"
+        ),
         pytest.param(["archive", "user_cat_zh"], id="archive-without-reason"),
         pytest.param(["feedback", "user_cat_zh", "great"], id="bad-verdict"),
         pytest.param(["search"], id="missing-query"),
@@ -171,8 +203,16 @@ def test_broken_file_is_reported_by_index_not_fatal(memory_dir: Path) -> None:
 def test_subprocess_round_trip_with_stdin_body(tmp_path: Path) -> None:
     env = {"SAGE_MEM_DIR": str(tmp_path / "memory")}
     assert run_process("init", env=env).returncode == 0
-    added = run_process("add", "user_cat", "--description", "The user's cat is called Sesame",
-                        "--category", "user", stdin="Orange tabby, 3 years old.\n", env=env)
+    added = run_process(
+        "add",
+        "user_cat",
+        "--description",
+        "The user's cat is called Sesame",
+        "--category",
+        "user",
+        stdin="Orange tabby, 3 years old.\n",
+        env=env,
+    )
     assert added.returncode == 0, added.stderr
     found = run_process("search", "what is my cat called", "--json", env=env)
     assert json.loads(found.stdout)["results"][0]["id"] == "user_cat"
@@ -189,11 +229,23 @@ def test_subprocess_error_has_no_traceback(tmp_path: Path) -> None:
 def test_help_lists_every_command() -> None:
     code, out, _ = run("--help")
     assert code == 0
-    for command in ("init", "add", "search", "show", "list", "archive", "feedback", "index", "audit"):
+    for command in (
+        "init",
+        "add",
+        "search",
+        "show",
+        "list",
+        "archive",
+        "feedback",
+        "index",
+        "audit",
+    ):
         assert command in out
 
 
-def test_install_dry_run_writes_nothing(memory_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_install_dry_run_writes_nothing(
+    memory_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     project = tmp_path / "project"
     project.mkdir()
     monkeypatch.chdir(project)
@@ -203,8 +255,9 @@ def test_install_dry_run_writes_nothing(memory_dir: Path, tmp_path: Path, monkey
     assert list(project.iterdir()) == []
 
 
-def test_install_claude_code_writes_server_and_hooks(memory_dir: Path, tmp_path: Path,
-                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_install_claude_code_writes_server_and_hooks(
+    memory_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     project = tmp_path / "project"
     project.mkdir()
     monkeypatch.chdir(project)

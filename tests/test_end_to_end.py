@@ -26,8 +26,12 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-def run(argv: list[str], cwd: Path, env: dict[str, str], stdin: str | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(argv, cwd=cwd, env=env, input=stdin, capture_output=True, text=True, timeout=60)
+def run(
+    argv: list[str], cwd: Path, env: dict[str, str], stdin: str | None = None
+) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        argv, cwd=cwd, env=env, input=stdin, capture_output=True, text=True, timeout=60
+    )
 
 
 async def test_remembered_in_one_session_recalled_by_the_hook_in_the_next(tmp_path: Path) -> None:
@@ -41,18 +45,26 @@ async def test_remembered_in_one_session_recalled_by_the_hook_in_the_next(tmp_pa
     installed = run([*sage, "install", "claude-code"], project, env)
     assert installed.returncode == 0, installed.stderr
 
-    server = json.loads((project / ".mcp.json").read_text(encoding="utf-8"))["mcpServers"]["sage-mem"]
+    server = json.loads((project / ".mcp.json").read_text(encoding="utf-8"))["mcpServers"][
+        "sage-mem"
+    ]
     params = StdioServerParameters(
-        command=server["command"], args=server["args"], cwd=project, env={**env, **server.get("env", {})}
+        command=server["command"],
+        args=server["args"],
+        cwd=project,
+        env={**env, **server.get("env", {})},
     )
     async with Client(params, mode="legacy", read_timeout_seconds=30) as client:
-        result = await client.call_tool("memory_write", {
-            "id": "user_cat",
-            "description": "The user's cat is called Sesame",
-            "category": "user",
-            "aliases": ["pet"],
-            "body": "An orange tabby, three years old.",
-        })
+        result = await client.call_tool(
+            "memory_write",
+            {
+                "id": "user_cat",
+                "description": "The user's cat is called Sesame",
+                "category": "user",
+                "aliases": ["pet"],
+                "body": "An orange tabby, three years old.",
+            },
+        )
         assert not result.is_error, result.content[0].text
 
     settings = json.loads((project / ".claude" / "settings.json").read_text(encoding="utf-8"))

@@ -282,7 +282,9 @@ def test_the_default_folder_comes_from_sage_mem_dir(
     assert default_folder() == tmp_path / "home" / ".sage-mem" / "memory"
 
 
-def test_the_default_folder_keeps_its_state_in_the_sage_mem_folder_around_it(tmp_path: Path) -> None:
+def test_the_default_folder_keeps_its_state_in_the_sage_mem_folder_around_it(
+    tmp_path: Path,
+) -> None:
     from sage_mem.folder import MemoryFolder
 
     default = MemoryFolder(tmp_path / ".sage-mem" / "memory")

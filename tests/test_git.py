@@ -1,4 +1,4 @@
-"""Git is how memory travels: init --git, no volatile state in the folder, MEMORY.md repaired by `index`."""
+"""Git is how memory travels: init --git, no churn in the folder, MEMORY.md repaired by `index`."""
 
 from __future__ import annotations
 
@@ -22,14 +22,17 @@ def cli(*argv: str) -> int:
 def git(folder: Path, *argv: str) -> str:
     return subprocess.run(
         ["git", "-C", str(folder), "-c", "user.name=t", "-c", "user.email=t@example.com", *argv],
-        check=True, capture_output=True, text=True,
+        check=True,
+        capture_output=True,
+        text=True,
     ).stdout
 
 
 def snapshot(folder: Path) -> dict[str, bytes]:
     return {
         str(p.relative_to(folder)): p.read_bytes()
-        for p in sorted(folder.rglob("*")) if p.is_file() and ".git" not in p.relative_to(folder).parts
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and ".git" not in p.relative_to(folder).parts
     }
 
 
@@ -49,7 +52,13 @@ def test_reading_never_changes_the_folder(tmp_path: Path) -> None:
     git(folder, "add", "-A")
     git(folder, "commit", "-qm", "start")
     before = snapshot(folder)
-    for argv in (["search", "tests"], ["search", "猫"], ["list"], ["show", "user_cat_zh"], ["index"]):
+    for argv in (
+        ["search", "tests"],
+        ["search", "猫"],
+        ["list"],
+        ["show", "user_cat_zh"],
+        ["index"],
+    ):
         cli(*argv)
     with MemoryStore(folder) as store:
         store.search("run the tests")
@@ -68,7 +77,9 @@ def test_a_write_changes_only_that_memory_and_memory_md(tmp_path: Path) -> None:
     changed = {line[3:] for line in git(folder, "status", "--porcelain").splitlines()}
     assert changed == {"user_cat_zh.md"}
     diff = git(folder, "diff", "--", "user_cat_zh.md")
-    removed = [line for line in diff.splitlines() if line.startswith("-") and not line.startswith("---")]
+    removed = [
+        line for line in diff.splitlines() if line.startswith("-") and not line.startswith("---")
+    ]
     assert all(line.startswith(("-trust", "-updated")) for line in removed)
 
 
@@ -87,12 +98,17 @@ def test_index_repairs_memory_md_left_with_conflict_markers(tmp_path: Path) -> N
 def test_memory_md_is_deterministic(tmp_path: Path) -> None:
     cli("init", str(tmp_path / "a"))
     cli("init", str(tmp_path / "b"))
-    assert (tmp_path / "a" / "MEMORY.md").read_bytes() == (tmp_path / "b" / "MEMORY.md").read_bytes()
+    assert (tmp_path / "a" / "MEMORY.md").read_bytes() == (
+        tmp_path / "b" / "MEMORY.md"
+    ).read_bytes()
     text = (tmp_path / "a" / "MEMORY.md").read_bytes()
     assert b"\r\n" not in text
 
 
 def test_files_written_by_the_tool_use_lf(tmp_path: Path) -> None:
     cli("init")
-    assert cli("add", "project/notes", "--description", "两行", "--body", "line one\r\nline two\r\n") == 0
+    assert (
+        cli("add", "project/notes", "--description", "两行", "--body", "line one\r\nline two\r\n")
+        == 0
+    )
     assert b"\r" not in (tmp_path / "memory" / "project" / "notes.md").read_bytes()

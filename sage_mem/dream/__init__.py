@@ -13,8 +13,8 @@ pass), `report` (the human report), `runner` (one run), `rollback`.
 
 from __future__ import annotations
 
-from .config import DreamConfig
 from ..errors import DreamError, RunNotFound
+from .config import DreamConfig
 from .rollback import RollbackResult, rollback
 from .runner import DreamResult, RunInfo, format_runs, list_runs, run_dream
 

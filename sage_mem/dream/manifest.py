@@ -22,9 +22,9 @@ import secrets
 from datetime import datetime
 from typing import Any
 
+from ..errors import RunNotFound
 from ..files import atomic_write
 from ..memory import iso_datetime
-from ..errors import RunNotFound
 from .paths import RUN_ID, DreamPaths
 from .runinfo import own_identity
 

@@ -29,13 +29,12 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from ..errors import StoreLocked
+from ..errors import DreamError, StoreLocked
 from ..files import atomic_write, sha256_bytes
 from ..folder import ARCHIVE_DIR, DREAM_DIR, INDEX_FILE
 from ..locks import file_lock
 from ..store import MemoryStore
 from .config import DreamConfig
-from ..errors import DreamError
 from .gates import DreamLock
 from .manifest import Manifest, stamp
 from .paths import DreamPaths

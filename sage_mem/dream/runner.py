@@ -27,13 +27,12 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from .. import catalog
-from ..errors import FolderError, StoreLocked
+from ..errors import DreamError, FolderError, StoreLocked
 from ..files import atomic_write, sha256_bytes
 from ..folder import INDEX_FILE
 from ..store import MemoryStore
 from .changes import MODES, Applier
 from .config import DreamConfig
-from ..errors import DreamError
 from .gates import DreamLock, GateCheck, check_gates, load_state, save_state
 from .health import audit_summary, health
 from .manifest import Manifest, stamp

@@ -22,11 +22,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from ..errors import DreamError
 from ..files import atomic_write, sha256_bytes
 from ..folder import INDEX_FILE, MemoryFolder
 from ..locks import file_lock
 from ..memory import iso_datetime
-from ..errors import DreamError
 from .paths import DreamPaths
 
 MANIFEST = "snapshot.json"
