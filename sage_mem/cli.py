@@ -182,7 +182,9 @@ def cmd_list(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def cmd_archive(args: argparse.Namespace, out: TextIO) -> int:
-    memory = _open_store(args).archive(args.id, reason=args.reason)
+    memory = _open_store(args).archive(
+        args.id, reason=args.reason, expected_sha256=args.expected_sha256
+    )
     if args.json:
         _print_json(memory.to_dict(body=False), out)
     else:
@@ -514,6 +516,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub.add_argument("id", help="the memory id")
     sub.add_argument("--reason", required=True, help="why (kept in the archived file)")
+    sub.add_argument(
+        "--expected-sha256", metavar="SHA", help="refuse if the file changed since you read it"
+    )
     _json_flag(sub)
 
     sub = command(

@@ -16,6 +16,8 @@ from .errors import FolderError
 from .folder import INDEX_FILE, MemoryFolder
 
 GITATTRIBUTES = "* text=auto eol=lf\n*.md text eol=lf\n"
+# A write killed mid-way leaves its temp file (a dot-file, never a memory).
+GITIGNORE = "# temp files of interrupted sage-mem writes\n.*.tmp\n"
 
 
 def template_dir() -> Path:
@@ -71,6 +73,9 @@ def _init_git(root: Path, result: InitResult) -> None:
     if not attributes.exists():
         attributes.write_text(GITATTRIBUTES, encoding="utf-8")
         result.gitattributes_written = True
+    ignore = root / ".gitignore"
+    if not ignore.exists():
+        ignore.write_text(GITIGNORE, encoding="utf-8")
     if (root / ".git").exists():
         return
     try:

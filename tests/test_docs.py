@@ -51,3 +51,10 @@ def test_every_mcp_tool_is_in_readme() -> None:
     for name, description in DESCRIPTIONS.items():
         assert f"`{name}`" in README, f"README does not document {name}"
         assert 20 < len(description) < 2048
+
+
+def test_every_audit_check_is_in_readme() -> None:
+    from sage_mem.audit import CHECKS
+
+    for name in CHECKS:
+        assert f"| `{name}` |" in README, f"README does not list the audit check {name}"
