@@ -1,7 +1,7 @@
 """`sage-mem ui` end to end in a real headless Chromium (Debian's `chromium`, driven by Playwright).
 
 Playwright's own browser download is not used: the tests launch
-/usr/bin/chromium (`ci_ui_setup.sh` installs it) and skip, saying why, when it
+/usr/bin/chromium (`.ci/ui-setup` installs it) and skip, saying why, when it
 or the playwright package is missing. One browser for the module, a fresh
 context (storage, cookies) per test, a real server on its own folder per test.
 Screenshots of the main pages go to test-artifacts/.
@@ -27,7 +27,7 @@ from sage_mem.ui import UiServer
 CHROMIUM = Path("/usr/bin/chromium")
 if not CHROMIUM.exists():
     pytest.skip(
-        f"{CHROMIUM} is missing: install Debian's chromium (see ci_ui_setup.sh)",
+        f"{CHROMIUM} is missing: install Debian's chromium (see .ci/ui-setup)",
         allow_module_level=True,
     )
 sync_api = pytest.importorskip(
@@ -49,6 +49,14 @@ def memory_file(description: str, body: str = "", **meta: Any) -> str:
     lines = [f"description: {json.dumps(description, ensure_ascii=False)}"]
     lines += [f"{key}: {json.dumps(value, ensure_ascii=False)}" for key, value in meta.items()]
     return "---\n" + "\n".join(lines) + "\n---\n\n" + body + "\n"
+
+
+def settle(page: Any) -> None:
+    """Let the page render two frames and run what they scheduled (no fixed sleep)."""
+    page.evaluate(
+        "() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame("
+        "() => setTimeout(done))))"
+    )
 
 
 def shot(page: Any, name: str) -> None:
@@ -266,6 +274,7 @@ def test_a_dream_run_shows_its_report_and_diffs_and_can_be_rolled_back(
     expect(page.locator("#rollback-summary")).to_contain_text("put back")
     expect(page.locator("#rollback-summary")).to_contain_text("can itself be undone")
     page.locator("#rollback-confirm").click()
+    expect(page.locator("#toast")).to_contain_text("Rolled back")
     expect(page.locator("#run-title")).to_contain_text("Rollback")
     expect(page.locator("#run-report")).to_contain_text("Rolled back run")
     assert (dreamy / "project_deploy.md").read_bytes() == before
@@ -279,8 +288,9 @@ def test_the_star_map_draws_every_memory_and_only_when_something_changes(page: A
     canvas = page.locator("#starmap")
     expect(canvas).to_have_attribute("data-star-count", "10")
     expect(canvas).to_have_attribute("data-animating", "false")
+    settle(page)
     draws = canvas.get_attribute("data-draws")
-    page.evaluate("() => new Promise(done => requestAnimationFrame(() => setTimeout(done)))")
+    settle(page)
     assert canvas.get_attribute("data-draws") == draws  # idle: no animation loop
 
     where = canvas.evaluate("c => c.starmap.positionOf('user_evil')")
@@ -301,8 +311,9 @@ def test_the_star_map_draws_every_memory_and_only_when_something_changes(page: A
     expect(canvas).to_have_attribute("data-animating", "true")
     replay.click()  # pause: the animation stops with it
     expect(canvas).to_have_attribute("data-animating", "false")
+    settle(page)
     draws = canvas.get_attribute("data-draws")
-    page.evaluate("() => new Promise(done => requestAnimationFrame(() => setTimeout(done)))")
+    settle(page)
     assert canvas.get_attribute("data-draws") == draws
     replay.click()
     expect(canvas).to_have_attribute("data-animating", "true")
@@ -373,31 +384,52 @@ def test_another_origin_cannot_read_the_memories(browser: Any, server: UiServer)
 
 
 @pytest.fixture
-def big_folder(tmp_path: Path) -> Path:
+def big_folder() -> Path:
     """A folder that looks lived-in: 140 memories over a year, for the README's pictures."""
-    folder = tmp_path / "lived-in"
+    folder = Path.home() / ".sage-mem" / "memory"
+    folder.parent.mkdir(parents=True)
     shutil.copytree(TEMPLATE, folder)
     topics = {
-        "user": ["works in Python and Go", "lives in Beijing (UTC+8)", "has a cat called Sesame",
-                 "prefers short answers", "reads on a phone", "uses helix"],
-        "feedback": ["run the tests first", "no emojis in commits", "explain the why",
-                     "keep diffs small", "ask before big refactors", "prefer pytest fixtures"],
-        "project": ["the release is on Fridays", "the API moves to v2", "migrate CI to Actions",
-                    "staging database is Postgres", "search must stay under 10 ms"],
-        "reference": ["runbooks live in docs/ops", "the design doc is in Notion",
-                      "dashboards are in Grafana", "the on-call rota is in PagerDuty"],
+        "user": [
+            ("Works in Python and Go", "languages"), ("Lives in Beijing, UTC+8", "personal"),
+            ("Has a cat called Sesame", "personal"), ("Prefers short answers", "style"),
+            ("Reads answers on a phone", "style"), ("Uses helix as the editor", "tools"),
+        ],
+        "feedback": [
+            ("Run the tests before committing", "testing"),
+            ("No emojis in commit messages", "git"),
+            ("Explain the why of a change", "style"),
+            ("Keep diffs small and focused", "git"),
+            ("Ask before big refactors", "process"),
+            ("Prefer pytest fixtures to setUp", "testing"),
+        ],
+        "project": [
+            ("The release train leaves on Fridays", "release"),
+            ("The API moves to v2 this quarter", "api"),
+            ("CI migrates to GitHub Actions", "ci"),
+            ("Staging runs on Postgres 16", "infra"),
+            ("Search must answer under 10 ms", "performance"),
+        ],
+        "reference": [
+            ("Runbooks live in docs/ops", "ops"), ("The design doc is in Notion", "docs"),
+            ("Dashboards are in Grafana", "ops"), ("The on-call rota is in PagerDuty", "ops"),
+        ],
     }
+    places = [("web app", "web"), ("API service", "api"), ("CLI", "cli"),
+              ("data pipeline", "data"), ("mobile app", "mobile"), ("infra repo", "infra"),
+              ("docs site", "docs")]
     start = datetime(2025, 12, 1, tzinfo=UTC)
     n = 0
-    for round_ in range(7):
+    for place, place_tag in places:
         for category, items in topics.items():
-            for item in items:
+            for text, tag in items:
                 n += 1
                 born = start + timedelta(days=(n * 37) % 360, hours=n % 24)
                 touched = born + timedelta(days=(n * 13) % 90)
-                write_memory(folder, f"{category}_{n:03d}", memory_file(
-                    f"{item.capitalize()} ({round_ + 1})", "Details. " * ((n * 7) % 60 + 1),
-                    category=category, tags=[category[:4], f"t{n % 5}"],
+                slug = re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_")[:24]
+                write_memory(folder, f"{category}_{slug}_{place_tag}", memory_file(
+                    f"{text} (in the {place})", "Details. " * ((n * 7) % 60 + 1),
+                    category=category, tags=sorted({tag, place_tag}),
                     created=born.date().isoformat(), updated=touched.strftime("%Y-%m-%dT%H:%M:%SZ"),
                 ))
     return folder
@@ -413,15 +445,18 @@ def test_screenshots_of_the_main_pages_for_the_readme(browser: Any, big_folder: 
             expect(shown.locator("#results li.result").first).to_be_visible()
             shown.locator("#search").press_sequentially("tests", delay=10)
             shown.locator('#category-chips [data-category="feedback"]').click()
-            expect(shown.locator("#results li.result").first).to_have_attribute(
-                "data-id", re.compile("^feedback_")
+            expect(shown.locator("#result-count")).to_have_text(
+                re.compile(r"^([1-9]|1\d) of 155 memories match$")
             )
+            expect(shown.locator("#results li.result").first).to_contain_text("tests")
             shot(shown, "readme-list")
             shown.locator('nav [data-nav="stars"]').click()
             total = str(len(store.list()))
             expect(shown.locator("#starmap")).to_have_attribute("data-star-count", total)
             canvas = shown.locator("#starmap")
-            where = canvas.evaluate("c => c.starmap.positionOf('feedback_008')")
+            where = canvas.evaluate(
+                "c => c.starmap.positionOf('feedback_run_the_tests_before_com_web')"
+            )
             box = canvas.bounding_box()
             shown.mouse.move(box["x"] + where["x"], box["y"] + where["y"])
             expect(shown.locator("#star-tip")).to_be_visible()

@@ -10,9 +10,12 @@ handler in `app.py`.
 
 from __future__ import annotations
 
+import os
+import threading
 from collections import Counter
 from collections.abc import Mapping
 from datetime import date, datetime
+from pathlib import Path
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
@@ -116,10 +119,39 @@ def facets(memories: list[Memory]) -> dict[str, list[dict[str, Any]]]:
     }
 
 
+class FolderSummary:
+    """The whole folder newest first, and its facet counts: built once per change, not per key.
+
+    `generation` is the live feed's count of changes to the memories (every
+    change to the index is counted), so a summary of the same generation is
+    still true.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._cached: tuple[int, list[Memory], dict[str, Any]] | None = None
+
+    def get(self, store: MemoryStore, generation: int) -> tuple[list[Memory], dict[str, Any]]:
+        with self._lock:
+            if self._cached is not None and self._cached[0] == generation:
+                return self._cached[1], self._cached[2]
+        everything = store.list()
+        newest = sorted(everything, key=lambda m: (m.updated or "", m.id), reverse=True)
+        summary = (generation, newest, facets(everything))
+        with self._lock:
+            self._cached = summary
+        return summary[1], summary[2]
+
+
 def list_memories(
-    store: MemoryStore, query: str, categories: list[str], tags: list[str], limit: int
+    store: MemoryStore,
+    query: str,
+    categories: list[str],
+    tags: list[str],
+    limit: int,
+    summary: tuple[list[Memory], dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    everything = store.list()
+    newest, counts = summary or FolderSummary().get(store, 0)
     filters: dict[str, Any] = {"category": categories or None, "tags": tags or None}
     if query.strip():
         hits = store.search(query, limit=min(limit, SEARCH_LIMIT), **filters)
@@ -130,17 +162,13 @@ def list_memories(
                 rows.append(summary_row(memory, score=hit.score))
         total = len(rows)
     else:
-        chosen = store.list(**filters) if categories or tags else everything
-        chosen = sorted(chosen, key=lambda m: (m.updated or "", m.id), reverse=True)
+        chosen = newest
+        if categories or tags:
+            wanted = {m.id for m in store.list(**filters)}
+            chosen = [m for m in newest if m.id in wanted]
         total = len(chosen)
         rows = [summary_row(m) for m in chosen[:limit]]
-    return {
-        "query": query,
-        "results": rows,
-        "total": total,
-        "all": len(everything),
-        "facets": facets(everything),
-    }
+    return {"query": query, "results": rows, "total": total, "all": len(newest), "facets": counts}
 
 
 async def memories(request: Request) -> JSONResponse:
@@ -149,12 +177,17 @@ async def memories(request: Request) -> JSONResponse:
         limit = max(1, min(int(params.get("limit", LIST_LIMIT)), 5000))
     except ValueError:
         raise InvalidMemory("limit must be a number") from None
-    data = await run_in_threadpool(
-        list_memories, store_of(request), params.get("q", ""),
-        [c for c in params.getlist("category") if c], [t for t in params.getlist("tag") if t],
-        limit,
-    )
-    return JSONResponse(data)
+    store = store_of(request)
+    state = request.app.state
+
+    def work() -> dict[str, Any]:
+        summary = state.summary.get(store, state.feed.generations["memories"])
+        return list_memories(
+            store, params.get("q", ""), [c for c in params.getlist("category") if c],
+            [t for t in params.getlist("tag") if t], limit, summary,
+        )
+
+    return JSONResponse(await run_in_threadpool(work))
 
 
 async def memory(request: Request) -> JSONResponse:
@@ -295,8 +328,12 @@ async def stars(request: Request) -> JSONResponse:
 def info_data(store: MemoryStore) -> dict[str, Any]:
     from .. import __version__
 
+    home = str(Path.home())
+    folder = str(store.root)
+    shown = "~" + folder[len(home):] if folder.startswith(home + os.sep) else folder
     return {
-        "folder": str(store.root),
+        "folder": folder,
+        "folderShown": shown,
         "version": __version__,
         "memories": len(store.list()),
         "problems": len(store.problems()),

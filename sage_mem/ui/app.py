@@ -39,10 +39,9 @@ from starlette.staticfiles import StaticFiles
 
 from ..errors import (
     ConflictError,
-    InvalidId,
-    InvalidMemory,
     MemoryLocked,
     MemoryNotFound,
+    RunNotFound,
     SageMemError,
     StoreLocked,
 )
@@ -55,19 +54,13 @@ STATIC = Path(__file__).resolve().parent / "static"
 
 
 def _status(exc: SageMemError) -> int:
-    if isinstance(exc, MemoryNotFound):
+    if isinstance(exc, (MemoryNotFound, RunNotFound)):
         return 404
     if isinstance(exc, ConflictError):
         return 409
     if isinstance(exc, (MemoryLocked, StoreLocked)):
         return 423
-    if isinstance(exc, (InvalidId, InvalidMemory)):
-        return 400
-    try:
-        from ..dream import RunNotFound
-    except ImportError:  # autodream cannot load: its routes fail on their own
-        return 400
-    return 404 if isinstance(exc, RunNotFound) else 400
+    return 400  # InvalidId, InvalidMemory, DreamError, …: the request cannot be carried out
 
 
 async def _error(request: Request, exc: Exception) -> Response:
@@ -136,4 +129,5 @@ def create_app(
     )
     app.state.store = store
     app.state.feed = feed
+    app.state.summary = api.FolderSummary()
     return Guard(app, token=token, port=port)

@@ -93,7 +93,8 @@ class Guard:
             await self.app(scope, receive, send)
             return
         if scope["type"] != "http":
-            await _refuse(send, 403, "only HTTP is served here")
+            if scope["type"] == "websocket":
+                await send({"type": "websocket.close", "code": 1008})
             return
         headers = _headers(scope)
         host = headers.get("host", "")

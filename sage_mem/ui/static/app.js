@@ -133,6 +133,7 @@
 
   function needToken() {
     current = null;
+    serial++;
     fill(main, 
       h("div", { class: "notice warn", id: "need-token" },
         h("h1", {}, "This page needs its key"),
@@ -143,6 +144,13 @@
   // ------------------------------------------------------------- the router
 
   let current = null;
+  let serial = 0;
+
+  // A view's requests may answer after the user has moved on: a view draws only while it is shown.
+  function viewGuard() {
+    const mine = serial;
+    return () => mine === serial;
+  }
 
   function setNav(name) {
     document.querySelectorAll("[data-nav]").forEach((a) => a.classList.toggle("active", a.dataset.nav === name));
@@ -165,6 +173,7 @@
     if (!token()) { needToken(); return; }
     if (current && current.leave) current.leave();
     current = null;
+    serial++;
     const hash = location.hash || "#/";
     for (const [pattern, make] of ROUTES) {
       const match = hash.match(pattern);
@@ -231,6 +240,7 @@
   const listState = { q: "", categories: new Set(), tags: new Set(), allTags: false };
 
   function listView() {
+    const showing = viewGuard();
     const input = h("input", {
       id: "search", type: "search", value: listState.q, autocomplete: "off", spellcheck: "false",
       placeholder: "Search memories, in any language  ( / )", "aria-label": "Search memories",
@@ -242,7 +252,7 @@
     const results = h("ol", { class: "results", id: "results", "aria-live": "polite" });
     fill(main, h("div", { class: "searchbar" }, input), categoryChips, tagChips,
       h("div", { class: "summary-line" }, count, folder), results);
-    api("/api/info").then((info) => { folder.textContent = info.folder; }).catch(() => {});
+    api("/api/info").then((info) => { folder.textContent = info.folderShown; folder.title = info.folder; }).catch(() => {});
 
     let sequence = 0;
     async function load() {
@@ -252,8 +262,8 @@
       listState.categories.forEach((c) => params.append("category", c));
       listState.tags.forEach((t) => params.append("tag", t));
       let data;
-      try { data = await api("/api/memories?" + params); } catch (error) { if (mine === sequence) failure(error); return; }
-      if (mine !== sequence) return;
+      try { data = await api("/api/memories?" + params); } catch (error) { if (mine === sequence && showing()) failure(error); return; }
+      if (mine !== sequence || !showing()) return;
       renderChips(data.facets);
       renderResults(data);
     }
@@ -263,6 +273,7 @@
         class: "chip", type: "button", "aria-pressed": String(selected),
         dataset: kind === "category" ? { category: name } : { tag: name },
         onclick: () => {
+          listState.q = input.value;  // a search still waiting for its debounce goes with it
           const set = kind === "category" ? listState.categories : listState.tags;
           if (set.has(name)) set.delete(name); else set.add(name);
           load();
@@ -335,12 +346,14 @@
   }
 
   function memoryView(id) {
+    const showing = viewGuard();
     let shownSha = null;
     async function load() {
       let data;
       try {
         data = await api("/api/memory?id=" + enc(id));
       } catch (error) {
+        if (!showing()) return;
         if (error.status === 404) {
           fill(main, h("div", { class: "notice warn", id: "gone" },
             h("p", {}, "There is no memory ", h("code", {}, id), " (any more)."),
@@ -351,6 +364,7 @@
         failure(error);
         return;
       }
+      if (!showing()) return;
       const m = data.memory;
       if (m.sha256 === shownSha) return;
       shownSha = m.sha256;
@@ -447,6 +461,7 @@
       "baseline: " + (v.baseline ? "yes (priority " + (v.baselinePriority || 0) + ")" : "no"),
       "supersedes: " + (v.supersedes || []).join(", "),
       "",
+      "",
     ];
     return lines.join("\n") + (v.body || "").replace(/^\n+/, "");
   }
@@ -467,8 +482,8 @@
     let j = 0;
     while (i < n || j < m) {
       if (i < n && j < m && x[i] === y[j]) { out.push([" ", x[i]]); i++; j++; }
-      else if (j < m && (i >= n || table[i][j + 1] >= table[i + 1][j])) { out.push(["+", y[j]]); j++; }
-      else { out.push(["-", x[i]]); i++; }
+      else if (i < n && (j >= m || table[i + 1][j] >= table[i][j + 1])) { out.push(["-", x[i]]); i++; }
+      else { out.push(["+", y[j]]); j++; }
     }
     return out;
   }
@@ -480,6 +495,7 @@
   }
 
   function editorView(id) {
+    const showing = viewGuard();
     const creating = id === null;
     let original = null;
     let dirty = false;
@@ -660,6 +676,7 @@
     } else {
       main.firstChild.append(h("span", { class: "mono" }, id));
       api("/api/memory?id=" + enc(id)).then((data) => {
+        if (!showing()) return;
         original = data.memory;
         if (original.locked) {
           fill(main, h("div", { class: "notice warn" }, "This memory is locked (locked: true): no tool may change it. Edit the file itself to unlock it."));
@@ -667,13 +684,14 @@
         }
         build(original);
         setTimeout(() => form.elements.namedItem("description").focus(), 0);
-      }).catch(failure);
+      }).catch((error) => { if (showing()) failure(error); });
     }
 
     async function checkDisk() {
       if (creating || !original) return;
       let disk = null;
       try { disk = (await api("/api/memory?id=" + enc(id))).memory; } catch (error) { if (error.status !== 404) return; }
+      if (!showing()) return;
       if (disk && disk.sha256 === original.sha256) return;
       if (!conflict.hidden || liveNote) return;
       liveNote = h("div", { class: "notice warn", id: "changed-on-disk" },
@@ -693,6 +711,7 @@
   // ---------------------------------------------------------------- archive
 
   function archiveView() {
+    const showing = viewGuard();
     const filter = h("input", { id: "archive-filter", type: "search", placeholder: "Filter the archive", autocomplete: "off" });
     const table = h("tbody", { id: "archive-rows" });
     const count = h("p", { class: "muted", id: "archive-count" });
@@ -712,7 +731,8 @@
         h("td", {}, h("button", { class: "restore", onclick: () => restore(r.id) }, "Restore")))));
     }
     async function load() {
-      try { rows = (await api("/api/archived")).results; } catch (error) { failure(error); return; }
+      try { rows = (await api("/api/archived")).results; } catch (error) { if (showing()) failure(error); return; }
+      if (!showing()) return;
       render();
     }
     filter.addEventListener("input", render);
@@ -723,13 +743,15 @@
   // ------------------------------------------------------------------ audit
 
   function auditView() {
+    const showing = viewGuard();
     const body = h("div", { id: "audit" }, h("p", { class: "muted" }, "Checking the folder…"));
     fill(main, h("div", { class: "memory-head" }, h("h1", {}, "Audit"),
       h("button", { id: "audit-again", onclick: () => load() }, "Check again")),
     h("p", { class: "muted" }, "The audit reads every file and reports problems; it changes nothing."), body);
     async function load() {
       let data;
-      try { data = await api("/api/audit"); } catch (error) { failure(error); return; }
+      try { data = await api("/api/audit"); } catch (error) { if (showing()) failure(error); return; }
+      if (!showing()) return;
       const badge = document.getElementById("audit-badge");
       badge.textContent = String(data.count);
       badge.hidden = !data.count;
@@ -737,7 +759,7 @@
         fill(body, h("div", { class: "notice ok" }, "No problems found in " + data.checked + " files."));
         return;
       }
-      fill(body, h("p", {}, data.count + " findings in " + data.checked + " files checked."),
+      fill(body, h("p", {}, data.count + (data.count === 1 ? " finding" : " findings") + " in " + data.checked + " files checked."),
         h("table", { class: "list", id: "findings" },
           h("thead", {}, h("tr", {}, h("th", {}, ""), h("th", {}, "check"), h("th", {}, "file"), h("th", {}, "finding"))),
           h("tbody", {}, data.findings.map((f) => h("tr", {},
@@ -753,6 +775,7 @@
   // ------------------------------------------------------------- dream runs
 
   function runsView() {
+    const showing = viewGuard();
     const table = h("div", { id: "runs" });
     const dreamBox = h("div", { class: "actions" },
       h("button", { id: "dream-report", onclick: () => dream("report") }, "Dream now: report only"),
@@ -785,7 +808,8 @@
 
     async function load() {
       let data;
-      try { data = await api("/api/runs"); } catch (error) { failure(error); return; }
+      try { data = await api("/api/runs"); } catch (error) { if (showing()) failure(error); return; }
+      if (!showing()) return;
       if (!data.runs.length) {
         fill(table, h("p", { class: "empty" }, "No dream runs yet."));
         return;
@@ -810,10 +834,12 @@
   }
 
   function runView(runId) {
+    const showing = viewGuard();
     let lastStatus = null;
     async function load() {
       let data;
-      try { data = await api("/api/runs/" + enc(runId)); } catch (error) { failure(error); return; }
+      try { data = await api("/api/runs/" + enc(runId)); } catch (error) { if (showing()) failure(error); return; }
+      if (!showing()) return;
       const key = JSON.stringify([data.run.status, data.run.counts, data.run.rolledBackBy]);
       if (key === lastStatus) return;
       lastStatus = key;
@@ -904,6 +930,7 @@
   // --------------------------------------------------------------- star map
 
   function starsView() {
+    const showing = viewGuard();
     const canvas = h("canvas", { id: "starmap", role: "img", "aria-label": "Star map: every memory a star" });
     const tip = h("div", { class: "star-tip", hidden: true, id: "star-tip" });
     const legend = h("div", { class: "star-legend", id: "star-legend" });
@@ -937,7 +964,8 @@
 
     async function load() {
       let data;
-      try { data = await api("/api/stars"); } catch (error) { failure(error); return; }
+      try { data = await api("/api/stars"); } catch (error) { if (showing()) failure(error); return; }
+      if (!showing()) return;
       const counts = {};
       data.stars.forEach((s) => { const g = CATEGORIES.includes(s.category) ? s.category : "other"; counts[g] = (counts[g] || 0) + 1; });
       fill(legend, ...Object.keys(window.SageStarmap.COLORS).filter((g) => counts[g]).map((g) => {
