@@ -62,7 +62,6 @@ import sys
 import time
 import zlib
 from array import array
-from bisect import bisect_left
 from collections.abc import Iterator
 from dataclasses import dataclass, fields
 from itertools import accumulate, chain
@@ -102,15 +101,31 @@ class Entry:
 
 @dataclass
 class Loaded:
-    """A cache file, read: the index it holds and what its build saw of each file."""
+    """A cache file, read: the index it holds and what its build saw of each file.
+
+    `signatures` holds every file the build saw (relative path -> signature),
+    `problems` why some of them could not be indexed.
+    """
 
     index: Index
-    entries: dict[str, Entry]
+    signatures: dict[str, Signature]
+    problems: dict[str, tuple[str, int | None, int | None]]
     started_ns: int
 
-    def racy(self, signature: Signature) -> bool:
-        """True when the file may have changed within its mtime tick after the build read it."""
-        return signature[1] >= self.started_ns - RACY_NS
+    def unchanged(self, current: dict[str, Signature | None]) -> list[str]:
+        """The files whose signature is as the build saw it, and not racy.
+
+        A file whose mtime is within RACY_NS of the moment the build began (or
+        later) may have changed again within the same timestamp tick after it
+        was read, so it does not count as unchanged.
+        """
+        cached = self.signatures.get
+        racy_from = self.started_ns - RACY_NS
+        return [
+            relative for relative, signature in current.items()
+            if signature is not None and signature[1] < racy_from
+            and cached(relative) == signature
+        ]
 
 
 def fingerprint(scoring: Scoring) -> str:
@@ -247,25 +262,32 @@ class _Backing:
         self.slots = sections["slots"]
         self.weights = sections["weights"]
         self.records = sections["records"]
-        self._checked_tables = False
-
-    def _tables(self) -> None:
-        if not self._checked_tables:
-            for name in ("term_crcs", "term_text_starts", "term_starts"):
-                section = self.sections[name]
-                section.check(0, len(section.view))
-            self._checked_tables = True
 
     def _find(self, term: str) -> int:
-        self._tables()
+        """The position of `term` in the term table, or -1; checks only the chunks it reads."""
         encoded = term.encode("utf-8", "surrogatepass")
         crc = zlib.crc32(encoded)
-        crcs, starts, text = self.crcs, self.text_starts, self.text
-        position = bisect_left(crcs, crc)
-        while position < len(crcs) and crcs[position] == crc:
+        crcs, check_crcs = self.crcs, self.sections["term_crcs"].check
+        low, high = 0, len(crcs)
+        while low < high:
+            middle = (low + high) // 2
+            check_crcs(middle * 4, middle * 4 + 4)
+            if crcs[middle] < crc:
+                low = middle + 1
+            else:
+                high = middle
+        starts, text = self.text_starts, self.text
+        check_starts = self.sections["term_text_starts"].check
+        position = low
+        while position < len(crcs):
+            check_crcs(position * 4, position * 4 + 4)
+            if crcs[position] != crc:
+                break
+            check_starts(position * 8, position * 8 + 16)
             begin, end = starts[position], starts[position + 1]
             text.check(begin, end)
             if text.view[begin:end] == encoded:
+                self.sections["term_starts"].check(position * 8, position * 8 + 16)
                 return position
             position += 1
         return -1
@@ -281,13 +303,18 @@ class _Backing:
         weights = self.weights.typed("d")[begin:end]
         return dict(zip(map(self.ids.__getitem__, slots), weights, strict=True))
 
-    def terms(self) -> Iterator[str]:
-        self._tables()
-        starts, text = self.text_starts, self.text
-        text.check(0, len(text.view))
+    def items(self) -> Iterator[tuple[str, dict[str, float]]]:
+        for section in self.sections.values():
+            if section is not self.records:
+                section.check(0, len(section.view))
+        text_starts, posting_starts, text = self.text_starts, self.posting_starts, self.text.view
+        slots, weights = self.slots.typed("i"), self.weights.typed("d")
+        memory_id = self.ids.__getitem__
         for position in range(len(self.crcs)):
-            yield bytes(text.view[starts[position] : starts[position + 1]]).decode(
-                "utf-8", "surrogatepass"
+            term = bytes(text[text_starts[position] : text_starts[position + 1]])
+            begin, end = posting_starts[position], posting_starts[position + 1]
+            yield term.decode("utf-8", "surrogatepass"), dict(
+                zip(map(memory_id, slots[begin:end]), weights[begin:end], strict=True)
             )
 
     def _slot_of(self, memory_id: str) -> int:
@@ -374,6 +401,8 @@ def _parse(
     count = len(ids)
     if len(meta["lengths"]) != count * len(FIELDS) or len(meta["record_starts"]) != count + 1:
         return None
+    if len(meta["paths"]) != len(meta["signatures"]):
+        return None
     snapshot = Snapshot(
         averages=dict(zip(FIELDS, meta["averages"], strict=True)),
         length_sums=dict(zip(FIELDS, meta["length_sums"], strict=True)),
@@ -391,11 +420,8 @@ def _parse(
     index = Index.from_snapshot(
         snapshot, backing, half_life_days=half_life_days, scoring=scoring
     )
-    entries = {
-        relative: Entry(tuple(signature), problem)
-        for relative, signature, problem in meta["entries"]
-    }
-    return Loaded(index, entries, header["started_ns"])
+    signatures = dict(zip(meta["paths"], map(tuple, meta["signatures"]), strict=True))
+    return Loaded(index, signatures, meta["problems"], header["started_ns"])
 
 
 # writing
@@ -413,8 +439,14 @@ def save(
     try:
         make_private_dirs(path.parent)
         _remove_stale_temps(path.parent)
-        snapshot = index.snapshot()
-        sections = _encode(snapshot, folder.root, entries)
+        collecting = gc.isenabled()
+        gc.disable()  # millions of objects alive, none of them garbage: a collection is waste
+        try:
+            snapshot = index.snapshot()
+            sections = _encode(snapshot, folder.root, entries)
+        finally:
+            if collecting:
+                gc.enable()
         header = {
             "version": FORMAT_VERSION,
             "fingerprint": fingerprint(index.scoring),
@@ -439,10 +471,11 @@ def _encode(snapshot: Snapshot, root: Path, entries: dict[str, Entry]) -> dict[s
     buckets = [postings[terms[position]] for position in order]
     texts = [encoded[position] for position in order]
     # One pass each, in C: iterating a dict of dicts chains their keys (memory ids).
-    slots = array("i", map(slot_of.__getitem__, chain.from_iterable(buckets)))
-    weights = array("d", chain.from_iterable(map(dict.values, buckets)))
-    posting_starts = array("Q", accumulate(map(len, buckets), initial=0))
-    text_starts = array("Q", accumulate(map(len, texts), initial=0))
+    # (An array fills from a list in one copy, from an iterator item by item.)
+    slots = array("i", list(map(slot_of.__getitem__, chain.from_iterable(buckets))))
+    weights = array("d", list(chain.from_iterable(map(dict.values, buckets))))
+    posting_starts = array("Q", list(accumulate(map(len, buckets), initial=0)))
+    text_starts = array("Q", list(accumulate(map(len, texts), initial=0)))
     records = []
     prefix = str(root) + os.sep
     for key in ids:
@@ -465,10 +498,11 @@ def _encode(snapshot: Snapshot, root: Path, entries: dict[str, Entry]) -> dict[s
         "categories": snapshot.categories,
         "projects": snapshot.projects,
         "max_boost": snapshot.max_boost,
-        "entries": [
-            (relative, entry.signature, entry.problem)
-            for relative, entry in sorted(entries.items())
-        ],
+        "paths": sorted(entries),
+        "signatures": [entries[relative].signature for relative in sorted(entries)],
+        "problems": {
+            relative: entry.problem for relative, entry in entries.items() if entry.problem
+        },
     }
     return {
         "meta": marshal.dumps(meta),

@@ -83,7 +83,7 @@ import heapq
 import math
 import re
 import threading
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -118,6 +118,9 @@ UNIGRAM_QUERY_WEIGHT = 0.3
 PAIR_WEIGHT = 0.3
 MAX_BODY_CHARS = 20_000
 AVERAGE_STEPS = 32
+# How many decoded postings (about 80 bytes each, so some 500 MB) a process loaded from the
+# cache keeps beyond those it changed; more are decoded again when a query needs them.
+DECODED_POSTINGS = 6_000_000
 # Postings this short are walked without first asking whether they could matter.
 _SHORT_LIST = 64
 
@@ -220,8 +223,8 @@ class Backing(Protocol):
     def bucket(self, term: str) -> dict[str, float] | None:
         """The postings of `term` as the cache holds them (a new dict), or None."""
 
-    def terms(self) -> Iterable[str]:
-        """Every term the cache holds postings for."""
+    def items(self) -> Iterable[tuple[str, dict[str, float]]]:
+        """Every term the cache holds, with its postings as the cache holds them."""
 
     def memory(self, memory_id: str) -> Memory:
         """A memory the cache holds."""
@@ -289,6 +292,10 @@ class Index:
         self._backing: Backing | None = None
         self._decoded: set[str] = set()
         self._pending: dict[str, dict[str, float | None]] = {}
+        # Decoded postings no change has touched since, least recently used first: they
+        # can be dropped and decoded again, which bounds what a long-lived process holds.
+        self._clean: OrderedDict[str, int] = OrderedDict()
+        self._clean_postings = 0
 
     def _guarded(self, action: Callable[[], _T]) -> _T:
         """Run `action`; if the cache behind the index is damaged, rebuild (`recover`) and rerun."""
@@ -439,10 +446,12 @@ class Index:
                 else:
                     bucket[memory_id] = value
             return
-        decoded, pending = self._decoded, self._pending
+        decoded, pending, clean = self._decoded, self._pending, self._clean
         for term, value in weighted.items():
             bucket = postings.get(term)
             if bucket is not None:
+                if term in clean:
+                    self._touch(term)
                 bucket[memory_id] = value
             elif term in decoded:
                 postings[term] = {memory_id: value}
@@ -465,10 +474,13 @@ class Index:
         self._projects.pop(memory_id, None)
         postings = self._postings
         lazy = self._backing is not None
+        clean = self._clean
         for counts in fields.values():
             for term in counts:
                 bucket = postings.get(term)
                 if bucket is not None:
+                    if term in clean:
+                        self._touch(term)
                     if bucket.pop(memory_id, None) is not None and not bucket:
                         del postings[term]
                 elif lazy and term not in self._decoded:
@@ -527,6 +539,8 @@ class Index:
             self._backing = None
             self._decoded = set()
             self._pending = {}
+            self._clean = OrderedDict()
+            self._clean_postings = 0
         self._postings = {}
         self._tops = {}
         for memory_id in self._boost:
@@ -538,6 +552,8 @@ class Index:
         """The postings of `term`, decoding them from the cache on first use."""
         bucket = self._postings.get(term)
         if bucket is not None or self._backing is None or term in self._decoded:
+            if bucket is not None and term in self._clean:
+                self._clean.move_to_end(term)
             return bucket
         self._decoded.add(term)
         bucket = self._backing.bucket(term) or {}
@@ -551,7 +567,21 @@ class Index:
         if not bucket:
             return None
         self._postings[term] = bucket
+        if not pending:
+            self._clean[term] = len(bucket)
+            self._clean_postings += len(bucket)
+            while self._clean_postings > DECODED_POSTINGS and len(self._clean) > 1:
+                old, size = self._clean.popitem(last=False)
+                self._clean_postings -= size
+                del self._postings[old]
+                self._decoded.discard(old)
         return bucket
+
+    def _touch(self, term: str) -> None:
+        """A decoded term is about to change: keep it (it can no longer be decoded again)."""
+        size = self._clean.pop(term, None)
+        if size is not None:
+            self._clean_postings -= size
 
     # the on-disk cache
 
@@ -562,9 +592,26 @@ class Index:
     def _snapshot(self) -> Snapshot:
         if self.averages_moved():
             self._renormalize()
+        postings = dict(self._postings)
         if self._backing is not None:
-            for term in list(self._backing.terms()) + list(self._pending):
-                self._bucket(term)
+            # Every posting, read in file order (a lookup per term would cost 100 times more),
+            # with the changes made since: decoded terms are already in `postings`.
+            decoded, pending = self._decoded, self._pending
+            for term, bucket in self._backing.items():
+                if term in decoded:
+                    continue
+                for key, value in pending.get(term, {}).items():
+                    if value is None:
+                        bucket.pop(key, None)
+                    else:
+                        bucket[key] = value
+                if bucket:
+                    postings[term] = bucket
+            for term, changes in pending.items():
+                if term not in postings:
+                    added = {key: value for key, value in changes.items() if value is not None}
+                    if added:
+                        postings[term] = added
         ids = sorted(self._boost)
         lengths = [tuple(self._lengths_of(key)[name] for name in FIELDS) for key in ids]
         memories = [self._memory(key) for key in ids]
@@ -579,7 +626,7 @@ class Index:
             categories=[memory.category for memory in memories],
             projects=[memory.project for memory in memories],
             max_boost=self._max_boost,
-            postings=dict(self._postings),
+            postings=postings,
             memory=self._memory,
         )
 
@@ -598,12 +645,14 @@ class Index:
         index._averages = dict(snapshot.averages)
         index._length_sums = Counter(snapshot.length_sums)
         index._normalized_at = len(snapshot.ids)
-        note = index._note
-        for memory_id, trust, updated, archived, category, project in zip(
-            snapshot.ids, snapshot.trusts, snapshot.updated, snapshot.archived,
-            snapshot.categories, snapshot.projects, strict=True,
-        ):
-            note(memory_id, trust, updated, archived, category, project)
+        ids = snapshot.ids
+        # In bulk (what `_note` does one by one): a warm start takes this for every memory.
+        index._boost = dict(zip(ids, map(add, repeat(0.8), map(mul, repeat(0.4), snapshot.trusts)),
+                                strict=True))
+        index._updated = dict(zip(ids, snapshot.updated, strict=True))
+        index._archived = set(compress(ids, snapshot.archived))
+        index._categories = dict(zip(ids, snapshot.categories, strict=True))
+        index._projects = dict(zip(ids, snapshot.projects, strict=True))
         index._max_boost = max(index._max_boost, snapshot.max_boost)
         return index
 

@@ -258,24 +258,25 @@ class MemoryStore:
         index = loaded.index
         prefix = str(self.root) + os.sep
         stale = 0
-        for relative in loaded.entries.keys() - signatures.keys():
+        for relative in loaded.signatures.keys() - signatures.keys():
             stale += 1
             memory_id, _ = self._id_of(Path(prefix + relative))
             if memory_id is not None:
                 index.remove(memory_id)
-        for relative, signature in signatures.items():
-            key = prefix + relative
-            entry = loaded.entries.get(relative)
-            if entry is not None and signature == entry.signature and not loaded.racy(signature):
-                if entry.problem is None:
-                    self._seen[key] = signature[:3]
-                else:
-                    message, line, column = entry.problem
-                    self._problems[key] = Problem(Path(key), message, line, column)
-                    self._seen[key] = (-1, -1, -1)
-                continue
+        unchanged = loaded.unchanged(signatures)
+        for relative, (message, line, column) in loaded.problems.items():
+            if relative in signatures and loaded.signatures[relative] == signatures[relative]:
+                key = prefix + relative
+                self._problems[key] = Problem(Path(key), message, line, column)
+        self._seen.update(
+            (prefix + relative, signatures[relative][:3]) for relative in unchanged
+        )
+        for key in self._problems:
+            self._seen[key] = (-1, -1, -1)
+        for relative in signatures.keys() - set(unchanged):
             stale += 1
-            path = Path(key)
+            path = Path(prefix + relative)
+            self._problems.pop(str(path), None)
             memory_id, archived = self._id_of(path)
             memory = self._load(path, archived=archived)
             if memory is None:

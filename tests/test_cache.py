@@ -325,3 +325,19 @@ def test_the_speed_benchmark_runs_in_quick_mode(tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stderr[-2000:]
     assert "**search** all" in result.stdout
+
+
+def test_a_warm_store_that_drops_decoded_postings_still_answers_exactly(
+    folder: Path, state: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sage_mem import index as index_module
+
+    MemoryStore(folder, state_dir=state)
+    monkeypatch.setattr(index_module, "DECODED_POSTINGS", 5)  # decode again nearly every time
+    warm = MemoryStore(folder, state_dir=state)
+    assert state_of(warm) == state_of(fresh(folder, tmp_path))
+    write(folder, "note_20", "---\ndescription: 数据库迁移 database migration again\n---\n")
+    (folder / "note_21.md").unlink()
+    warm.refresh([folder / "note_20.md", folder / "note_21.md"])
+    warm.index.reweigh()
+    assert state_of(warm) == state_of(fresh(folder, tmp_path))
