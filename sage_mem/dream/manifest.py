@@ -31,6 +31,7 @@ from .runinfo import own_identity
 STATUSES = ("running", "finished", "interrupted", "rolled-back")
 MANIFEST = "manifest.json"
 JOURNAL = "journal.jsonl"
+RUNNING_MARK = "running"  # beside the manifest while its process runs (see runner.mark_interrupted)
 
 
 def stamp(moment: datetime) -> str:
@@ -56,6 +57,9 @@ class Manifest:
     ) -> Manifest:
         paths.ensure()
         paths.run_dir(run_id).mkdir(mode=0o700, exist_ok=False)
+        # The mark first: a process killed between the two must not leave a manifest
+        # that says `running` without the mark by which the next look finds it dead.
+        (paths.run_dir(run_id) / RUNNING_MARK).touch()
         data = {
             "runId": run_id,
             "kind": kind,

@@ -285,8 +285,7 @@ class _Rollback:
             target=self.target.run_id,
             scope=self.scope,
         )
-        mark = paths.run_dir(self.rollback_id) / RUNNING_MARK
-        mark.touch()
+        mark = paths.run_dir(self.rollback_id) / RUNNING_MARK  # made by Manifest.start
         done: list[Action] = []
         damaged = 0
         try:

@@ -35,15 +35,13 @@ from .changes import MODES, Applier
 from .config import DreamConfig
 from .gates import DreamLock, GateCheck, check_gates, load_state, save_state
 from .health import audit_summary, health
-from .manifest import Manifest, stamp
+from .manifest import RUNNING_MARK, Manifest, stamp
 from .model import DreamTools, run_model_pass
 from .paths import RUN_ID, DreamPaths
 from .report import render_run
 from .rules import RuleContext, all_rules
 from .runinfo import new_run_id, process_alive
 from .snapshots import has_snapshot, rotate, take_snapshot
-
-RUNNING_MARK = "running"
 
 
 @dataclass(frozen=True)
@@ -257,8 +255,7 @@ class _Run:
             auto=self.auto,
             **({"lockRecovered": self.recovered} if self.recovered else {}),
         )
-        mark = self.paths.run_dir(self.run_id) / RUNNING_MARK
-        mark.touch()
+        mark = self.paths.run_dir(self.run_id) / RUNNING_MARK  # made by Manifest.start
         state = load_state(self.paths)
         state.update(lastRunId=self.run_id, lastRunStarted=stamp(self.moment))
         save_state(self.paths, state)
