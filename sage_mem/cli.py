@@ -38,6 +38,15 @@ def _print_json(data: Any, out: TextIO) -> None:
     out.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
 
 
+def _print_result(result: Any, args: argparse.Namespace, out: TextIO) -> int:
+    """Print a library result (anything with `to_dict` and `format_text`) as asked; exit 0."""
+    if args.json:
+        _print_json(result.to_dict(), out)
+    else:
+        out.write(result.format_text())
+    return 0
+
+
 def _folder(args: argparse.Namespace) -> Path:
     return Path(args.dir).expanduser() if args.dir else default_folder()
 
@@ -284,11 +293,7 @@ def cmd_install(args: argparse.Namespace, out: TextIO) -> int:
         dry_run=args.dry_run,
         codex_home=Path(codex_home).expanduser() if codex_home else None,
     )
-    if args.json:
-        _print_json(result.to_dict(), out)
-    else:
-        out.write(result.format_text())
-    return 0
+    return _print_result(result, args, out)
 
 
 def cmd_import(args: argparse.Namespace, out: TextIO) -> int:
@@ -299,11 +304,7 @@ def cmd_import(args: argparse.Namespace, out: TextIO) -> int:
         result = import_claude_code(store, Path(args.path).expanduser(), dry_run=args.dry_run)
     else:
         result = import_mnemo(store, Path(args.path).expanduser(), dry_run=args.dry_run)
-    if args.json:
-        _print_json(result.to_dict(), out)
-    else:
-        out.write(result.format_text())
-    return 0
+    return _print_result(result, args, out)
 
 
 def cmd_export(args: argparse.Namespace, out: TextIO) -> int:
@@ -323,11 +324,7 @@ def cmd_dream(args: argparse.Namespace, out: TextIO) -> int:
     from .dream import run_dream
 
     result = run_dream(_open_store(args), mode=args.mode, auto=args.auto)
-    if args.json:
-        _print_json(result.to_dict(), out)
-    else:
-        out.write(result.format_text())
-    return 0
+    return _print_result(result, args, out)
 
 
 def cmd_runs(args: argparse.Namespace, out: TextIO) -> int:
@@ -345,11 +342,7 @@ def cmd_rollback(args: argparse.Namespace, out: TextIO) -> int:
     from .dream import rollback
 
     result = rollback(_open_store(args), args.run_id, scope=args.scope, dry_run=args.dry_run)
-    if args.json:
-        _print_json(result.to_dict(), out)
-    else:
-        out.write(result.format_text())
-    return 0
+    return _print_result(result, args, out)
 
 
 # the parser
