@@ -4,11 +4,13 @@ The rollback of a rewrite run over a few hundred memories runs in a child
 process (as `sage-mem rollback` would), and is killed:
 - just before its K-th file-system change — os.mkdir, os.open or open() for
   writing, os.replace, os.rename, os.link, os.unlink — counted by wrappers that
-  SIGKILL the process: `SAGE_MEM_SLOW=1` tries every K, the quick mode a few
-  landmarks (in the protective snapshot, between its manifest and its
-  `running` mark, around a file put back, between the link and the unlink
-  of a move into archive/, the last step);
-- after a random delay.
+  SIGKILL the process: `SAGE_MEM_SLOW=1` tries every K (some 950 a scope; a
+  mkdir of a folder that exists is skipped, as it is the same as the next
+  step), the quick mode six landmarks (half-way through the protective
+  snapshot, just after the rollback's manifest is written, just before and
+  just after a file put back is renamed into place, between the link and the
+  unlink of a move into archive/, the last step);
+- after a random delay (quick: one a scope; slow: twenty).
 Both scopes (`touched`, `all`). After each kill:
 - nothing partial: every memory file holds bytes it had before the rollback or
   the bytes the rollback point has; a killed write leaves only its temp file;
@@ -52,16 +54,17 @@ from sage_mem.dream.snapshots import Snapshot, load_snapshot
 from sage_mem.folder import ARCHIVE_DIR, DREAM_DIR, INDEX_FILE
 from sage_mem.store import MemoryStore
 
-SIZE = 300  # memories; one rollback of the run over them makes about 1,100 file-system changes
+SIZE = 300  # memories; a rollback of the run over them takes some 1,370 file-system steps
 SCOPES = [pytest.param("touched", id="touched"), pytest.param("all", id="all")]
 TEMP = re.compile(r"^\..+\.\d+\.[0-9a-f]{8}\.tmp$")  # what a killed atomic write leaves
 RANDOM_KILLS = 20 if SLOW else 1
 WORKERS = max(2, os.cpu_count() or 2)
 
-# The child: one rollback, every file-system change counted; SIGKILL just before change K.
+# The child: one rollback (or, for run id `dream`, a rewrite run), every file-system change
+# counted; SIGKILL just before change K.
 CHILD = r"""
 import builtins, json, os, signal, sys
-from sage_mem.dream import rollback
+from sage_mem.dream import rollback, run_dream
 from sage_mem.store import MemoryStore
 
 folder, run_id, scope, kill_at = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
@@ -97,7 +100,10 @@ os.open, builtins.open = os_open, open_
 for name, changed in (("mkdir", 0), ("replace", 1), ("rename", 1), ("link", 1), ("unlink", 0)):
     setattr(os, name, changes(name, getattr(os, name), changed))
 print("ready", flush=True)
-rollback(store, run_id, scope=scope)
+if run_id == "dream":
+    run_dream(store, mode="rewrite")
+else:
+    rollback(store, run_id, scope=scope)
 print(json.dumps(steps), flush=True)
 """
 
@@ -413,12 +419,15 @@ def test_a_rollback_killed_at_a_random_moment_loses_nothing_and_can_be_finished(
     after_run: AfterRun, tmp_path: Path, scope: str
 ) -> None:
     chooser = random.Random(f"random-{scope}")
+    statuses: dict[str, int] = {}
     for n in range(RANDOM_KILLS):
         folder = after_run.copy(tmp_path / f"kill-{n}")
         child = run_child(folder, after_run.run_id, scope, 0, delay=chooser.uniform(0.0, 0.3))
         assert child.returncode in (0, -signal.SIGKILL), child.stderr
-        check_killed(after_run, folder, scope, finish_first=n % 2 == 0)
+        status = check_killed(after_run, folder, scope, finish_first=n % 2 == 0)
+        statuses[status] = statuses.get(status, 0) + 1
         shutil.rmtree(folder.parent)
+    assert not SLOW or statuses.get("interrupted", 0) >= RANDOM_KILLS // 4, statuses
 
 
 def test_a_rollback_killed_just_after_its_manifest_is_written_is_marked_interrupted(
@@ -440,3 +449,29 @@ def test_a_rollback_killed_just_after_its_manifest_is_written_is_marked_interrup
     assert killed.status == "interrupted"
     rollback(store, after_run.run_id, scope="touched")  # not refused as "still in progress"
     assert live(files_in(folder)) == after_run.finished["touched"]
+
+
+def test_a_dream_run_killed_just_after_its_manifest_is_written_is_marked_interrupted(
+    tmp_path: Path,
+) -> None:
+    folder = tmp_path / "memory"
+    messy_folder(folder, 20, seed=3)
+    before = files_in(folder)
+    whole = run_child(folder, "dream", "-", 0)
+    assert whole.returncode == 0, whole.stderr
+    steps = json.loads(whole.stdout.splitlines()[-1])
+    written = next(
+        n
+        for n, (name, path) in enumerate(steps, 1)
+        if name == "replace" and path.endswith("/manifest.json")
+    )
+    shutil.rmtree(folder.parent / ".sage-mem")
+    shutil.rmtree(folder)
+    messy_folder(folder, 20, seed=3)
+    killed = run_child(folder, "dream", "-", written + 1)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    store = MemoryStore(folder)
+    (run,) = list_runs(store)
+    assert run.status == "interrupted"
+    assert files_in(folder) == before
+    assert run_dream(store, mode="rewrite").status == "finished"  # the lock is free
