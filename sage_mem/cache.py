@@ -17,9 +17,15 @@ section's place, length and CRC-32s. The sections:
               what the build saw of each file (relative path, size, mtime_ns,
               inode, ctime_ns, and the problem if it could not be indexed)
     records   each memory's fields (marshal), decoded only when asked for
-    term_*    postings terms sorted by CRC-32 of their UTF-8 (crc, text, start)
-    slots     int32 memory numbers of every posting, term after term
-    weights   float64 saturated weights, in the same order
+    term_*    postings terms sorted by CRC-32 of their UTF-8 (crc, text, start,
+              largest weight)
+    slots     int32 memory numbers of every posting, term after term, each
+              term's ascending
+    weights   float32 saturated weights, in the same order
+
+The index reads `slots` and `weights` in place (`index.Backing`): a warm
+process decodes no postings, and its memory holds only the pages its
+queries touched.
 
 Nothing in it is trusted blindly:
 
@@ -64,15 +70,15 @@ import zlib
 from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass, fields
-from itertools import accumulate, chain
+from itertools import accumulate
 from pathlib import Path
 
 from .files import make_private_dirs
 from .folder import ARCHIVE_DIR, DREAM_DIR, INDEX_FILE, MemoryFolder, is_editor_junk
-from .index import FIELDS, BackingError, Index, Scoring, Snapshot
+from .index import FIELDS, BackingError, Columns, Export, Index, Scoring
 from .memory import Memory
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 MAGIC = b"SAGEMEMI"
 RACY_NS = 2_000_000_000
 CHUNK_SHIFT = 16
@@ -246,21 +252,22 @@ class _Section:
 
 
 class _Backing:
-    """The cache file as an `index.Backing`: postings and memories decoded on demand."""
+    """The cache file as an `index.Backing`: postings read in place, memories on demand."""
 
     def __init__(self, sections: dict[str, _Section], meta: dict, root: Path) -> None:
         self.sections = sections
-        self.ids: list[str] = meta["ids"]
         self.lengths_column: list[int] = meta["lengths"]
         self.record_starts: list[int] = meta["record_starts"]
         self.root = root
-        self._slot: dict[str, int] | None = None
         self.crcs = sections["term_crcs"].typed("I")
         self.text_starts = sections["term_text_starts"].typed("Q")
         self.posting_starts = sections["term_starts"].typed("Q")
+        self.tops = sections["term_tops"].typed("f")
         self.text = sections["term_text"]
         self.slots = sections["slots"]
         self.weights = sections["weights"]
+        self.slot_view = self.slots.typed("i")
+        self.weight_view = self.weights.typed("f")
         self.records = sections["records"]
 
     def _find(self, term: str) -> int:
@@ -288,58 +295,51 @@ class _Backing:
             text.check(begin, end)
             if text.view[begin:end] == encoded:
                 self.sections["term_starts"].check(position * 8, position * 8 + 16)
+                self.sections["term_tops"].check(position * 4, position * 4 + 4)
                 return position
             position += 1
         return -1
 
-    def bucket(self, term: str) -> dict[str, float] | None:
+    def postings(self, term: str) -> tuple[memoryview, memoryview, float] | None:
         position = self._find(term)
         if position < 0:
             return None
         begin, end = self.posting_starts[position], self.posting_starts[position + 1]
         self.slots.check(begin * 4, end * 4)
-        self.weights.check(begin * 8, end * 8)
-        slots = self.slots.typed("i")[begin:end]
-        weights = self.weights.typed("d")[begin:end]
-        return dict(zip(map(self.ids.__getitem__, slots), weights, strict=True))
+        self.weights.check(begin * 4, end * 4)
+        return self.slot_view[begin:end], self.weight_view[begin:end], self.tops[position]
 
-    def items(self) -> Iterator[tuple[str, dict[str, float]]]:
+    def terms(self) -> Iterator[tuple[str, memoryview, memoryview, float]]:
         for section in self.sections.values():
             if section is not self.records:
                 section.check(0, len(section.view))
         text_starts, posting_starts, text = self.text_starts, self.posting_starts, self.text.view
-        slots, weights = self.slots.typed("i"), self.weights.typed("d")
-        memory_id = self.ids.__getitem__
+        slots, weights, tops = self.slot_view, self.weight_view, self.tops
         for position in range(len(self.crcs)):
             term = bytes(text[text_starts[position] : text_starts[position + 1]])
             begin, end = posting_starts[position], posting_starts[position + 1]
-            yield term.decode("utf-8", "surrogatepass"), dict(
-                zip(map(memory_id, slots[begin:end]), weights[begin:end], strict=True)
-            )
+            yield (term.decode("utf-8", "surrogatepass"), slots[begin:end], weights[begin:end],
+                   tops[position])
 
-    def _slot_of(self, memory_id: str) -> int:
-        if self._slot is None:
-            self._slot = {key: n for n, key in enumerate(self.ids)}
-        return self._slot[memory_id]
-
-    def memory(self, memory_id: str) -> Memory:
-        slot = self._slot_of(memory_id)
-        begin, end = self.record_starts[slot], self.record_starts[slot + 1]
+    def record(self, number: int) -> memoryview:
+        """A memory's record as stored (checked)."""
+        begin, end = self.record_starts[number], self.record_starts[number + 1]
         self.records.check(begin, end)
+        return self.records.view[begin:end]
+
+    def memory(self, number: int) -> Memory:
         try:
-            values = marshal.loads(self.records.view[begin:end])
+            values = marshal.loads(self.record(number))
         except (EOFError, ValueError, TypeError) as exc:
-            raise CacheCorrupt(f"index cache: record of {memory_id} unreadable: {exc}") from None
+            raise CacheCorrupt(f"index cache: record {number} unreadable: {exc}") from None
         data = dict(zip(_MEMORY_FIELDS, values, strict=True))
         path = data["path"]
         data["path"] = self.root / path if not os.path.isabs(path) else Path(path)
         return Memory(**data)
 
-    def lengths(self, memory_id: str) -> dict[str, int]:
-        slot = self._slot_of(memory_id)
+    def lengths(self, number: int) -> tuple[int, ...]:
         width = len(FIELDS)
-        row = self.lengths_column[slot * width : (slot + 1) * width]
-        return dict(zip(FIELDS, row, strict=True))
+        return tuple(self.lengths_column[number * width : (number + 1) * width])
 
 
 def load(
@@ -403,23 +403,18 @@ def _parse(
         return None
     if len(meta["paths"]) != len(meta["signatures"]):
         return None
-    snapshot = Snapshot(
-        averages=dict(zip(FIELDS, meta["averages"], strict=True)),
-        length_sums=dict(zip(FIELDS, meta["length_sums"], strict=True)),
+    columns = Columns(
         ids=ids,
-        lengths=[],
         trusts=meta["trusts"],
         updated=meta["updated"],
         archived=meta["archived"],
         categories=meta["categories"],
         projects=meta["projects"],
+        averages=dict(zip(FIELDS, meta["averages"], strict=True)),
+        length_sums=dict(zip(FIELDS, meta["length_sums"], strict=True)),
         max_boost=meta["max_boost"],
-        postings={},
-        memory=backing.memory,
     )
-    index = Index.from_snapshot(
-        snapshot, backing, half_life_days=half_life_days, scoring=scoring
-    )
+    index = Index.from_backing(columns, backing, half_life_days=half_life_days, scoring=scoring)
     signatures = dict(zip(meta["paths"], map(tuple, meta["signatures"]), strict=True))
     return Loaded(index, signatures, meta["problems"], header["started_ns"])
 
@@ -442,8 +437,7 @@ def save(
         collecting = gc.isenabled()
         gc.disable()  # millions of objects alive, none of them garbage: a collection is waste
         try:
-            snapshot = index.snapshot()
-            sections = _encode(snapshot, folder.root, entries)
+            sections = _encode(index.export(), folder.root, entries)
         finally:
             if collecting:
                 gc.enable()
@@ -460,26 +454,24 @@ def save(
     return True
 
 
-def _encode(snapshot: Snapshot, root: Path, entries: dict[str, Entry]) -> dict[str, bytes]:
-    ids = snapshot.ids
-    slot_of = {key: n for n, key in enumerate(ids)}
-    terms = list(snapshot.postings)
-    encoded = [term.encode("utf-8", "surrogatepass") for term in terms]
+def _encode(export: Export, root: Path, entries: dict[str, Entry]) -> dict[str, bytes]:
+    terms = list(export.postings())
+    encoded = [term.encode("utf-8", "surrogatepass") for term, *_ in terms]
     crcs = list(map(zlib.crc32, encoded))
     order = sorted(range(len(terms)), key=crcs.__getitem__)
-    postings = snapshot.postings
-    buckets = [postings[terms[position]] for position in order]
+    terms = [terms[position] for position in order]
     texts = [encoded[position] for position in order]
-    # One pass each, in C: iterating a dict of dicts chains their keys (memory ids).
-    # (An array fills from a list in one copy, from an iterator item by item.)
-    slots = array("i", list(map(slot_of.__getitem__, chain.from_iterable(buckets))))
-    weights = array("d", list(chain.from_iterable(map(dict.values, buckets))))
-    posting_starts = array("Q", list(accumulate(map(len, buckets), initial=0)))
+    posting_starts = array("Q", accumulate((len(found) for _, found, _, _ in terms), initial=0))
     text_starts = array("Q", list(accumulate(map(len, texts), initial=0)))
+    columns = export.columns
+    base = export.base if isinstance(export.base, _Backing) else None
     records = []
     prefix = str(root) + os.sep
-    for key in ids:
-        memory = snapshot.memory(key)
+    for number in export.numbers:
+        if base is not None and number < export.base_count:
+            records.append(base.record(number))  # as stored: the same root, checked
+            continue
+        memory = export.memory(number)
         values = [getattr(memory, name) for name in _MEMORY_FIELDS]
         where = str(memory.path)
         values[_MEMORY_FIELDS.index("path")] = (
@@ -487,23 +479,24 @@ def _encode(snapshot: Snapshot, root: Path, entries: dict[str, Entry]) -> dict[s
         )
         records.append(marshal.dumps(tuple(values)))
     meta = {
-        "ids": ids,
-        "lengths": [n for row in snapshot.lengths for n in row],
+        "ids": columns.ids,
+        "lengths": export.lengths,
         "record_starts": list(accumulate(map(len, records), initial=0)),
-        "averages": [snapshot.averages[name] for name in FIELDS],
-        "length_sums": [snapshot.length_sums[name] for name in FIELDS],
-        "trusts": snapshot.trusts,
-        "updated": snapshot.updated,
-        "archived": snapshot.archived,
-        "categories": snapshot.categories,
-        "projects": snapshot.projects,
-        "max_boost": snapshot.max_boost,
+        "averages": [columns.averages[name] for name in FIELDS],
+        "length_sums": [columns.length_sums[name] for name in FIELDS],
+        "trusts": columns.trusts,
+        "updated": columns.updated,
+        "archived": columns.archived,
+        "categories": columns.categories,
+        "projects": columns.projects,
+        "max_boost": columns.max_boost,
         "paths": sorted(entries),
         "signatures": [entries[relative].signature for relative in sorted(entries)],
         "problems": {
             relative: entry.problem for relative, entry in entries.items() if entry.problem
         },
     }
+    # bytes.join takes arrays and mapped memoryviews as they are: one copy, in C.
     return {
         "meta": marshal.dumps(meta),
         "records": b"".join(records),
@@ -511,9 +504,18 @@ def _encode(snapshot: Snapshot, root: Path, entries: dict[str, Entry]) -> dict[s
         "term_text_starts": text_starts.tobytes(),
         "term_text": b"".join(texts),
         "term_starts": posting_starts.tobytes(),
-        "slots": slots.tobytes(),
-        "weights": weights.tobytes(),
+        "term_tops": array("f", [top for *_, top in terms]).tobytes(),
+        "slots": b"".join(_int32(found) for _, found, _, _ in terms),
+        "weights": b"".join(_float32(weights) for _, _, weights, _ in terms),
     }
+
+
+def _int32(values: object) -> object:
+    return values if isinstance(values, (array, memoryview)) else array("i", values)
+
+
+def _float32(values: object) -> object:
+    return values if isinstance(values, (array, memoryview)) else array("f", values)
 
 
 def _write(path: Path, header: dict, sections: dict[str, bytes]) -> None:

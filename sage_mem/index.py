@@ -66,15 +66,23 @@ with the averages of the last re-weighing.
 
 Cost: the saturated weight of each (term, memory) is computed when the memory
 is indexed and kept in the postings, so a query never reads a file or looks
-at a memory that shares no term with it. Postings are walked from the rarest
-term to the most common, and a common term's long list is only looked up for
+at a memory that shares no term with it. A memory has a number (its place in
+the index); a term's postings are two flat arrays, memory numbers (int32,
+ascending) and weights (float32), about 8 bytes a posting, where Python
+dicts took some 80. Postings are walked from the rarest term to the most
+common, and a common term's long list is only looked up (by bisection) for
 the known candidates once no unseen memory could still reach the top (exact
-MaxScore pruning; see `Index._accumulate`). An index loaded from the on-disk
-cache (`cache.py`) decodes a term's postings and a memory's fields only when
-a query or a change first needs them; changes to terms not yet decoded wait
-as pending edits, so a warm process that answers one query touches only that
-query's terms. Thread-safe: one lock guards every read and write of the
-postings.
+MaxScore pruning; see `Index._accumulate`).
+
+An index loaded from the on-disk cache (`cache.py`) reads its postings in
+place from the mapped file (the base): nothing is decoded at start, and a
+query touches only its own terms' pages. A memory changed since then gets a
+new number past the base and its postings go to arrays in memory; its old
+number is retired, and the base postings of retired numbers are skipped
+(their factor is 0) and subtracted from the document frequencies, so the
+index scores exactly as a fresh build of the same folder would. Weights are
+float32 in both, so a warm index and a fresh one hold the same numbers.
+Thread-safe: one lock guards every read and write of the postings.
 """
 
 from __future__ import annotations
@@ -83,12 +91,14 @@ import heapq
 import math
 import re
 import threading
-from collections import Counter, OrderedDict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from array import array
+from bisect import bisect_left
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from itertools import compress, filterfalse, repeat
-from operator import add, eq, ge, itemgetter, mul
+from operator import add, eq, ge, mul, not_
 from typing import NamedTuple, Protocol, TypeVar
 
 from .memory import CATEGORIES, Memory, parse_moment
@@ -118,9 +128,6 @@ UNIGRAM_QUERY_WEIGHT = 0.3
 PAIR_WEIGHT = 0.3
 MAX_BODY_CHARS = 20_000
 AVERAGE_STEPS = 32
-# How many decoded postings (about 80 bytes each, so some 500 MB) a process loaded from the
-# cache keeps beyond those it changed; more are decoded again when a query needs them.
-DECODED_POSTINGS = 6_000_000
 # Postings this short are walked without first asking whether they could matter.
 _SHORT_LIST = 64
 
@@ -218,41 +225,55 @@ class BackingError(Exception):
 
 
 class Backing(Protocol):
-    """Where an index loaded from the on-disk cache finds what it has not decoded yet."""
+    """The base of an index loaded from the on-disk cache, read in place.
 
-    def bucket(self, term: str) -> dict[str, float] | None:
-        """The postings of `term` as the cache holds them (a new dict), or None."""
+    Memories 0 .. n-1 of the index are the cache's n memories, in its order.
+    """
 
-    def items(self) -> Iterable[tuple[str, dict[str, float]]]:
-        """Every term the cache holds, with its postings as the cache holds them."""
+    def postings(self, term: str) -> tuple[Sequence[int], Sequence[float], float] | None:
+        """`term`'s memory numbers (ascending) and weights, with the largest weight; or None."""
 
-    def memory(self, memory_id: str) -> Memory:
+    def terms(self) -> Iterable[tuple[str, Sequence[int], Sequence[float], float]]:
+        """Every term the cache holds, as `postings` gives it, in file order."""
+
+    def memory(self, number: int) -> Memory:
         """A memory the cache holds."""
 
-    def lengths(self, memory_id: str) -> dict[str, int]:
-        """The field lengths (in terms) of a memory the cache holds."""
+    def lengths(self, number: int) -> tuple[int, ...]:
+        """A memory's field lengths (in terms, in FIELDS order)."""
 
 
 @dataclass
-class Snapshot:
-    """An index in plain columns (sorted by id): what the on-disk cache stores and loads.
+class Columns:
+    """One value per memory, in index order: what a loaded index starts from."""
 
-    `postings` maps each term to its postings (memory id -> saturated weight);
-    `memory` returns a memory by id.
-    """
-
-    averages: dict[str, float]
-    length_sums: dict[str, int]
     ids: list[str]
-    lengths: list[tuple[int, ...]]
     trusts: list[float]
     updated: list[str | None]
     archived: list[bool]
     categories: list[str | None]
     projects: list[str | None]
+    averages: dict[str, float]
+    length_sums: dict[str, int]
     max_boost: float
-    postings: Mapping[str, dict[str, float]]
-    memory: Callable[[str], Memory]
+
+
+@dataclass
+class Export:
+    """An index as the on-disk cache stores it: its live memories numbered 0, 1, ... in order.
+
+    `numbers` are the index's own numbers of those memories (ascending);
+    `lengths` their field lengths, row after row; `postings()` yields each
+    term with the new numbers (ascending), the weights and the largest weight.
+    """
+
+    columns: Columns
+    numbers: list[int]
+    lengths: list[int]
+    base: Backing | None
+    base_count: int
+    memory: Callable[[int], Memory]
+    postings: Callable[[], Iterable[tuple[str, Sequence[int], Sequence[float], float]]]
 
 
 class Index:
@@ -269,33 +290,36 @@ class Index:
         self._reset()
 
     def _reset(self) -> None:
-        # The live memories are the keys of `_boost`; `_memories` holds those decoded so far.
-        self._boost: dict[str, float] = {}
+        # Per memory number (a changed memory gets a new one; the old is retired: id None).
+        self._ids: list[str | None] = []
+        self._trusts: list[float] = []
+        self._boost = array("d")  # trust factor; 0.0 once retired
+        self._shown = array("d")  # the same, but 0.0 for archived memories too
+        self._updated: list[str | None] = []
+        self._categories: list[str | None] = []
+        self._projects: list[str | None] = []
+        self._archived = bytearray()
+        self._moments: dict[int, float | None] = {}
+        self._lengths: dict[int, tuple[int, ...]] = {}
+        # Per live id.
+        self._number: dict[str, int] = {}
         self._memories: dict[str, Memory] = {}
-        self._fields: dict[str, dict[str, Counter[str]]] = {}
-        self._lengths: dict[str, dict[str, int]] = {}
-        self._postings: dict[str, dict[str, float]] = {}
+        self._archived_count = 0
+        # Postings held in memory (every memory's, unless loaded from the cache).
+        self._postings: dict[str, tuple[array, array]] = {}
         self._tops: dict[str, float] = {}
-        self._moments: dict[str, float | None] = {}
-        self._updated: dict[str, str | None] = {}
-        self._archived: set[str] = set()
-        self._categories: dict[str, str | None] = {}
-        self._projects: dict[str, str | None] = {}
         # An upper bound of every trust factor (recency only lowers it), for pruning.
         self._max_boost = 1.2
         self._length_sums: Counter[str] = Counter()
         self._averages: dict[str, float] = {name: 1.0 for name in FIELD_WEIGHTS}
         self._normalized_at = 0
         self._unsettled = False
-        # Loaded from the cache: terms not decoded yet live in `_backing`, and changes
-        # to them wait in `_pending` (memory id -> weight, or None for a removal).
+        # Loaded from the cache: memories 0 .. _base_count-1 and their postings live in
+        # `_backing`; `_gone` counts, per term, the base postings of retired memories.
         self._backing: Backing | None = None
-        self._decoded: set[str] = set()
-        self._pending: dict[str, dict[str, float | None]] = {}
-        # Decoded postings no change has touched since, least recently used first: they
-        # can be dropped and decoded again, which bounds what a long-lived process holds.
-        self._clean: OrderedDict[str, int] = OrderedDict()
-        self._clean_postings = 0
+        self._base_count = 0
+        self._base_retired = 0
+        self._gone: Counter[str] = Counter()
 
     def _guarded(self, action: Callable[[], _T]) -> _T:
         """Run `action`; if the cache behind the index is damaged, rebuild (`recover`) and rerun."""
@@ -313,54 +337,60 @@ class Index:
     # reading
 
     def __len__(self) -> int:
-        return len(self._boost)
+        return len(self._number)
 
     def __contains__(self, memory_id: object) -> bool:
-        return memory_id in self._boost
+        return memory_id in self._number
 
     def get(self, memory_id: str) -> Memory | None:
-        if memory_id not in self._boost:
+        if memory_id not in self._number:
             return None
-        return self._guarded(lambda: self._memory(memory_id) if memory_id in self._boost else None)
+        return self._guarded(
+            lambda: self._memory(memory_id) if memory_id in self._number else None
+        )
 
     def memories(self) -> list[Memory]:
         """Every indexed memory, sorted by id."""
-        return self._guarded(lambda: [self._memory(key) for key in sorted(self._boost)])
+        return self._guarded(lambda: [self._memory(key) for key in sorted(self._number)])
 
     def ids(self) -> set[str]:
         with self._lock:
-            return set(self._boost)
+            return set(self._number)
 
     def _memory(self, memory_id: str) -> Memory:
         memory = self._memories.get(memory_id)
         if memory is None:
             assert self._backing is not None
-            memory = self._memories[memory_id] = self._backing.memory(memory_id)
+            memory = self._backing.memory(self._number[memory_id])
+            self._memories[memory_id] = memory
         return memory
+
+    def _lengths_of(self, number: int) -> tuple[int, ...]:
+        lengths = self._lengths.get(number)
+        if lengths is None:
+            assert self._backing is not None
+            lengths = self._backing.lengths(number)
+        return lengths
 
     # writing
 
     def add_many(self, memories: Iterable[Memory]) -> None:
         """Index (or re-index) many memories; the averages are re-taken once, at the end."""
         with self._lock:
-            fresh = not self._boost and self._backing is None
+            if not self._number and self._backing is None and not self._ids:
+                self._build(memories)
+                return
             for memory in memories:
                 self._remove(memory.id)
-                self._store(memory)
-                if not fresh:
-                    self._post(memory.id)
-            if fresh:
-                self._renormalize()
-            else:
-                self._unsettled = True
+                self._add(memory)
+            self._unsettled = True
 
     def put(self, memory: Memory) -> None:
         """Index one memory, replacing any earlier version with the same id."""
 
         def put() -> None:
             self._remove(memory.id)
-            self._store(memory)
-            self._post(memory.id)
+            self._add(memory)
             self._unsettled = True
 
         self._guarded(put)
@@ -375,137 +405,141 @@ class Index:
 
         return self._guarded(remove)
 
-    def _store(self, memory: Memory) -> None:
+    def _counts(self, memory: Memory) -> tuple[list[Counter[str]], tuple[int, ...]]:
+        """Term counts of each field (word pairs included) and field lengths, in FIELDS order."""
         pair_weight = self.scoring.pair_weight
-        fields: dict[str, Counter[str]] = {}
-        lengths: dict[str, int] = {}
-        for name, terms in memory_fields(memory).items():
-            counts = Counter(terms)
-            lengths[name] = len(terms)
+        counts: list[Counter[str]] = []
+        lengths: list[int] = []
+        for terms in memory_fields(memory).values():
+            counted = Counter(terms)
+            lengths.append(len(terms))
             if pair_weight and len(terms) > 1:
-                counts.update(word_pairs(terms))
-            fields[name] = counts
+                counted.update(word_pairs(terms))
+            counts.append(counted)
+        return counts, tuple(lengths)
+
+    def _number_of(self, memory: Memory, lengths: tuple[int, ...]) -> int:
+        """Give `memory` the next number and note what filters and factors need of it."""
+        number = len(self._ids)
         memory_id = memory.id
+        self._ids.append(memory_id)
+        self._trusts.append(memory.trust)
+        self._number[memory_id] = number
         self._memories[memory_id] = memory
-        self._fields[memory_id] = fields
-        self._lengths[memory_id] = lengths
-        self._length_sums.update(lengths)
-        self._note(memory_id, memory.trust, memory.updated, memory.archived,
-                   memory.category, memory.project)
-
-    def _note(
-        self, memory_id: str, trust: float, updated: str | None, archived: bool,
-        category: str | None, project: str | None,
-    ) -> None:
-        self._boost[memory_id] = boost = 0.8 + 0.4 * trust
+        boost = 0.8 + 0.4 * memory.trust
+        self._boost.append(boost)
+        self._shown.append(0.0 if memory.archived else boost)
         self._max_boost = max(self._max_boost, boost)
-        # Parsed when a half-life first needs it (`_factor`): a warm start skips 100k parses.
-        self._moments.pop(memory_id, None)
-        self._updated[memory_id] = updated
-        if archived:
-            self._archived.add(memory_id)
-        self._categories[memory_id] = category
-        self._projects[memory_id] = project
+        self._updated.append(memory.updated)
+        self._categories.append(memory.category)
+        self._projects.append(memory.project)
+        self._archived.append(1 if memory.archived else 0)
+        self._archived_count += bool(memory.archived)
+        self._lengths[number] = lengths
+        self._length_sums.update(dict(zip(FIELDS, lengths, strict=True)))
+        return number
 
-    def _weigh(self, memory_id: str) -> dict[str, float]:
+    def _build(self, memories: Iterable[Memory]) -> None:
+        """Index memories into an empty index: lengths first (for the averages), then weights."""
+        latest = {memory.id: memory for memory in memories}
+        ordered = [latest[key] for key in sorted(latest)]
+        counted = []
+        for memory in ordered:
+            counts, lengths = self._counts(memory)
+            self._number_of(memory, lengths)
+            counted.append(counts)
+        self._averages = self._target_averages()
+        self._normalized_at = len(ordered)
+        self._unsettled = False
+        postings: dict[str, tuple[array, array]] = {}
+        for number, counts in enumerate(counted):
+            counted[number] = None  # type: ignore[call-overload]  # freed as it goes
+            for term, value in self._weigh(counts, self._lengths[number]).items():
+                found = postings.get(term)
+                if found is None:
+                    postings[term] = (array("i", (number,)), array("f", (value,)))
+                else:
+                    found[0].append(number)
+                    found[1].append(value)
+        self._postings = postings
+
+    def _add(self, memory: Memory) -> None:
+        """Index one more memory (with the current averages), under a new number."""
+        counts, lengths = self._counts(memory)
+        number = self._number_of(memory, lengths)
+        postings, tops = self._postings, self._tops
+        for term, value in self._weigh(counts, lengths).items():
+            found = postings.get(term)
+            if found is None:
+                found = postings[term] = (array("i"), array("f"))
+            found[0].append(number)
+            found[1].append(value)
+            top = tops.get(term)
+            if top is not None and found[1][-1] > top:
+                tops[term] = found[1][-1]
+
+    def _weigh(self, counts: list[Counter[str]], lengths: tuple[int, ...]) -> dict[str, float]:
         """The saturated weight of each term of a memory (the same arithmetic everywhere)."""
         scoring = self.scoring
         weights, b, k1 = scoring.field_weights, scoring.field_b, scoring.k1
-        lengths = self._lengths[memory_id]
         averages = self._averages
         weighted: dict[str, float] = {}
-        for name, counts in self._fields[memory_id].items():
-            if not lengths[name] or not weights.get(name):
+        for name, counted, length in zip(FIELDS, counts, lengths, strict=True):
+            if not length or not weights.get(name):
                 continue
-            norm = weights[name] / (1.0 - b[name] + b[name] * lengths[name] / averages[name])
+            norm = weights[name] / (1.0 - b[name] + b[name] * length / averages[name])
             if not weighted:
-                weighted = {term: count * norm for term, count in counts.items()}
+                weighted = {term: count * norm for term, count in counted.items()}
                 continue
-            common = counts.keys() & weighted.keys()
+            common = counted.keys() & weighted.keys()
             for term in common:
-                weighted[term] += counts[term] * norm
-            if len(common) < len(counts):
+                weighted[term] += counted[term] * norm
+            if len(common) < len(counted):
                 weighted.update(
-                    {term: count * norm for term, count in counts.items() if term not in common}
+                    {term: count * norm for term, count in counted.items() if term not in common}
                 )
         return {term: tf / (k1 + tf) for term, tf in weighted.items()}
 
-    def _post(self, memory_id: str) -> None:
-        postings = self._postings
-        weighted = self._weigh(memory_id)
-        tops = self._tops
-        if tops:
-            for term in weighted.keys() & tops.keys():
-                if weighted[term] > tops[term]:
-                    tops[term] = weighted[term]
-        if self._backing is None:
-            for term, value in weighted.items():
-                bucket = postings.get(term)
-                if bucket is None:
-                    postings[term] = {memory_id: value}
-                else:
-                    bucket[memory_id] = value
-            return
-        decoded, pending, clean = self._decoded, self._pending, self._clean
-        for term, value in weighted.items():
-            bucket = postings.get(term)
-            if bucket is not None:
-                if term in clean:
-                    self._touch(term)
-                bucket[memory_id] = value
-            elif term in decoded:
-                postings[term] = {memory_id: value}
-            else:
-                pending.setdefault(term, {})[memory_id] = value
-
     def _remove(self, memory_id: str) -> bool:
-        if memory_id not in self._boost:
+        number = self._number.get(memory_id)
+        if number is None:
             return False
-        fields = self._fields_of(memory_id)
-        self._length_sums.subtract(self._lengths_of(memory_id))
-        self._fields.pop(memory_id, None)
-        self._lengths.pop(memory_id, None)
-        self._memories.pop(memory_id, None)
-        del self._boost[memory_id]
-        self._moments.pop(memory_id, None)
-        self._updated.pop(memory_id, None)
-        self._archived.discard(memory_id)
-        self._categories.pop(memory_id, None)
-        self._projects.pop(memory_id, None)
-        postings = self._postings
-        lazy = self._backing is not None
-        clean = self._clean
-        for counts in fields.values():
-            for term in counts:
-                bucket = postings.get(term)
-                if bucket is not None:
-                    if term in clean:
-                        self._touch(term)
-                    if bucket.pop(memory_id, None) is not None and not bucket:
+        lengths = self._lengths_of(number)
+        # The terms it was posted under: what weighing its fields gives (the averages do not
+        # change which terms).
+        terms = self._weigh(self._counts(self._memory(memory_id))[0], lengths).keys()
+        self._length_sums.subtract(dict(zip(FIELDS, lengths, strict=True)))
+        if number < self._base_count:
+            # Its postings stay in the mapped cache: skipped (factor 0) and not counted.
+            self._gone.update(terms)
+            self._base_retired += 1
+        else:
+            postings = self._postings
+            for term in terms:
+                found = postings.get(term)
+                if found is None:
+                    continue
+                numbers, weights = found
+                at = bisect_left(numbers, number)
+                if at < len(numbers) and numbers[at] == number:
+                    del numbers[at]
+                    del weights[at]
+                    if not numbers:
                         del postings[term]
-                elif lazy and term not in self._decoded:
-                    self._pending.setdefault(term, {})[memory_id] = None
+                        self._tops.pop(term, None)
+        del self._number[memory_id]
+        self._memories.pop(memory_id, None)
+        self._ids[number] = None
+        self._boost[number] = 0.0
+        self._shown[number] = 0.0
+        self._archived_count -= self._archived[number]
+        self._archived[number] = 0
+        self._lengths.pop(number, None)
+        self._moments.pop(number, None)
         return True
 
-    def _fields_of(self, memory_id: str) -> dict[str, Counter[str]]:
-        fields = self._fields.get(memory_id)
-        if fields is None:
-            # A memory loaded from the cache: its terms are only needed now, to remove it.
-            memory = self._memory(memory_id)
-            self._store(memory)
-            self._length_sums.subtract(self._lengths[memory_id])
-            fields = self._fields[memory_id]
-        return fields
-
-    def _lengths_of(self, memory_id: str) -> dict[str, int]:
-        lengths = self._lengths.get(memory_id)
-        if lengths is None:
-            assert self._backing is not None
-            lengths = self._lengths[memory_id] = self._backing.lengths(memory_id)
-        return lengths
-
     def _target_averages(self) -> dict[str, float]:
-        count = len(self._boost)
+        count = len(self._number)
         return {name: snap_average(self._length_sums[name], count) for name in FIELD_WEIGHTS}
 
     def averages_moved(self) -> bool:
@@ -526,134 +560,108 @@ class Index:
         """
         if self._unsettled:
             self._unsettled = False
-            count, last = len(self._boost), self._normalized_at
+            count, last = len(self._number), self._normalized_at
             if abs(count - last) > max(10, last // 10) and self.averages_moved():
                 self._renormalize()
 
     def _renormalize(self) -> None:
-        self._averages = self._target_averages()
-        if self._backing is not None:
-            # Every posting is rebuilt here, so the cache is done with (this decodes it all).
-            for memory_id in self._boost:
-                self._fields_of(memory_id)
-            self._backing = None
-            self._decoded = set()
-            self._pending = {}
-            self._clean = OrderedDict()
-            self._clean_postings = 0
-        self._postings = {}
-        self._tops = {}
-        for memory_id in self._boost:
-            self._post(memory_id)
-        self._normalized_at = len(self._boost)
-        self._unsettled = False
-
-    def _bucket(self, term: str) -> dict[str, float] | None:
-        """The postings of `term`, decoding them from the cache on first use."""
-        bucket = self._postings.get(term)
-        if bucket is not None or self._backing is None or term in self._decoded:
-            if bucket is not None and term in self._clean:
-                self._clean.move_to_end(term)
-            return bucket
-        self._decoded.add(term)
-        bucket = self._backing.bucket(term) or {}
-        pending = self._pending.pop(term, None)
-        if pending:
-            for key, value in pending.items():
-                if value is None:
-                    bucket.pop(key, None)
-                else:
-                    bucket[key] = value
-        if not bucket:
-            return None
-        self._postings[term] = bucket
-        if not pending:
-            self._clean[term] = len(bucket)
-            self._clean_postings += len(bucket)
-            while self._clean_postings > DECODED_POSTINGS and len(self._clean) > 1:
-                old, size = self._clean.popitem(last=False)
-                self._clean_postings -= size
-                del self._postings[old]
-                self._decoded.discard(old)
-        return bucket
-
-    def _touch(self, term: str) -> None:
-        """A decoded term is about to change: keep it (it can no longer be decoded again)."""
-        size = self._clean.pop(term, None)
-        if size is not None:
-            self._clean_postings -= size
+        """Index every memory again from scratch (this decodes the whole cache, if any)."""
+        memories = [self._memory(key) for key in self._number]
+        self._reset()
+        self._build(memories)
 
     # the on-disk cache
 
-    def snapshot(self) -> Snapshot:
-        """The whole index as columns (decodes every posting still in the cache)."""
-        return self._guarded(self._snapshot)
+    def export(self) -> Export:
+        """The index as the on-disk cache stores it (re-weighed first if an average moved)."""
+        return self._guarded(self._export)
 
-    def _snapshot(self) -> Snapshot:
+    def _export(self) -> Export:
         if self.averages_moved():
             self._renormalize()
-        postings = dict(self._postings)
-        if self._backing is not None:
-            # Every posting, read in file order (a lookup per term would cost 100 times more),
-            # with the changes made since: decoded terms are already in `postings`.
-            decoded, pending = self._decoded, self._pending
-            for term, bucket in self._backing.items():
-                if term in decoded:
-                    continue
-                for key, value in pending.get(term, {}).items():
-                    if value is None:
-                        bucket.pop(key, None)
-                    else:
-                        bucket[key] = value
-                if bucket:
-                    postings[term] = bucket
-            for term, changes in pending.items():
-                if term not in postings:
-                    added = {key: value for key, value in changes.items() if value is not None}
-                    if added:
-                        postings[term] = added
-        ids = sorted(self._boost)
-        lengths = [tuple(self._lengths_of(key)[name] for name in FIELDS) for key in ids]
-        memories = [self._memory(key) for key in ids]
-        return Snapshot(
-            averages=dict(self._averages),
-            length_sums={name: self._length_sums[name] for name in FIELDS},
-            ids=ids,
-            lengths=lengths,
-            trusts=[memory.trust for memory in memories],
-            updated=[memory.updated for memory in memories],
-            archived=[memory.archived for memory in memories],
-            categories=[memory.category for memory in memories],
-            projects=[memory.project for memory in memories],
-            max_boost=self._max_boost,
+        numbers = [number for number, key in enumerate(self._ids) if key is not None]
+        identity = len(numbers) == len(self._ids)
+        renumber = array("i", [-1]) * len(self._ids)
+        for slot, number in enumerate(numbers):
+            renumber[number] = slot
+        ids = [self._ids[number] for number in numbers]
+
+        def moved(found: Sequence[int]) -> Sequence[int]:
+            return found if identity else array("i", map(renumber.__getitem__, found))
+
+        def postings() -> Iterator[tuple[str, Sequence[int], Sequence[float], float]]:
+            held, done = self._postings, set()
+            for term, found, weights, top in self._backing.terms() if self._backing else ():
+                if self._gone.get(term):
+                    # Some of these memories were retired: keep the others' postings.
+                    kept = list(map(renumber.__getitem__, found))
+                    mask = list(map((-1).__lt__, kept))
+                    found = array("i", compress(kept, mask))
+                    weights = array("f", compress(weights, mask))
+                    top = max(weights, default=0.0)
+                else:
+                    found = moved(found)
+                extra = held.get(term)
+                if extra is not None:
+                    done.add(term)
+                    found = _as_array("i", found) + moved(extra[0])
+                    weights = _as_array("f", weights) + extra[1]
+                    top = max(top, self._held_top(term, extra[1]))
+                if len(found):
+                    yield term, found, weights, top
+            for term, (found, weights) in held.items():
+                if term not in done:
+                    yield term, moved(found), weights, self._held_top(term, weights)
+
+        return Export(
+            columns=Columns(
+                ids=ids,
+                trusts=[self._trusts[number] for number in numbers],
+                updated=[self._updated[number] for number in numbers],
+                archived=[bool(self._archived[number]) for number in numbers],
+                categories=[self._categories[number] for number in numbers],
+                projects=[self._projects[number] for number in numbers],
+                averages=dict(self._averages),
+                length_sums={name: self._length_sums[name] for name in FIELDS},
+                max_boost=self._max_boost,
+            ),
+            numbers=numbers,
+            lengths=[n for number in numbers for n in self._lengths_of(number)],
+            base=self._backing,
+            base_count=self._base_count,
+            memory=lambda number: self._memory(self._ids[number]),  # type: ignore[arg-type]
             postings=postings,
-            memory=self._memory,
         )
 
     @classmethod
-    def from_snapshot(
+    def from_backing(
         cls,
-        snapshot: Snapshot,
+        columns: Columns,
         backing: Backing,
         *,
         half_life_days: float | None = None,
         scoring: Scoring | None = None,
     ) -> Index:
-        """An index whose postings and memories are decoded from `backing` as they are used."""
+        """An index that reads its postings and memories in place from `backing`."""
         index = cls(half_life_days=half_life_days, scoring=scoring)
         index._backing = backing
-        index._averages = dict(snapshot.averages)
-        index._length_sums = Counter(snapshot.length_sums)
-        index._normalized_at = len(snapshot.ids)
-        ids = snapshot.ids
-        # In bulk (what `_note` does one by one): a warm start takes this for every memory.
-        index._boost = dict(zip(ids, map(add, repeat(0.8), map(mul, repeat(0.4), snapshot.trusts)),
-                                strict=True))
-        index._updated = dict(zip(ids, snapshot.updated, strict=True))
-        index._archived = set(compress(ids, snapshot.archived))
-        index._categories = dict(zip(ids, snapshot.categories, strict=True))
-        index._projects = dict(zip(ids, snapshot.projects, strict=True))
-        index._max_boost = max(index._max_boost, snapshot.max_boost)
+        ids = columns.ids
+        index._base_count = len(ids)
+        index._ids = list(ids)
+        index._trusts = list(columns.trusts)
+        index._number = {key: number for number, key in enumerate(ids)}
+        index._averages = dict(columns.averages)
+        index._length_sums = Counter(columns.length_sums)
+        index._normalized_at = len(ids)
+        # In bulk (what `_number_of` does one by one): a warm start takes this for every memory.
+        index._boost = array("d", map(add, repeat(0.8), map(mul, repeat(0.4), columns.trusts)))
+        index._shown = array("d", map(mul, index._boost, map(not_, columns.archived)))
+        index._archived = bytearray(columns.archived)
+        index._archived_count = sum(index._archived)
+        index._updated = list(columns.updated)
+        index._categories = list(columns.categories)
+        index._projects = list(columns.projects)
+        index._max_boost = max(index._max_boost, columns.max_boost)
         return index
 
     # searching
@@ -683,14 +691,14 @@ class Index:
             weighted = self._query_weights(terms, pairs)
             if not weighted:
                 return []
-            passes = self._passes(category, project, tags, archived)
-            factor = self._factor(now)
+            passes = self._filter(category, project, tags, archived)
+            factor = self._factor(now, archived)
             raw = self._accumulate(weighted, offset + limit, passes, factor)
             if passes is None:
                 scores = dict(zip(raw, map(mul, raw.values(), map(factor, raw)), strict=True))
             else:
                 scores = {key: value * factor(key) for key, value in raw.items() if passes(key)}
-            best = _top(scores, offset + limit)[offset:]
+            best = _top(scores, offset + limit, self._ids)[offset:]
             return [self._hit(key, score, weighted) for key, score in best]
 
         return self._guarded(search)
@@ -698,13 +706,26 @@ class Index:
     def _query_weights(self, terms: list[str], pairs: list[str]) -> list[_Weighted]:
         """Postings, query weight * idf, and idf of each query term and pair found."""
         scoring = self.scoring
-        total = len(self._boost)
+        total = len(self._number)
+        backing, held, gone = self._backing, self._postings, self._gone
         out = []
         for term in terms + pairs:
-            bucket = self._bucket(term)
-            if not bucket:
+            parts: list[tuple[Sequence[int], Sequence[float]]] = []
+            df = 0
+            top = 0.0
+            if backing is not None:
+                found = backing.postings(term)
+                if found is not None:
+                    parts.append(found[:2])
+                    df += len(found[0]) - gone.get(term, 0)
+                    top = found[2]
+            mine = held.get(term)
+            if mine is not None:
+                parts.append(mine)
+                df += len(mine[0])
+                top = max(top, self._held_top(term, mine[1]))
+            if df <= 0:
                 continue
-            df = len(bucket)
             idf = math.log(1.0 + (total - df + 0.5) / (df + 0.5))
             is_pair = " " in term
             if is_pair:
@@ -714,31 +735,16 @@ class Index:
             else:
                 factor = 1.0
             weight = idf * factor
-            out.append(_Weighted(bucket, weight, idf, is_pair, weight * self._top_tf(term, bucket)))
+            size = sum(len(part[0]) for part in parts)
+            out.append(_Weighted(parts, size, weight, idf, is_pair, weight * top))
         return out
 
-    def _top_tf(self, term: str, bucket: dict[str, float]) -> float:
-        """The largest saturated tf in a term's postings (an upper bound: removals leave it)."""
+    def _held_top(self, term: str, weights: Sequence[float]) -> float:
+        """The largest weight of a term's postings held in memory (a bound, after removals)."""
         top = self._tops.get(term)
         if top is None:
-            top = self._tops[term] = max(bucket.values())
+            top = self._tops[term] = max(weights)
         return top
-
-    def _passes(
-        self,
-        category: str | Sequence[str] | None,
-        project: str | None,
-        tags: Sequence[str] | None,
-        archived: bool,
-    ) -> Callable[[str], bool] | None:
-        """A test of a memory id against the filters, or None when every memory passes."""
-        accept = self._filter(category, project, tags, archived)
-        if accept is not None:
-            return accept
-        if not archived and self._archived:
-            hidden = self._archived
-            return lambda key: key not in hidden
-        return None
 
     def _filter(
         self,
@@ -746,48 +752,51 @@ class Index:
         project: str | None,
         tags: Sequence[str] | None,
         archived: bool,
-    ) -> Callable[[str], bool] | None:
-        """A test of a memory id for the filters, or None when there are none but `archived`."""
+    ) -> Callable[[int], bool] | None:
+        """A test of a memory number for the filters, or None when there are none.
+
+        Archived and retired memories need no test: their factor is 0 (`_factor`).
+        """
         categories = {category} if isinstance(category, str) else set(category or ())
         categories = {c.lower() for c in categories if c}
         wanted_tags = {t.lower() for t in tags or () if t}
         if not categories and project is None and not wanted_tags:
             return None
-        hidden = set() if archived else self._archived
-        of_category, of_project = self._categories, self._projects
+        ids, of_category, of_project = self._ids, self._categories, self._projects
 
-        def accept(key: str) -> bool:
-            if key in hidden:
+        def accept(number: int) -> bool:
+            memory_id = ids[number]
+            if memory_id is None:
                 return False
-            if categories and of_category[key] not in categories:
+            if categories and of_category[number] not in categories:
                 return False
-            if project is not None and of_project[key] not in (None, project):
+            if project is not None and of_project[number] not in (None, project):
                 return False
-            if wanted_tags and not wanted_tags <= {t.lower() for t in self._memory(key).tags}:
+            if wanted_tags and not wanted_tags <= {t.lower() for t in self._memory(memory_id).tags}:
                 return False
             return True
 
         return accept
 
-    def _factor(self, now: datetime | None) -> Callable[[str], float]:
-        """Trust (and, with a half-life, recency) factor of a memory id."""
-        boost = self._boost
+    def _factor(self, now: datetime | None, archived: bool) -> Callable[[int], float]:
+        """Trust (and, with a half-life, recency) factor of a memory number; 0 for one hidden."""
+        boost = self._boost if archived else self._shown
         if not self.half_life_days:
             return boost.__getitem__
         moment = (now or datetime.now(UTC)).timestamp()
         half_life = float(self.half_life_days) * 86400.0
         moments, stamps = self._moments, self._updated
 
-        def factor(key: str) -> float:
-            if key in moments:
-                updated = moments[key]
+        def factor(number: int) -> float:
+            if number in moments:
+                updated = moments[number]
             else:
-                parsed = parse_moment(stamps.get(key))
-                updated = moments[key] = parsed.timestamp() if parsed is not None else None
+                parsed = parse_moment(stamps[number])
+                updated = moments[number] = parsed.timestamp() if parsed is not None else None
             if updated is None:
-                return boost[key]
+                return boost[number]
             age = max(0.0, moment - updated)
-            return boost[key] * (0.7 + 0.3 * 0.5 ** (age / half_life))
+            return boost[number] * (0.7 + 0.3 * 0.5 ** (age / half_life))
 
         return factor
 
@@ -795,9 +804,9 @@ class Index:
         self,
         weighted: list[_Weighted],
         count: int,
-        passes: Callable[[str], bool] | None,
-        factor: Callable[[str], float],
-    ) -> dict[str, float]:
+        passes: Callable[[int], bool] | None,
+        factor: Callable[[int], float],
+    ) -> dict[int, float]:
         """Raw scores of every memory that can reach the top `count`, exactly.
 
         Terms go from the highest possible contribution (weight times the
@@ -805,19 +814,20 @@ class Index:
         the long postings of common words last. Before such a list is walked,
         if `count` candidates already score (times their factor) above what
         any memory not yet seen could still reach, the list is only looked up
-        for the known candidates, and candidates that could not reach the
-        k-th best score even with every remaining list are dropped: the
-        MaxScore idea (Turtle & Flood, 1995), which keeps a query over 100,000
-        memories from touching every posting of "user" or "project".
+        (by bisection) for the known candidates, and candidates that could
+        not reach the k-th best score even with every remaining list are
+        dropped: the MaxScore idea (Turtle & Flood, 1995), which keeps a query
+        over 100,000 memories from touching every posting of "user" or
+        "project".
         """
         ordered = sorted(weighted, key=lambda item: item.ceiling, reverse=True)
         remaining = sum(item.ceiling for item in ordered)
         boost = self._max_boost
-        scores: dict[str, float] = {}
+        scores: dict[int, float] = {}
         closed = False
         for item in ordered:
-            bucket, weight = item.bucket, item.weight
-            if len(scores) > count and len(bucket) > _SHORT_LIST:
+            weight = item.weight
+            if len(scores) > count and item.size > _SHORT_LIST:
                 kth = _kth_best(scores, count, passes, factor)
                 if not closed:
                     closed = kth > remaining * boost
@@ -828,31 +838,24 @@ class Index:
                     bounds = map(mul, reach, map(factor, list(scores)))
                     scores = dict(compress(scores.items(), map(ge, bounds, repeat(kth))))
             remaining -= item.ceiling
-            if closed:
-                if len(scores) <= len(bucket):
-                    found = bucket.get
-                    for key, value in scores.items():
-                        posted = found(key)
-                        if posted is not None:
-                            scores[key] = value + weight * posted
+            for numbers, weights in item.parts:
+                if closed:
+                    _look_up(scores, numbers, weights, weight)
+                elif not scores:
+                    scores = dict(zip(numbers, map(weight.__mul__, weights), strict=True))
                 else:
-                    for key, posted in bucket.items():
-                        value = scores.get(key)
-                        if value is not None:
-                            scores[key] = value + weight * posted
-                continue
-            get = scores.get
-            for key, posted in bucket.items():
-                scores[key] = get(key, 0.0) + weight * posted
+                    get = scores.get
+                    for key, posted in zip(numbers, weights, strict=True):
+                        scores[key] = get(key, 0.0) + weight * posted
         return scores
 
-    def _hit(self, memory_id: str, score: float, weighted: list[_Weighted]) -> Hit:
-        memory = self._memory(memory_id)
+    def _hit(self, number: int, score: float, weighted: list[_Weighted]) -> Hit:
+        memory = self._memory(self._ids[number])  # type: ignore[arg-type]
         terms = [item for item in weighted if not item.is_pair]
         total_idf = sum(item.idf for item in terms) or 1.0
-        matched = sum(item.idf for item in terms if memory_id in item.bucket) / total_idf
+        matched = sum(item.idf for item in terms if _holds(item.parts, number)) / total_idf
         return Hit(
-            id=memory_id,
+            id=memory.id,
             score=round(score, 4),
             description=memory.description,
             category=memory.category,
@@ -876,48 +879,92 @@ class Index:
 
         def select() -> list[Memory]:
             accept = self._filter(category, project, tags, archived)
-            if accept is None:
-                hidden = set() if archived else self._archived
-                return [self._memory(key) for key in sorted(self._boost) if key not in hidden]
-            return [self._memory(key) for key in sorted(self._boost) if accept(key)]
+            number, shown = self._number, self._archived
+            out = []
+            for key in sorted(number):
+                at = number[key]
+                if (archived or not shown[at]) and (accept is None or accept(at)):
+                    out.append(self._memory(key))
+            return out
 
         return self._guarded(select)
 
 
 class _Weighted(NamedTuple):
-    bucket: dict[str, float]
+    parts: list[tuple[Sequence[int], Sequence[float]]]  # the cache's postings, then memory's
+    size: int
     weight: float
     idf: float
     is_pair: bool
-    ceiling: float  # weight times the largest saturated tf in the bucket
+    ceiling: float  # weight times the largest saturated tf in the postings
+
+
+def _holds(parts: list[tuple[Sequence[int], Sequence[float]]], number: int) -> bool:
+    for numbers, _ in parts:
+        at = bisect_left(numbers, number)
+        if at < len(numbers) and numbers[at] == number:
+            return True
+    return False
+
+
+def _look_up(
+    scores: dict[int, float], numbers: Sequence[int], weights: Sequence[float], weight: float
+) -> None:
+    """Add one term's contribution to the candidates already in `scores` only."""
+    size = len(numbers)
+    if len(scores) * 24 < size:
+        # A few candidates in a long list: bisect for each.
+        for key, value in scores.items():
+            at = bisect_left(numbers, key)
+            if at < size and numbers[at] == key:
+                scores[key] = value + weight * weights[at]
+        return
+    for key, posted in zip(numbers, weights, strict=True):
+        value = scores.get(key)
+        if value is not None:
+            scores[key] = value + weight * posted
 
 
 def _kth_best(
-    scores: dict[str, float],
+    scores: dict[int, float],
     count: int,
-    passes: Callable[[str], bool] | None,
-    factor: Callable[[str], float],
+    passes: Callable[[int], bool] | None,
+    factor: Callable[[int], float],
 ) -> float:
     """The `count`-th best final score among candidates passing the filters (0 if fewer)."""
     if passes is None:
         if len(scores) < count:
             return 0.0
         return heapq.nlargest(count, map(mul, scores.values(), map(factor, scores)))[-1]
-    else:
-        finals = [value * factor(key) for key, value in scores.items() if passes(key)]
+    finals = [value * factor(key) for key, value in scores.items() if passes(key)]
     if len(finals) < count:
         return 0.0
     return heapq.nlargest(count, finals)[-1]
 
 
-def _top(scores: dict[str, float], count: int) -> list[tuple[str, float]]:
-    """The `count` best (id, score) pairs, by score and then by id, deterministically."""
+def _top(
+    scores: dict[int, float], count: int, ids: list[str | None]
+) -> list[tuple[int, float]]:
+    """The `count` best (number, score) pairs, by score and then by id, deterministically.
+
+    A score of 0 is a memory with factor 0 (archived and not asked for, or retired).
+    """
     if len(scores) > count:
-        best = heapq.nlargest(count, scores.items(), key=itemgetter(1))
-        floor = best[-1][1]
+        best = heapq.nlargest(count, scores.values())
+        floor = max(best[-1], _TINY)
         # every memory tied with the last one competes, so ties always break by id
-        tied = [(-value, key) for key, value in scores.items() if value >= floor]
+        tied = [(-value, ids[key], key) for key, value in scores.items() if value >= floor]
     else:
-        tied = [(-value, key) for key, value in scores.items()]
+        tied = [(-value, ids[key], key) for key, value in scores.items() if value > 0.0]
     tied.sort()
-    return [(key, -value) for value, key in tied[:count]]
+    return [(key, -value) for value, _, key in tied[:count]]
+
+
+_TINY = 5e-324
+
+
+def _as_array(code: str, values: Sequence) -> array:
+    """`values` as an array of `code` (a mapped memoryview is copied as bytes)."""
+    if isinstance(values, array):
+        return array(code, values)
+    return array(code, memoryview(values).tobytes())

@@ -327,17 +327,49 @@ def test_the_speed_benchmark_runs_in_quick_mode(tmp_path: Path) -> None:
     assert "**search** all" in result.stdout
 
 
-def test_a_warm_store_that_drops_decoded_postings_still_answers_exactly(
-    folder: Path, state: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def test_a_warm_store_reads_postings_in_place_and_copies_none(
+    folder: Path, state: Path
 ) -> None:
-    from sage_mem import index as index_module
-
     MemoryStore(folder, state_dir=state)
-    monkeypatch.setattr(index_module, "DECODED_POSTINGS", 5)  # decode again nearly every time
     warm = MemoryStore(folder, state_dir=state)
-    assert state_of(warm) == state_of(fresh(folder, tmp_path))
-    write(folder, "note_20", "---\ndescription: 数据库迁移 database migration again\n---\n")
-    (folder / "note_21.md").unlink()
-    warm.refresh([folder / "note_20.md", folder / "note_21.md"])
-    warm.index.reweigh()
-    assert state_of(warm) == state_of(fresh(folder, tmp_path))
+    for query in QUERIES:
+        warm.search(query)
+    assert warm.index._postings == {}  # every posting it scored came from the mapped file
+
+
+def test_memories_changed_again_and_again_after_a_warm_start_score_as_a_fresh_build(
+    tmp_path: Path,
+) -> None:
+    folder, state = tmp_path / "big", tmp_path / "big-state"
+    make_folder(folder, count=300)
+    MemoryStore(folder, state_dir=state)
+    warm = MemoryStore(folder, state_dir=state)
+    rng = random.Random(5)
+    for round_ in range(4):
+        changed = []
+        for n in rng.sample(range(300), 6):
+            path = next(folder.rglob(f"note_{n}.md"), None) or folder / f"note_{n}.md"
+            if round_ % 2 and path.exists():
+                path.unlink()
+            else:
+                english = " ".join(rng.sample(ENGLISH, 3))
+                chinese = "".join(rng.sample(CHINESE, 2))
+                write(folder, path.relative_to(folder).with_suffix("").as_posix(), (
+                    f"---\ndescription: {[english, chinese, english + ' ' + chinese][n % 3]}\n"
+                    f"category: {rng.choice(['user', 'project'])}\ntags: [t{n % 3}]\n---\n\n"
+                    f"{english} {chinese} body {n}\n"
+                ))
+            changed.append(path)
+        warm.refresh(changed)
+        warm.index.reweigh()
+        # Still reading the cache's postings in place, its old versions retired.
+        assert warm.index._backing is not None and warm.index._gone
+        assert state_of(warm) == state_of(fresh(folder, tmp_path))
+        for kwargs in ({"category": "user"}, {"tags": ["t1"]}, {"project": "p0"}):
+            assert [h.id for h in warm.search("cat garden 数据库", **kwargs)] == [
+                h.id for h in fresh(folder, tmp_path).search("cat garden 数据库", **kwargs)
+            ]
+    # The rewritten cache (more than REWRITE_AFTER files changed) starts exactly as well.
+    age_files(folder)
+    MemoryStore(folder, state_dir=state)
+    assert state_of(MemoryStore(folder, state_dir=state)) == state_of(fresh(folder, tmp_path))
