@@ -43,8 +43,8 @@ Nothing in it is trusted blindly:
   raises `CacheCorrupt`, on which the index rebuilds itself from the files.
 - Versioning: `FORMAT_VERSION`, plus a fingerprint hashing the scoring
   constants and the source of the modules that turn a file into postings
-  (files, memory, folder, store, tokens, index, cache), so any change there
-  invalidates it.
+  (files, memory, folder, store, tokens, index, cache: their size, mtime and
+  inode, a stat each), so any change there invalidates it.
 - Concurrency: written to a temp file in the same folder and renamed over
   the old one (not fsynced: a file torn by a crash fails its checksums), so
   a reader sees the old file or the new one, never a mix, and two processes
@@ -58,7 +58,6 @@ Must stay import-light: the hook path imports it.
 
 from __future__ import annotations
 
-import gc
 import hashlib
 import marshal
 import mmap
@@ -71,11 +70,12 @@ from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass, fields
 from itertools import accumulate
+from operator import itemgetter
 from pathlib import Path
 
 from .files import make_private_dirs
 from .folder import ARCHIVE_DIR, DREAM_DIR, INDEX_FILE, MemoryFolder, is_editor_junk
-from .index import FIELDS, BackingError, Columns, Export, Index, Scoring
+from .index import FIELDS, BackingError, Columns, Export, Index, Scoring, gc_paused
 from .memory import Memory
 
 FORMAT_VERSION = 2
@@ -117,21 +117,18 @@ class Loaded:
     signatures: dict[str, Signature]
     problems: dict[str, tuple[str, int | None, int | None]]
     started_ns: int
+    racy: frozenset[str] = frozenset()
 
-    def unchanged(self, current: dict[str, Signature | None]) -> list[str]:
+    def unchanged(self, current: dict[str, Signature | None]) -> set[str]:
         """The files whose signature is as the build saw it, and not racy.
 
         A file whose mtime is within RACY_NS of the moment the build began (or
         later) may have changed again within the same timestamp tick after it
-        was read, so it does not count as unchanged.
+        was read, so it does not count as unchanged; the build lists them
+        (`racy`). In C, as sets: a warm start does this for every file.
         """
-        cached = self.signatures.get
-        racy_from = self.started_ns - RACY_NS
-        return [
-            relative for relative, signature in current.items()
-            if signature is not None and signature[1] < racy_from
-            and cached(relative) == signature
-        ]
+        same = self.signatures.items() & current.items()
+        return set(map(itemgetter(0), same)) - self.racy
 
 
 def fingerprint(scoring: Scoring) -> str:
@@ -149,12 +146,14 @@ _source_cache: list[bytes] = []
 
 
 def _source_digest() -> bytes:
+    """The sources' sizes and modification times (a stat each: cheaper than reading them)."""
     if not _source_cache:
-        here = Path(__file__).resolve().parent
+        here = os.path.dirname(os.path.abspath(__file__))
         digest = hashlib.sha256()
         for name in _SOURCES:
             try:
-                digest.update((here / name).read_bytes())
+                st = os.stat(os.path.join(here, name))
+                digest.update(f"{name}|{st.st_size}|{st.st_mtime_ns}|{st.st_ino}".encode())
             except OSError:
                 # Installed without sources: the package version has to stand for them.
                 from importlib.metadata import PackageNotFoundError, version
@@ -206,7 +205,8 @@ def scan(folder: MemoryFolder) -> dict[str, Signature | None]:
                     continue
                 stack.append((entry.path, prefix + name + "/"))
                 continue
-            if not name.endswith(".md") or is_editor_junk(name):
+            # A name ending in .md is junk only by its first character (is_editor_junk).
+            if not name.endswith(".md") or name[0] in ".#~":
                 continue
             if not prefix and name == INDEX_FILE:
                 continue
@@ -389,13 +389,8 @@ def _parse(
         sections[name] = _Section(view[offset : offset + length], crcs, name)
     meta_section = sections.pop("meta")
     meta_section.check(0, len(meta_section.view))
-    collecting = gc.isenabled()
-    gc.disable()  # tens of thousands of new containers; a long-lived process would pay a
-    try:  # full collection over its whole heap for each batch of them
+    with gc_paused():  # tens of thousands of new containers, none of them garbage
         meta = marshal.loads(meta_section.view)
-    finally:
-        if collecting:
-            gc.enable()
     backing = _Backing(sections, meta, folder.root)
     ids = meta["ids"]
     count = len(ids)
@@ -415,8 +410,10 @@ def _parse(
         max_boost=meta["max_boost"],
     )
     index = Index.from_backing(columns, backing, half_life_days=half_life_days, scoring=scoring)
-    signatures = dict(zip(meta["paths"], map(tuple, meta["signatures"]), strict=True))
-    return Loaded(index, signatures, meta["problems"], header["started_ns"])
+    signatures = dict(zip(meta["paths"], meta["signatures"], strict=True))
+    return Loaded(
+        index, signatures, meta["problems"], header["started_ns"], frozenset(meta["racy"])
+    )
 
 
 # writing
@@ -434,13 +431,8 @@ def save(
     try:
         make_private_dirs(path.parent)
         _remove_stale_temps(path.parent)
-        collecting = gc.isenabled()
-        gc.disable()  # millions of objects alive, none of them garbage: a collection is waste
-        try:
-            sections = _encode(index.export(), folder.root, entries)
-        finally:
-            if collecting:
-                gc.enable()
+        with gc_paused():
+            sections = _encode(index.export(), folder.root, entries, started_ns)
         header = {
             "version": FORMAT_VERSION,
             "fingerprint": fingerprint(index.scoring),
@@ -454,14 +446,17 @@ def save(
     return True
 
 
-def _encode(export: Export, root: Path, entries: dict[str, Entry]) -> dict[str, bytes]:
-    terms = list(export.postings())
-    encoded = [term.encode("utf-8", "surrogatepass") for term, *_ in terms]
+def _encode(
+    export: Export, root: Path, entries: dict[str, Entry], started_ns: int
+) -> dict[str, bytes]:
+    terms, numbers, weights, tops = export.postings()
+    encoded = [term.encode("utf-8", "surrogatepass") for term in terms]
     crcs = list(map(zlib.crc32, encoded))
     order = sorted(range(len(terms)), key=crcs.__getitem__)
-    terms = [terms[position] for position in order]
-    texts = [encoded[position] for position in order]
-    posting_starts = array("Q", accumulate((len(found) for _, found, _, _ in terms), initial=0))
+    texts = list(map(encoded.__getitem__, order))
+    numbers = list(map(numbers.__getitem__, order))
+    weights = list(map(weights.__getitem__, order))
+    posting_starts = array("Q", list(accumulate(map(len, numbers), initial=0)))
     text_starts = array("Q", list(accumulate(map(len, texts), initial=0)))
     columns = export.columns
     base = export.base if isinstance(export.base, _Backing) else None
@@ -491,7 +486,11 @@ def _encode(export: Export, root: Path, entries: dict[str, Entry]) -> dict[str, 
         "projects": columns.projects,
         "max_boost": columns.max_boost,
         "paths": sorted(entries),
-        "signatures": [entries[relative].signature for relative in sorted(entries)],
+        "signatures": [tuple(entries[relative].signature) for relative in sorted(entries)],
+        "racy": [
+            relative for relative, entry in entries.items()
+            if entry.signature[1] >= started_ns - RACY_NS
+        ],
         "problems": {
             relative: entry.problem for relative, entry in entries.items() if entry.problem
         },
@@ -504,18 +503,10 @@ def _encode(export: Export, root: Path, entries: dict[str, Entry]) -> dict[str, 
         "term_text_starts": text_starts.tobytes(),
         "term_text": b"".join(texts),
         "term_starts": posting_starts.tobytes(),
-        "term_tops": array("f", [top for *_, top in terms]).tobytes(),
-        "slots": b"".join(_int32(found) for _, found, _, _ in terms),
-        "weights": b"".join(_float32(weights) for _, _, weights, _ in terms),
+        "term_tops": array("f", list(map(tops.__getitem__, order))).tobytes(),
+        "slots": b"".join(numbers),
+        "weights": b"".join(weights),
     }
-
-
-def _int32(values: object) -> object:
-    return values if isinstance(values, (array, memoryview)) else array("i", values)
-
-
-def _float32(values: object) -> object:
-    return values if isinstance(values, (array, memoryview)) else array("f", values)
 
 
 def _write(path: Path, header: dict, sections: dict[str, bytes]) -> None:

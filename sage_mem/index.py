@@ -87,6 +87,7 @@ Thread-safe: one lock guards every read and write of the postings.
 
 from __future__ import annotations
 
+import gc
 import heapq
 import math
 import re
@@ -95,10 +96,11 @@ from array import array
 from bisect import bisect_left
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from itertools import compress, filterfalse, repeat
-from operator import add, eq, ge, mul, not_
+from operator import add, eq, ge, itemgetter, mul, not_
 from typing import NamedTuple, Protocol, TypeVar
 
 from .memory import CATEGORIES, Memory, parse_moment
@@ -220,6 +222,22 @@ def snap_average(total: float, count: int) -> float:
     return 2.0 ** (round(math.log2(value) * AVERAGE_STEPS) / AVERAGE_STEPS)
 
 
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """No garbage collection inside: for work that makes millions of objects, none garbage.
+
+    Each generation-0 collection would also walk the older generations now and
+    then, which for a build of 100,000 memories costs whole seconds.
+    """
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.enable()
+
+
 class BackingError(Exception):
     """Raised by a Backing whose data turned out damaged (the index rebuilds: see `recover`)."""
 
@@ -258,13 +276,18 @@ class Columns:
     max_boost: float
 
 
+Terms = tuple[list[str], list[Sequence[int]], list[Sequence[float]], list[float]]
+"""Terms, and for each its memory numbers, weights and largest weight: four columns."""
+
+
 @dataclass
 class Export:
     """An index as the on-disk cache stores it: its live memories numbered 0, 1, ... in order.
 
     `numbers` are the index's own numbers of those memories (ascending);
-    `lengths` their field lengths, row after row; `postings()` yields each
-    term with the new numbers (ascending), the weights and the largest weight.
+    `lengths` their field lengths, row after row; `postings()` gives the
+    terms, and for each the new numbers (ascending), the weights and the
+    largest weight, as four columns.
     """
 
     columns: Columns
@@ -273,7 +296,7 @@ class Export:
     base: Backing | None
     base_count: int
     memory: Callable[[int], Memory]
-    postings: Callable[[], Iterable[tuple[str, Sequence[int], Sequence[float], float]]]
+    postings: Callable[[], Terms]
 
 
 class Index:
@@ -441,6 +464,10 @@ class Index:
 
     def _build(self, memories: Iterable[Memory]) -> None:
         """Index memories into an empty index: lengths first (for the averages), then weights."""
+        with gc_paused():
+            self._build_unpaused(memories)
+
+    def _build_unpaused(self, memories: Iterable[Memory]) -> None:
         latest = {memory.id: memory for memory in memories}
         ordered = [latest[key] for key in sorted(latest)]
         counted = []
@@ -451,17 +478,20 @@ class Index:
         self._averages = self._target_averages()
         self._normalized_at = len(ordered)
         self._unsettled = False
-        postings: dict[str, tuple[array, array]] = {}
+        # Two dicts and a KeyError for a new term: half the cost of one dict of pairs.
+        numbers_of: dict[str, array] = {}
+        weights_of: dict[str, array] = {}
         for number, counts in enumerate(counted):
             counted[number] = None  # type: ignore[call-overload]  # freed as it goes
             for term, value in self._weigh(counts, self._lengths[number]).items():
-                found = postings.get(term)
-                if found is None:
-                    postings[term] = (array("i", (number,)), array("f", (value,)))
-                else:
-                    found[0].append(number)
-                    found[1].append(value)
-        self._postings = postings
+                try:
+                    numbers_of[term].append(number)
+                    weights_of[term].append(value)
+                except KeyError:
+                    numbers_of[term] = array("i", (number,))
+                    weights_of[term] = array("f", (value,))
+        pairs = zip(numbers_of.values(), weights_of.values(), strict=True)
+        self._postings = dict(zip(numbers_of, pairs, strict=True))
 
     def _add(self, memory: Memory) -> None:
         """Index one more memory (with the current averages), under a new number."""
@@ -589,9 +619,16 @@ class Index:
         def moved(found: Sequence[int]) -> Sequence[int]:
             return found if identity else array("i", map(renumber.__getitem__, found))
 
-        def postings() -> Iterator[tuple[str, Sequence[int], Sequence[float], float]]:
-            held, done = self._postings, set()
-            for term, found, weights, top in self._backing.terms() if self._backing else ():
+        def postings() -> Terms:
+            held = self._postings
+            if self._backing is None:
+                # In bulk, in C: a fresh build's cache is written right after it.
+                found = list(map(moved, map(itemgetter(0), held.values())))
+                weights = list(map(itemgetter(1), held.values()))
+                return list(held), found, weights, list(map(max, weights))
+            out: Terms = ([], [], [], [])
+            done = set()
+            for term, found, weights, top in self._backing.terms():
                 if self._gone.get(term):
                     # Some of these memories were retired: keep the others' postings.
                     kept = list(map(renumber.__getitem__, found))
@@ -608,10 +645,15 @@ class Index:
                     weights = _as_array("f", weights) + extra[1]
                     top = max(top, self._held_top(term, extra[1]))
                 if len(found):
-                    yield term, found, weights, top
+                    for column, value in zip(out, (term, found, weights, top), strict=True):
+                        column.append(value)
             for term, (found, weights) in held.items():
                 if term not in done:
-                    yield term, moved(found), weights, self._held_top(term, weights)
+                    for column, value in zip(
+                        out, (term, moved(found), weights, max(weights)), strict=True
+                    ):
+                        column.append(value)
+            return out
 
         return Export(
             columns=Columns(
@@ -647,8 +689,8 @@ class Index:
         index._backing = backing
         ids = columns.ids
         index._base_count = len(ids)
-        index._ids = list(ids)
-        index._trusts = list(columns.trusts)
+        index._ids = ids  # type: ignore[assignment]  # the caller's, now ours
+        index._trusts = columns.trusts
         index._number = {key: number for number, key in enumerate(ids)}
         index._averages = dict(columns.averages)
         index._length_sums = Counter(columns.length_sums)
@@ -658,9 +700,9 @@ class Index:
         index._shown = array("d", map(mul, index._boost, map(not_, columns.archived)))
         index._archived = bytearray(columns.archived)
         index._archived_count = sum(index._archived)
-        index._updated = list(columns.updated)
-        index._categories = list(columns.categories)
-        index._projects = list(columns.projects)
+        index._updated = columns.updated
+        index._categories = columns.categories
+        index._projects = columns.projects
         index._max_boost = max(index._max_boost, columns.max_boost)
         return index
 
@@ -844,9 +886,11 @@ class Index:
                 elif not scores:
                     scores = dict(zip(numbers, map(weight.__mul__, weights), strict=True))
                 else:
-                    get = scores.get
-                    for key, posted in zip(numbers, weights, strict=True):
-                        scores[key] = get(key, 0.0) + weight * posted
+                    # In C but for the memories already scored (a + b == b + a exactly).
+                    added = dict(zip(numbers, map(weight.__mul__, weights), strict=True))
+                    for key in added.keys() & scores.keys():
+                        added[key] += scores[key]
+                    scores.update(added)
         return scores
 
     def _hit(self, number: int, score: float, weighted: list[_Weighted]) -> Hit:
@@ -912,17 +956,16 @@ def _look_up(
 ) -> None:
     """Add one term's contribution to the candidates already in `scores` only."""
     size = len(numbers)
-    if len(scores) * 24 < size:
+    if len(scores) * 10 < size:
         # A few candidates in a long list: bisect for each.
         for key, value in scores.items():
             at = bisect_left(numbers, key)
             if at < size and numbers[at] == key:
                 scores[key] = value + weight * weights[at]
         return
-    for key, posted in zip(numbers, weights, strict=True):
-        value = scores.get(key)
-        if value is not None:
-            scores[key] = value + weight * posted
+    found = dict(zip(numbers, weights, strict=True))
+    for key in found.keys() & scores.keys():
+        scores[key] = scores[key] + weight * found[key]
 
 
 def _kth_best(

@@ -11,7 +11,6 @@ regenerates MEMORY.md.
 from __future__ import annotations
 
 import contextlib
-import difflib
 import errno
 import os
 import re
@@ -19,6 +18,7 @@ import stat
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +43,7 @@ from .files import (
     sha256_bytes,
 )
 from .folder import MemoryFolder
-from .index import Hit, Index
+from .index import Hit, Index, gc_paused
 from .locks import file_lock
 from .memory import (
     CATEGORIES,
@@ -60,6 +60,7 @@ _UNSET: Any = object()
 _GENERATION = "write.generation"
 # Short ids of ordinary characters are reachable by construction; others are checked
 # with the folder's id rules (a check that would cost a cold build of 100k files ~0.5 s).
+_SIZE_MTIME_INODE = itemgetter(0, 1, 2)
 _PLAIN_ID = re.compile(r"[^\x00-\x1f\x7f\\%]{1,60}")
 # Each failed attempt means another writer succeeded meanwhile, so this bounds
 # how many concurrent changes one feedback call will wait out.
@@ -209,7 +210,8 @@ class MemoryStore:
             if self._reload_from_cache(started):
                 return
             signatures = cache.scan(self.folder)
-            memories = self._read_all()
+            with gc_paused():  # thousands of memories made, none of them garbage
+                memories = self._read_all()
             self.index = Index(half_life_days=self.index.half_life_days)
             self.index.add_many(memories)
             self.index.recover = self._recover_index
@@ -268,12 +270,13 @@ class MemoryStore:
             if relative in signatures and loaded.signatures[relative] == signatures[relative]:
                 key = prefix + relative
                 self._problems[key] = Problem(Path(key), message, line, column)
-        self._seen.update(
-            (prefix + relative, signatures[relative][:3]) for relative in unchanged
-        )
+        self._seen.update(zip(
+            map(prefix.__add__, unchanged),
+            map(_SIZE_MTIME_INODE, map(signatures.__getitem__, unchanged)), strict=True,
+        ))
         for key in self._problems:
             self._seen[key] = (-1, -1, -1)
-        for relative in signatures.keys() - set(unchanged):
+        for relative in signatures.keys() - unchanged:
             stale += 1
             path = Path(prefix + relative)
             self._problems.pop(str(path), None)
@@ -498,6 +501,8 @@ class MemoryStore:
         return chosen[:limit]
 
     def _not_found_message(self, memory_id: str) -> str:
+        import difflib  # only for a not-found message
+
         close = difflib.get_close_matches(memory_id, sorted(self.index.ids()), n=1, cutoff=0.7)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
         return f"no memory {memory_id!r}{hint}"
