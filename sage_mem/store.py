@@ -215,7 +215,9 @@ class MemoryStore:
             self.index = Index(half_life_days=self.index.half_life_days)
             self.index.add_many(memories)
             self.index.recover = self._recover_index
+            del memories
             self._save_cache(signatures, started)
+            self._adopt_cache(signatures)
 
     def _read_all(self) -> list[Memory]:
         memories: list[Memory] = []
@@ -310,6 +312,27 @@ class MemoryStore:
             elif self._seen.get(key, (-1, -1, -1))[0] >= 0:
                 entries[relative] = cache.Entry(signature)
         cache.save(self.folder, self.index, entries, started_ns=started)
+
+    def _adopt_cache(self, signatures: Mapping[str, tuple[int, int, int, int] | None]) -> None:
+        """After a build, answer from the cache just written, as a warm start would.
+
+        Its postings are then read in place from the mapped file instead of
+        held in memory, which for a large folder is most of a long-lived
+        process's memory. Only when it holds exactly what was built: every
+        file unchanged since, none within the racy window.
+        """
+        from . import cache
+
+        loaded = cache.load(
+            self.folder, scoring=self.index.scoring, half_life_days=self.index.half_life_days
+        )
+        present = {relative for relative, signature in signatures.items() if signature}
+        if loaded is None or loaded.unchanged(signatures) != present:
+            return
+        if len(loaded.index) != len(self.index):
+            return
+        loaded.index.recover = self._recover_index
+        self.index = loaded.index
 
     def _recover_index(self) -> list[Memory]:
         """Every memory read again from its file, for an index whose cache turned out damaged."""
