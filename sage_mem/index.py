@@ -324,6 +324,8 @@ class Index:
         self._archived = bytearray()
         self._moments: dict[int, float | None] = {}
         self._lengths: dict[int, tuple[int, ...]] = {}
+        # The terms of memories indexed one by one (`_add`), so replacing one again is cheap.
+        self._terms: dict[int, list[str]] = {}
         # Per live id.
         self._number: dict[str, int] = {}
         self._memories: dict[str, Memory] = {}
@@ -498,7 +500,9 @@ class Index:
         counts, lengths = self._counts(memory)
         number = self._number_of(memory, lengths)
         postings, tops = self._postings, self._tops
-        for term, value in self._weigh(counts, lengths).items():
+        weighted = self._weigh(counts, lengths)
+        self._terms[number] = list(weighted)
+        for term, value in weighted.items():
             found = postings.get(term)
             if found is None:
                 found = postings[term] = (array("i"), array("f"))
@@ -537,7 +541,9 @@ class Index:
         lengths = self._lengths_of(number)
         # The terms it was posted under: what weighing its fields gives (the averages do not
         # change which terms).
-        terms = self._weigh(self._counts(self._memory(memory_id))[0], lengths).keys()
+        terms = self._terms.pop(number, None)
+        if terms is None:
+            terms = list(self._weigh(self._counts(self._memory(memory_id))[0], lengths))
         self._length_sums.subtract(dict(zip(FIELDS, lengths, strict=True)))
         if number < self._base_count:
             # Its postings stay in the mapped cache: skipped (factor 0) and not counted.
