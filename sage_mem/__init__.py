@@ -4,26 +4,33 @@
     with MemoryStore("~/.sage-mem/memory") as store:
         for hit in store.search("我的猫叫什么", limit=5):
             print(hit.id, hit.score, hit.description)
+
+The names below are imported on first use (PEP 562): the Claude Code hook runs
+a new process for every prompt and imports `sage_mem.hooks`, which must not pay
+for the whole public API first.
 """
 
 from __future__ import annotations
 
-from .errors import (
-    ConflictError,
-    DreamError,
-    FolderError,
-    InvalidId,
-    InvalidMemory,
-    MemoryLocked,
-    MemoryNotFound,
-    RunNotFound,
-    SageMemError,
-    SecretRefused,
-    StoreLocked,
-)
-from .index import Hit
-from .memory import CATEGORIES, Memory
-from .store import MemoryStore, Problem
+# For type checkers, which treat this name as typing.TYPE_CHECKING (typing costs 2 ms).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from .errors import (
+        ConflictError,
+        DreamError,
+        FolderError,
+        InvalidId,
+        InvalidMemory,
+        MemoryLocked,
+        MemoryNotFound,
+        RunNotFound,
+        SageMemError,
+        SecretRefused,
+        StoreLocked,
+    )
+    from .index import Hit
+    from .memory import CATEGORIES, Memory
+    from .store import MemoryStore, Problem
 
 __version__ = "0.1.0"
 
@@ -46,3 +53,40 @@ __all__ = [
     "StoreLocked",
     "__version__",
 ]
+
+# public name -> the module that defines it
+_HOMES = {
+    "CATEGORIES": "memory",
+    "ConflictError": "errors",
+    "DreamError": "errors",
+    "FolderError": "errors",
+    "Hit": "index",
+    "InvalidId": "errors",
+    "InvalidMemory": "errors",
+    "Memory": "memory",
+    "MemoryLocked": "errors",
+    "MemoryNotFound": "errors",
+    "MemoryStore": "store",
+    "Problem": "store",
+    "RunNotFound": "errors",
+    "SageMemError": "errors",
+    "SecretRefused": "errors",
+    "StoreLocked": "errors",
+}
+
+
+def __getattr__(name: str) -> object:
+    home = _HOMES.get(name)
+    if home is None:
+        # Also how `from sage_mem import files` finds the submodule: importlib
+        # falls back to importing it when the attribute is missing.
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -4,11 +4,17 @@ Every command that prints data takes `--json`. A user error (a missing memory,
 a bad flag, a malformed file) is one line on stderr and exit status 1, never a
 traceback. Heavy modules (`mcp`, `watchdog`) are imported only by the commands
 that need them.
+
+`sage-mem hook …` runs in a new process for every prompt, so `main` recognises
+its plain command lines before building the parser: argparse, the parser of
+every command and what argparse pulls in (shutil, gettext, locale) would cost
+each prompt about 10 ms. Anything unusual about such a command line (an
+abbreviated option, `--help`, a missing or extra argument) goes through
+argparse as usual.
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
 import os
@@ -16,22 +22,20 @@ import stat
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, NoReturn, TextIO
+from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
 from . import __version__
 from .errors import SageMemError
 from .folder import default_folder
+
+if TYPE_CHECKING:
+    import argparse
 
 PROG = "sage-mem"
 
 
 class UsageError(Exception):
     """A bad command line: reported in one line, exit status 1."""
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        raise UsageError(f"{message} (see `{self.prog} --help`)")
 
 
 def _print_json(data: Any, out: TextIO) -> None:
@@ -265,10 +269,71 @@ def cmd_ui(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def cmd_hook(args: argparse.Namespace, out: TextIO) -> int:
+    return _run_hook(args.event, args.dir, out)
+
+
+def _run_hook(event: str, folder: str | None, out: TextIO) -> int:
     from .hooks import run_hook
 
-    folder = Path(args.dir).expanduser() if args.dir else None
-    return run_hook(args.event, sys.stdin, out, sys.stderr, folder=folder)
+    root = Path(folder).expanduser() if folder else None
+    return run_hook(event, sys.stdin, out, sys.stderr, folder=root)
+
+
+def _hook_command(argv: Sequence[str]) -> tuple[str, str | None] | None:
+    """(event, --dir or None) when `argv` is a plain `hook` command line, else None.
+
+    Plain means: `--dir DIR` or `--dir=DIR` any number of times, then `hook`,
+    then one EVENT and any number of `--dir` after it, in any order; no
+    argument that argparse could take for an option is left to guess (a value
+    or an EVENT starting with `-` goes to argparse). As with argparse, the last
+    `--dir` wins and one given after `hook` beats one given before it.
+    """
+    position, before = _dir_options(argv, 0)
+    if position is None or position >= len(argv) or argv[position] != "hook":
+        return None
+    event: str | None = None
+    after: str | None = None
+    position += 1
+    while position < len(argv):
+        arg = argv[position]
+        if arg == "--dir" or arg.startswith("--dir="):
+            position, value = _dir_options(argv, position, single=True)
+            if position is None:
+                return None
+            after = value
+        elif event is None and not arg.startswith("-"):
+            event = arg
+            position += 1
+        else:
+            return None
+    if event is None:
+        return None
+    return event, after if after is not None else before
+
+
+def _dir_options(
+    argv: Sequence[str], position: int, *, single: bool = False
+) -> tuple[int | None, str | None]:
+    """Read `--dir DIR` / `--dir=DIR` from `position`: (where they end, the last value).
+
+    The position is None when a `--dir` lacks a value argparse would surely take.
+    """
+    value: str | None = None
+    while position < len(argv):
+        arg = argv[position]
+        if arg.startswith("--dir="):
+            value = arg[len("--dir=") :]
+            position += 1
+        elif arg == "--dir":
+            if position + 1 >= len(argv) or argv[position + 1].startswith("-"):
+                return None, None
+            value = argv[position + 1]
+            position += 2
+        else:
+            break
+        if single:
+            break
+    return position, value
 
 
 def cmd_install(args: argparse.Namespace, out: TextIO) -> int:
@@ -358,6 +423,8 @@ The memory folder is --dir, else $SAGE_MEM_DIR, else ~/.sage-mem/memory."""
 
 
 def _common() -> argparse.ArgumentParser:
+    import argparse
+
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
         "--dir",
@@ -384,6 +451,12 @@ def _json_flag(parser: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    import argparse
+
+    class _Parser(argparse.ArgumentParser):
+        def error(self, message: str) -> NoReturn:
+            raise UsageError(f"{message} (see `{self.prog} --help`)")
+
     parser = _Parser(
         prog=PROG,
         description="Memory for AI agents, kept as plain markdown files.",
@@ -688,8 +761,12 @@ def main(
     """Run the CLI; returns the exit status."""
     out = out or sys.stdout
     err = err or sys.stderr
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    hook = _hook_command(argv)
+    parser = build_parser() if hook is None else None
     try:
+        if hook is not None:
+            return _run_hook(*hook, out)
         try:
             with contextlib.redirect_stdout(out):
                 args = parser.parse_args(argv)

@@ -31,6 +31,7 @@ import re
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import cache
 
 MASK = "****"
 EXCERPT_CHARS = 80
@@ -75,32 +76,34 @@ class SecretMatch:
         }
 
 
-@dataclass(frozen=True)
-class _Pattern:
-    kind: str
-    regex: re.Pattern[str]
-    """Group 1 is the random part: checked for entropy and masked; what precedes it may be shown."""
-
-
-def _token(kind: str, prefix: str, random_part: str) -> _Pattern:
+def _token(kind: str, prefix: str, random_part: str) -> tuple[str, re.Pattern[str]]:
     """A token made of a public prefix and a random part, standing alone (not inside a word)."""
     edge = r"A-Za-z0-9_\-"
-    return _Pattern(kind, re.compile(rf"(?<![{edge}]){prefix}({random_part})(?![{edge}])"))
+    return kind, re.compile(rf"(?<![{edge}]){prefix}({random_part})(?![{edge}])")
 
 
-_PATTERNS: tuple[_Pattern, ...] = (
-    _token("aws-access-key-id", "(?:AKIA|ASIA)", "[A-Z0-9]{16}"),
-    _token("github-token", "gh[pousr]_", "[A-Za-z0-9]{36,251}"),
-    _token("github-token", "github_pat_", "[A-Za-z0-9_]{22,250}"),
-    _token("gitlab-token", "glpat-", r"[A-Za-z0-9_\-]{20,}"),
-    _token("slack-token", "xox[abpr]-", r"[0-9]+-[A-Za-z0-9\-]{8,}"),
-    _token("anthropic-key", "sk-ant-(?:[a-z0-9]+-)?", r"[A-Za-z0-9_\-]{20,}"),
-    _token("openai-key", "sk-(?:proj-)?", r"[A-Za-z0-9_\-]{20,}"),
-    _token("stripe-key", "[sr]k_(?:live|test)_", "[A-Za-z0-9]{16,}"),
-    _token("google-api-key", "AIza", r"[0-9A-Za-z_\-]{35}"),
-    _token("jwt", "eyJ", r"[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*"),
-    _Pattern("bearer-token", re.compile(r"(?i:\bbearer)[ \t]+([A-Za-z0-9._~+/\-]{20,}=*)")),
-)
+@cache
+def _token_patterns() -> tuple[tuple[str, re.Pattern[str]], ...]:
+    """(kind, pattern) for each token shape; group 1 is the random part, checked for entropy
+    and masked, and what precedes it may be shown.
+
+    Compiled on first use: most text holds none of `_PREFIXES`, and a hook process
+    would otherwise pay for every pattern on every prompt.
+    """
+    return (
+        _token("aws-access-key-id", "(?:AKIA|ASIA)", "[A-Z0-9]{16}"),
+        _token("github-token", "gh[pousr]_", "[A-Za-z0-9]{36,251}"),
+        _token("github-token", "github_pat_", "[A-Za-z0-9_]{22,250}"),
+        _token("gitlab-token", "glpat-", r"[A-Za-z0-9_\-]{20,}"),
+        _token("slack-token", "xox[abpr]-", r"[0-9]+-[A-Za-z0-9\-]{8,}"),
+        _token("anthropic-key", "sk-ant-(?:[a-z0-9]+-)?", r"[A-Za-z0-9_\-]{20,}"),
+        _token("openai-key", "sk-(?:proj-)?", r"[A-Za-z0-9_\-]{20,}"),
+        _token("stripe-key", "[sr]k_(?:live|test)_", "[A-Za-z0-9]{16,}"),
+        _token("google-api-key", "AIza", r"[0-9A-Za-z_\-]{35}"),
+        _token("jwt", "eyJ", r"[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*"),
+        ("bearer-token", re.compile(r"(?i:\bbearer)[ \t]+([A-Za-z0-9._~+/\-]{20,}=*)")),
+    )
+
 
 # One cheap scan for the prefixes above, so ordinary text skips the patterns one by one.
 _PREFIXES = re.compile(
@@ -138,7 +141,9 @@ _DOTTED_NAME = re.compile(r"^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+$")
 _SNAKE_CASE = re.compile(r"^_*[a-z][a-z0-9]*(?:_+[a-z0-9]+)+_*$")
 _TITLE_WORD = re.compile(r"[A-Z][a-z]{2,}")
 _TOKEN_CHARS = re.compile(r"^[A-Za-z0-9+/=_\-.~]+$")
-_CJK = re.compile(r"[\u3000-\u30ff\u3400-\u9fff\uac00-\ud7af\uff00-\uffef]")
+# Compiled by `re.search` the first time a password is weighed: building this
+# set of ~30,000 characters costs 2 ms, which most hook processes need not pay.
+_CJK = r"[\u3000-\u30ff\u3400-\u9fff\uac00-\ud7af\uff00-\uffef]"
 
 
 def find_secrets(text: str) -> list[SecretMatch]:
@@ -183,8 +188,8 @@ def _spans(text: str) -> list[tuple[int, int, str, int]]:
     def free(start: int, end: int) -> bool:
         return all(end <= s or start >= e for s, e, _, _ in spans)
 
-    for pattern in _PATTERNS if _PREFIXES.search(text) else ():
-        for match in pattern.regex.finditer(text):
+    for kind, regex in _token_patterns() if _PREFIXES.search(text) else ():
+        for match in regex.finditer(text):
             if not free(match.start(), match.end()):
                 continue
             random_part = match.group(1)
@@ -192,7 +197,7 @@ def _spans(text: str) -> list[tuple[int, int, str, int]]:
                 continue
             if _WORDS_JOINED.match(random_part) and re.search(r"[_\-.]", random_part):
                 continue  # sk-this-is-only-words
-            spans.append((match.start(), match.end(), pattern.kind, match.start(1) - match.start()))
+            spans.append((match.start(), match.end(), kind, match.start(1) - match.start()))
 
     for key in _PRIVATE_KEY.finditer(text):
         if _key_material_follows(text, key.end()):
@@ -294,7 +299,7 @@ def _looks_random(value: str, *, minimum: float) -> bool:
 def _looks_like_password(value: str) -> bool:
     if len(value) < 6 or len(value) > 200 or any(c.isspace() for c in value):
         return False
-    if _CJK.search(value) or _is_reference(value) or _looks_like_placeholder(value):
+    if re.search(_CJK, value) or _is_reference(value) or _looks_like_placeholder(value):
         return False
     if value.lower() in _PLAIN_WORDS or _WORDS_JOINED.match(value) or _UUID.match(value):
         return False

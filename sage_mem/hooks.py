@@ -12,7 +12,8 @@ injects what it could, logs one line per problem to stderr and exits 0: it must
 never block the user's prompt.
 
 A new process runs for every prompt, so this path builds the store without a
-watcher and must never import `mcp` or `watchdog` (tests check `sys.modules`).
+watcher and must never import `mcp` or `watchdog`, nor argparse or logging
+(`tests/test_hook_imports.py` checks what the process imports).
 
 Autodream from the hook (opt-in): when enabled, `session-start` starts
 `sage-mem dream --auto` as a detached background process — its own session,

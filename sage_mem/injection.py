@@ -65,9 +65,25 @@ class InjectionMatch:
                 "excerpt": self.excerpt}
 
 
+class _Lazy:
+    """A pattern compiled on first use: compiling all of them costs each hook process ~3 ms."""
+
+    __slots__ = ("_source", "_flags", "_compiled")
+
+    def __init__(self, source: str, flags: int = 0) -> None:
+        self._source = source
+        self._flags = flags
+        self._compiled: re.Pattern[str] | None = None
+
+    def search(self, text: str) -> re.Match[str] | None:
+        if self._compiled is None:
+            self._compiled = re.compile(self._source, self._flags)
+        return self._compiled.search(text)
+
+
 _I = re.IGNORECASE
 
-_EN_OVERRIDE = re.compile(
+_EN_OVERRIDE = _Lazy(
     r"\b(?:ignore|disregard|forget|override|bypass|overrule)\s+"
     r"(?:(?:all|any|each|every|of|the|these|those|my|your)\s+)*"
     r"(?:(?:previous|prior|above|earlier|preceding|foregoing|former|original|initial|"
@@ -78,14 +94,14 @@ _EN_OVERRIDE = re.compile(
     r"|\b(?:ignore|disregard|forget)\s+(?:everything|all)\s+(?:above|before|said|you\s+were\s+told)",
     _I,
 )
-_ZH_OVERRIDE = re.compile(
+_ZH_OVERRIDE = _Lazy(
     r"(?:忽略|无视|忽视|忘记|忘掉|不要理会|不用理会|别管|不要遵守|不再遵守|跳过|绕过|覆盖)掉?"
     r"(?:你的?|我的?)?"
     r"(?:之前|以前|先前|此前|前面|上面|以上|上述|前述|原来|原有|原先|系统|开发者)"
     r"(?:的|给你的|给出的|收到的)?(?:所有|全部|一切|任何)?的?"
     r"(?:指令|指示|命令|规则|提示词?|说明|设定|要求|约束|限制|对话|内容)"
 )
-_EN_ROLE = re.compile(
+_EN_ROLE = _Lazy(
     r"\byou\s+are\s+now\s+(?:an?\s+|the\s+|my\s+|in\s+|no\s+longer\b|free\b|unrestricted\b|"
     r"jailbroken\b|DAN\b|called\b|named\b)"
     r"|\byou\s+are\s+no\s+longer\s+(?:an?\s+)?(?:assistant|AI|bound|restricted|Claude|ChatGPT)\b"
@@ -95,7 +111,7 @@ _EN_ROLE = re.compile(
     r"|\bnew\s+(?:system\s+)?instructions?\s*[:：]",
     _I,
 )
-_ZH_ROLE = re.compile(
+_ZH_ROLE = _Lazy(
     r"你现在(?:是|扮演|成为|变成|作为)"
     r"|从现在(?:开始|起)[，,]?\s*你(?:是|将|要|必须|应该|只能|需要)"
     r"|你不再是"
@@ -103,7 +119,7 @@ _ZH_ROLE = re.compile(
     r"|(?:越狱|上帝)模式"
     r"|新的?(?:系统)?指令\s*[:：]"
 )
-_FAKE_SYSTEM = re.compile(
+_FAKE_SYSTEM = _Lazy(
     r"<\|(?:im_start|im_end|system|user|assistant|endoftext|start_header_id|end_header_id|eot_id)\|>"
     r"|</?\s*(?:system|system[-_ ]?prompt|system[-_]reminder|developer|instructions)\s*>"
     r"|\[/?INST\]|<</?SYS>>"
@@ -113,25 +129,25 @@ _FAKE_SYSTEM = re.compile(
     _I | re.MULTILINE,
 )
 # A fake turn is a capitalised speaker at the start of a line (case-sensitive on purpose).
-_FAKE_TURN = re.compile(r"^\s*(?:Human|Assistant)\s*:\s+\S", re.MULTILINE)
-_CONCEALMENT = re.compile(
+_FAKE_TURN = _Lazy(r"^\s*(?:Human|Assistant)\s*:\s+\S", re.MULTILINE)
+_CONCEALMENT = _Lazy(
     r"\b(?:do\s+not|don'?t|never)\s+(?:tell|inform|mention|reveal|show|let)\s+(?:this\s+|it\s+)?"
     r"(?:to\s+)?the\s+user\b"
     r"|\bwithout\s+(?:telling|informing|asking)\s+the\s+user\b"
     r"|\bkeep\s+(?:this|it)\s+(?:secret|hidden)\s+from\s+the\s+user\b",
     _I,
 )
-_ZH_CONCEALMENT = re.compile(
+_ZH_CONCEALMENT = _Lazy(
     r"(?:不要|别|不许|不可以|不能)(?:告诉|通知|透露给|让)用户(?:知道)?"
     r"|瞒着用户|对用户保密|不让用户知道"
 )
-_EXFILTRATION = re.compile(
+_EXFILTRATION = _Lazy(
     r"\b(?:send|post|upload|forward|exfiltrate|email|transmit|copy)\b[^\n]{0,80}?"
     r"\b(?:secrets?|credentials?|api[\s_-]?keys?|tokens?|passwords?|ssh\s+keys?|private\s+keys?|"
     r"\.env\b|cookies?)\b[^\n]{0,80}?\b(?:to|at)\s+(?:https?://|[\w.+-]+@[\w-]+\.)",
     _I,
 )
-_ZH_EXFILTRATION = re.compile(
+_ZH_EXFILTRATION = _Lazy(
     r"(?:把|将)[^\n]{0,30}?(?:密钥|密码|令牌|凭证|私钥|token|Token|API\s*Key)[^\n]{0,30}?"
     r"(?:发送|发|上传|转发|提交)(?:到|给|至)"
 )
@@ -141,7 +157,7 @@ _HIDDEN = re.compile(
     "|[\u200b\u200c\u200d\u2060\ufeff]{3,}"  # a run of zero-width characters
 )
 
-_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
+_PATTERNS: tuple[tuple[str, _Lazy], ...] = (
     ("override", _EN_OVERRIDE),
     ("override", _ZH_OVERRIDE),
     ("role", _EN_ROLE),
@@ -152,6 +168,12 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("concealment", _ZH_CONCEALMENT),
     ("exfiltration", _EXFILTRATION),
     ("exfiltration", _ZH_EXFILTRATION),
+)
+# Each Chinese pattern needs a Chinese character, so a line all in ASCII skips them.
+_ASCII_PATTERNS = tuple(
+    (kind, pattern)
+    for kind, pattern in _PATTERNS
+    if pattern not in (_ZH_OVERRIDE, _ZH_ROLE, _ZH_CONCEALMENT, _ZH_EXFILTRATION)
 )
 # Characters that may sit between the letters of a phrase to dodge a pattern.
 _INVISIBLE = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff\u00ad"), None)
@@ -170,10 +192,11 @@ def find_injections(text: str) -> list[InjectionMatch]:
             break
         # Full-width letters and invisible characters must not hide a phrase.
         plain = unicodedata.normalize("NFKC", line).translate(_INVISIBLE)
-        if plain.isascii() and not _MAYBE.search(plain):
+        ascii_line = plain.isascii()
+        if ascii_line and not _MAYBE.search(plain):
             continue
         seen: set[str] = set()
-        for kind, pattern in _PATTERNS:
+        for kind, pattern in _ASCII_PATTERNS if ascii_line else _PATTERNS:
             if kind in seen:
                 continue
             found = pattern.search(plain)
@@ -202,12 +225,13 @@ def _excerpt(line: str, anchor: int) -> str:
     """At most EXCERPT_CHARS of the line around `anchor`; invisible characters are named."""
     start = max(0, anchor - 20)
     piece = line[start : start + EXCERPT_CHARS]
-    shown = _INVISIBLE_RUN.sub(_name_invisible, piece).strip()
+    shown = re.sub(_INVISIBLE_RUN, _name_invisible, piece).strip()
     return ("…" if start else "") + shown + ("…" if start + EXCERPT_CHARS < len(line) else "")
 
 
-_INVISIBLE_RUN = re.compile(r"[\u0000-\u001f\u007f-\u009f\u00ad\u200b-\u200f\u202a-\u202e"
-                            r"\u2060-\u206f\ufeff\U000e0000-\U000e007f]+")
+# Compiled by `re.sub` (and kept in its cache) the first time an excerpt is made.
+_INVISIBLE_RUN = (r"[\u0000-\u001f\u007f-\u009f\u00ad\u200b-\u200f\u202a-\u202e"
+                  r"\u2060-\u206f\ufeff\U000e0000-\U000e007f]+")
 
 
 def _name_invisible(run: re.Match[str]) -> str:

@@ -66,8 +66,54 @@ class Stats:
                 self._save(data)
 
     def _save(self, data: dict[str, Any]) -> None:
-        text = json.dumps(data, ensure_ascii=False, sort_keys=True, indent=1) + "\n"
-        atomic_write(self.path, text.encode("utf-8"))
+        atomic_write(self.path, (_dumps(data) + "\n").encode("utf-8"))
+
+
+_string = json.encoder.encode_basestring  # the C encoder json.dumps uses with ensure_ascii=False
+
+
+def _dumps(data: dict[str, Any]) -> str:
+    """`json.dumps(data, ensure_ascii=False, sort_keys=True, indent=1)`, the same text, faster.
+
+    Every hook with results rewrites the whole file, and json's `indent` runs its
+    encoder in pure Python: 32 ms for 10,000 memories, against 14 ms here. The
+    usual shape (id -> {name: count or timestamp}) is written with json's own
+    string encoder; anything else (a file a person edited) goes to json.
+    """
+    try:
+        return _dumps_usual(data)
+    except _Unusual:
+        return json.dumps(data, ensure_ascii=False, sort_keys=True, indent=1)
+
+
+class _Unusual(Exception):
+    """A stats file holding something other than {id: {name: int or str}}."""
+
+
+def _dumps_usual(data: dict[str, Any]) -> str:
+    if not data:
+        return "{}"
+    string = _string
+    entries = []
+    for key, entry in sorted(data.items()):
+        if type(key) is not str or type(entry) is not dict:
+            raise _Unusual
+        if not entry:
+            entries.append(f" {string(key)}: {{}}")
+            continue
+        fields = []
+        for name, value in sorted(entry.items()):
+            kind = type(value)
+            if type(name) is not str:
+                raise _Unusual
+            if kind is str:
+                fields.append(f"{string(name)}: {string(value)}")
+            elif kind is int:
+                fields.append(f"{string(name)}: {value!r}")
+            else:
+                raise _Unusual
+        entries.append(f" {string(key)}: {{\n  " + ",\n  ".join(fields) + "\n }")
+    return "{\n" + ",\n".join(entries) + "\n}"
 
 
 def _count(value: Any) -> int:
