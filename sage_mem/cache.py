@@ -62,7 +62,6 @@ import hashlib
 import marshal
 import mmap
 import os
-import secrets
 import sys
 import time
 import zlib
@@ -528,7 +527,7 @@ def _write(path: Path, header: dict, sections: dict[str, bytes]) -> None:
     header_bytes = zlib.crc32(body).to_bytes(4, "little") + body
     if len(header_bytes) > allowance:
         raise OSError("index cache: header larger than its allowance")
-    temp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    temp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
         with os.fdopen(fd, "wb") as handle:

@@ -135,8 +135,19 @@ _SHORT_LIST = 64
 
 _T = TypeVar("_T")
 
-# A term that is not a word starts with `~` (a CJK unigram) or a CJK character (a bigram).
-_NOT_WORD = re.compile(rf"[~{_CJK}]")
+_not_word: list[Callable[[str], object]] = []
+
+
+def _not_word_match() -> Callable[[str], object]:
+    """The test for a term that is no word: a CJK bigram or a `~` unigram.
+
+    Such a term starts with `~` or a CJK character. Its pattern (a class of
+    some 30,000 characters) is compiled on first use: a hook process answering
+    from the cache may never need it.
+    """
+    if not _not_word:
+        _not_word.append(re.compile(rf"[~{_CJK}]").match)
+    return _not_word[0]
 
 
 @dataclass(frozen=True)
@@ -204,7 +215,7 @@ def word_pairs(terms: Sequence[str]) -> list[str]:
     if len(terms) < 2:
         return []
     distinct = set(terms)
-    latin = set(filterfalse(_NOT_WORD.match, distinct))
+    latin = set(filterfalse(_not_word_match(), distinct))
     following = terms[1:]
     if len(latin) == len(distinct) and not any(map(eq, terms, following)):
         # Only words, none repeated in place (the common case): no test per pair.
