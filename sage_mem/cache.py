@@ -10,22 +10,27 @@ One file per memory folder, `<state>/index/<hash of the folder path>.idx`:
 
 The header (marshal) holds the format version, a fingerprint of everything
 the cached data depends on (`fingerprint`), when the build started, and each
-section's place, length and CRC-32s. The sections:
+section's place and length. The sections:
 
-    meta      marshal: memory ids (sorted) with their trust, updated, archived,
-              category, project; field lengths; length sums and averages; and
-              what the build saw of each file (relative path, size, mtime_ns,
-              inode, ctime_ns, and the problem if it could not be indexed)
+    meta      marshal: memory ids with their trust, updated, archived,
+              category, project; field lengths and where each record starts
+              (as arrays); length sums and averages; the first term of each
+              term block; and what the build saw of each file (relative path,
+              size, mtime_ns, inode, ctime_ns, and the problem if it could not
+              be indexed)
     records   each memory's fields (marshal), decoded only when asked for
-    term_*    postings terms sorted by CRC-32 of their UTF-8 (crc, text, start,
-              largest weight)
+    terms     the terms sorted by CRC-32 of their UTF-8, in blocks of
+              TERM_BLOCK (marshal): for each, its text, where its postings are,
+              their largest weight and their CRC-32
     slots     int32 memory numbers of every posting, term after term, each
               term's ascending
     weights   float32 saturated weights, in the same order
 
-The index reads `slots` and `weights` in place (`index.Backing`): a warm
-process decodes no postings, and its memory holds only the pages its
-queries touched.
+The file is read with `pread`, a term's block and postings at a time, never
+mapped: a mapping would count every page the kernel maps around a touched
+one (whole large folios) as the process's memory, and 300 queries touched
+most of a 470 MB file. A warm process holds the meta and what its current
+query reads; the page cache keeps the rest warm for every process at once.
 
 Nothing in it is trusted blindly:
 
@@ -35,12 +40,13 @@ Nothing in it is trusted blindly:
   read again. As in git's "racy" index, a file whose mtime is within
   `RACY_NS` (2 s) of the moment the build began, or later, may have changed
   again within the same timestamp tick, so it is read again too.
-- Integrity: the header and meta are checked (CRC-32) on load; the big
-  sections carry a CRC-32 per 64 KiB chunk, checked the first time a query
-  touches the chunk, so a warm process never reads what it does not use.
-  A file that is short, garbled, from another format version or from other
-  scoring or tokenizer code is ignored and rebuilt; a chunk found corrupt later
-  raises `CacheCorrupt`, on which the index rebuilds itself from the files.
+- Integrity: the header and meta are checked (CRC-32) on load; every term
+  block and record carries its own CRC-32, and every term its postings',
+  each checked when first read, so a warm process never reads what it does
+  not use. A file that is short, garbled, from another format version or
+  from other scoring or tokenizer code is ignored and rebuilt; a part found
+  corrupt later raises `CacheCorrupt`, on which the index rebuilds itself
+  from the files.
 - Versioning: `FORMAT_VERSION`, plus a fingerprint hashing the scoring
   constants and the source of the modules that turn a file into postings
   (files, memory, folder, store, tokens, index, cache: their size, mtime and
@@ -49,8 +55,8 @@ Nothing in it is trusted blindly:
   the old one (not fsynced: a file torn by a crash fails its checksums), so
   a reader sees the old file or the new one, never a mix, and two processes
   building at once each write a whole file (the last rename wins; both are
-  correct). Readers take no lock and map the file read-only; a
-  file renamed over keeps its old contents for whoever mapped it.
+  correct). Readers take no lock and keep the file open; a file renamed
+  over keeps its old contents for whoever has it open.
 - A state folder that cannot be written just means no cache.
 
 Must stay import-light: the hook path imports it.
@@ -60,12 +66,13 @@ from __future__ import annotations
 
 import hashlib
 import marshal
-import mmap
 import os
 import sys
 import time
+import weakref
 import zlib
 from array import array
+from bisect import bisect_left
 from collections.abc import Iterator
 from dataclasses import dataclass, fields
 from itertools import accumulate
@@ -77,10 +84,13 @@ from .folder import ARCHIVE_DIR, DREAM_DIR, INDEX_FILE, MemoryFolder, is_editor_
 from .index import FIELDS, BackingError, Columns, Export, Index, Scoring, gc_paused
 from .memory import Memory
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 MAGIC = b"SAGEMEMI"
 RACY_NS = 2_000_000_000
-CHUNK_SHIFT = 16
+# Terms per block of the term table: one read of a few KiB finds a term.
+TERM_BLOCK = 64
+# Where the postings of this many terms are remembered (some 150 bytes each).
+FOUND_TERMS = 50_000
 STALE_TEMP_SECONDS = 600.0
 # A process that finds this many files changed since the cache was written writes a new
 # one; fewer are cheaper to read again (about a millisecond each) than a rewrite.
@@ -225,110 +235,118 @@ def is_archived_path(relative: str) -> bool:
 # reading
 
 
-class _Section:
-    """A section of the mapped file whose 64 KiB chunks are checked on first use."""
+class _File:
+    """The cache file, open for `pread`: what a reader asks for, checked or refused."""
 
-    def __init__(self, view: memoryview, crcs: list[int], name: str) -> None:
-        self.view = view
-        self.crcs = crcs
-        self.checked = bytearray(len(crcs))
-        self.name = name
+    def __init__(self, fd: int, sections: dict[str, tuple[int, int]]) -> None:
+        self.fd = fd
+        self.sections = sections
 
-    def check(self, start: int, end: int) -> None:
-        """Raise CacheCorrupt unless bytes [start, end) are as written."""
-        if end <= start:
-            return
-        view, crcs, checked = self.view, self.crcs, self.checked
-        for chunk in range(start >> CHUNK_SHIFT, ((end - 1) >> CHUNK_SHIFT) + 1):
-            if not checked[chunk]:
-                begin = chunk << CHUNK_SHIFT
-                if zlib.crc32(view[begin : begin + (1 << CHUNK_SHIFT)]) != crcs[chunk]:
-                    raise CacheCorrupt(f"index cache: section {self.name} is damaged")
-                checked[chunk] = 1
+    def own(self) -> None:
+        """Close the file when this object goes (until then `load` closes it on failure)."""
+        weakref.finalize(self, os.close, self.fd)
 
-    def typed(self, code: str) -> memoryview:
-        return self.view.cast(code)
+    def read(self, section: str, start: int, end: int) -> bytes:
+        """Bytes [start, end) of a section; CacheCorrupt when the file holds fewer."""
+        offset, length = self.sections[section]
+        if not 0 <= start <= end <= length:
+            raise CacheCorrupt(f"index cache: {section} read out of bounds")
+        try:
+            data = os.pread(self.fd, end - start, offset + start)
+        except OSError as exc:
+            raise CacheCorrupt(f"index cache: cannot read {section}: {exc}") from None
+        if len(data) != end - start:
+            raise CacheCorrupt(f"index cache: {section} is cut short")
+        return data
+
+    def checked(self, section: str, start: int, end: int) -> bytes:
+        """A piece that begins with the CRC-32 of the rest, returned without it."""
+        data = self.read(section, start, end)
+        if len(data) < 4 or zlib.crc32(data[4:]) != int.from_bytes(data[:4], "little"):
+            raise CacheCorrupt(f"index cache: a part of {section} is damaged")
+        return data[4:]
+
+
+_UNKNOWN: tuple[int, int, float, int] = (-1, -1, 0.0, 0)
+
+
+def _checked_piece(data: bytes) -> bytes:
+    return zlib.crc32(data).to_bytes(4, "little") + data
 
 
 class _Backing:
-    """The cache file as an `index.Backing`: postings read in place, memories on demand."""
+    """The cache file as an `index.Backing`: postings and memories read when asked for."""
 
-    def __init__(self, sections: dict[str, _Section], meta: dict, root: Path) -> None:
-        self.sections = sections
-        self.lengths_column: list[int] = meta["lengths"]
-        self.record_starts: list[int] = meta["record_starts"]
+    def __init__(self, file: _File, meta: dict, root: Path) -> None:
+        self.file = file
         self.root = root
-        self.crcs = sections["term_crcs"].typed("I")
-        self.text_starts = sections["term_text_starts"].typed("Q")
-        self.posting_starts = sections["term_starts"].typed("Q")
-        self.tops = sections["term_tops"].typed("f")
-        self.text = sections["term_text"]
-        self.slots = sections["slots"]
-        self.weights = sections["weights"]
-        self.slot_view = self.slots.typed("i")
-        self.weight_view = self.weights.typed("f")
-        self.records = sections["records"]
+        self.lengths_column = memoryview(meta["lengths"]).cast("I")
+        self.record_starts = memoryview(meta["record_starts"]).cast("Q")
+        self.fences = memoryview(meta["term_fences"]).cast("I")
+        self.block_starts = memoryview(meta["term_block_starts"]).cast("Q")
+        self.verified: set[int] = set()  # postings (by start) whose CRC-32 matched
+        self.found: dict[str, tuple[int, int, float, int] | None] = {}  # terms looked up
 
-    def _find(self, term: str) -> int:
-        """The position of `term` in the term table, or -1; checks only the chunks it reads."""
-        encoded = term.encode("utf-8", "surrogatepass")
-        crc = zlib.crc32(encoded)
-        crcs, check_crcs = self.crcs, self.sections["term_crcs"].check
-        low, high = 0, len(crcs)
-        while low < high:
-            middle = (low + high) // 2
-            check_crcs(middle * 4, middle * 4 + 4)
-            if crcs[middle] < crc:
-                low = middle + 1
-            else:
-                high = middle
-        starts, text = self.text_starts, self.text
-        check_starts = self.sections["term_text_starts"].check
-        position = low
-        while position < len(crcs):
-            check_crcs(position * 4, position * 4 + 4)
-            if crcs[position] != crc:
-                break
-            check_starts(position * 8, position * 8 + 16)
-            begin, end = starts[position], starts[position + 1]
-            text.check(begin, end)
-            if text.view[begin:end] == encoded:
-                self.sections["term_starts"].check(position * 8, position * 8 + 16)
-                self.sections["term_tops"].check(position * 4, position * 4 + 4)
-                return position
-            position += 1
-        return -1
+    def _block(self, number: int) -> list[tuple[int, str, int, int, float, int]]:
+        data = self.file.checked(
+            "terms", self.block_starts[number], self.block_starts[number + 1]
+        )
+        try:
+            return marshal.loads(data)
+        except (EOFError, ValueError, TypeError) as exc:
+            raise CacheCorrupt(f"index cache: term block unreadable: {exc}") from None
+
+    def _find(self, term: str) -> tuple[int, int, float, int] | None:
+        """Where `term`'s postings are (start, end, largest weight, CRC-32), or None."""
+        crc = zlib.crc32(term.encode("utf-8", "surrogatepass"))
+        fences = self.fences
+        # Terms with the same CRC may begin in the block before the first fence equal to it.
+        block = max(0, bisect_left(fences, crc) - 1)
+        while block < len(fences) and fences[block] <= crc:
+            for entry_crc, text, start, end, top, postings_crc in self._block(block):
+                if entry_crc == crc and text == term:
+                    return start, end, top, postings_crc
+                if entry_crc > crc:
+                    return None
+            block += 1
+        return None
+
+    def _postings(self, start: int, end: int, crc: int) -> tuple[memoryview, memoryview]:
+        slots = self.file.read("slots", start * 4, end * 4)
+        weights = self.file.read("weights", start * 4, end * 4)
+        if start not in self.verified:
+            if zlib.crc32(weights, zlib.crc32(slots)) != crc:
+                raise CacheCorrupt("index cache: postings are damaged")
+            self.verified.add(start)
+        return memoryview(slots).cast("i"), memoryview(weights).cast("f")
 
     def postings(self, term: str) -> tuple[memoryview, memoryview, float] | None:
-        position = self._find(term)
-        if position < 0:
+        found = self.found.get(term, _UNKNOWN)
+        if found is _UNKNOWN:
+            if len(self.found) >= FOUND_TERMS:
+                self.found.clear()
+            found = self.found[term] = self._find(term)
+        if found is None:
             return None
-        begin, end = self.posting_starts[position], self.posting_starts[position + 1]
-        self.slots.check(begin * 4, end * 4)
-        self.weights.check(begin * 4, end * 4)
-        return self.slot_view[begin:end], self.weight_view[begin:end], self.tops[position]
+        start, end, top, crc = found
+        return (*self._postings(start, end, crc), top)
 
     def terms(self) -> Iterator[tuple[str, memoryview, memoryview, float]]:
-        for section in self.sections.values():
-            if section is not self.records:
-                section.check(0, len(section.view))
-        text_starts, posting_starts, text = self.text_starts, self.posting_starts, self.text.view
-        slots, weights, tops = self.slot_view, self.weight_view, self.tops
-        for position in range(len(self.crcs)):
-            term = bytes(text[text_starts[position] : text_starts[position + 1]])
-            begin, end = posting_starts[position], posting_starts[position + 1]
-            yield (term.decode("utf-8", "surrogatepass"), slots[begin:end], weights[begin:end],
-                   tops[position])
+        for block in range(len(self.fences)):
+            for _, text, start, end, top, crc in self._block(block):
+                yield (text, *self._postings(start, end, crc), top)
 
-    def record(self, number: int) -> memoryview:
-        """A memory's record as stored (checked)."""
+    def record(self, number: int) -> bytes:
+        """A memory's record as stored (checked), with its CRC-32 in front."""
         begin, end = self.record_starts[number], self.record_starts[number + 1]
-        self.records.check(begin, end)
-        return self.records.view[begin:end]
+        data = self.file.read("records", begin, end)
+        if zlib.crc32(data[4:]) != int.from_bytes(data[:4], "little"):
+            raise CacheCorrupt(f"index cache: record {number} is damaged")
+        return data
 
     def memory(self, number: int) -> Memory:
         try:
-            values = marshal.loads(self.record(number))
+            values = marshal.loads(self.record(number)[4:])
         except (EOFError, ValueError, TypeError) as exc:
             raise CacheCorrupt(f"index cache: record {number} unreadable: {exc}") from None
         data = dict(zip(_MEMORY_FIELDS, values, strict=True))
@@ -345,33 +363,31 @@ def load(
     folder: MemoryFolder, *, scoring: Scoring, half_life_days: float | None = None
 ) -> Loaded | None:
     """The cached index of `folder`, or None when there is no usable cache (never raises)."""
-    path = cache_path(folder)
     try:
-        with open(path, "rb") as handle:
-            size = os.fstat(handle.fileno()).st_size
-            if size < 16:
-                return None
-            mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+        fd = os.open(cache_path(folder), os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
     except (OSError, ValueError):
         return None
     try:
-        return _parse(mapped, size, folder, scoring, half_life_days)
-    except (CacheCorrupt, EOFError, ValueError, TypeError, KeyError, IndexError,
+        loaded = _parse(fd, folder, scoring, half_life_days)
+    except (CacheCorrupt, OSError, EOFError, ValueError, TypeError, KeyError, IndexError,
             OverflowError, MemoryError):
-        return None
+        loaded = None
+    if loaded is None:
+        os.close(fd)
+    return loaded
 
 
 def _parse(
-    mapped: mmap.mmap, size: int, folder: MemoryFolder, scoring: Scoring,
-    half_life_days: float | None,
+    fd: int, folder: MemoryFolder, scoring: Scoring, half_life_days: float | None,
 ) -> Loaded | None:
-    view = memoryview(mapped)
-    if bytes(view[:8]) != MAGIC:
+    size = os.fstat(fd).st_size
+    start = os.pread(fd, 16, 0)
+    if len(start) < 16 or start[:8] != MAGIC:
         return None
-    header_length = int.from_bytes(view[8:16], "little")
+    header_length = int.from_bytes(start[8:16], "little")
     if header_length <= 4 or 16 + header_length > size:
         return None
-    header_bytes = bytes(view[16 : 16 + header_length])
+    header_bytes = os.pread(fd, header_length, 16)
     if zlib.crc32(header_bytes[4:]) != int.from_bytes(header_bytes[:4], "little"):
         return None
     header = marshal.loads(header_bytes[4:])
@@ -381,19 +397,24 @@ def _parse(
         return None
     if header.get("root") != str(folder.root) or header.get("size") != size:
         return None
-    sections: dict[str, _Section] = {}
-    for name, (offset, length, crcs) in header["sections"].items():
-        if offset + length > size or len(crcs) != (length + (1 << CHUNK_SHIFT) - 1) >> CHUNK_SHIFT:
-            return None
-        sections[name] = _Section(view[offset : offset + length], crcs, name)
-    meta_section = sections.pop("meta")
-    meta_section.check(0, len(meta_section.view))
+    places = {name: (offset, length) for name, (offset, length) in header["sections"].items()}
+    if any(offset + length > size for offset, length in places.values()):
+        return None
+    file = _File(fd, places)
+    meta_length = places["meta"][1]
+    meta_bytes = file.read("meta", 0, meta_length)
+    if zlib.crc32(meta_bytes) != header["meta_crc"]:
+        return None
     with gc_paused():  # tens of thousands of new containers, none of them garbage
-        meta = marshal.loads(meta_section.view)
-    backing = _Backing(sections, meta, folder.root)
+        meta = marshal.loads(meta_bytes)
+    backing = _Backing(file, meta, folder.root)
     ids = meta["ids"]
     count = len(ids)
-    if len(meta["lengths"]) != count * len(FIELDS) or len(meta["record_starts"]) != count + 1:
+    if len(backing.lengths_column) != count * len(FIELDS):
+        return None
+    if len(backing.record_starts) != count + 1:
+        return None
+    if len(backing.block_starts) != len(backing.fences) + 1:
         return None
     if len(meta["paths"]) != len(meta["signatures"]):
         return None
@@ -410,6 +431,7 @@ def _parse(
     )
     index = Index.from_backing(columns, backing, half_life_days=half_life_days, scoring=scoring)
     signatures = dict(zip(meta["paths"], meta["signatures"], strict=True))
+    file.own()
     return Loaded(
         index, signatures, meta["problems"], header["started_ns"], frozenset(meta["racy"])
     )
@@ -431,13 +453,14 @@ def save(
         make_private_dirs(path.parent)
         _remove_stale_temps(path.parent)
         with gc_paused():
-            sections = _encode(index.export(), folder.root, entries, started_ns)
+            sections, meta_crc = _encode(index.export(), folder.root, entries, started_ns)
         header = {
             "version": FORMAT_VERSION,
             "fingerprint": fingerprint(index.scoring),
             "root": str(folder.root),
             "started_ns": started_ns,
             "written_ns": time.time_ns(),
+            "meta_crc": meta_crc,
         }
         _write(path, header, sections)
     except OSError:
@@ -447,23 +470,32 @@ def save(
 
 def _encode(
     export: Export, root: Path, entries: dict[str, Entry], started_ns: int
-) -> dict[str, bytes]:
+) -> tuple[dict[str, bytes], int]:
+    """The sections of a cache file, and the CRC-32 of its meta."""
     terms, numbers, weights, tops = export.postings()
-    encoded = [term.encode("utf-8", "surrogatepass") for term in terms]
-    crcs = list(map(zlib.crc32, encoded))
+    crcs = [zlib.crc32(term.encode("utf-8", "surrogatepass")) for term in terms]
     order = sorted(range(len(terms)), key=crcs.__getitem__)
-    texts = list(map(encoded.__getitem__, order))
     numbers = list(map(numbers.__getitem__, order))
     weights = list(map(weights.__getitem__, order))
-    posting_starts = array("Q", list(accumulate(map(len, numbers), initial=0)))
-    text_starts = array("Q", list(accumulate(map(len, texts), initial=0)))
+    starts = list(accumulate(map(len, numbers), initial=0))
+    postings_crcs = [
+        zlib.crc32(w, zlib.crc32(n)) for n, w in zip(numbers, weights, strict=True)
+    ]
+    table = list(zip(
+        map(crcs.__getitem__, order), map(terms.__getitem__, order), starts, starts[1:],
+        map(tops.__getitem__, order), postings_crcs, strict=False,
+    ))
+    blocks = [
+        _checked_piece(marshal.dumps(table[first : first + TERM_BLOCK]))
+        for first in range(0, len(table), TERM_BLOCK)
+    ]
     columns = export.columns
     base = export.base if isinstance(export.base, _Backing) else None
     records = []
     prefix = str(root) + os.sep
     for number in export.numbers:
         if base is not None and number < export.base_count:
-            records.append(base.record(number))  # as stored: the same root, checked
+            records.append(base.record(number))  # as stored, checked: the same root
             continue
         memory = export.memory(number)
         values = [getattr(memory, name) for name in _MEMORY_FIELDS]
@@ -471,11 +503,13 @@ def _encode(
         values[_MEMORY_FIELDS.index("path")] = (
             where[len(prefix) :] if where.startswith(prefix) else where
         )
-        records.append(marshal.dumps(tuple(values)))
+        records.append(_checked_piece(marshal.dumps(tuple(values))))
     meta = {
         "ids": columns.ids,
-        "lengths": export.lengths,
-        "record_starts": list(accumulate(map(len, records), initial=0)),
+        "lengths": array("I", export.lengths).tobytes(),
+        "record_starts": array("Q", list(accumulate(map(len, records), initial=0))).tobytes(),
+        "term_fences": array("I", [block[0] for block in table[::TERM_BLOCK]]).tobytes(),
+        "term_block_starts": array("Q", list(accumulate(map(len, blocks), initial=0))).tobytes(),
         "averages": [columns.averages[name] for name in FIELDS],
         "length_sums": [columns.length_sums[name] for name in FIELDS],
         "trusts": columns.trusts,
@@ -494,33 +528,27 @@ def _encode(
             relative: entry.problem for relative, entry in entries.items() if entry.problem
         },
     }
-    # bytes.join takes arrays and mapped memoryviews as they are: one copy, in C.
-    return {
-        "meta": marshal.dumps(meta),
+    meta_bytes = marshal.dumps(meta)
+    # bytes.join takes arrays and memoryviews as they are: one copy, in C.
+    sections = {
+        "meta": meta_bytes,
         "records": b"".join(records),
-        "term_crcs": array("I", map(crcs.__getitem__, order)).tobytes(),
-        "term_text_starts": text_starts.tobytes(),
-        "term_text": b"".join(texts),
-        "term_starts": posting_starts.tobytes(),
-        "term_tops": array("f", list(map(tops.__getitem__, order))).tobytes(),
+        "terms": b"".join(blocks),
         "slots": b"".join(numbers),
         "weights": b"".join(weights),
     }
+    return sections, zlib.crc32(meta_bytes)
 
 
 def _write(path: Path, header: dict, sections: dict[str, bytes]) -> None:
-    placed: dict[str, tuple[int, int, list[int]]] = {}
+    placed: dict[str, tuple[int, int]] = {}
     # The header's size depends on the offsets it holds: place the sections after a
     # generous allowance, then fill the gap.
-    allowance = 4096 + 16 * sum(len(data) >> CHUNK_SHIFT for data in sections.values())
+    allowance = 4096
     offset = 16 + allowance
     for name, data in sections.items():
         offset = (offset + 7) & ~7
-        chunks = [
-            zlib.crc32(data[start : start + (1 << CHUNK_SHIFT)])
-            for start in range(0, len(data), 1 << CHUNK_SHIFT)
-        ]
-        placed[name] = (offset, len(data), chunks)
+        placed[name] = (offset, len(data))
         offset += len(data)
     header = dict(header, sections=placed, size=offset)
     body = marshal.dumps(header)

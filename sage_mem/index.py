@@ -100,7 +100,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from itertools import compress, filterfalse, repeat
-from operator import add, eq, ge, itemgetter, mul, not_
+from operator import add, eq, itemgetter, mul, not_
 from typing import NamedTuple, Protocol, TypeVar
 
 from .memory import CATEGORIES, Memory, parse_moment
@@ -886,16 +886,22 @@ class Index:
         closed = False
         for item in ordered:
             weight = item.weight
-            if len(scores) > count and item.size > _SHORT_LIST:
+            if (
+                len(scores) > count and item.size > _SHORT_LIST
+                # Else even the best candidate could not close the door (kth <= best):
+                # no need to rank them all.
+                and (closed or max(scores.values()) > remaining)
+            ):
                 kth = _kth_best(scores, count, passes, factor)
                 if not closed:
                     closed = kth > remaining * boost
                 if closed and len(scores) > 2 * count:
                     # Candidates that cannot reach the k-th best even with every list
                     # still to come: looking them up would only cost time.
-                    reach = map(add, scores.values(), repeat(remaining))
-                    bounds = map(mul, reach, map(factor, list(scores)))
-                    scores = dict(compress(scores.items(), map(ge, bounds, repeat(kth))))
+                    # (score + remaining) * factor < kth for them, and factor <= boost: a
+                    # threshold on the raw score alone, a hair low for rounding.
+                    floor = kth / boost - remaining - 1e-9
+                    scores = dict(compress(scores.items(), map(floor.__le__, scores.values())))
             remaining -= item.ceiling
             for numbers, weights in item.parts:
                 if closed:
