@@ -391,3 +391,25 @@ def test_a_build_with_files_just_written_keeps_its_own_index(folder: Path, state
     built = MemoryStore(folder, state_dir=state)
     assert built.index._backing is None  # a racy file: the cache is not trusted for it yet
     assert [hit.id for hit in built.search("written a moment ago")][:1] == ["note_new"]
+
+
+def _sections(data: bytes) -> dict[str, tuple[int, int]]:
+    import marshal
+
+    length = int.from_bytes(data[8:16], "little")
+    return marshal.loads(data[16 + 4 : 16 + length])["sections"]
+
+
+@pytest.mark.parametrize("section", ["meta", "records", "terms", "slots", "weights"])
+@pytest.mark.parametrize("where", [0.0, 0.5, 0.999])
+def test_a_bit_flipped_in_any_section_is_caught_or_harmless(
+    folder: Path, state: Path, tmp_path: Path, section: str, where: float
+) -> None:
+    first = MemoryStore(folder, state_dir=state)
+    path = cache_module.cache_path(first.folder)
+    data = path.read_bytes()
+    offset, length = _sections(data)[section]
+    path.write_bytes(flip(data, offset + int(length * where), 0x04))
+    warm = MemoryStore(folder, state_dir=state)
+    # Every query term's block and postings and every record are read, and checked.
+    assert state_of(warm) == state_of(fresh(folder, tmp_path))
