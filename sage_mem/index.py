@@ -340,7 +340,6 @@ class Index:
         # Per live id.
         self._number: dict[str, int] = {}
         self._memories: dict[str, Memory] = {}
-        self._archived_count = 0
         # Postings held in memory (every memory's, unless loaded from the cache).
         self._postings: dict[str, tuple[array, array]] = {}
         self._tops: dict[str, float] = {}
@@ -470,7 +469,6 @@ class Index:
         self._categories.append(memory.category)
         self._projects.append(memory.project)
         self._archived.append(1 if memory.archived else 0)
-        self._archived_count += bool(memory.archived)
         self._lengths[number] = lengths
         self._length_sums.update(dict(zip(FIELDS, lengths, strict=True)))
         return number
@@ -579,7 +577,6 @@ class Index:
         self._ids[number] = None
         self._boost[number] = 0.0
         self._shown[number] = 0.0
-        self._archived_count -= self._archived[number]
         self._archived[number] = 0
         self._lengths.pop(number, None)
         self._moments.pop(number, None)
@@ -716,7 +713,6 @@ class Index:
         index._boost = array("d", map(add, repeat(0.8), map(mul, repeat(0.4), columns.trusts)))
         index._shown = array("d", map(mul, index._boost, map(not_, columns.archived)))
         index._archived = bytearray(columns.archived)
-        index._archived_count = sum(index._archived)
         index._updated = columns.updated
         index._categories = columns.categories
         index._projects = columns.projects
