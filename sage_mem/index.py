@@ -215,7 +215,10 @@ def word_pairs(terms: Sequence[str]) -> list[str]:
     if len(terms) < 2:
         return []
     distinct = set(terms)
-    latin = set(filterfalse(_not_word_match(), distinct))
+    if "".join(distinct).isascii():
+        latin = distinct  # a CJK term is never ASCII (nor is `~` and a CJK character)
+    else:
+        latin = set(filterfalse(_not_word_match(), distinct))
     following = terms[1:]
     if len(latin) == len(distinct) and not any(map(eq, terms, following)):
         # Only words, none repeated in place (the common case): no test per pair.
