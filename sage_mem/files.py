@@ -13,28 +13,70 @@ user never asked us to touch.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import re
-import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date, datetime
 from pathlib import Path
-from typing import Any
-
-import yaml
+from typing import TYPE_CHECKING, Any
 
 from .errors import InvalidMemory
 from .memory import iso_datetime
 
+if TYPE_CHECKING:
+    import yaml
+
 DELETE = object()
 """Sentinel for `edit_frontmatter`: remove this key."""
 
-_Loader = type("_Loader", (getattr(yaml, "CSafeLoader", yaml.SafeLoader),), {})
+_TIMESTAMP_TAG = "tag:yaml.org,2002:timestamp"
+_STR_TAG = "tag:yaml.org,2002:str"
+_LINE_BREAKS = "\n\r\x85\u2028\u2029"
+# A frontmatter holds a few dozen values; YAML aliases let a few lines stand for
+# billions ("billion laughs"). Shared, they cost nothing to load, but any code
+# that walks or compares the values would run for ever: such a file is refused.
+MAX_EXPANDED_VALUES = 100_000
+
+
+@dataclass(frozen=True)
+class _Yaml:
+    loader: type[yaml.SafeLoader]
+    dumper: type[yaml.SafeDumper]
+    timestamp: re.Pattern[str]
+    constructing: yaml.SafeLoader
+    """A loader instance whose scalar constructors the fast path calls (they keep no state)."""
+
+
+@functools.cache
+def _yaml() -> _Yaml:
+    """Our PyYAML loader and dumper, made on first use: importing yaml costs ~10 ms."""
+    import yaml
+
+    loader = type("_Loader", (getattr(yaml, "CSafeLoader", yaml.SafeLoader),), {})
+    loader.add_constructor(_TIMESTAMP_TAG, _timestamp_as_iso)
+    timestamp = next(
+        regexp for regexp_list in yaml.SafeLoader.yaml_implicit_resolvers.values()
+        for tag, regexp in regexp_list if tag == _TIMESTAMP_TAG
+    )
+    dumper = type("_Dumper", (yaml.SafeDumper,), {})
+    dumper.add_representer(str, _represent_str)
+    dumper.add_representer(list, _represent_list)
+    dumper.add_representer(tuple, _represent_list)
+    dumper.add_representer(dict, _represent_dict)
+    # ISO dates are written as plain scalars: our loader reads them back as the same text.
+    dumper.yaml_implicit_resolvers = {
+        first: [(tag, regexp) for tag, regexp in resolvers if tag != _TIMESTAMP_TAG]
+        for first, resolvers in yaml.SafeDumper.yaml_implicit_resolvers.items()
+    }
+    return _Yaml(loader, dumper, timestamp, loader(""))
 
 
 def _timestamp_as_iso(loader: yaml.SafeLoader, node: yaml.Node) -> str:
+    import yaml
+
     try:
         value = yaml.SafeLoader.construct_yaml_timestamp(loader, node)  # type: ignore[arg-type]
     except (ValueError, OverflowError):
@@ -45,7 +87,9 @@ def _timestamp_as_iso(loader: yaml.SafeLoader, node: yaml.Node) -> str:
 
 def _timestamp_text(text: str) -> str:
     """The string our loader makes of `text` written as a plain timestamp scalar."""
-    node = yaml.ScalarNode("tag:yaml.org,2002:timestamp", text)
+    import yaml
+
+    node = yaml.ScalarNode(_TIMESTAMP_TAG, text)
     try:
         return _iso(yaml.SafeLoader.construct_yaml_timestamp(yaml.SafeLoader(""), node))
     except ValueError:
@@ -60,17 +104,6 @@ def _iso(value: Any) -> str:
     return str(value)
 
 
-_Loader.add_constructor("tag:yaml.org,2002:timestamp", _timestamp_as_iso)
-_TIMESTAMP = next(
-    regexp for regexp_list in yaml.SafeLoader.yaml_implicit_resolvers.values()
-    for tag, regexp in regexp_list if tag == "tag:yaml.org,2002:timestamp"
-)
-
-
-class _Dumper(yaml.SafeDumper):
-    """Writes ISO dates as plain scalars: our loader reads them back as the same text."""
-
-
 def _represent_list(dumper: yaml.SafeDumper, data: list[Any]) -> yaml.Node:
     scalars = all(isinstance(item, (str, int, float, bool)) or item is None for item in data)
     return dumper.represent_sequence("tag:yaml.org,2002:seq", data, flow_style=scalars)
@@ -80,37 +113,22 @@ def _represent_dict(dumper: yaml.SafeDumper, data: dict[Any, Any]) -> yaml.Node:
     return dumper.represent_mapping("tag:yaml.org,2002:map", data.items(), flow_style=False)
 
 
-_LINE_BREAKS = "\n\r\x85\u2028\u2029"
-# A frontmatter holds a few dozen values; YAML aliases let a few lines stand for
-# billions ("billion laughs"). Shared, they cost nothing to load, but any code
-# that walks or compares the values would run for ever: such a file is refused.
-MAX_EXPANDED_VALUES = 100_000
-
-
 def _represent_str(dumper: yaml.SafeDumper, data: str) -> yaml.Node:
     # Timestamps are written plain (our loader reads `2026-11-29T18:00:00Z` back as
     # the same text), but a string such as "2026-11-29 18:00:00" would come back
     # as "2026-11-29T18:00:00": quote exactly the strings that would not survive.
-    if _TIMESTAMP.match(data) and _timestamp_text(data) != data:
-        return dumper.represent_scalar("tag:yaml.org,2002:str", data, style="'")
+    if _yaml().timestamp.match(data) and _timestamp_text(data) != data:
+        return dumper.represent_scalar(_STR_TAG, data, style="'")
     if any(ch in data for ch in _LINE_BREAKS):
         # Escaped in double quotes, the value stays on one line (PyYAML would
         # otherwise fold it over several, mangling YAML 1.1 breaks like U+0085).
-        return dumper.represent_scalar("tag:yaml.org,2002:str", data, style='"')
+        return dumper.represent_scalar(_STR_TAG, data, style='"')
     return dumper.represent_str(data)
 
 
-_Dumper.add_representer(str, _represent_str)
-_Dumper.add_representer(list, _represent_list)
-_Dumper.add_representer(tuple, _represent_list)
-_Dumper.add_representer(dict, _represent_dict)
-_Dumper.yaml_implicit_resolvers = {
-    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
-    for first, resolvers in yaml.SafeDumper.yaml_implicit_resolvers.items()
-}
-
 _DELIMITER = re.compile(r"^---[ \t]*\r?\n?$")
-_CLOSING = re.compile(r"^(---|\.\.\.)[ \t]*\r?\n?$")
+# A closing line (`---` or `...`), searched for in the whole text.
+_CLOSING_LINE = re.compile(r"^(?:---|\.\.\.)[ \t]*\r?$", re.MULTILINE)
 _TOP_KEY = re.compile(
     r"""^(?:"[^"]*"|'[^']*'|[^\s#'"\-?:][^:]*?|-[^\s:][^:]*?)[ \t]*:(?:[ \t]|\r?\n|$)"""
 )
@@ -173,24 +191,29 @@ def parse_bytes(raw: bytes, path: Path | str = "<memory>") -> ParsedFile:
     if "\r\n" in text:
         problems.append("CRLF line endings")
 
-    lines = split_lines(text)
-    if not lines or not _DELIMITER.match(lines[0]):
+    # The first line, then the first closing line after it, found in the text
+    # itself rather than in a list of all its lines: the body is never split.
+    first_end = text.find("\n") + 1 or len(text)
+    opening = text[:first_end]
+    if not opening or not _DELIMITER.match(opening):
         problems.append("no frontmatter")
         # Rewritable: a tool edit adds a frontmatter block above the untouched text.
         return ParsedFile({}, text, None, newline, bom, tuple(problems), True, digest)
 
-    closing = next((i for i in range(1, len(lines)) if _CLOSING.match(lines[i])), None)
+    closing = _CLOSING_LINE.search(text, first_end)
     rewritable = True
     if closing is None:
         problems.append("frontmatter has no closing ---")
         rewritable = False
+        lines = split_lines(text)
         end = next(
             (i for i in range(1, len(lines)) if not _may_be_frontmatter(lines[i])), len(lines)
         )
         fm_text, body, closing_line = "".join(lines[1:end]), "".join(lines[end:]), ""
     else:
-        fm_text, body = "".join(lines[1:closing]), "".join(lines[closing + 1 :])
-        closing_line = lines[closing]
+        closing_end = text.find("\n", closing.start()) + 1 or len(text)
+        fm_text, body = text[first_end : closing.start()], text[closing_end:]
+        closing_line = text[closing.start() : closing_end]
 
     meta = _load_yaml(fm_text, path)
     _check_expansion(meta, path)
@@ -202,7 +225,7 @@ def parse_bytes(raw: bytes, path: Path | str = "<memory>") -> ParsedFile:
     meta = {str(key): value for key, value in meta.items()}
     return ParsedFile(
         meta, body, fm_text, newline, bom, tuple(problems), rewritable, digest,
-        opening=lines[0], closing=closing_line,
+        opening=opening, closing=closing_line,
     )
 
 
@@ -217,8 +240,13 @@ def _may_be_frontmatter(line: str) -> bool:
 def _load_yaml(fm_text: str, path: Path | str) -> Any:
     if not fm_text.strip():
         return None
+    simple = _simple_mapping(fm_text)
+    if simple is not None:
+        return simple
+    import yaml
+
     try:
-        return yaml.load(fm_text, Loader=_Loader)  # noqa: S506 - a safe loader subclass
+        return yaml.load(fm_text, Loader=_yaml().loader)  # noqa: S506 - a safe loader subclass
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         if exc.context_mark is not None and mark is not None and mark.line >= fm_text.count("\n"):
@@ -240,8 +268,152 @@ def _load_yaml(fm_text: str, path: Path | str) -> Any:
         raise InvalidMemory(f"{path}: frontmatter nested too deeply", path=path) from None
 
 
+# Most frontmatter is a column of `key: value` lines with one-line values. Read
+# by PyYAML, each costs a node, a resolver pass and a constructor call made in
+# Python; `_simple_mapping` reads exactly that shape itself and hands anything
+# else to PyYAML. It only splits lines into keys and scalar texts: which value
+# a scalar stands for (`yes`, `0x1F`, `2026-11-29`, `~`) is still decided by
+# PyYAML's own resolvers and constructors. tests/test_parse_speed_equivalence.py
+# compares the two readings on tricky and on generated frontmatter.
+
+# Printable characters but the tab, CR (CRLF is made LF first), the YAML 1.1
+# line breaks U+0085, U+2028, U+2029, and a byte order mark: the C parser has
+# rules for each, which the fast path does not copy.
+# Compiled on first parse: its class costs ~2 ms, and a hook process that answers
+# from the cache parses nothing.
+@functools.cache
+def _simple_text() -> re.Pattern[str]:
+    return re.compile(
+        "[\n\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]*"
+    )
+
+
+_SIMPLE_LINE = re.compile(r"([A-Za-z_][A-Za-z0-9_-]{0,127}):(?: +|$)(.*)")
+# Characters that cannot start a plain scalar, or start one only in some contexts.
+_NOT_PLAIN_START = frozenset("-?:,[]{}#&*!|>'\"%@`")
+_SINGLE_QUOTED = re.compile(r"'((?:[^']|'')*)' *(?: #.*)?")
+_DOUBLE_QUOTED = re.compile(r'"([^"\\]*)" *(?: #.*)?')
+_FLOW_SEQUENCE = re.compile(r"\[([^\[\]{}#'\":]*)\] *(?: #.*)?")
+# Tags whose constructors turn a plain scalar into a value without raising an
+# error of their own design (the others are left to PyYAML to refuse).
+_SIMPLE_TAGS = frozenset(
+    f"tag:yaml.org,2002:{name}" for name in ("null", "bool", "int", "float", "timestamp")
+)
+# The two timestamps the tool writes. `_timestamp_as_iso` gives back such a text
+# unchanged: as the ISO form of the date or UTC time it names, or, when it names
+# none (`2026-02-30`), as written.
+_ISO_AS_WRITTEN = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}(?:T[0-9]{2}:[0-9]{2}:[0-9]{2}Z)?")
+
+
+class _NotSimple(Exception):
+    """Raised inside the fast path for anything it leaves to PyYAML."""
+
+
+def _simple_mapping(fm_text: str) -> dict[str, Any] | None:
+    """`fm_text` as PyYAML reads it, when it is only `key: value` lines; else None."""
+    if "\r" in fm_text:
+        fm_text = fm_text.replace("\r\n", "\n")
+    if _simple_text().fullmatch(fm_text) is None:
+        return None
+    kit = _yaml()
+    resolvers = kit.loader.yaml_implicit_resolvers
+    if kit.loader.yaml_path_resolvers or None in resolvers:
+        return None
+    mapping: dict[str, Any] = {}
+    try:
+        for line in fm_text.split("\n"):
+            if not line.strip(" ") or line[0] == "#":  # blank, or a comment
+                continue
+            match = _SIMPLE_LINE.match(line)
+            if match is None:
+                return None
+            key, text = match.groups()
+            if key[0] in resolvers and _resolve(kit, key) != _STR_TAG:  # `yes:`, `null:`
+                return None
+            first = text[:1]
+            if first and first not in _NOT_PLAIN_START:
+                # A plain scalar, the common case: up to a comment, without trailing spaces.
+                cut = text.find(" #")
+                scalar = (text if cut < 0 else text[:cut]).rstrip(" ")
+                if ": " in scalar or scalar[-1] == ":":
+                    return None
+                mapping[key] = _plain(scalar, kit) if first in resolvers else scalar
+            else:
+                mapping[key] = _simple_value(text, kit)
+    except _NotSimple:
+        return None
+    return mapping or None
+
+
+def _simple_value(text: str, kit: _Yaml) -> Any:
+    """The value written as `text` after `key: `, other than a plain scalar; or _NotSimple."""
+    first = text[:1]
+    if not first or first == "#":  # `key:`, `key: # comment`
+        return _plain("", kit)
+    if first == "'":
+        match = _SINGLE_QUOTED.fullmatch(text)
+        if match is None:
+            raise _NotSimple
+        return match.group(1).replace("''", "'")
+    if first == '"':
+        match = _DOUBLE_QUOTED.fullmatch(text)
+        if match is None:
+            raise _NotSimple
+        return match.group(1)
+    if first == "[":
+        match = _FLOW_SEQUENCE.fullmatch(text)
+        if match is None:
+            raise _NotSimple
+        inside = match.group(1)
+        if not inside.strip(" "):
+            return []
+        items = [item.strip(" ") for item in inside.split(",")]
+        if any(not item or item[0] in _NOT_PLAIN_START for item in items):
+            raise _NotSimple
+        return [_plain(item, kit) for item in items]
+    raise _NotSimple
+
+
+def _resolve(kit: _Yaml, text: str) -> str:
+    """The tag of a plain scalar, as `yaml.resolver.Resolver.resolve` decides it."""
+    resolvers = kit.loader.yaml_implicit_resolvers
+    for tag, regexp in resolvers.get(text[:1], []) + resolvers.get(None, []):
+        if regexp.match(text):
+            return tag
+    return _STR_TAG
+
+
+def _plain(text: str, kit: _Yaml) -> Any:
+    """A plain scalar's value, made by the constructor PyYAML would call."""
+    tag = _resolve(kit, text)
+    if tag == _STR_TAG:
+        return text
+    if tag not in _SIMPLE_TAGS:
+        raise _NotSimple
+    constructor = kit.loader.yaml_constructors[tag]
+    if constructor is _timestamp_as_iso and _ISO_AS_WRITTEN.fullmatch(text):
+        return text
+    import yaml
+
+    try:
+        return constructor(kit.constructing, yaml.ScalarNode(tag, text))
+    except Exception:  # noqa: BLE001 - PyYAML raises it again, as the caller expects
+        raise _NotSimple from None
+
+
 def _check_expansion(value: Any, path: Path | str) -> None:
     """Raise InvalidMemory for frontmatter that expands past MAX_EXPANDED_VALUES or into itself."""
+    if isinstance(value, dict):
+        # Flat, as nearly all frontmatter is (scalars, lists of scalars): no walk needed.
+        total = 1 + len(value)
+        for child in value.values():
+            if isinstance(child, list) and not any(isinstance(x, (list, dict)) for x in child):
+                total += len(child)
+            elif isinstance(child, (list, dict)):
+                break
+        else:
+            if total <= MAX_EXPANDED_VALUES:
+                return
     sizes: dict[int, int] = {}
     open_: set[int] = set()
 
@@ -277,8 +449,11 @@ def _check_expansion(value: Any, path: Path | str) -> None:
 
 def dump_value(key: str, value: Any) -> str:
     """One top-level `key: value` entry as YAML text, ending with a newline."""
+    import yaml
+
     return yaml.dump(
-        {key: value}, Dumper=_Dumper, allow_unicode=True, sort_keys=False, width=1_000_000,
+        {key: value}, Dumper=_yaml().dumper, allow_unicode=True, sort_keys=False,
+        width=1_000_000,
     )
 
 
@@ -418,8 +593,10 @@ def _dump_lines(items: Mapping[str, Any], nl: str) -> str:
 
 
 def _reads_as(fm_text: str, expected: Mapping[str, Any]) -> bool:
+    import yaml
+
     try:
-        data = yaml.load(fm_text, Loader=_Loader)  # noqa: S506
+        data = yaml.load(fm_text, Loader=_yaml().loader)  # noqa: S506
     except (yaml.YAMLError, RecursionError):
         return False
     if data is None:
@@ -440,7 +617,7 @@ def atomic_write(path: Path, data: bytes, *, mode: int = 0o600) -> None:
     # The name is cut so that a long memory name plus the suffix stays under the
     # 255-byte limit of a file name.
     stem = path.name.encode("utf-8")[:200].decode("utf-8", "ignore")
-    tmp = path.with_name(f".{stem}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    tmp = path.with_name(f".{stem}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
     try:
         try:

@@ -21,13 +21,19 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from functools import lru_cache
+from itertools import filterfalse
 
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
+_CJK_RUN = re.compile(rf"([{_CJK}]+)")
 # A word is a run of letters and digits that are not CJK, so "用pytest跑测试"
 # gives the word "pytest" between two CJK runs.
-_TOKEN = re.compile(rf"([{_CJK}]+)|([^\W_{_CJK}]+)")
-_HAS_CJK = re.compile(rf"[{_CJK}]")
+_WORD = re.compile(rf"[^\W_{_CJK}]+")
+# The ideographic space and the full-width forms of ASCII, with their NFKD forms.
+_FULL_WIDTH = re.compile("[\u3000\uff01-\uff5e]")
+_NARROW = {
+    char: unicodedata.normalize("NFKD", char)
+    for char in ["\u3000", *map(chr, range(0xFF01, 0xFF5F))]
+}
 
 # The Snowball English stop list, plus a few words so common in notes that
 # they carry no topic ("also", "get", "got", "let").
@@ -63,23 +69,37 @@ CHINESE_STOP_CHARS = frozenset(
     + "地得了着过是在和与及也都就又很把被给让对从向"
     + "我你您他她它这那有会要个之其而或么哪谁"
 )
+# The lookahead on first characters is only for speed: without it the regex
+# engine tries all forty alternatives at every character of a run.
 _CHINESE_STOP = re.compile(
-    "|".join(sorted(CHINESE_STOP_WORDS, key=len, reverse=True)) + f"|[{CHINESE_BREAKS}]"
+    "(?=[" + "".join(sorted({w[0] for w in CHINESE_STOP_WORDS} | set(CHINESE_BREAKS))) + "])(?:"
+    + "|".join(sorted(CHINESE_STOP_WORDS, key=len, reverse=True)) + f"|[{CHINESE_BREAKS}])"
 )
 
 # Question frames: "how many", "how long", "what kind of" say what shape the
 # answer has, not what it is about, and would match stray "long"s and "kind"s.
 QUESTION_FRAMES = frozenset(("many", "much", "long", "often"))
 FRAME_NOUNS = frozenset(("kind", "kinds", "type", "types", "sort", "sorts"))
+_FRAME_WORDS = QUESTION_FRAMES | FRAME_NOUNS
 
 
 def fold(text: str) -> str:
     """NFKC and lower case: full-width letters and digits meet their ASCII forms."""
+    if not text.isascii():
+        # NFKC returns at once a text that is already in NFKC, but a single
+        # full-width comma (in most Chinese sentences) makes it normalize the
+        # whole text, slowly. Each such character is first replaced by its own
+        # NFKD form: NFKC composes the NFKD of a text, which this leaves as it is.
+        text = _FULL_WIDTH.sub(_narrow, text)
     return unicodedata.normalize("NFKC", text).lower()
 
 
+def _narrow(match: re.Match[str]) -> str:
+    return _NARROW[match.group()]
+
+
 def has_cjk(text: str) -> bool:
-    return _HAS_CJK.search(text) is not None
+    return _CJK_RUN.search(text) is not None
 
 
 def words(text: str) -> list[str]:
@@ -96,32 +116,60 @@ def bigrams(run: str) -> list[str]:
 
 def tokenize(text: str) -> list[str]:
     """Index terms of `text`: stemmed words, CJK bigrams, and CJK unigrams prefixed `~`."""
+    folded = fold(text)
+    if folded.isascii():
+        return _word_terms(_WORD.findall(folded))
+    # Alternating stretches: text between CJK runs (odd ones), then a CJK run.
     out: list[str] = []
-    matches = list(_TOKEN.finditer(fold(text)))
+    for i, part in enumerate(_CJK_RUN.split(folded)):
+        out += cjk_terms(part) if i % 2 else _word_terms(_WORD.findall(part))
+    return out
+
+
+def _word_terms(found: list[str]) -> list[str]:
+    """Terms of the words between two CJK runs (a question frame never spans a CJK run)."""
+    if _FRAME_WORDS.isdisjoint(found):
+        # The common case, done in C: drop stop words, look up (or make) each stem.
+        return list(map(_STEMS.__getitem__, filterfalse(ENGLISH_STOP_WORDS.__contains__, found)))
+    out: list[str] = []
     previous = ""
-    for i, match in enumerate(matches):
-        cjk, word = match.groups()
-        if cjk:
-            previous = ""
-            out.extend(cjk_terms(cjk))
-            continue
+    for i, word in enumerate(found):
         frame = (previous == "how" and word in QUESTION_FRAMES) or (
-            word in FRAME_NOUNS and i + 1 < len(matches) and matches[i + 1].group(2) == "of"
+            word in FRAME_NOUNS and i + 1 < len(found) and found[i + 1] == "of"
         )
         previous = word
         if not frame and word not in ENGLISH_STOP_WORDS:
-            out.append(stem(word))
+            out.append(_STEMS[word])
     return out
 
 
 def cjk_terms(run: str) -> list[str]:
     """Terms of one CJK run: bigrams of each stretch between function words, then its characters."""
     out: list[str] = []
+    unigram = _UNIGRAMS.__getitem__
     for segment in _CHINESE_STOP.split(run):
         if len(segment) > 1:
-            out.extend(bigrams(segment))
-        out.extend("~" + char for char in segment if char not in CHINESE_STOP_CHARS)
+            out += [segment[i : i + 2] for i in range(len(segment) - 1)]
+        out += filter(None, map(unigram, segment))
     return out
+
+
+class _UnigramTerms(dict[str, str]):
+    """Character -> its unigram term (`~` + character), or "" for a function character.
+
+    Looked up in C for each character of a run; one string per character rather
+    than a new one per occurrence (whose hash the index then computes again).
+    """
+
+    def __missing__(self, char: str) -> str:
+        term = "" if char in CHINESE_STOP_CHARS else "~" + char
+        if len(self) < _UNIGRAMS_LIMIT:
+            self[char] = term
+        return term
+
+
+_UNIGRAMS_LIMIT = 1 << 15
+_UNIGRAMS = _UnigramTerms()
 
 
 def is_unigram(term: str) -> bool:
@@ -132,7 +180,7 @@ def is_unigram(term: str) -> bool:
 def is_word(term: str) -> bool:
     """True for a Latin (or digit) word term, as opposed to a CJK bigram or unigram."""
     # Words never hold a CJK character and bigrams hold nothing else: the first says which.
-    return bool(term) and term[0] != "~" and _HAS_CJK.match(term) is None
+    return bool(term) and term[0] != "~" and _CJK_RUN.match(term) is None
 
 
 # Porter2, after https://snowballstem.org/algorithms/english/stemmer.html.
@@ -171,11 +219,36 @@ _STEP4 = (
     "ement", "ance", "ence", "able", "ible", "ment", "ant", "ent", "ism", "ate", "iti", "ous",
     "ive", "ize", "ion", "al", "er", "ic",
 )
+# One `endswith` over all of a step's suffixes skips the step for most words.
+_STEP2_SUFFIXES = tuple(suffix for suffix, _ in _STEP2)
+_STEP3_SUFFIXES = tuple(suffix for suffix, _ in _STEP3)
+_VOWEL_CONSONANT = re.compile("[aeiouy][^aeiouy]")
 
 
-@lru_cache(maxsize=65536)
 def stem(word: str) -> str:
     """The Porter2 (Snowball English) stem of a lower-case word; other words pass unchanged."""
+    return _STEMS[word]
+
+
+class _StemCache(dict[str, str]):
+    """Word -> stem, filled on first use; `tokenize` looks words up in C, through `map`.
+
+    Emptied when full rather than kept in LRU order: a stem is cheap to redo.
+    """
+
+    def __missing__(self, word: str) -> str:
+        result = _stem(word)
+        if len(self) >= _STEMS_LIMIT:
+            self.clear()
+        self[word] = result
+        return result
+
+
+_STEMS_LIMIT = 1 << 16
+_STEMS = _StemCache()
+
+
+def _stem(word: str) -> str:
     if len(word) <= 2 or not word.isascii() or not word.isalpha():
         return word
     if word in _EXCEPTIONS:
@@ -187,7 +260,7 @@ def stem(word: str) -> str:
         return w
     w = _step1b(w, r1)
     w = _step1c(w)
-    w = _replace_in(w, _STEP2, r1, step2=True)
+    w = _step2(w, r1)
     w = _step3(w, r1, r2)
     w = _step4(w, r2)
     w = _step5(w, r1, r2)
@@ -196,6 +269,8 @@ def stem(word: str) -> str:
 
 def _mark_y(word: str) -> str:
     # A consonant y (initial, or after a vowel) is written Y so that it is not a vowel.
+    if "y" not in word:
+        return word
     chars = list(word)
     if chars[0] == "y":
         chars[0] = "Y"
@@ -206,17 +281,17 @@ def _mark_y(word: str) -> str:
 
 
 def _regions(word: str) -> tuple[int, int]:
-    r1 = next((len(p) for p in _R1_PREFIXES if word.startswith(p)), None)
-    if r1 is None:
+    if word.startswith(_R1_PREFIXES):
+        r1 = next(len(p) for p in _R1_PREFIXES if word.startswith(p))
+    else:
         r1 = _after_vowel_consonant(word, 0)
     return r1, _after_vowel_consonant(word, r1)
 
 
 def _after_vowel_consonant(word: str, start: int) -> int:
-    for i in range(start + 1, len(word)):
-        if word[i] not in _VOWELS and word[i - 1] in _VOWELS:
-            return i + 1
-    return len(word)
+    # Just past the first non-vowel that follows a vowel, both at or after `start`.
+    match = _VOWEL_CONSONANT.search(word, start)
+    return match.end() if match else len(word)
 
 
 def _has_vowel(text: str) -> bool:
@@ -278,24 +353,26 @@ def _step1c(w: str) -> str:
     return w
 
 
-def _replace_in(w: str, table: tuple[tuple[str, str], ...], r1: int, *, step2: bool) -> str:
+def _step2(w: str, r1: int) -> str:
     # The longest matching suffix decides; it is replaced only when it lies in R1.
-    for suffix, replacement in table:
+    if not w.endswith(_STEP2_SUFFIXES):
+        return w
+    for suffix, replacement in _STEP2:
         if w.endswith(suffix):
             start = len(w) - len(suffix)
             if start < r1:
                 return w
-            if step2 and suffix == "ogi" and not w[:start].endswith("l"):
+            if suffix in ("ogi", "ogist") and not w[:start].endswith("l"):
                 return w
-            if step2 and suffix == "li" and (start == 0 or w[start - 1] not in _LI_ENDINGS):
-                return w
-            if step2 and suffix == "ogist" and not w[:start].endswith("l"):
+            if suffix == "li" and (start == 0 or w[start - 1] not in _LI_ENDINGS):
                 return w
             return w[:start] + replacement
     return w
 
 
 def _step3(w: str, r1: int, r2: int) -> str:
+    if not w.endswith(_STEP3_SUFFIXES):
+        return w
     for suffix, replacement in _STEP3:
         if w.endswith(suffix):
             start = len(w) - len(suffix)
@@ -306,6 +383,8 @@ def _step3(w: str, r1: int, r2: int) -> str:
 
 
 def _step4(w: str, r2: int) -> str:
+    if not w.endswith(_STEP4):
+        return w
     for suffix in _STEP4:
         if w.endswith(suffix):
             start = len(w) - len(suffix)
