@@ -861,20 +861,38 @@ class MemoryStore:
             self._seen[str(path)] = (st.st_size, st.st_mtime_ns, st.st_ino)
             self._problems.pop(str(path), None)
             self.index.put(memory)
-            # Called with the write lock held. Not fsynced: a count lost in a crash is
-            # followed by a fresh start (a reload) in every process that matters.
-            generation = self._read_generation() + 1
-            try:
-                fd = os.open(self.folder.state_path(_GENERATION),
-                             os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-                try:
-                    os.write(fd, str(generation).encode())
-                finally:
-                    os.close(fd)
-                self._generation = generation
-            except OSError:
-                self._generation = -1  # reconcile on the next write rather than trust a guess
+            self._count_write()
         self._changed()
+
+    def _count_write(self) -> None:
+        """Count up the write generation (with the write lock held; see `_write_lock`)."""
+        # Not fsynced: a count lost in a crash is followed by a fresh start (a reload) in
+        # every process that matters.
+        generation = self._read_generation() + 1
+        try:
+            fd = os.open(self.folder.state_path(_GENERATION),
+                         os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            try:
+                os.write(fd, str(generation).encode())
+            finally:
+                os.close(fd)
+            self._generation = generation
+        except OSError:
+            self._generation = -1  # reconcile on the next write rather than trust a guess
+
+    def note_outside_writes(self) -> int:
+        """Take in changes made under the write lock by other code (a rollback), and count them.
+
+        The index is brought in line with the folder, and the write generation
+        counts up, so every other process reconciles before its next write
+        (its MEMORY.md would otherwise miss what was put back). Returns the
+        changes found.
+        """
+        with self._write_lock():
+            changed = self.reconcile()
+            with self._refresh_lock:
+                self._count_write()
+        return changed
 
     def catalog_text(self) -> str:
         """MEMORY.md as it would be written now, from the index."""

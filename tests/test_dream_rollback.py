@@ -238,3 +238,20 @@ def test_any_folder_dreamt_and_rolled_back_is_byte_identical(
     run = run_dream(store, mode="rewrite")
     rollback(store, run.run_id, scope="all")
     _assert_back_to(folder, before)
+
+
+def test_another_process_sees_a_rollback_before_its_next_write(messy: Path) -> None:
+    store = MemoryStore(messy)
+    run = run_dream(store, mode="rewrite")
+    other = MemoryStore(messy)  # no watcher: it learns of other writers only through the lock
+    after_run = {m.id for m in other.list()}
+    rollback(store, run.run_id, scope="all")
+    restored = {m.id for m in MemoryStore(messy).list()}
+    assert restored != after_run  # the rollback brought memories back (or took some away)
+    # The other store's index still holds the run's folder; its next write must not
+    # write a MEMORY.md without what the rollback put back.
+    other.write("note_after_rollback", description="written by another process", body="x")
+    catalog = (messy / "MEMORY.md").read_text(encoding="utf-8")
+    for memory_id in restored - after_run:
+        assert memory_id in catalog
+    assert {m.id for m in other.list()} == restored | {"note_after_rollback"}

@@ -303,7 +303,7 @@ class _Rollback:
                     damaged += 1
                 elif outcome:
                     done.append(action)
-            store.reconcile()
+            store.note_outside_writes()
             if any(a.action == "conflict" for a in done):
                 self._regenerate_index(manifest)
         except BaseException as exc:
