@@ -74,9 +74,9 @@ common, and a common term's long list is only looked up (by bisection) for
 the known candidates once no unseen memory could still reach the top (exact
 MaxScore pruning; see `Index._accumulate`).
 
-An index loaded from the on-disk cache (`cache.py`) reads its postings in
-place from the mapped file (the base): nothing is decoded at start, and a
-query touches only its own terms' pages. A memory changed since then gets a
+An index loaded from the on-disk cache (`cache.py`) reads a term's postings
+from the file when a query needs them (the base): nothing is decoded at
+start, and a query reads only its own terms. A memory changed since then gets a
 new number past the base and its postings go to arrays in memory; its old
 number is retired, and the base postings of retired numbers are skipped
 (their factor is 0) and subtracted from the document frequencies, so the
@@ -257,7 +257,7 @@ class BackingError(Exception):
 
 
 class Backing(Protocol):
-    """The base of an index loaded from the on-disk cache, read in place.
+    """The base of an index loaded from the on-disk cache, read from the file as needed.
 
     Memories 0 .. n-1 of the index are the cache's n memories, in its order.
     """
@@ -558,7 +558,7 @@ class Index:
             terms = list(self._weigh(self._counts(self._memory(memory_id))[0], lengths))
         self._length_sums.subtract(dict(zip(FIELDS, lengths, strict=True)))
         if number < self._base_count:
-            # Its postings stay in the mapped cache: skipped (factor 0) and not counted.
+            # Its postings stay in the cache file: skipped (factor 0) and not counted.
             self._gone.update(terms)
             self._base_retired += 1
         else:
@@ -701,7 +701,7 @@ class Index:
         half_life_days: float | None = None,
         scoring: Scoring | None = None,
     ) -> Index:
-        """An index that reads its postings and memories in place from `backing`."""
+        """An index that reads its postings and memories from `backing` as it needs them."""
         index = cls(half_life_days=half_life_days, scoring=scoring)
         index._backing = backing
         ids = columns.ids
@@ -1029,7 +1029,7 @@ _TINY = 5e-324
 
 
 def _as_array(code: str, values: Sequence) -> array:
-    """`values` as an array of `code` (a mapped memoryview is copied as bytes)."""
+    """`values` as an array of `code` (a memoryview is copied as bytes)."""
     if isinstance(values, array):
         return array(code, values)
     return array(code, memoryview(values).tobytes())

@@ -316,8 +316,8 @@ class MemoryStore:
     def _adopt_cache(self, signatures: Mapping[str, tuple[int, int, int, int] | None]) -> None:
         """After a build, answer from the cache just written, as a warm start would.
 
-        Its postings are then read in place from the mapped file instead of
-        held in memory, which for a large folder is most of a long-lived
+        Its postings are then read from the file as queries need them instead
+        of held in memory, which for a large folder is most of a long-lived
         process's memory. Only when it holds exactly what was built: every
         file unchanged since, none within the racy window.
         """

@@ -327,14 +327,14 @@ def test_the_speed_benchmark_runs_in_quick_mode(tmp_path: Path) -> None:
     assert "**search** all" in result.stdout
 
 
-def test_a_warm_store_reads_postings_in_place_and_copies_none(
+def test_a_warm_store_reads_postings_from_the_file_and_keeps_none(
     folder: Path, state: Path
 ) -> None:
     MemoryStore(folder, state_dir=state)
     warm = MemoryStore(folder, state_dir=state)
     for query in QUERIES:
         warm.search(query)
-    assert warm.index._postings == {}  # every posting it scored came from the mapped file
+    assert warm.index._postings == {}  # every posting it scored was read from the file
 
 
 def test_memories_changed_again_and_again_after_a_warm_start_score_as_a_fresh_build(
@@ -362,7 +362,7 @@ def test_memories_changed_again_and_again_after_a_warm_start_score_as_a_fresh_bu
             changed.append(path)
         warm.refresh(changed)
         warm.index.reweigh()
-        # Still reading the cache's postings in place, its old versions retired.
+        # Still reading the cache file for postings, its old versions retired.
         assert warm.index._backing is not None and warm.index._gone
         assert state_of(warm) == state_of(fresh(folder, tmp_path))
         for kwargs in ({"category": "user"}, {"tags": ["t1"]}, {"project": "p0"}):
