@@ -68,6 +68,7 @@ import hashlib
 import marshal
 import os
 import sys
+import threading
 import time
 import weakref
 import zlib
@@ -235,6 +236,18 @@ def is_archived_path(relative: str) -> bool:
 # reading
 
 
+_seek_lock = threading.Lock()
+
+
+def _pread(fd: int, length: int, offset: int) -> bytes:
+    """`length` bytes at `offset` (fewer at the end of the file), leaving no file position."""
+    if hasattr(os, "pread"):
+        return os.pread(fd, length, offset)
+    with _seek_lock:  # no pread (Windows): seek and read, one reader at a time
+        os.lseek(fd, offset, os.SEEK_SET)
+        return os.read(fd, length)
+
+
 class _File:
     """The cache file, open for `pread`: what a reader asks for, checked or refused."""
 
@@ -252,7 +265,7 @@ class _File:
         if not 0 <= start <= end <= length:
             raise CacheCorrupt(f"index cache: {section} read out of bounds")
         try:
-            data = os.pread(self.fd, end - start, offset + start)
+            data = _pread(self.fd, end - start, offset + start)
         except OSError as exc:
             raise CacheCorrupt(f"index cache: cannot read {section}: {exc}") from None
         if len(data) != end - start:
@@ -381,13 +394,13 @@ def _parse(
     fd: int, folder: MemoryFolder, scoring: Scoring, half_life_days: float | None,
 ) -> Loaded | None:
     size = os.fstat(fd).st_size
-    start = os.pread(fd, 16, 0)
+    start = _pread(fd, 16, 0)
     if len(start) < 16 or start[:8] != MAGIC:
         return None
     header_length = int.from_bytes(start[8:16], "little")
     if header_length <= 4 or 16 + header_length > size:
         return None
-    header_bytes = os.pread(fd, header_length, 16)
+    header_bytes = _pread(fd, header_length, 16)
     if zlib.crc32(header_bytes[4:]) != int.from_bytes(header_bytes[:4], "little"):
         return None
     header = marshal.loads(header_bytes[4:])

@@ -413,3 +413,13 @@ def test_a_bit_flipped_in_any_section_is_caught_or_harmless(
     warm = MemoryStore(folder, state_dir=state)
     # Every query term's block and postings and every record are read, and checked.
     assert state_of(warm) == state_of(fresh(folder, tmp_path))
+
+
+def test_without_pread_the_cache_is_read_by_seek_and_read(
+    folder: Path, state: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    MemoryStore(folder, state_dir=state)
+    monkeypatch.delattr(os, "pread")  # as on Windows
+    warm = MemoryStore(folder, state_dir=state)
+    assert warm.index._backing is not None
+    assert state_of(warm) == state_of(fresh(folder, tmp_path))
