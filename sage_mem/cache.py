@@ -76,8 +76,8 @@ from array import array
 from bisect import bisect_left
 from collections.abc import Iterator
 from dataclasses import dataclass, fields
-from itertools import accumulate
-from operator import itemgetter
+from itertools import accumulate, compress, repeat
+from operator import eq
 from pathlib import Path
 
 from .files import make_private_dirs
@@ -137,8 +137,12 @@ class Loaded:
         was read, so it does not count as unchanged; the build lists them
         (`racy`). In C, as sets: a warm start does this for every file.
         """
-        same = self.signatures.items() & current.items()
-        return set(map(itemgetter(0), same)) - self.racy
+        # Path by path in C: as sets of (path, signature) items, every tuple would be
+        # hashed (80 ms for 100,000 files).
+        absent = object()  # equal to no signature, None (a failed stat) included
+        same = map(eq, map(self.signatures.get, current, repeat(absent)), current.values())
+        kept = set(compress(current, same))
+        return kept - self.racy if self.racy else kept
 
 
 def fingerprint(scoring: Scoring) -> str:

@@ -423,3 +423,17 @@ def test_without_pread_the_cache_is_read_by_seek_and_read(
     warm = MemoryStore(folder, state_dir=state)
     assert warm.index._backing is not None
     assert state_of(warm) == state_of(fresh(folder, tmp_path))
+
+
+def test_after_a_warm_start_a_refresh_reads_only_what_changed(
+    folder: Path, state: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    MemoryStore(folder, state_dir=state)
+    warm = MemoryStore(folder, state_dir=state)
+    seen = reads(monkeypatch)
+    assert warm.refresh([folder / "note_3.md", folder / "note_4.md"]) == 0
+    assert seen == []  # what the stat walk found unchanged is known without a read
+    write(folder, "note_4", "---\ndescription: changed after the warm start\n---\n")
+    assert warm.refresh([folder / "note_3.md", folder / "note_4.md"]) == 1
+    assert seen == [folder / "note_4.md"]
+    assert [hit.id for hit in warm.search("changed after the warm start")][:1] == ["note_4"]
