@@ -80,6 +80,10 @@ for _name in ("watchdog.observers.inotify", "watchdog.observers.inotify_c"):
 
 QUIET_SECONDS = 0.05
 MAX_DELAY_SECONDS = 0.25
+# A stream of this many changed paths is a bulk change (a checkout, a pull, a sync):
+# it waits for quiet up to BULK_DELAY_SECONDS, so that it lands as one refresh.
+BULK_PATHS = 64
+BULK_DELAY_SECONDS = 2.0
 POLL_SECONDS = 1.0
 RETRY_SECONDS = 1.0
 STOP_SECONDS = 0.25
@@ -112,7 +116,9 @@ class Watcher:
     `flush_count`, `reconcile_count` and `error_count` count what it did.
 
     A save is visible after `quiet_seconds` of quiet (at most
-    `max_delay_seconds` into a continuous stream). A file moved out of the
+    `max_delay_seconds` into a continuous stream; a stream of BULK_PATHS
+    paths or more, such as a `git checkout`, waits for quiet up to
+    BULK_DELAY_SECONDS, and lands as one refresh). A file moved out of the
     folder takes about half a second more: watchdog holds an unpaired move
     that long, waiting for its other half.
     """
@@ -228,9 +234,11 @@ class Watcher:
             flush_at = math.inf
             if self._dirty:
                 # Quiet for a moment, or a continuous stream would never land.
+                longest = self.max_delay_seconds
+                if len(self._dirty) >= BULK_PATHS:
+                    longest = max(longest, BULK_DELAY_SECONDS)
                 flush_at = min(
-                    self._last_event + self.quiet_seconds,
-                    self._first_event + self.max_delay_seconds,
+                    self._last_event + self.quiet_seconds, self._first_event + longest
                 )
             reconcile = now >= self._next_reconcile
             if reconcile or now >= flush_at:

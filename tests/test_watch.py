@@ -302,6 +302,32 @@ def test_continuous_stream_of_changes_still_lands(watched, memory_dir: Path) -> 
     wait_until(keep_writing_until_visible, timeout=5, interval=0.01)
 
 
+def test_a_checkout_slower_than_the_longest_delay_still_lands_as_one_refresh(
+    watched, memory_dir: Path
+) -> None:
+    for n in range(300):
+        write_memory(memory_dir, f"co/note_{n:03}", text(f"before checkout {n}"))
+    store = watched()
+    calls: list[int] = []
+    real_refresh = store.refresh
+
+    def counting(paths):  # type: ignore[no-untyped-def]
+        paths = list(paths)
+        calls.append(len(paths))
+        return real_refresh(paths)
+
+    store.refresh = counting  # type: ignore[method-assign]
+    started = time.monotonic()
+    for n in range(300):  # over about 0.6 s: longer than MAX_DELAY_SECONDS, with no pause
+        write_memory(memory_dir, f"co/note_{n:03}", text(f"after checkout quokka {n}"))
+        time.sleep(0.002)
+    assert time.monotonic() - started > watch.MAX_DELAY_SECONDS
+    wait_until(lambda: len(store.search("quokka", limit=500)) == 300, timeout=10)
+    # The first few events may land before the stream counts as bulk; the rest, once.
+    assert len(calls) <= 2, calls
+    assert sum(calls) >= 300
+
+
 # polling mode (network drives)
 
 
