@@ -174,11 +174,38 @@ def has_secrets(text: str) -> bool:
 
 
 def redact(text: str) -> str:
-    """`text` with every likely secret masked (public prefixes kept); all else unchanged."""
+    """`text` with every likely secret masked (public prefixes kept); all else unchanged.
+
+    A private key keeps its BEGIN and END lines, and each line of key
+    material between them becomes MASK: the text keeps its lines.
+    """
     spans = _spans(text)
     if not spans:
         return text
-    return _mask(text, [(start, end, keep) for start, end, _kind, keep in spans], 0)[0]
+    masked = _mask(text, [(start, end, keep) for start, end, _kind, keep in spans], 0)[0]
+    if any(kind == "private-key" for _start, _end, kind, _keep in spans):
+        masked = _KEY_BLOCK.sub(_masked_key_block, masked)
+    return masked
+
+
+_KEY_BLOCK = re.compile(
+    r"(-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----)(.*?)"
+    r"(-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)",
+    re.DOTALL,
+)
+
+
+def _masked_key_block(match: re.Match[str]) -> str:
+    lines = match.group(2).split("\n")
+    if len(lines) == 1:
+        return match.group(0)
+    # The first piece is the rest of the BEGIN line, the last the start of the END line
+    # (with no END line, key material to the end of the text).
+    ended = bool(match.group(3))
+    inner = lines[1:-1] if ended else lines[1:]
+    masked = [MASK if line.strip() else line for line in inner]
+    tail = [lines[-1]] if ended else []
+    return match.group(1) + "\n".join([lines[0], *masked, *tail]) + match.group(3)
 
 
 def _spans(text: str) -> list[tuple[int, int, str, int]]:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from .credentials import MASK, find_secrets, redact
+from .credentials import find_secrets, redact
 from .files import atomic_write, make_private_dirs
 from .index import Hit
 from .injection import find_injections
@@ -150,18 +150,7 @@ def _masked(memory: Memory, text: str) -> str:
         "memory %s: masked %d likely secret(s) (%s) in the injected text; see `sage-mem audit`",
         memory.id, len(matches), kinds,
     )
-    masked = redact(text)
-    if any(match.kind == "private-key" for match in matches):
-        # `redact` masks a key block's header line; the key material below it must go too.
-        masked = _KEY_BLOCK.sub(r"\1\n" + MASK + r"\n\2", masked)
-    return masked
-
-
-_KEY_BLOCK = re.compile(
-    r"(-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----).*?"
-    r"(-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)",
-    re.DOTALL,
-)
+    return redact(text)
 
 
 def compose(

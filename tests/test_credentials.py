@@ -175,3 +175,22 @@ def test_redact_masks_every_secret_and_keeps_everything_else() -> None:
     text = f"line one\r\npassword=hunter2x\nkey {GITHUB} here\n猫叫芝麻\n"
     assert redact(text) == "line one\r\npassword=****\nkey ghp_**** here\n猫叫芝麻\n"
     assert redact("nothing to hide") == "nothing to hide"
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n"])
+def test_redact_masks_a_private_keys_material_line_by_line(newline: str) -> None:
+    text = newline.join(["before", *PEM.split("\n"), "after"])
+    masked = redact(text)
+    assert RANDOM not in masked
+    assert masked.count("\n") == text.count("\n")  # the text keeps its lines
+    lines = masked.split("\n")
+    assert lines[0].rstrip("\r") == "before" and lines[-1] == "after"
+    assert lines[1].startswith("-----BEGIN RSA PRIVATE KEY-----")
+    assert "-----END RSA PRIVATE KEY-----" in masked
+
+
+def test_redact_masks_to_the_end_a_private_key_without_its_end_line() -> None:
+    text = PEM.split("-----END")[0] + "trailing material"
+    masked = redact(text)
+    assert RANDOM not in masked and "trailing material" not in masked
+    assert masked.count("\n") == text.count("\n")
