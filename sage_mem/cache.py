@@ -489,7 +489,7 @@ def _encode(
     export: Export, root: Path, entries: dict[str, Entry], started_ns: int
 ) -> tuple[dict[str, bytes], int]:
     """The sections of a cache file, and the CRC-32 of its meta."""
-    terms, numbers, weights, tops = export.postings()
+    terms, numbers, weights, tops = export.postings
     crcs = [zlib.crc32(term.encode("utf-8", "surrogatepass")) for term in terms]
     order = sorted(range(len(terms)), key=crcs.__getitem__)
     numbers = list(map(numbers.__getitem__, order))

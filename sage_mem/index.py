@@ -299,9 +299,10 @@ class Export:
     """An index as the on-disk cache stores it: its live memories numbered 0, 1, ... in order.
 
     `numbers` are the index's own numbers of those memories (ascending);
-    `lengths` their field lengths, row after row; `postings()` gives the
-    terms, and for each the new numbers (ascending), the weights and the
-    largest weight, as four columns.
+    `lengths` their field lengths, row after row; `postings` the terms, and
+    for each the new numbers (ascending), the weights and the largest weight,
+    as four columns; `memory` gives a memory by the index's number. All of it
+    is taken under the index's lock: later changes to the index do not reach it.
     """
 
     columns: Columns
@@ -310,7 +311,7 @@ class Export:
     base: Backing | None
     base_count: int
     memory: Callable[[int], Memory]
-    postings: Callable[[], Terms]
+    postings: Terms
 
 
 class Index:
@@ -672,6 +673,20 @@ class Index:
                         column.append(value)
             return out
 
+        held = {
+            number: self._memory(key)  # type: ignore[arg-type]
+            for number, key in zip(numbers, ids, strict=True)
+            if number >= self._base_count
+        }
+        backing = self._backing
+
+        def memory(number: int) -> Memory:
+            found = held.get(number)
+            if found is None:
+                assert backing is not None
+                found = backing.memory(number)
+            return found
+
         return Export(
             columns=Columns(
                 ids=ids,
@@ -688,8 +703,8 @@ class Index:
             lengths=[n for number in numbers for n in self._lengths_of(number)],
             base=self._backing,
             base_count=self._base_count,
-            memory=lambda number: self._memory(self._ids[number]),  # type: ignore[arg-type]
-            postings=postings,
+            memory=memory,
+            postings=postings(),
         )
 
     @classmethod
