@@ -92,6 +92,8 @@ RACY_NS = 2_000_000_000
 TERM_BLOCK = 64
 # Where the postings of this many terms are remembered (some 150 bytes each).
 FOUND_TERMS = 50_000
+# How many bytes of postings read from the file a process keeps for its next queries.
+KEPT_BYTES = 16 << 20
 STALE_TEMP_SECONDS = 600.0
 # A process that finds this many files changed since the cache was written writes a new
 # one; fewer are cheaper to read again (about a millisecond each) than a rewrite.
@@ -303,6 +305,9 @@ class _Backing:
         self.block_starts = memoryview(meta["term_block_starts"]).cast("Q")
         self.verified: set[int] = set()  # postings (by start) whose CRC-32 matched
         self.found: dict[str, tuple[int, int, float, int] | None] = {}  # terms looked up
+        # Postings read lately, kept for the next query (up to KEPT_BYTES, then dropped).
+        self.kept: dict[str, tuple[memoryview, memoryview, float]] = {}
+        self.kept_bytes = 0
 
     def _block(self, number: int) -> list[tuple[int, str, int, int, float, int]]:
         data = self.file.checked(
@@ -338,6 +343,9 @@ class _Backing:
         return memoryview(slots).cast("i"), memoryview(weights).cast("f")
 
     def postings(self, term: str) -> tuple[memoryview, memoryview, float] | None:
+        kept = self.kept.get(term)
+        if kept is not None:
+            return kept
         found = self.found.get(term, _UNKNOWN)
         if found is _UNKNOWN:
             if len(self.found) >= FOUND_TERMS:
@@ -346,7 +354,15 @@ class _Backing:
         if found is None:
             return None
         start, end, top, crc = found
-        return (*self._postings(start, end, crc), top)
+        postings = (*self._postings(start, end, crc), top)
+        size = (end - start) * 8
+        if self.kept_bytes + size > KEPT_BYTES:
+            self.kept.clear()
+            self.kept_bytes = 0
+        if size <= KEPT_BYTES // 4:
+            self.kept[term] = postings
+            self.kept_bytes += size
+        return postings
 
     def terms(self) -> Iterator[tuple[str, memoryview, memoryview, float]]:
         for block in range(len(self.fences)):

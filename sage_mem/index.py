@@ -772,7 +772,8 @@ class Index:
             else:
                 scores = {key: value * factor(key) for key, value in raw.items() if passes(key)}
             best = _top(scores, offset + limit, self._ids)[offset:]
-            return [self._hit(key, score, weighted) for key, score in best]
+            matched = _matched([key for key, _ in best], weighted)
+            return [self._hit(key, score, matched[key]) for key, score in best]
 
         return self._guarded(search)
 
@@ -930,11 +931,8 @@ class Index:
                     scores.update(added)
         return scores
 
-    def _hit(self, number: int, score: float, weighted: list[_Weighted]) -> Hit:
+    def _hit(self, number: int, score: float, matched: float) -> Hit:
         memory = self._memory(self._ids[number])  # type: ignore[arg-type]
-        terms = [item for item in weighted if not item.is_pair]
-        total_idf = sum(item.idf for item in terms) or 1.0
-        matched = sum(item.idf for item in terms if _holds(item.parts, number)) / total_idf
         return Hit(
             id=memory.id,
             score=round(score, 4),
@@ -980,12 +978,26 @@ class _Weighted(NamedTuple):
     ceiling: float  # weight times the largest saturated tf in the postings
 
 
-def _holds(parts: list[tuple[Sequence[int], Sequence[float]]], number: int) -> bool:
-    for numbers, _ in parts:
-        at = bisect_left(numbers, number)
-        if at < len(numbers) and numbers[at] == number:
-            return True
-    return False
+def _matched(numbers: list[int], weighted: list[_Weighted]) -> dict[int, float]:
+    """For each memory, the share of the query's idf (word terms, not pairs) it contains."""
+    terms = [item for item in weighted if not item.is_pair]
+    total_idf = sum(item.idf for item in terms) or 1.0
+    found = dict.fromkeys(numbers, 0.0)
+    wanted = set(numbers)
+    for item in terms:
+        for posted, _ in item.parts:
+            if len(posted) <= 16 * len(wanted):
+                holding = wanted.intersection(posted)  # a short list: in C
+            else:
+                holding = [number for number in numbers if _holds(posted, number)]
+            for number in holding:
+                found[number] += item.idf
+    return {number: value / total_idf for number, value in found.items()}
+
+
+def _holds(numbers: Sequence[int], number: int) -> bool:
+    at = bisect_left(numbers, number)
+    return at < len(numbers) and numbers[at] == number
 
 
 def _look_up(

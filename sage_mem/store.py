@@ -60,6 +60,8 @@ _UNSET: Any = object()
 _GENERATION = "write.generation"
 # Short ids of ordinary characters are reachable by construction; others are checked
 # with the folder's id rules (a check that would cost a cold build of 100k files ~0.5 s).
+# From this many memories, a store that built its index answers from the cache it wrote.
+ADOPT_CACHE_FROM = 5_000
 _SIZE_MTIME_INODE = itemgetter(0, 1, 2)
 _PLAIN_ID = re.compile(r"[^\x00-\x1f\x7f\\%]{1,60}")
 # Each failed attempt means another writer succeeded meanwhile, so this bounds
@@ -346,11 +348,15 @@ class MemoryStore:
 
         Its postings are then read from the file as queries need them instead
         of held in memory, which for a large folder is most of a long-lived
-        process's memory. Only when it holds exactly what was built: every
-        file unchanged since, none within the racy window.
+        process's memory. Only for a folder of ADOPT_CACHE_FROM memories or
+        more (a smaller one's postings take a few megabytes, and answer a
+        little faster from memory), and only when the cache holds exactly what
+        was built: every file unchanged since, none within the racy window.
         """
         from . import cache
 
+        if len(self.index) < ADOPT_CACHE_FROM:
+            return
         loaded = cache.load(
             self.folder, scoring=self.index.scoring, half_life_days=self.index.half_life_days
         )

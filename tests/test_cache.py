@@ -378,15 +378,18 @@ def test_memories_changed_again_and_again_after_a_warm_start_score_as_a_fresh_bu
 def test_after_a_build_the_store_answers_from_the_cache_it_wrote(
     folder: Path, state: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    kept = fresh(folder, tmp_path)
+    assert kept.index._backing is None  # a small folder keeps the index it built
+    monkeypatch.setattr(store_module, "ADOPT_CACHE_FROM", 10)
     built = MemoryStore(folder, state_dir=state)
     assert built.index._backing is not None and built.index._postings == {}
-    monkeypatch.setattr(MemoryStore, "_adopt_cache", lambda self, signatures: None)
-    kept = fresh(folder, tmp_path)
-    assert kept.index._backing is None  # the in-memory index it built
     assert state_of(built) == state_of(kept)
 
 
-def test_a_build_with_files_just_written_keeps_its_own_index(folder: Path, state: Path) -> None:
+def test_a_build_with_files_just_written_keeps_its_own_index(
+    folder: Path, state: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(store_module, "ADOPT_CACHE_FROM", 10)
     write(folder, "note_new", "---\ndescription: written a moment ago\n---\n")
     built = MemoryStore(folder, state_dir=state)
     assert built.index._backing is None  # a racy file: the cache is not trusted for it yet
