@@ -81,7 +81,7 @@ from operator import eq
 from pathlib import Path
 
 from .files import make_private_dirs
-from .folder import ARCHIVE_DIR, DREAM_DIR, INDEX_FILE, MemoryFolder, is_editor_junk
+from .folder import DREAM_DIR, INDEX_FILE, MemoryFolder, is_editor_junk
 from .index import FIELDS, BackingError, Columns, Export, Index, Scoring, gc_paused
 from .memory import Memory
 
@@ -122,13 +122,13 @@ class Loaded:
     """A cache file, read: the index it holds and what its build saw of each file.
 
     `signatures` holds every file the build saw (relative path -> signature),
-    `problems` why some of them could not be indexed.
+    `problems` why some of them could not be indexed, `racy` those changed
+    within RACY_NS of the moment the build began.
     """
 
     index: Index
     signatures: dict[str, Signature]
     problems: dict[str, tuple[str, int | None, int | None]]
-    started_ns: int
     racy: frozenset[str] = frozenset()
 
     def unchanged(self, current: dict[str, Signature | None]) -> set[str]:
@@ -137,10 +137,9 @@ class Loaded:
         A file whose mtime is within RACY_NS of the moment the build began (or
         later) may have changed again within the same timestamp tick after it
         was read, so it does not count as unchanged; the build lists them
-        (`racy`). In C, as sets: a warm start does this for every file.
+        (`racy`). Path by path, in C: as sets of (path, signature) items,
+        every tuple would be hashed (80 ms for 100,000 files).
         """
-        # Path by path in C: as sets of (path, signature) items, every tuple would be
-        # hashed (80 ms for 100,000 files).
         absent = object()  # equal to no signature, None (a failed stat) included
         same = map(eq, map(self.signatures.get, current, repeat(absent)), current.values())
         kept = set(compress(current, same))
@@ -233,10 +232,6 @@ def scan(folder: MemoryFolder) -> dict[str, Signature | None]:
                 continue
             out[prefix + name] = (st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
     return out
-
-
-def is_archived_path(relative: str) -> bool:
-    return relative.startswith(ARCHIVE_DIR + "/")
 
 
 # reading
@@ -370,16 +365,13 @@ class _Backing:
                 yield (text, *self._postings(start, end, crc), top)
 
     def record(self, number: int) -> bytes:
-        """A memory's record as stored (checked), with its CRC-32 in front."""
+        """A memory's record (marshal), checked."""
         begin, end = self.record_starts[number], self.record_starts[number + 1]
-        data = self.file.read("records", begin, end)
-        if zlib.crc32(data[4:]) != int.from_bytes(data[:4], "little"):
-            raise CacheCorrupt(f"index cache: record {number} is damaged")
-        return data
+        return self.file.checked("records", begin, end)
 
     def memory(self, number: int) -> Memory:
         try:
-            values = marshal.loads(self.record(number)[4:])
+            values = marshal.loads(self.record(number))
         except (EOFError, ValueError, TypeError) as exc:
             raise CacheCorrupt(f"index cache: record {number} unreadable: {exc}") from None
         data = dict(zip(_MEMORY_FIELDS, values, strict=True))
@@ -466,7 +458,7 @@ def _parse(
     signatures = dict(zip(meta["paths"], meta["signatures"], strict=True))
     file.own()
     return Loaded(
-        index, signatures, meta["problems"], header["started_ns"], frozenset(meta["racy"])
+        index, signatures, meta["problems"], frozenset(meta["racy"])
     )
 
 
@@ -528,7 +520,8 @@ def _encode(
     prefix = str(root) + os.sep
     for number in export.numbers:
         if base is not None and number < export.base_count:
-            records.append(base.record(number))  # as stored, checked: the same root
+            # As stored (the same root): no memory to make and marshal again.
+            records.append(_checked_piece(base.record(number)))
             continue
         memory = export.memory(number)
         values = [getattr(memory, name) for name in _MEMORY_FIELDS]

@@ -357,7 +357,6 @@ class Index:
         # `_backing`; `_gone` counts, per term, the base postings of retired memories.
         self._backing: Backing | None = None
         self._base_count = 0
-        self._base_retired = 0
         self._gone: Counter[str] = Counter()
 
     def _guarded(self, action: Callable[[], _T]) -> _T:
@@ -561,7 +560,6 @@ class Index:
         if number < self._base_count:
             # Its postings stay in the cache file: skipped (factor 0) and not counted.
             self._gone.update(terms)
-            self._base_retired += 1
         else:
             postings = self._postings
             for term in terms:

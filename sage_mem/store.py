@@ -58,11 +58,11 @@ from .stats import Stats
 
 _UNSET: Any = object()
 _GENERATION = "write.generation"
-# Short ids of ordinary characters are reachable by construction; others are checked
-# with the folder's id rules (a check that would cost a cold build of 100k files ~0.5 s).
 # From this many memories, a store that built its index answers from the cache it wrote.
 ADOPT_CACHE_FROM = 5_000
 _SIZE_MTIME_INODE = itemgetter(0, 1, 2)
+# Short ids of ordinary characters are reachable by construction; others are checked
+# with the folder's id rules (a check that would cost a cold build of 100k files ~0.5 s).
 _PLAIN_ID = re.compile(r"[^\x00-\x1f\x7f\\%]{1,60}")
 # Each failed attempt means another writer succeeded meanwhile, so this bounds
 # how many concurrent changes one feedback call will wait out.
