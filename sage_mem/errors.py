@@ -19,6 +19,7 @@ stderr and exit 0.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 
@@ -75,13 +76,26 @@ class SecretRefused(InvalidMemory):
 
 
 class ConflictError(SageMemError):
-    """Raised when expected_sha256 does not match the file as it is on disk."""
+    """Raised when expected_sha256 does not match the file as it is on disk.
+
+    `actual_sha256` is the file's sha256 now ("" when it is gone); `fields`
+    names the fields (frontmatter keys, and `body`) of the refused write whose
+    value the file on disk does not hold, when the writer said what it meant
+    to write: without the bytes the writer read, the store cannot tell who
+    changed them, only where the two differ.
+    """
 
     def __init__(
-        self, message: str, *, path: Path | str | None = None, actual_sha256: str = ""
+        self,
+        message: str,
+        *,
+        path: Path | str | None = None,
+        actual_sha256: str = "",
+        fields: Sequence[str] = (),
     ) -> None:
         super().__init__(message, path=path)
         self.actual_sha256 = actual_sha256
+        self.fields = tuple(fields)
 
 
 class MemoryLocked(SageMemError):

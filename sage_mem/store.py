@@ -963,17 +963,42 @@ def _is_within(path: Path, folder: Path) -> bool:
     return path == folder or str(path).startswith(str(folder) + os.sep)
 
 
-def _check_expected(path: Path, raw: bytes | None, expected: str | None) -> None:
+def _check_expected(
+    path: Path, raw: bytes | None, expected: str | None,
+    intended: Mapping[str, Any] | None = None,
+) -> None:
+    """Refuse a write based on bytes other than `raw` (ConflictError).
+
+    `intended` is what the write would set, by write()'s keyword names (and
+    `body`); when given, the error names those of its fields that the file on
+    disk holds other values for. Who changed them cannot be told from here:
+    the bytes the writer read are not ours.
+    """
     if expected is None:
         return
     actual = sha256_bytes(raw) if raw is not None else ""
     if raw is None and expected:
         raise ConflictError(f"{path.name}: the memory was removed since it was read", path=path)
     if raw is not None and expected.lower() != actual:
+        from .merge import differing_fields  # only on a conflict
+
+        fields: tuple[str, ...] = ()
+        if intended:
+            try:
+                parsed = parse_bytes(raw, path)
+            except InvalidMemory:
+                parsed = None
+            if parsed is not None:
+                now = memory_from_meta(path.stem, path, parsed.meta, parsed.body)
+                current = {key: getattr(now, key) for key in intended if hasattr(now, key)}
+                fields = tuple(
+                    _META_KEYS.get(key, key) for key in differing_fields(intended, current)
+                )
+        differ = f"; on disk, {', '.join(fields)} differ from this write" if fields else ""
         raise ConflictError(
             f"{path.name}: changed on disk since it was read (expected sha256 {expected[:12]}…, "
-            f"found {actual[:12]}…); read it again and retry",
-            path=path, actual_sha256=actual,
+            f"found {actual[:12]}…){differ}; read it again and retry",
+            path=path, actual_sha256=actual, fields=fields,
         )
 
 
