@@ -460,6 +460,96 @@ def test_a_conflict_with_a_removed_file_says_so(client: Client, folder: Path) ->
     assert not (folder / "user_profile.md").exists()
 
 
+def test_a_conflict_names_the_fields_of_the_write_that_differ_on_disk(
+    client: Client, folder: Path
+) -> None:
+    memory = client.ok("GET", "/api/memory?id=user_profile")["memory"]
+    path = folder / "user_profile.md"
+    path.write_text(path.read_text().replace("tags: [example]", "tags: [example, vim]"))
+    status, data, _ = client.post("/api/memory", {
+        "id": "user_profile", "expectedSha256": memory["sha256"],
+        "tags": ["example"], "trust": 0.6, "summary": "Backend developer",
+    })
+    assert status == 409
+    assert data["fields"] == ["summary", "tags"]  # trust is what the disk holds already
+    assert data["actualSha256"] == data["current"]["sha256"] != memory["sha256"]
+
+
+def editor_fields(memory: dict[str, Any], **changes: Any) -> dict[str, Any]:
+    """A memory as the page's editor sends it: every field, with the person's changes."""
+    keys = ("description", "category", "name", "summary", "project", "tags", "aliases",
+            "supersedes", "trust", "baseline", "baselinePriority", "body")
+    fields = {key: memory[key] if memory[key] is not None else "" for key in keys}
+    fields["body"] = fields["body"].lstrip("\n")
+    return {**fields, **changes}
+
+
+def test_merging_takes_the_disks_changes_and_the_pages_without_a_choice(
+    client: Client, folder: Path
+) -> None:
+    base = client.ok("GET", "/api/memory?id=user_profile")["memory"]
+    path = folder / "user_profile.md"
+    path.write_text(path.read_text().replace("tags: [example]", "tags: [example, python]")
+                    + "\nEdited in vim meanwhile.\n")
+    on_disk = path.read_bytes()
+    mine = editor_fields(base, description="A backend developer who likes short answers")
+    data = client.ok("POST", "/api/merge", {"id": "user_profile", "base": base, "mine": mine})
+    assert path.read_bytes() == on_disk  # a merge writes nothing
+    assert data["conflicts"] == [] and data["body"]["clean"]
+    assert data["fromMine"] == ["description"] and data["fromDisk"] == ["tags"]
+    assert data["body"]["from"] == "disk"
+    merged = data["merged"]
+    assert merged["description"] == "A backend developer who likes short answers"
+    assert merged["tags"] == ["example", "python"]
+    assert merged["body"].endswith("Edited in vim meanwhile.")
+    assert data["current"]["sha256"] == hashlib.sha256(on_disk).hexdigest()
+    client.ok("POST", "/api/memory", {
+        "id": "user_profile", "expectedSha256": data["current"]["sha256"],
+        "description": merged["description"],
+    })
+    text = path.read_text()
+    assert "description: A backend developer who likes short answers" in text
+    assert "tags: [example, python]" in text and "Edited in vim meanwhile." in text
+
+
+def test_merging_lists_true_conflicts_and_overlapping_body_edits(
+    client: Client, folder: Path
+) -> None:
+    base = client.ok("GET", "/api/memory?id=user_profile")["memory"]
+    path = folder / "user_profile.md"
+    path.write_text(path.read_text()
+                    .replace("trust: 0.6", "trust: 0.9")
+                    .replace("reads Go and TypeScript", "reads Rust"))
+    mine = editor_fields(
+        base, trust=0.2, tags=["example", "mine"],
+        body=base["body"].lstrip("\n").replace("reads Go and TypeScript", "reads C"),
+    )
+    data = client.ok("POST", "/api/merge", {"id": "user_profile", "base": base, "mine": mine})
+    assert data["conflicts"] == [{"field": "trust", "base": 0.6, "mine": 0.2, "disk": 0.9}]
+    assert data["merged"]["tags"] == ["example", "mine"] and data["fromMine"] == ["tags"]
+    assert not data["body"]["clean"] and data["merged"]["body"] is None
+    clash = next(chunk for chunk in data["body"]["chunks"] if "disk" in chunk)
+    assert "Works mostly in Python and reads C. Prefers short answers that" in clash["mine"]
+    assert "Works mostly in Python and reads Rust. Prefers short answers that" in clash["disk"]
+    assert any("(An example memory" in line
+               for chunk in data["body"]["chunks"] for line in chunk.get("lines", []))
+
+
+@pytest.mark.parametrize(("body", "status", "message"), [
+    pytest.param({"id": "user_nobody", "base": {}, "mine": {}}, 404, "no memory",
+                 id="a-memory-gone-from-disk"),
+    pytest.param({"id": "user_profile", "mine": {}}, 400, "base must be", id="no-base"),
+    pytest.param({"id": "user_profile", "base": {}, "mine": "x"}, 400, "mine must be",
+                 id="mine-not-an-object"),
+    pytest.param({"base": {}, "mine": {}}, 400, "id is required", id="no-id"),
+])
+def test_a_bad_merge_request_is_refused(
+    shared: Client, body: dict[str, Any], status: int, message: str
+) -> None:
+    got, data, _ = shared.post("/api/merge", body)
+    assert got == status and message in data["error"]
+
+
 @pytest.mark.parametrize(("body", "message"), [
     ({"id": "user_profile", "body": "x"}, "expectedSha256"),
     ({"id": "user_profile", "expectedSha256": "0" * 64, "trust": 7}, "trust"),

@@ -1,5 +1,5 @@
-"""The JSON endpoints for memories: list and search with facets, read, write, archive, restore,
-the audit and the star map.
+"""The JSON endpoints for memories: list and search with facets, read, write, merge, archive,
+restore, the audit and the star map.
 
 Each endpoint is a thin shell around one store call, run in a worker thread
 (the store takes file locks and reads files). Ids travel in query strings and
@@ -24,6 +24,7 @@ from starlette.responses import JSONResponse
 
 from ..errors import ConflictError, InvalidMemory, MemoryNotFound
 from ..memory import CATEGORIES, Memory
+from ..merge import MISSING, Clash, differing_fields, merge_memory
 from ..render import age_note
 from ..store import MemoryStore
 
@@ -241,12 +242,116 @@ async def save(request: Request) -> JSONResponse:
     try:
         result = await run_in_threadpool(save_memory, store, data)
     except ConflictError as exc:
-        # Both versions, so that the page can show what changed on disk meanwhile.
+        # The version on disk, so that the page can merge its edit with what changed meanwhile.
         current = await run_in_threadpool(_current, store, str(data.get("id", "")))
-        return JSONResponse(
-            {"error": str(exc), "kind": "ConflictError", "current": current}, status_code=409
-        )
+        fields = list(exc.fields)
+        if not fields and current is not None:
+            sent = {key: data[key] for key in FIELDS if key in data and data[key] is not None}
+            fields = list(differing_fields(page_version(sent, only_given=True),
+                                           page_version(current)))
+        return JSONResponse({
+            "error": str(exc), "kind": "ConflictError", "current": current, "fields": fields,
+            "actualSha256": exc.actual_sha256 or (current or {}).get("sha256", ""),
+        }, status_code=409)
     return JSONResponse(result)
+
+
+# merging an edit with a change on disk
+
+_TEXT_FIELDS = ("description", "category", "name", "summary", "project")
+_LIST_FIELDS = ("tags", "aliases", "supersedes")
+
+
+def page_version(data: Mapping[str, Any], *, only_given: bool = False) -> dict[str, Any]:
+    """One version of a memory in the editor's terms: every field as its form shows it.
+
+    The base the page kept, the page's edit and the disk all pass through
+    here, so that a value written differently but shown the same (None and "",
+    CRLF and LF, a body's blank first line) is never taken for a change.
+    """
+    out: dict[str, Any] = {}
+    for key in FIELDS:
+        if only_given and key not in data:
+            continue
+        value = data.get(key)
+        if key in _TEXT_FIELDS:
+            out[key] = " ".join(value.split()) if isinstance(value, str) else ""
+        elif key in _LIST_FIELDS:
+            items = value if isinstance(value, (list, tuple)) else []
+            out[key] = [" ".join(v.split()) for v in items if isinstance(v, str) and v.strip()]
+        elif key == "trust":
+            number = isinstance(value, (int, float)) and not isinstance(value, bool)
+            out[key] = float(value) if number else None
+        elif key == "baseline":
+            out[key] = value is True
+        elif key == "baselinePriority":
+            out[key] = value if isinstance(value, int) and not isinstance(value, bool) else 0
+        elif key == "body":
+            out[key] = value.replace("\r\n", "\n").strip("\n") if isinstance(value, str) else ""
+    return out
+
+
+def _side(value: Any) -> Any:
+    return None if value is MISSING else plain(value)
+
+
+def merge_with_disk(store: MemoryStore, data: Mapping[str, Any]) -> dict[str, Any]:
+    """The page's edit (`mine`) merged with the disk, three-way from the `base` it opened.
+
+    Answers with the version on disk (its sha256 is what the merged save must
+    expect), the merged fields (`merged`; a conflicting field holds mine until
+    the person chooses, a body with clashes is null), the conflicts, the body's
+    chunks (merged lines, or a clash with base, mine and disk lines), and which
+    fields were taken from which side. Nothing is written.
+    """
+    memory_id = _id_from(data)
+    sides = []
+    for key in ("base", "mine"):
+        side = data.get(key)
+        if not isinstance(side, Mapping):
+            raise InvalidMemory(f"{key} must be an object of the memory's fields")
+        sides.append(page_version(side))
+    disk = full_memory(store.read(memory_id))
+    base, mine = sides
+    theirs = page_version(disk)
+
+    def split(version: dict[str, Any]) -> tuple[dict[str, Any], str]:
+        fields = dict(version)
+        return fields, fields.pop("body")
+
+    # `updated` is not the page's to merge: the store stamps it on the save.
+    result = merge_memory(split(base), split(mine), split(theirs), newest_keys=())
+    chunks: list[dict[str, Any]] = []
+    for chunk in result.body.chunks:
+        if isinstance(chunk, Clash):
+            chunks.append({"base": list(chunk.base), "mine": list(chunk.ours),
+                           "disk": list(chunk.theirs)})
+        else:
+            chunks.append({"lines": list(chunk)})
+    changed_body = [base["body"] != side["body"] for side in (mine, theirs)]
+    body_from = {(True, False): "mine", (False, True): "disk", (True, True): "both"}.get(
+        (changed_body[0], changed_body[1])
+    )
+    return {
+        "current": disk,
+        "merged": {
+            **{key: plain(value) for key, value in result.meta.items()},
+            "body": result.body.text() if result.body.clean else None,
+        },
+        "conflicts": [
+            {"field": c.key, "base": _side(c.base), "mine": _side(c.ours), "disk": _side(c.theirs)}
+            for c in result.conflicts
+        ],
+        "body": {"clean": result.body.clean, "from": body_from, "chunks": chunks},
+        "fromMine": list(result.fields.from_ours),
+        "fromDisk": list(result.fields.from_theirs),
+        "combined": list(result.fields.combined),
+    }
+
+
+async def merge(request: Request) -> JSONResponse:
+    data = await json_body(request)
+    return JSONResponse(await run_in_threadpool(merge_with_disk, store_of(request), data))
 
 
 async def archive(request: Request) -> JSONResponse:

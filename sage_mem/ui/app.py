@@ -8,6 +8,7 @@ Routes (all `/api/` ones need the token; see `security`):
     GET  /api/memories?q=&category=&tag=&limit=   search (or list) with facet counts
     GET  /api/memory?id=            one memory in full, with its sha256
     POST /api/memory                create ({create: true}) or update ({expectedSha256})
+    POST /api/merge                 {id, base, mine}: the edit merged with the disk (no write)
     POST /api/archive               {id, reason}
     POST /api/restore               {id: "archive/…"}
     GET  /api/archived              the archive
@@ -20,8 +21,8 @@ Routes (all `/api/` ones need the token; see `security`):
     GET  /api/events?token=         server-sent events: `memories` and `runs` changed
 
 Errors are JSON `{error, kind}`: 400 for a bad value or id, 404 for a missing
-memory or run, 409 for a conflict (with the version on disk), 423 for a locked
-memory or a dream in progress.
+memory or run, 409 for a conflict (with the version on disk and the fields of
+the write that differ from it), 423 for a locked memory or a dream in progress.
 """
 
 from __future__ import annotations
@@ -112,6 +113,7 @@ def create_app(
         Route("/api/memories", api.memories),
         Route("/api/memory", api.memory),
         Route("/api/memory", api.save, methods=["POST"]),
+        Route("/api/merge", api.merge, methods=["POST"]),
         Route("/api/archive", api.archive, methods=["POST"]),
         Route("/api/restore", api.restore, methods=["POST"]),
         Route("/api/archived", api.archived),
