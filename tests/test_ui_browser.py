@@ -170,29 +170,126 @@ def test_editing_and_saving_writes_the_file(page: Any, folder: Path) -> None:
     assert "baselinePriority: 10" in text  # a key the form did not change is left as it was
 
 
-def test_a_conflict_says_the_file_changed_and_shows_both_versions(
-    page: Any, folder: Path
-) -> None:
+def test_save_over_conflict_keeps_changes_made_on_disk(page: Any, folder: Path) -> None:
     page.goto(page.url.split("#")[0] + "#/edit/user_profile")
-    body = page.locator("#f-body")
-    expect(body).to_have_value(re.compile("Works mostly in Python"))
+    description = page.locator("#f-description")
+    expect(description).to_have_value(re.compile("backend developer"))
+    description.fill("A backend developer who likes short answers")
     path = folder / "user_profile.md"
-    path.write_text(path.read_text() + "\nEdited in vim while the page was open.\n")
+    # An editor's save while the page is open: other tags, a line added to the body.
+    path.write_text(path.read_text().replace("tags: [example]", "tags: [example, python]")
+                    + "\nEdited in vim while the page was open.\n")
     expect(page.locator("#changed-on-disk")).to_be_visible()
-    body.fill("My version of the body.")
     page.locator("#save").click()
     conflict = page.locator("#conflict")
     expect(conflict).to_be_visible()
-    expect(conflict).to_contain_text("changed on disk since you opened it")
-    expect(page.locator("#version-disk")).to_contain_text("Edited in vim while the page was open.")
-    expect(page.locator("#version-mine")).to_contain_text("My version of the body.")
-    expect(page.locator("#conflict-diff .add").first).to_be_visible()
-    assert "Edited in vim" in path.read_text()
-    shot(page, "ui-conflict")
-    page.locator("#keep-mine").click()
+    conflict.get_by_role("button", name=re.compile(r"^Save")).click()
     expect(page).to_have_url(re.compile(r"#/m/user_profile$"))
-    assert "My version of the body." in path.read_text()
-    assert "Edited in vim" not in path.read_text()
+    expect(page.locator("#memory-body")).to_contain_text("Edited in vim while the page was open.")
+    text = path.read_text()
+    assert "description: A backend developer who likes short answers" in text
+    assert "tags: [example, python]" in text
+    assert "Edited in vim while the page was open." in text
+
+
+def test_a_conflict_says_what_was_merged_and_what_each_side_changed(
+    page: Any, folder: Path
+) -> None:
+    page.goto(page.url.split("#")[0] + "#/edit/user_profile")
+    expect(page.locator("#f-description")).to_have_value(re.compile("backend developer"))
+    page.locator("#f-summary").fill("Backend, short answers")
+    path = folder / "user_profile.md"
+    path.write_text(path.read_text().replace("trust: 0.6", "trust: 0.8"))
+    page.locator("#save").click()
+    taken = page.locator("#merge-taken")
+    expect(taken).to_contain_text("From your edit: summary")
+    expect(taken).to_contain_text("From the disk: trust")
+    expect(page.locator("#save-merge")).to_have_text("Save the merge")
+    expect(page.locator("#merge-fields")).to_have_count(0)
+    page.locator("#conflict details.both-versions summary").click()
+    expect(page.locator("#version-disk")).to_contain_text("trust: 0.80")
+    expect(page.locator("#version-mine")).to_contain_text("summary: Backend, short answers")
+    expect(page.locator("#conflict-diff .add").first).to_be_visible()
+    page.locator("#save-merge").click()
+    expect(page).to_have_url(re.compile(r"#/m/user_profile$"))
+    text = path.read_text()
+    assert "trust: 0.8" in text and "summary: Backend, short answers" in text
+
+
+def test_overlapping_edits_wait_for_the_persons_choice(page: Any, folder: Path) -> None:
+    page.goto(page.url.split("#")[0] + "#/edit/user_profile")
+    body = page.locator("#f-body")
+    expect(body).to_have_value(re.compile("Works mostly in Python"))
+    page.locator("#f-description").fill("Mine: a Python developer")
+    page.locator("#f-tags").fill("example, mine")
+    body.fill(body.input_value().replace("reads Go and TypeScript", "reads C"))
+    path = folder / "user_profile.md"
+    path.write_text(
+        path.read_text()
+        .replace("description: The user is", "description: On disk, the user is")
+        .replace("reads Go and TypeScript", "reads Rust")
+        .replace("lead with the conclusion.", "lead with the conclusion, as edited in vim.")
+    )
+    page.locator("#save").click()
+    fields = page.locator("#merge-fields")
+    expect(fields.locator("fieldset")).to_have_count(1)
+    expect(fields.locator('fieldset[data-field="description"]')).to_contain_text(
+        "On disk, the user is"
+    )
+    expect(page.locator("#merge-taken")).to_contain_text("From your edit: tags")
+    clash = page.locator("#merge-body fieldset.clash")
+    expect(clash).to_have_count(1)
+    expect(clash.locator(".clash-mine")).to_contain_text("reads C")
+    expect(clash.locator(".clash-disk")).to_contain_text("reads Rust")
+    expect(clash.locator(".clash-disk")).to_contain_text("as edited in vim")
+    save = page.locator("#save-merge")
+    expect(save).to_be_disabled()
+    expect(save).to_have_text("Choose a side for 2 more")
+    shot(page, "ui-conflict")
+    assert "reads Rust" in path.read_text()  # nothing saved yet
+    page.locator("#pick-description-disk").check()
+    expect(save).to_have_text("Choose a side for 1 more")
+    page.locator("#pick-body-0-both").check()
+    expect(save).to_be_enabled()
+    save.click()
+    expect(page).to_have_url(re.compile(r"#/m/user_profile$"))
+    text = path.read_text()
+    assert "description: On disk, the user is" in text and "tags: [example, mine]" in text
+    assert "reads C" in text and "reads Rust" in text and "as edited in vim" in text
+
+
+def test_a_third_change_during_the_merge_is_caught_and_merged_too(
+    page: Any, folder: Path
+) -> None:
+    page.goto(page.url.split("#")[0] + "#/edit/user_profile")
+    expect(page.locator("#f-description")).to_have_value(re.compile("backend developer"))
+    page.locator("#f-summary").fill("Short answers")
+    path = folder / "user_profile.md"
+    path.write_text(path.read_text().replace("trust: 0.6", "trust: 0.8"))
+    page.locator("#save").click()
+    expect(page.locator("#save-merge")).to_be_enabled()
+    path.write_text(path.read_text().replace("tags: [example]", "tags: [example, third]"))
+    page.locator("#save-merge").click()
+    expect(page.locator("#merge-taken")).to_contain_text("From the disk: tags")
+    expect(page.locator("#merge-taken")).to_contain_text("From your edit: summary")
+    assert "summary" not in path.read_text()
+    page.locator("#save-merge").click()
+    expect(page).to_have_url(re.compile(r"#/m/user_profile$"))
+    text = path.read_text()
+    assert "trust: 0.8" in text and "tags: [example, third]" in text
+    assert "summary: Short answers" in text
+
+
+def test_a_memory_removed_on_disk_is_not_saved_over(page: Any, folder: Path) -> None:
+    page.goto(page.url.split("#")[0] + "#/edit/user_profile")
+    expect(page.locator("#f-description")).to_have_value(re.compile("backend developer"))
+    page.locator("#f-summary").fill("Short answers")
+    (folder / "user_profile.md").unlink()
+    page.locator("#save").click()
+    expect(page.locator("#conflict")).to_contain_text("removed or archived on disk")
+    expect(page.locator("#version-mine")).to_contain_text("summary: Short answers")
+    expect(page.locator("#save-merge")).to_have_count(0)
+    assert not (folder / "user_profile.md").exists()
 
 
 def test_archive_then_restore_from_the_archive_page(page: Any, folder: Path) -> None:

@@ -448,6 +448,24 @@
 
   const splitList = (text) => text.split(",").map((s) => s.trim()).filter(Boolean);
 
+  // A memory as the editor shows it: the same shape as the form's values().
+  function fieldsOf(m) {
+    return {
+      description: m.description || "", category: m.category || "", name: m.name || "", summary: m.summary || "",
+      project: m.project || "", tags: m.tags || [], aliases: m.aliases || [], supersedes: m.supersedes || [],
+      trust: m.trust === undefined ? null : m.trust, baseline: !!m.baseline, baselinePriority: m.baselinePriority || 0,
+      body: (m.body || "").replace(/^\n/, ""),
+    };
+  }
+
+  function shownValue(value) {
+    if (Array.isArray(value)) return value.length ? value.join(", ") : "(none)";
+    if (value === true) return "yes";
+    if (value === false) return "no";
+    if (value === null || value === undefined || value === "") return "(empty)";
+    return String(value);
+  }
+
   function versionText(v) {
     const lines = [
       "description: " + (v.description || ""),
@@ -575,11 +593,7 @@
         }
         return out;
       }
-      const before = {
-        description: base.description, category: base.category || "", name: base.name || "", summary: base.summary || "",
-        project: base.project || "", tags: base.tags, aliases: base.aliases, supersedes: base.supersedes, trust: base.trust,
-        baseline: base.baseline, baselinePriority: base.baselinePriority, body: base.body.replace(/^\n/, ""),
-      };
+      const before = fieldsOf(base);
       for (const k of Object.keys(v)) {
         if (!same(v[k], before[k])) out[k] = v[k];
       }
@@ -629,29 +643,139 @@
       problem.hidden = false;
     }
 
-    function showConflict(mine, disk) {
+    // A save that met a change on disk: merge three-way from the version this editor opened
+    // (`original`), so that only what both sides changed needs the person's choice.
+    async function showConflict(mine, disk) {
       if (liveNote) { liveNote.remove(); liveNote = null; }
-      const mineText = versionText(mine);
-      const diskText = disk ? versionText(disk) : "";
-      fill(conflict, 
-        h("strong", {}, disk ? "This memory changed on disk since you opened it." : "This memory was removed or archived on disk since you opened it."),
-        h("p", {}, "Nothing was saved. Compare the two versions, then keep yours or take the one on disk."),
-        h("div", { class: "versions" },
-          h("div", {}, h("h3", {}, "Your version (not saved)"), h("pre", { id: "version-mine" }, mineText)),
-          h("div", {}, h("h3", {}, "On disk now"), h("pre", { id: "version-disk" }, disk ? diskText : "(no file)"))),
-        disk ? [h("h3", {}, "What differs (− yours, + on disk)"), diffBlock(lineDiff(mineText, diskText).filter((l, i, all) => l[0] !== " " || all.length < 40), "conflict-diff")] : null,
-        h("div", { class: "actions" },
-          disk ? h("button", { type: "button", class: "primary", id: "keep-mine", onclick: () => {
-            const v = values();
-            original = disk;
-            conflict.hidden = true;
-            fillChanged(v);
-            save();
-          } }, "Save mine over it") : null,
-          disk ? h("button", { type: "button", id: "take-disk", onclick: () => { original = disk; build(disk); conflict.hidden = true; toast("Loaded the version on disk."); } }, "Use the version on disk") : null,
-          h("button", { type: "button", onclick: () => { conflict.hidden = true; } }, "Keep editing")));
+      let merge = null;
+      if (disk) {
+        try {
+          merge = await api("/api/merge", { method: "POST", body: { id: id, base: fieldsOf(original), mine: mine } });
+        } catch (error) {
+          if (error.status !== 404) { showProblem(error.message); return; }
+        }
+      }
+      if (!showing()) return;
+      if (!merge) {
+        fill(conflict,
+          h("strong", {}, "This memory was removed or archived on disk since you opened it."),
+          h("p", {}, "Nothing was saved."),
+          h("div", { class: "versions" }, h("div", {}, h("h3", {}, "Your version (not saved)"), h("pre", { id: "version-mine" }, versionText(mine)))),
+          h("div", { class: "actions" }, h("button", { type: "button", onclick: () => { conflict.hidden = true; } }, "Keep editing")));
+      } else {
+        renderMerge(mine, merge);
+      }
       conflict.hidden = false;
       conflict.scrollIntoView({ block: "nearest" });
+    }
+
+    function renderMerge(mine, merge) {
+      const disk = merge.current;
+      const picks = {};
+      const clashes = merge.body.chunks.filter((chunk) => chunk.disk !== undefined);
+      const open = merge.conflicts.length + clashes.length;
+      const saveButton = h("button", { type: "button", class: "primary", id: "save-merge", onclick: () => saveMerge() });
+      const picked = () => Object.keys(picks).length;
+      const update = () => {
+        const left = open - picked();
+        saveButton.disabled = left > 0;
+        saveButton.textContent = left > 0 ? "Choose a side for " + left + " more" : open ? "Save with these choices" : "Save the merge";
+      };
+
+      function pick(key, choices) {
+        return h("div", { class: "pick-choices", role: "radiogroup" }, choices.map(([value, label, shown]) =>
+          h("label", { class: "pick-choice" },
+            h("input", { type: "radio", name: "pick-" + key, id: "pick-" + key + "-" + value, value: value,
+              onchange: () => { picks[key] = value; update(); } }),
+            h("span", {}, label), shown)));
+      }
+
+      const taken = [];
+      if (merge.fromMine.length) taken.push(h("li", {}, "From your edit: " + merge.fromMine.join(", ")));
+      if (merge.fromDisk.length) taken.push(h("li", {}, "From the disk: " + merge.fromDisk.join(", ")));
+      if (merge.combined.length) taken.push(h("li", {}, "Combined, both sides' additions and removals: " + merge.combined.join(", ")));
+      if (merge.body.from && merge.body.clean) {
+        taken.push(h("li", {}, { mine: "Body: from your edit", disk: "Body: from the disk", both: "Body: both sides' edits, merged line by line" }[merge.body.from]));
+      }
+
+      const fieldRows = merge.conflicts.map((c) => h("fieldset", { class: "pick", dataset: { field: c.field } },
+        h("legend", {}, c.field, h("span", { class: "muted small" }, " — changed on both sides; was " + shownValue(c.base))),
+        pick(c.field, [["mine", "Mine: ", h("span", { class: "mono" }, shownValue(c.mine))],
+          ["disk", "On disk: ", h("span", { class: "mono" }, shownValue(c.disk))]])));
+
+      let clashIndex = 0;
+      const bodyParts = merge.body.clean ? [] : merge.body.chunks.map((chunk) => {
+        if (chunk.disk === undefined) return h("pre", { class: "merged-lines" }, chunk.lines.join("\n"));
+        const key = "body-" + clashIndex++;
+        return h("fieldset", { class: "pick clash", dataset: { clash: key } },
+          h("legend", {}, "Body: these lines changed on both sides"),
+          h("div", { class: "versions" },
+            h("div", {}, h("h3", {}, "Mine"), h("pre", { class: "clash-mine" }, chunk.mine.join("\n") || "(removed)")),
+            h("div", {}, h("h3", {}, "On disk"), h("pre", { class: "clash-disk" }, chunk.disk.join("\n") || "(removed)"))),
+          pick(key, [["mine", "Mine"], ["disk", "On disk"], ["both", "Both, mine first"]]));
+      });
+
+      const chooseAll = (side) => {
+        for (const node of conflict.querySelectorAll('input[type=radio][value="' + side + '"]')) {
+          node.checked = true;
+          picks[node.name.slice(5)] = side;
+        }
+        update();
+      };
+
+      function final() {
+        const out = Object.assign({}, merge.merged);
+        for (const c of merge.conflicts) out[c.field] = picks[c.field] === "disk" ? c.disk : c.mine;
+        if (!merge.body.clean) {
+          const lines = [];
+          let i = 0;
+          for (const chunk of merge.body.chunks) {
+            if (chunk.disk === undefined) { lines.push(...chunk.lines); continue; }
+            const choice = picks["body-" + i++];
+            if (choice !== "disk") lines.push(...chunk.mine);
+            if (choice !== "mine") lines.push(...chunk.disk);
+          }
+          out.body = lines.join("\n");
+        }
+        return out;
+      }
+
+      // The merge becomes the form, over the disk's version as the new base: the save sends
+      // only what differs from the disk, expecting the disk's sha (a third change is caught again).
+      function saveMerge() {
+        if (picked() < open) return;
+        original = disk;
+        conflict.hidden = true;
+        fillChanged(final());
+        dirty = true;
+        save();
+      }
+
+      const mineText = versionText(mine);
+      const diskText = versionText(fieldsOf(disk));
+      fill(conflict,
+        h("strong", {}, "This memory changed on disk since you opened it."),
+        h("p", {}, open
+          ? "Nothing was saved yet. What only one side changed is merged; choose a side where both changed the same thing."
+          : "Nothing was saved yet. The two edits do not overlap: saving keeps both."),
+        taken.length ? h("ul", { id: "merge-taken", class: "merge-taken" }, taken) : null,
+        merge.body.clean && merge.body.from === "both" ? h("details", {}, h("summary", {}, "The merged body"),
+          h("pre", { id: "merged-body", class: "merged-lines" }, merge.merged.body)) : null,
+        fieldRows.length ? h("div", { id: "merge-fields" }, fieldRows) : null,
+        bodyParts.length ? h("div", { id: "merge-body" }, bodyParts) : null,
+        h("details", { class: "both-versions" }, h("summary", {}, "Both versions in full"),
+          h("div", { class: "versions" },
+            h("div", {}, h("h3", {}, "Your version (not saved)"), h("pre", { id: "version-mine" }, mineText)),
+            h("div", {}, h("h3", {}, "On disk now"), h("pre", { id: "version-disk" }, diskText))),
+          h("h3", {}, "What differs (− yours, + on disk)"),
+          diffBlock(lineDiff(mineText, diskText).filter((l, i, all) => l[0] !== " " || all.length < 40), "conflict-diff")),
+        h("div", { class: "actions" },
+          saveButton,
+          open ? h("button", { type: "button", id: "all-mine", onclick: () => chooseAll("mine") }, "Mine wherever both changed") : null,
+          open ? h("button", { type: "button", id: "all-disk", onclick: () => chooseAll("disk") }, "The disk's wherever both changed") : null,
+          h("button", { type: "button", id: "take-disk", onclick: () => { original = disk; build(disk); conflict.hidden = true; toast("Loaded the version on disk."); } }, "Drop my edit, use the disk's"),
+          h("button", { type: "button", onclick: () => { conflict.hidden = true; } }, "Keep editing")));
+      update();
     }
 
     function fillChanged(v) {
