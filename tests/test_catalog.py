@@ -147,3 +147,49 @@ def test_a_cut_index_is_deterministic() -> None:
     memories = [memory(f"m{i:04}", f"memory {i}") for i in range(500)]
     counts = {f"m{i:04}": i % 7 for i in range(500)}
     assert catalog.render(memories, counts) == catalog.render(list(reversed(memories)), counts)
+
+
+@pytest.mark.parametrize(
+    ("line", "target"),
+    [
+        pytest.param("- [Role](user_role.md) — the user's role", "user_role.md", id="claude-code"),
+        pytest.param("* [Role](user_role.md)", "user_role.md", id="star-no-hook"),
+        pytest.param("  + [Role](./sub/../user_role.md) - x", "user_role.md", id="normalized"),
+        pytest.param("- [My notes](<my notes.md>)", "my notes.md", id="angle-brackets"),
+        pytest.param("- [A](a%20b.md#part)", "a b.md", id="encoded-with-anchor"),
+        pytest.param("- [A](a.md \"title\")", "a.md", id="link-title"),
+        pytest.param("- [猫](用户_猫.md) — 芝麻", "用户_猫.md", id="chinese"),
+        pytest.param("- [A](a.md)\r", "a.md", id="crlf"),
+        pytest.param("See [A](a.md).", None, id="prose"),
+        pytest.param("- see [A](a.md)", None, id="link-not-first"),
+        pytest.param("- [A](https://example.com/a.md)", None, id="web"),
+        pytest.param("- [A](/abs/a.md)", None, id="absolute"),
+        pytest.param("- [A](notes.txt)", None, id="not-markdown"),
+        pytest.param("## user", None, id="heading"),
+    ],
+)
+def test_index_target_reads_claude_codes_index_lines(line: str, target: str | None) -> None:
+    assert catalog.index_target(line) == target
+
+
+@pytest.mark.parametrize(
+    ("existing", "lines"),
+    [
+        pytest.param(catalog.render([memory("a")]).encode(), [], id="written-by-sage-mem"),
+        pytest.param(b"# Mine\r\n\r\n- [A](a.md)\r\n", ["# Mine", "", "- [A](a.md)"], id="crlf"),
+        pytest.param(b"\xef\xbb\xbfNotes\n", ["Notes"], id="bom"),
+        pytest.param(
+            f"Above\n{catalog.REGION_BEGIN}\n## user\n- [a](a.md) — x\nTyped in\n"
+            f"{catalog.REGION_END}\nBelow\n".encode(),
+            ["Above", "Typed in", "Below"], id="region",
+        ),
+        pytest.param(
+            (catalog.render([memory("a")]) + "\nMy note\n").encode(), ["My note"],
+            id="written-then-noted",
+        ),
+    ],
+)
+def test_owner_lines_are_the_lines_sage_mem_did_not_write(
+    existing: bytes, lines: list[str]
+) -> None:
+    assert catalog.owner_lines(existing) == lines
