@@ -15,11 +15,24 @@ Claude Code
     the same relative id. Files sage-mem cannot parse are reported and skipped;
     files without frontmatter are copied and left for `sage-mem audit` to report.
 
+    The source's MEMORY.md is not copied: its index lines are rebuilt from the
+    memories. Its other lines (notes Claude Code or the person wrote there,
+    and the headings over them) are carried over, as they were, into one new
+    memory, `reference_claude_code_notes` (`_2`, `_3`… when that id holds
+    something else), reported as the item `MEMORY.md`. A memory rather than
+    the destination's MEMORY.md: there they would be neither searched nor
+    injected, and a MEMORY.md is regenerated, never merged, when a folder is
+    synced. It is not made a baseline: which project the notes belong to cannot
+    be told from Claude Code's folder name, and a baseline shows in every
+    project. Left out, and counted in the report: the index lines of the
+    folder's memory files, and the headings over nothing else.
+
     Such a folder also works in place, without importing:
     `sage-mem --dir ~/.claude/projects/<project>/memory search …` (or
     `SAGE_MEM_DIR`). sage-mem then keeps its state in `.sage-mem/` beside that
-    folder, regenerates its `MEMORY.md` in the same Claude Code index format,
-    and a file it rewrites keeps the `type` key it already uses.
+    folder, keeps every line of its `MEMORY.md` and lists the memories that
+    file does not in a marked region of it (`catalog.updated_index`), and a
+    file it rewrites keeps the `type` key it already uses.
 
 mnemo
     A mnemo SQLite database (opened read-only) has a `facts` table; each row
@@ -51,6 +64,7 @@ import os
 import re
 import secrets
 import sqlite3
+import stat
 import unicodedata
 from collections import Counter
 from collections.abc import Iterator
@@ -60,9 +74,10 @@ from pathlib import Path
 from typing import Any, TextIO
 from urllib.parse import quote
 
+from . import catalog
 from .errors import FolderError, InvalidId, InvalidMemory, SageMemError
 from .files import fsync_dir, parse_bytes
-from .folder import MemoryFolder
+from .folder import INDEX_FILE, MemoryFolder
 from .memory import MAX_FILE_BYTES, MAX_TAG_LENGTH, MAX_TAGS
 from .store import MemoryStore
 
@@ -168,10 +183,12 @@ def import_claude_code(store: MemoryStore, source_dir: Path | str, *, dry_run: b
     same_folder = source == store.root
     items: list[ImportItem] = []
     written: list[Path] = []
+    memory_files: set[str] = set()  # their index lines in MEMORY.md are not notes
     for path in origin.iter_files():
         rel = origin.id_for(path)
         if rel is None:
             continue
+        memory_files.add(rel + ".md")
         if not same_folder and _is_within(path, store.root):
             continue  # the store lives inside the source folder: never import it into itself
         item = _import_file(store, origin, path, rel, dry_run=dry_run)
@@ -179,12 +196,166 @@ def import_claude_code(store: MemoryStore, source_dir: Path | str, *, dry_run: b
         if item.status == IMPORTED and item.memory_id is not None:
             written.append(store.folder.path_for(item.memory_id))
     notes = []
+    if not items:
+        notes.append(f"no memory files found in {source}")
+    if not same_folder:  # in place, the notes are already where they were
+        item = _import_index_notes(store, origin, source, memory_files, dry_run=dry_run)
+        if item is not None:
+            items.append(item)
+            if item.status == IMPORTED and item.memory_id is not None:
+                written.append(store.folder.path_for(item.memory_id))
     if written:
         store.refresh(written)
         store.regenerate_index()
-    if not items:
-        notes.append(f"no memory files found in {source}")
     return ImportResult("claude-code", source, dry_run, tuple(items), tuple(notes))
+
+
+NOTES_ID = "reference_claude_code_notes"
+MAX_NOTES_IDS = 100
+_HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]|$)")
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+
+
+def _import_index_notes(store: MemoryStore, origin: MemoryFolder, source: Path,
+                        memory_files: set[str], *, dry_run: bool) -> ImportItem | None:
+    """Carry the lines of the source's MEMORY.md that index none of its memories into a memory."""
+    shown = INDEX_FILE
+    path = origin.index_file
+    if not os.path.lexists(path):
+        return None
+    try:
+        origin.check_contained(path)
+        raw = _read_regular(path)
+    except InvalidId as exc:
+        return ImportItem(shown, None, INVALID, f"{exc}; its notes were not carried over")
+    except OSError as exc:
+        return ImportItem(shown, None, INVALID,
+                          f"cannot read: {exc.strerror or exc}; its notes were not carried over")
+    if raw is None:
+        return ImportItem(shown, None, INVALID, f"not a regular file of at most "
+                          f"{MAX_FILE_BYTES // 1024} KB; its notes were not carried over")
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return ImportItem(shown, None, INVALID, "not valid UTF-8; its notes were not carried over")
+    lines = index_notes(catalog.owner_lines(raw), memory_files)
+    if not lines:
+        return None
+    data = _notes_memory(lines, _project_label(source))
+    kept = sum(1 for line in lines if line.strip())
+    left_out = sum(1 for line in catalog.owner_lines(raw) if line.strip()) - kept
+    detail = f"{kept} lines of notes and headings, as they were"
+    if left_out:
+        detail += f"; {left_out} index lines of its memories and headings over them left out"
+    for n in range(1, MAX_NOTES_IDS + 1):
+        memory_id = NOTES_ID if n == 1 else f"{NOTES_ID}_{n}"
+        target = store.folder.path_for(memory_id)
+        archived = store.folder.archive_dir / (memory_id + ".md")
+        if _read_or_none(target) == data:
+            return ImportItem(shown, memory_id, PRESENT)
+        if _read_or_none(archived) == data:
+            return ImportItem(shown, memory_id, PRESENT, f"archived as archive/{memory_id}")
+        if os.path.lexists(target) or os.path.lexists(archived):
+            continue  # holds something else (edited since, or other notes): never overwritten
+        if dry_run:
+            return ImportItem(shown, memory_id, WOULD_IMPORT, detail)
+        try:
+            _create_new(store, target, data)
+        except FileExistsError:
+            continue
+        return ImportItem(shown, memory_id, IMPORTED, detail)
+    return ImportItem(shown, None, SKIPPED,
+                      f"{NOTES_ID} to {NOTES_ID}_{MAX_NOTES_IDS} are all taken; "
+                      "its notes were not carried over")
+
+
+def index_notes(lines: list[str], memory_files: set[str]) -> list[str]:
+    """What a Claude Code MEMORY.md holds besides the index lines of `memory_files`.
+
+    Dropped: each line that indexes one of those files (`catalog.index_target`),
+    and each heading with nothing kept under it (a "## User" over index lines
+    only). Kept as they were: every other line, a heading over anything kept
+    (and the headings above it), whatever lies in a code fence. Runs of blank
+    lines become one; none lead or trail. Nothing left: an empty list.
+    """
+    files = {unicodedata.normalize("NFC", name) for name in memory_files}
+    entries: list[list[Any]] = []  # [line, kept]
+    sections: list[tuple[int, int]] = []  # (entry of an open heading, its level)
+    fence = ""
+
+    def keep(line: str) -> None:
+        for entry, _level in sections:
+            entries[entry][1] = True
+        entries.append([line, True])
+
+    for line in lines:
+        fenced = _FENCE.match(line)
+        if fence:
+            if fenced and fenced.group(1).startswith(fence):
+                fence = ""
+            keep(line)
+        elif fenced:
+            fence = fenced.group(1)
+            keep(line)
+        elif heading := _HEADING.match(line):
+            level = len(heading.group(1))
+            while sections and sections[-1][1] >= level:
+                sections.pop()
+            sections.append((len(entries), level))
+            entries.append([line, False])  # kept once something under it is
+        elif not line.strip():
+            entries.append([line, True])
+        elif catalog.index_target(line) not in files:
+            keep(line)
+    out: list[str] = []
+    for line, kept in entries:
+        if kept and (line.strip() or (out and out[-1].strip())):
+            out.append(line)
+    while out and not out[-1].strip():
+        out.pop()
+    return out
+
+
+def _notes_memory(lines: list[str], label: str) -> bytes:
+    description = f"Notes from the Claude Code MEMORY.md of {label}, besides its index lines"
+    head = [
+        "---",
+        "name: Claude Code notes",
+        f"description: {json.dumps(description, ensure_ascii=False)}",
+        "category: reference",
+        "tags: [claude-code]",
+        "---",
+        "",
+    ]
+    return ("\n".join(head + lines) + "\n").encode("utf-8")
+
+
+def _project_label(source: Path) -> str:
+    """`-home-me-app` for ~/.claude/projects/-home-me-app/memory; else the folder itself."""
+    if source.name == "memory" and source.parent.parent.name == "projects":
+        return source.parent.name
+    return str(source)
+
+
+def _read_regular(path: Path) -> bytes | None:
+    """The bytes of a regular file of at most MAX_FILE_BYTES; None for anything else.
+
+    Opened without blocking: a FIFO named MEMORY.md would otherwise wait for a writer.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_FILE_BYTES:
+            return None
+        chunks = []
+        left = MAX_FILE_BYTES + 1
+        while left > 0 and (chunk := os.read(fd, min(left, 1 << 20))):
+            chunks.append(chunk)
+            left -= len(chunk)
+    finally:
+        os.close(fd)
+    data = b"".join(chunks)
+    return data if len(data) <= MAX_FILE_BYTES else None
 
 
 def _import_file(store: MemoryStore, origin: MemoryFolder, path: Path, rel: str, *,

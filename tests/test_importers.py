@@ -6,6 +6,8 @@ import io
 import json
 import os
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -224,6 +226,157 @@ def test_claude_code_import_skips_a_store_nested_inside_the_source(claude_dir: P
 def test_claude_code_missing_folder_is_a_clear_error(store: MemoryStore, tmp_path: Path) -> None:
     with pytest.raises(FolderError, match="no such folder"):
         import_claude_code(store, tmp_path / "nowhere")
+
+
+# Claude Code's MEMORY.md: its notes are carried over, never dropped without a word
+
+NOTES_ID = "reference_claude_code_notes"
+SOURCE_INDEX = (
+    "# Memory Index\n"
+    "\n"
+    "## User\n"
+    "- [Role](user_role.md) — data scientist, churn models\n"
+    "\n"
+    "## Feedback\n"
+    "- [Testing](feedback_testing.md) — real database in integration tests\n"
+    "- [Old](feedback_old.md) — a memory file that no longer exists\n"
+    "\n"
+    "## Notes\n"
+    "Prefer pnpm over npm in this repo.\n"
+    "\n"
+    "The staging server is reset every Monday.\n"
+)
+# The index lines of the folder's memories, and the heading over nothing else, are
+# rebuilt from the memories; every other line is carried over as it was.
+CARRIED = (
+    "# Memory Index\n"
+    "\n"
+    "## Feedback\n"
+    "- [Old](feedback_old.md) — a memory file that no longer exists\n"
+    "\n"
+    "## Notes\n"
+    "Prefer pnpm over npm in this repo.\n"
+    "\n"
+    "The staging server is reset every Monday.\n"
+)
+
+
+def sage_mem(folder: Path, *argv: str) -> subprocess.CompletedProcess[str]:
+    result = subprocess.run(
+        [sys.executable, "-m", "sage_mem", "--dir", str(folder), *argv],
+        capture_output=True, text=True, timeout=60, env=dict(os.environ),
+    )
+    assert "Traceback" not in result.stderr, result.stderr
+    return result
+
+
+@pytest.mark.parametrize("encode", [
+    pytest.param(lambda text: text.encode(), id="lf"),
+    pytest.param(lambda text: text.replace("\n", "\r\n").encode(), id="crlf"),
+    pytest.param(lambda text: b"\xef\xbb\xbf" + text.encode(), id="bom"),
+])
+def test_import_claude_code_carries_memory_md_notes_into_a_memory(
+    empty_dir: Path, claude_dir: Path, encode
+) -> None:
+    (claude_dir / "MEMORY.md").write_bytes(encode(SOURCE_INDEX))
+
+    result = sage_mem(empty_dir, "import", "claude-code", str(claude_dir))
+
+    assert result.returncode == 0, result.stderr
+    assert f"imported: MEMORY.md -> {NOTES_ID}" in result.stdout
+    with MemoryStore(empty_dir) as store:
+        notes = store.read(NOTES_ID)
+    assert notes.body.strip("\n") == CARRIED.strip("\n")
+    assert notes.category == "reference"
+    assert "-home-me-app" in notes.description and "MEMORY.md" in notes.description
+    assert f"({NOTES_ID}.md)" in (empty_dir / "MEMORY.md").read_text(encoding="utf-8")
+
+
+def test_import_claude_code_reports_the_notes_in_json(empty_dir: Path, claude_dir: Path) -> None:
+    (claude_dir / "MEMORY.md").write_text(SOURCE_INDEX, encoding="utf-8")
+
+    result = sage_mem(empty_dir, "import", "claude-code", str(claude_dir), "--json")
+
+    items = {item["source"]: item for item in json.loads(result.stdout)["items"]}
+    assert items["MEMORY.md"]["id"] == NOTES_ID
+    assert items["MEMORY.md"]["status"] == "imported"
+    assert "lines" in items["MEMORY.md"]["detail"]
+
+
+def test_import_claude_code_notes_twice_are_already_present(
+    empty_dir: Path, claude_dir: Path
+) -> None:
+    (claude_dir / "MEMORY.md").write_text(SOURCE_INDEX, encoding="utf-8")
+    assert sage_mem(empty_dir, "import", "claude-code", str(claude_dir)).returncode == 0
+    before = tree(empty_dir)
+
+    again = sage_mem(empty_dir, "import", "claude-code", str(claude_dir))
+
+    assert f"already present: MEMORY.md -> {NOTES_ID}" in again.stdout
+    assert tree(empty_dir) == before
+
+
+def test_import_claude_code_notes_dry_run_writes_nothing(
+    empty_dir: Path, claude_dir: Path
+) -> None:
+    (claude_dir / "MEMORY.md").write_text(SOURCE_INDEX, encoding="utf-8")
+
+    result = sage_mem(empty_dir, "import", "claude-code", str(claude_dir), "--dry-run")
+
+    assert f"would import: MEMORY.md -> {NOTES_ID}" in result.stdout
+    assert list(empty_dir.iterdir()) == []
+
+
+def test_import_claude_code_never_overwrites_notes_edited_since(
+    empty_dir: Path, claude_dir: Path
+) -> None:
+    (claude_dir / "MEMORY.md").write_text(SOURCE_INDEX, encoding="utf-8")
+    assert sage_mem(empty_dir, "import", "claude-code", str(claude_dir)).returncode == 0
+    mine = empty_dir / f"{NOTES_ID}.md"
+    mine.write_text(mine.read_text(encoding="utf-8") + "My own addition.\n", encoding="utf-8")
+    edited = mine.read_bytes()
+
+    again = sage_mem(empty_dir, "import", "claude-code", str(claude_dir))
+
+    assert f"imported: MEMORY.md -> {NOTES_ID}_2" in again.stdout
+    assert mine.read_bytes() == edited
+    with MemoryStore(empty_dir) as store:
+        assert store.read(NOTES_ID + "_2").body.strip("\n") == CARRIED.strip("\n")
+
+
+def test_import_claude_code_reports_a_memory_md_it_cannot_read(
+    empty_dir: Path, claude_dir: Path
+) -> None:
+    (claude_dir / "MEMORY.md").write_bytes(b"Caf\xe9 notes in latin-1\n")
+
+    result = sage_mem(empty_dir, "import", "claude-code", str(claude_dir))
+
+    assert result.returncode == 0, result.stderr
+    assert "MEMORY.md" in result.stdout and "not valid UTF-8" in result.stdout
+    assert not (empty_dir / f"{NOTES_ID}.md").exists()
+
+
+@pytest.mark.parametrize("index", [
+    pytest.param(CLAUDE_FILES["MEMORY.md"].decode(), id="only-index-lines"),
+    pytest.param("# Memory Index\n\n## User\n- [Role](user_role.md) — role\n\n",
+                 id="index-lines-under-headings"),
+    pytest.param(catalog.render([]), id="written-by-sage-mem"),
+])
+def test_import_claude_code_brings_no_notes_memory_when_there_are_no_notes(
+    empty_dir: Path, claude_dir: Path, index: str
+) -> None:
+    # Guards: these pass on the code as found, and must keep passing.
+    (claude_dir / "MEMORY.md").write_text(index, encoding="utf-8")
+    result = sage_mem(empty_dir, "import", "claude-code", str(claude_dir))
+    assert result.returncode == 0 and "MEMORY.md" not in result.stdout
+    assert not (empty_dir / f"{NOTES_ID}.md").exists()
+
+
+def test_import_claude_code_in_place_leaves_the_notes_where_they_are(claude_dir: Path) -> None:
+    (claude_dir / "MEMORY.md").write_text(SOURCE_INDEX, encoding="utf-8")
+    result = sage_mem(claude_dir, "import", "claude-code", str(claude_dir))
+    assert result.returncode == 0 and "MEMORY.md" not in result.stdout
+    assert not (claude_dir / f"{NOTES_ID}.md").exists()
 
 
 # mnemo
