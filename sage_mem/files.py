@@ -33,6 +33,10 @@ DELETE = object()
 """Sentinel for `edit_frontmatter`: remove this key."""
 
 _TIMESTAMP_TAG = "tag:yaml.org,2002:timestamp"
+_INT_TAG = "tag:yaml.org,2002:int"
+# Python converts int <-> decimal text up to 4,300 digits by default; a YAML integer
+# over 13,000 bits (~3,900 digits) is kept as its text (see `_int_or_text`).
+_MAX_INT_BITS = 13_000
 _STR_TAG = "tag:yaml.org,2002:str"
 _LINE_BREAKS = "\n\r\x85\u2028\u2029"
 # A frontmatter holds a few dozen values; YAML aliases let a few lines stand for
@@ -57,6 +61,7 @@ def _yaml() -> _Yaml:
 
     loader = type("_Loader", (getattr(yaml, "CSafeLoader", yaml.SafeLoader),), {})
     loader.add_constructor(_TIMESTAMP_TAG, _timestamp_as_iso)
+    loader.add_constructor(_INT_TAG, _int_or_text)
     timestamp = next(
         regexp for regexp_list in yaml.SafeLoader.yaml_implicit_resolvers.values()
         for tag, regexp in regexp_list if tag == _TIMESTAMP_TAG
@@ -83,6 +88,26 @@ def _timestamp_as_iso(loader: yaml.SafeLoader, node: yaml.Node) -> str:
         # `2026-13-45` has a date's shape but is none: keep the text as written.
         return str(node.value)
     return _iso(value)
+
+
+def _int_or_text(loader: yaml.SafeLoader, node: yaml.Node) -> int | str:
+    """An integer, or the scalar's own text when Python cannot write the integer as text.
+
+    Python refuses to convert between int and decimal text past 4,300 digits
+    (a ValueError): `int()` of a longer decimal, and `str()` of a value that
+    hex (`0xfff…`), octal or sexagesimal (`59:59:…`) YAML made that large.
+    Such a value is kept as written, so that nothing reading the memory later
+    meets an integer it cannot print.
+    """
+    import yaml
+
+    try:
+        value = yaml.SafeLoader.construct_yaml_int(loader, node)  # type: ignore[arg-type]
+    except ValueError:
+        return str(node.value)
+    if value.bit_length() > _MAX_INT_BITS:
+        return str(node.value)
+    return value
 
 
 def _timestamp_text(text: str) -> str:
@@ -396,9 +421,12 @@ def _plain(text: str, kit: _Yaml) -> Any:
     import yaml
 
     try:
-        return constructor(kit.constructing, yaml.ScalarNode(tag, text))
+        value = constructor(kit.constructing, yaml.ScalarNode(tag, text))
     except Exception:  # noqa: BLE001 - PyYAML raises it again, as the caller expects
         raise _NotSimple from None
+    if constructor is _int_or_text and isinstance(value, str):
+        raise _NotSimple  # an integer kept as its text: rare, and PyYAML reads it so too
+    return value
 
 
 def _check_expansion(value: Any, path: Path | str) -> None:

@@ -25,6 +25,8 @@ import json
 import os
 import re
 import shutil
+import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -915,6 +917,97 @@ def test_bad_hook_bytes_as_a_real_process(memory_dir: Path, stdin: bytes) -> Non
     assert b"Traceback" not in result.stderr
     if result.stdout:
         json.loads(result.stdout)
+
+
+# Integers Python cannot turn into text (over 4,300 decimal digits): YAML writes
+# them as decimals, in hex or octal, or sexagesimal (`59:59:…`), and as keys too.
+
+TOO_LONG_TO_PRINT = [
+    pytest.param("description: " + "7" * 5000, "description", "7" * 5000,
+                 id="decimal-over-4300-digits"),
+    pytest.param("description: 0x" + "f" * 5000, "description", "0x" + "f" * 5000,
+                 id="hex-too-long-to-print"),
+    pytest.param("description: " + ":".join(["59"] * 3000), "description",
+                 ":".join(["59"] * 3000), id="sexagesimal-too-long-to-print"),
+    pytest.param("description: a note about the numbat\ntags: [0" + "7" * 6000 + "]", "tags",
+                 ["0" + "7" * 6000], id="octal-tag-too-long-to-print"),
+    pytest.param("description: a note about the numbat\n? 0x" + "f" * 5000 + "\n: 1", None,
+                 None, id="hex-key-too-long-to-print"),
+]
+
+
+def too_long_to_print(folder: Path, frontmatter: str) -> Path:
+    shutil.copytree(TEMPLATE, folder)
+    path = folder / "user_digits.md"
+    path.write_bytes(fm(frontmatter, "category: user"))
+    return path
+
+
+@pytest.mark.parametrize(("frontmatter", "key", "text"), TOO_LONG_TO_PRINT)
+def test_an_integer_too_long_to_print_is_read_as_its_text(
+    memory_folder: Path, frontmatter: str, key: str | None, text: Any
+) -> None:
+    too_long_to_print(memory_folder, frontmatter)
+    memory = MemoryStore(memory_folder).read("user_digits")
+    if key is not None:
+        assert memory.to_dict()[key] == text
+    json.dumps(memory.to_dict())  # and it can be printed, as JSON too
+
+
+@pytest.mark.parametrize(("frontmatter", "key", "text"), TOO_LONG_TO_PRINT)
+def test_an_integer_too_long_to_print_breaks_no_command_of_a_real_process(
+    memory_folder: Path, frontmatter: str, key: str | None, text: Any
+) -> None:
+    path = too_long_to_print(memory_folder, frontmatter)
+    folder = str(memory_folder)
+    for argv in (["show", "user_digits"], ["show", "--json", "user_digits"], ["audit"],
+                 ["list"], ["search", "numbat"], ["index"],
+                 ["add", "user_new", "--description", "a new note", "--category", "user",
+                  "--body", "x"],
+                 ["add", "user_digits", "--trust", "0.9"]):
+        result = cli_process("--dir", folder, *argv)
+        err = result.stderr.decode()
+        assert "Traceback" not in err and "Exceeds the limit" not in err, (argv, err[-800:])
+        assert result.returncode in ((0, 1) if argv == ["audit"] else (0,)), (argv, err)
+    assert b"trust: 0.9" in path.read_bytes()
+    shown = cli_process("--dir", folder, "show", "--json", "user_digits")
+    if key is not None:
+        assert json.loads(shown.stdout)[key] == text
+
+
+@pytest.mark.parametrize(("frontmatter", "key", "text"), TOO_LONG_TO_PRINT)
+async def test_an_integer_too_long_to_print_through_mcp_over_stdio(
+    tmp_path: Path, memory_folder: Path, frontmatter: str, key: str | None, text: Any
+) -> None:
+    from mcp import Client, StdioServerParameters
+
+    too_long_to_print(memory_folder, frontmatter)
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "sage_mem", "serve"], cwd=tmp_path,
+        env={**os.environ, "SAGE_MEM_DIR": str(memory_folder), "HOME": str(tmp_path / "home")},
+    )
+    async with Client(params, mode="legacy", read_timeout_seconds=60) as client:
+        good, memory = await mcp_call(client, "memory_read", id="user_digits")
+        assert good, memory
+        if key is not None:
+            assert memory[key] == text
+        good, report = await mcp_call(client, "memory_audit")
+        assert good, report
+        good, written = await mcp_call(client, "memory_write", id="user_digits", trust=0.9)
+        assert good, written
+        good, hits = await mcp_call(client, "memory_search", query="numbat")
+        assert good, hits
+
+
+def test_a_list_of_99000_tags_reads_in_linear_time(memory_folder: Path) -> None:
+    shutil.copytree(TEMPLATE, memory_folder)
+    tags = ",".join(f"{n:x}" for n in range(99_000))
+    (memory_folder / "user_tags.md").write_bytes(fm("description: a note about the numbat",
+                                                    "category: user", f"tags: [{tags}]"))
+    started = time.monotonic()
+    memory = MemoryStore(memory_folder).read("user_tags")
+    assert len(memory.tags) == 99_000 and memory.tags[:2] == ("0", "1")
+    assert time.monotonic() - started < 10  # it took 35 s, comparing each tag with all before
 
 
 def test_the_corpus_holds_at_least_40_cases_of_bad_input() -> None:
