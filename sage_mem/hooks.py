@@ -23,13 +23,33 @@ environment variable SAGE_MEM_AUTODREAM=1 (SAGE_MEM_AUTODREAM=0 turns it off
 whatever the file says). The time gate is checked here first, so a closed gate
 costs one small file read and no process; `dream --auto` checks every gate
 again (sessions, the lock) before it changes anything.
+
+Time budget: whatever the folder holds (a memory that takes seconds to read,
+a folder of 100,000 files without a cache) and whatever the input does (a
+stdin that never ends), a hook process answers within its budget, counted from
+the start of `run_hook`: 2 s for user-prompt-submit, 3 s for session-start
+(`BUDGETS_MS`). Claude Code holds the user's prompt until the hook answers;
+2 s is twice what a warm hook takes at 100,000 memories (~0.9 s, README's speed
+table) and twenty times the usual ~100 ms, so the budget only ever cuts a
+pathological case. A session start happens once and also loads the baselines,
+so it gets a little more. SAGE_MEM_HOOK_BUDGET_MS (a whole number of
+milliseconds, 1 to 60,000) sets both, for tests. When the budget runs out, a
+SIGALRM handler writes the answer the hook can give without its memories —
+nothing for a prompt, the tools guide at session start — unless the real
+answer is already being written (then that one is finished instead: never two
+answers), logs one line and ends the process at once with status 0. The timer
+is armed only when the hook answers on the process's own stdout, from the main
+thread (the `sage-mem hook` process), never when `run_hook` is called with
+other streams.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
@@ -44,6 +64,11 @@ _TRUE = frozenset({"1", "true", "yes", "on"})
 _FALSE = frozenset({"0", "false", "no", "off", ""})
 RELEASING_SOURCES = frozenset({"compact", "clear"})
 _LOG_PREFIX = "sage-mem hook"
+
+BUDGET_ENV = "SAGE_MEM_HOOK_BUDGET_MS"
+BUDGETS_MS = {"UserPromptSubmit": 2_000, "SessionStart": 3_000}
+"""The hard wall-clock budget of each hook, in milliseconds (see the module docstring)."""
+MAX_BUDGET_MS = 60_000  # Claude Code's own default timeout for a hook command
 
 
 class _Log:
@@ -69,43 +94,186 @@ def run_hook(
     stderr: TextIO,
     folder: Path | None = None,
 ) -> int:
-    """Run one hook command; always returns 0 (the exit status Claude Code reads as "go on")."""
+    """Run one hook command; always returns 0 (the exit status Claude Code reads as "go on").
+
+    The answer is written before what was injected is recorded, so that a
+    process cut short by its budget may inject a memory twice, never lose one.
+    """
     log = _Log(stderr, event)
+    budget = _Budget.start(event, stdout, stderr, log)
     try:
-        answer = _answer(event, stdin, folder, log)
-    except Exception as exc:  # noqa: BLE001 - the hook must never block the prompt
-        log(f"unexpected error, nothing injected: {type(exc).__name__}: {exc}")
-        answer = None
-    if answer is not None:
         try:
-            stdout.write(json.dumps(answer) + "\n")
-            stdout.flush()
-        except (OSError, ValueError) as exc:
-            log(f"cannot write the answer: {exc}")
+            answer, record = _answer(event, stdin, folder, log)
+        except Exception as exc:  # noqa: BLE001 - the hook must never block the prompt
+            log(f"unexpected error, nothing injected: {type(exc).__name__}: {exc}")
+            answer, record = None, None
+        if answer is not None:
+            with budget.answering():
+                try:
+                    stdout.write(json.dumps(answer) + "\n")
+                    stdout.flush()
+                except (OSError, ValueError) as exc:
+                    log(f"cannot write the answer: {exc}")
+        if record is not None:
+            try:
+                record()
+            except Exception as exc:  # noqa: BLE001 - the answer is out; only bookkeeping failed
+                log(f"unexpected error after answering: {type(exc).__name__}: {exc}")
+    finally:
+        budget.cancel()
     return 0
 
 
-def _answer(event: str, stdin: TextIO, folder: Path | None, log: _Log) -> dict[str, Any] | None:
+class _Budget:
+    """The hook's hard time budget: a SIGALRM that answers with what needs no memory and exits.
+
+    `answering()` marks the real answer's write: a deadline reached during it
+    lets the write finish (one whole answer, never two) and ends the process
+    right after; one reached later, while what was injected is recorded, ends
+    it at once.
+    """
+
+    def __init__(self, seconds: float, fallback: bytes, out_fd: int, err_fd: int,
+                 stderr: TextIO, event: str, budget_ms: int) -> None:
+        self.seconds = seconds
+        self.fallback = fallback
+        self.out_fd = out_fd
+        self.err_fd = err_fd
+        self.stderr = stderr
+        self.event = event
+        self.budget_ms = budget_ms
+        self.answered = False
+        self.expired = False
+        self.previous: Any = None
+        self.armed = False
+
+    @classmethod
+    def start(cls, event: str, stdout: TextIO, stderr: TextIO, log: _Log) -> _Budget | _NoBudget:
+        hook_name = EVENTS.get(event)
+        if hook_name is None or stdout is not sys.__stdout__:
+            return _NoBudget()
+        budget_ms, warning = hook_budget_ms(hook_name, os.environ.get(BUDGET_ENV))
+        if warning:
+            log(warning)
+        import signal
+        import threading
+
+        if threading.current_thread() is not threading.main_thread():
+            return _NoBudget()
+        try:
+            out_fd = stdout.fileno()
+            err_fd = stderr.fileno()
+        except (OSError, ValueError, AttributeError):
+            return _NoBudget()
+        fallback = b""
+        if hook_name == "SessionStart":
+            answer = {"hookSpecificOutput": {"hookEventName": hook_name,
+                                             "additionalContext": inject.TOOLS_GUIDE}}
+            fallback = (json.dumps(answer) + "\n").encode("utf-8")
+        budget = cls(budget_ms / 1000, fallback, out_fd, err_fd, stderr, event, budget_ms)
+        budget.previous = signal.signal(signal.SIGALRM, budget._expire)
+        budget.armed = True
+        signal.setitimer(signal.ITIMER_REAL, budget.seconds)
+        return budget
+
+    @contextlib.contextmanager
+    def answering(self) -> Iterator[None]:
+        self.answered = True
+        yield
+        if self.expired:
+            self._exit()
+
+    def cancel(self) -> None:
+        if not self.armed:
+            return
+        import signal
+
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, self.previous)
+        self.armed = False
+
+    def _expire(self, signum: int, frame: object) -> None:
+        if self.expired:
+            return
+        self.expired = True
+        if self.answered:
+            return  # the answer is being written (or is out): `answering` ends the process
+        if self.fallback:
+            _write_all(self.out_fd, self.fallback)
+        self._exit()
+
+    def _exit(self) -> None:
+        if self.answered:
+            what = "answered, but what was injected may not be recorded (it may repeat)"
+        else:
+            what = "injected only the tools guide" if self.fallback else "nothing injected"
+        line = f"{_LOG_PREFIX} {self.event}: time budget of {self.budget_ms} ms reached; {what}"
+        with contextlib.suppress(Exception):  # a log line the signal cut: write past it
+            self.stderr.flush()
+        _write_all(self.err_fd, (line + "\n").encode("utf-8", "replace"))
+        os._exit(0)
+
+
+class _NoBudget:
+    """No timer: `run_hook` was given streams of its caller's, not the process's own."""
+
+    @contextlib.contextmanager
+    def answering(self) -> Iterator[None]:
+        yield
+
+    def cancel(self) -> None:
+        pass
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+    except OSError:
+        pass
+
+
+def hook_budget_ms(hook_name: str, raw: str | None) -> tuple[int, str | None]:
+    """The budget of a hook in ms: SAGE_MEM_HOOK_BUDGET_MS when usable, else BUDGETS_MS.
+
+    Returns the budget and a warning when the setting was unusable.
+    """
+    default = BUDGETS_MS[hook_name]
+    if raw is None or not raw.strip():
+        return default, None
+    text = raw.strip()
+    if text.isascii() and text.isdigit() and 1 <= int(text) <= MAX_BUDGET_MS:
+        return int(text), None
+    return default, (f"{BUDGET_ENV}={raw[:40]!r} is not a whole number of milliseconds "
+                     f"from 1 to {MAX_BUDGET_MS}; using {default}")
+
+
+_Reply = tuple[dict[str, Any] | None, Callable[[], None] | None]
+
+
+def _answer(event: str, stdin: TextIO, folder: Path | None, log: _Log) -> _Reply:
+    """The answer to write (None: print nothing), and what to record once it is written."""
     hook_name = EVENTS.get(event)
     payload = _read_payload(stdin, log)
     if hook_name is None:
         log(f"unknown hook event {event[:40]!r} (expected {' or '.join(EVENTS)})")
-        return None
+        return None, None
     prompt: str | None = None
     if hook_name == "UserPromptSubmit":
         prompt = payload.get("prompt")
         if not isinstance(prompt, str):
             if payload:
                 log("no prompt in the hook input; nothing injected")
-            return None
+            return None, None
         if not prompt.strip():
-            return None
+            return None, None
 
     try:
         store = MemoryStore(folder, watch=False)
     except (SageMemError, OSError) as exc:
         log(f"nothing injected: {exc}")
-        return None
+        return None, None
     _report_problems(store, log)
 
     now = datetime.now(UTC)
@@ -138,21 +306,28 @@ def _answer(event: str, stdin: TextIO, folder: Path | None, log: _Log) -> dict[s
             store, prompt, project=project, session=session, limit=limit, now=now
         )
 
-    if chosen:
-        session.add(chosen)
-        changed = True
-        try:
-            store.note_used(memory.id for memory in chosen)
-        except SageMemError as exc:  # a stats lock held too long must not cost the context
-            log(f"retrievals not counted: {exc}")
-    if changed:
-        try:
-            session.save()
-        except OSError as exc:
-            log(f"cannot record what was injected ({exc.strerror or exc}); it may repeat")
+    def record() -> None:
+        save = changed
+        if chosen:
+            session.add(chosen)
+            save = True
+        if save:
+            try:
+                session.save()
+            except OSError as exc:
+                log(f"cannot record what was injected ({exc.strerror or exc}); it may repeat")
+        if chosen:
+            try:
+                store.note_used(memory.id for memory in chosen)
+            except SageMemError as exc:  # a stats lock held too long must not cost the context
+                log(f"retrievals not counted: {exc}")
+
     if not text:
-        return None
-    return {"hookSpecificOutput": {"hookEventName": hook_name, "additionalContext": text}}
+        return None, record
+    return (
+        {"hookSpecificOutput": {"hookEventName": hook_name, "additionalContext": text}},
+        record,
+    )
 
 
 def autodream_enabled(store: MemoryStore) -> bool:
