@@ -63,6 +63,7 @@ from .credentials import LABELS, find_secrets, redact
 from .errors import InvalidId, InvalidMemory
 from .files import parse_bytes
 from .folder import ARCHIVE_DIR, INDEX_FILE, MemoryFolder
+from .injection import unsafe_name_characters
 from .memory import CATEGORIES, MAX_FILE_BYTES, MAX_TAG_LENGTH, MAX_TAGS, Memory, memory_from_meta
 
 if TYPE_CHECKING:
@@ -93,6 +94,11 @@ CHECKS: dict[str, tuple[Severity, str]] = {
     "missing-from-index": ("warning", "a memory is not listed in MEMORY.md"),
     "index-stale": ("warning", "MEMORY.md differs from what `sage-mem index` would write"),
     "index-too-large": ("warning", "MEMORY.md is over 200 lines or 25,000 bytes"),
+    "unsafe-name": (
+        "warning",
+        "a file name with a backtick, or a control, separator, bidi or invisible character, "
+        "which can pass for other text where the name is shown",
+    ),
 }
 """Every check: its severity and what it means."""
 CHECKS.update(audit_safety.CHECKS)
@@ -232,8 +238,17 @@ class _Audit:
             self.add("bom", rel, "starts with a byte order mark; save it as UTF-8 without BOM", 1)
         self.check_line_endings(text, rel)
         self.check_memory(raw, text, path, rel)
+        self.check_name(rel)
         for check, line, message in audit_safety.findings(self.folder, rel, text):
             self.add(check, rel, message, line)
+
+    def check_name(self, rel: str) -> None:
+        found = unsafe_name_characters(rel[:-3])
+        if found:
+            shown = ", ".join("a backtick" if c == "`" else f"<U+{ord(c):04X}>" for c in found)
+            self.add("unsafe-name", rel,
+                     f"the file name holds {shown}: where the name is shown (a hook's heading, "
+                     "a line of MEMORY.md, a terminal) it can pass for other text; rename the file")
 
     def read(self, path: Path, rel: str) -> bytes | None:
         """The file's bytes, or None after reporting why it cannot be read."""

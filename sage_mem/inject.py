@@ -26,8 +26,8 @@ from pathlib import Path
 from .credentials import find_secrets, redact
 from .files import atomic_write, make_private_dirs
 from .index import Hit
-from .injection import find_injections
-from .memory import Memory, parse_moment
+from .injection import find_injections, visible, visible_name
+from .memory import CATEGORIES, Memory, parse_moment
 from .store import MemoryStore
 
 MAX_BASELINES = 8
@@ -35,6 +35,8 @@ DEFAULT_PROMPT_LIMIT = 5
 MAX_PROMPT_LIMIT = 10
 BODY_LIMIT = 1_500
 TRUNCATED = "…(truncated)"
+# An unknown category is shown (as data) up to this many characters.
+MAX_CATEGORY_SHOWN = 40
 # Claude Code cuts hook context at 10,000 characters; stay clear of it by budget.
 CONTEXT_BUDGET = 9_500
 # A pasted log can make a prompt megabytes long; its head says what it is about.
@@ -121,21 +123,53 @@ def age_note(updated: str | None, now: datetime) -> str:
 def render_memory(memory: Memory, now: datetime) -> str:
     """One memory as a quoted block: a heading with id, category and age, then its text.
 
-    Every line of the memory's own text is quoted with `> `, so nothing in a
-    memory can pass for the header or for another memory. Anything that looks
-    like a credential is masked (before the body is cut, so that no half of a
-    key slips through), and a memory holding text that reads like orders to
-    the agent (see `injection.py`) says so in its heading.
+    Everything taken from the file is data, never frame: every line of the
+    memory's own text is quoted with `> ` (after `visible`, the newline is
+    the only line break left in it, so no line escapes the quoting); the id
+    is a code span no backtick in it can close (`code_span`); a category is
+    shown as the plain word only when it is one of the four, else as a code
+    span marked unknown; controls, separators and bidi characters in any of
+    them are named, not sent. Anything that looks like a credential is masked
+    (before the body is cut, so that no half of a key slips through), and a
+    memory holding text that reads like orders to the agent (see
+    `injection.py`), in its text, its name or its category, says so in its
+    heading.
     """
-    label = f"{memory.category}, " if memory.category else ""
     description = _masked(memory, memory.description)
     body = _masked(memory, memory.body.replace("\r\n", "\n").replace("\r", "\n").strip("\n"))
+    read = "\n\n".join(filter(None, (description, body[:BODY_LIMIT])))
+    body = visible(body)
     if len(body) > BODY_LIMIT:
         body = body[:BODY_LIMIT].rstrip() + TRUNCATED
-    text = description if not body else description + "\n\n" + body
-    flag = f"; {FLAGGED}" if find_injections(text) else ""
+    text = "\n\n".join(filter(None, (visible(description), body)))
+    category = memory.category
+    if category is None:
+        label = ""
+    elif category in CATEGORIES:
+        label = f"{category}, "
+    else:
+        shown = category if len(category) <= MAX_CATEGORY_SHOWN else (
+            category[:MAX_CATEGORY_SHOWN] + "…")
+        label = f"unknown category {code_span(visible_name(shown))}, "
+    checked = "\n".join(filter(None, (memory.id, label and category, read)))
+    flag = f"; {FLAGGED}" if find_injections(checked) else ""
     quoted = "\n".join("> " + line if line.strip() else ">" for line in text.split("\n"))
-    return f"memory `{memory.id}` ({label}{age_note(memory.updated, now)}{flag}):\n{quoted}"
+    heading = f"memory {code_span(visible_name(memory.id))} ({label}{age_note(memory.updated, now)}"
+    return f"{heading}{flag}):\n{quoted}"
+
+
+def code_span(text: str) -> str:
+    """`text` as a markdown code span that nothing in it can close or shorten (CommonMark).
+
+    The fence is one backtick longer than the longest run of backticks inside,
+    and a text that starts or ends with a backtick or a space is padded with
+    one space each side, which a reader strips again.
+    """
+    longest = max((len(run) for run in re.findall("`+", text)), default=0)
+    if text[:1] in ("`", " ") or text[-1:] in ("`", " "):
+        text = f" {text} "
+    fence = "`" * (longest + 1)
+    return f"{fence}{text}{fence}"
 
 
 def _masked(memory: Memory, text: str) -> str:

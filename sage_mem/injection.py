@@ -24,6 +24,13 @@ look, and the hooks mark a flagged memory as data not to be obeyed. It leans
 towards precision: a feedback memory ("always run the tests first", "ignore the
 lint rules in generated files") gives orders by design and is not flagged.
 
+`visible(text)` and `visible_name(text)` are for where memory text is shown
+to an agent: they name (`<U+202E>`) the characters that would let a memory's
+text reach outside its quoting (a line separator, a C1 "next line") or read
+otherwise than it is shown (bidi controls, Unicode tags, terminal escapes).
+`unsafe_name_characters` lists what `visible_name` would name, plus a
+backtick, for the audit to report in file names.
+
 Imports nothing from sage-mem, so the hooks can use it on every prompt.
 """
 
@@ -241,4 +248,57 @@ def _name_invisible(run: re.Match[str]) -> str:
     return f"<{len(text)} invisible characters>"
 
 
-__all__ = ["LABELS", "InjectionMatch", "find_injections", "has_injection"]
+# In quoted text: C0 and C1 controls but the tab and the newline (so a vertical
+# tab, a form feed, U+001C-U+001E or U+0085, which some readers take for line
+# breaks, cannot start an unquoted line), U+2028 and U+2029, bidi marks,
+# embeddings, overrides and isolates, and Unicode tags. Zero-width characters stay:
+# emoji and Indic or Persian text need the joiners, and a run of them is flagged.
+_NAMED_IN_TEXT = (r"[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f"
+                  r"\u2028-\u202e\u2066-\u2069\U000e0000-\U000e007f]+")
+# Names may keep the two joiners (emoji sequences, Persian and Indic scripts); any
+# other format character, and every control or separator, is named.
+_JOINERS = frozenset("\u200c\u200d")
+
+
+def visible(text: str) -> str:
+    """`text` with each character that could move or hide text named: `<U+2028>`, `<U+202E>`.
+
+    The only line break left is the newline, so a caller quoting each line of
+    the result quotes every line a reader will see.
+    """
+    return re.sub(_NAMED_IN_TEXT, _name_invisible, text)
+
+
+def _hidden_in_name(char: str) -> bool:
+    kind = unicodedata.category(char)
+    return kind in ("Cc", "Zl", "Zp") or (kind == "Cf" and char not in _JOINERS)
+
+
+def visible_name(text: str) -> str:
+    """A name (an id, a category) for one line of a frame: every control, separator and
+    invisible format character named, each on its own (`<U+200B>`)."""
+    if text.isascii() and text.isprintable():
+        return text
+    return "".join(f"<U+{ord(c):04X}>" if _hidden_in_name(c) else c for c in text)
+
+
+def unsafe_name_characters(name: str) -> list[str]:
+    """The characters of a file name that can pass for other text where it is shown, in order:
+    those `visible_name` names, and the backtick (it closes the code span an id is shown in,
+    in any renderer that does not choose its fence as `inject.py` does)."""
+    found: list[str] = []
+    for char in name:
+        if (char == "`" or _hidden_in_name(char)) and char not in found:
+            found.append(char)
+    return found
+
+
+__all__ = [
+    "LABELS",
+    "InjectionMatch",
+    "find_injections",
+    "has_injection",
+    "unsafe_name_characters",
+    "visible",
+    "visible_name",
+]

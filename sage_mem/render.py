@@ -2,6 +2,11 @@
 
 Also owns the age note ("updated 12 days ago"): models are poor at date
 arithmetic, so results say how old a memory is instead of leaving it to them.
+
+The one-line fields of a memory (id, category, description, the header lines
+of `show`) are printed through `visible_name`/`visible`: a terminal escape or a
+bidi control in a file is named (`<U+001B>`), not sent to the terminal or to an
+agent reading the output. The body `show` prints is the file's own text.
 """
 
 from __future__ import annotations
@@ -9,6 +14,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from .index import Hit
+from .injection import visible, visible_name
 from .memory import Memory, parse_moment
 
 
@@ -39,20 +45,21 @@ def hit_dict(hit: Hit, now: datetime | None = None) -> dict[str, object]:
 
 
 def hit_line(hit: Hit, now: datetime | None = None) -> str:
-    category = f"[{hit.category}] " if hit.category else ""
+    category = f"[{visible_name(hit.category)}] " if hit.category else ""
     age = age_note(hit.updated, now)
     tail = f"  ({age})" if age and age != "updated today" else ""
-    return f"{hit.score:7.3f}  {hit.id}  {category}{hit.summary or hit.description}{tail}"
+    text = visible(hit.summary or hit.description)
+    return f"{hit.score:7.3f}  {visible_name(hit.id)}  {category}{text}{tail}"
 
 
 def memory_line(memory: Memory) -> str:
-    category = f"[{memory.category}] " if memory.category else ""
+    category = f"[{visible_name(memory.category)}] " if memory.category else ""
     flags = "".join(
         f" ({flag})"
         for flag, on in (("baseline", memory.baseline), ("locked", memory.locked))
         if on
     )
-    return f"{memory.id}  {category}{memory.display}{flags}"
+    return f"{visible_name(memory.id)}  {category}{visible(memory.display)}{flags}"
 
 
 def memory_text(memory: Memory, now: datetime | None = None) -> str:
@@ -79,8 +86,12 @@ def memory_text(memory: Memory, now: datetime | None = None) -> str:
         ("sha256", memory.sha256),
     ]
     width = max(len(name) for name, _ in fields)
-    lines = [f"{name.ljust(width)}  {value}" for name, value in fields if value not in (None, "")]
+    lines = [
+        f"{name.ljust(width)}  {visible_name(value)}"
+        for name, value in fields
+        if value not in (None, "")
+    ]
     for problem in memory.problems:
-        lines.append(f"{'problem'.ljust(width)}  {problem}")
+        lines.append(f"{'problem'.ljust(width)}  {visible_name(problem)}")
     body = memory.body.strip("\n")
     return "\n".join(lines) + ("\n\n" + body if body else "") + "\n"
