@@ -212,7 +212,7 @@ def updated_index(
         moved = [lines[i] for i in range(begin + 1, end) if kinds[i] == _OWNER]
         return plan.in_place(lines[:begin], moved, lines[end + 1:])
 
-    header = _signature(contents)
+    header = _signature(contents, markers)
     if header is not None:
         kinds = _kinds(contents, markers, 0, len(contents))
         if _OWNER not in kinds:
@@ -272,7 +272,7 @@ def owner_lines(existing: bytes) -> list[str]:
         kinds = _kinds(contents, markers, begin + 1, end)
         return [c for i, c in enumerate(contents)
                 if not begin <= i <= end or begin < i < end and kinds[i] == _OWNER]
-    if _signature(contents) is None:
+    if _signature(contents, markers) is None:
         return contents
     kinds = _kinds(contents, markers, 0, len(contents))
     return [c for i, c in enumerate(contents) if kinds[i] == _OWNER]
@@ -380,12 +380,16 @@ def _conflict_hunks(contents: Sequence[str]) -> list[_Hunk]:
     return hunks
 
 
-def _signature(contents: Sequence[str]) -> int | None:
-    """Where a file sage-mem wrote starts: its HEADER line, a blank one, then its note."""
-    for i in range(len(contents) - 2):
-        if (contents[i] == HEADER and not contents[i + 1]
-                and contents[i + 2].startswith(_NOTE_PREFIX)):
-            return i
+def _signature(contents: Sequence[str], markers: set[int]) -> int | None:
+    """Where a file sage-mem wrote starts: its HEADER line, a blank one, then its note.
+
+    Conflict markers between them are skipped: two versions' notes may differ.
+    """
+    at = [i for i in range(len(contents)) if i not in markers]
+    for k in range(len(at) - 2):
+        if (contents[at[k]] == HEADER and not contents[at[k + 1]]
+                and contents[at[k + 2]].startswith(_NOTE_PREFIX)):
+            return at[k]
     return None
 
 

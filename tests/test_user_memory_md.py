@@ -124,6 +124,13 @@ def _conflicted_generated() -> str:
         pytest.param("\ufeff" + catalog.render([ROLE]), id="written-then-saved-with-a-bom"),
         pytest.param(_conflicted_generated(), id="written-with-git-conflict-markers"),
         pytest.param(
+            catalog.render([ROLE]).replace(
+                catalog.NOTE, f"<<<<<<< HEAD\n{catalog.NOTE}\n=======\n"
+                "<!-- Written by sage-mem, in other words. -->\n>>>>>>> x"
+            ),
+            id="written-by-two-versions-with-a-conflict-in-the-note",
+        ),
+        pytest.param(
             catalog.render([ROLE]) + "- [Testing](feedback_testing.md) — added by Claude Code\n",
             id="written-plus-an-index-line-for-a-memory",
         ),
@@ -332,6 +339,10 @@ def test_a_title_put_above_a_file_sage_mem_wrote_stays_above() -> None:
         pytest.param("<<<<<<< HEAD\nmine\n=======\ntheirs\n>>>>>>> x\n", "conflict",
                      id="conflict-in-the-owners-lines"),
         pytest.param("# Notes\n<<<<<<< HEAD\nuse npm\n", "conflict", id="conflict-never-closed"),
+        pytest.param(
+            "<<<<<<< HEAD\n- [a](a.md) — mine\n=======\n- [b](b.md) — theirs\n>>>>>>> main\n",
+            "conflict", id="conflict-in-index-lines-claude-code-wrote",
+        ),
         pytest.param(
             "Notes.\n\n<<<<<<< HEAD\n" + DEPLOY_REGION + "=======\n>>>>>>> x\n", "conflict",
             id="conflict-around-the-region",
