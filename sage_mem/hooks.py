@@ -130,7 +130,7 @@ class _Budget:
     `answering()` marks the real answer's write: a deadline reached during it
     lets the write finish (one whole answer, never two) and ends the process
     right after; one reached later, while what was injected is recorded, ends
-    it at once.
+    it at once, the answer out.
     """
 
     def __init__(self, seconds: float, fallback: bytes, out_fd: int, err_fd: int,
@@ -142,6 +142,7 @@ class _Budget:
         self.stderr = stderr
         self.event = event
         self.budget_ms = budget_ms
+        self.writing = False
         self.answered = False
         self.expired = False
         self.previous: Any = None
@@ -149,6 +150,15 @@ class _Budget:
 
     @classmethod
     def start(cls, event: str, stdout: TextIO, stderr: TextIO, log: _Log) -> _Budget | _NoBudget:
+        """The budget armed for this process, or none (see the module docstring)."""
+        try:
+            return cls._start(event, stdout, stderr, log)
+        except Exception as exc:  # noqa: BLE001 - no timer is better than no answer
+            log(f"no time budget: {type(exc).__name__}: {exc}")
+            return _NoBudget()
+
+    @classmethod
+    def _start(cls, event: str, stdout: TextIO, stderr: TextIO, log: _Log) -> _Budget | _NoBudget:
         hook_name = EVENTS.get(event)
         if hook_name is None or stdout is not sys.__stdout__:
             return _NoBudget()
@@ -178,8 +188,11 @@ class _Budget:
 
     @contextlib.contextmanager
     def answering(self) -> Iterator[None]:
-        self.answered = True
-        yield
+        self.writing = self.answered = True
+        try:
+            yield
+        finally:
+            self.writing = False
         if self.expired:
             self._exit()
 
@@ -196,9 +209,9 @@ class _Budget:
         if self.expired:
             return
         self.expired = True
-        if self.answered:
-            return  # the answer is being written (or is out): `answering` ends the process
-        if self.fallback:
+        if self.writing:
+            return  # the answer is being written: `answering` ends the process once it is out
+        if self.fallback and not self.answered:
             _write_all(self.out_fd, self.fallback)
         self._exit()
 
@@ -243,7 +256,7 @@ def hook_budget_ms(hook_name: str, raw: str | None) -> tuple[int, str | None]:
     if raw is None or not raw.strip():
         return default, None
     text = raw.strip()
-    if text.isascii() and text.isdigit() and 1 <= int(text) <= MAX_BUDGET_MS:
+    if text.isascii() and text.isdigit() and len(text) <= 6 and 1 <= int(text) <= MAX_BUDGET_MS:
         return int(text), None
     return default, (f"{BUDGET_ENV}={raw[:40]!r} is not a whole number of milliseconds "
                      f"from 1 to {MAX_BUDGET_MS}; using {default}")

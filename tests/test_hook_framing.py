@@ -21,6 +21,7 @@ process, JSON on stdin, SAGE_MEM_DIR in the environment.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
@@ -390,7 +391,24 @@ def test_a_budget_reached_at_any_moment_gives_at_most_one_answer(memory_dir: Pat
     assert answered and cut  # both sides of the deadline were seen
 
 
-@pytest.mark.parametrize("value", ["soon", "-5", "0", "1e3"])
+def test_a_budget_reached_while_recording_ends_the_process_with_its_answer_out(
+    memory_dir: Path,
+) -> None:
+    stats = MemoryStore(memory_dir).stats.path
+    lock = stats.with_name(stats.name + ".lock")
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with lock.open("a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)  # counting the retrieval would wait 10 s for it
+        started = time.monotonic()
+        result = hook_process("user-prompt-submit", memory_dir, prompt("猫叫什么"),
+                              SAGE_MEM_HOOK_BUDGET_MS="1000")
+        elapsed = time.monotonic() - started
+    assert "user_cat_zh" in context_of(result)
+    assert elapsed < 6, elapsed
+    assert "time budget of 1000 ms reached; answered" in result.stderr.decode()
+
+
+@pytest.mark.parametrize("value", ["soon", "-5", "0", "1e3", "9" * 5000])
 def test_an_unusable_budget_setting_keeps_the_default_and_says_so(
     memory_dir: Path, value: str
 ) -> None:
