@@ -18,6 +18,12 @@ git hashes without a key-like name, UUIDs, placeholders (`<token>`, `${API_KEY}`
 paths are not secrets. A false alarm on every memory that mentions a password
 would teach users to ignore the audit.
 
+Every detector does work in proportion to the text: patterns start only where
+a run of characters starts (never again inside it), what they may consider is
+capped, and a claimed range is found in a byte map rather than by comparing
+with every earlier match. A memory holding a 90 KB hex line costs a write, the
+audit and a hook no more than any other 90 KB of text.
+
 Nothing here ever returns a secret in full: `SecretMatch.excerpt_redacted` keeps
 at most a token's public prefix (`ghp_`, `AKIA`), and `redact(text)` masks every
 match. This module imports nothing from sage-mem, so hooks can use it cheaply.
@@ -29,7 +35,6 @@ import bisect
 import math
 import re
 from collections import Counter
-from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
 
@@ -105,19 +110,32 @@ def _token_patterns() -> tuple[tuple[str, re.Pattern[str]], ...]:
     )
 
 
-# One cheap scan for the prefixes above, so ordinary text skips the patterns one by one.
+# One scan for the prefixes above; each pattern is then tried only where one starts.
 _PREFIXES = re.compile(
-    r"AKIA|ASIA|gh[pousr]_|github_pat_|glpat-|xox[abpr]-|sk-|k_(?:live|test)_|AIza|eyJ|(?i:bearer)"
+    r"AKIA|ASIA|gh[pousr]_|github_pat_|glpat-|xox[abpr]-|sk-|[sr]k_(?:live|test)_|AIza|eyJ"
+    r"|[Bb][Ee][Aa][Rr][Ee][Rr]"
 )
 _PRIVATE_KEY = re.compile(r"-----BEGIN ((?:[A-Z0-9]+ )*)PRIVATE KEY(?: BLOCK)?-----")
 _KEY_MATERIAL = re.compile(r"^\s*(?:[A-Za-z0-9+/=]{16,}|Proc-Type:|DEK-Info:|Version:|Comment:)")
-
 # `name: value`, `name=value`, `"name": "value"`, `名字：值`: the value is one
 # token (quoted or not), so a sentence after a colon is never taken for a value.
-_ASSIGNMENT = re.compile(
-    r"""(?P<name>[^\W\d][\w.\-]*)["']?[ \t]*(?::=|=>|=|：|:(?=[ \t"']))[ \t]*"""
-    r"""(?P<value>"[^"\n]*"|'[^'\n]*'|`[^`\n]*`|[^\s"'`,;，；。、）)\]}>:=]+=*)"""
+# It is found from its operator, which is rare and cheap to find; the name is the
+# whole run of name characters before it, read on the reversed text so that no
+# search restarts inside a long run (a name free to start anywhere in one made
+# the scan quadratic). A quoted value is capped: no password or key is longer.
+_OPERATOR = re.compile(r""":=|=>|=|：|:(?=[ \t"'])""")
+_NAME_BEFORE = re.compile(r"""[ \t]*+["']?([\w.\-]++)""")
+_VALUE_AFTER = re.compile(
+    r"""[ \t]*+(?P<value>"[^"\n]{0,512}"|'[^'\n]{0,512}'|`[^`\n]{0,512}`"""
+    r"""|[^\s"'`,;，；。、）)\]}>:=]++=*+)"""
 )
+# Every name `_is_password_name` or `_is_key_name` accepts holds one of these (read
+# backwards, on the reversed text), so most names cost one small search.
+_REVERSED_NAME_HINT = re.compile(
+    "(?i:ssap|dwp|terces|nekot|yek|laitnederc|htua|reraeb)|码密|令口|钥密|牌令|钥私|证凭"
+)
+NAME_CHARS = 200
+"""The longest name of a `name: value` considered: a longer run is data, not a name."""
 _PASSWORD_WORDS = ("password", "passwd", "passphrase", "secret", "密码", "口令")
 _PASSWORD_SEGMENTS = frozenset({"pwd", "pass"})
 _KEY_WORDS = (
@@ -151,20 +169,25 @@ def find_secrets(text: str) -> list[SecretMatch]:
     spans = _spans(text)
     if not spans:
         return []
-    starts = [0] + [i + 1 for i, ch in enumerate(text) if ch == "\n"]
-    by_line: dict[int, list[tuple[int, int, int]]] = {}
-    located = []
+    starts = [0, *(newline.end() for newline in re.finditer("\n", text))]
+    by_line: dict[int, list[tuple[int, int, int, str]]] = {}
     for start, end, kind, keep in spans:
         index = bisect.bisect_right(starts, start) - 1
         offset = starts[index]
-        by_line.setdefault(index, []).append((start - offset, end - offset, keep))
-        located.append((index, start - offset, kind))
+        by_line.setdefault(index, []).append((start - offset, end - offset, keep, kind))
     matches = []
-    for index, column, kind in sorted(located):
+    for index in sorted(by_line):
         stop = starts[index + 1] - 1 if index + 1 < len(starts) else len(text)
         line = text[starts[index] : stop].removesuffix("\r")
-        masked, anchor = _mask(line, by_line[index], column)
-        matches.append(SecretMatch(kind, index + 1, column + 1, _excerpt(masked, anchor)))
+        located = sorted(by_line[index])
+        # One mask per line, however many secrets it holds: masking it again for
+        # each one would cost its length times their number.
+        masked, anchors = _mask(line, [(start, end, keep) for start, end, keep, _ in located])
+        lead = len(masked) - len(masked.lstrip())
+        stripped = masked.strip()
+        for (column, _end, _keep, kind), anchor in zip(located, anchors, strict=True):
+            excerpt = _excerpt(stripped, max(0, anchor - lead))
+            matches.append(SecretMatch(kind, index + 1, column + 1, excerpt))
     return matches
 
 
@@ -182,7 +205,7 @@ def redact(text: str) -> str:
     spans = _spans(text)
     if not spans:
         return text
-    masked = _mask(text, [(start, end, keep) for start, end, _kind, keep in spans], 0)[0]
+    masked = _mask(text, [(start, end, keep) for start, end, _kind, keep in spans])[0]
     if any(kind == "private-key" for _start, _end, kind, _keep in spans):
         masked = _KEY_BLOCK.sub(_masked_key_block, masked)
     return masked
@@ -210,49 +233,101 @@ def _masked_key_block(match: re.Match[str]) -> str:
 
 def _spans(text: str) -> list[tuple[int, int, str, int]]:
     """(start, end, kind, characters that may be shown) for each likely secret in `text`."""
-    spans: list[tuple[int, int, str, int]] = []
+    claims = _Claims(len(text))
+    _find_tokens(text, claims)
+    _find_private_keys(text, claims)
+    _find_assignments(text, claims)
+    return claims.spans
 
-    def free(start: int, end: int) -> bool:
-        return all(end <= s or start >= e for s, e, _, _ in spans)
 
-    for kind, regex in _token_patterns() if _PREFIXES.search(text) else ():
-        for match in regex.finditer(text):
-            if not free(match.start(), match.end()):
-                continue
-            random_part = match.group(1)
-            if _looks_like_placeholder(random_part) or not _looks_random(random_part, minimum=2.5):
-                continue
-            if _WORDS_JOINED.match(random_part) and re.search(r"[_\-.]", random_part):
-                continue  # sk-this-is-only-words
-            spans.append((match.start(), match.end(), kind, match.start(1) - match.start()))
+class _Claims:
+    """Ranges of the text already reported, so that a later detector skips them.
 
+    A byte per character: checking a range costs its length, never the number
+    of ranges claimed before (which made a text full of matches quadratic).
+    """
+
+    def __init__(self, size: int) -> None:
+        self._taken = bytearray(size)
+        self.spans: list[tuple[int, int, str, int]] = []
+
+    def free(self, start: int, end: int) -> bool:
+        return self._taken.find(1, start, end) < 0
+
+    def claim(self, start: int, end: int, kind: str, keep: int) -> None:
+        self._taken[start:end] = b"\x01" * (end - start)
+        self.spans.append((start, end, kind, keep))
+
+
+def _find_tokens(text: str, claims: _Claims) -> None:
+    """Each pattern, in order, tried only where one of `_PREFIXES` starts with its first letter."""
+    starts: dict[str, list[int]] = {}
+    for prefix in _PREFIXES.finditer(text):
+        starts.setdefault(text[prefix.start()], []).append(prefix.start())
+    for kind, regex in _token_patterns() if starts else ():
+        for first in _TOKEN_FIRST_CHARACTERS[kind]:
+            for position in starts.get(first, ()):
+                match = regex.match(text, position)
+                if match is None or not claims.free(match.start(), match.end()):
+                    continue
+                random_part = match.group(1)
+                if _looks_like_placeholder(random_part):
+                    continue
+                if not _looks_random(random_part, minimum=2.5):
+                    continue
+                if _WORDS_JOINED.match(random_part) and re.search(r"[_\-.]", random_part):
+                    continue  # sk-this-is-only-words
+                claims.claim(match.start(), match.end(), kind, match.start(1) - match.start())
+
+
+_TOKEN_FIRST_CHARACTERS = {
+    "aws-access-key-id": "A", "github-token": "g", "gitlab-token": "g", "slack-token": "x",
+    "anthropic-key": "s", "openai-key": "s", "stripe-key": "sr", "google-api-key": "A",
+    "jwt": "e", "bearer-token": "Bb",
+}
+"""The letters each kind in `_token_patterns` can start with."""
+
+
+def _find_private_keys(text: str, claims: _Claims) -> None:
     for key in _PRIVATE_KEY.finditer(text):
-        if _key_material_follows(text, key.end()):
-            spans.append((key.start(), key.end(), "private-key", key.end() - key.start()))
-
-    for match in _assignments(text):
-        start, end = match.span("value")
-        if not free(start, end):
-            continue
-        name = match.group("name").lower()
-        value = _unquote(match.group("value"))
-        if not value:
-            continue
-        if value != match.group("value"):
-            start, end = start + 1, end - 1
-        if _is_password_name(name) and _looks_like_password(value):
-            spans.append((start, end, "password", 0))
-        elif _is_key_name(name) and _looks_like_key(value):
-            spans.append((start, end, "api-key", 0))
-    return spans
+        start, end = key.span()
+        if _key_material_follows(text, end):
+            # `redact` masks the material line by line (`_KEY_BLOCK`); the header is what shows.
+            claims.claim(start, end, "private-key", end - start)
 
 
-def _assignments(text: str) -> Iterator[re.Match[str]]:
+def _find_assignments(text: str, claims: _Claims) -> None:
     """Every `name: value`, overlapping: in `note: token=abc`, `token` is a value and a name."""
-    position = 0
-    while (match := _ASSIGNMENT.search(text, position)) is not None:
-        yield match
-        position = match.start("value")
+    reversed_text = ""
+    for operator in _OPERATOR.finditer(text):
+        reversed_text = reversed_text or text[::-1]
+        named = _NAME_BEFORE.match(reversed_text, len(text) - operator.start())
+        if named is None or named.end(1) - named.start(1) > NAME_CHARS:
+            continue
+        if _REVERSED_NAME_HINT.search(reversed_text, named.start(1), named.end(1)) is None:
+            continue
+        name = named.group(1)[::-1].lower()
+        password_name = _is_password_name(name)
+        if not password_name and not _is_key_name(name):
+            continue
+        value = _VALUE_AFTER.match(text, operator.end())
+        if value is not None:
+            _judge_value(value, name, password_name, claims)
+
+
+def _judge_value(match: re.Match[str], name: str, password_name: bool, claims: _Claims) -> None:
+    """Claim the value of `name: value` when it looks like a real secret."""
+    start, end = match.span("value")
+    raw = match.group("value")
+    value = _unquote(raw)
+    if value != raw:
+        start, end = start + 1, end - 1
+    if not value or not claims.free(start, end):
+        return
+    if password_name and _looks_like_password(value):
+        claims.claim(start, end, "password", 0)
+    elif not password_name and _looks_like_key(value):
+        claims.claim(start, end, "api-key", 0)
 
 
 def _key_material_follows(text: str, position: int) -> bool:
@@ -362,31 +437,29 @@ def _looks_like_key(value: str) -> bool:
     return has_digit and has_letter and _looks_random(value, minimum=3.0)
 
 
-def _mask(text: str, spans: list[tuple[int, int, int]], anchor: int) -> tuple[str, int]:
-    """`text` with each (start, end, keep) span masked; also where `anchor` moved to."""
+def _mask(text: str, spans: list[tuple[int, int, int]]) -> tuple[str, list[int]]:
+    """`text` with each (start, end, keep) span masked; also where each span (sorted) begins now."""
     out = []
     position = 0
-    moved = anchor
+    length = 0
+    anchors = []
     for start, end, keep in sorted(spans):
+        anchors.append(length + max(0, start - position))
         if start < position:  # overlaps the span before: show nothing more of it
             start, keep = position, 0
         if end <= start:
             continue
-        out.append(text[position:start])
         kept = text[start : start + min(keep, end - start)]
         replacement = kept if keep >= end - start else kept + MASK
-        if start < anchor:
-            moved += len(replacement) - (end - start)
-        out.append(replacement)
+        out += (text[position:start], replacement)
+        length += start - position + len(replacement)
         position = end
     out.append(text[position:])
-    return "".join(out), moved
+    return "".join(out), anchors
 
 
-def _excerpt(masked: str, anchor: int) -> str:
-    """At most EXCERPT_CHARS of the masked line, around the match."""
-    text = masked.strip()
-    anchor = max(0, anchor - (len(masked) - len(masked.lstrip())))
+def _excerpt(text: str, anchor: int) -> str:
+    """At most EXCERPT_CHARS of the masked line `text` (stripped), around `anchor`."""
     if len(text) <= EXCERPT_CHARS:
         return text
     start = max(0, min(anchor - 20, len(text) - EXCERPT_CHARS))
