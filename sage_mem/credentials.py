@@ -5,18 +5,32 @@
 - tokens with a known shape: AWS access key ids (AKIA…/ASIA…), GitHub tokens
   (ghp_/gho_/ghu_/ghs_/ghr_, github_pat_), GitLab (glpat-), Slack (xoxa/b/p/r-),
   OpenAI and Anthropic keys (sk-…, sk-proj-…, sk-ant-…), Stripe live/test keys,
-  Google API keys (AIza…), JWTs (eyJ….eyJ….…), bearer tokens;
-- private key blocks (`-----BEGIN … PRIVATE KEY-----` followed by key material);
-- password-like assignments (`password=`, `passwd:`, `secret:`, `密码：`) whose
-  value looks like a real password rather than prose or a placeholder;
+  Google API keys (AIza…), JWTs (eyJ….eyJ….…), PyPI upload tokens (pypi-AgE…),
+  bearer tokens, Slack webhook URLs (hooks.slack.com/services/…);
+- private key blocks (`-----BEGIN … PRIVATE KEY-----` followed by key material,
+  on the next lines or on the same line: pasted from JSON or a .env file with
+  its newlines written as `\\n`, or flattened with spaces);
+- passwords inside URLs (`postgres://admin:…@db/app`, `redis://:…@host`);
+- password-like assignments (`password=`, `passwd:`, `secret:`, `密码：`) and
+  statements (`the password is …`, `数据库的密码是 …`) whose value looks like a
+  real password rather than prose or a placeholder; a 40-character value in the
+  shape of an AWS secret access key, named as a secret, is reported as one;
 - high-entropy values assigned to key-like names (api_key, token, access_key,
-  client_secret, 密钥, 令牌 …).
+  client_secret, 密钥, 令牌 …), or stated for them (`the API key is …`).
+
+Invisible characters (zero-width space, joiners, word joiner, BOM, soft hyphen)
+are ignored while matching, so a token split by them is still found; lines,
+columns and masks refer to the text as given.
 
 It leans towards silence on ordinary text: prose in either language, sha256 or
-git hashes without a key-like name, UUIDs, placeholders (`<token>`, `${API_KEY}`,
-`your_api_key_here`, AWS's documented `…EXAMPLE` key), environment lookups and
-paths are not secrets. A false alarm on every memory that mentions a password
-would teach users to ignore the audit.
+git hashes without a key-like name, UUIDs, base64 images, public SSH keys,
+placeholders (`<token>`, `${API_KEY}`, `your_api_key_here`, `xxx`, `****`,
+`changeme`, AWS's documented `…EXAMPLE` key, Slack's `T00000000/B00000000/XXXX…`),
+environment lookups and paths are not secrets. In a URL, a password that only
+names itself (`user:password@`, `:pass@`, `:pw@`), repeats the user name
+(`postgres:postgres@`, `guest:guest@`) or looks like a port is a placeholder.
+A false alarm on every memory that mentions a password would teach users to
+ignore the audit.
 
 Every detector does work in proportion to the text: patterns start only where
 a run of characters starts (never again inside it), what they may consider is
@@ -52,7 +66,11 @@ LABELS: dict[str, str] = {
     "google-api-key": "Google API key",
     "jwt": "JSON Web Token",
     "bearer-token": "bearer token",
+    "pypi-token": "PyPI upload token",
+    "slack-webhook": "Slack webhook URL",
     "private-key": "private key",
+    "url-password": "password in a URL",
+    "aws-secret-key": "AWS secret access key",
     "password": "password or secret",
     "api-key": "API key or token",
 }
@@ -106,6 +124,7 @@ def _token_patterns() -> tuple[tuple[str, re.Pattern[str]], ...]:
         _token("stripe-key", "[sr]k_(?:live|test)_", "[A-Za-z0-9]{16,}"),
         _token("google-api-key", "AIza", r"[0-9A-Za-z_\-]{35}"),
         _token("jwt", "eyJ", r"[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*"),
+        _token("pypi-token", "pypi-", r"AgE[A-Za-z0-9_\-]{50,}"),
         ("bearer-token", re.compile(r"(?i:\bbearer)[ \t]+([A-Za-z0-9._~+/\-]{20,}=*)")),
     )
 
@@ -113,10 +132,27 @@ def _token_patterns() -> tuple[tuple[str, re.Pattern[str]], ...]:
 # One scan for the prefixes above; each pattern is then tried only where one starts.
 _PREFIXES = re.compile(
     r"AKIA|ASIA|gh[pousr]_|github_pat_|glpat-|xox[abpr]-|sk-|[sr]k_(?:live|test)_|AIza|eyJ"
-    r"|[Bb][Ee][Aa][Rr][Ee][Rr]"
+    r"|pypi-AgE|[Bb][Ee][Aa][Rr][Ee][Rr]"
 )
 _PRIVATE_KEY = re.compile(r"-----BEGIN ((?:[A-Z0-9]+ )*)PRIVATE KEY(?: BLOCK)?-----")
 _KEY_MATERIAL = re.compile(r"^\s*(?:[A-Za-z0-9+/=]{16,}|Proc-Type:|DEK-Info:|Version:|Comment:)")
+# Key material on the header's own line: after spaces or escaped newlines (`\n`,
+# `\\n` in JSON within JSON), up to the next `-----` (the END line, or another header).
+_INLINE_KEY = re.compile(
+    r"(?:[ \t]|\\{1,2}[rn])++(?=[A-Za-z0-9+/=]{16}|Proc-Type:)"
+    r"(?:[A-Za-z0-9+/=:,. \t]|\\{1,2}[rn]|-(?!----))*+"
+)
+_SLACK_WEBHOOK = re.compile(
+    r"hooks\.slack\.com/(?:services|workflows|triggers)/([A-Za-z0-9_\-]++(?:/[A-Za-z0-9_\-]++)++)"
+)
+# After `://`: the authority, up to where a path, query or fragment begins. Capped:
+# a real one is short, and each `://` then costs at most this much.
+_URL_AUTHORITY = re.compile(r"://(?<=[A-Za-z0-9]://)([^\s/?#\\\"'<>`]{1,512})")
+_URL_PLACEHOLDERS = frozenset({
+    "password", "passwd", "pass", "pwd", "pw", "pswd", "secret", "token", "key", "user",
+    "username", "login", "test", "demo", "foo", "bar", "baz", "qux",
+})
+
 # `name: value`, `name=value`, `"name": "value"`, `名字：值`: the value is one
 # token (quoted or not), so a sentence after a colon is never taken for a value.
 # It is found from its operator, which is rare and cheap to find; the name is the
@@ -136,6 +172,23 @@ _REVERSED_NAME_HINT = re.compile(
 )
 NAME_CHARS = 200
 """The longest name of a `name: value` considered: a longer run is data, not a name."""
+# `the password is X`, `数据库的密码是 X`: a statement, where a sentence has no colon.
+# Two patterns, the English one behind a one-character look-ahead: as one
+# case-insensitive pattern it tried every position and cost four times as much.
+_STATEMENT_VALUE = r"""(?P<value>"[^"\n]{1,200}"|'[^'\n]{1,200}'|`[^`\n]{1,200}`|[!-~]++)"""
+_STATEMENTS = (
+    re.compile(
+        r"""(?=[PpSsAaTt])(?i:\b(?P<name>passwords?|passwd|passphrase"""
+        r"""|secret(?:[ \t]++access)?(?:[ \t]++key)?|api[ \t_\-]?key|access[ \t]++key|token))"""
+        r"""[ \t]++(?:is|was)(?:[ \t]*+[:：])?[ \t]++""" + _STATEMENT_VALUE
+    ),
+    re.compile(
+        r"""(?P<name>密码|口令|密钥|令牌)[ \t]*+(?:是|为|為)(?:[ \t]*+[:：])?[ \t]*+"""
+        + _STATEMENT_VALUE
+    ),
+)
+_STATEMENT_KEY_WORDS = ("key", "token", "密钥", "令牌")
+_AWS_SECRET = re.compile(r"^[A-Za-z0-9/+]{40}$")
 _PASSWORD_WORDS = ("password", "passwd", "passphrase", "secret", "密码", "口令")
 _PASSWORD_SEGMENTS = frozenset({"pwd", "pass"})
 _KEY_WORDS = (
@@ -211,8 +264,9 @@ def redact(text: str) -> str:
     return masked
 
 
+# A key on its header's line is masked already (MASK right after the header): not a block.
 _KEY_BLOCK = re.compile(
-    r"(-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----)(.*?)"
+    r"(-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----)(?!\*\*\*\*)(.*?)"
     r"(-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)",
     re.DOTALL,
 )
@@ -231,13 +285,31 @@ def _masked_key_block(match: re.Match[str]) -> str:
     return match.group(1) + "\n".join([lines[0], *masked, *tail]) + match.group(3)
 
 
+# Characters that show nothing: a token split by them still works when pasted.
+_INVISIBLE = re.compile("[\u00ad\u180e\u200b-\u200d\u2060-\u2064\ufeff]")
+
+
 def _spans(text: str) -> list[tuple[int, int, str, int]]:
-    """(start, end, kind, characters that may be shown) for each likely secret in `text`."""
-    claims = _Claims(len(text))
-    _find_tokens(text, claims)
-    _find_private_keys(text, claims)
-    _find_assignments(text, claims)
-    return claims.spans
+    """(start, end, kind, characters that may be shown) for each likely secret in `text`.
+
+    Matching runs on the text without invisible characters; each span is then
+    carried back to the text as given, invisible characters inside it included.
+    """
+    removed = [found.start() for found in _INVISIBLE.finditer(text)]
+    if not removed:
+        return _visible_spans(text)
+    # The n-th removed character sat just before visible position removed[n] - n.
+    before = [position - n for n, position in enumerate(removed)]
+
+    def original(position: int) -> int:
+        return position + bisect.bisect_right(before, position)
+
+    spans = []
+    for start, end, kind, keep in _visible_spans(_INVISIBLE.sub("", text)):
+        first, last = original(start), original(end - 1) + 1
+        shown = original(start + keep) - first if keep < end - start else last - first
+        spans.append((first, last, kind, shown))
+    return spans
 
 
 class _Claims:
@@ -257,6 +329,18 @@ class _Claims:
     def claim(self, start: int, end: int, kind: str, keep: int) -> None:
         self._taken[start:end] = b"\x01" * (end - start)
         self.spans.append((start, end, kind, keep))
+
+
+def _visible_spans(text: str) -> list[tuple[int, int, str, int]]:
+    claims = _Claims(len(text))
+    _find_tokens(text, claims)
+    _find_key_blocks(text, claims)
+    _find_webhooks(text, claims)
+    _find_url_passwords(text, claims)
+    _find_assignments(text, claims)
+    _find_statements(text, claims)
+    _find_inline_keys(text, claims)
+    return claims.spans
 
 
 def _find_tokens(text: str, claims: _Claims) -> None:
@@ -283,17 +367,75 @@ def _find_tokens(text: str, claims: _Claims) -> None:
 _TOKEN_FIRST_CHARACTERS = {
     "aws-access-key-id": "A", "github-token": "g", "gitlab-token": "g", "slack-token": "x",
     "anthropic-key": "s", "openai-key": "s", "stripe-key": "sr", "google-api-key": "A",
-    "jwt": "e", "bearer-token": "Bb",
+    "jwt": "e", "pypi-token": "p", "bearer-token": "Bb",
 }
 """The letters each kind in `_token_patterns` can start with."""
 
 
-def _find_private_keys(text: str, claims: _Claims) -> None:
+def _find_key_blocks(text: str, claims: _Claims) -> None:
+    """Headers of keys whose material follows on the next lines (claimed over anything)."""
     for key in _PRIVATE_KEY.finditer(text):
         start, end = key.span()
         if _key_material_follows(text, end):
             # `redact` masks the material line by line (`_KEY_BLOCK`); the header is what shows.
             claims.claim(start, end, "private-key", end - start)
+
+
+def _find_inline_keys(text: str, claims: _Claims) -> None:
+    """Keys on their header's line, claimed last and over anything: a value that runs into
+    the header is still masked by the detector that found it, and this masks the rest."""
+    for key in _PRIVATE_KEY.finditer(text):
+        start, end = key.span()
+        if _key_material_follows(text, end):
+            continue  # a block, claimed by `_find_key_blocks`
+        if (inline := _INLINE_KEY.match(text, end)) is not None:
+            claims.claim(start, inline.end(), "private-key", end - start)
+
+
+def _find_webhooks(text: str, claims: _Claims) -> None:
+    if "hooks.slack.com/" not in text:
+        return
+    for match in _SLACK_WEBHOOK.finditer(text):
+        start, end = match.span(1)
+        path = match.group(1)
+        if len(path.rsplit("/", 1)[-1]) < 16 or _looks_like_placeholder(path):
+            continue
+        if _looks_random(path, minimum=3.0) and claims.free(start, end):
+            claims.claim(start, end, "slack-webhook", 0)
+
+
+def _find_url_passwords(text: str, claims: _Claims) -> None:
+    """`scheme://user:password@host`: the password, unless it is a placeholder."""
+    if "://" not in text:
+        return
+    for match in _URL_AUTHORITY.finditer(text):
+        authority = match.group(1)
+        at = authority.rfind("@")
+        # `host1:port,user:password@host2`: several hosts, the user information is the last's
+        begin = authority.rfind(",", 0, at) + 1 if at > 0 else 0
+        colon = authority.find(":", begin, at)
+        if at < 0 or colon < 0:
+            continue
+        user, password = authority[begin:colon], authority[colon + 1 : at]
+        if not _looks_like_url_password(password, user):
+            continue
+        start = match.start(1) + colon + 1
+        end = start + len(password)
+        if claims.free(start, end):
+            claims.claim(start, end, "url-password", 0)
+
+
+def _looks_like_url_password(password: str, user: str) -> bool:
+    lowered = password.lower()
+    if not password or password == user or lowered in _URL_PLACEHOLDERS:
+        return False
+    if _is_password_name(lowered):
+        return False  # `:DB_PASSWORD@`, `:mypassword@`: names the password, is not one
+    if password.isdigit() and len(password) <= 5:
+        return False  # host:port@, not a password
+    if password.startswith(("$", "{", "[", "%(")) or "${" in password or "{{" in password:
+        return False  # a template
+    return not _looks_like_placeholder(password)
 
 
 def _find_assignments(text: str, claims: _Claims) -> None:
@@ -315,19 +457,63 @@ def _find_assignments(text: str, claims: _Claims) -> None:
             _judge_value(value, name, password_name, claims)
 
 
-def _judge_value(match: re.Match[str], name: str, password_name: bool, claims: _Claims) -> None:
-    """Claim the value of `name: value` when it looks like a real secret."""
+def _find_statements(text: str, claims: _Claims) -> None:
+    for pattern in _STATEMENTS:
+        for match in pattern.finditer(text):
+            name = match.group("name").lower()
+            password_name = "secret" in name or not any(
+                word in name for word in _STATEMENT_KEY_WORDS
+            )
+            _judge_value(match, name, password_name, claims, prose=True)
+
+
+def _judge_value(
+    match: re.Match[str], name: str, password_name: bool, claims: _Claims, *, prose: bool = False
+) -> None:
+    """Claim the value of `name: value` (or `name is value`) when it looks like a real secret."""
     start, end = match.span("value")
     raw = match.group("value")
     value = _unquote(raw)
     if value != raw:
         start, end = start + 1, end - 1
-    if not value or not claims.free(start, end):
-        return
-    if password_name and _looks_like_password(value):
+    elif prose:  # the sentence around the value is not part of it
+        stripped = value.lstrip(_PROSE_PUNCTUATION)
+        start += len(value) - len(stripped)
+        value = stripped.rstrip(_PROSE_PUNCTUATION)
+        end = start + len(value)
+    if not value or value.startswith("-----") or not claims.free(start, end):
+        return  # (a key's header is `_find_inline_keys`'s to claim, with its material)
+    if password_name and "secret" in name and _looks_like_aws_secret(value):
+        claims.claim(start, end, "aws-secret-key", 0)
+    elif password_name and _looks_like_password(value) and (not prose or _stated_password(value)):
         claims.claim(start, end, "password", 0)
     elif not password_name and _looks_like_key(value):
         claims.claim(start, end, "api-key", 0)
+
+
+_PROSE_PUNCTUATION = ".,;:!?()[]{}\"'`"
+# `SHA-256`, `AES_128_GCM`, `base64-encoded`: names of things, said in a sentence.
+_TERM = re.compile(r"^(?:[A-Z0-9]+(?:[-_.][A-Z0-9]+)*|[a-z][a-z0-9]*(?:-[a-z0-9]+)+)$")
+
+
+def _stated_password(value: str) -> bool:
+    """A password stated in a sentence: more than a word with a digit, which prose is full of.
+
+    Stricter than an assignment's value, since `the secret is SHA-256` and `the
+    password is base64-encoded` are things people write about passwords.
+    """
+    if len(value) < 8 or _TERM.match(value):
+        return False
+    return _classes(value) >= 3 or (len(value) >= 12 and _looks_random(value, minimum=3.0))
+
+
+def _looks_like_aws_secret(value: str) -> bool:
+    return (
+        _AWS_SECRET.match(value) is not None
+        and any(c.isupper() for c in value) and any(c.islower() for c in value)
+        and any(c.isdigit() for c in value)
+        and not _looks_like_placeholder(value)
+    )
 
 
 def _key_material_follows(text: str, position: int) -> bool:

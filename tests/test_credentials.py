@@ -6,7 +6,12 @@ like a live credential to a secret scanner.
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
+from conftest import write_memory
+from reliability_support import assert_one_line_error, cli_process
 
 from sage_mem.credentials import LABELS, find_secrets, has_secrets, redact
 
@@ -36,6 +41,16 @@ OPENSSH = (
     "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ" + RANDOM + "\n"
     "-----END OPENSSH PRIVATE KEY-----"
 )
+URL_PASSWORD = "Tr0ub4dor" + "3xQ"
+SLACK_WEBHOOK = "https://hooks.slack.com/" + "services/T024BE7LD/B024BE7LH/" + RANDOM[:24]
+PEM_ESCAPED = (  # a key pasted from JSON or .env: one line, newlines written as backslash-n
+    "-----BEGIN " + "RSA PRIVATE KEY-----\\n"
+    "MIIEowIBAAKCAQEA7" + RANDOM + "\\n" + RANDOM[::-1] + "\\n"
+    "-----END RSA PRIVATE KEY-----\\n"
+)
+AWS_SECRET = "wJalr" + "XUtnFEMI/K7MDENG/bPxRfiCY" + "z8Kq2Lm9Vb"  # 40 characters
+PYPI = "py" + "pi-AgEIcHlwaS5vcmcCJDU" + RANDOM + RANDOM[::-1] + "_" + RANDOM[:30]
+ZERO_WIDTH_GITHUB = GITHUB[:12] + "\u200b" + GITHUB[12:]
 HEX_KEY = "9f8e7d6c5b4a39281706f5e4d3c2b1a0"
 SHA256_EMPTY = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 
@@ -70,6 +85,48 @@ SHA256_EMPTY = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855
         pytest.param(f"支付接口密钥：{RANDOM[:24]}", "api-key", 1, id="api-key-chinese"),
         pytest.param(f"---\ndescription: deploy notes\n---\nAPI_TOKEN={RANDOM}\n", "api-key", 4,
                      id="token-in-memory-body"),
+        # passwords inside URLs (scheme://user:password@host)
+        pytest.param(f"DATABASE_URL=postgres://admin:{URL_PASSWORD}@db:5432/app", "url-password",
+                     1, id="url-postgres"),
+        pytest.param(f"clone from https://u:{URL_PASSWORD}@git.internal/repo.git", "url-password",
+                     1, id="url-https"),
+        pytest.param(f"cache: redis://:{URL_PASSWORD}@cache:6379/0", "url-password", 1,
+                     id="url-redis-no-user"),
+        pytest.param(f"mysql://root:p%40ss{URL_PASSWORD}@127.0.0.1/app", "url-password", 1,
+                     id="url-percent-encoded"),
+        pytest.param(f"[prod](postgresql://app:{URL_PASSWORD}@db.internal/app)", "url-password", 1,
+                     id="url-in-markdown-link"),
+        pytest.param(f"amqp://deploy:p@ss{URL_PASSWORD}@mq:5672", "url-password", 1,
+                     id="url-at-sign-in-password"),
+        pytest.param(f"alerts go to {SLACK_WEBHOOK}", "slack-webhook", 1, id="slack-webhook"),
+        pytest.param(f'{{"private_key": "{PEM_ESCAPED}"}}', "private-key", 1,
+                     id="private-key-escaped-newlines"),
+        pytest.param("-----BEGIN " + f"OPENSSH PRIVATE KEY----- b3BlbnNzaC1rZXktdjE{RANDOM} "
+                     "-----END OPENSSH PRIVATE KEY-----", "private-key", 1,
+                     id="private-key-flattened-to-one-line"),
+        # passwords stated in prose
+        pytest.param("数据库的密码是 Tr0ub4dor&3", "password", 1, id="prose-chinese-password-is"),
+        pytest.param("数据库密码是Tr0ub4dor&3，别外传", "password", 1, id="prose-chinese-no-space"),
+        pytest.param("服务器的口令为 Xk9#mP2qL。", "password", 1, id="prose-chinese-wei"),
+        pytest.param("the password is Tr0ub4dor&3.", "password", 1, id="prose-password-is"),
+        pytest.param("The root password was Xk9#mP2qL, rotate it", "password", 1,
+                     id="prose-password-was"),
+        pytest.param(f"the API key is {RANDOM[:32]}", "api-key", 1, id="prose-api-key-is"),
+        pytest.param(f"the secret is {AWS_SECRET}", "aws-secret-key", 1, id="prose-aws-secret"),
+        pytest.param(f"AWS secret access key is {AWS_SECRET}", "aws-secret-key", 1,
+                     id="prose-aws-secret-access-key"),
+        pytest.param(f"aws_secret_access_key = {AWS_SECRET}", "aws-secret-key", 1,
+                     id="aws-secret-assignment"),
+        pytest.param(f"twine upload -u __token__ -p {PYPI}", "pypi-token", 1, id="pypi-token"),
+        # tokens split by invisible characters
+        pytest.param(f"token {ZERO_WIDTH_GITHUB}", "github-token", 1, id="zero-width-space"),
+        pytest.param(AWS_KEY[:4] + "\u2060" + AWS_KEY[4:], "aws-access-key-id", 1,
+                     id="word-joiner"),
+        pytest.param("\u200c".join(OPENAI), "openai-key", 1, id="zero-width-non-joiner-throughout"),
+        pytest.param(f"key {GITHUB[:20]}\u200d\ufeff{GITHUB[20:]}", "github-token", 1,
+                     id="zero-width-joiner-and-bom"),
+        pytest.param(f"url: https://admin:{URL_PASSWORD[:4]}\u200b{URL_PASSWORD[4:]}@db",
+                     "url-password", 1, id="zero-width-in-url-password"),
     ],
 )
 def test_finds_secret(text: str, kind: str, line: int) -> None:
@@ -116,6 +173,65 @@ def test_finds_secret(text: str, kind: str, line: int) -> None:
         pytest.param("self.delivery_s3_key_prefix = prefix_for_2024_logs", id="code-key-prefix"),
         pytest.param('"Action": "secretsmanager:GetSecretValue"', id="iam-action"),
         pytest.param(f"Signature: {HEX_KEY}", id="cache-signature"),
+        # URLs: no password, or a placeholder where it goes
+        pytest.param("postgres://user:password@localhost:5432/app", id="url-placeholder-password"),
+        pytest.param("postgres://postgres:postgres@localhost/app", id="url-password-is-the-user"),
+        pytest.param("amqp://guest:guest@localhost:5672/", id="url-default-guest"),
+        pytest.param("redis://:${REDIS_PASSWORD}@cache:6379", id="url-template-password"),
+        pytest.param("mysql://app:$DB_PASS@db/app", id="url-env-password"),
+        pytest.param("https://<user>:<password>@host/path", id="url-angle-placeholders"),
+        pytest.param("mysql://root:****@db/app", id="url-masked-password"),
+        pytest.param("https://user:xxx@example.com", id="url-xxx-password"),
+        pytest.param("postgres://app:changeme@localhost/app", id="url-changeme"),
+        pytest.param("postgres://USER:PASS@HOST:PORT/DB", id="url-capital-placeholders"),
+        pytest.param("postgres://app:DB_PASSWORD@db/app", id="url-password-names-a-variable"),
+        pytest.param("postgres://{user}:{password}@{host}/{db}", id="url-format-fields"),
+        pytest.param("https://user:pw@host", id="url-pw-placeholder"),
+        pytest.param("https://github.com/owner/repo/pull/11#discussion", id="url-plain"),
+        pytest.param("ssh://git@github.com:22/owner/repo.git", id="url-user-without-password"),
+        pytest.param("git clone git@github.com:owner/repo.git", id="scp-like-git-address"),
+        pytest.param("http://[::1]:8080/health and http://10.0.0.1:9000", id="url-ports"),
+        pytest.param("https://example.com/a:b@c and https://host/?q=a:b@c", id="url-at-in-path"),
+        pytest.param("write to alice@example.com: thanks, https://x.org", id="email-near-url"),
+        pytest.param("https://hooks.slack.com/services/T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX",
+                     id="slack-webhook-documented-example"),
+        pytest.param("post to the hooks.slack.com/services/ endpoint", id="slack-webhook-prose"),
+        # prose that speaks of a password without giving one
+        pytest.param("reset the password in the admin panel", id="prose-reset-password"),
+        pytest.param("密码在 1Password 里", id="prose-chinese-password-in-1password"),
+        pytest.param("the password is stored in 1Password", id="prose-password-is-stored"),
+        pytest.param("the password is changeme", id="prose-password-placeholder"),
+        pytest.param("the password is required for every login", id="prose-password-required"),
+        pytest.param("the password is <password>", id="prose-password-angle"),
+        pytest.param("the password is ********", id="prose-password-masked"),
+        pytest.param("the password is forgotten, ask Li", id="prose-password-word"),
+        pytest.param("the secret is out: we ship on Friday", id="prose-secret-is-out"),
+        pytest.param("the password is `${DB_PASSWORD}`", id="prose-password-template"),
+        pytest.param("密码是什么？", id="prose-chinese-question"),
+        pytest.param("密码是 xxx", id="prose-chinese-placeholder"),
+        pytest.param("密码为空，首次登录时设置", id="prose-chinese-empty"),
+        pytest.param("the token is valid for one hour", id="prose-token-is-valid"),
+        pytest.param("the API key is in the vault under prod/openai", id="prose-key-pointer"),
+        pytest.param('raise AuthError("Client secret is required")', id="prose-in-code"),
+        pytest.param("the secret is SHA-256, the token is HMAC_SHA256 signed", id="prose-terms"),
+        pytest.param("the password is base64-encoded before it is sent", id="prose-kebab-term"),
+        pytest.param("MultiHostUrl('https://foo.com:123,foo:bar@bar.com/path')",
+                     id="url-multi-host"),
+        # long encoded data that is not a secret
+        pytest.param("![chart](data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJ"
+                     "AAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==)", id="data-uri-image"),
+        pytest.param("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2"
+                     "l9GKJl dev@laptop", id="ssh-public-key-ed25519"),
+        pytest.param("ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABAQC7" + RANDOM + " user@host",
+                     id="ssh-public-key-rsa"),
+        pytest.param('"integrity": "sha512-' + RANDOM + RANDOM[::-1] + '=="', id="npm-integrity"),
+        pytest.param("-----BEGIN " + "PRIVATE KEY-----\\n...\\n-----END PRIVATE KEY-----",
+                     id="private-key-escaped-placeholder"),
+        pytest.param("pip install --index-url https://pypi-mirror.internal/simple pkg",
+                     id="pypi-prefixed-host"),
+        pytest.param("芝麻\u200b喜欢晒太阳\u200d，a\u200bb\ufeff", id="zero-width-in-prose"),
+        pytest.param("fixed in 9fceb02d0ae598e95dc970b7\u200b4767f19372d61af8",
+                     id="zero-width-in-hash"),
     ],
 )
 def test_ignores_text_that_is_not_a_secret(text: str) -> None:
@@ -194,3 +310,117 @@ def test_redact_masks_to_the_end_a_private_key_without_its_end_line() -> None:
     masked = redact(text)
     assert RANDOM not in masked and "trailing material" not in masked
     assert masked.count("\n") == text.count("\n")
+
+
+@pytest.mark.parametrize(
+    ("text", "masked"),
+    [
+        pytest.param(f"postgres://admin:{URL_PASSWORD}@db:5432/app",
+                     "postgres://admin:****@db:5432/app", id="url-password"),
+        pytest.param(f"redis://:{URL_PASSWORD}@cache", "redis://:****@cache", id="url-no-user"),
+        pytest.param(f"amqp://deploy:p@ss{URL_PASSWORD}@mq", "amqp://deploy:****@mq",
+                     id="url-at-sign-in-password"),
+        pytest.param(f"hook: {SLACK_WEBHOOK} (ops)",
+                     "hook: https://hooks.slack.com/services/**** (ops)", id="slack-webhook"),
+        pytest.param(f'"key": "{PEM_ESCAPED}"',
+                     '"key": "-----BEGIN RSA PRIVATE KEY-----****-----END RSA PRIVATE KEY-----\\n"',
+                     id="private-key-escaped-newlines"),
+        pytest.param("数据库的密码是 Tr0ub4dor&3，别外传", "数据库的密码是 ****，别外传",
+                     id="prose-chinese-password"),
+        pytest.param("the password is Tr0ub4dor&3.", "the password is ****.", id="prose-password"),
+        pytest.param(f"the secret is {AWS_SECRET}", "the secret is ****", id="prose-aws-secret"),
+        pytest.param(f"-p {PYPI} --repository pypi", "-p pypi-**** --repository pypi", id="pypi"),
+        pytest.param(f"token {ZERO_WIDTH_GITHUB}!", "token ghp_****!", id="zero-width-token"),
+    ],
+)
+def test_redact_masks_each_new_kind(text: str, masked: str) -> None:
+    assert redact(text) == masked
+
+
+def test_redact_of_a_one_line_key_without_its_end_keeps_the_lines_after_it() -> None:
+    text = PEM_ESCAPED.split("-----END")[0] + "\nnext line\n" + PEM + "\nafter\n"
+    masked = redact(text)
+    assert RANDOM not in masked and RANDOM[::-1] not in masked
+    lines = masked.split("\n")
+    assert lines[0] == "-----BEGIN RSA PRIVATE KEY-----****"
+    assert lines[1:] == ["next line", "-----BEGIN RSA PRIVATE KEY-----", "****",
+                         "-----END RSA PRIVATE KEY-----", "after", ""]
+
+
+def test_zero_width_characters_do_not_shift_line_and_column() -> None:
+    text = "intro\n\u200b\u200ba\u200c " + ZERO_WIDTH_GITHUB + " end"
+    [match] = find_secrets(text)
+    assert (match.line, match.column) == (2, text.split("\n")[1].index("gh") + 1)
+    assert match.excerpt_redacted.endswith("ghp_**** end")
+    assert GITHUB[12:20] not in match.excerpt_redacted
+
+
+def test_excerpt_of_a_url_password_shows_the_url_around_it() -> None:
+    [match] = find_secrets(f"DATABASE_URL=postgres://admin:{URL_PASSWORD}@db:5432/app")
+    assert match.excerpt_redacted == "DATABASE_URL=postgres://admin:****@db:5432/app"
+    assert match.column == len("DATABASE_URL=postgres://admin:") + 1
+    assert match.label == LABELS["url-password"]
+
+
+# end to end: what a person runs
+
+
+def _add(memory_dir: Path, memory_id: str, body: str) -> tuple[int, str]:
+    result = cli_process("--dir", str(memory_dir), "add", memory_id, "--description",
+                         "connection notes", "--category", "reference", "--body", body)
+    return result.returncode, result.stderr.decode()
+
+
+@pytest.mark.parametrize(
+    ("body", "label", "secret"),
+    [
+        pytest.param(f"DATABASE_URL=postgres://admin:{URL_PASSWORD}@db:5432/app",
+                     "password in a URL", URL_PASSWORD, id="url-password"),
+        pytest.param(f"alerts: {SLACK_WEBHOOK}", "Slack webhook URL", SLACK_WEBHOOK[-24:],
+                     id="slack-webhook"),
+        pytest.param("数据库的密码是 Tr0ub4dor&3", "password or secret", "Tr0ub4dor&3",
+                     id="prose-chinese-password"),
+        pytest.param(f"token {ZERO_WIDTH_GITHUB}", "GitHub token", GITHUB[12:], id="zero-width"),
+    ],
+)
+def test_add_refuses_a_new_kind_of_secret(memory_dir: Path, body: str, label: str,
+                                          secret: str) -> None:
+    code, err = _add(memory_dir, "reference_conn", body)
+    assert_one_line_error(code, err)
+    assert label in err and secret not in err
+    assert not (memory_dir / "reference_conn.md").exists()
+
+
+def test_audit_reports_new_kinds_in_a_hand_written_file(memory_dir: Path) -> None:
+    write_memory(memory_dir, "reference_keys",
+                 "---\ndescription: service account\ncategory: reference\n---\n\n"
+                 f'{{"private_key": "{PEM_ESCAPED}"}}\n'
+                 f"ci: {PYPI}\n")
+    result = cli_process("--dir", str(memory_dir), "audit", "--json")
+    assert result.returncode == 1, result.stderr
+    findings = [f for f in json.loads(result.stdout)["findings"] if f["check"] == "secret"]
+    assert [(f["path"], f["line"]) for f in findings] == [("reference_keys.md", 6),
+                                                          ("reference_keys.md", 7)]
+    assert "private key" in findings[0]["message"] and "PyPI" in findings[1]["message"]
+    assert RANDOM not in result.stdout.decode() and PYPI[5:] not in result.stdout.decode()
+
+
+def test_prompt_hook_injects_new_kinds_masked(memory_dir: Path) -> None:
+    write_memory(memory_dir, "reference_prod_db",
+                 "---\ndescription: how to connect to the production database\n"
+                 "category: reference\n---\n\n"
+                 f"DATABASE_URL=postgres://admin:{URL_PASSWORD}@db:5432/app\n"
+                 "数据库的密码是 Xk9#mP2qL\n"
+                 f"alerts: {SLACK_WEBHOOK}\n")
+    payload = {"session_id": "s1", "prompt": "how do I connect to the production database?",
+               "cwd": "/tmp", "hook_event_name": "UserPromptSubmit"}
+    result = cli_process("hook", "user-prompt-submit", stdin=json.dumps(payload).encode(),
+                         env={"SAGE_MEM_DIR": str(memory_dir)})
+    assert result.returncode == 0, result.stderr
+    context = json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "reference_prod_db" in context
+    assert "postgres://admin:****@db:5432/app" in context
+    assert "数据库的密码是 ****" in context
+    assert "https://hooks.slack.com/services/****" in context
+    for secret in (URL_PASSWORD, "Xk9#mP2qL", SLACK_WEBHOOK[-24:]):
+        assert secret not in context
