@@ -143,7 +143,7 @@ def bilingual_figures() -> dict[str, dict[str, float]] | None:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp) / "memory"
         module.write_corpus(folder, module.BILINGUAL_MEMORIES)
-        store = MemoryStore(folder, state_dir=Path(tmp) / "state")
+        store = MemoryStore(folder, state_dir=Path(tmp) / "state", watch=False)
         by_language: dict[str, list[tuple[float, float, float]]] = {}
         for query, expected, language, _ in module.BILINGUAL_QUERIES:
             ranked = [hit.id for hit in store.search(query, limit=10)]
@@ -189,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
         queries = [query for query in queries if conversation(query) in args.convs]
     with tempfile.TemporaryDirectory() as state:
         started = time.perf_counter()
-        store = MemoryStore(memories, state_dir=Path(state) / "state")
+        store = MemoryStore(memories, state_dir=Path(state) / "state", watch=False)
         build_ms = (time.perf_counter() - started) * 1000
         result = evaluate(store_search(store), queries)
         split = halves(store_search(store), queries) if args.split else None

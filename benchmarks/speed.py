@@ -486,7 +486,7 @@ def worker_cold(folder: Path, state: Path, **_: object) -> dict:
 
     cache.save = timed_save
     started = time.perf_counter()
-    store = MemoryStore(folder, state_dir=state)
+    store = MemoryStore(folder, state_dir=state, watch=False)
     seconds = time.perf_counter() - started
     return {"seconds": seconds, "cache_write": sum(saving), "memories": len(store.index),
             "cache_bytes": cache.cache_path(store.folder).stat().st_size, "rss_mb": _rss_mb()}
@@ -496,7 +496,7 @@ def worker_warm(folder: Path, state: Path, queries: list[tuple[str, str]], **_: 
     from sage_mem.store import MemoryStore
 
     started = time.perf_counter()
-    store = MemoryStore(folder, state_dir=state)
+    store = MemoryStore(folder, state_dir=state, watch=False)
     seconds = time.perf_counter() - started
     first = _latencies(lambda q: store.search(q, limit=10), queries)
     steady = _latencies(lambda q: store.search(q, limit=10), queries)
@@ -517,7 +517,7 @@ def worker_changed(folder: Path, state: Path, **_: object) -> dict:
 
     store_module.load_memory = counting
     started = time.perf_counter()
-    store = store_module.MemoryStore(folder, state_dir=state)
+    store = store_module.MemoryStore(folder, state_dir=state, watch=False)
     seconds = time.perf_counter() - started
     return {"seconds": seconds, "files_read": len(reads), "memories": len(store.index)}
 

@@ -80,10 +80,10 @@ from itertools import accumulate, compress, repeat
 from operator import eq
 from pathlib import Path
 
-from .files import make_private_dirs
 from .folder import DREAM_DIR, INDEX_FILE, MemoryFolder, is_editor_junk
 from .index import FIELDS, BackingError, Columns, Export, Index, Scoring, gc_paused
 from .memory import Memory
+from .safe_io import make_private_dirs
 
 FORMAT_VERSION = 3
 MAGIC = b"SAGEMEMI"

@@ -58,7 +58,8 @@ def _folder(args: argparse.Namespace) -> Path:
 def _open_store(args: argparse.Namespace):
     from .store import MemoryStore
 
-    return MemoryStore(_folder(args))
+    # One command, one answer: no watcher to keep the index current afterwards.
+    return MemoryStore(_folder(args), watch=False)
 
 
 # commands
@@ -70,7 +71,7 @@ def cmd_init(args: argparse.Namespace, out: TextIO) -> int:
 
     target = Path(args.path).expanduser() if args.path else _folder(args)
     result = init_folder(target, git=args.git)
-    store = MemoryStore(result.root)
+    store = MemoryStore(result.root, watch=False)
     store.regenerate_index()
     data = {
         "path": str(result.root),

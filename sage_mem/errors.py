@@ -6,6 +6,7 @@
     ├── InvalidMemory             a file or a value that cannot be parsed or accepted
     │   └── SecretRefused         a write whose text looks like a credential
     ├── ConflictError             expected_sha256 did not match the file on disk
+    │   └── FileChanged           the file changed between our read and our write
     ├── MemoryLocked              the memory says `locked: true`
     ├── StoreLocked               another process holds a lock we needed
     ├── FolderError               the memory folder is missing or unusable
@@ -96,6 +97,10 @@ class ConflictError(SageMemError):
         super().__init__(message, path=path)
         self.actual_sha256 = actual_sha256
         self.fields = tuple(fields)
+
+
+class FileChanged(ConflictError):
+    """Raised when a file changed on disk between the read a write was based on and its rename."""
 
 
 class MemoryLocked(SageMemError):

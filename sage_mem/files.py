@@ -2,20 +2,18 @@
 
 Owns the on-disk format: tolerant parsing (BOM, CRLF, a missing closing `---`,
 YAML that is not a mapping, invalid YAML with its line and column, YAML dates as
-ISO strings), frontmatter edits that touch only the keys they mean to change
-(key order, unknown keys, comments and the body's exact bytes survive), and
-atomic writes (temp file in the same folder, fsync, rename).
+ISO strings), and frontmatter edits that touch only the keys they mean to change
+(key order, unknown keys, comments and the body's exact bytes survive).
 
 PyYAML is used directly rather than through python-frontmatter: that library
 strips the body and re-sorts keys on every dump, which would rewrite bytes the
-user never asked us to touch.
+user never asked us to touch. Writing files is `safe_io`'s.
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
-import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -25,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import InvalidMemory
 from .memory import iso_datetime
+from .safe_io import atomic_write, fsync_dir, make_private_dirs  # noqa: F401 - moving callers
 
 if TYPE_CHECKING:
     import yaml
@@ -630,67 +629,3 @@ def _reads_as(fm_text: str, expected: Mapping[str, Any]) -> bool:
     if data is None:
         data = {}
     return isinstance(data, dict) and {str(k): v for k, v in data.items()} == expected
-
-
-def atomic_write(path: Path, data: bytes, *, mode: int = 0o600) -> None:
-    """Write `data` to `path` so that readers see the old file or the new one, never a mix.
-
-    The temp file is a dot-file in the same folder (so the rename is atomic and
-    the watcher does not take it for a memory); an existing file keeps its mode.
-    """
-    try:
-        mode = os.stat(path).st_mode & 0o7777
-    except FileNotFoundError:
-        pass
-    # The name is cut so that a long memory name plus the suffix stays under the
-    # 255-byte limit of a file name.
-    stem = path.name.encode("utf-8")[:200].decode("utf-8", "ignore")
-    tmp = path.with_name(f".{stem}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
-    try:
-        try:
-            view = memoryview(data)
-            while view:
-                written = os.write(fd, view)
-                view = view[written:]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-    fsync_dir(path.parent)
-
-
-def make_private_dirs(folder: Path) -> None:
-    """Create `folder` and any missing parents, each with mode 0700 (unlike `mkdir -p`)."""
-    missing: list[Path] = []
-    current = folder
-    while not current.exists() and current.parent != current:
-        missing.append(current)
-        current = current.parent
-    for path in reversed(missing):
-        try:
-            path.mkdir(mode=0o700)
-        except FileExistsError:
-            continue
-        os.chmod(path, 0o700)
-
-
-def fsync_dir(folder: Path) -> None:
-    """Make a rename in `folder` durable (a no-op where directories cannot be opened)."""
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)

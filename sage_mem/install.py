@@ -56,7 +56,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import SageMemError
-from .files import atomic_write
+from .safe_io import atomic_write
 
 CLIENTS = ("claude-code", "cursor", "codex")
 SCOPES = ("project", "user")

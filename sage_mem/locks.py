@@ -1,4 +1,4 @@
-"""Inter-process locks: a file lock in the state folder around read-modify-write.
+"""Inter-process locks: the folder's write lock (with its write count) and other file locks.
 
 Uses `fcntl.flock`, which the kernel releases when the holder dies, so a lock
 can never outlive a crashed process.
@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from .errors import StoreLocked
-from .files import make_private_dirs
+from .safe_io import make_private_dirs
 
 
 @contextmanager
@@ -43,3 +43,51 @@ def file_lock(path: Path, *, timeout: float = 10.0) -> Iterator[None]:
             fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)
+
+
+WRITE_LOCK = "write.lock"
+_GENERATION = "write.generation"
+
+
+class WriteLock:
+    """The memory folder's write lock, held: every change to the folder happens inside one.
+
+    `generation` is the folder's write count when the lock was taken. Each
+    writer counts its writes (`count`), so a process whose index last saw
+    another count knows someone else wrote and reconciles first.
+    """
+
+    def __init__(self, state_dir: Path) -> None:
+        self._path = state_dir / _GENERATION
+        self.generation = read_generation(state_dir)
+
+    def count(self) -> int:
+        """Count one more write; returns the new generation (-1 when it could not be stored)."""
+        # Not fsynced: a count lost in a crash is followed by a fresh start (a reload) in
+        # every process that matters.
+        generation = read_generation(self._path.parent) + 1
+        try:
+            fd = os.open(self._path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            try:
+                os.write(fd, str(generation).encode())
+            finally:
+                os.close(fd)
+        except OSError:
+            return -1
+        self.generation = generation
+        return generation
+
+
+@contextmanager
+def write_lock(state_dir: Path, *, timeout: float = 10.0) -> Iterator[WriteLock]:
+    """Hold the write lock of the memory folder whose state folder is `state_dir`."""
+    with file_lock(state_dir / WRITE_LOCK, timeout=timeout):
+        yield WriteLock(state_dir)
+
+
+def read_generation(state_dir: Path) -> int:
+    """The folder's write count, as the last writer left it (0 when none is recorded)."""
+    try:
+        return int((state_dir / _GENERATION).read_bytes() or b"0")
+    except (OSError, ValueError):
+        return 0

@@ -12,9 +12,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from .files import atomic_write
 from .locks import file_lock
 from .memory import now_iso
+from .safe_io import atomic_write
 
 
 class Stats:

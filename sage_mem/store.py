@@ -1,24 +1,23 @@
 """MemoryStore: the memory folder, its live index and every change made through the tool.
 
-Ties `folder` (paths), `files` (parse and atomic write), `index` (search) and
-`watch` (the watcher, started only when asked) together. Reads for search come
-from the index; `read` goes to the disk so that its sha256 is the file's own.
-Every write takes the folder's write lock, checks `expected_sha256`, writes
-atomically, re-indexes the file at once (without waiting for the watcher) and
-regenerates MEMORY.md.
+Ties `folder` (paths), `files` (parse and edit), `safe_io` (checked reads and
+writes), `index` (search) and `watch` (the watcher) together. A store keeps its
+index current with a watcher unless it is opened with `watch=False`, as the
+one-shot paths (a CLI command, a hook) do. Reads for search come from the
+index; `read` goes to the disk so that its sha256 is the file's own. Every
+write takes the folder's write lock, checks `expected_sha256`, commits only
+over the bytes it read (redoing from a fresh read when the file changed
+meanwhile), re-indexes the file at once and regenerates MEMORY.md.
 """
 
 from __future__ import annotations
 
 import contextlib
-import errno
 import os
 import re
-import stat
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -33,18 +32,10 @@ from .errors import (
     MemoryNotFound,
     SecretRefused,
 )
-from .files import (
-    DELETE,
-    atomic_write,
-    edit_frontmatter,
-    make_private_dirs,
-    parse_bytes,
-    render_new,
-    sha256_bytes,
-)
+from .files import DELETE, edit_frontmatter, parse_bytes, render_new, sha256_bytes
 from .folder import MemoryFolder
 from .index import Hit, Index, gc_paused
-from .locks import file_lock
+from .locks import WriteLock, read_generation, write_lock
 from .memory import (
     CATEGORIES,
     MAX_FILE_BYTES,
@@ -54,13 +45,13 @@ from .memory import (
     memory_from_meta,
     now_iso,
 )
+from .safe_io import Seen, atomic_write, file_mode, make_dirs, move, read_file, rewrite
 from .stats import Stats
 
 _UNSET: Any = object()
-_GENERATION = "write.generation"
 # From this many memories, a store that built its index answers from the cache it wrote.
 ADOPT_CACHE_FROM = 5_000
-_SIZE_MTIME_INODE = itemgetter(0, 1, 2)
+_UNREADABLE = (-1, -1, -1, -1)
 # Short ids of ordinary characters are reachable by construction; others are checked
 # with the folder's id rules (a check that would cost a cold build of 100k files ~0.5 s).
 _PLAIN_ID = re.compile(r"[^\x00-\x1f\x7f\\%]{1,60}")
@@ -89,47 +80,23 @@ def load_memory(
     folder: MemoryFolder, path: Path, memory_id: str, *, archived: bool = False
 ) -> Memory:
     """Read and parse one memory file. Raises InvalidMemory (with the reason) when it cannot."""
-    folder.check_contained(path)
-    parsed = parse_bytes(read_memory_bytes(path), path)
+    parsed = parse_bytes(read_memory(folder, path).raw or b"", path)
     return memory_from_meta(
         memory_id, path, parsed.meta, parsed.body,
         sha256=parsed.sha256, archived=archived, problems=parsed.problems,
     )
 
 
-def read_memory_bytes(path: Path) -> bytes:
-    """A memory file's bytes, never blocking on a FIFO and never past the size limit.
+def read_memory(folder: MemoryFolder, path: Path) -> Seen:
+    """The one checked read of a file in the memory folder.
 
-    Raises FileNotFoundError when there is no file, InvalidMemory when it is not
-    one that can be read as a memory (no permission, not a regular file, too big).
+    A regular file inside the folder (a symlink that leads outside is refused),
+    opened without blocking (a FIFO is refused, never waited on), at most
+    MAX_FILE_BYTES. Raises FileNotFoundError when there is no file, InvalidId
+    for a path leading outside, InvalidMemory for a file that cannot be read.
     """
-    too_big = f"over the {MAX_FILE_BYTES // 1024} KB limit; not indexed"
-    try:
-        # O_NONBLOCK: a FIFO named *.md must not hang the load; it is refused below.
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    except PermissionError:
-        raise InvalidMemory(f"{path}: no permission to read", path=path) from None
-    except IsADirectoryError:
-        raise InvalidMemory(f"{path}: is a folder", path=path) from None
-    except (FileNotFoundError, NotADirectoryError):
-        raise
-    except OSError as exc:  # a symlink loop, a name too long, an I/O error
-        raise InvalidMemory(f"{path}: cannot read: {exc.strerror or exc}", path=path) from None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise InvalidMemory(f"{path}: not a regular file", path=path)
-        if st.st_size > MAX_FILE_BYTES:
-            raise InvalidMemory(f"{path}: {st.st_size} bytes, {too_big}", path=path)
-        with os.fdopen(os.dup(fd), "rb") as handle:
-            raw = handle.read(MAX_FILE_BYTES + 1)
-    except OSError as exc:
-        raise InvalidMemory(f"{path}: cannot read: {exc.strerror or exc}", path=path) from None
-    finally:
-        os.close(fd)
-    if len(raw) > MAX_FILE_BYTES:
-        raise InvalidMemory(f"{path}: grew past the limit while read, {too_big}", path=path)
-    return raw
+    folder.check_contained(path)
+    return read_file(path, limit=MAX_FILE_BYTES, what="; not indexed")
 
 
 class MemoryStore:
@@ -143,7 +110,7 @@ class MemoryStore:
         self,
         path: Path | str | None = None,
         *,
-        watch: bool = False,
+        watch: bool = True,
         poll: bool = False,
         half_life_days: float | None = None,
         state_dir: Path | str | None = None,
@@ -159,14 +126,15 @@ class MemoryStore:
         self.index = Index(half_life_days=half_life_days)
         self.stats = Stats(self.folder.state_path("stats.json"))
         self._problems: dict[str, Problem] = {}
-        # What was last seen of each file (size, mtime, inode), by path: see `_seen`.
-        self._seen_map: dict[str, tuple[int, int, int]] = {}
+        # What was last seen of each file (size, mtime, inode, ctime), by path: see `_seen`.
+        self._seen_map: dict[str, tuple[int, int, int, int]] = {}
         self._seen_later: tuple[str, set[str], Mapping[str, Any]] | None = None
         self._refresh_lock = threading.RLock()
         self._generation = -1
         self._batch_depth = 0
         self._batch_dirty = False
         self._watcher = None
+        self._held: WriteLock | None = None
         self.reload()
         if watch:
             from .watch import Watcher
@@ -207,7 +175,7 @@ class MemoryStore:
 
         with self._refresh_lock:
             # Read before the walk: a write by another process after it shows as a change.
-            self._generation = self._read_generation()
+            self._generation = read_generation(self.folder.state_dir)
             self._problems.clear()
             self._forget_seen()
             started = time.time_ns()
@@ -280,7 +248,7 @@ class MemoryStore:
         # The unchanged files' entries are made when first needed (a hook never does).
         self._seen_later = (prefix, unchanged, signatures)
         for key in self._problems:
-            self._seen_map[key] = (-1, -1, -1)
+            self._seen_map[key] = _UNREADABLE
         for relative in signatures.keys() - unchanged:
             stale += 1
             path = Path(prefix + relative)
@@ -297,8 +265,12 @@ class MemoryStore:
         return stale
 
     @property
-    def _seen(self) -> dict[str, tuple[int, int, int]]:
-        """What was last seen of each file (size, mtime, inode), by path, to skip re-reading.
+    def _seen(self) -> dict[str, tuple[int, int, int, int]]:
+        """What was last seen of each file (size, mtime, inode, ctime), by path, to skip re-reading.
+
+        The ctime is there because an in-place edit may keep the size and the
+        mtime (`touch -r`, an editor that restores it, a coarse clock); it cannot
+        set the ctime back.
 
         After a warm start the entries of the files the cache had right are
         made on first use: for 100,000 files they cost 0.1 s, which a hook
@@ -312,7 +284,7 @@ class MemoryStore:
                     prefix, unchanged, signatures = later
                     seen = dict(zip(
                         map(prefix.__add__, unchanged),
-                        map(_SIZE_MTIME_INODE, map(signatures.__getitem__, unchanged)),
+                        map(signatures.__getitem__, unchanged),
                         strict=True,
                     ))
                     seen.update(self._seen_map)
@@ -339,7 +311,7 @@ class MemoryStore:
                 entries[relative] = cache.Entry(
                     signature, (problem.message, problem.line, problem.column)
                 )
-            elif self._seen.get(key, (-1, -1, -1))[0] >= 0:
+            elif self._seen.get(key, _UNREADABLE)[0] >= 0:
                 entries[relative] = cache.Entry(signature)
         cache.save(self.folder, self.index, entries, started_ns=started)
 
@@ -402,7 +374,7 @@ class MemoryStore:
                 self._problems[key] = Problem(
                     path, f"{path}: not indexed, no id can reach this file name ({exc}): rename it"
                 )
-                self._seen[key] = (-1, -1, -1)
+                self._seen[key] = _UNREADABLE
                 return None
         try:
             st = path.stat()
@@ -413,10 +385,10 @@ class MemoryStore:
             return None
         except (InvalidMemory, OSError, Exception) as exc:  # noqa: BLE001 - a bad file must not stop the load
             self._problems[key] = _problem(path, exc)
-            self._seen[key] = (-1, -1, -1)
+            self._seen[key] = _UNREADABLE
             return None
         self._problems.pop(key, None)
-        self._seen[key] = (st.st_size, st.st_mtime_ns, st.st_ino)
+        self._seen[key] = _signature(st)
         return memory
 
     def refresh(self, paths: Iterable[Path | str]) -> int:
@@ -462,7 +434,7 @@ class MemoryStore:
             self._seen.pop(key, None)
             self._problems.pop(key, None)
             return int(self.index.remove(memory_id))
-        if self._seen.get(key) == (st.st_size, st.st_mtime_ns, st.st_ino) and (
+        if self._seen.get(key) == _signature(st) and (
             memory_id in self.index or key in self._problems
         ):
             return 0
@@ -606,19 +578,10 @@ class MemoryStore:
             baseline_priority=baseline_priority, project=project, supersedes=supersedes,
             locked=locked,
         )
-        with self._write_lock():
-            try:
-                if path.is_dir():
-                    raise IsADirectoryError(path)
-                raw = read_memory_bytes(path)
-            except FileNotFoundError:
-                raw = None
-            except (IsADirectoryError, NotADirectoryError):
-                raise InvalidId(
-                    f"{canonical}: a folder and a file would share this name", path=path
-                ) from None
-            _check_expected(path, raw, expected_sha256)
-            if raw is None:
+
+        def edited(seen: Seen) -> bytes | None:
+            _check_expected(path, seen.raw, expected_sha256)
+            if seen.raw is None:
                 if not fields.get("description"):
                     raise InvalidMemory(f"{canonical}: a new memory needs a description", path=path)
                 self.folder.check_new_id(canonical)
@@ -626,35 +589,34 @@ class MemoryStore:
                 meta = _ordered_new_meta(fields, created=stamp[:10], updated=stamp)
                 text = render_new(meta, _normalize_body(body or "", "\n", lead=""))
                 data = _checked_bytes(path, text, None, allow_secret=allow_secret)
-                make_private_dirs(path.parent)
+                make_dirs(path.parent, root=self.root)
                 self.folder.check_contained(path)
-                atomic_write(path, data)
-            else:
-                parsed = parse_bytes(raw, path)
-                current = memory_from_meta(canonical, path, parsed.meta, parsed.body)
-                if current.locked:
-                    raise MemoryLocked(f"{canonical}: memory is locked (locked: true)", path=path)
-                changes = _changes(parsed.meta, current, fields)
-                new_body = None
-                if body is not None:
-                    # Keep the file's own line endings and its blank line (or none) after
-                    # the frontmatter; a body equal but for those is no change at all.
-                    lead = parsed.body if parsed.body or parsed.frontmatter is None else None
-                    new_body = _normalize_body(body, parsed.newline, lead=lead)
-                    if new_body in (
-                        parsed.body, _normalize_body(parsed.body, parsed.newline, lead=lead)
-                    ):
-                        new_body = None
-                if changes or new_body is not None:
-                    # A file dated by `modified` (Claude Code) keeps that key.
-                    stamp_key = "modified" if "modified" in parsed.meta and (
-                        "updated" not in parsed.meta
-                    ) else "updated"
-                    changes[stamp_key] = now_iso()
-                    text = edit_frontmatter(parsed, changes, new_body, path=path)
-                    atomic_write(path, _checked_bytes(path, text, raw, allow_secret=allow_secret))
-            memory = load_memory(self.folder, path, canonical)
-            self._note_written(path, memory)
+                return data
+            parsed = parse_bytes(seen.raw, path)
+            current = memory_from_meta(canonical, path, parsed.meta, parsed.body)
+            if current.locked:
+                raise MemoryLocked(f"{canonical}: memory is locked (locked: true)", path=path)
+            changes = _changes(parsed.meta, current, fields)
+            new_body = None
+            if body is not None:
+                # Keep the file's own line endings and its blank line (or none) after
+                # the frontmatter; a body equal but for those is no change at all.
+                lead = parsed.body if parsed.body or parsed.frontmatter is None else None
+                new_body = _normalize_body(body, parsed.newline, lead=lead)
+                if new_body in (
+                    parsed.body, _normalize_body(parsed.body, parsed.newline, lead=lead)
+                ):
+                    new_body = None
+            if not changes and new_body is None:
+                return None
+            # A file dated by `modified` (Claude Code) keeps that key.
+            changes[_stamp_key(parsed.meta)] = now_iso()
+            text = edit_frontmatter(parsed, changes, new_body, path=path)
+            return _checked_bytes(path, text, seen.raw, allow_secret=allow_secret)
+
+        with self._write_lock():
+            self._rewrite(path, edited)
+            memory = self._note_written(path, canonical)
             self._regenerate_catalog()
         return memory
 
@@ -708,36 +670,29 @@ class MemoryStore:
             )
         path = self.folder.path_for(memory_id)
         canonical = self.folder.normalize_id(memory_id)
+        marks = {"archived": now_iso(), "archiveReason": reason, **(extra or {})}
         with self._write_lock():
-            if not path.is_file():
+            seen = self._read_for_write(path)
+            if seen.raw is None:
                 raise MemoryNotFound(self._not_found_message(canonical), path=path)
-            raw = read_memory_bytes(path)
-            _check_expected(path, raw, expected_sha256)
-            parsed = parse_bytes(raw, path)
-            current = memory_from_meta(canonical, path, parsed.meta, parsed.body)
-            if current.locked:
+            _check_expected(path, seen.raw, expected_sha256)
+            parsed = parse_bytes(seen.raw, path)
+            if memory_from_meta(canonical, path, parsed.meta, parsed.body).locked:
                 raise MemoryLocked(f"{canonical}: memory is locked (locked: true)", path=path)
-            text = None
-            if parsed.rewritable:
-                marks = {"archived": now_iso(), "archiveReason": reason, **(extra or {})}
-                try:
-                    text = edit_frontmatter(parsed, marks, path=path)
-                except InvalidMemory:
-                    text = None  # a layout we cannot edit safely is moved as it is
-            target = _free_name(self.folder.archive_dir / (canonical + ".md"))
+            target = self.folder.archive_dir / (canonical + ".md")
             self.folder.check_contained(target)  # archive/ itself may be a symlink
-            make_private_dirs(target.parent)
+            make_dirs(target.parent, root=self.root)
             self.folder.check_contained(target)
-            target = _move_no_clobber(path, target)
-            if text is not None:
-                atomic_write(target, text.encode("utf-8"))
+            # The file moves first, whatever it holds by then (an edit made since our
+            # read moves with it); the marks are then written over what was moved.
+            target = move(path, target)
+            self._rewrite(target, lambda moved: _with_marks(moved, marks, target))
             archived_id = self.folder.archived_id_for(target)
             assert archived_id is not None
-            memory = load_memory(self.folder, target, archived_id, archived=True)
             with self._refresh_lock:
                 self._seen.pop(str(path), None)
                 self.index.remove(canonical)
-            self._note_written(target, memory)
+            memory = self._note_written(target, archived_id, archived=True)
             try:
                 self.stats.rename(canonical, archived_id)
             except OSError:
@@ -784,8 +739,6 @@ class MemoryStore:
         MemoryNotFound when there is no such archived memory and ConflictError
         when a memory of that id exists now (nothing is moved then).
         """
-        from .files import fsync_dir
-
         prefix = self.folder.archive_dir.name + "/"
         name = archived_id if archived_id.startswith(prefix) else prefix + archived_id
         source = self.folder.path_for(name, allow_archived=True)
@@ -793,7 +746,7 @@ class MemoryStore:
         restored_id = self.folder.normalize_id(canonical[len(prefix):])
         target = self.folder.path_for(restored_id)
         with self._write_lock():
-            if not source.is_file():
+            if self._read_for_write(source).raw is None:
                 raise MemoryNotFound(f"no archived memory {canonical!r}", path=source)
             if os.path.lexists(target):
                 raise ConflictError(
@@ -801,32 +754,19 @@ class MemoryStore:
                     "(archive or rename it first)",
                     path=target,
                 )
-            raw = read_memory_bytes(source)
-            parsed = parse_bytes(raw, source)
-            data = raw
-            if parsed.rewritable and parsed.meta.get("locked") is not True:
-                marks: dict[str, Any] = {
-                    key: DELETE for key in ("archived", "archiveReason") if key in parsed.meta
-                }
-                stamp_key = "modified" if "modified" in parsed.meta and (
-                    "updated" not in parsed.meta
-                ) else "updated"
-                marks[stamp_key] = now_iso()
-                try:
-                    data = edit_frontmatter(parsed, marks, path=source).encode("utf-8")
-                except InvalidMemory:
-                    data = raw  # a layout we cannot edit safely comes back as it is
-            make_private_dirs(target.parent)
+            make_dirs(target.parent, root=self.root)
             self.folder.check_contained(target)
-            _create_no_clobber(target, data, mode=source.stat().st_mode & 0o7777)
-            fsync_dir(target.parent)
-            os.unlink(source)
-            fsync_dir(source.parent)
-            memory = load_memory(self.folder, target, restored_id)
+            moved = move(source, target)
+            if moved != target:  # a memory of that id appeared meanwhile: put it back
+                move(moved, source)
+                raise ConflictError(
+                    f"{restored_id}: a memory of that id appeared; not overwritten", path=target
+                )
+            self._rewrite(target, _without_marks)
             with self._refresh_lock:
                 self._seen.pop(str(source), None)
                 self.index.remove(canonical)
-            self._note_written(target, memory)
+            memory = self._note_written(target, restored_id)
             try:
                 self.stats.rename(canonical, restored_id)
             except OSError:
@@ -862,7 +802,7 @@ class MemoryStore:
     # internals
 
     @contextlib.contextmanager
-    def _write_lock(self) -> Iterator[None]:
+    def _write_lock(self) -> Iterator[WriteLock]:
         """The folder's write lock, held with an index that knows every other writer's changes.
 
         Another process (a second agent's MCP server, the CLI) may have written
@@ -878,41 +818,54 @@ class MemoryStore:
                 f"{self.folder.state_dir}: cannot create the state folder: {exc.strerror}",
                 path=self.folder.state_dir,
             ) from None
-        with file_lock(self.folder.state_path("write.lock")):
-            if self._read_generation() != self._generation:
+        with write_lock(self.folder.state_dir) as lock:
+            if lock.generation != self._generation:
                 self.reconcile()
-            yield
+            self._held = lock
+            try:
+                yield lock
+            finally:
+                self._held = None
 
-    def _read_generation(self) -> int:
+    def _read_for_write(self, path: Path) -> Seen:
+        """The checked read a write is based on; a missing file is `Seen.absent()`."""
         try:
-            return int(self.folder.state_path(_GENERATION).read_bytes() or b"0")
-        except (OSError, ValueError):
-            return 0
+            if path.is_dir():
+                raise IsADirectoryError(path)
+            return read_memory(self.folder, path)
+        except FileNotFoundError:
+            return Seen.absent()
+        except (IsADirectoryError, NotADirectoryError):
+            memory_id = self.folder.id_for(path) or path.name
+            raise InvalidId(
+                f"{memory_id}: a folder and a file would share this name", path=path
+            ) from None
 
-    def _note_written(self, path: Path, memory: Memory) -> None:
+    def _rewrite(self, path: Path, transform: Callable[[Seen], bytes | None]) -> bytes | None:
+        """Commit `transform` of what `path` holds; redone from a fresh read if it changes."""
+        _, written = rewrite(
+            path, transform, read=self._read_for_write, mode=file_mode(self.root),
+            limit=MAX_FILE_BYTES,
+        )
+        return written
+
+    def _note_written(self, path: Path, memory_id: str, *, archived: bool = False) -> Memory:
+        """Index the file just written, as it is on disk now, and count the write."""
+        # Stat before the read: a change after the stat shows as one to the next refresh.
+        st = path.stat()
+        memory = load_memory(self.folder, path, memory_id, archived=archived)
         with self._refresh_lock:
-            st = path.stat()
-            self._seen[str(path)] = (st.st_size, st.st_mtime_ns, st.st_ino)
+            self._seen[str(path)] = _signature(st)
             self._problems.pop(str(path), None)
             self.index.put(memory)
             self._count_write()
         self._changed()
+        return memory
 
     def _count_write(self) -> None:
         """Count up the write generation (with the write lock held; see `_write_lock`)."""
-        # Not fsynced: a count lost in a crash is followed by a fresh start (a reload) in
-        # every process that matters.
-        generation = self._read_generation() + 1
-        try:
-            fd = os.open(self.folder.state_path(_GENERATION),
-                         os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            try:
-                os.write(fd, str(generation).encode())
-            finally:
-                os.close(fd)
-            self._generation = generation
-        except OSError:
-            self._generation = -1  # reconcile on the next write rather than trust a guess
+        # -1 when it could not be counted: reconcile on the next write rather than trust a guess.
+        self._generation = self._held.count() if self._held is not None else -1
 
     def note_outside_writes(self) -> int:
         """Take in changes made under the write lock by other code (a rollback), and count them.
@@ -929,26 +882,59 @@ class MemoryStore:
         return changed
 
     def catalog_text(self) -> str:
-        """MEMORY.md as it would be written now, from the index."""
-        retrievals: dict[str, int] = {}
+        """MEMORY.md as sage-mem writes it in a folder of its own, from the index."""
+        return catalog.render(self.list(), self._catalog_retrievals())
+
+    def _catalog_retrievals(self) -> dict[str, int]:
+        # Only a folder too big for one line each needs to rank by use.
         if len(self.index) > catalog.MAX_LINES // 2:
-            retrievals = self.stats.retrieval_counts()
-        return catalog.render(self.list(), retrievals)
+            return self.stats.retrieval_counts()
+        return {}
 
     def _regenerate_catalog(self) -> bool:
+        """Bring MEMORY.md up to date; True when its bytes changed.
+
+        A MEMORY.md that sage-mem did not write (Claude Code's own, or a
+        person's) is its owner's: only sage-mem's marked region of it changes
+        (`catalog.updated_index`), and one it cannot update without losing a
+        line is left alone and reported as a problem.
+        """
         if self._batch_depth:
             self._batch_dirty = True
             return False
-        data = self.catalog_text().encode("utf-8")
+        memories, retrievals = self.list(), self._catalog_retrievals()
         target = self.folder.index_file
+        key = str(target)
+        if target.is_symlink():
+            # Never followed (it may lead outside): the link itself is replaced, and
+            # the file it pointed to keeps every byte.
+            atomic_write(
+                target, catalog.render(memories, retrievals).encode("utf-8"),
+                mode=file_mode(self.root),
+            )
+            return True
+        problem: list[str] = []
+
+        def updated(seen: Seen) -> bytes | None:
+            update = catalog.updated_index(seen.raw, memories, retrievals)
+            problem[:] = [update.problem] if update.problem else []
+            return update.data
+
         try:
-            # Not read through a symlink that leads outside (it is replaced, never followed).
-            if not target.is_symlink() and target.read_bytes() == data:
-                return False
-        except OSError:
-            pass
-        atomic_write(target, data)
-        return True
+            written = self._rewrite(target, updated)
+        except InvalidMemory as exc:  # a FIFO, a folder, an unreadable file: left alone
+            self._problems[key] = _problem(target, exc)
+            return False
+        if problem:
+            self._problems[key] = Problem(target, f"{target}: {problem[0]}")
+        else:
+            self._problems.pop(key, None)
+        return written is not None
+
+
+def _signature(st: os.stat_result) -> tuple[int, int, int, int]:
+    """What `cache.scan` records of a file: size, mtime, inode, ctime."""
+    return (st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
 
 
 def _problem(path: Path, exc: BaseException) -> Problem:
@@ -1160,93 +1146,39 @@ def _normalize_body(body: str, newline: str, *, lead: str | None = None) -> str:
     return text.replace("\n", newline) if newline != "\n" else text
 
 
-def _free_name(target: Path) -> Path:
-    if not target.exists():
-        return target
-    stem = target.name[:-3]
-    n = 2
-    while (candidate := target.with_name(f"{stem}-{n}.md")).exists():
-        n += 1
-    return candidate
+def _stamp_key(meta: Mapping[str, Any]) -> str:
+    """`modified` for a file dated by it alone (Claude Code's), else `updated`."""
+    return "modified" if "modified" in meta and "updated" not in meta else "updated"
 
 
-def _create_no_clobber(target: Path, data: bytes, *, mode: int) -> None:
-    """Write a new file whole, never replacing one: a complete temp file, then a hard link."""
-    stem = target.name.encode("utf-8")[:200].decode("utf-8", "ignore")
-    tmp = target.with_name(f".{stem}.{os.getpid()}.restore.tmp")
-    atomic_write(tmp, data, mode=mode)
+def _with_marks(seen: Seen, marks: Mapping[str, Any], path: Path) -> bytes | None:
+    """An archived file's bytes with the archive marks; None when they cannot be added safely."""
+    if seen.raw is None:
+        return None
+    parsed = parse_bytes(seen.raw, path)
+    if not parsed.rewritable:
+        return None  # a layout we cannot edit safely stays as it is
     try:
-        try:
-            os.link(tmp, target)
-        except FileExistsError:
-            raise ConflictError(
-                f"{target.name}: a file of that name appeared; not overwritten", path=target
-            ) from None
-        except OSError:
-            # No hard links here: a checked rename, which can lose only a race.
-            if os.path.lexists(target):
-                raise ConflictError(
-                    f"{target.name}: a file of that name appeared; not overwritten", path=target
-                ) from None
-            os.rename(tmp, target)
-    finally:
-        if os.path.lexists(tmp):
-            os.unlink(tmp)
+        return edit_frontmatter(parsed, marks, path=path).encode("utf-8")
+    except InvalidMemory:
+        return None
 
 
-def _move_no_clobber(source: Path, target: Path) -> Path:
-    """Move `source` to `target`, or to the next free name if `target` appears meanwhile."""
-    for _ in range(100):
-        try:
-            if _rename_no_replace(source, target):
-                return target
-            # Without an atomic no-clobber rename, link then unlink: a crash between the
-            # two leaves the memory under both names (never under none).
-            os.link(source, target)
-        except FileExistsError:
-            target = _free_name(target)
-            continue
-        except OSError:
-            # No hard links here (some network or FUSE file systems): a checked
-            # rename, which can lose only a race with another writer of that name.
-            if target.exists():
-                target = _free_name(target)
-                continue
-            os.rename(source, target)
-            return target
-        os.unlink(source)
-        return target
-    raise InvalidMemory(f"{target}: no free name in the archive; not overwritten", path=target)
-
-
-def _rename_no_replace(source: Path, target: Path) -> bool:
-    """rename(2) that refuses an existing target: one name or the other even if we are killed.
-
-    Linux `renameat2(RENAME_NOREPLACE)` or macOS `renamex_np(RENAME_EXCL)`; False
-    (nothing done) where neither exists or the file system does not support it.
-    Raises FileExistsError when `target` exists.
-    """
-    import ctypes
-
+def _without_marks(seen: Seen) -> bytes | None:
+    """A restored file's bytes without the marks `archive` added, stamped as updated."""
+    if seen.raw is None:
+        return None
+    parsed = parse_bytes(seen.raw)
+    if not parsed.rewritable or parsed.meta.get("locked") is True:
+        return None
+    marks: dict[str, Any] = {
+        key: DELETE for key in ("archived", "archiveReason") if key in parsed.meta
+    }
+    marks[_stamp_key(parsed.meta)] = now_iso()
     try:
-        libc = ctypes.CDLL(None, use_errno=True)
-    except OSError:
-        return False
-    src, dst = os.fsencode(source), os.fsencode(target)
-    if hasattr(libc, "renameat2"):
-        result = libc.renameat2(-100, src, -100, dst, 1)  # AT_FDCWD, RENAME_NOREPLACE
-    elif hasattr(libc, "renamex_np"):
-        result = libc.renamex_np(src, dst, 0x4)  # RENAME_EXCL
-    else:
-        return False
-    if result == 0:
-        return True
-    error = ctypes.get_errno()
-    if error == errno.EEXIST:
-        raise FileExistsError(error, os.strerror(error), str(target))
-    if error in (errno.EINVAL, errno.ENOSYS, errno.ENOTSUP, errno.EPERM):
-        return False  # not supported here: the caller falls back
-    raise OSError(error, os.strerror(error), str(source))
+        return edit_frontmatter(parsed, marks).encode("utf-8")
+    except InvalidMemory:
+        return None  # a layout we cannot edit safely comes back as it is
 
 
 __all__ = ["MemoryStore", "Problem", "load_memory", "DELETE"]

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import shutil
+import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,15 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.delenv("SAGE_MEM_STATE_DIR", raising=False)
     monkeypatch.delenv("SAGE_MEM_AUTODREAM", raising=False)
     return tmp_path
+
+
+@pytest.fixture(autouse=True)
+def stop_watchers() -> Iterator[None]:
+    """Stop the watchers of the stores a test left open (a store watches by default)."""
+    yield
+    watch = sys.modules.get("sage_mem.watch")
+    for watcher in list(watch._running) if watch is not None else ():
+        watcher.stop()
 
 
 @pytest.fixture

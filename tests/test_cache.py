@@ -35,6 +35,11 @@ QUERIES = [
 ]
 
 
+def started(folder: Path, state: Path) -> MemoryStore:
+    """A store as one process start opens it: from the cache, with no watcher running after."""
+    return MemoryStore(folder, state_dir=state, watch=False)
+
+
 def write(folder: Path, memory_id: str, text: str) -> Path:
     path = folder / (memory_id + ".md")
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -80,7 +85,7 @@ def state_of(store: MemoryStore) -> object:
 def fresh(folder: Path, tmp_path: Path) -> MemoryStore:
     """A store built from the files alone (its own, empty state folder)."""
     state = tmp_path / f"fresh-state-{len(list(tmp_path.iterdir()))}"
-    return MemoryStore(folder, state_dir=state)
+    return started(folder, state)
 
 
 @pytest.fixture
@@ -111,10 +116,10 @@ def reads(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
 def test_a_second_store_starts_from_the_cache_without_reading_a_file(
     folder: Path, state: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    first = MemoryStore(folder, state_dir=state)
+    first = started(folder, state)
     assert cache_module.cache_path(first.folder).is_file()
     seen = reads(monkeypatch)
-    second = MemoryStore(folder, state_dir=state)
+    second = started(folder, state)
     assert seen == []
     assert state_of(second) == state_of(first) == state_of(fresh(folder, tmp_path))
 
@@ -122,7 +127,7 @@ def test_a_second_store_starts_from_the_cache_without_reading_a_file(
 def test_edits_moves_and_deletes_made_while_no_store_ran_are_all_seen(
     folder: Path, state: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    MemoryStore(folder, state_dir=state)
+    started(folder, state)
     write(folder, "note_1", "---\ndescription: 我的猫叫芝麻 the cat Sesame\n---\n猫\n")
     os.rename(folder / "note_2.md", folder / "renamed_note.md")
     os.rename(folder / "note_4.md", folder / "archive" / "note_4.md")
@@ -131,27 +136,27 @@ def test_edits_moves_and_deletes_made_while_no_store_ran_are_all_seen(
     write(folder, "note_6", "---\ndescription: [now broken\n---\n")
     write(folder, "broken", "---\ndescription: fixed now, about coffee\n---\n")
     seen = reads(monkeypatch)
-    warm = MemoryStore(folder, state_dir=state)
+    warm = started(folder, state)
     assert len(seen) == 6  # the changed files only, not the other 56
     assert state_of(warm) == state_of(fresh(folder, tmp_path))
     # Too few changes to rewrite the cache: the next store reads the same six again.
-    assert state_of(MemoryStore(folder, state_dir=state)) == state_of(warm)
+    assert state_of(started(folder, state)) == state_of(warm)
 
 
 def test_many_changes_rewrite_the_cache_so_the_next_start_reads_nothing(
     folder: Path, state: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    MemoryStore(folder, state_dir=state)
+    started(folder, state)
     for n in range(60):
         if n % 3 == 0:
             write(folder, f"note_{n}", f"---\ndescription: rewritten note {n} 新的内容\n---\n")
     for n in range(100, 120):
         write(folder, f"added_{n}", f"---\ndescription: added note {n} about flights\n---\n")
     age_files(folder, seconds=60)  # else they would count as racy, and be read again
-    warm = MemoryStore(folder, state_dir=state)
+    warm = started(folder, state)
     assert state_of(warm) == state_of(fresh(folder, tmp_path))
     seen = reads(monkeypatch)
-    again = MemoryStore(folder, state_dir=state)
+    again = started(folder, state)
     assert seen == []
     assert state_of(again) == state_of(warm)
 
@@ -159,14 +164,14 @@ def test_many_changes_rewrite_the_cache_so_the_next_start_reads_nothing(
 def test_an_edit_that_keeps_size_and_mtime_is_seen_through_ctime(
     folder: Path, state: Path, tmp_path: Path
 ) -> None:
-    MemoryStore(folder, state_dir=state)
+    started(folder, state)
     path = folder / "note_7.md"
     before = path.stat()
     text = path.read_text(encoding="utf-8")
     path.write_text(text.replace("body 7", "BODY 7"), encoding="utf-8")  # `cp -p` style
     os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
     assert path.stat().st_size == before.st_size
-    warm = MemoryStore(folder, state_dir=state)
+    warm = started(folder, state)
     assert state_of(warm) == state_of(fresh(folder, tmp_path))
     assert "BODY 7" in (warm.index.get("note_7") or warm.read("note_7")).body
 
@@ -178,7 +183,7 @@ def test_a_file_changed_in_the_same_tick_as_the_build_is_read_again(
     # size, mtime and ctime as they were: only the racy window can catch it.
     path = folder / "note_8.md"
     os.utime(path)  # written just before the build
-    MemoryStore(folder, state_dir=state)
+    started(folder, state)
     before = path.stat()
     path.write_text(path.read_text(encoding="utf-8").replace("body 8", "BODY 8"), "utf-8")
     os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
@@ -192,7 +197,7 @@ def test_a_file_changed_in_the_same_tick_as_the_build_is_read_again(
         return found
 
     monkeypatch.setattr(cache_module, "scan", coarse_scan)
-    warm = MemoryStore(folder, state_dir=state)
+    warm = started(folder, state)
     assert "BODY 8" in (warm.index.get("note_8") or warm.read("note_8")).body
     assert state_of(warm) == state_of(fresh(folder, tmp_path))
 
@@ -218,12 +223,12 @@ def flip(data: bytes, at: int, bits: int = 0x01) -> bytes:
 def test_a_damaged_cache_file_ends_with_the_results_of_a_fresh_build(
     folder: Path, state: Path, tmp_path: Path, damage
 ) -> None:
-    first = MemoryStore(folder, state_dir=state)
+    first = started(folder, state)
     path = cache_module.cache_path(first.folder)
     path.write_bytes(damage(path.read_bytes()))
-    warm = MemoryStore(folder, state_dir=state)
+    warm = started(folder, state)
     assert state_of(warm) == state_of(fresh(folder, tmp_path))
-    assert state_of(MemoryStore(folder, state_dir=state)) == state_of(warm)
+    assert state_of(started(folder, state)) == state_of(warm)
 
 
 def test_two_processes_building_the_cache_at_once_leave_a_good_one(
@@ -237,7 +242,7 @@ def test_two_processes_building_the_cache_at_once_leave_a_good_one(
     args = [sys.executable, "-c", code, str(ROOT), str(folder), str(state)]
     builders = [subprocess.Popen(args) for _ in range(3)]
     assert [builder.wait(timeout=120) for builder in builders] == [0, 0, 0]
-    store = MemoryStore(folder, state_dir=state)
+    store = started(folder, state)
     assert cache_module.load(store.folder, scoring=Scoring()) is not None
     assert state_of(store) == state_of(fresh(folder, tmp_path))
     assert not [p for p in cache_module.cache_path(store.folder).parent.iterdir()
@@ -247,12 +252,12 @@ def test_two_processes_building_the_cache_at_once_leave_a_good_one(
 def test_a_format_version_change_ignores_the_old_cache(
     folder: Path, state: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    store = MemoryStore(folder, state_dir=state)
+    store = started(folder, state)
     monkeypatch.setattr(cache_module, "FORMAT_VERSION", cache_module.FORMAT_VERSION + 1)
     monkeypatch.setattr(cache_module, "_source_cache", [])
     assert cache_module.load(store.folder, scoring=Scoring()) is None
     seen = reads(monkeypatch)
-    rebuilt = MemoryStore(folder, state_dir=state)
+    rebuilt = started(folder, state)
     assert len(seen) == 62  # every file, the broken one included
     assert state_of(rebuilt) == state_of(fresh(folder, tmp_path))
     assert cache_module.load(rebuilt.folder, scoring=Scoring()) is not None
@@ -265,11 +270,11 @@ def test_other_scoring_constants_do_not_share_a_cache() -> None:
 
 
 def test_an_unchanged_folder_never_rewrites_the_cache(folder: Path, state: Path) -> None:
-    first = MemoryStore(folder, state_dir=state)
+    first = started(folder, state)
     path = cache_module.cache_path(first.folder)
     written = path.stat()
     for _ in range(3):
-        MemoryStore(folder, state_dir=state).search("cat")
+        started(folder, state).search("cat")
     assert path.stat().st_mtime_ns == written.st_mtime_ns
     assert path.stat().st_ino == written.st_ino
 
@@ -278,7 +283,7 @@ def test_the_cache_is_written_in_the_state_folder_never_in_the_memory_folder(
     folder: Path, state: Path
 ) -> None:
     before = sorted(p.relative_to(folder) for p in folder.rglob("*"))
-    store = MemoryStore(folder, state_dir=state)
+    store = started(folder, state)
     assert sorted(p.relative_to(folder) for p in folder.rglob("*")) == before
     assert cache_module.cache_path(store.folder).parent == state / "index"
 
@@ -297,17 +302,17 @@ def test_a_cache_written_for_another_folder_is_not_used(
 ) -> None:
     other = tmp_path / "other"
     make_folder(other, count=10, seed=9)
-    MemoryStore(other, state_dir=state)
-    MemoryStore(folder, state_dir=state)
-    assert state_of(MemoryStore(other, state_dir=state)) == state_of(fresh(other, tmp_path))
-    assert state_of(MemoryStore(folder, state_dir=state)) == state_of(fresh(folder, tmp_path))
+    started(other, state)
+    started(folder, state)
+    assert state_of(started(other, state)) == state_of(fresh(other, tmp_path))
+    assert state_of(started(folder, state)) == state_of(fresh(folder, tmp_path))
 
 
 def test_a_store_from_the_cache_keeps_up_with_later_changes(
     folder: Path, state: Path, tmp_path: Path
 ) -> None:
-    MemoryStore(folder, state_dir=state)
-    warm = MemoryStore(folder, state_dir=state)
+    started(folder, state)
+    warm = started(folder, state)
     warm.write("note_10", description="新的描述 about the garden cat")
     warm.archive("note_11", reason="superseded")
     write(folder, "note_12", "---\ndescription: edited by hand 数据库\n---\n")
@@ -330,8 +335,8 @@ def test_the_speed_benchmark_runs_in_quick_mode(tmp_path: Path) -> None:
 def test_a_warm_store_reads_postings_from_the_file_and_keeps_none(
     folder: Path, state: Path
 ) -> None:
-    MemoryStore(folder, state_dir=state)
-    warm = MemoryStore(folder, state_dir=state)
+    started(folder, state)
+    warm = started(folder, state)
     for query in QUERIES:
         warm.search(query)
     assert warm.index._postings == {}  # every posting it scored was read from the file
@@ -342,8 +347,8 @@ def test_memories_changed_again_and_again_after_a_warm_start_score_as_a_fresh_bu
 ) -> None:
     folder, state = tmp_path / "big", tmp_path / "big-state"
     make_folder(folder, count=300)
-    MemoryStore(folder, state_dir=state)
-    warm = MemoryStore(folder, state_dir=state)
+    started(folder, state)
+    warm = started(folder, state)
     rng = random.Random(5)
     for round_ in range(4):
         changed = []
@@ -371,8 +376,8 @@ def test_memories_changed_again_and_again_after_a_warm_start_score_as_a_fresh_bu
             ]
     # The rewritten cache (more than REWRITE_AFTER files changed) starts exactly as well.
     age_files(folder)
-    MemoryStore(folder, state_dir=state)
-    assert state_of(MemoryStore(folder, state_dir=state)) == state_of(fresh(folder, tmp_path))
+    started(folder, state)
+    assert state_of(started(folder, state)) == state_of(fresh(folder, tmp_path))
 
 
 def test_after_a_build_the_store_answers_from_the_cache_it_wrote(
@@ -381,7 +386,7 @@ def test_after_a_build_the_store_answers_from_the_cache_it_wrote(
     kept = fresh(folder, tmp_path)
     assert kept.index._backing is None  # a small folder keeps the index it built
     monkeypatch.setattr(store_module, "ADOPT_CACHE_FROM", 10)
-    built = MemoryStore(folder, state_dir=state)
+    built = started(folder, state)
     assert built.index._backing is not None and built.index._postings == {}
     assert state_of(built) == state_of(kept)
 
@@ -391,7 +396,7 @@ def test_a_build_with_files_just_written_keeps_its_own_index(
 ) -> None:
     monkeypatch.setattr(store_module, "ADOPT_CACHE_FROM", 10)
     write(folder, "note_new", "---\ndescription: written a moment ago\n---\n")
-    built = MemoryStore(folder, state_dir=state)
+    built = started(folder, state)
     assert built.index._backing is None  # a racy file: the cache is not trusted for it yet
     assert [hit.id for hit in built.search("written a moment ago")][:1] == ["note_new"]
 
@@ -408,12 +413,12 @@ def _sections(data: bytes) -> dict[str, tuple[int, int]]:
 def test_a_bit_flipped_in_any_section_is_caught_or_harmless(
     folder: Path, state: Path, tmp_path: Path, section: str, where: float
 ) -> None:
-    first = MemoryStore(folder, state_dir=state)
+    first = started(folder, state)
     path = cache_module.cache_path(first.folder)
     data = path.read_bytes()
     offset, length = _sections(data)[section]
     path.write_bytes(flip(data, offset + int(length * where), 0x04))
-    warm = MemoryStore(folder, state_dir=state)
+    warm = started(folder, state)
     # Every query term's block and postings and every record are read, and checked.
     assert state_of(warm) == state_of(fresh(folder, tmp_path))
 
@@ -421,9 +426,9 @@ def test_a_bit_flipped_in_any_section_is_caught_or_harmless(
 def test_without_pread_the_cache_is_read_by_seek_and_read(
     folder: Path, state: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    MemoryStore(folder, state_dir=state)
+    started(folder, state)
     monkeypatch.delattr(os, "pread")  # as on Windows
-    warm = MemoryStore(folder, state_dir=state)
+    warm = started(folder, state)
     assert warm.index._backing is not None
     assert state_of(warm) == state_of(fresh(folder, tmp_path))
 
@@ -431,8 +436,8 @@ def test_without_pread_the_cache_is_read_by_seek_and_read(
 def test_after_a_warm_start_a_refresh_reads_only_what_changed(
     folder: Path, state: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    MemoryStore(folder, state_dir=state)
-    warm = MemoryStore(folder, state_dir=state)
+    started(folder, state)
+    warm = started(folder, state)
     seen = reads(monkeypatch)
     assert warm.refresh([folder / "note_3.md", folder / "note_4.md"]) == 0
     assert seen == []  # what the stat walk found unchanged is known without a read

@@ -159,8 +159,10 @@ def test_list_archive_feedback_index(memory_dir: Path) -> None:
     assert not (memory_dir / "reference_docs_zh.md").exists()
     code, out, _ = run("list", "--archived", "--json")
     assert "archive/reference_docs_zh" in out
-    (memory_dir / "MEMORY.md").write_text(
-        "<<<<<<< HEAD\nmine\n=======\ntheirs\n>>>>>>> x\n", encoding="utf-8"
+    index = (memory_dir / "MEMORY.md").read_text(encoding="utf-8")
+    assert "\n## " in index
+    (memory_dir / "MEMORY.md").write_text(  # a merge conflict inside sage-mem's own file
+        index.replace("\n## ", "\n<<<<<<< HEAD\n=======\n>>>>>>> x\n## ", 1), encoding="utf-8"
     )
     code, out, _ = run("index")
     assert code == 0 and "<<<<<<<" not in (memory_dir / "MEMORY.md").read_text(encoding="utf-8")

@@ -28,7 +28,7 @@ import pytest
 from conftest import ROOT, TEMPLATE, wait_until, write_memory
 from reliability_support import SLOW, assert_one_line_error, cli, hook, hook_context, prompt_input
 
-from sage_mem import catalog, files
+from sage_mem import catalog, safe_io
 from sage_mem.audit import audit
 from sage_mem.errors import FolderError, InvalidMemory
 from sage_mem.files import parse_bytes
@@ -45,7 +45,7 @@ from sage_mem.store import MemoryStore
 
 folder, kill_at, operation = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 BIG = sys.stdin.read()
-store = MemoryStore(folder)
+store = MemoryStore(folder, watch=False)  # no watcher thread: the same calls on every run
 calls = 0
 
 def counted(real):
@@ -225,7 +225,7 @@ def test_a_write_loop_killed_at_random_moments_loses_nothing(tmp_path: Path) -> 
 
 
 def _full_disk_after(monkeypatch: pytest.MonkeyPatch, room: int) -> None:
-    """os.write in files.py writes `room` bytes in all, then fails with ENOSPC."""
+    """os.write in safe_io.py writes `room` bytes in all, then fails with ENOSPC."""
     real_write = os.write
     left = {"room": room}
 
@@ -236,7 +236,7 @@ def _full_disk_after(monkeypatch: pytest.MonkeyPatch, room: int) -> None:
         left["room"] -= len(chunk)
         return real_write(fd, chunk)
 
-    monkeypatch.setattr(files.os, "write", write)
+    monkeypatch.setattr(safe_io.os, "write", write)
 
 
 @pytest.mark.parametrize("room", [0, 100, 4096])
@@ -271,14 +271,14 @@ def test_a_full_disk_while_memory_md_is_rewritten_keeps_the_memory_and_the_old_i
     store = MemoryStore(memory_dir)
     store.regenerate_index()
     old_index = (memory_dir / "MEMORY.md").read_bytes()
-    real_atomic = files.atomic_write
+    real_temp_file = safe_io._temp_file
 
-    def memory_write_fits_index_does_not(path: Path, data: bytes, **kwargs) -> None:
+    def memory_write_fits_index_does_not(path: Path, data: bytes, mode: int):
         if path.name == "MEMORY.md":
             _full_disk_after(monkeypatch, 10)
-        real_atomic(path, data, **kwargs)
+        return real_temp_file(path, data, mode)
 
-    monkeypatch.setattr("sage_mem.store.atomic_write", memory_write_fits_index_does_not)
+    monkeypatch.setattr(safe_io, "_temp_file", memory_write_fits_index_does_not)
     with pytest.raises(OSError):
         store.write("user_cat_zh", description="用户的猫叫芝麻，今年三岁")
     monkeypatch.undo()
@@ -333,7 +333,7 @@ def _read_only(monkeypatch: pytest.MonkeyPatch, folder: Path) -> None:
     monkeypatch.setattr(os, "replace", replace)
     monkeypatch.setattr(os, "mkdir", mkdir)
     monkeypatch.setattr(os, "link", lambda src, dst, *a, **k: refuse(dst))
-    monkeypatch.setattr("sage_mem.store._rename_no_replace", lambda src, dst: refuse(dst))
+    monkeypatch.setattr(safe_io, "_rename_call", lambda src, dst, **flags: refuse(dst))
 
 
 @pytest.mark.parametrize("what", ["memory folder", "state folder", "both"])
@@ -341,9 +341,9 @@ def test_a_read_only_folder_refuses_changes_clearly_and_still_serves_reads(
     tmp_path: Path, memory_dir: Path, monkeypatch: pytest.MonkeyPatch, what: str
 ) -> None:
     MemoryStore(memory_dir).regenerate_index()
-    (tmp_path / ".sage-mem").mkdir(exist_ok=True)
+    (tmp_path / ".memory.sage-mem").mkdir(exist_ok=True)
     before = memory_files(memory_dir)
-    target = {"memory folder": memory_dir, "state folder": tmp_path / ".sage-mem",
+    target = {"memory folder": memory_dir, "state folder": tmp_path / ".memory.sage-mem",
               "both": tmp_path}[what]
     _read_only(monkeypatch, target)
     store = MemoryStore(memory_dir)
@@ -381,7 +381,7 @@ def test_a_folder_without_write_permission_refuses_changes(memory_dir: Path) -> 
 def test_a_state_folder_that_cannot_be_created_is_a_folder_error(
     memory_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    _read_only(monkeypatch, tmp_path / ".sage-mem")
+    _read_only(monkeypatch, tmp_path / ".memory.sage-mem")
     with pytest.raises(FolderError, match="cannot create the state folder"):
         MemoryStore(memory_dir).write("user_cat_zh", trust=0.9)
 
@@ -453,7 +453,7 @@ def test_a_file_without_read_permission_is_reported_and_skipped(memory_dir: Path
 def test_events_the_watcher_never_delivers_are_repaired_by_the_periodic_reconcile(
     memory_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    store = MemoryStore(memory_dir)
+    store = MemoryStore(memory_dir, watch=False)  # the watcher under test is the only one
     watcher = Watcher(store, reconcile_seconds=0.2)
     monkeypatch.setattr(watcher, "notify", lambda paths: None)  # every event is lost
     watcher.start()

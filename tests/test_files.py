@@ -1,4 +1,4 @@
-"""The memory file format: tolerant reading, edits that touch only what they mean to, atomic writes.
+"""The memory file format: tolerant reading, edits that touch only what they mean to.
 
 Every parsing quirk is a `pytest.param` with an id; the round-trip table checks
 bytes, not parsed values, because a user's diff is made of bytes.
@@ -6,22 +6,17 @@ bytes, not parsed values, because a user's diff is made of bytes.
 
 from __future__ import annotations
 
-import os
-import stat
 from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sage_mem import files
 from sage_mem.errors import InvalidMemory
 from sage_mem.files import (
     DELETE,
-    atomic_write,
     dump_value,
     edit_frontmatter,
-    make_private_dirs,
     parse_bytes,
     render_new,
     sha256_bytes,
@@ -443,77 +438,3 @@ def test_render_new_writes_keys_in_the_given_order() -> None:
 def test_lines_split_only_at_newlines() -> None:
     assert split_lines("a\x0cb\u2028c\r\nd") == ["a\x0cb\u2028c\r\n", "d"]
     assert split_lines("") == []
-
-
-# atomic writes
-
-
-def test_atomic_write_creates_a_private_file(tmp_path: Path) -> None:
-    target = tmp_path / "m.md"
-    atomic_write(target, b"hello")
-    assert target.read_bytes() == b"hello"
-    assert stat.S_IMODE(target.stat().st_mode) == 0o600
-    assert os.listdir(tmp_path) == ["m.md"]
-
-
-def test_atomic_write_keeps_an_existing_files_mode(tmp_path: Path) -> None:
-    target = tmp_path / "m.md"
-    target.write_bytes(b"old")
-    target.chmod(0o640)
-    atomic_write(target, b"new")
-    assert target.read_bytes() == b"new"
-    assert stat.S_IMODE(target.stat().st_mode) == 0o640
-
-
-@pytest.mark.parametrize("failing", [pytest.param("write", id="os-write"),
-                                     pytest.param("fsync", id="os-fsync"),
-                                     pytest.param("replace", id="os-replace")])
-def test_a_failed_write_leaves_the_old_file_and_no_temp_file(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, failing: str
-) -> None:
-    target = tmp_path / "m.md"
-    target.write_bytes(b"old bytes")
-
-    def boom(*args: object, **kwargs: object) -> None:
-        raise OSError(28, "No space left on device")
-
-    monkeypatch.setattr(files.os, failing, boom)
-    with pytest.raises(OSError, match="No space"):
-        atomic_write(target, b"new bytes" * 1000)
-    monkeypatch.undo()
-    assert target.read_bytes() == b"old bytes"
-    assert os.listdir(tmp_path) == ["m.md"]
-
-
-def test_a_write_cut_short_by_a_partial_os_write_still_writes_everything(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    real_write = os.write
-
-    def short_write(fd: int, data: bytes) -> int:
-        return real_write(fd, bytes(data[:7]))
-
-    monkeypatch.setattr(files.os, "write", short_write)
-    atomic_write(tmp_path / "m.md", b"0123456789" * 10)
-    assert (tmp_path / "m.md").read_bytes() == b"0123456789" * 10
-
-
-def test_atomic_write_replaces_a_symlink_instead_of_writing_through_it(tmp_path: Path) -> None:
-    outside = tmp_path / "outside.txt"
-    outside.write_bytes(b"secret")
-    link = tmp_path / "m.md"
-    link.symlink_to(outside)
-    atomic_write(link, b"new")
-    assert outside.read_bytes() == b"secret"
-    assert not link.is_symlink() and link.read_bytes() == b"new"
-
-
-def test_make_private_dirs_gives_every_new_level_mode_0700(tmp_path: Path) -> None:
-    old = os.umask(0o022)
-    try:
-        make_private_dirs(tmp_path / "a" / "b" / "c")
-    finally:
-        os.umask(old)
-    for folder in (tmp_path / "a", tmp_path / "a" / "b", tmp_path / "a" / "b" / "c"):
-        assert stat.S_IMODE(folder.stat().st_mode) == 0o700
-    make_private_dirs(tmp_path / "a" / "b")

@@ -65,7 +65,7 @@ def test_reading_never_changes_the_folder(tmp_path: Path) -> None:
         store.note_used(["user_cat_zh"])
     assert snapshot(folder) == before
     assert git(folder, "status", "--porcelain") == ""
-    assert (tmp_path / ".sage-mem" / "stats.json").is_file()
+    assert (tmp_path / ".memory.sage-mem" / "stats.json").is_file()
 
 
 def test_a_write_changes_only_that_memory_and_memory_md(tmp_path: Path) -> None:
@@ -87,10 +87,12 @@ def test_index_repairs_memory_md_left_with_conflict_markers(tmp_path: Path) -> N
     cli("init", "--git")
     folder = tmp_path / "memory"
     clean = (folder / "MEMORY.md").read_bytes()
-    (folder / "MEMORY.md").write_text(
-        "<<<<<<< HEAD\n- [a](a.md) — mine\n=======\n- [b](b.md) — theirs\n>>>>>>> origin/main\n",
-        encoding="utf-8",
-    )
+    # As git leaves a merge of two versions of sage-mem's own file: a hunk among its lines.
+    hunk = "<<<<<<< HEAD\n- [a](a.md) — mine\n=======\n- [b](b.md) — theirs\n>>>>>>> origin/main\n"
+    text = clean.decode("utf-8")
+    assert "\n## user\n" in text
+    (folder / "MEMORY.md").write_text(text.replace("\n## user\n", "\n## user\n" + hunk, 1),
+                                      encoding="utf-8")
     assert cli("index") == 0
     assert (folder / "MEMORY.md").read_bytes() == clean
 

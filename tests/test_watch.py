@@ -371,7 +371,7 @@ def test_falls_back_to_polling_when_events_are_unavailable(
 
 
 def test_reconcile_repairs_changes_made_while_nothing_watched(memory_dir: Path) -> None:
-    store = MemoryStore(memory_dir)
+    store = MemoryStore(memory_dir, watch=False)
     write_memory(memory_dir, "project_unseen", text("An unseen narwhal plan"))
     (memory_dir / "user_profile.md").unlink()
     write_memory(memory_dir, "user_cat_zh", text("用户养了一条狗，名叫豆豆"))

@@ -23,8 +23,8 @@ from datetime import datetime
 from typing import Any
 
 from ..errors import RunNotFound
-from ..files import atomic_write
 from ..memory import iso_datetime
+from ..safe_io import atomic_write
 from .paths import RUN_ID, DreamPaths
 from .runinfo import own_identity
 

@@ -30,9 +30,10 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import DreamError, StoreLocked
-from ..files import atomic_write, sha256_bytes
+from ..files import sha256_bytes
 from ..folder import ARCHIVE_DIR, DREAM_DIR, INDEX_FILE
 from ..locks import file_lock
+from ..safe_io import atomic_write
 from ..store import MemoryStore
 from .config import DreamConfig
 from .gates import DreamLock

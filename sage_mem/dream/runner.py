@@ -28,8 +28,9 @@ from typing import Any
 
 from .. import catalog
 from ..errors import DreamError, FolderError, StoreLocked
-from ..files import atomic_write, sha256_bytes
+from ..files import sha256_bytes
 from ..folder import INDEX_FILE
+from ..safe_io import atomic_write
 from ..store import MemoryStore
 from .changes import MODES, Applier
 from .config import DreamConfig

@@ -23,10 +23,11 @@ from datetime import datetime
 from pathlib import Path
 
 from ..errors import DreamError
-from ..files import atomic_write, sha256_bytes
+from ..files import sha256_bytes
 from ..folder import INDEX_FILE, MemoryFolder
 from ..locks import file_lock
 from ..memory import iso_datetime
+from ..safe_io import atomic_write
 from .paths import DreamPaths
 
 MANIFEST = "snapshot.json"
