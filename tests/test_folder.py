@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 import unicodedata
@@ -11,7 +12,7 @@ import pytest
 from conftest import write_memory
 
 from sage_mem.errors import FolderError, InvalidId
-from sage_mem.folder import MemoryFolder, default_folder, is_editor_junk
+from sage_mem.folder import MemoryFolder, default_folder, is_editor_junk, state_dir_name
 
 MEMORY = "---\ndescription: d\n---\n"
 
@@ -235,9 +236,39 @@ def test_a_symlink_inside_the_folder_is_allowed(folder: MemoryFolder) -> None:
 # the state folder
 
 
-def test_the_state_folder_is_beside_the_memory_folder(folder: MemoryFolder) -> None:
-    assert folder.state_dir == folder.root.parent / ".sage-mem"
-    assert folder.state_path("stats.json") == folder.root.parent / ".sage-mem" / "stats.json"
+def test_the_state_folder_is_beside_the_memory_folder_and_named_after_it(
+    folder: MemoryFolder,
+) -> None:
+    assert folder.state_dir == folder.root.parent / ".memory.sage-mem"
+    assert folder.state_path("stats.json") == folder.state_dir / "stats.json"
+
+
+def test_the_state_folder_records_its_memory_folder(folder: MemoryFolder) -> None:
+    folder.state_path("stats.json")
+    owner = json.loads((folder.state_dir / "owner.json").read_text(encoding="utf-8"))
+    assert owner == {"memoryFolder": str(folder.root), "inode": folder.root.stat().st_ino}
+    assert stat.S_IMODE(folder.state_dir.stat().st_mode) == 0o700
+
+
+@pytest.mark.parametrize(
+    ("name", "state"),
+    [
+        pytest.param("memory", ".memory.sage-mem", id="plain"),
+        pytest.param("my notes", ".my notes.sage-mem", id="space"),
+        pytest.param("笔记", ".笔记.sage-mem", id="chinese"),
+        pytest.param(".notes", "..notes.sage-mem", id="hidden"),
+    ],
+)
+def test_state_folder_names(name: str, state: str) -> None:
+    assert state_dir_name(name) == state
+
+
+def test_a_state_folder_name_too_long_for_the_filesystem_is_cut_and_stays_unique() -> None:
+    long_a, long_b = "a" * 250, "a" * 249 + "b"
+    for name in (long_a, long_b, "猫" * 84):
+        assert len(os.fsencode(state_dir_name(name))) <= 255
+        assert state_dir_name(name).endswith(".sage-mem")
+    assert state_dir_name(long_a) != state_dir_name(long_b)
 
 
 def test_the_state_folder_may_be_set_by_argument_or_environment(
@@ -290,4 +321,15 @@ def test_the_default_folder_keeps_its_state_in_the_sage_mem_folder_around_it(
     default = MemoryFolder(tmp_path / ".sage-mem" / "memory")
     assert default.state_dir == tmp_path / ".sage-mem"
     other = MemoryFolder(tmp_path / "notes" / "memory")
-    assert other.state_dir == tmp_path / "notes" / ".sage-mem"
+    assert other.state_dir == tmp_path / "notes" / ".memory.sage-mem"
+    beside_default = MemoryFolder(tmp_path / ".sage-mem" / "work")
+    assert beside_default.state_dir == tmp_path / ".sage-mem" / ".work.sage-mem"
+
+
+@pytest.mark.parametrize("name", ["index", "sessions", "autodream"])
+def test_a_folder_in_a_sage_mem_folder_cannot_take_the_name_of_its_state(
+    tmp_path: Path, name: str
+) -> None:
+    with pytest.raises(FolderError, match=f"cannot be named '{name}'"):
+        MemoryFolder(tmp_path / ".sage-mem" / name)
+    assert MemoryFolder(tmp_path / "elsewhere" / name).state_dir.name == f".{name}.sage-mem"
