@@ -895,8 +895,8 @@ def test_bad_hook_input_exits_0_with_a_valid_answer(
         assert isinstance(answer["hookSpecificOutput"]["additionalContext"], str)
         assert len(answer["hookSpecificOutput"]["additionalContext"]) < 10_000
     assert tree(memory_dir) == before
-    assert {p.name for p in tmp_path.iterdir()} <= outside_before | {".sage-mem"}
-    sessions = tmp_path / ".sage-mem" / "sessions"
+    assert {p.name for p in tmp_path.iterdir()} <= outside_before | {".memory.sage-mem"}
+    sessions = tmp_path / ".memory.sage-mem" / "sessions"
     if sessions.exists():
         for path in sessions.iterdir():
             assert path.parent == sessions and len(path.name) < 120

@@ -189,7 +189,8 @@ def test_concurrent_writers_lose_no_update_no_entry_and_no_count(shared: Path) -
     assert increments == API_WORKERS * ROUNDS + CLI_WORKERS * CLI_ROUNDS
     feedback = sum(r["feedback"] for r in results)
     assert store.read("user_cat_zh").trust == trust_after(feedback)
-    stats = json.loads((shared.parent / ".sage-mem" / "stats.json").read_text(encoding="utf-8"))
+    stats_file = shared.parent / ".memory.sage-mem" / "stats.json"
+    stats = json.loads(stats_file.read_text(encoding="utf-8"))
     assert stats["user_cat_zh"]["helpful"] == feedback
     assert stats["user_profile"]["retrievals"] == sum(r["used"] for r in results)
 

@@ -99,7 +99,7 @@ def layout(tmp_path: Path) -> dict[str, Path]:
     (memory / "project_linked").symlink_to(outside / "notes", target_is_directory=True)
     (memory / "MEMORY.md").symlink_to(outside / "index.md")
     (memory / "user_alias.md").symlink_to(memory / "user_profile.md")  # inside: allowed
-    return {"memory": memory, "state": tmp_path / ".sage-mem", "outside": outside,
+    return {"memory": memory, "state": tmp_path / ".memory.sage-mem", "outside": outside,
             "root": tmp_path}
 
 
@@ -308,7 +308,7 @@ def test_the_state_folder_and_what_it_holds_are_private(memory_dir: Path, tmp_pa
         store.write("user_new", description="a new memory", category="user")
         store.feedback("user_new", helpful=True)
         hook("user-prompt-submit", prompt_input("new memory"), memory_dir)
-    state = tmp_path / ".sage-mem"
+    state = tmp_path / ".memory.sage-mem"
     assert stat.S_IMODE(state.stat().st_mode) == 0o700
     check_private(state, set())
     assert stat.S_IMODE((memory_dir / "user_new.md").stat().st_mode) == 0o600

@@ -33,7 +33,7 @@ def _body(data: bytes) -> str:
 
 def _start_and_kill(folder: Path, delay: float) -> None:
     process = subprocess.Popen([sys.executable, "-c", RUN, str(folder)], cwd=ROOT)
-    runs = folder.parent / ".sage-mem" / "autodream" / "runs"
+    runs = folder.parent / ".memory.sage-mem" / "autodream" / "runs"
     try:
         wait_until(
             lambda: any(runs.glob("*/manifest.json")) or process.poll() is not None, timeout=30

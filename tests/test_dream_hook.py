@@ -42,13 +42,13 @@ def started(monkeypatch: pytest.MonkeyPatch) -> list[tuple[list[str], dict[str, 
 
 
 def settings(memory_dir: Path, **values: Any) -> None:
-    folder = memory_dir.parent / ".sage-mem" / "autodream"
+    folder = memory_dir.parent / ".memory.sage-mem" / "autodream"
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "config.json").write_text(json.dumps(values), encoding="utf-8")
 
 
 def last_run(memory_dir: Path, hours_ago: float) -> None:
-    folder = memory_dir.parent / ".sage-mem" / "autodream"
+    folder = memory_dir.parent / ".memory.sage-mem" / "autodream"
     folder.mkdir(parents=True, exist_ok=True)
     moment = datetime.now(UTC) - timedelta(hours=hours_ago)
     state = {"lastRunStarted": moment.strftime("%Y-%m-%dT%H:%M:%SZ")}
@@ -209,7 +209,7 @@ def test_the_hook_process_answers_without_waiting_for_the_run(
     assert hook.returncode == 0 and hook.stderr == b""
     assert json.loads(hook.stdout)["hookSpecificOutput"]["additionalContext"]
 
-    runs = memory_dir.parent / ".sage-mem" / "autodream" / "runs"
+    runs = memory_dir.parent / ".memory.sage-mem" / "autodream" / "runs"
     (marker,) = wait_until(lambda: list(runs.glob("*/running")), timeout=30)
     manifest = marker.parent / "manifest.json"
     assert json.loads(manifest.read_text(encoding="utf-8"))["status"] == "running"

@@ -157,8 +157,8 @@ def test_any_hook_input_exits_0_with_a_valid_answer_or_none(
         answer = json.loads(out.getvalue())["hookSpecificOutput"]
         assert answer["hookEventName"] in ("SessionStart", "UserPromptSubmit")
         assert 0 < len(answer["additionalContext"]) < 10_000
-    assert set(p.name for p in hook_folder.parent.iterdir()) <= set(before) | {".sage-mem"}
-    sessions = hook_folder.parent / ".sage-mem" / "sessions"
+    assert set(p.name for p in hook_folder.parent.iterdir()) <= set(before) | {".memory.sage-mem"}
+    sessions = hook_folder.parent / ".memory.sage-mem" / "sessions"
     if sessions.exists():
         assert all(p.parent == sessions for p in sessions.iterdir())
 

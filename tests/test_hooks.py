@@ -375,7 +375,8 @@ def test_hook_limit_comes_from_the_environment(
 
 def test_injected_memories_are_counted_as_retrievals(memory_dir: Path) -> None:
     ids, _, _ = prompt("how do I run the tests", memory_dir)
-    stats = json.loads((memory_dir.parent / ".sage-mem" / "stats.json").read_text(encoding="utf-8"))
+    stats_file = memory_dir.parent / ".memory.sage-mem" / "stats.json"
+    stats = json.loads(stats_file.read_text(encoding="utf-8"))
     assert {memory_id for memory_id, entry in stats.items() if entry.get("retrievals") == 1} == set(
         ids
     )
@@ -459,7 +460,7 @@ def test_session_without_baselines_gets_the_tools_guide_alone(empty_dir: Path) -
 
 def test_session_file_stays_inside_the_sessions_folder(memory_dir: Path) -> None:
     prompt("how do I run the tests", memory_dir, session="../../../escaped")
-    sessions = memory_dir.parent / ".sage-mem" / "sessions"
+    sessions = memory_dir.parent / ".memory.sage-mem" / "sessions"
     assert (
         [p.name for p in sessions.glob("*.json")]
         == [p.name for p in sessions.glob("h-*.json")]

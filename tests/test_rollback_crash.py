@@ -136,7 +136,7 @@ def live(files: dict[str, bytes]) -> dict[str, bytes]:
 class AfterRun:
     """A folder after a rewrite run (and a few edits since), ready to be copied and rolled back."""
 
-    base: Path  # holds memory/ and .sage-mem/
+    base: Path  # holds memory/ and .memory.sage-mem/
     run_id: str
     before: dict[str, bytes]  # every memory file before any rollback, archive/ included
     point: dict[str, bytes]  # the run's rollback point
@@ -465,7 +465,7 @@ def test_a_dream_run_killed_just_after_its_manifest_is_written_is_marked_interru
         for n, (name, path) in enumerate(steps, 1)
         if name == "replace" and path.endswith("/manifest.json")
     )
-    shutil.rmtree(folder.parent / ".sage-mem")
+    shutil.rmtree(folder.parent / ".memory.sage-mem")
     shutil.rmtree(folder)
     messy_folder(folder, 20, seed=3)
     killed = run_child(folder, "dream", "-", written + 1)

@@ -202,7 +202,7 @@ async def test_stdio_errors_are_one_line_tool_errors(
 ) -> None:
     message = await fails(stdio, tool, **arguments)
     assert message.startswith(f"{tool}: ") and expected in message
-    assert {path.name for path in stdio_folder.iterdir()} <= {"memory", ".sage-mem", "home"}
+    assert {path.name for path in stdio_folder.iterdir()} <= {"memory", ".memory.sage-mem", "home"}
 
 
 # the tool list an agent pays for in every request

@@ -256,7 +256,7 @@ def test_new_files_are_private_and_new_folders_too(empty_dir: Path) -> None:
         os.umask(old)
     assert stat.S_IMODE((empty_dir / "a" / "b" / "c.md").stat().st_mode) == 0o600
     assert stat.S_IMODE((empty_dir / "MEMORY.md").stat().st_mode) == 0o600
-    for folder in (empty_dir / "a", empty_dir / "a" / "b", empty_dir.parent / ".sage-mem"):
+    for folder in (empty_dir / "a", empty_dir / "a" / "b", empty_dir.parent / ".memory.sage-mem"):
         assert stat.S_IMODE(folder.stat().st_mode) == 0o700
 
 
@@ -567,7 +567,7 @@ def test_archive_keeps_subfolders_and_moves_stats(store: MemoryStore, memory_dir
     store.note_used(["project/api/auth"])
     memory = store.archive("project/api/auth", reason="done")
     assert memory.id == "archive/project/api/auth"
-    stats = json.loads((memory_dir.parent / ".sage-mem" / "stats.json").read_text())
+    stats = json.loads((memory_dir.parent / ".memory.sage-mem" / "stats.json").read_text())
     assert stats["archive/project/api/auth"]["retrievals"] == 1
     assert "project/api/auth" not in stats
 
@@ -614,9 +614,10 @@ def test_feedback_must_be_a_bool(store: MemoryStore) -> None:
 def test_feedback_is_counted_in_the_state_folder(store: MemoryStore, memory_dir: Path) -> None:
     store.feedback("user_cat_zh", helpful=True)
     store.feedback("user_cat_zh", helpful=False)
-    stats = json.loads((memory_dir.parent / ".sage-mem" / "stats.json").read_text())
+    stats_file = memory_dir.parent / ".memory.sage-mem" / "stats.json"
+    stats = json.loads(stats_file.read_text())
     assert stats["user_cat_zh"]["helpful"] == 1 and stats["user_cat_zh"]["unhelpful"] == 1
-    assert stat.S_IMODE((memory_dir.parent / ".sage-mem" / "stats.json").stat().st_mode) == 0o600
+    assert stat.S_IMODE(stats_file.stat().st_mode) == 0o600
 
 
 def test_concurrent_feedback_loses_no_step(memory_dir: Path) -> None:
@@ -684,7 +685,7 @@ def test_nothing_volatile_is_written_into_the_memory_folder(memory_dir: Path) ->
     assert {k for k in after if after[k] != before[k]} == {
         "user_cat_zh.md", "feedback_tests_first.md", "MEMORY.md"}
     assert b"tests before code" in after["MEMORY.md"]
-    state = memory_dir.parent / ".sage-mem"
+    state = memory_dir.parent / ".memory.sage-mem"
     assert (state / "stats.json").is_file()
 
 
@@ -716,7 +717,7 @@ def test_a_failed_write_leaves_the_memory_and_no_temp_file(
     ],
 )
 def test_a_hand_edited_stats_file_never_breaks_a_write(empty_dir: Path, stats: str) -> None:
-    state = empty_dir.parent / ".sage-mem"
+    state = empty_dir.parent / ".memory.sage-mem"
     state.mkdir()
     (state / "stats.json").write_text(stats)
     for i in range(catalog_module.MAX_LINES // 2 + 1):
