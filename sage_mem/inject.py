@@ -24,10 +24,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from .credentials import find_secrets, redact
-from .files import atomic_write, make_private_dirs
 from .index import Hit
 from .injection import find_injections, visible, visible_name
 from .memory import CATEGORIES, Memory, parse_moment
+from .safe_io import atomic_write, make_private_dirs
 from .store import MemoryStore
 
 MAX_BASELINES = 8

@@ -1,0 +1,300 @@
+"""No sage-mem write replaces bytes it has not read, whatever an editor does meanwhile.
+
+An editor, `git pull` or another agent may save a memory at any moment. Each
+test here plays such an editor against sage-mem's writers, and checks that no
+save either side was told had happened is lost.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from conftest import wait_until, write_memory
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from reliability_support import SLOW, cli_process
+
+from sage_mem import MemoryStore, safe_io
+from sage_mem.errors import ConflictError
+from sage_mem.files import parse_bytes
+
+MEMORY = "---\ndescription: the deploy checklist\ntrust: 0.5\n---\n\n{marker}\n"
+
+
+def marker_of(path: Path) -> str:
+    return parse_bytes(path.read_bytes()).body.strip().splitlines()[0]
+
+
+class Editor:
+    """Saves a file again and again, by rename and in place, as editors do.
+
+    Before each save it reads the file: sage-mem changes only the frontmatter
+    here, so the body must still be the editor's own last save. A body that
+    is not is a save of the editor's that some write replaced without reading.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.saves = 0
+        self.lost: list[str] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> Editor:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(10)
+
+    def _run(self) -> None:
+        expected = marker_of(self.path)
+        while not self._stop.is_set():
+            current = self.path.read_bytes()
+            seen = parse_bytes(current).body.strip().splitlines()[0]
+            if seen != expected:
+                self.lost.append(f"expected {expected!r}, found {seen!r}")
+                expected = seen
+            self.saves += 1
+            expected = f"editor save {self.saves}"
+            text = current.decode().replace(seen, expected)
+            if self.saves % 2:
+                tmp = self.path.with_name(f".{self.path.name}.swp")
+                tmp.write_text(text)
+                os.replace(tmp, self.path)
+            else:
+                with open(self.path, "r+") as handle:
+                    handle.write(text)
+                    handle.truncate()
+            self._stop.wait(0.002)
+
+
+@pytest.fixture
+def checklist(empty_dir: Path) -> Path:
+    return write_memory(empty_dir, "project_deploy", MEMORY.format(marker="first"))
+
+
+def test_editor_save_during_feedback_is_kept(empty_dir: Path, checklist: Path) -> None:
+    runs = 40 if SLOW else 12
+    with Editor(checklist) as editor:
+        for _ in range(runs):
+            done = cli_process("--dir", str(empty_dir), "feedback", "project_deploy", "helpful")
+            assert done.returncode in (0, 1), done.stderr
+            assert b"Traceback" not in done.stderr
+    assert editor.saves > runs
+    assert editor.lost == []
+    assert marker_of(checklist) == f"editor save {editor.saves}"
+
+
+@pytest.mark.parametrize("writer", ["write", "feedback", "regenerate"])
+def test_editor_save_during_a_long_lived_stores_writes_is_kept(
+    empty_dir: Path, checklist: Path, writer: str
+) -> None:
+    store = MemoryStore(empty_dir)
+    acts: dict[str, Callable[[int], object]] = {
+        "write": lambda n: store.write("project_deploy", tags=[f"t{n}"]),
+        "feedback": lambda n: store.feedback("project_deploy", helpful=bool(n % 2)),
+        "regenerate": lambda n: (
+            store.write("project_other", description=f"another note {n}"),
+            store.regenerate_index(),
+        ),
+    }
+    with Editor(checklist) as editor:
+        for n in range(150 if SLOW else 40):
+            try:
+                acts[writer](n)
+            except ConflictError:
+                pass  # refused after redoing too often: allowed, never a lost save
+    store.close()
+    assert editor.lost == []
+    assert marker_of(checklist) == f"editor save {editor.saves}"
+
+
+# The property: any writer, an editor save at any step of it.
+
+
+@st.composite
+def plans(draw: st.DrawFn) -> list[tuple[str, str, str | None]]:
+    steps = draw(st.lists(
+        st.tuples(
+            st.sampled_from(["write-field", "write-body", "feedback", "archive-restore",
+                             "regenerate", "editor"]),
+            st.sampled_from(["note_a", "note_b"]),
+            st.sampled_from([None, "before-swap", "at-swap", "rename", "in-place"]),
+        ),
+        min_size=1, max_size=12,
+    ))
+    return steps
+
+
+class Interference:
+    """Makes one editor save happen inside sage-mem's next write, at a chosen step."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.armed: tuple[str, Callable[[], None]] | None = None
+        real_temp, real_swap = safe_io._temp_file, safe_io._swap
+
+        def temp_file(path: Path, data: bytes, mode: int):  # type: ignore[no-untyped-def]
+            made = real_temp(path, data, mode)
+            self._fire("before-swap", path)
+            return made
+
+        def swap(first: Path, second: Path) -> bool:
+            self._fire("at-swap", second)
+            return real_swap(first, second)
+
+        monkeypatch.setattr(safe_io, "_temp_file", temp_file)
+        monkeypatch.setattr(safe_io, "_swap", swap)
+
+    def arm(self, step: str, path: Path, save: Callable[[], None]) -> None:
+        self.armed = (step, save)
+        self._target = path
+
+    def _fire(self, step: str, path: Path) -> None:
+        if self.armed is not None and self.armed[0] == step and path == self._target:
+            save = self.armed[1]
+            self.armed = None
+            save()
+
+
+@settings(max_examples=200 if SLOW else 40, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(plan=plans())
+def test_no_acknowledged_byte_of_either_writer_is_lost(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch,
+    plan: list[tuple[str, str, str | None]],
+) -> None:
+    folder = tmp_path_factory.mktemp("memory")
+    for name in ("note_a", "note_b"):
+        write_memory(folder, name, MEMORY.format(marker=f"{name} first"))
+    notes = "# My notes\n\nKeep the deploy checklist short.\n"
+    (folder / "MEMORY.md").write_text(notes)
+    interference = Interference(monkeypatch)
+    store = MemoryStore(folder, watch=False, state_dir=folder.parent / "state")
+    # What each side was told it had stored, per memory: the body marker, and sage-mem's tags.
+    body = {name: f"{name} first" for name in ("note_a", "note_b")}
+    tags: dict[str, list[str]] = {"note_a": [], "note_b": []}
+    note_saves = 0
+    saves = 0
+
+    def editor_save(name: str, how: str) -> Callable[[], None]:
+        def save() -> None:
+            nonlocal saves
+            saves += 1
+            path = folder / f"{name}.md"
+            text = path.read_text().replace(body[name], f"editor {saves}")
+            body[name] = f"editor {saves}"
+            if how == "in-place":
+                with open(path, "r+") as handle:
+                    handle.write(text)
+                    handle.truncate()
+            else:
+                tmp = path.with_name(f".{path.name}.swp")
+                tmp.write_text(text)
+                os.replace(tmp, path)
+        return save
+
+    def note_save() -> None:
+        nonlocal note_saves
+        note_saves += 1
+        index = folder / "MEMORY.md"
+        index.write_text(index.read_text().replace("\n\n", f"\n\nnote {note_saves}\n", 1))
+
+    for n, (what, name, when) in enumerate(plan):
+        path = folder / f"{name}.md"
+        how = "in-place" if when == "in-place" else "rename"
+        if what == "editor":
+            editor_save(name, how)()
+            continue
+        if when in ("before-swap", "at-swap"):
+            target = folder / "MEMORY.md" if what == "regenerate" else path
+            save = note_save if what == "regenerate" else editor_save(name, how)
+            interference.arm(when, target, save)
+        try:
+            if what == "write-field":
+                store.write(name, tags=[f"t{n}"])
+                tags[name] = [f"t{n}"]
+            elif what == "write-body":
+                store.write(name, body=f"sage {n}")
+                body[name] = f"sage {n}"
+            elif what == "feedback":
+                store.feedback(name, helpful=True)
+            elif what == "archive-restore":
+                store.archive(name, reason="tidy")
+                store.restore(name)
+            elif what == "regenerate":
+                store.write(name, summary=f"s{n}")
+                store.regenerate_index()
+        except ConflictError:
+            pass  # refused: then it was told nothing was stored
+        interference.armed = None
+    for name in ("note_a", "note_b"):
+        parsed = parse_bytes((folder / f"{name}.md").read_bytes())
+        assert parsed.body.strip() == body[name]
+        assert parsed.meta.get("tags", []) == tags[name]
+    index = (folder / "MEMORY.md").read_text()
+    assert "Keep the deploy checklist short." in index
+    assert note_saves == 0 or f"note {note_saves}\n" in index
+    assert not [p for p in folder.rglob(".*") if p.is_file()]
+
+
+# The index kept current, and every change seen.
+
+
+def test_a_library_store_sees_a_later_edit_without_being_asked(memory_dir: Path) -> None:
+    store = MemoryStore(memory_dir)
+    try:
+        write_memory(memory_dir, "project_axolotl", "---\ndescription: an axolotl tank plan\n---\n")
+        wait_until(lambda: store.search("axolotl tank"))
+    finally:
+        store.close()
+
+
+def _same_size_same_mtime_edit(path: Path, old: str, new: str) -> None:
+    st = path.stat()
+    text = path.read_text()
+    assert len(old) == len(new) and old in text
+    with open(path, "r+") as handle:
+        handle.write(text.replace(old, new))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert path.stat().st_size == st.st_size and path.stat().st_mtime_ns == st.st_mtime_ns
+
+
+def test_an_in_place_edit_keeping_size_and_mtime_is_seen_by_reconcile(memory_dir: Path) -> None:
+    path = write_memory(memory_dir, "project_fish", "---\ndescription: goldfish pond\n---\n")
+    store = MemoryStore(memory_dir, watch=False)
+    _same_size_same_mtime_edit(path, "goldfish", "catfish!")
+    store.reconcile()
+    assert store.index.get("project_fish").description == "catfish! pond"
+
+
+def test_an_in_place_edit_keeping_size_and_mtime_reaches_a_watching_store(
+    memory_dir: Path,
+) -> None:
+    path = write_memory(memory_dir, "project_fish", "---\ndescription: goldfish pond\n---\n")
+    store = MemoryStore(memory_dir)
+    try:
+        _same_size_same_mtime_edit(path, "goldfish", "catfish!")
+        wait_until(lambda: store.index.get("project_fish").description == "catfish! pond")
+    finally:
+        store.close()
+
+
+# Files that are not files
+
+
+def test_a_fifo_named_memory_md_does_not_hang_a_write(memory_dir: Path) -> None:
+    (memory_dir / "MEMORY.md").unlink(missing_ok=True)
+    os.mkfifo(memory_dir / "MEMORY.md")
+    done = cli_process("--dir", str(memory_dir), "add", "project_pipes",
+                       "--description", "plumbing notes", "--category", "project")
+    assert done.returncode == 0, done.stderr
+    assert (memory_dir / "project_pipes.md").is_file()
+    assert not (memory_dir / "MEMORY.md").is_file()  # still the FIFO, left alone
+    audit = cli_process("--dir", str(memory_dir), "audit")
+    assert b"MEMORY.md" in audit.stdout + audit.stderr
