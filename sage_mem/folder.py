@@ -36,10 +36,13 @@ does not belong is noticed rather than silently used:
 
 - The parent folder moved or was renamed (`notes/` has the inode on record
   under another path): the record is brought up to date.
-- `notes/` was renamed to `ideas/`: `.notes.sage-mem/` is found by the inode
-  on record (and the dream reports and ids it holds) and renamed to
-  `.ideas.sage-mem/`. A new `notes/` made where the old one was does not get
-  its state: the state goes to the renamed folder.
+- `notes/` was renamed to `ideas/`: on the first use of `ideas/` (when it
+  holds a MEMORY.md or dream reports: only then is the parent listed),
+  `.notes.sage-mem/` is found by the inode on record, checked against the
+  dream reports and ids it holds, and renamed to `.ideas.sage-mem/`. A new
+  `notes/` made where the old one was does not get that state: it goes to
+  the renamed folder. (`mv .notes.sage-mem .ideas.sage-mem` by hand does the
+  same.)
 - The tree was copied (`cp -r projects copy`): the copy's state folder holds
   a record of the original; the copy takes it over and a note says so.
 
@@ -50,12 +53,15 @@ the root path in each index cache (`index/*.idx`) and the dream runs whose
 reports (`<folder>/autodream/<runId>.md`) sit in a folder say which folders
 used it. It becomes this folder's state when this folder used it and no other
 existing folder did (folders that no longer exist beside it, since renamed or
-deleted, do not count), or, when nothing names any folder, when this is the
+deleted, do not count; a folder elsewhere that named it as its state does),
+or, when nothing names any folder, when this is the
 only folder beside it that holds memories: a rename of the whole folder to
 `.notes.sage-mem/`, or, when it cannot be moved (it holds other folders, as
-`~/.sage-mem/` does), an `owner.json` written in it. Otherwise it is left as
-it is and this folder starts with a fresh state, and `state_notes` says why
-(the library prints nothing; the CLI and the hooks show the notes). A
+`~/.sage-mem/` does), an `owner.json` written in it. The default folder keeps
+`~/.sage-mem/` unless only other folders used it: it has always been its
+home, and folders that shared it start afresh. Otherwise the old state is
+left as it is, this folder starts with a fresh state, and
+`MemoryFolder.state_notes` says why (the library prints nothing). A
 long-lived process of an older version still running writes to the old place
 until it is restarted.
 """
@@ -547,7 +553,7 @@ class _StateClaim:
         if self.inode is None:  # no folder (yet): where its state will be; nothing checked
             if os.path.isdir(self.own):
                 return self.own
-            owner = _read_owner(self.shared)
+            owner = _read_owner(self.shared) if os.path.isdir(self.shared) else None
             if owner is None:
                 return self.shared if self._is_home() else self.own
             return self.shared if owner.folder == str(self.root) else self.own

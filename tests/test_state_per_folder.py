@@ -12,6 +12,8 @@ import json
 import os
 import shutil
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -225,6 +227,44 @@ def test_old_state_also_used_by_a_folder_elsewhere_stays_where_it_is(
     assert shared.is_dir()
     assert prompt_hook(elsewhere, "y", state=shared)
     assert MemoryStore(elsewhere, state_dir=shared).stats.retrieval_counts()[SHOWN] == 3
+
+
+def test_processes_taking_over_old_state_at_once_agree_and_lose_nothing(
+    siblings: tuple[Path, Path],
+) -> None:
+    a, b = siblings
+    shutil.rmtree(b)
+    old_state(a, dream=False)
+    stdin = prompt_input(PROMPT, session="s-at-once", cwd="/tmp").encode()
+    processes = [
+        subprocess.Popen(
+            [sys.executable, "-m", "sage_mem", "hook", "user-prompt-submit"],
+            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            env={**os.environ, "SAGE_MEM_DIR": str(a)},
+        )
+        for _ in range(6)
+    ]
+    for process in processes:
+        _, err = process.communicate(stdin, timeout=60)
+        assert process.returncode == 0 and err == b"", err
+    assert sorted(p.name for p in a.parent.iterdir()) == [".a.sage-mem", "a"]
+    # The old count and at least the first of the new ones: the session holds back the rest.
+    assert counts(a)[SHOWN] >= 2
+
+
+def test_old_state_that_cannot_move_is_recorded_in_place(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    notes = home / "notes"
+    shutil.copytree(TEMPLATE, notes)
+    old_state(notes, dream=False)  # ~/notes kept its state in ~/.sage-mem
+    (home / ".sage-mem" / "work").mkdir()  # a folder in it: it cannot move as a whole
+    assert MemoryFolder(notes).state_dir == home / ".sage-mem"
+    assert owner_of(home / ".sage-mem") == str(notes)
+    assert counts(notes)[SHOWN] == 1
+    default = home / ".sage-mem" / "memory"
+    shutil.copytree(TEMPLATE, default)
+    assert MemoryFolder(default).state_dir == home / ".sage-mem" / ".memory.sage-mem"
+    assert counts(default) == {}
 
 
 # the default folder and its home, ~/.sage-mem
