@@ -579,8 +579,10 @@ class MemoryStore:
             locked=locked,
         )
 
+        intended = {**fields, **({"body": body} if body is not None else {})}
+
         def edited(seen: Seen) -> bytes | None:
-            _check_expected(path, seen.raw, expected_sha256)
+            _check_expected(path, seen.raw, expected_sha256, intended)
             if seen.raw is None:
                 if not fields.get("description"):
                     raise InvalidMemory(f"{canonical}: a new memory needs a description", path=path)

@@ -298,3 +298,16 @@ def test_a_fifo_named_memory_md_does_not_hang_a_write(memory_dir: Path) -> None:
     assert not (memory_dir / "MEMORY.md").is_file()  # still the FIFO, left alone
     audit = cli_process("--dir", str(memory_dir), "audit")
     assert b"MEMORY.md" in audit.stdout + audit.stderr
+
+
+def test_a_stale_expected_sha256_names_the_fields_that_differ_on_disk(
+    empty_dir: Path, checklist: Path
+) -> None:
+    stale = MemoryStore(empty_dir, watch=False).read("project_deploy").sha256
+    checklist.write_text(checklist.read_text().replace("the deploy checklist", "deploy steps"))
+    done = cli_process("--dir", str(empty_dir), "add", "project_deploy", "--description",
+                       "the deploy checklist, short", "--expected-sha256", stale)
+    err = done.stderr.decode()
+    assert done.returncode == 1 and err.count("\n") == 1, err
+    assert "changed on disk since it was read" in err and "description differ" in err
+    assert "deploy steps" in checklist.read_text()
