@@ -48,7 +48,6 @@ from __future__ import annotations
 import os
 import posixpath
 import re
-import stat
 import unicodedata
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -64,7 +63,7 @@ from .errors import InvalidId, InvalidMemory
 from .files import parse_bytes
 from .folder import ARCHIVE_DIR, INDEX_FILE, MemoryFolder
 from .injection import unsafe_name_characters
-from .memory import CATEGORIES, MAX_FILE_BYTES, MAX_TAG_LENGTH, MAX_TAGS, Memory, memory_from_meta
+from .memory import CATEGORIES, MAX_TAG_LENGTH, MAX_TAGS, Memory, memory_from_meta
 
 if TYPE_CHECKING:
     from .store import MemoryStore
@@ -251,42 +250,18 @@ class _Audit:
                      "a line of MEMORY.md, a terminal) it can pass for other text; rename the file")
 
     def read(self, path: Path, rel: str) -> bytes | None:
-        """The file's bytes, or None after reporting why it cannot be read."""
+        """The file's bytes through the one checked read, or None after reporting why not."""
+        from .store import read_memory
+
         try:
-            self.folder.check_contained(path)
+            return read_memory(self.folder, path).raw
         except InvalidId:
             self.add("unreadable", rel, "a symlink that leads outside the memory folder; not read")
-            return None
-        try:
-            st = os.stat(path)
         except FileNotFoundError:
             if os.path.islink(path):
                 self.add("unreadable", rel, "a symlink to a file that does not exist")
-            return None
-        except OSError as exc:
-            self.add("unreadable", rel, f"cannot be read: {exc.strerror or exc}")
-            return None
-        if not stat.S_ISREG(st.st_mode):
-            # a FIFO or device named *.md would block or never end if read
-            self.add("unreadable", rel, "not a regular file; not read")
-            return None
-        size = st.st_size
-        try:
-            if size <= MAX_FILE_BYTES:
-                with open(path, "rb") as handle:
-                    data = handle.read(MAX_FILE_BYTES + 1)
-                size = len(data)
-                if size <= MAX_FILE_BYTES:
-                    return data
-            self.add("unreadable", rel,
-                     f"{size:,} bytes, over the {MAX_FILE_BYTES // 1024} KB limit; not indexed")
-            return None
-        except FileNotFoundError:
-            return None
-        except PermissionError:
-            self.add("unreadable", rel, "no permission to read it; not indexed")
-        except OSError as exc:
-            self.add("unreadable", rel, f"cannot be read: {exc.strerror or exc}")
+        except InvalidMemory as exc:
+            self.add("unreadable", rel, _unreadable_reason(exc, path))
         return None
 
     def decode(self, raw: bytes, rel: str) -> str | None:
@@ -698,3 +673,13 @@ def _nfc(text: str) -> str:
 
 
 __all__ = ["CHECKS", "AuditReport", "Finding", "audit", "audit_folder"]
+
+
+def _unreadable_reason(exc: InvalidMemory, path: Path) -> str:
+    """The checked read's reason, without the path the finding already names."""
+    message = exc.message.removeprefix(f"{path}: ")
+    if message == "not a regular file":
+        return "not a regular file; not read"  # a FIFO or device would block or never end
+    if message == "no permission to read":
+        return "no permission to read it; not indexed"
+    return message

@@ -59,7 +59,10 @@ def _open_store(args: argparse.Namespace):
     from .store import MemoryStore
 
     # One command, one answer: no watcher to keep the index current afterwards.
-    return MemoryStore(_folder(args), watch=False)
+    store = MemoryStore(_folder(args), watch=False)
+    for note in store.folder.state_notes:  # said once, on the folder's first use
+        sys.stderr.write(f"sage-mem: note: {note}\n")
+    return store
 
 
 # commands

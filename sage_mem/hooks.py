@@ -287,6 +287,8 @@ def _answer(event: str, stdin: TextIO, folder: Path | None, log: _Log) -> _Reply
     except (SageMemError, OSError) as exc:
         log(f"nothing injected: {exc}")
         return None, None
+    for note in store.folder.state_notes:
+        log(note)
     _report_problems(store, log)
 
     now = datetime.now(UTC)

@@ -294,8 +294,12 @@ def index_text(store: MemoryStore) -> str:
 
 def memory_text(store: MemoryStore, memory_id: str) -> str:
     """The memory file's own text (archived ids included), through the store's path checks."""
+    from .store import read_memory
+
     memory = store.read(memory_id)
     try:
-        return memory.path.read_bytes().decode("utf-8", errors="replace")
+        return (read_memory(store.folder, memory.path).raw or b"").decode(
+            "utf-8", errors="replace"
+        )
     except FileNotFoundError:
         raise MemoryNotFound(f"no memory {memory.id!r}", path=memory.path) from None
