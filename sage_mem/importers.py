@@ -4,7 +4,12 @@ Owns `sage-mem import claude-code DIR`, `sage-mem import mnemo DB` and
 `sage-mem export --jsonl`. An import never overwrites a memory: an id that is
 taken by a different memory is skipped and reported, and a run can be repeated
 safely (what is already there is reported as "already present"). Every import
-can be a dry run, which reports the same plan and writes nothing.
+can be a dry run, which reports the same plan and writes nothing. Every write
+goes through the store (`MemoryStore.create_file`, `MemoryStore.write`): under
+the folder's write lock, counted, so that another process's next MEMORY.md
+lists what was imported, with the folder's file modes, and never over a file.
+Every file read, in the source or the destination, goes through the one
+checked read (`store.read_memory`): a FIFO is reported, never waited on.
 
 Claude Code
     Claude Code keeps memories in `~/.claude/projects/<project>/memory/`: one
@@ -62,9 +67,7 @@ import json
 import math
 import os
 import re
-import secrets
 import sqlite3
-import stat
 import unicodedata
 from collections import Counter
 from collections.abc import Iterator
@@ -75,11 +78,11 @@ from typing import Any, TextIO
 from urllib.parse import quote
 
 from . import catalog
-from .errors import FolderError, InvalidId, InvalidMemory, SageMemError
-from .files import fsync_dir, parse_bytes
+from .errors import FileChanged, FolderError, InvalidId, InvalidMemory, SageMemError
+from .files import parse_bytes
 from .folder import INDEX_FILE, MemoryFolder
 from .memory import MAX_FILE_BYTES, MAX_TAG_LENGTH, MAX_TAGS
-from .store import MemoryStore
+from .store import MemoryStore, read_memory
 
 MNEMO_CATEGORIES = {
     "identity": "user",        # who the user is
@@ -182,31 +185,23 @@ def import_claude_code(store: MemoryStore, source_dir: Path | str, *, dry_run: b
     origin = MemoryFolder(source)
     same_folder = source == store.root
     items: list[ImportItem] = []
-    written: list[Path] = []
     memory_files: set[str] = set()  # their index lines in MEMORY.md are not notes
-    for path in origin.iter_files():
-        rel = origin.id_for(path)
-        if rel is None:
-            continue
-        memory_files.add(rel + ".md")
-        if not same_folder and _is_within(path, store.root):
-            continue  # the store lives inside the source folder: never import it into itself
-        item = _import_file(store, origin, path, rel, dry_run=dry_run)
-        items.append(item)
-        if item.status == IMPORTED and item.memory_id is not None:
-            written.append(store.folder.path_for(item.memory_id))
     notes = []
-    if not items:
-        notes.append(f"no memory files found in {source}")
-    if not same_folder:  # in place, the notes are already where they were
-        item = _import_index_notes(store, origin, source, memory_files, dry_run=dry_run)
-        if item is not None:
-            items.append(item)
-            if item.status == IMPORTED and item.memory_id is not None:
-                written.append(store.folder.path_for(item.memory_id))
-    if written:
-        store.refresh(written)
-        store.regenerate_index()
+    with _index_regenerated_once(store, enabled=not dry_run):
+        for path in origin.iter_files():
+            rel = origin.id_for(path)
+            if rel is None:
+                continue
+            memory_files.add(rel + ".md")
+            if not same_folder and _is_within(path, store.root):
+                continue  # the store lives inside the source folder: never import it into itself
+            items.append(_import_file(store, origin, path, rel, dry_run=dry_run))
+        if not items:
+            notes.append(f"no memory files found in {source}")
+        if not same_folder:  # in place, the notes are already where they were
+            item = _import_index_notes(store, origin, source, memory_files, dry_run=dry_run)
+            if item is not None:
+                items.append(item)
     return ImportResult("claude-code", source, dry_run, tuple(items), tuple(notes))
 
 
@@ -224,16 +219,13 @@ def _import_index_notes(store: MemoryStore, origin: MemoryFolder, source: Path,
     if not os.path.lexists(path):
         return None
     try:
-        origin.check_contained(path)
-        raw = _read_regular(path)
-    except InvalidId as exc:
-        return ImportItem(shown, None, INVALID, f"{exc}; its notes were not carried over")
+        raw = read_memory(origin, path).raw or b""
+    except (InvalidId, InvalidMemory) as exc:
+        return ImportItem(shown, None, INVALID,
+                          f"{_read_problem(exc, path)}; its notes were not carried over")
     except OSError as exc:
         return ImportItem(shown, None, INVALID,
                           f"cannot read: {exc.strerror or exc}; its notes were not carried over")
-    if raw is None:
-        return ImportItem(shown, None, INVALID, f"not a regular file of at most "
-                          f"{MAX_FILE_BYTES // 1024} KB; its notes were not carried over")
     try:
         raw.decode("utf-8")
     except UnicodeDecodeError:
@@ -251,18 +243,21 @@ def _import_index_notes(store: MemoryStore, origin: MemoryFolder, source: Path,
         memory_id = NOTES_ID if n == 1 else f"{NOTES_ID}_{n}"
         target = store.folder.path_for(memory_id)
         archived = store.folder.archive_dir / (memory_id + ".md")
-        if _read_or_none(target) == data:
+        if _bytes_in(store, target) == data:
             return ImportItem(shown, memory_id, PRESENT)
-        if _read_or_none(archived) == data:
+        if _bytes_in(store, archived) == data:
             return ImportItem(shown, memory_id, PRESENT, f"archived as archive/{memory_id}")
         if os.path.lexists(target) or os.path.lexists(archived):
             continue  # holds something else (edited since, or other notes): never overwritten
         if dry_run:
             return ImportItem(shown, memory_id, WOULD_IMPORT, detail)
         try:
-            _create_new(store, target, data)
-        except FileExistsError:
-            continue
+            store.create_file(memory_id, data)
+        except FileChanged:
+            continue  # created meanwhile
+        except OSError as exc:
+            return ImportItem(shown, None, INVALID, f"cannot write {memory_id}: "
+                              f"{exc.strerror or exc}; its notes were not carried over")
         return ImportItem(shown, memory_id, IMPORTED, detail)
     return ImportItem(shown, None, SKIPPED,
                       f"{NOTES_ID} to {NOTES_ID}_{MAX_NOTES_IDS} are all taken; "
@@ -337,48 +332,27 @@ def _project_label(source: Path) -> str:
     return str(source)
 
 
-def _read_regular(path: Path) -> bytes | None:
-    """The bytes of a regular file of at most MAX_FILE_BYTES; None for anything else.
-
-    Opened without blocking: a FIFO named MEMORY.md would otherwise wait for a writer.
-    """
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_FILE_BYTES:
-            return None
-        chunks = []
-        left = MAX_FILE_BYTES + 1
-        while left > 0 and (chunk := os.read(fd, min(left, 1 << 20))):
-            chunks.append(chunk)
-            left -= len(chunk)
-    finally:
-        os.close(fd)
-    data = b"".join(chunks)
-    return data if len(data) <= MAX_FILE_BYTES else None
-
-
 def _import_file(store: MemoryStore, origin: MemoryFolder, path: Path, rel: str, *,
                  dry_run: bool) -> ImportItem:
     shown = rel + ".md"
     try:
-        origin.check_contained(path)
-        if path.stat().st_size > MAX_FILE_BYTES:
-            return ImportItem(shown, None, INVALID, f"over the {MAX_FILE_BYTES // 1024} KB limit")
-        raw = path.read_bytes()
-        parsed = parse_bytes(raw, path)
+        raw = read_memory(origin, path).raw or b""
     except (InvalidId, InvalidMemory) as exc:
-        return ImportItem(shown, None, INVALID, _without_path(str(exc), path))
+        return ImportItem(shown, None, INVALID, _read_problem(exc, path))
     except OSError as exc:
         return ImportItem(shown, None, INVALID, f"cannot read: {exc.strerror or exc}")
+    try:
+        parsed = parse_bytes(raw, path)
+    except InvalidMemory as exc:
+        return ImportItem(shown, None, INVALID, _without_path(str(exc), path))
     try:
         memory_id = store.folder.normalize_id(rel)
         target = store.folder.path_for(memory_id)
     except InvalidId as exc:
         return ImportItem(shown, None, SKIPPED, str(exc))
     archived = store.folder.archive_dir / (memory_id + ".md")
-    if target.exists() or os.path.lexists(target):
-        same = _read_or_none(target) == raw
+    if os.path.lexists(target):
+        same = _bytes_in(store, target) == raw
         detail = "" if same else "a different memory has this id; not overwritten"
         return ImportItem(shown, memory_id, PRESENT if same else SKIPPED, detail)
     if archived.exists():
@@ -387,46 +361,27 @@ def _import_file(store: MemoryStore, origin: MemoryFolder, path: Path, rel: str,
     if dry_run:
         return ImportItem(shown, memory_id, WOULD_IMPORT, detail)
     try:
-        _create_new(store, target, raw)
-    except FileExistsError:
+        store.create_file(memory_id, raw)
+    except FileChanged:
         return ImportItem(shown, memory_id, SKIPPED, "created meanwhile; not overwritten")
+    except InvalidId as exc:  # a subfolder that is a symlink leading out of the folder
+        return ImportItem(shown, memory_id, SKIPPED, str(exc))
+    except OSError as exc:  # a file where a folder of the id would go, a full disk
+        return ImportItem(shown, memory_id, SKIPPED, f"cannot write: {exc.strerror or exc}")
     return ImportItem(shown, memory_id, IMPORTED, detail)
 
 
-def _create_new(store: MemoryStore, target: Path, data: bytes) -> None:
-    """Write a new file atomically, failing with FileExistsError rather than replacing one."""
-    target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    store.folder.check_contained(target)
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+def _bytes_in(store: MemoryStore, path: Path) -> bytes | None:
+    """What the destination holds at `path` (its checked read); None when nothing can be read."""
     try:
-        try:
-            _write_all(fd, data)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        # link() refuses to replace an existing file, unlike rename(): a memory
-        # created by someone else in the meantime is never overwritten.
-        os.link(tmp, target)
-    finally:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-    fsync_dir(target.parent)
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
-
-
-def _read_or_none(path: Path) -> bytes | None:
-    try:
-        return path.read_bytes()
-    except OSError:
+        return read_memory(store.folder, path).raw
+    except (OSError, SageMemError):
         return None
+
+
+def _read_problem(exc: SageMemError, path: Path) -> str:
+    """Why the checked read refused `path` ("not a regular file"), without the path."""
+    return str(exc).removeprefix(f"{path}: ").removesuffix("; not indexed")
 
 
 def _without_path(message: str, path: Path) -> str:

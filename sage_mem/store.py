@@ -45,7 +45,7 @@ from .memory import (
     memory_from_meta,
     now_iso,
 )
-from .safe_io import Seen, atomic_write, file_mode, make_dirs, move, read_file, rewrite
+from .safe_io import Seen, atomic_write, create, file_mode, make_dirs, move, read_file, rewrite
 from .stats import Stats
 
 _UNSET: Any = object()
@@ -932,6 +932,31 @@ class MemoryStore:
         else:
             self._problems.pop(key, None)
         return written is not None
+
+    def create_file(self, memory_id: str, data: bytes) -> Memory | None:
+        """Create a memory file holding exactly `data` (an import, an example); never replaces one.
+
+        Written like every other change: under the write lock, counted as a
+        write (so other processes reconcile before their next one), indexed at
+        once, MEMORY.md regenerated (once per `batch`). New folders and the
+        file get the folder's modes (`file_mode`, `make_dirs`). Raises
+        FileChanged, writing nothing, when a file of that name exists. Returns
+        the memory, or None when the file does not load (it is then a problem).
+        """
+        canonical = self.folder.normalize_id(memory_id)
+        path = self.folder.path_for(canonical)
+        with self._write_lock():
+            make_dirs(path.parent, root=self.root)
+            self.folder.check_contained(path)
+            create(path, data, mode=file_mode(self.root))
+            with self._refresh_lock:
+                memory = self._load(path, archived=False)
+                if memory is not None:
+                    self.index.put(memory)
+                self._count_write()
+            self._changed()
+            self._regenerate_catalog()
+        return memory
 
 
 def _signature(st: os.stat_result) -> tuple[int, int, int, int]:

@@ -379,6 +379,88 @@ def test_import_claude_code_in_place_leaves_the_notes_where_they_are(claude_dir:
     assert not (claude_dir / f"{NOTES_ID}.md").exists()
 
 
+# Claude Code: every write under the folder's write lock, never replacing a file
+
+
+def test_import_claude_code_is_counted_so_another_process_keeps_the_imports_in_memory_md(
+    empty_dir: Path, claude_dir: Path
+) -> None:
+    # A second agent's store, its watcher (if any) not caught up with the import yet.
+    other = MemoryStore(empty_dir, watch=False)
+
+    result = sage_mem(empty_dir, "import", "claude-code", str(claude_dir))
+    assert result.returncode == 0, result.stderr
+    other.write("user_later", description="Written after the import", category="user")
+
+    index = (empty_dir / "MEMORY.md").read_text(encoding="utf-8")
+    for memory_id in [*GOOD, "user_later"]:
+        assert f"({memory_id}.md)" in index, memory_id
+    assert {m.id for m in other.list()} == {*GOOD, "user_later"}
+
+
+def test_import_claude_code_waits_for_the_write_lock(
+    empty_dir: Path, claude_dir: Path
+) -> None:
+    from sage_mem.locks import write_lock
+
+    store = MemoryStore(empty_dir, watch=False)
+    with write_lock(store.folder.state_dir):
+        process = subprocess.Popen(
+            [sys.executable, "-m", "sage_mem", "--dir", str(empty_dir), "import", "claude-code",
+             str(claude_dir)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            stdout, _ = process.communicate(timeout=3)
+        except subprocess.TimeoutExpired:
+            stdout = None
+        assert stdout is None, "the import wrote while another process held the write lock"
+        assert not (empty_dir / "user_role.md").exists()
+    stdout, stderr = process.communicate(timeout=60)
+    assert process.returncode == 0, stderr
+    assert (empty_dir / "user_role.md").read_bytes() == CLAUDE_FILES["user_role.md"]
+
+
+def test_import_claude_code_reads_a_fifo_in_the_source_never_waits_on_it(
+    empty_dir: Path, claude_dir: Path
+) -> None:
+    os.mkfifo(claude_dir / "user_pipe.md")
+
+    result = subprocess.run(
+        [sys.executable, "-m", "sage_mem", "--dir", str(empty_dir), "import", "claude-code",
+         str(claude_dir)], capture_output=True, text=True, timeout=20)
+
+    assert result.returncode == 0, result.stderr
+    assert "cannot import: user_pipe.md" in result.stdout
+    assert "not a regular file" in result.stdout
+    assert not os.path.lexists(empty_dir / "user_pipe.md")
+
+
+@pytest.mark.parametrize("shared", [
+    pytest.param(False, id="private"),
+    pytest.param(True, id="shared-with-a-group"),
+])
+def test_import_claude_code_files_follow_the_folder_permission_policy(
+    empty_dir: Path, claude_dir: Path, shared: bool
+) -> None:
+    import stat
+
+    empty_dir.chmod(0o2770 if shared else 0o700)
+    (claude_dir / "MEMORY.md").write_text(SOURCE_INDEX, encoding="utf-8")
+
+    result = subprocess.run(
+        [sys.executable, "-m", "sage_mem", "--dir", str(empty_dir), "import", "claude-code",
+         str(claude_dir)], capture_output=True, text=True, timeout=60,
+        preexec_fn=lambda: os.umask(0))
+
+    assert result.returncode == 0, result.stderr
+    modes = {p.relative_to(empty_dir).as_posix(): stat.S_IMODE(p.stat().st_mode)
+             for p in empty_dir.rglob("*")}
+    files, folders = (0o660, 0o770) if shared else (0o600, 0o700)
+    for name in ("user_role.md", "project/deploy/steps.md", f"{NOTES_ID}.md", "MEMORY.md"):
+        assert modes[name] == files, (name, oct(modes[name]))
+    for name in ("project", "project/deploy"):
+        assert modes[name] & 0o777 == folders, (name, oct(modes[name]))
+
+
 # mnemo
 
 
