@@ -20,13 +20,13 @@ import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from .credentials import find_secrets, redact
 from .index import Hit
 from .injection import find_injections, visible, visible_name
-from .memory import CATEGORIES, Memory, parse_moment
+from .memory import CATEGORIES, Memory, age_note
 from .safe_io import atomic_write, make_private_dirs
 from .store import MemoryStore
 
@@ -107,19 +107,6 @@ def project_for(cwd: str | Path | None) -> str:
 # rendering
 
 
-def age_note(updated: str | None, now: datetime) -> str:
-    """'updated 12 days ago', in whole calendar days (UTC): models are poor at date arithmetic."""
-    moment = parse_moment(updated)
-    if moment is None:
-        return "update date unknown"
-    days = (now.astimezone(UTC).date() - moment.astimezone(UTC).date()).days
-    if days <= 0:
-        return "updated today"
-    if days == 1:
-        return "updated yesterday"
-    return f"updated {days} days ago"
-
-
 def render_memory(memory: Memory, now: datetime) -> str:
     """One memory as a quoted block: a heading with id, category and age, then its text.
 
@@ -154,7 +141,8 @@ def render_memory(memory: Memory, now: datetime) -> str:
     checked = "\n".join(filter(None, (memory.id, label and category, read)))
     flag = f"; {FLAGGED}" if find_injections(checked) else ""
     quoted = "\n".join("> " + line if line.strip() else ">" for line in text.split("\n"))
-    heading = f"memory {code_span(visible_name(memory.id))} ({label}{age_note(memory.updated, now)}"
+    age = age_note(memory.updated, now) or "update date unknown"
+    heading = f"memory {code_span(visible_name(memory.id))} ({label}{age}"
     return f"{heading}{flag}):\n{quoted}"
 
 

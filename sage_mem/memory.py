@@ -276,3 +276,27 @@ def parse_moment(text: str | None) -> datetime | None:
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
     return moment
+
+
+def age_note(
+    updated: str | None, now: datetime | None = None, *, today: bool = True
+) -> str | None:
+    """How old a memory is: `updated today`, `updated yesterday`, `updated 12 days ago`.
+
+    The one age note of every interface (CLI, MCP, page, hooks): models are poor
+    at date arithmetic, so results say it. Whole calendar days on the local
+    clock, as the person who wrote the memory counts them (a memory written at
+    23:00 is "yesterday" at 01:00); a date without a time is that day. None
+    when `updated` is missing or not a date, and with `today=False` (compact
+    results, which note only old memories) for one updated today.
+    """
+    moment = parse_moment(updated)
+    if moment is None:
+        return None
+    now = now or datetime.now(UTC)
+    day = moment.date() if len(updated or "") == 10 else moment.astimezone().date()
+    days = (now.astimezone().date() - day).days
+    if days <= 0:
+        return "updated today" if today else None
+    return "updated yesterday" if days == 1 else f"updated {days} days ago"
+

@@ -1,7 +1,7 @@
 """Plain-text rendering of memories and hits for people (the CLI) and agents.
 
-Also owns the age note ("updated 12 days ago"): models are poor at date
-arithmetic, so results say how old a memory is instead of leaving it to them.
+Results say how old a memory is (`memory.age_note`, the one wording of every
+interface): models are poor at date arithmetic.
 
 The one-line fields of a memory (id, category, description, the header lines
 of `show`) are printed through `visible_name`/`visible`: a terminal escape or a
@@ -11,30 +11,11 @@ agent reading the output. The body `show` prints is the file's own text.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 
 from .index import Hit
 from .injection import visible, visible_name
-from .memory import Memory, parse_moment
-
-
-def age_days(updated: str | None, now: datetime | None = None) -> int | None:
-    """Whole days since `updated`, or None when it is unknown."""
-    moment = parse_moment(updated)
-    if moment is None:
-        return None
-    now = now or datetime.now(UTC)
-    return max(0, int((now - moment).total_seconds() // 86400))
-
-
-def age_note(updated: str | None, now: datetime | None = None) -> str | None:
-    """`updated today`, `updated 1 day ago`, `updated 47 days ago`; None when unknown."""
-    days = age_days(updated, now)
-    if days is None:
-        return None
-    if days == 0:
-        return "updated today"
-    return f"updated {days} day{'s' if days != 1 else ''} ago"
+from .memory import Memory, age_note
 
 
 def hit_dict(hit: Hit, now: datetime | None = None) -> dict[str, object]:
@@ -46,8 +27,8 @@ def hit_dict(hit: Hit, now: datetime | None = None) -> dict[str, object]:
 
 def hit_line(hit: Hit, now: datetime | None = None) -> str:
     category = f"[{visible_name(hit.category)}] " if hit.category else ""
-    age = age_note(hit.updated, now)
-    tail = f"  ({age})" if age and age != "updated today" else ""
+    age = age_note(hit.updated, now, today=False)
+    tail = f"  ({age})" if age else ""
     text = visible(hit.summary or hit.description)
     return f"{hit.score:7.3f}  {visible_name(hit.id)}  {category}{text}{tail}"
 

@@ -18,7 +18,7 @@ from typing import Any
 from . import inject
 from .errors import InvalidMemory, MemoryNotFound
 from .index import Hit
-from .memory import Memory, parse_moment
+from .memory import Memory, age_note
 from .store import MemoryStore
 from .tokens import is_unigram, tokenize
 
@@ -35,20 +35,6 @@ SIMILAR_SIMILARITY = 0.4
 FIND_SIMILAR_FLOOR = 0.15
 
 
-def age_note(updated: str | None, now: datetime | None = None) -> str | None:
-    """"updated 12 days ago" (whole calendar days, UTC) for memories older than today.
-
-    Models are poor at date arithmetic. None for today's memories and unknown dates.
-    """
-    moment = parse_moment(updated)
-    if moment is None:
-        return None
-    days = ((now or datetime.now(UTC)).astimezone(UTC).date() - moment.astimezone(UTC).date()).days
-    if days <= 0:
-        return None
-    return "updated yesterday" if days == 1 else f"updated {days} days ago"
-
-
 def _compact(data: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in data.items() if value not in (None, [], "")}
 
@@ -62,7 +48,7 @@ def hit_dict(hit: Hit, now: datetime | None = None) -> dict[str, Any]:
         "trust": hit.trust,
         "score": hit.score,
         "updated": hit.updated,
-        "age": age_note(hit.updated, now),
+        "age": age_note(hit.updated, now, today=False),
     })
 
 
@@ -70,7 +56,7 @@ def memory_dict(memory: Memory, *, body: bool = True) -> dict[str, Any]:
     """A memory in full (or without its body), without its absolute path or empty keys."""
     data = memory.to_dict(body=body)
     data.pop("path", None)
-    data["age"] = age_note(memory.updated)
+    data["age"] = age_note(memory.updated, today=False)
     keep = {"id", "description", "trust", "sha256"} | ({"body"} if body else set())
     return {key: value for key, value in data.items()
             if key in keep or value not in (None, [], "", False, 0)}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -73,11 +74,11 @@ def memory_text(description: str, body: str = "", **meta: object) -> str:
         pytest.param("2025-11-29", "updated 365 days ago", id="a-year-in-days"),
         pytest.param("2026-12-03", "updated today", id="future-clock-skew"),
         pytest.param("2026-11-27T10:00:00+09:00", "updated 2 days ago", id="offset-counted-in-utc"),
-        pytest.param(None, "update date unknown", id="missing"),
-        pytest.param("last tuesday", "update date unknown", id="not-a-date"),
+        pytest.param(None, None, id="missing"),
+        pytest.param("last tuesday", None, id="not-a-date"),
     ],
 )
-def test_age_note_counts_whole_days(updated: str | None, expected: str) -> None:
+def test_age_note_counts_whole_days(updated: str | None, expected: str | None) -> None:
     assert age_note(updated, NOW) == expected
 
 
@@ -449,3 +450,33 @@ def test_prompt_limit_that_is_not_a_number_falls_back_with_a_warning() -> None:
     limit, warning = prompt_limit("lots")
     assert limit == DEFAULT_PROMPT_LIMIT
     assert warning is not None and "SAGE_MEM_HOOK_LIMIT" in warning
+
+
+@pytest.fixture
+def beijing_clock(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    import time
+
+    monkeypatch.setenv("TZ", "Asia/Shanghai")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
+def test_every_interface_says_the_same_age_on_the_local_clock(beijing_clock: None) -> None:
+    """At 01:00 in Beijing, a memory written at 23:00 the evening before is "yesterday"."""
+    from sage_mem import render, server_tools
+    from sage_mem.memory import memory_from_meta
+
+    now = datetime(2026, 11, 29, 17, 0, tzinfo=UTC)  # 01:00 on the 30th in Beijing
+    updated = "2026-11-29T15:00:00Z"  # 23:00 on the 29th in Beijing, the same UTC day
+    memory = memory_from_meta(
+        "user_cat", Path("user_cat.md"), {"description": "the cat", "updated": updated}, "x"
+    )
+    hit = Hit(id="user_cat", score=1.0, description="the cat", category="user", trust=0.5,
+              updated=updated, summary=None, matched=1.0)
+    assert age_note(updated, now) == "updated yesterday"
+    assert render.hit_dict(hit, now)["age"] == "updated yesterday"
+    assert "(updated yesterday)" in render.hit_line(hit, now)
+    assert server_tools.hit_dict(hit, now)["age"] == "updated yesterday"
+    assert "updated yesterday" in render_memory(memory, now).splitlines()[0]

@@ -23,9 +23,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from ..errors import ConflictError, InvalidMemory, MemoryNotFound
-from ..memory import CATEGORIES, Memory
+from ..memory import CATEGORIES, Memory, age_note
 from ..merge import MISSING, Clash, differing_fields, merge_memory
-from ..render import age_note
 from ..store import MemoryStore
 
 LIST_LIMIT = 300
