@@ -392,16 +392,31 @@ def cmd_import(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def cmd_export(args: argparse.Namespace, out: TextIO) -> int:
-    from .importers import export_jsonl
+    from .importers import export_jsonl, export_jsonl_file
+    from .injection import visible_name
 
     store = _open_store(args)
     if args.output:
-        with open(Path(args.output).expanduser(), "x", encoding="utf-8") as handle:
-            count = export_jsonl(store, handle, archived=args.archived)
-        sys.stderr.write(f"Exported {count} memories to {args.output}\n")
+        result = export_jsonl_file(store, args.output, archived=args.archived)
     else:
-        export_jsonl(store, out, archived=args.archived)
-    return 0
+        result = export_jsonl(store, out, archived=args.archived)
+    status = 1 if result.left_out else 0
+    # stdout carries the memories unless they went to a file.
+    report = out if args.output else sys.stderr
+    if args.json:
+        _print_json(result.to_dict(), report)
+        return status
+    for item in result.left_out:
+        sys.stderr.write(visible_name(f"{PROG}: not exported: {item.path}: {item.problem}") + "\n")
+    if args.output:
+        sys.stderr.write(f"Exported {result.exported} memories to {args.output}\n")
+    if result.left_out:
+        count = len(result.left_out)
+        sys.stderr.write(
+            f"{PROG}: {count} file{'s' if count != 1 else ''} not exported "
+            "(cannot be read or parsed; see `sage-mem audit`)\n"
+        )
+    return status
 
 
 def cmd_dream(args: argparse.Namespace, out: TextIO) -> int:
@@ -761,15 +776,22 @@ def build_parser() -> argparse.ArgumentParser:
     sub = command(
         "export",
         cmd_export,
-        "write every memory as JSON lines",
-        "sage-mem export --jsonl > memories.jsonl",
+        "write every memory as JSON lines; a file that cannot be parsed is named on stderr "
+        "and the exit status is 1",
+        "sage-mem export --jsonl -o memories.jsonl",
     )
     sub.add_argument(
         "--jsonl", action="store_true", required=True, help="JSON lines, one memory a line"
     )
     sub.add_argument("--archived", action="store_true", help="include archived memories")
     sub.add_argument(
-        "--output", "-o", metavar="FILE", help="write to FILE (must not exist) instead of stdout"
+        "--output", "-o", metavar="FILE",
+        help="write to FILE instead of stdout: a new file (never replaced), private (0600)",
+    )
+    sub.add_argument(
+        "--json", action="store_true",
+        help="print the report (count, files left out and why) as JSON: "
+        "on stdout with -o, else on stderr",
     )
     return parser
 

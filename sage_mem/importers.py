@@ -58,11 +58,18 @@ mnemo
     other scripts, with `_2`, `_3`… when an id is taken. A fact whose content is
     already the body of a memory (archived ones included) is "already present".
     MEMORY.md is regenerated once at the end, not after every fact.
+
+export
+    One JSON object a line per memory (`Memory.to_dict(body=True)`), by id.
+    A memory file that cannot be read or parsed is named in the result, with
+    why, never left out silently. `-o FILE` writes a new file, whole, mode 0600
+    whatever the umask (memories are private), and never replaces one.
 """
 
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import math
 import os
@@ -82,6 +89,7 @@ from .errors import FileChanged, FolderError, InvalidId, InvalidMemory, SageMemE
 from .files import parse_bytes
 from .folder import INDEX_FILE, MemoryFolder
 from .memory import MAX_FILE_BYTES, MAX_TAG_LENGTH, MAX_TAGS
+from .safe_io import create
 from .store import MemoryStore, read_memory
 
 MNEMO_CATEGORIES = {
@@ -669,23 +677,90 @@ def _index_regenerated_once(store: MemoryStore, *, enabled: bool) -> Iterator[No
 # export
 
 
-def export_jsonl(store: MemoryStore, out: TextIO, *, archived: bool = False) -> int:
+@dataclass(frozen=True)
+class LeftOut:
+    """A memory file an export could not include (it cannot be read or parsed), and why."""
+
+    path: str  # relative to the memory folder, with / separators
+    problem: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"path": self.path, "problem": self.problem}
+
+
+@dataclass(frozen=True)
+class ExportResult:
+    """How many memories an export wrote, and each memory file it had to leave out."""
+
+    exported: int
+    left_out: tuple[LeftOut, ...] = ()
+    output: Path | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "exported": self.exported,
+            "output": str(self.output) if self.output is not None else None,
+            "leftOut": [item.to_dict() for item in self.left_out],
+        }
+
+
+def export_jsonl(store: MemoryStore, out: TextIO, *, archived: bool = False) -> ExportResult:
     """Write every memory (with `archived`, archived ones too) as one JSON object a line, by id.
 
-    Each line is `Memory.to_dict()` with the body. Returns how many were written.
+    Each line is `Memory.to_dict()` with the body. A memory file that cannot
+    be read or parsed has no such object: it is named in the result's
+    `left_out`, never left out silently.
     """
     count = 0
     for memory in store.list(archived=archived):
         out.write(json.dumps(memory.to_dict(body=True), ensure_ascii=False) + "\n")
         count += 1
-    return count
+    return ExportResult(count, _left_out(store, archived=archived))
+
+
+def export_jsonl_file(store: MemoryStore, target: Path | str, *, archived: bool = False
+                      ) -> ExportResult:
+    """`export_jsonl` into a new file `target`, private (0600), never replacing a file.
+
+    The file appears whole or not at all. Raises FolderError when `target`
+    exists (nothing is written), and FileChanged when one appeared meanwhile.
+    """
+    target = Path(os.path.abspath(Path(target).expanduser()))
+    if os.path.lexists(target):
+        raise FolderError(f"{target}: exists; an export never replaces a file", path=target)
+    buffer = io.StringIO()
+    result = export_jsonl(store, buffer, archived=archived)
+    create(target, buffer.getvalue().encode("utf-8"), mode=0o600)
+    return ExportResult(result.exported, result.left_out, target)
+
+
+_LOCATION = re.compile(r"^(?::\d+)*: ?")
+
+
+def _left_out(store: MemoryStore, *, archived: bool) -> tuple[LeftOut, ...]:
+    items = []
+    for problem in store.problems():
+        if store.folder.id_for(problem.path) is None and not (
+            archived and store.folder.archived_id_for(problem.path) is not None
+        ):
+            continue  # MEMORY.md, or an archived file not asked for
+        where = str(problem.path)
+        message = problem.message
+        if message.startswith(where):
+            message = _LOCATION.sub("", message[len(where):])
+        path = os.path.relpath(problem.path, store.root).replace(os.sep, "/")
+        items.append(LeftOut(path, message))
+    return tuple(sorted(items, key=lambda item: item.path))
 
 
 __all__ = [
     "MNEMO_CATEGORIES",
+    "ExportResult",
     "ImportItem",
     "ImportResult",
+    "LeftOut",
     "export_jsonl",
+    "export_jsonl_file",
     "first_sentence",
     "import_claude_code",
     "import_mnemo",

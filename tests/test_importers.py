@@ -789,10 +789,10 @@ def test_export_writes_one_json_object_per_memory_in_id_order(
     import_mnemo(store, mnemo_db)
     out = io.StringIO()
 
-    count = export_jsonl(store, out)
+    result = export_jsonl(store, out)
 
     lines = out.getvalue().splitlines()
-    assert count == len(lines) == len(FACTS) - 1
+    assert result.exported == len(lines) == len(FACTS) - 1 and result.left_out == ()
     rows = [json.loads(line) for line in lines]
     assert [row["id"] for row in rows] == sorted(row["id"] for row in rows)
     assert rows == [store.read(row["id"]).to_dict(body=True) for row in rows]
@@ -807,10 +807,26 @@ def test_export_includes_archived_memories_only_when_asked(store: MemoryStore) -
     store.archive("user_b", reason="superseded")
 
     plain, everything = io.StringIO(), io.StringIO()
-    assert export_jsonl(store, plain) == 1
-    assert export_jsonl(store, everything, archived=True) == 2
+    assert export_jsonl(store, plain).exported == 1
+    assert export_jsonl(store, everything, archived=True).exported == 2
 
     (row,) = [json.loads(line) for line in plain.getvalue().splitlines()]
     assert row["id"] == "user_a" and row["body"].strip() == "line one\nline two"
     assert [json.loads(line)["id"] for line in everything.getvalue().splitlines()] == [
         "archive/user_b", "user_a"]
+
+
+def test_export_names_each_memory_file_it_leaves_out(store: MemoryStore) -> None:
+    store.write("user_a", description="kept")
+    write_memory(store.root, "broken", "---\ndescription: [unclosed\n---\n")
+    (store.root / "archive").mkdir()
+    write_memory(store.root / "archive", "old", "---\ndescription: [x\n---\n")
+    store.reload()
+
+    plain, everything = export_jsonl(store, io.StringIO()), export_jsonl(
+        store, io.StringIO(), archived=True)
+
+    assert [(item.path, item.problem[:12]) for item in plain.left_out] == [
+        ("broken.md", "invalid YAML")]
+    assert [item.path for item in everything.left_out] == ["archive/old.md", "broken.md"]
+    assert plain.to_dict()["leftOut"][0]["problem"].startswith("invalid YAML at line 2")
