@@ -69,37 +69,47 @@ def _open_store(args: argparse.Namespace):
 
 
 def cmd_init(args: argparse.Namespace, out: TextIO) -> int:
-    from .store import MemoryStore
-    from .template import init_folder
+    from .template import EXAMPLE_PREFIX, init_folder
 
     target = Path(args.path).expanduser() if args.path else _folder(args)
-    result = init_folder(target, git=args.git)
-    store = MemoryStore(result.root, watch=False)
-    store.regenerate_index()
+    result = init_folder(target, git=args.git, examples=args.examples)
     data = {
         "path": str(result.root),
+        "created": result.created,
         "copied": result.copied,
         "existing": result.existing,
         "git": result.git_initialized,
         "gitattributes": result.gitattributes_written,
-        "stateDir": str(store.folder.state_dir),
+        "stateDir": str(result.state_dir),
     }
     if args.json:
         _print_json(data, out)
         return 0
     if result.copied:
-        out.write(f"Created {result.root} with {len(result.copied)} example memories.\n")
+        out.write(
+            f"Created {result.root} with {len(result.copied)} example memories: tagged "
+            f"`example`, each description starting {EXAMPLE_PREFIX.strip()!r}, none a baseline.\n"
+            "Archive each when done with it: sage-mem archive ID --reason example\n"
+        )
+    elif result.existing:
+        skipped = "; no examples copied" if args.examples else ""
+        out.write(f"{result.root} already holds {result.existing} memories{skipped}.\n")
     else:
-        out.write(f"{result.root} already holds {result.existing} memories; nothing copied.\n")
+        made = "Created" if result.created else "Ready:"
+        out.write(
+            f"{made} {result.root}, an empty memory folder.\n"
+            'Add a memory: sage-mem add user_name --category user --description "…"\n'
+            "(or see how memories look: sage-mem init --examples)\n"
+        )
     if result.git_initialized:
         out.write(
             "Initialized a git repository there, with a .gitattributes that keeps LF endings.\n"
         )
     elif result.gitattributes_written:
         out.write("Wrote a .gitattributes that keeps LF endings.\n")
-    out.write(
-        f'Try: sage-mem search "how do I run the tests"   (state: {store.folder.state_dir})\n'
-    )
+    if result.copied:
+        out.write('Try: sage-mem search "how do I run the tests"\n')
+    out.write(f"State (counts, caches, sessions): {result.state_dir}\n")
     return 0
 
 
@@ -522,9 +532,19 @@ def build_parser() -> argparse.ArgumentParser:
         return sub
 
     sub = command(
-        "init", cmd_init, "create a memory folder from the starter template", "sage-mem init --git"
+        "init",
+        cmd_init,
+        "create an empty memory folder, private to you (0700); with --examples, add example "
+        "memories",
+        "sage-mem init --git",
     )
     sub.add_argument("path", nargs="?", metavar="DIR", help="where (default: the memory folder)")
+    sub.add_argument(
+        "--examples",
+        action="store_true",
+        help="add example memories to a folder that has none (marked as examples: tag "
+        "`example`, description starting \"Example:\", none a baseline)",
+    )
     sub.add_argument(
         "--git",
         action="store_true",

@@ -33,13 +33,13 @@ def run_process(
     )
 
 
-def test_init_creates_folder_from_template(tmp_path: Path) -> None:
-    code, out, _ = run("init")
+def test_init_examples_copies_the_template(tmp_path: Path) -> None:
+    code, out, _ = run("init", "--examples")
     assert code == 0
     folder = tmp_path / "memory"
     assert (folder / "user_cat_zh.md").is_file()
     assert (folder / "MEMORY.md").is_file()
-    assert "example memories" in out
+    assert "8 example memories" in out
 
 
 def test_init_leaves_an_existing_folder_alone(memory_dir: Path) -> None:
@@ -47,19 +47,20 @@ def test_init_leaves_an_existing_folder_alone(memory_dir: Path) -> None:
         "---\ndescription: mine\n---\n", encoding="utf-8"
     )
     (memory_dir / "user_profile.md").unlink()
-    code, out, _ = run("init")
+    code, out, _ = run("init", "--examples")
     assert code == 0
     assert not (memory_dir / "user_profile.md").exists()
     assert (memory_dir / "feedback_tests_first.md").read_text(
         encoding="utf-8"
     ) == "---\ndescription: mine\n---\n"
-    assert "nothing copied" in out
+    assert "already holds 7 memories; no examples copied" in out
 
 
 def test_init_takes_a_path_argument(tmp_path: Path) -> None:
     code, _, _ = run("init", str(tmp_path / "elsewhere"))
     assert code == 0
-    assert (tmp_path / "elsewhere" / "reference_test_command.md").is_file()
+    assert [p.name for p in (tmp_path / "elsewhere").iterdir()] == ["MEMORY.md"]
+    assert not (tmp_path / "memory").exists()
 
 
 @pytest.mark.parametrize(
