@@ -63,7 +63,7 @@ from .errors import InvalidId, InvalidMemory
 from .files import parse_bytes
 from .folder import ARCHIVE_DIR, INDEX_FILE, MemoryFolder
 from .injection import unsafe_name_characters
-from .memory import CATEGORIES, MAX_TAG_LENGTH, MAX_TAGS, Memory, memory_from_meta
+from .memory import CATEGORIES, INVALID, MAX_TAG_LENGTH, MAX_TAGS, Memory, memory_from_meta
 
 if TYPE_CHECKING:
     from .store import MemoryStore
@@ -375,7 +375,10 @@ class _Audit:
         self, memory: Memory, rel: str, key_lines: dict[str, int], cut_keys: set[str]
     ) -> None:
         for problem in memory.problems:
-            check, key = _classify(problem)
+            check = getattr(problem, "code", INVALID)
+            key = getattr(problem, "key", None)
+            if check == "unknown-category":
+                key = _top_key(key)
             if key in cut_keys:
                 continue  # already reported as yaml-comment-cut, the cause
             if check == "missing-description":
@@ -383,7 +386,7 @@ class _Audit:
                          key_lines.get("description", 1))
             elif check == "unknown-category":
                 self.add(check, rel, f"{problem}; use one of {', '.join(CATEGORIES)}",
-                         key_lines.get(_top_key(memory.category_key), 1))
+                         key_lines.get(key or "category", 1))
             else:
                 self.add(check, rel, problem, key_lines.get(key or "", 1))
         if memory.category is None:
@@ -561,26 +564,6 @@ _FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
 _CODE_SPAN = re.compile(r"(`+)(?:(?!\1).)+?\1")
 _PLAIN_STYLES = (None, "")
 _TEXT_TAGS = ("tag:yaml.org,2002:str", "tag:yaml.org,2002:null")
-
-_PROBLEM_CHECKS: tuple[tuple[re.Pattern[str], str, str | None], ...] = (
-    (re.compile(r"^unknown category"), "unknown-category", None),
-    (re.compile(r"^no description"), "missing-description", "description"),
-    (re.compile(r"^\d+ tags \(at most"), "tags-limit", "tags"),
-    (re.compile(r"^tag longer than"), "tags-limit", "tags"),
-    (re.compile(r"^tags is not"), "invalid-value", "tags"),
-    (re.compile(r"^trust "), "invalid-value", "trust"),
-)
-_KEYED_PROBLEM = re.compile(r"^(\w+) is not ")
-
-
-def _classify(problem: str) -> tuple[str, str | None]:
-    """The check and the frontmatter key for one of `Memory.problems`."""
-    for pattern, check, key in _PROBLEM_CHECKS:
-        if pattern.match(problem):
-            return check, key
-    keyed = _KEYED_PROBLEM.match(problem)
-    return "invalid-value", keyed.group(1) if keyed else None
-
 
 def _top_key(category_key: str | None) -> str:
     return (category_key or "category").split(".", 1)[0]

@@ -82,7 +82,7 @@ from pathlib import Path
 
 from .folder import DREAM_DIR, INDEX_FILE, MemoryFolder, is_editor_junk
 from .index import FIELDS, BackingError, Columns, Export, Index, Scoring, gc_paused
-from .memory import Memory
+from .memory import Memory, ValueProblem
 from .safe_io import make_private_dirs
 
 FORMAT_VERSION = 3
@@ -100,6 +100,7 @@ STALE_TEMP_SECONDS = 600.0
 REWRITE_AFTER = 32
 _SOURCES = ("files.py", "memory.py", "folder.py", "store.py", "tokens.py", "index.py", "cache.py")
 _MEMORY_FIELDS = tuple(f.name for f in fields(Memory))
+_PROBLEMS = _MEMORY_FIELDS.index("problems")
 
 Signature = tuple[int, int, int, int]
 """size, mtime_ns, inode, ctime_ns of a file (following a symlink)."""
@@ -377,6 +378,10 @@ class _Backing:
         data = dict(zip(_MEMORY_FIELDS, values, strict=True))
         path = data["path"]
         data["path"] = self.root / path if not os.path.isabs(path) else Path(path)
+        data["problems"] = tuple(
+            ValueProblem(*problem) if isinstance(problem, tuple) else problem
+            for problem in data["problems"]
+        )
         return Memory(**data)
 
     def lengths(self, number: int) -> tuple[int, ...]:
@@ -528,6 +533,10 @@ def _encode(
         where = str(memory.path)
         values[_MEMORY_FIELDS.index("path")] = (
             where[len(prefix) :] if where.startswith(prefix) else where
+        )
+        values[_PROBLEMS] = tuple(  # marshal takes no str subclass: a coded problem as a tuple
+            (str(p), p.code, p.key) if isinstance(p, ValueProblem) else p
+            for p in memory.problems
         )
         records.append(_checked_piece(marshal.dumps(tuple(values))))
     meta = {

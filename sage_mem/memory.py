@@ -85,6 +85,27 @@ class Memory:
         return data
 
 
+INVALID = "invalid-value"
+
+
+class ValueProblem(str):
+    """One thing wrong with a memory's values: the message a person reads, and its code.
+
+    A `str`, so that it prints, compares and serialises as its message; `code`
+    is the audit check it is reported under and `key` the frontmatter key it
+    is about, so that rewording a message never reclassifies it.
+    """
+
+    code: str
+    key: str | None
+
+    def __new__(cls, message: str, code: str, key: str | None = None) -> ValueProblem:
+        problem = super().__new__(cls, message)
+        problem.code = code
+        problem.key = key
+        return problem
+
+
 def memory_from_meta(
     memory_id: str,
     path: Path,
@@ -99,22 +120,27 @@ def memory_from_meta(
     found: list[str] = list(problems)
     category, category_key = _category(meta)
     if category is not None and category not in CATEGORIES:
-        found.append(f"unknown category {category!r}")
+        found.append(
+            ValueProblem(f"unknown category {category!r}", "unknown-category", category_key)
+        )
     description = _text(meta.get("description"))
     if not description:
-        found.append("no description")
+        found.append(ValueProblem("no description", "missing-description", "description"))
         description = _fallback_description(meta, body, memory_id)
     trust = _trust(meta.get("trust"), found)
     tags = _strings(meta.get("tags"), "tags", found)
     if len(tags) > MAX_TAGS:
-        found.append(f"{len(tags)} tags (at most {MAX_TAGS})")
+        found.append(ValueProblem(f"{len(tags)} tags (at most {MAX_TAGS})", "tags-limit", "tags"))
     long_tags = [t for t in tags if len(t) > MAX_TAG_LENGTH]
     if long_tags:
-        found.append(f"tag longer than {MAX_TAG_LENGTH} characters: {long_tags[0][:50]!r}")
+        found.append(ValueProblem(
+            f"tag longer than {MAX_TAG_LENGTH} characters: {long_tags[0][:50]!r}", "tags-limit",
+            "tags",
+        ))
     for key in ("created", "updated", "modified"):
         value = meta.get(key)
         if value not in (None, "") and parse_moment(_date_text(value)) is None:
-            found.append(f"{key} is not a date: {_shown(value)}")
+            found.append(ValueProblem(f"{key} is not a date: {_shown(value)}", INVALID, key))
     project = _text(meta.get("project")) or None
     if project == GLOBAL_PROJECT:
         project = None
@@ -203,7 +229,7 @@ def _trust(value: Any, found: list[str]) -> float:
     if value is None:
         return DEFAULT_TRUST
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        found.append(f"trust is not a number: {_shown(value)}")
+        found.append(ValueProblem(f"trust is not a number: {_shown(value)}", INVALID, "trust"))
         return DEFAULT_TRUST
     try:
         number = float(value)
@@ -211,7 +237,7 @@ def _trust(value: Any, found: list[str]) -> float:
         number = math.inf if value > 0 else -math.inf
     if not 0.0 <= number <= 1.0:
         shown = _int_text(value) if isinstance(value, int) else str(value)
-        found.append(f"trust {shown[:40]} outside 0..1")
+        found.append(ValueProblem(f"trust {shown[:40]} outside 0..1", INVALID, "trust"))
         return min(1.0, max(0.0, number))
     return number
 
@@ -220,10 +246,12 @@ def _int(value: Any, key: str, found: list[str]) -> int:
     if value is None:
         return 0
     if isinstance(value, bool) or not isinstance(value, int):
-        found.append(f"{key} is not an integer: {_shown(value)}")
+        found.append(ValueProblem(f"{key} is not an integer: {_shown(value)}", INVALID, key))
         return 0
     if value.bit_length() > MAX_INT_BITS:
-        found.append(f"{key} is an integer of {value.bit_length():,} bits, too large to use")
+        found.append(ValueProblem(
+            f"{key} is an integer of {value.bit_length():,} bits, too large to use", INVALID, key
+        ))
         return 0
     return value
 
@@ -236,7 +264,7 @@ def _strings(value: Any, key: str, found: list[str]) -> tuple[str, ...]:
     elif isinstance(value, list):
         items = value
     else:
-        found.append(f"{key} is not a list: {_shown(value)}")
+        found.append(ValueProblem(f"{key} is not a list: {_shown(value)}", INVALID, key))
         items = [value] if isinstance(value, (int, float)) else []
     # A dict keeps the first of each, in order, in linear time: a list of 99,000
     # tags, searched item by item, took 35 s to read.

@@ -392,3 +392,23 @@ def test_missing_folder_raises_folder_error(empty_dir: Path) -> None:
     empty_dir.rmdir()
     with pytest.raises(FolderError):
         audit(store)
+
+
+@pytest.mark.parametrize(("meta", "code", "key"), [
+    pytest.param({"description": "d", "trust": "high"}, "invalid-value", "trust", id="trust"),
+    pytest.param({"category": "pets", "description": "d"}, "unknown-category", "category",
+                 id="category"),
+    pytest.param({"type": "pets", "description": "d"}, "unknown-category", "type", id="type"),
+    pytest.param({"category": "user"}, "missing-description", "description", id="description"),
+    pytest.param({"description": "d", "tags": [f"t{n}" for n in range(30)]}, "tags-limit",
+                 "tags", id="tags"),
+    pytest.param({"description": "d", "updated": "soon"}, "invalid-value", "updated",
+                 id="date"),
+])
+def test_a_value_problem_carries_its_code_and_key_whatever_its_wording(
+    meta: dict[str, object], code: str, key: str
+) -> None:
+    from sage_mem.memory import memory_from_meta
+
+    problems = memory_from_meta("x", Path("x.md"), meta, "").problems
+    assert [(p.code, p.key) for p in problems] == [(code, key)]  # type: ignore[attr-defined]
