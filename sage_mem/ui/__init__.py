@@ -10,8 +10,8 @@ star map), `dreams` (runs, reports, diffs, rollback), `app` (the Starlette
 app), `server` (the socket, uvicorn, the browser). The page itself is plain
 HTML, CSS and JavaScript under `static/`, with no build step.
 
-Imports starlette and uvicorn (both come with `mcp`); the CLI imports this
-package only for `sage-mem ui`.
+Imports starlette and uvicorn (declared dependencies, which `mcp` needs too);
+the CLI imports this package only for `sage-mem ui`.
 """
 
 from __future__ import annotations
