@@ -722,12 +722,12 @@ def export_jsonl_file(store: MemoryStore, target: Path | str, *, archived: bool 
                       ) -> ExportResult:
     """`export_jsonl` into a new file `target`, private (0600), never replacing a file.
 
-    The file appears whole or not at all. Raises FolderError when `target`
-    exists (nothing is written), and FileChanged when one appeared meanwhile.
+    The file appears whole or not at all. Raises FileChanged, writing
+    nothing, when a file is at `target` (or one appears there meanwhile).
     """
     target = Path(os.path.abspath(Path(target).expanduser()))
     if os.path.lexists(target):
-        raise FolderError(f"{target}: exists; an export never replaces a file", path=target)
+        raise FileChanged(f"{target}: exists; an export never replaces a file", path=target)
     buffer = io.StringIO()
     result = export_jsonl(store, buffer, archived=archived)
     create(target, buffer.getvalue().encode("utf-8"), mode=0o600)

@@ -409,7 +409,7 @@ def test_import_claude_code_waits_for_the_write_lock(
             [sys.executable, "-m", "sage_mem", "--dir", str(empty_dir), "import", "claude-code",
              str(claude_dir)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
-            stdout, _ = process.communicate(timeout=3)
+            stdout, _ = process.communicate(timeout=2)
         except subprocess.TimeoutExpired:
             stdout = None
         assert stdout is None, "the import wrote while another process held the write lock"
