@@ -47,7 +47,7 @@ def test_init_git_makes_a_repository_with_lf_attributes(tmp_path: Path) -> None:
 
 
 def test_reading_never_changes_the_folder(tmp_path: Path) -> None:
-    cli("init", "--git")
+    cli("init", "--git", "--examples")
     folder = tmp_path / "memory"
     git(folder, "add", "-A")
     git(folder, "commit", "-qm", "start")
@@ -59,7 +59,7 @@ def test_reading_never_changes_the_folder(tmp_path: Path) -> None:
         ["show", "user_cat_zh"],
         ["index"],
     ):
-        cli(*argv)
+        assert cli(*argv) == 0, argv
     with MemoryStore(folder) as store:
         store.search("run the tests")
         store.note_used(["user_cat_zh"])
@@ -69,7 +69,7 @@ def test_reading_never_changes_the_folder(tmp_path: Path) -> None:
 
 
 def test_a_write_changes_only_that_memory_and_memory_md(tmp_path: Path) -> None:
-    cli("init", "--git")
+    cli("init", "--git", "--examples")
     folder = tmp_path / "memory"
     git(folder, "add", "-A")
     git(folder, "commit", "-qm", "start")
@@ -84,7 +84,7 @@ def test_a_write_changes_only_that_memory_and_memory_md(tmp_path: Path) -> None:
 
 
 def test_index_repairs_memory_md_left_with_conflict_markers(tmp_path: Path) -> None:
-    cli("init", "--git")
+    cli("init", "--git", "--examples")
     folder = tmp_path / "memory"
     clean = (folder / "MEMORY.md").read_bytes()
     # As git leaves a merge of two versions of sage-mem's own file: a hunk among its lines.
