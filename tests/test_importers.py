@@ -203,6 +203,7 @@ def test_claude_code_dry_run_lists_the_plan_and_writes_nothing(
 
 
 def test_claude_code_folder_works_in_place(claude_dir: Path) -> None:
+    before = sorted(p.name for p in claude_dir.iterdir())
     with MemoryStore(claude_dir) as in_place:
         assert {m.id for m in in_place.list()} == set(GOOD)
         assert in_place.search("data scientist pandas")[0].id == "user_role"
@@ -210,7 +211,11 @@ def test_claude_code_folder_works_in_place(claude_dir: Path) -> None:
         assert {Path(p.path).name for p in in_place.problems()} == {"broken.md", "latin1.md"}
         result = import_claude_code(in_place, claude_dir)
     assert result.counts == {"present": len(GOOD), "invalid": len(BAD)}
-    assert not (claude_dir / ".sage-mem").exists()  # state lives beside the folder, not in it
+    # The state lives beside the folder, never in it: nothing is added but MEMORY.md.
+    assert sorted(p.name for p in claude_dir.iterdir() if p.name != "MEMORY.md") == [
+        name for name in before if name != "MEMORY.md"
+    ]
+    assert in_place.folder.state_dir.parent == claude_dir.parent
 
 
 def test_claude_code_import_skips_a_store_nested_inside_the_source(claude_dir: Path) -> None:

@@ -694,10 +694,14 @@ def test_a_failed_write_leaves_the_memory_and_no_temp_file(
 ) -> None:
     before = tree(memory_dir)
 
-    def boom(*args: object) -> None:
+    def boom(*args: object, **kwargs: object) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr("sage_mem.files.os.replace", boom)
+    # Every way the final rename can go: an atomic swap or no-clobber rename, a plain
+    # rename, a hard link.
+    monkeypatch.setattr("sage_mem.safe_io._rename_call", boom)
+    monkeypatch.setattr("sage_mem.safe_io.os.replace", boom)
+    monkeypatch.setattr("sage_mem.safe_io.os.link", boom)
     with pytest.raises(OSError):
         store.write("user_cat_zh", trust=0.9)
     with pytest.raises(OSError):
