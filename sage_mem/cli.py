@@ -450,7 +450,9 @@ def cmd_runs(args: argparse.Namespace, out: TextIO) -> int:
 def cmd_rollback(args: argparse.Namespace, out: TextIO) -> int:
     from .dream import rollback
 
-    result = rollback(_open_store(args), args.run_id, scope=args.scope, dry_run=args.dry_run)
+    result = rollback(
+        _open_store(args), args.run_id, scope=args.scope, dry_run=args.dry_run, force=args.force
+    )
     return _print_result(result, args, out)
 
 
@@ -706,6 +708,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub.add_argument(
         "--dry-run", action="store_true", help="say what would be restored, change nothing"
+    )
+    sub.add_argument(
+        "--force",
+        action="store_true",
+        help="also put back files changed since the run (skipped otherwise; "
+        "their present version is kept in the protective snapshot)",
     )
     _json_flag(sub)
 

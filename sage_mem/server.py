@@ -90,7 +90,8 @@ DESCRIPTIONS = {
     ),
     "memory_rollback": (
         "Undo an autodream run (or a rollback) by its run_id: scope touched (default) puts "
-        "back the files it changed, all the whole folder; dry_run only says what it would do."
+        "back the files it changed, all the whole folder; dry_run only says what it would do. "
+        "A file changed since the run is skipped as a conflict (listed first) unless force."
     ),
 }
 
@@ -305,11 +306,14 @@ def _tools(store: MemoryStore) -> list[Tool]:
         return _result(run_dream(store, mode=mode).to_dict())
 
     def memory_rollback(
-        run_id: str, scope: Literal["touched", "all"] = "touched", dry_run: bool = False
+        run_id: str,
+        scope: Literal["touched", "all"] = "touched",
+        dry_run: bool = False,
+        force: bool = False,
     ) -> Result:
         from .dream import rollback
 
-        done = rollback(store, run_id, scope=scope, dry_run=dry_run).to_dict()
+        done = rollback(store, run_id, scope=scope, dry_run=dry_run, force=force).to_dict()
         # A whole-folder rollback lists every file; the report has them all.
         actions = done.get("actions") or []
         if len(actions) > MAX_ROLLBACK_ACTIONS:

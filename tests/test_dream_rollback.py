@@ -93,7 +93,8 @@ def test_a_file_that_did_not_exist_is_moved_into_archive_not_deleted(empty_dir: 
     run = run_dream(store, mode="rewrite")
     later = add(empty_dir, "user_later", "Written after the run", category="user")
     data = later.read_bytes()
-    result = rollback(store, run.run_id, scope="all")
+    # Written after the run: without force it is a conflict (test_dream_safety.py).
+    result = rollback(store, run.run_id, scope="all", force=True)
     assert not later.exists()
     assert (empty_dir / "archive" / "user_later.md").read_bytes() == data
     assert [a.action for a in result.actions if a.path == "user_later.md"] == ["archive"]

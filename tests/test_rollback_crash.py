@@ -3,24 +3,30 @@
 The rollback of a rewrite run over a few hundred memories runs in a child
 process (as `sage-mem rollback` would), and is killed:
 - just before its K-th file-system change — os.mkdir, os.open or open() for
-  writing, os.replace, os.rename, os.link, os.unlink — counted by wrappers that
-  SIGKILL the process: `SAGE_MEM_SLOW=1` tries every K (some 950 a scope; a
-  mkdir of a folder that exists is skipped, as it is the same as the next
-  step), the quick mode six landmarks (half-way through the protective
-  snapshot, just after the rollback's manifest is written, just before and
-  just after a file put back is renamed into place, between the link and the
-  unlink of a move into archive/, the last step);
+  writing, os.replace, os.rename, os.link, os.unlink, and the kernel's atomic
+  renames safe_io makes (a swap, a rename that never replaces) — counted by
+  wrappers that SIGKILL the process: `SAGE_MEM_SLOW=1` tries every K (some
+  1,000 a scope; a mkdir of a folder that exists is skipped, as it is the same
+  as the next step), the quick mode six landmarks (half-way through the
+  protective snapshot, just after the rollback's manifest is written, just
+  before and just after a file put back is swapped into place, just after a
+  move aside, the last step);
 - after a random delay (quick: one a scope; slow: twenty).
-Both scopes (`touched`, `all`). After each kill:
+Two ways: `touched` (as asked by default: a file the run rewrote and a person
+edited since is a conflict, and keeps the edit) and `all-force` (the whole
+folder, edits made since the run included). After each kill:
 - nothing partial: every memory file holds bytes it had before the rollback or
   the bytes the rollback point has; a killed write leaves only its temp file;
 - nothing lost: the bytes every file had before the rollback are still there
-  (in place, in archive/, MEMORY.md set aside, or — for a file put back — in
-  the protective snapshot, which is complete before the first change);
+  (in place, in archive/, set aside in the rollback's folder — MEMORY.md, the
+  archived copy of a memory put back — or, for a file put back, in the
+  protective snapshot, which is complete before the first change);
+- a rollback that changed the folder has counted it in the write count, so
+  every other process reconciles before its next write;
 - `list_runs` marks the killed rollback interrupted (never `running`);
 - finishing the job works either way: roll back the run again, and the folder
   is what an uninterrupted rollback leaves (byte for byte the rollback point,
-  for scope `all`); or first undo the killed rollback through its protective
+  for `all-force`); or first undo the killed rollback through its protective
   snapshot (the folder is back as before it), then roll back the run. The
   protective snapshots still undo: the finishing rollback's gives back the
   folder as the kill left it, the killed one's the folder before it.
@@ -42,6 +48,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import ROOT
@@ -52,10 +59,11 @@ from sage_mem.dream import DreamError, list_runs, rollback, run_dream
 from sage_mem.dream.paths import DreamPaths
 from sage_mem.dream.snapshots import Snapshot, load_snapshot
 from sage_mem.folder import ARCHIVE_DIR, DREAM_DIR, INDEX_FILE
+from sage_mem.locks import read_generation
 from sage_mem.store import MemoryStore
 
-SIZE = 300  # memories; a rollback of the run over them takes some 1,370 file-system steps
-SCOPES = [pytest.param("touched", id="touched"), pytest.param("all", id="all")]
+SIZE = 300  # memories; a rollback of the run over them takes some 1,400 file-system steps
+SCOPES = [pytest.param("touched", id="touched"), pytest.param("all-force", id="all-force")]
 TEMP = re.compile(r"^\..+\.\d+\.[0-9a-f]{8}\.tmp$")  # what a killed atomic write leaves
 RANDOM_KILLS = 20 if SLOW else 1
 WORKERS = max(2, os.cpu_count() or 2)
@@ -67,7 +75,10 @@ import builtins, json, os, signal, sys
 from sage_mem.dream import rollback, run_dream
 from sage_mem.store import MemoryStore
 
-folder, run_id, scope, kill_at = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+import sage_mem.safe_io as safe_io
+
+folder, run_id, how, kill_at = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+scope, _, forced = how.partition("-")
 store = MemoryStore(folder)
 steps = []
 WRITING = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
@@ -96,14 +107,21 @@ def open_(file, mode="r", *args, **kwargs):
         step("open", file)
     return real_open(file, mode, *args, **kwargs)
 
+real_rename_call = safe_io._rename_call
+
+def rename_call(source, target, *, linux, mac):  # renameat2 / renamex_np, through ctypes
+    step("exchange" if linux == safe_io._RENAME_EXCHANGE else "noreplace", target)
+    return real_rename_call(source, target, linux=linux, mac=mac)
+
 os.open, builtins.open = os_open, open_
 for name, changed in (("mkdir", 0), ("replace", 1), ("rename", 1), ("link", 1), ("unlink", 0)):
     setattr(os, name, changes(name, getattr(os, name), changed))
+safe_io._rename_call = rename_call
 print("ready", flush=True)
 if run_id == "dream":
     run_dream(store, mode="rewrite")
 else:
-    rollback(store, run_id, scope=scope)
+    rollback(store, run_id, scope=scope, force=forced == "force")
 print(json.dumps(steps), flush=True)
 """
 
@@ -141,12 +159,20 @@ class AfterRun:
     before: dict[str, bytes]  # every memory file before any rollback, archive/ included
     point: dict[str, bytes]  # the run's rollback point
     run_ids: frozenset[str]  # the runs before any rollback
+    generation: int  # the folder's write count before any rollback
+    edited: str  # a file the run rewrote and a person edited since
     finished: dict[str, dict[str, bytes]]  # scope -> the live memories after a whole rollback
     steps: dict[str, list[list[str]]]  # scope -> the file-system changes of a whole rollback
 
     def copy(self, target: Path) -> Path:
         shutil.copytree(self.base, target, symlinks=True)
         return target / "memory"
+
+
+def how(scope: str) -> dict[str, Any]:
+    """The rollback's arguments for a scope id: `touched`, or `all-force`."""
+    name, _, forced = scope.partition("-")
+    return {"scope": name, "force": forced == "force"}
 
 
 def run_child(
@@ -220,11 +246,13 @@ def after_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AfterRun]:
             before=memories(files_in(folder)),
             point=point,
             run_ids=frozenset(os.listdir(paths.runs_dir)),
+            generation=read_generation(store.folder.state_dir),
+            edited=rewritten[0],
             finished={},
             steps={},
         )
         # A whole rollback of each scope, in a child that is never killed: the yardstick.
-        scopes = ("touched", "all")
+        scopes = ("touched", "all-force")
         copies = [prepared.copy(base.parent / f"{base.name}-whole-{s}") for s in scopes]
         with ThreadPoolExecutor(WORKERS) as pool:
             done = list(
@@ -235,8 +263,10 @@ def after_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AfterRun]:
             prepared.steps[scope] = json.loads(child.stdout.splitlines()[-1])
             prepared.finished[scope] = live(files_in(copy))
             shutil.rmtree(copy.parent)
-        assert prepared.finished["all"] == point  # byte for byte the rollback point
+        assert prepared.finished["all-force"] == point  # byte for byte the rollback point
         assert prepared.finished["touched"] != point  # the edit of an untouched file stays
+        # The file edited since the run is a conflict: it keeps the edit.
+        assert prepared.finished["touched"][prepared.edited] == prepared.before[prepared.edited]
         yield prepared
 
 
@@ -251,14 +281,17 @@ def landmarks(steps: list[list[str]]) -> list[int]:
 
     snapshot = first(lambda name, path: name == "replace" and path.endswith("/snapshot.json"))
     manifest = first(lambda name, path: name == "replace" and path.endswith("/manifest.json"))
-    put_back = first(lambda name, path: name == "replace" and "/memory/" in path, snapshot)
-    moved = first(lambda name, path: name == "link" and "/snapshots/" not in path, snapshot)
+    put_back = first(lambda name, path: name == "exchange" and "/memory/" in path, snapshot)
+    moved = first(
+        lambda name, path: name == "noreplace" and ("/archive/" in path or "/runs/" in path),
+        snapshot,
+    )
     points = {
         snapshot // 2,  # copying the folder into the protective snapshot
         manifest + 1,  # the manifest says `running`, nothing else is done
         put_back,  # a file's new bytes are written, not yet in place
-        put_back + 1,  # in place, not yet journaled as applied
-        moved + 1,  # linked into archive/ (or aside), not yet unlinked from the folder
+        put_back + 1,  # in place (the old bytes in the temp file), not yet journaled as applied
+        moved + 1,  # moved into archive/ (or aside), not yet journaled
         len(steps),  # the last step
     }
     assert all(points) and len(points) == 6, points
@@ -287,25 +320,39 @@ def check_killed(prepared: AfterRun, folder: Path, scope: str, *, finish_first: 
     killed = new_ids[0] if new_ids else None
     protective = load_snapshot(paths, killed) if killed else None
 
-    # Nothing partial: each file holds bytes it had before, or the rollback point's.
+    # Nothing partial: each file holds bytes it had before, or the rollback point's (or, for
+    # MEMORY.md, regenerated as the last step of a rollback that skipped a conflict, the bytes
+    # a whole rollback leaves).
     known = set(before.values())
     for rel, data in now.items():
         assert data == before.get(rel) or data == point.get(rel) or (
             rel.startswith(ARCHIVE_DIR + "/") and data in known
-        ), f"{rel}: bytes from nowhere"
+        ) or (rel == INDEX_FILE and data == prepared.finished[scope].get(rel)), (
+            f"{rel}: bytes from nowhere"
+        )
     # Nothing lost: what each file held before is in place, moved, set aside or kept.
     archived = {data for rel, data in now.items() if rel.startswith(ARCHIVE_DIR + "/")}
     set_aside = (
         {p.read_bytes() for p in paths.run_dir(killed).glob("*.md")} if killed else set()
+    )
+    archived_aside = (
+        {p.read_bytes() for p in (paths.run_dir(killed) / "archived").glob("**/*.md")}
+        if killed
+        else set()
     )
     for rel, data in before.items():
         if now.get(rel) == data or (rel in before_live and data in archived):
             continue
         if rel == INDEX_FILE and data in set_aside:
             continue
+        if rel.startswith(ARCHIVE_DIR + "/") and data in archived_aside:
+            continue  # the archived copy of a memory put back: in the rollback's folder
         assert protective is not None, f"{rel} changed before the protective snapshot was whole"
         assert rel in protective.files and protective.read(rel) == data, f"{rel}: lost"
         assert rel in now or rel.startswith(ARCHIVE_DIR + "/"), f"{rel}: gone"
+    # A change is counted before it is made: other processes reconcile before their next write.
+    if now != before:
+        assert read_generation(paths.folder.state_dir) > prepared.generation
 
     # The killed rollback is found and marked.
     runs = {run.run_id: run for run in list_runs(store)}
@@ -348,11 +395,11 @@ def undo_killed(
     """Roll back the killed rollback: its protective snapshot gives back the folder before it."""
     if protective is not None:
         assert killed is not None
-        rollback(store, killed, scope=scope)
+        rollback(store, killed, scope=how(scope)["scope"])
         assert live(files_in(store.folder.root)) == live(prepared.before)
     elif killed in {run.run_id for run in list_runs(store)}:
         with pytest.raises(DreamError, match="changed nothing"):
-            rollback(store, killed, scope=scope)
+            rollback(store, killed, scope=how(scope)["scope"])
 
 
 def finish(store: MemoryStore, prepared: AfterRun, scope: str) -> str | None:
@@ -362,19 +409,19 @@ def finish(store: MemoryStore, prepared: AfterRun, scope: str) -> str | None:
     again: str | None = None
     if target.status == "rolled-back":  # the killed rollback had got to the end
         with pytest.raises(DreamError, match="rolled back already"):
-            rollback(store, prepared.run_id, scope=scope)
+            rollback(store, prepared.run_id, **how(scope))
         by = runs[str(target.rolled_back_by)]
         if by.status == "rolled-back":  # and has been undone since: redo it
             rollback(store, str(by.rolled_back_by), scope="all")
     else:
-        again = rollback(store, prepared.run_id, scope=scope).rollback_id
+        again = rollback(store, prepared.run_id, **how(scope)).rollback_id
         runs = {run.run_id: run for run in list_runs(store)}
         assert runs[prepared.run_id].status == "rolled-back"
         assert runs[prepared.run_id].rolled_back_by == again
         assert again is not None and runs[again].status == "finished"
     now = live(files_in(store.folder.root))
     assert now == prepared.finished[scope]
-    if scope == "all":
+    if how(scope)["scope"] == "all":
         assert now == prepared.point  # byte for byte the rollback point
     return again
 

@@ -13,6 +13,11 @@ themselves: they ask an `Applier`, which
   refuses. A write without a reason is applied and marked `unexplained`.
 
 There is no delete: archiving moves a file into `archive/`.
+
+Every read of the folder by autodream (here, the snapshots, the rollback, the
+runner) goes through `read_checked` / `file_state`: the folder's one checked
+read (`store.read_memory`), which never follows a link out of the folder, never
+waits on a FIFO and never reads past the size cap; what it refuses is reported.
 """
 
 from __future__ import annotations
@@ -22,13 +27,18 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..errors import SageMemError
+from ..errors import InvalidId, InvalidMemory, SageMemError
 from ..files import sha256_bytes
+from ..folder import MemoryFolder
 from ..memory import Memory
-from ..store import MemoryStore
+from ..safe_io import Seen
+from ..store import MemoryStore, read_memory
 from .manifest import Manifest
 
 MODES = ("report", "rewrite")
+REFUSED = (InvalidId, InvalidMemory)
+"""What the checked read raises for a file it will not read: outside the folder, no regular
+file (a FIFO, a device, a folder), too big, no permission."""
 
 
 class Applier:
@@ -63,12 +73,12 @@ class Applier:
             return None
         if not self.writes:
             self.manifest.add_change(
-                {**base, "state": "proposed", "before": _state(rel, memory.path)}
+                {**base, "state": "proposed", "before": self._state(rel, memory.path)}
             )
             return None
-        before = _state(rel, memory.path)
-        if before is None or before["sha256"] != memory.sha256:
-            self._refuse(base, "the file changed on disk since the run read it")
+        before = self._state(rel, memory.path)
+        if before is None or before.get("sha256") != memory.sha256:
+            self._refuse(base, _changed_since_read(before))
             return None
         entry = self.manifest.add_change({**base, "state": "pending", "before": before})
         try:
@@ -76,7 +86,7 @@ class Applier:
         except SageMemError as exc:
             self.manifest.drop_change(entry, {**base, "refusedBecause": str(exc)})
             return None
-        after = _state(rel, memory.path)
+        after = self._state(rel, memory.path)
         if after == before:
             self.manifest.drop_change(entry)
             return updated
@@ -101,13 +111,13 @@ class Applier:
             return None
         if not self.writes:
             self.manifest.add_change(
-                {**base, "state": "proposed", "before": _state(rel, memory.path)}
+                {**base, "state": "proposed", "before": self._state(rel, memory.path)}
             )
             self.archived[memory.id] = superseded_by
             return None
-        before = _state(rel, memory.path)
-        if before is None or before["sha256"] != memory.sha256:
-            self._refuse(base, "the file changed on disk since the run read it")
+        before = self._state(rel, memory.path)
+        if before is None or before.get("sha256") != memory.sha256:
+            self._refuse(base, _changed_since_read(before))
             return None
         entry = self.manifest.add_change({**base, "state": "pending", "before": before})
         extra = {"supersededBy": superseded_by} if superseded_by else None
@@ -117,7 +127,7 @@ class Applier:
             self.manifest.drop_change(entry, {**base, "refusedBecause": str(exc)})
             return None
         self.archived[memory.id] = superseded_by
-        self.manifest.mark_applied(entry, _state(self._rel_path(archived.path), archived.path))
+        self.manifest.mark_applied(entry, self._state(self._rel_path(archived.path), archived.path))
         return archived
 
     def create(
@@ -128,7 +138,7 @@ class Applier:
         canonical = self.store.folder.normalize_id(memory_id)
         rel = self._rel(canonical)
         base = self._entry("create", canonical, rel, rule, reason, fields=sorted(fields))
-        if path.exists():
+        if os.path.lexists(path):
             self._refuse(base, "a file of that name exists already")
             return None
         if not self.writes:
@@ -140,7 +150,7 @@ class Applier:
         except SageMemError as exc:
             self.manifest.drop_change(entry, {**base, "refusedBecause": str(exc)})
             return None
-        self.manifest.mark_applied(entry, _state(rel, path))
+        self.manifest.mark_applied(entry, self._state(rel, path))
         return created
 
     # what could not be done, and what a person should know
@@ -189,13 +199,40 @@ class Applier:
     def _rel(self, memory_id: str) -> str:
         return memory_id + ".md"
 
+    def _state(self, rel: str, path: Path) -> dict[str, Any] | None:
+        return file_state(self.store.folder, rel, path)
+
     def _rel_path(self, path: Path) -> str:
         return os.path.relpath(path, self.store.folder.root).replace(os.sep, "/")
 
 
-def _state(rel: str, path: Path) -> dict[str, Any] | None:
+def _changed_since_read(state: dict[str, Any] | None) -> str:
+    if state is not None and "unreadable" in state:
+        return f"the file cannot be read now: {state['unreadable']}"
+    return "the file changed on disk since the run read it"
+
+
+def read_checked(folder: MemoryFolder, path: Path) -> Seen:
+    """The folder's one checked read (`store.read_memory`), a missing file as `Seen.absent()`.
+
+    Raises one of REFUSED for a file it will not read; it never follows a link out of
+    the folder, never waits on a FIFO and never reads past the size cap.
+    """
     try:
-        data = path.read_bytes()
-    except FileNotFoundError:
+        return read_memory(folder, path)
+    except (FileNotFoundError, NotADirectoryError):
+        return Seen.absent()
+
+
+def file_state(folder: MemoryFolder, rel: str, path: Path) -> dict[str, Any] | None:
+    """`file`, `bytes` and `sha256` of a file as the manifest records it; None when absent.
+
+    A file the checked read refuses is recorded with why (`unreadable`), never read.
+    """
+    try:
+        seen = read_checked(folder, path)
+    except REFUSED as exc:
+        return {"file": rel, "unreadable": str(exc)}
+    if seen.raw is None:
         return None
-    return {"file": rel, "bytes": len(data), "sha256": sha256_bytes(data)}
+    return {"file": rel, "bytes": len(seen.raw), "sha256": sha256_bytes(seen.raw)}

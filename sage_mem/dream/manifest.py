@@ -59,7 +59,7 @@ class Manifest:
         paths.run_dir(run_id).mkdir(mode=0o700, exist_ok=False)
         # The mark first: a process killed between the two must not leave a manifest
         # that says `running` without the mark by which the next look finds it dead.
-        (paths.run_dir(run_id) / RUNNING_MARK).touch()
+        os.close(_open_private(paths.run_dir(run_id) / RUNNING_MARK, os.O_WRONLY))
         data = {
             "runId": run_id,
             "kind": kind,
@@ -167,9 +167,7 @@ class Manifest:
 
     def _journal(self, event: dict[str, Any]) -> None:
         line = (json.dumps(event, ensure_ascii=False) + "\n").encode("utf-8")
-        fd = os.open(
-            self.paths.run_dir(self.run_id) / JOURNAL, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600
-        )
+        fd = _open_private(self.paths.run_dir(self.run_id) / JOURNAL, os.O_WRONLY | os.O_APPEND)
         try:
             os.write(fd, line)
         finally:
@@ -203,3 +201,8 @@ class Manifest:
             elif kind == "note":
                 notes.append(event)
         self.changes, self.refused, self.notes = list(changes.values()), refused, notes
+
+
+def _open_private(path: Any, flags: int) -> int:
+    """Open a file of the run's folder, created 0600 (a umask can only narrow that)."""
+    return os.open(path, flags | os.O_CREAT, 0o600)

@@ -8,6 +8,10 @@
 <state>/autodream/snapshots/<runId>/       rollback points
 <state>/autodream/rollbacks.json           append-only log of rollbacks
 <memory>/autodream/<runId>.md              the human reports
+
+Everything in the state folder is private (files 0600, folders 0700, whatever
+the umask); the reports follow the memory folder's own policy
+(`safe_io.file_mode`: private, or shared with the group the folder is shared with).
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..folder import DREAM_DIR, MemoryFolder
+from ..safe_io import make_private_dirs
 
 RUN_ID = re.compile(r"^\d{8}T\d{6}Z-[0-9a-f]{4,}$")
 
@@ -73,5 +78,6 @@ class DreamPaths:
         return self.reports_dir / f"{run_id}.md"
 
     def ensure(self) -> None:
+        """Create the state folder's autodream folders, private (0700) whatever the umask."""
         for folder in (self.base, self.runs_dir, self.snapshots_dir):
-            folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+            make_private_dirs(folder)

@@ -110,20 +110,43 @@ def render_run(data: Mapping[str, Any], *, manifest_path: str) -> str:
 
 
 def render_rollback(data: Mapping[str, Any], *, manifest_path: str) -> str:
-    """The report of a rollback, from its manifest data."""
+    """The report of a rollback, from its manifest data: what it skipped first."""
     rollback_id = data["runId"]
     target = data.get("target")
     changes = [c for c in data.get("changes", []) if c.get("state") in ("applied", "pending")]
-    conflicts = data.get("refused", [])
+    refused = data.get("refused", [])
+    by_kind: dict[str, list[Mapping[str, Any]]] = {}
+    for entry in refused:
+        by_kind.setdefault(str(entry.get("conflict") or "name"), []).append(entry)
+    skipped = len(by_kind.get("changed", [])) + len(by_kind.get("name", []))
+    forced = ", forced" if data.get("force") else ""
     lines = [
         f"# Rollback {rollback_id}",
         "",
-        f"Rolled back run {target} (scope: {data.get('scope')}){_when(data)}: "
+        f"Rolled back run {target} (scope: {data.get('scope')}{forced}){_when(data)}: "
         f"{_count(len(changes), 'file')} put back or moved aside, "
-        f"{_count(len(conflicts), 'name conflict')} skipped.",
+        f"{_count(skipped, 'conflict')} skipped.",
         f"The folder as it was just before is kept: `sage-mem rollback {rollback_id}` undoes this.",
         "",
     ]
+    sections = (
+        (
+            "changed",
+            "Skipped: changed since the run (your version stays)",
+            f"To put these back too: `sage-mem rollback {rollback_id}`, then "
+            f"`sage-mem rollback {target} --force`.",
+        ),
+        ("name", "Skipped: name conflicts (nothing was overwritten)", ""),
+        ("unreadable", "Left as they are: not regular files inside the folder", ""),
+        ("damaged", "Not put back: the copy in the rollback point is damaged", ""),
+    )
+    for kind, title, after in sections:
+        items = by_kind.get(kind)
+        if not items:
+            continue
+        lines += [f"## {title}", ""]
+        lines += _cut([f"- `{c['file']}`: {c.get('refusedBecause')}" for c in items])
+        lines += ["", after, ""] if after else [""]
     restored = [c for c in changes if c.get("operation") in ("rewrite", "create")]
     moved = [c for c in changes if c.get("operation") == "archive"]
     if restored:
@@ -131,14 +154,18 @@ def render_rollback(data: Mapping[str, Any], *, manifest_path: str) -> str:
         lines += _cut([f"- `{c['file']}`: {c.get('reason')}" for c in restored])
         lines.append("")
     if moved:
-        lines += ["## Moved into archive/ (they did not exist at the rollback point)", ""]
+        lines += ["## Moved aside (into archive/, or into the rollback's own folder)", ""]
         lines += _cut(
-            [f"- `{c['file']}` → `{(c.get('after') or {}).get('file', '?')}`" for c in moved]
+            [
+                f"- `{c['file']}` → `{(c.get('after') or {}).get('file', '?')}`: {c.get('reason')}"
+                for c in moved
+            ]
         )
         lines.append("")
-    if conflicts:
-        lines += ["## Skipped: name conflicts (nothing was overwritten)", ""]
-        lines += _cut([f"- `{c['file']}`: {c.get('refusedBecause')}" for c in conflicts])
+    notes = data.get("notes", [])
+    if notes:
+        lines += ["## For you to look at", ""]
+        lines += _cut([f"- `{n.get('file')}`: {n.get('message')}" for n in notes])
         lines.append("")
     lines += [f"Every detail: `{manifest_path}`", ""]
     return "\n".join(lines)

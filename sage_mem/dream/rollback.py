@@ -3,18 +3,33 @@
     rollback(store, "20261129T201500Z-1a2b")                  # the files that run touched
     rollback(store, "20261129T201500Z-1a2b", scope="all")     # the whole folder
     rollback(store, "20261129T201500Z-1a2b", dry_run=True)    # say what would happen
+    rollback(store, "20261129T201500Z-1a2b", force=True)      # edits made since the run too
 
 First a protective snapshot of the present (never rotated out), so that the
-rollback is itself a run that can be rolled back. Then, file by file:
+rollback is itself a run that can be rolled back. Then, file by file, under the
+folder's write lock (each write counted, so that other processes reconcile
+before their next write):
 
-- a file the rollback point has is written back with its exact bytes (atomic,
-  checked against its sha256 before and after);
+- a file changed since the run is a conflict: skipped, and listed first,
+  unless `force`. Changed since the run means its bytes are not what the run
+  left there (the manifest's sha256 after; for a file the run did not touch,
+  the rollback point's), or it was removed or created since. The present
+  version is in the protective snapshot either way;
+- a file the rollback point has is written back with its exact bytes, and only
+  over the bytes the plan read (`safe_io.commit`): an editor saving meanwhile
+  makes it a conflict, never a loss;
 - a memory the rollback point does not have is moved into `archive/` (under a
   free name), never deleted; a MEMORY.md that did not exist is set aside in
   the rollback's folder in the state folder;
 - a name conflict (the run moved a file away and another file has taken its
-  name since) is skipped and counted: nothing is ever overwritten that the
-  run did not write. Files in `archive/` stay where they are.
+  name since) is skipped and counted, even with `force`;
+- a memory the run archived that is live again takes its retrieval counts
+  back, and its archived copy leaves `archive/` for the rollback's folder in
+  the state folder (`runs/<rollbackId>/archived/`), so that it no longer shows
+  as archived; it is never deleted;
+- a file the folder's checked read refuses (a link out of the folder, a FIFO,
+  a device, a file over the size cap) is left as it is and listed: it is
+  never followed, read or waited on, and no rollback point holds it.
 
 Each rollback writes a manifest and a report like a run, appends a line to
 `rollbacks.json` and marks the run `rolled-back`.
@@ -22,6 +37,7 @@ Each rollback writes a manifest and a report like a run, appends a line to
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 from dataclasses import dataclass, field
@@ -29,36 +45,63 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from ..errors import DreamError, StoreLocked
+from ..errors import DreamError, FileChanged, StoreLocked
 from ..files import sha256_bytes
 from ..folder import ARCHIVE_DIR, DREAM_DIR, INDEX_FILE
-from ..locks import file_lock
-from ..safe_io import atomic_write
+from ..locks import WriteLock, write_lock
+from ..memory import MAX_FILE_BYTES
+from ..safe_io import (
+    Seen,
+    atomic_write,
+    commit,
+    create,
+    free_name,
+    identity,
+    make_dirs,
+    make_private_dirs,
+    move,
+)
 from ..store import MemoryStore
+from .changes import REFUSED, file_state, read_checked
 from .config import DreamConfig
 from .gates import DreamLock
 from .manifest import Manifest, stamp
 from .paths import DreamPaths
 from .report import render_rollback
 from .runinfo import new_run_id
-from .runner import RUNNING_MARK, mark_interrupted
+from .runner import RUNNING_MARK, mark_interrupted, note_refused, write_report
 from .snapshots import Snapshot, load_snapshot, memory_paths, take_snapshot
 
 SCOPES = ("touched", "all")
+ARCHIVED_ASIDE = "archived"  # runs/<rollbackId>/archived/: archived copies of memories put back
 _UNKNOWN = "unknown"  # a change the run began but may not have finished
-_UNTOUCHED = "untouched"
+_SKIPPED = ("conflict", "unreadable")
 
 
 @dataclass(frozen=True)
 class Action:
-    """One step of a rollback: `restore`, `recreate`, `archive`, `set-aside` or `conflict`."""
+    """One step of a rollback: `restore`, `recreate`, `archive`, `set-aside`, `conflict`
+    (skipped: changed since the run, or a name conflict) or `unreadable` (left as it is)."""
 
     path: str
     action: str
     detail: str = ""
+    forcible: bool = False
+    """A conflict because the file changed since the run: `force` puts it back."""
+    found: str | None = field(default=None, repr=False, compare=False)
+    """The sha256 the plan found there (None: no file); the write needs the file to hold it."""
+    live: str | None = field(default=None, repr=False, compare=False)
+    """For an archived copy set aside: the memory that must be back as it was first."""
+    renames: tuple[tuple[str, str], ...] = field(default=(), repr=False, compare=False)
+    """Retrieval counts to carry over (old id, new id) once done."""
 
-    def to_dict(self) -> dict[str, str]:
-        return {"path": self.path, "action": self.action, "detail": self.detail}
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "action": self.action,
+            "detail": self.detail,
+            "forcible": self.forcible,
+        }
 
 
 @dataclass(frozen=True)
@@ -73,9 +116,15 @@ class RollbackResult:
     unchanged: int = 0
     report: str | None = None
     damaged: int = 0
+    force: bool = False
 
     def count(self, *kinds: str) -> int:
         return sum(1 for a in self.actions if a.action in kinds)
+
+    @property
+    def forcible(self) -> int:
+        """Files skipped because they changed since the run (`force` would put them back)."""
+        return sum(1 for a in self.actions if a.forcible)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -83,9 +132,12 @@ class RollbackResult:
             "rollbackId": self.rollback_id,
             "scope": self.scope,
             "dryRun": self.dry_run,
+            "force": self.force,
             "restored": self.count("restore", "recreate"),
             "archived": self.count("archive", "set-aside"),
             "conflicts": self.count("conflict"),
+            "forcible": self.forcible,
+            "unreadable": self.count("unreadable"),
             "unchanged": self.unchanged,
             "damaged": self.damaged,
             "report": self.report,
@@ -94,29 +146,44 @@ class RollbackResult:
 
     def format_text(self) -> str:
         verb = (
-            ("would restore", "would move", "would skip")
+            ("would restore", "would move", "would skip", "would leave")
             if self.dry_run
-            else ("restored", "moved", "skipped")
+            else ("restored", "moved", "skipped", "left")
         )
         name = "dry run: rollback" if self.dry_run else f"rollback {self.rollback_id}"
+        forced = ", forced" if self.force else ""
+        changed, names = self.forcible, self.count("conflict") - self.forcible
         head = (
-            f"{name} of {self.run_id} ({self.scope}): "
+            f"{name} of {self.run_id} ({self.scope}{forced}): "
             f"{verb[0]} {self.count('restore', 'recreate')} files, "
-            f"{verb[1]} {self.count('archive', 'set-aside')} into archive/, "
-            f"{verb[2]} {self.count('conflict')} name conflicts"
+            f"{verb[1]} {self.count('archive', 'set-aside')} aside, "
+            f"{verb[2]} {changed} changed since the run and {names} name conflicts"
         )
+        if self.count("unreadable"):
+            head += f", {verb[3]} {self.count('unreadable')} unreadable as they are"
         lines = [head]
+        for action in self.actions:
+            lines.append(
+                f"  {action.action:<10} {action.path}"
+                + (f"  ({action.detail})" if action.detail else "")
+            )
         if self.damaged:
             lines.append(
                 f"  {self.damaged} copies in the rollback point were damaged and not restored"
             )
-        for action in self.actions:
-            lines.append(
-                f"  {action.action:<9} {action.path}"
-                + (f"  ({action.detail})" if action.detail else "")
-            )
         if self.report:
             lines.append(f"report: {self.report}")
+        if changed and self.dry_run:
+            lines.append(
+                f"--force would put back the {changed} changed since the run as well "
+                "(their present version is kept in the protective snapshot)"
+            )
+        elif changed:
+            lines.append(
+                f"to put back the {changed} changed since the run as well: "
+                f"sage-mem rollback {self.rollback_id}, then "
+                f"sage-mem rollback {self.run_id} --force"
+            )
         if not self.dry_run and self.rollback_id:
             lines.append(f"undo: sage-mem rollback {self.rollback_id}")
         return "\n".join(lines) + "\n"
@@ -128,11 +195,13 @@ def rollback(
     *,
     scope: str = "touched",
     dry_run: bool = False,
+    force: bool = False,
     now: datetime | None = None,
     config: DreamConfig | None = None,
 ) -> RollbackResult:
     """Put back what run `run_id` changed (`touched`) or the whole folder (`all`).
 
+    A file changed since the run is skipped as a conflict unless `force`.
     Raises RunNotFound for an unknown run, DreamError when there is nothing to
     roll back to, StoreLocked while a run or another rollback is in progress.
     """
@@ -152,8 +221,10 @@ def rollback(
             "see keepSnapshots)"
         )
     if dry_run:
-        plan, unchanged = _plan(store, target, snapshot, scope)
-        return RollbackResult(run_id, scope, True, actions=plan, unchanged=unchanged)
+        plan, unchanged = _plan(store, target, snapshot, scope, force)
+        return RollbackResult(
+            run_id, scope, True, actions=plan, unchanged=unchanged, force=force
+        )
     settings = config or DreamConfig.load(paths.config_file)
     rollback_id = new_run_id(moment, paths.runs_dir)
     lock = DreamLock(paths, stale_after=timedelta(minutes=settings.stale_lock_minutes))
@@ -163,7 +234,9 @@ def rollback(
             f"a dream run or rollback is in progress ({holder})", path=paths.lock_file
         )
     try:
-        return _Rollback(store, paths, target, snapshot, scope, rollback_id, moment).execute()
+        return _Rollback(
+            store, paths, target, snapshot, scope, force, rollback_id, moment
+        ).execute()
     finally:
         lock.release()
 
@@ -181,9 +254,20 @@ def _check_target(paths: DreamPaths, target: Manifest) -> None:
         raise DreamError(f"run {run_id} was a report run: it changed nothing but its report")
 
 
-def _touched(target: Manifest) -> dict[str, str | None]:
-    """File the run changed -> its sha256 after (None: moved away; _UNKNOWN: cut short)."""
-    touched: dict[str, str | None] = {}
+@dataclass(frozen=True)
+class _Touch:
+    """What a run left at a path it changed."""
+
+    after: str | None
+    """Its sha256 after the run; None: moved away; _UNKNOWN: the change was cut short."""
+    moved_to: str | None = None
+    """Where in archive/ the run moved it (relative to the memory folder)."""
+    moved_sha: str | None = None
+
+
+def _touched(target: Manifest) -> dict[str, _Touch]:
+    """Every file the run changed -> what it left there (the last change of each counts)."""
+    touched: dict[str, _Touch] = {}
     for change in target.changes:
         state = change.get("state")
         if state not in ("applied", "pending"):
@@ -193,67 +277,156 @@ def _touched(target: Manifest) -> dict[str, str | None]:
             continue
         after = change.get("after") or {}
         if state == "pending":
-            touched[rel] = _UNKNOWN
+            touched[rel] = _Touch(_UNKNOWN)
         elif change.get("operation") == "archive":
-            touched[rel] = None
+            moved = after.get("file")
+            if isinstance(moved, str) and moved.startswith(ARCHIVE_DIR + "/"):
+                touched[rel] = _Touch(None, moved, after.get("sha256"))
+            else:
+                touched[rel] = _Touch(None)
         else:
-            touched[rel] = after.get("sha256")
+            touched[rel] = _Touch(after.get("sha256"))
     return touched
 
 
 def _plan(
-    store: MemoryStore, target: Manifest, snapshot: Snapshot, scope: str
+    store: MemoryStore, target: Manifest, snapshot: Snapshot, scope: str, force: bool
 ) -> tuple[list[Action], int]:
-    root = store.folder.root
+    """Every step, conflicts first; and how many files are as the rollback point has them."""
+    folder = store.folder
     touched = _touched(target)
-    if scope == "touched":
-        rels = set(touched)
-    else:
-        rels = set(snapshot.files) | {rel for rel, _ in memory_paths(store.folder)} | set(touched)
-    actions: list[Action] = []
+    rels = set(touched)
+    if scope == "all":
+        rels |= set(snapshot.files) | set(snapshot.refused)
+        rels |= {rel for rel, _ in memory_paths(folder)}
+    steps: list[Action] = []
     unchanged = 0
     for rel in sorted(rels):
         if rel.split("/", 1)[0] in (ARCHIVE_DIR, DREAM_DIR):
-            continue  # archived files stay archived; reports are history
-        current = _sha(root / rel)
-        want = snapshot.files.get(rel)
-        if want is None:
-            if current is None:
-                continue
-            if rel == INDEX_FILE:
-                actions.append(
-                    Action(rel, "set-aside", "MEMORY.md did not exist at the rollback point")
-                )
-            else:
-                actions.append(Action(rel, "archive", "did not exist at the rollback point"))
-            continue
-        if current == want.sha256:
+            continue  # what is archived stays archived; reports are history
+        planned = _plan_file(store, rel, touched.get(rel), snapshot, force)
+        if planned is None:
             unchanged += 1
-            continue
-        if current is None:
-            actions.append(Action(rel, "recreate", "missing now"))
-            continue
-        after = touched.get(rel, _UNTOUCHED)
-        if after is None:
-            actions.append(
-                Action(
-                    rel,
-                    "conflict",
-                    "the run moved this file away and another file "
-                    "has this name now; not overwritten",
-                )
-            )
-        elif after in (_UNKNOWN, _UNTOUCHED) or after == current:
-            actions.append(Action(rel, "restore"))
         else:
-            actions.append(
-                Action(
-                    rel,
-                    "restore",
-                    "changed again after the run; that version is in the protective snapshot",
-                )
+            steps.extend(planned)
+    return sorted(steps, key=_rank), unchanged
+
+
+def _rank(action: Action) -> int:
+    """Conflicts first, then what is left as it is, then the changes, archived copies last."""
+    if action.action == "conflict":
+        return 0
+    if action.action == "unreadable":
+        return 1
+    return 3 if action.live is not None else 2
+
+
+def _plan_file(
+    store: MemoryStore, rel: str, touch: _Touch | None, snapshot: Snapshot, force: bool
+) -> list[Action] | None:
+    """The steps for one file; None when it is as the rollback point has it."""
+    folder = store.folder
+    if rel in snapshot.refused:
+        why = snapshot.refused[rel]
+        return [Action(rel, "unreadable", f"not in the rollback point: {why}; left as it is")]
+    try:
+        seen = read_checked(folder, folder.root / rel)
+    except REFUSED as exc:
+        return [Action(rel, "unreadable", f"{exc}; left as it is")]
+    now = _sha(seen)
+    want = snapshot.files.get(rel)
+    goal = want.sha256 if want is not None else None
+    copy = _archived_copy(store, rel, touch, force)
+    if now == goal:
+        if goal is None:
+            return []
+        # Live as it was: a copy a killed rollback left in archive/ still goes.
+        return [copy] if isinstance(copy, Action) else None
+    # What the run left here: the manifest says, for a file it touched; else the rollback point.
+    left = goal if touch is None else touch.after
+    if touch is not None and touch.after is None and now is not None and goal is not None:
+        return [
+            Action(
+                rel,
+                "conflict",
+                "the run moved this file away and another file has this name now; "
+                "not overwritten",
+                found=now,
             )
-    return actions, unchanged
+        ]
+    changed = left != _UNKNOWN and now != left
+    if changed and not force:
+        return [Action(rel, "conflict", _changed_since(now, left), forcible=True, found=now)]
+    forced = (
+        "changed since the run; put back as asked, the present version is in the "
+        "protective snapshot"
+        if changed
+        else ""
+    )
+    if goal is None:
+        kind = "set-aside" if rel == INDEX_FILE else "archive"
+        return [Action(rel, kind, _join("did not exist at the rollback point", forced), found=now)]
+    if now is not None:
+        return [Action(rel, "restore", forced, found=now)]
+    if isinstance(copy, str):  # its archived copy was changed since the run
+        return [Action(rel, "conflict", copy, forcible=True, found=None)]
+    renames = ()
+    if touch is not None and touch.moved_to is not None:
+        archived_id = folder.archived_id_for(folder.root / touch.moved_to)
+        memory_id = folder.id_for(folder.root / rel)
+        if archived_id and memory_id:
+            renames = ((archived_id, memory_id),)
+    why = "the run archived it" if touch is not None and touch.after is None else "missing now"
+    recreate = Action(rel, "recreate", _join(why, forced), found=None, renames=renames)
+    return [recreate, copy] if isinstance(copy, Action) else [recreate]
+
+
+def _archived_copy(
+    store: MemoryStore, rel: str, touch: _Touch | None, force: bool
+) -> Action | str | None:
+    """The step that takes the run's archived copy of `rel` out of archive/ once `rel` is live.
+
+    A string says why it cannot go: the copy was changed since the run (a conflict
+    for `rel`, unless `force`). None: there is no copy to move.
+    """
+    if touch is None or touch.moved_to is None:
+        return None
+    folder = store.folder
+    try:
+        seen = read_checked(folder, folder.root / touch.moved_to)
+    except REFUSED:
+        return None  # not a file to move (nor read): left where it is
+    found = _sha(seen)
+    if found is None:
+        return None
+    if found != touch.moved_sha and not force:
+        return (
+            f"its archived copy {touch.moved_to} was changed since the run; not put back: "
+            "--force puts back the version before the run and sets that copy aside"
+        )
+    return Action(
+        touch.moved_to,
+        "set-aside",
+        f"{rel} is live again: its archived copy leaves archive/",
+        found=found,
+        live=rel,
+    )
+
+
+def _changed_since(now: str | None, left: str | None) -> str:
+    if now is None:
+        return "removed since the run; not put back: --force puts it back"
+    if left is None:
+        return "created since the run; left as it is: --force moves it aside"
+    return "changed since the run; not put back: --force puts back the version before the run"
+
+
+def _join(*parts: str) -> str:
+    return "; ".join(part for part in parts if part)
+
+
+def _sha(seen: Seen) -> str | None:
+    return None if seen.raw is None else sha256_bytes(seen.raw)
 
 
 class _Rollback:
@@ -264,14 +437,17 @@ class _Rollback:
         target: Manifest,
         snapshot: Snapshot,
         scope: str,
+        force: bool,
         rollback_id: str,
         moment: datetime,
     ) -> None:
         self.store = store
+        self.folder = store.folder
         self.paths = paths
         self.target = target
         self.snapshot = snapshot
         self.scope = scope
+        self.force = force
         self.rollback_id = rollback_id
         self.moment = moment
 
@@ -285,6 +461,7 @@ class _Rollback:
             now=self.moment,
             target=self.target.run_id,
             scope=self.scope,
+            force=self.force,
         )
         mark = paths.run_dir(self.rollback_id) / RUNNING_MARK  # made by Manifest.start
         done: list[Action] = []
@@ -294,18 +471,29 @@ class _Rollback:
                 store.folder, paths, self.rollback_id, protective=True, now=self.moment
             )
             manifest.update(
-                rollbackPoint={"snapshot": str(protective.root), "files": len(protective.files)}
+                rollbackPoint={
+                    "snapshot": str(protective.root),
+                    "files": len(protective.files),
+                    "refused": len(protective.refused),
+                }
             )
-            # Planned under the lock, so that no run or rollback changes the folder meanwhile.
-            plan, unchanged = _plan(store, self.target, self.snapshot, self.scope)
+            # Planned with the dream lock held, so that no run or rollback changes the folder
+            # meanwhile; each step checks again, under the write lock, what it is about to change.
+            plan, unchanged = _plan(store, self.target, self.snapshot, self.scope, self.force)
+            listed = {a.path for a in plan if a.action == "unreadable"}
+            note_refused(
+                manifest,
+                {rel: why for rel, why in protective.refused.items() if rel not in listed},
+                "protective snapshot",
+            )
             for action in plan:
                 outcome = self._apply(manifest, action)
                 if outcome == "damaged":
                     damaged += 1
-                elif outcome:
-                    done.append(action)
-            store.note_outside_writes()
-            if any(a.action == "conflict" for a in done):
+                elif isinstance(outcome, Action):
+                    done.append(outcome)
+            store.reconcile()  # this process's index; the others learn of it by the write count
+            if damaged or any(a.action in _SKIPPED for a in done):
                 self._regenerate_index(manifest)
         except BaseException as exc:
             manifest.update(status="interrupted", error=str(exc) or type(exc).__name__)
@@ -318,15 +506,12 @@ class _Rollback:
             finished=stamp(datetime.now(UTC)),
             report=os.path.relpath(report, store.folder.root).replace(os.sep, "/"),
         )
-        report.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         manifest_path = str(paths.run_dir(self.rollback_id) / "manifest.json")
-        atomic_write(
-            report,
-            render_rollback(manifest.to_dict(), manifest_path=manifest_path).encode("utf-8"),
-            mode=0o644,
-        )
+        text = render_rollback(manifest.to_dict(), manifest_path=manifest_path)
+        write_report(store, report, text)
         manifest.save(complete=True)
         mark.unlink(missing_ok=True)
+        done.sort(key=_rank)
         self._log(done)
         self.target.update(status="rolled-back", rolledBackBy=self.rollback_id)
         self.target.save(complete=True)
@@ -339,95 +524,190 @@ class _Rollback:
             unchanged,
             str(report),
             damaged,
+            self.force,
         )
 
-    def _apply(self, manifest: Manifest, action: Action) -> bool | str:
-        root = self.store.folder.root
-        path = root / action.path
-        base = {
+    # one step
+
+    def _base(self, action: Action) -> dict[str, Any]:
+        return {
             "file": action.path,
             "id": None,
             "rule": "rollback",
             "unexplained": False,
             "source": "rollback",
         }
-        if action.action == "conflict":
+
+    def _skip(self, manifest: Manifest, action: Action) -> Action:
+        """List a file the rollback leaves as it is, with why."""
+        kind = "unreadable" if action.action == "unreadable" else (
+            "changed" if action.forcible else "name"
+        )
+        manifest.refuse(
+            {
+                **self._base(action),
+                "operation": "rewrite",
+                "reason": f"put back as before run {self.target.run_id}",
+                "refusedBecause": action.detail,
+                "conflict": kind,
+            }
+        )
+        return action
+
+    def _apply(self, manifest: Manifest, action: Action) -> Action | str | None:
+        """Do one step; returns what was done (a conflict found now, too), None or `damaged`."""
+        if action.action in _SKIPPED:
+            return self._skip(manifest, action)
+        path = self.folder.root / action.path
+        with write_lock(self.folder.state_dir) as lock:
+            try:
+                seen = read_checked(self.folder, path)
+            except REFUSED as exc:
+                left = Action(action.path, "unreadable", f"{exc}; left as it is")
+                return self._skip(manifest, left)
+            if _sha(seen) != action.found:
+                return self._skip(manifest, _changed_meanwhile(action))
+            if action.live is not None and not self._is_live(action.live):
+                return None  # the memory was not put back: its archived copy stays archived
+            try:
+                if action.action in ("archive", "set-aside"):
+                    self._move_aside(manifest, action, path, seen, lock)
+                elif self._put_back(manifest, action, path, seen, lock) == "damaged":
+                    return "damaged"
+            except FileChanged:
+                return self._skip(manifest, _changed_meanwhile(action))
+        for old, new in action.renames:
+            self._rename_stats(old, new)
+        return action
+
+    def _put_back(
+        self, manifest: Manifest, action: Action, path: Path, seen: Seen, lock: WriteLock
+    ) -> str | None:
+        want = self.snapshot.files[action.path]
+        try:
+            data = self.snapshot.read(action.path)
+        except DreamError as exc:
             manifest.refuse(
                 {
-                    **base,
+                    **self._base(action),
                     "operation": "rewrite",
-                    "reason": f"put back as before run {self.target.run_id}",
-                    "refusedBecause": action.detail,
+                    "reason": "put back",
+                    "refusedBecause": str(exc),
+                    "conflict": "damaged",
                 }
             )
-            return True
-        with file_lock(self.store.folder.state_path("write.lock")):
-            before = _state(action.path, path)
-            if action.action in ("archive", "set-aside"):
-                if before is None:
-                    return False
-                destination = self._aside(action)
-                entry = manifest.add_change(
-                    {
-                        **base,
-                        "operation": "archive",
-                        "state": "pending",
-                        "before": before,
-                        "reason": f"did not exist before run {self.target.run_id}",
-                    }
-                )
-                _move_no_clobber(path, destination)
-                shown = (
-                    os.path.relpath(destination, root).replace(os.sep, "/")
-                    if action.action == "archive"
-                    else str(destination)
-                )
-                manifest.mark_applied(entry, {**before, "file": shown})
-                return True
-            want = self.snapshot.files[action.path]
-            try:
-                data = self.snapshot.read(action.path)
-            except DreamError as exc:
-                manifest.refuse(
-                    {
-                        **base,
-                        "operation": "rewrite",
-                        "reason": "put back",
-                        "refusedBecause": str(exc),
-                    }
-                )
-                return "damaged"
-            operation = "create" if before is None else "rewrite"
-            reason = f"put back as it was before run {self.target.run_id}"
-            if action.detail:
-                reason += f" ({action.detail})"
-            entry = manifest.add_change(
-                {
-                    **base,
-                    "operation": operation,
-                    "state": "pending",
-                    "before": before,
-                    "reason": reason,
-                }
-            )
-            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            atomic_write(path, data, mode=want.mode)
-            after = _state(action.path, path)
-            if after is None or after["sha256"] != want.sha256:
-                raise DreamError(
-                    f"{action.path}: the bytes written back do not match the rollback point"
-                )
-            manifest.mark_applied(entry, after)
-            return True
+            return "damaged"
+        reason = f"put back as it was before run {self.target.run_id}"
+        if action.detail:
+            reason += f" ({action.detail})"
+        entry = manifest.add_change(
+            {
+                **self._base(action),
+                "operation": "create" if seen.raw is None else "rewrite",
+                "state": "pending",
+                "before": _state(action.path, seen),
+                "reason": reason,
+            }
+        )
+        make_dirs(path.parent, root=self.folder.root)
+        self.folder.check_contained(path)
+        lock.count()  # before the write: a process killed after it has counted it
+        try:
+            # Only over the bytes just read (a new file only where none is): an editor's
+            # save in between is refused here, never overwritten.
+            commit(path, data, seen, mode=want.mode, limit=MAX_FILE_BYTES)
+        except FileChanged:
+            manifest.drop_change(entry)
+            raise
+        manifest.mark_applied(entry, _state(action.path, Seen(data)))
+        return None
 
-    def _aside(self, action: Action) -> Path:
-        if action.action == "set-aside":
-            return _free_name(self.paths.run_dir(self.rollback_id) / Path(action.path).name)
-        return _free_name(self.store.folder.archive_dir / action.path)
+    def _move_aside(
+        self, manifest: Manifest, action: Action, path: Path, seen: Seen, lock: WriteLock
+    ) -> None:
+        root = self.folder.root
+        archived_copy = action.live is not None
+        private = action.action == "set-aside"
+        if archived_copy:
+            relative = action.path.split("/", 1)[1]
+            destination = self.paths.run_dir(self.rollback_id) / ARCHIVED_ASIDE / relative
+            reason = action.detail
+        elif private:
+            destination = self.paths.run_dir(self.rollback_id) / Path(action.path).name
+            reason = f"did not exist before run {self.target.run_id}"
+        else:
+            destination = self.folder.archive_dir / action.path
+            reason = f"did not exist before run {self.target.run_id}"
+        before = _state(action.path, seen)
+        entry = manifest.add_change(
+            {
+                **self._base(action),
+                "operation": "archive",
+                "state": "pending",
+                "before": before,
+                "reason": reason,
+            }
+        )
+        lock.count()  # before the move: a process killed after it has counted it
+        try:
+            moved = self._move(path, destination, seen, private=private)
+        except FileChanged:
+            manifest.drop_change(entry)
+            raise
+        shown = str(moved) if private else os.path.relpath(moved, root).replace(os.sep, "/")
+        manifest.mark_applied(entry, {**before, "file": shown})
+        if not private:
+            old, new = self.folder.id_for(path), self.folder.archived_id_for(moved)
+            if old and new:
+                self._rename_stats(old, new)
+
+    def _move(self, path: Path, destination: Path, seen: Seen, *, private: bool) -> Path:
+        """Move the file read as `seen` to `destination` or the next free name; never replaces."""
+        if private:
+            make_private_dirs(destination.parent)
+        else:
+            make_dirs(destination.parent, root=self.folder.root)
+            self.folder.check_contained(destination)  # archive/ may be a link out
+        if not _unchanged(path, seen):
+            raise FileChanged(f"{path.name}: changed on disk since it was read", path=path)
+        try:
+            moved = move(path, destination)
+        except OSError as exc:
+            if exc.errno != errno.EXDEV:
+                raise
+            # The state folder is on another file system: a copy that replaces nothing,
+            # then the original goes, if it is still what was read.
+            moved = free_name(destination)
+            create(moved, seen.raw or b"", mode=0o600)
+            if not _unchanged(path, seen):
+                raise FileChanged(
+                    f"{path.name}: changed on disk while it was copied", path=path
+                ) from None
+            os.unlink(path)
+        if private:
+            os.chmod(moved, 0o600)  # the state folder is private, whatever the file was
+        return moved
+
+    def _is_live(self, rel: str) -> bool:
+        """Whether the memory at `rel` is as the rollback point has it."""
+        want = self.snapshot.files.get(rel)
+        try:
+            seen = read_checked(self.folder, self.folder.root / rel)
+        except REFUSED:
+            return False
+        return want is not None and _sha(seen) == want.sha256
+
+    def _rename_stats(self, old: str, new: str) -> None:
+        try:
+            self.store.stats.rename(old, new)
+        except OSError:
+            pass  # counts are a ranking hint: a rollback does not stop for them
+
+    # the whole
 
     def _regenerate_index(self, manifest: Manifest) -> None:
-        path = self.store.folder.index_file
-        before = _state(INDEX_FILE, path)
+        path = self.folder.index_file
+        before = file_state(self.folder, INDEX_FILE, path)
         entry = manifest.add_change(
             {
                 "file": INDEX_FILE,
@@ -438,12 +718,12 @@ class _Rollback:
                 "before": before,
                 "unexplained": False,
                 "source": "rollback",
-                "reason": "regenerated: name conflicts were skipped, so the old "
+                "reason": "regenerated: some files were skipped, so the old "
                 "MEMORY.md would not match the memories",
             }
         )
         self.store.regenerate_index()
-        after = _state(INDEX_FILE, path)
+        after = file_state(self.folder, INDEX_FILE, path)
         if after == before:
             manifest.drop_change(entry)
         else:
@@ -462,10 +742,13 @@ class _Rollback:
                 "rollbackId": self.rollback_id,
                 "runId": self.target.run_id,
                 "scope": self.scope,
+                "force": self.force,
                 "at": stamp(self.moment),
                 "restored": sum(1 for a in done if a.action in ("restore", "recreate")),
                 "archived": sum(1 for a in done if a.action in ("archive", "set-aside")),
                 "conflicts": sum(1 for a in done if a.action == "conflict"),
+                "changedSinceRun": sum(1 for a in done if a.forcible),
+                "unreadable": sum(1 for a in done if a.action == "unreadable"),
                 "protectiveSnapshot": self.rollback_id,
             }
         )
@@ -474,42 +757,20 @@ class _Rollback:
         )
 
 
-def _sha(path: Path) -> str | None:
+def _changed_meanwhile(action: Action) -> Action:
+    return Action(
+        action.path, "conflict", "changed on disk during the rollback; not overwritten"
+    )
+
+
+def _unchanged(path: Path, seen: Seen) -> bool:
     try:
-        return sha256_bytes(path.read_bytes())
-    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
-        return None
-
-
-def _state(rel: str, path: Path) -> dict[str, Any] | None:
-    try:
-        data = path.read_bytes()
-    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
-        return None
-    return {"file": rel, "bytes": len(data), "sha256": sha256_bytes(data)}
-
-
-def _free_name(target: Path) -> Path:
-    if not os.path.lexists(target):
-        return target
-    stem, suffix = (target.name[:-3], ".md") if target.name.endswith(".md") else (target.name, "")
-    n = 2
-    while os.path.lexists(candidate := target.with_name(f"{stem}-{n}{suffix}")):
-        n += 1
-    return candidate
-
-
-def _move_no_clobber(source: Path, target: Path) -> None:
-    """Move a file, never replacing one: a hard link then an unlink (across devices, a copy)."""
-    target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    try:
-        os.link(source, target, follow_symlinks=False)
-    except FileExistsError:
-        raise DreamError(f"{target}: exists already; not overwritten") from None
+        return identity(os.lstat(path)) == seen.identity
     except OSError:
-        data = source.read_bytes()  # another device (the state folder elsewhere), or no hard links
-        with open(target, "xb") as out:
-            out.write(data)
-            out.flush()
-            os.fsync(out.fileno())
-    os.unlink(source)
+        return False
+
+
+def _state(rel: str, seen: Seen) -> dict[str, Any] | None:
+    if seen.raw is None:
+        return None
+    return {"file": rel, "bytes": len(seen.raw), "sha256": sha256_bytes(seen.raw)}

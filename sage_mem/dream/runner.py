@@ -24,15 +24,16 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from .. import catalog
 from ..errors import DreamError, FolderError, StoreLocked
 from ..files import sha256_bytes
 from ..folder import INDEX_FILE
-from ..safe_io import atomic_write
+from ..safe_io import atomic_write, file_mode, make_dirs
 from ..store import MemoryStore
-from .changes import MODES, Applier
+from .changes import MODES, Applier, file_state
 from .config import DreamConfig
 from .gates import DreamLock, GateCheck, check_gates, load_state, save_state
 from .health import audit_summary, health
@@ -277,17 +278,23 @@ class _Run:
     def _steps(self, manifest: Manifest, started: float) -> DreamResult:
         store = self.store
         rewrite = self.mode == "rewrite"
+        store.folder.check_contained(self.paths.reports_dir)  # before any change, not after
         store.reconcile()
         health_before = health(store)
         audit_before = audit_summary(store)
         manifest.update(health={"before": health_before}, audit={"before": audit_before})
-        index_before = _file_state(store.folder.index_file)
+        index_before = file_state(store.folder, INDEX_FILE, store.folder.index_file)
         if rewrite:
             snapshot = take_snapshot(
                 store.folder, self.paths, self.run_id, protective=False, now=self.moment
             )
+            note_refused(manifest, snapshot.refused, "rollback point")
             manifest.update(
-                rollbackPoint={"snapshot": str(snapshot.root), "files": len(snapshot.files)}
+                rollbackPoint={
+                    "snapshot": str(snapshot.root),
+                    "files": len(snapshot.files),
+                    "refused": len(snapshot.refused),
+                }
             )
         applier = Applier(store, manifest, mode=self.mode)
         ctx = RuleContext(store, applier, self.moment, _retrievals(store))
@@ -373,7 +380,7 @@ class _Run:
         if self.mode == "rewrite":
             return manifest.add_change({**base, "state": "pending"})
         expected = catalog.render(store.list(), _catalog_retrievals(store)).encode("utf-8")
-        if before is None or before["sha256"] != sha256_bytes(expected):
+        if before is None or before.get("sha256") != sha256_bytes(expected):
             reason = "is out of date with the memories; a rewrite run regenerates it"
             manifest.add_change({**base, "state": "proposed", "reason": reason})
         return None
@@ -381,27 +388,38 @@ class _Run:
     def _index(self, manifest: Manifest, entry: dict[str, Any]) -> None:
         """Regenerate MEMORY.md once, now that the run's writes are done."""
         self.store.regenerate_index()
-        after = _file_state(self.store.folder.index_file)
+        after = file_state(self.store.folder, INDEX_FILE, self.store.folder.index_file)
         if after == entry["before"]:
             manifest.drop_change(entry)
         else:
             manifest.mark_applied(entry, after)
 
-    def _write_report(self, manifest: Manifest) -> Any:
+    def _write_report(self, manifest: Manifest) -> Path:
         path = self.paths.report_file(self.run_id)
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         manifest_path = str(self.paths.run_dir(self.run_id) / "manifest.json")
-        text = render_run(manifest.to_dict(), manifest_path=manifest_path)
-        atomic_write(path, text.encode("utf-8"), mode=0o644)
+        write_report(self.store, path, render_run(manifest.to_dict(), manifest_path=manifest_path))
         return path
 
 
-def _file_state(path: Any) -> dict[str, Any] | None:
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return None
-    return {"file": INDEX_FILE, "bytes": len(data), "sha256": sha256_bytes(data)}
+def write_report(store: MemoryStore, path: Path, text: str) -> None:
+    """A report in `memory/autodream/`, with the modes of the memory folder (private or shared)."""
+    root = store.folder.root
+    make_dirs(path.parent, root=root)
+    store.folder.check_contained(path)  # autodream/ may be a link out of the folder
+    atomic_write(path, text.encode("utf-8"), mode=file_mode(root))
+
+
+def note_refused(manifest: Manifest, refused: dict[str, str], where: str) -> None:
+    """List, for the report, the files a snapshot did not copy (it never reads them)."""
+    for rel, why in sorted(refused.items()):
+        manifest.note(
+            {
+                "rule": "snapshot",
+                "file": rel,
+                "message": f"not copied into the {where} and left as it is ({why})",
+                "source": "rules",
+            }
+        )
 
 
 def _retrievals(store: MemoryStore) -> dict[str, int]:

@@ -4,6 +4,11 @@
     <state>/autodream/snapshots/<runId>/snapshot.json   written last: its presence
                                                         means the copy is complete
 
+Every file is read through the folder's one checked read: a link out of the
+folder, a FIFO, a device, a file over the size cap or one that cannot be read is
+not copied (nor followed, nor waited on) but listed in `refused` with why, for
+the run's report. Everything here is private (files 0600, folders 0700).
+
 A copy whose bytes equal the same file in the previous complete snapshot is a
 hard link to it (snapshot copies are never written again), so ten rollback
 points of a large folder cost little more than one. `archive/` is not copied:
@@ -18,16 +23,17 @@ import json
 import os
 import shutil
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from ..errors import DreamError
+from ..errors import DreamError, InvalidMemory
 from ..files import sha256_bytes
 from ..folder import INDEX_FILE, MemoryFolder
-from ..locks import file_lock
-from ..memory import iso_datetime
-from ..safe_io import atomic_write
+from ..locks import write_lock
+from ..memory import MAX_FILE_BYTES, iso_datetime
+from ..safe_io import atomic_write, make_private_dirs, read_file
+from .changes import REFUSED, read_checked
 from .paths import DreamPaths
 
 MANIFEST = "snapshot.json"
@@ -49,13 +55,15 @@ class Snapshot:
     created: str
     protective: bool
     files: dict[str, FileEntry]
+    refused: dict[str, str] = field(default_factory=dict)
+    """Files that were there but not copied (not a regular file inside the folder) -> why."""
 
     def read(self, rel: str) -> bytes:
         """The bytes of `rel` as they were, checked against their sha256."""
         entry = self.files[rel]
         try:
-            data = (self.root / "files" / rel).read_bytes()
-        except OSError as exc:
+            data = read_file(self.root / "files" / rel, limit=MAX_FILE_BYTES).raw or b""
+        except (OSError, InvalidMemory) as exc:
             raise DreamError(f"rollback point {self.run_id}: cannot read {rel}: {exc}") from None
         if sha256_bytes(data) != entry.sha256:
             raise DreamError(
@@ -66,7 +74,7 @@ class Snapshot:
 
 def memory_paths(folder: MemoryFolder) -> Iterator[tuple[str, Path]]:
     """(relative path, path) of every file a rollback point holds: memories and MEMORY.md."""
-    if folder.index_file.is_file():
+    if os.path.lexists(folder.index_file):
         yield INDEX_FILE, folder.index_file
     for path in folder.iter_files():
         rel = os.path.relpath(path, folder.root).replace(os.sep, "/")
@@ -80,25 +88,30 @@ def take_snapshot(
     paths.ensure()
     root = paths.snapshot_dir(run_id)
     files_dir = root / "files"
-    files_dir.mkdir(mode=0o700, parents=True, exist_ok=False)
+    make_private_dirs(root)
+    files_dir.mkdir(mode=0o700)  # never one that exists: a run id is used once
     previous = newest_snapshot(paths)
     files: dict[str, FileEntry] = {}
-    with file_lock(folder.state_path("write.lock")):
+    refused: dict[str, str] = {}
+    with write_lock(folder.state_dir):
         for rel, path in memory_paths(folder):
             try:
-                data = path.read_bytes()
-                mode = path.stat().st_mode & 0o777
-            except OSError:
-                continue  # unreadable now (permissions, gone): nothing of it to restore either
+                seen = read_checked(folder, path)
+            except REFUSED as exc:
+                refused[rel] = str(exc)
+                continue
+            if seen.raw is None:
+                continue  # gone since the listing: nothing of it to restore either
+            data = seen.raw
             digest = sha256_bytes(data)
             target = files_dir / rel
-            target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            make_private_dirs(target.parent)
             if not _link_previous(previous, rel, digest, target):
-                with open(target, "wb") as out:
-                    out.write(data)
-            files[rel] = FileEntry(digest, len(data), mode)
+                _write_private(target, data)
+            files[rel] = FileEntry(digest, len(data), seen.mode if seen.mode is not None else 0o600)
     _sync()
-    snapshot = Snapshot(run_id, root, iso_datetime(now.replace(microsecond=0)), protective, files)
+    created = iso_datetime(now.replace(microsecond=0))
+    snapshot = Snapshot(run_id, root, created, protective, files, refused)
     record = {
         "runId": run_id,
         "created": snapshot.created,
@@ -107,6 +120,7 @@ def take_snapshot(
             rel: {"sha256": e.sha256, "bytes": e.bytes, "mode": e.mode}
             for rel, e in sorted(files.items())
         },
+        "refused": dict(sorted(refused.items())),
     }
     atomic_write(
         root / MANIFEST, (json.dumps(record, ensure_ascii=False, indent=1) + "\n").encode()
@@ -123,9 +137,12 @@ def load_snapshot(paths: DreamPaths, run_id: str) -> Snapshot | None:
             rel: FileEntry(str(entry["sha256"]), int(entry["bytes"]), int(entry.get("mode", 0o600)))
             for rel, entry in data["files"].items()
         }
+        refused = {str(rel): str(why) for rel, why in (data.get("refused") or {}).items()}
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
-    return Snapshot(run_id, root, str(data.get("created", "")), bool(data.get("protective")), files)
+    return Snapshot(
+        run_id, root, str(data.get("created", "")), bool(data.get("protective")), files, refused
+    )
 
 
 def has_snapshot(paths: DreamPaths, run_id: str) -> bool:
@@ -172,9 +189,22 @@ def _link_previous(previous: Snapshot | None, rel: str, digest: str, target: Pat
         return False
     try:
         os.link(previous.root / "files" / rel, target)
+        os.chmod(target, 0o600)  # copies made before snapshots were private become so
     except OSError:
         return False
     return True
+
+
+def _write_private(target: Path, data: bytes) -> None:
+    """A new file only this user can read (0600: a umask can only narrow it), never one that
+    exists (O_EXCL: nor a link planted there)."""
+    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+    finally:
+        os.close(fd)
 
 
 def _sync() -> None:

@@ -6,6 +6,9 @@ before and after the run; the manifest keeps only their sha256, so the bytes
 are looked for where they can be: the file as it is now, then the rollback
 points (the run's own first; later runs' and rollbacks' snapshots hold what
 this run wrote). A version found nowhere is said to be gone, not guessed.
+Files of the memory folder (the present version, the report) are read only
+through the folder's one checked read: a link out of the folder, a FIFO or a
+device is never followed, read or waited on.
 """
 
 from __future__ import annotations
@@ -13,15 +16,17 @@ from __future__ import annotations
 import difflib
 import os
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
-from ..errors import InvalidMemory
+from ..errors import InvalidMemory, SageMemError
 from ..files import sha256_bytes
-from ..store import MemoryStore
+from ..folder import MemoryFolder
+from ..store import MemoryStore, read_memory
 from .api import json_body, store_of
 
 MAX_DIFF_LINES = 600
@@ -47,7 +52,7 @@ class _Versions:
         from ..dream.paths import DreamPaths
         from ..dream.snapshots import load_snapshot
 
-        self.root = store.folder.root
+        self.folder = store.folder
         paths = DreamPaths(store.folder)
         try:
             names = sorted(os.listdir(paths.snapshots_dir))
@@ -82,14 +87,15 @@ class _Versions:
         return None
 
     def _read_current(self, rel: str) -> bytes | None:
-        path = self.root / rel
-        try:
-            real = os.path.realpath(path)
-            if not real.startswith(os.path.realpath(self.root) + os.sep):
-                return None
-            return path.read_bytes()
-        except OSError:
-            return None
+        return _read_checked(self.folder, self.folder.root / rel)
+
+
+def _read_checked(folder: MemoryFolder, path: Path) -> bytes | None:
+    """A file of the memory folder through its one checked read; None when it cannot be had."""
+    try:
+        return read_memory(folder, path).raw
+    except (OSError, SageMemError):
+        return None
 
 
 def diff_lines(before: bytes | None, after: bytes | None) -> list[list[str]]:
@@ -156,12 +162,9 @@ def run_detail(store: MemoryStore, run_id: str) -> dict[str, Any]:
     mark_interrupted(paths)
     manifest = Manifest.load(paths, run_id)
     data = manifest.to_dict()
-    report_text = None
     report_file = paths.report_file(run_id)
-    try:
-        report_text = report_file.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        pass
+    report = _read_checked(store.folder, report_file)
+    report_text = None if report is None else report.decode("utf-8", "replace")
     versions = _Versions(store, run_id)
     changes = []
     for change in data.get("changes", []):
@@ -194,10 +197,12 @@ async def run(request: Request) -> JSONResponse:
     return JSONResponse(await run_in_threadpool(run_detail, store_of(request), run_id))
 
 
-def do_rollback(store: MemoryStore, run_id: str, scope: str, dry_run: bool) -> dict[str, Any]:
+def do_rollback(
+    store: MemoryStore, run_id: str, scope: str, dry_run: bool, force: bool = False
+) -> dict[str, Any]:
     from ..dream import rollback
 
-    return rollback(store, run_id, scope=scope, dry_run=dry_run).to_dict()
+    return rollback(store, run_id, scope=scope, dry_run=dry_run, force=force).to_dict()
 
 
 async def rollback(request: Request) -> JSONResponse:
@@ -206,8 +211,9 @@ async def rollback(request: Request) -> JSONResponse:
     if scope not in ("touched", "all"):
         raise InvalidMemory("scope must be touched or all")
     dry_run = data.get("dryRun") is True
+    force = data.get("force") is True  # put back files changed since the run too
     result = await run_in_threadpool(
-        do_rollback, store_of(request), request.path_params["run_id"], scope, dry_run
+        do_rollback, store_of(request), request.path_params["run_id"], scope, dry_run, force
     )
     if not dry_run:
         request.app.state.feed.bump("runs")
