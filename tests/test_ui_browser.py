@@ -380,6 +380,37 @@ def test_a_dream_run_shows_its_report_and_diffs_and_can_be_rolled_back(
     expect(page.locator("#runs .status.rolled-back")).to_have_count(1)
 
 
+def test_a_file_changed_since_the_run_is_listed_first_and_put_back_only_when_asked(
+    page: Any, dreamy: Path, server: UiServer
+) -> None:
+    from sage_mem.dream import run_dream
+
+    server.store.reconcile()
+    deploy = dreamy / "project_deploy.md"
+    before = deploy.read_bytes()
+    run = run_dream(server.store, mode="rewrite")
+    edited = deploy.read_bytes() + b"Edited by hand after the run.\n"
+    deploy.write_bytes(edited)
+    page.evaluate(f"() => {{ location.hash = '#/runs/{run.run_id}'; }}")
+    page.locator("#rollback").click()
+    first = page.locator("#rollback-plan li").first
+    expect(first).to_have_attribute("data-action", "conflict")
+    expect(first).to_have_attribute("data-path", "project_deploy.md")
+    expect(page.locator("#rollback-summary")).to_contain_text("skip 1 changed since the run")
+    expect(page.locator("#rollback-confirm")).not_to_contain_text("forced")
+    assert deploy.read_bytes() == edited  # a preview changes nothing
+
+    page.locator("#rollback-force").check()
+    put_back = page.locator('#rollback-plan li[data-path="project_deploy.md"]')
+    expect(put_back).to_have_attribute("data-action", "restore")
+    expect(page.locator("#rollback-confirm")).to_contain_text("forced")
+    page.locator("#rollback-confirm").click()
+    expect(page.locator("#toast")).to_contain_text("Rolled back")
+    expect(page.locator("#run-title")).to_contain_text("Rollback")
+    assert deploy.read_bytes() == before
+    assert (dreamy / "user_old_editor.md").exists()
+
+
 def test_the_star_map_draws_every_memory_and_only_when_something_changes(page: Any) -> None:
     page.locator('nav [data-nav="stars"]').click()
     canvas = page.locator("#starmap")

@@ -982,32 +982,41 @@
         panel.append(h("h2", {}, rollbackKind ? "Undo this rollback" : "Undo this run"),
           h("label", { class: "check" }, scopeTouched, "Only the files this run changed (touched)"),
           h("label", { class: "check" }, scopeAll, "The whole folder, back to how it was before this run (all)"),
-          h("div", { class: "actions" }, h("button", { class: "danger", id: "rollback", onclick: preview }, "Roll back…")),
+          h("div", { class: "actions" }, h("button", { class: "danger", id: "rollback", onclick: () => preview(false) }, "Roll back…")),
           confirmBox);
 
-        async function preview() {
+        async function preview(force) {
           const scope = scopeAll.checked ? "all" : "touched";
+          force = force === true;
           let plan;
-          try { plan = await api("/api/runs/" + enc(runId) + "/rollback", { method: "POST", body: { scope: scope, dryRun: true } }); } catch (error) { toast(error.message, { error: true }); return; }
+          try { plan = await api("/api/runs/" + enc(runId) + "/rollback", { method: "POST", body: { scope: scope, dryRun: true, force: force } }); } catch (error) { toast(error.message, { error: true }); return; }
           const restoreCount = plan.restored;
-          fill(confirmBox, 
+          const names = plan.conflicts - plan.forcible;
+          // Files changed since the run are listed first (the plan puts them first) and are
+          // put back only when the person ticks the box: the preview is then redone with force.
+          const forceBox = h("input", { type: "checkbox", id: "rollback-force", checked: force, onchange: () => preview(forceBox.checked) });
+          fill(confirmBox,
             h("p", { id: "rollback-summary" }, "This will put back " + restoreCount + " file" + (restoreCount === 1 ? "" : "s") +
-              " as they were before " + runId + ", move " + plan.archived + " that did not exist then into archive/ (nothing is deleted), and skip " +
-              plan.conflicts + " name conflict" + (plan.conflicts === 1 ? "" : "s") + " (nothing is overwritten). " +
+              " as they were before " + runId + ", move " + plan.archived + " aside (into archive/ or the rollback's own folder; nothing is deleted), and skip " +
+              plan.forcible + " changed since the run and " + names + " name conflict" + (names === 1 ? "" : "s") + " (nothing is overwritten). " +
               "First the folder as it is now is copied, so this rollback can itself be undone."),
-            plan.actions.length ? h("ul", {}, plan.actions.map((a) => h("li", {}, h("strong", {}, a.action), " ", h("span", { class: "mono" }, a.path), a.detail ? " (" + a.detail + ")" : ""))) :
+            plan.forcible || force ? h("label", { class: "check", id: "rollback-force-label" }, forceBox,
+              "Also put back the files changed since the run (the version there now is kept in the protective snapshot)") : null,
+            plan.actions.length ? h("ul", { id: "rollback-plan" }, plan.actions.map((a) => h("li", { dataset: { action: a.action, path: a.path } },
+              h("strong", {}, a.action), " ", h("span", { class: "mono" }, a.path), a.detail ? " (" + a.detail + ")" : ""))) :
               h("p", { class: "muted" }, "Nothing differs from the rollback point: the rollback would change no file."),
             h("div", { class: "actions" },
-              h("button", { class: "danger solid", id: "rollback-confirm", onclick: () => go(scope) }, "Roll back now (" + scope + ")"),
+              h("button", { class: "danger solid", id: "rollback-confirm", onclick: () => go(scope, force) }, "Roll back now (" + scope + (force ? ", forced" : "") + ")"),
               h("button", { onclick: () => { confirmBox.hidden = true; } }, "Cancel")));
           confirmBox.hidden = false;
         }
 
-        async function go(scope) {
+        async function go(scope, force) {
           document.getElementById("rollback-confirm").disabled = true;
           try {
-            const result = await api("/api/runs/" + enc(runId) + "/rollback", { method: "POST", body: { scope: scope, dryRun: false } });
-            toast("Rolled back " + runId + " as " + result.rollbackId + ": " + result.restored + " restored, " + result.archived + " moved to archive/");
+            const result = await api("/api/runs/" + enc(runId) + "/rollback", { method: "POST", body: { scope: scope, dryRun: false, force: force } });
+            toast("Rolled back " + runId + " as " + result.rollbackId + ": " + result.restored + " restored, " + result.archived + " moved aside" +
+              (result.conflicts ? ", " + result.conflicts + " skipped" : ""));
             location.hash = "#/runs/" + enc(result.rollbackId);
           } catch (error) { toast(error.message, { error: true }); }
         }
