@@ -4,15 +4,11 @@ from __future__ import annotations
 
 import shutil
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parent.parent
-TEMPLATE = ROOT / "memory_template"
-LOCOMO = ROOT.parent / "shared" / "data" / "locomo-dev"
+from support import TEMPLATE
 
 
 @pytest.fixture(autouse=True)
@@ -49,28 +45,3 @@ def empty_dir(tmp_path: Path) -> Path:
     target.mkdir()
     return target
 
-
-def write_memory(folder: Path, memory_id: str, text: str | bytes) -> Path:
-    """Write a memory file by hand, as a user's editor would."""
-    path = folder / (memory_id + ".md")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if isinstance(text, str):
-        text = text.encode("utf-8")
-    path.write_bytes(text)
-    return path
-
-
-def wait_until(
-    predicate: Callable[[], object], timeout: float = 10.0, interval: float = 0.02
-) -> object:
-    """Poll `predicate` until it returns something truthy; fail the test after `timeout`."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(
-                f"condition not met within {timeout} s: {getattr(predicate, '__name__', predicate)}"
-            )
-        time.sleep(interval)

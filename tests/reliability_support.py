@@ -18,8 +18,8 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from conftest import ROOT
 from mcp import Client
+from support import ROOT
 
 from sage_mem.cli import main
 from sage_mem.hooks import run_hook

@@ -8,10 +8,10 @@ import unicodedata
 from pathlib import Path
 
 import pytest
+from support import write_memory
 
 from sage_mem import FolderError, MemoryStore
 from sage_mem.audit import CHECKS, AuditReport, Finding, audit
-from tests.conftest import write_memory
 
 HEAD = "---\ndescription: a memory\ncategory: user\n---\n\n"  # the body starts on line 6
 TOKEN = "gh" + "p_" + "Zx8Kq2Lm9Vb4Nw7Tr1Yp5Hs3Jd6Fg0Ac2Ev4Q"[:36]  # assembled: not a literal token

@@ -33,7 +33,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import TEMPLATE
 from reliability_support import (
     assert_one_line_error,
     cli,
@@ -45,6 +44,7 @@ from reliability_support import (
     prompt_input,
     tree,
 )
+from support import TEMPLATE
 
 from sage_mem import MemoryStore
 from sage_mem.audit import CHECKS, audit

@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT, TEMPLATE
 from reliability_support import SLOW, cli
+from support import ROOT, TEMPLATE
 
 from sage_mem.audit import audit
 from sage_mem.errors import ConflictError

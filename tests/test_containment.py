@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import TEMPLATE
 from reliability_support import cli, hook, hook_context, mcp_call, mcp_client, prompt_input, tree
+from support import TEMPLATE
 
 from sage_mem.audit import audit
 from sage_mem.errors import InvalidId, SageMemError

@@ -10,8 +10,8 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import write_memory
 from reliability_support import assert_one_line_error, cli_process
+from support import write_memory
 
 from sage_mem.credentials import LABELS, find_secrets, has_secrets, redact
 

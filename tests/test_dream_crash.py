@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, wait_until
+from support import ROOT, wait_until
 from test_dream_support import folder_bytes, live_bytes, messy_folder
 
 from sage_mem.dream import list_runs, rollback, run_dream

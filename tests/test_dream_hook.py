@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import wait_until
+from support import wait_until
 
 from sage_mem.hooks import run_hook
 

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import write_memory
+from support import write_memory
 from test_dream_support import add
 
 from sage_mem.dream import run_dream

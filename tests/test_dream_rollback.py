@@ -7,9 +7,9 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import TEMPLATE, write_memory
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support import TEMPLATE, write_memory
 from test_dream_support import add, folder_bytes, live_bytes, memory_text, messy_folder
 
 from sage_mem.dream import DreamError, RunNotFound, list_runs, rollback, run_dream

@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from conftest import TEMPLATE
+from support import TEMPLATE
 from test_dream_support import add, folder_bytes, messy_folder
 
 from sage_mem.dream import DreamConfig, DreamError, list_runs, run_dream

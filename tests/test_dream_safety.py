@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT, wait_until
+from support import ROOT, wait_until
 from test_dream_support import add, memory_text
 from test_ui import Client
 

@@ -6,7 +6,7 @@ import os
 import random
 from pathlib import Path
 
-from conftest import write_memory
+from support import write_memory
 
 from sage_mem.files import dump_value
 

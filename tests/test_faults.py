@@ -25,8 +25,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, TEMPLATE, wait_until, write_memory
 from reliability_support import SLOW, assert_one_line_error, cli, hook, hook_context, prompt_input
+from support import ROOT, TEMPLATE, wait_until, write_memory
 
 from sage_mem import catalog, safe_io
 from sage_mem.audit import audit

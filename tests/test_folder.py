@@ -9,7 +9,7 @@ import unicodedata
 from pathlib import Path
 
 import pytest
-from conftest import write_memory
+from support import write_memory
 
 from sage_mem.errors import FolderError, InvalidId
 from sage_mem.folder import MemoryFolder, default_folder, is_editor_junk, state_dir_name

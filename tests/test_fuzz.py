@@ -16,10 +16,10 @@ import string
 from pathlib import Path
 
 import pytest
-from conftest import TEMPLATE
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from reliability_support import SLOW
+from support import TEMPLATE
 
 from sage_mem.credentials import find_secrets, redact
 from sage_mem.errors import InvalidId, InvalidMemory, SageMemError

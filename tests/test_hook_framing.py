@@ -32,8 +32,8 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, TEMPLATE, write_memory
 from reliability_support import mcp_client
+from support import ROOT, TEMPLATE, write_memory
 
 from sage_mem import MemoryStore
 from sage_mem.audit import audit

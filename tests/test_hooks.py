@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import write_memory
+from support import write_memory
 
 from sage_mem.errors import StoreLocked
 from sage_mem.hooks import run_hook

@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from conftest import write_memory
+from support import write_memory
 
 from sage_mem import Hit, MemoryStore
 from sage_mem.inject import (

@@ -51,8 +51,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT
 from reliability_support import SLOW
+from support import ROOT
 from test_dream_support import add, messy_folder
 
 from sage_mem.dream import DreamError, list_runs, rollback, run_dream

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, write_memory
+from support import ROOT, write_memory
 
 TIMEOUT = 20.0
 """Seconds a process may take: a linear scan of these texts needs well under one."""

@@ -20,8 +20,8 @@ from typing import Any
 
 import anyio
 import pytest
-from conftest import TEMPLATE, write_memory
 from mcp import Client, StdioServerParameters
+from support import TEMPLATE, write_memory
 
 from sage_mem import MemoryStore
 from sage_mem.server import DESCRIPTIONS, INSTRUCTIONS, build_server

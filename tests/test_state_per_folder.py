@@ -17,8 +17,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import TEMPLATE, write_memory
 from reliability_support import cli_process, hook_context, prompt_input
+from support import TEMPLATE, write_memory
 
 from sage_mem.folder import MemoryFolder
 from sage_mem.store import MemoryStore

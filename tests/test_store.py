@@ -15,7 +15,7 @@ import unicodedata
 from pathlib import Path
 
 import pytest
-from conftest import write_memory
+from support import write_memory
 
 from sage_mem import (
     ConflictError,

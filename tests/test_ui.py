@@ -25,7 +25,7 @@ from typing import Any
 from urllib.parse import quote
 
 import pytest
-from conftest import TEMPLATE, write_memory
+from support import TEMPLATE, write_memory
 
 from sage_mem.errors import ConflictError, MemoryNotFound
 from sage_mem.store import MemoryStore

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT, TEMPLATE, write_memory
+from support import ROOT, TEMPLATE, write_memory
 
 from sage_mem.store import MemoryStore
 from sage_mem.ui import UiServer

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from conftest import wait_until, write_memory
+from support import wait_until, write_memory
 from watchdog.observers.polling import PollingObserver
 
 from sage_mem import watch

@@ -13,10 +13,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import wait_until, write_memory
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from reliability_support import SLOW, cli_process
+from support import wait_until, write_memory
 
 from sage_mem import MemoryStore, safe_io
 from sage_mem.errors import ConflictError
