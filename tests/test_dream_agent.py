@@ -18,7 +18,7 @@ from typing import Any
 import anyio
 import pytest
 from mcp import Client
-from test_dream_support import add, folder_bytes, live_bytes
+from test_dream_support import add, folder_bytes, live_bytes, read_manifest
 
 from sage_mem.cli import main
 from sage_mem.dream import DreamConfig, rollback, run_dream
@@ -92,10 +92,6 @@ def agent_calls(agent_dir: Path) -> dict[str, Any]:
     return json.loads((agent_dir / "done.json").read_text(encoding="utf-8"))
 
 
-def manifest_of(result: Any) -> dict[str, Any]:
-    return json.loads(Path(result.manifest).read_text(encoding="utf-8"))
-
-
 def tidy_folder(folder: Path) -> None:
     """A few memories for the agent to work on, and one the rules fix by themselves."""
     add(folder, "project_plan", "The release plan", "Decided yesterday.", category="project",
@@ -129,7 +125,7 @@ def test_an_agent_in_a_rewrite_run_changes_only_through_the_manifest(
     before = folder_bytes(empty_dir)
     store = MemoryStore(empty_dir)
     result = run_dream(store, mode="rewrite", config=agent_config(agent_dir, REWRITE_CALLS))
-    manifest = manifest_of(result)
+    manifest = read_manifest(result)
     assert manifest["model"]["status"] == "finished", manifest["model"]
 
     done = agent_calls(agent_dir)
@@ -223,7 +219,7 @@ def test_an_agent_in_a_report_run_reads_and_every_write_is_refused_and_listed(
     assert json.loads(done["calls"][2]["text"])["description"] == "The user is called Ada"
     assert done["calls"][4]["text"] == "memory_write: write is not available in a report run"
 
-    manifest = manifest_of(result)
+    manifest = read_manifest(result)
     assert manifest["model"]["status"] == "finished"
     assert [(r["operation"], r["file"]) for r in manifest["refused"]] == [
         ("write", "user_name.md"),
@@ -246,7 +242,7 @@ def test_an_agent_that_fails_leaves_the_rule_based_result_and_what_it_did_record
     calls = [["memory_write", {"id": "user_name", "description": "Ada L.", "reason": "short"}]]
     store = MemoryStore(empty_dir)
     result = run_dream(store, mode="rewrite", config=agent_config(agent_dir, calls, exit=1))
-    manifest = manifest_of(result)
+    manifest = read_manifest(result)
     assert manifest["model"]["status"] == "failed"
     assert manifest["model"]["detail"].startswith("exit status 1")
     assert store.read("project_plan").body.strip() == "Decided on 2026-11-24."
@@ -262,7 +258,7 @@ def test_an_agent_that_times_out_is_stopped_and_the_rules_stand(empty_dir: Path)
     config = DreamConfig(agent_command=hangs, agent_timeout_seconds=0.3)
     store = MemoryStore(empty_dir)
     result = run_dream(store, mode="rewrite", config=config)
-    manifest = manifest_of(result)
+    manifest = read_manifest(result)
     assert manifest["model"] == {"status": "timed out", "detail": "stopped after 0.3 s"}
     assert manifest["status"] == "finished"
     assert store.read("project_plan").body.strip() == "Decided on 2026-11-24."

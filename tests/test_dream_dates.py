@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from datetime import date
 from pathlib import Path
 
 import pytest
-from test_dream_support import add
+from test_dream_support import add, read_manifest
 
 from sage_mem.dream import run_dream
 from sage_mem.dream.rules.dates import absolutize
@@ -93,10 +92,6 @@ def test_text_that_only_looks_like_a_relative_date_is_kept(text: str) -> None:
     assert absolutize(text, ANCHOR) == (text, [])
 
 
-def _manifest(result) -> dict:
-    return json.loads(Path(result.manifest).read_text(encoding="utf-8"))
-
-
 @pytest.mark.parametrize(
     ("description", "body", "expected_body"),
     [
@@ -126,7 +121,7 @@ def test_an_anchored_memory_is_rewritten(
     store = MemoryStore(empty_dir)
     result = run_dream(store, mode="rewrite")
     assert store.read("project_standup").body.strip() == expected_body
-    change = next(c for c in _manifest(result)["changes"] if c["rule"] == "relative-dates")
+    change = next(c for c in read_manifest(result)["changes"] if c["rule"] == "relative-dates")
     assert change["reason"].endswith("(written on 2026-11-25)")
 
 
@@ -152,7 +147,7 @@ def test_dates_without_a_sure_anchor_are_left_and_reported(
     before = path.read_bytes()
     result = run_dream(MemoryStore(empty_dir), mode="rewrite")
     assert path.read_bytes() == before
-    assert any(why in note["message"] for note in _manifest(result)["notes"])
+    assert any(why in note["message"] for note in read_manifest(result)["notes"])
 
 
 def test_only_updated_is_enough_of_an_anchor(empty_dir: Path) -> None:

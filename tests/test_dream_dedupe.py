@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_dream_support import add
+from test_dream_support import add, read_manifest
 
 from sage_mem.dream import run_dream
 from sage_mem.dream.rules.dedupe import candidate_pairs, head_similarity
@@ -260,7 +260,7 @@ def test_a_memory_retrieved_over_100_times_is_never_archived_by_a_merge(empty_di
     result = run_dream(store, mode="rewrite")
     assert (empty_dir / "user_two.md").exists()
     assert result.refused == 1
-    manifest = _manifest(result)
+    manifest = read_manifest(result)
     assert "retrieved 101 times" in manifest["refused"][0]["refusedBecause"]
 
 
@@ -282,7 +282,7 @@ def test_a_locked_twin_is_not_archived_and_the_refusal_is_reported(empty_dir: Pa
     before = (empty_dir / "user_two.md").read_bytes()
     result = run_dream(MemoryStore(empty_dir), mode="rewrite")
     assert (empty_dir / "user_two.md").read_bytes() == before
-    assert "locked" in _manifest(result)["refused"][0]["refusedBecause"]
+    assert "locked" in read_manifest(result)["refused"][0]["refusedBecause"]
     assert "locked" in Path(result.report).read_text(encoding="utf-8")
 
 
@@ -304,7 +304,7 @@ def test_twins_whose_bodies_differ_are_reported_not_merged(empty_dir: Path) -> N
     )
     result = run_dream(MemoryStore(empty_dir), mode="rewrite")
     assert (empty_dir / "feedback_b.md").exists()
-    notes = _manifest(result)["notes"]
+    notes = read_manifest(result)["notes"]
     assert any("merge them by hand" in n["message"] for n in notes)
 
 
@@ -363,7 +363,3 @@ def test_candidate_pairs_compare_few_pairs_on_a_large_folder() -> None:
     heads = [frozenset(rng.sample(vocabulary, 8)) for _ in range(5000)]
     all_pairs = len(heads) * (len(heads) - 1) // 2
     assert len(candidate_pairs(heads)) < all_pairs / 100
-
-
-def _manifest(result):
-    return json.loads(Path(result.manifest).read_text(encoding="utf-8"))

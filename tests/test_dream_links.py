@@ -2,19 +2,14 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 from support import write_memory
-from test_dream_support import add
+from test_dream_support import add, read_manifest
 
 from sage_mem.dream import run_dream
 from sage_mem.store import MemoryStore
-
-
-def _manifest(result) -> dict:
-    return json.loads(Path(result.manifest).read_text(encoding="utf-8"))
 
 
 @pytest.mark.parametrize(
@@ -109,7 +104,7 @@ def test_links_that_cannot_be_fixed_are_reported_and_left(
     before = path.read_bytes()
     result = run_dream(MemoryStore(empty_dir), mode="rewrite")
     assert path.read_bytes() == before
-    assert any(problem in n["message"] for n in _manifest(result)["notes"])
+    assert any(problem in n["message"] for n in read_manifest(result)["notes"])
 
 
 @pytest.mark.parametrize(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import shutil
 import sys
 from datetime import UTC, datetime, timedelta
@@ -10,17 +9,13 @@ from pathlib import Path
 
 import pytest
 from support import TEMPLATE
-from test_dream_support import add, folder_bytes, messy_folder
+from test_dream_support import add, folder_bytes, messy_folder, read_manifest
 
 from sage_mem.dream import DreamConfig, DreamError, list_runs, run_dream
 from sage_mem.dream.model import DreamTools, ToolRefused
 from sage_mem.dream.paths import RUN_ID
 from sage_mem.files import sha256_bytes
 from sage_mem.store import MemoryStore
-
-
-def _manifest(result) -> dict:
-    return json.loads(Path(result.manifest).read_text(encoding="utf-8"))
 
 
 @pytest.fixture
@@ -39,12 +34,12 @@ def test_report_mode_changes_no_byte_but_writes_the_report(messy: Path) -> None:
     assert set(after) - set(before) == {report}
     assert {k: v for k, v in after.items() if k != report} == before
     assert result.changes > 0
-    assert all(c["state"] == "proposed" for c in _manifest(result)["changes"])
+    assert all(c["state"] == "proposed" for c in read_manifest(result)["changes"])
 
 
 def test_a_rewrite_records_bytes_and_sha256_before_and_after(messy: Path) -> None:
     result = run_dream(MemoryStore(messy), mode="rewrite")
-    manifest = _manifest(result)
+    manifest = read_manifest(result)
     assert manifest["status"] == "finished"
     assert {"near-duplicates", "summaries", "relative-dates", "index"} <= {
         c["rule"] for c in manifest["changes"]
@@ -105,7 +100,7 @@ def test_memory_md_is_repaired(empty_dir: Path) -> None:
     (empty_dir / "MEMORY.md").write_text("# stale\n- [gone](gone.md)\n", encoding="utf-8")
     result = run_dream(MemoryStore(empty_dir), mode="rewrite")
     assert "user_name.md" in (empty_dir / "MEMORY.md").read_text(encoding="utf-8")
-    assert [c["rule"] for c in _manifest(result)["changes"]] == ["index"]
+    assert [c["rule"] for c in read_manifest(result)["changes"]] == ["index"]
 
 
 def test_run_ids_sort_in_the_order_runs_started(empty_dir: Path) -> None:
@@ -140,12 +135,12 @@ def test_a_model_in_a_report_run_can_read_but_not_write(empty_dir: Path) -> None
     result = run_dream(MemoryStore(empty_dir), mode="report", model_pass=model)
     assert path.read_bytes() == before
     assert "memory_write" not in seen["names"] and seen["read"] == "The user is called Ada"
-    refused = _manifest(result)["refused"]
+    refused = read_manifest(result)["refused"]
     assert [(r["operation"], r["source"]) for r in refused] == [
         ("write", "model"),
         ("archive", "model"),
     ]
-    assert _manifest(result)["model"]["status"] == "stopped"
+    assert read_manifest(result)["model"]["status"] == "stopped"
 
 
 def test_a_model_in_a_rewrite_run_changes_through_the_manifest(empty_dir: Path) -> None:
@@ -161,7 +156,7 @@ def test_a_model_in_a_rewrite_run_changes_through_the_manifest(empty_dir: Path) 
 
     store = MemoryStore(empty_dir)
     result = run_dream(store, mode="rewrite", model_pass=model)
-    manifest = _manifest(result)
+    manifest = read_manifest(result)
     model_changes = [c for c in manifest["changes"] if c["source"] == "model"]
     assert [(c["operation"], c["unexplained"]) for c in model_changes] == [
         ("rewrite", True),
@@ -188,7 +183,7 @@ def test_a_failing_model_leaves_the_rule_based_result(empty_dir: Path) -> None:
 
     store = MemoryStore(empty_dir)
     result = run_dream(store, mode="rewrite", model_pass=model)
-    assert _manifest(result)["model"]["status"] == "failed"
+    assert read_manifest(result)["model"]["status"] == "failed"
     assert store.read("project_x").body.strip() == "Decided on 2026-11-24."
 
 
@@ -204,7 +199,7 @@ def test_an_agent_command_that_fails_leaves_the_rule_based_result(empty_dir: Pat
     store = MemoryStore(empty_dir)
     command = [sys.executable, "-c", "import sys; sys.exit('no model here: {run_id}')"]
     result = run_dream(store, mode="rewrite", config=DreamConfig(agent_command=tuple(command)))
-    model = _manifest(result)["model"]
+    model = read_manifest(result)["model"]
     assert model["status"] == "failed" and "no model here" in model["detail"]
     assert store.read("project_x").body.strip() == "Decided on 2026-11-24."
 
@@ -238,7 +233,7 @@ def test_an_agent_command_works_through_the_run_journal(
     store = MemoryStore(empty_dir)
     agent = DreamConfig(agent_command=(sys.executable, "-c", FAKE_AGENT, str(empty_dir)))
     result = run_dream(store, mode=mode, config=agent)
-    manifest = _manifest(result)
+    manifest = read_manifest(result)
     assert manifest["model"]["status"] == "finished"
     assert store.read("user_name").description == description
     assert len([r for r in manifest["refused"] if r["source"] == "model"]) == refused

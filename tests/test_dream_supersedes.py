@@ -2,18 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
-from test_dream_support import add
+from test_dream_support import add, read_manifest
 
 from sage_mem.dream import run_dream
 from sage_mem.store import MemoryStore
-
-
-def _manifest(result) -> dict:
-    return json.loads(Path(result.manifest).read_text(encoding="utf-8"))
 
 
 @pytest.mark.parametrize(
@@ -48,9 +43,8 @@ def test_a_locked_memory_is_not_archived_even_when_superseded(empty_dir: Path) -
     before = path.read_bytes()
     result = run_dream(MemoryStore(empty_dir), mode="rewrite")
     assert path.read_bytes() == before
-    assert (
-        _manifest(result)["refused"][0]["refusedBecause"] == "the memory is locked (locked: true)"
-    )
+    refused = read_manifest(result)["refused"]
+    assert refused[0]["refusedBecause"] == "the memory is locked (locked: true)"
 
 
 @pytest.mark.parametrize(
@@ -71,4 +65,4 @@ def test_supersedes_that_cannot_be_acted_on_are_reported(
     before = {p.name: p.read_bytes() for p in empty_dir.glob("*.md")}
     result = run_dream(MemoryStore(empty_dir), mode="rewrite")
     assert {p.name: p.read_bytes() for p in empty_dir.glob("user_*.md")} == before
-    assert [n for n in _manifest(result)["notes"] if message in n["message"]]
+    assert [n for n in read_manifest(result)["notes"] if message in n["message"]]

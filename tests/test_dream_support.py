@@ -1,10 +1,12 @@
-"""Builders for the dream tests (no tests here): memories by hand, folder bytes, messy folders."""
+"""Builders for the dream tests (no tests here): memories by hand, folders, a run's manifest."""
 
 from __future__ import annotations
 
+import json
 import os
 import random
 from pathlib import Path
+from typing import Any
 
 from support import write_memory
 
@@ -40,6 +42,11 @@ def folder_bytes(folder: Path, *, skip: tuple[str, ...] = ("autodream",)) -> dic
 def live_bytes(folder: Path) -> dict[str, bytes]:
     """The files in service: everything but archive/ and autodream/."""
     return folder_bytes(folder, skip=("autodream", "archive"))
+
+
+def read_manifest(result: Any) -> dict[str, Any]:
+    """The manifest.json a dream run wrote (`result` is what `run_dream` returned)."""
+    return json.loads(Path(result.manifest).read_text(encoding="utf-8"))
 
 
 TOPICS_EN = [
