@@ -80,7 +80,7 @@ from itertools import accumulate, compress, repeat
 from operator import eq
 from pathlib import Path
 
-from .folder import DREAM_DIR, INDEX_FILE, MemoryFolder, is_editor_junk
+from .folder import MemoryFolder, is_walked
 from .index import FIELDS, BackingError, Columns, Export, Index, Scoring, gc_paused
 from .memory import Memory, ValueProblem
 from .safe_io import make_private_dirs
@@ -194,8 +194,9 @@ def cache_path(folder: MemoryFolder) -> Path:
 def scan(folder: MemoryFolder) -> dict[str, Signature | None]:
     """Every memory file (archived ones too) by relative path, with its signature.
 
-    The same files as `MemoryFolder.iter_files` with and without `archived`,
-    found with one `scandir` and one `stat` per file. None for a file whose
+    The same files as `MemoryFolder.iter_files` with and without `archived`
+    (both ask `folder.is_walked` of every entry), found with one `scandir` and
+    one `stat` per file. None for a file whose
     stat failed (it is read again, and the store says why).
     """
     root = str(folder.root)
@@ -208,23 +209,17 @@ def scan(folder: MemoryFolder) -> dict[str, Signature | None]:
                 entries = list(listing)
         except OSError:
             continue
+        in_root = not prefix
         for entry in entries:
             name = entry.name
             try:
                 is_dir = entry.is_dir(follow_symlinks=False)
             except OSError:
                 continue
+            if not is_walked(name, is_dir=is_dir, in_root=in_root):
+                continue
             if is_dir:
-                if name.startswith(".") or is_editor_junk(name):
-                    continue
-                if not prefix and name == DREAM_DIR:
-                    continue
                 stack.append((entry.path, prefix + name + "/"))
-                continue
-            # A name ending in .md is junk only by its first character (is_editor_junk).
-            if not name.endswith(".md") or name[0] in ".#~":
-                continue
-            if not prefix and name == INDEX_FILE:
                 continue
             try:
                 st = entry.stat()

@@ -143,6 +143,23 @@ def is_editor_junk(name: str) -> bool:
     )
 
 
+def is_walked(name: str, *, is_dir: bool, in_root: bool) -> bool:
+    """Whether a walk of the memory folder takes this entry: a memory file, or a folder to enter.
+
+    The one rule for every walk (`MemoryFolder.iter_files`, `cache.scan`), so that a
+    cold start and a warm one agree on what is a memory. `is_dir` is the entry's own
+    type: a symlink is never a folder to enter (symlinked folders are not followed).
+    `in_root` says the entry lies directly in the memory folder, where `MEMORY.md`
+    and `autodream/` are reserved; `archive/` is entered (it holds the archived
+    memories) and left out by the walks that want only memories in service.
+    """
+    if is_dir:
+        return not is_editor_junk(name) and not (in_root and name == DREAM_DIR)
+    if not name.endswith(".md") or is_editor_junk(name):
+        return False
+    return not (in_root and name == INDEX_FILE)
+
+
 class MemoryFolder:
     """Paths of one memory folder and of its state folder."""
 
@@ -363,32 +380,56 @@ class MemoryFolder:
     def iter_files(self, *, archived: bool = False, under: Path | None = None) -> Iterator[Path]:
         """Every memory file (or, with `archived`, every archived one), sorted by path.
 
-        Symlinked folders are not followed; a symlinked file is yielded and
-        checked for containment when it is read.
+        What is walked is decided by `is_walked`, entry by entry. Symlinked
+        folders are not followed (a symlinked archive/ neither); a symlinked
+        file is yielded and checked for containment when it is read. `under`
+        walks only a folder of the folder, and nothing when the whole walk
+        would not reach it (a dot-folder, a symlinked folder, archive/ for
+        memories in service).
         """
-        start = Path(under or (self.archive_dir if archived else self.root))
+        start = Path(os.path.abspath(under)) if under is not None else self.root
+        if archived and start == self.root:
+            start = self.archive_dir
+        if not self._walk_reaches(start, archived=archived):
+            return
         # A stack of sorted listings rather than recursion: no depth limit.
-        stack = [(start, iter(_sorted_entries(start)))]
+        stack = [(start == self.root, iter(_sorted_entries(start)))]
         while stack:
-            folder, entries = stack[-1]
+            in_root, entries = stack[-1]
             entry = next(entries, None)
             if entry is None:
                 stack.pop()
                 continue
-            path = Path(entry.path)
             try:
                 is_dir = entry.is_dir(follow_symlinks=False)
             except OSError:
                 continue
-            if is_dir:
-                if entry.name.startswith(".") or (
-                    folder == self.root
-                    and (entry.name == DREAM_DIR or (entry.name == ARCHIVE_DIR and not archived))
-                ):
-                    continue
-                stack.append((path, iter(_sorted_entries(path))))
-            elif (self.archived_id_for(path) if archived else self.id_for(path)) is not None:
-                yield path
+            if not is_walked(entry.name, is_dir=is_dir, in_root=in_root):
+                continue
+            if not is_dir:
+                yield Path(entry.path)
+            elif not (in_root and entry.name == ARCHIVE_DIR and not archived):
+                stack.append((False, iter(_sorted_entries(Path(entry.path)))))
+
+    def _walk_reaches(self, start: Path, *, archived: bool) -> bool:
+        """True when walking the whole folder enters `start` (the root, or a real folder in it)."""
+        rel = self._relative(start)
+        if rel is None:
+            return start == self.root and not archived
+        parts = rel.split("/")
+        if (parts[0] == ARCHIVE_DIR) != archived:
+            return False
+        current = str(self.root)
+        for number, part in enumerate(parts):
+            current = os.path.join(current, part)
+            try:
+                if not stat.S_ISDIR(os.lstat(current).st_mode):
+                    return False
+            except OSError:
+                return False
+            if not is_walked(part, is_dir=True, in_root=number == 0):
+                return False
+        return True
 
 
 def _sorted_entries(folder: Path) -> list[os.DirEntry[str]]:

@@ -133,6 +133,125 @@ def test_iter_files_does_not_follow_symlinked_folders(folder: MemoryFolder, tmp_
     assert list(folder.iter_files()) == []
 
 
+WALKED = [
+    "live.md",
+    "archive.md",
+    "autodream.md",
+    "sub/deep/x.md",
+    "sub/MEMORY.md",
+    "sub/autodream/x.md",
+    "sub/archive/x.md",
+    "notes.md/inner.md",
+    "alias.md",
+    "dangling.md",
+]
+WALKED_ARCHIVED = [
+    "archive/old.md",
+    "archive/MEMORY.md",
+    "archive/sub/y.md",
+    "archive/autodream/z.md",
+    "archive/archive/w.md",
+]
+NOT_WALKED = [
+    "MEMORY.md",
+    "autodream/run.md",
+    ".git/x.md",
+    ".obsidian/x.md",
+    "sub/.hidden/x.md",
+    "archive/.x/y.md",
+    "4913/x.md",
+    "x.md~/x.md",
+    "#x#/x.md",
+    "~lock/x.md",
+    "a.bak/x.md",
+    "a.swp/x.md",
+    "sub/4913/x.md",
+    "archive/4913/x.md",
+    "archive/x.md~/y.md",
+    "x.MD",
+    "x.txt",
+    ".x.md",
+    "#x.md#",
+    "x.md.swp",
+    "files/x.md~",
+    "files/4913",
+    "linked/x.md",
+    "linked_in/x.md",
+    "sub/linked/x.md",
+]
+
+
+def _edge_case_folder(root: Path, outside: Path, *, archive_link: bool) -> None:
+    outside.mkdir()
+    (outside / "x.md").write_text(MEMORY, encoding="utf-8")
+    (outside / "old.md").write_text(MEMORY, encoding="utf-8")
+    for rel in WALKED + WALKED_ARCHIVED + NOT_WALKED:
+        if rel in ("alias.md", "dangling.md") or rel.startswith(("linked", "sub/linked")):
+            continue
+        if archive_link and rel.startswith("archive/"):
+            continue
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(MEMORY, encoding="utf-8")
+    (root / "alias.md").symlink_to(root / "live.md")
+    (root / "dangling.md").symlink_to(root / "gone.md")
+    (root / "linked").symlink_to(outside, target_is_directory=True)
+    (root / "linked_in").symlink_to(root / "sub", target_is_directory=True)
+    (root / "sub" / "linked").symlink_to(root / "sub" / "deep", target_is_directory=True)
+    if archive_link:
+        (root / "archive").symlink_to(outside, target_is_directory=True)
+
+
+@pytest.mark.parametrize(
+    "archive_link",
+    [pytest.param(False, id="archive-folder"), pytest.param(True, id="archive-symlinked")],
+)
+def test_the_cache_scan_and_iter_files_find_the_same_memory_files(
+    folder: MemoryFolder, tmp_path: Path, archive_link: bool
+) -> None:
+    from sage_mem import cache
+
+    _edge_case_folder(folder.root, tmp_path / "outside", archive_link=archive_link)
+
+    def rel(paths: object) -> set[str]:
+        return {p.relative_to(folder.root).as_posix() for p in paths}  # type: ignore[attr-defined]
+
+    live, archived = rel(folder.iter_files()), rel(folder.iter_files(archived=True))
+    assert live == set(WALKED)
+    # A symlinked archive/ is not followed, like any symlinked folder.
+    assert archived == (set() if archive_link else set(WALKED_ARCHIVED))
+    assert set(cache.scan(folder)) == live | archived
+
+
+@pytest.mark.parametrize(
+    ("under", "archived"),
+    [
+        pytest.param("linked_in", False, id="symlinked-folder"),
+        pytest.param("sub/linked", False, id="nested-symlinked-folder"),
+        pytest.param(".obsidian", False, id="dot-folder"),
+        pytest.param("4913", False, id="editor-junk-folder"),
+        pytest.param("autodream", False, id="reports-folder"),
+        pytest.param("archive", False, id="archive-for-live-memories"),
+        pytest.param("sub", True, id="live-folder-for-archived-memories"),
+    ],
+)
+def test_a_partial_walk_finds_nothing_the_whole_walk_would_not_enter(
+    folder: MemoryFolder, tmp_path: Path, under: str, archived: bool
+) -> None:
+    _edge_case_folder(folder.root, tmp_path / "outside", archive_link=False)
+    assert list(folder.iter_files(archived=archived, under=folder.root / under)) == []
+
+
+def test_a_partial_walk_finds_what_the_whole_walk_finds_there(
+    folder: MemoryFolder, tmp_path: Path
+) -> None:
+    _edge_case_folder(folder.root, tmp_path / "outside", archive_link=False)
+    for under, archived in (("sub", False), ("archive", True), ("archive/sub", True)):
+        start = folder.root / under
+        whole = [p for p in folder.iter_files(archived=archived) if p.is_relative_to(start)]
+        assert list(folder.iter_files(archived=archived, under=folder.root / under)) == whole
+
+
 # ids that escape
 
 
