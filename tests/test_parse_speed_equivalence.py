@@ -279,19 +279,76 @@ frontmatter_text = st.builds(
 @settings(max_examples=600, deadline=None)
 @given(text=frontmatter_text)
 def test_generated_frontmatter_reads_as_pyyaml_reads_it(text: str) -> None:
+    """Any frontmatter the fast path takes, it reads as PyYAML does.
+
+    It leaves most of this input to PyYAML, so this alone would pass with the
+    fast path switched off: the two properties below say what it must take.
+    """
     fast_path_agrees(text)
+
+
+KEYS_NOT_STRINGS = {"yes", "null"}  # keys PyYAML reads as a bool and as None
 
 
 @settings(max_examples=300, deadline=None)
 @given(
-    lines=st.lists(
-        st.builds(lambda k, v: f"{k}: {v}", st.sampled_from(KEYS), st.sampled_from(PIECES)),
-        min_size=1,
-        max_size=4,
+    pairs=st.lists(
+        st.tuples(st.sampled_from(KEYS), st.sampled_from(PIECES)), min_size=1, max_size=4
     )
 )
-def test_generated_key_value_lines_read_as_pyyaml_reads_them(lines: list[str]) -> None:
-    fast_path_agrees("\n".join(lines) + "\n")
+def test_generated_key_value_lines_take_the_fast_path_unless_one_is_left_to_pyyaml(
+    pairs: list[tuple[str, str]],
+) -> None:
+    text = "".join(f"{key}: {value}\n" for key, value in pairs)
+    simple = all(key not in KEYS_NOT_STRINGS and value in TAKEN.values() for key, value in pairs)
+    assert fast_path_agrees(text) == simple, text
+
+
+# Frontmatter of the one shape the fast path is for: `key: value` lines whose
+# keys PyYAML reads as strings and whose values are one-line scalars or flow
+# lists of plain scalars, with trailing comments, blank and comment lines.
+FLOW_ITEMS = [
+    "a", "a b", "a-b", "a?b", "0.5", "1e3", "0x1F", "017", "1_000", "+1", ".inf", "yes", "Off",
+    "null", "~", "2026-11-29", "2026-02-30", "猫", "café",
+]
+simple_key = st.one_of(
+    st.sampled_from(sorted(set(KEYS) - KEYS_NOT_STRINGS)),
+    st.from_regex(r"[A-Za-z_][A-Za-z0-9_-]{0,30}", fullmatch=True).filter(
+        lambda key: isinstance(pyyaml(key), str)
+    ),
+)
+plain_text = st.from_regex(
+    r"[A-Za-z0-9.+~猫é][A-Za-z0-9 .,;()/+~'\"!&*?%@`|>=<猫，é\xa0-]{0,20}", fullmatch=True
+)
+simple_value = st.one_of(
+    st.sampled_from(list(TAKEN.values())),
+    plain_text,
+    st.lists(st.sampled_from(FLOW_ITEMS), max_size=4).map(lambda items: f"[{', '.join(items)}]"),
+)
+simple_line = st.builds(
+    lambda key, sep, value, tail: key + sep + value + tail,
+    simple_key,
+    st.sampled_from([": ", ":  "]),
+    simple_value,
+    st.sampled_from(["", " # c", "  #: c"]),
+)
+quiet_line = st.sampled_from(["", "  ", "#", "# c", "#: not a key", "#- a"])
+simple_frontmatter = st.builds(
+    lambda before, line, after, newline, last: newline.join([*before, line, *after]) + last,
+    st.lists(st.one_of(simple_line, quiet_line), max_size=4),
+    simple_line,
+    st.lists(st.one_of(simple_line, quiet_line), max_size=4),
+    st.sampled_from(["\n", "\r\n"]),
+    st.sampled_from(["\n", ""]),
+)
+
+
+@settings(max_examples=600, deadline=None)
+@given(text=simple_frontmatter)
+def test_generated_simple_frontmatter_takes_the_fast_path_and_reads_as_pyyaml_reads_it(
+    text: str,
+) -> None:
+    assert fast_path_agrees(text), text
 
 
 @settings(max_examples=400, deadline=None)
