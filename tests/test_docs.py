@@ -1,22 +1,45 @@
-"""The README documents every CLI command, and every command has help text with an example."""
+"""The README and docs/ say what the code does, and every link in them leads somewhere.
+
+- every CLI command is in the README and has help text with an example;
+- every MCP tool is in the README or docs/agents.md;
+- every audit check the code knows has a row in docs/audit.md's table;
+- every relative link in README.md and docs/*.md points at a file that exists
+  (and a `#fragment` at a heading of that file);
+- every docs/*.md page is linked from the README;
+- the README opens with the two set-up commands, and CI runs both.
+"""
 
 from __future__ import annotations
 
 import argparse
 import re
+import unicodedata
 from pathlib import Path
+from urllib.parse import unquote
 
 import pytest
 
 from sage_mem.cli import build_parser
 
-README = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+ROOT = Path(__file__).resolve().parent.parent
+README_PATH = ROOT / "README.md"
+DOCS = ROOT / "docs"
+README = README_PATH.read_text(encoding="utf-8")
+PAGES = sorted(DOCS.glob("*.md"))
+CI = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+
+
+def _text(path: Path) -> str:
+    return path.read_text(encoding="utf-8")
 
 
 def _subcommands() -> dict[str, argparse.ArgumentParser]:
     parser = build_parser()
     action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     return {name: sub for name, sub in action.choices.items() if name != "write"}
+
+
+# commands
 
 
 @pytest.mark.parametrize("name", sorted(_subcommands()))
@@ -34,27 +57,132 @@ def test_command_has_help_and_example(name: str) -> None:
             assert action.help, f"{name} {action.dest} has no help text"
 
 
+# the two set-up commands
+
+
+def _bash_blocks(text: str) -> list[str]:
+    return re.findall(r"```bash\n(.*?)```", text, flags=re.S)
+
+
 def test_readme_opens_with_the_two_setup_commands() -> None:
-    blocks = re.findall(r"```bash\n(.*?)```", README, flags=re.S)
-    assert "pip install . && sage-mem init && sage-mem search" in blocks[0]
+    blocks = _bash_blocks(README)
+    assert README.index("```bash") < README.index("\n## "), "the set-up commands come first"
+    assert re.match(r"pip install \. && sage-mem init\b.* && sage-mem search ", blocks[0])
     assert 'pip install -e ".[test]" && python -m pytest' in blocks[1]
 
 
 def test_ci_runs_the_readme_test_command() -> None:
-    ci = (Path(__file__).resolve().parent.parent / ".ci" / "run").read_text(encoding="utf-8")
-    assert 'pip install --quiet -e ".[test]"' in ci and "python -m pytest" in ci
+    assert 'pip install --quiet -e ".[test]"' in CI and "\npython -m pytest\n" in CI
 
 
-def test_every_mcp_tool_is_in_readme() -> None:
+def test_ci_runs_the_readme_first_command_from_the_wheel() -> None:
+    first = _bash_blocks(README)[0].strip()
+    steps = [step.strip() for step in first.split("&&")]
+    assert steps[0] == "pip install ."
+    for step in steps[1:]:
+        assert step.startswith("sage-mem ")
+        assert f'/bin/sage-mem" {step.removeprefix("sage-mem ")}' in CI, (
+            f".ci/run does not run the README's `{step}`"
+        )
+
+
+# MCP tools and audit checks
+
+
+def test_every_mcp_tool_is_in_readme_or_agents_page() -> None:
     from sage_mem.server import DESCRIPTIONS
 
+    documented = README + _text(DOCS / "agents.md")
     for name, description in DESCRIPTIONS.items():
-        assert f"`{name}`" in README, f"README does not document {name}"
+        assert f"`{name}`" in documented, f"neither README nor docs/agents.md documents {name}"
         assert 20 < len(description) < 2048
 
 
-def test_every_audit_check_is_in_readme() -> None:
+def _audit_rows() -> dict[str, str]:
+    rows = re.findall(r"^\| `([a-z-]+)` \| (error|warning) \|", _text(DOCS / "audit.md"), re.M)
+    return dict(rows)
+
+
+def test_every_audit_check_has_a_row_in_the_audit_page() -> None:
     from sage_mem.audit import CHECKS
 
-    for name in CHECKS:
-        assert f"| `{name}` |" in README, f"README does not list the audit check {name}"
+    rows = _audit_rows()
+    for name, (severity, _finds) in CHECKS.items():
+        assert name in rows, f"docs/audit.md does not list the audit check {name}"
+        assert rows[name] == severity, f"docs/audit.md gives {name} the wrong severity"
+
+
+def test_the_audit_page_lists_no_check_the_code_does_not_know() -> None:
+    from sage_mem.audit import CHECKS
+
+    assert set(_audit_rows()) <= set(CHECKS)
+
+
+# links
+
+
+def _slug(heading: str) -> str:
+    """The anchor GitHub gives a heading: lower case, punctuation dropped, spaces to hyphens."""
+    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", heading.strip()).lower()
+    kept = "".join(ch for ch in text if ch in " -_" or unicodedata.category(ch)[0] in "LN")
+    return kept.replace(" ", "-")
+
+
+def _anchors(path: Path) -> set[str]:
+    text = re.sub(r"```.*?```", "", _text(path), flags=re.S)
+    return {_slug(m) for m in re.findall(r"^#{1,6} +(.+?) *#*$", text, re.M)}
+
+
+def _links(text: str) -> list[str]:
+    text = re.sub(r"```.*?```", "", text, flags=re.S)
+    text = re.sub(r"`[^`\n]*`", "", text)
+    return re.findall(r"!?\[[^\]]*\]\(<?([^)\s>]+)>?(?: \"[^\"]*\")?\)", text)
+
+
+def _relative_links() -> list[tuple[Path, str]]:
+    found = []
+    for page in [README_PATH, *PAGES]:
+        for target in _links(_text(page)):
+            if re.match(r"[a-z][a-z0-9+.-]*:", target) or target.startswith("//"):
+                continue  # http:, https:, mailto: …
+            found.append((page, target))
+    return found
+
+
+@pytest.mark.parametrize(
+    ("page", "target"),
+    [pytest.param(page, target, id=f"{page.relative_to(ROOT)}->{target}")
+     for page, target in _relative_links()],
+)
+def test_every_relative_link_points_at_an_existing_file(page: Path, target: str) -> None:
+    path_part, _, fragment = target.partition("#")
+    resolved = (page.parent / unquote(path_part)).resolve() if path_part else page
+    assert resolved.exists(), f"{page.relative_to(ROOT)} links to {target}, which does not exist"
+    assert resolved == ROOT or ROOT in resolved.parents, f"{target} leads out of the repository"
+    if fragment and resolved.suffix == ".md":
+        assert fragment in _anchors(resolved), (
+            f"{page.relative_to(ROOT)} links to {target}: no such heading"
+        )
+
+
+def test_the_docs_have_links_to_check() -> None:
+    assert len(_relative_links()) > len(PAGES), "the link test found (almost) nothing to check"
+
+
+@pytest.mark.parametrize("page", [pytest.param(p, id=p.name) for p in PAGES])
+def test_every_docs_page_is_linked_from_the_readme(page: Path) -> None:
+    linked = {
+        (ROOT / unquote(target.partition("#")[0])).resolve()
+        for source, target in _relative_links() if source == README_PATH
+    }
+    assert page.resolve() in linked, f"README.md does not link to docs/{page.name}"
+
+
+def test_the_docs_folder_has_the_pages_the_readme_promises() -> None:
+    names = {p.name for p in PAGES}
+    assert {"memory-file.md", "agents.md", "ui.md", "dream.md", "audit.md", "git.md",
+            "retrieval.md", "speed.md", "reliability.md"} <= names
+
+
+def test_the_readme_stays_a_first_page() -> None:
+    assert len(README.splitlines()) <= 260, "README.md is for newcomers: details go in docs/"
