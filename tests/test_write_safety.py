@@ -311,3 +311,11 @@ def test_a_stale_expected_sha256_names_the_fields_that_differ_on_disk(
     assert done.returncode == 1 and err.count("\n") == 1, err
     assert "changed on disk since it was read" in err and "description differ" in err
     assert "deploy steps" in checklist.read_text()
+
+
+def test_a_rewritten_memory_keeps_its_mode(empty_dir: Path, checklist: Path) -> None:
+    checklist.chmod(0o644)  # the person's choice, made before sage-mem's policy
+    done = cli_process("--dir", str(empty_dir), "feedback", "project_deploy", "helpful")
+    assert done.returncode == 0, done.stderr
+    assert "trust: 0.6" in checklist.read_text()
+    assert checklist.stat().st_mode & 0o777 == 0o644
