@@ -51,6 +51,24 @@ def cold_snapshot(folder: Path) -> dict[str, str]:
     return snapshot(MemoryStore(folder))
 
 
+def close_promptly(store: MemoryStore) -> set[threading.Thread]:
+    """Close `store` (failing the test if close never returns); the threads alive as it returned.
+
+    close runs in a helper thread so that a close stuck waiting for something that
+    would end only much later (an hour-long reconcile period, an observer that never
+    stops) fails `wait_until` instead of hanging the suite.
+    """
+    alive: list[set[threading.Thread]] = []
+
+    def close() -> None:
+        store.close()
+        alive.append(set(threading.enumerate()) - {threading.current_thread()})
+
+    threading.Thread(target=close, name="test-close", daemon=True).start()
+    wait_until(lambda: alive)
+    return alive[0]
+
+
 @dataclass
 class Expect:
     """What a scenario leaves: id -> a query that must find it, and ids that must be gone."""
@@ -317,11 +335,13 @@ def test_a_checkout_slower_than_the_longest_delay_still_lands_as_one_refresh(
         return real_refresh(paths)
 
     store.refresh = counting  # type: ignore[method-assign]
-    started = time.monotonic()
-    for n in range(300):  # over about 0.6 s: longer than MAX_DELAY_SECONDS, with no pause
+    # A sleep lasts at least as long as asked: the stream outlasts MAX_DELAY_SECONDS
+    # (0.6 s against 0.25 s) without a pause as long as the quiet that ends a burst.
+    pause = 2.4 * watch.MAX_DELAY_SECONDS / 300
+    assert pause < watch.QUIET_SECONDS
+    for n in range(300):
         write_memory(memory_dir, f"co/note_{n:03}", text(f"after checkout quokka {n}"))
-        time.sleep(0.002)
-    assert time.monotonic() - started > watch.MAX_DELAY_SECONDS
+        time.sleep(pause)
     wait_until(lambda: len(store.search("quokka", limit=500)) == 300, timeout=10)
     # The first few events may land before the stream counts as bulk; the rest, once.
     assert len(calls) <= 2, calls
@@ -455,6 +475,7 @@ def test_deleting_the_watched_folder_empties_the_index(
     watched, memory_dir: Path, monkeypatch: pytest.MonkeyPatch, poll: bool
 ) -> None:
     monkeypatch.setattr(watch, "POLL_SECONDS", 0.05)
+    before = set(threading.enumerate())
     store = watched(poll=poll, reconcile_seconds=0.2)
     assert len(store.index) > 0
     shutil.rmtree(memory_dir)
@@ -463,14 +484,14 @@ def test_deleting_the_watched_folder_empties_the_index(
     wait_until(lambda: found(store, "phoenix", "project_reborn"))
     write_memory(memory_dir, "project_later", text("A later griffin edit"))
     wait_until(lambda: found(store, "griffin", "project_later"))
-    started = time.monotonic()
-    store.close()
-    assert time.monotonic() - started < 1.0
+    close_promptly(store)
+    wait_until(lambda: not set(threading.enumerate()) - before)  # no observer left behind
 
 
 def test_moving_the_watched_folder_away_empties_the_index(
     watched, memory_dir: Path, outside: Path
 ) -> None:
+    before = set(threading.enumerate())
     store = watched(reconcile_seconds=0.2)
     os.rename(memory_dir, outside / "memory")
     wait_until(lambda: len(store.index) == 0)
@@ -478,9 +499,8 @@ def test_moving_the_watched_folder_away_empties_the_index(
     reconciles = store._watcher.reconcile_count
     wait_until(lambda: store._watcher.reconcile_count >= reconciles + 2)
     assert len(store.index) == 0
-    started = time.monotonic()
-    store.close()
-    assert time.monotonic() - started < 1.0
+    close_promptly(store)
+    wait_until(lambda: not set(threading.enumerate()) - before)  # no observer left behind
 
 
 def test_watching_through_a_symlinked_folder(tmp_path: Path, memory_dir: Path) -> None:
@@ -496,13 +516,34 @@ def test_watching_through_a_symlinked_folder(tmp_path: Path, memory_dir: Path) -
 
 def test_close_stops_every_thread_promptly(memory_dir: Path) -> None:
     before = set(threading.enumerate())
-    store = MemoryStore(memory_dir, watch=True)
+    # Nothing but close wakes the debounce thread within the hour: close must wake it.
+    store = MemoryStore(memory_dir, watch=True, reconcile_seconds=3600)
     assert set(threading.enumerate()) - before
-    started = time.monotonic()
-    store.close()
-    assert time.monotonic() - started < 1.0
-    assert set(threading.enumerate()) - before == set()
+    assert close_promptly(store) - before == set()
     assert found(store, "芝麻", "user_cat_zh")  # still searchable, just no longer kept current
+
+
+def test_close_does_not_wait_for_an_observer_that_is_slow_to_stop(
+    memory_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = MemoryStore(memory_dir, watch=True, reconcile_seconds=3600)
+    watcher = store._watcher
+    debounce, observer = watcher._thread, watcher._observer
+    release = threading.Event()
+    real_stop = observer.stop
+
+    def stop_when_released() -> None:  # as watchdog's stop sleeping out a move's other half
+        release.wait()
+        real_stop()
+
+    monkeypatch.setattr(observer, "stop", stop_when_released)
+    try:
+        close_promptly(store)
+        wait_until(lambda: not debounce.is_alive())
+        assert observer.is_alive()  # left to finish in the background
+    finally:
+        release.set()
+    wait_until(lambda: not observer.is_alive())
 
 
 def test_watcher_threads_are_daemons(watched) -> None:
