@@ -86,10 +86,60 @@ def test_relative_dates_become_absolute(text: str, expected: str) -> None:
         pytest.param("马上周一的例会就要开始了", id="zh-word-before"),
         pytest.param("请看一下周报", id="zh-weekly-report"),
         pytest.param("`明天`是一个变量名", id="zh-code-span"),
+        pytest.param("Deploy:\n\n    sleep until tomorrow\n", id="en-indented-code-block"),
+        pytest.param("    sleep until tomorrow\n", id="en-indented-code-at-start"),
+        pytest.param("Deploy:\n\n\tsleep until tomorrow\n", id="en-tab-indented-code"),
+        pytest.param("Run <code>deploy --when tomorrow</code> to stage it", id="en-html-code"),
+        pytest.param("<pre>\nsleep until tomorrow\n\nand tomorrow\n</pre>\n", id="en-html-pre"),
+        pytest.param("用 <CODE class=\"x\">明天</CODE> 作变量名", id="zh-html-code"),
+        pytest.param("~~~~\nsleep until tomorrow\n~~~\nstill tomorrow\n~~~~\n", id="en-long-fence"),
+        pytest.param("```\nsleep until tomorrow\n", id="en-unclosed-fence"),
+        pytest.param("> ```\n> sleep until tomorrow\n> ```\n", id="en-fence-in-quote"),
+        pytest.param("- step:\n  ```\n  sleep until tomorrow\n  ```\n", id="en-fence-in-list"),
+        pytest.param("Run `` a ` tomorrow `` now", id="en-double-backtick-span"),
     ],
 )
 def test_text_that_only_looks_like_a_relative_date_is_kept(text: str) -> None:
     assert absolutize(text, ANCHOR) == (text, [])
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        pytest.param(
+            "Shipped yesterday:\n    and reviewed tomorrow\n",
+            "Shipped on 2026-11-24:\n    and reviewed on 2026-11-26\n",
+            id="indented-line-continuing-a-paragraph",
+        ),
+        pytest.param(
+            "- shipped\n\n    reviewed tomorrow\n",
+            "- shipped\n\n    reviewed on 2026-11-26\n",
+            id="indented-paragraph-in-a-list-item",
+        ),
+        pytest.param(
+            "    ```\nshipped yesterday\n",
+            "    ```\nshipped on 2026-11-24\n",
+            id="a-fence-indented-four-spaces-is-indented-code",
+        ),
+        pytest.param(
+            "Escaped \\`backtick, shipped yesterday`",
+            "Escaped \\`backtick, shipped on 2026-11-24`",
+            id="escaped-backtick-opens-no-span",
+        ),
+        pytest.param(
+            "`a\n\nshipped yesterday`",
+            "`a\n\nshipped on 2026-11-24`",
+            id="a-code-span-ends-with-its-paragraph",
+        ),
+        pytest.param(
+            "```\ncode\n```\nshipped yesterday ```x``` done\n",
+            "```\ncode\n```\nshipped on 2026-11-24 ```x``` done\n",
+            id="prose-after-a-closed-fence",
+        ),
+    ],
+)
+def test_prose_next_to_code_is_still_dated(text: str, expected: str) -> None:
+    assert absolutize(text, ANCHOR)[0] == expected
 
 
 @pytest.mark.parametrize(
