@@ -130,23 +130,15 @@ def _read_body(args: argparse.Namespace) -> str | None:
 
 
 def cmd_add(args: argparse.Namespace, out: TextIO) -> int:
+    from .fields import FIELDS
+
     store = _open_store(args)
     memory = store.write(
         args.id,
-        description=args.description,
         body=_read_body(args),
-        category=args.category,
-        name=args.name,
-        summary=args.summary,
-        aliases=args.alias,
-        tags=args.tag,
-        trust=args.trust,
-        baseline=args.baseline,
-        baseline_priority=args.baseline_priority,
-        project=args.project,
-        supersedes=args.supersedes,
         expected_sha256=args.expected_sha256,
         allow_secret=args.allow_secret,
+        **{field.name: getattr(args, field.name) for field in FIELDS},
     )
     if args.json:
         _print_json(memory.to_dict(body=False), out)
@@ -562,36 +554,21 @@ def build_parser() -> argparse.ArgumentParser:
         aliases=["write"],
     )
     sub.add_argument("id", help="the memory id: its path in the folder without .md")
-    sub.add_argument(
-        "--description", help="one line saying what this memory is (required when new)"
-    )
-    sub.add_argument("--category", help="user, feedback, project or reference")
-    sub.add_argument("--name", help="a short name")
-    sub.add_argument("--summary", help="short display text")
-    sub.add_argument(
-        "--alias",
-        action="append",
-        metavar="ALIAS",
-        help="another wording that should find it (repeatable)",
-    )
-    sub.add_argument("--tag", action="append", metavar="TAG", help="a tag (repeatable)")
-    sub.add_argument("--trust", type=float, help="0..1 (default 0.5)")
-    sub.add_argument(
-        "--baseline",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="inject at the start of every session",
-    )
-    sub.add_argument(
-        "--baseline-priority", type=int, metavar="N", help="order among baselines, higher first"
-    )
-    sub.add_argument("--project", help='scope to a project ("global" = everywhere)')
-    sub.add_argument(
-        "--supersedes",
-        action="append",
-        metavar="ID",
-        help="a memory this one replaces (repeatable)",
-    )
+    from .fields import BOOL, FIELDS, INT, TEXTS, UNIT
+
+    for field in FIELDS:
+        if field.kind == BOOL:
+            sub.add_argument(field.flag, dest=field.name, action="store_true", default=None,
+                             help=field.help)
+            sub.add_argument(field.off_flag, dest=field.name, action="store_false",
+                             help=f"not {field.flag}")
+            continue
+        sub.add_argument(
+            field.flag, dest=field.name, metavar=field.metavar,
+            type={UNIT: float, INT: int}.get(field.kind, str),
+            action="append" if field.kind == TEXTS else "store",
+            help=field.help + (" (repeatable)" if field.kind == TEXTS else ""),
+        )
     sub.add_argument(
         "--body", help="the body text (`-` reads stdin; a piped stdin is read when this is absent)"
     )

@@ -13,6 +13,7 @@ do their own locking.
 
 from __future__ import annotations
 
+import inspect
 import json
 from collections.abc import Callable, Collection
 from pathlib import Path
@@ -23,9 +24,9 @@ from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp.types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
-from pydantic import Field, ValidationError
+from pydantic import Field, StrictBool, StrictFloat, StrictInt, StrictStr, ValidationError
 
-from . import __version__, server_tools
+from . import __version__, fields, server_tools
 from .errors import MemoryNotFound, SageMemError
 from .store import MemoryStore
 
@@ -108,13 +109,53 @@ MemoryId = Annotated[str, Field(description="path in the memory folder without .
 SearchLimit = Annotated[int, Field(ge=1, le=server_tools.SEARCH_LIMIT_MAX)]
 ListLimit = Annotated[int, Field(ge=1, le=server_tools.LIST_LIMIT_MAX)]
 Offset = Annotated[int, Field(ge=0)]
-Trust = Annotated[float, Field(ge=0, le=1)]
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 WRITES = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
 
 NOT_AVAILABLE = "not available yet in this version of sage-mem ({} has not shipped)"
 MAX_ROLLBACK_ACTIONS = 50
+
+
+# A memory field's type, strict as the field spec is: "yes" is not true, "5" is not a number.
+_KIND_TYPES: dict[str, Any] = {
+    fields.TEXT: StrictStr,
+    fields.TEXTS: list[StrictStr],
+    fields.UNIT: Annotated[StrictFloat, Field(ge=0, le=1)],
+    fields.INT: StrictInt,
+    fields.BOOL: StrictBool,
+}
+
+
+def _field_type(field: fields.Field) -> Any:
+    """`field` as an optional tool argument (left out: left as it is), described unless its
+    type says it all (the categories, the range of trust)."""
+    kind = Literal[field.choices] if field.choices else _KIND_TYPES[field.kind]
+    says_it_all = field.choices or field.kind == fields.UNIT
+    return Annotated[kind | None, Field(description=None if says_it_all else field.help)]
+
+
+def _flag(text: str) -> Any:
+    return Annotated[StrictBool, _doc(text)]
+
+
+def _write_signature() -> inspect.Signature:
+    """memory_write's arguments: the id, the body, every field of the spec, then the checks."""
+    def argument(name: str, annotation: Any, default: Any = inspect.Parameter.empty) -> Any:
+        return inspect.Parameter(
+            name, inspect.Parameter.KEYWORD_ONLY, annotation=annotation, default=default
+        )
+
+    return inspect.Signature([
+        argument("id", MemoryId),
+        argument("body", Annotated[StrictStr | None, _doc("markdown; link others as [[id]]")],
+                 None),
+        *(argument(field.name, _field_type(field), None) for field in fields.FIELDS),
+        argument("expected_sha256", Annotated[StrictStr | None, _doc("sha256 from memory_read")],
+                 None),
+        argument("force", _flag("write even if it repeats an existing memory"), False),
+        argument("allow_secret", _flag("write text that looks like a credential"), False),
+    ], return_annotation=Result)
 
 
 def _result(data: dict[str, Any]) -> CallToolResult:
@@ -236,30 +277,15 @@ def _tools(store: MemoryStore) -> list[Tool]:
         return _result(server_tools.read(store, id))
 
     def memory_write(
-        id: MemoryId,
-        description: str | None = None,
-        body: Annotated[str | None, _doc("markdown; link others as [[id]]")] = None,
-        category: Category | None = None,
-        name: str | None = None,
-        summary: Annotated[str | None, _doc("short display text for a long body")] = None,
-        aliases: Annotated[list[str] | None, _doc("other wordings that should find it")] = None,
-        tags: list[str] | None = None,
-        trust: Trust | None = None,
-        baseline: Annotated[bool | None, _doc("load at the start of every session")] = None,
-        baseline_priority: Annotated[int | None, _doc("order among baselines, high first")] = None,
-        project: Annotated[str | None, _doc("scope it to one project; omit for all")] = None,
-        supersedes: Annotated[list[str] | None, _doc("ids this memory replaces")] = None,
-        expected_sha256: Annotated[str | None, _doc("sha256 from memory_read")] = None,
-        force: Annotated[bool, _doc("write even if it repeats an existing memory")] = False,
-        allow_secret: Annotated[bool, _doc("write text that looks like a credential")] = False,
+        *, id: str, force: bool = False, expected_sha256: str | None = None,
+        allow_secret: bool = False, **given: Any,
     ) -> Result:
         return _result(server_tools.write(
             store, id, force=force, expected_sha256=expected_sha256, allow_secret=allow_secret,
-            description=description,
-            body=body, category=category, name=name, summary=summary, aliases=aliases, tags=tags,
-            trust=trust, baseline=baseline, baseline_priority=baseline_priority, project=project,
-            supersedes=supersedes,
+            **given,
         ))
+
+    memory_write.__signature__ = _write_signature()  # type: ignore[attr-defined]
 
     def memory_find_similar(
         query: str | None = None,
@@ -281,7 +307,7 @@ def _tools(store: MemoryStore) -> list[Tool]:
             limit=limit, offset=offset,
         ))
 
-    def memory_feedback(id: MemoryId, helpful: bool) -> Result:
+    def memory_feedback(id: MemoryId, helpful: StrictBool) -> Result:
         return _result(server_tools.feedback(store, id, helpful))
 
     def memory_archive(

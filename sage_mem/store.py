@@ -32,19 +32,12 @@ from .errors import (
     MemoryNotFound,
     SecretRefused,
 )
+from .fields import FIELDS, check_unicode, new_file_meta, validated
 from .files import DELETE, edit_frontmatter, parse_bytes, render_new, sha256_bytes
 from .folder import MemoryFolder
 from .index import Hit, Index, gc_paused
 from .locks import WriteLock, read_generation, write_lock
-from .memory import (
-    CATEGORIES,
-    MAX_FILE_BYTES,
-    MAX_TAG_LENGTH,
-    MAX_TAGS,
-    Memory,
-    memory_from_meta,
-    now_iso,
-)
+from .memory import MAX_FILE_BYTES, Memory, memory_from_meta, now_iso
 from .safe_io import Seen, atomic_write, create, file_mode, make_dirs, move, read_file, rewrite
 from .stats import Stats
 
@@ -565,30 +558,31 @@ class MemoryStore:
         for a bad value or a file that cannot be rewritten safely, and
         SecretRefused when the write would add text that looks like a
         credential (unless `allow_secret`). Nothing is written when it raises.
+        The field keywords are those of `fields.FIELDS` (tests/test_fields.py
+        holds the two to each other).
         """
+        given = locals()  # the keywords, before any other name is bound
         path = self.folder.path_for(memory_id)
         canonical = self.folder.normalize_id(memory_id)
         if body is not None:
             if not isinstance(body, str):
                 raise InvalidMemory("body must be text")
-            _check_unicode("body", body)
-        fields = _validated_fields(
-            description=description, category=category, name=name, summary=summary,
-            aliases=aliases, tags=tags, trust=trust, baseline=baseline,
-            baseline_priority=baseline_priority, project=project, supersedes=supersedes,
-            locked=locked,
-        )
+            check_unicode("body", body)
+        fields = validated({field.name: given[field.name] for field in FIELDS})
 
         intended = {**fields, **({"body": body} if body is not None else {})}
 
         def edited(seen: Seen) -> bytes | None:
             _check_expected(path, seen.raw, expected_sha256, intended)
             if seen.raw is None:
-                if not fields.get("description"):
-                    raise InvalidMemory(f"{canonical}: a new memory needs a description", path=path)
+                for field in FIELDS:
+                    if field.required and not fields.get(field.name):
+                        raise InvalidMemory(
+                            f"{canonical}: a new memory needs a {field.key}", path=path
+                        )
                 self.folder.check_new_id(canonical)
                 stamp = now_iso()
-                meta = _ordered_new_meta(fields, created=stamp[:10], updated=stamp)
+                meta = new_file_meta(fields, created=stamp[:10], updated=stamp)
                 text = render_new(meta, _normalize_body(body or "", "\n", lead=""))
                 data = _checked_bytes(path, text, None, allow_secret=allow_secret)
                 make_dirs(path.parent, root=self.root)
@@ -1075,74 +1069,8 @@ def _checked_bytes(path: Path, text: str, old: bytes | None, *, allow_secret: bo
     return data
 
 
-def _validated_fields(**values: Any) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in values.items():
-        if value is None:
-            continue
-        if key in ("description", "name", "summary", "project"):
-            if not isinstance(value, str):
-                raise InvalidMemory(f"{key} must be text")
-            _check_unicode(key, value)
-            value = " ".join(value.split())
-            if key == "description" and not value:
-                raise InvalidMemory("description must not be empty")
-        elif key == "category":
-            value = str(value).strip().lower()
-            if value not in CATEGORIES:
-                raise InvalidMemory(
-                    f"category must be one of {', '.join(CATEGORIES)}, not {value!r}"
-                )
-        elif key in ("aliases", "tags", "supersedes"):
-            if isinstance(value, str) or not isinstance(value, (list, tuple)) or not all(
-                isinstance(v, str) for v in value
-            ):
-                raise InvalidMemory(f"{key} must be a list of text")
-            for item in value:
-                _check_unicode(key, item)
-            value = list(dict.fromkeys(" ".join(v.split()) for v in value if v.strip()))
-            if key == "tags":
-                if len(value) > MAX_TAGS:
-                    raise InvalidMemory(f"at most {MAX_TAGS} tags, not {len(value)}")
-                for tag in value:
-                    if len(tag) > MAX_TAG_LENGTH:
-                        raise InvalidMemory(
-                            f"tag {tag[:50]!r} is longer than {MAX_TAG_LENGTH} characters"
-                        )
-        elif key == "trust":
-            number = isinstance(value, (int, float)) and not isinstance(value, bool)
-            if not number or not 0 <= value <= 1:
-                raise InvalidMemory(f"trust must be a number from 0 to 1, not {value!r}")
-            value = float(value)
-        elif key == "baseline_priority":
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise InvalidMemory(f"baselinePriority must be an integer, not {value!r}")
-        elif key in ("baseline", "locked") and not isinstance(value, bool):
-            raise InvalidMemory(f"{key} must be true or false")
-        out[key] = value
-    return out
-
-
-_META_KEYS = {
-    "name": "name", "description": "description", "category": "category", "trust": "trust",
-    "summary": "summary", "aliases": "aliases", "tags": "tags", "baseline": "baseline",
-    "baseline_priority": "baselinePriority", "project": "project", "supersedes": "supersedes",
-    "locked": "locked",
-}
-
-
-def _ordered_new_meta(fields: Mapping[str, Any], *, created: str, updated: str) -> dict[str, Any]:
-    meta: dict[str, Any] = {}
-    for key in ("name", "description", "category", "trust", "summary", "aliases", "tags",
-                "baseline", "baseline_priority", "project"):
-        if key in fields:
-            meta[_META_KEYS[key]] = fields[key]
-    meta["created"] = created
-    meta["updated"] = updated
-    for key in ("supersedes", "locked"):
-        if key in fields:
-            meta[_META_KEYS[key]] = fields[key]
-    return meta
+# write()'s keyword for a field -> its frontmatter key
+_META_KEYS = {field.name: field.key for field in FIELDS}
 
 
 def _changes(meta: Mapping[str, Any], current: Memory, fields: Mapping[str, Any]) -> dict[str, Any]:

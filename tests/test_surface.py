@@ -108,7 +108,8 @@ CLI = {
     "add": ("ID", {
         "--dir", "--description", "--category", "--name", "--summary", "--alias", "--tag",
         "--trust", "--baseline", "--no-baseline", "--baseline-priority", "--project",
-        "--supersedes", "--body", "--expected-sha256", "--allow-secret", "--json",
+        "--supersedes", "--locked", "--unlocked", "--body", "--expected-sha256", "--allow-secret",
+        "--json",
     }),
     "search": ("QUERY", {
         "--dir", "--limit", "--offset", "--category", "--project", "--tag", "--archived", "--json",
@@ -218,7 +219,7 @@ MCP = {
     "memory_write": ({
         "id": MEMORY_ID, "description": TEXT, "body": TEXT, "category": CATEGORY, "name": TEXT,
         "summary": TEXT, "aliases": TEXTS, "tags": TEXTS, "trust": NUMBER, "baseline": FLAG,
-        "baseline_priority": WHOLE, "project": TEXT, "supersedes": TEXTS,
+        "baseline_priority": WHOLE, "project": TEXT, "supersedes": TEXTS, "locked": FLAG,
         "expected_sha256": TEXT, "force": FLAG, "allow_secret": FLAG,
     }, ["id"]),
     "memory_find_similar": ({"query": TEXT, "id": TEXT, "limit": WHOLE}, []),

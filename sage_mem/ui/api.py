@@ -23,6 +23,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from ..errors import ConflictError, InvalidMemory, MemoryNotFound
+from ..fields import BY_KEY
 from ..memory import CATEGORIES, Memory, age_note
 from ..merge import MISSING, Clash, differing_fields, merge_memory
 from ..store import MemoryStore
@@ -197,12 +198,14 @@ async def memory(request: Request) -> JSONResponse:
 
 
 def _write_arguments(data: Mapping[str, Any]) -> dict[str, Any]:
-    unknown = sorted(set(data) - set(FIELDS) - {"id", "expectedSha256", "create", "allowSecret"})
+    """store.write()'s keywords from what the page sends: the spec's fields by frontmatter key."""
+    unknown = sorted(set(data) - set(BY_KEY) - {"body", "id", "expectedSha256", "create",
+                                                 "allowSecret"})
     if unknown:
         raise InvalidMemory(f"unknown field {unknown[0]!r}")
-    arguments = {FIELDS[key]: data[key] for key in FIELDS if key in data}
-    if "body" in arguments and arguments["body"] is None:
-        del arguments["body"]
+    arguments = {BY_KEY[key].name: data[key] for key in BY_KEY if key in data}
+    if data.get("body") is not None:
+        arguments["body"] = data["body"]
     return arguments
 
 
