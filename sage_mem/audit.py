@@ -31,7 +31,9 @@ What is fine, on purpose:
 - Links: `[[id]]` resolves against the folder root, the linking file's folder,
   or any memory with that file name (as Obsidian does); `[text](x.md)` against
   the linking file's folder (as a markdown viewer does) or the root. Web links,
-  links leaving the folder, and links inside code are not checked.
+  links leaving the folder, and links inside code are not checked; what is
+  code and what is a link is `markdown.py`'s, as for the dream (MEMORY.md is
+  read the same way).
 - Conflict markers are looked for on every line, code blocks included: git puts
   them wherever the conflict is. Secrets too (see `credentials.py`), and every
   finding shows them redacted.
@@ -49,7 +51,7 @@ import os
 import posixpath
 import re
 import unicodedata
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -63,6 +65,7 @@ from .errors import InvalidId, InvalidMemory
 from .files import parse_bytes
 from .folder import ARCHIVE_DIR, INDEX_FILE, MemoryFolder
 from .injection import unsafe_name_characters
+from .markdown import MARKDOWN_LINK, WIKI_LINK, linked_file, mask_code
 from .memory import CATEGORIES, INVALID, MAX_TAG_LENGTH, MAX_TAGS, Memory, memory_from_meta
 
 if TYPE_CHECKING:
@@ -402,14 +405,14 @@ class _Audit:
 
     def check_links(self, body: _Body) -> None:
         folder_rel = posixpath.dirname(body.rel)
-        for offset, line in _prose_lines(body.text):
+        for offset, line in enumerate(mask_code(body.text).split("\n")):
             number = body.first_line + offset
-            for match in _WIKI_LINK.finditer(line):
-                message = self.wiki_link_problem(match.group(1).strip(), folder_rel)
+            for match in WIKI_LINK.finditer(line):
+                message = self.wiki_link_problem(match.group("target").strip(), folder_rel)
                 if message:
                     self.add("broken-link", body.rel, message, number)
-            for match in _MD_LINK.finditer(line):
-                message = self.md_link_problem(match.group(1), folder_rel)
+            for match in MARKDOWN_LINK.finditer(line):
+                message = self.md_link_problem(match.group("destination"), folder_rel)
                 if message:
                     self.add("broken-link", body.rel, message, number)
 
@@ -431,13 +434,9 @@ class _Audit:
         return f"[[{_clip(target)}]]: no memory with that id"
 
     def md_link_problem(self, raw_target: str, folder_rel: str) -> str | None:
-        target = raw_target.strip()
-        if target.startswith("<") and target.endswith(">"):
-            target = target[1:-1]
-        target = unquote(target.split("#", 1)[0].split("?", 1)[0])
-        if not target.endswith(".md") or _SCHEME.match(target) or target.startswith("/"):
+        target = linked_file(raw_target)
+        if target is None:
             return None
-        target = _nfc(target)
         resolved = posixpath.normpath(posixpath.join(folder_rel, target))
         from_root = posixpath.normpath(target)
         if resolved.startswith("../") or resolved == "..":
@@ -469,9 +468,9 @@ class _Audit:
         before = len(self.findings)
         self.check_conflict_markers(text, rel, fix="`sage-mem index` regenerates the file")
         listed: dict[str, int] = {}
-        for number, line in enumerate(text.split("\n"), start=1):
-            for match in _MD_LINK.finditer(_strip_code_spans(line)):
-                self.check_index_entry(match.group(1), number, listed)
+        for number, line in enumerate(mask_code(text).split("\n"), start=1):
+            for match in MARKDOWN_LINK.finditer(line):
+                self.check_index_entry(match.group("destination"), number, listed)
         more_line = next(
             (n for n, line in enumerate(text.split("\n"), start=1) if _MORE.match(line)), None
         )
@@ -557,11 +556,7 @@ _CONFLICT_OPEN = re.compile(r"^<{7}(?: |$)")
 _CONFLICT_CLOSE = re.compile(r"^>{7}(?: |$)")
 _CLOSING = re.compile(r"^(---|\.\.\.)[ \t]*\r?$")
 _MORE = re.compile(r"^…and (\d+) more\b")
-_WIKI_LINK = re.compile(r"\[\[([^\[\]\n|#]+)(?:[|#][^\[\]\n]*)?\]\]")
-_MD_LINK = re.compile(r"\[[^\[\]\n]*\]\(\s*(<[^<>\n]+>|[^()\s]+)(?:\s+\"[^\"\n]*\")?\s*\)")
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:")
-_FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
-_CODE_SPAN = re.compile(r"(`+)(?:(?!\1).)+?\1")
 _PLAIN_STYLES = (None, "")
 _TEXT_TAGS = ("tag:yaml.org,2002:str", "tag:yaml.org,2002:null")
 
@@ -610,25 +605,6 @@ def _comment_cut(node: yaml.Node, fm_lines: list[str]) -> tuple[str, str] | None
     if not rest.startswith(" #") or not rest[2:].strip():
         return None
     return node.value, rest[1:]
-
-
-def _prose_lines(text: str) -> Iterator[tuple[int, str]]:
-    """(offset, line) for each line outside fenced code, with inline code blanked out."""
-    fence: str | None = None
-    for offset, line in enumerate(text.split("\n")):
-        opened = _FENCE.match(line)
-        if fence is not None:
-            if opened and opened.group(1)[0] == fence[0] and len(opened.group(1)) >= len(fence):
-                fence = None
-            continue
-        if opened:
-            fence = opened.group(1)
-            continue
-        yield offset, _strip_code_spans(line)
-
-
-def _strip_code_spans(line: str) -> str:
-    return _CODE_SPAN.sub(lambda m: " " * len(m.group(0)), line)
 
 
 def _first_difference(text: str, expected: str) -> int:
