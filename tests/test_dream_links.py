@@ -30,6 +30,23 @@ from sage_mem.store import MemoryStore
             "See [the editor](user_editor.md#why).",
             id="markdown-with-fragment",
         ),
+        pytest.param(
+            "See [the editor](user_old_editor.md 'why') and ![](<user_old_editor.md>).",
+            "See [the editor](user_editor.md 'why') and ![](<user_editor.md>).",
+            id="markdown-with-title-and-image",
+        ),
+        pytest.param(
+            "See [[user_old_editor#why|the editor]].",
+            "See [[user_editor#why|the editor]].",
+            id="wiki-anchor-and-text",
+        ),
+        pytest.param(
+            "Run:\n\n    [[user_old_editor]]\n\nthen [[user_old_editor]], not "
+            "<code>[[user_old_editor]]</code>",
+            "Run:\n\n    [[user_old_editor]]\n\nthen [[user_editor]], not "
+            "<code>[[user_old_editor]]</code>",
+            id="only-outside-indented-code-and-html-code",
+        ),
     ],
 )
 def test_a_link_to_a_superseded_memory_points_to_its_successor(
@@ -112,6 +129,8 @@ def test_links_that_cannot_be_fixed_are_reported_and_left(
     [
         pytest.param("Use `[[user_old_editor]]` syntax.", id="code-span"),
         pytest.param("```\n[[user_old_editor]]\n```", id="code-block"),
+        pytest.param("Setup:\n\n    [[user_old_editor]]\n", id="indented-code-block"),
+        pytest.param("<pre>\n[x](user_old_editor.md)\n</pre>", id="html-pre"),
         pytest.param("Web: [site](https://example.com/x.md)", id="web-link"),
         pytest.param("See [[user_editor]] and [editor](user_editor.md).", id="working-links"),
     ],
@@ -122,3 +141,35 @@ def test_links_that_need_no_fix_are_untouched(empty_dir: Path, body: str) -> Non
     before = path.read_bytes()
     run_dream(MemoryStore(empty_dir), mode="rewrite")
     assert path.read_bytes() == before
+
+
+CODE_AND_PROSE = (
+    "See [[gone_a]] and [a](gone_b.md).\n\n"
+    "```\n[[gone_c]]\n```\n\n"
+    "    [[gone_d]]\n\n"
+    "Use `[[gone_e]]`, ``[x](gone_f.md) ` `` and <code>[[gone_g]]</code>.\n\n"
+    "~~~~\n~~~\n[[gone_h]]\n~~~~\n"
+    "A paragraph\n    continued with [[gone_i]].\n"
+)
+
+
+def test_the_audit_and_the_dream_agree_on_which_links_are_code(empty_dir: Path) -> None:
+    from sage_mem.audit import audit
+
+    add(empty_dir, "project_notes", "Notes", CODE_AND_PROSE, category="project")
+    store = MemoryStore(empty_dir)
+    audited = {f.message for f in audit(store).findings if f.check == "broken-link"}
+    result = run_dream(store, mode="report")
+    noted = {
+        n["message"] for n in read_manifest(result)["notes"] if "broken link" in n["message"]
+    }
+    assert audited == {
+        "[[gone_a]]: no memory with that id",
+        "link to gone_b.md: no such file",
+        "[[gone_i]]: no memory with that id",
+    }
+    assert noted == {
+        "broken link not fixed: [[gone_a]]: no memory with that id",
+        "broken link not fixed: (gone_b.md): no such memory",
+        "broken link not fixed: [[gone_i]]: no memory with that id",
+    }

@@ -53,6 +53,36 @@ LONG_ZH = (
             id="code-block-skipped",
         ),
         pytest.param(
+            "Deploy steps.\n\n    make deploy\n\nThen wait.",
+            "Deploy steps. Then wait.",
+            id="indented-code-block-skipped",
+        ),
+        pytest.param(
+            "````\n```\nstill code\n````\nThe prose.",
+            "The prose.",
+            id="fence-closed-only-by-as-long-a-run",
+        ),
+        pytest.param(
+            "<pre>\nsome code\n</pre>\n\nThe prose.",
+            "The prose.",
+            id="html-pre-skipped",
+        ),
+        pytest.param(
+            "Run `` `make` `` or <code>make all</code> first.",
+            "Run `make` or make all first.",
+            id="inline-code-shown-as-its-text",
+        ),
+        pytest.param(
+            "See [[user_cat#name]] and [[user_dog#name|the dog]].",
+            "See user_cat and the dog.",
+            id="wiki-anchor-is-not-the-text",
+        ),
+        pytest.param(
+            'Read [the guide](guide.md "Guide") first.',
+            "Read the guide first.",
+            id="link-with-a-title",
+        ),
+        pytest.param(
             "Dr. Smith owns the billing service. Ask him.",
             "Dr. Smith owns the billing service. Ask him.",
             id="abbreviation-kept",

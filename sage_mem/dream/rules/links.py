@@ -12,7 +12,8 @@ its target
   resolve either;
 - was moved: exactly one memory in service has the target's file name.
 
-Anything else is reported, never guessed. Links in code are left alone.
+Anything else is reported, never guessed. Links in code are left alone; what
+is code and what is a link is `sage_mem.markdown`'s, as for the audit.
 """
 
 from __future__ import annotations
@@ -21,17 +22,13 @@ import posixpath
 import re
 import unicodedata
 from dataclasses import dataclass, field
-from urllib.parse import unquote
 
 from ...folder import ARCHIVE_DIR
+from ...markdown import MARKDOWN_LINK, WIKI_LINK, linked_file, outside_code
 from ...memory import Memory
 from . import RuleContext
-from .markdown import outside_code
 
 NAME = "links"
-_WIKI = re.compile(r"\[\[([^\[\]\n|#]+)((?:[|#][^\[\]\n]*)?)\]\]")
-_MD = re.compile(r"(\[[^\[\]\n]*\]\(\s*)(<[^<>\n]+>|[^()\s]+)((?:\s+\"[^\"\n]*\")?\s*\))")
-_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:")
 MAX_HOPS = 10
 
 
@@ -113,7 +110,8 @@ def run(ctx: RuleContext) -> None:
             fixed: list[str] = fixed,
             broken: list[str] = broken,
         ) -> str:
-            target, suffix = match.group(1).strip(), match.group(2)
+            target = match.group("target").strip()
+            suffix = match.string[match.end("target") : match.end() - 2]
             memory_id = _nfc(target.removesuffix(".md"))
             candidates = [
                 posixpath.normpath(memory_id),
@@ -144,12 +142,14 @@ def run(ctx: RuleContext) -> None:
             fixed: list[str] = fixed,
             broken: list[str] = broken,
         ) -> str:
-            head, raw, tail = match.groups()
+            raw = match.group("destination")
+            head = match.string[match.start() : match.start("destination")]
+            tail = match.string[match.end("destination") : match.end()]
             bracketed = raw.startswith("<") and raw.endswith(">")
             inner = raw[1:-1] if bracketed else raw
-            path_part, sep, fragment = inner.partition("#")
-            target = _nfc(unquote(path_part.split("?", 1)[0]))
-            if not target.endswith(".md") or _SCHEME.match(target) or target.startswith("/"):
+            _, sep, fragment = inner.partition("#")
+            target = linked_file(raw)
+            if target is None:
                 return match.group(0)
             resolved = posixpath.normpath(posixpath.join(folder_rel, target))
             from_root = posixpath.normpath(target)
@@ -187,7 +187,7 @@ def run(ctx: RuleContext) -> None:
             return head + new_target + tail
 
         def prose(text: str) -> str:
-            return _MD.sub(markdown, _WIKI.sub(wiki, text))
+            return MARKDOWN_LINK.sub(markdown, WIKI_LINK.sub(wiki, text))
 
         body = outside_code(memory.body, prose)
         for problem in broken:

@@ -1,34 +1,34 @@
 """A summary for every long body that has none: its first sentences, at most 150 characters.
 
-The body is read as a person would skim it: code blocks, headings, tables and
-HTML comments are skipped; list markers, emphasis and link syntax are dropped
-(the link text stays). Sentences end at 。！？ (no space needed after them) and
-at . ! ? followed by a space, except after an abbreviation ("e.g.", "Dr.") or
-inside a number. Whole sentences are taken while they fit; a first sentence
-longer than the limit is cut at a word (or, in Chinese, at a character) and
-ends with "…".
+The body is read as a person would skim it: code blocks (fenced, indented,
+`<pre>`), headings, tables and HTML comments are skipped; list markers,
+emphasis and link syntax are dropped (the link text stays), and inline code
+shows as its text (what is code and what is a link is `sage_mem.markdown`'s).
+Sentences end at 。！？ (no space needed after them) and at . ! ? followed by a
+space, except after an abbreviation ("e.g.", "Dr.") or inside a number. Whole
+sentences are taken while they fit; a first sentence longer than the limit is
+cut at a word (or, in Chinese, at a character) and ends with "…".
 """
 
 from __future__ import annotations
 
 import re
 
+from ...markdown import BLOCK_KINDS, MARKDOWN_LINK, WIKI_LINK, code_content, code_ranges
 from . import RuleContext
 
 NAME = "summaries"
 BODY_MIN_CHARS = 200
 SUMMARY_MAX_CHARS = 150
 
-_FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
 _HEADING = re.compile(r"^\s{0,3}#{1,6}(\s|$)")
 _LIST_MARK = re.compile(r"^\s*(?:[-*+]|\d{1,3}[.)])\s+(?:\[[ xX]\]\s+)?")
 _QUOTE = re.compile(r"^\s*(?:>\s?)+")
 _RULE = re.compile(r"^\s*(?:[-*_]\s*){3,}$")
-_LINK = re.compile(r"!?\[([^\[\]\n]*)\]\([^()\n]*\)")
-_WIKI = re.compile(r"\[\[([^\[\]|#\n]+)(?:[|#]([^\[\]\n]*))?\]\]")
 _EMPHASIS = re.compile(r"(\*\*|__|\*|_|~~)(?=\S)(.+?)(?<=\S)\1")
-_CODE = re.compile(r"`+([^`\n]*)`+")
 _COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
+_OPEN, _CLOSE = "\ue000", "\ue001"  # private-use characters, dropped from the body first
+_PLACEHOLDER = re.compile(f"{_OPEN}(\\d+){_CLOSE}")
 _CJK = re.compile(
     r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\u3000-\u303f\uff00-\uffef]"
 )
@@ -42,23 +42,14 @@ def plain_paragraphs(body: str) -> list[str]:
     """The body's prose as plain text, one string per paragraph or list item."""
     paragraphs: list[str] = []
     current: list[str] = []
-    fence: str | None = None
+    text, shown = _readable(_COMMENT.sub("", body.replace(_OPEN, "").replace(_CLOSE, "")))
 
     def flush() -> None:
         if current:
             paragraphs.append(_join(current))
             current.clear()
 
-    for raw in _COMMENT.sub("", body).splitlines():
-        opening = _FENCE.match(raw)
-        if fence is not None:
-            if opening and opening.group(1)[0] == fence[0] and len(opening.group(1)) >= len(fence):
-                fence = None
-            continue
-        if opening:
-            flush()
-            fence = opening.group(1)
-            continue
+    for raw in text.splitlines():
         if (
             not raw.strip()
             or _HEADING.match(raw)
@@ -71,17 +62,35 @@ def plain_paragraphs(body: str) -> list[str]:
         if _LIST_MARK.match(line):
             flush()
             line = _LIST_MARK.sub("", line)
-        current.append(_inline(line.strip()))
+        current.append(_inline(line.strip(), shown))
     flush()
     return [p for p in paragraphs if p]
 
 
-def _inline(text: str) -> str:
-    text = _LINK.sub(r"\1", text)
-    text = _WIKI.sub(lambda m: m.group(2) or m.group(1), text)
-    text = _CODE.sub(r"\1", text)
+def _readable(text: str) -> tuple[str, list[str]]:
+    """Code blocks as blank lines (they end a paragraph), each piece of inline code as a
+    placeholder, and what those pieces show: link and emphasis syntax in code stays."""
+    out: list[str] = []
+    shown: list[str] = []
+    last = 0
+    for code in code_ranges(text):
+        out.append(text[last : code.start])
+        if code.kind in BLOCK_KINDS:
+            out.append("\n" * max(text.count("\n", code.start, code.end), 1))
+        else:
+            out.append(f"{_OPEN}{len(shown)}{_CLOSE}")
+            shown.append(code_content(text, code))
+        last = code.end
+    out.append(text[last:])
+    return "".join(out), shown
+
+
+def _inline(text: str, shown: list[str]) -> str:
+    text = MARKDOWN_LINK.sub(lambda m: m.group("text"), text)
+    text = WIKI_LINK.sub(lambda m: m.group("text") or m.group("target"), text)
     for _ in range(2):
         text = _EMPHASIS.sub(r"\2", text)
+    text = _PLACEHOLDER.sub(lambda m: shown[int(m.group(1))], text)
     return " ".join(text.split())
 
 
