@@ -30,6 +30,11 @@ SECRET = b"zebra-body-7731"  # the bytes of a file outside the memory folder
 TIMEOUT = 60  # seconds; each command here takes well under one
 
 
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
 def sage(
     folder: Path, *args: str, umask: int = -1, timeout: float = TIMEOUT
 ) -> subprocess.CompletedProcess[str]:
@@ -242,6 +247,29 @@ def test_a_memory_created_after_the_run_is_left_in_service_unless_forced(
     assert later.is_file()
 
 
+@pytest.mark.anyio
+async def test_the_mcp_rollback_tool_lists_conflicts_first_and_puts_them_back_when_forced(
+    empty_dir: Path,
+) -> None:
+    from mcp import Client
+
+    from sage_mem.server import build_server
+
+    paths = tidy_folder(empty_dir)
+    before = paths["dated"].read_bytes()
+    run = dream(empty_dir)
+    paths["dated"].write_bytes(paths["dated"].read_bytes() + b"Edited after the run.\n")
+    async with Client(build_server(MemoryStore(empty_dir, watch=False))) as client:
+        plan = await client.call_tool("memory_rollback", {"run_id": run["runId"], "dry_run": True})
+        first = plan.structured_content["actions"][0]
+        assert (first["action"], first["path"], first["forcible"]) == (
+            "conflict", "project_x.md", True
+        )
+        done = await client.call_tool("memory_rollback", {"run_id": run["runId"], "force": True})
+        assert not done.is_error, done.content[0].text
+    assert paths["dated"].read_bytes() == before
+
+
 # An editor saving while the rollback writes
 
 EDITOR_SAVES = r"""
@@ -309,6 +337,21 @@ def test_a_memory_put_back_no_longer_shows_as_archived(empty_dir: Path) -> None:
         if p.name == "user_old.md"
     ]
     assert len(kept) == 1
+
+
+def test_undoing_a_rollback_puts_the_archived_copy_back_where_it_was(empty_dir: Path) -> None:
+    tidy_folder(empty_dir)
+    stats = Stats(MemoryStore(empty_dir, watch=False).stats.path)
+    for _ in range(5):
+        stats.record(["user_old"])
+    run = dream(empty_dir)
+    archived = (empty_dir / "archive" / "user_old.md").read_bytes()
+    undo = sage_json(empty_dir, "rollback", run["runId"])
+    sage_json(empty_dir, "rollback", undo["rollbackId"])
+    assert not (empty_dir / "user_old.md").exists()
+    assert [p.name for p in (empty_dir / "archive").iterdir()] == ["user_old.md"]
+    assert (empty_dir / "archive" / "user_old.md").read_bytes() == archived
+    assert stats.retrievals("archive/user_old") == 5
 
 
 def archived_ids(folder: Path) -> set[str]:

@@ -45,7 +45,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from ..errors import DreamError, FileChanged, StoreLocked
+from ..errors import DreamError, FileChanged, InvalidMemory, StoreLocked
 from ..files import sha256_bytes
 from ..folder import ARCHIVE_DIR, DREAM_DIR, INDEX_FILE
 from ..locks import WriteLock, write_lock
@@ -55,11 +55,13 @@ from ..safe_io import (
     atomic_write,
     commit,
     create,
+    file_mode,
     free_name,
     identity,
     make_dirs,
     make_private_dirs,
     move,
+    read_file,
 )
 from ..store import MemoryStore
 from .changes import REFUSED, file_state, read_checked
@@ -80,8 +82,9 @@ _SKIPPED = ("conflict", "unreadable")
 
 @dataclass(frozen=True)
 class Action:
-    """One step of a rollback: `restore`, `recreate`, `archive`, `set-aside`, `conflict`
-    (skipped: changed since the run, or a name conflict) or `unreadable` (left as it is)."""
+    """One step of a rollback: `restore`, `recreate`, `archive`, `set-aside`, `return` (an
+    archived copy a rollback set aside goes back into archive/), `conflict` (skipped: changed
+    since the run, or a name conflict) or `unreadable` (left as it is)."""
 
     path: str
     action: str
@@ -94,6 +97,10 @@ class Action:
     """For an archived copy set aside: the memory that must be back as it was first."""
     renames: tuple[tuple[str, str], ...] = field(default=(), repr=False, compare=False)
     """Retrieval counts to carry over (old id, new id) once done."""
+    source: Path | None = field(default=None, repr=False, compare=False)
+    """For an archived copy put back into archive/ (`return`): where it was set aside."""
+    gone: str | None = field(default=None, repr=False, compare=False)
+    """For a `return`: the memory that must have left the folder first."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -134,7 +141,7 @@ class RollbackResult:
             "dryRun": self.dry_run,
             "force": self.force,
             "restored": self.count("restore", "recreate"),
-            "archived": self.count("archive", "set-aside"),
+            "archived": self.count("archive", "set-aside", "return"),
             "conflicts": self.count("conflict"),
             "forcible": self.forcible,
             "unreadable": self.count("unreadable"),
@@ -156,7 +163,7 @@ class RollbackResult:
         head = (
             f"{name} of {self.run_id} ({self.scope}{forced}): "
             f"{verb[0]} {self.count('restore', 'recreate')} files, "
-            f"{verb[1]} {self.count('archive', 'set-aside')} aside, "
+            f"{verb[1]} {self.count('archive', 'set-aside', 'return')} aside, "
             f"{verb[2]} {changed} changed since the run and {names} name conflicts"
         )
         if self.count("unreadable"):
@@ -289,12 +296,33 @@ def _touched(target: Manifest) -> dict[str, _Touch]:
     return touched
 
 
+def _set_aside_copies(target: Manifest) -> dict[str, tuple[str, Path, str | None]]:
+    """Memory put back by a rollback -> (its archived copy, where the rollback set it aside, sha).
+
+    Undoing that rollback archives the memory again: the very copy goes back into archive/.
+    """
+    copies = {}
+    for change in target.changes:
+        live = change.get("liveAgain")
+        if not isinstance(live, str):
+            continue
+        if change.get("state") == "applied":
+            after = change.get("after") or {}
+            aside, sha = after.get("file"), after.get("sha256")
+        else:  # cut short: the copy may or may not have been moved already
+            aside, sha = change.get("aside"), (change.get("before") or {}).get("sha256")
+        if isinstance(aside, str):
+            copies[live] = (str(change.get("file")), Path(aside), sha)
+    return copies
+
+
 def _plan(
     store: MemoryStore, target: Manifest, snapshot: Snapshot, scope: str, force: bool
 ) -> tuple[list[Action], int]:
     """Every step, conflicts first; and how many files are as the rollback point has them."""
     folder = store.folder
     touched = _touched(target)
+    copies = _set_aside_copies(target)
     rels = set(touched)
     if scope == "all":
         rels |= set(snapshot.files) | set(snapshot.refused)
@@ -307,8 +335,10 @@ def _plan(
         planned = _plan_file(store, rel, touched.get(rel), snapshot, force)
         if planned is None:
             unchanged += 1
-        else:
-            steps.extend(planned)
+            continue
+        if rel in copies and [a.action for a in planned] == ["archive"]:
+            planned = _return_copy(store, planned[0], *copies[rel])
+        steps.extend(planned)
     return sorted(steps, key=_rank), unchanged
 
 
@@ -318,7 +348,7 @@ def _rank(action: Action) -> int:
         return 0
     if action.action == "unreadable":
         return 1
-    return 3 if action.live is not None else 2
+    return 3 if action.live is not None or action.source is not None else 2
 
 
 def _plan_file(
@@ -411,6 +441,31 @@ def _archived_copy(
         found=found,
         live=rel,
     )
+
+
+def _return_copy(
+    store: MemoryStore, archive: Action, copy_rel: str, aside: Path, sha: str | None
+) -> list[Action]:
+    """Archive a memory again by putting back the copy a rollback took out of archive/.
+
+    The memory itself (the rollback point's bytes) is set aside, so that archive/
+    holds the very file it held before, not a second copy; when that copy is gone
+    or changed, or its name is taken, the memory is archived as any other.
+    """
+    folder = store.folder
+    try:
+        seen = read_file(aside, limit=MAX_FILE_BYTES)
+    except (OSError, InvalidMemory):
+        return [archive]
+    if _sha(seen) != sha or os.path.lexists(folder.root / copy_rel):
+        return [archive]
+    detail = _join(archive.detail, f"its archived copy goes back to {copy_rel}")
+    return [
+        Action(archive.path, "set-aside", detail, found=archive.found),
+        Action(
+            copy_rel, "return", f"{archive.path} is archived again", source=aside, gone=archive.path
+        ),
+    ]
 
 
 def _changed_since(now: str | None, left: str | None) -> str:
@@ -569,6 +624,8 @@ class _Rollback:
                 return self._skip(manifest, _changed_meanwhile(action))
             if action.live is not None and not self._is_live(action.live):
                 return None  # the memory was not put back: its archived copy stays archived
+            if action.source is not None:
+                return self._return(manifest, action, path, lock)
             try:
                 if action.action in ("archive", "set-aside"):
                     self._move_aside(manifest, action, path, seen, lock)
@@ -646,6 +703,7 @@ class _Rollback:
                 "state": "pending",
                 "before": before,
                 "reason": reason,
+                **({"liveAgain": action.live, "aside": str(destination)} if archived_copy else {}),
             }
         )
         lock.count()  # before the move: a process killed after it has counted it
@@ -660,6 +718,41 @@ class _Rollback:
             old, new = self.folder.id_for(path), self.folder.archived_id_for(moved)
             if old and new:
                 self._rename_stats(old, new)
+
+    def _return(
+        self, manifest: Manifest, action: Action, path: Path, lock: WriteLock
+    ) -> Action | None:
+        """Put an archived copy back into archive/, once its memory is no longer live."""
+        assert action.source is not None and action.gone is not None
+        memory = self.folder.root / action.gone
+        if os.path.lexists(memory):
+            return None  # the memory was not set aside: its copy stays where it is
+        try:
+            seen = read_file(action.source, limit=MAX_FILE_BYTES)
+        except (OSError, InvalidMemory):
+            return None
+        entry = manifest.add_change(
+            {
+                **self._base(action),
+                "operation": "create",
+                "state": "pending",
+                "before": None,
+                "reason": action.detail,
+            }
+        )
+        lock.count()  # before the move: a process killed after it has counted it
+        try:
+            moved = self._move(action.source, path, seen, private=False)
+        except FileChanged:
+            manifest.drop_change(entry)
+            raise
+        os.chmod(moved, file_mode(self.folder.root))  # set aside, it was private
+        shown = os.path.relpath(moved, self.folder.root).replace(os.sep, "/")
+        manifest.mark_applied(entry, _state(shown, seen))
+        old, new = self.folder.id_for(memory), self.folder.archived_id_for(moved)
+        if old and new:
+            self._rename_stats(old, new)
+        return action
 
     def _move(self, path: Path, destination: Path, seen: Seen, *, private: bool) -> Path:
         """Move the file read as `seen` to `destination` or the next free name; never replaces."""
