@@ -406,7 +406,10 @@ def _plan_file(
         memory_id = folder.id_for(folder.root / rel)
         if archived_id and memory_id:
             renames = ((archived_id, memory_id),)
-    why = "the run archived it" if touch is not None and touch.after is None else "missing now"
+    if touch is not None and touch.after is None:
+        why = "the run archived it" if touch.moved_to else "the run moved it away"
+    else:
+        why = "missing now"
     recreate = Action(rel, "recreate", _join(why, forced), found=None, renames=renames)
     return [recreate, copy] if isinstance(copy, Action) else [recreate]
 
