@@ -1,4 +1,5 @@
-"""The sage-mem CLI, in-process (fast) and as a real subprocess (packaging, entry point)."""
+"""The sage-mem CLI: in-process through `main` (fast), through click's CliRunner (the
+click commands on their own), and as a real subprocess (packaging, entry point)."""
 
 from __future__ import annotations
 
@@ -9,9 +10,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import click
 import pytest
+from click.testing import CliRunner
 
+from sage_mem import __version__
 from sage_mem.cli import main
+from sage_mem.commands import ALIASES, cli
 
 
 def run(*argv: str) -> tuple[int, str, str]:
@@ -283,3 +288,115 @@ def test_import_errors_are_one_line(memory_dir: Path, tmp_path: Path) -> None:
     assert code == 1 and err.count("\n") == 1
     code, _, err = run("import", "claude-code", str(tmp_path / "missing"))
     assert code == 1 and err.count("\n") == 1
+
+
+# every command documents itself
+
+
+COMMANDS = cli.list_commands(click.Context(cli))
+
+
+@pytest.mark.parametrize("name", COMMANDS)
+def test_every_command_has_help_an_example_and_help_for_each_parameter(name: str) -> None:
+    command = cli.commands[name]
+    assert command.help and len(command.help) > 10
+    assert command.epilog and "sage-mem " in command.epilog.partition("Example:\n")[2]
+    for param in command.params:
+        assert param.help, f"{name} {param.name} has no help text"
+
+
+def test_help_lists_the_commands_in_the_order_of_the_design() -> None:
+    code, out, _ = run("--help")
+    listed = [line.split()[0] for line in out.split("Commands:\n")[1].splitlines()
+              if line.startswith("  ") and not line.startswith("   ")]
+    assert listed[: len(COMMANDS)] == COMMANDS
+
+
+def test_no_command_prints_the_help_and_exits_0() -> None:
+    code, out, err = run()
+    assert code == 0 and err == "" and "Commands:" in out
+
+
+def test_an_alias_is_its_command() -> None:
+    for alias, name in ALIASES.items():
+        shown = run(alias, "--help")[1]
+        assert shown.replace(f"sage-mem {alias} ", f"sage-mem {name} ") == run(name, "--help")[1]
+
+
+# the click commands through CliRunner
+
+
+def test_cli_runner_add_search_show_round_trip(empty_dir: Path) -> None:
+    runner = CliRunner()
+    added = runner.invoke(cli, ["add", "user_cat", "--description", "The cat is called Sesame",
+                                "--category", "user", "--tag", "pets", "--body", "-", "--json"],
+                          input="Orange tabby.\n")
+    assert added.exit_code == 0, added.stderr
+    assert json.loads(added.stdout)["tags"] == ["pets"]
+    found = runner.invoke(cli, ["search", "what is my cat called", "--json"])
+    assert found.exit_code == 0 and json.loads(found.stdout)["results"][0]["id"] == "user_cat"
+    shown = runner.invoke(cli, ["show", "user_cat"])
+    assert shown.exit_code == 0 and "Orange tabby." in shown.stdout
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        pytest.param(["frobnicate"], "invalid choice: 'frobnicate'", id="unknown-command"),
+        pytest.param(["serch", "x"], "did you mean 'search'", id="near-command"),
+        pytest.param(["search", "x", "--lim", "3"], "did you mean '--dir' or '--limit'",
+                     id="near-option"),
+        pytest.param(["search"], "missing argument 'QUERY'", id="missing-argument"),
+        pytest.param(["search", "x", "y"], "unexpected extra argument", id="extra-argument"),
+        pytest.param(["feedback", "x", "maybe"], "argument VERDICT: invalid choice: 'maybe'",
+                     id="bad-choice"),
+        pytest.param(["search", "x", "--limit", "many"], "argument --limit: invalid int value",
+                     id="not-a-number"),
+        pytest.param(["ui", "--port", "70000"], "must be from 0 to 65535", id="out-of-range"),
+        pytest.param(["export"], "missing option '--jsonl'", id="missing-option"),
+        pytest.param(["show", "nobody"], "no memory 'nobody'", id="library-error"),
+    ],
+)
+def test_cli_runner_errors_are_one_line_and_exit_1(
+    memory_dir: Path, argv: list[str], message: str
+) -> None:
+    result = CliRunner().invoke(cli, argv)
+    assert result.exit_code == 1, result.output
+    assert result.stdout == ""
+    assert result.stderr.startswith("sage-mem: error: ") and result.stderr.count("\n") == 1
+    assert message in result.stderr
+    assert "Usage:" not in result.stderr and "Traceback" not in result.stderr
+
+
+def test_cli_runner_help_and_version_exit_0() -> None:
+    runner = CliRunner()
+    helped = runner.invoke(cli, ["add", "-h"])
+    assert helped.exit_code == 0, helped.output
+    assert "--locked / --unlocked" in helped.stdout
+    version = runner.invoke(cli, ["--version"])
+    assert version.exit_code == 0 and version.stdout == f"sage-mem {__version__}\n"
+
+
+def test_dir_after_the_command_wins_over_one_before(tmp_path: Path, memory_dir: Path) -> None:
+    other = tmp_path / "other"
+    run("init", str(other))
+    code, _, err = run("--dir", str(memory_dir), "add", "user_x", "--description", "x y",
+                       "--dir", str(other))
+    assert code == 0, err
+    assert (other / "user_x.md").is_file() and not (memory_dir / "user_x.md").exists()
+
+
+# the real process
+
+
+def test_subprocess_usage_error_is_one_line_and_exit_1(tmp_path: Path) -> None:
+    result = run_process("search", "--limit", "x", env={"SAGE_MEM_DIR": str(tmp_path)})
+    assert result.returncode == 1 and result.stdout == ""
+    assert result.stderr.startswith("sage-mem: error: ") and result.stderr.count("\n") == 1
+
+
+def test_subprocess_help_and_version() -> None:
+    helped = run_process("--help")
+    assert helped.returncode == 0 and "Commands:" in helped.stdout
+    version = run_process("--version")
+    assert version.returncode == 0 and version.stdout == f"sage-mem {__version__}\n"

@@ -2,19 +2,18 @@
 
 The hook must answer in well under a second, so its path imports only the
 store, the index, the cache and the injection text: not `mcp` (about 1 s),
-not `watchdog`, not PyYAML while the cache is current, not argparse and its
-parser (the hook's command line is recognised before the parser is built),
-not `logging` (only a masked secret logs). These tests run the hook as a real
+not `watchdog`, not PyYAML while the cache is current, not click and what it
+pulls in (the hook's command line is recognised before click is imported), not
+argparse, not `logging` (only a masked secret logs). These tests run the hook as a real
 process, through both entry points (`python -m sage_mem` and the `sage-mem`
 console script), and read the list of imported modules from
 `python -X importtime`. The shortcuts (the hook's command line read without
-argparse, stats.json written without json's slow `indent` path) must give
+click, stats.json written without json's slow `indent` path) must give
 exactly what the long way gives.
 """
 
 from __future__ import annotations
 
-import contextlib
 import io
 import itertools
 import json
@@ -24,7 +23,8 @@ from pathlib import Path
 
 import pytest
 
-from sage_mem.cli import UsageError, _hook_command, build_parser, main
+from sage_mem import hooks
+from sage_mem.cli import _hook_command, main
 from sage_mem.stats import Stats, _dumps
 
 # The console script `sage-mem` is `from sage_mem.cli import main; sys.exit(main())`.
@@ -36,6 +36,7 @@ NEVER_ON_THE_HOOK_PATH = (
     "mcp",
     "watchdog",
     "yaml",  # files are parsed only when one changed since the cache was written
+    "click",
     "argparse",
     "gettext",
     "shutil",
@@ -87,7 +88,7 @@ def test_hook_imports_only_what_it_needs(memory_dir: Path, entry: list[str], eve
     assert not forbidden(imported)
 
 
-def test_hook_with_dir_before_and_after_the_command_skips_argparse(tmp_path: Path) -> None:
+def test_hook_with_dir_before_and_after_the_command_skips_click(tmp_path: Path) -> None:
     elsewhere = tmp_path / "elsewhere"
     entry = ENTRY_POINTS["sage-mem"]
     payload = {"session_id": "s1", "prompt": "anything"}
@@ -95,10 +96,10 @@ def test_hook_with_dir_before_and_after_the_command_skips_argparse(tmp_path: Pat
         entry, "user-prompt-submit", payload, "--dir", str(tmp_path / "other")
     )
     assert result.returncode == 0
-    assert "argparse" not in imported
+    assert "click" not in imported
     assert str(tmp_path / "other") in result.stderr.decode()  # "no memory folder …"
 
-    # `--dir` after `hook` wins over one before it, as with argparse.
+    # `--dir` after `hook` wins over one before it, as with click.
     result = subprocess.run(
         [sys.executable, *entry, "--dir", str(tmp_path), "hook", "user-prompt-submit",
          "--dir", str(elsewhere)],
@@ -109,10 +110,10 @@ def test_hook_with_dir_before_and_after_the_command_skips_argparse(tmp_path: Pat
 
 
 def test_forbidden_imports_are_detected() -> None:
-    """The check above can fail: a command that does import argparse is caught."""
+    """The check above can fail: a command that does import click is caught."""
     imported, result = imported_by_hook(ENTRY_POINTS["sage-mem"], "--help", {})
     assert result.returncode == 0
-    assert "argparse" in forbidden(imported)
+    assert "click" in forbidden(imported)
 
 
 def test_importing_the_package_loads_the_api_on_first_use() -> None:
@@ -139,33 +140,47 @@ def test_unknown_package_attribute_is_an_attribute_error() -> None:
         sage_mem.no_such_name  # noqa: B018
 
 
-# The hook's command line, recognised without argparse, must mean what argparse makes of it.
+# The hook's command line, recognised without click, must mean what click makes of it.
 
 TOKENS = ["hook", "user-prompt-submit", "--dir", "--dir=a", "--dir=", "b", "-x", "--di", "-", "--"]
 
 
-def _argparse_view(argv: list[str], parser=None) -> tuple[str, str | None] | None:
-    parser = parser or build_parser()
-    try:
-        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-            args = parser.parse_args(argv)
-    except (UsageError, SystemExit):
-        return None
-    if getattr(args, "command", None) != "hook":
-        return None
-    return args.event, getattr(args, "dir", None)
+@pytest.fixture
+def click_view(monkeypatch: pytest.MonkeyPatch):
+    """What the click commands make of a command line: (event, --dir) for a hook, else None."""
+    from sage_mem.commands import cli
+
+    seen: list[tuple[str, str | None]] = []
+
+    def recorded(event, stdin, stdout, stderr, folder=None) -> int:
+        seen.append((event, str(folder) if folder is not None else None))
+        return 0
+
+    monkeypatch.setattr(hooks, "run_hook", recorded)
+
+    def view(argv: list[str]) -> tuple[str, str | None] | None:
+        seen.clear()
+        status = cli.main(argv, standalone_mode=False, out=io.StringIO(), err=io.StringIO())
+        return seen[0] if status == 0 and seen else None
+
+    return view
 
 
-def test_hook_command_lines_read_as_argparse_reads_them() -> None:
-    parser = build_parser()
+def _fast(argv: list[str]) -> tuple[str, str | None] | None:
+    """The shortcut's reading, with --dir as the hook receives it (an empty one: no folder)."""
+    fast = _hook_command(argv)
+    return None if fast is None else (fast[0], fast[1] or None)
+
+
+def test_hook_command_lines_read_as_click_reads_them(click_view) -> None:
     recognised = 0
     for length in range(6):
         for argv in itertools.product(TOKENS, repeat=length):
-            fast = _hook_command(list(argv))
+            fast = _fast(list(argv))
             if fast is None:
-                continue  # left to argparse
+                continue  # left to click
             recognised += 1
-            assert fast == _argparse_view(list(argv), parser), argv
+            assert fast == click_view(list(argv)), argv
     assert recognised > 500
 
 
@@ -187,16 +202,21 @@ def test_hook_command_lines_read_as_argparse_reads_them() -> None:
         pytest.param(["search", "hook"], None, id="other-command"),
     ],
 )
-def test_hook_command(argv: list[str], expected: tuple[str, str | None] | None) -> None:
+def test_hook_command(
+    click_view, argv: list[str], expected: tuple[str, str | None] | None
+) -> None:
     assert _hook_command(argv) == expected
     if expected is not None:
-        assert _argparse_view(argv) == expected
+        assert click_view(argv) == expected
 
 
-def test_hook_command_line_argparse_refuses_is_still_refused() -> None:
+def test_a_hook_command_line_click_refuses_is_still_refused() -> None:
     out, err = io.StringIO(), io.StringIO()
     assert main(["hook"], out=out, err=err) == 1
-    assert "EVENT" in err.getvalue() and out.getvalue() == ""
+    assert err.getvalue() == (
+        "sage-mem: error: missing argument 'EVENT' (see `sage-mem hook --help`)\n"
+    )
+    assert out.getvalue() == ""
 
 
 # stats.json, rewritten by every hook that injects something
