@@ -68,9 +68,11 @@ class Editor:
                 tmp.write_text(text)
                 os.replace(tmp, self.path)
             else:
-                with open(self.path, "r+") as handle:
+                # In place as editors do it: truncated as it is opened. (A writer that
+                # opens without truncating and writes after our last check writes into
+                # the file our swap replaced: the case docs/reliability.md leaves open.)
+                with open(self.path, "w") as handle:
                     handle.write(text)
-                    handle.truncate()
             self._stop.wait(0.002)
 
 
