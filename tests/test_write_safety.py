@@ -8,7 +8,8 @@ save either side was told had happened is lost.
 from __future__ import annotations
 
 import os
-import threading
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -16,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from reliability_support import SLOW, cli_process
-from support import wait_until, write_memory
+from support import ROOT, wait_until, write_memory
 
 from sage_mem import MemoryStore, safe_io
 from sage_mem.errors import ConflictError
@@ -29,8 +30,41 @@ def marker_of(path: Path) -> str:
     return parse_bytes(path.read_bytes()).body.strip().splitlines()[0]
 
 
+EDITOR = r"""
+import os, sys, time
+from pathlib import Path
+from sage_mem.files import parse_bytes
+
+path, stop = Path(sys.argv[1]), Path(sys.argv[2])
+def marker(raw):
+    return parse_bytes(raw).body.strip().splitlines()[0]
+expected, saves, lost = marker(path.read_bytes()), 0, []
+while not stop.exists():
+    current = path.read_bytes()
+    seen = marker(current)
+    if seen != expected:
+        lost.append(f"expected {expected!r}, found {seen!r}")
+    saves += 1
+    expected = f"editor save {saves}"
+    text = current.decode().replace(seen, expected)
+    if saves % 2:
+        tmp = path.with_name(f".{path.name}.swp")
+        tmp.write_text(text)
+        os.replace(tmp, path)
+    else:
+        # In place as editors do it: truncated as it is opened. (A writer that opens
+        # without truncating and writes after our last check writes into the file our
+        # swap replaced: the case docs/reliability.md leaves open.)
+        with open(path, "w") as handle:
+            handle.write(text)
+    time.sleep(0.002)
+print(saves)
+print("\n".join(lost))
+"""
+
+
 class Editor:
-    """Saves a file again and again, by rename and in place, as editors do.
+    """Another process saving a file again and again, by rename and in place, as editors do.
 
     Before each save it reads the file: sage-mem changes only the frontmatter
     here, so the body must still be the editor's own last save. A body that
@@ -41,39 +75,22 @@ class Editor:
         self.path = path
         self.saves = 0
         self.lost: list[str] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._stop = path.parent.parent / "editor.stop"
 
     def __enter__(self) -> Editor:
-        self._thread.start()
+        self._process = subprocess.Popen(
+            [sys.executable, "-c", EDITOR, str(self.path), str(self._stop)],
+            stdout=subprocess.PIPE, text=True, cwd=ROOT,
+        )
+        wait_until(lambda: "editor save" in self.path.read_text())  # it is saving
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(10)
-
-    def _run(self) -> None:
-        expected = marker_of(self.path)
-        while not self._stop.is_set():
-            current = self.path.read_bytes()
-            seen = parse_bytes(current).body.strip().splitlines()[0]
-            if seen != expected:
-                self.lost.append(f"expected {expected!r}, found {seen!r}")
-                expected = seen
-            self.saves += 1
-            expected = f"editor save {self.saves}"
-            text = current.decode().replace(seen, expected)
-            if self.saves % 2:
-                tmp = self.path.with_name(f".{self.path.name}.swp")
-                tmp.write_text(text)
-                os.replace(tmp, self.path)
-            else:
-                # In place as editors do it: truncated as it is opened. (A writer that
-                # opens without truncating and writes after our last check writes into
-                # the file our swap replaced: the case docs/reliability.md leaves open.)
-                with open(self.path, "w") as handle:
-                    handle.write(text)
-            self._stop.wait(0.002)
+        self._stop.touch()
+        out, _ = self._process.communicate(timeout=30)
+        first, *rest = out.splitlines()
+        self.saves = int(first)
+        self.lost = [line for line in rest if line]
 
 
 @pytest.fixture
