@@ -19,10 +19,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn, TextIO
-
-if TYPE_CHECKING:
-    import argparse
+from typing import NoReturn, TextIO
 
 PROG = "sage-mem"
 
@@ -128,33 +125,3 @@ def _dir_options(
         if single:
             break
     return position, value
-
-
-def build_parser() -> argparse.ArgumentParser:
-    """An argparse picture of the click commands: each one's help, example and option help.
-
-    Only for tests/test_docs.py, which reads the commands through argparse:
-    remove it once that test reads `sage_mem.commands.cli` (tests/test_cli.py
-    checks the same on the click commands themselves).
-    """
-    import argparse
-
-    import click
-
-    from .commands import ALIASES, cli
-
-    parser = argparse.ArgumentParser(prog=PROG, description=cli.help, add_help=False)
-    subcommands = parser.add_subparsers(dest="command")
-    context = click.Context(cli, info_name=PROG)
-    for name in [*cli.list_commands(context), *ALIASES]:
-        command = cli.get_command(context, name)
-        assert command is not None
-        sub = subcommands.add_parser(
-            name, description=command.help, epilog=command.epilog, add_help=False
-        )
-        for param in command.params:  # get_params() would fix -h/--help for good
-            if isinstance(param, click.Option):
-                sub.add_argument(*param.opts, *param.secondary_opts, help=param.help)
-            else:
-                sub.add_argument(param.name, help=getattr(param, "help", None))
-    return parser

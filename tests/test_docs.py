@@ -11,15 +11,15 @@
 
 from __future__ import annotations
 
-import argparse
 import re
 import unicodedata
 from pathlib import Path
 from urllib.parse import unquote
 
+import click
 import pytest
 
-from sage_mem.cli import build_parser
+from sage_mem.commands import ALIASES, cli
 
 ROOT = Path(__file__).resolve().parent.parent
 README_PATH = ROOT / "README.md"
@@ -33,10 +33,11 @@ def _text(path: Path) -> str:
     return path.read_text(encoding="utf-8")
 
 
-def _subcommands() -> dict[str, argparse.ArgumentParser]:
-    parser = build_parser()
-    action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    return {name: sub for name, sub in action.choices.items() if name != "write"}
+def _subcommands() -> dict[str, click.Command]:
+    context = click.Context(cli, info_name="sage-mem")
+    commands = {name: cli.get_command(context, name) for name in cli.list_commands(context)}
+    return {name: command for name, command in commands.items()
+            if command is not None and name not in ALIASES}
 
 
 # commands
@@ -49,12 +50,11 @@ def test_command_is_in_readme(name: str) -> None:
 
 @pytest.mark.parametrize("name", sorted(_subcommands()))
 def test_command_has_help_and_example(name: str) -> None:
-    sub = _subcommands()[name]
-    assert sub.description and len(sub.description) > 10
-    assert sub.epilog and "sage-mem " in sub.epilog
-    for action in sub._actions:
-        if action.dest not in ("help",) and action.help is not argparse.SUPPRESS:
-            assert action.help, f"{name} {action.dest} has no help text"
+    command = _subcommands()[name]
+    assert command.help and len(command.help) > 10
+    assert command.epilog and "sage-mem " in command.epilog
+    for param in command.params:
+        assert getattr(param, "help", None), f"{name} {param.name} has no help text"
 
 
 # the two set-up commands
