@@ -22,6 +22,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
+from .. import fields as fields_spec
 from ..errors import ConflictError, InvalidMemory, MemoryNotFound
 from ..fields import BY_KEY
 from ..memory import CATEGORIES, Memory, age_note
@@ -30,13 +31,9 @@ from ..store import MemoryStore
 
 LIST_LIMIT = 300
 SEARCH_LIMIT = 200
-# The store's write() keywords, by the names the page sends.
-FIELDS = {
-    "description": "description", "category": "category", "name": "name",
-    "summary": "summary", "aliases": "aliases", "tags": "tags", "trust": "trust",
-    "baseline": "baseline", "baselinePriority": "baseline_priority", "project": "project",
-    "supersedes": "supersedes", "body": "body",
-}
+# The store's write() keywords, by the names the page sends: every field of the spec.
+FIELDS = {field.key: field.name for field in fields_spec.FIELDS} | {"body": "body"}
+_KIND = {field.key: field.kind for field in fields_spec.FIELDS}
 
 
 def store_of(request: Request) -> MemoryStore:
@@ -260,10 +257,6 @@ async def save(request: Request) -> JSONResponse:
 
 # merging an edit with a change on disk
 
-_TEXT_FIELDS = ("description", "category", "name", "summary", "project")
-_LIST_FIELDS = ("tags", "aliases", "supersedes")
-
-
 def page_version(data: Mapping[str, Any], *, only_given: bool = False) -> dict[str, Any]:
     """One version of a memory in the editor's terms: every field as its form shows it.
 
@@ -276,17 +269,18 @@ def page_version(data: Mapping[str, Any], *, only_given: bool = False) -> dict[s
         if only_given and key not in data:
             continue
         value = data.get(key)
-        if key in _TEXT_FIELDS:
+        kind = _KIND.get(key)
+        if kind == fields_spec.TEXT:
             out[key] = " ".join(value.split()) if isinstance(value, str) else ""
-        elif key in _LIST_FIELDS:
+        elif kind == fields_spec.TEXTS:
             items = value if isinstance(value, (list, tuple)) else []
             out[key] = [" ".join(v.split()) for v in items if isinstance(v, str) and v.strip()]
-        elif key == "trust":
+        elif kind == fields_spec.UNIT:
             number = isinstance(value, (int, float)) and not isinstance(value, bool)
             out[key] = float(value) if number else None
-        elif key == "baseline":
+        elif kind == fields_spec.BOOL:
             out[key] = value is True
-        elif key == "baselinePriority":
+        elif kind == fields_spec.INT:
             out[key] = value if isinstance(value, int) and not isinstance(value, bool) else 0
         elif key == "body":
             out[key] = value.replace("\r\n", "\n").strip("\n") if isinstance(value, str) else ""
