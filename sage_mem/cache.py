@@ -74,11 +74,12 @@ import weakref
 import zlib
 from array import array
 from bisect import bisect_left
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, fields
 from itertools import accumulate, compress, repeat
 from operator import eq
 from pathlib import Path
+from typing import cast
 
 from .folder import MemoryFolder, is_walked
 from .index import FIELDS, BackingError, Columns, Export, Index, Scoring, gc_paused
@@ -132,7 +133,7 @@ class Loaded:
     problems: dict[str, tuple[str, int | None, int | None]]
     racy: frozenset[str] = frozenset()
 
-    def unchanged(self, current: dict[str, Signature | None]) -> set[str]:
+    def unchanged(self, current: Mapping[str, Signature | None]) -> set[str]:
         """The files whose signature is as the build saw it, and not racy.
 
         A file whose mtime is within RACY_NS of the moment the build began (or
@@ -297,7 +298,7 @@ class _Backing:
         self.verified: set[int] = set()  # postings (by start) whose CRC-32 matched
         self.found: dict[str, tuple[int, int, float, int] | None] = {}  # terms looked up
         # Postings read lately, kept for the next query (up to KEPT_BYTES, then dropped).
-        self.kept: dict[str, tuple[memoryview, memoryview, float]] = {}
+        self.kept: dict[str, tuple[memoryview, memoryview[float], float]] = {}
         self.kept_bytes = 0
 
     def _block(self, number: int) -> list[tuple[int, str, int, int, float, int]]:
@@ -324,7 +325,9 @@ class _Backing:
             block += 1
         return None
 
-    def _postings(self, start: int, end: int, crc: int) -> tuple[memoryview, memoryview]:
+    def _postings(
+        self, start: int, end: int, crc: int
+    ) -> tuple[memoryview, memoryview[float]]:
         slots = self.file.read("slots", start * 4, end * 4)
         weights = self.file.read("weights", start * 4, end * 4)
         if start not in self.verified:
@@ -333,7 +336,7 @@ class _Backing:
             self.verified.add(start)
         return memoryview(slots).cast("i"), memoryview(weights).cast("f")
 
-    def postings(self, term: str) -> tuple[memoryview, memoryview, float] | None:
+    def postings(self, term: str) -> tuple[memoryview, memoryview[float], float] | None:
         kept = self.kept.get(term)
         if kept is not None:
             return kept
@@ -355,7 +358,7 @@ class _Backing:
             self.kept_bytes += size
         return postings
 
-    def terms(self) -> Iterator[tuple[str, memoryview, memoryview, float]]:
+    def terms(self) -> Iterator[tuple[str, memoryview, memoryview[float], float]]:
         for block in range(len(self.fences)):
             for _, text, start, end, top, crc in self._block(block):
                 yield (text, *self._postings(start, end, crc), top)
@@ -497,11 +500,13 @@ def _encode(
     export: Export, root: Path, entries: dict[str, Entry], started_ns: int
 ) -> tuple[dict[str, bytes], int]:
     """The sections of a cache file, and the CRC-32 of its meta."""
-    terms, numbers, weights, tops = export.postings
+    terms, unsorted_numbers, unsorted_weights, tops = export.postings
     crcs = [zlib.crc32(term.encode("utf-8", "surrogatepass")) for term in terms]
     order = sorted(range(len(terms)), key=crcs.__getitem__)
-    numbers = list(map(numbers.__getitem__, order))
-    weights = list(map(weights.__getitem__, order))
+    # Every postings column is an array or a memoryview (Index.export, Backing.terms):
+    # buffers, as crc32 and bytes.join below need.
+    numbers = cast("list[array | memoryview]", list(map(unsorted_numbers.__getitem__, order)))
+    weights = cast("list[array | memoryview]", list(map(unsorted_weights.__getitem__, order)))
     starts = list(accumulate(map(len, numbers), initial=0))
     postings_crcs = [
         zlib.crc32(w, zlib.crc32(n)) for n, w in zip(numbers, weights, strict=True)

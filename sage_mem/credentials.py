@@ -625,7 +625,7 @@ def _looks_like_key(value: str) -> bool:
 
 def _mask(text: str, spans: list[tuple[int, int, int]]) -> tuple[str, list[int]]:
     """`text` with each (start, end, keep) span masked; also where each span (sorted) begins now."""
-    out = []
+    out: list[str] = []
     position = 0
     length = 0
     anchors = []

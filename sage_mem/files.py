@@ -58,14 +58,15 @@ def _yaml() -> _Yaml:
     """Our PyYAML loader and dumper, made on first use: importing yaml costs ~10 ms."""
     import yaml
 
-    loader = type("_Loader", (getattr(yaml, "CSafeLoader", yaml.SafeLoader),), {})
+    # Made with type(): Any, as the stubs cannot see the class methods on a dynamic class.
+    loader: Any = type("_Loader", (getattr(yaml, "CSafeLoader", yaml.SafeLoader),), {})
     loader.add_constructor(_TIMESTAMP_TAG, _timestamp_as_iso)
     loader.add_constructor(_INT_TAG, _int_or_text)
     timestamp = next(
         regexp for regexp_list in yaml.SafeLoader.yaml_implicit_resolvers.values()
         for tag, regexp in regexp_list if tag == _TIMESTAMP_TAG
     )
-    dumper = type("_Dumper", (yaml.SafeDumper,), {})
+    dumper: Any = type("_Dumper", (yaml.SafeDumper,), {})
     dumper.add_representer(str, _represent_str)
     dumper.add_representer(list, _represent_list)
     dumper.add_representer(tuple, _represent_list)

@@ -416,7 +416,7 @@ def _read_payload(stdin: TextIO, log: _Log) -> dict[str, Any]:
         return {}
     try:
         data = json.loads(raw)
-    except ValueError as exc:
+    except json.JSONDecodeError as exc:  # raw is str: json.loads raises nothing else
         log(f"hook input is not JSON ({exc.msg} at line {exc.lineno} column {exc.colno})")
         return {}
     if not isinstance(data, dict):

@@ -101,7 +101,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from itertools import compress, filterfalse, repeat
 from operator import add, eq, itemgetter, mul, not_
-from typing import NamedTuple, Protocol, TypeVar
+from typing import Any, NamedTuple, Protocol, TypeVar
 
 from .memory import CATEGORIES, Memory, parse_moment
 from .tokens import _CJK, is_unigram, tokenize
@@ -630,19 +630,23 @@ class Index:
         renumber = array("i", [-1]) * len(self._ids)
         for slot, number in enumerate(numbers):
             renumber[number] = slot
-        ids = [self._ids[number] for number in numbers]
+        ids = [key for key in self._ids if key is not None]  # in `numbers` order
 
         def moved(found: Sequence[int]) -> Sequence[int]:
+            return found if identity else array("i", map(renumber.__getitem__, found))
+
+        def moved_held(found: array) -> array:
             return found if identity else array("i", map(renumber.__getitem__, found))
 
         def postings() -> Terms:
             held = self._postings
             if self._backing is None:
                 # In bulk, in C: a fresh build's cache is written right after it.
-                found = list(map(moved, map(itemgetter(0), held.values())))
-                weights = list(map(itemgetter(1), held.values()))
-                return list(held), found, weights, list(map(max, weights))
+                all_found = list(map(moved, map(itemgetter(0), held.values())))
+                all_weights = list(map(itemgetter(1), held.values()))
+                return list(held), all_found, all_weights, list(map(max, all_weights))
             out: Terms = ([], [], [], [])
+            out_terms, out_found, out_weights, out_tops = out
             done = set()
             for term, found, weights, top in self._backing.terms():
                 if self._gone.get(term):
@@ -657,22 +661,24 @@ class Index:
                 extra = held.get(term)
                 if extra is not None:
                     done.add(term)
-                    found = _as_array("i", found) + moved(extra[0])
+                    found = _as_array("i", found) + moved_held(extra[0])
                     weights = _as_array("f", weights) + extra[1]
                     top = max(top, self._held_top(term, extra[1]))
                 if len(found):
-                    for column, value in zip(out, (term, found, weights, top), strict=True):
-                        column.append(value)
-            for term, (found, weights) in held.items():
+                    out_terms.append(term)
+                    out_found.append(found)
+                    out_weights.append(weights)
+                    out_tops.append(top)
+            for term, (held_found, held_weights) in held.items():
                 if term not in done:
-                    for column, value in zip(
-                        out, (term, moved(found), weights, max(weights)), strict=True
-                    ):
-                        column.append(value)
+                    out_terms.append(term)
+                    out_found.append(moved(held_found))
+                    out_weights.append(held_weights)
+                    out_tops.append(max(held_weights))
             return out
 
         held = {
-            number: self._memory(key)  # type: ignore[arg-type]
+            number: self._memory(key)
             for number, key in zip(numbers, ids, strict=True)
             if number >= self._base_count
         }
@@ -984,6 +990,7 @@ def _matched(numbers: list[int], weighted: list[_Weighted]) -> dict[int, float]:
     wanted = set(numbers)
     for item in terms:
         for posted, _ in item.parts:
+            holding: Iterable[int]
             if len(posted) <= 16 * len(wanted):
                 holding = wanted.intersection(posted)  # a short list: in C
             else:
@@ -1053,8 +1060,10 @@ def _top(
 _TINY = 5e-324
 
 
-def _as_array(code: str, values: Sequence) -> array:
+def _as_array(code: str, values: Sequence[Any] | memoryview) -> array:
     """`values` as an array of `code` (a memoryview is copied as bytes)."""
     if isinstance(values, array):
         return array(code, values)
-    return array(code, memoryview(values).tobytes())
+    if not isinstance(values, memoryview):
+        raise TypeError(f"expected an array or a memoryview, not {type(values).__name__}")
+    return array(code, values.tobytes())

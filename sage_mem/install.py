@@ -538,7 +538,7 @@ def _our_regions(lines: list[str]) -> list[tuple[int, int]]:
             headers.append((i, _key_path(match.group("key"))))
         elif line.lstrip().startswith("[["):
             headers.append((i, None))
-    regions = []
+    regions: list[tuple[int, int]] = []
     for n, (start, key) in enumerate(headers):
         if key is None or key[:2] != ("mcp_servers", SERVER_NAME):
             continue

@@ -232,8 +232,8 @@ def _blocks(text: str) -> tuple[list[Code], list[int]]:
             opening = _FENCE.match(body)
             if opening and not (opening.group(1)[0] == "`" and "`" in opening.group(2)):
                 found.append(Code(start + position, line_end, "fence"))
-                run = opening.group(1)
-                fence = _Fence(run[0], len(run), quotes, lists[-1] if lists else 0)
+                marker = opening.group(1)
+                fence = _Fence(marker[0], len(marker), quotes, lists[-1] if lists else 0)
                 paragraph = False
                 break
             if _THEMATIC_BREAK.match(body) or _HEADING.match(body):
@@ -348,12 +348,12 @@ def _inline_code(text: str, start: int, end: int, breaks: list[int]) -> Iterator
             position = opening.end()
             continue
         limit = _block_end(opening.end(), end, breaks)
-        closing = _closing_run(text, opening.end(), limit, length)
-        if closing is None:
+        run_end = _closing_run(text, opening.end(), limit, length)
+        if run_end is None:
             position = opening.end()
             continue
-        yield Code(run_start, closing, "span")
-        position = closing
+        yield Code(run_start, run_end, "span")
+        position = run_end
 
 
 def _escaped(text: str, index: int) -> bool:

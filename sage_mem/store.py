@@ -12,6 +12,7 @@ meanwhile), re-indexes the file at once and regenerates MEMORY.md.
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import os
 import re
@@ -511,12 +512,13 @@ class MemoryStore:
         """Memories passing the filters, sorted by id (from the index)."""
         return self.index.select(category=category, project=project, tags=tags, archived=archived)
 
-    def problems(self) -> list[Problem]:
+    # Below `def list`, a bare `list` in this class body names that method.
+    def problems(self) -> builtins.list[Problem]:
         """Files that could not be indexed, sorted by path."""
         with self._refresh_lock:
             return [self._problems[key] for key in sorted(self._problems)]
 
-    def baselines(self, *, project: str | None = None, limit: int = 8) -> list[Memory]:
+    def baselines(self, *, project: str | None = None, limit: int = 8) -> builtins.list[Memory]:
         """Baseline memories by `baselinePriority` (higher first), then id."""
         chosen = [m for m in self.list(project=project) if m.baseline]
         chosen.sort(key=lambda m: (-m.baseline_priority, m.id))

@@ -63,14 +63,15 @@ def check_gates(paths: DreamPaths, config: DreamConfig, now: datetime) -> GateCh
     if config.min_sessions <= 0 or last is None:
         return GateCheck(True)
     since = state.get("lastRunStarted")
-    cache = state.get("sessionScan") if isinstance(state.get("sessionScan"), dict) else {}
+    scan = state.get("sessionScan")
+    cache = scan if isinstance(scan, dict) else {}
     scanned_at = parse_moment(cache.get("at"))
     fresh = (
         scanned_at is not None
         and cache.get("since") == since
         and now - scanned_at < timedelta(minutes=config.session_scan_minutes)
     )
-    if fresh:
+    if fresh and scanned_at is not None:  # fresh implies a scan time
         count = int(cache.get("count", 0))
         how = f"counted {_minutes((now - scanned_at).total_seconds() / 60)} ago"
     else:

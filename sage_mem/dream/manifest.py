@@ -195,7 +195,8 @@ class Manifest:
                 changes[event["ref"]]["state"] = "applied"
                 changes[event["ref"]]["after"] = event.get("after")
             elif kind == "dropped":
-                changes.pop(event.get("ref"), None)
+                ref: Any = event.get("ref")  # JSON: any value, as the keys above
+                changes.pop(ref, None)
             elif kind == "refused":
                 refused.append(event)
             elif kind == "note":

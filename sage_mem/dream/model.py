@@ -18,6 +18,7 @@ result standing. There is no delete tool.
 
 from __future__ import annotations
 
+import builtins
 import json
 import os
 import signal
@@ -70,7 +71,7 @@ class DreamTools:
         self._count()
         return self.store.read(memory_id).to_dict()
 
-    def search(self, query: str, *, limit: int = 10) -> list[dict[str, Any]]:
+    def search(self, query: str, *, limit: int = 10) -> builtins.list[dict[str, Any]]:
         self._count()
         return [hit.to_dict() for hit in self.store.search(query, limit=limit)]
 

@@ -26,7 +26,7 @@ from .. import fields as fields_spec
 from ..errors import ConflictError, InvalidMemory, MemoryNotFound
 from ..fields import BY_KEY
 from ..memory import CATEGORIES, Memory, age_note
-from ..merge import MISSING, Clash, differing_fields, merge_memory
+from ..merge import MISSING, Clash, Version, differing_fields, merge_memory
 from ..store import MemoryStore
 
 LIST_LIMIT = 300
@@ -277,7 +277,7 @@ def page_version(data: Mapping[str, Any], *, only_given: bool = False) -> dict[s
             out[key] = [" ".join(v.split()) for v in items if isinstance(v, str) and v.strip()]
         elif kind == fields_spec.UNIT:
             number = isinstance(value, (int, float)) and not isinstance(value, bool)
-            out[key] = float(value) if number else None
+            out[key] = float(value) if number and value is not None else None
         elif kind == fields_spec.BOOL:
             out[key] = value is True
         elif kind == fields_spec.INT:
@@ -311,9 +311,9 @@ def merge_with_disk(store: MemoryStore, data: Mapping[str, Any]) -> dict[str, An
     base, mine = sides
     theirs = page_version(disk)
 
-    def split(version: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    def split(version: dict[str, Any]) -> Version:
         fields = dict(version)
-        return fields, fields.pop("body")
+        return Version(fields, fields.pop("body"))
 
     # `updated` is not the page's to merge: the store stamps it on the save.
     result = merge_memory(split(base), split(mine), split(theirs), newest_keys=())

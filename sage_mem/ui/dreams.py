@@ -66,8 +66,8 @@ class _Versions:
     def find(self, rels: Iterable[str | None], sha: str | None) -> bytes | None:
         if not sha:
             return None
-        rels = [rel for rel in rels if rel]
-        for rel in rels:
+        present = [rel for rel in rels if rel]
+        for rel in present:
             data = self._read_current(rel)
             if data is not None and sha256_bytes(data) == sha:
                 return data
@@ -77,7 +77,7 @@ class _Versions:
             snapshot = self._loaded[name]
             if snapshot is None:
                 continue
-            for rel in rels:
+            for rel in present:
                 entry = snapshot.files.get(rel)
                 if entry is not None and entry.sha256 == sha:
                     try:
@@ -166,7 +166,7 @@ def run_detail(store: MemoryStore, run_id: str) -> dict[str, Any]:
     report = _read_checked(store.folder, report_file)
     report_text = None if report is None else report.decode("utf-8", "replace")
     versions = _Versions(store, run_id)
-    changes = []
+    changes: list[dict[str, Any]] = []
     for change in data.get("changes", []):
         changes.append(_with_diff(change, versions, len(changes)))
     data["changes"] = changes
