@@ -95,7 +95,7 @@ class Number(click.ParamType):
                 number = self.kind(value)
             except (TypeError, ValueError):
                 self.fail(f"invalid {self.name} value: {value!r}", param, ctx)
-        if self.high is not None and not self.low <= number <= self.high:
+        if self.high is not None and self.low is not None and not self.low <= number <= self.high:
             self.fail(f"must be from {self.low} to {self.high}, not {number}", param, ctx)
         elif self.low is not None and number < self.low:
             self.fail(f"must be at least {self.low}, not {number}", param, ctx)
@@ -201,7 +201,9 @@ class Commands(click.Group):
 def _remember_dir(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
     # Given before the command or after it: the one given last wins, as with argparse.
     if value is not None:
-        ctx.find_object(Session).dir = value
+        session = ctx.find_object(Session)
+        assert session is not None  # made by the group before any option is read
+        session.dir = value
 
 
 dir_option = click.option(

@@ -865,20 +865,6 @@ class MemoryStore:
         # -1 when it could not be counted: reconcile on the next write rather than trust a guess.
         self._generation = self._held.count() if self._held is not None else -1
 
-    def note_outside_writes(self) -> int:
-        """Take in changes made under the write lock by other code (a rollback), and count them.
-
-        The index is brought in line with the folder, and the write generation
-        counts up, so every other process reconciles before its next write
-        (its MEMORY.md would otherwise miss what was put back). Returns the
-        changes found.
-        """
-        with self._write_lock():
-            changed = self.reconcile()
-            with self._refresh_lock:
-                self._count_write()
-        return changed
-
     def catalog_text(self) -> str:
         """MEMORY.md as sage-mem writes it in a folder of its own, from the index."""
         return catalog.render(self.list(), self._catalog_retrievals())

@@ -1,4 +1,4 @@
-"""The house style is checked, not hoped for: ruff (E, F, I, B, UP) over the whole project."""
+"""The house style is checked, not hoped for: ruff (E, F, I, B, UP) over the project, mypy over the package."""
 
 from __future__ import annotations
 
@@ -28,5 +28,17 @@ def test_ruff_finds_nothing() -> None:
     result = subprocess.run(
         [*command, "check", "sage_mem", "tests", "benchmarks"],
         cwd=ROOT, capture_output=True, text=True, timeout=120,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_mypy_finds_nothing() -> None:
+    try:
+        import mypy  # noqa: F401
+    except ImportError:
+        pytest.skip("mypy is not installed (it comes with the test extra)")
+    result = subprocess.run(
+        [sys.executable, "-m", "mypy"],  # files and settings: [tool.mypy] in pyproject.toml
+        cwd=ROOT, capture_output=True, text=True, timeout=600,
     )
     assert result.returncode == 0, result.stdout + result.stderr

@@ -53,7 +53,8 @@ class Manifest:
 
     @classmethod
     def start(
-        cls, paths: DreamPaths, run_id: str, *, kind: str, mode: str, now: datetime, **extra: Any
+        cls, paths: DreamPaths, run_id: str, *, kind: str, mode: str | None, now: datetime,
+        **extra: Any,
     ) -> Manifest:
         paths.ensure()
         paths.run_dir(run_id).mkdir(mode=0o700, exist_ok=False)

@@ -400,7 +400,7 @@ def _plan_file(
         return [Action(rel, "restore", forced, found=now)]
     if isinstance(copy, str):  # its archived copy was changed since the run
         return [Action(rel, "conflict", copy, forcible=True, found=None)]
-    renames = ()
+    renames: tuple[tuple[str, str], ...] = ()
     if touch is not None and touch.moved_to is not None:
         archived_id = folder.archived_id_for(folder.root / touch.moved_to)
         memory_id = folder.id_for(folder.root / rel)
@@ -716,7 +716,7 @@ class _Rollback:
             manifest.drop_change(entry)
             raise
         shown = str(moved) if private else os.path.relpath(moved, root).replace(os.sep, "/")
-        manifest.mark_applied(entry, {**before, "file": shown})
+        manifest.mark_applied(entry, {**(before or {}), "file": shown})
         if not private:
             old, new = self.folder.id_for(path), self.folder.archived_id_for(moved)
             if old and new:
