@@ -1,4 +1,4 @@
-"""The house style is checked, not hoped for: ruff (E, F, I, B, UP) over the project, mypy over the package."""
+"""The house style is checked, not hoped for: ruff over the project, mypy over the package."""
 
 from __future__ import annotations
 
