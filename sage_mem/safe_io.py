@@ -186,18 +186,7 @@ def create(path: Path, data: bytes, *, mode: int) -> None:
     tmp, _ = _temp_file(path, data, mode)
     try:
         try:
-            if not _rename_noreplace(tmp, path):
-                # No atomic no-clobber rename here: a hard link refuses an existing name.
-                try:
-                    os.link(tmp, path)
-                except FileExistsError:
-                    raise
-                except OSError:
-                    # No hard links either (some network or FUSE file systems): a
-                    # checked rename, which can lose only a race.
-                    if os.path.lexists(path):
-                        raise FileExistsError(errno.EEXIST, "exists", str(path)) from None
-                    os.rename(tmp, path)
+            _rename_without_replacing(tmp, path)
         except FileExistsError:
             raise FileChanged(
                 f"{path.name}: a file of that name appeared; not overwritten", path=path
@@ -264,19 +253,7 @@ def move(source: Path, target: Path, *, attempts: int = 100) -> Path:
     target = free_name(target)
     for _ in range(attempts):
         try:
-            if _rename_noreplace(source, target):
-                break
-            try:
-                os.link(source, target)
-            except FileExistsError:
-                raise
-            except OSError:
-                # No hard links here: a checked rename, which can lose only a race.
-                if os.path.lexists(target):
-                    raise FileExistsError(errno.EEXIST, "exists", str(target)) from None
-                os.rename(source, target)
-                break
-            os.unlink(source)
+            _rename_without_replacing(source, target)
             break
         except FileExistsError:
             target = free_name(target)
@@ -286,6 +263,29 @@ def move(source: Path, target: Path, *, attempts: int = 100) -> Path:
     if target.parent != source.parent:
         fsync_dir(source.parent)
     return target
+
+
+def _rename_without_replacing(source: Path, target: Path) -> None:
+    """Rename `source` to `target`, or raise FileExistsError: never replaces a file.
+
+    An atomic no-clobber rename where the kernel has one; else a hard link
+    (which refuses an existing name) and an unlink of the old name, so a crash
+    between the two leaves the file under both names, never under none; else
+    (no hard links: some network or FUSE file systems) a checked rename, which
+    can lose only a race.
+    """
+    if _rename_noreplace(source, target):
+        return
+    try:
+        os.link(source, target)
+    except FileExistsError:
+        raise
+    except OSError:
+        if os.path.lexists(target):
+            raise FileExistsError(errno.EEXIST, "exists", str(target)) from None
+        os.rename(source, target)
+        return
+    os.unlink(source)
 
 
 # the tool's own files

@@ -658,7 +658,7 @@ class MemoryStore:
         """
         if not isinstance(reason, str) or not reason.strip():
             raise InvalidMemory("archiving needs a reason")
-        _check_unicode("reason", reason)
+        check_unicode("reason", reason)
         reason = " ".join(reason.split())
         for match in find_secrets(reason):
             raise SecretRefused(
@@ -995,17 +995,6 @@ def _check_expected(
             f"found {actual[:12]}…){differ}; read it again and retry",
             path=path, actual_sha256=actual, fields=fields,
         )
-
-
-def _check_unicode(key: str, value: str) -> None:
-    """Refuse text that cannot be stored as UTF-8: a lone surrogate, from bytes that were not."""
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise InvalidMemory(
-            f"{key} is not valid text: it holds U+{ord(value[exc.start]):04X}, a lone surrogate "
-            "(input that was not UTF-8?)"
-        ) from None
 
 
 def _checked_bytes(path: Path, text: str, old: bytes | None, *, allow_secret: bool) -> bytes:
