@@ -74,7 +74,7 @@ import weakref
 import zlib
 from array import array
 from bisect import bisect_left
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, fields
 from itertools import accumulate, compress, repeat
 from operator import eq
@@ -388,7 +388,11 @@ class _Backing:
 
 
 def load(
-    folder: MemoryFolder, *, scoring: Scoring, half_life_days: float | None = None
+    folder: MemoryFolder,
+    *,
+    scoring: Scoring,
+    half_life_days: float | None = None,
+    recover: Callable[[], Iterable[Memory]] | None = None,
 ) -> Loaded | None:
     """The cached index of `folder`, or None when there is no usable cache (never raises)."""
     try:
@@ -396,7 +400,7 @@ def load(
     except (OSError, ValueError):
         return None
     try:
-        loaded = _parse(fd, folder, scoring, half_life_days)
+        loaded = _parse(fd, folder, scoring, half_life_days, recover)
     except (CacheCorrupt, OSError, EOFError, ValueError, TypeError, KeyError, IndexError,
             OverflowError, MemoryError):
         loaded = None
@@ -407,6 +411,7 @@ def load(
 
 def _parse(
     fd: int, folder: MemoryFolder, scoring: Scoring, half_life_days: float | None,
+    recover: Callable[[], Iterable[Memory]] | None,
 ) -> Loaded | None:
     size = os.fstat(fd).st_size
     start = _pread(fd, 16, 0)
@@ -457,7 +462,9 @@ def _parse(
         length_sums=dict(zip(FIELDS, meta["length_sums"], strict=True)),
         max_boost=meta["max_boost"],
     )
-    index = Index.from_backing(columns, backing, half_life_days=half_life_days, scoring=scoring)
+    index = Index.from_backing(
+        columns, backing, half_life_days=half_life_days, scoring=scoring, recover=recover
+    )
     signatures = dict(zip(meta["paths"], meta["signatures"], strict=True))
     file.own()
     return Loaded(

@@ -11,7 +11,8 @@
     ├── StoreLocked               another process holds a lock we needed
     ├── FolderError               the memory folder is missing or unusable
     └── DreamError                a dream or rollback request that cannot be carried out
-        └── RunNotFound           no dream run or rollback with that id
+        ├── RunNotFound           no dream run or rollback with that id
+        └── ToolRefused           a dream model's tool call this run does not allow
 
 Errors are turned into user-facing output at exactly three edges: the CLI prints
 one line and exits 1, the MCP server returns a tool error, and hooks log to
@@ -121,3 +122,8 @@ class DreamError(SageMemError):
 
 class RunNotFound(DreamError):
     """Raised when no dream run or rollback has the requested id."""
+
+
+class ToolRefused(DreamError):
+    """Raised to a dream run's model for a tool call the run does not allow (and recorded)."""
+

@@ -318,13 +318,17 @@ class Index:
     """Postings over every memory's fields, with filters and BM25F scoring."""
 
     def __init__(
-        self, *, half_life_days: float | None = None, scoring: Scoring | None = None
+        self,
+        *,
+        half_life_days: float | None = None,
+        scoring: Scoring | None = None,
+        recover: Callable[[], Iterable[Memory]] | None = None,
     ) -> None:
         self.half_life_days = half_life_days
         self.scoring = scoring or Scoring()
         self._lock = threading.RLock()
         # Called when the backing turns out damaged: every memory, read again from the files.
-        self.recover: Callable[[], Iterable[Memory]] | None = None
+        self.recover = recover
         self._reset()
 
     def _reset(self) -> None:
@@ -719,9 +723,14 @@ class Index:
         *,
         half_life_days: float | None = None,
         scoring: Scoring | None = None,
+        recover: Callable[[], Iterable[Memory]] | None = None,
     ) -> Index:
-        """An index that reads its postings and memories from `backing` as it needs them."""
-        index = cls(half_life_days=half_life_days, scoring=scoring)
+        """An index that reads its postings and memories from `backing` as it needs them.
+
+        `recover` gives every memory again, read from the files, for when the
+        backing turns out damaged.
+        """
+        index = cls(half_life_days=half_life_days, scoring=scoring, recover=recover)
         index._backing = backing
         ids = columns.ids
         index._base_count = len(ids)

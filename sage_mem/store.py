@@ -117,7 +117,7 @@ class MemoryStore:
         )
         self.folder.check_exists()
         self.root = self.folder.root
-        self.index = Index(half_life_days=half_life_days)
+        self.index = Index(half_life_days=half_life_days, recover=self._recover_index)
         self.stats = Stats(self.folder.state_path("stats.json"))
         self._problems: dict[str, Problem] = {}
         # What was last seen of each file (size, mtime, inode, ctime), by path: see `_seen`.
@@ -179,9 +179,10 @@ class MemoryStore:
             signatures = cache.scan(self.folder)
             with gc_paused():  # thousands of memories made, none of them garbage
                 memories = self._read_all()
-            self.index = Index(half_life_days=self.index.half_life_days)
+            self.index = Index(
+                half_life_days=self.index.half_life_days, recover=self._recover_index
+            )
             self.index.add_many(memories)
-            self.index.recover = self._recover_index
             del memories
             self._save_cache(signatures, started)
             self._adopt_cache(signatures)
@@ -200,7 +201,8 @@ class MemoryStore:
         from . import cache
 
         loaded = cache.load(
-            self.folder, scoring=self.index.scoring, half_life_days=self.index.half_life_days
+            self.folder, scoring=self.index.scoring, half_life_days=self.index.half_life_days,
+            recover=self._recover_index,
         )
         if loaded is None:
             return False
@@ -215,7 +217,6 @@ class MemoryStore:
                 cache.cache_path(self.folder).unlink()
             return False
         self.index = loaded.index
-        self.index.recover = self._recover_index
         if self.index.averages_moved():
             # Exactly what a fresh build would hold; rare, as it takes a grid step.
             self.index.reweigh()
@@ -324,14 +325,14 @@ class MemoryStore:
         if len(self.index) < ADOPT_CACHE_FROM:
             return
         loaded = cache.load(
-            self.folder, scoring=self.index.scoring, half_life_days=self.index.half_life_days
+            self.folder, scoring=self.index.scoring, half_life_days=self.index.half_life_days,
+            recover=self._recover_index,
         )
         present = {relative for relative, signature in signatures.items() if signature}
         if loaded is None or loaded.unchanged(signatures) != present:
             return
         if len(loaded.index) != len(self.index):
             return
-        loaded.index.recover = self._recover_index
         self.index = loaded.index
 
     def _recover_index(self) -> list[Memory]:

@@ -27,7 +27,7 @@ from ..memory import iso_datetime, parse_moment
 from ..safe_io import atomic_write
 from .config import DreamConfig
 from .paths import DreamPaths
-from .runinfo import own_identity, process_alive
+from .runinfo import own_identity
 
 
 @dataclass(frozen=True)
@@ -248,21 +248,6 @@ class DreamLock:
         finally:
             fcntl.flock(guard, fcntl.LOCK_UN)
             os.close(guard)
-
-
-def lock_holder(paths: DreamPaths) -> LockHolder | None:
-    """Who holds the lock now (None when nobody does), without taking it."""
-    try:
-        fd = os.open(paths.lock_file, os.O_RDONLY)
-    except FileNotFoundError:
-        return None
-    try:
-        holder = _read_holder(fd)
-    finally:
-        os.close(fd)
-    if holder.pid is None or not process_alive(holder.pid):
-        return None
-    return holder
 
 
 def _same_file(fd: int, path: os.PathLike[str] | str) -> bool:

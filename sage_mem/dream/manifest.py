@@ -28,7 +28,6 @@ from ..safe_io import atomic_write
 from .paths import RUN_ID, DreamPaths
 from .runinfo import own_identity
 
-STATUSES = ("running", "finished", "interrupted", "rolled-back")
 MANIFEST = "manifest.json"
 JOURNAL = "journal.jsonl"
 RUNNING_MARK = "running"  # beside the manifest while its process runs (see runner.mark_interrupted)

@@ -27,7 +27,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..errors import DreamError, MemoryLocked, SageMemError
+from ..errors import DreamError, MemoryLocked, SageMemError, ToolRefused
 from ..store import MemoryStore
 from .changes import Applier
 from .manifest import Manifest
@@ -40,10 +40,6 @@ DEFAULT_PROMPT = (
     "and (when write and archive are available) merge or correct them. Give a one-line reason "
     "for every write and archive; archiving needs one. Never invent facts. Stop when done."
 )
-
-
-class ToolRefused(SageMemError):
-    """Raised to the model when a tool call is not allowed in this run (and recorded as refused)."""
 
 
 class DreamTools:
