@@ -212,6 +212,9 @@ def test_the_hook_process_answers_without_waiting_for_the_run(
     runs = memory_dir.parent / ".memory.sage-mem" / "autodream" / "runs"
     (marker,) = wait_until(lambda: list(runs.glob("*/running")), timeout=30)
     manifest = marker.parent / "manifest.json"
+    # The mark is made first, the manifest a moment after (a run killed between the two
+    # is still found by its mark): wait for it.
+    wait_until(manifest.exists, timeout=30)
     assert json.loads(manifest.read_text(encoding="utf-8"))["status"] == "running"
 
     def release() -> bool:
