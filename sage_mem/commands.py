@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shlex
 import stat
 import sys
 from collections.abc import Callable, Sequence
@@ -293,6 +294,9 @@ def init(session: Session, path: str | None, examples: bool, git: bool, as_json:
     out = session.out
     target = Path(path).expanduser() if path else session.folder
     result = init_folder(target, git=git, examples=examples)
+    # The hints name the folder unless the next command would find it by itself.
+    same = os.path.abspath(default_folder()) == str(result.root)
+    where = "" if same else f"--dir {shlex.quote(str(result.root))} "
     if as_json:
         session.print_json({
             "path": str(result.root),
@@ -308,7 +312,7 @@ def init(session: Session, path: str | None, examples: bool, git: bool, as_json:
         out.write(
             f"Created {result.root} with {len(result.copied)} example memories: tagged "
             f"`example`, each description starting {EXAMPLE_PREFIX.strip()!r}, none a baseline.\n"
-            "Archive each when done with it: sage-mem archive ID --reason example\n"
+            f"Archive each when done with it: sage-mem {where}archive ID --reason example\n"
         )
     elif result.existing:
         skipped = "; no examples copied" if examples else ""
@@ -317,8 +321,8 @@ def init(session: Session, path: str | None, examples: bool, git: bool, as_json:
         made = "Created" if result.created else "Ready:"
         out.write(
             f"{made} {result.root}, an empty memory folder.\n"
-            'Add a memory: sage-mem add user_name --category user --description "…"\n'
-            "(or see how memories look: sage-mem init --examples)\n"
+            f'Add a memory: sage-mem {where}add user_name --category user --description "…"\n'
+            f"(or see how memories look: sage-mem {where}init --examples)\n"
         )
     if result.git_initialized:
         out.write(
@@ -327,7 +331,7 @@ def init(session: Session, path: str | None, examples: bool, git: bool, as_json:
     elif result.gitattributes_written:
         out.write("Wrote a .gitattributes that keeps LF endings.\n")
     if result.copied:
-        out.write('Try: sage-mem search "how do I run the tests"\n')
+        out.write(f'Try: sage-mem {where}search "how do I run the tests"\n')
     out.write(f"State (counts, caches, sessions): {result.state_dir}\n")
     return 0
 

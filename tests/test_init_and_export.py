@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import stat
 import subprocess
@@ -318,3 +319,22 @@ def test_a_shared_folder_is_shared_with_its_group_and_nobody_else(
     for name in ("user_role.md", "project/deploy/steps.md", "user_cat_zh.md", "MEMORY.md"):
         assert team[f"memory/{name}"] & 0o660 == 0o660, name
     assert team["memory/project"] & 0o770 == 0o770
+
+
+def test_init_of_another_folder_hints_commands_that_reach_it(tmp_path: Path) -> None:
+    folder = tmp_path / "notes folder"
+    done = subprocess.run(
+        [sys.executable, "-m", "sage_mem", "init", "--examples", str(folder)],
+        capture_output=True, text=True, timeout=60, cwd=ROOT,
+        env={**os.environ, "SAGE_MEM_DIR": str(tmp_path / "default")},
+    )
+    assert done.returncode == 0, done.stderr
+    hint = next(line for line in done.stdout.splitlines() if line.startswith("Try: "))
+    command = shlex.split(hint.removeprefix("Try: "))
+    assert command[:3] == ["sage-mem", "--dir", str(folder)]
+    found = subprocess.run(
+        [sys.executable, "-m", "sage_mem", *command[1:]],
+        capture_output=True, text=True, timeout=60, cwd=ROOT,
+        env={**os.environ, "SAGE_MEM_DIR": str(tmp_path / "default")},
+    )
+    assert found.returncode == 0 and "feedback_tests_first" in found.stdout, found.stderr
