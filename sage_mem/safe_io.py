@@ -141,7 +141,10 @@ def commit(path: Path, data: bytes, seen: Seen, *, mode: int, limit: int) -> Non
         return
     tmp, ours = _temp_file(path, data, seen.mode if seen.mode is not None else mode)
     try:
-        if _same_identity(path, seen) and _swap(tmp, path):
+        # Same identity, or the same bytes under a new one (a `touch`): unchanged so far.
+        if not _same_identity(path, seen) and _bytes_at(path, limit) != seen.raw:
+            raise FileChanged(f"{path.name}: changed on disk since it was read", path=path)
+        if _swap(tmp, path):
             # `tmp` now names the file that was at `path`: it must still be what we read.
             # A save in the instant between the check and the swap is put back.
             if _bytes_at(tmp, limit) != seen.raw:
@@ -149,8 +152,9 @@ def commit(path: Path, data: bytes, seen: Seen, *, mode: int, limit: int) -> Non
                     _swap(tmp, path)
                 raise FileChanged(f"{path.name}: changed on disk while it was written", path=path)
         else:
-            # No atomic swap here (or the identity moved): compare the bytes themselves,
-            # a few microseconds before the rename, the closest this platform allows.
+            # No atomic swap here: compare the bytes themselves (an identity can hide an
+            # edit within the clock's tick), just before the rename, as close as this
+            # platform allows.
             if _bytes_at(path, limit) != seen.raw:
                 raise FileChanged(f"{path.name}: changed on disk since it was read", path=path)
             os.replace(tmp, path)

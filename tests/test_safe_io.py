@@ -125,6 +125,32 @@ def test_a_save_between_the_check_and_the_swap_is_put_back(
     assert sorted(os.listdir(tmp_path)) == ["m.md"]
 
 
+def test_a_touched_file_is_still_swapped_and_checked_after_the_swap(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Same bytes under a new identity (a `touch`) take the checked swap too, not a bare rename."""
+    path = tmp_path / "m.md"
+    path.write_bytes(b"old")
+    seen = read(path)
+    os.utime(path, ns=(1, 1))  # a new identity, the same bytes
+    real_swap, real_replace = safe_io._swap, safe_io.os.replace
+    saved = []
+
+    def editor_saves_first(save_then: object) -> object:
+        def call(first: Path, second: Path) -> object:
+            if not saved:
+                path.write_bytes(b"the editor's save")
+                saved.append(True)
+            return save_then(first, second)  # type: ignore[operator]
+        return call
+
+    monkeypatch.setattr(safe_io, "_swap", editor_saves_first(real_swap))
+    monkeypatch.setattr(safe_io.os, "replace", editor_saves_first(real_replace))
+    with pytest.raises(FileChanged):
+        commit(path, b"ours", seen, mode=0o600, limit=LIMIT)
+    assert path.read_bytes() == b"the editor's save"
+
+
 def test_without_an_atomic_swap_the_bytes_are_compared_before_the_rename(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
