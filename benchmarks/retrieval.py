@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from sage_mem import MemoryStore  # noqa: E402
-from sage_mem.index import FIELD_WEIGHTS, K1, PAIR_WEIGHT, Index, Scoring  # noqa: E402
+from sage_mem.search.index import FIELD_WEIGHTS, K1, PAIR_WEIGHT, Index, Scoring  # noqa: E402
 
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "locomo-dev"
 BILINGUAL = ROOT / "tests" / "test_search.py"

@@ -336,8 +336,8 @@ _FTS_COLUMNS = ("description", "aliases", "name", "summary", "tags", "filename",
 
 def _parsed_files(folder: Path):
     """(id, fields) of every memory file, parsed as sage-mem parses them."""
-    from sage_mem.files import parse_bytes
-    from sage_mem.memory import memory_from_meta
+    from sage_mem.memory.file_format import parse_bytes
+    from sage_mem.memory.value import memory_from_meta
 
     for directory, _, names in os.walk(folder):
         for name in names:
@@ -381,7 +381,7 @@ def fts_match(query: str) -> str | None:
     """
     import re
 
-    from sage_mem.tokens import _CJK
+    from sage_mem.search.tokens import _CJK
 
     parts: list[str] = []
     for piece in re.findall(rf"[{_CJK}]+|[^\W_{_CJK}]+", query.lower()):
@@ -413,7 +413,7 @@ def rescan_search(folder: Path, query: str, limit: int = 10) -> list[str]:
     Its score: description words and CJK bigrams shared with the query count
     double, body ones once (sage-mem's tokenizer, so the terms are the same).
     """
-    from sage_mem.tokens import tokenize
+    from sage_mem.search.tokens import tokenize
 
     wanted = set(tokenize(query))
     scored = []
@@ -470,7 +470,7 @@ def worker_read(folder: Path, **_: object) -> dict:
 
 
 def worker_cold(folder: Path, state: Path, **_: object) -> dict:
-    from sage_mem import cache
+    from sage_mem.search import cache
     from sage_mem.store import MemoryStore
 
     shutil.rmtree(state, ignore_errors=True)
@@ -666,7 +666,8 @@ def measure_hook(folder: Path, state: Path, home: Path, queries: list[tuple[str,
         times.append((time.perf_counter() - started) * 1000)
         injected += bool(result.stdout.strip())
     floor = time_process([sys.executable, "-c", "pass"], env=env, runs=runs)
-    imports = time_process([sys.executable, "-c", "import sage_mem.hooks"], env=env, runs=runs)
+    imports = time_process([sys.executable, "-c", "import sage_mem.agents.hooks"], env=env,
+                           runs=runs)
     return {"hook": _summary(times), "floor": floor, "imports": imports, "answered": injected,
             "runs": runs}
 
@@ -790,7 +791,7 @@ def table(results: list[dict]) -> str:
         f"{r['watch']['checkout_refreshes']}")
     row("**hook** whole process: median / p95", lambda r:
         f"{_ms(r['hook']['hook']['median'])} / {_ms(r['hook']['hook']['p95'])}")
-    row("  `python -c pass` / `import sage_mem.hooks`", lambda r:
+    row("  `python -c pass` / `import sage_mem.agents.hooks`", lambda r:
         f"{_ms(r['hook']['floor']['median'])} / {_ms(r['hook']['imports']['median'])}")
     row("**peak RSS**: cold build / warm + search", lambda r:
         f"{r['cold']['rss_mb']:.0f} / {r['warm']['rss_mb']:.0f} MB")

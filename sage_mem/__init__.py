@@ -6,7 +6,7 @@
             print(hit.id, hit.score, hit.description)
 
 The names below are imported on first use (PEP 562): the Claude Code hook runs
-a new process for every prompt and imports `sage_mem.hooks`, which must not pay
+a new process for every prompt and imports `sage_mem.agents.hooks`, which must not pay
 for the whole public API first.
 """
 
@@ -28,8 +28,8 @@ if TYPE_CHECKING:
         SecretRefused,
         StoreLocked,
     )
-    from .index import Hit
-    from .memory import CATEGORIES, Memory
+    from .memory.value import CATEGORIES, Memory
+    from .search.index import Hit
     from .store import MemoryStore, Problem
 
 __version__ = "0.1.0"
@@ -56,14 +56,14 @@ __all__ = [
 
 # public name -> the module that defines it
 _HOMES = {
-    "CATEGORIES": "memory",
+    "CATEGORIES": "memory.value",
     "ConflictError": "errors",
     "DreamError": "errors",
     "FolderError": "errors",
-    "Hit": "index",
+    "Hit": "search.index",
     "InvalidId": "errors",
     "InvalidMemory": "errors",
-    "Memory": "memory",
+    "Memory": "memory.value",
     "MemoryLocked": "errors",
     "MemoryNotFound": "errors",
     "MemoryStore": "store",

@@ -1,6 +1,6 @@
 """The `sage-mem` command line's entry point: `main` runs one and returns its exit status.
 
-The commands themselves, on click, are in `commands.py`; `python -m sage_mem`
+The commands themselves, on click, are in `commands/`; `python -m sage_mem`
 and the `sage-mem` console script both come through `main`.
 
 `sage-mem hook …` runs in a new process for every prompt, so `main` recognises
@@ -49,7 +49,7 @@ def main(
 
 def answer_hook(event: str, folder: str | None, out: TextIO) -> int:
     """Run a Claude Code hook command (`sage-mem hook EVENT`): the answer on `out`, exit 0."""
-    from .hooks import run_hook
+    from .agents.hooks import run_hook
 
     root = Path(folder).expanduser() if folder else None
     return run_hook(event, sys.stdin, out, sys.stderr, folder=root)

@@ -22,8 +22,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import catalog
-from .credentials import LABELS, find_secrets
+from .checks.credentials import LABELS, find_secrets
+from .disk.folder import MemoryFolder, read_memory
+from .disk.locks import WriteLock, read_generation, write_lock
+from .disk.safe_io import Seen, atomic_write, create, file_mode, make_dirs, move, rewrite
+from .disk.stats import Stats
 from .errors import (
     ConflictError,
     FolderError,
@@ -33,14 +36,11 @@ from .errors import (
     MemoryNotFound,
     SecretRefused,
 )
-from .fields import FIELDS, check_unicode, new_file_meta, validated
-from .files import DELETE, edit_frontmatter, parse_bytes, render_new, sha256_bytes
-from .folder import MemoryFolder
-from .index import Hit, Index, gc_paused
-from .locks import WriteLock, read_generation, write_lock
-from .memory import MAX_FILE_BYTES, Memory, memory_from_meta, now_iso
-from .safe_io import Seen, atomic_write, create, file_mode, make_dirs, move, read_file, rewrite
-from .stats import Stats
+from .memory import catalog
+from .memory.fields import FIELDS, check_unicode, new_file_meta, validated
+from .memory.file_format import DELETE, edit_frontmatter, parse_bytes, render_new, sha256_bytes
+from .memory.value import MAX_FILE_BYTES, Memory, memory_from_meta, now_iso
+from .search.index import Hit, Index, gc_paused
 
 _UNSET: Any = object()
 # From this many memories, a store that built its index answers from the cache it wrote.
@@ -81,18 +81,6 @@ def load_memory(
     )
 
 
-def read_memory(folder: MemoryFolder, path: Path) -> Seen:
-    """The one checked read of a file in the memory folder.
-
-    A regular file inside the folder (a symlink that leads outside is refused),
-    opened without blocking (a FIFO is refused, never waited on), at most
-    MAX_FILE_BYTES. Raises FileNotFoundError when there is no file, InvalidId
-    for a path leading outside, InvalidMemory for a file that cannot be read.
-    """
-    folder.check_contained(path)
-    return read_file(path, limit=MAX_FILE_BYTES, what="; not indexed")
-
-
 class MemoryStore:
     """A memory folder with a live in-memory index.
 
@@ -110,7 +98,7 @@ class MemoryStore:
         state_dir: Path | str | None = None,
         reconcile_seconds: float = 30.0,
     ) -> None:
-        from .folder import default_folder
+        from .disk.folder import default_folder
 
         self.folder = MemoryFolder(
             path if path is not None else default_folder(), state_dir=state_dir
@@ -131,7 +119,7 @@ class MemoryStore:
         self._held: WriteLock | None = None
         self.reload()
         if watch:
-            from .watch import Watcher
+            from .disk.watch import Watcher
 
             self._watcher = Watcher(self, poll=poll, reconcile_seconds=reconcile_seconds)
             self._watcher.start()
@@ -158,14 +146,14 @@ class MemoryStore:
     def reload(self) -> None:
         """Bring the index in line with the whole folder.
 
-        From the on-disk cache (`cache.py`) when there is a usable one, reading
+        From the on-disk cache (`search/cache.py`) when there is a usable one, reading
         again only the files whose stat differs from what the cache saw; else
         by reading every file, after which the cache is written for the next
         process.
         """
         import time
 
-        from . import cache
+        from .search import cache
 
         with self._refresh_lock:
             # Read before the walk: a write by another process after it shows as a change.
@@ -198,7 +186,7 @@ class MemoryStore:
 
     def _reload_from_cache(self, started: int) -> bool:
         """Load the cached index and re-read what changed since; False when there is no cache."""
-        from . import cache
+        from .search import cache
 
         loaded = cache.load(
             self.folder, scoring=self.index.scoring, half_life_days=self.index.half_life_days,
@@ -293,7 +281,7 @@ class MemoryStore:
     def _save_cache(self, signatures: Mapping[str, tuple[int, int, int, int] | None],
                     started: int) -> None:
         """Write the on-disk cache; a state folder that cannot take it just means no cache."""
-        from . import cache
+        from .search import cache
 
         prefix = str(self.root) + os.sep
         entries: dict[str, cache.Entry] = {}
@@ -320,7 +308,7 @@ class MemoryStore:
         little faster from memory), and only when the cache holds exactly what
         was built: every file unchanged since, none within the racy window.
         """
-        from . import cache
+        from .search import cache
 
         if len(self.index) < ADOPT_CACHE_FROM:
             return
@@ -337,7 +325,7 @@ class MemoryStore:
 
     def _recover_index(self) -> list[Memory]:
         """Every memory read again from its file, for an index whose cache turned out damaged."""
-        from . import cache
+        from .search import cache
 
         with contextlib.suppress(OSError):
             cache.cache_path(self.folder).unlink()
@@ -976,7 +964,7 @@ def _check_expected(
     if raw is None and expected:
         raise ConflictError(f"{path.name}: the memory was removed since it was read", path=path)
     if raw is not None and expected.lower() != actual:
-        from .merge import differing_fields  # only on a conflict
+        from .memory.merge import differing_fields  # only on a conflict
 
         fields: tuple[str, ...] = ()
         if intended:

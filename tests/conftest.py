@@ -25,7 +25,7 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def stop_watchers() -> Iterator[None]:
     """Stop the watchers of the stores a test left open (a store watches by default)."""
     yield
-    watch = sys.modules.get("sage_mem.watch")
+    watch = sys.modules.get("sage_mem.disk.watch")
     for watcher in list(watch._running) if watch is not None else ():
         watcher.stop()
 

@@ -21,9 +21,9 @@ from typing import Any
 from mcp import Client
 from support import ROOT
 
+from sage_mem.agents.hooks import run_hook
 from sage_mem.cli import main
-from sage_mem.hooks import run_hook
-from sage_mem.server import build_server
+from sage_mem.mcp_server.server import build_server
 from sage_mem.store import MemoryStore
 
 SLOW = os.environ.get("SAGE_MEM_SLOW") == "1"

@@ -11,7 +11,7 @@ import pytest
 from support import write_memory
 
 from sage_mem import FolderError, MemoryStore
-from sage_mem.audit import CHECKS, AuditReport, Finding, audit
+from sage_mem.checks.audit import CHECKS, AuditReport, Finding, audit
 
 HEAD = "---\ndescription: a memory\ncategory: user\n---\n\n"  # the body starts on line 6
 TOKEN = "gh" + "p_" + "Zx8Kq2Lm9Vb4Nw7Tr1Yp5Hs3Jd6Fg0Ac2Ev4Q"[:36]  # assembled: not a literal token
@@ -427,7 +427,7 @@ def test_missing_folder_raises_folder_error(empty_dir: Path) -> None:
 def test_a_value_problem_carries_its_code_and_key_whatever_its_wording(
     meta: dict[str, object], code: str, key: str
 ) -> None:
-    from sage_mem.memory import memory_from_meta
+    from sage_mem.memory.value import memory_from_meta
 
     problems = memory_from_meta("x", Path("x.md"), meta, "").problems
     assert [(p.code, p.key) for p in problems] == [(code, key)]  # type: ignore[attr-defined]

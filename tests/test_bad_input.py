@@ -47,10 +47,10 @@ from reliability_support import (
 from support import TEMPLATE
 
 from sage_mem import MemoryStore
-from sage_mem.audit import CHECKS, audit
+from sage_mem.agents.context import FLAGGED
+from sage_mem.checks.audit import CHECKS, audit
 from sage_mem.errors import InvalidId, SageMemError, SecretRefused
-from sage_mem.files import parse_bytes
-from sage_mem.inject import FLAGGED
+from sage_mem.memory.file_format import parse_bytes
 
 pytestmark = pytest.mark.anyio
 

@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 
 from sage_mem import MemoryStore
-from sage_mem import cache as cache_module
 from sage_mem import store as store_module
-from sage_mem.index import Scoring
+from sage_mem.search import cache as cache_module
+from sage_mem.search.index import Scoring
 
 ROOT = Path(__file__).resolve().parent.parent
 

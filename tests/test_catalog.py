@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from sage_mem import catalog
-from sage_mem.memory import Memory
+from sage_mem.memory import catalog
+from sage_mem.memory.value import Memory
 
 
 def memory(

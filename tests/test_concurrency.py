@@ -30,7 +30,7 @@ import pytest
 from reliability_support import SLOW, cli
 from support import ROOT, TEMPLATE
 
-from sage_mem.audit import audit
+from sage_mem.checks.audit import audit
 from sage_mem.errors import ConflictError
 from sage_mem.store import MemoryStore
 

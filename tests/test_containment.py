@@ -28,7 +28,7 @@ import pytest
 from reliability_support import cli, hook, hook_context, mcp_call, mcp_client, prompt_input, tree
 from support import TEMPLATE
 
-from sage_mem.audit import audit
+from sage_mem.checks.audit import audit
 from sage_mem.errors import InvalidId, SageMemError
 from sage_mem.store import MemoryStore
 

@@ -13,7 +13,7 @@ import pytest
 from reliability_support import assert_one_line_error, cli_process
 from support import write_memory
 
-from sage_mem.credentials import LABELS, find_secrets, has_secrets, redact
+from sage_mem.checks.credentials import LABELS, find_secrets, has_secrets, redact
 
 RANDOM = "Zx8Kq2Lm9Vb4Nw7Tr1Yp5Hs3Jd6Fg0Ac2Ev4QwUo"
 AWS_KEY = "AK" + "IA" + "Q7ZK3M2XW5RT9PLB"

@@ -90,7 +90,7 @@ def test_ci_runs_the_readme_first_command_from_the_wheel() -> None:
 
 
 def test_every_mcp_tool_is_in_readme_or_agents_page() -> None:
-    from sage_mem.server import DESCRIPTIONS
+    from sage_mem.mcp_server.server import DESCRIPTIONS
 
     documented = README + _text(DOCS / "agents.md")
     for name, description in DESCRIPTIONS.items():
@@ -104,7 +104,7 @@ def _audit_rows() -> dict[str, str]:
 
 
 def test_every_audit_check_has_a_row_in_the_audit_page() -> None:
-    from sage_mem.audit import CHECKS
+    from sage_mem.checks.audit import CHECKS
 
     rows = _audit_rows()
     for name, (severity, _finds) in CHECKS.items():
@@ -113,7 +113,7 @@ def test_every_audit_check_has_a_row_in_the_audit_page() -> None:
 
 
 def test_the_audit_page_lists_no_check_the_code_does_not_know() -> None:
-    from sage_mem.audit import CHECKS
+    from sage_mem.checks.audit import CHECKS
 
     assert set(_audit_rows()) <= set(CHECKS)
 

@@ -23,7 +23,7 @@ from test_dream_support import add, folder_bytes, live_bytes, read_manifest
 from sage_mem.cli import main
 from sage_mem.dream import DreamConfig, rollback, run_dream
 from sage_mem.dream.model import DreamTools
-from sage_mem.server_dream import DESCRIPTIONS, build_dream_server
+from sage_mem.mcp_server.dream_server import DESCRIPTIONS, build_dream_server
 from sage_mem.store import MemoryStore
 
 READ_TOOLS = ["memory_audit", "memory_list", "memory_read", "memory_search"]

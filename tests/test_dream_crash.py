@@ -15,7 +15,7 @@ from test_dream_support import folder_bytes, live_bytes, messy_folder
 
 from sage_mem.dream import list_runs, rollback, run_dream
 from sage_mem.dream.paths import DreamPaths
-from sage_mem.files import parse_bytes
+from sage_mem.memory.file_format import parse_bytes
 from sage_mem.store import MemoryStore
 
 RUN = (

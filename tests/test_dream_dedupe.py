@@ -20,7 +20,7 @@ from test_dream_support import add, read_manifest
 from sage_mem.dream import run_dream
 from sage_mem.dream.rules.dedupe import candidate_pairs, head_similarity
 from sage_mem.dream.similarity import fingerprint, jaccard
-from sage_mem.memory import memory_from_meta
+from sage_mem.memory.value import memory_from_meta
 from sage_mem.store import MemoryStore
 
 TWINS = [

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from support import wait_until
 
-from sage_mem.hooks import run_hook
+from sage_mem.agents.hooks import run_hook
 
 START = {"session_id": "s1", "cwd": "/home/dev/shop", "source": "startup"}
 
@@ -157,7 +157,7 @@ def test_unusable_settings_are_logged_and_nothing_starts(
 
 PROBE = """
 import io, json, sys
-from sage_mem.hooks import run_hook
+from sage_mem.agents.hooks import run_hook
 run_hook("session-start", io.StringIO(sys.argv[1]), io.StringIO(), sys.stderr)
 print(json.dumps(sorted(m for m in sys.modules if m.startswith(("sage_mem.dream", "mcp")))))
 """

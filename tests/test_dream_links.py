@@ -154,7 +154,7 @@ CODE_AND_PROSE = (
 
 
 def test_the_audit_and_the_dream_agree_on_which_links_are_code(empty_dir: Path) -> None:
-    from sage_mem.audit import audit
+    from sage_mem.checks.audit import audit
 
     add(empty_dir, "project_notes", "Notes", CODE_AND_PROSE, category="project")
     store = MemoryStore(empty_dir)

@@ -14,7 +14,7 @@ from test_dream_support import add, folder_bytes, messy_folder, read_manifest
 from sage_mem.dream import DreamConfig, DreamError, list_runs, run_dream
 from sage_mem.dream.model import DreamTools, ToolRefused
 from sage_mem.dream.paths import RUN_ID
-from sage_mem.files import sha256_bytes
+from sage_mem.memory.file_format import sha256_bytes
 from sage_mem.store import MemoryStore
 
 

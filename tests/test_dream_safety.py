@@ -21,8 +21,8 @@ from support import ROOT, wait_until
 from test_dream_support import add, memory_text
 from test_ui import Client
 
-from sage_mem.folder import MemoryFolder
-from sage_mem.stats import Stats
+from sage_mem.disk.folder import MemoryFolder
+from sage_mem.disk.stats import Stats
 from sage_mem.store import MemoryStore
 from sage_mem.ui import UiServer
 
@@ -253,7 +253,7 @@ async def test_the_mcp_rollback_tool_lists_conflicts_first_and_puts_them_back_wh
 ) -> None:
     from mcp import Client
 
-    from sage_mem.server import build_server
+    from sage_mem.mcp_server.server import build_server
 
     paths = tidy_folder(empty_dir)
     before = paths["dated"].read_bytes()
@@ -275,7 +275,7 @@ async def test_the_mcp_rollback_tool_lists_conflicts_first_and_puts_them_back_wh
 EDITOR_SAVES = r"""
 import sys
 from pathlib import Path
-import sage_mem.safe_io as safe_io
+import sage_mem.disk.safe_io as safe_io
 from sage_mem.cli import main
 
 target, saved = Path(sys.argv[1]), sys.argv[2].encode()

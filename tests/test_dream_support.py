@@ -10,7 +10,7 @@ from typing import Any
 
 from support import write_memory
 
-from sage_mem.files import dump_value
+from sage_mem.memory.file_format import dump_value
 
 
 def memory_text(description: str, body: str = "", **meta: object) -> str:

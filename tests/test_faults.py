@@ -28,12 +28,13 @@ import pytest
 from reliability_support import SLOW, assert_one_line_error, cli, hook, hook_context, prompt_input
 from support import ROOT, TEMPLATE, wait_until, write_memory
 
-from sage_mem import catalog, safe_io
-from sage_mem.audit import audit
+from sage_mem.checks.audit import audit
+from sage_mem.disk import safe_io
+from sage_mem.disk.watch import Watcher
 from sage_mem.errors import FolderError, InvalidMemory
-from sage_mem.files import parse_bytes
+from sage_mem.memory import catalog
+from sage_mem.memory.file_format import parse_bytes
 from sage_mem.store import MemoryStore
-from sage_mem.watch import Watcher
 
 TEMP = re.compile(r"^\..+\.\d+\.[0-9a-f]{8}\.tmp$")
 BIG = "".join(f"line {n} of a long body that takes a while to write\n" for n in range(3000))
@@ -405,7 +406,7 @@ def _unreadable(monkeypatch: pytest.MonkeyPatch, path: Path) -> None:
         return real_builtin(name, *args, **kwargs)
 
     monkeypatch.setattr(os, "open", os_open)
-    monkeypatch.setattr("sage_mem.audit.open", builtin_open, raising=False)
+    monkeypatch.setattr("sage_mem.checks.audit.open", builtin_open, raising=False)
 
 
 def test_an_unreadable_file_is_reported_and_skipped_everywhere(

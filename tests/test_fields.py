@@ -1,4 +1,4 @@
-"""The field spec (`sage_mem.fields`): one list of the writable memory fields, and every
+"""The field spec (`sage_mem.memory.fields`): one list of the writable memory fields, and every
 interface derived from it — the store's validation and new-file order, the CLI's `add`
 options, the MCP `memory_write` schema, the page's write arguments.
 
@@ -21,8 +21,19 @@ import yaml
 
 from sage_mem import InvalidMemory, Memory, MemoryStore
 from sage_mem.cli import main
-from sage_mem.fields import BOOL, BY_KEY, FIELDS, INT, KINDS, STAMPS, TEXT, TEXTS, UNIT, validated
-from sage_mem.memory import MAX_TAG_LENGTH, MAX_TAGS
+from sage_mem.memory.fields import (
+    BOOL,
+    BY_KEY,
+    FIELDS,
+    INT,
+    KINDS,
+    STAMPS,
+    TEXT,
+    TEXTS,
+    UNIT,
+    validated,
+)
+from sage_mem.memory.value import MAX_TAG_LENGTH, MAX_TAGS
 
 # One good value of each field, as a caller gives it, and as the file then holds it.
 GIVEN: dict[str, Any] = {
@@ -186,7 +197,7 @@ def mcp_tools(store: MemoryStore) -> tuple[dict[str, Any], list[tuple[bool, str]
     """memory_write's input schema, and the results of the calls in CALLS."""
     from mcp import Client
 
-    from sage_mem.server import build_server
+    from sage_mem.mcp_server.server import build_server
 
     async def session() -> tuple[dict[str, Any], list[tuple[bool, str]]]:
         async with Client(build_server(store)) as client:

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sage_mem.errors import InvalidMemory
-from sage_mem.files import (
+from sage_mem.memory.file_format import (
     DELETE,
     dump_value,
     edit_frontmatter,
@@ -22,7 +22,7 @@ from sage_mem.files import (
     sha256_bytes,
     split_lines,
 )
-from sage_mem.memory import memory_from_meta
+from sage_mem.memory.value import memory_from_meta
 
 SIMPLE = "---\nname: cat\ndescription: the cat\ncategory: user\n---\n\nBody.\n"
 

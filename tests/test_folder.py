@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from support import write_memory
 
+from sage_mem.disk.folder import MemoryFolder, default_folder, is_editor_junk, state_dir_name
 from sage_mem.errors import FolderError, InvalidId
-from sage_mem.folder import MemoryFolder, default_folder, is_editor_junk, state_dir_name
 
 MEMORY = "---\ndescription: d\n---\n"
 
@@ -209,7 +209,7 @@ def _edge_case_folder(root: Path, outside: Path, *, archive_link: bool) -> None:
 def test_the_cache_scan_and_iter_files_find_the_same_memory_files(
     folder: MemoryFolder, tmp_path: Path, archive_link: bool
 ) -> None:
-    from sage_mem import cache
+    from sage_mem.search import cache
 
     _edge_case_folder(folder.root, tmp_path / "outside", archive_link=archive_link)
 
@@ -435,7 +435,7 @@ def test_the_default_folder_comes_from_sage_mem_dir(
 def test_the_default_folder_keeps_its_state_in_the_sage_mem_folder_around_it(
     tmp_path: Path,
 ) -> None:
-    from sage_mem.folder import MemoryFolder
+    from sage_mem.disk.folder import MemoryFolder
 
     default = MemoryFolder(tmp_path / ".sage-mem" / "memory")
     assert default.state_dir == tmp_path / ".sage-mem"

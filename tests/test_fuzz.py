@@ -21,13 +21,13 @@ from hypothesis import strategies as st
 from reliability_support import SLOW
 from support import TEMPLATE
 
-from sage_mem.credentials import find_secrets, redact
+from sage_mem.agents.hooks import run_hook
+from sage_mem.checks.credentials import find_secrets, redact
+from sage_mem.checks.prompt_injection import find_injections
+from sage_mem.disk.folder import MemoryFolder
 from sage_mem.errors import InvalidId, InvalidMemory, SageMemError
-from sage_mem.files import parse_bytes
-from sage_mem.folder import MemoryFolder
-from sage_mem.hooks import run_hook
-from sage_mem.injection import find_injections
-from sage_mem.memory import memory_from_meta
+from sage_mem.memory.file_format import parse_bytes
+from sage_mem.memory.value import memory_from_meta
 from sage_mem.store import MemoryStore
 
 FUZZ = settings(

@@ -23,9 +23,9 @@ from pathlib import Path
 
 import pytest
 
-from sage_mem import hooks
+from sage_mem.agents import hooks
 from sage_mem.cli import _hook_command, main
-from sage_mem.stats import Stats, _dumps
+from sage_mem.disk.stats import Stats, _dumps
 
 # The console script `sage-mem` is `from sage_mem.cli import main; sys.exit(main())`.
 ENTRY_POINTS = {
@@ -41,11 +41,11 @@ NEVER_ON_THE_HOOK_PATH = (
     "gettext",
     "shutil",
     "logging",
-    "sage_mem.server",
+    "sage_mem.mcp_server.server",
     "sage_mem.dream",
-    "sage_mem.audit",
-    "sage_mem.watch",
-    "sage_mem.render",
+    "sage_mem.checks.audit",
+    "sage_mem.disk.watch",
+    "sage_mem.commands",
 )
 
 
@@ -84,7 +84,7 @@ def test_hook_imports_only_what_it_needs(memory_dir: Path, entry: list[str], eve
     imported, result = imported_by_hook(entry, event, {**payload, "session_id": "s2"})
     assert result.returncode == 0, result.stderr.decode()[-2000:]
     assert json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"]
-    assert {"sage_mem.hooks", "sage_mem.store", "sage_mem.inject"} <= imported
+    assert {"sage_mem.agents.hooks", "sage_mem.store", "sage_mem.agents.context"} <= imported
     assert not forbidden(imported)
 
 

@@ -19,10 +19,10 @@ from typing import Any
 import pytest
 from support import write_memory
 
+from sage_mem.agents.context import BASELINE_HEADER, PROMPT_HEADER, TOOLS_GUIDE, TRUNCATED
+from sage_mem.agents.hooks import run_hook
+from sage_mem.disk.stats import Stats
 from sage_mem.errors import StoreLocked
-from sage_mem.hooks import run_hook
-from sage_mem.inject import BASELINE_HEADER, PROMPT_HEADER, TOOLS_GUIDE, TRUNCATED
-from sage_mem.stats import Stats
 
 # The hook as Claude Code runs it: the real CLI entry point.
 HOOK_PROGRAM = ["-m", "sage_mem", "hook"]
@@ -258,7 +258,7 @@ def test_hook_never_imports_mcp_or_watchdog(memory_dir: Path) -> None:
             for line in result.stderr.decode().splitlines()
             if line.startswith("import time:")
         }
-        assert "sage_mem.hooks" in imported
+        assert "sage_mem.agents.hooks" in imported
         assert not {name for name in imported if name.split(".")[0] in ("mcp", "watchdog")}
 
 

@@ -12,9 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from sage_mem import catalog
-from sage_mem.errors import FolderError, SageMemError
-from sage_mem.importers import (
+from sage_mem.agents.importers import (
     MNEMO_CATEGORIES,
     ImportResult,
     export_jsonl,
@@ -23,6 +21,8 @@ from sage_mem.importers import (
     import_mnemo,
     parse_tags,
 )
+from sage_mem.errors import FolderError, SageMemError
+from sage_mem.memory import catalog
 from sage_mem.store import MemoryStore
 
 
@@ -406,7 +406,7 @@ def test_import_claude_code_is_counted_so_another_process_keeps_the_imports_in_m
 def test_import_claude_code_waits_for_the_write_lock(
     empty_dir: Path, claude_dir: Path
 ) -> None:
-    from sage_mem.locks import write_lock
+    from sage_mem.disk.locks import write_lock
 
     store = MemoryStore(empty_dir, watch=False)
     with write_lock(store.folder.state_dir):

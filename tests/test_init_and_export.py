@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from sage_mem.files import parse_bytes
+from sage_mem.memory.file_format import parse_bytes
 
 ROOT = Path(__file__).resolve().parent.parent
 TEMPLATE = ROOT / "memory_template"

@@ -12,7 +12,7 @@ import pytest
 from support import write_memory
 
 from sage_mem import Hit, MemoryStore
-from sage_mem.inject import (
+from sage_mem.agents.context import (
     BODY_LIMIT,
     CONTEXT_BUDGET,
     DEFAULT_PROMPT_LIMIT,
@@ -30,7 +30,7 @@ from sage_mem.inject import (
     session_file_name,
     session_start_context,
 )
-from sage_mem.memory import Memory
+from sage_mem.memory.value import Memory
 
 NOW = datetime(2026, 11, 29, 18, 0, tzinfo=UTC)
 
@@ -439,13 +439,13 @@ def test_prune_of_a_missing_folder_does_nothing(tmp_path: Path) -> None:
     ],
 )
 def test_prompt_limit_from_the_environment(raw: str | None, expected: int) -> None:
-    from sage_mem.inject import prompt_limit
+    from sage_mem.agents.context import prompt_limit
 
     assert prompt_limit(raw) == (expected, None)
 
 
 def test_prompt_limit_that_is_not_a_number_falls_back_with_a_warning() -> None:
-    from sage_mem.inject import prompt_limit
+    from sage_mem.agents.context import prompt_limit
 
     limit, warning = prompt_limit("lots")
     assert limit == DEFAULT_PROMPT_LIMIT
@@ -465,8 +465,9 @@ def beijing_clock(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 def test_every_interface_says_the_same_age_on_the_local_clock(beijing_clock: None) -> None:
     """At 01:00 in Beijing, a memory written at 23:00 the evening before is "yesterday"."""
-    from sage_mem import render, server_tools
-    from sage_mem.memory import memory_from_meta
+    from sage_mem.commands import render
+    from sage_mem.mcp_server import memory_tools
+    from sage_mem.memory.value import memory_from_meta
 
     now = datetime(2026, 11, 29, 17, 0, tzinfo=UTC)  # 01:00 on the 30th in Beijing
     updated = "2026-11-29T15:00:00Z"  # 23:00 on the 29th in Beijing, the same UTC day
@@ -478,5 +479,5 @@ def test_every_interface_says_the_same_age_on_the_local_clock(beijing_clock: Non
     assert age_note(updated, now) == "updated yesterday"
     assert render.hit_dict(hit, now)["age"] == "updated yesterday"
     assert "(updated yesterday)" in render.hit_line(hit, now)
-    assert server_tools.hit_dict(hit, now)["age"] == "updated yesterday"
+    assert memory_tools.hit_dict(hit, now)["age"] == "updated yesterday"
     assert "updated yesterday" in render_memory(memory, now).splitlines()[0]

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import pytest
 
-from sage_mem.inject import FLAGGED, render_memory
-from sage_mem.injection import LABELS, find_injections, has_injection
-from sage_mem.memory import Memory
+from sage_mem.agents.context import FLAGGED, render_memory
+from sage_mem.checks.prompt_injection import LABELS, find_injections, has_injection
+from sage_mem.memory.value import Memory
 
 
 @pytest.mark.parametrize(

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from sage_mem.agents.install import InstallResult, default_command, install
 from sage_mem.errors import SageMemError
-from sage_mem.install import InstallResult, default_command, install
 
 COMMAND = ["/opt/sage mem/bin/sage-mem"]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sage_mem.markdown import (
+from sage_mem.memory.markdown import (
     MARKDOWN_LINK,
     WIKI_LINK,
     code_content,

@@ -1,4 +1,4 @@
-"""The three-way merge of a memory (`sage_mem.merge`): fields by key, the body by lines."""
+"""The three-way merge of a memory (`sage_mem.memory.merge`): fields by key, the body by lines."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from sage_mem.errors import ConflictError
-from sage_mem.merge import (
+from sage_mem.memory.merge import (
     MISSING,
     Clash,
     FieldConflict,

@@ -30,11 +30,12 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sage_mem import files, tokens
+from sage_mem.disk.folder import MemoryFolder
 from sage_mem.errors import InvalidId
-from sage_mem.files import _simple_mapping, parse_bytes, split_lines
-from sage_mem.folder import MemoryFolder
-from sage_mem.tokens import (
+from sage_mem.memory import file_format as files
+from sage_mem.memory.file_format import _simple_mapping, parse_bytes, split_lines
+from sage_mem.search import tokens
+from sage_mem.search.tokens import (
     CHINESE_BREAKS,
     CHINESE_STOP_CHARS,
     CHINESE_STOP_WORDS,
@@ -368,7 +369,7 @@ def test_timestamps_as_the_tool_writes_them_read_as_pyyaml_reads_them(
 
 
 def test_importing_files_does_not_import_yaml() -> None:
-    code = "import sys, sage_mem.files; print('yaml' in sys.modules)"
+    code = "import sys, sage_mem.memory.file_format; print('yaml' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.stdout.strip() == "False", result.stderr
 

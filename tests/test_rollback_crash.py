@@ -55,11 +55,11 @@ from reliability_support import SLOW
 from support import ROOT
 from test_dream_support import add, messy_folder
 
+from sage_mem.disk.folder import ARCHIVE_DIR, DREAM_DIR, INDEX_FILE
+from sage_mem.disk.locks import read_generation
 from sage_mem.dream import DreamError, list_runs, rollback, run_dream
 from sage_mem.dream.paths import DreamPaths
 from sage_mem.dream.snapshots import Snapshot, load_snapshot
-from sage_mem.folder import ARCHIVE_DIR, DREAM_DIR, INDEX_FILE
-from sage_mem.locks import read_generation
 from sage_mem.store import MemoryStore
 
 SIZE = 300  # memories; a rollback of the run over them takes some 1,400 file-system steps
@@ -75,7 +75,7 @@ import builtins, json, os, signal, sys
 from sage_mem.dream import rollback, run_dream
 from sage_mem.store import MemoryStore
 
-import sage_mem.safe_io as safe_io
+import sage_mem.disk.safe_io as safe_io
 
 folder, run_id, how, kill_at = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 scope, _, forced = how.partition("-")

@@ -9,9 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from sage_mem import safe_io
-from sage_mem.errors import FileChanged, InvalidMemory
-from sage_mem.safe_io import (
+from sage_mem.disk import safe_io
+from sage_mem.disk.safe_io import (
     Seen,
     atomic_write,
     commit,
@@ -23,6 +22,7 @@ from sage_mem.safe_io import (
     read_file,
     rewrite,
 )
+from sage_mem.errors import FileChanged, InvalidMemory
 
 LIMIT = 512 * 1024
 

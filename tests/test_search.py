@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from sage_mem import MemoryStore
-from sage_mem.index import Index, word_pairs
-from sage_mem.memory import Memory, memory_from_meta
+from sage_mem.memory.value import Memory, memory_from_meta
+from sage_mem.search.index import Index, word_pairs
 
 BILINGUAL_MEMORIES: dict[str, str] = {
     "user_cat": """---

@@ -25,7 +25,7 @@ TIMEOUT = 20.0
 
 SCAN = (
     "import sys\n"
-    "from sage_mem.credentials import find_secrets, has_secrets, redact\n"
+    "from sage_mem.checks.credentials import find_secrets, has_secrets, redact\n"
     "text = sys.stdin.read()\n"
     "print(len(find_secrets(text)), has_secrets(text), len(redact(text)))\n"
 )

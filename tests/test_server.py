@@ -24,7 +24,7 @@ from mcp import Client, StdioServerParameters
 from support import TEMPLATE, write_memory
 
 from sage_mem import MemoryStore
-from sage_mem.server import DESCRIPTIONS, INSTRUCTIONS, build_server
+from sage_mem.mcp_server.server import DESCRIPTIONS, INSTRUCTIONS, build_server
 
 pytestmark = pytest.mark.anyio
 
@@ -517,9 +517,9 @@ async def test_audit_reports_through_sage_mem_audit(
         def to_dict(self) -> dict[str, Any]:
             return {"ok": True, "checks": []}
 
-    fake = type(sys)("sage_mem.audit")
+    fake = type(sys)("sage_mem.checks.audit")
     fake.audit = lambda given: Report() if given is store else None  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "sage_mem.audit", fake)
+    monkeypatch.setitem(sys.modules, "sage_mem.checks.audit", fake)
     async with connect(store) as client:
         assert await call(client, "memory_audit") == {"ok": True, "checks": []}
 
@@ -537,7 +537,7 @@ async def test_audit_runs_the_real_checks_and_changes_nothing(
 async def test_audit_without_the_audit_module_is_a_clear_tool_error(
     store: MemoryStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setitem(sys.modules, "sage_mem.audit", None)
+    monkeypatch.setitem(sys.modules, "sage_mem.checks.audit", None)
     async with connect(store) as client:
         assert "not available yet" in await fails(client, "memory_audit")
 
@@ -685,7 +685,7 @@ async def test_a_bad_memory_resource_is_an_error_not_a_crash(store: MemoryStore,
 # imports
 
 
-@pytest.mark.parametrize("module", ["sage_mem", "sage_mem.server_tools"])
+@pytest.mark.parametrize("module", ["sage_mem", "sage_mem.mcp_server.memory_tools"])
 def test_modules_outside_the_server_never_import_mcp(module: str) -> None:
     code = f"import sys, {module}; print('mcp' in sys.modules)"
     result = subprocess.run(

@@ -3,7 +3,7 @@
 Two memory folders side by side (`a/` and `b/`) never share counts, sessions,
 runs or caches (DESIGN §2). State that an older version kept in one
 `.sage-mem/` for every folder of a parent goes to the folder it clearly
-belongs to, and to no other. See the module docstring of `sage_mem/folder.py`.
+belongs to, and to no other. See the module docstring of `disk/folder.py`.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import pytest
 from reliability_support import cli_process, hook_context, prompt_input
 from support import TEMPLATE, write_memory
 
-from sage_mem.folder import MemoryFolder
+from sage_mem.disk.folder import MemoryFolder
 from sage_mem.store import MemoryStore
 
 PROMPT = "how do I run the tests"

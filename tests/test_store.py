@@ -27,8 +27,8 @@ from sage_mem import (
     MemoryNotFound,
     MemoryStore,
 )
-from sage_mem import catalog as catalog_module
-from sage_mem.memory import parse_moment
+from sage_mem.memory import catalog as catalog_module
+from sage_mem.memory.value import parse_moment
 
 CAT = (
     "---\nname: cat\ndescription: the user's cat is called Sesame\ncategory: user\n---\n"
@@ -699,9 +699,9 @@ def test_a_failed_write_leaves_the_memory_and_no_temp_file(
 
     # Every way the final rename can go: an atomic swap or no-clobber rename, a plain
     # rename, a hard link.
-    monkeypatch.setattr("sage_mem.safe_io._rename_call", boom)
-    monkeypatch.setattr("sage_mem.safe_io.os.replace", boom)
-    monkeypatch.setattr("sage_mem.safe_io.os.link", boom)
+    monkeypatch.setattr("sage_mem.disk.safe_io._rename_call", boom)
+    monkeypatch.setattr("sage_mem.disk.safe_io.os.replace", boom)
+    monkeypatch.setattr("sage_mem.disk.safe_io.os.link", boom)
     with pytest.raises(OSError):
         store.write("user_cat_zh", trust=0.9)
     with pytest.raises(OSError):

@@ -248,7 +248,7 @@ def json_type(schema: dict[str, Any]) -> str:
 def listed_tools(folder: Path) -> dict[str, dict[str, Any]]:
     from mcp import Client
 
-    from sage_mem.server import build_server
+    from sage_mem.mcp_server.server import build_server
 
     async def listing() -> dict[str, dict[str, Any]]:
         with MemoryStore(folder, watch=False) as store:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sage_mem.tokens import bigrams, fold, is_unigram, is_word, stem, tokenize, words
+from sage_mem.search.tokens import bigrams, fold, is_unigram, is_word, stem, tokenize, words
 
 # Expected stems are the Snowball English stemmer's own output.
 STEMS = [

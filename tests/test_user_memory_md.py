@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from sage_mem import catalog
-from sage_mem.memory import Memory
+from sage_mem.memory import catalog
+from sage_mem.memory.value import Memory
 
 BEGIN = catalog.REGION_BEGIN
 END = catalog.REGION_END

@@ -20,12 +20,12 @@ import pytest
 from support import wait_until, write_memory
 from watchdog.observers.polling import PollingObserver
 
-from sage_mem import watch
+from sage_mem.disk import watch
+from sage_mem.disk.watch import Watcher
 from sage_mem.store import MemoryStore
-from sage_mem.watch import Watcher
 
 # watchdog warns (from its own thread) when nested folders appear faster than it
-# adds watches; sage_mem.watch silences it, but pytest's "error" filter goes first.
+# adds watches; sage_mem.disk.watch silences it, but pytest's "error" filter goes first.
 pytestmark = pytest.mark.filterwarnings("ignore:Callback with id:RuntimeWarning")
 
 WORDS = [
@@ -379,7 +379,7 @@ def test_falls_back_to_polling_when_events_are_unavailable(
 
     monkeypatch.setattr(watch, "Observer", no_inotify)
     monkeypatch.setattr(watch, "POLL_SECONDS", 0.05)
-    with caplog.at_level(logging.WARNING, logger="sage_mem.watch"):
+    with caplog.at_level(logging.WARNING, logger="sage_mem.disk.watch"):
         store = watched()
     assert "polling instead" in caplog.text
     assert isinstance(store._watcher._observer, PollingObserver)
@@ -432,7 +432,7 @@ def test_failing_refresh_does_not_stop_the_watcher(
         return real_refresh(paths)
 
     monkeypatch.setattr(store, "refresh", refresh_failing_once)
-    with caplog.at_level(logging.ERROR, logger="sage_mem.watch"):
+    with caplog.at_level(logging.ERROR, logger="sage_mem.disk.watch"):
         write_memory(memory_dir, "project_first", text("The first axolotl"))
         wait_until(lambda: store._watcher.error_count == 1)
         write_memory(memory_dir, "project_second", text("The second pangolin"))
@@ -457,7 +457,7 @@ def test_failing_event_handler_does_not_stop_the_observer(
         real_notify(paths)
 
     monkeypatch.setattr(watcher, "notify", notify_failing_once)
-    with caplog.at_level(logging.ERROR, logger="sage_mem.watch"):
+    with caplog.at_level(logging.ERROR, logger="sage_mem.disk.watch"):
         write_memory(memory_dir, "project_first", text("The first axolotl"))
         wait_until(lambda: failed)
         write_memory(memory_dir, "project_second", text("The second pangolin"))

@@ -19,9 +19,10 @@ from hypothesis import strategies as st
 from reliability_support import SLOW, cli_process
 from support import ROOT, wait_until, write_memory
 
-from sage_mem import MemoryStore, safe_io
+from sage_mem import MemoryStore
+from sage_mem.disk import safe_io
 from sage_mem.errors import ConflictError
-from sage_mem.files import parse_bytes
+from sage_mem.memory.file_format import parse_bytes
 
 MEMORY = "---\ndescription: the deploy checklist\ntrust: 0.5\n---\n\n{marker}\n"
 
@@ -33,7 +34,7 @@ def marker_of(path: Path) -> str:
 EDITOR = r"""
 import os, sys, time
 from pathlib import Path
-from sage_mem.files import parse_bytes
+from sage_mem.memory.file_format import parse_bytes
 
 path, stop = Path(sys.argv[1]), Path(sys.argv[2])
 def marker(raw):

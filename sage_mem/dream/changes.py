@@ -16,7 +16,7 @@ There is no delete: archiving moves a file into `archive/`.
 
 Every read of the folder by autodream (here, the snapshots, the rollback, the
 runner) goes through `read_checked` / `file_state`: the folder's one checked
-read (`store.read_memory`), which never follows a link out of the folder, never
+read (`disk.folder.read_memory`), which never follows a link out of the folder, never
 waits on a FIFO and never reads past the size cap; what it refuses is reported.
 """
 
@@ -27,12 +27,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ..disk.folder import MemoryFolder, read_memory
+from ..disk.safe_io import Seen
 from ..errors import InvalidId, InvalidMemory, SageMemError
-from ..files import sha256_bytes
-from ..folder import MemoryFolder
-from ..memory import Memory
-from ..safe_io import Seen
-from ..store import MemoryStore, read_memory
+from ..memory.file_format import sha256_bytes
+from ..memory.value import Memory
+from ..store import MemoryStore
 from .manifest import Manifest
 
 MODES = ("report", "rewrite")
@@ -213,7 +213,7 @@ def _changed_since_read(state: dict[str, Any] | None) -> str:
 
 
 def read_checked(folder: MemoryFolder, path: Path) -> Seen:
-    """The folder's one checked read (`store.read_memory`), a missing file as `Seen.absent()`.
+    """The folder's one checked read (`disk.folder.read_memory`), a missing file as `Seen.absent()`.
 
     Raises one of REFUSED for a file it will not read; it never follows a link out of
     the folder, never waits on a FIFO and never reads past the size cap.

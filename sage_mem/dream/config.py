@@ -6,7 +6,7 @@
 
 Every key is optional; a flag given to `run_dream` wins over the file.
 `autoFromHook: true` lets the session-start hook start `dream --auto` in the
-background (see `sage_mem.hooks`; the environment variable SAGE_MEM_AUTODREAM
+background (see `sage_mem.agents.hooks`; the environment variable SAGE_MEM_AUTODREAM
 overrides it).
 """
 

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from ..memory import iso_datetime, parse_moment
-from ..safe_io import atomic_write
+from ..disk.safe_io import atomic_write
+from ..memory.value import iso_datetime, parse_moment
 from .config import DreamConfig
 from .paths import DreamPaths
 from .runinfo import own_identity

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..memory import CATEGORIES
+from ..memory.value import CATEGORIES
 from ..store import MemoryStore
 
 
@@ -36,7 +36,7 @@ def audit_summary(store: MemoryStore) -> dict[str, Any] | None:
     not stop one (its error is recorded instead).
     """
     try:
-        from ..audit import audit
+        from ..checks.audit import audit
     except ImportError:
         return None
     try:

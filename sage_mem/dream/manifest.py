@@ -22,9 +22,9 @@ import secrets
 from datetime import datetime
 from typing import Any
 
+from ..disk.safe_io import atomic_write
 from ..errors import RunNotFound
-from ..memory import iso_datetime
-from ..safe_io import atomic_write
+from ..memory.value import iso_datetime
 from .paths import RUN_ID, DreamPaths
 from .runinfo import own_identity
 

@@ -20,8 +20,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..folder import DREAM_DIR, MemoryFolder
-from ..safe_io import make_private_dirs
+from ..disk.folder import DREAM_DIR, MemoryFolder
+from ..disk.safe_io import make_private_dirs
 
 RUN_ID = re.compile(r"^\d{8}T\d{6}Z-[0-9a-f]{4,}$")
 

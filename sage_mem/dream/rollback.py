@@ -45,12 +45,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from ..errors import DreamError, FileChanged, InvalidMemory, StoreLocked
-from ..files import sha256_bytes
-from ..folder import ARCHIVE_DIR, DREAM_DIR, INDEX_FILE
-from ..locks import WriteLock, write_lock
-from ..memory import MAX_FILE_BYTES
-from ..safe_io import (
+from ..disk.folder import ARCHIVE_DIR, DREAM_DIR, INDEX_FILE
+from ..disk.locks import WriteLock, write_lock
+from ..disk.safe_io import (
     Seen,
     atomic_write,
     commit,
@@ -63,6 +60,9 @@ from ..safe_io import (
     move,
     read_file,
 )
+from ..errors import DreamError, FileChanged, InvalidMemory, StoreLocked
+from ..memory.file_format import sha256_bytes
+from ..memory.value import MAX_FILE_BYTES
 from ..store import MemoryStore
 from .changes import REFUSED, file_state, read_checked
 from .config import DreamConfig

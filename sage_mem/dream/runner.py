@@ -27,11 +27,11 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from .. import catalog
+from ..disk.folder import INDEX_FILE
+from ..disk.safe_io import atomic_write, file_mode, make_dirs
 from ..errors import DreamError, FolderError, StoreLocked
-from ..files import sha256_bytes
-from ..folder import INDEX_FILE
-from ..safe_io import atomic_write, file_mode, make_dirs
+from ..memory import catalog
+from ..memory.file_format import sha256_bytes
 from ..store import MemoryStore
 from .changes import MODES, Applier, file_state
 from .config import DreamConfig

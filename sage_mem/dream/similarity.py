@@ -25,9 +25,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .. import tokens
-from ..memory import Memory
-from ..tokens import has_cjk, is_unigram, tokenize
+from ..memory.value import Memory
+from ..search import tokens
+from ..search.tokens import has_cjk, is_unigram, tokenize
 
 MIN_BODY_TERMS = 8
 """Bodies with fewer distinct terms than this carry too little to compare."""

@@ -27,12 +27,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
+from ..disk.folder import INDEX_FILE, MemoryFolder
+from ..disk.locks import write_lock
+from ..disk.safe_io import atomic_write, make_private_dirs, read_file
 from ..errors import DreamError, InvalidMemory
-from ..files import sha256_bytes
-from ..folder import INDEX_FILE, MemoryFolder
-from ..locks import write_lock
-from ..memory import MAX_FILE_BYTES, iso_datetime
-from ..safe_io import atomic_write, make_private_dirs, read_file
+from ..memory.file_format import sha256_bytes
+from ..memory.value import MAX_FILE_BYTES, iso_datetime
 from .changes import REFUSED, read_checked
 from .paths import DreamPaths
 

@@ -22,11 +22,11 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
-from .. import fields as fields_spec
 from ..errors import ConflictError, InvalidMemory, MemoryNotFound
-from ..fields import BY_KEY
-from ..memory import CATEGORIES, Memory, age_note
-from ..merge import MISSING, Clash, Version, differing_fields, merge_memory
+from ..memory import fields as fields_spec
+from ..memory.fields import BY_KEY
+from ..memory.merge import MISSING, Clash, Version, differing_fields, merge_memory
+from ..memory.value import CATEGORIES, Memory, age_note
 from ..store import MemoryStore
 
 LIST_LIMIT = 300
@@ -384,7 +384,7 @@ async def archived(request: Request) -> JSONResponse:
 
 
 def audit_data(store: MemoryStore) -> dict[str, Any]:
-    from ..audit import audit
+    from ..checks.audit import audit
 
     report = audit(store)
     data = report.to_dict()

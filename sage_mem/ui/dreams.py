@@ -23,10 +23,10 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
+from ..disk.folder import MemoryFolder, read_memory
 from ..errors import InvalidMemory, SageMemError
-from ..files import sha256_bytes
-from ..folder import MemoryFolder
-from ..store import MemoryStore, read_memory
+from ..memory.file_format import sha256_bytes
+from ..store import MemoryStore
 from .api import json_body, store_of
 
 MAX_DIFF_LINES = 600

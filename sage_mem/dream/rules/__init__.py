@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from ...memory import Memory
+from ...memory.value import Memory
 from ...store import MemoryStore
 from ..changes import Applier
 

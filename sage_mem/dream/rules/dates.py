@@ -13,7 +13,7 @@ either day: it is left alone and reported, as is one with no date at all.
 Weeks start on Monday. "next Friday" / "下周五" is the Friday of next week,
 "last Friday" / "上周五" the Friday of the week before; "this Friday" / "这周五"
 the Friday of the anchor's week. Code is never touched: fenced and indented
-blocks, code spans, `<code>` and `<pre>` (`sage_mem.markdown` says what is code).
+blocks, code spans, `<code>` and `<pre>` (`sage_mem.memory.markdown` says what is code).
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ import re
 from collections.abc import Callable
 from datetime import date, timedelta
 
-from ...markdown import outside_code
-from ...memory import Memory
+from ...memory.markdown import outside_code
+from ...memory.value import Memory
 from . import RuleContext
 
 NAME = "relative-dates"

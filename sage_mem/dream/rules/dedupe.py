@@ -30,7 +30,7 @@ import math
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 
-from ...memory import MAX_TAG_LENGTH, MAX_TAGS, Memory
+from ...memory.value import MAX_TAG_LENGTH, MAX_TAGS, Memory
 from ..similarity import Fingerprint, body_covered, fingerprint, jaccard
 from . import RuleContext
 

@@ -13,7 +13,7 @@ its target
 - was moved: exactly one memory in service has the target's file name.
 
 Anything else is reported, never guessed. Links in code are left alone; what
-is code and what is a link is `sage_mem.markdown`'s, as for the audit.
+is code and what is a link is `sage_mem.memory.markdown`'s, as for the audit.
 """
 
 from __future__ import annotations
@@ -23,9 +23,9 @@ import re
 import unicodedata
 from dataclasses import dataclass, field
 
-from ...folder import ARCHIVE_DIR
-from ...markdown import MARKDOWN_LINK, WIKI_LINK, linked_file, outside_code
-from ...memory import Memory
+from ...disk.folder import ARCHIVE_DIR
+from ...memory.markdown import MARKDOWN_LINK, WIKI_LINK, linked_file, outside_code
+from ...memory.value import Memory
 from . import RuleContext
 
 NAME = "links"

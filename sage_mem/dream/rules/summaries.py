@@ -3,7 +3,7 @@
 The body is read as a person would skim it: code blocks (fenced, indented,
 `<pre>`), headings, tables and HTML comments are skipped; list markers,
 emphasis and link syntax are dropped (the link text stays), and inline code
-shows as its text (what is code and what is a link is `sage_mem.markdown`'s).
+shows as its text (what is code and what is a link is `sage_mem.memory.markdown`'s).
 Sentences end at 。！？ (no space needed after them) and at . ! ? followed by a
 space, except after an abbreviation ("e.g.", "Dr.") or inside a number. Whole
 sentences are taken while they fit; a first sentence longer than the limit is
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-from ...markdown import BLOCK_KINDS, MARKDOWN_LINK, WIKI_LINK, code_content, code_ranges
+from ...memory.markdown import BLOCK_KINDS, MARKDOWN_LINK, WIKI_LINK, code_content, code_ranges
 from . import RuleContext
 
 NAME = "summaries"

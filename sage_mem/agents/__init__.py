@@ -1,0 +1,11 @@
+"""What sage-mem gives agent clients: their context, their hooks, their config files.
+
+Modules: `context` (the text injected into an agent's context: baselines,
+relevant memories, per-session dedup, budgets), `hooks` (`sage-mem hook …`, a
+new process for every prompt), `install` (`sage-mem install`: the clients'
+own config files), `importers` (memories in from other tools; JSON lines out).
+
+`hooks` runs on the prompt's path: it imports only `context`, the store and
+what they need (`tests/test_hook_imports.py`); never `mcp`, click, the dream
+(except to start an automatic run), the page or the MCP server.
+"""

@@ -1,0 +1,441 @@
+"""Claude Code hook commands: `sage-mem hook session-start|user-prompt-submit`.
+
+Each reads the hook's JSON on stdin and answers on stdout with
+
+    {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": "…"}}
+
+or prints nothing when there is nothing to inject (Claude Code takes an empty
+stdout on exit 0 as "no context"; an empty header would cost tokens for
+nothing). Whatever goes wrong — input that is not JSON, a missing memory
+folder, a broken memory file, a state folder that cannot be written — the hook
+injects what it could, logs one line per problem to stderr and exits 0: it must
+never block the user's prompt.
+
+A new process runs for every prompt, so this path builds the store without a
+watcher and must never import `mcp` or `watchdog`, nor argparse or logging
+(`tests/test_hook_imports.py` checks what the process imports).
+
+Autodream from the hook (opt-in): when enabled, `session-start` starts
+`sage-mem dream --auto` as a detached background process — its own session,
+no stdin/stdout/stderr — and answers without waiting for it. It is enabled by
+`"autoFromHook": true` in `<state>/autodream/config.json`, or by the
+environment variable SAGE_MEM_AUTODREAM=1 (SAGE_MEM_AUTODREAM=0 turns it off
+whatever the file says). The time gate is checked here first, so a closed gate
+costs one small file read and no process; `dream --auto` checks every gate
+again (sessions, the lock) before it changes anything.
+
+Time budget: whatever the folder holds (a memory that takes seconds to read,
+a folder of 100,000 files without a cache) and whatever the input does (a
+stdin that never ends), a hook process answers within its budget, counted from
+the start of `run_hook`: 2 s for user-prompt-submit, 3 s for session-start
+(`BUDGETS_MS`). Claude Code holds the user's prompt until the hook answers;
+2 s is twice what a warm hook takes at 100,000 memories (~0.9 s, README's speed
+table) and twenty times the usual ~100 ms, so the budget only ever cuts a
+pathological case. A session start happens once and also loads the baselines,
+so it gets a little more. SAGE_MEM_HOOK_BUDGET_MS (a whole number of
+milliseconds, 1 to 60,000) sets both, for tests. When the budget runs out, a
+SIGALRM handler writes the answer the hook can give without its memories —
+nothing for a prompt, the tools guide at session start — unless the real
+answer is already being written (then that one is finished instead: never two
+answers), logs one line and ends the process at once with status 0. The timer
+is armed only when the hook answers on the process's own stdout, from the main
+thread (the `sage-mem hook` process), never when `run_hook` is called with
+other streams.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TextIO
+
+from ..errors import SageMemError
+from ..store import MemoryStore
+from . import context
+
+EVENTS = {"session-start": "SessionStart", "user-prompt-submit": "UserPromptSubmit"}
+AUTODREAM_ENV = "SAGE_MEM_AUTODREAM"
+_TRUE = frozenset({"1", "true", "yes", "on"})
+_FALSE = frozenset({"0", "false", "no", "off", ""})
+RELEASING_SOURCES = frozenset({"compact", "clear"})
+_LOG_PREFIX = "sage-mem hook"
+
+BUDGET_ENV = "SAGE_MEM_HOOK_BUDGET_MS"
+BUDGETS_MS = {"UserPromptSubmit": 2_000, "SessionStart": 3_000}
+"""The hard wall-clock budget of each hook, in milliseconds (see the module docstring)."""
+MAX_BUDGET_MS = 60_000  # Claude Code's own default timeout for a hook command
+
+
+class _Log:
+    """One line on stderr per problem; a broken stderr is ignored, never raised."""
+
+    def __init__(self, stream: TextIO, event: str) -> None:
+        self.stream = stream
+        self.event = event
+
+    def __call__(self, message: str) -> None:
+        line = " ".join(f"{_LOG_PREFIX} {self.event}: {message}".split())
+        try:
+            self.stream.write(line + "\n")
+            self.stream.flush()
+        except (OSError, ValueError, UnicodeError):
+            pass
+
+
+def run_hook(
+    event: str,
+    stdin: TextIO,
+    stdout: TextIO,
+    stderr: TextIO,
+    folder: Path | None = None,
+) -> int:
+    """Run one hook command; always returns 0 (the exit status Claude Code reads as "go on").
+
+    The answer is written before what was injected is recorded, so that a
+    process cut short by its budget may inject a memory twice, never lose one.
+    """
+    log = _Log(stderr, event)
+    budget = _Budget.start(event, stdout, stderr, log)
+    try:
+        try:
+            answer, record = _answer(event, stdin, folder, log)
+        except Exception as exc:  # noqa: BLE001 - the hook must never block the prompt
+            log(f"unexpected error, nothing injected: {type(exc).__name__}: {exc}")
+            answer, record = None, None
+        if answer is not None:
+            with budget.answering():
+                try:
+                    stdout.write(json.dumps(answer) + "\n")
+                    stdout.flush()
+                except (OSError, ValueError) as exc:
+                    log(f"cannot write the answer: {exc}")
+        if record is not None:
+            try:
+                record()
+            except Exception as exc:  # noqa: BLE001 - the answer is out; only bookkeeping failed
+                log(f"unexpected error after answering: {type(exc).__name__}: {exc}")
+    finally:
+        budget.cancel()
+    return 0
+
+
+class _Budget:
+    """The hook's hard time budget: a SIGALRM that answers with what needs no memory and exits.
+
+    `answering()` marks the real answer's write: a deadline reached during it
+    lets the write finish (one whole answer, never two) and ends the process
+    right after; one reached later, while what was injected is recorded, ends
+    it at once, the answer out.
+    """
+
+    def __init__(self, seconds: float, fallback: bytes, out_fd: int, err_fd: int,
+                 stderr: TextIO, event: str, budget_ms: int) -> None:
+        self.seconds = seconds
+        self.fallback = fallback
+        self.out_fd = out_fd
+        self.err_fd = err_fd
+        self.stderr = stderr
+        self.event = event
+        self.budget_ms = budget_ms
+        self.writing = False
+        self.answered = False
+        self.expired = False
+        self.previous: Any = None
+        self.armed = False
+
+    @classmethod
+    def start(cls, event: str, stdout: TextIO, stderr: TextIO, log: _Log) -> _Budget | _NoBudget:
+        """The budget armed for this process, or none (see the module docstring)."""
+        try:
+            return cls._start(event, stdout, stderr, log)
+        except Exception as exc:  # noqa: BLE001 - no timer is better than no answer
+            log(f"no time budget: {type(exc).__name__}: {exc}")
+            return _NoBudget()
+
+    @classmethod
+    def _start(cls, event: str, stdout: TextIO, stderr: TextIO, log: _Log) -> _Budget | _NoBudget:
+        hook_name = EVENTS.get(event)
+        if hook_name is None or stdout is not sys.__stdout__:
+            return _NoBudget()
+        budget_ms, warning = hook_budget_ms(hook_name, os.environ.get(BUDGET_ENV))
+        if warning:
+            log(warning)
+        import signal
+        import threading
+
+        if threading.current_thread() is not threading.main_thread():
+            return _NoBudget()
+        try:
+            out_fd = stdout.fileno()
+            err_fd = stderr.fileno()
+        except (OSError, ValueError, AttributeError):
+            return _NoBudget()
+        fallback = b""
+        if hook_name == "SessionStart":
+            answer = {"hookSpecificOutput": {"hookEventName": hook_name,
+                                             "additionalContext": context.TOOLS_GUIDE}}
+            fallback = (json.dumps(answer) + "\n").encode("utf-8")
+        budget = cls(budget_ms / 1000, fallback, out_fd, err_fd, stderr, event, budget_ms)
+        budget.previous = signal.signal(signal.SIGALRM, budget._expire)
+        budget.armed = True
+        signal.setitimer(signal.ITIMER_REAL, budget.seconds)
+        return budget
+
+    @contextlib.contextmanager
+    def answering(self) -> Iterator[None]:
+        self.writing = self.answered = True
+        try:
+            yield
+        finally:
+            self.writing = False
+        if self.expired:
+            self._exit()
+
+    def cancel(self) -> None:
+        if not self.armed:
+            return
+        import signal
+
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, self.previous)
+        self.armed = False
+
+    def _expire(self, signum: int, frame: object) -> None:
+        if self.expired:
+            return
+        self.expired = True
+        if self.writing:
+            return  # the answer is being written: `answering` ends the process once it is out
+        if self.fallback and not self.answered:
+            _write_all(self.out_fd, self.fallback)
+        self._exit()
+
+    def _exit(self) -> None:
+        if self.answered:
+            what = "answered, but what was injected may not be recorded (it may repeat)"
+        else:
+            what = "injected only the tools guide" if self.fallback else "nothing injected"
+        line = f"{_LOG_PREFIX} {self.event}: time budget of {self.budget_ms} ms reached; {what}"
+        with contextlib.suppress(Exception):  # a log line the signal cut: write past it
+            self.stderr.flush()
+        _write_all(self.err_fd, (line + "\n").encode("utf-8", "replace"))
+        os._exit(0)
+
+
+class _NoBudget:
+    """No timer: `run_hook` was given streams of its caller's, not the process's own."""
+
+    @contextlib.contextmanager
+    def answering(self) -> Iterator[None]:
+        yield
+
+    def cancel(self) -> None:
+        pass
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+    except OSError:
+        pass
+
+
+def hook_budget_ms(hook_name: str, raw: str | None) -> tuple[int, str | None]:
+    """The budget of a hook in ms: SAGE_MEM_HOOK_BUDGET_MS when usable, else BUDGETS_MS.
+
+    Returns the budget and a warning when the setting was unusable.
+    """
+    default = BUDGETS_MS[hook_name]
+    if raw is None or not raw.strip():
+        return default, None
+    text = raw.strip()
+    if text.isascii() and text.isdigit() and len(text) <= 6 and 1 <= int(text) <= MAX_BUDGET_MS:
+        return int(text), None
+    return default, (f"{BUDGET_ENV}={raw[:40]!r} is not a whole number of milliseconds "
+                     f"from 1 to {MAX_BUDGET_MS}; using {default}")
+
+
+_Reply = tuple[dict[str, Any] | None, Callable[[], None] | None]
+
+
+def _answer(event: str, stdin: TextIO, folder: Path | None, log: _Log) -> _Reply:
+    """The answer to write (None: print nothing), and what to record once it is written."""
+    hook_name = EVENTS.get(event)
+    payload = _read_payload(stdin, log)
+    if hook_name is None:
+        log(f"unknown hook event {event[:40]!r} (expected {' or '.join(EVENTS)})")
+        return None, None
+    prompt: str | None = None
+    if hook_name == "UserPromptSubmit":
+        prompt = payload.get("prompt")
+        if not isinstance(prompt, str):
+            if payload:
+                log("no prompt in the hook input; nothing injected")
+            return None, None
+        if not prompt.strip():
+            return None, None
+
+    try:
+        store = MemoryStore(folder, watch=False)
+    except (SageMemError, OSError) as exc:
+        log(f"nothing injected: {exc}")
+        return None, None
+    for note in store.folder.state_notes:
+        log(note)
+    _report_problems(store, log)
+
+    now = datetime.now(UTC)
+    sessions_dir = store.folder.state_path("sessions")
+    try:
+        context.prune_sessions(sessions_dir, now)
+    except OSError as exc:
+        log(f"cannot prune old session files in {sessions_dir}: {exc.strerror or exc}")
+    session_id = payload.get("session_id")
+    if not isinstance(session_id, str):
+        session_id = None
+    session = context.SessionLog.load(sessions_dir, session_id)
+    cwd = payload.get("cwd")
+    project = context.project_for(cwd if isinstance(cwd, str) and cwd else _process_cwd())
+
+    changed = False
+    if prompt is None:
+        if payload.get("source") in RELEASING_SOURCES and session.injected:
+            session.release()
+            changed = True
+        text, chosen = context.session_start_context(
+            store, project=project, session=session, now=now
+        )
+        _maybe_start_autodream(store, now, log)
+    else:
+        limit, warning = context.prompt_limit(os.environ.get("SAGE_MEM_HOOK_LIMIT"))
+        if warning:
+            log(warning)
+        text, chosen = context.prompt_context(
+            store, prompt, project=project, session=session, limit=limit, now=now
+        )
+
+    def record() -> None:
+        save = changed
+        if chosen:
+            session.add(chosen)
+            save = True
+        if save:
+            try:
+                session.save()
+            except OSError as exc:
+                log(f"cannot record what was injected ({exc.strerror or exc}); it may repeat")
+        if chosen:
+            try:
+                store.note_used(memory.id for memory in chosen)
+            except SageMemError as exc:  # a stats lock held too long must not cost the context
+                log(f"retrievals not counted: {exc}")
+
+    if not text:
+        return None, record
+    return (
+        {"hookSpecificOutput": {"hookEventName": hook_name, "additionalContext": text}},
+        record,
+    )
+
+
+def autodream_enabled(store: MemoryStore) -> bool:
+    """SAGE_MEM_AUTODREAM when set (1/0), else the settings file's `autoFromHook`.
+
+    Reads the file with json here rather than through `DreamConfig`: importing
+    the dream package costs every session start about 50 ms, and most users
+    never turn this on.
+    """
+    flag = os.environ.get(AUTODREAM_ENV)
+    if flag is not None and flag.strip().lower() in _TRUE | _FALSE:
+        return flag.strip().lower() in _TRUE
+    try:
+        path = store.folder.state_path("autodream", "config.json")
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and data.get("autoFromHook") is True
+
+
+def _maybe_start_autodream(store: MemoryStore, now: datetime, log: _Log) -> None:
+    """Start `dream --auto` in the background when enabled and the time gate is open."""
+    try:
+        if not autodream_enabled(store):
+            return
+        from ..dream.config import DreamConfig
+        from ..dream.gates import load_state, time_gate
+        from ..dream.paths import DreamPaths
+
+        paths = DreamPaths(store.folder)
+        gate = time_gate(load_state(paths), DreamConfig.load(paths.config_file), now)
+        if not gate.open:
+            return
+        _spawn_detached(
+            [sys.executable, "-m", "sage_mem", "--dir", str(store.folder.root), "dream", "--auto"]
+        )
+    except (SageMemError, OSError) as exc:
+        log(f"autodream not started: {exc}")
+
+
+def _spawn_detached(argv: list[str]) -> None:
+    import subprocess
+
+    # Its own session and no inherited pipes: Claude Code waits for the hook's
+    # stdout to close, and must not wait for the run.
+    subprocess.Popen(
+        argv,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        close_fds=True,
+        start_new_session=True,
+    )
+
+
+def _read_payload(stdin: TextIO, log: _Log) -> dict[str, Any]:
+    """The hook input as a dict; {} (after one log line) when it is missing or not an object."""
+    try:
+        if stdin.isatty():
+            log("expects the hook's JSON on stdin (run it from Claude Code's hook settings)")
+            return {}
+        buffer = getattr(stdin, "buffer", None)
+        # Bytes, decoded here: the locale's encoding may not be UTF-8, and a prompt in
+        # Chinese must not turn into a decode error.
+        raw = buffer.read().decode("utf-8", "replace") if buffer is not None else stdin.read()
+    except (OSError, ValueError) as exc:
+        log(f"cannot read the hook input: {exc}")
+        return {}
+    if not raw.strip():
+        log("empty hook input")
+        return {}
+    try:
+        data = json.loads(raw)
+    except json.JSONDecodeError as exc:  # raw is str: json.loads raises nothing else
+        log(f"hook input is not JSON ({exc.msg} at line {exc.lineno} column {exc.colno})")
+        return {}
+    if not isinstance(data, dict):
+        log(f"hook input is a JSON {type(data).__name__}, not an object")
+        return {}
+    return data
+
+
+def _report_problems(store: MemoryStore, log: _Log) -> None:
+    problems = store.problems()
+    if not problems:
+        return
+    first = problems[0].message
+    more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+    log(f"skipped a memory file that cannot be read: {first}{more}; see `sage-mem audit`")
+
+
+def _process_cwd() -> str | None:
+    try:
+        return os.getcwd()
+    except OSError:
+        return None

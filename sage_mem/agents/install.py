@@ -1,0 +1,640 @@
+"""`sage-mem install`: register sage-mem with an agent client's own configuration files.
+
+Owns editing other programs' config files safely. Each client and scope maps to
+files (checked against each client's documentation):
+
+    client       scope    file                              what sage-mem adds
+    claude-code  project  <project>/.mcp.json               mcpServers["sage-mem"] (type stdio)
+                          <project>/.claude/settings.json   hooks SessionStart, UserPromptSubmit
+    claude-code  user     ~/.claude.json                    top-level mcpServers["sage-mem"]
+                          ~/.claude/settings.json           hooks SessionStart, UserPromptSubmit
+    cursor       project  <project>/.cursor/mcp.json        mcpServers["sage-mem"]
+    cursor       user     ~/.cursor/mcp.json                mcpServers["sage-mem"]
+    codex        user     ~/.codex/config.toml              [mcp_servers.sage-mem]
+    codex        project  <project>/.codex/config.toml      [mcp_servers.sage-mem] (if trusted)
+
+The rules every edit keeps:
+
+- Everything that is not ours stays: other servers, other hooks (including
+  other hooks on the same events), unknown keys, and in TOML every other table
+  and comment byte for byte. Keys a user added to our own entry are kept too.
+- Idempotent: our entry is found by name (the `sage-mem` server) or by what it
+  runs (a hook command ending in `hook session-start` whose program is
+  sage-mem), updated in place when it differs, never duplicated. A second run
+  changes nothing and makes no backup.
+- A file is backed up (`<file>.bak-sage-mem-<UTC time>`, same mode, never
+  overwritten) before it is changed, then written atomically; a symlinked
+  config file is written through to its target.
+- A file that cannot be parsed is a one-line error and is never overwritten;
+  every file is checked before any is written, so a run changes all its files
+  or none.
+- Dry run: the same plan and diffs, nothing written, no folder created.
+
+The installed command is the absolute path of the `sage-mem` executable beside
+the running Python (or on PATH, or `python -m sage_mem`), so the client can run
+it outside the virtualenv. A memory folder other than the default is passed as
+`--dir` to hook commands and as `SAGE_MEM_DIR` in MCP entries.
+
+This module never imports `mcp`.
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import json
+import os
+import re
+import shlex
+import shutil
+import sys
+import tomllib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, time
+from pathlib import Path
+from typing import Any
+
+from ..disk.safe_io import atomic_write
+from ..errors import SageMemError
+
+CLIENTS = ("claude-code", "cursor", "codex")
+SCOPES = ("project", "user")
+DEFAULT_SCOPE = {"claude-code": "project", "cursor": "project", "codex": "user"}
+SERVER_NAME = "sage-mem"
+DIR_ENV = "SAGE_MEM_DIR"
+BACKUP_MARK = ".bak-sage-mem-"
+HOOK_EVENTS = {"SessionStart": "session-start", "UserPromptSubmit": "user-prompt-submit"}
+_EXECUTABLES = ("sage-mem", "sage-mem.exe")
+
+
+@dataclass(frozen=True)
+class FileChange:
+    """What install did (or, in a dry run, would do) to one config file."""
+
+    path: Path
+    purpose: str
+    action: str  # "create", "update" or "unchanged"
+    diff: str
+    backup: Path | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "path": str(self.path),
+            "purpose": self.purpose,
+            "action": self.action,
+            "diff": self.diff,
+            "backup": str(self.backup) if self.backup else None,
+        }
+
+
+@dataclass(frozen=True)
+class InstallResult:
+    """The outcome of one `install` run: a change (or none) per file, and notes for the user."""
+
+    client: str
+    scope: str
+    dry_run: bool
+    command: tuple[str, ...]
+    memory_dir: Path | None
+    changes: tuple[FileChange, ...]
+    notes: tuple[str, ...] = ()
+
+    @property
+    def files_changed(self) -> list[Path]:
+        """Files written (or, in a dry run, that would be written)."""
+        return [change.path for change in self.changes if change.action != "unchanged"]
+
+    @property
+    def backups(self) -> list[Path]:
+        return [change.backup for change in self.changes if change.backup is not None]
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.files_changed)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "client": self.client,
+            "scope": self.scope,
+            "dryRun": self.dry_run,
+            "command": list(self.command),
+            "memoryDir": str(self.memory_dir) if self.memory_dir else None,
+            "changed": [str(path) for path in self.files_changed],
+            "backups": [str(path) for path in self.backups],
+            "files": [change.to_dict() for change in self.changes],
+            "notes": list(self.notes),
+        }
+
+    def format_text(self) -> str:
+        lines: list[str] = []
+        verb = {"create": "would create", "update": "would update"} if self.dry_run else {
+            "create": "created", "update": "updated"}
+        for change in self.changes:
+            if change.action == "unchanged":
+                lines.append(f"{change.path}: already set up ({change.purpose}); nothing to do")
+                continue
+            lines.append(f"{change.path}: {verb[change.action]} ({change.purpose})")
+            if change.backup is not None:
+                lines.append(f"  backup: {change.backup}")
+        if self.dry_run and self.changed:
+            lines.append("")
+            lines.extend(change.diff.rstrip("\n") for change in self.changes if change.diff)
+            lines.append("")
+            lines.append("Dry run: nothing was written.")
+        elif not self.changed:
+            lines.append(f"sage-mem is already installed for {self.client} ({self.scope} scope).")
+        else:
+            lines.append(f"Installed sage-mem for {self.client} ({self.scope} scope).")
+        lines.extend(f"Note: {note}" for note in self.notes)
+        return "\n".join(lines) + "\n"
+
+
+def default_command() -> list[str]:
+    """The absolute command that runs this sage-mem, usable outside its virtualenv."""
+    # The script beside the running interpreter is this very installation, even
+    # when its virtualenv is not activated (and so not on PATH).
+    for name in _EXECUTABLES:
+        sibling = Path(sys.executable).parent / name
+        if sibling.is_file() and os.access(sibling, os.X_OK):
+            return [str(sibling)]
+    found = shutil.which("sage-mem")
+    if found:
+        return [os.path.abspath(found)]
+    return [os.path.abspath(sys.executable), "-m", "sage_mem"]
+
+
+def install(
+    client: str,
+    *,
+    scope: str | None = None,
+    project_dir: Path,
+    home: Path,
+    memory_dir: Path | None = None,
+    dry_run: bool = False,
+    command: list[str] | None = None,
+    codex_home: Path | None = None,
+) -> InstallResult:
+    """Register sage-mem with `client` (claude-code, cursor, codex) in `scope` (project, user).
+
+    `scope` None picks the client's usual scope (project for claude-code and
+    cursor, user for codex). `memory_dir` None, or the default folder, leaves
+    the folder to the server's own default. `codex_home` is `$CODEX_HOME`
+    (default `home/.codex`). Raises SageMemError for an unknown client or scope
+    and for a config file that cannot be parsed (nothing is written then).
+    """
+    if client not in CLIENTS:
+        raise SageMemError(f"unknown client {client!r}: choose one of {', '.join(CLIENTS)}")
+    scope = scope or DEFAULT_SCOPE[client]
+    if scope not in SCOPES:
+        raise SageMemError(f"unknown scope {scope!r}: choose project or user")
+    argv = list(command) if command else default_command()
+    if not argv or not all(isinstance(part, str) and part for part in argv):
+        raise SageMemError("the sage-mem command must be a non-empty list of arguments")
+    project_dir = Path(os.path.abspath(Path(project_dir).expanduser()))
+    home = Path(os.path.abspath(Path(home).expanduser()))
+    folder = _folder_to_pass(memory_dir, home)
+
+    edits: list[tuple[Path, str, Callable[[str], str]]] = []
+    notes: list[str] = []
+    base = project_dir if scope == "project" else home
+    entry = _mcp_entry(argv, folder, with_type=client == "claude-code")
+
+    def server_in_json(path: Path) -> None:
+        edits.append((path, "MCP server", lambda text: _edit_json_server(text, path, entry)))
+
+    if client == "claude-code":
+        server_in_json(project_dir / ".mcp.json" if scope == "project" else home / ".claude.json")
+        settings = base / ".claude" / "settings.json"
+        commands = {event: _hook_command(argv, folder, sub) for event, sub in HOOK_EVENTS.items()}
+        edits.append((settings, "SessionStart and UserPromptSubmit hooks",
+                      lambda text: _edit_json_hooks(text, settings, commands)))
+        notes.append(
+            "Claude Code asks you to approve a project's .mcp.json servers the first time."
+            if scope == "project" else
+            "Claude Code rewrites ~/.claude.json while it runs: quit it before installing."
+        )
+    elif client == "cursor":
+        server_in_json(base / ".cursor" / "mcp.json")
+        notes.append("Cursor gets no hooks: memories reach it through the MCP tools.")
+    else:
+        config = (project_dir / ".codex" if scope == "project" else codex_home or home / ".codex")
+        config = Path(config) / "config.toml"
+        edits.append((config, "MCP server", lambda text: _edit_toml_server(text, config, entry)))
+        if scope == "project":
+            notes.append("Codex reads a project's .codex/config.toml only in a trusted project.")
+    notes.append("Restart the client to load the change.")
+
+    plans = [_plan(path, purpose, edit, user=scope == "user") for path, purpose, edit in edits]
+    changes: list[FileChange] = []
+    for plan in plans:
+        changes.append(plan.apply() if not dry_run else plan.preview())
+    shown = tuple(notes) if any(c.action != "unchanged" for c in changes) else ()
+    return InstallResult(client, scope, dry_run, tuple(argv), folder, tuple(changes), shown)
+
+
+# planning and writing
+
+
+@dataclass(frozen=True)
+class _Plan:
+    path: Path
+    purpose: str
+    old: str | None
+    new: str
+    mode: int
+
+    @property
+    def action(self) -> str:
+        if self.old is None:
+            return "create"
+        return "unchanged" if self.old == self.new else "update"
+
+    def preview(self) -> FileChange:
+        diff = "" if self.action == "unchanged" else _diff(self.path, self.old, self.new)
+        return FileChange(self.path, self.purpose, self.action, diff)
+
+    def apply(self) -> FileChange:
+        change = self.preview()
+        if change.action == "unchanged":
+            return change
+        target = Path(os.path.realpath(self.path))
+        backup = None
+        if self.old is not None:
+            backup = _backup(target)
+        else:
+            target.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(target, self.new.encode("utf-8"), mode=self.mode)
+        return FileChange(change.path, change.purpose, change.action, change.diff, backup)
+
+
+def _plan(path: Path, purpose: str, edit: Callable[[str], str], *, user: bool) -> _Plan:
+    try:
+        raw = Path(os.path.realpath(path)).read_bytes()
+    except FileNotFoundError:
+        old = None
+    except IsADirectoryError:
+        raise SageMemError(f"{path}: is a folder, not a config file", path=path) from None
+    except PermissionError:
+        raise SageMemError(f"{path}: no permission to read it", path=path) from None
+    else:
+        try:
+            old = raw.decode("utf-8-sig")
+        except UnicodeDecodeError:
+            raise SageMemError(f"{path}: not UTF-8 text; nothing was changed", path=path) from None
+    new = edit(old or "")
+    if old is not None and raw.startswith(b"\xef\xbb\xbf"):
+        old, new = "\ufeff" + old, "\ufeff" + new
+    # A project's config is usually committed and shared; a user's may hold secrets.
+    return _Plan(path, purpose, old, new, 0o600 if user else 0o644)
+
+
+def _backup(target: Path) -> Path:
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    data = target.read_bytes()
+    mode = target.stat().st_mode & 0o7777
+    n = 1
+    while True:
+        suffix = "" if n == 1 else f"-{n}"
+        backup = target.with_name(f"{target.name}{BACKUP_MARK}{stamp}{suffix}")
+        try:
+            fd = os.open(backup, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+        except FileExistsError:
+            n += 1
+            continue
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(backup, mode)
+        return backup
+
+
+def _diff(path: Path, old: str | None, new: str) -> str:
+    before = _diff_lines(old or "")
+    after = _diff_lines(new)
+    lines = difflib.unified_diff(
+        before, after, fromfile="/dev/null" if old is None else f"{path} (before)",
+        tofile=str(path),
+    )
+    return "".join(lines)
+
+
+def _diff_lines(text: str) -> list[str]:
+    lines = text.splitlines(keepends=True)
+    if lines and not lines[-1].endswith("\n"):
+        lines[-1] += "\n\\ No newline at end of file\n"
+    return lines
+
+
+# what gets installed
+
+
+def _folder_to_pass(memory_dir: Path | None, home: Path) -> Path | None:
+    if memory_dir is None:
+        return None
+    folder = Path(os.path.abspath(Path(memory_dir).expanduser()))
+    return None if folder == home / ".sage-mem" / "memory" else folder
+
+
+def _mcp_entry(argv: list[str], folder: Path | None, *, with_type: bool) -> dict[str, Any]:
+    entry: dict[str, Any] = {"type": "stdio"} if with_type else {}
+    entry["command"] = argv[0]
+    entry["args"] = [*argv[1:], "serve"]
+    entry["env"] = {DIR_ENV: str(folder)} if folder else {}
+    return entry
+
+
+def _hook_command(argv: list[str], folder: Path | None, sub: str) -> str:
+    words = [*argv, *(["--dir", str(folder)] if folder else []), "hook", sub]
+    return shlex.join(words)
+
+
+def _is_our_hook(command: str, sub: str) -> bool:
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return False
+    return (
+        len(words) >= 3
+        and words[-2:] == ["hook", sub]
+        and any(Path(word).name in _EXECUTABLES or word == "sage_mem" for word in words[:-2])
+    )
+
+
+def _merge_entry(existing: Any, wanted: Mapping[str, Any]) -> dict[str, Any]:
+    """Our server entry, keeping keys (and env variables) a user added to it."""
+    entry = dict(existing) if isinstance(existing, Mapping) else {}
+    for key, value in wanted.items():
+        if key != "env":
+            entry[key] = value
+    env = dict(entry["env"]) if isinstance(entry.get("env"), Mapping) else {}
+    env.pop(DIR_ENV, None)
+    env.update(wanted.get("env") or {})
+    if env:
+        entry["env"] = env
+    else:
+        entry.pop("env", None)
+    return entry
+
+
+# JSON files
+
+
+def _load_json(text: str, path: Path) -> dict[str, Any]:
+    if not text.strip():
+        return {}
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise SageMemError(
+            f"{path}:{exc.lineno}:{exc.colno}: not valid JSON ({exc.msg}); fix it first, "
+            "nothing was changed", path=path,
+        ) from None
+    if not isinstance(data, dict):
+        raise SageMemError(
+            f"{path}: expected a JSON object at the top, found {type(data).__name__}; "
+            "nothing was changed", path=path,
+        )
+    return data
+
+
+def _object_at(data: dict[str, Any], key: str, path: Path) -> dict[str, Any]:
+    value = data.setdefault(key, {})
+    if not isinstance(value, dict):
+        raise SageMemError(
+            f"{path}: {key!r} is a {type(value).__name__}, expected an object; nothing was changed",
+            path=path,
+        )
+    return value
+
+
+def _dump_json(data: Any, original: str) -> str:
+    match = re.search(r"\n([ \t]+)\S", original)
+    indent: str | int = match.group(1) if match else 2
+    # Keep a file that spells non-ASCII as \u escapes that way, so the diff shows only our change.
+    ascii_only = bool(original) and original.isascii()
+    return json.dumps(data, indent=indent, ensure_ascii=ascii_only) + "\n"
+
+
+def _edit_json_server(text: str, path: Path, wanted: Mapping[str, Any]) -> str:
+    data = _load_json(text, path)
+    before = copy.deepcopy(data)
+    servers = _object_at(data, "mcpServers", path)
+    servers[SERVER_NAME] = _merge_entry(servers.get(SERVER_NAME), wanted)
+    return text if data == before and text else _dump_json(data, text)
+
+
+def _edit_json_hooks(text: str, path: Path, commands: Mapping[str, str]) -> str:
+    data = _load_json(text, path)
+    before = copy.deepcopy(data)
+    hooks = _object_at(data, "hooks", path)
+    for event, command in commands.items():
+        groups = hooks.setdefault(event, [])
+        if not isinstance(groups, list):
+            raise SageMemError(
+                f"{path}: hooks.{event} is a {type(groups).__name__}, expected a list; "
+                "nothing was changed", path=path,
+            )
+        hooks[event] = _with_our_hook(groups, command, HOOK_EVENTS[event])
+    return text if data == before and text else _dump_json(data, text)
+
+
+def _with_our_hook(groups: list[Any], command: str, sub: str) -> list[Any]:
+    """The event's hook groups with exactly one sage-mem hook, running `command`."""
+    found = False
+    out: list[Any] = []
+    for group in groups:
+        entries = group.get("hooks") if isinstance(group, dict) else None
+        if not isinstance(entries, list):
+            out.append(group)
+            continue
+        kept: list[Any] = []
+        for entry in entries:
+            ours = (
+                isinstance(entry, dict) and entry.get("type") == "command"
+                and isinstance(entry.get("command"), str) and _is_our_hook(entry["command"], sub)
+            )
+            if not ours:
+                kept.append(entry)
+            elif not found:
+                found = True
+                kept.append({**entry, "command": command})
+            # a second sage-mem hook on the same event would inject everything twice: drop it
+        if kept or not entries:
+            out.append({**group, "hooks": kept})
+    if not found:
+        out.append({"hooks": [{"type": "command", "command": command}]})
+    return out
+
+
+# TOML (Codex)
+
+
+_HEADER = re.compile(r"^[ \t]*\[(?!\[)(?P<key>[^\[\]#]+)\][ \t]*(?:#.*)?$")
+_BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
+def _load_toml(text: str, path: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise SageMemError(f"{path}: not valid TOML ({exc}); fix it first, nothing was changed",
+                           path=path) from None
+
+
+def _edit_toml_server(text: str, path: Path, wanted: Mapping[str, Any]) -> str:
+    data = _load_toml(text, path)
+    servers = data.get("mcp_servers", {})
+    if not isinstance(servers, dict):
+        raise SageMemError(f"{path}: mcp_servers is not a table; nothing was changed", path=path)
+    existing = servers.get(SERVER_NAME)
+    entry = _merge_entry(existing, {k: v for k, v in wanted.items() if k != "type"})
+    if existing == entry:
+        return text
+    newline = "\r\n" if "\r\n" in text else "\n"
+    table = _toml_table(("mcp_servers", SERVER_NAME), entry, newline)
+    lines = text.splitlines(keepends=True)
+    regions = _our_regions(lines)
+    if existing is None:
+        new_text = text
+        if new_text and not new_text.endswith("\n"):
+            new_text += newline
+        if new_text.strip() and not new_text.endswith(newline * 2):
+            new_text += newline
+        new_text += table
+    elif regions:
+        start = regions[0][0]
+        for first, last in reversed(regions):
+            del lines[first:last]
+        lines.insert(start, table)
+        new_text = "".join(lines)
+    else:
+        raise SageMemError(
+            f"{path}: mcp_servers.{SERVER_NAME} is written in a form sage-mem does not edit "
+            f"(not a [mcp_servers.{SERVER_NAME}] table); remove it and run install again",
+            path=path,
+        )
+    expected = copy.deepcopy(data)
+    expected.setdefault("mcp_servers", {})[SERVER_NAME] = entry
+    try:
+        check = tomllib.loads(new_text)
+    except tomllib.TOMLDecodeError:
+        check = None
+    if check != expected:
+        raise SageMemError(
+            f"{path}: could not add [mcp_servers.{SERVER_NAME}] without disturbing the rest of "
+            "the file; add it by hand (see `sage-mem install codex --dry-run`)", path=path,
+        )
+    return new_text
+
+
+def _our_regions(lines: list[str]) -> list[tuple[int, int]]:
+    """Line ranges of the [mcp_servers.sage-mem...] tables, without trailing blanks and comments."""
+    headers: list[tuple[int, tuple[str, ...] | None]] = []
+    for i, line in enumerate(lines):
+        match = _HEADER.match(line.rstrip("\r\n"))
+        if match:
+            headers.append((i, _key_path(match.group("key"))))
+        elif line.lstrip().startswith("[["):
+            headers.append((i, None))
+    regions: list[tuple[int, int]] = []
+    for n, (start, key) in enumerate(headers):
+        if key is None or key[:2] != ("mcp_servers", SERVER_NAME):
+            continue
+        end = headers[n + 1][0] if n + 1 < len(headers) else len(lines)
+        while end - 1 > start and _blank_or_comment(lines[end - 1]):
+            end -= 1
+        if regions and all(not line.strip() for line in lines[regions[-1][1]:start]):
+            start = regions.pop()[0]  # [..sage-mem] and [..sage-mem.env] with blank lines between
+        regions.append((start, end))
+    return regions
+
+
+def _blank_or_comment(line: str) -> bool:
+    return not line.strip() or line.lstrip().startswith("#")
+
+
+def _key_path(text: str) -> tuple[str, ...] | None:
+    parts: list[str] = []
+    rest = text.strip()
+    while rest:
+        if rest[0] == '"':
+            match = re.match(r'"((?:[^"\\]|\\.)*)"', rest)
+            if not match:
+                return None
+            try:
+                parts.append(json.loads(match.group(0)))
+            except ValueError:
+                return None
+        elif rest[0] == "'":
+            match = re.match(r"'([^']*)'", rest)
+            if not match:
+                return None
+            parts.append(match.group(1))
+        else:
+            match = re.match(r"[A-Za-z0-9_-]+", rest)
+            if not match:
+                return None
+            parts.append(match.group(0))
+        rest = rest[match.end():].strip()
+        if rest:
+            if rest[0] != ".":
+                return None
+            rest = rest[1:].strip()
+    return tuple(parts)
+
+
+def _toml_table(key: tuple[str, ...], entry: Mapping[str, Any], newline: str) -> str:
+    lines = [f"[{'.'.join(_toml_key(part) for part in key)}]"]
+    lines.extend(f"{_toml_key(k)} = {_toml_value(v)}" for k, v in entry.items())
+    return newline.join(lines) + newline
+
+
+def _toml_key(key: str) -> str:
+    return key if _BARE_KEY.match(key) else _toml_string(key)
+
+
+def _toml_string(text: str) -> str:
+    out = ['"']
+    for char in text:
+        if char == '"':
+            out.append('\\"')
+        elif char == "\\":
+            out.append("\\\\")
+        elif char in "\n\t\r":
+            out.append({"\n": "\\n", "\t": "\\t", "\r": "\\r"}[char])
+        elif ord(char) < 0x20 or ord(char) == 0x7F:
+            out.append(f"\\u{ord(char):04X}")
+        else:
+            out.append(char)
+    out.append('"')
+    return "".join(out)
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return _toml_string(value)
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if value != value:
+            return "nan"
+        if value in (float("inf"), float("-inf")):
+            return "inf" if value > 0 else "-inf"
+        return repr(value)
+    if isinstance(value, (datetime, date, time)):
+        return value.isoformat()
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(item) for item in value) + "]"
+    if isinstance(value, Mapping):
+        if not value:
+            return "{}"
+        pairs = ", ".join(f"{_toml_key(k)} = {_toml_value(v)}" for k, v in value.items())
+        return "{ " + pairs + " }"
+    raise SageMemError(f"cannot write {type(value).__name__} as TOML")
+
+
+__all__ = ["CLIENTS", "SCOPES", "FileChange", "InstallResult", "default_command", "install"]

@@ -1,0 +1,645 @@
+"""The audit (DESIGN §7.4): checks the memory folder and reports; it never changes a byte.
+
+`audit(store)` walks the folder itself and reads each file's raw bytes, because
+most of what it looks for is what the tolerant parser in `memory/file_format.py` forgives: a
+BOM, CRLF endings, duplicate keys, a value cut short by YAML's ` #` comment rule.
+It opens files read-only and never writes, not even to the state folder, so the
+folder's bytes and mtimes are the same after an audit as before.
+
+Each finding has a stable `check` name (the keys of `CHECKS`) and a severity:
+"error" for what loses data, hides a file from the index, or leaks a secret;
+"warning" for departures from the conventions of DESIGN §2 and §3. Any finding,
+of either severity, makes the CLI exit 1.
+
+What is fine, on purpose:
+
+- No `MEMORY.md` at all (a folder just copied from `memory_template/`): the
+  tool writes it on the first change or `sage-mem index`. Only an existing
+  index is checked.
+- A hand-written `MEMORY.md` (one without sage-mem's note, as Claude Code keeps
+  it) is checked for dangling entries and missing memories, but not compared
+  byte for byte with what sage-mem would write. A truncated one ("…and N more")
+  is not expected to list every memory; which memories it lists depends on
+  usage counts, so only the lines it has and its count are checked.
+- The `<category>_*.md` prefix is checked at the top level; below it, a first
+  folder named after a category (`project/api/auth_flow.md`) stands in for the
+  prefix, and any other folder is free-form unless the filename's own prefix
+  names a different category.
+- A YAML comment after two or more spaces (`trust: 0.7  # fairly sure`) is
+  meant; one after a single space inside a text value (`description: use C# #
+  not java`, `description: issue #12 is fixed`) is the classic accident.
+- Links: `[[id]]` resolves against the folder root, the linking file's folder,
+  or any memory with that file name (as Obsidian does); `[text](x.md)` against
+  the linking file's folder (as a markdown viewer does) or the root. Web links,
+  links leaving the folder, and links inside code are not checked; what is
+  code and what is a link is `memory/markdown.py`'s, as for the dream (MEMORY.md is
+  read the same way).
+- Conflict markers are looked for on every line, code blocks included: git puts
+  them wherever the conflict is. Secrets too (see `checks/credentials.py`), and every
+  finding shows them redacted.
+
+Archived memories (`archive/`) are out of service, so their conventions, links
+and index entries are not audited; but a file there still sits in the user's
+git history, so it is checked for what is harmful anywhere: `unreadable`,
+`conflict-markers` and `secret`. Reports in `autodream/` are the tool's own
+output and are not audited.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import re
+import unicodedata
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+from urllib.parse import unquote
+
+import yaml
+
+from ..disk.folder import ARCHIVE_DIR, INDEX_FILE, MemoryFolder
+from ..errors import InvalidId, InvalidMemory
+from ..memory import catalog
+from ..memory.file_format import parse_bytes
+from ..memory.markdown import MARKDOWN_LINK, WIKI_LINK, linked_file, mask_code
+from ..memory.value import CATEGORIES, INVALID, MAX_TAG_LENGTH, MAX_TAGS, Memory, memory_from_meta
+from . import agent_safety
+from .credentials import LABELS, find_secrets, redact
+from .prompt_injection import unsafe_name_characters
+
+if TYPE_CHECKING:
+    from ..store import MemoryStore
+
+Severity = Literal["error", "warning"]
+
+CHECKS: dict[str, tuple[Severity, str]] = {
+    "unreadable": ("error", "cannot be read: permissions, encoding, binary, over 512 KB, symlink"),
+    "invalid-yaml": ("error", "frontmatter is not valid YAML"),
+    "unclosed-frontmatter": ("error", "frontmatter opens with --- but never closes"),
+    "frontmatter-not-mapping": ("error", "frontmatter is YAML but not `key: value` pairs"),
+    "duplicate-key": ("error", "a frontmatter key appears twice; YAML keeps only the last"),
+    "yaml-comment-cut": ("error", "a value was cut at ' #', which YAML reads as a comment"),
+    "conflict-markers": ("error", "git conflict markers left in the file"),
+    "secret": ("error", "a credential (API key, token, password, private key) in a memory"),
+    "no-frontmatter": ("warning", "file has no frontmatter (no description, no category)"),
+    "missing-description": ("warning", "frontmatter has no description"),
+    "missing-category": ("warning", "frontmatter has no category (or type)"),
+    "unknown-category": ("warning", f"category is not one of {', '.join(CATEGORIES)}"),
+    "category-prefix": ("warning", "category and the <category>_*.md filename prefix disagree"),
+    "tags-limit": ("warning", f"over {MAX_TAGS} tags, or a tag over {MAX_TAG_LENGTH} characters"),
+    "invalid-value": ("warning", "a frontmatter value of the wrong type or out of range"),
+    "bom": ("warning", "file starts with a UTF-8 byte order mark"),
+    "crlf": ("warning", "CRLF line endings (sage-mem writes LF)"),
+    "broken-link": ("warning", "[[id]] or [text](x.md) link to a memory that does not exist"),
+    "dangling-index-entry": ("warning", "MEMORY.md links to a file that does not exist"),
+    "missing-from-index": ("warning", "a memory is not listed in MEMORY.md"),
+    "index-stale": ("warning", "MEMORY.md differs from what `sage-mem index` would write"),
+    "index-too-large": ("warning", "MEMORY.md is over 200 lines or 25,000 bytes"),
+    "unsafe-name": (
+        "warning",
+        "a file name with a backtick, or a control, separator, bidi or invisible character, "
+        "which can pass for other text where the name is shown",
+    ),
+}
+"""Every check: its severity and what it means."""
+CHECKS.update(agent_safety.CHECKS)
+
+_ARCHIVE_CHECKS = frozenset({"unreadable", "conflict-markers", "secret"})
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One problem in one file; `path` is relative to the memory folder, `line` 1-based."""
+
+    check: str
+    path: str
+    message: str
+    line: int | None = None
+    severity: Severity = "warning"
+
+    def sort_key(self) -> tuple[str, int, str, str]:
+        return (self.path, self.line or 0, self.check, self.message)
+
+    def format_text(self) -> str:
+        where = f"{self.path}:{self.line}" if self.line is not None else self.path
+        return f"{where}: {self.check}: {self.message}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "check": self.check,
+            "severity": self.severity,
+            "path": self.path,
+            "line": self.line,
+            "message": self.message,
+        }
+
+
+@dataclass(frozen=True)
+class AuditReport:
+    """Every finding, in a stable order (path, line, check), and how many files were checked."""
+
+    findings: tuple[Finding, ...] = ()
+    checked: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return not self.findings
+
+    @property
+    def errors(self) -> tuple[Finding, ...]:
+        return tuple(f for f in self.findings if f.severity == "error")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "findings": [f.to_dict() for f in self.findings],
+            "count": len(self.findings),
+            "checked": self.checked,
+        }
+
+    def format_text(self) -> str:
+        """One line per finding, `path:line: check: message`; empty when the folder is clean."""
+        return "".join(f.format_text() + "\n" for f in self.findings)
+
+
+def audit(store: MemoryStore) -> AuditReport:
+    """Check the store's memory folder and report; reads files, writes nothing.
+
+    Takes a MemoryStore (only its `folder` and `problems()` are used, so the
+    audit sees the disk as it is now, not as the index last saw it).
+    Raises FolderError when the folder is missing.
+    """
+    return audit_folder(store.folder, known_problems=store.problems())
+
+
+def audit_folder(folder: MemoryFolder, *, known_problems: Iterable[Any] = ()) -> AuditReport:
+    """The audit of one memory folder (see `audit`)."""
+    folder.check_exists()
+    run = _Audit(folder)
+    for path in folder.iter_files():
+        run.check_file(path, archived=False)
+    for path in folder.iter_files(archived=True):
+        run.check_file(path, archived=True)
+    for body in run.bodies:
+        run.check_links(body)
+    run.check_index()
+    for problem in known_problems:
+        run.check_known_problem(problem)
+    findings = sorted(run.findings, key=Finding.sort_key)
+    return AuditReport(tuple(findings), run.checked)
+
+
+@dataclass
+class _Body:
+    rel: str
+    first_line: int
+    text: str
+
+
+@dataclass
+class _Audit:
+    folder: MemoryFolder
+    findings: list[Finding] = field(default_factory=list)
+    checked: int = 0
+    walked: set[str] = field(default_factory=set)
+    active: set[str] = field(default_factory=set)  # rel paths (NFC) of memory files
+    archived: set[str] = field(default_factory=set)
+    by_name: set[str] = field(default_factory=set)  # file names (NFC) of memory files
+    memories: list[Memory] = field(default_factory=list)
+    bodies: list[_Body] = field(default_factory=list)
+
+    def add(self, check: str, rel: str, message: str, line: int | None = None) -> None:
+        self.findings.append(Finding(check, rel, message, line, CHECKS[check][0]))
+
+    def rel(self, path: Path) -> str:
+        return os.path.relpath(path, self.folder.root).replace(os.sep, "/")
+
+    # one file
+
+    def check_file(self, path: Path, *, archived: bool) -> None:
+        rel = self.rel(path)
+        self.walked.add(rel)
+        self.checked += 1
+        (self.archived if archived else self.active).add(_nfc(rel))
+        if not archived:
+            self.by_name.add(_nfc(rel.rsplit("/", 1)[-1]))
+        raw = self.read(path, rel)
+        if raw is None:
+            return
+        text = self.decode(raw, rel)
+        if text is None:
+            return
+        bom = text.startswith("\ufeff")
+        if bom:
+            text = text[1:]
+        self.check_conflict_markers(text, rel)
+        self.check_secrets(text, rel)
+        if archived:
+            return
+        if bom:
+            self.add("bom", rel, "starts with a byte order mark; save it as UTF-8 without BOM", 1)
+        self.check_line_endings(text, rel)
+        self.check_memory(raw, text, path, rel)
+        self.check_name(rel)
+        for check, line, message in agent_safety.findings(self.folder, rel, text):
+            self.add(check, rel, message, line)
+
+    def check_name(self, rel: str) -> None:
+        found = unsafe_name_characters(rel[:-3])
+        if found:
+            shown = ", ".join("a backtick" if c == "`" else f"<U+{ord(c):04X}>" for c in found)
+            self.add("unsafe-name", rel,
+                     f"the file name holds {shown}: where the name is shown (a hook's heading, "
+                     "a line of MEMORY.md, a terminal) it can pass for other text; rename the file")
+
+    def read(self, path: Path, rel: str) -> bytes | None:
+        """The file's bytes through the one checked read, or None after reporting why not."""
+        from ..disk.folder import read_memory
+
+        try:
+            return read_memory(self.folder, path).raw
+        except InvalidId:
+            self.add("unreadable", rel, "a symlink that leads outside the memory folder; not read")
+        except FileNotFoundError:
+            if os.path.islink(path):
+                self.add("unreadable", rel, "a symlink to a file that does not exist")
+        except InvalidMemory as exc:
+            self.add("unreadable", rel, _unreadable_reason(exc, path))
+        return None
+
+    def decode(self, raw: bytes, rel: str) -> str | None:
+        nul = raw.find(b"\x00")
+        if nul >= 0:
+            line = raw.count(b"\n", 0, nul) + 1
+            self.add("unreadable", rel, "binary file (contains NUL bytes); not indexed", line)
+            return None
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            line = raw.count(b"\n", 0, exc.start) + 1
+            self.add(
+                "unreadable", rel,
+                f"not valid UTF-8 (byte {exc.start}); not indexed: save it as UTF-8", line,
+            )
+            return None
+
+    def check_line_endings(self, text: str, rel: str) -> None:
+        crlf = text.count("\r\n")
+        if crlf:
+            line = text.count("\n", 0, text.index("\r\n")) + 1
+            lines = "lines" if crlf > 1 else "line"
+            self.add("crlf", rel, f"CRLF line endings ({crlf} {lines}); sage-mem writes LF", line)
+
+    def check_conflict_markers(self, text: str, rel: str, *, fix: str = "") -> None:
+        opened: int | None = None
+        for number, line in enumerate(text.split("\n"), start=1):
+            line = line.rstrip("\r")
+            if _CONFLICT_OPEN.match(line):
+                opened = opened or number
+            elif opened is not None and (line == "=======" or _CONFLICT_CLOSE.match(line)):
+                self.add(
+                    "conflict-markers", rel,
+                    "git conflict markers (<<<<<<< … >>>>>>>): "
+                    + (fix or "resolve the conflict and remove them"),
+                    opened,
+                )
+                return
+
+    def check_secrets(self, text: str, rel: str) -> None:
+        for match in find_secrets(text):
+            self.add(
+                "secret", rel,
+                f"possible {LABELS.get(match.kind, match.kind)}: {match.excerpt_redacted} "
+                "(remove it; keep a pointer to where the secret lives instead)",
+                match.line,
+            )
+
+    def check_memory(self, raw: bytes, text: str, path: Path, rel: str) -> None:
+        memory_id = self.folder.id_for(path) or _nfc(rel[:-3])
+        lines = text.split("\n")
+        try:
+            parsed = parse_bytes(raw, path)
+        except InvalidMemory as exc:
+            self.add("invalid-yaml", rel, _without_path(str(exc), path) + "; not indexed", exc.line)
+            return
+        if parsed.frontmatter is None:
+            self.add("no-frontmatter", rel,
+                     "no frontmatter: add ---, a description and a category, then ---", 1)
+            memory = memory_from_meta(memory_id, path, {}, parsed.body)
+            self.memories.append(memory)
+            self.bodies.append(_Body(rel, 1, parsed.body))
+            return
+        closing = next((i for i in range(1, len(lines)) if _CLOSING.match(lines[i])), None)
+        if closing is None:
+            self.add("unclosed-frontmatter", rel,
+                     "frontmatter opens with --- but never closes; the tool will not rewrite it", 1)
+        node = _compose(parsed.frontmatter)
+        if node is not None and not isinstance(node, yaml.MappingNode):
+            self.add("frontmatter-not-mapping", rel,
+                     "frontmatter is not `key: value` pairs; not indexed as metadata", 2)
+        memory = memory_from_meta(memory_id, path, parsed.meta, parsed.body)
+        self.memories.append(memory)
+        if isinstance(node, yaml.MappingNode):
+            key_lines, cut = self.check_keys(node, parsed.frontmatter, rel)
+            self.check_values(memory, rel, key_lines, cut)
+        elif node is None:  # `---` then `---`: an empty frontmatter lacks everything
+            self.check_values(memory, rel, {}, set())
+        body_line = closing + 2 if closing is not None else parsed.frontmatter.count("\n") + 2
+        self.bodies.append(_Body(rel, body_line, parsed.body))
+
+    def check_keys(
+        self, node: yaml.MappingNode, fm_text: str, rel: str
+    ) -> tuple[dict[str, int], set[str]]:
+        """Report duplicate keys and ` #` cuts; return each key's file line, and the cut keys."""
+        fm_lines = fm_text.split("\n")
+        key_lines: dict[str, int] = {}  # the last occurrence: the one YAML keeps
+        cut_keys: set[str] = set()
+        for key_node, value_node in node.value:
+            if not isinstance(key_node, yaml.ScalarNode):
+                continue
+            key = key_node.value
+            line = key_node.start_mark.line + 2
+            if key in key_lines:
+                self.add("duplicate-key", rel,
+                         f"`{key}` appears twice (also on line {key_lines[key]}); "
+                         "YAML keeps only the last one", line)
+            key_lines[key] = line
+            cut = _comment_cut(value_node, fm_lines)
+            if cut is not None:
+                cut_keys.add(key)
+                kept, lost = cut
+                shown = f"reads {kept!r}" if kept else "is empty"
+                self.add("yaml-comment-cut", rel,
+                         f"`{key}` {shown}: YAML took '{_clip(redact(lost))}' for a comment; "
+                         "put the value in quotes", value_node.end_mark.line + 2)
+        return key_lines, cut_keys
+
+    def check_values(
+        self, memory: Memory, rel: str, key_lines: dict[str, int], cut_keys: set[str]
+    ) -> None:
+        for problem in memory.problems:
+            check = getattr(problem, "code", INVALID)
+            key = getattr(problem, "key", None)
+            if check == "unknown-category":
+                key = _top_key(key)
+            if key in cut_keys:
+                continue  # already reported as yaml-comment-cut, the cause
+            if check == "missing-description":
+                self.add(check, rel, "no description: add one line saying what this memory is",
+                         key_lines.get("description", 1))
+            elif check == "unknown-category":
+                self.add(check, rel, f"{problem}; use one of {', '.join(CATEGORIES)}",
+                         key_lines.get(key or "category", 1))
+            else:
+                self.add(check, rel, problem, key_lines.get(key or "", 1))
+        if memory.category is None:
+            self.add("missing-category", rel,
+                     f"no category: add `category:` ({', '.join(CATEGORIES)})", 1)
+        elif memory.category in CATEGORIES:
+            message = _prefix_mismatch(rel, memory.category)
+            if message:
+                self.add("category-prefix", rel, message,
+                         key_lines.get(_top_key(memory.category_key), 1))
+
+    # links between memories
+
+    def check_links(self, body: _Body) -> None:
+        folder_rel = posixpath.dirname(body.rel)
+        for offset, line in enumerate(mask_code(body.text).split("\n")):
+            number = body.first_line + offset
+            for match in WIKI_LINK.finditer(line):
+                message = self.wiki_link_problem(match.group("target").strip(), folder_rel)
+                if message:
+                    self.add("broken-link", body.rel, message, number)
+            for match in MARKDOWN_LINK.finditer(line):
+                message = self.md_link_problem(match.group("destination"), folder_rel)
+                if message:
+                    self.add("broken-link", body.rel, message, number)
+
+    def wiki_link_problem(self, target: str, folder_rel: str) -> str | None:
+        memory_id = _nfc(target[:-3] if target.endswith(".md") else target)
+        if not memory_id:
+            return None
+        candidates = [
+            posixpath.normpath(memory_id),
+            posixpath.normpath(posixpath.join(folder_rel, memory_id)),
+        ]
+        if any(c + ".md" in self.active for c in candidates):
+            return None
+        if "/" not in memory_id and memory_id + ".md" in self.by_name:
+            return None
+        archived = next((c for c in candidates if f"{ARCHIVE_DIR}/{c}.md" in self.archived), None)
+        if archived is not None:
+            return f"[[{_clip(target)}]] points to an archived memory ({ARCHIVE_DIR}/{archived})"
+        return f"[[{_clip(target)}]]: no memory with that id"
+
+    def md_link_problem(self, raw_target: str, folder_rel: str) -> str | None:
+        target = linked_file(raw_target)
+        if target is None:
+            return None
+        resolved = posixpath.normpath(posixpath.join(folder_rel, target))
+        from_root = posixpath.normpath(target)
+        if resolved.startswith("../") or resolved == "..":
+            return None
+        for candidate in (resolved, from_root):
+            if candidate in self.active or candidate in self.archived:
+                return None
+            if not candidate.startswith("../") and (self.folder.root / candidate).is_file():
+                return None
+        moved = f"{ARCHIVE_DIR}/{resolved}"
+        if moved in self.archived:
+            return f"link to {_clip(raw_target)}: archived, it is now {moved}"
+        return f"link to {_clip(raw_target)}: no such file"
+
+    # MEMORY.md
+
+    def check_index(self) -> None:
+        path = self.folder.index_file
+        if not os.path.lexists(path):
+            return
+        rel = INDEX_FILE
+        raw = self.read(path, rel)
+        if raw is None:
+            return
+        self.checked += 1
+        text = self.decode(raw, rel)
+        if text is None:
+            return
+        before = len(self.findings)
+        self.check_conflict_markers(text, rel, fix="`sage-mem index` regenerates the file")
+        listed: dict[str, int] = {}
+        for number, line in enumerate(mask_code(text).split("\n"), start=1):
+            for match in MARKDOWN_LINK.finditer(line):
+                self.check_index_entry(match.group("destination"), number, listed)
+        more_line = next(
+            (n for n, line in enumerate(text.split("\n"), start=1) if _MORE.match(line)), None
+        )
+        if more_line is None:
+            for memory in self.memories:
+                memory_rel = memory.id + ".md"
+                if _nfc(memory_rel) not in listed:
+                    self.add("missing-from-index", memory_rel,
+                             "not listed in MEMORY.md; `sage-mem index` regenerates it")
+        size = len(raw)
+        line_count = text.count("\n")
+        if line_count > catalog.MAX_LINES or size > catalog.MAX_BYTES:
+            self.add("index-too-large", rel,
+                     f"{line_count} lines, {size:,} bytes: Claude Code loads only the first "
+                     f"{catalog.MAX_LINES} lines and {catalog.MAX_BYTES:,} bytes")
+        if len(self.findings) == before and catalog.NOTE in text:
+            self.check_index_current(text, listed, more_line)
+
+    def check_index_entry(self, raw_target: str, number: int, listed: dict[str, int]) -> None:
+        target = raw_target.strip()
+        if target.startswith("<") and target.endswith(">"):
+            target = target[1:-1]
+        target = unquote(target.split("#", 1)[0])
+        if not target.endswith(".md") or _SCHEME.match(target) or target.startswith("/"):
+            return
+        target = _nfc(posixpath.normpath(target))
+        if target in self.active:
+            listed.setdefault(target, number)
+            return
+        if target.startswith("../") or (self.folder.root / target).is_file() and not (
+            target.startswith(ARCHIVE_DIR + "/")
+        ):
+            return
+        if target in self.archived:
+            message = f"lists {_clip(raw_target)}, which is archived"
+        elif f"{ARCHIVE_DIR}/{target}" in self.archived:
+            message = f"lists {_clip(raw_target)}, which was archived"
+        else:
+            message = f"lists {_clip(raw_target)}, which does not exist"
+        self.add("dangling-index-entry", INDEX_FILE, message + "; `sage-mem index` regenerates it",
+                 number)
+
+    def check_index_current(self, text: str, listed: dict[str, int], more_line: int | None) -> None:
+        expected = catalog.render(self.memories)
+        expected_more = next((line for line in expected.split("\n") if _MORE.match(line)), None)
+        hint = "; `sage-mem index` regenerates it"
+        if more_line is None or expected_more is None:
+            if text != expected:
+                self.add("index-stale", INDEX_FILE, "out of date with the memory files" + hint,
+                         _first_difference(text, expected))
+            return
+        # A truncated index lists the most used memories: which ones depends on
+        # usage counts, so check the lines it has and its count, not its choice.
+        by_rel = {_nfc(m.id + ".md"): m for m in self.memories}
+        lines = text.split("\n")
+        for target, number in sorted(listed.items(), key=lambda item: item[1]):
+            memory = by_rel.get(target)
+            if memory is not None and lines[number - 1] != catalog.entry_line(memory):
+                self.add("index-stale", INDEX_FILE,
+                         f"the entry for {memory.id} is out of date" + hint, number)
+                return
+        count = _MORE.match(lines[more_line - 1])
+        if count and int(count.group(1)) != len(self.memories) - len(listed):
+            self.add("index-stale", INDEX_FILE,
+                     f"says {count.group(1)} more, but {len(self.memories) - len(listed)} "
+                     "memories are not listed" + hint, more_line)
+
+    # problems the store met that the walk did not
+
+    def check_known_problem(self, problem: Any) -> None:
+        path = Path(getattr(problem, "path", ""))
+        try:
+            rel = self.rel(path)
+        except ValueError:
+            return
+        if rel in self.walked or rel.startswith("../") or not os.path.lexists(path):
+            return
+        self.add("unreadable", rel, _without_path(str(getattr(problem, "message", "")), path),
+                 getattr(problem, "line", None))
+
+
+_CONFLICT_OPEN = re.compile(r"^<{7}(?: |$)")
+_CONFLICT_CLOSE = re.compile(r"^>{7}(?: |$)")
+_CLOSING = re.compile(r"^(---|\.\.\.)[ \t]*\r?$")
+_MORE = re.compile(r"^…and (\d+) more\b")
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:")
+_PLAIN_STYLES = (None, "")
+_TEXT_TAGS = ("tag:yaml.org,2002:str", "tag:yaml.org,2002:null")
+
+def _top_key(category_key: str | None) -> str:
+    return (category_key or "category").split(".", 1)[0]
+
+
+def _prefix_mismatch(rel: str, category: str) -> str | None:
+    parts = rel[:-3].split("/")
+    stem = parts[-1]
+    named = next((c for c in CATEGORIES if stem.startswith(c + "_")), None)
+    if len(parts) == 1:
+        if named == category:
+            return None
+        if named is not None:
+            return f"file name says {named!r} but category is {category!r}"
+        return f"file name does not start with '{category}_' (the <category>_*.md convention)"
+    top = parts[0]
+    if top in CATEGORIES and top != category:
+        return f"in the {top}/ folder but category is {category!r}"
+    if top not in CATEGORIES and named is not None and named != category:
+        return f"file name says {named!r} but category is {category!r}"
+    return None
+
+
+def _compose(fm_text: str) -> yaml.Node | None:
+    try:
+        return yaml.compose(fm_text, Loader=_ComposeLoader)
+    except (yaml.YAMLError, RecursionError):
+        return None
+
+
+_ComposeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def _comment_cut(node: yaml.Node, fm_lines: list[str]) -> tuple[str, str] | None:
+    """(kept, lost) when a plain text value ends where ` #` began a comment after one space."""
+    if not isinstance(node, yaml.ScalarNode) or node.style not in _PLAIN_STYLES:
+        return None
+    if node.tag not in _TEXT_TAGS:
+        return None
+    end = node.end_mark
+    if end.line >= len(fm_lines):
+        return None
+    rest = fm_lines[end.line][end.column :].rstrip()
+    if not rest.startswith(" #") or not rest[2:].strip():
+        return None
+    return node.value, rest[1:]
+
+
+def _first_difference(text: str, expected: str) -> int:
+    have, want = text.split("\n"), expected.split("\n")
+    for number, (a, b) in enumerate(zip(have, want, strict=False), start=1):
+        if a != b:
+            return number
+    return min(len(have), len(want))
+
+
+def _without_path(message: str, path: Path) -> str:
+    """A core error message without its leading `path:line:column:`."""
+    prefix = str(path)
+    if message.startswith(prefix):
+        message = re.sub(r"^(?::\d+)*:\s*", "", message[len(prefix) :])
+    return message
+
+
+def _clip(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _nfc(text: str) -> str:
+    return unicodedata.normalize("NFC", text)
+
+
+__all__ = ["CHECKS", "AuditReport", "Finding", "audit", "audit_folder"]
+
+
+def _unreadable_reason(exc: InvalidMemory, path: Path) -> str:
+    """The checked read's reason, without the path the finding already names."""
+    message = exc.message.removeprefix(f"{path}: ")
+    if message == "not a regular file":
+        return "not a regular file; not read"  # a FIFO or device would block or never end
+    if message == "no permission to read":
+        return "no permission to read it; not indexed"
+    return message

@@ -1,0 +1,97 @@
+"""Commands for agent clients and the page: `serve`, `ui`, `hook`, `install`."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import click
+
+from ..cli import answer_hook
+from .base import (
+    Choice,
+    Number,
+    Session,
+    command,
+    dir_option,
+    json_option,
+    poll_option,
+)
+
+
+@command("serve", "run the MCP server on stdio (for Claude Code, Cursor, Codex…)",
+         "sage-mem --dir ~/notes/memory serve")
+@dir_option
+@poll_option
+@click.option("--dream-run", metavar="RUN_ID",
+              help="only the tools of one dream run in progress, for its model pass "
+                   "(autodream starts this itself)")
+@click.pass_obj
+def serve(session: Session, poll: bool, dream_run: str | None) -> int:
+    if dream_run:
+        from ..mcp_server.dream_server import serve_dream
+
+        return serve_dream(session.folder, dream_run)
+    from ..mcp_server.server import serve as serve_stdio
+
+    return serve_stdio(session.folder, poll=poll)
+
+
+@command("ui", "a local web page to browse, search, edit and review the memory (127.0.0.1 only)",
+         "sage-mem ui --open")
+@dir_option
+@click.option("--port", type=Number(int, low=0, high=65535), metavar="N",
+              help="port on 127.0.0.1 (default 8765, or a free one if taken; 0: any free)")
+@click.option("--open", "open_browser", is_flag=True,
+              help="open the page in the browser (the link carries this launch's token)")
+@poll_option
+@click.pass_obj
+def ui(session: Session, port: int | None, open_browser: bool, poll: bool) -> int:
+    from ..ui import run_ui
+
+    return run_ui(session.folder, port=port, open_browser=open_browser, poll=poll,
+                  out=session.out)
+
+
+@command(
+    "hook",
+    "Claude Code hook commands: read the hook JSON on stdin, answer JSON; always exit 0",
+    "echo '{\"session_id\": \"s1\", \"prompt\": \"hi\"}' | sage-mem hook user-prompt-submit",
+)
+@dir_option
+# Any text, not a Choice: a hook must exit 0 even when misconfigured, so run_hook reports it.
+@click.argument("event", metavar="EVENT",
+                help="session-start (baselines and a tool guide) or user-prompt-submit "
+                     "(relevant memories)")
+@click.pass_obj
+def hook(session: Session, event: str) -> int:
+    return answer_hook(event, session.dir, session.out)
+
+
+@command("install", "register sage-mem with a client: MCP server (and hooks for Claude Code)",
+         "sage-mem install claude-code --scope user --dry-run")
+@dir_option
+@click.argument("client", type=Choice(["claude-code", "cursor", "codex"]),
+                help="which client")
+@click.option("--scope", type=Choice(["project", "user"]),
+              help="this project's config or your user config (default: project; user for codex)")
+@click.option("--dry-run", is_flag=True, help="show the diff, write nothing")
+@json_option
+@click.pass_obj
+def install(session: Session, client: str, scope: str | None, dry_run: bool,
+            as_json: bool) -> int:
+    from ..agents.install import install as install_client
+
+    # The folder the client is to use: only one named here or in the environment.
+    named = session.dir or os.environ.get("SAGE_MEM_DIR")
+    codex_home = os.environ.get("CODEX_HOME")
+    result = install_client(
+        client,
+        scope=scope,
+        project_dir=Path.cwd(),
+        home=Path.home(),
+        memory_dir=Path(named).expanduser() if named else None,
+        dry_run=dry_run,
+        codex_home=Path(codex_home).expanduser() if codex_home else None,
+    )
+    return session.print_result(result, as_json)

@@ -1,0 +1,267 @@
+"""The command group and what its commands share: the session, option types, one-line errors.
+
+`cli` is the group; a command module declares its commands with `command(…)`
+and the options here. A user error (a missing memory, a bad value, a bad
+command line, click's own usage errors included) is one line on stderr,
+`sage-mem: error: …`, and exit status 1, never a traceback (`Commands.main`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+import click
+
+from .. import __version__
+from ..cli import PROG
+from ..disk.folder import default_folder
+from ..errors import SageMemError
+from ..memory.fields import BOOL, INT, TEXTS, UNIT
+
+ALIASES = {"write": "add"}
+EPILOG = """\b
+Examples:
+  sage-mem init
+  sage-mem add user_cat --category user --description "The user's cat is called Sesame"
+  sage-mem search "what is my cat called"
+  sage-mem search 我的猫叫什么 --json
+  sage-mem show user_cat
+
+The memory folder is --dir, else $SAGE_MEM_DIR, else ~/.sage-mem/memory."""
+
+
+@dataclass
+class Session:
+    """One run of the command line: where its output goes, and the folder it names."""
+
+    out: TextIO
+    err: TextIO
+    dir: str | None = None
+
+    @property
+    def folder(self) -> Path:
+        return Path(self.dir).expanduser() if self.dir else default_folder()
+
+    def open_store(self) -> Any:
+        from ..store import MemoryStore
+
+        # One command, one answer: no watcher to keep the index current afterwards.
+        store = MemoryStore(self.folder, watch=False)
+        for note in store.folder.state_notes:  # said once, on the folder's first use
+            self.err.write(f"{PROG}: note: {note}\n")
+        return store
+
+    def print_json(self, data: Any, to: TextIO | None = None) -> None:
+        (to or self.out).write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+
+    def print_result(self, result: Any, as_json: bool) -> int:
+        """Print a library result (anything with `to_dict` and `format_text`) as asked; exit 0."""
+        if as_json:
+            self.print_json(result.to_dict())
+        else:
+            self.out.write(result.format_text())
+        return 0
+
+
+# what a command line holds, said as one line when it is wrong
+
+
+class Number(click.ParamType):
+    """An int or a float, optionally within bounds."""
+
+    def __init__(self, kind: type[int] | type[float], low: int | None = None,
+                 high: int | None = None) -> None:
+        assert high is None or low is not None
+        self.kind, self.name, self.low, self.high = kind, kind.__name__, low, high
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, self.kind) and not isinstance(value, bool):
+            number = value
+        else:
+            try:
+                number = self.kind(value)
+            except (TypeError, ValueError):
+                self.fail(f"invalid {self.name} value: {value!r}", param, ctx)
+        if self.high is not None and self.low is not None and not self.low <= number <= self.high:
+            self.fail(f"must be from {self.low} to {self.high}, not {number}", param, ctx)
+        elif self.low is not None and number < self.low:
+            self.fail(f"must be at least {self.low}, not {number}", param, ctx)
+        return number
+
+
+class Choice(click.Choice):
+    """click's Choice, its refusal worded as the one-line errors are."""
+
+    def get_invalid_choice_message(self, value: Any, ctx: click.Context | None) -> str:
+        return f"invalid choice: {value!r} (choose from {', '.join(map(repr, self.choices))})"
+
+
+def error_line(exc: click.ClickException) -> str:
+    """A click error as one line: what is wrong, and where to read the command's help."""
+    if isinstance(exc, click.NoSuchCommand):
+        names = ", ".join(repr(name) for name in cli.list_commands(exc.ctx))  # type: ignore[arg-type]
+        message = f"argument COMMAND: invalid choice: {exc.command_name!r}" + (
+            _did_you_mean(exc.possibilities) or f" (choose from {names})"
+        )
+    elif isinstance(exc, click.NoSuchOption):
+        message = f"no such option {exc.option_name!r}{_did_you_mean(exc.possibilities)}"
+    elif isinstance(exc, click.BadParameter) and not isinstance(exc, click.MissingParameter) \
+            and exc.param is not None:
+        where = "/".join(exc.param.opts) if isinstance(exc.param, click.Option) \
+            else exc.param.human_readable_name
+        message = f"argument {where}: {exc.message}"
+    else:
+        message = exc.format_message().rstrip(".")
+        if message[:1].isupper() and message[1:2].islower():
+            message = message[0].lower() + message[1:]
+    context = getattr(exc, "ctx", None)
+    if context is not None:
+        message += f" (see `{context.command_path} --help`)"
+    return " ".join(message.split())
+
+
+def _did_you_mean(possibilities: Sequence[str] | None) -> str:
+    if not possibilities:
+        return ""
+    return f" (did you mean {' or '.join(repr(name) for name in sorted(possibilities))}?)"
+
+
+class Commands(click.Group):
+    """The sage-mem group: its commands in the order they were declared, aliases, and errors
+    that are one line and exit 1, whoever runs it (the console script, CliRunner, a test)."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(self.commands)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        return super().get_command(ctx, ALIASES.get(cmd_name, cmd_name))
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError:  # the reader went away (`| head`): nothing more to say
+            return 0
+
+    def main(  # type: ignore[override]
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        *,
+        out: TextIO | None = None,
+        err: TextIO | None = None,
+        **extra: Any,
+    ) -> int:
+        """Run a command line; returns its exit status (exits with it in standalone mode)."""
+        # Looked up now, not at import: CliRunner and the tests swap the streams.
+        out = out or sys.stdout
+        err = err or sys.stderr
+        try:
+            with contextlib.redirect_stdout(out):  # where click writes --help and --version
+                status = super().main(
+                    args, prog_name=PROG, complete_var=complete_var, standalone_mode=False,
+                    obj=Session(out, err), **extra,
+                )
+        except click.ClickException as exc:
+            err.write(f"{PROG}: error: {error_line(exc)}\n")
+            status = 1
+        except SageMemError as exc:
+            err.write(f"{PROG}: error: {exc}\n")
+            status = 1
+        except OSError as exc:
+            where = f"{exc.filename}: " if exc.filename else ""
+            err.write(f"{PROG}: error: {where}{exc.strerror or exc}\n")
+            status = 1
+        except (click.Abort, KeyboardInterrupt):
+            err.write(f"{PROG}: interrupted\n")
+            status = 130
+        status = status if isinstance(status, int) else 0
+        if standalone_mode:
+            sys.exit(status)
+        return status
+
+
+# options more than one command takes
+
+
+def _remember_dir(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+    # Given before the command or after it: the one given last wins, as with argparse.
+    if value is not None:
+        session = ctx.find_object(Session)
+        assert session is not None  # made by the group before any option is read
+        session.dir = value
+
+
+dir_option = click.option(
+    "--dir", metavar="DIR", expose_value=False, callback=_remember_dir,
+    help="the memory folder (default: $SAGE_MEM_DIR or ~/.sage-mem/memory)",
+)
+json_option = click.option("--json", "as_json", is_flag=True, help="print JSON")
+poll_option = click.option(
+    "--poll", is_flag=True, help="watch the folder by polling (for network drives)"
+)
+
+
+def stacked(*decorators: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """Several options as one decorator, listed in the order given."""
+    def apply(function: Any) -> Any:
+        for decorator in reversed(decorators):
+            function = decorator(function)
+        return function
+
+    return apply
+
+
+filter_options = stacked(
+    click.option("--category", help="only this category (user, feedback, project, reference)"),
+    click.option("--project", help="only memories for this project (and global ones)"),
+    click.option("--tag", "tags", multiple=True, metavar="TAG",
+                 help="only memories with this tag (repeatable)"),
+    click.option("--archived", is_flag=True, help="include archived memories"),
+)
+
+
+def field_option(field: Any) -> Callable[[Any], Any]:
+    """The `add` option that sets one field of the spec (fields.py); the store checks its value."""
+    if field.kind == BOOL:
+        return click.option(f"{field.flag}/{field.off_flag}", field.name, default=None,
+                            help=field.help)
+    repeated = field.kind == TEXTS
+    return click.option(
+        field.flag, field.name, metavar=field.metavar or "TEXT", multiple=repeated,
+        type={UNIT: Number(float), INT: Number(int)}.get(field.kind, click.STRING),
+        help=field.help + (" (repeatable)" if repeated else ""),
+    )
+
+
+# the group
+
+
+@click.group(
+    cls=Commands, invoke_without_command=True, epilog=EPILOG,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    help="Memory for AI agents, kept as plain markdown files.",
+)
+@dir_option
+@click.version_option(__version__, "--version", prog_name=PROG, message="%(prog)s %(version)s",
+                      help="print the version")
+@click.pass_context
+def cli(ctx: click.Context) -> int:
+    if ctx.invoked_subcommand is None:
+        ctx.obj.out.write(ctx.get_help() + "\n")
+    return 0
+
+
+def command(name: str, summary: str, example: str) -> Callable[[Any], Any]:
+    """A command of the group: what it does (its help and its line in the list) and an example."""
+    return cli.command(name, help=summary, short_help=summary,
+                       epilog=f"\b\nExample:\n  {example}")
+
+

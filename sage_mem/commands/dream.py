@@ -1,0 +1,67 @@
+"""The autodream's commands: `dream`, `runs`, `rollback`."""
+
+from __future__ import annotations
+
+import click
+
+from .base import (
+    Choice,
+    Session,
+    command,
+    dir_option,
+    json_option,
+)
+
+
+@command(
+    "dream",
+    "an autodream run: merge twins, archive what was superseded, fix summaries, dates, links",
+    "sage-mem dream --mode rewrite",
+)
+@dir_option
+@click.option("--mode", type=Choice(["report", "rewrite"]), default="report",
+              help="report only (default) or rewrite, with a rollback point first")
+@click.option("--auto", is_flag=True,
+              help="run only if the gates open (hours and sessions since the last run, the lock)")
+@json_option
+@click.pass_obj
+def dream(session: Session, mode: str, auto: bool, as_json: bool) -> int:
+    from ..dream import run_dream
+
+    return session.print_result(run_dream(session.open_store(), mode=mode, auto=auto), as_json)
+
+
+@command("runs", "past dream runs and rollbacks, newest first", "sage-mem runs --json")
+@dir_option
+@json_option
+@click.pass_obj
+def runs(session: Session, as_json: bool) -> int:
+    from ..dream import format_runs, list_runs
+
+    found = list_runs(session.open_store())
+    if as_json:
+        session.print_json({"runs": [run.to_dict() for run in found], "count": len(found)})
+    else:
+        session.out.write(format_runs(found) if found else "No dream runs yet.\n")
+    return 0
+
+
+@command("rollback", "undo a dream run (or a rollback); nothing is deleted",
+         "sage-mem rollback 20261129T201500Z-1a2b --scope all --dry-run")
+@dir_option
+@click.argument("run_id", metavar="RUN_ID",
+                help="the run to undo (see `sage-mem runs`)")
+@click.option("--scope", type=Choice(["touched", "all"]), default="touched",
+              help="only the files the run touched (default) or the whole folder")
+@click.option("--dry-run", is_flag=True, help="say what would be restored, change nothing")
+@click.option("--force", is_flag=True,
+              help="also put back files changed since the run (skipped otherwise; their "
+                   "present version is kept in the protective snapshot)")
+@json_option
+@click.pass_obj
+def rollback(session: Session, run_id: str, scope: str, dry_run: bool, force: bool,
+             as_json: bool) -> int:
+    from ..dream import rollback as roll_back
+
+    result = roll_back(session.open_store(), run_id, scope=scope, dry_run=dry_run, force=force)
+    return session.print_result(result, as_json)

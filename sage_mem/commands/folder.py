@@ -1,0 +1,188 @@
+"""Commands on the folder as a whole: `init`, `index`, `audit`, `import`, `export`."""
+
+from __future__ import annotations
+
+import os
+import shlex
+from pathlib import Path
+
+import click
+
+from ..cli import PROG
+from ..disk.folder import default_folder
+from .base import (
+    Choice,
+    Session,
+    command,
+    dir_option,
+    json_option,
+)
+
+
+@command(
+    "init",
+    "create an empty memory folder, private to you (0700); with --examples, add example memories",
+    "sage-mem init --git",
+)
+@dir_option
+@click.argument("path", metavar="[DIR]", required=False,
+                help="where (default: the memory folder)")
+@click.option("--examples", is_flag=True,
+              help="add example memories to a folder that has none (marked as examples: tag "
+                   "`example`, description starting \"Example:\", none a baseline)")
+@click.option("--git", is_flag=True,
+              help="make it a git repository with a .gitattributes that keeps LF endings")
+@json_option
+@click.pass_obj
+def init(session: Session, path: str | None, examples: bool, git: bool, as_json: bool) -> int:
+    from ..disk.template import EXAMPLE_PREFIX, init_folder
+
+    out = session.out
+    target = Path(path).expanduser() if path else session.folder
+    result = init_folder(target, git=git, examples=examples)
+    # The hints name the folder unless the next command would find it by itself.
+    same = os.path.abspath(default_folder()) == str(result.root)
+    where = "" if same else f"--dir {shlex.quote(str(result.root))} "
+    if as_json:
+        session.print_json({
+            "path": str(result.root),
+            "created": result.created,
+            "copied": result.copied,
+            "existing": result.existing,
+            "git": result.git_initialized,
+            "gitattributes": result.gitattributes_written,
+            "stateDir": str(result.state_dir),
+        })
+        return 0
+    if result.copied:
+        out.write(
+            f"Created {result.root} with {len(result.copied)} example memories: tagged "
+            f"`example`, each description starting {EXAMPLE_PREFIX.strip()!r}, none a baseline.\n"
+            f"Archive each when done with it: sage-mem {where}archive ID --reason example\n"
+        )
+    elif result.existing:
+        skipped = "; no examples copied" if examples else ""
+        out.write(f"{result.root} already holds {result.existing} memories{skipped}.\n")
+    else:
+        made = "Created" if result.created else "Ready:"
+        out.write(
+            f"{made} {result.root}, an empty memory folder.\n"
+            f'Add a memory: sage-mem {where}add user_name --category user --description "…"\n'
+            f"(or see how memories look: sage-mem {where}init --examples)\n"
+        )
+    if result.git_initialized:
+        out.write(
+            "Initialized a git repository there, with a .gitattributes that keeps LF endings.\n"
+        )
+    elif result.gitattributes_written:
+        out.write("Wrote a .gitattributes that keeps LF endings.\n")
+    if result.copied:
+        out.write(f'Try: sage-mem {where}search "how do I run the tests"\n')
+    out.write(f"State (counts, caches, sessions): {result.state_dir}\n")
+    return 0
+
+
+@command("index", "regenerate MEMORY.md (also repairs one left with merge conflicts)",
+         "sage-mem index")
+@dir_option
+@json_option
+@click.pass_obj
+def index(session: Session, as_json: bool) -> int:
+    store = session.open_store()
+    changed = store.regenerate_index()
+    problems = store.problems()
+    if as_json:
+        session.print_json({
+            "path": str(store.folder.index_file),
+            "changed": changed,
+            "memories": len(store.list()),
+            "problems": [p.to_dict() for p in problems],
+        })
+        return 0
+    state = "rewritten" if changed else "already up to date"
+    session.out.write(f"{store.folder.index_file}: {state} ({len(store.list())} memories)\n")
+    for problem in problems:
+        session.out.write(f"skipped: {problem.message}\n")
+    return 0
+
+
+@command("audit", "check the folder and report problems (changes nothing; exit 1 if any)",
+         "sage-mem audit --json")
+@dir_option
+@json_option
+@click.pass_obj
+def audit(session: Session, as_json: bool) -> int:
+    from ..checks.audit import audit as audit_folder
+
+    report = audit_folder(session.open_store())
+    if as_json:
+        session.print_json(report.to_dict())
+    else:
+        text = report.format_text()
+        session.out.write(text if text.endswith("\n") or not text else text + "\n")
+        if report.ok:
+            session.out.write("No problems found.\n")
+    return 0 if report.ok else 1
+
+
+@command("import", "bring memories in from Claude Code or mnemo (never overwrites)",
+         "sage-mem import claude-code ~/.claude/projects/my-project/memory --dry-run")
+@dir_option
+@click.argument("source", type=Choice(["claude-code", "mnemo"]),
+                help="claude-code (a folder) or mnemo (a database)")
+@click.argument("path", metavar="PATH",
+                help="the Claude Code memory folder or the mnemo SQLite file")
+@click.option("--dry-run", is_flag=True, help="report what would happen, write nothing")
+@json_option
+@click.pass_obj
+def import_memories(session: Session, source: str, path: str, dry_run: bool,
+                    as_json: bool) -> int:
+    from ..agents.importers import import_claude_code, import_mnemo
+
+    bring_in = import_claude_code if source == "claude-code" else import_mnemo
+    result = bring_in(session.open_store(), Path(path).expanduser(), dry_run=dry_run)
+    return session.print_result(result, as_json)
+
+
+@command(
+    "export",
+    "write every memory as JSON lines; a file that cannot be parsed is named on stderr and the "
+    "exit status is 1",
+    "sage-mem export --jsonl -o memories.jsonl",
+)
+@dir_option
+@click.option("--jsonl", is_flag=True, required=True, help="JSON lines, one memory a line")
+@click.option("--archived", is_flag=True, help="include archived memories")
+@click.option("--output", "-o", metavar="FILE",
+              help="write to FILE instead of stdout: a new file (never replaced), private (0600)")
+@click.option("--json", "as_json", is_flag=True,
+              help="print the report (count, files left out and why) as JSON: on stdout with -o, "
+                   "else on stderr")
+@click.pass_obj
+def export(session: Session, jsonl: bool, archived: bool, output: str | None,
+           as_json: bool) -> int:
+    from ..agents.importers import export_jsonl, export_jsonl_file
+    from ..checks.prompt_injection import visible_name
+
+    store = session.open_store()
+    if output:
+        result = export_jsonl_file(store, output, archived=archived)
+    else:
+        result = export_jsonl(store, session.out, archived=archived)
+    status = 1 if result.left_out else 0
+    # stdout carries the memories unless they went to a file.
+    if as_json:
+        session.print_json(result.to_dict(), to=session.out if output else session.err)
+        return status
+    err = session.err
+    for item in result.left_out:
+        err.write(visible_name(f"{PROG}: not exported: {item.path}: {item.problem}") + "\n")
+    if output:
+        err.write(f"Exported {result.exported} memories to {output}\n")
+    if result.left_out:
+        count = len(result.left_out)
+        err.write(
+            f"{PROG}: {count} file{'s' if count != 1 else ''} not exported "
+            "(cannot be read or parsed; see `sage-mem audit`)\n"
+        )
+    return status

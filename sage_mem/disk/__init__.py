@@ -1,0 +1,13 @@
+"""The memory folder on disk: paths, checked reads and writes, locks, the watcher.
+
+Modules: `folder` (ids <-> paths, reserved names, the one folder walk, the state
+folder beside it, `read_memory`), `safe_io` (checked reads; writes that never
+replace bytes they have not read; no-clobber moves; the permission policy),
+`locks` (the write lock and its generation count), `stats` (usage counts in the
+state folder), `watch` (keeps a store's index current), `template` (`sage-mem
+init`).
+
+May import `sage_mem.errors` and `sage_mem.memory`. `watch` and `template`
+are handed a store (they import it for types and, `template`, to open the new
+folder's store); nothing else here knows the store, the index or any interface.
+"""

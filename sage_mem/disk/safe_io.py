@@ -1,0 +1,471 @@
+"""Checked reads, and writes that never replace bytes they have not read.
+
+Every file-system step that could lose or leak what a person wrote lives here:
+
+- `read_file`: the one checked read of a file in the memory folder: a regular
+  file (never a FIFO or a device), opened without blocking, capped in size.
+  It returns a `Seen`: the bytes and the identity of the file they came from.
+- `commit`: put new bytes in place of what a `Seen` saw, or refuse with
+  `FileChanged`. An editor, `git pull` or another agent may save the same file
+  at any moment, so the file is checked again right before the rename, and,
+  where the kernel can swap two names atomically (`renameat2` with
+  `RENAME_EXCHANGE`, `renamex_np` with `RENAME_SWAP`), checked once more after
+  the swap, and swapped back when it had changed. A new file is created only
+  where no file is (`RENAME_NOREPLACE`, or a hard link).
+- `rewrite`: read, transform, commit, and redo from a fresh read when the
+  file changed meanwhile.
+- `move`: a rename that never replaces a file, to the next free name.
+- `atomic_write`: the tool's own files (state folder, reports): temp file,
+  fsync, rename, folder fsync.
+- The permission policy: a memory folder is private by default (new files
+  0600, new folders 0700, whatever the umask); a folder its owner made
+  group-writable or setgid is shared with that group (0660, 0770), never with
+  everyone (`file_mode`, `dir_mode`). A file that exists keeps its mode. The
+  state folder, snapshots and exports are always private.
+
+What is left (said in docs/reliability.md): a writer that keeps the file open
+across our swap and writes into it *without* truncating after our last check
+writes into the old inode, which is then gone; editors truncate or rename.
+
+May import only `errors` from sage-mem: the hook path imports this module.
+"""
+
+from __future__ import annotations
+
+import errno
+import functools
+import os
+import stat
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from ..errors import FileChanged, InvalidMemory
+
+# A transform asked to redo this many times has lost to another writer each time.
+REWRITE_ATTEMPTS = 20
+_RENAME_NOREPLACE = 1
+_RENAME_EXCHANGE = 2
+_MAC_RENAME_SWAP = 0x2
+_MAC_RENAME_EXCL = 0x4
+
+
+class Seen(NamedTuple):
+    """What a read found at a path: its bytes (None: no file) and that file's identity."""
+
+    raw: bytes | None
+    identity: tuple[int, int, int, int, int] | None = None
+    mode: int | None = None
+
+    @classmethod
+    def absent(cls) -> Seen:
+        return cls(None)
+
+
+def identity(st: os.stat_result) -> tuple[int, int, int, int, int]:
+    """Device, inode, size, mtime and ctime: any write or rename changes one of them."""
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+# reading
+
+
+def read_file(path: Path, *, limit: int, what: str = "") -> Seen:
+    """The bytes of the regular file at `path`, never blocking and never past `limit` bytes.
+
+    Raises FileNotFoundError when there is no file, InvalidMemory when it is
+    not one that can be read (no permission, a folder, a FIFO or device, too big).
+    Containment in the memory folder is the caller's check (`MemoryFolder.read`).
+    """
+    too_big = f"over the {limit // 1024} KB limit{what}"
+    try:
+        # O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+    except PermissionError:
+        raise InvalidMemory(f"{path}: no permission to read", path=path) from None
+    except IsADirectoryError:
+        raise InvalidMemory(f"{path}: is a folder", path=path) from None
+    except (FileNotFoundError, NotADirectoryError):
+        raise
+    except OSError as exc:  # a symlink loop, a name too long, an I/O error
+        raise InvalidMemory(f"{path}: cannot read: {exc.strerror or exc}", path=path) from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise InvalidMemory(f"{path}: not a regular file", path=path)
+        if st.st_size > limit:
+            raise InvalidMemory(f"{path}: {st.st_size} bytes, {too_big}", path=path)
+        raw = _read_fd(fd, limit + 1)
+        after = os.fstat(fd)
+    except OSError as exc:
+        raise InvalidMemory(f"{path}: cannot read: {exc.strerror or exc}", path=path) from None
+    finally:
+        os.close(fd)
+    if len(raw) > limit:
+        raise InvalidMemory(f"{path}: grew past the limit while read, {too_big}", path=path)
+    return Seen(raw, identity(after), stat.S_IMODE(after.st_mode))
+
+
+def read_or_absent(path: Path, *, limit: int, what: str = "") -> Seen:
+    """`read_file`, with a missing file read as `Seen.absent()`."""
+    try:
+        return read_file(path, limit=limit, what=what)
+    except (FileNotFoundError, NotADirectoryError):
+        return Seen.absent()
+
+
+def _read_fd(fd: int, size: int) -> bytes:
+    chunks: list[bytes] = []
+    left = size
+    while left > 0:
+        chunk = os.read(fd, min(left, 1 << 20))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
+# writing over what was read
+
+
+def commit(path: Path, data: bytes, seen: Seen, *, mode: int, limit: int) -> None:
+    """Put `data` at `path` if the file there is still what `seen` saw; else raise FileChanged.
+
+    `seen.raw is None` means no file was there: `data` is then created only if
+    none appeared. An existing file keeps its mode; `mode` is for a new one.
+    Nothing is changed when FileChanged is raised.
+    """
+    if seen.raw is None:
+        create(path, data, mode=mode)
+        return
+    tmp, ours = _temp_file(path, data, seen.mode if seen.mode is not None else mode)
+    try:
+        # Same identity, or the same bytes under a new one (a `touch`): unchanged so far.
+        if not _same_identity(path, seen) and _bytes_at(path, limit) != seen.raw:
+            raise FileChanged(f"{path.name}: changed on disk since it was read", path=path)
+        if _swap(tmp, path):
+            # `tmp` now names the file that was at `path`: it must still be what we read.
+            # A save in the instant between the check and the swap is put back.
+            if _bytes_at(tmp, limit) != seen.raw:
+                if _inode_at(path) == ours:
+                    _swap(tmp, path)
+                raise FileChanged(f"{path.name}: changed on disk while it was written", path=path)
+        else:
+            # No atomic swap here: compare the bytes themselves (an identity can hide an
+            # edit within the clock's tick), just before the rename, as close as this
+            # platform allows.
+            if _bytes_at(path, limit) != seen.raw:
+                raise FileChanged(f"{path.name}: changed on disk since it was read", path=path)
+            os.replace(tmp, path)
+    finally:
+        _remove_quietly(tmp)
+    fsync_dir(path.parent)
+
+
+def _same_identity(path: Path, seen: Seen) -> bool:
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISREG(st.st_mode) and identity(st) == seen.identity
+
+
+def _bytes_at(path: Path, limit: int) -> bytes | None:
+    try:
+        return read_file(path, limit=limit).raw
+    except (OSError, InvalidMemory):
+        return None
+
+
+def _inode_at(path: Path) -> int | None:
+    try:
+        return os.lstat(path).st_ino
+    except OSError:
+        return None
+
+
+def create(path: Path, data: bytes, *, mode: int) -> None:
+    """Write a new file at `path`, whole, never replacing one; FileChanged when one is there."""
+    tmp, _ = _temp_file(path, data, mode)
+    try:
+        try:
+            _rename_without_replacing(tmp, path)
+        except FileExistsError:
+            raise FileChanged(
+                f"{path.name}: a file of that name appeared; not overwritten", path=path
+            ) from None
+    finally:
+        _remove_quietly(tmp)
+    fsync_dir(path.parent)
+
+
+def rewrite(
+    path: Path,
+    transform: Callable[[Seen], bytes | None],
+    *,
+    read: Callable[[Path], Seen],
+    mode: int,
+    limit: int,
+    attempts: int = REWRITE_ATTEMPTS,
+) -> tuple[Seen, bytes | None]:
+    """Read `path`, `transform` what was read, commit the result; redo when the file changed.
+
+    `transform` returns the new bytes, or None for "nothing to write"; it may
+    raise to refuse. Returns what the last read saw and what was written.
+    """
+    for attempt in range(attempts):
+        seen = read(path)
+        data = transform(seen)
+        if data is None or data == seen.raw:
+            return seen, None
+        try:
+            commit(path, data, seen, mode=mode, limit=limit)
+            return seen, data
+        except FileChanged:
+            if attempt == attempts - 1:
+                raise
+    raise AssertionError("unreachable")
+
+
+# moving
+
+
+def free_name(target: Path) -> Path:
+    """`target`, or `name-2.md`, `name-3.md`, …: the first name nothing (not even a link) has."""
+    if not os.path.lexists(target):
+        return target
+    stem, dot, suffix = target.name.rpartition(".")
+    if not dot:
+        stem, suffix = target.name, ""
+    n = 2
+    while True:
+        name = f"{stem}-{n}.{suffix}" if suffix else f"{stem}-{n}"
+        candidate = target.with_name(name)
+        if not os.path.lexists(candidate):
+            return candidate
+        n += 1
+
+
+def move(source: Path, target: Path, *, attempts: int = 100) -> Path:
+    """Move `source` to `target`, or to the next free name when `target` is taken; never replaces.
+
+    Returns where the file went. Where there is no atomic no-clobber rename,
+    link then unlink: a crash between the two leaves the file under both names,
+    never under none.
+    """
+    target = free_name(target)
+    for _ in range(attempts):
+        try:
+            _rename_without_replacing(source, target)
+            break
+        except FileExistsError:
+            target = free_name(target)
+    else:
+        raise InvalidMemory(f"{target}: no free name found; nothing moved", path=target)
+    fsync_dir(target.parent)
+    if target.parent != source.parent:
+        fsync_dir(source.parent)
+    return target
+
+
+def _rename_without_replacing(source: Path, target: Path) -> None:
+    """Rename `source` to `target`, or raise FileExistsError: never replaces a file.
+
+    An atomic no-clobber rename where the kernel has one; else a hard link
+    (which refuses an existing name) and an unlink of the old name, so a crash
+    between the two leaves the file under both names, never under none; else
+    (no hard links: some network or FUSE file systems) a checked rename, which
+    can lose only a race.
+    """
+    if _rename_noreplace(source, target):
+        return
+    try:
+        os.link(source, target)
+    except FileExistsError:
+        raise
+    except OSError:
+        if os.path.lexists(target):
+            raise FileExistsError(errno.EEXIST, "exists", str(target)) from None
+        os.rename(source, target)
+        return
+    os.unlink(source)
+
+
+# the tool's own files
+
+
+def atomic_write(path: Path, data: bytes, *, mode: int = 0o600) -> None:
+    """Write `data` to `path` so that readers see the old file or the new one, never a mix.
+
+    For files the tool owns (state, reports, configuration it was asked to
+    edit): it replaces whatever is there. Memories go through `commit`.
+    An existing file keeps its mode.
+    """
+    try:
+        mode = stat.S_IMODE(os.stat(path).st_mode)
+    except FileNotFoundError:
+        pass
+    tmp, _ = _temp_file(path, data, mode)
+    try:
+        os.replace(tmp, path)
+    except BaseException:
+        _remove_quietly(tmp)
+        raise
+    fsync_dir(path.parent)
+
+
+def _temp_file(path: Path, data: bytes, mode: int) -> tuple[Path, int]:
+    """A complete, fsynced dot-file beside `path` (never taken for a memory), and its inode."""
+    # Cut so that a long memory name plus the suffix stays under 255 bytes.
+    stem = path.name.encode("utf-8")[:200].decode("utf-8", "ignore")
+    tmp = path.with_name(f".{stem}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+    try:
+        try:
+            view = memoryview(data)
+            while view:
+                written = os.write(fd, view)
+                view = view[written:]
+            os.fsync(fd)
+            os.fchmod(fd, mode)
+            inode = os.fstat(fd).st_ino
+        finally:
+            os.close(fd)
+    except BaseException:
+        _remove_quietly(tmp)
+        raise
+    return tmp, inode
+
+
+def _remove_quietly(path: Path) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+# the permission policy
+
+
+def file_mode(folder: Path) -> int:
+    """The mode of a new file in the memory folder `folder`: 0600, or 0660 when it is shared."""
+    return 0o660 if _is_shared(folder) else 0o600
+
+
+def dir_mode(folder: Path) -> int:
+    """The mode of a new subfolder of the memory folder `folder`: 0700, or 0770 when shared."""
+    return 0o770 if _is_shared(folder) else 0o700
+
+
+def _is_shared(folder: Path) -> bool:
+    """A folder its owner shared with a group on purpose: group-writable, or setgid.
+
+    Readable by others is no sign (every folder made under the usual umask 022
+    is 0755); making a folder group-writable or setgid is what a person does to
+    share it with a team. Nobody else but the group is ever given access.
+    """
+    try:
+        mode = os.stat(folder).st_mode
+    except OSError:
+        return False
+    return bool(mode & stat.S_IWGRP or mode & stat.S_ISGID)
+
+
+def make_dirs(folder: Path, *, root: Path) -> None:
+    """Create `folder` (inside `root`) and its missing parents, with the modes `root` shares."""
+    missing: list[Path] = []
+    current = folder
+    while not current.exists() and current != root and current.parent != current:
+        missing.append(current)
+        current = current.parent
+    mode = dir_mode(root)
+    for path in reversed(missing):
+        try:
+            path.mkdir(mode=mode)
+        except FileExistsError:
+            continue
+        os.chmod(path, mode)
+
+
+def make_private_dirs(folder: Path) -> None:
+    """Create `folder` and any missing parents, each with mode 0700 (unlike `mkdir -p`)."""
+    missing: list[Path] = []
+    current = folder
+    while not current.exists() and current.parent != current:
+        missing.append(current)
+        current = current.parent
+    for path in reversed(missing):
+        try:
+            path.mkdir(mode=0o700)
+        except FileExistsError:
+            continue
+        os.chmod(path, 0o700)
+
+
+def fsync_dir(folder: Path) -> None:
+    """Make a rename in `folder` durable (a no-op where folders cannot be opened)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+# the kernel's atomic renames
+
+
+@functools.cache
+def _libc() -> Any:
+    import ctypes
+
+    try:
+        return ctypes.CDLL(None, use_errno=True)
+    except OSError:
+        return None
+
+
+def _rename_call(source: Path, target: Path, *, linux: int, mac: int) -> bool:
+    """renameat2 / renamex_np with the given flags; False where unsupported (nothing done)."""
+    import ctypes
+
+    libc = _libc()
+    if libc is None:
+        return False
+    src, dst = os.fsencode(source), os.fsencode(target)
+    if hasattr(libc, "renameat2"):
+        result = libc.renameat2(-100, src, -100, dst, linux)  # AT_FDCWD
+    elif hasattr(libc, "renamex_np"):
+        result = libc.renamex_np(src, dst, mac)
+    else:
+        return False
+    if result == 0:
+        return True
+    error = ctypes.get_errno()
+    if error == errno.EEXIST:
+        raise FileExistsError(error, os.strerror(error), str(target))
+    if error == errno.ENOENT:
+        raise FileNotFoundError(error, os.strerror(error), str(target))
+    if error in (errno.EINVAL, errno.ENOSYS, errno.ENOTSUP, errno.EPERM):
+        return False  # not supported by this kernel or file system: the caller falls back
+    raise OSError(error, os.strerror(error), str(source))
+
+
+def _rename_noreplace(source: Path, target: Path) -> bool:
+    """rename(2) that refuses an existing target; False where unsupported."""
+    return _rename_call(source, target, linux=_RENAME_NOREPLACE, mac=_MAC_RENAME_EXCL)
+
+
+def _swap(first: Path, second: Path) -> bool:
+    """Exchange two names atomically; False where unsupported (nothing done)."""
+    try:
+        return _rename_call(first, second, linux=_RENAME_EXCHANGE, mac=_MAC_RENAME_SWAP)
+    except FileNotFoundError:
+        raise FileChanged(
+            f"{second.name}: removed on disk since it was read", path=second
+        ) from None

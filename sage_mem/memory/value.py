@@ -1,0 +1,330 @@
+"""The Memory value: what one memory file means once parsed.
+
+Owns field names, defaults and tolerant coercion of frontmatter values into
+typed fields. It never touches the disk (see `memory/file_format.py`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+CATEGORIES = ("user", "feedback", "project", "reference")
+DEFAULT_TRUST = 0.5
+MAX_TAGS = 20
+MAX_TAG_LENGTH = 40
+MAX_FILE_BYTES = 512 * 1024
+GLOBAL_PROJECT = "global"
+# An integer field past this many bits (~3,900 decimal digits) is refused: Python
+# cannot write it as decimal text, so it could not be shown or saved.
+MAX_INT_BITS = 13_000
+
+
+@dataclass(frozen=True)
+class Memory:
+    """One memory: its id, typed fields, the raw frontmatter and the exact body."""
+
+    id: str
+    path: Path
+    description: str
+    body: str
+    category: str | None = None
+    name: str | None = None
+    summary: str | None = None
+    aliases: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+    trust: float = DEFAULT_TRUST
+    baseline: bool = False
+    baseline_priority: int = 0
+    project: str | None = None
+    created: str | None = None
+    updated: str | None = None
+    supersedes: tuple[str, ...] = ()
+    locked: bool = False
+    archived: bool = False
+    sha256: str = ""
+    category_key: str | None = None
+    meta: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    problems: tuple[str, ...] = ()
+
+    @property
+    def display(self) -> str:
+        """Short text for listings: the summary when there is one, else the description."""
+        return self.summary or self.description
+
+    def to_dict(self, *, body: bool = True) -> dict[str, Any]:
+        """Plain JSON-ready data, in a stable key order."""
+        data: dict[str, Any] = {
+            "id": self.id,
+            "description": self.description,
+            "category": self.category,
+            "name": self.name,
+            "summary": self.summary,
+            "aliases": list(self.aliases),
+            "tags": list(self.tags),
+            "trust": self.trust,
+            "baseline": self.baseline,
+            "baselinePriority": self.baseline_priority,
+            "project": self.project,
+            "created": self.created,
+            "updated": self.updated,
+            "supersedes": list(self.supersedes),
+            "locked": self.locked,
+            "archived": self.archived,
+            "sha256": self.sha256,
+            "path": str(self.path),
+        }
+        if body:
+            data["body"] = self.body
+        if self.problems:
+            data["problems"] = list(self.problems)
+        return data
+
+
+INVALID = "invalid-value"
+
+
+class ValueProblem(str):
+    """One thing wrong with a memory's values: the message a person reads, and its code.
+
+    A `str`, so that it prints, compares and serialises as its message; `code`
+    is the audit check it is reported under and `key` the frontmatter key it
+    is about, so that rewording a message never reclassifies it.
+    """
+
+    code: str
+    key: str | None
+
+    def __new__(cls, message: str, code: str, key: str | None = None) -> ValueProblem:
+        problem = super().__new__(cls, message)
+        problem.code = code
+        problem.key = key
+        return problem
+
+
+def memory_from_meta(
+    memory_id: str,
+    path: Path,
+    meta: Mapping[str, Any],
+    body: str,
+    *,
+    sha256: str = "",
+    archived: bool = False,
+    problems: tuple[str, ...] = (),
+) -> Memory:
+    """Build a Memory from parsed frontmatter, coercing values and noting what was wrong."""
+    found: list[str] = list(problems)
+    category, category_key = _category(meta)
+    if category is not None and category not in CATEGORIES:
+        found.append(
+            ValueProblem(f"unknown category {category!r}", "unknown-category", category_key)
+        )
+    description = _text(meta.get("description"))
+    if not description:
+        found.append(ValueProblem("no description", "missing-description", "description"))
+        description = _fallback_description(meta, body, memory_id)
+    trust = _trust(meta.get("trust"), found)
+    tags = _strings(meta.get("tags"), "tags", found)
+    if len(tags) > MAX_TAGS:
+        found.append(ValueProblem(f"{len(tags)} tags (at most {MAX_TAGS})", "tags-limit", "tags"))
+    long_tags = [t for t in tags if len(t) > MAX_TAG_LENGTH]
+    if long_tags:
+        found.append(ValueProblem(
+            f"tag longer than {MAX_TAG_LENGTH} characters: {long_tags[0][:50]!r}", "tags-limit",
+            "tags",
+        ))
+    for key in ("created", "updated", "modified"):
+        value = meta.get(key)
+        if value not in (None, "") and parse_moment(_date_text(value)) is None:
+            found.append(ValueProblem(f"{key} is not a date: {_shown(value)}", INVALID, key))
+    project = _text(meta.get("project")) or None
+    if project == GLOBAL_PROJECT:
+        project = None
+    return Memory(
+        id=memory_id,
+        path=path,
+        description=description,
+        body=body,
+        category=category,
+        name=_text(meta.get("name")) or None,
+        summary=_text(meta.get("summary")) or None,
+        aliases=_strings(meta.get("aliases"), "aliases", found),
+        tags=tags,
+        trust=trust,
+        baseline=meta.get("baseline") is True,
+        baseline_priority=_int(meta.get("baselinePriority"), "baselinePriority", found),
+        project=project,
+        created=_date_text(meta.get("created")),
+        updated=_date_text(meta.get("updated") or meta.get("modified")),
+        supersedes=_strings(meta.get("supersedes"), "supersedes", found),
+        locked=meta.get("locked") is True,
+        archived=archived,
+        sha256=sha256,
+        category_key=category_key,
+        meta=dict(meta),
+        problems=tuple(found),
+    )
+
+
+def _category(meta: Mapping[str, Any]) -> tuple[str | None, str | None]:
+    for key in ("category", "type"):
+        value = _text(meta.get(key))
+        if value:
+            return value.lower(), key
+    nested = meta.get("metadata")
+    if isinstance(nested, Mapping):
+        value = _text(nested.get("type"))
+        if value:
+            return value.lower(), "metadata.type"
+    return None, None
+
+
+def _text(value: Any) -> str:
+    if value is None or isinstance(value, (dict, list)):
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return _int_text(value)
+    return " ".join(str(value).split())
+
+
+def _int_text(value: int) -> str:
+    """An integer as decimal text; past Python's limit on decimal digits, in hex (it has none).
+
+    A file's YAML never gives such an integer (`memory/file_format.py` keeps it as written),
+    but a caller of the API can.
+    """
+    try:
+        return str(value)
+    except ValueError:
+        return hex(value)
+
+
+def _shown(value: Any) -> str:
+    """A value as a problem message shows it: its repr, cut at 80 characters, never an error."""
+    try:
+        text = repr(value)
+    except ValueError:  # an integer too long for decimal text, maybe inside a list
+        text = f"a {type(value).__name__} too large to show"
+    return text if len(text) <= 80 else text[:79] + "…"
+
+
+def _fallback_description(meta: Mapping[str, Any], body: str, memory_id: str) -> str:
+    name = _text(meta.get("name"))
+    if name:
+        return name
+    for line in body.splitlines():
+        line = line.strip().lstrip("#").strip()
+        if line:
+            return line[:200]
+    return memory_id
+
+
+def _trust(value: Any, found: list[str]) -> float:
+    if value is None:
+        return DEFAULT_TRUST
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        found.append(ValueProblem(f"trust is not a number: {_shown(value)}", INVALID, "trust"))
+        return DEFAULT_TRUST
+    try:
+        number = float(value)
+    except OverflowError:  # an integer too large for a float
+        number = math.inf if value > 0 else -math.inf
+    if not 0.0 <= number <= 1.0:
+        shown = _int_text(value) if isinstance(value, int) else str(value)
+        found.append(ValueProblem(f"trust {shown[:40]} outside 0..1", INVALID, "trust"))
+        return min(1.0, max(0.0, number))
+    return number
+
+
+def _int(value: Any, key: str, found: list[str]) -> int:
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int):
+        found.append(ValueProblem(f"{key} is not an integer: {_shown(value)}", INVALID, key))
+        return 0
+    if value.bit_length() > MAX_INT_BITS:
+        found.append(ValueProblem(
+            f"{key} is an integer of {value.bit_length():,} bits, too large to use", INVALID, key
+        ))
+        return 0
+    return value
+
+
+def _strings(value: Any, key: str, found: list[str]) -> tuple[str, ...]:
+    if value is None or value == "":
+        return ()
+    if isinstance(value, str):
+        items: list[Any] = [part for part in value.split(",")]
+    elif isinstance(value, list):
+        items = value
+    else:
+        found.append(ValueProblem(f"{key} is not a list: {_shown(value)}", INVALID, key))
+        items = [value] if isinstance(value, (int, float)) else []
+    # A dict keeps the first of each, in order, in linear time: a list of 99,000
+    # tags, searched item by item, took 35 s to read.
+    return tuple(dict.fromkeys(text for text in map(_text, items) if text))
+
+
+def _date_text(value: Any) -> str | None:
+    if value is None or value == "":
+        return None
+    if isinstance(value, datetime):
+        return iso_datetime(value)
+    if isinstance(value, date):
+        return value.isoformat()
+    return _text(value) or None
+
+
+def iso_datetime(moment: datetime) -> str:
+    """ISO 8601 text for a datetime; UTC is written with a `Z`."""
+    if moment.tzinfo is not None and moment.utcoffset() == timedelta(0):
+        return moment.replace(tzinfo=None).isoformat() + "Z"
+    return moment.isoformat()
+
+
+def now_iso() -> str:
+    """The current time in UTC, to the second, as the tool writes `updated`."""
+    return iso_datetime(datetime.now(UTC).replace(microsecond=0))
+
+
+def parse_moment(text: str | None) -> datetime | None:
+    """Read an ISO date or datetime written in a memory; None when it is not one."""
+    if not text:
+        return None
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment
+
+
+def age_note(
+    updated: str | None, now: datetime | None = None, *, today: bool = True
+) -> str | None:
+    """How old a memory is: `updated today`, `updated yesterday`, `updated 12 days ago`.
+
+    The one age note of every interface (CLI, MCP, page, hooks): models are poor
+    at date arithmetic, so results say it. Whole calendar days on the local
+    clock, as the person who wrote the memory counts them (a memory written at
+    23:00 is "yesterday" at 01:00); a date without a time is that day. None
+    when `updated` is missing or not a date, and with `today=False` (compact
+    results, which note only old memories) for one updated today.
+    """
+    moment = parse_moment(updated)
+    if moment is None:
+        return None
+    now = now or datetime.now(UTC)
+    day = moment.date() if len(updated or "") == 10 else moment.astimezone().date()
+    days = (now.astimezone().date() - day).days
+    if days <= 0:
+        return "updated today" if today else None
+    return "updated yesterday" if days == 1 else f"updated {days} days ago"
+

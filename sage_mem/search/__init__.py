@@ -1,0 +1,9 @@
+"""Search: text to terms, the in-memory index and its scoring, the on-disk index cache.
+
+Modules: `tokens` (stemmed words for Latin text, bigrams for CJK), `index` (the
+index and BM25F scoring: the hot path, no I/O), `cache` (the cache file in the
+state folder, validated against the folder).
+
+May import `sage_mem.errors`, `sage_mem.memory` and (`cache` only) `sage_mem.disk`;
+never the store or an interface.
+"""

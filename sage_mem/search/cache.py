@@ -1,0 +1,642 @@
+"""The on-disk index cache in `<state>/index/`: a new process starts warm, not from the files.
+
+Owns the cache file's format, its validation against the folder and its
+atomic replacement. The store (`MemoryStore.reload`) uses it; nothing else
+needs to know it exists, and deleting the folder only costs one cold build.
+
+One file per memory folder, `<state>/index/<hash of the folder path>.idx`:
+
+    magic (8 bytes) | header length (8) | header | sections, each 8-byte aligned
+
+The header (marshal) holds the format version, a fingerprint of everything
+the cached data depends on (`fingerprint`), when the build started, and each
+section's place and length. The sections:
+
+    meta      marshal: memory ids with their trust, updated, archived,
+              category, project; field lengths and where each record starts
+              (as arrays); length sums and averages; the first term of each
+              term block; and what the build saw of each file (relative path,
+              size, mtime_ns, inode, ctime_ns, and the problem if it could not
+              be indexed)
+    records   each memory's fields (marshal), decoded only when asked for
+    terms     the terms sorted by CRC-32 of their UTF-8, in blocks of
+              TERM_BLOCK (marshal): for each, its text, where its postings are,
+              their largest weight and their CRC-32
+    slots     int32 memory numbers of every posting, term after term, each
+              term's ascending
+    weights   float32 saturated weights, in the same order
+
+The file is read with `pread`, a term's block and postings at a time, never
+mapped: a mapping would count every page the kernel maps around a touched
+one (whole large folios) as the process's memory, and 300 queries touched
+most of a 470 MB file. A warm process holds the meta and what its current
+query reads; the page cache keeps the rest warm for every process at once.
+
+Nothing in it is trusted blindly:
+
+- Validation: a stat walk (`scan`) compares every file's size, mtime_ns,
+  inode and ctime_ns (a `cp -p` that restores an old mtime still moves ctime)
+  and the set of paths with what the cache saw; only files that differ are
+  read again. As in git's "racy" index, a file whose mtime is within
+  `RACY_NS` (2 s) of the moment the build began, or later, may have changed
+  again within the same timestamp tick, so it is read again too.
+- Integrity: the header and meta are checked (CRC-32) on load; every term
+  block and record carries its own CRC-32, and every term its postings',
+  each checked when first read, so a warm process never reads what it does
+  not use. A file that is short, garbled, from another format version or
+  from other scoring or tokenizer code is ignored and rebuilt; a part found
+  corrupt later raises `CacheCorrupt`, on which the index rebuilds itself
+  from the files.
+- Versioning: `FORMAT_VERSION`, plus a fingerprint hashing the scoring
+  constants and the source of the modules that turn a file into postings
+  (files, memory, folder, store, tokens, index, cache: their size, mtime and
+  inode, a stat each), so any change there invalidates it.
+- Concurrency: written to a temp file in the same folder and renamed over
+  the old one (not fsynced: a file torn by a crash fails its checksums), so
+  a reader sees the old file or the new one, never a mix, and two processes
+  building at once each write a whole file (the last rename wins; both are
+  correct). Readers take no lock and keep the file open; a file renamed
+  over keeps its old contents for whoever has it open.
+- A state folder that cannot be written just means no cache.
+
+Must stay import-light: the hook path imports it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import marshal
+import os
+import sys
+import threading
+import time
+import weakref
+import zlib
+from array import array
+from bisect import bisect_left
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, fields
+from itertools import accumulate, compress, repeat
+from operator import eq
+from pathlib import Path
+from typing import cast
+
+from ..disk.folder import MemoryFolder, is_walked
+from ..disk.safe_io import make_private_dirs
+from ..memory.value import Memory, ValueProblem
+from .index import FIELDS, BackingError, Columns, Export, Index, Scoring, gc_paused
+
+FORMAT_VERSION = 3
+MAGIC = b"SAGEMEMI"
+RACY_NS = 2_000_000_000
+# Terms per block of the term table: one read of a few KiB finds a term.
+TERM_BLOCK = 64
+# Where the postings of this many terms are remembered (some 150 bytes each).
+FOUND_TERMS = 50_000
+# How many bytes of postings read from the file a process keeps for its next queries.
+KEPT_BYTES = 16 << 20
+STALE_TEMP_SECONDS = 600.0
+# A process that finds this many files changed since the cache was written writes a new
+# one; fewer are cheaper to read again (about a millisecond each) than a rewrite.
+REWRITE_AFTER = 32
+_SOURCES = (
+    "memory/file_format.py", "memory/value.py", "disk/folder.py", "store.py",
+    "search/tokens.py", "search/index.py", "search/cache.py",
+)
+_MEMORY_FIELDS = tuple(f.name for f in fields(Memory))
+_PROBLEMS = _MEMORY_FIELDS.index("problems")
+
+Signature = tuple[int, int, int, int]
+"""size, mtime_ns, inode, ctime_ns of a file (following a symlink)."""
+
+
+class CacheCorrupt(BackingError):
+    """A part of the cache file did not match its checksum (the index rebuilds from the files)."""
+
+
+@dataclass(frozen=True)
+class Entry:
+    """What a build saw of one file: its signature, and why it was not indexed (if it was not)."""
+
+    signature: Signature
+    problem: tuple[str, int | None, int | None] | None = None
+
+
+@dataclass
+class Loaded:
+    """A cache file, read: the index it holds and what its build saw of each file.
+
+    `signatures` holds every file the build saw (relative path -> signature),
+    `problems` why some of them could not be indexed, `racy` those changed
+    within RACY_NS of the moment the build began.
+    """
+
+    index: Index
+    signatures: dict[str, Signature]
+    problems: dict[str, tuple[str, int | None, int | None]]
+    racy: frozenset[str] = frozenset()
+
+    def unchanged(self, current: Mapping[str, Signature | None]) -> set[str]:
+        """The files whose signature is as the build saw it, and not racy.
+
+        A file whose mtime is within RACY_NS of the moment the build began (or
+        later) may have changed again within the same timestamp tick after it
+        was read, so it does not count as unchanged; the build lists them
+        (`racy`). Path by path, in C: as sets of (path, signature) items,
+        every tuple would be hashed (80 ms for 100,000 files).
+        """
+        absent = object()  # equal to no signature, None (a failed stat) included
+        same = map(eq, map(self.signatures.get, current, repeat(absent)), current.values())
+        kept = set(compress(current, same))
+        return kept - self.racy if self.racy else kept
+
+
+def fingerprint(scoring: Scoring) -> str:
+    """A hash of everything cached data depends on besides the files themselves."""
+    digest = hashlib.sha256()
+    digest.update(f"{FORMAT_VERSION}|{sys.byteorder}|{sys.version_info[:2]}".encode())
+    digest.update(repr((scoring.k1, sorted(scoring.field_weights.items()),
+                        sorted(scoring.field_b.items()), scoring.unigram_weight,
+                        scoring.pair_weight, FIELDS, _MEMORY_FIELDS)).encode())
+    digest.update(_source_digest())
+    return digest.hexdigest()
+
+
+_source_cache: list[bytes] = []
+
+
+def _source_digest() -> bytes:
+    """The sources' sizes and modification times (a stat each: cheaper than reading them)."""
+    if not _source_cache:
+        here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        digest = hashlib.sha256()
+        for name in _SOURCES:
+            try:
+                st = os.stat(os.path.join(here, name))
+                digest.update(f"{name}|{st.st_size}|{st.st_mtime_ns}|{st.st_ino}".encode())
+            except OSError:
+                # Installed without sources: the package version has to stand for them.
+                from importlib.metadata import PackageNotFoundError, version
+
+                try:
+                    digest.update(version("sage-mem").encode())
+                except PackageNotFoundError:
+                    digest.update(b"unknown")
+        _source_cache.append(digest.digest())
+    return _source_cache[0]
+
+
+def cache_path(folder: MemoryFolder) -> Path:
+    """The cache file of a memory folder (several folders may share one state folder)."""
+    key = hashlib.sha256(os.fsencode(folder.root)).hexdigest()[:16]
+    return folder.state_path("index", f"{key}.idx")
+
+
+# the stat walk
+
+
+def scan(folder: MemoryFolder) -> dict[str, Signature | None]:
+    """Every memory file (archived ones too) by relative path, with its signature.
+
+    The same files as `MemoryFolder.iter_files` with and without `archived`
+    (both ask `folder.is_walked` of every entry), found with one `scandir` and
+    one `stat` per file. None for a file whose
+    stat failed (it is read again, and the store says why).
+    """
+    root = str(folder.root)
+    out: dict[str, Signature | None] = {}
+    stack: list[tuple[str, str]] = [(root, "")]
+    while stack:
+        directory, prefix = stack.pop()
+        try:
+            with os.scandir(directory) as listing:
+                entries = list(listing)
+        except OSError:
+            continue
+        in_root = not prefix
+        for entry in entries:
+            name = entry.name
+            try:
+                is_dir = entry.is_dir(follow_symlinks=False)
+            except OSError:
+                continue
+            if not is_walked(name, is_dir=is_dir, in_root=in_root):
+                continue
+            if is_dir:
+                stack.append((entry.path, prefix + name + "/"))
+                continue
+            try:
+                st = entry.stat()
+            except OSError:
+                out[prefix + name] = None
+                continue
+            out[prefix + name] = (st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
+    return out
+
+
+# reading
+
+
+_seek_lock = threading.Lock()
+
+
+def _pread(fd: int, length: int, offset: int) -> bytes:
+    """`length` bytes at `offset` (fewer at the end of the file), leaving no file position."""
+    if hasattr(os, "pread"):
+        return os.pread(fd, length, offset)
+    with _seek_lock:  # no pread (Windows): seek and read, one reader at a time
+        os.lseek(fd, offset, os.SEEK_SET)
+        return os.read(fd, length)
+
+
+class _File:
+    """The cache file, open for `pread`: what a reader asks for, checked or refused."""
+
+    def __init__(self, fd: int, sections: dict[str, tuple[int, int]]) -> None:
+        self.fd = fd
+        self.sections = sections
+
+    def own(self) -> None:
+        """Close the file when this object goes (until then `load` closes it on failure)."""
+        weakref.finalize(self, os.close, self.fd)
+
+    def read(self, section: str, start: int, end: int) -> bytes:
+        """Bytes [start, end) of a section; CacheCorrupt when the file holds fewer."""
+        offset, length = self.sections[section]
+        if not 0 <= start <= end <= length:
+            raise CacheCorrupt(f"index cache: {section} read out of bounds")
+        try:
+            data = _pread(self.fd, end - start, offset + start)
+        except OSError as exc:
+            raise CacheCorrupt(f"index cache: cannot read {section}: {exc}") from None
+        if len(data) != end - start:
+            raise CacheCorrupt(f"index cache: {section} is cut short")
+        return data
+
+    def checked(self, section: str, start: int, end: int) -> bytes:
+        """A piece that begins with the CRC-32 of the rest, returned without it."""
+        data = self.read(section, start, end)
+        if len(data) < 4 or zlib.crc32(data[4:]) != int.from_bytes(data[:4], "little"):
+            raise CacheCorrupt(f"index cache: a part of {section} is damaged")
+        return data[4:]
+
+
+_UNKNOWN: tuple[int, int, float, int] = (-1, -1, 0.0, 0)
+
+
+def _checked_piece(data: bytes) -> bytes:
+    return zlib.crc32(data).to_bytes(4, "little") + data
+
+
+class _Backing:
+    """The cache file as an `index.Backing`: postings and memories read when asked for."""
+
+    def __init__(self, file: _File, meta: dict, root: Path) -> None:
+        self.file = file
+        self.root = root
+        self.lengths_column = memoryview(meta["lengths"]).cast("I")
+        self.record_starts = memoryview(meta["record_starts"]).cast("Q")
+        self.fences = memoryview(meta["term_fences"]).cast("I")
+        self.block_starts = memoryview(meta["term_block_starts"]).cast("Q")
+        self.verified: set[int] = set()  # postings (by start) whose CRC-32 matched
+        self.found: dict[str, tuple[int, int, float, int] | None] = {}  # terms looked up
+        # Postings read lately, kept for the next query (up to KEPT_BYTES, then dropped).
+        self.kept: dict[str, tuple[memoryview, memoryview[float], float]] = {}
+        self.kept_bytes = 0
+
+    def _block(self, number: int) -> list[tuple[int, str, int, int, float, int]]:
+        data = self.file.checked(
+            "terms", self.block_starts[number], self.block_starts[number + 1]
+        )
+        try:
+            return marshal.loads(data)
+        except (EOFError, ValueError, TypeError) as exc:
+            raise CacheCorrupt(f"index cache: term block unreadable: {exc}") from None
+
+    def _find(self, term: str) -> tuple[int, int, float, int] | None:
+        """Where `term`'s postings are (start, end, largest weight, CRC-32), or None."""
+        crc = zlib.crc32(term.encode("utf-8", "surrogatepass"))
+        fences = self.fences
+        # Terms with the same CRC may begin in the block before the first fence equal to it.
+        block = max(0, bisect_left(fences, crc) - 1)
+        while block < len(fences) and fences[block] <= crc:
+            for entry_crc, text, start, end, top, postings_crc in self._block(block):
+                if entry_crc == crc and text == term:
+                    return start, end, top, postings_crc
+                if entry_crc > crc:
+                    return None
+            block += 1
+        return None
+
+    def _postings(
+        self, start: int, end: int, crc: int
+    ) -> tuple[memoryview, memoryview[float]]:
+        slots = self.file.read("slots", start * 4, end * 4)
+        weights = self.file.read("weights", start * 4, end * 4)
+        if start not in self.verified:
+            if zlib.crc32(weights, zlib.crc32(slots)) != crc:
+                raise CacheCorrupt("index cache: postings are damaged")
+            self.verified.add(start)
+        return memoryview(slots).cast("i"), memoryview(weights).cast("f")
+
+    def postings(self, term: str) -> tuple[memoryview, memoryview[float], float] | None:
+        kept = self.kept.get(term)
+        if kept is not None:
+            return kept
+        found = self.found.get(term, _UNKNOWN)
+        if found is _UNKNOWN:
+            if len(self.found) >= FOUND_TERMS:
+                self.found.clear()
+            found = self.found[term] = self._find(term)
+        if found is None:
+            return None
+        start, end, top, crc = found
+        postings = (*self._postings(start, end, crc), top)
+        size = (end - start) * 8
+        if self.kept_bytes + size > KEPT_BYTES:
+            self.kept.clear()
+            self.kept_bytes = 0
+        if size <= KEPT_BYTES // 4:
+            self.kept[term] = postings
+            self.kept_bytes += size
+        return postings
+
+    def terms(self) -> Iterator[tuple[str, memoryview, memoryview[float], float]]:
+        for block in range(len(self.fences)):
+            for _, text, start, end, top, crc in self._block(block):
+                yield (text, *self._postings(start, end, crc), top)
+
+    def record(self, number: int) -> bytes:
+        """A memory's record (marshal), checked."""
+        begin, end = self.record_starts[number], self.record_starts[number + 1]
+        return self.file.checked("records", begin, end)
+
+    def memory(self, number: int) -> Memory:
+        try:
+            values = marshal.loads(self.record(number))
+        except (EOFError, ValueError, TypeError) as exc:
+            raise CacheCorrupt(f"index cache: record {number} unreadable: {exc}") from None
+        data = dict(zip(_MEMORY_FIELDS, values, strict=True))
+        path = data["path"]
+        data["path"] = self.root / path if not os.path.isabs(path) else Path(path)
+        data["problems"] = tuple(
+            ValueProblem(*problem) if isinstance(problem, tuple) else problem
+            for problem in data["problems"]
+        )
+        return Memory(**data)
+
+    def lengths(self, number: int) -> tuple[int, ...]:
+        width = len(FIELDS)
+        return tuple(self.lengths_column[number * width : (number + 1) * width])
+
+
+def load(
+    folder: MemoryFolder,
+    *,
+    scoring: Scoring,
+    half_life_days: float | None = None,
+    recover: Callable[[], Iterable[Memory]] | None = None,
+) -> Loaded | None:
+    """The cached index of `folder`, or None when there is no usable cache (never raises)."""
+    try:
+        fd = os.open(cache_path(folder), os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    except (OSError, ValueError):
+        return None
+    try:
+        loaded = _parse(fd, folder, scoring, half_life_days, recover)
+    except (CacheCorrupt, OSError, EOFError, ValueError, TypeError, KeyError, IndexError,
+            OverflowError, MemoryError):
+        loaded = None
+    if loaded is None:
+        os.close(fd)
+    return loaded
+
+
+def _parse(
+    fd: int, folder: MemoryFolder, scoring: Scoring, half_life_days: float | None,
+    recover: Callable[[], Iterable[Memory]] | None,
+) -> Loaded | None:
+    size = os.fstat(fd).st_size
+    start = _pread(fd, 16, 0)
+    if len(start) < 16 or start[:8] != MAGIC:
+        return None
+    header_length = int.from_bytes(start[8:16], "little")
+    if header_length <= 4 or 16 + header_length > size:
+        return None
+    header_bytes = _pread(fd, header_length, 16)
+    if zlib.crc32(header_bytes[4:]) != int.from_bytes(header_bytes[:4], "little"):
+        return None
+    header = marshal.loads(header_bytes[4:])
+    if header.get("version") != FORMAT_VERSION or header.get("fingerprint") != fingerprint(
+        scoring
+    ):
+        return None
+    if header.get("root") != str(folder.root) or header.get("size") != size:
+        return None
+    places = {name: (offset, length) for name, (offset, length) in header["sections"].items()}
+    if any(offset + length > size for offset, length in places.values()):
+        return None
+    file = _File(fd, places)
+    meta_length = places["meta"][1]
+    meta_bytes = file.read("meta", 0, meta_length)
+    if zlib.crc32(meta_bytes) != header["meta_crc"]:
+        return None
+    with gc_paused():  # tens of thousands of new containers, none of them garbage
+        meta = marshal.loads(meta_bytes)
+    backing = _Backing(file, meta, folder.root)
+    ids = meta["ids"]
+    count = len(ids)
+    if len(backing.lengths_column) != count * len(FIELDS):
+        return None
+    if len(backing.record_starts) != count + 1:
+        return None
+    if len(backing.block_starts) != len(backing.fences) + 1:
+        return None
+    if len(meta["paths"]) != len(meta["signatures"]):
+        return None
+    columns = Columns(
+        ids=ids,
+        trusts=meta["trusts"],
+        updated=meta["updated"],
+        archived=meta["archived"],
+        categories=meta["categories"],
+        projects=meta["projects"],
+        averages=dict(zip(FIELDS, meta["averages"], strict=True)),
+        length_sums=dict(zip(FIELDS, meta["length_sums"], strict=True)),
+        max_boost=meta["max_boost"],
+    )
+    index = Index.from_backing(
+        columns, backing, half_life_days=half_life_days, scoring=scoring, recover=recover
+    )
+    signatures = dict(zip(meta["paths"], meta["signatures"], strict=True))
+    file.own()
+    return Loaded(
+        index, signatures, meta["problems"], frozenset(meta["racy"])
+    )
+
+
+# writing
+
+
+def save(
+    folder: MemoryFolder,
+    index: Index,
+    entries: dict[str, Entry],
+    *,
+    started_ns: int,
+) -> bool:
+    """Write the cache of `folder` (atomically); False when the state folder cannot take it."""
+    path = cache_path(folder)
+    try:
+        make_private_dirs(path.parent)
+        _remove_stale_temps(path.parent)
+        with gc_paused():
+            sections, meta_crc = _encode(index.export(), folder.root, entries, started_ns)
+        header = {
+            "version": FORMAT_VERSION,
+            "fingerprint": fingerprint(index.scoring),
+            "root": str(folder.root),
+            "started_ns": started_ns,
+            "written_ns": time.time_ns(),
+            "meta_crc": meta_crc,
+        }
+        _write(path, header, sections)
+    except OSError:
+        return False
+    return True
+
+
+def _encode(
+    export: Export, root: Path, entries: dict[str, Entry], started_ns: int
+) -> tuple[dict[str, bytes], int]:
+    """The sections of a cache file, and the CRC-32 of its meta."""
+    terms, unsorted_numbers, unsorted_weights, tops = export.postings
+    crcs = [zlib.crc32(term.encode("utf-8", "surrogatepass")) for term in terms]
+    order = sorted(range(len(terms)), key=crcs.__getitem__)
+    # Every postings column is an array or a memoryview (Index.export, Backing.terms):
+    # buffers, as crc32 and bytes.join below need.
+    numbers = cast("list[array | memoryview]", list(map(unsorted_numbers.__getitem__, order)))
+    weights = cast("list[array | memoryview]", list(map(unsorted_weights.__getitem__, order)))
+    starts = list(accumulate(map(len, numbers), initial=0))
+    postings_crcs = [
+        zlib.crc32(w, zlib.crc32(n)) for n, w in zip(numbers, weights, strict=True)
+    ]
+    table = list(zip(
+        map(crcs.__getitem__, order), map(terms.__getitem__, order), starts, starts[1:],
+        map(tops.__getitem__, order), postings_crcs, strict=False,
+    ))
+    blocks = [
+        _checked_piece(marshal.dumps(table[first : first + TERM_BLOCK]))
+        for first in range(0, len(table), TERM_BLOCK)
+    ]
+    columns = export.columns
+    base = export.base if isinstance(export.base, _Backing) else None
+    records = []
+    prefix = str(root) + os.sep
+    for number in export.numbers:
+        if base is not None and number < export.base_count:
+            # As stored (the same root): no memory to make and marshal again.
+            records.append(_checked_piece(base.record(number)))
+            continue
+        memory = export.memory(number)
+        values = [getattr(memory, name) for name in _MEMORY_FIELDS]
+        where = str(memory.path)
+        values[_MEMORY_FIELDS.index("path")] = (
+            where[len(prefix) :] if where.startswith(prefix) else where
+        )
+        values[_PROBLEMS] = tuple(  # marshal takes no str subclass: a coded problem as a tuple
+            (str(p), p.code, p.key) if isinstance(p, ValueProblem) else p
+            for p in memory.problems
+        )
+        records.append(_checked_piece(marshal.dumps(tuple(values))))
+    meta = {
+        "ids": columns.ids,
+        "lengths": array("I", export.lengths).tobytes(),
+        "record_starts": array("Q", list(accumulate(map(len, records), initial=0))).tobytes(),
+        "term_fences": array("I", [block[0] for block in table[::TERM_BLOCK]]).tobytes(),
+        "term_block_starts": array("Q", list(accumulate(map(len, blocks), initial=0))).tobytes(),
+        "averages": [columns.averages[name] for name in FIELDS],
+        "length_sums": [columns.length_sums[name] for name in FIELDS],
+        "trusts": columns.trusts,
+        "updated": columns.updated,
+        "archived": columns.archived,
+        "categories": columns.categories,
+        "projects": columns.projects,
+        "max_boost": columns.max_boost,
+        "paths": sorted(entries),
+        "signatures": [tuple(entries[relative].signature) for relative in sorted(entries)],
+        "racy": [
+            relative for relative, entry in entries.items()
+            if entry.signature[1] >= started_ns - RACY_NS
+        ],
+        "problems": {
+            relative: entry.problem for relative, entry in entries.items() if entry.problem
+        },
+    }
+    meta_bytes = marshal.dumps(meta)
+    # bytes.join takes arrays and memoryviews as they are: one copy, in C.
+    sections = {
+        "meta": meta_bytes,
+        "records": b"".join(records),
+        "terms": b"".join(blocks),
+        "slots": b"".join(numbers),
+        "weights": b"".join(weights),
+    }
+    return sections, zlib.crc32(meta_bytes)
+
+
+def _write(path: Path, header: dict, sections: dict[str, bytes]) -> None:
+    placed: dict[str, tuple[int, int]] = {}
+    # The header's size depends on the offsets it holds: place the sections after a
+    # generous allowance, then fill the gap.
+    allowance = 4096
+    offset = 16 + allowance
+    for name, data in sections.items():
+        offset = (offset + 7) & ~7
+        placed[name] = (offset, len(data))
+        offset += len(data)
+    header = dict(header, sections=placed, size=offset)
+    body = marshal.dumps(header)
+    header_bytes = zlib.crc32(body).to_bytes(4, "little") + body
+    if len(header_bytes) > allowance:
+        raise OSError("index cache: header larger than its allowance")
+    temp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(MAGIC + len(header_bytes).to_bytes(8, "little") + header_bytes)
+            for name, data in sections.items():
+                handle.seek(placed[name][0])
+                handle.write(data)
+            handle.truncate(offset)
+        # No fsync: a cache lost or torn by a crash fails its checksums and is rebuilt,
+        # and an fsync of tens of megabytes would cost more than the rebuild saves.
+        os.replace(temp, path)
+    except BaseException:
+        try:
+            os.unlink(temp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def _remove_stale_temps(folder: Path) -> None:
+    """Temp files of writers that died mid-write; any younger one may still be in use."""
+    cutoff = time.time() - STALE_TEMP_SECONDS
+    try:
+        with os.scandir(folder) as listing:
+            for entry in listing:
+                if entry.name.endswith(".tmp") and entry.name.startswith("."):
+                    try:
+                        if entry.stat(follow_symlinks=False).st_mtime < cutoff:
+                            os.unlink(entry.path)
+                    except OSError:
+                        continue
+    except OSError:
+        pass
+
+
+__all__ = [
+    "CacheCorrupt", "Entry", "FORMAT_VERSION", "Loaded", "cache_path", "fingerprint",
+    "load", "save", "scan",
+]

@@ -1,0 +1,1078 @@
+"""The in-memory index and its scoring: the search hot path.
+
+Terms come from `tokens.tokenize`: Porter2-stemmed English words (stop words
+and question frames such as "how many" dropped) and, for CJK text, character
+bigrams plus single characters marked `~`. Each field of a memory is
+tokenized on its own; the fields and their weights w_f fall in the order of
+DESIGN.md §4:
+
+    description 2.0, aliases 1.8, name 1.6, summary 1.4, tags 1.3, filename 1.1, body 1.0
+
+The filename field is the last part of the id with `_` and `-` read as spaces
+and a leading category prefix dropped (`user_cat_zh` gives "cat zh"): the
+prefix repeats the category, which is a filter, not a topic. The body counts
+up to its first 20,000 characters.
+
+Scoring is BM25F (Robertson & Zaragoza, "The Probabilistic Relevance
+Framework", 2009) with one saturation over the weighted fields. For a term t
+and a memory d with field lengths len_f (in terms) and corpus averages avg_f:
+
+    tf'(t, d) = sum over fields f of  w_f * tf_f(t, d) / (1 - b_f + b_f * len_f / avg_f)
+    idf(t)    = ln(1 + (N - df(t) + 0.5) / (df(t) + 0.5))
+    bm25(t,d) = idf(t) * tf' / (k1 + tf')          k1 = 0.9
+
+with b = 0.5 for description and summary, 0.75 for body and 0.3 for the short
+fields (aliases, name, tags, filename).
+
+A query's score for d adds up, over its distinct terms and its distinct
+adjacent word pairs:
+
+    score(q, d) = sum over terms t of q_t * bm25(t, d)
+                + 0.3 * sum over pairs p of bm25(p, d)
+
+where q_t is 1 for words and CJK bigrams and 0.3 for a CJK single character
+(enough for a one-character query to find "用户的猫叫芝麻" without letting
+characters outvote bigrams). The pair part is a small proximity bonus after
+Metzler & Croft's sequential dependence model (2005): `word_pairs` turns two
+word terms next to each other, once stop words are dropped, into one term
+("support group", which "support groups" meets too), indexed like any other
+term with its own document frequency, so a phrase rare in the folder counts
+more. CJK text needs no pairs: its bigrams already are adjacency.
+
+The score is then multiplied by trust, 0.8 + 0.4 * trust (neutral at the
+default 0.5), and, when a half-life is set, by recency of `updated`,
+0.7 + 0.3 * 0.5 ** (age_days / half_life). Ties order by id, so equal scores
+always list in the same order.
+
+Tuning (`benchmarks/retrieval.py --grid`, on LoCoMo conversations 0-2 and
+checked on 3-4) found a flat optimum: over k1 0.6-1.6, description weight 1-3
+and pair weight 0.15-0.45, R@5 and MRR@10 stay within 0.03 of each other on
+either half; the constants above sit inside that plateau, not on its best
+corner. Without pairs, R@5 drops by about 0.02 on the check half. A coverage bonus
+(for matching more distinct query terms), unordered or wider pair windows,
+strict adjacency across stop words, pseudo-relevance feedback and typo
+correction were tried and left out: none helped both halves.
+
+Length averages: avg_f is the mean length of field f over all memories,
+rounded to a 1/32-octave grid (a step of 2.2 %; a mean under 1 counts as 1).
+The rounding changes scores by well under one percent (retrieval figures are
+unchanged to three decimals), and it makes a fresh build a pure function of
+the folder that a cached index can match exactly: one loaded from the
+on-disk cache and brought up to date re-weights its postings only if the
+changes moved an average across a grid step (`reweigh`). A live index (the
+watcher's) re-weighs when the number of memories has drifted by a tenth
+since the last time, as before; in between, a changed memory is weighed
+with the averages of the last re-weighing.
+
+Cost: the saturated weight of each (term, memory) is computed when the memory
+is indexed and kept in the postings, so a query never reads a file or looks
+at a memory that shares no term with it. A memory has a number (its place in
+the index); a term's postings are two flat arrays, memory numbers (int32,
+ascending) and weights (float32), about 8 bytes a posting, where Python
+dicts took some 80. Postings are walked from the rarest term to the most
+common, and a common term's long list is only looked up (by bisection) for
+the known candidates once no unseen memory could still reach the top (exact
+MaxScore pruning; see `Index._accumulate`).
+
+An index loaded from the on-disk cache (`search/cache.py`) reads a term's postings
+from the file when a query needs them (the base): nothing is decoded at
+start, and a query reads only its own terms. A memory changed since then gets a
+new number past the base and its postings go to arrays in memory; its old
+number is retired, and the base postings of retired numbers are skipped
+(their factor is 0) and subtracted from the document frequencies, so the
+index scores exactly as a fresh build of the same folder would. Weights are
+float32 in both, so a warm index and a fresh one hold the same numbers.
+Thread-safe: one lock guards every read and write of the postings.
+"""
+
+from __future__ import annotations
+
+import gc
+import heapq
+import math
+import re
+import threading
+from array import array
+from bisect import bisect_left
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from itertools import compress, filterfalse, repeat
+from operator import add, eq, itemgetter, mul, not_
+from typing import Any, NamedTuple, Protocol, TypeVar
+
+from ..memory.value import CATEGORIES, Memory, parse_moment
+from .tokens import _CJK, is_unigram, tokenize
+
+FIELD_WEIGHTS: dict[str, float] = {
+    "description": 2.0,
+    "aliases": 1.8,
+    "name": 1.6,
+    "summary": 1.4,
+    "tags": 1.3,
+    "filename": 1.1,
+    "body": 1.0,
+}
+FIELD_B: dict[str, float] = {
+    "description": 0.5,
+    "aliases": 0.3,
+    "name": 0.3,
+    "summary": 0.5,
+    "tags": 0.3,
+    "filename": 0.3,
+    "body": 0.75,
+}
+FIELDS = tuple(FIELD_WEIGHTS)
+K1 = 0.9
+UNIGRAM_QUERY_WEIGHT = 0.3
+PAIR_WEIGHT = 0.3
+MAX_BODY_CHARS = 20_000
+AVERAGE_STEPS = 32
+# Postings this short are walked without first asking whether they could matter.
+_SHORT_LIST = 64
+
+_T = TypeVar("_T")
+
+_not_word: list[Callable[[str], object]] = []
+
+
+def _not_word_match() -> Callable[[str], object]:
+    """The test for a term that is no word: a CJK bigram or a `~` unigram.
+
+    Such a term starts with `~` or a CJK character. Its pattern (a class of
+    some 30,000 characters) is compiled on first use: a hook process answering
+    from the cache may never need it.
+    """
+    if not _not_word:
+        _not_word.append(re.compile(rf"[~{_CJK}]").match)
+    return _not_word[0]
+
+
+@dataclass(frozen=True)
+class Scoring:
+    """The constants of the ranking formula (see the module docstring)."""
+
+    k1: float = K1
+    field_weights: Mapping[str, float] = field(default_factory=lambda: dict(FIELD_WEIGHTS))
+    field_b: Mapping[str, float] = field(default_factory=lambda: dict(FIELD_B))
+    unigram_weight: float = UNIGRAM_QUERY_WEIGHT
+    pair_weight: float = PAIR_WEIGHT
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One search result: compact, never the body."""
+
+    id: str
+    score: float
+    description: str
+    category: str | None
+    trust: float
+    updated: str | None
+    summary: str | None = None
+    project: str | None = None
+    tags: tuple[str, ...] = ()
+    matched: float = 0.0
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "id": self.id,
+            "score": self.score,
+            "description": self.description,
+            "category": self.category,
+            "trust": self.trust,
+            "updated": self.updated,
+            "summary": self.summary,
+            "project": self.project,
+            "tags": list(self.tags),
+            "matched": self.matched,
+        }
+
+
+def memory_fields(memory: Memory) -> dict[str, list[str]]:
+    """The terms of each indexed field of a memory, in text order."""
+    leaf = memory.id.rsplit("/", 1)[-1]
+    head, _, rest = leaf.partition("_")
+    if rest and head.lower() in CATEGORIES:
+        # `user_cat`: the prefix repeats the category, a filter rather than a topic,
+        # and would let every "user ..." question match every user memory.
+        leaf = rest
+    return {
+        "description": tokenize(memory.description),
+        "aliases": tokenize(" ; ".join(memory.aliases)),
+        "name": tokenize(memory.name or ""),
+        "summary": tokenize(memory.summary or ""),
+        "tags": tokenize(" ; ".join(memory.tags)),
+        "filename": tokenize(leaf.replace("_", " ").replace("-", " ")),
+        "body": tokenize(memory.body[:MAX_BODY_CHARS]),
+    }
+
+
+def word_pairs(terms: Sequence[str]) -> list[str]:
+    """Adjacent word terms as `"first second"` pair terms (no term contains a space)."""
+    if len(terms) < 2:
+        return []
+    distinct = set(terms)
+    if "".join(distinct).isascii():
+        latin = distinct  # a CJK term is never ASCII (nor is `~` and a CJK character)
+    else:
+        latin = set(filterfalse(_not_word_match(), distinct))
+    following = terms[1:]
+    if len(latin) == len(distinct) and not any(map(eq, terms, following)):
+        # Only words, none repeated in place (the common case): no test per pair.
+        return list(map(" ".join, zip(terms, following, strict=False)))
+    return [
+        first + " " + second
+        for first, second in zip(terms, following, strict=False)
+        if first != second and first in latin and second in latin
+    ]
+
+
+def snap_average(total: float, count: int) -> float:
+    """A field's mean length on the 1/32-octave grid of the module docstring."""
+    value = max(1.0, total / max(1, count))
+    return 2.0 ** (round(math.log2(value) * AVERAGE_STEPS) / AVERAGE_STEPS)
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """No garbage collection inside: for work that makes millions of objects, none garbage.
+
+    Each generation-0 collection would also walk the older generations now and
+    then, which for a build of 100,000 memories costs whole seconds.
+    """
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.enable()
+
+
+class BackingError(Exception):
+    """Raised by a Backing whose data turned out damaged (the index rebuilds: see `recover`)."""
+
+
+class Backing(Protocol):
+    """The base of an index loaded from the on-disk cache, read from the file as needed.
+
+    Memories 0 .. n-1 of the index are the cache's n memories, in its order.
+    """
+
+    def postings(self, term: str) -> tuple[Sequence[int], Sequence[float], float] | None:
+        """`term`'s memory numbers (ascending) and weights, with the largest weight; or None."""
+
+    def terms(self) -> Iterable[tuple[str, Sequence[int], Sequence[float], float]]:
+        """Every term the cache holds, as `postings` gives it, in file order."""
+
+    def memory(self, number: int) -> Memory:
+        """A memory the cache holds."""
+
+    def lengths(self, number: int) -> tuple[int, ...]:
+        """A memory's field lengths (in terms, in FIELDS order)."""
+
+
+@dataclass
+class Columns:
+    """One value per memory, in index order: what a loaded index starts from."""
+
+    ids: list[str]
+    trusts: list[float]
+    updated: list[str | None]
+    archived: list[bool]
+    categories: list[str | None]
+    projects: list[str | None]
+    averages: dict[str, float]
+    length_sums: dict[str, int]
+    max_boost: float
+
+
+Terms = tuple[list[str], list[Sequence[int]], list[Sequence[float]], list[float]]
+"""Terms, and for each its memory numbers, weights and largest weight: four columns."""
+
+
+@dataclass
+class Export:
+    """An index as the on-disk cache stores it: its live memories numbered 0, 1, ... in order.
+
+    `numbers` are the index's own numbers of those memories (ascending);
+    `lengths` their field lengths, row after row; `postings` the terms, and
+    for each the new numbers (ascending), the weights and the largest weight,
+    as four columns; `memory` gives a memory by the index's number. All of it
+    is taken under the index's lock: later changes to the index do not reach it.
+    """
+
+    columns: Columns
+    numbers: list[int]
+    lengths: list[int]
+    base: Backing | None
+    base_count: int
+    memory: Callable[[int], Memory]
+    postings: Terms
+
+
+class Index:
+    """Postings over every memory's fields, with filters and BM25F scoring."""
+
+    def __init__(
+        self,
+        *,
+        half_life_days: float | None = None,
+        scoring: Scoring | None = None,
+        recover: Callable[[], Iterable[Memory]] | None = None,
+    ) -> None:
+        self.half_life_days = half_life_days
+        self.scoring = scoring or Scoring()
+        self._lock = threading.RLock()
+        # Called when the backing turns out damaged: every memory, read again from the files.
+        self.recover = recover
+        self._reset()
+
+    def _reset(self) -> None:
+        # Per memory number (a changed memory gets a new one; the old is retired: id None).
+        self._ids: list[str | None] = []
+        self._trusts: list[float] = []
+        self._boost = array("d")  # trust factor; 0.0 once retired
+        self._shown = array("d")  # the same, but 0.0 for archived memories too
+        self._updated: list[str | None] = []
+        self._categories: list[str | None] = []
+        self._projects: list[str | None] = []
+        self._archived = bytearray()
+        self._moments: dict[int, float | None] = {}
+        self._lengths: dict[int, tuple[int, ...]] = {}
+        # The terms of memories indexed one by one (`_add`), so replacing one again is cheap.
+        self._terms: dict[int, list[str]] = {}
+        # Per live id.
+        self._number: dict[str, int] = {}
+        self._memories: dict[str, Memory] = {}
+        # Postings held in memory (every memory's, unless loaded from the cache).
+        self._postings: dict[str, tuple[array, array]] = {}
+        self._tops: dict[str, float] = {}
+        # An upper bound of every trust factor (recency only lowers it), for pruning.
+        self._max_boost = 1.2
+        self._length_sums: Counter[str] = Counter()
+        self._averages: dict[str, float] = {name: 1.0 for name in FIELD_WEIGHTS}
+        self._normalized_at = 0
+        self._unsettled = False
+        # Loaded from the cache: memories 0 .. _base_count-1 and their postings live in
+        # `_backing`; `_gone` counts, per term, the base postings of retired memories.
+        self._backing: Backing | None = None
+        self._base_count = 0
+        self._gone: Counter[str] = Counter()
+
+    def _guarded(self, action: Callable[[], _T]) -> _T:
+        """Run `action`; if the cache behind the index is damaged, rebuild (`recover`) and rerun."""
+        with self._lock:
+            try:
+                return action()
+            except BackingError:
+                if self.recover is None:
+                    raise
+                memories = list(self.recover())
+                self._reset()
+                self.add_many(memories)
+                return action()
+
+    # reading
+
+    def __len__(self) -> int:
+        return len(self._number)
+
+    def __contains__(self, memory_id: object) -> bool:
+        return memory_id in self._number
+
+    def get(self, memory_id: str) -> Memory | None:
+        if memory_id not in self._number:
+            return None
+        return self._guarded(
+            lambda: self._memory(memory_id) if memory_id in self._number else None
+        )
+
+    def memories(self) -> list[Memory]:
+        """Every indexed memory, sorted by id."""
+        return self._guarded(lambda: [self._memory(key) for key in sorted(self._number)])
+
+    def ids(self) -> set[str]:
+        with self._lock:
+            return set(self._number)
+
+    def _memory(self, memory_id: str) -> Memory:
+        memory = self._memories.get(memory_id)
+        if memory is None:
+            assert self._backing is not None
+            memory = self._backing.memory(self._number[memory_id])
+            self._memories[memory_id] = memory
+        return memory
+
+    def _lengths_of(self, number: int) -> tuple[int, ...]:
+        lengths = self._lengths.get(number)
+        if lengths is None:
+            assert self._backing is not None
+            lengths = self._backing.lengths(number)
+        return lengths
+
+    # writing
+
+    def add_many(self, memories: Iterable[Memory]) -> None:
+        """Index (or re-index) many memories; the averages are re-taken once, at the end."""
+        with self._lock:
+            if not self._number and self._backing is None and not self._ids:
+                self._build(memories)
+                return
+            for memory in memories:
+                self._remove(memory.id)
+                self._add(memory)
+            self._unsettled = True
+
+    def put(self, memory: Memory) -> None:
+        """Index one memory, replacing any earlier version with the same id."""
+
+        def put() -> None:
+            self._remove(memory.id)
+            self._add(memory)
+            self._unsettled = True
+
+        self._guarded(put)
+
+    def remove(self, memory_id: str) -> bool:
+        """Forget one memory; True when it was indexed."""
+
+        def remove() -> bool:
+            found = self._remove(memory_id)
+            self._unsettled = True
+            return found
+
+        return self._guarded(remove)
+
+    def _counts(self, memory: Memory) -> tuple[list[Counter[str]], tuple[int, ...]]:
+        """Term counts of each field (word pairs included) and field lengths, in FIELDS order."""
+        pair_weight = self.scoring.pair_weight
+        counts: list[Counter[str]] = []
+        lengths: list[int] = []
+        for terms in memory_fields(memory).values():
+            counted = Counter(terms)
+            lengths.append(len(terms))
+            if pair_weight and len(terms) > 1:
+                counted.update(word_pairs(terms))
+            counts.append(counted)
+        return counts, tuple(lengths)
+
+    def _number_of(self, memory: Memory, lengths: tuple[int, ...]) -> int:
+        """Give `memory` the next number and note what filters and factors need of it."""
+        number = len(self._ids)
+        memory_id = memory.id
+        self._ids.append(memory_id)
+        self._trusts.append(memory.trust)
+        self._number[memory_id] = number
+        self._memories[memory_id] = memory
+        boost = 0.8 + 0.4 * memory.trust
+        self._boost.append(boost)
+        self._shown.append(0.0 if memory.archived else boost)
+        self._max_boost = max(self._max_boost, boost)
+        self._updated.append(memory.updated)
+        self._categories.append(memory.category)
+        self._projects.append(memory.project)
+        self._archived.append(1 if memory.archived else 0)
+        self._lengths[number] = lengths
+        self._length_sums.update(dict(zip(FIELDS, lengths, strict=True)))
+        return number
+
+    def _build(self, memories: Iterable[Memory]) -> None:
+        """Index memories into an empty index: lengths first (for the averages), then weights."""
+        with gc_paused():
+            self._build_unpaused(memories)
+
+    def _build_unpaused(self, memories: Iterable[Memory]) -> None:
+        latest = {memory.id: memory for memory in memories}
+        ordered = [latest[key] for key in sorted(latest)]
+        counted = []
+        for memory in ordered:
+            counts, lengths = self._counts(memory)
+            self._number_of(memory, lengths)
+            counted.append(counts)
+        self._averages = self._target_averages()
+        self._normalized_at = len(ordered)
+        self._unsettled = False
+        # Two dicts and a KeyError for a new term: half the cost of one dict of pairs.
+        numbers_of: dict[str, array] = {}
+        weights_of: dict[str, array] = {}
+        for number, counts in enumerate(counted):
+            counted[number] = None  # type: ignore[call-overload]  # freed as it goes
+            for term, value in self._weigh(counts, self._lengths[number]).items():
+                try:
+                    numbers_of[term].append(number)
+                    weights_of[term].append(value)
+                except KeyError:
+                    numbers_of[term] = array("i", (number,))
+                    weights_of[term] = array("f", (value,))
+        pairs = zip(numbers_of.values(), weights_of.values(), strict=True)
+        self._postings = dict(zip(numbers_of, pairs, strict=True))
+
+    def _add(self, memory: Memory) -> None:
+        """Index one more memory (with the current averages), under a new number."""
+        counts, lengths = self._counts(memory)
+        number = self._number_of(memory, lengths)
+        postings, tops = self._postings, self._tops
+        weighted = self._weigh(counts, lengths)
+        self._terms[number] = list(weighted)
+        for term, value in weighted.items():
+            found = postings.get(term)
+            if found is None:
+                found = postings[term] = (array("i"), array("f"))
+            found[0].append(number)
+            found[1].append(value)
+            top = tops.get(term)
+            if top is not None and found[1][-1] > top:
+                tops[term] = found[1][-1]
+
+    def _weigh(self, counts: list[Counter[str]], lengths: tuple[int, ...]) -> dict[str, float]:
+        """The saturated weight of each term of a memory (the same arithmetic everywhere)."""
+        scoring = self.scoring
+        weights, b, k1 = scoring.field_weights, scoring.field_b, scoring.k1
+        averages = self._averages
+        weighted: dict[str, float] = {}
+        for name, counted, length in zip(FIELDS, counts, lengths, strict=True):
+            if not length or not weights.get(name):
+                continue
+            norm = weights[name] / (1.0 - b[name] + b[name] * length / averages[name])
+            if not weighted:
+                weighted = {term: count * norm for term, count in counted.items()}
+                continue
+            common = counted.keys() & weighted.keys()
+            for term in common:
+                weighted[term] += counted[term] * norm
+            if len(common) < len(counted):
+                weighted.update(
+                    {term: count * norm for term, count in counted.items() if term not in common}
+                )
+        return {term: tf / (k1 + tf) for term, tf in weighted.items()}
+
+    def _remove(self, memory_id: str) -> bool:
+        number = self._number.get(memory_id)
+        if number is None:
+            return False
+        lengths = self._lengths_of(number)
+        # The terms it was posted under: what weighing its fields gives (the averages do not
+        # change which terms).
+        terms = self._terms.pop(number, None)
+        if terms is None:
+            terms = list(self._weigh(self._counts(self._memory(memory_id))[0], lengths))
+        self._length_sums.subtract(dict(zip(FIELDS, lengths, strict=True)))
+        if number < self._base_count:
+            # Its postings stay in the cache file: skipped (factor 0) and not counted.
+            self._gone.update(terms)
+        else:
+            postings = self._postings
+            for term in terms:
+                found = postings.get(term)
+                if found is None:
+                    continue
+                numbers, weights = found
+                at = bisect_left(numbers, number)
+                if at < len(numbers) and numbers[at] == number:
+                    del numbers[at]
+                    del weights[at]
+                    if not numbers:
+                        del postings[term]
+                        self._tops.pop(term, None)
+        del self._number[memory_id]
+        self._memories.pop(memory_id, None)
+        self._ids[number] = None
+        self._boost[number] = 0.0
+        self._shown[number] = 0.0
+        self._archived[number] = 0
+        self._lengths.pop(number, None)
+        self._moments.pop(number, None)
+        return True
+
+    def _target_averages(self) -> dict[str, float]:
+        count = len(self._number)
+        return {name: snap_average(self._length_sums[name], count) for name in FIELD_WEIGHTS}
+
+    def averages_moved(self) -> bool:
+        """True when the changes since the last weighing moved a length average."""
+        with self._lock:
+            return self._target_averages() != self._averages
+
+    def reweigh(self) -> None:
+        """Re-weight every posting now if an average moved: the index a fresh build would give."""
+        self._guarded(lambda: self._renormalize() if self.averages_moved() else None)
+
+    def _settle(self) -> None:
+        """Re-weight every posting once the number of memories drifted by a tenth.
+
+        Between re-weighings a changed memory is weighed with the averages of
+        the last one, as re-weighing every posting on each save would cost a
+        large folder seconds; `reweigh` makes the index exact on demand.
+        """
+        if self._unsettled:
+            self._unsettled = False
+            count, last = len(self._number), self._normalized_at
+            if abs(count - last) > max(10, last // 10) and self.averages_moved():
+                self._renormalize()
+
+    def _renormalize(self) -> None:
+        """Index every memory again from scratch (this decodes the whole cache, if any)."""
+        memories = [self._memory(key) for key in self._number]
+        self._reset()
+        self._build(memories)
+
+    # the on-disk cache
+
+    def export(self) -> Export:
+        """The index as the on-disk cache stores it (re-weighed first if an average moved)."""
+        return self._guarded(self._export)
+
+    def _export(self) -> Export:
+        if self.averages_moved():
+            self._renormalize()
+        numbers = [number for number, key in enumerate(self._ids) if key is not None]
+        identity = len(numbers) == len(self._ids)
+        renumber = array("i", [-1]) * len(self._ids)
+        for slot, number in enumerate(numbers):
+            renumber[number] = slot
+        ids = [key for key in self._ids if key is not None]  # in `numbers` order
+
+        def moved(found: Sequence[int]) -> Sequence[int]:
+            return found if identity else array("i", map(renumber.__getitem__, found))
+
+        def moved_held(found: array) -> array:
+            return found if identity else array("i", map(renumber.__getitem__, found))
+
+        def postings() -> Terms:
+            held = self._postings
+            if self._backing is None:
+                # In bulk, in C: a fresh build's cache is written right after it.
+                all_found = list(map(moved, map(itemgetter(0), held.values())))
+                all_weights = list(map(itemgetter(1), held.values()))
+                return list(held), all_found, all_weights, list(map(max, all_weights))
+            out: Terms = ([], [], [], [])
+            out_terms, out_found, out_weights, out_tops = out
+            done = set()
+            for term, found, weights, top in self._backing.terms():
+                if self._gone.get(term):
+                    # Some of these memories were retired: keep the others' postings.
+                    kept = list(map(renumber.__getitem__, found))
+                    mask = list(map((-1).__lt__, kept))
+                    found = array("i", compress(kept, mask))
+                    weights = array("f", compress(weights, mask))
+                    top = max(weights, default=0.0)
+                else:
+                    found = moved(found)
+                extra = held.get(term)
+                if extra is not None:
+                    done.add(term)
+                    found = _as_array("i", found) + moved_held(extra[0])
+                    weights = _as_array("f", weights) + extra[1]
+                    top = max(top, self._held_top(term, extra[1]))
+                if len(found):
+                    out_terms.append(term)
+                    out_found.append(found)
+                    out_weights.append(weights)
+                    out_tops.append(top)
+            for term, (held_found, held_weights) in held.items():
+                if term not in done:
+                    out_terms.append(term)
+                    out_found.append(moved(held_found))
+                    out_weights.append(held_weights)
+                    out_tops.append(max(held_weights))
+            return out
+
+        held = {
+            number: self._memory(key)
+            for number, key in zip(numbers, ids, strict=True)
+            if number >= self._base_count
+        }
+        backing = self._backing
+
+        def memory(number: int) -> Memory:
+            found = held.get(number)
+            if found is None:
+                assert backing is not None
+                found = backing.memory(number)
+            return found
+
+        return Export(
+            columns=Columns(
+                ids=ids,
+                trusts=[self._trusts[number] for number in numbers],
+                updated=[self._updated[number] for number in numbers],
+                archived=[bool(self._archived[number]) for number in numbers],
+                categories=[self._categories[number] for number in numbers],
+                projects=[self._projects[number] for number in numbers],
+                averages=dict(self._averages),
+                length_sums={name: self._length_sums[name] for name in FIELDS},
+                max_boost=self._max_boost,
+            ),
+            numbers=numbers,
+            lengths=[n for number in numbers for n in self._lengths_of(number)],
+            base=self._backing,
+            base_count=self._base_count,
+            memory=memory,
+            postings=postings(),
+        )
+
+    @classmethod
+    def from_backing(
+        cls,
+        columns: Columns,
+        backing: Backing,
+        *,
+        half_life_days: float | None = None,
+        scoring: Scoring | None = None,
+        recover: Callable[[], Iterable[Memory]] | None = None,
+    ) -> Index:
+        """An index that reads its postings and memories from `backing` as it needs them.
+
+        `recover` gives every memory again, read from the files, for when the
+        backing turns out damaged.
+        """
+        index = cls(half_life_days=half_life_days, scoring=scoring, recover=recover)
+        index._backing = backing
+        ids = columns.ids
+        index._base_count = len(ids)
+        index._ids = ids  # type: ignore[assignment]  # the caller's, now ours
+        index._trusts = columns.trusts
+        index._number = {key: number for number, key in enumerate(ids)}
+        index._averages = dict(columns.averages)
+        index._length_sums = Counter(columns.length_sums)
+        index._normalized_at = len(ids)
+        # In bulk (what `_number_of` does one by one): a warm start takes this for every memory.
+        index._boost = array("d", map(add, repeat(0.8), map(mul, repeat(0.4), columns.trusts)))
+        index._shown = array("d", map(mul, index._boost, map(not_, columns.archived)))
+        index._archived = bytearray(columns.archived)
+        index._updated = columns.updated
+        index._categories = columns.categories
+        index._projects = columns.projects
+        index._max_boost = max(index._max_boost, columns.max_boost)
+        return index
+
+    # searching
+
+    def search(
+        self,
+        query: str,
+        *,
+        limit: int = 10,
+        offset: int = 0,
+        category: str | Sequence[str] | None = None,
+        project: str | None = None,
+        tags: Sequence[str] | None = None,
+        archived: bool = False,
+        now: datetime | None = None,
+    ) -> list[Hit]:
+        """Ranked hits for `query` among memories that pass the filters."""
+        sequence = tokenize(query)
+        terms = list(dict.fromkeys(sequence))
+        if not terms or limit <= 0:
+            return []
+        offset = max(0, offset)
+        pairs = list(dict.fromkeys(word_pairs(sequence))) if self.scoring.pair_weight else []
+
+        def search() -> list[Hit]:
+            self._settle()
+            weighted = self._query_weights(terms, pairs)
+            if not weighted:
+                return []
+            passes = self._filter(category, project, tags, archived)
+            factor = self._factor(now, archived)
+            raw = self._accumulate(weighted, offset + limit, passes, factor)
+            if passes is None:
+                scores = dict(zip(raw, map(mul, raw.values(), map(factor, raw)), strict=True))
+            else:
+                scores = {key: value * factor(key) for key, value in raw.items() if passes(key)}
+            best = _top(scores, offset + limit, self._ids)[offset:]
+            matched = _matched([key for key, _ in best], weighted)
+            return [self._hit(key, score, matched[key]) for key, score in best]
+
+        return self._guarded(search)
+
+    def _query_weights(self, terms: list[str], pairs: list[str]) -> list[_Weighted]:
+        """Postings, query weight * idf, and idf of each query term and pair found."""
+        scoring = self.scoring
+        total = len(self._number)
+        backing, held, gone = self._backing, self._postings, self._gone
+        out = []
+        for term in terms + pairs:
+            parts: list[tuple[Sequence[int], Sequence[float]]] = []
+            df = 0
+            top = 0.0
+            if backing is not None:
+                found = backing.postings(term)
+                if found is not None:
+                    parts.append(found[:2])
+                    df += len(found[0]) - gone.get(term, 0)
+                    top = found[2]
+            mine = held.get(term)
+            if mine is not None:
+                parts.append(mine)
+                df += len(mine[0])
+                top = max(top, self._held_top(term, mine[1]))
+            if df <= 0:
+                continue
+            idf = math.log(1.0 + (total - df + 0.5) / (df + 0.5))
+            is_pair = " " in term
+            if is_pair:
+                factor = scoring.pair_weight
+            elif is_unigram(term):
+                factor = scoring.unigram_weight
+            else:
+                factor = 1.0
+            weight = idf * factor
+            size = sum(len(part[0]) for part in parts)
+            out.append(_Weighted(parts, size, weight, idf, is_pair, weight * top))
+        return out
+
+    def _held_top(self, term: str, weights: Sequence[float]) -> float:
+        """The largest weight of a term's postings held in memory (a bound, after removals)."""
+        top = self._tops.get(term)
+        if top is None:
+            top = self._tops[term] = max(weights)
+        return top
+
+    def _filter(
+        self,
+        category: str | Sequence[str] | None,
+        project: str | None,
+        tags: Sequence[str] | None,
+        archived: bool,
+    ) -> Callable[[int], bool] | None:
+        """A test of a memory number for the filters, or None when there are none.
+
+        Archived and retired memories need no test: their factor is 0 (`_factor`).
+        """
+        categories = {category} if isinstance(category, str) else set(category or ())
+        categories = {c.lower() for c in categories if c}
+        wanted_tags = {t.lower() for t in tags or () if t}
+        if not categories and project is None and not wanted_tags:
+            return None
+        ids, of_category, of_project = self._ids, self._categories, self._projects
+
+        def accept(number: int) -> bool:
+            memory_id = ids[number]
+            if memory_id is None:
+                return False
+            if categories and of_category[number] not in categories:
+                return False
+            if project is not None and of_project[number] not in (None, project):
+                return False
+            if wanted_tags and not wanted_tags <= {t.lower() for t in self._memory(memory_id).tags}:
+                return False
+            return True
+
+        return accept
+
+    def _factor(self, now: datetime | None, archived: bool) -> Callable[[int], float]:
+        """Trust (and, with a half-life, recency) factor of a memory number; 0 for one hidden."""
+        boost = self._boost if archived else self._shown
+        if not self.half_life_days:
+            return boost.__getitem__
+        moment = (now or datetime.now(UTC)).timestamp()
+        half_life = float(self.half_life_days) * 86400.0
+        moments, stamps = self._moments, self._updated
+
+        def factor(number: int) -> float:
+            if number in moments:
+                updated = moments[number]
+            else:
+                parsed = parse_moment(stamps[number])
+                updated = moments[number] = parsed.timestamp() if parsed is not None else None
+            if updated is None:
+                return boost[number]
+            age = max(0.0, moment - updated)
+            return boost[number] * (0.7 + 0.3 * 0.5 ** (age / half_life))
+
+        return factor
+
+    def _accumulate(
+        self,
+        weighted: list[_Weighted],
+        count: int,
+        passes: Callable[[int], bool] | None,
+        factor: Callable[[int], float],
+    ) -> dict[int, float]:
+        """Raw scores of every memory that can reach the top `count`, exactly.
+
+        Terms go from the highest possible contribution (weight times the
+        largest saturated tf in the term's postings) to the lowest, which puts
+        the long postings of common words last. Before such a list is walked,
+        if `count` candidates already score (times their factor) above what
+        any memory not yet seen could still reach, the list is only looked up
+        (by bisection) for the known candidates, and candidates that could
+        not reach the k-th best score even with every remaining list are
+        dropped: the MaxScore idea (Turtle & Flood, 1995), which keeps a query
+        over 100,000 memories from touching every posting of "user" or
+        "project".
+        """
+        ordered = sorted(weighted, key=lambda item: item.ceiling, reverse=True)
+        remaining = sum(item.ceiling for item in ordered)
+        boost = self._max_boost
+        scores: dict[int, float] = {}
+        closed = False
+        for item in ordered:
+            weight = item.weight
+            if (
+                len(scores) > count and item.size > _SHORT_LIST
+                # Else even the best candidate could not close the door (kth <= best):
+                # no need to rank them all.
+                and (closed or max(scores.values()) > remaining)
+            ):
+                kth = _kth_best(scores, count, passes, factor)
+                if not closed:
+                    closed = kth > remaining * boost
+                if closed and len(scores) > 2 * count:
+                    # Candidates that cannot reach the k-th best even with every list
+                    # still to come: looking them up would only cost time.
+                    # (score + remaining) * factor < kth for them, and factor <= boost: a
+                    # threshold on the raw score alone, a hair low for rounding.
+                    floor = kth / boost - remaining - 1e-9
+                    scores = dict(compress(scores.items(), map(floor.__le__, scores.values())))
+            remaining -= item.ceiling
+            for numbers, weights in item.parts:
+                if closed:
+                    _look_up(scores, numbers, weights, weight)
+                elif not scores:
+                    scores = dict(zip(numbers, map(weight.__mul__, weights), strict=True))
+                else:
+                    # In C but for the memories already scored (a + b == b + a exactly).
+                    added = dict(zip(numbers, map(weight.__mul__, weights), strict=True))
+                    for key in added.keys() & scores.keys():
+                        added[key] += scores[key]
+                    scores.update(added)
+        return scores
+
+    def _hit(self, number: int, score: float, matched: float) -> Hit:
+        memory = self._memory(self._ids[number])  # type: ignore[arg-type]
+        return Hit(
+            id=memory.id,
+            score=round(score, 4),
+            description=memory.description,
+            category=memory.category,
+            trust=memory.trust,
+            updated=memory.updated,
+            summary=memory.summary,
+            project=memory.project,
+            tags=memory.tags,
+            matched=round(matched, 3),
+        )
+
+    def select(
+        self,
+        *,
+        category: str | Sequence[str] | None = None,
+        project: str | None = None,
+        tags: Sequence[str] | None = None,
+        archived: bool = False,
+    ) -> list[Memory]:
+        """Memories that pass the filters, sorted by id."""
+
+        def select() -> list[Memory]:
+            accept = self._filter(category, project, tags, archived)
+            number, shown = self._number, self._archived
+            out = []
+            for key in sorted(number):
+                at = number[key]
+                if (archived or not shown[at]) and (accept is None or accept(at)):
+                    out.append(self._memory(key))
+            return out
+
+        return self._guarded(select)
+
+
+class _Weighted(NamedTuple):
+    parts: list[tuple[Sequence[int], Sequence[float]]]  # the cache's postings, then memory's
+    size: int
+    weight: float
+    idf: float
+    is_pair: bool
+    ceiling: float  # weight times the largest saturated tf in the postings
+
+
+def _matched(numbers: list[int], weighted: list[_Weighted]) -> dict[int, float]:
+    """For each memory, the share of the query's idf (word terms, not pairs) it contains."""
+    terms = [item for item in weighted if not item.is_pair]
+    total_idf = sum(item.idf for item in terms) or 1.0
+    found = dict.fromkeys(numbers, 0.0)
+    wanted = set(numbers)
+    for item in terms:
+        for posted, _ in item.parts:
+            holding: Iterable[int]
+            if len(posted) <= 16 * len(wanted):
+                holding = wanted.intersection(posted)  # a short list: in C
+            else:
+                holding = [number for number in numbers if _holds(posted, number)]
+            for number in holding:
+                found[number] += item.idf
+    return {number: value / total_idf for number, value in found.items()}
+
+
+def _holds(numbers: Sequence[int], number: int) -> bool:
+    at = bisect_left(numbers, number)
+    return at < len(numbers) and numbers[at] == number
+
+
+def _look_up(
+    scores: dict[int, float], numbers: Sequence[int], weights: Sequence[float], weight: float
+) -> None:
+    """Add one term's contribution to the candidates already in `scores` only."""
+    size = len(numbers)
+    if len(scores) * 10 < size:
+        # A few candidates in a long list: bisect for each.
+        for key, value in scores.items():
+            at = bisect_left(numbers, key)
+            if at < size and numbers[at] == key:
+                scores[key] = value + weight * weights[at]
+        return
+    found = dict(zip(numbers, weights, strict=True))
+    for key in found.keys() & scores.keys():
+        scores[key] = scores[key] + weight * found[key]
+
+
+def _kth_best(
+    scores: dict[int, float],
+    count: int,
+    passes: Callable[[int], bool] | None,
+    factor: Callable[[int], float],
+) -> float:
+    """The `count`-th best final score among candidates passing the filters (0 if fewer)."""
+    if passes is None:
+        if len(scores) < count:
+            return 0.0
+        return heapq.nlargest(count, map(mul, scores.values(), map(factor, scores)))[-1]
+    finals = [value * factor(key) for key, value in scores.items() if passes(key)]
+    if len(finals) < count:
+        return 0.0
+    return heapq.nlargest(count, finals)[-1]
+
+
+def _top(
+    scores: dict[int, float], count: int, ids: list[str | None]
+) -> list[tuple[int, float]]:
+    """The `count` best (number, score) pairs, by score and then by id, deterministically.
+
+    A score of 0 is a memory with factor 0 (archived and not asked for, or retired).
+    """
+    if len(scores) > count:
+        best = heapq.nlargest(count, scores.values())
+        floor = max(best[-1], _TINY)
+        # every memory tied with the last one competes, so ties always break by id
+        tied = [(-value, ids[key], key) for key, value in scores.items() if value >= floor]
+    else:
+        tied = [(-value, ids[key], key) for key, value in scores.items() if value > 0.0]
+    tied.sort()
+    return [(key, -value) for value, _, key in tied[:count]]
+
+
+_TINY = 5e-324
+
+
+def _as_array(code: str, values: Sequence[Any] | memoryview) -> array:
+    """`values` as an array of `code` (a memoryview is copied as bytes)."""
+    if isinstance(values, array):
+        return array(code, values)
+    if not isinstance(values, memoryview):
+        raise TypeError(f"expected an array or a memoryview, not {type(values).__name__}")
+    return array(code, values.tobytes())
