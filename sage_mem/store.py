@@ -37,8 +37,15 @@ from .errors import (
     SecretRefused,
 )
 from .memory import catalog
-from .memory.fields import FIELDS, check_unicode, new_file_meta, validated
-from .memory.file_format import DELETE, edit_frontmatter, parse_bytes, render_new, sha256_bytes
+from .memory.edits import (
+    check_expected,
+    edit_memory_text,
+    new_memory_text,
+    with_marks,
+    without_marks,
+)
+from .memory.fields import FIELDS, check_unicode, validated
+from .memory.file_format import DELETE, parse_bytes
 from .memory.value import MAX_FILE_BYTES, Memory, memory_from_meta, now_iso
 from .search.index import Hit, Index, gc_paused
 
@@ -564,42 +571,18 @@ class MemoryStore:
         intended = {**fields, **({"body": body} if body is not None else {})}
 
         def edited(seen: Seen) -> bytes | None:
-            _check_expected(path, seen.raw, expected_sha256, intended)
+            check_expected(path, seen.raw, expected_sha256, intended)
             if seen.raw is None:
-                for field in FIELDS:
-                    if field.required and not fields.get(field.name):
-                        raise InvalidMemory(
-                            f"{canonical}: a new memory needs a {field.key}", path=path
-                        )
+                text = new_memory_text(canonical, path, fields, body)
                 self.folder.check_new_id(canonical)
-                stamp = now_iso()
-                meta = new_file_meta(fields, created=stamp[:10], updated=stamp)
-                text = render_new(meta, _normalize_body(body or "", "\n", lead=""))
                 data = _checked_bytes(path, text, None, allow_secret=allow_secret)
                 make_dirs(path.parent, root=self.root)
                 self.folder.check_contained(path)
                 return data
-            parsed = parse_bytes(seen.raw, path)
-            current = memory_from_meta(canonical, path, parsed.meta, parsed.body)
-            if current.locked:
-                raise MemoryLocked(f"{canonical}: memory is locked (locked: true)", path=path)
-            changes = _changes(parsed.meta, current, fields)
-            new_body = None
-            if body is not None:
-                # Keep the file's own line endings and its blank line (or none) after
-                # the frontmatter; a body equal but for those is no change at all.
-                lead = parsed.body if parsed.body or parsed.frontmatter is None else None
-                new_body = _normalize_body(body, parsed.newline, lead=lead)
-                if new_body in (
-                    parsed.body, _normalize_body(parsed.body, parsed.newline, lead=lead)
-                ):
-                    new_body = None
-            if not changes and new_body is None:
+            edited_text = edit_memory_text(canonical, path, seen.raw, fields, body)
+            if edited_text is None:
                 return None
-            # A file dated by `modified` (Claude Code) keeps that key.
-            changes[_stamp_key(parsed.meta)] = now_iso()
-            text = edit_frontmatter(parsed, changes, new_body, path=path)
-            return _checked_bytes(path, text, seen.raw, allow_secret=allow_secret)
+            return _checked_bytes(path, edited_text, seen.raw, allow_secret=allow_secret)
 
         with self._write_lock():
             self._rewrite(path, edited)
@@ -662,7 +645,7 @@ class MemoryStore:
             seen = self._read_for_write(path)
             if seen.raw is None:
                 raise MemoryNotFound(self._not_found_message(canonical), path=path)
-            _check_expected(path, seen.raw, expected_sha256)
+            check_expected(path, seen.raw, expected_sha256)
             parsed = parse_bytes(seen.raw, path)
             if memory_from_meta(canonical, path, parsed.meta, parsed.body).locked:
                 raise MemoryLocked(f"{canonical}: memory is locked (locked: true)", path=path)
@@ -673,7 +656,7 @@ class MemoryStore:
             # The file moves first, whatever it holds by then (an edit made since our
             # read moves with it); the marks are then written over what was moved.
             target = move(path, target)
-            self._rewrite(target, lambda moved: _with_marks(moved, marks, target))
+            self._rewrite(target, lambda moved: with_marks(moved.raw, marks, target))
             archived_id = self.folder.archived_id_for(target)
             assert archived_id is not None
             with self._refresh_lock:
@@ -749,7 +732,7 @@ class MemoryStore:
                 raise ConflictError(
                     f"{restored_id}: a memory of that id appeared; not overwritten", path=target
                 )
-            self._rewrite(target, _without_marks)
+            self._rewrite(target, lambda seen: without_marks(seen.raw))
             with self._refresh_lock:
                 self._seen.pop(str(source), None)
                 self.index.remove(canonical)
@@ -947,45 +930,6 @@ def _is_within(path: Path, folder: Path) -> bool:
     return path == folder or str(path).startswith(str(folder) + os.sep)
 
 
-def _check_expected(
-    path: Path, raw: bytes | None, expected: str | None,
-    intended: Mapping[str, Any] | None = None,
-) -> None:
-    """Refuse a write based on bytes other than `raw` (ConflictError).
-
-    `intended` is what the write would set, by write()'s keyword names (and
-    `body`); when given, the error names those of its fields that the file on
-    disk holds other values for. Who changed them cannot be told from here:
-    the bytes the writer read are not ours.
-    """
-    if expected is None:
-        return
-    actual = sha256_bytes(raw) if raw is not None else ""
-    if raw is None and expected:
-        raise ConflictError(f"{path.name}: the memory was removed since it was read", path=path)
-    if raw is not None and expected.lower() != actual:
-        from .memory.merge import differing_fields  # only on a conflict
-
-        fields: tuple[str, ...] = ()
-        if intended:
-            try:
-                parsed = parse_bytes(raw, path)
-            except InvalidMemory:
-                parsed = None
-            if parsed is not None:
-                now = memory_from_meta(path.stem, path, parsed.meta, parsed.body)
-                current = {key: getattr(now, key) for key in intended if hasattr(now, key)}
-                fields = tuple(
-                    _META_KEYS.get(key, key) for key in differing_fields(intended, current)
-                )
-        differ = f"; on disk, {', '.join(fields)} differ from this write" if fields else ""
-        raise ConflictError(
-            f"{path.name}: changed on disk since it was read (expected sha256 {expected[:12]}…, "
-            f"found {actual[:12]}…){differ}; read it again and retry",
-            path=path, actual_sha256=actual, fields=fields,
-        )
-
-
 def _checked_bytes(path: Path, text: str, old: bytes | None, *, allow_secret: bool) -> bytes:
     """The bytes of `text`, once sure they may be written; raises (nothing written) when not.
 
@@ -1035,71 +979,6 @@ def _checked_bytes(path: Path, text: str, old: bytes | None, *, allow_secret: bo
     return data
 
 
-# write()'s keyword for a field -> its frontmatter key
-_META_KEYS = {field.name: field.key for field in FIELDS}
-
-
-def _changes(meta: Mapping[str, Any], current: Memory, fields: Mapping[str, Any]) -> dict[str, Any]:
-    changes: dict[str, Any] = {}
-    for key, value in fields.items():
-        meta_key = _META_KEYS[key]
-        if key == "category":
-            where = current.category_key or "category"
-            if current.category == value:
-                continue
-            if where == "metadata.type":
-                nested = dict(meta.get("metadata") or {})
-                nested["type"] = value
-                changes["metadata"] = nested
-            else:
-                changes[where] = value
-            continue
-        if meta.get(meta_key) != value:
-            changes[meta_key] = value
-    return changes
-
-
-def _normalize_body(body: str, newline: str, *, lead: str | None = None) -> str:
-    text = body.replace("\r\n", "\n").replace("\r", "\n").strip("\n")
-    if not text:
-        return ""
-    text = "\n" + text + "\n" if lead is None or lead.startswith(("\n", "\r\n")) else text + "\n"
-    return text.replace("\n", newline) if newline != "\n" else text
-
-
-def _stamp_key(meta: Mapping[str, Any]) -> str:
-    """`modified` for a file dated by it alone (Claude Code's), else `updated`."""
-    return "modified" if "modified" in meta and "updated" not in meta else "updated"
-
-
-def _with_marks(seen: Seen, marks: Mapping[str, Any], path: Path) -> bytes | None:
-    """An archived file's bytes with the archive marks; None when they cannot be added safely."""
-    if seen.raw is None:
-        return None
-    parsed = parse_bytes(seen.raw, path)
-    if not parsed.rewritable:
-        return None  # a layout we cannot edit safely stays as it is
-    try:
-        return edit_frontmatter(parsed, marks, path=path).encode("utf-8")
-    except InvalidMemory:
-        return None
-
-
-def _without_marks(seen: Seen) -> bytes | None:
-    """A restored file's bytes without the marks `archive` added, stamped as updated."""
-    if seen.raw is None:
-        return None
-    parsed = parse_bytes(seen.raw)
-    if not parsed.rewritable or parsed.meta.get("locked") is True:
-        return None
-    marks: dict[str, Any] = {
-        key: DELETE for key in ("archived", "archiveReason") if key in parsed.meta
-    }
-    marks[_stamp_key(parsed.meta)] = now_iso()
-    try:
-        return edit_frontmatter(parsed, marks).encode("utf-8")
-    except InvalidMemory:
-        return None  # a layout we cannot edit safely comes back as it is
 
 
 __all__ = ["MemoryStore", "Problem", "load_memory", "DELETE"]

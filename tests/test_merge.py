@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from sage_mem.errors import ConflictError
+from sage_mem.memory.edits import check_expected
 from sage_mem.memory.merge import (
     MISSING,
     Clash,
@@ -18,7 +19,6 @@ from sage_mem.memory.merge import (
     merge_sets,
     merge_text,
 )
-from sage_mem.store import _check_expected
 
 BASE = {"description": "The user's cat is called Sesame", "category": "user", "trust": 0.5,
         "tags": ["pets"], "aliases": ["cat"]}
@@ -224,9 +224,9 @@ def test_a_sha_refusal_names_the_fields_that_differ_on_disk(tmp_path: Path) -> N
     path = tmp_path / "user_x.md"
     intended = {"description": "d", "tags": ["a", "b"], "baseline_priority": 4, "body": "Mine."}
     with pytest.raises(ConflictError) as caught:
-        _check_expected(path, raw, "0" * 64, intended)
+        check_expected(path, raw, "0" * 64, intended)
     assert caught.value.fields == ("tags", "baselinePriority", "body")
     assert "tags, baselinePriority, body differ" in str(caught.value)
     with pytest.raises(ConflictError) as unnamed:
-        _check_expected(path, raw, "0" * 64)
+        check_expected(path, raw, "0" * 64)
     assert unnamed.value.fields == () and "read it again" in str(unnamed.value)
