@@ -151,6 +151,51 @@ def test_a_touched_file_is_still_swapped_and_checked_after_the_swap(
     assert path.read_bytes() == b"the editor's save"
 
 
+@pytest.mark.skipif(not safe_io.CAN_TELL_WRITERS, reason="needs Linux file leases")
+def test_a_file_another_program_holds_open_for_writing_is_not_replaced(tmp_path: Path) -> None:
+    """An editor that truncated the file and has yet to write: its save must not be lost.
+
+    Our read sees the empty file; without a check for open writers the swap puts
+    our bytes in place and the editor's write lands in the file we swapped out.
+    """
+    path = tmp_path / "m.md"
+    path.write_bytes(b"the person's note")
+    with open(path, "wb") as editor:  # truncated, not yet written
+        seen = read(path)
+        assert seen.raw == b""
+        with pytest.raises(FileChanged, match="open for writing"):
+            commit(path, b"ours, from the empty read", seen, mode=0o600, limit=LIMIT)
+        editor.write(b"the person's new note")
+    assert path.read_bytes() == b"the person's new note"
+    assert sorted(os.listdir(tmp_path)) == ["m.md"]
+
+
+@pytest.mark.skipif(not safe_io.CAN_TELL_WRITERS, reason="needs Linux file leases")
+def test_a_writer_holding_the_old_file_open_across_the_swap_gets_it_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A writer with the file open when we swap, writing after our check: swapped back."""
+    path = tmp_path / "m.md"
+    path.write_bytes(b"old")
+    seen = read(path)
+    real_swap = safe_io._swap
+    writer: list[object] = []
+
+    def writer_opens_first(first: Path, second: Path) -> bool:
+        if not writer:
+            writer.append(open(path, "r+b"))  # open, not truncated, nothing written yet
+        return real_swap(first, second)
+
+    monkeypatch.setattr(safe_io, "_swap", writer_opens_first)
+    with pytest.raises(FileChanged):
+        commit(path, b"ours", seen, mode=0o600, limit=LIMIT)
+    handle = writer[0]
+    handle.write(b"new")  # type: ignore[attr-defined]
+    handle.close()  # type: ignore[attr-defined]
+    assert path.read_bytes() == b"new"
+    assert sorted(os.listdir(tmp_path)) == ["m.md"]
+
+
 def test_without_an_atomic_swap_the_bytes_are_compared_before_the_rename(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -23,9 +23,15 @@ Every file-system step that could lose or leak what a person wrote lives here:
   everyone (`file_mode`, `dir_mode`). A file that exists keeps its mode. The
   state folder, snapshots and exports are always private.
 
-What is left (said in docs/reliability.md): a writer that keeps the file open
-across our swap and writes into it *without* truncating after our last check
-writes into the old inode, which is then gone; editors truncate or rename.
+A writer that has the file open is the last case: an editor that truncated
+the file and has yet to write, or one that keeps it open and writes in place.
+Our read may see its half-done file, and its write lands in whichever inode it
+opened. On Linux, a read lease (`F_SETLEASE`), which the kernel refuses while
+any process holds the file open for writing, tells: the file is not replaced
+while a writer holds it, and the swapped-out file is given back when one held
+it across the swap (`CAN_TELL_WRITERS`). Where leases cannot be taken (another
+platform, a file owned by someone else) that case stays open, as
+docs/reliability.md says.
 
 May import only `errors` from sage-mem: the hook path imports this module.
 """
@@ -33,9 +39,12 @@ May import only `errors` from sage-mem: the hook path imports this module.
 from __future__ import annotations
 
 import errno
+import fcntl
 import functools
 import os
+import signal
 import stat
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -44,6 +53,13 @@ from ..errors import FileChanged, InvalidMemory
 
 # A transform asked to redo this many times has lost to another writer each time.
 REWRITE_ATTEMPTS = 20
+# Waits between attempts grow from 1 ms to this, so that a writer that holds the
+# file for a moment is waited out, not raced.
+_REWRITE_PAUSE_MAX = 0.05
+_F_SETLEASE = getattr(fcntl, "F_SETLEASE", None)
+_F_SETSIG = getattr(fcntl, "F_SETSIG", None)
+# Whether this platform can tell that another program holds a file open for writing.
+CAN_TELL_WRITERS = _F_SETLEASE is not None and _F_SETSIG is not None
 _RENAME_NOREPLACE = 1
 _RENAME_EXCHANGE = 2
 _MAC_RENAME_SWAP = 0x2
@@ -144,10 +160,15 @@ def commit(path: Path, data: bytes, seen: Seen, *, mode: int, limit: int) -> Non
         # Same identity, or the same bytes under a new one (a `touch`): unchanged so far.
         if not _same_identity(path, seen) and _bytes_at(path, limit) != seen.raw:
             raise FileChanged(f"{path.name}: changed on disk since it was read", path=path)
+        if _held_for_writing(path):
+            raise FileChanged(
+                f"{path.name}: another program has it open for writing", path=path
+            )
         if _swap(tmp, path):
-            # `tmp` now names the file that was at `path`: it must still be what we read.
-            # A save in the instant between the check and the swap is put back.
-            if _bytes_at(tmp, limit) != seen.raw:
+            # `tmp` now names the file that was at `path`: it must still be what we read,
+            # and no one may hold it open to write into it later. A save in the instant
+            # between the check and the swap is put back.
+            if _held_for_writing(tmp) or _bytes_at(tmp, limit) != seen.raw:
                 if _inode_at(path) == ours:
                     _swap(tmp, path)
                 raise FileChanged(f"{path.name}: changed on disk while it was written", path=path)
@@ -169,6 +190,33 @@ def _same_identity(path: Path, seen: Seen) -> bool:
     except OSError:
         return False
     return stat.S_ISREG(st.st_mode) and identity(st) == seen.identity
+
+
+def _held_for_writing(path: Path) -> bool:
+    """Whether another program holds the file at `path` open for writing (False: not known to).
+
+    Linux refuses a read lease (EAGAIN) while any process has the file open for
+    writing. A lease taken is let go at once; while held, a program opening the
+    file would break it, which signals the holder: SIGURG, ignored by default,
+    rather than SIGIO, which would end this process.
+    """
+    if _F_SETLEASE is None or _F_SETSIG is None:
+        return False
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return False
+    try:
+        try:
+            fcntl.fcntl(fd, _F_SETSIG, signal.SIGURG)
+            fcntl.fcntl(fd, _F_SETLEASE, fcntl.F_RDLCK)
+        except OSError as exc:
+            # EACCES: not the owner (no CAP_LEASE); EINVAL: a file system without leases.
+            return exc.errno == errno.EAGAIN
+        fcntl.fcntl(fd, _F_SETLEASE, fcntl.F_UNLCK)
+        return False
+    finally:
+        os.close(fd)
 
 
 def _bytes_at(path: Path, limit: int) -> bytes | None:
@@ -225,6 +273,7 @@ def rewrite(
         except FileChanged:
             if attempt == attempts - 1:
                 raise
+            time.sleep(min(_REWRITE_PAUSE_MAX, 0.001 * 2**attempt))
     raise AssertionError("unreachable")
 
 
