@@ -289,3 +289,41 @@ def test_an_archive_of_a_memory_changed_since_it_was_read_is_refused(shared: Pat
     assert (shared / "user_cat_zh.md").is_file() and not (shared / "archive").exists()
     fresh = agent.read("user_cat_zh").sha256
     assert agent.archive("user_cat_zh", reason="outdated", expected_sha256=fresh).archived
+
+
+COUNTER = r"""
+import sys
+from pathlib import Path
+from sage_mem.disk.locks import WriteLock
+lock = WriteLock(Path(sys.argv[1]))
+print("counting", flush=True)
+while True:
+    lock.count()
+"""
+
+
+def test_a_writer_killed_while_counting_never_sets_the_write_count_back(tmp_path: Path) -> None:
+    """The count is how other processes learn of a write: it may only go up, whenever a
+    writer dies (an empty count file would read as 0)."""
+    import random
+    import signal
+    import time
+
+    from sage_mem.disk.locks import read_generation
+
+    chooser = random.Random(7)
+    last = 0
+    for _ in range(25):
+        child = subprocess.Popen(
+            [sys.executable, "-c", COUNTER, str(tmp_path)], cwd=ROOT,
+            stdout=subprocess.PIPE, text=True,
+        )
+        assert child.stdout is not None and child.stdout.readline() == "counting\n"
+        time.sleep(chooser.uniform(0.0, 0.02))
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+        child.stdout.close()
+        now = read_generation(tmp_path)
+        assert now >= last, f"the count went back from {last} to {now}"
+        last = now
+    assert last > 0

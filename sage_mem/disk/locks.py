@@ -47,6 +47,8 @@ def file_lock(path: Path, *, timeout: float = 10.0) -> Iterator[None]:
 
 WRITE_LOCK = "write.lock"
 _GENERATION = "write.generation"
+# Digits in the count file: wider than any count a folder reaches, so each write covers the last.
+_WIDTH = 20
 
 
 class WriteLock:
@@ -64,12 +66,14 @@ class WriteLock:
     def count(self) -> int:
         """Count one more write; returns the new generation (-1 when it could not be stored)."""
         # Not fsynced: a count lost in a crash is followed by a fresh start (a reload) in
-        # every process that matters.
+        # every process that matters. Written in place at a fixed width and never
+        # truncated, so that a writer killed at any instant leaves the old count or the
+        # new one, never an empty file that would read as 0 and set the count back.
         generation = read_generation(self._path.parent) + 1
         try:
-            fd = os.open(self._path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            fd = os.open(self._path, os.O_WRONLY | os.O_CREAT, 0o600)
             try:
-                os.write(fd, str(generation).encode())
+                os.pwrite(fd, f"{generation:0{_WIDTH}d}".encode(), 0)
             finally:
                 os.close(fd)
         except OSError:
