@@ -25,7 +25,16 @@ from typing import Any
 from .checks.credentials import LABELS, find_secrets
 from .disk.folder import MemoryFolder, read_memory
 from .disk.locks import WriteLock, read_generation, write_lock
-from .disk.safe_io import Seen, atomic_write, create, file_mode, make_dirs, move, rewrite
+from .disk.safe_io import (
+    Seen,
+    atomic_write,
+    create,
+    file_mode,
+    make_dirs,
+    move,
+    remove,
+    rewrite,
+)
 from .disk.stats import Stats
 from .errors import (
     ConflictError,
@@ -41,11 +50,13 @@ from .memory.edits import (
     check_expected,
     edit_memory_text,
     new_memory_text,
+    relinked_text,
     with_marks,
     without_marks,
 )
 from .memory.fields import FIELDS, check_unicode, validated
-from .memory.file_format import DELETE, parse_bytes
+from .memory.file_format import DELETE, parse_bytes, sha256_bytes
+from .memory.links import Ids, folder_of
 from .memory.value import MAX_FILE_BYTES, Memory, memory_from_meta, now_iso
 from .search.index import Hit, Index, gc_paused
 
@@ -744,6 +755,150 @@ class MemoryStore:
             self._regenerate_catalog()
         return memory
 
+    def rename(self, old_id: str, new_id: str) -> Renamed:
+        """Give a memory a new id (a new file name or folder); never replaces a file.
+
+        The file moves first (a no-clobber rename: ConflictError, nothing moved,
+        when a file of the new id exists); then every `[[link]]` and
+        `[text](x.md)` in the memories in service that named it is pointed at
+        the new id, in its own style where that still reaches it, and so are
+        `supersedes` lists and archived memories' `supersededBy`. The moved
+        memory's own relative links are rewritten when its folder changes. Each
+        rewrite is a checked write over the bytes read (redone when the file
+        changed meanwhile) and each rewritten link is read back to name the
+        memory it named before; `updated` is not stamped (the dream dates
+        relative dates by it, and no fact changed). A memory that is locked,
+        or whose file cannot be edited safely, keeps its links and is named in
+        `Renamed.left`. Raises MemoryLocked for a locked memory, InvalidMemory
+        for one whose file does not parse.
+        """
+        old_path = self.folder.path_for(old_id)
+        old = self.folder.normalize_id(old_id)
+        new_path = self.folder.path_for(new_id)
+        new = self.folder.normalize_id(new_id)
+        if new == old:
+            raise InvalidId(f"{old}: the new id is the same as the old one")
+        self.folder.check_new_id(new)
+        with self._write_lock():
+            seen = self._read_for_write(old_path)
+            if seen.raw is None:
+                raise MemoryNotFound(self._not_found_message(old), path=old_path)
+            parsed = parse_bytes(seen.raw, old_path)
+            if memory_from_meta(old, old_path, parsed.meta, parsed.body).locked:
+                raise MemoryLocked(f"{old}: memory is locked (locked: true)", path=old_path)
+            if os.path.lexists(new_path):
+                raise ConflictError(
+                    f"{new}: a memory of that id exists; not overwritten", path=new_path
+                )
+            before = Ids.of([*(m.id for m in self.list()), old])
+            after = before.renamed(old, new)
+            make_dirs(new_path.parent, root=self.root)
+            self.folder.check_contained(new_path)
+            moved = move(old_path, new_path)
+            if moved != new_path:  # a file of that id appeared meanwhile: put it back
+                move(moved, old_path)
+                raise ConflictError(
+                    f"{new}: a memory of that id appeared; not overwritten", path=new_path
+                )
+            with self._refresh_lock:
+                self._seen.pop(str(old_path), None)
+                self._problems.pop(str(old_path), None)
+                self.index.remove(old)
+            relinked: list[str] = []
+            left: list[str] = []
+
+            def relink(memory_id: str, path: Path, *, folder_before: str,
+                       archived: bool = False) -> None:
+                notes: list[str] = []
+
+                def edited(current: Seen) -> bytes | None:
+                    notes.clear()  # redone from a fresh read when the file changed meanwhile
+                    text = relinked_text(
+                        current.raw, path, old=old, new=new, before=before, after=after,
+                        folder_before=folder_before, folder_after=folder_of(memory_id),
+                        archived=archived, left=notes,
+                    )
+                    if text is None:
+                        return None
+                    return _checked_bytes(path, text, current.raw, allow_secret=False)
+
+                try:
+                    written = self._rewrite(path, edited)
+                except (InvalidMemory, ConflictError, OSError) as exc:
+                    left.append(f"{memory_id}: links not updated: {exc}")
+                    return
+                left.extend(f"{memory_id}: {note}" for note in notes)
+                if written is not None and memory_id != new:
+                    relinked.append(memory_id)
+                    self._note_written(path, memory_id, archived=archived)
+
+            relink(new, new_path, folder_before=folder_of(old))
+            memory = self._note_written(new_path, new)
+            for other in self.list():
+                if other.id != new and ("[" in other.body or old in other.supersedes):
+                    relink(other.id, other.path, folder_before=folder_of(other.id))
+            for other in self.list(archived=True):
+                successor = other.meta.get("supersededBy")
+                if other.archived and isinstance(successor, str) and (
+                    successor.removesuffix(".md") == old
+                ):
+                    relink(other.id, other.path, folder_before=folder_of(other.id),
+                           archived=True)
+            try:
+                self.stats.rename(old, new)
+            except OSError:
+                pass
+            self._regenerate_catalog()
+        return Renamed(memory, old, tuple(relinked), tuple(left))
+
+    def delete(self, memory_id: str, *, expected_sha256: str | None = None) -> Memory:
+        """Delete an archived memory for good: a person's act, never the tool's own.
+
+        Only a memory in `archive/` can be deleted (`archive/x`, or `x` when no
+        memory `x` is in service: InvalidMemory otherwise, archive it first).
+        Agents' tools, the MCP server and the dream never call this; the CLI
+        (`sage-mem delete`, after confirmation) and the page do. The file is
+        deleted only if it still holds the bytes read under the write lock (and
+        `expected_sha256`, when given: ConflictError otherwise, nothing
+        deleted). Returns the memory as it was (a file that no longer parses is
+        deleted too, and returned with its id, path and sha256 only).
+        """
+        prefix = self.folder.archive_dir.name + "/"
+        if not memory_id.startswith(prefix):
+            live = self.folder.path_for(memory_id)
+            if os.path.lexists(live):
+                raise InvalidMemory(
+                    f"{self.folder.normalize_id(memory_id)}: in service; only an archived "
+                    "memory can be deleted (archive it first)",
+                    path=live,
+                )
+            memory_id = prefix + memory_id
+        path = self.folder.path_for(memory_id, allow_archived=True)
+        canonical = self.folder.normalize_id(memory_id, allow_archived=True)
+        with self._write_lock():
+            seen = self._read_for_write(path)
+            if seen.raw is None:
+                raise MemoryNotFound(f"no archived memory {canonical!r}", path=path)
+            check_expected(path, seen.raw, expected_sha256)
+            try:
+                parsed = parse_bytes(seen.raw, path)
+                memory = memory_from_meta(
+                    canonical, path, parsed.meta, parsed.body, sha256=parsed.sha256,
+                    archived=True, problems=parsed.problems,
+                )
+            except InvalidMemory:
+                memory = Memory(canonical, path, "", "", archived=True,
+                                sha256=sha256_bytes(seen.raw))
+            remove(path, seen, limit=MAX_FILE_BYTES)
+            with self._refresh_lock:
+                self._seen.pop(str(path), None)
+                self._problems.pop(str(path), None)
+                self.index.remove(canonical)
+                self._count_write()
+            self._changed()
+            self._regenerate_catalog()
+        return memory
+
     # change listeners (the web UI's live updates)
 
     # Replaced, never mutated: the watcher thread may be iterating the old tuple.
@@ -913,6 +1068,30 @@ class MemoryStore:
         return memory
 
 
+@dataclass(frozen=True)
+class Renamed:
+    """What `MemoryStore.rename` did: the memory under its new id, the memories whose links
+    (or `supersedes`, `supersededBy`) now name it, and what could not be updated, and why."""
+
+    memory: Memory
+    old_id: str
+    relinked: tuple[str, ...] = ()
+    left: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.memory.id, "oldId": self.old_id, "path": str(self.memory.path),
+            "relinked": list(self.relinked), "left": list(self.left),
+        }
+
+    def format_text(self) -> str:
+        lines = [f"Renamed {self.old_id} to {self.memory.id} ({self.memory.path})"]
+        if self.relinked:
+            lines.append(f"Links updated in: {', '.join(self.relinked)}")
+        lines.extend(f"not updated: {note}" for note in self.left)
+        return "\n".join(lines) + "\n"
+
+
 def _signature(st: os.stat_result) -> tuple[int, int, int, int]:
     """What `cache.scan` records of a file: size, mtime, inode, ctime."""
     return (st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
@@ -981,4 +1160,4 @@ def _checked_bytes(path: Path, text: str, old: bytes | None, *, allow_secret: bo
 
 
 
-__all__ = ["MemoryStore", "Problem", "load_memory", "DELETE"]
+__all__ = ["MemoryStore", "Problem", "Renamed", "load_memory", "DELETE"]

@@ -48,6 +48,9 @@ STORE_METHODS = {
              "expected_sha256=None, allow_secret=False",
     "archive": "memory_id, reason, *, extra=None, expected_sha256=None",
     "feedback": "memory_id, helpful",
+    "restore": "archived_id",
+    "rename": "old_id, new_id",
+    "delete": "memory_id, *, expected_sha256=None",
     "close": "",
 }
 

@@ -15,6 +15,8 @@ Every file-system step that could lose or leak what a person wrote lives here:
 - `rewrite`: read, transform, commit, and redo from a fresh read when the
   file changed meanwhile.
 - `move`: a rename that never replaces a file, to the next free name.
+- `remove`: delete a file only if it still holds the bytes read (a person's
+  `sage-mem delete`, never the tool on its own).
 - `atomic_write`: the tool's own files (state folder, reports): temp file,
   fsync, rename, folder fsync.
 - The permission policy: a memory folder is private by default (new files
@@ -339,6 +341,31 @@ def _rename_without_replacing(source: Path, target: Path) -> None:
         os.rename(source, target)
         return
     os.unlink(source)
+
+
+def remove(path: Path, seen: Seen, *, limit: int) -> None:
+    """Delete the file at `path` if it still holds what `seen` saw; else raise FileChanged.
+
+    The file is first renamed to a dot-name beside it (which no walk takes for
+    a memory), then its bytes are compared with `seen.raw`: a file saved in the
+    meantime is renamed back (to the next free name if its own was taken
+    meanwhile) and kept. Only then is it unlinked. A crash in between leaves
+    the file under the dot-name, never lost.
+    """
+    if seen.raw is None:
+        raise FileChanged(f"{path.name}: nothing was read to delete", path=path)
+    stem = path.name.encode("utf-8")[:200].decode("utf-8", "ignore")
+    parked = path.with_name(f".{stem}.{os.getpid()}.{os.urandom(4).hex()}.deleting")
+    try:
+        _rename_without_replacing(path, parked)
+    except FileNotFoundError:
+        raise FileChanged(f"{path.name}: removed on disk since it was read", path=path) from None
+    if _bytes_at(parked, limit) != seen.raw:
+        move(parked, path)
+        raise FileChanged(f"{path.name}: changed on disk since it was read; not deleted",
+                          path=path)
+    os.unlink(parked)
+    fsync_dir(path.parent)
 
 
 # the tool's own files

@@ -17,6 +17,7 @@ from typing import Any
 from ..errors import ConflictError, InvalidMemory, MemoryLocked
 from .fields import FIELDS, new_file_meta
 from .file_format import DELETE, edit_frontmatter, parse_bytes, render_new, sha256_bytes
+from .links import Ids, retarget
 from .value import Memory, memory_from_meta, now_iso
 
 
@@ -163,3 +164,48 @@ def without_marks(raw: bytes | None) -> bytes | None:
         return edit_frontmatter(parsed, marks).encode("utf-8")
     except InvalidMemory:
         return None  # a layout we cannot edit safely comes back as it is
+
+
+def relinked_text(
+    raw: bytes | None, path: Path, *, old: str, new: str, before: Ids, after: Ids,
+    folder_before: str, folder_after: str, archived: bool, left: list[str],
+) -> str | None:
+    """A memory's text with its links (and `supersedes`/`supersededBy`) following old -> new;
+    None when nothing changes or it cannot be edited safely (the reason added to `left`)."""
+    if raw is None:
+        return None
+    parsed = parse_bytes(raw, path)
+    current = memory_from_meta(path.stem, path, parsed.meta, parsed.body)
+    changes: dict[str, Any] = {}
+    body: str | None = None
+    if archived:
+        successor = parsed.meta.get("supersededBy")
+        if isinstance(successor, str) and successor.removesuffix(".md") == old:
+            changes["supersededBy"] = new + (".md" if successor.endswith(".md") else "")
+    else:
+        key = META_KEYS["supersedes"]
+        listed = parsed.meta.get(key)
+        if isinstance(listed, list) and any(
+            isinstance(item, str) and item.removesuffix(".md") == old for item in listed
+        ):
+            changes[key] = [
+                new + (".md" if item.endswith(".md") else "")
+                if isinstance(item, str) and item.removesuffix(".md") == old else item
+                for item in listed
+            ]
+        result = retarget(
+            parsed.body, before=before, after=after, moved={old: new},
+            folder_before=folder_before, folder_after=folder_after,
+        )
+        left.extend(result.left)
+        if result.body != parsed.body:
+            body = result.body
+    if not changes and body is None:
+        return None
+    if current.locked:
+        left.append("locked (locked: true): its links to the memory were left as they are")
+        return None
+    if not parsed.rewritable:
+        left.append("its frontmatter cannot be edited safely: its links were left as they are")
+        return None
+    return edit_frontmatter(parsed, changes, body, path=path)
