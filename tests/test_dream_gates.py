@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from sage_mem.dream import DreamConfig, DreamError, run_dream
-from sage_mem.dream.gates import DreamLock
+from sage_mem.dream.gates import DreamLock, load_state
 from sage_mem.dream.paths import DreamPaths
 from sage_mem.errors import StoreLocked
 from sage_mem.store import MemoryStore
@@ -124,16 +124,21 @@ def test_a_live_fresh_holder_keeps_the_lock(store: MemoryStore) -> None:
         holder.release()
 
 
-def test_a_lock_held_for_over_an_hour_is_taken_over(store: MemoryStore) -> None:
+def test_a_live_holder_older_than_an_hour_keeps_the_lock(store: MemoryStore) -> None:
     paths = DreamPaths(store.folder)
     hung = DreamLock(paths, stale_after=timedelta(hours=1))
     assert hung.acquire("20261129T080000Z-0001", T0)
     try:
-        result = run_dream(store, now=T0 + timedelta(minutes=61))
-        assert result.status == "finished"
-        assert "took over a lock held for more than 60 min" in (result.lock_recovered or "")
+        with pytest.raises(StoreLocked) as refused:
+            run_dream(store, now=T0 + timedelta(minutes=61))
+        message = str(refused.value)
+        assert "held the lock for 61 min and still runs" in message
+        assert f"kill {os.getpid()}" in message and "never taken over" in message
+        skipped = run_dream(store, auto=True, now=T0 + timedelta(hours=5))
+        assert (skipped.status, skipped.gate) == ("skipped", "lock")
     finally:
         hung.release()
+    assert run_dream(store, now=T0 + timedelta(hours=5)).status == "finished"
 
 
 def test_a_lock_left_by_a_dead_process_is_recovered(store: MemoryStore) -> None:
@@ -160,16 +165,16 @@ def test_a_lock_left_by_a_dead_process_is_recovered(store: MemoryStore) -> None:
     assert "whose process is gone" in (result.lock_recovered or "")
 
 
-def test_two_contenders_never_both_take_over(store: MemoryStore) -> None:
+def test_no_contender_takes_a_live_lock_however_old(store: MemoryStore) -> None:
     paths = DreamPaths(store.folder)
     hung = DreamLock(paths, stale_after=timedelta(hours=1))
     assert hung.acquire("20261129T080000Z-0001", T0)
     first = DreamLock(paths, stale_after=timedelta(hours=1))
     second = DreamLock(paths, stale_after=timedelta(hours=1))
     try:
-        later = T0 + timedelta(hours=2)
-        assert first.acquire("20261129T100000Z-0001", later)
-        assert not second.acquire("20261129T100000Z-0002", later)
+        later = T0 + timedelta(days=2)
+        assert not first.acquire("20261201T080000Z-0001", later)
+        assert not second.acquire("20261201T080000Z-0002", later)
     finally:
         for lock in (first, second, hung):
             lock.release()
@@ -178,3 +183,45 @@ def test_two_contenders_never_both_take_over(store: MemoryStore) -> None:
 def test_settings_flags_are_checked() -> None:
     with pytest.raises(DreamError, match="keepSnapshots must be a whole number of at least 1"):
         DreamConfig().with_overrides(keep_snapshots=0)
+
+
+# state.json
+
+
+def test_a_run_that_fails_is_interrupted_and_does_not_close_the_gate(
+    store: MemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sage_mem.dream import runner
+
+    first = run_dream(store, auto=True, now=T0)
+    _sessions(store, 5, T0 + timedelta(hours=1))
+
+    def broken(*args: object, **kwargs: object) -> str:
+        raise RuntimeError("disk full while rendering")
+
+    monkeypatch.setattr(runner, "render_run", broken)
+    with pytest.raises(RuntimeError):
+        run_dream(store, auto=True, now=T0 + timedelta(hours=25))
+    monkeypatch.undo()
+    state = load_state(DreamPaths(store.folder))
+    assert state["lastRun"]["status"] == "interrupted"
+    assert state["lastFinished"]["runId"] == first.run_id
+    assert run_dream(store, auto=True, now=T0 + timedelta(hours=25, minutes=1)).status == (
+        "finished"
+    )
+
+
+def test_a_state_file_from_before_keeps_its_gate(store: MemoryStore) -> None:
+    paths = DreamPaths(store.folder)
+    paths.ensure()
+    legacy = {"lastRunId": "20261129T080000Z-0001", "lastRunStarted": "2026-11-29T08:00:00Z",
+              "lastRunStatus": "finished"}
+    paths.state_file.write_text(json.dumps(legacy), encoding="utf-8")
+    assert run_dream(store, auto=True, now=T0 + timedelta(hours=2)).gate == "time"
+    done = run_dream(store, now=T0 + timedelta(hours=2))
+    state = load_state(paths)
+    assert "lastRunStarted" not in state and "lastRunStatus" not in state
+    assert state["lastFinished"]["runId"] == done.run_id
+    assert state["lastRun"] == {
+        "runId": done.run_id, "started": "2026-11-29T10:00:00Z", "status": "finished"
+    }

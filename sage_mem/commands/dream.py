@@ -19,13 +19,14 @@ from .base import (
     "sage-mem dream --mode rewrite",
 )
 @dir_option
-@click.option("--mode", type=Choice(["report", "rewrite"]), default="report",
-              help="report only (default) or rewrite, with a rollback point first")
+@click.option("--mode", type=Choice(["report", "rewrite"]), default=None,
+              help="report only (default; with --auto, the settings' autoMode) or rewrite, "
+              "with a rollback point first")
 @click.option("--auto", is_flag=True,
               help="run only if the gates open (hours and sessions since the last run, the lock)")
 @json_option
 @click.pass_obj
-def dream(session: Session, mode: str, auto: bool, as_json: bool) -> int:
+def dream(session: Session, mode: str | None, auto: bool, as_json: bool) -> int:
     from ..dream import run_dream
 
     return session.print_result(run_dream(session.open_store(), mode=mode, auto=auto), as_json)

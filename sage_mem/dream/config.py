@@ -1,38 +1,100 @@
 """Autodream settings: defaults, the optional `config.json` in the state folder, and flags.
 
-    {"minHours": 24, "minSessions": 5, "keepSnapshots": 10, "staleLockMinutes": 60,
+    {"minHours": 24, "minSessions": 5, "autoFromHook": true, "autoMode": "rewrite",
      "agentCommand": ["claude", "-p", "{prompt}", "--mcp-config", "{mcp_config}"],
-     "agentTimeoutSeconds": 600, "agentMaxCalls": 200, "autoFromHook": false}
+     "inputSource": "memory+sessions", "sessionsDir": "~/.claude/projects/-home-me-shop"}
 
-Every key is optional; a flag given to `run_dream` wins over the file.
+Every key is optional; a flag given to `run_dream` wins over the file. A bad
+value is one clear line naming the key, what it must be and the file.
+
+`DreamConfig` is a plain frozen dataclass whose fields describe themselves, so
+a settings form (the page) can be derived from it: `DreamConfig.settings()`
+lists the fields in order; each field's `metadata` holds `kind` (number,
+whole, bool, choice, command or path), `doc` (one line for people), and
+`minimum` or `choices` where they apply; `key_of(field)` is its camelCase
+name in config.json; `to_json()` gives a config in the file's form, and
+`with_overrides(**values)` checks values as `load` does.
+
 `autoFromHook: true` lets the session-start hook start `dream --auto` in the
 background (see `sage_mem.agents.hooks`; the environment variable SAGE_MEM_AUTODREAM
-overrides it).
+overrides it); `autoMode` is the mode of every automatic run.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, fields, replace
+import os
+from dataclasses import Field, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
 from ..errors import DreamError
+
+NUMBER, WHOLE, BOOL, CHOICE, COMMAND, PATH = "number", "whole", "bool", "choice", "command", "path"
+MEMORY_ONLY, WITH_SESSIONS = "memory", "memory+sessions"
+
+
+def _setting(default: Any, kind: str, doc: str, **limits: Any) -> Any:
+    return field(default=default, metadata={"kind": kind, "doc": doc, **limits})
 
 
 @dataclass(frozen=True)
 class DreamConfig:
     """What the gates, the snapshots and the optional model pass are allowed to do."""
 
-    min_hours: float = 24.0
-    min_sessions: int = 5
-    session_scan_minutes: float = 10.0
-    keep_snapshots: int = 10
-    stale_lock_minutes: float = 60.0
-    agent_command: tuple[str, ...] = ()
-    agent_timeout_seconds: float = 600.0
-    agent_max_calls: int = 200
-    auto_from_hook: bool = False
+    min_hours: float = _setting(
+        24.0, NUMBER, "Hours since the last finished run before an automatic run may start.",
+        minimum=0,
+    )
+    min_sessions: int = _setting(
+        5, WHOLE, "Sessions (Claude Code hook or any MCP client) with activity since the last "
+        "finished run before an automatic run may start.", minimum=0,
+    )
+    session_scan_minutes: float = _setting(
+        10.0, NUMBER, "How long a count of the sessions is reused before the folder is scanned "
+        "again.", minimum=0,
+    )
+    keep_snapshots: int = _setting(
+        10, WHOLE, "Rollback points kept (the newest; protective ones are never rotated out).",
+        minimum=1,
+    )
+    stale_lock_minutes: float = _setting(
+        60.0, NUMBER, "After this long a run still holding the lock is named as possibly stuck "
+        "(with its pid); a live run's lock is never taken over.", minimum=0,
+    )
+    agent_command: tuple[str, ...] = _setting(
+        (), COMMAND, "The agent command of the optional model pass, as a list of strings "
+        "(empty: no model pass).",
+    )
+    agent_timeout_seconds: float = _setting(
+        600.0, NUMBER, "Seconds the model pass may take before it is stopped.", minimum=0,
+    )
+    agent_max_calls: int = _setting(
+        200, WHOLE, "Tool calls the model pass may make.", minimum=0,
+    )
+    auto_from_hook: bool = _setting(
+        False, BOOL, "Let the Claude Code session-start hook start an automatic run in the "
+        "background.",
+    )
+    auto_mode: str = _setting(
+        "report", CHOICE, "The mode of an automatic run (`dream --auto`, the hook): report "
+        "changes nothing, rewrite changes the folder after a rollback point.",
+        choices=("report", "rewrite"),
+    )
+    input_source: str = _setting(
+        MEMORY_ONLY, CHOICE, "What the model pass may read: the memories only, or also the "
+        "agent's session transcripts (search_sessions; they may hold private text).",
+        choices=(MEMORY_ONLY, WITH_SESSIONS),
+    )
+    sessions_dir: str = _setting(
+        "", PATH, "Where the session transcripts are (Claude Code's JSONL files); empty: "
+        "~/.claude/projects (or $CLAUDE_CONFIG_DIR/projects). Nothing outside it is read.",
+    )
+
+    @classmethod
+    def settings(cls) -> list[Field[Any]]:
+        """Every setting, in order, each with its metadata (`key`, `kind`, `doc`, limits)."""
+        return list(fields(cls))
 
     @classmethod
     def load(cls, path: Path) -> DreamConfig:
@@ -47,51 +109,96 @@ class DreamConfig:
             ) from None
         if not isinstance(data, dict):
             raise DreamError(f"{path}: autodream settings must be a JSON object", path=path)
-        known = {_camel(f.name): f.name for f in fields(cls)}
+        known = {key_of(f): f.name for f in fields(cls)}
         values: dict[str, Any] = {}
         for key, value in data.items():
             if key not in known:
                 raise DreamError(f"{path}: unknown autodream setting {key!r}", path=path)
+            if value is None:
+                raise DreamError(
+                    f"{key} must not be null (leave it out for the default) (in {path})",
+                    path=path,
+                )
             values[known[key]] = value
-        return cls().with_overrides(**values)
+        try:
+            return cls().with_overrides(**values)
+        except DreamError as exc:
+            raise DreamError(f"{exc} (in {path})", path=path) from None
 
     def with_overrides(self, **overrides: Any) -> DreamConfig:
         """A copy with the given settings (None leaves one as it is), each checked."""
-        given = {key: value for key, value in overrides.items() if value is not None}
-        for key, value in list(given.items()):
-            given[key] = _checked(key, value)
+        by_name = {f.name: f for f in fields(self)}
+        given = {}
+        for name, value in overrides.items():
+            if value is None:
+                continue
+            spec = by_name.get(name)
+            if spec is None:
+                raise DreamError(f"unknown autodream setting {name!r}")
+            given[name] = _checked(spec, value)
         return replace(self, **given)
 
+    def to_json(self) -> dict[str, Any]:
+        """The settings as config.json holds them (camelCase keys, lists for commands)."""
+        out: dict[str, Any] = {}
+        for spec in fields(self):
+            value = getattr(self, spec.name)
+            out[key_of(spec)] = list(value) if isinstance(value, tuple) else value
+        return out
 
-def _camel(name: str) -> str:
-    head, *rest = name.split("_")
+    def sessions_root(self) -> Path:
+        """The folder `search_sessions` may read: `sessions_dir`, or Claude Code's projects."""
+        if self.sessions_dir:
+            return Path(os.path.expanduser(self.sessions_dir))
+        base = os.environ.get("CLAUDE_CONFIG_DIR") or os.path.expanduser("~/.claude")
+        return Path(base) / "projects"
+
+
+def key_of(spec: Field[Any]) -> str:
+    """A setting's name in config.json: its field name in camelCase (min_hours -> minHours)."""
+    head, *rest = spec.name.split("_")
     return head + "".join(part.title() for part in rest)
 
 
-def _checked(key: str, value: Any) -> Any:
-    if key == "auto_from_hook":
+def _checked(spec: Field[Any], value: Any) -> Any:
+    key, kind = key_of(spec), spec.metadata["kind"]
+    if kind == BOOL:
         if not isinstance(value, bool):
-            raise DreamError(f"autoFromHook must be true or false, not {value!r}")
+            raise DreamError(f"{key} must be true or false, not {value!r}")
         return value
-    if key == "agent_command":
-        if isinstance(value, str) or not all(isinstance(part, str) for part in value):
-            raise DreamError(
-                "agentCommand must be a list of strings (the command and its arguments)"
-            )
-        return tuple(value)
-    if key in ("min_sessions", "keep_snapshots", "agent_max_calls"):
+    if kind == COMMAND:
         if (
-            isinstance(value, bool)
-            or not isinstance(value, int)
-            or value < (1 if key == "keep_snapshots" else 0)
+            isinstance(value, (str, bytes))
+            or not isinstance(value, (list, tuple))
+            or not all(isinstance(part, str) for part in value)
         ):
-            raise DreamError(
-                f"{_camel(key)} must be a whole number of at least "
-                f"{1 if key == 'keep_snapshots' else 0}, not {value!r}"
-            )
+            raise DreamError(f"{key} must be a list of strings (the command and its arguments)")
+        if value and not value[0].strip():
+            raise DreamError(f"{key}: the command (its first string) must not be empty")
+        return tuple(value)
+    if kind == CHOICE:
+        choices = spec.metadata["choices"]
+        if value not in choices:
+            listed = " or ".join(json.dumps(choice) for choice in choices)
+            raise DreamError(f"{key} must be {listed}, not {value!r}")
         return value
-    if key in ("min_hours", "session_scan_minutes", "stale_lock_minutes", "agent_timeout_seconds"):
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-            raise DreamError(f"{_camel(key)} must be a number of at least 0, not {value!r}")
-        return float(value)
-    raise DreamError(f"unknown autodream setting {key!r}")
+    if kind == PATH:
+        if not isinstance(value, str) or "\0" in value:
+            raise DreamError(f"{key} must be a folder path as a string, not {value!r}")
+        if value and not os.path.isabs(os.path.expanduser(value)):
+            raise DreamError(f"{key} must be an absolute path (or start with ~), not {value!r}")
+        return value
+    minimum = spec.metadata.get("minimum", 0)
+    if kind == WHOLE:
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            raise DreamError(f"{key} must be a whole number of at least {minimum}, not {value!r}")
+        return value
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or value != value  # NaN
+        or value in (float("inf"), float("-inf"))
+        or value < minimum
+    ):
+        raise DreamError(f"{key} must be a number of at least {minimum}, not {value!r}")
+    return float(value)

@@ -1,33 +1,61 @@
 """The gates of an automatic run, cheapest first, and the lock that keeps runs one at a time.
 
-1. Time gate: at least `min_hours` since the last run started (one small file read).
-2. Session gate: at least `min_sessions` session logs touched since then (one
+1. Time gate: at least `min_hours` since the last run that *finished* started
+   (one small file read). A run that was killed or failed half-way does not
+   close the gate: the next automatic run goes ahead.
+2. Session gate: at least `min_sessions` sessions with activity since then (one
    directory scan, at most once per `session_scan_minutes`; in between, the
    count from the last scan is reused, since counts only grow).
 3. The lock, `<state>/autodream/lock`: an `flock` held for the whole run, with
    the holder's pid and start time written inside. The kernel drops an `flock`
-   when its holder dies, so a dead holder never blocks anyone; its stale
-   contents are simply overwritten and reported as recovered. A holder that
-   lives but has held the lock for longer than `stale_lock_minutes` is taken
-   over: a fresh lock file, already locked, is renamed over the old one, under
-   a second short lock so that two contenders cannot both take over.
+   when its holder dies, so a dead holder never blocks anyone (its stale
+   contents are overwritten and reported as recovered), and a held `flock`
+   means a live holder: it is never taken over, however long it has held the
+   lock, so two runs never overlap. A holder older than `stale_lock_minutes`
+   is only named as possibly stuck (with its pid) in the answer.
+
+`state.json`, the gates' memory (every write under `state.lock`, so that a run
+and a gate check never lose each other's update):
+
+    {"lastRun":      {"runId": …, "started": …, "status": "running" | "finished" | "interrupted"},
+     "lastFinished": {"runId": …, "started": …, "finished": …},
+     "sessionScan":  {"at": …, "since": …, "count": …}}
+
+`lastRun` is the newest run started and says `finished` only once its manifest
+does; `lastFinished` is what the gates count from. (A state file from before
+these keys has `lastRunStarted`, read as the last finished run's start.)
+
+Sessions (`<state>/sessions/`, one file per session, its mtime the session's
+last activity): `<id>.json`, the log the Claude Code hook keeps for session
+`<id>`; `<id>.mcp.json`, an MCP session of a client that names its Claude Code
+session (`CLAUDE_CODE_SESSION_ID`, which Claude Code gives the MCP servers it
+starts) — the same session as the hook's `<id>.json`, so counted once;
+`<hex>.conn.json`, any other MCP session (Codex, Cursor, any client of `sage-mem
+serve`): one per connection. See `SessionActivity`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
 import secrets
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any
 
-from ..disk.safe_io import atomic_write
+from ..disk.safe_io import atomic_write, make_private_dirs
 from ..memory.value import iso_datetime, parse_moment
 from .config import DreamConfig
 from .paths import DreamPaths
 from .runinfo import own_identity
+
+RUNNING, FINISHED, INTERRUPTED = "running", "finished", "interrupted"
+_LEGACY_KEYS = ("lastRunId", "lastRunStarted", "lastRunFinished", "lastRunStatus")
 
 
 @dataclass(frozen=True)
@@ -53,16 +81,108 @@ def save_state(paths: DreamPaths, state: dict[str, Any]) -> None:
     atomic_write(paths.state_file, text.encode("utf-8"))
 
 
+@contextlib.contextmanager
+def _state_lock(paths: DreamPaths) -> Iterator[None]:
+    paths.ensure()
+    fd = os.open(paths.base / "state.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # held for one small read and write
+        yield
+    finally:
+        os.close(fd)
+
+
+def update_state(paths: DreamPaths, change: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+    """Read state.json, apply `change` to it and write it back, under `state.lock`."""
+    with _state_lock(paths):
+        state = load_state(paths)
+        change(state)
+        save_state(paths, state)
+    return state
+
+
+def last_finished_start(state: dict[str, Any]) -> str | None:
+    """When the last run that finished started: what the gates count from."""
+    finished = state.get("lastFinished")
+    if isinstance(finished, dict):
+        started = finished.get("started")
+        return started if isinstance(started, str) else None
+    legacy = state.get("lastRunStarted")
+    return legacy if isinstance(legacy, str) else None
+
+
+def record_start(paths: DreamPaths, run_id: str, started: str) -> None:
+    """A run has started: `lastRun` says running (the gates still count from `lastFinished`)."""
+
+    def change(state: dict[str, Any]) -> None:
+        _migrate(state)
+        state["lastRun"] = {"runId": run_id, "started": started, "status": RUNNING}
+
+    update_state(paths, change)
+
+
+def record_end(paths: DreamPaths, run_id: str, status: str, finished: str | None = None) -> None:
+    """A run has ended as `status` (finished or interrupted); only `finished` closes the gates.
+
+    Idempotent, and a run that is no longer the newest one only ever moves
+    `lastFinished` forward, never back.
+    """
+
+    def change(state: dict[str, Any]) -> None:
+        _migrate(state)
+        last = state.get("lastRun")
+        started: str | None = None
+        if isinstance(last, dict) and last.get("runId") == run_id:
+            last["status"] = status
+            started = last.get("started") if isinstance(last.get("started"), str) else None
+        if status != FINISHED:
+            return
+        if started is None:
+            started = _run_id_moment(run_id)
+        previous = last_finished_start(state)
+        if started is None or (previous is not None and _later(previous, started)):
+            return
+        state["lastFinished"] = {"runId": run_id, "started": started, "finished": finished}
+
+    update_state(paths, change)
+
+
+def _migrate(state: dict[str, Any]) -> None:
+    legacy = state.get("lastRunStarted")
+    if "lastFinished" not in state and isinstance(legacy, str):
+        state["lastFinished"] = {
+            "runId": state.get("lastRunId"),
+            "started": legacy,
+            "finished": state.get("lastRunFinished"),
+        }
+    for key in _LEGACY_KEYS:
+        state.pop(key, None)
+
+
+def _later(a: str, b: str) -> bool:
+    moment_a, moment_b = parse_moment(a), parse_moment(b)
+    return moment_a is not None and moment_b is not None and moment_a > moment_b
+
+
+def _run_id_moment(run_id: str) -> str | None:
+    # A run id starts with its UTC start time: 20261129T201500Z-1a2b.
+    try:
+        moment = datetime.strptime(run_id.split("-", 1)[0], "%Y%m%dT%H%M%SZ")
+    except ValueError:
+        return None
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 def check_gates(paths: DreamPaths, config: DreamConfig, now: datetime) -> GateCheck:
     """Time gate, then session gate; updates the session-scan cache in state.json."""
     state = load_state(paths)
     timed = time_gate(state, config, now)
     if not timed.open:
         return timed
-    last = parse_moment(state.get("lastRunStarted"))
+    since = last_finished_start(state)
+    last = parse_moment(since)
     if config.min_sessions <= 0 or last is None:
         return GateCheck(True)
-    since = state.get("lastRunStarted")
     scan = state.get("sessionScan")
     cache = scan if isinstance(scan, dict) else {}
     scanned_at = parse_moment(cache.get("at"))
@@ -76,8 +196,8 @@ def check_gates(paths: DreamPaths, config: DreamConfig, now: datetime) -> GateCh
         how = f"counted {_minutes((now - scanned_at).total_seconds() / 60)} ago"
     else:
         count = count_sessions_since(paths, last)
-        state["sessionScan"] = {"at": iso_datetime(now), "since": since, "count": count}
-        save_state(paths, state)
+        scanned = {"at": iso_datetime(now), "since": since, "count": count}
+        update_state(paths, lambda state: state.update(sessionScan=scanned))
         how = "counted now"
     if count < config.min_sessions:
         return GateCheck(
@@ -89,11 +209,11 @@ def check_gates(paths: DreamPaths, config: DreamConfig, now: datetime) -> GateCh
 
 
 def time_gate(state: dict[str, Any], config: DreamConfig, now: datetime) -> GateCheck:
-    """The cheapest gate alone: at least `min_hours` since the last run started.
+    """The cheapest gate alone: at least `min_hours` since the last finished run started.
 
     `state` is `load_state(paths)`: one small file read, cheap enough for a hook.
     """
-    last = parse_moment(state.get("lastRunStarted"))
+    last = parse_moment(last_finished_start(state))
     if last is not None:
         hours = (now - last).total_seconds() / 3600
         if hours < config.min_hours:
@@ -106,22 +226,89 @@ def time_gate(state: dict[str, Any], config: DreamConfig, now: datetime) -> Gate
 
 
 def count_sessions_since(paths: DreamPaths, since: datetime) -> int:
-    """Session logs (`<state>/sessions/*.json`) modified after `since`: one directory scan."""
+    """Sessions with activity after `since`: one directory scan of `<state>/sessions/`.
+
+    A Claude Code session seen both by the hook (`<id>.json`) and by the MCP
+    server (`<id>.mcp.json`) is one session.
+    """
     cutoff = since.timestamp()
-    count = 0
+    active: set[str] = set()
     try:
         with os.scandir(paths.sessions_dir) as entries:
             for entry in entries:
-                if not entry.name.endswith(".json") or entry.name.startswith("."):
+                key = session_key(entry.name)
+                if key is None:
                     continue
                 try:
                     if entry.stat(follow_symlinks=False).st_mtime > cutoff:
-                        count += 1
+                        active.add(key)
                 except OSError:
                     continue
     except (FileNotFoundError, NotADirectoryError):
         return 0
-    return count
+    return len(active)
+
+
+MCP_SUFFIX = ".mcp.json"
+CONNECTION_SUFFIX = ".conn.json"
+SESSION_ID_ENV = "CLAUDE_CODE_SESSION_ID"
+
+
+def session_key(name: str) -> str | None:
+    """The session a file of `<state>/sessions/` stands for; None for what is not a session."""
+    if name.startswith(".") or not name.endswith(".json"):
+        return None
+    if name.endswith(MCP_SUFFIX):
+        return name[: -len(MCP_SUFFIX)] or None
+    if name.endswith(CONNECTION_SUFFIX):
+        return name.removesuffix(".json")  # keeps ".conn": never a hook session's name
+    return name.removesuffix(".json")
+
+
+class SessionActivity:
+    """Marks one MCP session as active in `<state>/sessions/`, for the session gate.
+
+    `touch()` on every tool call; it writes at most once per `every` (a first
+    call creates the file, later ones move its mtime). In a Claude Code
+    session the file is `<id>.mcp.json`, `<id>` being the name the hook gives
+    the same session's log, so the two count once; elsewhere `<hex>.conn.json`,
+    one per connection (one `sage-mem serve` process on stdio). Never raises:
+    counting must not cost a tool call.
+    """
+
+    def __init__(
+        self,
+        sessions_dir: Path,
+        *,
+        session_id: str | None = None,
+        every: timedelta = timedelta(minutes=10),
+    ) -> None:
+        from ..agents.context import session_file_name
+
+        if session_id:
+            name = session_file_name(session_id).removesuffix(".json") + MCP_SUFFIX
+        else:
+            name = secrets.token_hex(8) + CONNECTION_SUFFIX
+        self.path = sessions_dir / name
+        self.every = every.total_seconds()
+        self._last: float | None = None
+
+    @classmethod
+    def from_environment(cls, sessions_dir: Path) -> SessionActivity:
+        return cls(sessions_dir, session_id=os.environ.get(SESSION_ID_ENV) or None)
+
+    def touch(self) -> None:
+        now = time.monotonic()
+        if self._last is not None and now - self._last < self.every:
+            return
+        self._last = now
+        try:
+            make_private_dirs(self.path.parent)
+            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o600)
+            os.close(fd)
+            os.utime(self.path)
+        except OSError:
+            pass
 
 
 def _hours(hours: float) -> str:
@@ -142,16 +329,23 @@ class LockHolder:
     run_id: str | None
     pid: int | None
     started: str | None
+    note: str = ""
 
     def describe(self) -> str:
         who = f"run {self.run_id}" if self.run_id else "a run"
         pid = f", pid {self.pid}" if self.pid else ""
         since = f", since {self.started}" if self.started else ""
-        return f"{who}{pid}{since}"
+        note = f"; {self.note}" if self.note else ""
+        return f"{who}{pid}{since}{note}"
 
 
 class DreamLock:
-    """One dream or rollback at a time. `acquire` never waits: a busy lock is an answer."""
+    """One dream or rollback at a time. `acquire` never waits: a busy lock is an answer.
+
+    A held lock is never taken over: the `flock` is the proof that its holder
+    lives. `stale_after` only decides when a busy answer calls the holder
+    possibly stuck.
+    """
 
     def __init__(self, paths: DreamPaths, *, stale_after: timedelta) -> None:
         self.paths = paths
@@ -165,7 +359,7 @@ class DreamLock:
         return self._fd is not None
 
     def acquire(self, run_id: str, now: datetime) -> bool:
-        """Take the lock for `run_id`; False (with `holder` set) when a live, fresh run holds it."""
+        """Take the lock for `run_id`; False (with `holder` set) while another process holds it."""
         self.paths.ensure()
         path = self.paths.lock_file
         for _ in range(5):
@@ -175,12 +369,10 @@ class DreamLock:
             except BlockingIOError:
                 holder = _read_holder(fd)
                 os.close(fd)
-                self.holder = holder
-                if self._is_stale(holder, now):
-                    return self._take_over(run_id, now, holder)
+                self.holder = self._with_age(holder, now)
                 return False
             if not _same_file(fd, path):
-                os.close(fd)  # taken over and replaced while we opened it: look again
+                os.close(fd)  # the file was replaced while we opened it: look again
                 continue
             previous = _read_holder(fd)
             if previous.pid and previous.pid != os.getpid():
@@ -202,52 +394,17 @@ class DreamLock:
             os.close(self._fd)
             self._fd = None
 
-    def _is_stale(self, holder: LockHolder, now: datetime) -> bool:
+    def _with_age(self, holder: LockHolder, now: datetime) -> LockHolder:
         started = parse_moment(holder.started)
-        if started is None:
-            return False
-        return now - started > self.stale_after
-
-    def _take_over(self, run_id: str, now: datetime, stale: LockHolder) -> bool:
-        guard_path = self.paths.base / "lock.takeover"
-        guard = os.open(guard_path, os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            try:
-                fcntl.flock(guard, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                return False
-            # Look again under the guard: another contender may have taken over already.
-            fd = os.open(self.paths.lock_file, os.O_RDWR | os.O_CREAT, 0o600)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                current = _read_holder(fd)
-                os.close(fd)
-                if current != stale or not self._is_stale(current, now):
-                    self.holder = current
-                    return False
-            else:
-                # Released meanwhile: an ordinary acquisition.
-                if not _same_file(fd, self.paths.lock_file):
-                    os.close(fd)
-                    return False
-                self._fd = fd
-                _write_holder(fd, run_id, now)
-                return True
-            tmp = self.paths.base / f".lock.{os.getpid()}.{secrets.token_hex(4)}"
-            new = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
-            fcntl.flock(new, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            _write_holder(new, run_id, now)
-            os.replace(tmp, self.paths.lock_file)
-            self._fd = new
-            self.recovered = (
-                f"took over a lock held for more than "
-                f"{self.stale_after.total_seconds() / 60:.0f} min by {stale.describe()}"
-            )
-            return True
-        finally:
-            fcntl.flock(guard, fcntl.LOCK_UN)
-            os.close(guard)
+        if started is None or now - started <= self.stale_after:
+            return holder
+        minutes = (now - started).total_seconds() / 60
+        stop = f"kill {holder.pid}" if holder.pid else "stop it"
+        note = (
+            f"it has held the lock for {minutes:.0f} min and still runs; if it is stuck, "
+            f"{stop} (a live run's lock is never taken over)"
+        )
+        return LockHolder(holder.run_id, holder.pid, holder.started, note)
 
 
 def _same_file(fd: int, path: os.PathLike[str] | str) -> bool:

@@ -35,7 +35,15 @@ from ..memory.file_format import sha256_bytes
 from ..store import MemoryStore
 from .changes import MODES, Applier, file_state
 from .config import DreamConfig
-from .gates import DreamLock, GateCheck, check_gates, load_state, save_state
+from .gates import (
+    FINISHED,
+    INTERRUPTED,
+    DreamLock,
+    GateCheck,
+    check_gates,
+    record_end,
+    record_start,
+)
 from .health import audit_summary, health
 from .manifest import RUNNING_MARK, Manifest, stamp
 from .model import DreamTools, run_model_pass
@@ -166,7 +174,7 @@ def format_runs(runs: list[RunInfo]) -> str:
 def run_dream(
     store: MemoryStore,
     *,
-    mode: str = "report",
+    mode: str | None = None,
     auto: bool = False,
     config: DreamConfig | None = None,
     min_hours: float | None = None,
@@ -178,10 +186,11 @@ def run_dream(
 ) -> DreamResult:
     """One autodream run now (or, with `auto`, only when the gates open).
 
+    `mode` left out: `report`, or for an `auto` run the settings' `autoMode`.
     Raises DreamError for a bad mode or settings, StoreLocked when another run
     holds the lock (an `auto` run returns a skipped result instead).
     """
-    if mode not in MODES:
+    if mode is not None and mode not in MODES:
         raise DreamError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
     paths = DreamPaths(store.folder)
     moment = now or datetime.now(UTC)
@@ -191,6 +200,8 @@ def run_dream(
         keep_snapshots=keep_snapshots,
         stale_lock_minutes=stale_lock_minutes,
     )
+    if mode is None:
+        mode = settings.auto_mode if auto else "report"
     try:
         paths.ensure()
     except OSError as exc:
@@ -258,9 +269,7 @@ class _Run:
             **({"lockRecovered": self.recovered} if self.recovered else {}),
         )
         mark = self.paths.run_dir(self.run_id) / RUNNING_MARK  # made by Manifest.start
-        state = load_state(self.paths)
-        state.update(lastRunId=self.run_id, lastRunStarted=stamp(self.moment))
-        save_state(self.paths, state)
+        record_start(self.paths, self.run_id, stamp(self.moment))
         try:
             result = self._steps(manifest, started)
         except BaseException as exc:
@@ -270,6 +279,7 @@ class _Run:
                 error=str(exc) or type(exc).__name__,
             )
             manifest.save(complete=True)
+            record_end(self.paths, self.run_id, INTERRUPTED)  # does not close the gates
             mark.unlink(missing_ok=True)
             raise
         mark.unlink(missing_ok=True)
@@ -334,9 +344,7 @@ class _Run:
             os.sep, "/"
         )
         manifest.save(complete=True)
-        state = load_state(self.paths)
-        state.update(lastRunFinished=stamp(finished), lastRunStatus="finished")
-        save_state(self.paths, state)
+        record_end(self.paths, self.run_id, FINISHED, stamp(finished))
         if rewrite:
             rotate(self.paths, self.settings.keep_snapshots)
         by_rule: dict[str, int] = {}
@@ -480,6 +488,10 @@ def mark_interrupted(paths: DreamPaths, now: datetime | None = None) -> list[str
             )
             manifest.save(complete=True)
             marked.append(run_id)
+        # state.json follows the manifest (a kill may fall between the two), then the mark goes.
+        final = FINISHED if manifest.status == FINISHED else INTERRUPTED
+        if data.get("kind", "dream") == "dream":
+            record_end(paths, run_id, final, data.get("finished"))
         mark.unlink(missing_ok=True)
     return marked
 
