@@ -96,6 +96,31 @@ def test_settings_come_from_the_state_folder_and_flags_win(store: MemoryStore) -
         ),
         pytest.param("[1, 2]", "must be a JSON object", id="not-an-object"),
         pytest.param("{oops", "cannot read the autodream settings", id="not-json"),
+        pytest.param(
+            '{"autoMode": "tidy"}', 'autoMode must be "report" or "rewrite", not \'tidy\'',
+            id="bad-auto-mode",
+        ),
+        pytest.param(
+            '{"inputSource": "sessions"}',
+            'inputSource must be "memory" or "memory\\+sessions", not \'sessions\'',
+            id="bad-input-source",
+        ),
+        pytest.param(
+            '{"sessionsDir": "claude/projects"}',
+            "sessionsDir must be an absolute path \\(or start with ~\\)", id="relative-dir",
+        ),
+        pytest.param('{"sessionsDir": 3}', "sessionsDir must be a folder path", id="dir-not-text"),
+        pytest.param('{"autoFromHook": "yes"}', "autoFromHook must be true or false",
+                     id="bad-bool"),
+        pytest.param('{"agentCommand": "claude -p"}', "agentCommand must be a list of strings",
+                     id="command-as-text"),
+        pytest.param('{"agentCommand": [""]}', "the command .its first string. must not be empty",
+                     id="empty-command"),
+        pytest.param('{"minSessions": 2.5}', "minSessions must be a whole number of at least 0",
+                     id="fraction"),
+        pytest.param('{"minHours": null}', "minHours must not be null", id="null"),
+        pytest.param('{"agentTimeoutSeconds": -1}', "agentTimeoutSeconds must be a number of "
+                     "at least 0, not -1", id="negative"),
     ],
 )
 def test_a_bad_settings_file_is_one_clear_error(
@@ -104,8 +129,11 @@ def test_a_bad_settings_file_is_one_clear_error(
     paths = DreamPaths(store.folder)
     paths.ensure()
     paths.config_file.write_text(content, encoding="utf-8")
-    with pytest.raises(DreamError, match=message):
+    with pytest.raises(DreamError, match=message) as raised:
         run_dream(store)
+    assert "\n" not in str(raised.value)
+    if "JSON object" not in message and "cannot read" not in message:
+        assert str(paths.config_file) in str(raised.value)  # which file, on the same line
 
 
 # the lock
@@ -225,3 +253,55 @@ def test_a_state_file_from_before_keeps_its_gate(store: MemoryStore) -> None:
     assert state["lastRun"] == {
         "runId": done.run_id, "started": "2026-11-29T10:00:00Z", "status": "finished"
     }
+
+
+# the mode of automatic runs
+
+
+@pytest.mark.parametrize(
+    ("settings", "auto", "mode", "expected"),
+    [
+        pytest.param({}, True, None, "report", id="auto-reports-by-default"),
+        pytest.param({"autoMode": "rewrite"}, True, None, "rewrite", id="auto-mode-rewrite"),
+        pytest.param({"autoMode": "rewrite"}, True, "report", "report", id="a-flag-wins"),
+        pytest.param({"autoMode": "rewrite"}, False, None, "report", id="manual-stays-report"),
+    ],
+)
+def test_the_settings_choose_the_mode_of_automatic_runs(
+    store: MemoryStore, settings: dict[str, str], auto: bool, mode: str | None, expected: str
+) -> None:
+    paths = DreamPaths(store.folder)
+    paths.ensure()
+    paths.config_file.write_text(json.dumps(settings), encoding="utf-8")
+    result = run_dream(store, auto=auto, mode=mode, now=T0)
+    assert (result.status, result.mode) == ("finished", expected)
+    manifest = json.loads((paths.run_dir(result.run_id or "") / "manifest.json").read_text())
+    assert manifest["mode"] == expected
+    assert ("rollbackPoint" in manifest) == (expected == "rewrite")
+
+
+def test_dream_auto_on_the_command_line_takes_the_mode_from_the_settings(
+    store: MemoryStore,
+) -> None:
+    from support import write_memory
+
+    write_memory(store.folder.root, "project_launch",
+                 "---\ndescription: launch\ncategory: project\ncreated: 2026-11-20\n---\n"
+                 "We decided yesterday to launch.\n")
+    paths = DreamPaths(store.folder)
+    paths.ensure()
+    paths.config_file.write_text(json.dumps({"autoMode": "rewrite"}), encoding="utf-8")
+
+    def dream(*flags: str) -> dict[str, object]:
+        done = subprocess.run(
+            [sys.executable, "-m", "sage_mem", "--dir", str(store.folder.root), "dream", *flags,
+             "--json"], capture_output=True, text=True, timeout=120, check=True,
+        )
+        result: dict[str, object] = json.loads(done.stdout)
+        return result
+
+    before = (store.folder.root / "project_launch.md").read_bytes()
+    auto = dream("--auto")
+    assert (auto["mode"], auto["status"]) == ("rewrite", "finished")
+    assert (store.folder.root / "project_launch.md").read_bytes() != before  # the date is fixed
+    assert dream()["mode"] == "report"

@@ -231,3 +231,32 @@ def test_the_hook_process_answers_without_waiting_for_the_run(
     wait_until(lambda: not marker.exists(), timeout=30)
     data = json.loads(manifest.read_text(encoding="utf-8"))
     assert (data["status"], data["auto"], data["model"]["status"]) == ("finished", True, "finished")
+
+
+@pytest.mark.parametrize("mode", ["report", "rewrite"])
+def test_the_settings_choose_the_mode_of_a_run_the_hook_starts(
+    memory_dir: Path, mode: str
+) -> None:
+    settings(memory_dir, autoFromHook=True, **({"autoMode": mode} if mode != "report" else {}))
+    hook = subprocess.run(
+        [sys.executable, "-m", "sage_mem", "--dir", str(memory_dir), "hook", "session-start"],
+        input=json.dumps(START).encode(),
+        capture_output=True,
+        timeout=30,
+    )
+    assert hook.returncode == 0 and hook.stderr == b""
+    runs = memory_dir.parent / ".memory.sage-mem" / "autodream" / "runs"
+
+    def finished() -> dict[str, Any] | None:
+        for path in runs.glob("*/manifest.json"):
+            try:
+                data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+            except ValueError:
+                continue  # being replaced at this moment
+            if data.get("status") == "finished":
+                return data
+        return None
+
+    data = wait_until(finished, timeout=60)
+    assert (data["mode"], data["auto"]) == (mode, True)
+    assert ("rollbackPoint" in data) == (mode == "rewrite")

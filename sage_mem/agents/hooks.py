@@ -308,7 +308,9 @@ def _answer(event: str, stdin: TextIO, folder: Path | None, log: _Log) -> _Reply
     if prompt is None:
         if payload.get("source") in RELEASING_SOURCES and session.injected:
             session.release()
-            changed = True
+        # Saved at every session start, injected or not: the autodream session gate
+        # counts the session logs touched since the last run (dream/gates.py).
+        changed = True
         text, chosen = context.session_start_context(
             store, project=project, session=session, now=now
         )

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import os
 from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -168,15 +169,24 @@ def _result(data: dict[str, Any]) -> CallToolResult:
 class SageMemServer(MCPServer):
     """MCPServer whose tool errors are one clear line, and which refuses unknown arguments."""
 
-    def __init__(self, *args: Any, tools: list[Tool], **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *args: Any,
+        tools: list[Tool],
+        activity: Callable[[], None] | None = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(*args, tools=tools, **kwargs)
         self.accepted_arguments = {
             tool.name: set(tool.parameters.get("properties", {})) for tool in tools
         }
+        self.activity = activity  # called on every tool call: the session gate's count
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context | None = None
     ) -> CallToolResult | InputRequiredResult:
+        if self.activity is not None:
+            self.activity()
         accepted = self.accepted_arguments.get(name)
         if accepted is not None:
             unknown = sorted(set(arguments) - accepted)
@@ -236,10 +246,16 @@ def lean_schema(schema: Any) -> Any:
     return out
 
 
-def build_server(store: MemoryStore, *, tools: Collection[str] | None = None) -> MCPServer:
+def build_server(
+    store: MemoryStore,
+    *,
+    tools: Collection[str] | None = None,
+    activity: Callable[[], None] | None = None,
+) -> MCPServer:
     """The sage-mem MCP server over `store`.
 
     `tools` keeps only the named tools: an autodream model run gets a restricted server.
+    `activity` is called on every tool call (`serve` counts the session for autodream).
     """
     chosen = _tools(store)
     if tools is not None:
@@ -249,7 +265,7 @@ def build_server(store: MemoryStore, *, tools: Collection[str] | None = None) ->
         chosen = [tool for tool in chosen if tool.name in tools]
     server = SageMemServer(
         "sage-mem", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING",
-        tools=chosen,
+        tools=chosen, activity=activity,
     )
     _add_resources(server, store)
     return server
@@ -395,7 +411,21 @@ def serve(folder: Path | None = None, *, poll: bool = False) -> int:
     """Run the MCP server on stdio over the memory folder (default: SAGE_MEM_DIR); returns 0."""
     store = MemoryStore(folder, watch=True, poll=poll)
     try:
-        build_server(store).run("stdio")
+        build_server(store, activity=_session_activity(store)).run("stdio")
     finally:
         store.close()
     return 0
+
+
+def _session_activity(store: MemoryStore) -> Callable[[], None] | None:
+    """What marks this MCP session active for the autodream session gate (dream/gates.py).
+
+    One session per connection, or, in Claude Code, the session the hook also
+    sees (CLAUDE_CODE_SESSION_ID), counted once. Not inside a dream run: the
+    dream's own agent is not a session of the user's.
+    """
+    if os.environ.get("SAGE_MEM_DREAM_RUN"):
+        return None
+    from ..dream.gates import SessionActivity
+
+    return SessionActivity.from_environment(store.folder.state_path("sessions")).touch
