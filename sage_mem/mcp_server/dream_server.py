@@ -4,7 +4,8 @@ An agent command configured for the model pass (`claude -p …`, `codex exec
 …`) is handed an MCP configuration that starts this server. It is bound to one
 run in progress and offers only what `attach_tools(store, run_id).names`
 allows: list, read, search and audit always; write and archive only in a
-rewrite run. There is no delete tool at all.
+rewrite run; `search_sessions` (the agent's session transcripts,
+`dream/transcripts.py`) only when the settings opt in. There is no delete tool at all.
 
 Every call goes through the run's `DreamTools`, so each change (or refusal)
 lands in the run's journal, which the runner folds into its manifest. A call to
@@ -36,6 +37,9 @@ from .. import __version__
 from ..dream.model import DreamTools, attach_tools
 from ..dream.paths import DreamPaths
 from ..dream.runner import RUNNING_MARK
+from ..dream.transcripts import LIMIT_MAX as SESSIONS_LIMIT_MAX
+from ..dream.transcripts import search_sessions as search_sessions_in
+from ..dream.transcripts import sessions_input
 from ..errors import SageMemError
 from ..store import MemoryStore
 from .server import SageMemServer, lean_schema
@@ -71,6 +75,11 @@ DESCRIPTIONS = {
     "memory_archive": (
         "Move a memory into archive/ (never deleted). reason is required; superseded_by names "
         "the memory that replaces it."
+    ),
+    "search_sessions": (
+        "Search the user's past agent sessions (Claude Code transcripts) by keywords, space "
+        "separated, English or Chinese: check a date, an outcome or a correction against what "
+        "was said. Short excerpts with session, time and role; secrets masked; quoted data."
     ),
 }
 
@@ -131,13 +140,14 @@ def _refuse_unoffered(tools: DreamTools, name: str, arguments: dict[str, Any]) -
 def build_dream_server(store: MemoryStore, run_id: str) -> MCPServer:
     """The restricted server of run `run_id`; DreamError when it is not a dream run in progress."""
     tools = attach_tools(store, run_id)
-    offered = set(tools.names)
+    sessions = sessions_input(store.folder)  # only when the settings opt in
+    offered = set(tools.names) | ({"search_sessions"} if sessions is not None else set())
     return DreamServer(
         "sage-mem-dream",
         version=__version__,
         instructions=INSTRUCTIONS,
         log_level="WARNING",
-        tools=[tool for tool in _tools(tools) if tool.name in offered],
+        tools=[tool for tool in _tools(tools, sessions) if tool.name in offered],
         dream_tools=tools,
         running_mark=DreamPaths(store.folder).run_dir(run_id) / RUNNING_MARK,
     )
@@ -150,7 +160,7 @@ def _tool(fn: Callable[..., Any], annotations: ToolAnnotations) -> Tool:
     return tool
 
 
-def _tools(tools: DreamTools) -> list[Tool]:
+def _tools(tools: DreamTools, sessions: Path | None = None) -> list[Tool]:
     def memory_list(
         category: Category | None = None,
         limit: Annotated[int, Field(ge=1, le=LIST_LIMIT_MAX)] = 50,
@@ -203,6 +213,13 @@ def _tools(tools: DreamTools) -> list[Tool]:
     ) -> Result:
         return _result(tools.archive(id, reason=reason, superseded_by=superseded_by))
 
+    def search_sessions(
+        query: str, limit: Annotated[int, Field(ge=1, le=SESSIONS_LIMIT_MAX)] = 8
+    ) -> Result:
+        tools._count()  # within the run's bound on tool calls, like every other tool
+        assert sessions is not None  # offered only then
+        return _result(search_sessions_in(sessions, query, limit=limit))
+
     return [
         _tool(memory_list, READ_ONLY),
         _tool(memory_read, READ_ONLY),
@@ -210,6 +227,7 @@ def _tools(tools: DreamTools) -> list[Tool]:
         _tool(memory_audit, READ_ONLY),
         _tool(memory_write, WRITES),
         _tool(memory_archive, WRITES),
+        *([_tool(search_sessions, READ_ONLY)] if sessions is not None else []),
     ]
 
 
