@@ -8,7 +8,8 @@
 Modules: `gates` (time and session gates, the lock), `snapshots` (rollback
 points), `manifest` (the record of a run), `changes` (the one door for
 changes), `rules/` (the rule-based consolidator), `model` (the optional model
-pass), `report` (the human report), `runner` (one run), `rollback`.
+pass), `transcripts` (the agent's session transcripts, an opt-in input of the
+model pass), `report` (the human report), `runner` (one run), `rollback`.
 """
 
 from __future__ import annotations

@@ -1,13 +1,15 @@
 """Where autodream keeps things: the state folder's `autodream/` and the reports folder.
 
 <state>/autodream/config.json              settings (optional; flags override)
-<state>/autodream/state.json               last run, session-gate cache
+<state>/autodream/state.json               last run, last finished run, session-gate cache
+<state>/autodream/state.lock               one writer of state.json at a time
 <state>/autodream/lock                     one dream or rollback at a time
 <state>/autodream/runs/<runId>/manifest.json
 <state>/autodream/runs/<runId>/journal.jsonl   every change as it happens
 <state>/autodream/snapshots/<runId>/       rollback points
 <state>/autodream/rollbacks.json           append-only log of rollbacks
 <memory>/autodream/<runId>.md              the human reports
+<state>/sessions/                          what the session gate counts (see gates.py)
 
 Everything in the state folder is private (files 0600, folders 0700, whatever
 the umask); the reports follow the memory folder's own policy
