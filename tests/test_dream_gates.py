@@ -305,3 +305,38 @@ def test_dream_auto_on_the_command_line_takes_the_mode_from_the_settings(
     assert (auto["mode"], auto["status"]) == ("rewrite", "finished")
     assert (store.folder.root / "project_launch.md").read_bytes() != before  # the date is fixed
     assert dream()["mode"] == "report"
+
+
+# the settings describe themselves (the page's settings form is derived from them)
+
+
+def test_every_setting_describes_itself_and_is_documented() -> None:
+    from sage_mem.dream.config import key_of
+
+    docs = (Path(__file__).resolve().parent.parent / "docs" / "dream.md").read_text()
+    defaults = DreamConfig().to_json()
+    assert list(defaults) == [key_of(spec) for spec in DreamConfig.settings()]
+    for spec in DreamConfig.settings():
+        meta, key = spec.metadata, key_of(spec)
+        assert meta["kind"] in ("number", "whole", "bool", "choice", "command", "path")
+        assert meta["doc"].strip() and "\n" not in meta["doc"]
+        if meta["kind"] == "choice":
+            assert getattr(DreamConfig(), spec.name) in meta["choices"]
+        assert f"| `{key}` |" in docs, f"{key} has no row in docs/dream.md"
+        # Each setting round-trips through the file's form and the checks.
+        assert DreamConfig().with_overrides(**{spec.name: defaults[key]}) == DreamConfig()
+    assert json.loads(json.dumps(defaults)) == defaults
+
+
+def test_a_config_file_with_every_setting_loads(store: MemoryStore) -> None:
+    paths = DreamPaths(store.folder)
+    paths.ensure()
+    chosen = {
+        **DreamConfig().to_json(),
+        "minHours": 6, "autoMode": "rewrite", "inputSource": "memory+sessions",
+        "sessionsDir": "~/.claude/projects/-home-dev-shop", "agentCommand": ["claude", "-p"],
+    }
+    paths.config_file.write_text(json.dumps(chosen), encoding="utf-8")
+    loaded = DreamConfig.load(paths.config_file)
+    assert loaded.to_json() == {**chosen, "minHours": 6.0}
+    assert (loaded.auto_mode, loaded.input_source) == ("rewrite", "memory+sessions")

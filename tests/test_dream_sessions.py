@@ -101,3 +101,15 @@ def test_a_hook_session_counts_even_when_nothing_was_injected(empty_dir: Path) -
     since = datetime.now(UTC) - timedelta(minutes=1)
     hook_session(empty_dir, "e1f2a3b4-c5d6-4e7f-8a9b-0c1d2e3f4a5b")
     assert active_since(empty_dir, since) == 1
+
+
+async def test_mcp_session_marks_older_than_a_week_are_pruned(memory_dir: Path) -> None:
+    sessions = memory_dir.parent / ".memory.sage-mem" / "sessions"
+    sessions.mkdir(parents=True)
+    old = sessions / "0123456789abcdef.conn.json"
+    old.write_text("", encoding="utf-8")
+    week_ago = (datetime.now(UTC) - timedelta(days=8)).timestamp()
+    os.utime(old, (week_ago, week_ago))
+    await mcp_session(memory_dir)
+    assert not old.exists()
+    assert len(list(sessions.glob("*.conn.json"))) == 1

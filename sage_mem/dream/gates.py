@@ -301,12 +301,17 @@ class SessionActivity:
         now = time.monotonic()
         if self._last is not None and now - self._last < self.every:
             return
+        first = self._last is None
         self._last = now
         try:
             make_private_dirs(self.path.parent)
             fd = os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o600)
             os.close(fd)
             os.utime(self.path)
+            if first:  # without hooks nothing else prunes: at most once a day, as the hook does
+                from ..agents.context import prune_sessions
+
+                prune_sessions(self.path.parent, datetime.now().astimezone())
         except OSError:
             pass
 
