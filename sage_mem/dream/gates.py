@@ -31,7 +31,8 @@ last activity): `<id>.json`, the log the Claude Code hook keeps for session
 session (`CLAUDE_CODE_SESSION_ID`, which Claude Code gives the MCP servers it
 starts) — the same session as the hook's `<id>.json`, so counted once;
 `<hex>.conn.json`, any other MCP session (Codex, Cursor, any client of `sage-mem
-serve`): one per connection. See `SessionActivity`.
+serve`): one per connection. The server marks its session (`mcp_server/server.py`,
+`SessionActivity`), on its tool calls.
 """
 
 from __future__ import annotations
@@ -40,15 +41,12 @@ import contextlib
 import fcntl
 import json
 import os
-import secrets
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from pathlib import Path
 from typing import Any
 
-from ..disk.safe_io import atomic_write, make_private_dirs
+from ..disk.safe_io import atomic_write
 from ..memory.value import iso_datetime, parse_moment
 from .config import DreamConfig
 from .paths import DreamPaths
@@ -263,57 +261,6 @@ def session_key(name: str) -> str | None:
     if name.endswith(CONNECTION_SUFFIX):
         return name.removesuffix(".json")  # keeps ".conn": never a hook session's name
     return name.removesuffix(".json")
-
-
-class SessionActivity:
-    """Marks one MCP session as active in `<state>/sessions/`, for the session gate.
-
-    `touch()` on every tool call; it writes at most once per `every` (a first
-    call creates the file, later ones move its mtime). In a Claude Code
-    session the file is `<id>.mcp.json`, `<id>` being the name the hook gives
-    the same session's log, so the two count once; elsewhere `<hex>.conn.json`,
-    one per connection (one `sage-mem serve` process on stdio). Never raises:
-    counting must not cost a tool call.
-    """
-
-    def __init__(
-        self,
-        sessions_dir: Path,
-        *,
-        session_id: str | None = None,
-        every: timedelta = timedelta(minutes=10),
-    ) -> None:
-        from ..agents.context import session_file_name
-
-        if session_id:
-            name = session_file_name(session_id).removesuffix(".json") + MCP_SUFFIX
-        else:
-            name = secrets.token_hex(8) + CONNECTION_SUFFIX
-        self.path = sessions_dir / name
-        self.every = every.total_seconds()
-        self._last: float | None = None
-
-    @classmethod
-    def from_environment(cls, sessions_dir: Path) -> SessionActivity:
-        return cls(sessions_dir, session_id=os.environ.get(SESSION_ID_ENV) or None)
-
-    def touch(self) -> None:
-        now = time.monotonic()
-        if self._last is not None and now - self._last < self.every:
-            return
-        first = self._last is None
-        self._last = now
-        try:
-            make_private_dirs(self.path.parent)
-            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o600)
-            os.close(fd)
-            os.utime(self.path)
-            if first:  # without hooks nothing else prunes: at most once a day, as the hook does
-                from ..agents.context import prune_sessions
-
-                prune_sessions(self.path.parent, datetime.now().astimezone())
-        except OSError:
-            pass
 
 
 def _hours(hours: float) -> str:

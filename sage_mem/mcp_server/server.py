@@ -16,7 +16,10 @@ from __future__ import annotations
 import inspect
 import json
 import os
+import secrets
+import time
 from collections.abc import Callable, Collection
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -28,6 +31,8 @@ from mcp.types import CallToolResult, InputRequiredResult, TextContent, ToolAnno
 from pydantic import Field, StrictBool, StrictFloat, StrictInt, StrictStr, ValidationError
 
 from .. import __version__
+from ..agents import context
+from ..disk.safe_io import make_private_dirs
 from ..errors import MemoryNotFound, SageMemError
 from ..memory import fields
 from ..store import MemoryStore
@@ -420,12 +425,52 @@ def serve(folder: Path | None = None, *, poll: bool = False) -> int:
 def _session_activity(store: MemoryStore) -> Callable[[], None] | None:
     """What marks this MCP session active for the autodream session gate (dream/gates.py).
 
-    One session per connection, or, in Claude Code, the session the hook also
-    sees (CLAUDE_CODE_SESSION_ID), counted once. Not inside a dream run: the
-    dream's own agent is not a session of the user's.
+    Not inside a dream run: the dream's own agent is not a session of the user's.
     """
     if os.environ.get("SAGE_MEM_DREAM_RUN"):
         return None
-    from ..dream.gates import SessionActivity
+    from ..dream.gates import SESSION_ID_ENV
 
-    return SessionActivity.from_environment(store.folder.state_path("sessions")).touch
+    session_id = os.environ.get(SESSION_ID_ENV) or None
+    return SessionActivity(store.folder.state_path("sessions"), session_id=session_id).touch
+
+
+class SessionActivity:
+    """Marks one MCP session as active in `<state>/sessions/`, for the session gate.
+
+    `touch()` on every tool call writes at most once per `every` (the first call
+    creates the file, later ones move its mtime). In a Claude Code session the
+    file is `<id>.mcp.json`, `<id>` being the name the hook gives the same
+    session's log, so the two count once; elsewhere `<hex>.conn.json`, one per
+    connection (one `sage-mem serve` process on stdio). The first touch also
+    prunes marks older than a week, as the hook does (an MCP-only user has no
+    hook to do it). Never raises: counting must not cost a tool call.
+    """
+
+    def __init__(
+        self, sessions_dir: Path, *, session_id: str | None = None, every: float = 600.0
+    ) -> None:
+        from ..dream.gates import CONNECTION_SUFFIX, MCP_SUFFIX  # their names, and how they count
+
+        if session_id:
+            name = context.session_file_name(session_id).removesuffix(".json") + MCP_SUFFIX
+        else:
+            name = secrets.token_hex(8) + CONNECTION_SUFFIX
+        self.path = sessions_dir / name
+        self.every = every
+        self._last: float | None = None
+
+    def touch(self) -> None:
+        now = time.monotonic()
+        if self._last is not None and now - self._last < self.every:
+            return
+        first = self._last is None
+        self._last = now
+        try:
+            make_private_dirs(self.path.parent)
+            os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o600))
+            os.utime(self.path)
+            if first:
+                context.prune_sessions(self.path.parent, datetime.now(UTC))
+        except OSError:
+            pass
