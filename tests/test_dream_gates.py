@@ -164,6 +164,12 @@ def test_a_live_holder_older_than_an_hour_keeps_the_lock(store: MemoryStore) -> 
         assert f"kill {os.getpid()}" in message and "never taken over" in message
         skipped = run_dream(store, auto=True, now=T0 + timedelta(hours=5))
         assert (skipped.status, skipped.gate) == ("skipped", "lock")
+        assert skipped.format_text() == (
+            "dream skipped: the lock gate is closed (in progress: run 20261129T080000Z-0001, "
+            f"pid {os.getpid()}, since 2026-11-29T08:00:00Z; it has held the lock for 300 min "
+            f"and still runs; if it is stuck, kill {os.getpid()} (a live run's lock is never "
+            "taken over))\n"
+        )
     finally:
         hung.release()
     assert run_dream(store, now=T0 + timedelta(hours=5)).status == "finished"

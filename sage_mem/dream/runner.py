@@ -218,7 +218,7 @@ def run_dream(
     if not lock.acquire(run_id, moment):
         holder = lock.holder.describe() if lock.holder else "another run"
         if auto:
-            return _skipped(mode, GateCheck(False, "lock", f"{holder} is in progress"))
+            return _skipped(mode, GateCheck(False, "lock", f"in progress: {holder}"))
         raise StoreLocked(
             f"another dream run or rollback is in progress ({holder})", path=paths.lock_file
         )
