@@ -346,3 +346,16 @@ def test_a_config_file_with_every_setting_loads(store: MemoryStore) -> None:
     loaded = DreamConfig.load(paths.config_file)
     assert loaded.to_json() == {**chosen, "minHours": 6.0}
     assert (loaded.auto_mode, loaded.input_source) == ("rewrite", "memory+sessions")
+
+
+def test_the_settings_describe_themselves_as_data_for_a_form() -> None:
+    described = DreamConfig.describe()
+    assert [entry["key"] for entry in described] == list(DreamConfig().to_json())
+    by_key = {entry["key"]: entry for entry in described}
+    assert by_key["autoMode"] == {
+        "key": "autoMode", "kind": "choice", "default": "report",
+        "choices": ["report", "rewrite"], "doc": by_key["autoMode"]["doc"],
+    }
+    assert by_key["keepSnapshots"]["minimum"] == 1 and by_key["agentCommand"]["default"] == []
+    assert "private" in by_key["inputSource"]["doc"]
+    assert json.loads(json.dumps(described)) == described

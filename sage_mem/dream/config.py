@@ -12,7 +12,8 @@ a settings form (the page) can be derived from it: `DreamConfig.settings()`
 lists the fields in order; each field's `metadata` holds `kind` (number,
 whole, bool, choice, command or path), `doc` (one line for people), and
 `minimum` or `choices` where they apply; `key_of(field)` is its camelCase
-name in config.json; `to_json()` gives a config in the file's form, and
+name in config.json. `DreamConfig.describe()` gives all of it as JSON-ready
+data; `to_json()` gives a config in the file's form, and
 `with_overrides(**values)` checks values as `load` does.
 
 `autoFromHook: true` lets the session-start hook start `dream --auto` in the
@@ -95,6 +96,26 @@ class DreamConfig:
     def settings(cls) -> list[Field[Any]]:
         """Every setting, in order, each with its metadata (`key`, `kind`, `doc`, limits)."""
         return list(fields(cls))
+
+    @classmethod
+    def describe(cls) -> list[dict[str, Any]]:
+        """Every setting as JSON-ready data, for a settings form: key, kind, default, doc, limits.
+
+            [{"key": "minHours", "kind": "number", "default": 24.0, "minimum": 0,
+              "doc": "Hours since the last finished run before an automatic run may start."}, …]
+        """
+        defaults = cls().to_json()
+        described = []
+        for spec in fields(cls):
+            key = key_of(spec)
+            entry: dict[str, Any] = {"key": key, "kind": spec.metadata["kind"],
+                                     "default": defaults[key], "doc": spec.metadata["doc"]}
+            for limit in ("minimum", "choices"):
+                if limit in spec.metadata:
+                    value = spec.metadata[limit]
+                    entry[limit] = list(value) if isinstance(value, tuple) else value
+            described.append(entry)
+        return described
 
     @classmethod
     def load(cls, path: Path) -> DreamConfig:
