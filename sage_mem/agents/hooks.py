@@ -22,7 +22,8 @@ no stdin/stdout/stderr — and answers without waiting for it. It is enabled by
 environment variable SAGE_MEM_AUTODREAM=1 (SAGE_MEM_AUTODREAM=0 turns it off
 whatever the file says). The time gate is checked here first, so a closed gate
 costs one small file read and no process; `dream --auto` checks every gate
-again (sessions, the lock) before it changes anything.
+again (sessions, the lock) before it changes anything, and runs in the mode
+the settings' `autoMode` says (report unless set to rewrite).
 
 Time budget: whatever the folder holds (a memory that takes seconds to read,
 a folder of 100,000 files without a cache) and whatever the input does (a
