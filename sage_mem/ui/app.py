@@ -5,14 +5,17 @@ Routes (all `/api/` ones need the token; see `security`):
     GET  /                          the page (a shell: no memory data in it)
     GET  /static/…                  its CSS, JavaScript and icon
     GET  /api/info                  folder, version, counts
-    GET  /api/memories?q=&category=&tag=&limit=   search (or list) with facet counts
+    GET  /api/memories?q=&category=&tag=&offset=&limit=   a page of the search (or list),
+                                    its true total, facet counts
     GET  /api/memory?id=            one memory in full, with its sha256
     POST /api/memory                create ({create: true}) or update ({expectedSha256})
+    GET  /api/raw?id=               a memory file's text, sha256 and parse error (the raw editor)
+    POST /api/raw                   {id, text, expectedSha256}: exactly that text in its place
     POST /api/merge                 {id, base, mine}: the edit merged with the disk (no write)
     POST /api/archive               {id, reason}
     POST /api/restore               {id: "archive/…"}
     GET  /api/archived              the archive
-    GET  /api/audit                 the audit's findings, with memory ids
+    GET  /api/audit?fresh=          the audit's findings, with memory ids (incremental)
     GET  /api/stars                 the star map's data
     GET  /api/runs                  dream runs and rollbacks, newest first
     GET  /api/runs/{run_id}         one run: manifest, report, each change as a diff
@@ -48,6 +51,7 @@ from ..errors import (
 )
 from ..store import MemoryStore
 from . import api, dreams
+from .links import LinkGraph
 from .live import ChangeFeed, watch_runs
 from .security import Guard
 
@@ -113,6 +117,8 @@ def create_app(
         Route("/api/memories", api.memories),
         Route("/api/memory", api.memory),
         Route("/api/memory", api.save, methods=["POST"]),
+        Route("/api/raw", api.raw),
+        Route("/api/raw", api.save_raw, methods=["POST"]),
         Route("/api/merge", api.merge, methods=["POST"]),
         Route("/api/archive", api.archive, methods=["POST"]),
         Route("/api/restore", api.restore, methods=["POST"]),
@@ -132,4 +138,7 @@ def create_app(
     app.state.store = store
     app.state.feed = feed
     app.state.summary = api.FolderSummary()
+    app.state.ranked = api.RankedCache()
+    app.state.graph = LinkGraph()
+    app.state.audit = api.AuditState()
     return Guard(app, token=token, port=port)
