@@ -1070,7 +1070,7 @@ class MemoryStore:
     def replace_file(
         self, memory_id: str, data: bytes, *, expected_sha256: str, allow_secret: bool = False
     ) -> Memory:
-        """Put exactly `data` in place of a memory file, as a person wrote it (the page's raw editor).
+        """Put exactly `data` in place of a memory file, as a person wrote it (the raw editor).
 
         For a file whose frontmatter does not parse, which `write` cannot edit:
         nothing is added or normalised. Raises ConflictError when the file is
@@ -1084,7 +1084,9 @@ class MemoryStore:
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError:
-            raise InvalidMemory(f"{canonical}: not written: the text is not UTF-8", path=path) from None
+            raise InvalidMemory(
+                f"{canonical}: not written: the text is not UTF-8", path=path
+            ) from None
 
         def replaced(seen: Seen) -> bytes | None:
             if seen.raw is None:

@@ -201,6 +201,9 @@ def audit_folder(
     return AuditReport(tuple(findings), run.checked)
 
 
+_Kept = tuple[Any, list["Finding"], list["_Body"], list[Memory]]
+
+
 class FileResults:
     """Each file's own audit results, kept while its stat signature stays the same.
 
@@ -209,7 +212,7 @@ class FileResults:
     """
 
     def __init__(self) -> None:
-        self._files: dict[tuple[str, bool], tuple[Any, list[Finding], list[_Body], list[Memory]]] = {}
+        self._files: dict[tuple[str, bool], _Kept] = {}
 
     def check_file(self, run: _Audit, path: Path, *, archived: bool) -> None:
         rel = run.rel(path)

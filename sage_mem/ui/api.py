@@ -254,7 +254,7 @@ def _description(store: MemoryStore, memory_id: str) -> str:
 
 
 def raw_file(store: MemoryStore, memory_id: str) -> dict[str, Any]:
-    """A memory file's text as it is on disk, its sha256, and why it does not parse (if it does not).
+    """A memory file's text as it is on disk, its sha256, and why it does not parse (if so).
 
     Read through the folder's one checked read; for the raw editor of a file
     `read` refuses (invalid YAML), and of any other unlocked memory file.

@@ -1081,6 +1081,31 @@
       h("p", {}, h("a", { class: "button primary", id: "edit-raw", href: "#/raw/" + enc(data.id || id) }, "Edit the file as text")));
   }
 
+  // A textarea shows every line ending as LF. What is saved gives each line the ending it had
+  // in the file (a line the person did not touch keeps its CRLF), and a new line the file's
+  // usual one: the person's edit is the only change.
+  function withEndings(edited, before) {
+    if (!before.includes("\r")) return edited;
+    const kept = new Map();
+    let crlf = 0;
+    let lf = 0;
+    for (const match of before.matchAll(/([^\n]*?)(\r?\n|$)/g)) {
+      if (!match[0]) break;
+      const ending = match[2];
+      if (ending === "\r\n") crlf++; else if (ending === "\n") lf++;
+      if (!kept.has(match[1])) kept.set(match[1], []);
+      kept.get(match[1]).push(ending);
+    }
+    const usual = crlf > lf ? "\r\n" : "\n";
+    const lines = edited.split("\n");
+    return lines.map((line, i) => {
+      if (i === lines.length - 1) return line;
+      const endings = kept.get(line);
+      const ending = endings && endings.length ? endings.shift() : usual;
+      return line + (ending || usual);
+    }).join("");
+  }
+
   // The raw editor: the whole file as text, frontmatter included, saved exactly as written.
   function rawView(id) {
     const showing = viewGuard();
@@ -1096,7 +1121,7 @@
       problem, conflict, area,
       h("div", { class: "actions" }, save, h("a", { class: "button", href: memoryHref(id), id: "raw-cancel", onclick: () => { dirty = false; } }, "Cancel"),
         h("span", { class: "muted small" }, "Ctrl+S saves · Esc leaves")));
-    area.addEventListener("input", () => { dirty = original !== null && area.value !== original.text; });
+    area.addEventListener("input", () => { dirty = original !== null && withEndings(area.value, original.text) !== original.text; });
 
     function showProblem(found) {
       if (!found) { problem.hidden = true; return; }
@@ -1131,10 +1156,11 @@
 
     async function write(extra) {
       if (!original) return;
-      if (area.value === original.text) { toast("Nothing changed."); return; }
+      const text = withEndings(area.value, original.text);
+      if (text === original.text) { toast("Nothing changed."); return; }
       save.disabled = true;
       try {
-        const result = await api("/api/raw", { method: "POST", body: Object.assign({ id: id, text: area.value, expectedSha256: original.sha256 }, extra || {}) });
+        const result = await api("/api/raw", { method: "POST", body: Object.assign({ id: id, text: text, expectedSha256: original.sha256 }, extra || {}) });
         dirty = false;
         toast("Saved " + result.memory.id);
         location.hash = memoryHref(result.memory.id);
@@ -1361,8 +1387,8 @@
           } catch (error) { toast(error.message, { error: true }); }
         }
       } else {
-        panel.append(h("p", { class: "muted", id: "no-rollback" }, "No rollback: " + data.rollback.why + "."),
-          run.rolledBackBy ? h("p", {}, "Rolled back by ", h("a", { href: "#/runs/" + enc(run.rolledBackBy) }, run.rolledBackBy)) : null);
+        add(panel, [h("p", { class: "muted", id: "no-rollback" }, "No rollback: " + data.rollback.why + "."),
+          run.rolledBackBy ? h("p", {}, "Rolled back by ", h("a", { href: "#/runs/" + enc(run.rolledBackBy) }, run.rolledBackBy)) : null]);
       }
 
       const changes = (run.changes || []).map((c) => h("details", { class: "change", dataset: { file: c.file || "" } },
