@@ -387,3 +387,130 @@ def test_escape_leaves_the_editor_closes_boxes_and_asks_before_dropping_an_edit(
     page.keyboard.press("Escape")
     expect(page.locator("#dream-confirm")).to_be_hidden()
 
+
+
+# 3: the star map's lines are the real relations; backlinks; the library's size
+
+
+def test_the_star_map_draws_links_and_supersedes_and_a_memory_shows_its_backlinks(
+    page: Any, folder: Path, server: UiServer
+) -> None:
+    write_memory(folder, "user_links", memory_file(
+        "Links", "See [[user_profile]] and [the cat](user_cat_zh.md), not [[user_nobody]].",
+        category="user", supersedes=["user_evil"], created="2026-02-01"))
+    server.store.reconcile()
+    go(page, "#/stars")
+    canvas = page.locator("#starmap")
+    expect(canvas).to_have_attribute("data-star-count", "11")
+    relations = canvas.evaluate(
+        "c => c.starmap.relations.map(([a, b, kind]) => [a.id, b.id, kind]).sort()")
+    assert relations == sorted([
+        ["feedback_tests_first", "reference_test_command", "link"],  # in the template
+        ["project/api/auth_flow", "user_profile", "link"],
+        ["user_links", "user_cat_zh", "link"],
+        ["user_links", "user_profile", "link"],
+        ["user_links", "user_evil", "supersedes"],
+    ])
+    expect(canvas).to_have_attribute("data-edges", "5")
+    page.locator("#timeline").fill("0")  # before user_links and auth_flow were born
+    expect(canvas).not_to_have_attribute("data-edges", "5")
+    assert int(canvas.get_attribute("data-edges")) <= 1
+    go(page, "#/m/user_profile")
+    backlinks = page.locator("#backlinks li")
+    expect(backlinks).to_have_count(2)
+    expect(page.locator('#backlinks li[data-id="user_links"]')).to_contain_text("Links")
+    go(page, "#/m/user_evil")
+    expect(page.locator('#backlinks li[data-kind="supersedes"]')).to_contain_text("supersedes")
+    size = sum(p.stat().st_size for p in folder.glob("**/*.md")
+               if p.name != "MEMORY.md" and ".sage-mem" not in p.parts)
+    expect(page.locator("#foot-size")).to_have_text(
+        f"11 memories, {size / 1024:.1f} KB in all")
+    expect(page.locator("#foot-folder")).to_have_text(str(folder))
+
+
+# 8: tooltip, legend, labels, the timeline's arrow keys
+
+
+def test_the_tooltip_stays_in_the_map_and_the_legend_follows_the_timeline(page: Any) -> None:
+    go(page, "#/stars")
+    canvas = page.locator("#starmap")
+    expect(canvas).to_have_attribute("data-star-count", "10")
+    rightmost = canvas.evaluate("""c => {
+        const stars = c.starmap.stars.slice().sort((a, b) => b.x - a.x);
+        return { x: stars[0].x, y: stars[0].y };
+    }""")
+    box = canvas.bounding_box()
+    page.mouse.move(box["x"] + rightmost["x"], box["y"] + rightmost["y"])
+    tip = page.locator("#star-tip")
+    expect(tip).to_be_visible()
+    tip_box = tip.bounding_box()
+    assert tip_box["x"] >= box["x"] and tip_box["x"] + tip_box["width"] <= box["x"] + box["width"]
+    assert tip_box["y"] + tip_box["height"] <= box["y"] + box["height"]
+
+    def legend_total() -> int:
+        texts = page.locator("#star-legend span[data-group]").all_inner_texts()
+        return sum(int(t.split()[-1]) for t in texts)
+
+    assert legend_total() == 10
+    page.locator("#timeline").fill("0")
+    expect(canvas).to_have_attribute("data-star-count", "2")
+    expect(page.locator("#star-legend span[data-group]")).not_to_have_count(4)
+    assert legend_total() == 2
+    labels = canvas.evaluate("c => c.starmap.labels.map(l => l.group).sort()")
+    shown = canvas.evaluate("c => Object.keys(c.starmap.shown).sort()")
+    assert labels == shown and "other" not in shown
+    expect(page.locator("#star-legend")).not_to_contain_text("uncategorized")
+
+    slider = page.locator("#timeline")
+    slider.fill("1000")
+    expect(canvas).to_have_attribute("data-star-count", "10")
+    slider.focus()
+    page.keyboard.press("ArrowLeft")  # back to the day before the newest memories' birth day
+    expect(canvas).not_to_have_attribute("data-star-count", "10")
+    born = canvas.evaluate("c => c.starmap.dated.filter(s => s.born <= c.starmap.time).length")
+    assert 0 < born < 10 and int(slider.input_value()) < 990  # a day, not 0.1%
+    page.keyboard.press("ArrowRight")
+    expect(canvas).to_have_attribute("data-star-count", "10")
+
+
+def test_five_thousand_stars_are_fine_points_and_no_label_is_under_the_legend(
+    browser: Any, tmp_path: Path
+) -> None:
+    folder = tmp_path / "big"
+    folder.mkdir()
+    categories = ["user", "feedback", "project", "reference"]
+    for n in range(5000):
+        category = categories[n % 4]
+        write_memory(folder, f"{category}_{n:04d}", memory_file(
+            f"Memory {n} 记忆 {n % 97}", "word " * (n % 300) + f"[[{categories[(n + 1) % 4]}_"
+            f"{(n + 1) % 5000:04d}]]", category=category,
+            created=f"2025-{1 + n % 12:02d}-{1 + n % 28:02d}"))
+    with MemoryStore(folder, watch=False) as store, UiServer(store, port=0).start() as running:
+        context = browser.new_context(viewport={"width": 1280, "height": 860})
+        try:
+            shown = context.new_page()
+            shown.goto(running.url + "")
+            expect(shown.locator("#results li.result").first).to_be_visible(timeout=30_000)
+            go(shown, "#/stars")
+            canvas = shown.locator("#starmap")
+            expect(canvas).to_have_attribute("data-star-count", "5000", timeout=30_000)
+            expect(canvas).to_have_attribute("data-edges", "5000")
+            sky = canvas.evaluate("""c => {
+                const m = c.starmap;
+                const cores = m.stars.reduce((n, s) => n + Math.PI * s.radius * s.radius, 0);
+                const biggest = Math.max(...m.stars.map(s => s.radius));
+                return { cores: cores / (m.w * m.h), biggest: biggest,
+                         labels: m.labels };
+            }""")
+            assert sky["biggest"] <= 4.5 and sky["cores"] < 0.08
+            legend = shown.locator("#star-legend").bounding_box()
+            box = canvas.bounding_box()
+            for label in sky["labels"]:
+                apart = (label["right"] + box["x"] <= legend["x"]
+                         or label["left"] + box["x"] >= legend["x"] + legend["width"]
+                         or label["bottom"] + box["y"] <= legend["y"]
+                         or label["top"] + box["y"] >= legend["y"] + legend["height"])
+                assert apart, label
+            shot(shown, "ui-starmap-5000")
+        finally:
+            context.close()

@@ -1434,29 +1434,55 @@
     const canvas = h("canvas", { id: "starmap", role: "img", "aria-label": "Star map: every memory a star" });
     const tip = h("div", { class: "star-tip", hidden: true, id: "star-tip" });
     const legend = h("div", { class: "star-legend", id: "star-legend" });
-    const slider = h("input", { type: "range", id: "timeline", min: "0", max: "1000", value: "1000", "aria-label": "Timeline" });
+    const slider = h("input", { type: "range", id: "timeline", min: "0", max: "1000", value: "1000",
+      "aria-label": "Timeline (arrow keys: one day with a new memory at a time)" });
     const label = h("span", { class: "when", id: "timeline-label" });
     const play = h("button", { id: "replay", type: "button" }, "▶ Birth replay");
-    fill(main, 
+    fill(main,
       h("div", { class: "memory-head" }, h("div", {}, h("h1", {}, "Star map"),
-        h("p", { class: "muted" }, "Every memory is a star: colour is its category, size its length, brightness how recently it was updated. Hover for its description, click to open it."))),
+        h("p", { class: "muted" }, "Every memory is a star: colour is its category, size its length, brightness how recently it was updated. " +
+          "Lines are real relations: a link from one memory to another, and dashed gold where one supersedes another. Hover for its description, click to open it."))),
       h("div", { class: "starmap-wrap" }, canvas, legend, tip),
       h("div", { class: "timeline" }, play, slider, label));
 
     const map = new window.SageStarmap(canvas, tip, {
       onOpen: (id) => { location.hash = memoryHref(id); },
       onTime: (fraction) => { slider.value = String(Math.round(fraction * 1000)); showLabel(); if (!map.playing) play.textContent = "▶ Birth replay"; },
-      onDraw: () => showLabel(),
+      onDraw: () => { showLabel(); showLegend(); },
     });
 
     function showLabel() {
       const shown = canvas.dataset.starCount;
       const total = canvas.dataset.total;
       const at = map.time === Infinity ? "now" : when(new Date(map.time).toISOString()).slice(0, 10);
-      label.textContent = at + ": " + shown + " of " + total + " stars";
+      label.textContent = at + ": " + shown + " of " + total + " stars, " + canvas.dataset.edges + " lines";
+    }
+
+    // The legend counts the stars in the sky now (it follows the timeline and the replay).
+    let legendKey = "";
+    function showLegend() {
+      const shown = map.shown || {};
+      const groups = Object.keys(window.SageStarmap.COLORS).filter((g) => shown[g]);
+      const key = groups.map((g) => g + shown[g]).join(",");
+      if (key === legendKey) return;
+      legendKey = key;
+      fill(legend, groups.map((g) => {
+        const dot = h("span", { class: "dot" });
+        dot.style.background = "rgb(" + window.SageStarmap.COLORS[g].join(",") + ")";
+        return h("span", { dataset: { group: g } }, dot, (g === "other" ? "uncategorized" : g) + " " + shown[g]);
+      }));
     }
 
     slider.addEventListener("input", () => { map.pause(); play.textContent = "▶ Birth replay"; map.setFraction(Number(slider.value) / 1000); });
+    slider.addEventListener("keydown", (event) => {
+      const step = { ArrowRight: 1, ArrowUp: 1, ArrowLeft: -1, ArrowDown: -1 }[event.key];
+      if (!step) return;
+      event.preventDefault();
+      map.pause();
+      play.textContent = "▶ Birth replay";
+      map.step(step);
+      slider.value = String(Math.round(map.fraction * 1000));
+    });
     play.addEventListener("click", () => {
       if (map.playing) { map.pause(); play.textContent = "▶ Birth replay"; }
       else { map.play(); play.textContent = "❚❚ Pause"; }
@@ -1466,14 +1492,7 @@
       let data;
       try { data = await api("/api/stars"); } catch (error) { if (showing()) failure(error); return; }
       if (!showing()) return;
-      const counts = {};
-      data.stars.forEach((s) => { const g = CATEGORIES.includes(s.category) ? s.category : "other"; counts[g] = (counts[g] || 0) + 1; });
-      fill(legend, ...Object.keys(window.SageStarmap.COLORS).filter((g) => counts[g]).map((g) => {
-        const dot = h("span", { class: "dot" });
-        dot.style.background = "rgb(" + window.SageStarmap.COLORS[g].join(",") + ")";
-        return h("span", {}, dot, (g === "other" ? "uncategorized" : g) + " " + counts[g]);
-      }));
-      map.setStars(data.stars);
+      map.setStars(data.stars, data.edges);
       if (map.fraction === undefined) map.setFraction(1);
     }
     load();
