@@ -393,10 +393,13 @@
       return done;
     }
 
+    let fetching = false;  // one page at a time: a second click must not fetch the same page
     async function loadMore() {
+      if (fetching) return;
+      fetching = true;
       const mine = sequence;
       let data;
-      try { data = await api("/api/memories?" + params(rows.length)); } catch (error) { toast(error.message, { error: true }); return; }
+      try { data = await api("/api/memories?" + params(rows.length)); } catch (error) { toast(error.message, { error: true }); return; } finally { fetching = false; }
       if (mine !== sequence || !showing()) return;
       rows = rows.concat(data.results);
       renderResults(data, true);
@@ -1322,6 +1325,27 @@
     return { nav: "runs", refresh: () => load() };
   }
 
+  // What a rollback moves, said as it is: into archive/ (a memory the run created), or set
+  // aside in the rollback's own folder in the state folder (a MEMORY.md the run created, an
+  // archived copy of a memory that is live again), or back into archive/.
+  function moves(actions, done) {
+    const count = (kind) => (actions || []).filter((a) => a.action === kind).length;
+    const parts = [];
+    const archived = count("archive");
+    const aside = (actions || []).filter((a) => a.action === "set-aside").map((a) => a.path);
+    const back = count("return");
+    if (archived) parts.push((done ? "" : "move ") + archived + (done ? " moved" : "") + " to archive/");
+    if (aside.length) parts.push((done ? "" : "set ") + (aside.length <= 3 ? aside.join(" and ") : aside.length + " files") + (done ? " set" : "") + " aside in the rollback's folder");
+    if (back) parts.push((done ? "" : "return ") + back + (done ? " returned" : "") + " to archive/");
+    return parts.join(", ");
+  }
+
+  // A change that moved a file out of the memory folder, into the rollback's own folder.
+  function setAside(change) {
+    const to = change.after && change.after.file;
+    return change.operation === "archive" && typeof to === "string" && !to.startsWith("archive/");
+  }
+
   function runView(runId) {
     const showing = viewGuard();
     let lastStatus = null;
@@ -1363,7 +1387,7 @@
           const forceBox = h("input", { type: "checkbox", id: "rollback-force", checked: force, onchange: () => preview(forceBox.checked) });
           fill(confirmBox,
             h("p", { id: "rollback-summary" }, "This will put back " + restoreCount + " file" + (restoreCount === 1 ? "" : "s") +
-              " as they were before " + runId + ", move " + plan.archived + " aside (into archive/ or the rollback's own folder; nothing is deleted), and skip " +
+              " as they were before " + runId + (moves(plan.actions) ? ", " + moves(plan.actions) : "") + " (nothing is deleted), and skip " +
               plan.forcible + " changed since the run and " + names + " name conflict" + (names === 1 ? "" : "s") + " (nothing is overwritten). " +
               "First the folder as it is now is copied, so this rollback can itself be undone."),
             plan.forcible || force ? h("label", { class: "check", id: "rollback-force-label" }, forceBox,
@@ -1381,7 +1405,8 @@
           document.getElementById("rollback-confirm").disabled = true;
           try {
             const result = await api("/api/runs/" + enc(runId) + "/rollback", { method: "POST", body: { scope: scope, dryRun: false, force: force } });
-            toast("Rolled back " + runId + " as " + result.rollbackId + ": " + result.restored + " restored, " + result.archived + " moved aside" +
+            const moved = moves(result.actions, true);
+            toast("Rolled back " + runId + " as " + result.rollbackId + ": " + result.restored + " put back" + (moved ? ", " + moved : "") +
               (result.conflicts ? ", " + result.conflicts + " skipped" : ""));
             location.hash = "#/runs/" + enc(result.rollbackId);
           } catch (error) { toast(error.message, { error: true }); }
@@ -1393,9 +1418,9 @@
 
       const changes = (run.changes || []).map((c) => h("details", { class: "change", dataset: { file: c.file || "" } },
         h("summary", {},
-          h("span", { class: "op " + c.operation }, c.operation),
+          h("span", { class: "op " + c.operation }, setAside(c) ? "set aside" : c.operation),
           h("span", { class: "mono" }, c.file),
-          c.after && c.after.file && c.after.file !== c.file ? h("span", { class: "mono muted" }, "→ " + c.after.file) : null,
+          c.after && c.after.file && c.after.file !== c.file ? h("span", { class: "mono muted" }, setAside(c) ? "→ the rollback's folder (state folder)" : "→ " + c.after.file) : null,
           h("span", { class: "muted small" }, c.rule || ""),
           h("span", {}, c.unexplained ? "unexplained (no reason given)" : c.reason),
           c.state === "pending" ? h("span", { class: "status interrupted" }, "may not have happened") : null),
