@@ -1084,3 +1084,76 @@ def test_the_audit_rereads_only_the_files_that_changed(
     assert any(f["path"] == "feedback_misfiled.md" for f in changed["findings"])
     (folder / "feedback_misfiled.md").unlink()
     assert client.ok("GET", "/api/audit?fresh=1")["findings"] == first["findings"]
+
+
+# the dream's settings (issue 18, item 1)
+
+
+def test_the_dream_settings_are_every_field_of_dream_config(
+    client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import dataclasses
+    from typing import Literal
+
+    from sage_mem.dream import config as dream_config
+
+    data = client.ok("GET", "/api/dream/settings")
+    keys = [f["key"] for f in data["fields"]]
+    names = [f.name for f in dataclasses.fields(dream_config.DreamConfig)]
+    assert keys == [dream_config._camel(name) for name in names]
+    kinds = {f["key"]: f["kind"] for f in data["fields"]}
+    assert kinds["autoFromHook"] == "bool" and kinds["minSessions"] == "int"
+    assert kinds["minHours"] == "number" and kinds["agentCommand"] == "command"
+    assert data["exists"] is False and data["sha256"] == ""
+    assert data["command"]["configured"] is False
+    # A setting added to DreamConfig shows up with no second list (a Literal is a choice).
+    extended = dataclasses.make_dataclass(
+        "DreamConfig", [("input_source", Literal["memory", "memory+sessions"], "memory")],
+        bases=(dream_config.DreamConfig,), frozen=True)
+    monkeypatch.setattr(dream_config, "DreamConfig", extended)
+    added = client.ok("GET", "/api/dream/settings")["fields"][-1]
+    assert added["key"] == "inputSource" and added["kind"] == "choice"
+    assert added["choices"] == ["memory", "memory+sessions"] and added["value"] == "memory"
+
+
+def test_saving_dream_settings_writes_only_what_changed_and_checks_it(
+    client: Client, folder: Path
+) -> None:
+    from sage_mem.dream.paths import DreamPaths
+
+    path = DreamPaths(client.server.store.folder).config_file
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text('{"keepSnapshots": 4, "minHours": 12}\n')
+    shown = client.ok("GET", "/api/dream/settings")
+    status, data, _ = client.post("/api/dream/settings", {
+        "values": {"keepSnapshots": 0}, "expectedSha256": shown["sha256"]})
+    assert status == 400 and "keepSnapshots" in data["error"]
+    assert path.read_text() == '{"keepSnapshots": 4, "minHours": 12}\n'
+    saved = client.ok("POST", "/api/dream/settings", {
+        "values": {"minHours": 6, "minSessions": 5, "agentCommand": ["no-such-agent-x", "-p"]},
+        "expectedSha256": shown["sha256"]})
+    written = json.loads(path.read_text())
+    # minSessions 5 is the default and was not in the file: not written out.
+    assert list(written) == ["keepSnapshots", "minHours", "agentCommand"]
+    assert written["minHours"] == 6 and written["agentCommand"] == ["no-such-agent-x", "-p"]
+    assert saved["command"]["problem"] and "no-such-agent-x" in saved["command"]["problem"]
+    path.write_text(path.read_text().replace("6", "7"))  # an edit by hand meanwhile
+    status, data, _ = client.post("/api/dream/settings", {
+        "values": {"minHours": 1}, "expectedSha256": saved["sha256"]})
+    assert status == 409 and json.loads(path.read_text())["minHours"] == 7
+
+
+def test_a_dream_with_a_missing_agent_command_is_refused_before_it_runs(
+    client: Client, folder: Path
+) -> None:
+    from sage_mem.dream import list_runs
+    from sage_mem.dream.paths import DreamPaths
+
+    path = DreamPaths(client.server.store.folder).config_file
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text('{"agentCommand": ["no-such-agent-x"]}\n')
+    status, data, _ = client.post("/api/dream", {"mode": "report"})
+    assert status == 400 and data["error"].startswith("not started: the agent command")
+    assert list_runs(client.server.store) == []
+    result = client.ok("POST", "/api/dream", {"mode": "report", "rulesOnly": True})
+    assert result["runId"] and len(list_runs(client.server.store)) == 1

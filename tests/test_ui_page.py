@@ -559,3 +559,40 @@ def test_after_a_rollback_the_archive_and_the_messages_say_what_happened(
     expect(page.locator("#run-changes")).not_to_contain_text("rotated out")
     archived = page.locator('#run-changes details[data-file="user_old_editor.md"]')
     expect(archived.locator(".diff")).to_be_visible()
+
+
+# 1: the dream's settings
+
+
+def test_the_dream_settings_panel_saves_config_json_and_warns_of_a_missing_command(
+    page: Any, server: UiServer
+) -> None:
+    import json
+
+    from sage_mem.dream.paths import DreamPaths
+
+    config = DreamPaths(server.store.folder).config_file
+    go(page, "#/runs")
+    expect(page.locator("#agent-command")).to_contain_text("none configured")
+    page.locator("#dream-settings-link").click()
+    expect(page).to_have_title("Dream settings · sage-mem")
+    form = page.locator("#dream-settings")
+    for key in ["minHours", "minSessions", "keepSnapshots", "agentCommand", "agentMaxCalls",
+                "autoFromHook"]:
+        expect(form.locator(f"#s-{key}")).to_be_visible()
+    page.locator("#s-minHours").fill("6")
+    page.locator("#s-autoFromHook").check()
+    page.locator("#s-agentCommand").fill("no-such-agent-x -p '{prompt}' --mcp-config {mcp_config}")
+    page.locator("#settings-save").click()
+    expect(page.locator("#toast")).to_contain_text("Saved the dream settings")
+    assert json.loads(config.read_text()) == {
+        "minHours": 6, "agentCommand": ["no-such-agent-x", "-p", "{prompt}", "--mcp-config",
+                                        "{mcp_config}"], "autoFromHook": True}
+    expect(page.locator("#agent-command")).to_contain_text("not found on PATH")
+    go(page, "#/runs")
+    expect(page.locator("#agent-command")).to_contain_text("no-such-agent-x")
+    page.locator("#dream-report").click()
+    expect(page.locator("#dream-refused")).to_contain_text("Not started: the agent command")
+    expect(page.locator("#runs")).to_contain_text("No dream runs yet")
+    page.locator("#dream-rules-only").click()
+    expect(page.locator("#run-title")).to_contain_text("Dream run")

@@ -20,7 +20,10 @@ Routes (all `/api/` ones need the token; see `security`):
     GET  /api/runs                  dream runs and rollbacks, newest first
     GET  /api/runs/{run_id}         one run: manifest, report, each change as a diff
     POST /api/runs/{run_id}/rollback   {scope, dryRun}
-    POST /api/dream                 {mode}: a dream run now
+    POST /api/dream                 {mode, rulesOnly}: a dream run now (refused when the agent
+                                    command cannot be started, unless rulesOnly)
+    GET  /api/dream/settings        the dream's settings (from DreamConfig), the command in effect
+    POST /api/dream/settings        {values, expectedSha256}: written to config.json, checked
     GET  /api/events?token=         server-sent events: `memories` and `runs` changed
 
 Errors are JSON `{error, kind}`: 400 for a bad value or id, 404 for a missing
@@ -50,7 +53,7 @@ from ..errors import (
     StoreLocked,
 )
 from ..store import MemoryStore
-from . import api, dreams
+from . import api, dreams, settings
 from .links import LinkGraph
 from .live import ChangeFeed, watch_runs
 from .security import Guard
@@ -129,6 +132,8 @@ def create_app(
         Route("/api/runs/{run_id}", dreams.run),
         Route("/api/runs/{run_id}/rollback", dreams.rollback, methods=["POST"]),
         Route("/api/dream", dreams.dream, methods=["POST"]),
+        Route("/api/dream/settings", settings.settings),
+        Route("/api/dream/settings", settings.save, methods=["POST"]),
         Route("/api/events", _events),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]

@@ -24,7 +24,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from ..disk.folder import MemoryFolder, read_memory
-from ..errors import InvalidMemory, SageMemError
+from ..errors import DreamError, InvalidMemory, SageMemError
 from ..memory.file_format import sha256_bytes
 from ..store import MemoryStore
 from .api import json_body, store_of
@@ -262,10 +262,24 @@ async def rollback(request: Request) -> JSONResponse:
     return JSONResponse(result)
 
 
-def do_dream(store: MemoryStore, mode: str) -> dict[str, Any]:
-    from ..dream import run_dream
+def do_dream(store: MemoryStore, mode: str, rules_only: bool = False) -> dict[str, Any]:
+    """A dream run now. An agent command that cannot be started is refused before the run
+    (DreamError), unless `rules_only`: then the run has no model pass."""
+    from dataclasses import replace
 
-    return run_dream(store, mode=mode).to_dict()
+    from ..dream import run_dream
+    from ..dream.config import DreamConfig
+    from ..dream.paths import DreamPaths
+    from .settings import command_status
+
+    config = DreamConfig.load(DreamPaths(store.folder).config_file)
+    if rules_only:
+        config = replace(config, agent_command=())
+    else:
+        problem = command_status(config.agent_command)["problem"]
+        if problem:
+            raise DreamError(f"not started: {problem}")
+    return run_dream(store, mode=mode, config=config).to_dict()
 
 
 async def dream(request: Request) -> JSONResponse:
@@ -273,6 +287,7 @@ async def dream(request: Request) -> JSONResponse:
     mode = data.get("mode", "report")
     if mode not in ("report", "rewrite"):
         raise InvalidMemory("mode must be report or rewrite")
-    result = await run_in_threadpool(do_dream, store_of(request), mode)
+    rules_only = data.get("rulesOnly") is True
+    result = await run_in_threadpool(do_dream, store_of(request), mode, rules_only)
     request.app.state.feed.bump("runs")
     return JSONResponse(result)

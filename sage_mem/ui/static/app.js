@@ -211,6 +211,7 @@
     [/^#\/archive$/, () => archiveView()],
     [/^#\/audit$/, () => auditView()],
     [/^#\/runs$/, () => runsView()],
+    [/^#\/dream-settings$/, () => dreamSettingsView()],
     [/^#\/runs\/(.+)$/, (m) => runView(decodeURIComponent(m[1]))],
   ];
 
@@ -1270,12 +1271,15 @@
     const table = h("div", { id: "runs" });
     const dreamBox = h("div", { class: "actions" },
       h("button", { id: "dream-report", onclick: () => dream("report") }, "Dream now: report only"),
-      h("button", { id: "dream-rewrite", onclick: () => confirmRewrite() }, "Dream now: tidy the folder…"));
+      h("button", { id: "dream-rewrite", onclick: () => confirmRewrite() }, "Dream now: tidy the folder…"),
+      h("a", { class: "button", href: "#/dream-settings", id: "dream-settings-link" }, "Settings…"));
     const confirmBox = h("div", { class: "notice warn confirm", hidden: true, id: "dream-confirm", dataset: { escape: "1" } });
+    const agent = h("div", { id: "agent-status", class: "small muted" });
     setTitle("Dream runs");
     fill(main, h("h1", {}, "Dream runs"),
       h("p", { class: "muted" }, "Autodream tidies the folder: merges duplicates, archives what was superseded, adds summaries, makes dates absolute. Every rewrite run copies the folder first and can be rolled back."),
-      dreamBox, confirmBox, table);
+      agent, dreamBox, confirmBox, table);
+    api("/api/dream/settings").then((data) => { if (showing()) fill(agent, commandLine(data)); }).catch(() => {});
 
     function confirmRewrite() {
       fill(confirmBox, 
@@ -1285,14 +1289,22 @@
       confirmBox.hidden = false;
     }
 
-    async function dream(mode) {
+    async function dream(mode, rulesOnly) {
       dreamBox.querySelectorAll("button").forEach((b) => { b.disabled = true; });
       try {
-        const result = await api("/api/dream", { method: "POST", body: { mode: mode } });
+        const result = await api("/api/dream", { method: "POST", body: { mode: mode, rulesOnly: rulesOnly === true } });
         toast("Dream " + result.runId + ": " + result.changes + (mode === "rewrite" ? " changes" : " proposed changes"));
         location.hash = "#/runs/" + enc(result.runId);
       } catch (error) {
-        toast(error.message, { error: true });
+        if (/^not started: /.test(error.message)) {
+          // The agent command cannot be started: said before any run, with the ways on.
+          fill(confirmBox, h("p", { id: "dream-refused" }, error.message.replace(/^not started: /, "Not started: ") + "."),
+            h("div", { class: "actions" },
+              h("button", { type: "button", id: "dream-rules-only", onclick: () => { confirmBox.hidden = true; dream(mode, true); } }, "Run with the rules only"),
+              h("a", { class: "button", href: "#/dream-settings" }, "Change the command"),
+              h("button", { type: "button", onclick: () => { confirmBox.hidden = true; } }, "Cancel")));
+          confirmBox.hidden = false;
+        } else toast(error.message, { error: true });
       } finally {
         dreamBox.querySelectorAll("button").forEach((b) => { b.disabled = false; });
       }
@@ -1323,6 +1335,117 @@
     }
     load();
     return { nav: "runs", refresh: () => load() };
+  }
+
+  // The agent command a run would start, and whether it can be.
+  function commandLine(data) {
+    const c = data.command;
+    if (!c.configured) return h("span", { id: "agent-command" }, "Model pass: none configured (the rules run alone). ", h("a", { href: "#/dream-settings" }, "Set an agent command"));
+    return h("span", { id: "agent-command", class: c.problem ? "sev-error" : "" }, "Agent command in effect: ",
+      h("code", {}, c.argv.join(" ")), c.found ? " (" + c.found + ")" : "", c.problem ? [" — ", c.problem] : null);
+  }
+
+  // The dream's settings: one field per setting of DreamConfig, written to config.json.
+  function dreamSettingsView() {
+    const showing = viewGuard();
+    setTitle("Dream settings");
+    const form = h("form", { class: "editor", id: "dream-settings", novalidate: true });
+    const status = h("div", { id: "settings-status" });
+    fill(main, h("div", { class: "memory-head" }, h("h1", {}, "Dream settings"), h("a", { class: "button", href: "#/runs" }, "Dream runs")),
+      h("p", { class: "muted" }, "How autodream runs: when it may start on its own, the model or agent it may call, and how many rollback points it keeps. Saved to config.json in the state folder (never in the memory folder); a flag on the command line still wins."),
+      status, form);
+    let shown = null;
+    let dirty = false;
+
+    function control(f) {
+      const id = "s-" + f.key;
+      const value = f.value;
+      if (f.kind === "bool") {
+        return h("label", { class: "check" }, h("input", { type: "checkbox", id: id, name: f.key, checked: value === true }), f.label,
+          h("span", { class: "mono small muted" }, " " + f.key));
+      }
+      let input;
+      if (f.kind === "choice") {
+        input = h("select", { id: id, name: f.key }, f.choices.map((c) => h("option", { value: String(c) }, String(c))));
+        input.value = String(value);
+      } else if (f.kind === "command") {
+        input = h("input", { id: id, name: f.key, value: (value || []).map(quoteArg).join(" "), placeholder: "claude -p {prompt} --mcp-config {mcp_config}", autocomplete: "off", spellcheck: "false", class: "mono" });
+      } else if (f.kind === "int" || f.kind === "number") {
+        input = h("input", { id: id, name: f.key, type: "number", step: f.kind === "int" ? "1" : "any", value: String(value) });
+      } else {
+        input = h("input", { id: id, name: f.key, value: value === null || value === undefined ? "" : String(value) });
+      }
+      return h("label", { class: "field" }, h("span", {}, f.label, h("span", { class: "mono small muted" }, " " + f.key)), input,
+        h("small", { class: "muted" }, [f.help, f.help ? " " : "", "Default: " + shownDefault(f)]));
+    }
+
+    function shownDefault(f) {
+      if (f.kind === "bool") return f.default ? "on" : "off";
+      if (f.kind === "command") return f.default && f.default.length ? f.default.join(" ") : "none";
+      return String(f.default);
+    }
+
+    function read(f) {
+      const node = form.elements.namedItem(f.key);
+      if (f.kind === "bool") return node.checked;
+      if (f.kind === "int" || f.kind === "number") return node.value.trim() === "" ? f.default : Number(node.value);
+      if (f.kind === "command") return splitArgs(node.value);
+      if (f.kind === "choice") { const found = f.choices.find((c) => String(c) === node.value); return found === undefined ? node.value : found; }
+      return node.value;
+    }
+
+    function render(data) {
+      shown = data;
+      dirty = false;
+      fill(status,
+        data.problem ? h("div", { class: "notice error", id: "settings-problem" }, data.problem) : null,
+        h("p", { class: "small" }, commandLine(data)),
+        h("p", { class: "muted small" }, "File: ", h("span", { class: "mono" }, data.file), data.exists ? "" : " (not there yet: every setting is its default)"));
+      fill(form, h("div", { class: "grid2" }, data.fields.map(control)),
+        h("div", { class: "actions" }, h("button", { class: "primary", type: "submit", id: "settings-save" }, "Save settings"),
+          h("button", { type: "button", onclick: () => load() }, "Undo my changes")));
+    }
+
+    async function load() {
+      let data;
+      try { data = await api("/api/dream/settings"); } catch (error) { if (showing()) failure(error); return; }
+      if (showing()) render(data);
+    }
+
+    form.addEventListener("input", () => { dirty = true; });
+    form.addEventListener("submit", async (event) => {
+      event.preventDefault();
+      if (!shown) return;
+      const values = {};
+      for (const f of shown.fields) {
+        const v = read(f);
+        if (JSON.stringify(v) !== JSON.stringify(f.value)) values[f.key] = v;
+      }
+      if (!Object.keys(values).length) { toast("Nothing changed."); return; }
+      try {
+        const data = await api("/api/dream/settings", { method: "POST", body: { values: values, expectedSha256: shown.sha256 } });
+        toast("Saved the dream settings");
+        render(data);
+      } catch (error) {
+        toast(error.message, { error: true });
+        if (error.status === 409) load();
+      }
+    });
+    load();
+    return { nav: "runs", dirty: () => dirty };
+  }
+
+  // A command line as words: spaces split, "double" or 'single' quotes keep a word whole.
+  function splitArgs(text) {
+    const out = [];
+    const pattern = /"((?:[^"\\]|\\.)*)"|'([^']*)'|(\S+)/g;
+    let m;
+    while ((m = pattern.exec(text)) !== null) out.push(m[1] !== undefined ? m[1].replace(/\\(.)/g, "$1") : m[2] !== undefined ? m[2] : m[3]);
+    return out;
+  }
+
+  function quoteArg(word) {
+    return /^[^\s"'\\]+$/.test(word) ? word : '"' + word.replace(/["\\]/g, "\\$&") + '"';
   }
 
   // What a rollback moves, said as it is: into archive/ (a memory the run created), or set
