@@ -477,7 +477,19 @@
 
     function cards() { return Array.from(results.querySelectorAll("a.card")); }
 
-    input.addEventListener("input", debounce(() => { if (listState.q !== input.value) { listState.q = input.value; load(); } }, 80));
+    // Search as you type with no fixed delay: a key asks at once when no search is in flight;
+    // keys typed meanwhile wait for it, and then only the newest text is asked for.
+    let inFlight = false;
+    let queued = false;
+    async function typed() {
+      if (listState.q === input.value) return;
+      if (inFlight) { queued = true; return; }
+      inFlight = true;
+      listState.q = input.value;
+      try { await load(); } finally { inFlight = false; }
+      if (queued) { queued = false; typed(); }
+    }
+    input.addEventListener("input", () => { typed(); });
     input.addEventListener("keydown", async (event) => {
       if (event.key === "Enter") {
         event.preventDefault();
