@@ -1067,6 +1067,47 @@ class MemoryStore:
             self._regenerate_catalog()
         return memory
 
+    def replace_file(
+        self, memory_id: str, data: bytes, *, expected_sha256: str, allow_secret: bool = False
+    ) -> Memory:
+        """Put exactly `data` in place of a memory file, as a person wrote it (the raw editor).
+
+        For a file whose frontmatter does not parse, which `write` cannot edit:
+        nothing is added or normalised. Raises ConflictError when the file is
+        not the one `expected_sha256` names, MemoryNotFound when it is gone,
+        MemoryLocked when what is there now says `locked: true`, InvalidMemory
+        when `data` would not read back (the parse error says where) and
+        SecretRefused as `write` does. Nothing is written when it raises.
+        """
+        canonical = self.folder.normalize_id(memory_id)
+        path = self.folder.path_for(canonical)
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise InvalidMemory(
+                f"{canonical}: not written: the text is not UTF-8", path=path
+            ) from None
+
+        def replaced(seen: Seen) -> bytes | None:
+            if seen.raw is None:
+                raise MemoryNotFound(f"no memory {canonical!r}", path=path)
+            check_expected(path, seen.raw, expected_sha256)
+            try:
+                parsed = parse_bytes(seen.raw, path)
+            except InvalidMemory:
+                parsed = None
+            if parsed is not None and memory_from_meta(
+                canonical, path, parsed.meta, parsed.body
+            ).locked:
+                raise MemoryLocked(f"{canonical}: memory is locked (locked: true)", path=path)
+            return _checked_bytes(path, text, seen.raw, allow_secret=allow_secret)
+
+        with self._write_lock():
+            self._rewrite(path, replaced)
+            memory = self._note_written(path, canonical)
+            self._regenerate_catalog()
+        return memory
+
 
 @dataclass(frozen=True)
 class Renamed:

@@ -981,3 +981,179 @@ def test_the_page_and_its_assets_ship_inside_the_package() -> None:
     static = resources.files("sage_mem.ui") / "static"
     for name in ("index.html", "app.js", "app.css", "starmap.js", "markdown.js", "favicon.svg"):
         assert (static / name).is_file(), name
+
+
+# issue 18: paging, links, the raw editor, the incremental audit
+
+
+def test_a_search_gives_its_true_total_and_every_page_of_it(client: Client, folder: Path) -> None:
+    for n in range(230):
+        write_memory(folder, f"project/bulk/n{n:03d}", memory_file(
+            f"Bulk note {n} about tokens 令牌", "x", category="project"))
+    client.server.store.reconcile()
+    first = client.ok("GET", "/api/memories?q=" + quote("tokens 令牌") + "&limit=100")
+    assert first["total"] >= 231 and len(first["results"]) == 100 and first["more"]
+    seen = [r["id"] for r in first["results"]]
+    offset = 100
+    while True:
+        page = client.ok("GET", f"/api/memories?q={quote('tokens 令牌')}&limit=100&offset={offset}")
+        seen += [r["id"] for r in page["results"]]
+        offset += 100
+        if not page["more"]:
+            break
+    assert len(seen) == len(set(seen)) == first["total"]
+    listed = client.ok("GET", "/api/memories?limit=50&offset=200")
+    assert listed["total"] == listed["all"] == 240 and len(listed["results"]) == 40
+    assert not listed["more"]
+
+
+def test_a_memory_says_where_its_links_go_and_who_links_to_it(client: Client, folder: Path) -> None:
+    write_memory(folder, "user_links", memory_file(
+        "Links", "[[user_profile]] [[nobody]] [cat](user_cat_zh.md) `[[in_code]]`",
+        category="user", supersedes=["user_evil"]))
+    client.server.store.reconcile()
+    memory = client.ok("GET", "/api/memory?id=user_links")["memory"]
+    reach = {(link["kind"], link["written"]): link["id"] for link in memory["links"]}
+    assert reach == {("wiki", "user_profile"): "user_profile", ("wiki", "nobody"): None,
+                     ("markdown", "user_cat_zh.md"): "user_cat_zh"}
+    profile = client.ok("GET", "/api/memory?id=user_profile")["memory"]
+    assert {"id": "user_links", "kind": "link", "description": "Links"} in profile["backlinks"]
+    evil = client.ok("GET", "/api/memory?id=user_evil")["memory"]
+    assert [b["kind"] for b in evil["backlinks"]] == ["supersedes"]
+    edges = client.ok("GET", "/api/stars")["edges"]
+    assert {"from": "user_links", "to": "user_profile", "kind": "link"} in edges
+    assert {"from": "user_links", "to": "user_evil", "kind": "supersedes"} in edges
+    assert not any(e["to"] == "nobody" for e in edges)
+    info = client.ok("GET", "/api/info")
+    assert info["bytes"] == sum(p.stat().st_size for p in folder.rglob("*.md")
+                                if p.name != "MEMORY.md" and ".sage-mem" not in p.parts
+                                and "autodream" not in p.parts)
+
+
+def test_the_raw_editor_writes_exactly_the_text_and_checks_what_it_replaces(
+    client: Client, folder: Path
+) -> None:
+    broken = b"---\ndescription: a: b\n---\n\nbody\n"
+    path = write_memory(folder, "user_broken", broken)
+    client.server.store.reconcile()
+    status, data, _ = client.get("/api/memory?id=user_broken")
+    assert status == 400 and data["raw"] is True and data["id"] == "user_broken"
+    raw = client.ok("GET", "/api/raw?id=user_broken")
+    assert raw["text"] == broken.decode() and raw["problem"]["line"] == 2
+    assert raw["sha256"] == hashlib.sha256(broken).hexdigest()
+    status, data, _ = client.post("/api/raw", {"id": "user_broken", "text": "---\nx: [\n---\n",
+                                               "expectedSha256": raw["sha256"]})
+    assert status == 400 and "not written" in data["error"] and path.read_bytes() == broken
+    status, data, _ = client.post("/api/raw", {"id": "user_broken", "text": "---\nx: 1\n---\n",
+                                               "expectedSha256": "0" * 64})
+    assert status == 409 and path.read_bytes() == broken
+    fixed = "---\ndescription: 'a: b'\n---\n\nbody\n"
+    saved = client.ok("POST", "/api/raw", {"id": "user_broken", "text": fixed,
+                                           "expectedSha256": raw["sha256"]})
+    assert saved["memory"]["description"] == "a: b" and path.read_bytes() == fixed.encode()
+    write_memory(folder, "user_locked", memory_file("Locked", "x", locked=True))
+    locked = client.ok("GET", "/api/raw?id=user_locked")
+    status, data, _ = client.post("/api/raw", {
+        "id": "user_locked", "text": "---\ndescription: y\n---\n",
+        "expectedSha256": locked["sha256"]})
+    assert status == 423 and "locked: true" in (folder / "user_locked.md").read_text()
+
+
+def test_the_audit_rereads_only_the_files_that_changed(
+    client: Client, folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sage_mem.checks import audit as audit_module
+
+    read: list[str] = []
+    original = audit_module._Audit.check_file
+
+    def counted(self: Any, path: Path, *, archived: bool) -> None:
+        read.append(path.name)
+        original(self, path, archived=archived)
+
+    monkeypatch.setattr(audit_module._Audit, "check_file", counted)
+    first = client.ok("GET", "/api/audit")
+    assert len(read) == first["checked"] == 10
+    read.clear()
+    again = client.ok("GET", "/api/audit?fresh=1")
+    assert read == [] and again["findings"] == first["findings"]
+    write_memory(folder, "feedback_misfiled", memory_file("Misfiled", category="user"))
+    (folder / "user_profile.md").write_text((folder / "user_profile.md").read_text() + "\nmore\n")
+    changed = client.ok("GET", "/api/audit?fresh=1")
+    assert sorted(read) == ["feedback_misfiled.md", "user_profile.md"]
+    assert any(f["path"] == "feedback_misfiled.md" for f in changed["findings"])
+    (folder / "feedback_misfiled.md").unlink()
+    assert client.ok("GET", "/api/audit?fresh=1")["findings"] == first["findings"]
+
+
+# the dream's settings (issue 18, item 1)
+
+
+def test_the_dream_settings_are_every_field_of_dream_config(
+    client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import dataclasses
+    from typing import Literal
+
+    from sage_mem.dream import config as dream_config
+
+    data = client.ok("GET", "/api/dream/settings")
+    keys = [f["key"] for f in data["fields"]]
+    names = [f.name for f in dataclasses.fields(dream_config.DreamConfig)]
+    assert keys == [dream_config._camel(name) for name in names]
+    kinds = {f["key"]: f["kind"] for f in data["fields"]}
+    assert kinds["autoFromHook"] == "bool" and kinds["minSessions"] == "int"
+    assert kinds["minHours"] == "number" and kinds["agentCommand"] == "command"
+    assert data["exists"] is False and data["sha256"] == ""
+    assert data["command"]["configured"] is False
+    # A setting added to DreamConfig shows up with no second list (a Literal is a choice).
+    extended = dataclasses.make_dataclass(
+        "DreamConfig", [("input_source", Literal["memory", "memory+sessions"], "memory")],
+        bases=(dream_config.DreamConfig,), frozen=True)
+    monkeypatch.setattr(dream_config, "DreamConfig", extended)
+    added = client.ok("GET", "/api/dream/settings")["fields"][-1]
+    assert added["key"] == "inputSource" and added["kind"] == "choice"
+    assert added["choices"] == ["memory", "memory+sessions"] and added["value"] == "memory"
+
+
+def test_saving_dream_settings_writes_only_what_changed_and_checks_it(
+    client: Client, folder: Path
+) -> None:
+    from sage_mem.dream.paths import DreamPaths
+
+    path = DreamPaths(client.server.store.folder).config_file
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text('{"keepSnapshots": 4, "minHours": 12}\n')
+    shown = client.ok("GET", "/api/dream/settings")
+    status, data, _ = client.post("/api/dream/settings", {
+        "values": {"keepSnapshots": 0}, "expectedSha256": shown["sha256"]})
+    assert status == 400 and "keepSnapshots" in data["error"]
+    assert path.read_text() == '{"keepSnapshots": 4, "minHours": 12}\n'
+    saved = client.ok("POST", "/api/dream/settings", {
+        "values": {"minHours": 6, "minSessions": 5, "agentCommand": ["no-such-agent-x", "-p"]},
+        "expectedSha256": shown["sha256"]})
+    written = json.loads(path.read_text())
+    # minSessions 5 is the default and was not in the file: not written out.
+    assert list(written) == ["keepSnapshots", "minHours", "agentCommand"]
+    assert written["minHours"] == 6 and written["agentCommand"] == ["no-such-agent-x", "-p"]
+    assert saved["command"]["problem"] and "no-such-agent-x" in saved["command"]["problem"]
+    path.write_text(path.read_text().replace("6", "7"))  # an edit by hand meanwhile
+    status, data, _ = client.post("/api/dream/settings", {
+        "values": {"minHours": 1}, "expectedSha256": saved["sha256"]})
+    assert status == 409 and json.loads(path.read_text())["minHours"] == 7
+
+
+def test_a_dream_with_a_missing_agent_command_is_refused_before_it_runs(
+    client: Client, folder: Path
+) -> None:
+    from sage_mem.dream import list_runs
+    from sage_mem.dream.paths import DreamPaths
+
+    path = DreamPaths(client.server.store.folder).config_file
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text('{"agentCommand": ["no-such-agent-x"]}\n')
+    status, data, _ = client.post("/api/dream", {"mode": "report"})
+    assert status == 400 and data["error"].startswith("not started: the agent command")
+    assert list_runs(client.server.store) == []
+    result = client.ok("POST", "/api/dream", {"mode": "report", "rulesOnly": True})
+    assert result["runId"] and len(list_runs(client.server.store)) == 1

@@ -163,24 +163,35 @@ class AuditReport:
         return "".join(f.format_text() + "\n" for f in self.findings)
 
 
-def audit(store: MemoryStore) -> AuditReport:
+def audit(store: MemoryStore, *, cache: FileResults | None = None) -> AuditReport:
     """Check the store's memory folder and report; reads files, writes nothing.
 
     Takes a MemoryStore (only its `folder` and `problems()` are used, so the
     audit sees the disk as it is now, not as the index last saw it).
-    Raises FolderError when the folder is missing.
+    Raises FolderError when the folder is missing. `cache`: see `audit_folder`.
     """
-    return audit_folder(store.folder, known_problems=store.problems())
+    return audit_folder(store.folder, known_problems=store.problems(), cache=cache)
 
 
-def audit_folder(folder: MemoryFolder, *, known_problems: Iterable[Any] = ()) -> AuditReport:
-    """The audit of one memory folder (see `audit`)."""
+def audit_folder(
+    folder: MemoryFolder, *, known_problems: Iterable[Any] = (), cache: FileResults | None = None
+) -> AuditReport:
+    """The audit of one memory folder (see `audit`).
+
+    With `cache`, a file whose stat has not changed since the last audit with
+    that cache is not read again: its own findings are reused, and only the
+    checks across files (links, MEMORY.md) run over everything.
+    """
     folder.check_exists()
     run = _Audit(folder)
-    for path in folder.iter_files():
-        run.check_file(path, archived=False)
-    for path in folder.iter_files(archived=True):
-        run.check_file(path, archived=True)
+    for archived in (False, True):
+        for path in folder.iter_files(archived=archived):
+            if cache is None:
+                run.check_file(path, archived=archived)
+            else:
+                cache.check_file(run, path, archived=archived)
+    if cache is not None:
+        cache.forget_except(run.walked)
     for body in run.bodies:
         run.check_links(body)
     run.check_index()
@@ -188,6 +199,53 @@ def audit_folder(folder: MemoryFolder, *, known_problems: Iterable[Any] = ()) ->
         run.check_known_problem(problem)
     findings = sorted(run.findings, key=Finding.sort_key)
     return AuditReport(tuple(findings), run.checked)
+
+
+_Kept = tuple[Any, list["Finding"], list["_Body"], list[Memory]]
+
+
+class FileResults:
+    """Each file's own audit results, kept while its stat signature stays the same.
+
+    An open page audits after every change; with this, a change costs the
+    reading of the files that changed, not of the whole folder.
+    """
+
+    def __init__(self) -> None:
+        self._files: dict[tuple[str, bool], _Kept] = {}
+
+    def check_file(self, run: _Audit, path: Path, *, archived: bool) -> None:
+        rel = run.rel(path)
+        try:
+            st, lst = os.stat(path), os.lstat(path)
+            signature: Any = (st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns,
+                              lst.st_ino, lst.st_mtime_ns)
+        except OSError:
+            signature = None
+        key = (rel, archived)
+        kept = self._files.get(key)
+        if signature is not None and kept is not None and kept[0] == signature:
+            run.walked.add(rel)
+            run.checked += 1
+            (run.archived if archived else run.active).add(_nfc(rel))
+            if not archived:
+                run.by_name.add(_nfc(rel.rsplit("/", 1)[-1]))
+            run.findings.extend(kept[1])
+            run.bodies.extend(kept[2])
+            run.memories.extend(kept[3])
+            return
+        marks = len(run.findings), len(run.bodies), len(run.memories)
+        run.check_file(path, archived=archived)
+        if signature is None:
+            self._files.pop(key, None)
+            return
+        self._files[key] = (signature, run.findings[marks[0]:], run.bodies[marks[1]:],
+                            run.memories[marks[2]:])
+
+    def forget_except(self, walked: set[str]) -> None:
+        """Drop what is kept of files the last audit no longer found."""
+        for key in [key for key in self._files if key[0] not in walked]:
+            del self._files[key]
 
 
 @dataclass

@@ -28,9 +28,9 @@ from ..memory.fields import BY_KEY
 from ..memory.merge import MISSING, Clash, Version, differing_fields, merge_memory
 from ..memory.value import CATEGORIES, Memory, age_note
 from ..store import MemoryStore
+from .links import Graph, build_graph, links_of_memory
 
-LIST_LIMIT = 300
-SEARCH_LIMIT = 200
+PAGE_SIZE = 100  # rows per page of the list or a search; the page asks for more
 # The store's write() keywords, by the names the page sends: every field of the spec.
 FIELDS = {field.key: field.name for field in fields_spec.FIELDS} | {"body": "body"}
 _KIND = {field.key: field.kind for field in fields_spec.FIELDS}
@@ -148,50 +148,195 @@ def list_memories(
     tags: list[str],
     limit: int,
     summary: tuple[list[Memory], dict[str, Any]] | None = None,
+    *,
+    offset: int = 0,
+    ranked: RankedCache | None = None,
+    generation: int = 0,
 ) -> dict[str, Any]:
+    """One page of the list (newest first) or of a search (best first), with the true total.
+
+    A search ranks every match once per query, filters and generation (`ranked`
+    keeps the last few), so the total is the number of memories that match,
+    not the size of a page, and the next page costs no second search.
+    """
     newest, counts = summary or FolderSummary().get(store, 0)
     filters: dict[str, Any] = {"category": categories or None, "tags": tags or None}
+    offset = max(0, offset)
     if query.strip():
-        hits = store.search(query, limit=min(limit, SEARCH_LIMIT), **filters)
+        key = (query, tuple(categories), tuple(tags), generation)
+        found = ranked.get(key) if ranked is not None else None
+        if found is None:
+            hits = store.search(query, limit=max(1, len(newest)), **filters)
+            found = [(hit.id, hit.score) for hit in hits]
+            if ranked is not None:
+                ranked.put(key, found)
         rows = []
-        for hit in hits:
-            memory = store.index.get(hit.id)
+        for memory_id, score in found[offset:offset + limit]:
+            memory = store.index.get(memory_id)
             if memory is not None:
-                rows.append(summary_row(memory, score=hit.score))
-        total = len(rows)
+                rows.append(summary_row(memory, score=score))
+        total = len(found)
     else:
         chosen = newest
         if categories or tags:
             wanted = {m.id for m in store.list(**filters)}
             chosen = [m for m in newest if m.id in wanted]
         total = len(chosen)
-        rows = [summary_row(m) for m in chosen[:limit]]
-    return {"query": query, "results": rows, "total": total, "all": len(newest), "facets": counts}
+        rows = [summary_row(m) for m in chosen[offset:offset + limit]]
+    return {
+        "query": query, "results": rows, "total": total, "all": len(newest),
+        "offset": offset, "more": offset + len(rows) < total, "facets": counts,
+    }
+
+
+class RankedCache:
+    """The last few searches' ranked ids, so that the next page of one costs no search."""
+
+    SIZE = 8
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._entries: dict[tuple[Any, ...], list[tuple[str, float]]] = {}
+
+    def get(self, key: tuple[Any, ...]) -> list[tuple[str, float]] | None:
+        with self._lock:
+            return self._entries.get(key)
+
+    def put(self, key: tuple[Any, ...], value: list[tuple[str, float]]) -> None:
+        with self._lock:
+            self._entries.pop(key, None)
+            self._entries[key] = value
+            while len(self._entries) > self.SIZE:
+                self._entries.pop(next(iter(self._entries)))
+
+
+def _number(params: Mapping[str, Any], key: str, default: int, low: int, high: int) -> int:
+    try:
+        return max(low, min(int(params.get(key, default)), high))
+    except ValueError:
+        raise InvalidMemory(f"{key} must be a number") from None
 
 
 async def memories(request: Request) -> JSONResponse:
     params = request.query_params
-    try:
-        limit = max(1, min(int(params.get("limit", LIST_LIMIT)), 5000))
-    except ValueError:
-        raise InvalidMemory("limit must be a number") from None
+    limit = _number(params, "limit", PAGE_SIZE, 1, 1000)
+    offset = _number(params, "offset", 0, 0, 10**9)
     store = store_of(request)
     state = request.app.state
 
     def work() -> dict[str, Any]:
-        summary = state.summary.get(store, state.feed.generations["memories"])
+        generation = state.feed.generations["memories"]
+        summary = state.summary.get(store, generation)
         return list_memories(
             store, params.get("q", ""), [c for c in params.getlist("category") if c],
             [t for t in params.getlist("tag") if t], limit, summary,
+            offset=offset, ranked=state.ranked, generation=generation,
         )
 
     return JSONResponse(await run_in_threadpool(work))
 
 
+def memory_page(store: MemoryStore, memory_id: str, graph: Graph) -> dict[str, Any]:
+    """One memory in full, what its links reach, and the memories that link to it."""
+    found = store.read(memory_id)
+    data = full_memory(found)
+    data["links"] = [link.to_dict() for link in links_of_memory(store, found)]
+    data["backlinks"] = [
+        {"id": source, "kind": kind, "description": _description(store, source)}
+        for source, kind in graph.backlinks.get(found.id, [])
+    ]
+    return {"memory": data}
+
+
+def _description(store: MemoryStore, memory_id: str) -> str:
+    memory = store.index.get(memory_id)
+    return memory.description if memory is not None else ""
+
+
+def raw_file(store: MemoryStore, memory_id: str) -> dict[str, Any]:
+    """A memory file's text as it is on disk, its sha256, and why it does not parse (if so).
+
+    Read through the folder's one checked read; for the raw editor of a file
+    `read` refuses (invalid YAML), and of any other unlocked memory file.
+    """
+    from ..disk.folder import read_memory
+    from ..memory.file_format import parse_bytes, sha256_bytes
+
+    canonical = store.folder.normalize_id(memory_id)
+    path = store.folder.path_for(canonical)
+    try:
+        seen = read_memory(store.folder, path)
+    except FileNotFoundError:
+        raise MemoryNotFound(f"no memory {canonical!r}", path=path) from None
+    raw = seen.raw or b""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InvalidMemory(
+            f"{canonical}: not UTF-8 text: fix it in a text editor", path=path
+        ) from None
+    problem: dict[str, Any] | None = None
+    locked = False
+    try:
+        parsed = parse_bytes(raw, path)
+        locked = parsed.meta.get("locked") is True
+    except InvalidMemory as exc:
+        problem = {"message": _without_path(str(exc), path), "line": exc.line,
+                   "column": exc.column}
+    return {"id": canonical, "path": str(path), "text": text, "sha256": sha256_bytes(raw),
+            "problem": problem, "locked": locked}
+
+
+def _without_path(message: str, path: Path) -> str:
+    for prefix in (str(path) + ":", path.name + ":"):
+        if message.startswith(prefix):
+            message = message[len(prefix):]
+            while message[:1].isdigit() or message[:1] == ":":
+                message = message.lstrip("0123456789").removeprefix(":")
+            return message.strip()
+    return message
+
+
+async def raw(request: Request) -> JSONResponse:
+    memory_id = _id_from(request.query_params)
+    return JSONResponse(await run_in_threadpool(raw_file, store_of(request), memory_id))
+
+
+async def save_raw(request: Request) -> JSONResponse:
+    data = await json_body(request)
+    memory_id = _id_from(data)
+    text = data.get("text")
+    expected = data.get("expectedSha256")
+    if not isinstance(text, str):
+        raise InvalidMemory("text is required")
+    if not isinstance(expected, str) or not expected:
+        raise InvalidMemory("expectedSha256 is required to change a file")
+    store = store_of(request)
+    saved = await run_in_threadpool(
+        lambda: store.replace_file(memory_id, text.encode("utf-8"), expected_sha256=expected,
+                                   allow_secret=data.get("allowSecret") is True)
+    )
+    return JSONResponse({"memory": full_memory(saved)})
+
+
 async def memory(request: Request) -> JSONResponse:
     memory_id = _id_from(request.query_params)
-    found = await run_in_threadpool(store_of(request).read, memory_id)
-    return JSONResponse({"memory": full_memory(found)})
+    store = store_of(request)
+    state = request.app.state
+
+    def work() -> dict[str, Any]:
+        graph = state.graph.get(store, state.feed.generations["memories"])
+        return memory_page(store, memory_id, graph)
+
+    try:
+        return JSONResponse(await run_in_threadpool(work))
+    except InvalidMemory as exc:
+        # A file that does not parse can still be opened as text and fixed (`/api/raw`).
+        path = exc.path
+        if path is None or not path.is_file() or store.folder.id_for(path) is None:
+            raise
+        return JSONResponse({"error": str(exc), "kind": "InvalidMemory", "raw": True,
+                             "id": store.folder.id_for(path)}, status_code=400)
 
 
 def _write_arguments(data: Mapping[str, Any]) -> dict[str, Any]:
@@ -383,10 +528,35 @@ async def archived(request: Request) -> JSONResponse:
     return JSONResponse(await run_in_threadpool(archived_rows, store_of(request)))
 
 
-def audit_data(store: MemoryStore) -> dict[str, Any]:
+class AuditState:
+    """The audit as the open pages see it: incremental per changed file, one run per change.
+
+    Files whose stat is unchanged are not read again (`FileResults`), and a
+    result is shared by every open tab until the memories change again (the
+    state folder and other files can change too, so "Check again" asks for a
+    fresh run with `fresh`).
+    """
+
+    def __init__(self) -> None:
+        from ..checks.audit import FileResults
+
+        self._lock = threading.Lock()
+        self._files = FileResults()
+        self._cached: tuple[int, dict[str, Any]] | None = None
+
+    def get(self, store: MemoryStore, generation: int, *, fresh: bool = False) -> dict[str, Any]:
+        with self._lock:  # one audit at a time: a second tab waits for the first's result
+            if not fresh and self._cached is not None and self._cached[0] == generation:
+                return self._cached[1]
+            data = audit_data(store, self._files)
+            self._cached = (generation, data)
+            return data
+
+
+def audit_data(store: MemoryStore, cache: Any = None) -> dict[str, Any]:
     from ..checks.audit import audit
 
-    report = audit(store)
+    report = audit(store, cache=cache)
     data = report.to_dict()
     for finding in data["findings"]:
         finding["id"] = _id_for_finding(store, finding.get("path"))
@@ -404,26 +574,52 @@ def _id_for_finding(store: MemoryStore, rel: Any) -> str | None:
 
 
 async def audit_findings(request: Request) -> JSONResponse:
-    return JSONResponse(await run_in_threadpool(audit_data, store_of(request)))
+    store = store_of(request)
+    state = request.app.state
+    fresh = request.query_params.get("fresh") == "1"
+    return JSONResponse(await run_in_threadpool(
+        lambda: state.audit.get(store, state.feed.generations["memories"], fresh=fresh)
+    ))
 
 
-def star_data(store: MemoryStore) -> dict[str, Any]:
+def star_data(store: MemoryStore, graph: Graph | None = None) -> dict[str, Any]:
+    """Every live memory as a star, and the real relations between them as lines."""
+    memories = store.list()
     stars = [
         {
             "id": m.id,
-            "description": m.display,
+            "description": m.description,
             "category": m.category,
             "length": len(m.body) + len(m.description),
             "created": m.created,
             "updated": m.updated,
         }
-        for m in store.list()
+        for m in memories
     ]
-    return {"stars": stars, "total": len(stars)}
+    graph = graph or build_graph(memories, [])
+    return {"stars": stars, "total": len(stars), "edges": graph.edges()}
 
 
 async def stars(request: Request) -> JSONResponse:
-    return JSONResponse(await run_in_threadpool(star_data, store_of(request)))
+    store = store_of(request)
+    state = request.app.state
+
+    def work() -> dict[str, Any]:
+        return star_data(store, state.graph.get(store, state.feed.generations["memories"]))
+
+    return JSONResponse(await run_in_threadpool(work))
+
+
+def folder_bytes(store: MemoryStore) -> int:
+    """The size of the memory files (live and archived), from a stat of each: no file is read."""
+    total = 0
+    for archived in (False, True):
+        for path in store.folder.iter_files(archived=archived):
+            try:
+                total += path.stat().st_size
+            except OSError:
+                continue
+    return total
 
 
 def info_data(store: MemoryStore) -> dict[str, Any]:
@@ -437,6 +633,8 @@ def info_data(store: MemoryStore) -> dict[str, Any]:
         "folderShown": shown,
         "version": __version__,
         "memories": len(store.list()),
+        "archived": sum(1 for m in store.list(archived=True) if m.archived),
+        "bytes": folder_bytes(store),
         "problems": len(store.problems()),
         "categories": list(CATEGORIES),
     }

@@ -5,19 +5,25 @@ Routes (all `/api/` ones need the token; see `security`):
     GET  /                          the page (a shell: no memory data in it)
     GET  /static/…                  its CSS, JavaScript and icon
     GET  /api/info                  folder, version, counts
-    GET  /api/memories?q=&category=&tag=&limit=   search (or list) with facet counts
+    GET  /api/memories?q=&category=&tag=&offset=&limit=   a page of the search (or list),
+                                    its true total, facet counts
     GET  /api/memory?id=            one memory in full, with its sha256
     POST /api/memory                create ({create: true}) or update ({expectedSha256})
+    GET  /api/raw?id=               a memory file's text, sha256 and parse error (the raw editor)
+    POST /api/raw                   {id, text, expectedSha256}: exactly that text in its place
     POST /api/merge                 {id, base, mine}: the edit merged with the disk (no write)
     POST /api/archive               {id, reason}
     POST /api/restore               {id: "archive/…"}
     GET  /api/archived              the archive
-    GET  /api/audit                 the audit's findings, with memory ids
+    GET  /api/audit?fresh=          the audit's findings, with memory ids (incremental)
     GET  /api/stars                 the star map's data
     GET  /api/runs                  dream runs and rollbacks, newest first
     GET  /api/runs/{run_id}         one run: manifest, report, each change as a diff
     POST /api/runs/{run_id}/rollback   {scope, dryRun}
-    POST /api/dream                 {mode}: a dream run now
+    POST /api/dream                 {mode, rulesOnly}: a dream run now (refused when the agent
+                                    command cannot be started, unless rulesOnly)
+    GET  /api/dream/settings        the dream's settings (from DreamConfig), the command in effect
+    POST /api/dream/settings        {values, expectedSha256}: written to config.json, checked
     GET  /api/events?token=         server-sent events: `memories` and `runs` changed
 
 Errors are JSON `{error, kind}`: 400 for a bad value or id, 404 for a missing
@@ -47,7 +53,8 @@ from ..errors import (
     StoreLocked,
 )
 from ..store import MemoryStore
-from . import api, dreams
+from . import api, dreams, settings
+from .links import LinkGraph
 from .live import ChangeFeed, watch_runs
 from .security import Guard
 
@@ -113,6 +120,8 @@ def create_app(
         Route("/api/memories", api.memories),
         Route("/api/memory", api.memory),
         Route("/api/memory", api.save, methods=["POST"]),
+        Route("/api/raw", api.raw),
+        Route("/api/raw", api.save_raw, methods=["POST"]),
         Route("/api/merge", api.merge, methods=["POST"]),
         Route("/api/archive", api.archive, methods=["POST"]),
         Route("/api/restore", api.restore, methods=["POST"]),
@@ -123,6 +132,8 @@ def create_app(
         Route("/api/runs/{run_id}", dreams.run),
         Route("/api/runs/{run_id}/rollback", dreams.rollback, methods=["POST"]),
         Route("/api/dream", dreams.dream, methods=["POST"]),
+        Route("/api/dream/settings", settings.settings),
+        Route("/api/dream/settings", settings.save, methods=["POST"]),
         Route("/api/events", _events),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]
@@ -132,4 +143,7 @@ def create_app(
     app.state.store = store
     app.state.feed = feed
     app.state.summary = api.FolderSummary()
+    app.state.ranked = api.RankedCache()
+    app.state.graph = LinkGraph()
+    app.state.audit = api.AuditState()
     return Guard(app, token=token, port=port)

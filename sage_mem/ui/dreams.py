@@ -24,7 +24,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from ..disk.folder import MemoryFolder, read_memory
-from ..errors import InvalidMemory, SageMemError
+from ..errors import DreamError, InvalidMemory, SageMemError
 from ..memory.file_format import sha256_bytes
 from ..store import MemoryStore
 from .api import json_body, store_of
@@ -62,6 +62,28 @@ class _Versions:
         self._load = lambda name: load_snapshot(paths, name)
         self._order = order
         self._loaded: dict[str, Any] = {}
+        self._runs_dir = paths.runs_dir
+        self._aside: dict[str, Path] | None = None
+
+    def _set_aside(self) -> dict[str, Path]:
+        """sha256 -> a copy a rollback set aside in its own folder (an archived copy, MEMORY.md)."""
+        if self._aside is None:
+            self._aside = {}
+            try:
+                runs = sorted(os.listdir(self._runs_dir))
+            except OSError:
+                runs = []
+            for name in runs:
+                base = self._runs_dir / name
+                candidates = [base / "MEMORY.md"]
+                archived = base / "archived"
+                if archived.is_dir():
+                    candidates += [p for p in archived.rglob("*.md") if p.is_file()]
+                for path in candidates:
+                    data = _read_private(path)
+                    if data is not None:
+                        self._aside.setdefault(sha256_bytes(data), path)
+        return self._aside
 
     def find(self, rels: Iterable[str | None], sha: str | None) -> bytes | None:
         if not sha:
@@ -84,6 +106,11 @@ class _Versions:
                         return snapshot.read(rel)
                     except Exception:  # noqa: BLE001 - a damaged copy is just not found
                         continue
+        aside = self._set_aside().get(sha)
+        if aside is not None:
+            data = _read_private(aside)
+            if data is not None and sha256_bytes(data) == sha:
+                return data
         return None
 
     def _read_current(self, rel: str) -> bytes | None:
@@ -94,6 +121,17 @@ def _read_checked(folder: MemoryFolder, path: Path) -> bytes | None:
     """A file of the memory folder through its one checked read; None when it cannot be had."""
     try:
         return read_memory(folder, path).raw
+    except (OSError, SageMemError):
+        return None
+
+
+def _read_private(path: Path) -> bytes | None:
+    """A file of the state folder (a rollback's own folder), through the checked read."""
+    from ..disk.safe_io import read_file
+    from ..memory.value import MAX_FILE_BYTES
+
+    try:
+        return read_file(path, limit=MAX_FILE_BYTES).raw
     except (OSError, SageMemError):
         return None
 
@@ -118,7 +156,9 @@ def diff_lines(before: bytes | None, after: bytes | None) -> list[list[str]]:
     return out
 
 
-def _with_diff(change: Mapping[str, Any], versions: _Versions, count: int) -> dict[str, Any]:
+def _with_diff(
+    change: Mapping[str, Any], versions: _Versions, count: int, kept: bool = False
+) -> dict[str, Any]:
     entry = dict(change)
     before = change.get("before") if isinstance(change.get("before"), Mapping) else None
     after = change.get("after") if isinstance(change.get("after"), Mapping) else None
@@ -142,10 +182,11 @@ def _with_diff(change: Mapping[str, Any], versions: _Versions, count: int) -> di
     if after is not None and new is None:
         missing.append("after")
     if missing:
-        entry["diffNote"] = (
-            f"the version {' and '.join(missing)} the run is no longer kept "
-            "(changed since, and its rollback point was rotated out)"
-        )
+        # Say why only as far as it is known: a rollback point that is still there was not
+        # rotated out; the version was changed since and no copy of it is kept.
+        why = ("changed since, and no rollback point holds that version" if kept
+               else "changed since, and its rollback point was rotated out")
+        entry["diffNote"] = f"the version {' and '.join(missing)} the run is no longer kept ({why})"
         entry["diff"] = None
         return entry
     entry["diff"] = diff_lines(old, new)
@@ -166,11 +207,12 @@ def run_detail(store: MemoryStore, run_id: str) -> dict[str, Any]:
     report = _read_checked(store.folder, report_file)
     report_text = None if report is None else report.decode("utf-8", "replace")
     versions = _Versions(store, run_id)
+    kept = has_snapshot(paths, run_id)
     changes: list[dict[str, Any]] = []
     for change in data.get("changes", []):
-        changes.append(_with_diff(change, versions, len(changes)))
+        changes.append(_with_diff(change, versions, len(changes), kept))
     data["changes"] = changes
-    reason = _why_no_rollback(data, has_snapshot(paths, run_id))
+    reason = _why_no_rollback(data, kept)
     return {
         "run": data,
         "report": report_text,
@@ -220,10 +262,24 @@ async def rollback(request: Request) -> JSONResponse:
     return JSONResponse(result)
 
 
-def do_dream(store: MemoryStore, mode: str) -> dict[str, Any]:
-    from ..dream import run_dream
+def do_dream(store: MemoryStore, mode: str, rules_only: bool = False) -> dict[str, Any]:
+    """A dream run now. An agent command that cannot be started is refused before the run
+    (DreamError), unless `rules_only`: then the run has no model pass."""
+    from dataclasses import replace
 
-    return run_dream(store, mode=mode).to_dict()
+    from ..dream import run_dream
+    from ..dream.config import DreamConfig
+    from ..dream.paths import DreamPaths
+    from .settings import command_status
+
+    config = DreamConfig.load(DreamPaths(store.folder).config_file)
+    if rules_only:
+        config = replace(config, agent_command=())
+    else:
+        problem = command_status(config.agent_command)["problem"]
+        if problem:
+            raise DreamError(f"not started: {problem}")
+    return run_dream(store, mode=mode, config=config).to_dict()
 
 
 async def dream(request: Request) -> JSONResponse:
@@ -231,6 +287,7 @@ async def dream(request: Request) -> JSONResponse:
     mode = data.get("mode", "report")
     if mode not in ("report", "rewrite"):
         raise InvalidMemory("mode must be report or rewrite")
-    result = await run_in_threadpool(do_dream, store_of(request), mode)
+    rules_only = data.get("rulesOnly") is True
+    result = await run_in_threadpool(do_dream, store_of(request), mode, rules_only)
     request.app.state.feed.bump("runs")
     return JSONResponse(result)

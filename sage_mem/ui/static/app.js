@@ -80,14 +80,30 @@
     return h("span", { class: "cat cat-" + known }, h("span", { class: "dot" }), name);
   }
 
+  // One message at a time (a new one replaces the last). A message said just before a
+  // navigation (Saved, Archived) is shown on the page it leads to, and goes with the next one.
+  let toastTimer = 0;
   function toast(message, options) {
     options = options || {};
-    const box = h("div", { class: "msg" + (options.error ? " error" : "") }, message);
+    const holder = document.getElementById("toast");
+    const box = h("div", { class: "msg" + (options.error ? " error" : ""), role: options.error ? "alert" : null, dataset: { view: String(serial) } }, h("span", {}, message));
     if (options.action) {
-      box.append(" ", h("button", { class: "small", onclick: () => { options.action.run(); box.remove(); } }, options.action.label));
+      box.append(" ", h("button", { class: "small", type: "button", onclick: () => { options.action.run(); box.remove(); } }, options.action.label));
     }
-    document.getElementById("toast").append(box);
-    setTimeout(() => box.remove(), options.error ? 7000 : 4000);
+    box.append(h("button", { class: "close", type: "button", "aria-label": "Dismiss", title: "Dismiss (Esc)", onclick: () => box.remove() }, "×"));
+    fill(holder, box);
+    clearTimeout(toastTimer);
+    toastTimer = setTimeout(() => box.remove(), options.error ? 8000 : options.action ? 8000 : 4000);
+  }
+
+  function dropOldToasts() {
+    for (const box of document.querySelectorAll("#toast .msg")) {
+      if (Number(box.dataset.view) < serial - 1) box.remove();
+    }
+  }
+
+  function setTitle(text) {
+    document.title = text ? text + " · sage-mem" : "sage-mem";
   }
 
   class ApiError extends Error {
@@ -114,8 +130,10 @@
     try {
       response = await fetch(path, init);
     } catch (error) {
-      throw new ApiError(0, { error: "sage-mem ui is not reachable (stopped?)" });
+      offline(true);
+      throw new ApiError(0, { error: "sage-mem ui is not reachable (stopped?)", kind: "Unreachable" });
     }
+    offline(false);
     let data = null;
     try { data = await response.json(); } catch (error) { data = null; }
     if (response.status === 401) {
@@ -126,9 +144,35 @@
     return data;
   }
 
+  // A view that could not load: the server's answer in its place. When the server is not
+  // reachable at all, the view stays as it was under the banner (see `offline`).
   function failure(error) {
-    if (error.status === 401) return;
-    fill(main, h("div", { class: "notice error" }, error.message));
+    if (error.status === 401 || error.status === 0) return;
+    fill(main, h("div", { class: "notice error", id: "load-error" }, error.message));
+  }
+
+  // The banner over the page while the server cannot be reached: what is shown stays (the
+  // search box too), and Retry (or the live feed coming back) loads the view again.
+  let unreachable = false;
+  function offline(down) {
+    const banner = document.getElementById("offline");
+    if (down === unreachable) return;
+    unreachable = down;
+    if (!down) { banner.hidden = true; return; }
+    fill(banner, h("span", {}, "sage-mem ui is not reachable: is it still running? What you see may be out of date; nothing was lost."),
+      h("button", { type: "button", id: "retry", onclick: () => retry() }, "Retry"));
+    banner.hidden = false;
+  }
+
+  async function retry() {
+    try {
+      await api("/api/info");
+    } catch (error) {
+      toast("Still not reachable. Start it again with sage-mem ui (the link it prints has a new key).", { error: true });
+      return;
+    }
+    if (current && current.refresh) current.refresh("retry");
+    else route();
   }
 
   function needToken() {
@@ -161,11 +205,13 @@
     [/^#?\/?$/, () => listView()],
     [/^#\/m\/(.+)$/, (m) => memoryView(decodeURIComponent(m[1]))],
     [/^#\/edit\/(.+)$/, (m) => editorView(decodeURIComponent(m[1]))],
+    [/^#\/raw\/(.+)$/, (m) => rawView(decodeURIComponent(m[1]))],
     [/^#\/new$/, () => editorView(null)],
     [/^#\/stars$/, () => starsView()],
     [/^#\/archive$/, () => archiveView()],
     [/^#\/audit$/, () => auditView()],
     [/^#\/runs$/, () => runsView()],
+    [/^#\/dream-settings$/, () => dreamSettingsView()],
     [/^#\/runs\/(.+)$/, (m) => runView(decodeURIComponent(m[1]))],
   ];
 
@@ -174,6 +220,7 @@
     if (current && current.leave) current.leave();
     current = null;
     serial++;
+    dropOldToasts();
     const hash = location.hash || "#/";
     for (const [pattern, make] of ROUTES) {
       const match = hash.match(pattern);
@@ -185,7 +232,17 @@
         return;
       }
     }
-    location.hash = "#/";
+    notFound(hash);
+  }
+
+  function notFound(hash) {
+    current = { nav: "" };
+    setNav("");
+    setTitle("Not found");
+    fill(main, h("div", { class: "notice warn", id: "not-found" },
+      h("h1", {}, "No such page"),
+      h("p", {}, "The address ", h("code", {}, hash), " is not a page of sage-mem ui."),
+      h("p", {}, h("a", { href: "#/" }, "Go to the memories"))));
   }
 
   let lastHash = location.hash;
@@ -215,10 +272,11 @@
     source.addEventListener("hello", () => {
       dot.classList.add("on");
       dot.title = "Live: changes on disk show up here within a second";
-      if (connectedBefore) { refresh("memories"); refreshBadge(); }
+      if (connectedBefore) { refresh("memories"); refreshBadge(); refreshFooter(); }
+      offline(false);
       connectedBefore = true;
     });
-    source.addEventListener("memories", () => { refresh("memories"); refreshBadge(); });
+    source.addEventListener("memories", () => { refresh("memories"); refreshBadge(); refreshFooter(); });
     source.addEventListener("runs", () => { if (current && current.refresh) current.refresh("runs"); });
     source.onerror = () => {
       dot.classList.remove("on");
@@ -233,39 +291,119 @@
       badge.textContent = String(data.count);
       badge.hidden = !data.count;
     } catch (error) { /* the badge is a nicety */ }
-  }, 1500);
+  }, 600);
+
+  function size(bytes) {
+    if (bytes < 1024) return bytes + " B";
+    if (bytes < 1024 * 1024) return (bytes / 1024).toFixed(1) + " KB";
+    return (bytes / 1024 / 1024).toFixed(1) + " MB";
+  }
+
+  // The footer: which folder, how many memories, how big the library is.
+  const refreshFooter = debounce(async () => {
+    let info;
+    try { info = await api("/api/info"); } catch (error) { return; }
+    const where = document.getElementById("foot-folder");
+    where.textContent = info.folderShown;
+    where.title = info.folder;
+    document.getElementById("foot-size").textContent = info.memories + " memories" +
+      (info.archived ? " and " + info.archived + " archived" : "") + ", " + size(info.bytes) + " in all";
+  }, 300);
 
   // ------------------------------------------------------------- list view
 
   const listState = { q: "", categories: new Set(), tags: new Set(), allTags: false };
+  const PAGE = 100;
+
+  // Arrow keys within a group of chips: the group is one Tab stop (roving tabindex), so Tab
+  // goes from the search box past the chips to the results in a few steps.
+  function rovingGroup(group, selector) {
+    const items = () => Array.from(group.querySelectorAll(selector));
+    const settle = () => {
+      const all = items();
+      const chosen = all.find((n) => n.getAttribute("aria-pressed") === "true") || all[0];
+      all.forEach((n) => { n.tabIndex = n === chosen ? 0 : -1; });
+    };
+    group.addEventListener("keydown", (event) => {
+      const all = items();
+      const at = all.indexOf(document.activeElement);
+      if (at < 0) return;
+      const step = { ArrowRight: 1, ArrowDown: 1, ArrowLeft: -1, ArrowUp: -1 }[event.key];
+      const to = event.key === "Home" ? 0 : event.key === "End" ? all.length - 1 : step ? (at + step + all.length) % all.length : -1;
+      if (to < 0) return;
+      event.preventDefault();
+      all.forEach((n, i) => { n.tabIndex = i === to ? 0 : -1; });
+      all[to].focus();
+    });
+    return settle;
+  }
 
   function listView() {
     const showing = viewGuard();
     const input = h("input", {
       id: "search", type: "search", value: listState.q, autocomplete: "off", spellcheck: "false",
       placeholder: "Search memories, in any language  ( / )", "aria-label": "Search memories",
+      "aria-controls": "results",
     });
-    const categoryChips = h("div", { class: "chips", id: "category-chips" });
-    const tagChips = h("div", { class: "chips", id: "tag-chips" });
+    const categoryChips = h("div", { class: "chips", id: "category-chips", role: "group", "aria-label": "Categories" });
+    const tagChips = h("div", { class: "chips", id: "tag-chips", role: "group", "aria-label": "Tags" });
     const count = h("span", { id: "result-count" });
-    const folder = h("span", { class: "muted mono small", id: "folder" });
     const results = h("ol", { class: "results", id: "results", "aria-live": "polite" });
-    fill(main, h("div", { class: "searchbar" }, input), categoryChips, tagChips,
-      h("div", { class: "summary-line" }, count, folder), results);
-    api("/api/info").then((info) => { folder.textContent = info.folderShown; folder.title = info.folder; }).catch(() => {});
+    const more = h("div", { class: "more" });
+    fill(main, h("div", { class: "searchbar" }, input), h("div", { class: "filters" }, categoryChips, tagChips),
+      h("div", { class: "summary-line" }, count), results, more);
+    const settleCategories = rovingGroup(categoryChips, "button.chip");
+    const settleTags = rovingGroup(tagChips, "button.chip");
+    setTitle("Memories");
 
     let sequence = 0;
-    async function load() {
+    let shownKey = null;  // what the results on screen are for
+    let waiting = null;   // the load in flight, for Enter
+    let rows = [];
+
+    function key() {
+      return JSON.stringify([listState.q.trim() ? listState.q : "", [...listState.categories], [...listState.tags]]);
+    }
+
+    function params(offset) {
+      const out = new URLSearchParams();
+      if (listState.q.trim()) out.set("q", listState.q);
+      listState.categories.forEach((c) => out.append("category", c));
+      listState.tags.forEach((t) => out.append("tag", t));
+      if (offset) out.set("offset", String(offset));
+      out.set("limit", String(PAGE));
+      return out;
+    }
+
+    // The first page again (a new query or chip, or a change on disk); `keep` keeps as many
+    // rows as are shown, so a live update does not fold the list back to its first page.
+    function load(keep) {
       const mine = ++sequence;
-      const params = new URLSearchParams();
-      if (listState.q.trim()) params.set("q", listState.q);
-      listState.categories.forEach((c) => params.append("category", c));
-      listState.tags.forEach((t) => params.append("tag", t));
+      const wanted = key();
+      const upTo = keep && wanted === shownKey ? Math.max(PAGE, rows.length) : PAGE;
+      const query = params(0);
+      query.set("limit", String(Math.min(1000, upTo)));
+      const done = api("/api/memories?" + query).then((data) => {
+        if (mine !== sequence || !showing()) return;
+        shownKey = wanted;
+        rows = data.results;
+        renderChips(data.facets);
+        renderResults(data);
+      }, (error) => { if (mine === sequence && showing()) failure(error); });
+      waiting = done;
+      return done;
+    }
+
+    let fetching = false;  // one page at a time: a second click must not fetch the same page
+    async function loadMore() {
+      if (fetching) return;
+      fetching = true;
+      const mine = sequence;
       let data;
-      try { data = await api("/api/memories?" + params); } catch (error) { if (mine === sequence && showing()) failure(error); return; }
+      try { data = await api("/api/memories?" + params(rows.length)); } catch (error) { toast(error.message, { error: true }); return; } finally { fetching = false; }
       if (mine !== sequence || !showing()) return;
-      renderChips(data.facets);
-      renderResults(data);
+      rows = rows.concat(data.results);
+      renderResults(data, true);
     }
 
     function chip(kind, name, n, selected) {
@@ -284,29 +422,30 @@
     }
 
     function renderChips(facets) {
+      const focused = document.activeElement;
+      const refocus = focused && focused.classList.contains("chip") ? [focused.dataset.category, focused.dataset.tag] : null;
       fill(categoryChips, h("span", { class: "label" }, "Category"),
         facets.categories.map((c) => chip("category", c.name, c.count, listState.categories.has(c.name))));
       const shown = facets.tags.filter((t, i) => listState.allTags || i < 24 || listState.tags.has(t.name));
       const rest = facets.tags.length - shown.length;
       fill(tagChips, h("span", { class: "label" }, "Tags"),
         shown.map((t) => chip("tag", t.name, t.count, listState.tags.has(t.name))),
-        rest > 0 ? h("button", { class: "chip", type: "button", onclick: () => { listState.allTags = true; renderChips(facets); } }, "+" + rest + " more") : null,
+        rest > 0 ? h("button", { class: "chip", type: "button", id: "more-tags", onclick: () => { listState.allTags = true; renderChips(facets); } }, "+" + rest + " more") : null,
         facets.tags.length ? null : h("span", { class: "muted small" }, "no tags yet"));
+      settleCategories();
+      settleTags();
+      if (refocus) {
+        const again = refocus[0] !== undefined ? categoryChips.querySelector('[data-category="' + CSS.escape(refocus[0]) + '"]')
+          : refocus[1] !== undefined ? tagChips.querySelector('[data-tag="' + CSS.escape(refocus[1]) + '"]') : null;
+        if (again) { again.tabIndex = 0; again.focus(); }
+      }
     }
 
-    function renderResults(data) {
-      const filtered = listState.q.trim() || listState.categories.size || listState.tags.size;
-      count.textContent = filtered
-        ? data.total + " of " + data.all + " memories match"
-        : data.all + " memories" + (data.total > data.results.length ? " (newest " + data.results.length + " shown)" : "");
-      if (!data.results.length) {
-        fill(results, h("li", { class: "empty" },
-          data.all ? "Nothing matches. Try other words, or fewer chips." : "No memories yet. Create one with New memory."));
-        return;
-      }
-      fill(results, ...data.results.map((m) => h("li", { class: "result", dataset: { id: m.id } },
+    function card(m) {
+      return h("li", { class: "result", dataset: { id: m.id } },
         h("a", { class: "card", href: memoryHref(m.id) },
-          h("div", { class: "desc" }, m.summary || m.description),
+          // The person's description, always: a dream's summary never stands in for it.
+          h("div", { class: "desc" }, m.description),
           h("div", { class: "meta" },
             categoryBadge(m.category),
             h("span", { class: "mono" }, m.id),
@@ -315,20 +454,89 @@
             m.locked ? h("span", { class: "flag" }, "locked") : null,
             m.project ? h("span", {}, "project " + m.project) : null,
             h("span", {}, m.age || ""),
-            h("span", { title: "trust" }, "trust " + Number(m.trust).toFixed(2)))))));
+            h("span", { title: "trust" }, "trust " + Number(m.trust).toFixed(2)))));
     }
 
-    input.addEventListener("input", debounce(() => { listState.q = input.value; load(); }, 80));
-    input.addEventListener("keydown", (event) => {
-      if (event.key === "Enter") {
-        const first = results.querySelector("a.card");
-        if (first) location.hash = first.getAttribute("href");
+    function renderResults(data, appended) {
+      const filtered = listState.q.trim() || listState.categories.size || listState.tags.size;
+      const shown = rows.length;
+      count.textContent = (filtered ? data.total + " of " + data.all + " memories match" : data.all + " memories") +
+        (data.total > shown ? " (" + shown + " shown)" : "");
+      if (!rows.length) {
+        fill(results, h("li", { class: "empty" },
+          data.all ? "Nothing matches. Try other words, or fewer chips." : "No memories yet. Create one with New memory."));
+      } else if (appended) {
+        results.append(...data.results.map(card));
+      } else {
+        fill(results, ...rows.map(card));
       }
+      const left = data.total - shown;
+      fill(more, left > 0 ? h("button", { type: "button", id: "load-more", onclick: () => loadMore() },
+        "Show " + Math.min(PAGE, left) + " more (" + left + " not shown)") : null);
+    }
+
+    function cards() { return Array.from(results.querySelectorAll("a.card")); }
+
+    // Search as you type with no fixed delay: a key asks at once when no search is in flight;
+    // keys typed meanwhile wait for it, and then only the newest text is asked for.
+    let inFlight = false;
+    let queued = false;
+    async function typed() {
+      if (listState.q === input.value) return;
+      if (inFlight) { queued = true; return; }
+      inFlight = true;
+      listState.q = input.value;
+      try { await load(); } finally { inFlight = false; }
+      if (queued) { queued = false; typed(); }
+    }
+    input.addEventListener("input", () => { typed(); });
+    input.addEventListener("keydown", async (event) => {
+      if (event.key === "Enter") {
+        event.preventDefault();
+        // The results must be those of what is in the box now, not of the query before it.
+        if (listState.q !== input.value || key() !== shownKey) { listState.q = input.value; await load(); }
+        else if (waiting) await waiting;
+        if (!showing() || key() !== shownKey) return;
+        const first = cards()[0];
+        if (first) location.hash = first.getAttribute("href");
+      } else if (event.key === "ArrowDown") {
+        const first = cards()[0];
+        if (first) { event.preventDefault(); first.focus(); }
+      } else if (event.key === "Escape" && input.value) {
+        event.preventDefault();
+        input.value = "";
+        listState.q = "";
+        load();
+      }
+    });
+    results.addEventListener("keydown", (event) => {
+      const all = cards();
+      const at = all.indexOf(document.activeElement);
+      if (at < 0) return;
+      if (event.key === "ArrowDown" && at + 1 < all.length) { event.preventDefault(); all[at + 1].focus(); }
+      else if (event.key === "ArrowUp") { event.preventDefault(); (at > 0 ? all[at - 1] : input).focus(); }
+      else if (event.key === "Home") { event.preventDefault(); all[0].focus(); }
+      else if (event.key === "End") { event.preventDefault(); all[all.length - 1].focus(); }
     });
     setTimeout(() => input.focus(), 0);
     load();
-    return { nav: "list", refresh: (kind) => { if (kind !== "runs") load(); } };
+    return { nav: "list", refresh: (kind) => { if (kind !== "runs") load(true); } };
   }
+
+  // Escape closes the last open box (a confirmation, a conflict, a message), else the view's own.
+  document.addEventListener("keydown", (event) => {
+    if (event.key !== "Escape" || event.defaultPrevented) return;
+    const open = Array.from(document.querySelectorAll("[data-escape]")).filter((n) => !n.hidden && n.offsetParent !== null);
+    if (open.length) {
+      event.preventDefault();
+      const box = open[open.length - 1];
+      if (box.onescape) box.onescape(); else box.hidden = true;
+      return;
+    }
+    const message = document.querySelector("#toast .msg");
+    if (message) { event.preventDefault(); message.remove(); return; }
+    if (current && current.escape) { event.preventDefault(); current.escape(); }
+  });
 
   document.addEventListener("keydown", (event) => {
     const typing = /^(INPUT|TEXTAREA|SELECT)$/.test(document.activeElement.tagName);
@@ -355,10 +563,16 @@
       } catch (error) {
         if (!showing()) return;
         if (error.status === 404) {
+          setTitle("Not found");
+          const hint = (error.message.match(/did you mean '([^']+)'\?/) || [])[1];
           fill(main, h("div", { class: "notice warn", id: "gone" },
             h("p", {}, "There is no memory ", h("code", {}, id), " (any more)."),
-            h("p", {}, error.message),
+            hint ? h("p", {}, "Did you mean ", h("a", { href: memoryHref(hint) }, hint), "?") : null,
             h("p", {}, h("a", { href: "#/" }, "Back to the list"), " · ", h("a", { href: "#/archive" }, "Look in the archive"))));
+          return;
+        }
+        if (error.data && error.data.kind === "InvalidMemory" && error.data.raw !== undefined) {
+          fill(main, rawFileNotice(id, error.data));
           return;
         }
         failure(error);
@@ -374,13 +588,14 @@
     function render(m) {
       const meta = m.meta || {};
       const actions = h("div", { class: "actions" });
-      const archiveForm = h("div", { class: "inline-form", hidden: true, id: "archive-form" });
+      const archiveForm = h("div", { class: "inline-form", hidden: true, id: "archive-form", dataset: { escape: "1" } });
       if (m.archived) {
         actions.append(h("button", { class: "primary", id: "restore", onclick: () => restore(m.id) }, "Restore"));
       } else {
         actions.append(
-          h("a", { class: "button primary", id: "edit", href: "#/edit/" + enc(m.id), "aria-disabled": m.locked ? "true" : null,
-            onclick: (e) => { if (m.locked) { e.preventDefault(); toast("This memory is locked (locked: true): edit the file itself to unlock it.", { error: true }); } } }, "Edit"),
+          m.locked
+            ? h("button", { class: "primary", id: "edit", type: "button", disabled: true, title: "Locked (locked: true): no tool changes it. Edit the file itself to unlock it." }, "Edit")
+            : h("a", { class: "button primary", id: "edit", href: "#/edit/" + enc(m.id) }, "Edit"),
           h("button", { class: "danger", id: "archive", disabled: m.locked, title: m.locked ? "locked memories cannot be archived" : "move it to archive/ (reversible)",
             onclick: () => { archiveForm.hidden = false; archiveForm.querySelector("input").focus(); } }, "Archive…"));
         const reason = h("input", { id: "archive-reason", placeholder: "Why? (kept in the archived file)", maxlength: "300" });
@@ -392,13 +607,20 @@
             location.hash = memoryHref(result.memory.id);
           } catch (error) { toast(error.message, { error: true }); }
         };
-        reason.addEventListener("keydown", (e) => { if (e.key === "Enter") go(); if (e.key === "Escape") archiveForm.hidden = true; });
+        reason.addEventListener("keydown", (e) => { if (e.key === "Enter") go(); if (e.key === "Escape") { e.preventDefault(); archiveForm.hidden = true; } });
         archiveForm.append(reason, h("button", { class: "danger solid", id: "archive-confirm", onclick: go }, "Archive"),
           h("button", { onclick: () => { archiveForm.hidden = true; } }, "Cancel"),
           h("span", { class: "muted small" }, "Nothing is deleted: it moves to archive/ and can be restored."));
       }
       const body = h("div", { class: "markdown", id: "memory-body" });
-      body.append(window.SageMarkdown.render(m.body, { base: m.id.replace(/^archive\//, "") }));
+      const reach = {};
+      (m.links || []).forEach((l) => { reach[l.kind + "\u0000" + l.written] = l; });
+      body.append(window.SageMarkdown.render(m.body, {
+        base: m.id.replace(/^archive\//, ""),
+        // Where each link goes, as the server resolved it (the audit's rules): broken ones look broken.
+        resolve: (kind, written) => reach[kind + "\u0000" + written] || null,
+      }));
+      setTitle(m.description || m.id);
       fill(main, 
         h("div", { class: "memory-head" },
           h("div", {},
@@ -427,7 +649,18 @@
             ["updated", m.updated ? when(m.updated) + (m.age ? " (" + m.age + ")" : "") : null],
             ["file", h("span", { class: "mono small" }, m.path)],
             ["sha256", h("span", { class: "mono small", title: m.sha256 }, m.sha256.slice(0, 16) + "…")],
-          ]))));
+          ]), backlinkList(m))));
+    }
+
+    function backlinkList(m) {
+      const from = m.backlinks || [];
+      return h("div", { id: "backlinks", class: "backlinks" },
+        h("h2", {}, "Linked from" + (from.length ? " (" + from.length + ")" : "")),
+        from.length ? h("ul", {}, from.map((b) => h("li", { dataset: { id: b.id, kind: b.kind } },
+          h("a", { href: memoryHref(b.id) }, b.description || b.id),
+          b.kind === "supersedes" ? h("span", { class: "muted small" }, " supersedes this") : null,
+          h("div", { class: "mono small muted" }, b.id))))
+          : h("p", { class: "muted small" }, "No memory links here."));
     }
 
     load();
@@ -519,7 +752,7 @@
     let dirty = false;
     let liveNote = null;
     const form = h("form", { class: "editor", id: "editor", novalidate: true });
-    const conflict = h("div", { id: "conflict", hidden: true, class: "notice warn conflict" });
+    const conflict = h("div", { id: "conflict", hidden: true, class: "notice warn conflict", dataset: { escape: "1" } });
     const problem = h("div", { id: "editor-error", hidden: true, class: "notice error" });
 
     function input(name, label, attrs, help) {
@@ -794,6 +1027,7 @@
     };
     document.addEventListener("keydown", keys);
 
+    setTitle(creating ? "New memory" : "Edit " + id);
     fill(main, h("h1", {}, creating ? "New memory" : "Edit "), form);
     if (creating) {
       build(null);
@@ -803,7 +1037,12 @@
         if (!showing()) return;
         original = data.memory;
         if (original.locked) {
-          fill(main, h("div", { class: "notice warn" }, "This memory is locked (locked: true): no tool may change it. Edit the file itself to unlock it."));
+          setTitle("Locked: " + id);
+          fill(main, h("div", { class: "notice warn", id: "locked-note" },
+            h("h1", {}, "This memory is locked"),
+            h("p", {}, "It says ", h("code", {}, "locked: true"), ", so no tool, agent or dream run may change or archive it, this page included. To change it, remove that line in ",
+              h("span", { class: "mono" }, original.path), " with a text editor."),
+            h("p", {}, h("a", { class: "button", href: memoryHref(id), id: "back-to-memory" }, "Back to the memory"))));
           return;
         }
         build(original);
@@ -824,10 +1063,149 @@
       form.prepend(liveNote);
     }
 
+    // Escape: out of the editor (asking first, on the page, when something is unsaved).
+    function escape() {
+      if (!dirty) { location.hash = creating ? "#/" : memoryHref(id); return; }
+      let box = document.getElementById("leave-confirm");
+      if (box) { box.querySelector("button").focus(); return; }
+      box = h("div", { class: "notice warn confirm", id: "leave-confirm", dataset: { escape: "1" } },
+        h("p", {}, "Leave without saving your changes?"),
+        h("div", { class: "actions" },
+          h("button", { type: "button", class: "danger solid", id: "leave-anyway", onclick: () => { dirty = false; location.hash = creating ? "#/" : memoryHref(id); } }, "Leave without saving"),
+          h("button", { type: "button", id: "keep-editing", onclick: () => box.remove() }, "Keep editing")));
+      box.onescape = () => box.remove();
+      form.prepend(box);
+      box.querySelector("#keep-editing").focus();
+    }
+
     return {
       nav: "list",
       dirty: () => dirty,
+      escape: escape,
       refresh: (kind) => { if (kind !== "runs") checkDisk(); },
+      leave: () => document.removeEventListener("keydown", keys),
+    };
+  }
+
+  // A file that does not read as a memory (its YAML does not parse): shown, and fixable as text.
+  function rawFileNotice(id, data) {
+    setTitle("Cannot read " + id);
+    return h("div", { class: "notice error", id: "unreadable" },
+      h("h1", {}, "This file cannot be read as a memory"),
+      h("p", { class: "mono small" }, data.error),
+      h("p", {}, "Nothing was changed. You can fix it here, as text: the file is saved exactly as you leave it."),
+      h("p", {}, h("a", { class: "button primary", id: "edit-raw", href: "#/raw/" + enc(data.id || id) }, "Edit the file as text")));
+  }
+
+  // A textarea shows every line ending as LF. What is saved gives each line the ending it had
+  // in the file (a line the person did not touch keeps its CRLF), and a new line the file's
+  // usual one: the person's edit is the only change.
+  function withEndings(edited, before) {
+    if (!before.includes("\r")) return edited;
+    const kept = new Map();
+    let crlf = 0;
+    let lf = 0;
+    for (const match of before.matchAll(/([^\n]*?)(\r?\n|$)/g)) {
+      if (!match[0]) break;
+      const ending = match[2];
+      if (ending === "\r\n") crlf++; else if (ending === "\n") lf++;
+      if (!kept.has(match[1])) kept.set(match[1], []);
+      kept.get(match[1]).push(ending);
+    }
+    const usual = crlf > lf ? "\r\n" : "\n";
+    const lines = edited.split("\n");
+    return lines.map((line, i) => {
+      if (i === lines.length - 1) return line;
+      const endings = kept.get(line);
+      const ending = endings && endings.length ? endings.shift() : usual;
+      return line + (ending || usual);
+    }).join("");
+  }
+
+  // The raw editor: the whole file as text, frontmatter included, saved exactly as written.
+  function rawView(id) {
+    const showing = viewGuard();
+    let original = null;
+    let dirty = false;
+    setTitle("Edit the file " + id);
+    const area = h("textarea", { id: "raw-text", class: "body-input raw-input", spellcheck: "false", "aria-label": "The file's text" });
+    const problem = h("div", { id: "raw-problem", class: "notice error", hidden: true });
+    const conflict = h("div", { id: "raw-conflict", class: "notice warn", hidden: true, dataset: { escape: "1" } });
+    const save = h("button", { class: "primary", id: "raw-save", type: "button", onclick: () => write() }, "Save the file");
+    fill(main, h("h1", {}, "Edit the file ", h("span", { class: "mono" }, id)),
+      h("p", { class: "muted" }, "The whole file as it is on disk, frontmatter included. Save writes exactly this text, nothing added or tidied; a text that would not read back as a memory is not saved."),
+      problem, conflict, area,
+      h("div", { class: "actions" }, save, h("a", { class: "button", href: memoryHref(id), id: "raw-cancel", onclick: () => { dirty = false; } }, "Cancel"),
+        h("span", { class: "muted small" }, "Ctrl+S saves · Esc leaves")));
+    area.addEventListener("input", () => { dirty = original !== null && withEndings(area.value, original.text) !== original.text; });
+
+    function showProblem(found) {
+      if (!found) { problem.hidden = true; return; }
+      const where = found.line ? " (line " + found.line + (found.column ? ", column " + found.column : "") + ")" : "";
+      fill(problem, h("strong", {}, "Does not parse" + where + ": "), h("span", { class: "mono" }, found.message),
+        found.line ? [" ", h("button", { type: "button", id: "raw-goto", onclick: () => goTo(found.line) }, "Go to line " + found.line)] : null);
+      problem.hidden = false;
+    }
+
+    function goTo(line) {
+      const lines = area.value.split("\n");
+      const start = lines.slice(0, line - 1).reduce((n, l) => n + l.length + 1, 0);
+      area.focus();
+      area.setSelectionRange(start, start + (lines[line - 1] || "").length);
+    }
+
+    async function load() {
+      let data;
+      try { data = await api("/api/raw?id=" + enc(id)); } catch (error) { if (showing()) failure(error); return; }
+      if (!showing()) return;
+      if (data.locked) {
+        fill(main, h("div", { class: "notice warn", id: "locked-note" }, "This memory is locked (locked: true): no tool may change it, this page included. ",
+          h("a", { href: memoryHref(id) }, "Back to the memory")));
+        return;
+      }
+      original = data;
+      area.value = data.text;
+      dirty = false;
+      showProblem(data.problem);
+      setTimeout(() => { if (data.problem && data.problem.line) goTo(data.problem.line); else area.focus(); }, 0);
+    }
+
+    async function write(extra) {
+      if (!original) return;
+      const text = withEndings(area.value, original.text);
+      if (text === original.text) { toast("Nothing changed."); return; }
+      save.disabled = true;
+      try {
+        const result = await api("/api/raw", { method: "POST", body: Object.assign({ id: id, text: text, expectedSha256: original.sha256 }, extra || {}) });
+        dirty = false;
+        toast("Saved " + result.memory.id);
+        location.hash = memoryHref(result.memory.id);
+      } catch (error) {
+        if (error.status === 409) {
+          fill(conflict, h("strong", {}, "The file changed on disk since you opened it. "), "Nothing was saved; your text is still here. ",
+            h("button", { type: "button", id: "raw-reload", onclick: () => { conflict.hidden = true; load(); } }, "Load the version on disk (drops your text)"),
+            " ", h("button", { type: "button", onclick: () => { conflict.hidden = true; } }, "Keep editing"));
+          conflict.hidden = false;
+        } else if (error.data && error.data.kind === "SecretRefused") {
+          fill(problem, h("span", {}, error.message), " ", h("button", { type: "button", id: "raw-save-anyway", onclick: () => write({ allowSecret: true }) }, "It is not a secret: save anyway"));
+          problem.hidden = false;
+        } else {
+          showProblem({ message: error.message, line: (error.message.match(/line (\d+)/) || [])[1] ? Number(error.message.match(/line (\d+)/)[1]) : null });
+        }
+      } finally {
+        save.disabled = false;
+      }
+    }
+
+    const keys = (event) => {
+      if ((event.ctrlKey || event.metaKey) && event.key.toLowerCase() === "s") { event.preventDefault(); write(); }
+    };
+    document.addEventListener("keydown", keys);
+    load();
+    return {
+      nav: "list",
+      dirty: () => dirty,
+      escape: () => { if (!dirty) location.hash = memoryHref(id); else toast("Unsaved text: Save the file, or Cancel to drop it."); },
       leave: () => document.removeEventListener("keydown", keys),
     };
   }
@@ -839,6 +1217,7 @@
     const filter = h("input", { id: "archive-filter", type: "search", placeholder: "Filter the archive", autocomplete: "off" });
     const table = h("tbody", { id: "archive-rows" });
     const count = h("p", { class: "muted", id: "archive-count" });
+    setTitle("Archive");
     fill(main, h("h1", {}, "Archive"),
       h("p", { class: "muted" }, "Archived memories are kept in archive/, never deleted, and never searched. Restore brings one back under its old id."),
       filter, count,
@@ -869,12 +1248,13 @@
   function auditView() {
     const showing = viewGuard();
     const body = h("div", { id: "audit" }, h("p", { class: "muted" }, "Checking the folder…"));
+    setTitle("Audit");
     fill(main, h("div", { class: "memory-head" }, h("h1", {}, "Audit"),
-      h("button", { id: "audit-again", onclick: () => load() }, "Check again")),
+      h("button", { id: "audit-again", onclick: () => load(true) }, "Check again")),
     h("p", { class: "muted" }, "The audit reads every file and reports problems; it changes nothing."), body);
-    async function load() {
+    async function load(fresh) {
       let data;
-      try { data = await api("/api/audit"); } catch (error) { if (showing()) failure(error); return; }
+      try { data = await api("/api/audit" + (fresh === true ? "?fresh=1" : "")); } catch (error) { if (showing()) failure(error); return; }
       if (!showing()) return;
       const badge = document.getElementById("audit-badge");
       badge.textContent = String(data.count);
@@ -903,11 +1283,15 @@
     const table = h("div", { id: "runs" });
     const dreamBox = h("div", { class: "actions" },
       h("button", { id: "dream-report", onclick: () => dream("report") }, "Dream now: report only"),
-      h("button", { id: "dream-rewrite", onclick: () => confirmRewrite() }, "Dream now: tidy the folder…"));
-    const confirmBox = h("div", { class: "notice warn confirm", hidden: true, id: "dream-confirm" });
+      h("button", { id: "dream-rewrite", onclick: () => confirmRewrite() }, "Dream now: tidy the folder…"),
+      h("a", { class: "button", href: "#/dream-settings", id: "dream-settings-link" }, "Settings…"));
+    const confirmBox = h("div", { class: "notice warn confirm", hidden: true, id: "dream-confirm", dataset: { escape: "1" } });
+    const agent = h("div", { id: "agent-status", class: "small muted" });
+    setTitle("Dream runs");
     fill(main, h("h1", {}, "Dream runs"),
       h("p", { class: "muted" }, "Autodream tidies the folder: merges duplicates, archives what was superseded, adds summaries, makes dates absolute. Every rewrite run copies the folder first and can be rolled back."),
-      dreamBox, confirmBox, table);
+      agent, dreamBox, confirmBox, table);
+    api("/api/dream/settings").then((data) => { if (showing()) fill(agent, commandLine(data)); }).catch(() => {});
 
     function confirmRewrite() {
       fill(confirmBox, 
@@ -917,14 +1301,22 @@
       confirmBox.hidden = false;
     }
 
-    async function dream(mode) {
+    async function dream(mode, rulesOnly) {
       dreamBox.querySelectorAll("button").forEach((b) => { b.disabled = true; });
       try {
-        const result = await api("/api/dream", { method: "POST", body: { mode: mode } });
+        const result = await api("/api/dream", { method: "POST", body: { mode: mode, rulesOnly: rulesOnly === true } });
         toast("Dream " + result.runId + ": " + result.changes + (mode === "rewrite" ? " changes" : " proposed changes"));
         location.hash = "#/runs/" + enc(result.runId);
       } catch (error) {
-        toast(error.message, { error: true });
+        if (/^not started: /.test(error.message)) {
+          // The agent command cannot be started: said before any run, with the ways on.
+          fill(confirmBox, h("p", { id: "dream-refused" }, error.message.replace(/^not started: /, "Not started: ") + "."),
+            h("div", { class: "actions" },
+              h("button", { type: "button", id: "dream-rules-only", onclick: () => { confirmBox.hidden = true; dream(mode, true); } }, "Run with the rules only"),
+              h("a", { class: "button", href: "#/dream-settings" }, "Change the command"),
+              h("button", { type: "button", onclick: () => { confirmBox.hidden = true; } }, "Cancel")));
+          confirmBox.hidden = false;
+        } else toast(error.message, { error: true });
       } finally {
         dreamBox.querySelectorAll("button").forEach((b) => { b.disabled = false; });
       }
@@ -957,9 +1349,142 @@
     return { nav: "runs", refresh: () => load() };
   }
 
+  // The agent command a run would start, and whether it can be.
+  function commandLine(data) {
+    const c = data.command;
+    if (!c.configured) return h("span", { id: "agent-command" }, "Model pass: none configured (the rules run alone). ", h("a", { href: "#/dream-settings" }, "Set an agent command"));
+    return h("span", { id: "agent-command", class: c.problem ? "sev-error" : "" }, "Agent command in effect: ",
+      h("code", {}, c.argv.join(" ")), c.found ? " (" + c.found + ")" : "", c.problem ? [" — ", c.problem] : null);
+  }
+
+  // The dream's settings: one field per setting of DreamConfig, written to config.json.
+  function dreamSettingsView() {
+    const showing = viewGuard();
+    setTitle("Dream settings");
+    const form = h("form", { class: "editor", id: "dream-settings", novalidate: true });
+    const status = h("div", { id: "settings-status" });
+    fill(main, h("div", { class: "memory-head" }, h("h1", {}, "Dream settings"), h("a", { class: "button", href: "#/runs" }, "Dream runs")),
+      h("p", { class: "muted" }, "How autodream runs: when it may start on its own, the model or agent it may call, and how many rollback points it keeps. Saved to config.json in the state folder (never in the memory folder); a flag on the command line still wins."),
+      status, form);
+    let shown = null;
+    let dirty = false;
+
+    function control(f) {
+      const id = "s-" + f.key;
+      const value = f.value;
+      if (f.kind === "bool") {
+        return h("label", { class: "check" }, h("input", { type: "checkbox", id: id, name: f.key, checked: value === true }), f.label,
+          h("span", { class: "mono small muted" }, " " + f.key));
+      }
+      let input;
+      if (f.kind === "choice") {
+        input = h("select", { id: id, name: f.key }, f.choices.map((c) => h("option", { value: String(c) }, String(c))));
+        input.value = String(value);
+      } else if (f.kind === "command") {
+        input = h("input", { id: id, name: f.key, value: (value || []).map(quoteArg).join(" "), placeholder: "claude -p {prompt} --mcp-config {mcp_config}", autocomplete: "off", spellcheck: "false", class: "mono" });
+      } else if (f.kind === "int" || f.kind === "number") {
+        input = h("input", { id: id, name: f.key, type: "number", step: f.kind === "int" ? "1" : "any", value: String(value) });
+      } else {
+        input = h("input", { id: id, name: f.key, value: value === null || value === undefined ? "" : String(value) });
+      }
+      return h("label", { class: "field" }, h("span", {}, f.label, h("span", { class: "mono small muted" }, " " + f.key)), input,
+        h("small", { class: "muted" }, [f.help, f.help ? " " : "", "Default: " + shownDefault(f)]));
+    }
+
+    function shownDefault(f) {
+      if (f.kind === "bool") return f.default ? "on" : "off";
+      if (f.kind === "command") return f.default && f.default.length ? f.default.join(" ") : "none";
+      return String(f.default);
+    }
+
+    function read(f) {
+      const node = form.elements.namedItem(f.key);
+      if (f.kind === "bool") return node.checked;
+      if (f.kind === "int" || f.kind === "number") return node.value.trim() === "" ? f.default : Number(node.value);
+      if (f.kind === "command") return splitArgs(node.value);
+      if (f.kind === "choice") { const found = f.choices.find((c) => String(c) === node.value); return found === undefined ? node.value : found; }
+      return node.value;
+    }
+
+    function render(data) {
+      shown = data;
+      dirty = false;
+      fill(status,
+        data.problem ? h("div", { class: "notice error", id: "settings-problem" }, data.problem) : null,
+        h("p", { class: "small" }, commandLine(data)),
+        h("p", { class: "muted small" }, "File: ", h("span", { class: "mono" }, data.file), data.exists ? "" : " (not there yet: every setting is its default)"));
+      fill(form, h("div", { class: "grid2" }, data.fields.map(control)),
+        h("div", { class: "actions" }, h("button", { class: "primary", type: "submit", id: "settings-save" }, "Save settings"),
+          h("button", { type: "button", onclick: () => load() }, "Undo my changes")));
+    }
+
+    async function load() {
+      let data;
+      try { data = await api("/api/dream/settings"); } catch (error) { if (showing()) failure(error); return; }
+      if (showing()) render(data);
+    }
+
+    form.addEventListener("input", () => { dirty = true; });
+    form.addEventListener("submit", async (event) => {
+      event.preventDefault();
+      if (!shown) return;
+      const values = {};
+      for (const f of shown.fields) {
+        const v = read(f);
+        if (JSON.stringify(v) !== JSON.stringify(f.value)) values[f.key] = v;
+      }
+      if (!Object.keys(values).length) { toast("Nothing changed."); return; }
+      try {
+        const data = await api("/api/dream/settings", { method: "POST", body: { values: values, expectedSha256: shown.sha256 } });
+        toast("Saved the dream settings");
+        render(data);
+      } catch (error) {
+        toast(error.message, { error: true });
+        if (error.status === 409) load();
+      }
+    });
+    load();
+    return { nav: "runs", dirty: () => dirty };
+  }
+
+  // A command line as words: spaces split, "double" or 'single' quotes keep a word whole.
+  function splitArgs(text) {
+    const out = [];
+    const pattern = /"((?:[^"\\]|\\.)*)"|'([^']*)'|(\S+)/g;
+    let m;
+    while ((m = pattern.exec(text)) !== null) out.push(m[1] !== undefined ? m[1].replace(/\\(.)/g, "$1") : m[2] !== undefined ? m[2] : m[3]);
+    return out;
+  }
+
+  function quoteArg(word) {
+    return /^[^\s"'\\]+$/.test(word) ? word : '"' + word.replace(/["\\]/g, "\\$&") + '"';
+  }
+
+  // What a rollback moves, said as it is: into archive/ (a memory the run created), or set
+  // aside in the rollback's own folder in the state folder (a MEMORY.md the run created, an
+  // archived copy of a memory that is live again), or back into archive/.
+  function moves(actions, done) {
+    const count = (kind) => (actions || []).filter((a) => a.action === kind).length;
+    const parts = [];
+    const archived = count("archive");
+    const aside = (actions || []).filter((a) => a.action === "set-aside").map((a) => a.path);
+    const back = count("return");
+    if (archived) parts.push((done ? "" : "move ") + archived + (done ? " moved" : "") + " to archive/");
+    if (aside.length) parts.push((done ? "" : "set ") + (aside.length <= 3 ? aside.join(" and ") : aside.length + " files") + (done ? " set" : "") + " aside in the rollback's folder");
+    if (back) parts.push((done ? "" : "return ") + back + (done ? " returned" : "") + " to archive/");
+    return parts.join(", ");
+  }
+
+  // A change that moved a file out of the memory folder, into the rollback's own folder.
+  function setAside(change) {
+    const to = change.after && change.after.file;
+    return change.operation === "archive" && typeof to === "string" && !to.startsWith("archive/");
+  }
+
   function runView(runId) {
     const showing = viewGuard();
     let lastStatus = null;
+    setTitle("Run " + runId);
     async function load() {
       let data;
       try { data = await api("/api/runs/" + enc(runId)); } catch (error) { if (showing()) failure(error); return; }
@@ -978,7 +1503,7 @@
       if (data.rollback.possible) {
         const scopeTouched = h("input", { type: "radio", name: "scope", value: "touched", id: "scope-touched", checked: true });
         const scopeAll = h("input", { type: "radio", name: "scope", value: "all", id: "scope-all" });
-        const confirmBox = h("div", { class: "confirm", id: "rollback-confirm-box", hidden: true });
+        const confirmBox = h("div", { class: "confirm", id: "rollback-confirm-box", hidden: true, dataset: { escape: "1" } });
         panel.append(h("h2", {}, rollbackKind ? "Undo this rollback" : "Undo this run"),
           h("label", { class: "check" }, scopeTouched, "Only the files this run changed (touched)"),
           h("label", { class: "check" }, scopeAll, "The whole folder, back to how it was before this run (all)"),
@@ -997,7 +1522,7 @@
           const forceBox = h("input", { type: "checkbox", id: "rollback-force", checked: force, onchange: () => preview(forceBox.checked) });
           fill(confirmBox,
             h("p", { id: "rollback-summary" }, "This will put back " + restoreCount + " file" + (restoreCount === 1 ? "" : "s") +
-              " as they were before " + runId + ", move " + plan.archived + " aside (into archive/ or the rollback's own folder; nothing is deleted), and skip " +
+              " as they were before " + runId + (moves(plan.actions) ? ", " + moves(plan.actions) : "") + " (nothing is deleted), and skip " +
               plan.forcible + " changed since the run and " + names + " name conflict" + (names === 1 ? "" : "s") + " (nothing is overwritten). " +
               "First the folder as it is now is copied, so this rollback can itself be undone."),
             plan.forcible || force ? h("label", { class: "check", id: "rollback-force-label" }, forceBox,
@@ -1015,21 +1540,22 @@
           document.getElementById("rollback-confirm").disabled = true;
           try {
             const result = await api("/api/runs/" + enc(runId) + "/rollback", { method: "POST", body: { scope: scope, dryRun: false, force: force } });
-            toast("Rolled back " + runId + " as " + result.rollbackId + ": " + result.restored + " restored, " + result.archived + " moved aside" +
+            const moved = moves(result.actions, true);
+            toast("Rolled back " + runId + " as " + result.rollbackId + ": " + result.restored + " put back" + (moved ? ", " + moved : "") +
               (result.conflicts ? ", " + result.conflicts + " skipped" : ""));
             location.hash = "#/runs/" + enc(result.rollbackId);
           } catch (error) { toast(error.message, { error: true }); }
         }
       } else {
-        panel.append(h("p", { class: "muted", id: "no-rollback" }, "No rollback: " + data.rollback.why + "."),
-          run.rolledBackBy ? h("p", {}, "Rolled back by ", h("a", { href: "#/runs/" + enc(run.rolledBackBy) }, run.rolledBackBy)) : null);
+        add(panel, [h("p", { class: "muted", id: "no-rollback" }, "No rollback: " + data.rollback.why + "."),
+          run.rolledBackBy ? h("p", {}, "Rolled back by ", h("a", { href: "#/runs/" + enc(run.rolledBackBy) }, run.rolledBackBy)) : null]);
       }
 
       const changes = (run.changes || []).map((c) => h("details", { class: "change", dataset: { file: c.file || "" } },
         h("summary", {},
-          h("span", { class: "op " + c.operation }, c.operation),
+          h("span", { class: "op " + c.operation }, setAside(c) ? "set aside" : c.operation),
           h("span", { class: "mono" }, c.file),
-          c.after && c.after.file && c.after.file !== c.file ? h("span", { class: "mono muted" }, "→ " + c.after.file) : null,
+          c.after && c.after.file && c.after.file !== c.file ? h("span", { class: "mono muted" }, setAside(c) ? "→ the rollback's folder (state folder)" : "→ " + c.after.file) : null,
           h("span", { class: "muted small" }, c.rule || ""),
           h("span", {}, c.unexplained ? "unexplained (no reason given)" : c.reason),
           c.state === "pending" ? h("span", { class: "status interrupted" }, "may not have happened") : null),
@@ -1064,32 +1590,59 @@
 
   function starsView() {
     const showing = viewGuard();
+    setTitle("Star map");
     const canvas = h("canvas", { id: "starmap", role: "img", "aria-label": "Star map: every memory a star" });
     const tip = h("div", { class: "star-tip", hidden: true, id: "star-tip" });
     const legend = h("div", { class: "star-legend", id: "star-legend" });
-    const slider = h("input", { type: "range", id: "timeline", min: "0", max: "1000", value: "1000", "aria-label": "Timeline" });
+    const slider = h("input", { type: "range", id: "timeline", min: "0", max: "1000", value: "1000",
+      "aria-label": "Timeline (arrow keys: one day with a new memory at a time)" });
     const label = h("span", { class: "when", id: "timeline-label" });
     const play = h("button", { id: "replay", type: "button" }, "▶ Birth replay");
-    fill(main, 
+    fill(main,
       h("div", { class: "memory-head" }, h("div", {}, h("h1", {}, "Star map"),
-        h("p", { class: "muted" }, "Every memory is a star: colour is its category, size its length, brightness how recently it was updated. Hover for its description, click to open it."))),
+        h("p", { class: "muted" }, "Every memory is a star: colour is its category, size its length, brightness how recently it was updated. " +
+          "Lines are real relations: a link from one memory to another, and dashed gold where one supersedes another. Hover for its description, click to open it."))),
       h("div", { class: "starmap-wrap" }, canvas, legend, tip),
       h("div", { class: "timeline" }, play, slider, label));
 
     const map = new window.SageStarmap(canvas, tip, {
       onOpen: (id) => { location.hash = memoryHref(id); },
       onTime: (fraction) => { slider.value = String(Math.round(fraction * 1000)); showLabel(); if (!map.playing) play.textContent = "▶ Birth replay"; },
-      onDraw: () => showLabel(),
+      onDraw: () => { showLabel(); showLegend(); },
     });
 
     function showLabel() {
       const shown = canvas.dataset.starCount;
       const total = canvas.dataset.total;
       const at = map.time === Infinity ? "now" : when(new Date(map.time).toISOString()).slice(0, 10);
-      label.textContent = at + ": " + shown + " of " + total + " stars";
+      label.textContent = at + ": " + shown + " of " + total + " stars, " + canvas.dataset.edges + " lines";
+    }
+
+    // The legend counts the stars in the sky now (it follows the timeline and the replay).
+    let legendKey = "";
+    function showLegend() {
+      const shown = map.shown || {};
+      const groups = Object.keys(window.SageStarmap.COLORS).filter((g) => shown[g]);
+      const key = groups.map((g) => g + shown[g]).join(",");
+      if (key === legendKey) return;
+      legendKey = key;
+      fill(legend, groups.map((g) => {
+        const dot = h("span", { class: "dot" });
+        dot.style.background = "rgb(" + window.SageStarmap.COLORS[g].join(",") + ")";
+        return h("span", { dataset: { group: g } }, dot, (g === "other" ? "uncategorized" : g) + " " + shown[g]);
+      }));
     }
 
     slider.addEventListener("input", () => { map.pause(); play.textContent = "▶ Birth replay"; map.setFraction(Number(slider.value) / 1000); });
+    slider.addEventListener("keydown", (event) => {
+      const step = { ArrowRight: 1, ArrowUp: 1, ArrowLeft: -1, ArrowDown: -1 }[event.key];
+      if (!step) return;
+      event.preventDefault();
+      map.pause();
+      play.textContent = "▶ Birth replay";
+      map.step(step);
+      slider.value = String(Math.round(map.fraction * 1000));
+    });
     play.addEventListener("click", () => {
       if (map.playing) { map.pause(); play.textContent = "▶ Birth replay"; }
       else { map.play(); play.textContent = "❚❚ Pause"; }
@@ -1099,14 +1652,7 @@
       let data;
       try { data = await api("/api/stars"); } catch (error) { if (showing()) failure(error); return; }
       if (!showing()) return;
-      const counts = {};
-      data.stars.forEach((s) => { const g = CATEGORIES.includes(s.category) ? s.category : "other"; counts[g] = (counts[g] || 0) + 1; });
-      fill(legend, ...Object.keys(window.SageStarmap.COLORS).filter((g) => counts[g]).map((g) => {
-        const dot = h("span", { class: "dot" });
-        dot.style.background = "rgb(" + window.SageStarmap.COLORS[g].join(",") + ")";
-        return h("span", {}, dot, (g === "other" ? "uncategorized" : g) + " " + counts[g]);
-      }));
-      map.setStars(data.stars);
+      map.setStars(data.stars, data.edges);
       if (map.fraction === undefined) map.setFraction(1);
     }
     load();
@@ -1117,5 +1663,5 @@
 
   route();
   connectLive();
-  if (token()) refreshBadge();
+  if (token()) { refreshBadge(); refreshFooter(); }
 })();

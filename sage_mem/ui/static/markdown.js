@@ -29,6 +29,25 @@
     return parts.join("/");
   }
 
+  // A memory link goes where options.resolve(kind, written) says (the server's resolution):
+  // to the live memory, or styled as broken (with the archived copy when there is one).
+  function mark(a, kind, written, guess, options) {
+    const found = options.resolve ? options.resolve(kind, written) : undefined;
+    let id = guess;
+    if (found) {
+      if (found.id) id = found.id;
+      else {
+        a.className = "missing";
+        a.title = found.archived ? "archived: now " + found.archived : "no memory with that id";
+        if (found.archived) id = found.archived;
+      }
+    } else if (found === null) {
+      a.className = "missing";
+      a.title = "no memory with that id";
+    }
+    a.href = "#/m/" + encodeURIComponent(id);
+  }
+
   function link(text, href, options) {
     const a = el("a", null, text);
     if (/^https?:\/\//i.test(href)) {
@@ -38,9 +57,7 @@
       return a;
     }
     if (/^[a-z][a-z0-9+.-]*:/i.test(href) || !/\.md(#.*)?$/i.test(href)) return null;
-    const id = resolveId(href, options.base);
-    a.href = "#/m/" + encodeURIComponent(id);
-    if (options.known && !options.known(id)) a.className = "missing";
+    mark(a, "markdown", href, resolveId(href, options.base), options);
     return a;
   }
 
@@ -62,10 +79,9 @@
       if (m[1] !== undefined) {
         parent.append(el("code", null, m[2].replace(/^ (.*) $/, "$1")));
       } else if (m[3] !== undefined) {
-        const id = m[3].trim().replace(/\.md$/i, "");
         const a = el("a", null, (m[4] || m[3]).trim());
-        a.href = "#/m/" + encodeURIComponent(id);
-        if (options.known && !options.known(id)) a.className = "missing";
+        const target = m[3].split("#")[0];
+        mark(a, "wiki", target, target.trim().replace(/\.md$/i, ""), options);
         parent.append(a);
       } else if (m[5] !== undefined) {
         const a = link(m[5], m[6], options);

@@ -2,11 +2,15 @@
  *
  * Colour by category, size by length, brightness by how recently the memory
  * was updated; each category is a small galaxy, and a memory keeps its place
- * (its position comes from a hash of its id). The canvas is drawn only when
- * something changes (data, size, hover, the timeline): there is no animation
- * loop, except while the birth replay plays. The canvas carries
- * data-star-count (stars drawn now), data-total, data-draws and data-animating,
- * for tests and for the curious.
+ * (its position comes from a hash of its id). The lines are the real relations:
+ * a `[[link]]` or markdown link (faint, the colour of the linking memory) and
+ * `supersedes` (dashed, gold). The canvas is drawn only when something changes
+ * (data, size, hover, the timeline): there is no animation loop, except while
+ * the birth replay plays. The sky is drawn once into a layer of its own, so a
+ * hover repaints one image and a ring; each star is a pre-rendered sprite, so
+ * thousands draw within a frame. The canvas carries data-star-count (stars
+ * drawn now), data-total, data-edges (lines drawn now), data-draws,
+ * data-animating and data-draw-ms, for tests and for the curious.
  */
 "use strict";
 
@@ -81,7 +85,7 @@
     canvas.addEventListener("mousemove", this.onMove);
     canvas.addEventListener("mouseleave", this.onLeave);
     canvas.addEventListener("click", this.onClick);
-    this.resizer = new ResizeObserver(() => this.request());
+    this.resizer = new ResizeObserver(() => this.dirty());
     this.resizer.observe(canvas);
     canvas.starmap = this;
     this.mark();
@@ -94,20 +98,23 @@
     return { x: star.x, y: star.y };
   };
 
-  Starmap.prototype.setStars = function (list, now) {
+  Starmap.prototype.setStars = function (list, edges, now) {
     this.now = now || Date.now();
+    this.edgeList = edges || [];
     const counts = {};
     list.forEach((s) => { const g = group(s.category); counts[g] = (counts[g] || 0) + 1; });
     this.counts = counts;
-    // A small sky gets bigger stars; a sky of thousands, finer ones.
-    const grow = list.length < 60 ? 1.7 : list.length < 600 ? 1.25 : 1;
+    // A small sky gets bigger stars; a sky of thousands, finer ones (or it is all blobs).
+    const grow = list.length < 60 ? 1.7 : list.length < 600 ? 1.25 : list.length < 2000 ? 0.8 : 0.42;
+    this.dense = list.length >= 2000;
     this.stars = list.map((s) => {
       const g = group(s.category);
       const rnd = random(hash(s.id));
       // Distances are in units of the galaxy's room (its quarter of the sky): a big
       // category fills its room, a small one stays compact.
       const spread = Math.min(1, (g === "other" ? 0.15 : 0.3) + 0.1 * Math.sqrt(counts[g]));
-      const distance = spread * Math.sqrt(rnd());
+      // Many stars: fewer in the core (a square root piles them into one blob), more in the arms.
+      const distance = spread * (counts[g] > 400 ? Math.pow(rnd(), 0.75) : Math.sqrt(rnd()));
       const angle = rnd() * Math.PI * 2 + distance * 2.2;
       const updated = moment(s.updated);
       const created = moment(s.created);
@@ -118,7 +125,7 @@
         group: g,
         dx: Math.cos(angle) * distance,
         dy: Math.sin(angle) * distance,
-        radius: grow * Math.max(1.2, Math.min(7, 1.2 + 1.2 * Math.log2(1 + (s.length || 0) / 160))),
+        radius: Math.max(0.8, grow * Math.min(7, 1.2 + 1.2 * Math.log2(1 + (s.length || 0) / 160))),
         brightness: 0.28 + 0.72 * Math.exp(-age / 60),
         born: Number.isFinite(created) ? created : updated,
       };
@@ -137,7 +144,21 @@
       .sort((a, b) => a.born - b.born || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
     this.stars.forEach((s) => { s.rank = -1; });
     this.dated.forEach((s, i) => { s.rank = i; });
-    if (this.hover && !this.stars.some((s) => s.id === this.hover.id)) this.hover = null;
+    const byId = new Map(this.stars.map((s) => [s.id, s]));
+    this.relations = [];
+    for (const e of this.edgeList) {
+      const a = byId.get(e.from);
+      const b = byId.get(e.to);
+      if (a && b && a !== b) this.relations.push([a, b, e.kind]);
+    }
+    if (this.hover) this.hover = byId.get(this.hover.id) || null;
+    this.sprites = {};
+    this.dirty();
+  };
+
+  // The sky must be drawn again (not only the hover ring over it).
+  Starmap.prototype.dirty = function () {
+    this.layerKey = null;
     this.request();
   };
 
@@ -145,7 +166,7 @@
   Starmap.prototype.setFraction = function (fraction) {
     this.fraction = fraction;
     this.time = fraction >= 1 ? Infinity : this.first + (this.last - this.first) * fraction;
-    this.request();
+    this.dirty();
   };
 
   Starmap.prototype.isVisible = function (star) {
@@ -180,42 +201,102 @@
       s.x = c[0] * w + s.dx * room * 1.3;
       s.y = c[1] * h + s.dy * room;
     });
-    if (this.linkedFor !== this.stars) {
-      this.linkedFor = this.stars;
-      this.links = constellations(this.stars);
-    }
   };
 
-  // Faint lines joining each category's stars into a constellation: a minimum
-  // spanning tree on the unit layout (so it does not depend on the canvas size).
-  function constellations(stars) {
-    const groups = {};
-    stars.forEach((s) => { (groups[s.group] = groups[s.group] || []).push(s); });
-    const links = [];
-    Object.values(groups).forEach((members) => {
-      if (members.length < 2 || members.length > 400) return;
-      const inTree = new Array(members.length).fill(false);
-      const best = new Array(members.length).fill(Infinity);
-      const from = new Array(members.length).fill(-1);
-      best[0] = 0;
-      for (let k = 0; k < members.length; k++) {
-        let next = -1;
-        for (let i = 0; i < members.length; i++) if (!inTree[i] && (next < 0 || best[i] < best[next])) next = i;
-        inTree[next] = true;
-        if (from[next] >= 0) links.push([members[from[next]], members[next]]);
-        for (let i = 0; i < members.length; i++) {
-          if (inTree[i]) continue;
-          const d = Math.hypot(members[i].dx - members[next].dx, members[i].dy - members[next].dy);
-          if (d < best[i]) { best[i] = d; from[i] = next; }
-        }
-      }
-    });
-    return links;
-  }
+  // Times of birth, one per day that has one, for the timeline's arrow keys.
+  Starmap.prototype.births = function () {
+    const days = [];
+    for (const s of this.dated || []) {
+      const day = Math.floor(s.born / DAY);
+      if (!days.length || days[days.length - 1][0] !== day) days.push([day, s.born]);
+      else days[days.length - 1][1] = s.born;
+    }
+    return days.map((d) => d[1]);
+  };
+
+  // One step along the timeline: to the next (or previous) day a memory was born.
+  Starmap.prototype.step = function (direction) {
+    const times = this.births();
+    if (!times.length) return;
+    const now = this.time === Infinity ? Infinity : this.time;
+    let to;
+    if (direction > 0) {
+      to = times.find((t) => t > now);
+      if (to === undefined || to === times[times.length - 1]) { this.setFraction(1); return; }
+    } else {
+      const before = times.filter((t) => t < (now === Infinity ? times[times.length - 1] + 1 : now));
+      to = before.length ? before[before.length - 1] : times[0];
+      if (now === Infinity) to = times.length > 1 ? times[times.length - 2] : times[0];
+    }
+    this.fraction = this.fractionOf(to);
+    this.time = to;
+    this.dirty();
+  };
+
+  // A star as a small image (glow and core), one per colour, size and brightness step.
+  Starmap.prototype.sprite = function (star, newborn) {
+    const dpr = this.dpr;
+    const radius = Math.round(star.radius * 4) / 4;
+    const light = Math.round(star.brightness * 8) / 8;
+    const key = star.group + radius + ":" + light + (newborn ? "n" : "") + ":" + dpr + (this.dense ? "d" : "");
+    let made = this.sprites[key];
+    if (made) return made;
+    const [r, g, b] = COLORS[star.group];
+    const glow = radius * (newborn ? 7 : this.dense ? 2.6 : 4);
+    const size = Math.ceil(glow * 2 * dpr) + 2;
+    const canvas = document.createElement("canvas");
+    canvas.width = size;
+    canvas.height = size;
+    const ctx = canvas.getContext("2d");
+    const c = size / 2;
+    const halo = ctx.createRadialGradient(c, c, 0, c, c, glow * dpr);
+    halo.addColorStop(0, "rgba(" + r + "," + g + "," + b + "," + ((this.dense ? 0.3 : 0.42) * light).toFixed(3) + ")");
+    halo.addColorStop(1, "rgba(" + r + "," + g + "," + b + ",0)");
+    ctx.fillStyle = halo;
+    ctx.fillRect(0, 0, size, size);
+    const mix = 0.35 + 0.5 * light;
+    ctx.fillStyle = "rgba(" + Math.round(r + (255 - r) * mix * 0.6) + "," + Math.round(g + (255 - g) * mix * 0.6) + "," +
+      Math.round(b + (255 - b) * mix * 0.6) + "," + (0.35 + 0.65 * light).toFixed(3) + ")";
+    ctx.beginPath();
+    ctx.arc(c, c, Math.max(0.6, radius) * dpr, 0, Math.PI * 2);
+    ctx.fill();
+    made = { canvas: canvas, half: size / 2 / dpr, size: size / dpr };
+    this.sprites[key] = made;
+    return made;
+  };
 
   Starmap.prototype.draw = function () {
+    const started = performance.now();
     this.layout();
+    const key = [this.w, this.h, this.dpr, this.time, this.limit, this.playing].join(":");
+    if (this.layerKey !== key || !this.layer) {
+      this.drawLayer();
+      this.layerKey = key;
+    }
     const ctx = this.canvas.getContext("2d");
+    ctx.setTransform(1, 0, 0, 1, 0, 0);
+    ctx.drawImage(this.layer, 0, 0);
+    ctx.setTransform(this.dpr, 0, 0, this.dpr, 0, 0);
+    if (this.hover && this.isVisible(this.hover)) {
+      ctx.strokeStyle = "rgba(255,255,255,0.9)";
+      ctx.lineWidth = 1.5;
+      ctx.beginPath();
+      ctx.arc(this.hover.x, this.hover.y, this.hover.radius + 5, 0, Math.PI * 2);
+      ctx.stroke();
+    }
+    this.draws++;
+    this.drawMs = performance.now() - started;
+    this.mark();
+    if (this.options.onDraw) this.options.onDraw(this);
+  };
+
+  // The sky, the labels, the relations and the stars, into an offscreen layer.
+  Starmap.prototype.drawLayer = function () {
+    if (!this.layer) this.layer = document.createElement("canvas");
+    const layer = this.layer;
+    layer.width = this.canvas.width;
+    layer.height = this.canvas.height;
+    const ctx = layer.getContext("2d");
     const { w, h } = this;
     ctx.setTransform(this.dpr, 0, 0, this.dpr, 0, 0);
     const sky = ctx.createRadialGradient(w * 0.5, h * 0.45, 0, w * 0.5, h * 0.5, Math.max(w, h) * 0.75);
@@ -227,59 +308,62 @@
       ctx.fillStyle = "rgba(200,210,255," + a + ")";
       ctx.fillRect(x * w, y * h, r, r);
     });
+    const shown = {};
+    const tops = {};
+    for (const s of this.stars) {
+      if (!this.isVisible(s)) continue;
+      shown[s.group] = (shown[s.group] || 0) + 1;
+      tops[s.group] = Math.min(tops[s.group] === undefined ? Infinity : tops[s.group], s.y - s.radius);
+    }
+    this.shown = shown;
+    // Each galaxy's name above it (never below, where the legend is), only while it has stars.
     ctx.font = "600 12px system-ui, sans-serif";
     ctx.textAlign = "center";
-    const bottoms = {};
-    for (const s of this.stars) bottoms[s.group] = Math.max(bottoms[s.group] || 0, s.y + s.radius);
-    Object.keys(this.counts || {}).forEach((g) => {
+    ctx.textBaseline = "alphabetic";
+    this.labels = [];
+    Object.keys(shown).forEach((g) => {
       const [r, gr, b] = COLORS[g];
-      const c = CENTERS[g];
-      ctx.fillStyle = "rgba(" + r + "," + gr + "," + b + ",0.5)";
-      ctx.fillText(g === "other" ? "uncategorized" : g, c[0] * w, Math.min(h - 8, (bottoms[g] || c[1] * h) + 18));
+      const text = g === "other" ? "uncategorized" : g;
+      const x = CENTERS[g][0] * w;
+      const y = Math.max(16, Math.min(h * 0.5, tops[g] - 8));
+      ctx.fillStyle = "rgba(" + r + "," + gr + "," + b + ",0.65)";
+      ctx.fillText(text, x, y);
+      const width = ctx.measureText(text).width;
+      this.labels.push({ group: g, text: text, left: x - width / 2, right: x + width / 2, top: y - 12, bottom: y + 3 });
     });
+    let edges = 0;
     ctx.lineWidth = 1;
-    for (const [a, b] of this.links || []) {
+    for (const [a, b, kind] of this.relations || []) {
       if (!this.isVisible(a) || !this.isVisible(b)) continue;
-      const [r, g, bl] = COLORS[a.group];
-      ctx.strokeStyle = "rgba(" + r + "," + g + "," + bl + ",0.16)";
+      edges++;
+      if (kind === "supersedes") {
+        ctx.strokeStyle = "rgba(255,200,110,0.55)";
+        ctx.setLineDash([4, 4]);
+      } else {
+        const [r, g, bl] = COLORS[a.group];
+        ctx.strokeStyle = "rgba(" + r + "," + g + "," + bl + "," + (this.dense ? 0.08 : 0.32) + ")";
+        ctx.setLineDash([]);
+      }
       ctx.beginPath();
       ctx.moveTo(a.x, a.y);
       ctx.lineTo(b.x, b.y);
       ctx.stroke();
     }
+    ctx.setLineDash([]);
     ctx.globalCompositeOperation = "lighter";
     const fresh = Math.max(1, Math.round((this.dated || []).length * 0.04));
     let visible = 0;
+    ctx.setTransform(1, 0, 0, 1, 0, 0);
+    const dpr = this.dpr;
     for (const s of this.stars) {
       if (!this.isVisible(s)) continue;
       visible++;
-      const [r, g, b] = COLORS[s.group];
-      const newborn = this.playing && s.rank >= this.limit - fresh;
-      const glow = s.radius * (newborn ? 7 : 4);
-      const halo = ctx.createRadialGradient(s.x, s.y, 0, s.x, s.y, glow);
-      halo.addColorStop(0, "rgba(" + r + "," + g + "," + b + "," + (0.42 * s.brightness).toFixed(3) + ")");
-      halo.addColorStop(1, "rgba(" + r + "," + g + "," + b + ",0)");
-      ctx.fillStyle = halo;
-      ctx.fillRect(s.x - glow, s.y - glow, glow * 2, glow * 2);
-      const mix = 0.35 + 0.5 * s.brightness;
-      ctx.fillStyle = "rgba(" + Math.round(r + (255 - r) * mix * 0.6) + "," + Math.round(g + (255 - g) * mix * 0.6) + "," +
-        Math.round(b + (255 - b) * mix * 0.6) + "," + (0.35 + 0.65 * s.brightness).toFixed(3) + ")";
-      ctx.beginPath();
-      ctx.arc(s.x, s.y, s.radius, 0, Math.PI * 2);
-      ctx.fill();
+      const sprite = this.sprite(s, this.playing && s.rank >= this.limit - fresh);
+      ctx.drawImage(sprite.canvas, Math.round((s.x - sprite.half) * dpr), Math.round((s.y - sprite.half) * dpr));
     }
     ctx.globalCompositeOperation = "source-over";
-    if (this.hover && this.isVisible(this.hover)) {
-      ctx.strokeStyle = "rgba(255,255,255,0.9)";
-      ctx.lineWidth = 1.5;
-      ctx.beginPath();
-      ctx.arc(this.hover.x, this.hover.y, this.hover.radius + 5, 0, Math.PI * 2);
-      ctx.stroke();
-    }
     this.visible = visible;
-    this.draws++;
-    this.mark();
-    if (this.options.onDraw) this.options.onDraw(this);
+    this.edgesDrawn = edges;
   };
 
   Starmap.prototype.mark = function () {
@@ -287,7 +371,9 @@
     d.starCount = String(this.visible);
     d.total = String(this.stars.length);
     d.draws = String(this.draws);
+    d.edges = String(this.edgesDrawn || 0);
     d.animating = String(this.playing);
+    d.drawMs = this.drawMs === undefined ? "" : this.drawMs.toFixed(2);
   };
 
   Starmap.prototype.starAt = function (x, y) {
@@ -314,9 +400,14 @@
       const title = document.createElement("strong");
       title.textContent = star.id;
       this.tip.append(title, document.createTextNode(star.description));
-      this.tip.style.left = x + "px";
-      this.tip.style.top = y + "px";
       this.tip.hidden = false;
+      // Inside the map: to the left of the pointer near the right edge, above it near the bottom.
+      const width = this.tip.offsetWidth;
+      const height = this.tip.offsetHeight;
+      const left = x + 12 + width > this.w ? Math.max(0, x - 12 - width) : x + 12;
+      const top = y + 12 + height > this.h ? Math.max(0, y - 12 - height) : y + 12;
+      this.tip.style.left = left + "px";
+      this.tip.style.top = top + "px";
     } else {
       this.tip.hidden = true;
     }
@@ -377,7 +468,7 @@
     this.limit = null;
     cancelAnimationFrame(this.replay);
     this.mark();
-    this.request();
+    this.dirty();
   };
 
   Starmap.prototype.destroy = function () {

@@ -1,0 +1,178 @@
+"""The relations between memories, as the page draws them: `[[links]]`, `[text](x.md)` links and
+`supersedes`, resolved to ids; each memory's backlinks; and what a body's links point to.
+
+Links are read outside code, through `memory.markdown` (as the audit and the
+dream read them), and resolved the way the audit resolves them: a wiki link
+by id from the root, then from the linking memory's folder, then by a file
+name that only one memory has; a markdown link as a path from the memory's
+folder, then from the root. A target that resolves to no live memory is
+broken (`id` None), or archived (`archived` names where it is now).
+
+The graph is built from the index (never a file read) once per change of the
+memories (`LinkGraph.get` with the live feed's generation).
+"""
+
+from __future__ import annotations
+
+import posixpath
+import threading
+import unicodedata
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..disk.folder import ARCHIVE_DIR
+from ..memory.markdown import MARKDOWN_LINK, WIKI_LINK, linked_file, mask_code
+from ..memory.value import Memory
+from ..store import MemoryStore
+
+
+def _nfc(text: str) -> str:
+    return unicodedata.normalize("NFC", text)
+
+
+@dataclass(frozen=True)
+class Link:
+    """One link in a body: as written, of which kind, and the live memory it reaches (or not)."""
+
+    kind: str  # "wiki" or "markdown"
+    written: str  # the wiki target, or the markdown destination, as in the text
+    id: str | None  # the live memory it points to
+    archived: str | None = None  # when it points to an archived memory: its archive/ id
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "written": self.written, "id": self.id,
+                "archived": self.archived}
+
+
+@dataclass
+class Graph:
+    """Every memory's resolved links, its supersedes, and who links to it."""
+
+    links: dict[str, list[Link]] = field(default_factory=dict)
+    supersedes: dict[str, list[str]] = field(default_factory=dict)
+    backlinks: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+
+    def edges(self) -> list[dict[str, str]]:
+        """Each relation once: `{from, to, kind}` with kind `link` or `supersedes`."""
+        out: list[dict[str, str]] = []
+        for source in sorted(self.links):
+            seen: set[str] = set()
+            for link in self.links[source]:
+                if link.id and link.id != source and link.id not in seen:
+                    seen.add(link.id)
+                    out.append({"from": source, "to": link.id, "kind": "link"})
+        for source in sorted(self.supersedes):
+            for target in self.supersedes[source]:
+                out.append({"from": source, "to": target, "kind": "supersedes"})
+        return out
+
+
+class Resolver:
+    """Resolves link targets against the live and archived memories of one moment."""
+
+    def __init__(self, live: Iterable[str], archived: Iterable[str]) -> None:
+        self.live = {_nfc(i) for i in live}
+        self.archived = {_nfc(i) for i in archived}
+        leaves: dict[str, list[str]] = defaultdict(list)
+        for memory_id in self.live:
+            leaves[memory_id.rsplit("/", 1)[-1]].append(memory_id)
+        self.by_leaf = {leaf: ids[0] for leaf, ids in leaves.items() if len(ids) == 1}
+
+    def wiki(self, target: str, folder_rel: str) -> Link:
+        memory_id = _nfc(target.strip().removesuffix(".md"))
+        candidates = [posixpath.normpath(memory_id),
+                      posixpath.normpath(posixpath.join(folder_rel, memory_id))]
+        found = next((c for c in candidates if c in self.live), None)
+        if found is None and "/" not in memory_id:
+            found = self.by_leaf.get(memory_id)
+        archived = None
+        if found is None:
+            archived = next((f"{ARCHIVE_DIR}/{c}" for c in candidates if c in self.archived), None)
+        return Link("wiki", target, found, archived)
+
+    def markdown(self, destination: str, folder_rel: str) -> Link | None:
+        target = linked_file(destination)
+        if target is None:
+            return None
+        resolved = posixpath.normpath(posixpath.join(folder_rel, target))
+        if resolved == ".." or resolved.startswith("../"):
+            return None
+        candidates = [resolved, posixpath.normpath(target)]
+        ids = [_nfc(c.removesuffix(".md")) for c in candidates if c.endswith(".md")]
+        found = next((i for i in ids if i in self.live), None)
+        archived = None
+        if found is None:
+            for memory_id in ids:
+                if memory_id.startswith(ARCHIVE_DIR + "/") and \
+                        memory_id[len(ARCHIVE_DIR) + 1:] in self.archived:
+                    archived = memory_id
+                    break
+                if memory_id in self.archived:
+                    archived = f"{ARCHIVE_DIR}/{memory_id}"
+                    break
+        return Link("markdown", destination, found, archived)
+
+    def links_of(self, memory: Memory) -> list[Link]:
+        if "[" not in memory.body:
+            return []
+        folder_rel = posixpath.dirname(memory.id.removeprefix(ARCHIVE_DIR + "/"))
+        text = mask_code(memory.body)
+        out: list[Link] = []
+        for line in text.split("\n"):
+            if "[" not in line:
+                continue
+            for match in WIKI_LINK.finditer(line):
+                out.append(self.wiki(match.group("target"), folder_rel))
+            for match in MARKDOWN_LINK.finditer(line):
+                if match.group("image"):
+                    continue
+                found = self.markdown(match.group("destination"), folder_rel)
+                if found is not None:
+                    out.append(found)
+        return out
+
+
+def build_graph(live: list[Memory], archived: list[Memory]) -> Graph:
+    resolver = Resolver((m.id for m in live), (m.id[len(ARCHIVE_DIR) + 1:] for m in archived))
+    graph = Graph()
+    backlinks: dict[str, set[tuple[str, str]]] = defaultdict(set)
+    for memory in live:
+        links = resolver.links_of(memory)
+        if links:
+            graph.links[memory.id] = links
+        for link in links:
+            if link.id and link.id != memory.id:
+                backlinks[link.id].add((memory.id, "link"))
+        replaced = [_nfc(s) for s in memory.supersedes if _nfc(s) in resolver.live]
+        if replaced:
+            graph.supersedes[memory.id] = replaced
+            for target in replaced:
+                backlinks[target].add((memory.id, "supersedes"))
+    graph.backlinks = {key: sorted(value) for key, value in backlinks.items()}
+    return graph
+
+
+class LinkGraph:
+    """The graph of the folder, built once per generation of the memories."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._cached: tuple[int, Graph] | None = None
+
+    def get(self, store: MemoryStore, generation: int) -> Graph:
+        with self._lock:
+            if self._cached is not None and self._cached[0] == generation:
+                return self._cached[1]
+        graph = build_graph(store.list(), [m for m in store.list(archived=True) if m.archived])
+        with self._lock:
+            self._cached = (generation, graph)
+        return graph
+
+
+def links_of_memory(store: MemoryStore, memory: Memory) -> list[Link]:
+    """What one memory's links reach now (for a memory shown on its own, archived ones too)."""
+    live = [m.id for m in store.list()]
+    archived = [m.id[len(ARCHIVE_DIR) + 1:] for m in store.list(archived=True) if m.archived]
+    return Resolver(live, archived).links_of(memory)
