@@ -1099,8 +1099,7 @@ def test_the_dream_settings_are_every_field_of_dream_config(
 
     data = client.ok("GET", "/api/dream/settings")
     keys = [f["key"] for f in data["fields"]]
-    names = [f.name for f in dataclasses.fields(dream_config.DreamConfig)]
-    assert keys == [dream_config._camel(name) for name in names]
+    assert keys == [dream_config.key_of(f) for f in dataclasses.fields(dream_config.DreamConfig)]
     kinds = {f["key"]: f["kind"] for f in data["fields"]}
     assert kinds["autoFromHook"] == "bool" and kinds["minSessions"] == "int"
     assert kinds["minHours"] == "number" and kinds["agentCommand"] == "command"
@@ -1108,12 +1107,12 @@ def test_the_dream_settings_are_every_field_of_dream_config(
     assert data["command"]["configured"] is False
     # A setting added to DreamConfig shows up with no second list (a Literal is a choice).
     extended = dataclasses.make_dataclass(
-        "DreamConfig", [("input_source", Literal["memory", "memory+sessions"], "memory")],
+        "DreamConfig", [("report_language", Literal["en", "zh"], "en")],
         bases=(dream_config.DreamConfig,), frozen=True)
     monkeypatch.setattr(dream_config, "DreamConfig", extended)
     added = client.ok("GET", "/api/dream/settings")["fields"][-1]
-    assert added["key"] == "inputSource" and added["kind"] == "choice"
-    assert added["choices"] == ["memory", "memory+sessions"] and added["value"] == "memory"
+    assert added["key"] == "reportLanguage" and added["kind"] == "choice"
+    assert added["choices"] == ["en", "zh"] and added["value"] == "en"
 
 
 def test_saving_dream_settings_writes_only_what_changed_and_checks_it(

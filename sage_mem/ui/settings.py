@@ -37,9 +37,8 @@ from .api import json_body, store_of
 CONFIG_LIMIT = 64 * 1024
 
 
-def _camel(name: str) -> str:
-    head, *rest = name.split("_")
-    return head + "".join(part.title() for part in rest)
+# DreamConfig's own kinds of setting, as the form's controls are named.
+_CONTROLS = {"whole": "int", "path": "text"}
 
 
 def _label(name: str) -> str:
@@ -69,12 +68,14 @@ def _plain(value: Any) -> Any:
 
 def describe_fields() -> list[dict[str, Any]]:
     """Every setting of DreamConfig, in its order: key, label, kind, default (and help, choices)."""
-    from ..dream.config import DreamConfig
+    from ..dream.config import DreamConfig, key_of
 
     hints = typing.get_type_hints(DreamConfig)
     out = []
     for item in fields(DreamConfig):
         kind, choices = _kind(hints.get(item.name))
+        if "kind" in item.metadata:  # DreamConfig's fields say their kind themselves
+            kind = _CONTROLS.get(item.metadata["kind"], item.metadata["kind"])
         if item.default is not MISSING:
             default = item.default
         elif item.default_factory is not MISSING:
@@ -84,10 +85,10 @@ def describe_fields() -> list[dict[str, Any]]:
         meta = dict(item.metadata or {})
         choices = list(meta.get("choices", ())) or choices
         out.append({
-            "key": _camel(item.name),
+            "key": key_of(item),
             "name": item.name,
             "label": str(meta.get("label") or _label(item.name)),
-            "help": str(meta.get("help") or ""),
+            "help": str(meta.get("help") or meta.get("doc") or ""),
             "kind": "choice" if choices else kind,
             "choices": choices,
             "default": _plain(default),
