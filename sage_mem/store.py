@@ -20,7 +20,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .checks.credentials import LABELS, find_secrets
 from .disk.folder import MemoryFolder, read_memory
@@ -58,11 +58,12 @@ from .memory.fields import FIELDS, check_unicode, validated
 from .memory.file_format import DELETE, parse_bytes, sha256_bytes
 from .memory.links import Ids, folder_of
 from .memory.value import MAX_FILE_BYTES, Memory, memory_from_meta, now_iso
-from .search.index import Hit, Index, gc_paused
+from .search.index import Hit, Index
+
+if TYPE_CHECKING:
+    from .search.loading import Loaded
 
 _UNSET: Any = object()
-# From this many memories, a store that built its index answers from the cache it wrote.
-ADOPT_CACHE_FROM = 5_000
 _UNREADABLE = (-1, -1, -1, -1)
 # Short ids of ordinary characters are reachable by construction; others are checked
 # with the folder's id rules (a check that would cost a cold build of 100k files ~0.5 s).
@@ -115,7 +116,15 @@ class MemoryStore:
         half_life_days: float | None = None,
         state_dir: Path | str | None = None,
         reconcile_seconds: float = 30.0,
+        build: bool = True,
     ) -> None:
+        """Open the folder and load its index (see `reload`).
+
+        `build=False` is for a process that must not wait for a build (a
+        hook): the index is the cache's plus a few files read directly, the
+        cache is never written, and `build_needed` says when a build should
+        run elsewhere.
+        """
         from .disk.folder import default_folder
 
         self.folder = MemoryFolder(
@@ -135,6 +144,8 @@ class MemoryStore:
         self._batch_dirty = False
         self._watcher = None
         self._held: WriteLock | None = None
+        self._build = build
+        self.loaded: Loaded | None = None
         self.reload()
         if watch:
             from .disk.watch import Watcher
@@ -164,106 +175,32 @@ class MemoryStore:
     def reload(self) -> None:
         """Bring the index in line with the whole folder.
 
-        From the on-disk cache (`search/cache.py`) when there is a usable one, reading
-        again only the files whose stat differs from what the cache saw; else
-        by reading every file, after which the cache is written for the next
-        process.
+        From the on-disk cache when there is a usable one, reading again only
+        the files whose stat differs from what the cache saw; else by reading
+        every file, after which the cache is written for the next process
+        (`search/loading.py` decides). A store opened with `build=False` never
+        builds nor writes the cache: `build_needed` then says one should run.
         """
         import time
 
-        from .search import cache
+        from .search.loading import load_index
 
         with self._refresh_lock:
             # Read before the walk: a write by another process after it shows as a change.
             self._generation = read_generation(self.folder.state_dir)
             self._problems.clear()
             self._forget_seen()
-            started = time.time_ns()
-            with gc_paused():  # a set and a dict entry per file, none of them garbage
-                if self._reload_from_cache(started):
-                    return
-            signatures = cache.scan(self.folder)
-            with gc_paused():  # thousands of memories made, none of them garbage
-                memories = self._read_all()
-            self.index = Index(
-                half_life_days=self.index.half_life_days, recover=self._recover_index
+            loaded = load_index(
+                _Files(self), scoring=self.index.scoring, half_life_days=self.index.half_life_days,
+                recover=self._recover_index, started=time.time_ns(), build=self._build,
             )
-            self.index.add_many(memories)
-            del memories
-            self._save_cache(signatures, started)
-            self._adopt_cache(signatures)
+            self.index = loaded.index
+            self.loaded = loaded
 
-    def _read_all(self) -> list[Memory]:
-        memories: list[Memory] = []
-        for archived in (False, True):
-            for path in self.folder.iter_files(archived=archived):
-                memory = self._load(path, archived=archived)
-                if memory is not None:
-                    memories.append(memory)
-        return memories
-
-    def _reload_from_cache(self, started: int) -> bool:
-        """Load the cached index and re-read what changed since; False when there is no cache."""
-        from .search import cache
-
-        loaded = cache.load(
-            self.folder, scoring=self.index.scoring, half_life_days=self.index.half_life_days,
-            recover=self._recover_index,
-        )
-        if loaded is None:
-            return False
-        signatures = cache.scan(self.folder)
-        try:
-            stale = self._apply_changes(loaded, signatures)
-        except cache.CacheCorrupt:
-            # Damaged where the header did not show it: build from the files instead.
-            self._problems.clear()
-            self._forget_seen()
-            with contextlib.suppress(OSError):
-                cache.cache_path(self.folder).unlink()
-            return False
-        self.index = loaded.index
-        if self.index.averages_moved():
-            # Exactly what a fresh build would hold; rare, as it takes a grid step.
-            self.index.reweigh()
-            self._save_cache(signatures, started)
-        elif stale > cache.REWRITE_AFTER:
-            self._save_cache(signatures, started)
-        return True
-
-    def _apply_changes(self, loaded: Any, signatures: Mapping[str, Any]) -> int:
-        """Bring a loaded cache in line with the stat walk; returns the files looked at again."""
-        index = loaded.index
-        prefix = str(self.root) + os.sep
-        stale = 0
-        for relative in loaded.signatures.keys() - signatures.keys():
-            stale += 1
-            memory_id, _ = self._id_of(Path(prefix + relative))
-            if memory_id is not None:
-                index.remove(memory_id)
-        unchanged = loaded.unchanged(signatures)
-        for relative, (message, line, column) in loaded.problems.items():
-            if relative in signatures and loaded.signatures[relative] == signatures[relative]:
-                key = prefix + relative
-                self._problems[key] = Problem(Path(key), message, line, column)
-        # The unchanged files' entries are made when first needed (a hook never does).
-        self._seen_later = (prefix, unchanged, signatures)
-        for key in self._problems:
-            self._seen_map[key] = _UNREADABLE
-        for relative in signatures.keys() - unchanged:
-            stale += 1
-            path = Path(prefix + relative)
-            self._problems.pop(str(path), None)
-            memory_id, archived = self._id_of(path)
-            memory = self._load(path, archived=archived)
-            if memory is None:
-                if memory_id is not None:
-                    index.remove(memory_id)
-                continue
-            cached = index.get(memory.id)
-            if cached is None or cached.sha256 != memory.sha256 or cached.path != memory.path:
-                index.put(memory)
-        return stale
+    @property
+    def build_needed(self) -> bool:
+        """True when this store (opened with build=False) lacks a current cache to answer from."""
+        return self.loaded is not None and self.loaded.build_needed
 
     @property
     def _seen(self) -> dict[str, tuple[int, int, int, int]]:
@@ -296,62 +233,24 @@ class MemoryStore:
         self._seen_later = None
         self._seen_map.clear()
 
-    def _save_cache(self, signatures: Mapping[str, tuple[int, int, int, int] | None],
-                    started: int) -> None:
-        """Write the on-disk cache; a state folder that cannot take it just means no cache."""
-        from .search import cache
+    def _recover_index(self) -> builtins.list[Memory]:
+        """Every memory read again from its file, for an index whose cache turned out damaged.
 
-        prefix = str(self.root) + os.sep
-        entries: dict[str, cache.Entry] = {}
-        for relative, signature in signatures.items():
-            if signature is None:
-                continue
-            key = prefix + relative
-            problem = self._problems.get(key)
-            if problem is not None:
-                entries[relative] = cache.Entry(
-                    signature, (problem.message, problem.line, problem.column)
-                )
-            elif self._seen.get(key, _UNREADABLE)[0] >= 0:
-                entries[relative] = cache.Entry(signature)
-        cache.save(self.folder, self.index, entries, started_ns=started)
-
-    def _adopt_cache(self, signatures: Mapping[str, tuple[int, int, int, int] | None]) -> None:
-        """After a build, answer from the cache just written, as a warm start would.
-
-        Its postings are then read from the file as queries need them instead
-        of held in memory, which for a large folder is most of a long-lived
-        process's memory. Only for a folder of ADOPT_CACHE_FROM memories or
-        more (a smaller one's postings take a few megabytes, and answer a
-        little faster from memory), and only when the cache holds exactly what
-        was built: every file unchanged since, none within the racy window.
+        A store that may not build (a hook) reads nothing: it answers from an
+        empty index, and says a build is needed.
         """
-        from .search import cache
+        from .search.loading import forget_cache
 
-        if len(self.index) < ADOPT_CACHE_FROM:
-            return
-        loaded = cache.load(
-            self.folder, scoring=self.index.scoring, half_life_days=self.index.half_life_days,
-            recover=self._recover_index,
-        )
-        present = {relative for relative, signature in signatures.items() if signature}
-        if loaded is None or loaded.unchanged(signatures) != present:
-            return
-        if len(loaded.index) != len(self.index):
-            return
-        self.index = loaded.index
-
-    def _recover_index(self) -> list[Memory]:
-        """Every memory read again from its file, for an index whose cache turned out damaged."""
-        from .search import cache
-
-        with contextlib.suppress(OSError):
-            cache.cache_path(self.folder).unlink()
+        forget_cache(self.folder)
         # Not under _refresh_lock: the caller holds the index's lock, which refresh takes
         # after _refresh_lock, and the other order could deadlock.
         self._problems.clear()
         self._forget_seen()
-        return self._read_all()
+        if not self._build:
+            if self.loaded is not None:
+                self.loaded.build_needed = True
+            return []
+        return _Files(self).read_all()
 
     def _id_of(self, path: Path) -> tuple[str | None, bool]:
         memory_id = self.folder.id_for(path)
@@ -384,7 +283,10 @@ class MemoryStore:
             self._problems.pop(key, None)
             self._seen.pop(key, None)
             return None
-        except (InvalidMemory, OSError, Exception) as exc:  # noqa: BLE001 - a bad file must not stop the load
+        except (InvalidMemory, OSError, ValueError) as exc:
+            # What reading and parsing a file can raise: InvalidMemory for what the parser
+            # refuses (bad YAML, binary, too large, not UTF-8), OSError for the read itself,
+            # ValueError for a decoding the parser did not catch. Anything else is a bug.
             self._problems[key] = _problem(path, exc)
             self._seen[key] = _UNREADABLE
             return None
@@ -1131,6 +1033,59 @@ class Renamed:
             lines.append(f"Links updated in: {', '.join(self.relinked)}")
         lines.extend(f"not updated: {note}" for note in self.left)
         return "\n".join(lines) + "\n"
+
+
+class _Files:
+    """The store as `search.loading.Files`: what loading the index needs of it."""
+
+    def __init__(self, store: MemoryStore) -> None:
+        self.store = store
+        self.folder = store.folder
+
+    def load(self, path: Path, *, archived: bool) -> Memory | None:
+        return self.store._load(path, archived=archived)
+
+    def id_of(self, path: Path) -> tuple[str | None, bool]:
+        return self.store._id_of(path)
+
+    def read_all(self) -> list[Memory]:
+        memories: list[Memory] = []
+        for archived in (False, True):
+            for path in self.folder.iter_files(archived=archived):
+                memory = self.store._load(path, archived=archived)
+                if memory is not None:
+                    memories.append(memory)
+        return memories
+
+    def forget(self) -> None:
+        self.store._problems.clear()
+        self.store._forget_seen()
+
+    def keep_problem(self, relative: str, problem: tuple[str, int | None, int | None]) -> None:
+        key = str(self.folder.root) + os.sep + relative
+        self.store._problems[key] = Problem(Path(key), *problem)
+        self.store._seen_map[key] = _UNREADABLE
+
+    def seen_later(self, unchanged: set[str], signatures: Mapping[str, Any]) -> None:
+        self.store._seen_later = (str(self.folder.root) + os.sep, unchanged, signatures)
+
+    def entries(self, signatures: Mapping[str, Any]) -> dict[str, Any]:
+        from .search import cache
+
+        prefix = str(self.folder.root) + os.sep
+        entries: dict[str, cache.Entry] = {}
+        for relative, signature in signatures.items():
+            if signature is None:
+                continue
+            key = prefix + relative
+            problem = self.store._problems.get(key)
+            if problem is not None:
+                entries[relative] = cache.Entry(
+                    signature, (problem.message, problem.line, problem.column)
+                )
+            elif self.store._seen.get(key, _UNREADABLE)[0] >= 0:
+                entries[relative] = cache.Entry(signature)
+        return entries
 
 
 def _signature(st: os.stat_result) -> tuple[int, int, int, int]:

@@ -18,6 +18,8 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("SAGE_MEM_DIR", str(tmp_path / "memory"))
     monkeypatch.delenv("SAGE_MEM_STATE_DIR", raising=False)
     monkeypatch.delenv("SAGE_MEM_AUTODREAM", raising=False)
+    # A hook starts no background daemon or build (tests/test_hook_daemon.py turns it on).
+    monkeypatch.setenv("SAGE_MEM_DAEMON", "0")
     return tmp_path
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import random
+import shutil
 import subprocess
 import sys
 import time
@@ -22,6 +23,7 @@ import pytest
 from sage_mem import MemoryStore
 from sage_mem import store as store_module
 from sage_mem.search import cache as cache_module
+from sage_mem.search import loading as loading_module
 from sage_mem.search.index import Scoring
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -254,13 +256,52 @@ def test_a_format_version_change_ignores_the_old_cache(
 ) -> None:
     store = started(folder, state)
     monkeypatch.setattr(cache_module, "FORMAT_VERSION", cache_module.FORMAT_VERSION + 1)
-    monkeypatch.setattr(cache_module, "_source_cache", [])
+    monkeypatch.setattr(cache_module, "_fingerprints", {})
     assert cache_module.load(store.folder, scoring=Scoring()) is None
     seen = reads(monkeypatch)
     rebuilt = started(folder, state)
     assert len(seen) == 62  # every file, the broken one included
     assert state_of(rebuilt) == state_of(fresh(folder, tmp_path))
     assert cache_module.load(rebuilt.folder, scoring=Scoring()) is not None
+
+
+@pytest.mark.parametrize("change", ["scoring version", "tokenizer"])
+def test_a_scoring_or_tokenizer_change_ignores_the_old_cache(
+    folder: Path, state: Path, monkeypatch: pytest.MonkeyPatch, change: str
+) -> None:
+    store = started(folder, state)
+    monkeypatch.setattr(cache_module, "_fingerprints", {})
+    if change == "scoring version":
+        monkeypatch.setattr(cache_module, "SCORING_VERSION", cache_module.SCORING_VERSION + 1)
+    else:  # a tokenizer that now stems one more word differently, with no version bump
+        original = cache_module.tokenize
+        monkeypatch.setattr(cache_module, "tokenize",
+                            lambda text: [t.replace("test", "tst") for t in original(text)])
+    assert cache_module.load(store.folder, scoring=Scoring()) is None
+
+
+def test_a_reinstall_of_the_same_code_keeps_the_cache(
+    folder: Path, state: Path, tmp_path: Path
+) -> None:
+    """Issue 13 item 2: a copy of the package (new inodes and mtimes) starts from the cache."""
+    started(folder, state)
+    copy = tmp_path / "site"
+    shutil.copytree(ROOT / "sage_mem", copy / "sage_mem",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    probe = (
+        "import sys; from sage_mem import store as s; seen = []; load = s.load_memory\n"
+        "s.load_memory = lambda *a, **k: seen.append(a) or load(*a, **k)\n"
+        f"st = s.MemoryStore({str(folder)!r}, state_dir={str(state)!r}, watch=False)\n"
+        "assert s.__file__.startswith(sys.argv[1]), s.__file__\n"
+        "print(st.loaded.how, len(seen))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe, str(copy)], capture_output=True, text=True, timeout=60,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(copy)},
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["cache", "0"]
 
 
 def test_other_scoring_constants_do_not_share_a_cache() -> None:
@@ -385,7 +426,7 @@ def test_after_a_build_the_store_answers_from_the_cache_it_wrote(
 ) -> None:
     kept = fresh(folder, tmp_path)
     assert kept.index._backing is None  # a small folder keeps the index it built
-    monkeypatch.setattr(store_module, "ADOPT_CACHE_FROM", 10)
+    monkeypatch.setattr(loading_module, "ADOPT_CACHE_FROM", 10)
     built = started(folder, state)
     assert built.index._backing is not None and built.index._postings == {}
     assert state_of(built) == state_of(kept)
@@ -394,7 +435,7 @@ def test_after_a_build_the_store_answers_from_the_cache_it_wrote(
 def test_a_build_with_files_just_written_keeps_its_own_index(
     folder: Path, state: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(store_module, "ADOPT_CACHE_FROM", 10)
+    monkeypatch.setattr(loading_module, "ADOPT_CACHE_FROM", 10)
     write(folder, "note_new", "---\ndescription: written a moment ago\n---\n")
     built = started(folder, state)
     assert built.index._backing is None  # a racy file: the cache is not trusted for it yet

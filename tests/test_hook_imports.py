@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from sage_mem import MemoryStore
 from sage_mem.agents import hooks
 from sage_mem.cli import _hook_command, main
 from sage_mem.disk.stats import Stats, _dumps
@@ -80,7 +81,7 @@ def forbidden(imported: set[str]) -> set[str]:
 def test_hook_imports_only_what_it_needs(memory_dir: Path, entry: list[str], event: str) -> None:
     payload = {"session_id": "s1", "prompt": "how do I run the tests", "cwd": str(memory_dir),
                "source": "startup"}
-    imported_by_hook(entry, event, payload)  # writes the index cache: the usual, warm case
+    MemoryStore(memory_dir, watch=False)  # writes the index cache (a hook never does): warm
     imported, result = imported_by_hook(entry, event, {**payload, "session_id": "s2"})
     assert result.returncode == 0, result.stderr.decode()[-2000:]
     assert json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"]

@@ -37,7 +37,7 @@ PUBLIC_NAMES = [
 
 STORE_METHODS = {
     "__init__": "path=None, *, watch=True, poll=False, half_life_days=None, state_dir=None, "
-                "reconcile_seconds=30.0",
+                "reconcile_seconds=30.0, build=True",
     "search": "query, *, limit=10, offset=0, category=None, project=None, tags=None, "
               "archived=False",
     "read": "memory_id",
@@ -129,6 +129,7 @@ CLI = {
     "serve": ("", {"--dir", "--poll", "--dream-run"}),
     "ui": ("", {"--dir", "--port", "--open", "--poll"}),
     "hook": ("EVENT", {"--dir"}),
+    "daemon": ("", {"--dir", "--idle", "--build-only", "--poll"}),
     "install": ("{CLAUDE-CODE,CURSOR,CODEX}", {"--dir", "--scope", "--dry-run", "--json"}),
     "import": ("{CLAUDE-CODE,MNEMO} PATH", {"--dir", "--dry-run", "--json"}),
     "export": ("", {"--dir", "--jsonl", "--archived", "--output", "-o", "--json"}),

@@ -50,14 +50,15 @@ import contextlib
 import json
 import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from ..errors import SageMemError
-from ..store import MemoryStore
-from . import context
+
+if TYPE_CHECKING:  # imported when the hook answers on its own path, not to ask a server
+    from ..store import MemoryStore
 
 EVENTS = {"session-start": "SessionStart", "user-prompt-submit": "UserPromptSubmit"}
 AUTODREAM_ENV = "SAGE_MEM_AUTODREAM"
@@ -178,6 +179,8 @@ class _Budget:
             return _NoBudget()
         fallback = b""
         if hook_name == "SessionStart":
+            from . import context
+
             answer = {"hookSpecificOutput": {"hookEventName": hook_name,
                                              "additionalContext": context.TOOLS_GUIDE}}
             fallback = (json.dumps(answer) + "\n").encode("utf-8")
@@ -267,13 +270,17 @@ _Reply = tuple[dict[str, Any] | None, Callable[[], None] | None]
 
 
 def _answer(event: str, stdin: TextIO, folder: Path | None, log: _Log) -> _Reply:
-    """The answer to write (None: print nothing), and what to record once it is written."""
+    """The answer to write (None: print nothing), and what to do once it is written.
+
+    From the server that runs for the folder when there is one (`hook_socket`),
+    else here, from the cache and the few files changed since (never a build:
+    one is started in the background when needed, see `agents/daemon.py`).
+    """
     hook_name = EVENTS.get(event)
     payload = _read_payload(stdin, log)
     if hook_name is None:
         log(f"unknown hook event {event[:40]!r} (expected {' or '.join(EVENTS)})")
         return None, None
-    prompt: str | None = None
     if hook_name == "UserPromptSubmit":
         prompt = payload.get("prompt")
         if not isinstance(prompt, str):
@@ -282,12 +289,107 @@ def _answer(event: str, stdin: TextIO, folder: Path | None, log: _Log) -> _Reply
             return None, None
         if not prompt.strip():
             return None, None
+    root = _folder_root(folder)
+    answered = _ask_server(hook_name, payload, root, log)
+    if answered is not None:
+        for line in answered.log:
+            log(line)
+        return answered.answer, answered.done
+    return _answer_here(hook_name, payload, folder, root, log)
+
+
+FORWARDED_ENV = ("SAGE_MEM_HOOK_LIMIT", AUTODREAM_ENV)
+"""The settings a server answering a hook takes from the hook's environment, not its own."""
+
+
+def _folder_root(folder: Path | None) -> str:
+    """The memory folder's absolute path as `MemoryFolder` makes it (`default_folder` without
+    importing it: tests/test_hook_socket.py holds the two to each other)."""
+    if folder is None:
+        env = os.environ.get("SAGE_MEM_DIR")
+        folder = Path(env).expanduser() if env else Path.home() / ".sage-mem" / "memory"
+    return os.path.abspath(folder.expanduser())
+
+
+def _ask_server(
+    hook_name: str, payload: dict[str, Any], root: str, log: _Log
+) -> Any:
+    """The answer of a sage-mem process running for the folder, or None (see `hook_socket`)."""
+    if os.environ.get("SAGE_MEM_DAEMON", "").strip() == "off":
+        return None
+    from . import hook_socket
+
+    request = {
+        "v": hook_socket.PROTOCOL, "event": hook_name, "root": root, "payload": payload,
+        "cwd": _process_cwd(),
+        "env": {name: os.environ[name] for name in FORWARDED_ENV if name in os.environ},
+    }
+    return hook_socket.ask(root, request, hook_socket.wait_ms() / 1000, log)
+
+
+def serve_request(store: MemoryStore, request: dict[str, Any]) -> tuple[dict[str, Any], Any]:
+    """A server's answer to a hook's request (`hook_socket.Listener`): what the hook's own
+    path would answer, from the server's live index, and what to record once it is written."""
+    lines: list[str] = []
+    hook_name = request.get("event")
+    payload = request.get("payload")
+    env = request.get("env")
+    cwd = request.get("cwd")
+    if hook_name not in BUDGETS_MS or not isinstance(payload, dict) or not isinstance(env, dict):
+        return {"answer": None, "log": ["the sage-mem server got a request it cannot read"]}, None
+    answer, record = answer_with_store(
+        hook_name, payload, store, lines.append,
+        env={str(k): str(v) for k, v in env.items() if k in FORWARDED_ENV},
+        cwd=cwd if isinstance(cwd, str) else None,
+    )
+    return {"answer": answer, "log": lines}, record
+
+
+def _answer_here(
+    hook_name: str, payload: dict[str, Any], folder: Path | None, root: str, log: _Log
+) -> _Reply:
+    """The hook's own path: a store that never builds, and a build started when it lacks one."""
+    from ..store import MemoryStore
 
     try:
-        store = MemoryStore(folder, watch=False)
+        store = MemoryStore(folder, watch=False, build=False)
     except (SageMemError, OSError) as exc:
         log(f"nothing injected: {exc}")
         return None, None
+    loaded = store.loaded
+    if loaded is not None and loaded.left_out:
+        from .daemon import what_builds
+
+        if loaded.how == "partial":
+            log(f"no index cache yet: answered without the {loaded.left_out} memory files; "
+                f"{what_builds()}")
+        else:
+            log(f"{loaded.left_out} memory files changed since the index cache was written: "
+                f"answered without them; {what_builds()}")
+    answer, record = answer_with_store(hook_name, payload, store, log, env=os.environ,
+                                       cwd=_process_cwd())
+
+    def after() -> None:
+        if record is not None:
+            record()
+        from . import daemon
+
+        daemon.start_detached(store.folder, build_needed=store.build_needed, log=log)
+
+    return answer, after
+
+
+def answer_with_store(
+    hook_name: str, payload: dict[str, Any], store: MemoryStore, log: Callable[[str], None],
+    *, env: Mapping[str, str], cwd: str | None,
+) -> _Reply:
+    """The answer to a hook from `store`, and what to record once it is written.
+
+    The one answering function of the hook's own path and of a server's
+    (`serve_request`): the same store contents give the same answer.
+    """
+    from . import context
+
     for note in store.folder.state_notes:
         log(note)
     _report_problems(store, log)
@@ -302,11 +404,11 @@ def _answer(event: str, stdin: TextIO, folder: Path | None, log: _Log) -> _Reply
     if not isinstance(session_id, str):
         session_id = None
     session = context.SessionLog.load(sessions_dir, session_id)
-    cwd = payload.get("cwd")
-    project = context.project_for(cwd if isinstance(cwd, str) and cwd else _process_cwd())
+    given = payload.get("cwd")
+    project = context.project_for(given if isinstance(given, str) and given else cwd)
 
     changed = False
-    if prompt is None:
+    if hook_name == "SessionStart":
         if payload.get("source") in RELEASING_SOURCES and session.injected:
             session.release()
         # Saved at every session start, injected or not: the autodream session gate
@@ -315,13 +417,13 @@ def _answer(event: str, stdin: TextIO, folder: Path | None, log: _Log) -> _Reply
         text, chosen = context.session_start_context(
             store, project=project, session=session, now=now
         )
-        _maybe_start_autodream(store, now, log)
+        _maybe_start_autodream(store, now, log, env)
     else:
-        limit, warning = context.prompt_limit(os.environ.get("SAGE_MEM_HOOK_LIMIT"))
+        limit, warning = context.prompt_limit(env.get("SAGE_MEM_HOOK_LIMIT"))
         if warning:
             log(warning)
         text, chosen = context.prompt_context(
-            store, prompt, project=project, session=session, limit=limit, now=now
+            store, payload["prompt"], project=project, session=session, limit=limit, now=now
         )
 
     def record() -> None:
@@ -348,14 +450,14 @@ def _answer(event: str, stdin: TextIO, folder: Path | None, log: _Log) -> _Reply
     )
 
 
-def autodream_enabled(store: MemoryStore) -> bool:
+def autodream_enabled(store: MemoryStore, env: Mapping[str, str] | None = None) -> bool:
     """SAGE_MEM_AUTODREAM when set (1/0), else the settings file's `autoFromHook`.
 
     Reads the file with json here rather than through `DreamConfig`: importing
     the dream package costs every session start about 50 ms, and most users
     never turn this on.
     """
-    flag = os.environ.get(AUTODREAM_ENV)
+    flag = (os.environ if env is None else env).get(AUTODREAM_ENV)
     if flag is not None and flag.strip().lower() in _TRUE | _FALSE:
         return flag.strip().lower() in _TRUE
     try:
@@ -366,10 +468,12 @@ def autodream_enabled(store: MemoryStore) -> bool:
     return isinstance(data, dict) and data.get("autoFromHook") is True
 
 
-def _maybe_start_autodream(store: MemoryStore, now: datetime, log: _Log) -> None:
+def _maybe_start_autodream(
+    store: MemoryStore, now: datetime, log: Callable[[str], None], env: Mapping[str, str]
+) -> None:
     """Start `dream --auto` in the background when enabled and the time gate is open."""
     try:
-        if not autodream_enabled(store):
+        if not autodream_enabled(store, env):
             return
         from ..dream.config import DreamConfig
         from ..dream.gates import load_state, time_gate
@@ -428,7 +532,7 @@ def _read_payload(stdin: TextIO, log: _Log) -> dict[str, Any]:
     return data
 
 
-def _report_problems(store: MemoryStore, log: _Log) -> None:
+def _report_problems(store: MemoryStore, log: Callable[[str], None]) -> None:
     problems = store.problems()
     if not problems:
         return

@@ -1,4 +1,4 @@
-"""Commands for agent clients and the page: `serve`, `ui`, `hook`, `install`."""
+"""Commands for agent clients and the page: `serve`, `ui`, `hook`, `daemon`, `install`."""
 
 from __future__ import annotations
 
@@ -66,6 +66,24 @@ def ui(session: Session, port: int | None, open_browser: bool, poll: bool) -> in
 @click.pass_obj
 def hook(session: Session, event: str) -> int:
     return answer_hook(event, session.dir, session.out)
+
+
+@command("daemon",
+         "build the index in the background and answer the folder's hooks until idle "
+         "(a hook starts it)",
+         "sage-mem daemon --build-only")
+@dir_option
+@click.option("--idle", type=Number(float, low=1, high=604_800), default=1200.0,
+              show_default=True, metavar="SECONDS",
+              help="end after this long without a hook to answer")
+@click.option("--build-only", is_flag=True,
+              help="build (or bring up to date) the index cache, then end")
+@poll_option
+@click.pass_obj
+def daemon(session: Session, idle: float, build_only: bool, poll: bool) -> int:
+    from ..agents.daemon import run_daemon
+
+    return run_daemon(session.folder, idle=idle, build_only=build_only, poll=poll)
 
 
 @command("install", "register sage-mem with a client: MCP server (and hooks for Claude Code)",

@@ -47,10 +47,11 @@ Nothing in it is trusted blindly:
   from other scoring or tokenizer code is ignored and rebuilt; a part found
   corrupt later raises `CacheCorrupt`, on which the index rebuilds itself
   from the files.
-- Versioning: `FORMAT_VERSION`, plus a fingerprint hashing the scoring
-  constants and the source of the modules that turn a file into postings
-  (files, memory, folder, store, tokens, index, cache: their size, mtime and
-  inode, a stat each), so any change there invalidates it.
+- Versioning: `FORMAT_VERSION` (the file's layout) and `SCORING_VERSION`
+  (what a file turns into), plus a fingerprint of the scoring constants and
+  of the terms the tokenizer makes of a fixed sample, so a change there
+  invalidates it; where and when the package was installed does not (a
+  reinstall or an upgrade that changed none of it keeps the cache).
 - Concurrency: written to a temp file in the same folder and renamed over
   the old one (not fsynced: a file torn by a crash fails its checksums), so
   a reader sees the old file or the new one, never a mix, and two processes
@@ -84,9 +85,19 @@ from typing import cast
 from ..disk.folder import MemoryFolder, is_walked
 from ..disk.safe_io import make_private_dirs
 from ..memory.value import Memory, ValueProblem
-from .index import FIELDS, BackingError, Columns, Export, Index, Scoring, gc_paused
+from .index import (
+    FIELDS,
+    BackingError,
+    Columns,
+    Export,
+    Index,
+    Scoring,
+    gc_paused,
+    word_pairs,
+)
+from .tokens import tokenize
 
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
 MAGIC = b"SAGEMEMI"
 RACY_NS = 2_000_000_000
 # Terms per block of the term table: one read of a few KiB finds a term.
@@ -99,10 +110,10 @@ STALE_TEMP_SECONDS = 600.0
 # A process that finds this many files changed since the cache was written writes a new
 # one; fewer are cheaper to read again (about a millisecond each) than a rewrite.
 REWRITE_AFTER = 32
-_SOURCES = (
-    "memory/file_format.py", "memory/value.py", "disk/folder.py", "store.py",
-    "search/tokens.py", "search/index.py", "search/cache.py",
-)
+# What a file turns into (fields, terms, weights): bump it with any change to how
+# `memory/value.py`, `search/tokens.py` or `search/index.py` make postings of a file
+# that the fingerprint's sample and constants would not show.
+SCORING_VERSION = 1
 _MEMORY_FIELDS = tuple(f.name for f in fields(Memory))
 _PROBLEMS = _MEMORY_FIELDS.index("problems")
 
@@ -152,38 +163,35 @@ class Loaded:
 
 
 def fingerprint(scoring: Scoring) -> str:
-    """A hash of everything cached data depends on besides the files themselves."""
+    """A hash of everything cached data depends on besides the files themselves.
+
+    The format and scoring versions, the scoring constants, the memory's
+    fields, and the terms the tokenizer makes of a fixed bilingual sample (a
+    tokenizer that changed without a version bump still misses the cache).
+    Nothing about where or when the package was installed: a reinstall or an
+    upgrade that changed none of these keeps the cache.
+    """
+    constants = repr((scoring.k1, sorted(scoring.field_weights.items()),
+                      sorted(scoring.field_b.items()), scoring.unigram_weight,
+                      scoring.pair_weight, FIELDS, _MEMORY_FIELDS))
+    known = _fingerprints.get(constants)
+    if known is not None:
+        return known
     digest = hashlib.sha256()
-    digest.update(f"{FORMAT_VERSION}|{sys.byteorder}|{sys.version_info[:2]}".encode())
-    digest.update(repr((scoring.k1, sorted(scoring.field_weights.items()),
-                        sorted(scoring.field_b.items()), scoring.unigram_weight,
-                        scoring.pair_weight, FIELDS, _MEMORY_FIELDS)).encode())
-    digest.update(_source_digest())
-    return digest.hexdigest()
+    digest.update(f"{FORMAT_VERSION}|{SCORING_VERSION}|{sys.byteorder}|"
+                  f"{sys.version_info[:2]}|{constants}".encode())
+    terms = tokenize(_CANARY)
+    digest.update("\x00".join(terms + word_pairs(terms)).encode("utf-8", "surrogatepass"))
+    value = _fingerprints[constants] = digest.hexdigest()
+    return value
 
 
-_source_cache: list[bytes] = []
-
-
-def _source_digest() -> bytes:
-    """The sources' sizes and modification times (a stat each: cheaper than reading them)."""
-    if not _source_cache:
-        here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-        digest = hashlib.sha256()
-        for name in _SOURCES:
-            try:
-                st = os.stat(os.path.join(here, name))
-                digest.update(f"{name}|{st.st_size}|{st.st_mtime_ns}|{st.st_ino}".encode())
-            except OSError:
-                # Installed without sources: the package version has to stand for them.
-                from importlib.metadata import PackageNotFoundError, version
-
-                try:
-                    digest.update(version("sage-mem").encode())
-                except PackageNotFoundError:
-                    digest.update(b"unknown")
-        _source_cache.append(digest.digest())
-    return _source_cache[0]
+_CANARY = (
+    "Running the tests: `pytest -q` before every release; the deployment's "
+    "databases migrated (v2.1, 2026-11-30). How many cats? 我的猫叫小花，喜欢在花园里晒太阳。"
+    "部署前先跑测试 pytest 测试，ＦＵＬＬ width"
+)
+_fingerprints: dict[str, str] = {}
 
 
 def cache_path(folder: MemoryFolder) -> Path:
@@ -637,6 +645,7 @@ def _remove_stale_temps(folder: Path) -> None:
 
 
 __all__ = [
-    "CacheCorrupt", "Entry", "FORMAT_VERSION", "Loaded", "cache_path", "fingerprint",
+    "CacheCorrupt", "Entry", "FORMAT_VERSION", "Loaded", "SCORING_VERSION", "cache_path",
+    "fingerprint",
     "load", "save", "scan",
 ]

@@ -1,0 +1,216 @@
+"""`sage-mem daemon`: the index built away from the prompt, and hooks answered from it.
+
+A hook never builds (`store.MemoryStore(build=False)`). When it had no
+server to ask, it starts this in the background (`start_detached`): its own
+session, no stdin/stdout/stderr, so it outlives the hook and finishes what it
+started. The daemon:
+
+1. takes the folder's build lock, `<state>/index/<key>.build.lock` (flock,
+   never waited for): a second daemon started meanwhile, by a hook at the
+   same moment, finds it held and ends at once, so one build runs at a time;
+   the lock is the kernel's and goes with the process, whatever ends it;
+2. opens the store as any command does: from the cache when it is current,
+   else a build that writes it (the cache written, the next hook answers
+   from it even if this process is then stopped);
+3. unless `--build-only`, answers the folder's hooks on its socket
+   (`hook_socket.Listener`) from its live index (a watcher keeps it current)
+   until no hook asked for `--idle` seconds (20 minutes by default), then ends.
+
+`serve` and `ui` answer hooks the same way while they run (`listen_for_hooks`).
+
+SAGE_MEM_DAEMON says what a hook may start: unset or `1`, a daemon; `build`,
+only a build when the cache is missing or out of date (`--build-only`); `0`,
+nothing (a folder whose cache is missing then waits for any other sage-mem
+command to build it); `off`, nothing, and no server is asked either.
+
+Each daemon writes one line per event to `<state>/daemon.log` (kept short).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..disk.folder import MemoryFolder
+from ..disk.safe_io import make_private_dirs
+
+if TYPE_CHECKING:
+    from ..store import MemoryStore
+    from .hook_socket import Listener
+
+DAEMON_ENV = "SAGE_MEM_DAEMON"
+IDLE_SECONDS = 1200.0
+LOG_FILE = "daemon.log"
+LOG_KEEP_BYTES = 64 << 10
+
+
+def daemon_mode() -> str:
+    """What a hook may start: "daemon", "build" or "none" (SAGE_MEM_DAEMON, see the docstring)."""
+    raw = os.environ.get(DAEMON_ENV, "").strip().lower()
+    if raw in ("0", "off", "no", "false"):
+        return "none"
+    if raw == "build":
+        return "build"
+    return "daemon"
+
+
+def build_lock_path(folder: MemoryFolder) -> Path:
+    from ..search.cache import cache_path
+
+    path = cache_path(folder)
+    return path.with_name(path.stem + ".build.lock")
+
+
+def take_build_lock(folder: MemoryFolder) -> int | None:
+    """The build lock's descriptor (held until closed), or None when another process has it."""
+    import fcntl
+
+    path = build_lock_path(folder)
+    make_private_dirs(path.parent)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return None
+    return fd
+
+
+def build_running(folder: MemoryFolder) -> bool:
+    """True while a daemon (building or serving) holds the folder's build lock."""
+    try:
+        fd = take_build_lock(folder)
+    except OSError:
+        return False
+    if fd is None:
+        return True
+    os.close(fd)
+    return False
+
+
+def what_builds() -> str:
+    """How the index a hook lacked comes to be, for its log line."""
+    if os.name == "posix" and daemon_mode() != "none":
+        return "the index is brought up to date in the background"
+    return (f"{DAEMON_ENV} starts no background build: `sage-mem daemon --build-only` "
+            "(or any sage-mem command) brings the index up to date")
+
+
+def start_detached(folder: MemoryFolder, *, build_needed: bool, log: Callable[[str], None]) -> None:
+    """After a hook answered on its own path: start a daemon (or a build) unless one runs."""
+    if os.name != "posix":
+        return
+    mode = daemon_mode()
+    if mode == "none":
+        return
+    if mode == "build" and not build_needed:
+        return
+    try:
+        if build_running(folder):
+            return
+        argv = [sys.executable, "-m", "sage_mem", "--dir", str(folder.root), "daemon"]
+        if mode == "build":
+            argv.append("--build-only")
+        spawn_detached(argv)
+    except OSError as exc:
+        log(f"no background build started: {exc.strerror or exc}")
+
+
+def spawn_detached(argv: list[str]) -> int:
+    """Start `argv` in a session of its own with no standard streams; returns its pid.
+
+    Claude Code waits for the hook's stdout to close, so nothing of the hook's
+    may be inherited; nothing waits for the process either (the hook ends at
+    once, and the process outlives it).
+    """
+    devnull = os.devnull
+    actions = [
+        (os.POSIX_SPAWN_OPEN, 0, devnull, os.O_RDONLY, 0),
+        (os.POSIX_SPAWN_OPEN, 1, devnull, os.O_WRONLY, 0),
+        (os.POSIX_SPAWN_OPEN, 2, devnull, os.O_WRONLY, 0),
+    ]
+    return os.posix_spawn(argv[0], argv, dict(os.environ), file_actions=actions, setsid=True)
+
+
+class DaemonLog:
+    """One line per event in `<state>/daemon.log`, the older half dropped past LOG_KEEP_BYTES."""
+
+    def __init__(self, folder: MemoryFolder) -> None:
+        self.path = folder.state_path(LOG_FILE)
+
+    def __call__(self, message: str) -> None:
+        stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        line = f"{stamp} pid {os.getpid()}: {message}\n".encode("utf-8", "replace")
+        with contextlib.suppress(OSError):
+            make_private_dirs(self.path.parent)
+            if self.path.exists() and self.path.stat().st_size > LOG_KEEP_BYTES:
+                from ..disk.safe_io import atomic_write
+
+                kept = self.path.read_bytes()[-LOG_KEEP_BYTES // 2 :]
+                atomic_write(self.path, kept[kept.find(b"\n") + 1 :])
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            try:
+                os.write(fd, line)
+            finally:
+                os.close(fd)
+
+
+def listen_for_hooks(store: MemoryStore) -> Listener | None:
+    """Answer the folder's hooks from `store` while this process runs (None: another does)."""
+    from . import hooks
+    from .hook_socket import Listener
+
+    listener = Listener(str(store.root), store.folder.state_dir,
+                        lambda request: hooks.serve_request(store, request))
+    return listener if listener.start() else None
+
+
+def run_daemon(root: Path, *, idle: float = IDLE_SECONDS, build_only: bool = False,
+               poll: bool = False) -> int:
+    """`sage-mem daemon`: build if needed, then answer hooks until idle (see the docstring)."""
+    from ..store import MemoryStore
+
+    folder = MemoryFolder(root)
+    folder.check_exists()
+    log = DaemonLog(folder)
+    lock = take_build_lock(folder)
+    if lock is None:
+        log("another daemon or build runs for this folder; nothing to do")
+        return 0
+    try:
+        started = time.monotonic()
+        store = MemoryStore(folder.root, watch=not build_only, poll=poll)
+        loaded = store.loaded
+        how = loaded.how if loaded is not None else "?"
+        done = "built the index" if how == "built" else "loaded the index cache"
+        wrote = " (cache written)" if loaded is not None and loaded.wrote_cache else ""
+        log(f"{done} of {len(store.index)} memories in "
+            f"{time.monotonic() - started:.2f} s{wrote}")
+        if build_only:
+            return 0
+        listener = listen_for_hooks(store)
+        if listener is None:
+            log("another process answers this folder's hooks; ending")
+            store.close()
+            return 0
+        log(f"answering hooks on {listener.path} until idle for {idle:.0f} s")
+        stop = threading.Event()
+        for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(signum, lambda *_: stop.set())
+        while not stop.wait(min(1.0, idle)):
+            if time.monotonic() - listener.last_request >= idle:
+                break
+        listener.stop()
+        store.close()
+        log(f"ending: answered {listener.answered} hooks")
+        return 0
+    finally:
+        os.close(lock)

@@ -1,0 +1,252 @@
+"""How a store's index comes to be: from the on-disk cache and what changed since, or a build.
+
+`load_index` decides, for `MemoryStore.reload`:
+
+- A usable cache (`cache.load`): the index it holds, with the files whose
+  stat differs from what the cache saw read again (a warm start). When many
+  changed (more than `cache.REWRITE_AFTER`) or a length average moved, the
+  cache is written again, so that the next process reads nothing.
+- No usable cache: every file is read and indexed (a cold build), and the
+  cache is written for the next process; for a large folder the store then
+  answers from the cache it wrote (`ADOPT_CACHE_FROM`).
+
+With `build=False` (the hook's store: a new process for every prompt, which
+must never wait for a build) neither a build nor a cache write ever happens
+here. The index holds what the cache holds plus at most `HOOK_READS` files
+read directly (changed since the cache, or every file of a small folder
+without one); a file changed beyond that is left out of this process's index
+rather than answered from its stale copy. `Loaded.build_needed` then says
+that a build should run elsewhere (the hook starts one detached: see
+`agents/daemon.py`), and `Loaded.left_out` how many files this index lacks.
+
+The store keeps what it knows of each file (its problems, what was last seen
+of it); this module reaches it only through `Files`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from ..disk.folder import MemoryFolder
+from ..memory.value import Memory
+from . import cache
+from .index import Index, Scoring, gc_paused
+
+# From this many memories, a store that built its index answers from the cache it wrote.
+ADOPT_CACHE_FROM = 5_000
+# The most files a store that may not build (a hook) reads directly: about a
+# millisecond each, so a prompt never waits for more than a few dozen of them.
+HOOK_READS = 64
+
+Signatures = Mapping[str, cache.Signature | None]
+
+
+class Files(Protocol):
+    """What loading needs of the store: its folder, and reading one file as the store does."""
+
+    folder: MemoryFolder
+
+    def load(self, path: Path, *, archived: bool) -> Memory | None:
+        """The memory in one file (None: not one, or unreadable: the store notes why)."""
+
+    def id_of(self, path: Path) -> tuple[str | None, bool]:
+        """The id a path would hold (None: no memory), and whether it is archived."""
+
+    def read_all(self) -> list[Memory]:
+        """Every memory of the folder, read from its file."""
+
+    def forget(self) -> None:
+        """Drop what is known of every file (problems, signatures seen)."""
+
+    def keep_problem(self, relative: str, problem: tuple[str, int | None, int | None]) -> None:
+        """A file the cache could not index, unchanged since: still a problem."""
+
+    def seen_later(self, unchanged: set[str], signatures: Signatures) -> None:
+        """The files the cache had right: their signatures, to be remembered when needed."""
+
+    def entries(self, signatures: Signatures) -> dict[str, cache.Entry]:
+        """What a cache written now should record of each file."""
+
+
+@dataclass
+class Loaded:
+    """The index a store answers from, and how it was had."""
+
+    index: Index
+    how: str
+    """"cache" (warm start), "built" (read every file) or "partial" (build=False, no cache)."""
+    wrote_cache: bool = False
+    build_needed: bool = False
+    """build=False only: the cache is missing, stale or damaged, and a build should run."""
+    left_out: int = 0
+    """build=False only: files changed since the cache that this index lacks."""
+
+
+def load_index(
+    files: Files,
+    *,
+    scoring: Scoring,
+    half_life_days: float | None,
+    recover: Callable[[], Iterable[Memory]],
+    started: int,
+    build: bool = True,
+) -> Loaded:
+    """The index of the folder of `files` (see the module docstring)."""
+    with gc_paused():  # a set and a dict entry per file, none of them garbage
+        warm = _from_cache(files, scoring, half_life_days, recover, started, build)
+    if warm is not None:
+        return warm
+    signatures = cache.scan(files.folder)
+    if not build:
+        return _partial(files, signatures, scoring, half_life_days, recover)
+    with gc_paused():  # thousands of memories made, none of them garbage
+        memories = files.read_all()
+    index = Index(half_life_days=half_life_days, scoring=scoring, recover=recover)
+    index.add_many(memories)
+    del memories
+    wrote = save(files, index, signatures, started)
+    return Loaded(_adopted(files, index, signatures, recover), "built", wrote_cache=wrote)
+
+
+def save(files: Files, index: Index, signatures: Signatures, started: int) -> bool:
+    """Write the on-disk cache; a state folder that cannot take it just means no cache."""
+    return cache.save(files.folder, index, files.entries(signatures), started_ns=started)
+
+
+def forget_cache(folder: MemoryFolder) -> None:
+    """Remove a cache found damaged (the next build writes a good one)."""
+    with contextlib.suppress(OSError):
+        cache.cache_path(folder).unlink()
+
+
+def _from_cache(
+    files: Files, scoring: Scoring, half_life_days: float | None,
+    recover: Callable[[], Iterable[Memory]], started: int, build: bool,
+) -> Loaded | None:
+    """The cached index with what changed since applied; None when there is no usable cache."""
+    found = cache.load(
+        files.folder, scoring=scoring, half_life_days=half_life_days, recover=recover
+    )
+    if found is None:
+        return None
+    signatures = cache.scan(files.folder)
+    try:
+        stale, left_out = _apply_changes(files, found, signatures, None if build else HOOK_READS)
+    except cache.CacheCorrupt:
+        # Damaged where the header did not show it: build from the files instead.
+        files.forget()
+        forget_cache(files.folder)
+        return None
+    index = found.index
+    loaded = Loaded(index, "cache", left_out=left_out)
+    moved = index.averages_moved()
+    if not build:
+        # Re-weighing (an average moved) or rewriting (many changed) is the build's work.
+        loaded.build_needed = bool(left_out) or moved or stale > cache.REWRITE_AFTER
+        return loaded
+    if moved:
+        # Exactly what a fresh build would hold; rare, as it takes a grid step.
+        index.reweigh()
+        loaded.wrote_cache = save(files, index, signatures, started)
+    elif stale > cache.REWRITE_AFTER:
+        loaded.wrote_cache = save(files, index, signatures, started)
+    return loaded
+
+
+def _apply_changes(
+    files: Files, found: cache.Loaded, signatures: Signatures, most: int | None
+) -> tuple[int, int]:
+    """Bring a loaded cache in line with the stat walk.
+
+    Returns the files looked at again, and those left out of the index because
+    more than `most` (None: no limit) would have had to be read.
+    """
+    index = found.index
+    prefix = str(files.folder.root) + os.sep
+    stale = 0
+    for relative in found.signatures.keys() - signatures.keys():
+        stale += 1
+        memory_id, _ = files.id_of(Path(prefix + relative))
+        if memory_id is not None:
+            index.remove(memory_id)
+    unchanged = found.unchanged(signatures)
+    for relative, problem in found.problems.items():
+        if relative in signatures and found.signatures[relative] == signatures[relative]:
+            files.keep_problem(relative, problem)
+    # The unchanged files' entries are made when first needed (a hook never does).
+    files.seen_later(unchanged, signatures)
+    changed = sorted(signatures.keys() - unchanged)
+    left_out = 0
+    if most is not None and len(changed) > most:
+        # Left out rather than answered from a copy the file no longer holds.
+        for relative in changed[most:]:
+            memory_id, _ = files.id_of(Path(prefix + relative))
+            if memory_id is not None:
+                index.remove(memory_id)
+        left_out = len(changed) - most
+        changed = changed[:most]
+    for relative in changed:
+        stale += 1
+        path = Path(prefix + relative)
+        memory_id, archived = files.id_of(path)
+        memory = files.load(path, archived=archived)
+        if memory is None:
+            if memory_id is not None:
+                index.remove(memory_id)
+            continue
+        cached = index.get(memory.id)
+        if cached is None or cached.sha256 != memory.sha256 or cached.path != memory.path:
+            index.put(memory)
+    return stale + left_out, left_out
+
+
+def _partial(
+    files: Files, signatures: Signatures, scoring: Scoring, half_life_days: float | None,
+    recover: Callable[[], Iterable[Memory]],
+) -> Loaded:
+    """build=False without a cache: a small folder read directly, a larger one not at all."""
+    index = Index(half_life_days=half_life_days, scoring=scoring, recover=recover)
+    loaded = Loaded(index, "partial", build_needed=bool(signatures))
+    if len(signatures) > HOOK_READS:
+        loaded.left_out = len(signatures)
+        return loaded
+    prefix = str(files.folder.root) + os.sep
+    memories = []
+    for relative in sorted(signatures):
+        path = Path(prefix + relative)
+        memory = files.load(path, archived=files.id_of(path)[1])
+        if memory is not None:
+            memories.append(memory)
+    index.add_many(memories)
+    return loaded
+
+
+def _adopted(
+    files: Files, index: Index, signatures: Signatures, recover: Callable[[], Iterable[Memory]]
+) -> Index:
+    """After a build, the index of the cache just written, as a warm start would have it.
+
+    Its postings are then read from the file as queries need them instead
+    of held in memory, which for a large folder is most of a long-lived
+    process's memory. Only for a folder of ADOPT_CACHE_FROM memories or
+    more (a smaller one's postings take a few megabytes, and answer a
+    little faster from memory), and only when the cache holds exactly what
+    was built: every file unchanged since, none within the racy window.
+    """
+    if len(index) < ADOPT_CACHE_FROM:
+        return index
+    found = cache.load(
+        files.folder, scoring=index.scoring, half_life_days=index.half_life_days,
+        recover=recover,
+    )
+    present = {relative for relative, signature in signatures.items() if signature}
+    if found is None or found.unchanged(signatures) != present:
+        return index
+    if len(found.index) != len(index):
+        return index
+    return found.index

@@ -1,0 +1,217 @@
+"""No build on the prompt's path (issue 13, item 2): the hook answers from what exists.
+
+A hook reads at most `loading.HOOK_READS` files and never writes the index
+cache; when it lacks one (none yet, many files changed), it says so in its
+log and starts `sage-mem daemon` in the background, of which one builds at a
+time however many hooks start one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from support import wait_until, write_memory
+
+from sage_mem import MemoryStore
+from sage_mem import store as store_module
+from sage_mem.agents import daemon
+from sage_mem.disk.folder import MemoryFolder
+from sage_mem.search import cache, loading
+
+FOLDER_SIZE = loading.HOOK_READS + 36  # more than a hook may read
+
+
+def memory(n: int, extra: str = "") -> str:
+    words = ["deploy", "garden", "coffee", "budget", "flight", "database"]
+    return (f"---\ndescription: note {n} about {words[n % 6]} {extra}\n---\n\n"
+            f"{words[n % 6]} body {n} 部署 测试 {extra}\n")
+
+
+@pytest.fixture
+def big(tmp_path: Path) -> Path:
+    folder = tmp_path / "memory"
+    for n in range(FOLDER_SIZE):
+        write_memory(folder, f"note_{n}", memory(n))
+    write_memory(folder, "kettle", memory(999, "kettle descaling with citric acid"))
+    moment = time.time() - 3600  # outside the racy window of a build
+    for path in folder.rglob("*.md"):
+        os.utime(path, (moment, moment))
+    return folder
+
+
+def reads(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    seen: list[Path] = []
+    original = store_module.load_memory
+
+    def counting(folder, path, memory_id, **kwargs):  # type: ignore[no-untyped-def]
+        seen.append(path)
+        return original(folder, path, memory_id, **kwargs)
+
+    monkeypatch.setattr(store_module, "load_memory", counting)
+    return seen
+
+
+def no_cache_writes(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*args: object, **kwargs: object) -> bool:
+        raise AssertionError("the hook wrote the index cache")
+
+    monkeypatch.setattr(cache, "save", refuse)
+
+
+def ask(folder: Path, text: str, session: str = "s1") -> tuple[str, str]:
+    import io
+
+    from sage_mem.agents.hooks import run_hook
+
+    payload = {"session_id": session, "prompt": text, "cwd": str(folder)}
+    out, err = io.StringIO(), io.StringIO()
+    assert run_hook("user-prompt-submit", io.StringIO(json.dumps(payload)), out, err,
+                    folder=folder) == 0
+    return out.getvalue(), err.getvalue()
+
+
+def test_a_hook_without_a_cache_reads_nothing_writes_no_cache_and_says_a_build_runs(
+    big: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen = reads(monkeypatch)
+    no_cache_writes(monkeypatch)
+    out, err = ask(big, "how do I descale the kettle")
+    assert out == ""  # what needs no memory: nothing, for a prompt
+    assert seen == []
+    assert f"no index cache yet: answered without the {FOLDER_SIZE + 1} memory files" in err
+    assert not cache.cache_path(MemoryFolder(big)).exists()
+
+
+def test_a_hook_after_many_changes_reads_only_a_few_and_never_a_stale_copy(
+    big: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    MemoryStore(big, watch=False)  # the cache, as any command or the daemon writes it
+    written = cache.cache_path(MemoryFolder(big)).stat()
+    for n in range(FOLDER_SIZE):  # a checkout rewrites every note
+        write_memory(big, f"note_{n}", memory(n, "rewritten"))
+    write_memory(big, "kettle", memory(999, "the kettle note now speaks of tea"))
+    seen = reads(monkeypatch)
+    no_cache_writes(monkeypatch)
+    out, err = ask(big, "how do I descale the kettle with citric acid")
+    assert len(seen) == loading.HOOK_READS
+    changed = FOLDER_SIZE + 1 - loading.HOOK_READS
+    assert f"{changed} memory files changed since the index cache was written" in err
+    # The kettle note sorts after the notes read: left out, its old text never answered.
+    assert "citric" not in out
+    assert cache.cache_path(MemoryFolder(big)).stat().st_mtime_ns == written.st_mtime_ns
+
+
+def test_a_hook_with_a_current_cache_reads_no_file(
+    big: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    MemoryStore(big, watch=False)
+    seen = reads(monkeypatch)
+    no_cache_writes(monkeypatch)
+    out, err = ask(big, "how do I descale the kettle")
+    assert seen == [] and err == ""
+    assert "kettle" in json.loads(out)["hookSpecificOutput"]["additionalContext"]
+
+
+def test_a_damaged_cache_found_by_a_hook_costs_no_build(
+    big: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    MemoryStore(big, watch=False)
+    path = cache.cache_path(MemoryFolder(big))
+    data = bytearray(path.read_bytes())
+    data[-len(data) // 4 :] = b"\xff" * (len(data) // 4)  # postings: the header still checks out
+    path.write_bytes(bytes(data))
+    seen = reads(monkeypatch)
+    no_cache_writes(monkeypatch)
+    store = MemoryStore(big, watch=False, build=False)
+    for word in ("deploy", "garden", "coffee", "budget", "flight", "database", "kettle"):
+        store.search(word)
+    assert seen == []
+    assert store.build_needed
+
+
+def hook_process(folder: Path, text: str, env: dict[str, str]) -> subprocess.Popen[bytes]:
+    payload = {"session_id": "s1", "prompt": text, "cwd": str(folder)}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "sage_mem", "--dir", str(folder), "hook", "user-prompt-submit"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        env={**os.environ, **env},
+    )
+    assert process.stdin is not None
+    process.stdin.write(json.dumps(payload).encode())
+    process.stdin.close()
+    process.stdin = None  # written and closed: communicate() only reads
+    return process
+
+
+def daemon_log(folder: Path) -> list[str]:
+    path = MemoryFolder(folder).state_path(daemon.LOG_FILE)
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def test_two_hooks_at_once_start_one_build_that_outlives_them(big: Path) -> None:
+    folder = MemoryFolder(big)
+    hooks = [hook_process(big, "descale the kettle", {"SAGE_MEM_DAEMON": "build"})
+             for _ in range(2)]
+    for process in hooks:
+        out, err = process.communicate(timeout=60)
+        assert process.returncode == 0 and out == b""
+        assert b"no index cache yet" in err
+    # Both hooks have ended; the build goes on without them, and finishes.
+    wait_until(lambda: cache.cache_path(folder).exists() and not daemon.build_running(folder),
+               timeout=60)
+    log = daemon_log(big)
+    assert sum("built the index" in line for line in log) == 1, log
+    later = hook_process(big, "descale the kettle", {"SAGE_MEM_DAEMON": "0"})
+    out, err = later.communicate(timeout=60)
+    assert b"kettle" in out and err == b""
+
+
+def test_a_hook_starts_no_build_while_one_runs(big: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = MemoryFolder(big)
+    lock = daemon.take_build_lock(folder)
+    assert lock is not None
+    started: list[list[str]] = []
+    monkeypatch.setattr(daemon, "spawn_detached", started.append)
+    monkeypatch.setenv("SAGE_MEM_DAEMON", "build")
+    try:
+        ask(big, "descale the kettle")
+        assert started == []
+    finally:
+        os.close(lock)
+    ask(big, "descale the kettle")
+    assert started == [[sys.executable, "-m", "sage_mem", "--dir", str(big), "daemon",
+                        "--build-only"]]
+
+
+def test_a_daemon_that_finds_the_lock_held_ends_without_building(big: Path) -> None:
+    folder = MemoryFolder(big)
+    lock = daemon.take_build_lock(folder)
+    try:
+        result = subprocess.run(
+            [sys.executable, "-m", "sage_mem", "--dir", str(big), "daemon", "--build-only"],
+            capture_output=True, timeout=60,
+        )
+    finally:
+        os.close(lock)  # type: ignore[arg-type]
+    assert result.returncode == 0
+    assert not cache.cache_path(folder).exists()
+    assert any("another daemon or build runs" in line for line in daemon_log(big))
+
+
+def test_a_file_that_breaks_the_loader_is_a_bug_not_a_problem(
+    big: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`_load` catches what reading a file raises (InvalidMemory, OSError, ValueError), no more."""
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("a bug in the parser")
+
+    monkeypatch.setattr(store_module, "load_memory", broken)
+    with pytest.raises(RuntimeError):
+        MemoryStore(big, watch=False)
