@@ -414,10 +414,15 @@ def _add_resources(server: MCPServer, store: MemoryStore) -> None:
 
 def serve(folder: Path | None = None, *, poll: bool = False) -> int:
     """Run the MCP server on stdio over the memory folder (default: SAGE_MEM_DIR); returns 0."""
+    from ..agents.daemon import listen_for_hooks
+
     store = MemoryStore(folder, watch=True, poll=poll)
+    hooks = listen_for_hooks(store)  # the folder's hooks answered from this live index
     try:
         build_server(store, activity=_session_activity(store)).run("stdio")
     finally:
+        if hooks is not None:
+            hooks.stop()
         store.close()
     return 0
 

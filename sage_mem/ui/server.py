@@ -132,7 +132,10 @@ def run_ui(
     folder: Path, *, port: int | None, open_browser: bool, poll: bool, out: TextIO
 ) -> int:
     """`sage-mem ui`: open the store with its watcher, print the URL, serve until Ctrl-C."""
+    from ..agents.daemon import listen_for_hooks
+
     with MemoryStore(folder, watch=True, poll=poll) as store:
+        hooks = listen_for_hooks(store)  # the folder's hooks answered from this live index
         server = UiServer(store, port=port)
         out.write(
             f"sage-mem ui: {store.root} ({len(store.list())} memories)\n"
@@ -145,6 +148,10 @@ def run_ui(
                 webbrowser.open(server.url)
         # uvicorn shuts down cleanly on Ctrl-C, then raises the signal again.
         with contextlib.suppress(KeyboardInterrupt):
-            server.serve()
+            try:
+                server.serve()
+            finally:
+                if hooks is not None:
+                    hooks.stop()
     out.write("sage-mem ui: stopped\n")
     return 0
