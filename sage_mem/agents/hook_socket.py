@@ -87,10 +87,12 @@ def state_dirs(root: str) -> list[str]:
 
 
 def _state_dir_name(name: str) -> str:
+    plain = f".{name}.sage-mem"
+    if len(os.fsencode(plain)) <= 255:
+        return plain
     from ..disk.folder import state_dir_name  # only for a name too long to keep whole
 
-    plain = f".{name}.sage-mem"
-    return plain if len(os.fsencode(plain)) <= 255 else state_dir_name(name)
+    return state_dir_name(name)
 
 
 def wait_ms() -> int:
@@ -379,8 +381,8 @@ class Listener:
                 with self._handling:
                     self.last_request = time.monotonic()
                     reply, after = self.handle(request)
-                    conn.sendall(json.dumps(dict(reply, v=PROTOCOL)).encode("utf-8") + b"\n")
                     self.answered += 1
+                    conn.sendall(json.dumps(dict(reply, v=PROTOCOL)).encode("utf-8") + b"\n")
                     if after is None:
                         return
                     conn.settimeout(ACK_WAIT)
