@@ -132,6 +132,10 @@ MAX_BODY_CHARS = 20_000
 AVERAGE_STEPS = 32
 # Postings this short are walked without first asking whether they could matter.
 _SHORT_LIST = 64
+# A long prompt is scored on its most telling terms only (highest idf): the work per
+# query stays bounded (a pasted page holds hundreds of terms) and so does its tail.
+MAX_QUERY_TERMS = 32
+MAX_QUERY_PAIRS = 16
 
 _T = TypeVar("_T")
 
@@ -774,7 +778,7 @@ class Index:
 
         def search() -> list[Hit]:
             self._settle()
-            weighted = self._query_weights(terms, pairs)
+            weighted = _most_telling(self._query_weights(terms, pairs))
             if not weighted:
                 return []
             passes = self._filter(category, project, tags, archived)
@@ -989,6 +993,19 @@ class _Weighted(NamedTuple):
     idf: float
     is_pair: bool
     ceiling: float  # weight times the largest saturated tf in the postings
+
+
+def _most_telling(weighted: list[_Weighted]) -> list[_Weighted]:
+    """The MAX_QUERY_TERMS terms and MAX_QUERY_PAIRS pairs of highest idf, in query order."""
+    pairs = sum(1 for entry in weighted if entry.is_pair)
+    if len(weighted) - pairs <= MAX_QUERY_TERMS and pairs <= MAX_QUERY_PAIRS:
+        return weighted
+    kept: set[int] = set()
+    for want_pairs, cap in ((False, MAX_QUERY_TERMS), (True, MAX_QUERY_PAIRS)):
+        ranked = [n for n, entry in enumerate(weighted) if entry.is_pair is want_pairs]
+        ranked.sort(key=lambda n: -weighted[n].idf)  # stable: the earlier term wins a tie
+        kept.update(ranked[:cap])
+    return [entry for n, entry in enumerate(weighted) if n in kept]
 
 
 def _matched(numbers: list[int], weighted: list[_Weighted]) -> dict[int, float]:
