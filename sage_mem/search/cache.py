@@ -347,15 +347,26 @@ class _Backing:
             self.verified.add(start)
         return memoryview(slots).cast("i"), memoryview(weights).cast("f")
 
-    def postings(self, term: str) -> tuple[memoryview, memoryview[float], float] | None:
+    def count(self, term: str) -> int:
         kept = self.kept.get(term)
         if kept is not None:
-            return kept
+            return len(kept[0])
+        found = self._located(term)
+        return 0 if found is None else found[1] - found[0]
+
+    def _located(self, term: str) -> tuple[int, int, float, int] | None:
         found = self.found.get(term, _UNKNOWN)
         if found is _UNKNOWN:
             if len(self.found) >= FOUND_TERMS:
                 self.found.clear()
             found = self.found[term] = self._find(term)
+        return found
+
+    def postings(self, term: str) -> tuple[memoryview, memoryview[float], float] | None:
+        kept = self.kept.get(term)
+        if kept is not None:
+            return kept
+        found = self._located(term)
         if found is None:
             return None
         start, end, top, crc = found

@@ -269,6 +269,9 @@ class Backing(Protocol):
     def postings(self, term: str) -> tuple[Sequence[int], Sequence[float], float] | None:
         """`term`'s memory numbers (ascending) and weights, with the largest weight; or None."""
 
+    def count(self, term: str) -> int:
+        """How many memories `term`'s postings hold (0: none), without reading them."""
+
     def terms(self) -> Iterable[tuple[str, Sequence[int], Sequence[float], float]]:
         """Every term the cache holds, as `postings` gives it, in file order."""
 
@@ -778,7 +781,7 @@ class Index:
 
         def search() -> list[Hit]:
             self._settle()
-            weighted = _most_telling(self._query_weights(terms, pairs))
+            weighted = self._query_weights(*self._most_telling(terms, pairs))
             if not weighted:
                 return []
             passes = self._filter(category, project, tags, archived)
@@ -793,6 +796,32 @@ class Index:
             return [self._hit(key, score, matched[key]) for key, score in best]
 
         return self._guarded(search)
+
+    def _most_telling(self, terms: list[str], pairs: list[str]) -> tuple[list[str], list[str]]:
+        """The query's MAX_QUERY_TERMS terms and MAX_QUERY_PAIRS pairs of highest idf.
+
+        Only a long query (a pasted page) has more; each term then costs a
+        document-frequency look-up (no postings read), and the rarest are kept,
+        in query order (the earlier one on a tie).
+        """
+        if len(terms) <= MAX_QUERY_TERMS and len(pairs) <= MAX_QUERY_PAIRS:
+            return terms, pairs
+        return self._rarest(terms, MAX_QUERY_TERMS), self._rarest(pairs, MAX_QUERY_PAIRS)
+
+    def _rarest(self, candidates: list[str], cap: int) -> list[str]:
+        if len(candidates) <= cap:
+            return candidates
+        backing, held, gone = self._backing, self._postings, self._gone
+        found = []
+        for number, term in enumerate(candidates):
+            df = backing.count(term) - gone.get(term, 0) if backing is not None else 0
+            mine = held.get(term)
+            if mine is not None:
+                df += len(mine[0])
+            if df > 0:
+                found.append((df, number))
+        found.sort()  # the lowest document frequency is the highest idf
+        return [candidates[number] for number in sorted(number for _, number in found[:cap])]
 
     def _query_weights(self, terms: list[str], pairs: list[str]) -> list[_Weighted]:
         """Postings, query weight * idf, and idf of each query term and pair found."""
@@ -993,19 +1022,6 @@ class _Weighted(NamedTuple):
     idf: float
     is_pair: bool
     ceiling: float  # weight times the largest saturated tf in the postings
-
-
-def _most_telling(weighted: list[_Weighted]) -> list[_Weighted]:
-    """The MAX_QUERY_TERMS terms and MAX_QUERY_PAIRS pairs of highest idf, in query order."""
-    pairs = sum(1 for entry in weighted if entry.is_pair)
-    if len(weighted) - pairs <= MAX_QUERY_TERMS and pairs <= MAX_QUERY_PAIRS:
-        return weighted
-    kept: set[int] = set()
-    for want_pairs, cap in ((False, MAX_QUERY_TERMS), (True, MAX_QUERY_PAIRS)):
-        ranked = [n for n, entry in enumerate(weighted) if entry.is_pair is want_pairs]
-        ranked.sort(key=lambda n: -weighted[n].idf)  # stable: the earlier term wins a tie
-        kept.update(ranked[:cap])
-    return [entry for n, entry in enumerate(weighted) if n in kept]
 
 
 def _matched(numbers: list[int], weighted: list[_Weighted]) -> dict[int, float]:
