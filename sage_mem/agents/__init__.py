@@ -5,7 +5,11 @@ relevant memories, per-session dedup, budgets), `hooks` (`sage-mem hook …`, a
 new process for every prompt), `install` (`sage-mem install`: the clients'
 own config files), `importers` (memories in from other tools; JSON lines out).
 
-`hooks` runs on the prompt's path: it imports only `context`, the store and
-what they need (`tests/test_hook_imports.py`); never `mcp`, click, the dream
-(except to start an automatic run), the page or the MCP server.
+`hooks` runs on the prompt's path: it imports only `hook_socket` to ask a
+running server, and `context`, the store and what they need to answer by
+itself (`tests/test_hook_imports.py`); never `mcp`, click, the dream (except
+to start an automatic run), the page or the MCP server. `hook_socket` (the
+socket both sides of that question use) and `daemon` (`sage-mem daemon`: the
+background build and hook server, and the listener `serve` and `ui` start)
+may import the store and `hooks`, never an interface.
 """

@@ -11,8 +11,18 @@ folder, a broken memory file, a state folder that cannot be written — the hook
 injects what it could, logs one line per problem to stderr and exits 0: it must
 never block the user's prompt.
 
-A new process runs for every prompt, so this path builds the store without a
-watcher and must never import `mcp` or `watchdog`, nor argparse or logging
+A new process runs for every prompt, so the prompt never waits for an index:
+
+1. When a sage-mem process runs for the folder (`serve`, `ui`, `daemon`),
+   the hook asks it over its Unix socket (`hook_socket`) and imports almost
+   nothing else: not the store, the index or the injection text.
+2. Otherwise it answers here, from a store that never builds
+   (`MemoryStore(build=False)`: the index cache plus a few files read
+   directly), with the same function a server answers with
+   (`answer_with_store`), and once the answer is out starts `sage-mem
+   daemon` in the background when none runs (`daemon.start_detached`).
+
+It never imports `mcp` or `watchdog`, nor argparse or logging
 (`tests/test_hook_imports.py` checks what the process imports).
 
 Autodream from the hook (opt-in): when enabled, `session-start` starts
@@ -26,13 +36,12 @@ again (sessions, the lock) before it changes anything, and runs in the mode
 the settings' `autoMode` says (report unless set to rewrite).
 
 Time budget: whatever the folder holds (a memory that takes seconds to read,
-a folder of 100,000 files without a cache) and whatever the input does (a
+a server that accepts and never answers) and whatever the input does (a
 stdin that never ends), a hook process answers within its budget, counted from
 the start of `run_hook`: 2 s for user-prompt-submit, 3 s for session-start
 (`BUDGETS_MS`). Claude Code holds the user's prompt until the hook answers;
-2 s is twice what a warm hook takes at 100,000 memories (~0.9 s, README's speed
-table) and twenty times the usual ~100 ms, so the budget only ever cuts a
-pathological case. A session start happens once and also loads the baselines,
+a hook takes tens of milliseconds (docs/speed.md), so the budget only ever
+cuts a pathological case. A session start happens once and also loads the baselines,
 so it gets a little more. SAGE_MEM_HOOK_BUDGET_MS (a whole number of
 milliseconds, 1 to 60,000) sets both, for tests. When the budget runs out, a
 SIGALRM handler writes the answer the hook can give without its memories —

@@ -2,8 +2,9 @@
 
 Modules: `tokens` (stemmed words for Latin text, bigrams for CJK), `index` (the
 index and BM25F scoring: the hot path, no I/O), `cache` (the cache file in the
-state folder, validated against the folder).
+state folder, validated against the folder), `loading` (how a store's index
+comes to be: from the cache and what changed, or by a build).
 
-May import `sage_mem.errors`, `sage_mem.memory` and (`cache` only) `sage_mem.disk`;
+May import `sage_mem.errors`, `sage_mem.memory` and (`cache`, `loading`) `sage_mem.disk`;
 never the store or an interface.
 """

@@ -1,8 +1,8 @@
 """The on-disk index cache in `<state>/index/`: a new process starts warm, not from the files.
 
 Owns the cache file's format, its validation against the folder and its
-atomic replacement. The store (`MemoryStore.reload`) uses it; nothing else
-needs to know it exists, and deleting the folder only costs one cold build.
+atomic replacement. `loading` (for `MemoryStore.reload`) decides when to read
+and write it; deleting the folder only costs one build.
 
 One file per memory folder, `<state>/index/<hash of the folder path>.idx`:
 
