@@ -283,10 +283,12 @@ class MemoryStore:
             self._problems.pop(key, None)
             self._seen.pop(key, None)
             return None
-        except (InvalidMemory, OSError, ValueError) as exc:
-            # What reading and parsing a file can raise: InvalidMemory for what the parser
-            # refuses (bad YAML, binary, too large, not UTF-8), OSError for the read itself,
-            # ValueError for a decoding the parser did not catch. Anything else is a bug.
+        except (InvalidMemory, InvalidId, OSError, ValueError) as exc:
+            # What reading and parsing a file can raise: InvalidMemory for what the read or
+            # the parser refuses (unreadable, bad YAML, binary, too large, not UTF-8),
+            # InvalidId for a symlink leading outside the folder, OSError for the read
+            # itself, ValueError for a decoding the parser did not catch. Anything else
+            # is a bug, and surfaces as one.
             self._problems[key] = _problem(path, exc)
             self._seen[key] = _UNREADABLE
             return None

@@ -158,10 +158,12 @@ def test_two_hooks_at_once_start_one_build_that_outlives_them(big: Path) -> None
     folder = MemoryFolder(big)
     hooks = [hook_process(big, "descale the kettle", {"SAGE_MEM_DAEMON": "build"})
              for _ in range(2)]
+    told = 0
     for process in hooks:
         out, err = process.communicate(timeout=60)
-        assert process.returncode == 0 and out == b""
-        assert b"no index cache yet" in err
+        assert process.returncode == 0
+        told += b"no index cache yet" in err  # (a hook slow to start may find the cache built)
+    assert told >= 1
     # Both hooks have ended; the build goes on without them, and finishes.
     wait_until(lambda: cache.cache_path(folder).exists() and not daemon.build_running(folder),
                timeout=60)

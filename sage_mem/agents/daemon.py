@@ -70,12 +70,17 @@ def build_lock_path(folder: MemoryFolder) -> Path:
 
 
 def take_build_lock(folder: MemoryFolder) -> int | None:
-    """The build lock's descriptor (held until closed), or None when another process has it."""
-    import fcntl
+    """The build lock's descriptor (held until closed), or None when another process has it.
 
+    Without flock (Windows, where no hook starts a daemon) the descriptor locks nothing.
+    """
     path = build_lock_path(folder)
     make_private_dirs(path.parent)
     fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
+    try:
+        import fcntl
+    except ImportError:
+        return fd
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:

@@ -454,6 +454,34 @@ class Index:
 
         return self._guarded(remove)
 
+    def withhold(self, memory_ids: Iterable[str]) -> None:
+        """Leave memories of the cache out of every answer, at no cost per term.
+
+        Unlike `remove`, their terms still count in document frequencies and
+        length averages (working those out means weighing each memory again):
+        for an index that answers only until a build replaces it (a hook's,
+        when many files changed since the cache). A memory not from the cache
+        is removed as usual.
+        """
+
+        chosen = list(memory_ids)
+
+        def withhold() -> None:
+            for memory_id in chosen:
+                number = self._number.get(memory_id)
+                if number is None:
+                    continue
+                if number >= self._base_count:
+                    self._remove(memory_id)
+                    continue
+                del self._number[memory_id]
+                self._memories.pop(memory_id, None)
+                self._ids[number] = None
+                self._boost[number] = 0.0
+                self._shown[number] = 0.0
+
+        self._guarded(withhold)
+
     def _counts(self, memory: Memory) -> tuple[list[Counter[str]], tuple[int, ...]]:
         """Term counts of each field (word pairs included) and field lengths, in FIELDS order."""
         pair_weight = self.scoring.pair_weight

@@ -183,11 +183,10 @@ def _apply_changes(
     changed = sorted(signatures.keys() - unchanged)
     left_out = 0
     if most is not None and len(changed) > most:
-        # Left out rather than answered from a copy the file no longer holds.
-        for relative in changed[most:]:
-            memory_id, _ = files.id_of(Path(prefix + relative))
-            if memory_id is not None:
-                index.remove(memory_id)
+        # Left out rather than answered from a copy the file no longer holds (and
+        # withheld, not removed: removing weighs each memory again, as costly as a read).
+        ids = [files.id_of(Path(prefix + relative))[0] for relative in changed[most:]]
+        index.withhold([memory_id for memory_id in ids if memory_id is not None])
         left_out = len(changed) - most
         changed = changed[:most]
     for relative in changed:
