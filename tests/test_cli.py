@@ -353,7 +353,7 @@ def test_cli_runner_add_search_show_round_trip(empty_dir: Path) -> None:
         pytest.param(["search", "x", "--limit", "many"], "argument --limit: invalid int value",
                      id="not-a-number"),
         pytest.param(["ui", "--port", "70000"], "must be from 0 to 65535", id="out-of-range"),
-        pytest.param(["export"], "missing option '--jsonl'", id="missing-option"),
+        pytest.param(["archive", "user_cat"], "missing option '--reason'", id="missing-option"),
         pytest.param(["show", "nobody"], "no memory 'nobody'", id="library-error"),
     ],
 )

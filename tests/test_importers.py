@@ -549,7 +549,7 @@ def test_mnemo_fact_fields_become_memory_fields(store: MemoryStore, mnemo_db: Pa
 
     cat = imported(store, result, FACTS[6][0])
     assert cat.description == "用户的猫叫芝麻，喜欢晒太阳。"
-    assert cat.id.startswith("user_mnemo_") and len(cat.id) == len("user_mnemo_") + 8
+    assert cat.id == "user_用户的猫叫芝麻_喜欢晒太阳"  # readable in its own script, not a hash
     assert cat.tags == ("宠物", "猫", "家")
     assert store.search("猫叫什么")[0].id == cat.id
 
@@ -800,7 +800,11 @@ def test_export_writes_one_json_object_per_memory_in_id_order(
     assert result.exported == len(lines) == len(FACTS) - 1 and result.left_out == ()
     rows = [json.loads(line) for line in lines]
     assert [row["id"] for row in rows] == sorted(row["id"] for row in rows)
-    assert rows == [store.read(row["id"]).to_dict(body=True) for row in rows]
+    assert rows == [
+        {**store.read(row["id"]).to_dict(body=True),
+         "file": (store.root / (row["id"] + ".md")).read_text(encoding="utf-8")}
+        for row in rows
+    ]
     assert "芝麻" in out.getvalue()  # non-ASCII as is, not \u escapes
     export_jsonl(store, again := io.StringIO())
     assert again.getvalue() == out.getvalue()

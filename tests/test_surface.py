@@ -114,12 +114,16 @@ CLI = {
         "--supersedes", "--locked", "--unlocked", "--body", "--expected-sha256", "--allow-secret",
         "--json",
     }),
+    "edit": ("ID", {"--dir", "--allow-secret", "--json"}),
     "search": ("QUERY", {
         "--dir", "--limit", "--offset", "--category", "--project", "--tag", "--archived", "--json",
     }),
     "show": ("ID", {"--dir", "--json"}),
     "list": ("", {"--dir", "--category", "--project", "--tag", "--archived", "--json"}),
     "archive": ("ID", {"--dir", "--reason", "--expected-sha256", "--json"}),
+    "restore": ("ID", {"--dir", "--json"}),
+    "mv": ("OLD NEW", {"--dir", "--json"}),
+    "delete": ("ID", {"--dir", "--yes", "-y", "--json"}),
     "feedback": ("ID {HELPFUL,UNHELPFUL}", {"--dir", "--json"}),
     "index": ("", {"--dir", "--json"}),
     "audit": ("", {"--dir", "--json"}),
@@ -130,7 +134,8 @@ CLI = {
     "ui": ("", {"--dir", "--port", "--open", "--poll"}),
     "hook": ("EVENT", {"--dir"}),
     "install": ("{CLAUDE-CODE,CURSOR,CODEX}", {"--dir", "--scope", "--dry-run", "--json"}),
-    "import": ("{CLAUDE-CODE,MNEMO} PATH", {"--dir", "--dry-run", "--json"}),
+    "import": ("{CLAUDE-CODE,MNEMO,JSONL} PATH",
+               {"--dir", "--dry-run", "--allow-secret", "--json"}),
     "export": ("", {"--dir", "--jsonl", "--archived", "--output", "-o", "--json"}),
 }
 ALIASES = {"write": "add"}
