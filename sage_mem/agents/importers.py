@@ -52,15 +52,26 @@ mnemo
         tags             tags (JSON list or comma-separated text), cut to the
                          limits of 20 tags of at most 40 characters
         retrieval_count  retrieval counts in the state folder's stats.json
+        created_at       `created` (its date) and `updated` (with only
+        updated_at       `created_at`, the fact was last changed then); the
+                         dream dates relative dates by them, so an import
+                         must not date a fact by the day of the import
 
-    Only `content` is required. Ids are `<category>_<slug of the description>`
-    for Latin text and `<category>_mnemo_<sha1 of the content, 8 hex>` for
-    other scripts, with `_2`, `_3`… when an id is taken. A fact whose content is
+    Only `content` is required. Ids are `<category>_<words of the description>`
+    in their own script (Latin folded to ASCII, a possessive 's and common
+    words dropped: `user_favourite_colour_teal`, `user_用户的猫叫芝麻`), and
+    `<category>_mnemo_<sha1 of the content, 8 hex>` only for a description
+    with no letters or digits, with `_2`, `_3`… when an id is taken. A fact
+    that looks like it holds a credential is refused unless `allow_secret`. A fact whose content is
     already the body of a memory (archived ones included) is "already present".
     MEMORY.md is regenerated once at the end, not after every fact.
 
+JSON lines
+    `import jsonl` reads what `export` writes (see `import_jsonl`): a round trip.
+
 export
-    One JSON object a line per memory (`Memory.to_dict(body=True)`), by id.
+    One JSON object a line per memory (`Memory.to_dict(body=True)` and `file`,
+    the file's whole text), by id.
     A memory file that cannot be read or parsed is named in the result, with
     why, never left out silently. `-o FILE` writes a new file, whole, mode 0600
     whatever the umask (memories are private), and never replaces one.
