@@ -601,40 +601,6 @@ class MemoryStore:
             self._regenerate_catalog()
         return memory
 
-    def save_file(
-        self, memory_id: str, data: bytes, *, expected_sha256: str, allow_secret: bool = False
-    ) -> Memory:
-        """Put `data` in place of a memory file's whole text: a person's edit (`sage-mem edit`).
-
-        Only over the bytes whose sha256 is `expected_sha256`: a file changed
-        since (by an agent, `git pull`, another editor) raises ConflictError and
-        nothing is written. Data that would not read back (not UTF-8, a
-        frontmatter that does not parse: the error says where) raises
-        InvalidMemory; a new line that looks like a credential, SecretRefused
-        unless `allow_secret`. A `locked: true` memory can be edited so: the
-        text is the person's own, as in their editor.
-        """
-        path = self.folder.path_for(memory_id)
-        canonical = self.folder.normalize_id(memory_id)
-        if not isinstance(expected_sha256, str) or not expected_sha256:
-            raise InvalidMemory("saving a whole file needs the sha256 of the bytes it replaces")
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise InvalidMemory(
-                f"{path.name}: not written: not valid UTF-8 (byte {exc.start})", path=path
-            ) from None
-
-        def edited(seen: Seen) -> bytes | None:
-            check_expected(path, seen.raw, expected_sha256)
-            return _checked_bytes(path, text, seen.raw, allow_secret=allow_secret)
-
-        with self._write_lock():
-            self._rewrite(path, edited)
-            memory = self._note_written(path, canonical)
-            self._regenerate_catalog()
-        return memory
-
     def feedback(self, memory_id: str, helpful: bool) -> Memory:
         """Move trust a fifth of the way toward 1 (helpful) or toward 0 (unhelpful)."""
         if not isinstance(helpful, bool):

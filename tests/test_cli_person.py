@@ -254,3 +254,14 @@ def test_runs_json_lists_runs_in_the_order_of_the_text(memory_dir: Path) -> None
     positions = [text.index(run["runId"]) for run in listed]
     assert positions == sorted(positions)
     assert listed[0]["runId"] == max(run["runId"] for run in listed)  # newest first
+
+
+def test_edit_refuses_a_locked_memory_before_opening_the_editor(
+    folder: Path, tmp_path: Path
+) -> None:
+    locked = CAT.replace("category: user\n", "category: user\nlocked: true\n")
+    write_memory(folder, "user_cat", locked)
+    env = editor(tmp_path, "path.write_text('changed')\n")
+    done = sage(folder, "edit", "user_cat", env=env)
+    assert done.returncode == 1 and "locked" in done.stderr
+    assert (folder / "user_cat.md").read_text() == locked and drafts(folder) == []

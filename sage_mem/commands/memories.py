@@ -100,10 +100,14 @@ def edit(session: Session, memory_id: str, allow_secret: bool, as_json: bool) ->
 
     from ..disk.folder import read_memory
     from ..disk.safe_io import atomic_write
-    from ..errors import ConflictError, InvalidMemory
+    from ..errors import ConflictError, InvalidMemory, MemoryLocked, MemoryNotFound
 
     store = session.open_store()
-    canonical = store.read(store.folder.normalize_id(memory_id)).id  # says so when there is none
+    memory = store.read(store.folder.normalize_id(memory_id))  # says so when there is none
+    canonical = memory.id
+    if memory.locked:
+        raise MemoryLocked(f"{canonical}: memory is locked (locked: true): sage-mem does not "
+                           f"change it; edit {memory.path} itself to unlock or change it")
     raw = read_memory(store.folder, store.folder.path_for(canonical)).raw or b""
     editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
     drafts = store.folder.ensure_state_dir("edits")
@@ -130,9 +134,9 @@ def edit(session: Session, memory_id: str, allow_secret: bool, as_json: bool) ->
             session.out.write(f"No changes to {canonical}.\n")
             return 0
         try:
-            memory = store.save_file(canonical, edited, allow_secret=allow_secret,
+            memory = store.replace_file(canonical, edited, allow_secret=allow_secret,
                                      expected_sha256=hashlib.sha256(raw).hexdigest())
-        except (InvalidMemory, ConflictError) as exc:
+        except (InvalidMemory, ConflictError, MemoryLocked, MemoryNotFound) as exc:
             err.write(f"{PROG}: error: not saved: {exc}\n")
             if isinstance(exc, InvalidMemory) and sys.stdin.isatty() and click.confirm(
                 "Open the editor again to fix it?", default=True, err=True
