@@ -126,7 +126,7 @@ CLI = {
     "delete": ("ID", {"--dir", "--yes", "-y", "--json"}),
     "feedback": ("ID {HELPFUL,UNHELPFUL}", {"--dir", "--json"}),
     "index": ("", {"--dir", "--json"}),
-    "audit": ("", {"--dir", "--json"}),
+    "audit": ("", {"--dir", "--strict", "--json"}),
     "dream": ("", {"--dir", "--mode", "--auto", "--json"}),
     "runs": ("", {"--dir", "--json"}),
     "rollback": ("RUN_ID", {"--dir", "--scope", "--dry-run", "--force", "--json"}),

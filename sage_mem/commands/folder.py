@@ -106,12 +106,15 @@ def index(session: Session, as_json: bool) -> int:
     return 0
 
 
-@command("audit", "check the folder and report problems (changes nothing; exit 1 if any)",
-         "sage-mem audit --json")
+@command("audit",
+         "check the folder and report problems (changes nothing; exit 1 for an error, "
+         "with --strict for a warning too)",
+         "sage-mem audit --strict")
 @dir_option
+@click.option("--strict", is_flag=True, help="exit 1 for warnings too, not only for errors")
 @json_option
 @click.pass_obj
-def audit(session: Session, as_json: bool) -> int:
+def audit(session: Session, strict: bool, as_json: bool) -> int:
     from ..checks.audit import audit as audit_folder
 
     report = audit_folder(session.open_store())
@@ -120,9 +123,16 @@ def audit(session: Session, as_json: bool) -> int:
     else:
         text = report.format_text()
         session.out.write(text if text.endswith("\n") or not text else text + "\n")
+        errors, warnings = len(report.errors), len(report.findings) - len(report.errors)
         if report.ok:
             session.out.write("No problems found.\n")
-    return 0 if report.ok else 1
+        else:
+            session.out.write(
+                f"{errors} error{'s' if errors != 1 else ''}, "
+                f"{warnings} warning{'s' if warnings != 1 else ''}"
+                + (" (--strict: warnings fail too)\n" if strict and warnings else "\n")
+            )
+    return report.exit_status(strict=strict)
 
 
 @command("import",
