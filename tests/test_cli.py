@@ -273,7 +273,7 @@ def test_install_claude_code_writes_server_and_hooks(
     servers = json.loads((project / ".mcp.json").read_text(encoding="utf-8"))["mcpServers"]
     assert servers["sage-mem"]["args"][-1] == "serve"
     hooks = json.loads((project / ".claude" / "settings.json").read_text(encoding="utf-8"))["hooks"]
-    assert set(hooks) == {"SessionStart", "UserPromptSubmit"}
+    assert set(hooks) == {"SessionStart", "UserPromptSubmit", "Stop", "PreCompact"}
 
 
 def test_export_writes_one_json_line_per_memory(memory_dir: Path) -> None:
