@@ -150,6 +150,17 @@ class MemoryStore:
             self._watcher.stop()
             self._watcher = None
 
+    def follow_hand_edits(self) -> None:
+        """Bring MEMORY.md up to date whenever the watcher sees memories change on disk.
+
+        For the long-lived interfaces (`sage-mem serve`, `sage-mem ui`): a
+        memory made by hand (an editor, `git pull`) while one runs is then
+        listed in MEMORY.md as one written through the tool is, and the audit
+        finds no `missing-from-index`. A store without a watcher ignores it.
+        """
+        if self._watcher is not None:
+            self._watcher.keep_catalog = True
+
     def __enter__(self) -> MemoryStore:
         return self
 

@@ -415,6 +415,7 @@ def _add_resources(server: MCPServer, store: MemoryStore) -> None:
 def serve(folder: Path | None = None, *, poll: bool = False) -> int:
     """Run the MCP server on stdio over the memory folder (default: SAGE_MEM_DIR); returns 0."""
     store = MemoryStore(folder, watch=True, poll=poll)
+    store.follow_hand_edits()  # a memory made by hand meanwhile is listed in MEMORY.md
     try:
         build_server(store, activity=_session_activity(store)).run("stdio")
     finally:

@@ -133,6 +133,7 @@ def run_ui(
 ) -> int:
     """`sage-mem ui`: open the store with its watcher, print the URL, serve until Ctrl-C."""
     with MemoryStore(folder, watch=True, poll=poll) as store:
+        store.follow_hand_edits()  # a memory made by hand meanwhile is listed in MEMORY.md
         server = UiServer(store, port=port)
         out.write(
             f"sage-mem ui: {store.root} ({len(store.list())} memories)\n"
