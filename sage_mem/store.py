@@ -161,6 +161,17 @@ class MemoryStore:
             self._watcher.stop()
             self._watcher = None
 
+    def follow_hand_edits(self) -> None:
+        """Bring MEMORY.md up to date whenever the watcher sees memories change on disk.
+
+        For the long-lived interfaces (`sage-mem serve`, `sage-mem ui`): a
+        memory made by hand (an editor, `git pull`) while one runs is then
+        listed in MEMORY.md as one written through the tool is, and the audit
+        finds no `missing-from-index`. A store without a watcher ignores it.
+        """
+        if self._watcher is not None:
+            self._watcher.keep_catalog = True
+
     def __enter__(self) -> MemoryStore:
         return self
 
@@ -755,6 +766,23 @@ class MemoryStore:
             self._regenerate_catalog()
         return Renamed(memory, old, tuple(relinked), tuple(left))
 
+    def deletable_id(self, memory_id: str) -> str:
+        """The archived memory `delete(memory_id)` would delete: `archive/x` as given, or `x`'s.
+
+        Raises InvalidMemory when `x` is a memory in service (archive it first).
+        """
+        prefix = self.folder.archive_dir.name + "/"
+        if memory_id.startswith(prefix):
+            return self.folder.normalize_id(memory_id, allow_archived=True)
+        live = self.folder.path_for(memory_id)
+        if os.path.lexists(live):
+            raise InvalidMemory(
+                f"{self.folder.normalize_id(memory_id)}: in service; only an archived "
+                "memory can be deleted (archive it first)",
+                path=live,
+            )
+        return self.folder.normalize_id(prefix + memory_id, allow_archived=True)
+
     def delete(self, memory_id: str, *, expected_sha256: str | None = None) -> Memory:
         """Delete an archived memory for good: a person's act, never the tool's own.
 
@@ -767,18 +795,8 @@ class MemoryStore:
         deleted). Returns the memory as it was (a file that no longer parses is
         deleted too, and returned with its id, path and sha256 only).
         """
-        prefix = self.folder.archive_dir.name + "/"
-        if not memory_id.startswith(prefix):
-            live = self.folder.path_for(memory_id)
-            if os.path.lexists(live):
-                raise InvalidMemory(
-                    f"{self.folder.normalize_id(memory_id)}: in service; only an archived "
-                    "memory can be deleted (archive it first)",
-                    path=live,
-                )
-            memory_id = prefix + memory_id
-        path = self.folder.path_for(memory_id, allow_archived=True)
-        canonical = self.folder.normalize_id(memory_id, allow_archived=True)
+        canonical = self.deletable_id(memory_id)
+        path = self.folder.path_for(canonical, allow_archived=True)
         with self._write_lock():
             seen = self._read_for_write(path)
             if seen.raw is None:
@@ -946,24 +964,33 @@ class MemoryStore:
             self._problems.pop(key, None)
         return written is not None
 
-    def create_file(self, memory_id: str, data: bytes) -> Memory | None:
+    def create_file(
+        self, memory_id: str, data: bytes, *, allow_secret: bool = False
+    ) -> Memory | None:
         """Create a memory file holding exactly `data` (an import, an example); never replaces one.
 
         Written like every other change: under the write lock, counted as a
         write (so other processes reconcile before their next one), indexed at
         once, MEMORY.md regenerated (once per `batch`). New folders and the
-        file get the folder's modes (`file_mode`, `make_dirs`). Raises
-        FileChanged, writing nothing, when a file of that name exists. Returns
-        the memory, or None when the file does not load (it is then a problem).
+        file get the folder's modes (`file_mode`, `make_dirs`). An `archive/…`
+        id creates an archived memory (an import of an export). Raises
+        FileChanged, writing nothing, when a file of that name exists;
+        InvalidMemory for data over the size limit or that would not read back
+        (not UTF-8, a NUL, a frontmatter that does not parse); SecretRefused
+        for a line that looks like a credential, unless `allow_secret`.
+        Returns the memory, or None when the file does not load (it is then a
+        problem).
         """
-        canonical = self.folder.normalize_id(memory_id)
-        path = self.folder.path_for(canonical)
+        archived = memory_id.startswith(self.folder.archive_dir.name + "/")
+        canonical = self.folder.normalize_id(memory_id, allow_archived=archived)
+        path = self.folder.path_for(canonical, allow_archived=archived)
+        check_new_file(path, data, allow_secret=allow_secret)
         with self._write_lock():
             make_dirs(path.parent, root=self.root)
             self.folder.check_contained(path)
             create(path, data, mode=file_mode(self.root))
             with self._refresh_lock:
-                memory = self._load(path, archived=False)
+                memory = self._load(path, archived=archived)
                 if memory is not None:
                     self.index.put(memory)
                 self._count_write()
@@ -1090,6 +1117,40 @@ class _Files:
         return entries
 
 
+def check_new_file(path: Path, data: bytes, *, allow_secret: bool = False) -> None:
+    """Refuse what a new memory file at `path` may not hold, as `create_file` does; else None.
+
+    Raises InvalidMemory for bytes over the size limit, not UTF-8 or that would
+    not read back, and SecretRefused for a line that looks like a credential
+    (unless `allow_secret`). For a dry run to say what the run would refuse.
+    """
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidMemory(
+            f"{path.name}: not written: not valid UTF-8 (byte {exc.start})", path=path
+        ) from None
+    _checked_bytes(path, text, None, allow_secret=allow_secret)
+
+
+def new_memory_bytes(
+    values: Mapping[str, Any], body: str, *, created: str, updated: str
+) -> bytes:
+    """The bytes `write` would give a new memory with these fields, stamped `created`/`updated`.
+
+    For an import that knows when a memory was made (mnemo's `created_at`, a
+    JSON line's `created`): the dream dates relative dates by `updated`, so an
+    import must not stamp the day of the import. `values` are write()'s
+    keywords (the field spec's names). Raises InvalidMemory for a bad value or
+    a missing required field.
+    """
+    fields = validated(values)
+    if not isinstance(body, str):
+        raise InvalidMemory("body must be text")
+    check_unicode("body", body)
+    return new_memory_text("", Path(), fields, body, stamps=(created, updated)).encode("utf-8")
+
+
 def _signature(st: os.stat_result) -> tuple[int, int, int, int]:
     """What `cache.scan` records of a file: size, mtime, inode, ctime."""
     return (st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
@@ -1158,4 +1219,5 @@ def _checked_bytes(path: Path, text: str, old: bytes | None, *, allow_secret: bo
 
 
 
-__all__ = ["MemoryStore", "Problem", "Renamed", "load_memory", "DELETE"]
+__all__ = ["MemoryStore", "Problem", "Renamed", "check_new_file", "load_memory", "new_memory_bytes",
+           "DELETE"]

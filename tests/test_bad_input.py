@@ -445,7 +445,7 @@ def test_bad_file_through_the_cli(bad: BadFile, memory_folder: Path) -> None:
         assert json.loads(out)["id"] == bad.id
     else:
         assert_one_line_error(code, err)
-    code, out, err = cli("--dir", folder, "audit")
+    code, out, err = cli("--dir", folder, "audit", "--strict")  # a warning fails it too
     assert code == 1 if bad.finding else code in (0, 1)
     assert "Traceback" not in err
     no_sentinel(out, err)

@@ -273,7 +273,7 @@ def test_install_claude_code_writes_server_and_hooks(
     servers = json.loads((project / ".mcp.json").read_text(encoding="utf-8"))["mcpServers"]
     assert servers["sage-mem"]["args"][-1] == "serve"
     hooks = json.loads((project / ".claude" / "settings.json").read_text(encoding="utf-8"))["hooks"]
-    assert set(hooks) == {"SessionStart", "UserPromptSubmit"}
+    assert set(hooks) == {"SessionStart", "UserPromptSubmit", "Stop", "PreCompact"}
 
 
 def test_export_writes_one_json_line_per_memory(memory_dir: Path) -> None:
@@ -353,7 +353,7 @@ def test_cli_runner_add_search_show_round_trip(empty_dir: Path) -> None:
         pytest.param(["search", "x", "--limit", "many"], "argument --limit: invalid int value",
                      id="not-a-number"),
         pytest.param(["ui", "--port", "70000"], "must be from 0 to 65535", id="out-of-range"),
-        pytest.param(["export"], "missing option '--jsonl'", id="missing-option"),
+        pytest.param(["archive", "user_cat"], "missing option '--reason'", id="missing-option"),
         pytest.param(["show", "nobody"], "no memory 'nobody'", id="library-error"),
     ],
 )

@@ -210,7 +210,7 @@ def test_a_file_edited_after_the_run_is_a_conflict_listed_first_and_kept(
     lines = done.stdout.splitlines()
     assert "1 changed since the run" in lines[0] and "--force" in done.stdout
     assert lines[1].split()[:2] == ["conflict", "project_x.md"]
-    report = Path(json.loads(sage(empty_dir, "runs", "--json").stdout)["runs"][-1]["report"])
+    report = Path(json.loads(sage(empty_dir, "runs", "--json").stdout)["runs"][0]["report"])
     text = (empty_dir / report).read_text(encoding="utf-8")
     sections = [line for line in text.splitlines() if line.startswith("## ")]
     assert sections[0].startswith("## Skipped: changed since the run")

@@ -39,11 +39,15 @@ async def test_remembered_in_one_session_recalled_by_the_hook_in_the_next(tmp_pa
 
     project = tmp_path / "project"
     project.mkdir()
-    env = {**os.environ, "HOME": str(tmp_path / "home"), "SAGE_MEM_DIR": str(tmp_path / "memory")}
+    # sage-mem on PATH, as a person who installed it has it: the project's files run it by name.
+    path = os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])
+    env = {**os.environ, "HOME": str(tmp_path / "home"), "SAGE_MEM_DIR": str(tmp_path / "memory"),
+           "PATH": path}
     sage = [sys.executable, "-m", "sage_mem"]
     assert run([*sage, "init"], project, env).returncode == 0
     installed = run([*sage, "install", "claude-code"], project, env)
     assert installed.returncode == 0, installed.stderr
+    assert "not on your PATH" not in installed.stdout
 
     server = json.loads((project / ".mcp.json").read_text(encoding="utf-8"))["mcpServers"][
         "sage-mem"

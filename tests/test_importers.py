@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import sqlite3
 import subprocess
 import sys
@@ -549,7 +550,7 @@ def test_mnemo_fact_fields_become_memory_fields(store: MemoryStore, mnemo_db: Pa
 
     cat = imported(store, result, FACTS[6][0])
     assert cat.description == "用户的猫叫芝麻，喜欢晒太阳。"
-    assert cat.id.startswith("user_mnemo_") and len(cat.id) == len("user_mnemo_") + 8
+    assert cat.id == "user_用户的猫叫芝麻_喜欢晒太阳"  # readable in its own script, not a hash
     assert cat.tags == ("宠物", "猫", "家")
     assert store.search("猫叫什么")[0].id == cat.id
 
@@ -800,7 +801,11 @@ def test_export_writes_one_json_object_per_memory_in_id_order(
     assert result.exported == len(lines) == len(FACTS) - 1 and result.left_out == ()
     rows = [json.loads(line) for line in lines]
     assert [row["id"] for row in rows] == sorted(row["id"] for row in rows)
-    assert rows == [store.read(row["id"]).to_dict(body=True) for row in rows]
+    assert rows == [
+        {**store.read(row["id"]).to_dict(body=True),
+         "file": (store.root / (row["id"] + ".md")).read_text(encoding="utf-8")}
+        for row in rows
+    ]
     assert "芝麻" in out.getvalue()  # non-ASCII as is, not \u escapes
     export_jsonl(store, again := io.StringIO())
     assert again.getvalue() == out.getvalue()
@@ -835,3 +840,89 @@ def test_export_names_each_memory_file_it_leaves_out(store: MemoryStore) -> None
         ("broken.md", "invalid YAML")]
     assert [item.path for item in everything.left_out] == ["archive/old.md", "broken.md"]
     assert plain.to_dict()["leftOut"][0]["problem"].startswith("invalid YAML at line 2")
+
+
+# issue 17, item 5: what an import keeps
+
+
+def test_mnemo_created_and_updated_times_become_the_memory_dates(
+    empty_dir: Path, tmp_path: Path
+) -> None:
+    db = tmp_path / "dated.db"
+    connection = sqlite3.connect(db)
+    connection.execute("CREATE TABLE facts (id INTEGER PRIMARY KEY, content TEXT, category TEXT,"
+                       " created_at TEXT, updated_at)")
+    connection.executemany(
+        "INSERT INTO facts (content, category, created_at, updated_at) VALUES (?, ?, ?, ?)", [
+            ("The user moved to Lisbon last week.", "identity", "2024-03-01 09:15:00",
+             "2024-05-02 18:00:00"),
+            ("上周换了新工作。", "identity", "2023-11-20T08:00:00+08:00", None),
+            ("Tests run with tox.", "workflow", None, 1714600000),
+            ("Undated fact here.", "general", "not a date", None),
+        ])
+    connection.commit()
+    connection.close()
+    done = sage_mem(empty_dir, "import", "mnemo", str(db), "--json")
+    assert done.returncode == 0, done.stderr
+    items = json.loads(done.stdout)["items"]
+    shown = [json.loads(sage_mem(empty_dir, "show", item["id"], "--json").stdout)
+             for item in items]
+    assert [(m["created"], m["updated"]) for m in shown[:3]] == [
+        ("2024-03-01", "2024-05-02T18:00:00Z"),
+        ("2023-11-20", "2023-11-20T00:00:00Z"),  # only created_at: last changed then, in UTC
+        ("2024-05-01", "2024-05-01T21:46:40Z"),  # a Unix time
+    ]
+    assert shown[3]["created"] == shown[3]["updated"][:10] >= "2026"  # dated at the import
+    assert "created_at 'not a date' is not a time" in items[3]["detail"]
+
+
+@pytest.mark.parametrize("content, expected", [
+    pytest.param("The user's favourite colour is teal.", "user_favourite_colour_teal",
+                 id="possessive"),
+    pytest.param("The user doesn't like meetings before ten.",
+                 "user_doesnt_like_meetings_before_ten", id="apostrophe"),
+    pytest.param("Café opens at eight.", "user_cafe_opens_eight", id="accents-folded"),
+    pytest.param("用户的猫叫芝麻，喜欢晒太阳。", "user_用户的猫叫芝麻_喜欢晒太阳", id="chinese"),
+    pytest.param("猫" * 40 + "。", "user_" + "猫" * 16, id="long-chinese"),
+    pytest.param("Юзер любит чай.", "user_юзер_любит_чай", id="cyrillic"),
+    pytest.param("☕☕☕", None, id="no-letters"),
+])
+def test_mnemo_ids_are_readable(
+    empty_dir: Path, tmp_path: Path, content: str, expected: str | None
+) -> None:
+    db = make_mnemo(tmp_path / "one.db", [(content, "identity", 0.5, None, None, 0)])
+    done = sage_mem(empty_dir, "import", "mnemo", str(db), "--json")
+    (item,) = json.loads(done.stdout)["items"]
+    if expected is None:
+        assert re.fullmatch(r"user_mnemo_[0-9a-f]{8}", item["id"])
+    else:
+        assert item["id"] == expected
+    assert (empty_dir / (item["id"] + ".md")).is_file()
+
+
+AWS_KEY = "AK" + "IA" + "Q7ZK3M2XW5RT9PLB"  # split so that no scanner takes this file for one
+
+
+def test_import_refuses_a_secret_unless_allowed(
+    empty_dir: Path, tmp_path: Path, claude_dir: Path
+) -> None:
+    db = make_mnemo(tmp_path / "secret.db", [(f"The deploy key is {AWS_KEY}.", "general", 0.5,
+                                              None, None, 0)])
+    refused = sage_mem(empty_dir, "import", "mnemo", str(db))
+    assert "cannot import" in refused.stdout and "--allow-secret" in refused.stdout
+    assert not any(empty_dir.glob("*.md"))
+    allowed = sage_mem(empty_dir, "import", "mnemo", str(db), "--allow-secret")
+    assert "1 imported" in allowed.stdout
+
+    (claude_dir / "reference_key.md").write_text(
+        f"---\nname: key\ndescription: the key\ntype: reference\n---\n\n{AWS_KEY}\n")
+    other = tmp_path / "other"
+    other.mkdir()
+    dry = sage_mem(other, "import", "claude-code", str(claude_dir), "--dry-run", "--json")
+    (item,) = [i for i in json.loads(dry.stdout)["items"] if i["source"] == "reference_key.md"]
+    assert item["status"] == "invalid" and "--allow-secret" in item["detail"]
+    sage_mem(other, "import", "claude-code", str(claude_dir))
+    assert not (other / "reference_key.md").exists()
+    sage_mem(other, "import", "claude-code", str(claude_dir), "--allow-secret")
+    assert (other / "reference_key.md").read_bytes() == (claude_dir / "reference_key.md"
+                                                        ).read_bytes()

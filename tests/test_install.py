@@ -7,6 +7,7 @@ import os
 import shlex
 import tomllib
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 
@@ -456,7 +457,10 @@ def test_a_backup_keeps_the_original_bytes_and_mode_and_the_file_keeps_its_mode(
     result = run("cursor", "project", project, home)
 
     (backup,) = result.backups
-    assert backup.parent == path.parent and backup.name.startswith("mcp.json.bak-sage-mem-")
+    # In the state folder, never beside the file (a project's files are committed).
+    assert backup.parent == home / ".sage-mem" / "install-backups"
+    assert backup.name.startswith(quote(str(path), safe="") + ".")
+    assert not [p for p in path.parent.iterdir() if p != path]
     assert backup.read_bytes() == original
     assert backup.stat().st_mode & 0o777 == 0o640
     assert path.stat().st_mode & 0o777 == 0o640

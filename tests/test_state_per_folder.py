@@ -47,7 +47,7 @@ def prompt_hook(folder: Path, session: str, *, state: Path | None = None) -> str
 
 
 def run_ids(folder: Path) -> list[str]:
-    return [run["runId"] for run in json.loads(sage_mem(folder, "runs", "--json"))["runs"]]
+    return sorted(run["runId"] for run in json.loads(sage_mem(folder, "runs", "--json"))["runs"])
 
 
 def counts(folder: Path) -> dict[str, int]:

@@ -1,4 +1,8 @@
-"""Claude Code hook commands: `sage-mem hook session-start|user-prompt-submit`.
+"""Claude Code hook commands: `sage-mem hook session-start|user-prompt-submit|stop|pre-compact`.
+
+`stop` and `pre-compact` ask the agent, after a long run of tool steps, whether
+anything is worth remembering: `reflection.py` holds all of it; here is only
+the wiring.
 
 Each reads the hook's JSON on stdin and answers on stdout with
 
@@ -65,11 +69,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from ..errors import SageMemError
+from . import reflection
 
 if TYPE_CHECKING:  # imported when the hook answers on its own path, not to ask a server
     from ..store import MemoryStore
 
-EVENTS = {"session-start": "SessionStart", "user-prompt-submit": "UserPromptSubmit"}
+EVENTS = {"session-start": "SessionStart", "user-prompt-submit": "UserPromptSubmit",
+          **reflection.HOOKS}
 AUTODREAM_ENV = "SAGE_MEM_AUTODREAM"
 _TRUE = frozenset({"1", "true", "yes", "on"})
 _FALSE = frozenset({"0", "false", "no", "off", ""})
@@ -77,7 +83,7 @@ RELEASING_SOURCES = frozenset({"compact", "clear"})
 _LOG_PREFIX = "sage-mem hook"
 
 BUDGET_ENV = "SAGE_MEM_HOOK_BUDGET_MS"
-BUDGETS_MS = {"UserPromptSubmit": 2_000, "SessionStart": 3_000}
+BUDGETS_MS = {"UserPromptSubmit": 2_000, "SessionStart": 3_000, "Stop": 2_000, "PreCompact": 2_000}
 """The hard wall-clock budget of each hook, in milliseconds (see the module docstring)."""
 MAX_BUDGET_MS = 60_000  # Claude Code's own default timeout for a hook command
 
@@ -290,6 +296,13 @@ def _answer(event: str, stdin: TextIO, folder: Path | None, log: _Log) -> _Reply
     if hook_name is None:
         log(f"unknown hook event {event[:40]!r} (expected {' or '.join(EVENTS)})")
         return None, None
+    if event in reflection.HOOKS:
+        from ..disk.folder import MemoryFolder, default_folder
+
+        def sessions() -> Path:
+            return MemoryFolder(folder or default_folder()).state_path("sessions")
+
+        return reflection.answer(hook_name, payload, sessions, log), None
     if hook_name == "UserPromptSubmit":
         prompt = payload.get("prompt")
         if not isinstance(prompt, str):
@@ -426,6 +439,7 @@ def answer_with_store(
         text, chosen = context.session_start_context(
             store, project=project, session=session, now=now
         )
+        text = reflection.after_compaction(text, payload, sessions_dir)
         _maybe_start_autodream(store, now, log, env)
     else:
         limit, warning = context.prompt_limit(env.get("SAGE_MEM_HOOK_LIMIT"))

@@ -52,15 +52,26 @@ mnemo
         tags             tags (JSON list or comma-separated text), cut to the
                          limits of 20 tags of at most 40 characters
         retrieval_count  retrieval counts in the state folder's stats.json
+        created_at       `created` (its date) and `updated` (with only
+        updated_at       `created_at`, the fact was last changed then); the
+                         dream dates relative dates by them, so an import
+                         must not date a fact by the day of the import
 
-    Only `content` is required. Ids are `<category>_<slug of the description>`
-    for Latin text and `<category>_mnemo_<sha1 of the content, 8 hex>` for
-    other scripts, with `_2`, `_3`… when an id is taken. A fact whose content is
+    Only `content` is required. Ids are `<category>_<words of the description>`
+    in their own script (Latin folded to ASCII, a possessive 's and common
+    words dropped: `user_favourite_colour_teal`, `user_用户的猫叫芝麻`), and
+    `<category>_mnemo_<sha1 of the content, 8 hex>` only for a description
+    with no letters or digits, with `_2`, `_3`… when an id is taken. A fact
+    that looks like it holds a credential is refused unless `allow_secret`. A fact whose content is
     already the body of a memory (archived ones included) is "already present".
     MEMORY.md is regenerated once at the end, not after every fact.
 
+JSON lines
+    `import jsonl` reads what `export` writes (see `import_jsonl`): a round trip.
+
 export
-    One JSON object a line per memory (`Memory.to_dict(body=True)`), by id.
+    One JSON object a line per memory (`Memory.to_dict(body=True)` and `file`,
+    the file's whole text), by id.
     A memory file that cannot be read or parsed is named in the result, with
     why, never left out silently. `-o FILE` writes a new file, whole, mode 0600
     whatever the umask (memories are private), and never replaces one.
@@ -68,6 +79,7 @@ export
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import json
@@ -80,17 +92,34 @@ from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 from urllib.parse import quote
 
 from ..disk.folder import INDEX_FILE, MemoryFolder, read_memory
 from ..disk.safe_io import create
-from ..errors import FileChanged, FolderError, InvalidId, InvalidMemory, SageMemError
+from ..errors import (
+    FileChanged,
+    FolderError,
+    InvalidId,
+    InvalidMemory,
+    SageMemError,
+    SecretRefused,
+)
 from ..memory import catalog
+from ..memory.fields import FIELDS
 from ..memory.file_format import parse_bytes
-from ..memory.value import MAX_FILE_BYTES, MAX_TAG_LENGTH, MAX_TAGS
-from ..store import MemoryStore
+from ..memory.value import (
+    MAX_FILE_BYTES,
+    MAX_TAG_LENGTH,
+    MAX_TAGS,
+    iso_datetime,
+    memory_from_meta,
+    now_iso,
+    parse_moment,
+)
+from ..store import MemoryStore, check_new_file, new_memory_bytes
 
 MNEMO_CATEGORIES = {
     "identity": "user",        # who the user is
@@ -103,7 +132,8 @@ MNEMO_CATEGORIES = {
 """mnemo's category -> sage-mem's. Unknown categories become `reference` (plus a tag)."""
 
 UNKNOWN_CATEGORY = "reference"
-MNEMO_COLUMNS = ("content", "category", "trust_score", "summary", "tags", "retrieval_count")
+MNEMO_COLUMNS = ("content", "category", "trust_score", "summary", "tags", "retrieval_count",
+                 "created_at", "updated_at")
 MAX_DESCRIPTION = 150
 MAX_IMPORTED_RETRIEVALS = 10_000
 
@@ -184,9 +214,13 @@ class ImportResult:
 # Claude Code
 
 
-def import_claude_code(store: MemoryStore, source_dir: Path | str, *, dry_run: bool = False
-                       ) -> ImportResult:
-    """Copy a Claude Code memory folder's memory files, byte for byte, into the store."""
+def import_claude_code(store: MemoryStore, source_dir: Path | str, *, dry_run: bool = False,
+                       allow_secret: bool = False) -> ImportResult:
+    """Copy a Claude Code memory folder's memory files, byte for byte, into the store.
+
+    A file with a line that looks like a credential is refused (reported, not
+    copied) unless `allow_secret`.
+    """
     source = Path(os.path.abspath(Path(source_dir).expanduser()))
     if not source.is_dir():
         raise FolderError(f"{source}: no such folder", path=source)
@@ -203,7 +237,8 @@ def import_claude_code(store: MemoryStore, source_dir: Path | str, *, dry_run: b
             memory_files.add(rel + ".md")
             if not same_folder and _is_within(path, store.root):
                 continue  # the store lives inside the source folder: never import it into itself
-            items.append(_import_file(store, origin, path, rel, dry_run=dry_run))
+            items.append(_import_file(store, origin, path, rel, dry_run=dry_run,
+                                      allow_secret=allow_secret))
         if not items:
             notes.append(f"no memory files found in {source}")
         if not same_folder:  # in place, the notes are already where they were
@@ -341,7 +376,7 @@ def _project_label(source: Path) -> str:
 
 
 def _import_file(store: MemoryStore, origin: MemoryFolder, path: Path, rel: str, *,
-                 dry_run: bool) -> ImportItem:
+                 dry_run: bool, allow_secret: bool = False) -> ImportItem:
     shown = rel + ".md"
     try:
         raw = read_memory(origin, path).raw or b""
@@ -366,10 +401,13 @@ def _import_file(store: MemoryStore, origin: MemoryFolder, path: Path, rel: str,
     if archived.exists():
         return ImportItem(shown, memory_id, PRESENT, f"archived as archive/{memory_id}")
     detail = "; ".join(p for p in parsed.problems)
+    refused = _secret_refusal(raw, target, allow_secret=allow_secret)
+    if refused:
+        return ImportItem(shown, memory_id, INVALID, refused)
     if dry_run:
         return ImportItem(shown, memory_id, WOULD_IMPORT, detail)
     try:
-        store.create_file(memory_id, raw)
+        store.create_file(memory_id, raw, allow_secret=allow_secret)
     except FileChanged:
         return ImportItem(shown, memory_id, SKIPPED, "created meanwhile; not overwritten")
     except InvalidId as exc:  # a subfolder that is a symlink leading out of the folder
@@ -377,6 +415,19 @@ def _import_file(store: MemoryStore, origin: MemoryFolder, path: Path, rel: str,
     except OSError as exc:  # a file where a folder of the id would go, a full disk
         return ImportItem(shown, memory_id, SKIPPED, f"cannot write: {exc.strerror or exc}")
     return ImportItem(shown, memory_id, IMPORTED, detail)
+
+
+def _secret_refusal(data: bytes, path: Path, *, allow_secret: bool) -> str:
+    """Why `data` would be refused as holding a secret (the store's own words), or ""."""
+    if allow_secret:
+        return ""
+    try:
+        check_new_file(path, data)
+    except SecretRefused as exc:
+        return str(exc).removeprefix(f"{path.name}: ")
+    except InvalidMemory:
+        return ""  # refused later, for what it is
+    return ""
 
 
 def _bytes_in(store: MemoryStore, path: Path) -> bytes | None:
@@ -404,8 +455,12 @@ def _is_within(path: Path, folder: Path) -> bool:
 # mnemo
 
 
-def import_mnemo(store: MemoryStore, db_path: Path | str, *, dry_run: bool = False) -> ImportResult:
-    """Bring a mnemo database's facts in as memories (see the module docstring for the mapping)."""
+def import_mnemo(store: MemoryStore, db_path: Path | str, *, dry_run: bool = False,
+                 allow_secret: bool = False) -> ImportResult:
+    """Bring a mnemo database's facts in as memories (see the module docstring for the mapping).
+
+    A fact that looks like it holds a credential is refused unless `allow_secret`.
+    """
     db = Path(os.path.abspath(Path(db_path).expanduser()))
     rows = list(_read_facts(db))
     present = _bodies(store)
@@ -415,7 +470,8 @@ def import_mnemo(store: MemoryStore, db_path: Path | str, *, dry_run: bool = Fal
     notes: list[str] = []
     with _index_regenerated_once(store, enabled=not dry_run):
         for label, fact in rows:
-            item, retrievals = _import_fact(store, label, fact, present, taken, dry_run=dry_run)
+            item, retrievals = _import_fact(store, label, fact, present, taken, dry_run=dry_run,
+                                            allow_secret=allow_secret)
             items.append(item)
             if item.status == IMPORTED and item.memory_id and retrievals:
                 counts[item.memory_id] = retrievals
@@ -473,7 +529,8 @@ def _read_facts(db: Path) -> Iterator[tuple[str, dict[str, Any]]]:
 
 
 def _import_fact(store: MemoryStore, label: str, fact: dict[str, Any], present: dict[str, str],
-                 taken: set[str], *, dry_run: bool) -> tuple[ImportItem, int]:
+                 taken: set[str], *, dry_run: bool, allow_secret: bool = False
+                 ) -> tuple[ImportItem, int]:
     content = _as_text(fact.get("content"))
     if not content.strip():
         return ImportItem(label, None, INVALID, "empty content"), 0
@@ -495,21 +552,61 @@ def _import_fact(store: MemoryStore, label: str, fact: dict[str, Any], present: 
             tags = list(dict.fromkeys(tags + extra))[:MAX_TAGS]
     description = first_sentence(content)
     memory_id = _free_id(store, _base_id(category, description, content), taken)
-    taken.add(memory_id)
-    present[key] = memory_id
-    if dry_run:
-        return ImportItem(label, memory_id, WOULD_IMPORT, "; ".join(notes)), 0
     summary = " ".join(_as_text(fact.get("summary")).split()) or None
+    created, updated = _stamps(fact, notes)
     try:
-        store.write(
-            memory_id, description=description, body=content, category=category,
-            summary=summary, tags=tags or None, trust=_trust(fact.get("trust_score"), notes),
+        data = new_memory_bytes(
+            {"description": description, "category": category, "summary": summary,
+             "tags": tags or None, "trust": _trust(fact.get("trust_score"), notes)},
+            content, created=created, updated=updated,
         )
+        refused = _secret_refusal(data, store.folder.path_for(memory_id),
+                                  allow_secret=allow_secret)
+        if refused:
+            return ImportItem(label, None, INVALID, refused), 0
+        taken.add(memory_id)
+        present[key] = memory_id
+        if dry_run:
+            return ImportItem(label, memory_id, WOULD_IMPORT, "; ".join(notes)), 0
+        store.create_file(memory_id, data, allow_secret=allow_secret)
     except SageMemError as exc:
         taken.discard(memory_id)
         present.pop(key, None)
         return ImportItem(label, None, INVALID, str(exc)), 0
     return ImportItem(label, memory_id, IMPORTED, "; ".join(notes)), _retrievals(fact, notes)
+
+
+def _stamps(fact: dict[str, Any], notes: list[str]) -> tuple[str, str]:
+    """`created` (a date) and `updated` (a time) from mnemo's `created_at`/`updated_at`.
+
+    A fact with only `created_at` was last changed then, as far as anyone can
+    tell; one with neither is dated now, the day of the import.
+    """
+    created = _moment(fact.get("created_at"), "created_at", notes)
+    updated = _moment(fact.get("updated_at"), "updated_at", notes) or created
+    if created is None:
+        created = updated
+    if created is None or updated is None:
+        stamp = now_iso()
+        return stamp[:10], stamp
+    return created[:10], updated
+
+
+def _moment(value: Any, column: str, notes: list[str]) -> str | None:
+    """An ISO time (UTC, to the second) from SQLite text or a Unix time; None when not one."""
+    if value is None or value == "":
+        return None
+    moment = None
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        seconds = value / 1000 if value > 1e11 else value  # milliseconds, as JavaScript counts
+        with contextlib.suppress(OverflowError, OSError, ValueError):
+            moment = datetime.fromtimestamp(seconds, UTC)
+    elif isinstance(value, str):
+        moment = parse_moment(value.strip())  # SQLite's CURRENT_TIMESTAMP is UTC
+    if moment is None:
+        notes.append(f"{column} {_as_text(value)[:40]!r} is not a time; not used")
+        return None
+    return iso_datetime(moment.astimezone(UTC).replace(microsecond=0))
 
 
 def _bodies(store: MemoryStore) -> dict[str, str]:
@@ -630,21 +727,33 @@ _STOPWORDS = frozenset(
     "user user's users".split()
 )
 _MAX_SLUG = 40
+_MAX_WIDE_SLUG = 16  # characters of a script without spaces (Chinese): a phrase, not a line
 
 
 def _base_id(category: str, description: str, content: str) -> str:
-    letters = [ch for ch in description if ch.isalpha()]
-    folded = unicodedata.normalize("NFKD", description).encode("ascii", "ignore").decode()
-    if letters and sum(ch.isalpha() for ch in folded) >= len(letters):
-        words = re.findall(r"[a-z0-9]+", folded.lower())
-        words = [w for w in words if w not in _STOPWORDS] or words
-        slug = ""
-        for word in words:
-            if len(slug) + len(word) + 1 > _MAX_SLUG:
-                break
-            slug = f"{slug}_{word}" if slug else word
-        if slug:
-            return f"{category}_{slug}"
+    """`<category>_<words of the description>`, in its own script; a hash only when it has none.
+
+    Latin text is folded to ASCII (`café` -> `cafe`); other scripts keep their
+    letters (`user_用户的猫叫芝麻`). A possessive `'s` and apostrophes go
+    (`user's favourite` -> `favourite`, `don't` -> `dont`), and so do the
+    common words that say nothing of the topic.
+    """
+    text = unicodedata.normalize("NFKC", description).lower().replace("’", "'")
+    text = re.sub(r"'s\b", "", text).replace("'", "")
+    folded = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
+    latin = sum(ch.isalpha() for ch in folded) >= sum(ch.isalpha() for ch in text)
+    words = re.findall(r"[^\W_]+", folded if latin else text)
+    words = [w for w in words if w not in _STOPWORDS] or words
+    limit = _MAX_SLUG if latin else _MAX_WIDE_SLUG
+    slug = ""
+    for word in words:
+        if len(slug) + len(word) + 1 > limit:
+            if not slug:
+                slug = word[:limit]
+            break
+        slug = f"{slug}_{word}" if slug else word
+    if slug:
+        return f"{category}_{slug}"
     digest = hashlib.sha1(_same_text(content).encode("utf-8")).hexdigest()[:8]
     return f"{category}_mnemo_{digest}"
 
@@ -672,6 +781,113 @@ def _index_regenerated_once(store: MemoryStore, *, enabled: bool) -> Iterator[No
         return
     with store.batch():
         yield
+
+
+# JSON lines (what `export` writes)
+
+
+def import_jsonl(store: MemoryStore, source: Path | str | TextIO, *, dry_run: bool = False,
+                 allow_secret: bool = False) -> ImportResult:
+    """Bring memories in from JSON lines, as `export` writes them (a round trip).
+
+    A line with `file` (the whole text of the memory file) makes that file
+    again, byte for byte, under its `id` (`archive/…` ids as archived
+    memories). A line without one (written by another tool) is made from its
+    fields, as `export` names them (`description` and `body` at least; the
+    `created` and `updated` it gives are kept). A taken id is never
+    overwritten: the same bytes are "already present", others are skipped.
+    A line that is not a JSON object with an id, or whose memory would be
+    refused (a bad value, a secret without `allow_secret`), is reported.
+    """
+    if isinstance(source, (str, Path)):
+        path = Path(os.path.abspath(Path(source).expanduser()))
+        try:
+            with open(path, encoding="utf-8") as handle:
+                text = handle.read()
+        except FileNotFoundError:
+            raise SageMemError(f"{path}: no such file", path=path) from None
+        except UnicodeDecodeError:
+            raise SageMemError(f"{path}: not UTF-8 text, so not JSON lines", path=path) from None
+        except OSError as exc:
+            raise SageMemError(f"{path}: cannot read: {exc.strerror or exc}", path=path) from None
+        shown = path
+    else:
+        text = source.read()
+        shown = Path("-")
+    items: list[ImportItem] = []
+    with _index_regenerated_once(store, enabled=not dry_run):
+        for number, line in enumerate(text.split("\n"), start=1):
+            if line.strip():
+                items.append(_import_line(store, f"line {number}", line, dry_run=dry_run,
+                                          allow_secret=allow_secret))
+    notes = () if items else (f"no memories in {shown}",)
+    return ImportResult("jsonl", shown, dry_run, tuple(items), notes)
+
+
+# Memory.to_dict()'s values that say nothing a new file needs to hold.
+_DEFAULTS: dict[str, Any] = {"trust": 0.5, "baseline": False, "baselinePriority": 0,
+                             "locked": False}
+
+
+def _import_line(store: MemoryStore, label: str, line: str, *, dry_run: bool,
+                 allow_secret: bool) -> ImportItem:
+    try:
+        entry = json.loads(line)
+    except json.JSONDecodeError as exc:
+        return ImportItem(label, None, INVALID, f"not JSON ({exc.msg}, column {exc.colno})")
+    if not isinstance(entry, dict) or not isinstance(entry.get("id"), str):
+        return ImportItem(label, None, INVALID, "not a JSON object with an `id`")
+    prefix = store.folder.archive_dir.name + "/"
+    archived = entry["id"].startswith(prefix)
+    try:
+        memory_id = store.folder.normalize_id(entry["id"], allow_archived=archived)
+        target = store.folder.path_for(memory_id, allow_archived=archived)
+        if not archived:
+            store.folder.check_new_id(memory_id)
+        data = _line_bytes(entry)
+        check_new_file(target, data, allow_secret=allow_secret)
+    except SageMemError as exc:
+        return ImportItem(label, entry["id"][:80], INVALID, str(exc))
+    if os.path.lexists(target):
+        if _bytes_in(store, target) == data:
+            return ImportItem(label, memory_id, PRESENT)
+        return ImportItem(label, memory_id, SKIPPED,
+                          "a different memory has this id; not overwritten")
+    if dry_run:
+        return ImportItem(label, memory_id, WOULD_IMPORT)
+    try:
+        store.create_file(memory_id, data, allow_secret=allow_secret)
+    except FileChanged:
+        return ImportItem(label, memory_id, SKIPPED, "created meanwhile; not overwritten")
+    except SageMemError as exc:
+        return ImportItem(label, memory_id, INVALID, str(exc))
+    except OSError as exc:
+        return ImportItem(label, memory_id, SKIPPED, f"cannot write: {exc.strerror or exc}")
+    return ImportItem(label, memory_id, IMPORTED)
+
+
+def _line_bytes(entry: dict[str, Any]) -> bytes:
+    """The file a JSON line stands for: its `file`, else one made from its fields."""
+    whole = entry.get("file")
+    if whole is not None:
+        if not isinstance(whole, str):
+            raise InvalidMemory("`file` must be the text of the memory file")
+        return whole.encode("utf-8", errors="surrogatepass")
+    body = entry.get("body", "")
+    if not isinstance(body, str):
+        raise InvalidMemory("`body` must be text")
+    values: dict[str, Any] = {}
+    for field in FIELDS:
+        value = entry.get(field.key)
+        if value is None or value == [] or _DEFAULTS.get(field.key, ...) == value:
+            continue
+        values[field.name] = value
+    notes: list[str] = []
+    created = _moment(entry.get("created"), "created", notes)
+    updated = _moment(entry.get("updated"), "updated", notes) or created
+    stamp = now_iso()
+    return new_memory_bytes(values, body, created=(created or updated or stamp)[:10],
+                            updated=updated or stamp)
 
 
 # export
@@ -707,15 +923,33 @@ class ExportResult:
 def export_jsonl(store: MemoryStore, out: TextIO, *, archived: bool = False) -> ExportResult:
     """Write every memory (with `archived`, archived ones too) as one JSON object a line, by id.
 
-    Each line is `Memory.to_dict()` with the body. A memory file that cannot
-    be read or parsed has no such object: it is named in the result's
+    Each line is `Memory.to_dict()` with the body, and `file`: the file's
+    whole text as it is on disk (read again now, so that `sha256` is its own),
+    from which `import jsonl` makes the same file again. A memory file that
+    cannot be read or parsed has no such object: it is named in the result's
     `left_out`, never left out silently.
     """
     count = 0
+    left_out = list(_left_out(store, archived=archived))
     for memory in store.list(archived=archived):
-        out.write(json.dumps(memory.to_dict(body=True), ensure_ascii=False) + "\n")
+        try:
+            raw = read_memory(store.folder, memory.path).raw or b""
+            parsed = parse_bytes(raw, memory.path)
+            text = raw.decode("utf-8")
+        except FileNotFoundError:
+            continue  # removed since the index saw it
+        except (OSError, SageMemError, UnicodeDecodeError) as exc:
+            rel = os.path.relpath(memory.path, store.root).replace(os.sep, "/")
+            left_out.append(LeftOut(rel, _without_path(str(exc), memory.path)))
+            continue
+        fresh = memory_from_meta(
+            memory.id, memory.path, parsed.meta, parsed.body, sha256=parsed.sha256,
+            archived=memory.archived, problems=parsed.problems,
+        )
+        out.write(json.dumps({**fresh.to_dict(body=True), "file": text},
+                             ensure_ascii=False) + "\n")
         count += 1
-    return ExportResult(count, _left_out(store, archived=archived))
+    return ExportResult(count, tuple(sorted(left_out, key=lambda item: item.path)))
 
 
 def export_jsonl_file(store: MemoryStore, target: Path | str, *, archived: bool = False
@@ -763,6 +997,7 @@ __all__ = [
     "export_jsonl_file",
     "first_sentence",
     "import_claude_code",
+    "import_jsonl",
     "import_mnemo",
     "parse_tags",
 ]

@@ -1,13 +1,14 @@
-"""`sage-mem install`: register sage-mem with an agent client's own configuration files.
+"""`sage-mem install` and `uninstall`: sage-mem in an agent client's own configuration files.
 
 Owns editing other programs' config files safely. Each client and scope maps to
 files (checked against each client's documentation):
 
     client       scope    file                              what sage-mem adds
     claude-code  project  <project>/.mcp.json               mcpServers["sage-mem"] (type stdio)
-                          <project>/.claude/settings.json   hooks SessionStart, UserPromptSubmit
+                          <project>/.claude/settings.json   hooks SessionStart, UserPromptSubmit,
+                                                            Stop, PreCompact
     claude-code  user     ~/.claude.json                    top-level mcpServers["sage-mem"]
-                          ~/.claude/settings.json           hooks SessionStart, UserPromptSubmit
+                          ~/.claude/settings.json           the same four hooks
     cursor       project  <project>/.cursor/mcp.json        mcpServers["sage-mem"]
     cursor       user     ~/.cursor/mcp.json                mcpServers["sage-mem"]
     codex        user     ~/.codex/config.toml              [mcp_servers.sage-mem]
@@ -22,18 +23,43 @@ The rules every edit keeps:
   runs (a hook command ending in `hook session-start` whose program is
   sage-mem), updated in place when it differs, never duplicated. A second run
   changes nothing and makes no backup.
-- A file is backed up (`<file>.bak-sage-mem-<UTC time>`, same mode, never
-  overwritten) before it is changed, then written atomically; a symlinked
-  config file is written through to its target.
+- Minimal edits: JSON is edited in place (`json_edit`): only sage-mem's
+  member, hook group or command text changes, in the file's indentation, a
+  one-line object staying on one line; everything else keeps its bytes, so a
+  project's diff shows only sage-mem. TOML: only our tables are replaced.
+- A file is backed up before it is changed, in the state folder
+  (`<state>/install-backups/<the file's path, %-encoded>.<UTC time>`, same
+  mode, never overwritten), not beside it: project files are committed, and a
+  backup there would be too. Then it is written atomically; a symlinked config
+  file is written through to its target.
+- `uninstall` takes out exactly that: our server entry and our hooks, a hook
+  group or event or `hooks`/`mcpServers` object their removal empties, and a
+  file that held nothing else (deleted). An empty folder install made stays.
 - A file that cannot be parsed is a one-line error and is never overwritten;
   every file is checked before any is written, so a run changes all its files
   or none.
 - Dry run: the same plan and diffs, nothing written, no folder created.
 
-The installed command is the absolute path of the `sage-mem` executable beside
-the running Python (or on PATH, or `python -m sage_mem`), so the client can run
-it outside the virtualenv. A memory folder other than the default is passed as
-`--dir` to hook commands and as `SAGE_MEM_DIR` in MCP entries.
+The command written: in project scope, whose files a team commits and shares,
+`sage-mem`, found on each person's PATH (`shared_command`; a note says so when
+the name does not find this sage-mem here, and how to fix it); in user scope,
+or with `absolute=True` (`--absolute`), the absolute path of the `sage-mem`
+executable beside the running Python (or on PATH, or `python -m sage_mem`), so
+the client can run it outside the virtualenv. A memory folder other than the
+default is passed as `--dir` to hook commands and as `SAGE_MEM_DIR` in MCP
+entries; one that does not exist is said (the hooks would inject nothing).
+
+Codex's TOML is edited by hand-written code, not tomlkit. Tried with tomlkit
+0.15.2: adding `[mcp_servers.sage-mem]` to a file with `[mcp_servers.other]`
+then `# a comment about profiles` and `[profiles.fast]` put the new table
+between that comment and `[profiles.fast]` (inside the `mcp_servers`
+super-table's last position, tearing the comment from the table it is about,
+with no blank line before `[profiles.fast]`); deleting the
+`[mcp_servers.sage-mem.env]` sub-table also deleted the `# about the tail
+table` comment that followed it (tomlkit keeps it as that table's trailing
+trivia). Both are tests in tests/test_install.py. The hand-written editor
+touches only our tables' lines and checks the result parses to exactly the
+intended data (tomllib), else refuses.
 
 This module never imports `mcp`.
 """
@@ -57,14 +83,18 @@ from typing import Any
 
 from ..disk.safe_io import atomic_write
 from ..errors import SageMemError
+from . import json_edit
 
 CLIENTS = ("claude-code", "cursor", "codex")
 SCOPES = ("project", "user")
 DEFAULT_SCOPE = {"claude-code": "project", "cursor": "project", "codex": "user"}
 SERVER_NAME = "sage-mem"
 DIR_ENV = "SAGE_MEM_DIR"
-BACKUP_MARK = ".bak-sage-mem-"
-HOOK_EVENTS = {"SessionStart": "session-start", "UserPromptSubmit": "user-prompt-submit"}
+BACKUP_FOLDER = "install-backups"
+HOOK_EVENTS = {"SessionStart": "session-start", "UserPromptSubmit": "user-prompt-submit",
+               "Stop": "stop", "PreCompact": "pre-compact"}
+HOOKS_PURPOSE = "SessionStart, UserPromptSubmit, Stop and PreCompact hooks"
+SHARED_COMMAND = "sage-mem"
 _EXECUTABLES = ("sage-mem", "sage-mem.exe")
 
 
@@ -99,6 +129,7 @@ class InstallResult:
     memory_dir: Path | None
     changes: tuple[FileChange, ...]
     notes: tuple[str, ...] = ()
+    removing: bool = False  # an uninstall
 
     @property
     def files_changed(self) -> list[Path]:
@@ -128,11 +159,13 @@ class InstallResult:
 
     def format_text(self) -> str:
         lines: list[str] = []
-        verb = {"create": "would create", "update": "would update"} if self.dry_run else {
-            "create": "created", "update": "updated"}
+        verb = {"create": "would create", "update": "would update",
+                "delete": "would delete"} if self.dry_run else {
+            "create": "created", "update": "updated", "delete": "deleted"}
         for change in self.changes:
             if change.action == "unchanged":
-                lines.append(f"{change.path}: already set up ({change.purpose}); nothing to do")
+                state = "no sage-mem entry" if self.removing else "already set up"
+                lines.append(f"{change.path}: {state} ({change.purpose}); nothing to do")
                 continue
             lines.append(f"{change.path}: {verb[change.action]} ({change.purpose})")
             if change.backup is not None:
@@ -143,9 +176,11 @@ class InstallResult:
             lines.append("")
             lines.append("Dry run: nothing was written.")
         elif not self.changed:
-            lines.append(f"sage-mem is already installed for {self.client} ({self.scope} scope).")
+            state = "not installed" if self.removing else "already installed"
+            lines.append(f"sage-mem is {state} for {self.client} ({self.scope} scope).")
         else:
-            lines.append(f"Installed sage-mem for {self.client} ({self.scope} scope).")
+            done = "Uninstalled" if self.removing else "Installed"
+            lines.append(f"{done} sage-mem for {self.client} ({self.scope} scope).")
         lines.extend(f"Note: {note}" for note in self.notes)
         return "\n".join(lines) + "\n"
 
@@ -164,6 +199,36 @@ def default_command() -> list[str]:
     return [os.path.abspath(sys.executable), "-m", "sage_mem"]
 
 
+def shared_command() -> tuple[list[str], str | None]:
+    """The command for a project's shared files: `sage-mem`, found on each teammate's PATH.
+
+    With a note when the name does not find this sage-mem here (not on PATH,
+    or another installation first on it), saying how to put it there.
+    """
+    mine = default_command()
+    found = shutil.which(SHARED_COMMAND)
+    if found and os.path.realpath(found) == os.path.realpath(mine[0]):
+        return [SHARED_COMMAND], None
+    where = (f"`{SHARED_COMMAND}` on your PATH is {found}, another installation than this "
+             f"one ({shlex.join(mine)})" if found else f"`{SHARED_COMMAND}` is not on your PATH")
+    return [SHARED_COMMAND], (
+        f"{where}: this project's files run `{SHARED_COMMAND}` from each person's PATH, so that "
+        "they work for every teammate; put it there (`pipx install` or `uv tool install` "
+        "sage-mem, or its virtualenv's bin/ on PATH), or install with --absolute to write this "
+        "installation's "
+        "path instead (for this machine only)"
+    )
+
+
+def _command_for(scope: str, command: list[str] | None, absolute: bool
+                 ) -> tuple[list[str], str | None]:
+    if command:
+        return list(command), None
+    if scope == "user" or absolute:
+        return default_command(), None
+    return shared_command()
+
+
 def install(
     client: str,
     *,
@@ -174,29 +239,45 @@ def install(
     dry_run: bool = False,
     command: list[str] | None = None,
     codex_home: Path | None = None,
+    absolute: bool = False,
+    backup_dir: Path | None = None,
 ) -> InstallResult:
     """Register sage-mem with `client` (claude-code, cursor, codex) in `scope` (project, user).
 
     `scope` None picks the client's usual scope (project for claude-code and
     cursor, user for codex). `memory_dir` None, or the default folder, leaves
     the folder to the server's own default. `codex_home` is `$CODEX_HOME`
-    (default `home/.codex`). Raises SageMemError for an unknown client or scope
-    and for a config file that cannot be parsed (nothing is written then).
+    (default `home/.codex`). The command written is `command` when given;
+    else, in project scope (files a team commits), `sage-mem` from PATH
+    (`shared_command`), and in user scope or with `absolute`, this
+    installation's absolute path (`default_command`). Backups of changed files
+    go to `backup_dir` (the state folder's `install-backups/`; default
+    `home/.sage-mem/install-backups`), never beside the file. Raises
+    SageMemError for an unknown client or scope and for a config file that
+    cannot be parsed (nothing is written then).
     """
     if client not in CLIENTS:
         raise SageMemError(f"unknown client {client!r}: choose one of {', '.join(CLIENTS)}")
     scope = scope or DEFAULT_SCOPE[client]
     if scope not in SCOPES:
         raise SageMemError(f"unknown scope {scope!r}: choose project or user")
-    argv = list(command) if command else default_command()
+    argv, command_note = _command_for(scope, command, absolute)
     if not argv or not all(isinstance(part, str) and part for part in argv):
         raise SageMemError("the sage-mem command must be a non-empty list of arguments")
     project_dir = Path(os.path.abspath(Path(project_dir).expanduser()))
     home = Path(os.path.abspath(Path(home).expanduser()))
     folder = _folder_to_pass(memory_dir, home)
+    backups = _backup_dir(backup_dir, home)
 
-    edits: list[tuple[Path, str, Callable[[str], str]]] = []
+    edits: list[tuple[Path, str, Callable[[str], str | None]]] = []
+    warnings: list[str] = [command_note] if command_note else []  # said even when nothing changes
     notes: list[str] = []
+    used = folder or (Path(os.path.abspath(Path(memory_dir).expanduser())) if memory_dir
+                      else home / ".sage-mem" / "memory")
+    if not used.is_dir():
+        warnings.append(f"the memory folder {used} does not exist yet: the hooks and the server "
+                     f"find nothing until it does (`sage-mem --dir {shlex.quote(str(used))} "
+                     "init`)")
     base = project_dir if scope == "project" else home
     entry = _mcp_entry(argv, folder, with_type=client == "claude-code")
 
@@ -207,7 +288,7 @@ def install(
         server_in_json(project_dir / ".mcp.json" if scope == "project" else home / ".claude.json")
         settings = base / ".claude" / "settings.json"
         commands = {event: _hook_command(argv, folder, sub) for event, sub in HOOK_EVENTS.items()}
-        edits.append((settings, "SessionStart and UserPromptSubmit hooks",
+        edits.append((settings, HOOKS_PURPOSE,
                       lambda text: _edit_json_hooks(text, settings, commands)))
         notes.append(
             "Claude Code asks you to approve a project's .mcp.json servers the first time."
@@ -228,9 +309,62 @@ def install(
     plans = [_plan(path, purpose, edit, user=scope == "user") for path, purpose, edit in edits]
     changes: list[FileChange] = []
     for plan in plans:
-        changes.append(plan.apply() if not dry_run else plan.preview())
-    shown = tuple(notes) if any(c.action != "unchanged" for c in changes) else ()
+        changes.append(plan.apply(backups) if not dry_run else plan.preview())
+    changed = any(c.action != "unchanged" for c in changes)
+    shown = (*warnings, *notes) if changed else tuple(warnings)
     return InstallResult(client, scope, dry_run, tuple(argv), folder, tuple(changes), shown)
+
+
+def uninstall(
+    client: str,
+    *,
+    scope: str | None = None,
+    project_dir: Path,
+    home: Path,
+    dry_run: bool = False,
+    codex_home: Path | None = None,
+    backup_dir: Path | None = None,
+) -> InstallResult:
+    """Take out of `client`'s files exactly what `install` put in; everything else stays.
+
+    The `sage-mem` server entry, sage-mem's own hooks (found as install finds
+    them: by what they run), and what their removal leaves empty: a hook group
+    that held only ours, an event with no group left, `hooks` or `mcpServers`
+    with nothing in them, and a file that held nothing else (deleted, as
+    before the install). A file is backed up first, as `install` backs up.
+    """
+    if client not in CLIENTS:
+        raise SageMemError(f"unknown client {client!r}: choose one of {', '.join(CLIENTS)}")
+    scope = scope or DEFAULT_SCOPE[client]
+    if scope not in SCOPES:
+        raise SageMemError(f"unknown scope {scope!r}: choose project or user")
+    project_dir = Path(os.path.abspath(Path(project_dir).expanduser()))
+    home = Path(os.path.abspath(Path(home).expanduser()))
+    base = project_dir if scope == "project" else home
+    edits: list[tuple[Path, str, Callable[[str], str | None]]] = []
+    if client == "claude-code":
+        mcp = project_dir / ".mcp.json" if scope == "project" else home / ".claude.json"
+        settings = base / ".claude" / "settings.json"
+        edits.append((mcp, "MCP server", lambda text: _remove_json_server(text, mcp)))
+        edits.append((settings, HOOKS_PURPOSE, lambda text: _remove_json_hooks(text, settings)))
+    elif client == "cursor":
+        cursor = base / ".cursor" / "mcp.json"
+        edits.append((cursor, "MCP server", lambda text: _remove_json_server(text, cursor)))
+    else:
+        config = (project_dir / ".codex" if scope == "project" else codex_home or home / ".codex")
+        config = Path(config) / "config.toml"
+        edits.append((config, "MCP server", lambda text: _remove_toml_server(text, config)))
+    plans = [_plan(path, purpose, edit, user=scope == "user", missing_ok=True)
+             for path, purpose, edit in edits]
+    backups = _backup_dir(backup_dir, home)
+    changes = tuple(plan.apply(backups) if not dry_run else plan.preview() for plan in plans)
+    changed = any(c.action != "unchanged" for c in changes)
+    notes = ("Restart the client to load the change.",) if changed else ()
+    return InstallResult(client, scope, dry_run, (), None, changes, notes, removing=True)
+
+
+def _backup_dir(backup_dir: Path | None, home: Path) -> Path:
+    return Path(backup_dir) if backup_dir is not None else home / ".sage-mem" / BACKUP_FOLDER
 
 
 # planning and writing
@@ -241,37 +375,45 @@ class _Plan:
     path: Path
     purpose: str
     old: str | None
-    new: str
+    new: str | None  # None: the file goes (an uninstall that leaves it empty)
     mode: int
 
     @property
     def action(self) -> str:
         if self.old is None:
-            return "create"
+            return "unchanged" if self.new is None else "create"
+        if self.new is None:
+            return "delete"
         return "unchanged" if self.old == self.new else "update"
 
     def preview(self) -> FileChange:
-        diff = "" if self.action == "unchanged" else _diff(self.path, self.old, self.new)
+        diff = "" if self.action == "unchanged" else _diff(self.path, self.old, self.new or "")
         return FileChange(self.path, self.purpose, self.action, diff)
 
-    def apply(self) -> FileChange:
+    def apply(self, backups: Path) -> FileChange:
         change = self.preview()
         if change.action == "unchanged":
             return change
         target = Path(os.path.realpath(self.path))
         backup = None
         if self.old is not None:
-            backup = _backup(target)
+            backup = _backup(target, backups)
         else:
             target.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(target, self.new.encode("utf-8"), mode=self.mode)
+        if self.new is None:
+            target.unlink()
+        else:
+            atomic_write(target, self.new.encode("utf-8"), mode=self.mode)
         return FileChange(change.path, change.purpose, change.action, change.diff, backup)
 
 
-def _plan(path: Path, purpose: str, edit: Callable[[str], str], *, user: bool) -> _Plan:
+def _plan(path: Path, purpose: str, edit: Callable[[str], str | None], *, user: bool,
+          missing_ok: bool = False) -> _Plan:
     try:
         raw = Path(os.path.realpath(path)).read_bytes()
     except FileNotFoundError:
+        if missing_ok:  # nothing to take out of a file that is not there
+            return _Plan(path, purpose, None, None, 0o644)
         old = None
     except IsADirectoryError:
         raise SageMemError(f"{path}: is a folder, not a config file", path=path) from None
@@ -283,20 +425,32 @@ def _plan(path: Path, purpose: str, edit: Callable[[str], str], *, user: bool) -
         except UnicodeDecodeError:
             raise SageMemError(f"{path}: not UTF-8 text; nothing was changed", path=path) from None
     new = edit(old or "")
-    if old is not None and raw.startswith(b"\xef\xbb\xbf"):
+    if old is not None and new is not None and raw.startswith(b"\xef\xbb\xbf"):
         old, new = "\ufeff" + old, "\ufeff" + new
+    elif old is not None and raw.startswith(b"\xef\xbb\xbf"):
+        old = "\ufeff" + old
     # A project's config is usually committed and shared; a user's may hold secrets.
     return _Plan(path, purpose, old, new, 0o600 if user else 0o644)
 
 
-def _backup(target: Path) -> Path:
+def _backup(target: Path, backups: Path) -> Path:
+    """A copy of `target` in the state folder's `install-backups/` (never in the project).
+
+    Named after the file's whole path and the time, so that it says what it is
+    a copy of: `%2Fhome%2Fme%2Fapp%2F.mcp.json.20261201T120000Z`.
+    """
+    from urllib.parse import quote
+
+    from ..disk.safe_io import make_private_dirs
+
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     data = target.read_bytes()
     mode = target.stat().st_mode & 0o7777
+    make_private_dirs(backups)
     n = 1
     while True:
         suffix = "" if n == 1 else f"-{n}"
-        backup = target.with_name(f"{target.name}{BACKUP_MARK}{stamp}{suffix}")
+        backup = backups / f"{quote(str(target), safe='')[:200]}.{stamp}{suffix}"
         try:
             fd = os.open(backup, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
         except FileExistsError:
@@ -410,34 +564,203 @@ def _object_at(data: dict[str, Any], key: str, path: Path) -> dict[str, Any]:
 
 
 def _dump_json(data: Any, original: str) -> str:
+    """The whole file written anew (a new file, or an edit the minimal one could not make)."""
     match = re.search(r"\n([ \t]+)\S", original)
-    indent: str | int = match.group(1) if match else 2
+    unit = match.group(1) if match else "  "
     # Keep a file that spells non-ASCII as \u escapes that way, so the diff shows only our change.
     ascii_only = bool(original) and original.isascii()
-    return json.dumps(data, indent=indent, ensure_ascii=ascii_only) + "\n"
+    return json_edit.dumps(data, unit=unit, ensure_ascii=ascii_only) + "\n"
+
+
+def _checked(new: str, expected: Any, original: str) -> str:
+    """The minimal edit when it reads back as `expected`; else the whole file written anew."""
+    try:
+        if json.loads(new) == expected:
+            return new
+    except ValueError:
+        pass
+    return _dump_json(expected, original)
+
+
+def _editor(text: str, path: Path) -> json_edit.Editor:
+    try:
+        return json_edit.Editor(text)
+    except ValueError as exc:  # json.loads took it: a form this parser does not (never seen)
+        raise SageMemError(f"{path}: cannot edit this JSON in place ({exc}); nothing was changed",
+                           path=path) from None
 
 
 def _edit_json_server(text: str, path: Path, wanted: Mapping[str, Any]) -> str:
     data = _load_json(text, path)
-    before = copy.deepcopy(data)
-    servers = _object_at(data, "mcpServers", path)
-    servers[SERVER_NAME] = _merge_entry(servers.get(SERVER_NAME), wanted)
-    return text if data == before and text else _dump_json(data, text)
+    servers = data.get("mcpServers")
+    if servers is not None and not isinstance(servers, dict):
+        _object_at(data, "mcpServers", path)  # raises, naming what it is
+    current = (servers or {}).get(SERVER_NAME)
+    entry = _merge_entry(current, wanted)
+    if servers is not None and current == entry and text:
+        return text
+    expected = copy.deepcopy(data)
+    expected.setdefault("mcpServers", {})[SERVER_NAME] = entry
+    if not text.strip():
+        return _dump_json(expected, text)
+    editor = _editor(text, path)
+    member = editor.root.member("mcpServers")
+    if member is None:
+        editor.add_member(editor.root, "mcpServers", {SERVER_NAME: entry})
+    else:
+        ours = member[2].member(SERVER_NAME)
+        if ours is None:
+            editor.add_member(member[2], SERVER_NAME, entry)
+        else:
+            editor.replace(ours[2], entry)
+    return _checked(editor.text, expected, text)
 
 
 def _edit_json_hooks(text: str, path: Path, commands: Mapping[str, str]) -> str:
     data = _load_json(text, path)
-    before = copy.deepcopy(data)
-    hooks = _object_at(data, "hooks", path)
+    hooks = data.get("hooks")
+    if hooks is not None and not isinstance(hooks, dict):
+        _object_at(data, "hooks", path)  # raises, naming what it is
+    wanted = dict(hooks or {})
     for event, command in commands.items():
-        groups = hooks.setdefault(event, [])
+        groups = wanted.get(event, [])
         if not isinstance(groups, list):
             raise SageMemError(
                 f"{path}: hooks.{event} is a {type(groups).__name__}, expected a list; "
                 "nothing was changed", path=path,
             )
-        hooks[event] = _with_our_hook(groups, command, HOOK_EVENTS[event])
-    return text if data == before and text else _dump_json(data, text)
+        wanted[event] = _with_our_hook(groups, command, HOOK_EVENTS[event])
+    if hooks is not None and wanted == hooks and text:
+        return text
+    expected = copy.deepcopy(data)
+    expected["hooks"] = wanted
+    if not text.strip():
+        return _dump_json(expected, text)
+    editor = _editor(text, path)
+    member = editor.root.member("hooks")
+    if member is None:
+        editor.add_member(editor.root, "hooks", {event: wanted[event] for event in commands})
+        return _checked(editor.text, expected, text)
+    obj = member[2]
+    added = []
+    for event in commands:
+        before, after = (hooks or {}).get(event), wanted[event]
+        if before == after:
+            continue
+        found = obj.member(event)
+        if found is None:
+            added.append((event, after))
+        else:
+            _edit_list(editor, found[2], before or [], after)
+    editor.add_members(obj, added)
+    return _checked(editor.text, expected, text)
+
+
+def _edit_list(editor: json_edit.Editor, node: json_edit.Node, before: list[Any],
+               after: list[Any]) -> None:
+    """Change the JSON list at `node` from `before` to `after` touching as few items as it can."""
+    if node.kind != "array" or len(node.items) != len(before):
+        editor.replace(node, after)
+    elif len(after) == len(before) + 1 and after[:-1] == before:
+        editor.add_item(node, after[-1])
+    elif len(after) == len(before):
+        for item, old, new in zip(node.items, before, after, strict=True):
+            if old != new:
+                editor.replace(item, new)
+    elif len(after) < len(before) and _is_subsequence(after, before):
+        doomed, j = [], 0
+        for i, old in enumerate(before):
+            if j < len(after) and old == after[j]:
+                j += 1
+            else:
+                doomed.append(i)
+        editor.remove_items(node, doomed)
+    else:
+        editor.replace(node, after)
+
+
+def _is_subsequence(short: list[Any], long: list[Any]) -> bool:
+    it = iter(long)
+    return all(any(item == other for other in it) for item in short)
+
+
+def _remove_json_server(text: str, path: Path) -> str | None:
+    data = _load_json(text, path)
+    servers = data.get("mcpServers")
+    if not isinstance(servers, dict) or SERVER_NAME not in servers:
+        return text
+    expected = copy.deepcopy(data)
+    del expected["mcpServers"][SERVER_NAME]
+    editor = _editor(text, path)
+    member = editor.root.member("mcpServers")
+    assert member is not None
+    if expected["mcpServers"]:
+        editor.remove_members(member[2], {SERVER_NAME})
+    else:
+        del expected["mcpServers"]
+        editor.remove_members(editor.root, {"mcpServers"})
+    if not expected:
+        return None  # nothing else was in it: as before the install, no file
+    return _checked(editor.text, expected, text)
+
+
+def _remove_json_hooks(text: str, path: Path) -> str | None:
+    data = _load_json(text, path)
+    hooks = data.get("hooks")
+    if not isinstance(hooks, dict):
+        return text
+    wanted = dict(hooks)
+    for event, sub in HOOK_EVENTS.items():
+        groups = hooks.get(event)
+        if isinstance(groups, list):
+            kept = _without_our_hook(groups, sub)
+            if kept != groups:
+                wanted[event] = kept
+                if not kept:
+                    del wanted[event]
+    if wanted == hooks:
+        return text
+    expected = copy.deepcopy(data)
+    editor = _editor(text, path)
+    member = editor.root.member("hooks")
+    assert member is not None
+    if not wanted:
+        del expected["hooks"]
+        editor.remove_members(editor.root, {"hooks"})
+    else:
+        expected["hooks"] = wanted
+        gone = {event for event in hooks if event not in wanted}
+        for event in wanted:
+            found = member[2].member(event)
+            if found is not None and wanted[event] != hooks[event]:
+                _edit_list(editor, found[2], hooks[event], wanted[event])
+        editor.remove_members(member[2], gone)
+    if not expected:
+        return None
+    return _checked(editor.text, expected, text)
+
+
+def _without_our_hook(groups: list[Any], sub: str) -> list[Any]:
+    """The event's hook groups without sage-mem's hook, and without a group it alone was in."""
+    out: list[Any] = []
+    for group in groups:
+        entries = group.get("hooks") if isinstance(group, dict) else None
+        if not isinstance(entries, list):
+            out.append(group)
+            continue
+        kept = [entry for entry in entries if not _is_our_hook_entry(entry, sub)]
+        if len(kept) == len(entries):
+            out.append(group)
+        elif kept:
+            out.append({**group, "hooks": kept})
+    return out
+
+
+def _is_our_hook_entry(entry: Any, sub: str) -> bool:
+    return (
+        isinstance(entry, dict) and entry.get("type") == "command"
+        and isinstance(entry.get("command"), str) and _is_our_hook(entry["command"], sub)
+    )
 
 
 def _with_our_hook(groups: list[Any], command: str, sub: str) -> list[Any]:
@@ -451,11 +774,7 @@ def _with_our_hook(groups: list[Any], command: str, sub: str) -> list[Any]:
             continue
         kept: list[Any] = []
         for entry in entries:
-            ours = (
-                isinstance(entry, dict) and entry.get("type") == "command"
-                and isinstance(entry.get("command"), str) and _is_our_hook(entry["command"], sub)
-            )
-            if not ours:
+            if not _is_our_hook_entry(entry, sub):
                 kept.append(entry)
             elif not found:
                 found = True
@@ -527,6 +846,42 @@ def _edit_toml_server(text: str, path: Path, wanted: Mapping[str, Any]) -> str:
             "the file; add it by hand (see `sage-mem install codex --dry-run`)", path=path,
         )
     return new_text
+
+
+def _remove_toml_server(text: str, path: Path) -> str | None:
+    """The file without the [mcp_servers.sage-mem] tables install wrote (and the blank line
+    before them); None when nothing else was in it."""
+    data = _load_toml(text, path)
+    servers = data.get("mcp_servers")
+    if not isinstance(servers, dict) or SERVER_NAME not in servers:
+        return text
+    lines = text.splitlines(keepends=True)
+    regions = _our_regions(lines)
+    if not regions:
+        raise SageMemError(
+            f"{path}: mcp_servers.{SERVER_NAME} is written in a form sage-mem does not edit "
+            f"(not a [mcp_servers.{SERVER_NAME}] table); take it out by hand", path=path,
+        )
+    for first, last in reversed(regions):
+        # the blank line install put before the table, unless the file starts with it
+        if first > 0 and not lines[first - 1].strip():
+            first -= 1
+        del lines[first:last]
+    new_text = "".join(lines)
+    expected = copy.deepcopy(data)
+    del expected["mcp_servers"][SERVER_NAME]
+    if not expected["mcp_servers"]:
+        del expected["mcp_servers"]
+    try:
+        check = tomllib.loads(new_text)
+    except tomllib.TOMLDecodeError:
+        check = None
+    if check != expected:
+        raise SageMemError(
+            f"{path}: could not take [mcp_servers.{SERVER_NAME}] out without disturbing the "
+            "rest of the file; take it out by hand", path=path,
+        )
+    return new_text if new_text.strip() else None
 
 
 def _our_regions(lines: list[str]) -> list[tuple[int, int]]:
@@ -637,4 +992,5 @@ def _toml_value(value: Any) -> str:
     raise SageMemError(f"cannot write {type(value).__name__} as TOML")
 
 
-__all__ = ["CLIENTS", "SCOPES", "FileChange", "InstallResult", "default_command", "install"]
+__all__ = ["CLIENTS", "SCOPES", "FileChange", "InstallResult", "default_command", "install",
+           "shared_command", "uninstall"]

@@ -8,8 +8,10 @@ folder's bytes and mtimes are the same after an audit as before.
 
 Each finding has a stable `check` name (the keys of `CHECKS`) and a severity:
 "error" for what loses data, hides a file from the index, or leaks a secret;
-"warning" for departures from the conventions of DESIGN §2 and §3. Any finding,
-of either severity, makes the CLI exit 1.
+"warning" for departures from the conventions of DESIGN §2 and §3. The CLI
+exits 1 for an error and 0 for warnings alone (`--strict`: 1 for either), so
+that an audit in CI or a pre-commit hook fails on what matters and can be
+left on.
 
 What is fine, on purpose:
 
@@ -24,7 +26,10 @@ What is fine, on purpose:
 - The `<category>_*.md` prefix is checked at the top level; below it, a first
   folder named after a category (`project/api/auth_flow.md`) stands in for the
   prefix, and any other folder is free-form unless the filename's own prefix
-  names a different category.
+  names a different category. `<category>-*.md` counts as the prefix too, and
+  a hyphenated name with no prefix at all (`cluster-crash-notes.md`, as Claude
+  Code names its memory files) is not held to the convention; a prefix that
+  names another category is.
 - A YAML comment after two or more spaces (`trust: 0.7  # fairly sure`) is
   meant; one after a single space inside a text value (`description: use C# #
   not java`, `description: issue #12 is fixed`) is the classic accident.
@@ -150,6 +155,10 @@ class AuditReport:
     @property
     def errors(self) -> tuple[Finding, ...]:
         return tuple(f for f in self.findings if f.severity == "error")
+
+    def exit_status(self, *, strict: bool = False) -> int:
+        """1 when there is an error (with `strict`, any finding), else 0: the CLI's status."""
+        return 1 if self.errors or (strict and self.findings) else 0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -611,6 +620,7 @@ class _Audit:
                  getattr(problem, "line", None))
 
 
+_KEBAB = re.compile(r"[^\W_]+(?:-[^\W_]+)+")
 _CONFLICT_OPEN = re.compile(r"^<{7}(?: |$)")
 _CONFLICT_CLOSE = re.compile(r"^>{7}(?: |$)")
 _CLOSING = re.compile(r"^(---|\.\.\.)[ \t]*\r?$")
@@ -626,12 +636,14 @@ def _top_key(category_key: str | None) -> str:
 def _prefix_mismatch(rel: str, category: str) -> str | None:
     parts = rel[:-3].split("/")
     stem = parts[-1]
-    named = next((c for c in CATEGORIES if stem.startswith(c + "_")), None)
+    named = next((c for c in CATEGORIES if stem.startswith((c + "_", c + "-"))), None)
     if len(parts) == 1:
         if named == category:
             return None
         if named is not None:
             return f"file name says {named!r} but category is {category!r}"
+        if _KEBAB.fullmatch(stem):
+            return None  # hyphenated words, as Claude Code names its files: another convention
         return f"file name does not start with '{category}_' (the <category>_*.md convention)"
     top = parts[0]
     if top in CATEGORIES and top != category:

@@ -1,4 +1,4 @@
-"""Commands for agent clients and the page: `serve`, `ui`, `hook`, `daemon`, `install`."""
+"""Commands for agent clients and the page: `serve`, `ui`, `hook`, `daemon`, `(un)install`."""
 
 from __future__ import annotations
 
@@ -61,8 +61,8 @@ def ui(session: Session, port: int | None, open_browser: bool, poll: bool) -> in
 @dir_option
 # Any text, not a Choice: a hook must exit 0 even when misconfigured, so run_hook reports it.
 @click.argument("event", metavar="EVENT",
-                help="session-start (baselines and a tool guide) or user-prompt-submit "
-                     "(relevant memories)")
+                help="session-start (baselines and a tool guide), user-prompt-submit "
+                     "(relevant memories), stop or pre-compact (ask what is worth keeping)")
 @click.pass_obj
 def hook(session: Session, event: str) -> int:
     return answer_hook(event, session.dir, session.out)
@@ -93,10 +93,13 @@ def daemon(session: Session, idle: float, build_only: bool, poll: bool) -> int:
                 help="which client")
 @click.option("--scope", type=Choice(["project", "user"]),
               help="this project's config or your user config (default: project; user for codex)")
+@click.option("--absolute", is_flag=True,
+              help="write this installation's absolute path in project files too (by default "
+                   "they run `sage-mem` from PATH, so they work for every teammate)")
 @click.option("--dry-run", is_flag=True, help="show the diff, write nothing")
 @json_option
 @click.pass_obj
-def install(session: Session, client: str, scope: str | None, dry_run: bool,
+def install(session: Session, client: str, scope: str | None, absolute: bool, dry_run: bool,
             as_json: bool) -> int:
     from ..agents.install import install as install_client
 
@@ -111,5 +114,37 @@ def install(session: Session, client: str, scope: str | None, dry_run: bool,
         memory_dir=Path(named).expanduser() if named else None,
         dry_run=dry_run,
         codex_home=Path(codex_home).expanduser() if codex_home else None,
+        absolute=absolute,
+        backup_dir=_backups(session),
     )
     return session.print_result(result, as_json)
+
+
+@command("uninstall", "take out of a client's config exactly what `install` put in",
+         "sage-mem uninstall claude-code --dry-run")
+@dir_option
+@click.argument("client", type=Choice(["claude-code", "cursor", "codex"]),
+                help="which client")
+@click.option("--scope", type=Choice(["project", "user"]),
+              help="this project's config or your user config (default: project; user for codex)")
+@click.option("--dry-run", is_flag=True, help="show the diff, write nothing")
+@json_option
+@click.pass_obj
+def uninstall(session: Session, client: str, scope: str | None, dry_run: bool,
+              as_json: bool) -> int:
+    from ..agents.install import uninstall as uninstall_client
+
+    codex_home = os.environ.get("CODEX_HOME")
+    result = uninstall_client(
+        client, scope=scope, project_dir=Path.cwd(), home=Path.home(), dry_run=dry_run,
+        codex_home=Path(codex_home).expanduser() if codex_home else None,
+        backup_dir=_backups(session),
+    )
+    return session.print_result(result, as_json)
+
+
+def _backups(session: Session) -> Path:
+    """Where install and uninstall keep the files they change: the state folder, not the repo."""
+    from ..disk.folder import MemoryFolder
+
+    return MemoryFolder(session.folder).state_dir / "install-backups"

@@ -40,8 +40,10 @@ def runs(session: Session, as_json: bool) -> int:
     from ..dream import format_runs, list_runs
 
     found = list_runs(session.open_store())
-    if as_json:
-        session.print_json({"runs": [run.to_dict() for run in found], "count": len(found)})
+    if as_json:  # newest first, as the text lists them
+        session.print_json(
+            {"runs": [run.to_dict() for run in reversed(found)], "count": len(found)}
+        )
     else:
         session.out.write(format_runs(found) if found else "No dream runs yet.\n")
     return 0

@@ -106,12 +106,15 @@ def index(session: Session, as_json: bool) -> int:
     return 0
 
 
-@command("audit", "check the folder and report problems (changes nothing; exit 1 if any)",
-         "sage-mem audit --json")
+@command("audit",
+         "check the folder and report problems (changes nothing; exit 1 for an error, "
+         "with --strict for a warning too)",
+         "sage-mem audit --strict")
 @dir_option
+@click.option("--strict", is_flag=True, help="exit 1 for warnings too, not only for errors")
 @json_option
 @click.pass_obj
-def audit(session: Session, as_json: bool) -> int:
+def audit(session: Session, strict: bool, as_json: bool) -> int:
     from ..checks.audit import audit as audit_folder
 
     report = audit_folder(session.open_store())
@@ -120,38 +123,58 @@ def audit(session: Session, as_json: bool) -> int:
     else:
         text = report.format_text()
         session.out.write(text if text.endswith("\n") or not text else text + "\n")
+        errors, warnings = len(report.errors), len(report.findings) - len(report.errors)
         if report.ok:
             session.out.write("No problems found.\n")
-    return 0 if report.ok else 1
+        else:
+            session.out.write(
+                f"{errors} error{'s' if errors != 1 else ''}, "
+                f"{warnings} warning{'s' if warnings != 1 else ''}"
+                + (" (--strict: warnings fail too)\n" if strict and warnings else "\n")
+            )
+    return report.exit_status(strict=strict)
 
 
-@command("import", "bring memories in from Claude Code or mnemo (never overwrites)",
+@command("import",
+         "bring memories in from Claude Code, mnemo or an export's JSON lines (never overwrites)",
          "sage-mem import claude-code ~/.claude/projects/my-project/memory --dry-run")
 @dir_option
-@click.argument("source", type=Choice(["claude-code", "mnemo"]),
-                help="claude-code (a folder) or mnemo (a database)")
+@click.argument("source", type=Choice(["claude-code", "mnemo", "jsonl"]),
+                help="claude-code (a folder), mnemo (a database) or jsonl (an export)")
 @click.argument("path", metavar="PATH",
-                help="the Claude Code memory folder or the mnemo SQLite file")
+                help="the Claude Code memory folder, the mnemo SQLite file, or the JSON lines "
+                     "file (`-`: stdin)")
 @click.option("--dry-run", is_flag=True, help="report what would happen, write nothing")
+@click.option("--allow-secret", is_flag=True,
+              help="import even what looks like a credential (refused by default)")
 @json_option
 @click.pass_obj
 def import_memories(session: Session, source: str, path: str, dry_run: bool,
-                    as_json: bool) -> int:
-    from ..agents.importers import import_claude_code, import_mnemo
+                    allow_secret: bool, as_json: bool) -> int:
+    import sys
 
-    bring_in = import_claude_code if source == "claude-code" else import_mnemo
-    result = bring_in(session.open_store(), Path(path).expanduser(), dry_run=dry_run)
+    from ..agents.importers import import_claude_code, import_jsonl, import_mnemo
+
+    store = session.open_store()
+    if source == "jsonl":
+        where = sys.stdin if path == "-" else Path(path).expanduser()
+        result = import_jsonl(store, where, dry_run=dry_run, allow_secret=allow_secret)
+    else:
+        bring_in = import_claude_code if source == "claude-code" else import_mnemo
+        result = bring_in(store, Path(path).expanduser(), dry_run=dry_run,
+                          allow_secret=allow_secret)
     return session.print_result(result, as_json)
 
 
 @command(
     "export",
-    "write every memory as JSON lines; a file that cannot be parsed is named on stderr and the "
-    "exit status is 1",
-    "sage-mem export --jsonl -o memories.jsonl",
+    "write every memory as JSON lines (`import jsonl` reads them back); a file that cannot be "
+    "parsed is named on stderr and the exit status is 1",
+    "sage-mem export -o memories.jsonl",
 )
 @dir_option
-@click.option("--jsonl", is_flag=True, required=True, help="JSON lines, one memory a line")
+@click.option("--jsonl", is_flag=True,
+              help="JSON lines, one memory a line (the default and only format)")
 @click.option("--archived", is_flag=True, help="include archived memories")
 @click.option("--output", "-o", metavar="FILE",
               help="write to FILE instead of stdout: a new file (never replaced), private (0600)")

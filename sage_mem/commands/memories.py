@@ -1,4 +1,10 @@
-"""Commands on memories: `add`, `search`, `show`, `list`, `archive`, `feedback`."""
+"""Commands on memories: `add`, `edit`, `search`, `show`, `list`, `archive`, `restore`, `mv`,
+`delete`, `feedback`.
+
+`edit`, `mv` and `delete` are a person's: agents and the dream have tools for
+none of them (an agent archives; only a person deletes, an archived memory,
+after saying yes).
+"""
 
 from __future__ import annotations
 
@@ -9,6 +15,7 @@ from typing import Any
 
 import click
 
+from ..cli import PROG
 from ..memory.fields import FIELDS
 from .base import (
     Choice,
@@ -73,6 +80,82 @@ def add(session: Session, memory_id: str, body: str | None, expected_sha256: str
     return 0
 
 
+@command(
+    "edit",
+    "open a memory file in $VISUAL or $EDITOR; saved only if it still parses and nobody "
+    "changed it meanwhile (else your text is kept, and where is said)",
+    "EDITOR=nano sage-mem edit user_cat",
+)
+@dir_option
+@click.argument("memory_id", metavar="ID", help="the memory id")
+@click.option("--allow-secret", is_flag=True,
+              help="save even if a new line looks like a credential (refused by default)")
+@json_option
+@click.pass_obj
+def edit(session: Session, memory_id: str, allow_secret: bool, as_json: bool) -> int:
+    import hashlib
+    import shlex
+    import subprocess
+    import time
+
+    from ..disk.folder import read_memory
+    from ..disk.safe_io import atomic_write
+    from ..errors import ConflictError, InvalidMemory, MemoryLocked, MemoryNotFound
+
+    store = session.open_store()
+    memory = store.read(store.folder.normalize_id(memory_id))  # says so when there is none
+    canonical = memory.id
+    if memory.locked:
+        raise MemoryLocked(f"{canonical}: memory is locked (locked: true): sage-mem does not "
+                           f"change it; edit {memory.path} itself to unlock or change it")
+    raw = read_memory(store.folder, store.folder.path_for(canonical)).raw or b""
+    editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
+    drafts = store.folder.ensure_state_dir("edits")
+    stamp = time.strftime("%Y%m%dT%H%M%S")
+    draft = drafts / f"{canonical.replace('/', '__')}.{stamp}.{os.getpid()}.md"
+    atomic_write(draft, raw, mode=0o600)
+    err = session.err
+    kept = f"your text is kept in {draft}"
+    while True:
+        try:
+            done = subprocess.run([*shlex.split(editor), str(draft)], check=False)
+        except (OSError, ValueError) as exc:
+            draft.unlink()
+            raise InvalidMemory(
+                f"cannot start the editor {editor!r} ($VISUAL, $EDITOR): {exc}; nothing changed"
+            ) from None
+        if done.returncode != 0:
+            err.write(f"{PROG}: error: the editor exited with status {done.returncode}; "
+                      f"not saved; {kept}\n")
+            return 1
+        edited = draft.read_bytes()
+        if edited == raw:
+            draft.unlink()
+            session.out.write(f"No changes to {canonical}.\n")
+            return 0
+        try:
+            memory = store.replace_file(canonical, edited, allow_secret=allow_secret,
+                                     expected_sha256=hashlib.sha256(raw).hexdigest())
+        except (InvalidMemory, ConflictError, MemoryLocked, MemoryNotFound) as exc:
+            err.write(f"{PROG}: error: not saved: {exc}\n")
+            if isinstance(exc, InvalidMemory) and sys.stdin.isatty() and click.confirm(
+                "Open the editor again to fix it?", default=True, err=True
+            ):
+                continue
+            err.write(f"{PROG}: {kept} (nothing is lost: fix it and run "
+                      f"`{PROG} edit` again, or copy it over the file)\n")
+            return 1
+        break
+    draft.unlink()
+    if as_json:
+        session.print_json(memory.to_dict(body=False))
+        return 0
+    session.out.write(f"Saved {memory.id} ({memory.path})\n")
+    for problem in memory.problems:
+        err.write(f"{PROG}: note: {memory.id}: {problem}\n")
+    return 0
+
+
 @command("search", "ranked compact results for a query",
          'sage-mem search "how do I run the tests" --limit 5')
 @dir_option
@@ -126,20 +209,38 @@ def show(session: Session, memory_id: str, as_json: bool) -> int:
 @click.pass_obj
 def list_memories(session: Session, category: str | None, project: str | None,
                   tags: tuple[str, ...], archived: bool, as_json: bool) -> int:
+    from ..checks.prompt_injection import visible
     from .render import memory_line
 
     memories = session.open_store().list(
         category=category, project=project, tags=list(tags) or None, archived=archived
     )
     if as_json:
-        session.print_json(
-            {"memories": [m.to_dict(body=False) for m in memories], "count": len(memories)}
-        )
+        session.print_json({
+            "memories": [{**m.to_dict(body=False), **archive_marks(m)} for m in memories],
+            "count": len(memories),
+        })
     else:
-        session.out.writelines(memory_line(memory) + "\n" for memory in memories)
+        for memory in memories:
+            marks = archive_marks(memory)
+            line = memory_line(memory)
+            if memory.archived:
+                when = str(marks.get("archived") or "")[:10]
+                reason = marks.get("archiveReason") or "no reason given"
+                line += f"  — archived{' ' + when if when else ''}: {visible(str(reason))}"
+            session.out.write(line + "\n")
         if not memories:
             session.out.write("No memories.\n")
     return 0
+
+
+def archive_marks(memory: Any) -> dict[str, Any]:
+    """An archived memory's `archived` time and `archiveReason` (and `supersededBy`), as JSON."""
+    if not memory.archived:
+        return {}
+    marks = {key: memory.meta.get(key) for key in ("archived", "archiveReason", "supersededBy")}
+    return {key: value if isinstance(value, str) else None if value is None else str(value)
+            for key, value in marks.items()}
 
 
 @command("archive", "move a memory to archive/ (nothing is ever deleted)",
@@ -160,6 +261,70 @@ def archive(session: Session, memory_id: str, reason: str, expected_sha256: str 
         session.print_json(memory.to_dict(body=False))
     else:
         session.out.write(f"Archived {memory_id} as {memory.id} ({memory.path})\n")
+    return 0
+
+
+@command("restore", "bring an archived memory back under its old id (never over another)",
+         "sage-mem restore archive/user_old_cat")
+@dir_option
+@click.argument("memory_id", metavar="ID", help="the archived memory (archive/… or its old id)")
+@json_option
+@click.pass_obj
+def restore(session: Session, memory_id: str, as_json: bool) -> int:
+    memory = session.open_store().restore(memory_id)
+    if as_json:
+        session.print_json(memory.to_dict(body=False))
+    else:
+        session.out.write(f"Restored {memory.id} ({memory.path})\n")
+    return 0
+
+
+@command("mv", "give a memory a new id; links to it in other memories follow (never overwrites)",
+         "sage-mem mv user_cat user/pets/cat")
+@dir_option
+@click.argument("old_id", metavar="OLD", help="the memory's id now")
+@click.argument("new_id", metavar="NEW", help="its new id")
+@json_option
+@click.pass_obj
+def move(session: Session, old_id: str, new_id: str, as_json: bool) -> int:
+    return session.print_result(session.open_store().rename(old_id, new_id), as_json)
+
+
+@command("delete",
+         "delete an archived memory for good, after you confirm (only archived ones; agents "
+         "and the dream cannot)",
+         "sage-mem delete archive/user_old_cat --yes")
+@dir_option
+@click.argument("memory_id", metavar="ID", help="the archived memory (archive/… or its old id)")
+@click.option("--yes", "-y", "yes", is_flag=True, help="do not ask for confirmation")
+@json_option
+@click.pass_obj
+def delete(session: Session, memory_id: str, yes: bool, as_json: bool) -> int:
+    from ..checks.prompt_injection import visible, visible_name
+
+    store = session.open_store()
+    shown = store.read(store.deletable_id(memory_id))
+    if not yes:
+        reason = archive_marks(shown).get("archiveReason") or "no reason given"
+        session.err.write(
+            f"{visible_name(shown.id)}: {visible(shown.description)}\n"
+            f"  archived: {visible(str(reason))}\n  {shown.path}\n"
+        )
+        try:
+            confirmed = click.confirm(
+                f"Delete {visible_name(shown.id)} for good? It cannot be undone "
+                "(unless the folder is in git)", default=False, err=True,
+            )
+        except click.Abort:
+            confirmed = False
+        if not confirmed:
+            session.err.write(f"Not deleted (confirm, or pass --yes): {shown.id}\n")
+            return 1
+    gone = store.delete(shown.id, expected_sha256=shown.sha256)
+    if as_json:
+        session.print_json({"id": gone.id, "path": str(gone.path), "deleted": True})
+    else:
+        session.out.write(f"Deleted {gone.id} ({gone.path})\n")
     return 0
 
 

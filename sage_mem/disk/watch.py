@@ -141,6 +141,7 @@ class Watcher:
         self.poll_seconds = POLL_SECONDS if poll_seconds is None else poll_seconds
         self.quiet_seconds = quiet_seconds
         self.max_delay_seconds = max(max_delay_seconds, quiet_seconds)
+        self.keep_catalog = False  # see `_catch_up`
         self.flush_count = 0
         self.reconcile_count = 0
         self.error_count = 0
@@ -256,7 +257,7 @@ class Watcher:
             self._rearm_if_moved()
         if reconcile:
             started = time.monotonic()
-            self._call("reconcile", self.store.reconcile)
+            self._call("reconcile", lambda: self._catch_up(self.store.reconcile()))
             self.reconcile_count += 1
             ended = time.monotonic()
             with self._cond:
@@ -264,8 +265,31 @@ class Watcher:
                 spacing = RECONCILE_SPACING * (ended - started)
                 self._next_reconcile = max(self._next_reconcile, ended + spacing)
         elif paths:
-            self._call("refresh", lambda: self.store.refresh(sorted(paths)))
+            self._call("refresh", lambda: self._catch_up(self.store.refresh(sorted(paths))))
             self.flush_count += 1
+
+    def _catch_up(self, changed: int) -> None:
+        """After memories changed on disk (a hand edit, `git pull`), bring MEMORY.md in line.
+
+        As every write through the tool does: a long-lived process (the MCP
+        server, the page) would otherwise leave a memory made by hand missing
+        from MEMORY.md until the next write or `sage-mem index`. Only when the
+        store asked for it (`MemoryStore.follow_hand_edits`, which `serve` and
+        `ui` do): a library store that watches only to search leaves the
+        folder's files to whoever writes them. Only when memories changed (MEMORY.md's own change
+        changes none, so this never feeds itself); a folder that cannot be
+        written, or whose lock another process holds too long, is left for
+        the next change to try.
+        """
+        if not changed or not self.keep_catalog:
+            return
+        from ..errors import SageMemError
+
+        try:
+            self.store.regenerate_index()
+        except (SageMemError, OSError) as exc:
+            logger.info("sage-mem watcher: MEMORY.md of %s not brought up to date: %s",
+                        self.root, exc)
 
     def _call(self, what: str, func: Callable[[], object]) -> None:
         try:

@@ -418,6 +418,7 @@ def serve(folder: Path | None = None, *, poll: bool = False) -> int:
 
     store = MemoryStore(folder, watch=True, poll=poll)
     hooks = listen_for_hooks(store)  # the folder's hooks answered from this live index
+    store.follow_hand_edits()  # a memory made by hand meanwhile is listed in MEMORY.md
     try:
         build_server(store, activity=_session_activity(store)).run("stdio")
     finally:

@@ -61,14 +61,18 @@ def check_expected(
 
 
 def new_memory_text(
-    memory_id: str, path: Path, fields: Mapping[str, Any], body: str | None
+    memory_id: str, path: Path, fields: Mapping[str, Any], body: str | None,
+    *, stamps: tuple[str, str] | None = None,
 ) -> str:
-    """The text of a new memory with the (validated) `fields` and `body`, stamped now."""
+    """The text of a new memory with the (validated) `fields` and `body`, stamped now, or
+    with `stamps` (`created`, `updated`: an import that knows when the memory was made)."""
     for field in FIELDS:
         if field.required and not fields.get(field.name):
-            raise InvalidMemory(f"{memory_id}: a new memory needs a {field.key}", path=path)
+            where = f"{memory_id}: " if memory_id else ""
+            raise InvalidMemory(f"{where}a new memory needs a {field.key}", path=path)
     stamp = now_iso()
-    meta = new_file_meta(fields, created=stamp[:10], updated=stamp)
+    created, updated = stamps or (stamp[:10], stamp)
+    meta = new_file_meta(fields, created=created, updated=updated)
     return render_new(meta, normalize_body(body or "", "\n", lead=""))
 
 

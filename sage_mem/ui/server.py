@@ -136,6 +136,7 @@ def run_ui(
 
     with MemoryStore(folder, watch=True, poll=poll) as store:
         hooks = listen_for_hooks(store)  # the folder's hooks answered from this live index
+        store.follow_hand_edits()  # a memory made by hand meanwhile is listed in MEMORY.md
         server = UiServer(store, port=port)
         out.write(
             f"sage-mem ui: {store.root} ({len(store.list())} memories)\n"
