@@ -29,16 +29,18 @@ class RuleContext:
     def live(self) -> list[Memory]:
         """Memories in service now, minus those archived (or proposed for it) in this run."""
         gone = self.applier.archived
-        return [m for m in self.store.list() if m.id not in gone]
+        proposed = self.applier.proposed
+        return [proposed.get(m.id, m) for m in self.store.list() if m.id not in gone]
 
 
 def all_rules() -> list[tuple[str, Callable[[RuleContext], None]]]:
-    from . import dates, dedupe, links, summaries, supersedes
+    from . import contradictions, dates, dedupe, links, summaries, supersedes
 
     return [
         (dates.NAME, dates.run),
         (supersedes.NAME, supersedes.run),
         (dedupe.NAME, dedupe.run),
+        (contradictions.NAME, contradictions.run),
         (summaries.NAME, summaries.run),
         (links.NAME, links.run),
     ]

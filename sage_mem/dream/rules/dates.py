@@ -1,33 +1,52 @@
-"""Relative dates made absolute, in English and Chinese, where a memory says when it was written.
+"""Relative dates made absolute, in English and Chinese, where they date a specific event.
 
 "yesterday" in a memory is wrong from the next day on, and models are poor at
-date arithmetic, so the phrase is replaced (not annotated: the old wording
-would stay wrong) by the date it meant: "Yesterday we shipped" → "On 2026-11-28
-we shipped", "上周开会" → "2026年11月16日那一周开会".
+date arithmetic, so the date it meant is written beside it, keeping the
+person's words readable: "Yesterday we shipped" → "Yesterday (2026-11-24) we
+shipped", "上周开会" → "上周（2026年11月16日那一周）开会". A phrase already followed by
+its date is left, so a second run adds nothing.
 
-The anchor is the day the text was written, which a memory only tells for sure
-when `created` and `updated` fall on the same day, or when only one of them is
-known. A memory edited on a later day might have gained its "yesterday" on
-either day: it is left alone and reported, as is one with no date at all.
+Only a phrase that dates a specific past or planned event changes. Left as
+written (DESIGN §7.3a):
 
-Weeks start on Monday. "next Friday" / "下周五" is the Friday of next week,
-"last Friday" / "上周五" the Friday of the week before; "this Friday" / "这周五"
-the Friday of the anchor's week. Code is never touched: fenced and indented
-blocks, code spans, `<code>` and `<pre>` (`sage_mem.memory.markdown` says what is code).
+- standing rules and general statements: a sentence that says never, always,
+  do not, should, every, usually, if, when…, most/many (不要、总是、每次、如果、通常…),
+  a **How to apply:** line, a phrase someone "says" (用户说下周);
+- quoted speech ("…", “…”, 「…」, 《…》, a `>` quote), idioms ("tomorrow is
+  another day", 今日事今日毕) and a date word said twice in one sentence;
+- names: a phrase in title case inside a sentence ("The Day After Tomorrow"),
+  the literary 今日/明日/昨日 (明日方舟, 今日头条 are names far more often than dates);
+- periods rather than days: "the last year", "the next week or two",
+  "the last Friday of each month" (a determiner before, "of" or "or" after);
+- code of any kind (`sage_mem.memory.markdown` says what is code).
+
+When unsure — "next Friday" said on a Wednesday (this week's or the next?),
+"last Tuesday" said on a Friday — the phrase is left and listed in the report.
+
+The anchor is the day the text was written, on the writer's clock: a time
+with an offset (`2026-11-26T01:40:00+08:00`) is that offset's day, a UTC time
+(`…Z`, as the tool writes it) the day on this machine's clock, a bare date that
+day. A memory only tells it for sure when `created` and `updated` fall on the
+same day (a `created` the tool took from the same moment in UTC counts), or when
+only one of them (or Claude Code's `modified`) is known. A memory edited on a
+later day might have gained its "yesterday" on either day: it is left alone
+and listed, as is one with no date at all.
+
+Weeks start on Monday. "next Monday" / "下周一" is the Monday of next week,
+"last Friday" / "上周五" the Friday of the week before, "this Friday" / "这周五"
+the Friday of the anchor's week.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
-from datetime import date, timedelta
+from datetime import UTC, date, timedelta
 
 from ...memory.markdown import outside_code
-from ...memory.value import Memory
+from ...memory.value import Memory, parse_moment
 from . import RuleContext
 
 NAME = "relative-dates"
-
 _EN_MONTHS = (
     "",
     "January",
@@ -75,13 +94,11 @@ _ZH_NUMBERS = {
     "九": 9,
     "十": 10,
 }
-_PREPOSITIONS = frozenset(
-    "on in at by since until till from before after during of for to as around about through "
-    "between within than".split()
-)
 
 
 # what each phrase means
+
+AMBIGUOUS = "ambiguous"
 
 
 def _en_day(day: date) -> str:
@@ -101,21 +118,27 @@ def _add_months(day: date, months: int) -> date:
     return date(index // 12, index % 12 + 1, 1)
 
 
-Replacement = tuple[str, str]  # (text, kind): kind is "day", "week", "month", "year", "around"
-
-
-def _english(match: re.Match[str], anchor: date) -> Replacement | None:
-    word = match.group(0).lower()
-    word = " ".join(word.split())
+def _english(word: str, anchor: date) -> str | None:
+    """The date an English phrase means, as written beside it; AMBIGUOUS; None for no date."""
+    word = " ".join(word.lower().split())
     days = {
         "the day before yesterday": -2,
         "the day after tomorrow": 2,
         "yesterday": -1,
+        "last night": -1,
         "today": 0,
+        "tonight": 0,
+        "this morning": 0,
+        "this afternoon": 0,
+        "this evening": 0,
         "tomorrow": 1,
     }
     if word in days:
-        return _en_day(anchor + timedelta(days=days[word])), "day"
+        return _en_day(anchor + timedelta(days=days[word]))
+    if word in ("a few days ago", "a couple of days ago"):
+        return f"a few days before {_en_day(anchor)}"
+    if word in ("earlier this week", "later this week"):
+        return f"week of {_en_day(_monday(anchor))}"
     parts = word.split()
     if parts[-1] == "ago" or parts[0] == "in":
         count_word = parts[1] if parts[0] == "in" else parts[0]
@@ -125,44 +148,55 @@ def _english(match: re.Match[str], anchor: date) -> Replacement | None:
         sign = -1 if parts[-1] == "ago" else 1
         unit = parts[-2] if parts[-1] == "ago" else parts[-1]
         if unit.startswith("day"):
-            return _en_day(anchor + timedelta(days=sign * count)), "day"
+            return _en_day(anchor + timedelta(days=sign * count))
         if unit.startswith("week"):
-            return _en_day(anchor + timedelta(weeks=sign * count)), "around"
+            return f"around {_en_day(anchor + timedelta(weeks=sign * count))}"
         return None
     which, unit = parts[0], parts[1]
     offset = {"last": -1, "this": 0, "next": 1}[which]
     if unit == "week":
-        return _en_day(_monday(anchor) + timedelta(weeks=offset)), "week"
+        return f"week of {_en_day(_monday(anchor) + timedelta(weeks=offset))}"
+    if unit == "weekend":
+        saturday = _monday(anchor) + timedelta(weeks=offset, days=5)
+        return f"{_en_day(saturday)} to {_en_day(saturday + timedelta(days=1))}"
     if unit == "month":
         first = _add_months(anchor, offset)
-        return f"{_EN_MONTHS[first.month]} {first.year}", "month"
+        return f"{_EN_MONTHS[first.month]} {first.year}"
     if unit == "year":
-        return str(anchor.year + offset), "year"
+        return str(anchor.year + offset)
     if unit in _EN_WEEKDAYS:
-        day = _monday(anchor) + timedelta(weeks=offset, days=_EN_WEEKDAYS.index(unit))
-        return f"{unit.title()} {_en_day(day)}", "day"
+        index = _EN_WEEKDAYS.index(unit)
+        # "next Friday" on a Wednesday may be this week's or the next; "last Tuesday" on a
+        # Friday this week's or the last: a careful reader asks, so the rule does not guess.
+        if (offset == 1 and index > anchor.weekday()) or (
+            offset == -1 and index < anchor.weekday()
+        ):
+            return AMBIGUOUS
+        return _en_day(_monday(anchor) + timedelta(weeks=offset, days=index))
     return None
 
 
-def _chinese(match: re.Match[str], anchor: date) -> Replacement | None:
-    word = match.group(0)
+def _chinese(word: str, anchor: date) -> str | None:
+    """The date a Chinese phrase means, as written beside it; None for no date."""
     days = {
         "大前天": -3,
         "前天": -2,
         "昨天": -1,
-        "昨日": -1,
+        "昨晚": -1,
         "今天": 0,
-        "今日": 0,
+        "今晚": 0,
+        "今早": 0,
         "明天": 1,
-        "明日": 1,
         "后天": 2,
         "大后天": 3,
     }
     if word in days:
-        return _zh_day(anchor + timedelta(days=days[word])), "day"
+        return _zh_day(anchor + timedelta(days=days[word]))
+    if word in ("前几天", "前两天"):
+        return f"{_zh_day(anchor)}前几天"
     years = {"前年": -2, "去年": -1, "今年": 0, "明年": 1, "后年": 2}
     if word in years:
-        return f"{anchor.year + years[word]}年", "year"
+        return f"{anchor.year + years[word]}年"
     counted = re.fullmatch(
         r"(\d+|[一两二三四五六七八九十])(天|周|个星期|星期)(前|后|以前|以后|之前|之后)", word
     )
@@ -173,45 +207,52 @@ def _chinese(match: re.Match[str], anchor: date) -> Replacement | None:
             return None
         sign = -1 if direction.endswith("前") else 1
         if unit == "天":
-            return _zh_day(anchor + timedelta(days=sign * count)), "day"
-        return _zh_day(anchor + timedelta(weeks=sign * count)) + "前后", "around"
-    month = re.fullmatch(r"(上上|上|这|本|下下|下)(?:个)?月", word)
+            return _zh_day(anchor + timedelta(days=sign * count))
+        return _zh_day(anchor + timedelta(weeks=sign * count)) + "前后"
+    offsets = {"上上": -2, "上": -1, "这": 0, "本": 0, "下": 1, "下下": 2}
+    month = re.fullmatch(r"(上上|上|这|本|下下|下)(?:个)?月([初中底末])?", word)
     if month:
-        offset = {"上上": -2, "上": -1, "这": 0, "本": 0, "下": 1, "下下": 2}[month.group(1)]
-        first = _add_months(anchor, offset)
-        return f"{first.year}年{first.month}月", "month"
+        first = _add_months(anchor, offsets[month.group(1)])
+        return f"{first.year}年{first.month}月{month.group(2) or ''}"
+    weekend = re.fullmatch(r"(上上|上|这|本|下下|下)(?:个)?(?:周|星期|礼拜)末", word)
+    if weekend:
+        saturday = _monday(anchor) + timedelta(weeks=offsets[weekend.group(1)], days=5)
+        sunday = saturday + timedelta(days=1)
+        end = f"{sunday.day}日" if sunday.month == saturday.month else _zh_day(sunday)
+        return f"{_zh_day(saturday)}至{end}"
     week = re.fullmatch(
         r"(上上|上|这|本|下下|下)(?:个)?(?:周|星期|礼拜)([一二三四五六日天])?", word
     )
     if week:
-        offset = {"上上": -2, "上": -1, "这": 0, "本": 0, "下": 1, "下下": 2}[week.group(1)]
-        monday = _monday(anchor) + timedelta(weeks=offset)
+        monday = _monday(anchor) + timedelta(weeks=offsets[week.group(1)])
         if week.group(2):
             index = 6 if week.group(2) in "日天" else _ZH_WEEKDAYS.index(week.group(2))
-            day = monday + timedelta(days=index)
-            return f"{_zh_day(day)}（{_ZH_WEEKDAY_NAMES[index]}）", "day"
-        return f"{_zh_day(monday)}那一周", "week"
+            return _zh_day(monday + timedelta(days=index))
+        return f"{_zh_day(monday)}那一周"
     return None
 
 
 _EN_COUNT = r"(?:\d{1,3}|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"
 _EN_PATTERN = re.compile(
-    r"\b(?:the\s+day\s+before\s+yesterday|the\s+day\s+after\s+tomorrow|yesterday|today|tomorrow"
+    r"\b(?:the\s+day\s+before\s+yesterday|the\s+day\s+after\s+tomorrow"
+    r"|a\s+(?:few|couple\s+of)\s+days\s+ago|(?:earlier|later)\s+this\s+week"
+    r"|last\s+night|this\s+(?:morning|afternoon|evening)|yesterday|today|tonight|tomorrow"
     rf"|{_EN_COUNT}\s+(?:days?|weeks?)\s+ago|in\s+{_EN_COUNT}\s+(?:days?|weeks?)"
-    r"|(?:last|this|next)\s+(?:week|month|year|monday|tuesday|wednesday|thursday|friday|saturday|sunday))\b",
+    r"|(?:last|this|next)\s+(?:weekend|week|month|year"
+    r"|monday|tuesday|wednesday|thursday|friday|saturday|sunday))\b",
     re.IGNORECASE,
 )
 _ZH_PATTERN = re.compile(
-    r"大前天|大后天|前天|昨天|昨日|今天|今日|明天|明日|后天|前年|去年|今年|明年|后年"
+    r"大前天|大后天|前天|昨天|昨晚|今天|今晚|今早|明天|后天|前几天|前两天|前年|去年|今年|明年|后年"
     r"|(?:\d{1,3}|[一两二三四五六七八九十])(?:天|周|个星期|星期)(?:以前|以后|之前|之后|前|后)"
-    r"|(?:上上|下下|上|这|本|下)(?:个)?月"
-    r"|(?:上上|下下|上|这|本|下)(?:个)?(?:周|星期|礼拜)[一二三四五六日天]?"
+    r"|(?:上上|下下|上|这|本|下)(?:个)?月[初中底末]?"
+    r"|(?:上上|下下|上|这|本|下)(?:个)?(?:周|星期|礼拜)[一二三四五六日天末]?"
 )
 # Words that overlap a pattern but are no date: 先天后天 ("innate and acquired"), 这个月饼
-# ("this mooncake"), 周末 ("weekend": 这周末 is not "this week" + 末), 周报 ("weekly report").
+# ("this mooncake"), 周报 ("weekly report"), 周期 ("cycle").
 _ZH_NOT_DATES = re.compile(
-    r"先天后天|后天性|今日头条|明日之星|月饼|月份|月亮|月球|月光|月薪|月报|月度|周年|周边|周末|周期|周围|周到"
-    r"|周刊|周转|周报|周会|周岁"
+    r"先天后天|后天性|月饼|月份|月亮|月球|月光|月薪|月报|月度|周年|周边|周期|周围|周到"
+    r"|周刊|周转|周报|周会|周岁|前天晚上好"
 )
 # 上/下/这/本 closing a word of their own: 马上周一 is "at once, Monday", 看一下周报 "glance at the
 # weekly report", 版本周期 "release cycle".
@@ -221,112 +262,219 @@ _ZH_WORD_ENDINGS = frozenset(
     "课本 脚本 样本 文本 资本 账本 剧本".split()
 )
 
+# A sentence that states a rule or a general truth dates nothing.
+_EN_GENERIC = re.compile(
+    r"\b(?:never|always|don'?t|do\s+not|does\s+not|doesn'?t|must|mustn'?t|should|shouldn'?t"
+    r"|avoid|whenever|each|every|usually|typically|generally|often|tends?\s+to|if|unless"
+    r"|most|many|nowadays|these\s+days|as\s+a\s+rule|per)\b"
+    r"|^\W*when\b",
+    re.IGNORECASE,
+)
+_ZH_GENERIC = re.compile(
+    r"不要|别|不能|不得|禁止|总是|永远|每次|每天|每周|每个|每月|每逢|如果|假如|要是|一旦|凡是|通常"
+    r"|一般|经常|往往|务必|千万|常说"
+)
+_EN_IDIOMS = re.compile(
+    r"tomorrow\s+is\s+another\s+day|here\s+today|gone\s+tomorrow|born\s+yesterday"
+    r"|yesterday'?s\s+news|live\s+for\s+today|today'?s\s+world|(?:no|never)\s+time\s+like",
+    re.IGNORECASE,
+)
+_ZH_IDIOMS = re.compile(r"明天会更好|今日事今日毕|明日复明日|今朝有酒|活在今天|今天的事今天")
+_MENTION_EN = re.compile(r"\b(?:says?|said|write|writes|wrote|mentions?|means?|word)\s*$", re.I)
+_MENTION_ZH = re.compile(r"(?:说|讲|写|提到)[：:，, ]?$")
+_QUOTES = (("“", "”"), ("「", "」"), ("『", "』"), ("《", "》"), ("‘", "’"))
+_SENTENCE_BREAK = re.compile(r"[.!?。！？;；\n]")
+_ALREADY = re.compile(r"\s?[(（]\s*(?:around |week of |a few days |\d)")
 
-def _english_text(match: re.Match[str], new: str, kind: str, before: str) -> str:
-    previous = before.rstrip().rsplit(None, 1)[-1].lower() if before.strip() else ""
-    after_preposition = previous.strip("([\"'") in _PREPOSITIONS
-    if kind == "day":
-        text = new if after_preposition else f"on {new}"
-    elif kind == "week":
-        text = f"the week of {new}" if after_preposition else f"in the week of {new}"
-    elif kind == "around":
-        text = f"around {new}" if not after_preposition else new
-    else:
-        text = new if after_preposition else f"in {new}"
-    original = match.group(0)
-    if original[:1].isupper() and text[:1].islower():
-        text = text[0].upper() + text[1:]
-    return text
+
+def _sentence(segment: str, start: int, end: int) -> tuple[str, str, str]:
+    """(the sentence before the phrase, the phrase's whole sentence, the line it is on)."""
+    head = start
+    while head > 0 and not _SENTENCE_BREAK.match(segment[head - 1]):
+        head -= 1
+    tail = end
+    while tail < len(segment) and not _SENTENCE_BREAK.match(segment[tail]):
+        tail += 1
+    line_start = segment.rfind("\n", 0, start) + 1
+    line_end = segment.find("\n", end)
+    line = segment[line_start:] if line_end < 0 else segment[line_start:line_end]
+    return segment[head:start], segment[head:tail], line
 
 
-def absolutize(text: str, anchor: date) -> tuple[str, list[tuple[str, str]]]:
-    """`text` with its relative dates made absolute from `anchor`, and the (old, new) pairs."""
+def _quoted(segment: str, start: int) -> bool:
+    line_start = segment.rfind("\n", 0, start) + 1
+    before = segment[line_start:start]
+    if before.lstrip().startswith(">"):
+        return True
+    if before.count('"') % 2 == 1:
+        return True
+    return any(before.count(o) > before.count(c) for o, c in _QUOTES)
+
+
+def _not_an_event(segment: str, start: int, end: int, chinese: bool) -> bool:
+    """True when the phrase at segment[start:end] is no date of a specific event."""
+    lead, sentence, line = _sentence(segment, start, end)
+    if _quoted(segment, start):
+        return True
+    if re.match(r"\W*(?:how to apply|怎么用|如何应用)", line, re.IGNORECASE):
+        return True
+    if (_ZH_GENERIC if chinese else _EN_GENERIC).search(sentence):
+        return True
+    if _EN_IDIOMS.search(sentence) or _ZH_IDIOMS.search(sentence):
+        return True
+    if (_MENTION_ZH if chinese else _MENTION_EN).search(lead):
+        return True
+    word = segment[start:end]
+    pattern = _ZH_PATTERN if chinese else _EN_PATTERN
+    if sum(1 for m in pattern.finditer(sentence) if m.group(0).lower() == word.lower()) > 1:
+        return True  # "今日事今日毕", "tomorrow and tomorrow and tomorrow"
+    if chinese:
+        return False
+    rest = segment[end:].lstrip()
+    if re.match(r"(?:of|or)\b", rest, re.IGNORECASE):
+        return True  # "the last Friday of each month", "the next week or two"
+    previous = lead.rstrip().rsplit(None, 1)[-1].lower() if lead.strip() else ""
+    if previous in ("the", "a", "that", "this", "over", "past") and not word.lower().startswith(
+        "the"
+    ):
+        return True  # "over the last year", "the next week": a period, not a day
+    words = word.split()
+    capitals = [w for w in words if w[:1].isupper() and w.lower() not in _EN_WEEKDAYS]
+    at_start = not lead.strip() or bool(re.search(r"[:*(\-–—]\s*$", lead))
+    if len(capitals) > 1 or (capitals and not at_start and words[0] in capitals):
+        return True  # a title: "The Day After Tomorrow", a song "Yesterday"
+    return False
+
+
+def absolutize(
+    text: str, anchor: date, unsure: list[str] | None = None
+) -> tuple[str, list[tuple[str, str]]]:
+    """`text` with the date of each event phrase written beside it, and the (old, new) pairs.
+
+    Phrases left because the date they mean is ambiguous are added to `unsure`.
+    """
     changes: list[tuple[str, str]] = []
+    doubts = unsure if unsure is not None else []
 
     def prose(segment: str) -> str:
-        segment = _substitute(
-            segment, _EN_PATTERN, lambda m, s: _en_replacement(m, s, anchor), changes
-        )
-        return _substitute(
-            segment, _ZH_PATTERN, lambda m, s: _zh_replacement(m, s, anchor), changes
-        )
+        segment = _substitute(segment, _EN_PATTERN, False, anchor, changes, doubts)
+        return _substitute(segment, _ZH_PATTERN, True, anchor, changes, doubts)
 
     return outside_code(text, prose), changes
 
 
-def _en_replacement(match: re.Match[str], segment: str, anchor: date) -> str | None:
-    end = match.end()
-    if segment[end : end + 2] in ("'s", "’s"):
-        meant = _english(match, anchor)
-        return None if meant is None else meant[0]  # "yesterday's call" -> "2026-11-28's call"
-    if segment[max(0, match.start() - 1) : match.start()] in ("-", "_", "/") or segment[
-        end : end + 1
-    ] in ("-", "_", "/"):
-        return None  # part of a name: release-tomorrow, next_week.md
-    meant = _english(match, anchor)
-    if meant is None:
-        return None
-    return _english_text(match, meant[0], meant[1], segment[: match.start()])
-
-
-def _zh_replacement(match: re.Match[str], segment: str, anchor: date) -> str | None:
+def _meaning(match: re.Match[str], segment: str, chinese: bool, anchor: date) -> str | None:
     start, end = match.start(), match.end()
-    if start and segment[start - 1 : start + 1] in _ZH_WORD_ENDINGS:
-        return None
-    for found in _ZH_NOT_DATES.finditer(segment, max(0, start - 4), min(len(segment), end + 4)):
-        if found.start() < end and found.end() > start:
+    if chinese:
+        if start and segment[start - 1 : start + 1] in _ZH_WORD_ENDINGS:
             return None
-    meant = _chinese(match, anchor)
-    return None if meant is None else meant[0]
+        for found in _ZH_NOT_DATES.finditer(segment, max(0, start - 4), min(len(segment), end + 4)):
+            if found.start() < end and found.end() > start:
+                return None
+        return _chinese(match.group(0), anchor)
+    if segment[max(0, start - 1) : start] in ("-", "_", "/", ".") or segment[end : end + 1] in (
+        "-",
+        "_",
+        "/",
+    ):
+        return None  # part of a name: release-tomorrow, next_week.md
+    return _english(match.group(0), anchor)
 
 
 def _substitute(
     segment: str,
     pattern: re.Pattern[str],
-    replace: Callable[[re.Match[str], str], str | None],
+    chinese: bool,
+    anchor: date,
     changes: list[tuple[str, str]],
+    unsure: list[str],
 ) -> str:
     out: list[str] = []
     last = 0
     for match in pattern.finditer(segment):
-        new = replace(match, segment)
-        if new is None:
+        end = match.end()
+        if not chinese and segment[end : end + 2] in ("'s", "’s"):
+            end += 2  # "yesterday's retro" -> "yesterday's (2026-11-24) retro"
+        if _ALREADY.match(segment, end):
+            continue  # dated already, by a person or an earlier run
+        meant = _meaning(match, segment, chinese, anchor)
+        if meant is None or _not_an_event(segment, match.start(), match.end(), chinese):
             continue
-        out.append(segment[last : match.start()])
-        out.append(new)
-        changes.append((match.group(0), new))
-        last = match.end()
+        if meant == AMBIGUOUS:
+            unsure.append(match.group(0))
+            continue
+        note = f"（{meant}）" if chinese else f" ({meant})"
+        out.append(segment[last:end])
+        out.append(note)
+        changes.append((segment[match.start() : end], segment[match.start() : end] + note))
+        last = end
     out.append(segment[last:])
     return "".join(out)
 
 
 def anchor_of(memory: Memory) -> tuple[date | None, str]:
-    """The day the memory's text was written, or None and why it is not known."""
-    created = _day(memory.created)
-    updated = _day(memory.updated)
-    if created and updated and created != updated:
-        return None, (
-            f"written on {created.isoformat()} and edited on {updated.isoformat()}: "
-            "which day its relative dates count from is not known"
-        )
+    """The day the memory's text was written, on the writer's clock, or None and why not."""
+    created = _days(memory.created)
+    updated = _days(memory.updated)
+    if created and updated:
+        same = set(created) & set(updated)
+        if not same:
+            return None, (
+                f"written on {created[0].isoformat()} and edited on {updated[0].isoformat()}: "
+                "which day its relative dates count from is not known"
+            )
+        # The writer's day of `updated` wins: a `created` the tool took in UTC may say the day
+        # before a note written after midnight in Beijing.
+        return updated[0], ""
     if created or updated:
-        return created or updated, ""
+        return (created or updated)[0], ""
     return None, "no created or updated date to count its relative dates from"
 
 
-def _day(text: str | None) -> date | None:
+def _days(text: str | None) -> list[date]:
+    """The day a date or time stands for on the writer's clock, then the other days it may be.
+
+    A bare date is that day. A time with an offset is that offset's day (then its UTC day);
+    a time in UTC is this machine's day for it (then its UTC day).
+    """
     if not text:
-        return None
-    try:
-        return date.fromisoformat(text[:10])
-    except ValueError:
-        return None
+        return []
+    if len(text) == 10:
+        try:
+            return [date.fromisoformat(text)]
+        except ValueError:
+            return []
+    moment = parse_moment(text)
+    if moment is None:
+        return []
+    utc_day = moment.astimezone(UTC).date()
+    if _says_utc(text):
+        local = moment.astimezone().date()
+    else:
+        local = moment.date()
+    return [local] if local == utc_day else [local, utc_day]
+
+
+def _says_utc(text: str) -> bool:
+    return text.endswith(("Z", "z", "+00:00", "+0000")) or not re.search(r"[+-]\d\d:?\d\d$", text)
+
+
+def _phrases(texts: dict[str, str]) -> list[str]:
+    """The event phrases in `texts`, for a report (as they would be read on any day)."""
+    found: list[str] = []
+    for text in texts.values():
+        unsure: list[str] = []
+        _, changes = absolutize(text, date(2000, 1, 5), unsure)
+        found.extend(old for old, _ in changes)
+        found.extend(unsure)
+    return sorted(set(found))
 
 
 def run(ctx: RuleContext) -> None:
     for memory in ctx.live():
         fields: dict[str, str] = {}
         found: list[tuple[str, str]] = []
+        unsure: list[str] = []
         texts = {
             "description": memory.description,
             "summary": memory.summary or "",
@@ -336,29 +484,34 @@ def run(ctx: RuleContext) -> None:
             continue
         anchor, why = anchor_of(memory)
         if anchor is None:
-            phrases = sorted(
-                {
-                    m.group(0)
-                    for t in texts.values()
-                    for p in (_EN_PATTERN, _ZH_PATTERN)
-                    for m in p.finditer(t)
-                }
-            )
-            ctx.applier.note(
-                memory.id,
-                rule=NAME,
-                message=(
-                    f"relative dates ({', '.join(map(repr, phrases[:4]))}) left as written: {why}"
-                ),
-            )
+            phrases = _phrases(texts)
+            if phrases:
+                ctx.applier.note(
+                    memory.id,
+                    rule=NAME,
+                    message=(
+                        f"relative dates ({', '.join(map(repr, phrases[:4]))}) left as written: "
+                        f"{why}"
+                    ),
+                )
             continue
         for key, text in texts.items():
             if not text:
                 continue
-            new, changes = absolutize(text, anchor)
+            new, changes = absolutize(text, anchor, unsure)
             if changes and new != text:
                 fields[key] = new
                 found.extend(changes)
+        if unsure:
+            ctx.applier.note(
+                memory.id,
+                rule=NAME,
+                message=(
+                    f"relative dates ({', '.join(map(repr, sorted(set(unsure))[:4]))}) left as "
+                    f"written: written on {anchor.isoformat()} ({_EN_WEEKDAYS[anchor.weekday()]}), "
+                    "they may mean this week's day or the other week's; write the date you mean"
+                ),
+            )
         if not fields:
             continue
         shown = "; ".join(f"{old!r} → {new!r}" for old, new in found[:4])
