@@ -34,8 +34,9 @@ from typing import Any
 from ..disk.folder import MemoryFolder, read_memory
 from ..disk.safe_io import Seen
 from ..errors import InvalidId, InvalidMemory, SageMemError
+from ..memory.fields import FIELDS, new_file_meta, validated
 from ..memory.file_format import sha256_bytes
-from ..memory.value import Memory
+from ..memory.value import Memory, memory_from_meta
 from ..store import MemoryStore
 from .manifest import Manifest
 
@@ -154,7 +155,9 @@ class Applier:
             return None
         if not self.writes:
             self.manifest.add_change({**base, "state": "proposed", "before": None})
-            return None
+            proposed = _new_memory(canonical, path, fields)
+            self.proposed[canonical] = proposed
+            return proposed
         entry = self.manifest.add_change({**base, "state": "pending", "before": None})
         try:
             created = self.store.write(canonical, expected_sha256="", **fields)
@@ -228,6 +231,14 @@ def _as_written(memory: Memory, fields: Mapping[str, Any]) -> Memory:
             continue
         values[key] = tuple(value) if key in _LIST_FIELDS else value
     return replace(memory, **values) if values else memory
+
+
+def _new_memory(memory_id: str, path: Path, fields: Mapping[str, Any]) -> Memory:
+    """A memory as `create` would write it, for a report run's later rules."""
+    values = validated({f.name: fields[f.name] for f in FIELDS if f.name in fields})
+    meta = new_file_meta(values, created="", updated="")
+    meta = {key: value for key, value in meta.items() if value != ""}
+    return memory_from_meta(memory_id, path, meta, "\n" + str(fields.get("body", "")))
 
 
 def _changed_since_read(state: dict[str, Any] | None) -> str:

@@ -29,12 +29,15 @@ class RuleContext:
     def live(self) -> list[Memory]:
         """Memories in service now, minus those archived (or proposed for it) in this run."""
         gone = self.applier.archived
-        proposed = self.applier.proposed
-        return [proposed.get(m.id, m) for m in self.store.list() if m.id not in gone]
+        proposed = dict(self.applier.proposed)
+        live = [proposed.pop(m.id, m) for m in self.store.list() if m.id not in gone]
+        # Report mode: memories a change proposed to create, as the rules after would see them.
+        live.extend(m for m in proposed.values() if m.id not in gone)
+        return sorted(live, key=lambda m: m.id)
 
 
 def all_rules() -> list[tuple[str, Callable[[RuleContext], None]]]:
-    from . import contradictions, dates, dedupe, links, summaries, supersedes
+    from . import categories, contradictions, dates, dedupe, links, summaries, supersedes
 
     return [
         (dates.NAME, dates.run),
@@ -42,5 +45,6 @@ def all_rules() -> list[tuple[str, Callable[[RuleContext], None]]]:
         (dedupe.NAME, dedupe.run),
         (contradictions.NAME, contradictions.run),
         (summaries.NAME, summaries.run),
+        (categories.NAME, categories.run),
         (links.NAME, links.run),
     ]

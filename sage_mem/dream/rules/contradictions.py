@@ -86,10 +86,10 @@ def _compare(
         return
     if a.id in b.supersedes or b.id in a.supersedes:
         return  # settled: the supersedes rule acts on it
-    differs = difference(a_value, b_value)
     a_terms, b_terms = terms(a_value), terms(b_value)
-    if differs is None and not (a_terms - b_terms and b_terms - a_terms):
-        return
+    if a_terms <= b_terms or b_terms <= a_terms:
+        return  # one says the same value, or more of it: no contradiction
+    differs = difference(a_value, b_value)
     older, newer = sorted((a, b), key=lambda m: (_when(m), m.id))
     if _when(older) == _when(newer):
         return  # no newer one to propose

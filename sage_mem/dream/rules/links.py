@@ -35,9 +35,10 @@ from . import RuleContext
 NAME = "links"
 MAX_HOPS = 10
 _HISTORY = re.compile(
-    r"\b(?:history|historical|historically|previous(?:ly)?|former(?:ly)?|earlier|before|"
-    r"old(?:er)?|used\s+to|was|were|superseded|replaced|deprecated|legacy|came)\b"
-    r"|历史|之前|以前|原来|曾经|旧版|旧的|过去|取代|替代",
+    r"\b(?:history|historical(?:ly)?|previous(?:ly)?|former(?:ly)?|used\s+to|superseded"
+    r"|replaced|deprecated|legacy|came\s+before|earlier\s+versions?|old(?:er)?\s+versions?"
+    r"|originally)\b"
+    r"|历史|之前的|以前的|原来的|曾经|旧版|旧的|过去的|取代|替代",
     re.IGNORECASE,
 )
 
