@@ -223,6 +223,16 @@ def test_a_second_run_adds_nothing() -> None:
             id="utc-time-read-on-a-beijing-clock",
         ),
         pytest.param(
+            {"created": "2026-11-26", "updated": "2026-11-25T17:40:00Z"},
+            "昨晚（2026年11月25日）切换失败。",
+            id="created-on-the-writers-calendar-beside-a-utc-time",
+        ),
+        pytest.param(
+            {"modified": "2026-11-25T17:40:00Z"},
+            "昨晚（2026年11月25日）切换失败。",
+            id="claude-code-modified-on-a-beijing-clock",
+        ),
+        pytest.param(
             {"created": "2026-11-24", "updated": "2026-11-24T23:30:00-05:00"},
             "昨晚（2026年11月23日）切换失败。",
             id="new-york-before-midnight",

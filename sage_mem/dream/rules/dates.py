@@ -26,9 +26,11 @@ When unsure — "next Friday" said on a Wednesday (this week's or the next?),
 The anchor is the day the text was written, on the writer's clock: a time
 with an offset (`2026-11-26T01:40:00+08:00`) is that offset's day, a UTC time
 (`…Z`, as the tool writes it) the day on this machine's clock, a bare date that
-day. A memory only tells it for sure when `created` and `updated` fall on the
-same day (a `created` the tool took from the same moment in UTC counts), or when
-only one of them (or Claude Code's `modified`) is known. A memory edited on a
+day, and a bare `created` date beside a UTC `updated` is the writer's own day
+when it is not the UTC one (a note saved at 01:40 in Beijing: `created:
+2026-11-26`, `updated: 2026-11-25T17:40:00Z`). A memory only tells it for sure
+when `created` and `updated` can fall on the same day, or when only one of them
+(or Claude Code's `modified`) is known. A memory edited on a
 later day might have gained its "yesterday" on either day: it is left alone
 and listed, as is one with no date at all.
 
@@ -40,7 +42,7 @@ the Friday of the anchor's week.
 from __future__ import annotations
 
 import re
-from datetime import UTC, date, timedelta
+from datetime import UTC, date, datetime, timedelta
 
 from ...memory.markdown import outside_code
 from ...memory.value import Memory, parse_moment
@@ -414,45 +416,77 @@ def _substitute(
 
 def anchor_of(memory: Memory) -> tuple[date | None, str]:
     """The day the memory's text was written, on the writer's clock, or None and why not."""
-    created = _days(memory.created)
-    updated = _days(memory.updated)
+    created, updated = memory.created, memory.updated
     if created and updated:
-        same = set(created) & set(updated)
-        if not same:
+        # A bare `created` that is the UTC day of `updated` may be the tool's UTC stamp of the
+        # same moment: then this machine's clock decides. One that is not was written on the
+        # writer's own calendar.
+        stamped = _moment(updated)
+        utc_day = stamped.astimezone(UTC).date() if stamped and _says_utc(updated) else None
+        given = _exact_day(created)
+        if given is not None and given == utc_day and len(created) == 10:
+            common = _possible_days(updated)
+            given = None
+        else:
+            common = _possible_days(created) & _possible_days(updated)
+        if not common:
+            first, last = _writer_day(created), _writer_day(updated)
             return None, (
-                f"written on {created[0].isoformat()} and edited on {updated[0].isoformat()}: "
+                f"written on {first} and edited on {last}: "
                 "which day its relative dates count from is not known"
             )
-        # The writer's day of `updated` wins: a `created` the tool took in UTC may say the day
-        # before a note written after midnight in Beijing.
-        return updated[0], ""
+        for day in (_exact_day(updated), given, _writer_day(updated)):
+            if day is not None and day in common:
+                return day, ""
+        return min(common), ""
     if created or updated:
-        return (created or updated)[0], ""
+        day = _writer_day(created or updated or "")
+        if day is not None:
+            return day, ""
     return None, "no created or updated date to count its relative dates from"
 
 
-def _days(text: str | None) -> list[date]:
-    """The day a date or time stands for on the writer's clock, then the other days it may be.
+def _moment(text: str) -> datetime | None:
+    return None if len(text) == 10 else parse_moment(text)
 
-    A bare date is that day. A time with an offset is that offset's day (then its UTC day);
-    a time in UTC is this machine's day for it (then its UTC day).
+
+def _exact_day(text: str) -> date | None:
+    """The day a date or time is known to be on the writer's own clock, if it says.
+
+    A time with an offset says it; a bare date says it when it is not the tool's UTC
+    stamp of the same moment (the caller checks that against the other field).
     """
-    if not text:
-        return []
-    if len(text) == 10:
-        try:
-            return [date.fromisoformat(text)]
-        except ValueError:
-            return []
-    moment = parse_moment(text)
+    moment = _moment(text)
     if moment is None:
-        return []
-    utc_day = moment.astimezone(UTC).date()
-    if _says_utc(text):
-        local = moment.astimezone().date()
-    else:
-        local = moment.date()
-    return [local] if local == utc_day else [local, utc_day]
+        try:
+            return date.fromisoformat(text[:10]) if len(text) == 10 else None
+        except ValueError:
+            return None
+    return None if _says_utc(text) else moment.date()
+
+
+def _writer_day(text: str) -> date | None:
+    """The writer's day for a date or time: a UTC time is read on this machine's clock."""
+    moment = _moment(text)
+    if moment is None:
+        try:
+            return date.fromisoformat(text[:10])
+        except ValueError:
+            return None
+    return moment.astimezone().date() if _says_utc(text) else moment.date()
+
+
+def _possible_days(text: str) -> set[date]:
+    """Every day the writer's calendar may have shown: a UTC time is a day anywhere on earth."""
+    moment = _moment(text)
+    if moment is None:
+        day = _writer_day(text)
+        return {day} if day else set()
+    if not _says_utc(text):
+        return {moment.date()}
+    moment = moment.astimezone(UTC)
+    first, last = (moment - timedelta(hours=12)).date(), (moment + timedelta(hours=14)).date()
+    return {first + timedelta(days=n) for n in range((last - first).days + 1)}
 
 
 def _says_utc(text: str) -> bool:
