@@ -118,3 +118,51 @@ def test_a_contradiction_settled_by_supersedes_is_resolved_not_reported(empty_di
     manifest = read_manifest(result)
     assert not (empty_dir / "feedback_old.md").exists()
     assert not [n for n in manifest["notes"] if n["rule"] == "contradictions"]
+
+
+@pytest.mark.parametrize(
+    ("old", "new_description", "new_body"),
+    [
+        pytest.param(
+            ("We use PostgreSQL for the main database", "All services write to it."),
+            "Main database migration done",
+            "We switched the main database from PostgreSQL to MySQL after the licence review.",
+            id="database-worded-differently",
+        ),
+        pytest.param(
+            ("Production deploys go to AWS ECS", "The cluster is in eu-west-1."),
+            "Production deploys now on Fly.io",
+            "Production deploys moved from ECS to Fly.io; the ECS cluster is being drained.",
+            id="deploy-target-worded-differently",
+        ),
+        pytest.param(
+            ("The team's weekly sync happens every Tuesday", "In the big room."),
+            "Weekly sync change",
+            "The weekly sync moved from Tuesday to Thursday because of the release train.",
+            id="meeting-moved",
+        ),
+        pytest.param(
+            ("Indent YAML files with 4 spaces", "Applies to every repository."),
+            "YAML indentation rule",
+            "Indent YAML files with 2 spaces instead of 4 spaces, the style guide changed.",
+            id="indentation-instead-of",
+        ),
+        pytest.param(
+            ("团队的消息队列用 RabbitMQ", "所有异步任务都走它。"),
+            "消息队列迁移完成",
+            "团队的消息队列已经从 RabbitMQ 换成了 Kafka，旧集群下季度下线。",
+            id="zh-queue-switched",
+        ),
+    ],
+)
+def test_a_memory_that_says_what_changed_is_set_against_the_older_one(
+    empty_dir: Path, old: tuple[str, str], new_description: str, new_body: str
+) -> None:
+    add(empty_dir, "project_old", old[0], old[1], category="project",
+        created="2026-11-02", updated="2026-11-02T09:00:00Z")
+    add(empty_dir, "project_new", new_description, new_body, category="project",
+        created="2026-11-20", updated="2026-11-20T09:00:00Z")
+    result = run_dream(MemoryStore(empty_dir), mode="report")
+    notes = [n for n in read_manifest(result)["notes"] if n["rule"] == "contradictions"]
+    assert [n["id"] for n in notes] == ["project_old"]
+    assert "Proposal: project_new stands" in notes[0]["message"]

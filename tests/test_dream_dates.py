@@ -126,6 +126,8 @@ def test_relative_dates_become_absolute(text: str, expected: str) -> None:
         pytest.param("Their favourite film is The Day After Tomorrow.", id="en-title"),
         pytest.param('The manager said: "we ship tomorrow or never".', id="en-quote"),
         pytest.param("> Customer: we need it by tomorrow\n", id="en-block-quote"),
+        pytest.param("The user signed off with 'see you tomorrow' as usual.", id="en-single-quote"),
+        pytest.param("You must not promise anything for tomorrow.", id="en-must-not"),
         pytest.param("**How to apply:** ask whether tomorrow works.", id="en-how-to-apply"),
         pytest.param("不要答应客户明天修好。", id="zh-rule"),
         pytest.param("如果用户说下周，要问清楚是哪一天。", id="zh-if"),
@@ -179,6 +181,22 @@ def test_text_that_only_looks_like_a_relative_date_is_kept(text: str) -> None:
             "Outage yesterday; the fix ships tomorrow.",
             "Outage yesterday (2026-11-24); the fix ships tomorrow (2026-11-26).",
             id="en-two-events",
+        ),
+        pytest.param(
+            "The fix should land tomorrow.",
+            "The fix should land tomorrow (2026-11-26).",
+            id="en-a-plan-with-should",
+        ),
+        pytest.param(
+            "We moved to Go three months ago.",
+            "We moved to Go three months ago (around August 2026).",
+            id="en-months-ago",
+        ),
+        pytest.param("三个月前换了供应商。", "三个月前（2026年8月前后）换了供应商。", id="zh-months-ago"),
+        pytest.param(
+            "特别是昨天的发布很顺利。",
+            "特别是昨天（2026年11月24日）的发布很顺利。",
+            id="zh-bie-inside-a-word-is-no-rule",
         ),
         pytest.param(
             "**Why:** the build broke yesterday.",

@@ -86,6 +86,28 @@ TWINS = [
 ]
 RELATED = [
     pytest.param(
+        "Deploy window is Tuesday 10:00-12:00 for the web app",
+        "Deploy window is Thursday 10:00-12:00 for the web app",
+        id="en-weekday",
+    ),
+    pytest.param(
+        "Unit tests run with pytest -x on every push to main",
+        "Integration tests run with pytest -x on every push to main",
+        id="en-swapped-key-term",
+    ),
+    pytest.param(
+        "The user likes cilantro in every salad and soup",
+        "The user does not like cilantro in every salad and soup",
+        id="en-negation",
+    ),
+    pytest.param("用户喜欢吃香菜，每次点菜都要加", "用户不喜欢吃香菜，每次点菜都要加", id="zh-negation"),
+    pytest.param(
+        "测试环境的数据库地址是 db.internal，每天凌晨重置",
+        "生产环境的数据库地址是 db.internal，每天凌晨重置",
+        id="zh-swapped-key-term",
+    ),
+    pytest.param("移动端每周二上午十点发布新版本", "移动端每周四上午十点发布新版本", id="zh-weekday"),
+    pytest.param(
         "User prefers pytest over unittest for Python tests",
         "User prefers ruff over flake8 for Python linting",
         id="en-tool-swap",

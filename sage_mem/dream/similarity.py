@@ -138,7 +138,8 @@ def key_words(text: str) -> tuple[frozenset[str], frozenset[str]]:
 def difference(first: str, second: str) -> str | None:
     """What makes two alike texts say different facts, or None when nothing does.
 
-    A differing number, weekday or time; or a swapped key term: each text has a
+    A differing number, weekday or time; a negation on one side only ("likes" /
+    "does not like", 喜欢 / 不喜欢); or a swapped key term: each text has a
     word (or, in Chinese, a character) the other lacks, and only one or two of them
     ("unit" / "integration", 猫 / 狗, 测试 / 生产) — rewording changes more words
     than that, and an added word ("every", 都) changes only one side.
@@ -151,6 +152,8 @@ def difference(first: str, second: str) -> str | None:
         return f"a different time ({_shown(a_times)} / {_shown(b_times)})"
     if a_numbers != b_numbers:
         return f"a different number ({_shown(a_numbers)} / {_shown(b_numbers)})"
+    if _negated(first) != _negated(second):
+        return "a negation on one side only (one says not)"
     a_words, a_chars = key_words(first)
     b_words, b_chars = key_words(second)
     only_a, only_b = a_words - b_words, b_words - a_words
@@ -160,6 +163,17 @@ def difference(first: str, second: str) -> str | None:
     if 1 <= len(only_a) <= 3 and 1 <= len(only_b) <= 3:
         return f"a different key term ({_shown(only_a)} / {_shown(only_b)})"
     return None
+
+
+_NEGATION = re.compile(
+    r"\b(?:not|no|never|none|nothing|without|cannot|can't|don't|doesn't|isn't|aren't|won't"
+    r"|didn't|shouldn't|mustn't)\b|不|没|别|无|非|未|勿",
+    re.IGNORECASE,
+)
+
+
+def _negated(text: str) -> bool:
+    return len(_NEGATION.findall(text.replace("’", "'"))) % 2 == 1
 
 
 def _shown(items: frozenset[str]) -> str:

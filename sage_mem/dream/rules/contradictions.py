@@ -8,6 +8,12 @@ subjects have the same words (at least two of them) but whose values differ are
 surfaced, with the newer one as the proposal: the report says which, and how to
 settle it (`supersedes:` in the newer one, which the next rewrite run acts on).
 
+A memory that says what changed ("switched the main database from PostgreSQL
+to MySQL", "the sync moved from Tuesday to Thursday", "Kafka instead of
+RabbitMQ", "从 RabbitMQ 换成了 Kafka") is also compared with the older memories
+of its category and project that name the old value and share its topic (two
+terms of its description), however they are worded.
+
 Nothing is archived here: only `supersedes:` is clear enough evidence for that
 (the `supersedes` rule). Two deploy windows on different days may both be
 true, so the report says "likely", and a person decides.
@@ -51,35 +57,92 @@ def split(description: str) -> tuple[frozenset[str], str] | None:
 
 
 def run(ctx: RuleContext) -> None:
-    groups: dict[tuple[str | None, str | None], list[tuple[Memory, frozenset[str], str]]] = (
-        defaultdict(list)
-    )
+    reported: set[tuple[str, str]] = set()
+    groups: dict[tuple[str | None, str | None], list[Memory]] = defaultdict(list)
     for memory in ctx.live():
-        found = split(memory.description)
-        if found is not None:
-            groups[(memory.category, memory.project)].append((memory, *found))
+        groups[(memory.category, memory.project)].append(memory)
     for key in sorted(groups, key=lambda k: (str(k[0]), str(k[1]))):
-        members = sorted(groups[key], key=lambda item: item[0].id)
-        by_term: dict[str, list[int]] = defaultdict(list)
-        for index, (_, subject, _) in enumerate(members):
-            for term in subject:
-                by_term[term].append(index)
-        seen: set[tuple[int, int]] = set()
-        for indices in by_term.values():
-            if len(indices) > 50:
-                continue  # a word every subject has says nothing
-            for position, i in enumerate(indices):
-                for j in indices[position + 1 :]:
-                    if (i, j) in seen:
-                        continue
+        members = sorted(groups[key], key=lambda m: m.id)
+        _by_subject(ctx, members, reported)
+        _by_change(ctx, members, reported)
+
+
+def _by_subject(ctx: RuleContext, memories: list[Memory], reported: set[tuple[str, str]]) -> None:
+    members = [(m, *found) for m in memories if (found := split(m.description)) is not None]
+    by_term: dict[str, list[int]] = defaultdict(list)
+    for index, (_, subject, _) in enumerate(members):
+        for term in subject:
+            by_term[term].append(index)
+    seen: set[tuple[int, int]] = set()
+    for indices in by_term.values():
+        if len(indices) > 50:
+            continue  # a word every subject has says nothing
+        for position, i in enumerate(indices):
+            for j in indices[position + 1 :]:
+                if (i, j) not in seen:
                     seen.add((i, j))
-                    _compare(ctx, members[i], members[j])
+                    _compare(ctx, members[i], members[j], reported)
+
+
+_FROM_TO = [
+    re.compile(
+        r"\b(?:switched|moved|migrated|changed|went|converted|upgraded|downgraded)\b[^.;。\n]{0,60}?"
+        r"\bfrom\s+(?P<old>[^\s,.;]+(?:\s+[^\s,.;]+){0,2}?)\s+to\s+(?P<new>[^\s,.;]+)",
+        re.IGNORECASE,
+    ),
+    re.compile(
+        r"(?P<new>(?:\d+(?:\.\d+)?\s+)?[^\s,.;]+)\s+(?:now\s+)?instead\s+of\s+"
+        r"(?P<old>[^\s,.;]+(?:\s+[^\s,.;]+)?)",
+        re.IGNORECASE,
+    ),
+    re.compile(
+        r"\breplaced\s+(?P<old>[^\s,.;]+(?:\s+[^\s,.;]+)?)\s+with\s+(?P<new>[^\s,.;]+)",
+        re.IGNORECASE,
+    ),
+    re.compile(
+        r"[从由]\s*(?P<old>[^\s，。；、]{1,15}?)\s*(?:换成|改为|改成|迁移到|迁到|切换到|切到|改到|升级到)了?"
+        r"\s*(?P<new>[^\s，。；、]{1,15})"
+    ),
+]
+
+
+def changes_of(memory: Memory) -> list[tuple[str, str]]:
+    """(old value, new value) for each change the memory says happened."""
+    text = f"{memory.description}\n{memory.body}"
+    found = []
+    for pattern in _FROM_TO:
+        for match in pattern.finditer(text):
+            old, new = match.group("old").strip(), match.group("new").strip()
+            if terms(old) and terms(new) and not terms(old) <= terms(new):
+                found.append((old, new))
+    return found
+
+
+def _by_change(ctx: RuleContext, memories: list[Memory], reported: set[tuple[str, str]]) -> None:
+    for newer in memories:
+        for old_value, new_value in changes_of(newer):
+            old_terms, new_terms = terms(old_value), terms(new_value)
+            topic = terms(newer.description) - old_terms - new_terms
+            for older in memories:
+                if older.id == newer.id or _when(older) >= _when(newer):
+                    continue
+                text = terms(f"{older.description}\n{older.body}")
+                if not old_terms <= text or new_terms <= text:
+                    continue
+                if len(topic & terms(older.description)) < MIN_SUBJECT_TERMS:
+                    continue
+                if older.id in newer.supersedes or (older.id, newer.id) in reported:
+                    continue
+                reported.add((older.id, newer.id))
+                _note(ctx, older, newer, f"{newer.id} says it changed from {old_value} to "
+                      f"{new_value}", "says it changed")
 
 
 def _compare(
     ctx: RuleContext,
     first: tuple[Memory, frozenset[str], str],
     second: tuple[Memory, frozenset[str], str],
+    reported: set[tuple[str, str]],
 ) -> None:
     (a, a_subject, a_value), (b, b_subject, b_value) = first, second
     if jaccard(a_subject, b_subject) < SUBJECT_JACCARD:
@@ -93,15 +156,22 @@ def _compare(
     older, newer = sorted((a, b), key=lambda m: (_when(m), m.id))
     if _when(older) == _when(newer):
         return  # no newer one to propose
+    if (older.id, newer.id) in reported:
+        return
+    reported.add((older.id, newer.id))
     said = "says it changed" if _CHANGE.search(newer.description + " " + newer.body) else "is newer"
+    _note(ctx, older, newer, f"same subject, {differs or 'a different value'}", said)
+
+
+def _note(ctx: RuleContext, older: Memory, newer: Memory, what: str, said: str) -> None:
     ctx.applier.note(
         older.id,
         rule=NAME,
         message=(
             f"likely contradicts {newer.id}: “{older.description}” ({_when(older)[:10]}) vs "
-            f"“{newer.description}” ({_when(newer)[:10]}), same subject, "
-            f"{differs or 'a different value'}. Proposal: {newer.id} stands ({said}); to settle "
-            f"it add `supersedes: [{older.id}]` to {newer.id}, or keep both if both hold"
+            f"“{newer.description}” ({_when(newer)[:10]}), {what}. Proposal: {newer.id} stands "
+            f"({said}); to settle it add `supersedes: [{older.id}]` to {newer.id}, or keep both "
+            "if both hold"
         ),
     )
 

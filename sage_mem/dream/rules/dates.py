@@ -153,6 +153,9 @@ def _english(word: str, anchor: date) -> str | None:
             return _en_day(anchor + timedelta(days=sign * count))
         if unit.startswith("week"):
             return f"around {_en_day(anchor + timedelta(weeks=sign * count))}"
+        if unit.startswith("month") and count <= 24:
+            first = _add_months(anchor, sign * count)
+            return f"around {_EN_MONTHS[first.month]} {first.year}"
         return None
     which, unit = parts[0], parts[1]
     offset = {"last": -1, "this": 0, "next": 1}[which]
@@ -200,7 +203,7 @@ def _chinese(word: str, anchor: date) -> str | None:
     if word in years:
         return f"{anchor.year + years[word]}年"
     counted = re.fullmatch(
-        r"(\d+|[一两二三四五六七八九十])(天|周|个星期|星期)(前|后|以前|以后|之前|之后)", word
+        r"(\d+|[一两二三四五六七八九十])(天|周|个星期|星期|个月)(前|后|以前|以后|之前|之后)", word
     )
     if counted:
         number, unit, direction = counted.groups()
@@ -210,6 +213,9 @@ def _chinese(word: str, anchor: date) -> str | None:
         sign = -1 if direction.endswith("前") else 1
         if unit == "天":
             return _zh_day(anchor + timedelta(days=sign * count))
+        if unit == "个月":
+            first = _add_months(anchor, sign * count)
+            return f"{first.year}年{first.month}月前后"
         return _zh_day(anchor + timedelta(weeks=sign * count)) + "前后"
     offsets = {"上上": -2, "上": -1, "这": 0, "本": 0, "下": 1, "下下": 2}
     month = re.fullmatch(r"(上上|上|这|本|下下|下)(?:个)?月([初中底末])?", word)
@@ -239,14 +245,14 @@ _EN_PATTERN = re.compile(
     r"\b(?:the\s+day\s+before\s+yesterday|the\s+day\s+after\s+tomorrow"
     r"|a\s+(?:few|couple\s+of)\s+days\s+ago|(?:earlier|later)\s+this\s+week"
     r"|last\s+night|this\s+(?:morning|afternoon|evening)|yesterday|today|tonight|tomorrow"
-    rf"|{_EN_COUNT}\s+(?:days?|weeks?)\s+ago|in\s+{_EN_COUNT}\s+(?:days?|weeks?)"
+    rf"|{_EN_COUNT}\s+(?:days?|weeks?|months?)\s+ago|in\s+{_EN_COUNT}\s+(?:days?|weeks?|months?)"
     r"|(?:last|this|next)\s+(?:weekend|week|month|year"
     r"|monday|tuesday|wednesday|thursday|friday|saturday|sunday))\b",
     re.IGNORECASE,
 )
 _ZH_PATTERN = re.compile(
     r"大前天|大后天|前天|昨天|昨晚|今天|今晚|今早|明天|后天|前几天|前两天|前年|去年|今年|明年|后年"
-    r"|(?:\d{1,3}|[一两二三四五六七八九十])(?:天|周|个星期|星期)(?:以前|以后|之前|之后|前|后)"
+    r"|(?:\d{1,3}|[一两二三四五六七八九十])(?:天|周|个星期|星期|个月)(?:以前|以后|之前|之后|前|后)"
     r"|(?:上上|下下|上|这|本|下)(?:个)?月[初中底末]?"
     r"|(?:上上|下下|上|这|本|下)(?:个)?(?:周|星期|礼拜)[一二三四五六日天末]?"
 )
@@ -265,16 +271,19 @@ _ZH_WORD_ENDINGS = frozenset(
 )
 
 # A sentence that states a rule or a general truth dates nothing.
+# ("The fix should land tomorrow" and "the report must be out by tomorrow" are plans: only a
+# negated modal makes a rule.)
 _EN_GENERIC = re.compile(
-    r"\b(?:never|always|don'?t|do\s+not|does\s+not|doesn'?t|must|mustn'?t|should|shouldn'?t"
-    r"|avoid|whenever|each|every|usually|typically|generally|often|tends?\s+to|if|unless"
-    r"|most|many|nowadays|these\s+days|as\s+a\s+rule|per)\b"
+    r"\b(?:never|always|don'?t|do\s+not|does\s+not|doesn'?t|must\s+not|mustn'?t"
+    r"|should\s+not|shouldn'?t|cannot|can'?t|avoid|whenever|each|every|usually|typically"
+    r"|generally|often|tends?\s+to|if|unless|most|many|nowadays|these\s+days|as\s+a\s+rule"
+    r"|per|any\s+time|anytime)\b"
     r"|^\W*when\b",
     re.IGNORECASE,
 )
 _ZH_GENERIC = re.compile(
-    r"不要|别|不能|不得|禁止|总是|永远|每次|每天|每周|每个|每月|每逢|如果|假如|要是|一旦|凡是|通常"
-    r"|一般|经常|往往|务必|千万|常说"
+    r"不要|(?<![特区分级类告识个差性])别(?![人的处墅名])|不能|不得|禁止|总是|永远|每次|每天|每周|每个"
+    r"|每月|每逢|如果|假如|要是|一旦|凡是|通常|一般|经常|往往|务必|千万|常说|不许|切勿"
 )
 _EN_IDIOMS = re.compile(
     r"tomorrow\s+is\s+another\s+day|here\s+today|gone\s+tomorrow|born\s+yesterday"
@@ -285,6 +294,7 @@ _ZH_IDIOMS = re.compile(r"明天会更好|今日事今日毕|明日复明日|今
 _MENTION_EN = re.compile(r"\b(?:says?|said|write|writes|wrote|mentions?|means?|word)\s*$", re.I)
 _MENTION_ZH = re.compile(r"(?:说|讲|写|提到)[：:，, ]?$")
 _QUOTES = (("“", "”"), ("「", "」"), ("『", "』"), ("《", "》"), ("‘", "’"))
+_SINGLE_QUOTE_OPEN = re.compile(r"(?:^|[\s(:—–-])'(?=\w)[^']*$")
 _SENTENCE_BREAK = re.compile(r"[.!?。！？;；\n]")
 _ALREADY = re.compile(r"\s?[(（]\s*(?:around |week of |a few days |\d)")
 
@@ -310,6 +320,8 @@ def _quoted(segment: str, start: int) -> bool:
         return True
     if before.count('"') % 2 == 1:
         return True
+    if _SINGLE_QUOTE_OPEN.search(before):
+        return True  # 'see you tomorrow' (an apostrophe, as in "user's", opens none)
     return any(before.count(o) > before.count(c) for o, c in _QUOTES)
 
 
