@@ -192,7 +192,11 @@ def test_text_that_only_looks_like_a_relative_date_is_kept(text: str) -> None:
             "We moved to Go three months ago (around August 2026).",
             id="en-months-ago",
         ),
-        pytest.param("三个月前换了供应商。", "三个月前（2026年8月前后）换了供应商。", id="zh-months-ago"),
+        pytest.param(
+            "三个月前换了供应商。",
+            "三个月前（2026年8月前后）换了供应商。",
+            id="zh-months-ago",
+        ),
         pytest.param(
             "特别是昨天的发布很顺利。",
             "特别是昨天（2026年11月24日）的发布很顺利。",

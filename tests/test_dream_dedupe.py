@@ -100,13 +100,21 @@ RELATED = [
         "The user does not like cilantro in every salad and soup",
         id="en-negation",
     ),
-    pytest.param("用户喜欢吃香菜，每次点菜都要加", "用户不喜欢吃香菜，每次点菜都要加", id="zh-negation"),
+    pytest.param(
+        "用户喜欢吃香菜，每次点菜都要加",
+        "用户不喜欢吃香菜，每次点菜都要加",
+        id="zh-negation",
+    ),
     pytest.param(
         "测试环境的数据库地址是 db.internal，每天凌晨重置",
         "生产环境的数据库地址是 db.internal，每天凌晨重置",
         id="zh-swapped-key-term",
     ),
-    pytest.param("移动端每周二上午十点发布新版本", "移动端每周四上午十点发布新版本", id="zh-weekday"),
+    pytest.param(
+        "移动端每周二上午十点发布新版本",
+        "移动端每周四上午十点发布新版本",
+        id="zh-weekday",
+    ),
     pytest.param(
         "User prefers pytest over unittest for Python tests",
         "User prefers ruff over flake8 for Python linting",
