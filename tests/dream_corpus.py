@@ -687,7 +687,213 @@ def entries() -> list[Entry]:
         misfiled="feedback",
     )
 
+    out.extend(_variants())
     out.extend(_fillers())
+    return out
+
+
+def _variants() -> list[Entry]:
+    """The same traps worded another way: the rules must hold for the principle, not the text."""
+    out: list[Entry] = []
+
+    def add(
+        memory_id: str, description: str, body: str, day: str | None = "2026-11-25", **extra: Any
+    ) -> None:
+        truth = {k: extra.pop(k) for k in ("events", "unsure", "keep", "misfiled") if k in extra}
+        meta: dict[str, Any] = {"category": extra.pop("category", memory_id.split("_", 1)[0])}
+        meta.update(extra)
+        if day:
+            meta.update(_day(day))
+        out.append(Entry(memory_id, description, body, meta, **truth))
+
+    # events
+    add(
+        "project_api_freeze",
+        "API freeze timing",
+        "The API freeze starts in 3 days.",
+        events=[("in 3 days", "2026-11-28")],
+    )
+    add(
+        "project_client_demo",
+        "Client demo held",
+        "We demoed the importer to the client this afternoon; they asked for CSV exports.",
+        events=[("this afternoon", "2026-11-25")],
+    )
+    add(
+        "project_zh_design",
+        "设计稿交付时间",
+        "下周二之前要交付设计稿，评审在周四。",
+        events=[("下周二", "2026年12月1日")],
+    )
+    add(
+        "project_new_hire",
+        "New backend hire",
+        "The new backend engineer starts next month.",
+        events=[("next month", "December 2026")],
+    )
+    add(
+        "project_vendor_prices",
+        "CDN price increase",
+        "Two weeks ago the CDN vendor raised prices by 12 percent.",
+        events=[("Two weeks ago", "2026-11-11")],
+    )
+    add(
+        "project_fix_eta",
+        "ETA of the login fix",
+        "The login fix should land tomorrow after review.",
+        events=[("tomorrow", "2026-11-26")],
+    )
+    add(
+        "project_zh_migration_done",
+        "数据迁移完成",
+        "上个月底完成了数据迁移，没有丢数据。",
+        events=[("上个月底", "2026年10月底")],
+    )
+    add(
+        "project_zh_minutes",
+        "会议纪要",
+        "大前天的会议纪要还没发出去。",
+        events=[("大前天", "2026年11月22日")],
+    )
+    out.append(
+        Entry(
+            "project_cc_logs",
+            "日志系统下线",
+            "昨天把旧的日志系统下线了。",
+            {},
+            raw="---\nname: logs\ndescription: 日志系统下线\nmetadata:\n  type: project\n"
+            "modified: 2026-11-21T02:00:00Z\n---\n\n昨天把旧的日志系统下线了。\n",
+            events=[("昨天", "2026年11月20日")],
+        )
+    )
+    # traps
+    add(
+        "feedback_friday_releases",
+        "Avoid Friday releases",
+        "Avoid scheduling a release for tomorrow when today is Thursday.",
+        keep=["for tomorrow when today is Thursday"],
+    )
+    add(
+        "feedback_fix_today",
+        "Fix failing tests the same day",
+        "If a test fails today, fix it today.",
+        keep=["If a test fails today, fix it today."],
+    )
+    add(
+        "user_signoff",
+        "The user's email sign-off",
+        'The user signs emails with "Talk tomorrow" and no name.',
+        category="user",
+        keep=['"Talk tomorrow"'],
+    )
+    add(
+        "user_zh_film",
+        "用户最喜欢的电影",
+        "用户最喜欢的电影是《后天》，每年冬天都要重看。",
+        category="user",
+        keep=["《后天》"],
+    )
+    add(
+        "feedback_zh_meeting_rule",
+        "例会时间不要随便改",
+        "每周一上午开例会，不要把会议改到明天。",
+        keep=["不要把会议改到明天"],
+    )
+    add(
+        "reference_cron_en",
+        "How the nightly job is scheduled",
+        "See `deploy --at tomorrow` and the crontab:\n\n    0 3 * * * run --since yesterday\n",
+        category="reference",
+        keep=["`deploy --at tomorrow`", "    0 3 * * * run --since yesterday"],
+    )
+    add(
+        "reference_til_channel",
+        "Where TILs are shared",
+        "Short lessons go to the The Today I Learned channel, #til.",
+        category="reference",
+        keep=["The Today I Learned channel"],
+    )
+    add(
+        "reference_newsletter",
+        "Internal newsletter name",
+        "The internal newsletter is called Yesterday's News and goes out monthly.",
+        category="reference",
+        keep=["Yesterday's News"],
+    )
+    add(
+        "project_travel",
+        "Travel requests deadline",
+        "Travel requests for the offsite are due next Friday.",
+        unsure=True,
+    )
+    # look-alikes that must stay apart
+    add(
+        "project_release_23",
+        "Release 2.3 ships the new search page",
+        "The search page uses the new ranking and the filters from the design review.",
+    )
+    add(
+        "project_release_24",
+        "Release 2.4 ships the new search page",
+        "The search page uses the new ranking and the filters from the design review.",
+    )
+    add(
+        "user_son",
+        "The user's son is called Leo",
+        "He is seven and likes football.",
+        category="user",
+    )
+    add(
+        "user_daughter",
+        "The user's daughter is called Leo",
+        "She is seven and likes football.",
+        category="user",
+    )
+    add("user_zh_spicy", "用户喜欢吃辣", "点外卖时可以选川菜。", category="user")
+    add("user_zh_not_spicy", "用户不喜欢吃辣", "点外卖时可以选川菜。", category="user")
+    # true duplicates
+    add(
+        "feedback_conventional",
+        "Use conventional commit prefixes (feat:, fix:) in commits",
+        "Every commit subject starts with a type such as feat, fix, docs or chore.",
+    )
+    add(
+        "feedback_commit_prefixes",
+        "Use conventional commit prefixes like feat: and fix: in commits",
+        "Every commit subject starts with a type such as feat, fix, docs or chore.",
+    )
+    add(
+        "feedback_zh_weekly_report",
+        "周报每周五下午发给经理",
+        "周报用团队模板，写本周完成的事、下周计划和风险，发邮件给经理并抄送团队。",
+    )
+    add(
+        "feedback_zh_report_friday",
+        "每周五下午把周报发给经理",
+        "周报用团队模板，写本周完成的事、下周计划和风险，发邮件给经理并抄送团队。",
+    )
+    add(
+        "user_pets_en",
+        "The user has a parrot named Kiwi",
+        "Kiwi is green and says hello.",
+        category="user",
+    )
+    add(
+        "user_pets_zh", "用户养了一只叫 Kiwi 的鹦鹉", "Kiwi 是绿色的，会说 hello。", category="user"
+    )
+    # a contradiction worded differently
+    add(
+        "project_ci_old",
+        "We run CI on Jenkins",
+        "The Jenkins server is ci.internal.",
+        day="2026-11-03",
+    )
+    add(
+        "project_ci_new",
+        "CI migration finished",
+        "We migrated CI from Jenkins to GitHub Actions; ci.internal is read-only now.",
+        day="2026-11-24",
+    )
     return out
 
 
@@ -1041,8 +1247,14 @@ def truth_of(all_entries: Iterable[Entry]) -> Truth:
             {"feedback_short_answers", "feedback_conclusion_first"},
             {"user_zh_office", "user_zh_beijing"},
             {"reference_grafana", "reference_grafana_api"},
+            {"feedback_conventional", "feedback_commit_prefixes"},
+            {"feedback_zh_weekly_report", "feedback_zh_report_friday"},
+            {"user_pets_en", "user_pets_zh"},  # across languages: rules rarely see it
         ],
         distinct=[
+            ("project_release_23", "project_release_24"),
+            ("user_son", "user_daughter"),
+            ("user_zh_spicy", "user_zh_not_spicy"),
             ("project_deploy_window_tue", "project_deploy_window_thu"),
             ("feedback_unit_tests", "feedback_integration_tests"),
             ("project_node_18", "project_node_20"),
@@ -1060,6 +1272,7 @@ def truth_of(all_entries: Iterable[Entry]) -> Truth:
             ("project_sync_meeting", "project_sync_moved", "meeting day", False),
             ("feedback_indent_tabs", "feedback_indent_two", "indentation rule", True),
             ("project_zh_queue_old", "project_zh_queue_new", "message queue", False),
+            ("project_ci_old", "project_ci_new", "ci system", False),
         ],
         # the reworded twin that is kept is the one retrieved more often
         retrievals={"feedback_conclusion_first": 140, "feedback_short_answers": 3},

@@ -226,6 +226,33 @@ def test_a_weekday_that_may_mean_either_week_is_left_and_listed(text: str) -> No
     assert unsure
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        pytest.param(
+            "Write this week's results and next week's plan in the report.",
+            "Write this week's results and next week's plan in the report.",
+            id="forward-phrases-in-a-rule-stay",
+        ),
+        pytest.param(
+            "周报写本周完成的事和下周计划。", "周报写本周完成的事和下周计划。", id="zh-rule-stays"
+        ),
+        pytest.param(
+            "**Why:** the release due tomorrow was promised to a customer.",
+            "**Why:** the release due tomorrow (2026-11-26) was promised to a customer.",
+            id="the-why-line-tells-what-happened",
+        ),
+        pytest.param(
+            "Yesterday the user asked for no emoji in commit messages.",
+            "Yesterday (2026-11-24) the user asked for no emoji in commit messages.",
+            id="a-past-incident-is-dated",
+        ),
+    ],
+)
+def test_a_feedback_memory_is_read_as_a_standing_rule(text: str, expected: str) -> None:
+    assert absolutize(text, ANCHOR, rules_only=True)[0] == expected
+
+
 def test_a_second_run_adds_nothing() -> None:
     once = absolutize("Shipped yesterday, 上周开会。", ANCHOR)[0]
     assert absolutize(once, date(2026, 11, 30)) == (once, [])

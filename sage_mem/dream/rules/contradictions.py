@@ -12,7 +12,8 @@ A memory that says what changed ("switched the main database from PostgreSQL
 to MySQL", "the sync moved from Tuesday to Thursday", "Kafka instead of
 RabbitMQ", "从 RabbitMQ 换成了 Kafka") is also compared with the older memories
 of its category and project that name the old value and share its topic (two
-terms of its description), however they are worded.
+terms of its description, or one when the older description names the old
+value), however they are worded.
 
 Nothing is archived here: only `supersedes:` is clear enough evidence for that
 (the `supersedes` rule). Two deploy windows on different days may both be
@@ -129,7 +130,11 @@ def _by_change(ctx: RuleContext, memories: list[Memory], reported: set[tuple[str
                 text = terms(f"{older.description}\n{older.body}")
                 if not old_terms <= text or new_terms <= text:
                     continue
-                if len(topic & terms(older.description)) < MIN_SUBJECT_TERMS:
+                shared = len(topic & terms(older.description))
+                # Two topic words; or one, when the older description names the old value.
+                if shared < MIN_SUBJECT_TERMS and not (
+                    shared and old_terms <= terms(older.description)
+                ):
                     continue
                 if older.id in newer.supersedes or (older.id, newer.id) in reported:
                     continue

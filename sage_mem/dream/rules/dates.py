@@ -18,7 +18,9 @@ written (DESIGN §7.3a):
   the literary 今日/明日/昨日 (明日方舟, 今日头条 are names far more often than dates);
 - periods rather than days: "the last year", "the next week or two",
   "the last Friday of each month" (a determiner before, "of" or "or" after);
-- code of any kind (`sage_mem.memory.markdown` says what is code).
+- code of any kind (`sage_mem.memory.markdown` says what is code);
+- in a feedback memory (a standing rule by definition) any phrase pointing
+  forward or to the present ("tomorrow", 下周, 本周) outside its **Why:** line.
 
 When unsure — "next Friday" said on a Wednesday (this week's or the next?),
 "last Tuesday" said on a Friday — the phrase is left and listed in the report.
@@ -325,9 +327,24 @@ def _quoted(segment: str, start: int) -> bool:
     return any(before.count(o) > before.count(c) for o, c in _QUOTES)
 
 
-def _not_an_event(segment: str, start: int, end: int, chinese: bool) -> bool:
-    """True when the phrase at segment[start:end] is no date of a specific event."""
+_PAST = re.compile(
+    r"yesterday|last|ago|earlier|before|昨|前|上|去年", re.IGNORECASE
+)
+_WHY_LINE = re.compile(r"\W*(?:why|原因|为什么)\W", re.IGNORECASE)
+
+
+def _not_an_event(
+    segment: str, start: int, end: int, chinese: bool, rules_only: bool = False
+) -> bool:
+    """True when the phrase at segment[start:end] is no date of a specific event.
+
+    `rules_only`: the text is a standing rule (a feedback memory), where "tomorrow",
+    "next week", 下周 speak of any day; only a **Why:** line tells what happened, and
+    only a phrase pointing back ("yesterday", 上周) can date an incident elsewhere.
+    """
     lead, sentence, line = _sentence(segment, start, end)
+    if rules_only and not _WHY_LINE.match(line) and not _PAST.search(segment[start:end]):
+        return True
     if _quoted(segment, start):
         return True
     if re.match(r"\W*(?:how to apply|怎么用|如何应用)", line, re.IGNORECASE):
@@ -361,18 +378,19 @@ def _not_an_event(segment: str, start: int, end: int, chinese: bool) -> bool:
 
 
 def absolutize(
-    text: str, anchor: date, unsure: list[str] | None = None
+    text: str, anchor: date, unsure: list[str] | None = None, *, rules_only: bool = False
 ) -> tuple[str, list[tuple[str, str]]]:
     """`text` with the date of each event phrase written beside it, and the (old, new) pairs.
 
-    Phrases left because the date they mean is ambiguous are added to `unsure`.
+    Phrases left because the date they mean is ambiguous are added to `unsure`;
+    `rules_only` reads the text as a standing rule (see `_not_an_event`).
     """
     changes: list[tuple[str, str]] = []
     doubts = unsure if unsure is not None else []
 
     def prose(segment: str) -> str:
-        segment = _substitute(segment, _EN_PATTERN, False, anchor, changes, doubts)
-        return _substitute(segment, _ZH_PATTERN, True, anchor, changes, doubts)
+        segment = _substitute(segment, _EN_PATTERN, False, anchor, changes, doubts, rules_only)
+        return _substitute(segment, _ZH_PATTERN, True, anchor, changes, doubts, rules_only)
 
     return outside_code(text, prose), changes
 
@@ -402,6 +420,7 @@ def _substitute(
     anchor: date,
     changes: list[tuple[str, str]],
     unsure: list[str],
+    rules_only: bool = False,
 ) -> str:
     out: list[str] = []
     last = 0
@@ -412,7 +431,9 @@ def _substitute(
         if _ALREADY.match(segment, end):
             continue  # dated already, by a person or an earlier run
         meant = _meaning(match, segment, chinese, anchor)
-        if meant is None or _not_an_event(segment, match.start(), match.end(), chinese):
+        if meant is None or _not_an_event(
+            segment, match.start(), match.end(), chinese, rules_only
+        ):
             continue
         if meant == AMBIGUOUS:
             unsure.append(match.group(0))
@@ -505,12 +526,12 @@ def _says_utc(text: str) -> bool:
     return text.endswith(("Z", "z", "+00:00", "+0000")) or not re.search(r"[+-]\d\d:?\d\d$", text)
 
 
-def _phrases(texts: dict[str, str]) -> list[str]:
+def _phrases(texts: dict[str, str], rules_only: bool = False) -> list[str]:
     """The event phrases in `texts`, for a report (as they would be read on any day)."""
     found: list[str] = []
     for text in texts.values():
         unsure: list[str] = []
-        _, changes = absolutize(text, date(2000, 1, 5), unsure)
+        _, changes = absolutize(text, date(2000, 1, 5), unsure, rules_only=rules_only)
         found.extend(old for old, _ in changes)
         found.extend(unsure)
     return sorted(set(found))
@@ -528,9 +549,10 @@ def run(ctx: RuleContext) -> None:
         }
         if not any(_EN_PATTERN.search(t) or _ZH_PATTERN.search(t) for t in texts.values()):
             continue
+        rules_only = memory.category == "feedback"
         anchor, why = anchor_of(memory)
         if anchor is None:
-            phrases = _phrases(texts)
+            phrases = _phrases(texts, rules_only)
             if phrases:
                 ctx.applier.note(
                     memory.id,
@@ -544,7 +566,7 @@ def run(ctx: RuleContext) -> None:
         for key, text in texts.items():
             if not text:
                 continue
-            new, changes = absolutize(text, anchor, unsure)
+            new, changes = absolutize(text, anchor, unsure, rules_only=rules_only)
             if changes and new != text:
                 fields[key] = new
                 found.extend(changes)
