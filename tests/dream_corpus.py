@@ -766,6 +766,26 @@ def _variants() -> list[Entry]:
             events=[("昨天", "2026年11月20日")],
         )
     )
+    # dated notes: a dated heading or log line anchors what it heads
+    add(
+        "project_release_log",
+        "Release 5.0 log",
+        "## 2026-11-18\n\nYesterday we cut the release branch.\n\n## 2026-11-24\n\n"
+        "Today the release went out; the hotfix ships tomorrow.\n",
+        day=None,
+        created="2026-11-18",
+        updated="2026-11-24T18:00:00Z",
+        events=[("Yesterday", "2026-11-17"), ("Today", "2026-11-24"), ("tomorrow", "2026-11-25")],
+    )
+    add(
+        "project_zh_release_log",
+        "发版流程调整记录",
+        "- 2026年11月20日：昨天定了新的发版流程。\n- 2026年11月23日：上周五的回归测试全部通过。\n",
+        day=None,
+        created="2026-11-20",
+        updated="2026-11-23T10:00:00Z",
+        events=[("昨天", "2026年11月19日"), ("上周五", "2026年11月20日")],
+    )
     # traps
     add(
         "feedback_friday_releases",
@@ -1412,7 +1432,7 @@ def score(folder: Path, manifest: dict[str, Any], truth: Truth) -> Scores:
                 harmful.append(f"{entry.id}: a date was added that the text does not mean: {found}")
         for phrase, expected in entry.events:
             dates_total += 1
-            if expected in after_text and expected not in before_text:
+            if after_text.count(expected) > before_text.count(expected):
                 dates_done += 1
             elif not archived:
                 problems.append(f"{entry.id}: {phrase!r} not made absolute ({expected})")

@@ -253,6 +253,36 @@ def test_a_feedback_memory_is_read_as_a_standing_rule(text: str, expected: str) 
     assert absolutize(text, ANCHOR, rules_only=True)[0] == expected
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        pytest.param(
+            "## 2026-11-18\n\nYesterday we cut the branch.\n\n## 2026-11-24\n\n"
+            "Today it shipped; the hotfix is due tomorrow.\n",
+            "## 2026-11-18\n\nYesterday (2026-11-17) we cut the branch.\n\n## 2026-11-24\n\n"
+            "Today (2026-11-24) it shipped; the hotfix is due tomorrow (2026-11-25).\n",
+            id="dated-headings",
+        ),
+        pytest.param(
+            "- 2026年11月20日：昨天定了发版流程。\n- 2026年11月23日：上周五的回归测试通过了。\n",
+            "- 2026年11月20日：昨天（2026年11月19日）定了发版流程。\n"
+            "- 2026年11月23日：上周五（2026年11月20日）的回归测试通过了。\n",
+            id="zh-dated-log-lines",
+        ),
+        pytest.param(
+            "2026-11-10: moved the cron job yesterday.\n\nLast week nothing changed.\n",
+            "2026-11-10: moved the cron job yesterday (2026-11-09).\n\n"
+            "Last week nothing changed.\n",
+            id="an-undated-paragraph-is-left",
+        ),
+    ],
+)
+def test_a_dated_heading_or_line_anchors_what_it_heads(text: str, expected: str) -> None:
+    unsure: list[str] = []
+    assert absolutize(text, None, unsure)[0] == expected
+    assert unsure == (["Last week"] if "Last week" in text else [])
+
+
 def test_a_second_run_adds_nothing() -> None:
     once = absolutize("Shipped yesterday, 上周开会。", ANCHOR)[0]
     assert absolutize(once, date(2026, 11, 30)) == (once, [])

@@ -158,7 +158,10 @@ def difference(first: str, second: str) -> str | None:
     b_words, b_chars = key_words(second)
     only_a, only_b = a_words - b_words, b_words - a_words
     if 1 <= len(only_a) <= 2 and 1 <= len(only_b) <= 2:
-        return f"a different key term ({_shown(only_a)} / {_shown(only_b)})"
+        return (
+            f"a different key term ({_as_written(first, only_a)} / "
+            f"{_as_written(second, only_b)})"
+        )
     only_a, only_b = a_chars - b_chars, b_chars - a_chars
     if 1 <= len(only_a) <= 3 and 1 <= len(only_b) <= 3:
         return f"a different key term ({_shown(only_a)} / {_shown(only_b)})"
@@ -174,6 +177,12 @@ _NEGATION = re.compile(
 
 def _negated(text: str) -> bool:
     return len(_NEGATION.findall(text.replace("’", "'"))) % 2 == 1
+
+
+def _as_written(text: str, stems: frozenset[str]) -> str:
+    """The words of `text` that the index terms `stems` come from, as the person wrote them."""
+    words = [w for w in re.findall(r"[\w.+#-]+", text) if set(tokenize(w)) & stems]
+    return ", ".join(dict.fromkeys(words)) or _shown(stems)
 
 
 def _shown(items: frozenset[str]) -> str:

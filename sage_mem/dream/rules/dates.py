@@ -44,9 +44,10 @@ the Friday of the anchor's week.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import UTC, date, datetime, timedelta
 
-from ...memory.markdown import outside_code
+from ...memory.markdown import code_ranges
 from ...memory.value import Memory, parse_moment
 from . import RuleContext
 
@@ -378,21 +379,80 @@ def _not_an_event(
 
 
 def absolutize(
-    text: str, anchor: date, unsure: list[str] | None = None, *, rules_only: bool = False
+    text: str,
+    anchor: date | None,
+    unsure: list[str] | None = None,
+    *,
+    rules_only: bool = False,
 ) -> tuple[str, list[tuple[str, str]]]:
     """`text` with the date of each event phrase written beside it, and the (old, new) pairs.
 
-    Phrases left because the date they mean is ambiguous are added to `unsure`;
+    A phrase under a dated heading or on a dated line ("## 2026-11-18", "- 2026-11-18:")
+    counts from that date, the rest from `anchor` (None: not known). Phrases left
+    because the date they mean is ambiguous or not known are added to `unsure`;
     `rules_only` reads the text as a standing rule (see `_not_an_event`).
     """
     changes: list[tuple[str, str]] = []
     doubts = unsure if unsure is not None else []
+    sections = _dated_sections(text)
 
-    def prose(segment: str) -> str:
-        segment = _substitute(segment, _EN_PATTERN, False, anchor, changes, doubts, rules_only)
-        return _substitute(segment, _ZH_PATTERN, True, anchor, changes, doubts, rules_only)
+    def anchor_at(offset: int) -> date | None:
+        for start, end, day in sections:
+            if start <= offset < end:
+                return day
+        return anchor
 
-    return outside_code(text, prose), changes
+    out: list[str] = []
+    last = 0
+    for code in [*code_ranges(text), None]:
+        stop = len(text) if code is None else code.start
+        if stop > last:
+            out.append(
+                _substitute(text[last:stop], last, anchor_at, changes, doubts, rules_only)
+            )
+        if code is not None:
+            out.append(text[code.start : code.end])
+            last = code.end
+    return "".join(out), changes
+
+
+_DATED_START = re.compile(
+    r"^(?P<mark>[ \t]{0,3}(?:#{1,6}[ \t]+|(?:[-*+]|\d{1,3}[.)])[ \t]+)?[*_\[]{0,2})"
+    r"(?:(?P<y>20\d\d)-(?P<m>\d\d)-(?P<d>\d\d)|(?P<zy>20\d\d)年(?P<zm>\d{1,2})月(?P<zd>\d{1,2})日)"
+    r"(?!\d)",
+    re.MULTILINE,
+)
+
+
+def _dated_sections(text: str) -> list[tuple[int, int, date]]:
+    """(start, end, day) of each stretch a date at the start of a heading or a line heads.
+
+    A dated heading heads what follows it up to the next heading; a dated line (a log
+    entry, a list item) heads itself and its continuation up to a blank line, the next
+    item or the next heading.
+    """
+    found: list[tuple[int, int, date]] = []
+    for match in _DATED_START.finditer(text):
+        try:
+            if match.group("y"):
+                day = date(int(match.group("y")), int(match.group("m")), int(match.group("d")))
+            else:
+                day = date(int(match.group("zy")), int(match.group("zm")), int(match.group("zd")))
+        except ValueError:
+            continue
+        start = match.start()
+        if match.group("mark").lstrip().startswith("#"):
+            following = re.compile(r"^[ \t]{0,3}#{1,6}[ \t]", re.MULTILINE).search(
+                text, match.end()
+            )
+        else:
+            following = re.compile(
+                r"\n[ \t]*\n|\n(?=[ \t]{0,3}(?:#{1,6}[ \t]|[-*+][ \t]|\d{1,3}[.)][ \t]|20\d\d))"
+            ).search(text, match.end())
+        end = following.start() if following else len(text)
+        found.append((start, end, day))
+    # a dated line inside a dated section wins: it is the nearer date
+    return sorted(found, key=lambda item: (item[1] - item[0], item[0]))
 
 
 def _meaning(match: re.Match[str], segment: str, chinese: bool, anchor: date) -> str | None:
@@ -415,25 +475,37 @@ def _meaning(match: re.Match[str], segment: str, chinese: bool, anchor: date) ->
 
 def _substitute(
     segment: str,
-    pattern: re.Pattern[str],
-    chinese: bool,
-    anchor: date,
+    base: int,
+    anchor_at: Callable[[int], date | None],
     changes: list[tuple[str, str]],
     unsure: list[str],
     rules_only: bool = False,
 ) -> str:
+    """One stretch of prose (at `base` in the text) with its event phrases dated."""
+    matches = sorted(
+        [(m, False) for m in _EN_PATTERN.finditer(segment)]
+        + [(m, True) for m in _ZH_PATTERN.finditer(segment)],
+        key=lambda item: item[0].start(),
+    )
     out: list[str] = []
     last = 0
-    for match in pattern.finditer(segment):
+    for match, chinese in matches:
+        if match.start() < last:
+            continue  # inside a phrase already dated
         end = match.end()
         if not chinese and segment[end : end + 2] in ("'s", "’s"):
             end += 2  # "yesterday's retro" -> "yesterday's (2026-11-24) retro"
         if _ALREADY.match(segment, end):
             continue  # dated already, by a person or an earlier run
+        if _not_an_event(segment, match.start(), match.end(), chinese, rules_only):
+            continue
+        anchor = anchor_at(base + match.start())
+        if anchor is None:
+            if _meaning(match, segment, chinese, date(2000, 1, 5)) is not None:
+                unsure.append(match.group(0))
+            continue
         meant = _meaning(match, segment, chinese, anchor)
-        if meant is None or _not_an_event(
-            segment, match.start(), match.end(), chinese, rules_only
-        ):
+        if meant is None:
             continue
         if meant == AMBIGUOUS:
             unsure.append(match.group(0))
@@ -551,18 +623,6 @@ def run(ctx: RuleContext) -> None:
             continue
         rules_only = memory.category == "feedback"
         anchor, why = anchor_of(memory)
-        if anchor is None:
-            phrases = _phrases(texts, rules_only)
-            if phrases:
-                ctx.applier.note(
-                    memory.id,
-                    rule=NAME,
-                    message=(
-                        f"relative dates ({', '.join(map(repr, phrases[:4]))}) left as written: "
-                        f"{why}"
-                    ),
-                )
-            continue
         for key, text in texts.items():
             if not text:
                 continue
@@ -571,22 +631,28 @@ def run(ctx: RuleContext) -> None:
                 fields[key] = new
                 found.extend(changes)
         if unsure:
+            phrases = ", ".join(map(repr, sorted(set(unsure))[:4]))
+            if anchor is None:
+                because = why
+            else:
+                weekday = _EN_WEEKDAYS[anchor.weekday()].title()
+                because = (
+                    f"written on {anchor.isoformat()}, a {weekday}: they may mean this "
+                    "week's day or the other week's; write the date you mean"
+                )
             ctx.applier.note(
                 memory.id,
                 rule=NAME,
-                message=(
-                    f"relative dates ({', '.join(map(repr, sorted(set(unsure))[:4]))}) left as "
-                    f"written: written on {anchor.isoformat()} ({_EN_WEEKDAYS[anchor.weekday()]}), "
-                    "they may mean this week's day or the other week's; write the date you mean"
-                ),
+                message=f"relative dates ({phrases}) left as written: {because}",
             )
         if not fields:
             continue
         shown = "; ".join(f"{old!r} → {new!r}" for old, new in found[:4])
         more = f" and {len(found) - 4} more" if len(found) > 4 else ""
+        written = f"written on {anchor.isoformat()}" if anchor else "counted from the dates in it"
         ctx.applier.rewrite(
             memory,
             rule=NAME,
-            reason=f"{shown}{more} (written on {anchor.isoformat()})",
+            reason=f"{shown}{more} ({written})",
             **fields,
         )
