@@ -158,11 +158,51 @@ def test_a_contradiction_settled_by_supersedes_is_resolved_not_reported(empty_di
 def test_a_memory_that_says_what_changed_is_set_against_the_older_one(
     empty_dir: Path, old: tuple[str, str], new_description: str, new_body: str
 ) -> None:
-    add(empty_dir, "project_old", old[0], old[1], category="project",
-        created="2026-11-02", updated="2026-11-02T09:00:00Z")
-    add(empty_dir, "project_new", new_description, new_body, category="project",
-        created="2026-11-20", updated="2026-11-20T09:00:00Z")
+    add(
+        empty_dir,
+        "project_old",
+        old[0],
+        old[1],
+        category="project",
+        created="2026-11-02",
+        updated="2026-11-02T09:00:00Z",
+    )
+    add(
+        empty_dir,
+        "project_new",
+        new_description,
+        new_body,
+        category="project",
+        created="2026-11-20",
+        updated="2026-11-20T09:00:00Z",
+    )
     result = run_dream(MemoryStore(empty_dir), mode="report")
     notes = [n for n in read_manifest(result)["notes"] if n["rule"] == "contradictions"]
     assert [n["id"] for n in notes] == ["project_old"]
     assert "Proposal: project_new stands" in notes[0]["message"]
+
+
+def test_the_older_memory_stays_the_older_one_after_a_rule_rewrites_it(empty_dir: Path) -> None:
+    """The dates rule rewrites the old memory first (moving its `updated`): still the old one."""
+    add(
+        empty_dir,
+        "project_old",
+        "Deploy target is AWS ECS",
+        "Set up yesterday.",
+        category="project",
+        created="2026-11-02",
+        updated="2026-11-02T09:00:00Z",
+    )
+    add(
+        empty_dir,
+        "project_new",
+        "Deploy target is Fly.io",
+        "Chosen after the cost review.",
+        category="project",
+        created="2026-11-20",
+        updated="2026-11-20T09:00:00Z",
+    )
+    for mode in ("report", "rewrite"):
+        result = run_dream(MemoryStore(empty_dir), mode=mode)
+        notes = [n for n in read_manifest(result)["notes"] if n["rule"] == "contradictions"]
+        assert [n["id"] for n in notes] == ["project_old"], mode

@@ -25,6 +25,13 @@ class RuleContext:
     applier: Applier
     now: datetime
     retrievals: dict[str, int] = field(default_factory=dict)
+    written: dict[str, str] = field(default_factory=dict)
+    """When each memory was last written as the run found it (`updated`, else `created`):
+    a rule's own change moves `updated`, which must not make an old fact look new."""
+
+    def __post_init__(self) -> None:
+        if not self.written:
+            self.written = {m.id: m.updated or m.created or "" for m in self.store.list()}
 
     def live(self) -> list[Memory]:
         """Memories in service now, minus those archived (or proposed for it) in this run."""

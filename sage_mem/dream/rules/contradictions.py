@@ -125,7 +125,9 @@ def _by_change(ctx: RuleContext, memories: list[Memory], reported: set[tuple[str
             old_terms, new_terms = terms(old_value), terms(new_value)
             topic = terms(newer.description) - old_terms - new_terms
             for older in memories:
-                if older.id == newer.id or _when(older) >= _when(newer):
+                if older.id == newer.id or (
+                    _when(older, ctx.written) >= _when(newer, ctx.written)
+                ):
                     continue
                 text = terms(f"{older.description}\n{older.body}")
                 if not old_terms <= text or new_terms <= text:
@@ -158,8 +160,8 @@ def _compare(
     if a_terms <= b_terms or b_terms <= a_terms:
         return  # one says the same value, or more of it: no contradiction
     differs = difference(a_value, b_value)
-    older, newer = sorted((a, b), key=lambda m: (_when(m), m.id))
-    if _when(older) == _when(newer):
+    older, newer = sorted((a, b), key=lambda m: (_when(m, ctx.written), m.id))
+    if _when(older, ctx.written) == _when(newer, ctx.written):
         return  # no newer one to propose
     if (older.id, newer.id) in reported:
         return
@@ -169,17 +171,20 @@ def _compare(
 
 
 def _note(ctx: RuleContext, older: Memory, newer: Memory, what: str, said: str) -> None:
+    old_day, new_day = _when(older, ctx.written)[:10], _when(newer, ctx.written)[:10]
     ctx.applier.note(
         older.id,
         rule=NAME,
         message=(
-            f"likely contradicts {newer.id}: “{older.description}” ({_when(older)[:10]}) vs "
-            f"“{newer.description}” ({_when(newer)[:10]}), {what}. Proposal: {newer.id} stands "
+            f"likely contradicts {newer.id}: “{older.description}” ({old_day}) vs "
+            f"“{newer.description}” ({new_day}), {what}. Proposal: {newer.id} stands "
             f"({said}); to settle it add `supersedes: [{older.id}]` to {newer.id}, or keep both "
             "if both hold"
         ),
     )
 
 
-def _when(memory: Memory) -> str:
+def _when(memory: Memory, written: dict[str, str] | None = None) -> str:
+    if written and memory.id in written:
+        return written[memory.id]
     return memory.updated or memory.created or ""
