@@ -88,7 +88,8 @@ def _by_subject(ctx: RuleContext, memories: list[Memory], reported: set[tuple[st
 _FROM_TO = [
     re.compile(
         r"\b(?:switched|moved|migrated|changed|went|converted|upgraded|downgraded)\b[^.;。\n]{0,60}?"
-        r"\bfrom\s+(?P<old>[^\s,.;]+(?:\s+[^\s,.;]+){0,2}?)\s+to\s+(?P<new>[^\s,.;]+)",
+        r"\bfrom\s+(?P<old>[^\s,.;]+(?:\s+[^\s,.;]+){0,2}?)\s+to\s+"
+        r"(?P<new>[^\s,.;]+(?:\s+(?:[A-Z0-9][^\s,.;]*))?)",
         re.IGNORECASE,
     ),
     re.compile(
