@@ -42,7 +42,7 @@ def test_the_index_groups_by_category_in_a_fixed_order() -> None:
         f"{catalog.HEADER}\n\n{catalog.NOTE}\n\n"
         "## user\n- [a_user](a_user.md) — who else\n- [Bee](b_user.md) — who\n\n"
         "## feedback\n- [tests_first](tests_first.md) — write tests first\n\n"
-        "## project\n- [plan](plan.md) — short plan\n\n"
+        "## project\n- [plan](plan.md) — the plan\n\n"
         "## reference\n- [z_ref](z_ref.md) — where docs are\n\n"
         "## zzz\n- [weird](weird.md) — custom category\n\n"
         "## uncategorized\n- [misc](misc.md) — odd one\n"

@@ -245,7 +245,7 @@ def test_an_agent_that_fails_leaves_the_rule_based_result_and_what_it_did_record
     manifest = read_manifest(result)
     assert manifest["model"]["status"] == "failed"
     assert manifest["model"]["detail"].startswith("exit status 1")
-    assert store.read("project_plan").body.strip() == "Decided on 2026-11-24."
+    assert store.read("project_plan").body.strip() == "Decided yesterday (2026-11-24)."
     assert [(c["file"], c["state"]) for c in manifest["changes"] if c["source"] == "model"] == [
         ("user_name.md", "applied")
     ]
@@ -261,7 +261,7 @@ def test_an_agent_that_times_out_is_stopped_and_the_rules_stand(empty_dir: Path)
     manifest = read_manifest(result)
     assert manifest["model"] == {"status": "timed out", "detail": "stopped after 0.3 s"}
     assert manifest["status"] == "finished"
-    assert store.read("project_plan").body.strip() == "Decided on 2026-11-24."
+    assert store.read("project_plan").body.strip() == "Decided yesterday (2026-11-24)."
     assert "timed out: stopped after 0.3 s" in Path(result.report).read_text(encoding="utf-8")
 
 

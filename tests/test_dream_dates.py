@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from datetime import date
 from pathlib import Path
 
@@ -18,52 +19,74 @@ ANCHOR = date(2026, 11, 25)  # a Wednesday
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        pytest.param("We shipped it yesterday.", "We shipped it on 2026-11-24.", id="en-yesterday"),
         pytest.param(
-            "Yesterday we shipped it.", "On 2026-11-24 we shipped it.", id="en-capitalised"
+            "We shipped it yesterday.", "We shipped it yesterday (2026-11-24).", id="en-yesterday"
         ),
         pytest.param(
-            "The review is due tomorrow", "The review is due on 2026-11-26", id="en-tomorrow"
+            "Yesterday we shipped it.", "Yesterday (2026-11-24) we shipped it.", id="en-capitalised"
         ),
         pytest.param(
-            "Blocked since yesterday", "Blocked since 2026-11-24", id="en-after-preposition"
+            "The review is due tomorrow",
+            "The review is due tomorrow (2026-11-26)",
+            id="en-tomorrow",
         ),
         pytest.param(
-            "It broke the day before yesterday", "It broke on 2026-11-23", id="en-day-before"
-        ),
-        pytest.param("Merged two days ago", "Merged on 2026-11-23", id="en-days-ago"),
-        pytest.param("Freeze starts in 3 days", "Freeze starts on 2026-11-28", id="en-in-days"),
-        pytest.param(
-            "I was ill last week", "I was ill in the week of 2026-11-16", id="en-last-week"
-        ),
-        pytest.param("Demo next week", "Demo in the week of 2026-11-30", id="en-next-week"),
-        pytest.param(
-            "Standup moves next Monday", "Standup moves on Monday 2026-11-30", id="en-next-monday"
+            "Blocked since yesterday",
+            "Blocked since yesterday (2026-11-24)",
+            id="en-after-preposition",
         ),
         pytest.param(
-            "It failed last Friday", "It failed on Friday 2026-11-20", id="en-last-friday"
+            "It broke the day before yesterday",
+            "It broke the day before yesterday (2026-11-23)",
+            id="en-day-before",
+        ),
+        pytest.param("Merged two days ago", "Merged two days ago (2026-11-23)", id="en-days-ago"),
+        pytest.param(
+            "Freeze starts in 3 days", "Freeze starts in 3 days (2026-11-28)", id="en-in-days"
         ),
         pytest.param(
-            "We moved offices last month", "We moved offices in October 2026", id="en-last-month"
+            "I was ill last week", "I was ill last week (week of 2026-11-16)", id="en-last-week"
         ),
-        pytest.param("Budget approved this year", "Budget approved in 2026", id="en-this-year"),
-        pytest.param("yesterday's call ran long", "2026-11-24's call ran long", id="en-possessive"),
-        pytest.param("我昨天去了超市", "我2026年11月24日去了超市", id="zh-yesterday"),
-        pytest.param("前天发布了新版本", "2026年11月23日发布了新版本", id="zh-day-before"),
-        pytest.param("明天开会", "2026年11月26日开会", id="zh-tomorrow"),
-        pytest.param("上周讨论了方案", "2026年11月16日那一周讨论了方案", id="zh-last-week"),
+        pytest.param("Demo next week", "Demo next week (week of 2026-11-30)", id="en-next-week"),
         pytest.param(
-            "下周一开始新的站会时间", "2026年11月30日（周一）开始新的站会时间", id="zh-next-monday"
+            "Standup moves next Monday",
+            "Standup moves next Monday (2026-11-30)",
+            id="en-next-monday",
         ),
-        pytest.param("上周五服务器宕机", "2026年11月20日（周五）服务器宕机", id="zh-last-friday"),
-        pytest.param("上个月搬了办公室", "2026年10月搬了办公室", id="zh-last-month"),
-        pytest.param("上月底完成迁移", "2026年10月底完成迁移", id="zh-month-end"),
-        pytest.param("去年加入公司", "2025年加入公司", id="zh-last-year"),
-        pytest.param("三天前合并了分支", "2026年11月22日合并了分支", id="zh-days-ago"),
-        pytest.param("会议改到下星期三", "会议改到2026年12月2日（周三）", id="zh-xingqi"),
+        pytest.param(
+            "It failed last Friday", "It failed last Friday (2026-11-20)", id="en-last-friday"
+        ),
+        pytest.param(
+            "We moved offices last month",
+            "We moved offices last month (October 2026)",
+            id="en-last-month",
+        ),
+        pytest.param(
+            "Budget approved this year", "Budget approved this year (2026)", id="en-this-year"
+        ),
+        pytest.param(
+            "yesterday's call ran long",
+            "yesterday's (2026-11-24) call ran long",
+            id="en-possessive",
+        ),
+        pytest.param("我昨天去了超市", "我昨天（2026年11月24日）去了超市", id="zh-yesterday"),
+        pytest.param("前天发布了新版本", "前天（2026年11月23日）发布了新版本", id="zh-day-before"),
+        pytest.param("明天开会", "明天（2026年11月26日）开会", id="zh-tomorrow"),
+        pytest.param("上周讨论了方案", "上周（2026年11月16日那一周）讨论了方案", id="zh-last-week"),
+        pytest.param(
+            "下周一开始新的站会时间",
+            "下周一（2026年11月30日）开始新的站会时间",
+            id="zh-next-monday",
+        ),
+        pytest.param("上周五服务器宕机", "上周五（2026年11月20日）服务器宕机", id="zh-last-friday"),
+        pytest.param("上个月搬了办公室", "上个月（2026年10月）搬了办公室", id="zh-last-month"),
+        pytest.param("上月底完成迁移", "上月底（2026年10月底）完成迁移", id="zh-month-end"),
+        pytest.param("去年加入公司", "去年（2025年）加入公司", id="zh-last-year"),
+        pytest.param("三天前合并了分支", "三天前（2026年11月22日）合并了分支", id="zh-days-ago"),
+        pytest.param("会议改到下星期三", "会议改到下星期三（2026年12月2日）", id="zh-xingqi"),
         pytest.param(
             "Yesterday 我们决定下周发布",
-            "On 2026-11-24 我们决定2026年11月30日那一周发布",
+            "Yesterday (2026-11-24) 我们决定下周（2026年11月30日那一周）发布",
             id="mixed",
         ),
     ],
@@ -82,7 +105,6 @@ def test_relative_dates_become_absolute(text: str, expected: str) -> None:
         pytest.param("A weekly sync, not a daily one", id="en-no-phrase"),
         pytest.param("性格是先天后天共同形成的", id="zh-innate-acquired"),
         pytest.param("这个月饼很好吃", id="zh-mooncake"),
-        pytest.param("这周末去爬山", id="zh-weekend"),
         pytest.param("马上周一的例会就要开始了", id="zh-word-before"),
         pytest.param("请看一下周报", id="zh-weekly-report"),
         pytest.param("`明天`是一个变量名", id="zh-code-span"),
@@ -91,7 +113,29 @@ def test_relative_dates_become_absolute(text: str, expected: str) -> None:
         pytest.param("Deploy:\n\n\tsleep until tomorrow\n", id="en-tab-indented-code"),
         pytest.param("Run <code>deploy --when tomorrow</code> to stage it", id="en-html-code"),
         pytest.param("<pre>\nsleep until tomorrow\n\nand tomorrow\n</pre>\n", id="en-html-pre"),
-        pytest.param("用 <CODE class=\"x\">明天</CODE> 作变量名", id="zh-html-code"),
+        pytest.param('用 <CODE class="x">明天</CODE> 作变量名', id="zh-html-code"),
+        # a standing rule or a general statement dates nothing
+        pytest.param("Do not promise a fix for tomorrow.", id="en-rule-do-not"),
+        pytest.param("Never schedule a deploy for tomorrow morning.", id="en-rule-never"),
+        pytest.param("When the user says next week, ask for the exact day.", id="en-mention"),
+        pytest.param("Releases go out on the last Friday of each month.", id="en-last-x-of"),
+        pytest.param("Over the last year the user moved to Go.", id="en-over-the-last-year"),
+        pytest.param("The migration takes the next week or two.", id="en-idiom-week-or-two"),
+        pytest.param("Most teams today use trunk-based development.", id="en-generic-today"),
+        pytest.param("The user likes to say tomorrow is another day.", id="en-idiom"),
+        pytest.param("Their favourite film is The Day After Tomorrow.", id="en-title"),
+        pytest.param('The manager said: "we ship tomorrow or never".', id="en-quote"),
+        pytest.param("> Customer: we need it by tomorrow\n", id="en-block-quote"),
+        pytest.param("The user signed off with 'see you tomorrow' as usual.", id="en-single-quote"),
+        pytest.param("You must not promise anything for tomorrow.", id="en-must-not"),
+        pytest.param("**How to apply:** ask whether tomorrow works.", id="en-how-to-apply"),
+        pytest.param("不要答应客户明天修好。", id="zh-rule"),
+        pytest.param("如果用户说下周，要问清楚是哪一天。", id="zh-if"),
+        pytest.param("用户喜欢玩明日方舟。", id="zh-proper-noun"),
+        pytest.param("今日头条上看到的新闻。", id="zh-literary-today"),
+        pytest.param("用户常说：今日事今日毕。", id="zh-idiom"),
+        pytest.param("老板说“明天一定上线”。", id="zh-quote"),
+        pytest.param("推荐《明天会更好》这首歌。", id="zh-title"),
         pytest.param("~~~~\nsleep until tomorrow\n~~~\nstill tomorrow\n~~~~\n", id="en-long-fence"),
         pytest.param("```\nsleep until tomorrow\n", id="en-unclosed-fence"),
         pytest.param("> ```\n> sleep until tomorrow\n> ```\n", id="en-fence-in-quote"),
@@ -107,33 +151,219 @@ def test_text_that_only_looks_like_a_relative_date_is_kept(text: str) -> None:
     ("text", "expected"),
     [
         pytest.param(
+            "Last night the replica failed over.",
+            "Last night (2026-11-24) the replica failed over.",
+            id="en-last-night",
+        ),
+        pytest.param(
+            "A few days ago the tests got flaky.",
+            "A few days ago (a few days before 2026-11-25) the tests got flaky.",
+            id="en-a-few-days-ago",
+        ),
+        pytest.param(
+            "Earlier this week we pinned Chromium.",
+            "Earlier this week (week of 2026-11-23) we pinned Chromium.",
+            id="en-earlier-this-week",
+        ),
+        pytest.param(
+            "Last weekend we ran a hackathon.",
+            "Last weekend (2026-11-21 to 2026-11-22) we ran a hackathon.",
+            id="en-last-weekend",
+        ),
+        pytest.param("昨晚缓存打满了。", "昨晚（2026年11月24日）缓存打满了。", id="zh-last-night"),
+        pytest.param(
+            "前几天就有告警。", "前几天（2026年11月25日前几天）就有告警。", id="zh-a-few-days-ago"
+        ),
+        pytest.param(
+            "上周末去爬山了。", "上周末（2026年11月21日至22日）去爬山了。", id="zh-last-weekend"
+        ),
+        pytest.param(
+            "Outage yesterday; the fix ships tomorrow.",
+            "Outage yesterday (2026-11-24); the fix ships tomorrow (2026-11-26).",
+            id="en-two-events",
+        ),
+        pytest.param(
+            "The fix should land tomorrow.",
+            "The fix should land tomorrow (2026-11-26).",
+            id="en-a-plan-with-should",
+        ),
+        pytest.param(
+            "We moved to Go three months ago.",
+            "We moved to Go three months ago (around August 2026).",
+            id="en-months-ago",
+        ),
+        pytest.param(
+            "三个月前换了供应商。",
+            "三个月前（2026年8月前后）换了供应商。",
+            id="zh-months-ago",
+        ),
+        pytest.param(
+            "特别是昨天的发布很顺利。",
+            "特别是昨天（2026年11月24日）的发布很顺利。",
+            id="zh-bie-inside-a-word-is-no-rule",
+        ),
+        pytest.param(
+            "**Why:** the build broke yesterday.",
+            "**Why:** the build broke yesterday (2026-11-24).",
+            id="en-why-line-is-an-event",
+        ),
+    ],
+)
+def test_the_phrases_the_first_version_missed(text: str, expected: str) -> None:
+    assert absolutize(text, ANCHOR)[0] == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param("Travel requests are due next Friday.", id="next-friday-on-a-wednesday"),
+        pytest.param("It failed last Monday.", id="last-monday-on-a-wednesday"),
+    ],
+)
+def test_a_weekday_that_may_mean_either_week_is_left_and_listed(text: str) -> None:
+    unsure: list[str] = []
+    assert absolutize(text, ANCHOR, unsure) == (text, [])
+    assert unsure
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        pytest.param(
+            "Write this week's results and next week's plan in the report.",
+            "Write this week's results and next week's plan in the report.",
+            id="forward-phrases-in-a-rule-stay",
+        ),
+        pytest.param(
+            "周报写本周完成的事和下周计划。", "周报写本周完成的事和下周计划。", id="zh-rule-stays"
+        ),
+        pytest.param(
+            "**Why:** the release due tomorrow was promised to a customer.",
+            "**Why:** the release due tomorrow (2026-11-26) was promised to a customer.",
+            id="the-why-line-tells-what-happened",
+        ),
+        pytest.param(
+            "Yesterday the user asked for no emoji in commit messages.",
+            "Yesterday (2026-11-24) the user asked for no emoji in commit messages.",
+            id="a-past-incident-is-dated",
+        ),
+    ],
+)
+def test_a_feedback_memory_is_read_as_a_standing_rule(text: str, expected: str) -> None:
+    assert absolutize(text, ANCHOR, rules_only=True)[0] == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        pytest.param(
+            "## 2026-11-18\n\nYesterday we cut the branch.\n\n## 2026-11-24\n\n"
+            "Today it shipped; the hotfix is due tomorrow.\n",
+            "## 2026-11-18\n\nYesterday (2026-11-17) we cut the branch.\n\n## 2026-11-24\n\n"
+            "Today (2026-11-24) it shipped; the hotfix is due tomorrow (2026-11-25).\n",
+            id="dated-headings",
+        ),
+        pytest.param(
+            "- 2026年11月20日：昨天定了发版流程。\n- 2026年11月23日：上周五的回归测试通过了。\n",
+            "- 2026年11月20日：昨天（2026年11月19日）定了发版流程。\n"
+            "- 2026年11月23日：上周五（2026年11月20日）的回归测试通过了。\n",
+            id="zh-dated-log-lines",
+        ),
+        pytest.param(
+            "2026-11-10: moved the cron job yesterday.\n\nLast week nothing changed.\n",
+            "2026-11-10: moved the cron job yesterday (2026-11-09).\n\n"
+            "Last week nothing changed.\n",
+            id="an-undated-paragraph-is-left",
+        ),
+    ],
+)
+def test_a_dated_heading_or_line_anchors_what_it_heads(text: str, expected: str) -> None:
+    unsure: list[str] = []
+    assert absolutize(text, None, unsure)[0] == expected
+    assert unsure == (["Last week"] if "Last week" in text else [])
+
+
+def test_a_second_run_adds_nothing() -> None:
+    once = absolutize("Shipped yesterday, 上周开会。", ANCHOR)[0]
+    assert absolutize(once, date(2026, 11, 30)) == (once, [])
+
+
+@pytest.mark.parametrize(
+    ("meta", "expected"),
+    [
+        pytest.param(
+            {"created": "2026-11-26", "updated": "2026-11-26T01:40:00+08:00"},
+            "昨晚（2026年11月25日）切换失败。",
+            id="beijing-after-midnight",
+        ),
+        pytest.param(
+            {"created": "2026-11-25", "updated": "2026-11-25T17:40:00Z"},
+            "昨晚（2026年11月25日）切换失败。",
+            id="utc-time-read-on-a-beijing-clock",
+        ),
+        pytest.param(
+            {"created": "2026-11-26", "updated": "2026-11-25T17:40:00Z"},
+            "昨晚（2026年11月25日）切换失败。",
+            id="created-on-the-writers-calendar-beside-a-utc-time",
+        ),
+        pytest.param(
+            {"modified": "2026-11-25T17:40:00Z"},
+            "昨晚（2026年11月25日）切换失败。",
+            id="claude-code-modified-on-a-beijing-clock",
+        ),
+        pytest.param(
+            {"created": "2026-11-24", "updated": "2026-11-24T23:30:00-05:00"},
+            "昨晚（2026年11月23日）切换失败。",
+            id="new-york-before-midnight",
+        ),
+    ],
+)
+def test_the_anchor_is_the_writers_local_day(
+    empty_dir: Path, monkeypatch: pytest.MonkeyPatch, meta: dict, expected: str
+) -> None:
+    monkeypatch.setenv("TZ", "Asia/Shanghai")
+    time.tzset()
+    try:
+        add(empty_dir, "project_failover", "切换记录", "昨晚切换失败。", category="project", **meta)
+        store = MemoryStore(empty_dir)
+        run_dream(store, mode="rewrite")
+        assert store.read("project_failover").body.strip() == expected
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        pytest.param(
             "Shipped yesterday:\n    and reviewed tomorrow\n",
-            "Shipped on 2026-11-24:\n    and reviewed on 2026-11-26\n",
+            "Shipped yesterday (2026-11-24):\n    and reviewed tomorrow (2026-11-26)\n",
             id="indented-line-continuing-a-paragraph",
         ),
         pytest.param(
             "- shipped\n\n    reviewed tomorrow\n",
-            "- shipped\n\n    reviewed on 2026-11-26\n",
+            "- shipped\n\n    reviewed tomorrow (2026-11-26)\n",
             id="indented-paragraph-in-a-list-item",
         ),
         pytest.param(
             "    ```\nshipped yesterday\n",
-            "    ```\nshipped on 2026-11-24\n",
+            "    ```\nshipped yesterday (2026-11-24)\n",
             id="a-fence-indented-four-spaces-is-indented-code",
         ),
         pytest.param(
             "Escaped \\`backtick, shipped yesterday`",
-            "Escaped \\`backtick, shipped on 2026-11-24`",
+            "Escaped \\`backtick, shipped yesterday (2026-11-24)`",
             id="escaped-backtick-opens-no-span",
         ),
         pytest.param(
             "`a\n\nshipped yesterday`",
-            "`a\n\nshipped on 2026-11-24`",
+            "`a\n\nshipped yesterday (2026-11-24)`",
             id="a-code-span-ends-with-its-paragraph",
         ),
         pytest.param(
             "```\ncode\n```\nshipped yesterday ```x``` done\n",
-            "```\ncode\n```\nshipped on 2026-11-24 ```x``` done\n",
+            "```\ncode\n```\nshipped yesterday (2026-11-24) ```x``` done\n",
             id="prose-after-a-closed-fence",
         ),
     ],
@@ -148,11 +378,14 @@ def test_prose_next_to_code_is_still_dated(text: str, expected: str) -> None:
         pytest.param(
             "Standup time",
             "Moved to 10:00 yesterday.",
-            "Moved to 10:00 on 2026-11-24.",
+            "Moved to 10:00 yesterday (2026-11-24).",
             id="english",
         ),
         pytest.param(
-            "站会时间", "昨天决定站会改到十点。", "2026年11月24日决定站会改到十点。", id="chinese"
+            "站会时间",
+            "昨天决定站会改到十点。",
+            "昨天（2026年11月24日）决定站会改到十点。",
+            id="chinese",
         ),
     ],
 )
@@ -211,10 +444,10 @@ def test_only_updated_is_enough_of_an_anchor(empty_dir: Path) -> None:
     )
     store = MemoryStore(empty_dir)
     run_dream(store, mode="rewrite")
-    assert store.read("user_note").body.strip() == "Met the team in the week of 2026-11-16."
+    assert store.read("user_note").body.strip() == "Met the team last week (week of 2026-11-16)."
 
 
-def test_the_description_loses_its_relative_date_too(empty_dir: Path) -> None:
+def test_the_description_is_dated_too(empty_dir: Path) -> None:
     add(
         empty_dir,
         "project_freeze",
@@ -224,4 +457,4 @@ def test_the_description_loses_its_relative_date_too(empty_dir: Path) -> None:
     )
     store = MemoryStore(empty_dir)
     run_dream(store, mode="rewrite")
-    assert store.read("project_freeze").description == "Code freeze starts on Monday 2026-11-30"
+    assert store.read("project_freeze").description == "Code freeze starts next Monday (2026-11-30)"

@@ -86,6 +86,36 @@ TWINS = [
 ]
 RELATED = [
     pytest.param(
+        "Deploy window is Tuesday 10:00-12:00 for the web app",
+        "Deploy window is Thursday 10:00-12:00 for the web app",
+        id="en-weekday",
+    ),
+    pytest.param(
+        "Unit tests run with pytest -x on every push to main",
+        "Integration tests run with pytest -x on every push to main",
+        id="en-swapped-key-term",
+    ),
+    pytest.param(
+        "The user likes cilantro in every salad and soup",
+        "The user does not like cilantro in every salad and soup",
+        id="en-negation",
+    ),
+    pytest.param(
+        "用户喜欢吃香菜，每次点菜都要加",
+        "用户不喜欢吃香菜，每次点菜都要加",
+        id="zh-negation",
+    ),
+    pytest.param(
+        "测试环境的数据库地址是 db.internal，每天凌晨重置",
+        "生产环境的数据库地址是 db.internal，每天凌晨重置",
+        id="zh-swapped-key-term",
+    ),
+    pytest.param(
+        "移动端每周二上午十点发布新版本",
+        "移动端每周四上午十点发布新版本",
+        id="zh-weekday",
+    ),
+    pytest.param(
         "User prefers pytest over unittest for Python tests",
         "User prefers ruff over flake8 for Python linting",
         id="en-tool-swap",
@@ -251,7 +281,8 @@ def test_the_keep_rule(empty_dir: Path, trust, uses, bodies, kept: str) -> None:
     assert not (empty_dir / f"{gone}.md").exists()
 
 
-def test_a_memory_retrieved_over_100_times_is_never_archived_by_a_merge(empty_dir: Path) -> None:
+def test_a_memory_retrieved_over_100_times_is_the_one_a_merge_keeps(empty_dir: Path) -> None:
+    """mnemo's frequency protection: the twin agents rely on stays, the other is archived."""
     add(empty_dir, "user_one", "用户的猫叫芝麻，喜欢晒太阳", category="user", trust=0.9)
     add(empty_dir, "user_two", "用户养的猫叫芝麻，很喜欢晒太阳", category="user", trust=0.5)
     store = MemoryStore(empty_dir)
@@ -259,9 +290,25 @@ def test_a_memory_retrieved_over_100_times_is_never_archived_by_a_merge(empty_di
     store.stats.path.write_text(json.dumps({"user_two": {"retrievals": 101}}), encoding="utf-8")
     result = run_dream(store, mode="rewrite")
     assert (empty_dir / "user_two.md").exists()
+    assert not (empty_dir / "user_one.md").exists()
+    archived = next(c for c in read_manifest(result)["changes"] if c["operation"] == "archive")
+    assert archived["id"] == "user_one" and archived["supersededBy"] == "user_two"
+    assert "retrieved 101 times" in archived["reason"]
+
+
+def test_twins_both_retrieved_over_100_times_are_both_kept_and_reported(
+    empty_dir: Path,
+) -> None:
+    add(empty_dir, "user_one", "用户的猫叫芝麻，喜欢晒太阳", category="user", trust=0.9)
+    add(empty_dir, "user_two", "用户养的猫叫芝麻，很喜欢晒太阳", category="user", trust=0.5)
+    store = MemoryStore(empty_dir)
+    store.folder.ensure_state_dir()
+    counts = {"user_one": {"retrievals": 150}, "user_two": {"retrievals": 101}}
+    store.stats.path.write_text(json.dumps(counts), encoding="utf-8")
+    result = run_dream(store, mode="rewrite")
+    assert (empty_dir / "user_one.md").exists() and (empty_dir / "user_two.md").exists()
     assert result.refused == 1
-    manifest = read_manifest(result)
-    assert "retrieved 101 times" in manifest["refused"][0]["refusedBecause"]
+    assert "retrieved 101 times" in read_manifest(result)["refused"][0]["refusedBecause"]
 
 
 def test_a_locked_twin_is_not_archived_and_the_refusal_is_reported(empty_dir: Path) -> None:
@@ -286,7 +333,7 @@ def test_a_locked_twin_is_not_archived_and_the_refusal_is_reported(empty_dir: Pa
     assert "locked" in Path(result.report).read_text(encoding="utf-8")
 
 
-def test_twins_whose_bodies_differ_are_reported_not_merged(empty_dir: Path) -> None:
+def test_a_twin_whose_body_adds_text_is_folded_into_the_one_kept(empty_dir: Path) -> None:
     add(
         empty_dir,
         "feedback_a",
@@ -299,11 +346,43 @@ def test_twins_whose_bodies_differ_are_reported_not_merged(empty_dir: Path) -> N
         empty_dir,
         "feedback_b",
         "Run the whole test suite before each commit",
-        "Docker must be running because the database tests start a Postgres container first.",
+        "The full suite catches the integration failures that unit runs miss. Docker must be "
+        "running because the database tests start a Postgres container first.",
         category="feedback",
     )
+    store = MemoryStore(empty_dir)
+    result = run_dream(store, mode="rewrite")
+    assert not (empty_dir / "feedback_b.md").exists()
+    body = store.read("feedback_a").body.strip()
+    assert body.startswith("The full suite catches the integration failures that unit runs miss.")
+    assert "Docker must be running because the database tests start a Postgres" in body
+    assert body.count("The full suite catches") == 1
+    fold = next(c for c in read_manifest(result)["changes"] if c["operation"] == "rewrite")
+    assert "from feedback_b" in fold["reason"] and "body" in fold["fields"]
+
+
+@pytest.mark.parametrize(
+    "other_body",
+    [
+        pytest.param("A deploy takes 12 minutes and needs one reviewer online.", id="number"),
+        pytest.param("部署要十二分钟，周四才能发，需要一个评审在线。", id="zh-weekday"),
+    ],
+)
+def test_a_twin_whose_body_may_contradict_is_reported_not_merged(
+    empty_dir: Path, other_body: str
+) -> None:
+    add(
+        empty_dir,
+        "project_a",
+        "How long a deploy takes",
+        "A deploy takes 5 minutes. 周二发布。",
+        category="project",
+        trust=0.9,
+    )
+    path = add(empty_dir, "project_b", "How long a deploy takes", other_body, category="project")
+    before = path.read_bytes()
     result = run_dream(MemoryStore(empty_dir), mode="rewrite")
-    assert (empty_dir / "feedback_b.md").exists()
+    assert path.read_bytes() == before
     notes = read_manifest(result)["notes"]
     assert any("merge them by hand" in n["message"] for n in notes)
 

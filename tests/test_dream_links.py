@@ -173,3 +173,60 @@ def test_the_audit_and_the_dream_agree_on_which_links_are_code(empty_dir: Path) 
         "broken link not fixed: (gone_b.md): no such memory",
         "broken link not fixed: [[gone_i]]: no memory with that id",
     }
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        pytest.param(
+            "History: [[user_old_editor]] came before it.",
+            "History: [[user_old_editor]] came before it.",
+            id="wiki-history",
+        ),
+        pytest.param(
+            "Previously the user was on [Vim](user_old_editor.md).",
+            "Previously the user was on [Vim](archive/user_old_editor.md).",
+            id="markdown-previously-opens-the-archived-file",
+        ),
+        pytest.param(
+            "以前的编辑器见[[user_old_editor]]。",
+            "以前的编辑器见[[user_old_editor]]。",
+            id="wiki-chinese-history",
+        ),
+    ],
+)
+def test_a_link_in_historical_context_is_not_pointed_at_the_successor(
+    empty_dir: Path, body: str, expected: str
+) -> None:
+    add(empty_dir, "user_old_editor", "The user edits in Vim", category="user")
+    add(empty_dir, "user_editor", "The user switched to Helix", category="user",
+        supersedes=["user_old_editor"])
+    add(empty_dir, "project_notes", "Notes", body, category="project")
+    store = MemoryStore(empty_dir)
+    run_dream(store, mode="rewrite")
+    assert store.read("project_notes").body.strip() == expected
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        pytest.param("It replaces [[user_old_editor]].", "It replaces [[user_old_editor]].",
+                     id="wiki"),
+        pytest.param(
+            "Helix now; see [the Vim notes](user_old_editor.md).",
+            "Helix now; see [the Vim notes](archive/user_old_editor.md).",
+            id="markdown",
+        ),
+    ],
+)
+def test_a_link_to_the_memory_a_successor_replaced_never_becomes_a_self_link(
+    empty_dir: Path, body: str, expected: str
+) -> None:
+    add(empty_dir, "user_old_editor", "The user edits in Vim", category="user")
+    add(empty_dir, "user_editor", "The user switched to Helix", body, category="user",
+        supersedes=["user_old_editor"])
+    store = MemoryStore(empty_dir)
+    run_dream(store, mode="rewrite")
+    body_after = store.read("user_editor").body
+    assert body_after.strip() == expected
+    assert "[[user_editor]]" not in body_after and "(user_editor.md)" not in body_after

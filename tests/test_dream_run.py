@@ -184,7 +184,7 @@ def test_a_failing_model_leaves_the_rule_based_result(empty_dir: Path) -> None:
     store = MemoryStore(empty_dir)
     result = run_dream(store, mode="rewrite", model_pass=model)
     assert read_manifest(result)["model"]["status"] == "failed"
-    assert store.read("project_x").body.strip() == "Decided on 2026-11-24."
+    assert store.read("project_x").body.strip() == "Decided yesterday (2026-11-24)."
 
 
 def test_an_agent_command_that_fails_leaves_the_rule_based_result(empty_dir: Path) -> None:
@@ -201,7 +201,7 @@ def test_an_agent_command_that_fails_leaves_the_rule_based_result(empty_dir: Pat
     result = run_dream(store, mode="rewrite", config=DreamConfig(agent_command=tuple(command)))
     model = read_manifest(result)["model"]
     assert model["status"] == "failed" and "no model here" in model["detail"]
-    assert store.read("project_x").body.strip() == "Decided on 2026-11-24."
+    assert store.read("project_x").body.strip() == "Decided yesterday (2026-11-24)."
 
 
 FAKE_AGENT = """

@@ -149,3 +149,94 @@ def test_memories_that_need_no_summary_are_untouched(
     before = path.read_bytes()
     run_dream(MemoryStore(empty_dir), mode="rewrite")
     assert path.read_bytes() == before
+
+
+@pytest.mark.parametrize(
+    ("description", "body"),
+    [
+        pytest.param(
+            "On-call runbook for the payments service",
+            "On-call runbook for the payments service. Page the secondary after 15 minutes "
+            "without an acknowledgement. " + LONG_EN,
+            id="english-first-sentence-repeats",
+        ),
+        pytest.param(
+            "发布前必须运行全部测试",
+            LONG_ZH,
+            id="chinese-first-sentence-repeats",
+        ),
+    ],
+)
+def test_a_summary_never_repeats_the_description(description: str, body: str) -> None:
+    summary = make_summary(body, description=description)
+    assert summary is not None
+    assert not summary.startswith(description)
+
+
+def test_a_body_that_only_repeats_its_description_gets_no_summary() -> None:
+    description = "Run the whole test suite before every commit"
+    body = "# Run the whole test suite before every commit\n\n" + (
+        "| step | command |\n| --- | --- |\n| test | pytest |\n" * 12
+    ) + "\nRun the whole test suite before every commit."
+    assert make_summary(body, description=description) is None
+
+
+@pytest.mark.parametrize(
+    ("body", "kept"),
+    [
+        pytest.param(
+            "The checklist lives in the release_tools repository and is linked from "
+            "[[project_api_v3]]. " + LONG_EN,
+            ("release_tools", "project_api_v3"),
+            id="snake-case-and-wiki-link",
+        ),
+        pytest.param(
+            "Set __init__ paths and the MAX_RETRIES value; _private names stay. " + LONG_EN,
+            ("MAX_RETRIES", "_private"),
+            id="identifiers",
+        ),
+        pytest.param("This is _really_ important. " + LONG_EN, ("This is really important.",),
+                     id="underscore-emphasis-still-dropped"),
+    ],
+)
+def test_markdown_stripping_keeps_identifiers_readable(body: str, kept: tuple[str, ...]) -> None:
+    summary = make_summary(body, description="Notes")
+    assert summary is not None
+    for text in kept:
+        assert text in summary
+
+
+def test_a_summary_never_hides_the_description(empty_dir: Path) -> None:
+    """MEMORY.md, search results (MCP and CLI), listings and the hook show the description."""
+    from datetime import UTC, datetime
+
+    from sage_mem.agents.context import render_memory
+    from sage_mem.commands.render import hit_line, memory_line
+    from sage_mem.mcp_server.memory_tools import hit_dict
+
+    description = "Tests before commits"
+    add(empty_dir, "feedback_tests", description, LONG_EN, category="feedback",
+        created="2026-11-20")
+    store = MemoryStore(empty_dir)
+    run_dream(store, mode="rewrite")
+    memory = store.read("feedback_tests")
+    assert memory.summary  # the dream filled it
+    index = (empty_dir / "MEMORY.md").read_text(encoding="utf-8")
+    assert f"(feedback_tests.md) — {description}" in index
+    hit = store.search("tests before commits")[0]
+    assert hit_dict(hit)["description"] == description
+    assert hit_dict(hit)["summary"] == memory.summary  # beside it, not instead
+    assert description in hit_line(hit) and memory.summary not in hit_line(hit)
+    assert description in memory_line(memory)
+    assert description in render_memory(memory, datetime.now(UTC))
+
+
+def test_a_memory_without_a_description_shows_its_summary(empty_dir: Path) -> None:
+    from sage_mem.commands.render import memory_line
+
+    (empty_dir / "feedback_nodesc.md").write_text(
+        "---\ncategory: feedback\nsummary: Run the suite first\n---\n\n# Notes\n\nSome text.\n",
+        encoding="utf-8",
+    )
+    memory = MemoryStore(empty_dir).read("feedback_nodesc")
+    assert "Run the suite first" in memory_line(memory)

@@ -29,7 +29,7 @@ def hit_line(hit: Hit, now: datetime | None = None) -> str:
     category = f"[{visible_name(hit.category)}] " if hit.category else ""
     age = age_note(hit.updated, now, today=False)
     tail = f"  ({age})" if age else ""
-    text = visible(hit.summary or hit.description)
+    text = visible(hit.description)  # a summary never hides the description (DESIGN §7.3a)
     return f"{hit.score:7.3f}  {visible_name(hit.id)}  {category}{text}{tail}"
 
 

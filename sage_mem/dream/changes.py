@@ -3,7 +3,10 @@
 Rules (and the optional model pass) never call the store's write or archive
 themselves: they ask an `Applier`, which
 
-- in `report` mode records the change as `proposed` and touches nothing;
+- in `report` mode records the change as `proposed`, touches nothing, and
+  hands back the memory as the change would leave it (`proposed`), so that the
+  rules after it decide as they would in a rewrite run: a report shows exactly
+  what a rewrite does;
 - in `rewrite` mode journals it as `pending`, makes it through
   `MemoryStore.write` / `MemoryStore.archive` (atomic, with the sha256 the rule
   read as `expected_sha256`, so an edit made meanwhile is refused, not
@@ -24,14 +27,16 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from ..disk.folder import MemoryFolder, read_memory
 from ..disk.safe_io import Seen
 from ..errors import InvalidId, InvalidMemory, SageMemError
+from ..memory.fields import FIELDS, new_file_meta, validated
 from ..memory.file_format import sha256_bytes
-from ..memory.value import Memory
+from ..memory.value import Memory, memory_from_meta
 from ..store import MemoryStore
 from .manifest import Manifest
 
@@ -55,6 +60,9 @@ class Applier:
         self.source = source
         self.archived: dict[str, str | None] = {}
         """Ids archived (report mode: proposed for it) in this run -> their successor."""
+        self.proposed: dict[str, Memory] = {}
+        """Report mode: each memory as the changes proposed so far would leave it, so that
+        the rules after see what they would see in a rewrite run (one code path)."""
 
     @property
     def writes(self) -> bool:
@@ -72,10 +80,14 @@ class Applier:
             self._refuse(base, "the memory is locked (locked: true)")
             return None
         if not self.writes:
+            proposed = _as_written(memory, fields)
+            if proposed == memory:
+                return memory
             self.manifest.add_change(
                 {**base, "state": "proposed", "before": self._state(rel, memory.path)}
             )
-            return None
+            self.proposed[memory.id] = proposed
+            return proposed
         before = self._state(rel, memory.path)
         if before is None or before.get("sha256") != memory.sha256:
             self._refuse(base, _changed_since_read(before))
@@ -143,7 +155,9 @@ class Applier:
             return None
         if not self.writes:
             self.manifest.add_change({**base, "state": "proposed", "before": None})
-            return None
+            proposed = _new_memory(canonical, path, fields)
+            self.proposed[canonical] = proposed
+            return proposed
         entry = self.manifest.add_change({**base, "state": "pending", "before": None})
         try:
             created = self.store.write(canonical, expected_sha256="", **fields)
@@ -204,6 +218,27 @@ class Applier:
 
     def _rel_path(self, path: Path) -> str:
         return os.path.relpath(path, self.store.folder.root).replace(os.sep, "/")
+
+
+_LIST_FIELDS = frozenset(("aliases", "tags", "supersedes"))
+
+
+def _as_written(memory: Memory, fields: Mapping[str, Any]) -> Memory:
+    """`memory` with `fields` (store.write keywords) as a rewrite would set them."""
+    values: dict[str, Any] = {}
+    for key, value in fields.items():
+        if value is None or not hasattr(memory, key):
+            continue
+        values[key] = tuple(value) if key in _LIST_FIELDS else value
+    return replace(memory, **values) if values else memory
+
+
+def _new_memory(memory_id: str, path: Path, fields: Mapping[str, Any]) -> Memory:
+    """A memory as `create` would write it, for a report run's later rules."""
+    values = validated({f.name: fields[f.name] for f in FIELDS if f.name in fields})
+    meta = new_file_meta(values, created="", updated="")
+    meta = {key: value for key, value in meta.items() if value != ""}
+    return memory_from_meta(memory_id, path, meta, "\n" + str(fields.get("body", "")))
 
 
 def _changed_since_read(state: dict[str, Any] | None) -> str:

@@ -18,6 +18,7 @@ RULE_TITLES = {
     "supersedes": ("Superseded memories archived", "Superseded memories to archive"),
     "near-duplicates": ("Near-duplicates merged", "Near-duplicates to merge"),
     "summaries": ("Summaries added", "Summaries to add"),
+    "categories": ("Memories moved to the category they fit", "Memories to move to their category"),
     "links": ("Links fixed", "Links to fix"),
     "index": ("MEMORY.md", "MEMORY.md"),
     "model": ("Changes by the model pass", "Changes the model pass proposed"),

@@ -23,6 +23,7 @@ English and Chinese (see tests/test_dream_dedupe.py and the module `dedupe`).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from ..memory.value import Memory
@@ -42,6 +43,7 @@ class Fingerprint:
     numbers: frozenset[str]
     aliases: frozenset[str]
     body: frozenset[str]
+    description: str = ""
 
 
 _FUNCTION_CHARS = frozenset(getattr(tokens, "CHINESE_STOP_CHARS", ())) | frozenset(
@@ -69,6 +71,7 @@ def fingerprint(memory: Memory) -> Fingerprint:
         numbers=frozenset(t for t in terms(memory.description) if any(c.isdigit() for c in t)),
         aliases=terms(" ; ".join(memory.aliases)),
         body=terms(memory.body[:20_000]),
+        description=memory.description,
     )
 
 
@@ -91,3 +94,96 @@ def body_covered(loser: Fingerprint, keeper: Fingerprint, threshold: float) -> t
         return True, 1.0
     share = containment(loser.body, keeper.body | keeper.head)
     return share >= threshold, share
+
+
+# what makes two alike descriptions different facts
+
+_WEEKDAY_WORDS = re.compile(
+    r"\b(?:mon|tues|wednes|thurs|fri|satur|sun)day\b|(?:周|星期|礼拜)[一二三四五六日天]",
+    re.IGNORECASE,
+)
+_TIME = re.compile(r"\b\d{1,2}[:.]\d{2}\b|\d{1,2}点")
+_LATIN_WORD = re.compile(r"[^\W\d_]+|\d+(?:[.,]\d+)*", re.UNICODE)
+_CJK_CHAR = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+# Characters and words that reword without changing the fact: 是/为 ("is"), 都 ("all"),
+# "the", "a", punctuation words.
+_PLAIN_CHARS = frozenset("的了是为在和与及也都就又很把被给让对从向之其而或个一每")
+_PLAIN_WORDS = frozenset(
+    "the a an of to and or is are be for with on in at by it its this that user user's "
+    "users s".split()
+)
+
+
+def values(text: str) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
+    """The numbers, weekdays and times a text names: a difference in any is a different fact."""
+    folded = text.casefold()
+    numbers = frozenset(re.findall(r"\d+(?:[.,]\d+)*", _TIME.sub(" ", folded)))
+    weekdays = frozenset(
+        m.group(0)[-1] if not m.group(0)[0].isascii() else m.group(0)[:3]
+        for m in _WEEKDAY_WORDS.finditer(folded)
+    )
+    times = frozenset(_TIME.findall(folded))
+    return numbers, weekdays, times
+
+
+def key_words(text: str) -> tuple[frozenset[str], frozenset[str]]:
+    """The content words (Latin, stemmed as the index stems) and the CJK characters of a text."""
+    latin = frozenset(
+        t for t in tokenize(_CJK_CHAR.sub(" ", text)) if not has_cjk(t) and t not in _PLAIN_WORDS
+    )
+    chars = frozenset(c for c in _CJK_CHAR.findall(text) if c not in _PLAIN_CHARS)
+    return latin, chars
+
+
+def difference(first: str, second: str) -> str | None:
+    """What makes two alike texts say different facts, or None when nothing does.
+
+    A differing number, weekday or time; a negation on one side only ("likes" /
+    "does not like", 喜欢 / 不喜欢); or a swapped key term: each text has a
+    word (or, in Chinese, a character) the other lacks, and only one or two of them
+    ("unit" / "integration", 猫 / 狗, 测试 / 生产) — rewording changes more words
+    than that, and an added word ("every", 都) changes only one side.
+    """
+    a_numbers, a_days, a_times = values(first)
+    b_numbers, b_days, b_times = values(second)
+    if a_days != b_days:
+        return f"a different weekday ({_shown(a_days)} / {_shown(b_days)})"
+    if a_times != b_times:
+        return f"a different time ({_shown(a_times)} / {_shown(b_times)})"
+    if a_numbers != b_numbers:
+        return f"a different number ({_shown(a_numbers)} / {_shown(b_numbers)})"
+    if _negated(first) != _negated(second):
+        return "a negation on one side only (one says not)"
+    a_words, a_chars = key_words(first)
+    b_words, b_chars = key_words(second)
+    only_a, only_b = a_words - b_words, b_words - a_words
+    if 1 <= len(only_a) <= 2 and 1 <= len(only_b) <= 2:
+        return (
+            f"a different key term ({_as_written(first, only_a)} / "
+            f"{_as_written(second, only_b)})"
+        )
+    only_a, only_b = a_chars - b_chars, b_chars - a_chars
+    if 1 <= len(only_a) <= 3 and 1 <= len(only_b) <= 3:
+        return f"a different key term ({_shown(only_a)} / {_shown(only_b)})"
+    return None
+
+
+_NEGATION = re.compile(
+    r"\b(?:not|no|never|none|nothing|without|cannot|can't|don't|doesn't|isn't|aren't|won't"
+    r"|didn't|shouldn't|mustn't)\b|不|没|别|无|非|未|勿",
+    re.IGNORECASE,
+)
+
+
+def _negated(text: str) -> bool:
+    return len(_NEGATION.findall(text.replace("’", "'"))) % 2 == 1
+
+
+def _as_written(text: str, stems: frozenset[str]) -> str:
+    """The words of `text` that the index terms `stems` come from, as the person wrote them."""
+    words = [w for w in re.findall(r"[\w.+#-]+", text) if set(tokenize(w)) & stems]
+    return ", ".join(dict.fromkeys(words)) or _shown(stems)
+
+
+def _shown(items: frozenset[str]) -> str:
+    return ", ".join(sorted(items)) or "none"

@@ -43,7 +43,9 @@ def hit_dict(hit: Hit, now: datetime | None = None) -> dict[str, Any]:
     """A search hit as the agent sees it: no body, no empty keys."""
     return _compact({
         "id": hit.id,
-        "description": hit.summary or hit.description,
+        # The person's description; a summary only beside it, never instead (DESIGN §7.3a).
+        "description": hit.description,
+        "summary": hit.summary,
         "category": hit.category,
         "trust": hit.trust,
         "score": hit.score,

@@ -53,8 +53,16 @@ class Memory:
 
     @property
     def display(self) -> str:
-        """Short text for listings: the summary when there is one, else the description."""
-        return self.summary or self.description
+        """Short text for listings: the description the person wrote.
+
+        A summary (autodream fills it) never hides it: it stands in only for a file
+        with no description, whose description is then a fallback (name, first line).
+        """
+        if self.summary and any(
+            getattr(problem, "code", None) == "missing-description" for problem in self.problems
+        ):
+            return self.summary
+        return self.description
 
     def to_dict(self, *, body: bool = True) -> dict[str, Any]:
         """Plain JSON-ready data, in a stable key order."""

@@ -25,20 +25,33 @@ class RuleContext:
     applier: Applier
     now: datetime
     retrievals: dict[str, int] = field(default_factory=dict)
+    written: dict[str, str] = field(default_factory=dict)
+    """When each memory was last written as the run found it (`updated`, else `created`):
+    a rule's own change moves `updated`, which must not make an old fact look new."""
+
+    def __post_init__(self) -> None:
+        if not self.written:
+            self.written = {m.id: m.updated or m.created or "" for m in self.store.list()}
 
     def live(self) -> list[Memory]:
         """Memories in service now, minus those archived (or proposed for it) in this run."""
         gone = self.applier.archived
-        return [m for m in self.store.list() if m.id not in gone]
+        proposed = dict(self.applier.proposed)
+        live = [proposed.pop(m.id, m) for m in self.store.list() if m.id not in gone]
+        # Report mode: memories a change proposed to create, as the rules after would see them.
+        live.extend(m for m in proposed.values() if m.id not in gone)
+        return sorted(live, key=lambda m: m.id)
 
 
 def all_rules() -> list[tuple[str, Callable[[RuleContext], None]]]:
-    from . import dates, dedupe, links, summaries, supersedes
+    from . import categories, contradictions, dates, dedupe, links, summaries, supersedes
 
     return [
         (dates.NAME, dates.run),
         (supersedes.NAME, supersedes.run),
         (dedupe.NAME, dedupe.run),
+        (contradictions.NAME, contradictions.run),
         (summaries.NAME, summaries.run),
+        (categories.NAME, categories.run),
         (links.NAME, links.run),
     ]

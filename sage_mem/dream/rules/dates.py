@@ -1,33 +1,57 @@
-"""Relative dates made absolute, in English and Chinese, where a memory says when it was written.
+"""Relative dates made absolute, in English and Chinese, where they date a specific event.
 
 "yesterday" in a memory is wrong from the next day on, and models are poor at
-date arithmetic, so the phrase is replaced (not annotated: the old wording
-would stay wrong) by the date it meant: "Yesterday we shipped" → "On 2026-11-28
-we shipped", "上周开会" → "2026年11月16日那一周开会".
+date arithmetic, so the date it meant is written beside it, keeping the
+person's words readable: "Yesterday we shipped" → "Yesterday (2026-11-24) we
+shipped", "上周开会" → "上周（2026年11月16日那一周）开会". A phrase already followed by
+its date is left, so a second run adds nothing.
 
-The anchor is the day the text was written, which a memory only tells for sure
-when `created` and `updated` fall on the same day, or when only one of them is
-known. A memory edited on a later day might have gained its "yesterday" on
-either day: it is left alone and reported, as is one with no date at all.
+Only a phrase that dates a specific past or planned event changes. Left as
+written (DESIGN §7.3a):
 
-Weeks start on Monday. "next Friday" / "下周五" is the Friday of next week,
-"last Friday" / "上周五" the Friday of the week before; "this Friday" / "这周五"
-the Friday of the anchor's week. Code is never touched: fenced and indented
-blocks, code spans, `<code>` and `<pre>` (`sage_mem.memory.markdown` says what is code).
+- standing rules and general statements: a sentence that says never, always,
+  do not, should, every, usually, if, when…, most/many (不要、总是、每次、如果、通常…),
+  a **How to apply:** line, a phrase someone "says" (用户说下周);
+- quoted speech ("…", “…”, 「…」, 《…》, a `>` quote), idioms ("tomorrow is
+  another day", 今日事今日毕) and a date word said twice in one sentence;
+- names: a phrase in title case inside a sentence ("The Day After Tomorrow"),
+  the literary 今日/明日/昨日 (明日方舟, 今日头条 are names far more often than dates);
+- periods rather than days: "the last year", "the next week or two",
+  "the last Friday of each month" (a determiner before, "of" or "or" after);
+- code of any kind (`sage_mem.memory.markdown` says what is code);
+- in a feedback memory (a standing rule by definition) any phrase pointing
+  forward or to the present ("tomorrow", 下周, 本周) outside its **Why:** line.
+
+When unsure — "next Friday" said on a Wednesday (this week's or the next?),
+"last Tuesday" said on a Friday — the phrase is left and listed in the report.
+
+The anchor is the day the text was written, on the writer's clock: a time
+with an offset (`2026-11-26T01:40:00+08:00`) is that offset's day, a UTC time
+(`…Z`, as the tool writes it) the day on this machine's clock, a bare date that
+day, and a bare `created` date beside a UTC `updated` is the writer's own day
+when it is not the UTC one (a note saved at 01:40 in Beijing: `created:
+2026-11-26`, `updated: 2026-11-25T17:40:00Z`). A memory only tells it for sure
+when `created` and `updated` can fall on the same day, or when only one of them
+(or Claude Code's `modified`) is known. A memory edited on a
+later day might have gained its "yesterday" on either day: it is left alone
+and listed, as is one with no date at all.
+
+Weeks start on Monday. "next Monday" / "下周一" is the Monday of next week,
+"last Friday" / "上周五" the Friday of the week before, "this Friday" / "这周五"
+the Friday of the anchor's week.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from datetime import date, timedelta
+from datetime import UTC, date, datetime, timedelta
 
-from ...memory.markdown import outside_code
-from ...memory.value import Memory
+from ...memory.markdown import code_ranges
+from ...memory.value import Memory, parse_moment
 from . import RuleContext
 
 NAME = "relative-dates"
-
 _EN_MONTHS = (
     "",
     "January",
@@ -75,13 +99,11 @@ _ZH_NUMBERS = {
     "九": 9,
     "十": 10,
 }
-_PREPOSITIONS = frozenset(
-    "on in at by since until till from before after during of for to as around about through "
-    "between within than".split()
-)
 
 
 # what each phrase means
+
+AMBIGUOUS = "ambiguous"
 
 
 def _en_day(day: date) -> str:
@@ -101,21 +123,27 @@ def _add_months(day: date, months: int) -> date:
     return date(index // 12, index % 12 + 1, 1)
 
 
-Replacement = tuple[str, str]  # (text, kind): kind is "day", "week", "month", "year", "around"
-
-
-def _english(match: re.Match[str], anchor: date) -> Replacement | None:
-    word = match.group(0).lower()
-    word = " ".join(word.split())
+def _english(word: str, anchor: date) -> str | None:
+    """The date an English phrase means, as written beside it; AMBIGUOUS; None for no date."""
+    word = " ".join(word.lower().split())
     days = {
         "the day before yesterday": -2,
         "the day after tomorrow": 2,
         "yesterday": -1,
+        "last night": -1,
         "today": 0,
+        "tonight": 0,
+        "this morning": 0,
+        "this afternoon": 0,
+        "this evening": 0,
         "tomorrow": 1,
     }
     if word in days:
-        return _en_day(anchor + timedelta(days=days[word])), "day"
+        return _en_day(anchor + timedelta(days=days[word]))
+    if word in ("a few days ago", "a couple of days ago"):
+        return f"a few days before {_en_day(anchor)}"
+    if word in ("earlier this week", "later this week"):
+        return f"week of {_en_day(_monday(anchor))}"
     parts = word.split()
     if parts[-1] == "ago" or parts[0] == "in":
         count_word = parts[1] if parts[0] == "in" else parts[0]
@@ -125,46 +153,60 @@ def _english(match: re.Match[str], anchor: date) -> Replacement | None:
         sign = -1 if parts[-1] == "ago" else 1
         unit = parts[-2] if parts[-1] == "ago" else parts[-1]
         if unit.startswith("day"):
-            return _en_day(anchor + timedelta(days=sign * count)), "day"
+            return _en_day(anchor + timedelta(days=sign * count))
         if unit.startswith("week"):
-            return _en_day(anchor + timedelta(weeks=sign * count)), "around"
+            return f"around {_en_day(anchor + timedelta(weeks=sign * count))}"
+        if unit.startswith("month") and count <= 24:
+            first = _add_months(anchor, sign * count)
+            return f"around {_EN_MONTHS[first.month]} {first.year}"
         return None
     which, unit = parts[0], parts[1]
     offset = {"last": -1, "this": 0, "next": 1}[which]
     if unit == "week":
-        return _en_day(_monday(anchor) + timedelta(weeks=offset)), "week"
+        return f"week of {_en_day(_monday(anchor) + timedelta(weeks=offset))}"
+    if unit == "weekend":
+        saturday = _monday(anchor) + timedelta(weeks=offset, days=5)
+        return f"{_en_day(saturday)} to {_en_day(saturday + timedelta(days=1))}"
     if unit == "month":
         first = _add_months(anchor, offset)
-        return f"{_EN_MONTHS[first.month]} {first.year}", "month"
+        return f"{_EN_MONTHS[first.month]} {first.year}"
     if unit == "year":
-        return str(anchor.year + offset), "year"
+        return str(anchor.year + offset)
     if unit in _EN_WEEKDAYS:
-        day = _monday(anchor) + timedelta(weeks=offset, days=_EN_WEEKDAYS.index(unit))
-        return f"{unit.title()} {_en_day(day)}", "day"
+        index = _EN_WEEKDAYS.index(unit)
+        # "next Friday" on a Wednesday may be this week's or the next; "last Tuesday" on a
+        # Friday this week's or the last: a careful reader asks, so the rule does not guess.
+        if (offset == 1 and index > anchor.weekday()) or (
+            offset == -1 and index < anchor.weekday()
+        ):
+            return AMBIGUOUS
+        return _en_day(_monday(anchor) + timedelta(weeks=offset, days=index))
     return None
 
 
-def _chinese(match: re.Match[str], anchor: date) -> Replacement | None:
-    word = match.group(0)
+def _chinese(word: str, anchor: date) -> str | None:
+    """The date a Chinese phrase means, as written beside it; None for no date."""
     days = {
         "大前天": -3,
         "前天": -2,
         "昨天": -1,
-        "昨日": -1,
+        "昨晚": -1,
         "今天": 0,
-        "今日": 0,
+        "今晚": 0,
+        "今早": 0,
         "明天": 1,
-        "明日": 1,
         "后天": 2,
         "大后天": 3,
     }
     if word in days:
-        return _zh_day(anchor + timedelta(days=days[word])), "day"
+        return _zh_day(anchor + timedelta(days=days[word]))
+    if word in ("前几天", "前两天"):
+        return f"{_zh_day(anchor)}前几天"
     years = {"前年": -2, "去年": -1, "今年": 0, "明年": 1, "后年": 2}
     if word in years:
-        return f"{anchor.year + years[word]}年", "year"
+        return f"{anchor.year + years[word]}年"
     counted = re.fullmatch(
-        r"(\d+|[一两二三四五六七八九十])(天|周|个星期|星期)(前|后|以前|以后|之前|之后)", word
+        r"(\d+|[一两二三四五六七八九十])(天|周|个星期|星期|个月)(前|后|以前|以后|之前|之后)", word
     )
     if counted:
         number, unit, direction = counted.groups()
@@ -173,45 +215,55 @@ def _chinese(match: re.Match[str], anchor: date) -> Replacement | None:
             return None
         sign = -1 if direction.endswith("前") else 1
         if unit == "天":
-            return _zh_day(anchor + timedelta(days=sign * count)), "day"
-        return _zh_day(anchor + timedelta(weeks=sign * count)) + "前后", "around"
-    month = re.fullmatch(r"(上上|上|这|本|下下|下)(?:个)?月", word)
+            return _zh_day(anchor + timedelta(days=sign * count))
+        if unit == "个月":
+            first = _add_months(anchor, sign * count)
+            return f"{first.year}年{first.month}月前后"
+        return _zh_day(anchor + timedelta(weeks=sign * count)) + "前后"
+    offsets = {"上上": -2, "上": -1, "这": 0, "本": 0, "下": 1, "下下": 2}
+    month = re.fullmatch(r"(上上|上|这|本|下下|下)(?:个)?月([初中底末])?", word)
     if month:
-        offset = {"上上": -2, "上": -1, "这": 0, "本": 0, "下": 1, "下下": 2}[month.group(1)]
-        first = _add_months(anchor, offset)
-        return f"{first.year}年{first.month}月", "month"
+        first = _add_months(anchor, offsets[month.group(1)])
+        return f"{first.year}年{first.month}月{month.group(2) or ''}"
+    weekend = re.fullmatch(r"(上上|上|这|本|下下|下)(?:个)?(?:周|星期|礼拜)末", word)
+    if weekend:
+        saturday = _monday(anchor) + timedelta(weeks=offsets[weekend.group(1)], days=5)
+        sunday = saturday + timedelta(days=1)
+        end = f"{sunday.day}日" if sunday.month == saturday.month else _zh_day(sunday)
+        return f"{_zh_day(saturday)}至{end}"
     week = re.fullmatch(
         r"(上上|上|这|本|下下|下)(?:个)?(?:周|星期|礼拜)([一二三四五六日天])?", word
     )
     if week:
-        offset = {"上上": -2, "上": -1, "这": 0, "本": 0, "下": 1, "下下": 2}[week.group(1)]
-        monday = _monday(anchor) + timedelta(weeks=offset)
+        monday = _monday(anchor) + timedelta(weeks=offsets[week.group(1)])
         if week.group(2):
             index = 6 if week.group(2) in "日天" else _ZH_WEEKDAYS.index(week.group(2))
-            day = monday + timedelta(days=index)
-            return f"{_zh_day(day)}（{_ZH_WEEKDAY_NAMES[index]}）", "day"
-        return f"{_zh_day(monday)}那一周", "week"
+            return _zh_day(monday + timedelta(days=index))
+        return f"{_zh_day(monday)}那一周"
     return None
 
 
 _EN_COUNT = r"(?:\d{1,3}|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"
 _EN_PATTERN = re.compile(
-    r"\b(?:the\s+day\s+before\s+yesterday|the\s+day\s+after\s+tomorrow|yesterday|today|tomorrow"
-    rf"|{_EN_COUNT}\s+(?:days?|weeks?)\s+ago|in\s+{_EN_COUNT}\s+(?:days?|weeks?)"
-    r"|(?:last|this|next)\s+(?:week|month|year|monday|tuesday|wednesday|thursday|friday|saturday|sunday))\b",
+    r"\b(?:the\s+day\s+before\s+yesterday|the\s+day\s+after\s+tomorrow"
+    r"|a\s+(?:few|couple\s+of)\s+days\s+ago|(?:earlier|later)\s+this\s+week"
+    r"|last\s+night|this\s+(?:morning|afternoon|evening)|yesterday|today|tonight|tomorrow"
+    rf"|{_EN_COUNT}\s+(?:days?|weeks?|months?)\s+ago|in\s+{_EN_COUNT}\s+(?:days?|weeks?|months?)"
+    r"|(?:last|this|next)\s+(?:weekend|week|month|year"
+    r"|monday|tuesday|wednesday|thursday|friday|saturday|sunday))\b",
     re.IGNORECASE,
 )
 _ZH_PATTERN = re.compile(
-    r"大前天|大后天|前天|昨天|昨日|今天|今日|明天|明日|后天|前年|去年|今年|明年|后年"
-    r"|(?:\d{1,3}|[一两二三四五六七八九十])(?:天|周|个星期|星期)(?:以前|以后|之前|之后|前|后)"
-    r"|(?:上上|下下|上|这|本|下)(?:个)?月"
-    r"|(?:上上|下下|上|这|本|下)(?:个)?(?:周|星期|礼拜)[一二三四五六日天]?"
+    r"大前天|大后天|前天|昨天|昨晚|今天|今晚|今早|明天|后天|前几天|前两天|前年|去年|今年|明年|后年"
+    r"|(?:\d{1,3}|[一两二三四五六七八九十])(?:天|周|个星期|星期|个月)(?:以前|以后|之前|之后|前|后)"
+    r"|(?:上上|下下|上|这|本|下)(?:个)?月[初中底末]?"
+    r"|(?:上上|下下|上|这|本|下)(?:个)?(?:周|星期|礼拜)[一二三四五六日天末]?"
 )
 # Words that overlap a pattern but are no date: 先天后天 ("innate and acquired"), 这个月饼
-# ("this mooncake"), 周末 ("weekend": 这周末 is not "this week" + 末), 周报 ("weekly report").
+# ("this mooncake"), 周报 ("weekly report"), 周期 ("cycle").
 _ZH_NOT_DATES = re.compile(
-    r"先天后天|后天性|今日头条|明日之星|月饼|月份|月亮|月球|月光|月薪|月报|月度|周年|周边|周末|周期|周围|周到"
-    r"|周刊|周转|周报|周会|周岁"
+    r"先天后天|后天性|月饼|月份|月亮|月球|月光|月薪|月报|月度|周年|周边|周期|周围|周到"
+    r"|周刊|周转|周报|周会|周岁|前天晚上好"
 )
 # 上/下/这/本 closing a word of their own: 马上周一 is "at once, Monday", 看一下周报 "glance at the
 # weekly report", 版本周期 "release cycle".
@@ -221,112 +273,347 @@ _ZH_WORD_ENDINGS = frozenset(
     "课本 脚本 样本 文本 资本 账本 剧本".split()
 )
 
+# A sentence that states a rule or a general truth dates nothing.
+# ("The fix should land tomorrow" and "the report must be out by tomorrow" are plans: only a
+# negated modal makes a rule.)
+_EN_GENERIC = re.compile(
+    r"\b(?:never|always|don'?t|do\s+not|does\s+not|doesn'?t|must\s+not|mustn'?t"
+    r"|should\s+not|shouldn'?t|cannot|can'?t|avoid|whenever|each|every|usually|typically"
+    r"|generally|often|tends?\s+to|if|unless|most|many|nowadays|these\s+days|as\s+a\s+rule"
+    r"|per|any\s+time|anytime)\b"
+    r"|^\W*when\b",
+    re.IGNORECASE,
+)
+_ZH_GENERIC = re.compile(
+    r"不要|(?<![特区分级类告识个差性])别(?![人的处墅名])|不能|不得|禁止|总是|永远|每次|每天|每周|每个"
+    r"|每月|每逢|如果|假如|要是|一旦|凡是|通常|一般|经常|往往|务必|千万|常说|不许|切勿"
+)
+_EN_IDIOMS = re.compile(
+    r"tomorrow\s+is\s+another\s+day|here\s+today|gone\s+tomorrow|born\s+yesterday"
+    r"|yesterday'?s\s+news|live\s+for\s+today|today'?s\s+world|(?:no|never)\s+time\s+like",
+    re.IGNORECASE,
+)
+_ZH_IDIOMS = re.compile(r"明天会更好|今日事今日毕|明日复明日|今朝有酒|活在今天|今天的事今天")
+_MENTION_EN = re.compile(r"\b(?:says?|said|write|writes|wrote|mentions?|means?|word)\s*$", re.I)
+_MENTION_ZH = re.compile(r"(?:说|讲|写|提到)[：:，, ]?$")
+_QUOTES = (("“", "”"), ("「", "」"), ("『", "』"), ("《", "》"), ("‘", "’"))
+_SINGLE_QUOTE_OPEN = re.compile(r"(?:^|[\s(:—–-])'(?=\w)[^']*$")
+_SENTENCE_BREAK = re.compile(r"[.!?。！？;；\n]")
+_ALREADY = re.compile(r"\s?[(（]\s*(?:around |week of |a few days |\d)")
 
-def _english_text(match: re.Match[str], new: str, kind: str, before: str) -> str:
-    previous = before.rstrip().rsplit(None, 1)[-1].lower() if before.strip() else ""
-    after_preposition = previous.strip("([\"'") in _PREPOSITIONS
-    if kind == "day":
-        text = new if after_preposition else f"on {new}"
-    elif kind == "week":
-        text = f"the week of {new}" if after_preposition else f"in the week of {new}"
-    elif kind == "around":
-        text = f"around {new}" if not after_preposition else new
-    else:
-        text = new if after_preposition else f"in {new}"
-    original = match.group(0)
-    if original[:1].isupper() and text[:1].islower():
-        text = text[0].upper() + text[1:]
-    return text
+
+def _sentence(segment: str, start: int, end: int) -> tuple[str, str, str]:
+    """(the sentence before the phrase, the phrase's whole sentence, the line it is on)."""
+    head = start
+    while head > 0 and not _SENTENCE_BREAK.match(segment[head - 1]):
+        head -= 1
+    tail = end
+    while tail < len(segment) and not _SENTENCE_BREAK.match(segment[tail]):
+        tail += 1
+    line_start = segment.rfind("\n", 0, start) + 1
+    line_end = segment.find("\n", end)
+    line = segment[line_start:] if line_end < 0 else segment[line_start:line_end]
+    return segment[head:start], segment[head:tail], line
 
 
-def absolutize(text: str, anchor: date) -> tuple[str, list[tuple[str, str]]]:
-    """`text` with its relative dates made absolute from `anchor`, and the (old, new) pairs."""
+def _quoted(segment: str, start: int) -> bool:
+    line_start = segment.rfind("\n", 0, start) + 1
+    before = segment[line_start:start]
+    if before.lstrip().startswith(">"):
+        return True
+    if before.count('"') % 2 == 1:
+        return True
+    if _SINGLE_QUOTE_OPEN.search(before):
+        return True  # 'see you tomorrow' (an apostrophe, as in "user's", opens none)
+    return any(before.count(o) > before.count(c) for o, c in _QUOTES)
+
+
+_PAST = re.compile(
+    r"yesterday|last|ago|earlier|before|昨|前|上|去年", re.IGNORECASE
+)
+_WHY_LINE = re.compile(r"\W*(?:why|原因|为什么)\W", re.IGNORECASE)
+
+
+def _not_an_event(
+    segment: str, start: int, end: int, chinese: bool, rules_only: bool = False
+) -> bool:
+    """True when the phrase at segment[start:end] is no date of a specific event.
+
+    `rules_only`: the text is a standing rule (a feedback memory), where "tomorrow",
+    "next week", 下周 speak of any day; only a **Why:** line tells what happened, and
+    only a phrase pointing back ("yesterday", 上周) can date an incident elsewhere.
+    """
+    lead, sentence, line = _sentence(segment, start, end)
+    if rules_only and not _WHY_LINE.match(line) and not _PAST.search(segment[start:end]):
+        return True
+    if _quoted(segment, start):
+        return True
+    if re.match(r"\W*(?:how to apply|怎么用|如何应用)", line, re.IGNORECASE):
+        return True
+    if (_ZH_GENERIC if chinese else _EN_GENERIC).search(sentence):
+        return True
+    if _EN_IDIOMS.search(sentence) or _ZH_IDIOMS.search(sentence):
+        return True
+    if (_MENTION_ZH if chinese else _MENTION_EN).search(lead):
+        return True
+    word = segment[start:end]
+    pattern = _ZH_PATTERN if chinese else _EN_PATTERN
+    if sum(1 for m in pattern.finditer(sentence) if m.group(0).lower() == word.lower()) > 1:
+        return True  # "今日事今日毕", "tomorrow and tomorrow and tomorrow"
+    if chinese:
+        return False
+    rest = segment[end:].lstrip()
+    if re.match(r"(?:of|or)\b", rest, re.IGNORECASE):
+        return True  # "the last Friday of each month", "the next week or two"
+    previous = lead.rstrip().rsplit(None, 1)[-1].lower() if lead.strip() else ""
+    if previous in ("the", "a", "that", "this", "over", "past") and not word.lower().startswith(
+        "the"
+    ):
+        return True  # "over the last year", "the next week": a period, not a day
+    words = word.split()
+    capitals = [w for w in words if w[:1].isupper() and w.lower() not in _EN_WEEKDAYS]
+    at_start = not lead.strip() or bool(re.search(r"[:*(\-–—]\s*$", lead))
+    if len(capitals) > 1 or (capitals and not at_start and words[0] in capitals):
+        return True  # a title: "The Day After Tomorrow", a song "Yesterday"
+    return False
+
+
+def absolutize(
+    text: str,
+    anchor: date | None,
+    unsure: list[str] | None = None,
+    *,
+    rules_only: bool = False,
+) -> tuple[str, list[tuple[str, str]]]:
+    """`text` with the date of each event phrase written beside it, and the (old, new) pairs.
+
+    A phrase under a dated heading or on a dated line ("## 2026-11-18", "- 2026-11-18:")
+    counts from that date, the rest from `anchor` (None: not known). Phrases left
+    because the date they mean is ambiguous or not known are added to `unsure`;
+    `rules_only` reads the text as a standing rule (see `_not_an_event`).
+    """
     changes: list[tuple[str, str]] = []
+    doubts = unsure if unsure is not None else []
+    sections = _dated_sections(text)
 
-    def prose(segment: str) -> str:
-        segment = _substitute(
-            segment, _EN_PATTERN, lambda m, s: _en_replacement(m, s, anchor), changes
-        )
-        return _substitute(
-            segment, _ZH_PATTERN, lambda m, s: _zh_replacement(m, s, anchor), changes
-        )
+    def anchor_at(offset: int) -> date | None:
+        for start, end, day in sections:
+            if start <= offset < end:
+                return day
+        return anchor
 
-    return outside_code(text, prose), changes
-
-
-def _en_replacement(match: re.Match[str], segment: str, anchor: date) -> str | None:
-    end = match.end()
-    if segment[end : end + 2] in ("'s", "’s"):
-        meant = _english(match, anchor)
-        return None if meant is None else meant[0]  # "yesterday's call" -> "2026-11-28's call"
-    if segment[max(0, match.start() - 1) : match.start()] in ("-", "_", "/") or segment[
-        end : end + 1
-    ] in ("-", "_", "/"):
-        return None  # part of a name: release-tomorrow, next_week.md
-    meant = _english(match, anchor)
-    if meant is None:
-        return None
-    return _english_text(match, meant[0], meant[1], segment[: match.start()])
+    out: list[str] = []
+    last = 0
+    for code in [*code_ranges(text), None]:
+        stop = len(text) if code is None else code.start
+        if stop > last:
+            out.append(
+                _substitute(text[last:stop], last, anchor_at, changes, doubts, rules_only)
+            )
+        if code is not None:
+            out.append(text[code.start : code.end])
+            last = code.end
+    return "".join(out), changes
 
 
-def _zh_replacement(match: re.Match[str], segment: str, anchor: date) -> str | None:
+_DATED_START = re.compile(
+    r"^(?P<mark>[ \t]{0,3}(?:#{1,6}[ \t]+|(?:[-*+]|\d{1,3}[.)])[ \t]+)?[*_\[]{0,2})"
+    r"(?:(?P<y>20\d\d)-(?P<m>\d\d)-(?P<d>\d\d)|(?P<zy>20\d\d)年(?P<zm>\d{1,2})月(?P<zd>\d{1,2})日)"
+    r"(?!\d)",
+    re.MULTILINE,
+)
+
+
+def _dated_sections(text: str) -> list[tuple[int, int, date]]:
+    """(start, end, day) of each stretch a date at the start of a heading or a line heads.
+
+    A dated heading heads what follows it up to the next heading; a dated line (a log
+    entry, a list item) heads itself and its continuation up to a blank line, the next
+    item or the next heading.
+    """
+    found: list[tuple[int, int, date]] = []
+    for match in _DATED_START.finditer(text):
+        try:
+            if match.group("y"):
+                day = date(int(match.group("y")), int(match.group("m")), int(match.group("d")))
+            else:
+                day = date(int(match.group("zy")), int(match.group("zm")), int(match.group("zd")))
+        except ValueError:
+            continue
+        start = match.start()
+        if match.group("mark").lstrip().startswith("#"):
+            following = re.compile(r"^[ \t]{0,3}#{1,6}[ \t]", re.MULTILINE).search(
+                text, match.end()
+            )
+        else:
+            following = re.compile(
+                r"\n[ \t]*\n|\n(?=[ \t]{0,3}(?:#{1,6}[ \t]|[-*+][ \t]|\d{1,3}[.)][ \t]|20\d\d))"
+            ).search(text, match.end())
+        end = following.start() if following else len(text)
+        found.append((start, end, day))
+    # a dated line inside a dated section wins: it is the nearer date
+    return sorted(found, key=lambda item: (item[1] - item[0], item[0]))
+
+
+def _meaning(match: re.Match[str], segment: str, chinese: bool, anchor: date) -> str | None:
     start, end = match.start(), match.end()
-    if start and segment[start - 1 : start + 1] in _ZH_WORD_ENDINGS:
-        return None
-    for found in _ZH_NOT_DATES.finditer(segment, max(0, start - 4), min(len(segment), end + 4)):
-        if found.start() < end and found.end() > start:
+    if chinese:
+        if start and segment[start - 1 : start + 1] in _ZH_WORD_ENDINGS:
             return None
-    meant = _chinese(match, anchor)
-    return None if meant is None else meant[0]
+        for found in _ZH_NOT_DATES.finditer(segment, max(0, start - 4), min(len(segment), end + 4)):
+            if found.start() < end and found.end() > start:
+                return None
+        return _chinese(match.group(0), anchor)
+    if segment[max(0, start - 1) : start] in ("-", "_", "/", ".") or segment[end : end + 1] in (
+        "-",
+        "_",
+        "/",
+    ):
+        return None  # part of a name: release-tomorrow, next_week.md
+    return _english(match.group(0), anchor)
 
 
 def _substitute(
     segment: str,
-    pattern: re.Pattern[str],
-    replace: Callable[[re.Match[str], str], str | None],
+    base: int,
+    anchor_at: Callable[[int], date | None],
     changes: list[tuple[str, str]],
+    unsure: list[str],
+    rules_only: bool = False,
 ) -> str:
+    """One stretch of prose (at `base` in the text) with its event phrases dated."""
+    matches = sorted(
+        [(m, False) for m in _EN_PATTERN.finditer(segment)]
+        + [(m, True) for m in _ZH_PATTERN.finditer(segment)],
+        key=lambda item: item[0].start(),
+    )
     out: list[str] = []
     last = 0
-    for match in pattern.finditer(segment):
-        new = replace(match, segment)
-        if new is None:
+    for match, chinese in matches:
+        if match.start() < last:
+            continue  # inside a phrase already dated
+        end = match.end()
+        if not chinese and segment[end : end + 2] in ("'s", "’s"):
+            end += 2  # "yesterday's retro" -> "yesterday's (2026-11-24) retro"
+        if _ALREADY.match(segment, end):
+            continue  # dated already, by a person or an earlier run
+        if _not_an_event(segment, match.start(), match.end(), chinese, rules_only):
             continue
-        out.append(segment[last : match.start()])
-        out.append(new)
-        changes.append((match.group(0), new))
-        last = match.end()
+        anchor = anchor_at(base + match.start())
+        if anchor is None:
+            if _meaning(match, segment, chinese, date(2000, 1, 5)) is not None:
+                unsure.append(match.group(0))
+            continue
+        meant = _meaning(match, segment, chinese, anchor)
+        if meant is None:
+            continue
+        if meant == AMBIGUOUS:
+            unsure.append(match.group(0))
+            continue
+        note = f"（{meant}）" if chinese else f" ({meant})"
+        out.append(segment[last:end])
+        out.append(note)
+        changes.append((segment[match.start() : end], segment[match.start() : end] + note))
+        last = end
     out.append(segment[last:])
     return "".join(out)
 
 
 def anchor_of(memory: Memory) -> tuple[date | None, str]:
-    """The day the memory's text was written, or None and why it is not known."""
-    created = _day(memory.created)
-    updated = _day(memory.updated)
-    if created and updated and created != updated:
-        return None, (
-            f"written on {created.isoformat()} and edited on {updated.isoformat()}: "
-            "which day its relative dates count from is not known"
-        )
+    """The day the memory's text was written, on the writer's clock, or None and why not."""
+    created, updated = memory.created, memory.updated
+    if created and updated:
+        # A bare `created` that is the UTC day of `updated` may be the tool's UTC stamp of the
+        # same moment: then this machine's clock decides. One that is not was written on the
+        # writer's own calendar.
+        stamped = _moment(updated)
+        utc_day = stamped.astimezone(UTC).date() if stamped and _says_utc(updated) else None
+        given = _exact_day(created)
+        if given is not None and given == utc_day and len(created) == 10:
+            common = _possible_days(updated)
+            given = None
+        else:
+            common = _possible_days(created) & _possible_days(updated)
+        if not common:
+            first, last = _writer_day(created), _writer_day(updated)
+            return None, (
+                f"written on {first} and edited on {last}: "
+                "which day its relative dates count from is not known"
+            )
+        for day in (_exact_day(updated), given, _writer_day(updated)):
+            if day is not None and day in common:
+                return day, ""
+        return min(common), ""
     if created or updated:
-        return created or updated, ""
+        day = _writer_day(created or updated or "")
+        if day is not None:
+            return day, ""
     return None, "no created or updated date to count its relative dates from"
 
 
-def _day(text: str | None) -> date | None:
-    if not text:
-        return None
-    try:
-        return date.fromisoformat(text[:10])
-    except ValueError:
-        return None
+def _moment(text: str) -> datetime | None:
+    return None if len(text) == 10 else parse_moment(text)
+
+
+def _exact_day(text: str) -> date | None:
+    """The day a date or time is known to be on the writer's own clock, if it says.
+
+    A time with an offset says it; a bare date says it when it is not the tool's UTC
+    stamp of the same moment (the caller checks that against the other field).
+    """
+    moment = _moment(text)
+    if moment is None:
+        try:
+            return date.fromisoformat(text[:10]) if len(text) == 10 else None
+        except ValueError:
+            return None
+    return None if _says_utc(text) else moment.date()
+
+
+def _writer_day(text: str) -> date | None:
+    """The writer's day for a date or time: a UTC time is read on this machine's clock."""
+    moment = _moment(text)
+    if moment is None:
+        try:
+            return date.fromisoformat(text[:10])
+        except ValueError:
+            return None
+    return moment.astimezone().date() if _says_utc(text) else moment.date()
+
+
+def _possible_days(text: str) -> set[date]:
+    """Every day the writer's calendar may have shown: a UTC time is a day anywhere on earth."""
+    moment = _moment(text)
+    if moment is None:
+        day = _writer_day(text)
+        return {day} if day else set()
+    if not _says_utc(text):
+        return {moment.date()}
+    moment = moment.astimezone(UTC)
+    first, last = (moment - timedelta(hours=12)).date(), (moment + timedelta(hours=14)).date()
+    return {first + timedelta(days=n) for n in range((last - first).days + 1)}
+
+
+def _says_utc(text: str) -> bool:
+    return text.endswith(("Z", "z", "+00:00", "+0000")) or not re.search(r"[+-]\d\d:?\d\d$", text)
+
+
+def _phrases(texts: dict[str, str], rules_only: bool = False) -> list[str]:
+    """The event phrases in `texts`, for a report (as they would be read on any day)."""
+    found: list[str] = []
+    for text in texts.values():
+        unsure: list[str] = []
+        _, changes = absolutize(text, date(2000, 1, 5), unsure, rules_only=rules_only)
+        found.extend(old for old, _ in changes)
+        found.extend(unsure)
+    return sorted(set(found))
 
 
 def run(ctx: RuleContext) -> None:
     for memory in ctx.live():
         fields: dict[str, str] = {}
         found: list[tuple[str, str]] = []
+        unsure: list[str] = []
         texts = {
             "description": memory.description,
             "summary": memory.summary or "",
@@ -334,38 +621,38 @@ def run(ctx: RuleContext) -> None:
         }
         if not any(_EN_PATTERN.search(t) or _ZH_PATTERN.search(t) for t in texts.values()):
             continue
+        rules_only = memory.category == "feedback"
         anchor, why = anchor_of(memory)
-        if anchor is None:
-            phrases = sorted(
-                {
-                    m.group(0)
-                    for t in texts.values()
-                    for p in (_EN_PATTERN, _ZH_PATTERN)
-                    for m in p.finditer(t)
-                }
-            )
-            ctx.applier.note(
-                memory.id,
-                rule=NAME,
-                message=(
-                    f"relative dates ({', '.join(map(repr, phrases[:4]))}) left as written: {why}"
-                ),
-            )
-            continue
         for key, text in texts.items():
             if not text:
                 continue
-            new, changes = absolutize(text, anchor)
+            new, changes = absolutize(text, anchor, unsure, rules_only=rules_only)
             if changes and new != text:
                 fields[key] = new
                 found.extend(changes)
+        if unsure:
+            phrases = ", ".join(map(repr, sorted(set(unsure))[:4]))
+            if anchor is None:
+                because = why
+            else:
+                weekday = _EN_WEEKDAYS[anchor.weekday()].title()
+                because = (
+                    f"written on {anchor.isoformat()}, a {weekday}: they may mean this "
+                    "week's day or the other week's; write the date you mean"
+                )
+            ctx.applier.note(
+                memory.id,
+                rule=NAME,
+                message=f"relative dates ({phrases}) left as written: {because}",
+            )
         if not fields:
             continue
         shown = "; ".join(f"{old!r} → {new!r}" for old, new in found[:4])
         more = f" and {len(found) - 4} more" if len(found) > 4 else ""
+        written = f"written on {anchor.isoformat()}" if anchor else "counted from the dates in it"
         ctx.applier.rewrite(
             memory,
             rule=NAME,
-            reason=f"{shown}{more} (written on {anchor.isoformat()})",
+            reason=f"{shown}{more} ({written})",
             **fields,
         )

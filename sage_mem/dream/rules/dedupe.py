@@ -8,15 +8,20 @@ see tests/test_dream_dedupe.py):
   description differing in one word, "the user's cat" / "the user's dog",
   is a different fact, and one word is a large share of five);
 - the numbers in their descriptions agree ("release 2.3" / "release 2.4");
-- the body of the one to archive says nothing the kept one lacks: at least
-  BODY_CONTAINMENT of its terms appear in the kept memory. A merge here never
-  loses text from service; twins whose bodies differ are reported instead, for
-  a person (or the model pass) to merge by writing.
+- the descriptions do not differ in a number, a weekday, a time or a swapped key
+  term ("unit" / "integration", 猫 / 狗: `similarity.difference`), however alike
+  the rest; a reworded pair (REWORDED_HEAD_JACCARD of the description terms)
+  passes only when its bodies say the same too (REWORDED_BODY_JACCARD).
 
-Which one stays: higher trust, then more retrievals, then longer content, then
-the smaller id. Its aliases and tags gain the other's; the other is archived
-with `supersededBy`. A memory retrieved more than PROTECTED_RETRIEVALS times is
-never archived by a merge.
+Which one stays: the one retrieved more than PROTECTED_RETRIEVALS times (mnemo's
+frequency protection; when both are, neither is archived and the pair is
+reported), then higher trust, then more retrievals, then longer content, then
+the smaller id. It gains the other's aliases and tags, and what the other's body
+says that its own lacks (`missing_parts`: sentences, or whole paragraphs of
+lists, tables and code), after its own text and saying where it came from; the
+other is archived with `supersededBy`. No text leaves service: a twin whose
+extra text names a different number, weekday or time than the kept one (a
+likely contradiction), or adds more than MAX_FOLDED_CHARS, is reported instead.
 
 Candidates come from prefix filtering over an inverted index of the head terms
 (rarest terms first): two sets with a Jaccard of t or more must share a term
@@ -27,29 +32,53 @@ can pass are ever compared, and a 10,000-memory folder is not O(n²).
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 
 from ...memory.value import MAX_TAG_LENGTH, MAX_TAGS, Memory
-from ..similarity import Fingerprint, body_covered, fingerprint, jaccard
+from ..similarity import (
+    MIN_BODY_TERMS,
+    Fingerprint,
+    body_covered,
+    difference,
+    fingerprint,
+    jaccard,
+    terms,
+)
 from . import RuleContext
 
 NAME = "near-duplicates"
 HEAD_JACCARD = 0.75
 MIN_SHARED_TERMS = 5
+REWORDED_HEAD_JACCARD = 0.45
+REWORDED_BODY_JACCARD = 0.6
 BODY_CONTAINMENT = 0.9
 PROTECTED_RETRIEVALS = 100
+MAX_FOLDED_CHARS = 2000
+"""A twin that adds more than this to the kept memory is reported, not folded in."""
 MAX_CANDIDATES_PER_MEMORY = 200
 
 
 def head_similarity(a: Fingerprint, b: Fingerprint) -> float | None:
-    """The head Jaccard when `a` and `b` pass the twin test on their descriptions, else None."""
+    """How alike `a` and `b` are when they pass the twin test, else None.
+
+    Nearly the same description words; or, reworded, half of them and a body
+    saying the same (REWORDED_*). Never when the descriptions differ in a number,
+    a weekday, a time or a swapped key term (`similarity.difference`).
+    """
     if a.numbers != b.numbers or not a.head or not b.head:
         return None
     score = jaccard(a.head, b.head)
-    if score == 1.0 or (score >= HEAD_JACCARD and len(a.head & b.head) >= MIN_SHARED_TERMS):
-        return score
-    return None
+    alike = score == 1.0 or (score >= HEAD_JACCARD and len(a.head & b.head) >= MIN_SHARED_TERMS)
+    if not alike and score >= REWORDED_HEAD_JACCARD:
+        alike = (
+            min(len(a.body), len(b.body)) >= MIN_BODY_TERMS
+            and jaccard(a.body, b.body) >= REWORDED_BODY_JACCARD
+        )
+    if not alike or difference(a.description, b.description) is not None:
+        return None
+    return score
 
 
 def candidate_pairs(
@@ -76,9 +105,10 @@ def candidate_pairs(
     return pairs
 
 
-def keep_key(memory: Memory, retrievals: dict[str, int]) -> tuple[float, int, int, str]:
-    """Sort key: the memory to keep sorts first."""
-    return (-memory.trust, -retrievals.get(memory.id, 0), -_length(memory), memory.id)
+def keep_key(memory: Memory, retrievals: dict[str, int]) -> tuple[bool, float, int, int, str]:
+    """Sort key: the memory to keep sorts first (one retrieved > PROTECTED_RETRIEVALS first)."""
+    uses = retrievals.get(memory.id, 0)
+    return (uses <= PROTECTED_RETRIEVALS, -memory.trust, -uses, -_length(memory), memory.id)
 
 
 def run(ctx: RuleContext) -> None:
@@ -100,7 +130,7 @@ def _merge_group(ctx: RuleContext, members: list[Memory]) -> None:
             i = parent[i]
         return i
 
-    for i, j in candidate_pairs([p.head for p in prints]):
+    for i, j in candidate_pairs([p.head for p in prints], REWORDED_HEAD_JACCARD):
         if head_similarity(prints[i], prints[j]) is not None:
             parent[find(i)] = find(j)
     clusters: dict[int, list[int]] = defaultdict(list)
@@ -115,6 +145,8 @@ def _merge_cluster(ctx: RuleContext, memories: list[Memory], prints: list[Finger
     order = sorted(range(len(memories)), key=lambda i: keep_key(memories[i], ctx.retrievals))
     keeper, keeper_print = memories[order[0]], prints[order[0]]
     mergeable: list[tuple[Memory, str]] = []
+    added: list[tuple[str, list[str]]] = []  # (twin id, its paragraphs the keeper lacks)
+    body = keeper.body
     for i in order[1:]:
         other, other_print = memories[i], prints[i]
         score = head_similarity(other_print, keeper_print)
@@ -122,19 +154,28 @@ def _merge_cluster(ctx: RuleContext, memories: list[Memory], prints: list[Finger
             continue  # a twin of a twin, not of the keeper: left for a later run
         covered, share = body_covered(other_print, keeper_print, BODY_CONTAINMENT)
         said = f"descriptions {score:.0%} alike"
+        extra: list[str] = []
         if not covered:
-            ctx.applier.note(
-                other.id,
-                rule=NAME,
-                message=(
-                    f"says the same as {keeper.id} ({said}), but {share:.0%} of its body is in "
-                    f"{keeper.id}: not merged, as text would leave service; merge them by hand"
-                ),
-            )
-            continue
+            extra = missing_parts(other.body, body)
+            conflict = difference(" ".join(extra), body) if extra else "nothing to fold in"
+            if conflict and conflict.startswith("a different key term"):
+                conflict = None  # what it adds is new words: that is the point of folding it in
+            if conflict or sum(map(len, extra)) > MAX_FOLDED_CHARS:
+                ctx.applier.note(
+                    other.id,
+                    rule=NAME,
+                    message=(
+                        f"says the same as {keeper.id} ({said}), but only {share:.0%} of its "
+                        f"body is in {keeper.id}"
+                        + (f" and its body says {conflict}" if conflict else "")
+                        + ": not merged; merge them by hand"
+                    ),
+                )
+                continue
         reason = (
             f"near-duplicate of {keeper.id} ({said}); kept {keeper.id}: "
             f"{_why_kept(keeper, other, ctx.retrievals)}"
+            + (f"; what only this one said was folded into {keeper.id}" if extra else "")
         )
         uses = ctx.retrievals.get(other.id, 0)
         if uses > PROTECTED_RETRIEVALS:
@@ -143,8 +184,8 @@ def _merge_cluster(ctx: RuleContext, memories: list[Memory], prints: list[Finger
                 operation="archive",
                 rule=NAME,
                 reason=reason,
-                why=f"retrieved {uses} times: a merge never archives a memory "
-                f"retrieved more than {PROTECTED_RETRIEVALS} times",
+                why=f"retrieved {uses} times, as is {keeper.id}: a merge archives neither of "
+                f"two memories retrieved more than {PROTECTED_RETRIEVALS} times",
             )
             continue
         if other.locked:
@@ -157,13 +198,32 @@ def _merge_cluster(ctx: RuleContext, memories: list[Memory], prints: list[Finger
             )
             continue
         mergeable.append((other, reason))
+        if extra:
+            added.append((other.id, extra))
+            body = _with_parts(body, other.id, extra)
     if not mergeable:
         return
     aliases, tags = _folded(keeper, [other for other, _ in mergeable])
-    if aliases != list(keeper.aliases) or tags != list(keeper.tags):
-        fold_reason = "folded in the aliases and tags of near-duplicate " + ", ".join(
+    fields: dict[str, object] = {}
+    if aliases != list(keeper.aliases):
+        fields["aliases"] = aliases
+    if tags != list(keeper.tags):
+        fields["tags"] = tags
+    if body != keeper.body:
+        fields["body"] = body
+    if fields:
+        what = [
+            name
+            for name, key in (("text", "body"), ("aliases", "aliases"), ("tags", "tags"))
+            if key in fields
+        ]
+        fold_reason = f"folded in the {', '.join(what)} of near-duplicate " + ", ".join(
             other.id for other, _ in mergeable
         )
+        if added:
+            fold_reason += "; added: " + "; ".join(
+                f"from {twin}: “{_short(' '.join(parts))}”" for twin, parts in added
+            )
         if keeper.locked:
             for other, reason in mergeable:
                 ctx.applier.refuse(
@@ -171,20 +231,53 @@ def _merge_cluster(ctx: RuleContext, memories: list[Memory], prints: list[Finger
                     operation="archive",
                     rule=NAME,
                     reason=reason,
-                    why=f"{keeper.id} is locked, so this memory's aliases and "
-                    "tags cannot be folded into it",
+                    why=f"{keeper.id} is locked, so what this memory adds cannot be folded "
+                    "into it",
                 )
             return
-        fields: dict[str, list[str]] = {}
-        if aliases != list(keeper.aliases):
-            fields["aliases"] = aliases
-        if tags != list(keeper.tags):
-            fields["tags"] = tags
         updated = ctx.applier.rewrite(keeper, rule=NAME, reason=fold_reason, **fields)
-        if updated is None and ctx.applier.writes:
-            return  # the fold was refused: archiving now would take aliases out of service
+        if updated is None:
+            return  # the fold was refused: archiving now would take text out of service
     for other, reason in mergeable:
         ctx.applier.archive(other, rule=NAME, reason=reason, superseded_by=keeper.id)
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)|(?<=[。！？])")
+_STRUCTURED = re.compile(r"^\s*(?:[-*+#|>]|\d+[.)]|```|~~~|    |\t)", re.MULTILINE)
+
+
+def missing_parts(text: str, kept: str) -> list[str]:
+    """The parts of `text` (sentences of plain paragraphs, else whole paragraphs) `kept` lacks.
+
+    A part is there when BODY_CONTAINMENT of its terms are in `kept`; code, lists,
+    tables and quotes are compared as whole paragraphs, never cut.
+    """
+    kept_terms = terms(kept)
+    missing: list[str] = []
+    for paragraph in re.split(r"\n\s*\n", text.strip()):
+        if not paragraph.strip():
+            continue
+        parts = [paragraph] if _STRUCTURED.search(paragraph) else [
+            p for p in _SENTENCE_END.split(" ".join(paragraph.split())) if p.strip()
+        ]
+        for part in parts:
+            found = terms(part)
+            if found and len(found & kept_terms) / len(found) < BODY_CONTAINMENT:
+                missing.append(part.strip())
+    return missing
+
+
+def _with_parts(body: str, twin: str, parts: list[str]) -> str:
+    """`body` and, after it, what the twin `twin` said that it lacked, saying where it came from."""
+    prose = all(not _STRUCTURED.search(part) for part in parts)
+    added = " ".join(parts) if prose else "\n\n".join(parts)
+    head = body.rstrip("\n")
+    return f"{head}\n\n(From {twin}, merged here:) {added}\n" if head else f"{added}\n"
+
+
+def _short(text: str, limit: int = 80) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
 def _folded(keeper: Memory, others: list[Memory]) -> tuple[list[str], list[str]]:
@@ -213,6 +306,9 @@ def _length(memory: Memory) -> int:
 
 
 def _why_kept(keeper: Memory, other: Memory, retrievals: dict[str, int]) -> str:
+    uses = retrievals.get(keeper.id, 0)
+    if uses > PROTECTED_RETRIEVALS >= retrievals.get(other.id, 0):
+        return f"retrieved {uses} times (more than {PROTECTED_RETRIEVALS}: the one agents rely on)"
     if keeper.trust != other.trust:
         return f"higher trust ({keeper.trust:g} vs {other.trust:g})"
     used, other_used = retrievals.get(keeper.id, 0), retrievals.get(other.id, 0)

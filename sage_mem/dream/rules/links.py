@@ -12,7 +12,11 @@ its target
   resolve either;
 - was moved: exactly one memory in service has the target's file name.
 
-Anything else is reported, never guessed. Links in code are left alone; what
+A link in historical context ("History: [[api_v1]] came before it",
+"之前用的是 [[x]]") names the old memory on purpose: it is never pointed at the
+successor (a markdown link may point at the archived file, which still opens),
+and neither is a link from a memory to the one it superseded, which would make
+it link to itself. Anything else is reported, never guessed. Links in code are left alone; what
 is code and what is a link is `sage_mem.memory.markdown`'s, as for the audit.
 """
 
@@ -30,6 +34,21 @@ from . import RuleContext
 
 NAME = "links"
 MAX_HOPS = 10
+_HISTORY = re.compile(
+    r"\b(?:history|historical(?:ly)?|previous(?:ly)?|former(?:ly)?|used\s+to|superseded"
+    r"|replaced|deprecated|legacy|came\s+before|earlier\s+versions?|old(?:er)?\s+versions?"
+    r"|originally)\b"
+    r"|历史|之前的|以前的|原来的|曾经|旧版|旧的|过去的|取代|替代",
+    re.IGNORECASE,
+)
+
+
+def historical(text: str, start: int, end: int) -> bool:
+    """True when the line around the link text[start:end] speaks of the past (see above)."""
+    line_start = text.rfind("\n", 0, start) + 1
+    line_end = text.find("\n", end)
+    line = text[line_start:start] + " " + text[end : line_end if line_end >= 0 else len(text)]
+    return bool(_HISTORY.search(line))
 
 
 @dataclass
@@ -101,6 +120,7 @@ def run(ctx: RuleContext) -> None:
         if "[" not in memory.body:
             continue
         folder_rel = posixpath.dirname(memory.id)
+        memory_id_self = memory.id
         fixed: list[str] = []
         broken: list[str] = []
 
@@ -109,6 +129,7 @@ def run(ctx: RuleContext) -> None:
             folder_rel: str = folder_rel,
             fixed: list[str] = fixed,
             broken: list[str] = broken,
+            memory_id_self: str = memory_id_self,
         ) -> str:
             target = match.group("target").strip()
             suffix = match.string[match.end("target") : match.end() - 2]
@@ -124,6 +145,15 @@ def run(ctx: RuleContext) -> None:
             for candidate in candidates:
                 if candidate in targets.archived:
                     successor = targets.successor(candidate)
+                    if successor is not None and (
+                        successor == memory_id_self
+                        or historical(match.string, match.start(), match.end())
+                    ):
+                        broken.append(
+                            f"[[{target}]] names an archived memory on purpose (history, or the "
+                            f"one {memory_id_self} replaced): left as it is"
+                        )
+                        return match.group(0)
                     if successor is not None:
                         fixed.append(f"[[{target}]] → [[{successor}]] (archived, superseded by it)")
                         return f"[[{successor}{suffix}]]"
@@ -141,6 +171,7 @@ def run(ctx: RuleContext) -> None:
             folder_rel: str = folder_rel,
             fixed: list[str] = fixed,
             broken: list[str] = broken,
+            memory_id_self: str = memory_id_self,
         ) -> str:
             raw = match.group("destination")
             head = match.string[match.start() : match.start("destination")]
@@ -156,7 +187,11 @@ def run(ctx: RuleContext) -> None:
             if resolved.startswith("../") or resolved == "..":
                 return match.group(0)
             for candidate in (resolved, from_root):
-                if not candidate.startswith("../") and (root / candidate).is_file():
+                if (
+                    not candidate.startswith("../")
+                    and candidate[:-3] not in targets.archived
+                    and (root / candidate).is_file()
+                ):
                     return match.group(0)
                 if candidate[:-3] in targets.live:
                     return match.group(0)
@@ -166,6 +201,11 @@ def run(ctx: RuleContext) -> None:
                 former = candidate[:-3]
                 if former in targets.archived:
                     successor = targets.successor(former)
+                    if successor is not None and (
+                        successor == memory_id_self
+                        or historical(match.string, match.start(), match.end())
+                    ):
+                        successor = None  # the old memory is meant: point at its archived file
                     if successor is not None:
                         new_rel, why = successor + ".md", "archived, superseded by it"
                     else:

@@ -7,7 +7,10 @@ shows as its text (what is code and what is a link is `sage_mem.memory.markdown`
 Sentences end at 。！？ (no space needed after them) and at . ! ? followed by a
 space, except after an abbreviation ("e.g.", "Dr.") or inside a number. Whole
 sentences are taken while they fit; a first sentence longer than the limit is
-cut at a word (or, in Chinese, at a character) and ends with "…".
+cut at a word (or, in Chinese, at a character) and ends with "…". A sentence
+that mostly repeats the description is skipped, and a body whose prose adds
+nothing to the description gets no summary: the summary is shown beside the
+description, never instead of it.
 """
 
 from __future__ import annotations
@@ -15,17 +18,26 @@ from __future__ import annotations
 import re
 
 from ...memory.markdown import BLOCK_KINDS, MARKDOWN_LINK, WIKI_LINK, code_content, code_ranges
+from ..similarity import terms
 from . import RuleContext
 
 NAME = "summaries"
 BODY_MIN_CHARS = 200
 SUMMARY_MAX_CHARS = 150
+REPEATS_SHARE = 0.7
+"""A sentence whose terms are this share or more in the description repeats it."""
+MIN_NEW_TERMS = 2
+"""A summary says something the description does not: at least this many terms of its own."""
 
 _HEADING = re.compile(r"^\s{0,3}#{1,6}(\s|$)")
 _LIST_MARK = re.compile(r"^\s*(?:[-*+]|\d{1,3}[.)])\s+(?:\[[ xX]\]\s+)?")
 _QUOTE = re.compile(r"^\s*(?:>\s?)+")
 _RULE = re.compile(r"^\s*(?:[-*_]\s*){3,}$")
-_EMPHASIS = re.compile(r"(\*\*|__|\*|_|~~)(?=\S)(.+?)(?<=\S)\1")
+_EMPHASIS = re.compile(
+    r"(\*\*|\*|~~)(?=\S)(.+?)(?<=\S)\1"
+    # `_` emphasises only from outside a word: snake_case and [[project_api_v3]] stay whole
+    r"|(?<![^\W_])(__|_)(?=\S)(.+?)(?<=\S)\3(?![^\W_])"
+)
 _COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
 _OPEN, _CLOSE = "\ue000", "\ue001"  # private-use characters, dropped from the body first
 _PLACEHOLDER = re.compile(f"{_OPEN}(\\d+){_CLOSE}")
@@ -89,7 +101,7 @@ def _inline(text: str, shown: list[str]) -> str:
     text = MARKDOWN_LINK.sub(lambda m: m.group("text"), text)
     text = WIKI_LINK.sub(lambda m: m.group("text") or m.group("target"), text)
     for _ in range(2):
-        text = _EMPHASIS.sub(r"\2", text)
+        text = _EMPHASIS.sub(lambda m: m.group(2) if m.group(1) else m.group(4), text)
     text = _PLACEHOLDER.sub(lambda m: shown[int(m.group(1))], text)
     return " ".join(text.split())
 
@@ -127,9 +139,18 @@ def sentences(paragraph: str) -> list[str]:
     return out
 
 
-def make_summary(body: str, limit: int = SUMMARY_MAX_CHARS) -> str | None:
-    """The first sentences of `body` that fit in `limit` characters; None when it has no prose."""
-    parts = [s for p in plain_paragraphs(body) for s in sentences(p)]
+def make_summary(
+    body: str, limit: int = SUMMARY_MAX_CHARS, description: str = ""
+) -> str | None:
+    """The first sentences of `body` that fit in `limit` characters and add to `description`.
+
+    A sentence that mostly repeats the description is skipped (the summary is shown
+    beside it, so repeating it says nothing); None when no prose adds anything.
+    """
+    said = terms(description)
+    parts = [
+        s for p in plain_paragraphs(body) for s in sentences(p) if _adds(terms(s), said)
+    ]
     if not parts:
         return None
     summary = ""
@@ -138,9 +159,15 @@ def make_summary(body: str, limit: int = SUMMARY_MAX_CHARS) -> str | None:
         if len(joined) > limit:
             break
         summary = joined
-    if summary:
-        return summary
-    return _cut(parts[0], limit)
+    if not summary:
+        summary = _cut(parts[0], limit)
+    return summary if len(terms(summary) - said) >= (MIN_NEW_TERMS if said else 1) else None
+
+
+def _adds(sentence: frozenset[str], said: frozenset[str]) -> bool:
+    if not sentence:
+        return False
+    return len(sentence & said) / len(sentence) < REPEATS_SHARE
 
 
 def _glue(summary: str, sentence: str) -> str:
@@ -165,7 +192,7 @@ def run(ctx: RuleContext) -> None:
     for memory in ctx.live():
         if memory.summary or len(memory.body.strip()) <= BODY_MIN_CHARS:
             continue
-        summary = make_summary(memory.body)
+        summary = make_summary(memory.body, description=memory.description)
         if not summary:
             continue
         ctx.applier.rewrite(

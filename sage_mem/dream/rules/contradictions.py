@@ -1,0 +1,191 @@
+"""Likely contradictions: two memories about the same subject that give it different values.
+
+"The main database is PostgreSQL 14" (written 2026-11-02) and "The main
+database is now MySQL 8" (2026-11-20) cannot both hold. A description is read
+as a subject and a value, split at its verb ("is", "uses", "runs on", "moved
+to", 是, 用, 改为…, or a colon); two memories in one category and project whose
+subjects have the same words (at least two of them) but whose values differ are
+surfaced, with the newer one as the proposal: the report says which, and how to
+settle it (`supersedes:` in the newer one, which the next rewrite run acts on).
+
+A memory that says what changed ("switched the main database from PostgreSQL
+to MySQL", "the sync moved from Tuesday to Thursday", "Kafka instead of
+RabbitMQ", "从 RabbitMQ 换成了 Kafka") is also compared with the older memories
+of its category and project that name the old value and share its topic (two
+terms of its description, or one when the older description names the old
+value), however they are worded.
+
+Nothing is archived here: only `supersedes:` is clear enough evidence for that
+(the `supersedes` rule). Two deploy windows on different days may both be
+true, so the report says "likely", and a person decides.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+
+from ...memory.value import Memory
+from ..similarity import difference, jaccard, terms
+from . import RuleContext
+
+NAME = "contradictions"
+SUBJECT_JACCARD = 0.67
+MIN_SUBJECT_TERMS = 2
+
+_VERB = re.compile(
+    r"\s(?:is|are|was|were|uses?|runs?\s+on|lives?\s+(?:in|at|on)|goes?\s+to|moved\s+to"
+    r"|switched\s+to|happens?\s+on|now)\s|[:=]\s"
+    r"|是|为|用|改为|改成|换成|改到|：",
+    re.IGNORECASE,
+)
+_CHANGE = re.compile(
+    r"\b(?:switched|moved|changed|migrated|replaced|instead\s+of|no\s+longer|now|from)\b"
+    r"|换成|改为|改成|改到|迁到|迁移到|不再|现在|从",
+    re.IGNORECASE,
+)
+
+
+def split(description: str) -> tuple[frozenset[str], str] | None:
+    """(the subject's terms, the value's text) of a description, or None when it has no verb."""
+    match = _VERB.search(description)
+    if match is None or not description[match.end() :].strip():
+        return None
+    subject = terms(description[: match.start()])
+    if len(subject) < MIN_SUBJECT_TERMS:
+        return None
+    return subject, description[match.end() :]
+
+
+def run(ctx: RuleContext) -> None:
+    reported: set[tuple[str, str]] = set()
+    groups: dict[tuple[str | None, str | None], list[Memory]] = defaultdict(list)
+    for memory in ctx.live():
+        groups[(memory.category, memory.project)].append(memory)
+    for key in sorted(groups, key=lambda k: (str(k[0]), str(k[1]))):
+        members = sorted(groups[key], key=lambda m: m.id)
+        _by_subject(ctx, members, reported)
+        _by_change(ctx, members, reported)
+
+
+def _by_subject(ctx: RuleContext, memories: list[Memory], reported: set[tuple[str, str]]) -> None:
+    members = [(m, *found) for m in memories if (found := split(m.description)) is not None]
+    by_term: dict[str, list[int]] = defaultdict(list)
+    for index, (_, subject, _) in enumerate(members):
+        for term in subject:
+            by_term[term].append(index)
+    seen: set[tuple[int, int]] = set()
+    for indices in by_term.values():
+        if len(indices) > 50:
+            continue  # a word every subject has says nothing
+        for position, i in enumerate(indices):
+            for j in indices[position + 1 :]:
+                if (i, j) not in seen:
+                    seen.add((i, j))
+                    _compare(ctx, members[i], members[j], reported)
+
+
+_FROM_TO = [
+    re.compile(
+        r"\b(?:switched|moved|migrated|changed|went|converted|upgraded|downgraded)\b[^.;。\n]{0,60}?"
+        r"\bfrom\s+(?P<old>[^\s,.;]+(?:\s+[^\s,.;]+){0,2}?)\s+to\s+"
+        r"(?P<new>[^\s,.;]+(?:\s+(?:[A-Z0-9][^\s,.;]*))?)",
+        re.IGNORECASE,
+    ),
+    re.compile(
+        r"(?P<new>(?:\d+(?:\.\d+)?\s+)?[^\s,.;]+)\s+(?:now\s+)?instead\s+of\s+"
+        r"(?P<old>[^\s,.;]+(?:\s+[^\s,.;]+)?)",
+        re.IGNORECASE,
+    ),
+    re.compile(
+        r"\breplaced\s+(?P<old>[^\s,.;]+(?:\s+[^\s,.;]+)?)\s+with\s+(?P<new>[^\s,.;]+)",
+        re.IGNORECASE,
+    ),
+    re.compile(
+        r"[从由]\s*(?P<old>[^\s，。；、]{1,15}?)\s*(?:换成|改为|改成|迁移到|迁到|切换到|切到|改到|升级到)了?"
+        r"\s*(?P<new>[^\s，。；、]{1,15})"
+    ),
+]
+
+
+def changes_of(memory: Memory) -> list[tuple[str, str]]:
+    """(old value, new value) for each change the memory says happened."""
+    text = f"{memory.description}\n{memory.body}"
+    found = []
+    for pattern in _FROM_TO:
+        for match in pattern.finditer(text):
+            old, new = match.group("old").strip(), match.group("new").strip()
+            if terms(old) and terms(new) and not terms(old) <= terms(new):
+                found.append((old, new))
+    return found
+
+
+def _by_change(ctx: RuleContext, memories: list[Memory], reported: set[tuple[str, str]]) -> None:
+    for newer in memories:
+        for old_value, new_value in changes_of(newer):
+            old_terms, new_terms = terms(old_value), terms(new_value)
+            topic = terms(newer.description) - old_terms - new_terms
+            for older in memories:
+                if older.id == newer.id or (
+                    _when(older, ctx.written) >= _when(newer, ctx.written)
+                ):
+                    continue
+                text = terms(f"{older.description}\n{older.body}")
+                if not old_terms <= text or new_terms <= text:
+                    continue
+                shared = len(topic & terms(older.description))
+                # Two topic words; or one, when the older description names the old value.
+                if shared < MIN_SUBJECT_TERMS and not (
+                    shared and old_terms <= terms(older.description)
+                ):
+                    continue
+                if older.id in newer.supersedes or (older.id, newer.id) in reported:
+                    continue
+                reported.add((older.id, newer.id))
+                _note(ctx, older, newer, f"{newer.id} says it changed from {old_value} to "
+                      f"{new_value}", "says it changed")
+
+
+def _compare(
+    ctx: RuleContext,
+    first: tuple[Memory, frozenset[str], str],
+    second: tuple[Memory, frozenset[str], str],
+    reported: set[tuple[str, str]],
+) -> None:
+    (a, a_subject, a_value), (b, b_subject, b_value) = first, second
+    if jaccard(a_subject, b_subject) < SUBJECT_JACCARD:
+        return
+    if a.id in b.supersedes or b.id in a.supersedes:
+        return  # settled: the supersedes rule acts on it
+    a_terms, b_terms = terms(a_value), terms(b_value)
+    if a_terms <= b_terms or b_terms <= a_terms:
+        return  # one says the same value, or more of it: no contradiction
+    differs = difference(a_value, b_value)
+    older, newer = sorted((a, b), key=lambda m: (_when(m, ctx.written), m.id))
+    if _when(older, ctx.written) == _when(newer, ctx.written):
+        return  # no newer one to propose
+    if (older.id, newer.id) in reported:
+        return
+    reported.add((older.id, newer.id))
+    said = "says it changed" if _CHANGE.search(newer.description + " " + newer.body) else "is newer"
+    _note(ctx, older, newer, f"same subject, {differs or 'a different value'}", said)
+
+
+def _note(ctx: RuleContext, older: Memory, newer: Memory, what: str, said: str) -> None:
+    old_day, new_day = _when(older, ctx.written)[:10], _when(newer, ctx.written)[:10]
+    ctx.applier.note(
+        older.id,
+        rule=NAME,
+        message=(
+            f"likely contradicts {newer.id}: “{older.description}” ({old_day}) vs "
+            f"“{newer.description}” ({new_day}), {what}. Proposal: {newer.id} stands "
+            f"({said}); to settle it add `supersedes: [{older.id}]` to {newer.id}, or keep both "
+            "if both hold"
+        ),
+    )
+
+
+def _when(memory: Memory, written: dict[str, str] | None = None) -> str:
+    if written and memory.id in written:
+        return written[memory.id]
+    return memory.updated or memory.created or ""

@@ -1,0 +1,77 @@
+"""A rewrite run over an annotated folder does what a careful person would accept (issue 14).
+
+The corpus (`tests/dream_corpus.py`, 165 memories in English and Chinese) says for
+each memory what may change: which relative dates date an event and to what,
+which text must stay as written, which memories are true duplicates and which
+only look alike, which contradict each other. The scores:
+
+    python tests/dream_corpus.py             # a rewrite run; `report` for a report run
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+from dream_corpus import NOW, Scores, build, score, seed_retrievals
+
+from sage_mem.dream import run_dream
+from sage_mem.store import MemoryStore
+
+
+@pytest.fixture
+def utc(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The machine's clock in UTC: a `…Z` time is then that UTC day (the offsets are the test)."""
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
+def _run(folder: Path, mode: str) -> tuple[Scores, dict]:
+    truth = build(folder)
+    store = MemoryStore(folder, watch=False)
+    seed_retrievals(store, truth)
+    result = run_dream(store, mode=mode, now=NOW)
+    manifest = json.loads(Path(result.manifest or "").read_text(encoding="utf-8"))
+    return score(folder, manifest, truth), manifest
+
+
+def test_a_rewrite_over_the_corpus_is_one_a_careful_person_accepts(
+    tmp_path: Path, utc: None
+) -> None:
+    scores, _ = _run(tmp_path / "memory", "rewrite")
+    assert scores.harmful == [], scores.line()
+    merged, groups = scores.duplicates
+    assert merged >= 0.8 * groups, scores.line()
+    dated, events = scores.dates
+    assert dated >= 0.9 * events, scores.line()
+    kinds, all_kinds = scores.contradiction_kinds
+    assert kinds >= 3 and all_kinds == 4, scores.line()
+    good, summaries = scores.summaries
+    assert summaries and good == summaries, scores.line()
+    listed, unsure = scores.unsure_listed
+    assert listed == unsure, scores.line()
+
+
+def _proposal(change: dict) -> tuple:
+    return (
+        change.get("file"),
+        change.get("operation"),
+        change.get("rule"),
+        change.get("reason"),
+        tuple(change.get("fields") or ()),
+        change.get("supersededBy"),
+    )
+
+
+def test_a_report_run_shows_exactly_what_a_rewrite_run_does(tmp_path: Path, utc: None) -> None:
+    _, report = _run(tmp_path / "a" / "memory", "report")
+    _, rewrite = _run(tmp_path / "b" / "memory", "rewrite")
+    proposed = [_proposal(c) for c in report["changes"] if c.get("rule") != "index"]
+    applied = [_proposal(c) for c in rewrite["changes"] if c.get("rule") != "index"]
+    assert proposed == applied
+    assert [n["message"] for n in report["notes"]] == [n["message"] for n in rewrite["notes"]]
