@@ -366,3 +366,28 @@ def test_codex_rewrite_run_changes_through_the_manifest_and_rolls_back(dreamer: 
         assert codex_tools(api.requests[0])[0] == REWRITE_TOOLS
         assert "MySQL 5.7" in api.requests[1].tool_results[0]["text"]
         assert_rewrite_run_rolls_back_byte_for_byte(dreamer, env, result, before)
+
+
+@pytest.mark.parametrize("event", ["session-start", "user-prompt-submit"])
+def test_sage_mem_hooks_do_nothing_inside_a_dream_runs_agent(
+    dreamer: Dreamer, event: str
+) -> None:
+    """With SAGE_MEM_DREAM_RUN (set for the agent) a hook injects nothing and records nothing."""
+    add(dreamer.memory, "user_profile", "Mei Lin's profile", "Mei Lin, a backend engineer.",
+        category="user", baseline=True)
+    sessions = MemoryFolder(dreamer.memory).state_path("sessions")
+    hook_input = json.dumps({"session_id": "s1", "cwd": str(dreamer.work),
+                             "hook_event_name": "x", "source": "startup",
+                             "prompt": "what is the project database?"})
+
+    def hook(**extra: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([*SAGE, "--dir", str(dreamer.memory), "hook", event],
+                              input=hook_input, capture_output=True, text=True,
+                              timeout=TIMEOUT, env=isolated_env(dreamer.home, **extra))
+
+    inside = hook(SAGE_MEM_DREAM_RUN="20261201T120000Z-1a2b")
+    assert (inside.returncode, inside.stdout, inside.stderr) == (0, "", "")
+    assert not sessions.exists() or not any(sessions.iterdir())
+    outside = hook()  # the same hook in a person's session
+    assert outside.returncode == 0 and "additionalContext" in outside.stdout
+    assert any(sessions.iterdir())
