@@ -173,6 +173,7 @@ def assert_report_run_proposes_and_changes_nothing(
     assert "### Changes the model pass proposed" in report
     assert f"- archived `project_db_old.md`: {PROPOSAL['reason']}" in report
     assert f"- `project_release_zh.md`: {NOTE['message']}" in report
+    assert not dreamer.paths.snapshot_dir(run_id).exists(), "no rollback point left behind"
     after = folder_bytes(dreamer.memory, skip=())
     assert set(after) - set(before) == {f"autodream/{run_id}.md"}
     assert {name: after[name] for name in before} == before, "a report run changes nothing"

@@ -37,6 +37,7 @@ from __future__ import annotations
 import builtins
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -292,7 +293,8 @@ def run_model_pass(
     manifest = applier.manifest
     # The server of `serve --dream-run` reads its bound on calls from the manifest.
     manifest.update(agentMaxCalls=max_calls)
-    if not has_snapshot(manifest.paths, manifest.run_id):
+    own_point = not has_snapshot(manifest.paths, manifest.run_id)
+    if own_point:
         # A report run: a rollback point all the same, so that whatever the agent
         # changes with its own tools can be put back.
         snapshot = take_snapshot(
@@ -311,6 +313,11 @@ def run_model_pass(
     outside = record_outside_changes(store.folder, manifest, before, known)
     if outside:
         outcome = {**outcome, "outside": len(outside)}
+    elif own_point:
+        # Nothing to put back: a report run keeps no rollback point (none would be rotated).
+        shutil.rmtree(manifest.paths.snapshot_dir(manifest.run_id), ignore_errors=True)
+        manifest.data.pop("rollbackPoint", None)
+        manifest.save()
     store.reconcile()
     return outcome
 
