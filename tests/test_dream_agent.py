@@ -379,6 +379,7 @@ def test_in_a_report_run_the_model_proposes_and_notes_and_each_proposal_needs_a_
         ("memory_propose", {"id": "reference_keys", "description": "Keys", "reason": "tidier"}),
         ("memory_note", {"message": "两个编辑器的记录\n# not a heading", "id": "user_editor"}),
         ("memory_note", {"message": "about nothing", "id": "no_such_memory"}),
+        ("memory_propose", {"id": "user_name", "reason": "says nothing to change"}),
         ("memory_write", {"id": "user_name", "description": "Ada", "reason": "r"}),
     ]
 
@@ -392,7 +393,8 @@ def test_in_a_report_run_the_model_proposes_and_notes_and_each_proposal_needs_a_
 
     kept = _in_a_run(empty_dir, "report", model)
     errors = [error for error, _ in kept["during"]]
-    assert errors == [False, False, False, True, True, False, True, True]
+    assert errors == [False, False, False, True, True, False, True, True, True]
+    assert "give the fields to write" in kept["during"][7][1]
     assert "a proposal needs a reason" in kept["during"][3][1]
     assert "locked" in kept["during"][4][1]
     manifest = read_manifest(kept["result"])

@@ -178,6 +178,10 @@ class DreamTools:
             why = "a proposal needs a reason"
             self.applier.refuse(memory_id, operation=operation, rule=RULE, reason="", why=why)
             raise ToolRefused(f"{memory_id}: not proposed: a proposal needs a reason")
+        if not archive and not fields:
+            raise ToolRefused(
+                f"{memory_id}: not proposed: give the fields to write, or archive=true"
+            )
         refused = len(self.applier.manifest.refused)
         path = self.store.folder.path_for(memory_id)
         if not archive and not path.exists():
