@@ -28,6 +28,9 @@ from sage_mem.store import MemoryStore
 
 READ_TOOLS = ["memory_audit", "memory_list", "memory_read", "memory_search"]
 WRITE_TOOLS = ["memory_archive", "memory_write"]
+REPORT_TOOLS = sorted([*READ_TOOLS, "memory_note", "memory_propose"])
+"""A report run reads, proposes and leaves notes; it has no write tool."""
+REWRITE_TOOLS = sorted([*READ_TOOLS, *WRITE_TOOLS, "memory_note"])
 
 FAKE_AGENT = '''
 import json, os, sys
@@ -54,6 +57,9 @@ async def main():
             result = await client.call_tool(tool, arguments)
             text = result.content[0].text if result.content else ""
             done["calls"].append({"tool": tool, "error": result.is_error, "text": text})
+    for path, text in plan.get("append", []):  # edits of its own, outside the server
+        with open(path, "a", encoding="utf-8") as handle:
+            handle.write(text)
     with open(out_path, "w", encoding="utf-8") as handle:
         json.dump(done, handle)
 
@@ -129,15 +135,15 @@ def test_an_agent_in_a_rewrite_run_changes_only_through_the_manifest(
     assert manifest["model"]["status"] == "finished", manifest["model"]
 
     done = agent_calls(agent_dir)
-    assert done["tools"] == sorted(READ_TOOLS + WRITE_TOOLS)
+    assert done["tools"] == REWRITE_TOOLS
     errors = [call["text"] for call in done["calls"] if call["error"]]
     assert [call["error"] for call in done["calls"]] == [False] * 5 + [True] * 3
     assert errors == [
         "memory_archive: user_shell: not archived: an archive needs a reason",
         "memory_write: reference_keys: memory is locked (locked: true)",
         "memory_delete: memory_delete is not a tool of this run (it offers memory_list, "
-        "memory_read, memory_search, memory_audit, memory_write, memory_archive; there is no "
-        "delete)",
+        "memory_read, memory_search, memory_audit, memory_write, memory_archive, memory_note; "
+        "there is no delete)",
     ]
 
     model = [c for c in manifest["changes"] if c["source"] == "model"]
@@ -203,7 +209,7 @@ def test_an_agent_in_a_report_run_reads_and_every_write_is_refused_and_listed(
     result = run_dream(MemoryStore(empty_dir), mode="report", config=config)
 
     done = agent_calls(agent_dir)
-    assert done["tools"] == READ_TOOLS, "no write tool exists in a report run"
+    assert done["tools"] == REPORT_TOOLS, "no write tool exists in a report run"
     outcome = [(call["tool"], call["error"]) for call in done["calls"]]
     assert outcome == [
         ("memory_list", False),
@@ -277,7 +283,7 @@ def test_the_agent_command_gets_the_run_its_folders_and_a_prompt(
     memory_dir, state_dir, run_id, mode, prompt, other = json.loads(seen.read_text())
     assert (memory_dir, state_dir) == (str(empty_dir), str(store.folder.state_dir))
     assert (run_id, mode, other) == (result.run_id, "report", "{other}")
-    assert "archiving needs one" in prompt
+    assert "memory_propose" in prompt and "one-line reason" in prompt, "a report run's prompt"
 
 
 # the restricted server in-process
@@ -307,8 +313,8 @@ async def _tool_list(server: Any) -> list[dict[str, Any]]:
 @pytest.mark.parametrize(
     ("mode", "names"),
     [
-        pytest.param("report", READ_TOOLS, id="report-reads-only"),
-        pytest.param("rewrite", sorted(READ_TOOLS + WRITE_TOOLS), id="rewrite-adds-write"),
+        pytest.param("report", REPORT_TOOLS, id="report-reads-and-proposes"),
+        pytest.param("rewrite", REWRITE_TOOLS, id="rewrite-adds-write"),
     ],
 )
 def test_the_dream_server_offers_only_the_tools_of_its_mode(
@@ -354,3 +360,84 @@ def test_serve_dream_run_refuses_a_run_that_is_not_in_progress(
     errors = capsys.readouterr().err.splitlines()
     assert errors[0] == f"sage-mem: error: run {finished} is not a dream run in progress"
     assert "no dream run or rollback" in errors[1]
+
+
+def test_in_a_report_run_the_model_proposes_and_notes_and_each_proposal_needs_a_reason(
+    empty_dir: Path,
+) -> None:
+    """memory_propose records what a rewrite would do (as `proposed`); memory_note a note."""
+    tidy_folder(empty_dir)
+    before = folder_bytes(empty_dir)
+    calls = [
+        ("memory_propose", {"id": "user_editor_old", "archive": True,
+                            "superseded_by": "user_editor", "reason": "replaced by user_editor"}),
+        ("memory_propose", {"id": "user_name", "description": "The user is called Ada Lovelace",
+                            "reason": "the full name"}),
+        ("memory_propose", {"id": "user_cat", "description": "The user's cat is Sesame",
+                            "category": "user", "reason": "said in passing"}),
+        ("memory_propose", {"id": "user_shell", "archive": True, "reason": "  "}),
+        ("memory_propose", {"id": "reference_keys", "description": "Keys", "reason": "tidier"}),
+        ("memory_note", {"message": "两个编辑器的记录\n# not a heading", "id": "user_editor"}),
+        ("memory_note", {"message": "about nothing", "id": "no_such_memory"}),
+        ("memory_propose", {"id": "user_name", "reason": "says nothing to change"}),
+        ("memory_write", {"id": "user_name", "description": "Ada", "reason": "r"}),
+    ]
+
+    async def model(server: Any) -> list[tuple[bool, str]]:
+        async with Client(server) as client:
+            done = []
+            for name, arguments in calls:
+                result = await client.call_tool(name, arguments)
+                done.append((result.is_error, result.content[0].text))
+            return done
+
+    kept = _in_a_run(empty_dir, "report", model)
+    errors = [error for error, _ in kept["during"]]
+    assert errors == [False, False, False, True, True, False, True, True, True]
+    assert "give the fields to write" in kept["during"][7][1]
+    assert "a proposal needs a reason" in kept["during"][3][1]
+    assert "locked" in kept["during"][4][1]
+    manifest = read_manifest(kept["result"])
+    proposed = [(c["operation"], c["file"], c["state"], c.get("fields"), c.get("supersededBy"))
+                for c in manifest["changes"] if c["source"] == "model"]
+    assert proposed == [
+        ("archive", "user_editor_old.md", "proposed", None, "user_editor"),
+        ("rewrite", "user_name.md", "proposed", ["description"], None),
+        ("create", "user_cat.md", "proposed", ["category", "description"], None),
+    ]
+    assert [(r["operation"], r["file"]) for r in manifest["refused"]] == [
+        ("archive", "user_shell.md"), ("rewrite", "reference_keys.md"), ("write", "user_name.md")]
+    (note,) = [n for n in manifest["notes"] if n["source"] == "model"]
+    assert note["file"] == "user_editor.md"
+    assert note["message"] == "两个编辑器的记录 # not a heading", "one line: no heading"
+    report = Path(kept["result"].report).read_text(encoding="utf-8")
+    assert "- archived `user_editor_old.md`: replaced by user_editor" in report
+    assert "- `user_editor.md`: 两个编辑器的记录 # not a heading" in report
+    assert folder_bytes(empty_dir) == before
+
+
+def test_an_agent_edit_on_top_of_a_server_write_is_caught_and_rolled_back(
+    empty_dir: Path, agent_dir: Path
+) -> None:
+    """A file the server changed and the agent then edited itself: the journal explains only
+    the first step, so the file is an outside change too; the rollback puts all of it back."""
+    tidy_folder(empty_dir)
+    before = folder_bytes(empty_dir)
+    calls = [["memory_write", {"id": "user_name", "description": "The user is called Ada L.",
+                               "reason": "the full name"}]]
+    config = agent_config(agent_dir, calls, append=[
+        [str(empty_dir / "user_name.md"), "and a line of the agent's own\n"],
+        [str(empty_dir / "archive" / "user_gone.md"), "---\ndescription: planted\n---\n"],
+    ])
+    (empty_dir / "archive").mkdir(exist_ok=True)
+    result = run_dream(MemoryStore(empty_dir), mode="rewrite", config=config)
+    manifest = read_manifest(result)
+    by_source = [(c["source"], c["operation"], c["file"]) for c in manifest["changes"]
+                 if c["source"] in ("model", "outside")]
+    assert by_source == [("model", "rewrite", "user_name.md"),
+                         ("outside", "create", "archive/user_gone.md"),
+                         ("outside", "rewrite", "user_name.md")]
+    assert manifest["model"]["outside"] == 2
+    assert rollback(MemoryStore(empty_dir), result.run_id).count("conflict") == 0
+    assert live_bytes(empty_dir) == {k: v for k, v in before.items()
+                                     if not k.startswith("archive/")}

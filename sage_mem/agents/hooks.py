@@ -77,6 +77,7 @@ if TYPE_CHECKING:  # imported when the hook answers on its own path, not to ask 
 EVENTS = {"session-start": "SessionStart", "user-prompt-submit": "UserPromptSubmit",
           **reflection.HOOKS}
 AUTODREAM_ENV = "SAGE_MEM_AUTODREAM"
+DREAM_RUN_ENV = "SAGE_MEM_DREAM_RUN"  # dream.model.DREAM_RUN_ENV (not imported on the hook's path)
 _TRUE = frozenset({"1", "true", "yes", "on"})
 _FALSE = frozenset({"0", "false", "no", "off", ""})
 RELEASING_SOURCES = frozenset({"compact", "clear"})
@@ -116,6 +117,9 @@ def run_hook(
     The answer is written before what was injected is recorded, so that a
     process cut short by its budget may inject a memory twice, never lose one.
     """
+    if os.environ.get(DREAM_RUN_ENV):
+        # Inside a dream run's agent (dream.model sets it): no context, no session, no counts.
+        return 0
     log = _Log(stderr, event)
     budget = _Budget.start(event, stdout, stderr, log)
     try:

@@ -8,9 +8,25 @@ Two ways in, one set of tools:
   …`) started with an MCP configuration that points at `sage-mem serve
   --dream-run <runId>`. That server, in its own process, calls
   `attach_tools(store, run_id)` and exposes exactly the tools the returned
-  `DreamTools` allows: list, read, search and audit; write and archive only
-  when the run is a rewrite run. Each change lands in the run's journal, which
-  the runner folds into its manifest when the agent has finished.
+  `DreamTools` allows: list, read, search and audit, and `memory_note` (a
+  note for the person, in the report); write and archive in a rewrite run,
+  `memory_propose` (a change a rewrite would make, with its reason) in a
+  report run. Each change lands in the run's journal, which the runner folds
+  into its manifest when the agent has finished.
+
+An agent also has tools of its own (a shell, a file editor). The documented
+command lines take them away, but whatever it changes in the memory folder
+outside the restricted server is found all the same: the folder's files are
+read before the agent starts and after it ends, and every difference the
+run's journal does not explain is recorded in the manifest as an `outside`
+change by the model (bytes and sha256 before and after), listed in the report
+and put back by `sage-mem rollback RUN_ID` like any other change. A report
+run with an agent takes a rollback point before the agent starts for that.
+Nothing is put back on its own: a person editing a memory during the run
+looks the same as an agent doing it, and only a person may decide.
+
+sage-mem's own hooks do nothing in the agent's session: the agent's
+environment carries `SAGE_MEM_DREAM_RUN` (see `agents.hooks`).
 
 A model that fails, times out or runs out of calls leaves the rule-based
 result standing. There is no delete tool.
@@ -21,24 +37,43 @@ from __future__ import annotations
 import builtins
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
 from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
-from ..errors import DreamError, MemoryLocked, SageMemError, ToolRefused
+from ..disk.folder import INDEX_FILE, MemoryFolder
+from ..errors import DreamError, MemoryLocked, MemoryNotFound, SageMemError, ToolRefused
 from ..store import MemoryStore
-from .changes import Applier
+from .changes import Applier, file_state
 from .manifest import Manifest
 from .paths import DreamPaths
+from .snapshots import has_snapshot, take_snapshot
 
 RULE = "model"
+OUTSIDE = "outside"
+"""The source of a change the agent made with its own tools, outside the restricted server."""
+DREAM_RUN_ENV = "SAGE_MEM_DREAM_RUN"
+"""Set (to the run id) in the agent's environment: sage-mem's hooks do nothing there."""
+NOTE_MAX = 1_000
 DEFAULT_PROMPT = (
     "You are tidying a folder of agent memories (sage-mem). Use the sage-mem-dream tools: "
     "list and read the memories, find ones that say the same thing or contradict each other, "
     "and (when write and archive are available) merge or correct them. Give a one-line reason "
     "for every write and archive; archiving needs one. Never invent facts. Stop when done."
+)
+REPORT_PROMPT = (
+    "You are reviewing a folder of agent memories (sage-mem) for its owner; nothing will be "
+    "changed in this run. Use the sage-mem-dream tools: list and read the memories, find ones "
+    "that say the same thing, contradict each other or are out of date, and for each call "
+    "memory_propose with the change a tidying run should make and a one-line reason "
+    "(archive=true to retire one, superseded_by naming the one that replaces it), or "
+    "memory_note for anything else the owner should look at. Never invent facts. Stop when "
+    "done."
 )
 
 
@@ -54,7 +89,8 @@ class DreamTools:
     @property
     def names(self) -> tuple[str, ...]:
         reads = ("memory_list", "memory_read", "memory_search", "memory_audit")
-        return reads + (("memory_write", "memory_archive") if self.applier.writes else ())
+        changes = ("memory_write", "memory_archive") if self.applier.writes else ("memory_propose",)
+        return reads + changes + ("memory_note",)
 
     def list(self, *, category: str | None = None) -> list[dict[str, Any]]:
         self._count()
@@ -116,6 +152,67 @@ class DreamTools:
                 why = self.applier.manifest.refused[-1].get("refusedBecause", why)
             raise ToolRefused(f"{memory.id}: not archived: {why}")
         return {"id": memory.id, "archivedAs": archived.id}
+
+    def propose(
+        self,
+        memory_id: str,
+        *,
+        reason: str | None,
+        archive: bool = False,
+        superseded_by: str | None = None,
+        **fields: Any,
+    ) -> dict[str, Any]:
+        """A report run's way to say what should change: listed as proposed, with its reason.
+
+        Recorded exactly as the same write or archive would be in a rewrite run, as
+        `proposed`; nothing is changed. A proposal needs a reason.
+        """
+        self._count()
+        if self.applier.writes:
+            raise ToolRefused(
+                "memory_propose is for report runs; this rewrite run offers memory_write and "
+                "memory_archive"
+            )
+        operation = "archive" if archive else "rewrite"
+        if not reason or not reason.strip():
+            why = "a proposal needs a reason"
+            self.applier.refuse(memory_id, operation=operation, rule=RULE, reason="", why=why)
+            raise ToolRefused(f"{memory_id}: not proposed: a proposal needs a reason")
+        if not archive and not fields:
+            raise ToolRefused(
+                f"{memory_id}: not proposed: give the fields to write, or archive=true"
+            )
+        refused = len(self.applier.manifest.refused)
+        path = self.store.folder.path_for(memory_id)
+        if not archive and not path.exists():
+            operation = "create"
+            self.applier.create(memory_id, rule=RULE, reason=reason, **fields)
+        else:
+            memory = self.store.read(memory_id)
+            memory_id = memory.id
+            if archive:
+                self.applier.archive(memory, rule=RULE, reason=reason, superseded_by=superseded_by)
+            else:
+                self.applier.rewrite(memory, rule=RULE, reason=reason, **fields)
+        if len(self.applier.manifest.refused) > refused:
+            why = self.applier.manifest.refused[-1].get("refusedBecause", "refused")
+            raise ToolRefused(f"{memory_id}: not proposed: {why}")
+        return {"id": memory_id, "proposed": operation}
+
+    def note(self, message: str, *, memory_id: str | None = None) -> dict[str, Any]:
+        """A note for the person, listed in the report under "For you to look at"."""
+        self._count()
+        text = " ".join((message or "").split())
+        if not text:
+            raise ToolRefused("a note needs a message")
+        if len(text) > NOTE_MAX:
+            text = text[:NOTE_MAX] + "…(truncated)"
+        if memory_id is not None:
+            if not self.store.folder.path_for(memory_id).exists():
+                raise MemoryNotFound(f"{memory_id}: no such memory")
+            memory_id = self.store.folder.normalize_id(memory_id)
+        self.applier.note(memory_id, rule=RULE, message=text)
+        return {"noted": True, **({"id": memory_id} if memory_id else {})}
 
     def refuse_tool(self, name: str, memory_id: str | None, *, reason: str | None = None) -> None:
         """Record a call to a tool this run does not offer (`memory_delete`, …) and refuse it."""
@@ -190,16 +287,157 @@ def run_model_pass(
                 "detail": f"{type(exc).__name__}: {exc}",
                 "calls": tools.calls,
             }
+        finally:
+            # A restricted server built in this process (`build_dream_server`) journals
+            # through a Manifest of its own: take in what it recorded.
+            applier.manifest.reload_journal()
         return {"status": "finished", "calls": tools.calls}
     if not agent_command:
         return {"status": "not configured"}
+    manifest = applier.manifest
     # The server of `serve --dream-run` reads its bound on calls from the manifest.
-    applier.manifest.update(agentMaxCalls=max_calls)
-    outcome = launch_agent(store, applier.manifest, agent_command, timeout=timeout)
+    manifest.update(agentMaxCalls=max_calls)
+    own_point = not has_snapshot(manifest.paths, manifest.run_id)
+    if own_point:
+        # A report run: a rollback point all the same, so that whatever the agent
+        # changes with its own tools can be put back.
+        snapshot = take_snapshot(
+            store.folder, manifest.paths, manifest.run_id, protective=False,
+            now=datetime.now(UTC),
+        )
+        manifest.update(
+            rollbackPoint={"snapshot": str(snapshot.root), "files": len(snapshot.files),
+                           "refused": len(snapshot.refused), "before": "model pass"}
+        )
+    known = {change["ref"] for change in manifest.changes}
+    before = folder_files(store.folder)
+    outcome = launch_agent(store, manifest, agent_command, timeout=timeout)
     # The agent's server wrote from another process: take in its journal and its files.
-    applier.manifest.reload_journal()
+    manifest.reload_journal()
+    outside = record_outside_changes(store.folder, manifest, before, known)
+    if outside:
+        outcome = {**outcome, "outside": len(outside)}
+    elif own_point:
+        # Nothing to put back: a report run keeps no rollback point (none would be rotated).
+        shutil.rmtree(manifest.paths.snapshot_dir(manifest.run_id), ignore_errors=True)
+        manifest.data.pop("rollbackPoint", None)
+        manifest.save()
     store.reconcile()
     return outcome
+
+
+def folder_files(folder: MemoryFolder) -> dict[str, dict[str, Any] | None]:
+    """Every file in the memory folder (archive/ and dot-files too, not .git) -> its state.
+
+    The state is what the manifest records (`file_state`: bytes and sha256, or why
+    the checked read refused it); links are not followed.
+    """
+    found: dict[str, dict[str, Any] | None] = {}
+    root = folder.root
+    for top, dirs, files in os.walk(root):
+        dirs[:] = sorted(name for name in dirs if name != ".git")
+        entries = sorted(files) + [name for name in dirs if os.path.islink(os.path.join(top, name))]
+        for name in entries:
+            path = Path(top) / name
+            rel = os.path.relpath(path, root).replace(os.sep, "/")
+            state = file_state(folder, rel, path)
+            if state is not None:
+                found[rel] = state
+    return found
+
+
+def record_outside_changes(
+    folder: MemoryFolder,
+    manifest: Manifest,
+    before: dict[str, dict[str, Any] | None],
+    known: set[str],
+) -> list[dict[str, Any]]:
+    """Record every change in the folder that the run's journal since `before` does not explain.
+
+    `known`: the refs of the changes made before the agent started. A change
+    the server journaled explains a file only when the file went from what
+    the journal says it was to what it says it left, so an edit of the agent's
+    own before or after a server write shows too. MEMORY.md is the server's
+    to regenerate after its writes (the run regenerates it once more, and
+    journals that): it counts as outside only when the server wrote nothing.
+    """
+    after = folder_files(folder)
+    steps: dict[str, list[tuple[str | None, str | None]]] = {}
+    loose: set[str] = set()  # a change cut short: what it left is unknown
+    for change in manifest.changes:
+        if change["ref"] in known or change.get("source") == OUTSIDE:
+            continue
+        rel = change.get("file")
+        if not isinstance(rel, str):
+            continue
+        if change.get("state") == "pending":
+            loose.add(rel)
+            loose.add(INDEX_FILE)
+            continue
+        if change.get("state") != "applied":
+            continue
+        loose.add(INDEX_FILE)
+        was, left = change.get("before"), change.get("after")
+        if change.get("operation") == "archive" and isinstance(left, dict):
+            steps.setdefault(rel, []).append((_digest(was), None))
+            moved = left.get("file")
+            if isinstance(moved, str):
+                steps.setdefault(moved, []).append((None, _digest(left)))
+        else:
+            steps.setdefault(rel, []).append((_digest(was), _digest(left)))
+    recorded = []
+    for rel in sorted(set(before) | set(after)):
+        was, now = before.get(rel), after.get(rel)
+        if rel in loose or (rel not in steps and was == now):
+            continue
+        current = _digest(was)
+        explained = True
+        for expected, left in steps.get(rel, []):
+            explained = explained and expected == current
+            current = left
+        if explained and current == _digest(now):
+            continue
+        operation = "create" if was is None else "delete" if now is None else "rewrite"
+        entry = {
+            "file": rel,
+            "id": _memory_id(folder, rel),
+            "operation": operation,
+            "rule": RULE,
+            "reason": "changed by the agent's own tools, outside the restricted server "
+            "(not checked by sage-mem; a rollback of this run puts it back)",
+            "unexplained": True,
+            "source": OUTSIDE,
+            "state": "applied",
+            "before": was,
+            "after": now,
+        }
+        recorded.append(manifest.add_change(entry))
+    if recorded:
+        manifest.note({
+            "rule": RULE,
+            "source": OUTSIDE,
+            "message": f"the agent changed {len(recorded)} file"
+            f"{'s' if len(recorded) != 1 else ''} in the memory folder with its own tools, "
+            f"outside the restricted server: {', '.join(e['file'] for e in recorded[:10])}"
+            f"{' …' if len(recorded) > 10 else ''}; undo with `sage-mem rollback "
+            f"{manifest.run_id}`",
+        })
+    return recorded
+
+
+def _digest(state: Any) -> str | None:
+    if not isinstance(state, dict):
+        return None
+    if "sha256" in state:
+        return str(state["sha256"])
+    return "unreadable: " + str(state.get("unreadable"))
+
+
+def _memory_id(folder: MemoryFolder, rel: str) -> str | None:
+    try:
+        return folder.id_for(folder.root / rel)
+    except SageMemError:
+        return None
 
 
 def launch_agent(
@@ -208,7 +446,8 @@ def launch_agent(
     """Start the agent command with an MCP configuration for this run; wait at most `timeout` s.
 
     Placeholders in the command: `{mcp_config}` (path of the MCP configuration
-    file), `{run_id}`, `{mode}`, `{prompt}` (DEFAULT_PROMPT), and `{memory_dir}`
+    file), `{run_id}`, `{mode}`, `{prompt}` (DEFAULT_PROMPT, or REPORT_PROMPT
+    in a report run), and `{memory_dir}`
     and `{state_dir}` for agents that take their servers as flags (`codex exec -c`).
     """
     run_dir = manifest.paths.run_dir(manifest.run_id)
@@ -224,22 +463,26 @@ def launch_agent(
             "--dream-run",
             manifest.run_id,
         ],
-        # An agent may start its MCP servers with a bare environment: keep the state folder.
-        "env": {"SAGE_MEM_STATE_DIR": str(store.folder.state_dir)},
+        # An agent may start its MCP servers with a bare environment (Codex does): keep
+        # the state folder, and the import path by which this Python found this sage-mem.
+        "env": {
+            "SAGE_MEM_STATE_DIR": str(store.folder.state_dir),
+            **({"PYTHONPATH": os.environ["PYTHONPATH"]} if os.environ.get("PYTHONPATH") else {}),
+        },
     }
     config_path.write_text(json.dumps({"mcpServers": {"sage-mem-dream": server}}, indent=1) + "\n")
     values = {
         "mcp_config": str(config_path),
         "run_id": manifest.run_id,
         "mode": str(manifest.data.get("mode")),
-        "prompt": DEFAULT_PROMPT,
+        "prompt": DEFAULT_PROMPT if manifest.data.get("mode") == "rewrite" else REPORT_PROMPT,
         "memory_dir": str(store.folder.root),
         "state_dir": str(store.folder.state_dir),
     }
     argv = [_fill(part, values) for part in command]
     env = {
         **os.environ,
-        "SAGE_MEM_DREAM_RUN": manifest.run_id,
+        DREAM_RUN_ENV: manifest.run_id,
         "SAGE_MEM_DREAM_MCP_CONFIG": str(config_path),
         "SAGE_MEM_STATE_DIR": str(store.folder.state_dir),
     }

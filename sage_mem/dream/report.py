@@ -52,6 +52,13 @@ def render_run(data: Mapping[str, Any], *, manifest_path: str) -> str:
         )
         if changes:
             lines.append(f"Undo it with `sage-mem rollback {run_id}`; every file was copied first.")
+    elif any(c.get("state") == "applied" for c in changes):
+        done = [c for c in changes if c.get("state") == "applied"]
+        lines.append(
+            f"Report run{when}: **the agent changed {_count(len(done), 'file')} with its own "
+            f"tools**, outside the run's (listed under the model pass). Undo it with "
+            f"`sage-mem rollback {run_id}`; every file was copied first."
+        )
     else:
         lines.append(
             f"Report run{when}: nothing in the folder was changed. A rewrite run "
@@ -197,7 +204,9 @@ def _ordered(
 
 def _change_line(change: Mapping[str, Any]) -> str:
     reason = change.get("reason", "")
-    if change.get("unexplained"):
+    if change.get("source") == "outside":
+        reason = "**changed by the agent's own tools**, outside the restricted server"
+    elif change.get("unexplained"):
         reason = "**unexplained** (no reason was given)"
     pending = (
         " (interrupted: may or may not have happened)" if change.get("state") == "pending" else ""
@@ -206,7 +215,9 @@ def _change_line(change: Mapping[str, Any]) -> str:
         moved = (change.get("after") or {}).get("file")
         where = f" → `{moved}`" if moved else ""
         return f"- archived `{change.get('file')}`{where}: {reason}{pending}"
-    verb = {"create": "created", "rewrite": "rewrote"}.get(change.get("operation", ""), "changed")
+    verb = {"create": "created", "rewrite": "rewrote", "delete": "deleted"}.get(
+        change.get("operation", ""), "changed"
+    )
     what = change.get("fields")
     fields = f" ({', '.join(what)})" if isinstance(what, list) and what else ""
     return f"- {verb} `{change.get('file')}`{fields}: {reason}{pending}"

@@ -257,7 +257,12 @@ def _check_target(paths: DreamPaths, target: Manifest) -> None:
         raise DreamError(
             f"run {run_id} was rolled back already by {by}; roll back {by} to undo that"
         )
-    if target.data.get("kind") == "dream" and target.data.get("mode") == "report":
+    if (
+        target.data.get("kind") == "dream"
+        and target.data.get("mode") == "report"
+        and not any(change.get("state") == "applied" for change in target.changes)
+    ):
+        # A report run changes nothing itself; only an agent's own tools can have (model.OUTSIDE).
         raise DreamError(f"run {run_id} was a report run: it changed nothing but its report")
 
 

@@ -1,0 +1,257 @@
+"""The real agent CLIs, end to end: Claude Code and Codex from npm against a stand-in model API.
+
+`.ci/clients-setup` installs `@anthropic-ai/claude-code` and `@openai/codex`;
+without them these tests skip and say so. Each test gives the client a fresh
+HOME, runs `sage-mem install <client>` there as a person would, points the
+client at a stand-in model on 127.0.0.1 (tests/stand_in_api.py) that plays
+scripted turns — text and tool calls, streamed as the real APIs stream — and
+then reads what the client sent: the hooks' context, the tools offered, the
+tool results the client passed back from `sage-mem serve`.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from stand_in_api import (
+    ModelRequest,
+    StandInAPI,
+    Text,
+    ToolCall,
+    claude_env,
+    client,
+    codex_env,
+    codex_provider,
+    isolated_env,
+)
+from support import write_memory
+
+SAGE = [sys.executable, "-m", "sage_mem"]
+TOOLS = sorted([
+    "memory_archive", "memory_audit", "memory_dream", "memory_feedback", "memory_find_similar",
+    "memory_list", "memory_read", "memory_rollback", "memory_search", "memory_write",
+])
+TIMEOUT = 120
+
+
+@dataclass
+class World:
+    """A person's machine: a HOME, a project and a memory folder, sage-mem installed."""
+
+    home: Path
+    project: Path
+    memory: Path
+
+    def sage(self, *args: str) -> subprocess.CompletedProcess[str]:
+        done = subprocess.run(
+            [*SAGE, *args], cwd=self.project, capture_output=True, text=True, timeout=TIMEOUT,
+            env=isolated_env(self.home, SAGE_MEM_DIR=str(self.memory)),
+        )
+        assert done.returncode == 0, done.stderr
+        return done
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> World:
+    home, project, memory = tmp_path / "home", tmp_path / "project", tmp_path / "memory"
+    home.mkdir()
+    project.mkdir()
+    made = World(home, project, memory)
+    made.sage("init")
+    write_memory(memory, "user_profile", "---\ndescription: The user is called Mei Lin\n"
+                 "category: user\nbaseline: true\n---\nMei Lin, a backend engineer in Shanghai.\n")
+    write_memory(memory, "reference_test_command", "---\ndescription: How to run this "
+                 "project's tests - make check\ncategory: reference\n---\n"
+                 "Run the tests with `make check` (not pytest).\n")
+    return made
+
+
+def run_claude(world: World, api: StandInAPI, prompt: str, *args: str) -> dict:
+    """`claude -p PROMPT` in the project, as a person would run it; its JSON result."""
+    done = subprocess.run(
+        [client("claude"), "-p", prompt, "--output-format", "json", *args],
+        cwd=world.project, capture_output=True, text=True, timeout=TIMEOUT,
+        env=claude_env(world.home, api, SAGE_MEM_DIR=str(world.memory)),
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 0, (done.stdout[-2000:], done.stderr[-2000:])
+    assert not api.errors, api.errors
+    return json.loads(done.stdout)
+
+
+def memory_tool_names(request: ModelRequest, prefix: str) -> list[str]:
+    return sorted(name[len(prefix):] for name in request.tool_names if name.startswith(prefix))
+
+
+def test_claude_code_gets_the_hooks_context_and_writes_through_sage_mem_serve(
+    world: World,
+) -> None:
+    """Install, then one session: both hooks' context in the request, a memory_write round trip."""
+    world.sage("install", "claude-code")
+    write = {"id": "user_dog_zh", "description": "用户的狗叫饼干（Biscuit）", "category": "user",
+             "body": "一只三岁的小猎犬，名叫饼干。"}
+
+    def model(request: ModelRequest) -> list[Text | ToolCall] | None:
+        if not request.tool_names:
+            return None  # a side request (title, quota): not a turn of the script
+        if not request.tool_results:
+            return [Text("Saving that."), ToolCall("mcp__sage-mem__memory_write", write)]
+        return [Text("Saved. Run the tests with make check.")]
+
+    with StandInAPI(model) as api:
+        result = run_claude(world, api, "How do I run the tests? And remember: my dog is Biscuit.",
+                            "--allowedTools", "mcp__sage-mem")
+    first, second = api.scripted()[:2]
+
+    # the SessionStart hook: the baseline memory and the tools guide
+    assert "user_profile" in first.text and "Mei Lin, a backend engineer" in first.text
+    assert "Memory tools (sage-mem)" in first.text
+    # the UserPromptSubmit hook: the memory that answers the prompt, quoted as data
+    assert "reference_test_command" in first.text
+    assert "> Run the tests with `make check` (not pytest)." in first.text
+    # The ten tools of `sage-mem serve`, with their schemas. In `-p` mode Claude Code
+    # does not wait for a project's servers before the first request (a server that
+    # takes over ~2 s to start, as on a loaded machine, joins from the next one on).
+    assert memory_tool_names(second, "mcp__sage-mem__") == TOOLS
+    schema = (second.tool("mcp__sage-mem__memory_write") or {}).get("input_schema", {})
+    assert {"id", "description", "body", "expected_sha256"} <= set(schema.get("properties", {}))
+
+    # the call went through the client to the server, and its result came back
+    (outcome,) = second.tool_results
+    assert not outcome["is_error"], outcome["text"]
+    written = json.loads(outcome["text"])
+    assert written["created"] is True and written["memory"]["id"] == "user_dog_zh"
+    on_disk = (world.memory / "user_dog_zh.md").read_text(encoding="utf-8")
+    assert "用户的狗叫饼干（Biscuit）" in on_disk and "一只三岁的小猎犬" in on_disk
+    assert result["result"] == "Saved. Run the tests with make check."
+    assert result["num_turns"] == 2
+
+
+def test_claude_code_recalls_in_a_new_session_what_an_earlier_one_wrote(world: World) -> None:
+    """A memory written in one session is injected, unasked, into a later session's prompt."""
+    world.sage("install", "claude-code")
+    asked: list[ModelRequest] = []
+
+    def model(request: ModelRequest) -> list[Text | ToolCall] | None:
+        if not request.tool_names:
+            return None
+        asked.append(request)
+        if "dog is Biscuit" in request.text and not request.tool_results:
+            return [ToolCall("mcp__sage-mem__memory_write", {
+                "id": "user_dog_zh", "category": "user",
+                "description": "用户的狗叫饼干（Biscuit）", "body": "一只小猎犬，名叫饼干。"})]
+        return [Text("好的。")]
+
+    with StandInAPI(model) as api:
+        run_claude(world, api, "Remember: my dog is Biscuit.", "--allowedTools", "mcp__sage-mem")
+        assert (world.memory / "user_dog_zh.md").exists()
+        before = len(asked)
+        run_claude(world, api, "我的狗叫什么名字？")
+    later = asked[before]
+    assert not later.tool_results, "a new session: the memory came in with the prompt"
+    assert "user_dog_zh" in later.text and "> 一只小猎犬，名叫饼干。" in later.text
+    assert "dog is Biscuit" not in later.text, "nothing of the first session but the memory"
+
+
+def claude_mcp_list(world: World) -> str:
+    """The `sage-mem` line of `claude mcp list` (it starts each server to check its health)."""
+    with StandInAPI(lambda request: None) as api:
+        done = subprocess.run(
+            [client("claude"), "mcp", "list"], cwd=world.project, capture_output=True,
+            text=True, timeout=TIMEOUT, stdin=subprocess.DEVNULL,
+            env=claude_env(world.home, api, SAGE_MEM_DIR=str(world.memory)),
+        )
+    assert done.returncode == 0, done.stderr
+    (line,) = [line for line in done.stdout.splitlines() if line.startswith("sage-mem")]
+    return line
+
+
+def test_claude_mcp_list_shows_the_project_server_connected_once_approved(
+    world: World,
+) -> None:
+    """Project scope: pending until the person approves it (as install's note says), then up."""
+    installed = world.sage("install", "claude-code")
+    assert "approve" in installed.stdout
+    assert "Pending approval" in claude_mcp_list(world)
+    # What trusting the folder and approving the server in Claude Code records.
+    state = world.home / ".claude.json"
+    data = json.loads(state.read_text(encoding="utf-8")) if state.exists() else {}
+    data.setdefault("projects", {})[str(world.project)] = {
+        "hasTrustDialogAccepted": True, "enabledMcpjsonServers": ["sage-mem"]}
+    state.write_text(json.dumps(data), encoding="utf-8")
+    line = claude_mcp_list(world)
+    assert "serve" in line and "Connected" in line, line
+
+
+def test_claude_mcp_list_shows_the_user_server_connected(world: World) -> None:
+    world.sage("install", "claude-code", "--scope", "user")
+    line = claude_mcp_list(world)
+    assert "serve" in line and "Connected" in line, line
+
+
+def run_codex(world: World, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [client("codex"), *args], cwd=world.project, capture_output=True, text=True,
+        timeout=TIMEOUT, stdin=subprocess.DEVNULL,
+        env=codex_env(world.home, SAGE_MEM_DIR=str(world.memory)),
+    )
+
+
+def test_codex_reads_the_table_install_writes(world: World) -> None:
+    """`sage-mem install codex` → `codex mcp list` and `codex mcp get` show the server."""
+    installed = subprocess.run(
+        [*SAGE, "install", "codex"], cwd=world.project, capture_output=True, text=True,
+        timeout=TIMEOUT, env=codex_env(world.home, SAGE_MEM_DIR=str(world.memory)),
+    )
+    assert installed.returncode == 0, installed.stderr
+    assert (world.home / ".codex" / "config.toml").exists()
+
+    listed = run_codex(world, "mcp", "list")
+    assert listed.returncode == 0, listed.stderr
+    (line,) = [line for line in listed.stdout.splitlines() if line.startswith("sage-mem")]
+    assert "serve" in line and "enabled" in line
+
+    got = run_codex(world, "mcp", "get", "sage-mem", "--json")
+    assert got.returncode == 0, got.stderr
+    server = json.loads(got.stdout)
+    assert server["enabled"] is True
+    transport = server["transport"]
+    assert transport["type"] == "stdio" and transport["args"][-1] == "serve"
+    assert Path(transport["command"]).name.startswith(("sage-mem", "python"))
+    assert transport["env"] == {"SAGE_MEM_DIR": str(world.memory)}
+
+
+def test_codex_calls_sage_mem_serve_through_the_installed_table(world: World) -> None:
+    """`codex exec` against the stand-in Responses API: the tools offered, a write, its result."""
+    env = codex_env(world.home, SAGE_MEM_DIR=str(world.memory))
+    installed = subprocess.run([*SAGE, "install", "codex"], cwd=world.project, env=env,
+                               capture_output=True, text=True, timeout=TIMEOUT)
+    assert installed.returncode == 0, installed.stderr
+    write = {"id": "user_dog", "category": "user", "description": "The user's dog is Biscuit",
+             "body": "A three-year-old beagle."}
+
+    def model(request: ModelRequest) -> list[Text | ToolCall] | None:
+        if not request.tool_results:
+            return [ToolCall("memory_write", write, namespace="mcp__sage_mem")]
+        return [Text("Saved.")]
+
+    with StandInAPI(model) as api:
+        config = world.home / ".codex" / "config.toml"
+        config.write_text(codex_provider(api) + "\n" + config.read_text(encoding="utf-8"),
+                          encoding="utf-8")
+        done = run_codex(world, "exec", "--skip-git-repo-check", "--ephemeral",
+                         "Remember: my dog is Biscuit.")
+    assert done.returncode == 0, (done.stdout[-2000:], done.stderr[-2000:])
+    assert not api.errors, api.errors
+    first, second = api.requests[:2]
+    (namespace,) = [tool for tool in first.body["tools"] if tool.get("name") == "mcp__sage_mem"]
+    assert sorted(tool["name"] for tool in namespace["tools"]) == TOOLS
+    (outcome,) = second.tool_results
+    assert '"created":true' in outcome["text"], outcome["text"]
+    assert "The user's dog is Biscuit" in (world.memory / "user_dog.md").read_text("utf-8")
+    assert "Saved." in done.stdout
