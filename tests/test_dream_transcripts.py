@@ -151,8 +151,10 @@ def test_escaped_and_full_width_text_is_found_too(projects: Path) -> None:
     path.parent.mkdir(parents=True)
     lines = [
         json.dumps(record("user", BLOG, "2026-11-28T08:00:00.000Z", "周报改成每周五发")),
-        json.dumps(record("user", BLOG, "2026-11-28T08:01:00.000Z", "We use ＰｏｓｔｇｒｅＳＱＬ now"),
-                   ensure_ascii=False),
+        json.dumps(
+            record("user", BLOG, "2026-11-28T08:01:00.000Z", "We use ＰｏｓｔｇｒｅＳＱＬ now"),
+            ensure_ascii=False,
+        ),
     ]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     assert "\\u5468" in path.read_text(encoding="utf-8")
