@@ -145,6 +145,24 @@ def test_chinese_keywords_need_no_spaces(projects: Path) -> None:
     ]
 
 
+def test_escaped_and_full_width_text_is_found_too(projects: Path) -> None:
+    # A writer that escapes every non-ASCII character (\\uXXXX), and full-width letters.
+    path = projects / "-home-dev-notes" / "escaped.jsonl"
+    path.parent.mkdir(parents=True)
+    lines = [
+        json.dumps(record("user", BLOG, "2026-11-28T08:00:00.000Z", "周报改成每周五发")),
+        json.dumps(
+            record("user", BLOG, "2026-11-28T08:01:00.000Z", "We use ＰｏｓｔｇｒｅＳＱＬ now"),
+            ensure_ascii=False,
+        ),
+    ]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert "\\u5468" in path.read_text(encoding="utf-8")
+    assert texts(search_sessions(projects, "周报")) == ["周报改成每周五发"]
+    found = texts(search_sessions(projects, "postgresql now"))
+    assert found[0] == "We use ＰｏｓｔｇｒｅＳＱＬ now"
+
+
 def test_a_subagents_transcript_is_searched_too(projects: Path) -> None:
     (hit,) = search_sessions(projects, "indentation")["hits"]
     assert hit["file"] == f"-home-dev-shop/{SHOP}/subagents/agent-7c1d.jsonl"
