@@ -1156,3 +1156,21 @@ def test_a_dream_with_a_missing_agent_command_is_refused_before_it_runs(
     assert list_runs(client.server.store) == []
     result = client.ok("POST", "/api/dream", {"mode": "report", "rulesOnly": True})
     assert result["runId"] and len(list_runs(client.server.store)) == 1
+
+
+def test_only_an_archived_memory_can_be_deleted_and_only_the_version_shown(
+    client: Client, folder: Path
+) -> None:
+    live = client.ok("GET", "/api/memory?id=user_profile")["memory"]
+    status, data, _ = client.post("/api/delete", {"id": "user_profile",
+                                                  "expectedSha256": live["sha256"]})
+    assert status == 400 and "archive it first" in data["error"]
+    assert (folder / "user_profile.md").exists()
+    client.ok("POST", "/api/archive", {"id": "user_profile", "reason": "old"})
+    row = client.ok("GET", "/api/archived")["results"][0]
+    status, data, _ = client.post("/api/delete", {"id": row["id"], "expectedSha256": "0" * 64})
+    assert status == 409 and (folder / "archive/user_profile.md").exists()
+    status, data, _ = client.post("/api/delete", {"id": row["id"]})
+    assert status == 400 and (folder / "archive/user_profile.md").exists()
+    client.ok("POST", "/api/delete", {"id": row["id"], "expectedSha256": row["sha256"]})
+    assert not (folder / "archive/user_profile.md").exists()

@@ -510,6 +510,34 @@ async def restore(request: Request) -> JSONResponse:
     return JSONResponse({"memory": full_memory(restored)})
 
 
+async def rename(request: Request) -> JSONResponse:
+    """{id, newId}: the memory under a new id; the links and supersedes that named it follow."""
+    data = await json_body(request)
+    new_id = _id_from(data, "newId")
+    store = store_of(request)
+    renamed = await run_in_threadpool(store.rename, _id_from(data), new_id)
+    return JSONResponse(renamed.to_dict())
+
+
+async def delete(request: Request) -> JSONResponse:
+    """{id, expectedSha256}: an archived memory deleted for good, by a person, after confirming.
+
+    Only here and in the CLI: no agent's tool and no dream run can delete. The
+    store refuses a memory in service (archive it first) and a file that is no
+    longer the one the page showed.
+    """
+    data = await json_body(request)
+    memory_id = _id_from(data)
+    expected = data.get("expectedSha256")
+    if not isinstance(expected, str) or not expected:
+        raise InvalidMemory("expectedSha256 is required to delete a memory")
+    store = store_of(request)
+    gone = await run_in_threadpool(
+        lambda: store.delete(memory_id, expected_sha256=expected)
+    )
+    return JSONResponse({"deleted": gone.id, "path": str(gone.path)})
+
+
 def archived_rows(store: MemoryStore) -> dict[str, Any]:
     rows = []
     for memory in store.list(archived=True):
@@ -519,6 +547,7 @@ def archived_rows(store: MemoryStore) -> dict[str, Any]:
         row["archived"] = plain(memory.meta.get("archived"))
         row["archiveReason"] = plain(memory.meta.get("archiveReason"))
         row["supersededBy"] = plain(memory.meta.get("supersededBy"))
+        row["sha256"] = memory.sha256
         rows.append(row)
     rows.sort(key=lambda r: (str(r["archived"] or ""), r["id"]), reverse=True)
     return {"results": rows, "total": len(rows)}

@@ -589,15 +589,34 @@
       const meta = m.meta || {};
       const actions = h("div", { class: "actions" });
       const archiveForm = h("div", { class: "inline-form", hidden: true, id: "archive-form", dataset: { escape: "1" } });
+      const renameForm = h("div", { class: "inline-form", hidden: true, id: "rename-form", dataset: { escape: "1" } });
       if (m.archived) {
-        actions.append(h("button", { class: "primary", id: "restore", onclick: () => restore(m.id) }, "Restore"));
+        actions.append(h("button", { class: "primary", id: "restore", onclick: () => restore(m.id) }, "Restore"),
+          h("a", { class: "button danger", href: "#/archive", id: "delete-from-archive", title: "Deleting is done from the Archive page, after confirming" }, "Delete…"));
       } else {
         actions.append(
           m.locked
             ? h("button", { class: "primary", id: "edit", type: "button", disabled: true, title: "Locked (locked: true): no tool changes it. Edit the file itself to unlock it." }, "Edit")
             : h("a", { class: "button primary", id: "edit", href: "#/edit/" + enc(m.id) }, "Edit"),
+          h("button", { id: "rename", type: "button", disabled: m.locked, title: m.locked ? "locked memories cannot be renamed" : "a new id (file name); links to it follow",
+            onclick: () => { renameForm.hidden = false; renameForm.querySelector("input").focus(); } }, "Rename…"),
           h("button", { class: "danger", id: "archive", disabled: m.locked, title: m.locked ? "locked memories cannot be archived" : "move it to archive/ (reversible)",
             onclick: () => { archiveForm.hidden = false; archiveForm.querySelector("input").focus(); } }, "Archive…"));
+        const newId = h("input", { id: "rename-id", value: m.id, "aria-label": "New id", autocomplete: "off", spellcheck: "false", class: "mono" });
+        const renameGo = async () => {
+          const target = newId.value.trim();
+          if (!target || target === m.id) { newId.focus(); return; }
+          try {
+            const result = await api("/api/rename", { method: "POST", body: { id: m.id, newId: target } });
+            toast("Renamed " + result.oldId + " to " + result.id + (result.relinked.length ? "; links updated in " + result.relinked.length + " memor" + (result.relinked.length === 1 ? "y" : "ies") : "") +
+              (result.left.length ? "; not updated: " + result.left.join("; ") : ""), result.left.length ? { error: true } : {});
+            location.hash = memoryHref(result.id);
+          } catch (error) { toast(error.message, { error: true }); }
+        };
+        newId.addEventListener("keydown", (e) => { if (e.key === "Enter") renameGo(); if (e.key === "Escape") { e.preventDefault(); renameForm.hidden = true; } });
+        renameForm.append(newId, h("button", { class: "primary", id: "rename-confirm", type: "button", onclick: renameGo }, "Rename"),
+          h("button", { type: "button", onclick: () => { renameForm.hidden = true; } }, "Cancel"),
+          h("span", { class: "muted small" }, "The file moves (never over another); [[links]], markdown links and supersedes that name it follow."));
         const reason = h("input", { id: "archive-reason", placeholder: "Why? (kept in the archived file)", maxlength: "300" });
         const go = async () => {
           if (!reason.value.trim()) { reason.focus(); toast("Say why it is archived.", { error: true }); return; }
@@ -628,6 +647,7 @@
             h("div", { class: "id", id: "memory-id" }, m.id)),
           actions),
         archiveForm,
+        renameForm,
         m.archived ? h("div", { class: "notice warn", id: "archived-note" },
           "Archived", meta.archived ? " " + when(meta.archived) : "", meta.archiveReason ? ": " + meta.archiveReason : "",
           meta.supersededBy ? [" (superseded by ", h("a", { href: memoryHref(String(meta.supersededBy)) }, String(meta.supersededBy)), ")"] : null) : null,
@@ -1219,7 +1239,7 @@
     const count = h("p", { class: "muted", id: "archive-count" });
     setTitle("Archive");
     fill(main, h("h1", {}, "Archive"),
-      h("p", { class: "muted" }, "Archived memories are kept in archive/, never deleted, and never searched. Restore brings one back under its old id."),
+      h("p", { class: "muted" }, "Archived memories are kept in archive/ and never searched. Restore brings one back under its old id. No agent and no dream run can delete; you can, here, after confirming."),
       filter, count,
       h("table", { class: "list" }, h("thead", {}, h("tr", {}, h("th", {}, "memory"), h("th", {}, "why"), h("th", {}, "archived"), h("th", {}, ""))), table));
     let rows = [];
@@ -1231,7 +1251,29 @@
         h("td", {}, h("a", { href: memoryHref(r.id) }, r.description), h("div", { class: "mono small muted" }, r.id)),
         h("td", {}, r.archiveReason || "", r.supersededBy ? h("div", { class: "small muted" }, "superseded by ", h("a", { href: memoryHref(String(r.supersededBy)) }, String(r.supersededBy))) : null),
         h("td", { class: "small" }, when(r.archived)),
-        h("td", {}, h("button", { class: "restore", onclick: () => restore(r.id) }, "Restore")))));
+        h("td", { class: "row-actions" }, h("button", { class: "restore", onclick: () => restore(r.id) }, "Restore"), " ",
+          h("button", { class: "danger delete", type: "button", onclick: (event) => confirmDelete(r, event.target.closest("tr")) }, "Delete…")))));
+    }
+    // Deleting is a person's act, said plainly and confirmed: the only way to remove a memory.
+    function confirmDelete(r, row) {
+      const old = document.getElementById("delete-confirm");
+      if (old) old.remove();
+      const box = h("tr", { id: "delete-confirm", class: "confirm-row", dataset: { escape: "1" } }, h("td", { colspan: "4" },
+        h("div", { class: "notice error confirm" },
+          h("p", {}, "Delete ", h("span", { class: "mono" }, r.id), " for good? The file is removed from the folder; this page cannot bring it back (a copy in git or a backup can). Restore keeps it instead."),
+          h("div", { class: "actions" },
+            h("button", { type: "button", class: "danger solid", id: "delete-go", onclick: () => remove(r) }, "Delete for good"),
+            h("button", { type: "button", id: "delete-cancel", onclick: () => box.remove() }, "Cancel")))));
+      box.onescape = () => box.remove();
+      row.after(box);
+      box.querySelector("#delete-cancel").focus();
+    }
+    async function remove(r) {
+      try {
+        await api("/api/delete", { method: "POST", body: { id: r.id, expectedSha256: r.sha256 } });
+        toast("Deleted " + r.id);
+        load();
+      } catch (error) { toast(error.message, { error: true }); load(); }
     }
     async function load() {
       try { rows = (await api("/api/archived")).results; } catch (error) { if (showing()) failure(error); return; }
