@@ -991,8 +991,13 @@ def test_a_search_gives_its_true_total_and_every_page_of_it(client: Client, fold
         write_memory(folder, f"project/bulk/n{n:03d}", memory_file(
             f"Bulk note {n} about tokens 令牌", "x", category="project"))
     client.server.store.reconcile()
+    typing = client.ok("GET", "/api/memories?q=" + quote("tokens 令牌") + "&limit=100&count=0")
+    assert typing["total"] is None and typing["more"] and len(typing["results"]) == 100
     first = client.ok("GET", "/api/memories?q=" + quote("tokens 令牌") + "&limit=100")
     assert first["total"] >= 231 and len(first["results"]) == 100 and first["more"]
+    assert [r["id"] for r in typing["results"]] == [r["id"] for r in first["results"]]
+    known = client.ok("GET", "/api/memories?q=" + quote("tokens 令牌") + "&limit=100&count=0")
+    assert known["total"] == first["total"]  # counted once: known from then on
     seen = [r["id"] for r in first["results"]]
     offset = 100
     while True:

@@ -383,6 +383,7 @@
       const upTo = keep && wanted === shownKey ? Math.max(PAGE, rows.length) : PAGE;
       const query = params(0);
       query.set("limit", String(Math.min(1000, upTo)));
+      query.set("count", "0");
       const done = api("/api/memories?" + query).then((data) => {
         if (mine !== sequence || !showing()) return;
         shownKey = wanted;
@@ -457,11 +458,40 @@
             h("span", { title: "trust" }, "trust " + Number(m.trust).toFixed(2)))));
     }
 
-    function renderResults(data, appended) {
+    // The count is the true number of matches. While typing, a search ranks only the page it
+    // shows (total null, unless all of them fit on it); the count is asked for once typing pauses.
+    let total = null;
+    let all = 0;
+    let hasMore = false;
+    function showCount() {
       const filtered = listState.q.trim() || listState.categories.size || listState.tags.size;
       const shown = rows.length;
-      count.textContent = (filtered ? data.total + " of " + data.all + " memories match" : data.all + " memories") +
-        (data.total > shown ? " (" + shown + " shown)" : "");
+      const known = total !== null ? total : hasMore ? null : shown;
+      count.textContent = filtered
+        ? (known === null ? "more than " + shown : known) + " of " + all + " memories match" +
+          (known === null ? " (counting…)" : known > shown ? " (" + shown + " shown)" : "")
+        : all + " memories" + (known > shown ? " (" + shown + " shown)" : "");
+      const left = known === null ? null : known - shown;
+      fill(more, left === null || left > 0 ? h("button", { type: "button", id: "load-more", onclick: () => loadMore() },
+        left === null ? "Show " + PAGE + " more" : "Show " + Math.min(PAGE, left) + " more (" + left + " not shown)") : null);
+    }
+
+    const countLater = debounce(async () => {
+      const mine = sequence;
+      const query = params(0);
+      query.set("limit", "1");
+      let data;
+      try { data = await api("/api/memories?" + query); } catch (error) { return; }
+      if (mine !== sequence || !showing()) return;
+      total = data.total;
+      showCount();
+    }, 250);
+
+    function renderResults(data, appended) {
+      all = data.all;
+      hasMore = data.more;
+      if (data.total !== null) total = data.total;
+      else if (!appended) total = null;
       if (!rows.length) {
         fill(results, h("li", { class: "empty" },
           data.all ? "Nothing matches. Try other words, or fewer chips." : "No memories yet. Create one with New memory."));
@@ -470,9 +500,8 @@
       } else {
         fill(results, ...rows.map(card));
       }
-      const left = data.total - shown;
-      fill(more, left > 0 ? h("button", { type: "button", id: "load-more", onclick: () => loadMore() },
-        "Show " + Math.min(PAGE, left) + " more (" + left + " not shown)") : null);
+      showCount();
+      if (total === null && hasMore) countLater();
     }
 
     function cards() { return Array.from(results.querySelectorAll("a.card")); }
