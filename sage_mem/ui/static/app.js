@@ -1483,7 +1483,7 @@
       fill(status,
         data.problem ? h("div", { class: "notice error", id: "settings-problem" }, data.problem) : null,
         h("p", { class: "small" }, commandLine(data)),
-        h("p", { class: "muted small" }, "File: ", h("span", { class: "mono" }, data.file), data.exists ? "" : " (not there yet: every setting is its default)"));
+        h("p", { class: "muted small" }, "File: ", h("span", { class: "mono", title: data.file }, data.fileShown), data.exists ? "" : " (not there yet: every setting is its default)"));
       fill(form, h("div", { class: "grid2" }, data.fields.map(control)),
         h("div", { class: "actions" }, h("button", { class: "primary", type: "submit", id: "settings-save" }, "Save settings"),
           h("button", { type: "button", onclick: () => load() }, "Undo my changes")));
