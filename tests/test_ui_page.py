@@ -642,3 +642,14 @@ def test_renaming_a_memory_moves_its_file_and_the_links_follow(
     expect(page.locator('#backlinks li[data-id="user_fan"]')).to_be_visible()
     assert (folder / "user/pets/sesame.md").exists() and not (folder / "user_cat_zh.md").exists()
     assert "[[user/pets/sesame]]" in (folder / "user_fan.md").read_text()
+
+
+def test_choosing_session_transcripts_shows_the_privacy_warning(page: Any) -> None:
+    go(page, "#/dream-settings")
+    source = page.locator("#s-inputSource")
+    expect(source).to_have_value("memory")
+    expect(page.locator("#privacy-warning")).to_be_hidden()
+    source.select_option("memory+sessions")
+    expect(page.locator("#privacy-warning")).to_contain_text("private text")
+    expect(page.locator("#s-sessionsDir")).to_be_visible()
+    expect(page.locator("#s-autoMode")).to_have_value("report")

@@ -92,6 +92,7 @@ def describe_fields() -> list[dict[str, Any]]:
             "help": str(meta.get("help") or meta.get("doc") or ""),
             "kind": "choice" if choices else kind,
             "choices": choices,
+            "minimum": meta.get("minimum"),
             "default": _plain(default),
         })
     return out

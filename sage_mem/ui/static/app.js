@@ -1454,7 +1454,7 @@
       } else if (f.kind === "command") {
         input = h("input", { id: id, name: f.key, value: (value || []).map(quoteArg).join(" "), placeholder: "claude -p {prompt} --mcp-config {mcp_config}", autocomplete: "off", spellcheck: "false", class: "mono" });
       } else if (f.kind === "int" || f.kind === "number") {
-        input = h("input", { id: id, name: f.key, type: "number", step: f.kind === "int" ? "1" : "any", value: String(value) });
+        input = h("input", { id: id, name: f.key, type: "number", step: f.kind === "int" ? "1" : "any", min: f.minimum === null || f.minimum === undefined ? null : String(f.minimum), value: String(value) });
       } else {
         input = h("input", { id: id, name: f.key, value: value === null || value === undefined ? "" : String(value) });
       }
@@ -1484,9 +1484,20 @@
         data.problem ? h("div", { class: "notice error", id: "settings-problem" }, data.problem) : null,
         h("p", { class: "small" }, commandLine(data)),
         h("p", { class: "muted small" }, "File: ", h("span", { class: "mono", title: data.file }, data.fileShown), data.exists ? "" : " (not there yet: every setting is its default)"));
-      fill(form, h("div", { class: "grid2" }, data.fields.map(control)),
+      // Session transcripts may hold private text: said where the choice is made.
+      const privacy = h("div", { class: "notice warn", id: "privacy-warning", hidden: true },
+        h("strong", {}, "Privacy: "), "with session transcripts, the model pass can search what you and your agent wrote in past sessions " +
+        "(by keyword, a few lines at a time, secrets masked). They may hold private text; nothing leaves your machine unless the agent command sends it.");
+      const source = data.fields.find((f) => f.key === "inputSource");
+      fill(form, h("div", { class: "grid2" }, data.fields.map(control)), privacy,
         h("div", { class: "actions" }, h("button", { class: "primary", type: "submit", id: "settings-save" }, "Save settings"),
           h("button", { type: "button", onclick: () => load() }, "Undo my changes")));
+      if (source) {
+        const select = form.elements.namedItem("inputSource");
+        const show = () => { privacy.hidden = select.value === String(source.default); };
+        select.addEventListener("change", show);
+        show();
+      }
     }
 
     async function load() {
