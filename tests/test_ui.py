@@ -991,8 +991,13 @@ def test_a_search_gives_its_true_total_and_every_page_of_it(client: Client, fold
         write_memory(folder, f"project/bulk/n{n:03d}", memory_file(
             f"Bulk note {n} about tokens 令牌", "x", category="project"))
     client.server.store.reconcile()
+    typing = client.ok("GET", "/api/memories?q=" + quote("tokens 令牌") + "&limit=100&count=0")
+    assert typing["total"] is None and typing["more"] and len(typing["results"]) == 100
     first = client.ok("GET", "/api/memories?q=" + quote("tokens 令牌") + "&limit=100")
     assert first["total"] >= 231 and len(first["results"]) == 100 and first["more"]
+    assert [r["id"] for r in typing["results"]] == [r["id"] for r in first["results"]]
+    known = client.ok("GET", "/api/memories?q=" + quote("tokens 令牌") + "&limit=100&count=0")
+    assert known["total"] == first["total"]  # counted once: known from then on
     seen = [r["id"] for r in first["results"]]
     offset = 100
     while True:
@@ -1156,3 +1161,21 @@ def test_a_dream_with_a_missing_agent_command_is_refused_before_it_runs(
     assert list_runs(client.server.store) == []
     result = client.ok("POST", "/api/dream", {"mode": "report", "rulesOnly": True})
     assert result["runId"] and len(list_runs(client.server.store)) == 1
+
+
+def test_only_an_archived_memory_can_be_deleted_and_only_the_version_shown(
+    client: Client, folder: Path
+) -> None:
+    live = client.ok("GET", "/api/memory?id=user_profile")["memory"]
+    status, data, _ = client.post("/api/delete", {"id": "user_profile",
+                                                  "expectedSha256": live["sha256"]})
+    assert status == 400 and "archive it first" in data["error"]
+    assert (folder / "user_profile.md").exists()
+    client.ok("POST", "/api/archive", {"id": "user_profile", "reason": "old"})
+    row = client.ok("GET", "/api/archived")["results"][0]
+    status, data, _ = client.post("/api/delete", {"id": row["id"], "expectedSha256": "0" * 64})
+    assert status == 409 and (folder / "archive/user_profile.md").exists()
+    status, data, _ = client.post("/api/delete", {"id": row["id"]})
+    assert status == 400 and (folder / "archive/user_profile.md").exists()
+    client.ok("POST", "/api/delete", {"id": row["id"], "expectedSha256": row["sha256"]})
+    assert not (folder / "archive/user_profile.md").exists()

@@ -10,6 +10,7 @@ Screenshots of the main pages go to test-artifacts/.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 from collections.abc import Iterator
@@ -40,6 +41,7 @@ ARGS = [
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
 ]
 ARTIFACTS = ROOT / "test-artifacts"
+SCREENSHOTS = ROOT / "tests" / "screenshots"
 SCRIPT = "<script>window.__pwned = 1</script>"
 TIMEOUT = 10_000
 
@@ -61,6 +63,14 @@ def settle(page: Any) -> None:
 def shot(page: Any, name: str) -> None:
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / f"{name}.png"))
+
+
+def readme_shot(page: Any, name: str) -> None:
+    """A picture for the README and docs/ui.md: into tests/screenshots/ with
+    SAGE_MEM_UI_SCREENSHOTS=1 (to refresh them), else into test-artifacts/."""
+    folder = SCREENSHOTS if os.environ.get("SAGE_MEM_UI_SCREENSHOTS") == "1" else ARTIFACTS
+    folder.mkdir(exist_ok=True)
+    page.screenshot(path=str(folder / f"{name}.png"))
 
 
 @pytest.fixture(scope="module")
@@ -564,8 +574,11 @@ def big_folder() -> Path:
                 born = start + timedelta(days=(n * 37) % 360, hours=n % 24)
                 touched = born + timedelta(days=(n * 13) % 90)
                 slug = re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_")[:24]
+                # The same topic in the previous place is linked, as people link related notes.
+                before = places[places.index((place, place_tag)) - 1][1]
+                link = f"\n\nSee also [[{category}_{slug}_{before}]]." if n % 3 else ""
                 write_memory(folder, f"{category}_{slug}_{place_tag}", memory_file(
-                    f"{text} (in the {place})", "Details. " * ((n * 7) % 60 + 1),
+                    f"{text} (in the {place})", "Details. " * ((n * 7) % 60 + 1) + link,
                     category=category, tags=sorted({tag, place_tag}),
                     created=born.date().isoformat(), updated=touched.strftime("%Y-%m-%dT%H:%M:%SZ"),
                 ))
@@ -586,7 +599,12 @@ def test_screenshots_of_the_main_pages_for_the_readme(browser: Any, big_folder: 
                 re.compile(r"^([1-9]|1\d) of 155 memories match$")
             )
             expect(shown.locator("#results li.result").first).to_contain_text("tests")
-            shot(shown, "readme-list")
+            readme_shot(shown, "ui-list")
+            linked = sorted(re.findall(r"\[\[(feedback_run_the_tests[^\]]+)\]\]", "".join(
+                p.read_text() for p in big_folder.glob("feedback_run_the_tests*.md"))))[0]
+            shown.evaluate(f"() => {{ location.hash = '#/m/{linked}'; }}")
+            expect(shown.locator("#backlinks li").first).to_be_visible()
+            readme_shot(shown, "ui-memory")
             shown.locator('nav [data-nav="stars"]').click()
             total = str(len(store.list()))
             expect(shown.locator("#starmap")).to_have_attribute("data-star-count", total)
@@ -597,6 +615,17 @@ def test_screenshots_of_the_main_pages_for_the_readme(browser: Any, big_folder: 
             box = canvas.bounding_box()
             shown.mouse.move(box["x"] + where["x"], box["y"] + where["y"])
             expect(shown.locator("#star-tip")).to_be_visible()
-            shot(shown, "readme-starmap")
+            readme_shot(shown, "ui-starmap")
+            shown.evaluate("() => { location.hash = '#/dream-settings'; }")
+            expect(shown.locator("#s-minHours")).to_be_visible()
+            readme_shot(shown, "ui-dream-settings")
         finally:
             context.close()
+        phone = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True)
+        try:
+            small = phone.new_page()
+            small.goto(running.url)
+            expect(small.locator("#results li.result").first).to_be_visible()
+            readme_shot(small, "ui-phone")
+        finally:
+            phone.close()

@@ -597,3 +597,59 @@ def test_the_dream_settings_panel_saves_config_json_and_warns_of_a_missing_comma
     expect(page.locator("#runs")).to_contain_text("No dream runs yet")
     page.locator("#dream-rules-only").click()
     expect(page.locator("#run-title")).to_contain_text("Dream run")
+
+
+# 2 and 13: delete from the Archive page, after confirming; rename, links following
+
+
+def test_an_archived_memory_is_deleted_from_the_archive_page_after_confirming(
+    page: Any, folder: Path
+) -> None:
+    go(page, "#/m/user_cat_zh")
+    page.locator("#archive").click()
+    page.locator("#archive-reason").fill("the cat moved out")
+    page.locator("#archive-confirm").click()
+    expect(page.locator("#archived-note")).to_be_visible()
+    go(page, "#/archive")
+    row = page.locator('tr[data-id="archive/user_cat_zh"]')
+    row.locator("button.delete").click()
+    confirm = page.locator("#delete-confirm")
+    expect(confirm).to_contain_text("for good")
+    page.keyboard.press("Escape")
+    expect(confirm).to_have_count(0)
+    assert (folder / "archive/user_cat_zh.md").exists()
+    row.locator("button.delete").click()
+    shot(page, "ui-delete")
+    page.locator("#delete-go").click()
+    expect(page.locator("#toast")).to_contain_text("Deleted archive/user_cat_zh")
+    expect(row).to_have_count(0)
+    assert not (folder / "archive/user_cat_zh.md").exists()
+    assert not (folder / "user_cat_zh.md").exists()
+
+
+def test_renaming_a_memory_moves_its_file_and_the_links_follow(
+    page: Any, folder: Path, server: UiServer
+) -> None:
+    write_memory(folder, "user_fan", memory_file("Links to the cat", "See [[user_cat_zh]].",
+                                                 category="user"))
+    server.store.reconcile()
+    go(page, "#/m/user_cat_zh")
+    page.locator("#rename").click()
+    page.locator("#rename-id").fill("user/pets/sesame")
+    page.locator("#rename-confirm").click()
+    expect(page).to_have_url(re.compile(r"#/m/user%2Fpets%2Fsesame$"))
+    expect(page.locator("#toast")).to_contain_text("links updated in 1 memory")
+    expect(page.locator('#backlinks li[data-id="user_fan"]')).to_be_visible()
+    assert (folder / "user/pets/sesame.md").exists() and not (folder / "user_cat_zh.md").exists()
+    assert "[[user/pets/sesame]]" in (folder / "user_fan.md").read_text()
+
+
+def test_choosing_session_transcripts_shows_the_privacy_warning(page: Any) -> None:
+    go(page, "#/dream-settings")
+    source = page.locator("#s-inputSource")
+    expect(source).to_have_value("memory")
+    expect(page.locator("#privacy-warning")).to_be_hidden()
+    source.select_option("memory+sessions")
+    expect(page.locator("#privacy-warning")).to_contain_text("private text")
+    expect(page.locator("#s-sessionsDir")).to_be_visible()
+    expect(page.locator("#s-autoMode")).to_have_value("report")

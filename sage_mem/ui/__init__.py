@@ -5,8 +5,10 @@
     server.serve()                     # until Ctrl-C (or server.stop() from another thread)
 
 Modules: `security` (Host check, per-launch token, response headers), `live`
-(change feed behind the server-sent events), `api` (memories, archive, audit,
-star map), `dreams` (runs, reports, diffs, rollback), `app` (the Starlette
+(change feed behind the server-sent events), `api` (memories, the raw file,
+rename, archive, delete, audit, star map), `links` (links, supersedes and
+backlinks, resolved), `dreams` (runs, reports, diffs, rollback, dream now),
+`settings` (the dream's settings, from DreamConfig), `app` (the Starlette
 app), `server` (the socket, uvicorn, the browser). The page itself is plain
 HTML, CSS and JavaScript under `static/`, with no build step.
 

@@ -152,29 +152,39 @@ def list_memories(
     offset: int = 0,
     ranked: RankedCache | None = None,
     generation: int = 0,
+    count: bool = True,
 ) -> dict[str, Any]:
     """One page of the list (newest first) or of a search (best first), with the true total.
 
-    A search ranks every match once per query, filters and generation (`ranked`
-    keeps the last few), so the total is the number of memories that match,
-    not the size of a page, and the next page costs no second search.
+    To count a search's matches, every match is ranked, once per query,
+    filters and generation (`ranked` keeps the last few), so the next page
+    costs no second search. That takes a while in a big folder, so a page
+    asked for with `count=False` while a person types ranks only what it
+    shows, and answers `total: null` unless the count is known already; the
+    page asks for the count once typing pauses.
     """
     newest, counts = summary or FolderSummary().get(store, 0)
     filters: dict[str, Any] = {"category": categories or None, "tags": tags or None}
     offset = max(0, offset)
+    total: int | None
     if query.strip():
         key = (query, tuple(categories), tuple(tags), generation)
         found = ranked.get(key) if ranked is not None else None
+        if found is None and not count:
+            hits = store.search(query, limit=offset + limit + 1, **filters)
+            found_page = [(hit.id, hit.score) for hit in hits]
+            more = len(found_page) > offset + limit
+            rows = _rows(store, found_page[offset:offset + limit])
+            return {
+                "query": query, "results": rows, "total": None, "all": len(newest),
+                "offset": offset, "more": more, "facets": counts,
+            }
         if found is None:
             hits = store.search(query, limit=max(1, len(newest)), **filters)
             found = [(hit.id, hit.score) for hit in hits]
             if ranked is not None:
                 ranked.put(key, found)
-        rows = []
-        for memory_id, score in found[offset:offset + limit]:
-            memory = store.index.get(memory_id)
-            if memory is not None:
-                rows.append(summary_row(memory, score=score))
+        rows = _rows(store, found[offset:offset + limit])
         total = len(found)
     else:
         chosen = newest
@@ -187,6 +197,15 @@ def list_memories(
         "query": query, "results": rows, "total": total, "all": len(newest),
         "offset": offset, "more": offset + len(rows) < total, "facets": counts,
     }
+
+
+def _rows(store: MemoryStore, ranked: list[tuple[str, float]]) -> list[dict[str, Any]]:
+    rows = []
+    for memory_id, score in ranked:
+        memory = store.index.get(memory_id)
+        if memory is not None:
+            rows.append(summary_row(memory, score=score))
+    return rows
 
 
 class RankedCache:
@@ -231,6 +250,7 @@ async def memories(request: Request) -> JSONResponse:
             store, params.get("q", ""), [c for c in params.getlist("category") if c],
             [t for t in params.getlist("tag") if t], limit, summary,
             offset=offset, ranked=state.ranked, generation=generation,
+            count=params.get("count", "1") != "0",
         )
 
     return JSONResponse(await run_in_threadpool(work))
@@ -510,6 +530,34 @@ async def restore(request: Request) -> JSONResponse:
     return JSONResponse({"memory": full_memory(restored)})
 
 
+async def rename(request: Request) -> JSONResponse:
+    """{id, newId}: the memory under a new id; the links and supersedes that named it follow."""
+    data = await json_body(request)
+    new_id = _id_from(data, "newId")
+    store = store_of(request)
+    renamed = await run_in_threadpool(store.rename, _id_from(data), new_id)
+    return JSONResponse(renamed.to_dict())
+
+
+async def delete(request: Request) -> JSONResponse:
+    """{id, expectedSha256}: an archived memory deleted for good, by a person, after confirming.
+
+    Only here and in the CLI: no agent's tool and no dream run can delete. The
+    store refuses a memory in service (archive it first) and a file that is no
+    longer the one the page showed.
+    """
+    data = await json_body(request)
+    memory_id = _id_from(data)
+    expected = data.get("expectedSha256")
+    if not isinstance(expected, str) or not expected:
+        raise InvalidMemory("expectedSha256 is required to delete a memory")
+    store = store_of(request)
+    gone = await run_in_threadpool(
+        lambda: store.delete(memory_id, expected_sha256=expected)
+    )
+    return JSONResponse({"deleted": gone.id, "path": str(gone.path)})
+
+
 def archived_rows(store: MemoryStore) -> dict[str, Any]:
     rows = []
     for memory in store.list(archived=True):
@@ -519,6 +567,7 @@ def archived_rows(store: MemoryStore) -> dict[str, Any]:
         row["archived"] = plain(memory.meta.get("archived"))
         row["archiveReason"] = plain(memory.meta.get("archiveReason"))
         row["supersededBy"] = plain(memory.meta.get("supersededBy"))
+        row["sha256"] = memory.sha256
         rows.append(row)
     rows.sort(key=lambda r: (str(r["archived"] or ""), r["id"]), reverse=True)
     return {"results": rows, "total": len(rows)}

@@ -5,8 +5,8 @@ Routes (all `/api/` ones need the token; see `security`):
     GET  /                          the page (a shell: no memory data in it)
     GET  /static/…                  its CSS, JavaScript and icon
     GET  /api/info                  folder, version, counts
-    GET  /api/memories?q=&category=&tag=&offset=&limit=   a page of the search (or list),
-                                    its true total, facet counts
+    GET  /api/memories?q=&category=&tag=&offset=&limit=&count=   a page of the search (or
+                                    list), its true total (count=0: only if known), facets
     GET  /api/memory?id=            one memory in full, with its sha256
     POST /api/memory                create ({create: true}) or update ({expectedSha256})
     GET  /api/raw?id=               a memory file's text, sha256 and parse error (the raw editor)
@@ -14,6 +14,9 @@ Routes (all `/api/` ones need the token; see `security`):
     POST /api/merge                 {id, base, mine}: the edit merged with the disk (no write)
     POST /api/archive               {id, reason}
     POST /api/restore               {id: "archive/…"}
+    POST /api/rename                {id, newId}: a new id; links and supersedes follow
+    POST /api/delete                {id: "archive/…", expectedSha256}: deleted for good (archived
+                                    only; a person's act: no agent tool or dream can delete)
     GET  /api/archived              the archive
     GET  /api/audit?fresh=          the audit's findings, with memory ids (incremental)
     GET  /api/stars                 the star map's data
@@ -125,6 +128,8 @@ def create_app(
         Route("/api/merge", api.merge, methods=["POST"]),
         Route("/api/archive", api.archive, methods=["POST"]),
         Route("/api/restore", api.restore, methods=["POST"]),
+        Route("/api/rename", api.rename, methods=["POST"]),
+        Route("/api/delete", api.delete, methods=["POST"]),
         Route("/api/archived", api.archived),
         Route("/api/audit", api.audit_findings),
         Route("/api/stars", api.stars),

@@ -24,6 +24,7 @@ import os
 import shutil
 import typing
 from dataclasses import MISSING, fields
+from pathlib import Path
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
@@ -91,6 +92,7 @@ def describe_fields() -> list[dict[str, Any]]:
             "help": str(meta.get("help") or meta.get("doc") or ""),
             "kind": "choice" if choices else kind,
             "choices": choices,
+            "minimum": meta.get("minimum"),
             "default": _plain(default),
         })
     return out
@@ -156,8 +158,11 @@ def settings_data(store: MemoryStore) -> dict[str, Any]:
         item["value"] = _plain(getattr(config, item["name"]))
         item["inFile"] = bool(data) and item["key"] in (data or {})
     raw = seen.raw if seen is not None else None
+    home = str(Path.home())
+    shown = "~" + str(path)[len(home):] if str(path).startswith(home + os.sep) else str(path)
     return {
         "file": str(path),
+        "fileShown": shown,
         "exists": raw is not None,
         "sha256": sha256_bytes(raw) if raw is not None else "",
         "problem": problem,

@@ -383,6 +383,7 @@
       const upTo = keep && wanted === shownKey ? Math.max(PAGE, rows.length) : PAGE;
       const query = params(0);
       query.set("limit", String(Math.min(1000, upTo)));
+      query.set("count", "0");
       const done = api("/api/memories?" + query).then((data) => {
         if (mine !== sequence || !showing()) return;
         shownKey = wanted;
@@ -457,11 +458,40 @@
             h("span", { title: "trust" }, "trust " + Number(m.trust).toFixed(2)))));
     }
 
-    function renderResults(data, appended) {
+    // The count is the true number of matches. While typing, a search ranks only the page it
+    // shows (total null, unless all of them fit on it); the count is asked for once typing pauses.
+    let total = null;
+    let all = 0;
+    let hasMore = false;
+    function showCount() {
       const filtered = listState.q.trim() || listState.categories.size || listState.tags.size;
       const shown = rows.length;
-      count.textContent = (filtered ? data.total + " of " + data.all + " memories match" : data.all + " memories") +
-        (data.total > shown ? " (" + shown + " shown)" : "");
+      const known = total !== null ? total : hasMore ? null : shown;
+      count.textContent = filtered
+        ? (known === null ? "more than " + shown : known) + " of " + all + " memories match" +
+          (known === null ? " (counting…)" : known > shown ? " (" + shown + " shown)" : "")
+        : all + " memories" + (known > shown ? " (" + shown + " shown)" : "");
+      const left = known === null ? null : known - shown;
+      fill(more, left === null || left > 0 ? h("button", { type: "button", id: "load-more", onclick: () => loadMore() },
+        left === null ? "Show " + PAGE + " more" : "Show " + Math.min(PAGE, left) + " more (" + left + " not shown)") : null);
+    }
+
+    const countLater = debounce(async () => {
+      const mine = sequence;
+      const query = params(0);
+      query.set("limit", "1");
+      let data;
+      try { data = await api("/api/memories?" + query); } catch (error) { return; }
+      if (mine !== sequence || !showing()) return;
+      total = data.total;
+      showCount();
+    }, 250);
+
+    function renderResults(data, appended) {
+      all = data.all;
+      hasMore = data.more;
+      if (data.total !== null) total = data.total;
+      else if (!appended) total = null;
       if (!rows.length) {
         fill(results, h("li", { class: "empty" },
           data.all ? "Nothing matches. Try other words, or fewer chips." : "No memories yet. Create one with New memory."));
@@ -470,9 +500,8 @@
       } else {
         fill(results, ...rows.map(card));
       }
-      const left = data.total - shown;
-      fill(more, left > 0 ? h("button", { type: "button", id: "load-more", onclick: () => loadMore() },
-        "Show " + Math.min(PAGE, left) + " more (" + left + " not shown)") : null);
+      showCount();
+      if (total === null && hasMore) countLater();
     }
 
     function cards() { return Array.from(results.querySelectorAll("a.card")); }
@@ -589,15 +618,34 @@
       const meta = m.meta || {};
       const actions = h("div", { class: "actions" });
       const archiveForm = h("div", { class: "inline-form", hidden: true, id: "archive-form", dataset: { escape: "1" } });
+      const renameForm = h("div", { class: "inline-form", hidden: true, id: "rename-form", dataset: { escape: "1" } });
       if (m.archived) {
-        actions.append(h("button", { class: "primary", id: "restore", onclick: () => restore(m.id) }, "Restore"));
+        actions.append(h("button", { class: "primary", id: "restore", onclick: () => restore(m.id) }, "Restore"),
+          h("a", { class: "button danger", href: "#/archive", id: "delete-from-archive", title: "Deleting is done from the Archive page, after confirming" }, "Delete…"));
       } else {
         actions.append(
           m.locked
             ? h("button", { class: "primary", id: "edit", type: "button", disabled: true, title: "Locked (locked: true): no tool changes it. Edit the file itself to unlock it." }, "Edit")
             : h("a", { class: "button primary", id: "edit", href: "#/edit/" + enc(m.id) }, "Edit"),
+          h("button", { id: "rename", type: "button", disabled: m.locked, title: m.locked ? "locked memories cannot be renamed" : "a new id (file name); links to it follow",
+            onclick: () => { renameForm.hidden = false; renameForm.querySelector("input").focus(); } }, "Rename…"),
           h("button", { class: "danger", id: "archive", disabled: m.locked, title: m.locked ? "locked memories cannot be archived" : "move it to archive/ (reversible)",
             onclick: () => { archiveForm.hidden = false; archiveForm.querySelector("input").focus(); } }, "Archive…"));
+        const newId = h("input", { id: "rename-id", value: m.id, "aria-label": "New id", autocomplete: "off", spellcheck: "false", class: "mono" });
+        const renameGo = async () => {
+          const target = newId.value.trim();
+          if (!target || target === m.id) { newId.focus(); return; }
+          try {
+            const result = await api("/api/rename", { method: "POST", body: { id: m.id, newId: target } });
+            toast("Renamed " + result.oldId + " to " + result.id + (result.relinked.length ? "; links updated in " + result.relinked.length + " memor" + (result.relinked.length === 1 ? "y" : "ies") : "") +
+              (result.left.length ? "; not updated: " + result.left.join("; ") : ""), result.left.length ? { error: true } : {});
+            location.hash = memoryHref(result.id);
+          } catch (error) { toast(error.message, { error: true }); }
+        };
+        newId.addEventListener("keydown", (e) => { if (e.key === "Enter") renameGo(); if (e.key === "Escape") { e.preventDefault(); renameForm.hidden = true; } });
+        renameForm.append(newId, h("button", { class: "primary", id: "rename-confirm", type: "button", onclick: renameGo }, "Rename"),
+          h("button", { type: "button", onclick: () => { renameForm.hidden = true; } }, "Cancel"),
+          h("span", { class: "muted small" }, "The file moves (never over another); [[links]], markdown links and supersedes that name it follow."));
         const reason = h("input", { id: "archive-reason", placeholder: "Why? (kept in the archived file)", maxlength: "300" });
         const go = async () => {
           if (!reason.value.trim()) { reason.focus(); toast("Say why it is archived.", { error: true }); return; }
@@ -628,6 +676,7 @@
             h("div", { class: "id", id: "memory-id" }, m.id)),
           actions),
         archiveForm,
+        renameForm,
         m.archived ? h("div", { class: "notice warn", id: "archived-note" },
           "Archived", meta.archived ? " " + when(meta.archived) : "", meta.archiveReason ? ": " + meta.archiveReason : "",
           meta.supersededBy ? [" (superseded by ", h("a", { href: memoryHref(String(meta.supersededBy)) }, String(meta.supersededBy)), ")"] : null) : null,
@@ -1219,7 +1268,7 @@
     const count = h("p", { class: "muted", id: "archive-count" });
     setTitle("Archive");
     fill(main, h("h1", {}, "Archive"),
-      h("p", { class: "muted" }, "Archived memories are kept in archive/, never deleted, and never searched. Restore brings one back under its old id."),
+      h("p", { class: "muted" }, "Archived memories are kept in archive/ and never searched. Restore brings one back under its old id. No agent and no dream run can delete; you can, here, after confirming."),
       filter, count,
       h("table", { class: "list" }, h("thead", {}, h("tr", {}, h("th", {}, "memory"), h("th", {}, "why"), h("th", {}, "archived"), h("th", {}, ""))), table));
     let rows = [];
@@ -1231,7 +1280,29 @@
         h("td", {}, h("a", { href: memoryHref(r.id) }, r.description), h("div", { class: "mono small muted" }, r.id)),
         h("td", {}, r.archiveReason || "", r.supersededBy ? h("div", { class: "small muted" }, "superseded by ", h("a", { href: memoryHref(String(r.supersededBy)) }, String(r.supersededBy))) : null),
         h("td", { class: "small" }, when(r.archived)),
-        h("td", {}, h("button", { class: "restore", onclick: () => restore(r.id) }, "Restore")))));
+        h("td", { class: "row-actions" }, h("button", { class: "restore", onclick: () => restore(r.id) }, "Restore"), " ",
+          h("button", { class: "danger delete", type: "button", onclick: (event) => confirmDelete(r, event.target.closest("tr")) }, "Delete…")))));
+    }
+    // Deleting is a person's act, said plainly and confirmed: the only way to remove a memory.
+    function confirmDelete(r, row) {
+      const old = document.getElementById("delete-confirm");
+      if (old) old.remove();
+      const box = h("tr", { id: "delete-confirm", class: "confirm-row", dataset: { escape: "1" } }, h("td", { colspan: "4" },
+        h("div", { class: "notice error confirm" },
+          h("p", {}, "Delete ", h("span", { class: "mono" }, r.id), " for good? The file is removed from the folder; this page cannot bring it back (a copy in git or a backup can). Restore keeps it instead."),
+          h("div", { class: "actions" },
+            h("button", { type: "button", class: "danger solid", id: "delete-go", onclick: () => remove(r) }, "Delete for good"),
+            h("button", { type: "button", id: "delete-cancel", onclick: () => box.remove() }, "Cancel")))));
+      box.onescape = () => box.remove();
+      row.after(box);
+      box.querySelector("#delete-cancel").focus();
+    }
+    async function remove(r) {
+      try {
+        await api("/api/delete", { method: "POST", body: { id: r.id, expectedSha256: r.sha256 } });
+        toast("Deleted " + r.id);
+        load();
+      } catch (error) { toast(error.message, { error: true }); load(); }
     }
     async function load() {
       try { rows = (await api("/api/archived")).results; } catch (error) { if (showing()) failure(error); return; }
@@ -1383,7 +1454,7 @@
       } else if (f.kind === "command") {
         input = h("input", { id: id, name: f.key, value: (value || []).map(quoteArg).join(" "), placeholder: "claude -p {prompt} --mcp-config {mcp_config}", autocomplete: "off", spellcheck: "false", class: "mono" });
       } else if (f.kind === "int" || f.kind === "number") {
-        input = h("input", { id: id, name: f.key, type: "number", step: f.kind === "int" ? "1" : "any", value: String(value) });
+        input = h("input", { id: id, name: f.key, type: "number", step: f.kind === "int" ? "1" : "any", min: f.minimum === null || f.minimum === undefined ? null : String(f.minimum), value: String(value) });
       } else {
         input = h("input", { id: id, name: f.key, value: value === null || value === undefined ? "" : String(value) });
       }
@@ -1412,10 +1483,21 @@
       fill(status,
         data.problem ? h("div", { class: "notice error", id: "settings-problem" }, data.problem) : null,
         h("p", { class: "small" }, commandLine(data)),
-        h("p", { class: "muted small" }, "File: ", h("span", { class: "mono" }, data.file), data.exists ? "" : " (not there yet: every setting is its default)"));
-      fill(form, h("div", { class: "grid2" }, data.fields.map(control)),
+        h("p", { class: "muted small" }, "File: ", h("span", { class: "mono", title: data.file }, data.fileShown), data.exists ? "" : " (not there yet: every setting is its default)"));
+      // Session transcripts may hold private text: said where the choice is made.
+      const privacy = h("div", { class: "notice warn", id: "privacy-warning", hidden: true },
+        h("strong", {}, "Privacy: "), "with session transcripts, the model pass can search what you and your agent wrote in past sessions " +
+        "(by keyword, a few lines at a time, secrets masked). They may hold private text; nothing leaves your machine unless the agent command sends it.");
+      const source = data.fields.find((f) => f.key === "inputSource");
+      fill(form, h("div", { class: "grid2" }, data.fields.map(control)), privacy,
         h("div", { class: "actions" }, h("button", { class: "primary", type: "submit", id: "settings-save" }, "Save settings"),
           h("button", { type: "button", onclick: () => load() }, "Undo my changes")));
+      if (source) {
+        const select = form.elements.namedItem("inputSource");
+        const show = () => { privacy.hidden = select.value === String(source.default); };
+        select.addEventListener("change", show);
+        show();
+      }
     }
 
     async function load() {

@@ -194,6 +194,7 @@
     }
     this.w = w;
     this.h = h;
+    if (this.dpr !== dpr) this.sprites = {};
     this.dpr = dpr;
     const room = 0.4 * Math.min(w / 2, h / 2);
     this.stars.forEach((s) => {
@@ -236,6 +237,7 @@
   // A star as a small image (glow and core), one per colour, size and brightness step.
   Starmap.prototype.sprite = function (star, newborn) {
     const dpr = this.dpr;
+    if (!newborn && star.sprite && star.spriteFor === this.sprites) return star.sprite;
     const radius = Math.round(star.radius * 4) / 4;
     const light = Math.round(star.brightness * 8) / 8;
     const key = star.group + radius + ":" + light + (newborn ? "n" : "") + ":" + dpr + (this.dense ? "d" : "");
@@ -262,6 +264,7 @@
     ctx.fill();
     made = { canvas: canvas, half: size / 2 / dpr, size: size / dpr };
     this.sprites[key] = made;
+    if (!newborn) { star.sprite = made; star.spriteFor = this.sprites; }
     return made;
   };
 
@@ -294,20 +297,32 @@
   Starmap.prototype.drawLayer = function () {
     if (!this.layer) this.layer = document.createElement("canvas");
     const layer = this.layer;
-    layer.width = this.canvas.width;
-    layer.height = this.canvas.height;
-    const ctx = layer.getContext("2d");
     const { w, h } = this;
+    // The empty sky (its gradient and dust) is the same until the size changes: drawn once.
+    if (layer.width !== this.canvas.width || layer.height !== this.canvas.height || !this.background) {
+      layer.width = this.canvas.width;
+      layer.height = this.canvas.height;
+      const background = this.background || (this.background = document.createElement("canvas"));
+      background.width = layer.width;
+      background.height = layer.height;
+      const b = background.getContext("2d");
+      b.setTransform(this.dpr, 0, 0, this.dpr, 0, 0);
+      const sky = b.createRadialGradient(w * 0.5, h * 0.45, 0, w * 0.5, h * 0.5, Math.max(w, h) * 0.75);
+      sky.addColorStop(0, "#141b33");
+      sky.addColorStop(1, "#05070f");
+      b.fillStyle = sky;
+      b.fillRect(0, 0, w, h);
+      this.dust.forEach(([x, y, r, a]) => {
+        b.fillStyle = "rgba(200,210,255," + a + ")";
+        b.fillRect(x * w, y * h, r, r);
+      });
+    }
+    const ctx = layer.getContext("2d");
+    ctx.setTransform(1, 0, 0, 1, 0, 0);
+    ctx.globalCompositeOperation = "copy";
+    ctx.drawImage(this.background, 0, 0);
+    ctx.globalCompositeOperation = "source-over";
     ctx.setTransform(this.dpr, 0, 0, this.dpr, 0, 0);
-    const sky = ctx.createRadialGradient(w * 0.5, h * 0.45, 0, w * 0.5, h * 0.5, Math.max(w, h) * 0.75);
-    sky.addColorStop(0, "#141b33");
-    sky.addColorStop(1, "#05070f");
-    ctx.fillStyle = sky;
-    ctx.fillRect(0, 0, w, h);
-    this.dust.forEach(([x, y, r, a]) => {
-      ctx.fillStyle = "rgba(200,210,255," + a + ")";
-      ctx.fillRect(x * w, y * h, r, r);
-    });
     const shown = {};
     const tops = {};
     for (const s of this.stars) {
@@ -331,26 +346,42 @@
       const width = ctx.measureText(text).width;
       this.labels.push({ group: g, text: text, left: x - width / 2, right: x + width / 2, top: y - 12, bottom: y + 3 });
     });
+    // One path per kind of line (a category's links, supersedes): a handful of strokes, not
+    // one per relation, so thousands of lines cost a few milliseconds.
     let edges = 0;
-    ctx.lineWidth = 1;
+    const paths = {};
     for (const [a, b, kind] of this.relations || []) {
       if (!this.isVisible(a) || !this.isVisible(b)) continue;
       edges++;
-      if (kind === "supersedes") {
+      const key = kind === "supersedes" ? "supersedes" : a.group;
+      let path = paths[key];
+      if (!path) path = paths[key] = new Path2D();
+      path.moveTo(a.x, a.y);
+      path.lineTo(b.x, b.y);
+    }
+    ctx.lineWidth = 1;
+    for (const [key, path] of Object.entries(paths)) {
+      if (key === "supersedes") {
         ctx.strokeStyle = "rgba(255,200,110,0.55)";
         ctx.setLineDash([4, 4]);
       } else {
-        const [r, g, bl] = COLORS[a.group];
+        const [r, g, bl] = COLORS[key];
         ctx.strokeStyle = "rgba(" + r + "," + g + "," + bl + "," + (this.dense ? 0.08 : 0.32) + ")";
         ctx.setLineDash([]);
       }
-      ctx.beginPath();
-      ctx.moveTo(a.x, a.y);
-      ctx.lineTo(b.x, b.y);
-      ctx.stroke();
+      ctx.stroke(path);
     }
     ctx.setLineDash([]);
     ctx.globalCompositeOperation = "lighter";
+    const visible = this.dense ? this.drawDense(ctx) : this.drawSprites(ctx);
+    ctx.globalCompositeOperation = "source-over";
+
+    this.visible = visible;
+    this.edgesDrawn = edges;
+  };
+
+  // A sky of hundreds: each star its own sprite (a glow and a round core).
+  Starmap.prototype.drawSprites = function (ctx) {
     const fresh = Math.max(1, Math.round((this.dated || []).length * 0.04));
     let visible = 0;
     ctx.setTransform(1, 0, 0, 1, 0, 0);
@@ -361,9 +392,69 @@
       const sprite = this.sprite(s, this.playing && s.rank >= this.limit - fresh);
       ctx.drawImage(sprite.canvas, Math.round((s.x - sprite.half) * dpr), Math.round((s.y - sprite.half) * dpr));
     }
-    ctx.globalCompositeOperation = "source-over";
-    this.visible = visible;
-    this.edgesDrawn = edges;
+    return visible;
+  };
+
+  // A sky of thousands: canvas calls per star are too slow (a few microseconds each, without
+  // a GPU), so the stars are written as pixels, added up as light adds up, into one image;
+  // their glow is the same at a quarter of the size, scaled up smoothly. Both are then laid
+  // over the sky in two draws. Thousands of stars cost a few milliseconds.
+  Starmap.prototype.drawDense = function (ctx) {
+    const dpr = this.dpr;
+    const W = Math.max(1, Math.round(this.w * dpr));
+    const H = Math.max(1, Math.round(this.h * dpr));
+    const GW = Math.max(1, Math.ceil(W / 4));
+    const GH = Math.max(1, Math.ceil(H / 4));
+    if (!this.pixels || this.pixels.width !== W || this.pixels.height !== H) {
+      this.starCanvas = Object.assign(document.createElement("canvas"), { width: W, height: H });
+      this.glowCanvas = Object.assign(document.createElement("canvas"), { width: GW, height: GH });
+      this.pixels = this.starCanvas.getContext("2d").createImageData(W, H);
+      this.glowPixels = this.glowCanvas.getContext("2d").createImageData(GW, GH);
+    }
+    const data = this.pixels.data;
+    const glow = this.glowPixels.data;
+    data.fill(0);
+    glow.fill(0);
+    let visible = 0;
+    for (const s of this.stars) {
+      if (!this.isVisible(s)) continue;
+      visible++;
+      const [r, g, b] = COLORS[s.group];
+      const light = 0.45 + 0.55 * s.brightness;
+      const mix = (0.35 + 0.5 * s.brightness) * 0.6;
+      const cr = (r + (255 - r) * mix) * light;
+      const cg = (g + (255 - g) * mix) * light;
+      const cb = (b + (255 - b) * mix) * light;
+      const side = Math.max(1, Math.round(Math.max(1.3, s.radius * 1.7) * dpr));
+      const x0 = Math.round(s.x * dpr - side / 2);
+      const y0 = Math.round(s.y * dpr - side / 2);
+      for (let y = Math.max(0, y0); y < Math.min(H, y0 + side); y++) {
+        for (let x = Math.max(0, x0); x < Math.min(W, x0 + side); x++) {
+          const i = (y * W + x) * 4;
+          data[i] += cr;
+          data[i + 1] += cg;
+          data[i + 2] += cb;
+          data[i + 3] = 255;
+        }
+      }
+      const gx = Math.floor(s.x * dpr / 4);
+      const gy = Math.floor(s.y * dpr / 4);
+      if (gx >= 0 && gy >= 0 && gx < GW && gy < GH) {
+        const j = (gy * GW + gx) * 4;
+        const k = 0.35 * s.brightness + 0.1;
+        glow[j] += r * k;
+        glow[j + 1] += g * k;
+        glow[j + 2] += b * k;
+        glow[j + 3] = 255;
+      }
+    }
+    this.starCanvas.getContext("2d").putImageData(this.pixels, 0, 0);
+    this.glowCanvas.getContext("2d").putImageData(this.glowPixels, 0, 0);
+    ctx.setTransform(1, 0, 0, 1, 0, 0);
+    ctx.imageSmoothingEnabled = true;
+    ctx.drawImage(this.glowCanvas, 0, 0, GW, GH, -2 * dpr, -2 * dpr, W + 4 * dpr, H + 4 * dpr);
+    ctx.drawImage(this.starCanvas, 0, 0);
+    return visible;
   };
 
   Starmap.prototype.mark = function () {

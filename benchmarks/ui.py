@@ -1,0 +1,262 @@
+"""Speed of the page (`sage-mem ui`) in Chromium, at 200 and 5,000 memories.
+
+    python benchmarks/ui.py                       # 200 and 5,000 memories
+    python benchmarks/ui.py --sizes 200 --runs 5  # smaller, quicker
+    python benchmarks/ui.py --json
+
+For each size, a synthetic folder (fixed seed; English, Chinese and mixed
+descriptions and bodies, four categories, tags, [[links]] between memories)
+is served by a real `UiServer` over a `MemoryStore` with its watcher, and
+driven in Debian's Chromium (/usr/bin/chromium) through Playwright, as the
+browser tests do. Measured in the page itself (`performance.now()`):
+
+- page load: navigation start until the first result is on screen (median
+  of `--runs` loads);
+- keystroke to results: from the `input` event of the last character of a query
+  until the result list shows that query's results, for queries in both
+  languages typed key by key (median and p90 over the queries and runs);
+- chip click: from the click on a category chip until the list shows its
+  results;
+- star map redraw: one full redraw of the sky (what a timeline step, a
+  change of data or a resize costs), and one hover redraw (the drawn sky
+  copied back plus the ring), each timed until a one-pixel read of the
+  canvas returns (so that drawing the canvas defers is counted too).
+
+Targets: keystroke to results at most 100 ms, a redraw at most 16 ms, at
+5,000 memories. Wall-clock on whatever else the machine is doing: the output
+names the machine and its load average.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+CHROMIUM = "/usr/bin/chromium"
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+CATEGORIES = ["user", "feedback", "project", "reference"]
+EN = ("release deploy tests python rust api token cache watcher editor merge link review "
+      "friday staging postgres dashboard runbook commit branch search index memory").split()
+ZH = "猫 芝麻 发布 测试 部署 记忆 索引 搜索 用户 项目 周五 缓存 审查 分支 数据库".split()
+QUERIES = ["release friday", "芝麻", "python tests", "部署 周五", "token cache", "记忆 索引"]
+
+# In the page: when the first result appeared; when the result list last changed.
+PROBE = """
+(() => {
+  window.__bench = { firstResult: null, listChanged: 0, keydown: 0 };
+  const watch = () => {
+    const list = document.getElementById('results');
+    if (!list) return false;
+    new MutationObserver(() => {
+      window.__bench.listChanged = performance.now();
+      if (window.__bench.firstResult === null && list.querySelector('li.result')) {
+        window.__bench.firstResult = performance.now();
+      }
+    }).observe(list, { childList: true, subtree: true, characterData: true });
+    return true;
+  };
+  new MutationObserver((_, observer) => { if (watch()) observer.disconnect(); })
+    .observe(document, { childList: true, subtree: true });
+  // The input event, not keydown: a character typed through an IME (Chinese) has no keydown.
+  document.addEventListener('input', () => { window.__bench.keydown = performance.now(); }, true);
+})();
+"""
+
+
+def make_folder(folder: Path, size: int, seed: int = 18) -> Path:
+    """`size` memories in both languages, with tags and links, deterministic for a seed."""
+    rng = random.Random(seed)
+    folder.mkdir(parents=True, exist_ok=True)
+    for n in range(size):
+        category = CATEGORIES[n % 4]
+        words = [rng.choice(EN) for _ in range(4)]
+        hanzi = "".join(rng.choice(ZH) for _ in range(3))
+        kind = n % 3
+        description = (" ".join(words) if kind == 0 else hanzi + "，" + hanzi[::-1] if kind == 1
+                       else " ".join(words[:2]) + " " + hanzi)
+        body = " ".join(rng.choice(EN + ZH) for _ in range(rng.randint(10, 200)))
+        target = f"{CATEGORIES[(n * 7) % 4]}_{(n * 7919) % size:05d}"
+        tags = sorted({rng.choice(EN[:8]) for _ in range(2)})
+        day = 1 + n % 28
+        text = (f"---\ndescription: {json.dumps(description, ensure_ascii=False)}\n"
+                f"category: {category}\ntags: [{', '.join(tags)}]\n"
+                f"created: 2025-{1 + n % 12:02d}-{day:02d}\n"
+                f"updated: 2026-{1 + n % 11:02d}-{day:02d}T10:00:00Z\n---\n\n"
+                f"{body}\n\nSee [[{target}]].\n")
+        (folder / f"{category}_{n:05d}.md").write_text(text, encoding="utf-8")
+    return folder
+
+
+def _median(values: list[float]) -> float:
+    return statistics.median(values) if values else float("nan")
+
+
+def _p90(values: list[float]) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(0.9 * (len(ordered) - 1))))]
+
+
+def _wait_quiet(
+    page: Any, after: float | None = None, quiet_ms: float = 200, timeout_ms: float = 10_000
+) -> None:
+    """Until the result list changed after `after` (a page time) and then stayed as it is."""
+    page.wait_for_function(
+        """([after, quiet]) => window.__bench.listChanged > after
+            && performance.now() - window.__bench.listChanged > quiet""",
+        arg=[-1 if after is None else after, quiet_ms], timeout=timeout_ms, polling=10,
+    )
+
+
+def measure(size: int, runs: int, work: Path) -> dict[str, Any]:
+    from playwright.sync_api import sync_playwright
+
+    from sage_mem.store import MemoryStore
+    from sage_mem.ui import UiServer
+
+    folder = make_folder(work / f"memory-{size}", size)
+    out: dict[str, Any] = {"memories": size}
+    with MemoryStore(folder, watch=True) as store, UiServer(store, port=0).start() as server, \
+            sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        context = browser.new_context(viewport={"width": 1280, "height": 860})
+        context.add_init_script(PROBE)
+        page = context.new_page()
+        page.goto(server.url)  # takes the token
+        page.wait_for_selector("#results li.result")
+        loads = []
+        for _ in range(runs):
+            page.reload()
+            page.wait_for_selector("#results li.result")
+            page.wait_for_function("() => window.__bench.firstResult !== null")
+            loads.append(page.evaluate("() => window.__bench.firstResult"))
+        out["page_load_ms"] = _median(loads)
+
+        keystrokes = []
+        search = page.locator("#search")
+        for _ in range(runs):
+            for query in QUERIES:
+                if search.input_value():
+                    mark = page.evaluate("() => performance.now()")
+                    search.fill("")
+                    _wait_quiet(page, mark)
+                search.focus()
+                page.keyboard.type(query, delay=60)
+                last = page.evaluate("() => window.__bench.keydown")
+                _wait_quiet(page, last)
+                keystrokes.append(page.evaluate("() => window.__bench.listChanged") - last)
+        out["keystroke_ms"] = _median(keystrokes)
+        out["keystroke_p90_ms"] = _p90(keystrokes)
+
+        if search.input_value():
+            mark = page.evaluate("() => performance.now()")
+            search.fill("")
+            _wait_quiet(page, mark)
+        chips = []
+        for _ in range(runs):
+            for category in CATEGORIES:
+                chip = page.locator(f'#category-chips [data-category="{category}"]')
+                chip.evaluate("c => { c.addEventListener('pointerdown', () => {"
+                              " window.__bench.pressed = performance.now(); }, { once: true }); }")
+                chip.click()
+                started = page.evaluate("() => window.__bench.pressed")
+                _wait_quiet(page, started)
+                chips.append(page.evaluate("() => window.__bench.listChanged") - started)
+                mark = page.evaluate("() => performance.now()")
+                chip.click()
+                _wait_quiet(page, mark)
+        out["chip_click_ms"] = _median(chips)
+
+        page.evaluate("() => { location.hash = '#/stars'; }")
+        page.wait_for_function(
+            f"() => document.getElementById('starmap')?.dataset.starCount === '{size}'")
+        # Each draw is timed to a one-pixel read of the canvas, which waits for the drawing
+        # to be done (a canvas may defer its work to the next frame otherwise).
+        full, hover = [], []
+        for _ in range(runs * 10):
+            full.append(page.evaluate("""() => {
+                const map = document.getElementById('starmap').starmap;
+                const started = performance.now();
+                map.layerKey = null; map.draw();
+                map.canvas.getContext('2d').getImageData(0, 0, 1, 1);
+                return performance.now() - started;
+            }"""))
+            hover.append(page.evaluate("""() => {
+                const map = document.getElementById('starmap').starmap;
+                map.hover = map.stars[Math.floor(Math.random() * map.stars.length)];
+                const started = performance.now();
+                map.draw();
+                map.canvas.getContext('2d').getImageData(0, 0, 1, 1);
+                return performance.now() - started;
+            }"""))
+        out["redraw_ms"] = _median(full)
+        out["redraw_p90_ms"] = _p90(full)
+        out["hover_redraw_ms"] = _median(hover)
+        browser.close()
+    return out
+
+
+def machine() -> str:
+    load = os.getloadavg() if hasattr(os, "getloadavg") else (0.0, 0.0, 0.0)
+    return (f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPUs, Python "
+            f"{platform.python_version()}, load average {load[0]:.2f}")
+
+
+def table(results: list[dict[str, Any]]) -> str:
+    rows = [
+        ("page load (to the first result)", "page_load_ms", None),
+        ("keystroke to results, median", "keystroke_ms", 100),
+        ("keystroke to results, p90", "keystroke_p90_ms", None),
+        ("chip click to results", "chip_click_ms", None),
+        ("star map redraw (whole sky), median", "redraw_ms", 16),
+        ("star map redraw (whole sky), p90", "redraw_p90_ms", None),
+        ("star map hover redraw", "hover_redraw_ms", None),
+    ]
+    head = "| | " + " | ".join(f"{r['memories']:,} memories" for r in results) + " | target |"
+    lines = [head, "| --- | " + " | ".join("---:" for _ in results) + " | --- |"]
+    for label, key, target in rows:
+        cells = " | ".join(f"{r[key]:.1f} ms" for r in results)
+        lines.append(f"| {label} | {cells} | {f'≤ {target} ms at 5,000' if target else ''} |")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default="200,5000")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    if not Path(CHROMIUM).exists():
+        print(f"{CHROMIUM} is missing: run .ci/ui-setup", file=sys.stderr)
+        return 1
+    sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
+    before = machine()
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="sage-mem-ui-bench-") as work:
+        os.environ["HOME"] = str(Path(work) / "home")
+        results = [measure(size, args.runs, Path(work)) for size in sizes]
+    if args.json:
+        print(json.dumps({"machine": before, "results": results}, indent=2))
+        return 0
+    print(table(results))
+    print(f"\n{before}; after: {machine().rsplit(', ', 1)[-1]}; "
+          f"{time.monotonic() - started:.0f} s in all")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
