@@ -1,0 +1,63 @@
+"""Commands for memory over git: `sync`, `log`, and `merge-driver` (what git runs)."""
+
+from __future__ import annotations
+
+import click
+
+from ..cli import PROG
+from .base import Session, command, dir_option, json_option
+
+
+@command(
+    "sync",
+    "commit what changed, fetch, merge (memories field by field, never conflict markers) and "
+    "push; secrets are never pushed",
+    "sage-mem sync --remote git@example.com:me/memory.git",
+)
+@dir_option
+@click.option("--remote", metavar="URL",
+              help="set the remote (`origin`) first; a folder that is not a repository becomes one")
+@click.option("--no-push", "no_push", is_flag=True, help="commit and merge, but do not push")
+@json_option
+@click.pass_obj
+def sync(session: Session, remote: str | None, no_push: bool, as_json: bool) -> int:
+    from ..sync.steps import sync as run_sync
+
+    def progress(line: str) -> None:
+        if not as_json:
+            session.err.write(f"{PROG}: {line}\n")
+
+    result = run_sync(session.folder, remote=remote, push=not no_push, progress=progress)
+    session.print_result(result, as_json)
+    return 1 if result.push_refused else 0
+
+
+@command("log", "a memory's versions, from git, newest first", "sage-mem log user_cat")
+@dir_option
+@click.argument("memory_id", metavar="ID", help="the memory id")
+@json_option
+@click.pass_obj
+def log(session: Session, memory_id: str, as_json: bool) -> int:
+    from ..sync.history import log as versions
+
+    found = versions(session.folder, memory_id)
+    if as_json:
+        session.print_json([v.to_dict() for v in found])
+    else:
+        session.out.write("".join(v.format_text() for v in found))
+        session.out.write(f"Show one: {PROG} show {memory_id}@REV\n")
+    return 0
+
+
+@command("merge-driver",
+         "merge one memory file for git (registered by init --git and sync; git runs it)",
+         "git config merge.sage-mem.driver 'sage-mem merge-driver %O %A %B %P'")
+@click.argument("base", metavar="BASE")
+@click.argument("ours", metavar="OURS")
+@click.argument("theirs", metavar="THEIRS")
+@click.argument("path", metavar="PATH")
+@click.pass_obj
+def merge_driver(session: Session, base: str, ours: str, theirs: str, path: str) -> int:
+    from ..sync.merge_driver import run_driver
+
+    return run_driver([base, ours, theirs, path])
