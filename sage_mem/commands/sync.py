@@ -52,10 +52,10 @@ def log(session: Session, memory_id: str, as_json: bool) -> int:
 @command("merge-driver",
          "merge one memory file for git (registered by init --git and sync; git runs it)",
          "git config merge.sage-mem.driver 'sage-mem merge-driver %O %A %B %P'")
-@click.argument("base", metavar="BASE")
-@click.argument("ours", metavar="OURS")
-@click.argument("theirs", metavar="THEIRS")
-@click.argument("path", metavar="PATH")
+@click.argument("base", metavar="BASE", help="the version both sides started from (git's %O)")
+@click.argument("ours", metavar="OURS", help="this side's version; the result goes here (%A)")
+@click.argument("theirs", metavar="THEIRS", help="the other side's version (%B)")
+@click.argument("path", metavar="PATH", help="the file's path in the work tree (%P)")
 @click.pass_obj
 def merge_driver(session: Session, base: str, ours: str, theirs: str, path: str) -> int:
     from ..sync.merge_driver import run_driver

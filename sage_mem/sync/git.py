@@ -58,10 +58,14 @@ class Git:
     ) -> subprocess.CompletedProcess[bytes]:
         full_env = {**os.environ, **self.env, **(env or {}), "GIT_TERMINAL_PROMPT": "0",
                     "GIT_LITERAL_PATHSPECS": "1", "LC_ALL": "C"}
+        # What git writes here (objects, COMMIT_EDITMSG, FETCH_HEAD) is as private as the
+        # folder; a push keeps the person's umask for a remote on a shared disk.
+        umask = -1 if args[:1] == ("push",) else (
+            0o007 if file_mode(self.root) == 0o660 else 0o077)
         try:
             done = subprocess.run(
                 ["git", "-C", str(self.root), *args], input=input, capture_output=True,
-                env=full_env, check=False,
+                env=full_env, check=False, umask=umask,
             )
         except FileNotFoundError:
             raise SyncError("sync needs git, and git is not installed") from None
