@@ -51,10 +51,12 @@ def sm(folder: Path | None, *argv: str) -> tuple[int, str, str]:
     return status, out.getvalue(), err.getvalue()
 
 
-def sync(folder: Path, *argv: str) -> dict[str, Any]:
+def sync(folder: Path, *argv: str, online: bool = True) -> dict[str, Any]:
     status, out, err = sm(folder, "sync", "--json", *argv)
     assert status == 0, (out, err)
     result: dict[str, Any] = json.loads(out)
+    if online:
+        assert result["offline"] is None, result["offline"]
     return result
 
 

@@ -447,3 +447,50 @@ def test_log_follows_a_memory_into_the_archive(pair: tuple[Path, Path]) -> None:
     sync(laptop)
     status, out, _ = sm(laptop, "log", "user_cat")
     assert status == 0 and out.count("\n") == 3  # two versions and the hint
+
+
+# what a killed sync leaves (tests/test_sync_crash.py kills real ones)
+
+
+def test_a_merge_left_half_done_is_finished_by_sync(pair: tuple[Path, Path]) -> None:
+    laptop, desktop = pair
+    edit(laptop, "user_cat", "She is three.", "She is four.")
+    edit(desktop, "user_cat", "She is three.", "她三岁。")
+    sync(laptop)
+    git(desktop, "commit", "-qam", "by hand")
+    git(desktop, "fetch", "-q", "origin")
+    # A merge whose driver failed: git leaves the path unmerged and MERGE_HEAD behind.
+    git(desktop, "-c", "merge.sage-mem.driver=false", "merge", "origin/main", check=False)
+    assert (desktop / ".git" / "MERGE_HEAD").exists()
+    result = sync(desktop)
+    assert any("merge" in note for note in result["notes"])
+    assert result["conflicts"] == ["user_cat.conflict-laptop"]
+    assert "她三岁。" in body(desktop, "user_cat")
+    assert "She is four." in body(desktop, "user_cat.conflict-laptop")
+    sync(laptop)
+    converged(laptop, desktop)
+
+
+def test_git_locks_left_by_a_killed_sync_are_removed(pair: tuple[Path, Path]) -> None:
+    import subprocess
+    import sys
+
+    laptop, _ = pair
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    state = laptop.parent / ".laptop.sage-mem"
+    (state / "sync.json").write_text(json.dumps({"pid": gone.pid}), encoding="utf-8")
+    (laptop / ".git" / "index.lock").write_bytes(b"")
+    write_memory(laptop, "user_dog", memory("The dog is Mochi", "Mochi."))
+    result = sync(laptop)
+    assert any("index.lock" in note for note in result["notes"])
+    assert result["pushed"] == ["user_dog"]
+
+
+def test_a_lock_of_a_git_still_running_is_not_taken_away(pair: tuple[Path, Path]) -> None:
+    laptop, _ = pair
+    (laptop / ".git" / "index.lock").write_bytes(b"")  # no killed sync on record: someone's git
+    write_memory(laptop, "user_dog", memory("The dog is Mochi", "Mochi."))
+    status, _, err = sm(laptop, "sync")
+    assert status == 1 and err.count("\n") == 1 and "index.lock" in err
+    assert (laptop / ".git" / "index.lock").exists()
