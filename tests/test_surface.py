@@ -132,7 +132,7 @@ CLI = {
     "install": ("{CLAUDE-CODE,CURSOR,CODEX}", {"--dir", "--scope", "--dry-run", "--json"}),
     "import": ("{CLAUDE-CODE,MNEMO} PATH", {"--dir", "--dry-run", "--json"}),
     "export": ("", {"--dir", "--jsonl", "--archived", "--output", "-o", "--json"}),
-    "sync": ("", {"--dir", "--remote", "--no-push", "--json"}),
+    "sync": ("", {"--dir", "--remote", "--no-push", "--auto", "--json"}),
     "log": ("ID", {"--dir", "--json"}),
     "merge-driver": ("BASE OURS THEIRS PATH", set()),
 }

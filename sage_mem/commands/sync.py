@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from ..cli import PROG
-from .base import Session, command, dir_option, json_option
+from .base import Choice, Session, command, dir_option, json_option
 
 
 @command(
@@ -18,10 +18,21 @@ from .base import Session, command, dir_option, json_option
 @click.option("--remote", metavar="URL",
               help="set the remote (`origin`) first; a folder that is not a repository becomes one")
 @click.option("--no-push", "no_push", is_flag=True, help="commit and merge, but do not push")
+@click.option("--auto", "auto", type=Choice(["on", "off"]), default=None,
+              help="turn autosync on or off for this folder (sync at session start and "
+                   "after the server's writes) and stop")
+@click.option("--background", is_flag=True, hidden=True,
+              help="as autosync runs it: no output, a failure recorded for the next session")
 @json_option
 @click.pass_obj
-def sync(session: Session, remote: str | None, no_push: bool, as_json: bool) -> int:
+def sync(session: Session, remote: str | None, no_push: bool, auto: str | None,
+         background: bool, as_json: bool) -> int:
     from ..sync.steps import sync as run_sync
+
+    if auto is not None:
+        return _set_autosync(session, auto == "on", as_json)
+    if background:
+        return _background_sync(session)
 
     def progress(line: str) -> None:
         if not as_json:
@@ -30,6 +41,39 @@ def sync(session: Session, remote: str | None, no_push: bool, as_json: bool) -> 
     result = run_sync(session.folder, remote=remote, push=not no_push, progress=progress)
     session.print_result(result, as_json)
     return 1 if result.push_refused else 0
+
+
+def _set_autosync(session: Session, on: bool, as_json: bool) -> int:
+    from ..disk.folder import MemoryFolder
+    from ..sync.auto import write_settings
+
+    folder = MemoryFolder(session.folder)
+    folder.check_exists()
+    write_settings(folder.state_dir, enabled=on)
+    if as_json:
+        session.print_json({"autosync": on, "root": str(folder.root)})
+    else:
+        session.out.write(f"Autosync {'on' if on else 'off'} for {folder.root}.\n")
+    return 0
+
+
+def _background_sync(session: Session) -> int:
+    """Autosync's run: nothing printed; what failed is kept for the next session to say."""
+    from ..disk.folder import MemoryFolder
+    from ..errors import SageMemError
+    from ..sync.auto import record
+    from ..sync.steps import sync as run_sync
+
+    folder = MemoryFolder(session.folder)
+    try:
+        offline = run_sync(folder.root).offline
+    except SageMemError as exc:
+        offline = str(exc)
+    try:
+        record(folder.state_dir, offline)
+    except OSError:
+        pass
+    return 0
 
 
 @command("log", "a memory's versions, from git, newest first", "sage-mem log user_cat")

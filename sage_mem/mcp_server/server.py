@@ -414,10 +414,15 @@ def _add_resources(server: MCPServer, store: MemoryStore) -> None:
 
 def serve(folder: Path | None = None, *, poll: bool = False) -> int:
     """Run the MCP server on stdio over the memory folder (default: SAGE_MEM_DIR); returns 0."""
+    from ..sync.auto import AutoSync, enabled
+
     store = MemoryStore(folder, watch=True, poll=poll)
+    autosync = AutoSync(store) if enabled(store.folder.root, store.folder.state_dir) else None
     try:
         build_server(store, activity=_session_activity(store)).run("stdio")
     finally:
+        if autosync is not None:
+            autosync.stop()
         store.close()
     return 0
 
