@@ -494,3 +494,19 @@ def test_a_lock_of_a_git_still_running_is_not_taken_away(pair: tuple[Path, Path]
     status, _, err = sm(laptop, "sync")
     assert status == 1 and err.count("\n") == 1 and "index.lock" in err
     assert (laptop / ".git" / "index.lock").exists()
+
+
+def test_sync_leaves_a_rebase_or_a_detached_head_to_the_person(pair: tuple[Path, Path]) -> None:
+    laptop, _ = pair
+    head = git(laptop, "rev-parse", "HEAD").strip()
+    git(laptop, "checkout", "-q", "--detach", head)
+    write_memory(laptop, "user_dog", memory("The dog is Mochi", "Mochi."))
+    status, _, err = sm(laptop, "sync")
+    assert status == 1 and "detached" in err and err.count("\n") == 1
+    assert git(laptop, "rev-parse", "HEAD").strip() == head
+    git(laptop, "checkout", "-q", "main")
+    (laptop / ".git" / "rebase-merge").mkdir()
+    status, _, err = sm(laptop, "sync")
+    assert status == 1 and "rebase" in err
+    (laptop / ".git" / "rebase-merge").rmdir()
+    assert sync(laptop)["pushed"] == ["user_dog"]

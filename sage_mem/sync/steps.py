@@ -259,8 +259,22 @@ class _Sync:
                 raise SyncError(f"{lock}: left by a killed sync, cannot remove it: {exc}") from None
             self.result.notes.append(f"removed {lock.name}, left by a sync that was killed")
 
+    def check_idle(self) -> None:
+        """Refuse while a person's own git operation is half done: it is theirs to finish."""
+        git_dir = self.git.git_dir
+        for name, what in (("rebase-merge", "rebase"), ("rebase-apply", "rebase or am"),
+                           ("CHERRY_PICK_HEAD", "cherry-pick"), ("REVERT_HEAD", "revert"),
+                           ("BISECT_LOG", "bisect")):
+            if (git_dir / name).exists():
+                raise SyncError(f"{self.root}: a git {what} is in progress; finish or abort it, "
+                                "then sync")
+        if not self.git.ok("symbolic-ref", "-q", "HEAD"):
+            raise SyncError(f"{self.root}: HEAD is detached; check out a branch (git switch main), "
+                            "then sync")
+
     def run(self, remote: str | None, push: bool) -> SyncResult:
         result = self.result
+        self.check_idle()
         ensure_setup(self.git, self.root)
         if (self.git.git_dir / "MERGE_HEAD").exists():
             result.notes.append("finished a merge a previous sync left half done")
