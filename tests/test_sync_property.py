@@ -2,12 +2,12 @@
 
 Hypothesis draws a sequence of steps over three machines sharing a bare
 remote: a machine writes one of three memories (through `sage-mem add` or by
-hand, a new version each time, English and Chinese) or syncs. Afterwards
+hand, a new version each time, English and Chinese), archives one, or syncs. Afterwards
 every machine syncs twice in turn, and then:
 
-- every version ever written is in a live memory or a conflict sibling,
-  unless a later write on a machine that showed it replaced it (a person
-  editing what they saw);
+- every version ever written is in a live memory, a conflict sibling or the
+  archive, unless a later write on a machine that showed it replaced it (a
+  person editing what they saw);
 - the machines hold the same files, none with conflict markers;
 - MEMORY.md is what `sage-mem index` writes.
 """
@@ -44,6 +44,8 @@ MEMORIES = 3
 write_step = st.tuples(st.just("write"), st.integers(0, 2), st.integers(0, MEMORIES - 1),
                        st.sampled_from(["cli", "hand"]))
 sync_step = st.tuples(st.just("sync"), st.integers(0, 2), st.just(0), st.just(""))
+archive_step = st.tuples(st.just("archive"), st.integers(0, 2), st.integers(0, MEMORIES - 1),
+                         st.just(""))
 
 
 @pytest.fixture(autouse=True)
@@ -57,11 +59,14 @@ def live_body(folder: Path, memory_id: str) -> str | None:
 
 
 def versions_kept(folder: Path, memory_id: str) -> set[str]:
-    """The bodies of the memory and of each conflict sibling of it (siblings of siblings too)."""
+    """The bodies of the memory, of each conflict sibling of it (siblings of siblings too),
+    and of its archived copies (`archive/user_m0.md`, `archive/user_m0-2.md`, their siblings)."""
     kept = set()
-    for path in folder.glob(f"{memory_id}*.md"):
-        if path.name == f"{memory_id}.md" or path.name.startswith(f"{memory_id}.conflict-"):
-            kept.add(parse_bytes(path.read_bytes()).body.strip())
+    for where in (folder, folder / "archive"):
+        for path in where.glob(f"{memory_id}*.md"):
+            rest = path.name[len(memory_id):]
+            if rest == ".md" or rest.startswith((".conflict-", "-")):
+                kept.add(parse_bytes(path.read_bytes()).body.strip())
     return kept
 
 
@@ -70,7 +75,7 @@ def versions_kept(folder: Path, memory_id: str) -> set[str]:
 @settings(max_examples=8, deadline=None, derandomize=True,
           phases=[Phase.explicit, Phase.reuse, Phase.generate],
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-@given(steps=st.lists(st.one_of(write_step, sync_step), min_size=4, max_size=12))
+@given(steps=st.lists(st.one_of(write_step, sync_step, archive_step), min_size=4, max_size=12))
 def test_random_edits_and_syncs_lose_nothing(
     tmp_path: Path, steps: list[tuple[str, int, int, str]]
 ) -> None:
@@ -88,6 +93,11 @@ def test_random_edits_and_syncs_lose_nothing(
             continue
         memory_id = f"user_m{which}"
         seen = live_body(folder, memory_id)
+        if kind == "archive":
+            if seen is not None:
+                status, _, err = sm(folder, "archive", memory_id, "--reason", "done 完成")
+                assert status == 0, err
+            continue
         if seen is not None:
             replaced.add(seen)  # the person edits the version this machine shows
         version = f"v{number} {MACHINES[who]} 版本{number}"
