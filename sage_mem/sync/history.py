@@ -50,7 +50,7 @@ def _repository(folder: MemoryFolder) -> Git:
     return git
 
 
-def memory_path(folder: MemoryFolder, git: Git, memory_id: str) -> str:
+def memory_path(folder: MemoryFolder, memory_id: str) -> str:
     """The repository path of a memory: live, archived, or only in history."""
     path = folder.path_for(memory_id, allow_archived=True)
     rel = path.relative_to(folder.root).as_posix()
@@ -66,7 +66,7 @@ def log(root: Path | str, memory_id: str) -> list[Version]:
     """Every commit that changed the memory, newest first."""
     folder = MemoryFolder(root)
     git = _repository(folder)
-    path = memory_path(folder, git, memory_id)
+    path = memory_path(folder, memory_id)
     if git.head() is None:
         return []
     raw = git.run(
@@ -96,7 +96,7 @@ def memory_at(root: Path | str, memory_id: str, rev: str) -> Memory:
     commit = git.rev(rev)
     if commit is None:
         raise SyncError(f"{rev!r}: no such revision in {folder.root}")
-    path = memory_path(folder, git, memory_id)
+    path = memory_path(folder, memory_id)
     candidates = [path]
     if not path.startswith(ARCHIVE_DIR + "/"):
         candidates.append(f"{ARCHIVE_DIR}/{path}")
