@@ -1,4 +1,7 @@
-"""Git is how memory travels: init --git, no churn in the folder, MEMORY.md repaired by `index`."""
+"""Git is how memory travels: init --git, no churn in the folder, MEMORY.md repaired by `index`.
+
+`sage-mem sync` and its merges are tests/test_sync*.py.
+"""
 
 from __future__ import annotations
 
@@ -8,11 +11,18 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from sync_support import use_private_git
 
 from sage_mem import MemoryStore
 from sage_mem.cli import main
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+
+
+@pytest.fixture(autouse=True)
+def private_git(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A git config of the test's own: the user's is never read or written."""
+    use_private_git(tmp_path, monkeypatch)
 
 
 def cli(*argv: str) -> int:
@@ -36,21 +46,44 @@ def snapshot(folder: Path) -> dict[str, bytes]:
     }
 
 
-def test_init_git_makes_a_repository_with_lf_attributes(tmp_path: Path) -> None:
+def test_init_git_makes_a_repository_with_lf_attributes_and_commits_it(tmp_path: Path) -> None:
     assert cli("init", "--git") == 0
     folder = tmp_path / "memory"
     assert (folder / ".git").is_dir()
     assert "eol=lf" in (folder / ".gitattributes").read_text(encoding="utf-8")
-    git(folder, "add", "-A")
-    git(folder, "commit", "-qm", "start")
     assert git(folder, "status", "--porcelain") == ""
+    assert git(folder, "ls-files").split() == [".gitattributes", ".gitignore", "MEMORY.md"]
+
+
+def test_init_git_commits_even_when_git_has_no_identity(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for role in ("AUTHOR", "COMMITTER"):
+        monkeypatch.delenv(f"GIT_{role}_NAME")
+        monkeypatch.delenv(f"GIT_{role}_EMAIL")
+    monkeypatch.setenv("EMAIL", "")
+    assert cli("init", "--git") == 0
+    folder = tmp_path / "memory"
+    author = subprocess.run(["git", "-C", str(folder), "log", "--format=%an <%ae>"],
+                            check=True, capture_output=True, text=True).stdout
+    assert author.startswith("sage-mem <sage-mem@")
+
+
+def test_init_git_leaves_an_existing_repository_s_history_alone(tmp_path: Path) -> None:
+    folder = tmp_path / "memory"
+    folder.mkdir()
+    subprocess.run(["git", "init", "-q", "-b", "trunk", str(folder)], check=True)
+    assert cli("init", "--git") == 0
+    assert git(folder, "symbolic-ref", "--short", "HEAD").strip() == "trunk"
+    assert subprocess.run(["git", "-C", str(folder), "rev-parse", "-q", "--verify", "HEAD"],
+                          capture_output=True).returncode != 0
+    assert "merge=sage-mem" in (folder / ".gitattributes").read_text(encoding="utf-8")
 
 
 def test_reading_never_changes_the_folder(tmp_path: Path) -> None:
     cli("init", "--git", "--examples")
     folder = tmp_path / "memory"
-    git(folder, "add", "-A")
-    git(folder, "commit", "-qm", "start")
+    assert git(folder, "status", "--porcelain") == ""
     before = snapshot(folder)
     for argv in (
         ["search", "tests"],
@@ -71,8 +104,7 @@ def test_reading_never_changes_the_folder(tmp_path: Path) -> None:
 def test_a_write_changes_only_that_memory_and_memory_md(tmp_path: Path) -> None:
     cli("init", "--git", "--examples")
     folder = tmp_path / "memory"
-    git(folder, "add", "-A")
-    git(folder, "commit", "-qm", "start")
+    assert git(folder, "status", "--porcelain") == ""
     assert cli("feedback", "user_cat_zh", "helpful") == 0
     changed = {line[3:] for line in git(folder, "status", "--porcelain").splitlines()}
     assert changed == {"user_cat_zh.md"}

@@ -32,11 +32,13 @@ MAY_IMPORT: dict[str, set[str]] = {
     "checks": BASE | {"memory", "disk"},
     "store": BASE | {"memory", "disk", "search", "checks"},
     "dream": BASE | {"memory", "disk", "search", "checks", "store"},
-    "agents": BASE | {"memory", "disk", "search", "checks", "store", "dream"},
-    "mcp_server": BASE | {"memory", "disk", "search", "checks", "store", "dream", "agents"},
+    "sync": BASE | {"memory", "disk", "checks", "store"},
+    "agents": BASE | {"memory", "disk", "search", "checks", "store", "dream", "sync"},
+    "mcp_server": BASE | {"memory", "disk", "search", "checks", "store", "dream", "agents",
+                          "sync"},
     "ui": BASE | {"memory", "disk", "search", "checks", "store", "dream", "agents"},
     "commands": BASE | {"memory", "disk", "search", "checks", "store", "dream", "agents",
-                        "mcp_server", "ui", "cli"},
+                        "mcp_server", "ui", "sync", "cli"},
     "cli": BASE | {"agents", "commands"},
     "__main__": {"cli"},
     "__init__": BASE | {"memory", "search", "store"},
@@ -45,6 +47,8 @@ MAY_IMPORT: dict[str, set[str]] = {
 EXCEPTIONS = {
     # `sage-mem init` opens the new folder's store to write its MEMORY.md.
     ("disk/template.py", "store"),
+    # `sage-mem init --git` makes its first commit the way sync commits (secrets held back).
+    ("disk/template.py", "sync"),
 }
 
 

@@ -107,7 +107,7 @@ def test_memory_and_hit_keep_their_fields() -> None:
 
 HELP = {"-h", "--help"}
 CLI = {
-    "init": ("[DIR]", {"--dir", "--examples", "--git", "--json"}),
+    "init": ("[DIR]", {"--dir", "--examples", "--git", "--remote", "--json"}),
     "add": ("ID", {
         "--dir", "--description", "--category", "--name", "--summary", "--alias", "--tag",
         "--trust", "--baseline", "--no-baseline", "--baseline-priority", "--project",
@@ -140,6 +140,9 @@ CLI = {
     "import": ("{CLAUDE-CODE,MNEMO,JSONL} PATH",
                {"--dir", "--dry-run", "--allow-secret", "--json"}),
     "export": ("", {"--dir", "--jsonl", "--archived", "--output", "-o", "--json"}),
+    "sync": ("", {"--dir", "--remote", "--no-push", "--auto", "--json"}),
+    "log": ("ID", {"--dir", "--json"}),
+    "merge-driver": ("BASE OURS THEIRS PATH", set()),
 }
 ALIASES = {"write": "add"}
 MAIN_OPTIONS = {"--dir", "--version"}

@@ -445,6 +445,7 @@ def answer_with_store(
         )
         text = reflection.after_compaction(text, payload, sessions_dir)
         _maybe_start_autodream(store, now, log, env)
+        _maybe_start_autosync(store, log)
     else:
         limit, warning = context.prompt_limit(env.get("SAGE_MEM_HOOK_LIMIT"))
         if warning:
@@ -515,6 +516,22 @@ def _maybe_start_autodream(
         )
     except (SageMemError, OSError) as exc:
         log(f"autodream not started: {exc}")
+
+
+def _maybe_start_autosync(store: MemoryStore, log: Callable[[str], None]) -> None:
+    """Start `sage-mem sync` in the background when autosync is on (`sync/auto.py`)."""
+    try:
+        from ..sync import auto
+
+        root, state = store.folder.root, store.folder.state_dir
+        if not auto.enabled(root, state):
+            return
+        note = auto.take_offline_note(state)
+        if note:
+            log(f"autosync: the last sync could not reach the remote: {note}")
+        auto.start_in_background(root, _spawn_detached)
+    except (SageMemError, OSError) as exc:
+        log(f"autosync not started: {exc}")
 
 
 def _spawn_detached(argv: list[str]) -> None:

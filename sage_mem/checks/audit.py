@@ -87,6 +87,10 @@ CHECKS: dict[str, tuple[Severity, str]] = {
     "duplicate-key": ("error", "a frontmatter key appears twice; YAML keeps only the last"),
     "yaml-comment-cut": ("error", "a value was cut at ' #', which YAML reads as a comment"),
     "conflict-markers": ("error", "git conflict markers left in the file"),
+    "conflict-sibling": (
+        "warning",
+        "another machine's version of a memory, kept by `sage-mem sync` when both changed it",
+    ),
     "secret": ("error", "a credential (API key, token, password, private key) in a memory"),
     "no-frontmatter": ("warning", "file has no frontmatter (no description, no category)"),
     "missing-description": ("warning", "frontmatter has no description"),
@@ -309,8 +313,18 @@ class _Audit:
         self.check_line_endings(text, rel)
         self.check_memory(raw, text, path, rel)
         self.check_name(rel)
+        self.check_conflict_sibling(rel)
         for check, line, message in agent_safety.findings(self.folder, rel, text):
             self.add(check, rel, message, line)
+
+    def check_conflict_sibling(self, rel: str) -> None:
+        found = conflict_sibling_of(rel[:-3])
+        if found:
+            memory_id, machine = found
+            self.add("conflict-sibling", rel,
+                     f"the version of {memory_id} from {machine}, kept by `sage-mem sync` when "
+                     f"both changed it: merge what you want to keep into {memory_id}, then "
+                     "delete this file")
 
     def check_name(self, rel: str) -> None:
         found = unsafe_name_characters(rel[:-3])
@@ -621,6 +635,18 @@ class _Audit:
 
 
 _KEBAB = re.compile(r"[^\W_]+(?:-[^\W_]+)+")
+_CONFLICT_SIBLING = re.compile(r"\.conflict-([a-z0-9][a-z0-9-]*)(?:\.(\d+))?$")
+
+
+def conflict_sibling_of(memory_id: str) -> tuple[str, str] | None:
+    """(the memory's id, the machine) for a conflict sibling's id (`user_cat.conflict-laptop`,
+    `user_cat.conflict-laptop.2`, as `sage-mem sync` names them); None for any other id."""
+    match = _CONFLICT_SIBLING.search(memory_id)
+    if match is None or match.start() == 0 or memory_id[match.start() - 1] == "/":
+        return None
+    return memory_id[: match.start()], match.group(1)
+
+
 _CONFLICT_OPEN = re.compile(r"^<{7}(?: |$)")
 _CONFLICT_CLOSE = re.compile(r"^>{7}(?: |$)")
 _CLOSING = re.compile(r"^(---|\.\.\.)[ \t]*\r?$")
@@ -702,7 +728,7 @@ def _nfc(text: str) -> str:
     return unicodedata.normalize("NFC", text)
 
 
-__all__ = ["CHECKS", "AuditReport", "Finding", "audit", "audit_folder"]
+__all__ = ["CHECKS", "AuditReport", "Finding", "audit", "audit_folder", "conflict_sibling_of"]
 
 
 def _unreadable_reason(exc: InvalidMemory, path: Path) -> str:

@@ -31,15 +31,19 @@ from .base import (
               help="add example memories to a folder that has none (marked as examples: tag "
                    "`example`, description starting \"Example:\", none a baseline)")
 @click.option("--git", is_flag=True,
-              help="make it a git repository with a .gitattributes that keeps LF endings")
+              help="make it a git repository on `main` with a first commit, LF endings and "
+                   "sage-mem's merge driver")
+@click.option("--remote", metavar="URL",
+              help="with --git (implied): set the remote `origin` that `sage-mem sync` uses")
 @json_option
 @click.pass_obj
-def init(session: Session, path: str | None, examples: bool, git: bool, as_json: bool) -> int:
+def init(session: Session, path: str | None, examples: bool, git: bool, remote: str | None,
+         as_json: bool) -> int:
     from ..disk.template import EXAMPLE_PREFIX, init_folder
 
     out = session.out
     target = Path(path).expanduser() if path else session.folder
-    result = init_folder(target, git=git, examples=examples)
+    result = init_folder(target, git=git, examples=examples, remote=remote)
     # The hints name the folder unless the next command would find it by itself.
     same = os.path.abspath(default_folder()) == str(result.root)
     where = "" if same else f"--dir {shlex.quote(str(result.root))} "
@@ -51,6 +55,8 @@ def init(session: Session, path: str | None, examples: bool, git: bool, as_json:
             "existing": result.existing,
             "git": result.git_initialized,
             "gitattributes": result.gitattributes_written,
+            "firstCommit": result.first_commit,
+            "remote": result.remote,
             "stateDir": str(result.state_dir),
         })
         return 0
@@ -72,8 +78,13 @@ def init(session: Session, path: str | None, examples: bool, git: bool, as_json:
         )
     if result.git_initialized:
         out.write(
-            "Initialized a git repository there, with a .gitattributes that keeps LF endings.\n"
+            "Initialized a git repository there on `main`, with a first commit, a "
+            ".gitattributes that keeps LF endings and sage-mem's merge driver.\n"
         )
+    if result.remote:
+        out.write(f"Remote: {result.remote}. Sync it: sage-mem {where}sync\n")
+    elif result.git_initialized:
+        out.write(f"To sync it: sage-mem {where}sync --remote URL\n")
     elif result.gitattributes_written:
         out.write("Wrote a .gitattributes that keeps LF endings.\n")
     if result.copied:

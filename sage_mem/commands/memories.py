@@ -16,6 +16,7 @@ from typing import Any
 import click
 
 from ..cli import PROG
+from ..errors import SageMemError
 from ..memory.fields import FIELDS
 from .base import (
     Choice,
@@ -187,18 +188,33 @@ def search(session: Session, query: str, limit: int, offset: int, category: str 
 @command("show", "one memory in full", "sage-mem show user_cat")
 @dir_option
 @click.argument("memory_id", metavar="ID",
-                help="the memory id (archive/… for an archived one)")
+                help="the memory id (archive/… for an archived one; ID@REV: as it was in git)")
 @json_option
 @click.pass_obj
 def show(session: Session, memory_id: str, as_json: bool) -> int:
     from .render import memory_text
 
-    memory = session.open_store().read(memory_id)
+    store = session.open_store()
+    name, at, rev = memory_id.rpartition("@")
+    if at and name and rev and not _is_memory(store, memory_id):
+        from ..sync.history import memory_at
+
+        memory = memory_at(store.root, name, rev)
+    else:
+        memory = store.read(memory_id)
     if as_json:
         session.print_json(memory.to_dict())
     else:
         session.out.write(memory_text(memory))
     return 0
+
+
+def _is_memory(store: Any, memory_id: str) -> bool:
+    """Whether `memory_id` names a memory file as it is (an id may hold an `@`)."""
+    try:
+        return bool(store.folder.path_for(memory_id, allow_archived=True).exists())
+    except SageMemError:
+        return False
 
 
 @command("list", "memories, filterable by category, tag or project",

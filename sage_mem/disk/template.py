@@ -15,6 +15,13 @@ missing folders above it; files get the folder's mode (`file_mode`: 0600, or
 `--git`, the repository is made as private as the folder
 (`core.sharedRepository`), since it will hold copies of every memory.
 
+`--git` makes the repository on the branch `main` (whatever the user's
+`init.defaultBranch`), registers sage-mem's merge driver and makes a first
+commit of the folder as it is, so `git push -u origin main` works at once;
+`--remote URL` also sets `origin`. The git work is `sync.steps.first_commit`'s
+(the one place that commits, holding back files the secret scan flags): it is
+imported only for `--git`.
+
 The template ships inside the wheel as `sage_mem/memory_template/`; in a source
 checkout or an editable install it is the repository's top-level
 `memory_template/`.
@@ -32,7 +39,7 @@ from ..memory.file_format import DELETE, edit_frontmatter, parse_bytes
 from .folder import INDEX_FILE, MemoryFolder
 from .safe_io import create, file_mode, make_private_dirs
 
-GITATTRIBUTES = "* text=auto eol=lf\n*.md text eol=lf\n"
+GITATTRIBUTES = "* text=auto eol=lf\n*.md text eol=lf merge=sage-mem\n"
 # A write killed mid-way leaves its temp file (a dot-file, never a memory).
 GITIGNORE = "# temp files of interrupted sage-mem writes\n.*.tmp\n"
 EXAMPLE_TAG = "example"
@@ -59,13 +66,17 @@ class InitResult:
     existing: int = 0
     git_initialized: bool = False
     gitattributes_written: bool = False
+    first_commit: str | None = None
+    remote: str | None = None
 
 
-def init_folder(target: Path, *, git: bool = False, examples: bool = False) -> InitResult:
+def init_folder(
+    target: Path, *, git: bool = False, examples: bool = False, remote: str | None = None,
+) -> InitResult:
     """Make `target` a memory folder (MEMORY.md; with `examples`, the example memories).
 
     A folder that already holds memories keeps them as they are: no examples
-    are added to it.
+    are added to it. `remote` implies `git`.
     """
     from ..store import MemoryStore
 
@@ -91,8 +102,8 @@ def init_folder(target: Path, *, git: bool = False, examples: bool = False) -> I
                     continue  # created meanwhile: never replaced
                 result.copied.append(relative[:-3])
     store.regenerate_index()
-    if git:
-        _init_git(root, result)
+    if git or remote:
+        _init_git(root, result, remote)
     return result
 
 
@@ -111,18 +122,28 @@ def example_memory(raw: bytes, path: Path | str = "<example>") -> bytes:
     return edit_frontmatter(parsed, changes, path=path).encode("utf-8")
 
 
-def _init_git(root: Path, result: InitResult) -> None:
+def _init_git(root: Path, result: InitResult, remote: str | None) -> None:
+    from ..sync.git import Git, ensure_setup
+    from ..sync.steps import first_commit
+
     mode = file_mode(root)
     result.gitattributes_written = _create_if_absent(root / ".gitattributes", GITATTRIBUTES, mode)
     _create_if_absent(root / ".gitignore", GITIGNORE, mode)
     if (root / ".git").exists():
+        # Someone's repository: set up for sync, but its branch and history are theirs.
+        repository = Git(root)
+        ensure_setup(repository, root)
+        if remote and repository.remote_url() != remote:
+            repository.run("remote", "set-url" if repository.remote_url() else "add", "origin",
+                           remote)
+        result.remote = repository.remote_url()
         return
     # Every object git stores is a copy of a memory: as private as the folder, whatever
     # the umask (git applies this to everything it creates in the repository, later too).
     shared = "0660" if mode == 0o660 else "0600"
     try:
         subprocess.run(
-            ["git", "init", "--quiet", f"--shared={shared}", str(root)],
+            ["git", "init", "--quiet", "--initial-branch=main", f"--shared={shared}", str(root)],
             check=True, capture_output=True, text=True,
         )
     except FileNotFoundError:
@@ -131,6 +152,8 @@ def _init_git(root: Path, result: InitResult) -> None:
         message = (exc.stderr or "").strip().splitlines()
         raise FolderError(f"git init failed: {message[-1] if message else exc}") from None
     result.git_initialized = True
+    result.first_commit = first_commit(root, remote)
+    result.remote = remote
 
 
 def _create_if_absent(path: Path, text: str, mode: int) -> bool:

@@ -415,15 +415,19 @@ def _add_resources(server: MCPServer, store: MemoryStore) -> None:
 def serve(folder: Path | None = None, *, poll: bool = False) -> int:
     """Run the MCP server on stdio over the memory folder (default: SAGE_MEM_DIR); returns 0."""
     from ..agents.daemon import listen_for_hooks
+    from ..sync.auto import AutoSync, enabled
 
     store = MemoryStore(folder, watch=True, poll=poll)
     hooks = listen_for_hooks(store)  # the folder's hooks answered from this live index
     store.follow_hand_edits()  # a memory made by hand meanwhile is listed in MEMORY.md
+    autosync = AutoSync(store) if enabled(store.folder.root, store.folder.state_dir) else None
     try:
         build_server(store, activity=_session_activity(store)).run("stdio")
     finally:
         if hooks is not None:
             hooks.stop()
+        if autosync is not None:
+            autosync.stop()
         store.close()
     return 0
 

@@ -1,0 +1,216 @@
+"""Running git in a memory folder, and the setup sync needs there.
+
+`Git(root)` runs git with `-C root`, never a shell, and turns a failure into a
+`SyncError` whose message is git's last line. A commit needs an identity: when
+git has none configured (a fresh machine, a container), sage-mem commits as
+`sage-mem <sage-mem@MACHINE>` rather than failing; a configured one is always
+used.
+
+The machine's name labels its commits (the trailer `Sage-Mem-Machine: NAME`)
+and names the conflict siblings made from its versions elsewhere
+(`user_cat.conflict-laptop`): `git config sage-mem.machine NAME` in the
+folder's repository, else the host name, lower-cased, letters, digits and `-`.
+
+`ensure_setup` registers the merge driver: a line `*.md merge=sage-mem` in
+`.gitattributes` (tracked, so every clone names the driver) and, in the
+repository's own config (never the user's global one), the command git runs,
+`merge.sage-mem.driver`, with this Python's path; each clone writes its own.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import socket
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from ..disk.safe_io import create, file_mode, read_or_absent, rewrite
+from ..errors import FileChanged, SageMemError
+
+DRIVER = "sage-mem"
+ATTRIBUTE_LINE = f"*.md merge={DRIVER}"
+MACHINE_KEY = "sage-mem.machine"
+MACHINE_TRAILER = "Sage-Mem-Machine"
+DEFAULT_BRANCH = "main"
+REMOTE = "origin"
+_MAX_ATTRIBUTES = 1 << 20
+
+
+class SyncError(SageMemError):
+    """A git operation sync needed failed, or the folder is not set up for it."""
+
+
+class Git:
+    """git, run in one repository's work tree."""
+
+    def __init__(self, root: Path, *, env: Mapping[str, str] | None = None) -> None:
+        self.root = root
+        self.env = dict(env or {})
+        self._identity: list[str] | None = None
+
+    def run(
+        self, *args: str, check: bool = True, input: bytes | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> subprocess.CompletedProcess[bytes]:
+        full_env = {**os.environ, **self.env, **(env or {}), "GIT_TERMINAL_PROMPT": "0",
+                    "GIT_LITERAL_PATHSPECS": "1", "LC_ALL": "C"}
+        # What git writes here (objects, COMMIT_EDITMSG, FETCH_HEAD) is as private as the
+        # folder; a push keeps the person's umask for a remote on a shared disk.
+        umask = -1 if args[:1] == ("push",) else (
+            0o007 if file_mode(self.root) == 0o660 else 0o077)
+        try:
+            done = subprocess.run(
+                ["git", "-C", str(self.root), *args], input=input, capture_output=True,
+                env=full_env, check=False, umask=umask,
+            )
+        except FileNotFoundError:
+            raise SyncError("sync needs git, and git is not installed") from None
+        if check and done.returncode != 0:
+            raise SyncError(f"git {args[0]} failed: {last_line(done)}")
+        return done
+
+    def text(self, *args: str, check: bool = True) -> str:
+        return self.run(*args, check=check).stdout.decode("utf-8", "surrogateescape")
+
+    def ok(self, *args: str) -> bool:
+        return self.run(*args, check=False).returncode == 0
+
+    def config(self, key: str) -> str | None:
+        done = self.run("config", "--get", key, check=False)
+        value = done.stdout.decode("utf-8", "replace").strip()
+        return value if done.returncode == 0 and value else None
+
+    def identity(self) -> list[str]:
+        """`-c` options naming sage-mem as the committer when git has no identity of its own."""
+        if self._identity is None:
+            missing = not self.config("user.email") and not os.environ.get("GIT_AUTHOR_EMAIL")
+            self._identity = [
+                "-c", "user.name=sage-mem", "-c", f"user.email=sage-mem@{self.machine()}",
+            ] if missing else []
+        return self._identity
+
+    def commit(self, message: str, *extra: str) -> None:
+        self.run(*self.identity(), "commit", "--quiet", "--no-verify", "-m", message, *extra)
+
+    def machine(self) -> str:
+        return machine_label(self.config(MACHINE_KEY) or socket.gethostname())
+
+    # the repository's state
+
+    @property
+    def git_dir(self) -> Path:
+        return Path(self.text("rev-parse", "--absolute-git-dir").strip())
+
+    def is_repository(self) -> bool:
+        return (self.root / ".git").exists() and self.ok("rev-parse", "--git-dir")
+
+    def head(self) -> str | None:
+        done = self.run("rev-parse", "-q", "--verify", "HEAD^{commit}", check=False)
+        return done.stdout.decode().strip() if done.returncode == 0 else None
+
+    def rev(self, name: str) -> str | None:
+        done = self.run("rev-parse", "-q", "--verify", f"{name}^{{commit}}", check=False)
+        return done.stdout.decode().strip() if done.returncode == 0 else None
+
+    def branch(self) -> str:
+        done = self.run("symbolic-ref", "--short", "-q", "HEAD", check=False)
+        return done.stdout.decode().strip() or DEFAULT_BRANCH
+
+    def remote_url(self, name: str = REMOTE) -> str | None:
+        return self.config(f"remote.{name}.url")
+
+    def blob(self, rev: str, path: str) -> bytes | None:
+        done = self.run("cat-file", "blob", f"{rev}:{path}", check=False)
+        return done.stdout if done.returncode == 0 else None
+
+    def tree(self, rev: str) -> dict[str, str]:
+        """path -> blob id of every file in `rev`."""
+        entries: dict[str, str] = {}
+        for record in self.run("ls-tree", "-r", "-z", rev).stdout.split(b"\0"):
+            if not record:
+                continue
+            meta, _, path = record.partition(b"\t")
+            entries[os.fsdecode(path)] = meta.split()[2].decode()
+        return entries
+
+    def changed_paths(self, old: str | None, new: str) -> list[str]:
+        """Files that differ between two commits (all of `new` when `old` is None)."""
+        if old is None:
+            return sorted(self.tree(new))
+        raw = self.run("diff", "--name-only", "-z", "--no-renames", old, new).stdout
+        return sorted(os.fsdecode(p) for p in raw.split(b"\0") if p)
+
+
+def last_line(done: subprocess.CompletedProcess[bytes]) -> str:
+    lines = [
+        line.strip() for line in (done.stderr or done.stdout or b"").decode(
+            "utf-8", "replace").splitlines() if line.strip()
+    ]
+    fatal = [line for line in lines if line.startswith(("fatal:", "error:"))]
+    return (fatal or lines or [f"exit status {done.returncode}"])[-1]
+
+
+def machine_label(name: str) -> str:
+    """A machine name as it may appear in a file name: `Lap Top.local` -> `lap-top`."""
+    label = re.sub(r"[^a-z0-9]+", "-", name.split(".", 1)[0].lower()).strip("-")
+    return label[:40] or "other"
+
+
+def driver_command() -> str:
+    """What git runs to merge a memory file (`%O %A %B %P`: base, ours, theirs, its path)."""
+    return f"{shlex.quote(sys.executable)} -m sage_mem merge-driver %O %A %B %P"
+
+
+def ensure_setup(git: Git, root: Path) -> bool:
+    """Register the merge driver in `.gitattributes` and the repository's config.
+
+    Returns True when `.gitattributes` changed. The config is the clone's own
+    (`.git/config`), rewritten when this Python moved.
+    """
+    if git.config(f"merge.{DRIVER}.driver") != driver_command():
+        git.run("config", f"merge.{DRIVER}.name", "sage-mem: memories merged field by field")
+        git.run("config", f"merge.{DRIVER}.driver", driver_command())
+    return add_attribute_line(root / ".gitattributes")
+
+
+def add_attribute_line(path: Path) -> bool:
+    """Append `*.md merge=sage-mem` to a `.gitattributes` that lacks it; create one if none."""
+    def edited(seen: object) -> bytes | None:
+        raw = getattr(seen, "raw", None)
+        if raw is None:
+            return (ATTRIBUTE_LINE + "\n").encode()
+        lines = raw.decode("utf-8", "replace").splitlines()
+        if any(line.split()[:1] == ["*.md"] and f"merge={DRIVER}" in line.split()
+               for line in lines):
+            return None
+        separator = b"" if raw.endswith(b"\n") or not raw else b"\n"
+        return raw + separator + (ATTRIBUTE_LINE + "\n").encode()
+
+    mode = file_mode(path.parent)
+    try:
+        _, written = rewrite(
+            path, edited, read=lambda p: read_or_absent(p, limit=_MAX_ATTRIBUTES),
+            mode=mode, limit=_MAX_ATTRIBUTES,
+        )
+    except FileChanged:
+        return False
+    return written is not None
+
+
+def write_new(path: Path, data: bytes) -> bool:
+    """Create `path` holding `data`, never over a file; False when one is there."""
+    try:
+        create(path, data, mode=file_mode(path.parent))
+    except FileChanged:
+        return False
+    return True
+
+
+def quoted_paths(paths: Sequence[str]) -> bytes:
+    """Paths for `--pathspec-from-file=- --pathspec-file-nul` (taken literally: `run` sets
+    GIT_LITERAL_PATHSPECS)."""
+    return b"".join(os.fsencode(p) + b"\0" for p in paths)

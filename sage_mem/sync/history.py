@@ -1,0 +1,118 @@
+"""A memory's history from git: `sage-mem log ID` and `sage-mem show ID@REV`.
+
+`log` lists the commits that changed a memory, newest first, following it
+through renames (`git log --follow`, with git's rename detection: a file
+moved and changed by more than half is a new file to git) and into
+`archive/` when it is archived now. `memory_at` reads the memory as it was at
+a revision (any name git accepts: a commit id, `HEAD~2`, `main@{yesterday}`),
+at the path it had then.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..disk.folder import ARCHIVE_DIR, MemoryFolder
+from ..errors import InvalidMemory, MemoryNotFound
+from ..memory.file_format import parse_bytes
+from ..memory.value import Memory, memory_from_meta
+from .git import MACHINE_TRAILER, Git, SyncError
+
+
+@dataclass(frozen=True)
+class Version:
+    """One commit that changed a memory."""
+
+    rev: str
+    date: str
+    author: str
+    machine: str
+    subject: str
+    path: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"rev": self.rev, "date": self.date, "author": self.author,
+                "machine": self.machine, "subject": self.subject, "path": self.path}
+
+    def format_text(self) -> str:
+        who = self.machine or self.author
+        return f"{self.rev[:10]}  {self.date[:19].replace('T', ' ')}  {who}  {self.subject}\n"
+
+
+def _repository(folder: MemoryFolder) -> Git:
+    git = Git(folder.root)
+    if not git.is_repository():
+        raise SyncError(f"{folder.root}: not a git repository, so no history "
+                        "(`sage-mem init --git` starts one)")
+    return git
+
+
+def memory_path(folder: MemoryFolder, memory_id: str) -> str:
+    """The repository path of a memory: live, archived, or only in history."""
+    path = folder.path_for(memory_id, allow_archived=True)
+    rel = path.relative_to(folder.root).as_posix()
+    if os.path.lexists(path) or memory_id.startswith(ARCHIVE_DIR + "/"):
+        return rel
+    archived = f"{ARCHIVE_DIR}/{rel}"
+    if os.path.lexists(folder.root / archived):
+        return archived
+    return rel
+
+
+def log(root: Path | str, memory_id: str) -> list[Version]:
+    """Every commit that changed the memory, newest first."""
+    folder = MemoryFolder(root)
+    git = _repository(folder)
+    path = memory_path(folder, memory_id)
+    if git.head() is None:
+        return []
+    raw = git.run(
+        "log", "--follow", "-z", "--name-only",
+        f"--format=%H%x01%aI%x01%an%x01%(trailers:key={MACHINE_TRAILER},valueonly,"
+        "separator=)%x01%s", "--", path,
+    ).stdout.decode("utf-8", "replace")
+    versions = []
+    # -z: each record is the header, a NUL-free newline, then its file name(s), NUL-ended.
+    for record in raw.split("\0"):
+        record = record.strip("\n")
+        if "\x01" not in record:
+            continue
+        header, _, names = record.partition("\n")
+        rev, date, author, machine, subject = header.split("\x01", 4)
+        name = names.strip().split("\n")[0] if names.strip() else path
+        versions.append(Version(rev, date, author, machine.strip(), subject, name))
+    if not versions:
+        raise MemoryNotFound(f"{memory_id}: no commit holds this memory", path=path)
+    return versions
+
+
+def memory_at(root: Path | str, memory_id: str, rev: str) -> Memory:
+    """The memory as it was at `rev`, at the path it had then."""
+    folder = MemoryFolder(root)
+    git = _repository(folder)
+    commit = git.rev(rev)
+    if commit is None:
+        raise SyncError(f"{rev!r}: no such revision in {folder.root}")
+    path = memory_path(folder, memory_id)
+    candidates = [path]
+    if not path.startswith(ARCHIVE_DIR + "/"):
+        candidates.append(f"{ARCHIVE_DIR}/{path}")
+    try:
+        candidates += [v.path for v in log(root, memory_id)]
+    except MemoryNotFound:
+        pass
+    for candidate in dict.fromkeys(candidates):
+        data = git.blob(commit, candidate)
+        if data is not None:
+            break
+    else:
+        raise MemoryNotFound(f"{memory_id}: not in {rev}", path=path)
+    try:
+        parsed = parse_bytes(data, f"{candidate}@{rev}")
+    except InvalidMemory as exc:
+        raise InvalidMemory(f"{memory_id}@{rev}: {exc.message}") from None
+    shown_id = candidate[:-3] if candidate.endswith(".md") else candidate
+    return memory_from_meta(shown_id, folder.root / candidate, parsed.meta, parsed.body)

@@ -1,0 +1,581 @@
+"""`sage-mem sync`: commit what changed, fetch, integrate, push; safe to run at any time.
+
+1. **Finish what a killed sync left**: git's lock files left by a sync that is
+   no longer running (its record in the state folder, `sync.json`, names a
+   process that is gone) are removed; a merge left half done (`MERGE_HEAD`)
+   is resolved and committed as below.
+2. **Commit** every change in the folder (edits by sage-mem, by hand, by
+   `git pull`), in one commit whose message names the memories and whose
+   trailer names the machine, except files the secret scan flags
+   (`checks/credentials.py`, the audit's `secret` check): those are held back,
+   named in the result, and stay on this machine, uncommitted.
+3. **Fetch** `origin`. Offline or a failing remote ends the sync here with the
+   local commit made and the reason in `offline`; the next sync pushes it.
+4. **Integrate** with `git merge` (never a rebase: nothing already committed
+   is rewritten). Memory files both sides changed go through the merge
+   driver; what git itself leaves unmerged is resolved by the same rules:
+   an edit against a deletion keeps the edit, each side's file kept when
+   only one side has it, both sides' versions merged or kept as a conflict
+   sibling. A memory archived on one side and edited on the other comes back
+   out of `archive/` with the edit (`MemoryStore.restore`). `MEMORY.md` is
+   regenerated from the merged memories, never merged.
+5. **Push** to `origin`, unless the outgoing commits hold a blob the secret
+   scan flags (one committed by hand): then nothing is pushed, and the file is
+   named. A push that lost a race with another machine fetches and integrates
+   again (three times at most).
+
+Every step is a git command that either happened or did not, so a sync killed
+at any point (SIGKILL, a power cut) leaves committed history, a merge in
+progress or work-tree changes, and the next sync takes each of those as it
+comes: nothing is lost. One sync runs at a time in a folder (`sync.lock` in
+the state folder).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..checks.audit import conflict_sibling_of as sibling_of
+from ..checks.credentials import LABELS, find_secrets
+from ..disk.folder import ARCHIVE_DIR, DREAM_DIR, INDEX_FILE, MemoryFolder
+from ..disk.locks import file_lock
+from ..disk.safe_io import atomic_write, file_mode, read_or_absent, rewrite
+from ..errors import InvalidMemory
+from .git import (
+    MACHINE_TRAILER,
+    REMOTE,
+    Git,
+    SyncError,
+    ensure_setup,
+    last_line,
+    quoted_paths,
+)
+from .merge_driver import (
+    INDEX_PATH,
+    THEIRS_ENV,
+    keep_sibling,
+    merge_index,
+    merge_versions,
+    other_machine,
+)
+
+SYNC_LOCK = "sync.lock"
+SYNC_RECORD = "sync.json"
+PUSH_ATTEMPTS = 3
+_MAX_SCANNED = 8 << 20
+_GIT_LOCKS = ("index.lock", "HEAD.lock", "ORIG_HEAD.lock", "MERGE_HEAD.lock", "config.lock",
+              "packed-refs.lock", "FETCH_HEAD.lock")
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Held:
+    """A file sync did not commit, and why (a secret, or too big to check)."""
+
+    path: str
+    reason: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"path": self.path, "reason": self.reason}
+
+
+@dataclass
+class SyncResult:
+    """What one sync did."""
+
+    root: Path
+    machine: str
+    remote: str | None = None
+    committed: list[str] = field(default_factory=list)
+    pulled: list[str] = field(default_factory=list)
+    pushed: list[str] = field(default_factory=list)
+    conflicts: list[str] = field(default_factory=list)
+    restored: list[str] = field(default_factory=list)
+    held_back: list[Held] = field(default_factory=list)
+    push_refused: list[Held] = field(default_factory=list)
+    offline: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def summary(self) -> str:
+        """One line: `pulled 3, pushed 2, 1 conflict kept as user_cat.conflict-laptop`."""
+        parts = [f"pulled {len(self.pulled)}", f"pushed {len(self.pushed)}"]
+        if self.conflicts:
+            count = len(self.conflicts)
+            parts.append(f"{count} conflict{'s' if count > 1 else ''} kept as "
+                         + ", ".join(self.conflicts))
+        if self.restored:
+            parts.append("back from the archive (edited elsewhere): " + ", ".join(self.restored))
+        if self.held_back:
+            parts.append("not committed (secret): " + ", ".join(h.path for h in self.held_back))
+        if self.push_refused:
+            parts.append("push refused, a secret in a commit: "
+                         + ", ".join(h.path for h in self.push_refused))
+        if self.remote is None:
+            parts.append(f"committed {len(self.committed)}, no remote "
+                         "(set one: sage-mem sync --remote URL)")
+        elif self.offline:
+            parts.append(f"committed {len(self.committed)}, not synced: {self.offline}")
+        return ", ".join(parts)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "root": str(self.root),
+            "machine": self.machine,
+            "remote": self.remote,
+            "committed": self.committed,
+            "pulled": self.pulled,
+            "pushed": self.pushed,
+            "conflicts": self.conflicts,
+            "restored": self.restored,
+            "heldBack": [h.to_dict() for h in self.held_back],
+            "pushRefused": [h.to_dict() for h in self.push_refused],
+            "offline": self.offline,
+            "notes": self.notes,
+            "summary": self.summary(),
+        }
+
+    def format_text(self) -> str:
+        lines = [f"note: {note}" for note in self.notes]
+        lines += [f"not committed: {h.path}: {h.reason}" for h in self.held_back]
+        lines += [f"not pushed: {h.path}: {h.reason}" for h in self.push_refused]
+        return "".join(line + "\n" for line in [*lines, self.summary()])
+
+
+def sync(
+    root: Path | str, *, remote: str | None = None, push: bool = True,
+    progress: Progress | None = None,
+) -> SyncResult:
+    """Sync the memory folder at `root` with its remote (see the module docstring).
+
+    With `remote`, `origin` is set to it first; a folder that is not yet a
+    repository is then made one (`init --git`). Raises SyncError when the
+    folder is not a repository of its own, or git fails in a way a later sync
+    cannot finish.
+    """
+    folder = MemoryFolder(root)
+    git = Git(folder.root)
+    if not git.is_repository():
+        if remote is None:
+            raise SyncError(
+                f"{folder.root}: not a git repository; set it up with "
+                "`sage-mem sync --remote URL` (or `sage-mem init --git`)"
+            )
+        from ..disk.template import init_folder
+
+        init_folder(folder.root, git=True, remote=remote)
+    folder.check_exists()
+    top = git.text("rev-parse", "--show-toplevel").strip()
+    if os.path.realpath(top) != os.path.realpath(folder.root):
+        raise SyncError(
+            f"{folder.root}: inside the repository {top}; sync works on a memory folder "
+            "that is a repository of its own"
+        )
+    with file_lock(folder.state_dir / SYNC_LOCK, timeout=60):
+        run = _Sync(folder, git, progress or (lambda _: None))
+        record = folder.state_dir / SYNC_RECORD
+        run.recover_locks(record)
+        atomic_write(record, json.dumps({"pid": os.getpid()}).encode())
+        try:
+            return run.run(remote, push)
+        finally:
+            try:
+                record.unlink()
+            except OSError:
+                pass
+
+
+def first_commit(root: Path, remote: str | None = None) -> str | None:
+    """Set up a new repository for sync and commit the folder as it is (`init --git`)."""
+    folder = MemoryFolder(root)
+    git = Git(folder.root)
+    run = _Sync(folder, git, lambda _: None)
+    ensure_setup(git, folder.root)
+    if remote:
+        run.set_remote(remote)
+    run.commit_local(run.result, message="sage-mem: a new memory folder")
+    return git.head()
+
+
+def memory_ids(paths: Iterable[str]) -> list[str]:
+    """The memory ids among repository paths (archived ones as `archive/…`)."""
+    ids = []
+    for path in paths:
+        parts = path.split("/")
+        if not path.endswith(".md") or path == INDEX_FILE or parts[0] == DREAM_DIR:
+            continue
+        if any(part.startswith(".") for part in parts):
+            continue
+        ids.append(path[:-3])
+    return sorted(set(ids))
+
+
+def secret_reason(data: bytes) -> str | None:
+    """Why these bytes may not leave the machine (the audit's secret check), or None."""
+    if len(data) > _MAX_SCANNED:
+        return f"over {_MAX_SCANNED >> 20} MB, not checked for secrets"
+    text = data.decode("utf-8", "replace").removeprefix("\ufeff")
+    for match in find_secrets(text):
+        return (f"line {match.line}: possible {LABELS.get(match.kind, match.kind)} "
+                f"{match.excerpt_redacted}")
+    return None
+
+
+class _Sync:
+    def __init__(self, folder: MemoryFolder, git: Git, progress: Progress) -> None:
+        self.folder = folder
+        self.root = folder.root
+        self.git = git
+        self.progress = progress
+        self.machine = git.machine()
+        self.result = SyncResult(self.root, self.machine)
+
+    # 1. what a killed sync left
+
+    def recover_locks(self, record: Path) -> None:
+        try:
+            pid = int(json.loads(record.read_bytes())["pid"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return
+        if _alive(pid):
+            return
+        git_dir = self.git.git_dir
+        locks = [git_dir / name for name in _GIT_LOCKS]
+        locks += list((git_dir / "refs").rglob("*.lock"))
+        deadline = time.monotonic() + 2.0  # a git the killed sync started may still finish
+        while any(p.exists() for p in locks) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        for lock in locks:
+            try:
+                lock.unlink()
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                raise SyncError(f"{lock}: left by a killed sync, cannot remove it: {exc}") from None
+            self.result.notes.append(f"removed {lock.name}, left by a sync that was killed")
+
+    def check_idle(self) -> None:
+        """Refuse while a person's own git operation is half done: it is theirs to finish."""
+        git_dir = self.git.git_dir
+        for name, what in (("rebase-merge", "rebase"), ("rebase-apply", "rebase or am"),
+                           ("CHERRY_PICK_HEAD", "cherry-pick"), ("REVERT_HEAD", "revert"),
+                           ("BISECT_LOG", "bisect")):
+            if (git_dir / name).exists():
+                raise SyncError(f"{self.root}: a git {what} is in progress; finish or abort it, "
+                                "then sync")
+        if not self.git.ok("symbolic-ref", "-q", "HEAD"):
+            raise SyncError(f"{self.root}: HEAD is detached; check out a branch (git switch main), "
+                            "then sync")
+
+    def run(self, remote: str | None, push: bool) -> SyncResult:
+        result = self.result
+        self.check_idle()
+        ensure_setup(self.git, self.root)
+        if (self.git.git_dir / "MERGE_HEAD").exists():
+            result.notes.append("finished a merge a previous sync left half done")
+            head = self.git.head()
+            theirs = self.git.rev("MERGE_HEAD")
+            assert theirs is not None
+            self.finish_merge(head, theirs)
+        if remote:
+            self.set_remote(remote)
+        self.regenerate_index()  # hand edits since the last write reach MEMORY.md
+        self.commit_local(result)
+        result.remote = self.git.remote_url()
+        if result.remote is None:
+            return result
+        for _ in range(PUSH_ATTEMPTS):
+            if not self.fetch():
+                return result
+            self.integrate()
+            if not push or self.push():
+                break
+        return result
+
+    def set_remote(self, url: str) -> None:
+        current = self.git.remote_url()
+        if current == url:
+            return
+        self.git.run("remote", "set-url" if current else "add", REMOTE, url)
+
+    # 2. commit
+
+    def commit_local(self, result: SyncResult, *, message: str | None = None,
+                     merging: bool = False) -> None:
+        changed = self.changed_files()
+        held = self.scan(changed)
+        held_paths = {h.path for h in held}
+        for item in held:
+            if item not in result.held_back:
+                result.held_back.append(item)
+        staged_held = [p for p in held_paths if self.is_staged(p)]
+        if staged_held:
+            self.unstage(staged_held)
+        taken = [p for p in changed if p not in held_paths]
+        # A deletion already staged (`git mv`, `git rm`) has nothing left to add.
+        to_add = [p for p in taken if changed[p] != "D "]
+        if to_add:
+            self.git.run("add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul",
+                         input=quoted_paths(to_add))
+        if not merging and self.git.ok("diff", "--cached", "--quiet"):
+            return
+        ids = memory_ids(taken)
+        if message is None:
+            self.progress(f"committing {len(taken)} changed files")
+            named = ids or taken
+            message = "sync: " + ", ".join(named[:3]) + (
+                f" and {len(named) - 3} more" if len(named) > 3 else "")
+        body = "\n".join(taken[:200]) or "(no file changed)"
+        self.git.commit(message, "-m", body, "-m", f"{MACHINE_TRAILER}: {self.machine}")
+        result.committed.extend(i for i in ids if i not in result.committed)
+
+    def changed_files(self) -> dict[str, str]:
+        """Each changed path and its two-letter status (`git status --porcelain`)."""
+        raw = self.git.run("status", "--porcelain=v1", "-z", "--untracked-files=all",
+                           "--no-renames").stdout
+        paths = {}
+        for record in raw.split(b"\0"):
+            if len(record) > 3:
+                paths[os.fsdecode(record[3:])] = record[:2].decode()
+        return dict(sorted(paths.items()))
+
+    def scan(self, paths: Iterable[str]) -> list[Held]:
+        held = []
+        for path in paths:
+            full = self.root / path
+            if full.is_symlink() or not full.exists():
+                continue
+            try:
+                seen = read_or_absent(full, limit=_MAX_SCANNED)
+            except InvalidMemory as exc:
+                held.append(Held(path, f"cannot be checked for secrets: {exc.message}"))
+                continue
+            reason = secret_reason(seen.raw) if seen.raw is not None else None
+            if reason:
+                held.append(Held(path, reason))
+        return held
+
+    def is_staged(self, path: str) -> bool:
+        if self.git.head() is None:
+            return self.git.ok("ls-files", "--error-unmatch", "--", path)
+        return not self.git.ok("diff", "--cached", "--quiet", "--", path)
+
+    def unstage(self, paths: list[str]) -> None:
+        if self.git.head() is None:
+            self.git.run("rm", "--cached", "-q", "--", *paths)
+        else:
+            self.git.run("reset", "-q", "--", *paths)
+
+    # 3. fetch
+
+    def fetch(self) -> bool:
+        self.progress(f"fetching {REMOTE}")
+        done = self.git.run("fetch", "--quiet", REMOTE, check=False)
+        if done.returncode != 0:
+            self.result.offline = f"fetching {REMOTE} failed: {last_line(done)}"
+            return False
+        return True
+
+    # 4. integrate
+
+    def integrate(self) -> None:
+        branch = self.git.branch()
+        theirs = self.git.rev(f"refs/remotes/{REMOTE}/{branch}")
+        head = self.git.head()
+        if theirs is None or head == theirs:
+            return
+        if head is not None and self.git.ok("merge-base", "--is-ancestor", theirs, head):
+            return
+        self.progress(f"merging {REMOTE}/{branch}")
+        done = self.git.run(
+            "-c", "merge.renames=true", *self.git.identity(), "merge", "--quiet", "--no-edit",
+            "--no-verify", "--allow-unrelated-histories", "-m",
+            f"sync: merge {REMOTE}/{branch} into {self.machine}",
+            "-m", f"{MACHINE_TRAILER}: {self.machine}", theirs,
+            check=False, env={THEIRS_ENV: theirs},
+        )
+        if done.returncode != 0 and not (self.git.git_dir / "MERGE_HEAD").exists():
+            raise SyncError(f"merging {REMOTE}/{branch} failed: {last_line(done)}")
+        self.finish_merge(head, theirs)
+        after = self.git.head()
+        assert after is not None
+        came = [p for p in self.git.changed_paths(head, after)]
+        ours_made = set(self.result.conflicts) | set(self.result.restored)
+        self.result.pulled.extend(
+            i for i in memory_ids(came) if i not in ours_made and i not in self.result.pulled
+        )
+
+    def finish_merge(self, head: str | None, theirs: str) -> None:
+        merging = (self.git.git_dir / "MERGE_HEAD").exists()
+        for path, stages in self.unmerged().items():
+            self.resolve(path, stages, theirs)
+        self.restore_edited_archives(head, theirs)
+        self.regenerate_index()
+        # The siblings this merge made: on neither side before it.
+        known = set(self.git.tree(theirs)) | (set(self.git.tree(head)) if head else set())
+        for memory_id in memory_ids(p for p in self.sibling_files() if p not in known):
+            if memory_id not in self.result.conflicts:
+                self.result.conflicts.append(memory_id)
+        message = f"sync: merge {REMOTE} into {self.machine}" if merging else None
+        self.commit_local(self.result, message=message, merging=merging)
+
+    def regenerate_index(self) -> None:
+        from ..store import MemoryStore
+
+        with MemoryStore(self.root, watch=False) as store:
+            store.regenerate_index()
+
+    def sibling_files(self) -> set[str]:
+        found = set()
+        for path in self.folder.iter_files(archived=True):
+            rel = path.relative_to(self.root).as_posix()
+            if sibling_of(rel[:-3]) is not None:
+                found.add(rel)
+        for path in self.folder.iter_files():
+            rel = path.relative_to(self.root).as_posix()
+            if sibling_of(rel[:-3]) is not None:
+                found.add(rel)
+        return found
+
+    def unmerged(self) -> dict[str, dict[int, str]]:
+        entries: dict[str, dict[int, str]] = {}
+        for record in self.git.run("ls-files", "-u", "-z").stdout.split(b"\0"):
+            if not record:
+                continue
+            meta, _, path = record.partition(b"\t")
+            _, blob, stage = meta.decode().split()
+            entries.setdefault(os.fsdecode(path), {})[int(stage)] = blob
+        return entries
+
+    def resolve(self, path: str, stages: dict[int, str], theirs: str) -> None:
+        """One path git left unmerged, resolved by the driver's rules; nothing is dropped."""
+        blobs = {stage: self.git.run("cat-file", "blob", blob).stdout
+                 for stage, blob in stages.items()}
+        target = self.root / path
+        if 2 in blobs and 3 in blobs:
+            base, ours, theirs_data = blobs.get(1, b""), blobs[2], blobs[3]
+            if path == INDEX_PATH:
+                data = merge_index(ours, theirs_data, base)
+            else:
+                outcome = merge_versions(base, ours, theirs_data, path)
+                data = outcome.merged
+                if outcome.keep_theirs:
+                    label = other_machine(self.git, path, theirs)
+                    sibling = keep_sibling(target, label, theirs_data)
+                    self.git.run("add", "--", sibling.relative_to(self.root).as_posix())
+        elif 2 in blobs or 3 in blobs:
+            data = blobs.get(2, blobs.get(3, b""))  # the side that kept it: never a deletion
+        else:
+            self.git.run("rm", "--cached", "-q", "--", path)
+            return
+        self.put(target, data)
+        self.git.run("add", "--", path)
+
+    def put(self, target: Path, data: bytes) -> None:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        rewrite(target, lambda seen: data, read=lambda p: read_or_absent(p, limit=_MAX_SCANNED),
+                mode=file_mode(self.root), limit=_MAX_SCANNED)
+
+    def restore_edited_archives(self, head: str | None, theirs: str) -> None:
+        """A memory archived on one side and edited on the other comes back, with the edit."""
+        if head is None:
+            return
+        done = self.git.run("merge-base", head, theirs, check=False)
+        if done.returncode != 0:
+            return
+        base = self.git.tree(done.stdout.decode().strip())
+        sides = (self.git.tree(head), self.git.tree(theirs))
+        wanted = []
+        for archived_on, edited_on in (sides, sides[::-1]):
+            for path, blob in base.items():
+                moved = f"{ARCHIVE_DIR}/{path}"
+                if not path.endswith(".md") or path == INDEX_FILE or path.startswith(
+                        ARCHIVE_DIR + "/") or moved in base:
+                    continue
+                if (path not in archived_on and moved in archived_on
+                        and edited_on.get(path, blob) != blob):
+                    wanted.append(path)
+        wanted = [p for p in wanted if (self.root / ARCHIVE_DIR / p).is_file()
+                  and not os.path.lexists(self.root / p)]
+        if not wanted:
+            return
+        from ..store import MemoryStore
+
+        with MemoryStore(self.root, watch=False) as store:
+            for path in wanted:
+                store.restore(f"{ARCHIVE_DIR}/{path[:-3]}")
+                self.result.restored.append(path[:-3])
+
+    # 5. push
+
+    def push(self) -> bool:
+        """Push HEAD; False when the remote moved meanwhile (fetch and integrate again)."""
+        branch = self.git.branch()
+        old = self.git.rev(f"refs/remotes/{REMOTE}/{branch}")
+        head = self.git.head()
+        if head is None or head == old:
+            return True
+        if old is not None and self.git.ok("merge-base", "--is-ancestor", head, old):
+            return True
+        refused = self.outgoing_secrets(head, old)
+        if refused:
+            self.result.push_refused = refused
+            return True
+        self.progress(f"pushing to {REMOTE}/{branch}")
+        done = self.git.run("push", "--quiet", "-u", REMOTE, f"HEAD:refs/heads/{branch}",
+                            check=False)
+        if done.returncode != 0:
+            text = (done.stderr or b"").decode("utf-8", "replace")
+            if "rejected" in text or "fetch first" in text or "non-fast-forward" in text:
+                return False
+            self.result.offline = f"pushing to {REMOTE} failed: {last_line(done)}"
+            return True
+        for memory_id in memory_ids(self.git.changed_paths(old, head)):
+            if memory_id not in self.result.pushed:
+                self.result.pushed.append(memory_id)
+        return True
+
+    def outgoing_secrets(self, head: str, old: str | None) -> list[Held]:
+        """Files in the commits about to be pushed whose bytes the secret scan flags."""
+        limit = [old] if old else [f"--remotes={REMOTE}"]
+        listing = self.git.text("rev-list", "--objects", "--no-object-names", head, "--not",
+                                *limit).split()
+        named = self.git.text("rev-list", "--objects", head, "--not", *limit).splitlines()
+        paths = {}
+        for line in named:
+            sha, _, path = line.partition(" ")
+            if path:
+                paths[sha] = path
+        blobs = [sha for sha in listing if sha in paths]
+        if not blobs:
+            return []
+        out = self.git.run("cat-file", "--batch", input="\n".join(blobs).encode() + b"\n").stdout
+        refused = []
+        position = 0
+        while position < len(out):
+            newline = out.index(b"\n", position)
+            sha, kind, size = out[position:newline].decode().split()
+            data = out[newline + 1: newline + 1 + int(size)]
+            position = newline + 1 + int(size) + 1
+            if kind != "blob":
+                continue
+            reason = secret_reason(data)
+            if reason:
+                refused.append(Held(paths[sha], reason + "; it was committed by hand: remove it "
+                                    "from the unpushed commits (git reset), then sync"))
+        return refused
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

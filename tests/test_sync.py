@@ -1,0 +1,512 @@
+"""`sage-mem sync` with real git: clones of a bare remote on local disk, every conflict shape."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from support import write_memory
+from sync_support import (
+    bare_remote,
+    files,
+    git,
+    index_is_current,
+    machine,
+    memory,
+    no_markers,
+    sm,
+    sync,
+    use_private_git,
+)
+
+from sage_mem.memory.file_format import parse_bytes
+
+pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+
+
+@pytest.fixture(autouse=True)
+def private_git(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    use_private_git(tmp_path, monkeypatch)
+
+
+@pytest.fixture
+def pair(tmp_path: Path) -> tuple[Path, Path]:
+    """Two machines sharing a remote, both holding `user_cat` (committed and pushed)."""
+    remote = bare_remote(tmp_path)
+    laptop = machine(tmp_path / "laptop", remote, "laptop", first=True)
+    write_memory(laptop, "user_cat", memory(
+        "The cat is Sesame", "Sesame is orange.\n\nShe is three.",
+        tags=["pet"], trust="0.5", updated="2026-01-01T00:00:00Z",
+    ))
+    sync(laptop)
+    desktop = machine(tmp_path / "desktop", remote, "desktop")
+    assert (desktop / "user_cat.md").read_bytes() == (laptop / "user_cat.md").read_bytes()
+    return laptop, desktop
+
+
+def meta(folder: Path, memory_id: str) -> dict[str, object]:
+    return parse_bytes((folder / f"{memory_id}.md").read_bytes()).meta
+
+
+def body(folder: Path, memory_id: str) -> str:
+    return parse_bytes((folder / f"{memory_id}.md").read_bytes()).body.strip()
+
+
+def edit(folder: Path, memory_id: str, old: str, new: str) -> None:
+    path = folder / f"{memory_id}.md"
+    text = path.read_text(encoding="utf-8")
+    assert old in text
+    path.write_text(text.replace(old, new, 1), encoding="utf-8")
+
+
+def converged(*folders: Path) -> None:
+    """Both machines end with the same files, no markers, a current MEMORY.md."""
+    for folder in folders:
+        no_markers(folder)
+        index_is_current(folder)
+        assert git(folder, "status", "--porcelain") == ""
+    first = files(folders[0])
+    for folder in folders[1:]:
+        assert files(folder) == first
+
+
+# init --git
+
+
+def test_init_git_makes_a_first_commit_on_main_whatever_the_default_branch(tmp_path: Path) -> None:
+    folder = tmp_path / "memory"
+    assert sm(folder, "init", "--git")[0] == 0
+    assert git(folder, "symbolic-ref", "--short", "HEAD").strip() == "main"
+    assert git(folder, "log", "--format=%s").strip() == "sage-mem: a new memory folder"
+    assert git(folder, "status", "--porcelain") == ""
+    assert "merge=sage-mem" in (folder / ".gitattributes").read_text(encoding="utf-8")
+    assert "merge-driver" in git(folder, "config", "--local", "merge.sage-mem.driver")
+    # The README's instructions, as written.
+    remote = bare_remote(tmp_path)
+    git(folder, "remote", "add", "origin", str(remote))
+    git(folder, "push", "-u", "origin", "main")
+    assert git(remote, "log", "--format=%s", "main").strip() == "sage-mem: a new memory folder"
+
+
+def test_init_remote_sets_origin_and_a_second_machine_joins_with_sync(tmp_path: Path) -> None:
+    remote = bare_remote(tmp_path)
+    laptop = tmp_path / "laptop"
+    status, out, _ = sm(laptop, "init", "--examples", "--remote", str(remote))
+    assert status == 0 and "sync" in out
+    assert git(laptop, "remote", "get-url", "origin").strip() == str(remote)
+    first = sync(laptop)
+    assert len(first["pushed"]) == 8 and first["summary"].startswith("pulled 0, pushed 8")
+    desktop = tmp_path / "desktop"  # does not exist yet
+    joined = sync(desktop, "--remote", str(remote))
+    assert len(joined["pulled"]) == 8
+    sync(laptop)
+    converged(laptop, desktop)
+
+
+# both ways, by sage-mem and by hand
+
+
+def test_edits_by_sage_mem_and_by_hand_travel_both_ways(pair: tuple[Path, Path]) -> None:
+    laptop, desktop = pair
+    assert sm(laptop, "add", "feedback_short", "--category", "feedback",
+              "--description", "Answers short, 回答要简短", "--body", "简短。")[0] == 0
+    write_memory(desktop, "project_api", memory("The API uses OAuth", "Tokens last an hour."))
+    edit(desktop, "user_cat", "She is three.", "She is three. 她三岁。")
+    status, out, err = sm(laptop, "sync")
+    assert status == 0 and out.strip() == "pulled 0, pushed 1", (out, err)
+    assert "fetching origin" in err and "pushing" in err  # progress on stderr
+    second = sync(desktop)
+    assert second["pulled"] == ["feedback_short"]
+    assert second["pushed"] == ["project_api", "user_cat"]
+    assert "project_api" in git(desktop, "log", "-1", "--format=%B", "HEAD~1") or \
+        "project_api" in git(desktop, "log", "--format=%B")
+    third = sync(laptop)
+    assert third["pulled"] == ["project_api", "user_cat"]
+    assert "她三岁" in body(laptop, "user_cat")
+    converged(laptop, desktop)
+
+
+def test_the_commit_message_names_the_memories_and_the_machine(pair: tuple[Path, Path]) -> None:
+    laptop, _ = pair
+    write_memory(laptop, "user_dog", memory("The dog is Mochi", "Mochi."))
+    sync(laptop)
+    message = git(laptop, "log", "-1", "--format=%B", "--", "user_dog.md")
+    assert message.startswith("sync: user_dog")
+    assert "Sage-Mem-Machine: laptop" in message
+
+
+def test_sync_is_safe_to_run_when_nothing_changed(pair: tuple[Path, Path]) -> None:
+    laptop, desktop = pair
+    sync(laptop)  # takes the desktop's joining merge
+    heads = [git(folder, "rev-parse", "HEAD") for folder in pair]
+    for folder in pair:
+        assert sync(folder)["summary"] == "pulled 0, pushed 0"
+    assert [git(folder, "rev-parse", "HEAD") for folder in pair] == heads
+
+
+# merging by rule
+
+
+def test_fields_merge_by_rule_and_bodies_by_lines(pair: tuple[Path, Path]) -> None:
+    laptop, desktop = pair
+    edit(laptop, "user_cat", "tags: [pet]", "tags: [pet, orange]")
+    edit(laptop, "user_cat", "trust: 0.5", "trust: 0.8")
+    edit(laptop, "user_cat", "Sesame is orange.", "Sesame is orange. 芝麻是橘猫。")
+    edit(laptop, "user_cat", "updated: 2026-01-01T00:00:00Z", "updated: 2026-03-01T00:00:00Z")
+    edit(desktop, "user_cat", "tags: [pet]", "tags: [pet, 猫]")
+    edit(desktop, "user_cat", "She is three.", "She is three and likes the sun.")
+    edit(desktop, "user_cat", "updated: 2026-01-01T00:00:00Z", "updated: 2026-02-01T00:00:00Z")
+    sync(laptop)
+    result = sync(desktop)
+    assert result["conflicts"] == []
+    merged = meta(desktop, "user_cat")
+    assert merged["tags"] == ["pet", "猫", "orange"]
+    assert merged["trust"] == 0.8  # only the laptop changed it
+    assert merged["updated"] == "2026-03-01T00:00:00Z"  # the newest
+    assert body(desktop, "user_cat") == (
+        "Sesame is orange. 芝麻是橘猫。\n\nShe is three and likes the sun."
+    )
+    sync(laptop)
+    converged(laptop, desktop)
+
+
+def test_both_changed_one_field_keeps_both_the_other_as_a_sibling(pair: tuple[Path, Path]) -> None:
+    laptop, desktop = pair
+    edit(laptop, "user_cat", "The cat is Sesame", "The cat is Sesame, 芝麻")
+    edit(desktop, "user_cat", "The cat is Sesame", "The cat is called Sesame")
+    edit(desktop, "user_cat", "tags: [pet]", "tags: [pet, cat]")
+    laptop_version = (laptop / "user_cat.md").read_bytes()
+    sync(laptop)
+    status, out, _ = sm(desktop, "sync")
+    assert status == 0
+    assert out.strip() == "pulled 0, pushed 2, 1 conflict kept as user_cat.conflict-laptop"
+    # Ours stays the memory; theirs is kept whole, byte for byte, beside it.
+    assert meta(desktop, "user_cat")["description"] == "The cat is called Sesame"
+    assert (desktop / "user_cat.conflict-laptop.md").read_bytes() == laptop_version
+    status, out, _ = sm(desktop, "audit", "--json")
+    findings = [f for f in json.loads(out)["findings"] if f["check"] == "conflict-sibling"]
+    assert [f["path"] for f in findings] == ["user_cat.conflict-laptop.md"]
+    assert "user_cat" in findings[0]["message"] and "laptop" in findings[0]["message"]
+    assert sync(laptop)["pulled"] == ["user_cat", "user_cat.conflict-laptop"]
+    converged(laptop, desktop)
+
+
+def test_both_changed_the_same_lines_of_the_body_keeps_both(pair: tuple[Path, Path]) -> None:
+    laptop, desktop = pair
+    edit(laptop, "user_cat", "She is three.", "She is four.")
+    edit(desktop, "user_cat", "She is three.", "她三岁。")
+    edit(desktop, "user_cat", "trust: 0.5", "trust: 0.9")
+    sync(laptop)
+    result = sync(desktop)
+    assert result["conflicts"] == ["user_cat.conflict-laptop"]
+    assert "她三岁。" in body(desktop, "user_cat")
+    assert "She is four." in body(desktop, "user_cat.conflict-laptop")
+    sync(laptop)
+    converged(laptop, desktop)
+
+
+def test_a_second_conflict_from_the_same_machine_gets_a_new_name(pair: tuple[Path, Path]) -> None:
+    laptop, desktop = pair
+    for mine, theirs in (("four", "five"), ("six", "seven")):
+        edit(laptop, "user_cat", "Sesame is orange.", f"Sesame is orange {mine}.")
+        edit(desktop, "user_cat", "Sesame is orange.", f"Sesame is orange {theirs}.")
+        sync(laptop)
+        sync(desktop)
+        sync(laptop)
+        for folder in (laptop, desktop):  # back to the shared first line for the next round
+            text = (folder / "user_cat.md").read_text(encoding="utf-8")
+            (folder / "user_cat.md").write_text(
+                text.replace(f"Sesame is orange {theirs}.", "Sesame is orange."), encoding="utf-8")
+        sync(desktop)
+        sync(laptop)
+    assert (desktop / "user_cat.conflict-laptop.md").is_file()
+    assert (desktop / "user_cat.conflict-laptop.2.md").is_file()
+    converged(laptop, desktop)
+
+
+def test_archive_on_one_side_and_an_edit_on_the_other_keeps_the_edit(
+    pair: tuple[Path, Path]
+) -> None:
+    laptop, desktop = pair
+    assert sm(laptop, "archive", "user_cat", "--reason", "moved away")[0] == 0
+    edit(desktop, "user_cat", "She is three.", "She is three and came back.")
+    sync(laptop)
+    result = sync(desktop)
+    assert result["restored"] == ["user_cat"]
+    assert "came back" in body(desktop, "user_cat")
+    assert "archived" not in meta(desktop, "user_cat")
+    assert not (desktop / "archive" / "user_cat.md").exists()
+    sync(laptop)
+    converged(laptop, desktop)
+
+
+def test_an_edit_pushed_first_then_an_archive_elsewhere_keeps_the_edit(
+    pair: tuple[Path, Path]
+) -> None:
+    laptop, desktop = pair
+    edit(desktop, "user_cat", "She is three.", "She is three and came back.")
+    sync(desktop)
+    assert sm(laptop, "archive", "user_cat", "--reason", "moved away")[0] == 0
+    result = sync(laptop)
+    assert result["restored"] == ["user_cat"]
+    assert "came back" in body(laptop, "user_cat")
+    sync(desktop)
+    converged(laptop, desktop)
+
+
+def test_an_archive_nobody_edited_elsewhere_stays_archived(pair: tuple[Path, Path]) -> None:
+    laptop, desktop = pair
+    assert sm(laptop, "archive", "user_cat", "--reason", "moved away")[0] == 0
+    write_memory(desktop, "user_dog", memory("The dog is Mochi", "Mochi."))
+    sync(laptop)
+    assert sync(desktop)["restored"] == []
+    assert (desktop / "archive" / "user_cat.md").is_file()
+    assert not (desktop / "user_cat.md").exists()
+    sync(laptop)
+    converged(laptop, desktop)
+
+
+def test_a_rename_on_one_side_and_an_edit_on_the_other_follows_the_rename(
+    pair: tuple[Path, Path]
+) -> None:
+    laptop, desktop = pair
+    (laptop / "pets").mkdir()
+    git(laptop, "mv", "user_cat.md", "pets/user_cat.md")
+    edit(desktop, "user_cat", "trust: 0.5", "trust: 0.9")
+    edit(desktop, "user_cat", "She is three.", "She is three. 她三岁。")
+    sync(laptop)
+    result = sync(desktop)
+    assert result["conflicts"] == []
+    assert not (desktop / "user_cat.md").exists()
+    assert meta(desktop, "pets/user_cat")["trust"] == 0.9
+    assert "她三岁" in body(desktop, "pets/user_cat")
+    sync(laptop)
+    converged(laptop, desktop)
+
+
+def test_a_deletion_on_one_side_and_an_edit_on_the_other_keeps_the_edit(
+    pair: tuple[Path, Path]
+) -> None:
+    laptop, desktop = pair
+    (laptop / "user_cat.md").unlink()
+    edit(desktop, "user_cat", "She is three.", "She is three and still here.")
+    sync(laptop)
+    sync(desktop)
+    assert "still here" in body(desktop, "user_cat")
+    sync(laptop)
+    assert "still here" in body(laptop, "user_cat")
+    converged(laptop, desktop)
+
+
+def test_the_same_new_id_on_both_sides_keeps_both(pair: tuple[Path, Path]) -> None:
+    laptop, desktop = pair
+    write_memory(laptop, "project_db", memory("The database is Postgres", "Postgres 16."))
+    write_memory(desktop, "project_db", memory("The database is SQLite", "SQLite 3. 数据库。"))
+    laptop_version = (laptop / "project_db.md").read_bytes()
+    sync(laptop)
+    assert sync(desktop)["conflicts"] == ["project_db.conflict-laptop"]
+    assert "SQLite" in body(desktop, "project_db")
+    assert (desktop / "project_db.conflict-laptop.md").read_bytes() == laptop_version
+    sync(laptop)
+    converged(laptop, desktop)
+
+
+def test_the_same_new_memory_on_both_sides_is_one_memory(pair: tuple[Path, Path]) -> None:
+    laptop, desktop = pair
+    for folder in pair:
+        write_memory(folder, "project_db", memory("The database is Postgres", "Postgres 16."))
+    sync(laptop)
+    assert sync(desktop)["conflicts"] == []
+    sync(laptop)
+    converged(laptop, desktop)
+
+
+def test_memory_md_changed_on_both_sides_is_regenerated_not_merged(
+    pair: tuple[Path, Path]
+) -> None:
+    laptop, desktop = pair
+    assert sm(laptop, "add", "user_dog", "--category", "user", "--description",
+              "The dog is Mochi", "--body", "Mochi.")[0] == 0
+    assert sm(desktop, "add", "user_bird", "--category", "user", "--description",
+              "The bird is 小蓝", "--body", "小蓝。")[0] == 0
+    sync(laptop)
+    sync(desktop)
+    text = (desktop / "MEMORY.md").read_text(encoding="utf-8")
+    assert "user_dog.md" in text and "user_bird.md" in text
+    sync(laptop)
+    converged(laptop, desktop)
+
+
+def test_a_plain_git_pull_uses_the_driver_too(pair: tuple[Path, Path]) -> None:
+    laptop, desktop = pair
+    edit(laptop, "user_cat", "tags: [pet]", "tags: [pet, a]")
+    edit(desktop, "user_cat", "tags: [pet]", "tags: [pet, b]")
+    sync(laptop)
+    git(desktop, "commit", "-qam", "by hand")
+    git(desktop, "pull", "--no-rebase", "--no-edit", "origin", "main")
+    assert meta(desktop, "user_cat")["tags"] == ["pet", "b", "a"]
+    no_markers(desktop)
+
+
+# what is never pushed
+
+
+def test_a_memory_with_a_secret_is_not_pushed_and_the_rest_is(pair: tuple[Path, Path]) -> None:
+    laptop, desktop = pair
+    token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    write_memory(desktop, "reference_ci", memory("The CI token", f"token: {token}"))
+    write_memory(desktop, "project_ci", memory("CI runs on push", "On every push."))
+    status, out, _ = sm(desktop, "sync")
+    assert status == 0
+    assert "reference_ci.md" in out and "secret" in out
+    result = sync(desktop)
+    assert result["heldBack"][0]["path"] == "reference_ci.md"
+    assert token not in json.dumps(result)
+    remote_files = git(desktop, "ls-tree", "-r", "--name-only", "origin/main")
+    assert "project_ci.md" in remote_files and "reference_ci.md" not in remote_files
+    assert (desktop / "reference_ci.md").is_file()  # still here, on this machine only
+    sync(laptop)
+    assert not (laptop / "reference_ci.md").exists()
+
+
+def test_a_secret_committed_by_hand_stops_the_push(
+    pair: tuple[Path, Path], tmp_path: Path
+) -> None:
+    laptop, _ = pair
+    token = "ghp_" + "Z1y2X3w4V5u6T7s8R9q0P1o2N3m4L5k6J7i8"
+    write_memory(laptop, "reference_ci", memory("The CI token", f"token: {token}"))
+    git(laptop, "add", "reference_ci.md")
+    git(laptop, "commit", "-qm", "by hand")
+    status, out, _ = sm(laptop, "sync", "--json")
+    assert status == 1
+    result = json.loads(out)
+    assert result["pushRefused"][0]["path"] == "reference_ci.md"
+    assert token not in out
+    remote_files = git(tmp_path / "remote.git", "ls-tree", "-r", "--name-only", "main")
+    assert "reference_ci.md" not in remote_files
+
+
+# offline, setup errors
+
+
+def test_an_unreachable_remote_is_reported_and_the_change_is_committed(
+    pair: tuple[Path, Path], tmp_path: Path
+) -> None:
+    laptop, _ = pair
+    (tmp_path / "remote.git").rename(tmp_path / "gone.git")
+    write_memory(laptop, "user_dog", memory("The dog is Mochi", "Mochi."))
+    status, out, _ = sm(laptop, "sync")
+    assert status == 0
+    assert "committed 1, not synced: fetching origin failed" in out
+    assert git(laptop, "status", "--porcelain") == ""
+    (tmp_path / "gone.git").rename(tmp_path / "remote.git")
+    assert sync(laptop)["pushed"] == ["user_dog"]
+
+
+def test_sync_without_a_repository_says_how_to_set_one_up(tmp_path: Path) -> None:
+    sm(tmp_path / "plain", "init")
+    status, _, err = sm(tmp_path / "plain", "sync")
+    assert status == 1
+    assert err.count("\n") == 1 and "sync --remote URL" in err
+
+
+def test_sync_without_a_remote_commits(tmp_path: Path) -> None:
+    folder = tmp_path / "memory"
+    sm(folder, "init", "--git")
+    write_memory(folder, "user_dog", memory("The dog is Mochi", "Mochi."))
+    status, out, _ = sm(folder, "sync")
+    assert status == 0 and "committed 1, no remote" in out
+    assert git(folder, "status", "--porcelain") == ""
+
+
+# history
+
+
+def test_log_lists_a_memorys_versions_and_show_reads_one(pair: tuple[Path, Path]) -> None:
+    laptop, _ = pair
+    edit(laptop, "user_cat", "She is three.", "She is four.")
+    sync(laptop)
+    status, out, _ = sm(laptop, "log", "user_cat", "--json")
+    assert status == 0
+    versions = json.loads(out)
+    assert len(versions) == 2 and versions[0]["machine"] == "laptop"
+    status, out, _ = sm(laptop, "show", f"user_cat@{versions[1]['rev']}", "--json")
+    assert status == 0
+    assert "She is three." in json.loads(out)["body"]
+    status, out, _ = sm(laptop, "show", "user_cat@HEAD")
+    assert status == 0 and "She is four." in out
+    status, _, err = sm(laptop, "show", "user_cat@nope")
+    assert status == 1 and "no such revision" in err
+
+
+def test_log_follows_a_memory_into_the_archive(pair: tuple[Path, Path]) -> None:
+    laptop, _ = pair
+    sm(laptop, "archive", "user_cat", "--reason", "gone")
+    sync(laptop)
+    status, out, _ = sm(laptop, "log", "user_cat")
+    assert status == 0 and out.count("\n") == 3  # two versions and the hint
+
+
+# what a killed sync leaves (tests/test_sync_crash.py kills real ones)
+
+
+def test_a_merge_left_half_done_is_finished_by_sync(pair: tuple[Path, Path]) -> None:
+    laptop, desktop = pair
+    edit(laptop, "user_cat", "She is three.", "She is four.")
+    edit(desktop, "user_cat", "She is three.", "她三岁。")
+    sync(laptop)
+    git(desktop, "commit", "-qam", "by hand")
+    git(desktop, "fetch", "-q", "origin")
+    # A merge whose driver failed: git leaves the path unmerged and MERGE_HEAD behind.
+    git(desktop, "-c", "merge.sage-mem.driver=false", "merge", "origin/main", check=False)
+    assert (desktop / ".git" / "MERGE_HEAD").exists()
+    result = sync(desktop)
+    assert any("merge" in note for note in result["notes"])
+    assert result["conflicts"] == ["user_cat.conflict-laptop"]
+    assert "她三岁。" in body(desktop, "user_cat")
+    assert "She is four." in body(desktop, "user_cat.conflict-laptop")
+    sync(laptop)
+    converged(laptop, desktop)
+
+
+def test_git_locks_left_by_a_killed_sync_are_removed(pair: tuple[Path, Path]) -> None:
+    import subprocess
+    import sys
+
+    laptop, _ = pair
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    state = laptop.parent / ".laptop.sage-mem"
+    (state / "sync.json").write_text(json.dumps({"pid": gone.pid}), encoding="utf-8")
+    (laptop / ".git" / "index.lock").write_bytes(b"")
+    write_memory(laptop, "user_dog", memory("The dog is Mochi", "Mochi."))
+    result = sync(laptop)
+    assert any("index.lock" in note for note in result["notes"])
+    assert result["pushed"] == ["user_dog"]
+
+
+def test_a_lock_of_a_git_still_running_is_not_taken_away(pair: tuple[Path, Path]) -> None:
+    laptop, _ = pair
+    (laptop / ".git" / "index.lock").write_bytes(b"")  # no killed sync on record: someone's git
+    write_memory(laptop, "user_dog", memory("The dog is Mochi", "Mochi."))
+    status, _, err = sm(laptop, "sync")
+    assert status == 1 and err.count("\n") == 1 and "index.lock" in err
+    assert (laptop / ".git" / "index.lock").exists()
+
+
+def test_sync_leaves_a_rebase_or_a_detached_head_to_the_person(pair: tuple[Path, Path]) -> None:
+    laptop, _ = pair
+    head = git(laptop, "rev-parse", "HEAD").strip()
+    git(laptop, "checkout", "-q", "--detach", head)
+    write_memory(laptop, "user_dog", memory("The dog is Mochi", "Mochi."))
+    status, _, err = sm(laptop, "sync")
+    assert status == 1 and "detached" in err and err.count("\n") == 1
+    assert git(laptop, "rev-parse", "HEAD").strip() == head
+    git(laptop, "checkout", "-q", "main")
+    (laptop / ".git" / "rebase-merge").mkdir()
+    status, _, err = sm(laptop, "sync")
+    assert status == 1 and "rebase" in err
+    (laptop / ".git" / "rebase-merge").rmdir()
+    assert sync(laptop)["pushed"] == ["user_dog"]
