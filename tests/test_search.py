@@ -515,6 +515,12 @@ def test_hit_reports_the_share_of_query_terms_it_matched() -> None:
 # Keeping the postings current.
 
 
+def unique(step: int) -> str:
+    """A word of its own for each step, of consonants only (no suffix to stem; "unique12"
+    would also be "unique")."""
+    return "unique" + "".join("bcdfghjkmn"[int(digit)] for digit in str(step))
+
+
 def test_many_updates_and_removes_leave_no_ghost_hits() -> None:
     rng = random.Random(7)
     words = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel"]
@@ -526,13 +532,13 @@ def test_many_updates_and_removes_leave_no_ghost_hits() -> None:
             assert index.remove(memory_id)
             del live[memory_id]
         else:
-            text = " ".join(rng.sample(words, 3)) + f" unique{step}"
+            text = " ".join(rng.sample(words, 3)) + f" {unique(step)}"
             live[memory_id] = make(memory_id, text)
             index.put(live[memory_id])
     assert index.ids() == set(live)
     for step in range(100):
-        owner = [m.id for m in live.values() if m.description.endswith(f" unique{step}")]
-        assert ids(index.search(f"unique{step}")) == owner
+        owner = [m.id for m in live.values() if m.description.endswith(f" {unique(step)}")]
+        assert ids(index.search(unique(step))) == owner
     for word in words:
         expected = {m.id for m in live.values() if word in m.description.split()}
         assert set(ids(index.search(word, limit=100))) == expected
@@ -619,3 +625,106 @@ def test_concurrent_writes_and_searches_stay_consistent() -> None:
         thread.join()
     assert errors == []
     assert {hit.id for hit in index.search("shared topic", limit=500)} == index.ids()
+
+
+# Words that differ: dates, identifiers, word forms, numbers, loose Chinese.
+
+
+@pytest.mark.parametrize(
+    ("query", "text"),
+    [
+        pytest.param("4月28日的会议", "Team meeting on 2023-04-28 on the budget", id="zh-to-iso"),
+        pytest.param("4月28号开会", "2023年4月28日开预算会", id="hao-to-ri"),
+        pytest.param("what happened on April 28", "2023-04-28 预算会议", id="en-to-iso"),
+        pytest.param("meeting 2023-04-28", "We met on 28 April 2023 to plan", id="iso-to-en"),
+        pytest.param("去年四月的旅行", "Trip to Kyoto in April 2023", id="zh-month-to-en"),
+    ],
+)
+def test_a_date_finds_the_memory_that_writes_it_another_way(query: str, text: str) -> None:
+    index = index_of(
+        make("user_dated", text),
+        make("user_other_date", "Dentist appointment on 2023-05-03"),
+        make("user_undated", "The budget meeting is held in the big room"),
+    )
+    assert ids(index.search(query))[:1] == ["user_dated"]
+
+
+@pytest.mark.parametrize(
+    ("query", "wanted"),
+    [
+        pytest.param("OAuth login", "reference_oauth", id="prefix-of-identifier"),
+        pytest.param("lazy config", "reference_lazyvim", id="camel-part"),
+        pytest.param("how do I log in", "reference_oauth", id="log-in-finds-login"),
+        pytest.param("the user name field", "reference_get_user", id="camel-parts-apart"),
+        pytest.param("LazyVim 的插件", "reference_lazyvim", id="zh-around-identifier"),
+        pytest.param("用户名 getUserName", "reference_get_user", id="zh-camel"),
+    ],
+)
+def test_a_part_of_an_identifier_finds_it(query: str, wanted: str) -> None:
+    index = index_of(
+        make("reference_oauth", "The API uses OAuth2; the login page is at /auth"),
+        make("reference_lazyvim", "Editor: LazyVim, plugins pinned in lazy-lock.json"),
+        make("reference_get_user", "getUserName() returns the display name, 用户名"),
+        make("reference_noise", "The build runs on every push"),
+    )
+    assert ids(index.search(query))[:1] == [wanted]
+
+
+def test_login_finds_log_in_written_apart() -> None:
+    index = index_of(
+        make("user_sso", "To log in, the user goes through the company SSO"),
+        make("user_password", "Passwords are reset through the help desk"),
+    )
+    assert ids(index.search("login problems")) == ["user_sso"]
+
+
+@pytest.mark.parametrize(
+    ("query", "text"),
+    [
+        pytest.param("lived there three years", "She has lived there for 3 years", id="en-word"),
+        pytest.param("住了三年", "She has lived in Berlin for 3 years", id="zh-to-digits"),
+        pytest.param("she moved 3 years ago", "三年前搬到柏林", id="digits-to-zh"),
+    ],
+)
+def test_a_number_finds_the_memory_that_writes_it_another_way(query: str, text: str) -> None:
+    index = index_of(
+        make("user_counted", text),
+        make("user_other", "五年前去过罗马"),
+    )
+    assert ids(index.search(query))[:1] == ["user_counted"]
+
+
+def test_a_latin_word_in_chinese_text_is_searched_not_dropped() -> None:
+    index = index_of(
+        make("user_it", "用户在IT行业工作了十年"),
+        make("user_food", "用户在餐饮行业工作过"),
+    )
+    assert ids(index.search("IT行业"))[:1] == ["user_it"]
+
+
+@pytest.mark.parametrize(
+    ("query", "wanted"),
+    [
+        pytest.param("狗狗叫什么", "user_dog", id="doubled-character"),
+        pytest.param("喜欢打篮球吗", "user_ball", id="skip-bigram"),
+    ],
+)
+def test_loose_chinese_finds_the_memory_when_nothing_better_matches(
+    query: str, wanted: str
+) -> None:
+    index = index_of(
+        make("user_dog", "用户养了一条狗，叫旺财"),
+        make("user_ball", "用户周末喜欢打球"),
+        make("user_tea", "用户每天早上喝绿茶"),
+    )
+    assert ids(index.search(query))[:1] == [wanted]
+
+
+def test_a_loose_match_ranks_below_an_exact_one() -> None:
+    index = index_of(
+        make("user_basketball", "用户喜欢打篮球"),
+        make("user_ball", "用户喜欢打球"),
+    )
+    assert ids(index.search("打篮球")) == ["user_basketball", "user_ball"]
+    index = index_of(make("user_puppy", "家里的狗狗很乖"), make("user_dog", "一条狗"))
+    assert ids(index.search("狗狗")) == ["user_puppy", "user_dog"]
