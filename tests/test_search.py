@@ -627,46 +627,53 @@ def test_concurrent_writes_and_searches_stay_consistent() -> None:
     assert {hit.id for hit in index.search("shared topic", limit=500)} == index.ids()
 
 
-# Words that differ: dates, identifiers, word forms, numbers, loose Chinese.
+# Words that differ: dates, identifiers, word forms, numbers, loose Chinese. Each decoy
+# shares the query's surface (its digits, its characters) and sorts first by id, so a
+# search that does not read the words the same way ranks the decoy first.
 
 
 @pytest.mark.parametrize(
-    ("query", "text"),
+    ("query", "text", "decoy"),
     [
-        pytest.param("4月28日的会议", "Team meeting on 2023-04-28 on the budget", id="zh-to-iso"),
-        pytest.param("4月28号开会", "2023年4月28日开预算会", id="hao-to-ri"),
-        pytest.param("what happened on April 28", "2023-04-28 预算会议", id="en-to-iso"),
-        pytest.param("meeting 2023-04-28", "We met on 28 April 2023 to plan", id="iso-to-en"),
-        pytest.param("去年四月的旅行", "Trip to Kyoto in April 2023", id="zh-month-to-en"),
+        pytest.param("4月28日的会议", "Team meeting on 2023-04-28 on the budget",
+                     "Team meeting on 2023-05-28 on the budget", id="zh-to-iso"),
+        pytest.param("4月28号开会", "2023年4月28日开会讨论预算", "4号楼28层开会讨论预算",
+                     id="hao-to-ri"),
+        pytest.param("what happened on April 28", "2023-04-28 预算会议", "2023-05-28 预算会议",
+                     id="en-to-iso"),
+        pytest.param("meeting 2023-04-28", "We met on 28 April 2023 to plan",
+                     "We met on 28 May 2023 to plan, room 04", id="iso-to-en"),
+        pytest.param("去年四月的旅行", "Trip to Kyoto in April 2023", "Trip to Kyoto in 2024",
+                     id="zh-month-to-en"),
     ],
 )
-def test_a_date_finds_the_memory_that_writes_it_another_way(query: str, text: str) -> None:
-    index = index_of(
-        make("user_dated", text),
-        make("user_other_date", "Dentist appointment on 2023-05-03"),
-        make("user_undated", "The budget meeting is held in the big room"),
-    )
+def test_a_date_finds_the_memory_that_writes_it_another_way(
+    query: str, text: str, decoy: str
+) -> None:
+    index = index_of(make("user_dated", text), make("user_a_decoy", decoy))
     assert ids(index.search(query))[:1] == ["user_dated"]
 
 
 @pytest.mark.parametrize(
     ("query", "wanted"),
     [
-        pytest.param("OAuth login", "reference_oauth", id="prefix-of-identifier"),
-        pytest.param("lazy config", "reference_lazyvim", id="camel-part"),
-        pytest.param("how do I log in", "reference_oauth", id="log-in-finds-login"),
-        pytest.param("the user name field", "reference_get_user", id="camel-parts-apart"),
-        pytest.param("LazyVim 的插件", "reference_lazyvim", id="zh-around-identifier"),
-        pytest.param("用户名 getUserName", "reference_get_user", id="zh-camel"),
+        pytest.param("OAuth setup", "reference_api", id="prefix-of-identifier"),
+        pytest.param("which lazy setup", "reference_editor", id="camel-part"),
+        pytest.param("how do I log in", "reference_page", id="log-in-finds-login"),
+        pytest.param("the user name", "reference_accessor", id="camel-parts-apart"),
+        pytest.param("用lazy管理插件", "reference_editor", id="zh-around-camel-part"),
+        pytest.param("用户 name 字段", "reference_accessor", id="zh-camel-part"),
     ],
 )
 def test_a_part_of_an_identifier_finds_it(query: str, wanted: str) -> None:
     index = index_of(
-        make("reference_oauth", "The API uses OAuth2; the login page is at /auth"),
-        make("reference_lazyvim", "Editor: LazyVim, plugins pinned in lazy-lock.json"),
-        make("reference_get_user", "getUserName() returns the display name, 用户名"),
-        make("reference_noise", "The build runs on every push"),
+        make("reference_api", "The API uses OAuth2 for every client"),
+        make("reference_editor", "Editor: LazyVim, plugins pinned in the lock file"),
+        make("reference_accessor", "getUserName() returns the display label"),
+        make("reference_page", "The login page is at /auth"),
+        make("reference_a_noise", "The build runs on every push"),
     )
+    # (The ids say nothing the query asks: a file name is searched too.)
     assert ids(index.search(query))[:1] == [wanted]
 
 
@@ -679,45 +686,43 @@ def test_login_finds_log_in_written_apart() -> None:
 
 
 @pytest.mark.parametrize(
-    ("query", "text"),
+    ("query", "text", "decoy"),
     [
-        pytest.param("lived there three years", "She has lived there for 3 years", id="en-word"),
-        pytest.param("住了三年", "She has lived in Berlin for 3 years", id="zh-to-digits"),
-        pytest.param("she moved 3 years ago", "三年前搬到柏林", id="digits-to-zh"),
+        pytest.param("lived there three years", "She has lived there for 3 years",
+                     "She has lived there for 5 years", id="en-word"),
+        pytest.param("住了三年", "She has lived in Berlin for 3 years", "五年前去过罗马",
+                     id="zh-to-digits"),
+        pytest.param("she moved 3 years ago", "三年前搬到柏林", "五年前去过罗马",
+                     id="digits-to-zh"),
     ],
 )
-def test_a_number_finds_the_memory_that_writes_it_another_way(query: str, text: str) -> None:
-    index = index_of(
-        make("user_counted", text),
-        make("user_other", "五年前去过罗马"),
-    )
+def test_a_number_finds_the_memory_that_writes_it_another_way(
+    query: str, text: str, decoy: str
+) -> None:
+    index = index_of(make("user_counted", text), make("user_a_decoy", decoy))
     assert ids(index.search(query))[:1] == ["user_counted"]
 
 
 def test_a_latin_word_in_chinese_text_is_searched_not_dropped() -> None:
     index = index_of(
         make("user_it", "用户在IT行业工作了十年"),
-        make("user_food", "用户在餐饮行业工作过"),
+        make("user_a_food", "用户在餐饮行业"),
     )
     assert ids(index.search("IT行业"))[:1] == ["user_it"]
 
 
 @pytest.mark.parametrize(
-    ("query", "wanted"),
+    ("query", "text", "decoy"),
     [
-        pytest.param("狗狗叫什么", "user_dog", id="doubled-character"),
-        pytest.param("喜欢打篮球吗", "user_ball", id="skip-bigram"),
+        pytest.param("狗狗的名字", "用户养了一条狗，叫旺财", "名片在抽屉", id="doubled-character"),
+        pytest.param("打篮球", "用户周末打球", "篮子里有球拍", id="skip-bigram"),
     ],
 )
 def test_loose_chinese_finds_the_memory_when_nothing_better_matches(
-    query: str, wanted: str
+    query: str, text: str, decoy: str
 ) -> None:
-    index = index_of(
-        make("user_dog", "用户养了一条狗，叫旺财"),
-        make("user_ball", "用户周末喜欢打球"),
-        make("user_tea", "用户每天早上喝绿茶"),
-    )
-    assert ids(index.search(query))[:1] == [wanted]
+    index = index_of(make("user_wanted", text), make("user_a_decoy", decoy))
+    assert ids(index.search(query))[:1] == ["user_wanted"]
 
 
 def test_a_loose_match_ranks_below_an_exact_one() -> None:

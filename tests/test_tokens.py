@@ -14,6 +14,7 @@ from sage_mem.search.tokens import (
     loose_terms,
     stem,
     tokenize,
+    tokenize_counted,
     words,
 )
 
@@ -382,3 +383,9 @@ def test_a_skip_bigram_leaves_out_the_middle_character() -> None:
     assert "打球" in found and found["打球"] < 1.0
     assert loose_terms("play basketball") == []
     assert "我欢" not in dict(loose_terms("我喜欢"))  # a function character makes no skip bigram
+
+
+def test_identifier_parts_do_not_lengthen_the_text() -> None:
+    terms = ["maco", "mac", "os", "lazyvim", "lazi", "vim"]
+    assert tokenize_counted("macOS and LazyVim") == (terms, 2)
+    assert tokenize_counted("在macOS上") == (["maco", "mac", "os", "~上"], 2)

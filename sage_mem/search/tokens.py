@@ -248,6 +248,9 @@ _CAMEL_PART = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")
 _MIXED = re.compile(r"[0-9](?:(?<=[a-z][0-9])|(?=[a-z]))")
 _LETTERS_DIGITS = re.compile(r"[a-z]+|[0-9]+")
 MIN_PART = 2
+# Letters before or after digits ("utf8", "oauth2", "1a2b") are a part from three letters:
+# a two-letter run among digits is more often a code ("a1b2", hex) than a word.
+MIN_LETTERS_PART = 3
 
 
 def _identifier_parts(text: str) -> dict[str, list[str]] | None:
@@ -275,9 +278,13 @@ def _with_parts(found: list[str], parts: dict[str, list[str]]) -> tuple[list[str
     for word in found:
         out.append(word)
         pieces = parts.get(word)
-        if pieces is None and _MIXED.search(word) is not None and not _ORDINAL.fullmatch(word):
+        if (
+            pieces is None and not word.isalpha() and not word.isdigit()
+            and _MIXED.search(word) is not None and not _ORDINAL.fullmatch(word)
+        ):
             pieces = [
-                p for p in _LETTERS_DIGITS.findall(word) if len(p) >= MIN_PART and not p.isdigit()
+                p for p in _LETTERS_DIGITS.findall(word)
+                if len(p) >= MIN_LETTERS_PART and not p.isdigit()
             ]
         if pieces and pieces != [word]:
             out += pieces
@@ -602,7 +609,7 @@ def _stem(word: str) -> str:
         return NUMBER_WORDS[word]
     if word in IRREGULAR_FORMS:
         word = IRREGULAR_FORMS[word]
-    if _ORDINAL.fullmatch(word):
+    if word[0].isdigit() and word[-1] in "dht" and _ORDINAL.fullmatch(word):
         return word[:-2]  # "28th" is the day "28"
     if len(word) <= 2 or not word.isascii() or not word.isalpha():
         return word
