@@ -46,8 +46,6 @@ STEPS_ENV = "SAGE_MEM_REFLECT_STEPS"
 DEFAULT_STEPS = 7
 MAX_STEPS = 1_000
 TAIL_BYTES = 2 * 1024 * 1024
-HOOKS = {"stop": "Stop", "pre-compact": "PreCompact"}
-"""`sage-mem hook` subcommand -> Claude Code event, for the two reflection hooks."""
 
 # The server's tools as Claude Code names them: mcp__<server>__<tool>.
 _MEMORY_TOOL = re.compile(r"^mcp__[^_].*__memory_[a-z_]+$")
@@ -204,5 +202,5 @@ def _mark(sessions_dir: Path, payload: dict[str, Any]) -> Path | None:
     return sessions_dir / f"{name}.reflect.json"  # pruned with the session logs
 
 
-__all__ = ["HOOKS", "QUESTION", "Steps", "after_compaction", "answer", "read_steps",
+__all__ = ["QUESTION", "Steps", "after_compaction", "answer", "read_steps",
            "steps_setting"]
