@@ -81,6 +81,7 @@ def old_state(*folders: Path, dream: bool = True) -> Path:
     parent = folders[0].parent
     shared = parent if parent.name == ".sage-mem" else parent / ".sage-mem"
     for folder in folders:
+        sage_mem(folder, "list", state=shared)  # a command writes the index cache (a hook never)
         assert prompt_hook(folder, f"old-{folder.name}", state=shared)
         if dream:
             sage_mem(folder, "dream", "--mode", "report", state=shared)
@@ -222,7 +223,8 @@ def test_old_state_also_used_by_a_folder_elsewhere_stays_where_it_is(
     shared = old_state(a, dream=False)
     elsewhere = tmp_path / "elsewhere"
     shutil.copytree(TEMPLATE, elsewhere)
-    prompt_hook(elsewhere, "x", state=shared)  # it named the old place as its state folder
+    sage_mem(elsewhere, "list", state=shared)  # it named the old place as its state folder
+    prompt_hook(elsewhere, "x", state=shared)
     assert counts(a) == {}
     assert shared.is_dir()
     assert prompt_hook(elsewhere, "y", state=shared)
