@@ -110,6 +110,12 @@ def test_hook_with_dir_before_and_after_the_command_skips_click(tmp_path: Path) 
     assert str(elsewhere) in result.stderr.decode()
 
 
+def test_the_reflection_events_the_hook_names_are_reflections_own() -> None:
+    from sage_mem.agents import reflection
+
+    assert hooks.REFLECTION_EVENTS == reflection.HOOKS
+
+
 def test_forbidden_imports_are_detected() -> None:
     """The check above can fail: a command that does import click is caught."""
     imported, result = imported_by_hook(ENTRY_POINTS["sage-mem"], "--help", {})

@@ -69,13 +69,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from ..errors import SageMemError
-from . import reflection
 
 if TYPE_CHECKING:  # imported when the hook answers on its own path, not to ask a server
     from ..store import MemoryStore
 
+# reflection.HOOKS, named here so that a prompt's hook does not import reflection.py
+# (and what it pulls in); tests/test_hook_imports.py holds the two equal.
+REFLECTION_EVENTS = {"stop": "Stop", "pre-compact": "PreCompact"}
 EVENTS = {"session-start": "SessionStart", "user-prompt-submit": "UserPromptSubmit",
-          **reflection.HOOKS}
+          **REFLECTION_EVENTS}
 AUTODREAM_ENV = "SAGE_MEM_AUTODREAM"
 DREAM_RUN_ENV = "SAGE_MEM_DREAM_RUN"  # dream.model.DREAM_RUN_ENV (not imported on the hook's path)
 _TRUE = frozenset({"1", "true", "yes", "on"})
@@ -300,8 +302,9 @@ def _answer(event: str, stdin: TextIO, folder: Path | None, log: _Log) -> _Reply
     if hook_name is None:
         log(f"unknown hook event {event[:40]!r} (expected {' or '.join(EVENTS)})")
         return None, None
-    if event in reflection.HOOKS:
+    if event in REFLECTION_EVENTS:
         from ..disk.folder import MemoryFolder, default_folder
+        from . import reflection
 
         def sessions() -> Path:
             return MemoryFolder(folder or default_folder()).state_path("sessions")
@@ -443,6 +446,8 @@ def answer_with_store(
         text, chosen = context.session_start_context(
             store, project=project, session=session, now=now
         )
+        from . import reflection
+
         text = reflection.after_compaction(text, payload, sessions_dir)
         _maybe_start_autodream(store, now, log, env)
         _maybe_start_autosync(store, log)
