@@ -423,6 +423,6 @@ def test_the_budget_constants_are_documented() -> None:
     from sage_mem.agents import hooks
 
     assert hooks.BUDGET_ENV == "SAGE_MEM_HOOK_BUDGET_MS"
-    assert set(hooks.BUDGETS_MS) == {"SessionStart", "UserPromptSubmit"}
+    assert set(hooks.BUDGETS_MS) == {"SessionStart", "UserPromptSubmit", "Stop", "PreCompact"}
     assert all(0 < ms <= 10_000 for ms in hooks.BUDGETS_MS.values())
     assert "SAGE_MEM_HOOK_BUDGET_MS" in (hooks.__doc__ or "")
