@@ -42,11 +42,12 @@ the settings' `autoMode` says (report unless set to rewrite).
 Time budget: whatever the folder holds (a memory that takes seconds to read,
 a server that accepts and never answers) and whatever the input does (a
 stdin that never ends), a hook process answers within its budget, counted from
-the start of `run_hook`: 2 s for user-prompt-submit, 3 s for session-start
-(`BUDGETS_MS`). Claude Code holds the user's prompt until the hook answers;
-a hook takes tens of milliseconds (docs/speed.md), so the budget only ever
-cuts a pathological case. A session start happens once and also loads the baselines,
-so it gets a little more. SAGE_MEM_HOOK_BUDGET_MS (a whole number of
+the start of `run_hook`: 2 s for user-prompt-submit, 3 s for session-start,
+2 s for stop and pre-compact (`BUDGETS_MS`; they read only the transcript's
+tail and answer nothing when cut short). Claude Code holds the user's prompt
+until the hook answers; a hook takes tens of milliseconds (docs/speed.md), so
+the budget only ever cuts a pathological case. A session start happens once
+and also loads the baselines, so it gets a little more. SAGE_MEM_HOOK_BUDGET_MS (a whole number of
 milliseconds, 1 to 60,000) sets both, for tests. When the budget runs out, a
 SIGALRM handler writes the answer the hook can give without its memories —
 nothing for a prompt, the tools guide at session start — unless the real
@@ -86,7 +87,8 @@ RELEASING_SOURCES = frozenset({"compact", "clear"})
 _LOG_PREFIX = "sage-mem hook"
 
 BUDGET_ENV = "SAGE_MEM_HOOK_BUDGET_MS"
-BUDGETS_MS = {"UserPromptSubmit": 2_000, "SessionStart": 3_000, "Stop": 2_000, "PreCompact": 2_000}
+BUDGETS_MS = {"UserPromptSubmit": 2_000, "SessionStart": 3_000, "Stop": 2_000,
+              "PreCompact": 2_000}
 """The hard wall-clock budget of each hook, in milliseconds (see the module docstring)."""
 MAX_BUDGET_MS = 60_000  # Claude Code's own default timeout for a hook command
 

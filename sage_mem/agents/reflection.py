@@ -33,7 +33,6 @@ store, no index, no memory read (a Stop hook runs at the end of every turn).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -198,6 +197,8 @@ def _mark(sessions_dir: Path, payload: dict[str, Any]) -> Path | None:
     session = payload.get("session_id")
     if not isinstance(session, str) or not session:
         return None
+    import hashlib  # only here: every prompt's hook imports this module
+
     name = hashlib.sha256(session.encode("utf-8", "surrogatepass")).hexdigest()[:24]
     return sessions_dir / f"{name}.reflect.json"  # pruned with the session logs
 
