@@ -156,3 +156,20 @@ def test_memories_that_fit_well_enough_are_not_moved(
     before = path.read_bytes()
     run_dream(MemoryStore(empty_dir), mode="rewrite")
     assert path.read_bytes() == before
+
+
+def test_a_stray_date_and_a_release_word_do_not_make_a_rule_a_project_note(
+    empty_dir: Path,
+) -> None:
+    path = add(
+        empty_dir,
+        "feedback_answers",
+        "Answers lead with the conclusion",
+        "Noted on 2026-11-20 during the release review.",
+        category="feedback",
+        created="2026-11-20",
+    )
+    before = path.read_bytes()
+    result = run_dream(MemoryStore(empty_dir), mode="rewrite")
+    assert path.read_bytes() == before
+    assert not [n for n in read_manifest(result)["notes"] if n["rule"] == "categories"]

@@ -206,3 +206,18 @@ def test_the_older_memory_stays_the_older_one_after_a_rule_rewrites_it(empty_dir
         result = run_dream(MemoryStore(empty_dir), mode=mode)
         notes = [n for n in read_manifest(result)["notes"] if n["rule"] == "contradictions"]
         assert [n["id"] for n in notes] == ["project_old"], mode
+
+
+def test_one_subject_with_many_values_is_a_list_of_facts_not_a_contradiction(
+    empty_dir: Path,
+) -> None:
+    for n, (case, day) in enumerate([("481", "02"), ("367", "05"), ("690", "09")]):
+        add(
+            empty_dir,
+            f"project_case_{n}",
+            f"The staging database note is case {case}",
+            category="project",
+            created=f"2026-11-{day}",
+        )
+    result = run_dream(MemoryStore(empty_dir), mode="report")
+    assert not [n for n in read_manifest(result)["notes"] if n["rule"] == "contradictions"]

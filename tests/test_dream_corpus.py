@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import time
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -75,3 +76,13 @@ def test_a_report_run_shows_exactly_what_a_rewrite_run_does(tmp_path: Path, utc:
     applied = [_proposal(c) for c in rewrite["changes"] if c.get("rule") != "index"]
     assert proposed == applied
     assert [n["message"] for n in report["notes"]] == [n["message"] for n in rewrite["notes"]]
+
+
+def test_a_second_rewrite_run_over_the_corpus_changes_nothing(tmp_path: Path, utc: None) -> None:
+    """Dates already written beside their phrases, merged twins, moved memories: all settled."""
+    folder = tmp_path / "memory"
+    _run(folder, "rewrite")
+    store = MemoryStore(folder, watch=False)
+    again = run_dream(store, mode="rewrite", now=NOW + timedelta(days=3))
+    manifest = json.loads(Path(again.manifest or "").read_text(encoding="utf-8"))
+    assert [c for c in manifest["changes"] if c["rule"] != "index"] == []

@@ -650,7 +650,9 @@ def test_memory_md_is_regenerated_after_every_change(store: MemoryStore, memory_
     index = memory_dir / "MEMORY.md"
     store.write("user_dog", description="the dog is called Bean", category="user")
     assert "- [user_dog](user_dog.md) — the dog is called Bean" in index.read_text()
-    store.write("user_dog", summary="dog Bean")
+    store.write("user_dog", description="dog Bean")
+    assert "- [user_dog](user_dog.md) — dog Bean" in index.read_text()
+    store.write("user_dog", summary="a summary never hides the description")
     assert "- [user_dog](user_dog.md) — dog Bean" in index.read_text()
     store.archive("user_dog", reason="gone")
     assert "user_dog" not in index.read_text()
@@ -679,7 +681,7 @@ def test_nothing_volatile_is_written_into_the_memory_folder(memory_dir: Path) ->
     store.read("user_cat_zh")
     assert tree(memory_dir) == before
     store.feedback("user_cat_zh", helpful=True)
-    store.write("feedback_tests_first", summary="tests before code")
+    store.write("feedback_tests_first", description="tests before code")
     after = tree(memory_dir)
     assert set(after) == set(before)
     assert {k for k in after if after[k] != before[k]} == {

@@ -5,9 +5,11 @@ has **Why:** and **How to apply:** lines (原因 / 怎么做) and reads as an or
 (Always, Never, Do not…, 不要、必须…); a reference points somewhere (links,
 "runbook", "dashboard", 文档在、地址); a user memory says who the user is or what
 they like (The user likes…, 用户喜欢…); a project memory dates work (a date, a
-deadline, a release, an incident, 进度、上线). A memory with no sign of its own
-category and a clear lead of another (MOVE_SCORE, ahead by MOVE_MARGIN) is
-moved in a rewrite run; a weaker lead is only reported.
+deadline, a release, an incident, 进度、上线). Each sign counts once per word it
+finds, at most twice. A memory with no sign of its own category and a clear
+lead of another (MOVE_SCORE, ahead by MOVE_MARGIN) is moved in a rewrite run;
+a lead of REPORT_SCORE but no margin is only reported; anything weaker is
+left alone (a stray date or link says little).
 
 A move keeps the file name convention: `user_commit_rule.md` becomes
 `feedback_commit_rule.md` (a file without the prefix keeps its name and only its
@@ -31,7 +33,7 @@ from .dates import _phrases
 NAME = "categories"
 MOVE_SCORE = 3
 MOVE_MARGIN = 2
-REPORT_SCORE = 2
+REPORT_SCORE = 3
 
 _I = re.IGNORECASE | re.MULTILINE
 SIGNS: dict[str, list[tuple[re.Pattern[str], int, str]]] = {
@@ -72,8 +74,13 @@ def scores(memory: Memory) -> dict[str, tuple[int, list[str]]]:
     text = f"{memory.description}\n{memory.body}"
     out: dict[str, tuple[int, list[str]]] = {}
     for category, signs in SIGNS.items():
-        found = [(weight, why) for pattern, weight, why in signs
-                 if pattern.search(head if why == "reads as a rule" else text)]
+        found: list[tuple[int, str]] = []
+        for pattern, weight, why in signs:
+            # each sign counts once per different word it finds, at most twice
+            words = {m.group(0).casefold() for m in pattern.finditer(
+                head if why == "reads as a rule" else text)}
+            if words:
+                found.append((weight * min(len(words), 2), why))
         out[category] = (sum(weight for weight, _ in found), [why for _, why in found])
     return out
 

@@ -5,8 +5,10 @@ database is now MySQL 8" (2026-11-20) cannot both hold. A description is read
 as a subject and a value, split at its verb ("is", "uses", "runs on", "moved
 to", 是, 用, 改为…, or a colon); two memories in one category and project whose
 subjects have the same words (at least two of them) but whose values differ are
-surfaced, with the newer one as the proposal: the report says which, and how to
-settle it (`supersedes:` in the newer one, which the next rewrite run acts on).
+surfaced (only when no third memory shares the subject: one subject with many
+values is a list of facts, a note per case), with the newer one as the
+proposal: the report says which, and how to settle it (`supersedes:` in the
+newer one, which the next rewrite run acts on).
 
 A memory that says what changed ("switched the main database from PostgreSQL
 to MySQL", "the sync moved from Tuesday to Thursday", "Kafka instead of
@@ -75,6 +77,7 @@ def _by_subject(ctx: RuleContext, memories: list[Memory], reported: set[tuple[st
         for term in subject:
             by_term[term].append(index)
     seen: set[tuple[int, int]] = set()
+    pairs: list[tuple[int, int]] = []
     for indices in by_term.values():
         if len(indices) > 50:
             continue  # a word every subject has says nothing
@@ -82,7 +85,17 @@ def _by_subject(ctx: RuleContext, memories: list[Memory], reported: set[tuple[st
             for j in indices[position + 1 :]:
                 if (i, j) not in seen:
                     seen.add((i, j))
-                    _compare(ctx, members[i], members[j], reported)
+                    if jaccard(members[i][1], members[j][1]) >= SUBJECT_JACCARD:
+                        pairs.append((i, j))
+    # One subject with many values is a list of facts (a runbook per service, a note per
+    # case), not one fact that changed: only a subject two memories share is compared.
+    partners: dict[int, int] = defaultdict(int)
+    for i, j in pairs:
+        partners[i] += 1
+        partners[j] += 1
+    for i, j in sorted(pairs):
+        if partners[i] == 1 and partners[j] == 1:
+            _compare(ctx, members[i], members[j], reported)
 
 
 _FROM_TO = [
