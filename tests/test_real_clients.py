@@ -12,6 +12,7 @@ tool results the client passed back from `sage-mem serve`.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -244,12 +245,19 @@ def test_codex_calls_sage_mem_serve_through_the_installed_table(world: World) ->
         config = world.home / ".codex" / "config.toml"
         config.write_text(codex_provider(api) + "\n" + config.read_text(encoding="utf-8"),
                           encoding="utf-8")
-        done = run_codex(world, "exec", "--skip-git-repo-check", "--ephemeral",
+        # Codex starts MCP servers with a bare environment: a source checkout run with
+        # PYTHONPATH (a developer's worktree) passes it on, so that `serve` is this
+        # sage-mem; in CI it is unset and the installed table runs as it is.
+        through = (["-c", 'mcp_servers.sage-mem.env_vars=["PYTHONPATH"]']
+                   if os.environ.get("PYTHONPATH") else [])
+        done = run_codex(world, "exec", "--skip-git-repo-check", "--ephemeral", *through,
                          "Remember: my dog is Biscuit.")
     assert done.returncode == 0, (done.stdout[-2000:], done.stderr[-2000:])
     assert not api.errors, api.errors
     first, second = api.requests[:2]
-    (namespace,) = [tool for tool in first.body["tools"] if tool.get("name") == "mcp__sage_mem"]
+    spaces = [tool for tool in first.body["tools"] if tool.get("name") == "mcp__sage_mem"]
+    assert len(spaces) == 1, ("the server's tools are not offered", done.stderr[-3000:])
+    (namespace,) = spaces
     assert sorted(tool["name"] for tool in namespace["tools"]) == TOOLS
     (outcome,) = second.tool_results
     assert '"created":true' in outcome["text"], outcome["text"]
