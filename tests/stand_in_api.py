@@ -423,7 +423,8 @@ def client(name: str) -> str:
 
 
 def isolated_env(home: Path, **extra: str) -> dict[str, str]:
-    """This process's environment with a fresh HOME and none of a real client's variables.
+    """This process's environment with a fresh HOME, this sage-mem on PATH, and none of a
+    real client's variables.
 
     Credentials and settings of the machine's own agents (ANTHROPIC_*, CLAUDE*,
     OPENAI_*, CODEX_*) and a memory folder of its own (SAGE_MEM_*) never reach
@@ -431,8 +432,10 @@ def isolated_env(home: Path, **extra: str) -> dict[str, str]:
     """
     env = {key: value for key, value in os.environ.items()
            if not key.startswith(_CLIENT_VARIABLES)}
+    # This sage-mem's own `sage-mem` on PATH, as a project-scope install asks of everyone.
+    path = os.pathsep.join([os.path.dirname(sys.executable), env.get("PATH", os.defpath)])
     env.update(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"),
-               XDG_CACHE_HOME=str(home / ".cache"), **extra)
+               XDG_CACHE_HOME=str(home / ".cache"), PATH=path, **extra)
     return env
 
 
