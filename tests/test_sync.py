@@ -371,6 +371,30 @@ def test_a_memory_with_a_secret_is_not_pushed_and_the_rest_is(pair: tuple[Path, 
     assert not (laptop / "reference_ci.md").exists()
 
 
+def test_a_held_back_memory_is_not_named_in_the_pushed_index_and_makes_no_churn(
+    pair: tuple[Path, Path], tmp_path: Path
+) -> None:
+    laptop, desktop = pair
+    token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    write_memory(desktop, "reference_ci", memory("The CI deploy key", f"token: {token}"))
+    sync(desktop)
+    assert "reference_ci" in (desktop / "MEMORY.md").read_text(encoding="utf-8")
+    remote = tmp_path / "remote.git"
+    pushed_index = git(remote, "show", "main:MEMORY.md")
+    assert "reference_ci" not in pushed_index and "CI deploy key" not in pushed_index
+    sync(laptop)
+    head = git(remote, "rev-parse", "main")
+    for _ in range(2):  # nothing changed: no commit either way
+        write_memory(laptop, "user_dog", memory("The dog is Mochi", "Mochi."))
+        sync(laptop)
+        head = git(remote, "rev-parse", "main")
+        sync(desktop)
+        sync(laptop)
+        assert git(remote, "rev-parse", "main") == head
+    assert "user_dog" in (desktop / "MEMORY.md").read_text(encoding="utf-8")
+    assert "reference_ci" in (desktop / "MEMORY.md").read_text(encoding="utf-8")
+
+
 def test_a_secret_committed_by_hand_stops_the_push(
     pair: tuple[Path, Path], tmp_path: Path
 ) -> None:

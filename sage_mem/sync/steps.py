@@ -47,6 +47,7 @@ from ..disk.folder import ARCHIVE_DIR, DREAM_DIR, INDEX_FILE, MemoryFolder
 from ..disk.locks import file_lock
 from ..disk.safe_io import atomic_write, file_mode, read_or_absent, rewrite
 from ..errors import InvalidMemory
+from ..memory import catalog
 from .git import (
     MACHINE_TRAILER,
     REMOTE,
@@ -319,6 +320,9 @@ class _Sync:
         taken = [p for p in changed if p not in held_paths]
         # A deletion already staged (`git mv`, `git rm`) has nothing left to add.
         to_add = [p for p in taken if changed[p] != "D "]
+        held_ids = set(memory_ids(held_paths))
+        if held_ids and INDEX_FILE in to_add and self.stage_index_without(held_ids):
+            to_add.remove(INDEX_FILE)
         if to_add:
             self.git.run("add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul",
                          input=quoted_paths(to_add))
@@ -333,6 +337,42 @@ class _Sync:
         body = "\n".join(taken[:200]) or "(no file changed)"
         self.git.commit(message, "-m", body, "-m", f"{MACHINE_TRAILER}: {self.machine}")
         result.committed.extend(i for i in ids if i not in result.committed)
+
+    def stage_index_without(self, held: set[str]) -> bool:
+        """Stage a sage-mem MEMORY.md that does not list the memories held back.
+
+        Its entries would name them to the remote, and every other machine
+        would drop them again at its next sync: a commit each way, every sync.
+        The work tree keeps its full MEMORY.md (a file sage-mem regenerates,
+        which `integrate` may set back to the staged one before a merge).
+        False for a MEMORY.md someone wrote (theirs, committed as it is).
+        """
+        try:
+            text = self.folder.index_file.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            return False
+        if catalog.NOTE not in text or catalog.REGION_BEGIN in text:
+            return False
+        from ..store import MemoryStore
+
+        with MemoryStore(self.root, watch=False) as store:
+            kept = [m for m in store.list() if m.id not in held]
+        data = catalog.render(kept).encode("utf-8")
+        blob = self.git.run("hash-object", "-w", "--stdin", input=data).stdout.decode().strip()
+        self.git.run("update-index", "--add", "--cacheinfo", f"100644,{blob},{INDEX_FILE}")
+        return True
+
+    def drop_unstaged_index(self) -> None:
+        """Before a merge: a sage-mem MEMORY.md differing from the staged one is set back to it
+        (it is regenerated after the merge), so that the merge can take the other side's."""
+        if self.git.ok("diff", "--quiet", "--", INDEX_FILE):
+            return
+        try:
+            text = self.folder.index_file.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            return
+        if catalog.NOTE in text and catalog.REGION_BEGIN not in text:
+            self.git.run("checkout", "--", INDEX_FILE)
 
     def changed_files(self) -> dict[str, str]:
         """Each changed path and its two-letter status (`git status --porcelain`)."""
@@ -392,6 +432,7 @@ class _Sync:
         if head is not None and self.git.ok("merge-base", "--is-ancestor", theirs, head):
             return
         self.progress(f"merging {REMOTE}/{branch}")
+        self.drop_unstaged_index()
         done = self.git.run(
             "-c", "merge.renames=true", *self.git.identity(), "merge", "--quiet", "--no-edit",
             "--no-verify", "--allow-unrelated-histories", "-m",
