@@ -319,13 +319,15 @@ _ZH_DATE = re.compile(
     rf"(?:([0-9]{{4}})年)?([0-9]{{1,2}}|[{_ZH_DIGIT}]{{1,3}})月"
     rf"(?:([0-9]{{1,2}}|[{_ZH_DIGIT}]{{1,3}})[日号])?"
 )
+# A letter or a digit of a word (`_WORD`): a date is not a part of one ("éapril 28").
+_IN_WORD = rf"[^\W_{_CJK}]"
 _MONTH_DAY = re.compile(
-    rf"(?<![a-z])({_MONTH_NAME})\.?\s+([0-9]{{1,2}})(?:st|nd|rd|th)?(?![0-9a-z])"
-    r"(?:,?\s+([12][0-9]{3})(?![0-9]))?"
+    rf"(?<!{_IN_WORD})({_MONTH_NAME})\.?\s+([0-9]{{1,2}})(?:st|nd|rd|th)?(?!{_IN_WORD})"
+    rf"(?:,?\s+([12][0-9]{{3}})(?!{_IN_WORD}))?"
 )
 _DAY_MONTH = re.compile(
-    rf"(?<![0-9a-z])([0-9]{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?({_MONTH_NAME})(?![a-z])\.?"
-    r"(?:,?\s+([12][0-9]{3})(?![0-9]))?"
+    rf"(?<!{_IN_WORD})([0-9]{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?({_MONTH_NAME})(?!{_IN_WORD})\.?"
+    rf"(?:,?\s+([12][0-9]{{3}})(?!{_IN_WORD}))?"
 )
 _MONTH_WORDS = frozenset(_MONTH_OF)
 # Numbers: a number word is its digits ("three" and "3" meet; "one" and "一" are left
@@ -618,6 +620,11 @@ def _stem(word: str) -> str:
         word = IRREGULAR_FORMS[word]
     if word[0].isdigit() and word[-1] in "dht" and _ORDINAL.fullmatch(word):
         return word[:-2]  # "28th" is the day "28"
+    return porter2(word)
+
+
+def porter2(word: str) -> str:
+    """The Porter2 stem alone, without the irregular forms and numbers `stem` reads first."""
     if len(word) <= 2 or not word.isascii() or not word.isalpha():
         return word
     if word in _EXCEPTIONS:
