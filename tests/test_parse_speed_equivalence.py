@@ -532,14 +532,25 @@ def test_fold_is_nfkc_then_lower_case(text: str) -> None:
 
 
 def tokenize_as_before(text: str) -> list[str]:
-    """The token loop the faster one replaced: match objects, one pass, one word at a time."""
+    """The token loop the faster one replaced: match objects, one pass, one word at a time.
+
+    With issue 16's rules written out plainly: the date and number passes run on
+    the whole text first (tests/test_tokens.py checks what they give), an
+    identifier's parts follow it, and a stop word that is the only word between
+    two CJK runs (or a run and an end) is kept.
+    """
     cjk = tokens._CJK
     token = re.compile(rf"([{cjk}]+)|([^\W_{cjk}]+)")
     stop = re.compile(
         "|".join(sorted(CHINESE_STOP_WORDS, key=len, reverse=True)) + f"|[{CHINESE_BREAKS}]"
     )
+    camel = tokens._identifier_parts(text) or {}
+    folded = tokens._dates_and_numbers(fold(text))
+    folded = tokens._MONTH_DAY.sub(tokens._month_day, folded)
+    folded = tokens._DAY_MONTH.sub(tokens._day_month, folded)
     out: list[str] = []
-    matches = list(token.finditer(fold(text)))
+    matches = list(token.finditer(folded))
+    has_run = any(match.group(1) for match in matches)
     previous = ""
     for i, match in enumerate(matches):
         run, word = match.groups()
@@ -550,12 +561,27 @@ def tokenize_as_before(text: str) -> list[str]:
                     out.extend(segment[j : j + 2] for j in range(len(segment) - 1))
                 out.extend("~" + char for char in segment if char not in CHINESE_STOP_CHARS)
             continue
+        alone = has_run and (i == 0 or matches[i - 1].group(1)) and (
+            i + 1 == len(matches) or matches[i + 1].group(1))
+        if alone and word in ENGLISH_STOP_WORDS:
+            out.append(stem(word))
+            continue
         frame = (previous == "how" and word in QUESTION_FRAMES) or (
             word in FRAME_NOUNS and i + 1 < len(matches) and matches[i + 1].group(2) == "of"
         )
         previous = word
         if not frame and word not in ENGLISH_STOP_WORDS:
             out.append(stem(word))
+        if not frame:
+            if word in camel:
+                parts = camel[word]
+            elif re.search("[a-z][0-9]|[0-9][a-z]", word) and not re.fullmatch(
+                    "[0-9]+(st|nd|rd|th)", word):
+                parts = [p for p in re.findall("[a-z]+", word) if len(p) >= 3]
+            else:
+                parts = []
+            out.extend(stem(part) for part in parts
+                       if part != word and part not in ENGLISH_STOP_WORDS)
     return out
 
 
@@ -565,6 +591,9 @@ TOKEN_PIECES = [
     "什么", "怎么样", "为什么", "的", "了", "是", "我们", "猫叫芝麻", "用户", "运行", "，", "。",
     "！", "カタカナ", "가나", "_", "-", "'", " ", "\n", "\u3000", "ﬁle", "Ⅻ", "e\u0301",
     "\U00020000", "how", "kind", "many",
+    # issue 16: identifiers, dates, numbers, a Latin word in Chinese text
+    "LazyVim ", "OAuth2", "getUserName", "utf8 ", "28 April ", "April 28th", "2023-04-28",
+    "4月28日", "四月", "三年", "three ", "IT", "it ", "won ",
 ]
 
 
@@ -582,7 +611,8 @@ def test_tokenize_of_any_text_gives_what_the_loop_it_replaced_gave(text: str) ->
 
 
 # What `stem` gave before its speed-up, for words that reach each of its rules
-# (a bare word stems to itself).
+# (a bare word stems to itself; since issue 16 an irregular form is its base word
+# first, so "meant" is "mean").
 STEMS_BEFORE = """
     aabb actuator:actuat admittedly:admit advised:advis altercation:alterc ambulance:ambul andes
     annoyance:annoy antidervative:antiderv appearance:appear arraybuffer:arraybuff arsenal
@@ -609,7 +639,7 @@ STEMS_BEFORE = """
     incomment:incom inning inspiration:inspir integrator:integr intensity:intens
     interchanged:interchang intermingled:intermingl interuption:interupt invariance:invari
     iterator:iter iti justkey keyrepr keywordp kolmogi kreadable:kreadabl later lateral
-    lexigographic:lexigograph linearization:linear llogist lying:lie mant maxwell:maxwel meant
+    lexigographic:lexigograph linearization:linear llogist lying:lie mant maxwell:maxwel meant:mean
     memcritical:memcrit meteorologist:meteorolog minexclusive:minexclus misleadingly:mislead
     miss misses:miss mistakenly:mistaken mitigation:mitig mlogi movetoelement:movetoel mycli:myc
     ncreadatt negligible:neglig news nobreakindent:nobreakind noduplicate:nodupl

@@ -113,7 +113,7 @@ REWRITE_AFTER = 32
 # What a file turns into (fields, terms, weights): bump it with any change to how
 # `memory/value.py`, `search/tokens.py` or `search/index.py` make postings of a file
 # that the fingerprint's sample and constants would not show.
-SCORING_VERSION = 1
+SCORING_VERSION = 2  # 2: issue 16 (dates, numbers, identifier parts, irregular forms)
 _MEMORY_FIELDS = tuple(f.name for f in fields(Memory))
 _PROBLEMS = _MEMORY_FIELDS.index("problems")
 

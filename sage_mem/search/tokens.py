@@ -185,7 +185,9 @@ def tokenize_counted(text: str) -> tuple[list[str], int]:
         return out, len(out) - extra[0]
     # Alternating stretches: text between CJK runs (odd ones), then a CJK run.
     out = []
-    for i, part in enumerate(_CJK_RUN.split(folded)):
+    stretches = _CJK_RUN.split(folded)
+    inside_chinese = len(stretches) > 1
+    for i, part in enumerate(stretches):
         if i % 2:
             out += cjk_terms(part)
             continue
@@ -194,7 +196,7 @@ def tokenize_counted(text: str) -> tuple[list[str], int]:
             continue  # punctuation between two runs: the common case
         if not _MONTH_WORDS.isdisjoint(found):
             found = _english_dates(part, found)
-        if len(found) == 1 and found[0] in ENGLISH_STOP_WORDS:
+        if inside_chinese and len(found) == 1 and found[0] in ENGLISH_STOP_WORDS:
             # One Latin word set in Chinese text ("IT行业", "买了A股") is a name, not an
             # English function word.
             out.append(_STEMS[found[0]])
@@ -214,15 +216,20 @@ def _word_terms(
     `text` is what the words were found in; the number of identifier parts
     among the terms is added to `extra[0]`.
     """
+    if not _FRAME_WORDS.isdisjoint(found):
+        found = _without_frames(found)
     if parts is None and _MIXED.search(" ".join(found) if text is None else text) is not None:
         parts = {}
     if parts is not None:
         found, added = _with_parts(found, parts)
         if extra is not None:
             extra[0] += added
-    if _FRAME_WORDS.isdisjoint(found):
-        # The common case, done in C: drop stop words, look up (or make) each stem.
-        return list(map(_STEMS.__getitem__, filterfalse(ENGLISH_STOP_WORDS.__contains__, found)))
+    # Done in C: drop stop words, look up (or make) each stem.
+    return list(map(_STEMS.__getitem__, filterfalse(ENGLISH_STOP_WORDS.__contains__, found)))
+
+
+def _without_frames(found: list[str]) -> list[str]:
+    """`found` without its question frames ("how many", "what kind of")."""
     out: list[str] = []
     previous = ""
     for i, word in enumerate(found):
@@ -230,8 +237,8 @@ def _word_terms(
             word in FRAME_NOUNS and i + 1 < len(found) and found[i + 1] == "of"
         )
         previous = word
-        if not frame and word not in ENGLISH_STOP_WORDS:
-            out.append(_STEMS[word])
+        if not frame:
+            out.append(word)
     return out
 
 
@@ -312,13 +319,15 @@ _ZH_DATE = re.compile(
     rf"(?:([0-9]{{4}})年)?([0-9]{{1,2}}|[{_ZH_DIGIT}]{{1,3}})月"
     rf"(?:([0-9]{{1,2}}|[{_ZH_DIGIT}]{{1,3}})[日号])?"
 )
+# A letter or a digit of a word (`_WORD`): a date is not a part of one ("éapril 28").
+_IN_WORD = rf"[^\W_{_CJK}]"
 _MONTH_DAY = re.compile(
-    rf"(?<![a-z])({_MONTH_NAME})\.?\s+([0-9]{{1,2}})(?:st|nd|rd|th)?(?![0-9a-z])"
-    r"(?:,?\s+([12][0-9]{3})(?![0-9]))?"
+    rf"(?<!{_IN_WORD})({_MONTH_NAME})\.?\s+([0-9]{{1,2}})(?:st|nd|rd|th)?(?!{_IN_WORD})"
+    rf"(?:,?\s+([12][0-9]{{3}})(?!{_IN_WORD}))?"
 )
 _DAY_MONTH = re.compile(
-    rf"(?<![0-9a-z])([0-9]{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?({_MONTH_NAME})(?![a-z])\.?"
-    r"(?:,?\s+([12][0-9]{3})(?![0-9]))?"
+    rf"(?<!{_IN_WORD})([0-9]{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?({_MONTH_NAME})(?!{_IN_WORD})\.?"
+    rf"(?:,?\s+([12][0-9]{{3}})(?!{_IN_WORD}))?"
 )
 _MONTH_WORDS = frozenset(_MONTH_OF)
 # Numbers: a number word is its digits ("three" and "3" meet; "one" and "一" are left
@@ -611,6 +620,11 @@ def _stem(word: str) -> str:
         word = IRREGULAR_FORMS[word]
     if word[0].isdigit() and word[-1] in "dht" and _ORDINAL.fullmatch(word):
         return word[:-2]  # "28th" is the day "28"
+    return porter2(word)
+
+
+def porter2(word: str) -> str:
+    """The Porter2 stem alone, without the irregular forms and numbers `stem` reads first."""
     if len(word) <= 2 or not word.isascii() or not word.isalpha():
         return word
     if word in _EXCEPTIONS:
