@@ -90,8 +90,9 @@ def markdown_target(destination: str, folder: str, ids: Ids) -> str | None:
     if resolved == ".." or resolved.startswith("../"):
         return None
     for candidate in (resolved, posixpath.normpath(target)):
-        if candidate[:-3] in ids.live:
-            return candidate[:-3]
+        memory_id = _nfc(candidate[:-3])
+        if memory_id in ids.live:
+            return memory_id
     return None
 
 

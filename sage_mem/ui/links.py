@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..disk.folder import ARCHIVE_DIR
+from ..memory.links import Ids, markdown_target, wiki_target
 from ..memory.markdown import MARKDOWN_LINK, WIKI_LINK, linked_file, mask_code
 from ..memory.value import Memory
 from ..store import MemoryStore
@@ -70,25 +71,24 @@ class Graph:
 
 
 class Resolver:
-    """Resolves link targets against the live and archived memories of one moment."""
+    """Resolves link targets against the live and archived memories of one moment.
+
+    A target in service is resolved by `memory.links` (the rule the rename and
+    the dream follow too); only where an archived memory now is, is the page's.
+    """
 
     def __init__(self, live: Iterable[str], archived: Iterable[str]) -> None:
-        self.live = {_nfc(i) for i in live}
+        self.ids = Ids.of(_nfc(i) for i in live)
+        self.live = self.ids.live
         self.archived = {_nfc(i) for i in archived}
-        leaves: dict[str, list[str]] = defaultdict(list)
-        for memory_id in self.live:
-            leaves[memory_id.rsplit("/", 1)[-1]].append(memory_id)
-        self.by_leaf = {leaf: ids[0] for leaf, ids in leaves.items() if len(ids) == 1}
 
     def wiki(self, target: str, folder_rel: str) -> Link:
-        memory_id = _nfc(target.strip().removesuffix(".md"))
-        candidates = [posixpath.normpath(memory_id),
-                      posixpath.normpath(posixpath.join(folder_rel, memory_id))]
-        found = next((c for c in candidates if c in self.live), None)
-        if found is None and "/" not in memory_id:
-            found = self.by_leaf.get(memory_id)
+        found = wiki_target(target, folder_rel, self.ids)
         archived = None
         if found is None:
+            memory_id = _nfc(target.strip().removesuffix(".md"))
+            candidates = (posixpath.normpath(memory_id),
+                          posixpath.normpath(posixpath.join(folder_rel, memory_id)))
             archived = next((f"{ARCHIVE_DIR}/{c}" for c in candidates if c in self.archived), None)
         return Link("wiki", target, found, archived)
 
@@ -99,12 +99,11 @@ class Resolver:
         resolved = posixpath.normpath(posixpath.join(folder_rel, target))
         if resolved == ".." or resolved.startswith("../"):
             return None
-        candidates = [resolved, posixpath.normpath(target)]
-        ids = [_nfc(c.removesuffix(".md")) for c in candidates if c.endswith(".md")]
-        found = next((i for i in ids if i in self.live), None)
+        found = markdown_target(destination, folder_rel, self.ids)
         archived = None
         if found is None:
-            for memory_id in ids:
+            candidates = [resolved, posixpath.normpath(target)]
+            for memory_id in (_nfc(c.removesuffix(".md")) for c in candidates if c.endswith(".md")):
                 if memory_id.startswith(ARCHIVE_DIR + "/") and \
                         memory_id[len(ARCHIVE_DIR) + 1:] in self.archived:
                     archived = memory_id
