@@ -1,8 +1,10 @@
 """The Claude Code plugin (issue 17, item 2): what it registers is what `install` writes.
 
-`plugins/sage-mem/` is a Claude Code plugin (`.claude-plugin/plugin.json` with
-the MCP server inline, `hooks/hooks.json` with the hooks), listed by the
-repository's `.claude-plugin/marketplace.json`. It runs `sage-mem` from PATH,
+`sage_mem/agents/claude_plugin/sage-mem/` is a Claude Code plugin
+(`.claude-plugin/plugin.json` with the MCP server inline, `hooks/hooks.json`
+with the hooks), listed by `sage_mem/agents/claude_plugin/.claude-plugin/
+marketplace.json`: it ships inside the package, so an installed sage-mem
+carries it. It runs `sage-mem` from PATH,
 as a project install does, so it holds no one's paths. The plugin and
 `install claude-code` are two ways to the same entries: a test holds them
 equal, so that neither drifts (and `claude plugin validate` checks the format
@@ -22,7 +24,8 @@ from support import ROOT
 import sage_mem
 from sage_mem.agents.install import HOOK_EVENTS, _hook_command, _mcp_entry
 
-PLUGIN = ROOT / "plugins" / "sage-mem"
+MARKETPLACE = ROOT / "sage_mem" / "agents" / "claude_plugin"
+PLUGIN = MARKETPLACE / "sage-mem"
 
 
 def load(path):
@@ -48,9 +51,9 @@ def test_the_plugin_hooks_are_the_ones_install_registers() -> None:
 
 
 def test_the_marketplace_lists_the_plugin_where_it_is() -> None:
-    market = load(ROOT / ".claude-plugin" / "marketplace.json")
+    market = load(MARKETPLACE / ".claude-plugin" / "marketplace.json")
     (entry,) = market["plugins"]
-    assert entry["name"] == "sage-mem" and (ROOT / entry["source"]).resolve() == PLUGIN
+    assert entry["name"] == "sage-mem" and (MARKETPLACE / entry["source"]).resolve() == PLUGIN
     assert market["owner"]["name"]
 
 
