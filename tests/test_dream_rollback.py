@@ -256,3 +256,28 @@ def test_another_process_sees_a_rollback_before_its_next_write(messy: Path) -> N
     for memory_id in restored - after_run:
         assert memory_id in catalog
     assert {m.id for m in other.list()} == restored | {"note_after_rollback"}
+
+
+def test_a_rollback_without_a_scope_takes_the_settings_default(messy: Path) -> None:
+    """`rollbackScope` in config.json is the scope of a rollback that names none (CLI, page)."""
+    import subprocess
+    import sys
+
+    from support import ROOT
+
+    store = MemoryStore(messy, watch=False)
+    run = run_dream(store, mode="rewrite")
+    assert rollback(store, run.run_id, dry_run=True).scope == "touched"
+    config = DreamPaths(store.folder).config_file
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text(json.dumps({"rollbackScope": "all"}))
+    assert rollback(store, run.run_id, dry_run=True).scope == "all"
+    assert rollback(store, run.run_id, dry_run=True, scope="touched").scope == "touched"
+    shown = subprocess.run(
+        [sys.executable, "-m", "sage_mem", "--dir", str(messy), "rollback", run.run_id,
+         "--dry-run", "--json"], capture_output=True, text=True, cwd=ROOT, check=True,
+    )
+    assert json.loads(shown.stdout)["scope"] == "all"
+    config.write_text(json.dumps({"rollbackScope": "some"}))
+    with pytest.raises(DreamError, match="rollbackScope"):
+        rollback(store, run.run_id, dry_run=True)

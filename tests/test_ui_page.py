@@ -653,3 +653,26 @@ def test_choosing_session_transcripts_shows_the_privacy_warning(page: Any) -> No
     expect(page.locator("#privacy-warning")).to_contain_text("private text")
     expect(page.locator("#s-sessionsDir")).to_be_visible()
     expect(page.locator("#s-autoMode")).to_have_value("report")
+
+
+# 1: the default rollback scope is a setting, and a run's page offers it first
+
+
+def test_a_runs_rollback_offers_the_settings_default_scope_first(
+    page: Any, dreamy: Path, server: UiServer
+) -> None:
+    import json
+
+    from sage_mem.dream.paths import DreamPaths
+
+    server.store.reconcile()
+    go(page, "#/runs")
+    page.locator("#dream-rewrite").click()
+    page.locator("#dream-rewrite-go").click()
+    expect(page.locator("#run-report h1")).to_contain_text("Autodream run")
+    expect(page.locator("#scope-touched")).to_be_checked()
+    config = DreamPaths(server.store.folder).config_file
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text(json.dumps({"rollbackScope": "all"}))
+    page.reload()
+    expect(page.locator("#scope-all")).to_be_checked()

@@ -54,15 +54,16 @@ def runs(session: Session, as_json: bool) -> int:
 @dir_option
 @click.argument("run_id", metavar="RUN_ID",
                 help="the run to undo (see `sage-mem runs`)")
-@click.option("--scope", type=Choice(["touched", "all"]), default="touched",
-              help="only the files the run touched (default) or the whole folder")
+@click.option("--scope", type=Choice(["touched", "all"]),
+              help="only the files the run touched, or the whole folder (default: the "
+                   "rollbackScope setting, touched unless set)")
 @click.option("--dry-run", is_flag=True, help="say what would be restored, change nothing")
 @click.option("--force", is_flag=True,
               help="also put back files changed since the run (skipped otherwise; their "
                    "present version is kept in the protective snapshot)")
 @json_option
 @click.pass_obj
-def rollback(session: Session, run_id: str, scope: str, dry_run: bool, force: bool,
+def rollback(session: Session, run_id: str, scope: str | None, dry_run: bool, force: bool,
              as_json: bool) -> int:
     from ..dream import rollback as roll_back
 

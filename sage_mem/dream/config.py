@@ -63,6 +63,11 @@ class DreamConfig:
         60.0, NUMBER, "After this long a run still holding the lock is named as possibly stuck "
         "(with its pid); a live run's lock is never taken over.", minimum=0,
     )
+    rollback_scope: str = _setting(
+        "touched", CHOICE, "The scope of a rollback that names none (the CLI, the page): "
+        "touched puts back what the run changed, all the whole folder as it was before it.",
+        choices=("touched", "all"),
+    )
     agent_command: tuple[str, ...] = _setting(
         (), COMMAND, "The agent command of the optional model pass, as a list of strings "
         "(empty: no model pass).",

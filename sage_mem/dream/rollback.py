@@ -200,7 +200,7 @@ def rollback(
     store: MemoryStore,
     run_id: str,
     *,
-    scope: str = "touched",
+    scope: str | None = None,
     dry_run: bool = False,
     force: bool = False,
     now: datetime | None = None,
@@ -208,13 +208,17 @@ def rollback(
 ) -> RollbackResult:
     """Put back what run `run_id` changed (`touched`) or the whole folder (`all`).
 
-    A file changed since the run is skipped as a conflict unless `force`.
-    Raises RunNotFound for an unknown run, DreamError when there is nothing to
-    roll back to, StoreLocked while a run or another rollback is in progress.
+    No `scope`: the settings' `rollbackScope` (`touched` unless set). A file
+    changed since the run is skipped as a conflict unless `force`. Raises
+    RunNotFound for an unknown run, DreamError when there is nothing to roll
+    back to, StoreLocked while a run or another rollback is in progress.
     """
+    paths = DreamPaths(store.folder)
+    if scope is None:
+        config = config or DreamConfig.load(paths.config_file)
+        scope = config.rollback_scope
     if scope not in SCOPES:
         raise DreamError(f"scope must be one of {', '.join(SCOPES)}, not {scope!r}")
-    paths = DreamPaths(store.folder)
     moment = now or datetime.now(UTC)
     mark_interrupted(paths, moment)
     target = Manifest.load(paths, run_id)

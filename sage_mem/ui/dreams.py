@@ -240,7 +240,7 @@ async def run(request: Request) -> JSONResponse:
 
 
 def do_rollback(
-    store: MemoryStore, run_id: str, scope: str, dry_run: bool, force: bool = False
+    store: MemoryStore, run_id: str, scope: str | None, dry_run: bool, force: bool = False
 ) -> dict[str, Any]:
     from ..dream import rollback
 
@@ -249,8 +249,8 @@ def do_rollback(
 
 async def rollback(request: Request) -> JSONResponse:
     data = await json_body(request)
-    scope = data.get("scope", "touched")
-    if scope not in ("touched", "all"):
+    scope = data.get("scope")  # none given: the settings' rollbackScope
+    if scope not in (None, "touched", "all"):
         raise InvalidMemory("scope must be touched or all")
     dry_run = data.get("dryRun") is True
     force = data.get("force") is True  # put back files changed since the run too

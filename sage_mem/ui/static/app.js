@@ -1586,6 +1586,11 @@
         const scopeTouched = h("input", { type: "radio", name: "scope", value: "touched", id: "scope-touched", checked: true });
         const scopeAll = h("input", { type: "radio", name: "scope", value: "all", id: "scope-all" });
         const confirmBox = h("div", { class: "confirm", id: "rollback-confirm-box", hidden: true, dataset: { escape: "1" } });
+        // The settings' rollbackScope chooses the scope offered first.
+        api("/api/dream/settings").then((settings) => {
+          const field = (settings.fields || []).find((f) => f.key === "rollbackScope");
+          if (field && field.value === "all") scopeAll.checked = true;
+        }).catch(() => {});
         panel.append(h("h2", {}, rollbackKind ? "Undo this rollback" : "Undo this run"),
           h("label", { class: "check" }, scopeTouched, "Only the files this run changed (touched)"),
           h("label", { class: "check" }, scopeAll, "The whole folder, back to how it was before this run (all)"),
