@@ -836,16 +836,21 @@ def _edit_toml_server(text: str, path: Path, wanted: Mapping[str, Any]) -> str:
         )
     expected = copy.deepcopy(data)
     expected.setdefault("mcp_servers", {})[SERVER_NAME] = entry
+    _check_toml(new_text, expected, path, (
+        f"{path}: could not add [mcp_servers.{SERVER_NAME}] without disturbing the rest of "
+        "the file; add it by hand (see `sage-mem install codex --dry-run`)"
+    ))
+    return new_text
+
+
+def _check_toml(new_text: str, expected: Any, path: Path, refusal: str) -> None:
+    """Refuse (SageMemError, `refusal`) a TOML edit that does not read as exactly `expected`."""
     try:
         check = tomllib.loads(new_text)
     except tomllib.TOMLDecodeError:
         check = None
     if check != expected:
-        raise SageMemError(
-            f"{path}: could not add [mcp_servers.{SERVER_NAME}] without disturbing the rest of "
-            "the file; add it by hand (see `sage-mem install codex --dry-run`)", path=path,
-        )
-    return new_text
+        raise SageMemError(refusal, path=path)
 
 
 def _remove_toml_server(text: str, path: Path) -> str | None:
@@ -872,15 +877,10 @@ def _remove_toml_server(text: str, path: Path) -> str | None:
     del expected["mcp_servers"][SERVER_NAME]
     if not expected["mcp_servers"]:
         del expected["mcp_servers"]
-    try:
-        check = tomllib.loads(new_text)
-    except tomllib.TOMLDecodeError:
-        check = None
-    if check != expected:
-        raise SageMemError(
-            f"{path}: could not take [mcp_servers.{SERVER_NAME}] out without disturbing the "
-            "rest of the file; take it out by hand", path=path,
-        )
+    _check_toml(new_text, expected, path, (
+        f"{path}: could not take [mcp_servers.{SERVER_NAME}] out without disturbing the "
+        "rest of the file; take it out by hand"
+    ))
     return new_text if new_text.strip() else None
 
 

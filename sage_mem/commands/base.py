@@ -60,6 +60,14 @@ class Session:
     def print_json(self, data: Any, to: TextIO | None = None) -> None:
         (to or self.out).write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
 
+    def print_memory(self, memory: Any, as_json: bool, line: str) -> int:
+        """Print a memory a command changed: its fields as JSON, or `line`; exit 0."""
+        if as_json:
+            self.print_json(memory.to_dict(body=False))
+        else:
+            self.out.write(line)
+        return 0
+
     def print_result(self, result: Any, as_json: bool) -> int:
         """Print a library result (anything with `to_dict` and `format_text`) as asked; exit 0."""
         if as_json:

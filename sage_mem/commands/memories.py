@@ -74,11 +74,7 @@ def add(session: Session, memory_id: str, body: str | None, expected_sha256: str
         memory_id, body=read_body(body), expected_sha256=expected_sha256,
         allow_secret=allow_secret, **fields,
     )
-    if as_json:
-        session.print_json(memory.to_dict(body=False))
-    else:
-        session.out.write(f"Saved {memory.id} ({memory.path})\n")
-    return 0
+    return session.print_memory(memory, as_json, f"Saved {memory.id} ({memory.path})\n")
 
 
 @command(
@@ -273,11 +269,9 @@ def archive(session: Session, memory_id: str, reason: str, expected_sha256: str 
     memory = session.open_store().archive(
         memory_id, reason=reason, expected_sha256=expected_sha256
     )
-    if as_json:
-        session.print_json(memory.to_dict(body=False))
-    else:
-        session.out.write(f"Archived {memory_id} as {memory.id} ({memory.path})\n")
-    return 0
+    return session.print_memory(
+        memory, as_json, f"Archived {memory_id} as {memory.id} ({memory.path})\n"
+    )
 
 
 @command("restore", "bring an archived memory back under its old id (never over another)",
@@ -288,11 +282,7 @@ def archive(session: Session, memory_id: str, reason: str, expected_sha256: str 
 @click.pass_obj
 def restore(session: Session, memory_id: str, as_json: bool) -> int:
     memory = session.open_store().restore(memory_id)
-    if as_json:
-        session.print_json(memory.to_dict(body=False))
-    else:
-        session.out.write(f"Restored {memory.id} ({memory.path})\n")
-    return 0
+    return session.print_memory(memory, as_json, f"Restored {memory.id} ({memory.path})\n")
 
 
 @command("mv", "give a memory a new id; links to it in other memories follow (never overwrites)",
