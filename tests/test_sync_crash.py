@@ -113,7 +113,11 @@ def test_a_sync_killed_at_any_step_is_finished_by_the_next(tmp_path: Path) -> No
             assert theirs in (folder / f"user_d{round_}.md").read_text(encoding="utf-8")
         assert files(laptop) == files(desktop)
         git(desktop, "fsck", "--no-progress")
-    assert interrupted >= len(KILL_POINTS) - 2, "the kills came after the syncs had ended"
+    # A kill at once after a step's progress line lands while the sync still runs; one
+    # after a delay may come after a fast machine's sync has ended (it is then a plain
+    # sync, still checked above).
+    at_once = sum(1 for _, delay in KILL_POINTS if delay == 0.0)
+    assert interrupted >= at_once - 1, "the kills came after the syncs had ended"
     assert len(set(states)) >= 2, states  # the kills left the folder in different states
     print(states)
 
