@@ -9,5 +9,6 @@ init`).
 
 May import `sage_mem.errors` and `sage_mem.memory`. `watch` and `template`
 are handed a store (they import it for types and, `template`, to open the new
-folder's store); nothing else here knows the store, the index or any interface.
+folder's store; `template` also makes `init --git`'s repository through
+`sage_mem.sync`); nothing else here knows the store, the index or any interface.
 """
