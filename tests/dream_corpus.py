@@ -917,6 +917,16 @@ def _variants() -> list[Entry]:
     return out
 
 
+def _plain(
+    rows: list[tuple[str, str, str]], prefix: str, category: str, day: str
+) -> list[Entry]:
+    """Memories with no trap of their own: (slug, description, body), all of one day."""
+    return [
+        Entry(f"{prefix}{slug}", description, body, {"category": category, **_day(day)})
+        for slug, description, body in rows
+    ]
+
+
 def _fillers() -> list[Entry]:
     """The bulk of a real folder: varied memories, some with dated events, none alike."""
     out: list[Entry] = []
@@ -1023,10 +1033,7 @@ def _fillers() -> list[Entry]:
         ),
         ("pets_fish", "The user keeps tropical fish", "Two neon tetras and a shrimp colony."),
     ]
-    for slug, description, body in prefs:
-        out.append(
-            Entry(f"user_{slug}", description, body, {"category": "user", **_day("2026-11-18")})
-        )
+    out += _plain(prefs, "user_", "user", "2026-11-18")
     zh_prefs = [
         ("tea", "用户喜欢喝乌龙茶", "下午三点左右泡一壶。"),
         ("run", "用户每周跑步三次", "一般在晚上，五公里左右。"),
@@ -1037,10 +1044,7 @@ def _fillers() -> list[Entry]:
         ("notes", "用户用 Obsidian 记笔记", "笔记库同步在坚果云。"),
         ("kids", "用户有两个孩子", "周末一般不安排工作。"),
     ]
-    for slug, description, body in zh_prefs:
-        out.append(
-            Entry(f"user_zh_{slug}", description, body, {"category": "user", **_day("2026-11-19")})
-        )
+    out += _plain(zh_prefs, "user_zh_", "user", "2026-11-19")
     rules = [
         (
             "types",
@@ -1088,15 +1092,7 @@ def _fillers() -> list[Entry]:
             "**Why:** reviewers cannot run every branch.\n\n**How to apply:** before and after.",
         ),
     ]
-    for slug, description, body in rules:
-        out.append(
-            Entry(
-                f"feedback_{slug}",
-                description,
-                body,
-                {"category": "feedback", **_day("2026-11-17")},
-            )
-        )
+    out += _plain(rules, "feedback_", "feedback", "2026-11-17")
     zh_rules = [
         (
             "comments",
@@ -1129,15 +1125,7 @@ def _fillers() -> list[Entry]:
             "**Why:** 依赖太多升级困难。\n\n**How to apply:** 在合并请求里写一句为什么。",
         ),
     ]
-    for slug, description, body in zh_rules:
-        out.append(
-            Entry(
-                f"feedback_zh_{slug}",
-                description,
-                body,
-                {"category": "feedback", **_day("2026-11-18")},
-            )
-        )
+    out += _plain(zh_rules, "feedback_zh_", "feedback", "2026-11-18")
     events = [
         (
             "interview",
@@ -1176,16 +1164,6 @@ def _fillers() -> list[Entry]:
             [("last Tuesday", "2026-11-17")],
         ),
     ]
-    for slug, description, body, day, found in events:
-        out.append(
-            Entry(
-                f"project_{slug}",
-                description,
-                body,
-                {"category": "project", **_day(day)},
-                events=found,
-            )
-        )
     zh_events = [
         (
             "zh_hiring",
@@ -1216,7 +1194,7 @@ def _fillers() -> list[Entry]:
             [("两天前", "2026年11月25日")],
         ),
     ]
-    for slug, description, body, day, found in zh_events:
+    for slug, description, body, day, found in events + zh_events:
         out.append(
             Entry(
                 f"project_{slug}",
