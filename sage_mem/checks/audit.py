@@ -34,7 +34,9 @@ What is fine, on purpose:
   meant; one after a single space inside a text value (`description: use C# #
   not java`, `description: issue #12 is fixed`) is the classic accident.
 - Links: `[[id]]` resolves against the folder root, the linking file's folder,
-  or any memory with that file name (as Obsidian does); `[text](x.md)` against
+  or the one memory with that file name (as Obsidian does; a name two memories
+  share is reported, since a rename could not tell which one it meant: the
+  reading is `memory/links.py`'s, as for a rename); `[text](x.md)` against
   the linking file's folder (as a markdown viewer does) or the root. Web links,
   links leaving the folder, and links inside code are not checked; what is
   code and what is a link is `memory/markdown.py`'s, as for the dream (MEMORY.md is
@@ -52,6 +54,7 @@ output and are not audited.
 
 from __future__ import annotations
 
+import functools
 import os
 import posixpath
 import re
@@ -68,6 +71,7 @@ from ..disk.folder import ARCHIVE_DIR, INDEX_FILE, MemoryFolder
 from ..errors import InvalidId, InvalidMemory
 from ..memory import catalog
 from ..memory.file_format import parse_bytes
+from ..memory.links import Ids, wiki_target
 from ..memory.markdown import MARKDOWN_LINK, WIKI_LINK, linked_file, mask_code
 from ..memory.value import CATEGORIES, INVALID, MAX_TAG_LENGTH, MAX_TAGS, Memory, memory_from_meta
 from . import agent_safety
@@ -241,8 +245,6 @@ class FileResults:
             run.walked.add(rel)
             run.checked += 1
             (run.archived if archived else run.active).add(_nfc(rel))
-            if not archived:
-                run.by_name.add(_nfc(rel.rsplit("/", 1)[-1]))
             run.findings.extend(kept[1])
             run.bodies.extend(kept[2])
             run.memories.extend(kept[3])
@@ -276,7 +278,6 @@ class _Audit:
     walked: set[str] = field(default_factory=set)
     active: set[str] = field(default_factory=set)  # rel paths (NFC) of memory files
     archived: set[str] = field(default_factory=set)
-    by_name: set[str] = field(default_factory=set)  # file names (NFC) of memory files
     memories: list[Memory] = field(default_factory=list)
     bodies: list[_Body] = field(default_factory=list)
 
@@ -293,8 +294,6 @@ class _Audit:
         self.walked.add(rel)
         self.checked += 1
         (self.archived if archived else self.active).add(_nfc(rel))
-        if not archived:
-            self.by_name.add(_nfc(rel.rsplit("/", 1)[-1]))
         raw = self.read(path, rel)
         if raw is None:
             return
@@ -499,21 +498,27 @@ class _Audit:
                     self.add("broken-link", body.rel, message, number)
 
     def wiki_link_problem(self, target: str, folder_rel: str) -> str | None:
-        memory_id = _nfc(target[:-3] if target.endswith(".md") else target)
-        if not memory_id:
+        """What is wrong with `[[target]]`, read as `memory/links` reads it for a rename."""
+        memory_id = _nfc(target.strip().removesuffix(".md"))
+        if not memory_id or wiki_target(target, folder_rel, self.ids) is not None:
             return None
+        sharing = self.ids.by_leaf.get(memory_id, ()) if "/" not in memory_id else ()
+        if len(sharing) > 1:
+            named = " or ".join(sharing[:3]) + (" or others" if len(sharing) > 3 else "")
+            return f"[[{_clip(target)}]] could mean {named}: write the memory's whole id"
         candidates = [
             posixpath.normpath(memory_id),
             posixpath.normpath(posixpath.join(folder_rel, memory_id)),
         ]
-        if any(c + ".md" in self.active for c in candidates):
-            return None
-        if "/" not in memory_id and memory_id + ".md" in self.by_name:
-            return None
         archived = next((c for c in candidates if f"{ARCHIVE_DIR}/{c}.md" in self.archived), None)
         if archived is not None:
             return f"[[{_clip(target)}]] points to an archived memory ({ARCHIVE_DIR}/{archived})"
         return f"[[{_clip(target)}]]: no memory with that id"
+
+    @functools.cached_property
+    def ids(self) -> Ids:
+        """The ids in service, made once the walk is over (links are checked after it)."""
+        return Ids.of(rel.removesuffix(".md") for rel in self.active)
 
     def md_link_problem(self, raw_target: str, folder_rel: str) -> str | None:
         target = linked_file(raw_target)
