@@ -245,6 +245,54 @@ def test_a_run_that_fails_is_interrupted_and_does_not_close_the_gate(
     )
 
 
+def test_runs_that_keep_failing_are_retried_less_and_less_often(
+    store: MemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One failure is retried at once; from the second in a row, an automatic run
+    waits 15 min, then 30, 60… (never more than `minHours`), so a run that fails
+    every time is not started again at every session; one that finishes resets it."""
+    from sage_mem.dream import runner
+
+    def broken(*args: object, **kwargs: object) -> str:
+        raise RuntimeError("disk full while rendering")
+
+    monkeypatch.setattr(runner, "render_run", broken)
+    now = T0
+    for _ in range(2):
+        with pytest.raises(RuntimeError):
+            run_dream(store, auto=True, now=now)
+        now += timedelta(minutes=1)
+    waiting = run_dream(store, auto=True, now=now)
+    assert (waiting.status, waiting.gate) == ("skipped", "time")
+    assert "the last 2 runs did not finish" in waiting.detail
+    now = T0 + timedelta(minutes=1, seconds=15 * 60 + 1)  # 15 min after the second failure
+    with pytest.raises(RuntimeError):
+        run_dream(store, auto=True, now=now)
+    assert run_dream(store, auto=True, now=now + timedelta(minutes=29)).gate == "time"
+    for _ in range(12):
+        now += timedelta(hours=30)
+        with pytest.raises(RuntimeError):
+            run_dream(store, auto=True, now=now)
+    capped = run_dream(store, auto=True, now=now + timedelta(hours=23))
+    assert capped.gate == "time"
+    monkeypatch.undo()
+    assert run_dream(store, auto=True, now=now + timedelta(hours=24, seconds=1)).status == (
+        "finished"
+    )
+    assert "failedInARow" not in load_state(DreamPaths(store.folder))
+
+
+def test_a_killed_run_counts_as_one_that_did_not_finish(store: MemoryStore) -> None:
+    paths = DreamPaths(store.folder)
+    paths.ensure()
+    killed = {"runId": "20261129T080000Z-0001", "started": "2026-11-29T08:00:00Z",
+              "status": "running"}
+    paths.state_file.write_text(json.dumps({"lastRun": killed, "failedInARow": 1}),
+                                encoding="utf-8")
+    soon = run_dream(store, auto=True, now=T0 + timedelta(minutes=5))
+    assert (soon.gate, "the last 2 runs did not finish" in soon.detail) == ("time", True)
+
+
 def test_a_state_file_from_before_keeps_its_gate(store: MemoryStore) -> None:
     paths = DreamPaths(store.folder)
     paths.ensure()

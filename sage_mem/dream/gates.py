@@ -2,7 +2,10 @@
 
 1. Time gate: at least `min_hours` since the last run that *finished* started
    (one small file read). A run that was killed or failed half-way does not
-   close the gate: the next automatic run goes ahead.
+   close the gate: the next automatic run goes ahead. From the second such run
+   in a row, the next one waits (`RETRY_AFTER`, doubled with each further
+   failure, never more than `min_hours`), so a run that fails every time is
+   not started again by every session.
 2. Session gate: at least `min_sessions` sessions with activity since then (one
    directory scan, at most once per `session_scan_minutes`; in between, the
    count from the last scan is reused, since counts only grow).
@@ -19,7 +22,8 @@ and a gate check never lose each other's update):
 
     {"lastRun":      {"runId": …, "started": …, "status": "running" | "finished" | "interrupted"},
      "lastFinished": {"runId": …, "started": …, "finished": …},
-     "sessionScan":  {"at": …, "since": …, "count": …}}
+     "sessionScan":  {"at": …, "since": …, "count": …},
+     "failedInARow": 2}   # runs that did not finish since the last one that did; absent: 0
 
 `lastRun` is the newest run started and says `finished` only once its manifest
 does; `lastFinished` is what the gates count from. (A state file from before
@@ -53,6 +57,9 @@ from .paths import DreamPaths
 from .runinfo import own_identity
 
 RUNNING, FINISHED, INTERRUPTED = "running", "finished", "interrupted"
+# After the second run in a row that did not finish, the next automatic one waits
+# this long from the last one's start; each further failure doubles it.
+RETRY_AFTER = timedelta(minutes=15)
 _LEGACY_KEYS = ("lastRunId", "lastRunStarted", "lastRunFinished", "lastRunStatus")
 
 
@@ -131,6 +138,10 @@ def record_end(paths: DreamPaths, run_id: str, status: str, finished: str | None
         last = state.get("lastRun")
         started: str | None = None
         if isinstance(last, dict) and last.get("runId") == run_id:
+            if status != FINISHED and last.get("status") != status:
+                state["failedInARow"] = _failed_in_a_row(state) + 1
+            elif status == FINISHED:
+                state.pop("failedInARow", None)
             last["status"] = status
             started = last.get("started") if isinstance(last.get("started"), str) else None
         if status != FINISHED:
@@ -220,7 +231,34 @@ def time_gate(state: dict[str, Any], config: DreamConfig, now: datetime) -> Gate
                 "time",
                 f"last run {_hours(hours)} ago; runs at most every {_hours(config.min_hours)}",
             )
-    return GateCheck(True)
+    return _retry_gate(state, config, now)
+
+
+def _retry_gate(state: dict[str, Any], config: DreamConfig, now: datetime) -> GateCheck:
+    """Closed for a while after two or more runs in a row that did not finish.
+
+    A `lastRun` still marked running counts as one that did not finish: its
+    process was killed (a live one holds the lock, which refuses a second run
+    anyway) and nobody has marked it interrupted yet.
+    """
+    last = state.get("lastRun")
+    failures = _failed_in_a_row(state)
+    if isinstance(last, dict) and last.get("status") == RUNNING:
+        failures += 1
+    started = parse_moment(last.get("started")) if isinstance(last, dict) else None
+    if failures < 2 or started is None:
+        return GateCheck(True)
+    wait = min(RETRY_AFTER * 2 ** min(failures - 2, 16), timedelta(hours=config.min_hours))
+    if now - started >= wait:
+        return GateCheck(True)
+    left = (wait - (now - started)).total_seconds() / 60
+    when = _minutes(left) if left < 120 else _hours(left / 60)
+    return GateCheck(False, "time", f"the last {failures} runs did not finish; next try in {when}")
+
+
+def _failed_in_a_row(state: dict[str, Any]) -> int:
+    count = state.get("failedInARow")
+    return count if isinstance(count, int) and not isinstance(count, bool) and count > 0 else 0
 
 
 def count_sessions_since(paths: DreamPaths, since: datetime) -> int:
