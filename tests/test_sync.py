@@ -511,6 +511,32 @@ def test_git_locks_left_by_a_killed_sync_are_removed(pair: tuple[Path, Path]) ->
     assert result["pushed"] == ["user_dog"]
 
 
+def test_temp_files_of_killed_writes_are_cleared_and_live_ones_kept(
+    pair: tuple[Path, Path],
+) -> None:
+    """A write killed before its rename (a merge driver's, an agent's) leaves a temp
+    file: the next sync removes it; a running writer's, and a person's own dot-files,
+    stay."""
+    import os
+    import subprocess
+    import sys
+
+    laptop, _ = pair
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    (laptop / "project").mkdir()
+    killed = [laptop / f".user_cat.conflict-desktop.md.{gone.pid}.9ac48f10.tmp",
+              laptop / "project" / f".project_x.md.{gone.pid}.00ff00ff.tmp"]
+    kept = [laptop / f".user_cat.md.{os.getpid()}.12345678.tmp",  # this process runs
+            laptop / ".my-notes.tmp", laptop / ".obsidian" / f".x.md.{gone.pid}.9ac48f10.tmp"]
+    (laptop / ".obsidian").mkdir()
+    for path in killed + kept:
+        path.write_bytes(b"---\ndescription: half\n---\n")
+    result = sync(laptop)
+    assert "removed 2 temporary files left by killed writes" in result["notes"]
+    assert [path.exists() for path in killed + kept] == [False, False, True, True, True]
+
+
 def test_a_lock_of_a_git_still_running_is_not_taken_away(pair: tuple[Path, Path]) -> None:
     laptop, _ = pair
     (laptop / ".git" / "index.lock").write_bytes(b"")  # no killed sync on record: someone's git

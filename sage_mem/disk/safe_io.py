@@ -19,6 +19,8 @@ Every file-system step that could lose or leak what a person wrote lives here:
   `sage-mem delete`, never the tool on its own).
 - `atomic_write`: the tool's own files (state folder, reports): temp file,
   fsync, rename, folder fsync.
+- `leftover_temps`: the temp files of writes whose process was killed before
+  its rename (copies of bytes never acknowledged), for the next sync to clear.
 - The permission policy: a memory folder is private by default (new files
   0600, new folders 0700, whatever the umask); a folder its owner made
   group-writable or setgid is shared with that group (0660, 0770), never with
@@ -35,7 +37,8 @@ it across the swap (`CAN_TELL_WRITERS`). Where leases cannot be taken (another
 platform, a file owned by someone else) that case stays open, as
 docs/reliability.md says.
 
-May import only `errors` from sage-mem: the hook path imports this module.
+May import only `errors` from sage-mem (and `disk/processes`, inside
+`leftover_temps`): the hook path imports this module.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ import errno
 import fcntl
 import functools
 import os
+import re
 import signal
 import stat
 import time
@@ -412,6 +416,30 @@ def _temp_file(path: Path, data: bytes, mode: int) -> tuple[Path, int]:
         _remove_quietly(tmp)
         raise
     return tmp, inode
+
+
+# `_temp_file`'s names: ".<file name>.<pid>.<8 hex>.tmp".
+_TEMP_NAME = re.compile(r"\..+\.(\d{1,10})\.[0-9a-f]{8}\.tmp")
+
+
+def leftover_temps(root: Path) -> list[Path]:
+    """The temp files under `root` (dot-folders skipped) whose writing process is gone.
+
+    A write killed between making its temp file and the rename leaves one: a
+    copy of bytes that no caller was told were written (the file it was for is
+    as before), so removing it loses nothing. A temp file of a process that
+    still runs is its writer's, and is left alone.
+    """
+    from .processes import process_alive
+
+    found: list[Path] = []
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = [name for name in dirs if not name.startswith(".")]
+        for name in files:
+            match = _TEMP_NAME.fullmatch(name)
+            if match and not process_alive(int(match.group(1))):
+                found.append(Path(folder, name))
+    return sorted(found)
 
 
 def _remove_quietly(path: Path) -> None:

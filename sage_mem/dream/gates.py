@@ -50,11 +50,11 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from ..disk.processes import own_identity
 from ..disk.safe_io import atomic_write
 from ..memory.value import iso_datetime, parse_moment
 from .config import DreamConfig
 from .paths import DreamPaths
-from .runinfo import own_identity
 
 RUNNING, FINISHED, INTERRUPTED = "running", "finished", "interrupted"
 # After the second run in a row that did not finish, the next automatic one waits

@@ -22,11 +22,11 @@ import secrets
 from datetime import datetime
 from typing import Any
 
+from ..disk.processes import own_identity
 from ..disk.safe_io import atomic_write
 from ..errors import RunNotFound
 from ..memory.value import iso_datetime
 from .paths import RUN_ID, DreamPaths
-from .runinfo import own_identity
 
 MANIFEST = "manifest.json"
 JOURNAL = "journal.jsonl"

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ..disk.folder import INDEX_FILE
+from ..disk.processes import process_alive
 from ..disk.safe_io import atomic_write, file_mode, make_dirs
 from ..errors import DreamError, FolderError, StoreLocked
 from ..memory import catalog
@@ -50,7 +51,7 @@ from .model import DreamTools, run_model_pass
 from .paths import RUN_ID, DreamPaths
 from .report import render_run
 from .rules import RuleContext, all_rules
-from .runinfo import new_run_id, process_alive
+from .runinfo import new_run_id
 from .snapshots import has_snapshot, rotate, take_snapshot
 
 

@@ -3,7 +3,8 @@
 1. **Finish what a killed sync left**: git's lock files left by a sync that is
    no longer running (its record in the state folder, `sync.json`, names a
    process that is gone) are removed; a merge left half done (`MERGE_HEAD`)
-   is resolved and committed as below.
+   is resolved and committed as below; the temp files of writes that were
+   killed before their rename (`safe_io.leftover_temps`) are removed.
 2. **Commit** every change in the folder (edits by sage-mem, by hand, by
    `git pull`), in one commit whose message names the memories and whose
    trailer names the machine, except files the secret scan flags
@@ -45,7 +46,8 @@ from ..checks.audit import conflict_sibling_of as sibling_of
 from ..checks.credentials import LABELS, find_secrets
 from ..disk.folder import ARCHIVE_DIR, DREAM_DIR, INDEX_FILE, MemoryFolder
 from ..disk.locks import file_lock
-from ..disk.safe_io import atomic_write, file_mode, read_or_absent, rewrite
+from ..disk.processes import process_alive
+from ..disk.safe_io import atomic_write, file_mode, leftover_temps, read_or_absent, rewrite
 from ..errors import InvalidMemory
 from ..memory import catalog
 from .git import (
@@ -243,7 +245,7 @@ class _Sync:
             pid = int(json.loads(record.read_bytes())["pid"])
         except (OSError, ValueError, KeyError, TypeError):
             return
-        if _alive(pid):
+        if process_alive(pid):
             return
         git_dir = self.git.git_dir
         locks = [git_dir / name for name in _GIT_LOCKS]
@@ -259,6 +261,23 @@ class _Sync:
             except OSError as exc:
                 raise SyncError(f"{lock}: left by a killed sync, cannot remove it: {exc}") from None
             self.result.notes.append(f"removed {lock.name}, left by a sync that was killed")
+
+    def remove_leftover_temps(self) -> None:
+        """Clear the temp files of writes that were killed (a merge driver's, an agent's)."""
+        removed = 0
+        for path in leftover_temps(self.root):
+            try:
+                path.unlink()
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                self.result.notes.append(f"{path.name}: left by a killed write, not removed: "
+                                         f"{exc.strerror}")
+                continue
+            removed += 1
+        if removed:
+            self.result.notes.append(f"removed {removed} temporary file{'s' * (removed > 1)} "
+                                     "left by killed writes")
 
     def check_idle(self) -> None:
         """Refuse while a person's own git operation is half done: it is theirs to finish."""
@@ -277,6 +296,7 @@ class _Sync:
         result = self.result
         self.check_idle()
         ensure_setup(self.git, self.root)
+        self.remove_leftover_temps()
         if (self.git.git_dir / "MERGE_HEAD").exists():
             result.notes.append("finished a merge a previous sync left half done")
             head = self.git.head()
@@ -610,13 +630,3 @@ class _Sync:
                 refused.append(Held(paths[sha], reason + "; it was committed by hand: remove it "
                                     "from the unpushed commits (git reset), then sync"))
         return refused
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
