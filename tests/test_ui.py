@@ -18,6 +18,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
@@ -25,7 +26,7 @@ from typing import Any
 from urllib.parse import quote
 
 import pytest
-from support import TEMPLATE, write_memory
+from support import TEMPLATE, wait_until, write_memory
 
 from sage_mem.errors import ConflictError, MemoryNotFound
 from sage_mem.store import MemoryStore
@@ -992,6 +993,14 @@ def test_a_search_gives_its_true_total_and_every_page_of_it(client: Client, fold
         write_memory(folder, f"project/bulk/n{n:03d}", memory_file(
             f"Bulk note {n} about tokens 令牌", "x", category="project"))
     client.server.store.reconcile()
+    feed = client.server.feed
+
+    def settled() -> bool:  # the watcher may still be telling of what reconcile also saw
+        before = feed.generations["memories"]
+        time.sleep(0.3)
+        return feed.generations["memories"] == before
+
+    wait_until(settled)
     typing = client.ok("GET", "/api/memories?q=" + quote("tokens 令牌") + "&limit=100&count=0")
     assert typing["total"] is None and typing["more"] and len(typing["results"]) == 100
     first = client.ok("GET", "/api/memories?q=" + quote("tokens 令牌") + "&limit=100")
