@@ -193,7 +193,9 @@ def run_set(name: str, folder: Path, args: argparse.Namespace) -> dict:
     memories = folder / "memories"
     with tempfile.TemporaryDirectory() as tmp, environment(
         SAGE_MEM_STATE_DIR=str(Path(tmp) / "state"), SAGE_MEM_HOOK_LIMIT=None,
-        SAGE_MEM_AUTODREAM="0",
+        # The hook answers in this process: no daemon started or asked (one would write
+        # into the state folder after it is gone, and answer later prompts itself).
+        SAGE_MEM_AUTODREAM="0", SAGE_MEM_DAEMON="off",
     ):
         cwd = str(Path(tmp) / "work")  # a folder of no project: every memory is global anyway
         store = MemoryStore(memories, watch=False)  # builds the index and writes its cache

@@ -512,6 +512,42 @@ def test_hit_reports_the_share_of_query_terms_it_matched() -> None:
     assert 0.0 < by_id["one"].matched < 1.0
 
 
+
+@pytest.mark.parametrize(
+    ("query", "covering", "decoy", "others"),
+    [
+        pytest.param(
+            "garden tomatoes",
+            "Every spring the user grows tomato seedlings on the balcony, moves them to the"
+            " allotment garden in May and waters them each evening after work, writing the"
+            " harvest down in a notebook",
+            "Tomato soup recipe",
+            ["The garden shed key is under the mat", "Garden waste goes out on Tuesdays",
+             "The community garden meets on Sundays"],
+            id="en",
+        ),
+        pytest.param(
+            "花园里的番茄",
+            "用户每年春天在阳台上育番茄苗，五月移到社区花园，每天下班后去浇水并记录收成",
+            "番茄炒蛋的做法",
+            ["花园工具间的钥匙在门垫下", "周二清理花园垃圾", "社区花园周日开放"],
+            id="zh",
+        ),
+    ],
+)
+def test_a_long_memory_holding_every_query_word_outranks_a_short_one_holding_one(
+    query: str, covering: str, decoy: str, others: list[str]
+) -> None:
+    # A memory's length says how much it covers more than how wordy it is: the short
+    # decoy holds only the rarer query word, and must not win on its brevity.
+    index = index_of(
+        make("user_balcony", covering),
+        make("user_a_soup", decoy),
+        *(make(f"user_other_{n}", text) for n, text in enumerate(others)),
+    )
+    assert ids(index.search(query))[:2] == ["user_balcony", "user_a_soup"]
+
+
 # Keeping the postings current.
 
 

@@ -113,7 +113,9 @@ REWRITE_AFTER = 32
 # What a file turns into (fields, terms, weights): bump it with any change to how
 # `memory/value.py`, `search/tokens.py` or `search/index.py` make postings of a file
 # that the fingerprint's sample and constants would not show.
-SCORING_VERSION = 2  # 2: issue 16 (dates, numbers, identifier parts, irregular forms)
+# 2: issue 16 (dates, numbers, identifier parts, irregular forms);
+# 3: weak length normalisation (k1 0.7, b 0.1-0.3), CJK unigrams at 0.25.
+SCORING_VERSION = 3
 _MEMORY_FIELDS = tuple(f.name for f in fields(Memory))
 _PROBLEMS = _MEMORY_FIELDS.index("problems")
 
