@@ -730,6 +730,8 @@ def test_login_finds_log_in_written_apart() -> None:
                      id="zh-to-digits"),
         pytest.param("she moved 3 years ago", "三年前搬到柏林", "五年前去过罗马",
                      id="digits-to-zh"),
+        pytest.param("when did he win his third tournament", "He won the 3rd tournament in May",
+                     "He won the 5th tournament in May", id="en-ordinal"),
     ],
 )
 def test_a_number_finds_the_memory_that_writes_it_another_way(
@@ -737,6 +739,17 @@ def test_a_number_finds_the_memory_that_writes_it_another_way(
 ) -> None:
     index = index_of(make("user_counted", text), make("user_a_decoy", decoy))
     assert ids(index.search(query))[:1] == ["user_counted"]
+
+
+def test_a_word_for_now_is_no_topic() -> None:
+    # "currently" places the question in time, as "now" does: a note that happens to
+    # say "currently" is not what it asks about.
+    index = index_of(
+        make("user_book", "The user is reading Dune by Frank Herbert"),
+        make("user_a_piano", "The user is currently learning the piano"),
+    )
+    assert ids(index.search("what is the user currently reading"))[:1] == ["user_book"]
+    assert ids(index.search("what has the user recently been reading"))[:1] == ["user_book"]
 
 
 def test_a_latin_word_in_chinese_text_is_searched_not_dropped() -> None:

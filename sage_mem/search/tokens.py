@@ -3,8 +3,8 @@
 Latin text is NFKC-folded (full-width letters and digits meet their ASCII
 forms), lower-cased and split into words at anything that is not a letter or a
 digit, so a possessive "Caroline's" gives "caroline" and the stop word "s".
-Words in `ENGLISH_STOP_WORDS` and question frames ("how many", "what kind of")
-are dropped; the rest go through `stem`, the Snowball English (Porter2)
+Words in `ENGLISH_STOP_WORDS` (with the words for "now": "currently", "recently")
+and question frames ("how many", "what kind of") are dropped; the rest go through `stem`, the Snowball English (Porter2)
 stemmer written out below, so "racing", "races" and "race" meet, as do
 "activities" and "active"; irregular verbs and plurals ("won", "bought",
 "children") are their base word first. Digits stay words ("2023").
@@ -13,7 +13,8 @@ Words written differently meet (DESIGN.md §4):
   - dates: every written form ("4月28日", "4月28号", "2023-04-28", "April 28th",
     "28 April 2023") becomes "<day> <month> <year>" with the English month
     name, before words are split (`_dates_and_numbers`, `_english_dates`);
-  - numbers: "three" is "3", and so is "三" before a measure word ("三年");
+  - numbers: "three" is "3", and so are "third", "3rd" and "三" before a measure
+    word ("三年");
   - identifiers: "LazyVim", "OAuth2", "getUserName" also give their parts
     ("lazy", "vim"; "oauth"; "user", "name"), which do not count as more
     tokens in a field's length (`tokenize_counted`);
@@ -49,7 +50,10 @@ _NARROW = {
 }
 
 # The Snowball English stop list, plus a few words so common in notes that
-# they carry no topic ("also", "get", "got", "let").
+# they carry no topic ("also", "get", "got", "let"), and the words that say "now"
+# as the list's "now" does ("currently", "recently", "lately", "nowadays",
+# "presently"): they place a note in time, which its date does, not in a topic,
+# and would match every note written in the present tense of an agent's summary.
 ENGLISH_STOP_WORDS = frozenset(
     """
     a about above after again against all am an and any are aren as at be because been
@@ -61,6 +65,7 @@ ENGLISH_STOP_WORDS = frozenset(
     their theirs them themselves then there these they this those through to too under
     until up very was wasn we were weren what when where which while who whom why will with
     would wouldn y you your yours yourself yourselves ve let lets also get got
+    currently recently lately nowadays presently
     """.split()
 )
 
@@ -331,12 +336,20 @@ _DAY_MONTH = re.compile(
 )
 _MONTH_WORDS = frozenset(_MONTH_OF)
 # Numbers: a number word is its digits ("three" and "3" meet; "one" and "一" are left
-# alone, being also "a" and "someone"); a Chinese numeral before a measure word
-# ("三年", "两只", "十五个") is its digits too.
+# alone, being also "a" and "someone"); so is an ordinal word, as "3rd" is "3"
+# ("third", "3rd" and "3" meet; "first" and "second" are left alone, being mostly
+# "at first" and "a second"); a Chinese numeral before a measure word ("三年", "两只",
+# "十五个") is its digits too.
 NUMBER_WORDS = {
     name: str(value) for value, name in enumerate(
         "zero _ two three four five six seven eight nine ten eleven twelve thirteen "
         "fourteen fifteen sixteen seventeen eighteen nineteen twenty".split()
+    ) if name != "_"
+} | {
+    name: str(value) for value, name in enumerate(
+        "_ _ _ third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth "
+        "thirteenth fourteenth fifteenth sixteenth seventeenth eighteenth nineteenth "
+        "twentieth".split()
     ) if name != "_"
 } | {
     name: str(value) for value, name in zip(
