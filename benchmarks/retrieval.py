@@ -64,7 +64,7 @@ sys.path.insert(0, str(ROOT))
 from sage_mem import MemoryStore  # noqa: E402
 from sage_mem.memory.value import Memory  # noqa: E402
 from sage_mem.search.index import FIELD_WEIGHTS, K1, PAIR_WEIGHT, Index, Scoring  # noqa: E402
-from sage_mem.search.tokens import _CJK, ENGLISH_STOP_WORDS, fold, porter2  # noqa: E402
+from sage_mem.search.tokens import _CJK, ENGLISH_STOP_WORDS, NOW_WORDS, fold, porter2  # noqa: E402
 
 
 def find_data_root() -> Path:
@@ -151,15 +151,17 @@ def index_search(index: Index) -> Search:
 
 
 _BASELINE_WORD = re.compile(rf"[^\W_{_CJK}]+")
+_BASELINE_STOP_WORDS = (ENGLISH_STOP_WORDS - NOW_WORDS) | {"won"}
 _BASELINE_CJK = re.compile(rf"[{_CJK}]+")
 
 
 def baseline_terms(text: str) -> list[str]:
     """The BM25 baseline's terms: stemmed words minus stop words, CJK unigrams and bigrams."""
     folded = fold(text)
-    # Porter2 alone, as bm25s's PyStemmer: no irregular forms, numbers or dates of sage-mem's.
+    # Porter2 alone, as bm25s's PyStemmer: no irregular forms, numbers or dates of sage-mem's,
+    # nor its words for "now".
     terms = [porter2(word) for word in _BASELINE_WORD.findall(folded)
-             if word not in ENGLISH_STOP_WORDS | {"won"}]
+             if word not in _BASELINE_STOP_WORDS]
     for run in _BASELINE_CJK.findall(folded):
         terms += list(run) + [run[i : i + 2] for i in range(len(run) - 1)]
     return terms

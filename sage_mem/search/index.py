@@ -38,9 +38,9 @@ adjacent word pairs:
 
 where q_t is 1 for words and CJK bigrams and 0.25 for a CJK single character
 (enough for a one-character query to find "用户的猫叫芝麻" without letting
-characters outvote bigrams: at 0.3 with the weak length normalisation above,
-or at 0.6, both a little better on cmrc-sent, a mixed query such as
-"flaky 测试" ranks the memories holding 测试 above the one it names). `tokens.loose_terms` adds query terms or sets their q_t: a
+characters outvote bigrams: at 0.3 or 0.6, which score better on cmrc-sent,
+a mixed query such as "flaky 测试" ranks the memories holding 测试 above the
+one it names). `tokens.loose_terms` adds query terms or sets their q_t: a
 name inside the question 1.5 (a capitalised word not starting a sentence:
 the question is about that person), a doubled Chinese character's unigram
 1.0 ("狗狗" for 狗), a Chinese skip bigram 0.4 ("打篮球" for 打球), a verb and

@@ -3,11 +3,12 @@
 Latin text is NFKC-folded (full-width letters and digits meet their ASCII
 forms), lower-cased and split into words at anything that is not a letter or a
 digit, so a possessive "Caroline's" gives "caroline" and the stop word "s".
-Words in `ENGLISH_STOP_WORDS` (with the words for "now": "currently", "recently")
-and question frames ("how many", "what kind of") are dropped; the rest go through `stem`, the Snowball English (Porter2)
-stemmer written out below, so "racing", "races" and "race" meet, as do
-"activities" and "active"; irregular verbs and plurals ("won", "bought",
-"children") are their base word first. Digits stay words ("2023").
+Words in `ENGLISH_STOP_WORDS` (with `NOW_WORDS`: "currently", "recently") and
+question frames ("how many", "what kind of") are dropped; the rest go through
+`stem`, the Snowball English (Porter2) stemmer written out below, so "racing",
+"races" and "race" meet, as do "activities" and "active"; irregular verbs and
+plurals ("won", "bought", "children") are their base word first. Digits stay
+words ("2023").
 
 Words written differently meet (DESIGN.md §4):
   - dates: every written form ("4月28日", "4月28号", "2023-04-28", "April 28th",
@@ -49,12 +50,14 @@ _NARROW = {
     for char in ["\u3000", *map(chr, range(0xFF01, 0xFF5F))]
 }
 
+# Words that say "now" as the Snowball list's "now" does: they place a note in time,
+# which its date does, not in a topic, and would match every note an agent wrote
+# in the present tense ("The user is currently ...").
+NOW_WORDS = frozenset(("currently", "recently", "lately", "nowadays", "presently"))
+
 # The Snowball English stop list, plus a few words so common in notes that
-# they carry no topic ("also", "get", "got", "let"), and the words that say "now"
-# as the list's "now" does ("currently", "recently", "lately", "nowadays",
-# "presently"): they place a note in time, which its date does, not in a topic,
-# and would match every note written in the present tense of an agent's summary.
-ENGLISH_STOP_WORDS = frozenset(
+# they carry no topic ("also", "get", "got", "let"), plus NOW_WORDS.
+ENGLISH_STOP_WORDS = NOW_WORDS | frozenset(
     """
     a about above after again against all am an and any are aren as at be because been
     before being below between both but by can cannot could couldn d did didn do does doesn
@@ -65,7 +68,6 @@ ENGLISH_STOP_WORDS = frozenset(
     their theirs them themselves then there these they this those through to too under
     until up very was wasn we were weren what when where which while who whom why will with
     would wouldn y you your yours yourself yourselves ve let lets also get got
-    currently recently lately nowadays presently
     """.split()
 )
 
