@@ -91,7 +91,7 @@ LOCOMO_REFERENCES = [
     ("original JS sage-mem scoring (README)", 0.284, 0.449, 0.498, 0.517, 0.412),
 ]
 GRID = {
-    "k1": (0.6, 0.9, 1.2, 1.6),
+    "k1": (0.5, 0.7, 0.9, 1.2, 1.6),
     "description": (1.0, 2.0, 3.0),
     "pair": (0.0, 0.15, 0.3, 0.45),
 }

@@ -58,7 +58,7 @@ default 0.5), and, when a half-life is set, by recency of `updated`,
 always list in the same order.
 
 Tuning (`benchmarks/retrieval.py --grid`, on LoCoMo conversations 0-2 and
-checked on 3-4) found a flat optimum: over k1 0.6-1.6, description weight 1-3
+checked on 3-4) found a flat optimum: over k1 0.5-1.6, description weight 1-3
 and pair weight 0.15-0.45, R@5 and MRR@10 stay within 0.03 of each other on
 either half; the constants above sit inside that plateau, not on its best
 corner. Without pairs, R@5 drops by about 0.02 on the check half. A coverage bonus
