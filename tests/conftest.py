@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+import signal
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -30,6 +32,28 @@ def stop_watchers() -> Iterator[None]:
     watch = sys.modules.get("sage_mem.disk.watch")
     for watcher in list(watch._running) if watch is not None else ():
         watcher.stop()
+
+
+@pytest.fixture(autouse=True, scope="session")
+def stop_daemons(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """End the `sage-mem daemon`s that hooks (a real client's) started in this run's folders.
+
+    They would end on their own once idle (20 minutes) or once pytest removes
+    their folder; a test run should not leave them behind meanwhile.
+    """
+    yield
+    base = str(tmp_path_factory.getbasetemp())
+    proc = Path("/proc")
+    for entry in proc.iterdir() if proc.is_dir() else ():
+        try:
+            argv = (entry / "cmdline").read_bytes().decode(errors="replace").split("\0")
+        except OSError:
+            continue
+        if "sage_mem" in argv and "daemon" in argv and any(a.startswith(base) for a in argv):
+            try:
+                os.kill(int(entry.name), signal.SIGTERM)
+            except (OSError, ValueError):
+                continue
 
 
 @pytest.fixture

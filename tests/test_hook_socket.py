@@ -389,3 +389,23 @@ def test_the_daemon_answers_hooks_until_idle_then_ends(folder: Path) -> None:
     log = MemoryFolder(folder).state_path(daemon.LOG_FILE).read_text()
     assert "answered 1 hooks" in log
     assert not path.exists()
+
+
+def test_the_daemon_ends_when_its_memory_folder_is_gone(folder: Path) -> None:
+    """A folder deleted or moved away has no hooks left to answer: its daemon does not
+    wait out its idle time (20 minutes) holding the old index."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "sage_mem", "--dir", str(folder), "daemon", "--idle", "600"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    try:
+        path = MemoryFolder(folder).state_dir / hook_socket.socket_name(str(folder))
+        wait_until(path.exists, timeout=60)
+        folder.rename(folder.with_name("moved"))
+        assert process.wait(timeout=30) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    log = MemoryFolder(folder).state_path(daemon.LOG_FILE).read_text()
+    assert "the memory folder is gone" in log

@@ -14,7 +14,8 @@ started. The daemon:
    from it even if this process is then stopped);
 3. unless `--build-only`, answers the folder's hooks on its socket
    (`hook_socket.Listener`) from its live index (a watcher keeps it current)
-   until no hook asked for `--idle` seconds (20 minutes by default), then ends.
+   until no hook asked for `--idle` seconds (20 minutes by default), or its
+   memory folder is gone (deleted or moved away), then ends.
 
 `serve` and `ui` answer hooks the same way while they run (`listen_for_hooks`).
 
@@ -212,6 +213,9 @@ def run_daemon(root: Path, *, idle: float = IDLE_SECONDS, build_only: bool = Fal
             signal.signal(signum, lambda *_: stop.set())
         while not stop.wait(min(1.0, idle)):
             if time.monotonic() - listener.last_request >= idle:
+                break
+            if not os.path.isdir(folder.root):
+                log(f"the memory folder is gone ({folder.root}); ending")
                 break
         listener.stop()
         store.close()
