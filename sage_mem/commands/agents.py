@@ -65,7 +65,7 @@ def ui(session: Session, port: int | None, open_browser: bool, poll: bool) -> in
                      "(relevant memories), stop or pre-compact (ask what is worth keeping)")
 @click.pass_obj
 def hook(session: Session, event: str) -> int:
-    return answer_hook(event, session.dir, session.out)
+    return answer_hook(event, session.dir, session.out, session.dirs[1:])
 
 
 @command("daemon",
