@@ -34,7 +34,7 @@ def serve(session: Session, poll: bool, dream_run: str | None) -> int:
         return serve_dream(session.folder, dream_run)
     from ..mcp_server.server import serve as serve_stdio
 
-    return serve_stdio(session.folder, poll=poll)
+    return serve_stdio(session.folder, poll=poll, shared=session.dirs[1:])
 
 
 @command("ui", "a local web page to browse, search, edit and review the memory (127.0.0.1 only)",
