@@ -18,8 +18,11 @@ import pytest
 from mcp import Client, StdioServerParameters
 from support import write_memory
 
-from sage_mem import Folders, FolderError, MemoryStore
+from sage_mem import FolderError, Folders, MemoryStore
 from sage_mem.folders import FolderSpec, folders_for, read_config
+
+
+SECRET_TAIL = "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
 
 
 def memory(description: str, body: str = "", **extra: Any) -> str:
@@ -54,7 +57,7 @@ def team(tmp_path: Path) -> Path:
                  memory("部署手册在共享盘的运维目录里", "回滚步骤见第三节。", category="reference"))
     write_memory(folder, "reference_ci_token",
                  memory("The CI deploy token for the staging pipeline",
-                        "token: ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8", category="reference"))
+                        "token: ghp_" + SECRET_TAIL, category="reference"))
     return folder
 
 
@@ -331,7 +334,8 @@ def test_the_prompt_hook_injects_from_every_folder_naming_each(
     assert "memory `team:project_deploy`" in text and "memory `project_deploy`" in text
     assert "Team deploys go out on Tuesdays" in text and "Fridays" in text
     # the session remembers both (one not confused with the other): nothing twice
-    again = hook("user-prompt-submit", {"session_id": "s1", "prompt": "when do the deploys go out?"})
+    again = hook("user-prompt-submit",
+                 {"session_id": "s1", "prompt": "when do the deploys go out?"})
     assert again.returncode == 0 and again.stdout == ""
     # Chinese, from the shared folder, and from the repeated --dir too
     zh = hook("user-prompt-submit", {"session_id": "s2", "prompt": "部署手册放在哪里了"},
@@ -349,7 +353,7 @@ def test_a_secret_in_a_shared_folder_is_never_injected(
     assert result.returncode == 0
     text = json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"]
     assert "team:reference_ci_token" in text
-    assert "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8" not in text and "ghp_A1b2" not in text
+    assert SECRET_TAIL not in text and "ghp_A1b2" not in text
 
 
 def test_session_start_injects_the_baselines_of_shared_folders(
