@@ -21,7 +21,6 @@ from support import write_memory
 from sage_mem import FolderError, Folders, MemoryStore
 from sage_mem.folders import FolderSpec, folders_for, read_config
 
-
 SECRET_TAIL = "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
 
 
