@@ -50,7 +50,7 @@ def ui(session: Session, port: int | None, open_browser: bool, poll: bool) -> in
     from ..ui import run_ui
 
     return run_ui(session.folder, port=port, open_browser=open_browser, poll=poll,
-                  out=session.out)
+                  out=session.out, shared=session.dirs[1:])
 
 
 @command(

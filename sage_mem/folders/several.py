@@ -326,6 +326,13 @@ class Folders:
         chosen.sort(key=lambda pair: (-pair[1].baseline_priority, order[pair[0]], pair[1].id))
         return [self.labelled(name, memory) for name, memory in chosen[:limit]]
 
+    def get(self, memory_id: str) -> Memory | None:
+        """A memory from its folder's index (no disk read), labelled; None when there is none."""
+        name, plain = self.split(memory_id)
+        store = self.stores.get(name)
+        memory = store.index.get(plain) if store is not None else None
+        return self.labelled(name, memory) if memory is not None else None
+
     def labelled(self, name: str, memory: Memory) -> Memory:
         """`memory` as the other folders' readers see it: its id qualified (its path its own)."""
         qualified = self.qualify(name, memory.id)
