@@ -466,3 +466,24 @@ def test_with_one_folder_the_mcp_tools_take_no_folder_argument(
 
     props = anyio.run(_mcp_session, tmp_path, work)
     assert all("folder" not in names for names in props.values())
+
+
+# the dream, per folder: never a change in a read-only one
+
+
+def test_the_dream_never_runs_on_a_read_only_folder(
+    tmp_path: Path, personal: Path, team: Path
+) -> None:
+    configure(tmp_path, TEAM_READ_ONLY.format(team=team))
+    write_memory(team, "project_deploy_again",
+                 memory("Team deploys go out on Tuesdays after the standup", category="project"))
+    before = {p: p.read_bytes() for p in team.rglob("*") if p.is_file()}
+    for argv in (["dream", "--mode", "rewrite"], ["dream"], ["dream", "--auto"],
+                 ["rollback", "20261129T201500Z-1a2b"]):
+        refused = cli("--dir", str(team), *argv)
+        assert refused.returncode == 1 and refused.stderr.count("\n") == 1, argv
+        assert "read-only folder 'team'" in refused.stderr
+    assert {p: p.read_bytes() for p in team.rglob("*") if p.is_file()} == before
+    # the personal folder dreams as before, and the shared ones are left alone
+    assert cli("dream", "--mode", "rewrite").returncode == 0
+    assert {p: p.read_bytes() for p in team.rglob("*") if p.is_file()} == before

@@ -76,6 +76,7 @@ if TYPE_CHECKING:
         folders_for,
         merge,
         read_config,
+        read_only_spec,
         split_id,
     )
 
@@ -83,7 +84,7 @@ CONFIG_ENV = "SAGE_MEM_CONFIG"
 
 __all__ = [
     "CONFIG_ENV", "Config", "FolderSpec", "Folders", "check_writable", "config_file",
-    "folders_for", "has_config", "merge", "read_config", "split_id",
+    "folders_for", "has_config", "merge", "read_config", "read_only_spec", "split_id",
 ]
 
 

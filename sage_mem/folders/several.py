@@ -160,6 +160,17 @@ def folders_for(dirs: Sequence[str | Path] = (), *, config: Any = _READ) -> list
     return chosen
 
 
+def read_only_spec(root: str | Path) -> FolderSpec | None:
+    """The config's read-only shared folder at `root`, if it is one (a bad config: FolderError,
+    so that nothing is changed in a folder whose flag cannot be read)."""
+    config = read_config()
+    if config is None:
+        return None
+    return next(
+        (spec for spec in config.shared if spec.read_only and _same(spec.path, Path(root))), None
+    )
+
+
 def _absolute(value: str | Path) -> Path:
     return Path(os.path.abspath(Path(value).expanduser()))
 
