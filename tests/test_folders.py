@@ -487,3 +487,26 @@ def test_the_dream_never_runs_on_a_read_only_folder(
     # the personal folder dreams as before, and the shared ones are left alone
     assert cli("dream", "--mode", "rewrite").returncode == 0
     assert {p: p.read_bytes() for p in team.rglob("*") if p.is_file()} == before
+
+
+def test_with_shared_folders_the_hook_answers_itself_not_the_folders_server(
+    tmp_path: Path, personal: Path, team: Path
+) -> None:
+    # A server (serve, ui, daemon) answers the hooks of its own folder only: it would
+    # leave the shared folders out, so the hook reads them all itself.
+    from sage_mem.agents import daemon
+
+    configure(tmp_path, TEAM_READ_ONLY.format(team=team))
+    store = MemoryStore(personal, watch=False)
+    listener = daemon.listen_for_hooks(store)
+    assert listener is not None
+    try:
+        result = hook("user-prompt-submit",
+                      {"session_id": "s7", "prompt": "when do deploys go out"})
+        assert result.returncode == 0, result.stderr
+        assert "memory `team:project_deploy`" in result.stdout and listener.answered == 0
+        configure(tmp_path, "")  # no shared folder: the server answers, as before
+        alone = hook("user-prompt-submit", {"session_id": "s8", "prompt": "what is my cat called"})
+        assert "user_cat" in alone.stdout and listener.answered == 1
+    finally:
+        listener.stop()
