@@ -52,7 +52,7 @@ class Config:
 def read_config(file: Path | None = None) -> Config | None:
     """The config, or None when there is no file; FolderError (one line) when it is wrong."""
     file = config_file() if file is None else file
-    if file is None:
+    if file is None or not os.path.lexists(file):  # a stat: no config, nothing opened
         return None
     try:
         data = file.read_bytes()
