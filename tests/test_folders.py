@@ -218,12 +218,14 @@ def test_one_folder_answers_exactly_as_before(personal: Path) -> None:
             json.loads(alone.stdout)["results"]] == expected
 
 
-def test_the_same_memory_ranks_the_same_in_a_small_and_a_big_folder(tmp_path: Path) -> None:
-    """Why folders are merged by rank, not by score: measured on one memory in two folders.
+def test_scores_of_two_folders_are_made_comparable(tmp_path: Path) -> None:
+    """Why merged hits are ranked by a score scaled per folder (folders/__init__.py).
 
-    The same file scores differently in a folder of 6 and one of 62 (each folder's idf
-    is its own), and the big folder's weaker memories outscore the small folder's copy;
-    merged by rank, the two copies come first, side by side.
+    One memory, the same bytes, in a folder of 6 and one of 58: its raw scores
+    differ (each folder's idf is its own), and a word every memory of the big
+    folder holds gives that folder a near-zero best hit, which a merge by rank
+    would put second. Scaled by each folder's idf at df = 1, it falls below the
+    small folder's real matches, and the two copies lead a query they both fit.
     """
     topics = ["the database uses postgres 15", "tests run with pytest -x",
               "lunch is at noon", "the printer is on floor two", "logs go to /var/log/app"]
@@ -237,13 +239,19 @@ def test_the_same_memory_ranks_the_same_in_a_small_and_a_big_folder(tmp_path: Pa
     same = memory("The database uses postgres 15 in production", "We run postgres 15.")
     write_memory(small, "project_database", same)
     write_memory(big, "project_database", same)
-    query = "which database do we run in production"
     with MemoryStore(small, watch=False) as one, MemoryStore(big, watch=False) as other:
-        by_score = sorted([*one.search(query), *other.search(query)], key=lambda h: -h.score)
+        raw_small = {hit.id: hit.score for hit in one.search("postgres")}
+        raw_big = {hit.id: hit.score for hit in other.search("postgres")}
+        big_best = other.search("database")[0]
+    assert round(raw_small["project_database"], 3) != round(raw_big["project_database"], 3)
+    assert big_best.score < 0.01  # the big folder's rank 1: every memory there holds the word
     with Folders.open([small, big]) as folders:
-        merged = folders.search(query, limit=4)
-    assert by_score[0].id == "project_database"  # raw scores: one copy, then…
-    assert {hit.id for hit in merged[:2]} == {"project_database", "big:project_database"}
+        merged = folders.search("database", limit=4)
+        both = folders.search("which database do we run in production", limit=4)
+    assert [hit.folder for hit in merged[:2]] == ["personal", "personal"]
+    assert merged[2].id == "big:" + big_best.id and merged[2].score < 0.01
+    assert {hit.id for hit in both[:2]} == {"project_database", "big:project_database"}
+    assert [hit.score for hit in merged] == sorted((hit.score for hit in merged), reverse=True)
 
 
 def test_a_missing_shared_folder_is_reported_and_the_others_answer(

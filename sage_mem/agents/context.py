@@ -15,7 +15,6 @@ session id) is imported where it is used.
 from __future__ import annotations
 
 import json
-import math
 import os
 import re
 from collections.abc import Iterable
@@ -239,8 +238,10 @@ def above_floor(hits: list[Hit], corpus_size: int) -> list[Hit]:
     """
     if not hits or corpus_size <= 0:
         return []
-    unique_idf = math.log(1.0 + (corpus_size - 0.5) / 1.5)
-    floor = max(FLOOR_UNIQUE_FRACTION * unique_idf, FLOOR_TOP_FRACTION * hits[0].score)
+    from ..folders import unique_idf
+
+    floor = max(FLOOR_UNIQUE_FRACTION * unique_idf(corpus_size),
+                FLOOR_TOP_FRACTION * hits[0].score)
     return [hit for hit in hits if hit.score >= floor]
 
 

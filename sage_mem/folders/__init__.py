@@ -48,17 +48,22 @@ folder is `NAME:ID` (`team:project/deploy`), which every reader accepts back.
 A bare id means the personal folder. (`:` is not allowed in new memory ids,
 so `NAME:` is never part of one sage-mem made.)
 
-Ranking across folders: BM25 scores are not comparable between folders,
-whose idf and length statistics are their own. Measured on a simple case
-(tests/test_folders.py, `test_the_same_memory_ranks_the_same_in_a_small_and_a_big_folder`):
-one memory, byte for byte the same, in a folder of 6 memories and one of 62
-scored 1.252 and 0.882 for "when do we deploy" but 2.419 and 3.758 for
-"deploy tuesdays", so no constant rescales one to the other; and for "what
-database" three weaker memories of the big folder outscored the small
-folder's copy. So the merge interleaves by rank (reciprocal rank fusion: a
-hit's weight is 1 / (60 + its rank in its folder); each folder's ranking is
-kept, ties broken by the folder's own score, then the folders' order). A
-hit's `score` stays its folder's own; `folder` names the folder.
+Ranking across folders: BM25 scores are not comparable between folders, each
+folder's idf and lengths being its own. Measured (tests/test_folders.py,
+`test_scores_of_two_folders_are_made_comparable`): one memory, byte for byte
+the same, in a folder of 6 memories and one of 58 scored 0.822 and 1.134 for
+"postgres" (which 13 of the 58 mention); for "database", a word all 58 hold,
+the big folder's best scored 0.006 and the small folder's copy 0.804, so a
+merge by rank (reciprocal rank fusion) would put that 0.006 second, above a
+real match. So each hit's score is divided by what one query term that only
+one memory has weighs in its folder (the idf at df = 1, `unique_idf`: 1.54
+for 6 memories, 3.67 for 58, the scale the hook's relevance floor uses too):
+the big folder's near-matches of "database" fall to 0.002, below the small
+folder's real ones (0.52, 0.51). Hits are ranked by that score, which is the
+`score` a merged hit carries (each folder's own order is kept); `folder`
+names its folder. Two copies of one memory need not sit side by side: a term
+most of a folder's memories hold weighs less there, as it does within one
+folder.
 """
 
 from __future__ import annotations
@@ -78,6 +83,7 @@ if TYPE_CHECKING:
         read_config,
         read_only_spec,
         split_id,
+        unique_idf,
     )
 
 CONFIG_ENV = "SAGE_MEM_CONFIG"
@@ -85,6 +91,7 @@ CONFIG_ENV = "SAGE_MEM_CONFIG"
 __all__ = [
     "CONFIG_ENV", "Config", "FolderSpec", "Folders", "check_writable", "config_file",
     "folders_for", "has_config", "merge", "read_config", "read_only_spec", "split_id",
+    "unique_idf",
 ]
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import builtins
+import math
 import os
 import re
 from collections.abc import Iterable, Iterator, Sequence
@@ -21,8 +22,6 @@ if TYPE_CHECKING:
 
 PERSONAL_NAME = "personal"
 _NAME = re.compile(r"[^\W][\w-]{0,39}")
-# Reciprocal rank fusion's constant (Cormack et al. 2009): how flat the weight of rank is.
-RRF_K = 60
 _READ: Any = object()
 
 
@@ -374,13 +373,22 @@ def check_writable(specs: Sequence[FolderSpec], spec: FolderSpec) -> None:
                           path=spec.path)
 
 
+def unique_idf(corpus_size: int) -> float:
+    """The idf of a term that one memory of `corpus_size` has (df = 1, as `search/index.py`
+    computes idf): what one rare query term weighs in that folder, its scores' scale."""
+    return math.log(1.0 + (max(corpus_size, 1) - 0.5) / 1.5)
+
+
 def merge(folders: Folders, ranked: Iterable[tuple[str, list[Hit]]]) -> list[Hit]:
-    """Each folder's ranking in one, by reciprocal rank (see the module docstring)."""
+    """Each folder's hits in one ranking, each score divided by its folder's `unique_idf`
+    (see the package docstring); each folder's own order is kept."""
     order = {spec.name: number for number, spec in enumerate(folders.specs)}
-    weighted: list[tuple[float, float, int, int, Hit]] = []
+    scored: list[tuple[float, int, int, Hit]] = []
     for name, hits in ranked:
-        for rank, hit in enumerate(hits, 1):
-            labelled = replace(hit, id=folders.qualify(name, hit.id), folder=name)
-            weighted.append((1.0 / (RRF_K + rank), hit.score, order[name], rank, labelled))
-    weighted.sort(key=lambda item: (-item[0], -item[1], item[2]))
-    return [item[4] for item in weighted]
+        scale = unique_idf(len(folders.stores[name].index))
+        for rank, hit in enumerate(hits):
+            labelled = replace(hit, id=folders.qualify(name, hit.id), folder=name,
+                               score=round(hit.score / scale, 4))
+            scored.append((labelled.score, order[name], rank, labelled))
+    scored.sort(key=lambda item: (-item[0], item[1], item[2]))
+    return [item[3] for item in scored]
