@@ -518,3 +518,17 @@ def test_with_shared_folders_the_hook_answers_itself_not_the_folders_server(
         assert "user_cat" in alone.stdout and listener.answered == 1
     finally:
         listener.stop()
+
+
+def test_sage_mem_state_dir_is_the_personal_folders_alone(
+    tmp_path: Path, personal: Path, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SAGE_MEM_STATE_DIR", str(tmp_path / "state"))
+    with Folders.open([personal, project]) as folders:
+        assert folders.personal.folder.state_dir == tmp_path / "state"
+        assert folders.stores["app-memory"].folder.state_dir != tmp_path / "state"
+    written = cli("--dir", str(personal), "--dir", str(project), "add", "app-memory:project_q",
+                  "--description", "A queue of its own")
+    assert written.returncode == 0, written.stderr
+    with MemoryStore(project, watch=False, state_dir=tmp_path / "elsewhere") as alone:
+        assert alone.read("project_q").description == "A queue of its own"

@@ -26,6 +26,11 @@ A new process runs for every prompt, so the prompt never waits for an index:
    (`answer_with_store`), and once the answer is out starts `sage-mem
    daemon` in the background when none runs (`daemon.start_detached`).
 
+With shared folders (a config's, or `--dir` given again: `sage_mem.folders`)
+the hook answers on its own path whatever runs, since a server answers for
+its own folder only: every folder's store opened with `build=False`, each
+folder's hits above its own floor, merged (`context.prompt_context`).
+
 It never imports `mcp` or `watchdog`, nor argparse or logging
 (`tests/test_hook_imports.py` checks what the process imports).
 

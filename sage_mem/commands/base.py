@@ -66,11 +66,16 @@ class Session:
             self.err.write(f"{PROG}: note: {note}\n")
         return folders
 
-    def open_store(self, path: Path | None = None) -> Any:
+    def open_store(self, path: Path | None = None, *, shared: bool = False) -> Any:
         from ..store import MemoryStore
 
+        state = None
+        if shared:  # a shared folder's state is its own (folders.shared_state)
+            from ..folders import shared_state
+
+            state = shared_state(path or self.folder)
         # One command, one answer: no watcher to keep the index current afterwards.
-        store = MemoryStore(path or self.folder, watch=False)
+        store = MemoryStore(path or self.folder, watch=False, state_dir=state)
         for note in store.folder.state_notes:  # said once, on the folder's first use
             self.err.write(f"{PROG}: note: {note}\n")
         return store
@@ -85,7 +90,7 @@ class Session:
             return self.open_store(), memory_id
         spec, plain = split_id(specs, memory_id)
         check_writable(specs, spec)
-        return self.open_store(spec.path), plain
+        return self.open_store(spec.path, shared=not spec.personal), plain
 
     def print_json(self, data: Any, to: TextIO | None = None) -> None:
         (to or self.out).write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")

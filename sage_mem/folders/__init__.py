@@ -82,6 +82,7 @@ if TYPE_CHECKING:
         merge,
         read_config,
         read_only_spec,
+        shared_state,
         split_id,
         unique_idf,
     )
@@ -90,8 +91,8 @@ CONFIG_ENV = "SAGE_MEM_CONFIG"
 
 __all__ = [
     "CONFIG_ENV", "Config", "FolderSpec", "Folders", "check_writable", "config_file",
-    "folders_for", "has_config", "merge", "read_config", "read_only_spec", "split_id",
-    "unique_idf",
+    "folders_for", "has_config", "merge", "read_config", "read_only_spec", "shared_state",
+    "split_id", "unique_idf",
 ]
 
 

@@ -159,6 +159,16 @@ def folders_for(dirs: Sequence[str | Path] = (), *, config: Any = _READ) -> list
     return chosen
 
 
+def shared_state(path: Path) -> Path | None:
+    """The state folder to open a shared folder with: its own, never the personal folder's
+    `SAGE_MEM_STATE_DIR` (None: the store finds its own, as always)."""
+    if not os.environ.get("SAGE_MEM_STATE_DIR"):
+        return None
+    from ..disk.folder import default_state_dir
+
+    return default_state_dir(path)
+
+
 def read_only_spec(root: str | Path) -> FolderSpec | None:
     """The config's read-only shared folder at `root`, if it is one (a bad config: FolderError,
     so that nothing is changed in a folder whose flag cannot be read)."""
@@ -222,15 +232,9 @@ class Folders:
             if not spec.path.is_dir():
                 self.missing.append((spec, f"{spec.path}: no such folder"))
                 continue
-            # A shared folder's state is its own, never the personal one's SAGE_MEM_STATE_DIR.
-            own_state = None
-            if os.environ.get("SAGE_MEM_STATE_DIR"):
-                from ..disk.folder import default_state_dir
-
-                own_state = default_state_dir(spec.path)
             try:
                 self.stores[spec.name] = MemoryStore(spec.path, watch=watch, poll=poll,
-                                                     build=build, state_dir=own_state)
+                                                     build=build, state_dir=shared_state(spec.path))
             except (FolderError, OSError) as exc:
                 self.missing.append((spec, str(exc)))
 
