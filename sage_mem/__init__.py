@@ -28,6 +28,7 @@ if TYPE_CHECKING:
         SecretRefused,
         StoreLocked,
     )
+    from .folders import Folders
     from .memory.value import CATEGORIES, Memory
     from .search.index import Hit
     from .store import MemoryStore, Problem
@@ -39,6 +40,7 @@ __all__ = [
     "ConflictError",
     "DreamError",
     "FolderError",
+    "Folders",
     "Hit",
     "InvalidId",
     "InvalidMemory",
@@ -60,6 +62,7 @@ _HOMES = {
     "ConflictError": "errors",
     "DreamError": "errors",
     "FolderError": "errors",
+    "Folders": "folders",
     "Hit": "search.index",
     "InvalidId": "errors",
     "InvalidMemory": "errors",

@@ -37,8 +37,9 @@ def main(
         return cli.main(argv, standalone_mode=False, out=out, err=err)
     out = out or sys.stdout
     err = err or sys.stderr
+    event, dirs = hook
     try:
-        status = answer_hook(*hook, out)
+        status = answer_hook(event, dirs[0] if dirs else None, out, dirs[1:])
     except KeyboardInterrupt:
         err.write(f"{PROG}: interrupted\n")
         status = 130
@@ -47,11 +48,16 @@ def main(
     return status
 
 
-def answer_hook(event: str, folder: str | None, out: TextIO) -> int:
-    """Run a Claude Code hook command (`sage-mem hook EVENT`): the answer on `out`, exit 0."""
+def answer_hook(event: str, folder: str | None, out: TextIO, shared: Sequence[str] = ()) -> int:
+    """Run a Claude Code hook command (`sage-mem hook EVENT`): the answer on `out`, exit 0.
+
+    `shared`: further `--dir` folders, read with the first (`folders.py`)."""
     from .agents.hooks import run_hook
 
     root = Path(folder).expanduser() if folder else None
+    shared = [value for value in shared if value]  # `--dir=` names no folder
+    if shared:
+        return run_hook(event, sys.stdin, out, sys.stderr, folder=root, shared=tuple(shared))
     return run_hook(event, sys.stdin, out, sys.stderr, folder=root)
 
 
@@ -70,20 +76,21 @@ def _exit_now(status: int, out: TextIO, err: TextIO) -> NoReturn:
     os._exit(status)
 
 
-def _hook_command(argv: Sequence[str]) -> tuple[str, str | None] | None:
-    """(event, --dir or None) when `argv` is a plain `hook` command line, else None.
+def _hook_command(argv: Sequence[str]) -> tuple[str, tuple[str, ...]] | None:
+    """(event, the --dir values in order) when `argv` is a plain `hook` command line, else None.
 
     Plain means: `--dir DIR` or `--dir=DIR` any number of times, then `hook`,
     then one EVENT and any number of `--dir` after it, in any order; no
     argument is left to guess (a value or an EVENT starting with `-` goes to
-    click). As with click, the last `--dir` wins and one given after `hook`
-    beats one given before it.
+    click). As with click, the folders are the `--dir` values in the order
+    given, those before `hook` first: the first is the personal folder, the
+    rest shared ones read with it (`folders.py`).
     """
     position, before = _dir_options(argv, 0)
     if position is None or position >= len(argv) or argv[position] != "hook":
         return None
     event: str | None = None
-    after: str | None = None
+    dirs = list(before)
     position += 1
     while position < len(argv):
         arg = argv[position]
@@ -91,7 +98,7 @@ def _hook_command(argv: Sequence[str]) -> tuple[str, str | None] | None:
             position, value = _dir_options(argv, position, single=True)
             if position is None:
                 return None
-            after = value
+            dirs.extend(value)
         elif event is None and not arg.startswith("-"):
             event = arg
             position += 1
@@ -99,29 +106,29 @@ def _hook_command(argv: Sequence[str]) -> tuple[str, str | None] | None:
             return None
     if event is None:
         return None
-    return event, after if after is not None else before
+    return event, tuple(dirs)
 
 
 def _dir_options(
     argv: Sequence[str], position: int, *, single: bool = False
-) -> tuple[int | None, str | None]:
-    """Read `--dir DIR` / `--dir=DIR` from `position`: (where they end, the last value).
+) -> tuple[int | None, list[str]]:
+    """Read `--dir DIR` / `--dir=DIR` from `position`: (where they end, the values).
 
     The position is None when a `--dir` lacks a value or has one that looks like an option.
     """
-    value: str | None = None
+    values: list[str] = []
     while position < len(argv):
         arg = argv[position]
         if arg.startswith("--dir="):
-            value = arg[len("--dir=") :]
+            values.append(arg[len("--dir=") :])
             position += 1
         elif arg == "--dir":
             if position + 1 >= len(argv) or argv[position + 1].startswith("-"):
-                return None, None
-            value = argv[position + 1]
+                return None, []
+            values.append(argv[position + 1])
             position += 2
         else:
             break
         if single:
             break
-    return position, value
+    return position, values

@@ -19,6 +19,9 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     monkeypatch.setenv("SAGE_MEM_DIR", str(tmp_path / "memory"))
     monkeypatch.delenv("SAGE_MEM_STATE_DIR", raising=False)
+    # The folders config (sage_mem/folders) is read from HOME's ~/.config unless these say.
+    monkeypatch.delenv("SAGE_MEM_CONFIG", raising=False)
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
     monkeypatch.delenv("SAGE_MEM_AUTODREAM", raising=False)
     # A hook starts no background daemon or build (tests/test_hook_daemon.py turns it on).
     monkeypatch.setenv("SAGE_MEM_DAEMON", "0")

@@ -377,13 +377,17 @@ def test_cli_runner_help_and_version_exit_0() -> None:
     assert version.exit_code == 0 and version.stdout == f"sage-mem {__version__}\n"
 
 
-def test_dir_after_the_command_wins_over_one_before(tmp_path: Path, memory_dir: Path) -> None:
+def test_dir_given_twice_writes_to_the_first_the_personal_folder(
+    tmp_path: Path, memory_dir: Path
+) -> None:
+    # Before issue 15 item 5 the last --dir won; now the first is the personal folder and
+    # a further one a shared folder read with it (tests/test_folders.py).
     other = tmp_path / "other"
     run("init", str(other))
     code, _, err = run("--dir", str(memory_dir), "add", "user_x", "--description", "x y",
                        "--dir", str(other))
     assert code == 0, err
-    assert (other / "user_x.md").is_file() and not (memory_dir / "user_x.md").exists()
+    assert (memory_dir / "user_x.md").is_file() and not (other / "user_x.md").exists()
 
 
 # the real process

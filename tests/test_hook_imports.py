@@ -151,10 +151,11 @@ def click_view(monkeypatch: pytest.MonkeyPatch):
     """What the click commands make of a command line: (event, --dir) for a hook, else None."""
     from sage_mem.commands import cli
 
-    seen: list[tuple[str, str | None]] = []
+    seen: list[tuple[str, str | None] | tuple[str, str | None, tuple[str, ...]]] = []
 
-    def recorded(event, stdin, stdout, stderr, folder=None) -> int:
-        seen.append((event, str(folder) if folder is not None else None))
+    def recorded(event, stdin, stdout, stderr, folder=None, shared=None) -> int:
+        where = str(folder) if folder is not None else None
+        seen.append((event, where) if shared is None else (event, where, shared))
         return 0
 
     monkeypatch.setattr(hooks, "run_hook", recorded)
@@ -167,10 +168,16 @@ def click_view(monkeypatch: pytest.MonkeyPatch):
     return view
 
 
-def _fast(argv: list[str]) -> tuple[str, str | None] | None:
-    """The shortcut's reading, with --dir as the hook receives it (an empty one: no folder)."""
+def _fast(argv: list[str]) -> tuple[str, str | None] | tuple[str, str | None, tuple] | None:
+    """The shortcut's reading, with --dir as the hook receives it (an empty one: no folder;
+    the further ones, the shared folders, when there are any)."""
     fast = _hook_command(argv)
-    return None if fast is None else (fast[0], fast[1] or None)
+    if fast is None:
+        return None
+    event, dirs = fast
+    first = dirs[0] if dirs else None
+    shared = tuple(value for value in dirs[1:] if value)
+    return (event, first or None, shared) if shared else (event, first or None)
 
 
 def test_hook_command_lines_read_as_click_reads_them(click_view) -> None:
@@ -188,12 +195,15 @@ def test_hook_command_lines_read_as_click_reads_them(click_view) -> None:
 @pytest.mark.parametrize(
     ("argv", "expected"),
     [
-        pytest.param(["hook", "session-start"], ("session-start", None), id="plain"),
-        pytest.param(["--dir", "/m", "hook", "x"], ("x", "/m"), id="dir-before"),
-        pytest.param(["--dir=/m", "hook", "x"], ("x", "/m"), id="dir-equals"),
-        pytest.param(["hook", "x", "--dir", "/n"], ("x", "/n"), id="dir-after"),
-        pytest.param(["--dir", "/m", "hook", "--dir", "/n", "x"], ("x", "/n"), id="after-wins"),
-        pytest.param(["--dir", "/m", "--dir", "/n", "hook", "x"], ("x", "/n"), id="last-wins"),
+        pytest.param(["hook", "session-start"], ("session-start", ()), id="plain"),
+        pytest.param(["--dir", "/m", "hook", "x"], ("x", ("/m",)), id="dir-before"),
+        pytest.param(["--dir=/m", "hook", "x"], ("x", ("/m",)), id="dir-equals"),
+        pytest.param(["hook", "x", "--dir", "/n"], ("x", ("/n",)), id="dir-after"),
+        # several --dir: the first is the personal folder, the rest shared (folders.py)
+        pytest.param(["--dir", "/m", "hook", "--dir", "/n", "x"], ("x", ("/m", "/n")),
+                     id="before-then-after"),
+        pytest.param(["--dir", "/m", "--dir", "/n", "hook", "x"], ("x", ("/m", "/n")),
+                     id="in-order"),
         pytest.param(["hook"], None, id="no-event"),
         pytest.param(["hook", "a", "b"], None, id="two-events"),
         pytest.param(["hook", "--help"], None, id="help"),
@@ -208,7 +218,7 @@ def test_hook_command(
 ) -> None:
     assert _hook_command(argv) == expected
     if expected is not None:
-        assert click_view(argv) == expected
+        assert click_view(argv) == _fast(argv)
 
 
 def test_a_hook_command_line_click_refuses_is_still_refused() -> None:

@@ -30,7 +30,7 @@ from sage_mem.cli import main
 # the Python API
 
 PUBLIC_NAMES = [
-    "CATEGORIES", "ConflictError", "DreamError", "FolderError", "Hit", "InvalidId",
+    "CATEGORIES", "ConflictError", "DreamError", "FolderError", "Folders", "Hit", "InvalidId",
     "InvalidMemory", "Memory", "MemoryLocked", "MemoryNotFound", "MemoryStore", "Problem",
     "RunNotFound", "SageMemError", "SecretRefused", "StoreLocked", "__version__",
 ]
@@ -61,7 +61,7 @@ MEMORY_FIELDS = [
 ]
 HIT_FIELDS = [
     "id", "score", "description", "category", "trust", "updated", "summary", "project", "tags",
-    "matched",
+    "matched", "folder",
 ]
 
 

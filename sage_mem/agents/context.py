@@ -15,7 +15,6 @@ session id) is imported where it is used.
 from __future__ import annotations
 
 import json
-import math
 import os
 import re
 from collections.abc import Iterable
@@ -29,6 +28,12 @@ from ..disk.safe_io import atomic_write, make_private_dirs
 from ..memory.value import CATEGORIES, Memory, age_note
 from ..search.index import Hit
 from ..store import MemoryStore
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from ..folders import Folders
 
 MAX_BASELINES = 8
 DEFAULT_PROMPT_LIMIT = 5
@@ -233,8 +238,10 @@ def above_floor(hits: list[Hit], corpus_size: int) -> list[Hit]:
     """
     if not hits or corpus_size <= 0:
         return []
-    unique_idf = math.log(1.0 + (corpus_size - 0.5) / 1.5)
-    floor = max(FLOOR_UNIQUE_FRACTION * unique_idf, FLOOR_TOP_FRACTION * hits[0].score)
+    from ..folders import unique_idf
+
+    floor = max(FLOOR_UNIQUE_FRACTION * unique_idf(corpus_size),
+                FLOOR_TOP_FRACTION * hits[0].score)
     return [hit for hit in hits if hit.score >= floor]
 
 
@@ -360,10 +367,15 @@ def prune_sessions(
 
 
 def session_start_context(
-    store: MemoryStore, *, project: str, session: SessionLog, now: datetime
+    store: MemoryStore, *, project: str, session: SessionLog, now: datetime,
+    folders: Folders | None = None,
 ) -> tuple[str, list[Memory]]:
-    """Baselines not yet in this session's context, then the guide to the memory tools."""
-    chosen = store.baselines(project=project, limit=MAX_BASELINES)
+    """Baselines not yet in this session's context, then the guide to the memory tools.
+
+    With `folders` (several at once), the baselines of all of them, each shared folder's
+    ids qualified (`team:x`): the heading of each names its folder."""
+    source = folders if folders is not None else store
+    chosen = source.baselines(project=project, limit=MAX_BASELINES)
     baselines = [memory for memory in chosen if not session.seen(memory)]
     if not baselines:
         return TOOLS_GUIDE, []
@@ -371,17 +383,31 @@ def session_start_context(
 
 
 def prompt_context(
-    store: MemoryStore, prompt: str, *, project: str, session: SessionLog, limit: int, now: datetime
+    store: MemoryStore, prompt: str, *, project: str, session: SessionLog, limit: int,
+    now: datetime, folders: Folders | None = None,
 ) -> tuple[str, list[Memory]]:
-    """The most relevant memories not yet injected into this session; ("", []) when none."""
+    """The most relevant memories not yet injected into this session; ("", []) when none.
+
+    With `folders`, every folder's hits above its own floor (each folder's idf is its own),
+    in one ranking (`folders.merge`); a shared folder's memory is injected under its
+    qualified id (`team:x`), masked and quoted as every memory is."""
     query = prompt[:MAX_QUERY_CHARS]
     if limit <= 0 or not query.strip():
         return "", []
-    hits = store.search(query, limit=limit + len(session.injected), project=project)
+    wanted = limit + len(session.injected)
+    if folders is None:
+        kept = [(hit, store, hit.id) for hit in above_floor(
+            store.search(query, limit=wanted, project=project), len(store.index))]
+    else:
+        kept = _across(folders, query, wanted, project)
     fresh: list[Memory] = []
-    for hit in above_floor(hits, len(store.index)):
-        memory = store.index.get(hit.id)
-        if memory is None or session.seen(memory):
+    for hit, source, plain in kept:
+        memory = source.index.get(plain)
+        if memory is None:
+            continue
+        if folders is not None and hit.folder is not None:
+            memory = folders.labelled(hit.folder, memory)
+        if session.seen(memory):
             continue
         fresh.append(memory)
         if len(fresh) == limit:
@@ -390,3 +416,29 @@ def prompt_context(
         return "", []
     text, chosen = compose(PROMPT_HEADER, fresh, now)
     return (text, chosen) if chosen else ("", [])
+
+
+def _across(
+    folders: Folders, query: str, wanted: int, project: str
+) -> list[tuple[Hit, Any, str]]:
+    """Each folder's hits above its own floor, merged: each with its store and plain id."""
+    from ..folders import merge
+
+    ranked = [
+        (name, above_floor(each.search(query, limit=wanted, project=project), len(each.index)))
+        for name, each in folders.stores.items()
+    ]
+    out = []
+    for hit in merge(folders, ranked):
+        name, plain = folders.split(hit.id)
+        out.append((hit, folders.stores[name], plain))
+    return out
+
+
+def by_folder(folders: Folders, memories: Iterable[Memory]) -> dict[str, list[str]]:
+    """The ids of `memories` (qualified ids of several folders) grouped by folder, plain."""
+    grouped: dict[str, list[str]] = {}
+    for memory in memories:
+        name, plain = folders.split(memory.id)
+        grouped.setdefault(name, []).append(plain)
+    return grouped

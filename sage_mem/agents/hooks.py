@@ -26,6 +26,11 @@ A new process runs for every prompt, so the prompt never waits for an index:
    (`answer_with_store`), and once the answer is out starts `sage-mem
    daemon` in the background when none runs (`daemon.start_detached`).
 
+With shared folders (a config's, or `--dir` given again: `sage_mem.folders`)
+the hook answers on its own path whatever runs, since a server answers for
+its own folder only: every folder's store opened with `build=False`, each
+folder's hits above its own floor, merged (`context.prompt_context`).
+
 It never imports `mcp` or `watchdog`, nor argparse or logging
 (`tests/test_hook_imports.py` checks what the process imports).
 
@@ -115,6 +120,7 @@ def run_hook(
     stdout: TextIO,
     stderr: TextIO,
     folder: Path | None = None,
+    shared: tuple[str, ...] = (),
 ) -> int:
     """Run one hook command; always returns 0 (the exit status Claude Code reads as "go on").
 
@@ -128,7 +134,7 @@ def run_hook(
     budget = _Budget.start(event, stdout, stderr, log)
     try:
         try:
-            answer, record = _answer(event, stdin, folder, log)
+            answer, record = _answer(event, stdin, folder, log, shared)
         except Exception as exc:  # noqa: BLE001 - the hook must never block the prompt
             log(f"unexpected error, nothing injected: {type(exc).__name__}: {exc}")
             answer, record = None, None
@@ -292,7 +298,8 @@ def hook_budget_ms(hook_name: str, raw: str | None) -> tuple[int, str | None]:
 _Reply = tuple[dict[str, Any] | None, Callable[[], None] | None]
 
 
-def _answer(event: str, stdin: TextIO, folder: Path | None, log: _Log) -> _Reply:
+def _answer(event: str, stdin: TextIO, folder: Path | None, log: _Log,
+            shared: tuple[str, ...] = ()) -> _Reply:
     """The answer to write (None: print nothing), and what to do once it is written.
 
     From the server that runs for the folder when there is one (`hook_socket`),
@@ -321,6 +328,9 @@ def _answer(event: str, stdin: TextIO, folder: Path | None, log: _Log) -> _Reply
         if not prompt.strip():
             return None, None
     root = _folder_root(folder)
+    specs = _shared_folders(root, shared, log)
+    if specs:  # a server answers for its own folder: with shared ones the hook answers here
+        return _answer_here(hook_name, payload, folder, root, log, specs)
     answered = _ask_server(hook_name, payload, root, log)
     if answered is not None:
         for line in answered.log:
@@ -376,10 +386,26 @@ def serve_request(store: MemoryStore, request: dict[str, Any]) -> tuple[dict[str
     return {"answer": answer, "log": lines}, record
 
 
+def _shared_folders(root: str, shared: tuple[str, ...], log: _Log) -> list[Any]:
+    """Every folder read with `root` when there are shared ones (`--dir` after the first, else
+    the config's; `folders.py`), the personal one first; [] when `root` is read alone."""
+    from .. import folders
+
+    if not shared and not folders.has_config():
+        return []
+    try:
+        specs = folders.folders_for([root, *shared])
+    except SageMemError as exc:
+        log(f"shared folders left out: {exc}")
+        specs = folders.folders_for([root, *shared], config=None)
+    return specs if len(specs) > 1 else []
+
+
 def _answer_here(
-    hook_name: str, payload: dict[str, Any], folder: Path | None, root: str, log: _Log
+    hook_name: str, payload: dict[str, Any], folder: Path | None, root: str, log: _Log,
+    shared: list[Any] | None = None,
 ) -> _Reply:
-    """The hook's own path: a store that never builds, and a build started when it lacks one."""
+    """The hook's own path: stores that never build, and a build started when one lacks it."""
     from ..store import MemoryStore
 
     try:
@@ -387,6 +413,13 @@ def _answer_here(
     except (SageMemError, OSError) as exc:
         log(f"nothing injected: {exc}")
         return None, None
+    several = None
+    if shared:
+        from ..folders import Folders
+
+        several = Folders(shared, store=store, watch=False, build=False)
+        for note in several.missing_notes():
+            log(note)
     loaded = store.loaded
     if loaded is not None and loaded.left_out:
         from .daemon import what_builds
@@ -398,21 +431,22 @@ def _answer_here(
             log(f"{loaded.left_out} memory files changed since the index cache was written: "
                 f"answered without them; {what_builds()}")
     answer, record = answer_with_store(hook_name, payload, store, log, env=os.environ,
-                                       cwd=_process_cwd())
+                                       cwd=_process_cwd(), folders=several)
 
     def after() -> None:
         if record is not None:
             record()
         from . import daemon
 
-        daemon.start_detached(store.folder, build_needed=store.build_needed, log=log)
+        for each in several.stores.values() if several is not None else (store,):
+            daemon.start_detached(each.folder, build_needed=each.build_needed, log=log)
 
     return answer, after
 
 
 def answer_with_store(
     hook_name: str, payload: dict[str, Any], store: MemoryStore, log: Callable[[str], None],
-    *, env: Mapping[str, str], cwd: str | None,
+    *, env: Mapping[str, str], cwd: str | None, folders: Any = None,
 ) -> _Reply:
     """The answer to a hook from `store`, and what to record once it is written.
 
@@ -446,7 +480,7 @@ def answer_with_store(
         # counts the session logs touched since the last run (dream/gates.py).
         changed = True
         text, chosen = context.session_start_context(
-            store, project=project, session=session, now=now
+            store, project=project, session=session, now=now, folders=folders
         )
         from . import reflection
 
@@ -458,7 +492,8 @@ def answer_with_store(
         if warning:
             log(warning)
         text, chosen = context.prompt_context(
-            store, payload["prompt"], project=project, session=session, limit=limit, now=now
+            store, payload["prompt"], project=project, session=session, limit=limit, now=now,
+            folders=folders,
         )
 
     def record() -> None:
@@ -473,7 +508,11 @@ def answer_with_store(
                 log(f"cannot record what was injected ({exc.strerror or exc}); it may repeat")
         if chosen:
             try:
-                store.note_used(memory.id for memory in chosen)
+                if folders is None:
+                    store.note_used(memory.id for memory in chosen)
+                else:
+                    for name, ids in context.by_folder(folders, chosen).items():
+                        folders.stores[name].note_used(ids)
             except SageMemError as exc:  # a stats lock held too long must not cost the context
                 log(f"retrievals not counted: {exc}")
 

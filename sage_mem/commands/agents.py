@@ -34,7 +34,7 @@ def serve(session: Session, poll: bool, dream_run: str | None) -> int:
         return serve_dream(session.folder, dream_run)
     from ..mcp_server.server import serve as serve_stdio
 
-    return serve_stdio(session.folder, poll=poll)
+    return serve_stdio(session.folder, poll=poll, shared=session.dirs[1:])
 
 
 @command("ui", "a local web page to browse, search, edit and review the memory (127.0.0.1 only)",
@@ -50,7 +50,7 @@ def ui(session: Session, port: int | None, open_browser: bool, poll: bool) -> in
     from ..ui import run_ui
 
     return run_ui(session.folder, port=port, open_browser=open_browser, poll=poll,
-                  out=session.out)
+                  out=session.out, shared=session.dirs[1:])
 
 
 @command(
@@ -65,7 +65,7 @@ def ui(session: Session, port: int | None, open_browser: bool, poll: bool) -> in
                      "(relevant memories), stop or pre-compact (ask what is worth keeping)")
 @click.pass_obj
 def hook(session: Session, event: str) -> int:
-    return answer_hook(event, session.dir, session.out)
+    return answer_hook(event, session.dir, session.out, session.dirs[1:])
 
 
 @command("daemon",

@@ -12,7 +12,7 @@ import contextlib
 import json
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -42,20 +42,55 @@ class Session:
 
     out: TextIO
     err: TextIO
-    dir: str | None = None
+    dirs: list[str] = field(default_factory=list)
+
+    @property
+    def dir(self) -> str | None:
+        """The personal folder named on the command line: the first `--dir`."""
+        return self.dirs[0] if self.dirs else None
 
     @property
     def folder(self) -> Path:
         return Path(self.dir).expanduser() if self.dir else default_folder()
 
-    def open_store(self) -> Any:
+    def open_folders(self) -> Any:
+        """Every folder the command line and the config name (`folders.py`), missing shared
+        ones said once; with one folder, that folder's store and nothing else."""
+        from ..folders import Folders, folders_for
+
+        specs = folders_for(self.dirs)
+        if len(specs) == 1:
+            return Folders(specs, store=self.open_store())
+        folders = Folders(specs, store=self.open_store(specs[0].path))
+        for note in folders.missing_notes():
+            self.err.write(f"{PROG}: note: {note}\n")
+        return folders
+
+    def open_store(self, path: Path | None = None, *, shared: bool = False) -> Any:
         from ..store import MemoryStore
 
+        state = None
+        if shared:  # a shared folder's state is its own (folders.shared_state)
+            from ..folders import shared_state
+
+            state = shared_state(path or self.folder)
         # One command, one answer: no watcher to keep the index current afterwards.
-        store = MemoryStore(self.folder, watch=False)
+        store = MemoryStore(path or self.folder, watch=False, state_dir=state)
         for note in store.folder.state_notes:  # said once, on the folder's first use
             self.err.write(f"{PROG}: note: {note}\n")
         return store
+
+    def store_for(self, memory_id: str) -> tuple[Any, str]:
+        """The store a change to `memory_id` goes to, and its id there: the personal folder's,
+        or a writable shared folder's for `NAME:ID` (a read-only one refuses, one line)."""
+        from ..folders import check_writable, folders_for, split_id
+
+        specs = folders_for(self.dirs)
+        if len(specs) == 1:
+            return self.open_store(), memory_id
+        spec, plain = split_id(specs, memory_id)
+        check_writable(specs, spec)
+        return self.open_store(spec.path, shared=not spec.personal), plain
 
     def print_json(self, data: Any, to: TextIO | None = None) -> None:
         (to or self.out).write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
@@ -199,17 +234,19 @@ class Commands(click.Group):
 # options more than one command takes
 
 
-def _remember_dir(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
-    # Given before the command or after it: the one given last wins, as with argparse.
-    if value is not None:
+def _remember_dir(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> None:
+    # Given before the command or after it, in the order given: the first is the personal
+    # folder, each further one a shared folder read with it (folders.py).
+    if value:
         session = ctx.find_object(Session)
         assert session is not None  # made by the group before any option is read
-        session.dir = value
+        session.dirs.extend(value)
 
 
 dir_option = click.option(
-    "--dir", metavar="DIR", expose_value=False, callback=_remember_dir,
-    help="the memory folder (default: $SAGE_MEM_DIR or ~/.sage-mem/memory)",
+    "--dir", metavar="DIR", expose_value=False, callback=_remember_dir, multiple=True,
+    help="the memory folder (default: $SAGE_MEM_DIR or ~/.sage-mem/memory); repeated: "
+         "your folder first, then shared ones to read with it",
 )
 json_option = click.option("--json", "as_json", is_flag=True, help="print JSON")
 poll_option = click.option(

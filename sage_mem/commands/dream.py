@@ -1,9 +1,17 @@
-"""The autodream's commands: `dream`, `runs`, `rollback`."""
+"""The autodream's commands: `dream`, `runs`, `rollback`.
+
+They work on one folder, the personal one (the first `--dir`): a shared folder
+is dreamed on by naming it alone (`sage-mem --dir ~/team-memory dream`). A
+folder the config lists as read-only is never changed: the dream (whose
+report too is a file in the folder, `autodream/`) and rollback refuse it
+(`folders.read_only_spec`).
+"""
 
 from __future__ import annotations
 
 import click
 
+from ..errors import FolderError
 from .base import (
     Choice,
     Session,
@@ -28,8 +36,15 @@ from .base import (
 @click.pass_obj
 def dream(session: Session, mode: str | None, auto: bool, as_json: bool) -> int:
     from ..dream import run_dream
+    from ..folders import read_only_spec
 
-    return session.print_result(run_dream(session.open_store(), mode=mode, auto=auto), as_json)
+    store = session.open_store()
+    frozen = read_only_spec(store.root)
+    if frozen is not None:
+        raise FolderError(f"{store.root}: the config lists it as the read-only folder "
+                          f"{frozen.name!r}: the dream changes nothing in it, not even a report "
+                          f"(dream in a clone of your own)")
+    return session.print_result(run_dream(store, mode=mode, auto=auto), as_json)
 
 
 @command("runs", "past dream runs and rollbacks, newest first", "sage-mem runs --json")
@@ -66,6 +81,13 @@ def runs(session: Session, as_json: bool) -> int:
 def rollback(session: Session, run_id: str, scope: str | None, dry_run: bool, force: bool,
              as_json: bool) -> int:
     from ..dream import rollback as roll_back
+    from ..folders import read_only_spec
 
-    result = roll_back(session.open_store(), run_id, scope=scope, dry_run=dry_run, force=force)
+    store = session.open_store()
+    frozen = read_only_spec(store.root)
+    if frozen is not None and not dry_run:
+        raise FolderError(f"{store.root}: the config lists it as the read-only folder "
+                          f"{frozen.name!r}: nothing is rolled back in it (--dry-run shows what "
+                          f"would be)")
+    result = roll_back(store, run_id, scope=scope, dry_run=dry_run, force=force)
     return session.print_result(result, as_json)

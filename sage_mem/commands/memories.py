@@ -70,7 +70,8 @@ def add(session: Session, memory_id: str, body: str | None, expected_sha256: str
     # A list option not given is () to click, and a field not given is None to the store.
     fields = {name: list(value) or None if isinstance(value, tuple) else value
               for name, value in given.items()}
-    memory = session.open_store().write(
+    store, memory_id = session.store_for(memory_id)
+    memory = store.write(
         memory_id, body=read_body(body), expected_sha256=expected_sha256,
         allow_secret=allow_secret, **fields,
     )
@@ -99,7 +100,7 @@ def edit(session: Session, memory_id: str, allow_secret: bool, as_json: bool) ->
     from ..disk.safe_io import atomic_write
     from ..errors import ConflictError, InvalidMemory, MemoryLocked, MemoryNotFound
 
-    store = session.open_store()
+    store, memory_id = session.store_for(memory_id)
     memory = store.read(store.folder.normalize_id(memory_id))  # says so when there is none
     canonical = memory.id
     if memory.locked:
@@ -168,7 +169,8 @@ def search(session: Session, query: str, limit: int, offset: int, category: str 
            project: str | None, tags: tuple[str, ...], archived: bool, as_json: bool) -> int:
     from .render import hit_dict, hit_line
 
-    hits = session.open_store().search(
+    folders = session.open_folders()
+    hits = (folders if folders.several else folders.personal).search(
         query, limit=limit, offset=offset, category=category, project=project,
         tags=list(tags) or None, archived=archived,
     )
@@ -190,7 +192,9 @@ def search(session: Session, query: str, limit: int, offset: int, category: str 
 def show(session: Session, memory_id: str, as_json: bool) -> int:
     from .render import memory_text
 
-    store = session.open_store()
+    folders = session.open_folders()
+    folder_name, memory_id = folders.split(memory_id)
+    store = folders.store(folder_name)
     name, at, rev = memory_id.rpartition("@")
     if at and name and rev and not _is_memory(store, memory_id):
         from ..sync.history import memory_at
@@ -198,6 +202,7 @@ def show(session: Session, memory_id: str, as_json: bool) -> int:
         memory = memory_at(store.root, name, rev)
     else:
         memory = store.read(memory_id)
+    memory = folders.labelled(folder_name, memory)
     if as_json:
         session.print_json(memory.to_dict())
     else:
@@ -224,7 +229,8 @@ def list_memories(session: Session, category: str | None, project: str | None,
     from ..checks.prompt_injection import visible
     from .render import memory_line
 
-    memories = session.open_store().list(
+    folders = session.open_folders()
+    memories = (folders if folders.several else folders.personal).list(
         category=category, project=project, tags=list(tags) or None, archived=archived
     )
     if as_json:
@@ -266,7 +272,8 @@ def archive_marks(memory: Any) -> dict[str, Any]:
 @click.pass_obj
 def archive(session: Session, memory_id: str, reason: str, expected_sha256: str | None,
             as_json: bool) -> int:
-    memory = session.open_store().archive(
+    store, memory_id = session.store_for(memory_id)
+    memory = store.archive(
         memory_id, reason=reason, expected_sha256=expected_sha256
     )
     return session.print_memory(
@@ -281,7 +288,8 @@ def archive(session: Session, memory_id: str, reason: str, expected_sha256: str 
 @json_option
 @click.pass_obj
 def restore(session: Session, memory_id: str, as_json: bool) -> int:
-    memory = session.open_store().restore(memory_id)
+    store, memory_id = session.store_for(memory_id)
+    memory = store.restore(memory_id)
     return session.print_memory(memory, as_json, f"Restored {memory.id} ({memory.path})\n")
 
 
@@ -343,7 +351,8 @@ def delete(session: Session, memory_id: str, yes: bool, as_json: bool) -> int:
 @json_option
 @click.pass_obj
 def feedback(session: Session, memory_id: str, verdict: str, as_json: bool) -> int:
-    memory = session.open_store().feedback(memory_id, helpful=verdict == "helpful")
+    store, memory_id = session.store_for(memory_id)
+    memory = store.feedback(memory_id, helpful=verdict == "helpful")
     if as_json:
         session.print_json({"id": memory.id, "trust": memory.trust})
     else:

@@ -4,6 +4,11 @@ Results are JSON-ready dicts, compact on purpose: an agent pays for every
 character of a tool result. Keys that would be empty are left out, so a search
 that finds nothing costs less than one that finds something.
 
+Several folders at once (`sage_mem.folders`): `in_folders` routes a tool to
+the folder its id names (`team:x`; a bare id: the personal folder) and refuses
+a write to a read-only one; search, read and list answer across all of them,
+each hit and memory saying its `folder`.
+
 Must not import `mcp` (`mcp_server/server.py` does the MCP wiring); raises only
 SageMemError subclasses, which the server turns into tool errors.
 """
@@ -21,6 +26,10 @@ from ..memory.value import Memory, age_note
 from ..search.index import Hit
 from ..search.tokens import is_unigram, tokenize
 from ..store import MemoryStore
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ..folders import Folders
 
 SEARCH_LIMIT_MAX = 20
 LIST_LIMIT_MAX = 100
@@ -43,6 +52,7 @@ def hit_dict(hit: Hit, now: datetime | None = None) -> dict[str, Any]:
     """A search hit as the agent sees it: no body, no empty keys."""
     return _compact({
         "id": hit.id,
+        "folder": hit.folder,
         # The person's description; a summary only beside it, never instead (DESIGN §7.3a).
         "description": hit.description,
         "summary": hit.summary,
@@ -64,9 +74,10 @@ def memory_dict(memory: Memory, *, body: bool = True) -> dict[str, Any]:
             if key in keep or value not in (None, [], "", False, 0)}
 
 
-def _listing(memory: Memory) -> dict[str, Any]:
+def _listing(memory: Memory, folder: str | None = None) -> dict[str, Any]:
     return _compact({
         "id": memory.id,
+        "folder": folder,
         "description": memory.display,
         "category": memory.category,
         "updated": memory.updated,
@@ -78,7 +89,7 @@ def _page(limit: int, maximum: int) -> int:
 
 
 def search(
-    store: MemoryStore,
+    store: MemoryStore | Folders,
     query: str,
     *,
     limit: int = 5,
@@ -86,14 +97,17 @@ def search(
     category: str | None = None,
     project: str | None = None,
     tags: Sequence[str] | None = None,
+    folder: str | None = None,
 ) -> dict[str, Any]:
-    """Ranked compact hits; `next_offset` only when there are more."""
+    """Ranked compact hits; `next_offset` only when there are more. `folder`: only that one
+    (`store` being a `Folders`)."""
     if not query.strip():
         raise InvalidMemory("query is empty")
     limit = _page(limit, SEARCH_LIMIT_MAX)
     offset = max(0, int(offset))
+    chosen: dict[str, Any] = {"folder": folder} if folder else {}
     hits = store.search(query, limit=limit + 1, offset=offset, category=category,
-                        project=project, tags=tags or None)
+                        project=project, tags=tags or None, **chosen)
     now = datetime.now(UTC)
     result: dict[str, Any] = {"hits": [hit_dict(hit, now) for hit in hits[:limit]]}
     if len(hits) > limit:
@@ -224,7 +238,7 @@ def write(
 
 
 def list_memories(
-    store: MemoryStore,
+    store: MemoryStore | Folders,
     *,
     category: str | None = None,
     project: str | None = None,
@@ -232,15 +246,26 @@ def list_memories(
     archived: bool = False,
     limit: int = 20,
     offset: int = 0,
+    folder: str | None = None,
 ) -> dict[str, Any]:
-    """Memories passing the filters, sorted by id, a page at a time."""
+    """Memories passing the filters, sorted by id, a page at a time (with several folders:
+    the personal folder's, then each shared one's; `folder`: only that one)."""
     limit = _page(limit, LIST_LIMIT_MAX)
     offset = max(0, int(offset))
-    memories = store.list(category=category, project=project, tags=tags or None, archived=archived)
+    source: Any = store
+    if folder and not isinstance(store, MemoryStore):
+        source = store.store(folder)
+    memories = source.list(category=category, project=project, tags=tags or None,
+                           archived=archived)
+    if source is not store and folder:
+        memories = [store.labelled(folder, m) for m in memories]  # type: ignore[union-attr]
     if archived:
         memories = [m for m in memories if m.archived]
     page = memories[offset: offset + limit]
-    result: dict[str, Any] = {"total": len(memories), "memories": [_listing(m) for m in page]}
+    several = None if isinstance(store, MemoryStore) else store
+    result: dict[str, Any] = {"total": len(memories), "memories": [
+        _listing(m, several.split(m.id)[0] if several is not None else None) for m in page
+    ]}
     if offset + limit < len(memories):
         result["next_offset"] = offset + limit
     return result
@@ -262,7 +287,7 @@ def archive(
     return {"id": original, "archived_as": memory.id, "reason": " ".join(reason.split())}
 
 
-def baseline_block(store: MemoryStore) -> str:
+def baseline_block(store: MemoryStore | Folders) -> str:
     """The baseline memories (at most 8, by baselinePriority then id), quoted as data with ids.
 
     The same text the SessionStart hook injects, for MCP clients without hooks,
@@ -291,3 +316,43 @@ def memory_text(store: MemoryStore, memory_id: str) -> str:
         )
     except FileNotFoundError:
         raise MemoryNotFound(f"no memory {memory.id!r}", path=memory.path) from None
+
+
+# several folders
+
+
+class InFolders:
+    """The tools over several folders: each call routed to the folder its id names."""
+
+    def __init__(self, folders: Folders) -> None:
+        self.folders = folders
+
+    def _labelled(self, name: str, data: dict[str, Any], key: str = "id") -> dict[str, Any]:
+        data[key] = self.folders.qualify(name, data[key])
+        return {"folder": name, **data}
+
+    def read(self, memory_id: str) -> dict[str, Any]:
+        name, plain = self.folders.split(memory_id)
+        return self._labelled(name, read(self.folders.store(name), plain))
+
+    def write(self, memory_id: str, *, folder: str | None = None, **given: Any) -> dict[str, Any]:
+        store, plain = self.folders.for_write(memory_id, folder)
+        name = folder or self.folders.split(memory_id)[0]
+        result = write(store, plain, **given)
+        result["memory"] = self._labelled(name, result["memory"])
+        return result
+
+    def feedback(self, memory_id: str, helpful: bool) -> dict[str, Any]:
+        store, plain = self.folders.for_write(memory_id)
+        return self._labelled(self.folders.split(memory_id)[0], feedback(store, plain, helpful))
+
+    def archive(self, memory_id: str, reason: str, **given: Any) -> dict[str, Any]:
+        store, plain = self.folders.for_write(memory_id)
+        name = self.folders.split(memory_id)[0]
+        done = archive(store, plain, reason, **given)
+        done["archived_as"] = self.folders.qualify(name, done["archived_as"])
+        return self._labelled(name, done)
+
+    def memory_text(self, memory_id: str) -> str:
+        name, plain = self.folders.split(memory_id)
+        return memory_text(self.folders.store(name), plain)

@@ -17,8 +17,9 @@ import inspect
 import json
 import os
 import secrets
+import sys
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -37,6 +38,10 @@ from ..errors import MemoryNotFound, SageMemError
 from ..memory import fields
 from ..store import MemoryStore
 from . import memory_tools
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ..folders import Folders
 
 INSTRUCTIONS = "\n".join([
     "sage-mem is the user's long-term memory: markdown files that last across sessions.",
@@ -147,8 +152,9 @@ def _flag(text: str) -> Any:
     return Annotated[StrictBool, _doc(text)]
 
 
-def _write_signature() -> inspect.Signature:
-    """memory_write's arguments: the id, the body, every field of the spec, then the checks."""
+def _write_signature(*, folder: bool = False) -> inspect.Signature:
+    """memory_write's arguments: the id, the body, every field of the spec, then the checks
+    (and, with several folders, the folder to write to)."""
     def argument(name: str, annotation: Any, default: Any = inspect.Parameter.empty) -> Any:
         return inspect.Parameter(
             name, inspect.Parameter.KEYWORD_ONLY, annotation=annotation, default=default
@@ -163,6 +169,8 @@ def _write_signature() -> inspect.Signature:
                  None),
         argument("force", _flag("write even if it repeats an existing memory"), False),
         argument("allow_secret", _flag("write text that looks like a credential"), False),
+        *([argument("folder", Annotated[StrictStr | None, _doc(
+            "the folder to write to, by name (default: your own)")], None)] if folder else []),
     ], return_annotation=Result)
 
 
@@ -256,13 +264,20 @@ def build_server(
     *,
     tools: Collection[str] | None = None,
     activity: Callable[[], None] | None = None,
+    folders: Folders | None = None,
 ) -> MCPServer:
     """The sage-mem MCP server over `store`.
 
     `tools` keeps only the named tools: an autodream model run gets a restricted server.
     `activity` is called on every tool call (`serve` counts the session for autodream).
+    `folders` (several at once, `store` the personal one): search, read and list answer
+    across them, ids of shared folders qualified (`team:x`); memory_search and memory_list
+    take a `folder` filter and memory_write a `folder` to write to (the personal one unless
+    it says otherwise; a read-only folder refuses). The audit, the dream and rollback stay
+    the personal folder's. With one folder the tools are exactly those of a plain store.
     """
-    chosen = _tools(store)
+    several = folders if folders is not None and folders.several else None
+    chosen = _tools(store, several)
     if tools is not None:
         unknown = set(tools) - set(DESCRIPTIONS)
         if unknown:
@@ -272,7 +287,7 @@ def build_server(
         "sage-mem", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING",
         tools=chosen, activity=activity,
     )
-    _add_resources(server, store)
+    _add_resources(server, store, several)
     return server
 
 
@@ -283,7 +298,9 @@ def _tool(fn: Callable[..., Any], annotations: ToolAnnotations) -> Tool:
     return tool
 
 
-def _tools(store: MemoryStore) -> list[Tool]:
+def _tools(store: MemoryStore, folders: Folders | None = None) -> list[Tool]:
+    routed = memory_tools.InFolders(folders) if folders is not None else None
+
     def memory_search(
         query: str,
         limit: SearchLimit = 5,
@@ -296,19 +313,42 @@ def _tools(store: MemoryStore) -> list[Tool]:
             store, query, limit=limit, offset=offset, category=category, project=project, tags=tags,
         ))
 
+    def memory_search_folders(
+        query: str,
+        limit: SearchLimit = 5,
+        offset: Offset = 0,
+        category: Category | None = None,
+        project: str | None = None,
+        tags: list[str] | None = None,
+        folder: Annotated[str | None, _doc("only this folder (by its name)")] = None,
+    ) -> Result:
+        assert folders is not None
+        return _result(memory_tools.search(
+            folders, query, limit=limit, offset=offset, category=category, project=project,
+            tags=tags, folder=folder,
+        ))
+
     def memory_read(id: MemoryId) -> Result:
+        if routed is not None:
+            return _result(routed.read(id))
         return _result(memory_tools.read(store, id))
 
     def memory_write(
         *, id: str, force: bool = False, expected_sha256: str | None = None,
         allow_secret: bool = False, **given: Any,
     ) -> Result:
+        if routed is not None:
+            return _result(routed.write(
+                id, force=force, expected_sha256=expected_sha256, allow_secret=allow_secret,
+                **given,
+            ))
         return _result(memory_tools.write(
             store, id, force=force, expected_sha256=expected_sha256, allow_secret=allow_secret,
             **given,
         ))
 
-    memory_write.__signature__ = _write_signature()  # type: ignore[attr-defined]
+    memory_write.__signature__ = _write_signature(  # type: ignore[attr-defined]
+        folder=routed is not None)
 
     def memory_find_similar(
         query: str | None = None,
@@ -330,7 +370,29 @@ def _tools(store: MemoryStore) -> list[Tool]:
             limit=limit, offset=offset,
         ))
 
+    def memory_list_folders(
+        category: Category | None = None,
+        project: str | None = None,
+        tags: list[str] | None = None,
+        archived: bool = False,
+        limit: ListLimit = 20,
+        offset: Offset = 0,
+        folder: Annotated[str | None, _doc("only this folder (by its name)")] = None,
+    ) -> Result:
+        assert folders is not None
+        return _result(memory_tools.list_memories(
+            folders, category=category, project=project, tags=tags, archived=archived,
+            limit=limit, offset=offset, folder=folder,
+        ))
+
+    if folders is not None:  # the same tools, by the same names, with a folder argument
+        memory_search_folders.__name__ = memory_search.__name__
+        memory_list_folders.__name__ = memory_list.__name__
+        memory_search, memory_list = memory_search_folders, memory_list_folders
+
     def memory_feedback(id: MemoryId, helpful: StrictBool) -> Result:
+        if routed is not None:
+            return _result(routed.feedback(id, helpful))
         return _result(memory_tools.feedback(store, id, helpful))
 
     def memory_archive(
@@ -338,6 +400,8 @@ def _tools(store: MemoryStore) -> list[Tool]:
         reason: str,
         expected_sha256: Annotated[str | None, _doc("sha256 from memory_read")] = None,
     ) -> Result:
+        if routed is not None:
+            return _result(routed.archive(id, reason, expected_sha256=expected_sha256))
         return _result(memory_tools.archive(store, id, reason, expected_sha256=expected_sha256))
 
     def memory_audit() -> Result:
@@ -384,13 +448,13 @@ def _tools(store: MemoryStore) -> list[Tool]:
     ]
 
 
-def _add_resources(server: MCPServer, store: MemoryStore) -> None:
+def _add_resources(server: MCPServer, store: MemoryStore, folders: Folders | None = None) -> None:
     @server.resource(
         "sage-mem://baseline", name="baseline", mime_type="text/markdown",
         description="The baseline memories (at most 8), with their ids: load at session start.",
     )
     def baseline() -> str:
-        return memory_tools.baseline_block(store)
+        return memory_tools.baseline_block(folders if folders is not None else store)
 
     @server.resource(
         "sage-mem://index", name="MEMORY.md", mime_type="text/markdown",
@@ -405,6 +469,8 @@ def _add_resources(server: MCPServer, store: MemoryStore) -> None:
     )
     def memory(id: str) -> str:
         try:
+            if folders is not None:
+                return memory_tools.InFolders(folders).memory_text(id)
             return memory_tools.memory_text(store, id)
         except MemoryNotFound as exc:
             raise ResourceNotFoundError(str(exc)) from None
@@ -412,18 +478,31 @@ def _add_resources(server: MCPServer, store: MemoryStore) -> None:
             raise ResourceError(str(exc)) from None
 
 
-def serve(folder: Path | None = None, *, poll: bool = False) -> int:
-    """Run the MCP server on stdio over the memory folder (default: SAGE_MEM_DIR); returns 0."""
+def serve(folder: Path | None = None, *, poll: bool = False,
+          shared: Sequence[str] = ()) -> int:
+    """Run the MCP server on stdio over the memory folder (default: SAGE_MEM_DIR); returns 0.
+
+    The shared folders read with it are `shared` (further `--dir`) and the config's
+    (`sage_mem.folders`), each watched; the hooks it answers, the autosync and the dream's
+    tools stay the personal folder's (a hook with shared folders answers on its own path).
+    """
     from ..agents.daemon import listen_for_hooks
+    from ..folders import Folders, folders_for
     from ..sync.auto import AutoSync, enabled
 
     store = MemoryStore(folder, watch=True, poll=poll)
+    specs = folders_for([str(store.root), *shared])
+    folders = Folders(specs, store=store, watch=True, poll=poll) if len(specs) > 1 else None
+    for note in folders.missing_notes() if folders is not None else ():
+        sys.stderr.write(f"sage-mem serve: {note}\n")
     hooks = listen_for_hooks(store)  # the folder's hooks answered from this live index
     store.follow_hand_edits()  # a memory made by hand meanwhile is listed in MEMORY.md
     autosync = AutoSync(store) if enabled(store.folder.root, store.folder.state_dir) else None
     try:
-        build_server(store, activity=_session_activity(store)).run("stdio")
+        build_server(store, activity=_session_activity(store), folders=folders).run("stdio")
     finally:
+        if folders is not None:
+            folders.close()
         if hooks is not None:
             hooks.stop()
         if autosync is not None:

@@ -192,9 +192,10 @@ class Hit:
     project: str | None = None
     tags: tuple[str, ...] = ()
     matched: float = 0.0
+    folder: str | None = None  # the folder's name, when several are read at once (folders.py)
 
     def to_dict(self) -> dict[str, object]:
-        return {
+        data: dict[str, object] = {
             "id": self.id,
             "score": self.score,
             "description": self.description,
@@ -206,6 +207,9 @@ class Hit:
             "tags": list(self.tags),
             "matched": self.matched,
         }
+        if self.folder is not None:
+            data["folder"] = self.folder
+        return data
 
 
 def memory_fields(memory: Memory) -> dict[str, list[str]]:

@@ -2,7 +2,13 @@
 restore, the audit and the star map.
 
 Each endpoint is a thin shell around one store call, run in a worker thread
-(the store takes file locks and reads files). Ids travel in query strings and
+(the store takes file locks and reads files).
+
+With several folders (`app.state.folders`, `sage_mem.folders`), the list, the
+search and a memory's page read them all: a shared folder's memory has the id
+`NAME:ID` and says its `folder` and `readOnly`. The page changes only the
+personal folder: any write naming a shared folder's memory is refused in
+`json_body`, the one door every write comes through. Ids travel in query strings and
 JSON bodies, never in the path: an id holds `/` (`project/api/auth`), which
 would make `/api/memories/<id>/archive` ambiguous. Errors become JSON by the
 handler in `app.py`.
@@ -22,13 +28,18 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
-from ..errors import ConflictError, InvalidMemory, MemoryNotFound
+from ..errors import ConflictError, FolderError, InvalidMemory, MemoryNotFound
+from ..folders import check_writable
 from ..memory import fields as fields_spec
 from ..memory.fields import BY_KEY
 from ..memory.merge import MISSING, Clash, Version, differing_fields, merge_memory
 from ..memory.value import CATEGORIES, Memory, age_note
 from ..store import MemoryStore
 from .links import Graph, build_graph, links_of_memory
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ..folders import Folders
 
 PAGE_SIZE = 100  # rows per page of the list or a search; the page asks for more
 # The store's write() keywords, by the names the page sends: every field of the spec.
@@ -47,7 +58,34 @@ async def json_body(request: Request) -> dict[str, Any]:
         raise InvalidMemory("the request body is not JSON") from None
     if not isinstance(data, dict):
         raise InvalidMemory("the request body must be a JSON object")
+    folders = getattr(request.app.state, "folders", None)
+    if folders is not None:
+        for key in ("id", "newId"):
+            value = data.get(key)
+            if isinstance(value, str):
+                _refuse_shared(folders, value.strip())
     return data
+
+
+def _refuse_shared(folders: Folders, memory_id: str) -> None:
+    """A write from the page to a shared folder's memory: refused, one line."""
+    name, _ = folders.split(memory_id)
+    if name == folders.personal_name:
+        return
+    spec = folders.spec(name)
+    check_writable(folders.specs, spec)
+    raise FolderError(f"folder {name!r} is shared: this page changes only your own folder "
+                      f"({folders.personal_name!r}); change it with "
+                      f"`sage-mem --dir {spec.path} ui`", path=spec.path)
+
+
+def _labelled_row(folders: Folders | None, row: dict[str, Any]) -> dict[str, Any]:
+    """A row or a memory of the page, saying its folder (several folders only)."""
+    if folders is not None:
+        name, _ = folders.split(row["id"])
+        row["folder"] = name
+        row["readOnly"] = name != folders.personal_name
+    return row
 
 
 def _id_from(data: Mapping[str, Any], key: str = "id") -> str:
@@ -199,10 +237,10 @@ def list_memories(
     }
 
 
-def _rows(store: MemoryStore, ranked: list[tuple[str, float]]) -> list[dict[str, Any]]:
+def _rows(store: Any, ranked: list[tuple[str, float]]) -> list[dict[str, Any]]:
     rows = []
     for memory_id, score in ranked:
-        memory = store.index.get(memory_id)
+        memory = store.get(memory_id) if hasattr(store, "stores") else store.index.get(memory_id)
         if memory is not None:
             rows.append(summary_row(memory, score=score))
     return rows
@@ -240,18 +278,21 @@ async def memories(request: Request) -> JSONResponse:
     params = request.query_params
     limit = _number(params, "limit", PAGE_SIZE, 1, 1000)
     offset = _number(params, "offset", 0, 0, 10**9)
-    store = store_of(request)
     state = request.app.state
+    store: Any = state.folders or store_of(request)  # several folders: all of them
 
     def work() -> dict[str, Any]:
         generation = state.feed.generations["memories"]
         summary = state.summary.get(store, generation)
-        return list_memories(
+        found = list_memories(
             store, params.get("q", ""), [c for c in params.getlist("category") if c],
             [t for t in params.getlist("tag") if t], limit, summary,
             offset=offset, ranked=state.ranked, generation=generation,
             count=params.get("count", "1") != "0",
         )
+        for row in found["results"]:
+            _labelled_row(state.folders, row)
+        return found
 
     return JSONResponse(await run_in_threadpool(work))
 
@@ -266,6 +307,20 @@ def memory_page(store: MemoryStore, memory_id: str, graph: Graph) -> dict[str, A
         for source, kind in graph.backlinks.get(found.id, [])
     ]
     return {"memory": data}
+
+
+def shared_memory_page(folders: Folders, memory_id: str) -> dict[str, Any]:
+    """A shared folder's memory as the page shows it: read-only, its links within its folder
+    (qualified), no backlinks (the link graph is the personal folder's)."""
+    name, plain_id = folders.split(memory_id)
+    page = memory_page(folders.store(name), plain_id, Graph())
+    data = page["memory"]
+    data["id"] = folders.qualify(name, data["id"])
+    for link in data["links"]:
+        if link.get("id"):
+            link["id"] = folders.qualify(name, link["id"])
+    _labelled_row(folders, data)
+    return page
 
 
 def _description(store: MemoryStore, memory_id: str) -> str:
@@ -319,6 +374,12 @@ def _without_path(message: str, path: Path) -> str:
 
 async def raw(request: Request) -> JSONResponse:
     memory_id = _id_from(request.query_params)
+    folders = request.app.state.folders
+    if folders is not None and folders.split(memory_id)[0] != folders.personal_name:
+        name, plain_id = folders.split(memory_id)
+        data = await run_in_threadpool(raw_file, folders.store(name), plain_id)
+        data["id"] = memory_id
+        return JSONResponse(_labelled_row(folders, data))
     return JSONResponse(await run_in_threadpool(raw_file, store_of(request), memory_id))
 
 
@@ -343,10 +404,15 @@ async def memory(request: Request) -> JSONResponse:
     memory_id = _id_from(request.query_params)
     store = store_of(request)
     state = request.app.state
+    folders = state.folders
+    if folders is not None and folders.split(memory_id)[0] != folders.personal_name:
+        return JSONResponse(await run_in_threadpool(shared_memory_page, folders, memory_id))
 
     def work() -> dict[str, Any]:
         graph = state.graph.get(store, state.feed.generations["memories"])
-        return memory_page(store, memory_id, graph)
+        page = memory_page(store, memory_id, graph)
+        _labelled_row(folders, page["memory"])
+        return page
 
     try:
         return JSONResponse(await run_in_threadpool(work))

@@ -61,6 +61,10 @@ from .links import LinkGraph
 from .live import ChangeFeed, watch_runs
 from .security import Guard
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ..folders import Folders
+
 STATIC = Path(__file__).resolve().parent / "static"
 
 
@@ -98,13 +102,24 @@ def create_app(
     token: str,
     port: Callable[[], int | None],
     feed: ChangeFeed | None = None,
+    folders: Folders | None = None,
 ) -> Guard:
-    """The whole app behind its guard; `port` tells the guard which Host to accept."""
+    """The whole app behind its guard; `port` tells the guard which Host to accept.
+
+    `folders` (several, `store` the personal one): the list and the search read them all
+    (`api.py`), and a change in any of them is a change the page hears of."""
     feed = feed or ChangeFeed()
+    several = folders if folders is not None and folders.several else None
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        remove = store.add_listener(lambda: feed.bump("memories"))
+        removers = [each.add_listener(lambda: feed.bump("memories"))
+                    for each in (several.stores.values() if several is not None else (store,))]
+
+        def remove() -> None:
+            for each in removers:
+                each()
+
         task = asyncio.create_task(
             watch_runs(feed, lambda: store.folder.state_path("autodream", "runs"))
         )
@@ -146,6 +161,7 @@ def create_app(
         routes=routes, lifespan=lifespan, exception_handlers={SageMemError: _error}
     )
     app.state.store = store
+    app.state.folders = several
     app.state.feed = feed
     app.state.summary = api.FolderSummary()
     app.state.ranked = api.RankedCache()

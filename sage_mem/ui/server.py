@@ -13,14 +13,18 @@ import socket
 import threading
 import time
 import webbrowser
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from ..errors import SageMemError
 from ..store import MemoryStore
 from .app import create_app
 from .live import ChangeFeed
 from .security import new_token
+
+if TYPE_CHECKING:
+    from ..folders import Folders
 
 HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
@@ -58,7 +62,8 @@ def bind_default(port: int | None) -> socket.socket:
 class UiServer:
     """The web UI for one store: bound at construction, served by `serve()` or `start()`."""
 
-    def __init__(self, store: MemoryStore, *, port: int | None = None) -> None:
+    def __init__(self, store: MemoryStore, *, port: int | None = None,
+                 folders: Folders | None = None) -> None:
         import uvicorn
 
         self.store = store
@@ -66,7 +71,8 @@ class UiServer:
         self.socket = bind_default(port)
         self.port: int = self.socket.getsockname()[1]
         self.feed = ChangeFeed()
-        self.app = create_app(store, token=self.token, port=lambda: self.port, feed=self.feed)
+        self.app = create_app(store, token=self.token, port=lambda: self.port, feed=self.feed,
+                              folders=folders)
         config = uvicorn.Config(
             self.app, log_level="warning", access_log=False, lifespan="on", ws="none",
             http="h11", loop="asyncio", timeout_graceful_shutdown=2,
@@ -129,15 +135,25 @@ def _uvicorn_server(config: object, feed: ChangeFeed) -> object:
 
 
 def run_ui(
-    folder: Path, *, port: int | None, open_browser: bool, poll: bool, out: TextIO
+    folder: Path, *, port: int | None, open_browser: bool, poll: bool, out: TextIO,
+    shared: Sequence[str] = (),
 ) -> int:
-    """`sage-mem ui`: open the store with its watcher, print the URL, serve until Ctrl-C."""
+    """`sage-mem ui`: open the store with its watcher, print the URL, serve until Ctrl-C.
+
+    With shared folders (`shared`, further `--dir`, and the config's: `sage_mem.folders`),
+    the page lists and searches them too, each memory labelled with its folder; it changes
+    only the personal folder (a shared folder's page: `sage-mem --dir THAT ui`)."""
     from ..agents.daemon import listen_for_hooks
+    from ..folders import Folders, folders_for
 
     with MemoryStore(folder, watch=True, poll=poll) as store:
         hooks = listen_for_hooks(store)  # the folder's hooks answered from this live index
         store.follow_hand_edits()  # a memory made by hand meanwhile is listed in MEMORY.md
-        server = UiServer(store, port=port)
+        specs = folders_for([str(store.root), *shared])
+        folders = Folders(specs, store=store, watch=True, poll=poll) if len(specs) > 1 else None
+        for note in folders.missing_notes() if folders is not None else ():
+            out.write(f"sage-mem ui: {note}\n")
+        server = UiServer(store, port=port, folders=folders)
         out.write(
             f"sage-mem ui: {store.root} ({len(store.list())} memories)\n"
             f"open {server.url}\n"
@@ -154,5 +170,7 @@ def run_ui(
             finally:
                 if hooks is not None:
                     hooks.stop()
+                if folders is not None:
+                    folders.close()
     out.write("sage-mem ui: stopped\n")
     return 0

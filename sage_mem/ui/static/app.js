@@ -74,6 +74,20 @@
       pad(date.getHours()) + ":" + pad(date.getMinutes());
   }
 
+  // Several folders at once: a memory of a shared folder says which, and is not changed here.
+  function folderFlag(m) {
+    if (!m.folder) return null;
+    return h("span", { class: "flag folder", title: m.readOnly ? "shared folder (not changed from this page)" : "your folder" },
+      m.folder + (m.readOnly ? " · read-only" : ""));
+  }
+
+  function sharedNotice(m, back) {
+    return h("div", { class: "notice", id: "shared-note" },
+      "From the shared folder ", h("strong", {}, m.folder),
+      ": read-only on this page, which changes only your own folder.",
+      back ? [" ", h("a", { href: memoryHref(m.id), id: "back-to-memory" }, "Back to the memory")] : null);
+  }
+
   function categoryBadge(category) {
     const name = category || "none";
     const known = CATEGORIES.includes(category) ? category : "other";
@@ -453,6 +467,7 @@
             m.tags.map((t) => h("span", { class: "tag" }, t)),
             m.baseline ? h("span", { class: "flag" }, "baseline") : null,
             m.locked ? h("span", { class: "flag" }, "locked") : null,
+            folderFlag(m),
             m.project ? h("span", {}, "project " + m.project) : null,
             h("span", {}, m.age || ""),
             h("span", { title: "trust" }, "trust " + Number(m.trust).toFixed(2)))));
@@ -619,7 +634,11 @@
       const actions = h("div", { class: "actions" });
       const archiveForm = h("div", { class: "inline-form", hidden: true, id: "archive-form", dataset: { escape: "1" } });
       const renameForm = h("div", { class: "inline-form", hidden: true, id: "rename-form", dataset: { escape: "1" } });
-      if (m.archived) {
+      if (m.readOnly) {
+        // A shared folder's memory: shown, labelled, never changed from this page.
+        actions.append(h("button", { class: "primary", id: "edit", type: "button", disabled: true,
+          title: "In the shared folder " + m.folder + ": this page changes only your own folder" }, "Edit"));
+      } else if (m.archived) {
         actions.append(h("button", { class: "primary", id: "restore", onclick: () => restore(m.id) }, "Restore"),
           h("a", { class: "button danger", href: "#/archive", id: "delete-from-archive", title: "Deleting is done from the Archive page, after confirming" }, "Delete…"));
       } else {
@@ -677,6 +696,7 @@
           actions),
         archiveForm,
         renameForm,
+        m.readOnly ? sharedNotice(m, false) : null,
         m.archived ? h("div", { class: "notice warn", id: "archived-note" },
           "Archived", meta.archived ? " " + when(meta.archived) : "", meta.archiveReason ? ": " + meta.archiveReason : "",
           meta.supersededBy ? [" (superseded by ", h("a", { href: memoryHref(String(meta.supersededBy)) }, String(meta.supersededBy)), ")"] : null) : null,
@@ -1085,6 +1105,11 @@
       api("/api/memory?id=" + enc(id)).then((data) => {
         if (!showing()) return;
         original = data.memory;
+        if (original.readOnly) {
+          setTitle("Shared: " + id);
+          fill(main, sharedNotice(original, true));
+          return;
+        }
         if (original.locked) {
           setTitle("Locked: " + id);
           fill(main, h("div", { class: "notice warn", id: "locked-note" },
