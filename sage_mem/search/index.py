@@ -990,44 +990,60 @@ class Index:
     ) -> dict[int, float]:
         """Raw scores of every memory that can reach the top `count`, exactly.
 
-        Terms go from the highest possible contribution (weight times the
-        largest saturated tf in the term's postings) to the lowest, which puts
-        the long postings of common words last. Before such a list is walked,
-        if `count` candidates already score (times their factor) above what
-        any memory not yet seen could still reach, the list is only looked up
-        (by bisection) for the known candidates, and candidates that could
-        not reach the k-th best score even with every remaining list are
-        dropped: the MaxScore idea (Turtle & Flood, 1995), which keeps a query
-        over 100,000 memories from touching every posting of "user" or
-        "project".
+        Terms go from the highest possible contribution (their `ceiling`:
+        weight times the largest saturated tf in the term's postings, kept
+        with the postings) to the lowest, which puts the long postings of
+        common words last: the MaxScore idea (Turtle & Flood, 1995). `theta`
+        is a lower bound of the `count`-th best final score: before a long
+        list, the `count` best candidates so far are scored in full, by
+        bisection in every list still to come, and the `count`-th of those
+        real final scores is the bound. With it, exactly:
+
+        - a memory not seen yet can reach the top only through the lists
+          still to come, so once the sum of their ceilings, times the largest
+          trust factor, is below `theta`, no new memory is taken: the long
+          lists are then only looked up for the candidates (`_look_up`);
+        - before that, a memory first met in a list is taken only if its
+          weight there plus the later lists' ceilings, times its own factor,
+          reaches `theta` (`_admit`, tests in C);
+        - before each long list, a candidate whose score plus every ceiling
+          to come, times its factor, stays below `theta` is dropped
+          (`_reaching`).
+
+        A memory's contributions are added in the lists' order whatever is
+        pruned, so every score kept equals an exhaustive sum's to the last
+        bit (`tests/test_pruning.py`); the bounds keep a margin of 1e-9 for
+        the rounding of the sums of ceilings.
         """
         ordered = sorted(weighted, key=lambda item: item.ceiling, reverse=True)
-        remaining = sum(item.ceiling for item in ordered)
+        after = [0.0] * (len(ordered) + 1)  # after[i]: the ceilings of lists i, i + 1, ...
+        for at in range(len(ordered) - 1, -1, -1):
+            after[at] = after[at + 1] + ordered[at].ceiling
         boost = self._max_boost
         scores: dict[int, float] = {}
-        closed = False
-        for item in ordered:
+        theta = 0.0
+        full: dict[int, float] = {}  # raw scores summed over every list, by priming
+        primed_at = -1  # how many candidates there were when theta was last primed
+        for at, item in enumerate(ordered):
             weight = item.weight
-            if (
-                len(scores) > count and item.size > _SHORT_LIST
-                # Else even the best candidate could not close the door (kth <= best):
-                # no need to rank them all.
-                and (closed or max(scores.values()) > remaining)
-            ):
-                kth = _kth_best(scores, count, passes, factor)
-                if not closed:
-                    closed = kth > remaining * boost
-                if closed and len(scores) > 2 * count:
-                    # Candidates that cannot reach the k-th best even with every list
-                    # still to come: looking them up would only cost time.
-                    # (score + remaining) * factor < kth for them, and factor <= boost: a
-                    # threshold on the raw score alone, a hair low for rounding.
-                    floor = kth / boost - remaining - 1e-9
-                    scores = dict(compress(scores.items(), map(floor.__le__, scores.values())))
-            remaining -= item.ceiling
-            for numbers, weights in item.parts:
-                if closed:
+            if item.size > _SHORT_LIST and len(scores) >= count:
+                if len(scores) != primed_at:
+                    theta = max(theta, _primed(scores, count, ordered, at, passes, factor, full))
+                if theta > 0.0:
+                    scores = _reaching(scores, after[at], theta, factor)
+                primed_at = len(scores)
+            if theta > 0.0 and after[at] * boost < theta - _MARGIN:
+                # No memory not seen yet can reach the top: the candidates only.
+                for numbers, weights in item.parts:
                     _look_up(scores, numbers, weights, weight)
+                continue
+            # A memory first met here needs at least this weight in this list (factor <= boost).
+            least = (theta / boost - after[at + 1] - _MARGIN) / weight if theta > 0 < weight else 0
+            for numbers, weights in item.parts:
+                if least > 0.0:
+                    if scores:
+                        _look_up(scores, numbers, weights, weight)
+                    _admit(scores, numbers, weights, weight, least, after[at + 1], theta, factor)
                 elif not scores:
                     scores = dict(zip(numbers, map(weight.__mul__, weights), strict=True))
                 else:
@@ -1108,6 +1124,86 @@ def _holds(numbers: Sequence[int], number: int) -> bool:
     return at < len(numbers) and numbers[at] == number
 
 
+# Rounding slack of the pruning bounds (scores are sums of a few dozen products near 1).
+_MARGIN = 1e-9
+
+
+def _reaching(
+    scores: dict[int, float], rest: float, theta: float, factor: Callable[[int], float]
+) -> dict[int, float]:
+    """The candidates whose score plus `rest` (the ceilings to come), times factor, reach theta."""
+    reach = map(mul, map(rest.__add__, scores.values()), map(factor, scores))
+    keep = list(map((theta - _MARGIN).__le__, reach))
+    if all(keep):
+        return scores
+    return dict(compress(scores.items(), keep))
+
+
+def _admit(
+    scores: dict[int, float],
+    numbers: Sequence[int],
+    weights: Sequence[float],
+    weight: float,
+    least: float,
+    rest: float,
+    theta: float,
+    factor: Callable[[int], float],
+) -> None:
+    """Add the memories first met in this list that could still reach theta.
+
+    `least` is the weight a memory needs here with the largest factor; those
+    above it are then tested with their own: (weight * w + rest) * factor.
+    """
+    keep = list(map(least.__le__, weights))
+    numbers = list(compress(numbers, keep))
+    if not numbers:
+        return
+    values = list(map(weight.__mul__, compress(weights, keep)))
+    reach = map(mul, map(rest.__add__, values), map(factor, numbers))
+    keep = list(map((theta - _MARGIN).__le__, reach))
+    added = dict(zip(compress(numbers, keep), compress(values, keep), strict=True))
+    for key in added.keys() & scores.keys():
+        del added[key]
+    scores.update(added)
+
+
+def _primed(
+    scores: dict[int, float],
+    count: int,
+    ordered: list[_Weighted],
+    at: int,
+    passes: Callable[[int], bool] | None,
+    factor: Callable[[int], float],
+    full: dict[int, float],
+) -> float:
+    """A lower bound of the `count`-th best final score: real scores of the best candidates.
+
+    The `count` best candidates so far (by score times factor) are scored in
+    full, by bisection in every list from `at` on, adding in the lists' order
+    as `_accumulate` does; `full` keeps those totals for the next call. The
+    `count`-th best final score among every memory scored in full is the
+    bound (0 when fewer than `count` pass the filters).
+    """
+    keys = list(scores if passes is None else filter(passes, scores))
+    finals = map(mul, map(scores.__getitem__, keys), map(factor, keys))
+    best = heapq.nlargest(count, zip(finals, keys, strict=False))
+    rest = ordered[at:]
+    for _, key in best:
+        if key in full:
+            continue
+        total = scores[key]
+        for item in rest:
+            weight = item.weight
+            for numbers, weights in item.parts:
+                place = bisect_left(numbers, key)
+                if place < len(numbers) and numbers[place] == key:
+                    total = total + weight * weights[place]
+        full[key] = total
+    if len(full) < count:
+        return 0.0
+    return heapq.nlargest(count, map(mul, full.values(), map(factor, full)))[-1]
+
+
 def _look_up(
     scores: dict[int, float], numbers: Sequence[int], weights: Sequence[float], weight: float
 ) -> None:
@@ -1123,23 +1219,6 @@ def _look_up(
     found = dict(zip(numbers, weights, strict=True))
     for key in found.keys() & scores.keys():
         scores[key] = scores[key] + weight * found[key]
-
-
-def _kth_best(
-    scores: dict[int, float],
-    count: int,
-    passes: Callable[[int], bool] | None,
-    factor: Callable[[int], float],
-) -> float:
-    """The `count`-th best final score among candidates passing the filters (0 if fewer)."""
-    if passes is None:
-        if len(scores) < count:
-            return 0.0
-        return heapq.nlargest(count, map(mul, scores.values(), map(factor, scores)))[-1]
-    finals = [value * factor(key) for key, value in scores.items() if passes(key)]
-    if len(finals) < count:
-        return 0.0
-    return heapq.nlargest(count, finals)[-1]
 
 
 def _top(
