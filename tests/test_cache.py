@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
+from support import write_memory
 
 from sage_mem import MemoryStore
 from sage_mem import store as store_module
@@ -486,3 +487,46 @@ def test_after_a_warm_start_a_refresh_reads_only_what_changed(
     assert warm.refresh([folder / "note_3.md", folder / "note_4.md"]) == 1
     assert seen == [folder / "note_4.md"]
     assert [hit.id for hit in warm.search("changed after the warm start")][:1] == ["note_4"]
+
+
+# CRC-32 collisions: pohojinaq and javiqiviq share one, as do quqaluxob and kogogikaf.
+COLLIDING = (("pohojinaq", "javiqiviq"), ("quqaluxob", "kogogikaf"))
+
+
+def test_a_long_query_keeps_the_same_rarest_terms_from_the_cache_as_a_fresh_build(
+    tmp_path: Path,
+) -> None:
+    """The counts section answers a long query's document frequencies by CRC-32: a term
+    of the cache sharing its CRC with another is looked up exactly, and a query term the
+    cache lacks but whose CRC it holds never takes a kept term's place."""
+    import random
+    import zlib
+
+    from sage_mem.search.index import MAX_QUERY_TERMS
+
+    for first, second in COLLIDING:
+        assert zlib.crc32(first.encode()) == zlib.crc32(second.encode())
+    rng = random.Random(4)
+    filler = [f"fill{chr(97 + n // 26)}{chr(97 + n % 26)}" for n in range(80)]
+    for n in range(120):
+        words = rng.sample(filler, 6)
+        if n < 3:
+            words.append("pohojinaq")  # rare: among a long query's rarest terms
+        if n < 2:
+            words.append("javiqiviq")  # shares pohojinaq's CRC, also in the cache
+        if n < 1:
+            words.append("quqaluxob")  # its CRC twin kogogikaf is in no memory
+        write_memory(tmp_path / "memory", f"note_{n:03}",
+                     f"---\ndescription: {' '.join(words)}\n---\n")
+    fresh = MemoryStore(tmp_path / "memory", state_dir=tmp_path / "state", watch=False)
+    warm = MemoryStore(tmp_path / "memory", state_dir=tmp_path / "state", watch=False)
+    assert fresh.index._backing is None and warm.index._backing is not None
+    terms = filler[:MAX_QUERY_TERMS + 10] + ["kogogikaf", "pohojinaq", "javiqiviq"]
+    for index in (fresh.index, warm.index):
+        assert index._rarest(terms, 1) == ["javiqiviq"]  # in 2 memories; pohojinaq in 3
+        assert index._rarest(terms, 2) == ["pohojinaq", "javiqiviq"]
+        assert "kogogikaf" not in index._rarest(terms, MAX_QUERY_TERMS)
+    assert warm.index._rarest(terms, MAX_QUERY_TERMS) == fresh.index._rarest(terms, MAX_QUERY_TERMS)
+    query = " ".join(terms)
+    assert [(h.id, h.score) for h in warm.search(query)] == [
+        (h.id, h.score) for h in fresh.search(query)]

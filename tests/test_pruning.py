@@ -75,7 +75,7 @@ def exhaustive(index: Index, query: str, *, limit: int = 10, offset: int = 0,
     sequence = tokenize(query)
     terms = list(dict.fromkeys(sequence))
     pairs = list(dict.fromkeys(word_pairs(sequence)))
-    weighted = index._query_weights(*index._most_telling(terms, pairs), dict(loose_terms(query)))
+    weighted = index._query_weights(*index._most_telling(terms, pairs, dict(loose_terms(query))))
     if not weighted:
         return []
     scores: dict[int, float] = {}

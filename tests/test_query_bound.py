@@ -108,3 +108,55 @@ def test_the_cap_keeps_the_rarest_terms(index: Index, monkeypatch: pytest.Monkey
     everything = sorted(entry.idf for entry in index._query_weights(
         list(dict.fromkeys(tokenize(query))), []))
     assert seen == [everything[-2:]]
+
+
+def chinese_page(rng: random.Random, chars: int) -> str:
+    """Running Chinese text (no spaces): a skip bigram for nearly every three characters."""
+    pool = CHINESE + "猫狗鱼鸟花草树山水火风雨雪云星月日天地人心手口目耳书画茶酒饭面米油盐糖"
+    return "".join(rng.choice(pool) for _ in range(chars))
+
+
+def test_a_long_chinese_prompt_is_scored_on_a_bounded_number_of_loose_terms(
+    index: Index, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sage_mem.search.index import MAX_QUERY_LOOSE
+    from sage_mem.search.tokens import loose_terms
+
+    prompt = chinese_page(random.Random(2), 3000) + " 水壶除垢 kettle citric acid"
+    assert len(loose_terms(prompt)) > 10 * MAX_QUERY_LOOSE  # what an unbounded query adds
+    [scored] = scored_terms(index, monkeypatch, prompt)
+    assert 0 < scored <= MAX_QUERY_TERMS + MAX_QUERY_PAIRS + MAX_QUERY_LOOSE
+    assert index.search(prompt, limit=1)[0].id == "kettle"
+
+
+def reference_loose(text: str) -> list[tuple[str, float]]:
+    """The Chinese part of `loose_terms` written as one loop per segment, in text order."""
+    from sage_mem.search import tokens
+
+    out: dict[str, float] = {}
+    for run in tokens._CJK_RUN.findall(tokens.fold(text)):
+        for segment in tokens._CHINESE_STOP.split(run):
+            for i in range(len(segment) - 1):
+                if segment[i] == segment[i + 1] and tokens._UNIGRAMS[segment[i]]:
+                    out[tokens._UNIGRAMS[segment[i]]] = tokens.REDUPLICATED_WEIGHT
+            for i in range(len(segment) - 2):
+                first, last = segment[i], segment[i + 2]
+                if first != last and tokens._UNIGRAMS[first] and tokens._UNIGRAMS[last]:
+                    out.setdefault(first + last, tokens.SKIP_WEIGHT)
+    held = set(tokenize(text))
+    return [(term, weight) for term, weight in out.items()
+            if term.startswith("~") or term not in held]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_loose_chinese_terms_come_once_each_in_text_order(seed: int) -> None:
+    """Skip bigrams and doubled characters, made in C over the whole text, in the loop's order."""
+    from sage_mem.search.tokens import loose_terms
+
+    rng = random.Random(seed)
+    pieces = [chinese_page(rng, rng.randint(1, 12)) for _ in range(60)]
+    for n in range(0, len(pieces), 7):
+        pieces[n] += pieces[n][-1:] * 2 + "的吗了"  # doubled characters, function characters
+    text = rng.choice(("", "，")).join(pieces)
+    assert loose_terms(text) == reference_loose(text)
+    assert loose_terms(text, tokenize(text)) == loose_terms(text)

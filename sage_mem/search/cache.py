@@ -25,6 +25,10 @@ section's place and length. The sections:
     slots     int32 memory numbers of every posting, term after term, each
               term's ascending
     weights   float32 saturated weights, in the same order
+    counts    the terms' CRC-32s (uint32, ascending, as the term table) and
+              then their postings counts (uint32, the same order): a long
+              query's document frequencies in one bisection each, without
+              decoding a term block (`_Backing.estimated_counts`)
 
 The file is read with `pread`, a term's block and postings at a time, never
 mapped: a mapping would count every page the kernel maps around a touched
@@ -43,7 +47,8 @@ Nothing in it is trusted blindly:
 - Integrity: the header and meta are checked (CRC-32) on load; every term
   block and record carries its own CRC-32, and every term its postings',
   each checked when first read, so a warm process never reads what it does
-  not use. A file that is short, garbled, from another format version or
+  not use; the counts section is checked whole (CRC-32 in the meta) when a
+  long query first needs it. A file that is short, garbled, from another format version or
   from other scoring or tokenizer code is ignored and rebuilt; a part found
   corrupt later raises `CacheCorrupt`, on which the index rebuilds itself
   from the files.
@@ -77,7 +82,7 @@ from array import array
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, fields
-from itertools import accumulate, compress, repeat
+from itertools import accumulate, compress, filterfalse, repeat
 from operator import eq
 from pathlib import Path
 from typing import cast
@@ -97,13 +102,15 @@ from .index import (
 )
 from .tokens import tokenize
 
-FORMAT_VERSION = 4
+FORMAT_VERSION = 5  # 5: the counts section
 MAGIC = b"SAGEMEMI"
 RACY_NS = 2_000_000_000
 # Terms per block of the term table: one read of a few KiB finds a term.
 TERM_BLOCK = 64
 # Where the postings of this many terms are remembered (some 150 bytes each).
 FOUND_TERMS = 50_000
+# Whose estimated counts (long queries' document frequencies) are remembered (~100 bytes each).
+COUNTED_TERMS = 100_000
 # How many bytes of postings read from the file a process keeps for its next queries.
 KEPT_BYTES = 16 << 20
 STALE_TEMP_SECONDS = 600.0
@@ -314,6 +321,9 @@ class _Backing:
         # Postings read lately, kept for the next query (up to KEPT_BYTES, then dropped).
         self.kept: dict[str, tuple[memoryview, memoryview[float], float]] = {}
         self.kept_bytes = 0
+        self.counts_crc: int = meta["counts_crc"]
+        self.counted: dict[str, int] = {}  # estimated counts looked up lately
+        self.table: tuple[memoryview, memoryview] | None = None  # the counts section, once read
 
     def _block(self, number: int) -> list[tuple[int, str, int, int, float, int]]:
         data = self.file.checked(
@@ -356,6 +366,49 @@ class _Backing:
             return len(kept[0])
         found = self._located(term)
         return 0 if found is None else found[1] - found[0]
+
+    def estimated_counts(self, terms: list[str]) -> list[int]:
+        """How many memories each term's postings hold, from the counts section.
+
+        Exact for every term the cache holds (one with a CRC-32 shared by
+        another term of the cache is looked up in the term table); 0 for a
+        term it does not hold, unless another term has the same CRC-32: then
+        that term's count. `Index._rarest` checks with `count` each term it
+        keeps, so such a term never takes another's place.
+        """
+        counted = self.counted
+        missing = list(filterfalse(counted.__contains__, terms))
+        if not missing:
+            return list(map(counted.__getitem__, terms))
+        crcs, sizes = self._counts_table()
+        wanted = [zlib.crc32(term.encode("utf-8", "surrogatepass")) for term in missing]
+        places = list(map(bisect_left, repeat(crcs), wanted))
+        last = len(crcs) - 1
+        found = []
+        for term, crc, place in zip(missing, wanted, places, strict=True):
+            if place > last or crcs[place] != crc:
+                found.append(0)
+            elif place < last and crcs[place + 1] == crc:
+                found.append(self.count(term))  # two terms of the cache share this CRC-32
+            else:
+                found.append(sizes[place])
+        new = dict(zip(missing, found, strict=True))
+        out: list[int] = list(map(new.get, terms, map(counted.get, terms)))  # type: ignore[arg-type]
+        if len(counted) + len(new) > COUNTED_TERMS:
+            counted.clear()
+        counted.update(new)
+        return out
+
+    def _counts_table(self) -> tuple[memoryview, memoryview]:
+        if self.table is None:
+            length = self.file.sections["counts"][1]
+            data = self.file.read("counts", 0, length)
+            if zlib.crc32(data) != self.counts_crc or length % 8:
+                raise CacheCorrupt("index cache: the counts are damaged")
+            column = memoryview(data).cast("I")
+            half = len(column) // 2
+            self.table = column[:half], column[half:]
+        return self.table
 
     def _located(self, term: str) -> tuple[int, int, float, int] | None:
         found = self.found.get(term, _UNKNOWN)
@@ -571,7 +624,9 @@ def _encode(
             for p in memory.problems
         )
         records.append(_checked_piece(marshal.dumps(tuple(values))))
+    counts = array("I", sorted(crcs)) + array("I", map(len, numbers))
     meta = {
+        "counts_crc": zlib.crc32(counts),
         "ids": columns.ids,
         "lengths": array("I", export.lengths).tobytes(),
         "record_starts": array("Q", list(accumulate(map(len, records), initial=0))).tobytes(),
@@ -603,6 +658,7 @@ def _encode(
         "terms": b"".join(blocks),
         "slots": b"".join(numbers),
         "weights": b"".join(weights),
+        "counts": counts.tobytes(),
     }
     return sections, zlib.crc32(meta_bytes)
 

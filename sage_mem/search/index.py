@@ -149,6 +149,9 @@ _SHORT_LIST = 64
 # query stays bounded (a pasted page holds hundreds of terms) and so does its tail.
 MAX_QUERY_TERMS = 32
 MAX_QUERY_PAIRS = 16
+# And on its rarest loose terms (`tokens.loose_terms`: a pasted Chinese page gives a
+# skip bigram for nearly every three characters). No question of the dev sets has more.
+MAX_QUERY_LOOSE = 32
 
 _T = TypeVar("_T")
 
@@ -244,7 +247,12 @@ def word_pairs(terms: Sequence[str]) -> list[str]:
     if "".join(distinct).isascii():
         latin = distinct  # a CJK term is never ASCII (nor is `~` and a CJK character)
     else:
-        latin = set(filterfalse(_not_word_match(), distinct))
+        # An ASCII term is a word; a term of other letters ("café") is a word unless it
+        # starts with `~` or a CJK character.
+        latin = set(filter(str.isascii, distinct))
+        latin.update(filterfalse(_not_word_match(), distinct.difference(latin)))
+        if len(latin) < 2:
+            return []  # a pair joins two different words: none in a Chinese text
     following = terms[1:]
     if len(latin) == len(distinct) and not any(map(eq, terms, following)):
         # Only words, none repeated in place (the common case): no test per pair.
@@ -293,6 +301,10 @@ class Backing(Protocol):
 
     def count(self, term: str) -> int:
         """How many memories `term`'s postings hold (0: none), without reading them."""
+
+    def estimated_counts(self, terms: list[str]) -> list[int]:
+        """`count` of each term, cheaply: exact for a term held; for one not held 0, or
+        rarely another term's count (a caller checks with `count` the terms it keeps)."""
 
     def terms(self) -> Iterable[tuple[str, Sequence[int], Sequence[float], float]]:
         """Every term the cache holds, as `postings` gives it, in file order."""
@@ -828,11 +840,11 @@ class Index:
             return []
         offset = max(0, offset)
         pairs = list(dict.fromkeys(word_pairs(sequence))) if self.scoring.pair_weight else []
-        loose = dict(loose_terms(query))
+        loose = dict(loose_terms(query, sequence))
 
         def search() -> list[Hit]:
             self._settle()
-            weighted = self._query_weights(*self._most_telling(terms, pairs), loose)
+            weighted = self._query_weights(*self._most_telling(terms, pairs, loose))
             if not weighted:
                 return []
             passes = self._filter(category, project, tags, archived)
@@ -848,31 +860,65 @@ class Index:
 
         return self._guarded(search)
 
-    def _most_telling(self, terms: list[str], pairs: list[str]) -> tuple[list[str], list[str]]:
-        """The query's MAX_QUERY_TERMS terms and MAX_QUERY_PAIRS pairs of highest idf.
+    def _most_telling(
+        self, terms: list[str], pairs: list[str], loose: Mapping[str, float]
+    ) -> tuple[list[str], list[str], Mapping[str, float]]:
+        """The query's MAX_QUERY_TERMS terms, MAX_QUERY_PAIRS pairs and MAX_QUERY_LOOSE
+        loose terms (those it does not hold already) of highest idf.
 
         Only a long query (a pasted page) has more; each term then costs a
         document-frequency look-up (no postings read), and the rarest are kept,
-        in query order (the earlier one on a tie).
+        in query order (the earlier one on a tie). A loose weight of a term
+        kept stays.
         """
-        if len(terms) <= MAX_QUERY_TERMS and len(pairs) <= MAX_QUERY_PAIRS:
-            return terms, pairs
-        return self._rarest(terms, MAX_QUERY_TERMS), self._rarest(pairs, MAX_QUERY_PAIRS)
+        if len(terms) > MAX_QUERY_TERMS or len(pairs) > MAX_QUERY_PAIRS:
+            terms = self._rarest(terms, MAX_QUERY_TERMS)
+            pairs = self._rarest(pairs, MAX_QUERY_PAIRS)
+        known = set(terms)
+        extra = [term for term in loose if term not in known]
+        if len(extra) > MAX_QUERY_LOOSE:
+            kept = known.union(self._rarest(extra, MAX_QUERY_LOOSE))
+            loose = {term: weight for term, weight in loose.items() if term in kept}
+        return terms, pairs, loose
 
     def _rarest(self, candidates: list[str], cap: int) -> list[str]:
+        """The `cap` candidates held by the fewest memories (and by some), in query order.
+
+        Document frequencies of a cached index come from the cache's counts
+        (one bisection a term, `Backing.estimated_counts`), which may credit
+        a term it does not hold with another's count: each term kept is
+        checked (`count`, the look-up its postings need anyway) and one not
+        held is passed over. Held postings (memories changed since) count too.
+        """
         if len(candidates) <= cap:
             return candidates
         backing, held, gone = self._backing, self._postings, self._gone
-        found = []
-        for number, term in enumerate(candidates):
-            df = backing.count(term) - gone.get(term, 0) if backing is not None else 0
-            mine = held.get(term)
-            if mine is not None:
-                df += len(mine[0])
-            if df > 0:
-                found.append((df, number))
+        counts = [0] * len(candidates) if backing is None else backing.estimated_counts(candidates)
+        found: list[tuple[int, int]]
+        if backing is not None and not gone and held.keys().isdisjoint(candidates):
+            # Only the cache's counts (no memory changed holds these terms): in C.
+            found = list(compress(zip(counts, range(len(counts)), strict=True), counts))
+        else:
+            found = []
+            for number, (term, df) in enumerate(zip(candidates, counts, strict=True)):
+                mine = held.get(term)
+                if mine is not None:
+                    # Exact, for the check below passes a held term over.
+                    df = len(mine[0]) + (0 if backing is None else backing.count(term))
+                if df and gone:
+                    df -= gone.get(term, 0)
+                if df > 0:
+                    found.append((df, number))
         found.sort()  # the lowest document frequency is the highest idf
-        return [candidates[number] for number in sorted(number for _, number in found[:cap])]
+        kept: list[int] = []
+        for _, number in found:
+            if len(kept) >= cap:
+                break
+            term = candidates[number]
+            # Only a count from the cache may be another term's; a held term's is its own.
+            if backing is None or term in held or backing.count(term) > 0:
+                kept.append(number)
+        return [candidates[number] for number in sorted(kept)]
 
     def _query_weights(
         self, terms: list[str], pairs: list[str], loose: Mapping[str, float] | None = None
@@ -1126,6 +1172,7 @@ def _holds(numbers: Sequence[int], number: int) -> bool:
 
 # Rounding slack of the pruning bounds (scores are sums of a few dozen products near 1).
 _MARGIN = 1e-9
+
 
 
 def _reaching(

@@ -36,7 +36,10 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from itertools import filterfalse
+from bisect import bisect_left, bisect_right
+from collections.abc import Iterable
+from itertools import accumulate, compress, filterfalse
+from operator import add, mul
 
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
 _CJK_RUN = re.compile(rf"([{_CJK}]+)")
@@ -462,7 +465,7 @@ def cjk_terms(run: str) -> list[str]:
     return out
 
 
-def loose_terms(text: str) -> list[tuple[str, float]]:
+def loose_terms(text: str, held: Iterable[str] | None = None) -> list[tuple[str, float]]:
     """Extra query terms for words written another way in the memory, with their weight.
 
     For a query only (a memory is indexed as `tokenize` says); a term the
@@ -480,19 +483,39 @@ def loose_terms(text: str) -> list[tuple[str, float]]:
       - a skip bigram, the first and third character of three ("打篮球" gives
         "打球"), matches a word with a character left out (SKIP_WEIGHT), so
         打篮球 finds 打球 when nothing holds 篮球.
+
+    `held` is `tokenize(text)` when the caller has it already.
     """
     folded = fold(text)
     out: dict[str, float] = {}
     if has_cjk(folded):
-        for run in _CJK_RUN.findall(folded):
-            for segment in _CHINESE_STOP.split(run):
-                for i in range(len(segment) - 1):
-                    if segment[i] == segment[i + 1] and _UNIGRAMS[segment[i]]:
-                        out[_UNIGRAMS[segment[i]]] = REDUPLICATED_WEIGHT
-                for i in range(len(segment) - 2):
-                    first, last = segment[i], segment[i + 2]
-                    if first != last and _UNIGRAMS[first] and _UNIGRAMS[last]:
-                        out.setdefault(first + last, SKIP_WEIGHT)
+        unigram = _UNIGRAMS.__getitem__
+        segments = [
+            segment for run in _CJK_RUN.findall(folded)
+            for segment in _CHINESE_STOP.split(run) if len(segment) > 1
+        ]
+        # Two different function characters between segments: no skip bigram or doubled
+        # character spans them (neither has a unigram). The rest in C, in text order.
+        joined = _SEGMENT_GAP.join(segments)
+        able = list(map(bool, map(unigram, joined)))  # False: a function character
+        third = joined[2:]
+        keep = list(map(mul, map(mul, able, able[2:]), map(str.__ne__, joined, third)))
+        skips = list(compress(map(add, joined, third), keep))
+        doubled = list(compress(range(len(joined)), map(mul, map(str.__eq__, joined,
+                                                                   joined[1:]), able)))
+        if not doubled:
+            out = dict.fromkeys(skips, SKIP_WEIGHT)
+        else:
+            # A segment's doubled characters come before its skip bigrams.
+            where = list(compress(range(len(joined)), keep))
+            starts = list(accumulate([len(segment) + 2 for segment in segments], initial=0))
+            done = 0
+            for place in doubled:
+                cut = bisect_left(where, starts[bisect_right(starts, place) - 1])
+                _add_new(out, skips[done:cut], SKIP_WEIGHT)
+                done = max(done, cut)
+                out[unigram(joined[place])] = REDUPLICATED_WEIGHT
+            _add_new(out, skips[done:], SKIP_WEIGHT)
     found = _WORD.findall(folded)
     previous = ""
     for word in found:
@@ -500,7 +523,7 @@ def loose_terms(text: str) -> list[tuple[str, float]]:
             verb = _STEMS[previous]
             if 2 <= len(verb) <= MAX_VERB:
                 out.setdefault(verb + word, 1.0)
-        elif word.isalpha() and word not in ENGLISH_STOP_WORDS:
+        elif word.endswith(_PARTICLES) and word.isalpha() and word not in ENGLISH_STOP_WORDS:
             for particle in _PARTICLES:
                 verb = word[: -len(particle)]
                 if (
@@ -517,14 +540,24 @@ def loose_terms(text: str) -> list[tuple[str, float]]:
                 names.add(term)
     if not out:
         return []
-    held = set(tokenize(text))
-    return [
-        (term, weight) for term, weight in out.items()
-        if is_unigram(term) or term in names or term not in held
-    ]
+    # What the query holds already goes, but for a unigram or a name (a weight they set).
+    held = set(tokenize(text) if held is None else held).intersection(out)
+    gone = {term for term in held.difference(names) if not is_unigram(term)}
+    if not gone:
+        return list(out.items())
+    return [(term, weight) for term, weight in out.items() if term not in gone]
 
 
 _PARTICLES = ("in", "up", "out", "on", "off", "down", "over")
+_SEGMENT_GAP = "的了"
+
+
+def _add_new(out: dict[str, float], terms: list[str], weight: float) -> None:
+    """`out.setdefault(term, weight)` for each term, in order (in C)."""
+    added = dict.fromkeys(terms, weight)
+    for known in added.keys() & out.keys():
+        del added[known]
+    out.update(added)
 # A capitalised word inside a sentence (not after . ! ? or at the start) is a name.
 _NAME = re.compile(r"(?<=[^\s.!?。！？]\s)[A-Z][a-z]+(?:'s)?")
 NAME_WEIGHT = 1.5
