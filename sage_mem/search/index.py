@@ -1079,10 +1079,10 @@ class Index:
                     scores = _reaching(scores, after[at], theta, factor)
                 primed_at = len(scores)
             if theta > 0.0 and after[at] * boost < theta - _MARGIN:
-                # No memory not seen yet can reach the top: the candidates only.
-                for numbers, weights in item.parts:
-                    _look_up(scores, numbers, weights, weight)
-                continue
+                # No memory not seen yet can reach the top: the candidates only, each
+                # through the lists left until it is done or out.
+                return _finish(scores, ordered[at:], after[at:], theta, count, passes, factor,
+                               full)
             # A memory first met here needs at least this weight in this list (factor <= boost).
             least = (theta / boost - after[at + 1] - _MARGIN) / weight if theta > 0 < weight else 0
             for numbers, weights in item.parts:
@@ -1212,6 +1212,55 @@ def _admit(
     for key in added.keys() & scores.keys():
         del added[key]
     scores.update(added)
+
+
+def _finish(
+    scores: dict[int, float],
+    rest: list[_Weighted],
+    after: list[float],
+    theta: float,
+    count: int,
+    passes: Callable[[int], bool] | None,
+    factor: Callable[[int], float],
+    full: dict[int, float],
+) -> dict[int, float]:
+    """The candidates' raw scores over the lists left, each memory on its own.
+
+    No other memory can reach the top now. Best candidate first, each is
+    looked up (by bisection) in the lists left, in their order, until its
+    score plus the ceilings still to come, times its factor, falls below
+    `theta`: then it is out. `theta` rises to the `count`-th best final
+    score of the memories done, so that later candidates go sooner.
+    """
+    best: list[float] = []  # the `count` best final scores done (a heap)
+    done: dict[int, float] = {}
+    for key in sorted(scores, key=scores.__getitem__, reverse=True):
+        value = full.get(key)  # scored in full already, when theta was primed
+        own = factor(key)
+        if value is None:
+            value = scores[key]
+            out = False
+            for item, left in zip(rest, after, strict=False):
+                if (value + left) * own < theta - _MARGIN:
+                    out = True
+                    break
+                weight = item.weight
+                for numbers, weights in item.parts:
+                    place = bisect_left(numbers, key)
+                    if place < len(numbers) and numbers[place] == key:
+                        value = value + weight * weights[place]
+            if out:
+                continue
+        done[key] = value
+        if passes is None or passes(key):
+            final = value * own
+            if len(best) < count:
+                heapq.heappush(best, final)
+            elif final > best[0]:
+                heapq.heapreplace(best, final)
+            if len(best) == count and best[0] > theta:
+                theta = best[0]
+    return done
 
 
 def _primed(
