@@ -546,8 +546,9 @@ def tokenize_as_before(text: str) -> list[str]:
     )
     camel = tokens._identifier_parts(text) or {}
     folded = tokens._dates_and_numbers(fold(text))
-    folded = tokens._MONTH_DAY.sub(tokens._month_day, folded)
-    folded = tokens._DAY_MONTH.sub(tokens._day_month, folded)
+    month_day, day_month = tokens._english_date_patterns()
+    folded = month_day.sub(tokens._month_day, folded)
+    folded = day_month.sub(tokens._day_month, folded)
     out: list[str] = []
     matches = list(token.finditer(folded))
     has_run = any(match.group(1) for match in matches)

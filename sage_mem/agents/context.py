@@ -318,7 +318,8 @@ class SessionLog:
             return
         make_private_dirs(self.path.parent)
         text = json.dumps({"injected": self.injected}, ensure_ascii=False, indent=1) + "\n"
-        atomic_write(self.path, text.encode("utf-8"))
+        # Written on every prompt; a damaged one reads as empty (a memory may repeat).
+        atomic_write(self.path, text.encode("utf-8"), durable=False)
 
 
 def _version(memory: Memory) -> str:

@@ -68,7 +68,6 @@ until it is restarted.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -79,6 +78,7 @@ from pathlib import Path
 from urllib.parse import unquote
 
 from ..errors import FolderError, InvalidId
+from ..memory.file_format import sha256
 from ..memory.value import MAX_FILE_BYTES
 from .safe_io import Seen, make_private_dirs, read_file
 
@@ -119,7 +119,7 @@ def state_dir_name(folder_name: str) -> str:
     name = f".{folder_name}{STATE_SUFFIX}"
     if len(os.fsencode(name)) <= _MAX_NAME_BYTES:
         return name
-    digest = hashlib.sha256(os.fsencode(folder_name)).hexdigest()[:12]
+    digest = sha256(os.fsencode(folder_name)).hexdigest()[:12]
     room = _MAX_NAME_BYTES - len(f".-{digest}{STATE_SUFFIX}")
     head = os.fsencode(folder_name)[:room].decode("utf-8", "ignore")
     return f".{head}-{digest}{STATE_SUFFIX}"
@@ -569,7 +569,7 @@ def _cache_root(path: Path) -> str | None:
 
 def _cache_key(path: str) -> str:
     """The name of a folder's index cache file (as `cache.cache_path` makes it), without `.idx`."""
-    return hashlib.sha256(os.fsencode(path)).hexdigest()[:16]
+    return sha256(os.fsencode(path)).hexdigest()[:16]
 
 
 class _StateClaim:

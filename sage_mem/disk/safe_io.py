@@ -375,27 +375,31 @@ def remove(path: Path, seen: Seen, *, limit: int) -> None:
 # the tool's own files
 
 
-def atomic_write(path: Path, data: bytes, *, mode: int = 0o600) -> None:
+def atomic_write(path: Path, data: bytes, *, mode: int = 0o600, durable: bool = True) -> None:
     """Write `data` to `path` so that readers see the old file or the new one, never a mix.
 
     For files the tool owns (state, reports, configuration it was asked to
     edit): it replaces whatever is there. Memories go through `commit`.
-    An existing file keeps its mode.
+    An existing file keeps its mode. `durable=False` skips the two fsyncs
+    (some milliseconds on a prompt's path): only for a file that holds
+    nothing but what a power cut may cost, whose reader takes a damaged one
+    for an empty one (a session's log of what was injected).
     """
     try:
         mode = stat.S_IMODE(os.stat(path).st_mode)
     except FileNotFoundError:
         pass
-    tmp, _ = _temp_file(path, data, mode)
+    tmp, _ = _temp_file(path, data, mode, sync=durable)
     try:
         os.replace(tmp, path)
     except BaseException:
         _remove_quietly(tmp)
         raise
-    fsync_dir(path.parent)
+    if durable:
+        fsync_dir(path.parent)
 
 
-def _temp_file(path: Path, data: bytes, mode: int) -> tuple[Path, int]:
+def _temp_file(path: Path, data: bytes, mode: int, *, sync: bool = True) -> tuple[Path, int]:
     """A complete, fsynced dot-file beside `path` (never taken for a memory), and its inode."""
     # Cut so that a long memory name plus the suffix stays under 255 bytes.
     stem = path.name.encode("utf-8")[:200].decode("utf-8", "ignore")
@@ -407,7 +411,8 @@ def _temp_file(path: Path, data: bytes, mode: int) -> tuple[Path, int]:
             while view:
                 written = os.write(fd, view)
                 view = view[written:]
-            os.fsync(fd)
+            if sync:
+                os.fsync(fd)
             os.fchmod(fd, mode)
             inode = os.fstat(fd).st_ino
         finally:

@@ -70,7 +70,6 @@ Must stay import-light: the hook path imports it.
 
 from __future__ import annotations
 
-import hashlib
 import marshal
 import os
 import sys
@@ -89,6 +88,7 @@ from typing import cast
 
 from ..disk.folder import MemoryFolder, is_walked
 from ..disk.safe_io import make_private_dirs
+from ..memory.file_format import sha256
 from ..memory.value import Memory, ValueProblem
 from .index import (
     FIELDS,
@@ -187,7 +187,7 @@ def fingerprint(scoring: Scoring) -> str:
     known = _fingerprints.get(constants)
     if known is not None:
         return known
-    digest = hashlib.sha256()
+    digest = sha256()
     digest.update(f"{FORMAT_VERSION}|{SCORING_VERSION}|{sys.byteorder}|"
                   f"{sys.version_info[:2]}|{constants}".encode())
     terms = tokenize(_CANARY)
@@ -206,7 +206,7 @@ _fingerprints: dict[str, str] = {}
 
 def cache_path(folder: MemoryFolder) -> Path:
     """The cache file of a memory folder (several folders may share one state folder)."""
-    key = hashlib.sha256(os.fsencode(folder.root)).hexdigest()[:16]
+    key = sha256(os.fsencode(folder.root)).hexdigest()[:16]
     return folder.state_path("index", f"{key}.idx")
 
 
@@ -217,13 +217,16 @@ def scan(folder: MemoryFolder) -> dict[str, Signature | None]:
     """Every memory file (archived ones too) by relative path, with its signature.
 
     The same files as `MemoryFolder.iter_files` with and without `archived`
-    (both ask `folder.is_walked` of every entry), found with one `scandir` and
-    one `stat` per file. None for a file whose
-    stat failed (it is read again, and the store says why).
+    (both ask `folder.is_walked` of every entry), found with one `scandir` a
+    folder and one `stat` a file, by name relative to the open folder (a
+    third less time than `DirEntry.stat`, which joins every path). None for a
+    file whose stat failed (it is read again, and the store says why).
     """
     root = str(folder.root)
     out: dict[str, Signature | None] = {}
     stack: list[tuple[str, str]] = [(root, "")]
+    status = os.stat
+    by_name = os.stat in os.supports_dir_fd
     while stack:
         directory, prefix = stack.pop()
         try:
@@ -232,6 +235,7 @@ def scan(folder: MemoryFolder) -> dict[str, Signature | None]:
         except OSError:
             continue
         in_root = not prefix
+        files = []
         for entry in entries:
             name = entry.name
             try:
@@ -242,13 +246,26 @@ def scan(folder: MemoryFolder) -> dict[str, Signature | None]:
                 continue
             if is_dir:
                 stack.append((entry.path, prefix + name + "/"))
-                continue
+            else:
+                files.append(name)
+        fd = None
+        if by_name and files:
             try:
-                st = entry.stat()
+                fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
             except OSError:
-                out[prefix + name] = None
-                continue
-            out[prefix + name] = (st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
+                fd = None
+        try:
+            for name in files:
+                try:
+                    st = status(name, dir_fd=fd) if fd is not None else status(
+                        os.path.join(directory, name))
+                except OSError:
+                    out[prefix + name] = None
+                    continue
+                out[prefix + name] = (st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
+        finally:
+            if fd is not None:
+                os.close(fd)
     return out
 
 

@@ -103,7 +103,6 @@ from __future__ import annotations
 import gc
 import heapq
 import math
-import re
 import threading
 from array import array
 from bisect import bisect_left
@@ -117,7 +116,7 @@ from operator import add, eq, itemgetter, mul, not_
 from typing import Any, NamedTuple, Protocol, TypeVar
 
 from ..memory.value import CATEGORIES, Memory, parse_moment
-from .tokens import _CJK, is_unigram, loose_terms, tokenize, tokenize_counted
+from .tokens import _CJK_RUN, is_unigram, loose_terms, tokenize, tokenize_counted
 
 FIELD_WEIGHTS: dict[str, float] = {
     "description": 2.0,
@@ -154,21 +153,6 @@ MAX_QUERY_PAIRS = 16
 MAX_QUERY_LOOSE = 32
 
 _T = TypeVar("_T")
-
-_not_word: list[Callable[[str], object]] = []
-
-
-def _not_word_match() -> Callable[[str], object]:
-    """The test for a term that is no word: a CJK bigram or a `~` unigram.
-
-    Such a term starts with `~` or a CJK character. Its pattern (a class of
-    some 30,000 characters) is compiled on first use: a hook process answering
-    from the cache may never need it.
-    """
-    if not _not_word:
-        _not_word.append(re.compile(rf"[~{_CJK}]").match)
-    return _not_word[0]
-
 
 @dataclass(frozen=True)
 class Scoring:
@@ -248,9 +232,11 @@ def word_pairs(terms: Sequence[str]) -> list[str]:
         latin = distinct  # a CJK term is never ASCII (nor is `~` and a CJK character)
     else:
         # An ASCII term is a word; a term of other letters ("café") is a word unless it
-        # starts with `~` or a CJK character.
+        # starts with `~` (a unigram) or a CJK character (a bigram). (A regex class of
+        # `~` and the CJK ranges would take 10 ms to compile, in every hook process.)
         latin = set(filter(str.isascii, distinct))
-        latin.update(filterfalse(_not_word_match(), distinct.difference(latin)))
+        others = [term for term in distinct.difference(latin) if term[0] != "~"]
+        latin.update(filterfalse(_CJK_RUN.match, others))
         if len(latin) < 2:
             return []  # a pair joins two different words: none in a Chinese text
     following = terms[1:]
@@ -805,7 +791,7 @@ class Index:
         index._base_count = len(ids)
         index._ids = ids  # type: ignore[assignment]  # the caller's, now ours
         index._trusts = columns.trusts
-        index._number = {key: number for number, key in enumerate(ids)}
+        index._number = dict(zip(ids, range(len(ids)), strict=True))
         index._averages = dict(columns.averages)
         index._length_sums = Counter(columns.length_sums)
         index._normalized_at = len(ids)

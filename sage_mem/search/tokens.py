@@ -331,14 +331,24 @@ _ZH_DATE = re.compile(
 )
 # A letter or a digit of a word (`_WORD`): a date is not a part of one ("éapril 28").
 _IN_WORD = rf"[^\W_{_CJK}]"
-_MONTH_DAY = re.compile(
+# Compiled on first use (`_english_date_patterns`): their classes take some 10 ms to
+# compile, and a hook's prompt seldom names a month.
+_MONTH_DAY = (
     rf"(?<!{_IN_WORD})({_MONTH_NAME})\.?\s+([0-9]{{1,2}})(?:st|nd|rd|th)?(?!{_IN_WORD})"
     rf"(?:,?\s+([12][0-9]{{3}})(?!{_IN_WORD}))?"
 )
-_DAY_MONTH = re.compile(
+_DAY_MONTH = (
     rf"(?<!{_IN_WORD})([0-9]{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?({_MONTH_NAME})(?!{_IN_WORD})\.?"
     rf"(?:,?\s+([12][0-9]{{3}})(?!{_IN_WORD}))?"
 )
+_DATE_PATTERNS: list[re.Pattern[str]] = []
+
+
+def _english_date_patterns() -> list[re.Pattern[str]]:
+    """`_MONTH_DAY` and `_DAY_MONTH`, compiled (once)."""
+    if not _DATE_PATTERNS:
+        _DATE_PATTERNS.extend((re.compile(_MONTH_DAY), re.compile(_DAY_MONTH)))
+    return _DATE_PATTERNS
 _MONTH_WORDS = frozenset(_MONTH_OF)
 # Numbers: a number word is its digits ("three" and "3" meet; "one" and "一" are left
 # alone, being also "a" and "someone"); so is an ordinal word, as "3rd" is "3"
@@ -446,8 +456,9 @@ def _english_dates(text: str, found: list[str]) -> list[str]:
     """The words of `text` (`found`), again after its English dates were written as one form."""
     if not _has_digit(text):
         return found
-    text = _MONTH_DAY.sub(_month_day, text)
-    return _WORD.findall(_DAY_MONTH.sub(_day_month, text))
+    month_day, day_month = _english_date_patterns()
+    text = month_day.sub(_month_day, text)
+    return _WORD.findall(day_month.sub(_day_month, text))
 
 
 def _has_digit(text: str) -> bool:
