@@ -545,13 +545,21 @@ def _summary(values: list[float]) -> dict[str, float]:
 
 
 def _latencies(search, queries: list[tuple[str, str]]) -> dict[str, dict[str, float]]:
+    """Wall time of each query by kind and in all; "cpu": the CPU time (the process's) in all.
+
+    The machine may be shared: wall time then counts the time other processes
+    held the cores, CPU time only this process's own work.
+    """
     by_language: dict[str, list[float]] = {}
+    cpu: list[float] = []
     for language, query in queries:
-        started = time.perf_counter()
+        started, used = time.perf_counter(), time.process_time()
         search(query)
         by_language.setdefault(language, []).append((time.perf_counter() - started) * 1000)
+        cpu.append((time.process_time() - used) * 1000)
     out = {language: _summary(values) for language, values in by_language.items()}
     out["all"] = _summary([v for values in by_language.values() for v in values])
+    out["cpu"] = _summary(cpu)
     return out
 
 
@@ -600,10 +608,10 @@ def worker_warm(folder: Path, state: Path, queries: list[tuple[str, str]],
     first = _latencies(lambda q: store.search(q, limit=10), queries)
     steady = _latencies(lambda q: store.search(q, limit=10), queries)
     # As the hook asks: the prompt's first MAX_QUERY_CHARS characters (the prompts are shorter).
-    _latencies(lambda q: store.search(q[:MAX_QUERY_CHARS], limit=10), prompts)
+    prompts_first = _latencies(lambda q: store.search(q[:MAX_QUERY_CHARS], limit=10), prompts)
     realistic = _latencies(lambda q: store.search(q[:MAX_QUERY_CHARS], limit=10), prompts)
     return {"seconds": seconds, "first": first, "steady": steady, "prompts": realistic,
-            "rss_mb": _rss_mb(), "memories": len(store.index)}
+            "prompts_first": prompts_first, "rss_mb": _rss_mb(), "memories": len(store.index)}
 
 
 def worker_changed(folder: Path, state: Path, **_: object) -> dict:
@@ -765,14 +773,21 @@ def worker_main(name: str) -> int:
 
 def time_process(command: list[str], *, stdin: str = "", env: dict[str, str] | None = None,
                  runs: int) -> dict[str, float]:
-    """Whole-process wall time of `command`, in milliseconds."""
-    times = []
+    """Whole-process wall time of `command`, in milliseconds ("cpu": its user + sys time)."""
+    times, cpu = [], []
     for _ in range(runs):
-        started = time.perf_counter()
+        started, before = time.perf_counter(), _children_cpu()
         subprocess.run(command, input=stdin, capture_output=True, text=True, env=env,
                        cwd=str(ROOT), check=True)
         times.append((time.perf_counter() - started) * 1000)
-    return _summary(times)
+        cpu.append(_children_cpu() - before)
+    return _summary(times) | {"cpu": _summary(cpu)}
+
+
+def _children_cpu() -> float:
+    """User + system time of the waited-for children so far, in milliseconds."""
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (used.ru_utime + used.ru_stime) * 1000
 
 
 def hook_env(folder: Path, state: Path, home: Path, daemon: str = "0") -> dict[str, str]:
@@ -798,7 +813,7 @@ def worker_hooks(folder: Path, state: Path, home: Path, prompts: list[tuple[str,
     first = scenario == "first"
     env = hook_env(folder, state, home, "build" if first else "0")
     hook = [sys.executable, "-m", "sage_mem", "hook", "user-prompt-submit"]
-    times, builds = [], []
+    times, builds, cpu = [], [], []
     answered = 0
     where = MemoryFolder(folder, state_dir=state)
     for n in range(runs):
@@ -807,10 +822,11 @@ def worker_hooks(folder: Path, state: Path, home: Path, prompts: list[tuple[str,
                               "cwd": str(home), "hook_event_name": "UserPromptSubmit"})
         if first:
             shutil.rmtree(state, ignore_errors=True)
-        started = time.perf_counter()
+        started, before = time.perf_counter(), _children_cpu()
         result = subprocess.run(hook, input=payload, capture_output=True, text=True, env=env,
                                 cwd=str(ROOT), check=True)
         times.append((time.perf_counter() - started) * 1000)
+        cpu.append(_children_cpu() - before)
         answered += bool(result.stdout.strip())
         if first:
             deadline = time.perf_counter() + 600
@@ -820,7 +836,7 @@ def worker_hooks(folder: Path, state: Path, home: Path, prompts: list[tuple[str,
                 time.sleep(0.02)
             builds.append((time.perf_counter() - started) * 1000)
     children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-    return {"hook": _summary(times), "answered": answered, "runs": runs,
+    return {"hook": _summary(times), "cpu": _summary(cpu), "answered": answered, "runs": runs,
             "rss_mb": children, "build": _summary(builds)}
 
 
@@ -1003,6 +1019,14 @@ def table(results: list[dict]) -> str:
         row(f"**search** realistic prompts, {shape}: median / p99", lambda r, shape=shape:
             f"{_ms(r['warm']['prompts'][shape]['median'])} / "
             f"{_ms(r['warm']['prompts'][shape]['p99'])}")
+    row("  realistic prompts, all, CPU time: median / p99", lambda r:
+        f"{_ms(r['warm']['prompts']['cpu']['median'])} / "
+        f"{_ms(r['warm']['prompts']['cpu']['p99'])}")
+    row("  realistic prompts, all, first pass in a new process: median / p99", lambda r:
+        f"{_ms(r['warm']['prompts_first']['all']['median'])} / "
+        f"{_ms(r['warm']['prompts_first']['all']['p99'])}")
+    row("  FTS5, realistic prompts, CPU time: median / p99", lambda r:
+        f"{_ms(r['fts']['prompts']['cpu']['median'])} / {_ms(r['fts']['prompts']['cpu']['p99'])}")
     row("  FTS5, realistic prompts: median / p99", lambda r:
         f"{_ms(r['fts']['prompts']['all']['median'])} / {_ms(r['fts']['prompts']['all']['p99'])}")
     row("  tantivy, short queries / realistic prompts: median / p99", lambda r: "n/a"
@@ -1014,6 +1038,13 @@ def table(results: list[dict]) -> str:
     row("**FTS5 / sage-mem**, realistic prompts (median, p99)", lambda r:
         _ratio(r["fts"]["prompts"]["all"]["median"], r["warm"]["prompts"]["all"]["median"])
         + ", " + _ratio(r["fts"]["prompts"]["all"]["p99"], r["warm"]["prompts"]["all"]["p99"]))
+    row("**FTS5 / sage-mem**, realistic prompts, CPU time (median, p99)", lambda r:
+        _ratio(r["fts"]["prompts"]["cpu"]["median"], r["warm"]["prompts"]["cpu"]["median"])
+        + ", " + _ratio(r["fts"]["prompts"]["cpu"]["p99"], r["warm"]["prompts"]["cpu"]["p99"]))
+    row("**tantivy / sage-mem**, realistic prompts, CPU time (median, p99)", lambda r: "n/a"
+        if r["tantivy"].get("missing") else
+        _ratio(r["tantivy"]["prompts"]["cpu"]["median"], r["warm"]["prompts"]["cpu"]["median"])
+        + ", " + _ratio(r["tantivy"]["prompts"]["cpu"]["p99"], r["warm"]["prompts"]["cpu"]["p99"]))
     row("**tantivy / sage-mem**, short; realistic (median, p99)", lambda r: "n/a"
         if r["tantivy"].get("missing") else
         _ratio(r["tantivy"]["search"]["all"]["median"], r["warm"]["steady"]["all"]["median"])
@@ -1051,6 +1082,12 @@ def table(results: list[dict]) -> str:
     row("  first hook on a fresh folder: median / p95", hook("first"))
     row("  its background build, until the cache is written: median", lambda r:
         _ms(r["hook"]["first"]["build"]["median"]))
+    row("  hook CPU time (user + sys), median: server / no server / after checkout / first",
+        lambda r: " / ".join(_ms(r["hook"][which]["cpu"]["median"])
+                             for which in ("served", "fallback", "checkout", "first")))
+    row("  `python -c pass` CPU time / **hook, no server, ÷ `python -c pass`** (CPU)", lambda r:
+        f"{_ms(r['hook']['floor']['cpu']['median'])} / "
+        + _ratio(r["hook"]["fallback"]["cpu"]["median"], r["hook"]["floor"]["cpu"]["median"]))
     row("  `python -c pass` / `import sage_mem.agents.hooks`", lambda r:
         f"{_ms(r['hook']['floor']['median'])} / {_ms(r['hook']['imports']['median'])}")
     row("  peak RSS of a hook: server running / no server / after checkout", lambda r:
