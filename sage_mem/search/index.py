@@ -82,10 +82,13 @@ is indexed and kept in the postings, so a query never reads a file or looks
 at a memory that shares no term with it. A memory has a number (its place in
 the index); a term's postings are two flat arrays, memory numbers (int32,
 ascending) and weights (float32), about 8 bytes a posting, where Python
-dicts took some 80. Postings are walked from the rarest term to the most
-common, and a common term's long list is only looked up (by bisection) for
-the known candidates once no unseen memory could still reach the top (exact
-MaxScore pruning; see `Index._accumulate`).
+dicts took some 80. Postings are walked from the term of highest possible
+contribution to the lowest, with a threshold primed from real scores: a
+memory that cannot reach it is never taken or is dropped, and once no unseen
+memory could still reach the top each candidate is looked up (by bisection)
+in the lists left until it is out (exact pruning; see `Index._accumulate`).
+A long query (a pasted page) is first cut to its rarest terms, pairs and
+loose terms (MAX_QUERY_TERMS, MAX_QUERY_PAIRS, MAX_QUERY_LOOSE).
 
 An index loaded from the on-disk cache (`search/cache.py`) reads a term's postings
 from the file when a query needs them (the base): nothing is decoded at
