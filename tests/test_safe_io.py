@@ -382,3 +382,21 @@ def test_make_private_dirs_gives_every_new_level_mode_0700(tmp_path: Path) -> No
     for folder in (tmp_path / "a", tmp_path / "a" / "b", tmp_path / "a" / "b" / "c"):
         assert stat.S_IMODE(folder.stat().st_mode) == 0o700
     make_private_dirs(tmp_path / "a" / "b")
+
+
+def test_a_write_that_need_not_outlive_a_power_cut_is_not_fsynced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`durable=False` (a hook's session log) replaces the file atomically without fsync."""
+    from sage_mem.disk import safe_io as module
+
+    synced: list[int] = []
+    real = os.fsync
+    monkeypatch.setattr(module.os, "fsync", lambda fd: (synced.append(fd), real(fd))[1])
+    target = tmp_path / "log.json"
+    module.atomic_write(target, b"first", durable=False)
+    module.atomic_write(target, b"second", durable=False)
+    assert target.read_bytes() == b"second" and synced == []
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+    module.atomic_write(target, b"third")
+    assert target.read_bytes() == b"third" and len(synced) >= 2  # the file and its folder

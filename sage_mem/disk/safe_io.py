@@ -389,7 +389,7 @@ def atomic_write(path: Path, data: bytes, *, mode: int = 0o600, durable: bool = 
         mode = stat.S_IMODE(os.stat(path).st_mode)
     except FileNotFoundError:
         pass
-    tmp, _ = _temp_file(path, data, mode, sync=durable)
+    tmp, _ = _temp_file(path, data, mode) if durable else _temp_file(path, data, mode, sync=False)
     try:
         os.replace(tmp, path)
     except BaseException:
