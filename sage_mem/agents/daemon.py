@@ -208,6 +208,7 @@ def run_daemon(root: Path, *, idle: float = IDLE_SECONDS, build_only: bool = Fal
             store.close()
             return 0
         log(f"answering hooks on {listener.path} until idle for {idle:.0f} s")
+        store.keep_vectors(log)  # with the semantic extra: vectors made in the background
         stop = threading.Event()
         for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             signal.signal(signum, lambda *_: stop.set())

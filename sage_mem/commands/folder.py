@@ -1,10 +1,11 @@
-"""Commands on the folder as a whole: `init`, `index`, `audit`, `import`, `export`."""
+"""Commands on the folder as a whole: `init`, `index`, `embed`, `audit`, `import`, `export`."""
 
 from __future__ import annotations
 
 import os
 import shlex
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -114,6 +115,53 @@ def index(session: Session, as_json: bool) -> int:
     session.out.write(f"{store.folder.index_file}: {state} ({len(store.list())} memories)\n")
     for problem in problems:
         session.out.write(f"skipped: {problem.message}\n")
+    return 0
+
+
+@command("embed",
+         "make the vectors of semantic search for the memories that lack one (needs "
+         "the extra: pip install \"sage-mem[semantic]\")",
+         "sage-mem embed")
+@dir_option
+@json_option
+@click.pass_obj
+def embed(session: Session, as_json: bool) -> int:
+    store = session.open_store()
+    bar: list[Any] = []
+
+    def progress(done: int, total: int) -> None:
+        if as_json or not total:
+            return
+        if not bar:
+            if not session.err.isatty():  # a log, not a terminal: one line, no bar
+                session.err.write(f"{PROG}: embedding {total} memories\n")
+                bar.append(None)
+                return
+            bar.append(click.progressbar(length=total, label="embedding", file=session.err))
+            bar[0].__enter__()
+        if bar[0] is not None:
+            bar[0].update(done - bar[0].pos)
+
+    try:
+        updated = store.embed(progress)
+    finally:
+        if bar and bar[0] is not None:
+            bar[0].__exit__(None, None, None)
+    semantic = store._semantic_signal()
+    if as_json:
+        session.print_json({
+            "model": semantic.model.name, "version": semantic.model.version,
+            "dimension": semantic.model.dimension, "path": str(semantic.path),
+            "embedded": updated.embedded, "kept": updated.kept, "removed": updated.removed,
+            "vectors": len(semantic), "seconds": round(updated.seconds, 3),
+        })
+        return 0
+    dropped = f", {updated.removed} dropped (memory gone)" if updated.removed else ""
+    session.out.write(
+        f"{len(semantic)} memories have vectors ({updated.embedded} made, {updated.kept} "
+        f"up to date{dropped}) with {semantic.model.name} {semantic.model.version}, in "
+        f"{updated.seconds:.1f} s; kept in {semantic.path}\n"
+    )
     return 0
 
 

@@ -1126,6 +1126,32 @@ class Index:
 
         return self._guarded(select)
 
+    def passing(
+        self,
+        memory_ids: Sequence[str],
+        *,
+        category: str | Sequence[str] | None = None,
+        project: str | None = None,
+        tags: Sequence[str] | None = None,
+        archived: bool = False,
+    ) -> list[str]:
+        """Those of `memory_ids` a search with these filters may return, in their order."""
+
+        def passing() -> list[str]:
+            accept = self._filter(category, project, tags, archived)
+            boost, number = (self._boost if archived else self._shown), self._number
+            return [key for key in memory_ids if key in number and boost[number[key]] > 0
+                    and (accept is None or accept(number[key]))]
+
+        return self._guarded(passing)
+
+    def hit_for(self, memory_id: str, score: float) -> Hit | None:
+        """The hit of one memory at `score` (another ranking's, e.g. a fused one's)."""
+        return self._guarded(
+            lambda: self._hit(self._number[memory_id], score, 0.0)
+            if memory_id in self._number else None
+        )
+
 
 class _Weighted(NamedTuple):
     parts: list[tuple[Sequence[int], Sequence[float]]]  # the cache's postings, then memory's

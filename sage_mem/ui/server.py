@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import socket
+import sys
 import threading
 import time
 import webbrowser
@@ -149,6 +150,8 @@ def run_ui(
     with MemoryStore(folder, watch=True, poll=poll) as store:
         hooks = listen_for_hooks(store)  # the folder's hooks answered from this live index
         store.follow_hand_edits()  # a memory made by hand meanwhile is listed in MEMORY.md
+        # With the semantic extra: vectors made in the background, progress on stderr.
+        store.keep_vectors(lambda line: print(f"sage-mem ui: {line}", file=sys.stderr, flush=True))
         specs = folders_for([str(store.root), *shared])
         folders = Folders(specs, store=store, watch=True, poll=poll) if len(specs) > 1 else None
         for note in folders.missing_notes() if folders is not None else ():

