@@ -147,20 +147,20 @@ def embed(session: Session, as_json: bool) -> int:
     finally:
         if bar and bar[0] is not None:
             bar[0].__exit__(None, None, None)
-    semantic = store._semantic_signal()
+    model = updated.model
     if as_json:
         session.print_json({
-            "model": semantic.model.name, "version": semantic.model.version,
-            "dimension": semantic.model.dimension, "path": str(semantic.path),
-            "embedded": updated.embedded, "kept": updated.kept, "removed": updated.removed,
-            "vectors": len(semantic), "seconds": round(updated.seconds, 3),
+            "model": model.name, "version": model.version, "dimension": model.dimension,
+            "path": str(updated.path), "embedded": updated.embedded, "kept": updated.kept,
+            "removed": updated.removed, "vectors": updated.total,
+            "seconds": round(updated.seconds, 3),
         })
         return 0
     dropped = f", {updated.removed} dropped (memory gone)" if updated.removed else ""
     session.out.write(
-        f"{len(semantic)} memories have vectors ({updated.embedded} made, {updated.kept} "
-        f"up to date{dropped}) with {semantic.model.name} {semantic.model.version}, in "
-        f"{updated.seconds:.1f} s; kept in {semantic.path}\n"
+        f"{updated.total} memories have vectors ({updated.embedded} made, {updated.kept} "
+        f"up to date{dropped}) with {model.name} {model.version}, in "
+        f"{updated.seconds:.1f} s; kept in {updated.path}\n"
     )
     return 0
 

@@ -26,6 +26,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -57,6 +58,10 @@ class Updated:
     kept: int
     removed: int
     seconds: float
+    total: int = 0
+    """Memories with a current vector now."""
+    model: vectors.Model | None = None
+    path: Path | None = None
 
 
 class Semantic:
@@ -69,8 +74,9 @@ class Semantic:
         self.path = vectors.vectors_path(folder)
         self._lock = threading.Lock()
         self._updating = threading.Lock()
-        self._stored = vectors.Stored.empty(self.model)
-        self._rows: dict[str, int] = {}
+        # Replaced whole, never changed in place: a search reads both halves of one state.
+        self._state: tuple[vectors.Stored, dict[str, int]] = (
+            vectors.Stored.empty(self.model), {})
         self._signature: tuple[int, int, int] | None = None
         self.reload()
 
@@ -94,12 +100,11 @@ class Semantic:
             self._signature = signature
 
     def _set(self, stored: vectors.Stored) -> None:
-        self._stored = stored
-        self._rows = {memory_id: row for row, memory_id in enumerate(stored.ids)}
+        self._state = (stored, {memory_id: row for row, memory_id in enumerate(stored.ids)})
 
     def _save(self) -> None:
         with self._lock:
-            stored = self._stored
+            stored = self._state[0]
         try:
             vectors.save(self.path, stored)
         except OSError:
@@ -110,7 +115,7 @@ class Semantic:
     # search
 
     def __len__(self) -> int:
-        return len(self._stored.ids)
+        return len(self._state[0].ids)
 
     def query_vector(self, query: str) -> Any:
         return np.asarray(self.embedder.embed_query(query), dtype=np.float32)
@@ -120,7 +125,7 @@ class Semantic:
 
         Whether each is still current, and passes the search's filters, is the caller's to ask.
         """
-        stored = self._stored
+        stored = self._state[0]
         if not stored.ids or count <= 0:
             return []
         scores = stored.matrix @ query_vector
@@ -133,7 +138,7 @@ class Semantic:
 
     def cosines(self, memories: Iterable[Memory], query_vector: Any) -> dict[str, float]:
         """The cosine of each memory whose vector is current; those without one are left out."""
-        stored, rows = self._stored, self._rows
+        stored, rows = self._state
         wanted: list[tuple[str, int]] = []
         for memory in memories:
             row = rows.get(memory.id)
@@ -151,7 +156,7 @@ class Semantic:
 
     def stale(self, memories: Iterable[Memory]) -> list[Memory]:
         """The memories in service whose vector is missing or was made from another text."""
-        stored, rows = self._stored, self._rows
+        stored, rows = self._state
         out = []
         for memory in memories:
             if memory.archived:
@@ -173,7 +178,7 @@ class Semantic:
             live = {memory.id: memory_hash(memory) for memory in memories if not memory.archived}
             todo = self.stale(memories)
             with self._lock:
-                stored = self._stored
+                stored = self._state[0]
                 keep = [row for row, memory_id in enumerate(stored.ids)
                         if live.get(memory_id) == stored.hashes[row]]
                 removed = len(stored.ids) - len(keep)
@@ -200,7 +205,8 @@ class Semantic:
                     saved = time.monotonic()
             if todo or removed:
                 self._save()
-            return Updated(len(todo), kept, removed, time.monotonic() - started)
+            return Updated(len(todo), kept, removed, time.monotonic() - started,
+                           total=len(self), model=self.model, path=self.path)
 
     @contextlib.contextmanager
     def _folder_lock(self) -> Iterator[None]:
@@ -230,8 +236,8 @@ class Semantic:
 
     def _add(self, made: list[tuple[str, str]], matrix: Any) -> None:
         with self._lock:
-            stored = self._stored
-            rows = dict(self._rows)
+            stored, rows = self._state
+            rows = dict(rows)
             ids, hashes = list(stored.ids), list(stored.hashes)
             replaced = [(rows[memory_id], number) for number, (memory_id, _) in enumerate(made)
                         if memory_id in rows]
