@@ -132,6 +132,22 @@ def test_fuse_ranks_a_memory_without_a_vector_by_its_lexical_score() -> None:
     assert ranked["nov"] == pytest.approx(0.8 * 10.0)  # 8 / 10
 
 
+def test_trust_weighs_the_semantic_side_too(tmp_path: Path) -> None:
+    folder = tmp_path / "memory"
+    folder.mkdir()
+    # Neither shares a word with the query; both mean it equally.
+    write_memory(folder, "pendant_trusted", memory("A pendant from home"))
+    write_memory(folder, "pendant_doubted", memory("A pendant from home"))
+    write_memory(folder, "other", memory("Oscar the dog likes to swim"))
+    store = MemoryStore(folder, watch=False)
+    store.embed(embedder=WordsEmbedder())
+    before = ids(store.search("gift", limit=2))
+    assert before == ["pendant_doubted", "pendant_trusted"]  # a tie: by id
+    store.feedback("pendant_doubted", helpful=False)
+    store.embed(embedder=WordsEmbedder())  # (trust is not embedded: nothing made)
+    assert ids(store.search("gift", limit=2)) == ["pendant_trusted", "pendant_doubted"]
+
+
 def test_fuse_with_nothing_lexical_scores_zero_in_lexical_units() -> None:
     ranked = fusion.fuse([], {"a": 0.9, "b": 0.1}, ["a", "b"], weight=0.5)
     assert [key for key, _ in ranked] == ["a"] and ranked[0][1] == 0.0

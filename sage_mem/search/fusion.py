@@ -18,6 +18,9 @@ in a small folder, the second of two matches is not scaled to nothing). A
 candidate at 0 on both sides (the least of each) is left out: nothing speaks
 for it.
 
+Trust (and recency, with a half-life) multiply the semantic side as they
+multiply the lexical score, so feedback moves a memory found by meaning too.
+
 A memory without a current vector (not made yet, or its memory changed
 since) ranks lexically: its semantic side is taken to be its lexical one, so
 its fused score is its scaled lexical score. While vectors are missing for
@@ -72,18 +75,23 @@ def fuse(
     *,
     weight: float = LEXICAL_WEIGHT,
     complete: bool = False,
+    factors: Mapping[str, float] | None = None,
 ) -> list[tuple[str, float]]:
     """(id, fused score in lexical units), best first, ties by id (see the module docstring).
 
     `lexical` is the lexical top (id, score), `nearest` the ids of the
     semantic top, `cosines` the cosine of every candidate that has a current
     vector; `complete` says that `lexical` holds every memory that matches
-    (it was not cut at the depth), so that its low end is 0, not its least score.
+    (it was not cut at the depth), so that its low end is 0, not its least score;
+    `factors` the trust (and recency) multiplier of each candidate, which the
+    lexical scores hold already and the semantic side is multiplied by.
     """
     lexical_scores = dict(lexical)
     candidates = list(dict.fromkeys([*lexical_scores, *nearest]))
     lex = _scaled(lexical_scores, from_zero=complete)
     sem = _scaled({key: cosines[key] for key in candidates if key in cosines})
+    if factors:
+        sem = {key: value * factors.get(key, 1.0) for key, value in sem.items()}
     fused = {}
     for key in candidates:
         lexical_part = lex.get(key, 0.0)
@@ -129,8 +137,10 @@ def search(
     cosines = semantic.cosines(memories.values(), query_vector)
     nearest = [key for key, _ in near if key in passing and key in cosines]
     nearest = nearest[:wanted]
+    candidates = list(dict.fromkeys([*(hit.id for hit in hits), *nearest]))
     ranked = fuse([(hit.id, hit.score) for hit in hits], cosines, nearest, weight=weight,
-                  complete=len(hits) < wanted)
+                  complete=len(hits) < wanted, factors=index.factors(candidates,
+                                                                    archived=archived))
     by_id = {hit.id: hit for hit in hits}
     out = []
     for key, score in ranked[offset : offset + limit]:

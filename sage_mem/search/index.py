@@ -1145,6 +1145,15 @@ class Index:
 
         return self._guarded(passing)
 
+    def factors(self, memory_ids: Sequence[str], *, archived: bool = False) -> dict[str, float]:
+        """The trust (and recency) multiplier a search applies to each of these memories."""
+
+        def factors() -> dict[str, float]:
+            factor, number = self._factor(None, archived), self._number
+            return {key: factor(number[key]) for key in memory_ids if key in number}
+
+        return self._guarded(factors)
+
     def hit_for(self, memory_id: str, score: float) -> Hit | None:
         """The hit of one memory at `score` (another ranking's, e.g. a fused one's)."""
         return self._guarded(
