@@ -791,10 +791,16 @@ def _children_cpu() -> float:
 
 
 def hook_env(folder: Path, state: Path, home: Path, daemon: str = "0") -> dict[str, str]:
-    """The environment of a hook process of the benchmark (SAGE_MEM_DAEMON: what it may start)."""
+    """The environment of a hook process of the benchmark (SAGE_MEM_DAEMON: what it may start).
+
+    The semantic extra is off (SAGE_MEM_SEMANTIC=0): a daemon would otherwise
+    spend minutes embedding the corpus beside the hooks being timed; this
+    benchmark measures the lexical path, which is every hook's without the extra.
+    """
     home.mkdir(parents=True, exist_ok=True)
     return dict(os.environ, SAGE_MEM_DIR=str(folder), SAGE_MEM_STATE_DIR=str(state),
-                HOME=str(home), PYTHONPATH=str(ROOT), SAGE_MEM_DAEMON=daemon)
+                HOME=str(home), PYTHONPATH=str(ROOT), SAGE_MEM_DAEMON=daemon,
+                SAGE_MEM_SEMANTIC="0")
 
 
 def worker_hooks(folder: Path, state: Path, home: Path, prompts: list[tuple[str, str]],
