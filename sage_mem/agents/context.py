@@ -238,7 +238,7 @@ def above_floor(hits: list[Hit], corpus_size: int) -> list[Hit]:
     """
     if not hits or corpus_size <= 0:
         return []
-    from ..folders import unique_idf
+    from ..search.index import unique_idf
 
     floor = max(FLOOR_UNIQUE_FRACTION * unique_idf(corpus_size),
                 FLOOR_TOP_FRACTION * hits[0].score)

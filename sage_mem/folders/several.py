@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import builtins
-import math
 import os
 import re
 from collections.abc import Iterable, Iterator, Sequence
@@ -12,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import FolderError
+from ..search.index import unique_idf
 from . import config_file
 
 TYPE_CHECKING = False
@@ -375,12 +375,6 @@ def check_writable(specs: Sequence[FolderSpec], spec: FolderSpec) -> None:
         raise FolderError(f"folder {spec.name!r} ({spec.path}) is read-only: nothing is written "
                           f"to it (writes go to {specs[0].name!r} unless a folder is named)",
                           path=spec.path)
-
-
-def unique_idf(corpus_size: int) -> float:
-    """The idf of a term that one memory of `corpus_size` has (df = 1, as `search/index.py`
-    computes idf): what one rare query term weighs in that folder, its scores' scale."""
-    return math.log(1.0 + (max(corpus_size, 1) - 0.5) / 1.5)
 
 
 def merge(folders: Folders, ranked: Iterable[tuple[str, list[Hit]]]) -> list[Hit]:

@@ -157,6 +157,17 @@ MAX_QUERY_LOOSE = 32
 
 _T = TypeVar("_T")
 
+def term_idf(df: int, total: int) -> float:
+    """idf(t) of the module docstring: a term `df` of `total` memories hold."""
+    return math.log(1.0 + (total - df + 0.5) / (df + 0.5))
+
+
+def unique_idf(total: int) -> float:
+    """The idf of a term one memory of `total` holds: what one rare query term weighs in
+    that folder, its scores' scale (the hook's relevance floor, the merge of folders)."""
+    return term_idf(1, max(total, 1))
+
+
 @dataclass(frozen=True)
 class Scoring:
     """The constants of the ranking formula (see the module docstring)."""
@@ -940,7 +951,7 @@ class Index:
                 top = max(top, self._held_top(term, mine[1]))
             if df <= 0:
                 continue
-            idf = math.log(1.0 + (total - df + 0.5) / (df + 0.5))
+            idf = term_idf(df, total)
             is_pair = " " in term
             if term in loose:
                 factor = loose[term]
