@@ -546,7 +546,11 @@ def tokenize_as_before(text: str) -> list[str]:
     )
     camel = tokens._identifier_parts(text) or {}
     folded = tokens._dates_and_numbers(fold(text))
-    month_day, day_month = tokens._english_date_patterns()
+    # The loop ran the date patterns over the whole text, CJK included, so their
+    # "not inside a word" class left CJK out, as `_WORD` does.
+    in_word = rf"[^\W_{cjk}]"
+    month_day, day_month = (re.compile(pattern.replace(tokens._IN_WORD, in_word))
+                            for pattern in (tokens._MONTH_DAY, tokens._DAY_MONTH))
     folded = month_day.sub(tokens._month_day, folded)
     folded = day_month.sub(tokens._day_month, folded)
     out: list[str] = []

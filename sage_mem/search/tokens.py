@@ -329,10 +329,12 @@ _ZH_DATE = re.compile(
     rf"(?:([0-9]{{4}})年)?([0-9]{{1,2}}|[{_ZH_DIGIT}]{{1,3}})月"
     rf"(?:([0-9]{{1,2}}|[{_ZH_DIGIT}]{{1,3}})[日号])?"
 )
-# A letter or a digit of a word (`_WORD`): a date is not a part of one ("éapril 28").
-_IN_WORD = rf"[^\W_{_CJK}]"
-# Compiled on first use (`_english_date_patterns`): their classes take some 10 ms to
-# compile, and a hook's prompt seldom names a month.
+# A letter or a digit of a word: a date is not a part of one ("éapril 28"). CJK is left
+# out of `_WORD`, but these patterns only ever see text without CJK (ASCII text, or
+# the stretches between CJK runs), so the plain class is the same there and compiles
+# in 0.4 ms rather than 6 (a class with CJK ranges is compiled anew at each use).
+_IN_WORD = r"[^\W_]"
+# Compiled on first use (`_english_date_patterns`): a hook's text seldom names a month.
 _MONTH_DAY = (
     rf"(?<!{_IN_WORD})({_MONTH_NAME})\.?\s+([0-9]{{1,2}})(?:st|nd|rd|th)?(?!{_IN_WORD})"
     rf"(?:,?\s+([12][0-9]{{3}})(?!{_IN_WORD}))?"
@@ -453,7 +455,10 @@ def _dates_and_numbers(folded: str) -> str:
 
 
 def _english_dates(text: str, found: list[str]) -> list[str]:
-    """The words of `text` (`found`), again after its English dates were written as one form."""
+    """The words of `text` (`found`), again after its English dates were written as one form.
+
+    `text` holds no CJK (ASCII text, or a stretch between CJK runs): see `_IN_WORD`.
+    """
     if not _has_digit(text):
         return found
     month_day, day_month = _english_date_patterns()
