@@ -122,6 +122,8 @@ MemoryId = Annotated[str, Field(description="path in the memory folder without .
 SearchLimit = Annotated[int, Field(ge=1, le=memory_tools.SEARCH_LIMIT_MAX)]
 ListLimit = Annotated[int, Field(ge=1, le=memory_tools.LIST_LIMIT_MAX)]
 Offset = Annotated[int, Field(ge=0)]
+# Several folders only (one folder: the argument is taken out of the schema).
+OnlyFolder = Annotated[str | None, Field(description="only this folder (by its name)")]
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 WRITES = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
@@ -172,6 +174,13 @@ def _write_signature(*, folder: bool = False) -> inspect.Signature:
         *([argument("folder", Annotated[StrictStr | None, _doc(
             "the folder to write to, by name (default: your own)")], None)] if folder else []),
     ], return_annotation=Result)
+
+
+def _drop_folder_argument(fn: Callable[..., Any]) -> None:
+    """Take the `folder` argument out of a tool's signature (and so out of its schema)."""
+    signature = inspect.signature(fn, eval_str=True)  # this module's annotations are strings
+    fn.__signature__ = signature.replace(  # type: ignore[attr-defined]
+        parameters=[p for p in signature.parameters.values() if p.name != "folder"])
 
 
 def _result(data: dict[str, Any]) -> CallToolResult:
@@ -301,6 +310,8 @@ def _tool(fn: Callable[..., Any], annotations: ToolAnnotations) -> Tool:
 def _tools(store: MemoryStore, folders: Folders | None = None) -> list[Tool]:
     routed = memory_tools.InFolders(folders) if folders is not None else None
 
+    reader: MemoryStore | Folders = folders if folders is not None else store
+
     def memory_search(
         query: str,
         limit: SearchLimit = 5,
@@ -308,23 +319,10 @@ def _tools(store: MemoryStore, folders: Folders | None = None) -> list[Tool]:
         category: Category | None = None,
         project: str | None = None,
         tags: list[str] | None = None,
+        folder: OnlyFolder = None,
     ) -> Result:
         return _result(memory_tools.search(
-            store, query, limit=limit, offset=offset, category=category, project=project, tags=tags,
-        ))
-
-    def memory_search_folders(
-        query: str,
-        limit: SearchLimit = 5,
-        offset: Offset = 0,
-        category: Category | None = None,
-        project: str | None = None,
-        tags: list[str] | None = None,
-        folder: Annotated[str | None, _doc("only this folder (by its name)")] = None,
-    ) -> Result:
-        assert folders is not None
-        return _result(memory_tools.search(
-            folders, query, limit=limit, offset=offset, category=category, project=project,
+            reader, query, limit=limit, offset=offset, category=category, project=project,
             tags=tags, folder=folder,
         ))
 
@@ -364,31 +362,16 @@ def _tools(store: MemoryStore, folders: Folders | None = None) -> list[Tool]:
         archived: bool = False,
         limit: ListLimit = 20,
         offset: Offset = 0,
+        folder: OnlyFolder = None,
     ) -> Result:
         return _result(memory_tools.list_memories(
-            store, category=category, project=project, tags=tags, archived=archived,
-            limit=limit, offset=offset,
-        ))
-
-    def memory_list_folders(
-        category: Category | None = None,
-        project: str | None = None,
-        tags: list[str] | None = None,
-        archived: bool = False,
-        limit: ListLimit = 20,
-        offset: Offset = 0,
-        folder: Annotated[str | None, _doc("only this folder (by its name)")] = None,
-    ) -> Result:
-        assert folders is not None
-        return _result(memory_tools.list_memories(
-            folders, category=category, project=project, tags=tags, archived=archived,
+            reader, category=category, project=project, tags=tags, archived=archived,
             limit=limit, offset=offset, folder=folder,
         ))
 
-    if folders is not None:  # the same tools, by the same names, with a folder argument
-        memory_search_folders.__name__ = memory_search.__name__
-        memory_list_folders.__name__ = memory_list.__name__
-        memory_search, memory_list = memory_search_folders, memory_list_folders
+    if folders is None:  # one folder: the tools' schemas name no folder
+        for tool in (memory_search, memory_list):
+            _drop_folder_argument(tool)
 
     def memory_feedback(id: MemoryId, helpful: StrictBool) -> Result:
         if routed is not None:
