@@ -17,7 +17,7 @@ import contextlib
 import os
 import re
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -138,7 +138,7 @@ class MemoryStore:
         self._problems: dict[str, Problem] = {}
         # What was last seen of each file (size, mtime, inode, ctime), by path: see `_seen`.
         self._seen_map: dict[str, tuple[int, int, int, int]] = {}
-        self._seen_later: tuple[str, set[str], Mapping[str, Any]] | None = None
+        self._seen_later: tuple[str, Collection[str], Mapping[str, Any]] | None = None
         self._refresh_lock = threading.RLock()
         self._generation = -1
         self._batch_depth = 0
@@ -1179,7 +1179,7 @@ class _Files:
         self.store._problems[key] = Problem(Path(key), *problem)
         self.store._seen_map[key] = _UNREADABLE
 
-    def seen_later(self, unchanged: set[str], signatures: Mapping[str, Any]) -> None:
+    def seen_later(self, unchanged: Collection[str], signatures: Mapping[str, Any]) -> None:
         self.store._seen_later = (str(self.folder.root) + os.sep, unchanged, signatures)
 
     def entries(self, signatures: Mapping[str, Any]) -> dict[str, Any]:

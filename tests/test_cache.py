@@ -23,6 +23,7 @@ from support import write_memory
 
 from sage_mem import MemoryStore
 from sage_mem import store as store_module
+from sage_mem.disk.folder import MemoryFolder
 from sage_mem.search import cache as cache_module
 from sage_mem.search import loading as loading_module
 from sage_mem.search.index import Scoring
@@ -530,3 +531,86 @@ def test_a_long_query_keeps_the_same_rarest_terms_from_the_cache_as_a_fresh_buil
     query = " ".join(terms)
     assert [(h.id, h.score) for h in warm.search(query)] == [
         (h.id, h.score) for h in fresh.search(query)]
+
+
+def _by_path(walk: cache_module.Walk, built: dict[str, tuple[int, int, int, int]],
+             racy: frozenset[str]) -> tuple[set[str], set[str], set[str]]:
+    """The comparison `Loaded.compare` stands for, path by path: (differs, removed, again)."""
+    current = {name: walk.signature(at) for at, name in enumerate(walk.names)}
+    differs = {name for name, signature in current.items() if built.get(name) != signature
+               or signature is None}
+    removed = set(built) - set(current)
+    return differs, removed, differs | (racy & set(current))
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_comparing_a_walk_with_the_cache_finds_exactly_what_a_path_by_path_comparison_finds(
+    seed: int
+) -> None:
+    # The packed comparison takes shortcuts when the walk meets the files in the order the
+    # cache was written in; whatever the order and the edits (files added, removed, renamed,
+    # edited in place, a failed stat, racy files, an inode past 2**63, a date before 1970,
+    # English and Chinese names), it must find what comparing path by path finds.
+    rng = random.Random(seed)
+    count = rng.choice([0, 1, 5, 300, 1200])
+    names = [f"{rng.choice(['', 'project/p1/', 'archive/'])}{rng.choice(['note', '笔记'])}_{n}.md"
+             for n in range(count)]
+    built = {name: (rng.randrange(1, 5000), rng.randrange(-10**18, 2**62),
+                    rng.choice([rng.randrange(1, 2**40), 2**63 + n, 2**64 - 1 - n]),
+                    rng.randrange(1, 2**62)) for n, name in enumerate(names)}
+    column = cache_module._column([value for name in names for value in built[name]])
+    loaded = cache_module.Loaded(
+        None, "\0".join(names), column, {},  # type: ignore[arg-type]
+        frozenset(rng.sample(names, min(len(names), rng.choice([0, 0, 3])))),
+    )
+    now = dict(built)
+    order = list(names)
+    edits = rng.choice([0, 1, 2, 5, 40])
+    for _ in range(edits):
+        what = rng.choice(["add", "remove", "rename", "edit", "touch-ctime"][3 * (seed % 3 == 0):])
+        if what == "add" or not order:
+            name = f"新的_{rng.randrange(10**9)}.md"
+            order.insert(rng.randrange(len(order) + 1), name)
+            now[name] = (1, 2, rng.randrange(1, 2**40), 3)
+        elif what == "remove":
+            del now[order.pop(rng.randrange(len(order)))]
+        elif what == "rename":
+            at = rng.randrange(len(order))
+            name = order[at] + ".moved.md"
+            now[name] = now.pop(order[at])
+            order[at] = name
+        else:
+            name = rng.choice(order)
+            size, mtime, inode, ctime = now[name]
+            now[name] = (size, mtime, inode, ctime + 1) if what == "touch-ctime" else (
+                size + 1, mtime, inode, ctime)
+    if rng.random() < 0.3 and seed % 3:
+        rng.shuffle(order)
+    failed = frozenset(rng.sample(range(len(order)), min(len(order), rng.choice([0, 0, 1]))))
+    values = [value for at, name in enumerate(order)
+              for value in ((0, 0, 0, 0) if at in failed else now[name])]
+    walk = cache_module.Walk(order, cache_module._column(values), failed)
+    changes = loaded.compare(walk)
+    differs, removed, again = _by_path(walk, built, loaded.racy)
+    assert set(changes.differs) == differs
+    assert set(changes.removed) == removed
+    assert set(changes.again) == again
+    assert list(changes.unchanged) == [name for name in order if name not in again]
+    assert len(changes.unchanged) == len(order) - len(again)
+    assert loaded.signatures == built
+
+
+def test_the_walk_gives_each_file_its_signature_and_the_cache_keeps_the_walks_order(
+    folder: Path, state: Path
+) -> None:
+    walk = cache_module.scan(MemoryFolder(folder))
+    assert len(set(walk.names)) == len(walk.names)
+    for name in walk.names:
+        st = (folder / name).stat()
+        assert walk[name] == (st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
+    store = started(folder, state)
+    found = cache_module.load(store.folder, scoring=Scoring())
+    assert found is not None
+    written = found.paths.split("\0")
+    assert written == [name for name in walk.names if name in set(written)]
+    assert not found.compare(cache_module.scan(store.folder)).again

@@ -79,10 +79,9 @@ import weakref
 import zlib
 from array import array
 from bisect import bisect_left
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, fields
-from itertools import accumulate, compress, filterfalse, repeat
-from operator import eq
+from itertools import accumulate, filterfalse, repeat
 from pathlib import Path
 from typing import cast
 
@@ -102,7 +101,7 @@ from .index import (
 )
 from .tokens import tokenize
 
-FORMAT_VERSION = 5  # 5: the counts section
+FORMAT_VERSION = 6  # 5: the counts section; 6: paths and signatures packed, in walk order
 MAGIC = b"SAGEMEMI"
 RACY_NS = 2_000_000_000
 # Terms per block of the term table: one read of a few KiB finds a term.
@@ -147,29 +146,150 @@ class Entry:
 class Loaded:
     """A cache file, read: the index it holds and what its build saw of each file.
 
-    `signatures` holds every file the build saw (relative path -> signature),
-    `problems` why some of them could not be indexed, `racy` those changed
-    within RACY_NS of the moment the build began.
+    What the build saw, packed as a walk has it (`Walk`): `paths` the relative
+    paths joined by NUL in the order of the walk it was written from,
+    `column` their signatures (four int64 each); `problems` why some of
+    them could not be indexed, `racy` those changed within RACY_NS of the
+    moment the build began.
     """
 
     index: Index
-    signatures: dict[str, Signature]
+    paths: str
+    column: array
     problems: dict[str, tuple[str, int | None, int | None]]
     racy: frozenset[str] = frozenset()
 
-    def unchanged(self, current: Mapping[str, Signature | None]) -> set[str]:
-        """The files whose signature is as the build saw it, and not racy.
+    def compare(self, walk: Walk) -> Changes:
+        """How the folder a walk found differs from what the build saw.
 
         A file whose mtime is within RACY_NS of the moment the build began (or
         later) may have changed again within the same timestamp tick after it
-        was read, so it does not count as unchanged; the build lists them
-        (`racy`). Path by path, in C: as sets of (path, signature) items,
-        every tuple would be hashed (80 ms for 100,000 files).
+        was read, so it is read again whatever its signature (`racy`).
+
+        As the walk of an unchanged folder meets the files in the same order
+        as the walk the cache was written from, the paths are compared as one
+        string and the signatures as arrays, block by block, in C; only
+        between the first and the last path where the two orders differ (a
+        file added, removed or renamed) are paths matched by name. No tuple, set or
+        dict entry a file (at 100,000 files those cost 60 ms and tens of MB).
         """
-        absent = object()  # equal to no signature, None (a failed stat) included
-        same = map(eq, map(self.signatures.get, current, repeat(absent)), current.values())
-        kept = set(compress(current, same))
-        return kept - self.racy if self.racy else kept
+        names = walk.names
+        new, old = walk.column, self.column
+        if "\0".join(names) == self.paths:
+            differs = _differing(new, old, 0, 0, len(names))
+            removed: list[str] = []
+        else:
+            cached = self.paths.split("\0") if self.paths else []
+            differs, removed = _aligned(names, new, cached, old)
+        differs.update(walk.failed)
+        changed = set(map(names.__getitem__, differs))
+        again = changed | (self.racy - set(removed)) if self.racy else changed
+        return Changes(walk, frozenset(changed), removed, frozenset(again))
+
+    @property
+    def signatures(self) -> dict[str, Signature]:
+        """Every file the build saw: relative path -> signature (made when asked for)."""
+        cached = self.paths.split("\0") if self.paths else []
+        column = self.column
+        return {name: _unpacked(column[4 * at : 4 * at + 4]) for at, name in enumerate(cached)}
+
+
+@dataclass(frozen=True)
+class Changes:
+    """What `Loaded.compare` found: the files the cache has wrong, and those it has right.
+
+    `differs`: paths of the walk whose signature is not the one the build
+    saw (new, edited, or whose stat failed); `removed`: paths the build saw
+    that the walk did not find; `again`: the files to read again (`differs`
+    and the racy ones still there). `unchanged` is every other path of the
+    walk, iterated when asked for.
+    """
+
+    walk: Walk
+    differs: frozenset[str]
+    removed: list[str]
+    again: frozenset[str]
+
+    @property
+    def unchanged(self) -> Collection[str]:
+        return _Unchanged(self.walk, self.again)
+
+
+class _Unchanged(Collection[str]):
+    """The paths of a walk but those to read again, without a set of them."""
+
+    __slots__ = ("walk", "again")
+
+    def __init__(self, walk: Walk, again: frozenset[str]) -> None:
+        self.walk = walk
+        self.again = again
+
+    def __iter__(self) -> Iterator[str]:
+        return filterfalse(self.again.__contains__, self.walk.names)
+
+    def __len__(self) -> int:
+        return len(self.walk.names) - len(self.again)  # every path to read again is the walk's
+
+    def __contains__(self, name: object) -> bool:
+        return name not in self.again and name in self.walk
+
+
+# Signatures compared a block at a time: one slice comparison in C per this many files.
+_BLOCK = 256
+
+
+def _differing(new: array, old: array, new_at: int, old_at: int, count: int) -> set[int]:
+    """Positions (in `new`) among `count` files from `new_at` / `old_at` whose signatures differ."""
+    out: set[int] = set()
+    for first in range(0, count, _BLOCK):
+        last = min(first + _BLOCK, count)
+        a, b = 4 * (new_at + first), 4 * (old_at + first)
+        if new[a : a + 4 * (last - first)] == old[b : b + 4 * (last - first)]:
+            continue
+        for at in range(first, last):
+            a, b = 4 * (new_at + at), 4 * (old_at + at)
+            if new[a : a + 4] != old[b : b + 4]:
+                out.add(new_at + at)
+    return out
+
+
+def _common(one: list[str], other: list[str], *, backwards: bool = False) -> int:
+    """How many paths the two lists share at their start (or end), found in blocks."""
+    most = min(len(one), len(other))
+    same = 0
+    step = _BLOCK
+    while same < most:
+        size = min(step, most - same)
+        if backwards:
+            a = one[len(one) - same - size : len(one) - same]
+            b = other[len(other) - same - size : len(other) - same]
+        else:
+            a, b = one[same : same + size], other[same : same + size]
+        if a == b:
+            same += size
+            continue
+        if size == 1:
+            break
+        step = max(1, size // 8)
+    return same
+
+
+def _aligned(
+    names: list[str], new: array, cached: list[str], old: array
+) -> tuple[set[int], list[str]]:
+    """`_differing` for paths that are not the same list: (positions that differ, removed).
+
+    The shared start and end compare by position; the paths between by name."""
+    head = _common(names, cached)
+    tail = _common(names[head:], cached[head:], backwards=True)
+    differs = _differing(new, old, 0, 0, head)
+    differs |= _differing(new, old, len(names) - tail, len(cached) - tail, tail)
+    where = {name: at for at, name in enumerate(cached[head : len(cached) - tail], head)}
+    for at in range(head, len(names) - tail):
+        was = where.pop(names[at], None)
+        if was is None or new[4 * at : 4 * at + 4] != old[4 * was : 4 * was + 4]:
+            differs.add(at)
+    return differs, list(where)
 
 
 def fingerprint(scoring: Scoring) -> str:
@@ -213,7 +333,7 @@ def cache_path(folder: MemoryFolder) -> Path:
 # the stat walk
 
 
-def scan(folder: MemoryFolder) -> dict[str, Signature | None]:
+def scan(folder: MemoryFolder) -> Walk:
     """Every memory file (archived ones too) by relative path, with its signature.
 
     The same files as `MemoryFolder.iter_files` with and without `archived`
@@ -221,12 +341,20 @@ def scan(folder: MemoryFolder) -> dict[str, Signature | None]:
     folder and one `stat` a file, by name relative to the open folder (a
     third less time than `DirEntry.stat`, which joins every path). None for a
     file whose stat failed (it is read again, and the store says why).
+
+    Packed (`Walk`): the paths in the order the walk met them and the
+    signatures as one array of integers, no tuple or dict entry a file; a
+    cache written from a walk keeps that order, so that the next walk over an
+    unchanged folder compares with it as two strings and two arrays (`Loaded.compare`).
     """
     root = str(folder.root)
-    out: dict[str, Signature | None] = {}
+    names: list[str] = []
+    column = array("q")
+    failed: list[int] = []
     stack: list[tuple[str, str]] = [(root, "")]
     status = os.stat
     by_name = os.stat in os.supports_dir_fd
+    add_name, add_values = names.append, column.extend
     while stack:
         directory, prefix = stack.pop()
         try:
@@ -256,17 +384,99 @@ def scan(folder: MemoryFolder) -> dict[str, Signature | None]:
                 fd = None
         try:
             for name in files:
+                add_name(prefix + name)  # "" + name is name itself: no new string in the root
                 try:
                     st = status(name, dir_fd=fd) if fd is not None else status(
                         os.path.join(directory, name))
                 except OSError:
-                    out[prefix + name] = None
+                    failed.append(len(names) - 1)
+                    add_values(_NO_SIGNATURE)
                     continue
-                out[prefix + name] = (st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
+                try:
+                    add_values((st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns))
+                except OverflowError:  # an inode of 2**63 or more, a date past 2262
+                    del column[len(column) - len(column) % 4:]
+                    add_values(map(_packed, (st.st_size, st.st_mtime_ns, st.st_ino,
+                                             st.st_ctime_ns)))
         finally:
             if fd is not None:
                 os.close(fd)
-    return out
+    return Walk(names, column, frozenset(failed))
+
+
+_NO_SIGNATURE = (0, 0, 0, 0)  # a failed stat's place in the column (never a file's: inode 0)
+_WRAP = 1 << 64
+
+
+def _packed(value: int) -> int:
+    """An integer as a signed 64-bit one: modulo 2**64 (signatures are only compared for
+    equality, so the same value always packs the same way)."""
+    value %= _WRAP
+    return value - _WRAP if value >= 1 << 63 else value
+
+
+def _column(values: list[int]) -> array:
+    """Signatures' integers as an int64 array (`_packed` when one does not fit as it is)."""
+    try:
+        return array("q", values)
+    except OverflowError:
+        return array("q", map(_packed, values))
+
+
+def _unpacked(values: Sequence[int]) -> Signature:
+    size, mtime, inode, ctime = values
+    return size, mtime, inode + _WRAP if inode < 0 else inode, ctime
+
+
+class Walk(Mapping[str, "Signature | None"]):
+    """What a stat walk found (`scan`): relative paths in walk order, signatures packed.
+
+    A mapping of path -> signature (None: the stat failed) made when first
+    asked for: comparing with a cache (`Loaded.compare`) needs none of it.
+    """
+
+    __slots__ = ("names", "column", "failed", "_map")
+
+    def __init__(self, names: list[str], column: array, failed: frozenset[int]) -> None:
+        self.names = names
+        self.column = column  # four int64 a path: size, mtime_ns, inode, ctime_ns
+        self.failed = failed  # positions whose stat failed
+        self._map: dict[str, Signature | None] | None = None
+
+    def signature(self, position: int) -> Signature | None:
+        if position in self.failed:
+            return None
+        return _unpacked(self.column[4 * position : 4 * position + 4])
+
+    def _mapping(self) -> dict[str, Signature | None]:
+        if self._map is None:
+            self._map = dict(zip(self.names, map(self.signature, range(len(self.names))),
+                                 strict=True))
+        return self._map
+
+    def __getitem__(self, name: str) -> Signature | None:
+        return self._mapping()[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._mapping()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.names)
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def __setitem__(self, name: str, signature: Signature | None) -> None:
+        """Change the signature of a path the walk found (tests: a coarser clock)."""
+        position = self.names.index(name)
+        if signature is None:
+            self.failed |= {position}
+            values: Iterable[int] = _NO_SIGNATURE
+        else:
+            self.failed -= {position}
+            values = map(_packed, signature)
+        self.column[4 * position : 4 * position + 4] = array("q", values)
+        self._map = None
 
 
 # reading
@@ -544,7 +754,8 @@ def _parse(
         return None
     if len(backing.block_starts) != len(backing.fences) + 1:
         return None
-    if len(meta["paths"]) != len(meta["signatures"]):
+    paths, column = meta["paths"], array("q", meta["signatures"])
+    if len(column) != 4 * (paths.count("\0") + 1 if paths else 0):
         return None
     columns = Columns(
         ids=ids,
@@ -560,11 +771,8 @@ def _parse(
     index = Index.from_backing(
         columns, backing, half_life_days=half_life_days, scoring=scoring, recover=recover
     )
-    signatures = dict(zip(meta["paths"], meta["signatures"], strict=True))
     file.own()
-    return Loaded(
-        index, signatures, meta["problems"], frozenset(meta["racy"])
-    )
+    return Loaded(index, paths, column, meta["problems"], frozenset(meta["racy"]))
 
 
 # writing
@@ -651,14 +859,19 @@ def _encode(
         "term_block_starts": array("Q", list(accumulate(map(len, blocks), initial=0))).tobytes(),
         "averages": [columns.averages[name] for name in FIELDS],
         "length_sums": [columns.length_sums[name] for name in FIELDS],
+        # Equal values as one object, which marshal then writes once and a reader makes
+        # once: a few distinct categories and dates instead of one object a memory.
         "trusts": columns.trusts,
-        "updated": columns.updated,
+        "updated": _shared(columns.updated),
         "archived": columns.archived,
-        "categories": columns.categories,
-        "projects": columns.projects,
+        "categories": _shared(columns.categories),
+        "projects": _shared(columns.projects),
         "max_boost": columns.max_boost,
-        "paths": sorted(entries),
-        "signatures": [tuple(entries[relative].signature) for relative in sorted(entries)],
+        # In the order of the walk they come from (`Loaded.compare`), the signatures packed.
+        "paths": "\0".join(entries),
+        "signatures": _column(
+            [value for entry in entries.values() for value in entry.signature]
+        ).tobytes(),
         "racy": [
             relative for relative, entry in entries.items()
             if entry.signature[1] >= started_ns - RACY_NS
@@ -678,6 +891,12 @@ def _encode(
         "counts": counts.tobytes(),
     }
     return sections, zlib.crc32(meta_bytes)
+
+
+def _shared(values: list) -> list:
+    """`values` with each run of equal values made one object (`marshal` refers back to it)."""
+    first: dict = {}
+    return list(map(first.setdefault, values, values))
 
 
 def _write(path: Path, header: dict, sections: dict[str, bytes]) -> None:

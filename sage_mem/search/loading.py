@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -66,7 +66,7 @@ class Files(Protocol):
     def keep_problem(self, relative: str, problem: tuple[str, int | None, int | None]) -> None:
         """A file the cache could not index, unchanged since: still a problem."""
 
-    def seen_later(self, unchanged: set[str], signatures: Signatures) -> None:
+    def seen_later(self, unchanged: Collection[str], signatures: Signatures) -> None:
         """The files the cache had right: their signatures, to be remembered when needed."""
 
     def entries(self, signatures: Signatures) -> dict[str, cache.Entry]:
@@ -159,7 +159,7 @@ def _from_cache(
 
 
 def _apply_changes(
-    files: Files, found: cache.Loaded, signatures: Signatures, most: int | None
+    files: Files, found: cache.Loaded, walk: cache.Walk, most: int | None
 ) -> tuple[int, int]:
     """Bring a loaded cache in line with the stat walk.
 
@@ -168,19 +168,20 @@ def _apply_changes(
     """
     index = found.index
     prefix = str(files.folder.root) + os.sep
+    changes = found.compare(walk)
     stale = 0
-    for relative in found.signatures.keys() - signatures.keys():
+    for relative in changes.removed:
         stale += 1
         memory_id, _ = files.id_of(Path(prefix + relative))
         if memory_id is not None:
             index.remove(memory_id)
-    unchanged = found.unchanged(signatures)
+    removed = set(changes.removed)
     for relative, problem in found.problems.items():
-        if relative in signatures and found.signatures[relative] == signatures[relative]:
+        if relative not in removed and relative not in changes.differs:
             files.keep_problem(relative, problem)
     # The unchanged files' entries are made when first needed (a hook never does).
-    files.seen_later(unchanged, signatures)
-    changed = sorted(signatures.keys() - unchanged)
+    files.seen_later(changes.unchanged, walk)
+    changed = sorted(changes.again)
     left_out = 0
     if most is not None and len(changed) > most:
         # Left out rather than answered from a copy the file no longer holds (and
@@ -243,8 +244,10 @@ def _adopted(
         files.folder, scoring=index.scoring, half_life_days=index.half_life_days,
         recover=recover,
     )
-    present = {relative for relative, signature in signatures.items() if signature}
-    if found is None or found.unchanged(signatures) != present:
+    if found is None or not isinstance(signatures, cache.Walk):
+        return index
+    changes = found.compare(signatures)
+    if changes.again - {signatures.names[at] for at in signatures.failed}:
         return index
     if len(found.index) != len(index):
         return index
