@@ -92,6 +92,9 @@ def test_hook_imports_only_what_it_needs(memory_dir: Path, entry: list[str], eve
     assert json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"]
     assert {"sage_mem.agents.hooks", "sage_mem.store", "sage_mem.agents.context"} <= imported
     assert not forbidden(imported)
+    # No server runs for the folder, so no socket file is there: the hook asks none (issue 13)
+    # and never imports `socket` (with `selectors`, ~2 ms of every such hook).
+    assert "socket" not in imported
 
 
 def test_hook_with_dir_before_and_after_the_command_skips_click(tmp_path: Path) -> None:

@@ -38,14 +38,18 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import stat
 import threading
 import time
 import zlib
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import socket
+# `socket` (and the `selectors` it imports, ~2 ms) is imported where a socket is made:
+# a hook with no server running finds no socket file and never needs it.
 
 PROTOCOL = 1
 SOCKET_WAIT_MS = 300
@@ -132,7 +136,7 @@ def ask(
     socket was there but could not be used (a dead one left behind is not
     worth a line: it is what a server that ended leaves).
     """
-    if not hasattr(socket, "AF_UNIX") or wait <= 0:
+    if wait <= 0:
         return None
     name = socket_name(root)
     deadline = time.monotonic() + wait
@@ -142,6 +146,10 @@ def ask(
             st = os.lstat(path)
         except OSError:
             continue
+        import socket
+
+        if not hasattr(socket, "AF_UNIX"):
+            return None
         if not stat.S_ISSOCK(st.st_mode):
             note(f"{path} is not a socket; not asked")
             return None
@@ -155,6 +163,8 @@ def ask(
 def _exchange(
     state: str, name: str, request: dict[str, Any], deadline: float, note: Callable[[str], None]
 ) -> Answered | None:
+    import socket
+
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     keep = False
     try:
@@ -205,6 +215,8 @@ def _connect(sock: socket.socket, state: str, name: str) -> None:
 
 def _peer_uid(sock: socket.socket) -> int | None:
     """The user id of the process at the other end (None where the system cannot tell)."""
+    import socket
+
     option = getattr(socket, "SO_PEERCRED", None)
     if option is None:
         return os.getuid()  # no SO_PEERCRED (macOS): the 0600 socket in a 0700 folder decides
@@ -274,6 +286,8 @@ class Listener:
         return self.state_dir / self.name
 
     def start(self) -> bool:
+        import socket
+
         if not hasattr(socket, "AF_UNIX") or not hasattr(os, "getuid"):
             return False
         try:
@@ -308,6 +322,8 @@ class Listener:
                 os.unlink(stale, dir_fd=dir_fd)
             except FileNotFoundError:
                 pass
+        import socket
+
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             sock.bind(self._address(temp))
