@@ -560,7 +560,7 @@ def test_comparing_a_walk_with_the_cache_finds_exactly_what_a_path_by_path_compa
                     rng.randrange(1, 2**62)) for n, name in enumerate(names)}
     column = cache_module._column([value for name in names for value in built[name]])
     loaded = cache_module.Loaded(
-        None, "\0".join(names), column, {},  # type: ignore[arg-type]
+        None, "\0".join(names).encode(), column, {},  # type: ignore[arg-type]
         frozenset(rng.sample(names, min(len(names), rng.choice([0, 0, 3])))),
     )
     now = dict(built)
@@ -611,6 +611,6 @@ def test_the_walk_gives_each_file_its_signature_and_the_cache_keeps_the_walks_or
     store = started(folder, state)
     found = cache_module.load(store.folder, scoring=Scoring())
     assert found is not None
-    written = found.paths.split("\0")
+    written = found.paths.decode().split("\0")
     assert written == [name for name in walk.names if name in set(written)]
     assert not found.compare(cache_module.scan(store.folder)).again
