@@ -73,14 +73,20 @@ class InjectionMatch:
 
 
 class _Lazy:
-    """A pattern compiled on first use: compiling all of them costs each hook process ~3 ms."""
+    """A pattern compiled on first use: compiling all of them costs each hook process ~3 ms.
 
-    __slots__ = ("_source", "_flags", "_compiled")
+    `words`: what every match holds one of, as the pattern reads, lowercase; a
+    line whose `_folded` form holds none of them is not searched (nor the
+    pattern compiled for it).
+    """
 
-    def __init__(self, source: str, flags: int = 0) -> None:
+    __slots__ = ("_source", "_flags", "_compiled", "words")
+
+    def __init__(self, source: str, flags: int = 0, words: tuple[str, ...] = ()) -> None:
         self._source = source
         self._flags = flags
         self._compiled: re.Pattern[str] | None = None
+        self.words = words
 
     def search(self, text: str) -> re.Match[str] | None:
         if self._compiled is None:
@@ -100,13 +106,16 @@ _EN_OVERRIDE = _Lazy(
     r"programming|guardrails|constraints|orders|commands)\b"
     r"|\b(?:ignore|disregard|forget)\s+(?:everything|all)\s+(?:above|before|said|you\s+were\s+told)",
     _I,
+    words=("ignore", "disregard", "forget", "override", "bypass", "overrule"),
 )
 _ZH_OVERRIDE = _Lazy(
     r"(?:忽略|无视|忽视|忘记|忘掉|不要理会|不用理会|别管|不要遵守|不再遵守|跳过|绕过|覆盖)掉?"
     r"(?:你的?|我的?)?"
     r"(?:之前|以前|先前|此前|前面|上面|以上|上述|前述|原来|原有|原先|系统|开发者)"
     r"(?:的|给你的|给出的|收到的)?(?:所有|全部|一切|任何)?的?"
-    r"(?:指令|指示|命令|规则|提示词?|说明|设定|要求|约束|限制|对话|内容)"
+    r"(?:指令|指示|命令|规则|提示词?|说明|设定|要求|约束|限制|对话|内容)",
+    words=("忽略", "无视", "忽视", "忘记", "忘掉", "不要理会", "不用理会", "别管", "不要遵守",
+           "不再遵守", "跳过", "绕过", "覆盖"),
 )
 _EN_ROLE = _Lazy(
     r"\byou\s+are\s+now\s+(?:an?\s+|the\s+|my\s+|in\s+|no\s+longer\b|free\b|unrestricted\b|"
@@ -117,6 +126,7 @@ _EN_ROLE = _Lazy(
     r"|\b(?:god|jailbreak|DAN)\s+mode\b"
     r"|\bnew\s+(?:system\s+)?instructions?\s*[:：]",
     _I,
+    words=("you", "pretend", "mode", "instruction"),
 )
 _ZH_ROLE = _Lazy(
     r"你现在(?:是|扮演|成为|变成|作为)"
@@ -124,7 +134,8 @@ _ZH_ROLE = _Lazy(
     r"|你不再是"
     r"|假装(?:你是|自己是|成为)"
     r"|(?:越狱|上帝)模式"
-    r"|新的?(?:系统)?指令\s*[:：]"
+    r"|新的?(?:系统)?指令\s*[:：]",
+    words=("你现在", "从现在", "你不再是", "假装", "模式", "指令"),
 )
 _FAKE_SYSTEM = _Lazy(
     r"<\|(?:im_start|im_end|system|user|assistant|endoftext|start_header_id|end_header_id|eot_id)\|>"
@@ -134,29 +145,35 @@ _FAKE_SYSTEM = _Lazy(
     r"|^\s*system\s*[:：]\s*(?:you|your|ignore|from\s+now|the\s+assistant|你|忽略)"
     r"|^\s*(?:#+\s*)?系统(?:提示词?|消息|指令|设定)\s*[:：]",
     _I | re.MULTILINE,
+    words=("<", "[", "system", "developer", "系统"),
 )
 # A fake turn is a capitalised speaker at the start of a line (case-sensitive on purpose).
-_FAKE_TURN = _Lazy(r"^\s*(?:Human|Assistant)\s*:\s+\S", re.MULTILINE)
+_FAKE_TURN = _Lazy(r"^\s*(?:Human|Assistant)\s*:\s+\S", re.MULTILINE,
+                   words=("human", "assistant"))
 _CONCEALMENT = _Lazy(
     r"\b(?:do\s+not|don'?t|never)\s+(?:tell|inform|mention|reveal|show|let)\s+(?:this\s+|it\s+)?"
     r"(?:to\s+)?the\s+user\b"
     r"|\bwithout\s+(?:telling|informing|asking)\s+the\s+user\b"
     r"|\bkeep\s+(?:this|it)\s+(?:secret|hidden)\s+from\s+the\s+user\b",
     _I,
+    words=("user",),
 )
 _ZH_CONCEALMENT = _Lazy(
     r"(?:不要|别|不许|不可以|不能)(?:告诉|通知|透露给|让)用户(?:知道)?"
-    r"|瞒着用户|对用户保密|不让用户知道"
+    r"|瞒着用户|对用户保密|不让用户知道",
+    words=("用户",),
 )
 _EXFILTRATION = _Lazy(
     r"\b(?:send|post|upload|forward|exfiltrate|email|transmit|copy)\b[^\n]{0,80}?"
     r"\b(?:secrets?|credentials?|api[\s_-]?keys?|tokens?|passwords?|ssh\s+keys?|private\s+keys?|"
     r"\.env\b|cookies?)\b[^\n]{0,80}?\b(?:to|at)\s+(?:https?://|[\w.+-]+@[\w-]+\.)",
     _I,
+    words=("://", "@"),
 )
 _ZH_EXFILTRATION = _Lazy(
     r"(?:把|将)[^\n]{0,30}?(?:密钥|密码|令牌|凭证|私钥|token|Token|API\s*Key)[^\n]{0,30}?"
-    r"(?:发送|发|上传|转发|提交)(?:到|给|至)"
+    r"(?:发送|发|上传|转发|提交)(?:到|给|至)",
+    words=("把", "将"),
 )
 _HIDDEN = re.compile(
     "[\u202a-\u202e\u2066-\u2069]"  # bidi embeddings, overrides and isolates
@@ -203,8 +220,11 @@ def find_injections(text: str) -> list[InjectionMatch]:
         if ascii_line and not _MAYBE.search(plain):
             continue
         seen: set[str] = set()
+        folded = _folded(plain)
         for kind, pattern in _ASCII_PATTERNS if ascii_line else _PATTERNS:
             if kind in seen:
+                continue
+            if pattern.words and not any(map(folded.__contains__, pattern.words)):
                 continue
             found = pattern.search(plain)
             if found is not None:
@@ -212,6 +232,17 @@ def find_injections(text: str) -> list[InjectionMatch]:
                 column = min(found.start(), len(line))
                 matches.append(InjectionMatch(kind, number, column + 1, _excerpt(plain, column)))
     return matches
+
+
+# The only characters outside ASCII that `re.IGNORECASE` takes for an ASCII letter
+# (tests/test_injection.py finds them again): İ and ı for i, ſ for s, the Kelvin sign for k.
+_ASCII_FOLDS = {0x130: "i", 0x131: "i", 0x17F: "s", 0x212A: "k"}
+
+
+def _folded(line: str) -> str:
+    """`line` lowercased as case-insensitive matching sees it: it holds a lowercase word
+    wherever `re.IGNORECASE` would match that word (for `_Lazy.words`)."""
+    return (line.translate(_ASCII_FOLDS) if not line.isascii() else line).lower()
 
 
 def has_injection(text: str) -> bool:
