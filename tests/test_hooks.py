@@ -476,3 +476,59 @@ def test_missing_session_id_injects_without_remembering(memory_dir: Path) -> Non
         code, out, _ = call("user-prompt-submit", payload, memory_dir)
         assert code == 0
         assert "reference_test_command" in injected_ids(context_of("user-prompt-submit", out))
+
+
+SECRET_MEMORIES = {
+    # English: a token find_secrets knows by its prefix; Chinese: a password stated in prose.
+    "staging_deploy_key": ("the staging deployment uses the billing service key",
+                           "staging deployment billing key: sk-proj-{secret}", "billing key"),
+    "数据库密码": ("订单数据库的连接方式", "订单数据库的密码是 {secret}，连接前先开隧道",
+                   "订单数据库"),
+}
+
+
+@pytest.mark.parametrize("memory_id", list(SECRET_MEMORIES))
+def test_a_memory_holding_a_secret_is_never_injected_with_it_from_the_cache_or_a_changed_file(
+    empty_dir: Path, memory_id: str
+) -> None:
+    # The hook without a server answers from the index cache, and from the files changed
+    # since that it reads itself: either way the secret is masked, in English and Chinese.
+    from sage_mem import MemoryStore
+    from sage_mem.disk.folder import MemoryFolder
+    from sage_mem.search import cache
+    from sage_mem.search.index import Scoring
+
+    description, body, prompt = SECRET_MEMORIES[memory_id]
+    secrets = ["Q7f2Kx9LmP4vT8wZr3Nc6Hb1Yd5Gs0Je", "Z4n8Wq2Rt6Yp1Lk5Hj9Fd3Sa7Gm0Xc2V"]
+    path = write_memory(empty_dir, memory_id, (
+        f"---\ndescription: {description}\ncategory: project\n---\n\n"
+        f"{body.format(secret=secrets[0])}\n"
+    ))
+    for n in range(6):  # others, so that the memory stands out
+        write_memory(empty_dir, f"other_{n}", f"---\ndescription: note {n}\n---\n\nbody {n}\n")
+    hour_ago = datetime.now(UTC).timestamp() - 3600
+    for each in empty_dir.glob("*.md"):
+        os.utime(each, (hour_ago, hour_ago))  # not within the racy window of the build
+    MemoryStore(empty_dir, watch=False)  # the cache (a hook never writes it)
+    folder = MemoryFolder(empty_dir)
+
+    def injected(session: str) -> str:
+        payload = hook_input("user-prompt-submit", session, prompt=prompt)
+        result = hook_process("user-prompt-submit", json.dumps(payload),
+                              env={"SAGE_MEM_DIR": str(empty_dir)})
+        assert result.returncode == 0, result.stderr.decode()
+        return context_of("user-prompt-submit", result.stdout)
+
+    found = cache.load(folder, scoring=Scoring())
+    assert found is not None and not found.compare(cache.scan(folder)).again  # from the cache
+    text = injected("s-cache")
+    assert memory_id in text and "****" in text
+    assert secrets[0] not in text and secrets[0][:8] not in text
+
+    path.write_text(path.read_text(encoding="utf-8").replace(secrets[0], secrets[1]), "utf-8")
+    found = cache.load(folder, scoring=Scoring())
+    assert found is not None
+    assert path.name in found.compare(cache.scan(folder)).again  # read by the hook itself
+    text = injected("s-changed")
+    assert memory_id in text and "****" in text
+    assert secrets[1] not in text and secrets[1][:8] not in text and secrets[0] not in text
