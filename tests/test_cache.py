@@ -614,3 +614,40 @@ def test_the_walk_gives_each_file_its_signature_and_the_cache_keeps_the_walks_or
     written = found.paths.decode().split("\0")
     assert written == [name for name in walk.names if name in set(written)]
     assert not found.compare(cache_module.scan(store.folder)).again
+
+
+@pytest.mark.parametrize("page", [1, 2, 3, 512])
+def test_the_counts_read_a_page_at_a_time_are_every_terms_exact_count(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, page: int
+) -> None:
+    # A long query's document frequencies come from the pages of the counts section its
+    # terms fall in (page size 1: every two terms sharing a CRC-32 straddle pages).
+    monkeypatch.setattr(cache_module, "COUNTS_PAGE", page)
+    rng = random.Random(page)
+    vocabulary = [f"w{n}" for n in range(1300)] + ["数据库", "迁移", "小猫"]
+    for n in range(90):
+        # pohojinaq and javiqiviq share a CRC-32 (and differ in count), as do quqaluxob
+        # (in the cache) and kogogikaf (not).
+        twins = ["pohojinaq"] * (n < 5) + ["javiqiviq"] * (n < 2) + ["quqaluxob"] * (n < 3)
+        words = " ".join(rng.sample(vocabulary, 25) + twins)
+        write_memory(tmp_path / "memory", f"note_{n:03}", f"---\ndescription: {words}\n---\n")
+    MemoryStore(tmp_path / "memory", state_dir=tmp_path / "state", watch=False)
+    warm = MemoryStore(tmp_path / "memory", state_dir=tmp_path / "state", watch=False)
+    backing = warm.index._backing
+    assert isinstance(backing, cache_module._Backing)
+    exact = {text: len(slots) for text, slots, _, _ in backing.terms()}
+    assert len(exact) > 3 * page
+    assert (exact["pohojinaq"], exact["javiqiviq"], exact["quqaluxob"]) == (5, 2, 3)
+    absent = ["kogogikaf", "nowhere", "没有的词"]  # kogogikaf shares quqaluxob's CRC-32
+    asked = list(exact) + absent
+    rng.shuffle(asked)
+    backing.counted.clear()
+    counts = backing.estimated_counts(asked)
+    for term, count in zip(asked, counts, strict=True):
+        if term in exact:
+            assert count == exact[term], term
+        elif term == "kogogikaf":
+            assert count == 3  # quqaluxob's: `Index._rarest` checks the terms it keeps
+        else:
+            assert count == 0
+    assert len(backing.count_pages) == len(backing.count_checks)  # every page, once each

@@ -13,11 +13,16 @@ the cached data depends on (`fingerprint`), when the build started, and each
 section's place and length. The sections:
 
     meta      marshal: memory ids with their trust, updated, archived,
-              category, project; field lengths and where each record starts
-              (as arrays); length sums and averages; the first term of each
-              term block; and what the build saw of each file (relative path,
-              size, mtime_ns, inode, ctime_ns, and the problem if it could not
-              be indexed)
+              category, project; length sums and averages; the first term of
+              each term block; the first CRC-32 and the CRC-32 of each page of
+              the counts; the problems of the files that could not be indexed,
+              those within the racy window; the CRC-32 of each section below
+              that holds one of its columns
+    lengths   the memories' field lengths (uint32, row after row)
+    record_starts  where each record starts (uint64)
+    paths     the relative paths of the files the build saw, NUL-joined (UTF-8),
+              in the order of the walk it started from (`Walk`)
+    signatures  theirs: size, mtime_ns, inode, ctime_ns (int64, `_packed`)
     records   each memory's fields (marshal), decoded only when asked for
     terms     the terms sorted by CRC-32 of their UTF-8, in blocks of
               TERM_BLOCK (marshal): for each, its text, where its postings are,
@@ -28,7 +33,8 @@ section's place and length. The sections:
     counts    the terms' CRC-32s (uint32, ascending, as the term table) and
               then their postings counts (uint32, the same order): a long
               query's document frequencies in one bisection each, without
-              decoding a term block (`_Backing.estimated_counts`)
+              decoding a term block (`_Backing.estimated_counts`), read a
+              page of COUNTS_PAGE terms at a time
 
 The file is read with `pread`, a term's block and postings at a time, never
 mapped: a mapping would count every page the kernel maps around a touched
@@ -47,8 +53,8 @@ Nothing in it is trusted blindly:
 - Integrity: the header and meta are checked (CRC-32) on load; every term
   block and record carries its own CRC-32, and every term its postings',
   each checked when first read, so a warm process never reads what it does
-  not use; the counts section is checked whole (CRC-32 in the meta) when a
-  long query first needs it. A file that is short, garbled, from another format version or
+  not use; each page of the counts section when first read (CRC-32s in the
+  meta). A file that is short, garbled, from another format version or
   from other scoring or tokenizer code is ignored and rebuilt; a part found
   corrupt later raises `CacheCorrupt`, on which the index rebuilds itself
   from the files.
@@ -81,7 +87,7 @@ from array import array
 from bisect import bisect_left
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, fields
-from itertools import accumulate, filterfalse, repeat
+from itertools import accumulate, filterfalse
 from pathlib import Path
 from typing import cast
 
@@ -101,7 +107,9 @@ from .index import (
 )
 from .tokens import tokenize
 
-FORMAT_VERSION = 6  # 5: the counts section; 6: paths and signatures packed, in walk order
+# 5: the counts section; 6: paths and signatures packed in walk order, big meta columns as
+# sections, the counts read a page at a time.
+FORMAT_VERSION = 6
 MAGIC = b"SAGEMEMI"
 RACY_NS = 2_000_000_000
 # Terms per block of the term table: one read of a few KiB finds a term.
@@ -110,6 +118,9 @@ TERM_BLOCK = 64
 FOUND_TERMS = 50_000
 # Whose estimated counts (long queries' document frequencies) are remembered (~100 bytes each).
 COUNTED_TERMS = 100_000
+# Terms a page of the counts section: a long query reads the pages its terms fall in
+# (2 KiB of CRC-32s and 2 KiB of counts each), not the whole section (19 MB at 100,000).
+COUNTS_PAGE = 512
 # How many bytes of postings read from the file a process keeps for its next queries.
 KEPT_BYTES = 16 << 20
 STALE_TEMP_SECONDS = 600.0
@@ -564,9 +575,12 @@ class _Backing:
         # Postings read lately, kept for the next query (up to KEPT_BYTES, then dropped).
         self.kept: dict[str, tuple[memoryview, memoryview[float], float]] = {}
         self.kept_bytes = 0
-        self.counts_crc: int = meta["counts_crc"]
         self.counted: dict[str, int] = {}  # estimated counts looked up lately
-        self.table: tuple[memoryview, memoryview] | None = None  # the counts section, once read
+        # The counts section a page at a time: the first CRC-32 of each page, each page's
+        # own CRC-32, the pages read so far (their CRC-32s and counts).
+        self.count_fences = memoryview(meta["counts_fences"]).cast("I")
+        self.count_checks = memoryview(meta["counts_pages"]).cast("I")
+        self.count_pages: dict[int, tuple[memoryview, memoryview]] = {}
 
     def _block(self, number: int) -> list[tuple[int, str, int, int, float, int]]:
         data = self.file.checked(
@@ -623,18 +637,16 @@ class _Backing:
         missing = list(filterfalse(counted.__contains__, terms))
         if not missing:
             return list(map(counted.__getitem__, terms))
-        crcs, sizes = self._counts_table()
         wanted = [zlib.crc32(term.encode("utf-8", "surrogatepass")) for term in missing]
-        places = list(map(bisect_left, repeat(crcs), wanted))
-        last = len(crcs) - 1
         found = []
-        for term, crc, place in zip(missing, wanted, places, strict=True):
-            if place > last or crcs[place] != crc:
+        for term, crc in zip(missing, wanted, strict=True):
+            place = self._first_at_least(crc)
+            if place is None or self._count_entry(place)[0] != crc:
                 found.append(0)
-            elif place < last and crcs[place + 1] == crc:
+            elif self._count_entry(place + 1)[0] == crc:
                 found.append(self.count(term))  # two terms of the cache share this CRC-32
             else:
-                found.append(sizes[place])
+                found.append(self._count_entry(place)[1])
         new = dict(zip(missing, found, strict=True))
         out: list[int] = list(map(new.get, terms, map(counted.get, terms)))  # type: ignore[arg-type]
         if len(counted) + len(new) > COUNTED_TERMS:
@@ -642,16 +654,42 @@ class _Backing:
         counted.update(new)
         return out
 
-    def _counts_table(self) -> tuple[memoryview, memoryview]:
-        if self.table is None:
-            length = self.file.sections["counts"][1]
-            data = self.file.read("counts", 0, length)
-            if zlib.crc32(data) != self.counts_crc or length % 8:
-                raise CacheCorrupt("index cache: the counts are damaged")
-            column = memoryview(data).cast("I")
-            half = len(column) // 2
-            self.table = column[:half], column[half:]
-        return self.table
+    def _first_at_least(self, crc: int) -> int | None:
+        """Where the first CRC-32 not below `crc` is in the counts section (None: past the end).
+
+        Every CRC-32 of the pages before the one found is below the first of
+        that page, which is below `crc`; only that page is read."""
+        page = bisect_left(self.count_fences, crc) - 1
+        if page < 0:
+            return 0 if len(self.count_fences) else None
+        crcs, _ = self._count_page(page)
+        place = page * COUNTS_PAGE + bisect_left(crcs, crc)
+        return place if place < self._counted_terms() else None
+
+    def _counted_terms(self) -> int:
+        return self.file.sections["counts"][1] // 8
+
+    def _count_entry(self, place: int) -> tuple[int, int]:
+        """(CRC-32, count) of the term at `place` in the counts section; (-1, 0) past its end."""
+        if place >= self._counted_terms():
+            return -1, 0
+        crcs, sizes = self._count_page(place // COUNTS_PAGE)
+        return crcs[place % COUNTS_PAGE], sizes[place % COUNTS_PAGE]
+
+    def _count_page(self, page: int) -> tuple[memoryview, memoryview]:
+        known = self.count_pages.get(page)
+        if known is not None:
+            return known
+        total = self._counted_terms()
+        if not 0 <= page < len(self.count_checks) or self.file.sections["counts"][1] % 8:
+            raise CacheCorrupt("index cache: the counts are damaged")
+        first, last = page * COUNTS_PAGE, min((page + 1) * COUNTS_PAGE, total)
+        crcs = self.file.read("counts", first * 4, last * 4)
+        sizes = self.file.read("counts", (total + first) * 4, (total + last) * 4)
+        if zlib.crc32(sizes, zlib.crc32(crcs)) != self.count_checks[page]:
+            raise CacheCorrupt("index cache: the counts are damaged")
+        known = self.count_pages[page] = memoryview(crcs).cast("I"), memoryview(sizes).cast("I")
+        return known
 
     def _located(self, term: str) -> tuple[int, int, float, int] | None:
         found = self.found.get(term, _UNKNOWN)
@@ -871,9 +909,16 @@ def _encode(
             for p in memory.problems
         )
         records.append(_checked_piece(marshal.dumps(tuple(values))))
-    counts = array("I", sorted(crcs)) + array("I", map(len, numbers))
+    sorted_crcs, sizes = array("I", sorted(crcs)), array("I", map(len, numbers))
+    counts = sorted_crcs + sizes
+    pages = range(0, len(sorted_crcs), COUNTS_PAGE)
     meta = {
-        "counts_crc": zlib.crc32(counts),
+        "counts_fences": array("I", [sorted_crcs[first] for first in pages]).tobytes(),
+        "counts_pages": array("I", [
+            zlib.crc32(sizes[first : first + COUNTS_PAGE],
+                       zlib.crc32(sorted_crcs[first : first + COUNTS_PAGE]))
+            for first in pages
+        ]).tobytes(),
         "ids": columns.ids,
         "term_fences": array("I", [block[0] for block in table[::TERM_BLOCK]]).tobytes(),
         "term_block_starts": array("Q", list(accumulate(map(len, blocks), initial=0))).tobytes(),
