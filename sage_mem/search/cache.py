@@ -581,6 +581,9 @@ class _Backing:
         self.count_fences = memoryview(meta["counts_fences"]).cast("I")
         self.count_checks = memoryview(meta["counts_pages"]).cast("I")
         self.count_pages: dict[int, tuple[memoryview, memoryview]] = {}
+        self.count_page_terms: int = meta["counts_page"]  # terms a page, as written
+        if self.count_page_terms < 1:
+            raise ValueError("index cache: no terms a page of counts")
 
     def _block(self, number: int) -> list[tuple[int, str, int, int, float, int]]:
         data = self.file.checked(
@@ -663,7 +666,7 @@ class _Backing:
         if page < 0:
             return 0 if len(self.count_fences) else None
         crcs, _ = self._count_page(page)
-        place = page * COUNTS_PAGE + bisect_left(crcs, crc)
+        place = page * self.count_page_terms + bisect_left(crcs, crc)
         return place if place < self._counted_terms() else None
 
     def _counted_terms(self) -> int:
@@ -673,8 +676,8 @@ class _Backing:
         """(CRC-32, count) of the term at `place` in the counts section; (-1, 0) past its end."""
         if place >= self._counted_terms():
             return -1, 0
-        crcs, sizes = self._count_page(place // COUNTS_PAGE)
-        return crcs[place % COUNTS_PAGE], sizes[place % COUNTS_PAGE]
+        crcs, sizes = self._count_page(place // self.count_page_terms)
+        return crcs[place % self.count_page_terms], sizes[place % self.count_page_terms]
 
     def _count_page(self, page: int) -> tuple[memoryview, memoryview]:
         known = self.count_pages.get(page)
@@ -683,7 +686,7 @@ class _Backing:
         total = self._counted_terms()
         if not 0 <= page < len(self.count_checks) or self.file.sections["counts"][1] % 8:
             raise CacheCorrupt("index cache: the counts are damaged")
-        first, last = page * COUNTS_PAGE, min((page + 1) * COUNTS_PAGE, total)
+        first, last = page * self.count_page_terms, min((page + 1) * self.count_page_terms, total)
         crcs = self.file.read("counts", first * 4, last * 4)
         sizes = self.file.read("counts", (total + first) * 4, (total + last) * 4)
         if zlib.crc32(sizes, zlib.crc32(crcs)) != self.count_checks[page]:
@@ -913,6 +916,7 @@ def _encode(
     counts = sorted_crcs + sizes
     pages = range(0, len(sorted_crcs), COUNTS_PAGE)
     meta = {
+        "counts_page": COUNTS_PAGE,
         "counts_fences": array("I", [sorted_crcs[first] for first in pages]).tobytes(),
         "counts_pages": array("I", [
             zlib.crc32(sizes[first : first + COUNTS_PAGE],
