@@ -476,7 +476,7 @@ def cjk_terms(run: str) -> list[str]:
     unigram = _UNIGRAMS.__getitem__
     for segment in _CHINESE_STOP.split(run):
         if len(segment) > 1:
-            out += [segment[i : i + 2] for i in range(len(segment) - 1)]
+            out += map(add, segment, segment[1:])  # its bigrams, in C
         out += filter(None, map(unigram, segment))
     return out
 
@@ -534,10 +534,10 @@ def loose_terms(text: str, held: Iterable[str] | None = None) -> list[tuple[str,
     if not isinstance(held, (set, frozenset)):
         held = set(tokenize(text) if held is None else held)
     held = held.intersection(out)
-    gone = {term for term in held.difference(names) if not is_unigram(term)}
-    if not gone:
-        return list(out.items())
-    return [(term, weight) for term, weight in out.items() if term not in gone]
+    for term in held.difference(names):
+        if not is_unigram(term):
+            del out[term]
+    return list(out.items())
 
 
 _PARTICLES = ("in", "up", "out", "on", "off", "down", "over")
