@@ -193,17 +193,23 @@ def tokenize_counted(text: str) -> tuple[list[str], int]:
             found = _english_dates(folded, found)
         out = _word_terms(found, parts, extra, folded)
         return out, len(out) - extra[0]
-    # Alternating stretches: text between CJK runs (odd ones), then a CJK run.
+    # Alternating stretches: text between CJK runs (odd ones), then a CJK run. Runs with
+    # only punctuation between them are made terms of at once, joined by a particle
+    # that ends a segment as their ends do (a page has hundreds of short runs).
     out = []
     stretches = _CJK_RUN.split(folded)
     inside_chinese = len(stretches) > 1
+    runs: list[str] = []
     for i, part in enumerate(stretches):
         if i % 2:
-            out += cjk_terms(part)
+            runs.append(part)
             continue
         found = _WORD.findall(part)
         if not found:
             continue  # punctuation between two runs: the common case
+        if runs:
+            out += cjk_terms(_RUN_GAP.join(runs))
+            runs = []
         if not _MONTH_WORDS.isdisjoint(found):
             found = _english_dates(part, found)
         if inside_chinese and len(found) == 1 and found[0] in ENGLISH_STOP_WORDS:
@@ -212,7 +218,13 @@ def tokenize_counted(text: str) -> tuple[list[str], int]:
             out.append(_STEMS[found[0]])
         else:
             out += _word_terms(found, parts, extra, part)
+    if runs:
+        out += cjk_terms(_RUN_GAP.join(runs))
     return out, len(out) - extra[0]
+
+
+# A particle no function word holds: `cjk_terms` of runs joined by it are those of each run.
+_RUN_GAP = "吗"
 
 
 def _word_terms(
