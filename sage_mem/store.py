@@ -520,9 +520,15 @@ class MemoryStore:
 
     # Below `def list`, a bare `list` in this class body names that method.
     def problems(self) -> builtins.list[Problem]:
-        """Files that could not be indexed, sorted by path."""
-        with self._refresh_lock:
-            return [self._problems[key] for key in sorted(self._problems)]
+        """Files that could not be indexed, sorted by path.
+
+        As the store holds them now, without waiting for a refresh in progress:
+        a server answers every hook with these, and the watcher's stat walk of
+        a large folder holds the refresh lock for seconds (issue 13). The copy
+        is one call in C, so a walk changing them meanwhile cannot break it.
+        """
+        found = self._problems.copy()
+        return [found[key] for key in sorted(found)]
 
     def baselines(self, *, project: str | None = None, limit: int = 8) -> builtins.list[Memory]:
         """Baseline memories by `baselinePriority` (higher first), then id."""

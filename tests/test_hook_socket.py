@@ -84,6 +84,35 @@ def test_the_server_answers_as_the_hook_would_and_both_keep_one_session(
     assert context(hook(folder, session="s1")) == ""
 
 
+def test_the_server_answers_while_its_store_walks_the_folder(folder: Path) -> None:
+    """The watcher's stat walk (a reconcile) holds the store's refresh lock for its whole length,
+    seconds for 100,000 files: a hook then is answered by the server all the same, not after
+    the walk (past the socket's wait, so on the hook's own, far slower path)."""
+    store = MemoryStore(folder, watch=False)
+    listener = daemon.listen_for_hooks(store)
+    assert listener is not None
+    walking, done = threading.Event(), threading.Event()
+
+    def walk() -> None:
+        with store._refresh_lock:  # what `store.reconcile` holds while it walks
+            walking.set()
+            done.wait(30)
+
+    walker = threading.Thread(target=walk, daemon=True)
+    walker.start()
+    try:
+        assert walking.wait(10)
+        for answered, session in enumerate(("s1", "s2"), 1):  # the first's record held nothing
+            result = hook(folder, session=session, env={"SAGE_MEM_HOOK_SOCKET_MS": "2000"})
+            assert "reference_test_command" in context(result)
+            assert listener.answered == answered
+            assert b"did not answer" not in result.stderr
+    finally:
+        done.set()
+        walker.join()
+        listener.stop()
+
+
 def test_what_the_hook_injected_the_server_does_not_repeat(folder: Path) -> None:
     first = context(hook(folder, session="s1"))
     assert "reference_test_command" in first

@@ -18,6 +18,7 @@ import pytest
 from sage_mem import MemoryStore
 from sage_mem.memory.value import Memory, memory_from_meta
 from sage_mem.search.index import Index, word_pairs
+from sage_mem.search.tokens import tokenize
 
 BILINGUAL_MEMORIES: dict[str, str] = {
     "user_cat": """---
@@ -494,6 +495,10 @@ def test_adjacent_query_words_rank_the_phrase_above_scattered_words() -> None:
 def test_word_pairs_join_adjacent_words_only() -> None:
     assert word_pairs(["support", "group", "用户", "~用", "meet"]) == ["support group"]
     assert word_pairs(["cat", "cat"]) == []
+    # Chinese terms only: no pair; a word of non-ASCII letters among them is still a word.
+    assert word_pairs(["用户", "~用", "~户", "测试"], {"用户", "~用", "~户", "测试"}) == []
+    terms = tokenize("用户 café naïve 测试")
+    assert word_pairs(terms) == word_pairs(terms, set(terms)) == ["café naïve"]
 
 
 def test_category_prefix_of_a_file_name_is_not_a_search_term() -> None:

@@ -356,6 +356,10 @@ def test_a_name_inside_a_question_weighs_more() -> None:
     found = dict(loose_terms("What book did Caroline recommend?"))
     assert found == {"carolin": found["carolin"]} and found["carolin"] > 1.0
     assert loose_terms("Books are fun") == []  # the first word of a sentence is no name
+    # Nor is one after a full stop or a Chinese full stop; after a comma it is.
+    for text in ("Fine. Books are fun", "好了。 Books", "Why? Books"):
+        assert "book" not in dict(loose_terms(text)), text
+    assert dict(loose_terms("好的, Melanie said")) == {"melani": 1.5}
 
 
 # Chinese.

@@ -36,10 +36,10 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from bisect import bisect_left, bisect_right
+from bisect import bisect_right
 from collections.abc import Iterable
-from itertools import accumulate, compress, filterfalse
-from operator import add, mul
+from itertools import accumulate, filterfalse, repeat
+from operator import add
 
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
 _CJK_RUN = re.compile(rf"([{_CJK}]+)")
@@ -193,17 +193,23 @@ def tokenize_counted(text: str) -> tuple[list[str], int]:
             found = _english_dates(folded, found)
         out = _word_terms(found, parts, extra, folded)
         return out, len(out) - extra[0]
-    # Alternating stretches: text between CJK runs (odd ones), then a CJK run.
+    # Alternating stretches: text between CJK runs (odd ones), then a CJK run. Runs with
+    # only punctuation between them are made terms of at once, joined by a particle
+    # that ends a segment as their ends do (a page has hundreds of short runs).
     out = []
     stretches = _CJK_RUN.split(folded)
     inside_chinese = len(stretches) > 1
+    runs: list[str] = []
     for i, part in enumerate(stretches):
         if i % 2:
-            out += cjk_terms(part)
+            runs.append(part)
             continue
         found = _WORD.findall(part)
         if not found:
             continue  # punctuation between two runs: the common case
+        if runs:
+            out += cjk_terms(_RUN_GAP.join(runs))
+            runs = []
         if not _MONTH_WORDS.isdisjoint(found):
             found = _english_dates(part, found)
         if inside_chinese and len(found) == 1 and found[0] in ENGLISH_STOP_WORDS:
@@ -212,7 +218,13 @@ def tokenize_counted(text: str) -> tuple[list[str], int]:
             out.append(_STEMS[found[0]])
         else:
             out += _word_terms(found, parts, extra, part)
+    if runs:
+        out += cjk_terms(_RUN_GAP.join(runs))
     return out, len(out) - extra[0]
+
+
+# A particle no function word holds: `cjk_terms` of runs joined by it are those of each run.
+_RUN_GAP = "吗"
 
 
 def _word_terms(
@@ -476,7 +488,7 @@ def cjk_terms(run: str) -> list[str]:
     unigram = _UNIGRAMS.__getitem__
     for segment in _CHINESE_STOP.split(run):
         if len(segment) > 1:
-            out += [segment[i : i + 2] for i in range(len(segment) - 1)]
+            out += map(add, segment, segment[1:])  # its bigrams, in C
         out += filter(None, map(unigram, segment))
     return out
 
@@ -500,38 +512,12 @@ def loose_terms(text: str, held: Iterable[str] | None = None) -> list[tuple[str,
         "打球"), matches a word with a character left out (SKIP_WEIGHT), so
         打篮球 finds 打球 when nothing holds 篮球.
 
-    `held` is `tokenize(text)` when the caller has it already.
+    `held` is `tokenize(text)` (or its set) when the caller has it already.
     """
     folded = fold(text)
     out: dict[str, float] = {}
     if has_cjk(folded):
-        unigram = _UNIGRAMS.__getitem__
-        segments = [
-            segment for run in _CJK_RUN.findall(folded)
-            for segment in _CHINESE_STOP.split(run) if len(segment) > 1
-        ]
-        # Two different function characters between segments: no skip bigram or doubled
-        # character spans them (neither has a unigram). The rest in C, in text order.
-        joined = _SEGMENT_GAP.join(segments)
-        able = list(map(bool, map(unigram, joined)))  # False: a function character
-        third = joined[2:]
-        keep = list(map(mul, map(mul, able, able[2:]), map(str.__ne__, joined, third)))
-        skips = list(compress(map(add, joined, third), keep))
-        doubled = list(compress(range(len(joined)), map(mul, map(str.__eq__, joined,
-                                                                   joined[1:]), able)))
-        if not doubled:
-            out = dict.fromkeys(skips, SKIP_WEIGHT)
-        else:
-            # A segment's doubled characters come before its skip bigrams.
-            where = list(compress(range(len(joined)), keep))
-            starts = list(accumulate([len(segment) + 2 for segment in segments], initial=0))
-            done = 0
-            for place in doubled:
-                cut = bisect_left(where, starts[bisect_right(starts, place) - 1])
-                _add_new(out, skips[done:cut], SKIP_WEIGHT)
-                done = max(done, cut)
-                out[unigram(joined[place])] = REDUPLICATED_WEIGHT
-            _add_new(out, skips[done:], SKIP_WEIGHT)
+        out = _loose_chinese(folded)
     found = _WORD.findall(folded)
     previous = ""
     for word in found:
@@ -557,25 +543,82 @@ def loose_terms(text: str, held: Iterable[str] | None = None) -> list[tuple[str,
     if not out:
         return []
     # What the query holds already goes, but for a unigram or a name (a weight they set).
-    held = set(tokenize(text) if held is None else held).intersection(out)
-    gone = {term for term in held.difference(names) if not is_unigram(term)}
-    if not gone:
-        return list(out.items())
-    return [(term, weight) for term, weight in out.items() if term not in gone]
+    if not isinstance(held, (set, frozenset)):
+        held = set(tokenize(text) if held is None else held)
+    held = held.intersection(out)
+    for term in held.difference(names):
+        if not is_unigram(term):
+            del out[term]
+    return list(out.items())
 
 
 _PARTICLES = ("in", "up", "out", "on", "off", "down", "over")
 _SEGMENT_GAP = "的了"
+_MARK = "\x00"  # a function character, in `_loose_chinese`
+_MARKING: list[re.Pattern[str]] = []  # compiled on the first Chinese query
 
 
-def _add_new(out: dict[str, float], terms: list[str], weight: float) -> None:
-    """`out.setdefault(term, weight)` for each term, in order (in C)."""
-    added = dict.fromkeys(terms, weight)
+def _loose_chinese(folded: str) -> dict[str, float]:
+    """The doubled characters and skip bigrams of a text's CJK runs, once each, in text order.
+
+    Over the whole text at once, in C but for a step per segment holding a
+    doubled character (a segment's doubled characters come before its skip
+    bigrams). A skip bigram, joined[i] + joined[i + 2], is one of two
+    characters that are no function characters and not the same one: a
+    property of the pair, so every pair is made and de-duplicated first and
+    the pairs that are none dropped after (a pasted page of 4,000 characters
+    has some 2,500 distinct pairs; testing each position took three times as
+    long). `tests/test_query_bound.py` holds it to a plain loop per segment.
+    """
+    if not _MARKING:
+        stops = "".join(sorted(CHINESE_STOP_CHARS))
+        _MARKING.append(re.compile(f"[{stops}]"))
+        _MARKING.append(re.compile(f"(?=([^{_MARK}])\\1)"))  # a doubled character's place
+    marks, doubles = _MARKING
+    segments = [
+        segment for run in _CJK_RUN.findall(folded)
+        for segment in _CHINESE_STOP.split(run) if len(segment) > 1
+    ]
+    # Two different function characters between segments: no skip bigram or doubled
+    # character spans them. Every function character is then marked, the gap's too.
+    marked = marks.sub(_MARK, _SEGMENT_GAP.join(segments))
+    chars = set(marked)
+    chars.add(_MARK)
+    wrong = set(map(add, chars, chars))  # one character twice, or a function character
+    wrong.update(map(add, chars, repeat(_MARK)), map(add, repeat(_MARK), chars))
+    doubled = [match.start() for match in doubles.finditer(marked)]
+    if not doubled:
+        return _skip_pairs(marked, 0, len(marked), wrong)
+    out: dict[str, float] = {}
+    unigram = _UNIGRAMS.__getitem__
+    starts = list(accumulate([len(segment) + 2 for segment in segments], initial=0))
+    done = 0
+    for place in doubled:
+        start = starts[bisect_right(starts, place) - 1]
+        if start > done:
+            _update_new(out, _skip_pairs(marked, done, start, wrong))
+            done = start
+        out[unigram(marked[place])] = REDUPLICATED_WEIGHT
+    _update_new(out, _skip_pairs(marked, done, len(marked), wrong))
+    return out
+
+
+def _skip_pairs(marked: str, start: int, end: int, wrong: set[str]) -> dict[str, float]:
+    """The skip bigrams at places start to end - 1 of `marked`, once each, in text order."""
+    pairs = dict.fromkeys(map(add, marked[start:end], marked[start + 2 : end + 2]), SKIP_WEIGHT)
+    for pair in wrong.intersection(pairs):
+        del pairs[pair]
+    return pairs
+
+
+def _update_new(out: dict[str, float], added: dict[str, float]) -> None:
+    """`out.setdefault(term, weight)` for each item of `added`, in order (in C)."""
     for known in added.keys() & out.keys():
         del added[known]
     out.update(added)
-# A capitalised word inside a sentence (not after . ! ? or at the start) is a name.
-_NAME = re.compile(r"(?<=[^\s.!?。！？]\s)[A-Z][a-z]+(?:'s)?")
+# A capitalised word inside a sentence (not after . ! ? or at the start) is a name. (The
+# capital first, then the look behind: the engine then scans for the class, in C.)
+_NAME = re.compile(r"[A-Z](?<=[^\s.!?。！？]\s[A-Z])[a-z]+(?:'s)?")
 NAME_WEIGHT = 1.5
 MAX_VERB = 5
 SPLIT_WEIGHT = 0.3
