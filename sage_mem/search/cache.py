@@ -63,6 +63,11 @@ Nothing in it is trusted blindly:
   of the terms the tokenizer makes of a fixed sample, so a change there
   invalidates it; where and when the package was installed does not (a
   reinstall or an upgrade that changed none of it keeps the cache).
+- Writing: `save` (an index) and `build` (a large folder's cold build,
+  straight from the files, no index held) write the same bytes for the same
+  memories, section by section: records and term blocks go to a nameless
+  spill file beside the cache until the meta (first in the file) is known,
+  the postings are written term by term, nothing is built whole in memory.
 - Concurrency: written to a temp file in the same folder and renamed over
   the old one (not fsynced: a file torn by a crash fails its checksums), so
   a reader sees the old file or the new one, never a mix, and two processes
@@ -86,10 +91,12 @@ import zlib
 from array import array
 from bisect import bisect_left
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, fields
 from itertools import accumulate, filterfalse
+from operator import itemgetter, sub
 from pathlib import Path
-from typing import cast
+from typing import BinaryIO, cast
 
 from ..disk.folder import MemoryFolder, is_walked
 from ..disk.safe_io import make_private_dirs
@@ -98,6 +105,7 @@ from ..memory.value import Memory, ValueProblem
 from .index import (
     FIELDS,
     BackingError,
+    Builder,
     Columns,
     Export,
     Index,
@@ -853,79 +861,192 @@ def save(
     try:
         make_private_dirs(path.parent)
         _remove_stale_temps(path.parent)
-        with gc_paused():
-            sections, meta_crc = _encode(index.export(), folder.root, entries, started_ns)
-        header = {
-            "version": FORMAT_VERSION,
-            "fingerprint": fingerprint(index.scoring),
-            "root": str(folder.root),
-            "started_ns": started_ns,
-            "written_ns": time.time_ns(),
-            "meta_crc": meta_crc,
-        }
-        _write(path, header, sections)
+        with gc_paused(), _spill(path.parent) as spill:
+            export = index.export()
+            records = _spill_records(export, folder.root, spill)
+            terms, found, weighed, tops = export.postings
+            # Every postings column is an array or a memoryview (Index.export, Backing.terms):
+            # buffers, as crc32 and the file's writes need.
+            numbers = cast("list[array | memoryview]", found)
+            weights = cast("list[array | memoryview]", weighed)
+            body = _Body(
+                export.columns, array("I", export.lengths), terms, list(map(len, numbers)),
+                lambda term: (numbers[term], weights[term]), tops.__getitem__,
+            )
+            _write(path, _header(index.scoring, folder, started_ns), body, spill, records,
+                   entries, started_ns)
     except OSError:
         return False
     return True
 
 
-def _encode(
-    export: Export, root: Path, entries: dict[str, Entry], started_ns: int
-) -> tuple[dict[str, bytes], int]:
-    """The sections of a cache file, and the CRC-32 of its meta."""
-    terms, unsorted_numbers, unsorted_weights, tops = export.postings
-    crcs = [zlib.crc32(term.encode("utf-8", "surrogatepass")) for term in terms]
-    order = sorted(range(len(terms)), key=crcs.__getitem__)
-    # Every postings column is an array or a memoryview (Index.export, Backing.terms):
-    # buffers, as crc32 and bytes.join below need.
-    numbers = cast("list[array | memoryview]", list(map(unsorted_numbers.__getitem__, order)))
-    weights = cast("list[array | memoryview]", list(map(unsorted_weights.__getitem__, order)))
-    starts = list(accumulate(map(len, numbers), initial=0))
-    postings_crcs = [
-        zlib.crc32(w, zlib.crc32(n)) for n, w in zip(numbers, weights, strict=True)
-    ]
-    table = list(zip(
-        map(crcs.__getitem__, order), map(terms.__getitem__, order), starts, starts[1:],
-        map(tops.__getitem__, order), postings_crcs, strict=False,
-    ))
-    blocks = [
-        _checked_piece(marshal.dumps(table[first : first + TERM_BLOCK]))
-        for first in range(0, len(table), TERM_BLOCK)
-    ]
-    columns = export.columns
+def build(
+    folder: MemoryFolder,
+    memories: Iterable[Memory],
+    entries: Callable[[], dict[str, Entry]],
+    *,
+    scoring: Scoring,
+    started_ns: int,
+) -> int | None:
+    """Write the cache of `folder` straight from its memories, with no `Index` in between.
+
+    `memories` come in id order, each id once (they are numbered so); each is
+    counted (`index.Builder`) and its record written to a spill file as it
+    comes, so the caller holds none of them. `entries` is asked once every
+    memory was read. The file is byte for byte what `save` of an index built
+    from the same memories writes. Returns how many memories it holds, or None
+    when the state folder cannot take it.
+    """
+    path = cache_path(folder)
+    try:
+        make_private_dirs(path.parent)
+        _remove_stale_temps(path.parent)
+        with gc_paused(), _spill(path.parent) as spill, _spill(path.parent) as counts:
+            builder = Builder(scoring, spill=counts)
+            prefix = str(folder.root) + os.sep
+            records = array("Q")
+            for memory in memories:
+                builder.add(memory)
+                piece = _record_piece(memory, prefix)
+                spill.write(piece)
+                records.append(len(piece))
+            packed = builder.finish()
+            starts = packed.starts
+            slots, weights = memoryview(packed.slots), memoryview(packed.weights)
+
+            def postings(term: int) -> tuple[memoryview, memoryview]:
+                begin, end = starts[term], starts[term + 1]
+                return slots[begin:end], weights[begin:end]
+
+            body = _Body(
+                packed.columns, packed.lengths, packed.terms,
+                array("q", map(sub, starts[1:], starts[:-1])), postings,
+                lambda term: max(postings(term)[1]),
+            )
+            # `builder` is still alive here, its rows too: see `_write`.
+            _write(path, _header(scoring, folder, started_ns), body, spill, records,
+                   entries(), started_ns)
+            del builder
+            return len(records)
+    except OSError:
+        return None
+
+
+@dataclass
+class _Body:
+    """What a cache file holds besides its records: from an `Export` or a `Packed` build."""
+
+    columns: Columns
+    lengths: array
+    terms: list[str]
+    sizes: Sequence[int]
+    postings: Callable[[int], tuple[memoryview | array, memoryview | array]]
+    top: Callable[[int], float]
+
+
+@contextmanager
+def _spill(folder: Path) -> Iterator[BinaryIO]:
+    """A nameless temporary file beside the cache: records and term blocks, until the meta
+    (which comes first in the file and says where they start) is known."""
+    import tempfile  # not on the hook's path
+
+    with tempfile.TemporaryFile(dir=folder) as spill:
+        yield spill
+
+
+def _record_piece(memory: Memory, prefix: str) -> bytes:
+    values = [getattr(memory, name) for name in _MEMORY_FIELDS]
+    where = str(memory.path)
+    values[_MEMORY_FIELDS.index("path")] = (
+        where[len(prefix) :] if where.startswith(prefix) else where
+    )
+    values[_PROBLEMS] = tuple(  # marshal takes no str subclass: a coded problem as a tuple
+        (str(p), p.code, p.key) if isinstance(p, ValueProblem) else p
+        for p in memory.problems
+    )
+    return _checked_piece(marshal.dumps(tuple(values)))
+
+
+def _spill_records(export: Export, root: Path, spill: BinaryIO) -> array:
+    """Each memory's record, written to `spill`; their lengths."""
     base = export.base if isinstance(export.base, _Backing) else None
-    records = []
     prefix = str(root) + os.sep
+    lengths = array("Q")
     for number in export.numbers:
         if base is not None and number < export.base_count:
             # As stored (the same root): no memory to make and marshal again.
-            records.append(_checked_piece(base.record(number)))
-            continue
-        memory = export.memory(number)
-        values = [getattr(memory, name) for name in _MEMORY_FIELDS]
-        where = str(memory.path)
-        values[_MEMORY_FIELDS.index("path")] = (
-            where[len(prefix) :] if where.startswith(prefix) else where
-        )
-        values[_PROBLEMS] = tuple(  # marshal takes no str subclass: a coded problem as a tuple
-            (str(p), p.code, p.key) if isinstance(p, ValueProblem) else p
-            for p in memory.problems
-        )
-        records.append(_checked_piece(marshal.dumps(tuple(values))))
-    sorted_crcs, sizes = array("I", sorted(crcs)), array("I", map(len, numbers))
-    counts = sorted_crcs + sizes
+            piece = _checked_piece(base.record(number))
+        else:
+            piece = _record_piece(export.memory(number), prefix)
+        spill.write(piece)
+        lengths.append(len(piece))
+    return lengths
+
+
+def _header(scoring: Scoring, folder: MemoryFolder, started_ns: int) -> dict:
+    return {
+        "version": FORMAT_VERSION,
+        "fingerprint": fingerprint(scoring),
+        "root": str(folder.root),
+        "started_ns": started_ns,
+        "written_ns": time.time_ns(),
+    }
+
+
+def _write(
+    path: Path, header: dict, body: _Body, spill: BinaryIO, records: array,
+    entries: dict[str, Entry], started_ns: int,
+) -> None:
+    """Write the cache file, section by section, to a temp file renamed over `path`.
+
+    Nothing is built whole in memory: the term blocks go to `spill` after the
+    records, a block at a time, and each section is then copied or written in
+    place. The bytes are the same as when each section was one bytes object,
+    to the marshal flags: marshal marks an object held more than once
+    (FLAG_REF), so every object a block or the meta holds is kept referenced
+    elsewhere too, as it was (the index, the export, `Builder`'s rows).
+    """
+    terms, sizes, postings, top = body.terms, body.sizes, body.postings, body.top
+    crcs = array("I", (zlib.crc32(term.encode("utf-8", "surrogatepass")) for term in terms))
+    order = _crc_order(crcs)
+    sorted_crcs = array("I", map(crcs.__getitem__, order))
+    del crcs
+    counts = sorted_crcs + array("I", map(sizes.__getitem__, order))
+    records_length = spill.tell()
+    fences = array("I")
+    blocks = array("Q")
+    start = 0
+    total = 0
+    for first in range(0, len(order), TERM_BLOCK):
+        chosen = order[first : first + TERM_BLOCK]
+        texts = list(map(terms.__getitem__, chosen))
+        block_crcs = list(sorted_crcs[first : first + TERM_BLOCK])
+        parts = list(map(postings, chosen))
+        starts = list(accumulate(map(len, map(itemgetter(0), parts)), initial=start))
+        tops = list(map(top, chosen))
+        postings_crcs = [zlib.crc32(w, zlib.crc32(n)) for n, w in parts]
+        table = list(zip(block_crcs, texts, starts, starts[1:], tops, postings_crcs,
+                         strict=False))
+        piece = _checked_piece(marshal.dumps(table[:]))
+        spill.write(piece)
+        blocks.append(len(piece))
+        fences.append(block_crcs[0])
+        start = starts[-1]
+        total = start
+    columns = body.columns
     pages = range(0, len(sorted_crcs), COUNTS_PAGE)
+    sizes_sorted = counts[len(sorted_crcs) :]
     meta = {
         "counts_page": COUNTS_PAGE,
         "counts_fences": array("I", [sorted_crcs[first] for first in pages]).tobytes(),
         "counts_pages": array("I", [
-            zlib.crc32(sizes[first : first + COUNTS_PAGE],
+            zlib.crc32(sizes_sorted[first : first + COUNTS_PAGE],
                        zlib.crc32(sorted_crcs[first : first + COUNTS_PAGE]))
             for first in pages
         ]).tobytes(),
         "ids": columns.ids,
-        "term_fences": array("I", [block[0] for block in table[::TERM_BLOCK]]).tobytes(),
-        "term_block_starts": array("Q", list(accumulate(map(len, blocks), initial=0))).tobytes(),
+        "term_fences": fences.tobytes(),
+        "term_block_starts": array("Q", accumulate(blocks, initial=0)).tobytes(),
         "averages": [columns.averages[name] for name in FIELDS],
         "length_sums": [columns.length_sums[name] for name in FIELDS],
         # Equal values as one object, which marshal then writes once and a reader makes
@@ -944,12 +1065,13 @@ def _encode(
             relative: entry.problem for relative, entry in entries.items() if entry.problem
         },
     }
+    del sorted_crcs, sizes_sorted
     # Columns of the meta kept out of its marshal, each a section of its own read as it is
     # (no copy made by unmarshalling): the paths in the order of the walk they come from
     # (`Loaded.compare`), joined by NUL, their signatures packed.
     columns_out = {
-        "lengths": array("I", export.lengths).tobytes(),
-        "record_starts": array("Q", list(accumulate(map(len, records), initial=0))).tobytes(),
+        "lengths": body.lengths.tobytes(),
+        "record_starts": array("Q", accumulate(records, initial=0)).tobytes(),
         "paths": "\0".join(entries).encode("utf-8", "surrogatepass"),
         "signatures": _column(
             [value for entry in entries.values() for value in entry.signature]
@@ -957,48 +1079,53 @@ def _encode(
     }
     meta["column_crcs"] = {name: zlib.crc32(data) for name, data in columns_out.items()}
     meta_bytes = marshal.dumps(meta)
-    # bytes.join takes arrays and memoryviews as they are: one copy, in C.
-    sections = {
-        "meta": meta_bytes,
-        **columns_out,
-        "records": b"".join(records),
-        "terms": b"".join(blocks),
-        "slots": b"".join(numbers),
-        "weights": b"".join(weights),
-        "counts": counts.tobytes(),
+    del meta
+    lengths = {
+        "meta": len(meta_bytes),
+        **{name: len(data) for name, data in columns_out.items()},
+        "records": records_length,
+        "terms": spill.tell() - records_length,
+        "slots": total * 4,
+        "weights": total * 4,
+        "counts": len(counts) * 4,
     }
-    return sections, zlib.crc32(meta_bytes)
-
-
-def _shared(values: list) -> list:
-    """`values` with each run of equal values made one object (`marshal` refers back to it)."""
-    first: dict = {}
-    return list(map(first.setdefault, values, values))
-
-
-def _write(path: Path, header: dict, sections: dict[str, bytes]) -> None:
+    del records_length  # each length held by the header alone, as marshal then flags it
     placed: dict[str, tuple[int, int]] = {}
     # The header's size depends on the offsets it holds: place the sections after a
     # generous allowance, then fill the gap.
     allowance = 4096
     offset = 16 + allowance
-    for name, data in sections.items():
+    for name in tuple(lengths):
         offset = (offset + 7) & ~7
-        placed[name] = (offset, len(data))
-        offset += len(data)
-    header = dict(header, sections=placed, size=offset)
-    body = marshal.dumps(header)
-    header_bytes = zlib.crc32(body).to_bytes(4, "little") + body
+        placed[name] = (offset, lengths.pop(name))
+        offset += placed[name][1]
+    header = dict(header, meta_crc=zlib.crc32(meta_bytes), sections=placed, size=offset)
+    header_body = marshal.dumps(header)
+    header_bytes = zlib.crc32(header_body).to_bytes(4, "little") + header_body
     if len(header_bytes) > allowance:
         raise OSError("index cache: header larger than its allowance")
     temp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
-        with os.fdopen(fd, "wb") as handle:
+        with os.fdopen(fd, "wb", buffering=1 << 20) as handle:
             handle.write(MAGIC + len(header_bytes).to_bytes(8, "little") + header_bytes)
-            for name, data in sections.items():
+            handle.seek(placed["meta"][0])
+            handle.write(meta_bytes)
+            del meta_bytes
+            for name, data in columns_out.items():
                 handle.seek(placed[name][0])
                 handle.write(data)
+            del columns_out
+            spill.seek(0)
+            for name in ("records", "terms"):
+                handle.seek(placed[name][0])
+                _copy(spill, handle, placed[name][1])
+            for side in (0, 1):
+                handle.seek(placed[("slots", "weights")[side]][0])
+                for term in order:
+                    handle.write(postings(term)[side])
+            handle.seek(placed["counts"][0])
+            handle.write(counts)
             handle.truncate(offset)
         # No fsync: a cache lost or torn by a crash fails its checksums and is rebuilt,
         # and an fsync of tens of megabytes would cost more than the rebuild saves.
@@ -1009,6 +1136,50 @@ def _write(path: Path, header: dict, sections: dict[str, bytes]) -> None:
         except FileNotFoundError:
             pass
         raise
+
+
+def _shared(values: list) -> list:
+    """`values` with each run of equal values made one object (`marshal` refers back to it)."""
+    first: dict = {}
+    return list(map(first.setdefault, values, values))
+
+
+def _crc_order(crcs: array) -> array:
+    """The term numbers by CRC-32, ties in term order (as a stable sort gives them).
+
+    A counting sort on the top 16 bits, then each bucket (a few dozen terms)
+    sorted: `sorted` of all of them at once would hold a Python int and a list
+    slot per term (100 MB at 100,000 memories), the build's peak.
+    """
+    size = 1 << 16
+    sizes = array("q", [0]) * (size + 1)
+    for crc in crcs:
+        sizes[(crc >> 16) + 1] += 1
+    starts = array("q", accumulate(sizes))
+    del sizes
+    cursor = array("q", starts)
+    order = array("I", [0]) * len(crcs)
+    for number, crc in enumerate(crcs):
+        bucket = crc >> 16
+        order[cursor[bucket]] = number
+        cursor[bucket] += 1
+    del cursor
+    key = crcs.__getitem__
+    for bucket in range(size):
+        begin, end = starts[bucket], starts[bucket + 1]
+        if end - begin > 1:
+            order[begin:end] = array("I", sorted(order[begin:end], key=key))
+    return order
+
+
+def _copy(source: BinaryIO, target: BinaryIO, length: int) -> None:
+    """`length` bytes from where `source` is to where `target` is."""
+    while length > 0:
+        data = source.read(min(length, 1 << 20))
+        if not data:
+            raise OSError("index cache: the spill file is cut short")
+        target.write(data)
+        length -= len(data)
 
 
 def _remove_stale_temps(folder: Path) -> None:
