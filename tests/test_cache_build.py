@@ -298,3 +298,26 @@ def test_a_large_folder_built_straight_to_the_cache_answers_as_one_built_in_memo
     # The very file the small folder's store wrote from its index (the clock stands still).
     assert (cache_module.cache_path(streamed.folder).read_bytes()
             == cache_module.cache_path(in_memory.folder).read_bytes())
+
+
+def test_the_build_memory_benchmark_measures_a_cold_build_and_a_rewrite(tmp_path: Path) -> None:
+    import json
+    import subprocess
+    import sys
+
+    folder = tmp_path / "memory"
+    make_folder(folder, 60, 5)
+    before = sorted((path, path.read_bytes()) for path in folder.rglob("*.md"))
+    result = subprocess.run(
+        [sys.executable, str(Path(__file__).resolve().parent.parent / "benchmarks" /
+                             "build_memory.py"), str(folder), "--state", str(tmp_path / "state"),
+         "--rewrite", "40", "--work", str(tmp_path / "work")],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    figures = json.loads(result.stdout.strip().splitlines()[-1])
+    assert figures["cold"]["how"] == "built" and figures["rewrite"]["how"] == "cache"
+    assert figures["cold"]["memories"] == figures["rewrite"]["memories"] > 50
+    assert figures["rewrite"]["peak_rss_mb"] > 0 and figures["cold"]["cpu_s"] > 0
+    # The folder measured is copied, never written.
+    assert sorted((path, path.read_bytes()) for path in folder.rglob("*.md")) == before
