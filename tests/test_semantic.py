@@ -104,7 +104,7 @@ def ids(hits: list) -> list[str]:
 def test_fuse_scales_each_side_and_weighs_them() -> None:
     lexical = [("a", 10.0), ("b", 6.0), ("c", 2.0)]
     cosines = {"a": 0.5, "b": 0.9, "c": 0.1, "d": 0.8}
-    ranked = fusion.fuse(lexical, cosines, ["b", "d", "a"], weight=0.5, complete=True)
+    ranked = fusion.fuse(lexical, cosines, ["b", "d", "a"], weight=0.5, complete=True, spread=1)
     # Every match in the lexical list: lexical scaled from 0 (no match) to the best, cosines
     # min-max over the candidates:
     # a: 1.0, (0.5-0.1)/0.8=0.5 -> 0.75; b: 0.6, 1.0 -> 0.8; d: 0, 0.875 -> 0.4375; c: 0.2, 0 -> 0.1
@@ -125,10 +125,11 @@ def test_fuse_of_a_cut_lexical_list_is_min_max_on_both_sides() -> None:
 def test_fuse_ranks_a_memory_without_a_vector_by_its_lexical_score() -> None:
     lexical = [("a", 10.0), ("nov", 8.0), ("c", 2.0)]
     cosines = {"a": 0.2, "c": 0.9, "d": 0.5}  # "nov" has no vector
-    ranked = dict(fusion.fuse(lexical, cosines, ["c", "d", "a"], weight=0.5))
+    ranked = dict(fusion.fuse(lexical, cosines, ["c", "d", "a"], weight=0.5, spread=1))
     # nov: lexical (8 - 2) / (10 - 2) = 0.75 on both sides.
     assert ranked["nov"] == pytest.approx(0.75 * 10.0)
-    ranked = dict(fusion.fuse(lexical, cosines, ["c", "d", "a"], weight=0.5, complete=True))
+    ranked = dict(fusion.fuse(lexical, cosines, ["c", "d", "a"], weight=0.5, complete=True,
+                              spread=1))
     assert ranked["nov"] == pytest.approx(0.8 * 10.0)  # 8 / 10
 
 
@@ -146,6 +147,27 @@ def test_trust_weighs_the_semantic_side_too(tmp_path: Path) -> None:
     store.feedback("pendant_doubted", helpful=False)
     store.embed(embedder=WordsEmbedder())  # (trust is not embedded: nothing made)
     assert ids(store.search("gift", limit=2)) == ["pendant_trusted", "pendant_doubted"]
+
+
+def test_fused_scores_are_spread_so_the_hook_floor_keeps_what_nears_the_fused_top() -> None:
+    from sage_mem.agents.context import above_floor
+    from sage_mem.search.index import Hit
+
+    lexical = [("a", 10.0), ("b", 6.0), ("c", 2.0)]
+    cosines = {"a": 0.5, "b": 0.9, "c": 0.1, "d": 0.8}
+    plain = fusion.fuse(lexical, cosines, ["b", "d", "a"], weight=0.5, complete=True, spread=1)
+    spread = fusion.fuse(lexical, cosines, ["b", "d", "a"], weight=0.5, complete=True)
+    assert [key for key, _ in spread] == [key for key, _ in plain]  # the same ranking
+    # b 0.8, a 0.75, d 0.4375, c 0.1 of the unit 10: squared, then times 10.
+    assert [score for _, score in spread] == pytest.approx([6.4, 5.625, 1.914, 0.1], abs=1e-3)
+
+    def kept(ranked: list[tuple[str, float]]) -> list[str]:
+        hits = [Hit(key, score, "", None, 0.5, None) for key, score in ranked]
+        return [hit.id for hit in above_floor(hits, corpus_size=4)]
+
+    # d is at 0.55 of the fused top: over half of it, under 0.71.
+    assert kept(plain) == ["b", "a", "d"]
+    assert kept(spread) == ["b", "a"]
 
 
 def test_fuse_with_nothing_lexical_scores_zero_in_lexical_units() -> None:
@@ -477,7 +499,8 @@ def test_a_long_lived_process_answers_a_hook_with_the_semantic_signal(tmp_path: 
         return sorted(found, key=text.index)
 
     assert order(lexical) == ["melanie_birthday_party", "caroline_pendant"]
-    assert order(fused) == ["caroline_pendant", "melanie_birthday_party"]
+    # The answer by meaning first; the decoy, far below it once fused, under the floor.
+    assert order(fused) == ["caroline_pendant"]
 
 
 # the command, and the real backend

@@ -29,11 +29,11 @@ some memories, those keep their lexical place among the others; when none
 exist (no vector file, or the extra not installed), the store does not call
 this module and search is exactly lexical.
 
-Scores are returned in the lexical score's units: fused times the best
-lexical score of the candidates, so the best memory on both sides scores
-what it scores lexically, and the hook's relevance floor
-(`agents/context.above_floor`: a share of one unique term's idf and of the
-top hit) reads them as it reads lexical ones. A memory found by meaning
+Scores are returned in the lexical score's units: fused (raised to SPREAD,
+which keeps the ranking) times the best lexical score of the candidates, so
+the best memory on both sides scores what it scores lexically, and the
+hook's relevance floor (`agents/context.above_floor`: a share of one unique
+term's idf and of the top hit) reads them as it reads lexical ones. A memory found by meaning
 alone when no memory shares a word with the query scores 0: a search lists
 it, a hook never injects it unasked.
 
@@ -60,6 +60,12 @@ if TYPE_CHECKING:
 
 LEXICAL_WEIGHT = 0.4
 DEPTH = 50
+# Fused scores are returned raised to this power (times the best lexical score): the same
+# ranking, spread like lexical scores, so that the hook's floor at half the top hit keeps
+# what reaches 0.71 of the fused top (0.5 ** (1 / 2)). Min-max fusion packs the candidates
+# near the top (each side lends the other a share), and at half of it the hook injected more
+# memories with the extra than without, fewer of them relevant (docs/retrieval.md).
+SPREAD = 2.0
 
 
 def _scaled(values: Mapping[str, float], *, from_zero: bool = False) -> dict[str, float]:
@@ -79,6 +85,7 @@ def fuse(
     weight: float = LEXICAL_WEIGHT,
     complete: bool = False,
     factors: Mapping[str, float] | None = None,
+    spread: float = SPREAD,
 ) -> list[tuple[str, float]]:
     """(id, fused score in lexical units), best first, ties by id (see the module docstring).
 
@@ -87,7 +94,8 @@ def fuse(
     vector; `complete` says that `lexical` holds every memory that matches
     (it was not cut at the depth), so that its low end is 0, not its least score;
     `factors` the trust (and recency) multiplier of each candidate, which the
-    lexical scores hold already and the semantic side is multiplied by.
+    lexical scores hold already and the semantic side is multiplied by;
+    `spread` the power the fused scores are raised to (SPREAD).
     """
     lexical_scores = dict(lexical)
     candidates = list(dict.fromkeys([*lexical_scores, *nearest]))
@@ -104,7 +112,7 @@ def fuse(
     # At the minimum of both sides (or of the one side it has), nothing speaks for a memory.
     ranked = sorted((key for key in candidates if fused[key] > 0.0),
                     key=lambda key: (-fused[key], key))
-    return [(key, fused[key] * unit) for key in ranked]
+    return [(key, fused[key] ** spread * unit) for key in ranked]
 
 
 def search(
@@ -155,4 +163,4 @@ def search(
     return out
 
 
-__all__ = ["DEPTH", "LEXICAL_WEIGHT", "fuse", "search"]
+__all__ = ["DEPTH", "LEXICAL_WEIGHT", "SPREAD", "fuse", "search"]
