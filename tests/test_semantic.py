@@ -589,3 +589,52 @@ def test_two_processes_never_make_the_same_vectors_twice(tmp_path: Path) -> None
         thread.join(20)
     assert sorted(updated.embedded for updated in done) == [0, 6]
     assert first.passages + second.passages == 12  # each memory's two pieces once
+
+
+def test_a_long_lived_process_keeps_every_shared_folders_vectors_current(
+    tmp_path: Path,
+) -> None:
+    from sage_mem.folders.several import Folders, FolderSpec
+
+    personal, team = tmp_path / "me", tmp_path / "team"
+    gift_folder(personal)
+    gift_folder(team)
+    lines: list[str] = []
+    specs = [FolderSpec("me", personal, personal=True), FolderSpec("team", team, read_only=True)]
+    with Folders(specs, watch=True) as folders:
+        model = WordsEmbedder()
+        assert folders.keep_vectors(lines.append, embedder=model) == ["me", "team"]
+        shared = folders.stores["team"]
+        assert shared._embedding is not None and shared._embedding.wait_idle(20)
+        assert any(line.startswith("team: ") and "embedding 6 memories" in line
+                   for line in lines)
+        # Made in the team folder's own state folder, and its search fuses with them.
+        assert vectors.vectors_path(shared.folder).is_file()
+        assert ids(shared.search("What gift did Caroline get?", limit=1)) == ["caroline_pendant"]
+        before = sorted(p.name for p in team.rglob("*"))
+        write_memory(team, "oscar_dog", memory("Oscar the dog got a pendant as a gift"))
+
+        def embedded() -> bool:
+            found = shared.index.get("oscar_dog")
+            return bool(found is not None and "pendant" in found.description
+                        and not shared._semantic_signal().stale([found]))
+
+        from support import wait_until
+
+        wait_until(embedded, timeout=20)
+        assert sorted(p.name for p in team.rglob("*")) == before  # nothing new in the folder
+
+
+def test_shared_folders_keep_no_vectors_without_the_extra(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sage_mem.folders.several import Folders, FolderSpec
+
+    monkeypatch.setenv("SAGE_MEM_SEMANTIC", "0")
+    personal, team = tmp_path / "me", tmp_path / "team"
+    gift_folder(personal)
+    gift_folder(team)
+    specs = [FolderSpec("me", personal, personal=True), FolderSpec("team", team)]
+    with Folders(specs) as folders:
+        assert folders.keep_vectors(lambda line: None) == []
+        assert folders.stores["team"]._embedding is None
