@@ -242,6 +242,8 @@ def run_set(name: str, folder: Path, args: argparse.Namespace) -> dict:
                               "chars": chars, "top5": bool({
                                   hit.id for hit in semantic.search(query, limit=5)
                               } & item["relevant"])})
+            if args.sweep:
+                sweep = (sweep or []) + run_sweep(semantic, fused)
     by_style = {
         style: score([item for item in prompts + fused if item["style"] == style])
         for style in args.styles + [f"{style} + semantic" for style in args.styles if fused]
@@ -249,7 +251,7 @@ def run_set(name: str, folder: Path, args: argparse.Namespace) -> dict:
     return {"questions": len(queries), "styles": by_style, "sweep": sweep}
 
 
-SWEEP = {
+SWEEP: dict[str, tuple[float, ...]] = {
     "unique": (0.15, 0.25, 0.35, 0.5),
     "top": (0.3, 0.4, 0.5, 0.6),
     "limit": (3, 4, 5),
@@ -280,6 +282,13 @@ def run_sweep(store: MemoryStore, prompts: list[dict]) -> list[dict]:
     return points
 
 
+def parse_fractions(text: str) -> list[float]:
+    try:
+        return [float(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a list of numbers: {text!r}") from None
+
+
 def parse_styles(text: str) -> list[str]:
     styles = [part.strip() for part in text.split(",") if part.strip()]
     if not styles or any(style not in STYLES for style in styles):
@@ -299,6 +308,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="prompt styles: plain,chat,pasted")
     parser.add_argument("--sweep", action="store_true",
                         help="also score a grid of the floor constants and the count")
+    parser.add_argument("--sweep-top", type=parse_fractions,
+                        help="with --sweep: these top-hit fractions instead of the grid's")
+    parser.add_argument("--sweep-limit", type=parse_fractions,
+                        help="with --sweep: these counts a prompt instead of the grid's")
     parser.add_argument("--semantic", action="store_true",
                         help="also answer each prompt as a long-lived process with the "
                              "semantic extra does over the hook socket")
@@ -307,6 +320,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="where the semantic row's vectors are kept between runs")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args(argv)
+    if args.sweep_top:
+        SWEEP["top"] = tuple(args.sweep_top)
+    if args.sweep_limit:
+        SWEEP["limit"] = tuple(int(n) for n in args.sweep_limit)
     folders = {name: args.data_root / SETS[name] for name in args.sets}
     for folder in folders.values():
         if not (folder / "memories").is_dir():
@@ -333,6 +350,12 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def print_sweep(name: str, points: list[dict]) -> None:
+    """One table per kind of answer (lexical, and `+ semantic` with --semantic)."""
+    for kind in dict.fromkeys(tuple(p["styles"]) for p in points):
+        print_sweep_table(name, [p for p in points if tuple(p["styles"]) == kind])
+
+
+def print_sweep_table(name: str, points: list[dict]) -> None:
     styles = list(points[0]["styles"])
     print(f"\n### sweep on {name} (injected / of top 5 / precision / chars per style)\n")
     print("| unique | top | limit | " + " | ".join(styles) + " |")

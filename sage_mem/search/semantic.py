@@ -3,11 +3,17 @@
 `Semantic` holds the vectors of `search/vectors.py`'s file (read again when
 another process wrote it) and answers two
 questions for search (`search/fusion.py`): which memories lie nearest a query
-(`nearest`), and the cosine of a given memory (`cosines`), each only for a
-vector made from the memory's current text (its text hash): a memory changed
-since its vector was made has none until it is made again. A vector is made
-from a memory's passage (description, then body; `vectors.passage_text`),
-never at query time: `update` makes those missing (the `embed` command's
+(`nearest`), and the score of a given memory (`cosines`), each only for
+vectors made from the memory's current text (its text hash): a memory changed
+since its vectors were made has none until they are made again. A memory's
+vectors are made from its pieces (its whole passage, then its description
+and each line of its body; `vectors.passage_pieces`), never at query time,
+and it scores the best of its pieces' cosines with the query plus
+PIECE_MEAN times its lines' mean (a
+memory's one line quoting what the question asks about is found though the
+rest of it is about something else); a query is embedded as it is and
+without its English question frame ("When did", `question_core`), the two
+vectors averaged: `update` makes those missing (the `embed` command's
 backfill), and `Background` runs it in a thread of a long-lived process
 (`serve`, `ui`, `daemon`) whenever the store's index changes, with its
 progress in that process's log; one process at a time makes a folder's
@@ -22,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -46,8 +53,67 @@ PROGRESS_EVERY_SECONDS = 10.0
 Progress = Callable[[int, int], None]
 
 
+# A memory's semantic score: the best of its pieces' cosines (the passage's or a line's) plus
+# this share of its lines' mean (one good line counts most; a memory about the question
+# throughout counts more).
+PIECE_MEAN = 1.0
+# An English question's frame ("What did", "When is", "How many"): the query is embedded with
+# and without it, and the two vectors averaged (what it asks about weighs more than how).
+_FRAME = re.compile(
+    r"^\s*(?:(?:what|when|where|who|whom|whose|which|why|how)"
+    r"(?:\s+(?:kinds?|types?|sort)\s+of)?(?:\s+(?:much|many|long|often|old))?\s+)?"
+    r"(?:(?:did|does|do|is|was|are|were|has|have|had|would|could|can|will|might|should)\s+)?",
+    re.IGNORECASE)
+
+
+def pieces(memory: Memory) -> list[str]:
+    return vectors.passage_pieces(memory.description, memory.body)
+
+
 def memory_hash(memory: Memory) -> str:
-    return vectors.text_hash(vectors.passage_text(memory.description, memory.body))
+    return vectors.text_hash("\x00".join(pieces(memory)))
+
+
+_CJK = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+
+
+def question_core(query: str) -> str:
+    """An English query without its question frame and "?" ("" when nothing is cut, or CJK)."""
+    if _CJK.search(query):
+        return ""  # measured on English questions only; a Chinese query is embedded as it is
+    core = _FRAME.sub("", query, count=1).rstrip(" ?")
+    return core if len(core) >= 3 and core != query.strip() else ""
+
+
+class Scored:
+    """Every stored memory's semantic score for one query (`Semantic.scored`)."""
+
+    def __init__(self, ids: Sequence[str], rows: dict[str, int], hashes: Sequence[str],
+                 scores: Any) -> None:
+        self.ids, self.rows, self.hashes, self.scores = ids, rows, hashes, scores
+
+    def nearest(self, count: int) -> list[tuple[str, float]]:
+        """The `count` best-scoring memories: (id, score), best first (current or not)."""
+        scores = self.scores
+        if not len(scores) or count <= 0:
+            return []
+        if count < len(scores):
+            best = np.argpartition(-scores, count - 1)[:count]
+        else:
+            best = np.arange(len(scores))
+        ranked = sorted(((float(scores[i]), self.ids[i]) for i in best), key=lambda x: -x[0])
+        return [(memory_id, score) for score, memory_id in ranked]
+
+    def of(self, memories: Iterable[Memory]) -> dict[str, float]:
+        """The score of each memory whose vectors are current; those without are left out."""
+        out = {}
+        for memory in memories:
+            row = self.rows.get(memory.id)
+            if row is not None and not memory.archived and self.hashes[row] == memory_hash(
+                memory
+            ):
+                out[memory.id] = float(self.scores[row])
+        return out
 
 
 @dataclass(frozen=True)
@@ -75,8 +141,8 @@ class Semantic:
         self._lock = threading.Lock()
         self._updating = threading.Lock()
         # Replaced whole, never changed in place: a search reads both halves of one state.
-        self._state: tuple[vectors.Stored, dict[str, int]] = (
-            vectors.Stored.empty(self.model), {})
+        self._state: tuple[vectors.Stored, dict[str, int], Any] = (
+            vectors.Stored.empty(self.model), {}, np.zeros(0, dtype=np.intp))
         self._signature: tuple[int, int, int] | None = None
         self.reload()
 
@@ -100,7 +166,11 @@ class Semantic:
             self._signature = signature
 
     def _set(self, stored: vectors.Stored) -> None:
-        self._state = (stored, {memory_id: row for row, memory_id in enumerate(stored.ids)})
+        starts = np.zeros(len(stored.counts), dtype=np.intp)
+        if stored.counts:
+            starts[1:] = np.cumsum(stored.counts[:-1])
+        self._state = (stored, {memory_id: row for row, memory_id in enumerate(stored.ids)},
+                       starts)
 
     def _save(self) -> None:
         with self._lock:
@@ -118,45 +188,52 @@ class Semantic:
         return len(self._state[0].ids)
 
     def query_vector(self, query: str) -> Any:
-        return np.asarray(self.embedder.embed_query(query), dtype=np.float32)
+        """The query's vector: the mean of the query's and its core's (`question_core`), normed."""
+        forms = [query]
+        core = question_core(query)
+        if core:
+            forms.append(core)
+        many = getattr(self.embedder, "embed_queries", None)
+        made = (np.asarray(many(forms), dtype=np.float32) if many is not None
+                else np.stack([np.asarray(self.embedder.embed_query(f), dtype=np.float32)
+                               for f in forms]))
+        vector = made.sum(axis=0)
+        norm = float(np.linalg.norm(vector))
+        return (vector / norm if norm else vector).astype(np.float32)
+
+    def scored(self, query_vector: Any) -> Scored:
+        """Each stored memory's score: its best piece's cosine plus PIECE_MEAN x its lines' mean.
+
+        A memory's first row is its whole passage, the others its lines
+        (`vectors.passage_pieces`); one of a single row is its own mean.
+        """
+        stored, rows, starts = self._state
+        if not stored.ids:
+            return Scored([], {}, [], np.zeros(0, dtype=np.float32))
+        cosines = stored.matrix @ query_vector
+        best = np.maximum.reduceat(cosines, starts)
+        passage = cosines[starts]
+        lines = np.asarray(stored.counts, dtype=np.float32) - 1.0
+        mean = np.where(lines > 0, (np.add.reduceat(cosines, starts) - passage)
+                        / np.maximum(lines, 1.0), passage)
+        return Scored(stored.ids, rows, stored.hashes, best + PIECE_MEAN * mean)
 
     def nearest(self, query_vector: Any, count: int) -> list[tuple[str, float]]:
-        """The `count` stored vectors nearest the query: (id, cosine), best first.
+        """The `count` memories scoring best for the query: (id, score), best first.
 
         Whether each is still current, and passes the search's filters, is the caller's to ask.
         """
-        stored = self._state[0]
-        if not stored.ids or count <= 0:
-            return []
-        scores = stored.matrix @ query_vector
-        if count < len(scores):
-            best = np.argpartition(-scores, count - 1)[:count]
-        else:
-            best = np.arange(len(scores))
-        ranked = sorted(((float(scores[i]), stored.ids[i]) for i in best), key=lambda x: -x[0])
-        return [(memory_id, score) for score, memory_id in ranked]
+        return self.scored(query_vector).nearest(count)
 
     def cosines(self, memories: Iterable[Memory], query_vector: Any) -> dict[str, float]:
-        """The cosine of each memory whose vector is current; those without one are left out."""
-        stored, rows = self._state
-        wanted: list[tuple[str, int]] = []
-        for memory in memories:
-            row = rows.get(memory.id)
-            if row is not None and not memory.archived and stored.hashes[row] == memory_hash(
-                memory
-            ):
-                wanted.append((memory.id, row))
-        if not wanted:
-            return {}
-        found = stored.matrix[[row for _, row in wanted]] @ query_vector
-        return {memory_id: float(score) for (memory_id, _), score in zip(wanted, found,
-                                                                          strict=True)}
+        """The score of each memory whose vectors are current; those without are left out."""
+        return self.scored(query_vector).of(memories)
 
     # making vectors
 
     def stale(self, memories: Iterable[Memory]) -> list[Memory]:
         """The memories in service whose vector is missing or was made from another text."""
-        stored, rows = self._state
+        stored, rows, _ = self._state
         out = []
         for memory in memories:
             if memory.archived:
@@ -178,14 +255,18 @@ class Semantic:
             live = {memory.id: memory_hash(memory) for memory in memories if not memory.archived}
             todo = self.stale(memories)
             with self._lock:
-                stored = self._state[0]
+                stored, _, starts = self._state
                 keep = [row for row, memory_id in enumerate(stored.ids)
                         if live.get(memory_id) == stored.hashes[row]]
                 removed = len(stored.ids) - len(keep)
                 if removed:
+                    taken = [np.arange(starts[row], starts[row] + stored.counts[row])
+                             for row in keep]
                     self._set(vectors.Stored(
                         self.model, [stored.ids[row] for row in keep],
-                        [stored.hashes[row] for row in keep], stored.matrix[keep],
+                        [stored.hashes[row] for row in keep],
+                        stored.matrix[np.concatenate(taken) if taken else []],
+                        [stored.counts[row] for row in keep],
                     ))
             kept = len(keep)
             if progress is not None:
@@ -193,11 +274,17 @@ class Semantic:
             saved = time.monotonic()
             for start in range(0, len(todo), BATCH):
                 batch = todo[start : start + BATCH]
-                texts = [vectors.passage_text(m.description, m.body) for m in batch]
-                made = np.asarray(self.embedder.embed_passages(texts), dtype=np.float32)
-                if made.shape != (len(batch), self.model.dimension):
+                cut = [pieces(m) for m in batch]
+                texts = [text for memory_pieces in cut for text in memory_pieces]
+                made = np.concatenate([
+                    np.asarray(self.embedder.embed_passages(texts[at : at + BATCH]),
+                               dtype=np.float32).reshape(-1, self.model.dimension)
+                    for at in range(0, len(texts), BATCH)
+                ])
+                if made.shape != (len(texts), self.model.dimension):
                     raise ValueError(f"{self.model.name} gave vectors of shape {made.shape}")
-                self._add([(m.id, memory_hash(m)) for m in batch], made)
+                self._add([(m.id, memory_hash(m), len(c)) for m, c in zip(batch, cut,
+                                                                          strict=True)], made)
                 if progress is not None:
                     progress(min(start + BATCH, len(todo)), len(todo))
                 if time.monotonic() - saved >= SAVE_EVERY_SECONDS:
@@ -234,23 +321,23 @@ class Semantic:
         finally:
             os.close(fd)
 
-    def _add(self, made: list[tuple[str, str]], matrix: Any) -> None:
+    def _add(self, made: list[tuple[str, str, int]], matrix: Any) -> None:
+        """Put in the vectors `made` (id, text hash, rows: `matrix`'s in order), replacing any."""
         with self._lock:
-            stored, rows = self._state
-            rows = dict(rows)
-            ids, hashes = list(stored.ids), list(stored.hashes)
-            replaced = [(rows[memory_id], number) for number, (memory_id, _) in enumerate(made)
-                        if memory_id in rows]
-            new = [number for number, (memory_id, _) in enumerate(made) if memory_id not in rows]
-            merged = np.concatenate([stored.matrix, matrix[new]]) if new else stored.matrix.copy()
-            for row, number in replaced:
-                merged[row] = matrix[number]
-                hashes[row] = made[number][1]
-            ids += [made[number][0] for number in new]
-            hashes += [made[number][1] for number in new]
-            order = sorted(range(len(ids)), key=ids.__getitem__)
-            self._set(vectors.Stored(self.model, [ids[i] for i in order],
-                                     [hashes[i] for i in order], merged[order]))
+            stored, _, starts = self._state
+            entries = {memory_id: (stored.hashes[row], stored.matrix[
+                starts[row] : starts[row] + stored.counts[row]])
+                for row, memory_id in enumerate(stored.ids)}
+            at = 0
+            for memory_id, text_hash, count in made:
+                entries[memory_id] = (text_hash, matrix[at : at + count])
+                at += count
+            ids = sorted(entries)
+            self._set(vectors.Stored(
+                self.model, ids, [entries[key][0] for key in ids],
+                np.concatenate([entries[key][1] for key in ids]) if ids
+                else np.zeros((0, self.model.dimension), dtype=np.float32),
+                [len(entries[key][1]) for key in ids]))
 
 
 def open_semantic(folder: MemoryFolder, embedder: Embedder | None = None, *,
@@ -344,4 +431,5 @@ class Background:
                      f"kept, {updated.removed} dropped in {updated.seconds:.1f} s")
 
 
-__all__ = ["Background", "Semantic", "Updated", "memory_hash", "open_semantic"]
+__all__ = ["PIECE_MEAN", "Background", "Scored", "Semantic", "Updated", "memory_hash",
+           "open_semantic", "pieces", "question_core"]

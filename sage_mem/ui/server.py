@@ -156,6 +156,9 @@ def run_ui(
         folders = Folders(specs, store=store, watch=True, poll=poll) if len(specs) > 1 else None
         for note in folders.missing_notes() if folders is not None else ():
             out.write(f"sage-mem ui: {note}\n")
+        if folders is not None:  # the shared folders' vectors too, with the semantic extra
+            folders.keep_vectors(lambda line: print(f"sage-mem ui: {line}", file=sys.stderr,
+                                                    flush=True))
         server = UiServer(store, port=port, folders=folders)
         out.write(
             f"sage-mem ui: {store.root} ({len(store.list())} memories)\n"
