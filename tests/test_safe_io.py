@@ -125,6 +125,67 @@ def test_a_save_between_the_check_and_the_swap_is_put_back(
     assert sorted(os.listdir(tmp_path)) == ["m.md"]
 
 
+def test_a_save_into_our_file_while_it_stood_at_the_path_stays_and_the_other_is_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two saves cross ours: one into the file we swapped out, one into ours at the path.
+
+    Putting the swapped-out file back would drop the second (our file is then
+    removed); the second stays where it was saved, the first beside it.
+    """
+    path = tmp_path / "m.md"
+    path.write_bytes(b"old")
+    seen = read(path)
+    real_swap = safe_io._swap
+    calls = []
+
+    def two_saves(first: Path, second: Path) -> bool:
+        if not calls:
+            path.write_bytes(b"editor save 1")  # in place, into the file we swap out
+        elif len(calls) == 1:
+            path.write_bytes(b"editor save 2")  # in place, into ours, standing at the path
+        calls.append(first)
+        return real_swap(first, second)
+
+    monkeypatch.setattr(safe_io, "_swap", two_saves)
+    with pytest.raises(FileChanged):
+        commit(path, b"ours", seen, mode=0o600, limit=LIMIT)
+    assert path.read_bytes() == b"editor save 2"
+    assert (tmp_path / "m.conflict-local.md").read_bytes() == b"editor save 1"
+    assert sorted(os.listdir(tmp_path)) == ["m.conflict-local.md", "m.md"]
+
+
+def test_a_file_renamed_over_ours_stays_and_the_save_we_swapped_out_is_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A save into the file we swapped out, then a save by rename over ours: both kept."""
+    path = tmp_path / "m.md"
+    path.write_bytes(b"old")
+    (tmp_path / "m.conflict-local.md").write_bytes(b"an earlier sibling")
+    seen = read(path)
+    real_swap = safe_io._swap
+    calls = []
+
+    def save_then_rename(first: Path, second: Path) -> bool:
+        if not calls:
+            path.write_bytes(b"editor save 1")  # in place, into the file we swap out
+        calls.append(first)
+        swapped = real_swap(first, second)
+        if len(calls) == 1:
+            new = tmp_path / ".m.md.swp"
+            new.write_bytes(b"editor save 2")
+            os.replace(new, path)  # by rename, over ours
+        return swapped
+
+    monkeypatch.setattr(safe_io, "_swap", save_then_rename)
+    with pytest.raises(FileChanged):
+        commit(path, b"ours", seen, mode=0o600, limit=LIMIT)
+    assert path.read_bytes() == b"editor save 2"
+    assert (tmp_path / "m.conflict-local.2.md").read_bytes() == b"editor save 1"
+    assert (tmp_path / "m.conflict-local.md").read_bytes() == b"an earlier sibling"
+    assert len(os.listdir(tmp_path)) == 3
+
+
 def test_a_touched_file_is_still_swapped_and_checked_after_the_swap(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -93,7 +93,8 @@ CHECKS: dict[str, tuple[Severity, str]] = {
     "conflict-markers": ("error", "git conflict markers left in the file"),
     "conflict-sibling": (
         "warning",
-        "another machine's version of a memory, kept by `sage-mem sync` when both changed it",
+        "another version of a memory kept beside it: by `sage-mem sync` when two machines"
+        " changed it, or when two saves crossed a write here (`.conflict-local`)",
     ),
     "secret": ("error", "a credential (API key, token, password, private key) in a memory"),
     "no-frontmatter": ("warning", "file has no frontmatter (no description, no category)"),

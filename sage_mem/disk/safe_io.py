@@ -162,6 +162,7 @@ def commit(path: Path, data: bytes, seen: Seen, *, mode: int, limit: int) -> Non
         create(path, data, mode=mode)
         return
     tmp, ours = _temp_file(path, data, seen.mode if seen.mode is not None else mode)
+    kept = True  # False: `tmp` names someone's save that could not be kept elsewhere
     try:
         # Same identity, or the same bytes under a new one (a `touch`): unchanged so far.
         if not _same_identity(path, seen) and _bytes_at(path, limit) != seen.raw:
@@ -175,8 +176,7 @@ def commit(path: Path, data: bytes, seen: Seen, *, mode: int, limit: int) -> Non
             # and no one may hold it open to write into it later. A save in the instant
             # between the check and the swap is put back.
             if _held_for_writing(tmp) or _bytes_at(tmp, limit) != seen.raw:
-                if _inode_at(path) == ours:
-                    _swap(tmp, path)
+                kept = _put_back(path, tmp, ours, data, limit)
                 raise FileChanged(f"{path.name}: changed on disk while it was written", path=path)
         else:
             # No atomic swap here: compare the bytes themselves (an identity can hide an
@@ -186,8 +186,43 @@ def commit(path: Path, data: bytes, seen: Seen, *, mode: int, limit: int) -> Non
                 raise FileChanged(f"{path.name}: changed on disk since it was read", path=path)
             os.replace(tmp, path)
     finally:
-        _remove_quietly(tmp)
+        if kept:
+            _remove_quietly(tmp)
     fsync_dir(path.parent)
+
+
+def _put_back(path: Path, swapped_out: Path, ours: int, data: bytes, limit: int) -> bool:
+    """Give `path` back the file our swap took from it, which someone saved into meanwhile.
+
+    Two saves may cross ours in that instant (a machine starved of CPU widens
+    it): one into the file we swapped out, one into ours while it stood at
+    `path`, or a file renamed over ours. Whatever stands at `path` then is the
+    newest save and stays; the file we swapped out, if it is not put back, is
+    kept beside it as a conflict sibling (`m.conflict-local.md`), never removed.
+    False when it could not be moved there: it then stays under its temp name.
+    """
+    if _inode_at(path) == ours:
+        _swap(swapped_out, path)
+        if not _held_for_writing(swapped_out) and _bytes_at(swapped_out, limit) == data:
+            return True  # put back; `swapped_out` is our own file again and goes
+        _swap(swapped_out, path)  # ours was saved into at `path`: that save stays there
+    number = 1
+    while os.path.lexists(conflict_sibling(path, "local", number)) and number < 1000:
+        number += 1
+    try:
+        move(swapped_out, conflict_sibling(path, "local", number))
+    except (OSError, InvalidMemory):
+        return False
+    return True
+
+
+def conflict_sibling(target: Path, label: str, number: int = 1) -> Path:
+    """`<id>.conflict-<label>.md` beside `target` (`.conflict-<label>.<number>.md` after the
+    first): where a version kept beside a memory goes, by `sage-mem sync` or a crossed save."""
+    stem = target.name[:-3] if target.name.endswith(".md") else target.name
+    return target.with_name(
+        f"{stem}.conflict-{label}" + (f".{number}" if number > 1 else "") + ".md"
+    )
 
 
 def _same_identity(path: Path, seen: Seen) -> bool:

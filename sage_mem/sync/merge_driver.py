@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..disk.safe_io import conflict_sibling
 from ..errors import InvalidMemory
 from ..memory import catalog
 from ..memory.file_format import DELETE, ParsedFile, edit_frontmatter, parse_bytes
@@ -118,10 +119,8 @@ def sibling_path(target: Path, label: str, data: bytes) -> tuple[Path, bool]:
     A sibling already holding exactly these bytes (a sync killed and run again)
     is used as it is, never written twice.
     """
-    stem = target.name[:-3] if target.name.endswith(".md") else target.name
     for number in range(1, 1000):
-        name = f"{stem}.conflict-{label}" + (f".{number}" if number > 1 else "") + ".md"
-        candidate = target.with_name(name)
+        candidate = conflict_sibling(target, label, number)
         if not os.path.lexists(candidate):
             return candidate, True
         try:
