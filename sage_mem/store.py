@@ -66,6 +66,10 @@ if TYPE_CHECKING:
 
 _UNSET: Any = object()
 _UNREADABLE = (-1, -1, -1, -1)
+# A reconcile looks at the files it found changed this many at a time, under the refresh lock.
+RECONCILE_CHUNK = 64
+# The longest a reconcile's walk waits at once for the hooks being answered (`hold_walks`).
+HOLD_SECONDS = 1.0
 # Short ids of ordinary characters are reachable by construction; others are checked
 # with the folder's id rules (a check that would cost a cold build of 100k files ~0.5 s).
 _PLAIN_ID = re.compile(r"[^\x00-\x1f\x7f\\%]{1,60}")
@@ -137,9 +141,14 @@ class MemoryStore:
         self.stats = Stats(self.folder.state_path("stats.json"))
         self._problems: dict[str, Problem] = {}
         # What was last seen of each file (size, mtime, inode, ctime), by path: see `_seen`.
-        self._seen_map: dict[str, tuple[int, int, int, int]] = {}
+        self._seen_map = _Seen()
         self._seen_later: tuple[str, Collection[str], Mapping[str, Any]] | None = None
+        # The stat walk (`cache.Walk`) the index was last brought in line with: see `reconcile`.
+        self._walked: Any = None
         self._refresh_lock = threading.RLock()
+        # Threads answering a hook, and how many holds each has on (see `hold_walks`).
+        self._holds: dict[int, int] = {}
+        self._holds_changed = threading.Condition()
         self._generation = -1
         self._batch_depth = 0
         self._batch_dirty = False
@@ -214,6 +223,9 @@ class MemoryStore:
             )
             self.index = loaded.index
             self.loaded = loaded
+            self._walked = None if loaded.left_out else loaded.walk
+            if loaded.how == "built" and self._walked is not None:
+                self._seen_map.touched = self._differing_from(self._walked)
 
     @property
     def build_needed(self) -> bool:
@@ -238,18 +250,30 @@ class MemoryStore:
                 later, self._seen_later = self._seen_later, None
                 if later is not None:
                     prefix, unchanged, signatures = later
-                    seen = dict(zip(
+                    seen = _Seen(zip(
                         map(prefix.__add__, unchanged),
                         map(signatures.__getitem__, unchanged),
                         strict=True,
                     ))
-                    seen.update(self._seen_map)
+                    dict.update(seen, self._seen_map)
+                    seen.touched = self._seen_map.touched
                     self._seen_map = seen
         return self._seen_map
 
     def _forget_seen(self) -> None:
         self._seen_later = None
-        self._seen_map.clear()
+        self._seen_map = _Seen()
+
+    def _differing_from(self, walk: Any) -> set[str]:
+        """The paths whose entry in `_seen` is not what `walk` found (after a build read them)."""
+        prefix = str(self.root) + os.sep
+        found = {prefix + name: at for at, name in enumerate(walk.names)}
+        seen = self._seen
+        touched = {key for key in seen if key not in found}
+        for key, at in found.items():
+            if seen.get(key) != walk.signature(at):
+                touched.add(key)
+        return touched
 
     def _recover_index(self) -> builtins.list[Memory]:
         """Every memory read again from its file, for an index whose cache turned out damaged.
@@ -264,6 +288,7 @@ class MemoryStore:
         # after _refresh_lock, and the other order could deadlock.
         self._problems.clear()
         self._forget_seen()
+        self._walked = None  # the next reconcile looks at every file
         if not self._build:
             if self.loaded is not None:
                 self.loaded.build_needed = True
@@ -319,15 +344,18 @@ class MemoryStore:
 
         Event types are not trusted: editors save by rename and `git checkout`
         rewrites hundreds of files, so each path is simply looked at again.
+        The folder itself (or a folder holding it) is a `reconcile`.
         """
         changed = 0
+        whole = False
         with self._refresh_lock:
             updates: list[Memory] = []
             for raw in paths:
                 path = Path(os.path.abspath(raw))
                 if _is_within(self.root, path):
-                    path = self.root
-                elif self._id_of(path)[0] is None and self._id_of(path / "x.md")[0] is None:
+                    whole = True
+                    continue
+                if self._id_of(path)[0] is None and self._id_of(path / "x.md")[0] is None:
                     # Nothing at or under this path can be a memory (.git/, an editor's
                     # temp file, autodream/, outside the folder): skip the walk and the
                     # scan that `git` and every atomic save would otherwise pay for.
@@ -340,6 +368,8 @@ class MemoryStore:
                 self.index.put(memory)
         if changed:
             self._changed()
+        if whole:
+            changed += self.reconcile()
         return changed
 
     def _refresh_file(self, path: Path, updates: list[Memory]) -> int:
@@ -400,8 +430,104 @@ class MemoryStore:
         return changed
 
     def reconcile(self) -> int:
-        """Compare the index with the folder by a stat walk and repair any difference."""
-        return self.refresh([self.root])
+        """Compare the index with the folder by a stat walk and repair any difference.
+
+        The watcher runs it every 30 s or more, to repair whatever its events
+        missed. One stat walk, the warm start's (`cache.scan`), compared with
+        the walk before it (`Walk.since`: in C, 3 ms at 100,000 files); then
+        looked at again, as `refresh` looks at a file (read only when its
+        signature is not the one last seen): the files new, changed or gone
+        since that walk, those whose entry the store changed since (`_Seen`:
+        an event's refresh, a write, a folder forgotten), and those that
+        could not be indexed. After a build or a damaged cache without such
+        a walk, every file is looked at. The walk waits between its chunks
+        while a hook is answered (`hold_walks`), and the refresh lock is held
+        only to look at RECONCILE_CHUNK files at a time, never for the walk.
+        """
+        from .search import cache
+
+        with self._refresh_lock:
+            before = self._walked
+            touched, self._seen_map.touched = self._seen_map.touched, set()
+        look = touched
+        try:
+            walk = cache.scan(self.folder, pause=self._between_chunks)
+            prefix = str(self.root) + os.sep
+            if before is None:
+                look.update(map(prefix.__add__, walk.names))
+                look.update(self._seen)
+            else:
+                changes = walk.since(before)
+                look.update(map(prefix.__add__, changes.differs))
+                look.update(map(prefix.__add__, changes.removed))
+            look.update(self._problems.copy())
+            keys = sorted(look)
+            changed = 0
+            for first in range(0, len(keys), RECONCILE_CHUNK):
+                if first:
+                    self._between_chunks()
+                with self._refresh_lock:
+                    updates: list[Memory] = []
+                    for key in keys[first : first + RECONCILE_CHUNK]:
+                        changed += self._refresh_file(Path(key), updates)
+                    for memory in updates:
+                        self.index.put(memory)
+        except BaseException:
+            with self._refresh_lock:  # looked at again by the next reconcile
+                self._seen_map.touched.update(look)
+            raise
+        with self._refresh_lock:
+            if self._walked is before:  # else a reload (or a later reconcile) set a newer one
+                self._walked = walk
+        if changed:
+            self._changed()
+        return changed
+
+    def hold_walks(self) -> Callable[[], None]:
+        """Hold the reconcile's stat walk off while a hook is answered; call what it returns after.
+
+        A long-lived process answers hooks (`agents/hook_socket.py`) in threads
+        of its own while its watcher's reconcile walks the folder in another:
+        sharing the interpreter, and on a loaded machine a core, with that walk
+        made a 6 ms answer take 20 to 40. The walk waits between its chunks
+        (`cache.PAUSE_FILES` files, about a millisecond) while a hold is on,
+        HOLD_SECONDS at most at a time, so a hook that never ends cannot stop
+        it; a reconcile in the holding thread itself does not wait. Calling
+        the returned function again does nothing.
+        """
+        ident = threading.get_ident()
+        with self._holds_changed:
+            self._holds[ident] = self._holds.get(ident, 0) + 1
+        released = False
+
+        def release() -> None:
+            nonlocal released
+            with self._holds_changed:
+                if released:
+                    return
+                released = True
+                left = self._holds.pop(ident) - 1
+                if left:
+                    self._holds[ident] = left
+                elif not self._holds:
+                    self._holds_changed.notify_all()
+
+        return release
+
+    def _between_chunks(self) -> None:
+        """Where a reconcile waits while a hook is answered (`hold_walks`)."""
+        if not self._holds:
+            return
+        import time
+
+        ident = threading.get_ident()
+        deadline = time.monotonic() + HOLD_SECONDS
+        with self._holds_changed:
+            while self._holds and ident not in self._holds:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return
+                self._holds_changed.wait(left)
 
     # reading
 
@@ -1152,6 +1278,34 @@ class Renamed:
             lines.append(f"Links updated in: {', '.join(self.relinked)}")
         lines.extend(f"not updated: {note}" for note in self.left)
         return "\n".join(lines) + "\n"
+
+
+class _Seen(dict[str, tuple[int, int, int, int]]):
+    """`MemoryStore._seen`: a dict that notes every path whose entry is set or dropped.
+
+    `touched` holds those paths since the last reconcile took them: what the
+    store changed its mind about (a file read again, a write, a folder
+    forgotten) that the next walk's comparison with the last one may not
+    show (a folder moved away and back keeps its files' signatures).
+    Filling it at once (`_Seen(pairs)`, `dict.update`) notes nothing.
+    """
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.touched: set[str] = set()
+
+    def __setitem__(self, key: str, value: tuple[int, int, int, int]) -> None:
+        self.touched.add(key)
+        super().__setitem__(key, value)
+
+    def __delitem__(self, key: str) -> None:
+        self.touched.add(key)
+        super().__delitem__(key)
+
+    def pop(self, key: str, *default: Any) -> Any:  # type: ignore[override]
+        if key in self:
+            self.touched.add(key)
+        return super().pop(key, *default)
 
 
 class _Files:

@@ -414,6 +414,127 @@ def test_reconcile_repairs_changes_made_while_nothing_watched(memory_dir: Path) 
         watcher.stop()
 
 
+def _events_lost(monkeypatch: pytest.MonkeyPatch, watcher: Watcher) -> None:
+    monkeypatch.setattr(watcher, "notify", lambda paths: None)
+
+
+def test_reconcile_finds_a_folder_moved_back_whose_move_back_the_events_missed(
+    watched, memory_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A folder moved away and back keeps its files' signatures (a rename does not touch them):
+    the reconcile's walk then equals the one before, yet the index followed the first move."""
+    write_memory(memory_dir, "travel/kyoto", text("A temple visit in Kyoto"))
+    write_memory(memory_dir, "travel/chengdu", text("在成都吃火锅"))
+    store = watched(reconcile_seconds=3600)
+    watcher = store._watcher
+    store.reconcile()  # the walk a reconcile compares the next with
+    os.rename(memory_dir / "travel", memory_dir / "trips")
+    wait_until(lambda: found(store, "Kyoto", "trips/kyoto") and "travel/kyoto" not in store.index)
+    _events_lost(monkeypatch, watcher)
+    os.rename(memory_dir / "trips", memory_dir / "travel")
+    reconciles = watcher.reconcile_count
+    watcher.request_reconcile()
+    wait_until(lambda: watcher.reconcile_count > reconciles)
+    assert found(store, "Kyoto", "travel/kyoto") and found(store, "火锅", "travel/chengdu")
+    assert "trips/kyoto" not in store.index and "trips/chengdu" not in store.index
+    assert snapshot(store) == cold_snapshot(memory_dir)
+
+
+def test_reconcile_finds_what_the_events_missed_since_the_last_walk(
+    watched, memory_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Changes the store saw come and go between two walks (a memory it wrote, deleted by
+    hand unseen) and changes it never saw (an in-place edit, a new file, a deletion)."""
+    store = watched(reconcile_seconds=3600)
+    watcher = store._watcher
+    store.reconcile()
+    store.write("project_brief", description="A brief note on the otter survey", body="otters")
+    assert found(store, "otter", "project_brief")
+    _events_lost(monkeypatch, watcher)
+    (memory_dir / "project_brief.md").unlink()
+    write_memory(memory_dir, "project_unseen", text("An unseen narwhal plan"))
+    path = memory_dir / "user_cat_zh.md"
+    path.write_text(path.read_text().replace("芝麻", "豆豆"))
+    (memory_dir / "user_profile.md").unlink()
+    reconciles = watcher.reconcile_count
+    watcher.request_reconcile()
+    wait_until(lambda: watcher.reconcile_count > reconciles)
+    assert "project_brief" not in store.index and "user_profile" not in store.index
+    assert found(store, "narwhal", "project_unseen") and found(store, "豆豆", "user_cat_zh")
+    assert not found(store, "芝麻", "user_cat_zh")
+    assert snapshot(store) == cold_snapshot(memory_dir)
+
+
+def test_reconcile_reads_only_the_files_that_changed(
+    memory_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sage_mem import store as store_module
+
+    store = MemoryStore(memory_dir, watch=False)
+    read: list[str] = []
+    real_load = store_module.load_memory
+
+    def counted(folder, path, memory_id, **options):  # type: ignore[no-untyped-def]
+        read.append(memory_id)
+        return real_load(folder, path, memory_id, **options)
+
+    monkeypatch.setattr(store_module, "load_memory", counted)
+    assert store.reconcile() == 0 and store.reconcile() == 0
+    assert read == []
+    write_memory(memory_dir, "project_new", text("A new heron"))
+    path = memory_dir / "user_cat_zh.md"
+    path.write_text(path.read_text().replace("芝麻", "豆豆"))
+    assert store.reconcile() == 2
+    assert sorted(read) == ["project_new", "user_cat_zh"]
+    assert store.reconcile() == 0 and len(read) == 2
+
+
+def test_a_reconcile_waits_while_a_hook_is_answered_and_holds_no_lock_meanwhile(
+    memory_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`hold_walks`: the walk pauses between its chunks (here after every file) until the
+    hold is released; meanwhile a refresh (the refresh lock) goes through at once."""
+    from sage_mem.search import cache
+
+    monkeypatch.setattr(cache, "PAUSE_FILES", 1)
+    store = MemoryStore(memory_dir, watch=False)
+    write_memory(memory_dir, "project_heron", text("A grey heron"))
+    release = store.hold_walks()
+    done = threading.Event()
+    walker = threading.Thread(target=lambda: (store.reconcile(), done.set()), daemon=True)
+    walker.start()
+    try:
+        assert not done.wait(0.5)  # held at its first pause
+        write_memory(memory_dir, "project_crane", text("A red-crowned crane"))
+        assert store.refresh([memory_dir / "project_crane.md"]) == 1
+    finally:
+        release()
+        release()  # a second call does nothing
+    assert done.wait(10)
+    walker.join()
+    assert found(store, "heron", "project_heron") and found(store, "crane", "project_crane")
+    assert store._holds == {}
+
+
+def test_a_hold_never_released_only_slows_a_reconcile(
+    memory_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sage_mem import store as store_module
+    from sage_mem.search import cache
+
+    monkeypatch.setattr(cache, "PAUSE_FILES", 4)
+    monkeypatch.setattr(store_module, "HOLD_SECONDS", 0.01)
+    store = MemoryStore(memory_dir, watch=False)
+    write_memory(memory_dir, "project_heron", text("A grey heron"))
+    threading.Thread(target=store.hold_walks, daemon=True).start()  # held by a thread gone
+    wait_until(lambda: store._holds)
+    assert store.reconcile() == 1
+    assert found(store, "heron", "project_heron")
+    release = store.hold_walks()  # the thread answering a hook may reconcile itself
+    assert store.reconcile() == 0
+    release()
+
+
 def test_inotify_overflow_triggers_a_reconcile_at_once(watched, memory_dir: Path) -> None:
     store = watched(reconcile_seconds=3600)
     watcher = store._watcher

@@ -370,7 +370,7 @@ def cache_path(folder: MemoryFolder) -> Path:
 # the stat walk
 
 
-def scan(folder: MemoryFolder) -> Walk:
+def scan(folder: MemoryFolder, *, pause: Callable[[], None] | None = None) -> Walk:
     """Every memory file (archived ones too) by relative path, with its signature.
 
     The same files as `MemoryFolder.iter_files` with and without `archived`
@@ -383,6 +383,9 @@ def scan(folder: MemoryFolder) -> Walk:
     signatures as one array of integers, no tuple or dict entry a file; a
     cache written from a walk keeps that order, so that the next walk over an
     unchanged folder compares with it as two strings and two arrays (`Loaded.compare`).
+
+    `pause`, if given, is called every PAUSE_FILES files: a long-lived
+    process's reconcile waits there while a hook is answered (`Walk.since`).
     """
     root = str(folder.root)
     names: list[str] = []
@@ -393,6 +396,7 @@ def scan(folder: MemoryFolder) -> Walk:
     by_name = os.stat in os.supports_dir_fd
     by_fd = os.scandir in os.supports_fd
     add_name, add_values = names.append, column.extend
+    due = PAUSE_FILES if pause is not None else -1
     while stack:
         directory, prefix = stack.pop()
         fd = None
@@ -418,6 +422,10 @@ def scan(folder: MemoryFolder) -> Walk:
                         stack.append((os.path.join(directory, name), prefix + name + "/"))
                         continue
                     add_name(prefix + name)  # "" + name is name itself: no new string
+                    due -= 1
+                    if not due and pause is not None:
+                        pause()
+                        due = PAUSE_FILES
                     try:
                         st = status(name, dir_fd=fd) if fd is not None else status(
                             os.path.join(directory, name))
@@ -439,6 +447,8 @@ def scan(folder: MemoryFolder) -> Walk:
     return Walk(names, column, frozenset(failed))
 
 
+# How many files `scan` stats between two calls of its `pause` (about a millisecond's worth).
+PAUSE_FILES = 256
 _NO_SIGNATURE = (0, 0, 0, 0)  # a failed stat's place in the column (never a file's: inode 0)
 _WRAP = 1 << 64
 
@@ -477,6 +487,26 @@ class Walk(Mapping[str, "Signature | None"]):
         self.column = column  # four int64 a path: size, mtime_ns, inode, ctime_ns
         self.failed = failed  # positions whose stat failed
         self._map: dict[str, Signature | None] | None = None
+
+    def since(self, before: Walk) -> Changes:
+        """How the folder changed between an earlier walk, `before`, and this one.
+
+        For a long-lived process's reconcile (`MemoryStore.reconcile`), compared
+        as `Loaded.compare` compares a walk with a cache: the two lists of paths
+        at once, the signatures a block at a time in C, and only between the
+        first and the last path where the two orders differ by name. `differs`:
+        this walk's paths that are new, whose signature changed or whose stat
+        failed; `removed`: the paths of `before` this walk did not find.
+        """
+        names = self.names
+        if names == before.names:
+            differs = _differing(self.column, before.column, 0, 0, len(names))
+            removed: list[str] = []
+        else:
+            differs, removed = _aligned(names, self.column, before.names, before.column)
+        differs.update(self.failed)
+        changed = frozenset(map(names.__getitem__, differs))
+        return Changes(self, changed, removed, changed)
 
     def signature(self, position: int) -> Signature | None:
         if position in self.failed:

@@ -88,6 +88,8 @@ class Loaded:
     """build=False only: the cache is missing, stale or damaged, and a build should run."""
     left_out: int = 0
     """build=False only: files changed since the cache that this index lacks."""
+    walk: cache.Walk | None = None
+    """The stat walk this index was brought in line with (a reconcile compares the next with it)."""
 
 
 def load_index(
@@ -118,7 +120,8 @@ def load_index(
     index.add_many(memories)
     del memories
     wrote = save(files, index, signatures, started)
-    return Loaded(_adopted(files, index, signatures, recover), "built", wrote_cache=wrote)
+    return Loaded(_adopted(files, index, signatures, recover), "built", wrote_cache=wrote,
+                  walk=signatures)
 
 
 def _built_to_cache(
@@ -207,7 +210,7 @@ def _from_cache(
         forget_cache(files.folder)
         return None
     index = found.index
-    loaded = Loaded(index, "cache", left_out=left_out)
+    loaded = Loaded(index, "cache", left_out=left_out, walk=signatures)
     moved = index.averages_moved()
     if not build:
         # Re-weighing (an average moved) or rewriting (many changed) is the build's work.
