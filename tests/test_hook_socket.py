@@ -113,6 +113,39 @@ def test_the_server_answers_while_its_store_walks_the_folder(folder: Path) -> No
         listener.stop()
 
 
+def test_the_walk_is_held_off_while_the_server_answers_a_hook(
+    folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While a hook is answered the watcher's walk waits (`MemoryStore.hold_walks`): a hold is
+    on from the connection to the answer sent, and off again after, recording included."""
+    store = MemoryStore(folder, watch=False)
+    during: list[dict[int, int]] = []
+    real = hooks.serve_request
+
+    def serve(store: MemoryStore, request: dict) -> tuple:  # type: ignore[type-arg]
+        during.append(dict(store._holds))
+        reply, after = real(store, request)
+
+        def recorded() -> None:
+            during.append(dict(store._holds))
+            if after is not None:
+                after()
+
+        return reply, recorded
+
+    monkeypatch.setattr(hooks, "serve_request", serve)
+    listener = daemon.listen_for_hooks(store)
+    assert listener is not None
+    try:
+        assert "reference_test_command" in context(hook(folder, session="s1"))
+        assert listener.answered == 1
+        wait_until(lambda: len(during) == 2)
+        assert len(during[0]) == 1 and during[1] == {}
+        assert store._holds == {}
+    finally:
+        listener.stop()
+
+
 def test_what_the_hook_injected_the_server_does_not_repeat(folder: Path) -> None:
     first = context(hook(folder, session="s1"))
     assert "reference_test_command" in first

@@ -175,7 +175,8 @@ def listen_for_hooks(store: MemoryStore) -> Listener | None:
     from .hook_socket import Listener
 
     listener = Listener(str(store.root), store.folder.state_dir,
-                        lambda request: hooks.serve_request(store, request))
+                        lambda request: hooks.serve_request(store, request),
+                        hold=store.hold_walks)
     return listener if listener.start() else None
 
 

@@ -255,20 +255,29 @@ Handler = Callable[[dict[str, Any]], tuple[dict[str, Any], Callable[[], None] | 
 """A request -> the reply to send, and what to do once the hook has written it."""
 
 
+def _nothing() -> None:
+    pass
+
+
 class Listener:
     """Answers hook requests for one memory folder on its socket, from a thread of its own.
 
     `handle` turns a request into a reply (see `Handler`); calls are one at a
-    time. `owner_uid` is the only user id answered (the process's own; a test
+    time. `hold`, if given, is called as each connection is accepted and
+    returns what to call once its answer is sent (`MemoryStore.hold_walks`:
+    the watcher's walk waits meanwhile, so an answer never shares the
+    interpreter with it). `owner_uid` is the only user id answered (the process's own; a test
     sets another to see a connection refused). `start()` is False when the
     socket cannot be had: another process listens already, no AF_UNIX, or the
     state folder cannot take it; the caller then simply does not serve hooks.
     """
 
-    def __init__(self, root: str, state_dir: Path, handle: Handler) -> None:
+    def __init__(self, root: str, state_dir: Path, handle: Handler,
+                 hold: Callable[[], Callable[[], None]] | None = None) -> None:
         self.root = root
         self.state_dir = state_dir
         self.handle = handle
+        self.hold = hold
         self.name = socket_name(root)
         self.owner_uid = os.getuid() if hasattr(os, "getuid") else -1
         self.last_request = time.monotonic()
@@ -375,10 +384,16 @@ class Listener:
                     return
                 time.sleep(0.05)
                 continue
-            threading.Thread(target=self._connection, args=(conn,), daemon=True,
-                             name="sage-mem hook").start()
+            release = self.hold() if self.hold is not None else _nothing
+            try:
+                threading.Thread(target=self._connection, args=(conn, release), daemon=True,
+                                 name="sage-mem hook").start()
+            except BaseException:
+                release()
+                conn.close()
+                raise
 
-    def _connection(self, conn: socket.socket) -> None:
+    def _connection(self, conn: socket.socket, release: Callable[[], None] = _nothing) -> None:
         with conn:
             try:
                 if _peer_uid(conn) != self.owner_uid:
@@ -399,6 +414,7 @@ class Listener:
                     reply, after = self.handle(request)
                     self.answered += 1
                     conn.sendall(json.dumps(dict(reply, v=PROTOCOL)).encode("utf-8") + b"\n")
+                    release()  # answered: what is left (recording it) may share with a walk
                     if after is None:
                         return
                     conn.settimeout(ACK_WAIT)
@@ -410,3 +426,5 @@ class Listener:
                         after()
             except (OSError, ValueError):
                 return
+            finally:
+                release()
