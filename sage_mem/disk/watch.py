@@ -11,8 +11,10 @@ inotify drops events silently when its queue overflows. So the watcher only
 collects the paths an event names (source and destination, files and folders
 alike), waits for a short quiet spell, and hands them to `store.refresh`,
 which looks at each path again and decides what is a memory. A full stat walk
-(`store.reconcile`) runs every `reconcile_seconds` to repair whatever the
-events missed, and re-attaches the observer when the folder itself was
+(`store.reconcile`: the warm start's walk, compared with the walk before it,
+reading only the files that differ; 0.3 s of CPU at 100,000 files, waiting
+while a hook is answered) runs every `reconcile_seconds` to repair whatever
+the events missed, and re-attaches the observer when the folder itself was
 deleted, moved away or replaced.
 
 Nothing here may raise into a watchdog thread: an exception in a handler
