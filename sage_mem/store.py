@@ -46,23 +46,16 @@ from .errors import (
     SageMemError,
     SecretRefused,
 )
-from .memory import catalog
-from .memory.edits import (
-    check_expected,
-    edit_memory_text,
-    new_memory_text,
-    relinked_text,
-    with_marks,
-    without_marks,
-)
-from .memory.fields import FIELDS, check_unicode, validated
 from .memory.file_format import DELETE, parse_bytes, sha256_bytes
-from .memory.links import Ids, folder_of
 from .memory.value import MAX_FILE_BYTES, Memory, memory_from_meta, now_iso
 from .search.index import Hit, Index
 
 if TYPE_CHECKING:
     from .search.loading import Loaded
+
+# The write side (`memory/edits`, `fields`, `links`, `markdown`, `catalog`) is imported
+# where it is used: a hook opens a store to search and never writes (issue 13;
+# tests/test_hook_imports.py keeps it off the hook's path).
 
 _UNSET: Any = object()
 _UNREADABLE = (-1, -1, -1, -1)
@@ -702,6 +695,9 @@ class MemoryStore:
         holds the two to each other).
         """
         given = locals()  # the keywords, before any other name is bound
+        from .memory.edits import check_expected, edit_memory_text, new_memory_text
+        from .memory.fields import FIELDS, check_unicode, validated
+
         path = self.folder.path_for(memory_id)
         canonical = self.folder.normalize_id(memory_id)
         if body is not None:
@@ -770,6 +766,9 @@ class MemoryStore:
         With `expected_sha256`, a memory changed since it was read is not archived
         (ConflictError): the change may have been the reason to keep it.
         """
+        from .memory.edits import check_expected, with_marks
+        from .memory.fields import check_unicode
+
         if not isinstance(reason, str) or not reason.strip():
             raise InvalidMemory("archiving needs a reason")
         check_unicode("reason", reason)
@@ -851,6 +850,8 @@ class MemoryStore:
         MemoryNotFound when there is no such archived memory and ConflictError
         when a memory of that id exists now (nothing is moved then).
         """
+        from .memory.edits import without_marks
+
         prefix = self.folder.archive_dir.name + "/"
         name = archived_id if archived_id.startswith(prefix) else prefix + archived_id
         source = self.folder.path_for(name, allow_archived=True)
@@ -903,6 +904,9 @@ class MemoryStore:
         `Renamed.left`. Raises MemoryLocked for a locked memory, InvalidMemory
         for one whose file does not parse.
         """
+        from .memory.edits import relinked_text
+        from .memory.links import Ids, folder_of
+
         old_path = self.folder.path_for(old_id)
         old = self.folder.normalize_id(old_id)
         new_path = self.folder.path_for(new_id)
@@ -1011,6 +1015,8 @@ class MemoryStore:
         deleted). Returns the memory as it was (a file that no longer parses is
         deleted too, and returned with its id, path and sha256 only).
         """
+        from .memory.edits import check_expected
+
         canonical = self.deletable_id(memory_id)
         path = self.folder.path_for(canonical, allow_archived=True)
         with self._write_lock():
@@ -1132,9 +1138,13 @@ class MemoryStore:
 
     def catalog_text(self) -> str:
         """MEMORY.md as sage-mem writes it in a folder of its own, from the index."""
+        from .memory import catalog
+
         return catalog.render(self.list(), self._catalog_retrievals())
 
     def _catalog_retrievals(self) -> dict[str, int]:
+        from .memory import catalog
+
         # Only a folder too big for one line each needs to rank by use.
         if len(self.index) > catalog.MAX_LINES // 2:
             return self.stats.retrieval_counts()
@@ -1148,6 +1158,8 @@ class MemoryStore:
         (`catalog.updated_index`), and one it cannot update without losing a
         line is left alone and reported as a problem.
         """
+        from .memory import catalog
+
         if self._batch_depth:
             self._batch_dirty = True
             return False
@@ -1226,6 +1238,8 @@ class MemoryStore:
         when `data` would not read back (the parse error says where) and
         SecretRefused as `write` does. Nothing is written when it raises.
         """
+        from .memory.edits import check_expected
+
         canonical = self.folder.normalize_id(memory_id)
         path = self.folder.path_for(canonical)
         try:
@@ -1388,6 +1402,9 @@ def new_memory_bytes(
     keywords (the field spec's names). Raises InvalidMemory for a bad value or
     a missing required field.
     """
+    from .memory.edits import new_memory_text
+    from .memory.fields import check_unicode, validated
+
     fields = validated(values)
     if not isinstance(body, str):
         raise InvalidMemory("body must be text")

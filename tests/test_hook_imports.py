@@ -52,6 +52,12 @@ NEVER_ON_THE_HOOK_PATH = (
     "numpy",
     "sage_mem.search.semantic",
     "sage_mem.search.vectors",
+    # the write side: a hook opens the store to search and never writes (issue 13)
+    "sage_mem.memory.edits",
+    "sage_mem.memory.fields",
+    "sage_mem.memory.links",
+    "sage_mem.memory.markdown",
+    "sage_mem.memory.catalog",
 )
 
 
@@ -95,6 +101,24 @@ def test_hook_imports_only_what_it_needs(memory_dir: Path, entry: list[str], eve
     # No server runs for the folder, so no socket file is there: the hook asks none (issue 13)
     # and never imports `socket` (with `selectors`, ~2 ms of every such hook).
     assert "socket" not in imported
+
+
+@pytest.mark.parametrize("event", ["session-start", "user-prompt-submit"])
+def test_hook_over_changed_files_imports_no_write_side(memory_dir: Path, event: str) -> None:
+    """A file changed since the cache was written is parsed and indexed on top of the
+    cache: that takes the file format (and YAML), never the write side."""
+    MemoryStore(memory_dir, watch=False)
+    (memory_dir / "changed.md").write_text(
+        "---\nid: changed\ndescription: how to run the tests here\n---\n"
+        "Run `make test`; see [[user_prefs]] and [the notes](notes.md).\n",
+        encoding="utf-8",
+    )
+    payload = {"session_id": "s3", "prompt": "how do I run the tests", "cwd": str(memory_dir),
+               "source": "startup"}
+    imported, result = imported_by_hook(ENTRY_POINTS["python -m sage_mem"], event, payload)
+    assert result.returncode == 0, result.stderr.decode()[-2000:]
+    assert "sage_mem.search.loading" in imported
+    assert not {name for name in forbidden(imported) if name.split(".")[0] != "yaml"}
 
 
 def test_hook_with_dir_before_and_after_the_command_skips_click(tmp_path: Path) -> None:
