@@ -4,7 +4,8 @@ The hook must answer in well under a second, so its path imports only the
 store, the index, the cache and the injection text: not `mcp` (about 1 s),
 not `watchdog`, not PyYAML while the cache is current, not click and what it
 pulls in (the hook's command line is recognised before click is imported), not
-argparse, not `logging` (only a masked secret logs). These tests run the hook as a real
+argparse, not `logging` (only a masked secret logs), not the store's write side
+(`memory/edits`, `fields`, `links`, `markdown`, `catalog`). These tests run the hook as a real
 process, through both entry points (`python -m sage_mem` and the `sage-mem`
 console script), and read the list of imported modules from
 `python -X importtime`. The shortcuts (the hook's command line read without
