@@ -458,7 +458,9 @@ def _sections(data: bytes) -> dict[str, tuple[int, int]]:
     return marshal.loads(data[16 + 4 : 16 + length])["sections"]
 
 
-@pytest.mark.parametrize("section", ["meta", "records", "terms", "slots", "weights"])
+@pytest.mark.parametrize(
+    "section", ["meta", "ids", "id_starts", "id_order", "records", "terms", "slots", "weights"]
+)
 @pytest.mark.parametrize("where", [0.0, 0.5, 0.999])
 def test_a_bit_flipped_in_any_section_is_caught_or_harmless(
     folder: Path, state: Path, tmp_path: Path, section: str, where: float
@@ -658,3 +660,109 @@ def test_the_counts_read_a_page_at_a_time_are_every_terms_exact_count(
         else:
             assert count == 0
     assert len(backing.count_pages) == len(backing.count_checks)  # every page, once each
+
+
+# The ids of a warm index: packed as the cache stores them, decoded one at a time.
+
+IDS = ["a", "b", "z", "é", "Ω", "用户/小猫", "用户/花园", "项目/部署", "project/p0/deploy",
+       "project/p0/deploy_notes", "project/p1", "😀_emoji", "Zebra", "ａ_fullwidth", "a b"]
+
+
+def _id_folder(root: Path, seed: int = 11) -> list[str]:
+    rng = random.Random(seed)
+    ids = [*IDS, *(f"note_{n}" for n in range(200)), *(f"笔记/第{n}条" for n in range(60))]
+    rng.shuffle(ids)
+    for n, memory_id in enumerate(ids):
+        english, chinese = " ".join(rng.sample(ENGLISH, 3)), "".join(rng.sample(CHINESE, 2))
+        write(root, memory_id, (
+            f"---\ndescription: {english} {chinese}\ncategory: {['user', 'project'][n % 2]}\n"
+            f"tags: [t{n % 3}]\n---\n\n{english} {chinese} body {n}\n"
+        ))
+    age_files(root)
+    return ids
+
+
+def test_a_warm_index_finds_every_id_and_only_those(tmp_path: Path) -> None:
+    folder, state = tmp_path / "memory", tmp_path / "state"
+    ids = _id_folder(folder)
+    started(folder, state)
+    index = started(folder, state).index
+    assert index._backing is not None
+    for memory_id in ids:
+        assert memory_id in index and index.get(memory_id).id == memory_id  # type: ignore[union-attr]
+    for absent in ["", "a ", "note_", "note_2000", "用户", "用户/", "project/p0", "😀", "ｚ",
+                   "A", "project/p0/deploy_notes/x", "\udcff", "b\x00"]:
+        assert absent not in index and index.get(absent) is None, absent
+    assert index.ids() == set(ids) and len(index) == len(ids)
+    assert [memory.id for memory in index.memories()] == sorted(ids)
+
+
+def test_a_warm_index_keeps_its_ids_as_a_dict_index_would_through_changes(
+    tmp_path: Path,
+) -> None:
+    """Removed, put back, withheld, added: the warm index's ids, their numbers, their order
+    and its answers stay those of an index that holds them in a list and a dict."""
+    folder, state = tmp_path / "memory", tmp_path / "state"
+    ids = _id_folder(folder)
+    started(folder, state)
+    warm = started(folder, state)
+    plain = started(folder, state)
+    # The same cache, its ids in a list and a dict (what every warm index held before).
+    plain.index._ids = list(plain.index._ids)
+    plain.index._number = dict(zip(plain.index._ids, range(len(ids)), strict=True))
+    rng = random.Random(4)
+    for step in range(120):
+        memory_id = rng.choice([*ids, "new_one", "新的/一条"])
+        action = rng.choice(["remove", "put", "withhold", "put"])
+        for store in (warm, plain):
+            if action == "remove":
+                store.index.remove(memory_id)
+            elif action == "withhold":
+                store.index.withhold([memory_id])
+            else:
+                memory = store.index.get(memory_id) or fresh_memory(folder, memory_id, step)
+                store.index.put(memory)
+        one, other = warm.index, plain.index
+        assert list(one._number) == list(other._number), step
+        assert list(one._ids) == list(other._ids)
+        assert len(one) == len(other) and one.ids() == other.ids()
+        assert all(one._number.get(key) == other._number.get(key) for key in ids)
+    for kwargs in ({}, {"category": "user"}, {"tags": ["t1"]}, {"archived": True}):
+        for query in QUERIES:
+            assert [(h.id, h.score) for h in warm.search(query, **kwargs)] == [
+                (h.id, h.score) for h in plain.search(query, **kwargs)
+            ], (query, kwargs)
+
+
+def fresh_memory(folder: Path, memory_id: str, step: int):  # type: ignore[no-untyped-def]
+    from sage_mem.memory.value import Memory
+
+    return Memory(id=memory_id, path=folder / f"{memory_id}.md",
+                  description=f"added at step {step} 数据库 cat", body=f"body {step}")
+
+
+def test_a_warm_store_holds_no_list_or_dict_of_every_id(tmp_path: Path) -> None:
+    """A hook's store: its ids stay packed (100,000 strings and their dict were 16 MB)."""
+    import gc
+    import types
+
+    folder, state = tmp_path / "memory", tmp_path / "state"
+    ids = _id_folder(folder)
+    started(folder, state)
+    warm = started(folder, state)
+    for query in QUERIES:
+        warm.search(query, limit=5)
+        warm.search(query, limit=5, category="user", tags=["t1"])
+    assert warm.index.get(ids[7]).id == warm.read(ids[7]).id == ids[7]  # type: ignore[union-attr]
+    probe, seen, held = ids[3], set(), []
+    waiting: list[object] = [warm]
+    while waiting:  # everything the store reaches, but code, classes and modules
+        found = waiting.pop()
+        if id(found) in seen or isinstance(found, (type, types.ModuleType, types.FunctionType)):
+            continue
+        seen.add(id(found))
+        if isinstance(found, (list, dict, set, tuple)) and len(found) >= len(ids) \
+                and probe in found:
+            held.append(type(found).__name__)
+        waiting.extend(gc.get_referents(found))
+    assert len(seen) > 1000 and held == []

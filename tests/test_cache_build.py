@@ -44,7 +44,7 @@ from sage_mem.search.cache import (
     _shared,
     fingerprint,
 )
-from sage_mem.search.index import FIELDS, Builder, Export, Index, Scoring
+from sage_mem.search.index import FIELDS, Builder, Export, Index, Scoring, packed_ids
 
 WORDS = ("deploy release database migration garden coffee flight budget pytest running "
          "tests cats meeting Sesame Alice Tuesday login version numbers apples").split()
@@ -109,7 +109,7 @@ def _reference_write(
     path: Path, export: Export, root: Path, entries: dict[str, Entry], header: dict
 ) -> None:
     """The cache writer before issue 13's build work (`_encode` and `_write`), as it was
-    (format 6)."""
+    (format 6), with the ids as sections of their own (format 7)."""
     terms, unsorted_numbers, unsorted_weights, tops = export.postings
     crcs = [zlib.crc32(term.encode("utf-8", "surrogatepass")) for term in terms]
     order = sorted(range(len(terms)), key=crcs.__getitem__)
@@ -152,7 +152,6 @@ def _reference_write(
                        zlib.crc32(sorted_crcs[first : first + COUNTS_PAGE]))
             for first in pages
         ]).tobytes(),
-        "ids": columns.ids,
         "term_fences": array("I", [block[0] for block in table[::TERM_BLOCK]]).tobytes(),
         "term_block_starts": array("Q", list(accumulate(map(len, blocks), initial=0))).tobytes(),
         "averages": [columns.averages[name] for name in FIELDS],
@@ -171,7 +170,9 @@ def _reference_write(
             relative: entry.problem for relative, entry in entries.items() if entry.problem
         },
     }
+    id_blob, id_starts, id_order = packed_ids(columns.ids)
     columns_out = {
+        "ids": id_blob, "id_starts": id_starts.tobytes(), "id_order": id_order.tobytes(),
         "lengths": array("I", export.lengths).tobytes(),
         "record_starts": array("Q", list(accumulate(map(len, records), initial=0))).tobytes(),
         "paths": "\0".join(entries).encode("utf-8", "surrogatepass"),

@@ -12,12 +12,15 @@ The header (marshal) holds the format version, a fingerprint of everything
 the cached data depends on (`fingerprint`), when the build started, and each
 section's place and length. The sections:
 
-    meta      marshal: memory ids with their trust, updated, archived,
+    meta      marshal: the memories' trust, updated, archived,
               category, project; length sums and averages; the first term of
               each term block; the first CRC-32 and the CRC-32 of each page of
               the counts; the problems of the files that could not be indexed,
               those within the racy window; the CRC-32 of each section below
               that holds one of its columns
+    ids       the memory ids, their UTF-8 end to end (`index.PackedIds`)
+    id_starts  where each id starts in `ids`, and where the last ends (uint32)
+    id_order  the memory numbers in id order (uint32): an id is found by bisection
     lengths   the memories' field lengths (uint32, row after row)
     record_starts  where each record starts (uint64)
     paths     the relative paths of the files the build saw, NUL-joined (UTF-8),
@@ -109,15 +112,17 @@ from .index import (
     Columns,
     Export,
     Index,
+    PackedIds,
     Scoring,
     gc_paused,
+    packed_ids,
     word_pairs,
 )
 from .tokens import tokenize
 
 # 5: the counts section; 6: paths and signatures packed in walk order, big meta columns as
-# sections, the counts read a page at a time.
-FORMAT_VERSION = 6
+# sections, the counts read a page at a time; 7: the ids packed, sections of their own.
+FORMAT_VERSION = 7
 MAGIC = b"SAGEMEMI"
 RACY_NS = 2_000_000_000
 # Terms per block of the term table: one read of a few KiB finds a term.
@@ -847,8 +852,15 @@ def _parse(
             return None
         meta[name] = data
     backing = _Backing(file, meta, folder.root)
-    ids = meta["ids"]
-    count = len(ids)
+    # The ids as read: decoded only for a hit, found by bisection (no list of every id).
+    if len(meta["id_starts"]) % 4 or len(meta["id_order"]) % 4:
+        return None
+    id_starts = memoryview(meta["id_starts"]).cast("I")
+    id_order = memoryview(meta["id_order"]).cast("I")
+    count = len(id_order)
+    if len(id_starts) != count + 1 or id_starts[-1] != len(meta["ids"]):
+        return None
+    ids = PackedIds(meta["ids"], id_starts, id_order)
     if len(backing.lengths_column) != count * len(FIELDS):
         return None
     if len(backing.record_starts) != count + 1:
@@ -1074,7 +1086,6 @@ def _write(
                        zlib.crc32(sorted_crcs[first : first + COUNTS_PAGE]))
             for first in pages
         ]).tobytes(),
-        "ids": columns.ids,
         "term_fences": fences.tobytes(),
         "term_block_starts": array("Q", accumulate(blocks, initial=0)).tobytes(),
         "averages": [columns.averages[name] for name in FIELDS],
@@ -1099,7 +1110,11 @@ def _write(
     # Columns of the meta kept out of its marshal, each a section of its own read as it is
     # (no copy made by unmarshalling): the paths in the order of the walk they come from
     # (`Loaded.compare`), joined by NUL, their signatures packed.
+    id_blob, id_starts, id_order = packed_ids(columns.ids)
     columns_out = {
+        "ids": id_blob,
+        "id_starts": id_starts.tobytes(),
+        "id_order": id_order.tobytes(),
         "lengths": body.lengths.tobytes(),
         "record_starts": array("Q", accumulate(records, initial=0)).tobytes(),
         "paths": "\0".join(entries).encode("utf-8", "surrogatepass"),

@@ -98,6 +98,9 @@ number is retired, and the base postings of retired numbers are skipped
 (their factor is 0) and subtracted from the document frequencies, so the
 index scores exactly as a fresh build of the same folder would. Weights are
 float32 in both, so a warm index and a fresh one hold the same numbers.
+Its memory ids stay packed as the cache stores them (`PackedIds`): an id is
+decoded for a hit or found by bisection, so a hook holds no list or dict of
+every id (some 16 MB at 100,000 memories).
 Thread-safe: one lock guards every read and write of the postings.
 """
 
@@ -110,7 +113,7 @@ import threading
 from array import array
 from bisect import bisect_left
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping, Sequence
 from collections.abc import Set as AbstractSet
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -340,6 +343,133 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
+class PackedIds:
+    """A cache's memory ids as it stores them: their UTF-8 end to end, where each starts,
+    and their numbers in id order; an id is decoded when asked for, found by bisection."""
+
+    __slots__ = ("_blob", "_order", "_starts")
+
+    def __init__(self, blob: bytes, starts: Sequence[int], order: Sequence[int]) -> None:
+        self._blob, self._starts, self._order = blob, starts, order
+
+    def __len__(self) -> int:
+        return len(self._order)
+
+    def __getitem__(self, number: int) -> str:
+        starts = self._starts
+        return self._blob[starts[number] : starts[number + 1]].decode("utf-8", "surrogatepass")
+
+    def __iter__(self) -> Iterator[str]:
+        return map(self.__getitem__, range(len(self)))
+
+    def _encoded(self, number: int) -> bytes:
+        return self._blob[self._starts[number] : self._starts[number + 1]]
+
+    def find(self, memory_id: str) -> int | None:
+        """The number of `memory_id`, or None. UTF-8 orders bytes as str orders text."""
+        key = memory_id.encode("utf-8", "surrogatepass")
+        order = self._order
+        at = bisect_left(order, key, key=self._encoded)
+        if at < len(order) and self._encoded(order[at]) == key:
+            return order[at]
+        return None
+
+
+def packed_ids(ids: Iterable[str]) -> tuple[bytes, array, array]:
+    """What `PackedIds` reads: the ids' UTF-8 joined, where each starts (uint32, one more
+    than the ids), and their numbers in id order (uint32)."""
+    encoded = [key.encode("utf-8", "surrogatepass") for key in ids]
+    starts = array("I", accumulate(map(len, encoded), initial=0))
+    order = array("I", sorted(range(len(encoded)), key=encoded.__getitem__))
+    return b"".join(encoded), starts, order
+
+
+class _IdsByNumber:
+    """Memory ids by number, as `Index._ids` holds them, for an index on a cache: the cache's
+    (`PackedIds`, decoded one at a time), then those numbered since; None for one retired."""
+
+    __slots__ = ("added", "base", "count", "gone", "retired")
+
+    def __init__(self, base: PackedIds) -> None:
+        self.base = base
+        self.count = len(base)
+        self.retired = bytearray(self.count)
+        self.gone = 0  # how many of the cache's are retired
+        self.added: list[str | None] = []
+
+    def __len__(self) -> int:
+        return self.count + len(self.added)
+
+    def __getitem__(self, number: int) -> str | None:
+        if number < self.count:
+            return None if self.retired[number] else self.base[number]
+        return self.added[number - self.count]
+
+    def __setitem__(self, number: int, value: str | None) -> None:
+        if value is not None:
+            raise ValueError("a memory number is only ever retired")
+        if number >= self.count:
+            self.added[number - self.count] = None
+        elif not self.retired[number]:
+            self.retired[number] = 1
+            self.gone += 1
+
+    def append(self, memory_id: str | None) -> None:
+        self.added.append(memory_id)
+
+    def __iter__(self) -> Iterator[str | None]:
+        for number in range(self.count):
+            yield self[number]
+        yield from self.added
+
+
+class _NumbersById(MutableMapping[str, int]):
+    """The live ids' numbers, as `Index._number` holds them, over `_IdsByNumber`: the cache's
+    found by bisection, those numbered since in a dict; iterated as a dict would be (the
+    cache's in number order, then the others as they were numbered)."""
+
+    def __init__(self, ids: _IdsByNumber) -> None:
+        self.ids = ids
+        self.added: dict[str, int] = {}
+
+    def get(self, memory_id: str, default: Any = None) -> Any:
+        number = self.added.get(memory_id)
+        if number is not None:
+            return number
+        ids = self.ids
+        number = ids.base.find(memory_id) if isinstance(memory_id, str) else None
+        return default if number is None or ids.retired[number] else number
+
+    def __getitem__(self, memory_id: str) -> int:
+        number = self.get(memory_id)
+        if number is None:
+            raise KeyError(memory_id)
+        return number
+
+    def __contains__(self, memory_id: object) -> bool:
+        return isinstance(memory_id, str) and self.get(memory_id) is not None
+
+    def __setitem__(self, memory_id: str, number: int) -> None:
+        if number < self.ids.count or memory_id in self:
+            raise ValueError("only a new number is given, to an id not live")
+        self.added[memory_id] = number
+
+    def __delitem__(self, memory_id: str) -> None:
+        if self.added.pop(memory_id, None) is None:
+            self.ids[self[memory_id]] = None
+
+    def __len__(self) -> int:
+        return self.ids.count - self.ids.gone + len(self.added)
+
+    def __iter__(self) -> Iterator[str]:
+        ids = self.ids
+        base, retired = ids.base, ids.retired
+        for number in range(ids.count):
+            if not retired[number]:
+                yield base[number]
+        yield from self.added
+
+
 class BackingError(Exception):
     """Raised by a Backing whose data turned out damaged (the index rebuilds: see `recover`)."""
 
@@ -374,7 +504,7 @@ class Backing(Protocol):
 class Columns:
     """One value per memory, in index order: what a loaded index starts from."""
 
-    ids: list[str]
+    ids: list[str] | PackedIds
     trusts: list[float]
     updated: list[str | None]
     archived: list[bool]
@@ -603,7 +733,7 @@ class Index:
 
     def _reset(self) -> None:
         # Per memory number (a changed memory gets a new one; the old is retired: id None).
-        self._ids: list[str | None] = []
+        self._ids: list[str | None] | _IdsByNumber = []
         self._trusts: list[float] = []
         self._boost = array("d")  # trust factor; 0.0 once retired
         self._shown = array("d")  # the same, but 0.0 for archived memories too
@@ -616,7 +746,7 @@ class Index:
         # The terms of memories indexed one by one (`_add`), so replacing one again is cheap.
         self._terms: dict[int, list[str]] = {}
         # Per live id.
-        self._number: dict[str, int] = {}
+        self._number: dict[str, int] | _NumbersById = {}
         self._memories: dict[str, Memory] = {}
         # Postings held in memory (every memory's, unless loaded from the cache).
         self._postings: dict[str, tuple[array, array]] = {}
@@ -1011,9 +1141,13 @@ class Index:
         index._backing = backing
         ids = columns.ids
         index._base_count = len(ids)
-        index._ids = ids  # type: ignore[assignment]  # the caller's, now ours
+        if isinstance(ids, PackedIds):
+            index._ids = _IdsByNumber(ids)
+            index._number = _NumbersById(index._ids)
+        else:
+            index._ids = ids  # type: ignore[assignment]  # the caller's, now ours
+            index._number = dict(zip(ids, range(len(ids)), strict=True))
         index._trusts = columns.trusts
-        index._number = dict(zip(ids, range(len(ids)), strict=True))
         index._averages = dict(columns.averages)
         index._length_sums = Counter(columns.length_sums)
         index._normalized_at = len(ids)
@@ -1572,7 +1706,7 @@ def _look_up(
 
 
 def _top(
-    scores: dict[int, float], count: int, ids: list[str | None]
+    scores: dict[int, float], count: int, ids: list[str | None] | _IdsByNumber
 ) -> list[tuple[int, float]]:
     """The `count` best (number, score) pairs, by score and then by id, deterministically.
 
