@@ -296,6 +296,9 @@ class MemoryStore:
         return archived_id, archived_id is not None
 
     def _load(self, path: Path, *, archived: bool) -> Memory | None:
+        # Called under _refresh_lock. What it saw goes into `_seen_map` itself: an entry
+        # made since a warm start wins over the lazy ones (`_seen`), so a hook reading one
+        # changed file never makes the entries of the other 100,000.
         key = str(path)
         memory_id = self.folder.archived_id_for(path) if archived else self.folder.id_for(path)
         if memory_id is None:
@@ -310,7 +313,7 @@ class MemoryStore:
                 self._problems[key] = Problem(
                     path, f"{path}: not indexed, no id can reach this file name ({exc}): rename it"
                 )
-                self._seen[key] = _UNREADABLE
+                self._seen_map[key] = _UNREADABLE
                 return None
         try:
             st = path.stat()
@@ -326,10 +329,10 @@ class MemoryStore:
             # itself, ValueError for a decoding the parser did not catch. Anything else
             # is a bug, and surfaces as one.
             self._problems[key] = _problem(path, exc)
-            self._seen[key] = _UNREADABLE
+            self._seen_map[key] = _UNREADABLE
             return None
         self._problems.pop(key, None)
-        self._seen[key] = _signature(st)
+        self._seen_map[key] = _signature(st)
         return memory
 
     def refresh(self, paths: Iterable[Path | str]) -> int:

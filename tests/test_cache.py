@@ -741,6 +741,24 @@ def fresh_memory(folder: Path, memory_id: str, step: int):  # type: ignore[no-un
                   description=f"added at step {step} 数据库 cat", body=f"body {step}")
 
 
+def test_a_warm_store_reading_a_changed_file_makes_no_entry_for_every_other_file(
+    tmp_path: Path,
+) -> None:
+    """A hook over one changed file made the signature entry of every other file (45 MB at
+    100,000): the one it read goes on top of the lazy ones, which are made only when asked."""
+    folder, state = tmp_path / "memory", tmp_path / "state"
+    ids = _id_folder(folder)
+    started(folder, state)
+    changed = folder / f"{ids[5]}.md"
+    changed.write_text(changed.read_text(encoding="utf-8") + "an edit\n", encoding="utf-8")
+    warm = MemoryStore(folder, state_dir=state, watch=False, build=False)
+    assert "an edit" in warm.read(ids[5]).body
+    assert warm._seen_later is not None  # the other files' entries are not made
+    assert len(warm._seen_map) == 1
+    assert warm._seen[str(changed)] == store_module._signature(changed.stat())  # the read, on top
+    assert len(warm._seen) == len(ids)
+
+
 def test_a_warm_store_holds_no_list_or_dict_of_every_id(tmp_path: Path) -> None:
     """A hook's store: its ids stay packed (100,000 strings and their dict were 16 MB)."""
     import gc
