@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .checks.credentials import LABELS, find_secrets
+from .checks.credentials import LABELS, find_secrets, find_secrets_in_name, redact_name
 from .disk.folder import MemoryFolder, read_memory
 from .disk.locks import WriteLock, read_generation, write_lock
 from .disk.safe_io import (
@@ -714,6 +714,7 @@ class MemoryStore:
         def edited(seen: Seen) -> bytes | None:
             check_expected(path, seen.raw, expected_sha256, intended)
             if seen.raw is None:
+                check_id_secret(canonical, allow_secret=allow_secret)
                 text = new_memory_text(canonical, path, fields, body)
                 self.folder.check_new_id(canonical)
                 data = _checked_bytes(path, text, None, allow_secret=allow_secret)
@@ -916,6 +917,7 @@ class MemoryStore:
         new = self.folder.normalize_id(new_id)
         if new == old:
             raise InvalidId(f"{old}: the new id is the same as the old one")
+        check_id_secret(new, allow_secret=False)
         self.folder.check_new_id(new)
         with self._write_lock():
             seen = self._read_for_write(old_path)
@@ -1215,6 +1217,7 @@ class MemoryStore:
         archived = memory_id.startswith(self.folder.archive_dir.name + "/")
         canonical = self.folder.normalize_id(memory_id, allow_archived=archived)
         path = self.folder.path_for(canonical, allow_archived=archived)
+        check_id_secret(canonical, allow_secret=allow_secret)
         check_new_file(path, data, allow_secret=allow_secret)
         with self._write_lock():
             make_dirs(path.parent, root=self.root)
@@ -1378,6 +1381,25 @@ class _Files:
         return entries
 
 
+def check_id_secret(memory_id: str, *, allow_secret: bool = False) -> None:
+    """Refuse a new memory id that looks like it holds a credential (unless `allow_secret`).
+
+    The id is the file's name: it is listed in MEMORY.md, shown in every hook's
+    heading and pushed by sync, so it is held to the rule the text is. The
+    message never repeats the secret.
+    """
+    if allow_secret:
+        return
+    for match in find_secrets_in_name(memory_id):
+        raise SecretRefused(
+            f"{redact_name(memory_id)}: not written: the id looks like it holds a "
+            f"{LABELS.get(match.kind, match.kind)} ({match.excerpt_redacted}); name the memory "
+            "for what it is about instead, or allow it explicitly (--allow-secret, "
+            "allow_secret=true) if it is not a secret",
+            kind=match.kind,
+        )
+
+
 def check_new_file(path: Path, data: bytes, *, allow_secret: bool = False) -> None:
     """Refuse what a new memory file at `path` may not hold, as `create_file` does; else None.
 
@@ -1483,5 +1505,5 @@ def _checked_bytes(path: Path, text: str, old: bytes | None, *, allow_secret: bo
 
 
 
-__all__ = ["MemoryStore", "Problem", "Renamed", "check_new_file", "load_memory", "new_memory_bytes",
-           "DELETE"]
+__all__ = ["MemoryStore", "Problem", "Renamed", "check_id_secret", "check_new_file", "load_memory",
+           "new_memory_bytes", "DELETE"]

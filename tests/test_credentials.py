@@ -424,3 +424,81 @@ def test_prompt_hook_injects_new_kinds_masked(memory_dir: Path) -> None:
     assert "https://hooks.slack.com/services/****" in context
     for secret in (URL_PASSWORD, "Xk9#mP2qL", SLACK_WEBHOOK[-24:]):
         assert secret not in context
+
+
+# a secret in a memory's id: the id is the file name, listed in MEMORY.md, shown by every
+# hook's heading and pushed by sync, so it is held to the same rule as the text
+
+
+def test_a_new_memory_whose_id_holds_a_secret_is_refused_by_every_way_in(
+    memory_dir: Path,
+) -> None:
+    from sage_mem.agents.importers import import_jsonl
+    from sage_mem.errors import SecretRefused
+    from sage_mem.store import MemoryStore
+
+    before = sorted(p.name for p in memory_dir.iterdir())
+    store = MemoryStore(memory_dir, watch=False)
+    with pytest.raises(SecretRefused) as refused:
+        store.write(f"reference_{GITHUB}", description="my token", category="reference")
+    assert "GitHub token" in str(refused.value) and GITHUB not in str(refused.value)
+    with pytest.raises(SecretRefused):
+        store.create_file(f"notes/{AWS_KEY}", b"---\ndescription: an import\n---\n\nbody\n")
+    with pytest.raises(SecretRefused):
+        store.rename("user_cat_zh", f"user_{SLACK}")
+    assert store.read("user_cat_zh").path.exists()
+    line = json.dumps({"id": f"reference_{ANTHROPIC}", "description": "a key", "body": "x"})
+    result = import_jsonl(store, __import__("io").StringIO(line))
+    assert [item.status for item in result.items] == ["invalid"], result.format_text()
+    assert ANTHROPIC not in result.format_text()
+    code, err = _add(memory_dir, f"reference_{GITHUB}", "nothing secret here")
+    assert_one_line_error(code, err)
+    assert "GitHub token" in err and GITHUB not in err
+    assert sorted(p.name for p in memory_dir.iterdir()) == before
+    catalog = memory_dir / "MEMORY.md"
+    assert not catalog.exists() or GITHUB not in catalog.read_text(encoding="utf-8")
+    # Said explicitly, it is written, as a secret in the text is.
+    store.write(f"reference_{GITHUB}", description="not a live token", category="reference",
+                allow_secret=True)
+    assert (memory_dir / f"reference_{GITHUB}.md").exists()
+
+
+def test_hooks_mask_a_secret_in_a_hand_made_id_and_category(memory_dir: Path) -> None:
+    write_memory(memory_dir, f"reference_{GITHUB}",
+                 "---\ndescription: the otter deploy notes\ncategory: reference\n"
+                 "baseline: true\n---\n\nthe otter deploy\n")
+    write_memory(memory_dir, "reference_beaver",
+                 f"---\ndescription: the beaver deploy notes\ncategory: {GITHUB_OAUTH}\n"
+                 "---\n\nthe beaver deploy\n")
+    from sage_mem.store import MemoryStore
+
+    MemoryStore(memory_dir, watch=False).close()  # the index cache the hooks answer from
+    env = {"SAGE_MEM_DIR": str(memory_dir), "SAGE_MEM_DAEMON": "off"}
+    contexts = []
+    for event, payload in (
+        ("session-start", {"session_id": "s1", "source": "startup", "cwd": "/tmp",
+                           "hook_event_name": "SessionStart"}),
+        ("user-prompt-submit", {"session_id": "s2", "prompt": "the otter and beaver deploy",
+                                "cwd": "/tmp", "hook_event_name": "UserPromptSubmit"}),
+    ):
+        result = cli_process("hook", event, stdin=json.dumps(payload).encode(), env=env)
+        assert result.returncode == 0, result.stderr
+        contexts.append(json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"])
+    assert "memory `reference_ghp_****`" in contexts[0]
+    assert "memory `reference_ghp_****`" in contexts[1] and "`gho_****`" in contexts[1]
+    for context in contexts:
+        assert RANDOM[:20] not in context
+
+
+def test_audit_reports_a_secret_in_a_file_name_without_printing_it(memory_dir: Path) -> None:
+    write_memory(memory_dir, f"project/{GITHUB}",
+                 "---\ndescription: deploy notes\ncategory: project\n---\n\nnothing secret\n")
+    result = cli_process("--dir", str(memory_dir), "audit", "--json")
+    assert result.returncode == 1, result.stderr
+    report = json.loads(result.stdout)
+    findings = [f for f in report["findings"] if f["check"] == "secret"]
+    assert len(findings) == 1 and "file name" in findings[0]["message"]
+    assert "GitHub token" in findings[0]["message"]
+    assert RANDOM[:20] not in result.stdout.decode()
+    text = cli_process("--dir", str(memory_dir), "audit")
+    assert RANDOM[:20] not in text.stdout.decode() + text.stderr.decode()

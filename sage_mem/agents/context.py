@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from ..checks.credentials import find_secrets, redact
+from ..checks.credentials import find_secrets, find_secrets_in_name, redact, redact_name
 from ..checks.prompt_injection import find_injections, visible, visible_name
 from ..disk.safe_io import atomic_write, make_private_dirs
 from ..memory.value import CATEGORIES, Memory, age_note
@@ -121,8 +121,9 @@ def render_memory(memory: Memory, now: datetime) -> str:
     is a code span no backtick in it can close (`code_span`); a category is
     shown as the plain word only when it is one of the four, else as a code
     span marked unknown; controls, separators and bidi characters in any of
-    them are named, not sent. Anything that looks like a credential is masked
-    (before the body is cut, so that no half of a key slips through), and a
+    them are named, not sent. Anything that looks like a credential is masked,
+    in the id and the category as in the text (before the body is cut, so that
+    no half of a key slips through), and a
     memory holding text that reads like orders to the agent (see
     `checks/prompt_injection.py`), in its text, its name or its category, says so in its
     heading.
@@ -140,14 +141,16 @@ def render_memory(memory: Memory, now: datetime) -> str:
     elif category in CATEGORIES:
         label = f"{category}, "
     else:
+        category = _masked(memory, category)
         shown = category if len(category) <= MAX_CATEGORY_SHOWN else (
             category[:MAX_CATEGORY_SHOWN] + "…")
         label = f"unknown category {code_span(visible_name(shown))}, "
-    checked = "\n".join(filter(None, (memory.id, label and category, read)))
+    shown_id = _masked_name(memory)
+    checked = "\n".join(filter(None, (shown_id, label and category, read)))
     flag = f"; {FLAGGED}" if find_injections(checked) else ""
     quoted = "\n".join("> " + line if line.strip() else ">" for line in text.split("\n"))
     age = age_note(memory.updated, now) or "update date unknown"
-    heading = f"memory {code_span(visible_name(memory.id))} ({label}{age}"
+    heading = f"memory {code_span(visible_name(shown_id))} ({label}{age}"
     return f"{heading}{flag}):\n{quoted}"
 
 
@@ -165,6 +168,20 @@ def code_span(text: str) -> str:
     return f"{fence}{text}{fence}"
 
 
+def _masked_name(memory: Memory) -> str:
+    """The memory's id with a likely credential in it masked (and logged, masked too)."""
+    if not find_secrets_in_name(memory.id):
+        return memory.id
+    import logging
+
+    shown = redact_name(memory.id)
+    logging.getLogger(__name__).warning(
+        "memory %s: masked a likely secret in its id; rename the file (see `sage-mem audit`)",
+        shown,
+    )
+    return shown
+
+
 def _masked(memory: Memory, text: str) -> str:
     """`text` with likely credentials masked; logs (never shows) what was masked."""
     matches = find_secrets(text)
@@ -175,7 +192,7 @@ def _masked(memory: Memory, text: str) -> str:
     kinds = ", ".join(sorted({match.label for match in matches}))
     logging.getLogger(__name__).warning(
         "memory %s: masked %d likely secret(s) (%s) in the injected text; see `sage-mem audit`",
-        memory.id, len(matches), kinds,
+        redact_name(memory.id), len(matches), kinds,
     )
     return redact(text)
 

@@ -97,6 +97,7 @@ from pathlib import Path
 from typing import Any, TextIO
 from urllib.parse import quote
 
+from ..checks.credentials import redact_name
 from ..disk.folder import INDEX_FILE, MemoryFolder, read_memory
 from ..disk.safe_io import create
 from ..errors import (
@@ -119,7 +120,7 @@ from ..memory.value import (
     now_iso,
     parse_moment,
 )
-from ..store import MemoryStore, check_new_file, new_memory_bytes
+from ..store import MemoryStore, check_id_secret, check_new_file, new_memory_bytes
 
 MNEMO_CATEGORIES = {
     "identity": "user",        # who the user is
@@ -401,9 +402,9 @@ def _import_file(store: MemoryStore, origin: MemoryFolder, path: Path, rel: str,
     if archived.exists():
         return ImportItem(shown, memory_id, PRESENT, f"archived as archive/{memory_id}")
     detail = "; ".join(p for p in parsed.problems)
-    refused = _secret_refusal(raw, target, allow_secret=allow_secret)
+    refused = _secret_refusal(raw, target, allow_secret=allow_secret, memory_id=memory_id)
     if refused:
-        return ImportItem(shown, memory_id, INVALID, refused)
+        return ImportItem(redact_name(shown), None, INVALID, refused)
     if dry_run:
         return ImportItem(shown, memory_id, WOULD_IMPORT, detail)
     try:
@@ -417,14 +418,16 @@ def _import_file(store: MemoryStore, origin: MemoryFolder, path: Path, rel: str,
     return ImportItem(shown, memory_id, IMPORTED, detail)
 
 
-def _secret_refusal(data: bytes, path: Path, *, allow_secret: bool) -> str:
-    """Why `data` would be refused as holding a secret (the store's own words), or ""."""
+def _secret_refusal(data: bytes, path: Path, *, allow_secret: bool, memory_id: str = "") -> str:
+    """Why `data`, or the id it would take, would be refused as holding a secret (the store's
+    own words), or ""."""
     if allow_secret:
         return ""
     try:
+        check_id_secret(memory_id)
         check_new_file(path, data)
     except SecretRefused as exc:
-        return str(exc).removeprefix(f"{path.name}: ")
+        return str(exc).removeprefix(f"{path.name}: ").removeprefix(f"{redact_name(memory_id)}: ")
     except InvalidMemory:
         return ""  # refused later, for what it is
     return ""
@@ -842,12 +845,13 @@ def _import_line(store: MemoryStore, label: str, line: str, *, dry_run: bool,
     try:
         memory_id = store.folder.normalize_id(entry["id"], allow_archived=archived)
         target = store.folder.path_for(memory_id, allow_archived=archived)
+        check_id_secret(memory_id, allow_secret=allow_secret)
         if not archived:
             store.folder.check_new_id(memory_id)
         data = _line_bytes(entry)
         check_new_file(target, data, allow_secret=allow_secret)
     except SageMemError as exc:
-        return ImportItem(label, entry["id"][:80], INVALID, str(exc))
+        return ImportItem(label, redact_name(entry["id"])[:80], INVALID, str(exc))
     if os.path.lexists(target):
         if _bytes_in(store, target) == data:
             return ImportItem(label, memory_id, PRESENT)

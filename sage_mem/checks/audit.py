@@ -75,7 +75,7 @@ from ..memory.links import Ids, wiki_target
 from ..memory.markdown import MARKDOWN_LINK, WIKI_LINK, linked_file, mask_code
 from ..memory.value import CATEGORIES, INVALID, MAX_TAG_LENGTH, MAX_TAGS, Memory, memory_from_meta
 from . import agent_safety
-from .credentials import LABELS, find_secrets, redact
+from .credentials import LABELS, find_secrets, find_secrets_in_name, redact, redact_name
 from .prompt_injection import unsafe_name_characters
 
 if TYPE_CHECKING:
@@ -283,7 +283,8 @@ class _Audit:
     bodies: list[_Body] = field(default_factory=list)
 
     def add(self, check: str, rel: str, message: str, line: int | None = None) -> None:
-        self.findings.append(Finding(check, rel, message, line, CHECKS[check][0]))
+        # A file name that holds a credential is reported (`check_secrets`), never printed.
+        self.findings.append(Finding(check, redact_name(rel), message, line, CHECKS[check][0]))
 
     def rel(self, path: Path) -> str:
         return os.path.relpath(path, self.folder.root).replace(os.sep, "/")
@@ -388,6 +389,13 @@ class _Audit:
                 return
 
     def check_secrets(self, text: str, rel: str) -> None:
+        for match in find_secrets_in_name(rel):
+            self.add(
+                "secret", rel,
+                f"the file name holds a possible {LABELS.get(match.kind, match.kind)}: "
+                f"{match.excerpt_redacted} (rename the file; the name is listed in MEMORY.md "
+                "and shown to agents)",
+            )
         for match in find_secrets(text):
             self.add(
                 "secret", rel,

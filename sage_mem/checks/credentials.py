@@ -264,6 +264,45 @@ def redact(text: str) -> str:
     return masked
 
 
+# In a name (a memory id, a file's path) words are joined by these, which the text's
+# detectors take for part of a token: `reference_ghp_…` holds a token all the same.
+_NAME_JOINS = re.compile(r"[_\-/.]")
+# How many joins of one name are looked behind (an id has at most 200 characters).
+_MAX_NAME_JOINS = 64
+
+
+def _name_spans(name: str) -> list[tuple[int, int, str, int]]:
+    """`_spans` of a name, also of each part that starts after a join, in the name's offsets."""
+    found: list[tuple[int, int, str, int]] = []
+    taken = bytearray(len(name))
+    starts = [0, *(join.end() for join in _NAME_JOINS.finditer(name, 0, len(name) - 1))]
+    for start in starts[: _MAX_NAME_JOINS + 1]:
+        for first, last, kind, keep in _spans(name[start:]):
+            first, last = first + start, last + start
+            if taken.find(1, first, last) < 0:
+                taken[first:last] = b"\x01" * (last - first)
+                found.append((first, last, kind, keep))
+    return sorted(found)
+
+
+def find_secrets_in_name(name: str) -> list[SecretMatch]:
+    """`find_secrets` for a name: a token joined to words by `_`, `-`, `/` or `.` counts too."""
+    spans = _name_spans(name)
+    masked, anchors = _mask(name, [(start, end, keep) for start, end, _kind, keep in spans])
+    return [
+        SecretMatch(kind, 1, start + 1, _excerpt(masked, anchor))
+        for (start, _end, kind, _keep), anchor in zip(spans, anchors, strict=True)
+    ]
+
+
+def redact_name(name: str) -> str:
+    """`name` with every likely secret `find_secrets_in_name` finds masked."""
+    spans = _name_spans(name)
+    if not spans:
+        return name
+    return _mask(name, [(start, end, keep) for start, end, _kind, keep in spans])[0]
+
+
 # A key on its header's line is masked already (MASK right after the header): not a block.
 _KEY_BLOCK = re.compile(
     r"(-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----)(?!\*\*\*\*)(.*?)"
@@ -653,4 +692,5 @@ def _excerpt(text: str, anchor: int) -> str:
     return ("…" if start else "") + piece + ("…" if start + EXCERPT_CHARS < len(text) else "")
 
 
-__all__ = ["LABELS", "SecretMatch", "find_secrets", "has_secrets", "redact"]
+__all__ = ["LABELS", "SecretMatch", "find_secrets", "find_secrets_in_name", "has_secrets",
+           "redact", "redact_name"]
