@@ -371,6 +371,28 @@ def test_a_memory_with_a_secret_is_not_pushed_and_the_rest_is(pair: tuple[Path, 
     assert not (laptop / "reference_ci.md").exists()
 
 
+def test_a_memory_whose_file_name_holds_a_secret_is_not_pushed_nor_named(
+    pair: tuple[Path, Path], tmp_path: Path
+) -> None:
+    laptop, desktop = pair
+    token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    write_memory(desktop, f"reference_{token}", memory("The CI notes", "Nothing secret."))
+    status, out, _ = sm(desktop, "sync")
+    assert status == 0 and "secret" in out and token not in out
+    result = sync(desktop)
+    assert [h["path"] for h in result["heldBack"]] == ["reference_ghp_****.md"]
+    assert token not in json.dumps(result)
+    pushed = git(tmp_path / "remote.git", "ls-tree", "-r", "--name-only", "main")
+    assert token not in pushed and token not in git(tmp_path / "remote.git", "show",
+                                                    "main:MEMORY.md")
+    # Committed by hand, it stops the push.
+    git(desktop, "add", "--", f"reference_{token}.md")
+    git(desktop, "commit", "-qm", "by hand")
+    status, out, _ = sm(desktop, "sync", "--json")
+    assert status == 1 and token not in out
+    assert token not in git(tmp_path / "remote.git", "ls-tree", "-r", "--name-only", "main")
+
+
 def test_a_held_back_memory_is_not_named_in_the_pushed_index_and_makes_no_churn(
     pair: tuple[Path, Path], tmp_path: Path
 ) -> None:

@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from ..checks.audit import conflict_sibling_of as sibling_of
-from ..checks.credentials import LABELS, find_secrets
+from ..checks.credentials import LABELS, find_secrets, find_secrets_in_name, redact_name
 from ..disk.folder import ARCHIVE_DIR, DREAM_DIR, INDEX_FILE, MemoryFolder
 from ..disk.locks import file_lock
 from ..disk.processes import process_alive
@@ -84,8 +84,13 @@ class Held:
     path: str
     reason: str
 
+    @property
+    def shown(self) -> str:
+        """The path as it may be shown: a secret in the file name masked."""
+        return redact_name(self.path)
+
     def to_dict(self) -> dict[str, str]:
-        return {"path": self.path, "reason": self.reason}
+        return {"path": self.shown, "reason": self.reason}
 
 
 @dataclass
@@ -115,10 +120,10 @@ class SyncResult:
         if self.restored:
             parts.append("back from the archive (edited elsewhere): " + ", ".join(self.restored))
         if self.held_back:
-            parts.append("not committed (secret): " + ", ".join(h.path for h in self.held_back))
+            parts.append("not committed (secret): " + ", ".join(h.shown for h in self.held_back))
         if self.push_refused:
             parts.append("push refused, a secret in a commit: "
-                         + ", ".join(h.path for h in self.push_refused))
+                         + ", ".join(h.shown for h in self.push_refused))
         if self.remote is None:
             parts.append(f"committed {len(self.committed)}, no remote "
                          "(set one: sage-mem sync --remote URL)")
@@ -145,8 +150,8 @@ class SyncResult:
 
     def format_text(self) -> str:
         lines = [f"note: {note}" for note in self.notes]
-        lines += [f"not committed: {h.path}: {h.reason}" for h in self.held_back]
-        lines += [f"not pushed: {h.path}: {h.reason}" for h in self.push_refused]
+        lines += [f"not committed: {h.shown}: {h.reason}" for h in self.held_back]
+        lines += [f"not pushed: {h.shown}: {h.reason}" for h in self.push_refused]
         return "".join(line + "\n" for line in [*lines, self.summary()])
 
 
@@ -216,6 +221,14 @@ def memory_ids(paths: Iterable[str]) -> list[str]:
             continue
         ids.append(path[:-3])
     return sorted(set(ids))
+
+
+def name_reason(path: str) -> str | None:
+    """Why a file of this name may not leave the machine (a secret in it), or None."""
+    for match in find_secrets_in_name(path):
+        return (f"the file name holds a possible {LABELS.get(match.kind, match.kind)} "
+                f"{match.excerpt_redacted}")
+    return None
 
 
 def secret_reason(data: bytes) -> str | None:
@@ -409,6 +422,10 @@ class _Sync:
         for path in paths:
             full = self.root / path
             if full.is_symlink() or not full.exists():
+                continue
+            named = name_reason(path)
+            if named:
+                held.append(Held(path, named))
                 continue
             try:
                 seen = read_or_absent(full, limit=_MAX_SCANNED)
@@ -625,7 +642,7 @@ class _Sync:
             position = newline + 1 + int(size) + 1
             if kind != "blob":
                 continue
-            reason = secret_reason(data)
+            reason = name_reason(paths[sha]) or secret_reason(data)
             if reason:
                 refused.append(Held(paths[sha], reason + "; it was committed by hand: remove it "
                                     "from the unpushed commits (git reset), then sync"))
