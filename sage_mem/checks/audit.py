@@ -372,6 +372,9 @@ class _Audit:
             line = text.count("\n", 0, text.index("\r\n")) + 1
             lines = "lines" if crlf > 1 else "line"
             self.add("crlf", rel, f"CRLF line endings ({crlf} {lines}); sage-mem writes LF", line)
+        elif "\r" in text and "\n" not in text:
+            self.add("crlf", rel, "CR line breaks (old Mac) and no LF: its frontmatter cannot be "
+                     "read and the tool will not rewrite it; save it with LF line endings", 1)
 
     def check_conflict_markers(self, text: str, rel: str, *, fix: str = "") -> None:
         opened: int | None = None

@@ -158,6 +158,8 @@ def _represent_str(dumper: yaml.SafeDumper, data: str) -> yaml.Node:
 
 
 _DELIMITER = re.compile(r"^---[ \t]*\r?\n?$")
+# A first line `---` ended by a lone CR: a frontmatter written with old-Mac line breaks.
+_CR_DELIMITER = re.compile(r"---[ \t]*\r(?!\n)")
 # A closing line (`---` or `...`), searched for in the whole text.
 _CLOSING_LINE = re.compile(r"^(?:---|\.\.\.)[ \t]*\r?$", re.MULTILINE)
 _TOP_KEY = re.compile(
@@ -228,6 +230,12 @@ def parse_bytes(raw: bytes, path: Path | str = "<memory>") -> ParsedFile:
     opening = text[:first_end]
     if not opening or not _DELIMITER.match(opening):
         problems.append("no frontmatter")
+        if _CR_DELIMITER.match(text):
+            # A frontmatter behind old-Mac CR line breaks: an edit would add a second one
+            # above it, and the fields the person wrote would be read as body from then on.
+            problems.append("CR line breaks (no LF): cannot be rewritten safely; save it with "
+                            "LF line endings")
+            return ParsedFile({}, text, None, newline, bom, tuple(problems), False, digest)
         # Rewritable: a tool edit adds a frontmatter block above the untouched text.
         return ParsedFile({}, text, None, newline, bom, tuple(problems), True, digest)
 
