@@ -314,7 +314,12 @@ def test_archived_ids_are_allowed_only_for_reading(folder: MemoryFolder) -> None
     [pytest.param("a:b", id="colon"), pytest.param("what?", id="question-mark"),
      pytest.param('say "hi"', id="quotes"), pytest.param("a|b", id="pipe"),
      pytest.param("trailing ", id="trailing-space"), pytest.param(" leading", id="leading-space"),
-     pytest.param("dir./x", id="trailing-dot"), pytest.param("a/b /c", id="space-in-folder")],
+     pytest.param("dir./x", id="trailing-dot"), pytest.param("a/b /c", id="space-in-folder"),
+     # Windows' device names, whatever the case or extension: git for Windows cannot check
+     # out `aux.md` or `con/x.md` ("invalid path").
+     pytest.param("con", id="device-con"), pytest.param("project/AUX", id="device-aux"),
+     pytest.param("nul.notes", id="device-nul-with-extension"), pytest.param("COM1", id="com1"),
+     pytest.param("lpt9/x", id="device-as-folder")],
 )
 def test_new_ids_must_be_portable_to_windows_but_existing_files_stay_readable(
     folder: MemoryFolder, memory_id: str

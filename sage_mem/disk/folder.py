@@ -97,6 +97,8 @@ _FORBIDDEN_CHARS = re.compile(r"[\x00-\x1f\x7f\\]")
 # Not allowed in the names of new memories, so that a folder shared through git
 # checks out on Windows too; existing files with them can still be read.
 _NOT_PORTABLE = re.compile(r'[:*?"<>|]')
+# Names Windows keeps for devices, with any extension (`aux.md`, `con.notes.md`).
+_WINDOWS_DEVICE = re.compile(r"(?i)(?:con|prn|aux|nul|com[0-9]|lpt[0-9])(?:\..*)?")
 _MAX_DECODING_ROUNDS = 5
 _MAX_NAME_BYTES = 255
 # How many entries of a parent folder, and ids of an old state, are looked at when
@@ -316,6 +318,12 @@ class MemoryFolder:
             raise InvalidId(
                 f"id {memory_id[:80]!r} contains one of : * ? \" < > | "
                 "(not allowed in new memories: the folder must check out on Windows too)"
+            )
+        device = next((p for p in memory_id.split("/") if _WINDOWS_DEVICE.fullmatch(p)), None)
+        if device is not None:
+            raise InvalidId(
+                f"id {memory_id[:80]!r}: {device!r} is a device name on Windows (not allowed in "
+                "new memories: the folder must check out on Windows too)"
             )
         if any(part != part.strip() or part.endswith(".") for part in memory_id.split("/")):
             raise InvalidId(
