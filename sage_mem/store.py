@@ -1487,7 +1487,8 @@ def _checked_bytes(path: Path, text: str, old: bytes | None, *, allow_secret: bo
     header = len(lines) - len(parsed.body.split("\n"))
     blank = 1 if parsed.frontmatter is not None and parsed.body.startswith(("\n", "\r\n")) else 0
     for match in matches:
-        if lines[match.line - 1] in kept:
+        # A secret over several lines (a key block) is kept only when all of them are.
+        if all(lines[number - 1] in kept for number in match.lines):
             continue
         where = (
             f"line {match.line - header - blank} of the body" if match.line > header + blank

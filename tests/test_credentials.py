@@ -502,3 +502,28 @@ def test_audit_reports_a_secret_in_a_file_name_without_printing_it(memory_dir: P
     assert RANDOM[:20] not in result.stdout.decode()
     text = cli_process("--dir", str(memory_dir), "audit")
     assert RANDOM[:20] not in text.stdout.decode() + text.stderr.decode()
+
+
+@pytest.mark.parametrize("key", [pytest.param(PEM, id="rsa"), pytest.param(OPENSSH, id="openssh")])
+def test_a_key_pasted_under_a_header_line_already_in_the_file_is_refused(
+    memory_dir: Path, key: str
+) -> None:
+    """Lines already in a file do not block an edit, but a key is several lines: its header
+    kept from a placeholder does not let the key material in."""
+    from sage_mem.errors import SecretRefused
+    from sage_mem.store import MemoryStore
+
+    header, footer = key.split("\n")[0], key.split("\n")[-1]
+    store = MemoryStore(memory_dir, watch=False)
+    store.write("reference_keys", description="how our deploy keys look", category="reference",
+                body=f"The format:\n{header}\n<the key>\n{footer}")
+    before = (memory_dir / "reference_keys.md").read_bytes()
+    with pytest.raises(SecretRefused, match="private key"):
+        store.write("reference_keys", body=f"The format:\n{key}")
+    code, err = _add(memory_dir, "reference_keys", f"The format:\n{key}")
+    assert_one_line_error(code, err)
+    assert "private key" in err and RANDOM not in err
+    assert (memory_dir / "reference_keys.md").read_bytes() == before
+    # The whole key already in the file (allowed explicitly) still does not block an edit.
+    store.write("reference_keys", body=f"The format:\n{key}", allow_secret=True)
+    store.write("reference_keys", description="our deploy key, the old one")

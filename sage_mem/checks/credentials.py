@@ -79,12 +79,21 @@ LABELS: dict[str, str] = {
 
 @dataclass(frozen=True)
 class SecretMatch:
-    """One likely secret: what kind, where (1-based line and column), and a safe excerpt."""
+    """One likely secret: what kind, where (1-based line and column), and a safe excerpt.
+
+    `last_line` is the line it ends on (a private key block spans several).
+    """
 
     kind: str
     line: int
     column: int
     excerpt_redacted: str
+    last_line: int = 0
+
+    @property
+    def lines(self) -> range:
+        """The 1-based numbers of the lines the secret spans."""
+        return range(self.line, max(self.line, self.last_line) + 1)
 
     @property
     def label(self) -> str:
@@ -224,10 +233,15 @@ def find_secrets(text: str) -> list[SecretMatch]:
         return []
     starts = [0, *(newline.end() for newline in re.finditer("\n", text))]
     by_line: dict[int, list[tuple[int, int, int, str]]] = {}
+    last_lines: dict[tuple[int, int], int] = {}
     for start, end, kind, keep in spans:
         index = bisect.bisect_right(starts, start) - 1
         offset = starts[index]
         by_line.setdefault(index, []).append((start - offset, end - offset, keep, kind))
+        if kind == "private-key":  # the header is the span; the block runs to its END line
+            block = _KEY_BLOCK.match(text, start)
+            end = block.end() if block else end
+        last_lines[index, start - offset] = bisect.bisect_right(starts, max(start, end - 1))
     matches = []
     for index in sorted(by_line):
         stop = starts[index + 1] - 1 if index + 1 < len(starts) else len(text)
@@ -240,7 +254,8 @@ def find_secrets(text: str) -> list[SecretMatch]:
         stripped = masked.strip()
         for (column, _end, _keep, kind), anchor in zip(located, anchors, strict=True):
             excerpt = _excerpt(stripped, max(0, anchor - lead))
-            matches.append(SecretMatch(kind, index + 1, column + 1, excerpt))
+            matches.append(SecretMatch(kind, index + 1, column + 1, excerpt,
+                                       last_lines[index, column]))
     return matches
 
 
