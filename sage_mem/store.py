@@ -46,7 +46,7 @@ from .errors import (
     SageMemError,
     SecretRefused,
 )
-from .memory.file_format import DELETE, parse_bytes, sha256_bytes
+from .memory.file_format import DELETE, conflict_marker_line, parse_bytes, sha256_bytes
 from .memory.value import MAX_FILE_BYTES, Memory, memory_from_meta, now_iso
 from .search.index import Hit, Index
 
@@ -707,6 +707,13 @@ class MemoryStore:
             if not isinstance(body, str):
                 raise InvalidMemory("body must be text")
             check_unicode("body", body)
+            conflict = conflict_marker_line(body)
+            if conflict is not None:
+                raise InvalidMemory(
+                    f"{canonical}: not written: line {conflict} of the body starts git conflict "
+                    "markers (<<<<<<< … >>>>>>>); choose between the versions first",
+                    path=path,
+                )
         fields = validated({field.name: given[field.name] for field in FIELDS})
 
         intended = {**fields, **({"body": body} if body is not None else {})}

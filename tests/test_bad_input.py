@@ -219,7 +219,7 @@ FILES = [
                          rewritable=True), id="value-cut-by-yaml-comment"),
     pytest.param(BadFile("yaml", "user_conflict.md",
                          ok("vole", body="<<<<<<< HEAD\nmine\n=======\ntheirs\n>>>>>>> origin\n"),
-                         indexed=True, finding="conflict-markers", word="vole", rewritable=True),
+                         indexed=True, finding="conflict-markers", word="vole", rewritable=False),
                  id="conflict-markers-in-body"),
     pytest.param(BadFile("yaml", "user_conflict_fm.md",
                          b"---\n<<<<<<< HEAD\ndescription: a walrus\n=======\ndescription: b\n"

@@ -21,7 +21,7 @@ from support import ROOT, wait_until, write_memory
 
 from sage_mem import MemoryStore
 from sage_mem.disk import safe_io
-from sage_mem.errors import ConflictError
+from sage_mem.errors import ConflictError, InvalidMemory
 from sage_mem.memory.file_format import parse_bytes
 
 MEMORY = "---\ndescription: the deploy checklist\ntrust: 0.5\n---\n\n{marker}\n"
@@ -346,3 +346,31 @@ def test_a_rewritten_memory_keeps_its_mode(empty_dir: Path, checklist: Path) -> 
     assert done.returncode == 0, done.stderr
     assert "trust: 0.6" in checklist.read_text()
     assert checklist.stat().st_mode & 0o777 == 0o644
+
+
+CONFLICTED = (
+    "---\ndescription: 猫的名字 the cat's name\ncategory: user\ntrust: 0.5\n---\n\n"
+    "See [[user_cat_zh]].\n\n"
+    "<<<<<<< HEAD\nThe cat is Sesame.\n=======\n猫叫芝麻，三岁了。\n>>>>>>> origin/main\n"
+)
+
+
+def test_a_memory_left_with_git_conflict_markers_is_never_rewritten(memory_dir: Path) -> None:
+    """A `git pull` without the merge driver leaves both versions in the body: a person must
+    choose. No tool write adds to the file meanwhile, and none writes markers itself."""
+    path = write_memory(memory_dir, "user_cat_name", CONFLICTED)
+    before = path.read_bytes()
+    for argv in (["feedback", "user_cat_name", "helpful"],
+                 ["add", "user_cat_name", "--tag", "pets"],
+                 ["mv", "user_cat_zh", "user_cat_old"]):  # relinks every memory naming it
+        result = cli_process("--dir", str(memory_dir), *argv)
+        if argv[0] != "mv":
+            assert result.returncode == 1, result.stdout
+            assert b"conflict markers" in result.stderr and b"Traceback" not in result.stderr
+    assert path.read_bytes() == before
+    store = MemoryStore(memory_dir, watch=False)
+    assert store.read("user_cat_name").body.count("=======") == 1  # still read and indexed
+    with pytest.raises(InvalidMemory, match="conflict markers"):
+        store.write("user_dog", description="the dog", category="user",
+                    body="<<<<<<< HEAD\nMochi\n=======\n小白\n>>>>>>> theirs\n")
+    assert not (memory_dir / "user_dog.md").exists()

@@ -70,7 +70,7 @@ import yaml
 from ..disk.folder import ARCHIVE_DIR, INDEX_FILE, MemoryFolder
 from ..errors import InvalidId, InvalidMemory
 from ..memory import catalog
-from ..memory.file_format import parse_bytes
+from ..memory.file_format import conflict_marker_line, parse_bytes
 from ..memory.links import Ids, wiki_target
 from ..memory.markdown import MARKDOWN_LINK, WIKI_LINK, linked_file, mask_code
 from ..memory.value import CATEGORIES, INVALID, MAX_TAG_LENGTH, MAX_TAGS, Memory, memory_from_meta
@@ -377,19 +377,14 @@ class _Audit:
                      "read and the tool will not rewrite it; save it with LF line endings", 1)
 
     def check_conflict_markers(self, text: str, rel: str, *, fix: str = "") -> None:
-        opened: int | None = None
-        for number, line in enumerate(text.split("\n"), start=1):
-            line = line.rstrip("\r")
-            if _CONFLICT_OPEN.match(line):
-                opened = opened or number
-            elif opened is not None and (line == "=======" or _CONFLICT_CLOSE.match(line)):
-                self.add(
-                    "conflict-markers", rel,
-                    "git conflict markers (<<<<<<< … >>>>>>>): "
-                    + (fix or "resolve the conflict and remove them"),
-                    opened,
-                )
-                return
+        opened = conflict_marker_line(text)
+        if opened is not None:
+            self.add(
+                "conflict-markers", rel,
+                "git conflict markers (<<<<<<< … >>>>>>>): "
+                + (fix or "resolve the conflict and remove them"),
+                opened,
+            )
 
     def check_secrets(self, text: str, rel: str) -> None:
         for match in find_secrets_in_name(rel):
@@ -664,8 +659,6 @@ def conflict_sibling_of(memory_id: str) -> tuple[str, str] | None:
     return memory_id[: match.start()], match.group(1)
 
 
-_CONFLICT_OPEN = re.compile(r"^<{7}(?: |$)")
-_CONFLICT_CLOSE = re.compile(r"^>{7}(?: |$)")
 _CLOSING = re.compile(r"^(---|\.\.\.)[ \t]*\r?$")
 _MORE = re.compile(r"^…and (\d+) more\b")
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:")

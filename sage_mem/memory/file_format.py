@@ -158,6 +158,9 @@ def _represent_str(dumper: yaml.SafeDumper, data: str) -> yaml.Node:
 
 
 _DELIMITER = re.compile(r"^---[ \t]*\r?\n?$")
+_CONFLICT_PROBLEM = "git conflict markers (<<<<<<< … >>>>>>>): resolve the conflict first"
+_CONFLICT_OPEN = re.compile(r"^<{7}(?: |$)")
+_CONFLICT_CLOSE = re.compile(r"^>{7}(?: |$)")
 # A first line `---` ended by a lone CR: a frontmatter written with old-Mac line breaks.
 _CR_DELIMITER = re.compile(r"---[ \t]*\r(?!\n)")
 # A closing line (`---` or `...`), searched for in the whole text.
@@ -237,7 +240,10 @@ def parse_bytes(raw: bytes, path: Path | str = "<memory>") -> ParsedFile:
                             "LF line endings")
             return ParsedFile({}, text, None, newline, bom, tuple(problems), False, digest)
         # Rewritable: a tool edit adds a frontmatter block above the untouched text.
-        return ParsedFile({}, text, None, newline, bom, tuple(problems), True, digest)
+        rewritable = conflict_marker_line(text) is None
+        if not rewritable:
+            problems.append(_CONFLICT_PROBLEM)
+        return ParsedFile({}, text, None, newline, bom, tuple(problems), rewritable, digest)
 
     closing = _CLOSING_LINE.search(text, first_end)
     rewritable = True
@@ -262,10 +268,29 @@ def parse_bytes(raw: bytes, path: Path | str = "<memory>") -> ParsedFile:
             rewritable = False
         meta = {}
     meta = {str(key): value for key, value in meta.items()}
+    if conflict_marker_line(text) is not None:
+        problems.append(_CONFLICT_PROBLEM)
+        rewritable = False
     return ParsedFile(
         meta, body, fm_text, newline, bom, tuple(problems), rewritable, digest,
         opening=opening, closing=closing_line,
     )
+
+
+def conflict_marker_line(text: str) -> int | None:
+    """The 1-based line where git conflict markers begin (`<<<<<<<`, then `=======` or
+    `>>>>>>>`), or None. A file holding them is two versions a person has yet to choose
+    between: read, reported by the audit, never rewritten by the tool."""
+    if "<<<<<<<" not in text:
+        return None
+    opened: int | None = None
+    for number, line in enumerate(text.split("\n"), start=1):
+        line = line.rstrip("\r")
+        if _CONFLICT_OPEN.match(line):
+            opened = opened or number
+        elif opened is not None and (line == "=======" or _CONFLICT_CLOSE.match(line)):
+            return opened
+    return None
 
 
 def _may_be_frontmatter(line: str) -> bool:
@@ -527,7 +552,7 @@ def edit_frontmatter(
     where = f"{path}: " if path is not None else ""
     if not parsed.rewritable:
         raise InvalidMemory(
-            f"{where}file cannot be rewritten safely: fix its frontmatter first "
+            f"{where}file cannot be rewritten safely: fix it first "
             f"({'; '.join(parsed.problems) or 'unreadable frontmatter'})",
             path=path,
         )
