@@ -82,6 +82,11 @@ def test_an_nfd_file_name_is_found_under_its_nfc_id(folder: MemoryFolder) -> Non
         pytest.param("x.txt", id="not-markdown"),
         pytest.param("x.MD", id="upper-case-suffix"),
         pytest.param("x.md.orig", id="merge-orig"),
+        # `git mergetool` writes the versions beside the file while the tool is open.
+        pytest.param("user_cat_LOCAL_12345.md", id="mergetool-local"),
+        pytest.param("user_cat_REMOTE_12345.md", id="mergetool-remote"),
+        pytest.param("project/x_BASE_7.md", id="mergetool-base"),
+        pytest.param("猫_BACKUP_40211.md", id="mergetool-backup"),
     ],
 )
 def test_reserved_and_editor_files_are_never_memories(folder: MemoryFolder, name: str) -> None:
@@ -104,6 +109,13 @@ def test_reserved_and_editor_files_are_never_memories(folder: MemoryFolder, name
 )
 def test_editor_junk_is_recognized(name: str) -> None:
     assert is_editor_junk(name)
+
+
+@pytest.mark.parametrize("name", ["user_local_12.md", "project_BASE_plan.md", "LOCAL_12.md",
+                                  "x_REMOTE_12a.md"])
+def test_names_near_a_mergetool_copy_are_memories(folder: MemoryFolder, name: str) -> None:
+    path = write_memory(folder.root, name[:-3], MEMORY)
+    assert list(folder.iter_files()) == [path]
 
 
 def test_archived_files_are_walked_only_when_asked(folder: MemoryFolder) -> None:

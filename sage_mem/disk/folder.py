@@ -99,6 +99,8 @@ _FORBIDDEN_CHARS = re.compile(r"[\x00-\x1f\x7f\\]")
 _NOT_PORTABLE = re.compile(r'[:*?"<>|]')
 # Names Windows keeps for devices, with any extension (`aux.md`, `con.notes.md`).
 _WINDOWS_DEVICE = re.compile(r"(?i)(?:con|prn|aux|nul|com[0-9]|lpt[0-9])(?:\..*)?")
+# `git mergetool` writes `<name>_LOCAL_<pid>.md` (and REMOTE, BASE, BACKUP) beside the file.
+_MERGETOOL_COPY = re.compile(r".+_(?:LOCAL|REMOTE|BASE|BACKUP)_[0-9]+\.md$")
 _MAX_DECODING_ROUNDS = 5
 _MAX_NAME_BYTES = 255
 # How many entries of a parent folder, and ids of an old state, are looked at when
@@ -138,11 +140,12 @@ def default_state_dir(root: Path) -> Path:
 
 
 def is_editor_junk(name: str) -> bool:
-    """Editor temp, swap and backup files, and dot-files: never memories."""
+    """Editor temp, swap and backup files, `git mergetool`'s copies, dot-files: never memories."""
     return (
         name.startswith((".", "#", "~"))
         or name.endswith(("~", ".swp", ".swo", ".swx", ".tmp", ".bak", ".orig"))
         or name == "4913"
+        or ("_" in name and _MERGETOOL_COPY.search(name) is not None)
     )
 
 
