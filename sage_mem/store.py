@@ -1109,10 +1109,24 @@ class MemoryStore:
                 self._held = None
 
     def _read_for_write(self, path: Path) -> Seen:
-        """The checked read a write is based on; a missing file is `Seen.absent()`."""
+        """The checked read a write is based on; a missing file is `Seen.absent()`.
+
+        A symlink is read like any memory but never written through: a rewrite
+        would put a copy where the person's link was, and the two names would
+        part silently. InvalidMemory names the file to change instead.
+        """
         try:
             if path.is_dir():
                 raise IsADirectoryError(path)
+            if os.path.islink(path):
+                self.folder.check_contained(path)
+                memory_id = self.folder.id_for(path) or path.name
+                target = self.folder.id_for(os.path.realpath(path)) or os.readlink(path)
+                raise InvalidMemory(
+                    f"{memory_id}: a symlink to {target}; sage-mem does not write through a "
+                    f"link: change {target} itself (or replace the link by hand)",
+                    path=path,
+                )
             return read_memory(self.folder, path)
         except FileNotFoundError:
             return Seen.absent()

@@ -307,8 +307,10 @@ FILES = [
     pytest.param(BadFile("links", "user_loop_a.md", None, indexed=False, finding="unreadable",
                          problem="cannot read", rewritable=False, make=_symlink_loop),
                  id="symlink-loop"),
+    # Read like any memory; a write would replace the person's link with a copy (the two
+    # names then part silently), so it is refused and the link stays.
     pytest.param(BadFile("links", "user_alias_cat.md", None, indexed=True, finding=None,
-                         word="芝麻", rewritable=True, make=_symlink_inside),
+                         word="芝麻", rewritable=False, make=_symlink_inside),
                  id="symlink-inside-the-folder"),
     pytest.param(BadFile("links", "linked/secret_note.md", None, indexed=False, finding=None,
                          rewritable=False, make=_symlinked_folder_outside),

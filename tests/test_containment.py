@@ -29,7 +29,7 @@ from reliability_support import cli, hook, hook_context, mcp_call, mcp_client, p
 from support import TEMPLATE
 
 from sage_mem.checks.audit import audit
-from sage_mem.errors import InvalidId, SageMemError
+from sage_mem.errors import InvalidId, InvalidMemory, SageMemError
 from sage_mem.store import MemoryStore
 
 pytestmark = pytest.mark.anyio
@@ -170,7 +170,9 @@ def test_the_api_and_its_watcher_stay_inside(layout: dict[str, Path]) -> None:
                     store.archive(memory_id, reason="through the link")
             store.write("project/new/deep_note", description="a nested new note",
                         category="project", body="body")
-            store.write("user_alias", summary="written through an inside link")
+            assert store.read("user_alias").body == store.read("user_profile").body
+            with pytest.raises(InvalidMemory, match="symlink"):  # never written through
+                store.write("user_alias", summary="written through an inside link")
             store.feedback("user_cat_zh", helpful=True)
             store.note_used(["user_cat_zh"])
             store.archive("project_release_zh", reason="shipped")

@@ -374,3 +374,24 @@ def test_a_memory_left_with_git_conflict_markers_is_never_rewritten(memory_dir: 
         store.write("user_dog", description="the dog", category="user",
                     body="<<<<<<< HEAD\nMochi\n=======\n小白\n>>>>>>> theirs\n")
     assert not (memory_dir / "user_dog.md").exists()
+
+
+def test_a_memory_that_is_a_symlink_inside_the_folder_keeps_its_link(memory_dir: Path) -> None:
+    """A person linked two names to one file: no tool write replaces the link with a copy."""
+    alias = memory_dir / "user_cat_alias.md"
+    alias.symlink_to("user_cat_zh.md")
+    target = (memory_dir / "user_cat_zh.md").read_bytes()
+    for argv in (["feedback", "user_cat_alias", "helpful"],
+                 ["add", "user_cat_alias", "--tag", "pets"],
+                 ["archive", "user_cat_alias", "--reason", "a duplicate"],
+                 ["mv", "user_cat_alias", "user_cat_other"]):
+        result = cli_process("--dir", str(memory_dir), *argv)
+        assert result.returncode == 1, (argv, result.stdout)
+        err = result.stderr.decode()
+        assert "symlink" in err and "user_cat_zh" in err and err.count("\n") == 1, err
+    assert os.readlink(alias) == "user_cat_zh.md"
+    assert (memory_dir / "user_cat_zh.md").read_bytes() == target
+    store = MemoryStore(memory_dir, watch=False)
+    assert store.read("user_cat_alias").body == store.read("user_cat_zh").body
+    assert store.feedback("user_cat_zh", helpful=True).trust > 0.5  # the file itself: as ever
+    assert os.readlink(alias) == "user_cat_zh.md"
