@@ -725,6 +725,7 @@ class MemoryStore:
                 text = new_memory_text(canonical, path, fields, body)
                 self.folder.check_new_id(canonical)
                 data = _checked_bytes(path, text, None, allow_secret=allow_secret)
+                self.folder.check_walked(path)
                 make_dirs(path.parent, root=self.root)
                 self.folder.check_contained(path)
                 return data
@@ -803,6 +804,7 @@ class MemoryStore:
                 raise MemoryLocked(f"{canonical}: memory is locked (locked: true)", path=path)
             target = self.folder.archive_dir / (canonical + ".md")
             self.folder.check_contained(target)  # archive/ itself may be a symlink
+            self.folder.check_walked(target, archived=True)
             make_dirs(target.parent, root=self.root)
             self.folder.check_contained(target)
             # The file moves first, whatever it holds by then (an edit made since our
@@ -878,6 +880,7 @@ class MemoryStore:
                     "(archive or rename it first)",
                     path=target,
                 )
+            self.folder.check_walked(target)
             make_dirs(target.parent, root=self.root)
             self.folder.check_contained(target)
             moved = move(source, target)
@@ -939,6 +942,7 @@ class MemoryStore:
                 )
             before = Ids.of([*(m.id for m in self.list()), old])
             after = before.renamed(old, new)
+            self.folder.check_walked(new_path)
             make_dirs(new_path.parent, root=self.root)
             self.folder.check_contained(new_path)
             moved = move(old_path, new_path)
@@ -1241,6 +1245,7 @@ class MemoryStore:
         check_id_secret(canonical, allow_secret=allow_secret)
         check_new_file(path, data, allow_secret=allow_secret)
         with self._write_lock():
+            self.folder.check_walked(path, archived=archived)
             make_dirs(path.parent, root=self.root)
             self.folder.check_contained(path)
             create(path, data, mode=file_mode(self.root))

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from reliability_support import SLOW, cli_process
+from reliability_support import SLOW, cli_process, tree
 from support import ROOT, wait_until, write_memory
 
 from sage_mem import MemoryStore
@@ -395,3 +395,24 @@ def test_a_memory_that_is_a_symlink_inside_the_folder_keeps_its_link(memory_dir:
     assert store.read("user_cat_alias").body == store.read("user_cat_zh").body
     assert store.feedback("user_cat_zh", helpful=True).trust > 0.5  # the file itself: as ever
     assert os.readlink(alias) == "user_cat_zh.md"
+
+
+def test_a_memory_is_never_written_where_the_walk_does_not_go(memory_dir: Path) -> None:
+    """Symlinked folders are not walked: a memory created or archived through one would be
+    lost to `list` and `restore`, or, through a link into the folder, back in service."""
+    (memory_dir / "pets").mkdir()
+    (memory_dir / "archive").symlink_to("pets")
+    (memory_dir / "animals").symlink_to("pets")
+    before = tree(memory_dir)
+    for argv in (["archive", "user_profile", "--reason", "old"],
+                 ["add", "animals/user_dog", "--description", "the dog is Mochi 小白"],
+                 ["add", "animals/new/user_dog", "--description", "the dog is Mochi 小白"],
+                 ["mv", "user_cat_zh", "animals/user_cat_zh"]):
+        result = cli_process("--dir", str(memory_dir), *argv)
+        assert result.returncode == 1, (argv, result.stdout)
+        err = result.stderr.decode()
+        assert "symlink" in err and err.count("\n") == 1, err
+    assert tree(memory_dir) == before
+    store = MemoryStore(memory_dir, watch=False)
+    assert "user_profile" in store.index
+    assert [m.id for m in store.list(archived=True) if m.archived] == []

@@ -423,6 +423,38 @@ class MemoryFolder:
             elif not (in_root and entry.name == ARCHIVE_DIR and not archived):
                 stack.append((False, iter(_sorted_entries(Path(entry.path)))))
 
+    def check_walked(self, path: Path, *, archived: bool = False) -> None:
+        """Raise InvalidId unless a walk of the folder would find a memory file at `path`.
+
+        For a file about to be created or moved there (its missing folders will be
+        made as real ones): a folder that is a symlink is never walked, so a memory
+        written through one would be lost to the index, `list` and `restore` (or,
+        through a link to a folder in service, an archived memory would be back in
+        service).
+        """
+        rel = self._relative(path)
+        parts = rel.split("/")[:-1] if rel is not None else []
+        current = self.root
+        for number, part in enumerate(parts):
+            current = current / part
+            try:
+                st = os.lstat(current)
+            except FileNotFoundError:
+                return  # made by the write, as a real folder
+            except OSError:
+                break
+            if stat.S_ISDIR(st.st_mode) and is_walked(part, is_dir=True, in_root=number == 0):
+                continue
+            shown = current.relative_to(self.root).as_posix()
+            what = "a symlink" if stat.S_ISLNK(st.st_mode) else "not a folder the index walks"
+            raise InvalidId(
+                f"{shown}/ is {what}: sage-mem does not write a memory through it (the memory "
+                "would be lost to the index)",
+                path=path,
+            )
+        if rel is None or (parts[:1] == [ARCHIVE_DIR]) != archived:
+            raise InvalidId(f"{path}: not where a walk of the memory folder finds it", path=path)
+
     def _walk_reaches(self, start: Path, *, archived: bool) -> bool:
         """True when walking the whole folder enters `start` (the root, or a real folder in it)."""
         rel = self._relative(start)
