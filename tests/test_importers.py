@@ -926,3 +926,24 @@ def test_import_refuses_a_secret_unless_allowed(
     sage_mem(other, "import", "claude-code", str(claude_dir), "--allow-secret")
     assert (other / "reference_key.md").read_bytes() == (claude_dir / "reference_key.md"
                                                         ).read_bytes()
+
+
+def test_import_claude_code_notes_holding_a_secret_are_reported_like_a_file(
+    empty_dir: Path, claude_dir: Path
+) -> None:
+    """A token among the notes of the source's MEMORY.md: that item is refused and reported
+    (the rest of the import is done and listed), and --allow-secret carries it over."""
+    (claude_dir / "MEMORY.md").write_text(
+        "- [Role](user_role.md) — the role\n\nDeploy with the key " + AWS_KEY + "\n",
+        encoding="utf-8")
+    for dry in ("--dry-run", None):
+        result = sage_mem(empty_dir, "import", "claude-code", str(claude_dir), "--json",
+                          *([dry] if dry else []))
+        (notes,) = [i for i in json.loads(result.stdout)["items"] if i["source"] == "MEMORY.md"]
+        assert notes["status"] == "invalid" and "--allow-secret" in notes["detail"]
+        assert AWS_KEY not in result.stdout + result.stderr
+    assert (empty_dir / "user_role.md").exists()
+    assert not (empty_dir / "reference_claude_code_notes.md").exists()
+    allowed = sage_mem(empty_dir, "import", "claude-code", str(claude_dir), "--allow-secret")
+    assert allowed.returncode == 0, allowed.stderr
+    assert AWS_KEY in (empty_dir / "reference_claude_code_notes.md").read_text(encoding="utf-8")

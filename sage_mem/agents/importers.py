@@ -243,7 +243,8 @@ def import_claude_code(store: MemoryStore, source_dir: Path | str, *, dry_run: b
         if not items:
             notes.append(f"no memory files found in {source}")
         if not same_folder:  # in place, the notes are already where they were
-            item = _import_index_notes(store, origin, source, memory_files, dry_run=dry_run)
+            item = _import_index_notes(store, origin, source, memory_files, dry_run=dry_run,
+                                       allow_secret=allow_secret)
             if item is not None:
                 items.append(item)
     return ImportResult("claude-code", source, dry_run, tuple(items), tuple(notes))
@@ -256,7 +257,8 @@ _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 
 
 def _import_index_notes(store: MemoryStore, origin: MemoryFolder, source: Path,
-                        memory_files: set[str], *, dry_run: bool) -> ImportItem | None:
+                        memory_files: set[str], *, dry_run: bool,
+                        allow_secret: bool = False) -> ImportItem | None:
     """Carry the lines of the source's MEMORY.md that index none of its memories into a memory."""
     shown = INDEX_FILE
     path = origin.index_file
@@ -293,10 +295,13 @@ def _import_index_notes(store: MemoryStore, origin: MemoryFolder, source: Path,
             return ImportItem(shown, memory_id, PRESENT, f"archived as archive/{memory_id}")
         if os.path.lexists(target) or os.path.lexists(archived):
             continue  # holds something else (edited since, or other notes): never overwritten
+        refused = _secret_refusal(data, target, allow_secret=allow_secret)
+        if refused:
+            return ImportItem(shown, None, INVALID, f"{refused}; its notes were not carried over")
         if dry_run:
             return ImportItem(shown, memory_id, WOULD_IMPORT, detail)
         try:
-            store.create_file(memory_id, data)
+            store.create_file(memory_id, data, allow_secret=allow_secret)
         except FileChanged:
             continue  # created meanwhile
         except OSError as exc:
