@@ -22,7 +22,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .checks.credentials import LABELS, find_secrets, find_secrets_in_name, redact_name
+from .checks.credentials import (
+    LABELS,
+    decoded_secrets,
+    find_secrets,
+    find_secrets_in_name,
+    redact_name,
+)
 from .disk.folder import MemoryFolder, read_memory
 from .disk.locks import WriteLock, read_generation, write_lock
 from .disk.safe_io import (
@@ -1480,6 +1486,34 @@ def _is_within(path: Path, folder: Path) -> bool:
     return path == folder or str(path).startswith(str(folder) + os.sep)
 
 
+def _refuse_decoded_secrets(
+    path: Path, text: str, meta: Mapping[str, Any], old: bytes | None
+) -> None:
+    """Refuse a frontmatter value that reads as a credential though the text spells it with
+    escapes (`"\\x67hp_…"`), unless the file already held that value."""
+    found = decoded_secrets(text, meta)
+    if not found:
+        return
+    before: set[str] = set()
+    if old:
+        try:
+            old_parsed = parse_bytes(old, path)
+        except InvalidMemory:
+            old_parsed = None
+        if old_parsed is not None:
+            before = {str(v) for v in old_parsed.meta.values()}
+    for key, match in found:
+        if str(meta.get(key)) in before:
+            continue
+        raise SecretRefused(
+            f"{path.name}: not written: the frontmatter's {key} reads as a "
+            f"{LABELS.get(match.kind, match.kind)} ({match.excerpt_redacted}), spelled with "
+            "escapes; keep a pointer to where the secret lives instead, or allow it explicitly "
+            "(--allow-secret, allow_secret=true) if it is not a secret",
+            path=path, kind=match.kind,
+        )
+
+
 def _checked_bytes(path: Path, text: str, old: bytes | None, *, allow_secret: bool) -> bytes:
     """The bytes of `text`, once sure they may be written; raises (nothing written) when not.
 
@@ -1503,6 +1537,7 @@ def _checked_bytes(path: Path, text: str, old: bytes | None, *, allow_secret: bo
         ) from None
     if allow_secret:
         return data
+    _refuse_decoded_secrets(path, text, parsed.meta, old)
     matches = find_secrets(text)
     if not matches:
         return data

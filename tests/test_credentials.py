@@ -527,3 +527,40 @@ def test_a_key_pasted_under_a_header_line_already_in_the_file_is_refused(
     # The whole key already in the file (allowed explicitly) still does not block an edit.
     store.write("reference_keys", body=f"The format:\n{key}", allow_secret=True)
     store.write("reference_keys", description="our deploy key, the old one")
+
+
+# a secret spelled with YAML escapes: the file does not show it, but every reader decodes it
+# (MEMORY.md, which Claude Code loads, carries the description as read)
+
+ESCAPED_GITHUB = "\\x67" + GITHUB[1:]  # `\x67` is g: YAML reads the token whole
+
+
+def test_a_secret_written_with_yaml_escapes_is_found_like_a_plain_one(memory_dir: Path) -> None:
+    from sage_mem.errors import SecretRefused
+    from sage_mem.store import MemoryStore
+
+    text = (f'---\ndescription: "deploy key {ESCAPED_GITHUB}"\ncategory: reference\n---\n\n'
+            "how we deploy\n")
+    assert find_secrets(text) == []  # the text itself shows no token
+    store = MemoryStore(memory_dir, watch=False)
+    with pytest.raises(SecretRefused, match="GitHub token"):
+        store.create_file("reference_deploy", text.encode())  # an import
+    write_memory(memory_dir, "reference_deploy", text)  # by hand
+    result = cli_process("--dir", str(memory_dir), "audit", "--json")
+    assert result.returncode == 1, result.stdout
+    findings = [f for f in json.loads(result.stdout)["findings"] if f["check"] == "secret"]
+    assert [(f["path"], f["line"]) for f in findings] == [("reference_deploy.md", 2)]
+    assert "GitHub token" in findings[0]["message"] and RANDOM[:20] not in result.stdout.decode()
+    # An edit of a field beside it is not held back by it, as with a plain one; a new one is.
+    store.reconcile()
+    store.write("reference_deploy", tags=["deploy"])
+    other = "\\x67" + GITHUB_OAUTH[1:]
+    current = store.read("reference_deploy")
+    edited = current.path.read_text(encoding="utf-8").replace(
+        "category:", f'summary: "ci {other}"\ncategory:')
+    with pytest.raises(SecretRefused, match="GitHub token"):
+        store.replace_file("reference_deploy", edited.encode(), expected_sha256=current.sha256)
+    # sync's check: such a file is held back, never pushed.
+    from sage_mem.sync.steps import secret_reason
+
+    assert secret_reason(text.encode()) is not None

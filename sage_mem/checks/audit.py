@@ -75,7 +75,14 @@ from ..memory.links import Ids, wiki_target
 from ..memory.markdown import MARKDOWN_LINK, WIKI_LINK, linked_file, mask_code
 from ..memory.value import CATEGORIES, INVALID, MAX_TAG_LENGTH, MAX_TAGS, Memory, memory_from_meta
 from . import agent_safety
-from .credentials import LABELS, find_secrets, find_secrets_in_name, redact, redact_name
+from .credentials import (
+    LABELS,
+    decoded_secrets,
+    find_secrets,
+    find_secrets_in_name,
+    redact,
+    redact_name,
+)
 from .prompt_injection import unsafe_name_characters
 
 if TYPE_CHECKING:
@@ -306,7 +313,7 @@ class _Audit:
         if bom:
             text = text[1:]
         self.check_conflict_markers(text, rel)
-        self.check_secrets(text, rel)
+        self.check_secrets(text, rel, raw)
         if archived:
             return
         if bom:
@@ -386,7 +393,7 @@ class _Audit:
                 opened,
             )
 
-    def check_secrets(self, text: str, rel: str) -> None:
+    def check_secrets(self, text: str, rel: str, raw: bytes | None = None) -> None:
         for match in find_secrets_in_name(rel):
             self.add(
                 "secret", rel,
@@ -400,6 +407,20 @@ class _Audit:
                 f"possible {LABELS.get(match.kind, match.kind)}: {match.excerpt_redacted} "
                 "(remove it; keep a pointer to where the secret lives instead)",
                 match.line,
+            )
+        if raw is None or "\\" not in text:
+            return  # no escape: YAML decodes nothing into what the text does not show
+        try:
+            meta = parse_bytes(raw).meta
+        except InvalidMemory:
+            return
+        for key, match in decoded_secrets(text, meta):
+            self.add(
+                "secret", rel,
+                f"possible {LABELS.get(match.kind, match.kind)} in {key}, spelled with escapes "
+                f"that every reader decodes: {match.excerpt_redacted} (remove it; keep a pointer "
+                "to where the secret lives instead)",
+                _key_line(text, key),
             )
 
     def check_memory(self, raw: bytes, text: str, path: Path, rel: str) -> None:
@@ -736,6 +757,16 @@ def _clip(text: str, limit: int = 60) -> str:
 
 def _nfc(text: str) -> str:
     return unicodedata.normalize("NFC", text)
+
+
+def _key_line(text: str, key: str) -> int | None:
+    """The 1-based line where the frontmatter's top-level `key` is written, or None."""
+    for number, line in enumerate(text.split("\n"), start=1):
+        if line.startswith((f"{key}:", f'"{key}":', f"'{key}':")):
+            return number
+        if number > 1 and line.rstrip("\r") in ("---", "..."):
+            return None
+    return None
 
 
 __all__ = ["CHECKS", "AuditReport", "Finding", "audit", "audit_folder", "conflict_sibling_of"]

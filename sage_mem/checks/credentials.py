@@ -49,8 +49,10 @@ import bisect
 import math
 import re
 from collections import Counter
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from functools import cache
+from typing import Any
 
 MASK = "****"
 EXCERPT_CHARS = 80
@@ -277,6 +279,36 @@ def redact(text: str) -> str:
     if any(kind == "private-key" for _start, _end, kind, _keep in spans):
         masked = _KEY_BLOCK.sub(_masked_key_block, masked)
     return masked
+
+
+def decoded_secrets(text: str, meta: Mapping[str, Any]) -> list[tuple[str, SecretMatch]]:
+    """Secrets in the frontmatter values `meta` (as YAML read them from `text`) that the text
+    does not show: spelled with escapes (`"\\x67hp_…"`), which every reader decodes.
+
+    (key, match) for each; a value found as it is in `text` is `find_secrets`' to report.
+    """
+    found: list[tuple[str, SecretMatch]] = []
+    if "\\" not in text:  # only an escape makes YAML read what the text does not show
+        return found
+    for key, value in meta.items():
+        for piece in _strings(value):
+            matches = find_secrets(piece)
+            if matches and piece not in text:  # as written, the text's own scan sees it
+                found.extend((str(key), match) for match in matches)
+    return found
+
+
+def _strings(value: Any, depth: int = 0) -> Iterator[str]:
+    """Every string in a frontmatter value (lists and mappings walked, not too deep)."""
+    if isinstance(value, str):
+        yield value
+    elif depth < 8 and isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _strings(item, depth + 1)
+    elif depth < 8 and isinstance(value, Mapping):
+        for key, item in value.items():
+            yield from _strings(key, depth + 1)
+            yield from _strings(item, depth + 1)
 
 
 # In a name (a memory id, a file's path) words are joined by these, which the text's
@@ -707,5 +739,5 @@ def _excerpt(text: str, anchor: int) -> str:
     return ("…" if start else "") + piece + ("…" if start + EXCERPT_CHARS < len(text) else "")
 
 
-__all__ = ["LABELS", "SecretMatch", "find_secrets", "find_secrets_in_name", "has_secrets",
-           "redact", "redact_name"]
+__all__ = ["LABELS", "SecretMatch", "decoded_secrets", "find_secrets", "find_secrets_in_name",
+           "has_secrets", "redact", "redact_name"]

@@ -43,13 +43,20 @@ from pathlib import Path
 from typing import Any
 
 from ..checks.audit import conflict_sibling_of as sibling_of
-from ..checks.credentials import LABELS, find_secrets, find_secrets_in_name, redact_name
+from ..checks.credentials import (
+    LABELS,
+    decoded_secrets,
+    find_secrets,
+    find_secrets_in_name,
+    redact_name,
+)
 from ..disk.folder import ARCHIVE_DIR, DREAM_DIR, INDEX_FILE, MemoryFolder
 from ..disk.locks import file_lock
 from ..disk.processes import process_alive
 from ..disk.safe_io import atomic_write, file_mode, leftover_temps, read_or_absent, rewrite
 from ..errors import InvalidMemory
 from ..memory import catalog
+from ..memory.file_format import parse_bytes
 from .git import (
     MACHINE_TRAILER,
     REMOTE,
@@ -239,6 +246,14 @@ def secret_reason(data: bytes) -> str | None:
     for match in find_secrets(text):
         return (f"line {match.line}: possible {LABELS.get(match.kind, match.kind)} "
                 f"{match.excerpt_redacted}")
+    if "\\" in text:  # an escape: YAML may decode what the text does not show
+        try:
+            meta = parse_bytes(data).meta
+        except InvalidMemory:
+            return None
+        for key, match in decoded_secrets(text, meta):
+            return (f"{key}: possible {LABELS.get(match.kind, match.kind)} "
+                    f"{match.excerpt_redacted}, spelled with escapes")
     return None
 
 
