@@ -307,10 +307,10 @@ def _answer(event: str, stdin: TextIO, folder: Path | None, log: _Log,
     one is started in the background when needed, see `agents/daemon.py`).
     """
     hook_name = EVENTS.get(event)
-    payload = _read_payload(stdin, log)
-    if hook_name is None:
+    if hook_name is None:  # before reading stdin: no budget is armed for an unknown event
         log(f"unknown hook event {event[:40]!r} (expected {' or '.join(EVENTS)})")
         return None, None
+    payload = _read_payload(stdin, log)
     if event in REFLECTION_EVENTS:
         from ..disk.folder import MemoryFolder, default_folder
         from . import reflection
