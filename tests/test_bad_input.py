@@ -782,6 +782,95 @@ def test_bad_bytes_in_arguments_and_stdin_of_a_real_process(memory_dir: Path) ->
     assert tree(memory_dir) == before
 
 
+# Where `~` leads nowhere: `~name` for no such user, or no home folder at all (HOME not
+# set and the user id not in the password database: a container run as a bare uid).
+
+NO_USER = "~no_such_user_q7"
+
+
+def no_home(monkeypatch: pytest.MonkeyPatch) -> None:
+    """HOME unset and the user id unknown to the password database, as in such a container."""
+    import pwd
+
+    def unknown(uid: int) -> Any:
+        raise KeyError(f"getpwuid(): uid not found: {uid}")
+
+    monkeypatch.delenv("HOME", raising=False)
+    monkeypatch.setattr(pwd, "getpwuid", unknown)
+
+
+def test_a_path_whose_tilde_leads_nowhere_is_one_line_in_every_command(
+    memory_dir: Path, tmp_path: Path
+) -> None:
+    nowhere = f"{NO_USER}/memory"
+    export = tmp_path / "export.jsonl"
+    export.write_text("")
+    for argv, env in (
+        (["--dir", nowhere, "list"], {}),
+        (["--dir", nowhere, "add", "user_x", "--description", "x", "--category", "user"], {}),
+        (["init", nowhere], {}),
+        (["import", "claude-code", nowhere], {}),
+        (["import", "jsonl", nowhere], {}),
+        (["export", "-o", f"{NO_USER}/out.jsonl"], {}),
+        (["list"], {"SAGE_MEM_DIR": nowhere}),
+        (["list"], {"SAGE_MEM_STATE_DIR": f"{NO_USER}/state"}),
+        (["list"], {"SAGE_MEM_CONFIG": f"{NO_USER}/config.toml"}),
+        (["install", "codex", "--dry-run"], {"CODEX_HOME": f"{NO_USER}/codex"}),
+    ):
+        result = cli_process(*argv, env={"SAGE_MEM_DIR": str(memory_dir), **env})
+        err = result.stderr.decode()
+        assert result.returncode == 1 and err.count("\n") == 1, (argv, env, err[-600:])
+        assert err.startswith("sage-mem: error: ") and NO_USER in err, (argv, err)
+
+
+def test_a_shared_folder_whose_tilde_leads_nowhere_is_named_in_one_line(
+    memory_dir: Path, tmp_path: Path
+) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text(f"[shared.team]\npath = '{NO_USER}/team'\n")
+    code, out, err = cli_process_text("search", "猫", SAGE_MEM_CONFIG=str(config))
+    assert code == 1 and err.count("\n") == 1 and "shared.team.path" in err and NO_USER in err, err
+
+
+def cli_process_text(*argv: str, **env: str) -> tuple[int, str, str]:
+    result = cli_process(*argv, env=env)
+    return result.returncode, result.stdout.decode(), result.stderr.decode()
+
+
+@pytest.mark.parametrize("event", ["user-prompt-submit", "session-start"])
+def test_a_hook_whose_folder_tilde_leads_nowhere_exits_0_with_one_line(event: str) -> None:
+    result = cli_process("--dir", f"{NO_USER}/memory", "hook", event,
+                         stdin=prompt_input("我的猫叫什么").encode())
+    err = result.stderr.decode()
+    assert result.returncode == 0 and "Traceback" not in err, err[-800:]
+    assert err.count("\n") == 1 and NO_USER in err, err
+
+
+def test_without_a_home_folder_a_named_folder_still_works(
+    memory_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    no_home(monkeypatch)  # SAGE_MEM_DIR names the folder: no home is needed, no config read
+    code, out, err = cli("search", "猫")
+    assert code == 0 and "user_cat_zh" in out, err
+    code, out, err = hook("user-prompt-submit", prompt_input("我的猫叫什么"))
+    assert code == 0 and "user_cat_zh" in hook_context(out), err
+    code, out, err = hook("session-start", json.dumps({"session_id": "s-home", "source": "startup"}))
+    assert code == 0 and hook_context(out) and "unexpected" not in err, err
+
+
+def test_without_a_home_folder_the_default_folder_is_one_line_naming_the_fix(
+    memory_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    no_home(monkeypatch)
+    monkeypatch.delenv("SAGE_MEM_DIR")
+    for argv in (["list"], ["init"], ["install", "claude-code", "--scope", "user", "--dry-run"]):
+        code, out, err = cli(*argv)
+        assert_one_line_error(code, err)
+        assert "no home folder" in err and ("SAGE_MEM_DIR" in err or "HOME" in err), (argv, err)
+    code, out, err = hook("user-prompt-submit", prompt_input("我的猫叫什么"))
+    assert code == 0 and out == "" and "no home folder" in err and "unexpected" not in err, err
+
+
 CLI_MISUSE = [
     pytest.param(["--dir", "{file}", "list"], "not a folder", id="dir-is-a-file"),
     pytest.param(["--dir", "{missing}", "search", "cat"], "no memory folder", id="dir-missing"),

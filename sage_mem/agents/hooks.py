@@ -327,7 +327,11 @@ def _answer(event: str, stdin: TextIO, folder: Path | None, log: _Log,
             return None, None
         if not prompt.strip():
             return None, None
-    root = _folder_root(folder)
+    try:
+        root = _folder_root(folder)
+    except SageMemError as exc:
+        log(f"nothing injected: {exc}")
+        return None, None
     specs = _shared_folders(root, shared, log)
     if specs:  # a server answers for its own folder: with shared ones the hook answers here
         return _answer_here(hook_name, payload, folder, root, log, specs)
@@ -344,12 +348,11 @@ FORWARDED_ENV = ("SAGE_MEM_HOOK_LIMIT", AUTODREAM_ENV)
 
 
 def _folder_root(folder: Path | None) -> str:
-    """The memory folder's absolute path as `MemoryFolder` makes it (`default_folder` without
-    importing it: tests/test_hook_socket.py holds the two to each other)."""
-    if folder is None:
-        env = os.environ.get("SAGE_MEM_DIR")
-        folder = Path(env).expanduser() if env else Path.home() / ".sage-mem" / "memory"
-    return os.path.abspath(folder.expanduser())
+    """The memory folder's absolute path as `MemoryFolder` makes it (tests/test_hook_socket.py
+    holds the two to each other); FolderError when `~` in it leads nowhere."""
+    from ..disk.home import default_folder, expand_home
+
+    return os.path.abspath(expand_home(folder) if folder is not None else default_folder())
 
 
 def _ask_server(
@@ -391,13 +394,16 @@ def _shared_folders(root: str, shared: tuple[str, ...], log: _Log) -> list[Any]:
     the config's; `folders.py`), the personal one first; [] when `root` is read alone."""
     from .. import folders
 
-    if not shared and not folders.has_config():
-        return []
     try:
+        if not shared and not folders.has_config():
+            return []
         specs = folders.folders_for([root, *shared])
     except SageMemError as exc:
         log(f"shared folders left out: {exc}")
-        specs = folders.folders_for([root, *shared], config=None)
+        try:
+            specs = folders.folders_for([root, *shared], config=None)
+        except SageMemError:  # a `--dir` of its own that leads nowhere: said above
+            return []
     return specs if len(specs) > 1 else []
 
 

@@ -98,6 +98,7 @@ from typing import Any, TextIO
 from urllib.parse import quote
 
 from ..disk.folder import INDEX_FILE, MemoryFolder, read_memory
+from ..disk.home import expand_home
 from ..disk.safe_io import create
 from ..errors import (
     FileChanged,
@@ -221,7 +222,7 @@ def import_claude_code(store: MemoryStore, source_dir: Path | str, *, dry_run: b
     A file with a line that looks like a credential is refused (reported, not
     copied) unless `allow_secret`.
     """
-    source = Path(os.path.abspath(Path(source_dir).expanduser()))
+    source = Path(os.path.abspath(expand_home(source_dir)))
     if not source.is_dir():
         raise FolderError(f"{source}: no such folder", path=source)
     origin = MemoryFolder(source)
@@ -461,7 +462,7 @@ def import_mnemo(store: MemoryStore, db_path: Path | str, *, dry_run: bool = Fal
 
     A fact that looks like it holds a credential is refused unless `allow_secret`.
     """
-    db = Path(os.path.abspath(Path(db_path).expanduser()))
+    db = Path(os.path.abspath(expand_home(db_path)))
     rows = list(_read_facts(db))
     present = _bodies(store)
     taken: set[str] = set()
@@ -800,7 +801,7 @@ def import_jsonl(store: MemoryStore, source: Path | str | TextIO, *, dry_run: bo
     refused (a bad value, a secret without `allow_secret`), is reported.
     """
     if isinstance(source, (str, Path)):
-        path = Path(os.path.abspath(Path(source).expanduser()))
+        path = Path(os.path.abspath(expand_home(source)))
         try:
             with open(path, encoding="utf-8") as handle:
                 text = handle.read()
@@ -959,7 +960,7 @@ def export_jsonl_file(store: MemoryStore, target: Path | str, *, archived: bool 
     The file appears whole or not at all. Raises FileChanged, writing
     nothing, when a file is at `target` (or one appears there meanwhile).
     """
-    target = Path(os.path.abspath(Path(target).expanduser()))
+    target = Path(os.path.abspath(expand_home(target)))
     if os.path.lexists(target):
         raise FileChanged(f"{target}: exists; an export never replaces a file", path=target)
     buffer = io.StringIO()

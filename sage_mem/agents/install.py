@@ -81,6 +81,7 @@ from datetime import UTC, date, datetime, time
 from pathlib import Path
 from typing import Any
 
+from ..disk.home import expand_home
 from ..disk.safe_io import atomic_write
 from ..errors import SageMemError
 from . import json_edit
@@ -264,15 +265,15 @@ def install(
     argv, command_note = _command_for(scope, command, absolute)
     if not argv or not all(isinstance(part, str) and part for part in argv):
         raise SageMemError("the sage-mem command must be a non-empty list of arguments")
-    project_dir = Path(os.path.abspath(Path(project_dir).expanduser()))
-    home = Path(os.path.abspath(Path(home).expanduser()))
+    project_dir = Path(os.path.abspath(expand_home(project_dir)))
+    home = Path(os.path.abspath(expand_home(home)))
     folder = _folder_to_pass(memory_dir, home)
     backups = _backup_dir(backup_dir, home)
 
     edits: list[tuple[Path, str, Callable[[str], str | None]]] = []
     warnings: list[str] = [command_note] if command_note else []  # said even when nothing changes
     notes: list[str] = []
-    used = folder or (Path(os.path.abspath(Path(memory_dir).expanduser())) if memory_dir
+    used = folder or (Path(os.path.abspath(expand_home(memory_dir))) if memory_dir
                       else home / ".sage-mem" / "memory")
     if not used.is_dir():
         warnings.append(f"the memory folder {used} does not exist yet: the hooks and the server "
@@ -338,8 +339,8 @@ def uninstall(
     scope = scope or DEFAULT_SCOPE[client]
     if scope not in SCOPES:
         raise SageMemError(f"unknown scope {scope!r}: choose project or user")
-    project_dir = Path(os.path.abspath(Path(project_dir).expanduser()))
-    home = Path(os.path.abspath(Path(home).expanduser()))
+    project_dir = Path(os.path.abspath(expand_home(project_dir)))
+    home = Path(os.path.abspath(expand_home(home)))
     base = project_dir if scope == "project" else home
     edits: list[tuple[Path, str, Callable[[str], str | None]]] = []
     if client == "claude-code":
@@ -487,7 +488,7 @@ def _diff_lines(text: str) -> list[str]:
 def _folder_to_pass(memory_dir: Path | None, home: Path) -> Path | None:
     if memory_dir is None:
         return None
-    folder = Path(os.path.abspath(Path(memory_dir).expanduser()))
+    folder = Path(os.path.abspath(expand_home(memory_dir)))
     return None if folder == home / ".sage-mem" / "memory" else folder
 
 

@@ -20,7 +20,7 @@ import click
 
 from .. import __version__
 from ..cli import PROG
-from ..disk.folder import default_folder
+from ..disk.home import default_folder, expand_home
 from ..errors import SageMemError
 from ..memory.fields import BOOL, INT, TEXTS, UNIT
 
@@ -51,7 +51,7 @@ class Session:
 
     @property
     def folder(self) -> Path:
-        return Path(self.dir).expanduser() if self.dir else default_folder()
+        return expand_home(self.dir) if self.dir else default_folder()
 
     def open_folders(self) -> Any:
         """Every folder the command line and the config name (`folders.py`), missing shared

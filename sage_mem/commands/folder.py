@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import os
 import shlex
-from pathlib import Path
 from typing import Any
 
 import click
 
 from ..cli import PROG
 from ..disk.folder import default_folder
+from ..disk.home import expand_home
 from .base import (
     Choice,
     Session,
@@ -43,7 +43,7 @@ def init(session: Session, path: str | None, examples: bool, git: bool, remote: 
     from ..disk.template import EXAMPLE_PREFIX, init_folder
 
     out = session.out
-    target = Path(path).expanduser() if path else session.folder
+    target = expand_home(path) if path else session.folder
     result = init_folder(target, git=git, examples=examples, remote=remote)
     # The hints name the folder unless the next command would find it by itself.
     same = os.path.abspath(default_folder()) == str(result.root)
@@ -216,11 +216,11 @@ def import_memories(session: Session, source: str, path: str, dry_run: bool,
 
     store = session.open_store()
     if source == "jsonl":
-        where = sys.stdin if path == "-" else Path(path).expanduser()
+        where = sys.stdin if path == "-" else expand_home(path)
         result = import_jsonl(store, where, dry_run=dry_run, allow_secret=allow_secret)
     else:
         bring_in = import_claude_code if source == "claude-code" else import_mnemo
-        result = bring_in(store, Path(path).expanduser(), dry_run=dry_run,
+        result = bring_in(store, expand_home(path), dry_run=dry_run,
                           allow_secret=allow_secret)
     return session.print_result(result, as_json)
 

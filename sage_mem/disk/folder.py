@@ -80,6 +80,8 @@ from urllib.parse import unquote
 from ..errors import FolderError, InvalidId
 from ..memory.file_format import sha256
 from ..memory.value import MAX_FILE_BYTES
+from .home import default_folder as default_folder  # where it always was: SAGE_MEM_DIR, or ~
+from .home import expand_home
 from .safe_io import Seen, make_private_dirs, read_file
 
 INDEX_FILE = "MEMORY.md"
@@ -103,12 +105,6 @@ _MAX_NAME_BYTES = 255
 # looking for a state folder's owner: a one-time look, bounded in a huge home folder.
 _MAX_SIBLINGS = 5000
 _MAX_IDS_CHECKED = 200
-
-
-def default_folder() -> Path:
-    """`SAGE_MEM_DIR`, else `~/.sage-mem/memory`."""
-    env = os.environ.get("SAGE_MEM_DIR")
-    return Path(env).expanduser() if env else Path.home() / ".sage-mem" / "memory"
 
 
 def state_dir_name(folder_name: str) -> str:
@@ -165,7 +161,7 @@ class MemoryFolder:
     """Paths of one memory folder and of its state folder."""
 
     def __init__(self, root: Path | str, *, state_dir: Path | str | None = None) -> None:
-        root = Path(root).expanduser()
+        root = expand_home(root)
         self.root = Path(os.path.abspath(root))
         if self.root.parent == self.root:
             raise FolderError(f"{self.root}: cannot use the filesystem root as a memory folder")
@@ -176,7 +172,7 @@ class MemoryFolder:
         self.state_notes: tuple[str, ...] = ()
         self._owns_state = state_dir is None
         if state_dir is not None:
-            self.state_dir = Path(os.path.abspath(Path(state_dir).expanduser()))
+            self.state_dir = Path(os.path.abspath(expand_home(state_dir)))
         else:
             if self.root.parent.name == STATE_DIR_NAME and self.root.name in STATE_FOLDERS:
                 raise FolderError(
