@@ -854,7 +854,8 @@ def test_without_a_home_folder_a_named_folder_still_works(
     assert code == 0 and "user_cat_zh" in out, err
     code, out, err = hook("user-prompt-submit", prompt_input("我的猫叫什么"))
     assert code == 0 and "user_cat_zh" in hook_context(out), err
-    code, out, err = hook("session-start", json.dumps({"session_id": "s-home", "source": "startup"}))
+    start = json.dumps({"session_id": "s-home", "source": "startup"})
+    code, out, err = hook("session-start", start)
     assert code == 0 and hook_context(out) and "unexpected" not in err, err
 
 
