@@ -782,6 +782,36 @@ def test_bad_bytes_in_arguments_and_stdin_of_a_real_process(memory_dir: Path) ->
     assert tree(memory_dir) == before
 
 
+@pytest.mark.parametrize("encoding", ["ascii", "latin-1"])
+def test_output_that_cannot_carry_chinese_prints_everything_and_keeps_json_exact(
+    memory_dir: Path, tmp_path: Path, encoding: str
+) -> None:
+    """A terminal or locale that is not UTF-8 (PYTHONIOENCODING, LANG=…ISO-8859-1): text
+    shows what it cannot carry as escapes, JSON escapes it as JSON does, nothing is lost."""
+    env = {"PYTHONIOENCODING": encoding}
+    memory_dir.joinpath("user_猫🐱.md").write_text(
+        "---\ndescription: 猫 🐱 and café\ncategory: user\n---\n\n芝麻 🐱\n", encoding="utf-8")
+    for argv in (["list"], ["search", "芝麻"], ["show", "user_cat_zh"], ["show", "user_猫🐱"],
+                 ["show", "no_such_猫"]):
+        result = cli_process("--dir", str(memory_dir), *argv, env=env)
+        err = result.stderr.decode(encoding)
+        assert "Traceback" not in err, (argv, err[-600:])
+        assert result.returncode == (1 if argv[-1] == "no_such_猫" else 0), (argv, err)
+    shown = cli_process("--dir", str(memory_dir), "show", "user_猫🐱", env=env).stdout
+    assert b"\\u732b" in shown or "猫".encode(encoding, "replace") not in shown  # an escape
+    listed = cli_process("--dir", str(memory_dir), "list", "--json", env=env)
+    assert listed.returncode == 0, listed.stderr.decode()[-600:]
+    descriptions = {m["id"]: m["description"] for m in json.loads(listed.stdout)["memories"]}
+    assert descriptions["user_猫🐱"] == "猫 🐱 and café"
+    exported = cli_process("--dir", str(memory_dir), "export", env=env)
+    assert exported.returncode == 0, exported.stderr.decode()[-600:]
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    back = cli_process("--dir", str(copy), "import", "jsonl", "-", stdin=exported.stdout)
+    assert back.returncode == 0, back.stderr.decode()[-600:]
+    assert (copy / "user_猫🐱.md").read_bytes() == (memory_dir / "user_猫🐱.md").read_bytes()
+
+
 # Where `~` leads nowhere: `~name` for no such user, or no home folder at all (HOME not
 # set and the user id not in the password database: a container run as a bare uid).
 

@@ -921,8 +921,12 @@ class ExportResult:
         }
 
 
-def export_jsonl(store: MemoryStore, out: TextIO, *, archived: bool = False) -> ExportResult:
+def export_jsonl(store: MemoryStore, out: TextIO, *, archived: bool = False,
+                 ascii_only: bool = False) -> ExportResult:
     """Write every memory (with `archived`, archived ones too) as one JSON object a line, by id.
+
+    `ascii_only`: JSON's `\\u` escapes for what is not ASCII, for a stream that cannot
+    carry it (the same objects once read).
 
     Each line is `Memory.to_dict()` with the body, and `file`: the file's
     whole text as it is on disk (read again now, so that `sha256` is its own),
@@ -948,7 +952,7 @@ def export_jsonl(store: MemoryStore, out: TextIO, *, archived: bool = False) -> 
             archived=memory.archived, problems=parsed.problems,
         )
         out.write(json.dumps({**fresh.to_dict(body=True), "file": text},
-                             ensure_ascii=False) + "\n")
+                             ensure_ascii=ascii_only) + "\n")
         count += 1
     return ExportResult(count, tuple(sorted(left_out, key=lambda item: item.path)))
 

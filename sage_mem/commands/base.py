@@ -93,7 +93,8 @@ class Session:
         return self.open_store(spec.path, shared=not spec.personal), plain
 
     def print_json(self, data: Any, to: TextIO | None = None) -> None:
-        (to or self.out).write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+        stream = to or self.out
+        stream.write(json.dumps(data, ensure_ascii=not speaks_unicode(stream), indent=2) + "\n")
 
     def print_memory(self, memory: Any, as_json: bool, line: str) -> int:
         """Print a memory a command changed: its fields as JSON, or `line`; exit 0."""
@@ -110,6 +111,22 @@ class Session:
         else:
             self.out.write(result.format_text())
         return 0
+
+
+def speaks_unicode(stream: TextIO) -> bool:
+    """Whether `stream` can carry any text (a UTF encoding, or none: a StringIO).
+
+    A terminal or locale that is not UTF-8 (`PYTHONIOENCODING=ascii`, an ISO-8859-1 locale)
+    cannot: there the commands' text shows what it cannot carry as backslash escapes
+    (`Commands.main`) and JSON escapes it as JSON does (`\\u732b`), so that nothing is lost.
+    """
+    import codecs
+
+    encoding = getattr(stream, "encoding", None)
+    try:
+        return not encoding or codecs.lookup(encoding).name.startswith("utf")
+    except LookupError:
+        return True
 
 
 # what a command line holds, said as one line when it is wrong
@@ -206,6 +223,10 @@ class Commands(click.Group):
         # Looked up now, not at import: CliRunner and the tests swap the streams.
         out = out or sys.stdout
         err = err or sys.stderr
+        for stream in (out, err):  # never a UnicodeEncodeError for a memory in Chinese
+            if not speaks_unicode(stream):
+                with contextlib.suppress(AttributeError, ValueError, OSError):
+                    stream.reconfigure(errors="backslashreplace")  # type: ignore[attr-defined,union-attr]
         try:
             with contextlib.redirect_stdout(out):  # where click writes --help and --version
                 status = super().main(

@@ -17,6 +17,7 @@ from .base import (
     command,
     dir_option,
     json_option,
+    speaks_unicode,
 )
 
 
@@ -250,7 +251,8 @@ def export(session: Session, jsonl: bool, archived: bool, output: str | None,
     if output:
         result = export_jsonl_file(store, output, archived=archived)
     else:
-        result = export_jsonl(store, session.out, archived=archived)
+        result = export_jsonl(store, session.out, archived=archived,
+                              ascii_only=not speaks_unicode(session.out))
     status = 1 if result.left_out else 0
     # stdout carries the memories unless they went to a file.
     if as_json:
