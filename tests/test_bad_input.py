@@ -912,6 +912,9 @@ CLI_MISUSE = [
     pytest.param(["archive", "user_cat_zh"], "--reason", id="reason-missing"),
     pytest.param(["frobnicate"], "invalid choice", id="unknown-command"),
     pytest.param(["show", "user_nobody"], "no memory", id="missing-memory"),
+    pytest.param(["search", "cat", "--category", "feedbak"], "--category", id="search-category-typo"),
+    pytest.param(["list", "--category", "robot"], "invalid choice", id="list-category-unknown"),
+    pytest.param(["list", "--category", ""], "invalid choice", id="list-category-empty"),
 ]
 
 

@@ -23,6 +23,7 @@ from ..cli import PROG
 from ..disk.home import default_folder, expand_home
 from ..errors import SageMemError
 from ..memory.fields import BOOL, INT, TEXTS, UNIT
+from ..memory.value import CATEGORIES
 
 ALIASES = {"write": "add"}
 EPILOG = """\b
@@ -286,7 +287,10 @@ def stacked(*decorators: Callable[[Any], Any]) -> Callable[[Any], Any]:
 
 
 filter_options = stacked(
-    click.option("--category", help="only this category (user, feedback, project, reference)"),
+    # One of the four, as in `memory_search` and `memory_list`: a typo is an error, not an
+    # empty list.
+    click.option("--category", type=Choice(CATEGORIES, case_sensitive=False),
+                 help="only memories of this category"),
     click.option("--project", help="only memories for this project (and global ones)"),
     click.option("--tag", "tags", multiple=True, metavar="TAG",
                  help="only memories with this tag (repeatable)"),
