@@ -915,6 +915,8 @@ CLI_MISUSE = [
     pytest.param(["search", "cat", "--category", "feedbak"], "--category", id="search-category-typo"),
     pytest.param(["list", "--category", "robot"], "invalid choice", id="list-category-unknown"),
     pytest.param(["list", "--category", ""], "invalid choice", id="list-category-empty"),
+    pytest.param(["search", ""], "QUERY: is empty", id="search-empty-query-cli"),
+    pytest.param(["search", " \t "], "QUERY: is empty", id="search-blank-query-cli"),
 ]
 
 

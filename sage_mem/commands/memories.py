@@ -154,10 +154,17 @@ def edit(session: Session, memory_id: str, allow_secret: bool, as_json: bool) ->
     return 0
 
 
+def _not_blank(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    """A query with something in it (as `memory_search` asks): a blank one is a mistake."""
+    if not value.strip():
+        raise click.BadParameter("is empty", ctx=ctx, param=param)
+    return value
+
+
 @command("search", "ranked compact results for a query",
          'sage-mem search "how do I run the tests" --limit 5')
 @dir_option
-@click.argument("query", help="words, in any language")
+@click.argument("query", help="words, in any language", callback=_not_blank)
 @click.option("--limit", type=Number(int, low=1), default=10, metavar="N",
               help="how many results (default 10)")
 @click.option("--offset", type=Number(int, low=0), default=0, metavar="N",
