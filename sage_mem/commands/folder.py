@@ -11,6 +11,7 @@ import click
 from ..cli import PROG
 from ..disk.folder import default_folder
 from ..disk.home import expand_home
+from ..errors import FolderError
 from .base import (
     Choice,
     Session,
@@ -149,6 +150,9 @@ def embed(session: Session, as_json: bool) -> int:
         if bar and bar[0] is not None:
             bar[0].__exit__(None, None, None)
     model = updated.model
+    if updated.unsaved:
+        raise FolderError(f"{updated.path}: the {updated.embedded} vectors made cannot be kept "
+                          f"({updated.unsaved}); search will not use them: check the state folder")
     if as_json:
         session.print_json({
             "model": model.name, "version": model.version, "dimension": model.dimension,
