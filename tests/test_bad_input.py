@@ -934,6 +934,15 @@ def test_cli_misuse_is_one_line(
     assert tree(memory_dir) == before
 
 
+def test_a_file_that_cannot_be_made_is_named_as_given_never_as_its_temp_file(
+    memory_dir: Path, tmp_path: Path
+) -> None:
+    target = tmp_path / "no_such_folder" / "memories.jsonl"
+    code, out, err = cli("--dir", str(memory_dir), "export", "-o", str(target))
+    assert_one_line_error(code, err)
+    assert f"{target}: No such file or directory" in err and ".tmp" not in err, err
+
+
 MCP_MISUSE = [
     pytest.param("memory_search", {"query": ""}, "empty", id="search-empty-query"),
     pytest.param("memory_search", {"query": "cat", "limit": 0}, "limit", id="search-limit-0"),

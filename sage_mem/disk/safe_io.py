@@ -439,7 +439,10 @@ def _temp_file(path: Path, data: bytes, mode: int, *, sync: bool = True) -> tupl
     # Cut so that a long memory name plus the suffix stays under 255 bytes.
     stem = path.name.encode("utf-8")[:200].decode("utf-8", "ignore")
     tmp = path.with_name(f".{stem}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+    except OSError as exc:  # said of the file being written: the temp name means nothing to anyone
+        raise OSError(exc.errno, exc.strerror, str(path)) from None
     try:
         try:
             view = memoryview(data)
