@@ -918,6 +918,8 @@ CLI_MISUSE = [
     pytest.param(["list", "--category", ""], "invalid choice", id="list-category-empty"),
     pytest.param(["search", ""], "QUERY: is empty", id="search-empty-query-cli"),
     pytest.param(["search", " \t "], "QUERY: is empty", id="search-blank-query-cli"),
+    # An empty run id is no run: refused, never the full server the dream's model must not get.
+    pytest.param(["serve", "--dream-run", ""], "not a run id", id="serve-dream-run-empty"),
 ]
 
 

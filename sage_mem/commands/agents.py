@@ -29,7 +29,7 @@ from .base import (
                    "(autodream starts this itself)")
 @click.pass_obj
 def serve(session: Session, poll: bool, dream_run: str | None) -> int:
-    if dream_run:
+    if dream_run is not None:  # even empty: a dream run's server, never the full one
         from ..mcp_server.dream_server import serve_dream
 
         return serve_dream(session.folder, dream_run)
