@@ -812,6 +812,23 @@ def test_output_that_cannot_carry_chinese_prints_everything_and_keeps_json_exact
     assert (copy / "user_猫🐱.md").read_bytes() == (memory_dir / "user_猫🐱.md").read_bytes()
 
 
+def test_a_folder_whose_name_is_not_utf8_works_in_every_command_that_writes_text(
+    tmp_path: Path
+) -> None:
+    """Linux names are bytes: `caf\\xe9` (Latin-1) arrives as the text `caf\\udce9`."""
+    folder = tmp_path / os.fsdecode(b"caf\xe9") / "memory"
+    shutil.copytree(TEMPLATE, folder)
+    for argv in (["dream"], ["dream", "--mode", "rewrite"], ["index"], ["audit"],
+                 ["add", "user_x", "--description", "x", "--category", "user"], ["runs"]):
+        code, out, err = cli("--dir", str(folder), *argv)
+        assert code == 0 and "Traceback" not in err, (argv, err[-800:])
+    assert list((folder / "autodream").glob("*.md"))  # the reports were written
+    code, out, err = cli("--dir", str(folder), "runs", "--json")
+    rewrite = next(run for run in json.loads(out)["runs"] if run["mode"] == "rewrite")
+    code, out, err = cli("--dir", str(folder), "rollback", rewrite["runId"])
+    assert code == 0, err  # its manifest, with the folder's path in it, read back
+
+
 # Where `~` leads nowhere: `~name` for no such user, or no home folder at all (HOME not
 # set and the user id not in the password database: a container run as a bare uid).
 

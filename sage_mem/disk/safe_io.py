@@ -410,6 +410,16 @@ def remove(path: Path, seen: Seen, *, limit: int) -> None:
 # the tool's own files
 
 
+def text_bytes(text: str) -> bytes:
+    """UTF-8 for text the tool writes for itself (state, manifests, reports, their JSON).
+
+    A path under a folder whose name is not UTF-8 arrives as a lone surrogate
+    (`caf\\udce9`), which UTF-8 cannot hold: it is written as the escape
+    `\\udce9`, which is also JSON's, so a JSON file reads back the very same path.
+    """
+    return text.encode("utf-8", "backslashreplace")
+
+
 def atomic_write(path: Path, data: bytes, *, mode: int = 0o600, durable: bool = True) -> None:
     """Write `data` to `path` so that readers see the old file or the new one, never a mix.
 
