@@ -620,6 +620,23 @@ def test_bad_ids_as_a_real_process_print_one_line(memory_dir: Path, outside: Pat
     assert tree(memory_dir) == before
 
 
+def test_an_id_that_is_not_utf8_is_one_line_in_every_command_that_takes_one(
+    memory_dir: Path
+) -> None:
+    """An id typed in a Latin-1 terminal (`caf\\xe9`) reaches Python as `caf\\udce9`."""
+    before = tree(memory_dir)
+    for argv in ([b"show", b"user_caf\xe9"], [b"feedback", b"user_caf\xe9", b"helpful"],
+                 [b"add", b"user_caf\xe9", b"--description", b"x", b"--category", b"user"],
+                 [b"archive", b"user_caf\xe9", b"--reason", b"r"],
+                 [b"mv", b"user_cat_zh", b"user_caf\xe9"], [b"edit", b"user_caf\xe9"],
+                 [b"restore", b"archive/caf\xe9"], [b"delete", b"archive/caf\xe9", b"--yes"]):
+        result = cli_process("--dir", str(memory_dir), *argv)
+        err = result.stderr.decode("utf-8", "replace")
+        assert result.returncode == 1 and err.count("\n") == 1, (argv, err[-600:])
+        assert "not valid text" in err and "U+DCE9" in err, (argv, err)
+    assert tree(memory_dir) == before
+
+
 # Values: wrong types and out-of-range values for a write
 
 VALUES = [

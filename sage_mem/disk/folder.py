@@ -79,7 +79,7 @@ from urllib.parse import unquote
 
 from ..errors import FolderError, InvalidId
 from ..memory.file_format import sha256
-from ..memory.value import MAX_FILE_BYTES
+from ..memory.value import MAX_FILE_BYTES, not_text
 from .home import default_folder as default_folder  # where it always was: SAGE_MEM_DIR, or ~
 from .home import expand_home
 from .safe_io import Seen, make_private_dirs, read_file
@@ -281,6 +281,9 @@ class MemoryFolder:
             raise InvalidId(f"id {shown} ends in .md twice; no id could reach such a file")
         if not raw.strip():
             raise InvalidId("id is empty")
+        problem = not_text(f"id {shown}", raw)
+        if problem:
+            raise InvalidId(problem)
         if len(raw) > MAX_ID_LENGTH:
             raise InvalidId(f"id {shown}… is longer than {MAX_ID_LENGTH} characters")
         for candidate in _decodings(raw):
