@@ -846,6 +846,28 @@ def test_a_folder_whose_name_is_not_utf8_works_in_every_command_that_writes_text
     assert code == 0, err  # its manifest, with the folder's path in it, read back
 
 
+def test_a_path_that_is_not_utf8_is_exported_to_and_refused_in_a_clients_config(
+    tmp_path: Path
+) -> None:
+    odd = tmp_path / os.fsdecode(b"caf\xe9")
+    folder = odd / "memory"
+    shutil.copytree(TEMPLATE, folder)
+    target = odd / "memories.jsonl"
+    code, out, err = cli("--dir", str(folder), "export", "-o", str(target))
+    assert code == 0, err
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    code, out, err = cli("--dir", str(copy), "import", "jsonl", str(target))
+    assert code == 0 and (copy / "user_cat_zh.md").read_bytes() == (
+        folder / "user_cat_zh.md").read_bytes(), err
+    # A client's JSON config cannot name such a folder (its reader would get another path).
+    result = cli_process("--dir", str(folder), "install", "claude-code", "--scope", "user",
+                         env={"HOME": str(tmp_path / "home")})
+    err = result.stderr.decode("utf-8", "replace")
+    assert result.returncode == 1 and err.count("\n") == 1 and "not valid text" in err, err
+    assert not (tmp_path / "home" / ".claude.json").exists()
+
+
 # Where `~` leads nowhere: `~name` for no such user, or no home folder at all (HOME not
 # set and the user id not in the password database: a container run as a bare uid).
 

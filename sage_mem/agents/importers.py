@@ -99,7 +99,7 @@ from urllib.parse import quote
 
 from ..disk.folder import INDEX_FILE, MemoryFolder, read_memory
 from ..disk.home import expand_home
-from ..disk.safe_io import create
+from ..disk.safe_io import create, text_bytes
 from ..errors import (
     FileChanged,
     FolderError,
@@ -969,7 +969,7 @@ def export_jsonl_file(store: MemoryStore, target: Path | str, *, archived: bool 
         raise FileChanged(f"{target}: exists; an export never replaces a file", path=target)
     buffer = io.StringIO()
     result = export_jsonl(store, buffer, archived=archived)
-    create(target, buffer.getvalue().encode("utf-8"), mode=0o600)
+    create(target, text_bytes(buffer.getvalue()), mode=0o600)  # a path not UTF-8: escaped
     return ExportResult(result.exported, result.left_out, target)
 
 

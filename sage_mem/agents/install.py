@@ -83,7 +83,8 @@ from typing import Any
 
 from ..disk.home import expand_home
 from ..disk.safe_io import atomic_write
-from ..errors import SageMemError
+from ..errors import FolderError, SageMemError
+from ..memory.value import not_text
 from . import json_edit
 
 CLIENTS = ("claude-code", "cursor", "codex")
@@ -275,6 +276,9 @@ def install(
     notes: list[str] = []
     used = folder or (Path(os.path.abspath(expand_home(memory_dir))) if memory_dir
                       else home / ".sage-mem" / "memory")
+    problem = not_text(f"the memory folder's path {str(used)!r}", str(used))
+    if problem:  # the client would read another path: rename the folder
+        raise FolderError(f"{problem}; a client's config cannot name it")
     if not used.is_dir():
         warnings.append(f"the memory folder {used} does not exist yet: the hooks and the server "
                      f"find nothing until it does (`sage-mem --dir {shlex.quote(str(used))} "
