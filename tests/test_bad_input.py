@@ -1001,6 +1001,18 @@ def test_a_file_that_cannot_be_made_is_named_as_given_never_as_its_temp_file(
     assert f"{target}: No such file or directory" in err and ".tmp" not in err, err
 
 
+def test_install_for_a_folder_that_is_a_file_says_so_not_that_it_is_missing(
+    tmp_path: Path
+) -> None:
+    a_file = tmp_path / "notes.md"
+    a_file.write_text("not a folder")
+    result = cli_process("--dir", str(a_file), "install", "cursor", "--dry-run", "--json",
+                         env={"HOME": str(tmp_path / "home")})
+    notes = json.loads(result.stdout)["notes"]
+    said = [note for note in notes if str(a_file) in note]
+    assert said and "is a file" in said[0] and "init" not in said[0], notes
+
+
 MCP_MISUSE = [
     pytest.param("memory_search", {"query": ""}, "empty", id="search-empty-query"),
     pytest.param("memory_search", {"query": "cat", "limit": 0}, "limit", id="search-limit-0"),

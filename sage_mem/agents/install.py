@@ -279,7 +279,10 @@ def install(
     problem = not_text(f"the memory folder's path {str(used)!r}", str(used))
     if problem:  # the client would read another path: rename the folder
         raise FolderError(f"{problem}; a client's config cannot name it")
-    if not used.is_dir():
+    if used.exists() and not used.is_dir():
+        warnings.append(f"the memory folder {used} is a file, not a folder: the hooks and the "
+                        "server find nothing there (give --dir a memory folder)")
+    elif not used.is_dir():
         warnings.append(f"the memory folder {used} does not exist yet: the hooks and the server "
                      f"find nothing until it does (`sage-mem --dir {shlex.quote(str(used))} "
                      "init`)")
