@@ -25,6 +25,7 @@ import json
 import os
 import re
 import shutil
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -44,7 +45,7 @@ from reliability_support import (
     prompt_input,
     tree,
 )
-from support import TEMPLATE
+from support import ROOT, TEMPLATE
 
 from sage_mem import MemoryStore
 from sage_mem.agents.context import FLAGGED
@@ -1122,6 +1123,36 @@ def test_bad_hook_bytes_as_a_real_process(memory_dir: Path, stdin: bytes) -> Non
     assert b"Traceback" not in result.stderr
     if result.stdout:
         json.loads(result.stdout)
+
+
+def _capped_memory() -> None:
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))  # a runaway read fails fast
+
+
+@pytest.mark.parametrize("event", ["stop", "pre-compact"])
+@pytest.mark.parametrize("transcript", ["/dev/zero", "fifo", "folder"])
+def test_a_transcript_path_that_is_no_file_costs_the_reflection_hooks_nothing(
+    memory_dir: Path, tmp_path: Path, event: str, transcript: str
+) -> None:
+    """`transcript_path` comes from the hook's input: /dev/zero never ends (and a read of it
+    fills memory between two checks of the time budget), a FIFO waits for a writer."""
+    path = {"fifo": tmp_path / "fifo", "folder": tmp_path}.get(transcript, Path(transcript))
+    if transcript == "fifo":
+        os.mkfifo(path)
+    payload = json.dumps({"session_id": "s-reflect", "transcript_path": str(path),
+                          "hook_event_name": "Stop", "stop_hook_active": False})
+    started = time.monotonic()
+    result = subprocess.run(
+        [sys.executable, "-m", "sage_mem", "--dir", str(memory_dir), "hook", event],
+        input=payload.encode(), capture_output=True, timeout=60, cwd=ROOT,
+        env={**os.environ, "SAGE_MEM_REFLECT_STEPS": "1"}, preexec_fn=_capped_memory,
+    )
+    err = result.stderr.decode()
+    assert result.returncode == 0 and result.stdout == b"", err
+    assert err == "", err  # not cut by the budget, no unexpected error: nothing to read
+    assert time.monotonic() - started < 30
 
 
 # Integers Python cannot turn into text (over 4,300 decimal digits): YAML writes
