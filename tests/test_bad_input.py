@@ -1155,6 +1155,58 @@ def test_a_transcript_path_that_is_no_file_costs_the_reflection_hooks_nothing(
     assert time.monotonic() - started < 30
 
 
+# JSON that json.loads refuses with something else than a JSONDecodeError: nested past
+# Python's recursion limit (RecursionError), or an integer over 4,300 digits (ValueError).
+DEEP_JSON = "[" * 100_000
+LONG_INT_JSON = '{"session_id": "s-long", "n": ' + "9" * 5000 + "}"
+
+
+@pytest.mark.parametrize("stdin", [DEEP_JSON, LONG_INT_JSON], ids=["deep", "long-int"])
+def test_hook_input_json_too_deep_or_too_long_still_gets_the_session_start_answer(
+    memory_dir: Path, stdin: str
+) -> None:
+    code, out, err = hook("session-start", stdin, memory_dir)
+    assert code == 0 and "unexpected" not in err and "not JSON" in err, err
+    assert "memory_search" in hook_context(out)  # the tools guide, as for any bad input
+
+
+@pytest.mark.parametrize("data", [DEEP_JSON, LONG_INT_JSON], ids=["deep", "long-int"])
+def test_a_config_file_too_deep_or_too_long_is_one_line(
+    memory_dir: Path, tmp_path: Path, data: str
+) -> None:
+    project = tmp_path / "project"
+    (project / ".claude").mkdir(parents=True)
+    for name in (".mcp.json", ".claude/settings.json"):
+        (project / name).write_text(data)
+        for command in ("install", "uninstall"):
+            result = subprocess.run(
+                [sys.executable, "-m", "sage_mem", "--dir", str(memory_dir), command,
+                 "claude-code"], capture_output=True, timeout=60, cwd=project,
+                env={**os.environ, "PYTHONPATH": str(ROOT)})
+            err = result.stderr.decode()
+            assert result.returncode == 1 and err.count("\n") == 1, (name, command, err[-500:])
+            assert "not valid JSON" in err and name in err, err
+        assert (project / name).read_text() == data
+        (project / name).unlink()
+    settings = tmp_path / ".memory.sage-mem" / "autodream" / "config.json"
+    settings.parent.mkdir(parents=True)
+    settings.write_text(data)
+    code, out, err = cli("--dir", str(memory_dir), "dream")
+    assert_one_line_error(code, err)
+    assert "autodream settings" in err
+    code, out, err = hook("session-start", json.dumps({"session_id": "s-cfg"}), memory_dir)
+    assert code == 0 and "unexpected" not in err and "memory_search" in hook_context(out), err
+
+
+def test_an_export_line_too_deep_or_too_long_is_reported_not_a_crash(memory_dir: Path) -> None:
+    lines = (DEEP_JSON + "\n" + LONG_INT_JSON.replace('"session_id": "s-long"', '"id": "user_n"')
+             + "\n").encode()
+    result = cli_process("--dir", str(memory_dir), "import", "jsonl", "-", stdin=lines)
+    out, err = result.stdout.decode(), result.stderr.decode()
+    assert "Traceback" not in err and result.returncode in (0, 1), err[-500:]
+    assert "line 1 (not JSON" in out and "line 2 (not JSON" in out, out
+
+
 # Integers Python cannot turn into text (over 4,300 decimal digits): YAML writes
 # them as decimals, in hex or octal, or sexagesimal (`59:59:…`), and as keys too.
 

@@ -543,7 +543,7 @@ def autodream_enabled(store: MemoryStore, env: Mapping[str, str] | None = None) 
     try:
         path = store.folder.state_path("autodream", "config.json")
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # (JSON nested too deep)
         return False
     return isinstance(data, dict) and data.get("autoFromHook") is True
 
@@ -619,8 +619,12 @@ def _read_payload(stdin: TextIO, log: _Log) -> dict[str, Any]:
         return {}
     try:
         data = json.loads(raw)
-    except json.JSONDecodeError as exc:  # raw is str: json.loads raises nothing else
+    except json.JSONDecodeError as exc:
         log(f"hook input is not JSON ({exc.msg} at line {exc.lineno} column {exc.colno})")
+        return {}
+    except (ValueError, RecursionError) as exc:  # an integer past 4,300 digits; nested too deep
+        why = "nested too deeply" if isinstance(exc, RecursionError) else str(exc).split(";")[0]
+        log(f"hook input is not JSON sage-mem can read ({why})")
         return {}
     if not isinstance(data, dict):
         log(f"hook input is a JSON {type(data).__name__}, not an object")

@@ -668,7 +668,7 @@ def parse_tags(value: Any) -> tuple[list[str], list[str]]:
         if text[:1] in ('[', '"', "{"):
             try:
                 loaded = json.loads(text)
-            except ValueError:
+            except (ValueError, RecursionError):  # then it is a list of words, as written
                 loaded = None
         if isinstance(loaded, list):
             items = loaded
@@ -836,6 +836,9 @@ def _import_line(store: MemoryStore, label: str, line: str, *, dry_run: bool,
         entry = json.loads(line)
     except json.JSONDecodeError as exc:
         return ImportItem(label, None, INVALID, f"not JSON ({exc.msg}, column {exc.colno})")
+    except (ValueError, RecursionError) as exc:  # an integer past 4,300 digits; nested too deep
+        why = "nested too deeply" if isinstance(exc, RecursionError) else str(exc).split(";")[0]
+        return ImportItem(label, None, INVALID, f"not JSON sage-mem can read ({why})")
     if not isinstance(entry, dict) or not isinstance(entry.get("id"), str):
         return ImportItem(label, None, INVALID, "not a JSON object with an `id`")
     prefix = store.folder.archive_dir.name + "/"

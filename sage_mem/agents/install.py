@@ -553,6 +553,10 @@ def _load_json(text: str, path: Path) -> dict[str, Any]:
             f"{path}:{exc.lineno}:{exc.colno}: not valid JSON ({exc.msg}); fix it first, "
             "nothing was changed", path=path,
         ) from None
+    except (ValueError, RecursionError) as exc:  # an integer past 4,300 digits; nested too deep
+        why = "nested too deeply" if isinstance(exc, RecursionError) else str(exc).split(";")[0]
+        raise SageMemError(f"{path}: not valid JSON for sage-mem ({why}); fix it first, "
+                           "nothing was changed", path=path) from None
     if not isinstance(data, dict):
         raise SageMemError(
             f"{path}: expected a JSON object at the top, found {type(data).__name__}; "

@@ -133,7 +133,7 @@ def _read_config(store: MemoryStore) -> tuple[Any, dict[str, Any] | None, str | 
         return seen, {}, None
     try:
         data = json.loads(seen.raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:  # (nested too deep)
         return seen, None, f"{path}: not valid JSON ({exc}); fix it by hand"
     if not isinstance(data, dict):
         return seen, None, f"{path}: must be a JSON object; fix it by hand"
