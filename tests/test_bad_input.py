@@ -1198,6 +1198,24 @@ def test_a_config_file_too_deep_or_too_long_is_one_line(
     assert code == 0 and "unexpected" not in err and "memory_search" in hook_context(out), err
 
 
+def test_a_toml_file_nested_too_deep_is_one_line(memory_dir: Path, tmp_path: Path) -> None:
+    deep = "a = " + "[" * 5000 + "]" * 5000 + "\n"
+    codex = tmp_path / "codex"
+    codex.mkdir()
+    (codex / "config.toml").write_text(deep)
+    for command in ("install", "uninstall"):
+        result = cli_process("--dir", str(memory_dir), command, "codex",
+                             env={"CODEX_HOME": str(codex)})
+        err = result.stderr.decode()
+        assert result.returncode == 1 and err.count("\n") == 1 and "not valid TOML" in err, err
+    assert (codex / "config.toml").read_text() == deep
+    config = tmp_path / "sage-mem.toml"
+    config.write_text(deep)
+    result = cli_process("--dir", str(memory_dir), "list", env={"SAGE_MEM_CONFIG": str(config)})
+    err = result.stderr.decode()
+    assert result.returncode == 1 and err.count("\n") == 1 and str(config) in err, err
+
+
 def test_an_export_line_too_deep_or_too_long_is_reported_not_a_crash(memory_dir: Path) -> None:
     lines = (DEEP_JSON + "\n" + LONG_INT_JSON.replace('"session_id": "s-long"', '"id": "user_n"')
              + "\n").encode()

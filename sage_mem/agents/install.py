@@ -812,6 +812,9 @@ def _load_toml(text: str, path: Path) -> dict[str, Any]:
     except tomllib.TOMLDecodeError as exc:
         raise SageMemError(f"{path}: not valid TOML ({exc}); fix it first, nothing was changed",
                            path=path) from None
+    except RecursionError:  # arrays or tables nested past Python's recursion limit
+        raise SageMemError(f"{path}: not valid TOML for sage-mem (nested too deeply); fix it "
+                           "first, nothing was changed", path=path) from None
 
 
 def _edit_toml_server(text: str, path: Path, wanted: Mapping[str, Any]) -> str:
@@ -859,7 +862,7 @@ def _check_toml(new_text: str, expected: Any, path: Path, refusal: str) -> None:
     """Refuse (SageMemError, `refusal`) a TOML edit that does not read as exactly `expected`."""
     try:
         check = tomllib.loads(new_text)
-    except tomllib.TOMLDecodeError:
+    except (tomllib.TOMLDecodeError, RecursionError):
         check = None
     if check != expected:
         raise SageMemError(refusal, path=path)

@@ -68,6 +68,8 @@ def read_config(file: Path | None = None) -> Config | None:
         raise FolderError(f"{file}: not UTF-8 text (byte {exc.start})") from None
     except tomllib.TOMLDecodeError as exc:
         raise FolderError(f"{file}: {_first_line(str(exc))}") from None
+    except RecursionError:  # arrays or tables nested past Python's recursion limit
+        raise FolderError(f"{file}: not TOML sage-mem can read (nested too deeply)") from None
     return _config(file, table)
 
 
