@@ -959,6 +959,26 @@ def test_without_a_home_folder_the_default_folder_is_one_line_naming_the_fix(
     assert code == 0 and out == "" and "no home folder" in err and "unexpected" not in err, err
 
 
+def test_a_body_on_stdin_far_over_the_limit_is_refused_without_reading_it_all(
+    memory_dir: Path, tmp_path: Path
+) -> None:
+    """`sage-mem add ID … < disk.img`: 2 GB of stdin (sparse: no disk used) in a process
+    allowed 1 GB of memory is refused in one line, as a body of 600 KB is."""
+    huge = tmp_path / "disk.img"
+    with huge.open("wb") as handle:
+        handle.truncate(2 << 30)
+    before = tree(memory_dir)
+    with huge.open("rb") as stdin:
+        result = subprocess.run(
+            [sys.executable, "-m", "sage_mem", "--dir", str(memory_dir), "add", "user_big",
+             "--description", "a big one", "--category", "user"],
+            stdin=stdin, capture_output=True, timeout=120, cwd=ROOT, preexec_fn=_capped_memory)
+    err = result.stderr.decode()
+    assert result.returncode == 1 and err.count("\n") == 1, err[-800:]
+    assert err.startswith("sage-mem: error: ") and "512 KB" in err, err
+    assert tree(memory_dir) == before
+
+
 CLI_MISUSE = [
     pytest.param(["--dir", "{file}", "list"], "not a folder", id="dir-is-a-file"),
     pytest.param(["--dir", "{missing}", "search", "cat"], "no memory folder", id="dir-missing"),
