@@ -1245,6 +1245,23 @@ def test_an_export_line_too_deep_or_too_long_is_reported_not_a_crash(memory_dir:
     assert "line 1 (not JSON" in out and "line 2 (not JSON" in out, out
 
 
+@pytest.mark.parametrize("event", ["user-prompt-submit", "session-start"])
+def test_a_hook_stdin_that_streams_without_end_is_cut_at_its_limit(
+    memory_dir: Path, event: str
+) -> None:
+    """/dev/zero as stdin: a read of it whole never returns to Python (no budget can fire)
+    and fills memory; the hook reads up to the limit a hook's input may have, then answers."""
+    with open("/dev/zero", "rb") as stdin:
+        result = subprocess.run(
+            [sys.executable, "-m", "sage_mem", "--dir", str(memory_dir), "hook", event],
+            stdin=stdin, capture_output=True, timeout=60, cwd=ROOT, preexec_fn=_capped_memory)
+    err = result.stderr.decode()
+    assert result.returncode == 0 and "Traceback" not in err, err[-800:]
+    assert "hook input is over" in err and "unexpected" not in err, err
+    if event == "session-start":  # what needs no input: the tools guide
+        assert "memory_search" in hook_context(result.stdout.decode())
+
+
 # Integers Python cannot turn into text (over 4,300 decimal digits): YAML writes
 # them as decimals, in hex or octal, or sexagesimal (`59:59:…`), and as keys too.
 

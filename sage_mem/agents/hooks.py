@@ -610,7 +610,16 @@ def _read_payload(stdin: TextIO, log: _Log) -> dict[str, Any]:
         buffer = getattr(stdin, "buffer", None)
         # Bytes, decoded here: the locale's encoding may not be UTF-8, and a prompt in
         # Chinese must not turn into a decode error.
-        raw = buffer.read().decode("utf-8", "replace") if buffer is not None else stdin.read()
+        if buffer is None:
+            raw = stdin.read()
+        else:
+            from .hook_socket import MAX_MESSAGE  # what a server takes as a hook's input
+
+            data = _read_at_most(buffer, MAX_MESSAGE)
+            if data is None:
+                log(f"hook input is over {MAX_MESSAGE >> 20} MB; not read")
+                return {}
+            raw = data.decode("utf-8", "replace")
     except (OSError, ValueError) as exc:
         log(f"cannot read the hook input: {exc}")
         return {}
@@ -630,6 +639,22 @@ def _read_payload(stdin: TextIO, log: _Log) -> dict[str, Any]:
         log(f"hook input is a JSON {type(data).__name__}, not an object")
         return {}
     return data
+
+
+def _read_at_most(buffer: Any, limit: int) -> bytes | None:
+    """All of `buffer` up to `limit` bytes (None past it), a chunk at a time: one read of a
+    stdin that never ends (/dev/zero) would never return to Python, where the budget fires."""
+    parts: list[bytes] = []
+    size = 0
+    read = getattr(buffer, "read1", buffer.read)
+    while True:
+        chunk = read(1 << 20)
+        if not chunk:
+            return b"".join(parts)
+        size += len(chunk)
+        if size > limit:
+            return None
+        parts.append(chunk)
 
 
 def _report_problems(store: MemoryStore, log: Callable[[str], None]) -> None:
