@@ -979,6 +979,33 @@ def test_a_body_on_stdin_far_over_the_limit_is_refused_without_reading_it_all(
     assert tree(memory_dir) == before
 
 
+def test_import_jsonl_of_endless_or_huge_input_holds_one_line_at_most(
+    memory_dir: Path, tmp_path: Path
+) -> None:
+    """`import jsonl` of /dev/zero, or of 2 GB with no line end (sparse: no disk used), in a
+    process allowed 1 GB: refused or reported line by line, never read whole."""
+    huge = tmp_path / "disk.img"
+    with huge.open("wb") as handle:
+        handle.truncate(2 << 30)
+        handle.seek(2 << 30)
+        handle.write(b'\n{"id": "user_after", "description": "after the long line"}\n')
+    before = tree(memory_dir)
+    zero = _capped_cli("--dir", str(memory_dir), "import", "jsonl", "/dev/zero")
+    assert zero.returncode == 1 and zero.stderr.decode().count("\n") == 1, zero.stderr[-800:]
+    assert b"not a file" in zero.stderr
+    assert tree(memory_dir) == before
+    long = _capped_cli("--dir", str(memory_dir), "import", "jsonl", str(huge))
+    out = long.stdout.decode()
+    assert long.returncode == 0 and b"Traceback" not in long.stderr, long.stderr[-800:]
+    assert "line 1 (longer than" in out and "imported: line 2 -> user_after" in out, out
+
+
+def _capped_cli(*argv: str) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run([sys.executable, "-m", "sage_mem", *argv], capture_output=True,
+                          timeout=300, cwd=ROOT, preexec_fn=_capped_memory,
+                          stdin=subprocess.DEVNULL)
+
+
 CLI_MISUSE = [
     pytest.param(["--dir", "{file}", "list"], "not a folder", id="dir-is-a-file"),
     pytest.param(["--dir", "{missing}", "search", "cat"], "no memory folder", id="dir-missing"),

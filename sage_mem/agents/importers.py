@@ -87,6 +87,7 @@ import math
 import os
 import re
 import sqlite3
+import stat
 import unicodedata
 from collections import Counter
 from collections.abc import Iterator
@@ -94,7 +95,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, BinaryIO, TextIO
 from urllib.parse import quote
 
 from ..disk.folder import INDEX_FILE, MemoryFolder, read_memory
@@ -800,29 +801,62 @@ def import_jsonl(store: MemoryStore, source: Path | str | TextIO, *, dry_run: bo
     A line that is not a JSON object with an id, or whose memory would be
     refused (a bad value, a secret without `allow_secret`), is reported.
     """
+    opened: BinaryIO | None = None
     if isinstance(source, (str, Path)):
         path = Path(os.path.abspath(expand_home(source)))
         try:
-            with open(path, encoding="utf-8") as handle:
-                text = handle.read()
+            opened = open(path, "rb")  # noqa: SIM115 - closed below, once read
         except FileNotFoundError:
             raise SageMemError(f"{path}: no such file", path=path) from None
-        except UnicodeDecodeError:
-            raise SageMemError(f"{path}: not UTF-8 text, so not JSON lines", path=path) from None
         except OSError as exc:
             raise SageMemError(f"{path}: cannot read: {exc.strerror or exc}", path=path) from None
+        if not stat.S_ISREG(os.fstat(opened.fileno()).st_mode) and not stat.S_ISFIFO(
+                os.fstat(opened.fileno()).st_mode):
+            opened.close()
+            raise SageMemError(f"{path}: not a file (a device or a folder), so not JSON lines",
+                               path=path)
+        raw: BinaryIO = opened
         shown = path
     else:
-        text = source.read()
+        raw = getattr(source, "buffer", None) or io.BytesIO(source.read().encode("utf-8"))
         shown = Path("-")
     items: list[ImportItem] = []
-    with _index_regenerated_once(store, enabled=not dry_run):
-        for number, line in enumerate(text.split("\n"), start=1):
-            if line.strip():
-                items.append(_import_line(store, f"line {number}", line, dry_run=dry_run,
-                                          allow_secret=allow_secret))
+    try:
+        with _index_regenerated_once(store, enabled=not dry_run):
+            for number, (line, problem) in enumerate(_jsonl_lines(raw), start=1):
+                if problem:
+                    items.append(ImportItem(f"line {number}", None, INVALID, problem))
+                elif line.strip():
+                    items.append(_import_line(store, f"line {number}", line, dry_run=dry_run,
+                                              allow_secret=allow_secret))
+    finally:
+        if opened is not None:
+            opened.close()
     notes = () if items else (f"no memories in {shown}",)
     return ImportResult("jsonl", shown, dry_run, tuple(items), notes)
+
+
+MAX_JSONL_LINE = 16 * MAX_FILE_BYTES
+"""The longest line `import jsonl` reads: an export line holds a memory's whole file and its
+body, JSON-escaped (at worst six characters for one byte), and is shorter than this."""
+
+
+def _jsonl_lines(raw: BinaryIO) -> Iterator[tuple[str, str | None]]:
+    """Each line of `raw` and what is wrong with it, one line held at a time: a line too long
+    (a disk image, /dev/zero on stdin) is passed over to its end, never read whole."""
+    while True:
+        line = raw.readline(MAX_JSONL_LINE + 1)
+        if not line:
+            return
+        if len(line) > MAX_JSONL_LINE:
+            while line and not line.endswith(b"\n"):
+                line = raw.readline(MAX_JSONL_LINE)
+            yield "", f"longer than {MAX_JSONL_LINE >> 20} MB, so not an export's line"
+            continue
+        try:
+            yield line.decode("utf-8").removesuffix("\n"), None
+        except UnicodeDecodeError as exc:
+            yield "", f"not UTF-8 text (byte {exc.start + 1})"
 
 
 # Memory.to_dict()'s values that say nothing a new file needs to hold.
