@@ -54,7 +54,7 @@ def answer_hook(event: str, folder: str | None, out: TextIO, shared: Sequence[st
     `shared`: further `--dir` folders, read with the first (`folders.py`)."""
     from .agents.hooks import run_hook
 
-    root = Path(folder).expanduser() if folder else None
+    root = Path(folder) if folder else None  # `~` expanded by the hook, which logs a bad one
     shared = [value for value in shared if value]  # `--dir=` names no folder
     if shared:
         return run_hook(event, sys.stdin, out, sys.stderr, folder=root, shared=tuple(shared))

@@ -25,6 +25,7 @@ import json
 import os
 import re
 import shutil
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -44,7 +45,7 @@ from reliability_support import (
     prompt_input,
     tree,
 )
-from support import TEMPLATE
+from support import ROOT, TEMPLATE
 
 from sage_mem import MemoryStore
 from sage_mem.agents.context import FLAGGED
@@ -624,6 +625,23 @@ def test_bad_ids_as_a_real_process_print_one_line(memory_dir: Path, outside: Pat
     assert tree(memory_dir) == before
 
 
+def test_an_id_that_is_not_utf8_is_one_line_in_every_command_that_takes_one(
+    memory_dir: Path
+) -> None:
+    """An id typed in a Latin-1 terminal (`caf\\xe9`) reaches Python as `caf\\udce9`."""
+    before = tree(memory_dir)
+    for argv in ([b"show", b"user_caf\xe9"], [b"feedback", b"user_caf\xe9", b"helpful"],
+                 [b"add", b"user_caf\xe9", b"--description", b"x", b"--category", b"user"],
+                 [b"archive", b"user_caf\xe9", b"--reason", b"r"],
+                 [b"mv", b"user_cat_zh", b"user_caf\xe9"], [b"edit", b"user_caf\xe9"],
+                 [b"restore", b"archive/caf\xe9"], [b"delete", b"archive/caf\xe9", b"--yes"]):
+        result = cli_process("--dir", str(memory_dir), *argv)
+        err = result.stderr.decode("utf-8", "replace")
+        assert result.returncode == 1 and err.count("\n") == 1, (argv, err[-600:])
+        assert "not valid text" in err and "U+DCE9" in err, (argv, err)
+    assert tree(memory_dir) == before
+
+
 # Values: wrong types and out-of-range values for a write
 
 VALUES = [
@@ -786,6 +804,212 @@ def test_bad_bytes_in_arguments_and_stdin_of_a_real_process(memory_dir: Path) ->
     assert tree(memory_dir) == before
 
 
+@pytest.mark.parametrize("encoding", ["ascii", "latin-1"])
+def test_output_that_cannot_carry_chinese_prints_everything_and_keeps_json_exact(
+    memory_dir: Path, tmp_path: Path, encoding: str
+) -> None:
+    """A terminal or locale that is not UTF-8 (PYTHONIOENCODING, LANG=…ISO-8859-1): text
+    shows what it cannot carry as escapes, JSON escapes it as JSON does, nothing is lost."""
+    env = {"PYTHONIOENCODING": encoding}
+    memory_dir.joinpath("user_猫🐱.md").write_text(
+        "---\ndescription: 猫 🐱 and café\ncategory: user\n---\n\n芝麻 🐱\n", encoding="utf-8")
+    for argv in (["list"], ["search", "芝麻"], ["show", "user_cat_zh"], ["show", "user_猫🐱"],
+                 ["show", "no_such_猫"]):
+        result = cli_process("--dir", str(memory_dir), *argv, env=env)
+        err = result.stderr.decode(encoding)
+        assert "Traceback" not in err, (argv, err[-600:])
+        assert result.returncode == (1 if argv[-1] == "no_such_猫" else 0), (argv, err)
+    shown = cli_process("--dir", str(memory_dir), "show", "user_猫🐱", env=env).stdout
+    assert b"\\u732b" in shown or "猫".encode(encoding, "replace") not in shown  # an escape
+    listed = cli_process("--dir", str(memory_dir), "list", "--json", env=env)
+    assert listed.returncode == 0, listed.stderr.decode()[-600:]
+    descriptions = {m["id"]: m["description"] for m in json.loads(listed.stdout)["memories"]}
+    assert descriptions["user_猫🐱"] == "猫 🐱 and café"
+    exported = cli_process("--dir", str(memory_dir), "export", env=env)
+    assert exported.returncode == 0, exported.stderr.decode()[-600:]
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    back = cli_process("--dir", str(copy), "import", "jsonl", "-", stdin=exported.stdout)
+    assert back.returncode == 0, back.stderr.decode()[-600:]
+    assert (copy / "user_猫🐱.md").read_bytes() == (memory_dir / "user_猫🐱.md").read_bytes()
+
+
+def test_a_folder_whose_name_is_not_utf8_works_in_every_command_that_writes_text(
+    tmp_path: Path
+) -> None:
+    """Linux names are bytes: `caf\\xe9` (Latin-1) arrives as the text `caf\\udce9`."""
+    folder = tmp_path / os.fsdecode(b"caf\xe9") / "memory"
+    shutil.copytree(TEMPLATE, folder)
+    for argv in (["dream"], ["dream", "--mode", "rewrite"], ["index"], ["audit"],
+                 ["add", "user_x", "--description", "x", "--category", "user"], ["runs"]):
+        code, out, err = cli("--dir", str(folder), *argv)
+        assert code == 0 and "Traceback" not in err, (argv, err[-800:])
+    assert list((folder / "autodream").glob("*.md"))  # the reports were written
+    code, out, err = cli("--dir", str(folder), "runs", "--json")
+    rewrite = next(run for run in json.loads(out)["runs"] if run["mode"] == "rewrite")
+    code, out, err = cli("--dir", str(folder), "rollback", rewrite["runId"])
+    assert code == 0, err  # its manifest, with the folder's path in it, read back
+
+
+def test_a_path_that_is_not_utf8_is_exported_to_and_refused_in_a_clients_config(
+    tmp_path: Path
+) -> None:
+    odd = tmp_path / os.fsdecode(b"caf\xe9")
+    folder = odd / "memory"
+    shutil.copytree(TEMPLATE, folder)
+    target = odd / "memories.jsonl"
+    code, out, err = cli("--dir", str(folder), "export", "-o", str(target))
+    assert code == 0, err
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    code, out, err = cli("--dir", str(copy), "import", "jsonl", str(target))
+    assert code == 0 and (copy / "user_cat_zh.md").read_bytes() == (
+        folder / "user_cat_zh.md").read_bytes(), err
+    # A client's JSON config cannot name such a folder (its reader would get another path).
+    result = cli_process("--dir", str(folder), "install", "claude-code", "--scope", "user",
+                         env={"HOME": str(tmp_path / "home")})
+    err = result.stderr.decode("utf-8", "replace")
+    assert result.returncode == 1 and err.count("\n") == 1 and "not valid text" in err, err
+    assert not (tmp_path / "home" / ".claude.json").exists()
+
+
+# Where `~` leads nowhere: `~name` for no such user, or no home folder at all (HOME not
+# set and the user id not in the password database: a container run as a bare uid).
+
+NO_USER = "~no_such_user_q7"
+
+
+def no_home(monkeypatch: pytest.MonkeyPatch) -> None:
+    """HOME unset and the user id unknown to the password database, as in such a container."""
+    import pwd
+
+    def unknown(uid: int) -> Any:
+        raise KeyError(f"getpwuid(): uid not found: {uid}")
+
+    monkeypatch.delenv("HOME", raising=False)
+    monkeypatch.setattr(pwd, "getpwuid", unknown)
+
+
+def test_a_path_whose_tilde_leads_nowhere_is_one_line_in_every_command(
+    memory_dir: Path, tmp_path: Path
+) -> None:
+    nowhere = f"{NO_USER}/memory"
+    export = tmp_path / "export.jsonl"
+    export.write_text("")
+    for argv, env in (
+        (["--dir", nowhere, "list"], {}),
+        (["--dir", nowhere, "add", "user_x", "--description", "x", "--category", "user"], {}),
+        (["init", nowhere], {}),
+        (["import", "claude-code", nowhere], {}),
+        (["import", "jsonl", nowhere], {}),
+        (["export", "-o", f"{NO_USER}/out.jsonl"], {}),
+        (["list"], {"SAGE_MEM_DIR": nowhere}),
+        (["list"], {"SAGE_MEM_STATE_DIR": f"{NO_USER}/state"}),
+        (["list"], {"SAGE_MEM_CONFIG": f"{NO_USER}/config.toml"}),
+        (["install", "codex", "--dry-run"], {"CODEX_HOME": f"{NO_USER}/codex"}),
+    ):
+        result = cli_process(*argv, env={"SAGE_MEM_DIR": str(memory_dir), **env})
+        err = result.stderr.decode()
+        assert result.returncode == 1 and err.count("\n") == 1, (argv, env, err[-600:])
+        assert err.startswith("sage-mem: error: ") and NO_USER in err, (argv, err)
+
+
+def test_a_shared_folder_whose_tilde_leads_nowhere_is_named_in_one_line(
+    memory_dir: Path, tmp_path: Path
+) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text(f"[shared.team]\npath = '{NO_USER}/team'\n")
+    code, out, err = cli_process_text("search", "猫", SAGE_MEM_CONFIG=str(config))
+    assert code == 1 and err.count("\n") == 1 and "shared.team.path" in err and NO_USER in err, err
+
+
+def cli_process_text(*argv: str, **env: str) -> tuple[int, str, str]:
+    result = cli_process(*argv, env=env)
+    return result.returncode, result.stdout.decode(), result.stderr.decode()
+
+
+@pytest.mark.parametrize("event", ["user-prompt-submit", "session-start"])
+def test_a_hook_whose_folder_tilde_leads_nowhere_exits_0_with_one_line(event: str) -> None:
+    result = cli_process("--dir", f"{NO_USER}/memory", "hook", event,
+                         stdin=prompt_input("我的猫叫什么").encode())
+    err = result.stderr.decode()
+    assert result.returncode == 0 and "Traceback" not in err, err[-800:]
+    assert err.count("\n") == 1 and NO_USER in err, err
+
+
+def test_without_a_home_folder_a_named_folder_still_works(
+    memory_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    no_home(monkeypatch)  # SAGE_MEM_DIR names the folder: no home is needed, no config read
+    code, out, err = cli("search", "猫")
+    assert code == 0 and "user_cat_zh" in out, err
+    code, out, err = hook("user-prompt-submit", prompt_input("我的猫叫什么"))
+    assert code == 0 and "user_cat_zh" in hook_context(out), err
+    start = json.dumps({"session_id": "s-home", "source": "startup"})
+    code, out, err = hook("session-start", start)
+    assert code == 0 and hook_context(out) and "unexpected" not in err, err
+
+
+def test_without_a_home_folder_the_default_folder_is_one_line_naming_the_fix(
+    memory_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    no_home(monkeypatch)
+    monkeypatch.delenv("SAGE_MEM_DIR")
+    for argv in (["list"], ["init"], ["install", "claude-code", "--scope", "user", "--dry-run"]):
+        code, out, err = cli(*argv)
+        assert_one_line_error(code, err)
+        assert "no home folder" in err and ("SAGE_MEM_DIR" in err or "HOME" in err), (argv, err)
+    code, out, err = hook("user-prompt-submit", prompt_input("我的猫叫什么"))
+    assert code == 0 and out == "" and "no home folder" in err and "unexpected" not in err, err
+
+
+def test_a_body_on_stdin_far_over_the_limit_is_refused_without_reading_it_all(
+    memory_dir: Path, tmp_path: Path
+) -> None:
+    """`sage-mem add ID … < disk.img`: 2 GB of stdin (sparse: no disk used) in a process
+    allowed 1 GB of memory is refused in one line, as a body of 600 KB is."""
+    huge = tmp_path / "disk.img"
+    with huge.open("wb") as handle:
+        handle.truncate(2 << 30)
+    before = tree(memory_dir)
+    with huge.open("rb") as stdin:
+        result = subprocess.run(
+            [sys.executable, "-m", "sage_mem", "--dir", str(memory_dir), "add", "user_big",
+             "--description", "a big one", "--category", "user"],
+            stdin=stdin, capture_output=True, timeout=120, cwd=ROOT, preexec_fn=_capped_memory)
+    err = result.stderr.decode()
+    assert result.returncode == 1 and err.count("\n") == 1, err[-800:]
+    assert err.startswith("sage-mem: error: ") and "512 KB" in err, err
+    assert tree(memory_dir) == before
+
+
+def test_import_jsonl_of_endless_or_huge_input_holds_one_line_at_most(
+    memory_dir: Path, tmp_path: Path
+) -> None:
+    """`import jsonl` of /dev/zero, or of 2 GB with no line end (sparse: no disk used), in a
+    process allowed 1 GB: refused or reported line by line, never read whole."""
+    huge = tmp_path / "disk.img"
+    with huge.open("wb") as handle:
+        handle.truncate(2 << 30)
+        handle.seek(2 << 30)
+        handle.write(b'\n{"id": "user_after", "description": "after the long line"}\n')
+    before = tree(memory_dir)
+    zero = _capped_cli("--dir", str(memory_dir), "import", "jsonl", "/dev/zero")
+    assert zero.returncode == 1 and zero.stderr.decode().count("\n") == 1, zero.stderr[-800:]
+    assert b"not a file" in zero.stderr
+    assert tree(memory_dir) == before
+    long = _capped_cli("--dir", str(memory_dir), "import", "jsonl", str(huge))
+    out = long.stdout.decode()
+    assert long.returncode == 0 and b"Traceback" not in long.stderr, long.stderr[-800:]
+    assert "line 1 (longer than" in out and "imported: line 2 -> user_after" in out, out
+
+
+def _capped_cli(*argv: str) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run([sys.executable, "-m", "sage_mem", *argv], capture_output=True,
+                          timeout=300, cwd=ROOT, preexec_fn=_capped_memory,
+                          stdin=subprocess.DEVNULL)
+
+
 CLI_MISUSE = [
     pytest.param(["--dir", "{file}", "list"], "not a folder", id="dir-is-a-file"),
     pytest.param(["--dir", "{missing}", "search", "cat"], "no memory folder", id="dir-missing"),
@@ -796,6 +1020,14 @@ CLI_MISUSE = [
     pytest.param(["archive", "user_cat_zh"], "--reason", id="reason-missing"),
     pytest.param(["frobnicate"], "invalid choice", id="unknown-command"),
     pytest.param(["show", "user_nobody"], "no memory", id="missing-memory"),
+    pytest.param(["search", "cat", "--category", "feedbak"], "--category",
+                 id="search-category-typo"),
+    pytest.param(["list", "--category", "robot"], "invalid choice", id="list-category-unknown"),
+    pytest.param(["list", "--category", ""], "invalid choice", id="list-category-empty"),
+    pytest.param(["search", ""], "QUERY: is empty", id="search-empty-query-cli"),
+    pytest.param(["search", " \t "], "QUERY: is empty", id="search-blank-query-cli"),
+    # An empty run id is no run: refused, never the full server the dream's model must not get.
+    pytest.param(["serve", "--dream-run", ""], "not a run id", id="serve-dream-run-empty"),
 ]
 
 
@@ -810,6 +1042,27 @@ def test_cli_misuse_is_one_line(
     assert_one_line_error(code, err)
     assert message in err
     assert tree(memory_dir) == before
+
+
+def test_a_file_that_cannot_be_made_is_named_as_given_never_as_its_temp_file(
+    memory_dir: Path, tmp_path: Path
+) -> None:
+    target = tmp_path / "no_such_folder" / "memories.jsonl"
+    code, out, err = cli("--dir", str(memory_dir), "export", "-o", str(target))
+    assert_one_line_error(code, err)
+    assert f"{target}: No such file or directory" in err and ".tmp" not in err, err
+
+
+def test_install_for_a_folder_that_is_a_file_says_so_not_that_it_is_missing(
+    tmp_path: Path
+) -> None:
+    a_file = tmp_path / "notes.md"
+    a_file.write_text("not a folder")
+    result = cli_process("--dir", str(a_file), "install", "cursor", "--dry-run", "--json",
+                         env={"HOME": str(tmp_path / "home")})
+    notes = json.loads(result.stdout)["notes"]
+    said = [note for note in notes if str(a_file) in note]
+    assert said and "is a file" in said[0] and "init" not in said[0], notes
 
 
 MCP_MISUSE = [
@@ -921,6 +1174,123 @@ def test_bad_hook_bytes_as_a_real_process(memory_dir: Path, stdin: bytes) -> Non
     assert b"Traceback" not in result.stderr
     if result.stdout:
         json.loads(result.stdout)
+
+
+def _capped_memory() -> None:
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))  # a runaway read fails fast
+
+
+@pytest.mark.parametrize("event", ["stop", "pre-compact"])
+@pytest.mark.parametrize("transcript", ["/dev/zero", "fifo", "folder"])
+def test_a_transcript_path_that_is_no_file_costs_the_reflection_hooks_nothing(
+    memory_dir: Path, tmp_path: Path, event: str, transcript: str
+) -> None:
+    """`transcript_path` comes from the hook's input: /dev/zero never ends (and a read of it
+    fills memory between two checks of the time budget), a FIFO waits for a writer."""
+    path = {"fifo": tmp_path / "fifo", "folder": tmp_path}.get(transcript, Path(transcript))
+    if transcript == "fifo":
+        os.mkfifo(path)
+    payload = json.dumps({"session_id": "s-reflect", "transcript_path": str(path),
+                          "hook_event_name": "Stop", "stop_hook_active": False})
+    started = time.monotonic()
+    result = subprocess.run(
+        [sys.executable, "-m", "sage_mem", "--dir", str(memory_dir), "hook", event],
+        input=payload.encode(), capture_output=True, timeout=60, cwd=ROOT,
+        env={**os.environ, "SAGE_MEM_REFLECT_STEPS": "1"}, preexec_fn=_capped_memory,
+    )
+    err = result.stderr.decode()
+    assert result.returncode == 0 and result.stdout == b"", err
+    assert err == "", err  # not cut by the budget, no unexpected error: nothing to read
+    assert time.monotonic() - started < 30
+
+
+# JSON that json.loads refuses with something else than a JSONDecodeError: nested past
+# Python's recursion limit (RecursionError), or an integer over 4,300 digits (ValueError).
+DEEP_JSON = "[" * 100_000
+LONG_INT_JSON = '{"session_id": "s-long", "n": ' + "9" * 5000 + "}"
+
+
+@pytest.mark.parametrize("stdin", [DEEP_JSON, LONG_INT_JSON], ids=["deep", "long-int"])
+def test_hook_input_json_too_deep_or_too_long_still_gets_the_session_start_answer(
+    memory_dir: Path, stdin: str
+) -> None:
+    code, out, err = hook("session-start", stdin, memory_dir)
+    assert code == 0 and "unexpected" not in err and "not JSON" in err, err
+    assert "memory_search" in hook_context(out)  # the tools guide, as for any bad input
+
+
+@pytest.mark.parametrize("data", [DEEP_JSON, LONG_INT_JSON], ids=["deep", "long-int"])
+def test_a_config_file_too_deep_or_too_long_is_one_line(
+    memory_dir: Path, tmp_path: Path, data: str
+) -> None:
+    project = tmp_path / "project"
+    (project / ".claude").mkdir(parents=True)
+    for name in (".mcp.json", ".claude/settings.json"):
+        (project / name).write_text(data)
+        for command in ("install", "uninstall"):
+            result = subprocess.run(
+                [sys.executable, "-m", "sage_mem", "--dir", str(memory_dir), command,
+                 "claude-code"], capture_output=True, timeout=60, cwd=project,
+                env={**os.environ, "PYTHONPATH": str(ROOT)})
+            err = result.stderr.decode()
+            assert result.returncode == 1 and err.count("\n") == 1, (name, command, err[-500:])
+            assert "not valid JSON" in err and name in err, err
+        assert (project / name).read_text() == data
+        (project / name).unlink()
+    settings = tmp_path / ".memory.sage-mem" / "autodream" / "config.json"
+    settings.parent.mkdir(parents=True)
+    settings.write_text(data)
+    code, out, err = cli("--dir", str(memory_dir), "dream")
+    assert_one_line_error(code, err)
+    assert "autodream settings" in err
+    code, out, err = hook("session-start", json.dumps({"session_id": "s-cfg"}), memory_dir)
+    assert code == 0 and "unexpected" not in err and "memory_search" in hook_context(out), err
+
+
+def test_a_toml_file_nested_too_deep_is_one_line(memory_dir: Path, tmp_path: Path) -> None:
+    deep = "a = " + "[" * 5000 + "]" * 5000 + "\n"
+    codex = tmp_path / "codex"
+    codex.mkdir()
+    (codex / "config.toml").write_text(deep)
+    for command in ("install", "uninstall"):
+        result = cli_process("--dir", str(memory_dir), command, "codex",
+                             env={"CODEX_HOME": str(codex)})
+        err = result.stderr.decode()
+        assert result.returncode == 1 and err.count("\n") == 1 and "not valid TOML" in err, err
+    assert (codex / "config.toml").read_text() == deep
+    config = tmp_path / "sage-mem.toml"
+    config.write_text(deep)
+    result = cli_process("--dir", str(memory_dir), "list", env={"SAGE_MEM_CONFIG": str(config)})
+    err = result.stderr.decode()
+    assert result.returncode == 1 and err.count("\n") == 1 and str(config) in err, err
+
+
+def test_an_export_line_too_deep_or_too_long_is_reported_not_a_crash(memory_dir: Path) -> None:
+    lines = (DEEP_JSON + "\n" + LONG_INT_JSON.replace('"session_id": "s-long"', '"id": "user_n"')
+             + "\n").encode()
+    result = cli_process("--dir", str(memory_dir), "import", "jsonl", "-", stdin=lines)
+    out, err = result.stdout.decode(), result.stderr.decode()
+    assert "Traceback" not in err and result.returncode in (0, 1), err[-500:]
+    assert "line 1 (not JSON" in out and "line 2 (not JSON" in out, out
+
+
+@pytest.mark.parametrize("event", ["user-prompt-submit", "session-start"])
+def test_a_hook_stdin_that_streams_without_end_is_cut_at_its_limit(
+    memory_dir: Path, event: str
+) -> None:
+    """/dev/zero as stdin: a read of it whole never returns to Python (no budget can fire)
+    and fills memory; the hook reads up to the limit a hook's input may have, then answers."""
+    with open("/dev/zero", "rb") as stdin:
+        result = subprocess.run(
+            [sys.executable, "-m", "sage_mem", "--dir", str(memory_dir), "hook", event],
+            stdin=stdin, capture_output=True, timeout=60, cwd=ROOT, preexec_fn=_capped_memory)
+    err = result.stderr.decode()
+    assert result.returncode == 0 and "Traceback" not in err, err[-800:]
+    assert "hook input is over" in err and "unexpected" not in err, err
+    if event == "session-start":  # what needs no input: the tools guide
+        assert "memory_search" in hook_context(result.stdout.decode())
 
 
 # Integers Python cannot turn into text (over 4,300 decimal digits): YAML writes

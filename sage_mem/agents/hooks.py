@@ -307,10 +307,10 @@ def _answer(event: str, stdin: TextIO, folder: Path | None, log: _Log,
     one is started in the background when needed, see `agents/daemon.py`).
     """
     hook_name = EVENTS.get(event)
-    payload = _read_payload(stdin, log)
-    if hook_name is None:
+    if hook_name is None:  # before reading stdin: no budget is armed for an unknown event
         log(f"unknown hook event {event[:40]!r} (expected {' or '.join(EVENTS)})")
         return None, None
+    payload = _read_payload(stdin, log)
     if event in REFLECTION_EVENTS:
         from ..disk.folder import MemoryFolder, default_folder
         from . import reflection
@@ -327,7 +327,11 @@ def _answer(event: str, stdin: TextIO, folder: Path | None, log: _Log,
             return None, None
         if not prompt.strip():
             return None, None
-    root = _folder_root(folder)
+    try:
+        root = _folder_root(folder)
+    except SageMemError as exc:
+        log(f"nothing injected: {exc}")
+        return None, None
     specs = _shared_folders(root, shared, log)
     if specs:  # a server answers for its own folder: with shared ones the hook answers here
         return _answer_here(hook_name, payload, folder, root, log, specs)
@@ -344,12 +348,11 @@ FORWARDED_ENV = ("SAGE_MEM_HOOK_LIMIT", AUTODREAM_ENV)
 
 
 def _folder_root(folder: Path | None) -> str:
-    """The memory folder's absolute path as `MemoryFolder` makes it (`default_folder` without
-    importing it: tests/test_hook_socket.py holds the two to each other)."""
-    if folder is None:
-        env = os.environ.get("SAGE_MEM_DIR")
-        folder = Path(env).expanduser() if env else Path.home() / ".sage-mem" / "memory"
-    return os.path.abspath(folder.expanduser())
+    """The memory folder's absolute path as `MemoryFolder` makes it (tests/test_hook_socket.py
+    holds the two to each other); FolderError when `~` in it leads nowhere."""
+    from ..disk.home import default_folder, expand_home
+
+    return os.path.abspath(expand_home(folder) if folder is not None else default_folder())
 
 
 def _ask_server(
@@ -391,13 +394,16 @@ def _shared_folders(root: str, shared: tuple[str, ...], log: _Log) -> list[Any]:
     the config's; `folders.py`), the personal one first; [] when `root` is read alone."""
     from .. import folders
 
-    if not shared and not folders.has_config():
-        return []
     try:
+        if not shared and not folders.has_config():
+            return []
         specs = folders.folders_for([root, *shared])
     except SageMemError as exc:
         log(f"shared folders left out: {exc}")
-        specs = folders.folders_for([root, *shared], config=None)
+        try:
+            specs = folders.folders_for([root, *shared], config=None)
+        except SageMemError:  # a `--dir` of its own that leads nowhere: said above
+            return []
     return specs if len(specs) > 1 else []
 
 
@@ -537,7 +543,7 @@ def autodream_enabled(store: MemoryStore, env: Mapping[str, str] | None = None) 
     try:
         path = store.folder.state_path("autodream", "config.json")
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # (JSON nested too deep)
         return False
     return isinstance(data, dict) and data.get("autoFromHook") is True
 
@@ -604,7 +610,16 @@ def _read_payload(stdin: TextIO, log: _Log) -> dict[str, Any]:
         buffer = getattr(stdin, "buffer", None)
         # Bytes, decoded here: the locale's encoding may not be UTF-8, and a prompt in
         # Chinese must not turn into a decode error.
-        raw = buffer.read().decode("utf-8", "replace") if buffer is not None else stdin.read()
+        if buffer is None:
+            raw = stdin.read()
+        else:
+            from .hook_socket import MAX_MESSAGE  # what a server takes as a hook's input
+
+            data = _read_at_most(buffer, MAX_MESSAGE)
+            if data is None:
+                log(f"hook input is over {MAX_MESSAGE >> 20} MB; not read")
+                return {}
+            raw = data.decode("utf-8", "replace")
     except (OSError, ValueError) as exc:
         log(f"cannot read the hook input: {exc}")
         return {}
@@ -613,13 +628,33 @@ def _read_payload(stdin: TextIO, log: _Log) -> dict[str, Any]:
         return {}
     try:
         data = json.loads(raw)
-    except json.JSONDecodeError as exc:  # raw is str: json.loads raises nothing else
+    except json.JSONDecodeError as exc:
         log(f"hook input is not JSON ({exc.msg} at line {exc.lineno} column {exc.colno})")
+        return {}
+    except (ValueError, RecursionError) as exc:  # an integer past 4,300 digits; nested too deep
+        why = "nested too deeply" if isinstance(exc, RecursionError) else str(exc).split(";")[0]
+        log(f"hook input is not JSON sage-mem can read ({why})")
         return {}
     if not isinstance(data, dict):
         log(f"hook input is a JSON {type(data).__name__}, not an object")
         return {}
     return data
+
+
+def _read_at_most(buffer: Any, limit: int) -> bytes | None:
+    """All of `buffer` up to `limit` bytes (None past it), a chunk at a time: one read of a
+    stdin that never ends (/dev/zero) would never return to Python, where the budget fires."""
+    parts: list[bytes] = []
+    size = 0
+    read = getattr(buffer, "read1", buffer.read)
+    while True:
+        chunk = read(1 << 20)
+        if not chunk:
+            return b"".join(parts)
+        size += len(chunk)
+        if size > limit:
+            return None
+        parts.append(chunk)
 
 
 def _report_problems(store: MemoryStore, log: Callable[[str], None]) -> None:

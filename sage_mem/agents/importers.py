@@ -87,6 +87,7 @@ import math
 import os
 import re
 import sqlite3
+import stat
 import unicodedata
 from collections import Counter
 from collections.abc import Iterator
@@ -94,12 +95,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, BinaryIO, TextIO
 from urllib.parse import quote
 
 from ..checks.credentials import redact_name
 from ..disk.folder import INDEX_FILE, MemoryFolder, read_memory
-from ..disk.safe_io import create
+from ..disk.home import expand_home
+from ..disk.safe_io import create, text_bytes
 from ..errors import (
     FileChanged,
     FolderError,
@@ -222,7 +224,7 @@ def import_claude_code(store: MemoryStore, source_dir: Path | str, *, dry_run: b
     A file with a line that looks like a credential is refused (reported, not
     copied) unless `allow_secret`.
     """
-    source = Path(os.path.abspath(Path(source_dir).expanduser()))
+    source = Path(os.path.abspath(expand_home(source_dir)))
     if not source.is_dir():
         raise FolderError(f"{source}: no such folder", path=source)
     origin = MemoryFolder(source)
@@ -469,7 +471,7 @@ def import_mnemo(store: MemoryStore, db_path: Path | str, *, dry_run: bool = Fal
 
     A fact that looks like it holds a credential is refused unless `allow_secret`.
     """
-    db = Path(os.path.abspath(Path(db_path).expanduser()))
+    db = Path(os.path.abspath(expand_home(db_path)))
     rows = list(_read_facts(db))
     present = _bodies(store)
     taken: set[str] = set()
@@ -675,7 +677,7 @@ def parse_tags(value: Any) -> tuple[list[str], list[str]]:
         if text[:1] in ('[', '"', "{"):
             try:
                 loaded = json.loads(text)
-            except ValueError:
+            except (ValueError, RecursionError):  # then it is a list of words, as written
                 loaded = None
         if isinstance(loaded, list):
             items = loaded
@@ -807,29 +809,62 @@ def import_jsonl(store: MemoryStore, source: Path | str | TextIO, *, dry_run: bo
     A line that is not a JSON object with an id, or whose memory would be
     refused (a bad value, a secret without `allow_secret`), is reported.
     """
+    opened: BinaryIO | None = None
     if isinstance(source, (str, Path)):
-        path = Path(os.path.abspath(Path(source).expanduser()))
+        path = Path(os.path.abspath(expand_home(source)))
         try:
-            with open(path, encoding="utf-8") as handle:
-                text = handle.read()
+            opened = open(path, "rb")  # noqa: SIM115 - closed below, once read
         except FileNotFoundError:
             raise SageMemError(f"{path}: no such file", path=path) from None
-        except UnicodeDecodeError:
-            raise SageMemError(f"{path}: not UTF-8 text, so not JSON lines", path=path) from None
         except OSError as exc:
             raise SageMemError(f"{path}: cannot read: {exc.strerror or exc}", path=path) from None
+        if not stat.S_ISREG(os.fstat(opened.fileno()).st_mode) and not stat.S_ISFIFO(
+                os.fstat(opened.fileno()).st_mode):
+            opened.close()
+            raise SageMemError(f"{path}: not a file (a device or a folder), so not JSON lines",
+                               path=path)
+        raw: BinaryIO = opened
         shown = path
     else:
-        text = source.read()
+        raw = getattr(source, "buffer", None) or io.BytesIO(source.read().encode("utf-8"))
         shown = Path("-")
     items: list[ImportItem] = []
-    with _index_regenerated_once(store, enabled=not dry_run):
-        for number, line in enumerate(text.split("\n"), start=1):
-            if line.strip():
-                items.append(_import_line(store, f"line {number}", line, dry_run=dry_run,
-                                          allow_secret=allow_secret))
+    try:
+        with _index_regenerated_once(store, enabled=not dry_run):
+            for number, (line, problem) in enumerate(_jsonl_lines(raw), start=1):
+                if problem:
+                    items.append(ImportItem(f"line {number}", None, INVALID, problem))
+                elif line.strip():
+                    items.append(_import_line(store, f"line {number}", line, dry_run=dry_run,
+                                              allow_secret=allow_secret))
+    finally:
+        if opened is not None:
+            opened.close()
     notes = () if items else (f"no memories in {shown}",)
     return ImportResult("jsonl", shown, dry_run, tuple(items), notes)
+
+
+MAX_JSONL_LINE = 16 * MAX_FILE_BYTES
+"""The longest line `import jsonl` reads: an export line holds a memory's whole file and its
+body, JSON-escaped (at worst six characters for one byte), and is shorter than this."""
+
+
+def _jsonl_lines(raw: BinaryIO) -> Iterator[tuple[str, str | None]]:
+    """Each line of `raw` and what is wrong with it, one line held at a time: a line too long
+    (a disk image, /dev/zero on stdin) is passed over to its end, never read whole."""
+    while True:
+        line = raw.readline(MAX_JSONL_LINE + 1)
+        if not line:
+            return
+        if len(line) > MAX_JSONL_LINE:
+            while line and not line.endswith(b"\n"):
+                line = raw.readline(MAX_JSONL_LINE)
+            yield "", f"longer than {MAX_JSONL_LINE >> 20} MB, so not an export's line"
+            continue
+        try:
+            yield line.decode("utf-8").removesuffix("\n"), None
+        except UnicodeDecodeError as exc:
+            yield "", f"not UTF-8 text (byte {exc.start + 1})"
 
 
 # Memory.to_dict()'s values that say nothing a new file needs to hold.
@@ -843,6 +878,9 @@ def _import_line(store: MemoryStore, label: str, line: str, *, dry_run: bool,
         entry = json.loads(line)
     except json.JSONDecodeError as exc:
         return ImportItem(label, None, INVALID, f"not JSON ({exc.msg}, column {exc.colno})")
+    except (ValueError, RecursionError) as exc:  # an integer past 4,300 digits; nested too deep
+        why = "nested too deeply" if isinstance(exc, RecursionError) else str(exc).split(";")[0]
+        return ImportItem(label, None, INVALID, f"not JSON sage-mem can read ({why})")
     if not isinstance(entry, dict) or not isinstance(entry.get("id"), str):
         return ImportItem(label, None, INVALID, "not a JSON object with an `id`")
     prefix = store.folder.archive_dir.name + "/"
@@ -929,8 +967,12 @@ class ExportResult:
         }
 
 
-def export_jsonl(store: MemoryStore, out: TextIO, *, archived: bool = False) -> ExportResult:
+def export_jsonl(store: MemoryStore, out: TextIO, *, archived: bool = False,
+                 ascii_only: bool = False) -> ExportResult:
     """Write every memory (with `archived`, archived ones too) as one JSON object a line, by id.
+
+    `ascii_only`: JSON's `\\u` escapes for what is not ASCII, for a stream that cannot
+    carry it (the same objects once read).
 
     Each line is `Memory.to_dict()` with the body, and `file`: the file's
     whole text as it is on disk (read again now, so that `sha256` is its own),
@@ -956,7 +998,7 @@ def export_jsonl(store: MemoryStore, out: TextIO, *, archived: bool = False) -> 
             archived=memory.archived, problems=parsed.problems,
         )
         out.write(json.dumps({**fresh.to_dict(body=True), "file": text},
-                             ensure_ascii=False) + "\n")
+                             ensure_ascii=ascii_only) + "\n")
         count += 1
     return ExportResult(count, tuple(sorted(left_out, key=lambda item: item.path)))
 
@@ -968,12 +1010,12 @@ def export_jsonl_file(store: MemoryStore, target: Path | str, *, archived: bool 
     The file appears whole or not at all. Raises FileChanged, writing
     nothing, when a file is at `target` (or one appears there meanwhile).
     """
-    target = Path(os.path.abspath(Path(target).expanduser()))
+    target = Path(os.path.abspath(expand_home(target)))
     if os.path.lexists(target):
         raise FileChanged(f"{target}: exists; an export never replaces a file", path=target)
     buffer = io.StringIO()
     result = export_jsonl(store, buffer, archived=archived)
-    create(target, buffer.getvalue().encode("utf-8"), mode=0o600)
+    create(target, text_bytes(buffer.getvalue()), mode=0o600)  # a path not UTF-8: escaped
     return ExportResult(result.exported, result.left_out, target)
 
 

@@ -81,8 +81,10 @@ from datetime import UTC, date, datetime, time
 from pathlib import Path
 from typing import Any
 
+from ..disk.home import expand_home
 from ..disk.safe_io import atomic_write
-from ..errors import SageMemError
+from ..errors import FolderError, SageMemError
+from ..memory.value import not_text
 from . import json_edit
 
 CLIENTS = ("claude-code", "cursor", "codex")
@@ -264,17 +266,23 @@ def install(
     argv, command_note = _command_for(scope, command, absolute)
     if not argv or not all(isinstance(part, str) and part for part in argv):
         raise SageMemError("the sage-mem command must be a non-empty list of arguments")
-    project_dir = Path(os.path.abspath(Path(project_dir).expanduser()))
-    home = Path(os.path.abspath(Path(home).expanduser()))
+    project_dir = Path(os.path.abspath(expand_home(project_dir)))
+    home = Path(os.path.abspath(expand_home(home)))
     folder = _folder_to_pass(memory_dir, home)
     backups = _backup_dir(backup_dir, home)
 
     edits: list[tuple[Path, str, Callable[[str], str | None]]] = []
     warnings: list[str] = [command_note] if command_note else []  # said even when nothing changes
     notes: list[str] = []
-    used = folder or (Path(os.path.abspath(Path(memory_dir).expanduser())) if memory_dir
+    used = folder or (Path(os.path.abspath(expand_home(memory_dir))) if memory_dir
                       else home / ".sage-mem" / "memory")
-    if not used.is_dir():
+    problem = not_text(f"the memory folder's path {str(used)!r}", str(used))
+    if problem:  # the client would read another path: rename the folder
+        raise FolderError(f"{problem}; a client's config cannot name it")
+    if used.exists() and not used.is_dir():
+        warnings.append(f"the memory folder {used} is a file, not a folder: the hooks and the "
+                        "server find nothing there (give --dir a memory folder)")
+    elif not used.is_dir():
         warnings.append(f"the memory folder {used} does not exist yet: the hooks and the server "
                      f"find nothing until it does (`sage-mem --dir {shlex.quote(str(used))} "
                      "init`)")
@@ -338,8 +346,8 @@ def uninstall(
     scope = scope or DEFAULT_SCOPE[client]
     if scope not in SCOPES:
         raise SageMemError(f"unknown scope {scope!r}: choose project or user")
-    project_dir = Path(os.path.abspath(Path(project_dir).expanduser()))
-    home = Path(os.path.abspath(Path(home).expanduser()))
+    project_dir = Path(os.path.abspath(expand_home(project_dir)))
+    home = Path(os.path.abspath(expand_home(home)))
     base = project_dir if scope == "project" else home
     edits: list[tuple[Path, str, Callable[[str], str | None]]] = []
     if client == "claude-code":
@@ -487,7 +495,7 @@ def _diff_lines(text: str) -> list[str]:
 def _folder_to_pass(memory_dir: Path | None, home: Path) -> Path | None:
     if memory_dir is None:
         return None
-    folder = Path(os.path.abspath(Path(memory_dir).expanduser()))
+    folder = Path(os.path.abspath(expand_home(memory_dir)))
     return None if folder == home / ".sage-mem" / "memory" else folder
 
 
@@ -545,6 +553,10 @@ def _load_json(text: str, path: Path) -> dict[str, Any]:
             f"{path}:{exc.lineno}:{exc.colno}: not valid JSON ({exc.msg}); fix it first, "
             "nothing was changed", path=path,
         ) from None
+    except (ValueError, RecursionError) as exc:  # an integer past 4,300 digits; nested too deep
+        why = "nested too deeply" if isinstance(exc, RecursionError) else str(exc).split(";")[0]
+        raise SageMemError(f"{path}: not valid JSON for sage-mem ({why}); fix it first, "
+                           "nothing was changed", path=path) from None
     if not isinstance(data, dict):
         raise SageMemError(
             f"{path}: expected a JSON object at the top, found {type(data).__name__}; "
@@ -800,6 +812,9 @@ def _load_toml(text: str, path: Path) -> dict[str, Any]:
     except tomllib.TOMLDecodeError as exc:
         raise SageMemError(f"{path}: not valid TOML ({exc}); fix it first, nothing was changed",
                            path=path) from None
+    except RecursionError:  # arrays or tables nested past Python's recursion limit
+        raise SageMemError(f"{path}: not valid TOML for sage-mem (nested too deeply); fix it "
+                           "first, nothing was changed", path=path) from None
 
 
 def _edit_toml_server(text: str, path: Path, wanted: Mapping[str, Any]) -> str:
@@ -847,7 +862,7 @@ def _check_toml(new_text: str, expected: Any, path: Path, refusal: str) -> None:
     """Refuse (SageMemError, `refusal`) a TOML edit that does not read as exactly `expected`."""
     try:
         check = tomllib.loads(new_text)
-    except tomllib.TOMLDecodeError:
+    except (tomllib.TOMLDecodeError, RecursionError):
         check = None
     if check != expected:
         raise SageMemError(refusal, path=path)

@@ -36,6 +36,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -92,13 +93,18 @@ class Steps:
 def read_steps(transcript: Path | str, *, whole_session: bool = False) -> Steps:
     """The tool steps of the current turn (or, `whole_session`, since the last save at all)."""
     try:
-        with open(transcript, "rb") as handle:
+        # The path comes from the hook's input: only a regular file is read (a FIFO would wait
+        # for a writer, /dev/zero never ends), and never more than its tail.
+        fd = os.open(transcript, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+        with open(fd, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return Steps()
             handle.seek(0, os.SEEK_END)
             size = handle.tell()
             start = max(0, size - TAIL_BYTES)
             handle.seek(start)
-            data = handle.read()
-    except OSError:
+            data = handle.read(TAIL_BYTES)
+    except (OSError, ValueError):  # ValueError: a path with a NUL in it
         return Steps()
     if start:
         data = data[data.find(b"\n") + 1:]

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from ..cli import answer_hook
+from ..disk.home import expand_home, home_folder
 from .base import (
     Choice,
     Number,
@@ -28,7 +29,7 @@ from .base import (
                    "(autodream starts this itself)")
 @click.pass_obj
 def serve(session: Session, poll: bool, dream_run: str | None) -> int:
-    if dream_run:
+    if dream_run is not None:  # even empty: a dream run's server, never the full one
         from ..mcp_server.dream_server import serve_dream
 
         return serve_dream(session.folder, dream_run)
@@ -110,10 +111,10 @@ def install(session: Session, client: str, scope: str | None, absolute: bool, dr
         client,
         scope=scope,
         project_dir=Path.cwd(),
-        home=Path.home(),
-        memory_dir=Path(named).expanduser() if named else None,
+        home=home_folder("a client's config"),
+        memory_dir=expand_home(named) if named else None,
         dry_run=dry_run,
-        codex_home=Path(codex_home).expanduser() if codex_home else None,
+        codex_home=expand_home(codex_home) if codex_home else None,
         absolute=absolute,
         backup_dir=_backups(session),
     )
@@ -136,8 +137,8 @@ def uninstall(session: Session, client: str, scope: str | None, dry_run: bool,
 
     codex_home = os.environ.get("CODEX_HOME")
     result = uninstall_client(
-        client, scope=scope, project_dir=Path.cwd(), home=Path.home(), dry_run=dry_run,
-        codex_home=Path(codex_home).expanduser() if codex_home else None,
+        client, scope=scope, project_dir=Path.cwd(), home=home_folder("a client's config"),
+        dry_run=dry_run, codex_home=expand_home(codex_home) if codex_home else None,
         backup_dir=_backups(session),
     )
     return session.print_result(result, as_json)

@@ -20,9 +20,10 @@ import click
 
 from .. import __version__
 from ..cli import PROG
-from ..disk.folder import default_folder
+from ..disk.home import default_folder, expand_home
 from ..errors import SageMemError
 from ..memory.fields import BOOL, INT, TEXTS, UNIT
+from ..memory.value import CATEGORIES
 
 ALIASES = {"write": "add"}
 EPILOG = """\b
@@ -51,7 +52,7 @@ class Session:
 
     @property
     def folder(self) -> Path:
-        return Path(self.dir).expanduser() if self.dir else default_folder()
+        return expand_home(self.dir) if self.dir else default_folder()
 
     def open_folders(self) -> Any:
         """Every folder the command line and the config name (`folders.py`), missing shared
@@ -93,7 +94,8 @@ class Session:
         return self.open_store(spec.path, shared=not spec.personal), plain
 
     def print_json(self, data: Any, to: TextIO | None = None) -> None:
-        (to or self.out).write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+        stream = to or self.out
+        stream.write(json.dumps(data, ensure_ascii=not speaks_unicode(stream), indent=2) + "\n")
 
     def print_memory(self, memory: Any, as_json: bool, line: str) -> int:
         """Print a memory a command changed: its fields as JSON, or `line`; exit 0."""
@@ -110,6 +112,22 @@ class Session:
         else:
             self.out.write(result.format_text())
         return 0
+
+
+def speaks_unicode(stream: TextIO) -> bool:
+    """Whether `stream` can carry any text (a UTF encoding, or none: a StringIO).
+
+    A terminal or locale that is not UTF-8 (`PYTHONIOENCODING=ascii`, an ISO-8859-1 locale)
+    cannot: there the commands' text shows what it cannot carry as backslash escapes
+    (`Commands.main`) and JSON escapes it as JSON does (`\\u732b`), so that nothing is lost.
+    """
+    import codecs
+
+    encoding = getattr(stream, "encoding", None)
+    try:
+        return not encoding or codecs.lookup(encoding).name.startswith("utf")
+    except LookupError:
+        return True
 
 
 # what a command line holds, said as one line when it is wrong
@@ -206,6 +224,10 @@ class Commands(click.Group):
         # Looked up now, not at import: CliRunner and the tests swap the streams.
         out = out or sys.stdout
         err = err or sys.stderr
+        for stream in (out, err):  # never a UnicodeEncodeError for a memory in Chinese
+            if not speaks_unicode(stream):
+                with contextlib.suppress(AttributeError, ValueError, OSError):
+                    stream.reconfigure(errors="backslashreplace")  # type: ignore[attr-defined,union-attr]
         try:
             with contextlib.redirect_stdout(out):  # where click writes --help and --version
                 status = super().main(
@@ -265,7 +287,10 @@ def stacked(*decorators: Callable[[Any], Any]) -> Callable[[Any], Any]:
 
 
 filter_options = stacked(
-    click.option("--category", help="only this category (user, feedback, project, reference)"),
+    # One of the four, as in `memory_search` and `memory_list`: a typo is an error, not an
+    # empty list.
+    click.option("--category", type=Choice(CATEGORIES, case_sensitive=False),
+                 help="only memories of this category"),
     click.option("--project", help="only memories for this project (and global ones)"),
     click.option("--tag", "tags", multiple=True, metavar="TAG",
                  help="only memories with this tag (repeatable)"),

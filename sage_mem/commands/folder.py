@@ -4,19 +4,21 @@ from __future__ import annotations
 
 import os
 import shlex
-from pathlib import Path
 from typing import Any
 
 import click
 
 from ..cli import PROG
 from ..disk.folder import default_folder
+from ..disk.home import expand_home
+from ..errors import FolderError
 from .base import (
     Choice,
     Session,
     command,
     dir_option,
     json_option,
+    speaks_unicode,
 )
 
 
@@ -43,7 +45,7 @@ def init(session: Session, path: str | None, examples: bool, git: bool, remote: 
     from ..disk.template import EXAMPLE_PREFIX, init_folder
 
     out = session.out
-    target = Path(path).expanduser() if path else session.folder
+    target = expand_home(path) if path else session.folder
     result = init_folder(target, git=git, examples=examples, remote=remote)
     # The hints name the folder unless the next command would find it by itself.
     same = os.path.abspath(default_folder()) == str(result.root)
@@ -148,6 +150,9 @@ def embed(session: Session, as_json: bool) -> int:
         if bar and bar[0] is not None:
             bar[0].__exit__(None, None, None)
     model = updated.model
+    if updated.unsaved:
+        raise FolderError(f"{updated.path}: the {updated.embedded} vectors made cannot be kept "
+                          f"({updated.unsaved}); search will not use them: check the state folder")
     if as_json:
         session.print_json({
             "model": model.name, "version": model.version, "dimension": model.dimension,
@@ -216,11 +221,11 @@ def import_memories(session: Session, source: str, path: str, dry_run: bool,
 
     store = session.open_store()
     if source == "jsonl":
-        where = sys.stdin if path == "-" else Path(path).expanduser()
+        where = sys.stdin if path == "-" else expand_home(path)
         result = import_jsonl(store, where, dry_run=dry_run, allow_secret=allow_secret)
     else:
         bring_in = import_claude_code if source == "claude-code" else import_mnemo
-        result = bring_in(store, Path(path).expanduser(), dry_run=dry_run,
+        result = bring_in(store, expand_home(path), dry_run=dry_run,
                           allow_secret=allow_secret)
     return session.print_result(result, as_json)
 
@@ -250,7 +255,8 @@ def export(session: Session, jsonl: bool, archived: bool, output: str | None,
     if output:
         result = export_jsonl_file(store, output, archived=archived)
     else:
-        result = export_jsonl(store, session.out, archived=archived)
+        result = export_jsonl(store, session.out, archived=archived,
+                              ascii_only=not speaks_unicode(session.out))
     status = 1 if result.left_out else 0
     # stdout carries the memories unless they went to a file.
     if as_json:

@@ -16,8 +16,9 @@ from typing import Any
 import click
 
 from ..cli import PROG
-from ..errors import SageMemError
+from ..errors import InvalidMemory, SageMemError
 from ..memory.fields import FIELDS
+from ..memory.value import MAX_FILE_BYTES
 from .base import (
     Choice,
     Number,
@@ -34,7 +35,7 @@ from .base import (
 def read_body(body: str | None) -> str | None:
     """The body: `--body`, `-` for stdin, else a piped or redirected stdin (never a terminal)."""
     if body == "-":
-        return sys.stdin.read()
+        return _read_stdin()
     if body is not None:
         return body
     try:
@@ -43,9 +44,18 @@ def read_body(body: str | None) -> str | None:
         return None
     # Read a piped or redirected body, but never wait on a terminal or /dev/null.
     if stat.S_ISFIFO(mode) or stat.S_ISREG(mode):
-        text = sys.stdin.read()
+        text = _read_stdin()
         return text if text.strip() else None
     return None
+
+
+def _read_stdin() -> str:
+    """stdin, up to what a memory may hold: `add ID < disk.img` is refused, never read whole."""
+    text = sys.stdin.read(MAX_FILE_BYTES + 1)  # characters: each at least one byte
+    if len(text) > MAX_FILE_BYTES:
+        raise InvalidMemory(f"the body on stdin is over the {MAX_FILE_BYTES // 1024} KB a "
+                            "memory may hold; nothing written")
+    return text
 
 
 @command(
@@ -154,10 +164,17 @@ def edit(session: Session, memory_id: str, allow_secret: bool, as_json: bool) ->
     return 0
 
 
+def _not_blank(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    """A query with something in it (as `memory_search` asks): a blank one is a mistake."""
+    if not value.strip():
+        raise click.BadParameter("is empty", ctx=ctx, param=param)
+    return value
+
+
 @command("search", "ranked compact results for a query",
          'sage-mem search "how do I run the tests" --limit 5')
 @dir_option
-@click.argument("query", help="words, in any language")
+@click.argument("query", help="words, in any language", callback=_not_blank)
 @click.option("--limit", type=Number(int, low=1), default=10, metavar="N",
               help="how many results (default 10)")
 @click.option("--offset", type=Number(int, low=0), default=0, metavar="N",

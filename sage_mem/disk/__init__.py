@@ -3,10 +3,10 @@
 Modules: `folder` (ids <-> paths, reserved names, the one folder walk, the state
 folder beside it, `read_memory`), `safe_io` (checked reads; writes that never
 replace bytes they have not read; no-clobber moves; the permission policy),
-`locks` (the write lock and its generation count), `processes` (whether the
-process behind a run, a lock or a temp file still runs), `stats` (usage counts in the
-state folder), `watch` (keeps a store's index current), `template` (`sage-mem
-init`).
+`home` (where `~` and the default folder lead), `locks` (the write lock and its
+generation count), `processes` (whether the process behind a run, a lock or a
+temp file still runs), `stats` (usage counts in the state folder), `watch`
+(keeps a store's index current), `template` (`sage-mem init`).
 
 May import `sage_mem.errors` and `sage_mem.memory`. `watch` and `template`
 are handed a store (they import it for types and, `template`, to open the new

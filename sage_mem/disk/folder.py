@@ -79,7 +79,9 @@ from urllib.parse import unquote
 
 from ..errors import FolderError, InvalidId
 from ..memory.file_format import sha256
-from ..memory.value import MAX_FILE_BYTES
+from ..memory.value import MAX_FILE_BYTES, not_text
+from .home import default_folder as default_folder  # where it always was: SAGE_MEM_DIR, or ~
+from .home import expand_home
 from .safe_io import Seen, make_private_dirs, read_file
 
 INDEX_FILE = "MEMORY.md"
@@ -107,12 +109,6 @@ _MAX_NAME_BYTES = 255
 # looking for a state folder's owner: a one-time look, bounded in a huge home folder.
 _MAX_SIBLINGS = 5000
 _MAX_IDS_CHECKED = 200
-
-
-def default_folder() -> Path:
-    """`SAGE_MEM_DIR`, else `~/.sage-mem/memory`."""
-    env = os.environ.get("SAGE_MEM_DIR")
-    return Path(env).expanduser() if env else Path.home() / ".sage-mem" / "memory"
 
 
 def state_dir_name(folder_name: str) -> str:
@@ -170,7 +166,7 @@ class MemoryFolder:
     """Paths of one memory folder and of its state folder."""
 
     def __init__(self, root: Path | str, *, state_dir: Path | str | None = None) -> None:
-        root = Path(root).expanduser()
+        root = expand_home(root)
         self.root = Path(os.path.abspath(root))
         if self.root.parent == self.root:
             raise FolderError(f"{self.root}: cannot use the filesystem root as a memory folder")
@@ -181,7 +177,7 @@ class MemoryFolder:
         self.state_notes: tuple[str, ...] = ()
         self._owns_state = state_dir is None
         if state_dir is not None:
-            self.state_dir = Path(os.path.abspath(Path(state_dir).expanduser()))
+            self.state_dir = Path(os.path.abspath(expand_home(state_dir)))
         else:
             if self.root.parent.name == STATE_DIR_NAME and self.root.name in STATE_FOLDERS:
                 raise FolderError(
@@ -290,6 +286,9 @@ class MemoryFolder:
             raise InvalidId(f"id {shown} ends in .md twice; no id could reach such a file")
         if not raw.strip():
             raise InvalidId("id is empty")
+        problem = not_text(f"id {shown}", raw)
+        if problem:
+            raise InvalidId(problem)
         if len(raw) > MAX_ID_LENGTH:
             raise InvalidId(f"id {shown}… is longer than {MAX_ID_LENGTH} characters")
         for candidate in _decodings(raw):

@@ -410,6 +410,16 @@ def remove(path: Path, seen: Seen, *, limit: int) -> None:
 # the tool's own files
 
 
+def text_bytes(text: str) -> bytes:
+    """UTF-8 for text the tool writes for itself (state, manifests, reports, their JSON).
+
+    A path under a folder whose name is not UTF-8 arrives as a lone surrogate
+    (`caf\\udce9`), which UTF-8 cannot hold: it is written as the escape
+    `\\udce9`, which is also JSON's, so a JSON file reads back the very same path.
+    """
+    return text.encode("utf-8", "backslashreplace")
+
+
 def atomic_write(path: Path, data: bytes, *, mode: int = 0o600, durable: bool = True) -> None:
     """Write `data` to `path` so that readers see the old file or the new one, never a mix.
 
@@ -439,7 +449,10 @@ def _temp_file(path: Path, data: bytes, mode: int, *, sync: bool = True) -> tupl
     # Cut so that a long memory name plus the suffix stays under 255 bytes.
     stem = path.name.encode("utf-8")[:200].decode("utf-8", "ignore")
     tmp = path.with_name(f".{stem}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+    except OSError as exc:  # said of the file being written: the temp name means nothing to anyone
+        raise OSError(exc.errno, exc.strerror, str(path)) from None
     try:
         try:
             view = memoryview(data)

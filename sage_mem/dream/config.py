@@ -129,7 +129,7 @@ class DreamConfig:
             data = json.loads(path.read_text(encoding="utf-8"))
         except FileNotFoundError:
             return cls()
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, RecursionError) as exc:  # (JSON nested too deep)
             raise DreamError(
                 f"{path}: cannot read the autodream settings: {exc}", path=path
             ) from None

@@ -51,7 +51,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from ..disk.processes import own_identity
-from ..disk.safe_io import atomic_write
+from ..disk.safe_io import atomic_write, text_bytes
 from ..memory.value import iso_datetime, parse_moment
 from .config import DreamConfig
 from .paths import DreamPaths
@@ -83,7 +83,7 @@ def load_state(paths: DreamPaths) -> dict[str, Any]:
 def save_state(paths: DreamPaths, state: dict[str, Any]) -> None:
     paths.ensure()
     text = json.dumps(state, ensure_ascii=False, sort_keys=True, indent=1) + "\n"
-    atomic_write(paths.state_file, text.encode("utf-8"))
+    atomic_write(paths.state_file, text_bytes(text))
 
 
 @contextlib.contextmanager

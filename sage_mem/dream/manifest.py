@@ -23,7 +23,7 @@ from datetime import datetime
 from typing import Any
 
 from ..disk.processes import own_identity
-from ..disk.safe_io import atomic_write
+from ..disk.safe_io import atomic_write, text_bytes
 from ..errors import RunNotFound
 from ..memory.value import iso_datetime
 from .paths import RUN_ID, DreamPaths
@@ -133,7 +133,7 @@ class Manifest:
             self.data["complete"] = True
         atomic_write(
             self.paths.run_dir(self.run_id) / MANIFEST,
-            (json.dumps(self.to_dict(), ensure_ascii=False, indent=1) + "\n").encode("utf-8"),
+            text_bytes(json.dumps(self.to_dict(), ensure_ascii=False, indent=1) + "\n"),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -166,7 +166,7 @@ class Manifest:
     # internals
 
     def _journal(self, event: dict[str, Any]) -> None:
-        line = (json.dumps(event, ensure_ascii=False) + "\n").encode("utf-8")
+        line = text_bytes(json.dumps(event, ensure_ascii=False) + "\n")
         fd = _open_private(self.paths.run_dir(self.run_id) / JOURNAL, os.O_WRONLY | os.O_APPEND)
         try:
             os.write(fd, line)

@@ -59,6 +59,7 @@ from ..disk.safe_io import (
     make_private_dirs,
     move,
     read_file,
+    text_bytes,
 )
 from ..errors import DreamError, FileChanged, InvalidMemory, StoreLocked
 from ..memory.file_format import sha256_bytes
@@ -858,7 +859,7 @@ class _Rollback:
             }
         )
         atomic_write(
-            log, (json.dumps(entries, ensure_ascii=False, indent=1) + "\n").encode("utf-8")
+            log, text_bytes(json.dumps(entries, ensure_ascii=False, indent=1) + "\n")
         )
 
 

@@ -29,7 +29,7 @@ from typing import Any
 
 from ..disk.folder import INDEX_FILE
 from ..disk.processes import process_alive
-from ..disk.safe_io import atomic_write, file_mode, make_dirs
+from ..disk.safe_io import atomic_write, file_mode, make_dirs, text_bytes
 from ..errors import DreamError, FolderError, StoreLocked
 from ..memory import catalog
 from ..memory.file_format import sha256_bytes
@@ -415,7 +415,7 @@ def write_report(store: MemoryStore, path: Path, text: str) -> None:
     root = store.folder.root
     make_dirs(path.parent, root=root)
     store.folder.check_contained(path)  # autodream/ may be a link out of the folder
-    atomic_write(path, text.encode("utf-8"), mode=file_mode(root))
+    atomic_write(path, text_bytes(text), mode=file_mode(root))
 
 
 def note_refused(manifest: Manifest, refused: dict[str, str], where: str) -> None:

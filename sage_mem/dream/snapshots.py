@@ -29,7 +29,7 @@ from pathlib import Path
 
 from ..disk.folder import INDEX_FILE, MemoryFolder
 from ..disk.locks import write_lock
-from ..disk.safe_io import atomic_write, make_private_dirs, read_file
+from ..disk.safe_io import atomic_write, make_private_dirs, read_file, text_bytes
 from ..errors import DreamError, InvalidMemory
 from ..memory.file_format import sha256_bytes
 from ..memory.value import MAX_FILE_BYTES, iso_datetime
@@ -123,7 +123,7 @@ def take_snapshot(
         "refused": dict(sorted(refused.items())),
     }
     atomic_write(
-        root / MANIFEST, (json.dumps(record, ensure_ascii=False, indent=1) + "\n").encode()
+        root / MANIFEST, text_bytes(json.dumps(record, ensure_ascii=False, indent=1) + "\n")
     )
     return snapshot
 

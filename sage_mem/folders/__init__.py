@@ -2,7 +2,7 @@
 
 Modules: this one (where the config file is: `config_file`, `has_config`,
 all a hook needs before it knows there are shared folders, so it imports
-nothing but `os` and `pathlib`), `several` (the config read and checked,
+nothing but `os`, `pathlib` and `disk/home`), `several` (the config read and checked,
 which folders a command line means: `folders_for`, and `Folders`: one
 `MemoryStore` per folder, merged search, qualified ids, checked writes).
 Sits above the store: may import `sage_mem.errors`, `memory`, `disk`,
@@ -97,12 +97,16 @@ __all__ = [
 
 def config_file() -> Path | None:
     """Where the config is read from (see the module docstring); None: read none."""
+    from ..disk.home import expand_home, home
+
     env = os.environ.get(CONFIG_ENV)
     if env is not None:
-        return Path(env).expanduser() if env.strip() else None
+        return expand_home(env) if env.strip() else None
     xdg = os.environ.get("XDG_CONFIG_HOME", "").strip()
-    base = Path(xdg).expanduser() if xdg and os.path.isabs(xdg) else Path.home() / ".config"
-    return base / "sage-mem" / "config.toml"
+    if xdg and os.path.isabs(xdg):
+        return Path(xdg) / "sage-mem" / "config.toml"
+    found = home()  # no home folder (a bare uid in a container): no config to read
+    return found / ".config" / "sage-mem" / "config.toml" if found is not None else None
 
 
 def has_config() -> bool:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from ..disk.home import default_folder, expand_home
 from ..errors import FolderError
 from ..search.index import unique_idf
 from . import config_file
@@ -67,6 +68,8 @@ def read_config(file: Path | None = None) -> Config | None:
         raise FolderError(f"{file}: not UTF-8 text (byte {exc.start})") from None
     except tomllib.TOMLDecodeError as exc:
         raise FolderError(f"{file}: {_first_line(str(exc))}") from None
+    except RecursionError:  # arrays or tables nested past Python's recursion limit
+        raise FolderError(f"{file}: not TOML sage-mem can read (nested too deeply)") from None
     return _config(file, table)
 
 
@@ -122,7 +125,10 @@ def _check_name(name: Any, key: str, fail: Any) -> None:
 def _path(file: Path, value: Any, key: str, fail: Any) -> Path:
     if not isinstance(value, str) or not value.strip() or "\x00" in value:
         raise fail(key, f"must be a folder's path, not {value!r}")
-    path = Path(value).expanduser()
+    try:
+        path = expand_home(value)
+    except FolderError as exc:
+        raise fail(key, str(exc)) from None
     return Path(os.path.abspath(path if path.is_absolute() else file.parent / path))
 
 
@@ -138,11 +144,13 @@ def folders_for(dirs: Sequence[str | Path] = (), *, config: Any = _READ) -> list
     config read from its file unless given (None: no config)."""
     if config is _READ:
         config = read_config()
-    default = _absolute(os.environ.get("SAGE_MEM_DIR") or Path.home() / ".sage-mem" / "memory")
-    personal = _absolute(dirs[0]) if dirs else default
+    personal = _absolute(dirs[0] if dirs else default_folder())
     chosen = [FolderSpec(PERSONAL_NAME, personal, personal=True)]
     if config is not None:
-        if _same(config.personal_path or default, personal):
+        # The config's personal folder: the one it names, else the default (looked up only
+        # then: a `--dir` needs no home folder).
+        mine = config.personal_path or (_absolute(default_folder()) if dirs else personal)
+        if _same(mine, personal):
             chosen = [FolderSpec(config.personal_name, personal, personal=True)]
             chosen += [spec for spec in config.shared if not _same(spec.path, personal)]
     known = {_real(spec.path): spec for spec in (config.shared if config is not None else ())}
@@ -185,7 +193,7 @@ def read_only_spec(root: str | Path) -> FolderSpec | None:
 
 
 def _absolute(value: str | Path) -> Path:
-    return Path(os.path.abspath(Path(value).expanduser()))
+    return Path(os.path.abspath(expand_home(value)))
 
 
 def _real(path: Path) -> str:

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InvalidMemory
-from .value import CATEGORIES, MAX_INT_BITS, MAX_TAG_LENGTH, MAX_TAGS
+from .value import CATEGORIES, MAX_INT_BITS, MAX_TAG_LENGTH, MAX_TAGS, not_text
 
 # The kinds of value a field holds.
 TEXT = "text"  # one line: runs of white space become one space
@@ -171,11 +171,7 @@ def new_file_meta(values: Mapping[str, Any], *, created: str, updated: str) -> d
 
 
 def check_unicode(key: str, value: str) -> None:
-    """Refuse text that cannot be stored as UTF-8: a lone surrogate, from bytes that were not."""
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise InvalidMemory(
-            f"{key} is not valid text: it holds U+{ord(value[exc.start]):04X}, a lone surrogate "
-            "(input that was not UTF-8?)"
-        ) from None
+    """Refuse text that cannot be stored as UTF-8 (`value.not_text`)."""
+    problem = not_text(key, value)
+    if problem:
+        raise InvalidMemory(problem)

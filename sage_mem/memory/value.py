@@ -114,6 +114,17 @@ class ValueProblem(str):
         return problem
 
 
+def not_text(what: str, value: str) -> str | None:
+    """Why `value` cannot be stored as UTF-8, or None: a lone surrogate, which is what bytes
+    that were not UTF-8 (an argument typed in a Latin-1 terminal) become."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return (f"{what} is not valid text: it holds U+{ord(value[exc.start]):04X}, a lone "
+                "surrogate (input that was not UTF-8?)")
+    return None
+
+
 def memory_from_meta(
     memory_id: str,
     path: Path,

@@ -128,6 +128,8 @@ class Updated:
     """Memories with a current vector now."""
     model: vectors.Model | None = None
     path: Path | None = None
+    unsaved: str | None = None
+    """Why the vectors could not be written to `path` (then they last only for this process)."""
 
 
 class Semantic:
@@ -172,15 +174,18 @@ class Semantic:
         self._state = (stored, {memory_id: row for row, memory_id in enumerate(stored.ids)},
                        starts)
 
-    def _save(self) -> None:
+    def _save(self) -> str | None:
+        """Write the vectors to the file; None, or why the state folder took no file (then
+        the vectors live in this process only)."""
         with self._lock:
             stored = self._state[0]
         try:
             vectors.save(self.path, stored)
-        except OSError:
-            return  # a state folder that takes no file: the vectors live in this process only
+        except OSError as exc:
+            return exc.strerror or str(exc)
         with self._lock:
             self._signature = self._stat()
+        return None
 
     # search
 
@@ -272,6 +277,7 @@ class Semantic:
             if progress is not None:
                 progress(0, len(todo))
             saved = time.monotonic()
+            unsaved = None
             for start in range(0, len(todo), BATCH):
                 batch = todo[start : start + BATCH]
                 cut = [pieces(m) for m in batch]
@@ -288,12 +294,12 @@ class Semantic:
                 if progress is not None:
                     progress(min(start + BATCH, len(todo)), len(todo))
                 if time.monotonic() - saved >= SAVE_EVERY_SECONDS:
-                    self._save()
+                    unsaved = self._save()
                     saved = time.monotonic()
             if todo or removed:
-                self._save()
+                unsaved = self._save()
             return Updated(len(todo), kept, removed, time.monotonic() - started,
-                           total=len(self), model=self.model, path=self.path)
+                           total=len(self), model=self.model, path=self.path, unsaved=unsaved)
 
     @contextlib.contextmanager
     def _folder_lock(self) -> Iterator[None]:

@@ -28,6 +28,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
+from ..disk.home import home as find_home
 from ..errors import ConflictError, FolderError, InvalidMemory, MemoryNotFound
 from ..folders import check_writable
 from ..memory import fields as fields_spec
@@ -740,9 +741,9 @@ def folder_bytes(store: MemoryStore) -> int:
 def info_data(store: MemoryStore) -> dict[str, Any]:
     from .. import __version__
 
-    home = str(Path.home())
+    home = str(find_home() or "")
     folder = str(store.root)
-    shown = "~" + folder[len(home):] if folder.startswith(home + os.sep) else folder
+    shown = "~" + folder[len(home):] if home and folder.startswith(home + os.sep) else folder
     return {
         "folder": folder,
         "folderShown": shown,

@@ -24,13 +24,13 @@ import os
 import shutil
 import typing
 from dataclasses import MISSING, fields
-from pathlib import Path
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
+from ..disk.home import home as find_home
 from ..errors import ConflictError, DreamError, FileChanged, InvalidMemory
 from ..store import MemoryStore
 from .api import json_body, store_of
@@ -133,7 +133,7 @@ def _read_config(store: MemoryStore) -> tuple[Any, dict[str, Any] | None, str | 
         return seen, {}, None
     try:
         data = json.loads(seen.raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:  # (nested too deep)
         return seen, None, f"{path}: not valid JSON ({exc}); fix it by hand"
     if not isinstance(data, dict):
         return seen, None, f"{path}: must be a JSON object; fix it by hand"
@@ -158,8 +158,9 @@ def settings_data(store: MemoryStore) -> dict[str, Any]:
         item["value"] = _plain(getattr(config, item["name"]))
         item["inFile"] = bool(data) and item["key"] in (data or {})
     raw = seen.raw if seen is not None else None
-    home = str(Path.home())
-    shown = "~" + str(path)[len(home):] if str(path).startswith(home + os.sep) else str(path)
+    home = str(find_home() or "")
+    shown = "~" + str(path)[len(home):] if home and str(path).startswith(home + os.sep) \
+        else str(path)
     return {
         "file": str(path),
         "fileShown": shown,
