@@ -458,3 +458,110 @@ def test_the_description_is_dated_too(empty_dir: Path) -> None:
     store = MemoryStore(empty_dir)
     run_dream(store, mode="rewrite")
     assert store.read("project_freeze").description == "Code freeze starts next Monday (2026-11-30)"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param("See [[today]] for the notes.", id="wiki-link"),
+        pytest.param("See [[notes|yesterday's notes]] first.", id="wiki-link-text"),
+        pytest.param("See [the notes](today.md) first.", id="markdown-link-target"),
+        pytest.param("The log is in tomorrow.md now.", id="file-name"),
+        pytest.param("Open https://wiki.example.com/page?day=tomorrow now.", id="url-query"),
+        pytest.param("Open https://wiki.example.com/page#today now.", id="url-fragment"),
+        pytest.param("Open <https://example.com/?q=next week> now.", id="autolink"),
+        pytest.param("Mail tomorrow@example.com about it.", id="email"),
+        pytest.param("The shell variable $today holds it.", id="shell-variable"),
+        pytest.param("The %today% macro expands.", id="macro"),
+        pytest.param("The {{today}} placeholder expands.", id="template"),
+        pytest.param("Set DATE=today in the environment.", id="assignment"),
+        pytest.param("<!-- tomorrow: check the build -->", id="html-comment"),
+        pytest.param("打开 https://example.com/明天/计划 看看。", id="zh-url"),
+    ],
+)
+def test_a_phrase_in_a_link_a_url_or_an_identifier_is_kept(text: str) -> None:
+    assert absolutize(text, ANCHOR) == (text, [])
+
+
+def test_prose_beside_a_link_is_still_dated() -> None:
+    text = "Yesterday we moved [the notes](today.md) to https://example.com/x?d=today."
+    assert absolutize(text, ANCHOR)[0] == (
+        "Yesterday (2026-11-24) we moved [the notes](today.md) to https://example.com/x?d=today."
+    )
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param("In case the deploy fails tomorrow, roll back.", id="en-in-case"),
+        pytest.param("Should the build fail tomorrow, ping Alice.", id="en-inverted-should"),
+        pytest.param("Assuming it ships tomorrow, we demo next.", id="en-assuming"),
+        pytest.param("Provided it ships tomorrow, we demo next.", id="en-provided"),
+        pytest.param("Sometimes we deploy tomorrow instead.", id="en-sometimes"),
+        pytest.param("Normally the job runs tonight.", id="en-normally"),
+        pytest.param("By default the cron runs tonight.", id="en-by-default"),
+        pytest.param("In general, today is a fine day to ship.", id="en-in-general"),
+        pytest.param("Live like there's no tomorrow.", id="en-no-tomorrow"),
+        pytest.param("That's tomorrow's problem.", id="en-tomorrows-problem"),
+        pytest.param("万一明天下雨就改期。", id="zh-wanyi"),
+        pytest.param("若明天下雨就改期。", id="zh-ruo"),
+        pytest.param("倘若明天下雨就改期。", id="zh-tangruo"),
+        pytest.param("明天下雨的话就改期。", id="zh-dehua"),
+        pytest.param("除非明天下雨，否则照常。", id="zh-chufei"),
+        pytest.param("只要明天不下雨就去。", id="zh-zhiyao"),
+        pytest.param("每当明天有发布，先冻结代码。", id="zh-meidang"),
+        pytest.param("用户平时把今天的事拖到明天。", id="zh-pingshi"),
+        pytest.param("他有时今晚加班。", id="zh-youshi"),
+        pytest.param("默认今晚跑备份。", id="zh-moren"),
+    ],
+)
+def test_a_conditional_a_habit_or_an_idiom_dates_nothing(text: str) -> None:
+    assert absolutize(text, ANCHOR) == (text, [])
+
+
+@pytest.mark.parametrize(
+    ("text", "anchor"),
+    [
+        # said on Saturday 2026-11-28: the coming Friday, or the one just past?
+        pytest.param(
+            "The review is this Friday.", date(2026, 11, 28), id="this-friday-on-saturday"
+        ),
+        pytest.param(
+            "Lunch with Sam this Monday.", date(2026, 11, 25), id="this-monday-on-wednesday"
+        ),
+        # said on Sunday 2026-11-29: tomorrow, or the Monday after?
+        pytest.param("Standup moves next Monday.", date(2026, 11, 29), id="next-monday-on-sunday"),
+        pytest.param("Demo next Friday.", date(2026, 11, 29), id="next-friday-on-sunday"),
+    ],
+)
+def test_a_weekday_whose_week_is_unclear_is_left_and_listed(text: str, anchor: date) -> None:
+    unsure: list[str] = []
+    assert absolutize(text, anchor, unsure) == (text, [])
+    assert unsure
+
+
+@pytest.mark.parametrize(
+    ("text", "anchor", "expected"),
+    [
+        pytest.param(
+            "The review is this Friday.",
+            date(2026, 11, 25),
+            "The review is this Friday (2026-11-27).",
+            id="this-friday-on-wednesday",
+        ),
+        pytest.param(
+            "We meet this Sunday.",
+            date(2026, 11, 28),
+            "We meet this Sunday (2026-11-29).",
+            id="this-sunday-on-saturday",
+        ),
+        pytest.param(
+            "这周五开会。",
+            date(2026, 11, 28),
+            "这周五（2026年11月27日）开会。",
+            id="zh-calendar-week",
+        ),
+    ],
+)
+def test_a_weekday_of_a_clear_week_is_dated(text: str, anchor: date, expected: str) -> None:
+    assert absolutize(text, anchor)[0] == expected

@@ -9,8 +9,9 @@ its date is left, so a second run adds nothing.
 Only a phrase that dates a specific past or planned event changes. Left as
 written (DESIGN §7.3a):
 
-- standing rules and general statements: a sentence that says never, always,
-  do not, should, every, usually, if, when…, most/many (不要、总是、每次、如果、通常…),
+- standing rules, general statements, habits and conditions: a sentence that says
+  never, always, do not, every, usually, sometimes, by default, if, in case, assuming,
+  when…, most/many (不要、总是、每次、平时、有时、默认、如果、万一、若、除非、只要…),
   a **How to apply:** line, a phrase someone "says" (用户说下周);
 - quoted speech ("…", “…”, 「…」, 《…》, a `>` quote), idioms ("tomorrow is
   another day", 今日事今日毕) and a date word said twice in one sentence;
@@ -18,12 +19,15 @@ written (DESIGN §7.3a):
   the literary 今日/明日/昨日 (明日方舟, 今日头条 are names far more often than dates);
 - periods rather than days: "the last year", "the next week or two",
   "the last Friday of each month" (a determiner before, "of" or "or" after);
-- code of any kind (`sage_mem.memory.markdown` says what is code);
+- code of any kind (`sage_mem.memory.markdown` says what is code), a link's target
+  (`[[today]]`, `(today.md)`), a web or e-mail address, an HTML comment, and a word
+  glued to a name (`$today`, `{{today}}`, `DATE=today`, `today.txt`);
 - in a feedback memory (a standing rule by definition) any phrase pointing
   forward or to the present ("tomorrow", 下周, 本周) outside its **Why:** line.
 
 When unsure — "next Friday" said on a Wednesday (this week's or the next?),
-"last Tuesday" said on a Friday — the phrase is left and listed in the report.
+"last Tuesday" said on a Friday, "this Monday" once Monday has passed, "next
+Monday" said on a Sunday — the phrase is left and listed in the report.
 
 The anchor is the day the text was written, on the writer's clock: a time
 with an offset (`2026-11-26T01:40:00+08:00`) is that offset's day, a UTC time
@@ -47,7 +51,7 @@ import re
 from collections.abc import Callable
 from datetime import UTC, date, datetime, timedelta
 
-from ...memory.markdown import code_ranges
+from ...memory.markdown import MARKDOWN_LINK, WIKI_LINK, code_ranges
 from ...memory.value import Memory, parse_moment
 from . import RuleContext
 
@@ -176,8 +180,14 @@ def _english(word: str, anchor: date) -> str | None:
         index = _EN_WEEKDAYS.index(unit)
         # "next Friday" on a Wednesday may be this week's or the next; "last Tuesday" on a
         # Friday this week's or the last: a careful reader asks, so the rule does not guess.
-        if (offset == 1 and index > anchor.weekday()) or (
-            offset == -1 and index < anchor.weekday()
+        # So are "this Monday" once Monday has passed (the one just gone, or the coming
+        # one?) and "next Monday" said on a Sunday, the last day of a week that, for many,
+        # is the first.
+        today = anchor.weekday()
+        if (
+            (offset == 1 and (index > today or today == 6))
+            or (offset == -1 and index < today)
+            or (offset == 0 and index < today)
         ):
             return AMBIGUOUS
         return _en_day(_monday(anchor) + timedelta(weeks=offset, days=index))
@@ -280,17 +290,21 @@ _EN_GENERIC = re.compile(
     r"\b(?:never|always|don'?t|do\s+not|does\s+not|doesn'?t|must\s+not|mustn'?t"
     r"|should\s+not|shouldn'?t|cannot|can'?t|avoid|whenever|each|every|usually|typically"
     r"|generally|often|tends?\s+to|if|unless|most|many|nowadays|these\s+days|as\s+a\s+rule"
-    r"|per|any\s+time|anytime)\b"
-    r"|^\W*when\b",
+    r"|per|any\s+time|anytime|in\s+case|assuming|suppos(?:e|ing)|sometimes|normally|rarely"
+    r"|seldom|occasionally|frequently|regularly|in\s+general|by\s+default)\b"
+    r"|^\W*(?:when|should|provided)\b|,\s*provided\b",
     re.IGNORECASE,
 )
 _ZH_GENERIC = re.compile(
     r"不要|(?<![特区分级类告识个差性])别(?![人的处墅名])|不能|不得|禁止|总是|永远|每次|每天|每周|每个"
     r"|每月|每逢|如果|假如|要是|一旦|凡是|通常|一般|经常|往往|务必|千万|常说|不许|切勿"
+    r"|万一|倘若|假设|假使|若(?!干)|的话|除非|只要|每当|平时|平常|常常|有时(?!间)|偶尔|从不|从来"
+    r"|向来|一向|默认"
 )
 _EN_IDIOMS = re.compile(
     r"tomorrow\s+is\s+another\s+day|here\s+today|gone\s+tomorrow|born\s+yesterday"
-    r"|yesterday'?s\s+news|live\s+for\s+today|today'?s\s+world|(?:no|never)\s+time\s+like",
+    r"|yesterday'?s\s+news|live\s+for\s+today|today'?s\s+world|(?:no|never)\s+time\s+like"
+    r"|no\s+tomorrow|tomorrow'?s\s+problem",
     re.IGNORECASE,
 )
 _ZH_IDIOMS = re.compile(r"明天会更好|今日事今日毕|明日复明日|今朝有酒|活在今天|今天的事今天")
@@ -300,6 +314,24 @@ _QUOTES = (("“", "”"), ("「", "」"), ("『", "』"), ("《", "》"), ("‘
 _SINGLE_QUOTE_OPEN = re.compile(r"(?:^|[\s(:—–-])'(?=\w)[^']*$")
 _SENTENCE_BREAK = re.compile(r"[.!?。！？;；\n]")
 _ALREADY = re.compile(r"\s?[(（]\s*(?:around |week of |a few days |\d)")
+
+
+# Text inside a sentence that is no prose: a link's target, a web or e-mail address, an
+# HTML comment. Rewriting a phrase in it would break it ("[[today]]", "?day=tomorrow").
+_ADDRESSES = re.compile(
+    r"<!--.*?-->|<[A-Za-z][A-Za-z0-9+.-]*:[^<>\s]*>"
+    r"|\b[A-Za-z][A-Za-z0-9+.-]*://[^\s<>\"'，。；！？、）】」』]+|\bwww\.[^\s<>\"'，。；！？、）】」』]+"
+    r"|[\w.+-]+@[\w-]+(?:\.[\w-]+)+",
+    re.DOTALL,
+)
+
+
+def _not_prose(segment: str) -> list[tuple[int, int]]:
+    """(start, end) of each link target, address or comment in `segment`."""
+    found = [(m.start(), m.end()) for m in WIKI_LINK.finditer(segment)]
+    found += [(m.start("destination"), m.end()) for m in MARKDOWN_LINK.finditer(segment)]
+    found += [(m.start(), m.end()) for m in _ADDRESSES.finditer(segment)]
+    return found
 
 
 def _sentence(segment: str, start: int, end: int) -> tuple[str, str, str]:
@@ -328,9 +360,7 @@ def _quoted(segment: str, start: int) -> bool:
     return any(before.count(o) > before.count(c) for o, c in _QUOTES)
 
 
-_PAST = re.compile(
-    r"yesterday|last|ago|earlier|before|昨|前|上|去年", re.IGNORECASE
-)
+_PAST = re.compile(r"yesterday|last|ago|earlier|before|昨|前|上|去年", re.IGNORECASE)
 _WHY_LINE = re.compile(r"\W*(?:why|原因|为什么)\W", re.IGNORECASE)
 
 
@@ -407,9 +437,7 @@ def absolutize(
     for code in [*code_ranges(text), None]:
         stop = len(text) if code is None else code.start
         if stop > last:
-            out.append(
-                _substitute(text[last:stop], last, anchor_at, changes, doubts, rules_only)
-            )
+            out.append(_substitute(text[last:stop], last, anchor_at, changes, doubts, rules_only))
         if code is not None:
             out.append(text[code.start : code.end])
             last = code.end
@@ -455,6 +483,10 @@ def _dated_sections(text: str) -> list[tuple[int, int, date]]:
     return sorted(found, key=lambda item: (item[1] - item[0], item[0]))
 
 
+_GLUED_BEFORE = frozenset("-_/.$%{=#@\\~")
+_GLUED_AFTER = frozenset("-_/@%}=")
+
+
 def _meaning(match: re.Match[str], segment: str, chinese: bool, anchor: date) -> str | None:
     start, end = match.start(), match.end()
     if chinese:
@@ -464,12 +496,12 @@ def _meaning(match: re.Match[str], segment: str, chinese: bool, anchor: date) ->
             if found.start() < end and found.end() > start:
                 return None
         return _chinese(match.group(0), anchor)
-    if segment[max(0, start - 1) : start] in ("-", "_", "/", ".") or segment[end : end + 1] in (
-        "-",
-        "_",
-        "/",
+    if (
+        segment[max(0, start - 1) : start] in _GLUED_BEFORE
+        or segment[end : end + 1] in _GLUED_AFTER
+        or re.match(r"\.\w", segment[end : end + 2])
     ):
-        return None  # part of a name: release-tomorrow, next_week.md
+        return None  # part of a name: release-tomorrow, next_week.md, $today, {{today}}
     return _english(match.group(0), anchor)
 
 
@@ -487,11 +519,14 @@ def _substitute(
         + [(m, True) for m in _ZH_PATTERN.finditer(segment)],
         key=lambda item: item[0].start(),
     )
+    not_prose = _not_prose(segment)
     out: list[str] = []
     last = 0
     for match, chinese in matches:
         if match.start() < last:
             continue  # inside a phrase already dated
+        if any(start < match.end() and match.start() < end for start, end in not_prose):
+            continue
         end = match.end()
         if not chinese and segment[end : end + 2] in ("'s", "’s"):
             end += 2  # "yesterday's retro" -> "yesterday's (2026-11-24) retro"
