@@ -178,6 +178,67 @@ RELATED = [
     pytest.param("用户喜欢喝咖啡", "用户喜欢喝茶", id="zh-drink"),
     pytest.param("用户夏天喜欢去山里徒步", "用户冬天喜欢去山里滑雪", id="zh-season"),
     pytest.param("2.3 版本周五发布", "2.4 版本周五发布", id="zh-version"),
+    # opposites the search index drops as stop words (before/after, up/down, on/off, am/pm)
+    pytest.param(
+        "Run the database migrations before deploying the web app",
+        "Run the database migrations after deploying the web app",
+        id="en-before-after",
+    ),
+    pytest.param(
+        "Scale the worker pool up when the queue is long",
+        "Scale the worker pool down when the queue is long",
+        id="en-up-down",
+    ),
+    pytest.param(
+        "Turn the VPN on before connecting to the staging cluster",
+        "Turn the VPN off before connecting to the staging cluster",
+        id="en-on-off",
+    ),
+    pytest.param(
+        "The nightly backup job starts at 10 pm every day",
+        "The nightly backup job starts at 10 am every day",
+        id="en-am-pm",
+    ),
+    pytest.param(
+        "Keep answers to more than three sentences for design questions",
+        "Keep answers to less than three sentences for design questions",
+        id="en-more-less",
+    ),
+    pytest.param(
+        "The test suite must finish in under five minutes on CI",
+        "The test suite must finish in over five minutes on CI",
+        id="en-under-over",
+    ),
+    pytest.param(
+        "She owns the billing service and the invoice pipeline",
+        "He owns the billing service and the invoice pipeline",
+        id="en-she-he",
+    ),
+    # the same words, two of them swapped: who reports to whom, from what to what
+    pytest.param(
+        "Alice reports to Bob on the payments team at the company",
+        "Bob reports to Alice on the payments team at the company",
+        id="en-swapped-names",
+    ),
+    pytest.param(
+        "We are migrating the main database from MySQL to PostgreSQL",
+        "We are migrating the main database from PostgreSQL to MySQL",
+        id="en-swapped-direction",
+    ),
+    pytest.param(
+        "The user is allergic to peanuts but not to other nuts",
+        "The user is allergic to other nuts but not to peanuts",
+        id="en-swapped-phrases",
+    ),
+    pytest.param(
+        "Prefer short answers in English unless asked in Chinese",
+        "Prefer short answers in Chinese unless asked in English",
+        id="en-swapped-languages",
+    ),
+    pytest.param("用户在上午开会，下午写代码", "用户在下午开会，上午写代码", id="zh-swapped-times"),
+    pytest.param(
+        "用户偏好用中文回答，除非用英文提问", "用户偏好用英文回答，除非用中文提问", id="zh-swapped"
+    ),
 ]
 
 

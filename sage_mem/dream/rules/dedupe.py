@@ -8,8 +8,10 @@ see tests/test_dream_dedupe.py):
   description differing in one word, "the user's cat" / "the user's dog",
   is a different fact, and one word is a large share of five);
 - the numbers in their descriptions agree ("release 2.3" / "release 2.4");
-- the descriptions do not differ in a number, a weekday, a time or a swapped key
-  term ("unit" / "integration", 猫 / 狗: `similarity.difference`), however alike
+- the descriptions do not differ in a number, a weekday, a time, a swapped key
+  term ("unit" / "integration", 猫 / 狗), an opposite ("before" / "after") or two
+  parts in swapped places ("from MySQL to PostgreSQL" / "from PostgreSQL to MySQL":
+  `similarity.difference`), however alike
   the rest; a reworded pair (REWORDED_HEAD_JACCARD of the description terms)
   passes only when its bodies say the same too (REWORDED_BODY_JACCARD).
 
