@@ -423,6 +423,34 @@ def test_a_twin_whose_body_adds_text_is_folded_into_the_one_kept(empty_dir: Path
 
 
 @pytest.mark.parametrize(
+    ("kept", "other"),
+    [
+        pytest.param(
+            "Deploy the web app to staging first every release",
+            "Deploy the web app to staging first every release and then to production",
+            id="english",
+        ),
+        pytest.param(
+            "每次发布先把网站部署到测试环境",
+            "每次发布先把网站部署到测试环境，然后再部署到生产环境",
+            id="chinese",
+        ),
+    ],
+)
+def test_what_only_the_archived_twins_description_says_stays_in_service(
+    empty_dir: Path, kept: str, other: str
+) -> None:
+    add(empty_dir, "project_a", kept, kept + ".", category="project", trust=0.9)
+    add(empty_dir, "project_b", other, kept + ".", category="project")
+    store = MemoryStore(empty_dir)
+    run_dream(store, mode="rewrite")
+    assert not (empty_dir / "project_b.md").exists()
+    memory = store.read("project_a")
+    said = other[len(kept) :].strip(" ，,")
+    assert said in memory.body, memory.body
+
+
+@pytest.mark.parametrize(
     "other_body",
     [
         pytest.param("A deploy takes 12 minutes and needs one reviewer online.", id="number"),
