@@ -565,3 +565,30 @@ def test_a_weekday_whose_week_is_unclear_is_left_and_listed(text: str, anchor: d
 )
 def test_a_weekday_of_a_clear_week_is_dated(text: str, anchor: date, expected: str) -> None:
     assert absolutize(text, anchor)[0] == expected
+
+
+@pytest.mark.parametrize(
+    ("stamp", "body"),
+    [
+        pytest.param("modified", "Yesterday we moved the main database.", id="claude-code"),
+        pytest.param("updated", "昨天把主数据库迁到了新集群。", id="updated-only"),
+    ],
+)
+def test_an_edit_by_the_tool_does_not_move_the_day_the_text_was_written(
+    empty_dir: Path, stamp: str, body: str
+) -> None:
+    """A file dated by one stamp alone: a trust change restamps it, the text stays as old."""
+    path = add(
+        empty_dir,
+        "project_db_move",
+        "The database move",
+        body,
+        type="project",
+        **{stamp: "2026-11-20T10:00:00Z"},
+    )
+    store = MemoryStore(empty_dir)
+    store.write("project_db_move", trust=0.6)  # what `sage-mem feedback` does, days later
+    edited = path.read_bytes()
+    result = run_dream(store, mode="rewrite")
+    assert path.read_bytes() == edited  # not dated from the day of the trust change
+    assert any("edited on" in note["message"] for note in read_manifest(result)["notes"])
