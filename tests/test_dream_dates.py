@@ -513,6 +513,11 @@ def test_prose_beside_a_link_is_still_dated() -> None:
         pytest.param("用户平时把今天的事拖到明天。", id="zh-pingshi"),
         pytest.param("他有时今晚加班。", id="zh-youshi"),
         pytest.param("默认今晚跑备份。", id="zh-moren"),
+        pytest.param("Today, more than ever, tests matter.", id="en-more-than-ever"),
+        pytest.param("用户认为能力主要靠后天努力。", id="zh-houtian-acquired"),
+        pytest.param("编程习惯是后天养成的。", id="zh-houtian-formed"),
+        pytest.param("今天的年轻人都用手机支付。", id="zh-jintian-nowadays"),
+        pytest.param("在今天的社会，远程办公很普遍。", id="zh-jintian-society"),
     ],
 )
 def test_a_conditional_a_habit_or_an_idiom_dates_nothing(text: str) -> None:

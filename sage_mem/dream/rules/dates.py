@@ -274,6 +274,9 @@ _ZH_PATTERN = re.compile(
 _ZH_NOT_DATES = re.compile(
     r"先天后天|后天性|月饼|月份|月亮|月球|月光|月薪|月报|月度|周年|周边|周期|周围|周到"
     r"|周刊|周转|周报|周会|周岁|前天晚上好"
+    # 后天 as "acquired" (后天努力, 后天养成的), 今天的 as "nowadays" (今天的年轻人, 今天的社会)
+    r"|后天(?:努力|培养|养成|形成|习得|因素|环境|训练|获得)"
+    r"|今天的(?:社会|世界|时代|中国|年轻人|人们|孩子)"
 )
 # 上/下/这/本 closing a word of their own: 马上周一 is "at once, Monday", 看一下周报 "glance at the
 # weekly report", 版本周期 "release cycle".
@@ -291,7 +294,7 @@ _EN_GENERIC = re.compile(
     r"|should\s+not|shouldn'?t|cannot|can'?t|avoid|whenever|each|every|usually|typically"
     r"|generally|often|tends?\s+to|if|unless|most|many|nowadays|these\s+days|as\s+a\s+rule"
     r"|per|any\s+time|anytime|in\s+case|assuming|suppos(?:e|ing)|sometimes|normally|rarely"
-    r"|seldom|occasionally|frequently|regularly|in\s+general|by\s+default)\b"
+    r"|seldom|occasionally|frequently|regularly|in\s+general|by\s+default|more\s+than\s+ever)\b"
     r"|^\W*(?:when|should|provided)\b|,\s*provided\b",
     re.IGNORECASE,
 )
