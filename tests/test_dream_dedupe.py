@@ -235,6 +235,11 @@ RELATED = [
         "Prefer short answers in Chinese unless asked in English",
         id="en-swapped-languages",
     ),
+    pytest.param(
+        "The user birthday party is on 3/5 at the office",
+        "The user birthday party is on 5/3 at the office",
+        id="en-day-and-month-swapped",
+    ),
     pytest.param("用户在上午开会，下午写代码", "用户在下午开会，上午写代码", id="zh-swapped-times"),
     pytest.param(
         "用户偏好用中文回答，除非用英文提问", "用户偏好用英文回答，除非用中文提问", id="zh-swapped"

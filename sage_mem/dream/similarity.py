@@ -117,7 +117,8 @@ _PLAIN_WORDS = frozenset(
 def values(text: str) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
     """The numbers, weekdays and times a text names: a difference in any is a different fact."""
     folded = text.casefold()
-    numbers = frozenset(re.findall(r"\d+(?:[.,]\d+)*", _TIME.sub(" ", folded)))
+    # "3/5" and "5/3" are two dates, not the same two numbers
+    numbers = frozenset(re.findall(r"\d+(?:[.,/]\d+)*", _TIME.sub(" ", folded)))
     weekdays = frozenset(
         m.group(0)[-1] if not m.group(0)[0].isascii() else m.group(0)[:3]
         for m in _WEEKDAY_WORDS.finditer(folded)
