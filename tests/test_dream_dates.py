@@ -597,3 +597,38 @@ def test_an_edit_by_the_tool_does_not_move_the_day_the_text_was_written(
     result = run_dream(store, mode="rewrite")
     assert path.read_bytes() == edited  # not dated from the day of the trust change
     assert any("edited on" in note["message"] for note in read_manifest(result)["notes"])
+
+
+@pytest.mark.parametrize(
+    ("meta", "expected"),
+    [
+        pytest.param(
+            {"created": "2026-11-25", "updated": "2026-11-25 23:30"},
+            "昨晚（2026年11月24日）切换失败。",
+            id="a-bare-created-beside-a-time-without-offset",
+        ),
+        pytest.param(
+            {"updated": "2026-11-25 10:00"},
+            "昨晚（2026年11月24日）切换失败。",
+            id="a-time-without-offset-that-is-one-day-either-way",
+        ),
+        pytest.param({"updated": "2026-11-25 23:30"}, "昨晚切换失败。", id="unclear-left"),
+    ],
+)
+def test_a_time_without_an_offset_is_the_writers_wall_clock_or_unclear(
+    empty_dir: Path, monkeypatch: pytest.MonkeyPatch, meta: dict, expected: str
+) -> None:
+    """"23:30" with no offset, written by hand: the writer's own clock, or UTC as YAML has
+    it? On a Beijing machine the two are different days: left and listed, not guessed."""
+    monkeypatch.setenv("TZ", "Asia/Shanghai")
+    time.tzset()
+    try:
+        add(empty_dir, "project_failover", "切换记录", "昨晚切换失败。", category="project", **meta)
+        store = MemoryStore(empty_dir)
+        result = run_dream(store, mode="rewrite")
+        assert store.read("project_failover").body.strip() == expected
+        if expected == "昨晚切换失败。":
+            assert any("offset" in n["message"] for n in read_manifest(result)["notes"])
+    finally:
+        monkeypatch.undo()
+        time.tzset()

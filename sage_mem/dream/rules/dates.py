@@ -31,9 +31,11 @@ Monday" said on a Sunday — the phrase is left and listed in the report.
 
 The anchor is the day the text was written, on the writer's clock: a time
 with an offset (`2026-11-26T01:40:00+08:00`) is that offset's day, a UTC time
-(`…Z`, as the tool writes it) the day on this machine's clock, a bare date that
-day, and a bare `created` date beside a UTC `updated` is the writer's own day
-when it is not the UTC one (a note saved at 01:40 in Beijing: `created:
+(`…Z`, as the tool writes it) the day on this machine's clock, a time with no
+offset at all (written by hand) its day when that is the same on the writer's
+clock and read as UTC (else it is not known), a bare date that day, and a bare
+`created` date beside a UTC `updated` is the writer's own day when it is not the
+UTC one (a note saved at 01:40 in Beijing: `created:
 2026-11-26`, `updated: 2026-11-25T17:40:00Z`). A memory only tells it for sure
 when `created` and `updated` can fall on the same day, or when only one of them
 (or Claude Code's `modified`) is known. A memory edited on a
@@ -583,9 +585,17 @@ def anchor_of(memory: Memory) -> tuple[date | None, str]:
                 return day, ""
         return min(common), ""
     if created or updated:
-        day = _writer_day(created or updated or "")
+        text = created or updated or ""
+        day = _writer_day(text)
         if day is not None:
             return day, ""
+        if _naive(text):
+            moment = _moment(text)
+            local = moment.astimezone().date() if moment else None
+            return None, (
+                f"its time {text} has no offset: {text[:10]} on the writer's clock, "
+                f"{local} if it is UTC; which day its relative dates count from is not known"
+            )
     return None, "no created or updated date to count its relative dates from"
 
 
@@ -605,17 +615,24 @@ def _exact_day(text: str) -> date | None:
             return date.fromisoformat(text[:10]) if len(text) == 10 else None
         except ValueError:
             return None
-    return None if _says_utc(text) else moment.date()
+    return None if _says_utc(text) or _naive(text) else moment.date()
 
 
 def _writer_day(text: str) -> date | None:
-    """The writer's day for a date or time: a UTC time is read on this machine's clock."""
+    """The writer's day for a date or time: a UTC time is read on this machine's clock.
+
+    A time without an offset ("2026-11-25 23:30", written by hand) is the writer's wall
+    clock, or UTC as YAML reads it: its day when both readings agree, else None.
+    """
     moment = _moment(text)
     if moment is None:
         try:
             return date.fromisoformat(text[:10])
         except ValueError:
             return None
+    if _naive(text):
+        days = _possible_days(text)
+        return next(iter(days)) if len(days) == 1 else None
     return moment.astimezone().date() if _says_utc(text) else moment.date()
 
 
@@ -625,6 +642,8 @@ def _possible_days(text: str) -> set[date]:
     if moment is None:
         day = _writer_day(text)
         return {day} if day else set()
+    if _naive(text):
+        return {moment.date(), moment.astimezone().date()}
     if not _says_utc(text):
         return {moment.date()}
     moment = moment.astimezone(UTC)
@@ -633,7 +652,16 @@ def _possible_days(text: str) -> set[date]:
 
 
 def _says_utc(text: str) -> bool:
-    return text.endswith(("Z", "z", "+00:00", "+0000")) or not re.search(r"[+-]\d\d:?\d\d$", text)
+    return text.endswith(("Z", "z", "+00:00", "+0000"))
+
+
+def _naive(text: str) -> bool:
+    """A time with neither an offset nor a Z: whose clock it is, it does not say."""
+    return (
+        _moment(text) is not None
+        and not _says_utc(text)
+        and not re.search(r"[+-]\d\d:?\d\d$", text)
+    )
 
 
 def _phrases(texts: dict[str, str], rules_only: bool = False) -> list[str]:
