@@ -536,3 +536,29 @@ def test_candidate_pairs_compare_few_pairs_on_a_large_folder() -> None:
     heads = [frozenset(rng.sample(vocabulary, 8)) for _ in range(5000)]
     all_pairs = len(heads) * (len(heads) - 1) // 2
     assert len(candidate_pairs(heads)) < all_pairs / 100
+
+
+def test_a_baseline_twin_archived_leaves_the_kept_one_a_baseline(empty_dir: Path) -> None:
+    """A baseline is injected at every session start: merging must not stop that."""
+    add(
+        empty_dir,
+        "feedback_a",
+        "Answer in Chinese unless the user writes in English",
+        "The user reads Chinese faster.",
+        category="feedback",
+        trust=0.9,
+    )
+    add(
+        empty_dir,
+        "feedback_b",
+        "Answer in Chinese unless the user writes English",
+        "The user reads Chinese faster.",
+        category="feedback",
+        baseline=True,
+        baselinePriority=10,
+    )
+    store = MemoryStore(empty_dir)
+    run_dream(store, mode="rewrite")
+    assert not (empty_dir / "feedback_b.md").exists()
+    kept = store.read("feedback_a")
+    assert kept.baseline and kept.baseline_priority == 10

@@ -18,7 +18,8 @@ see tests/test_dream_dedupe.py):
 Which one stays: the one retrieved more than PROTECTED_RETRIEVALS times (mnemo's
 frequency protection; when both are, neither is archived and the pair is
 reported), then higher trust, then more retrievals, then longer content, then
-the smaller id. It gains the other's aliases and tags, and what the other's
+the smaller id. It gains the other's aliases and tags, its `baseline` (with its
+priority) when the other was injected at every session start, and what the other's
 description and body say that its own lack (`missing_parts`: sentences, or whole paragraphs of
 lists, tables and code), after its own text and saying where it came from; the
 other is archived with `supersededBy`. No text leaves service: a twin whose
@@ -216,10 +217,22 @@ def _merge_cluster(ctx: RuleContext, memories: list[Memory], prints: list[Finger
         fields["tags"] = tags
     if body != keeper.body:
         fields["body"] = body
+    # a baseline (injected at every session start) stays one when its twin is kept
+    baselines = [other for other, _ in mergeable if other.baseline]
+    if baselines and not keeper.baseline:
+        fields["baseline"] = True
+        priority = max(other.baseline_priority for other in baselines)
+        if priority:
+            fields["baseline_priority"] = priority
     if fields:
         what = [
             name
-            for name, key in (("text", "body"), ("aliases", "aliases"), ("tags", "tags"))
+            for name, key in (
+                ("text", "body"),
+                ("aliases", "aliases"),
+                ("tags", "tags"),
+                ("baseline", "baseline"),
+            )
             if key in fields
         ]
         fold_reason = f"folded in the {', '.join(what)} of near-duplicate " + ", ".join(
