@@ -537,6 +537,10 @@ def test_a_conditional_a_habit_or_an_idiom_dates_nothing(text: str) -> None:
         # said on Sunday 2026-11-29: tomorrow, or the Monday after?
         pytest.param("Standup moves next Monday.", date(2026, 11, 29), id="next-monday-on-sunday"),
         pytest.param("Demo next Friday.", date(2026, 11, 29), id="next-friday-on-sunday"),
+        # a week that starts on Sunday for many English speakers: which week?
+        pytest.param("We shipped it last week.", date(2026, 11, 29), id="last-week-on-sunday"),
+        pytest.param("Demo next week.", date(2026, 11, 29), id="next-week-on-sunday"),
+        pytest.param("Hiring closes this week.", date(2026, 11, 29), id="this-week-on-sunday"),
     ],
 )
 def test_a_weekday_whose_week_is_unclear_is_left_and_listed(text: str, anchor: date) -> None:

@@ -27,7 +27,8 @@ written (DESIGN §7.3a):
 
 When unsure — "next Friday" said on a Wednesday (this week's or the next?),
 "last Tuesday" said on a Friday, "this Monday" once Monday has passed, "next
-Monday" said on a Sunday — the phrase is left and listed in the report.
+Monday" or "last week" said on a Sunday (the first day of the week for many
+English speakers) — the phrase is left and listed in the report.
 
 The anchor is the day the text was written, on the writer's clock: a time
 with an offset (`2026-11-26T01:40:00+08:00`) is that offset's day, a UTC time
@@ -148,8 +149,11 @@ def _english(word: str, anchor: date) -> str | None:
         return _en_day(anchor + timedelta(days=days[word]))
     if word in ("a few days ago", "a couple of days ago"):
         return f"a few days before {_en_day(anchor)}"
+    # On a Sunday, the last day of a week that, for many English speakers, is the first,
+    # "this week", "next week", "last week" may each mean either of two weeks.
+    sunday = anchor.weekday() == 6
     if word in ("earlier this week", "later this week"):
-        return f"week of {_en_day(_monday(anchor))}"
+        return AMBIGUOUS if sunday else f"week of {_en_day(_monday(anchor))}"
     parts = word.split()
     if parts[-1] == "ago" or parts[0] == "in":
         count_word = parts[1] if parts[0] == "in" else parts[0]
@@ -169,6 +173,8 @@ def _english(word: str, anchor: date) -> str | None:
     which, unit = parts[0], parts[1]
     offset = {"last": -1, "this": 0, "next": 1}[which]
     if unit == "week":
+        if sunday:
+            return AMBIGUOUS
         return f"week of {_en_day(_monday(anchor) + timedelta(weeks=offset))}"
     if unit == "weekend":
         saturday = _monday(anchor) + timedelta(weeks=offset, days=5)
@@ -187,7 +193,7 @@ def _english(word: str, anchor: date) -> str | None:
         # is the first.
         today = anchor.weekday()
         if (
-            (offset == 1 and (index > today or today == 6))
+            (offset == 1 and (index > today or sunday))
             or (offset == -1 and index < today)
             or (offset == 0 and index < today)
         ):
