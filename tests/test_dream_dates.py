@@ -477,6 +477,9 @@ def test_the_description_is_dated_too(empty_dir: Path) -> None:
         pytest.param("Set DATE=today in the environment.", id="assignment"),
         pytest.param("<!-- tomorrow: check the build -->", id="html-comment"),
         pytest.param("打开 https://example.com/明天/计划 看看。", id="zh-url"),
+        pytest.param("笔记在 明天.md 里。", id="zh-file-name"),
+        pytest.param("变量 $明天 要改。", id="zh-variable"),
+        pytest.param("配置 DAY=明天 即可。", id="zh-assignment"),
     ],
 )
 def test_a_phrase_in_a_link_a_url_or_an_identifier_is_kept(text: str) -> None:

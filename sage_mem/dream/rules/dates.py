@@ -500,6 +500,12 @@ _GLUED_AFTER = frozenset("-_/@%}=")
 
 def _meaning(match: re.Match[str], segment: str, chinese: bool, anchor: date) -> str | None:
     start, end = match.start(), match.end()
+    if (
+        segment[max(0, start - 1) : start] in _GLUED_BEFORE
+        or segment[end : end + 1] in _GLUED_AFTER
+        or re.match(r"\.\w", segment[end : end + 2])
+    ):
+        return None  # part of a name: release-tomorrow, next_week.md, $today, 明天.md
     if chinese:
         if start and segment[start - 1 : start + 1] in _ZH_WORD_ENDINGS:
             return None
@@ -507,12 +513,6 @@ def _meaning(match: re.Match[str], segment: str, chinese: bool, anchor: date) ->
             if found.start() < end and found.end() > start:
                 return None
         return _chinese(match.group(0), anchor)
-    if (
-        segment[max(0, start - 1) : start] in _GLUED_BEFORE
-        or segment[end : end + 1] in _GLUED_AFTER
-        or re.match(r"\.\w", segment[end : end + 2])
-    ):
-        return None  # part of a name: release-tomorrow, next_week.md, $today, {{today}}
     return _english(match.group(0), anchor)
 
 
