@@ -520,6 +520,12 @@ def test_prose_beside_a_link_is_still_dated() -> None:
         pytest.param("用户认为能力主要靠后天努力。", id="zh-houtian-acquired"),
         pytest.param("编程习惯是后天养成的。", id="zh-houtian-formed"),
         pytest.param("今天的年轻人都用手机支付。", id="zh-jintian-nowadays"),
+        pytest.param("The talk was about the world of tomorrow.", id="en-world-of-tomorrow"),
+        pytest.param("He is one of the leaders of tomorrow.", id="en-leaders-of-tomorrow"),
+        pytest.param("Tomorrow’s world will be different.", id="en-tomorrows-world"),
+        pytest.param("Tomorrow is a new day, the user likes to say.", id="en-a-new-day"),
+        pytest.param("用户的口头禅是明天又是新的一天。", id="zh-a-new-day"),
+        pytest.param("今天不知明天事，先把备份做好。", id="zh-jintian-buzhi"),
         pytest.param("在今天的社会，远程办公很普遍。", id="zh-jintian-society"),
     ],
 )

@@ -315,10 +315,14 @@ _ZH_GENERIC = re.compile(
 _EN_IDIOMS = re.compile(
     r"tomorrow\s+is\s+another\s+day|here\s+today|gone\s+tomorrow|born\s+yesterday"
     r"|yesterday'?s\s+news|live\s+for\s+today|today'?s\s+world|(?:no|never)\s+time\s+like"
-    r"|no\s+tomorrow|tomorrow'?s\s+problem",
+    r"|no\s+tomorrow|tomorrow'?s\s+problem|tomorrow\s+is\s+a\s+new\s+day"
+    r"|tomorrow[’']s\s+(?:world|leaders|technology|generation|jobs)"
+    r"|(?:world|leaders|technology|generation|jobs|city|cities|kitchen|office)\s+of\s+(?:today|tomorrow)\b",
     re.IGNORECASE,
 )
-_ZH_IDIOMS = re.compile(r"明天会更好|今日事今日毕|明日复明日|今朝有酒|活在今天|今天的事今天")
+_ZH_IDIOMS = re.compile(
+    r"明天会更好|今日事今日毕|明日复明日|今朝有酒|活在今天|今天的事今天|又是新的一天|今天不知明天事"
+)
 _MENTION_EN = re.compile(r"\b(?:says?|said|write|writes|wrote|mentions?|means?|word)\s*$", re.I)
 _MENTION_ZH = re.compile(r"(?:说|讲|写|提到)[：:，, ]?$")
 _QUOTES = (("“", "”"), ("「", "」"), ("『", "』"), ("《", "》"), ("‘", "’"))
