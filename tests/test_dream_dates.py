@@ -207,6 +207,11 @@ def test_text_that_only_looks_like_a_relative_date_is_kept(text: str) -> None:
             "**Why:** the build broke yesterday (2026-11-24).",
             id="en-why-line-is-an-event",
         ),
+        pytest.param(
+            "I suppose we ship tomorrow.",
+            "I suppose we ship tomorrow (2026-11-26).",
+            id="en-a-hedge-is-no-condition",
+        ),
     ],
 )
 def test_the_phrases_the_first_version_missed(text: str, expected: str) -> None:

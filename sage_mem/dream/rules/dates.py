@@ -301,9 +301,9 @@ _EN_GENERIC = re.compile(
     r"\b(?:never|always|don'?t|do\s+not|does\s+not|doesn'?t|must\s+not|mustn'?t"
     r"|should\s+not|shouldn'?t|cannot|can'?t|avoid|whenever|each|every|usually|typically"
     r"|generally|often|tends?\s+to|if|unless|most|many|nowadays|these\s+days|as\s+a\s+rule"
-    r"|per|any\s+time|anytime|in\s+case|assuming|suppos(?:e|ing)|sometimes|normally|rarely"
+    r"|per|any\s+time|anytime|in\s+case|assuming|supposing|sometimes|normally|rarely"
     r"|seldom|occasionally|frequently|regularly|in\s+general|by\s+default|more\s+than\s+ever)\b"
-    r"|^\W*(?:when|should|provided)\b|,\s*provided\b",
+    r"|^\W*(?:when|should|provided|suppose)\b|,\s*provided\b",
     re.IGNORECASE,
 )
 _ZH_GENERIC = re.compile(
