@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -173,3 +174,37 @@ def test_a_stray_date_and_a_release_word_do_not_make_a_rule_a_project_note(
     result = run_dream(MemoryStore(empty_dir), mode="rewrite")
     assert path.read_bytes() == before
     assert not [n for n in read_manifest(result)["notes"] if n["rule"] == "categories"]
+
+
+@pytest.mark.parametrize("mode", ["report", "rewrite"])
+def test_a_moved_memory_keeps_the_day_it_was_written(empty_dir: Path, mode: str) -> None:
+    """The move is the same memory under its right name: as old as it was, for the next rules
+    and the next runs (a contradiction's newer side, the day its dates count from)."""
+    add(
+        empty_dir,
+        "user_commit_rule",
+        "Write commit messages in the imperative",
+        RULE_EN,
+        category="user",
+        created="2026-11-02",
+        updated="2026-11-02T09:00:00Z",
+    )
+    store = MemoryStore(empty_dir)
+    run_dream(store, mode=mode)
+    if mode == "rewrite":
+        moved = store.read("feedback_commit_rule")
+    else:
+        from sage_mem.dream.changes import Applier
+        from sage_mem.dream.manifest import Manifest
+        from sage_mem.dream.paths import DreamPaths
+        from sage_mem.dream.rules import RuleContext
+        from sage_mem.dream.rules.categories import run as move
+
+        paths = DreamPaths(store.folder)
+        manifest = Manifest.start(
+            paths, "20261201T000000Z-abcd", kind="dream", mode="report", now=datetime.now(UTC)
+        )
+        ctx = RuleContext(store, Applier(store, manifest, mode="report"), now=datetime.now(UTC))
+        move(ctx)
+        moved = next(m for m in ctx.live() if m.id == "feedback_commit_rule")
+    assert (moved.created, moved.updated) == ("2026-11-02", "2026-11-02T09:00:00Z")

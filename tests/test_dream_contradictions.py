@@ -221,3 +221,35 @@ def test_one_subject_with_many_values_is_a_list_of_facts_not_a_contradiction(
         )
     result = run_dream(MemoryStore(empty_dir), mode="report")
     assert not [n for n in read_manifest(result)["notes"] if n["rule"] == "contradictions"]
+
+
+@pytest.mark.parametrize(("old", "new"), PAIRS[2:3] + PAIRS[5:6])
+def test_a_restamp_of_the_older_memory_does_not_make_it_the_proposal(
+    empty_dir: Path, old: str, new: str
+) -> None:
+    """A trust change (`sage-mem feedback`) restamps `updated`; the fact is as old as it was."""
+    add(
+        empty_dir,
+        "project_old",
+        old,
+        "Written first.",
+        category="project",
+        created="2026-11-02",
+        updated="2026-11-02T09:00:00Z",
+    )
+    add(
+        empty_dir,
+        "project_new",
+        new,
+        "Written later.",
+        category="project",
+        created="2026-11-20",
+        updated="2026-11-20T09:00:00Z",
+    )
+    store = MemoryStore(empty_dir)
+    store.write("project_old", trust=0.6)
+    result = run_dream(store, mode="report")
+    notes = [n for n in read_manifest(result)["notes"] if n["rule"] == "contradictions"]
+    assert len(notes) == 1
+    assert "Proposal: project_old stands" not in notes[0]["message"]
+    assert "not clear" in notes[0]["message"]

@@ -207,6 +207,11 @@ def test_text_that_only_looks_like_a_relative_date_is_kept(text: str) -> None:
             "**Why:** the build broke yesterday (2026-11-24).",
             id="en-why-line-is-an-event",
         ),
+        pytest.param(
+            "I suppose we ship tomorrow.",
+            "I suppose we ship tomorrow (2026-11-26).",
+            id="en-a-hedge-is-no-condition",
+        ),
     ],
 )
 def test_the_phrases_the_first_version_missed(text: str, expected: str) -> None:
@@ -458,3 +463,190 @@ def test_the_description_is_dated_too(empty_dir: Path) -> None:
     store = MemoryStore(empty_dir)
     run_dream(store, mode="rewrite")
     assert store.read("project_freeze").description == "Code freeze starts next Monday (2026-11-30)"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param("See [[today]] for the notes.", id="wiki-link"),
+        pytest.param("See [[notes|yesterday's notes]] first.", id="wiki-link-text"),
+        pytest.param("See [the notes](today.md) first.", id="markdown-link-target"),
+        pytest.param("The log is in tomorrow.md now.", id="file-name"),
+        pytest.param("Open https://wiki.example.com/page?day=tomorrow now.", id="url-query"),
+        pytest.param("Open https://wiki.example.com/page#today now.", id="url-fragment"),
+        pytest.param("Open <https://example.com/?q=next week> now.", id="autolink"),
+        pytest.param("Mail tomorrow@example.com about it.", id="email"),
+        pytest.param("The shell variable $today holds it.", id="shell-variable"),
+        pytest.param("The %today% macro expands.", id="macro"),
+        pytest.param("The {{today}} placeholder expands.", id="template"),
+        pytest.param("Set DATE=today in the environment.", id="assignment"),
+        pytest.param("<!-- tomorrow: check the build -->", id="html-comment"),
+        pytest.param("打开 https://example.com/明天/计划 看看。", id="zh-url"),
+        pytest.param("笔记在 明天.md 里。", id="zh-file-name"),
+        pytest.param("变量 $明天 要改。", id="zh-variable"),
+        pytest.param("配置 DAY=明天 即可。", id="zh-assignment"),
+    ],
+)
+def test_a_phrase_in_a_link_a_url_or_an_identifier_is_kept(text: str) -> None:
+    assert absolutize(text, ANCHOR) == (text, [])
+
+
+def test_prose_beside_a_link_is_still_dated() -> None:
+    text = "Yesterday we moved [the notes](today.md) to https://example.com/x?d=today."
+    assert absolutize(text, ANCHOR)[0] == (
+        "Yesterday (2026-11-24) we moved [the notes](today.md) to https://example.com/x?d=today."
+    )
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param("In case the deploy fails tomorrow, roll back.", id="en-in-case"),
+        pytest.param("Should the build fail tomorrow, ping Alice.", id="en-inverted-should"),
+        pytest.param("Assuming it ships tomorrow, we demo next.", id="en-assuming"),
+        pytest.param("Provided it ships tomorrow, we demo next.", id="en-provided"),
+        pytest.param("Sometimes we deploy tomorrow instead.", id="en-sometimes"),
+        pytest.param("Normally the job runs tonight.", id="en-normally"),
+        pytest.param("By default the cron runs tonight.", id="en-by-default"),
+        pytest.param("In general, today is a fine day to ship.", id="en-in-general"),
+        pytest.param("Live like there's no tomorrow.", id="en-no-tomorrow"),
+        pytest.param("That's tomorrow's problem.", id="en-tomorrows-problem"),
+        pytest.param("万一明天下雨就改期。", id="zh-wanyi"),
+        pytest.param("若明天下雨就改期。", id="zh-ruo"),
+        pytest.param("倘若明天下雨就改期。", id="zh-tangruo"),
+        pytest.param("明天下雨的话就改期。", id="zh-dehua"),
+        pytest.param("除非明天下雨，否则照常。", id="zh-chufei"),
+        pytest.param("只要明天不下雨就去。", id="zh-zhiyao"),
+        pytest.param("每当明天有发布，先冻结代码。", id="zh-meidang"),
+        pytest.param("用户平时把今天的事拖到明天。", id="zh-pingshi"),
+        pytest.param("他有时今晚加班。", id="zh-youshi"),
+        pytest.param("默认今晚跑备份。", id="zh-moren"),
+        pytest.param("Today, more than ever, tests matter.", id="en-more-than-ever"),
+        pytest.param("用户认为能力主要靠后天努力。", id="zh-houtian-acquired"),
+        pytest.param("编程习惯是后天养成的。", id="zh-houtian-formed"),
+        pytest.param("今天的年轻人都用手机支付。", id="zh-jintian-nowadays"),
+        pytest.param("The talk was about the world of tomorrow.", id="en-world-of-tomorrow"),
+        pytest.param("He is one of the leaders of tomorrow.", id="en-leaders-of-tomorrow"),
+        pytest.param("Tomorrow’s world will be different.", id="en-tomorrows-world"),
+        pytest.param("Tomorrow is a new day, the user likes to say.", id="en-a-new-day"),
+        pytest.param("用户的口头禅是明天又是新的一天。", id="zh-a-new-day"),
+        pytest.param("今天不知明天事，先把备份做好。", id="zh-jintian-buzhi"),
+        pytest.param("在今天的社会，远程办公很普遍。", id="zh-jintian-society"),
+    ],
+)
+def test_a_conditional_a_habit_or_an_idiom_dates_nothing(text: str) -> None:
+    assert absolutize(text, ANCHOR) == (text, [])
+
+
+@pytest.mark.parametrize(
+    ("text", "anchor"),
+    [
+        # said on Saturday 2026-11-28: the coming Friday, or the one just past?
+        pytest.param(
+            "The review is this Friday.", date(2026, 11, 28), id="this-friday-on-saturday"
+        ),
+        pytest.param(
+            "Lunch with Sam this Monday.", date(2026, 11, 25), id="this-monday-on-wednesday"
+        ),
+        # said on Sunday 2026-11-29: tomorrow, or the Monday after?
+        pytest.param("Standup moves next Monday.", date(2026, 11, 29), id="next-monday-on-sunday"),
+        pytest.param("Demo next Friday.", date(2026, 11, 29), id="next-friday-on-sunday"),
+        # a week that starts on Sunday for many English speakers: which week?
+        pytest.param("We shipped it last week.", date(2026, 11, 29), id="last-week-on-sunday"),
+        pytest.param("Demo next week.", date(2026, 11, 29), id="next-week-on-sunday"),
+        pytest.param("Hiring closes this week.", date(2026, 11, 29), id="this-week-on-sunday"),
+    ],
+)
+def test_a_weekday_whose_week_is_unclear_is_left_and_listed(text: str, anchor: date) -> None:
+    unsure: list[str] = []
+    assert absolutize(text, anchor, unsure) == (text, [])
+    assert unsure
+
+
+@pytest.mark.parametrize(
+    ("text", "anchor", "expected"),
+    [
+        pytest.param(
+            "The review is this Friday.",
+            date(2026, 11, 25),
+            "The review is this Friday (2026-11-27).",
+            id="this-friday-on-wednesday",
+        ),
+        pytest.param(
+            "We meet this Sunday.",
+            date(2026, 11, 28),
+            "We meet this Sunday (2026-11-29).",
+            id="this-sunday-on-saturday",
+        ),
+        pytest.param(
+            "这周五开会。",
+            date(2026, 11, 28),
+            "这周五（2026年11月27日）开会。",
+            id="zh-calendar-week",
+        ),
+    ],
+)
+def test_a_weekday_of_a_clear_week_is_dated(text: str, anchor: date, expected: str) -> None:
+    assert absolutize(text, anchor)[0] == expected
+
+
+@pytest.mark.parametrize(
+    ("stamp", "body"),
+    [
+        pytest.param("modified", "Yesterday we moved the main database.", id="claude-code"),
+        pytest.param("updated", "昨天把主数据库迁到了新集群。", id="updated-only"),
+    ],
+)
+def test_an_edit_by_the_tool_does_not_move_the_day_the_text_was_written(
+    empty_dir: Path, stamp: str, body: str
+) -> None:
+    """A file dated by one stamp alone: a trust change restamps it, the text stays as old."""
+    path = add(
+        empty_dir,
+        "project_db_move",
+        "The database move",
+        body,
+        type="project",
+        **{stamp: "2026-11-20T10:00:00Z"},
+    )
+    store = MemoryStore(empty_dir)
+    store.write("project_db_move", trust=0.6)  # what `sage-mem feedback` does, days later
+    edited = path.read_bytes()
+    result = run_dream(store, mode="rewrite")
+    assert path.read_bytes() == edited  # not dated from the day of the trust change
+    assert any("edited on" in note["message"] for note in read_manifest(result)["notes"])
+
+
+@pytest.mark.parametrize(
+    ("meta", "expected"),
+    [
+        pytest.param(
+            {"created": "2026-11-25", "updated": "2026-11-25 23:30"},
+            "昨晚（2026年11月24日）切换失败。",
+            id="a-bare-created-beside-a-time-without-offset",
+        ),
+        pytest.param(
+            {"updated": "2026-11-25 10:00"},
+            "昨晚（2026年11月24日）切换失败。",
+            id="a-time-without-offset-that-is-one-day-either-way",
+        ),
+        pytest.param({"updated": "2026-11-25 23:30"}, "昨晚切换失败。", id="unclear-left"),
+    ],
+)
+def test_a_time_without_an_offset_is_the_writers_wall_clock_or_unclear(
+    empty_dir: Path, monkeypatch: pytest.MonkeyPatch, meta: dict, expected: str
+) -> None:
+    """"23:30" with no offset, written by hand: the writer's own clock, or UTC as YAML has
+    it? On a Beijing machine the two are different days: left and listed, not guessed."""
+    monkeypatch.setenv("TZ", "Asia/Shanghai")
+    time.tzset()
+    try:
+        add(empty_dir, "project_failover", "切换记录", "昨晚切换失败。", category="project", **meta)
+        store = MemoryStore(empty_dir)
+        result = run_dream(store, mode="rewrite")
+        assert store.read("project_failover").body.strip() == expected
+        if expected == "昨晚切换失败。":
+            assert any("offset" in n["message"] for n in read_manifest(result)["notes"])
+    finally:
+        monkeypatch.undo()
+        time.tzset()

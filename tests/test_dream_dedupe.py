@@ -178,6 +178,72 @@ RELATED = [
     pytest.param("用户喜欢喝咖啡", "用户喜欢喝茶", id="zh-drink"),
     pytest.param("用户夏天喜欢去山里徒步", "用户冬天喜欢去山里滑雪", id="zh-season"),
     pytest.param("2.3 版本周五发布", "2.4 版本周五发布", id="zh-version"),
+    # opposites the search index drops as stop words (before/after, up/down, on/off, am/pm)
+    pytest.param(
+        "Run the database migrations before deploying the web app",
+        "Run the database migrations after deploying the web app",
+        id="en-before-after",
+    ),
+    pytest.param(
+        "Scale the worker pool up when the queue is long",
+        "Scale the worker pool down when the queue is long",
+        id="en-up-down",
+    ),
+    pytest.param(
+        "Turn the VPN on before connecting to the staging cluster",
+        "Turn the VPN off before connecting to the staging cluster",
+        id="en-on-off",
+    ),
+    pytest.param(
+        "The nightly backup job starts at 10 pm every day",
+        "The nightly backup job starts at 10 am every day",
+        id="en-am-pm",
+    ),
+    pytest.param(
+        "Keep answers to more than three sentences for design questions",
+        "Keep answers to less than three sentences for design questions",
+        id="en-more-less",
+    ),
+    pytest.param(
+        "The test suite must finish in under five minutes on CI",
+        "The test suite must finish in over five minutes on CI",
+        id="en-under-over",
+    ),
+    pytest.param(
+        "She owns the billing service and the invoice pipeline",
+        "He owns the billing service and the invoice pipeline",
+        id="en-she-he",
+    ),
+    # the same words, two of them swapped: who reports to whom, from what to what
+    pytest.param(
+        "Alice reports to Bob on the payments team at the company",
+        "Bob reports to Alice on the payments team at the company",
+        id="en-swapped-names",
+    ),
+    pytest.param(
+        "We are migrating the main database from MySQL to PostgreSQL",
+        "We are migrating the main database from PostgreSQL to MySQL",
+        id="en-swapped-direction",
+    ),
+    pytest.param(
+        "The user is allergic to peanuts but not to other nuts",
+        "The user is allergic to other nuts but not to peanuts",
+        id="en-swapped-phrases",
+    ),
+    pytest.param(
+        "Prefer short answers in English unless asked in Chinese",
+        "Prefer short answers in Chinese unless asked in English",
+        id="en-swapped-languages",
+    ),
+    pytest.param(
+        "The user birthday party is on 3/5 at the office",
+        "The user birthday party is on 5/3 at the office",
+        id="en-day-and-month-swapped",
+    ),
+    pytest.param("用户在上午开会，下午写代码", "用户在下午开会，上午写代码", id="zh-swapped-times"),
+    pytest.param(
+        "用户偏好用中文回答，除非用英文提问", "用户偏好用英文回答，除非用中文提问", id="zh-swapped"
+    ),
 ]
 
 
@@ -362,6 +428,34 @@ def test_a_twin_whose_body_adds_text_is_folded_into_the_one_kept(empty_dir: Path
 
 
 @pytest.mark.parametrize(
+    ("kept", "other"),
+    [
+        pytest.param(
+            "Deploy the web app to staging first every release",
+            "Deploy the web app to staging first every release and then to production",
+            id="english",
+        ),
+        pytest.param(
+            "每次发布先把网站部署到测试环境",
+            "每次发布先把网站部署到测试环境，然后再部署到生产环境",
+            id="chinese",
+        ),
+    ],
+)
+def test_what_only_the_archived_twins_description_says_stays_in_service(
+    empty_dir: Path, kept: str, other: str
+) -> None:
+    add(empty_dir, "project_a", kept, kept + ".", category="project", trust=0.9)
+    add(empty_dir, "project_b", other, kept + ".", category="project")
+    store = MemoryStore(empty_dir)
+    run_dream(store, mode="rewrite")
+    assert not (empty_dir / "project_b.md").exists()
+    memory = store.read("project_a")
+    said = other[len(kept) :].strip(" ，,")
+    assert said in memory.body, memory.body
+
+
+@pytest.mark.parametrize(
     "other_body",
     [
         pytest.param("A deploy takes 12 minutes and needs one reviewer online.", id="number"),
@@ -442,3 +536,29 @@ def test_candidate_pairs_compare_few_pairs_on_a_large_folder() -> None:
     heads = [frozenset(rng.sample(vocabulary, 8)) for _ in range(5000)]
     all_pairs = len(heads) * (len(heads) - 1) // 2
     assert len(candidate_pairs(heads)) < all_pairs / 100
+
+
+def test_a_baseline_twin_archived_leaves_the_kept_one_a_baseline(empty_dir: Path) -> None:
+    """A baseline is injected at every session start: merging must not stop that."""
+    add(
+        empty_dir,
+        "feedback_a",
+        "Answer in Chinese unless the user writes in English",
+        "The user reads Chinese faster.",
+        category="feedback",
+        trust=0.9,
+    )
+    add(
+        empty_dir,
+        "feedback_b",
+        "Answer in Chinese unless the user writes English",
+        "The user reads Chinese faster.",
+        category="feedback",
+        baseline=True,
+        baselinePriority=10,
+    )
+    store = MemoryStore(empty_dir)
+    run_dream(store, mode="rewrite")
+    assert not (empty_dir / "feedback_b.md").exists()
+    kept = store.read("feedback_a")
+    assert kept.baseline and kept.baseline_priority == 10

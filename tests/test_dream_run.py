@@ -241,3 +241,32 @@ def test_an_agent_command_works_through_the_run_journal(
     assert [(c["operation"], c["state"]) for c in written] == (
         [("rewrite", "applied")] if mode == "rewrite" else []
     )
+
+
+def test_a_report_never_copies_a_credential_a_memory_holds(empty_dir: Path) -> None:
+    """The report sits in the memory folder (git, the page, sync): what it quotes is masked."""
+    old, new = (
+        "ghp_" + "Zq8RkT2mWx9LbV4nYc7HdJ3sPf6GaE1uKo5i",
+        "ghp_" + "Wq3RkT2mWx9LbV4nYc7HdJ3sPf6GaE1uKo9z",
+    )
+    add(
+        empty_dir,
+        "project_token_old",
+        f"The deploy bot token is {old}",
+        "Used by CI.",
+        category="project",
+        created="2026-11-02",
+    )
+    add(
+        empty_dir,
+        "project_token_new",
+        f"The deploy bot token is now {new}",
+        "Used by CI.",
+        category="project",
+        created="2026-11-20",
+    )
+    result = run_dream(MemoryStore(empty_dir), mode="report")
+    report = Path(result.report or "").read_text(encoding="utf-8")
+    assert "likely contradicts project_token_new" in report
+    assert old not in report and new not in report
+    assert "ghp_" in report  # masked, as the audit shows it: the kind stays readable

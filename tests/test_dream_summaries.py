@@ -240,3 +240,45 @@ def test_a_memory_without_a_description_shows_its_summary(empty_dir: Path) -> No
     )
     memory = MemoryStore(empty_dir).read("feedback_nodesc")
     assert "Run the suite first" in memory_line(memory)
+
+
+TOKEN = "ghp_" + "Zq8RkT2mWx9LbV4nYc7HdJ3sPf6GaE1uKo5i"  # not a real token
+
+
+@pytest.mark.parametrize(
+    ("body", "kept"),
+    [
+        pytest.param(
+            f"The deploy bot pushes with the token {TOKEN} from its own account. It runs "
+            "every night after the integration suite passes and posts its result in the "
+            "release channel, so a failed night shows up before the standup starts.",
+            "It runs every night",
+            id="english",
+        ),
+        pytest.param(
+            f"部署机器人用令牌 {TOKEN} 推送代码。"
+            "它每天夜里在集成测试通过后运行，并把结果发到发布频道，"
+            "这样夜里失败的构建在站会之前就能被发现，值班的同事也能及时处理，不用等到第二天。"
+            "如果连续两晚失败，就要暂停合并，先找出原因再继续。机器人的配置放在运维仓库里，"
+            "改动之前要先和平台组确认，改完之后要在测试环境跑一晚再上线，免得影响第二天的发布。",
+            "它每天夜里",
+            id="chinese",
+        ),
+    ],
+)
+def test_a_summary_never_copies_a_credential_and_a_report_proposes_what_a_rewrite_does(
+    tmp_path: Path, body: str, kept: str
+) -> None:
+    results = {}
+    for mode in ("report", "rewrite"):
+        folder = tmp_path / mode / "memory"
+        add(folder, "reference_bot", "The deploy bot", body, category="reference")
+        store = MemoryStore(folder)
+        result = run_dream(store, mode=mode)
+        report = Path(result.report or "").read_text(encoding="utf-8")
+        assert TOKEN not in report
+        results[mode] = (result.by_rule.get("summaries"), result.refused)
+        summary = store.read("reference_bot").summary
+        if mode == "rewrite":
+            assert summary and summary.startswith(kept) and TOKEN not in summary
+    assert results["report"] == results["rewrite"] == (1, 0)

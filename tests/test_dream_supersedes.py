@@ -66,3 +66,46 @@ def test_supersedes_that_cannot_be_acted_on_are_reported(
     result = run_dream(MemoryStore(empty_dir), mode="rewrite")
     assert {p.name: p.read_bytes() for p in empty_dir.glob("user_*.md")} == before
     assert [n for n in read_manifest(result)["notes"] if message in n["message"]]
+
+
+@pytest.mark.parametrize("size", [3, 4])
+def test_memories_that_supersede_each_other_round_a_cycle_all_stay(
+    empty_dir: Path, size: int
+) -> None:
+    """A → B → C → A: each says it replaces the next, so none is the newest; archiving each
+    one its predecessor names would take every one of them out of service."""
+    ids = [f"project_rule_{i}" for i in range(size)]
+    for i, memory_id in enumerate(ids):
+        add(
+            empty_dir,
+            memory_id,
+            f"Deploy rule number {i}",
+            f"Text {i}.",
+            category="project",
+            supersedes=[ids[(i + 1) % size]],
+        )
+    result = run_dream(MemoryStore(empty_dir), mode="rewrite")
+    assert all((empty_dir / f"{memory_id}.md").exists() for memory_id in ids)
+    assert any("cycle" in note["message"] for note in read_manifest(result)["notes"])
+
+
+def test_a_chain_of_supersedes_archives_all_but_the_newest(empty_dir: Path) -> None:
+    add(empty_dir, "project_v1", "Deploy rule one", "One.", category="project")
+    add(empty_dir, "project_v2", "Deploy rule two", "Two.", category="project",
+        supersedes=["project_v1"])
+    add(empty_dir, "project_v3", "Deploy rule three", "Three.", category="project",
+        supersedes=["project_v2"])
+    run_dream(MemoryStore(empty_dir), mode="rewrite")
+    assert sorted(p.name for p in empty_dir.glob("project_*.md")) == ["project_v3.md"]
+
+
+def test_a_cycle_through_a_second_name_is_found_too(empty_dir: Path) -> None:
+    add(empty_dir, "project_a", "Deploy rule a", "A.", category="project",
+        supersedes=["project_b"])
+    add(empty_dir, "project_b", "Deploy rule b", "B.", category="project",
+        supersedes=["project_x", "project_c"])
+    add(empty_dir, "project_c", "Deploy rule c", "C.", category="project",
+        supersedes=["project_a"])
+    add(empty_dir, "project_x", "Deploy rule x", "X.", category="project")
+    run_dream(MemoryStore(empty_dir), mode="rewrite")
+    assert all((empty_dir / f"project_{i}.md").exists() for i in "abc")

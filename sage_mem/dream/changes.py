@@ -37,7 +37,7 @@ from ..errors import InvalidId, InvalidMemory, SageMemError
 from ..memory.fields import FIELDS, new_file_meta, validated
 from ..memory.file_format import sha256_bytes
 from ..memory.value import Memory, memory_from_meta
-from ..store import MemoryStore
+from ..store import MemoryStore, new_memory_bytes
 from .manifest import Manifest
 
 MODES = ("report", "rewrite")
@@ -143,9 +143,19 @@ class Applier:
         return archived
 
     def create(
-        self, memory_id: str, *, rule: str, reason: str | None, **fields: Any
+        self,
+        memory_id: str,
+        *,
+        rule: str,
+        reason: str | None,
+        stamps: tuple[str, str] | None = None,
+        **fields: Any,
     ) -> Memory | None:
-        """Write a new memory; refused when a file of that id exists already."""
+        """Write a new memory; refused when a file of that id exists already.
+
+        `stamps` (`created`, `updated`): a memory moved to a new name stays as old as it
+        was (the day its dates count from, which of two contradicting facts is newer).
+        """
         path = self.store.folder.path_for(memory_id)
         canonical = self.store.folder.normalize_id(memory_id)
         rel = self._rel(canonical)
@@ -155,12 +165,20 @@ class Applier:
             return None
         if not self.writes:
             self.manifest.add_change({**base, "state": "proposed", "before": None})
-            proposed = _new_memory(canonical, path, fields)
+            proposed = _new_memory(canonical, path, fields, stamps)
             self.proposed[canonical] = proposed
             return proposed
         entry = self.manifest.add_change({**base, "state": "pending", "before": None})
         try:
-            created = self.store.write(canonical, expected_sha256="", **fields)
+            if stamps:
+                self.store.folder.check_new_id(canonical)
+                values = {key: value for key, value in fields.items() if key != "body"}
+                data = new_memory_bytes(
+                    values, str(fields.get("body", "")), created=stamps[0], updated=stamps[1]
+                )
+                created = self.store.create_file(canonical, data)
+            else:
+                created = self.store.write(canonical, expected_sha256="", **fields)
         except SageMemError as exc:
             self.manifest.drop_change(entry, {**base, "refusedBecause": str(exc)})
             return None
@@ -233,10 +251,13 @@ def _as_written(memory: Memory, fields: Mapping[str, Any]) -> Memory:
     return replace(memory, **values) if values else memory
 
 
-def _new_memory(memory_id: str, path: Path, fields: Mapping[str, Any]) -> Memory:
+def _new_memory(
+    memory_id: str, path: Path, fields: Mapping[str, Any], stamps: tuple[str, str] | None
+) -> Memory:
     """A memory as `create` would write it, for a report run's later rules."""
     values = validated({f.name: fields[f.name] for f in FIELDS if f.name in fields})
-    meta = new_file_meta(values, created="", updated="")
+    created, updated = stamps or ("", "")
+    meta = new_file_meta(values, created=created, updated=updated)
     meta = {key: value for key, value in meta.items() if value != ""}
     return memory_from_meta(memory_id, path, meta, "\n" + str(fields.get("body", "")))
 

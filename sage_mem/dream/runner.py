@@ -27,6 +27,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from ..checks.credentials import redact
 from ..disk.folder import INDEX_FILE
 from ..disk.processes import process_alive
 from ..disk.safe_io import atomic_write, file_mode, make_dirs, text_bytes
@@ -411,11 +412,16 @@ class _Run:
 
 
 def write_report(store: MemoryStore, path: Path, text: str) -> None:
-    """A report in `memory/autodream/`, with the modes of the memory folder (private or shared)."""
+    """A report in `memory/autodream/`, with the modes of the memory folder (private or shared).
+
+    What it quotes of the memories (a contradiction's descriptions, a fold, a model's
+    reason) is masked where it looks like a credential: the report sits in the memory
+    folder, which git, the page and sync see (the manifest, private, keeps it whole).
+    """
     root = store.folder.root
     make_dirs(path.parent, root=root)
     store.folder.check_contained(path)  # autodream/ may be a link out of the folder
-    atomic_write(path, text_bytes(text), mode=file_mode(root))
+    atomic_write(path, text_bytes(redact(text)), mode=file_mode(root))
 
 
 def note_refused(manifest: Manifest, refused: dict[str, str], where: str) -> None:

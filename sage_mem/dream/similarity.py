@@ -117,7 +117,8 @@ _PLAIN_WORDS = frozenset(
 def values(text: str) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
     """The numbers, weekdays and times a text names: a difference in any is a different fact."""
     folded = text.casefold()
-    numbers = frozenset(re.findall(r"\d+(?:[.,]\d+)*", _TIME.sub(" ", folded)))
+    # "3/5" and "5/3" are two dates, not the same two numbers
+    numbers = frozenset(re.findall(r"\d+(?:[.,/]\d+)*", _TIME.sub(" ", folded)))
     weekdays = frozenset(
         m.group(0)[-1] if not m.group(0)[0].isascii() else m.group(0)[:3]
         for m in _WEEKDAY_WORDS.finditer(folded)
@@ -139,7 +140,9 @@ def difference(first: str, second: str) -> str | None:
     """What makes two alike texts say different facts, or None when nothing does.
 
     A differing number, weekday or time; a negation on one side only ("likes" /
-    "does not like", 喜欢 / 不喜欢); or a swapped key term: each text has a
+    "does not like", 喜欢 / 不喜欢); opposites the index drops as stop words
+    ("before" / "after", "am" / "pm"); the same words with two parts in swapped
+    places ("Alice reports to Bob" / "Bob reports to Alice"); or a swapped key term: each text has a
     word (or, in Chinese, a character) the other lacks, and only one or two of them
     ("unit" / "integration", 猫 / 狗, 测试 / 生产) — rewording changes more words
     than that, and an added word ("every", 都) changes only one side.
@@ -159,12 +162,98 @@ def difference(first: str, second: str) -> str | None:
     only_a, only_b = a_words - b_words, b_words - a_words
     if 1 <= len(only_a) <= 2 and 1 <= len(only_b) <= 2:
         return (
-            f"a different key term ({_as_written(first, only_a)} / "
-            f"{_as_written(second, only_b)})"
+            f"a different key term ({_as_written(first, only_a)} / {_as_written(second, only_b)})"
         )
     only_a, only_b = a_chars - b_chars, b_chars - a_chars
     if 1 <= len(only_a) <= 3 and 1 <= len(only_b) <= 3:
         return f"a different key term ({_shown(only_a)} / {_shown(only_b)})"
+    opposite = _opposite(first, second)
+    if opposite:
+        return f"a different key term ({opposite[0]} / {opposite[1]})"
+    swapped = _swapped(first, second)
+    if swapped:
+        return f"a different key term (swapped: {swapped[0]} / {swapped[1]})"
+    return None
+
+
+# Words the index drops as stop words (or that are too short to tell) but that flip a fact
+# when one side says one and the other its opposite: "before" / "after", "am" / "pm".
+_OPPOSITES = (
+    ("before", "after"),
+    ("above", "below"),
+    ("up", "down"),
+    ("on", "off"),
+    ("in", "out"),
+    ("over", "under"),
+    ("more", "less"),
+    ("more", "fewer"),
+    ("most", "least"),
+    ("he", "she"),
+    ("him", "her"),
+    ("his", "her"),
+    ("am", "pm"),
+    ("a.m", "p.m"),
+)
+_PLAIN_WORD = re.compile(r"[a-z]+(?:\.[a-z](?=\.))?")
+
+
+def _opposite(first: str, second: str) -> tuple[str, str] | None:
+    """A pair of opposite words, one only in `first`, the other only in `second`."""
+    a = set(_PLAIN_WORD.findall(first.casefold()))
+    b = set(_PLAIN_WORD.findall(second.casefold()))
+    for x, y in _OPPOSITES:
+        for one, other in ((x, y), (y, x)):
+            if one in a - b and other in b - a:
+                return one, other
+    return None
+
+
+_UNIT = re.compile(
+    r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]|[^\W_\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+"
+)
+MAX_SWAP_UNITS = 60
+
+
+def _units(text: str) -> list[str]:
+    """The words (stemmed) and CJK characters of `text`, in order."""
+    return [
+        unit if _CJK_CHAR.fullmatch(unit) else tokens.stem(unit.casefold())
+        for unit in _UNIT.findall(text)
+    ]
+
+
+def _swapped(first: str, second: str) -> tuple[str, str] | None:
+    """Two parts the texts name in swapped places, when they have the same words otherwise.
+
+    "Alice reports to Bob" / "Bob reports to Alice", "from MySQL to PostgreSQL" / "from
+    PostgreSQL to MySQL", 上午开会，下午写代码 / 下午开会，上午写代码: the words the
+    two share, in order, are one sequence with two parts exchanged around a middle that
+    stays. A phrase moved to the front ("On Fridays we deploy" / "We deploy on Fridays")
+    has no middle: a rewording, not a swap.
+    """
+    a_units, b_units = _units(first), _units(second)
+    shared = set(a_units) & set(b_units)
+    a = [u for u in a_units if u in shared]
+    b = [u for u in b_units if u in shared]
+    if a == b or len(a) != len(b) or len(a) > MAX_SWAP_UNITS or sorted(a) != sorted(b):
+        return None
+    head = 0
+    while a[head] == b[head]:
+        head += 1
+    tail = 0
+    while a[-1 - tail] == b[-1 - tail]:
+        tail += 1
+    a, b = a[head : len(a) - tail], b[head : len(b) - tail]
+    size = len(a)
+    for x in range(1, size - 1):
+        for y in range(1, size - x):
+            if (
+                a[:x] == b[size - x :]
+                and a[size - y :] == b[:y]
+                and a[x : size - y] == b[y : size - x]
+            ):
+                joiner = "" if all(_CJK_CHAR.fullmatch(u) for u in a) else " "
+                return joiner.join(a[:x]), joiner.join(a[size - y :])
     return None
 
 

@@ -96,7 +96,13 @@ def edit_memory_text(
             new_body = None
     if not changes and new_body is None:
         return None
-    changes[stamp_key(parsed.meta)] = now_iso()
+    key = stamp_key(parsed.meta)
+    if "created" not in parsed.meta and current.updated:
+        # A file dated by one stamp alone (Claude Code's `modified`) keeps, as `created`,
+        # the moment its text was last written: a restamp for a trust change must not
+        # tell the dream that "yesterday" in it was written today.
+        changes["created"] = current.updated
+    changes[key] = now_iso()
     return edit_frontmatter(parsed, changes, new_body, path=path)
 
 

@@ -15,7 +15,8 @@ A move keeps the file name convention: `user_commit_rule.md` becomes
 `feedback_commit_rule.md` (a file without the prefix keeps its name and only its
 category changes). It is made as a new file plus the old one archived with
 `supersededBy`, so the links rule points every link at the new name and the
-run's rollback undoes both. Moved only when nothing would be lost: a file with
+run's rollback undoes both; the new file keeps the old one's `created` and
+`updated` (it is as old as it was). Moved only when nothing would be lost: a file with
 frontmatter keys the tool does not write (Claude Code's `modified`, a key of
 the person's own), relative dates still to date, or a name taken, is reported.
 """
@@ -149,7 +150,9 @@ def _move(ctx: RuleContext, memory: Memory, target: str, shows: str) -> None:
     }
     fields = {key: value for key, value in fields.items() if value is not None}
     reason = f"{shows}: moved to {new_id}.md, as its file name convention has it"
-    created = ctx.applier.create(new_id, rule=NAME, reason=reason, **fields)
+    first, last = memory.created or memory.updated, memory.updated or memory.created
+    stamps = (first, last) if first and last else None
+    created = ctx.applier.create(new_id, rule=NAME, reason=reason, stamps=stamps, **fields)
     if created is None:
         return
     ctx.applier.archive(

@@ -8,7 +8,9 @@ subjects have the same words (at least two of them) but whose values differ are
 surfaced (only when no third memory shares the subject: one subject with many
 values is a list of facts, a note per case), with the newer one as the
 proposal: the report says which, and how to settle it (`supersedes:` in the
-newer one, which the next rewrite run acts on).
+newer one, which the next rewrite run acts on). Newer is changed later
+(`updated`); when the other was created later all the same (a trust change
+restamps an old memory), the report says which is newer is not clear.
 
 A memory that says what changed ("switched the main database from PostgreSQL
 to MySQL", "the sync moved from Tuesday to Thursday", "Kafka instead of
@@ -139,9 +141,7 @@ def _by_change(ctx: RuleContext, memories: list[Memory], reported: set[tuple[str
             old_terms, new_terms = terms(old_value), terms(new_value)
             topic = terms(newer.description) - old_terms - new_terms
             for older in memories:
-                if older.id == newer.id or (
-                    _when(older, ctx.written) >= _when(newer, ctx.written)
-                ):
+                if older.id == newer.id or not _maybe_older(older, newer, ctx.written):
                     continue
                 text = terms(f"{older.description}\n{older.body}")
                 if not old_terms <= text or new_terms <= text:
@@ -180,8 +180,12 @@ def _compare(
     if (older.id, newer.id) in reported:
         return
     reported.add((older.id, newer.id))
+    what = f"same subject, {differs or 'a different value'}"
+    if _maybe_older(newer, older, ctx.written):
+        _note_unclear(ctx, older, newer, what)
+        return
     said = "says it changed" if _CHANGE.search(newer.description + " " + newer.body) else "is newer"
-    _note(ctx, older, newer, f"same subject, {differs or 'a different value'}", said)
+    _note(ctx, older, newer, what, said)
 
 
 def _note(ctx: RuleContext, older: Memory, newer: Memory, what: str, said: str) -> None:
@@ -196,6 +200,32 @@ def _note(ctx: RuleContext, older: Memory, newer: Memory, what: str, said: str) 
             "if both hold"
         ),
     )
+
+
+def _note_unclear(ctx: RuleContext, first: Memory, last: Memory, what: str) -> None:
+    """Which one is newer is not clear: `last` changed last, but `first` was created later."""
+    ctx.applier.note(
+        first.id,
+        rule=NAME,
+        message=(
+            f"likely contradicts {last.id}: “{first.description}” vs “{last.description}”, "
+            f"{what}. Which is newer is not clear: {last.id} was changed last "
+            f"({_when(last, ctx.written)[:10]}; a change of trust or tags counts too) but "
+            f"{first.id} was created later ({(first.created or '')[:10]}); to settle it add "
+            "`supersedes: [the other]` to the one that stands, or keep both if both hold"
+        ),
+    )
+
+
+def _maybe_older(first: Memory, second: Memory, written: dict[str, str] | None) -> bool:
+    """Whether `first` may say the older fact: changed before `second`, or created before it.
+
+    `updated` moves with any change of the file, a trust change (`sage-mem feedback`)
+    too, so a memory changed last may still state the older fact; `created` tells.
+    """
+    if _when(first, written) < _when(second, written):
+        return True
+    return bool(first.created and second.created and first.created[:10] < second.created[:10])
 
 
 def _when(memory: Memory, written: dict[str, str] | None = None) -> str:

@@ -9,8 +9,9 @@ its date is left, so a second run adds nothing.
 Only a phrase that dates a specific past or planned event changes. Left as
 written (DESIGN §7.3a):
 
-- standing rules and general statements: a sentence that says never, always,
-  do not, should, every, usually, if, when…, most/many (不要、总是、每次、如果、通常…),
+- standing rules, general statements, habits and conditions: a sentence that says
+  never, always, do not, every, usually, sometimes, by default, if, in case, assuming,
+  when…, most/many (不要、总是、每次、平时、有时、默认、如果、万一、若、除非、只要…),
   a **How to apply:** line, a phrase someone "says" (用户说下周);
 - quoted speech ("…", “…”, 「…」, 《…》, a `>` quote), idioms ("tomorrow is
   another day", 今日事今日毕) and a date word said twice in one sentence;
@@ -18,18 +19,24 @@ written (DESIGN §7.3a):
   the literary 今日/明日/昨日 (明日方舟, 今日头条 are names far more often than dates);
 - periods rather than days: "the last year", "the next week or two",
   "the last Friday of each month" (a determiner before, "of" or "or" after);
-- code of any kind (`sage_mem.memory.markdown` says what is code);
+- code of any kind (`sage_mem.memory.markdown` says what is code), a link's target
+  (`[[today]]`, `(today.md)`), a web or e-mail address, an HTML comment, and a word
+  glued to a name (`$today`, `{{today}}`, `DATE=today`, `today.txt`);
 - in a feedback memory (a standing rule by definition) any phrase pointing
   forward or to the present ("tomorrow", 下周, 本周) outside its **Why:** line.
 
 When unsure — "next Friday" said on a Wednesday (this week's or the next?),
-"last Tuesday" said on a Friday — the phrase is left and listed in the report.
+"last Tuesday" said on a Friday, "this Monday" once Monday has passed, "next
+Monday" or "last week" said on a Sunday (the first day of the week for many
+English speakers) — the phrase is left and listed in the report.
 
 The anchor is the day the text was written, on the writer's clock: a time
 with an offset (`2026-11-26T01:40:00+08:00`) is that offset's day, a UTC time
-(`…Z`, as the tool writes it) the day on this machine's clock, a bare date that
-day, and a bare `created` date beside a UTC `updated` is the writer's own day
-when it is not the UTC one (a note saved at 01:40 in Beijing: `created:
+(`…Z`, as the tool writes it) the day on this machine's clock, a time with no
+offset at all (written by hand) its day when that is the same on the writer's
+clock and read as UTC (else it is not known), a bare date that day, and a bare
+`created` date beside a UTC `updated` is the writer's own day when it is not the
+UTC one (a note saved at 01:40 in Beijing: `created:
 2026-11-26`, `updated: 2026-11-25T17:40:00Z`). A memory only tells it for sure
 when `created` and `updated` can fall on the same day, or when only one of them
 (or Claude Code's `modified`) is known. A memory edited on a
@@ -47,7 +54,7 @@ import re
 from collections.abc import Callable
 from datetime import UTC, date, datetime, timedelta
 
-from ...memory.markdown import code_ranges
+from ...memory.markdown import MARKDOWN_LINK, WIKI_LINK, code_ranges
 from ...memory.value import Memory, parse_moment
 from . import RuleContext
 
@@ -142,8 +149,11 @@ def _english(word: str, anchor: date) -> str | None:
         return _en_day(anchor + timedelta(days=days[word]))
     if word in ("a few days ago", "a couple of days ago"):
         return f"a few days before {_en_day(anchor)}"
+    # On a Sunday, the last day of a week that, for many English speakers, is the first,
+    # "this week", "next week", "last week" may each mean either of two weeks.
+    sunday = anchor.weekday() == 6
     if word in ("earlier this week", "later this week"):
-        return f"week of {_en_day(_monday(anchor))}"
+        return AMBIGUOUS if sunday else f"week of {_en_day(_monday(anchor))}"
     parts = word.split()
     if parts[-1] == "ago" or parts[0] == "in":
         count_word = parts[1] if parts[0] == "in" else parts[0]
@@ -163,6 +173,8 @@ def _english(word: str, anchor: date) -> str | None:
     which, unit = parts[0], parts[1]
     offset = {"last": -1, "this": 0, "next": 1}[which]
     if unit == "week":
+        if sunday:
+            return AMBIGUOUS
         return f"week of {_en_day(_monday(anchor) + timedelta(weeks=offset))}"
     if unit == "weekend":
         saturday = _monday(anchor) + timedelta(weeks=offset, days=5)
@@ -176,8 +188,14 @@ def _english(word: str, anchor: date) -> str | None:
         index = _EN_WEEKDAYS.index(unit)
         # "next Friday" on a Wednesday may be this week's or the next; "last Tuesday" on a
         # Friday this week's or the last: a careful reader asks, so the rule does not guess.
-        if (offset == 1 and index > anchor.weekday()) or (
-            offset == -1 and index < anchor.weekday()
+        # So are "this Monday" once Monday has passed (the one just gone, or the coming
+        # one?) and "next Monday" said on a Sunday, the last day of a week that, for many,
+        # is the first.
+        today = anchor.weekday()
+        if (
+            (offset == 1 and (index > today or sunday))
+            or (offset == -1 and index < today)
+            or (offset == 0 and index < today)
         ):
             return AMBIGUOUS
         return _en_day(_monday(anchor) + timedelta(weeks=offset, days=index))
@@ -264,6 +282,9 @@ _ZH_PATTERN = re.compile(
 _ZH_NOT_DATES = re.compile(
     r"先天后天|后天性|月饼|月份|月亮|月球|月光|月薪|月报|月度|周年|周边|周期|周围|周到"
     r"|周刊|周转|周报|周会|周岁|前天晚上好"
+    # 后天 as "acquired" (后天努力, 后天养成的), 今天的 as "nowadays" (今天的年轻人, 今天的社会)
+    r"|后天(?:努力|培养|养成|形成|习得|因素|环境|训练|获得)"
+    r"|今天的(?:社会|世界|时代|中国|年轻人|人们|孩子)"
 )
 # 上/下/这/本 closing a word of their own: 马上周一 is "at once, Monday", 看一下周报 "glance at the
 # weekly report", 版本周期 "release cycle".
@@ -280,26 +301,52 @@ _EN_GENERIC = re.compile(
     r"\b(?:never|always|don'?t|do\s+not|does\s+not|doesn'?t|must\s+not|mustn'?t"
     r"|should\s+not|shouldn'?t|cannot|can'?t|avoid|whenever|each|every|usually|typically"
     r"|generally|often|tends?\s+to|if|unless|most|many|nowadays|these\s+days|as\s+a\s+rule"
-    r"|per|any\s+time|anytime)\b"
-    r"|^\W*when\b",
+    r"|per|any\s+time|anytime|in\s+case|assuming|supposing|sometimes|normally|rarely"
+    r"|seldom|occasionally|frequently|regularly|in\s+general|by\s+default|more\s+than\s+ever)\b"
+    r"|^\W*(?:when|should|provided|suppose)\b|,\s*provided\b",
     re.IGNORECASE,
 )
 _ZH_GENERIC = re.compile(
     r"不要|(?<![特区分级类告识个差性])别(?![人的处墅名])|不能|不得|禁止|总是|永远|每次|每天|每周|每个"
     r"|每月|每逢|如果|假如|要是|一旦|凡是|通常|一般|经常|往往|务必|千万|常说|不许|切勿"
+    r"|万一|倘若|假设|假使|若(?!干)|的话|除非|只要|每当|平时|平常|常常|有时(?!间)|偶尔|从不|从来"
+    r"|向来|一向|默认"
 )
 _EN_IDIOMS = re.compile(
     r"tomorrow\s+is\s+another\s+day|here\s+today|gone\s+tomorrow|born\s+yesterday"
-    r"|yesterday'?s\s+news|live\s+for\s+today|today'?s\s+world|(?:no|never)\s+time\s+like",
+    r"|yesterday'?s\s+news|live\s+for\s+today|today'?s\s+world|(?:no|never)\s+time\s+like"
+    r"|no\s+tomorrow|tomorrow'?s\s+problem|tomorrow\s+is\s+a\s+new\s+day"
+    r"|tomorrow[’']s\s+(?:world|leaders|technology|generation|jobs)"
+    r"|(?:world|leaders|technology|generation|jobs|city|cities|kitchen|office)\s+of\s+(?:today|tomorrow)\b",
     re.IGNORECASE,
 )
-_ZH_IDIOMS = re.compile(r"明天会更好|今日事今日毕|明日复明日|今朝有酒|活在今天|今天的事今天")
+_ZH_IDIOMS = re.compile(
+    r"明天会更好|今日事今日毕|明日复明日|今朝有酒|活在今天|今天的事今天|又是新的一天|今天不知明天事"
+)
 _MENTION_EN = re.compile(r"\b(?:says?|said|write|writes|wrote|mentions?|means?|word)\s*$", re.I)
 _MENTION_ZH = re.compile(r"(?:说|讲|写|提到)[：:，, ]?$")
 _QUOTES = (("“", "”"), ("「", "」"), ("『", "』"), ("《", "》"), ("‘", "’"))
 _SINGLE_QUOTE_OPEN = re.compile(r"(?:^|[\s(:—–-])'(?=\w)[^']*$")
 _SENTENCE_BREAK = re.compile(r"[.!?。！？;；\n]")
 _ALREADY = re.compile(r"\s?[(（]\s*(?:around |week of |a few days |\d)")
+
+
+# Text inside a sentence that is no prose: a link's target, a web or e-mail address, an
+# HTML comment. Rewriting a phrase in it would break it ("[[today]]", "?day=tomorrow").
+_ADDRESSES = re.compile(
+    r"<!--.*?-->|<[A-Za-z][A-Za-z0-9+.-]*:[^<>\s]*>"
+    r"|\b[A-Za-z][A-Za-z0-9+.-]*://[^\s<>\"'，。；！？、）】」』]+|\bwww\.[^\s<>\"'，。；！？、）】」』]+"
+    r"|[\w.+-]+@[\w-]+(?:\.[\w-]+)+",
+    re.DOTALL,
+)
+
+
+def _not_prose(segment: str) -> list[tuple[int, int]]:
+    """(start, end) of each link target, address or comment in `segment`."""
+    found = [(m.start(), m.end()) for m in WIKI_LINK.finditer(segment)]
+    found += [(m.start("destination"), m.end()) for m in MARKDOWN_LINK.finditer(segment)]
+    found += [(m.start(), m.end()) for m in _ADDRESSES.finditer(segment)]
+    return found
 
 
 def _sentence(segment: str, start: int, end: int) -> tuple[str, str, str]:
@@ -328,9 +375,7 @@ def _quoted(segment: str, start: int) -> bool:
     return any(before.count(o) > before.count(c) for o, c in _QUOTES)
 
 
-_PAST = re.compile(
-    r"yesterday|last|ago|earlier|before|昨|前|上|去年", re.IGNORECASE
-)
+_PAST = re.compile(r"yesterday|last|ago|earlier|before|昨|前|上|去年", re.IGNORECASE)
 _WHY_LINE = re.compile(r"\W*(?:why|原因|为什么)\W", re.IGNORECASE)
 
 
@@ -407,9 +452,7 @@ def absolutize(
     for code in [*code_ranges(text), None]:
         stop = len(text) if code is None else code.start
         if stop > last:
-            out.append(
-                _substitute(text[last:stop], last, anchor_at, changes, doubts, rules_only)
-            )
+            out.append(_substitute(text[last:stop], last, anchor_at, changes, doubts, rules_only))
         if code is not None:
             out.append(text[code.start : code.end])
             last = code.end
@@ -455,8 +498,18 @@ def _dated_sections(text: str) -> list[tuple[int, int, date]]:
     return sorted(found, key=lambda item: (item[1] - item[0], item[0]))
 
 
+_GLUED_BEFORE = frozenset("-_/.$%{=#@\\~")
+_GLUED_AFTER = frozenset("-_/@%}=")
+
+
 def _meaning(match: re.Match[str], segment: str, chinese: bool, anchor: date) -> str | None:
     start, end = match.start(), match.end()
+    if (
+        segment[max(0, start - 1) : start] in _GLUED_BEFORE
+        or segment[end : end + 1] in _GLUED_AFTER
+        or re.match(r"\.\w", segment[end : end + 2])
+    ):
+        return None  # part of a name: release-tomorrow, next_week.md, $today, 明天.md
     if chinese:
         if start and segment[start - 1 : start + 1] in _ZH_WORD_ENDINGS:
             return None
@@ -464,12 +517,6 @@ def _meaning(match: re.Match[str], segment: str, chinese: bool, anchor: date) ->
             if found.start() < end and found.end() > start:
                 return None
         return _chinese(match.group(0), anchor)
-    if segment[max(0, start - 1) : start] in ("-", "_", "/", ".") or segment[end : end + 1] in (
-        "-",
-        "_",
-        "/",
-    ):
-        return None  # part of a name: release-tomorrow, next_week.md
     return _english(match.group(0), anchor)
 
 
@@ -487,11 +534,14 @@ def _substitute(
         + [(m, True) for m in _ZH_PATTERN.finditer(segment)],
         key=lambda item: item[0].start(),
     )
+    not_prose = _not_prose(segment)
     out: list[str] = []
     last = 0
     for match, chinese in matches:
         if match.start() < last:
             continue  # inside a phrase already dated
+        if any(start < match.end() and match.start() < end for start, end in not_prose):
+            continue
         end = match.end()
         if not chinese and segment[end : end + 2] in ("'s", "’s"):
             end += 2  # "yesterday's retro" -> "yesterday's (2026-11-24) retro"
@@ -545,9 +595,17 @@ def anchor_of(memory: Memory) -> tuple[date | None, str]:
                 return day, ""
         return min(common), ""
     if created or updated:
-        day = _writer_day(created or updated or "")
+        text = created or updated or ""
+        day = _writer_day(text)
         if day is not None:
             return day, ""
+        if _naive(text):
+            moment = _moment(text)
+            local = moment.astimezone().date() if moment else None
+            return None, (
+                f"its time {text} has no offset: {text[:10]} on the writer's clock, "
+                f"{local} if it is UTC; which day its relative dates count from is not known"
+            )
     return None, "no created or updated date to count its relative dates from"
 
 
@@ -567,17 +625,24 @@ def _exact_day(text: str) -> date | None:
             return date.fromisoformat(text[:10]) if len(text) == 10 else None
         except ValueError:
             return None
-    return None if _says_utc(text) else moment.date()
+    return None if _says_utc(text) or _naive(text) else moment.date()
 
 
 def _writer_day(text: str) -> date | None:
-    """The writer's day for a date or time: a UTC time is read on this machine's clock."""
+    """The writer's day for a date or time: a UTC time is read on this machine's clock.
+
+    A time without an offset ("2026-11-25 23:30", written by hand) is the writer's wall
+    clock, or UTC as YAML reads it: its day when both readings agree, else None.
+    """
     moment = _moment(text)
     if moment is None:
         try:
             return date.fromisoformat(text[:10])
         except ValueError:
             return None
+    if _naive(text):
+        days = _possible_days(text)
+        return next(iter(days)) if len(days) == 1 else None
     return moment.astimezone().date() if _says_utc(text) else moment.date()
 
 
@@ -587,6 +652,8 @@ def _possible_days(text: str) -> set[date]:
     if moment is None:
         day = _writer_day(text)
         return {day} if day else set()
+    if _naive(text):
+        return {moment.date(), moment.astimezone().date()}
     if not _says_utc(text):
         return {moment.date()}
     moment = moment.astimezone(UTC)
@@ -595,7 +662,16 @@ def _possible_days(text: str) -> set[date]:
 
 
 def _says_utc(text: str) -> bool:
-    return text.endswith(("Z", "z", "+00:00", "+0000")) or not re.search(r"[+-]\d\d:?\d\d$", text)
+    return text.endswith(("Z", "z", "+00:00", "+0000"))
+
+
+def _naive(text: str) -> bool:
+    """A time with neither an offset nor a Z: whose clock it is, it does not say."""
+    return (
+        _moment(text) is not None
+        and not _says_utc(text)
+        and not re.search(r"[+-]\d\d:?\d\d$", text)
+    )
 
 
 def _phrases(texts: dict[str, str], rules_only: bool = False) -> list[str]:

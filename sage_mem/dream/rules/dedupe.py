@@ -8,16 +8,19 @@ see tests/test_dream_dedupe.py):
   description differing in one word, "the user's cat" / "the user's dog",
   is a different fact, and one word is a large share of five);
 - the numbers in their descriptions agree ("release 2.3" / "release 2.4");
-- the descriptions do not differ in a number, a weekday, a time or a swapped key
-  term ("unit" / "integration", 猫 / 狗: `similarity.difference`), however alike
+- the descriptions do not differ in a number, a weekday, a time, a swapped key
+  term ("unit" / "integration", 猫 / 狗), an opposite ("before" / "after") or two
+  parts in swapped places ("from MySQL to PostgreSQL" / "from PostgreSQL to MySQL":
+  `similarity.difference`), however alike
   the rest; a reworded pair (REWORDED_HEAD_JACCARD of the description terms)
   passes only when its bodies say the same too (REWORDED_BODY_JACCARD).
 
 Which one stays: the one retrieved more than PROTECTED_RETRIEVALS times (mnemo's
 frequency protection; when both are, neither is archived and the pair is
 reported), then higher trust, then more retrievals, then longer content, then
-the smaller id. It gains the other's aliases and tags, and what the other's body
-says that its own lacks (`missing_parts`: sentences, or whole paragraphs of
+the smaller id. It gains the other's aliases and tags, its `baseline` (with its
+priority) when the other was injected at every session start, and what the other's
+description and body say that its own lack (`missing_parts`: sentences, or whole paragraphs of
 lists, tables and code), after its own text and saying where it came from; the
 other is archived with `supersededBy`. No text leaves service: a twin whose
 extra text names a different number, weekday or time than the kept one (a
@@ -154,12 +157,15 @@ def _merge_cluster(ctx: RuleContext, memories: list[Memory], prints: list[Finger
             continue  # a twin of a twin, not of the keeper: left for a later run
         covered, share = body_covered(other_print, keeper_print, BODY_CONTAINMENT)
         said = f"descriptions {score:.0%} alike"
-        extra: list[str] = []
+        # what only its description says ("…and then to production") is folded in too:
+        # the description leaves service with the archived twin
+        extra = missing_parts(other.description, f"{keeper.description}\n\n{body}")
         if not covered:
-            extra = missing_parts(other.body, body)
-            conflict = difference(" ".join(extra), body) if extra else "nothing to fold in"
+            from_body = missing_parts(other.body, body)
+            conflict = difference(" ".join(from_body), body) if from_body else "nothing to fold in"
             if conflict and conflict.startswith("a different key term"):
                 conflict = None  # what it adds is new words: that is the point of folding it in
+            extra += from_body
             if conflict or sum(map(len, extra)) > MAX_FOLDED_CHARS:
                 ctx.applier.note(
                     other.id,
@@ -211,10 +217,22 @@ def _merge_cluster(ctx: RuleContext, memories: list[Memory], prints: list[Finger
         fields["tags"] = tags
     if body != keeper.body:
         fields["body"] = body
+    # a baseline (injected at every session start) stays one when its twin is kept
+    baselines = [other for other, _ in mergeable if other.baseline]
+    if baselines and not keeper.baseline:
+        fields["baseline"] = True
+        priority = max(other.baseline_priority for other in baselines)
+        if priority:
+            fields["baseline_priority"] = priority
     if fields:
         what = [
             name
-            for name, key in (("text", "body"), ("aliases", "aliases"), ("tags", "tags"))
+            for name, key in (
+                ("text", "body"),
+                ("aliases", "aliases"),
+                ("tags", "tags"),
+                ("baseline", "baseline"),
+            )
             if key in fields
         ]
         fold_reason = f"folded in the {', '.join(what)} of near-duplicate " + ", ".join(
@@ -231,8 +249,7 @@ def _merge_cluster(ctx: RuleContext, memories: list[Memory], prints: list[Finger
                     operation="archive",
                     rule=NAME,
                     reason=reason,
-                    why=f"{keeper.id} is locked, so what this memory adds cannot be folded "
-                    "into it",
+                    why=f"{keeper.id} is locked, so what this memory adds cannot be folded into it",
                 )
             return
         updated = ctx.applier.rewrite(keeper, rule=NAME, reason=fold_reason, **fields)
@@ -257,9 +274,11 @@ def missing_parts(text: str, kept: str) -> list[str]:
     for paragraph in re.split(r"\n\s*\n", text.strip()):
         if not paragraph.strip():
             continue
-        parts = [paragraph] if _STRUCTURED.search(paragraph) else [
-            p for p in _SENTENCE_END.split(" ".join(paragraph.split())) if p.strip()
-        ]
+        parts = (
+            [paragraph]
+            if _STRUCTURED.search(paragraph)
+            else [p for p in _SENTENCE_END.split(" ".join(paragraph.split())) if p.strip()]
+        )
         for part in parts:
             found = terms(part)
             if found and len(found & kept_terms) / len(found) < BODY_CONTAINMENT:

@@ -8,7 +8,9 @@ Sentences end at 。！？ (no space needed after them) and at . ! ? followed by
 space, except after an abbreviation ("e.g.", "Dr.") or inside a number. Whole
 sentences are taken while they fit; a first sentence longer than the limit is
 cut at a word (or, in Chinese, at a character) and ends with "…". A sentence
-that mostly repeats the description is skipped, and a body whose prose adds
+that mostly repeats the description is skipped, as is one holding something that
+looks like a credential (a summary shows in search results, and a write that adds a
+credential is refused: a report would propose what a rewrite cannot do); a body whose prose adds
 nothing to the description gets no summary: the summary is shown beside the
 description, never instead of it.
 """
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import re
 
+from ...checks.credentials import has_secrets
 from ...memory.markdown import BLOCK_KINDS, MARKDOWN_LINK, WIKI_LINK, code_content, code_ranges
 from ..similarity import terms
 from . import RuleContext
@@ -149,7 +152,10 @@ def make_summary(
     """
     said = terms(description)
     parts = [
-        s for p in plain_paragraphs(body) for s in sentences(p) if _adds(terms(s), said)
+        s
+        for p in plain_paragraphs(body)
+        for s in sentences(p)
+        if _adds(terms(s), said) and not has_secrets(s)
     ]
     if not parts:
         return None

@@ -1,11 +1,13 @@
 """`supersedes:` — archive what a memory says it replaces.
 
-A memory naming itself, two memories naming each other, or a name that is
-nowhere (neither in service nor archived) is reported, never acted on.
+A memory naming itself, memories naming each other round a cycle (A → B → A,
+A → B → C → A), or a name that is nowhere (neither in service nor archived) is
+reported, never acted on.
 """
 
 from __future__ import annotations
 
+from ...memory.value import Memory
 from . import RuleContext
 
 NAME = "supersedes"
@@ -44,9 +46,40 @@ def run(ctx: RuleContext) -> None:
                         ),
                     )
                 continue
+            cycle = _cycle(live, memory.id, target_id)
+            if cycle:
+                if memory.id == min(cycle):
+                    ctx.applier.note(
+                        memory.id,
+                        rule=NAME,
+                        message=(
+                            "`supersedes:` goes round a cycle ("
+                            + " → ".join([*cycle, cycle[0]])
+                            + "): none of them is the newest, so none was archived"
+                        ),
+                    )
+                continue
             ctx.applier.archive(
                 target,
                 rule=NAME,
                 superseded_by=memory.id,
                 reason=f"superseded by {memory.id} (its `supersedes:` names this memory)",
             )
+
+
+def _cycle(live: dict[str, Memory], start: str, target: str) -> list[str]:
+    """The memories from `start` round to it again through `target`, or [] when none."""
+    stack: list[tuple[str, list[str]]] = [(target, [start, target])]
+    seen = {start}
+    while stack:
+        current, path = stack.pop()
+        if current in seen or current not in live:
+            continue
+        seen.add(current)
+        for name in live[current].supersedes:
+            name = name.removesuffix(".md")
+            if name == start:
+                return path
+            if name in live and name not in seen:
+                stack.append((name, [*path, name]))
+    return []
