@@ -476,22 +476,57 @@ def test_log_follows_a_memory_into_the_archive(pair: tuple[Path, Path]) -> None:
 # what a killed sync leaves (tests/test_sync_crash.py kills real ones)
 
 
-def test_a_merge_left_half_done_is_finished_by_sync(pair: tuple[Path, Path]) -> None:
-    laptop, desktop = pair
+def half_done_merge(laptop: Path, desktop: Path) -> None:
+    """Both changed the same lines; desktop's `git merge` failed in its driver, so git left
+    `user_cat` unmerged (ours in the work tree) and MERGE_HEAD behind."""
     edit(laptop, "user_cat", "She is three.", "She is four.")
     edit(desktop, "user_cat", "She is three.", "她三岁。")
     sync(laptop)
     git(desktop, "commit", "-qam", "by hand")
     git(desktop, "fetch", "-q", "origin")
-    # A merge whose driver failed: git leaves the path unmerged and MERGE_HEAD behind.
     git(desktop, "-c", "merge.sage-mem.driver=false", "merge", "origin/main", check=False)
     assert (desktop / ".git" / "MERGE_HEAD").exists()
+
+
+def test_a_merge_left_half_done_by_a_killed_sync_is_finished(pair: tuple[Path, Path]) -> None:
+    import subprocess
+    import sys
+
+    laptop, desktop = pair
+    half_done_merge(laptop, desktop)
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    # What a sync killed inside its merge leaves in its record: the commit it was merging.
+    merging = git(desktop, "rev-parse", "MERGE_HEAD").strip()
+    record = desktop.parent / ".desktop.sage-mem" / "sync.json"
+    record.write_text(json.dumps({"pid": gone.pid, "merge": merging}), encoding="utf-8")
     result = sync(desktop)
     assert any("merge" in note for note in result["notes"])
     assert result["conflicts"] == ["user_cat.conflict-laptop"]
     assert "她三岁。" in body(desktop, "user_cat")
     assert "She is four." in body(desktop, "user_cat.conflict-laptop")
+    assert not record.exists()
     sync(laptop)
+    converged(laptop, desktop)
+
+
+def test_a_persons_own_merge_in_progress_is_left_to_them(pair: tuple[Path, Path]) -> None:
+    """A merge a person started (no sync's record names it) is theirs, like a rebase: sync
+    refuses in one line and changes nothing, so a resolution they typed is never replaced."""
+    laptop, desktop = pair
+    half_done_merge(laptop, desktop)
+    mine = memory("The cat is Sesame", "Sesame is orange.\n\nShe is four, 她四岁。")
+    (desktop / "user_cat.md").write_text(mine, encoding="utf-8")  # resolved by hand, not added
+    before = (files(desktop), git(desktop, "status", "--porcelain"))
+    status, _, err = sm(desktop, "sync")
+    assert status == 1 and "merge is in progress" in err and err.count("\n") == 1, err
+    assert (files(desktop), git(desktop, "status", "--porcelain")) == before
+    assert (desktop / ".git" / "MERGE_HEAD").exists()
+    git(desktop, "add", "user_cat.md")
+    git(desktop, "commit", "-q", "--no-edit")
+    sync(desktop)
+    sync(laptop)
+    assert (laptop / "user_cat.md").read_text(encoding="utf-8") == mine
     converged(laptop, desktop)
 
 

@@ -2,9 +2,12 @@
 
 1. **Finish what a killed sync left**: git's lock files left by a sync that is
    no longer running (its record in the state folder, `sync.json`, names a
-   process that is gone) are removed; a merge left half done (`MERGE_HEAD`)
-   is resolved and committed as below; the temp files of writes that were
-   killed before their rename (`safe_io.leftover_temps`) are removed.
+   process that is gone) are removed; a merge it left half done (`MERGE_HEAD`
+   the commit its record says it was merging) is resolved and committed as
+   below; the temp files of writes that were killed before their rename
+   (`safe_io.leftover_temps`) are removed. A merge, rebase or cherry-pick a
+   person started is theirs to finish: sync refuses and touches nothing (a
+   resolution they typed is never replaced).
 2. **Commit** every change in the folder (edits by sage-mem, by hand, by
    `git pull`), in one commit whose message names the memories and whose
    trailer names the machine, except files the secret scan flags
@@ -183,14 +186,18 @@ def sync(
         run = _Sync(folder, git, progress or (lambda _: None))
         record = folder.state_dir / SYNC_RECORD
         run.recover_locks(record)
-        atomic_write(record, json.dumps({"pid": os.getpid()}).encode())
+        run.check_idle()
+        run.write_record()
         try:
             return run.run(remote, push)
         finally:
-            try:
-                record.unlink()
-            except OSError:
-                pass
+            # A merge still half done (an error inside it) keeps the record naming it,
+            # so that the next sync finishes it rather than take it for a person's.
+            if not (git.git_dir / "MERGE_HEAD").exists():
+                try:
+                    record.unlink()
+                except OSError:
+                    pass
 
 
 def first_commit(root: Path, remote: str | None = None) -> str | None:
@@ -237,16 +244,28 @@ class _Sync:
         self.progress = progress
         self.machine = git.machine()
         self.result = SyncResult(self.root, self.machine)
+        self.record = folder.state_dir / SYNC_RECORD
+        self.left_merging: str | None = None  # the merge a killed sync left, per its record
 
     # 1. what a killed sync left
 
+    def write_record(self, merging: str | None = None) -> None:
+        """`sync.json`: this process, and the commit it is merging (a merge it started)."""
+        record: dict[str, Any] = {"pid": os.getpid()}
+        if merging:
+            record["merge"] = merging
+        atomic_write(self.record, json.dumps(record).encode())
+
     def recover_locks(self, record: Path) -> None:
         try:
-            pid = int(json.loads(record.read_bytes())["pid"])
+            previous = json.loads(record.read_bytes())
+            pid = int(previous["pid"])
         except (OSError, ValueError, KeyError, TypeError):
             return
         if process_alive(pid):
             return
+        merging = previous.get("merge")
+        self.left_merging = merging if isinstance(merging, str) else None
         git_dir = self.git.git_dir
         locks = [git_dir / name for name in _GIT_LOCKS]
         locks += list((git_dir / "refs").rglob("*.lock"))
@@ -291,10 +310,13 @@ class _Sync:
         if not self.git.ok("symbolic-ref", "-q", "HEAD"):
             raise SyncError(f"{self.root}: HEAD is detached; check out a branch (git switch main), "
                             "then sync")
+        if (git_dir / "MERGE_HEAD").exists() and (
+                self.left_merging is None or self.git.rev("MERGE_HEAD") != self.left_merging):
+            raise SyncError(f"{self.root}: a git merge is in progress; finish it (git add, git "
+                            "commit) or abort it (git merge --abort), then sync")
 
     def run(self, remote: str | None, push: bool) -> SyncResult:
         result = self.result
-        self.check_idle()
         ensure_setup(self.git, self.root)
         self.remove_leftover_temps()
         if (self.git.git_dir / "MERGE_HEAD").exists():
@@ -453,6 +475,7 @@ class _Sync:
             return
         self.progress(f"merging {REMOTE}/{branch}")
         self.drop_unstaged_index()
+        self.write_record(merging=theirs)
         done = self.git.run(
             "-c", "merge.renames=true", *self.git.identity(), "merge", "--quiet", "--no-edit",
             "--no-verify", "--allow-unrelated-histories", "-m",
@@ -463,6 +486,7 @@ class _Sync:
         if done.returncode != 0 and not (self.git.git_dir / "MERGE_HEAD").exists():
             raise SyncError(f"merging {REMOTE}/{branch} failed: {last_line(done)}")
         self.finish_merge(head, theirs)
+        self.write_record()
         after = self.git.head()
         assert after is not None
         came = [p for p in self.git.changed_paths(head, after)]
