@@ -424,6 +424,7 @@ def test_an_unreachable_remote_is_reported_and_the_change_is_committed(
     status, out, _ = sm(laptop, "sync")
     assert status == 0
     assert "committed 1, not synced: fetching origin failed" in out
+    assert "gone" not in out and "remote.git' does not appear to be a git repository" in out
     assert git(laptop, "status", "--porcelain") == ""
     (tmp_path / "gone.git").rename(tmp_path / "remote.git")
     assert sync(laptop)["pushed"] == ["user_dog"]
@@ -595,3 +596,23 @@ def test_sync_leaves_a_rebase_or_a_detached_head_to_the_person(pair: tuple[Path,
     assert status == 1 and "rebase" in err
     (laptop / ".git" / "rebase-merge").rmdir()
     assert sync(laptop)["pushed"] == ["user_dog"]
+
+
+def error_line(err: str) -> str:
+    """The one error line of a failed sync (its progress lines aside)."""
+    errors = [line for line in err.splitlines() if line.startswith("sage-mem: error:")]
+    assert len(errors) == 1, err
+    return errors[0]
+
+
+def test_a_commit_signing_that_fails_is_named_in_one_line(pair: tuple[Path, Path]) -> None:
+    """The person's own `commit.gpgsign` is honoured; when the signing fails, the line says
+    so (git's cause), not only git's consequence ("failed to write commit object")."""
+    laptop, _ = pair
+    git(laptop, "config", "commit.gpgsign", "true")
+    git(laptop, "config", "gpg.program", "false")
+    write_memory(laptop, "user_dog", memory("The dog is Mochi", "Mochi."))
+    status, _, err = sm(laptop, "sync")
+    assert status == 1
+    assert "gpg failed to sign" in error_line(err)
+    assert "git commit failed" in error_line(err)

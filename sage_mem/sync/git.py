@@ -70,7 +70,7 @@ class Git:
         except FileNotFoundError:
             raise SyncError("sync needs git, and git is not installed") from None
         if check and done.returncode != 0:
-            raise SyncError(f"git {args[0]} failed: {last_line(done)}")
+            raise SyncError(f"git {_command(args)} failed: {error_line(done)}")
         return done
 
     def text(self, *args: str, check: bool = True) -> str:
@@ -145,13 +145,27 @@ class Git:
         return sorted(os.fsdecode(p) for p in raw.split(b"\0") if p)
 
 
-def last_line(done: subprocess.CompletedProcess[bytes]) -> str:
+def error_line(done: subprocess.CompletedProcess[bytes]) -> str:
+    """The line of git's output that says why it failed: its first error, or what came
+    before it (`ssh: Could not resolve hostname …`, `error: gpg failed to sign the data`,
+    not the consequence after it, `fatal: Could not read from remote repository`)."""
     lines = [
         line.strip() for line in (done.stderr or done.stdout or b"").decode(
             "utf-8", "replace").splitlines() if line.strip()
     ]
-    fatal = [line for line in lines if line.startswith(("fatal:", "error:"))]
-    return (fatal or lines or [f"exit status {done.returncode}"])[-1]
+    said = [line for line in lines if not line.startswith(("hint:", "warning:", "To "))]
+    for number, line in enumerate(said):
+        if line.startswith(("fatal:", "error:")):
+            return said[0] if number else line
+    return (lines or [f"exit status {done.returncode}"])[-1]
+
+
+def _command(args: Sequence[str]) -> str:
+    """git's subcommand among its arguments (`-c key=value` options come first)."""
+    for number, arg in enumerate(args):
+        if not arg.startswith("-") and (number == 0 or args[number - 1] != "-c"):
+            return arg
+    return "git"
 
 
 def machine_label(name: str) -> str:

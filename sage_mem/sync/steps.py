@@ -59,7 +59,7 @@ from .git import (
     Git,
     SyncError,
     ensure_setup,
-    last_line,
+    error_line,
     quoted_paths,
 )
 from .merge_driver import (
@@ -459,7 +459,7 @@ class _Sync:
         self.progress(f"fetching {REMOTE}")
         done = self.git.run("fetch", "--quiet", REMOTE, check=False)
         if done.returncode != 0:
-            self.result.offline = f"fetching {REMOTE} failed: {last_line(done)}"
+            self.result.offline = f"fetching {REMOTE} failed: {error_line(done)}"
             return False
         return True
 
@@ -484,7 +484,7 @@ class _Sync:
             check=False, env={THEIRS_ENV: theirs},
         )
         if done.returncode != 0 and not (self.git.git_dir / "MERGE_HEAD").exists():
-            raise SyncError(f"merging {REMOTE}/{branch} failed: {last_line(done)}")
+            raise SyncError(f"merging {REMOTE}/{branch} failed: {error_line(done)}")
         self.finish_merge(head, theirs)
         self.write_record()
         after = self.git.head()
@@ -618,7 +618,7 @@ class _Sync:
             text = (done.stderr or b"").decode("utf-8", "replace")
             if "rejected" in text or "fetch first" in text or "non-fast-forward" in text:
                 return False
-            self.result.offline = f"pushing to {REMOTE} failed: {last_line(done)}"
+            self.result.offline = f"pushing to {REMOTE} failed: {error_line(done)}"
             return True
         for memory_id in memory_ids(self.git.changed_paths(old, head)):
             if memory_id not in self.result.pushed:
