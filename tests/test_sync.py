@@ -616,3 +616,31 @@ def test_a_commit_signing_that_fails_is_named_in_one_line(pair: tuple[Path, Path
     assert status == 1
     assert "gpg failed to sign" in error_line(err)
     assert "git commit failed" in error_line(err)
+
+
+def test_a_merge_that_fails_is_undone_not_left_half_done(pair: tuple[Path, Path]) -> None:
+    """git fails inside sync's merge (here the merge commit's signing): sync says why in one
+    line and leaves the folder as before the merge, not mid-merge; nothing is lost, and once
+    the cause is gone a sync merges as usual."""
+    laptop, desktop = pair
+    edit(laptop, "user_cat", "She is three.", "She is four.")
+    sync(laptop)
+    write_memory(desktop, "user_dog", memory("The dog is Mochi", "Mochi 是一只狗。"))
+    assert sm(desktop, "index")[0] == 0
+    git(desktop, "add", "user_dog.md", "MEMORY.md")
+    git(desktop, "commit", "-qm", "by hand")
+    head = git(desktop, "rev-parse", "HEAD").strip()
+    before = files(desktop)
+    git(desktop, "config", "commit.gpgsign", "true")
+    git(desktop, "config", "gpg.program", "false")
+    status, _, err = sm(desktop, "sync")
+    assert status == 1 and "gpg failed to sign" in error_line(err)
+    assert "merging origin failed, undone" in error_line(err)
+    assert not (desktop / ".git" / "MERGE_HEAD").exists()
+    assert git(desktop, "rev-parse", "HEAD").strip() == head
+    assert files(desktop) == before
+    assert git(desktop, "status", "--porcelain") == ""
+    git(desktop, "config", "--unset", "commit.gpgsign")
+    assert sync(desktop)["pulled"] == ["user_cat"]
+    sync(laptop)
+    converged(laptop, desktop)

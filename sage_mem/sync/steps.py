@@ -22,7 +22,9 @@
    only one side has it, both sides' versions merged or kept as a conflict
    sibling. A memory archived on one side and edited on the other comes back
    out of `archive/` with the edit (`MemoryStore.restore`). `MEMORY.md` is
-   regenerated from the merged memories, never merged.
+   regenerated from the merged memories, never merged. A merge that fails
+   (git refusing its commit: a signing that fails, a hook) is undone with
+   `git merge --abort` and the error said: never left half done.
 5. **Push** to `origin`, unless the outgoing commits hold a blob the secret
    scan flags (one committed by hand): then nothing is pushed, and the file is
    named. A push that lost a race with another machine fetches and integrates
@@ -51,7 +53,7 @@ from ..disk.folder import ARCHIVE_DIR, DREAM_DIR, INDEX_FILE, MemoryFolder
 from ..disk.locks import file_lock
 from ..disk.processes import process_alive
 from ..disk.safe_io import atomic_write, file_mode, leftover_temps, read_or_absent, rewrite
-from ..errors import InvalidMemory
+from ..errors import InvalidMemory, SageMemError
 from ..memory import catalog
 from .git import (
     MACHINE_TRAILER,
@@ -496,6 +498,20 @@ class _Sync:
         )
 
     def finish_merge(self, head: str | None, theirs: str) -> None:
+        """Resolve, regenerate and commit the merge; one that fails is undone, not left."""
+        try:
+            self.resolve_and_commit(head, theirs)
+        except Exception as exc:
+            if not (self.git.git_dir / "MERGE_HEAD").exists():
+                raise
+            if not self.git.ok("merge", "--abort"):
+                raise  # the record still names the merge: the next sync finishes it
+            self.write_record()
+            why = exc.message if isinstance(exc, SageMemError) else f"{type(exc).__name__}: {exc}"
+            raise SyncError(f"merging {REMOTE} failed, undone (the folder is as before "
+                            f"it): {why}") from None
+
+    def resolve_and_commit(self, head: str | None, theirs: str) -> None:
         merging = (self.git.git_dir / "MERGE_HEAD").exists()
         for path, stages in self.unmerged().items():
             self.resolve(path, stages, theirs)
