@@ -475,6 +475,13 @@ class _Sync:
             return
         if head is not None and self.git.ok("merge-base", "--is-ancestor", theirs, head):
             return
+        incoming = set(self.git.changed_paths(head, theirs))
+        for held in self.result.held_back:
+            if held.path in incoming:  # git would refuse to merge over it, naming no reason
+                raise SyncError(
+                    f"{held.path}: not committed ({held.reason}), and {REMOTE} changed it too, "
+                    "so nothing can be merged until it is committed: take the secret out of "
+                    "it, then sync")
         self.progress(f"merging {REMOTE}/{branch}")
         self.drop_unstaged_index()
         self.write_record(merging=theirs)
