@@ -454,6 +454,58 @@ def test_an_unreachable_remote_is_reported_and_the_change_is_committed(
     assert sync(laptop)["pushed"] == ["user_dog"]
 
 
+def test_a_push_the_remote_refuses_is_reported_not_taken_for_a_race(
+    pair: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """A remote that refuses the push (its hook, a protected branch) is said, with the
+    remote's own words; not retried as a race and then reported as a quiet success."""
+    laptop, _ = pair
+    hook = tmp_path / "remote.git" / "hooks" / "pre-receive"
+    hook.write_text("#!/bin/sh\necho 'main is protected' >&2\nexit 1\n", encoding="utf-8")
+    hook.chmod(0o755)
+    write_memory(laptop, "user_dog", memory("The dog is Mochi", "Mochi."))
+    result = sync(laptop, online=False)
+    assert result["pushed"] == []
+    assert result["offline"] and "main is protected" in result["offline"], result
+    assert "not synced: pushing to origin failed" in result["summary"]
+    hook.unlink()
+    assert sync(laptop)["pushed"] == ["user_dog"]
+
+
+def test_a_push_that_lost_a_race_merges_and_pushes_again(pair: tuple[Path, Path]) -> None:
+    """Another machine pushes between this one's fetch and its push (here from this clone's
+    own pre-push hook, once): the push is rejected as not a fast-forward, and sync fetches,
+    merges and pushes again."""
+    laptop, desktop = pair
+    write_memory(desktop, "user_fish", memory("The fish is Bubbles", "Bubbles 是一条鱼。"))
+    sync(desktop, "--no-push")
+    flag = laptop.parent / "raced"
+    hook = laptop / ".git" / "hooks" / "pre-push"
+    hook.write_text(
+        f"#!/bin/sh\n[ -e '{flag}' ] && exit 0\ntouch '{flag}'\n"
+        f"env -u GIT_DIR -u GIT_INDEX_FILE git -C '{desktop}' push -q origin main\n",
+        encoding="utf-8")
+    hook.chmod(0o755)
+    write_memory(laptop, "user_dog", memory("The dog is Mochi", "Mochi."))
+    result = sync(laptop)
+    assert flag.exists()
+    assert result["pulled"] == ["user_fish"] and result["pushed"] == ["user_dog"]
+    sync(desktop)
+    converged(laptop, desktop)
+
+
+def test_a_push_that_keeps_losing_the_race_is_said(
+    pair: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sage_mem.sync import steps
+
+    laptop, _ = pair
+    monkeypatch.setattr(steps._Sync, "push", lambda self: False)  # the remote moved each time
+    write_memory(laptop, "user_dog", memory("The dog is Mochi", "Mochi."))
+    result = sync(laptop, online=False)
+    assert "lost the race" in result["offline"] and "not synced" in result["summary"]
+
+
 def test_sync_without_a_repository_says_how_to_set_one_up(tmp_path: Path) -> None:
     sm(tmp_path / "plain", "init")
     status, _, err = sm(tmp_path / "plain", "sync")

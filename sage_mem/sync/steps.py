@@ -80,6 +80,9 @@ _MAX_SCANNED = 8 << 20
 _GIT_LOCKS = ("index.lock", "HEAD.lock", "ORIG_HEAD.lock", "MERGE_HEAD.lock", "config.lock",
               "packed-refs.lock", "FETCH_HEAD.lock")
 Progress = Callable[[str], None]
+# How git says a push lost a race with another machine's: behind it when it arrived, or
+# the remote's ref moved while it was being updated.
+_RACES = ("(fetch first)", "(non-fast-forward)", "cannot lock ref", "(failed to update ref)")
 
 
 @dataclass(frozen=True)
@@ -340,6 +343,9 @@ class _Sync:
             self.integrate()
             if not push or self.push():
                 break
+        else:
+            result.offline = (f"pushing to {REMOTE} lost the race with another machine "
+                              f"{PUSH_ATTEMPTS} times; sync again")
         return result
 
     def set_remote(self, url: str) -> None:
@@ -639,8 +645,8 @@ class _Sync:
                             check=False)
         if done.returncode != 0:
             text = (done.stderr or b"").decode("utf-8", "replace")
-            if "rejected" in text or "fetch first" in text or "non-fast-forward" in text:
-                return False
+            if any(race in text for race in _RACES):
+                return False  # lost a race: fetch, merge, push again (a remote's refusal is not)
             self.result.offline = f"pushing to {REMOTE} failed: {error_line(done)}"
             return True
         for memory_id in memory_ids(self.git.changed_paths(old, head)):
