@@ -694,6 +694,27 @@ def test_a_commit_signing_that_fails_is_named_in_one_line(pair: tuple[Path, Path
     assert "git commit failed" in error_line(err)
 
 
+@pytest.mark.parametrize("key,value", [
+    ("merge.ff", "only"), ("branch.main.mergeoptions", "--ff-only"),
+    ("branch.main.mergeoptions", "--squash"),
+])
+def test_the_persons_own_merge_settings_do_not_stop_syncs_merge(
+    pair: tuple[Path, Path], key: str, value: str,
+) -> None:
+    """Settings a person chose for their own `git merge` (fast-forward only, squash) do not
+    apply to sync's: once both machines committed, it still merges and pushes a merge."""
+    laptop, desktop = pair
+    git(laptop, "config", key, value)
+    write_memory(desktop, "user_fish", memory("The fish is Bubbles", "Bubbles 是一条鱼。"))
+    sync(desktop)
+    write_memory(laptop, "user_dog", memory("The dog is Mochi", "Mochi."))
+    result = sync(laptop)
+    assert result["pulled"] == ["user_fish"] and result["pushed"] == ["user_dog"]
+    assert git(laptop, "log", "--merges", "--format=%H")  # a merge commit, not a squash
+    sync(desktop)
+    converged(laptop, desktop)
+
+
 def test_a_merge_that_fails_is_undone_not_left_half_done(pair: tuple[Path, Path]) -> None:
     """git fails inside sync's merge (here the merge commit's signing): sync says why in one
     line and leaves the folder as before the merge, not mid-merge; nothing is lost, and once

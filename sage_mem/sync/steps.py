@@ -492,7 +492,10 @@ class _Sync:
         self.drop_unstaged_index()
         self.write_record(merging=theirs)
         done = self.git.run(
+            # --ff --commit --no-squash: a person's merge.ff=only or branch.*.mergeoptions
+            # are for their own merges; sync's always ends in a commit holding both sides.
             "-c", "merge.renames=true", *self.git.identity(), "merge", "--quiet", "--no-edit",
+            "--ff", "--commit", "--no-squash",
             "--no-verify", "--allow-unrelated-histories", "-m",
             f"sync: merge {REMOTE}/{branch} into {self.machine}",
             "-m", f"{MACHINE_TRAILER}: {self.machine}", theirs,
