@@ -506,6 +506,35 @@ def test_a_push_that_keeps_losing_the_race_is_said(
     assert "lost the race" in result["offline"] and "not synced" in result["summary"]
 
 
+def test_sync_run_from_another_repositorys_git_hook_works_on_the_memory_folder(
+    pair: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A git hook of another repository (a person's `sage-mem sync` in their project's
+    pre-commit) runs with GIT_DIR, GIT_INDEX_FILE and GIT_WORK_TREE naming that repository:
+    sync must not take them for the memory folder's, nor touch that repository; `init --git`
+    neither."""
+    laptop, desktop = pair
+    project = tmp_path / "project"
+    git(tmp_path, "init", "-q", str(project))
+    (project / "app.py").write_text("print('hi')\n", encoding="utf-8")
+    git(project, "add", "app.py")
+    index = (project / ".git" / "index").read_bytes()
+    for name, value in (("GIT_DIR", project / ".git"), ("GIT_WORK_TREE", project),
+                        ("GIT_INDEX_FILE", project / ".git" / "index"),
+                        ("GIT_OBJECT_DIRECTORY", project / ".git" / "objects")):
+        monkeypatch.setenv(name, str(value))
+    write_memory(laptop, "user_dog", memory("The dog is Mochi", "Mochi 是一只狗。"))
+    assert sync(laptop)["pushed"] == ["user_dog"]
+    assert sm(tmp_path / "fresh", "init", "--git")[0] == 0
+    for name in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY"):
+        monkeypatch.delenv(name)
+    assert (project / ".git" / "index").read_bytes() == index
+    assert git(project, "rev-parse", "-q", "--verify", "HEAD", check=False) == ""
+    assert git(laptop, "status", "--porcelain") == ""
+    assert git(tmp_path / "fresh", "log", "--format=%s") == "sage-mem: a new memory folder\n"
+    assert sync(desktop)["pulled"] == ["user_dog"]
+
+
 def test_sync_without_a_repository_says_how_to_set_one_up(tmp_path: Path) -> None:
     sm(tmp_path / "plain", "init")
     status, _, err = sm(tmp_path / "plain", "sync")
