@@ -108,6 +108,32 @@ def test_init_remote_sets_origin_and_a_second_machine_joins_with_sync(tmp_path: 
 # both ways, by sage-mem and by hand
 
 
+def test_a_machine_joining_takes_the_remotes_branch_whatever_its_name(tmp_path: Path) -> None:
+    """The first machine's folder was made in a repository of its own on `master` (sage-mem
+    leaves a repository's branch alone); a second machine joining with `sync --remote` works
+    on that branch, not on a `main` of its own that nobody else would ever merge."""
+    remote = bare_remote(tmp_path)
+    first = tmp_path / "laptop"
+    git(tmp_path, "init", "-q", str(first))  # init.defaultBranch is master here
+    assert sm(first, "init")[0] == 0
+    git(first, "remote", "add", "origin", str(remote))
+    write_memory(first, "user_cat", memory("The cat is Sesame", "Sesame 是一只橘猫。"))
+    assert sync(first)["pushed"] == ["user_cat"]
+    second = machine(tmp_path / "desktop", remote, "desktop")
+    assert (second / "user_cat.md").read_bytes() == (first / "user_cat.md").read_bytes()
+    assert git(second, "branch", "--show-current") == "master\n"
+    write_memory(second, "user_dog", memory("The dog is Mochi", "Mochi."))
+    assert sync(second)["pushed"] == ["user_dog"]
+    assert sync(first)["pulled"] == ["user_dog"]
+    assert git(remote, "branch", "--format=%(refname:short)") == "master\n"
+    # A third made with `init --git --remote` (on main, never synced) joins master too.
+    third = tmp_path / "server"
+    assert sm(third, "init", "--git", "--remote", str(remote))[0] == 0
+    assert sync(third)["pulled"] == ["user_cat", "user_dog"]
+    assert git(third, "branch", "--show-current") == "master\n"
+    assert git(remote, "branch", "--format=%(refname:short)") == "master\n"
+
+
 def test_edits_by_sage_mem_and_by_hand_travel_both_ways(pair: tuple[Path, Path]) -> None:
     laptop, desktop = pair
     assert sm(laptop, "add", "feedback_short", "--category", "feedback",

@@ -171,7 +171,8 @@ def sync(
     """
     folder = MemoryFolder(root)
     git = Git(folder.root)
-    if not git.is_repository():
+    joining = not git.is_repository()
+    if joining:
         if remote is None:
             raise SyncError(
                 f"{folder.root}: not a git repository; set it up with "
@@ -194,7 +195,7 @@ def sync(
         run.check_idle()
         run.write_record()
         try:
-            return run.run(remote, push)
+            return run.run(remote, push, joining=joining)
         finally:
             # A merge still half done (an error inside it) keeps the record naming it,
             # so that the next sync finishes it rather than take it for a person's.
@@ -320,7 +321,7 @@ class _Sync:
             raise SyncError(f"{self.root}: a git merge is in progress; finish it (git add, git "
                             "commit) or abort it (git merge --abort), then sync")
 
-    def run(self, remote: str | None, push: bool) -> SyncResult:
+    def run(self, remote: str | None, push: bool, *, joining: bool = False) -> SyncResult:
         result = self.result
         ensure_setup(self.git, self.root)
         self.remove_leftover_temps()
@@ -340,6 +341,9 @@ class _Sync:
         for _ in range(PUSH_ATTEMPTS):
             if not self.fetch():
                 return result
+            if joining or self.git.config(f"branch.{self.git.branch()}.remote") is None:
+                self.take_remote_branch()  # a branch never synced yet
+                joining = False
             self.integrate()
             if not push or self.push():
                 break
@@ -470,6 +474,29 @@ class _Sync:
             self.result.offline = f"fetching {REMOTE} failed: {error_line(done)}"
             return False
         return True
+
+    def take_remote_branch(self) -> None:
+        """A branch never synced yet (a folder just made, on `main`) becomes the remote's.
+
+        A remote whose memories are on another branch (`master`: a first machine's
+        folder made in a repository of its own keeps its branch) would otherwise never
+        be merged, and this machine's `main` pushed beside it, the machines never
+        meeting. Only when the remote lacks this branch and has one (or a default).
+        """
+        branch = self.git.branch()
+        if self.git.rev(f"refs/remotes/{REMOTE}/{branch}") is not None:
+            return
+        prefix = f"refs/remotes/{REMOTE}/"
+        names = [ref[len(prefix):] for ref in self.git.text(
+            "for-each-ref", "--format=%(refname)", prefix).split() if ref != prefix + "HEAD"]
+        if len(names) > 1:  # the remote's own default among several
+            listed = self.git.run("ls-remote", "--symref", REMOTE, "HEAD", check=False)
+            head = listed.stdout.decode("utf-8", "replace").partition("\t")[0]
+            names = [n for n in names if head == f"ref: refs/heads/{n}"]
+        if len(names) != 1:
+            return
+        self.git.run("branch", "-m", branch, names[0])
+        self.result.notes.append(f"working on {REMOTE}'s branch {names[0]!r}")
 
     # 4. integrate
 
