@@ -421,6 +421,27 @@ def test_a_held_back_memory_is_not_named_in_the_pushed_index_and_makes_no_churn(
     assert "reference_ci" in (desktop / "MEMORY.md").read_text(encoding="utf-8")
 
 
+def test_a_secret_in_a_description_holds_back_the_memory_not_memory_md(
+    pair: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """A token in a memory's description is in MEMORY.md's line for it too: the memory is
+    held back, MEMORY.md is committed without that line (not held back whole, which left
+    the index stale everywhere), and the other side's changes still merge."""
+    laptop, desktop = pair
+    token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    write_memory(laptop, "reference_ci", memory(f"CI 令牌 {token}", "The CI token."))
+    write_memory(laptop, "user_dog", memory("The dog is Mochi", "Mochi."))
+    result = sync(laptop)
+    assert [h["path"] for h in result["heldBack"]] == ["reference_ci.md"]
+    pushed_index = git(tmp_path / "remote.git", "show", "main:MEMORY.md")
+    assert "user_dog" in pushed_index and "reference_ci" not in pushed_index
+    assert token not in git(tmp_path / "remote.git", "log", "-p", "--all")
+    write_memory(desktop, "user_fish", memory("The fish is Bubbles", "Bubbles 是一条鱼。"))
+    sync(desktop)
+    assert sync(laptop)["pulled"] == ["user_fish"]
+    assert "reference_ci" in (laptop / "MEMORY.md").read_text(encoding="utf-8")
+
+
 def test_a_secret_committed_by_hand_stops_the_push(
     pair: tuple[Path, Path], tmp_path: Path
 ) -> None:

@@ -364,6 +364,9 @@ class _Sync:
                      merging: bool = False) -> None:
         changed = self.changed_files()
         held = self.scan(changed)
+        index_flagged = any(h.path == INDEX_FILE for h in held) and self.generated_index()
+        if index_flagged:  # its lines are the memories': staged below without the held ones
+            held = [h for h in held if h.path != INDEX_FILE]
         held_paths = {h.path for h in held}
         for item in held:
             if item not in result.held_back:
@@ -375,7 +378,8 @@ class _Sync:
         # A deletion already staged (`git mv`, `git rm`) has nothing left to add.
         to_add = [p for p in taken if changed[p] != "D "]
         held_ids = set(memory_ids(held_paths))
-        if held_ids and INDEX_FILE in to_add and self.stage_index_without(held_ids):
+        if (held_ids or index_flagged) and INDEX_FILE in to_add and self.stage_index_without(
+                held_ids):
             to_add.remove(INDEX_FILE)
         if to_add:
             self.git.run("add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul",
@@ -399,33 +403,42 @@ class _Sync:
         would drop them again at its next sync: a commit each way, every sync.
         The work tree keeps its full MEMORY.md (a file sage-mem regenerates,
         which `integrate` may set back to the staged one before a merge).
-        False for a MEMORY.md someone wrote (theirs, committed as it is).
+        False for a MEMORY.md someone wrote (theirs, committed as it is). One that
+        still holds a secret is not staged at all, and is held back itself.
         """
-        try:
-            text = self.folder.index_file.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
-            return False
-        if catalog.NOTE not in text or catalog.REGION_BEGIN in text:
+        if not self.generated_index():
             return False
         from ..store import MemoryStore
 
         with MemoryStore(self.root, watch=False) as store:
             kept = [m for m in store.list() if m.id not in held]
         data = catalog.render(kept).encode("utf-8")
+        reason = secret_reason(data)
+        if reason:
+            if self.is_staged(INDEX_FILE):
+                self.unstage([INDEX_FILE])
+            if all(h.path != INDEX_FILE for h in self.result.held_back):
+                self.result.held_back.append(Held(INDEX_FILE, reason))
+            return True
         blob = self.git.run("hash-object", "-w", "--stdin", input=data).stdout.decode().strip()
         self.git.run("update-index", "--add", "--cacheinfo", f"100644,{blob},{INDEX_FILE}")
         return True
+
+    def generated_index(self) -> bool:
+        """Whether MEMORY.md is sage-mem's own, regenerated from the memories (not a
+        person's, nor one with a person's region in it)."""
+        try:
+            text = self.folder.index_file.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            return False
+        return catalog.NOTE in text and catalog.REGION_BEGIN not in text
 
     def drop_unstaged_index(self) -> None:
         """Before a merge: a sage-mem MEMORY.md differing from the staged one is set back to it
         (it is regenerated after the merge), so that the merge can take the other side's."""
         if self.git.ok("diff", "--quiet", "--", INDEX_FILE):
             return
-        try:
-            text = self.folder.index_file.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
-            return
-        if catalog.NOTE in text and catalog.REGION_BEGIN not in text:
+        if self.generated_index():
             self.git.run("checkout", "--", INDEX_FILE)
 
     def changed_files(self) -> dict[str, str]:
@@ -510,6 +523,8 @@ class _Sync:
             return
         incoming = set(self.git.changed_paths(head, theirs))
         for held in self.result.held_back:
+            if held.path == INDEX_FILE and self.generated_index():
+                continue  # regenerated: set back to the committed one just below
             if held.path in incoming:  # git would refuse to merge over it, naming no reason
                 raise SyncError(
                     f"{held.path}: not committed ({held.reason}), and {REMOTE} changed it too, "
