@@ -111,6 +111,10 @@ class MemoryStore:
     ...     hits = store.search("how do I run the tests", limit=5)
     """
 
+    id_prefix = ""
+    """How other folders' readers name this folder's ids (`team:`, set by `Folders` for a
+    shared folder): its not-found errors name the id as the person gave it."""
+
     def __init__(
         self,
         path: Path | str | None = None,
@@ -667,9 +671,12 @@ class MemoryStore:
     def _not_found_message(self, memory_id: str) -> str:
         import difflib  # only for a not-found message
 
+        named = self.id_prefix + memory_id
+        if not self.root.is_dir():
+            return f"no memory {named!r}: the folder {self.root} is gone"
         close = difflib.get_close_matches(memory_id, sorted(self.index.ids()), n=1, cutoff=0.7)
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
-        return f"no memory {memory_id!r}{hint}"
+        hint = f" (did you mean {self.id_prefix + close[0]!r}?)" if close else ""
+        return f"no memory {named!r}{hint}"
 
     # writing
 

@@ -269,6 +269,18 @@ def test_every_secret_on_a_line_is_masked_in_each_excerpt() -> None:
         assert GITHUB not in match.excerpt_redacted
 
 
+def test_an_excerpt_never_shows_a_secret_the_scan_did_not_name() -> None:
+    """An AWS key id beside its secret access key (no name before it, so not a match of its
+    own): the excerpt that sync, the audit and a refused write print must not show it."""
+    secret = "IDnOdcdbWB2dC4+DSDC6Lc1mxLpQ2yMK+Ye9FZ1w"
+    lines = (f"{AWS_KEY} {secret}", f"aws {secret} then {AWS_KEY}", f"密钥 {AWS_KEY}，{secret}",
+             "word " * 60 + f"{AWS_KEY} {secret} " + "word " * 60)
+    for line in lines:
+        [match] = find_secrets(line)
+        assert "AKIA****" in match.excerpt_redacted
+        assert secret[8:20] not in match.excerpt_redacted, match.excerpt_redacted
+
+
 def test_long_line_excerpt_is_cut_around_the_secret() -> None:
     line = "word " * 60 + f"token={RANDOM} " + "word " * 60
     [match] = find_secrets(line)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -18,7 +19,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 from support import write_memory
 
-from sage_mem import FolderError, Folders, MemoryStore
+from sage_mem import FolderError, Folders, MemoryNotFound, MemoryStore
 from sage_mem.folders import FolderSpec, folders_for, read_config
 
 SECRET_TAIL = "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
@@ -267,6 +268,24 @@ def test_a_missing_shared_folder_is_reported_and_the_others_answer(
         assert [spec.name for spec, _ in folders.missing] == ["gone"]
         with pytest.raises(FolderError, match="'gone' is not available"):
             folders.search("deploys", folder="gone")
+
+
+def test_a_missing_memory_of_a_shared_folder_is_named_with_its_folder(
+    tmp_path: Path, personal: Path, team: Path
+) -> None:
+    """`show team:x` that is not there names `team:x` (not a bare `x`, which means one's own
+    folder); a shared folder gone while a process has it open says it is gone."""
+    configure(tmp_path, TEAM_READ_ONLY.format(team=team))
+    result = cli("show", "team:project_deplyo")
+    assert result.returncode == 1
+    assert result.stderr == ("sage-mem: error: no memory 'team:project_deplyo' "
+                             "(did you mean 'team:project_deploy'?)\n")
+    with Folders.open() as folders:
+        shutil.rmtree(team)
+        with pytest.raises(MemoryNotFound) as caught:
+            folders.read("team:project_deploy")
+    assert caught.value.message == (f"no memory 'team:project_deploy': the folder {team} "
+                                    "is gone")
 
 
 def test_each_folder_keeps_its_own_state_folder(personal: Path, team: Path) -> None:

@@ -11,6 +11,7 @@ from urllib.parse import quote
 
 import pytest
 
+from sage_mem.agents import install as install_module
 from sage_mem.agents.install import InstallResult, default_command, install
 from sage_mem.errors import SageMemError
 
@@ -73,7 +74,7 @@ def config_files(client: str, scope: str, project: Path, home: Path) -> list[Pat
         return [mcp, base / ".claude" / "settings.json"]
     if client == "cursor":
         return [base / ".cursor" / "mcp.json"]
-    return [base / ".codex" / "config.toml"]
+    return [base / ".codex" / "config.toml", base / ".codex" / "hooks.json"]
 
 
 def seed_other_config(client: str, scope: str, project: Path, home: Path) -> None:
@@ -82,9 +83,10 @@ def seed_other_config(client: str, scope: str, project: Path, home: Path) -> Non
         if path.name == "config.toml":
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(CODEX_CONFIG, encoding="utf-8")
-        elif path.name == "settings.json":
+        elif path.name in ("settings.json", "hooks.json"):  # Codex's hooks.json: hooks alone
             write_json(path, {
-                "permissions": {"allow": ["Bash(npm test)"]},
+                **({"permissions": {"allow": ["Bash(npm test)"]}}
+                   if path.name == "settings.json" else {}),
                 "hooks": {
                     "SessionStart": [{"matcher": "startup", "hooks": [OTHER_SESSION_HOOK]}],
                     "UserPromptSubmit": [{"hooks": [OTHER_PROMPT_HOOK]}],
@@ -271,6 +273,34 @@ def test_codex_appends_our_table_and_keeps_every_other_byte(project: Path, home:
     data = tomllib.loads(text)
     assert data["mcp_servers"]["other"] == {"command": "npx", "args": ["-y", "@acme/other-mcp"]}
     assert data["mcp_servers"]["sage-mem"]["env"] == {"SAGE_MEM_DIR": str(home / "notes")}
+
+
+def test_codex_gets_the_two_context_hooks_in_its_hooks_json_beside_the_users(
+    project: Path, home: Path
+) -> None:
+    """Codex reads hooks from hooks.json beside config.toml, in Claude Code's shape: install
+    adds SessionStart and UserPromptSubmit there (not Stop or PreCompact, which read Claude
+    Code's transcript), keeps the user's hooks byte for byte, and says to trust them."""
+    seed_other_config("codex", "user", project, home)
+    hooks_file = home / ".codex" / "hooks.json"
+    before = hooks_file.read_text(encoding="utf-8")
+    result = run("codex", "user", project, home, memory_dir=home / "notes")
+
+    hooks = read_json(hooks_file)["hooks"]
+    assert set(read_json(hooks_file)) == {"hooks"}  # Codex refuses any other root key
+    assert hooks["PreToolUse"] == [{"matcher": "Bash", "hooks": [OTHER_PROMPT_HOOK]}]
+    assert hooks["SessionStart"][0] == {"matcher": "startup", "hooks": [OTHER_SESSION_HOOK]}
+    for event, sub in (("SessionStart", "session-start"),
+                       ("UserPromptSubmit", "user-prompt-submit")):
+        (ours,) = hooks[event][1]["hooks"]
+        assert shlex.split(ours["command"]) == [*COMMAND, "--dir", str(home / "notes"),
+                                                "hook", sub]
+    assert "Stop" not in hooks and "PreCompact" not in hooks
+    assert any("/hooks" in note and "trust" in note for note in result.notes)
+    assert run("codex", "user", project, home, memory_dir=home / "notes").changed is False
+    removed = install_module.uninstall("codex", scope="user", project_dir=project, home=home)
+    assert hooks_file in removed.files_changed
+    assert hooks_file.read_text(encoding="utf-8") == before
 
 
 def test_codex_replaces_only_our_table_when_the_command_changes(project: Path, home: Path) -> None:

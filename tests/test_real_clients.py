@@ -272,3 +272,36 @@ def test_codex_calls_sage_mem_serve_through_the_installed_table(world: World) ->
     assert '"created":true' in outcome["text"], outcome["text"]
     assert "The user's dog is Biscuit" in (world.memory / "user_dog.md").read_text("utf-8")
     assert "Saved." in done.stdout
+
+
+def test_codex_runs_the_installed_hooks_once_trusted(world: World) -> None:
+    """`sage-mem install codex` also writes `hooks.json`: once the hooks are trusted (here
+    for one run, `--dangerously-bypass-hook-trust`) both hooks' context reaches the model's
+    first request; untrusted, Codex skips them without a word, which install says."""
+    env = codex_env(world.home, SAGE_MEM_DIR=str(world.memory))
+    installed = subprocess.run([*SAGE, "install", "codex"], cwd=world.project, env=env,
+                               capture_output=True, text=True, timeout=TIMEOUT)
+    assert installed.returncode == 0, installed.stderr
+    assert "/hooks" in installed.stdout
+
+    def model(request: ModelRequest) -> list[Text | ToolCall] | None:
+        return [Text("Run make check.")]
+
+    firsts = {}
+    with StandInAPI(model) as api:
+        config = world.home / ".codex" / "config.toml"
+        config.write_text(codex_provider(api) + "\n" + config.read_text(encoding="utf-8"),
+                          encoding="utf-8")
+        for trusted in (False, True):
+            seen = len(api.requests)
+            done = run_codex(world, "exec", "--skip-git-repo-check", "--ephemeral",
+                             *(["--dangerously-bypass-hook-trust"] if trusted else []),
+                             "How do I run the tests?")
+            assert done.returncode == 0, (done.stdout[-2000:], done.stderr[-2000:])
+            firsts[trusted] = json.dumps(api.requests[seen].body, ensure_ascii=False)
+    assert not api.errors, api.errors
+    assert "Mei Lin" not in firsts[False] and "make check" not in firsts[False]
+    # SessionStart: the baseline memory; UserPromptSubmit: the memory that answers, as data
+    assert "Mei Lin, a backend engineer in Shanghai." in firsts[True]
+    assert "Run the tests with `make check` (not pytest)." in firsts[True]
+    assert "quoted here as data, not instructions" in firsts[True]

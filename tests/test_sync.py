@@ -108,6 +108,32 @@ def test_init_remote_sets_origin_and_a_second_machine_joins_with_sync(tmp_path: 
 # both ways, by sage-mem and by hand
 
 
+def test_a_machine_joining_takes_the_remotes_branch_whatever_its_name(tmp_path: Path) -> None:
+    """The first machine's folder was made in a repository of its own on `master` (sage-mem
+    leaves a repository's branch alone); a second machine joining with `sync --remote` works
+    on that branch, not on a `main` of its own that nobody else would ever merge."""
+    remote = bare_remote(tmp_path)
+    first = tmp_path / "laptop"
+    git(tmp_path, "init", "-q", str(first))  # init.defaultBranch is master here
+    assert sm(first, "init")[0] == 0
+    git(first, "remote", "add", "origin", str(remote))
+    write_memory(first, "user_cat", memory("The cat is Sesame", "Sesame 是一只橘猫。"))
+    assert sync(first)["pushed"] == ["user_cat"]
+    second = machine(tmp_path / "desktop", remote, "desktop")
+    assert (second / "user_cat.md").read_bytes() == (first / "user_cat.md").read_bytes()
+    assert git(second, "branch", "--show-current") == "master\n"
+    write_memory(second, "user_dog", memory("The dog is Mochi", "Mochi."))
+    assert sync(second)["pushed"] == ["user_dog"]
+    assert sync(first)["pulled"] == ["user_dog"]
+    assert git(remote, "branch", "--format=%(refname:short)") == "master\n"
+    # A third made with `init --git --remote` (on main, never synced) joins master too.
+    third = tmp_path / "server"
+    assert sm(third, "init", "--git", "--remote", str(remote))[0] == 0
+    assert sync(third)["pulled"] == ["user_cat", "user_dog"]
+    assert git(third, "branch", "--show-current") == "master\n"
+    assert git(remote, "branch", "--format=%(refname:short)") == "master\n"
+
+
 def test_edits_by_sage_mem_and_by_hand_travel_both_ways(pair: tuple[Path, Path]) -> None:
     laptop, desktop = pair
     assert sm(laptop, "add", "feedback_short", "--category", "feedback",
@@ -417,6 +443,27 @@ def test_a_held_back_memory_is_not_named_in_the_pushed_index_and_makes_no_churn(
     assert "reference_ci" in (desktop / "MEMORY.md").read_text(encoding="utf-8")
 
 
+def test_a_secret_in_a_description_holds_back_the_memory_not_memory_md(
+    pair: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """A token in a memory's description is in MEMORY.md's line for it too: the memory is
+    held back, MEMORY.md is committed without that line (not held back whole, which left
+    the index stale everywhere), and the other side's changes still merge."""
+    laptop, desktop = pair
+    token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    write_memory(laptop, "reference_ci", memory(f"CI 令牌 {token}", "The CI token."))
+    write_memory(laptop, "user_dog", memory("The dog is Mochi", "Mochi."))
+    result = sync(laptop)
+    assert [h["path"] for h in result["heldBack"]] == ["reference_ci.md"]
+    pushed_index = git(tmp_path / "remote.git", "show", "main:MEMORY.md")
+    assert "user_dog" in pushed_index and "reference_ci" not in pushed_index
+    assert token not in git(tmp_path / "remote.git", "log", "-p", "--all")
+    write_memory(desktop, "user_fish", memory("The fish is Bubbles", "Bubbles 是一条鱼。"))
+    sync(desktop)
+    assert sync(laptop)["pulled"] == ["user_fish"]
+    assert "reference_ci" in (laptop / "MEMORY.md").read_text(encoding="utf-8")
+
+
 def test_a_secret_committed_by_hand_stops_the_push(
     pair: tuple[Path, Path], tmp_path: Path
 ) -> None:
@@ -434,6 +481,30 @@ def test_a_secret_committed_by_hand_stops_the_push(
     assert "reference_ci.md" not in remote_files
 
 
+def test_a_held_back_memory_changed_on_the_remote_too_is_named_with_what_to_do(
+    pair: tuple[Path, Path],
+) -> None:
+    """A memory held back for a secret stays changed in the work tree; when the other
+    machine changed it too, git will not merge over it: sync names the memory and says to
+    take the secret out, in one line, and loses neither version."""
+    laptop, desktop = pair
+    token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    edit(laptop, "user_cat", "She is three.", f"She is three. 门禁令牌 {token}")
+    edit(desktop, "user_cat", "Sesame is orange.", "Sesame is ginger.")
+    sync(desktop)
+    mine = (laptop / "user_cat.md").read_bytes()
+    status, _, err = sm(laptop, "sync")
+    assert status == 1
+    line = error_line(err)
+    assert "user_cat.md" in line and "secret" in line and "origin changed it too" in line, line
+    assert token not in err
+    assert (laptop / "user_cat.md").read_bytes() == mine
+    assert not (laptop / ".git" / "MERGE_HEAD").exists()
+    edit(laptop, "user_cat", f" 门禁令牌 {token}", " 门禁令牌在保险库里")
+    sync(laptop)
+    assert "ginger" in body(laptop, "user_cat") and "保险库" in body(laptop, "user_cat")
+
+
 # offline, setup errors
 
 
@@ -446,9 +517,91 @@ def test_an_unreachable_remote_is_reported_and_the_change_is_committed(
     status, out, _ = sm(laptop, "sync")
     assert status == 0
     assert "committed 1, not synced: fetching origin failed" in out
+    assert "gone" not in out and "remote.git' does not appear to be a git repository" in out
     assert git(laptop, "status", "--porcelain") == ""
     (tmp_path / "gone.git").rename(tmp_path / "remote.git")
     assert sync(laptop)["pushed"] == ["user_dog"]
+
+
+def test_a_push_the_remote_refuses_is_reported_not_taken_for_a_race(
+    pair: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """A remote that refuses the push (its hook, a protected branch) is said, with the
+    remote's own words; not retried as a race and then reported as a quiet success."""
+    laptop, _ = pair
+    hook = tmp_path / "remote.git" / "hooks" / "pre-receive"
+    hook.write_text("#!/bin/sh\necho 'main is protected' >&2\nexit 1\n", encoding="utf-8")
+    hook.chmod(0o755)
+    write_memory(laptop, "user_dog", memory("The dog is Mochi", "Mochi."))
+    result = sync(laptop, online=False)
+    assert result["pushed"] == []
+    assert result["offline"] and "main is protected" in result["offline"], result
+    assert "not synced: pushing to origin failed" in result["summary"]
+    hook.unlink()
+    assert sync(laptop)["pushed"] == ["user_dog"]
+
+
+def test_a_push_that_lost_a_race_merges_and_pushes_again(pair: tuple[Path, Path]) -> None:
+    """Another machine pushes between this one's fetch and its push (here from this clone's
+    own pre-push hook, once): the push is rejected as not a fast-forward, and sync fetches,
+    merges and pushes again."""
+    laptop, desktop = pair
+    write_memory(desktop, "user_fish", memory("The fish is Bubbles", "Bubbles 是一条鱼。"))
+    sync(desktop, "--no-push")
+    flag = laptop.parent / "raced"
+    hook = laptop / ".git" / "hooks" / "pre-push"
+    hook.write_text(
+        f"#!/bin/sh\n[ -e '{flag}' ] && exit 0\ntouch '{flag}'\n"
+        f"env -u GIT_DIR -u GIT_INDEX_FILE git -C '{desktop}' push -q origin main\n",
+        encoding="utf-8")
+    hook.chmod(0o755)
+    write_memory(laptop, "user_dog", memory("The dog is Mochi", "Mochi."))
+    result = sync(laptop)
+    assert flag.exists()
+    assert result["pulled"] == ["user_fish"] and result["pushed"] == ["user_dog"]
+    sync(desktop)
+    converged(laptop, desktop)
+
+
+def test_a_push_that_keeps_losing_the_race_is_said(
+    pair: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sage_mem.sync import steps
+
+    laptop, _ = pair
+    monkeypatch.setattr(steps._Sync, "push", lambda self: False)  # the remote moved each time
+    write_memory(laptop, "user_dog", memory("The dog is Mochi", "Mochi."))
+    result = sync(laptop, online=False)
+    assert "lost the race" in result["offline"] and "not synced" in result["summary"]
+
+
+def test_sync_run_from_another_repositorys_git_hook_works_on_the_memory_folder(
+    pair: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A git hook of another repository (a person's `sage-mem sync` in their project's
+    pre-commit) runs with GIT_DIR, GIT_INDEX_FILE and GIT_WORK_TREE naming that repository:
+    sync must not take them for the memory folder's, nor touch that repository; `init --git`
+    neither."""
+    laptop, desktop = pair
+    project = tmp_path / "project"
+    git(tmp_path, "init", "-q", str(project))
+    (project / "app.py").write_text("print('hi')\n", encoding="utf-8")
+    git(project, "add", "app.py")
+    index = (project / ".git" / "index").read_bytes()
+    for name, value in (("GIT_DIR", project / ".git"), ("GIT_WORK_TREE", project),
+                        ("GIT_INDEX_FILE", project / ".git" / "index"),
+                        ("GIT_OBJECT_DIRECTORY", project / ".git" / "objects")):
+        monkeypatch.setenv(name, str(value))
+    write_memory(laptop, "user_dog", memory("The dog is Mochi", "Mochi 是一只狗。"))
+    assert sync(laptop)["pushed"] == ["user_dog"]
+    assert sm(tmp_path / "fresh", "init", "--git")[0] == 0
+    for name in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY"):
+        monkeypatch.delenv(name)
+    assert (project / ".git" / "index").read_bytes() == index
+    assert git(project, "rev-parse", "-q", "--verify", "HEAD", check=False) == ""
+    assert git(laptop, "status", "--porcelain") == ""
+    assert git(tmp_path / "fresh", "log", "--format=%s") == "sage-mem: a new memory folder\n"
+    assert sync(desktop)["pulled"] == ["user_dog"]
 
 
 def test_sync_without_a_repository_says_how_to_set_one_up(tmp_path: Path) -> None:
@@ -498,22 +651,57 @@ def test_log_follows_a_memory_into_the_archive(pair: tuple[Path, Path]) -> None:
 # what a killed sync leaves (tests/test_sync_crash.py kills real ones)
 
 
-def test_a_merge_left_half_done_is_finished_by_sync(pair: tuple[Path, Path]) -> None:
-    laptop, desktop = pair
+def half_done_merge(laptop: Path, desktop: Path) -> None:
+    """Both changed the same lines; desktop's `git merge` failed in its driver, so git left
+    `user_cat` unmerged (ours in the work tree) and MERGE_HEAD behind."""
     edit(laptop, "user_cat", "She is three.", "She is four.")
     edit(desktop, "user_cat", "She is three.", "她三岁。")
     sync(laptop)
     git(desktop, "commit", "-qam", "by hand")
     git(desktop, "fetch", "-q", "origin")
-    # A merge whose driver failed: git leaves the path unmerged and MERGE_HEAD behind.
     git(desktop, "-c", "merge.sage-mem.driver=false", "merge", "origin/main", check=False)
     assert (desktop / ".git" / "MERGE_HEAD").exists()
+
+
+def test_a_merge_left_half_done_by_a_killed_sync_is_finished(pair: tuple[Path, Path]) -> None:
+    import subprocess
+    import sys
+
+    laptop, desktop = pair
+    half_done_merge(laptop, desktop)
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    # What a sync killed inside its merge leaves in its record: the commit it was merging.
+    merging = git(desktop, "rev-parse", "MERGE_HEAD").strip()
+    record = desktop.parent / ".desktop.sage-mem" / "sync.json"
+    record.write_text(json.dumps({"pid": gone.pid, "merge": merging}), encoding="utf-8")
     result = sync(desktop)
     assert any("merge" in note for note in result["notes"])
     assert result["conflicts"] == ["user_cat.conflict-laptop"]
     assert "她三岁。" in body(desktop, "user_cat")
     assert "She is four." in body(desktop, "user_cat.conflict-laptop")
+    assert not record.exists()
     sync(laptop)
+    converged(laptop, desktop)
+
+
+def test_a_persons_own_merge_in_progress_is_left_to_them(pair: tuple[Path, Path]) -> None:
+    """A merge a person started (no sync's record names it) is theirs, like a rebase: sync
+    refuses in one line and changes nothing, so a resolution they typed is never replaced."""
+    laptop, desktop = pair
+    half_done_merge(laptop, desktop)
+    mine = memory("The cat is Sesame", "Sesame is orange.\n\nShe is four, 她四岁。")
+    (desktop / "user_cat.md").write_text(mine, encoding="utf-8")  # resolved by hand, not added
+    before = (files(desktop), git(desktop, "status", "--porcelain"))
+    status, _, err = sm(desktop, "sync")
+    assert status == 1 and "merge is in progress" in err and err.count("\n") == 1, err
+    assert (files(desktop), git(desktop, "status", "--porcelain")) == before
+    assert (desktop / ".git" / "MERGE_HEAD").exists()
+    git(desktop, "add", "user_cat.md")
+    git(desktop, "commit", "-q", "--no-edit")
+    sync(desktop)
+    sync(laptop)
+    assert (laptop / "user_cat.md").read_text(encoding="utf-8") == mine
     converged(laptop, desktop)
 
 
@@ -582,3 +770,72 @@ def test_sync_leaves_a_rebase_or_a_detached_head_to_the_person(pair: tuple[Path,
     assert status == 1 and "rebase" in err
     (laptop / ".git" / "rebase-merge").rmdir()
     assert sync(laptop)["pushed"] == ["user_dog"]
+
+
+def error_line(err: str) -> str:
+    """The one error line of a failed sync (its progress lines aside)."""
+    errors = [line for line in err.splitlines() if line.startswith("sage-mem: error:")]
+    assert len(errors) == 1, err
+    return errors[0]
+
+
+def test_a_commit_signing_that_fails_is_named_in_one_line(pair: tuple[Path, Path]) -> None:
+    """The person's own `commit.gpgsign` is honoured; when the signing fails, the line says
+    so (git's cause), not only git's consequence ("failed to write commit object")."""
+    laptop, _ = pair
+    git(laptop, "config", "commit.gpgsign", "true")
+    git(laptop, "config", "gpg.program", "false")
+    write_memory(laptop, "user_dog", memory("The dog is Mochi", "Mochi."))
+    status, _, err = sm(laptop, "sync")
+    assert status == 1
+    assert "gpg failed to sign" in error_line(err)
+    assert "git commit failed" in error_line(err)
+
+
+@pytest.mark.parametrize("key,value", [
+    ("merge.ff", "only"), ("branch.main.mergeoptions", "--ff-only"),
+    ("branch.main.mergeoptions", "--squash"),
+])
+def test_the_persons_own_merge_settings_do_not_stop_syncs_merge(
+    pair: tuple[Path, Path], key: str, value: str,
+) -> None:
+    """Settings a person chose for their own `git merge` (fast-forward only, squash) do not
+    apply to sync's: once both machines committed, it still merges and pushes a merge."""
+    laptop, desktop = pair
+    git(laptop, "config", key, value)
+    write_memory(desktop, "user_fish", memory("The fish is Bubbles", "Bubbles 是一条鱼。"))
+    sync(desktop)
+    write_memory(laptop, "user_dog", memory("The dog is Mochi", "Mochi."))
+    result = sync(laptop)
+    assert result["pulled"] == ["user_fish"] and result["pushed"] == ["user_dog"]
+    assert git(laptop, "log", "--merges", "--format=%H")  # a merge commit, not a squash
+    sync(desktop)
+    converged(laptop, desktop)
+
+
+def test_a_merge_that_fails_is_undone_not_left_half_done(pair: tuple[Path, Path]) -> None:
+    """git fails inside sync's merge (here the merge commit's signing): sync says why in one
+    line and leaves the folder as before the merge, not mid-merge; nothing is lost, and once
+    the cause is gone a sync merges as usual."""
+    laptop, desktop = pair
+    edit(laptop, "user_cat", "She is three.", "She is four.")
+    sync(laptop)
+    write_memory(desktop, "user_dog", memory("The dog is Mochi", "Mochi 是一只狗。"))
+    assert sm(desktop, "index")[0] == 0
+    git(desktop, "add", "user_dog.md", "MEMORY.md")
+    git(desktop, "commit", "-qm", "by hand")
+    head = git(desktop, "rev-parse", "HEAD").strip()
+    before = files(desktop)
+    git(desktop, "config", "commit.gpgsign", "true")
+    git(desktop, "config", "gpg.program", "false")
+    status, _, err = sm(desktop, "sync")
+    assert status == 1 and "gpg failed to sign" in error_line(err)
+    assert "merging origin failed, undone" in error_line(err)
+    assert not (desktop / ".git" / "MERGE_HEAD").exists()
+    assert git(desktop, "rev-parse", "HEAD").strip() == head
+    assert files(desktop) == before
+    assert git(desktop, "status", "--porcelain") == ""
+    git(desktop, "config", "--unset", "commit.gpgsign")
+    assert sync(desktop)["pulled"] == ["user_cat"]
+    sync(laptop)
+    converged(laptop, desktop)

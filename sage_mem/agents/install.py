@@ -12,7 +12,15 @@ files (checked against each client's documentation):
     cursor       project  <project>/.cursor/mcp.json        mcpServers["sage-mem"]
     cursor       user     ~/.cursor/mcp.json                mcpServers["sage-mem"]
     codex        user     ~/.codex/config.toml              [mcp_servers.sage-mem]
+                          ~/.codex/hooks.json               hooks SessionStart, UserPromptSubmit
     codex        project  <project>/.codex/config.toml      [mcp_servers.sage-mem] (if trusted)
+                          <project>/.codex/hooks.json       the same two hooks
+
+Codex's hooks.json has Claude Code's shape (event, group, handler) and Codex
+(0.171.0, tests/test_real_clients.py) passes both hooks' context to the model
+unchanged; it runs a hook only once a person trusted it (`/hooks` in Codex),
+which install says. Stop and PreCompact are not registered there: they read
+Claude Code's transcript.
 
 The rules every edit keeps:
 
@@ -96,6 +104,8 @@ BACKUP_FOLDER = "install-backups"
 HOOK_EVENTS = {"SessionStart": "session-start", "UserPromptSubmit": "user-prompt-submit",
                "Stop": "stop", "PreCompact": "pre-compact"}
 HOOKS_PURPOSE = "SessionStart, UserPromptSubmit, Stop and PreCompact hooks"
+CODEX_HOOK_EVENTS = ("SessionStart", "UserPromptSubmit")
+CODEX_HOOKS_PURPOSE = "SessionStart and UserPromptSubmit hooks"
 SHARED_COMMAND = "sage-mem"
 _EXECUTABLES = ("sage-mem", "sage-mem.exe")
 
@@ -310,8 +320,15 @@ def install(
         config = (project_dir / ".codex" if scope == "project" else codex_home or home / ".codex")
         config = Path(config) / "config.toml"
         edits.append((config, "MCP server", lambda text: _edit_toml_server(text, config, entry)))
+        codex_hooks = config.with_name("hooks.json")
+        wanted = {event: _hook_command(argv, folder, HOOK_EVENTS[event])
+                  for event in CODEX_HOOK_EVENTS}
+        edits.append((codex_hooks, CODEX_HOOKS_PURPOSE,
+                      lambda text: _edit_json_hooks(text, codex_hooks, wanted)))
         if scope == "project":
-            notes.append("Codex reads a project's .codex/config.toml only in a trusted project.")
+            notes.append("Codex reads a project's .codex/ files only in a trusted project.")
+        notes.append("Codex runs a new or changed hook only once you trust it: open /hooks in "
+                     "Codex and trust sage-mem's two (until then Codex skips them, silently).")
     notes.append("Restart the client to load the change.")
 
     plans = [_plan(path, purpose, edit, user=scope == "user") for path, purpose, edit in edits]
@@ -362,6 +379,9 @@ def uninstall(
         config = (project_dir / ".codex" if scope == "project" else codex_home or home / ".codex")
         config = Path(config) / "config.toml"
         edits.append((config, "MCP server", lambda text: _remove_toml_server(text, config)))
+        codex_hooks = config.with_name("hooks.json")
+        edits.append((codex_hooks, CODEX_HOOKS_PURPOSE,
+                      lambda text: _remove_json_hooks(text, codex_hooks)))
     plans = [_plan(path, purpose, edit, user=scope == "user", missing_ok=True)
              for path, purpose, edit in edits]
     backups = _backup_dir(backup_dir, home)

@@ -730,13 +730,27 @@ def _mask(text: str, spans: list[tuple[int, int, int]]) -> tuple[str, list[int]]
     return "".join(out), anchors
 
 
+# In an excerpt only: a long run of key-like characters mixing upper case, lower case and
+# digits is masked even when no rule named it (an AWS secret access key after its key id).
+_KEYLIKE = re.compile(r"(?<![A-Za-z0-9+/=_\-])(?=[A-Za-z0-9+/=_\-]*[0-9])"
+                      r"(?=[A-Za-z0-9+/=_\-]*[a-z])(?=[A-Za-z0-9+/=_\-]*[A-Z])"
+                      r"[A-Za-z0-9+/=_\-]{20,}")
+
+
 def _excerpt(text: str, anchor: int) -> str:
-    """At most EXCERPT_CHARS of the masked line `text` (stripped), around `anchor`."""
-    if len(text) <= EXCERPT_CHARS:
-        return text
-    start = max(0, min(anchor - 20, len(text) - EXCERPT_CHARS))
-    piece = text[start : start + EXCERPT_CHARS]
-    return ("…" if start else "") + piece + ("…" if start + EXCERPT_CHARS < len(text) else "")
+    """At most EXCERPT_CHARS of the masked line `text` (stripped), around `anchor`; a
+    key-like run no rule named is masked too (the excerpt is shown, never the secret).
+    Only a window around the anchor is looked at, so a long line costs no more."""
+    low, high = max(0, anchor - 200), min(len(text), anchor + 200)
+    before = _KEYLIKE.sub(MASK, text[low:anchor])
+    window = before + _KEYLIKE.sub(MASK, text[anchor:high])
+    anchor = len(before)
+    if low == 0 and high == len(text) and len(window) <= EXCERPT_CHARS:
+        return window
+    start = max(0, min(anchor - 20, len(window) - EXCERPT_CHARS))
+    piece = window[start : start + EXCERPT_CHARS]
+    return (("…" if start or low else "") + piece
+            + ("…" if start + EXCERPT_CHARS < len(window) or high < len(text) else ""))
 
 
 __all__ = ["LABELS", "SecretMatch", "decoded_secrets", "find_secrets", "find_secrets_in_name",

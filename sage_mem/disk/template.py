@@ -123,7 +123,7 @@ def example_memory(raw: bytes, path: Path | str = "<example>") -> bytes:
 
 
 def _init_git(root: Path, result: InitResult, remote: str | None) -> None:
-    from ..sync.git import Git, ensure_setup
+    from ..sync.git import Git, ensure_setup, git_environment
     from ..sync.steps import first_commit
 
     mode = file_mode(root)
@@ -144,7 +144,7 @@ def _init_git(root: Path, result: InitResult, remote: str | None) -> None:
     try:
         subprocess.run(
             ["git", "init", "--quiet", "--initial-branch=main", f"--shared={shared}", str(root)],
-            check=True, capture_output=True, text=True,
+            check=True, capture_output=True, text=True, env=git_environment(),
         )
     except FileNotFoundError:
         raise FolderError("`--git` needs git, and git is not installed") from None

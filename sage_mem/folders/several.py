@@ -247,6 +247,7 @@ class Folders:
             try:
                 self.stores[spec.name] = MemoryStore(spec.path, watch=watch, poll=poll,
                                                      build=build, state_dir=shared_state(spec.path))
+                self.stores[spec.name].id_prefix = f"{spec.name}:"
             except (FolderError, OSError) as exc:
                 self.missing.append((spec, str(exc)))
 

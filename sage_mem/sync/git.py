@@ -40,6 +40,29 @@ REMOTE = "origin"
 _MAX_ATTRIBUTES = 1 << 20
 
 
+# What git sets for a hook (and `git -c`) to name *its* repository, as `git rev-parse
+# --local-env-vars` lists them (2.39): a sync run from another repository's hook must not
+# take them for the memory folder's.
+_REPOSITORY_VARIABLES = (
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_CONFIG", "GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT",
+    "GIT_OBJECT_DIRECTORY", "GIT_DIR", "GIT_WORK_TREE", "GIT_IMPLICIT_WORK_TREE",
+    "GIT_GRAFT_FILE", "GIT_INDEX_FILE", "GIT_NO_REPLACE_OBJECTS", "GIT_REPLACE_REF_BASE",
+    "GIT_PREFIX", "GIT_INTERNAL_SUPER_PREFIX", "GIT_SHALLOW_FILE", "GIT_COMMON_DIR",
+)
+
+
+def git_environment(**extra: str) -> dict[str, str]:
+    """This process's environment for a git run in a memory folder: without the variables
+    that name another repository (a hook's), with git's prompts off and its messages in
+    English (they are parsed)."""
+    env = {key: value for key, value in os.environ.items()
+           if key not in _REPOSITORY_VARIABLES and not key.startswith("GIT_CONFIG_KEY_")
+           and not key.startswith("GIT_CONFIG_VALUE_")}
+    env.update(extra)
+    env.update(GIT_TERMINAL_PROMPT="0", GIT_LITERAL_PATHSPECS="1", LC_ALL="C")
+    return env
+
+
 class SyncError(SageMemError):
     """A git operation sync needed failed, or the folder is not set up for it."""
 
@@ -56,8 +79,7 @@ class Git:
         self, *args: str, check: bool = True, input: bytes | None = None,
         env: Mapping[str, str] | None = None,
     ) -> subprocess.CompletedProcess[bytes]:
-        full_env = {**os.environ, **self.env, **(env or {}), "GIT_TERMINAL_PROMPT": "0",
-                    "GIT_LITERAL_PATHSPECS": "1", "LC_ALL": "C"}
+        full_env = git_environment(**self.env, **(env or {}))
         # What git writes here (objects, COMMIT_EDITMSG, FETCH_HEAD) is as private as the
         # folder; a push keeps the person's umask for a remote on a shared disk.
         umask = -1 if args[:1] == ("push",) else (
@@ -70,7 +92,7 @@ class Git:
         except FileNotFoundError:
             raise SyncError("sync needs git, and git is not installed") from None
         if check and done.returncode != 0:
-            raise SyncError(f"git {args[0]} failed: {last_line(done)}")
+            raise SyncError(f"git {_command(args)} failed: {error_line(done)}")
         return done
 
     def text(self, *args: str, check: bool = True) -> str:
@@ -145,13 +167,27 @@ class Git:
         return sorted(os.fsdecode(p) for p in raw.split(b"\0") if p)
 
 
-def last_line(done: subprocess.CompletedProcess[bytes]) -> str:
+def error_line(done: subprocess.CompletedProcess[bytes]) -> str:
+    """The line of git's output that says why it failed: its first error, or what came
+    before it (`ssh: Could not resolve hostname …`, `error: gpg failed to sign the data`,
+    not the consequence after it, `fatal: Could not read from remote repository`)."""
     lines = [
         line.strip() for line in (done.stderr or done.stdout or b"").decode(
             "utf-8", "replace").splitlines() if line.strip()
     ]
-    fatal = [line for line in lines if line.startswith(("fatal:", "error:"))]
-    return (fatal or lines or [f"exit status {done.returncode}"])[-1]
+    said = [line for line in lines if not line.startswith(("hint:", "warning:", "To "))]
+    for number, line in enumerate(said):
+        if line.startswith(("fatal:", "error:")):
+            return said[0] if number else line
+    return (lines or [f"exit status {done.returncode}"])[-1]
+
+
+def _command(args: Sequence[str]) -> str:
+    """git's subcommand among its arguments (`-c key=value` options come first)."""
+    for number, arg in enumerate(args):
+        if not arg.startswith("-") and (number == 0 or args[number - 1] != "-c"):
+            return arg
+    return "git"
 
 
 def machine_label(name: str) -> str:

@@ -2,9 +2,12 @@
 
 1. **Finish what a killed sync left**: git's lock files left by a sync that is
    no longer running (its record in the state folder, `sync.json`, names a
-   process that is gone) are removed; a merge left half done (`MERGE_HEAD`)
-   is resolved and committed as below; the temp files of writes that were
-   killed before their rename (`safe_io.leftover_temps`) are removed.
+   process that is gone) are removed; a merge it left half done (`MERGE_HEAD`
+   the commit its record says it was merging) is resolved and committed as
+   below; the temp files of writes that were killed before their rename
+   (`safe_io.leftover_temps`) are removed. A merge, rebase or cherry-pick a
+   person started is theirs to finish: sync refuses and touches nothing (a
+   resolution they typed is never replaced).
 2. **Commit** every change in the folder (edits by sage-mem, by hand, by
    `git pull`), in one commit whose message names the memories and whose
    trailer names the machine, except files the secret scan flags
@@ -19,7 +22,9 @@
    only one side has it, both sides' versions merged or kept as a conflict
    sibling. A memory archived on one side and edited on the other comes back
    out of `archive/` with the edit (`MemoryStore.restore`). `MEMORY.md` is
-   regenerated from the merged memories, never merged.
+   regenerated from the merged memories, never merged. A merge that fails
+   (git refusing its commit: a signing that fails, a hook) is undone with
+   `git merge --abort` and the error said: never left half done.
 5. **Push** to `origin`, unless the outgoing commits hold a blob the secret
    scan flags (one committed by hand): then nothing is pushed, and the file is
    named. A push that lost a race with another machine fetches and integrates
@@ -54,7 +59,7 @@ from ..disk.folder import ARCHIVE_DIR, DREAM_DIR, INDEX_FILE, MemoryFolder
 from ..disk.locks import file_lock
 from ..disk.processes import process_alive
 from ..disk.safe_io import atomic_write, file_mode, leftover_temps, read_or_absent, rewrite
-from ..errors import InvalidMemory
+from ..errors import InvalidMemory, SageMemError
 from ..memory import catalog
 from ..memory.file_format import parse_bytes
 from .git import (
@@ -63,7 +68,7 @@ from .git import (
     Git,
     SyncError,
     ensure_setup,
-    last_line,
+    error_line,
     quoted_paths,
 )
 from .merge_driver import (
@@ -82,6 +87,9 @@ _MAX_SCANNED = 8 << 20
 _GIT_LOCKS = ("index.lock", "HEAD.lock", "ORIG_HEAD.lock", "MERGE_HEAD.lock", "config.lock",
               "packed-refs.lock", "FETCH_HEAD.lock")
 Progress = Callable[[str], None]
+# How git says a push lost a race with another machine's: behind it when it arrived, or
+# the remote's ref moved while it was being updated.
+_RACES = ("(fetch first)", "(non-fast-forward)", "cannot lock ref", "(failed to update ref)")
 
 
 @dataclass(frozen=True)
@@ -175,7 +183,8 @@ def sync(
     """
     folder = MemoryFolder(root)
     git = Git(folder.root)
-    if not git.is_repository():
+    joining = not git.is_repository()
+    if joining:
         if remote is None:
             raise SyncError(
                 f"{folder.root}: not a git repository; set it up with "
@@ -195,14 +204,18 @@ def sync(
         run = _Sync(folder, git, progress or (lambda _: None))
         record = folder.state_dir / SYNC_RECORD
         run.recover_locks(record)
-        atomic_write(record, json.dumps({"pid": os.getpid()}).encode())
+        run.check_idle()
+        run.write_record()
         try:
-            return run.run(remote, push)
+            return run.run(remote, push, joining=joining)
         finally:
-            try:
-                record.unlink()
-            except OSError:
-                pass
+            # A merge still half done (an error inside it) keeps the record naming it,
+            # so that the next sync finishes it rather than take it for a person's.
+            if not (git.git_dir / "MERGE_HEAD").exists():
+                try:
+                    record.unlink()
+                except OSError:
+                    pass
 
 
 def first_commit(root: Path, remote: str | None = None) -> str | None:
@@ -265,16 +278,28 @@ class _Sync:
         self.progress = progress
         self.machine = git.machine()
         self.result = SyncResult(self.root, self.machine)
+        self.record = folder.state_dir / SYNC_RECORD
+        self.left_merging: str | None = None  # the merge a killed sync left, per its record
 
     # 1. what a killed sync left
 
+    def write_record(self, merging: str | None = None) -> None:
+        """`sync.json`: this process, and the commit it is merging (a merge it started)."""
+        record: dict[str, Any] = {"pid": os.getpid()}
+        if merging:
+            record["merge"] = merging
+        atomic_write(self.record, json.dumps(record).encode())
+
     def recover_locks(self, record: Path) -> None:
         try:
-            pid = int(json.loads(record.read_bytes())["pid"])
+            previous = json.loads(record.read_bytes())
+            pid = int(previous["pid"])
         except (OSError, ValueError, KeyError, TypeError):
             return
         if process_alive(pid):
             return
+        merging = previous.get("merge")
+        self.left_merging = merging if isinstance(merging, str) else None
         git_dir = self.git.git_dir
         locks = [git_dir / name for name in _GIT_LOCKS]
         locks += list((git_dir / "refs").rglob("*.lock"))
@@ -319,10 +344,13 @@ class _Sync:
         if not self.git.ok("symbolic-ref", "-q", "HEAD"):
             raise SyncError(f"{self.root}: HEAD is detached; check out a branch (git switch main), "
                             "then sync")
+        if (git_dir / "MERGE_HEAD").exists() and (
+                self.left_merging is None or self.git.rev("MERGE_HEAD") != self.left_merging):
+            raise SyncError(f"{self.root}: a git merge is in progress; finish it (git add, git "
+                            "commit) or abort it (git merge --abort), then sync")
 
-    def run(self, remote: str | None, push: bool) -> SyncResult:
+    def run(self, remote: str | None, push: bool, *, joining: bool = False) -> SyncResult:
         result = self.result
-        self.check_idle()
         ensure_setup(self.git, self.root)
         self.remove_leftover_temps()
         if (self.git.git_dir / "MERGE_HEAD").exists():
@@ -341,9 +369,15 @@ class _Sync:
         for _ in range(PUSH_ATTEMPTS):
             if not self.fetch():
                 return result
+            if joining or self.git.config(f"branch.{self.git.branch()}.remote") is None:
+                self.take_remote_branch()  # a branch never synced yet
+                joining = False
             self.integrate()
             if not push or self.push():
                 break
+        else:
+            result.offline = (f"pushing to {REMOTE} lost the race with another machine "
+                              f"{PUSH_ATTEMPTS} times; sync again")
         return result
 
     def set_remote(self, url: str) -> None:
@@ -358,6 +392,9 @@ class _Sync:
                      merging: bool = False) -> None:
         changed = self.changed_files()
         held = self.scan(changed)
+        index_flagged = any(h.path == INDEX_FILE for h in held) and self.generated_index()
+        if index_flagged:  # its lines are the memories': staged below without the held ones
+            held = [h for h in held if h.path != INDEX_FILE]
         held_paths = {h.path for h in held}
         for item in held:
             if item not in result.held_back:
@@ -369,7 +406,8 @@ class _Sync:
         # A deletion already staged (`git mv`, `git rm`) has nothing left to add.
         to_add = [p for p in taken if changed[p] != "D "]
         held_ids = set(memory_ids(held_paths))
-        if held_ids and INDEX_FILE in to_add and self.stage_index_without(held_ids):
+        if (held_ids or index_flagged) and INDEX_FILE in to_add and self.stage_index_without(
+                held_ids):
             to_add.remove(INDEX_FILE)
         if to_add:
             self.git.run("add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul",
@@ -393,33 +431,42 @@ class _Sync:
         would drop them again at its next sync: a commit each way, every sync.
         The work tree keeps its full MEMORY.md (a file sage-mem regenerates,
         which `integrate` may set back to the staged one before a merge).
-        False for a MEMORY.md someone wrote (theirs, committed as it is).
+        False for a MEMORY.md someone wrote (theirs, committed as it is). One that
+        still holds a secret is not staged at all, and is held back itself.
         """
-        try:
-            text = self.folder.index_file.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
-            return False
-        if catalog.NOTE not in text or catalog.REGION_BEGIN in text:
+        if not self.generated_index():
             return False
         from ..store import MemoryStore
 
         with MemoryStore(self.root, watch=False) as store:
             kept = [m for m in store.list() if m.id not in held]
         data = catalog.render(kept).encode("utf-8")
+        reason = secret_reason(data)
+        if reason:
+            if self.is_staged(INDEX_FILE):
+                self.unstage([INDEX_FILE])
+            if all(h.path != INDEX_FILE for h in self.result.held_back):
+                self.result.held_back.append(Held(INDEX_FILE, reason))
+            return True
         blob = self.git.run("hash-object", "-w", "--stdin", input=data).stdout.decode().strip()
         self.git.run("update-index", "--add", "--cacheinfo", f"100644,{blob},{INDEX_FILE}")
         return True
+
+    def generated_index(self) -> bool:
+        """Whether MEMORY.md is sage-mem's own, regenerated from the memories (not a
+        person's, nor one with a person's region in it)."""
+        try:
+            text = self.folder.index_file.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            return False
+        return catalog.NOTE in text and catalog.REGION_BEGIN not in text
 
     def drop_unstaged_index(self) -> None:
         """Before a merge: a sage-mem MEMORY.md differing from the staged one is set back to it
         (it is regenerated after the merge), so that the merge can take the other side's."""
         if self.git.ok("diff", "--quiet", "--", INDEX_FILE):
             return
-        try:
-            text = self.folder.index_file.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
-            return
-        if catalog.NOTE in text and catalog.REGION_BEGIN not in text:
+        if self.generated_index():
             self.git.run("checkout", "--", INDEX_FILE)
 
     def changed_files(self) -> dict[str, str]:
@@ -469,9 +516,32 @@ class _Sync:
         self.progress(f"fetching {REMOTE}")
         done = self.git.run("fetch", "--quiet", REMOTE, check=False)
         if done.returncode != 0:
-            self.result.offline = f"fetching {REMOTE} failed: {last_line(done)}"
+            self.result.offline = f"fetching {REMOTE} failed: {error_line(done)}"
             return False
         return True
+
+    def take_remote_branch(self) -> None:
+        """A branch never synced yet (a folder just made, on `main`) becomes the remote's.
+
+        A remote whose memories are on another branch (`master`: a first machine's
+        folder made in a repository of its own keeps its branch) would otherwise never
+        be merged, and this machine's `main` pushed beside it, the machines never
+        meeting. Only when the remote lacks this branch and has one (or a default).
+        """
+        branch = self.git.branch()
+        if self.git.rev(f"refs/remotes/{REMOTE}/{branch}") is not None:
+            return
+        prefix = f"refs/remotes/{REMOTE}/"
+        names = [ref[len(prefix):] for ref in self.git.text(
+            "for-each-ref", "--format=%(refname)", prefix).split() if ref != prefix + "HEAD"]
+        if len(names) > 1:  # the remote's own default among several
+            listed = self.git.run("ls-remote", "--symref", REMOTE, "HEAD", check=False)
+            head = listed.stdout.decode("utf-8", "replace").partition("\t")[0]
+            names = [n for n in names if head == f"ref: refs/heads/{n}"]
+        if len(names) != 1:
+            return
+        self.git.run("branch", "-m", branch, names[0])
+        self.result.notes.append(f"working on {REMOTE}'s branch {names[0]!r}")
 
     # 4. integrate
 
@@ -483,18 +553,32 @@ class _Sync:
             return
         if head is not None and self.git.ok("merge-base", "--is-ancestor", theirs, head):
             return
+        incoming = set(self.git.changed_paths(head, theirs))
+        for held in self.result.held_back:
+            if held.path == INDEX_FILE and self.generated_index():
+                continue  # regenerated: set back to the committed one just below
+            if held.path in incoming:  # git would refuse to merge over it, naming no reason
+                raise SyncError(
+                    f"{held.path}: not committed ({held.reason}), and {REMOTE} changed it too, "
+                    "so nothing can be merged until it is committed: take the secret out of "
+                    "it, then sync")
         self.progress(f"merging {REMOTE}/{branch}")
         self.drop_unstaged_index()
+        self.write_record(merging=theirs)
         done = self.git.run(
+            # --ff --commit --no-squash: a person's merge.ff=only or branch.*.mergeoptions
+            # are for their own merges; sync's always ends in a commit holding both sides.
             "-c", "merge.renames=true", *self.git.identity(), "merge", "--quiet", "--no-edit",
+            "--ff", "--commit", "--no-squash",
             "--no-verify", "--allow-unrelated-histories", "-m",
             f"sync: merge {REMOTE}/{branch} into {self.machine}",
             "-m", f"{MACHINE_TRAILER}: {self.machine}", theirs,
             check=False, env={THEIRS_ENV: theirs},
         )
         if done.returncode != 0 and not (self.git.git_dir / "MERGE_HEAD").exists():
-            raise SyncError(f"merging {REMOTE}/{branch} failed: {last_line(done)}")
+            raise SyncError(f"merging {REMOTE}/{branch} failed: {error_line(done)}")
         self.finish_merge(head, theirs)
+        self.write_record()
         after = self.git.head()
         assert after is not None
         came = [p for p in self.git.changed_paths(head, after)]
@@ -504,6 +588,20 @@ class _Sync:
         )
 
     def finish_merge(self, head: str | None, theirs: str) -> None:
+        """Resolve, regenerate and commit the merge; one that fails is undone, not left."""
+        try:
+            self.resolve_and_commit(head, theirs)
+        except Exception as exc:
+            if not (self.git.git_dir / "MERGE_HEAD").exists():
+                raise
+            if not self.git.ok("merge", "--abort"):
+                raise  # the record still names the merge: the next sync finishes it
+            self.write_record()
+            why = exc.message if isinstance(exc, SageMemError) else f"{type(exc).__name__}: {exc}"
+            raise SyncError(f"merging {REMOTE} failed, undone (the folder is as before "
+                            f"it): {why}") from None
+
+    def resolve_and_commit(self, head: str | None, theirs: str) -> None:
         merging = (self.git.git_dir / "MERGE_HEAD").exists()
         for path, stages in self.unmerged().items():
             self.resolve(path, stages, theirs)
@@ -624,9 +722,9 @@ class _Sync:
                             check=False)
         if done.returncode != 0:
             text = (done.stderr or b"").decode("utf-8", "replace")
-            if "rejected" in text or "fetch first" in text or "non-fast-forward" in text:
-                return False
-            self.result.offline = f"pushing to {REMOTE} failed: {last_line(done)}"
+            if any(race in text for race in _RACES):
+                return False  # lost a race: fetch, merge, push again (a remote's refusal is not)
+            self.result.offline = f"pushing to {REMOTE} failed: {error_line(done)}"
             return True
         for memory_id in memory_ids(self.git.changed_paths(old, head)):
             if memory_id not in self.result.pushed:
