@@ -604,6 +604,24 @@ def test_sync_run_from_another_repositorys_git_hook_works_on_the_memory_folder(
     assert sync(desktop)["pulled"] == ["user_dog"]
 
 
+def test_a_token_in_the_remote_url_is_never_printed(tmp_path: Path) -> None:
+    """`https://me:TOKEN@host/…` as the remote: init and sync print it (text and --json)
+    with the password masked; git's own messages already mask it."""
+    token = "ghp_" + "Z1y2X3w4V5u6T7s8R9q0P1o2N3m4L5k6J7i8"
+    url = f"https://me:{token}@127.0.0.1:9/memory.git"
+    folder = tmp_path / "memory"
+    status, out, err = sm(folder, "init", "--git", "--remote", url)
+    assert status == 0 and token not in out + err
+    assert "https://me:****@127.0.0.1:9/memory.git" in out
+    status, out, err = sm(folder, "init", "--git", "--remote", url, "--json")
+    assert token not in out + err
+    for argv in (("sync",), ("sync", "--json")):
+        status, out, err = sm(folder, *argv)
+        assert status == 0 and token not in out + err, out
+    assert json.loads(out)["remote"] == "https://me:****@127.0.0.1:9/memory.git"
+    assert git(folder, "config", "remote.origin.url").strip() == url  # git's, unchanged
+
+
 def test_sync_without_a_repository_says_how_to_set_one_up(tmp_path: Path) -> None:
     sm(tmp_path / "plain", "init")
     status, _, err = sm(tmp_path / "plain", "sync")

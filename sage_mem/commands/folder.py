@@ -43,6 +43,7 @@ from .base import (
 def init(session: Session, path: str | None, examples: bool, git: bool, remote: str | None,
          as_json: bool) -> int:
     from ..disk.template import EXAMPLE_PREFIX, init_folder
+    from ..sync.git import shown_url
 
     out = session.out
     target = expand_home(path) if path else session.folder
@@ -59,7 +60,7 @@ def init(session: Session, path: str | None, examples: bool, git: bool, remote: 
             "git": result.git_initialized,
             "gitattributes": result.gitattributes_written,
             "firstCommit": result.first_commit,
-            "remote": result.remote,
+            "remote": shown_url(result.remote),
             "stateDir": str(result.state_dir),
         })
         return 0
@@ -85,7 +86,7 @@ def init(session: Session, path: str | None, examples: bool, git: bool, remote: 
             ".gitattributes that keeps LF endings and sage-mem's merge driver.\n"
         )
     if result.remote:
-        out.write(f"Remote: {result.remote}. Sync it: sage-mem {where}sync\n")
+        out.write(f"Remote: {shown_url(result.remote)}. Sync it: sage-mem {where}sync\n")
     elif result.git_initialized:
         out.write(f"To sync it: sage-mem {where}sync --remote URL\n")
     elif result.gitattributes_written:

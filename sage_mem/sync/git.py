@@ -190,6 +190,14 @@ def _command(args: Sequence[str]) -> str:
     return "git"
 
 
+def shown_url(url: str | None) -> str | None:
+    """A remote's URL as sage-mem prints it: a password (a token) in it masked,
+    `https://me:****@host/x.git`, as git's own messages show it."""
+    if url is None:
+        return None
+    return re.sub(r"^([A-Za-z][A-Za-z0-9+.-]*://[^/@:]*):[^/@]*@", r"\1:****@", url)
+
+
 def machine_label(name: str) -> str:
     """A machine name as it may appear in a file name: `Lap Top.local` -> `lap-top`."""
     label = re.sub(r"[^a-z0-9]+", "-", name.split(".", 1)[0].lower()).strip("-")

@@ -70,6 +70,7 @@ from .git import (
     ensure_setup,
     error_line,
     quoted_paths,
+    shown_url,
 )
 from .merge_driver import (
     INDEX_PATH,
@@ -150,7 +151,7 @@ class SyncResult:
         return {
             "root": str(self.root),
             "machine": self.machine,
-            "remote": self.remote,
+            "remote": shown_url(self.remote),
             "committed": self.committed,
             "pulled": self.pulled,
             "pushed": self.pushed,
