@@ -9,7 +9,8 @@ which with what it pulls in (gettext, shutil, …) would cost each prompt about
 20 ms. Anything unusual about such a command line (`--help`, a missing or
 extra argument, a `--dir` value that looks like an option) goes through click
 as usual; a line the shortcut takes means what click makes of it
-(tests/test_hook_imports.py holds the two to each other).
+(tests/test_hook_imports.py holds the two to each other). A hook line click
+refuses is still a hook: its one-line error, and exit 0 (`names_hook`).
 """
 
 from __future__ import annotations
@@ -107,6 +108,23 @@ def _hook_command(argv: Sequence[str]) -> tuple[str, tuple[str, ...]] | None:
     if event is None:
         return None
     return event, tuple(dirs)
+
+
+def names_hook(argv: Sequence[str]) -> bool:
+    """Whether the command `argv` names is `hook`, however wrong the rest of the line is.
+
+    The command is the first argument that is neither an option nor a `--dir` value, as
+    click reads it; a hook line click refuses must still exit 0 (DESIGN section 5)."""
+    position = 0
+    while position < len(argv):
+        arg = argv[position]
+        if arg == "--dir":
+            position += 2
+        elif arg.startswith("-"):
+            position += 1
+        else:
+            return arg == "hook"
+    return False
 
 
 def _dir_options(

@@ -208,6 +208,37 @@ def test_bad_input_injects_nothing_logs_one_line_and_exits_0(
 
 
 @pytest.mark.parametrize(
+    "argv",
+    [
+        pytest.param(["hook"], id="no-event"),
+        pytest.param(["--dir", "/nowhere", "hook"], id="dir-no-event"),
+        pytest.param(["hook", "user-prompt-submit", "extra"], id="extra-argument"),
+        pytest.param(["hook", "--bogus", "user-prompt-submit"], id="unknown-option"),
+        pytest.param(["hook", "user-prompt-submit", "--dir"], id="dir-without-value"),
+        pytest.param(["--bogus", "hook", "session-start"], id="unknown-option-before"),
+        pytest.param(["hook", "用户提示", "多余"], id="extra-argument-chinese"),
+    ],
+)
+def test_hook_command_line_misuse_says_one_line_and_exits_0(argv: list[str]) -> None:
+    # DESIGN section 5: a hook always exits 0 and never blocks the prompt, even misconfigured.
+    result = subprocess.run(
+        [sys.executable, "-m", "sage_mem", *argv], input=b"{}", capture_output=True, timeout=60
+    )
+    err = result.stderr.decode()
+    assert result.returncode == 0, err
+    assert result.stdout == b""  # nothing an agent would inject
+    assert "Traceback" not in err and err.endswith("\n") and err.count("\n") == 1, err
+
+
+def test_misuse_of_another_command_still_exits_1() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "sage_mem", "--bogus", "search", "hook"],
+        capture_output=True, timeout=60,
+    )
+    assert result.returncode == 1 and result.stdout == b"", result.stderr
+
+
+@pytest.mark.parametrize(
     "stdin",
     [
         pytest.param(b"not json", id="not-json"),

@@ -3,7 +3,8 @@
 `cli` is the group; a command module declares its commands with `command(…)`
 and the options here. A user error (a missing memory, a bad value, a bad
 command line, click's own usage errors included) is one line on stderr,
-`sage-mem: error: …`, and exit status 1, never a traceback (`Commands.main`).
+`sage-mem: error: …`, and exit status 1, never a traceback (`Commands.main`); on a
+`hook` command line the same line, and exit 0 (a hook never fails the prompt).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any, TextIO
 import click
 
 from .. import __version__
-from ..cli import PROG
+from ..cli import PROG, names_hook
 from ..disk.home import default_folder, expand_home
 from ..errors import SageMemError
 from ..memory.fields import BOOL, INT, TEXTS, UNIT
@@ -248,6 +249,8 @@ class Commands(click.Group):
             err.write(f"{PROG}: interrupted\n")
             status = 130
         status = status if isinstance(status, int) else 0
+        if status == 1 and names_hook(sys.argv[1:] if args is None else args):
+            status = 0  # a hook always exits 0, misused too: its error said in one line
         if standalone_mode:
             sys.exit(status)
         return status
