@@ -822,7 +822,9 @@ class MemoryStore:
             self.folder.check_contained(target)
             # The file moves first, whatever it holds by then (an edit made since our
             # read moves with it); the marks are then written over what was moved.
-            target = move(path, target)
+            wanted, target = target, move(path, target)
+            if target != wanted:  # archive/ID.md was taken: the copy says whose id it had
+                marks["archivedFrom"] = canonical
             self._rewrite(target, lambda moved: with_marks(moved.raw, marks, target))
             archived_id = self.folder.archived_id_for(target)
             assert archived_id is not None
@@ -868,8 +870,10 @@ class MemoryStore:
     def restore(self, archived_id: str) -> Memory:
         """Move an archived memory back out of `archive/`, under its old id; never overwrites.
 
-        `archive/project/x` (or just `project/x`) comes back as `project/x`. The
-        marks `archive` added (`archived`, `archiveReason`) are removed and
+        `archive/project/x` (or just `project/x`) comes back as `project/x`, and a
+        copy archived under a free name (`archive/x-2`, `archive/x` being taken)
+        as the id its `archivedFrom` names. The
+        marks `archive` added (`archived`, `archiveReason`, `archivedFrom`) are removed and
         `updated` is stamped; other keys stay (`supersededBy` still says what
         replaced it). The file is written whole under its new name before the
         archived copy goes, so a crash leaves two copies, never none. Raises
@@ -882,11 +886,14 @@ class MemoryStore:
         name = archived_id if archived_id.startswith(prefix) else prefix + archived_id
         source = self.folder.path_for(name, allow_archived=True)
         canonical = self.folder.normalize_id(name, allow_archived=True)
-        restored_id = self.folder.normalize_id(canonical[len(prefix):])
-        target = self.folder.path_for(restored_id)
         with self._write_lock():
-            if self._read_for_write(source).raw is None:
+            raw = self._read_for_write(source).raw
+            if raw is None:
                 raise MemoryNotFound(f"no archived memory {canonical!r}", path=source)
+            restored_id = self._archived_from(raw, source) or self.folder.normalize_id(
+                canonical[len(prefix):]
+            )
+            target = self.folder.path_for(restored_id)
             if os.path.lexists(target):
                 raise ConflictError(
                     f"{restored_id}: a memory of that id exists now; not overwritten "
@@ -913,6 +920,18 @@ class MemoryStore:
                 pass
             self._regenerate_catalog()
         return memory
+
+    def _archived_from(self, raw: bytes, path: Path) -> str | None:
+        """The id an archived copy had (`archivedFrom`, set by `archive` when it took a free
+        name), if it names one in service; else None (the copy's own name says it)."""
+        meta = parse_bytes(raw, path).meta
+        original = meta.get("archivedFrom") if isinstance(meta, dict) else None
+        if not isinstance(original, str):
+            return None
+        try:
+            return self.folder.normalize_id(original)
+        except SageMemError:
+            return None
 
     def rename(self, old_id: str, new_id: str) -> Renamed:
         """Give a memory a new id (a new file name or folder); never replaces a file.

@@ -695,6 +695,27 @@ def test_restore_never_overwrites(memory_dir: Path) -> None:
     assert (memory_dir / "archive/user_profile.md").exists()
 
 
+@pytest.mark.parametrize("memory_id", ["user_profile", "项目/用户档案"])
+def test_a_second_archived_copy_is_restored_under_its_own_id_never_over_another(
+    empty_dir: Path, memory_id: str
+) -> None:
+    # archive/ID.md is taken by the first copy, so the second lands at archive/ID-2.md.
+    store = MemoryStore(empty_dir)
+    store.write(memory_id, description="First", category="user")
+    store.archive(memory_id, reason="old")
+    store.write(memory_id, description="Second", category="user")
+    second = store.archive(memory_id, reason="old again")
+    assert second.id == f"archive/{memory_id}-2"
+    restored = store.restore(second.id)
+    assert restored.id == memory_id and restored.description == "Second"
+    assert not (empty_dir / f"{memory_id}-2.md").exists()
+    assert "archivedFrom" not in (empty_dir / f"{memory_id}.md").read_text()
+    with pytest.raises(ConflictError):  # the first copy: never over the one restored
+        store.restore(f"archive/{memory_id}")
+    assert (empty_dir / f"archive/{memory_id}.md").exists()
+    assert "Second" in (empty_dir / f"{memory_id}.md").read_text()
+
+
 def test_restore_of_a_missing_archived_memory_is_not_found(memory_dir: Path) -> None:
     with pytest.raises(MemoryNotFound):
         MemoryStore(memory_dir).restore("archive/user_nobody")

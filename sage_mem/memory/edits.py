@@ -167,7 +167,7 @@ def without_marks(raw: bytes | None) -> bytes | None:
     if not parsed.rewritable or parsed.meta.get("locked") is True:
         return None
     marks: dict[str, Any] = {
-        key: DELETE for key in ("archived", "archiveReason") if key in parsed.meta
+        key: DELETE for key in ("archived", "archiveReason", "archivedFrom") if key in parsed.meta
     }
     marks[stamp_key(parsed.meta)] = now_iso()
     try:
