@@ -435,3 +435,36 @@ def test_a_value_problem_carries_its_code_and_key_whatever_its_wording(
 
     problems = memory_from_meta("x", Path("x.md"), meta, "").problems
     assert [(p.code, p.key) for p in problems] == [(code, key)]  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("memory_id", ["user_old", "项目/旧笔记"])
+def test_a_file_left_by_an_interrupted_delete_is_reported_with_what_to_do(
+    empty_dir: Path, memory_id: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sage_mem.disk import safe_io
+
+    store = MemoryStore(empty_dir)
+    store.write(memory_id, description="An old note", category="user")
+    store.archive(memory_id, reason="old")
+    archived = empty_dir / f"archive/{memory_id}.md"
+    kept = archived.read_bytes()
+    real_unlink = os.unlink
+
+    def crash_before_unlinking(path: object, *args: object, **kwargs: object) -> None:
+        if str(path).endswith(".deleting"):  # the process dies once the file is parked
+            raise KeyboardInterrupt
+        real_unlink(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(safe_io.os, "unlink", crash_before_unlinking)
+    with pytest.raises(KeyboardInterrupt):
+        store.delete(f"archive/{memory_id}")
+    monkeypatch.undo()
+    store.close()
+    (left,) = [p for p in archived.parent.iterdir() if p.name.endswith(".deleting")]
+    assert left.read_bytes() == kept  # nothing lost
+    report = run_audit(empty_dir)
+    (finding,) = [f for f in report.findings if f.check == "interrupted-delete"]
+    assert finding.severity == "warning" and not report.errors
+    assert finding.path == left.relative_to(empty_dir).as_posix()
+    assert f"archive/{memory_id}.md" in finding.message
+    assert "rename it back" in finding.message and "remove" in finding.message

@@ -68,6 +68,7 @@ from urllib.parse import unquote
 import yaml
 
 from ..disk.folder import ARCHIVE_DIR, INDEX_FILE, MemoryFolder
+from ..disk.safe_io import parked_original
 from ..errors import InvalidId, InvalidMemory
 from ..memory import catalog
 from ..memory.file_format import conflict_marker_line, parse_bytes
@@ -102,6 +103,11 @@ CHECKS: dict[str, tuple[Severity, str]] = {
         "warning",
         "another version of a memory kept beside it: by `sage-mem sync` when two machines"
         " changed it, or when two saves crossed a write here (`.conflict-local`)",
+    ),
+    "interrupted-delete": (
+        "warning",
+        "a file an interrupted `sage-mem delete` left parked (`.NAME.PID.HEX.deleting`): "
+        "remove it to finish the delete, or rename it back to keep the memory",
     ),
     "secret": ("error", "a credential (API key, token, password, private key) in a memory"),
     "no-frontmatter": ("warning", "file has no frontmatter (no description, no category)"),
@@ -217,6 +223,8 @@ def audit_folder(
                 cache.check_file(run, path, archived=archived)
     if cache is not None:
         cache.forget_except(run.walked)
+    for parked in folder.iter_parked():
+        run.check_parked(parked)
     for body in run.bodies:
         run.check_links(body)
     run.check_index()
@@ -324,6 +332,16 @@ class _Audit:
         self.check_conflict_sibling(rel)
         for check, line, message in agent_safety.findings(self.folder, rel, text):
             self.add(check, rel, message, line)
+
+    def check_parked(self, path: Path) -> None:
+        rel = self.rel(path)
+        name = parked_original(path.name)
+        assert name is not None  # what `iter_parked` yields
+        was = redact_name(posixpath.join(posixpath.dirname(rel), name))
+        self.add("interrupted-delete", rel,
+                 f"left by an interrupted `sage-mem delete` of {was}; nothing is lost: "
+                 f"remove this file to finish the delete, or rename it back to {was} "
+                 "to keep the memory")
 
     def check_conflict_sibling(self, rel: str) -> None:
         found = conflict_sibling_of(rel[:-3])

@@ -82,7 +82,7 @@ from ..memory.file_format import sha256
 from ..memory.value import MAX_FILE_BYTES, not_text
 from .home import default_folder as default_folder  # where it always was: SAGE_MEM_DIR, or ~
 from .home import expand_home
-from .safe_io import Seen, make_private_dirs, read_file
+from .safe_io import Seen, make_private_dirs, parked_original, read_file
 
 INDEX_FILE = "MEMORY.md"
 ARCHIVE_DIR = "archive"
@@ -421,6 +421,25 @@ class MemoryFolder:
                 yield Path(entry.path)
             elif not (in_root and entry.name == ARCHIVE_DIR and not archived):
                 stack.append((False, iter(_sorted_entries(Path(entry.path)))))
+
+    def iter_parked(self) -> Iterator[Path]:
+        """Files an interrupted delete left parked (`safe_io.PARKED`) in the folders a walk
+        enters, archive/ included, sorted by path: never memories, never lost."""
+        stack = [(True, iter(_sorted_entries(self.root)))]
+        while stack:
+            in_root, entries = stack[-1]
+            entry = next(entries, None)
+            if entry is None:
+                stack.pop()
+                continue
+            try:
+                is_dir = entry.is_dir(follow_symlinks=False)
+            except OSError:
+                continue
+            if is_dir and is_walked(entry.name, is_dir=True, in_root=in_root):
+                stack.append((False, iter(_sorted_entries(Path(entry.path)))))
+            elif not is_dir and parked_original(entry.name) is not None:
+                yield Path(entry.path)
 
     def check_walked(self, path: Path, *, archived: bool = False) -> None:
         """Raise InvalidId unless a walk of the folder would find a memory file at `path`.

@@ -382,6 +382,16 @@ def _rename_without_replacing(source: Path, target: Path) -> None:
     os.unlink(source)
 
 
+PARKED = re.compile(r"\.(?P<name>.+)\.\d+\.[0-9a-f]{8}\.deleting")
+"""The name `remove` parks a file under before unlinking it: `.NAME.PID.HEX.deleting`."""
+
+
+def parked_original(name: str) -> str | None:
+    """The file name a parked file (`PARKED`) had, or None for any other name."""
+    match = PARKED.fullmatch(name)
+    return match["name"] if match else None
+
+
 def remove(path: Path, seen: Seen, *, limit: int) -> None:
     """Delete the file at `path` if it still holds what `seen` saw; else raise FileChanged.
 
@@ -394,7 +404,7 @@ def remove(path: Path, seen: Seen, *, limit: int) -> None:
     if seen.raw is None:
         raise FileChanged(f"{path.name}: nothing was read to delete", path=path)
     stem = path.name.encode("utf-8")[:200].decode("utf-8", "ignore")
-    parked = path.with_name(f".{stem}.{os.getpid()}.{os.urandom(4).hex()}.deleting")
+    parked = path.with_name(f".{stem}.{os.getpid()}.{os.urandom(4).hex()}.deleting")  # PARKED
     try:
         _rename_without_replacing(path, parked)
     except FileNotFoundError:
