@@ -576,3 +576,107 @@ def test_a_secret_written_with_yaml_escapes_is_found_like_a_plain_one(memory_dir
     from sage_mem.sync.steps import secret_reason
 
     assert secret_reason(text.encode()) is not None
+
+
+# Passwords named loosely: a few words between the name and its value, no verb at all,
+# a short name (`pw`, PIN), a numeric PIN.
+
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
+        pytest.param("The password for the staging db is Xq7vR2mK9pL", "password",
+                     id="password-for-something-is"),
+        pytest.param("the passcode to the office door was Xq7vR2mK9pL.", "password",
+                     id="passcode-to-something-was"),
+        pytest.param("password for prod: Xq7vR2mK9pL", "password",
+                     id="password-for-something-colon"),
+        pytest.param("密码 Xq7vR2mK9pL", "password", id="chinese-password-then-value"),
+        pytest.param("服务器口令Xq7vR2mK9pL，别外传", "password", id="chinese-no-space"),
+        pytest.param("我的银行卡密码是 837261", "password", id="chinese-numeric-pin-shi"),
+        pytest.param("门禁密码为 4821。", "password", id="chinese-numeric-pin-wei"),
+        pytest.param("支付密码：837261", "password", id="chinese-numeric-pin-colon"),
+        pytest.param("my PIN is 4821", "password", id="pin-is"),
+        pytest.param("the PIN for my debit card is 4821", "password", id="pin-for-something-is"),
+        pytest.param("the password is 837261", "password", id="numeric-password-is"),
+        pytest.param("pw=Xq7vR2mK9pL", "password", id="pw-assignment"),
+        pytest.param("pw Xq7vR2mK9pL", "password", id="pw-then-value"),
+        pytest.param("login admin / password Xq7vR2mK9pL", "password", id="password-then-value"),
+        pytest.param("db_password: 837261", "password", id="numeric-password-assignment"),
+        pytest.param("PIN: 4821", "password", id="pin-assignment"),
+    ],
+)
+def test_finds_a_password_named_loosely(text: str, kind: str) -> None:
+    assert [m.kind for m in find_secrets(text)] == [kind]
+    assert "Xq7vR2mK9pL" not in redact(text) and "837261" not in redact(text)
+
+
+ORDINARY_PASSWORD_SENTENCES = [
+    "the password policy requires 12 characters",
+    "The password for the admin account is 12 characters long",
+    "the password for new accounts must be at least 8 characters",
+    "the password for the app is 2FA-protected",
+    "The password manager I use is 1Password",
+    "reset your password at the login page",
+    "pw reset",
+    "pw: reset",
+    "password = os.environ[\"DB_PASSWORD\"]",
+    "password = os.getenv(\"DB_PASSWORD\")",
+    "the password for staging is <password>",
+    "the password for staging is ********",
+    "the password for staging is changeme",
+    "the password for the wifi is on the fridge",
+    "the password for the router is in 1Password",
+    "password length: 16",
+    "max_password_length = 1024",
+    "PIN codes have 4 digits",
+    "the PIN is 4 digits long",
+    "the PIN is 6 digits",
+    "pin the tab, then pin 3 more",
+    "pin_memory=True",
+    "a password of 8 characters or more",
+    "my password expires in 2025",
+    "passwords for the 2024 accounts are rotated",
+    "the password was changed on 2024-05-01",
+    "password hint: first pet",
+    "A PEM starts with -----BEGIN RSA PRIVATE KEY----- and ends with its END line.",
+    "-----BEGIN " + "RSA PRIVATE KEY-----\nthen the base64 body\n-----END RSA PRIVATE KEY-----",
+    "密码要求至少8位",
+    "密码要求至少 8 位，包含大小写字母",
+    "密码长度为 12 位",
+    "密码是 8 到 16 个字符",
+    "密码为 6 位数字",
+    "忘记密码请点击登录页的链接",
+    "密码在 1Password 里",
+    "我的密码已经改过了",
+    "口令错误三次会锁定账号",
+    "密码 2024 年改过一次",
+    "银行卡密码是 6 位",
+    "请输入 PIN 码",
+]
+
+
+@pytest.mark.parametrize("text", ORDINARY_PASSWORD_SENTENCES)
+def test_ordinary_sentences_about_passwords_are_not_secrets(text: str) -> None:
+    assert find_secrets(text) == []
+
+
+def _shared_data() -> Path | None:
+    """`shared/data` in the nearest folder above the checkout that has one."""
+    for folder in Path(__file__).resolve().parents:
+        if (folder / "shared" / "data").is_dir():
+            return folder / "shared" / "data"
+    return None
+
+
+def test_no_memory_of_the_dev_sets_is_taken_for_a_secret() -> None:
+    """Real text in both languages (locomo-dev's chats, zh-dev's encyclopedia sentences and
+    persona facts), read where it lies: none of it holds a secret, so none may be found."""
+    data = _shared_data()
+    folders = [data / "locomo-dev" / "memories", data / "zh-dev"] if data else []
+    files = [path for folder in folders if folder.is_dir() for path in folder.rglob("*.md")
+             if path.name != "README.md"]
+    if len(files) < 1000:
+        pytest.skip("the dev sets (shared/data/locomo-dev, shared/data/zh-dev) are not here")
+    found = [(path.name, match.kind, match.excerpt_redacted) for path in files
+             for match in find_secrets(path.read_text(encoding="utf-8"))]
+    assert found == []

@@ -179,7 +179,7 @@ _VALUE_AFTER = re.compile(
 # Every name `_is_password_name` or `_is_key_name` accepts holds one of these (read
 # backwards, on the reversed text), so most names cost one small search.
 _REVERSED_NAME_HINT = re.compile(
-    "(?i:ssap|dwp|terces|nekot|yek|laitnederc|htua|reraeb)|码密|令口|钥密|牌令|钥私|证凭"
+    "(?i:ssap|dwp|wp|nip|terces|nekot|yek|laitnederc|htua|reraeb)|码密|令口|钥密|牌令|钥私|证凭"
 )
 NAME_CHARS = 200
 """The longest name of a `name: value` considered: a longer run is data, not a name."""
@@ -198,10 +198,41 @@ _STATEMENTS = (
         + _STATEMENT_VALUE
     ),
 )
+# A password named more loosely, in sentences: `the password for the staging db is X`
+# (a preposition and at most five words between the name and is/was or a colon),
+# `password X`, `pw X`, `PIN 4821`, `密码 X`, `服务器口令X` (the value right after the
+# name). The value must then look more like a password than a stated one does
+# (`_judge_value`, `prose`): `reset your password at the login page`, `pw reset`, `the
+# password manager I use is 1Password` give none. Each attempt starts at a name and
+# reads at most five capped words, so the scan stays linear.
+_LOOSE_STATEMENTS = (
+    re.compile(
+        r"""(?=[Pp])\b(?P<name>(?i:passwords?|passwd|passphrase|passcode|pwd?|pin[ \t]?code)"""
+        r"""|PIN)\b(?:(?:[ \t]++(?i:for|of|to|on|at|in|from|with)(?:[ \t]++[\w\-.@/']{1,40}+)"""
+        r"""{1,5}?)?(?:[ \t]++(?i:is|was)(?:[ \t]*+[:：])?[ \t]++|[ \t]*+[:：=][ \t]*+)"""
+        r"""|[ \t]++)""" + _STATEMENT_VALUE
+    ),
+    re.compile(
+        r"""(?P<name>密码|口令|(?i:pin)码)(?:[ \t]*+(?:是|为|為))?(?:[ \t]*+[:：=])?[ \t]*+"""
+        + _STATEMENT_VALUE
+    ),
+)
 _STATEMENT_KEY_WORDS = ("key", "token", "密钥", "令牌")
+# A name whose last word is a password's (not `max_password_length`): its value may be a
+# numeric PIN (`我的银行卡密码是 837261`, `PIN: 4821`, `db_password=837261`).
+_PIN_NAME = re.compile(
+    r"(?i:(?<![a-z])(?:passwords?|passwd|passcode|pwd?|pass|pin(?:[ \t_\-]?code)?)"
+    r"|密码|口令|pin码)$"
+)
+_PIN = re.compile(r"[0-9]{4,12}")
+# `密码长度 12 位`, `the PIN is 4 digits`, `密码 2024 年改过`: a count or a date, not a PIN.
+_UNIT_AFTER = re.compile(
+    r"[ \t]*+(?:位|个|個|字|年|月|日|号|號|天|次|分|秒|小时|%"
+    r"|(?i:char|digit|letter|number|symbol|year|day|month|week|time|minute|hour|second|bit|byte))"
+)
 _AWS_SECRET = re.compile(r"^[A-Za-z0-9/+]{40}$")
-_PASSWORD_WORDS = ("password", "passwd", "passphrase", "secret", "密码", "口令")
-_PASSWORD_SEGMENTS = frozenset({"pwd", "pass"})
+_PASSWORD_WORDS = ("password", "passwd", "passphrase", "passcode", "secret", "密码", "口令")
+_PASSWORD_SEGMENTS = frozenset({"pwd", "pass", "pw", "pin"})
 _KEY_WORDS = (
     "token", "apikey", "api_key", "api-key", "accesskey", "access_key", "access-key",
     "privatekey", "private_key", "credential", "密钥", "令牌", "私钥", "凭证",
@@ -425,6 +456,7 @@ def _visible_spans(text: str) -> list[tuple[int, int, str, int]]:
     _find_url_passwords(text, claims)
     _find_assignments(text, claims)
     _find_statements(text, claims)
+    _find_statements(text, claims, _LOOSE_STATEMENTS)
     _find_inline_keys(text, claims)
     return claims.spans
 
@@ -543,8 +575,10 @@ def _find_assignments(text: str, claims: _Claims) -> None:
             _judge_value(value, name, password_name, claims)
 
 
-def _find_statements(text: str, claims: _Claims) -> None:
-    for pattern in _STATEMENTS:
+def _find_statements(
+    text: str, claims: _Claims, patterns: tuple[re.Pattern[str], ...] = _STATEMENTS
+) -> None:
+    for pattern in patterns:
         for match in pattern.finditer(text):
             name = match.group("name").lower()
             password_name = "secret" in name or not any(
@@ -573,12 +607,16 @@ def _judge_value(
         claims.claim(start, end, "aws-secret-key", 0)
     elif password_name and _looks_like_password(value) and (not prose or _stated_password(value)):
         claims.claim(start, end, "password", 0)
+    elif password_name and _looks_like_pin(value, match.string, end) and _PIN_NAME.search(name):
+        claims.claim(start, end, "password", 0)
     elif not password_name and _looks_like_key(value):
         claims.claim(start, end, "api-key", 0)
 
 
 _PROSE_PUNCTUATION = ".,;:!?()[]{}\"'`"
 # `SHA-256`, `AES_128_GCM`, `base64-encoded`: names of things, said in a sentence.
+# `2FA-protected`, `end-to-end`: words joined by hyphens (a part may be a short term).
+_COMPOUND = re.compile(r"^(?:[^\W\d_]+|\w{1,3})(?:-(?:[^\W\d_]+|\w{1,3}))+$")
 _TERM = re.compile(r"^(?:[A-Z0-9]+(?:[-_.][A-Z0-9]+)*|[a-z][a-z0-9]*(?:-[a-z0-9]+)+)$")
 
 
@@ -588,9 +626,18 @@ def _stated_password(value: str) -> bool:
     Stricter than an assignment's value, since `the secret is SHA-256` and `the
     password is base64-encoded` are things people write about passwords.
     """
-    if len(value) < 8 or _TERM.match(value):
+    if len(value) < 8 or _TERM.match(value) or _COMPOUND.match(value):
         return False
     return _classes(value) >= 3 or (len(value) >= 12 and _looks_random(value, minimum=3.0))
+
+
+def _looks_like_pin(value: str, text: str, end: int) -> bool:
+    """Four to twelve digits, not all one or two of them (`0000`), and not a count or a
+    date (`密码长度 12 位`, `the PIN is 4 digits`, `2024 年`)."""
+    return (
+        _PIN.fullmatch(value) is not None and len(set(value)) > 2
+        and _UNIT_AFTER.match(text, end) is None
+    )
 
 
 def _looks_like_aws_secret(value: str) -> bool:
