@@ -579,7 +579,7 @@ def test_a_secret_written_with_yaml_escapes_is_found_like_a_plain_one(memory_dir
 
 
 # Passwords named loosely: a few words between the name and its value, no verb at all,
-# a short name (`pw`, PIN), a numeric PIN.
+# a short name (`pw`, PIN), a numeric PIN, and a key whose header is all that was pasted.
 
 @pytest.mark.parametrize(
     ("text", "kind"),
@@ -603,6 +603,10 @@ def test_a_secret_written_with_yaml_escapes_is_found_like_a_plain_one(memory_dir
         pytest.param("login admin / password Xq7vR2mK9pL", "password", id="password-then-value"),
         pytest.param("db_password: 837261", "password", id="numeric-password-assignment"),
         pytest.param("PIN: 4821", "password", id="pin-assignment"),
+        pytest.param("-----BEGIN " + "OPENSSH PRIVATE KEY-----", "private-key",
+                     id="lone-private-key-header"),
+        pytest.param("deploy key:\n```\n-----BEGIN " + "RSA PRIVATE KEY-----\n```\n",
+                     "private-key", id="lone-private-key-header-in-a-code-block"),
     ],
 )
 def test_finds_a_password_named_loosely(text: str, kind: str) -> None:

@@ -112,6 +112,7 @@ def _mixed_text(size: int) -> str:
         pytest.param("password for the staging db " * 7_000, id="prose-password-for-words"),
         pytest.param("password for " + "a " * 100_000, id="prose-password-for-many-words"),
         pytest.param("PIN " * 50_000, id="pin-word-repeated"),
+        pytest.param("-----BEGIN PRIVATE KEY-----\n" * 7_000, id="pem-header-lines-repeated"),
         pytest.param("\u200b".join(_run_of(WORD, 100_000)), id="zero-width-between-every-char"),
         pytest.param("pypi-" + "AgE" * 60_000, id="pypi-prefix-long"),
         pytest.param(_mixed_text(500_000), id="mixed-500k"),

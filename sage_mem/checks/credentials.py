@@ -491,10 +491,13 @@ _TOKEN_FIRST_CHARACTERS = {
 
 
 def _find_key_blocks(text: str, claims: _Claims) -> None:
-    """Headers of keys whose material follows on the next lines (claimed over anything)."""
+    """Headers of keys whose material follows on the next lines (claimed over anything), or
+    that stand alone at the end of the text or of a code block: a key cut off after its
+    header, whose material is pasted next or was lost (a header in a sentence, or followed
+    by `<the key>` or its END line, shows a format and is not one)."""
     for key in _PRIVATE_KEY.finditer(text):
         start, end = key.span()
-        if _key_material_follows(text, end):
+        if _key_material_follows(text, end) or _lone_header(text, start, end):
             # `redact` masks the material line by line (`_KEY_BLOCK`); the header is what shows.
             claims.claim(start, end, "private-key", end - start)
 
@@ -647,6 +650,19 @@ def _looks_like_aws_secret(value: str) -> bool:
         and any(c.isdigit() for c in value)
         and not _looks_like_placeholder(value)
     )
+
+
+# After a lone header: blank lines, then the end of the text or a code block's fence.
+_LONE_HEADER_TAIL = re.compile(r"[ \t\r]*+(?:\n[ \t\r]*+)*+(?:\Z|```|~~~)")
+
+
+def _lone_header(text: str, start: int, end: int) -> bool:
+    """The header alone on its line (only spaces before it, looked for 64 characters back),
+    with nothing but blank lines after it to the end of the text or of a code block."""
+    line_start = text.rfind("\n", max(0, start - 64), start) + 1
+    if (line_start == 0 and start > 64) or text[line_start:start].strip(" \t"):
+        return False
+    return _LONE_HEADER_TAIL.match(text, end) is not None
 
 
 def _key_material_follows(text: str, position: int) -> bool:
