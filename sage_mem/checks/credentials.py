@@ -200,20 +200,21 @@ _STATEMENTS = (
 )
 # A password named more loosely, in sentences: `the password for the staging db is X`
 # (a preposition and at most five words between the name and is/was or a colon),
-# `password X`, `pw X`, `PIN 4821`, `密码 X`, `服务器口令X` (the value right after the
-# name). The value must then look more like a password than a stated one does
-# (`_judge_value`, `prose`): `reset your password at the login page`, `pw reset`, `the
-# password manager I use is 1Password` give none. Each attempt starts at a name and
-# reads at most five capped words, so the scan stays linear.
+# `changed my password to X`, `密码改成了 X`, `门禁密码改为 4821`, or the value right
+# after the name: `password X`, `pw X`, `PIN 4821`, `密码 X`, `服务器口令X`. The value is
+# judged as a stated one is (`_judge_value`, `prose`): `reset your password at the login
+# page`, `pw reset`, `the password manager I use is 1Password` give none. Each attempt
+# starts at a name and reads at most five capped words, so the scan stays linear.
 _LOOSE_STATEMENTS = (
     re.compile(
         r"""(?=[Pp])\b(?P<name>(?i:passwords?|passwd|passphrase|passcode|pwd?|pin[ \t]?code)"""
         r"""|PIN)\b(?:(?:[ \t]++(?i:for|of|to|on|at|in|from|with)(?:[ \t]++[\w\-.@/']{1,40}+)"""
         r"""{1,5}?)?(?:[ \t]++(?i:is|was)(?:[ \t]*+[:：])?[ \t]++|[ \t]*+[:：=][ \t]*+)"""
-        r"""|[ \t]++)""" + _STATEMENT_VALUE
+        r"""|[ \t]++(?i:to)[ \t]++|[ \t]++)""" + _STATEMENT_VALUE
     ),
     re.compile(
-        r"""(?P<name>密码|口令|(?i:pin)码)(?:[ \t]*+(?:是|为|為))?(?:[ \t]*+[:：=])?[ \t]*+"""
+        r"""(?P<name>密码|口令|(?i:pin)码)(?:[ \t]*+(?:是|为|為|[改设設][成为為]了?|設置為|设置为"""
+        r"""|[换換变變]成了?))?(?:[ \t]*+[:：=])?[ \t]*+"""
         + _STATEMENT_VALUE
     ),
 )
