@@ -9,12 +9,16 @@
   bearer tokens, Slack webhook URLs (hooks.slack.com/services/…);
 - private key blocks (`-----BEGIN … PRIVATE KEY-----` followed by key material,
   on the next lines or on the same line: pasted from JSON or a .env file with
-  its newlines written as `\\n`, or flattened with spaces);
+  its newlines written as `\\n`, or flattened with spaces), and a header alone
+  at the end of the text or of a code block (a key cut off);
 - passwords inside URLs (`postgres://admin:…@db/app`, `redis://:…@host`);
 - password-like assignments (`password=`, `passwd:`, `secret:`, `密码：`) and
   statements (`the password is …`, `数据库的密码是 …`) whose value looks like a
-  real password rather than prose or a placeholder; a 40-character value in the
-  shape of an AWS secret access key, named as a secret, is reported as one;
+  real password rather than prose or a placeholder; passwords named loosely
+  (`the password for the staging db is …`, `changed my password to …`, `密码 …`,
+  `pw=…`) and numeric PINs after a password word (`我的银行卡密码是 837261`, not
+  `密码长度 12 位`); a 40-character value in the shape of an AWS secret access
+  key, named as a secret, is reported as one;
 - high-entropy values assigned to key-like names (api_key, token, access_key,
   client_secret, 密钥, 令牌 …), or stated for them (`the API key is …`).
 
