@@ -654,6 +654,8 @@ ORDINARY_PASSWORD_SENTENCES = [
     "password hint: first pet",
     "A PEM starts with -----BEGIN RSA PRIVATE KEY----- and ends with its END line.",
     "-----BEGIN " + "RSA PRIVATE KEY-----\nthen the base64 body\n-----END RSA PRIVATE KEY-----",
+    "the default PIN is 1234",
+    "密码是 123456 的用户太多了",
     "密码要求至少8位",
     "密码要求至少 8 位，包含大小写字母",
     "密码长度为 12 位",

@@ -640,10 +640,12 @@ def _stated_password(value: str) -> bool:
 
 
 def _looks_like_pin(value: str, text: str, end: int) -> bool:
-    """Four to twelve digits, not all one or two of them (`0000`), and not a count or a
-    date (`密码长度 12 位`, `the PIN is 4 digits`, `2024 年`)."""
+    """Four to twelve digits, not all one or two of them (`0000`), not a run up or down
+    (`1234`, `123456`: the examples of a weak PIN), and not a count or a date
+    (`密码长度 12 位`, `the PIN is 4 digits`, `2024 年`)."""
     return (
         _PIN.fullmatch(value) is not None and len(set(value)) > 2
+        and value not in "01234567890" and value not in "9876543210"
         and _UNIT_AFTER.match(text, end) is None
     )
 
