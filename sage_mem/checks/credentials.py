@@ -183,7 +183,7 @@ _VALUE_AFTER = re.compile(
 # Every name `_is_password_name` or `_is_key_name` accepts holds one of these (read
 # backwards, on the reversed text), so most names cost one small search.
 _REVERSED_NAME_HINT = re.compile(
-    "(?i:ssap|dwp|wp|nip|terces|nekot|yek|laitnederc|htua|reraeb)|码密|令口|钥密|牌令|钥私|证凭"
+    "(?i:ssap|dwp|wp|nip|terces|nekot|yek|laitnederc|htua|reraeb)|码密|碼密|令口|钥密|牌令|钥私|证凭"
 )
 NAME_CHARS = 200
 """The longest name of a `name: value` considered: a longer run is data, not a name."""
@@ -198,7 +198,7 @@ _STATEMENTS = (
         r"""[ \t]++(?:is|was)(?:[ \t]*+[:：])?[ \t]++""" + _STATEMENT_VALUE
     ),
     re.compile(
-        r"""(?P<name>密码|口令|密钥|令牌)[ \t]*+(?:是|为|為)(?:[ \t]*+[:：])?[ \t]*+"""
+        r"""(?P<name>密[码碼]|口令|密钥|令牌)[ \t]*+(?:是|为|為)(?:[ \t]*+[:：])?[ \t]*+"""
         + _STATEMENT_VALUE
     ),
 )
@@ -213,11 +213,13 @@ _LOOSE_STATEMENTS = (
     re.compile(
         r"""(?=[Pp])\b(?P<name>(?i:passwords?|passwd|passphrase|passcode|pwd?|pin[ \t]?code)"""
         r"""|PIN)\b(?:(?:[ \t]++(?i:for|of|to|on|at|in|from|with)(?:[ \t]++[\w\-.@/']{1,40}+)"""
-        r"""{1,5}?)?(?:[ \t]++(?i:is|was)(?:[ \t]*+[:：])?[ \t]++|[ \t]*+[:：=][ \t]*+)"""
+        r"""{1,5}?|[ \t]*+\([^()\n]{1,40}+\))?(?:[ \t]++(?i:is|was)(?:[ \t]*+[:：])?[ \t]++"""
+        r"""|[ \t]*+(?:[:：=—–→]|->)[ \t]*+|[ \t]*+(?:是|为|為)[ \t]*+)"""
         r"""|[ \t]++(?i:to)[ \t]++|[ \t]++)""" + _STATEMENT_VALUE
     ),
     re.compile(
-        r"""(?P<name>密码|口令|(?i:pin)码)(?:[ \t]*+(?:是|为|為|[改设設][成为為]了?|設置為|设置为"""
+        r"""(?P<name>密[码碼]|口令|(?i:pin)[码碼])(?:[ \t]*+[都也还還就]?(?:是|为|為"""
+        r"""|[改设設][成为為]了?|設置為|设置为"""
         r"""|[换換变變]成了?))?(?:[ \t]*+[:：=])?[ \t]*+"""
         + _STATEMENT_VALUE
     ),
@@ -227,7 +229,7 @@ _STATEMENT_KEY_WORDS = ("key", "token", "密钥", "令牌")
 # numeric PIN (`我的银行卡密码是 837261`, `PIN: 4821`, `db_password=837261`).
 _PIN_NAME = re.compile(
     r"(?i:(?<![a-z])(?:passwords?|passwd|passcode|pwd?|pass|pin(?:[ \t_\-]?code)?)"
-    r"|密码|口令|pin码)$"
+    r"|密[码碼]|口令|pin[码碼])$"
 )
 _PIN = re.compile(r"[0-9]{4,12}")
 # `密码长度 12 位`, `the PIN is 4 digits`, `密码 2024 年改过`: a count or a date, not a PIN.
@@ -236,7 +238,9 @@ _UNIT_AFTER = re.compile(
     r"|(?i:char|digit|letter|number|symbol|year|day|month|week|time|minute|hour|second|bit|byte))"
 )
 _AWS_SECRET = re.compile(r"^[A-Za-z0-9/+]{40}$")
-_PASSWORD_WORDS = ("password", "passwd", "passphrase", "passcode", "secret", "密码", "口令")
+_PASSWORD_WORDS = (
+    "password", "passwd", "passphrase", "passcode", "secret", "密码", "密碼", "口令",
+)
 _PASSWORD_SEGMENTS = frozenset({"pwd", "pass", "pw", "pin"})
 _KEY_WORDS = (
     "token", "apikey", "api_key", "api-key", "accesskey", "access_key", "access-key",
