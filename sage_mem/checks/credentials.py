@@ -663,15 +663,20 @@ def _looks_like_aws_secret(value: str) -> bool:
     )
 
 
-# After a lone header: blank lines, then the end of the text or a code block's fence.
-_LONE_HEADER_TAIL = re.compile(r"[ \t\r]*+(?:\n[ \t\r]*+)*+(?:\Z|```|~~~)")
+# Before a lone header on its line: quote and list marks, a name and its `:` or `=`, a quote.
+_LONE_HEADER_LEAD = re.compile(r"""[ \t>*\-]*+(?:[\w.\-]{1,40}+[ \t]*+[:：=][ \t]*+)?["'`]?""")
+# After it: a closing quote, blank lines, then the end of the text or a code block's fence.
+_LONE_HEADER_TAIL = re.compile(r"""["'`]?[ \t\r]*+(?:\n[ \t\r]*+)*+(?:\Z|```|~~~)""")
 
 
 def _lone_header(text: str, start: int, end: int) -> bool:
-    """The header alone on its line (only spaces before it, looked for 64 characters back),
-    with nothing but blank lines after it to the end of the text or of a code block."""
+    """The header alone on its line (after a name or quote marks at most, looked for 64
+    characters back), with only blank lines after it to the end of the text or of a code
+    block: a sentence naming a header goes on after it, or has words before it."""
     line_start = text.rfind("\n", max(0, start - 64), start) + 1
-    if (line_start == 0 and start > 64) or text[line_start:start].strip(" \t"):
+    if line_start == 0 and start > 64:
+        return False
+    if _LONE_HEADER_LEAD.fullmatch(text, line_start, start) is None:
         return False
     return _LONE_HEADER_TAIL.match(text, end) is not None
 
