@@ -73,7 +73,7 @@ import os
 import re
 import stat
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from urllib.parse import unquote
 
@@ -403,42 +403,22 @@ class MemoryFolder:
             start = self.archive_dir
         if not self._walk_reaches(start, archived=archived):
             return
-        # A stack of sorted listings rather than recursion: no depth limit.
-        stack = [(start == self.root, iter(_sorted_entries(start)))]
-        while stack:
-            in_root, entries = stack[-1]
-            entry = next(entries, None)
-            if entry is None:
-                stack.pop()
-                continue
-            try:
-                is_dir = entry.is_dir(follow_symlinks=False)
-            except OSError:
-                continue
-            if not is_walked(entry.name, is_dir=is_dir, in_root=in_root):
-                continue
-            if not is_dir:
+        def enter(name: str, in_root: bool) -> bool:
+            return (is_walked(name, is_dir=True, in_root=in_root)
+                    and not (in_root and name == ARCHIVE_DIR and not archived))
+
+        for in_root, entry in _files_under(start, in_root=start == self.root, enter=enter):
+            if is_walked(entry.name, is_dir=False, in_root=in_root):
                 yield Path(entry.path)
-            elif not (in_root and entry.name == ARCHIVE_DIR and not archived):
-                stack.append((False, iter(_sorted_entries(Path(entry.path)))))
 
     def iter_parked(self) -> Iterator[Path]:
         """Files an interrupted delete left parked (`safe_io.PARKED`) in the folders a walk
         enters, archive/ included, sorted by path: never memories, never lost."""
-        stack = [(True, iter(_sorted_entries(self.root)))]
-        while stack:
-            in_root, entries = stack[-1]
-            entry = next(entries, None)
-            if entry is None:
-                stack.pop()
-                continue
-            try:
-                is_dir = entry.is_dir(follow_symlinks=False)
-            except OSError:
-                continue
-            if is_dir and is_walked(entry.name, is_dir=True, in_root=in_root):
-                stack.append((False, iter(_sorted_entries(Path(entry.path)))))
-            elif not is_dir and parked_original(entry.name) is not None:
+        def enter(name: str, in_root: bool) -> bool:
+            return is_walked(name, is_dir=True, in_root=in_root)
+
+        for _, entry in _files_under(self.root, in_root=True, enter=enter):
+            if parked_original(entry.name) is not None:
                 yield Path(entry.path)
 
     def check_walked(self, path: Path, *, archived: bool = False) -> None:
@@ -492,6 +472,31 @@ class MemoryFolder:
             if not is_walked(part, is_dir=True, in_root=number == 0):
                 return False
         return True
+
+
+def _files_under(
+    start: Path, *, in_root: bool, enter: Callable[[str, bool], bool]
+) -> Iterator[tuple[bool, os.DirEntry[str]]]:
+    """(whether in the root, entry) of each file under `start`, in sorted path order, going
+    into the folders `enter(name, in_root)` allows; symlinks are never followed.
+
+    A stack of sorted listings rather than recursion: no depth limit.
+    """
+    stack = [(in_root, iter(_sorted_entries(start)))]
+    while stack:
+        in_root, entries = stack[-1]
+        entry = next(entries, None)
+        if entry is None:
+            stack.pop()
+            continue
+        try:
+            is_dir = entry.is_dir(follow_symlinks=False)
+        except OSError:
+            continue
+        if not is_dir:
+            yield in_root, entry
+        elif enter(entry.name, in_root):
+            stack.append((False, iter(_sorted_entries(Path(entry.path)))))
 
 
 def _sorted_entries(folder: Path) -> list[os.DirEntry[str]]:
