@@ -181,18 +181,28 @@ def _entries(header: dict) -> tuple[list[str], list[str], list[int]] | None:
     return ids, hashes, counts
 
 
+def _unframe_for(
+    data: bytes, magic: bytes, version: int, model: Model, text_version: int
+) -> tuple[dict, bytes] | None:
+    """(header, body) of a file of this kind, format, model and text rule; None for any other."""
+    framed = _unframe(data, magic)
+    if framed is None:
+        return None
+    header = framed[0]
+    if header.get("format") != version or (
+            header.get("model"), header.get("version"), header.get("dimension"),
+            header.get("text")) != (model.name, model.version, model.dimension, text_version):
+        return None
+    return framed
+
+
 def decode(data: bytes, model: Model) -> Stored | None:
     import numpy as np
 
-    framed = _unframe(data, MAGIC)
+    framed = _unframe_for(data, MAGIC, FORMAT_VERSION, model, TEXT_VERSION)
     if framed is None:
         return None
     header, body = framed
-    if header.get("format") != FORMAT_VERSION:
-        return None
-    if (header.get("model"), header.get("version"), header.get("dimension"),
-            header.get("text")) != (model.name, model.version, model.dimension, TEXT_VERSION):
-        return None
     entries = _entries(header)
     if entries is None or not all(n >= 1 for n in entries[2]):
         return None
@@ -268,16 +278,10 @@ class LatentStored:
 def decode_latent(data: bytes, model: Model) -> LatentStored | None:
     import numpy as np
 
-    framed = _unframe(data, LATENT_MAGIC)
+    framed = _unframe_for(data, LATENT_MAGIC, LATENT_FORMAT_VERSION, model, LATENT_TEXT_VERSION)
     if framed is None:
         return None
     header, body = framed
-    if header.get("format") != LATENT_FORMAT_VERSION:
-        return None
-    if (header.get("model"), header.get("version"), header.get("dimension"),
-            header.get("text")) != (model.name, model.version, model.dimension,
-                                    LATENT_TEXT_VERSION):
-        return None
     entries = _entries(header)
     if entries is None:
         return None
