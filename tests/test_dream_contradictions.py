@@ -30,29 +30,21 @@ PAIRS = [
 ]
 
 
+def add_old_and_new(folder: Path, old: tuple[str, str], new: tuple[str, str]) -> None:
+    """`project_old` written 2026-11-02 and `project_new` 2026-11-20, each (description, body)."""
+    for memory_id, (description, body), day in (
+        ("project_old", old, "2026-11-02"), ("project_new", new, "2026-11-20"),
+    ):
+        add(folder, memory_id, description, body, category="project", created=day,
+            updated=f"{day}T09:00:00Z")
+
+
 @pytest.mark.parametrize(("old", "new"), PAIRS)
 @pytest.mark.parametrize("mode", ["report", "rewrite"])
 def test_a_likely_contradiction_is_reported_with_the_newer_as_proposal(
     empty_dir: Path, old: str, new: str, mode: str
 ) -> None:
-    add(
-        empty_dir,
-        "project_old",
-        old,
-        "Written first.",
-        category="project",
-        created="2026-11-02",
-        updated="2026-11-02T09:00:00Z",
-    )
-    add(
-        empty_dir,
-        "project_new",
-        new,
-        "Written later.",
-        category="project",
-        created="2026-11-20",
-        updated="2026-11-20T09:00:00Z",
-    )
+    add_old_and_new(empty_dir, (old, "Written first."), (new, "Written later."))
     before = live_bytes(empty_dir)
     result = run_dream(MemoryStore(empty_dir), mode=mode)
     notes = [n for n in read_manifest(result)["notes"] if n["rule"] == "contradictions"]
@@ -158,24 +150,7 @@ def test_a_contradiction_settled_by_supersedes_is_resolved_not_reported(empty_di
 def test_a_memory_that_says_what_changed_is_set_against_the_older_one(
     empty_dir: Path, old: tuple[str, str], new_description: str, new_body: str
 ) -> None:
-    add(
-        empty_dir,
-        "project_old",
-        old[0],
-        old[1],
-        category="project",
-        created="2026-11-02",
-        updated="2026-11-02T09:00:00Z",
-    )
-    add(
-        empty_dir,
-        "project_new",
-        new_description,
-        new_body,
-        category="project",
-        created="2026-11-20",
-        updated="2026-11-20T09:00:00Z",
-    )
+    add_old_and_new(empty_dir, old, (new_description, new_body))
     result = run_dream(MemoryStore(empty_dir), mode="report")
     notes = [n for n in read_manifest(result)["notes"] if n["rule"] == "contradictions"]
     assert [n["id"] for n in notes] == ["project_old"]
@@ -184,24 +159,8 @@ def test_a_memory_that_says_what_changed_is_set_against_the_older_one(
 
 def test_the_older_memory_stays_the_older_one_after_a_rule_rewrites_it(empty_dir: Path) -> None:
     """The dates rule rewrites the old memory first (moving its `updated`): still the old one."""
-    add(
-        empty_dir,
-        "project_old",
-        "Deploy target is AWS ECS",
-        "Set up yesterday.",
-        category="project",
-        created="2026-11-02",
-        updated="2026-11-02T09:00:00Z",
-    )
-    add(
-        empty_dir,
-        "project_new",
-        "Deploy target is Fly.io",
-        "Chosen after the cost review.",
-        category="project",
-        created="2026-11-20",
-        updated="2026-11-20T09:00:00Z",
-    )
+    add_old_and_new(empty_dir, ("Deploy target is AWS ECS", "Set up yesterday."),
+                    ("Deploy target is Fly.io", "Chosen after the cost review."))
     for mode in ("report", "rewrite"):
         result = run_dream(MemoryStore(empty_dir), mode=mode)
         notes = [n for n in read_manifest(result)["notes"] if n["rule"] == "contradictions"]
@@ -228,24 +187,7 @@ def test_a_restamp_of_the_older_memory_does_not_make_it_the_proposal(
     empty_dir: Path, old: str, new: str
 ) -> None:
     """A trust change (`sage-mem feedback`) restamps `updated`; the fact is as old as it was."""
-    add(
-        empty_dir,
-        "project_old",
-        old,
-        "Written first.",
-        category="project",
-        created="2026-11-02",
-        updated="2026-11-02T09:00:00Z",
-    )
-    add(
-        empty_dir,
-        "project_new",
-        new,
-        "Written later.",
-        category="project",
-        created="2026-11-20",
-        updated="2026-11-20T09:00:00Z",
-    )
+    add_old_and_new(empty_dir, (old, "Written first."), (new, "Written later."))
     store = MemoryStore(empty_dir)
     store.write("project_old", trust=0.6)
     result = run_dream(store, mode="report")
