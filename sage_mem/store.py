@@ -162,12 +162,19 @@ class MemoryStore:
         self._semantic: Any = _UNSET
         self._embedding: Any = None
         self.loaded: Loaded | None = None
-        self.reload()
         if watch:
+            # Watching before the load: a file saved while the folder loads (an editor, a
+            # `git pull` as the server starts) is an event refreshed once the load is done,
+            # not a change left unseen until the first periodic reconcile.
             from .disk.watch import Watcher
 
             self._watcher = Watcher(self, poll=poll, reconcile_seconds=reconcile_seconds)
             self._watcher.start()
+        try:
+            self.reload()
+        except BaseException:
+            self.close()
+            raise
 
     # lifecycle
 

@@ -393,6 +393,29 @@ def test_falls_back_to_polling_when_events_are_unavailable(
     wait_until(lambda: found(store, "tapir", "project_polled"))
 
 
+@pytest.mark.parametrize("word", WORDS)
+def test_a_save_made_while_the_store_loads_reaches_search_without_waiting_for_a_reconcile(
+    watched, memory_dir: Path, monkeypatch: pytest.MonkeyPatch, word: str
+) -> None:
+    """An editor or `git pull` saving while a server starts (its load has walked the folder,
+    its watcher not yet started) must not wait for the periodic reconcile, 30 s away."""
+    real_reload = MemoryStore.reload
+
+    def reload_then_a_save(store: MemoryStore) -> None:
+        real_reload(store)
+        write_memory(memory_dir, "project_late", text(f"A {word} saved as the server starts"))
+        write_memory(memory_dir, "user_cat_zh", text(f"用户养了一只{word}"))
+        (memory_dir / "user_profile.md").unlink()
+
+    monkeypatch.setattr(MemoryStore, "reload", reload_then_a_save)
+    store = watched()
+    monkeypatch.setattr(MemoryStore, "reload", real_reload)
+    wait_until(lambda: found(store, word, "project_late") and "user_profile" not in store.index,
+               timeout=5)
+    assert store.index.get("user_cat_zh").description == f"用户养了一只{word}"
+    assert snapshot(store) == cold_snapshot(memory_dir)
+
+
 # what events alone cannot do
 
 
