@@ -51,6 +51,7 @@ from .errors import (
     MemoryNotFound,
     SageMemError,
     SecretRefused,
+    StoreLocked,
 )
 from .memory.file_format import DELETE, conflict_marker_line, parse_bytes, sha256_bytes
 from .memory.value import MAX_FILE_BYTES, Memory, memory_from_meta, now_iso
@@ -75,6 +76,9 @@ _PLAIN_ID = re.compile(r"[^\x00-\x1f\x7f\\%]{1,60}")
 # Each failed attempt means another writer succeeded meanwhile, so this bounds
 # how many concurrent changes one feedback call will wait out.
 _FEEDBACK_ATTEMPTS = 20
+# What may keep a count (stats.json) from being kept: never a reason to report a change that was
+# made (a feedback, an archive, a rename) as failed, nor to leave MEMORY.md behind it.
+_UNCOUNTED = (OSError, StoreLocked)
 
 
 @dataclass(frozen=True)
@@ -780,7 +784,7 @@ class MemoryStore:
                     raise
         try:
             self.stats.record([memory.id], event="helpful" if helpful else "unhelpful")
-        except OSError:
+        except _UNCOUNTED:
             pass
         return updated
 
@@ -841,7 +845,7 @@ class MemoryStore:
             memory = self._note_written(target, archived_id, archived=True)
             try:
                 self.stats.rename(canonical, archived_id)
-            except OSError:
+            except _UNCOUNTED:
                 pass
             self._regenerate_catalog()
         return memory
@@ -923,7 +927,7 @@ class MemoryStore:
             memory = self._note_written(target, restored_id)
             try:
                 self.stats.rename(canonical, restored_id)
-            except OSError:
+            except _UNCOUNTED:
                 pass
             self._regenerate_catalog()
         return memory
@@ -1036,7 +1040,7 @@ class MemoryStore:
                            archived=True)
             try:
                 self.stats.rename(old, new)
-            except OSError:
+            except _UNCOUNTED:
                 pass
             self._regenerate_catalog()
         return Renamed(memory, old, tuple(relinked), tuple(left))

@@ -327,3 +327,43 @@ def test_a_writer_killed_while_counting_never_sets_the_write_count_back(tmp_path
         assert now >= last, f"the count went back from {last} to {now}"
         last = now
     assert last > 0
+
+
+STATS_HOLDER = r"""
+import fcntl, os, sys
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o600)
+fcntl.flock(fd, fcntl.LOCK_EX)
+print("holding", flush=True)
+sys.stdin.readline()
+"""
+
+
+def test_counts_held_up_by_another_process_never_undo_a_change_that_was_made(
+    shared: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Retrieval and feedback counts are bookkeeping: a process stuck holding the stats lock
+    (stopped, or on a starved machine) must not make an archive, a rename or a restore that
+    happened report an error and leave MEMORY.md behind, nor fail a read or a feedback."""
+    import functools
+
+    from sage_mem.disk import locks, stats
+    from sage_mem.mcp_server import memory_tools
+
+    store = MemoryStore(shared)
+    lock_path = store.stats.path.with_name(store.stats.path.name + ".lock")
+    monkeypatch.setattr(stats, "file_lock", functools.partial(locks.file_lock, timeout=0.2))
+    holder = subprocess.Popen([sys.executable, "-c", STATS_HOLDER, str(lock_path)],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert hear(holder) == "holding\n"
+        assert memory_tools.read(store, "user_cat_zh")["id"] == "user_cat_zh"  # MCP memory_read
+        assert store.feedback("user_cat_zh", helpful=True).trust > 0.5
+        archived = store.archive("project_contested", reason="整理：不再需要")
+        renamed = store.rename("user_cat_zh", "user_pet_zh").memory
+        restored = store.restore(archived.id)
+    finally:
+        holder.communicate("done\n")
+    assert renamed.id == "user_pet_zh" and restored.id == "project_contested"
+    catalog = (shared / "MEMORY.md").read_text(encoding="utf-8")
+    assert "(user_pet_zh.md)" in catalog and "(user_cat_zh.md)" not in catalog
+    assert catalog == MemoryStore(shared).catalog_text()

@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..agents import context
-from ..errors import InvalidMemory, MemoryNotFound
+from ..errors import InvalidMemory, MemoryNotFound, StoreLocked
 from ..memory.value import Memory, age_note
 from ..search.index import Hit
 from ..search.tokens import is_unigram, tokenize
@@ -118,7 +118,10 @@ def search(
 def read(store: MemoryStore, memory_id: str) -> dict[str, Any]:
     """One memory in full, with the sha256 to pass back as `expected_sha256`."""
     memory = store.read(memory_id)
-    store.note_used([memory.id])
+    try:
+        store.note_used([memory.id])
+    except StoreLocked:
+        pass  # a count another process holds up is not worth failing the read for
     return memory_dict(memory)
 
 
