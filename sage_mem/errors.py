@@ -109,7 +109,8 @@ class MemoryLocked(SageMemError):
 
 
 class StoreLocked(SageMemError):
-    """Raised when a lock held by another process could not be taken in time."""
+    """Raised when a lock could not be taken: held by another process too long, or a file
+    system without locks."""
 
 
 class FolderError(SageMemError):

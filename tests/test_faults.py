@@ -379,6 +379,28 @@ def test_a_folder_without_write_permission_refuses_changes(memory_dir: Path) -> 
     assert memory_files(memory_dir) == before
 
 
+@pytest.mark.parametrize("error", [errno.ENOLCK, errno.EOPNOTSUPP], ids=["ENOLCK", "EOPNOTSUPP"])
+def test_a_state_folder_without_file_locks_refuses_changes_naming_the_lock(
+    memory_dir: Path, monkeypatch: pytest.MonkeyPatch, error: int
+) -> None:
+    """A network file system without locks (NFS without lockd, some FUSE and SMB mounts): every
+    change is refused rather than made unlocked, in one line that says where and why."""
+    import fcntl
+
+    def no_locks(fd: int, operation: int) -> None:
+        raise OSError(error, os.strerror(error))
+
+    before = memory_files(memory_dir)
+    monkeypatch.setattr(fcntl, "flock", no_locks)
+    for argv in (["add", "project_x", "--description", "网络盘 x"], ["feedback", "user_cat_zh",
+                                                                  "helpful"]):
+        code, out, err = cli("--dir", str(memory_dir), *argv)
+        assert_one_line_error(code, err)
+        assert "write.lock" in err and "does not support file locks" in err, err
+    assert memory_files(memory_dir) == before
+    assert MemoryStore(memory_dir, watch=False).search("猫")
+
+
 def test_a_state_folder_that_cannot_be_created_is_a_folder_error(
     memory_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

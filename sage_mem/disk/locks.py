@@ -37,6 +37,15 @@ def file_lock(path: Path, *, timeout: float = 10.0) -> Iterator[None]:
                     ) from None
                 time.sleep(delay)
                 delay = min(delay * 2, 0.05)
+            except OSError as exc:
+                # A file system without locks (NFS without lockd, some FUSE or SMB mounts):
+                # refused, never done unlocked, and said where.
+                raise StoreLocked(
+                    f"{path}: cannot lock ({exc.strerror or exc}): its file system does not "
+                    "support file locks; keep the state folder on a local disk "
+                    "(SAGE_MEM_STATE_DIR)",
+                    path=path,
+                ) from None
         try:
             yield
         finally:
