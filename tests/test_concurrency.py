@@ -367,3 +367,35 @@ def test_counts_held_up_by_another_process_never_undo_a_change_that_was_made(
     catalog = (shared / "MEMORY.md").read_text(encoding="utf-8")
     assert "(user_pet_zh.md)" in catalog and "(user_cat_zh.md)" not in catalog
     assert catalog == MemoryStore(shared).catalog_text()
+
+
+def test_a_dream_never_archives_a_memory_an_editor_saved_after_the_rule_read_it(
+    shared: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The dream checks the memory against what its rule read, then archives: an edit saved by
+    another process between that check and the archive may be the reason to keep it."""
+    from datetime import UTC, datetime
+
+    from sage_mem.dream.changes import Applier
+    from sage_mem.dream.manifest import Manifest
+    from sage_mem.dream.paths import DreamPaths
+
+    store = MemoryStore(shared, watch=False)
+    read = store.read("user_cat_zh")
+    path = shared / "user_cat_zh.md"
+    edited = path.read_text(encoding="utf-8") + "\n芝麻 is ill: keep this note (vet on Friday)\n"
+    real_archive = store.archive
+
+    def an_editor_saves_first(*args: Any, **kwargs: Any) -> Any:
+        subprocess.run([sys.executable, "-c", "import sys; open(sys.argv[1], 'w', "
+                        "encoding='utf-8').write(sys.argv[2])", str(path), edited], check=True)
+        return real_archive(*args, **kwargs)
+
+    monkeypatch.setattr(store, "archive", an_editor_saves_first)
+    manifest = Manifest.start(DreamPaths(store.folder), "20261201T000000Z-race", kind="dream",
+                              mode="rewrite", now=datetime.now(UTC))
+    applier = Applier(store, manifest, mode="rewrite")
+    assert applier.archive(read, rule="dedupe", reason="a duplicate of user_pet") is None
+    assert path.read_text(encoding="utf-8") == edited
+    assert not (shared / "archive").exists()
+    assert [entry["id"] for entry in manifest.refused] == ["user_cat_zh"]

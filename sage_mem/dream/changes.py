@@ -134,7 +134,9 @@ class Applier:
         entry = self.manifest.add_change({**base, "state": "pending", "before": before})
         extra = {"supersededBy": superseded_by} if superseded_by else None
         try:
-            archived = self.store.archive(memory.id, reason, extra=extra)
+            # The sha256 the rule read: an edit saved since the check above is refused.
+            archived = self.store.archive(memory.id, reason, extra=extra,
+                                          expected_sha256=memory.sha256)
         except SageMemError as exc:
             self.manifest.drop_change(entry, {**base, "refusedBecause": str(exc)})
             return None
