@@ -471,3 +471,56 @@ def test_the_daemon_ends_when_its_memory_folder_is_gone(folder: Path) -> None:
             process.wait()
     log = MemoryFolder(folder).state_path(daemon.LOG_FILE).read_text()
     assert "the memory folder is gone" in log
+
+
+def test_many_hooks_at_once_all_reach_a_server_that_was_busy_a_moment(folder: Path) -> None:
+    """Many sessions' hooks connect in the same instant as the server is busy (its accept
+    thread not scheduled, stopped here): each waits in the listen queue for its answer
+    instead of being turned away (EAGAIN) into a slow answer of its own."""
+    hooks_at_once = 48
+    process = subprocess.Popen(
+        [sys.executable, "-m", "sage_mem", "--dir", str(folder), "daemon", "--idle", "60"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    root = hooks._folder_root(str(folder))
+    connected: list[int] = []
+    real_connect = hook_socket._connect
+
+    def counted(sock: socket.socket, state: str, name: str) -> None:
+        try:
+            real_connect(sock, state, name)
+        finally:
+            connected.append(1)
+
+    notes: list[str] = []
+    answered: list[object] = []
+
+    def one(n: int) -> None:
+        request = {"v": hook_socket.PROTOCOL, "event": "UserPromptSubmit", "root": root,
+                   "payload": {"session_id": f"s{n}", "prompt": "测试 how do I run the tests"},
+                   "cwd": str(folder), "env": {}}
+        reply = hook_socket.ask(root, request, 30.0, notes.append)
+        if reply is not None:
+            answered.append(reply.answer)
+            reply.done()
+
+    try:
+        path = MemoryFolder(folder).state_dir / hook_socket.socket_name(str(folder))
+        wait_until(path.exists, timeout=60)
+        hook_socket._connect = counted
+        process.send_signal(signal.SIGSTOP)
+        threads = [threading.Thread(target=one, args=(n,)) for n in range(hooks_at_once)]
+        for thread in threads:
+            thread.start()
+        wait_until(lambda: len(connected) == hooks_at_once)
+        process.send_signal(signal.SIGCONT)
+        for thread in threads:
+            thread.join(timeout=60)
+    finally:
+        hook_socket._connect = real_connect
+        process.send_signal(signal.SIGCONT)
+        process.kill()
+        process.wait()
+    assert notes == []
+    assert len(answered) == hooks_at_once
+    assert all("reference_test_command" in json.dumps(answer) for answer in answered)

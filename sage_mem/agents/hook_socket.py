@@ -337,7 +337,9 @@ class Listener:
         try:
             sock.bind(self._address(temp))
             os.chmod(temp, 0o600, dir_fd=dir_fd)
-            sock.listen(16)
+            # Every session's hook may connect in one instant while the accept thread waits
+            # for the interpreter: queued, not turned away (EAGAIN) into a slow answer of its own.
+            sock.listen(socket.SOMAXCONN)
             os.rename(temp, self.name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
             sock.settimeout(0.5)
         except BaseException:
