@@ -524,3 +524,32 @@ def test_many_hooks_at_once_all_reach_a_server_that_was_busy_a_moment(folder: Pa
     assert notes == []
     assert len(answered) == hooks_at_once
     assert all("reference_test_command" in json.dumps(answer) for answer in answered)
+
+
+def test_a_hook_slow_to_acknowledge_never_holds_up_the_next_hooks_answer(
+    folder: Path, server: hook_socket.Listener
+) -> None:
+    """A hook that has its answer but is slow to say it wrote it (descheduled on a loaded
+    machine, stopped) must not make the server keep the next session's hook waiting past
+    its 300 ms, into an answer of its own."""
+    root = hooks._folder_root(str(folder))
+
+    def request(session: str) -> dict[str, object]:
+        return {"v": hook_socket.PROTOCOL, "event": "UserPromptSubmit", "root": root,
+                "payload": {"session_id": session, "prompt": "测试 how do I run the tests"},
+                "cwd": str(folder), "env": {}}
+
+    slow = hook_socket.ask(root, request("slow"), 5.0, pytest.fail)
+    assert slow is not None  # answered, and holding back its acknowledgement
+    try:
+        notes: list[str] = []
+        started = time.monotonic()
+        # Just under the server's wait for an acknowledgement (a hook's own wait is 300 ms).
+        quick = hook_socket.ask(root, request("quick"), hook_socket.ACK_WAIT * 0.9,
+                                notes.append)
+        waited = time.monotonic() - started
+        assert notes == [] and quick is not None, (notes, waited)
+        assert "reference_test_command" in json.dumps(quick.answer)
+        quick.done()
+    finally:
+        slow.done()

@@ -415,16 +415,19 @@ class Listener:
                     self.last_request = time.monotonic()
                     reply, after = self.handle(request)
                     self.answered += 1
-                    conn.sendall(json.dumps(dict(reply, v=PROTOCOL)).encode("utf-8") + b"\n")
-                    release()  # answered: what is left (recording it) may share with a walk
-                    if after is None:
-                        return
-                    conn.settimeout(ACK_WAIT)
-                    try:
-                        ack = conn.recv(1)
-                    except TimeoutError:
-                        ack = b""
-                    if ack == ACK:
+                conn.sendall(json.dumps(dict(reply, v=PROTOCOL)).encode("utf-8") + b"\n")
+                release()  # answered: what is left (recording it) may share with a walk
+                if after is None:
+                    return
+                # Waited for outside the lock: a hook slow to write its answer (a loaded
+                # machine) must not hold up the answers of the hooks queued behind it.
+                conn.settimeout(ACK_WAIT)
+                try:
+                    ack = conn.recv(1)
+                except TimeoutError:
+                    ack = b""
+                if ack == ACK:
+                    with self._handling:
                         after()
             except (OSError, ValueError):
                 return
