@@ -1139,6 +1139,9 @@ class MemoryStore:
         memory. Each write counts up a generation in the state folder; a writer
         that finds a count it did not write reconciles with the folder first.
         """
+        if not self.root.is_dir():  # moved or deleted since this process opened it
+            raise FolderError(f"{self.root}: the memory folder is gone (moved or deleted); "
+                              "nothing written", path=self.root)
         try:
             self.folder.ensure_state_dir()
         except OSError as exc:

@@ -401,6 +401,40 @@ def test_a_state_folder_without_file_locks_refuses_changes_naming_the_lock(
     assert MemoryStore(memory_dir, watch=False).search("猫")
 
 
+def test_a_folder_moved_away_while_a_server_runs_is_one_line_naming_it(memory_dir: Path) -> None:
+    """`mv memory notes` while an MCP server runs on `memory`: each change it is asked for
+    says the folder is gone, in one line; nothing is made where the folder was."""
+    import anyio
+    from reliability_support import mcp_call, mcp_client
+
+    store = MemoryStore(memory_dir, watch=True)
+    moved = memory_dir.with_name("notes")
+    before = memory_files(memory_dir)
+
+    async def calls() -> list[str]:
+        errors = []
+        async with mcp_client(store) as client:
+            memory_dir.rename(moved)
+            for tool, arguments in (
+                ("memory_write", {"id": "project_new", "description": "搬家以后 after the move"}),
+                ("memory_write", {"id": "user_cat_zh", "body": "芝麻 moved too"}),
+                ("memory_archive", {"id": "user_cat_zh", "reason": "outdated"}),
+                ("memory_feedback", {"id": "user_cat_zh", "helpful": True}),
+            ):
+                good, error = await mcp_call(client, tool, **arguments)
+                assert not good, tool
+                errors.append(error)
+        return errors
+
+    try:
+        errors = anyio.run(calls)
+    finally:
+        store.close()
+    assert all(str(memory_dir) in error and " is gone" in error for error in errors), errors
+    assert not memory_dir.exists()
+    assert memory_files(moved) == before
+
+
 def test_a_state_folder_that_cannot_be_created_is_a_folder_error(
     memory_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
