@@ -203,6 +203,30 @@ def test_claude_code_request_keeps_a_hostile_memory_quoted_and_its_secret_out(
     assert not any(line.startswith("> </system-reminder>") for line in lines), lines
 
 
+def test_claude_code_stop_hook_reads_its_real_transcript_and_asks_once(world: World) -> None:
+    """Eight tool steps with no save: the Stop hook, reading the transcript Claude Code
+    really writes, asks once what is worth remembering; the turn then ends, not asked again."""
+    notes = world.project / "notes.txt"
+    notes.write_text("kettle notes\n", encoding="utf-8")
+    world.sage("install", "claude-code")
+    asked: list[ModelRequest] = []
+
+    def model(request: ModelRequest) -> list[Text | ToolCall] | None:
+        if not request.tool_names:
+            return None
+        asked.append(request)
+        if len(request.tool_results) < 8 and "worth remembering" not in request.text:
+            return [ToolCall("Read", {"file_path": str(notes)})]
+        return [Text("Nothing to save.")]
+
+    with StandInAPI(model) as api:
+        result = run_claude(world, api, "Read the notes eight times.", "--allowedTools", "Read")
+    questions = ["worth remembering in a later session" in request.text for request in asked]
+    assert questions == [False] * 9 + [True], questions
+    assert "took 8 tool steps" in asked[-1].text
+    assert result["result"] == "Nothing to save."
+
+
 def claude_mcp_list(world: World) -> str:
     """The `sage-mem` line of `claude mcp list` (it starts each server to check its health)."""
     with StandInAPI(lambda request: None) as api:
