@@ -342,6 +342,29 @@ def test_new_ids_must_be_portable_to_windows_but_existing_files_stay_readable(
         folder.check_new_id(memory_id)
 
 
+@pytest.mark.parametrize(
+    "memory_id",
+    [pytest.param("user_\u202eevil", id="bidi-override"),
+     pytest.param("user_\u2066x", id="bidi-isolate"),
+     pytest.param("user_a\u200bb", id="zero-width-space"),
+     pytest.param("user_a\u2028b", id="line-separator"),
+     pytest.param("project/\u202edocs", id="bidi-in-folder"),
+     pytest.param("user_\U000e0041", id="unicode-tag")],
+)
+def test_new_ids_hold_no_character_that_hides_or_turns_text(
+    folder: MemoryFolder, memory_id: str
+) -> None:
+    """A new memory (an agent's memory_write, a dream, an import) may not be named with a
+    bidi control or an invisible character: `ls`, `git status` and a review's diff would show
+    a name other than the file's (the audit's unsafe-name). A file already so named, by a
+    person, stays readable."""
+    write_memory(folder.root, memory_id, MEMORY)
+    assert folder.id_for(folder.path_for(memory_id)) == memory_id
+    with pytest.raises(InvalidId, match="U\\+"):
+        folder.check_new_id(memory_id)
+    folder.check_new_id("user_\u5bb6\u200d\u4eba")  # the joiners stay (emoji, Persian, Indic)
+
+
 def test_a_symlinked_file_pointing_outside_is_refused(folder: MemoryFolder, tmp_path: Path) -> None:
     target = tmp_path / "secret.md"
     target.write_text(MEMORY)

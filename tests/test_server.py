@@ -614,6 +614,10 @@ async def test_autodream_tools_turn_bad_requests_into_one_line_errors(
             "memory_write", {"id": "MEMORY", "description": "x"}, "reserved", id="reserved-id"
         ),
         pytest.param(
+            "memory_write", {"id": "user_\u202egnp.exe", "description": "x"}, "U+202E",
+            id="bidi-in-new-id",
+        ),
+        pytest.param(
             "memory_feedback",
             {"id": "user_cat_zh", "helpful": "maybe"},
             "invalid helpful",

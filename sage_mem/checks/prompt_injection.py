@@ -40,6 +40,8 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
+from ..disk.folder import hidden_in_name
+
 EXCERPT_CHARS = 80
 
 LABELS: dict[str, str] = {
@@ -286,9 +288,6 @@ def _name_invisible(run: re.Match[str]) -> str:
 # emoji and Indic or Persian text need the joiners, and a run of them is flagged.
 _NAMED_IN_TEXT = (r"[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f"
                   r"\u2028-\u202e\u2066-\u2069\U000e0000-\U000e007f]+")
-# Names may keep the two joiners (emoji sequences, Persian and Indic scripts); any
-# other format character, and every control or separator, is named.
-_JOINERS = frozenset("\u200c\u200d")
 
 
 def visible(text: str) -> str:
@@ -300,17 +299,12 @@ def visible(text: str) -> str:
     return re.sub(_NAMED_IN_TEXT, _name_invisible, text)
 
 
-def _hidden_in_name(char: str) -> bool:
-    kind = unicodedata.category(char)
-    return kind in ("Cc", "Zl", "Zp") or (kind == "Cf" and char not in _JOINERS)
-
-
 def visible_name(text: str) -> str:
     """A name (an id, a category) for one line of a frame: every control, separator and
     invisible format character named, each on its own (`<U+200B>`)."""
     if text.isascii() and text.isprintable():
         return text
-    return "".join(f"<U+{ord(c):04X}>" if _hidden_in_name(c) else c for c in text)
+    return "".join(f"<U+{ord(c):04X}>" if hidden_in_name(c) else c for c in text)
 
 
 def unsafe_name_characters(name: str) -> list[str]:
@@ -319,7 +313,7 @@ def unsafe_name_characters(name: str) -> list[str]:
     in any renderer that does not choose its fence as `agents/context.py` does)."""
     found: list[str] = []
     for char in name:
-        if (char == "`" or _hidden_in_name(char)) and char not in found:
+        if (char == "`" or hidden_in_name(char)) and char not in found:
             found.append(char)
     return found
 

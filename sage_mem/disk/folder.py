@@ -96,6 +96,19 @@ HOME_FOLDER_NAME = "memory"
 STATE_FOLDERS = frozenset({"index", "sessions", DREAM_DIR})
 MAX_ID_LENGTH = 200
 _FORBIDDEN_CHARS = re.compile(r"[\x00-\x1f\x7f\\]")
+
+# Names may keep the two joiners (emoji sequences, Persian and Indic scripts); any
+# other format character, and every control or separator, hides or turns text.
+_JOINERS = frozenset("\u200c\u200d")
+
+
+def hidden_in_name(char: str) -> bool:
+    """True for a character of a name that can pass for other text where it is shown: a
+    control, a line or paragraph separator, a format character (bidi, zero-width, tags) but
+    the two joiners. New ids refuse them; the frames name them (`checks/prompt_injection`)."""
+    kind = unicodedata.category(char)
+    return kind in ("Cc", "Zl", "Zp") or (kind == "Cf" and char not in _JOINERS)
+
 # Not allowed in the names of new memories, so that a folder shared through git
 # checks out on Windows too; existing files with them can still be read.
 _NOT_PORTABLE = re.compile(r'[:*?"<>|]')
@@ -315,7 +328,16 @@ class MemoryFolder:
         return raw
 
     def check_new_id(self, memory_id: str) -> None:
-        """Refuse, for a memory about to be created, a name Windows cannot check out as it is."""
+        """Refuse, for a memory about to be created, a name Windows cannot check out as it is,
+        or one holding a character that hides or turns text (`hidden_in_name`): `ls`, `git
+        status` and a diff would show another name than the file's (the audit's unsafe-name)."""
+        hidden = next((c for c in memory_id if hidden_in_name(c)), None)
+        if hidden is not None:
+            raise InvalidId(
+                f"id {memory_id[:80]!r} holds U+{ord(hidden):04X}, a control, separator, bidi "
+                "or invisible character (not allowed in new memories: the name would show as "
+                "other text)"
+            )
         if _NOT_PORTABLE.search(memory_id):
             raise InvalidId(
                 f"id {memory_id[:80]!r} contains one of : * ? \" < > | "
