@@ -676,3 +676,25 @@ def test_a_runs_rollback_offers_the_settings_default_scope_first(
     config.write_text(json.dumps({"rollbackScope": "all"}))
     page.reload()
     expect(page.locator("#scope-all")).to_be_checked()
+
+
+# the page probed: an edit writes only what the person changed
+
+
+def test_an_edit_of_the_body_leaves_tags_and_aliases_with_commas_as_they_were(
+    page: Any, folder: Path
+) -> None:
+    """The form shows a list as comma-separated text; a list item holding a comma ("Smith,
+    John", "c,d") must not come back split into two items when the person edited something
+    else: a field not touched is not written."""
+    path = write_memory(folder, "user_names", (
+        '---\ndescription: 同事的名字\ncategory: user\naliases: ["Smith, John", 猫]\n'
+        'tags: ["c,d", 名字]\n---\n\nbody\n'))
+    go(page, "#/edit/user_names")
+    expect(page.locator("#f-aliases")).to_have_value("Smith, John, 猫")
+    page.locator("#f-body").fill("body, edited in the page")
+    page.locator("#save").click()
+    expect(page).to_have_url(re.compile(r"#/m/user_names$"))
+    text = path.read_text()
+    assert "body, edited in the page" in text
+    assert 'aliases: ["Smith, John", 猫]' in text and 'tags: ["c,d", 名字]' in text

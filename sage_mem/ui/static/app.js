@@ -865,15 +865,18 @@
 
     function values() {
       const get = (name) => { const node = form.elements.namedItem(name); return node ? node.value : ""; };
+      // A list whose text is as shown is the list as it was: an item holding a comma stays one.
+      const shown = original ? fieldsOf(original) : null;
+      const list = (name) => (shown && get(name) === shown[name].join(", ") ? shown[name].slice() : splitList(get(name)));
       return {
         description: get("description").trim(),
         category: get("category"),
         name: get("name").trim(),
         summary: get("summary").trim(),
         project: get("project").trim(),
-        tags: splitList(get("tags")),
-        aliases: splitList(get("aliases")),
-        supersedes: splitList(get("supersedes")),
+        tags: list("tags"),
+        aliases: list("aliases"),
+        supersedes: list("supersedes"),
         trust: get("trust") === "" ? null : Number(get("trust")),
         baseline: form.elements.namedItem("baseline").checked,
         baselinePriority: get("baselinePriority") === "" ? 0 : Number(get("baselinePriority")),
