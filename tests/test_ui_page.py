@@ -698,3 +698,59 @@ def test_an_edit_of_the_body_leaves_tags_and_aliases_with_commas_as_they_were(
     text = path.read_text()
     assert "body, edited in the page" in text
     assert 'aliases: ["Smith, John", 猫]' in text and 'tags: ["c,d", 名字]' in text
+
+
+# the page probed: Chinese typed through an input method
+
+
+def ime(page: Any, text: str) -> Any:
+    """Start composing `text` in the focused box, as a pinyin input method does (Chromium's
+    own IME path over CDP); the session commits it with `commit`."""
+    cdp = page.context.new_cdp_session(page)
+    cdp.send("Input.imeSetComposition", {"text": text, "selectionStart": len(text),
+                                         "selectionEnd": len(text)})
+    return cdp
+
+
+def ime_key(cdp: Any, key: str) -> None:
+    """A key pressed while composing: the browser marks it isComposing (keyCode 229)."""
+    for kind in ("keyDown", "keyUp"):
+        cdp.send("Input.dispatchKeyEvent", {"type": kind, "key": key, "code": key,
+                                            "windowsVirtualKeyCode": 229,
+                                            "nativeVirtualKeyCode": 229})
+
+
+def test_enter_and_escape_while_composing_chinese_belong_to_the_input_method(
+    page: Any, folder: Path
+) -> None:
+    """Enter (commit the pinyin) and Escape (cancel it) are the input method's while a word
+    is being composed: the search does not open the first result of the half-typed pinyin,
+    the archive box does not archive with a reason half typed, the editor is not left."""
+    write_memory(folder, "user_mao", memory_file("熊猫馆在北京 (xiongmao)", "熊猫。",
+                                                 category="user"))
+    expect(page.locator("#results")).to_contain_text("熊猫馆")
+    search = page.locator("#search")
+    search.focus()
+    cdp = ime(page, "xiongmao")
+    expect(page.locator("#results a.card").first).to_contain_text("熊猫馆")
+    ime_key(cdp, "Enter")
+    settle(page)
+    assert "#/m/" not in page.url and search.input_value() == "xiongmao"
+    cdp.send("Input.insertText", {"text": "熊猫馆"})
+    page.keyboard.press("Enter")
+    expect(page).to_have_url(re.compile(r"#/m/user_mao$"))
+    page.locator("#archive").click()
+    page.locator("#archive-reason").focus()
+    cdp = ime(page, "yuanyin")
+    ime_key(cdp, "Enter")
+    settle(page)
+    assert (folder / "user_mao.md").exists() and not (folder / "archive").exists()
+    cdp.send("Input.insertText", {"text": "原因"})
+    go(page, "#/edit/user_mao")
+    body = page.locator("#f-body")
+    body.focus()
+    cdp = ime(page, "zhima")
+    ime_key(cdp, "Escape")
+    settle(page)
+    expect(page).to_have_url(re.compile(r"#/edit/user_mao$"))
+    assert page.locator("#leave-confirm").count() == 0

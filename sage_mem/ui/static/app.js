@@ -54,6 +54,8 @@
   }
 
   const enc = encodeURIComponent;
+  // A key pressed while an input method composes a word (pinyin…) is the input method's.
+  const composing = (event) => event.isComposing || event.keyCode === 229;
   const memoryHref = (id) => "#/m/" + enc(id);
 
   function debounce(fn, ms) {
@@ -535,6 +537,7 @@
     }
     input.addEventListener("input", () => { typed(); });
     input.addEventListener("keydown", async (event) => {
+      if (composing(event)) return;
       if (event.key === "Enter") {
         event.preventDefault();
         // The results must be those of what is in the box now, not of the query before it.
@@ -569,7 +572,7 @@
 
   // Escape closes the last open box (a confirmation, a conflict, a message), else the view's own.
   document.addEventListener("keydown", (event) => {
-    if (event.key !== "Escape" || event.defaultPrevented) return;
+    if (event.key !== "Escape" || event.defaultPrevented || composing(event)) return;
     const open = Array.from(document.querySelectorAll("[data-escape]")).filter((n) => !n.hidden && n.offsetParent !== null);
     if (open.length) {
       event.preventDefault();
@@ -661,7 +664,7 @@
             location.hash = memoryHref(result.id);
           } catch (error) { toast(error.message, { error: true }); }
         };
-        newId.addEventListener("keydown", (e) => { if (e.key === "Enter") renameGo(); if (e.key === "Escape") { e.preventDefault(); renameForm.hidden = true; } });
+        newId.addEventListener("keydown", (e) => { if (composing(e)) return; if (e.key === "Enter") renameGo(); if (e.key === "Escape") { e.preventDefault(); renameForm.hidden = true; } });
         renameForm.append(newId, h("button", { class: "primary", id: "rename-confirm", type: "button", onclick: renameGo }, "Rename"),
           h("button", { type: "button", onclick: () => { renameForm.hidden = true; } }, "Cancel"),
           h("span", { class: "muted small" }, "The file moves (never over another); [[links]], markdown links and supersedes that name it follow."));
@@ -674,7 +677,7 @@
             location.hash = memoryHref(result.memory.id);
           } catch (error) { toast(error.message, { error: true }); }
         };
-        reason.addEventListener("keydown", (e) => { if (e.key === "Enter") go(); if (e.key === "Escape") { e.preventDefault(); archiveForm.hidden = true; } });
+        reason.addEventListener("keydown", (e) => { if (composing(e)) return; if (e.key === "Enter") go(); if (e.key === "Escape") { e.preventDefault(); archiveForm.hidden = true; } });
         archiveForm.append(reason, h("button", { class: "danger solid", id: "archive-confirm", onclick: go }, "Archive"),
           h("button", { onclick: () => { archiveForm.hidden = true; } }, "Cancel"),
           h("span", { class: "muted small" }, "Nothing is deleted: it moves to archive/ and can be restored."));
