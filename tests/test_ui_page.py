@@ -754,3 +754,42 @@ def test_enter_and_escape_while_composing_chinese_belong_to_the_input_method(
     settle(page)
     expect(page).to_have_url(re.compile(r"#/edit/user_mao$"))
     assert page.locator("#leave-confirm").count() == 0
+
+
+# the page probed: sage-mem ui started again while an edit is open
+
+
+def test_a_restarted_server_never_drops_the_edit_open_in_the_page(
+    browser: Any, folder: Path
+) -> None:
+    """Ctrl-C and `sage-mem ui` again (same port, a new key) while an edit is unsaved: the
+    Save that meets the old key keeps the editor and its text and says to open the new
+    link; opening it in this tab takes the new key, and the same edit is then saved."""
+    store = MemoryStore(folder, watch=True)
+    first = UiServer(store, port=0).start()
+    second = None
+    context = browser.new_context()
+    try:
+        tab = context.new_page()
+        tab.goto(first.url)
+        expect(tab.locator("#results li.result").first).to_be_visible()
+        go(tab, "#/edit/user_profile")
+        body = tab.locator("#f-body")
+        expect(body).to_be_visible()
+        body.fill("Typed before the restart, 重启之前写的。")
+        first.stop()
+        second = UiServer(store, port=first.port).start()
+        tab.locator("#save").click()
+        expect(tab.locator("#need-token")).to_contain_text("sage-mem ui")
+        expect(body).to_have_value("Typed before the restart, 重启之前写的。")
+        tab.goto(second.url)  # the new link, in this tab: only its #fragment differs
+        expect(tab.locator("#need-token")).to_be_hidden()
+        tab.locator("#save").click()
+        expect(tab).to_have_url(re.compile(r"#/m/user_profile$"))
+        assert "重启之前写的" in (folder / "user_profile.md").read_text()
+    finally:
+        context.close()
+        first.stop()
+        if second is not None:
+            second.stop()
+        store.close()

@@ -15,13 +15,15 @@
   const TOKEN_KEY = "sage-mem-token:" + location.port;
   const CATEGORIES = ["user", "feedback", "project", "reference"];
 
-  (function takeToken() {
+  // The link's key, taken from the address (then out of it); `back`: where the address returns.
+  function takeToken(back) {
     const match = location.hash.match(/token=([A-Za-z0-9_-]+)/);
-    if (match) {
-      localStorage.setItem(TOKEN_KEY, match[1]);
-      history.replaceState(null, "", location.pathname + "#/");
-    }
-  })();
+    if (!match) return false;
+    localStorage.setItem(TOKEN_KEY, match[1]);
+    history.replaceState(null, "", location.pathname + (back || "#/"));
+    return true;
+  }
+  takeToken();
   const token = () => localStorage.getItem(TOKEN_KEY) || "";
 
   // ---------------------------------------------------------------- helpers
@@ -132,9 +134,10 @@
 
   async function api(path, options) {
     options = options || {};
+    const sent = token();
     const init = {
       method: options.method || "GET",
-      headers: { "X-Sage-Token": token() },
+      headers: { "X-Sage-Token": sent },
       cache: "no-store",
       credentials: "same-origin",
     };
@@ -150,10 +153,11 @@
       throw new ApiError(0, { error: "sage-mem ui is not reachable (stopped?)", kind: "Unreachable" });
     }
     offline(false);
+    if (response.status !== 401) keyNote(false);
     let data = null;
     try { data = await response.json(); } catch (error) { data = null; }
     if (response.status === 401) {
-      needToken();
+      if (sent === token()) needToken();  // not for a key replaced by a newer link meanwhile
       throw new ApiError(401, data);
     }
     if (!response.ok) throw new ApiError(response.status, data);
@@ -191,7 +195,21 @@
     else route();
   }
 
+  const unsaved = () => !!(current && current.dirty && current.dirty());
+
+  // The key changed (sage-mem ui started again) while an edit is unsaved: the edit stays on
+  // screen under this note until the new link is opened (here, or in another tab).
+  function keyNote(show) {
+    const note = document.getElementById("need-token");
+    if (!show) { if (note && note.dataset.kept) note.remove(); return; }
+    if (note) return;
+    main.prepend(h("div", { class: "notice warn", id: "need-token", role: "alert", dataset: { kept: "1" } },
+      "This page's key is no longer valid: sage-mem ui was started again. Open the link it printed now (in this tab or another); ",
+      "your unsaved edit stays here, then save it again."));
+  }
+
   function needToken() {
+    if (unsaved()) { keyNote(true); return; }
     current = null;
     serial++;
     fill(main, 
@@ -265,6 +283,10 @@
   let returning = false;
   window.addEventListener("hashchange", () => {
     if (returning) { returning = false; return; }
+    if (takeToken(unsaved() ? lastHash : "#/")) {  // a new link opened in this tab
+      connectLive();
+      if (unsaved()) { keyNote(false); return; }
+    }
     if (current && current.dirty && current.dirty() && !confirm("Leave without saving your changes?")) {
       returning = true;
       location.hash = lastHash;
@@ -279,10 +301,13 @@
 
   // ------------------------------------------------------------ live events
 
+  let live = null;
   function connectLive() {
     if (!token()) return;
+    if (live) live.close();
     const dot = document.getElementById("live");
     const source = new EventSource("/api/events?token=" + enc(token()));
+    live = source;
     let connectedBefore = false;
     const refresh = debounce((kind) => { if (current && current.refresh) current.refresh(kind); }, 120);
     source.addEventListener("hello", () => {
