@@ -793,3 +793,24 @@ def test_a_restarted_server_never_drops_the_edit_open_in_the_page(
         if second is not None:
             second.stop()
         store.close()
+
+
+# the page probed: a hostile body (an agent may write what a web page told it)
+
+
+def test_a_hostile_body_is_shown_as_text_without_freezing_or_breaking_the_page(
+    page: Any, folder: Path
+) -> None:
+    """Thousands of nested `>` overflowed the renderer's stack (the memory did not show),
+    and a long line of `[[` or `[x](` took the markdown patterns quadratic time (a 300 KB
+    line froze the tab for most of a minute). Both show as text, at once."""
+    write_memory(folder, "reference_deep", memory_file(
+        "深的引用 deep quotes", ">" * 6000 + " 最深处 the bottom\n", category="reference"))
+    write_memory(folder, "reference_brackets", memory_file(
+        "方括号 brackets", "[[" * 75000 + "\n\n" + "[x](" * 50000 + "\n\nthe end 结束\n",
+        category="reference"))
+    go(page, "#/m/reference_deep")
+    expect(page.locator("#memory-body")).to_contain_text("最深处 the bottom")
+    go(page, "#/m/reference_brackets")
+    expect(page.locator("#memory-body")).to_contain_text("the end 结束")
+    assert page.locator("#memory-body a").count() == 0
