@@ -676,3 +676,141 @@ def test_a_runs_rollback_offers_the_settings_default_scope_first(
     config.write_text(json.dumps({"rollbackScope": "all"}))
     page.reload()
     expect(page.locator("#scope-all")).to_be_checked()
+
+
+# the page probed: an edit writes only what the person changed
+
+
+def test_an_edit_of_the_body_leaves_tags_and_aliases_with_commas_as_they_were(
+    page: Any, folder: Path
+) -> None:
+    """The form shows a list as comma-separated text; a list item holding a comma ("Smith,
+    John", "c,d") must not come back split into two items when the person edited something
+    else: a field not touched is not written."""
+    path = write_memory(folder, "user_names", (
+        '---\ndescription: 同事的名字\ncategory: user\naliases: ["Smith, John", 猫]\n'
+        'tags: ["c,d", 名字]\n---\n\nbody\n'))
+    go(page, "#/edit/user_names")
+    expect(page.locator("#f-aliases")).to_have_value("Smith, John, 猫")
+    page.locator("#f-body").fill("body, edited in the page")
+    page.locator("#save").click()
+    expect(page).to_have_url(re.compile(r"#/m/user_names$"))
+    text = path.read_text()
+    assert "body, edited in the page" in text
+    assert 'aliases: ["Smith, John", 猫]' in text and 'tags: ["c,d", 名字]' in text
+
+
+# the page probed: Chinese typed through an input method
+
+
+def ime(page: Any, text: str) -> Any:
+    """Start composing `text` in the focused box, as a pinyin input method does (Chromium's
+    own IME path over CDP); the session commits it with `commit`."""
+    cdp = page.context.new_cdp_session(page)
+    cdp.send("Input.imeSetComposition", {"text": text, "selectionStart": len(text),
+                                         "selectionEnd": len(text)})
+    return cdp
+
+
+def ime_key(cdp: Any, key: str) -> None:
+    """A key pressed while composing: the browser marks it isComposing (keyCode 229)."""
+    for kind in ("keyDown", "keyUp"):
+        cdp.send("Input.dispatchKeyEvent", {"type": kind, "key": key, "code": key,
+                                            "windowsVirtualKeyCode": 229,
+                                            "nativeVirtualKeyCode": 229})
+
+
+def test_enter_and_escape_while_composing_chinese_belong_to_the_input_method(
+    page: Any, folder: Path
+) -> None:
+    """Enter (commit the pinyin) and Escape (cancel it) are the input method's while a word
+    is being composed: the search does not open the first result of the half-typed pinyin,
+    the archive box does not archive with a reason half typed, the editor is not left."""
+    write_memory(folder, "user_mao", memory_file("熊猫馆在北京 (xiongmao)", "熊猫。",
+                                                 category="user"))
+    expect(page.locator("#results")).to_contain_text("熊猫馆")
+    search = page.locator("#search")
+    search.focus()
+    cdp = ime(page, "xiongmao")
+    expect(page.locator("#results a.card").first).to_contain_text("熊猫馆")
+    ime_key(cdp, "Enter")
+    settle(page)
+    assert "#/m/" not in page.url and search.input_value() == "xiongmao"
+    cdp.send("Input.insertText", {"text": "熊猫馆"})
+    page.keyboard.press("Enter")
+    expect(page).to_have_url(re.compile(r"#/m/user_mao$"))
+    page.locator("#archive").click()
+    page.locator("#archive-reason").focus()
+    cdp = ime(page, "yuanyin")
+    ime_key(cdp, "Enter")
+    settle(page)
+    assert (folder / "user_mao.md").exists() and not (folder / "archive").exists()
+    cdp.send("Input.insertText", {"text": "原因"})
+    go(page, "#/edit/user_mao")
+    body = page.locator("#f-body")
+    body.focus()
+    cdp = ime(page, "zhima")
+    ime_key(cdp, "Escape")
+    settle(page)
+    expect(page).to_have_url(re.compile(r"#/edit/user_mao$"))
+    assert page.locator("#leave-confirm").count() == 0
+
+
+# the page probed: sage-mem ui started again while an edit is open
+
+
+def test_a_restarted_server_never_drops_the_edit_open_in_the_page(
+    browser: Any, folder: Path
+) -> None:
+    """Ctrl-C and `sage-mem ui` again (same port, a new key) while an edit is unsaved: the
+    Save that meets the old key keeps the editor and its text and says to open the new
+    link; opening it in this tab takes the new key, and the same edit is then saved."""
+    store = MemoryStore(folder, watch=True)
+    first = UiServer(store, port=0).start()
+    second = None
+    context = browser.new_context()
+    try:
+        tab = context.new_page()
+        tab.goto(first.url)
+        expect(tab.locator("#results li.result").first).to_be_visible()
+        go(tab, "#/edit/user_profile")
+        body = tab.locator("#f-body")
+        expect(body).to_be_visible()
+        body.fill("Typed before the restart, 重启之前写的。")
+        first.stop()
+        second = UiServer(store, port=first.port).start()
+        tab.locator("#save").click()
+        expect(tab.locator("#need-token")).to_contain_text("sage-mem ui")
+        expect(body).to_have_value("Typed before the restart, 重启之前写的。")
+        tab.goto(second.url)  # the new link, in this tab: only its #fragment differs
+        expect(tab.locator("#need-token")).to_be_hidden()
+        tab.locator("#save").click()
+        expect(tab).to_have_url(re.compile(r"#/m/user_profile$"))
+        assert "重启之前写的" in (folder / "user_profile.md").read_text()
+    finally:
+        context.close()
+        first.stop()
+        if second is not None:
+            second.stop()
+        store.close()
+
+
+# the page probed: a hostile body (an agent may write what a web page told it)
+
+
+def test_a_hostile_body_is_shown_as_text_without_freezing_or_breaking_the_page(
+    page: Any, folder: Path
+) -> None:
+    """Thousands of nested `>` overflowed the renderer's stack (the memory did not show),
+    and a long line of `[[` or `[x](` took the markdown patterns quadratic time (a 300 KB
+    line froze the tab for most of a minute). Both show as text, at once."""
+    write_memory(folder, "reference_deep", memory_file(
+        "深的引用 deep quotes", ">" * 6000 + " 最深处 the bottom\n", category="reference"))
+    write_memory(folder, "reference_brackets", memory_file(
+        "方括号 brackets", "[[" * 75000 + "\n\n" + "[x](" * 50000 + "\n\nthe end 结束\n",
+        category="reference"))
+    go(page, "#/m/reference_deep")
+    expect(page.locator("#memory-body")).to_contain_text("最深处 the bottom")
+    go(page, "#/m/reference_brackets")
+    expect(page.locator("#memory-body")).to_contain_text("the end 结束")
+    assert page.locator("#memory-body a").count() == 0

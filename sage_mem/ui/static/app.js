@@ -15,13 +15,15 @@
   const TOKEN_KEY = "sage-mem-token:" + location.port;
   const CATEGORIES = ["user", "feedback", "project", "reference"];
 
-  (function takeToken() {
+  // The link's key, taken from the address (then out of it); `back`: where the address returns.
+  function takeToken(back) {
     const match = location.hash.match(/token=([A-Za-z0-9_-]+)/);
-    if (match) {
-      localStorage.setItem(TOKEN_KEY, match[1]);
-      history.replaceState(null, "", location.pathname + "#/");
-    }
-  })();
+    if (!match) return false;
+    localStorage.setItem(TOKEN_KEY, match[1]);
+    history.replaceState(null, "", location.pathname + (back || "#/"));
+    return true;
+  }
+  takeToken();
   const token = () => localStorage.getItem(TOKEN_KEY) || "";
 
   // ---------------------------------------------------------------- helpers
@@ -54,6 +56,8 @@
   }
 
   const enc = encodeURIComponent;
+  // A key pressed while an input method composes a word (pinyin…) is the input method's.
+  const composing = (event) => event.isComposing || event.keyCode === 229;
   const memoryHref = (id) => "#/m/" + enc(id);
 
   function debounce(fn, ms) {
@@ -130,9 +134,10 @@
 
   async function api(path, options) {
     options = options || {};
+    const sent = token();
     const init = {
       method: options.method || "GET",
-      headers: { "X-Sage-Token": token() },
+      headers: { "X-Sage-Token": sent },
       cache: "no-store",
       credentials: "same-origin",
     };
@@ -148,10 +153,11 @@
       throw new ApiError(0, { error: "sage-mem ui is not reachable (stopped?)", kind: "Unreachable" });
     }
     offline(false);
+    if (response.status !== 401) keyNote(false);
     let data = null;
     try { data = await response.json(); } catch (error) { data = null; }
     if (response.status === 401) {
-      needToken();
+      if (sent === token()) needToken();  // not for a key replaced by a newer link meanwhile
       throw new ApiError(401, data);
     }
     if (!response.ok) throw new ApiError(response.status, data);
@@ -189,7 +195,21 @@
     else route();
   }
 
+  const unsaved = () => !!(current && current.dirty && current.dirty());
+
+  // The key changed (sage-mem ui started again) while an edit is unsaved: the edit stays on
+  // screen under this note until the new link is opened (here, or in another tab).
+  function keyNote(show) {
+    const note = document.getElementById("need-token");
+    if (!show) { if (note && note.dataset.kept) note.remove(); return; }
+    if (note) return;
+    main.prepend(h("div", { class: "notice warn", id: "need-token", role: "alert", dataset: { kept: "1" } },
+      "This page's key is no longer valid: sage-mem ui was started again. Open the link it printed now (in this tab or another); ",
+      "your unsaved edit stays here, then save it again."));
+  }
+
   function needToken() {
+    if (unsaved()) { keyNote(true); return; }
     current = null;
     serial++;
     fill(main, 
@@ -263,6 +283,10 @@
   let returning = false;
   window.addEventListener("hashchange", () => {
     if (returning) { returning = false; return; }
+    if (takeToken(unsaved() ? lastHash : "#/")) {  // a new link opened in this tab
+      connectLive();
+      if (unsaved()) { keyNote(false); return; }
+    }
     if (current && current.dirty && current.dirty() && !confirm("Leave without saving your changes?")) {
       returning = true;
       location.hash = lastHash;
@@ -277,10 +301,13 @@
 
   // ------------------------------------------------------------ live events
 
+  let live = null;
   function connectLive() {
     if (!token()) return;
+    if (live) live.close();
     const dot = document.getElementById("live");
     const source = new EventSource("/api/events?token=" + enc(token()));
+    live = source;
     let connectedBefore = false;
     const refresh = debounce((kind) => { if (current && current.refresh) current.refresh(kind); }, 120);
     source.addEventListener("hello", () => {
@@ -535,6 +562,7 @@
     }
     input.addEventListener("input", () => { typed(); });
     input.addEventListener("keydown", async (event) => {
+      if (composing(event)) return;
       if (event.key === "Enter") {
         event.preventDefault();
         // The results must be those of what is in the box now, not of the query before it.
@@ -569,7 +597,7 @@
 
   // Escape closes the last open box (a confirmation, a conflict, a message), else the view's own.
   document.addEventListener("keydown", (event) => {
-    if (event.key !== "Escape" || event.defaultPrevented) return;
+    if (event.key !== "Escape" || event.defaultPrevented || composing(event)) return;
     const open = Array.from(document.querySelectorAll("[data-escape]")).filter((n) => !n.hidden && n.offsetParent !== null);
     if (open.length) {
       event.preventDefault();
@@ -661,7 +689,7 @@
             location.hash = memoryHref(result.id);
           } catch (error) { toast(error.message, { error: true }); }
         };
-        newId.addEventListener("keydown", (e) => { if (e.key === "Enter") renameGo(); if (e.key === "Escape") { e.preventDefault(); renameForm.hidden = true; } });
+        newId.addEventListener("keydown", (e) => { if (composing(e)) return; if (e.key === "Enter") renameGo(); if (e.key === "Escape") { e.preventDefault(); renameForm.hidden = true; } });
         renameForm.append(newId, h("button", { class: "primary", id: "rename-confirm", type: "button", onclick: renameGo }, "Rename"),
           h("button", { type: "button", onclick: () => { renameForm.hidden = true; } }, "Cancel"),
           h("span", { class: "muted small" }, "The file moves (never over another); [[links]], markdown links and supersedes that name it follow."));
@@ -674,7 +702,7 @@
             location.hash = memoryHref(result.memory.id);
           } catch (error) { toast(error.message, { error: true }); }
         };
-        reason.addEventListener("keydown", (e) => { if (e.key === "Enter") go(); if (e.key === "Escape") { e.preventDefault(); archiveForm.hidden = true; } });
+        reason.addEventListener("keydown", (e) => { if (composing(e)) return; if (e.key === "Enter") go(); if (e.key === "Escape") { e.preventDefault(); archiveForm.hidden = true; } });
         archiveForm.append(reason, h("button", { class: "danger solid", id: "archive-confirm", onclick: go }, "Archive"),
           h("button", { onclick: () => { archiveForm.hidden = true; } }, "Cancel"),
           h("span", { class: "muted small" }, "Nothing is deleted: it moves to archive/ and can be restored."));
@@ -865,15 +893,18 @@
 
     function values() {
       const get = (name) => { const node = form.elements.namedItem(name); return node ? node.value : ""; };
+      // A list whose text is as shown is the list as it was: an item holding a comma stays one.
+      const shown = original ? fieldsOf(original) : null;
+      const list = (name) => (shown && get(name) === shown[name].join(", ") ? shown[name].slice() : splitList(get(name)));
       return {
         description: get("description").trim(),
         category: get("category"),
         name: get("name").trim(),
         summary: get("summary").trim(),
         project: get("project").trim(),
-        tags: splitList(get("tags")),
-        aliases: splitList(get("aliases")),
-        supersedes: splitList(get("supersedes")),
+        tags: list("tags"),
+        aliases: list("aliases"),
+        supersedes: list("supersedes"),
         trust: get("trust") === "" ? null : Number(get("trust")),
         baseline: form.elements.namedItem("baseline").checked,
         baselinePriority: get("baselinePriority") === "" ? 0 : Number(get("baselinePriority")),

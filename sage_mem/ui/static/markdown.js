@@ -64,7 +64,9 @@
   // Inline spans: code first (nothing inside it is formatted), then links, bold, italic.
   // Groups: 1-2 code, 3-4 wiki link, 5-6 link, 7 **bold**, 8-9 __bold__, 10 *italic*, 11-12 _italic_
   // (underscores count only at word edges, so snake_case and __dunder__ names stay as they are).
-  const INLINE = /(`+)([\s\S]*?[^`])\1(?!`)|\[\[([^\]\n|]+)(?:\|([^\]\n]+))?\]\]|\[([^\]\n]+)\]\(([^)\s]+)\)|\*\*([^*\n]+)\*\*|(^|[\s(])__([^_\s][^_\n]*)__(?![\w])|\*([^*\s][^*\n]*)\*|(^|[\s(])_([^_\s][^_\n]*)_(?!\w)/g;
+  // Each span's length is bounded and a link's parts hold no bracket, so that a long line of
+  // `[[` or `[x](` costs linear time, not quadratic.
+  const INLINE = /(`+)([\s\S]{0,5000}?[^`])\1(?!`)|\[\[([^[\]\n|]{1,300})(?:\|([^[\]\n]{1,300}))?\]\]|\[([^[\]\n]{1,1000})\]\(([^()\s]{1,2000})\)|\*\*([^*\n]+)\*\*|(^|[\s(])__([^_\s][^_\n]*)__(?![\w])|\*([^*\s][^*\n]*)\*|(^|[\s(])_([^_\s][^_\n]*)_(?!\w)/g;
 
   function inline(text, parent, options) {
     // A regex of its own per call: bold and italic recurse into this function.
@@ -104,7 +106,10 @@
     return line.trim().replace(/^\|/, "").replace(/\|$/, "").split("|").map((c) => c.trim());
   }
 
-  function render(source, options) {
+  const MAX_QUOTE = 16;  // deeper block quotes show as text (thousands of `>` would overflow)
+
+  function render(source, options, depth) {
+    depth = depth || 0;
     options = options || {};
     const root = document.createDocumentFragment();
     const lines = String(source || "").replace(/\r\n?/g, "\n").split("\n");
@@ -150,7 +155,7 @@
         const quoted = [];
         while (i < lines.length && /^\s*>/.test(lines[i])) quoted.push(lines[i++].replace(/^\s*>\s?/, ""));
         const block = el("blockquote");
-        block.append(render(quoted.join("\n"), options));
+        block.append(depth < MAX_QUOTE ? render(quoted.join("\n"), options, depth + 1) : el("p", null, quoted.join("\n")));
         root.append(block);
         continue;
       }
