@@ -124,6 +124,12 @@ def test_relative_dates_become_absolute(text: str, expected: str) -> None:
         pytest.param("Most teams today use trunk-based development.", id="en-generic-today"),
         pytest.param("The user likes to say tomorrow is another day.", id="en-idiom"),
         pytest.param("Their favourite film is The Day After Tomorrow.", id="en-title"),
+        # a title opening a sentence: title case after the word, or the sentence names a work
+        pytest.param("Yesterday Once More is her favourite song.", id="en-title-at-start"),
+        pytest.param("Today Was a Fairytale is on repeat in her car.", id="en-title-verb"),
+        pytest.param("Yesterday's Gone is the tune he hums.", id="en-title-possessive"),
+        pytest.param("Today I Learned: pytest fixtures compose.", id="en-title-til"),
+        pytest.param("Yesterday, by the Beatles, is her favourite song.", id="en-title-work"),
         pytest.param('The manager said: "we ship tomorrow or never".', id="en-quote"),
         pytest.param("> Customer: we need it by tomorrow\n", id="en-block-quote"),
         pytest.param("The user signed off with 'see you tomorrow' as usual.", id="en-single-quote"),
@@ -176,6 +182,16 @@ def test_text_that_only_looks_like_a_relative_date_is_kept(text: str) -> None:
         ),
         pytest.param(
             "上周末去爬山了。", "上周末（2026年11月21日至22日）去爬山了。", id="zh-last-weekend"
+        ),
+        pytest.param(
+            "Yesterday Alice shipped the fix.",
+            "Yesterday (2026-11-24) Alice shipped the fix.",
+            id="en-name-after-date-word",
+        ),
+        pytest.param(
+            "Yesterday I fixed the login bug.",
+            "Yesterday (2026-11-24) I fixed the login bug.",
+            id="en-i-after-date-word",
         ),
         pytest.param(
             "Outage yesterday; the fix ships tomorrow.",

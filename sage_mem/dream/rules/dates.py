@@ -15,7 +15,9 @@ written (DESIGN §7.3a):
   a **How to apply:** line, a phrase someone "says" (用户说下周);
 - quoted speech ("…", “…”, 「…」, 《…》, a `>` quote), idioms ("tomorrow is
   another day", 今日事今日毕) and a date word said twice in one sentence;
-- names: a phrase in title case inside a sentence ("The Day After Tomorrow"),
+- names: a phrase in title case inside a sentence ("The Day After Tomorrow") or
+  opening one ("Yesterday Once More is her song", "Today Was a Fairytale"), one
+  the sentence calls a song, a film, a book ("Yesterday, by the Beatles, is…"),
   the literary 今日/明日/昨日 (明日方舟, 今日头条 are names far more often than dates);
 - periods rather than days: "the last year", "the next week or two",
   "the last Friday of each month" (a determiner before, "of" or "or" after);
@@ -420,7 +422,31 @@ def _not_an_event(
     at_start = not lead.strip() or bool(re.search(r"[:*(\-–—]\s*$", lead))
     if len(capitals) > 1 or (capitals and not at_start and words[0] in capitals):
         return True  # a title: "The Day After Tomorrow", a song "Yesterday"
+    if at_start and words[0] in capitals:
+        after = _TITLE_CASE_NEXT.match(segment, end)
+        if after and (after.group(1) or after.group(2).lower() in _TITLE_WORDS):
+            return True  # "Yesterday Once More is her song", "Today Was a Fairytale"
+        if _NAMES_A_WORK.search(sentence[len(lead) :]):
+            return True  # "Yesterday, by the Beatles, is her favourite song"
     return False
+
+
+# A capitalised date word that starts a sentence opens a title when the word after it is one
+# no sentence capitalises but a title does ("Yesterday Once More", "Yesterday's Gone",
+# "Today I Learned"), not a name ("Yesterday Alice shipped it"); or when the sentence says
+# the phrase is a song, a film, a book.
+_TITLE_CASE_NEXT = re.compile(r"(?:['’]s)?[ \t]+(?:I[ \t]+([A-Z])|([A-Z][a-z]*)\b)")
+_TITLE_WORDS = frozenset(
+    "once more was is are were will would be been never ever again only gone and or of the "
+    "an in on to my your our his her their me you we she he they it not no all come comes "
+    "came die dies died".split()
+)
+_NAMES_A_WORK = re.compile(
+    r"^[^.!?;]*?\b(?:is|was|are|were)\s+(?:[\w’'-]+\s+){0,3}?(?:songs?|films?"
+    r"|movies?|books?|novels?|albums?|tracks?|tunes?|singles?|shows?|series|podcasts?"
+    r"|plays?|musicals?|poems?|episodes?|games?)\b",
+    re.IGNORECASE,
+)
 
 
 def absolutize(
