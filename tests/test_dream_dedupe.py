@@ -168,6 +168,21 @@ RELATED = [
         "Write commit messages in English",
         id="en-other-rule",
     ),
+    # what the index folds together: a currency sign, a code name's plural or case
+    pytest.param(
+        "The monthly cloud budget is $500", "The monthly cloud budget is €500", id="en-currency"
+    ),
+    pytest.param("每月的云服务预算是 ¥500", "每月的云服务预算是 $500", id="zh-currency"),
+    pytest.param(
+        "Call fetchUser to load the profile page",
+        "Call fetchUsers to load the profile page",
+        id="en-code-name-plural",
+    ),
+    pytest.param(
+        "Raise max_retries in the client settings file",
+        "Raise max_retry in the client settings file",
+        id="en-snake-case-name",
+    ),
     pytest.param("用户的猫叫芝麻", "用户的狗叫芝麻", id="zh-pet-swap"),
     pytest.param("发布前运行全部测试", "发布后更新 README 文档", id="zh-before-after"),
     pytest.param("回答要简洁，先给结论", "回答要详细，先解释原因", id="zh-style-swap"),
