@@ -443,6 +443,46 @@ def test_a_twin_whose_body_adds_text_is_folded_into_the_one_kept(empty_dir: Path
 
 
 @pytest.mark.parametrize(
+    ("kept", "other", "item"),
+    [
+        pytest.param(
+            ("The user's food allergies", "- peanuts\n- shellfish"),
+            ("The user's food allergies", "- peanuts\n- shellfish\n- milk"),
+            "milk",
+            id="en-short-list-body",
+        ),
+        pytest.param(
+            ("用户的食物过敏", "- 花生\n- 海鲜"),
+            ("用户的食物过敏", "- 花生\n- 海鲜\n- 牛奶"),
+            "牛奶",
+            id="zh-short-list-body",
+        ),
+        pytest.param(
+            ("Food allergies: peanuts, shellfish, milk, eggs, soy, wheat, celery", ""),
+            ("Food allergies: peanuts, shellfish, milk, eggs, soy, wheat, celery, lupin", ""),
+            "lupin",
+            id="en-long-inline-list",
+        ),
+        pytest.param(
+            ("用户对这些食物过敏：花生、海鲜、牛奶、鸡蛋、大豆、小麦、芝麻、芹菜", ""),
+            ("用户对这些食物过敏：花生、海鲜、牛奶、鸡蛋、大豆、小麦、芝麻、芹菜、羽扇豆", ""),
+            "羽扇豆",
+            id="zh-long-inline-list",
+        ),
+    ],
+)
+def test_a_merge_never_drops_an_item_only_the_archived_twin_lists(
+    empty_dir: Path, kept: tuple[str, str], other: tuple[str, str], item: str
+) -> None:
+    """A list one twin has one item more of: the item stays in service (the kept one gains it)."""
+    add(empty_dir, "user_a", kept[0], kept[1], category="user", trust=0.9)
+    add(empty_dir, "user_b", other[0], other[1], category="user", trust=0.5)
+    store = MemoryStore(empty_dir)
+    run_dream(store, mode="rewrite")
+    assert any(item in m.description or item in m.body for m in MemoryStore(empty_dir).list())
+
+
+@pytest.mark.parametrize(
     ("kept", "other"),
     [
         pytest.param(

@@ -160,8 +160,10 @@ def _merge_cluster(ctx: RuleContext, memories: list[Memory], prints: list[Finger
         # what only its description says ("…and then to production") is folded in too:
         # the description leaves service with the archived twin
         extra = missing_parts(other.description, f"{keeper.description}\n\n{body}")
-        if not covered:
-            from_body = missing_parts(other.body, body)
+        # a short body ("- peanuts\n- shellfish\n- milk") is never "covered" by its terms
+        # alone: an item the keeper lacks is folded in all the same
+        from_body = missing_parts(other.body, body)
+        if not covered or from_body:
             conflict = difference(" ".join(from_body), body) if from_body else "nothing to fold in"
             if conflict and conflict.startswith("a different key term"):
                 conflict = None  # what it adds is new words: that is the point of folding it in
@@ -266,8 +268,10 @@ _STRUCTURED = re.compile(r"^\s*(?:[-*+#|>]|\d+[.)]|```|~~~|    |\t)", re.MULTILI
 def missing_parts(text: str, kept: str) -> list[str]:
     """The parts of `text` (sentences of plain paragraphs, else whole paragraphs) `kept` lacks.
 
-    A part is there when BODY_CONTAINMENT of its terms are in `kept`; code, lists,
-    tables and quotes are compared as whole paragraphs, never cut.
+    A part is there when BODY_CONTAINMENT of its terms are in `kept` and each item it
+    lists (a list's line, a thing named between commas: "peanuts, shellfish, milk")
+    has a term there: a merge never drops an item. Code, lists, tables and quotes are
+    compared as whole paragraphs, never cut.
     """
     kept_terms = terms(kept)
     missing: list[str] = []
@@ -281,9 +285,20 @@ def missing_parts(text: str, kept: str) -> list[str]:
         )
         for part in parts:
             found = terms(part)
-            if found and len(found & kept_terms) / len(found) < BODY_CONTAINMENT:
+            if found and (
+                len(found & kept_terms) / len(found) < BODY_CONTAINMENT
+                or any(not (terms(item) & kept_terms) for item in _items(part))
+            ):
                 missing.append(part.strip())
     return missing
+
+
+_ITEM_BREAK = re.compile(r"\n|[,，、;；/]|\b(?:and|or|plus)\b|以及|和|及|与|或", re.IGNORECASE)
+
+
+def _items(part: str) -> list[str]:
+    """The items a part lists (lines of a list, things named between commas, and, 、, 和)."""
+    return [item for item in _ITEM_BREAK.split(part) if item.strip()]
 
 
 def _with_parts(body: str, twin: str, parts: list[str]) -> str:
