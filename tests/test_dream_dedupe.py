@@ -482,6 +482,15 @@ def test_a_merge_never_drops_an_item_only_the_archived_twin_lists(
     assert any(item in m.description or item in m.body for m in MemoryStore(empty_dir).list())
 
 
+def test_a_folded_list_keeps_its_first_item_a_list_item(empty_dir: Path) -> None:
+    add(empty_dir, "user_a", "The user's food allergies", "- peanuts", category="user", trust=0.9)
+    add(empty_dir, "user_b", "The user's food allergies", "- milk\n- eggs", category="user")
+    store = MemoryStore(empty_dir)
+    run_dream(store, mode="rewrite")
+    body = store.read("user_a").body
+    assert "\n\n- milk\n- eggs" in body and body.lstrip().startswith("- peanuts\n")
+
+
 @pytest.mark.parametrize(
     ("kept", "other"),
     [

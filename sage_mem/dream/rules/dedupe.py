@@ -306,7 +306,10 @@ def _with_parts(body: str, twin: str, parts: list[str]) -> str:
     prose = all(not _STRUCTURED.search(part) for part in parts)
     added = " ".join(parts) if prose else "\n\n".join(parts)
     head = body.rstrip("\n")
-    return f"{head}\n\n(From {twin}, merged here:) {added}\n" if head else f"{added}\n"
+    if not head:
+        return f"{added}\n"
+    # a list, a table or code keeps its first line's markup on a line of its own
+    return f"{head}\n\n(From {twin}, merged here:){' ' if prose else chr(10) * 2}{added}\n"
 
 
 def _short(text: str, limit: int = 80) -> str:
