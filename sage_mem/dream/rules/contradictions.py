@@ -10,7 +10,10 @@ values is a list of facts, a note per case), with the newer one as the
 proposal: the report says which, and how to settle it (`supersedes:` in the
 newer one, which the next rewrite run acts on). Newer is changed later
 (`updated`); when the other was created later all the same (a trust change
-restamps an old memory), the report says which is newer is not clear.
+restamps an old memory), the report says which is newer is not clear. A newer
+memory that tells how things were ("in 2023 the user's home city was Paris", "the
+team lead was Bob before the reorg", 以前, 曾经) beside an older one saying how
+they are is no contradiction: both hold.
 
 A memory that says what changed ("switched the main database from PostgreSQL
 to MySQL", "the sync moved from Tuesday to Thursday", "Kafka instead of
@@ -177,6 +180,8 @@ def _compare(
     older, newer = sorted((a, b), key=lambda m: (_when(m, ctx.written), m.id))
     if _when(older, ctx.written) == _when(newer, ctx.written):
         return  # no newer one to propose
+    if _of_the_past(newer.description) and not _of_the_past(older.description):
+        return  # written later, about before: "in 2023 the city was Paris" beside "is Berlin"
     if (older.id, newer.id) in reported:
         return
     reported.add((older.id, newer.id))
@@ -186,6 +191,19 @@ def _compare(
         return
     said = "says it changed" if _CHANGE.search(newer.description + " " + newer.body) else "is newer"
     _note(ctx, older, newer, what, said)
+
+
+# A description that tells how it was (a past year, "was", "used to", 以前, 曾经) and not that
+# it changed ("was moved to", "now"): both it and a present fact may hold.
+_PAST = re.compile(
+    r"\b(?:was|were|used\s+to|had\s+been|previously|formerly|back\s+in|before\s+the"
+    r"|until|in\s+(?:19|20)\d\d)\b|以前|之前|曾经|过去|原来|当时|那时|(?:19|20)\d\d\s*年",
+    re.IGNORECASE,
+)
+
+
+def _of_the_past(description: str) -> bool:
+    return bool(_PAST.search(description)) and not _CHANGE.search(description)
 
 
 def _note(ctx: RuleContext, older: Memory, newer: Memory, what: str, said: str) -> None:
