@@ -83,6 +83,9 @@ ANCHOR = date(2026, 11, 25)  # a Wednesday
         pytest.param("上月底完成迁移", "上月底（2026年10月底）完成迁移", id="zh-month-end"),
         pytest.param("去年加入公司", "去年（2025年）加入公司", id="zh-last-year"),
         pytest.param("三天前合并了分支", "三天前（2026年11月22日）合并了分支", id="zh-days-ago"),
+        pytest.param("十五天前上线了", "十五天前（2026年11月10日）上线了", id="zh-fifteen"),
+        pytest.param("二十天后发布", "二十天后（2026年12月15日）发布", id="zh-twenty"),
+        pytest.param("二十一天前换了", "二十一天前（2026年11月4日）换了", id="zh-twenty-one"),
         pytest.param("会议改到下星期三", "会议改到下星期三（2026年12月2日）", id="zh-xingqi"),
         pytest.param(
             "Yesterday 我们决定下周发布",
@@ -142,6 +145,12 @@ def test_relative_dates_become_absolute(text: str, expected: str) -> None:
         pytest.param("用户常说：今日事今日毕。", id="zh-idiom"),
         pytest.param("老板说“明天一定上线”。", id="zh-quote"),
         pytest.param("推荐《明天会更好》这首歌。", id="zh-title"),
+        # an ordinal, a range or a count cut short is no count of days from the writing
+        pytest.param("第三天后开始下雨。", id="zh-ordinal-day"),
+        pytest.param("三四天前出过一次故障。", id="zh-range-three-or-four"),
+        pytest.param("两三天前出过一次故障。", id="zh-range-two-or-three"),
+        pytest.param("一百零五天前立项。", id="zh-count-with-zero"),
+        pytest.param("1000天前立项。", id="zh-count-over-three-digits"),
         pytest.param("~~~~\nsleep until tomorrow\n~~~\nstill tomorrow\n~~~~\n", id="en-long-fence"),
         pytest.param("```\nsleep until tomorrow\n", id="en-unclosed-fence"),
         pytest.param("> ```\n> sleep until tomorrow\n> ```\n", id="en-fence-in-quote"),

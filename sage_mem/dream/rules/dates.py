@@ -226,12 +226,13 @@ def _chinese(word: str, anchor: date) -> str | None:
     if word in years:
         return f"{anchor.year + years[word]}年"
     counted = re.fullmatch(
-        r"(\d+|[一两二三四五六七八九十])(天|周|个星期|星期|个月)(前|后|以前|以后|之前|之后)", word
+        r"(\d+|[一两二三四五六七八九十百]+)(天|周|个星期|星期|个月)(前|后|以前|以后|之前|之后)",
+        word,
     )
     if counted:
         number, unit, direction = counted.groups()
-        count = int(number) if number.isdigit() else _ZH_NUMBERS[number]
-        if count > 366:
+        count = int(number) if number.isdigit() else _zh_count(number)
+        if count is None or count > 366:
             return None
         sign = -1 if direction.endswith("前") else 1
         if unit == "天":
@@ -263,6 +264,20 @@ def _chinese(word: str, anchor: date) -> str | None:
     return None
 
 
+def _zh_count(numerals: str) -> int | None:
+    """十五 → 15, 二十一 → 21, 一百二十 → 120; None for a range (三四, 两三: "three or four")."""
+    total, digit = 0, None
+    for char in numerals:
+        if char in "十百":
+            total += (1 if digit is None else digit) * (10 if char == "十" else 100)
+            digit = None
+        elif digit is not None:
+            return None
+        else:
+            digit = _ZH_NUMBERS[char]
+    return total + (digit or 0)
+
+
 _EN_COUNT = r"(?:\d{1,3}|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"
 _EN_PATTERN = re.compile(
     r"\b(?:the\s+day\s+before\s+yesterday|the\s+day\s+after\s+tomorrow"
@@ -275,7 +290,7 @@ _EN_PATTERN = re.compile(
 )
 _ZH_PATTERN = re.compile(
     r"大前天|大后天|前天|昨天|昨晚|今天|今晚|今早|明天|后天|前几天|前两天|前年|去年|今年|明年|后年"
-    r"|(?:\d{1,3}|[一两二三四五六七八九十])(?:天|周|个星期|星期|个月)(?:以前|以后|之前|之后|前|后)"
+    r"|(?:\d{1,3}|[一两二三四五六七八九十百]+)(?:天|周|个星期|星期|个月)(?:以前|以后|之前|之后|前|后)"
     r"|(?:上上|下下|上|这|本|下)(?:个)?月[初中底末]?"
     r"|(?:上上|下下|上|这|本|下)(?:个)?(?:周|星期|礼拜)[一二三四五六日天末]?"
 )
@@ -539,6 +554,8 @@ def _meaning(match: re.Match[str], segment: str, chinese: bool, anchor: date) ->
     if chinese:
         if start and segment[start - 1 : start + 1] in _ZH_WORD_ENDINGS:
             return None
+        if start and (segment[start - 1] in "第几零〇" or segment[start - 1].isdigit()):
+            return None  # 第三天后 ("on the third day"), 一百零五天前: not the whole count
         for found in _ZH_NOT_DATES.finditer(segment, max(0, start - 4), min(len(segment), end + 4)):
             if found.start() < end and found.end() > start:
                 return None
