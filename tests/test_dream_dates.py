@@ -146,6 +146,9 @@ def test_relative_dates_become_absolute(text: str, expected: str) -> None:
         pytest.param("老板说“明天一定上线”。", id="zh-quote"),
         pytest.param("推荐《明天会更好》这首歌。", id="zh-title"),
         # an ordinal, a range or a count cut short is no count of days from the writing
+        pytest.param("It broke two or three days ago.", id="en-range-or"),
+        pytest.param("It broke 5 to 7 days ago.", id="en-range-to"),
+        pytest.param("The outage was one or two weeks ago.", id="en-range-weeks"),
         pytest.param("第三天后开始下雨。", id="zh-ordinal-day"),
         pytest.param("三四天前出过一次故障。", id="zh-range-three-or-four"),
         pytest.param("两三天前出过一次故障。", id="zh-range-two-or-three"),

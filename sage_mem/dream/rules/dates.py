@@ -424,6 +424,8 @@ def _not_an_event(
         return True  # "今日事今日毕", "tomorrow and tomorrow and tomorrow"
     if chinese:
         return False
+    if re.search(rf"\b{_EN_COUNT}\s*(?:or|to|-|–)\s*$", lead, re.IGNORECASE):
+        return True  # "two or three days ago", "5 to 7 days ago": a range, not a day
     rest = segment[end:].lstrip()
     if re.match(r"(?:of|or)\b", rest, re.IGNORECASE):
         return True  # "the last Friday of each month", "the next week or two"
