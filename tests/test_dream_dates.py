@@ -260,6 +260,44 @@ def test_a_weekday_that_may_mean_either_week_is_left_and_listed(text: str) -> No
 
 
 @pytest.mark.parametrize(
+    ("text", "expected", "listed"),
+    [
+        pytest.param(
+            "Yesterday he promised the build for tomorrow.",
+            "Yesterday (2026-11-24) he promised the build for tomorrow.",
+            "tomorrow",
+            id="en-promised-yesterday",
+        ),
+        pytest.param(
+            "On Monday she said the fix would land tomorrow.",
+            "On Monday she said the fix would land tomorrow.",
+            "tomorrow",
+            id="en-said-on-monday",
+        ),
+        pytest.param(
+            "昨天他答应明天交付。",
+            "昨天（2026年11月24日）他答应明天交付。",
+            "明天",
+            id="zh-promised",
+        ),
+    ],
+)
+def test_words_reported_from_another_day_are_left_and_listed(
+    text: str, expected: str, listed: str
+) -> None:
+    """"tomorrow" in what someone said on another day counts from that day, not the writing."""
+    unsure: list[str] = []
+    assert absolutize(text, ANCHOR, unsure)[0] == expected
+    assert unsure == [listed]
+
+
+def test_words_reported_with_no_other_day_count_from_the_writing() -> None:
+    assert absolutize("She said she would come tomorrow.", ANCHOR)[0] == (
+        "She said she would come tomorrow (2026-11-26)."
+    )
+
+
+@pytest.mark.parametrize(
     ("text", "expected"),
     [
         pytest.param(

@@ -27,7 +27,8 @@ written (DESIGN §7.3a):
 - in a feedback memory (a standing rule by definition) any phrase pointing
   forward or to the present ("tomorrow", 下周, 本周) outside its **Why:** line.
 
-When unsure — "next Friday" said on a Wednesday (this week's or the next?),
+When unsure — words reported from another day ("Yesterday he promised it for
+tomorrow", 昨天他答应明天交付), "next Friday" said on a Wednesday (this week's or the next?),
 "last Tuesday" said on a Friday, "this Monday" once Monday has passed, "next
 Monday" or "last week" said on a Sunday (the first day of the week for many
 English speakers) — the phrase is left and listed in the report.
@@ -565,6 +566,29 @@ def _meaning(match: re.Match[str], segment: str, chinese: bool, anchor: date) ->
     return _english(match.group(0), anchor)
 
 
+# Reported speech dated by another day: "Yesterday he promised it for tomorrow", "On Monday
+# she said she'd be back tomorrow", 昨天他答应明天交付 — the phrase counts from the day it
+# was said, not the day it was written down.
+_REPORTED = re.compile(
+    r"\b(?:said|says|told|promised|mentioned|wrote|asked|agreed|announced|claimed|replied"
+    r"|confirmed|estimated|expected|thought|hoped|planned)\b|说|告诉|答应|承诺|提到|表示|回复|确认|估计",
+    re.IGNORECASE,
+)
+_OTHER_DAY = re.compile(
+    r"\b(?:mon|tues|wednes|thurs|fri|satur|sun)day\b|(?:周|星期|礼拜)[一二三四五六日天]"
+    r"|\b20\d\d-\d\d-\d\d\b|\d{1,2}月\d{1,2}[日号]",
+    re.IGNORECASE,
+)
+
+
+def _said_on_another_day(segment: str, start: int) -> bool:
+    """Whether the phrase at `start` is in words reported from a day its sentence names."""
+    lead, _, _ = _sentence(segment, start, start)
+    if not _REPORTED.search(lead):
+        return False
+    return bool(_OTHER_DAY.search(lead) or _EN_PATTERN.search(lead) or _ZH_PATTERN.search(lead))
+
+
 def _substitute(
     segment: str,
     base: int,
@@ -593,6 +617,9 @@ def _substitute(
         if _ALREADY.match(segment, end):
             continue  # dated already, by a person or an earlier run
         if _not_an_event(segment, match.start(), match.end(), chinese, rules_only):
+            continue
+        if _said_on_another_day(segment, match.start()):
+            unsure.append(match.group(0))  # "Yesterday he promised it for tomorrow": whose day?
             continue
         anchor = anchor_at(base + match.start())
         if anchor is None:
@@ -759,7 +786,8 @@ def run(ctx: RuleContext) -> None:
                 weekday = _EN_WEEKDAYS[anchor.weekday()].title()
                 because = (
                     f"written on {anchor.isoformat()}, a {weekday}: they may mean this "
-                    "week's day or the other week's; write the date you mean"
+                    "week's day or the other week's, or count from the day someone said "
+                    "them; write the date you mean"
                 )
             ctx.applier.note(
                 memory.id,
