@@ -145,6 +145,10 @@ def test_relative_dates_become_absolute(text: str, expected: str) -> None:
         pytest.param("用户常说：今日事今日毕。", id="zh-idiom"),
         pytest.param("老板说“明天一定上线”。", id="zh-quote"),
         pytest.param("推荐《明天会更好》这首歌。", id="zh-title"),
+        pytest.param("今天你要嫁给我是她最喜欢的歌。", id="zh-title-at-start"),
+        pytest.param("她最喜欢的歌是今天你要嫁给我。", id="zh-title-after-song-is"),
+        pytest.param("明天过后是他最爱的电影。", id="zh-film-title"),
+        pytest.param("今天是个好日子这首歌很好听。", id="zh-this-song"),
         # an ordinal, a range or a count cut short is no count of days from the writing
         pytest.param("It broke two or three days ago.", id="en-range-or"),
         pytest.param("It broke 5 to 7 days ago.", id="en-range-to"),
@@ -200,6 +204,7 @@ def test_text_that_only_looks_like_a_relative_date_is_kept(text: str) -> None:
             "Yesterday (2026-11-24) Alice shipped the fix.",
             id="en-name-after-date-word",
         ),
+        pytest.param("明天去看电影。", "明天（2026年11月26日）去看电影。", id="zh-see-a-film"),
         pytest.param(
             "Yesterday I fixed the login bug.",
             "Yesterday (2026-11-24) I fixed the login bug.",

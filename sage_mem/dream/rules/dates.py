@@ -424,7 +424,14 @@ def _not_an_event(
     if sum(1 for m in pattern.finditer(sentence) if m.group(0).lower() == word.lower()) > 1:
         return True  # "今日事今日毕", "tomorrow and tomorrow and tomorrow"
     if chinese:
-        return False
+        # a song, a film, a book named without 《》: 今天你要嫁给我是她最喜欢的歌,
+        # 最喜欢的歌是今天你要嫁给我, 今天是个好日子这首歌
+        after = sentence[len(lead) + len(word) :]
+        return bool(
+            _ZH_WORK_BEFORE.search(lead)
+            or (not lead.strip() and _ZH_WORK_AFTER.match(after))
+            or _ZH_THIS_WORK.match(after)
+        )
     if re.search(rf"\b{_EN_COUNT}\s*(?:or|to|-|–)\s*$", lead, re.IGNORECASE):
         return True  # "two or three days ago", "5 to 7 days ago": a range, not a day
     rest = segment[end:].lstrip()
@@ -447,6 +454,12 @@ def _not_an_event(
         if _NAMES_A_WORK.search(sentence[len(lead) :]):
             return True  # "Yesterday, by the Beatles, is her favourite song"
     return False
+
+
+_ZH_WORK = r"(?:歌曲|歌|电影|影片|书|小说|专辑|电视剧|剧|节目|游戏|动画|综艺)"
+_ZH_WORK_BEFORE = re.compile(rf"{_ZH_WORK}名?(?:是|叫做|叫)\s*$")
+_ZH_WORK_AFTER = re.compile(rf"[^，,；;]*?(?:是|为)[^，,。；;]{{0,8}}?{_ZH_WORK}")
+_ZH_THIS_WORK = re.compile(rf"[^，,。；;]*?(?:这|那)(?:首|部|本|张|出|个){_ZH_WORK}")
 
 
 # A capitalised date word that starts a sentence opens a title when the word after it is one
