@@ -19,7 +19,7 @@ from test_dream_support import add, read_manifest
 
 from sage_mem.dream import run_dream
 from sage_mem.dream.rules.dedupe import candidate_pairs, head_similarity
-from sage_mem.dream.similarity import fingerprint, jaccard
+from sage_mem.dream.similarity import difference, fingerprint, jaccard
 from sage_mem.memory.value import memory_from_meta
 from sage_mem.store import MemoryStore
 
@@ -480,6 +480,25 @@ def test_a_merge_never_drops_an_item_only_the_archived_twin_lists(
     store = MemoryStore(empty_dir)
     run_dream(store, mode="rewrite")
     assert any(item in m.description or item in m.body for m in MemoryStore(empty_dir).list())
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "said"),
+    [
+        pytest.param(
+            "The project targets Python 3.11",
+            "The project targets Python 3.12",
+            "number",
+            id="version",
+        ),
+        pytest.param("The standup is at 9:30", "The standup is at 10:30", "time", id="time"),
+        pytest.param("The standup is at 9.30 am", "The standup is at 10.30 am", "time", id="dot"),
+    ],
+)
+def test_a_version_differs_as_a_number_a_clock_time_as_a_time(
+    first: str, second: str, said: str
+) -> None:
+    assert (difference(first, second) or "").startswith(f"a different {said}")
 
 
 def test_a_folded_list_keeps_its_first_item_a_list_item(empty_dir: Path) -> None:

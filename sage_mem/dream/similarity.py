@@ -102,7 +102,8 @@ _WEEKDAY_WORDS = re.compile(
     r"\b(?:mon|tues|wednes|thurs|fri|satur|sun)day\b|(?:周|星期|礼拜)[一二三四五六日天]",
     re.IGNORECASE,
 )
-_TIME = re.compile(r"\b\d{1,2}[:.]\d{2}\b|\d{1,2}点")
+# 9:30, 9.30 am, 9点; not 3.12 (Python 3.12 is a version, not a time)
+_TIME = re.compile(r"\b\d{1,2}:\d{2}\b|\b\d{1,2}\.\d{2}(?=\s*(?:[ap]\.?m\b|h\b))|\d{1,2}点")
 _LATIN_WORD = re.compile(r"[^\W\d_]+|\d+(?:[.,]\d+)*", re.UNICODE)
 _CJK_CHAR = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 # Characters and words that reword without changing the fact: 是/为 ("is"), 都 ("all"),
