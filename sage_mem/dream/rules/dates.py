@@ -426,11 +426,11 @@ def _not_an_event(
     if chinese:
         # a song, a film, a book named without 《》: 今天你要嫁给我是她最喜欢的歌,
         # 最喜欢的歌是今天你要嫁给我, 今天是个好日子这首歌
-        after = sentence[len(lead) + len(word) :]
+        tail = sentence[len(lead) + len(word) :]
         return bool(
             _ZH_WORK_BEFORE.search(lead)
-            or (not lead.strip() and _ZH_WORK_AFTER.match(after))
-            or _ZH_THIS_WORK.match(after)
+            or (not lead.strip() and _ZH_WORK_AFTER.match(tail))
+            or _ZH_THIS_WORK.match(tail)
         )
     if re.search(rf"\b{_EN_COUNT}\s*(?:or|to|-|–)\s*$", lead, re.IGNORECASE):
         return True  # "two or three days ago", "5 to 7 days ago": a range, not a day
