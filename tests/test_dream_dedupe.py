@@ -565,6 +565,37 @@ def test_a_twin_whose_body_may_contradict_is_reported_not_merged(
 
 
 @pytest.mark.parametrize(
+    ("kept_body", "other_body"),
+    [
+        pytest.param(
+            "The deploy uses the staging profile by default.",
+            "The deploy uses the production profile by default.",
+            id="en-swapped-term",
+        ),
+        pytest.param(
+            "The deploy runs the migrations first.",
+            "The deploy does not run the migrations first.",
+            id="en-negation-the-index-drops",
+        ),
+        pytest.param(
+            "部署默认使用测试环境的配置。", "部署默认使用生产环境的配置。", id="zh-swapped-term"
+        ),
+    ],
+)
+def test_a_twin_whose_body_says_another_fact_is_neither_folded_nor_archived(
+    empty_dir: Path, kept_body: str, other_body: str
+) -> None:
+    """Folding "production" beside "staging" joins a contradiction; archiving it hides one."""
+    description = "Deploy the web app with make deploy from the repo root"
+    kept = add(empty_dir, "project_a", description, kept_body, category="project", trust=0.9)
+    other = add(empty_dir, "project_b", description, other_body, category="project")
+    before = (kept.read_bytes(), other.read_bytes())
+    result = run_dream(MemoryStore(empty_dir), mode="rewrite")
+    assert (kept.read_bytes(), other.read_bytes()) == before
+    assert any("merge them by hand" in n["message"] for n in read_manifest(result)["notes"])
+
+
+@pytest.mark.parametrize(
     ("first", "second"),
     [
         pytest.param(("user", None), ("feedback", None), id="other-category"),
