@@ -36,6 +36,11 @@ KEPT = {
     "project_range_en": ("project", "Disk alert", "The disk alert fired two or three days ago."),
     "project_range_to": ("project", "Flaky job", "The nightly job was flaky 5 to 7 days ago."),
     "project_range_zh": ("project", "磁盘告警", "三四天前磁盘告警响过一次。"),
+    "project_promised": (
+        "project",
+        "The build promise",
+        "On Monday he promised the build for tomorrow.",
+    ),
     "project_ordinal_zh": ("project", "演练安排", "演练开始后，第三天后切换到备用机房。"),
 }
 # id -> (category, description, body, the body as it must read after a rewrite)
@@ -98,6 +103,25 @@ def build(folder: Path) -> None:
         add(folder, memory_id, description, category="project", **stamp)
     for memory_id, description, body, trust in LISTS:
         add(folder, memory_id, description, body, category="user", trust=trust, **stamp)
+    # twins whose bodies say two facts: neither folded nor archived
+    description = "Deploy the web app with make deploy from the repo root"
+    add(
+        folder,
+        "project_deploy",
+        description,
+        "It runs the migrations first.",
+        category="project",
+        trust=0.9,
+        **stamp,
+    )
+    add(
+        folder,
+        "project_deploy_copy",
+        description,
+        "It does not run the migrations first.",
+        category="project",
+        **stamp,
+    )
     # a link to the twin the run archives must still lead somewhere
     add(
         folder,
@@ -171,6 +195,10 @@ def test_a_rewrite_over_the_adversarial_corpus_is_one_a_careful_person_accepts(
     target = menu.split("[[", 1)[1].split("]]", 1)[0]
     assert target in live_ids or (folder / f"{target}.md").exists(), menu
     assert {"user_old_editor", "user_city", "user_city_2023"} <= live_ids
+    assert {"project_deploy", "project_deploy_copy"} <= live_ids
+    assert store.read("project_deploy").body.strip() == "It runs the migrations first."
+    listed = " ".join(n["message"] for n in manifest["notes"] if n.get("id") == "project_promised")
+    assert "tomorrow" in listed
     refused = [r["id"] for r in manifest["refused"]]
     assert "user_old_editor" in refused
     assert not [n for n in manifest["notes"] if n["rule"] == "contradictions"]
