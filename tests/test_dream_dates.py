@@ -149,6 +149,13 @@ def test_relative_dates_become_absolute(text: str, expected: str) -> None:
         pytest.param("她最喜欢的歌是今天你要嫁给我。", id="zh-title-after-song-is"),
         pytest.param("明天过后是他最爱的电影。", id="zh-film-title"),
         pytest.param("今天是个好日子这首歌很好听。", id="zh-this-song"),
+        # a date the person wrote beside the phrase already
+        pytest.param("The review is tomorrow (Nov 26).", id="en-month-day-beside"),
+        pytest.param("The review is tomorrow (Thursday).", id="en-weekday-beside"),
+        pytest.param("The review is tomorrow, Nov 26.", id="en-month-day-after-comma"),
+        pytest.param("The review is tomorrow (the 26th).", id="en-ordinal-beside"),
+        pytest.param("明天（周四）开会。", id="zh-weekday-beside"),
+        pytest.param("明天，也就是周四，开会。", id="zh-that-is-thursday"),
         # an ordinal, a range or a count cut short is no count of days from the writing
         pytest.param("It broke two or three days ago.", id="en-range-or"),
         pytest.param("It broke 5 to 7 days ago.", id="en-range-to"),
@@ -203,6 +210,11 @@ def test_text_that_only_looks_like_a_relative_date_is_kept(text: str) -> None:
             "Yesterday Alice shipped the fix.",
             "Yesterday (2026-11-24) Alice shipped the fix.",
             id="en-name-after-date-word",
+        ),
+        pytest.param(
+            "The review is tomorrow (may be late).",
+            "The review is tomorrow (2026-11-26) (may be late).",
+            id="en-may-is-no-month",
         ),
         pytest.param("明天去看电影。", "明天（2026年11月26日）去看电影。", id="zh-see-a-film"),
         pytest.param(

@@ -346,7 +346,20 @@ _MENTION_ZH = re.compile(r"(?:说|讲|写|提到)[：:，, ]?$")
 _QUOTES = (("“", "”"), ("「", "」"), ("『", "』"), ("《", "》"), ("‘", "’"))
 _SINGLE_QUOTE_OPEN = re.compile(r"(?:^|[\s(:—–-])'(?=\w)[^']*$")
 _SENTENCE_BREAK = re.compile(r"[.!?。！？;；\n]")
-_ALREADY = re.compile(r"\s?[(（]\s*(?:around |week of |a few days |\d)")
+# A date written beside the phrase already, by a person or an earlier run: "(2026-11-26)",
+# "(Nov 26)", "(Thursday)", "（周四）", "(the 26th)", ", Nov 26", ", Thursday,", "，也就是周四".
+_EN_MONTH_DAY = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?\s*\d"
+_EN_WEEKDAY = (
+    r"(?:(?:mon|tues|wednes|thurs|fri|satur|sun)day\b"
+    r"|(?:mon|tue|tues|wed|thu|thur|thurs|fri|sat|sun)\.?(?=\s*[)）,]))"
+)
+_ALREADY = re.compile(
+    r"\s?[(（]\s*(?:around |week of |a few days |\d|the \d"
+    rf"|{_EN_MONTH_DAY}|{_EN_WEEKDAY}|周[一二三四五六日天]|星期|礼拜)"
+    rf"|,\s*(?:on\s+)?(?:{_EN_MONTH_DAY}|{_EN_WEEKDAY}|the \d)"
+    r"|[，,]\s*(?:也就是|即|就是)?\s*(?:周[一二三四五六日天]|星期|礼拜|\d{1,2}月\d)",
+    re.IGNORECASE,
+)
 
 
 # Text inside a sentence that is no prose: a link's target, a web or e-mail address, an
