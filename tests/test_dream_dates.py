@@ -733,3 +733,21 @@ def test_a_time_without_an_offset_is_the_writers_wall_clock_or_unclear(
     finally:
         monkeypatch.undo()
         time.tzset()
+
+
+def test_a_memory_stamped_after_today_is_left_and_listed(empty_dir: Path) -> None:
+    """A clock set wrong (`created` next March): its "yesterday" has no day to count from."""
+    path = add(
+        empty_dir,
+        "project_outage",
+        "Outage",
+        "Yesterday the API went down.",
+        category="project",
+        created="2027-03-10",
+        updated="2027-03-10",
+    )
+    before = path.read_bytes()
+    result = run_dream(MemoryStore(empty_dir), mode="rewrite")
+    assert path.read_bytes() == before
+    notes = [n["message"] for n in read_manifest(result)["notes"] if n["rule"] == "relative-dates"]
+    assert notes and "after today" in notes[0]

@@ -797,6 +797,14 @@ def run(ctx: RuleContext) -> None:
             continue
         rules_only = memory.category == "feedback"
         anchor, why = anchor_of(memory)
+        if anchor is not None and anchor > ctx.now.date() + timedelta(days=1):
+            # a stamp after today (a clock set wrong): no day to count from
+            why = (
+                f"it says it was written on {anchor.isoformat()}, after today "
+                f"({ctx.now.date().isoformat()}): which day its relative dates count from "
+                "is not known"
+            )
+            anchor = None
         for key, text in texts.items():
             if not text:
                 continue
