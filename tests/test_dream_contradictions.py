@@ -90,6 +90,58 @@ def test_memories_about_different_subjects_are_no_contradiction(
     assert not [n for n in read_manifest(result)["notes"] if n["rule"] == "contradictions"]
 
 
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        pytest.param(
+            "The user's home city is Berlin",
+            "In 2023 the user's home city was Paris",
+            id="en-a-past-year",
+        ),
+        pytest.param(
+            "The user's team lead is Alice",
+            "The user's team lead was Bob before the reorg",
+            id="en-was-before",
+        ),
+        pytest.param("团队负责人：张三", "团队负责人：李四（重组之前）", id="zh-before-the-reorg"),
+    ],
+)
+def test_a_newer_memory_about_the_past_does_not_contradict_a_present_fact(
+    empty_dir: Path, old: str, new: str
+) -> None:
+    """Written later but telling how it was: both hold, so the past one is never proposed."""
+    add_old_and_new(empty_dir, (old, ""), (new, ""))
+    result = run_dream(MemoryStore(empty_dir), mode="report")
+    assert not [n for n in read_manifest(result)["notes"] if n["rule"] == "contradictions"]
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "contradicts"),
+    [
+        pytest.param(
+            "The daily run distance is 10 km", "The daily run distance is 6.2 miles", False,
+            id="en-km-miles",
+        ),
+        pytest.param("每天跑步的距离是10公里", "每天跑步的距离是6.2英里", False, id="zh-km-miles"),
+        pytest.param(
+            "The weight limit of the bag is 23 kg", "The weight limit of the bag is 50 lbs", False,
+            id="en-kg-lbs",
+        ),
+        pytest.param(
+            "The daily run distance is 10 km", "The daily run distance is 10 miles", True,
+            id="en-another-distance",
+        ),
+    ],
+)
+def test_one_amount_written_in_two_units_is_no_contradiction(
+    empty_dir: Path, old: str, new: str, contradicts: bool
+) -> None:
+    add_old_and_new(empty_dir, (old, ""), (new, ""))
+    result = run_dream(MemoryStore(empty_dir), mode="report")
+    notes = [n for n in read_manifest(result)["notes"] if n["rule"] == "contradictions"]
+    assert bool(notes) == contradicts
+
+
 def test_a_contradiction_settled_by_supersedes_is_resolved_not_reported(empty_dir: Path) -> None:
     add(
         empty_dir,

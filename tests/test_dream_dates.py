@@ -83,6 +83,9 @@ ANCHOR = date(2026, 11, 25)  # a Wednesday
         pytest.param("上月底完成迁移", "上月底（2026年10月底）完成迁移", id="zh-month-end"),
         pytest.param("去年加入公司", "去年（2025年）加入公司", id="zh-last-year"),
         pytest.param("三天前合并了分支", "三天前（2026年11月22日）合并了分支", id="zh-days-ago"),
+        pytest.param("十五天前上线了", "十五天前（2026年11月10日）上线了", id="zh-fifteen"),
+        pytest.param("二十天后发布", "二十天后（2026年12月15日）发布", id="zh-twenty"),
+        pytest.param("二十一天前换了", "二十一天前（2026年11月4日）换了", id="zh-twenty-one"),
         pytest.param("会议改到下星期三", "会议改到下星期三（2026年12月2日）", id="zh-xingqi"),
         pytest.param(
             "Yesterday 我们决定下周发布",
@@ -124,6 +127,12 @@ def test_relative_dates_become_absolute(text: str, expected: str) -> None:
         pytest.param("Most teams today use trunk-based development.", id="en-generic-today"),
         pytest.param("The user likes to say tomorrow is another day.", id="en-idiom"),
         pytest.param("Their favourite film is The Day After Tomorrow.", id="en-title"),
+        # a title opening a sentence: title case after the word, or the sentence names a work
+        pytest.param("Yesterday Once More is her favourite song.", id="en-title-at-start"),
+        pytest.param("Today Was a Fairytale is on repeat in her car.", id="en-title-verb"),
+        pytest.param("Yesterday's Gone is the tune he hums.", id="en-title-possessive"),
+        pytest.param("Today I Learned: pytest fixtures compose.", id="en-title-til"),
+        pytest.param("Yesterday, by the Beatles, is her favourite song.", id="en-title-work"),
         pytest.param('The manager said: "we ship tomorrow or never".', id="en-quote"),
         pytest.param("> Customer: we need it by tomorrow\n", id="en-block-quote"),
         pytest.param("The user signed off with 'see you tomorrow' as usual.", id="en-single-quote"),
@@ -136,6 +145,26 @@ def test_relative_dates_become_absolute(text: str, expected: str) -> None:
         pytest.param("用户常说：今日事今日毕。", id="zh-idiom"),
         pytest.param("老板说“明天一定上线”。", id="zh-quote"),
         pytest.param("推荐《明天会更好》这首歌。", id="zh-title"),
+        pytest.param("今天你要嫁给我是她最喜欢的歌。", id="zh-title-at-start"),
+        pytest.param("她最喜欢的歌是今天你要嫁给我。", id="zh-title-after-song-is"),
+        pytest.param("明天过后是他最爱的电影。", id="zh-film-title"),
+        pytest.param("今天是个好日子这首歌很好听。", id="zh-this-song"),
+        # a date the person wrote beside the phrase already
+        pytest.param("The review is tomorrow (Nov 26).", id="en-month-day-beside"),
+        pytest.param("The review is tomorrow (Thursday).", id="en-weekday-beside"),
+        pytest.param("The review is tomorrow, Nov 26.", id="en-month-day-after-comma"),
+        pytest.param("The review is tomorrow (the 26th).", id="en-ordinal-beside"),
+        pytest.param("明天（周四）开会。", id="zh-weekday-beside"),
+        pytest.param("明天，也就是周四，开会。", id="zh-that-is-thursday"),
+        # an ordinal, a range or a count cut short is no count of days from the writing
+        pytest.param("It broke two or three days ago.", id="en-range-or"),
+        pytest.param("It broke 5 to 7 days ago.", id="en-range-to"),
+        pytest.param("The outage was one or two weeks ago.", id="en-range-weeks"),
+        pytest.param("第三天后开始下雨。", id="zh-ordinal-day"),
+        pytest.param("三四天前出过一次故障。", id="zh-range-three-or-four"),
+        pytest.param("两三天前出过一次故障。", id="zh-range-two-or-three"),
+        pytest.param("一百零五天前立项。", id="zh-count-with-zero"),
+        pytest.param("1000天前立项。", id="zh-count-over-three-digits"),
         pytest.param("~~~~\nsleep until tomorrow\n~~~\nstill tomorrow\n~~~~\n", id="en-long-fence"),
         pytest.param("```\nsleep until tomorrow\n", id="en-unclosed-fence"),
         pytest.param("> ```\n> sleep until tomorrow\n> ```\n", id="en-fence-in-quote"),
@@ -176,6 +205,22 @@ def test_text_that_only_looks_like_a_relative_date_is_kept(text: str) -> None:
         ),
         pytest.param(
             "上周末去爬山了。", "上周末（2026年11月21日至22日）去爬山了。", id="zh-last-weekend"
+        ),
+        pytest.param(
+            "Yesterday Alice shipped the fix.",
+            "Yesterday (2026-11-24) Alice shipped the fix.",
+            id="en-name-after-date-word",
+        ),
+        pytest.param(
+            "The review is tomorrow (may be late).",
+            "The review is tomorrow (2026-11-26) (may be late).",
+            id="en-may-is-no-month",
+        ),
+        pytest.param("明天去看电影。", "明天（2026年11月26日）去看电影。", id="zh-see-a-film"),
+        pytest.param(
+            "Yesterday I fixed the login bug.",
+            "Yesterday (2026-11-24) I fixed the login bug.",
+            id="en-i-after-date-word",
         ),
         pytest.param(
             "Outage yesterday; the fix ships tomorrow.",
@@ -229,6 +274,44 @@ def test_a_weekday_that_may_mean_either_week_is_left_and_listed(text: str) -> No
     unsure: list[str] = []
     assert absolutize(text, ANCHOR, unsure) == (text, [])
     assert unsure
+
+
+@pytest.mark.parametrize(
+    ("text", "expected", "listed"),
+    [
+        pytest.param(
+            "Yesterday he promised the build for tomorrow.",
+            "Yesterday (2026-11-24) he promised the build for tomorrow.",
+            "tomorrow",
+            id="en-promised-yesterday",
+        ),
+        pytest.param(
+            "On Monday she said the fix would land tomorrow.",
+            "On Monday she said the fix would land tomorrow.",
+            "tomorrow",
+            id="en-said-on-monday",
+        ),
+        pytest.param(
+            "昨天他答应明天交付。",
+            "昨天（2026年11月24日）他答应明天交付。",
+            "明天",
+            id="zh-promised",
+        ),
+    ],
+)
+def test_words_reported_from_another_day_are_left_and_listed(
+    text: str, expected: str, listed: str
+) -> None:
+    """"tomorrow" in what someone said on another day counts from that day, not the writing."""
+    unsure: list[str] = []
+    assert absolutize(text, ANCHOR, unsure)[0] == expected
+    assert unsure == [listed]
+
+
+def test_words_reported_with_no_other_day_count_from_the_writing() -> None:
+    assert absolutize("She said she would come tomorrow.", ANCHOR)[0] == (
+        "She said she would come tomorrow (2026-11-26)."
+    )
 
 
 @pytest.mark.parametrize(
@@ -650,3 +733,21 @@ def test_a_time_without_an_offset_is_the_writers_wall_clock_or_unclear(
     finally:
         monkeypatch.undo()
         time.tzset()
+
+
+def test_a_memory_stamped_after_today_is_left_and_listed(empty_dir: Path) -> None:
+    """A clock set wrong (`created` next March): its "yesterday" has no day to count from."""
+    path = add(
+        empty_dir,
+        "project_outage",
+        "Outage",
+        "Yesterday the API went down.",
+        category="project",
+        created="2027-03-10",
+        updated="2027-03-10",
+    )
+    before = path.read_bytes()
+    result = run_dream(MemoryStore(empty_dir), mode="rewrite")
+    assert path.read_bytes() == before
+    notes = [n["message"] for n in read_manifest(result)["notes"] if n["rule"] == "relative-dates"]
+    assert notes and "after today" in notes[0]

@@ -19,7 +19,7 @@ from test_dream_support import add, read_manifest
 
 from sage_mem.dream import run_dream
 from sage_mem.dream.rules.dedupe import candidate_pairs, head_similarity
-from sage_mem.dream.similarity import fingerprint, jaccard
+from sage_mem.dream.similarity import difference, fingerprint, jaccard
 from sage_mem.memory.value import memory_from_meta
 from sage_mem.store import MemoryStore
 
@@ -167,6 +167,21 @@ RELATED = [
         "Answer in English unless the user writes in German",
         "Write commit messages in English",
         id="en-other-rule",
+    ),
+    # what the index folds together: a currency sign, a code name's plural or case
+    pytest.param(
+        "The monthly cloud budget is $500", "The monthly cloud budget is €500", id="en-currency"
+    ),
+    pytest.param("每月的云服务预算是 ¥500", "每月的云服务预算是 $500", id="zh-currency"),
+    pytest.param(
+        "Call fetchUser to load the profile page",
+        "Call fetchUsers to load the profile page",
+        id="en-code-name-plural",
+    ),
+    pytest.param(
+        "Raise max_retries in the client settings file",
+        "Raise max_retry in the client settings file",
+        id="en-snake-case-name",
     ),
     pytest.param("用户的猫叫芝麻", "用户的狗叫芝麻", id="zh-pet-swap"),
     pytest.param("发布前运行全部测试", "发布后更新 README 文档", id="zh-before-after"),
@@ -428,6 +443,74 @@ def test_a_twin_whose_body_adds_text_is_folded_into_the_one_kept(empty_dir: Path
 
 
 @pytest.mark.parametrize(
+    ("kept", "other", "item"),
+    [
+        pytest.param(
+            ("The user's food allergies", "- peanuts\n- shellfish"),
+            ("The user's food allergies", "- peanuts\n- shellfish\n- milk"),
+            "milk",
+            id="en-short-list-body",
+        ),
+        pytest.param(
+            ("用户的食物过敏", "- 花生\n- 海鲜"),
+            ("用户的食物过敏", "- 花生\n- 海鲜\n- 牛奶"),
+            "牛奶",
+            id="zh-short-list-body",
+        ),
+        pytest.param(
+            ("Food allergies: peanuts, shellfish, milk, eggs, soy, wheat, celery", ""),
+            ("Food allergies: peanuts, shellfish, milk, eggs, soy, wheat, celery, lupin", ""),
+            "lupin",
+            id="en-long-inline-list",
+        ),
+        pytest.param(
+            ("用户对这些食物过敏：花生、海鲜、牛奶、鸡蛋、大豆、小麦、芝麻、芹菜", ""),
+            ("用户对这些食物过敏：花生、海鲜、牛奶、鸡蛋、大豆、小麦、芝麻、芹菜、羽扇豆", ""),
+            "羽扇豆",
+            id="zh-long-inline-list",
+        ),
+    ],
+)
+def test_a_merge_never_drops_an_item_only_the_archived_twin_lists(
+    empty_dir: Path, kept: tuple[str, str], other: tuple[str, str], item: str
+) -> None:
+    """A list one twin has one item more of: the item stays in service (the kept one gains it)."""
+    add(empty_dir, "user_a", kept[0], kept[1], category="user", trust=0.9)
+    add(empty_dir, "user_b", other[0], other[1], category="user", trust=0.5)
+    store = MemoryStore(empty_dir)
+    run_dream(store, mode="rewrite")
+    assert any(item in m.description or item in m.body for m in MemoryStore(empty_dir).list())
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "said"),
+    [
+        pytest.param(
+            "The project targets Python 3.11",
+            "The project targets Python 3.12",
+            "number",
+            id="version",
+        ),
+        pytest.param("The standup is at 9:30", "The standup is at 10:30", "time", id="time"),
+        pytest.param("The standup is at 9.30 am", "The standup is at 10.30 am", "time", id="dot"),
+    ],
+)
+def test_a_version_differs_as_a_number_a_clock_time_as_a_time(
+    first: str, second: str, said: str
+) -> None:
+    assert (difference(first, second) or "").startswith(f"a different {said}")
+
+
+def test_a_folded_list_keeps_its_first_item_a_list_item(empty_dir: Path) -> None:
+    add(empty_dir, "user_a", "The user's food allergies", "- peanuts", category="user", trust=0.9)
+    add(empty_dir, "user_b", "The user's food allergies", "- milk\n- eggs", category="user")
+    store = MemoryStore(empty_dir)
+    run_dream(store, mode="rewrite")
+    body = store.read("user_a").body
+    assert "\n\n- milk\n- eggs" in body and body.lstrip().startswith("- peanuts\n")
+
+
+@pytest.mark.parametrize(
     ("kept", "other"),
     [
         pytest.param(
@@ -479,6 +562,37 @@ def test_a_twin_whose_body_may_contradict_is_reported_not_merged(
     assert path.read_bytes() == before
     notes = read_manifest(result)["notes"]
     assert any("merge them by hand" in n["message"] for n in notes)
+
+
+@pytest.mark.parametrize(
+    ("kept_body", "other_body"),
+    [
+        pytest.param(
+            "The deploy uses the staging profile by default.",
+            "The deploy uses the production profile by default.",
+            id="en-swapped-term",
+        ),
+        pytest.param(
+            "The deploy runs the migrations first.",
+            "The deploy does not run the migrations first.",
+            id="en-negation-the-index-drops",
+        ),
+        pytest.param(
+            "部署默认使用测试环境的配置。", "部署默认使用生产环境的配置。", id="zh-swapped-term"
+        ),
+    ],
+)
+def test_a_twin_whose_body_says_another_fact_is_neither_folded_nor_archived(
+    empty_dir: Path, kept_body: str, other_body: str
+) -> None:
+    """Folding "production" beside "staging" joins a contradiction; archiving it hides one."""
+    description = "Deploy the web app with make deploy from the repo root"
+    kept = add(empty_dir, "project_a", description, kept_body, category="project", trust=0.9)
+    other = add(empty_dir, "project_b", description, other_body, category="project")
+    before = (kept.read_bytes(), other.read_bytes())
+    result = run_dream(MemoryStore(empty_dir), mode="rewrite")
+    assert (kept.read_bytes(), other.read_bytes()) == before
+    assert any("merge them by hand" in n["message"] for n in read_manifest(result)["notes"])
 
 
 @pytest.mark.parametrize(

@@ -48,6 +48,55 @@ def test_a_locked_memory_is_not_archived_even_when_superseded(empty_dir: Path) -
 
 
 @pytest.mark.parametrize(
+    ("old_updated", "new_updated"),
+    [
+        pytest.param("2026-11-25T10:00:00Z", "2026-11-20T09:00:00Z", id="times"),
+        pytest.param("2026-11-25", "2026-11-20", id="dates"),
+    ],
+)
+def test_a_memory_edited_after_the_one_superseding_it_is_not_archived(
+    empty_dir: Path, old_updated: str, new_updated: str
+) -> None:
+    path = add(
+        empty_dir,
+        "user_old_editor",
+        "The user edits in Vim, with the Helix keymap plugin since this week",
+        category="user",
+        created="2026-11-01",
+        updated=old_updated,
+    )
+    add(
+        empty_dir,
+        "user_editor",
+        "The user switched from Vim to Helix",
+        category="user",
+        created="2026-11-20",
+        updated=new_updated,
+        supersedes=["user_old_editor"],
+    )
+    before = path.read_bytes()
+    result = run_dream(MemoryStore(empty_dir), mode="rewrite")
+    assert path.read_bytes() == before
+    refused = read_manifest(result)["refused"]
+    assert [r["id"] for r in refused] == ["user_old_editor"]
+    assert "after user_editor" in refused[0]["refusedBecause"]
+
+
+def test_a_memory_edited_the_same_day_as_its_successor_is_archived(empty_dir: Path) -> None:
+    add(empty_dir, "user_old", "The user edits in Vim", category="user", updated="2026-11-20")
+    add(
+        empty_dir,
+        "user_new",
+        "The user switched from Vim to Helix",
+        category="user",
+        updated="2026-11-20T09:00:00Z",
+        supersedes=["user_old"],
+    )
+    run_dream(MemoryStore(empty_dir), mode="rewrite")
+    assert not (empty_dir / "user_old.md").exists()
+
+
+@pytest.mark.parametrize(
     ("files", "message"),
     [
         pytest.param({"user_new": ["user_gone"]}, "does not exist", id="missing-target"),

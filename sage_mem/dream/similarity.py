@@ -102,7 +102,8 @@ _WEEKDAY_WORDS = re.compile(
     r"\b(?:mon|tues|wednes|thurs|fri|satur|sun)day\b|(?:周|星期|礼拜)[一二三四五六日天]",
     re.IGNORECASE,
 )
-_TIME = re.compile(r"\b\d{1,2}[:.]\d{2}\b|\d{1,2}点")
+# 9:30, 9.30 am, 9点; not 3.12 (Python 3.12 is a version, not a time)
+_TIME = re.compile(r"\b\d{1,2}:\d{2}\b|\b\d{1,2}\.\d{2}(?=\s*(?:[ap]\.?m\b|h\b))|\d{1,2}点")
 _LATIN_WORD = re.compile(r"[^\W\d_]+|\d+(?:[.,]\d+)*", re.UNICODE)
 _CJK_CHAR = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 # Characters and words that reword without changing the fact: 是/为 ("is"), 都 ("all"),
@@ -139,7 +140,8 @@ def key_words(text: str) -> tuple[frozenset[str], frozenset[str]]:
 def difference(first: str, second: str) -> str | None:
     """What makes two alike texts say different facts, or None when nothing does.
 
-    A differing number, weekday or time; a negation on one side only ("likes" /
+    A differing number, weekday or time; a currency sign or a code name written
+    differently on each side ($ / €, fetchUser / fetchUsers); a negation on one side only ("likes" /
     "does not like", 喜欢 / 不喜欢); opposites the index drops as stop words
     ("before" / "after", "am" / "pm"); the same words with two parts in swapped
     places ("Alice reports to Bob" / "Bob reports to Alice"); or a swapped key term: each text has a
@@ -155,6 +157,10 @@ def difference(first: str, second: str) -> str | None:
         return f"a different time ({_shown(a_times)} / {_shown(b_times)})"
     if a_numbers != b_numbers:
         return f"a different number ({_shown(a_numbers)} / {_shown(b_numbers)})"
+    for kind, pattern in _EXACT:
+        only_a, only_b = _exact(pattern, first, second), _exact(pattern, second, first)
+        if only_a and only_b:
+            return f"a different {kind} ({_shown(only_a)} / {_shown(only_b)})"
     if _negated(first) != _negated(second):
         return "a negation on one side only (one says not)"
     a_words, a_chars = key_words(first)
@@ -174,6 +180,20 @@ def difference(first: str, second: str) -> str | None:
     if swapped:
         return f"a different key term (swapped: {swapped[0]} / {swapped[1]})"
     return None
+
+
+# What the index folds together but that names another thing when it differs: a currency
+# sign ($500 / €500) and a code name, compared as written (fetchUser / fetchUsers,
+# max_retries / max_retry; the index stems both alike).
+_EXACT = (
+    ("currency", re.compile(r"[$€£¥₹₩₽¢]")),
+    ("code name", re.compile(r"\b[A-Za-z_]\w*?(?:[a-z0-9][A-Z]|_)\w*")),
+)
+
+
+def _exact(pattern: re.Pattern[str], text: str, other: str) -> frozenset[str]:
+    """What `pattern` finds in `text`, as written, that it does not find in `other`."""
+    return frozenset(pattern.findall(text)) - frozenset(pattern.findall(other))
 
 
 # Words the index drops as stop words (or that are too short to tell) but that flip a fact

@@ -10,7 +10,11 @@ values is a list of facts, a note per case), with the newer one as the
 proposal: the report says which, and how to settle it (`supersedes:` in the
 newer one, which the next rewrite run acts on). Newer is changed later
 (`updated`); when the other was created later all the same (a trust change
-restamps an old memory), the report says which is newer is not clear.
+restamps an old memory), the report says which is newer is not clear. A newer
+memory that tells how things were ("in 2023 the user's home city was Paris", "the
+team lead was Bob before the reorg", 以前, 曾经) beside an older one saying how
+they are is no contradiction: both hold. Nor is one amount written in two units
+("10 km" / "6.2 miles", 10公里 / 6.2英里, within 2%).
 
 A memory that says what changed ("switched the main database from PostgreSQL
 to MySQL", "the sync moved from Tuesday to Thursday", "Kafka instead of
@@ -173,10 +177,14 @@ def _compare(
     a_terms, b_terms = terms(a_value), terms(b_value)
     if a_terms <= b_terms or b_terms <= a_terms:
         return  # one says the same value, or more of it: no contradiction
+    if _same_quantity(a_value, b_value):
+        return  # "10 km" and "6.2 miles": one distance written in two units
     differs = difference(a_value, b_value)
     older, newer = sorted((a, b), key=lambda m: (_when(m, ctx.written), m.id))
     if _when(older, ctx.written) == _when(newer, ctx.written):
         return  # no newer one to propose
+    if _of_the_past(newer.description) and not _of_the_past(older.description):
+        return  # written later, about before: "in 2023 the city was Paris" beside "is Berlin"
     if (older.id, newer.id) in reported:
         return
     reported.add((older.id, newer.id))
@@ -186,6 +194,57 @@ def _compare(
         return
     said = "says it changed" if _CHANGE.search(newer.description + " " + newer.body) else "is newer"
     _note(ctx, older, newer, what, said)
+
+
+# Units a value may be written in, with their size in a base unit of their kind.
+_UNITS = {
+    "km": ("length", 1000.0), "kilometer": ("length", 1000.0), "kilometre": ("length", 1000.0),
+    "公里": ("length", 1000.0), "千米": ("length", 1000.0),
+    "mi": ("length", 1609.344), "mile": ("length", 1609.344), "英里": ("length", 1609.344),
+    "m": ("length", 1.0), "meter": ("length", 1.0), "metre": ("length", 1.0), "米": ("length", 1.0),
+    "ft": ("length", 0.3048), "foot": ("length", 0.3048), "feet": ("length", 0.3048),
+    "英尺": ("length", 0.3048),
+    "kg": ("mass", 1.0), "kilogram": ("mass", 1.0), "公斤": ("mass", 1.0), "千克": ("mass", 1.0),
+    "lb": ("mass", 0.45359237), "lbs": ("mass", 0.45359237), "pound": ("mass", 0.45359237),
+    "磅": ("mass", 0.45359237), "斤": ("mass", 0.5),
+}
+_QUANTITY = re.compile(
+    r"(\d+(?:\.\d+)?)\s*(kilomet(?:er|re)s?|km|miles?|mi|met(?:er|re)s?|m|feet|foot|ft"
+    r"|kilograms?|kg|pounds?|lbs?|公里|千米|英里|米|英尺|公斤|千克|磅|斤)(?![A-Za-z])",
+    re.IGNORECASE,
+)
+
+
+def _same_quantity(first: str, second: str) -> bool:
+    """Whether two values are one amount in two units (within 2%: "10 km" / "6.2 miles")."""
+    amounts = []
+    for text in (first, second):
+        found = _QUANTITY.findall(text)
+        if len(found) != 1:
+            return False
+        number, unit = found[0]
+        unit = unit.lower()
+        kind = _UNITS.get(unit) or _UNITS.get(unit.rstrip("s")) or _UNITS.get(unit[:-2])
+        if kind is None:
+            return False
+        amounts.append((kind[0], float(number) * kind[1], unit))
+    (kind_a, size_a, unit_a), (kind_b, size_b, unit_b) = amounts
+    if kind_a != kind_b or unit_a == unit_b or not size_a or not size_b:
+        return False
+    return abs(size_a - size_b) <= 0.02 * max(size_a, size_b)
+
+
+# A description that tells how it was (a past year, "was", "used to", 以前, 曾经) and not that
+# it changed ("was moved to", "now"): both it and a present fact may hold.
+_PAST = re.compile(
+    r"\b(?:was|were|used\s+to|had\s+been|previously|formerly|back\s+in|before\s+the"
+    r"|until|in\s+(?:19|20)\d\d)\b|以前|之前|曾经|过去|原来|当时|那时|(?:19|20)\d\d\s*年",
+    re.IGNORECASE,
+)
+
+
+def _of_the_past(description: str) -> bool:
+    return bool(_PAST.search(description)) and not _CHANGE.search(description)
 
 
 def _note(ctx: RuleContext, older: Memory, newer: Memory, what: str, said: str) -> None:

@@ -15,7 +15,9 @@ written (DESIGN §7.3a):
   a **How to apply:** line, a phrase someone "says" (用户说下周);
 - quoted speech ("…", “…”, 「…」, 《…》, a `>` quote), idioms ("tomorrow is
   another day", 今日事今日毕) and a date word said twice in one sentence;
-- names: a phrase in title case inside a sentence ("The Day After Tomorrow"),
+- names: a phrase in title case inside a sentence ("The Day After Tomorrow") or
+  opening one ("Yesterday Once More is her song", "Today Was a Fairytale"), one
+  the sentence calls a song, a film, a book ("Yesterday, by the Beatles, is…"),
   the literary 今日/明日/昨日 (明日方舟, 今日头条 are names far more often than dates);
 - periods rather than days: "the last year", "the next week or two",
   "the last Friday of each month" (a determiner before, "of" or "or" after);
@@ -25,7 +27,8 @@ written (DESIGN §7.3a):
 - in a feedback memory (a standing rule by definition) any phrase pointing
   forward or to the present ("tomorrow", 下周, 本周) outside its **Why:** line.
 
-When unsure — "next Friday" said on a Wednesday (this week's or the next?),
+When unsure — words reported from another day ("Yesterday he promised it for
+tomorrow", 昨天他答应明天交付), "next Friday" said on a Wednesday (this week's or the next?),
 "last Tuesday" said on a Friday, "this Monday" once Monday has passed, "next
 Monday" or "last week" said on a Sunday (the first day of the week for many
 English speakers) — the phrase is left and listed in the report.
@@ -224,12 +227,13 @@ def _chinese(word: str, anchor: date) -> str | None:
     if word in years:
         return f"{anchor.year + years[word]}年"
     counted = re.fullmatch(
-        r"(\d+|[一两二三四五六七八九十])(天|周|个星期|星期|个月)(前|后|以前|以后|之前|之后)", word
+        r"(\d+|[一两二三四五六七八九十百]+)(天|周|个星期|星期|个月)(前|后|以前|以后|之前|之后)",
+        word,
     )
     if counted:
         number, unit, direction = counted.groups()
-        count = int(number) if number.isdigit() else _ZH_NUMBERS[number]
-        if count > 366:
+        count = int(number) if number.isdigit() else _zh_count(number)
+        if count is None or count > 366:
             return None
         sign = -1 if direction.endswith("前") else 1
         if unit == "天":
@@ -261,6 +265,20 @@ def _chinese(word: str, anchor: date) -> str | None:
     return None
 
 
+def _zh_count(numerals: str) -> int | None:
+    """十五 → 15, 二十一 → 21, 一百二十 → 120; None for a range (三四, 两三: "three or four")."""
+    total, digit = 0, None
+    for char in numerals:
+        if char in "十百":
+            total += (1 if digit is None else digit) * (10 if char == "十" else 100)
+            digit = None
+        elif digit is not None:
+            return None
+        else:
+            digit = _ZH_NUMBERS[char]
+    return total + (digit or 0)
+
+
 _EN_COUNT = r"(?:\d{1,3}|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"
 _EN_PATTERN = re.compile(
     r"\b(?:the\s+day\s+before\s+yesterday|the\s+day\s+after\s+tomorrow"
@@ -273,7 +291,7 @@ _EN_PATTERN = re.compile(
 )
 _ZH_PATTERN = re.compile(
     r"大前天|大后天|前天|昨天|昨晚|今天|今晚|今早|明天|后天|前几天|前两天|前年|去年|今年|明年|后年"
-    r"|(?:\d{1,3}|[一两二三四五六七八九十])(?:天|周|个星期|星期|个月)(?:以前|以后|之前|之后|前|后)"
+    r"|(?:\d{1,3}|[一两二三四五六七八九十百]+)(?:天|周|个星期|星期|个月)(?:以前|以后|之前|之后|前|后)"
     r"|(?:上上|下下|上|这|本|下)(?:个)?月[初中底末]?"
     r"|(?:上上|下下|上|这|本|下)(?:个)?(?:周|星期|礼拜)[一二三四五六日天末]?"
 )
@@ -328,7 +346,20 @@ _MENTION_ZH = re.compile(r"(?:说|讲|写|提到)[：:，, ]?$")
 _QUOTES = (("“", "”"), ("「", "」"), ("『", "』"), ("《", "》"), ("‘", "’"))
 _SINGLE_QUOTE_OPEN = re.compile(r"(?:^|[\s(:—–-])'(?=\w)[^']*$")
 _SENTENCE_BREAK = re.compile(r"[.!?。！？;；\n]")
-_ALREADY = re.compile(r"\s?[(（]\s*(?:around |week of |a few days |\d)")
+# A date written beside the phrase already, by a person or an earlier run: "(2026-11-26)",
+# "(Nov 26)", "(Thursday)", "（周四）", "(the 26th)", ", Nov 26", ", Thursday,", "，也就是周四".
+_EN_MONTH_DAY = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?\s*\d"
+_EN_WEEKDAY = (
+    r"(?:(?:mon|tues|wednes|thurs|fri|satur|sun)day\b"
+    r"|(?:mon|tue|tues|wed|thu|thur|thurs|fri|sat|sun)\.?(?=\s*[)）,]))"
+)
+_ALREADY = re.compile(
+    r"\s?[(（]\s*(?:around |week of |a few days |\d|the \d"
+    rf"|{_EN_MONTH_DAY}|{_EN_WEEKDAY}|周[一二三四五六日天]|星期|礼拜)"
+    rf"|,\s*(?:on\s+)?(?:{_EN_MONTH_DAY}|{_EN_WEEKDAY}|the \d)"
+    r"|[，,]\s*(?:也就是|即|就是)?\s*(?:周[一二三四五六日天]|星期|礼拜|\d{1,2}月\d)",
+    re.IGNORECASE,
+)
 
 
 # Text inside a sentence that is no prose: a link's target, a web or e-mail address, an
@@ -406,7 +437,16 @@ def _not_an_event(
     if sum(1 for m in pattern.finditer(sentence) if m.group(0).lower() == word.lower()) > 1:
         return True  # "今日事今日毕", "tomorrow and tomorrow and tomorrow"
     if chinese:
-        return False
+        # a song, a film, a book named without 《》: 今天你要嫁给我是她最喜欢的歌,
+        # 最喜欢的歌是今天你要嫁给我, 今天是个好日子这首歌
+        tail = sentence[len(lead) + len(word) :]
+        return bool(
+            _ZH_WORK_BEFORE.search(lead)
+            or (not lead.strip() and _ZH_WORK_AFTER.match(tail))
+            or _ZH_THIS_WORK.match(tail)
+        )
+    if re.search(rf"\b{_EN_COUNT}\s*(?:or|to|-|–)\s*$", lead, re.IGNORECASE):
+        return True  # "two or three days ago", "5 to 7 days ago": a range, not a day
     rest = segment[end:].lstrip()
     if re.match(r"(?:of|or)\b", rest, re.IGNORECASE):
         return True  # "the last Friday of each month", "the next week or two"
@@ -420,7 +460,37 @@ def _not_an_event(
     at_start = not lead.strip() or bool(re.search(r"[:*(\-–—]\s*$", lead))
     if len(capitals) > 1 or (capitals and not at_start and words[0] in capitals):
         return True  # a title: "The Day After Tomorrow", a song "Yesterday"
+    if at_start and words[0] in capitals:
+        after = _TITLE_CASE_NEXT.match(segment, end)
+        if after and (after.group(1) or after.group(2).lower() in _TITLE_WORDS):
+            return True  # "Yesterday Once More is her song", "Today Was a Fairytale"
+        if _NAMES_A_WORK.search(sentence[len(lead) :]):
+            return True  # "Yesterday, by the Beatles, is her favourite song"
     return False
+
+
+_ZH_WORK = r"(?:歌曲|歌|电影|影片|书|小说|专辑|电视剧|剧|节目|游戏|动画|综艺)"
+_ZH_WORK_BEFORE = re.compile(rf"{_ZH_WORK}名?(?:是|叫做|叫)\s*$")
+_ZH_WORK_AFTER = re.compile(rf"[^，,；;]*?(?:是|为)[^，,。；;]{{0,8}}?{_ZH_WORK}")
+_ZH_THIS_WORK = re.compile(rf"[^，,。；;]*?(?:这|那)(?:首|部|本|张|出|个){_ZH_WORK}")
+
+
+# A capitalised date word that starts a sentence opens a title when the word after it is one
+# no sentence capitalises but a title does ("Yesterday Once More", "Yesterday's Gone",
+# "Today I Learned"), not a name ("Yesterday Alice shipped it"); or when the sentence says
+# the phrase is a song, a film, a book.
+_TITLE_CASE_NEXT = re.compile(r"(?:['’]s)?[ \t]+(?:I[ \t]+([A-Z])|([A-Z][a-z]*)\b)")
+_TITLE_WORDS = frozenset(
+    "once more was is are were will would be been never ever again only gone and or of the "
+    "an in on to my your our his her their me you we she he they it not no all come comes "
+    "came die dies died".split()
+)
+_NAMES_A_WORK = re.compile(
+    r"^[^.!?;]*?\b(?:is|was|are|were)\s+(?:[\w’'-]+\s+){0,3}?(?:songs?|films?"
+    r"|movies?|books?|novels?|albums?|tracks?|tunes?|singles?|shows?|series|podcasts?"
+    r"|plays?|musicals?|poems?|episodes?|games?)\b",
+    re.IGNORECASE,
+)
 
 
 def absolutize(
@@ -513,11 +583,36 @@ def _meaning(match: re.Match[str], segment: str, chinese: bool, anchor: date) ->
     if chinese:
         if start and segment[start - 1 : start + 1] in _ZH_WORD_ENDINGS:
             return None
+        if start and (segment[start - 1] in "第几零〇" or segment[start - 1].isdigit()):
+            return None  # 第三天后 ("on the third day"), 一百零五天前: not the whole count
         for found in _ZH_NOT_DATES.finditer(segment, max(0, start - 4), min(len(segment), end + 4)):
             if found.start() < end and found.end() > start:
                 return None
         return _chinese(match.group(0), anchor)
     return _english(match.group(0), anchor)
+
+
+# Reported speech dated by another day: "Yesterday he promised it for tomorrow", "On Monday
+# she said she'd be back tomorrow", 昨天他答应明天交付 — the phrase counts from the day it
+# was said, not the day it was written down.
+_REPORTED = re.compile(
+    r"\b(?:said|says|told|promised|mentioned|wrote|asked|agreed|announced|claimed|replied"
+    r"|confirmed|estimated|expected|thought|hoped|planned)\b|说|告诉|答应|承诺|提到|表示|回复|确认|估计",
+    re.IGNORECASE,
+)
+_OTHER_DAY = re.compile(
+    r"\b(?:mon|tues|wednes|thurs|fri|satur|sun)day\b|(?:周|星期|礼拜)[一二三四五六日天]"
+    r"|\b20\d\d-\d\d-\d\d\b|\d{1,2}月\d{1,2}[日号]",
+    re.IGNORECASE,
+)
+
+
+def _said_on_another_day(segment: str, start: int) -> bool:
+    """Whether the phrase at `start` is in words reported from a day its sentence names."""
+    lead, _, _ = _sentence(segment, start, start)
+    if not _REPORTED.search(lead):
+        return False
+    return bool(_OTHER_DAY.search(lead) or _EN_PATTERN.search(lead) or _ZH_PATTERN.search(lead))
 
 
 def _substitute(
@@ -548,6 +643,9 @@ def _substitute(
         if _ALREADY.match(segment, end):
             continue  # dated already, by a person or an earlier run
         if _not_an_event(segment, match.start(), match.end(), chinese, rules_only):
+            continue
+        if _said_on_another_day(segment, match.start()):
+            unsure.append(match.group(0))  # "Yesterday he promised it for tomorrow": whose day?
             continue
         anchor = anchor_at(base + match.start())
         if anchor is None:
@@ -699,6 +797,14 @@ def run(ctx: RuleContext) -> None:
             continue
         rules_only = memory.category == "feedback"
         anchor, why = anchor_of(memory)
+        if anchor is not None and anchor > ctx.now.date() + timedelta(days=1):
+            # a stamp after today (a clock set wrong): no day to count from
+            why = (
+                f"it says it was written on {anchor.isoformat()}, after today "
+                f"({ctx.now.date().isoformat()}): which day its relative dates count from "
+                "is not known"
+            )
+            anchor = None
         for key, text in texts.items():
             if not text:
                 continue
@@ -714,7 +820,8 @@ def run(ctx: RuleContext) -> None:
                 weekday = _EN_WEEKDAYS[anchor.weekday()].title()
                 because = (
                     f"written on {anchor.isoformat()}, a {weekday}: they may mean this "
-                    "week's day or the other week's; write the date you mean"
+                    "week's day or the other week's, or count from the day someone said "
+                    "them; write the date you mean"
                 )
             ctx.applier.note(
                 memory.id,

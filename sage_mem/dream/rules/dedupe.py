@@ -24,7 +24,10 @@ description and body say that its own lack (`missing_parts`: sentences, or whole
 lists, tables and code), after its own text and saying where it came from; the
 other is archived with `supersededBy`. No text leaves service: a twin whose
 extra text names a different number, weekday or time than the kept one (a
-likely contradiction), or adds more than MAX_FOLDED_CHARS, is reported instead.
+likely contradiction), or adds more than MAX_FOLDED_CHARS, is reported instead; so
+is one whose body has a sentence alike to one of the kept body's (CLASH_JACCARD)
+that says another fact ("staging" / "production", "runs" / "does not run":
+`contradicting_part`), which folding would join and archiving would hide.
 
 Candidates come from prefix filtering over an inverted index of the head terms
 (rarest terms first): two sets with a Jaccard of t or more must share a term
@@ -157,11 +160,22 @@ def _merge_cluster(ctx: RuleContext, memories: list[Memory], prints: list[Finger
             continue  # a twin of a twin, not of the keeper: left for a later run
         covered, share = body_covered(other_print, keeper_print, BODY_CONTAINMENT)
         said = f"descriptions {score:.0%} alike"
+        clash = contradicting_part(other.body, body)
+        if clash:
+            ctx.applier.note(
+                other.id,
+                rule=NAME,
+                message=f"says the same as {keeper.id} ({said}), but its body says {clash}: "
+                "not merged; merge them by hand",
+            )
+            continue
         # what only its description says ("…and then to production") is folded in too:
         # the description leaves service with the archived twin
         extra = missing_parts(other.description, f"{keeper.description}\n\n{body}")
-        if not covered:
-            from_body = missing_parts(other.body, body)
+        # a short body ("- peanuts\n- shellfish\n- milk") is never "covered" by its terms
+        # alone: an item the keeper lacks is folded in all the same
+        from_body = missing_parts(other.body, body)
+        if not covered or from_body:
             conflict = difference(" ".join(from_body), body) if from_body else "nothing to fold in"
             if conflict and conflict.startswith("a different key term"):
                 conflict = None  # what it adds is new words: that is the point of folding it in
@@ -263,27 +277,69 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)|(?<=[。！？])")
 _STRUCTURED = re.compile(r"^\s*(?:[-*+#|>]|\d+[.)]|```|~~~|    |\t)", re.MULTILINE)
 
 
-def missing_parts(text: str, kept: str) -> list[str]:
-    """The parts of `text` (sentences of plain paragraphs, else whole paragraphs) `kept` lacks.
+CLASH_JACCARD = 0.5
+"""A sentence of one twin this alike to one of the other's, yet a different fact, is a clash."""
 
-    A part is there when BODY_CONTAINMENT of its terms are in `kept`; code, lists,
-    tables and quotes are compared as whole paragraphs, never cut.
-    """
-    kept_terms = terms(kept)
-    missing: list[str] = []
+
+def _parts(text: str) -> list[str]:
+    """Sentences of plain paragraphs, whole paragraphs of lists, tables, code and quotes."""
+    found: list[str] = []
     for paragraph in re.split(r"\n\s*\n", text.strip()):
         if not paragraph.strip():
             continue
-        parts = (
-            [paragraph]
-            if _STRUCTURED.search(paragraph)
-            else [p for p in _SENTENCE_END.split(" ".join(paragraph.split())) if p.strip()]
-        )
-        for part in parts:
-            found = terms(part)
-            if found and len(found & kept_terms) / len(found) < BODY_CONTAINMENT:
-                missing.append(part.strip())
+        if _STRUCTURED.search(paragraph):
+            found.append(paragraph.strip())
+        else:
+            flat = " ".join(paragraph.split())
+            found += [p.strip() for p in _SENTENCE_END.split(flat) if p.strip()]
+    return found
+
+
+def contradicting_part(text: str, kept: str) -> str | None:
+    """How a part of `text` and an alike part of `kept` say different facts, or None.
+
+    "The deploy uses the staging profile" / "…the production profile", "runs the
+    migrations first" / "does not run the migrations first": folding one into the
+    other would join a contradiction, and archiving it would hide one.
+    """
+    kept_parts = [(part, terms(part)) for part in _parts(kept)]
+    for part in _parts(text):
+        found = terms(part)
+        for other, other_terms in kept_parts:
+            if part == other or not found or jaccard(found, other_terms) < CLASH_JACCARD:
+                continue
+            why = difference(part, other)
+            if why:
+                return f"{why}: “{_short(part)}” / “{_short(other)}”"
+    return None
+
+
+def missing_parts(text: str, kept: str) -> list[str]:
+    """The parts of `text` (sentences of plain paragraphs, else whole paragraphs) `kept` lacks.
+
+    A part is there when BODY_CONTAINMENT of its terms are in `kept` and each item it
+    lists (a list's line, a thing named between commas: "peanuts, shellfish, milk")
+    has a term there: a merge never drops an item. Code, lists, tables and quotes are
+    compared as whole paragraphs, never cut.
+    """
+    kept_terms = terms(kept)
+    missing: list[str] = []
+    for part in _parts(text):
+        found = terms(part)
+        if found and (
+            len(found & kept_terms) / len(found) < BODY_CONTAINMENT
+            or any(not (terms(item) & kept_terms) for item in _items(part))
+        ):
+            missing.append(part)
     return missing
+
+
+_ITEM_BREAK = re.compile(r"\n|[,，、;；/]|\b(?:and|or|plus)\b|以及|和|及|与|或", re.IGNORECASE)
+
+
+def _items(part: str) -> list[str]:
+    """The items a part lists (lines of a list, things named between commas, and, 、, 和)."""
+    return [item for item in _ITEM_BREAK.split(part) if item.strip()]
 
 
 def _with_parts(body: str, twin: str, parts: list[str]) -> str:
@@ -291,7 +347,10 @@ def _with_parts(body: str, twin: str, parts: list[str]) -> str:
     prose = all(not _STRUCTURED.search(part) for part in parts)
     added = " ".join(parts) if prose else "\n\n".join(parts)
     head = body.rstrip("\n")
-    return f"{head}\n\n(From {twin}, merged here:) {added}\n" if head else f"{added}\n"
+    if not head:
+        return f"{added}\n"
+    # a list, a table or code keeps its first line's markup on a line of its own
+    return f"{head}\n\n(From {twin}, merged here:){' ' if prose else chr(10) * 2}{added}\n"
 
 
 def _short(text: str, limit: int = 80) -> str:

@@ -2,12 +2,14 @@
 
 A memory naming itself, memories naming each other round a cycle (A → B → A,
 A → B → C → A), or a name that is nowhere (neither in service nor archived) is
-reported, never acted on.
+reported, never acted on. Nor is a memory changed after the one that says it
+replaces it (its `updated` later): that edit may be news the newer one lacks, so
+the archive is refused and reported.
 """
 
 from __future__ import annotations
 
-from ...memory.value import Memory
+from ...memory.value import Memory, parse_moment
 from . import RuleContext
 
 NAME = "supersedes"
@@ -59,12 +61,40 @@ def run(ctx: RuleContext) -> None:
                         ),
                     )
                 continue
+            edited = _edited_after(ctx, target_id, memory.id)
+            if edited:
+                ctx.applier.refuse(
+                    target_id,
+                    operation="archive",
+                    rule=NAME,
+                    reason=f"superseded by {memory.id} (its `supersedes:` names this memory)",
+                    why=f"{target_id} was changed ({edited[0]}) after {memory.id} ({edited[1]}), "
+                    "which says it replaces it: that edit may be news; archive it by hand "
+                    f"(`sage-mem archive {target_id}`) if {memory.id} still stands",
+                )
+                continue
             ctx.applier.archive(
                 target,
                 rule=NAME,
                 superseded_by=memory.id,
                 reason=f"superseded by {memory.id} (its `supersedes:` names this memory)",
             )
+
+
+def _edited_after(ctx: RuleContext, target_id: str, newer_id: str) -> tuple[str, str] | None:
+    """(when, when) if `target_id` was last written after `newer_id`, which supersedes it.
+
+    Bare dates compare by day (the same day is not after), times by the moment.
+    """
+    target, newer = ctx.written.get(target_id, ""), ctx.written.get(newer_id, "")
+    first, second = parse_moment(target), parse_moment(newer)
+    if first is None or second is None:
+        return None
+    if len(target) == 10 or len(newer) == 10:
+        later = first.date() > second.date()
+    else:
+        later = first > second
+    return (target, newer) if later else None
 
 
 def _cycle(live: dict[str, Memory], start: str, target: str) -> list[str]:
