@@ -616,6 +616,17 @@ def test_a_secret_written_with_yaml_escapes_is_found_like_a_plain_one(memory_dir
         pytest.param("login admin / password Xq7vR2mK9pL", "password", id="password-then-value"),
         pytest.param("db_password: 837261", "password", id="numeric-password-assignment"),
         pytest.param("PIN: 4821", "password", id="pin-assignment"),
+        pytest.param("the wifi password here is hunter2correct", "password",
+                     id="password-adverb-is"),
+        pytest.param("wifi pw now is Xq7vR2mK9pL", "password", id="pw-adverb-is"),
+        pytest.param("the password is still Xq7vR2mK9pL", "password", id="password-is-adverb"),
+        pytest.param("the door PIN here is 4821", "password", id="pin-adverb-is"),
+        pytest.param("家里的wifi密码是 hunter2024", "password", id="chinese-letters-and-digits"),
+        pytest.param("路由器的密码为hunter2024，别告诉别人", "password",
+                     id="chinese-letters-and-digits-no-space"),
+        pytest.param("ATM PIN code: 560001", "password", id="atm-pin-code-six-digits"),
+        pytest.param("card_pin = 4821", "password", id="card-pin-constant"),
+        pytest.param("user-pin: 837261", "password", id="user-pin-constant"),
         pytest.param("-----BEGIN " + "OPENSSH PRIVATE KEY-----", "private-key",
                      id="lone-private-key-header"),
         pytest.param("deploy_key: -----BEGIN " + "OPENSSH PRIVATE KEY-----", "private-key",
@@ -687,6 +698,19 @@ ORDINARY_PASSWORD_SENTENCES = [
     "密码 2024 年改过一次",
     "银行卡密码是 6 位",
     "请输入 PIN 码",
+    # An Indian postal PIN code, and a pin of a board in code: numbers, not secrets.
+    "PIN code 560001",
+    "Koramangala, Bangalore, PIN code: 560034",
+    "pincode 560095, Bangalore",
+    "LED_PIN = 2048",
+    "GPIO_RESET_PIN: 4095",
+    "pin_led = 4182",
+    # An adverb between the name and its verb, or a Latin word after 密码是, is still prose.
+    "the password here is too short",
+    "the wifi password now is on the fridge",
+    "密码是 base64 编码的",
+    "密码是 sha256 哈希后存的",
+    "家里的wifi密码是 xxxxx",
 ]
 
 

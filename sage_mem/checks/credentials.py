@@ -202,6 +202,10 @@ _STATEMENTS = (
         + _STATEMENT_VALUE
     ),
 )
+# `the wifi password here is X`, `the password is still X`: a word of place or time
+# beside the verb changes nothing about what follows it.
+_ADVERB = (r"(?i:here|there|now|still|currently|today|also|too|then|again|actually"
+           r"|probably|usually|always|just|finally|apparently|meanwhile)")
 # A password named more loosely, in sentences: `the password for the staging db is X`
 # (a preposition and at most five words between the name and is/was or a colon),
 # `changed my password to X`, `密码改成了 X`, `门禁密码改为 4821`, or the value right
@@ -213,7 +217,8 @@ _LOOSE_STATEMENTS = (
     re.compile(
         r"""(?=[Pp])\b(?P<name>(?i:passwords?|passwd|passphrase|passcode|pwd?|pin[ \t]?code)"""
         r"""|PIN)\b(?:(?:[ \t]++(?i:for|of|to|on|at|in|from|with)(?:[ \t]++[\w\-.@/']{1,40}+)"""
-        r"""{1,5}?|[ \t]*+\([^()\n]{1,40}+\))?(?:[ \t]++(?i:is|was)(?:[ \t]*+[:：])?[ \t]++"""
+        r"""{1,5}?|[ \t]*+\([^()\n]{1,40}+\))?(?:(?:[ \t]++""" + _ADVERB + r""")?"""
+        r"""[ \t]++(?i:is|was)(?:[ \t]++""" + _ADVERB + r""")?(?:[ \t]*+[:：])?[ \t]++"""
         r"""|[ \t]*+(?:[:：=—–→]|->)[ \t]*+|[ \t]*+(?:是|为|為)[ \t]*+)"""
         r"""|[ \t]++(?i:to)[ \t]++|[ \t]++)""" + _STATEMENT_VALUE
     ),
@@ -617,9 +622,12 @@ def _judge_value(
         return  # (a key's header is `_find_inline_keys`'s to claim, with its material)
     if password_name and "secret" in name and _looks_like_aws_secret(value):
         claims.claim(start, end, "aws-secret-key", 0)
-    elif password_name and _looks_like_password(value) and (not prose or _stated_password(value)):
+    elif password_name and _looks_like_password(value) and (
+        not prose or _stated_password(value, latin_in_chinese=_CHINESE_NAME.match(name) is not None)
+    ):
         claims.claim(start, end, "password", 0)
-    elif password_name and _looks_like_pin(value, match.string, end) and _PIN_NAME.search(name):
+    elif (password_name and _looks_like_pin(value, match.string, end) and _PIN_NAME.search(name)
+          and not _names_another_pin(name, value, match.string, match.start())):
         claims.claim(start, end, "password", 0)
     elif not password_name and _looks_like_key(value):
         claims.claim(start, end, "api-key", 0)
@@ -632,15 +640,48 @@ _COMPOUND = re.compile(r"^(?:[^\W\d_]+|\w{1,3})(?:-(?:[^\W\d_]+|\w{1,3}))+$")
 _TERM = re.compile(r"^(?:[A-Z0-9]+(?:[-_.][A-Z0-9]+)*|[a-z][a-z0-9]*(?:-[a-z0-9]+)+)$")
 
 
-def _stated_password(value: str) -> bool:
+_CHINESE_NAME = re.compile(r"^(?:密[码碼]|口令|密钥|令牌|pin[码碼])$")
+
+
+def _stated_password(value: str, *, latin_in_chinese: bool = False) -> bool:
     """A password stated in a sentence: more than a word with a digit, which prose is full of.
 
     Stricter than an assignment's value, since `the secret is SHA-256` and `the
-    password is base64-encoded` are things people write about passwords.
+    password is base64-encoded` are things people write about passwords. In a Chinese
+    sentence (`latin_in_chinese`: the name is Chinese) a Latin word of eight or more
+    characters mixing letters and digits stands apart from the prose around it
+    (`家里的wifi密码是 hunter2024`); shorter ones are names (`base64`, `sha256`).
     """
     if len(value) < 8 or _TERM.match(value) or _COMPOUND.match(value):
         return False
+    if latin_in_chinese and any(c.isdigit() for c in value) and any(c.isalpha() for c in value):
+        return True
     return _classes(value) >= 3 or (len(value) >= 12 and _looks_random(value, minimum=3.0))
+
+
+# What a secret PIN unlocks or whose it is: `card_pin`, `ATM PIN code`, `user-pin`.
+_UNLOCKS = frozenset({
+    "atm", "card", "bank", "debit", "credit", "sim", "phone", "door", "gate", "garage",
+    "safe", "lock", "alarm", "login", "account", "user", "admin", "master", "wallet",
+    "security", "access", "my", "your", "pass", "secret",
+})
+_WORDS = re.compile(r"[a-z]+")
+_POSTAL_PIN = re.compile(r"[1-9][0-9]{5}")
+
+
+def _names_another_pin(name: str, value: str, text: str, start: int) -> bool:
+    """A pin that is a number, not a secret: one of a board in code (`LED_PIN = 2048`,
+    `pin_led`: `pin` joined to words none of which is one a PIN unlocks), or India's
+    postal code (`PIN code 560001`: six digits after "PIN code", with no word a PIN
+    unlocks before it on its line).
+    """
+    parts = _segments(name)
+    if len(parts) > 1 and "pin" in parts and not _UNLOCKS.intersection(parts):
+        return True
+    if re.fullmatch(r"pin[ \t]?code", name) and _POSTAL_PIN.fullmatch(value):
+        line = text[max(text.rfind("\n", max(0, start - 80), start) + 1, start - 80) : start]
+        return not _UNLOCKS.intersection(_WORDS.findall(line.lower()))
+    return False
 
 
 def _looks_like_pin(value: str, text: str, end: int) -> bool:
