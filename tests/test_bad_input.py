@@ -1000,7 +1000,8 @@ def test_import_jsonl_of_endless_or_huge_input_holds_one_line_at_most(
     assert tree(memory_dir) == before
     long = _capped_cli("--dir", str(memory_dir), "import", "jsonl", str(huge))
     out = long.stdout.decode()
-    assert long.returncode == 0 and b"Traceback" not in long.stderr, long.stderr[-800:]
+    assert long.returncode == 1 and b"Traceback" not in long.stderr, long.stderr[-800:]
+    assert long.stderr.decode().count("\n") == 1 and b"(line 1)" in long.stderr
     assert "line 1 (longer than" in out and "imported: line 2 -> user_after" in out, out
 
 

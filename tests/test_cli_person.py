@@ -227,7 +227,11 @@ def test_import_jsonl_from_another_tool_and_bad_lines(empty_dir: Path, tmp_path:
         json.dumps({"id": "user_tea", "description": "Someone else's tea"}),
     ]) + "\n", encoding="utf-8")
     done = sage(empty_dir, "import", "jsonl", str(source), "--json")
-    assert done.returncode == 0, done.stderr
+    # A partial import fails, saying in one line how many lines and which; what it
+    # imported stays.
+    assert done.returncode == 1, done.stderr
+    assert done.stderr == ("sage-mem: error: 4 of 6 lines could not be imported (line 2, "
+                           "line 3, line 4, line 5); what was imported is kept\n")
     items = json.loads(done.stdout)["items"]
     assert [item["status"] for item in items] == [
         "imported", "invalid", "invalid", "invalid", "invalid", "skipped",
@@ -240,6 +244,7 @@ def test_import_jsonl_from_another_tool_and_bad_lines(empty_dir: Path, tmp_path:
     allowed = sage(empty_dir, "import", "jsonl", "-", "--allow-secret",
                    stdin=source.read_text(encoding="utf-8").splitlines()[4] + "\n")
     assert "1 imported" in allowed.stdout and (empty_dir / "user_key.md").exists()
+    assert allowed.returncode == 0 and allowed.stderr == ""
 
 
 # runs --json

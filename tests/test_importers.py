@@ -70,6 +70,11 @@ def claude_dir(tmp_path: Path) -> Path:
     return folder
 
 
+PARTIAL = 1
+"""The exit of an import of `claude_dir`: it holds BAD files, which cannot be imported, so
+the import is partial (`test_a_partial_import_names_what_failed_and_exits_1`)."""
+
+
 @pytest.fixture
 def store(empty_dir: Path) -> MemoryStore:
     return MemoryStore(empty_dir)
@@ -288,7 +293,7 @@ def test_import_claude_code_carries_memory_md_notes_into_a_memory(
 
     result = sage_mem(empty_dir, "import", "claude-code", str(claude_dir))
 
-    assert result.returncode == 0, result.stderr
+    assert result.returncode == PARTIAL, result.stderr
     assert f"imported: MEMORY.md -> {NOTES_ID}" in result.stdout
     with MemoryStore(empty_dir) as store:
         notes = store.read(NOTES_ID)
@@ -313,7 +318,7 @@ def test_import_claude_code_notes_twice_are_already_present(
     empty_dir: Path, claude_dir: Path
 ) -> None:
     (claude_dir / "MEMORY.md").write_text(SOURCE_INDEX, encoding="utf-8")
-    assert sage_mem(empty_dir, "import", "claude-code", str(claude_dir)).returncode == 0
+    assert sage_mem(empty_dir, "import", "claude-code", str(claude_dir)).returncode == PARTIAL
     before = tree(empty_dir)
 
     again = sage_mem(empty_dir, "import", "claude-code", str(claude_dir))
@@ -337,7 +342,7 @@ def test_import_claude_code_never_overwrites_notes_edited_since(
     empty_dir: Path, claude_dir: Path
 ) -> None:
     (claude_dir / "MEMORY.md").write_text(SOURCE_INDEX, encoding="utf-8")
-    assert sage_mem(empty_dir, "import", "claude-code", str(claude_dir)).returncode == 0
+    assert sage_mem(empty_dir, "import", "claude-code", str(claude_dir)).returncode == PARTIAL
     mine = empty_dir / f"{NOTES_ID}.md"
     mine.write_text(mine.read_text(encoding="utf-8") + "My own addition.\n", encoding="utf-8")
     edited = mine.read_bytes()
@@ -357,7 +362,7 @@ def test_import_claude_code_reports_a_memory_md_it_cannot_read(
 
     result = sage_mem(empty_dir, "import", "claude-code", str(claude_dir))
 
-    assert result.returncode == 0, result.stderr
+    assert result.returncode == PARTIAL, result.stderr
     assert "MEMORY.md" in result.stdout and "not valid UTF-8" in result.stdout
     assert not (empty_dir / f"{NOTES_ID}.md").exists()
 
@@ -374,14 +379,14 @@ def test_import_claude_code_brings_no_notes_memory_when_there_are_no_notes(
     # Guards: these pass on the code as found, and must keep passing.
     (claude_dir / "MEMORY.md").write_text(index, encoding="utf-8")
     result = sage_mem(empty_dir, "import", "claude-code", str(claude_dir))
-    assert result.returncode == 0 and "MEMORY.md" not in result.stdout
+    assert result.returncode == PARTIAL and "MEMORY.md" not in result.stdout
     assert not (empty_dir / f"{NOTES_ID}.md").exists()
 
 
 def test_import_claude_code_in_place_leaves_the_notes_where_they_are(claude_dir: Path) -> None:
     (claude_dir / "MEMORY.md").write_text(SOURCE_INDEX, encoding="utf-8")
     result = sage_mem(claude_dir, "import", "claude-code", str(claude_dir))
-    assert result.returncode == 0 and "MEMORY.md" not in result.stdout
+    assert result.returncode == PARTIAL and "MEMORY.md" not in result.stdout
     assert not (claude_dir / f"{NOTES_ID}.md").exists()
 
 
@@ -395,7 +400,7 @@ def test_import_claude_code_is_counted_so_another_process_keeps_the_imports_in_m
     other = MemoryStore(empty_dir, watch=False)
 
     result = sage_mem(empty_dir, "import", "claude-code", str(claude_dir))
-    assert result.returncode == 0, result.stderr
+    assert result.returncode == PARTIAL, result.stderr
     other.write("user_later", description="Written after the import", category="user")
 
     index = (empty_dir / "MEMORY.md").read_text(encoding="utf-8")
@@ -421,7 +426,7 @@ def test_import_claude_code_waits_for_the_write_lock(
         assert stdout is None, "the import wrote while another process held the write lock"
         assert not (empty_dir / "user_role.md").exists()
     stdout, stderr = process.communicate(timeout=60)
-    assert process.returncode == 0, stderr
+    assert process.returncode == PARTIAL, stderr
     assert (empty_dir / "user_role.md").read_bytes() == CLAUDE_FILES["user_role.md"]
 
 
@@ -434,7 +439,7 @@ def test_import_claude_code_reads_a_fifo_in_the_source_never_waits_on_it(
         [sys.executable, "-m", "sage_mem", "--dir", str(empty_dir), "import", "claude-code",
          str(claude_dir)], capture_output=True, text=True, timeout=20)
 
-    assert result.returncode == 0, result.stderr
+    assert result.returncode == PARTIAL, result.stderr
     assert "cannot import: user_pipe.md" in result.stdout
     assert "not a regular file" in result.stdout
     assert not os.path.lexists(empty_dir / "user_pipe.md")
@@ -457,7 +462,7 @@ def test_import_claude_code_files_follow_the_folder_permission_policy(
          str(claude_dir)], capture_output=True, text=True, timeout=60,
         preexec_fn=lambda: os.umask(0))
 
-    assert result.returncode == 0, result.stderr
+    assert result.returncode == PARTIAL, result.stderr
     modes = {p.relative_to(empty_dir).as_posix(): stat.S_IMODE(p.stat().st_mode)
              for p in empty_dir.rglob("*")}
     files, folders = (0o660, 0o770) if shared else (0o600, 0o700)
@@ -945,5 +950,19 @@ def test_import_claude_code_notes_holding_a_secret_are_reported_like_a_file(
     assert (empty_dir / "user_role.md").exists()
     assert not (empty_dir / "reference_claude_code_notes.md").exists()
     allowed = sage_mem(empty_dir, "import", "claude-code", str(claude_dir), "--allow-secret")
-    assert allowed.returncode == 0, allowed.stderr
+    assert allowed.returncode == PARTIAL, allowed.stderr
     assert AWS_KEY in (empty_dir / "reference_claude_code_notes.md").read_text(encoding="utf-8")
+
+
+def test_a_partial_import_names_what_failed_and_exits_1(empty_dir: Path, claude_dir: Path
+                                                         ) -> None:
+    """Every import kind: what could not be imported is named in one line on stderr and the
+    exit is 1, while what was imported stays; a dry run says nothing was written."""
+    dry = sage_mem(empty_dir, "import", "claude-code", str(claude_dir), "--dry-run")
+    assert dry.returncode == 1 and dry.stderr.count("\n") == 1, dry.stderr
+    assert "nothing was written (dry run)" in dry.stderr
+    done = sage_mem(empty_dir, "import", "claude-code", str(claude_dir))
+    assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.startswith(f"sage-mem: error: {len(BAD)} of ")
+    assert all(f"{name}.md" in done.stderr for name in BAD) and "is kept" in done.stderr
+    assert all((empty_dir / f"{name}.md").exists() for name in GOOD)

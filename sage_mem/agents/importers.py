@@ -189,6 +189,22 @@ class ImportResult:
         return [item.memory_id for item in self.items
                 if item.status in (IMPORTED, WOULD_IMPORT) and item.memory_id]
 
+    def failure(self) -> str | None:
+        """One line saying how many sources could not be imported and which, or None when
+        all could: a partial import is a failure for the person, though what was
+        imported is kept."""
+        failed = [item.source for item in self.items if item.status == INVALID]
+        if not failed:
+            return None
+        unit = {"jsonl": "line", "mnemo": "row"}.get(self.kind, "file")
+        total = len(self.items)
+        named = ", ".join(failed[:10]) + (f" and {len(failed) - 10} more" if len(failed) > 10
+                                          else "")
+        kept = ("nothing was written (dry run)" if self.dry_run
+                else "what was imported is kept")
+        return (f"{len(failed)} of {total} {unit}{'s' if total != 1 else ''} could not be "
+                f"imported ({named}); {kept}")
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "kind": self.kind,

@@ -228,7 +228,12 @@ def import_memories(session: Session, source: str, path: str, dry_run: bool,
         bring_in = import_claude_code if source == "claude-code" else import_mnemo
         result = bring_in(store, expand_home(path), dry_run=dry_run,
                           allow_secret=allow_secret)
-    return session.print_result(result, as_json)
+    session.print_result(result, as_json)
+    failure = result.failure()
+    if failure is None:
+        return 0
+    session.err.write(f"{PROG}: error: {failure}\n")
+    return 1
 
 
 @command(
