@@ -270,3 +270,37 @@ def test_edit_refuses_a_locked_memory_before_opening_the_editor(
     done = sage(folder, "edit", "user_cat", env=env)
     assert done.returncode == 1 and "locked" in done.stderr
     assert (folder / "user_cat.md").read_text() == locked and drafts(folder) == []
+
+
+@pytest.mark.parametrize("argv", [
+    pytest.param(["--dir", "", "add", "user_dog", "--description", "A dog"], id="add-before"),
+    pytest.param(["add", "user_dog", "--description", "一只狗", "--dir="], id="add-after"),
+    pytest.param(["--dir", "", "archive", "user_cat", "--reason", "old"], id="archive"),
+    pytest.param(["--dir=", "delete", "user_cat", "--yes"], id="delete"),
+    pytest.param(["--dir", "", "list"], id="list"),
+    pytest.param(["--dir", "", "install", "cursor", "--dry-run"], id="install"),
+])
+def test_an_empty_dir_is_a_one_line_error_for_a_person(folder: Path, tmp_path: Path,
+                                                       argv: list[str]) -> None:
+    """`--dir ""` (an unset shell variable, `--dir "$DIR"`) names no folder: a person's
+    command says so and changes nothing, rather than acting on the default folder."""
+    before = {path: path.read_bytes() for path in folder.rglob("*") if path.is_file()}
+    done = subprocess.run([sys.executable, "-m", "sage_mem", *argv], input="",
+                          capture_output=True, text=True, timeout=60, cwd=tmp_path,
+                          env={**os.environ, "SAGE_MEM_DIR": str(folder), "HOME": str(tmp_path)})
+    assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.startswith("sage-mem: error: --dir is empty"), done.stderr
+    assert {path: path.read_bytes() for path in folder.rglob("*") if path.is_file()} == before
+
+
+def test_an_empty_dir_on_the_hook_path_still_means_the_default_folder(folder: Path,
+                                                                     tmp_path: Path) -> None:
+    """A hook exits 0 whatever its command line, and reads `--dir ""` as the default folder:
+    an agent's config with an empty variable still gets its memories."""
+    for argv in (["--dir", "", "hook", "session-start"], ["hook", "session-start", "--dir="],
+                 ["--dir", "", "--json", "hook", "session-start"]):
+        done = subprocess.run([sys.executable, "-m", "sage_mem", *argv], input="{}",
+                              capture_output=True, text=True, timeout=60, cwd=tmp_path,
+                              env={**os.environ, "SAGE_MEM_DIR": str(folder),
+                                   "HOME": str(tmp_path)})
+        assert done.returncode == 0 and "Traceback" not in done.stderr, (argv, done.stderr)

@@ -32,10 +32,10 @@ def serve(session: Session, poll: bool, dream_run: str | None) -> int:
     if dream_run is not None:  # even empty: a dream run's server, never the full one
         from ..mcp_server.dream_server import serve_dream
 
-        return serve_dream(session.folder, dream_run)
+        return serve_dream(session.agent_folder, dream_run)
     from ..mcp_server.server import serve as serve_stdio
 
-    return serve_stdio(session.folder, poll=poll, shared=session.dirs[1:])
+    return serve_stdio(session.agent_folder, poll=poll, shared=session.dirs[1:])
 
 
 @command("ui", "a local web page to browse, search, edit and review the memory (127.0.0.1 only)",
@@ -66,7 +66,9 @@ def ui(session: Session, port: int | None, open_browser: bool, poll: bool) -> in
                      "(relevant memories), stop or pre-compact (ask what is worth keeping)")
 @click.pass_obj
 def hook(session: Session, event: str) -> int:
-    return answer_hook(event, session.dir, session.out, session.dirs[1:])
+    # `--dir ""` is the default folder here (never refused: a hook always exits 0).
+    return answer_hook(event, session.dirs[0] if session.dirs else None, session.out,
+                       session.dirs[1:])
 
 
 @command("daemon",
@@ -84,7 +86,7 @@ def hook(session: Session, event: str) -> int:
 def daemon(session: Session, idle: float, build_only: bool, poll: bool) -> int:
     from ..agents.daemon import run_daemon
 
-    return run_daemon(session.folder, idle=idle, build_only=build_only, poll=poll)
+    return run_daemon(session.agent_folder, idle=idle, build_only=build_only, poll=poll)
 
 
 @command("install", "register sage-mem with a client: MCP server (and hooks for Claude Code)",

@@ -48,12 +48,26 @@ class Session:
 
     @property
     def dir(self) -> str | None:
-        """The personal folder named on the command line: the first `--dir`."""
+        """The personal folder named on the command line: the first `--dir`.
+
+        An empty one (`--dir "$DIR"` with DIR unset) names no folder: a person's command
+        refuses it rather than act on the default folder (`agent_folder` takes it for
+        the default, as the hook does).
+        """
+        if self.dirs and not self.dirs[0]:
+            raise SageMemError("--dir is empty: name a folder, or leave --dir out for the "
+                               "default ($SAGE_MEM_DIR or ~/.sage-mem/memory)")
         return self.dirs[0] if self.dirs else None
 
     @property
     def folder(self) -> Path:
         return expand_home(self.dir) if self.dir else default_folder()
+
+    @property
+    def agent_folder(self) -> Path:
+        """`folder` for what an agent starts (`serve`, `daemon`; the hook reads `dirs`
+        itself): never refused, `--dir ""` is the default folder, as every hook takes it."""
+        return expand_home(self.dirs[0]) if self.dirs and self.dirs[0] else default_folder()
 
     def open_folders(self) -> Any:
         """Every folder the command line and the config name (`folders.py`), missing shared
