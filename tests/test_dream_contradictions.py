@@ -238,10 +238,10 @@ def test_one_subject_with_many_values_is_a_list_of_facts_not_a_contradiction(
 def test_a_restamp_of_the_older_memory_does_not_make_it_the_proposal(
     empty_dir: Path, old: str, new: str
 ) -> None:
-    """A trust change (`sage-mem feedback`) restamps `updated`; the fact is as old as it was."""
+    """A change of a tag restamps `updated`; the fact is as old as it was."""
     add_old_and_new(empty_dir, (old, "Written first."), (new, "Written later."))
     store = MemoryStore(empty_dir)
-    store.write("project_old", trust=0.6)
+    store.write("project_old", tags=["restamped"])
     result = run_dream(store, mode="report")
     notes = [n for n in read_manifest(result)["notes"] if n["rule"] == "contradictions"]
     assert len(notes) == 1

@@ -400,17 +400,17 @@ def test_an_update_keeps_bom_crlf_comments_and_unknown_keys(empty_dir: Path) -> 
     original = ("\ufeff---\r\n# mine\r\nname: n\r\ndescription: d   # note\r\ncustom:\r\n"
                 "  deep: [1, 2]\r\n---\r\n\r\n芝麻\r\n")
     path = write_memory(empty_dir, "m", original)
-    memory = MemoryStore(empty_dir).write("m", trust=0.8)
+    memory = MemoryStore(empty_dir).write("m", trust=0.8, tags=["猫"])
     assert path.read_bytes().decode() == original.replace(
-        "  deep: [1, 2]\r\n", f"  deep: [1, 2]\r\ntrust: 0.8\r\nupdated: {memory.updated}\r\n")
+        "  deep: [1, 2]\r\n",
+        f"  deep: [1, 2]\r\ntrust: 0.8\r\ntags: [猫]\r\nupdated: {memory.updated}\r\n")
 
 
 def test_a_file_without_frontmatter_gets_one_on_its_first_update(empty_dir: Path) -> None:
     path = write_memory(empty_dir, "note", "# Note\n\nPlain text.\n")
     store = MemoryStore(empty_dir)
-    memory = store.feedback("note", helpful=True)
-    assert path.read_text() == (
-        f"---\ntrust: 0.6\nupdated: {memory.updated}\n---\n\n# Note\n\nPlain text.\n")
+    store.feedback("note", helpful=True)
+    assert path.read_text() == "---\ntrust: 0.6\n---\n\n# Note\n\nPlain text.\n"
 
 
 def test_a_write_with_a_stale_sha256_is_refused_and_the_file_untouched(
@@ -743,3 +743,22 @@ def test_a_fifo_named_md_is_reported_and_does_not_hang_the_load(memory_dir: Path
     store = MemoryStore(memory_dir)
     assert "user_pipe" not in {m.id for m in store.list()}
     assert any("not a regular file" in p.message for p in store.problems())
+
+
+@pytest.mark.parametrize("change", ["feedback", "write"])
+def test_a_trust_only_change_keeps_updated(empty_dir: Path, change: str) -> None:
+    """`updated` dates what a memory says: feedback (or a write of trust alone) changes the
+    trust line and nothing else, so an "unhelpful" never makes a memory look fresher;
+    any other change still stamps it."""
+    original = ("---\ndescription: 猫叫芝麻\ncategory: user\ncreated: 2025-01-02\n"
+                "updated: 2025-01-02T08:00:00Z\n---\n\n橘猫。\n")
+    path = write_memory(empty_dir, "user_cat", original)
+    store = MemoryStore(empty_dir)
+    if change == "feedback":
+        memory = store.feedback("user_cat", helpful=False)
+    else:
+        memory = store.write("user_cat", trust=0.4)
+    assert memory.updated == "2025-01-02T08:00:00Z"
+    assert path.read_text(encoding="utf-8") == original.replace(
+        "---\n\n", f"trust: {memory.trust:g}\n---\n\n")
+    assert store.write("user_cat", tags=["pets"]).updated != "2025-01-02T08:00:00Z"

@@ -96,6 +96,11 @@ def edit_memory_text(
             new_body = None
     if not changes and new_body is None:
         return None
+    if new_body is None and set(changes) <= UNSTAMPED_KEYS:
+        # Feedback is a judgement of the memory, not a change to what it says: `updated`
+        # keeps dating the content (its age note, recency, the dream's relative dates), and
+        # an "unhelpful" never makes a memory look fresher.
+        return edit_frontmatter(parsed, changes, None, path=path)
     key = stamp_key(parsed.meta)
     if "created" not in parsed.meta and current.updated:
         # A file dated by one stamp alone (Claude Code's `modified`) keeps, as `created`,
@@ -105,6 +110,10 @@ def edit_memory_text(
     changes[key] = now_iso()
     return edit_frontmatter(parsed, changes, new_body, path=path)
 
+
+UNSTAMPED_KEYS = frozenset({"trust"})
+"""Frontmatter keys whose change alone leaves `updated` as it is (every surface: `feedback`
+in the CLI and MCP, a write of `trust`, the page's form)."""
 
 # write()'s keyword for a field -> its frontmatter key
 META_KEYS = {field.name: field.key for field in FIELDS}
