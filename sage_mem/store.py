@@ -38,6 +38,7 @@ from .disk.safe_io import (
     file_mode,
     make_dirs,
     move,
+    move_back,
     remove,
     rewrite,
 )
@@ -836,7 +837,15 @@ class MemoryStore:
             wanted, target = target, move(path, target)
             if target != wanted:  # archive/ID.md was taken: the copy says whose id it had
                 marks["archivedFrom"] = canonical
-            self._rewrite(target, lambda moved: with_marks(moved.raw, marks, target))
+            try:
+                self._rewrite(target, lambda moved: with_marks(moved.raw, marks, target))
+            except OSError as exc:  # no room for the marks (a rename needs none)
+                if move_back(target, path):
+                    raise OSError(exc.errno, f"{canonical} not archived (it stays where it "
+                                  f"was): {exc.strerror or exc}") from exc
+                raise OSError(exc.errno, f"{canonical} moved to {target.relative_to(self.root)}"
+                              f" but its archive reason was not written: "
+                              f"{exc.strerror or exc}") from exc
             archived_id = self.folder.archived_id_for(target)
             assert archived_id is not None
             with self._refresh_lock:
@@ -847,7 +856,12 @@ class MemoryStore:
                 self.stats.rename(canonical, archived_id)
             except _UNCOUNTED:
                 pass
-            self._regenerate_catalog()
+            try:
+                self._regenerate_catalog()
+            except OSError as exc:
+                raise OSError(exc.errno, f"{canonical} archived to {archived_id}.md, but "
+                              f"MEMORY.md not updated ({exc.strerror or exc}): `sage-mem "
+                              "index` updates it") from exc
         return memory
 
     @contextlib.contextmanager

@@ -305,6 +305,50 @@ def test_a_full_disk_is_one_line_in_the_cli_and_nothing_in_the_hook(
     assert memory_files(memory_dir) == before
 
 
+def test_an_archive_on_a_full_disk_says_the_memory_is_not_archived_and_leaves_it(
+    memory_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A rename needs no room but the archive marks do (reproduced on a 64 KB tmpfs): the
+    file is put back where it was, and the one line says it was not archived."""
+    store = MemoryStore(memory_dir)
+    store.regenerate_index()
+    before = memory_files(memory_dir)
+    _full_disk_after(monkeypatch, 0)
+    code, _out, err = cli("--dir", str(memory_dir), "archive", "user_cat_zh", "--reason", "旧")
+    assert_one_line_error(code, err)
+    assert "user_cat_zh not archived (it stays where it was)" in err, err
+    assert "No space left on device" in err
+    with pytest.raises(OSError, match="user_profile not archived") as full:
+        store.archive("user_profile", reason="no room")
+    assert full.value.errno == errno.ENOSPC
+    monkeypatch.undo()
+    assert memory_files(memory_dir) == before
+    assert store.read("user_profile").path == memory_dir / "user_profile.md"
+
+
+def test_an_archive_whose_memory_md_does_not_fit_says_it_is_archived(
+    memory_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The memory moved and was marked; only MEMORY.md had no room: the person is told it
+    is archived, and how MEMORY.md is brought up to date."""
+    MemoryStore(memory_dir).regenerate_index()
+    real_temp_file = safe_io._temp_file
+
+    def memory_md_does_not_fit(path: Path, data: bytes, mode: int):
+        if path.name == "MEMORY.md":
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real_temp_file(path, data, mode)
+
+    monkeypatch.setattr(safe_io, "_temp_file", memory_md_does_not_fit)
+    code, _out, err = cli("--dir", str(memory_dir), "archive", "user_cat_zh", "--reason", "旧")
+    assert_one_line_error(code, err)
+    assert "user_cat_zh archived to archive/user_cat_zh.md" in err, err
+    assert "MEMORY.md not updated" in err and "sage-mem index" in err
+    monkeypatch.undo()
+    archived = MemoryStore(memory_dir).read("archive/user_cat_zh")
+    assert archived.archived and not (memory_dir / "user_cat_zh.md").exists()
+
+
 # A read-only folder
 
 

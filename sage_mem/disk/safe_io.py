@@ -359,6 +359,19 @@ def move(source: Path, target: Path, *, attempts: int = 100) -> Path:
     return target
 
 
+def move_back(source: Path, target: Path) -> bool:
+    """Move `source` to exactly `target` (undoing a `move`); False, with nothing moved, when
+    `target` is taken again or the rename fails. A rename needs no room on a full disk."""
+    try:
+        _rename_without_replacing(source, target)
+        fsync_dir(target.parent)
+        if target.parent != source.parent:
+            fsync_dir(source.parent)
+    except OSError:
+        return target.exists() and not source.exists()
+    return True
+
+
 def _rename_without_replacing(source: Path, target: Path) -> None:
     """Rename `source` to `target`, or raise FileExistsError: never replaces a file.
 
