@@ -481,3 +481,22 @@ def test_every_interface_says_the_same_age_on_the_local_clock(beijing_clock: Non
     assert "(updated yesterday)" in render.hit_line(hit, now)
     assert memory_tools.hit_dict(hit, now)["age"] == "updated yesterday"
     assert "updated yesterday" in render_memory(memory, now).splitlines()[0]
+
+
+@pytest.mark.parametrize("prompt", ["👍", "👍🏽 ok", "ok", "OK!", "thanks 🙏", "sounds good",
+                                    "好的", "嗯嗯", "谢谢！", "🐶"])
+def test_an_acknowledgement_prompt_injects_nothing(empty_dir: Path, prompt: str) -> None:
+    """A bare reaction ("👍", "ok", "好的") asks nothing, though memories hold those very
+    words and emoji: nothing is injected. A question with the emoji in it still is."""
+    write_memory(empty_dir, "feedback_go", memory_text("A 👍 from the user means go ahead"))
+    write_memory(empty_dir, "user_ok", memory_text("The user says ok and thanks 🙏 a lot"))
+    write_memory(empty_dir, "user_zh", memory_text("用户常说好的、嗯嗯、谢谢"))
+    write_memory(empty_dir, "user_dog", memory_text("The user's dog Biscuit 🐶"))
+    unrelated_memories(empty_dir)
+    store = MemoryStore(empty_dir)
+    text, chosen = prompt_context(store, prompt, project="", session=SessionLog(None), limit=5,
+                                  now=NOW)
+    assert (text, chosen) == ("", [])
+    _, asked = prompt_context(store, "what does a 👍 from me mean?", project="",
+                              session=SessionLog(None), limit=5, now=NOW)
+    assert [m.id for m in asked] == ["feedback_go"]

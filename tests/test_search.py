@@ -787,3 +787,37 @@ def test_a_loose_match_ranks_below_an_exact_one() -> None:
     assert ids(index.search("打篮球")) == ["user_basketball", "user_ball"]
     index = index_of(make("user_puppy", "家里的狗狗很乖"), make("user_dog", "一条狗"))
     assert ids(index.search("狗狗")) == ["user_puppy", "user_dog"]
+
+
+def test_an_emoji_only_query_finds_the_memories_holding_that_emoji(empty_dir: Path) -> None:
+    """Store, CLI and MCP share one tokenizer: `search "🐶"` finds the dog in both languages."""
+    import asyncio
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from mcp import Client
+    from support import write_memory
+
+    from sage_mem.mcp_server.server import build_server
+
+    write_memory(empty_dir, "user_dog", "---\ndescription: The user's dog Biscuit 🐶\n---\n\nx\n")
+    write_memory(empty_dir, "user_狗", "---\ndescription: 我家的狗叫饼干🐶\n---\n\n遛狗。\n")
+    write_memory(empty_dir, "feedback_go", "---\ndescription: A 👍🏽 means go ahead\n---\n\ny\n")
+    write_memory(empty_dir, "project_fly", "---\ndescription: Deploy to Fly.io\n---\n\nz\n")
+    store = MemoryStore(empty_dir)
+    assert {hit.id for hit in store.search("🐶")} == {"user_dog", "user_狗"}
+    assert [hit.id for hit in store.search("👍")] == ["feedback_go"]
+    done = subprocess.run([sys.executable, "-m", "sage_mem", "--dir", str(empty_dir), "search",
+                           "🐶", "--json"], capture_output=True, text=True, timeout=60,
+                          env=dict(os.environ))
+    assert done.returncode == 0, done.stderr
+    assert {hit["id"] for hit in json.loads(done.stdout)["results"]} == {"user_dog", "user_狗"}
+
+    async def mcp_search() -> set[str]:
+        async with Client(build_server(store), mode="auto") as client:
+            result = await client.call_tool("memory_search", {"query": "🐶"})
+        return {hit["id"] for hit in result.structured_content["hits"]}
+
+    assert asyncio.run(mcp_search()) == {"user_dog", "user_狗"}

@@ -393,3 +393,23 @@ def test_identifier_parts_do_not_lengthen_the_text() -> None:
     terms = ["maco", "mac", "os", "lazyvim", "lazi", "vim"]
     assert tokenize_counted("macOS and LazyVim") == (terms, 2)
     assert tokenize_counted("在macOS上") == (["maco", "mac", "os", "~上"], 2)
+
+
+# Emoji and symbols: chat memories carry meaning in them ("a 👍 means go ahead").
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    pytest.param("🐶", ["🐶"], id="one-emoji"),
+    pytest.param("👍🏽", ["👍"], id="skin-tone-is-the-same-emoji"),
+    pytest.param("❤️ ❤", ["❤", "❤"], id="variation-selector-is-the-same-symbol"),
+    pytest.param("★", ["★"], id="a-symbol"),
+    pytest.param("🇯🇵", ["🇯🇵"], id="a-flag-is-one-term"),
+    pytest.param("→ © … · ®", [], id="arrows-and-marks-are-not-terms"),
+])
+def test_an_emoji_or_symbol_is_a_term(text: str, expected: list[str]) -> None:
+    assert tokenize(text) == expected
+
+
+def test_emoji_are_terms_among_words_in_both_languages() -> None:
+    assert tokenize("The dog 🐶 barks!") == ["dog", "🐶", "bark"]
+    assert "🐶" in tokenize("我家的狗叫饼干🐶") and "饼干" in tokenize("我家的狗叫饼干🐶")

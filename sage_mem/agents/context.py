@@ -269,6 +269,42 @@ def above_floor(hits: list[Hit], corpus_size: int) -> list[Hit]:
     return [hit for hit in hits if hit.score >= floor]
 
 
+# What a prompt that only reacts is made of ("ok", "thanks 🙏", "sounds good", "好的", "嗯嗯"):
+# the words people answer with when they ask nothing.
+ACKNOWLEDGEMENTS = frozenset("""
+    ok okay k kk yes yep yeah yup ya no nope nah sure thanks thank you thx ty cool great nice
+    good perfect lgtm done got it right alright fine continue go ahead please sounds awesome
+    agreed understood noted cheers
+""".split())
+_CHINESE_ACKNOWLEDGEMENTS = sorted(
+    ("好 好的 好吧 好嘞 嗯 嗯嗯 哦 噢 谢谢 多谢 谢了 可以 行 对 是的 没问题 收到 继续 明白 "
+     "知道了").split(),
+    key=len, reverse=True,
+)
+_ACKNOWLEDGEMENT_CHARS = 60
+_PIECES = re.compile(r"[^\W_]+")
+
+
+def is_acknowledgement(prompt: str) -> bool:
+    """A prompt that only reacts: nothing but acknowledgement words (`ACKNOWLEDGEMENTS`,
+    好的, 谢谢…), emoji, symbols and punctuation ("👍", "ok!", "thanks 🙏", "好的"). It asks
+    nothing, so nothing is injected, whatever memories hold those words or emoji; a
+    question with an emoji in it ("what does 👍 mean?") is searched as any prompt."""
+    from ..search.tokens import fold
+
+    if len(prompt) > _ACKNOWLEDGEMENT_CHARS:
+        return False
+    for piece in _PIECES.findall(fold(prompt)):
+        if piece in ACKNOWLEDGEMENTS:
+            continue
+        while piece:  # Chinese is not split into words: peel acknowledgements off it
+            word = next((w for w in _CHINESE_ACKNOWLEDGEMENTS if piece.startswith(w)), None)
+            if word is None:
+                return False
+            piece = piece[len(word):]
+    return True
+
+
 def prompt_limit(raw: str | None) -> tuple[int, str | None]:
     """The per-prompt limit from SAGE_MEM_HOOK_LIMIT, clamped to 0..10 (0: no prompt injection).
 
@@ -417,7 +453,7 @@ def prompt_context(
     in one ranking (`folders.merge`); a shared folder's memory is injected under its
     qualified id (`team:x`), masked and quoted as every memory is."""
     query = prompt[:MAX_QUERY_CHARS]
-    if limit <= 0 or not query.strip():
+    if limit <= 0 or not query.strip() or is_acknowledgement(query):
         return "", []
     wanted = limit + len(session.injected)
     if folders is None:

@@ -361,7 +361,7 @@ def fingerprint(scoring: Scoring) -> str:
 _CANARY = (
     "Running the tests: `pytest -q` before every release; the deployment's "
     "databases migrated (v2.1, 2026-11-30). How many cats? 我的猫叫小花，喜欢在花园里晒太阳。"
-    "部署前先跑测试 pytest 测试，ＦＵＬＬ width"
+    "部署前先跑测试 pytest 测试，ＦＵＬＬ width 👍🏽"
 )
 _fingerprints: dict[str, str] = {}
 

@@ -29,6 +29,9 @@ bigrams; each CJK character that is not a function character is also kept as
 a unigram term, prefixed `~`, which the index weighs lower, so a one-character
 query ("猫") still finds "用户的猫叫芝麻".
 
+Each emoji or pictographic symbol is a term of its own (`_SYMBOL`): chat memories carry
+meaning in them, and a query "🐶" finds the memory holding one.
+
 Must stay import-light: the hook path imports it.
 """
 
@@ -46,6 +49,15 @@ _CJK_RUN = re.compile(rf"([{_CJK}]+)")
 # A word is a run of letters and digits that are not CJK, so "用pytest跑测试"
 # gives the word "pytest" between two CJK runs.
 _WORD = re.compile(rf"[^\W_{_CJK}]+")
+# Emoji and pictographic symbols, each a term (a flag's two regional letters one term):
+# chat memories carry meaning in them ("a 👍 means go ahead", "我家的狗🐶"). Skin tones,
+# variation selectors and joiners are not part of the term: 👍🏽 is 👍, ❤️ is ❤.
+# Arrows, ©, ® and other marks are punctuation. Never ASCII, so ASCII text skips this.
+_SYMBOL = re.compile(
+    "[\U0001F1E6-\U0001F1FF]{2}"
+    "|[\u231a-\u23ff\u2600-\u27bf\u2b00-\u2bff\U0001F000-\U0001F1E5"
+    "\U0001F200-\U0001F3FA\U0001F400-\U0001FAFF]"
+)
 # The ideographic space and the full-width forms of ASCII, with their NFKD forms.
 _FULL_WIDTH = re.compile("[\u3000\uff01-\uff5e]")
 _NARROW = {
@@ -205,22 +217,54 @@ def tokenize_counted(text: str) -> tuple[list[str], int]:
             runs.append(part)
             continue
         found = _WORD.findall(part)
-        if not found:
+        symbols = _SYMBOL.findall(part) if not part.isascii() else []
+        if not found and not symbols:
             continue  # punctuation between two runs: the common case
         if runs:
             out += cjk_terms(_RUN_GAP.join(runs))
             runs = []
-        if not _MONTH_WORDS.isdisjoint(found):
-            found = _english_dates(part, found)
-        if inside_chinese and len(found) == 1 and found[0] in ENGLISH_STOP_WORDS:
-            # One Latin word set in Chinese text ("IT行业", "买了A股") is a name, not an
-            # English function word.
-            out.append(_STEMS[found[0]])
-        else:
-            out += _word_terms(found, parts, extra, part)
+        if symbols:
+            out += _with_symbols(part, found, parts, extra, inside_chinese)
+            continue
+        out += _stretch_terms(part, found, parts, extra, inside_chinese)
     if runs:
         out += cjk_terms(_RUN_GAP.join(runs))
     return out, len(out) - extra[0]
+
+
+def _stretch_terms(
+    part: str, found: list[str], parts: dict[str, list[str]] | None, extra: list[int],
+    inside_chinese: bool,
+) -> list[str]:
+    """Terms of the words `found` in `part`, a stretch of text between CJK runs."""
+    if not _MONTH_WORDS.isdisjoint(found):
+        found = _english_dates(part, found)
+    if inside_chinese and len(found) == 1 and found[0] in ENGLISH_STOP_WORDS:
+        # One Latin word set in Chinese text ("IT行业", "买了A股") is a name, not an
+        # English function word.
+        return [_STEMS[found[0]]]
+    return _word_terms(found, parts, extra, part)
+
+
+def _with_symbols(
+    part: str, found: list[str], parts: dict[str, list[str]] | None, extra: list[int],
+    inside_chinese: bool,
+) -> list[str]:
+    """`_stretch_terms` of a stretch holding emoji: the words between them, and each emoji,
+    in the order they come."""
+    out: list[str] = []
+    position = 0
+    for symbol in _SYMBOL.finditer(part):
+        piece = part[position : symbol.start()]
+        words_here = _WORD.findall(piece)
+        if words_here:
+            out += _stretch_terms(piece, words_here, parts, extra, inside_chinese)
+        out.append(symbol.group())
+        position = symbol.end()
+    rest = _WORD.findall(part[position:])
+    if rest:
+        out += _stretch_terms(part[position:], rest, parts, extra, inside_chinese)
+    return out
 
 
 # A particle no function word holds: `cjk_terms` of runs joined by it are those of each run.
