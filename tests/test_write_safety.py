@@ -34,9 +34,12 @@ def marker_of(path: Path) -> str:
 EDITOR = r"""
 import os, sys, time
 from pathlib import Path
+from sage_mem.disk.folder import MemoryFolder
+from sage_mem.disk.locks import write_lock
 from sage_mem.memory.file_format import parse_bytes
 
 path, stop = Path(sys.argv[1]), Path(sys.argv[2])
+state = MemoryFolder(path.parent).state_dir
 def marker(raw):
     return parse_bytes(raw).body.strip().splitlines()[0]
 expected, saves, lost = marker(path.read_bytes()), 0, []
@@ -46,8 +49,11 @@ while not stop.exists():
     if seen != expected:
         # A read in the instant between a write's swap and its swap back sees the
         # withdrawn version (docs/reliability.md names that case); a lost save stays
-        # lost, so look again before calling it one.
-        time.sleep(0.2)
+        # lost, so look again before calling it one: once the write in flight has
+        # ended, which its write lock says (on a loaded machine, any fixed wait can be
+        # too short). Only this look waits on the lock; the saves never take it.
+        with write_lock(state, timeout=60):
+            pass
         current = path.read_bytes()
         seen = marker(current)
     if seen != expected:
@@ -90,7 +96,7 @@ class Editor:
             [sys.executable, "-c", EDITOR, str(self.path), str(self._stop)],
             stdout=subprocess.PIPE, text=True, cwd=ROOT,
         )
-        wait_until(lambda: "editor save" in self.path.read_text())  # it is saving
+        wait_until(lambda: "editor save" in self.path.read_text(), timeout=60)  # it is saving
         return self
 
     def __exit__(self, *exc: object) -> None:
