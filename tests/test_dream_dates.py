@@ -683,7 +683,7 @@ def test_a_weekday_of_a_clear_week_is_dated(text: str, anchor: date, expected: s
 def test_an_edit_by_the_tool_does_not_move_the_day_the_text_was_written(
     empty_dir: Path, stamp: str, body: str
 ) -> None:
-    """A file dated by one stamp alone: a trust change restamps it, the text stays as old."""
+    """A file dated by one stamp alone: an edit of a tag restamps it, the text stays as old."""
     path = add(
         empty_dir,
         "project_db_move",
@@ -693,10 +693,10 @@ def test_an_edit_by_the_tool_does_not_move_the_day_the_text_was_written(
         **{stamp: "2026-11-20T10:00:00Z"},
     )
     store = MemoryStore(empty_dir)
-    store.write("project_db_move", trust=0.6)  # what `sage-mem feedback` does, days later
+    store.write("project_db_move", tags=["db"])  # an edit by the tool, days later
     edited = path.read_bytes()
     result = run_dream(store, mode="rewrite")
-    assert path.read_bytes() == edited  # not dated from the day of the trust change
+    assert path.read_bytes() == edited  # not dated from the day of the edit
     assert any("edited on" in note["message"] for note in read_manifest(result)["notes"])
 
 
