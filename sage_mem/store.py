@@ -958,7 +958,9 @@ class MemoryStore:
         except SageMemError:
             return None
 
-    def rename(self, old_id: str, new_id: str) -> Renamed:
+    def rename(
+        self, old_id: str, new_id: str, *, expected_sha256: str | None = None
+    ) -> Renamed:
         """Give a memory a new id (a new file name or folder); never replaces a file.
 
         The file moves first (a no-clobber rename: ConflictError, nothing moved,
@@ -973,9 +975,10 @@ class MemoryStore:
         relative dates by it, and no fact changed). A memory that is locked,
         or whose file cannot be edited safely, keeps its links and is named in
         `Renamed.left`. Raises MemoryLocked for a locked memory, InvalidMemory
-        for one whose file does not parse.
+        for one whose file does not parse. With `expected_sha256`, a memory
+        changed since it was read is not renamed (ConflictError, nothing moved).
         """
-        from .memory.edits import relinked_text
+        from .memory.edits import check_expected, relinked_text
         from .memory.links import Ids, folder_of
 
         old_path = self.folder.path_for(old_id)
@@ -990,6 +993,7 @@ class MemoryStore:
             seen = self._read_for_write(old_path)
             if seen.raw is None:
                 raise MemoryNotFound(self._not_found_message(old), path=old_path)
+            check_expected(old_path, seen.raw, expected_sha256)
             parsed = parse_bytes(seen.raw, old_path)
             if memory_from_meta(old, old_path, parsed.meta, parsed.body).locked:
                 raise MemoryLocked(f"{old}: memory is locked (locked: true)", path=old_path)

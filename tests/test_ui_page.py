@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pytest
 import test_ui_browser
 from support import write_memory
 from test_ui_browser import expect, memory_file, settle, shot
@@ -642,6 +643,41 @@ def test_renaming_a_memory_moves_its_file_and_the_links_follow(
     expect(page.locator('#backlinks li[data-id="user_fan"]')).to_be_visible()
     assert (folder / "user/pets/sesame.md").exists() and not (folder / "user_cat_zh.md").exists()
     assert "[[user/pets/sesame]]" in (folder / "user_fan.md").read_text()
+
+
+@pytest.mark.parametrize("action, field, value, route", [
+    pytest.param("#archive", "#archive-reason", "the cat moved out", "**/api/archive",
+                 id="archive"),
+    pytest.param("#rename", "#rename-id", "user/pets/sesame", "**/api/rename", id="rename"),
+])
+def test_archive_and_rename_act_only_on_the_version_the_page_showed(
+    page: Any, folder: Path, action: str, field: str, value: str, route: str
+) -> None:
+    go(page, "#/m/user_cat_zh")
+    expect(page.locator("#memory-title")).to_have_text("用户的猫叫芝麻，喜欢晒太阳")
+    path = folder / "user_cat_zh.md"
+    edited = path.read_text(encoding="utf-8") + "\n芝麻今天去看了兽医。\n"
+
+    def edit_first(request: Any) -> None:  # an editor saves while the request is on its way
+        path.write_text(edited, encoding="utf-8")
+        request.continue_()
+
+    page.route(route, edit_first)
+    page.locator(action).click()
+    page.locator(field).fill(value)
+    page.locator(field).press("Enter")
+    toast = page.locator("#toast .msg.error")
+    expect(toast).to_contain_text("changed on disk since the page showed it: nothing was")
+    assert path.read_text(encoding="utf-8") == edited
+    assert not (folder / "archive").exists() and not (folder / "user/pets").exists()
+    page.unroute(route)
+    toast.get_by_role("button", name="Reload").click()
+    expect(page.locator("#memory-body")).to_contain_text("芝麻今天去看了兽医。")
+    page.locator(action).click()
+    page.locator(field).fill(value)
+    page.locator(field).press("Enter")
+    expect(page).not_to_have_url(re.compile(r"#/m/user_cat_zh$"))
+    assert not path.exists()
 
 
 def test_choosing_session_transcripts_shows_the_privacy_warning(page: Any) -> None:
