@@ -762,7 +762,7 @@ class MemoryStore:
         with self._write_lock():
             self._rewrite(path, edited)
             memory = self._note_written(path, canonical)
-            self._regenerate_catalog()
+            self._catalog_after(f"{canonical} saved to {canonical}.md")
         return memory
 
     def feedback(self, memory_id: str, helpful: bool) -> Memory:
@@ -856,12 +856,7 @@ class MemoryStore:
                 self.stats.rename(canonical, archived_id)
             except _UNCOUNTED:
                 pass
-            try:
-                self._regenerate_catalog()
-            except OSError as exc:
-                raise OSError(exc.errno, f"{canonical} archived to {archived_id}.md, but "
-                              f"MEMORY.md not updated ({exc.strerror or exc}): `sage-mem "
-                              "index` updates it") from exc
+            self._catalog_after(f"{canonical} archived to {archived_id}.md")
         return memory
 
     @contextlib.contextmanager
@@ -943,7 +938,7 @@ class MemoryStore:
                 self.stats.rename(canonical, restored_id)
             except _UNCOUNTED:
                 pass
-            self._regenerate_catalog()
+            self._catalog_after(f"{canonical} restored to {restored_id}.md")
         return memory
 
     def _archived_from(self, raw: bytes, path: Path) -> str | None:
@@ -1060,7 +1055,7 @@ class MemoryStore:
                 self.stats.rename(old, new)
             except _UNCOUNTED:
                 pass
-            self._regenerate_catalog()
+            self._catalog_after(f"{old} renamed to {new}.md")
         return Renamed(memory, old, tuple(relinked), tuple(left))
 
     def deletable_id(self, memory_id: str) -> str:
@@ -1117,7 +1112,7 @@ class MemoryStore:
                 self.index.remove(canonical)
                 self._count_write()
             self._changed()
-            self._regenerate_catalog()
+            self._catalog_after(f"{canonical} deleted")
         return memory
 
     # change listeners (the web UI's live updates)
@@ -1244,6 +1239,19 @@ class MemoryStore:
             return self.stats.retrieval_counts()
         return {}
 
+    def _catalog_after(self, done: str) -> None:
+        """Bring MEMORY.md up to date after a change that is made; `done` says what it was.
+
+        When MEMORY.md cannot be written (a full disk), the change stands: the
+        error says so first, and how MEMORY.md is brought up to date, so that
+        "No space left on device" alone does not read as the change being lost.
+        """
+        try:
+            self._regenerate_catalog()
+        except OSError as exc:
+            raise OSError(exc.errno, f"{done}, but MEMORY.md not updated "
+                          f"({exc.strerror or exc}): `sage-mem index` updates it") from exc
+
     def _regenerate_catalog(self) -> bool:
         """Bring MEMORY.md up to date; True when its bytes changed.
 
@@ -1319,7 +1327,7 @@ class MemoryStore:
                     self.index.put(memory)
                 self._count_write()
             self._changed()
-            self._regenerate_catalog()
+            self._catalog_after(f"{canonical} saved to {canonical}.md")
         return memory
 
     def replace_file(
@@ -1362,7 +1370,7 @@ class MemoryStore:
         with self._write_lock():
             self._rewrite(path, replaced)
             memory = self._note_written(path, canonical)
-            self._regenerate_catalog()
+            self._catalog_after(f"{canonical} saved to {canonical}.md")
         return memory
 
 
