@@ -331,6 +331,39 @@ def test_a_file_with_invalid_yaml_is_fixed_in_the_raw_editor_exactly_as_typed(
     assert path.read_bytes() == fixed.encode()
 
 
+@pytest.mark.parametrize("broken, fixed", [
+    pytest.param(
+        "---\ndescription: the cat: 芝麻\ncategory: user\n---\n\n旧 Mac 的一行。\rCRLF line.\r\n"
+        "LF line.\n",
+        '---\ndescription: "the cat: 芝麻"\ncategory: user\n---\n\n旧 Mac 的一行。\rCRLF line.\r\n'
+        "LF line.\n",
+        id="mixed"),
+    pytest.param(
+        "---\rdescription: the cat: 芝麻\rcategory: user\r---\r\rOnly lone CRs.\r",
+        '---\rdescription: "the cat: 芝麻"\rcategory: user\r---\r\rOnly lone CRs.\r'
+        "A new line.\r",
+        id="lone-cr"),
+])
+def test_the_raw_editor_keeps_each_lines_lone_cr_ending(
+    page: Any, folder: Path, server: UiServer, broken: str, fixed: str
+) -> None:
+    """The textarea shows a lone CR as a line break; the save puts it back on each line that
+    had it, and gives a new line the file's usual ending."""
+    path = write_memory(folder, "user_broken", broken)
+    server.store.reconcile()
+    go(page, "#/raw/user_broken")
+    text = page.locator("#raw-text")
+    shown = broken.replace("\r\n", "\n").replace("\r", "\n")
+    expect(text).to_have_value(shown)
+    page.locator("#raw-save").click()  # unchanged: nothing is written
+    expect(page.locator("#toast")).to_contain_text("Nothing changed")
+    assert path.read_bytes() == broken.encode()
+    text.fill(fixed.replace("\r\n", "\n").replace("\r", "\n"))
+    page.locator("#raw-save").click()
+    expect(page.locator("#toast")).to_contain_text("Saved user_broken")
+    assert path.read_bytes() == fixed.encode()
+
+
 # 14: the keyboard
 
 

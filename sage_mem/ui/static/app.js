@@ -1210,22 +1210,22 @@
       h("p", {}, h("a", { class: "button primary", id: "edit-raw", href: "#/raw/" + enc(data.id || id) }, "Edit the file as text")));
   }
 
-  // A textarea shows every line ending as LF. What is saved gives each line the ending it had
-  // in the file (a line the person did not touch keeps its CRLF), and a new line the file's
-  // usual one: the person's edit is the only change.
+  // A textarea shows every line ending as LF (its value turns CRLF and a lone CR into LF). What
+  // is saved gives each line the ending it had in the file (a line the person did not touch
+  // keeps its CRLF or its lone CR), and a new line the file's usual one: the person's edit is
+  // the only change.
   function withEndings(edited, before) {
     if (!before.includes("\r")) return edited;
     const kept = new Map();
-    let crlf = 0;
-    let lf = 0;
-    for (const match of before.matchAll(/([^\n]*?)(\r?\n|$)/g)) {
+    const counts = { "\r\n": 0, "\r": 0, "\n": 0 };
+    for (const match of before.matchAll(/([^\r\n]*)(\r\n|\r|\n|$)/g)) {
       if (!match[0]) break;
       const ending = match[2];
-      if (ending === "\r\n") crlf++; else if (ending === "\n") lf++;
+      if (ending) counts[ending]++;
       if (!kept.has(match[1])) kept.set(match[1], []);
       kept.get(match[1]).push(ending);
     }
-    const usual = crlf > lf ? "\r\n" : "\n";
+    const usual = ["\n", "\r\n", "\r"].reduce((best, e) => counts[e] > counts[best] ? e : best);
     const lines = edited.split("\n");
     return lines.map((line, i) => {
       if (i === lines.length - 1) return line;
