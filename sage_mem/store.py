@@ -762,7 +762,7 @@ class MemoryStore:
         with self._write_lock():
             self._rewrite(path, edited)
             memory = self._note_written(path, canonical)
-            self._regenerate_catalog()
+            self._catalog_after(f"{canonical} saved to {canonical}.md")
         return memory
 
     def feedback(self, memory_id: str, helpful: bool) -> Memory:
@@ -856,12 +856,7 @@ class MemoryStore:
                 self.stats.rename(canonical, archived_id)
             except _UNCOUNTED:
                 pass
-            try:
-                self._regenerate_catalog()
-            except OSError as exc:
-                raise OSError(exc.errno, f"{canonical} archived to {archived_id}.md, but "
-                              f"MEMORY.md not updated ({exc.strerror or exc}): `sage-mem "
-                              "index` updates it") from exc
+            self._catalog_after(f"{canonical} archived to {archived_id}.md")
         return memory
 
     @contextlib.contextmanager
@@ -943,7 +938,7 @@ class MemoryStore:
                 self.stats.rename(canonical, restored_id)
             except _UNCOUNTED:
                 pass
-            self._regenerate_catalog()
+            self._catalog_after(f"{canonical} restored to {restored_id}.md")
         return memory
 
     def _archived_from(self, raw: bytes, path: Path) -> str | None:
@@ -958,7 +953,9 @@ class MemoryStore:
         except SageMemError:
             return None
 
-    def rename(self, old_id: str, new_id: str) -> Renamed:
+    def rename(
+        self, old_id: str, new_id: str, *, expected_sha256: str | None = None
+    ) -> Renamed:
         """Give a memory a new id (a new file name or folder); never replaces a file.
 
         The file moves first (a no-clobber rename: ConflictError, nothing moved,
@@ -973,9 +970,10 @@ class MemoryStore:
         relative dates by it, and no fact changed). A memory that is locked,
         or whose file cannot be edited safely, keeps its links and is named in
         `Renamed.left`. Raises MemoryLocked for a locked memory, InvalidMemory
-        for one whose file does not parse.
+        for one whose file does not parse. With `expected_sha256`, a memory
+        changed since it was read is not renamed (ConflictError, nothing moved).
         """
-        from .memory.edits import relinked_text
+        from .memory.edits import check_expected, relinked_text
         from .memory.links import Ids, folder_of
 
         old_path = self.folder.path_for(old_id)
@@ -990,6 +988,7 @@ class MemoryStore:
             seen = self._read_for_write(old_path)
             if seen.raw is None:
                 raise MemoryNotFound(self._not_found_message(old), path=old_path)
+            check_expected(old_path, seen.raw, expected_sha256)
             parsed = parse_bytes(seen.raw, old_path)
             if memory_from_meta(old, old_path, parsed.meta, parsed.body).locked:
                 raise MemoryLocked(f"{old}: memory is locked (locked: true)", path=old_path)
@@ -1056,7 +1055,7 @@ class MemoryStore:
                 self.stats.rename(old, new)
             except _UNCOUNTED:
                 pass
-            self._regenerate_catalog()
+            self._catalog_after(f"{old} renamed to {new}.md")
         return Renamed(memory, old, tuple(relinked), tuple(left))
 
     def deletable_id(self, memory_id: str) -> str:
@@ -1113,7 +1112,7 @@ class MemoryStore:
                 self.index.remove(canonical)
                 self._count_write()
             self._changed()
-            self._regenerate_catalog()
+            self._catalog_after(f"{canonical} deleted")
         return memory
 
     # change listeners (the web UI's live updates)
@@ -1240,6 +1239,19 @@ class MemoryStore:
             return self.stats.retrieval_counts()
         return {}
 
+    def _catalog_after(self, done: str) -> None:
+        """Bring MEMORY.md up to date after a change that is made; `done` says what it was.
+
+        When MEMORY.md cannot be written (a full disk), the change stands: the
+        error says so first, and how MEMORY.md is brought up to date, so that
+        "No space left on device" alone does not read as the change being lost.
+        """
+        try:
+            self._regenerate_catalog()
+        except OSError as exc:
+            raise OSError(exc.errno, f"{done}, but MEMORY.md not updated "
+                          f"({exc.strerror or exc}): `sage-mem index` updates it") from exc
+
     def _regenerate_catalog(self) -> bool:
         """Bring MEMORY.md up to date; True when its bytes changed.
 
@@ -1315,7 +1327,7 @@ class MemoryStore:
                     self.index.put(memory)
                 self._count_write()
             self._changed()
-            self._regenerate_catalog()
+            self._catalog_after(f"{canonical} saved to {canonical}.md")
         return memory
 
     def replace_file(
@@ -1358,7 +1370,7 @@ class MemoryStore:
         with self._write_lock():
             self._rewrite(path, replaced)
             memory = self._note_written(path, canonical)
-            self._regenerate_catalog()
+            self._catalog_after(f"{canonical} saved to {canonical}.md")
         return memory
 
 

@@ -497,6 +497,73 @@ def test_an_anchored_memory_is_rewritten(
 
 
 @pytest.mark.parametrize(
+    ("text", "listed"),
+    [
+        pytest.param("We ship this week and next.", "this week and next", id="this-week-and-next"),
+        pytest.param("Ship this week or next.", "this week or next", id="this-week-or-next"),
+        pytest.param("The review is next week or the week after.", "next week or the week after",
+                     id="the-week-after"),
+        pytest.param("Tomorrow or the day after we deploy.", "Tomorrow or the day after",
+                     id="the-day-after"),
+        pytest.param("We meet next Monday or Tuesday.", "next Monday or Tuesday",
+                     id="weekday-alone"),
+        pytest.param("Sales rose last month and the one before.",
+                     "last month and the one before", id="the-one-before"),
+        pytest.param("下周一或周二开会。", "下周一或周二", id="zh-weekday-alone"),
+        pytest.param("下周一到五在上海出差。", "下周一到五", id="zh-weekday-range"),
+        pytest.param("明后天交付。", "明后天", id="zh-two-days-in-one-word"),
+        pytest.param("上周到这周都在忙发布。", "上周到这周", id="zh-one-part-not-a-date"),
+    ],
+)
+def test_two_periods_joined_are_left_and_listed_when_one_cannot_be_dated(
+    text: str, listed: str
+) -> None:
+    unsure: list[str] = []
+    assert absolutize(text, ANCHOR, unsure) == (text, [])
+    assert unsure == [listed]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        pytest.param("The fix lands today or tomorrow.",
+                     "The fix lands today (2026-11-25) or tomorrow (2026-11-26).",
+                     id="today-or-tomorrow"),
+        pytest.param("Busy last week through this week.",
+                     "Busy last week (week of 2026-11-16) through this week (week of 2026-11-23).",
+                     id="last-week-through-this-week"),
+        pytest.param("我们今天或明天发布。",
+                     "我们今天（2026年11月25日）或明天（2026年11月26日）发布。",
+                     id="zh-today-or-tomorrow"),
+        pytest.param("这周和下周在上海出差。",
+                     "这周（2026年11月23日那一周）和下周（2026年11月30日那一周）在上海出差。",
+                     id="zh-this-week-and-next-week"),
+    ],
+)
+def test_two_periods_joined_are_each_dated_when_both_can_be(text: str, expected: str) -> None:
+    unsure: list[str] = []
+    assert absolutize(text, ANCHOR, unsure)[0] == expected
+    assert unsure == []
+
+
+@pytest.mark.parametrize(
+    ("body", "listed"),
+    [pytest.param("We ship this week and next.", "this week and next", id="english"),
+     pytest.param("下周一到五在上海出差。", "下周一到五", id="chinese")],
+)
+def test_a_dream_run_leaves_two_joined_periods_and_lists_them(
+    empty_dir: Path, body: str, listed: str
+) -> None:
+    path = add(empty_dir, "project_trip", "Trip", body, category="project",
+               created="2026-11-25", updated="2026-11-25T09:00:00Z")
+    before = path.read_bytes()
+    result = run_dream(MemoryStore(empty_dir), mode="rewrite")
+    assert path.read_bytes() == before
+    notes = [n["message"] for n in read_manifest(result)["notes"] if n["rule"] == "relative-dates"]
+    assert len(notes) == 1 and repr(listed) in notes[0] and "left as written" in notes[0]
+
+
+@pytest.mark.parametrize(
     ("meta", "why"),
     [
         pytest.param({}, "no created or updated date", id="no-date"),

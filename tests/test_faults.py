@@ -326,12 +326,8 @@ def test_an_archive_on_a_full_disk_says_the_memory_is_not_archived_and_leaves_it
     assert store.read("user_profile").path == memory_dir / "user_profile.md"
 
 
-def test_an_archive_whose_memory_md_does_not_fit_says_it_is_archived(
-    memory_dir: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The memory moved and was marked; only MEMORY.md had no room: the person is told it
-    is archived, and how MEMORY.md is brought up to date."""
-    MemoryStore(memory_dir).regenerate_index()
+def _memory_md_does_not_fit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every file fits but MEMORY.md: its temp file fails with ENOSPC."""
     real_temp_file = safe_io._temp_file
 
     def memory_md_does_not_fit(path: Path, data: bytes, mode: int):
@@ -340,13 +336,55 @@ def test_an_archive_whose_memory_md_does_not_fit_says_it_is_archived(
         return real_temp_file(path, data, mode)
 
     monkeypatch.setattr(safe_io, "_temp_file", memory_md_does_not_fit)
-    code, _out, err = cli("--dir", str(memory_dir), "archive", "user_cat_zh", "--reason", "旧")
+
+
+@pytest.mark.parametrize("argv, said, kept", [
+    pytest.param(("add", "user_cat_zh", "--description", "用户的猫叫芝麻，今年三岁"),
+                 "user_cat_zh saved to user_cat_zh.md", ("user_cat_zh", "今年三岁"), id="update"),
+    pytest.param(("add", "project_new", "--description", "A new project note",
+                  "--category", "project", "--body", "Kept."),
+                 "project_new saved to project_new.md", ("project_new", "A new project note"),
+                 id="create"),
+    pytest.param(("archive", "user_cat_zh", "--reason", "旧"),
+                 "user_cat_zh archived to archive/user_cat_zh.md", ("archive/user_cat_zh", "芝麻"),
+                 id="archive"),
+    pytest.param(("mv", "user_cat_zh", "user/pets/芝麻"),
+                 "user_cat_zh renamed to user/pets/芝麻.md", ("user/pets/芝麻", "芝麻"),
+                 id="rename"),
+])
+def test_a_change_whose_memory_md_does_not_fit_says_the_change_is_made(
+    memory_dir: Path, monkeypatch: pytest.MonkeyPatch, argv: tuple[str, ...], said: str,
+    kept: tuple[str, str],
+) -> None:
+    """The memory was written; only MEMORY.md had no room: the person is told the change
+    stands, and how MEMORY.md is brought up to date (not just "No space left on device")."""
+    MemoryStore(memory_dir).regenerate_index()
+    old_index = (memory_dir / "MEMORY.md").read_bytes()
+    _memory_md_does_not_fit(monkeypatch)
+    code, _out, err = cli("--dir", str(memory_dir), *argv)
     assert_one_line_error(code, err)
-    assert "user_cat_zh archived to archive/user_cat_zh.md" in err, err
-    assert "MEMORY.md not updated" in err and "sage-mem index" in err
+    assert said + ", but MEMORY.md not updated (No space left on device): `sage-mem index` " \
+        "updates it" in err, err
     monkeypatch.undo()
-    archived = MemoryStore(memory_dir).read("archive/user_cat_zh")
-    assert archived.archived and not (memory_dir / "user_cat_zh.md").exists()
+    assert (memory_dir / "MEMORY.md").read_bytes() == old_index
+    memory_id, text = kept
+    memory = MemoryStore(memory_dir).read(memory_id)
+    assert text in memory.description + memory.body
+    code, _, _ = cli("--dir", str(memory_dir), "index")
+    assert code == 0 and (memory_dir / "MEMORY.md").read_bytes() != old_index
+
+
+def test_the_store_says_a_write_is_saved_when_only_memory_md_does_not_fit(
+    memory_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = MemoryStore(memory_dir)
+    store.regenerate_index()
+    _memory_md_does_not_fit(monkeypatch)
+    with pytest.raises(OSError, match="user_profile saved to user_profile.md, but MEMORY.md "
+                       "not updated") as full:
+        store.write("user_profile", description="The user, now in Berlin")
+    assert full.value.errno == errno.ENOSPC
+    assert store.read("user_profile").description == "The user, now in Berlin"
 
 
 # A read-only folder

@@ -149,6 +149,20 @@ def test_rename_refusals_change_nothing(folder: Path) -> None:
     assert (folder / "user_locked.md").exists() and (folder / "user_cat.md").exists()
 
 
+def test_rename_refuses_a_memory_changed_since_it_was_read(folder: Path) -> None:
+    store = MemoryStore(folder, watch=False)
+    shown = store.read("user_cat").sha256
+    path = folder / "user_cat.md"
+    path.write_text(path.read_text() + "Edited in vim meanwhile.\n")
+    edited = path.read_bytes()
+    with pytest.raises(ConflictError, match="changed on disk since it was read"):
+        store.rename("user_cat", "user_kitty", expected_sha256=shown)
+    assert path.read_bytes() == edited and not (folder / "user_kitty.md").exists()
+    assert "[[user_cat]]" in (folder / "user_home.md").read_text()
+    now = store.read("user_cat").sha256
+    assert store.rename("user_cat", "user_kitty", expected_sha256=now).memory.id == "user_kitty"
+
+
 def test_rename_leaves_a_locked_linker_as_it_is_and_says_so(folder: Path) -> None:
     write_memory(folder, "user_pinned", memory("Pinned", "See [[user_cat]].", locked="true"))
     pinned = (folder / "user_pinned.md").read_bytes()

@@ -595,6 +595,20 @@ async def test_autodream_tools_turn_bad_requests_into_one_line_errors(
         pytest.param(
             "memory_search", {"query": "cat", "offset": -1}, "invalid offset", id="negative-offset"
         ),
+        pytest.param("memory_search", {"query": "猫", "limit": True},
+                     "invalid limit: a whole number, not true or false", id="limit-true"),
+        pytest.param("memory_search", {"query": "cat", "offset": False},
+                     "invalid offset: a whole number, not true or false", id="offset-false"),
+        pytest.param("memory_list", {"limit": True},
+                     "invalid limit: a whole number, not true or false", id="list-limit-true"),
+        pytest.param("memory_list", {"offset": True},
+                     "invalid offset: a whole number, not true or false", id="list-offset-true"),
+        pytest.param("memory_find_similar", {"query": "cat", "limit": True},
+                     "invalid limit: a whole number, not true or false", id="similar-limit-true"),
+        pytest.param("memory_write", {"id": "user_cat_zh", "baseline_priority": True},
+                     "invalid baseline_priority", id="priority-true"),
+        pytest.param("memory_write", {"id": "user_cat_zh", "trust": True},
+                     "invalid trust", id="trust-true"),
         pytest.param("memory_search", {"query": "  "}, "query is empty", id="blank-query"),
         pytest.param(
             "memory_search", {"text": "cat"}, "unknown argument 'text'", id="unknown-argument"

@@ -49,7 +49,7 @@ STORE_METHODS = {
     "archive": "memory_id, reason, *, extra=None, expected_sha256=None",
     "feedback": "memory_id, helpful",
     "restore": "archived_id",
-    "rename": "old_id, new_id",
+    "rename": "old_id, new_id, *, expected_sha256=None",
     "delete": "memory_id, *, expected_sha256=None",
     "close": "",
 }

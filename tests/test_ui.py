@@ -622,6 +622,30 @@ def test_archiving_moves_the_file_and_restoring_brings_it_back(
     assert "user_profile" in {r["id"] for r in client.ok("GET", "/api/memories")["results"]}
 
 
+@pytest.mark.parametrize("path, body", [
+    pytest.param("/api/archive", {"reason": "moved on"}, id="archive"),
+    pytest.param("/api/rename", {"newId": "user/profile"}, id="rename"),
+])
+def test_archive_and_rename_refuse_a_file_changed_since_the_page_showed_it(
+    client: Client, folder: Path, path: str, body: dict[str, str]
+) -> None:
+    shown = client.ok("GET", "/api/memory?id=user_profile")["memory"]["sha256"]
+    file = folder / "user_profile.md"
+    file.write_text(file.read_text() + "\n用 vim 改过。\n")
+    edited = file.read_bytes()
+    status, data, _ = client.post(path, {"id": "user_profile", "expectedSha256": shown, **body})
+    assert status == 409 and data["kind"] == "ConflictError", data
+    assert "changed on disk since it was read" in data["error"]
+    assert file.read_bytes() == edited
+    assert not (folder / "archive").exists() and not (folder / "user/profile.md").exists()
+    status, data, _ = client.post(path, {"id": "user_profile", "expectedSha256": 5, **body})
+    assert status == 400 and "expectedSha256" in data["error"]
+    assert file.read_bytes() == edited
+    now = client.ok("GET", "/api/memory?id=user_profile")["memory"]["sha256"]
+    client.ok("POST", path, {"id": "user_profile", "expectedSha256": now, **body})
+    assert not file.exists()
+
+
 def test_archiving_needs_a_reason(client: Client, folder: Path) -> None:
     status, data, _ = client.post("/api/archive", {"id": "user_profile", "reason": " "})
     assert status == 400 and "reason" in data["error"]

@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pytest
 import test_ui_browser
 from support import write_memory
 from test_ui_browser import expect, memory_file, settle, shot
@@ -330,6 +331,39 @@ def test_a_file_with_invalid_yaml_is_fixed_in_the_raw_editor_exactly_as_typed(
     assert path.read_bytes() == fixed.encode()
 
 
+@pytest.mark.parametrize("broken, fixed", [
+    pytest.param(
+        "---\ndescription: the cat: 芝麻\ncategory: user\n---\n\n旧 Mac 的一行。\rCRLF line.\r\n"
+        "LF line.\n",
+        '---\ndescription: "the cat: 芝麻"\ncategory: user\n---\n\n旧 Mac 的一行。\rCRLF line.\r\n'
+        "LF line.\n",
+        id="mixed"),
+    pytest.param(
+        "---\rdescription: the cat: 芝麻\rcategory: user\r---\r\rOnly lone CRs.\r",
+        '---\rdescription: "the cat: 芝麻"\rcategory: user\r---\r\rOnly lone CRs.\r'
+        "A new line.\r",
+        id="lone-cr"),
+])
+def test_the_raw_editor_keeps_each_lines_lone_cr_ending(
+    page: Any, folder: Path, server: UiServer, broken: str, fixed: str
+) -> None:
+    """The textarea shows a lone CR as a line break; the save puts it back on each line that
+    had it, and gives a new line the file's usual ending."""
+    path = write_memory(folder, "user_broken", broken)
+    server.store.reconcile()
+    go(page, "#/raw/user_broken")
+    text = page.locator("#raw-text")
+    shown = broken.replace("\r\n", "\n").replace("\r", "\n")
+    expect(text).to_have_value(shown)
+    page.locator("#raw-save").click()  # unchanged: nothing is written
+    expect(page.locator("#toast")).to_contain_text("Nothing changed")
+    assert path.read_bytes() == broken.encode()
+    text.fill(fixed.replace("\r\n", "\n").replace("\r", "\n"))
+    page.locator("#raw-save").click()
+    expect(page.locator("#toast")).to_contain_text("Saved user_broken")
+    assert path.read_bytes() == fixed.encode()
+
+
 # 14: the keyboard
 
 
@@ -642,6 +676,41 @@ def test_renaming_a_memory_moves_its_file_and_the_links_follow(
     expect(page.locator('#backlinks li[data-id="user_fan"]')).to_be_visible()
     assert (folder / "user/pets/sesame.md").exists() and not (folder / "user_cat_zh.md").exists()
     assert "[[user/pets/sesame]]" in (folder / "user_fan.md").read_text()
+
+
+@pytest.mark.parametrize("action, field, value, route", [
+    pytest.param("#archive", "#archive-reason", "the cat moved out", "**/api/archive",
+                 id="archive"),
+    pytest.param("#rename", "#rename-id", "user/pets/sesame", "**/api/rename", id="rename"),
+])
+def test_archive_and_rename_act_only_on_the_version_the_page_showed(
+    page: Any, folder: Path, action: str, field: str, value: str, route: str
+) -> None:
+    go(page, "#/m/user_cat_zh")
+    expect(page.locator("#memory-title")).to_have_text("用户的猫叫芝麻，喜欢晒太阳")
+    path = folder / "user_cat_zh.md"
+    edited = path.read_text(encoding="utf-8") + "\n芝麻今天去看了兽医。\n"
+
+    def edit_first(request: Any) -> None:  # an editor saves while the request is on its way
+        path.write_text(edited, encoding="utf-8")
+        request.continue_()
+
+    page.route(route, edit_first)
+    page.locator(action).click()
+    page.locator(field).fill(value)
+    page.locator(field).press("Enter")
+    toast = page.locator("#toast .msg.error")
+    expect(toast).to_contain_text("changed on disk since the page showed it: nothing was")
+    assert path.read_text(encoding="utf-8") == edited
+    assert not (folder / "archive").exists() and not (folder / "user/pets").exists()
+    page.unroute(route)
+    toast.get_by_role("button", name="Reload").click()
+    expect(page.locator("#memory-body")).to_contain_text("芝麻今天去看了兽医。")
+    page.locator(action).click()
+    page.locator(field).fill(value)
+    page.locator(field).press("Enter")
+    expect(page).not_to_have_url(re.compile(r"#/m/user_cat_zh$"))
+    assert not path.exists()
 
 
 def test_choosing_session_transcripts_shows_the_privacy_warning(page: Any) -> None:

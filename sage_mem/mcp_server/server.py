@@ -29,7 +29,16 @@ from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp.types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
-from pydantic import Field, StrictBool, StrictFloat, StrictInt, StrictStr, ValidationError
+from pydantic import (
+    BeforeValidator,
+    Field,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+    ValidationError,
+)
+from pydantic_core import PydanticCustomError
 
 from .. import __version__
 from ..agents import context
@@ -118,10 +127,21 @@ Category = Literal["user", "feedback", "project", "reference"]
 # carries the same data as compact JSON, which is what most agents read.
 Result = Annotated[CallToolResult, dict[str, Any]]
 
+
+def _not_a_bool(value: Any) -> Any:
+    """Refuse true and false for a number: Python counts a bool as an int, so `limit: true`
+    would be taken as 1 without a word."""
+    if isinstance(value, bool):
+        raise PydanticCustomError("int_not_bool", "a whole number, not true or false")
+    return value
+
+
+# A number argument: a bool refused, otherwise as lax as before ("5" is still 5).
+Count = Annotated[int, BeforeValidator(_not_a_bool)]
 MemoryId = Annotated[str, Field(description="path in the memory folder without .md")]
-SearchLimit = Annotated[int, Field(ge=1, le=memory_tools.SEARCH_LIMIT_MAX)]
-ListLimit = Annotated[int, Field(ge=1, le=memory_tools.LIST_LIMIT_MAX)]
-Offset = Annotated[int, Field(ge=0)]
+SearchLimit = Annotated[Count, Field(ge=1, le=memory_tools.SEARCH_LIMIT_MAX)]
+ListLimit = Annotated[Count, Field(ge=1, le=memory_tools.LIST_LIMIT_MAX)]
+Offset = Annotated[Count, Field(ge=0)]
 # Several folders only (one folder: the argument is taken out of the schema).
 OnlyFolder = Annotated[str | None, Field(description="only this folder (by its name)")]
 

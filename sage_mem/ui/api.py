@@ -582,12 +582,32 @@ async def merge(request: Request) -> JSONResponse:
     return JSONResponse(await run_in_threadpool(merge_with_disk, store_of(request), data))
 
 
+def _expected_from(data: Mapping[str, Any]) -> str | None:
+    """The sha256 of the version the page showed, when it sent one (the page always does).
+
+    A request without it acts on the file as it is, like `sage-mem archive`
+    without `--expected-sha256`; with it, a file changed since is refused (409,
+    nothing moved).
+    """
+    expected = data.get("expectedSha256")
+    if expected is None:
+        return None
+    if not isinstance(expected, str) or not expected:
+        raise InvalidMemory("expectedSha256 must be the sha256 the page showed")
+    return expected
+
+
 async def archive(request: Request) -> JSONResponse:
+    """{id, reason, expectedSha256}: the memory moved to archive/, unless it changed meanwhile."""
     data = await json_body(request)
     reason = data.get("reason")
     if not isinstance(reason, str):
         raise InvalidMemory("archiving needs a reason")
-    archived = await run_in_threadpool(store_of(request).archive, _id_from(data), reason)
+    memory_id, expected = _id_from(data), _expected_from(data)
+    store = store_of(request)
+    archived = await run_in_threadpool(
+        lambda: store.archive(memory_id, reason, expected_sha256=expected)
+    )
     return JSONResponse({"memory": full_memory(archived)})
 
 
@@ -598,11 +618,15 @@ async def restore(request: Request) -> JSONResponse:
 
 
 async def rename(request: Request) -> JSONResponse:
-    """{id, newId}: the memory under a new id; the links and supersedes that named it follow."""
+    """{id, newId, expectedSha256}: the memory under a new id, unless it changed meanwhile;
+    the links and supersedes that named it follow."""
     data = await json_body(request)
     new_id = _id_from(data, "newId")
+    memory_id, expected = _id_from(data), _expected_from(data)
     store = store_of(request)
-    renamed = await run_in_threadpool(store.rename, _id_from(data), new_id)
+    renamed = await run_in_threadpool(
+        lambda: store.rename(memory_id, new_id, expected_sha256=expected)
+    )
     return JSONResponse(renamed.to_dict())
 
 

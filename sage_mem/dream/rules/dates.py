@@ -27,6 +27,10 @@ written (DESIGN §7.3a):
 - in a feedback memory (a standing rule by definition) any phrase pointing
   forward or to the present ("tomorrow", 下周, 本周) outside its **Why:** line.
 
+Two phrases joined ("today or tomorrow", "last week through this week", 这周和下周) are
+each dated when both can be; when one cannot ("this week and next", "tomorrow or the day
+after", "next Monday or Tuesday", 下周一到五, 明后天), the whole is left and listed.
+
 When unsure — words reported from another day ("Yesterday he promised it for
 tomorrow", 昨天他答应明天交付), "next Friday" said on a Wednesday (this week's or the next?),
 "last Tuesday" said on a Friday, "this Monday" once Monday has passed, "next
@@ -56,6 +60,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from datetime import UTC, date, datetime, timedelta
+from typing import Any
 
 from ...memory.markdown import MARKDOWN_LINK, WIKI_LINK, code_ranges
 from ...memory.value import Memory, parse_moment
@@ -448,7 +453,9 @@ def _not_an_event(
     if re.search(rf"\b{_EN_COUNT}\s*(?:or|to|-|–)\s*$", lead, re.IGNORECASE):
         return True  # "two or three days ago", "5 to 7 days ago": a range, not a day
     rest = segment[end:].lstrip()
-    if re.match(r"(?:of|or)\b", rest, re.IGNORECASE):
+    if re.match(r"of\b", rest, re.IGNORECASE) or (
+        re.match(r"or\b", rest, re.IGNORECASE) and not _joined_date(segment, start, end, chinese)
+    ):
         return True  # "the last Friday of each month", "the next week or two"
     previous = lead.rstrip().rsplit(None, 1)[-1].lower() if lead.strip() else ""
     if previous in ("the", "a", "that", "this", "over", "past") and not word.lower().startswith(
@@ -615,6 +622,62 @@ def _said_on_another_day(segment: str, start: int) -> bool:
     return bool(_OTHER_DAY.search(lead) or _EN_PATTERN.search(lead) or _ZH_PATTERN.search(lead))
 
 
+# Two relative phrases joined ("today or tomorrow", "last week through this week", 这周和下周,
+# 昨天或前天): each is dated when both can be. When one part cannot be (it is elliptical, as in
+# "this week and next", "next Monday or Tuesday", 下周一到五, or left for any other reason),
+# the whole is left as written and listed: a date beside one part would read as the date of
+# both.
+_EN_JOINER = re.compile(r"\s*,?\s*(?:and/or|and|or|&|to|through|thru|until|till|/|–|—)\s*",
+                        re.IGNORECASE)
+_ZH_JOINER = re.compile(r"\s*(?:或者|或是|还是|和|或|与|跟|及|到|至|、|/|～|~|—)\s*")
+# "the week after", "the one before", "the following": after any phrase; a bare "next",
+# "last", "this" only after a phrase that has one ("this week and next", not "yesterday and
+# this broke").
+_EN_ELLIPSIS = re.compile(
+    r"(?:the\s+)?(?:following|previous|one\s+after|one\s+before"
+    r"|(?:day|week|month|year|weekend)\s+(?:after|before))\b",
+    re.IGNORECASE,
+)
+_EN_BARE_DETERMINER = re.compile(r"(?:the\s+)?(?:next|last|this)\b", re.IGNORECASE)
+_EN_WEEKDAY_ALONE = re.compile(r"(?:mon|tues|wednes|thurs|fri|satur|sun)day\b", re.IGNORECASE)
+_ZH_WEEKDAY_ALONE = re.compile(r"(?:周|星期|礼拜)?[一二三四五六日天](?![月号日])")
+# Two days in one word: 明后天 ("tomorrow or the day after"), 今明天 ("today and tomorrow").
+_ZH_TWO_DAYS = frozenset({"明后天", "今明天", "昨前天"})
+
+_DATED, _ALREADY_DATED, _UNSURE, _LEFT = "dated", "already", "unsure", "left"
+
+
+def _continuation(segment: str, end: int, word: str, chinese: bool) -> int | None:
+    """Where an elliptical second part joined to the phrase ending at `end` ends, if one is:
+    "this week and next", "tomorrow or the day after", "next Monday or Tuesday", 下周一到五."""
+    joined = (_ZH_JOINER if chinese else _EN_JOINER).match(segment, end)
+    if joined is None or joined.end() == end:
+        return None
+    if chinese:
+        if word[-1:] in "一二三四五六日天" and re.search(r"周|星期|礼拜", word):
+            alone = _ZH_WEEKDAY_ALONE.match(segment, joined.end())
+            return alone.end() if alone else None
+        return None
+    found = _EN_ELLIPSIS.match(segment, joined.end())
+    if found is None and re.match(r"(?:last|this|next)\s", word, re.IGNORECASE):
+        found = _EN_BARE_DETERMINER.match(segment, joined.end())
+    if found is None and _EN_WEEKDAY_ALONE.search(word):
+        found = _EN_WEEKDAY_ALONE.match(segment, joined.end())
+    return found.end() if found else None
+
+
+def _joined_date(segment: str, start: int, end: int, chinese: bool) -> bool:
+    """Whether a second date phrase, whole or elliptical, is joined to segment[start:end]
+    ("today or tomorrow", "this week or next"): then an "or" after it is no period."""
+    joined = (_ZH_JOINER if chinese else _EN_JOINER).match(segment, end)
+    if joined is None or joined.end() == end:
+        return False
+    pattern = _ZH_PATTERN if chinese else _EN_PATTERN
+    return bool(pattern.match(segment, joined.end())) or _continuation(
+        segment, end, segment[start:end], chinese
+    ) is not None
+
+
 def _substitute(
     segment: str,
     base: int,
@@ -630,40 +693,78 @@ def _substitute(
         key=lambda item: item[0].start(),
     )
     not_prose = _not_prose(segment)
-    out: list[str] = []
-    last = 0
+    # What each phrase would become on its own: [start, end, kind, note, chinese]
+    parts: list[list[Any]] = []
+    covered = 0
     for match, chinese in matches:
-        if match.start() < last:
+        if match.start() < covered:
             continue  # inside a phrase already dated
         if any(start < match.end() and match.start() < end for start, end in not_prose):
             continue
         end = match.end()
         if not chinese and segment[end : end + 2] in ("'s", "’s"):
             end += 2  # "yesterday's retro" -> "yesterday's (2026-11-24) retro"
+        kind, note = _LEFT, ""
         if _ALREADY.match(segment, end):
-            continue  # dated already, by a person or an earlier run
-        if _not_an_event(segment, match.start(), match.end(), chinese, rules_only):
-            continue
-        if _said_on_another_day(segment, match.start()):
-            unsure.append(match.group(0))  # "Yesterday he promised it for tomorrow": whose day?
-            continue
-        anchor = anchor_at(base + match.start())
-        if anchor is None:
-            if _meaning(match, segment, chinese, date(2000, 1, 5)) is not None:
-                unsure.append(match.group(0))
-            continue
-        meant = _meaning(match, segment, chinese, anchor)
-        if meant is None:
-            continue
-        if meant == AMBIGUOUS:
-            unsure.append(match.group(0))
-            continue
-        note = f"（{meant}）" if chinese else f" ({meant})"
-        out.append(segment[last:end])
-        out.append(note)
-        changes.append((segment[match.start() : end], segment[match.start() : end] + note))
-        last = end
-    out.append(segment[last:])
+            kind = _ALREADY_DATED  # dated already, by a person or an earlier run
+        elif _not_an_event(segment, match.start(), match.end(), chinese, rules_only):
+            pass
+        elif _said_on_another_day(segment, match.start()):
+            kind = _UNSURE  # "Yesterday he promised it for tomorrow": whose day?
+        else:
+            anchor = anchor_at(base + match.start())
+            if anchor is None:
+                if _meaning(match, segment, chinese, date(2000, 1, 5)) is not None:
+                    kind = _UNSURE
+            else:
+                meant = _meaning(match, segment, chinese, anchor)
+                if meant == AMBIGUOUS:
+                    kind = _UNSURE
+                elif meant is not None:
+                    kind, note = _DATED, f"（{meant}）" if chinese else f" ({meant})"
+                    covered = end
+        parts.append([match.start(), end, kind, note, chinese])
+
+    doubts: dict[int, str] = {}  # by the start of the part that lists it
+    index = 0
+    while index < len(parts):
+        group = [parts[index]]
+        while index + len(group) < len(parts):
+            following = parts[index + len(group)]
+            joiner = _ZH_JOINER if group[-1][4] else _EN_JOINER
+            between = segment[group[-1][1] : following[0]]
+            if not between or not joiner.fullmatch(between):
+                break
+            group.append(following)
+        first, last = group[0], group[-1]
+        stop = last[1]
+        kinds = {part[2] for part in group}
+        elliptical = _continuation(segment, last[1], segment[last[0] : last[1]], last[4])
+        compound = first[4] and segment[max(0, first[0] - 1) : first[1]] in _ZH_TWO_DAYS
+        if elliptical is not None:
+            stop = elliptical
+        start = first[0] - 1 if compound else first[0]
+        datable = kinds & {_DATED, _UNSURE}
+        if datable and (elliptical is not None or compound or kinds - {_DATED, _ALREADY_DATED}
+                        ) and (len(group) > 1 or elliptical is not None or compound):
+            for part in group:
+                part[2] = _LEFT
+            doubts[first[0]] = segment[start:stop]
+        index += len(group)
+
+    out: list[str] = []
+    last_end = 0
+    for start, end, kind, note, _chinese in parts:
+        if start in doubts:
+            unsure.append(doubts[start])
+        if kind == _UNSURE:
+            unsure.append(segment[start:end].removesuffix("'s").removesuffix("’s"))
+        elif kind == _DATED:
+            out.append(segment[last_end:end])
+            out.append(note)
+            changes.append((segment[start:end], segment[start:end] + note))
+            last_end = end
+    out.append(segment[last_end:])
     return "".join(out)
 
 
@@ -820,8 +921,9 @@ def run(ctx: RuleContext) -> None:
                 weekday = _EN_WEEKDAYS[anchor.weekday()].title()
                 because = (
                     f"written on {anchor.isoformat()}, a {weekday}: they may mean this "
-                    "week's day or the other week's, or count from the day someone said "
-                    "them; write the date you mean"
+                    "week's day or the other week's, join two days or periods of which one "
+                    "cannot be dated, or count from the day someone said them; write the "
+                    "date you mean"
                 )
             ctx.applier.note(
                 memory.id,

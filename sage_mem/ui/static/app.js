@@ -683,11 +683,11 @@
           const target = newId.value.trim();
           if (!target || target === m.id) { newId.focus(); return; }
           try {
-            const result = await api("/api/rename", { method: "POST", body: { id: m.id, newId: target } });
+            const result = await api("/api/rename", { method: "POST", body: { id: m.id, newId: target, expectedSha256: m.sha256 } });
             toast("Renamed " + result.oldId + " to " + result.id + (result.relinked.length ? "; links updated in " + result.relinked.length + " memor" + (result.relinked.length === 1 ? "y" : "ies") : "") +
               (result.left.length ? "; not updated: " + result.left.join("; ") : ""), result.left.length ? { error: true } : {});
             location.hash = memoryHref(result.id);
-          } catch (error) { toast(error.message, { error: true }); }
+          } catch (error) { refused(error, "renamed"); }
         };
         newId.addEventListener("keydown", (e) => { if (composing(e)) return; if (e.key === "Enter") renameGo(); if (e.key === "Escape") { e.preventDefault(); renameForm.hidden = true; } });
         renameForm.append(newId, h("button", { class: "primary", id: "rename-confirm", type: "button", onclick: renameGo }, "Rename"),
@@ -697,10 +697,10 @@
         const go = async () => {
           if (!reason.value.trim()) { reason.focus(); toast("Say why it is archived.", { error: true }); return; }
           try {
-            const result = await api("/api/archive", { method: "POST", body: { id: m.id, reason: reason.value } });
+            const result = await api("/api/archive", { method: "POST", body: { id: m.id, reason: reason.value, expectedSha256: m.sha256 } });
             toast("Archived as " + result.memory.id, { action: { label: "Undo", run: () => restore(result.memory.id) } });
             location.hash = memoryHref(result.memory.id);
-          } catch (error) { toast(error.message, { error: true }); }
+          } catch (error) { refused(error, "archived"); }
         };
         reason.addEventListener("keydown", (e) => { if (composing(e)) return; if (e.key === "Enter") go(); if (e.key === "Escape") { e.preventDefault(); archiveForm.hidden = true; } });
         archiveForm.append(reason, h("button", { class: "danger solid", id: "archive-confirm", onclick: go }, "Archive"),
@@ -747,6 +747,14 @@
             ["file", h("span", { class: "mono small" }, m.path)],
             ["sha256", h("span", { class: "mono small", title: m.sha256 }, m.sha256.slice(0, 16) + "…")],
           ]), backlinkList(m))));
+    }
+
+    // Archive and Rename send the sha256 of the version shown: a file changed since is refused
+    // (409, nothing moved), and the person sees the new version before acting on it.
+    function refused(error, done) {
+      if (error.status !== 409) { toast(error.message, { error: true }); return; }
+      toast("This memory changed on disk since the page showed it: nothing was " + done + ". Reload it to see what changed, then try again.",
+        { error: true, action: { label: "Reload", run: () => { shownSha = null; load(); } } });
     }
 
     function backlinkList(m) {
@@ -1202,22 +1210,22 @@
       h("p", {}, h("a", { class: "button primary", id: "edit-raw", href: "#/raw/" + enc(data.id || id) }, "Edit the file as text")));
   }
 
-  // A textarea shows every line ending as LF. What is saved gives each line the ending it had
-  // in the file (a line the person did not touch keeps its CRLF), and a new line the file's
-  // usual one: the person's edit is the only change.
+  // A textarea shows every line ending as LF (its value turns CRLF and a lone CR into LF). What
+  // is saved gives each line the ending it had in the file (a line the person did not touch
+  // keeps its CRLF or its lone CR), and a new line the file's usual one: the person's edit is
+  // the only change.
   function withEndings(edited, before) {
     if (!before.includes("\r")) return edited;
     const kept = new Map();
-    let crlf = 0;
-    let lf = 0;
-    for (const match of before.matchAll(/([^\n]*?)(\r?\n|$)/g)) {
+    const counts = { "\r\n": 0, "\r": 0, "\n": 0 };
+    for (const match of before.matchAll(/([^\r\n]*)(\r\n|\r|\n|$)/g)) {
       if (!match[0]) break;
       const ending = match[2];
-      if (ending === "\r\n") crlf++; else if (ending === "\n") lf++;
+      if (ending) counts[ending]++;
       if (!kept.has(match[1])) kept.set(match[1], []);
       kept.get(match[1]).push(ending);
     }
-    const usual = crlf > lf ? "\r\n" : "\n";
+    const usual = ["\n", "\r\n", "\r"].reduce((best, e) => counts[e] > counts[best] ? e : best);
     const lines = edited.split("\n");
     return lines.map((line, i) => {
       if (i === lines.length - 1) return line;
