@@ -3,6 +3,7 @@
     python benchmarks/retrieval.py [--data-root DIR] [--sets NAME,...] [--json]
                                    [--per-category] [--no-dense] [--dense-cache DIR]
                                    [--no-semantic] [--weights W,...] [--depth N]
+                                   [--figure-weights W,...]
                                    [--convs 0,1,2] [--split] [--grid]
 
 Three sets, each a memory folder and its questions, read in place from
@@ -29,7 +30,10 @@ searches it, each memory's vector (and latent terms) made by the store
 (`search/fusion.py`); the vector and latent-term files are kept in
 `--dense-cache` between runs (`--no-semantic` leaves the row out).
 `--weights 0.3,0.5` also scores it at those lexical weights (with
-`--depth N` candidates from each side): how the weight was chosen.
+`--depth N` candidates from each side): how the weight was chosen;
+`--figure-weights 0.5,0.7` at those lexical weights for the queries that
+write a number or a month (`tokens.writes_figure`), the others at 0.4. With
+`--split`, each such row's halves are printed too.
 
 Printed per set: recall@1/5/10, hit@5 and MRR@10, and per question category
 with `--per-category`; the query latency and index build time of sage-mem.
@@ -70,6 +74,7 @@ sys.path.insert(0, str(ROOT))
 
 from sage_mem import MemoryStore  # noqa: E402
 from sage_mem.memory.value import Memory  # noqa: E402
+from sage_mem.search.fusion import DEPTH, LEXICAL_WEIGHT  # noqa: E402
 from sage_mem.search.index import FIELD_WEIGHTS, K1, PAIR_WEIGHT, Index, Scoring  # noqa: E402
 from sage_mem.search.tokens import _CJK, ENGLISH_STOP_WORDS, NOW_WORDS, fold, porter2  # noqa: E402
 
@@ -295,16 +300,20 @@ def semantic_store(folder: Path, state: Path, cache: Path, name: str) -> MemoryS
     return store
 
 
-def weighted_search(store: MemoryStore, weight: float, depth: int) -> Search:
-    """sage-mem + semantic at another lexical weight or candidate depth (for choosing them)."""
+def weighted_search(store: MemoryStore, weight: float, depth: int,
+                    figure_weight: float | None = None) -> Search:
+    """sage-mem + semantic at another lexical weight (for a query writing a figure,
+    `figure_weight`) or candidate depth (for choosing them)."""
     from sage_mem.search import fusion
 
     semantic = store._semantic_signal()
+    figure = fusion.FIGURE_LEXICAL_WEIGHT if figure_weight is None else figure_weight
 
     def search(question: str) -> list[str]:
         return [hit.id for hit in fusion.search(
             store.index, semantic, question, limit=10, offset=0, category=None,
-            project=None, tags=None, archived=False, weight=weight, depth=depth)]
+            project=None, tags=None, archived=False, weight=weight, figure_weight=figure,
+            depth=depth)]
 
     return search
 
@@ -402,6 +411,7 @@ def run_set(name: str, folder: Path, args: argparse.Namespace) -> dict:
     if name == "locomo-dev" and args.convs is not None:
         queries = [query for query in queries if conversation(query) in args.convs]
     split = grid = semantic_split = None
+    variant_splits: dict[str, dict] = {}
     with tempfile.TemporaryDirectory() as state:
         started = time.perf_counter()
         store = MemoryStore(folder / "memories", state_dir=Path(state) / "state", watch=False)
@@ -414,9 +424,16 @@ def run_set(name: str, folder: Path, args: argparse.Namespace) -> dict:
                 results[SEMANTIC] = evaluate(store_search(semantic), queries)
                 if name == "locomo-dev" and args.split:
                     semantic_split = halves(store_search(semantic), queries)
-                for weight in args.weights:
-                    results[f"{SEMANTIC}, weight {weight}, depth {args.depth}"] = evaluate(
-                        weighted_search(semantic, weight, args.depth), queries)
+                variants = {f"{SEMANTIC}, weight {weight}, depth {args.depth}":
+                            weighted_search(semantic, weight, args.depth)
+                            for weight in args.weights}
+                variants |= {f"{SEMANTIC}, figure weight {weight}":
+                             weighted_search(semantic, LEXICAL_WEIGHT, DEPTH, weight)
+                             for weight in args.figure_weights}
+                for label, search in variants.items():
+                    results[label] = evaluate(search, queries)
+                    if name == "locomo-dev" and args.split:
+                        variant_splits[label] = halves(search, queries)
         if name == "locomo-dev" and args.split:
             split = halves(store_search(store), queries)
         if name == "locomo-dev" and args.grid:
@@ -447,6 +464,7 @@ def run_set(name: str, folder: Path, args: argparse.Namespace) -> dict:
         },
         "split": split,
         "semantic_split": semantic_split,
+        "variant_splits": variant_splits,
         "grid": grid,
     }
 
@@ -468,6 +486,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="leave out the sage-mem + semantic row")
     parser.add_argument("--weights", type=parse_weights, default=[],
                         help="also score sage-mem + semantic at these lexical weights")
+    parser.add_argument("--figure-weights", type=parse_weights, default=[],
+                        help="also score sage-mem + semantic at these lexical weights for "
+                             "queries that write a number or a month (the others at 0.4)")
     parser.add_argument("--depth", type=int, default=50,
                         help="with --weights: the candidates taken from each side")
     parser.add_argument("--convs", type=parse_convs, help="locomo-dev: only these conversations")
@@ -536,6 +557,12 @@ def print_set(name: str, found: dict, args: argparse.Namespace) -> None:
         print(f"\n| {SEMANTIC}: half | n | R@1 | R@5 | R@10 | hit@5 | MRR@10 |")
         print("| --- | --- | --- | --- | --- | --- | --- |")
         for half, s in found["semantic_split"].items():
+            print(f"| {half} | {s['n']} | {s['r1']:.3f} | {s['r5']:.3f} | {s['r10']:.3f} | "
+                  f"{s['hit5']:.3f} | {s['mrr10']:.3f} |")
+    for label, variant in found.get("variant_splits", {}).items():
+        print(f"\n| {label}: half | n | R@1 | R@5 | R@10 | hit@5 | MRR@10 |")
+        print("| --- | --- | --- | --- | --- | --- | --- |")
+        for half, s in variant.items():
             print(f"| {half} | {s['n']} | {s['r1']:.3f} | {s['r5']:.3f} | {s['r10']:.3f} | "
                   f"{s['hit5']:.3f} | {s['mrr10']:.3f} |")
     if found["grid"] is not None:

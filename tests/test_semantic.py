@@ -197,6 +197,32 @@ def test_search_with_vectors_finds_a_memory_by_meaning_in_both_languages(tmp_pat
     assert "caroline_pendant" not in ids(store.search(question, category="user"))
 
 
+def test_a_query_writing_a_date_weighs_the_words_that_match_it_more(tmp_path: Path) -> None:
+    # An embedding reads one date much like another: the memory that means "gift" wins a
+    # query without a date, the one holding the date the query writes wins with it.
+    folder = tmp_path / "memory"
+    folder.mkdir()
+    write_memory(folder, "nate_game", memory(
+        "Nate bought a new board game", "On 9 October 2022 at the fair."))
+    write_memory(folder, "nate_pendant", memory(
+        "Nate gave Joanna a pendant", "A silver necklace, on 2 March 2022."))
+    write_memory(folder, "nate_cat", memory("Nate has a cat called Tilly"))
+    write_memory(folder, "zh_game", memory("小明买了一个新的桌游", "2022年10月9日在集市上。"))
+    write_memory(folder, "zh_pendant", memory("小明送了小红一条项链", "2022年3月2日。"))
+    store = MemoryStore(folder, watch=False)
+    store.embed(embedder=WordsEmbedder())
+    assert ids(store.search("What gift did Nate get?", limit=1)) == ["nate_pendant"]
+    assert ids(store.search("What gift did Nate get on 9 October 2022?", limit=1)) == [
+        "nate_game"]
+    assert ids(store.search("What gift did Nate get on October 9th?", limit=1)) == ["nate_game"]
+    # A date in a pasted log is not what the prompt asks for.
+    pasted = "Logs:\n\n```\n2022-10-09 fair ERROR\n```\n\nWhat gift did Nate get?"
+    assert ids(store.search(pasted, limit=1)) == ["nate_pendant"]
+    without = ids(store.search("小明买了什么礼物", limit=5))
+    assert without.index("zh_pendant") < without.index("zh_game")
+    assert ids(store.search("小明2022年10月9日买了什么礼物", limit=1)) == ["zh_game"]
+
+
 def test_without_vectors_search_is_exactly_lexical(tmp_path: Path) -> None:
     folder = tmp_path / "memory"
     gift_folder(folder)

@@ -32,6 +32,15 @@ a candidate without current latent terms keeping its two-sided score there. LATE
 0.1 was chosen on the tuning half of locomo-dev (0.05-0.2 at lexical weights 0.35-0.5 gain
 on both halves) and checked on its check half and the Chinese sets (docs/retrieval.md).
 
+A query that writes a number in digits or names a month outside its code
+(`tokens.writes_figure`: "9 October, 2022", "4月28日", "30岁"; not a pasted
+traceback's line numbers) weighs the lexical side FIGURE_LEXICAL_WEIGHT
+instead: an embedding reads one date or count much like another, and such a
+query means its figure exactly, which only the lexical side matches (the date
+in any written form, `search/tokens.py`). 0.6 is the middle of the plateau
+(0.5-0.7) where locomo-dev's tuning half gains most; its check half and the
+Chinese sets were run after (docs/retrieval.md).
+
 A memory without a current vector (not made yet, or its memory changed
 since) ranks lexically: its semantic side is taken to be its lexical one, so
 its fused score is its scaled lexical score. While vectors are missing for
@@ -63,12 +72,15 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from ..memory.markdown import mask_code
 from .index import Hit, Index
+from .tokens import writes_figure
 
 if TYPE_CHECKING:
     from .semantic import Semantic
 
 LEXICAL_WEIGHT = 0.4
+FIGURE_LEXICAL_WEIGHT = 0.6
 DEPTH = 50
 LATENT_WEIGHT = 0.1
 # Fused scores are returned raised to this power (times the best lexical score): the same
@@ -147,11 +159,18 @@ def search(
     tags: Sequence[str] | None,
     archived: bool,
     weight: float = LEXICAL_WEIGHT,
+    figure_weight: float = FIGURE_LEXICAL_WEIGHT,
     depth: int = DEPTH,
     latent_weight: float | None = None,
 ) -> list[Hit]:
-    """The fused ranking's hits `offset` .. `offset + limit` (the store's search with vectors)."""
+    """The fused ranking's hits `offset` .. `offset + limit` (the store's search with vectors).
+
+    `weight` is the lexical side's weight, `figure_weight` its weight for a query that
+    writes a number or a month (`tokens.writes_figure`).
+    """
     offset = max(0, offset)
+    if writes_figure(mask_code(query)):  # a pasted traceback's line numbers ask for nothing
+        weight = figure_weight
     filters = {"category": category, "project": project, "tags": tags, "archived": archived}
     wanted = max(depth, offset + limit)
     hits = index.search(query, limit=wanted, **filters)  # type: ignore[arg-type]
@@ -188,4 +207,5 @@ def search(
     return out
 
 
-__all__ = ["DEPTH", "LATENT_WEIGHT", "LEXICAL_WEIGHT", "SPREAD", "fuse", "search"]
+__all__ = ["DEPTH", "FIGURE_LEXICAL_WEIGHT", "LATENT_WEIGHT", "LEXICAL_WEIGHT", "SPREAD", "fuse",
+           "search"]
