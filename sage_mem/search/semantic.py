@@ -46,7 +46,7 @@ import numpy as np
 from ..disk.folder import MemoryFolder
 from ..memory.value import Memory
 from . import vectors
-from .embedder import Embedder
+from .embedder import Embedder, backfilling
 
 BATCH = 32
 SAVE_EVERY_SECONDS = 30.0
@@ -347,7 +347,8 @@ class Semantic:
         Saved every SAVE_EVERY_SECONDS and at the end, so that a process
         stopped midway keeps what it made. `progress(done, total)` after each batch.
         """
-        with self._updating, self._folder_lock():
+        # backfilling(): the model's calls made here give way to a search's (`EngineTurns`).
+        with self._updating, self._folder_lock(), backfilling():
             started = time.monotonic()
             self.reload()
             live = {memory.id: memory_hash(memory) for memory in memories if not memory.archived}
