@@ -263,6 +263,29 @@ def test_a_memory_still_without_a_vector_keeps_its_lexical_place(tmp_path: Path)
 # vectors on disk: invalidation, damage, where
 
 
+def test_embed_counts_as_dropped_only_the_memories_gone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A changed memory's vectors are made again, not dropped: after a `git checkout` that
+    changed every memory, `embed` said "30 dropped (memory gone)" of a folder that lost none."""
+    folder = tmp_path / "memory"
+    gift_folder(folder)
+    monkeypatch.setattr(embedders, "load", lambda name=None: WordsEmbedder())
+    assert main(["--dir", str(folder), "embed"], out=io.StringIO(), err=io.StringIO()) == 0
+    write_memory(folder, "oscar_dog", memory("Oscar the dog likes to swim in the sea"))
+    write_memory(folder, "zh_other", memory("小狗喜欢在海里游泳"))
+    (folder / "zh_decoy.md").unlink()
+    out = io.StringIO()
+    assert main(["--dir", str(folder), "embed", "--json"], out=out, err=io.StringIO()) == 0
+    made = json.loads(out.getvalue())
+    assert (made["embedded"], made["kept"], made["removed"], made["vectors"]) == (2, 3, 1, 5)
+    write_memory(folder, "oscar_dog", memory("Oscar the dog likes to swim in the lake"))
+    out = io.StringIO()
+    assert main(["--dir", str(folder), "embed"], out=out, err=io.StringIO()) == 0
+    assert "(1 made, 4 up to date) " in out.getvalue() and "dropped (" not in out.getvalue()
+
+
+
 def test_a_changed_memory_invalidates_its_vector_alone(tmp_path: Path) -> None:
     folder = tmp_path / "memory"
     gift_folder(folder)

@@ -367,7 +367,8 @@ class Semantic:
                         [stored.counts[row] for row in keep],
                     ))
             dropped = set(stored.ids) - {stored.ids[row] for row in keep}
-            removed = len(dropped | self._prune_latent(memories))
+            # Those of memories gone (or archived): a changed memory's are made again, not gone.
+            removed = len((dropped | self._prune_latent(memories)) - live.keys())
             kept = len(keep)
             if progress is not None:
                 progress(0, len(todo))
