@@ -577,6 +577,27 @@ def test_embed_when_turned_off_is_a_one_line_error(memory_dir: Path) -> None:
     assert result.stderr.count("\n") == 1 and "semantic search is off" in result.stderr
 
 
+def test_embed_names_the_files_it_could_not_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file that does not parse gets no vector: `embed` says so (as `index` does), never
+    leaves the user to find it missing from search."""
+    folder = tmp_path / "memory"
+    gift_folder(folder)
+    broken = "---\ndescription: [unclosed\ncategory: : :\n---\nbody\n"
+    (folder / "user_broken.md").write_text(broken)
+    monkeypatch.setattr(embedders, "load", lambda name=None: WordsEmbedder())
+    out = io.StringIO()
+    assert main(["--dir", str(folder), "embed"], out=out, err=io.StringIO()) == 0
+    lines = out.getvalue().splitlines()
+    assert lines[0].startswith("6 memories have vectors (6 made"), lines
+    assert len(lines) == 2 and lines[1].startswith(f"skipped: {folder / 'user_broken.md'}:")
+    out = io.StringIO()
+    assert main(["--dir", str(folder), "embed", "--json"], out=out, err=io.StringIO()) == 0
+    (problem,) = json.loads(out.getvalue())["problems"]
+    assert problem["path"] == str(folder / "user_broken.md"), problem
+
+
 def test_embed_says_so_when_the_vectors_cannot_be_kept(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
