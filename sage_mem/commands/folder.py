@@ -154,12 +154,16 @@ def embed(session: Session, as_json: bool) -> int:
     if updated.unsaved:
         raise FolderError(f"{updated.path}: the {updated.embedded} vectors made cannot be kept "
                           f"({updated.unsaved}); search will not use them: check the state folder")
+    # A file that could not be read has no vector (it is not a memory until it parses): said
+    # here as `index` says it, not left for the user to find missing from search.
+    problems = store.problems()
     if as_json:
         session.print_json({
             "model": model.name, "version": model.version, "dimension": model.dimension,
             "path": str(updated.path), "embedded": updated.embedded, "kept": updated.kept,
             "removed": updated.removed, "vectors": updated.total,
             "seconds": round(updated.seconds, 3),
+            "problems": [p.to_dict() for p in problems],
         })
         return 0
     dropped = f", {updated.removed} dropped (memory gone)" if updated.removed else ""
@@ -168,6 +172,8 @@ def embed(session: Session, as_json: bool) -> int:
         f"up to date{dropped}) with {model.name} {model.version}, in "
         f"{updated.seconds:.1f} s; kept in {updated.path}\n"
     )
+    for problem in problems:
+        session.out.write(f"skipped: {problem.message}\n")
     return 0
 
 

