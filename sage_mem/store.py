@@ -1162,7 +1162,7 @@ class MemoryStore:
                 f"{self.folder.state_dir}: cannot create the state folder: {exc.strerror}",
                 path=self.folder.state_dir,
             ) from None
-        with write_lock(self.folder.state_dir) as lock:
+        with write_lock(self.folder.root, self.folder.state_dir) as lock:
             if lock.generation != self._generation:
                 self.reconcile()
             self._held = lock

@@ -146,6 +146,29 @@ def test_add_refuses_a_stale_expected_sha(memory_dir: Path) -> None:
     assert code == 1 and "changed on disk" in err and err.count("\n") == 1
 
 
+@pytest.mark.parametrize("command", [
+    pytest.param(["archive", "user_cat_zh", "--reason", "x"], id="archive"),
+    pytest.param(["mv", "user_cat_zh", "user/pets/cat"], id="mv"),
+])
+def test_a_stale_expected_sha_is_one_line_and_changes_nothing(
+    memory_dir: Path, command: list[str]
+) -> None:
+    """`archive` and `mv` refuse a file changed since it was read (its sha256 as `show` gave
+    it), as `add` does: one line, exit 1, nothing moved; with the sha256 now, they proceed."""
+    path = memory_dir / "user_cat_zh.md"
+    shown = json.loads(run_process("show", "user_cat_zh", "--json").stdout)["sha256"]
+    path.write_bytes(path.read_bytes() + b"Edited in vim meanwhile.\n")
+    edited = path.read_bytes()
+    done = run_process(*command, "--expected-sha256", shown)
+    assert done.returncode == 1 and "changed on disk" in done.stderr, done.stderr
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+    assert path.read_bytes() == edited and not (memory_dir / "user" / "pets").exists()
+    now = json.loads(run_process("show", "user_cat_zh", "--json").stdout)["sha256"]
+    done = run_process(*command, "--expected-sha256", now)
+    assert done.returncode == 0, done.stderr
+    assert not path.exists()
+
+
 def test_show_prints_body_and_sha(memory_dir: Path) -> None:
     code, out, _ = run("show", "user_cat_zh")
     assert code == 0 and "芝麻" in out and "sha256" in out

@@ -18,6 +18,7 @@ they are done:
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -28,7 +29,7 @@ from typing import Any
 
 import pytest
 from reliability_support import SLOW, cli
-from support import ROOT, TEMPLATE
+from support import ROOT, TEMPLATE, wait_until
 
 from sage_mem.checks.audit import audit
 from sage_mem.errors import ConflictError
@@ -399,3 +400,115 @@ def test_a_dream_never_archives_a_memory_an_editor_saved_after_the_rule_read_it(
     assert path.read_text(encoding="utf-8") == edited
     assert not (shared / "archive").exists()
     assert [entry["id"] for entry in manifest.refused] == ["user_cat_zh"]
+
+
+LOCK_HOLDER = r"""
+import sys
+from pathlib import Path
+from sage_mem.disk.locks import file_lock, write_lock
+
+kind, *paths = sys.argv[1:]
+lock = write_lock(Path(paths[0]), Path(paths[1])) if kind == "write" else file_lock(Path(paths[0]))
+with lock:
+    print("held", flush=True)
+    sys.stdin.readline()
+"""
+
+
+def hold(kind: str, *paths: Path, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    """A process that takes a lock, says "held" and keeps it until told to let go."""
+    return subprocess.Popen(
+        [sys.executable, "-c", LOCK_HOLDER, kind, *map(str, paths)], cwd=ROOT,
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env,
+    )
+
+
+def still_running(process: subprocess.Popen[Any], seconds: float) -> bool:
+    try:
+        process.wait(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        return True
+    return False
+
+
+@pytest.mark.parametrize(("pull_away", "elsewhere"), [
+    pytest.param(shutil.rmtree, False, id="state-folder-removed"),
+    pytest.param(lambda state: (state / "write.lock").unlink(), False, id="lock-file-removed"),
+    pytest.param(lambda state: None, True, id="writer-given-another-state-folder"),
+])
+def test_the_write_lock_still_holds_when_its_lock_file_is_pulled_away(
+    empty_dir: Path, tmp_path: Path, pull_away: Any, elsewhere: bool
+) -> None:
+    """A process holds the folder's write lock; the state folder (or its lock file) is deleted
+    (a cleanup of "safe to delete" state), or the next writer names another state folder for
+    the same memory folder. That writer must wait for the holder, never write beside it."""
+    store = MemoryStore(empty_dir, watch=False)
+    state = store.folder.state_dir
+    holder = hold("write", empty_dir, state)
+    env = dict(os.environ)
+    writer = None
+    try:
+        assert hear(holder) == "held\n"
+        pull_away(state)
+        if elsewhere:
+            env["SAGE_MEM_STATE_DIR"] = str(tmp_path / "elsewhere")
+        writer = subprocess.Popen(
+            [sys.executable, "-m", "sage_mem", "--dir", str(empty_dir), "add", "project_x",
+             "--description", "written while another process held the lock"],
+            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+        )
+        assert still_running(writer, 2), "the write did not wait for the lock's holder"
+        assert not (empty_dir / "project_x.md").exists()
+    finally:
+        holder.communicate("done\n")
+        if writer is not None:
+            _, err = writer.communicate(timeout=60)
+    assert writer.returncode == 0, err
+    assert (empty_dir / "project_x.md").exists()
+
+
+def test_a_lock_taken_on_a_file_deleted_meanwhile_is_taken_again_on_the_new_one(
+    tmp_path: Path,
+) -> None:
+    """B waits on the lock file; it is deleted; C makes a new one and locks it; the first
+    holder lets go. B's lock is then on a file no one else will ever lock: it must take the
+    one at the path, held by C, and wait for C."""
+    lock = tmp_path / "state" / "some.lock"
+    first = hold("file", lock)
+    waiting = third = None
+    try:
+        assert hear(first) == "held\n"
+        waiting = hold("file", lock)
+        fds = Path(f"/proc/{waiting.pid}/fd")
+        if not fds.parent.exists():
+            pytest.skip("needs /proc to see that the waiter opened the lock file")
+
+        def opened() -> bool:
+            try:
+                return any(os.path.realpath(lock) == os.readlink(fd) for fd in fds.iterdir())
+            except OSError:
+                return False
+
+        wait_until(opened, timeout=30)
+        lock.unlink()
+        third = hold("file", lock)
+        assert hear(third) == "held\n"
+        first.communicate("done\n")
+        assert not _said_held(waiting, 2), (
+            "two processes held the lock at once")
+        third.communicate("done\n")
+        assert hear(waiting) == "held\n"
+    finally:
+        for process in (first, waiting, third):
+            if process is not None and process.poll() is None:
+                process.communicate("done\n", timeout=30)
+
+
+def _said_held(process: subprocess.Popen[str], seconds: float) -> bool:
+    """Whether `process` says "held" within `seconds`."""
+    import selectors
+
+    assert process.stdout is not None
+    with selectors.DefaultSelector() as selector:
+        selector.register(process.stdout, selectors.EVENT_READ)
+        return bool(selector.select(timeout=seconds)) and process.stdout.readline() == "held\n"

@@ -416,6 +416,39 @@ def test_in_a_report_run_the_model_proposes_and_notes_and_each_proposal_needs_a_
     assert folder_bytes(empty_dir) == before
 
 
+@pytest.mark.parametrize(("mode", "name", "arguments", "expected"), [
+    pytest.param("report", "memory_propose",
+                 {"id": "user_shell", "archive": 1, "reason": "old"},
+                 "invalid archive: true or false, not a number", id="propose-archive-1"),
+    pytest.param("rewrite", "memory_write",
+                 {"id": "user_name", "baseline": "yes", "reason": "pin it"},
+                 "invalid baseline: true or false, not a string", id="write-baseline-yes"),
+    pytest.param("report", "memory_list", {"limit": True},
+                 "invalid limit: a whole number, not true or false", id="list-limit-true"),
+    pytest.param("report", "memory_search", {"query": "cat", "limit": True},
+                 "invalid limit: a whole number, not true or false", id="search-limit-true"),
+])
+def test_the_dream_server_takes_flags_and_numbers_only_as_their_json_type(
+    empty_dir: Path, mode: str, name: str, arguments: dict[str, Any], expected: str
+) -> None:
+    """As the main server: 1 or "yes" is not true, and true is not 1: a one-line tool error,
+    nothing proposed or written."""
+    tidy_folder(empty_dir)
+    before = folder_bytes(empty_dir)
+
+    async def model(server: Any) -> tuple[bool, str]:
+        async with Client(server) as client:
+            result = await client.call_tool(name, arguments)
+            return result.is_error, result.content[0].text
+
+    kept = _in_a_run(empty_dir, mode, model)
+    is_error, text = kept["during"]
+    assert is_error and expected in text and "\n" not in text, text
+    assert not [c for c in read_manifest(kept["result"])["changes"] if c["source"] == "model"]
+    if mode == "report":
+        assert folder_bytes(empty_dir) == before
+
+
 def test_an_agent_edit_on_top_of_a_server_write_is_caught_and_rolled_back(
     empty_dir: Path, agent_dir: Path
 ) -> None:

@@ -415,7 +415,7 @@ def test_import_claude_code_waits_for_the_write_lock(
     from sage_mem.disk.locks import write_lock
 
     store = MemoryStore(empty_dir, watch=False)
-    with write_lock(store.folder.state_dir):
+    with write_lock(store.root, store.folder.state_dir):
         process = subprocess.Popen(
             [sys.executable, "-m", "sage_mem", "--dir", str(empty_dir), "import", "claude-code",
              str(claude_dir)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -637,6 +637,22 @@ async def test_autodream_tools_turn_bad_requests_into_one_line_errors(
             "invalid helpful",
             id="helpful-not-bool",
         ),
+        *(pytest.param(tool, arguments, f"invalid {flag}: true or false, not {kind}",
+                       id=f"{flag}-{kind.split()[-1]}")
+          for tool, arguments, flag, kind in (
+              ("memory_list", {"archived": 1}, "archived", "a number"),
+              ("memory_list", {"archived": "yes"}, "archived", "a string"),
+              ("memory_rollback", {"run_id": "20261129T201500Z-1a2b", "dry_run": 1}, "dry_run",
+               "a number"),
+              ("memory_rollback", {"run_id": "20261129T201500Z-1a2b", "force": "yes"}, "force",
+               "a string"),
+              ("memory_write", {"id": "user_cat_zh", "summary": "x", "force": 1}, "force",
+               "a number"),
+              ("memory_write", {"id": "user_cat_zh", "summary": "x", "allow_secret": "true"},
+               "allow_secret", "a string"),
+              ("memory_write", {"id": "user_cat_zh", "baseline": "yes"}, "baseline", "a string"),
+              ("memory_feedback", {"id": "user_cat_zh", "helpful": 1}, "helpful", "a number"),
+          )),
         pytest.param("memory_nonexistent", {}, "Unknown tool", id="unknown-tool"),
     ],
 )

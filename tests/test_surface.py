@@ -122,7 +122,7 @@ CLI = {
     "list": ("", {"--dir", "--category", "--project", "--tag", "--archived", "--json"}),
     "archive": ("ID", {"--dir", "--reason", "--expected-sha256", "--json"}),
     "restore": ("ID", {"--dir", "--json"}),
-    "mv": ("OLD NEW", {"--dir", "--json"}),
+    "mv": ("OLD NEW", {"--dir", "--expected-sha256", "--json"}),
     "delete": ("ID", {"--dir", "--yes", "-y", "--json"}),
     "feedback": ("ID {HELPFUL,UNHELPFUL}", {"--dir", "--json"}),
     "index": ("", {"--dir", "--json"}),

@@ -52,7 +52,7 @@ while not stop.exists():
         # lost, so look again before calling it one: once the write in flight has
         # ended, which its write lock says (on a loaded machine, any fixed wait can be
         # too short). Only this look waits on the lock; the saves never take it.
-        with write_lock(state, timeout=60):
+        with write_lock(path.parent, state, timeout=60):
             pass
         current = path.read_bytes()
         seen = marker(current)

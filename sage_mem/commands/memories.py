@@ -311,14 +311,18 @@ def restore(session: Session, memory_id: str, as_json: bool) -> int:
 
 
 @command("mv", "give a memory a new id; links to it in other memories follow (never overwrites)",
-         "sage-mem mv user_cat user/pets/cat")
+         "sage-mem mv user_cat user/pets/cat --expected-sha256 SHA  # SHA as `show` printed it")
 @dir_option
 @click.argument("old_id", metavar="OLD", help="the memory's id now")
 @click.argument("new_id", metavar="NEW", help="its new id")
+@click.option("--expected-sha256", metavar="SHA",
+              help="refuse if the file changed since you read it")
 @json_option
 @click.pass_obj
-def move(session: Session, old_id: str, new_id: str, as_json: bool) -> int:
-    return session.print_result(session.open_store().rename(old_id, new_id), as_json)
+def move(session: Session, old_id: str, new_id: str, expected_sha256: str | None,
+         as_json: bool) -> int:
+    renamed = session.open_store().rename(old_id, new_id, expected_sha256=expected_sha256)
+    return session.print_result(renamed, as_json)
 
 
 @command("delete",

@@ -2,6 +2,13 @@
 
 Uses `fcntl.flock`, which the kernel releases when the holder dies, so a lock
 can never outlive a crashed process.
+
+A lock file can be deleted while it is held (`rm -rf` of the state folder, a
+cleanup of "safe to delete" state): the holder keeps its lock on the unlinked
+file, and the next process would make a new file and lock that at the same
+time. So a lock taken is checked to be on the file at the path (else taken
+again), and the write lock also locks the memory folder itself, a directory
+no state cleanup removes from under its holder.
 """
 
 from __future__ import annotations
@@ -17,39 +24,102 @@ from ..errors import StoreLocked
 from .safe_io import make_private_dirs
 
 
+def _flock(fd: int, path: Path, deadline: float, timeout: float) -> None:
+    """Take an exclusive flock on `fd` by `deadline`; StoreLocked when it stays held.
+
+    Any other OSError (a file system without locks) is left to the caller.
+    """
+    delay = 0.002
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                raise StoreLocked(
+                    f"{path}: another sage-mem process has held this lock for {timeout:.0f} s",
+                    path=path,
+                ) from None
+            time.sleep(delay)
+            delay = min(delay * 2, 0.05)
+
+
+def _is_at(fd: int, path: Path) -> bool:
+    """Whether the file open as `fd` is still the one at `path` (not unlinked or replaced)."""
+    try:
+        at_path = os.stat(path)
+    except OSError:
+        return False
+    held = os.fstat(fd)
+    return (held.st_dev, held.st_ino) == (at_path.st_dev, at_path.st_ino)
+
+
 @contextmanager
 def file_lock(path: Path, *, timeout: float = 10.0) -> Iterator[None]:
     """Hold an exclusive lock on `path` (created if needed) for the block."""
-    make_private_dirs(path.parent)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    deadline = time.monotonic() + timeout
+    while True:
+        make_private_dirs(path.parent)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            _flock(fd, path, deadline, timeout)
+        except OSError as exc:
+            os.close(fd)
+            # A file system without locks (NFS without lockd, some FUSE or SMB mounts):
+            # refused, never done unlocked, and said where.
+            raise StoreLocked(
+                f"{path}: cannot lock ({exc.strerror or exc}): its file system does not "
+                "support file locks; keep the state folder on a local disk "
+                "(SAGE_MEM_STATE_DIR)",
+                path=path,
+            ) from None
+        except BaseException:
+            os.close(fd)
+            raise
+        if _is_at(fd, path):
+            break
+        # Deleted (or replaced) while this process waited for it: a process that came
+        # since locked the file now at the path and is not held off by this one.
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
     try:
-        deadline = time.monotonic() + timeout
-        delay = 0.002
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    raise StoreLocked(
-                        f"{path}: another sage-mem process has held this lock for {timeout:.0f} s",
-                        path=path,
-                    ) from None
-                time.sleep(delay)
-                delay = min(delay * 2, 0.05)
-            except OSError as exc:
-                # A file system without locks (NFS without lockd, some FUSE or SMB mounts):
-                # refused, never done unlocked, and said where.
-                raise StoreLocked(
-                    f"{path}: cannot lock ({exc.strerror or exc}): its file system does not "
-                    "support file locks; keep the state folder on a local disk "
-                    "(SAGE_MEM_STATE_DIR)",
-                    path=path,
-                ) from None
+        yield
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
+@contextmanager
+def folder_lock(root: Path, *, timeout: float = 10.0, deadline: float | None = None
+                ) -> Iterator[None]:
+    """Hold an exclusive flock on the memory folder's own directory for the block.
+
+    It writes nothing, and no cleanup of the state folder deletes it from under
+    its holder; it is one lock for every process writing to the folder, whatever
+    state folder each was given (SAGE_MEM_STATE_DIR) and by whatever path (a
+    symlink) it came. A folder that cannot be opened is left to the writer's own
+    checks; one on a file system that cannot lock a directory leaves the write
+    lock to the state folder's lock file alone, as before.
+    """
+    try:
+        fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        yield
+        return
+    try:
+        try:
+            _flock(fd, root, time.monotonic() + timeout if deadline is None else deadline,
+                   timeout)
+            locked = True
+        except StoreLocked:
+            raise
+        except OSError:
+            locked = False
         try:
             yield
         finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
+            if locked:
+                fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)
 
@@ -92,10 +162,19 @@ class WriteLock:
 
 
 @contextmanager
-def write_lock(state_dir: Path, *, timeout: float = 10.0) -> Iterator[WriteLock]:
-    """Hold the write lock of the memory folder whose state folder is `state_dir`."""
+def write_lock(root: Path, state_dir: Path, *, timeout: float = 10.0) -> Iterator[WriteLock]:
+    """Hold the write lock of the memory folder `root`, whose state folder is `state_dir`.
+
+    Two locks, always in this order: the lock file in the state folder, which
+    also holds off other folders that share that state folder and its write
+    count, then the folder itself (`folder_lock`), which still holds when the
+    state folder was deleted under a holder. Deadlock-free: whoever holds the
+    folder's lock already holds its file's and waits for nothing.
+    """
+    deadline = time.monotonic() + timeout
     with file_lock(state_dir / WRITE_LOCK, timeout=timeout):
-        yield WriteLock(state_dir)
+        with folder_lock(root, timeout=timeout, deadline=deadline):
+            yield WriteLock(state_dir)
 
 
 def read_generation(state_dir: Path) -> int:

@@ -627,7 +627,7 @@ class _Rollback:
         if action.action in _SKIPPED:
             return self._skip(manifest, action)
         path = self.folder.root / action.path
-        with write_lock(self.folder.state_dir) as lock:
+        with write_lock(self.folder.root, self.folder.state_dir) as lock:
             try:
                 seen = read_checked(self.folder, path)
             except REFUSED as exc:

@@ -93,7 +93,7 @@ def take_snapshot(
     previous = newest_snapshot(paths)
     files: dict[str, FileEntry] = {}
     refused: dict[str, str] = {}
-    with write_lock(folder.state_dir):
+    with write_lock(folder.root, folder.state_dir):
         for rel, path in memory_paths(folder):
             try:
                 seen = read_checked(folder, path)

@@ -44,7 +44,7 @@ from ..dream.transcripts import search_sessions as search_sessions_in
 from ..dream.transcripts import sessions_input
 from ..errors import SageMemError
 from ..store import MemoryStore
-from .server import SageMemServer, lean_schema
+from .server import Count, Flag, SageMemServer, lean_schema
 
 LIST_LIMIT_MAX = 200
 SEARCH_LIMIT_MAX = 20
@@ -178,8 +178,8 @@ def _tool(fn: Callable[..., Any], annotations: ToolAnnotations) -> Tool:
 def _tools(tools: DreamTools, sessions: Path | None = None) -> list[Tool]:
     def memory_list(
         category: Category | None = None,
-        limit: Annotated[int, Field(ge=1, le=LIST_LIMIT_MAX)] = 50,
-        offset: Annotated[int, Field(ge=0)] = 0,
+        limit: Annotated[Count, Field(ge=1, le=LIST_LIMIT_MAX)] = 50,
+        offset: Annotated[Count, Field(ge=0)] = 0,
     ) -> Result:
         listed = tools.list(category=category)
         result: dict[str, Any] = {"total": len(listed), "memories": listed[offset : offset + limit]}
@@ -193,7 +193,7 @@ def _tools(tools: DreamTools, sessions: Path | None = None) -> list[Tool]:
         return _result(memory)
 
     def memory_search(
-        query: str, limit: Annotated[int, Field(ge=1, le=SEARCH_LIMIT_MAX)] = 10
+        query: str, limit: Annotated[Count, Field(ge=1, le=SEARCH_LIMIT_MAX)] = 10
     ) -> Result:
         return _result({"hits": tools.search(query, limit=limit)})
 
@@ -211,7 +211,7 @@ def _tools(tools: DreamTools, sessions: Path | None = None) -> list[Tool]:
         aliases: list[str] | None = None,
         tags: list[str] | None = None,
         trust: Annotated[float | None, Field(ge=0, le=1)] = None,
-        baseline: bool | None = None,
+        baseline: Flag | None = None,
         project: str | None = None,
         supersedes: list[str] | None = None,
     ) -> Result:
@@ -229,7 +229,7 @@ def _tools(tools: DreamTools, sessions: Path | None = None) -> list[Tool]:
         return _result(tools.archive(id, reason=reason, superseded_by=superseded_by))
 
     def search_sessions(
-        query: str, limit: Annotated[int, Field(ge=1, le=SESSIONS_LIMIT_MAX)] = 8
+        query: str, limit: Annotated[Count, Field(ge=1, le=SESSIONS_LIMIT_MAX)] = 8
     ) -> Result:
         tools._count()  # within the run's bound on tool calls, like every other tool
         assert sessions is not None  # offered only then
@@ -238,7 +238,7 @@ def _tools(tools: DreamTools, sessions: Path | None = None) -> list[Tool]:
     def memory_propose(
         id: MemoryId,
         reason: Annotated[str, Field(description="one line: why")],
-        archive: bool = False,
+        archive: Flag = False,
         superseded_by: str | None = None,
         description: str | None = None,
         body: Annotated[str | None, Field(description="markdown; link others as [[id]]")] = None,

@@ -32,7 +32,6 @@ from mcp.types import CallToolResult, InputRequiredResult, TextContent, ToolAnno
 from pydantic import (
     BeforeValidator,
     Field,
-    StrictBool,
     StrictFloat,
     StrictInt,
     StrictStr,
@@ -128,16 +127,38 @@ Category = Literal["user", "feedback", "project", "reference"]
 Result = Annotated[CallToolResult, dict[str, Any]]
 
 
+# An argument's JSON type is the one its schema names, for numbers and flags alike:
+# pydantic would take `limit: true` as 1 (Python counts a bool as an int) and
+# `archived: 1` or `force: "yes"` as true, each without a word.
 def _not_a_bool(value: Any) -> Any:
-    """Refuse true and false for a number: Python counts a bool as an int, so `limit: true`
-    would be taken as 1 without a word."""
+    """Refuse true and false for a number."""
     if isinstance(value, bool):
         raise PydanticCustomError("int_not_bool", "a whole number, not true or false")
     return value
 
 
+def _a_bool_only(value: Any) -> Any:
+    """Refuse anything but true and false for a flag, naming what was given in JSON's words."""
+    if not isinstance(value, bool):
+        raise PydanticCustomError("bool_only", "true or false, not {given}",
+                                  {"given": _json_kind(value)})
+    return value
+
+
+def _json_kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    return "a list" if isinstance(value, (list, tuple)) else "an object"
+
+
 # A number argument: a bool refused, otherwise as lax as before ("5" is still 5).
 Count = Annotated[int, BeforeValidator(_not_a_bool)]
+# A flag: true or false, nothing else (not 1, not "yes").
+Flag = Annotated[bool, BeforeValidator(_a_bool_only)]
 MemoryId = Annotated[str, Field(description="path in the memory folder without .md")]
 SearchLimit = Annotated[Count, Field(ge=1, le=memory_tools.SEARCH_LIMIT_MAX)]
 ListLimit = Annotated[Count, Field(ge=1, le=memory_tools.LIST_LIMIT_MAX)]
@@ -158,7 +179,7 @@ _KIND_TYPES: dict[str, Any] = {
     fields.TEXTS: list[StrictStr],
     fields.UNIT: Annotated[StrictFloat, Field(ge=0, le=1)],
     fields.INT: StrictInt,
-    fields.BOOL: StrictBool,
+    fields.BOOL: Flag,
 }
 
 
@@ -171,7 +192,7 @@ def _field_type(field: fields.Field) -> Any:
 
 
 def _flag(text: str) -> Any:
-    return Annotated[StrictBool, _doc(text)]
+    return Annotated[Flag, _doc(text)]
 
 
 def _write_signature(*, folder: bool = False) -> inspect.Signature:
@@ -379,7 +400,7 @@ def _tools(store: MemoryStore, folders: Folders | None = None) -> list[Tool]:
         category: Category | None = None,
         project: str | None = None,
         tags: list[str] | None = None,
-        archived: bool = False,
+        archived: Flag = False,
         limit: ListLimit = 20,
         offset: Offset = 0,
         folder: OnlyFolder = None,
@@ -393,7 +414,7 @@ def _tools(store: MemoryStore, folders: Folders | None = None) -> list[Tool]:
         for tool in (memory_search, memory_list):
             _drop_folder_argument(tool)
 
-    def memory_feedback(id: MemoryId, helpful: StrictBool) -> Result:
+    def memory_feedback(id: MemoryId, helpful: Flag) -> Result:
         if routed is not None:
             return _result(routed.feedback(id, helpful))
         return _result(memory_tools.feedback(store, id, helpful))
@@ -424,8 +445,8 @@ def _tools(store: MemoryStore, folders: Folders | None = None) -> list[Tool]:
     def memory_rollback(
         run_id: str,
         scope: Literal["touched", "all"] = "touched",
-        dry_run: bool = False,
-        force: bool = False,
+        dry_run: Flag = False,
+        force: Flag = False,
     ) -> Result:
         from ..dream import rollback
 
