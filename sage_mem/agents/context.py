@@ -46,6 +46,14 @@ MAX_CATEGORY_SHOWN = 40
 CONTEXT_BUDGET = 9_500
 # A pasted log can make a prompt megabytes long; its head says what it is about.
 MAX_QUERY_CHARS = 4_000
+# With the semantic extra, a server answering a hook lets the model read a prompt of at most
+# this many tokens; a longer one (a pasted log) is answered lexically. The hook waits 300 ms
+# for the server (`hook_socket.SOCKET_WAIT_MS`), and an English prompt costs three passes of
+# the model (two forms and its latent terms) of about 0.5 ms a token each on an idle 2-core
+# machine, 2 ms loaded: past the wait, the hook answers without the server, which went on
+# embedding a prompt nobody waits for while other sessions' hooks went unanswered
+# (docs/retrieval.md).
+HOOK_MODEL_TOKENS = 128
 
 # The relevance floor (see `above_floor`).
 FLOOR_UNIQUE_FRACTION = 0.25
@@ -458,7 +466,8 @@ def prompt_context(
     wanted = limit + len(session.injected)
     if folders is None:
         kept = [(hit, store, hit.id) for hit in above_floor(
-            store.search(query, limit=wanted, project=project), len(store.index))]
+            store.search(query, limit=wanted, project=project, model_tokens=HOOK_MODEL_TOKENS),
+            len(store.index))]
     else:
         kept = _across(folders, query, wanted, project)
     fresh: list[Memory] = []
@@ -486,7 +495,8 @@ def _across(
     from ..folders import merge
 
     ranked = [
-        (name, above_floor(each.search(query, limit=wanted, project=project), len(each.index)))
+        (name, above_floor(each.search(query, limit=wanted, project=project,
+                                       model_tokens=HOOK_MODEL_TOKENS), len(each.index)))
         for name, each in folders.stores.items()
     ]
     out = []

