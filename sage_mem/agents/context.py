@@ -48,12 +48,12 @@ CONTEXT_BUDGET = 9_500
 MAX_QUERY_CHARS = 4_000
 # With the semantic extra, a server answering a hook lets the model read a prompt of at most
 # this many tokens; a longer one (a pasted log) is answered lexically. The hook waits 300 ms
-# for the server (`hook_socket.SOCKET_WAIT_MS`), and an English prompt costs three passes of
-# the model (two forms and its latent terms) of about 0.5 ms a token each on an idle 2-core
-# machine, 2 ms loaded: past the wait, the hook answers without the server, which went on
-# embedding a prompt nobody waits for while other sessions' hooks went unanswered
-# (docs/retrieval.md).
-HOOK_MODEL_TOKENS = 128
+# for the server (`hook_socket.SOCKET_WAIT_MS`); an English prompt costs three passes of the
+# model (two forms and its latent terms): 16 tokens 78 ms, 31 150 ms, 56 210-280 ms, 96
+# 357 ms on a 2-core machine with another process on it. Past the wait the hook answers
+# without the server, which went on embedding a prompt nobody waited for (a 2,000-character
+# Chinese one, 8 s) while other sessions' hooks went unanswered (docs/retrieval.md).
+HOOK_MODEL_TOKENS = 64
 
 # The relevance floor (see `above_floor`).
 FLOOR_UNIQUE_FRACTION = 0.25
