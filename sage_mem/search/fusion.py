@@ -75,6 +75,7 @@ from typing import TYPE_CHECKING
 from ..memory.markdown import mask_code
 from .index import Hit, Index
 from .tokens import writes_figure
+from .vectors import PASSAGE_CHARS
 
 if TYPE_CHECKING:
     from .semantic import Semantic
@@ -169,7 +170,8 @@ def search(
     writes a number or a month (`tokens.writes_figure`).
     """
     offset = max(0, offset)
-    if writes_figure(mask_code(query)):  # a pasted traceback's line numbers ask for nothing
+    # What the model reads of the query (a pasted traceback's line numbers ask for nothing).
+    if writes_figure(mask_code(query[:PASSAGE_CHARS])):
         weight = figure_weight
     filters = {"category": category, "project": project, "tags": tags, "archived": archived}
     wanted = max(depth, offset + limit)
