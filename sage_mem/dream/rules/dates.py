@@ -310,11 +310,18 @@ _ZH_NOT_DATES = re.compile(
     r"|今天的(?:社会|世界|时代|中国|年轻人|人们|孩子)"
 )
 # 上/下/这/本 closing a word of their own: 马上周一 is "at once, Monday", 看一下周报 "glance at the
-# weekly report", 版本周期 "release cycle".
+# weekly report", 版本周期 "release cycle". So do 前/后/今/去: 目前天气 is "the weather now",
+# 然后天黑了 "then it got dark", 如今年轻人 "young people nowadays", 过去年份 "past years" — no
+# 前天, 后天, 今年 or 去年 in them. (至今/迄今 are left out: 截至今天 is "as of today".)
 _ZH_WORD_ENDINGS = frozenset(
     "马上 晚上 早上 以上 加上 之上 路上 身上 网上 线上 会上 手上 一下 以下 之下 线下 "
     "手下 地下 底下 私下 眼下 当下 如下 留下 剩下 放下 基本 版本 日本 成本 根本 书本 "
-    "课本 脚本 样本 文本 资本 账本 剧本".split()
+    "课本 脚本 样本 文本 资本 账本 剧本 "
+    "目前 当前 之前 以前 提前 眼前 面前 先前 从前 事前 跟前 空前 门前 生前 日前 "
+    "然后 之后 以后 最后 随后 此后 其后 今后 往后 背后 落后 午后 饭后 事后 过后 稍后 日后 "
+    "善后 而后 先后 "
+    "如今 当今 现今 而今 古今 "
+    "过去 失去 回去 出去 进去 离去 死去 除去".split()
 )
 
 # A sentence that states a rule or a general truth dates nothing.

@@ -1,0 +1,144 @@
+"""A third adversarial bilingual corpus: what the dream probe "dream3" attacked, in one folder.
+
+Each memory below is one attack a real folder holds: a Chinese date word that is only
+two words meeting (目前天气, 然后天黑, 如今年轻人), and more in the sections below. What a
+careful person accepts is written beside it: `KEPT` must keep every byte, `DATED` must
+read as given, `LISTED` must be left and listed. A report run must show exactly what a
+rewrite run does, a second rewrite run change nothing, and a rollback put back every byte.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from dream_corpus import NOW
+from test_dream_support import add, folder_bytes
+
+from sage_mem.dream import rollback, run_dream
+from sage_mem.store import MemoryStore
+
+DAY = "2026-11-25"  # a Wednesday: the day every note below was written (`created`, `updated`)
+
+# id -> (category, description, body); every byte must stay
+KEPT = {
+    # a date word made of two words meeting: 目前+天气, 然后+天黑, 之后+天气, 如今+年轻人,
+    # 如今+早已, 过去+年份, 当前+天数 (in the description too)
+    "project_zh_weather": ("project", "天气与演练", "目前天气很好，演练照常进行。"),
+    "project_zh_then": ("project", "机房断电记录", "机房断电了，然后天就黑了，我们用手电排查。"),
+    "project_zh_after": ("project", "降温提醒", "寒潮过境之后天气转凉，记得给机房加湿。"),
+    "project_zh_nowadays": ("project", "招聘观察", "如今年轻人都用 Rust 写服务了，我们也在招。"),
+    "project_zh_already": ("project", "旧脚本", "那个旧脚本如今早已不用了，可以归档。"),
+    "project_zh_past_years": ("project", "数据口径", "过去年份的数据口径不同，对比时要注意。"),
+    "project_zh_current": ("project", "当前天数", "当前天数统计在看板上。"),
+}
+# id -> (category, description, body, the body as it must read after a rewrite)
+DATED = {
+    "project_zh_days": (
+        "project",
+        "评审与发版",
+        "后天开评审，大后天发版，前天已经冻结了代码。",
+        "后天（2026年11月27日）开评审，大后天（2026年11月28日）发版，"
+        "前天（2026年11月23日）已经冻结了代码。",
+    ),
+    "project_zh_as_of": (
+        "project",
+        "截至今天的进度",
+        "截至今天，迁移完成了一半。",
+        "截至今天（2026年11月25日），迁移完成了一半。",
+    ),
+}
+# id -> (category, description, body, a phrase the run must name when it lists the memory)
+LISTED: dict[str, tuple[str, str, str, str]] = {}
+
+
+@pytest.fixture
+def utc(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
+def build(folder: Path) -> None:
+    folder.mkdir(parents=True)
+    stamp = {"created": DAY, "updated": f"{DAY}T09:00:00Z"}
+    for memory_id, (category, description, body) in KEPT.items():
+        add(folder, memory_id, description, body, category=category, **stamp)
+    for memory_id, (category, description, body, _) in DATED.items():
+        add(folder, memory_id, description, body, category=category, **stamp)
+    for memory_id, (category, description, body, _) in LISTED.items():
+        add(folder, memory_id, description, body, category=category, **stamp)
+
+
+def _run(folder: Path, mode: str) -> dict:
+    build(folder)
+    result = run_dream(MemoryStore(folder, watch=False), mode=mode, now=NOW)
+    return json.loads(Path(result.manifest or "").read_text(encoding="utf-8"))
+
+
+def test_a_rewrite_over_the_third_adversarial_corpus_is_one_a_careful_person_accepts(
+    tmp_path: Path, utc: None
+) -> None:
+    folder = tmp_path / "memory"
+    manifest = _run(folder, "rewrite")
+    store = MemoryStore(folder, watch=False)
+    for memory_id, (_, description, body) in KEPT.items():
+        memory = store.read(memory_id)
+        assert (memory.description, memory.body.strip()) == (description, body), memory_id
+    for memory_id, (_, _, _, dated) in DATED.items():
+        assert store.read(memory_id).body.strip() == dated, memory_id
+    for memory_id, (_, description, body, phrase) in LISTED.items():
+        memory = store.read(memory_id)
+        assert (memory.description, memory.body.strip()) == (description, body), memory_id
+        listed = " ".join(n["message"] for n in manifest["notes"] if n.get("id") == memory_id)
+        assert phrase in listed, memory_id
+
+
+def _proposal(change: dict) -> tuple:
+    return tuple(
+        change.get(key) if not isinstance(change.get(key), list) else tuple(change[key])
+        for key in ("file", "operation", "rule", "reason", "fields", "supersededBy")
+    )
+
+
+def test_a_report_run_over_the_third_adversarial_corpus_shows_what_a_rewrite_does(
+    tmp_path: Path, utc: None
+) -> None:
+    report = _run(tmp_path / "a" / "memory", "report")
+    rewrite = _run(tmp_path / "b" / "memory", "rewrite")
+    assert [_proposal(c) for c in report["changes"] if c.get("rule") != "index"] == [
+        _proposal(c) for c in rewrite["changes"] if c.get("rule") != "index"
+    ]
+    assert [n["message"] for n in report["notes"]] == [n["message"] for n in rewrite["notes"]]
+    assert [(r["id"], r["refusedBecause"]) for r in report["refused"]] == [
+        (r["id"], r["refusedBecause"]) for r in rewrite["refused"]
+    ]
+
+
+def test_a_second_rewrite_over_the_third_adversarial_corpus_changes_nothing(
+    tmp_path: Path, utc: None
+) -> None:
+    folder = tmp_path / "memory"
+    _run(folder, "rewrite")
+    again = run_dream(MemoryStore(folder, watch=False), mode="rewrite", now=NOW + timedelta(days=3))
+    manifest = json.loads(Path(again.manifest or "").read_text(encoding="utf-8"))
+    assert [c for c in manifest["changes"] if c["rule"] != "index"] == []
+
+
+def test_a_rollback_of_the_run_puts_back_every_byte(tmp_path: Path, utc: None) -> None:
+    folder = tmp_path / "memory"
+    build(folder)
+    before = folder_bytes(folder)
+    store = MemoryStore(folder, watch=False)
+    run = run_dream(store, mode="rewrite", now=NOW)
+    assert folder_bytes(folder) != before
+    rollback(store, run.run_id)
+    after = folder_bytes(folder, skip=("autodream", "archive"))
+    assert after == {name: data for name, data in before.items() if name in after}
+    assert set(after) == set(before)
