@@ -1,7 +1,8 @@
 """A third adversarial bilingual corpus: what the dream probe "dream3" attacked, in one folder.
 
 Each memory below is one attack a real folder holds: a Chinese date word that is only
-two words meeting (目前天气, 然后天黑, 如今年轻人), and more in the sections below. What a
+two words meeting (目前天气, 然后天黑, 如今年轻人), a project memory in Claude Code's
+shape (a decision with **Why:** and **How to apply:** lines), and more in the sections below. What a
 careful person accepts is written beside it: `KEPT` must keep every byte, `DATED` must
 read as given, `LISTED` must be left and listed. A report run must show exactly what a
 rewrite run does, a second rewrite run change nothing, and a rollback put back every byte.
@@ -35,6 +36,20 @@ KEPT = {
     "project_zh_already": ("project", "旧脚本", "那个旧脚本如今早已不用了，可以归档。"),
     "project_zh_past_years": ("project", "数据口径", "过去年份的数据口径不同，对比时要注意。"),
     "project_zh_current": ("project", "当前天数", "当前天数统计在看板上。"),
+    # a project memory in Claude Code's own shape: the decision, then **Why:** and
+    # **How to apply:** lines — a project memory still, not a feedback rule
+    "project_ledger": (
+        "project",
+        "Use Postgres for the ledger",
+        "We chose Postgres for the ledger.\n\n**Why:** we need serializable transactions."
+        "\n\n**How to apply:** new ledger tables go in Postgres.",
+    ),
+    "project_zh_ledger": (
+        "project",
+        "账本用 PostgreSQL",
+        "账本表统一放在 PostgreSQL。\n\n**Why:** 需要可串行化事务。"
+        "\n\n**How to apply:** 新的账本表都建在 PostgreSQL 里。",
+    ),
 }
 # id -> (category, description, body, the body as it must read after a rewrite)
 DATED = {
@@ -88,9 +103,10 @@ def test_a_rewrite_over_the_third_adversarial_corpus_is_one_a_careful_person_acc
     folder = tmp_path / "memory"
     manifest = _run(folder, "rewrite")
     store = MemoryStore(folder, watch=False)
-    for memory_id, (_, description, body) in KEPT.items():
+    for memory_id, (category, description, body) in KEPT.items():
         memory = store.read(memory_id)
         assert (memory.description, memory.body.strip()) == (description, body), memory_id
+        assert memory.category == category, memory_id
     for memory_id, (_, _, _, dated) in DATED.items():
         assert store.read(memory_id).body.strip() == dated, memory_id
     for memory_id, (_, description, body, phrase) in LISTED.items():
