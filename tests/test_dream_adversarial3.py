@@ -2,7 +2,8 @@
 
 Each memory below is one attack a real folder holds: a Chinese date word that is only
 two words meeting (目前天气, 然后天黑, 如今年轻人), a project memory in Claude Code's
-shape (a decision with **Why:** and **How to apply:** lines), and more in the sections below. What a
+shape (a decision with **Why:** and **How to apply:** lines), a memory of one project
+superseding one of another project or a global one, and more in the sections below. What a
 careful person accepts is written beside it: `KEPT` must keep every byte, `DATED` must
 read as given, `LISTED` must be left and listed. A report run must show exactly what a
 rewrite run does, a second rewrite run change nothing, and a rollback put back every byte.
@@ -89,6 +90,31 @@ def build(folder: Path) -> None:
         add(folder, memory_id, description, body, category=category, **stamp)
     for memory_id, (category, description, body, _) in LISTED.items():
         add(folder, memory_id, description, body, category=category, **stamp)
+    build_scoped(folder)
+
+
+# `supersedes:` across project scopes: (id, project, supersedes, must stay in service)
+SCOPED = [
+    ("project_blog_db", "blog", [], True),
+    ("project_shop_db", "shop", ["project_blog_db", "project_any_db"], True),
+    ("project_any_db", None, [], True),
+    ("project_old_cache", "shop", [], False),
+    ("project_cache", None, ["project_old_cache"], True),
+]
+
+
+def build_scoped(folder: Path) -> None:
+    for memory_id, project, supersedes, _ in SCOPED:
+        add(
+            folder,
+            memory_id,
+            f"Where {memory_id} stands",
+            category="project",
+            **({"project": project} if project else {}),
+            **({"supersedes": supersedes} if supersedes else {}),
+            created="2026-11-02" if not supersedes else DAY,
+            updated=f"{'2026-11-02' if not supersedes else DAY}T09:00:00Z",
+        )
 
 
 def _run(folder: Path, mode: str) -> dict:
@@ -114,6 +140,11 @@ def test_a_rewrite_over_the_third_adversarial_corpus_is_one_a_careful_person_acc
         assert (memory.description, memory.body.strip()) == (description, body), memory_id
         listed = " ".join(n["message"] for n in manifest["notes"] if n.get("id") == memory_id)
         assert phrase in listed, memory_id
+    live = {m.id for m in store.list()}
+    for memory_id, _, _, stays in SCOPED:
+        assert (memory_id in live) == stays, memory_id
+    listed = " ".join(n["message"] for n in manifest["notes"] if n.get("id") == "project_blog_db")
+    assert "project shop" in listed and "project blog" in listed
 
 
 def _proposal(change: dict) -> tuple:
