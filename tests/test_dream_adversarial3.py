@@ -3,7 +3,8 @@
 Each memory below is one attack a real folder holds: a Chinese date word that is only
 two words meeting (目前天气, 然后天黑, 如今年轻人), a project memory in Claude Code's
 shape (a decision with **Why:** and **How to apply:** lines), a memory of one project
-superseding one of another project or a global one, and more in the sections below. What a
+superseding one of another project or a global one, a Chinese count that runs from
+another event (上线三天后), and more in the sections below. What a
 careful person accepts is written beside it: `KEPT` must keep every byte, `DATED` must
 read as given, `LISTED` must be left and listed. A report run must show exactly what a
 rewrite run does, a second rewrite run change nothing, and a rollback put back every byte.
@@ -61,6 +62,12 @@ DATED = {
         "后天（2026年11月27日）开评审，大后天（2026年11月28日）发版，"
         "前天（2026年11月23日）已经冻结了代码。",
     ),
+    "project_zh_plan": (
+        "project",
+        "灰度计划",
+        "我们预计三天后开始灰度，两周前已经做完压测。",
+        "我们预计三天后（2026年11月28日）开始灰度，两周前（2026年11月11日前后）已经做完压测。",
+    ),
     "project_zh_as_of": (
         "project",
         "截至今天的进度",
@@ -69,7 +76,12 @@ DATED = {
     ),
 }
 # id -> (category, description, body, a phrase the run must name when it lists the memory)
-LISTED: dict[str, tuple[str, str, str, str]] = {}
+LISTED: dict[str, tuple[str, str, str, str]] = {
+    # a count that runs from another event, not from the day it was written
+    "project_zh_leak": ("project", "内存泄漏", "v2 上线三天后出现了内存泄漏，已回滚。", "三天后"),
+    "project_zh_feedback": ("project", "上线后观察", "发布两周后用户反馈明显变少。", "两周后"),
+    "project_zh_freeze": ("project", "代码冻结", "发版一周前冻结代码。", "一周前"),
+}
 
 
 @pytest.fixture

@@ -602,8 +602,29 @@ def _meaning(match: re.Match[str], segment: str, chinese: bool, anchor: date) ->
         for found in _ZH_NOT_DATES.finditer(segment, max(0, start - 4), min(len(segment), end + 4)):
             if found.start() < end and found.end() > start:
                 return None
+        if _ZH_COUNTED.fullmatch(match.group(0)) and _after_an_event(segment, start):
+            return AMBIGUOUS  # 上线三天后 ("three days after going live"): counts from that
         return _chinese(match.group(0), anchor)
     return _english(match.group(0), anchor)
+
+
+_ZH_COUNTED = re.compile(r"\S+(?:天|周|个星期|星期|个月)(?:以前|以后|之前|之后|前|后)")
+# Who or what may stand right before a count that counts from the writing day: a subject
+# (我三天前提交了, 我们两周后发布) or a word of time or plan (预计三天后上线, 大约两周前). Any
+# other word there names what the count runs from: 上线三天后出了问题 is three days after
+# the launch, 发布两周前冻结代码 two weeks before the release.
+_ZH_SUBJECTS = (
+    "我们", "咱们", "你们", "他们", "她们", "大家", "团队", "我", "你", "您", "他", "她",
+    "大约", "大概", "约", "预计", "计划", "打算", "准备", "还有", "再过", "最快", "最晚",
+    "最迟", "至少", "就", "将", "会", "要", "也", "都",
+)
+
+
+def _after_an_event(segment: str, start: int) -> bool:
+    """True when a Chinese count (三天后) follows a word of its clause that is no subject."""
+    if not start or not ("\u4e00" <= segment[start - 1] <= "\u9fff"):
+        return False
+    return not segment[:start].endswith(_ZH_SUBJECTS)
 
 
 # Reported speech dated by another day: "Yesterday he promised it for tomorrow", "On Monday
@@ -929,8 +950,8 @@ def run(ctx: RuleContext) -> None:
                 because = (
                     f"written on {anchor.isoformat()}, a {weekday}: they may mean this "
                     "week's day or the other week's, join two days or periods of which one "
-                    "cannot be dated, or count from the day someone said them; write the "
-                    "date you mean"
+                    "cannot be dated, or count from another event or the day someone said "
+                    "them; write the date you mean"
                 )
             ctx.applier.note(
                 memory.id,
