@@ -4,7 +4,8 @@ Each memory below is one attack a real folder holds: a Chinese date word that is
 two words meeting (目前天气, 然后天黑, 如今年轻人), a project memory in Claude Code's
 shape (a decision with **Why:** and **How to apply:** lines), a memory of one project
 superseding one of another project or a global one, a Chinese count that runs from
-another event (上线三天后), and more in the sections below. What a
+another event (上线三天后), a long body whose opening a heading or a "but…" takes back,
+and more in the sections below. What a
 careful person accepts is written beside it: `KEPT` must keep every byte, `DATED` must
 read as given, `LISTED` must be left and listed. A report run must show exactly what a
 rewrite run does, a second rewrite run change nothing, and a rollback put back every byte.
@@ -102,7 +103,44 @@ def build(folder: Path) -> None:
         add(folder, memory_id, description, body, category=category, **stamp)
     for memory_id, (category, description, body, _) in LISTED.items():
         add(folder, memory_id, description, body, category=category, **stamp)
+    for memory_id, (description, body) in {**UNSUMMED, **SUMMED}.items():
+        add(folder, memory_id, description, body, category="project", **stamp)
     build_scoped(folder)
+
+
+# long bodies whose opening the rest takes back: a summary of the opening would say what
+# is no longer so (a cancelled plan under a heading, a decision cut before its "but…")
+UNSUMMED = {
+    "project_beta_launch": (
+        "Beta launch",
+        "## Status: cancelled\n\nWe will launch the public beta to all customers in the EU "
+        "region on the first of next quarter, with the new pricing page and onboarding. "
+        "Marketing prepared the emails and the blog post, and support has the FAQ ready.",
+    ),
+    "project_db_plan": (
+        "Database plan",
+        "The team agreed in the design review on Tuesday that we should migrate the billing "
+        "database from PostgreSQL to MySQL during the coming quarter, but the decision was "
+        "reversed by the CTO within the same week after a cost review. We stay on PostgreSQL "
+        "for now.",
+    ),
+    "project_zh_db_plan": (
+        "数据库计划",
+        "团队在周二的设计评审中同意在下个季度把计费数据库从 PostgreSQL 迁移到 MySQL，"
+        "并且由平台组负责整个迁移过程中的数据校验、回滚预案、灰度切流和上线之后的监控告警配置，"
+        "以及所有下游报表系统的适配和验收工作，但这个决定在同一周就被 CTO 否决了，"
+        "我们继续使用 PostgreSQL，相关排期全部释放。",
+    ),
+}
+# a long body nothing takes back still gets its summary
+SUMMED = {
+    "project_billing_move": (
+        "Billing move",
+        "The billing service moved to the new cluster in the Frankfurt region, with its "
+        "queue workers and the invoice renderer. Support has the runbook for it, and the "
+        "old cluster is kept read-only for a month while the reports are checked.",
+    ),
+}
 
 
 # `supersedes:` across project scopes: (id, project, supersedes, must stay in service)
@@ -152,6 +190,10 @@ def test_a_rewrite_over_the_third_adversarial_corpus_is_one_a_careful_person_acc
         assert (memory.description, memory.body.strip()) == (description, body), memory_id
         listed = " ".join(n["message"] for n in manifest["notes"] if n.get("id") == memory_id)
         assert phrase in listed, memory_id
+    for memory_id in UNSUMMED:
+        assert store.read(memory_id).summary is None, memory_id
+    for memory_id in SUMMED:
+        assert store.read(memory_id).summary, memory_id
     live = {m.id for m in store.list()}
     for memory_id, _, _, stays in SCOPED:
         assert (memory_id in live) == stays, memory_id
