@@ -174,7 +174,7 @@ def make_summary(
         if any(m.end() >= cut_at for m in _BUT.finditer(parts[0])):
             return None  # the cut drops a "but…", an "unless…", a 但是…: the half says the opposite
     if _TURNED.search(_prose(body)) and not _TURNED.search(summary):
-        return None  # "## Status: cancelled", "…overturned the next day": the opening is no longer so
+        return None  # "## Status: cancelled", "…overturned the next day": no longer so
     return summary if len(terms(summary) - said) >= (MIN_NEW_TERMS if said else 1) else None
 
 
