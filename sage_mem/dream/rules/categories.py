@@ -9,7 +9,9 @@ deadline, a release, an incident, 进度、上线). Each sign counts once per wo
 finds, at most twice. A memory with no sign of its own category and a clear
 lead of another (MOVE_SCORE, ahead by MOVE_MARGIN) is moved in a rewrite run;
 a lead of REPORT_SCORE but no margin is only reported; anything weaker is
-left alone (a stray date or link says little).
+left alone (a stray date or link says little). A project memory is never moved to
+feedback, only listed: Claude Code writes its project memories with **Why:** and
+**How to apply:** lines too (the decision, why, how to apply it).
 
 A move keeps the file name convention: `user_commit_rule.md` becomes
 `feedback_commit_rule.md` (a file without the prefix keeps its name and only its
@@ -102,7 +104,14 @@ def run(ctx: RuleContext) -> None:
         if own or best < REPORT_SCORE or best - runner_up < 1:
             continue
         shows = f"filed as {memory.category}, but it reads as {target} ({', '.join(why)})"
-        if best < MOVE_SCORE or best - runner_up < MOVE_MARGIN:
+        # Claude Code writes a project memory in the same shape as a feedback rule (the
+        # decision, then **Why:** and **How to apply:** lines), so those lines cannot tell
+        # a misfiled rule from a project decision: only list it.
+        if (
+            best < MOVE_SCORE
+            or best - runner_up < MOVE_MARGIN
+            or (memory.category == "project" and target == "feedback")
+        ):
             ctx.applier.note(memory.id, rule=NAME, message=f"{shows}: check its category")
             continue
         _move(ctx, memory, target, shows)

@@ -310,11 +310,18 @@ _ZH_NOT_DATES = re.compile(
     r"|今天的(?:社会|世界|时代|中国|年轻人|人们|孩子)"
 )
 # 上/下/这/本 closing a word of their own: 马上周一 is "at once, Monday", 看一下周报 "glance at the
-# weekly report", 版本周期 "release cycle".
+# weekly report", 版本周期 "release cycle". So do 前/后/今/去: 目前天气 is "the weather now",
+# 然后天黑了 "then it got dark", 如今年轻人 "young people nowadays", 过去年份 "past years" — no
+# 前天, 后天, 今年 or 去年 in them. (至今/迄今 are left out: 截至今天 is "as of today".)
 _ZH_WORD_ENDINGS = frozenset(
     "马上 晚上 早上 以上 加上 之上 路上 身上 网上 线上 会上 手上 一下 以下 之下 线下 "
     "手下 地下 底下 私下 眼下 当下 如下 留下 剩下 放下 基本 版本 日本 成本 根本 书本 "
-    "课本 脚本 样本 文本 资本 账本 剧本".split()
+    "课本 脚本 样本 文本 资本 账本 剧本 "
+    "目前 当前 之前 以前 提前 眼前 面前 先前 从前 事前 跟前 空前 门前 生前 日前 "
+    "然后 之后 以后 最后 随后 此后 其后 今后 往后 背后 落后 午后 饭后 事后 过后 稍后 日后 "
+    "善后 而后 先后 "
+    "如今 当今 现今 而今 古今 "
+    "过去 失去 回去 出去 进去 离去 死去 除去".split()
 )
 
 # A sentence that states a rule or a general truth dates nothing.
@@ -595,8 +602,29 @@ def _meaning(match: re.Match[str], segment: str, chinese: bool, anchor: date) ->
         for found in _ZH_NOT_DATES.finditer(segment, max(0, start - 4), min(len(segment), end + 4)):
             if found.start() < end and found.end() > start:
                 return None
+        if _ZH_COUNTED.fullmatch(match.group(0)) and _after_an_event(segment, start):
+            return AMBIGUOUS  # 上线三天后 ("three days after going live"): counts from that
         return _chinese(match.group(0), anchor)
     return _english(match.group(0), anchor)
+
+
+_ZH_COUNTED = re.compile(r"\S+(?:天|周|个星期|星期|个月)(?:以前|以后|之前|之后|前|后)")
+# Who or what may stand right before a count that counts from the writing day: a subject
+# (我三天前提交了, 我们两周后发布) or a word of time or plan (预计三天后上线, 大约两周前). Any
+# other word there names what the count runs from: 上线三天后出了问题 is three days after
+# the launch, 发布两周前冻结代码 two weeks before the release.
+_ZH_SUBJECTS = (
+    "我们", "咱们", "你们", "他们", "她们", "大家", "团队", "我", "你", "您", "他", "她",
+    "大约", "大概", "约", "预计", "计划", "打算", "准备", "还有", "再过", "最快", "最晚",
+    "最迟", "至少", "就", "将", "会", "要", "也", "都",
+)
+
+
+def _after_an_event(segment: str, start: int) -> bool:
+    """True when a Chinese count (三天后) follows a word of its clause that is no subject."""
+    if not start or not ("\u4e00" <= segment[start - 1] <= "\u9fff"):
+        return False
+    return not segment[:start].endswith(_ZH_SUBJECTS)
 
 
 # Reported speech dated by another day: "Yesterday he promised it for tomorrow", "On Monday
@@ -922,8 +950,8 @@ def run(ctx: RuleContext) -> None:
                 because = (
                     f"written on {anchor.isoformat()}, a {weekday}: they may mean this "
                     "week's day or the other week's, join two days or periods of which one "
-                    "cannot be dated, or count from the day someone said them; write the "
-                    "date you mean"
+                    "cannot be dated, or count from another event or the day someone said "
+                    "them; write the date you mean"
                 )
             ctx.applier.note(
                 memory.id,

@@ -7,7 +7,10 @@ shows as its text (what is code and what is a link is `sage_mem.memory.markdown`
 Sentences end at 。！？ (no space needed after them) and at . ! ? followed by a
 space, except after an abbreviation ("e.g.", "Dr.") or inside a number. Whole
 sentences are taken while they fit; a first sentence longer than the limit is
-cut at a word (or, in Chinese, at a character) and ends with "…". A sentence
+cut at a word (or, in Chinese, at a character) and ends with "…" — unless the cut
+drops a turn ("but…", "unless…", 但是…), or the body elsewhere (a heading too) says
+the opening no longer holds ("cancelled", "overturned", 取消, 否决): then it gets no
+summary, since one would say what the body takes back. A sentence
 that mostly repeats the description is skipped, as is one holding something that
 looks like a credential (a summary shows in search results, and a write that adds a
 credential is refused: a report would propose what a rewrite cannot do); a body whose prose adds
@@ -167,7 +170,38 @@ def make_summary(
         summary = joined
     if not summary:
         summary = _cut(parts[0], limit)
+        cut_at = len(summary) - 1
+        if any(m.end() >= cut_at for m in _BUT.finditer(parts[0])):
+            return None  # the cut drops a "but…", an "unless…", a 但是…: the half says the opposite
+    if _TURNED.search(_prose(body)) and not _TURNED.search(summary):
+        return None  # "## Status: cancelled", "…overturned the next day": no longer so
     return summary if len(terms(summary) - said) >= (MIN_NEW_TERMS if said else 1) else None
+
+
+# Words that undo what a body's opening says, wherever they stand (a heading too): a summary
+# of the opening alone would say what is no longer so.
+_TURNED = re.compile(
+    r"\b(?:cancel(?:l?ed|s)?|called\s+off|overturned|overruled|reverted|abandoned|scrapped"
+    r"|postponed|on\s+hold|no\s+longer|superseded|obsolete)\b"
+    r"|取消|作废|否决|推翻|撤销|撤回|放弃|搁置|暂停|延期|不再|废弃",
+    re.IGNORECASE,
+)
+# Words that turn the rest of a sentence against its start.
+_BUT = re.compile(
+    r"\b(?:but|however|although|though|unless|except|instead|not|never)\b"
+    r"|但|不过|然而|却|除非|否则",
+    re.IGNORECASE,
+)
+
+
+def _prose(body: str) -> str:
+    """`body` without its code: what a person wrote about the memory, headings too."""
+    out, last = [], 0
+    for code in code_ranges(body):
+        out.append(body[last : code.start])
+        last = code.end
+    out.append(body[last:])
+    return " ".join(out)
 
 
 def _adds(sentence: frozenset[str], said: frozenset[str]) -> bool:

@@ -4,7 +4,10 @@ A memory naming itself, memories naming each other round a cycle (A → B → A,
 A → B → C → A), or a name that is nowhere (neither in service nor archived) is
 reported, never acted on. Nor is a memory changed after the one that says it
 replaces it (its `updated` later): that edit may be news the newer one lacks, so
-the archive is refused and reported.
+the archive is refused and reported. Nor is a memory of another project scope
+than the one naming it (a memory of project `shop` naming one of `blog`, or a
+global one): the other still holds where the newer one is never retrieved, so it
+is listed, not archived. A global memory may replace one of any project.
 """
 
 from __future__ import annotations
@@ -60,6 +63,21 @@ def run(ctx: RuleContext) -> None:
                             + "): none of them is the newest, so none was archived"
                         ),
                     )
+                continue
+            if memory.project is not None and target.project != memory.project:
+                # A memory of one project replaces nothing outside it: the other still
+                # holds where `memory` is not retrieved (another project, or everywhere).
+                scope = f"project {target.project}" if target.project else "every project"
+                ctx.applier.note(
+                    target_id,
+                    rule=NAME,
+                    message=(
+                        f"{memory.id} (project {memory.project}) says it supersedes "
+                        f"{target_id}, which is for {scope}: not archived, as it may still "
+                        f"hold there; archive it by hand (`sage-mem archive {target_id}`) "
+                        "if it does not"
+                    ),
+                )
                 continue
             edited = _edited_after(ctx, target_id, memory.id)
             if edited:
