@@ -661,6 +661,26 @@ def test_an_archived_memory_is_deleted_from_the_archive_page_after_confirming(
     assert not (folder / "user_cat_zh.md").exists()
 
 
+def test_a_live_update_keeps_an_open_delete_confirmation(
+    page: Any, folder: Path, server: UiServer
+) -> None:
+    # The archive list is drawn again on every change on disk (an archive's own event lands a
+    # moment after it): the confirmation a person has open must outlive it, not vanish.
+    server.store.archive("user_cat_zh", reason="the cat moved out")
+    go(page, "#/archive")
+    page.locator('tr[data-id="archive/user_cat_zh"] button.delete').click()
+    confirm = page.locator("#delete-confirm")
+    expect(confirm).to_contain_text("for good")
+    server.store.archive("feedback_tests_first", reason="written into CONTRIBUTING")
+    expect(page.locator("#archive-count")).to_contain_text("2 of 2")
+    expect(confirm).to_contain_text("archive/user_cat_zh")
+    expect(page.locator('tr[data-id="archive/user_cat_zh"] + tr#delete-confirm')).to_have_count(1)
+    page.locator("#delete-go").click()
+    expect(page.locator("#toast")).to_contain_text("Deleted archive/user_cat_zh")
+    assert not (folder / "archive/user_cat_zh.md").exists()
+    assert (folder / "archive/feedback_tests_first.md").exists()
+
+
 def test_renaming_a_memory_moves_its_file_and_the_links_follow(
     page: Any, folder: Path, server: UiServer
 ) -> None:

@@ -1340,18 +1340,27 @@
       const q = filter.value.trim().toLowerCase();
       const shown = rows.filter((r) => !q || (r.id + " " + r.description + " " + (r.archiveReason || "")).toLowerCase().includes(q));
       count.textContent = rows.length ? shown.length + " of " + rows.length + " archived memories" : "The archive is empty.";
+      // A confirmation the person has open outlives a redraw (a change on disk redraws the list):
+      // the same box, under its memory's row again, while that memory is still shown.
+      const open = document.getElementById("delete-confirm");
+      const focused = open && open.contains(document.activeElement) ? document.activeElement : null;
       fill(table, ...shown.map((r) => h("tr", { dataset: { id: r.id } },
         h("td", {}, h("a", { href: memoryHref(r.id) }, r.description), h("div", { class: "mono small muted" }, r.id)),
         h("td", {}, r.archiveReason || "", r.supersededBy ? h("div", { class: "small muted" }, "superseded by ", h("a", { href: memoryHref(String(r.supersededBy)) }, String(r.supersededBy))) : null),
         h("td", { class: "small" }, when(r.archived)),
         h("td", { class: "row-actions" }, h("button", { class: "restore", onclick: () => restore(r.id) }, "Restore"), " ",
           h("button", { class: "danger delete", type: "button", onclick: (event) => confirmDelete(r, event.target.closest("tr")) }, "Delete…")))));
+      const row = open ? Array.from(table.children).find((tr) => tr.dataset.id === open.dataset.memory) : null;
+      if (row) {
+        row.after(open);
+        if (focused) focused.focus();
+      }
     }
     // Deleting is a person's act, said plainly and confirmed: the only way to remove a memory.
     function confirmDelete(r, row) {
       const old = document.getElementById("delete-confirm");
       if (old) old.remove();
-      const box = h("tr", { id: "delete-confirm", class: "confirm-row", dataset: { escape: "1" } }, h("td", { colspan: "4" },
+      const box = h("tr", { id: "delete-confirm", class: "confirm-row", dataset: { escape: "1", memory: r.id } }, h("td", { colspan: "4" },
         h("div", { class: "notice error confirm" },
           h("p", {}, "Delete ", h("span", { class: "mono" }, r.id), " for good? The file is removed from the folder; this page cannot bring it back (a copy in git or a backup can). Restore keeps it instead."),
           h("div", { class: "actions" },
