@@ -14,7 +14,7 @@ written (DESIGN §7.3a):
   when…, most/many (不要、总是、每次、平时、有时、默认、如果、万一、若、除非、只要…),
   a **How to apply:** line, a phrase someone "says" (用户说下周);
 - quoted speech ("…", “…”, 「…」, 《…》, a `>` quote), idioms ("tomorrow is
-  another day", 今日事今日毕) and a date word said twice in one sentence;
+  another day", "that's so yesterday", 今日事今日毕) and a date word said twice in one sentence;
 - names: a phrase in title case inside a sentence ("The Day After Tomorrow") or
   opening one ("Yesterday Once More is her song", "Today Was a Fairytale"), one
   the sentence calls a song, a film, a book ("Yesterday, by the Beatles, is…"),
@@ -457,6 +457,12 @@ def _not_an_event(
             or (not lead.strip() and _ZH_WORK_AFTER.match(tail))
             or _ZH_THIS_WORK.match(tail)
         )
+    if (
+        _SO_IDIOM.search(lead)
+        and (_SO_IDIOM_COPULA.search(lead) or _CLAUSE_END.match(segment, end))
+        and _PAST.match(word)
+    ):
+        return True  # "that's so yesterday", "flash is so last year": outdated, no day
     if re.search(rf"\b{_EN_COUNT}\s*(?:or|to|-|–)\s*$", lead, re.IGNORECASE):
         return True  # "two or three days ago", "5 to 7 days ago": a range, not a day
     rest = segment[end:].lstrip()
@@ -481,6 +487,20 @@ def _not_an_event(
         if _NAMES_A_WORK.search(sentence[len(lead) :]):
             return True  # "Yesterday, by the Beatles, is her favourite song"
     return False
+
+
+# "so yesterday", "so last year" (outdated): "so" right before a past phrase that ends its
+# clause or follows a verb of being ("that's so yesterday", "is so last year, we moved on").
+# "so" as a conjunction ("it passed, so yesterday we shipped") is followed by the clause it
+# opens.
+_SO_IDIOM = re.compile(r"\bso+\s+$", re.IGNORECASE)
+_SO_IDIOM_COPULA = re.compile(
+    r"(?:\b(?:is|was|are|were|be|been|being|seems?|seemed|looks?|looked|feels?|felt|sounds?"
+    r"|sounded|becomes?|became|gets?|got)|['’]s|['’]re)"
+    r"\s+(?:(?:just|totally|really|very|like|already|now|all)\s+){0,2}so+\s+$",
+    re.IGNORECASE,
+)
+_CLAUSE_END = re.compile(r"[ \t]*(?:[.!?,;:)—–…]|$|\n|now\b|anyway\b)", re.IGNORECASE)
 
 
 _ZH_WORK = r"(?:歌曲|歌|电影|影片|书|小说|专辑|电视剧|剧|节目|游戏|动画|综艺)"
