@@ -8,10 +8,14 @@ swapped places, which were neither merged nor listed.
 from __future__ import annotations
 
 from datetime import date
+from pathlib import Path
 
 import pytest
+from test_dream_support import add, folder_bytes, read_manifest
 
+from sage_mem.dream import run_dream
 from sage_mem.dream.rules.dates import absolutize
+from sage_mem.store import MemoryStore
 
 ANCHOR = date(2026, 11, 25)  # a Wednesday
 
@@ -60,3 +64,43 @@ def test_so_yesterday_is_an_idiom_and_stays_as_written(text: str) -> None:
 )
 def test_so_as_a_conjunction_still_dates_the_event(text: str, expected: str) -> None:
     assert _dated(text) == (expected, [])
+
+
+# 2. a date word in a link's text (or an image's alt text) is left inside the brackets, listed
+
+
+@pytest.mark.parametrize(
+    ("text", "listed"),
+    [
+        ("See [yesterday's notes](notes.md) for more.", "[yesterday's notes]"),
+        ("![today's chart](chart.png) shows the drop.", "[today's chart]"),
+        ('Read [the notes from last week](notes.md "notes").', "[the notes from last week]"),
+        ("见[昨天的会议纪要](notes.md)。", "[昨天的会议纪要]"),
+        ("![今天的图表](chart.png)", "[今天的图表]"),
+    ],
+)
+def test_a_date_word_in_a_links_text_is_left_and_listed(text: str, listed: str) -> None:
+    assert _dated(text) == (text, [listed])
+
+
+def test_prose_after_a_link_with_a_date_word_is_still_dated() -> None:
+    assert _dated("[yesterday's notes](notes.md) were written yesterday.") == (
+        "[yesterday's notes](notes.md) were written yesterday (2026-11-24).",
+        ["[yesterday's notes]"],
+    )
+    assert _dated("[昨天的纪要](n.md)是昨天写的。") == (
+        "[昨天的纪要](n.md)是昨天（2026年11月24日）写的。",
+        ["[昨天的纪要]"],
+    )
+
+
+def test_a_dream_run_lists_a_date_word_in_a_links_text(empty_dir: Path) -> None:
+    body = "See [yesterday's notes](notes.md) and [昨天的纪要](zh.md).\n"
+    add(empty_dir, "project_links", "Notes", body, created="2026-11-25", updated="2026-11-25")
+    before = folder_bytes(empty_dir)
+    store = MemoryStore(empty_dir, watch=False)
+    manifest = read_manifest(run_dream(store, mode="rewrite"))
+    assert folder_bytes(empty_dir)["project_links.md"] == before["project_links.md"]
+    [note] = [n for n in manifest["notes"] if n["rule"] == "relative-dates"]
+    assert "[yesterday's notes]" in note["message"] and "[昨天的纪要]" in note["message"]
+    assert "link's text" in note["message"]

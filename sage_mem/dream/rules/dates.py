@@ -22,7 +22,8 @@ written (DESIGN §7.3a):
 - periods rather than days: "the last year", "the next week or two",
   "the last Friday of each month" (a determiner before, "of" or "or" after);
 - code of any kind (`sage_mem.memory.markdown` says what is code), a link's target
-  (`[[today]]`, `(today.md)`), a web or e-mail address, an HTML comment, and a word
+  (`[[today]]`, `(today.md)`; a link's text or an image's alt text is left and listed:
+  `[yesterday's notes](notes.md)`), a web or e-mail address, an HTML comment, and a word
   glued to a name (`$today`, `{{today}}`, `DATE=today`, `today.txt`);
 - in a feedback memory (a standing rule by definition) any phrase pointing
   forward or to the present ("tomorrow", 下周, 本周) outside its **Why:** line.
@@ -741,6 +742,11 @@ def _substitute(
         key=lambda item: item[0].start(),
     )
     not_prose = _not_prose(segment)
+    # A link's text or an image's alt text: a date written inside the brackets would change
+    # what the link reads as ("[yesterday's (2026-11-24) notes](notes.md)"), and one after
+    # the link would read as the date of what it links to. Left and listed.
+    link_texts = [(m.start("text"), m.end("text")) for m in MARKDOWN_LINK.finditer(segment)]
+    in_links: dict[int, str] = {}  # by the start of a phrase left in a link's text: the text
     # What each phrase would become on its own: [start, end, kind, note, chinese]
     parts: list[list[Any]] = []
     covered = 0
@@ -768,6 +774,13 @@ def _substitute(
                 meant = _meaning(match, segment, chinese, anchor)
                 if meant == AMBIGUOUS:
                     kind = _UNSURE
+                elif meant is not None and any(
+                    start <= match.start() and match.end() <= stop for start, stop in link_texts
+                ):
+                    text_start, text_end = next(
+                        (a, b) for a, b in link_texts if a <= match.start() and match.end() <= b
+                    )
+                    in_links[match.start()] = f"[{segment[text_start:text_end]}]"
                 elif meant is not None:
                     kind, note = _DATED, f"（{meant}）" if chinese else f" ({meant})"
                     covered = end
@@ -805,6 +818,8 @@ def _substitute(
     for start, end, kind, note, _chinese in parts:
         if start in doubts:
             unsure.append(doubts[start])
+        if start in in_links:
+            unsure.append(in_links[start])
         if kind == _UNSURE:
             unsure.append(segment[start:end].removesuffix("'s").removesuffix("’s"))
         elif kind == _DATED:
@@ -970,8 +985,8 @@ def run(ctx: RuleContext) -> None:
                 because = (
                     f"written on {anchor.isoformat()}, a {weekday}: they may mean this "
                     "week's day or the other week's, join two days or periods of which one "
-                    "cannot be dated, or count from another event or the day someone said "
-                    "them; write the date you mean"
+                    "cannot be dated, stand in a link's text, or count from another event or "
+                    "the day someone said them; write the date you mean"
                 )
             ctx.applier.note(
                 memory.id,
