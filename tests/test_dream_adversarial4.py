@@ -104,3 +104,31 @@ def test_a_dream_run_lists_a_date_word_in_a_links_text(empty_dir: Path) -> None:
     [note] = [n for n in manifest["notes"] if n["rule"] == "relative-dates"]
     assert "[yesterday's notes]" in note["message"] and "[昨天的纪要]" in note["message"]
     assert "link's text" in note["message"]
+
+
+# 3. 至今天数 is 至今 + 天数 ("the days so far"): left and listed, not dated
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["项目上线至今天数已达 30 天。", "迄今天数不多，先观察。", "入冬至今天气一直很干燥。"],
+)
+def test_zhi_jin_before_a_tian_word_is_left_and_listed(text: str) -> None:
+    assert _dated(text) == (text, ["今天"])
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("截至今天，用户有 5 个项目。", "截至今天（2026年11月25日），用户有 5 个项目。"),
+        ("截至今天数据显示一切正常。", "截至今天（2026年11月25日）数据显示一切正常。"),
+        ("至今天为止一切正常。", "至今天（2026年11月25日）为止一切正常。"),
+        (
+            "从昨天至今天下午都在开会。",
+            "从昨天（2026年11月24日）至今天（2026年11月25日）下午都在开会。",
+        ),
+        ("The counter has run until today.", "The counter has run until today (2026-11-25)."),
+    ],
+)
+def test_until_today_is_still_dated(text: str, expected: str) -> None:
+    assert _dated(text) == (expected, [])

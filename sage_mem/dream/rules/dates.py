@@ -618,6 +618,15 @@ def _meaning(match: re.Match[str], segment: str, chinese: bool, anchor: date) ->
     if chinese:
         if start and segment[start - 1 : start + 1] in _ZH_WORD_ENDINGS:
             return None
+        if (
+            match.group(0) in ("今天", "昨天", "明天")
+            and segment[start - 1 : start] in ("至", "迄")
+            and segment[max(0, start - 2) : start] != "截至"
+            and segment[end : end + 1] in _ZH_DAY_WORD_NEXT
+        ):
+            # 至今天数 is 至今 + 天数 ("the days so far"), 至今天气 至今 + 天气; 至今天为止 and
+            # 截至今天 are "until / as of today". Which it is, a careful reader asks.
+            return AMBIGUOUS
         if start and (segment[start - 1] in "第几零〇" or segment[start - 1].isdigit()):
             return None  # 第三天后 ("on the third day"), 一百零五天前: not the whole count
         for found in _ZH_NOT_DATES.finditer(segment, max(0, start - 4), min(len(segment), end + 4)):
@@ -629,6 +638,11 @@ def _meaning(match: re.Match[str], segment: str, chinese: bool, anchor: date) ->
     return _english(match.group(0), anchor)
 
 
+# A character after 今天/昨天/明天 that joins 天 into a word of its own (天数 "number of
+# days", 天气 "weather", 天天 "every day"): after 至 the phrase may be 至今 + 天数.
+_ZH_DAY_WORD_NEXT = frozenset(
+    "数气天空然才生使堂赋性文线窗台桥价涯际意色灾象体井幕籁伦神仙王敌险道资职命理真"
+)
 _ZH_COUNTED = re.compile(r"\S+(?:天|周|个星期|星期|个月)(?:以前|以后|之前|之后|前|后)")
 # Who or what may stand right before a count that counts from the writing day: a subject
 # (我三天前提交了, 我们两周后发布) or a word of time or plan (预计三天后上线, 大约两周前). Any
