@@ -132,3 +132,43 @@ def test_zhi_jin_before_a_tian_word_is_left_and_listed(text: str) -> None:
 )
 def test_until_today_is_still_dated(text: str, expected: str) -> None:
     assert _dated(text) == (expected, [])
+
+
+# 4. twins but for two parts in swapped places: not merged, but listed
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        (
+            "Keep answers short and lead with the conclusion",
+            "Lead with the conclusion and keep answers short",
+        ),
+        (
+            "Always commit the change and push the branch",
+            "Always push the branch and commit the change",
+        ),
+        ("用户在上午开会，下午写代码", "用户在下午开会，上午写代码"),
+    ],
+)
+def test_swapped_twins_are_not_merged_but_listed(
+    tmp_path: Path, first: str, second: str
+) -> None:
+    notes = {}
+    for mode in ("report", "rewrite"):
+        folder = tmp_path / mode / "memory"
+        folder.mkdir(parents=True)
+        meta = {"created": "2026-11-20", "updated": "2026-11-20"}
+        add(folder, "feedback_one", first, "The user asked for it.", trust=0.7, **meta)
+        add(folder, "feedback_two", second, "The user asked for it.", trust=0.5, **meta)
+        before = folder_bytes(folder)
+        manifest = read_manifest(run_dream(MemoryStore(folder, watch=False), mode=mode))
+        assert [c for c in manifest["changes"] if c["rule"] == "near-duplicates"] == []
+        after = folder_bytes(folder)
+        assert [after[name] for name in before] == list(before.values())
+        notes[mode] = [n for n in manifest["notes"] if n["rule"] == "near-duplicates"]
+    [note] = notes["rewrite"]
+    assert note["id"] == "feedback_two"
+    assert "feedback_one" in note["message"] and "swapped places" in note["message"]
+    assert first in note["message"] and second in note["message"]
+    assert notes["report"] == notes["rewrite"]
