@@ -1308,13 +1308,15 @@ class Scores:
     summaries: tuple[int, int]
     unsure_listed: tuple[int, int]
     problems: list[str] = field(default_factory=list)  # what a careful person would not accept
+    duplicates_listed: int = 0  # groups not merged but listed for a person to look at
 
     def line(self) -> str:
         def share(pair: tuple[int, int]) -> str:
             return f"{pair[0]}/{pair[1]}"
 
         return (
-            f"harmful {len(self.harmful)}, duplicates merged {share(self.duplicates)}, "
+            f"harmful {len(self.harmful)}, duplicates merged {share(self.duplicates)} "
+            f"({self.duplicates_listed} more listed), "
             f"event dates absolute {share(self.dates)}, contradiction kinds surfaced "
             f"{share(self.contradiction_kinds)}, good summaries {share(self.summaries)}, "
             f"unsure dates listed {share(self.unsure_listed)}"
@@ -1423,7 +1425,7 @@ def score(folder: Path, manifest: dict[str, Any], truth: Truth) -> Scores:
     listed = sum(1 for e in unsure if e.id in {n.get("id") for n in manifest.get("notes", [])})
 
     # duplicates: all but one of the group archived into the group
-    merged = 0
+    merged = listed_groups = 0
     for group in truth.duplicates:
         gone = {
             c["id"]
@@ -1447,6 +1449,14 @@ def score(folder: Path, manifest: dict[str, Any], truth: Truth) -> Scores:
             for memory_id, uses in truth.retrievals.items():
                 if memory_id in group and uses > 100 and memory_id != keeper:
                     harmful.append(f"{memory_id} is retrieved {uses} times but was archived")
+        elif any(
+            n.get("rule") == "near-duplicates"
+            and n.get("id") in group
+            and any(other in n.get("message", "") for other in group - {n.get("id")})
+            for n in manifest.get("notes", [])
+        ):
+            listed_groups += 1
+            problems.append(f"duplicates listed, not merged: {sorted(group)}")
         else:
             problems.append(f"duplicates not merged: {sorted(group)}")
 
@@ -1489,6 +1499,7 @@ def score(folder: Path, manifest: dict[str, Any], truth: Truth) -> Scores:
         (good, total),
         (listed, len(unsure)),
         problems,
+        listed_groups,
     )
 
 

@@ -48,6 +48,9 @@ def test_a_rewrite_over_the_corpus_is_one_a_careful_person_accepts(
     assert scores.harmful == [], scores.line()
     merged, groups = scores.duplicates
     assert merged >= 0.8 * groups, scores.line()
+    # "Keep answers short and lead with the conclusion" / the reverse order: refused as two
+    # parts in swapped places ("commit and push"), but listed for a person
+    assert merged + scores.duplicates_listed >= 10, scores.line()
     dated, events = scores.dates
     assert dated >= 0.9 * events, scores.line()
     kinds, all_kinds = scores.contradiction_kinds

@@ -14,7 +14,7 @@ written (DESIGN §7.3a):
   when…, most/many (不要、总是、每次、平时、有时、默认、如果、万一、若、除非、只要…),
   a **How to apply:** line, a phrase someone "says" (用户说下周);
 - quoted speech ("…", “…”, 「…」, 《…》, a `>` quote), idioms ("tomorrow is
-  another day", 今日事今日毕) and a date word said twice in one sentence;
+  another day", "that's so yesterday", 今日事今日毕) and a date word said twice in one sentence;
 - names: a phrase in title case inside a sentence ("The Day After Tomorrow") or
   opening one ("Yesterday Once More is her song", "Today Was a Fairytale"), one
   the sentence calls a song, a film, a book ("Yesterday, by the Beatles, is…"),
@@ -22,7 +22,8 @@ written (DESIGN §7.3a):
 - periods rather than days: "the last year", "the next week or two",
   "the last Friday of each month" (a determiner before, "of" or "or" after);
 - code of any kind (`sage_mem.memory.markdown` says what is code), a link's target
-  (`[[today]]`, `(today.md)`), a web or e-mail address, an HTML comment, and a word
+  (`[[today]]`, `(today.md)`; a link's text or an image's alt text is left and listed:
+  `[yesterday's notes](notes.md)`), a web or e-mail address, an HTML comment, and a word
   glued to a name (`$today`, `{{today}}`, `DATE=today`, `today.txt`);
 - in a feedback memory (a standing rule by definition) any phrase pointing
   forward or to the present ("tomorrow", 下周, 本周) outside its **Why:** line.
@@ -457,6 +458,12 @@ def _not_an_event(
             or (not lead.strip() and _ZH_WORK_AFTER.match(tail))
             or _ZH_THIS_WORK.match(tail)
         )
+    if (
+        _SO_IDIOM.search(lead)
+        and (_SO_IDIOM_COPULA.search(lead) or _CLAUSE_END.match(segment, end))
+        and _PAST.match(word)
+    ):
+        return True  # "that's so yesterday", "flash is so last year": outdated, no day
     if re.search(rf"\b{_EN_COUNT}\s*(?:or|to|-|–)\s*$", lead, re.IGNORECASE):
         return True  # "two or three days ago", "5 to 7 days ago": a range, not a day
     rest = segment[end:].lstrip()
@@ -481,6 +488,20 @@ def _not_an_event(
         if _NAMES_A_WORK.search(sentence[len(lead) :]):
             return True  # "Yesterday, by the Beatles, is her favourite song"
     return False
+
+
+# "so yesterday", "so last year" (outdated): "so" right before a past phrase that ends its
+# clause or follows a verb of being ("that's so yesterday", "is so last year, we moved on").
+# "so" as a conjunction ("it passed, so yesterday we shipped") is followed by the clause it
+# opens.
+_SO_IDIOM = re.compile(r"\bso+\s+$", re.IGNORECASE)
+_SO_IDIOM_COPULA = re.compile(
+    r"(?:\b(?:is|was|are|were|be|been|being|seems?|seemed|looks?|looked|feels?|felt|sounds?"
+    r"|sounded|becomes?|became|gets?|got)|['’]s|['’]re)"
+    r"\s+(?:(?:just|totally|really|very|like|already|now|all)\s+){0,2}so+\s+$",
+    re.IGNORECASE,
+)
+_CLAUSE_END = re.compile(r"[ \t]*(?:[.!?,;:)—–…]|$|\n|now\b|anyway\b)", re.IGNORECASE)
 
 
 _ZH_WORK = r"(?:歌曲|歌|电影|影片|书|小说|专辑|电视剧|剧|节目|游戏|动画|综艺)"
@@ -597,6 +618,15 @@ def _meaning(match: re.Match[str], segment: str, chinese: bool, anchor: date) ->
     if chinese:
         if start and segment[start - 1 : start + 1] in _ZH_WORD_ENDINGS:
             return None
+        if (
+            match.group(0) in ("今天", "昨天", "明天")
+            and segment[start - 1 : start] in ("至", "迄")
+            and segment[max(0, start - 2) : start] != "截至"
+            and segment[end : end + 1] in _ZH_DAY_WORD_NEXT
+        ):
+            # 至今天数 is 至今 + 天数 ("the days so far"), 至今天气 至今 + 天气; 至今天为止 and
+            # 截至今天 are "until / as of today". Which it is, a careful reader asks.
+            return AMBIGUOUS
         if start and (segment[start - 1] in "第几零〇" or segment[start - 1].isdigit()):
             return None  # 第三天后 ("on the third day"), 一百零五天前: not the whole count
         for found in _ZH_NOT_DATES.finditer(segment, max(0, start - 4), min(len(segment), end + 4)):
@@ -608,6 +638,11 @@ def _meaning(match: re.Match[str], segment: str, chinese: bool, anchor: date) ->
     return _english(match.group(0), anchor)
 
 
+# A character after 今天/昨天/明天 that joins 天 into a word of its own (天数 "number of
+# days", 天气 "weather", 天天 "every day"): after 至 the phrase may be 至今 + 天数.
+_ZH_DAY_WORD_NEXT = frozenset(
+    "数气天空然才生使堂赋性文线窗台桥价涯际意色灾象体井幕籁伦神仙王敌险道资职命理真"
+)
 _ZH_COUNTED = re.compile(r"\S+(?:天|周|个星期|星期|个月)(?:以前|以后|之前|之后|前|后)")
 # Who or what may stand right before a count that counts from the writing day: a subject
 # (我三天前提交了, 我们两周后发布) or a word of time or plan (预计三天后上线, 大约两周前). Any
@@ -721,6 +756,11 @@ def _substitute(
         key=lambda item: item[0].start(),
     )
     not_prose = _not_prose(segment)
+    # A link's text or an image's alt text: a date written inside the brackets would change
+    # what the link reads as ("[yesterday's (2026-11-24) notes](notes.md)"), and one after
+    # the link would read as the date of what it links to. Left and listed.
+    link_texts = [(m.start("text"), m.end("text")) for m in MARKDOWN_LINK.finditer(segment)]
+    in_links: dict[int, str] = {}  # by the start of a phrase left in a link's text: the text
     # What each phrase would become on its own: [start, end, kind, note, chinese]
     parts: list[list[Any]] = []
     covered = 0
@@ -748,6 +788,13 @@ def _substitute(
                 meant = _meaning(match, segment, chinese, anchor)
                 if meant == AMBIGUOUS:
                     kind = _UNSURE
+                elif meant is not None and any(
+                    start <= match.start() and match.end() <= stop for start, stop in link_texts
+                ):
+                    text_start, text_end = next(
+                        (a, b) for a, b in link_texts if a <= match.start() and match.end() <= b
+                    )
+                    in_links[match.start()] = f"[{segment[text_start:text_end]}]"
                 elif meant is not None:
                     kind, note = _DATED, f"（{meant}）" if chinese else f" ({meant})"
                     covered = end
@@ -785,6 +832,8 @@ def _substitute(
     for start, end, kind, note, _chinese in parts:
         if start in doubts:
             unsure.append(doubts[start])
+        if start in in_links:
+            unsure.append(in_links[start])
         if kind == _UNSURE:
             unsure.append(segment[start:end].removesuffix("'s").removesuffix("’s"))
         elif kind == _DATED:
@@ -950,8 +999,8 @@ def run(ctx: RuleContext) -> None:
                 because = (
                     f"written on {anchor.isoformat()}, a {weekday}: they may mean this "
                     "week's day or the other week's, join two days or periods of which one "
-                    "cannot be dated, or count from another event or the day someone said "
-                    "them; write the date you mean"
+                    "cannot be dated, stand in a link's text, or count from another event or "
+                    "the day someone said them; write the date you mean"
                 )
             ctx.applier.note(
                 memory.id,

@@ -12,8 +12,10 @@ see tests/test_dream_dedupe.py):
   term ("unit" / "integration", 猫 / 狗), an opposite ("before" / "after") or two
   parts in swapped places ("from MySQL to PostgreSQL" / "from PostgreSQL to MySQL":
   `similarity.difference`), however alike
-  the rest; a reworded pair (REWORDED_HEAD_JACCARD of the description terms)
-  passes only when its bodies say the same too (REWORDED_BODY_JACCARD).
+  the rest (a pair that differs only in two parts in swapped places is listed
+  for a person: the order may be the fact, "commit and push", or not); a reworded
+  pair (REWORDED_HEAD_JACCARD of the description terms) passes only when its
+  bodies say the same too (REWORDED_BODY_JACCARD).
 
 Which one stays: the one retrieved more than PROTECTED_RETRIEVALS times (mnemo's
 frequency protection; when both are, neither is archived and the pair is
@@ -73,6 +75,30 @@ def head_similarity(a: Fingerprint, b: Fingerprint) -> float | None:
     saying the same (REWORDED_*). Never when the descriptions differ in a number,
     a weekday, a time or a swapped key term (`similarity.difference`).
     """
+    score = _alike(a, b)
+    if score is None or difference(a.description, b.description) is not None:
+        return None
+    return score
+
+
+def swapped_twins(a: Fingerprint, b: Fingerprint) -> tuple[float, str] | None:
+    """(how alike, why) when `a` and `b` would be twins but two parts swapped places.
+
+    "Keep answers short and lead with the conclusion" / "Lead with the conclusion and
+    keep answers short": the merge is refused (in "commit and push" the order is the
+    fact), and the pair is listed for a person instead.
+    """
+    score = _alike(a, b)
+    if score is None:
+        return None
+    why = difference(a.description, b.description)
+    if why is None or not why.startswith("a different key term (swapped"):
+        return None
+    return score, why
+
+
+def _alike(a: Fingerprint, b: Fingerprint) -> float | None:
+    """How alike the heads (and, reworded, the bodies) are when they pass, before `difference`."""
     if a.numbers != b.numbers or not a.head or not b.head:
         return None
     score = jaccard(a.head, b.head)
@@ -82,9 +108,7 @@ def head_similarity(a: Fingerprint, b: Fingerprint) -> float | None:
             min(len(a.body), len(b.body)) >= MIN_BODY_TERMS
             and jaccard(a.body, b.body) >= REWORDED_BODY_JACCARD
         )
-    if not alike or difference(a.description, b.description) is not None:
-        return None
-    return score
+    return score if alike else None
 
 
 def candidate_pairs(
@@ -136,9 +160,28 @@ def _merge_group(ctx: RuleContext, members: list[Memory]) -> None:
             i = parent[i]
         return i
 
-    for i, j in candidate_pairs([p.head for p in prints], REWORDED_HEAD_JACCARD):
+    swapped: list[tuple[int, int, float]] = []
+    for i, j in sorted(candidate_pairs([p.head for p in prints], REWORDED_HEAD_JACCARD)):
         if head_similarity(prints[i], prints[j]) is not None:
             parent[find(i)] = find(j)
+        else:
+            swap = swapped_twins(prints[i], prints[j])
+            if swap is not None:
+                swapped.append((i, j, swap[0]))
+    # twins but for two parts in swapped places: not merged, listed like a twin whose body
+    # says another fact (the one that would have been archived names the one kept)
+    for i, j, score in swapped:
+        keeper, other = sorted(
+            (members[i], members[j]), key=lambda m: keep_key(m, ctx.retrievals)
+        )
+        ctx.applier.note(
+            other.id,
+            rule=NAME,
+            message=f"says the same as {keeper.id} (descriptions {score:.0%} alike), but "
+            f"two parts of its description are in swapped places: “{_short(other.description)}”"
+            f" / “{_short(keeper.description)}”; the order may be the fact (“commit and "
+            "push”): not merged; merge them by hand if it is not",
+        )
     clusters: dict[int, list[int]] = defaultdict(list)
     for i in range(len(members)):
         clusters[find(i)].append(i)
