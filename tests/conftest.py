@@ -6,6 +6,7 @@ import os
 import shutil
 import signal
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -77,3 +78,13 @@ def empty_dir(tmp_path: Path) -> Path:
     target.mkdir()
     return target
 
+
+
+@pytest.fixture
+def utc(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The machine's clock in UTC: a `…Z` time is then that UTC day (the dream corpora's dates)."""
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()

@@ -12,17 +12,16 @@ exactly what a rewrite run does, and a second rewrite run change nothing.
 
 from __future__ import annotations
 
-import json
-import time
-from collections.abc import Iterator
-from datetime import timedelta
 from pathlib import Path
 
-import pytest
 from dream_corpus import NOW
-from test_dream_support import add
+from test_dream_support import (
+    add,
+    assert_report_shows_rewrite,
+    assert_second_rewrite_changes_nothing,
+    corpus_run,
+)
 
-from sage_mem.dream import run_dream
 from sage_mem.store import MemoryStore
 
 DAY = "2026-11-25"  # a Wednesday: the day every note below was written (`created`, `updated`)
@@ -82,14 +81,6 @@ LISTS = [
 ]
 ITEMS = ["peanuts", "shellfish", "milk", "花生", "海鲜", "牛奶"]
 
-
-@pytest.fixture
-def utc(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setenv("TZ", "UTC")
-    time.tzset()
-    yield
-    monkeypatch.undo()
-    time.tzset()
 
 
 def build(folder: Path) -> None:
@@ -169,9 +160,7 @@ def build(folder: Path) -> None:
 
 
 def _run(folder: Path, mode: str) -> dict:
-    build(folder)
-    result = run_dream(MemoryStore(folder, watch=False), mode=mode, now=NOW)
-    return json.loads(Path(result.manifest or "").read_text(encoding="utf-8"))
+    return corpus_run(build, folder, mode, NOW)
 
 
 def test_a_rewrite_over_the_adversarial_corpus_is_one_a_careful_person_accepts(
@@ -204,32 +193,13 @@ def test_a_rewrite_over_the_adversarial_corpus_is_one_a_careful_person_accepts(
     assert not [n for n in manifest["notes"] if n["rule"] == "contradictions"]
 
 
-def _proposal(change: dict) -> tuple:
-    return tuple(
-        change.get(key) if not isinstance(change.get(key), list) else tuple(change[key])
-        for key in ("file", "operation", "rule", "reason", "fields", "supersededBy")
-    )
-
-
 def test_a_report_run_over_the_adversarial_corpus_shows_what_a_rewrite_does(
     tmp_path: Path, utc: None
 ) -> None:
-    report = _run(tmp_path / "a" / "memory", "report")
-    rewrite = _run(tmp_path / "b" / "memory", "rewrite")
-    assert [_proposal(c) for c in report["changes"] if c.get("rule") != "index"] == [
-        _proposal(c) for c in rewrite["changes"] if c.get("rule") != "index"
-    ]
-    assert [n["message"] for n in report["notes"]] == [n["message"] for n in rewrite["notes"]]
-    assert [(r["id"], r["refusedBecause"]) for r in report["refused"]] == [
-        (r["id"], r["refusedBecause"]) for r in rewrite["refused"]
-    ]
+    assert_report_shows_rewrite(build, tmp_path, NOW)
 
 
 def test_a_second_rewrite_over_the_adversarial_corpus_changes_nothing(
     tmp_path: Path, utc: None
 ) -> None:
-    folder = tmp_path / "memory"
-    _run(folder, "rewrite")
-    again = run_dream(MemoryStore(folder, watch=False), mode="rewrite", now=NOW + timedelta(days=3))
-    manifest = json.loads(Path(again.manifest or "").read_text(encoding="utf-8"))
-    assert [c for c in manifest["changes"] if c["rule"] != "index"] == []
+    assert_second_rewrite_changes_nothing(build, tmp_path / "memory", NOW)

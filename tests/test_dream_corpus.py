@@ -11,25 +11,13 @@ only look alike, which contradict each other. The scores:
 from __future__ import annotations
 
 import json
-import time
 from datetime import timedelta
 from pathlib import Path
 
-import pytest
 from dream_corpus import NOW, Scores, build, score, seed_retrievals
 
 from sage_mem.dream import run_dream
 from sage_mem.store import MemoryStore
-
-
-@pytest.fixture
-def utc(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The machine's clock in UTC: a `…Z` time is then that UTC day (the offsets are the test)."""
-    monkeypatch.setenv("TZ", "UTC")
-    time.tzset()
-    yield
-    monkeypatch.undo()
-    time.tzset()
 
 
 def _run(folder: Path, mode: str) -> tuple[Scores, dict]:

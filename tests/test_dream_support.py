@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 import random
+from collections.abc import Callable
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +49,48 @@ def live_bytes(folder: Path) -> dict[str, bytes]:
 def read_manifest(result: Any) -> dict[str, Any]:
     """The manifest.json a dream run wrote (`result` is what `run_dream` returned)."""
     return json.loads(Path(result.manifest).read_text(encoding="utf-8"))
+
+
+def corpus_run(build: Callable[[Path], None], folder: Path, mode: str,
+               now: datetime) -> dict[str, Any]:
+    """`build` the corpus in `folder`, run the dream over it, and its manifest."""
+    from sage_mem.dream import run_dream
+    from sage_mem.store import MemoryStore
+
+    build(folder)
+    return read_manifest(run_dream(MemoryStore(folder, watch=False), mode=mode, now=now))
+
+
+def _proposal(change: dict[str, Any]) -> tuple[Any, ...]:
+    return tuple(
+        change.get(key) if not isinstance(change.get(key), list) else tuple(change[key])
+        for key in ("file", "operation", "rule", "reason", "fields", "supersededBy")
+    )
+
+
+def assert_report_shows_rewrite(build: Callable[[Path], None], tmp_path: Path,
+                                now: datetime) -> None:
+    """A report run over the corpus proposes, notes and refuses what a rewrite run does."""
+    report = corpus_run(build, tmp_path / "a" / "memory", "report", now)
+    rewrite = corpus_run(build, tmp_path / "b" / "memory", "rewrite", now)
+    assert [_proposal(c) for c in report["changes"] if c.get("rule") != "index"] == [
+        _proposal(c) for c in rewrite["changes"] if c.get("rule") != "index"
+    ]
+    assert [n["message"] for n in report["notes"]] == [n["message"] for n in rewrite["notes"]]
+    assert [(r["id"], r["refusedBecause"]) for r in report["refused"]] == [
+        (r["id"], r["refusedBecause"]) for r in rewrite["refused"]
+    ]
+
+
+def assert_second_rewrite_changes_nothing(build: Callable[[Path], None], folder: Path,
+                                          now: datetime) -> None:
+    """A rewrite over what a rewrite left, three days on, changes nothing but MEMORY.md."""
+    from sage_mem.dream import run_dream
+    from sage_mem.store import MemoryStore
+
+    corpus_run(build, folder, "rewrite", now)
+    again = run_dream(MemoryStore(folder, watch=False), mode="rewrite", now=now + timedelta(days=3))
+    assert [c for c in read_manifest(again)["changes"] if c["rule"] != "index"] == []
 
 
 TOPICS_EN = [
