@@ -529,33 +529,33 @@ def test_a_hook_on_its_own_path_never_loads_the_model(tmp_path: Path) -> None:
                 "sage_mem.search.embedder"} & imported
 
 
-def test_a_long_lived_process_answers_a_hook_with_the_semantic_signal(tmp_path: Path) -> None:
+def served_gifts(store: MemoryStore, prompt: str, session: str) -> list[str]:
+    """The gift folder's answer and decoy that a server's hook answer injects, in its order."""
     from sage_mem.agents import hooks
 
+    request = {"event": "UserPromptSubmit", "env": {}, "cwd": str(store.folder.root.parent),
+               "payload": {"session_id": session, "prompt": prompt,
+                           "hook_event_name": "UserPromptSubmit"}}
+    text = json.dumps(hooks.serve_request(store, request)[0]["answer"])
+    found = [key for key in ("caroline_pendant", "melanie_birthday_party") if key in text]
+    return sorted(found, key=text.index)
+
+
+def test_a_long_lived_process_answers_a_hook_with_the_semantic_signal(tmp_path: Path) -> None:
     folder = tmp_path / "memory"
     gift_folder(folder)
     store = MemoryStore(folder, watch=False)
-    request = {"event": "UserPromptSubmit", "env": {}, "cwd": str(tmp_path), "payload": {
-        "session_id": "s2", "prompt": "What gift did Caroline get for her birthday from Melanie?",
-        "hook_event_name": "UserPromptSubmit"}}
-    lexical, _ = hooks.serve_request(store, request)
+    question = "What gift did Caroline get for her birthday from Melanie?"
+    assert served_gifts(store, question, "s2") == ["melanie_birthday_party", "caroline_pendant"]
     store.embed(embedder=WordsEmbedder())
-    request["payload"]["session_id"] = "s3"
-    fused, _ = hooks.serve_request(store, request)
-    def order(reply: dict) -> list[str]:
-        text = json.dumps(reply["answer"])
-        found = [key for key in ("caroline_pendant", "melanie_birthday_party") if key in text]
-        return sorted(found, key=text.index)
-
-    assert order(lexical) == ["melanie_birthday_party", "caroline_pendant"]
     # The answer by meaning first; the decoy, far below it once fused, under the floor.
-    assert order(fused) == ["caroline_pendant"]
+    assert served_gifts(store, question, "s3") == ["caroline_pendant"]
 
 
 def test_a_hook_answers_a_prompt_too_long_for_the_model_lexically(tmp_path: Path) -> None:
     # A prompt past what the model reads within the hook's wait is not embedded at all: the
     # server would go on embedding it long after the hook answered without it.
-    from sage_mem.agents import context, hooks
+    from sage_mem.agents import context
 
     folder = tmp_path / "memory"
     gift_folder(folder)
@@ -565,21 +565,14 @@ def test_a_hook_answers_a_prompt_too_long_for_the_model_lexically(tmp_path: Path
     question = "What gift did Caroline get for her birthday from Melanie?"
     pasted = "I get this:\n\n```\n" + "  at parse (lib/x.js:1:1)\n" * 40 + "```\n\n" + question
 
-    def injected(prompt: str, session: str) -> list[str]:
-        request = {"event": "UserPromptSubmit", "env": {}, "cwd": str(tmp_path), "payload": {
-            "session_id": session, "prompt": prompt, "hook_event_name": "UserPromptSubmit"}}
-        text = json.dumps(hooks.serve_request(store, request)[0]["answer"])
-        found = [key for key in ("caroline_pendant", "melanie_birthday_party") if key in text]
-        return sorted(found, key=text.index)
-
     semantic = store._semantic_signal()
     assert semantic.query_tokens(question) <= context.HOOK_MODEL_TOKENS
     assert semantic.query_tokens(pasted) > context.HOOK_MODEL_TOKENS
     queries = test_embedder.queries
-    assert injected(question, "s1") == ["caroline_pendant"]  # by meaning
+    assert served_gifts(store, question, "s1") == ["caroline_pendant"]  # by meaning
     assert test_embedder.queries > queries
     queries = test_embedder.queries
-    assert injected(pasted, "s2")[0] == "melanie_birthday_party"  # by its words alone
+    assert served_gifts(store, pasted, "s2")[0] == "melanie_birthday_party"  # by its words alone
     assert test_embedder.queries == queries  # the model never read it
     # A search that is not a hook's still has the model read it.
     store.search(pasted, limit=1)
