@@ -32,7 +32,7 @@ searches it, each memory's vector (and latent terms) made by the store
 `--weights 0.3,0.5` also scores it at those lexical weights (with
 `--depth N` candidates from each side): how the weight was chosen;
 `--figure-weights 0.5,0.7` at those lexical weights for the queries that
-write a number or a month (`tokens.writes_figure`), the others at 0.4. With
+write a number or a month (`fusion.writes_figure`), the others at 0.4. With
 `--split`, each such row's halves are printed too.
 
 Printed per set: recall@1/5/10, hit@5 and MRR@10, and per question category

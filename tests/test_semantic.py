@@ -197,6 +197,26 @@ def test_search_with_vectors_finds_a_memory_by_meaning_in_both_languages(tmp_pat
     assert "caroline_pendant" not in ids(store.search(question, category="user"))
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        pytest.param("What did Nate play on 9 October, 2022?", True, id="en-date"),
+        pytest.param("Where did Joanna go in May?", True, id="en-month"),
+        pytest.param("How old is she, 30?", True, id="en-number"),
+        pytest.param("我在4月28日做了什么", True, id="zh-date"),
+        pytest.param("她今年３０岁", True, id="full-width-digits"),
+        pytest.param("What may I bring to the party?", False, id="verb-may"),
+        pytest.param("Who is the Mayor of the town?", False, id="month-inside-a-word"),
+        pytest.param("She went there three times", False, id="number-word"),
+        pytest.param("小明买了什么礼物", False, id="zh-plain"),
+    ],
+)
+def test_a_text_writes_a_figure_when_it_has_digits_or_names_a_month(
+    text: str, expected: bool
+) -> None:
+    assert fusion.writes_figure(text) is expected
+
+
 def test_a_query_writing_a_date_weighs_the_words_that_match_it_more(tmp_path: Path) -> None:
     # An embedding reads one date much like another: the memory that means "gift" wins a
     # query without a date, the one holding the date the query writes wins with it.

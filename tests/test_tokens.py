@@ -16,7 +16,6 @@ from sage_mem.search.tokens import (
     tokenize,
     tokenize_counted,
     words,
-    writes_figure,
 )
 
 # Expected stems are the Snowball English stemmer's own output.
@@ -239,26 +238,6 @@ def test_a_date_in_any_written_form_gives_the_month_and_the_day(text: str) -> No
     terms = tokenize(text)
     assert "april" in terms and "28" in terms
     assert terms.index("28") < terms.index("april")  # one order, so the pair "28 april" matches
-
-
-@pytest.mark.parametrize(
-    ("text", "expected"),
-    [
-        pytest.param("What did Nate play on 9 October, 2022?", True, id="en-date"),
-        pytest.param("Where did Joanna go in May?", True, id="en-month"),
-        pytest.param("How old is she, 30?", True, id="en-number"),
-        pytest.param("我在4月28日做了什么", True, id="zh-date"),
-        pytest.param("她今年３０岁", True, id="full-width-digits"),
-        pytest.param("What may I bring to the party?", False, id="verb-may"),
-        pytest.param("Who is the Mayor of the town?", False, id="month-inside-a-word"),
-        pytest.param("She went there three times", False, id="number-word"),
-        pytest.param("小明买了什么礼物", False, id="zh-plain"),
-    ],
-)
-def test_a_text_writes_a_figure_when_it_has_digits_or_names_a_month(
-    text: str, expected: bool
-) -> None:
-    assert writes_figure(text) is expected
 
 
 def test_a_date_keeps_its_year_and_a_lone_month_is_its_name() -> None:

@@ -33,7 +33,7 @@ a candidate without current latent terms keeping its two-sided score there. LATE
 on both halves) and checked on its check half and the Chinese sets (docs/retrieval.md).
 
 A query that writes a number in digits or names a month outside its code
-(`tokens.writes_figure`: "9 October, 2022", "4月28日", "30岁"; not a pasted
+(`writes_figure`: "9 October, 2022", "4月28日", "30岁"; not a pasted
 traceback's line numbers) weighs the lexical side FIGURE_LEXICAL_WEIGHT
 instead: an embedding reads one date or count much like another, and such a
 query means its figure exactly, which only the lexical side matches (the date
@@ -69,12 +69,13 @@ lead on the tuning half of locomo-dev (0.35-0.45, depth 30-100 within 0.005).
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from ..memory.markdown import mask_code
 from .index import Hit, Index
-from .tokens import writes_figure
+from .tokens import MONTHS
 from .vectors import PASSAGE_CHARS
 
 if TYPE_CHECKING:
@@ -90,6 +91,19 @@ LATENT_WEIGHT = 0.1
 # near the top (each side lends the other a share), and at half of it the hook injected more
 # memories with the extra than without, fewer of them relevant (docs/retrieval.md).
 SPREAD = 2.0
+
+
+# A number written in digits (ASCII or full-width) or a month named in English: what a query
+# can only mean exactly ("9 October, 2022", "4月28日", "30岁") and what an embedding reads
+# loosely, one date or count much like another. Capitalised only: "may" is mostly a verb.
+# Here, not in `tokens` (which the hook's own path imports): only a fused search asks.
+_FIGURE = re.compile(
+    "[0-9\uff10-\uff19]|\\b(?:" + "|".join(name.capitalize() for name in MONTHS) + ")\\b")
+
+
+def writes_figure(text: str) -> bool:
+    """Whether `text` writes a number in digits or names a month ("May", not "may")."""
+    return _FIGURE.search(text) is not None
 
 
 def _scaled(values: Mapping[str, float], *, from_zero: bool = False) -> dict[str, float]:
@@ -167,7 +181,7 @@ def search(
     """The fused ranking's hits `offset` .. `offset + limit` (the store's search with vectors).
 
     `weight` is the lexical side's weight, `figure_weight` its weight for a query that
-    writes a number or a month (`tokens.writes_figure`).
+    writes a number or a month (`writes_figure`).
     """
     offset = max(0, offset)
     # What the model reads of the query (a pasted traceback's line numbers ask for nothing).
@@ -210,4 +224,4 @@ def search(
 
 
 __all__ = ["DEPTH", "FIGURE_LEXICAL_WEIGHT", "LATENT_WEIGHT", "LEXICAL_WEIGHT", "SPREAD", "fuse",
-           "search"]
+           "search", "writes_figure"]

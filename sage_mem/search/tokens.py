@@ -526,21 +526,6 @@ def _has_digit(text: str) -> bool:
     return any(map(text.__contains__, "0123456789"))
 
 
-# A number written in digits (ASCII or full-width) or a month named in English: what a query
-# can only mean exactly ("9 October, 2022", "4月28日", "30岁") and what an embedding reads
-# loosely, one date or count much like another. Capitalised only: "may" is mostly a verb.
-_FIGURE = re.compile(
-    "[0-9\uff10-\uff19]|\\b(?:" + "|".join(name.capitalize() for name in MONTHS) + ")\\b")
-
-
-def writes_figure(text: str) -> bool:
-    """Whether `text` writes a number in digits or names a month ("May", not "may").
-
-    `search/fusion.py` weighs the lexical side more for such a query.
-    """
-    return _FIGURE.search(text) is not None
-
-
 def cjk_terms(run: str) -> list[str]:
     """Terms of one CJK run: bigrams of each stretch between function words, then its characters."""
     out: list[str] = []
