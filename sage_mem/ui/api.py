@@ -384,15 +384,33 @@ async def raw(request: Request) -> JSONResponse:
     return JSONResponse(await run_in_threadpool(raw_file, store_of(request), memory_id))
 
 
+def _expected_from(data: Mapping[str, Any]) -> str | None:
+    """The sha256 of the version the page showed, or None when the request sent none.
+
+    Archive and rename may go without it: they then act on the file as it is,
+    like `sage-mem archive` without `--expected-sha256`; with it, a file
+    changed since is refused (409, nothing moved). The page always sends it.
+    """
+    if data.get("expectedSha256") is None:
+        return None
+    return _required_expected(data, "be the sha256 the page showed")
+
+
+def _required_expected(data: Mapping[str, Any], doing: str) -> str:
+    """The sha256 of the version the page showed, which a request `doing` this must send."""
+    expected = data.get("expectedSha256")
+    if not isinstance(expected, str) or not expected:
+        raise InvalidMemory(f"expectedSha256 is required to {doing}")
+    return expected
+
+
 async def save_raw(request: Request) -> JSONResponse:
     data = await json_body(request)
     memory_id = _id_from(data)
     text = data.get("text")
-    expected = data.get("expectedSha256")
     if not isinstance(text, str):
         raise InvalidMemory("text is required")
-    if not isinstance(expected, str) or not expected:
-        raise InvalidMemory("expectedSha256 is required to change a file")
+    expected = _required_expected(data, "change a file")
     store = store_of(request)
     saved = await run_in_threadpool(
         lambda: store.replace_file(memory_id, text.encode("utf-8"), expected_sha256=expected,
@@ -451,9 +469,7 @@ def save_memory(store: MemoryStore, data: Mapping[str, Any]) -> dict[str, Any]:
             )
         saved = store.write(memory_id, expected_sha256="", allow_secret=allow_secret, **arguments)
     else:
-        expected = data.get("expectedSha256")
-        if not isinstance(expected, str) or not expected:
-            raise InvalidMemory("expectedSha256 is required to change a memory")
+        expected = _required_expected(data, "change a memory")
         saved = store.write(
             memory_id, expected_sha256=expected, allow_secret=allow_secret, **arguments
         )
@@ -582,19 +598,6 @@ async def merge(request: Request) -> JSONResponse:
     return JSONResponse(await run_in_threadpool(merge_with_disk, store_of(request), data))
 
 
-def _expected_from(data: Mapping[str, Any]) -> str | None:
-    """The sha256 of the version the page showed, when it sent one (the page always does).
-
-    A request without it acts on the file as it is, like `sage-mem archive`
-    without `--expected-sha256`; with it, a file changed since is refused (409,
-    nothing moved).
-    """
-    expected = data.get("expectedSha256")
-    if expected is None:
-        return None
-    if not isinstance(expected, str) or not expected:
-        raise InvalidMemory("expectedSha256 must be the sha256 the page showed")
-    return expected
 
 
 async def archive(request: Request) -> JSONResponse:
@@ -639,9 +642,7 @@ async def delete(request: Request) -> JSONResponse:
     """
     data = await json_body(request)
     memory_id = _id_from(data)
-    expected = data.get("expectedSha256")
-    if not isinstance(expected, str) or not expected:
-        raise InvalidMemory("expectedSha256 is required to delete a memory")
+    expected = _required_expected(data, "delete a memory")
     store = store_of(request)
     gone = await run_in_threadpool(
         lambda: store.delete(memory_id, expected_sha256=expected)
