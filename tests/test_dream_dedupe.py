@@ -676,3 +676,23 @@ def test_a_baseline_twin_archived_leaves_the_kept_one_a_baseline(empty_dir: Path
     assert not (empty_dir / "feedback_b.md").exists()
     kept = store.read("feedback_a")
     assert kept.baseline and kept.baseline_priority == 10
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "expected"),
+    [
+        pytest.param("Keep answers short and lead with the conclusion",
+                     "Lead with the conclusion and keep answers short", True, id="swapped"),
+        pytest.param("Alice reports to Bob", "Bob reports to Alice", True, id="swapped-roles"),
+        pytest.param("Keep answers short and lead with the conclusion",
+                     "Keep answers short and lead with the conclusion", False, id="same"),
+        pytest.param("Deploy at 9:00 and run the tests", "Run the tests and deploy at 10:00",
+                     False, id="swapped-and-a-time"),
+    ],
+)
+def test_only_swapped_tells_a_swap_from_every_other_difference(
+    first: str, second: str, expected: bool
+) -> None:
+    from sage_mem.dream.similarity import only_swapped
+
+    assert only_swapped(first, second) is expected

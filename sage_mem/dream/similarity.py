@@ -149,6 +149,22 @@ def difference(first: str, second: str) -> str | None:
     ("unit" / "integration", 猫 / 狗, 测试 / 生产) — rewording changes more words
     than that, and an added word ("every", 都) changes only one side.
     """
+    found = _difference_but_a_swap(first, second)
+    if found:
+        return found
+    swapped = _swapped(first, second)
+    if swapped:
+        return f"a different key term (swapped: {swapped[0]} / {swapped[1]})"
+    return None
+
+
+def only_swapped(first: str, second: str) -> bool:
+    """Whether two parts in swapped places are all that `difference` finds between the texts."""
+    return _difference_but_a_swap(first, second) is None and _swapped(first, second) is not None
+
+
+def _difference_but_a_swap(first: str, second: str) -> str | None:
+    """`difference`, but for two parts in swapped places (checked last, by `_swapped`)."""
     a_numbers, a_days, a_times = values(first)
     b_numbers, b_days, b_times = values(second)
     if a_days != b_days:
@@ -176,9 +192,6 @@ def difference(first: str, second: str) -> str | None:
     opposite = _opposite(first, second)
     if opposite:
         return f"a different key term ({opposite[0]} / {opposite[1]})"
-    swapped = _swapped(first, second)
-    if swapped:
-        return f"a different key term (swapped: {swapped[0]} / {swapped[1]})"
     return None
 
 

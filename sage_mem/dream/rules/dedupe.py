@@ -52,6 +52,7 @@ from ..similarity import (
     difference,
     fingerprint,
     jaccard,
+    only_swapped,
     terms,
 )
 from . import RuleContext
@@ -79,22 +80,6 @@ def head_similarity(a: Fingerprint, b: Fingerprint) -> float | None:
     if score is None or difference(a.description, b.description) is not None:
         return None
     return score
-
-
-def swapped_twins(a: Fingerprint, b: Fingerprint) -> tuple[float, str] | None:
-    """(how alike, why) when `a` and `b` would be twins but two parts swapped places.
-
-    "Keep answers short and lead with the conclusion" / "Lead with the conclusion and
-    keep answers short": the merge is refused (in "commit and push" the order is the
-    fact), and the pair is listed for a person instead.
-    """
-    score = _alike(a, b)
-    if score is None:
-        return None
-    why = difference(a.description, b.description)
-    if why is None or not why.startswith("a different key term (swapped"):
-        return None
-    return score, why
 
 
 def _alike(a: Fingerprint, b: Fingerprint) -> float | None:
@@ -162,14 +147,18 @@ def _merge_group(ctx: RuleContext, members: list[Memory]) -> None:
 
     swapped: list[tuple[int, int, float]] = []
     for i, j in sorted(candidate_pairs([p.head for p in prints], REWORDED_HEAD_JACCARD)):
-        if head_similarity(prints[i], prints[j]) is not None:
+        score = _alike(prints[i], prints[j])
+        if score is None:
+            continue
+        first, second = prints[i].description, prints[j].description
+        if difference(first, second) is None:
             parent[find(i)] = find(j)
-        else:
-            swap = swapped_twins(prints[i], prints[j])
-            if swap is not None:
-                swapped.append((i, j, swap[0]))
-    # twins but for two parts in swapped places: not merged, listed like a twin whose body
-    # says another fact (the one that would have been archived names the one kept)
+        elif only_swapped(first, second):
+            swapped.append((i, j, score))
+    # Twins but for two parts in swapped places ("Keep answers short and lead with the
+    # conclusion" / "Lead with the conclusion and keep answers short"): not merged, since in
+    # "commit and push" the order is the fact; listed like a twin whose body says another
+    # fact (the one that would have been archived names the one kept).
     for i, j, score in swapped:
         keeper, other = sorted(
             (members[i], members[j]), key=lambda m: keep_key(m, ctx.retrievals)
