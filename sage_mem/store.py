@@ -602,17 +602,19 @@ class MemoryStore:
         return self._semantic
 
     def _semantic_to_make(self, embedder: Any) -> Any:
-        from .search.embedder import INSTALL_HINT, SEMANTIC_ENV, disabled
+        from .search.embedder import unavailable
+
+        why = unavailable(embedder)
+        if why is not None:  # before the import: search/semantic.py needs numpy at load
+            raise SageMemError(why)
         from .search.semantic import Semantic, open_semantic
 
         current = self._semantic_signal()
         if embedder is None and isinstance(current, Semantic):
             return current
         semantic = open_semantic(self.folder, embedder, create=True)
-        if semantic is None:
-            if disabled():
-                raise SageMemError(f"semantic search is off ({SEMANTIC_ENV} is set to turn it off)")
-            raise SageMemError(f"semantic search needs its extra: {INSTALL_HINT}")
+        if semantic is None:  # the backend failed to load (a broken install)
+            raise SageMemError(unavailable() or "semantic search: its model failed to load")
         self._semantic = semantic
         return semantic
 

