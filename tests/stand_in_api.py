@@ -411,11 +411,11 @@ def clients_bin() -> Path:
 
 def client(name: str) -> str:
     """The path of a real client CLI (`claude`, `codex`), or skip the test saying why."""
-    import pytest
+    from support import missing_tool
 
     path = clients_bin() / name
     if not (path.exists() and os.access(path, os.X_OK)):
-        pytest.skip(
+        missing_tool(
             f"{name} is not installed at {path}: run .ci/clients-setup (npm install of "
             f"@anthropic-ai/claude-code and @openai/codex), or set {CLIENTS_BIN_ENV}"
         )

@@ -7,14 +7,27 @@ so `from support import ...` works from any test file.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 TEMPLATE = ROOT / "memory_template"
+
+
+def missing_tool(why: str, *, module_level: bool = False) -> NoReturn:
+    """A slow tier's tool (Chromium, a real client) is not installed: skip here, fail in CI.
+
+    `.ci/run` installs them; under CI=true a test that cannot run is a failed
+    run, not a quiet skip (a green CI must have driven the browser and the clients).
+    """
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"{why} (CI=true: .ci/run must have installed it)", pytrace=False)
+    pytest.skip(why, allow_module_level=module_level)
 
 
 def write_memory(folder: Path, memory_id: str, text: str | bytes) -> Path:

@@ -19,17 +19,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support import ROOT, TEMPLATE, write_memory
+from support import ROOT, TEMPLATE, missing_tool, write_memory
 
 from sage_mem.store import MemoryStore
 from sage_mem.ui import UiServer
 
 CHROMIUM = Path("/usr/bin/chromium")
 if not CHROMIUM.exists():
-    pytest.skip(
-        f"{CHROMIUM} is missing: install Debian's chromium (see .ci/ui-setup)",
-        allow_module_level=True,
-    )
+    missing_tool(f"{CHROMIUM} is missing: install Debian's chromium (see .ci/ui-setup)",
+                 module_level=True)
 sync_api = pytest.importorskip(
     "playwright.sync_api", reason="playwright is not installed (pip install -e '.[test]')"
 )

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support import write_memory
+from support import missing_tool, write_memory
 
 from sage_mem.folders import Folders, FolderSpec
 from sage_mem.store import MemoryStore
@@ -24,8 +24,8 @@ from sage_mem.ui import UiServer
 
 CHROMIUM = Path("/usr/bin/chromium")
 if not CHROMIUM.exists():
-    pytest.skip(f"{CHROMIUM} is missing: install Debian's chromium (see .ci/ui-setup)",
-                allow_module_level=True)
+    missing_tool(f"{CHROMIUM} is missing: install Debian's chromium (see .ci/ui-setup)",
+                 module_level=True)
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
 expect = sync_api.expect
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
