@@ -243,6 +243,16 @@ FILES = [
     pytest.param(BadFile("values", "user_bad_date.md", ok("dingo", "updated: 2026-13-45"),
                          indexed=True, finding="invalid-value", word="dingo", rewritable=True),
                  id="impossible-date"),
+    # A moment some zone's clock cannot show: an age or a recency of it overflows.
+    pytest.param(BadFile("values", "user_time_end.md",
+                         ok("gerbil", "updated: 9999-12-31T23:59:59-23:59"), indexed=True,
+                         finding="invalid-value", word="gerbil", rewritable=True),
+                 id="date-past-the-calendars-end"),
+    pytest.param(BadFile("values", "user_time_start.md",
+                         ok("hyrax", "created: 0001-01-01T00:00:00+23:59",
+                            "updated: 0001-01-01T00:30:00+01:00"), indexed=True,
+                         finding="invalid-value", word="hyrax", rewritable=True),
+                 id="date-before-the-calendars-start"),
     pytest.param(BadFile("values", "user_prio_text.md", ok("eland", "baselinePriority: ten"),
                          indexed=True, finding="invalid-value", word="eland", rewritable=True),
                  id="baseline-priority-text"),
@@ -495,6 +505,7 @@ def test_bad_file_through_the_hooks(bad: BadFile, memory_folder: Path) -> None:
     assert err.count("\n") <= 1
     code, out, err = hook("user-prompt-submit", prompt_input(bad.word or "cat"), memory_folder)
     assert code == 0 and "Traceback" not in err and err.count("\n") <= 1
+    assert "unexpected error" not in err  # a bad file is a reported problem, never a crash caught late
     context = hook_context(out)
     no_sentinel(context)
     assert GITHUB_TOKEN not in context and "b3BlbnNzaC1rZXkt" not in context

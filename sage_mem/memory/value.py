@@ -312,6 +312,11 @@ def now_iso() -> str:
     return iso_datetime(datetime.now(UTC).replace(microsecond=0))
 
 
+# The moments every zone's clock can show (a zone is at most a day from UTC).
+_EARLIEST = datetime(1, 1, 2, tzinfo=UTC)
+_LATEST = datetime(9999, 12, 30, tzinfo=UTC)
+
+
 def parse_moment(text: str | None) -> datetime | None:
     """Read an ISO date or datetime written in a memory; None when it is not one."""
     if not text:
@@ -322,6 +327,13 @@ def parse_moment(text: str | None) -> datetime | None:
         return None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
+    try:
+        # A moment so near the calendar's edge that some zone's clock falls off it cannot be
+        # shown as an age or compared with now: it is not a date a memory can carry.
+        if not _EARLIEST <= moment <= _LATEST:
+            return None
+    except OverflowError:
+        return None
     return moment
 
 
