@@ -505,7 +505,7 @@ def test_bad_file_through_the_hooks(bad: BadFile, memory_folder: Path) -> None:
     assert err.count("\n") <= 1
     code, out, err = hook("user-prompt-submit", prompt_input(bad.word or "cat"), memory_folder)
     assert code == 0 and "Traceback" not in err and err.count("\n") <= 1
-    assert "unexpected error" not in err  # a bad file is a reported problem, never a crash caught late
+    assert "unexpected error" not in err  # a bad file is a reported problem, not a crash
     context = hook_context(out)
     no_sentinel(context)
     assert GITHUB_TOKEN not in context and "b3BlbnNzaC1rZXkt" not in context
