@@ -381,6 +381,9 @@ def serve_request(store: MemoryStore, request: dict[str, Any]) -> tuple[dict[str
     cwd = request.get("cwd")
     if hook_name not in BUDGETS_MS or not isinstance(payload, dict) or not isinstance(env, dict):
         return {"answer": None, "log": ["the sage-mem server got a request it cannot read"]}, None
+    payload = payload_fields(payload, lines.append)  # the socket is a boundary of its own
+    if hook_name == "UserPromptSubmit" and not payload.get("prompt", "").strip():
+        return {"answer": None, "log": lines}, None
     answer, record = answer_with_store(
         hook_name, payload, store, lines.append,
         env={str(k): str(v) for k, v in env.items() if k in FORWARDED_ENV},
@@ -601,6 +604,35 @@ def _spawn_detached(argv: list[str]) -> None:
     )
 
 
+# The hook input's fields sage-mem reads, and the type each must have (Claude Code's and
+# Codex's hook JSON); anything else in it is never looked at.
+PAYLOAD_FIELDS: dict[str, type] = {
+    "session_id": str, "prompt": str, "cwd": str, "source": str, "transcript_path": str,
+    "hook_event_name": str, "stop_hook_active": bool,
+}
+
+
+def payload_fields(data: dict[str, Any], log: Callable[[str], None]) -> dict[str, Any]:
+    """The fields of a hook's input that have the type they must have; one log line names
+    those that do not (dropped: a dict where a prompt goes is no prompt, not a crash).
+
+    Applied where a hook input comes in: from stdin, and in a server from the socket."""
+    kept = {}
+    wrong = []
+    for name, kind in PAYLOAD_FIELDS.items():
+        value = data.get(name)
+        if value is None:
+            continue
+        if type(value) is kind:
+            kept[name] = value
+        else:
+            wrong.append(name)
+    if wrong:
+        log(f"hook input field{'s' if len(wrong) > 1 else ''} of the wrong type ignored: "
+            + ", ".join(wrong))
+    return kept
+
+
 def _read_payload(stdin: TextIO, log: _Log) -> dict[str, Any]:
     """The hook input as a dict; {} (after one log line) when it is missing or not an object."""
     try:
@@ -638,7 +670,7 @@ def _read_payload(stdin: TextIO, log: _Log) -> dict[str, Any]:
     if not isinstance(data, dict):
         log(f"hook input is a JSON {type(data).__name__}, not an object")
         return {}
-    return data
+    return payload_fields(data, log)
 
 
 def _read_at_most(buffer: Any, limit: int) -> bytes | None:
