@@ -575,6 +575,19 @@ def test_a_body_that_is_not_json_is_refused(shared: Client) -> None:
     assert status == 400 and "not JSON" in data["error"]
 
 
+@pytest.mark.parametrize("path", ["/api/memory", "/api/merge", "/api/archive", "/api/rename",
+                                  "/api/dream/settings"])
+def test_a_body_nested_too_deep_is_refused_in_one_line(
+    shared: Client, path: str, capfd: pytest.CaptureFixture[str]
+) -> None:
+    deep = b"[" * 100_000 + b"]" * 100_000
+    status, data, _ = shared.request(
+        "POST", path, raw=deep, headers={"Content-Type": "application/json"}
+    )
+    assert status == 400 and "nested too deeply" in data["error"]
+    assert "Traceback" not in capfd.readouterr().err
+
+
 def test_a_secret_is_refused_unless_allowed(client: Client, folder: Path) -> None:
     key = "sk-ant-api03-" + "A1b2C3d4E5f6" * 8
     body = {"id": "reference_keys", "description": "Where keys are", "body": f"key: {key}",

@@ -57,6 +57,8 @@ async def json_body(request: Request) -> dict[str, Any]:
         data = await request.json()
     except ValueError:
         raise InvalidMemory("the request body is not JSON") from None
+    except RecursionError:  # `[[[…]]]` 100,000 deep: the parser's stack, not a server fault
+        raise InvalidMemory("the request body is nested too deeply") from None
     if not isinstance(data, dict):
         raise InvalidMemory("the request body must be a JSON object")
     folders = getattr(request.app.state, "folders", None)
