@@ -461,3 +461,54 @@ def test_a_write_that_need_not_outlive_a_power_cut_is_not_fsynced(
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
     module.atomic_write(target, b"third")
     assert target.read_bytes() == b"third" and len(synced) >= 2  # the file and its folder
+
+
+EDITOR_SAVE = b"---\ndescription: a\n---\n\neditor save\n"
+SAVE_THROUGH = (
+    "import sys\n"
+    "with open(sys.argv[1], 'wb') as f:\n"  # the inode the editor resolved, opened to write
+    "    f.write(sys.argv[2].encode())\n"
+)
+
+
+@pytest.mark.skipif(not safe_io.CAN_TELL_WRITERS, reason="needs read leases (Linux)")
+@pytest.mark.parametrize("step", ["commit", "delete"])
+def test_a_save_opened_while_the_file_is_checked_is_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, step: str
+) -> None:
+    """An editor that opens the file to save just as sage-mem checks it, before it goes.
+
+    The editor's open reaches the file while the check reads it (the lease the
+    check holds makes it wait); once the check is done, it writes. Checked and
+    then unlinked, its save would go into a file that no longer has a name.
+    """
+    import subprocess
+    import sys
+
+    path = tmp_path / "m.md"
+    path.write_bytes(b"---\ndescription: a\n---\n\nfirst\n")
+    seen = read(path)
+    real_read = safe_io._read_fd
+    editors: list[subprocess.Popen[bytes]] = []
+
+    def read_as_an_editor_opens(fd: int, size: int) -> bytes:
+        data = real_read(fd, size)
+        if not editors:
+            editor = subprocess.Popen([sys.executable, "-c", SAVE_THROUGH,
+                                       f"/proc/{os.getpid()}/fd/{fd}", EDITOR_SAVE.decode()])
+            editors.append(editor)
+            try:  # it saves now, or waits for a lease the check holds until it is done
+                editor.wait(timeout=2)
+            except subprocess.TimeoutExpired:
+                pass
+        return data
+
+    monkeypatch.setattr(safe_io, "_read_fd", read_as_an_editor_opens)
+    with pytest.raises(FileChanged):
+        if step == "commit":
+            safe_io.commit(path, b"---\ndescription: b\n---\n\nfirst\n", seen, mode=0o600,
+                           limit=LIMIT)
+        else:
+            safe_io.remove(path, seen, limit=LIMIT)
+    assert editors and editors[0].wait(timeout=60) == 0
+    assert path.read_bytes() == EDITOR_SAVE

@@ -53,7 +53,7 @@ import stat
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 from ..errors import FileChanged, InvalidMemory
 
@@ -64,6 +64,7 @@ REWRITE_ATTEMPTS = 20
 _REWRITE_PAUSE_MAX = 0.05
 _F_SETLEASE = getattr(fcntl, "F_SETLEASE", None)
 _F_SETSIG = getattr(fcntl, "F_SETSIG", None)
+_F_GETLEASE = getattr(fcntl, "F_GETLEASE", None)
 # Whether this platform can tell that another program holds a file open for writing.
 CAN_TELL_WRITERS = _F_SETLEASE is not None and _F_SETSIG is not None
 _RENAME_NOREPLACE = 1
@@ -172,10 +173,10 @@ def commit(path: Path, data: bytes, seen: Seen, *, mode: int, limit: int) -> Non
                 f"{path.name}: another program has it open for writing", path=path
             )
         if _swap(tmp, path):
-            # `tmp` now names the file that was at `path`: it must still be what we read,
-            # and no one may hold it open to write into it later. A save in the instant
-            # between the check and the swap is put back.
-            if _held_for_writing(tmp) or _bytes_at(tmp, limit) != seen.raw:
+            # `tmp` now names the file that was at `path`: it goes only if it is still what
+            # we read and no one holds it open, or is opening it, to write into it later. A
+            # save in the instant between the check and the swap is put back.
+            if not _unlink_if_unchanged(tmp, seen.raw, limit):
                 kept = _put_back(path, tmp, ours, data, limit)
                 raise FileChanged(f"{path.name}: changed on disk while it was written", path=path)
         else:
@@ -203,8 +204,8 @@ def _put_back(path: Path, swapped_out: Path, ours: int, data: bytes, limit: int)
     """
     if _inode_at(path) == ours:
         _swap(swapped_out, path)
-        if not _held_for_writing(swapped_out) and _bytes_at(swapped_out, limit) == data:
-            return True  # put back; `swapped_out` is our own file again and goes
+        if _unlink_if_unchanged(swapped_out, data, limit):
+            return True  # put back; `swapped_out` was our own file again and is gone
         _swap(swapped_out, path)  # ours was saved into at `path`: that save stays there
     number = 1
     while os.path.lexists(conflict_sibling(path, "local", number)) and number < 1000:
@@ -258,6 +259,58 @@ def _held_for_writing(path: Path) -> bool:
         return False
     finally:
         os.close(fd)
+
+
+def _unlink_if_unchanged(path: Path, expected: bytes, limit: int) -> bool:
+    """Unlink the file at `path` if it holds `expected` and no program holds it open for
+    writing or is opening it to write; else change nothing and say False.
+
+    Checked under a read lease held until the unlink: a program that opens the file
+    to write meanwhile waits for the lease, and its wait shows (a lease break is
+    pending), so the file it is about to write into stays. A lease let go before the
+    bytes are compared would not do: the program it held off opens the file the
+    moment the check has said that no one had it, and saves into a file about to be
+    unlinked (an editor's save lost under load). Without leases: the bytes alone.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return False
+    try:
+        leased = _take_read_lease(fd)
+        if leased is False:
+            return False  # open for writing now
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode) or st.st_size > limit:
+                return False
+            if _read_fd(fd, limit + 1) != expected:
+                return False
+            if leased and fcntl.fcntl(fd, cast(int, _F_GETLEASE)) != fcntl.F_RDLCK:
+                return False  # a program waits to open it for writing
+            if _inode_at(path) != st.st_ino:
+                return False
+            os.unlink(path)
+            return True
+        finally:
+            if leased:
+                fcntl.fcntl(fd, cast(int, _F_SETLEASE), fcntl.F_UNLCK)
+    finally:
+        os.close(fd)
+
+
+def _take_read_lease(fd: int) -> bool | None:
+    """A read lease on `fd`: True when taken, False when refused because the file is open
+    for writing, None when this platform or file system gives none (or not to us)."""
+    if _F_SETLEASE is None or _F_SETSIG is None or _F_GETLEASE is None:
+        return None
+    try:
+        fcntl.fcntl(fd, _F_SETSIG, signal.SIGURG)  # a break signals SIGURG, ignored by default
+        fcntl.fcntl(fd, _F_SETLEASE, fcntl.F_RDLCK)
+    except OSError as exc:
+        # EACCES: not the owner (no CAP_LEASE); EINVAL: a file system without leases.
+        return False if exc.errno == errno.EAGAIN else None
+    return True
 
 
 def _bytes_at(path: Path, limit: int) -> bytes | None:
@@ -422,11 +475,10 @@ def remove(path: Path, seen: Seen, *, limit: int) -> None:
         _rename_without_replacing(path, parked)
     except FileNotFoundError:
         raise FileChanged(f"{path.name}: removed on disk since it was read", path=path) from None
-    if _bytes_at(parked, limit) != seen.raw:
+    if not _unlink_if_unchanged(parked, seen.raw, limit):
         move(parked, path)
         raise FileChanged(f"{path.name}: changed on disk since it was read; not deleted",
                           path=path)
-    os.unlink(parked)
     fsync_dir(path.parent)
 
 
