@@ -188,8 +188,10 @@ def page(d: Driver) -> str:
                 raise Failed(f"/api/memories without the token: {refused.code}") from None
         info = urllib.request.Request(url + "/api/info", headers={"X-Sage-Token": token})
         with urllib.request.urlopen(info, timeout=WAIT) as answer:
-            json.loads(answer.read())
-        return url
+            why = json.loads(answer.read())["semanticUnavailable"]
+        if (why is None) != d.semantic:
+            raise Failed(f"/api/info says of semantic search: {why!r}")
+        return f"{url}, semantic search: {why or 'on'}"
     finally:
         process.send_signal(signal.SIGINT)
         try:

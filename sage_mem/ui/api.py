@@ -767,6 +767,7 @@ def folder_bytes(store: MemoryStore) -> int:
 
 def info_data(store: MemoryStore) -> dict[str, Any]:
     from .. import __version__
+    from ..search.embedder import unavailable
 
     home = str(find_home() or "")
     folder = str(store.root)
@@ -780,6 +781,8 @@ def info_data(store: MemoryStore) -> dict[str, Any]:
         "bytes": folder_bytes(store),
         "problems": len(store.problems()),
         "categories": list(CATEGORIES),
+        # None: semantic search runs here; else the one line saying why not (the settings show it)
+        "semanticUnavailable": unavailable(),
     }
 
 
