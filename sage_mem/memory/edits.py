@@ -77,10 +77,15 @@ def new_memory_text(
 
 
 def edit_memory_text(
-    memory_id: str, path: Path, raw: bytes, fields: Mapping[str, Any], body: str | None
+    memory_id: str, path: Path, raw: bytes, fields: Mapping[str, Any], body: str | None,
+    *, stamp: str | None = None,
 ) -> str | None:
     """`raw` with the (validated) `fields` and `body` set and the update stamped; None when
-    nothing would change. Raises MemoryLocked for a `locked: true` memory."""
+    nothing would change. Raises MemoryLocked for a `locked: true` memory.
+
+    `stamp` (None: now) is the `updated` the edit leaves: the memory's own keeps its age
+    (see `MemoryStore.write`); "" leaves a memory that has no stamp without one.
+    """
     parsed = parse_bytes(raw, path)
     current = memory_from_meta(memory_id, path, parsed.meta, parsed.body)
     if current.locked:
@@ -102,6 +107,12 @@ def edit_memory_text(
         # an "unhelpful" never makes a memory look fresher.
         return edit_frontmatter(parsed, changes, None, path=path)
     key = stamp_key(parsed.meta)
+    if stamp is not None:
+        # An edit that does not say the fact again (the dream's tidying) leaves the stamp as
+        # it is, or sets the one it is given (a merge: the newest of the memories it joins).
+        if stamp and stamp != current.updated:
+            changes[key] = stamp
+        return edit_frontmatter(parsed, changes, new_body, path=path)
     if "created" not in parsed.meta and current.updated:
         # A file dated by one stamp alone (Claude Code's `modified`) keeps, as `created`,
         # the moment its text was last written: a restamp for a trust change must not
