@@ -96,7 +96,9 @@ def edit_memory_text(
         # Keep the file's own line endings and its blank line (or none) after
         # the frontmatter; a body equal but for those is no change at all.
         lead = parsed.body if parsed.body or parsed.frontmatter is None else None
-        new_body = normalize_body(body, parsed.newline, lead=lead)
+        new_body = normalize_body(body, parsed.newline, lead=lead) + _kept_tail(
+            parsed.body, body, parsed.newline
+        )
         if new_body in (parsed.body, normalize_body(parsed.body, parsed.newline, lead=lead)):
             new_body = None
     if not changes and new_body is None:
@@ -151,6 +153,17 @@ def field_changes(
         if meta.get(meta_key) != value:
             changes[meta_key] = value
     return changes
+
+
+def _kept_tail(old: str, new: str, newline: str) -> str:
+    """The blank lines the file's body ends with, when the new body hands them back: a
+    writer that read the body and changed a word in it (the dream) leaves its end as it was."""
+    old = old.replace("\r\n", "\n").replace("\r", "\n")
+    new = new.replace("\r\n", "\n").replace("\r", "\n")
+    extra = len(old) - len(old.rstrip("\n")) - 1
+    if extra <= 0 or not old.strip("\n") or not new.strip("\n"):
+        return ""
+    return newline * extra if new.endswith("\n" * (extra + 1)) else ""
 
 
 def normalize_body(body: str, newline: str, *, lead: str | None = None) -> str:

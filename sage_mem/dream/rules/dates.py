@@ -164,6 +164,8 @@ def _english(word: str, anchor: date) -> str | None:
     if word in ("earlier this week", "later this week"):
         return AMBIGUOUS if sunday else f"week of {_en_day(_monday(anchor))}"
     parts = word.split()
+    if parts[-1] in ("later", "after", "afterwards", "earlier", "before"):
+        return AMBIGUOUS  # "two weeks later": after something else, which only the text knows
     if parts[-1] == "ago" or parts[0] == "in":
         count_word = parts[1] if parts[0] == "in" else parts[0]
         count = _EN_NUMBERS.get(count_word) or (int(count_word) if count_word.isdigit() else None)
@@ -191,6 +193,9 @@ def _english(word: str, anchor: date) -> str | None:
     if unit == "month":
         first = _add_months(anchor, offset)
         return f"{_EN_MONTHS[first.month]} {first.year}"
+    if unit == "quarter":
+        year, quarter = _quarter(anchor, offset)
+        return f"Q{quarter} {year}"
     if unit == "year":
         return str(anchor.year + offset)
     if unit in _EN_WEEKDAYS:
@@ -209,6 +214,12 @@ def _english(word: str, anchor: date) -> str | None:
             return AMBIGUOUS
         return _en_day(_monday(anchor) + timedelta(weeks=offset, days=index))
     return None
+
+
+def _quarter(anchor: date, offset: int) -> tuple[int, int]:
+    """(year, quarter 1-4) of the quarter `offset` quarters from the anchor's."""
+    index = anchor.year * 4 + (anchor.month - 1) // 3 + offset
+    return index // 4, index % 4 + 1
 
 
 def _chinese(word: str, anchor: date) -> str | None:
@@ -249,6 +260,10 @@ def _chinese(word: str, anchor: date) -> str | None:
             return f"{first.year}年{first.month}月前后"
         return _zh_day(anchor + timedelta(weeks=sign * count)) + "前后"
     offsets = {"上上": -2, "上": -1, "这": 0, "本": 0, "下": 1, "下下": 2}
+    quarter = re.fullmatch(r"(上上|上|这|本|下下|下)(?:个)?季度", word)
+    if quarter:
+        year, number = _quarter(anchor, offsets[quarter.group(1)])
+        return f"{year}年第{'一二三四'[number - 1]}季度"
     month = re.fullmatch(r"(上上|上|这|本|下下|下)(?:个)?月([初中底末])?", word)
     if month:
         first = _add_months(anchor, offsets[month.group(1)])
@@ -291,13 +306,15 @@ _EN_PATTERN = re.compile(
     r"|a\s+(?:few|couple\s+of)\s+days\s+ago|(?:earlier|later)\s+this\s+week"
     r"|last\s+night|this\s+(?:morning|afternoon|evening)|yesterday|today|tonight|tomorrow"
     rf"|{_EN_COUNT}\s+(?:days?|weeks?|months?)\s+ago|in\s+{_EN_COUNT}\s+(?:days?|weeks?|months?)"
-    r"|(?:last|this|next)\s+(?:weekend|week|month|year"
+    rf"|{_EN_COUNT}\s+(?:days?|weeks?|months?)\s+(?:later|after(?:wards)?|earlier|before)"
+    r"|(?:last|this|next)\s+(?:weekend|week|month|quarter|year"
     r"|monday|tuesday|wednesday|thursday|friday|saturday|sunday))\b",
     re.IGNORECASE,
 )
 _ZH_PATTERN = re.compile(
     r"大前天|大后天|前天|昨天|昨晚|今天|今晚|今早|明天|后天|前几天|前两天|前年|去年|今年|明年|后年"
     r"|(?:\d{1,3}|[一两二三四五六七八九十百]+)(?:天|周|个星期|星期|个月)(?:以前|以后|之前|之后|前|后)"
+    r"|(?:上上|下下|上|这|本|下)(?:个)?季度"
     r"|(?:上上|下下|上|这|本|下)(?:个)?月[初中底末]?"
     r"|(?:上上|下下|上|这|本|下)(?:个)?(?:周|星期|礼拜)[一二三四五六日天末]?"
 )
@@ -367,7 +384,7 @@ _EN_WEEKDAY = (
     r"|(?:mon|tue|tues|wed|thu|thur|thurs|fri|sat|sun)\.?(?=\s*[)）,]))"
 )
 _ALREADY = re.compile(
-    r"\s?[(（]\s*(?:around |week of |a few days |\d|the \d"
+    r"\s?[(（]\s*(?:around |week of |a few days |\d|the \d|Q[1-4]\b"
     rf"|{_EN_MONTH_DAY}|{_EN_WEEKDAY}|周[一二三四五六日天]|星期|礼拜)"
     rf"|,\s*(?:on\s+)?(?:{_EN_MONTH_DAY}|{_EN_WEEKDAY}|the \d)"
     r"|[，,]\s*(?:也就是|即|就是)?\s*(?:周[一二三四五六日天]|星期|礼拜|\d{1,2}月\d)",
@@ -423,24 +440,45 @@ _PAST = re.compile(r"yesterday|last|ago|earlier|before|昨|前|上|去年", re.I
 _WHY_LINE = re.compile(r"\W*(?:why|原因|为什么)\W", re.IGNORECASE)
 
 
+_NOT_AN_EVENT, _IN_A_RULE = "no event", "in a rule"
+
+
 def _not_an_event(
     segment: str, start: int, end: int, chinese: bool, rules_only: bool = False
-) -> bool:
-    """True when the phrase at segment[start:end] is no date of a specific event.
+) -> str:
+    """Why the phrase at segment[start:end] is no date of a specific event; "" when it is one.
+
+    `_IN_A_RULE`: the sentence reads as a rule, a general statement or a condition, so
+    the phrase is left; one that names a particular day or period ("last Friday",
+    "next week", 上周三) may still date an event there, so it is listed as well.
+    `_NOT_AN_EVENT`: a quote, an idiom, a title, a period, a habit ("the nightly job
+    collects yesterday's orders"): left, nothing to list.
 
     `rules_only`: the text is a standing rule (a feedback memory), where "tomorrow",
     "next week", 下周 speak of any day; only a **Why:** line tells what happened, and
     only a phrase pointing back ("yesterday", 上周) can date an incident elsewhere.
     """
     lead, sentence, line = _sentence(segment, start, end)
+    rule = False
     if rules_only and not _WHY_LINE.match(line) and not _PAST.search(segment[start:end]):
-        return True
+        rule = True
     if _quoted(segment, start):
-        return True
+        return _NOT_AN_EVENT
+    if _habitual(segment, start, end, chinese):
+        return _NOT_AN_EVENT
     if re.match(r"\W*(?:how to apply|怎么用|如何应用)", line, re.IGNORECASE):
-        return True
+        rule = True
     if (_ZH_GENERIC if chinese else _EN_GENERIC).search(sentence):
-        return True
+        rule = True
+    if _structural(segment, start, end, chinese, lead, sentence):
+        return _NOT_AN_EVENT
+    return _IN_A_RULE if rule else ""
+
+
+def _structural(
+    segment: str, start: int, end: int, chinese: bool, lead: str, sentence: str
+) -> bool:
+    """True when the phrase is an idiom, a title, a word mentioned, a period, a range."""
     if _EN_IDIOMS.search(sentence) or _ZH_IDIOMS.search(sentence):
         return True
     if (_MENTION_ZH if chinese else _MENTION_EN).search(lead):
@@ -526,6 +564,47 @@ _NAMES_A_WORK = re.compile(
     r"|plays?|musicals?|poems?|episodes?|games?)\b",
     re.IGNORECASE,
 )
+
+
+# A habit: "the nightly job collects yesterday's orders", 每天凌晨汇总昨天的订单 — "yesterday's"
+# is every day's yesterday. A possessive ("yesterday's", 昨天的) with a marker of a habit
+# anywhere in its paragraph (the job is often named in the sentence before).
+_EN_HABIT = re.compile(
+    r"\b(?:nightly|(?:daily|hourly)\s+(?:jobs?|tasks?|exports?|imports?|digests?|batch(?:es)?"
+    r"|runs?|backups?|syncs?|emails?|e-mails?)|every\s+(?:night|morning|evening|day|hour|weekday|run)"
+    r"|each\s+(?:night|morning|evening|day|run)|cron(?:\s*job|tab)?|scheduled\s+(?:job|task)"
+    r"|(?:runs|run)\s+at\s+\d{1,2}(?::\d\d)?)\b",
+    re.IGNORECASE,
+)
+_ZH_HABIT = re.compile(r"每天|每晚|每日|每夜|每早|每小时|每周|定时|定期|例行|夜间任务|凌晨任务")
+_POSSESSIVE = re.compile(r"(?:['’]s|的)")
+
+
+def _habitual(segment: str, start: int, end: int, chinese: bool) -> bool:
+    # Only the possessive: "the nightly build broke yesterday" is one event.
+    if not _POSSESSIVE.match(segment, end):
+        return False
+    habit = _ZH_HABIT if chinese else _EN_HABIT
+    head = segment.rfind("\n\n", 0, start)
+    tail = segment.find("\n\n", end)
+    return bool(habit.search(segment[head + 1 : tail if tail >= 0 else len(segment)]))
+
+
+# A phrase of a rule's sentence that names a particular day or period may still date an
+# event ("the notes from last Friday list every change"); "tomorrow" in "do not promise a
+# fix for tomorrow" speaks of any day.
+_ANY_DAY = frozenset(
+    "today tonight tomorrow this morning this afternoon this evening "
+    "今天 今晚 今早 明天".split(" ")
+)
+
+
+def _names_a_day(word: str, chinese: bool) -> bool:
+    word = " ".join(word.lower().split())
+    if chinese:
+        return word not in _ANY_DAY
+    return word not in _ANY_DAY and not word.startswith(("this morning", "this afternoon",
+                                                          "this evening"))
 
 
 def absolutize(
@@ -632,10 +711,33 @@ def _meaning(match: re.Match[str], segment: str, chinese: bool, anchor: date) ->
         for found in _ZH_NOT_DATES.finditer(segment, max(0, start - 4), min(len(segment), end + 4)):
             if found.start() < end and found.end() > start:
                 return None
-        if _ZH_COUNTED.fullmatch(match.group(0)) and _after_an_event(segment, start):
-            return AMBIGUOUS  # 上线三天后 ("three days after going live"): counts from that
+        if _ZH_COUNTED.fullmatch(match.group(0)) and (
+            _after_an_event(segment, start) or _named_day_before(segment, start)
+        ):
+            # 上线三天后 ("three days after going live"), 下个月15号开始冻结，两周后解冻 (two
+            # weeks after the freeze): it counts from that, not from the day it was written
+            return AMBIGUOUS
         return _chinese(match.group(0), anchor)
+    if match.group(0).lower().startswith("in ") and _named_day_before(segment, start):
+        return AMBIGUOUS  # "starts on the 15th and is lifted in two weeks": from the 15th?
     return _english(match.group(0), anchor)
+
+
+_DAY_OF_MONTH = re.compile(
+    r"\d{1,2}\s*[号日]|\b\d{1,2}(?:st|nd|rd|th)\b"
+    rf"|\b{_EN_MONTH_DAY}|\b\d{{1,2}}\s+(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)",
+    re.IGNORECASE,
+)
+
+
+def _named_day_before(segment: str, start: int) -> bool:
+    """Whether the sentence names another day before a count ("on the 15th … in two weeks",
+    下个月15号开始冻结，两周后): the count may run from that day, not from the writing day."""
+    lead, _, _ = _sentence(segment, start, start)
+    return bool(
+        _OTHER_DAY.search(lead) or _DAY_OF_MONTH.search(lead)
+        or _EN_PATTERN.search(lead) or _ZH_PATTERN.search(lead)
+    )
 
 
 # A character after 今天/昨天/明天 that joins 天 into a word of its own (天数 "number of
@@ -775,8 +877,9 @@ def _substitute(
         kind, note = _LEFT, ""
         if _ALREADY.match(segment, end):
             kind = _ALREADY_DATED  # dated already, by a person or an earlier run
-        elif _not_an_event(segment, match.start(), match.end(), chinese, rules_only):
-            pass
+        elif why := _not_an_event(segment, match.start(), match.end(), chinese, rules_only):
+            if why == _IN_A_RULE and _names_a_day(match.group(0), chinese):
+                kind = _UNSURE  # "The notes from last Friday list every change": maybe an event
         elif _said_on_another_day(segment, match.start()):
             kind = _UNSURE  # "Yesterday he promised it for tomorrow": whose day?
         else:
@@ -991,7 +1094,8 @@ def run(ctx: RuleContext) -> None:
                 fields[key] = new
                 found.extend(changes)
         if unsure:
-            phrases = ", ".join(map(repr, sorted(set(unsure))[:4]))
+            # every phrase, in the order the memory has them: a careful reader checks each
+            phrases = ", ".join(map(repr, dict.fromkeys(unsure)))
             if anchor is None:
                 because = why
             else:
@@ -999,8 +1103,9 @@ def run(ctx: RuleContext) -> None:
                 because = (
                     f"written on {anchor.isoformat()}, a {weekday}: they may mean this "
                     "week's day or the other week's, join two days or periods of which one "
-                    "cannot be dated, stand in a link's text, or count from another event or "
-                    "the day someone said them; write the date you mean"
+                    "cannot be dated, stand in a link's text or in a sentence that reads as a "
+                    "rule, or count from another event or the day someone said them; write "
+                    "the date you mean"
                 )
             ctx.applier.note(
                 memory.id,
