@@ -1,16 +1,16 @@
 """The rule-based consolidator: each rule a module with `NAME` and `run(ctx)`, run in order.
 
 Relative dates go first, so that the rules after see the dates written (no change a
-run makes moves `updated`: `Applier.rewrite` keeps the memory's age); near-duplicates and `supersedes:` run
-before summaries and links, so that no work is spent on a memory about to be
-archived and links can follow the memories archived in this run.
+run makes moves `updated`: `Applier.rewrite` keeps the memory's age); near-duplicates
+and `supersedes:` run before summaries and links, so that no work is spent on a memory
+about to be archived and links can follow the memories archived in this run.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, tzinfo
 
 from ...memory.value import Memory
 from ...store import MemoryStore
@@ -25,6 +25,9 @@ class RuleContext:
     applier: Applier
     now: datetime
     retrievals: dict[str, int] = field(default_factory=dict)
+    zone: tzinfo | None = None
+    """The writers' time zone (the `timeZone` setting) for reading a UTC stamp's day; None:
+    this machine's."""
     written: dict[str, str] = field(default_factory=dict)
     """When each memory was last written as the run found it (`updated`, else `created`):
     which of two facts is newer is read from here, as the run found the folder."""

@@ -60,7 +60,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta, tzinfo
 from typing import Any
 
 from ...memory.markdown import MARKDOWN_LINK, WIKI_LINK, code_ranges
@@ -711,8 +711,10 @@ def _meaning(match: re.Match[str], segment: str, chinese: bool, anchor: date) ->
         for found in _ZH_NOT_DATES.finditer(segment, max(0, start - 4), min(len(segment), end + 4)):
             if found.start() < end and found.end() > start:
                 return None
-        if _ZH_COUNTED.fullmatch(match.group(0)) and (
-            _after_an_event(segment, start) or _named_day_before(segment, start)
+        counted = _ZH_COUNTED.fullmatch(match.group(0))
+        if counted and (
+            _after_an_event(segment, start)
+            or (match.group(0).endswith("后") and _named_day_before(segment, start))
         ):
             # 上线三天后 ("three days after going live"), 下个月15号开始冻结，两周后解冻 (two
             # weeks after the freeze): it counts from that, not from the day it was written
@@ -731,12 +733,18 @@ _DAY_OF_MONTH = re.compile(
 
 
 def _named_day_before(segment: str, start: int) -> bool:
-    """Whether the sentence names another day before a count ("on the 15th … in two weeks",
-    下个月15号开始冻结，两周后): the count may run from that day, not from the writing day."""
+    """Whether the sentence names another day before a count forward ("on the 15th … in two
+    weeks", 下个月15号开始冻结，两周后): it may run from that day, not from the writing day.
+    (A count back, "两周前已经做完", is said from the writing day.)"""
     lead, _, _ = _sentence(segment, start, start)
-    return bool(
-        _OTHER_DAY.search(lead) or _DAY_OF_MONTH.search(lead)
-        or _EN_PATTERN.search(lead) or _ZH_PATTERN.search(lead)
+    if _OTHER_DAY.search(lead) or _DAY_OF_MONTH.search(lead):
+        return True
+    # a day ahead named before ("明天开始冻结，两周后解冻"); one behind ("前天谈妥了，三天后签字")
+    # is the news of the day the note was written, and the count runs from that day
+    return any(
+        not _PAST.search(found.group(0))
+        for pattern in (_EN_PATTERN, _ZH_PATTERN)
+        for found in pattern.finditer(lead)
     )
 
 
@@ -878,7 +886,8 @@ def _substitute(
         if _ALREADY.match(segment, end):
             kind = _ALREADY_DATED  # dated already, by a person or an earlier run
         elif why := _not_an_event(segment, match.start(), match.end(), chinese, rules_only):
-            if why == _IN_A_RULE and _names_a_day(match.group(0), chinese):
+            # (a feedback memory is rules through and through: its 下周计划 is every week's)
+            if why == _IN_A_RULE and not rules_only and _names_a_day(match.group(0), chinese):
                 kind = _UNSURE  # "The notes from last Friday list every change": maybe an event
         elif _said_on_another_day(segment, match.start()):
             kind = _UNSURE  # "Yesterday he promised it for tomorrow": whose day?
@@ -948,39 +957,44 @@ def _substitute(
     return "".join(out)
 
 
-def anchor_of(memory: Memory) -> tuple[date | None, str]:
-    """The day the memory's text was written, on the writer's clock, or None and why not."""
+def anchor_of(memory: Memory, zone: tzinfo | None = None) -> tuple[date | None, str]:
+    """The day the memory's text was written, on the writer's clock, or None and why not.
+
+    A stamp's own offset says the writer's clock; a UTC stamp is read in `zone` (the
+    `timeZone` setting; None: this machine's).
+    """
     created, updated = memory.created, memory.updated
     if created and updated:
         # A bare `created` that is the UTC day of `updated` may be the tool's UTC stamp of the
-        # same moment: then this machine's clock decides. One that is not was written on the
-        # writer's own calendar.
+        # same moment (`created: 2026-11-25` beside `updated: 2026-11-26T01:40:00+08:00`):
+        # then `updated` decides, on its own offset or, for a UTC time, in `zone`. One that
+        # is not was written on the writer's own calendar.
         stamped = _moment(updated)
-        utc_day = stamped.astimezone(UTC).date() if stamped and _says_utc(updated) else None
+        utc_day = stamped.astimezone(UTC).date() if stamped and not _naive(updated) else None
         given = _exact_day(created)
         if given is not None and given == utc_day and len(created) == 10:
-            common = _possible_days(updated)
+            common = _possible_days(updated, zone)
             given = None
         else:
-            common = _possible_days(created) & _possible_days(updated)
+            common = _possible_days(created, zone) & _possible_days(updated, zone)
         if not common:
-            first, last = _writer_day(created), _writer_day(updated)
+            first, last = _writer_day(created, zone), _writer_day(updated, zone)
             return None, (
                 f"written on {first} and edited on {last}: "
                 "which day its relative dates count from is not known"
             )
-        for day in (_exact_day(updated), given, _writer_day(updated)):
+        for day in (_exact_day(updated), given, _writer_day(updated, zone)):
             if day is not None and day in common:
                 return day, ""
         return min(common), ""
     if created or updated:
         text = created or updated or ""
-        day = _writer_day(text)
+        day = _writer_day(text, zone)
         if day is not None:
             return day, ""
         if _naive(text):
             moment = _moment(text)
-            local = moment.astimezone().date() if moment else None
+            local = moment.astimezone(zone).date() if moment else None
             return None, (
                 f"its time {text} has no offset: {text[:10]} on the writer's clock, "
                 f"{local} if it is UTC; which day its relative dates count from is not known"
@@ -1007,8 +1021,9 @@ def _exact_day(text: str) -> date | None:
     return None if _says_utc(text) or _naive(text) else moment.date()
 
 
-def _writer_day(text: str) -> date | None:
-    """The writer's day for a date or time: a UTC time is read on this machine's clock.
+def _writer_day(text: str, zone: tzinfo | None = None) -> date | None:
+    """The writer's day for a date or time: a UTC time is read in `zone` (None: this
+    machine's clock).
 
     A time without an offset ("2026-11-25 23:30", written by hand) is the writer's wall
     clock, or UTC as YAML reads it: its day when both readings agree, else None.
@@ -1020,21 +1035,24 @@ def _writer_day(text: str) -> date | None:
         except ValueError:
             return None
     if _naive(text):
-        days = _possible_days(text)
+        days = _possible_days(text, zone)
         return next(iter(days)) if len(days) == 1 else None
-    return moment.astimezone().date() if _says_utc(text) else moment.date()
+    return moment.astimezone(zone).date() if _says_utc(text) else moment.date()
 
 
-def _possible_days(text: str) -> set[date]:
-    """Every day the writer's calendar may have shown: a UTC time is a day anywhere on earth."""
+def _possible_days(text: str, zone: tzinfo | None = None) -> set[date]:
+    """Every day the writer's calendar may have shown: a UTC time is a day anywhere on earth
+    (in `zone` only, when the setting names the writers' zone)."""
     moment = _moment(text)
     if moment is None:
-        day = _writer_day(text)
+        day = _writer_day(text, zone)
         return {day} if day else set()
     if _naive(text):
-        return {moment.date(), moment.astimezone().date()}
+        return {moment.date(), moment.astimezone(zone).date()}
     if not _says_utc(text):
         return {moment.date()}
+    if zone is not None:
+        return {moment.astimezone(zone).date()}
     moment = moment.astimezone(UTC)
     first, last = (moment - timedelta(hours=12)).date(), (moment + timedelta(hours=14)).date()
     return {first + timedelta(days=n) for n in range((last - first).days + 1)}
@@ -1077,7 +1095,7 @@ def run(ctx: RuleContext) -> None:
         if not any(_EN_PATTERN.search(t) or _ZH_PATTERN.search(t) for t in texts.values()):
             continue
         rules_only = memory.category == "feedback"
-        anchor, why = anchor_of(memory)
+        anchor, why = anchor_of(memory, ctx.zone)
         if anchor is not None and anchor > ctx.now.date() + timedelta(days=1):
             # a stamp after today (a clock set wrong): no day to count from
             why = (

@@ -203,8 +203,9 @@ def make_summary(
 # of the opening alone would say what is no longer so.
 _TURNED = re.compile(
     r"\b(?:cancel(?:l?ed|s)?|called\s+off|overturned|overruled|reverted|abandoned|scrapped"
-    r"|postponed|on\s+hold|no\s+longer|superseded|obsolete|rejected|declined|turned\s+down"
-    r"|vetoed|ruled\s+out|said\s+no|not\s+adopted|did\s+not\s+(?:adopt|accept|agree)"
+    r"|postponed|on\s+hold|no\s+longer|superseded|obsolete|rejected|declined"
+    r"|turned\s+(?:\w+\s+){0,2}down|vetoed|ruled\s+out|said\s+no|not\s+adopted"
+    r"|did\s+not\s+(?:adopt|accept|agree)"
     r"|didn['’]t\s+(?:adopt|accept|agree))\b"
     r"|取消|作废|否决|推翻|撤销|撤回|放弃|搁置|暂停|延期|不再|废弃|拒绝|驳回|否掉|没采纳|未采纳"
     r"|不采纳|没有采纳|没同意|没有同意|不同意",
@@ -212,12 +213,13 @@ _TURNED = re.compile(
 )
 # A sentence that opens with someone's words ('"Just use MongoDB," the contractor suggested',
 # “先上线再说”，他提议): what was said, not what holds; a summary never quotes it.
+_QUOTED_OPENING = r"""\s*(?:"[^"]{1,300}"|“[^”]{1,300}”|「[^」]{1,300}」|『[^』]{1,300}』)"""
 _SPEECH = re.compile(
-    r"""\s*["“「『‘'][^"”」』’']{1,300}["”」』’']\s*[,，.。!！?？]?\s*"""
-    r"""(?:(?:the|a|an|our|my|his|her|their)\s+)?[\w\s-]{0,40}?"""
+    rf"""{_QUOTED_OPENING}\s*[,，.。!！?？]?\s*"""
+    r"""[\w\s-]{0,40}?"""
     r"""\b(?:said|says|suggested|suggests|proposed|proposes|asked|argued|wanted|insisted"""
     r"""|recommended|pushed|offered)\b"""
-    r"""|\s*["“「『‘'][^"”」』’']{1,300}["”」』’']\s*[,，]?\s*\S{0,12}?(?:说|建议|提议|提出|认为|主张)""",
+    rf"""|{_QUOTED_OPENING}\s*[,，]?\s*\S{{0,12}}?(?:说|建议|提议|提出|认为|主张)""",
     re.IGNORECASE,
 )
 # Words that turn the rest of a sentence against its start.
