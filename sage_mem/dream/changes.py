@@ -77,7 +77,7 @@ class Applier:
         *,
         rule: str,
         reason: str | None,
-        stamp: str | None = None,
+        stamp: Any = None,
         **fields: Any,
     ) -> Memory | None:
         """Change fields of an existing memory (store.write keywords); None when not done.
@@ -86,7 +86,8 @@ class Applier:
         not say it again (DESIGN §7.3a), whichever rule or the model pass writes. `stamp`
         sets another (a merge: the newest `updated` of the memories it joins).
         """
-        stamp = (memory.updated or "") if stamp is None else stamp
+        # (typed Any: callers spread their **fields here, as the store's keywords)
+        stamp = (memory.updated or "") if not isinstance(stamp, str) else stamp
         rel = self._rel(memory.id)
         base = self._entry("rewrite", memory.id, rel, rule, reason, fields=sorted(fields))
         if memory.locked:
