@@ -96,6 +96,27 @@ def test_a_habitual_yesterdays_is_a_standing_rule(text: str) -> None:
     assert _dated(text) == (text, [])
 
 
+@pytest.mark.parametrize(
+    ("description", "body"),
+    [
+        pytest.param("Nightly order export", "The export collects yesterday's orders.",
+                     id="en-habit-in-the-description"),
+        pytest.param("Order export", "The export collects yesterday's orders.",
+                     id="en-present-tense"),
+        pytest.param("每天的订单导出", "导出脚本汇总昨天的订单。",
+                     id="zh-habit-in-the-description"),
+    ],
+)
+def test_a_possessive_yesterday_that_may_be_a_habit_is_left_and_listed(
+    empty_dir: Path, utc: None, description: str, body: str
+) -> None:
+    path = add(empty_dir, "reference_export", description, body, category="reference", **DAY)
+    result = run_dream(MemoryStore(empty_dir, watch=False), mode="rewrite", now=RUN)
+    assert body in path.read_text(encoding="utf-8")
+    assert [n["id"] for n in read_manifest(result)["notes"] if n["rule"] == "relative-dates"] == [
+        "reference_export"]
+
+
 def test_a_one_off_event_of_a_nightly_job_is_still_dated() -> None:
     assert "yesterday (2026-11-24)" in _dated("The nightly build broke yesterday.")[0]
 

@@ -444,7 +444,8 @@ _NOT_AN_EVENT, _IN_A_RULE = "no event", "in a rule"
 
 
 def _not_an_event(
-    segment: str, start: int, end: int, chinese: bool, rules_only: bool = False
+    segment: str, start: int, end: int, chinese: bool, rules_only: bool = False,
+    habits: bool = False,
 ) -> str:
     """Why the phrase at segment[start:end] is no date of a specific event; "" when it is one.
 
@@ -466,6 +467,12 @@ def _not_an_event(
         return _NOT_AN_EVENT
     if _habitual(segment, start, end, chinese):
         return _NOT_AN_EVENT
+    if _POSSESSIVE.match(segment, end) and (
+        habits or (not chinese and _PRESENT_VERB.search(lead))
+    ):
+        # "The export job collects yesterday's orders" under "Nightly order export": maybe
+        # every day's yesterday, maybe one day's. Left and listed.
+        rule = True
     if re.match(r"\W*(?:how to apply|怎么用|如何应用)", line, re.IGNORECASE):
         rule = True
     if (_ZH_GENERIC if chinese else _EN_GENERIC).search(sentence):
@@ -580,6 +587,12 @@ _ZH_HABIT = re.compile(r"每天|每晚|每日|每夜|每早|每小时|每周|定
 _POSSESSIVE = re.compile(r"(?:['’]s|的)")
 
 
+_PRESENT_VERB = re.compile(
+    r"\b(?!(?:is|was|has|as|its|this|his|us|yes|does|plus|thus|across|less|unless|news)\b)"
+    r"[a-z]+[^s]s\s+$"
+)
+
+
 def _habitual(segment: str, start: int, end: int, chinese: bool) -> bool:
     # Only the possessive: "the nightly build broke yesterday" is one event.
     if not _POSSESSIVE.match(segment, end):
@@ -613,13 +626,16 @@ def absolutize(
     unsure: list[str] | None = None,
     *,
     rules_only: bool = False,
+    habits: bool = False,
 ) -> tuple[str, list[tuple[str, str]]]:
     """`text` with the date of each event phrase written beside it, and the (old, new) pairs.
 
     A phrase under a dated heading or on a dated line ("## 2026-11-18", "- 2026-11-18:")
     counts from that date, the rest from `anchor` (None: not known). Phrases left
     because the date they mean is ambiguous or not known are added to `unsure`;
-    `rules_only` reads the text as a standing rule (see `_not_an_event`).
+    `rules_only` reads the text as a standing rule (see `_not_an_event`); `habits`: the
+    memory names a habit ("nightly", 每天), so a possessive "yesterday's" may be every
+    day's: it is left and listed.
     """
     changes: list[tuple[str, str]] = []
     doubts = unsure if unsure is not None else []
@@ -636,7 +652,9 @@ def absolutize(
     for code in [*code_ranges(text), None]:
         stop = len(text) if code is None else code.start
         if stop > last:
-            out.append(_substitute(text[last:stop], last, anchor_at, changes, doubts, rules_only))
+            out.append(_substitute(
+                text[last:stop], last, anchor_at, changes, doubts, rules_only, habits
+            ))
         if code is not None:
             out.append(text[code.start : code.end])
             last = code.end
@@ -858,6 +876,7 @@ def _substitute(
     changes: list[tuple[str, str]],
     unsure: list[str],
     rules_only: bool = False,
+    habits: bool = False,
 ) -> str:
     """One stretch of prose (at `base` in the text) with its event phrases dated."""
     matches = sorted(
@@ -885,7 +904,9 @@ def _substitute(
         kind, note = _LEFT, ""
         if _ALREADY.match(segment, end):
             kind = _ALREADY_DATED  # dated already, by a person or an earlier run
-        elif why := _not_an_event(segment, match.start(), match.end(), chinese, rules_only):
+        elif why := _not_an_event(
+            segment, match.start(), match.end(), chinese, rules_only, habits
+        ):
             # (a feedback memory is rules through and through: its 下周计划 is every week's)
             if why == _IN_A_RULE and not rules_only and _names_a_day(match.group(0), chinese):
                 kind = _UNSURE  # "The notes from last Friday list every change": maybe an event
@@ -1095,6 +1116,7 @@ def run(ctx: RuleContext) -> None:
         if not any(_EN_PATTERN.search(t) or _ZH_PATTERN.search(t) for t in texts.values()):
             continue
         rules_only = memory.category == "feedback"
+        habits = any(_EN_HABIT.search(t) or _ZH_HABIT.search(t) for t in texts.values())
         anchor, why = anchor_of(memory, ctx.zone)
         if anchor is not None and anchor > ctx.now.date() + timedelta(days=1):
             # a stamp after today (a clock set wrong): no day to count from
@@ -1107,7 +1129,9 @@ def run(ctx: RuleContext) -> None:
         for key, text in texts.items():
             if not text:
                 continue
-            new, changes = absolutize(text, anchor, unsure, rules_only=rules_only)
+            new, changes = absolutize(
+                text, anchor, unsure, rules_only=rules_only, habits=habits
+            )
             if changes and new != text:
                 fields[key] = new
                 found.extend(changes)
