@@ -117,7 +117,7 @@ def _code_span(text: str, code: Code) -> str:
     """Inline code as the summary shows it: still code (`date -d tomorrow` stays in backticks,
     so the next run's date rule leaves it as code), on one line."""
     content = " ".join(code_content(text, code).split())
-    if code.kind != "span" or not content:
+    if not content:
         return content
     ticks = "`" * (max((len(run) for run in re.findall(r"`+", content)), default=0) + 1)
     pad = " " if content.startswith("`") or content.endswith("`") else ""
