@@ -197,3 +197,18 @@ def test_no_memory_of_the_corpus_looks_fresher_after_a_rewrite(tmp_path: Path, u
     assert fresher == []
     assert all(s.get("updated", "") <= newest for s in map(_stamps, folder.glob("*.md"))
                if s)
+
+
+def test_the_stores_write_leaves_the_stamp_it_is_given(empty_dir: Path, utc: None) -> None:
+    """One rule in the store: `stamp` is the `updated` an edit leaves; without it, now."""
+    add(empty_dir, "user_a", "A", "Body.", category="user", **OLD)
+    add(empty_dir, "user_b", "B", "Body.", category="user")  # no stamp at all
+    store = MemoryStore(empty_dir, watch=False)
+    kept = store.write("user_a", body="Body, edited.", stamp=OLD["updated"])
+    assert (kept.created, kept.updated) == (OLD["created"], OLD["updated"])
+    carried = store.write("user_a", body="Body, merged.", stamp="2026-10-01T08:00:00Z")
+    assert carried.updated == "2026-10-01T08:00:00Z"
+    bare = store.write("user_b", body="Body, edited.", stamp="")
+    assert _stamps(bare.path) == {}
+    fresh = store.write("user_a", body="Body, said again.")
+    assert fresh.updated is not None and fresh.updated > "2026-10-01T08:00:00Z"
