@@ -26,7 +26,9 @@ written (DESIGN §7.3a):
   `[yesterday's notes](notes.md)`), a web or e-mail address, an HTML comment, and a word
   glued to a name (`$today`, `{{today}}`, `DATE=today`, `today.txt`);
 - in a feedback memory (a standing rule by definition) any phrase pointing
-  forward or to the present ("tomorrow", 下周, 本周) outside its **Why:** line.
+  forward or to the present ("tomorrow", 下周, 本周) outside its **Why:** line;
+- a habit: a possessive "yesterday's" in a paragraph that names one ("the nightly
+  job collects yesterday's orders", 每天早上把昨天的工单汇总).
 
 Two phrases joined ("today or tomorrow", "last week through this week", 这周和下周) are
 each dated when both can be; when one cannot ("this week and next", "tomorrow or the day
@@ -36,7 +38,12 @@ When unsure — words reported from another day ("Yesterday he promised it for
 tomorrow", 昨天他答应明天交付), "next Friday" said on a Wednesday (this week's or the next?),
 "last Tuesday" said on a Friday, "this Monday" once Monday has passed, "next
 Monday" or "last week" said on a Sunday (the first day of the week for many
-English speakers) — the phrase is left and listed in the report.
+English speakers), a count from another event ("two weeks later", 上线三天后, a count
+forward after a day the sentence names: 下个月15号开始冻结，两周后解冻), a phrase naming a
+day in a sentence that reads as a rule ("Since last Friday the suite usually fails"),
+a possessive that may be a habit (the memory names one elsewhere; "the export
+collects yesterday's orders") — the phrase is left and listed in the report, every
+one of them.
 
 The anchor is the day the text was written, on the writer's clock: a time
 with an offset (`2026-11-26T01:40:00+08:00`) is that offset's day, a UTC time
@@ -586,7 +593,8 @@ _EN_HABIT = re.compile(
 _ZH_HABIT = re.compile(r"每天|每晚|每日|每夜|每早|每小时|每周|定时|定期|例行|夜间任务|凌晨任务")
 _POSSESSIVE = re.compile(r"(?:['’]s|的)")
 
-
+# A present-tense verb right before a possessive ("collects yesterday's orders") may say a
+# habit even where none is named.
 _PRESENT_VERB = re.compile(
     r"\b(?!(?:is|was|has|as|its|this|his|us|yes|does|plus|thus|across|less|unless|news)\b)"
     r"[a-z]+[^s]s\s+$"
@@ -594,6 +602,7 @@ _PRESENT_VERB = re.compile(
 
 
 def _habitual(segment: str, start: int, end: int, chinese: bool) -> bool:
+    """True for a possessive phrase in a paragraph that names a habit (see above)."""
     # Only the possessive: "the nightly build broke yesterday" is one event.
     if not _POSSESSIVE.match(segment, end):
         return False
