@@ -717,8 +717,15 @@ class MemoryStore:
         locked: bool | None = None,
         expected_sha256: str | None = None,
         allow_secret: bool = False,
+        stamp: str | None = None,
     ) -> Memory:
         """Create a memory, or update the fields given (None leaves a field as it is).
+
+        An edit stamps `updated` with now; `stamp` gives the `updated` it leaves instead,
+        for an edit that does not say the fact again: the dream's tidying passes the
+        memory's own (a date written beside "yesterday" does not make a September note
+        look new), a merge the newest of the memories it joins; "" leaves a memory that
+        has none without one. A new memory is stamped now all the same.
 
         Raises ConflictError when `expected_sha256` is given and the file on
         disk differs, MemoryLocked for a `locked: true` memory, InvalidMemory
@@ -760,7 +767,7 @@ class MemoryStore:
                 make_dirs(path.parent, root=self.root)
                 self.folder.check_contained(path)
                 return data
-            edited_text = edit_memory_text(canonical, path, seen.raw, fields, body)
+            edited_text = edit_memory_text(canonical, path, seen.raw, fields, body, stamp=stamp)
             if edited_text is None:
                 return None
             return _checked_bytes(path, edited_text, seen.raw, allow_secret=allow_secret)

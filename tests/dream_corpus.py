@@ -1567,3 +1567,180 @@ def seed_retrievals(store: Any, truth: Truth) -> None:
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+# -- issue 29: a dream's edit keeps the memory's age; what it leaves, it lists -------------
+# Appended (the module is shared): new memories of each kind, in new wordings, and the score's
+# extra checks. `entries` and `score` are rebound below to take them in.
+
+NEVER_IN_SUMMARY: dict[str, list[str]] = {
+    # a proposal the body rejects: the summary never quotes it
+    "project_search_engine": ["Elasticsearch"],
+    "project_zh_cache_choice": ["Memcached"],
+}
+SAME_END: dict[str, str] = {
+    # the body's own end (a blank line after a code block) stays as written
+    "project_tilde_notes": "~~~\n\n",
+}
+
+
+def _issue_29_entries() -> list[Entry]:
+    out: list[Entry] = []
+
+    def add(memory_id: str, description: str, body: str, day: str | None = "2026-11-25",
+            category: str | None = None, **extra: Any) -> None:
+        truth = {k: extra.pop(k) for k in ("events", "unsure", "keep", "misfiled") if k in extra}
+        meta: dict[str, Any] = {"category": category or memory_id.split("_", 1)[0]}
+        if day:
+            meta.update(_day(day))
+        meta.update(extra)
+        out.append(Entry(memory_id, description, body, meta, **truth))
+
+    # a count from another event: left and listed, never dated from the writing day
+    add("project_zh_reconcile_pause", "对账任务暂停",
+        "12 月 3 号起暂停对账任务，三天后恢复。", unsure=True, keep=["三天后恢复"])
+    add("project_vendor_trial", "Vendor trial and billing",
+        "The vendor trial begins on December 9 and the first invoice is due in ten days.",
+        unsure=True, keep=["due in ten days."])
+    add("project_pilot_wrapup", "Pilot wrap-up",
+        "The pilot closes on the 12th; the survey goes out two weeks after that.",
+        unsure=True, keep=["two weeks after that"])
+    # the writing moment's own offset decides what "yesterday" was (the bare `created` is
+    # the tool's UTC day of the same moment)
+    add("project_zh_login_fix", "登录超时修复", "昨天晚上值班时修好了登录超时的问题。", day=None,
+        created="2026-11-19", updated="2026-11-20T00:50:00+08:00",
+        events=[("昨天", "2026年11月19日")])
+    add("project_cache_warmer", "Cache warmer switched off",
+        "Last night the cache warmer was switched off after it doubled the database load.",
+        day=None, created="2026-11-22", updated="2026-11-23T07:15:00+09:00",
+        events=[("Last night", "2026-11-22")])
+    # a link to an archived memory in a sentence about the old thing: left and listed
+    add("feedback_fixture_factories", "Build test data with factory functions",
+        "Build test data with factory functions, not shared fixtures files.\n\n"
+        "**Why:** shared fixtures drifted from the schema.", day="2026-11-10")
+    add("archive/feedback_old_fixtures", "Keep test data in shared fixtures files",
+        "Keep test data in the shared fixtures/ folder.", day="2026-08-02",
+        category="feedback", archived="2026-11-10T10:00:00Z",
+        archiveReason="replaced by factory functions",
+        supersededBy="feedback_fixture_factories")
+    add("project_test_data_history", "How test data was built over time",
+        "New tests use [[feedback_fixture_factories]].\n\n"
+        "The retired convention was [[feedback_old_fixtures]].", day="2026-11-12",
+        keep=["The retired convention was [[feedback_old_fixtures]]."])
+    add("feedback_zh_new_naming", "分支命名用 feat/ 和 fix/ 前缀",
+        "分支命名用 feat/ 和 fix/ 前缀。\n\n**原因：** 发布脚本按前缀生成变更记录。",
+        day="2026-11-08")
+    add("archive/feedback_zh_old_naming", "分支命名用姓名缩写开头",
+        "分支命名用姓名缩写开头，例如 zw-login。", day="2026-07-01", category="feedback",
+        archived="2026-11-08T10:00:00Z", archiveReason="改用前缀",
+        supersededBy="feedback_zh_new_naming")
+    add("project_zh_branch_history", "分支命名规范的变化",
+        "现在的规范见 [[feedback_zh_new_naming]]。\n\n"
+        "已归档的旧规范是 [[feedback_zh_old_naming]]。",
+        day="2026-11-09", keep=["已归档的旧规范是 [[feedback_zh_old_naming]]。"])
+    # a summary never quotes a proposal the body rejects
+    add("project_search_engine", "Which engine serves catalogue search",
+        '"Let\'s move search to Elasticsearch," the consultant proposed at the architecture '
+        "review, pointing at faceted filters and typo tolerance for the catalogue. The team "
+        "turned that down: search stays on Postgres full-text with trigram indexes, since the "
+        "catalogue is small and one database is easier to run.")
+    add("project_zh_cache_choice", "缓存用什么",
+        "“缓存全部换成 Memcached 吧”，一位同事在周会上提议，理由是它更轻量、运维更简单，也更适合"
+        "我们的纯键值场景。团队最后没有采纳这个提议：缓存继续使用 Redis，因为我们依赖它的有序集合"
+        "和发布订阅功能，迁移成本也太高，短期内不会再讨论。")
+    # a habitual "yesterday's": a standing rule, not one day
+    add("reference_invoice_export", "Where the invoice export lands",
+        "A nightly export job copies yesterday's invoices to the finance bucket.",
+        category="reference", keep=["yesterday's invoices"])
+    add("reference_zh_ticket_digest", "工单日报怎么发",
+        "每天早上八点，脚本会把昨天的工单汇总发到运维群里。", category="reference",
+        keep=["昨天的工单"])
+    # relative dates in a sentence that reads as a rule: left, and listed when they name a day
+    add("project_flaky_payments", "Flaky payments suite",
+        "Since last Friday the payments suite usually fails on its first run.",
+        unsure=True, keep=["Since last Friday the payments suite"])
+    add("project_zh_review_rule", "合并请求的审核人数",
+        "上周三起，合并请求一般要两个人审核。", unsure=True, keep=["上周三起"])
+    add("project_merge_hold", "Merges held for the audit",
+        "Merges to main must not land until the audit next week is done; the auditors "
+        "review the tree as it stands.", unsure=True, keep=["the audit next week is done"])
+    # quarters
+    add("project_zh_hiring_plan", "测试工程师招聘", "下个季度开始招两名测试工程师。",
+        events=[("下个季度", "2027年第一季度")])
+    add("project_office_floor", "Office move", "The team moves to the fifth floor next quarter.",
+        events=[("next quarter", "Q1 2027")])
+    # a stamp after the run: listed
+    add("project_staging_resize", "Staging database size",
+        "The staging database was resized to 64 GB of memory.", day=None,
+        created="2027-03-01", updated="2027-03-01T10:00:00Z", unsure=True)
+    # a summary keeps code spans: `date -d tomorrow` stays code, and the next run leaves it
+    add("reference_cert_renewal", "How the certificate renewal is tested",
+        "Set the clock forward with `date -d tomorrow` in the renewal container, then run "
+        "`make renew-check` and read the `renew_report` output for expired chains. The check "
+        "needs the staging CA bundle and takes about four minutes on the shared runner.",
+        category="reference", keep=["`date -d tomorrow`"])
+    # the body's own end stays: a blank line after a tilde fence
+    add("project_tilde_notes", "Release script uses tilde fences",
+        "Yesterday the release script notes moved to tilde fences:\n\n~~~sh\n"
+        "./release --date tomorrow\n~~~\n", events=[("Yesterday", "2026-11-24")])
+    return out
+
+
+_entries_before_29 = entries
+_score_before_29 = score
+
+
+def _entries_29() -> list[Entry]:
+    out = _entries_before_29()
+    for entry in out:
+        if entry.id == "project_zh_queue_new":  # 下个季度 has been dated since issue 29
+            entry.events.append(("下个季度", "2027年第一季度"))
+    return out + _issue_29_entries()
+
+
+def _stamps_of(path: Path) -> dict[str, str]:
+    meta, _ = _read(path)
+    return {key: str(meta[key]) for key in ("created", "updated", "modified") if key in meta}
+
+
+def _entry_stamps(entry: Entry) -> dict[str, str]:
+    if entry.raw is not None:
+        from sage_mem.memory.file_format import parse_bytes
+
+        meta = parse_bytes(entry.raw.encode("utf-8"), Path("x.md")).meta
+        return {k: str(meta[k]) for k in ("created", "updated", "modified") if k in meta}
+    return {k: str(entry.meta[k]) for k in ("created", "updated", "modified") if k in entry.meta}
+
+
+def _score_29(folder: Path, manifest: dict[str, Any], truth: Truth) -> Scores:
+    scores = _score_before_29(folder, manifest, truth)
+    changes = [c for c in manifest.get("changes", []) if c.get("state") in ("applied", "proposed")]
+    moved_to = {c.get("supersededBy"): c["id"] for c in changes
+                if c.get("operation") == "archive" and c.get("rule") == "categories"}
+    for path in sorted(folder.glob("*.md")):
+        if path.name == "MEMORY.md":
+            continue
+        entry = truth.entries.get(moved_to.get(path.stem, path.stem))
+        if entry is None:
+            continue
+        was, now = _entry_stamps(entry), _stamps_of(path)
+        group = next((g for g in truth.duplicates if entry.id in g), {entry.id})
+        newest = max(_entry_stamps(truth.entries[m]).get("updated", "") for m in group)
+        if now != was and (now.get("updated", "") > newest or now.get("created") != was.get(
+                "created") or now.get("modified") != was.get("modified")):
+            scores.harmful.append(f"{entry.id}: made to look fresher: {was} -> {now}")
+    for memory_id, words in NEVER_IN_SUMMARY.items():
+        path, _ = _where_now(folder, memory_id)
+        summary = str(_read(path)[0].get("summary") or "") if path else ""
+        for word in words:
+            if word in summary:
+                scores.harmful.append(f"{memory_id}: the summary quotes what the body rejects")
+    for memory_id, end in SAME_END.items():
+        path, _ = _where_now(folder, memory_id)
+        if path is not None and not path.read_text(encoding="utf-8").endswith(end):
+            scores.harmful.append(f"{memory_id}: the body's end was changed")
+    return scores
+
+
+entries = _entries_29
+score = _score_29

@@ -405,8 +405,10 @@ def test_in_a_report_run_the_model_proposes_and_notes_and_each_proposal_needs_a_
         ("rewrite", "user_name.md", "proposed", ["description"], None),
         ("create", "user_cat.md", "proposed", ["category", "description"], None),
     ]
+    # every call that failed is listed, in order: a note about no memory, a proposal of nothing
     assert [(r["operation"], r["file"]) for r in manifest["refused"]] == [
-        ("archive", "user_shell.md"), ("rewrite", "reference_keys.md"), ("write", "user_name.md")]
+        ("archive", "user_shell.md"), ("rewrite", "reference_keys.md"), ("memory_note", None),
+        ("rewrite", "user_name.md"), ("write", "user_name.md")]
     (note,) = [n for n in manifest["notes"] if n["source"] == "model"]
     assert note["file"] == "user_editor.md"
     assert note["message"] == "两个编辑器的记录 # not a heading", "one line: no heading"

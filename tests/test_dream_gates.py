@@ -372,7 +372,7 @@ def test_every_setting_describes_itself_and_is_documented() -> None:
     assert list(defaults) == [key_of(spec) for spec in DreamConfig.settings()]
     for spec in DreamConfig.settings():
         meta, key = spec.metadata, key_of(spec)
-        assert meta["kind"] in ("number", "whole", "bool", "choice", "command", "path")
+        assert meta["kind"] in ("number", "whole", "bool", "choice", "command", "path", "zone")
         assert meta["doc"].strip() and "\n" not in meta["doc"]
         if meta["kind"] == "choice":
             assert getattr(DreamConfig(), spec.name) in meta["choices"]

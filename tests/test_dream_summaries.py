@@ -69,8 +69,8 @@ LONG_ZH = (
         ),
         pytest.param(
             "Run `` `make` `` or <code>make all</code> first.",
-            "Run `make` or make all first.",
-            id="inline-code-shown-as-its-text",
+            "Run `` `make` `` or `make all` first.",
+            id="inline-code-stays-code",
         ),
         pytest.param(
             "See [[user_cat#name]] and [[user_dog#name|the dog]].",

@@ -79,7 +79,7 @@ def test_write_takes_exactly_the_fields_of_the_spec() -> None:
         name for name, parameter in inspect.signature(MemoryStore.write).parameters.items()
         if parameter.kind is parameter.KEYWORD_ONLY
     ]
-    assert set(keywords) - {"body", "expected_sha256", "allow_secret"} == set(GIVEN)
+    assert set(keywords) - {"body", "expected_sha256", "allow_secret", "stamp"} == set(GIVEN)
 
 
 def test_good_values_are_stored_normalised() -> None:

@@ -10,7 +10,8 @@ themselves: they ask an `Applier`, which
 - in `rewrite` mode journals it as `pending`, makes it through
   `MemoryStore.write` / `MemoryStore.archive` (atomic, with the sha256 the rule
   read as `expected_sha256`, so an edit made meanwhile is refused, not
-  overwritten), then records the bytes and sha256 before and after;
+  overwritten, and with the memory's own `updated` as the stamp: a run's edit
+  keeps the memory's age), then records the bytes and sha256 before and after;
 - refuses, and lists in the manifest's `refused` section, a change to a
   `locked: true` memory, an archive without a reason, or anything the store
   refuses. A write without a reason is applied and marked `unexplained`.
@@ -71,16 +72,29 @@ class Applier:
     # the three operations
 
     def rewrite(
-        self, memory: Memory, *, rule: str, reason: str | None, **fields: Any
+        self,
+        memory: Memory,
+        *,
+        rule: str,
+        reason: str | None,
+        stamp: Any = None,
+        **fields: Any,
     ) -> Memory | None:
-        """Change fields of an existing memory (store.write keywords); None when not done."""
+        """Change fields of an existing memory (store.write keywords); None when not done.
+
+        The memory keeps its age: `updated` says when the fact was said, and tidying does
+        not say it again (DESIGN §7.3a), whichever rule or the model pass writes. `stamp`
+        sets another (a merge: the newest `updated` of the memories it joins).
+        """
+        # (typed Any: callers spread their **fields here, as the store's keywords)
+        stamp = (memory.updated or "") if not isinstance(stamp, str) else stamp
         rel = self._rel(memory.id)
         base = self._entry("rewrite", memory.id, rel, rule, reason, fields=sorted(fields))
         if memory.locked:
             self._refuse(base, "the memory is locked (locked: true)")
             return None
         if not self.writes:
-            proposed = _as_written(memory, fields)
+            proposed = _as_written(memory, {**fields, "updated": stamp or None})
             if proposed == memory:
                 return memory
             self.manifest.add_change(
@@ -94,7 +108,9 @@ class Applier:
             return None
         entry = self.manifest.add_change({**base, "state": "pending", "before": before})
         try:
-            updated = self.store.write(memory.id, expected_sha256=memory.sha256, **fields)
+            updated = self.store.write(
+                memory.id, expected_sha256=memory.sha256, stamp=stamp, **fields
+            )
         except SageMemError as exc:
             self.manifest.drop_change(entry, {**base, "refusedBecause": str(exc)})
             return None

@@ -10,7 +10,7 @@ value is one clear line naming the key, what it must be and the file.
 `DreamConfig` is a plain frozen dataclass whose fields describe themselves, so
 a settings form (the page) can be derived from it: `DreamConfig.settings()`
 lists the fields in order; each field's `metadata` holds `kind` (number,
-whole, bool, choice, command or path), `doc` (one line for people), and
+whole, bool, choice, command, path or zone), `doc` (one line for people), and
 `minimum` or `choices` where they apply; `key_of(field)` is its camelCase
 name in config.json. `DreamConfig.describe()` gives all of it as JSON-ready
 data; `to_json()` gives a config in the file's form, and
@@ -26,12 +26,16 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import Field, dataclass, field, fields, replace
+from datetime import tzinfo
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from ..errors import DreamError
 
-NUMBER, WHOLE, BOOL, CHOICE, COMMAND, PATH = "number", "whole", "bool", "choice", "command", "path"
+NUMBER, WHOLE, BOOL, CHOICE, COMMAND, PATH, ZONE = (
+    "number", "whole", "bool", "choice", "command", "path", "zone"
+)
 MEMORY_ONLY, WITH_SESSIONS = "memory", "memory+sessions"
 
 
@@ -95,6 +99,12 @@ class DreamConfig:
     sessions_dir: str = _setting(
         "", PATH, "Where the session transcripts are (Claude Code's JSONL files); empty: "
         "~/.claude/projects (or $CLAUDE_CONFIG_DIR/projects). Nothing outside it is read.",
+    )
+
+    time_zone: str = _setting(
+        "", ZONE, "The writers' time zone, an IANA name such as Asia/Shanghai: the day a UTC "
+        "stamp was written on, which \"yesterday\" counts from (a stamp with its own offset "
+        "says it); empty: this machine's.",
     )
 
     @classmethod
@@ -172,6 +182,10 @@ class DreamConfig:
             out[key_of(spec)] = list(value) if isinstance(value, tuple) else value
         return out
 
+    def zone(self) -> tzinfo | None:
+        """`time_zone` as a tzinfo; None (this machine's) when not set."""
+        return ZoneInfo(self.time_zone) if self.time_zone else None
+
     def sessions_root(self) -> Path:
         """The folder `search_sessions` may read: `sessions_dir`, or Claude Code's projects."""
         if self.sessions_dir:
@@ -207,6 +221,17 @@ def _checked(spec: Field[Any], value: Any) -> Any:
         if value not in choices:
             listed = " or ".join(json.dumps(choice) for choice in choices)
             raise DreamError(f"{key} must be {listed}, not {value!r}")
+        return value
+    if kind == ZONE:
+        if not isinstance(value, str):
+            raise DreamError(f"{key} must be a time zone name as a string, not {value!r}")
+        if value:
+            try:
+                ZoneInfo(value)
+            except (ValueError, OSError, ZoneInfoNotFoundError):
+                raise DreamError(
+                    f"{key} must be a time zone name such as Asia/Shanghai or UTC, not {value!r}"
+                ) from None
         return value
     if kind == PATH:
         if not isinstance(value, str) or "\0" in value:

@@ -35,19 +35,23 @@ result standing. There is no delete tool.
 from __future__ import annotations
 
 import builtins
+import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from ..disk.folder import INDEX_FILE, MemoryFolder
 from ..errors import DreamError, MemoryLocked, MemoryNotFound, SageMemError, ToolRefused
+from ..memory.fields import FIELDS
+from ..memory.value import Memory
 from ..store import MemoryStore
 from .changes import Applier, file_state
 from .manifest import Manifest
@@ -101,7 +105,38 @@ class DreamTools:
 
     def read(self, memory_id: str) -> dict[str, Any]:
         self._count()
-        return self.store.read(memory_id).to_dict()
+        with self.listed("memory_read", memory_id, None):
+            return self.store.read(memory_id).to_dict()
+
+    @contextlib.contextmanager
+    def listed(
+        self, operation: str, memory_id: Any, reason: Any
+    ) -> Iterator[None]:
+        """Every call that fails is listed in the run's refused section (once): an id that
+        leaves the folder, MEMORY.md, a bad value, a locked memory, a tool not offered."""
+        before = len(self.applier.manifest.refused)
+        try:
+            yield
+        except (SageMemError, TypeError, ValueError) as exc:
+            if len(self.applier.manifest.refused) == before:
+                self.record_refusal(operation, memory_id, reason, " ".join(str(exc).split()))
+            raise
+
+    def record_refusal(self, operation: str, memory_id: Any, reason: Any, why: str) -> None:
+        """List a call refused before it reached a tool (a bad argument) or inside one."""
+        known: str | None = None
+        if isinstance(memory_id, str):
+            try:
+                if self.store.folder.path_for(memory_id).exists():
+                    known = self.store.folder.normalize_id(memory_id)
+            except SageMemError:
+                known = None  # an id that leaves the folder: named in `why`, never as a file
+        if known is None and isinstance(memory_id, str) and memory_id:
+            why = f"{why} (id {memory_id[:200]!r})" if memory_id[:200] not in why else why
+        self.applier.refuse(
+            known, operation=operation, rule=RULE,
+            reason=reason if isinstance(reason, str) else "", why=why,
+        )
 
     def search(self, query: str, *, limit: int = 10) -> builtins.list[dict[str, Any]]:
         self._count()
@@ -116,8 +151,16 @@ class DreamTools:
     def write(self, memory_id: str, *, reason: str | None = None, **fields: Any) -> dict[str, Any]:
         """Create or rewrite a memory (not in report mode); without a reason it is unexplained."""
         self._count()
+        with self.listed("write", memory_id, reason):
+            return self._write(memory_id, reason=reason, **fields)
+
+    def _write(self, memory_id: str, *, reason: str | None = None, **fields: Any) -> dict[str, Any]:
         self._require_rewrite("write", memory_id, reason)
         path = self.store.folder.path_for(memory_id)
+        current = self.store.read(memory_id) if path.exists() else None
+        emptied = hollow_write(current, fields)
+        if emptied:
+            raise ToolRefused(f"{memory_id}: not written: {emptied}")
         if not path.exists():
             created = self.applier.create(memory_id, rule=RULE, reason=reason, **fields)
             return {"id": memory_id, "written": created is not None}
@@ -139,6 +182,12 @@ class DreamTools:
     ) -> dict[str, Any]:
         """Move a memory into archive/; refused in report mode and without a reason."""
         self._count()
+        with self.listed("archive", memory_id, reason):
+            return self._archive(memory_id, reason=reason, superseded_by=superseded_by)
+
+    def _archive(
+        self, memory_id: str, *, reason: str | None = None, superseded_by: str | None = None
+    ) -> dict[str, Any]:
         self._require_rewrite("archive", memory_id, reason)
         memory = self.store.read(memory_id)
         refused = len(self.applier.manifest.refused)
@@ -168,6 +217,20 @@ class DreamTools:
         `proposed`; nothing is changed. A proposal needs a reason.
         """
         self._count()
+        with self.listed("archive" if archive else "rewrite", memory_id, reason):
+            return self._propose(
+                memory_id, reason=reason, archive=archive, superseded_by=superseded_by, **fields
+            )
+
+    def _propose(
+        self,
+        memory_id: str,
+        *,
+        reason: str | None,
+        archive: bool = False,
+        superseded_by: str | None = None,
+        **fields: Any,
+    ) -> dict[str, Any]:
         if self.applier.writes:
             raise ToolRefused(
                 "memory_propose is for report runs; this rewrite run offers memory_write and "
@@ -184,6 +247,11 @@ class DreamTools:
             )
         refused = len(self.applier.manifest.refused)
         path = self.store.folder.path_for(memory_id)
+        emptied = None if archive else hollow_write(
+            self.store.read(memory_id) if path.exists() else None, fields
+        )
+        if emptied:
+            raise ToolRefused(f"{memory_id}: not proposed: {emptied}")
         if not archive and not path.exists():
             operation = "create"
             self.applier.create(memory_id, rule=RULE, reason=reason, **fields)
@@ -244,6 +312,41 @@ class DreamTools:
         self.calls += 1
         if self.calls > self.max_calls:
             raise ToolRefused(f"this run allows at most {self.max_calls} tool calls")
+
+
+BODY_SHRINK = 0.25
+"""A model's body under this share of the one it replaces (a long one) is no tidying."""
+SHRINK_FROM = 80
+"""Characters a body or description has before a shrink below BODY_SHRINK counts."""
+MIN_DESCRIPTION = 3
+"""Characters a description needs ("x" says nothing; two Chinese characters, 周报, may)."""
+
+
+def hollow_write(current: Memory | None, fields: dict[str, Any]) -> str | None:
+    """Why a model's write would hollow a memory out (an empty body, the description "x", a
+    long text cut to a scrap) or names no field of a memory, or None. A shrink to nothing is
+    never tidying: refused, listed."""
+    body, description = fields.get("body"), fields.get("description")
+    unknown = sorted(set(fields) - {field.name for field in FIELDS} - {"body"})
+    if unknown:
+        return f"unknown argument {unknown[0]!r}"
+    if isinstance(body, str) and current is not None and current.body.strip():
+        new, old = len(body.strip()), len(current.body.strip())
+        if new == 0:
+            return "it would empty the body"
+        if old >= SHRINK_FROM and new < old * BODY_SHRINK:
+            return f"it would cut the body from {old} to {new} characters"
+    if isinstance(description, str):
+        text = description.strip()
+        cjk = sum(1 for char in text if "\u3400" <= char <= "\u9fff")
+        words = re.sub(r"[\W_]", "", text)
+        if len(words) < MIN_DESCRIPTION and cjk < 2:
+            return f"the description {description!r} says nothing"
+        if current is not None:
+            old = len(current.description.strip())
+            if old >= SHRINK_FROM // 2 and len(text) < old * BODY_SHRINK:
+                return f"it would cut the description from {old} to {len(text)} characters"
+    return None
 
 
 def attach_tools(store: MemoryStore, run_id: str, *, max_calls: int = 200) -> DreamTools:

@@ -309,7 +309,9 @@ class _Run:
                 }
             )
         applier = Applier(store, manifest, mode=self.mode)
-        ctx = RuleContext(store, applier, self.moment, _retrievals(store))
+        ctx = RuleContext(
+            store, applier, self.moment, _retrievals(store), zone=self.settings.zone()
+        )
         with _deferred_catalog(store, rewrite):
             for name, rule in all_rules():
                 try:

@@ -13,9 +13,10 @@ Every call goes through the run's `DreamTools`, so each change (or refusal)
 lands in the run's journal, which the runner folds into its manifest. A call to
 a tool this run does not offer (a write in a report run, `memory_delete`, …) is
 refused and listed in the manifest's refused section, not only rejected as an
-unknown tool. A write without a reason is applied and marked unexplained; an
-archive without one is refused (the schema lets it through so that the refusal
-is recorded).
+unknown tool; so is every other call that fails (an unknown argument, a category the
+schema does not offer, an id that leaves the folder, MEMORY.md). A write without
+a reason is applied and marked unexplained; an archive without one is refused
+(the schema lets it through so that the refusal is recorded).
 
 Touches nothing but the memory folder and its state folder; no watcher (the
 run is short and this server is its only writer while the agent works).
@@ -131,7 +132,18 @@ class DreamServer(SageMemServer):
             raise ToolError(f"{name}: the dream run is over; nothing more can be done in it")
         if name not in self.accepted_arguments:
             raise ToolError(f"{name}: {_refuse_unoffered(self.dream_tools, name, arguments)}")
-        return await super().call_tool(name, arguments, context)
+        refused = len(self.dream_tools.applier.manifest.refused)
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            # Refused before the tool ran (an unknown argument, a category not offered) or
+            # inside it: listed in the run's report either way, once.
+            if len(self.dream_tools.applier.manifest.refused) == refused:
+                self.dream_tools.record_refusal(
+                    name, arguments.get("id"), arguments.get("reason"),
+                    " ".join(str(exc).split()),
+                )
+            raise
 
 
 def _refuse_unoffered(tools: DreamTools, name: str, arguments: dict[str, Any]) -> str:

@@ -77,10 +77,15 @@ def new_memory_text(
 
 
 def edit_memory_text(
-    memory_id: str, path: Path, raw: bytes, fields: Mapping[str, Any], body: str | None
+    memory_id: str, path: Path, raw: bytes, fields: Mapping[str, Any], body: str | None,
+    *, stamp: str | None = None,
 ) -> str | None:
     """`raw` with the (validated) `fields` and `body` set and the update stamped; None when
-    nothing would change. Raises MemoryLocked for a `locked: true` memory."""
+    nothing would change. Raises MemoryLocked for a `locked: true` memory.
+
+    `stamp` (None: now) is the `updated` the edit leaves: the memory's own keeps its age
+    (see `MemoryStore.write`); "" leaves a memory that has no stamp without one.
+    """
     parsed = parse_bytes(raw, path)
     current = memory_from_meta(memory_id, path, parsed.meta, parsed.body)
     if current.locked:
@@ -91,7 +96,9 @@ def edit_memory_text(
         # Keep the file's own line endings and its blank line (or none) after
         # the frontmatter; a body equal but for those is no change at all.
         lead = parsed.body if parsed.body or parsed.frontmatter is None else None
-        new_body = normalize_body(body, parsed.newline, lead=lead)
+        new_body = normalize_body(body, parsed.newline, lead=lead) + _kept_tail(
+            parsed.body, body, parsed.newline
+        )
         if new_body in (parsed.body, normalize_body(parsed.body, parsed.newline, lead=lead)):
             new_body = None
     if not changes and new_body is None:
@@ -102,6 +109,12 @@ def edit_memory_text(
         # an "unhelpful" never makes a memory look fresher.
         return edit_frontmatter(parsed, changes, None, path=path)
     key = stamp_key(parsed.meta)
+    if stamp is not None:
+        # An edit that does not say the fact again (the dream's tidying) leaves the stamp as
+        # it is, or sets the one it is given (a merge: the newest of the memories it joins).
+        if stamp and stamp != current.updated:
+            changes[key] = stamp
+        return edit_frontmatter(parsed, changes, new_body, path=path)
     if "created" not in parsed.meta and current.updated:
         # A file dated by one stamp alone (Claude Code's `modified`) keeps, as `created`,
         # the moment its text was last written: a restamp for a trust change must not
@@ -140,6 +153,17 @@ def field_changes(
         if meta.get(meta_key) != value:
             changes[meta_key] = value
     return changes
+
+
+def _kept_tail(old: str, new: str, newline: str) -> str:
+    """The blank lines the file's body ends with, when the new body hands them back: a
+    writer that read the body and changed a word in it (the dream) leaves its end as it was."""
+    old = old.replace("\r\n", "\n").replace("\r", "\n")
+    new = new.replace("\r\n", "\n").replace("\r", "\n")
+    extra = len(old) - len(old.rstrip("\n")) - 1
+    if extra <= 0 or not old.strip("\n") or not new.strip("\n"):
+        return ""
+    return newline * extra if new.endswith("\n" * (extra + 1)) else ""
 
 
 def normalize_body(body: str, newline: str, *, lead: str | None = None) -> str:

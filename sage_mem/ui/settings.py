@@ -39,7 +39,7 @@ CONFIG_LIMIT = 64 * 1024
 
 
 # DreamConfig's own kinds of setting, as the form's controls are named.
-_CONTROLS = {"whole": "int", "path": "text"}
+_CONTROLS = {"whole": "int", "path": "text", "zone": "text"}
 
 
 def _label(name: str) -> str:

@@ -1,16 +1,16 @@
 """The rule-based consolidator: each rule a module with `NAME` and `run(ctx)`, run in order.
 
-Relative dates go first, while `updated` still says when the text was written
-(any other rule's change moves it); near-duplicates and `supersedes:` run
-before summaries and links, so that no work is spent on a memory about to be
-archived and links can follow the memories archived in this run.
+Relative dates go first, so that the rules after see the dates written (no change a
+run makes moves `updated`: `Applier.rewrite` keeps the memory's age); near-duplicates
+and `supersedes:` run before summaries and links, so that no work is spent on a memory
+about to be archived and links can follow the memories archived in this run.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, tzinfo
 
 from ...memory.value import Memory
 from ...store import MemoryStore
@@ -25,9 +25,12 @@ class RuleContext:
     applier: Applier
     now: datetime
     retrievals: dict[str, int] = field(default_factory=dict)
+    zone: tzinfo | None = None
+    """The writers' time zone (the `timeZone` setting) for reading a UTC stamp's day; None:
+    this machine's."""
     written: dict[str, str] = field(default_factory=dict)
     """When each memory was last written as the run found it (`updated`, else `created`):
-    a rule's own change moves `updated`, which must not make an old fact look new."""
+    which of two facts is newer is read from here, as the run found the folder."""
 
     def __post_init__(self) -> None:
         if not self.written:
@@ -44,10 +47,20 @@ class RuleContext:
 
 
 def all_rules() -> list[tuple[str, Callable[[RuleContext], None]]]:
-    from . import categories, contradictions, dates, dedupe, links, summaries, supersedes
+    from . import (
+        categories,
+        contradictions,
+        dates,
+        dedupe,
+        links,
+        stamps,
+        summaries,
+        supersedes,
+    )
 
     return [
         (dates.NAME, dates.run),
+        (stamps.NAME, stamps.run),
         (supersedes.NAME, supersedes.run),
         (dedupe.NAME, dedupe.run),
         (contradictions.NAME, contradictions.run),

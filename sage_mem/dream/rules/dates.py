@@ -26,7 +26,9 @@ written (DESIGN §7.3a):
   `[yesterday's notes](notes.md)`), a web or e-mail address, an HTML comment, and a word
   glued to a name (`$today`, `{{today}}`, `DATE=today`, `today.txt`);
 - in a feedback memory (a standing rule by definition) any phrase pointing
-  forward or to the present ("tomorrow", 下周, 本周) outside its **Why:** line.
+  forward or to the present ("tomorrow", 下周, 本周) outside its **Why:** line;
+- a habit: a possessive "yesterday's" in a paragraph that names one ("the nightly
+  job collects yesterday's orders", 每天早上把昨天的工单汇总).
 
 Two phrases joined ("today or tomorrow", "last week through this week", 这周和下周) are
 each dated when both can be; when one cannot ("this week and next", "tomorrow or the day
@@ -36,7 +38,12 @@ When unsure — words reported from another day ("Yesterday he promised it for
 tomorrow", 昨天他答应明天交付), "next Friday" said on a Wednesday (this week's or the next?),
 "last Tuesday" said on a Friday, "this Monday" once Monday has passed, "next
 Monday" or "last week" said on a Sunday (the first day of the week for many
-English speakers) — the phrase is left and listed in the report.
+English speakers), a count from another event ("two weeks later", 上线三天后, a count
+forward after a day the sentence names: 下个月15号开始冻结，两周后解冻), a phrase naming a
+day in a sentence that reads as a rule ("Since last Friday the suite usually fails"),
+a possessive that may be a habit (the memory names one elsewhere; "the export
+collects yesterday's orders") — the phrase is left and listed in the report, every
+one of them.
 
 The anchor is the day the text was written, on the writer's clock: a time
 with an offset (`2026-11-26T01:40:00+08:00`) is that offset's day, a UTC time
@@ -60,7 +67,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta, tzinfo
 from typing import Any
 
 from ...memory.markdown import MARKDOWN_LINK, WIKI_LINK, code_ranges
@@ -164,6 +171,8 @@ def _english(word: str, anchor: date) -> str | None:
     if word in ("earlier this week", "later this week"):
         return AMBIGUOUS if sunday else f"week of {_en_day(_monday(anchor))}"
     parts = word.split()
+    if parts[-1] in ("later", "after", "afterwards", "earlier", "before"):
+        return AMBIGUOUS  # "two weeks later": after something else, which only the text knows
     if parts[-1] == "ago" or parts[0] == "in":
         count_word = parts[1] if parts[0] == "in" else parts[0]
         count = _EN_NUMBERS.get(count_word) or (int(count_word) if count_word.isdigit() else None)
@@ -191,6 +200,9 @@ def _english(word: str, anchor: date) -> str | None:
     if unit == "month":
         first = _add_months(anchor, offset)
         return f"{_EN_MONTHS[first.month]} {first.year}"
+    if unit == "quarter":
+        year, quarter = _quarter(anchor, offset)
+        return f"Q{quarter} {year}"
     if unit == "year":
         return str(anchor.year + offset)
     if unit in _EN_WEEKDAYS:
@@ -209,6 +221,12 @@ def _english(word: str, anchor: date) -> str | None:
             return AMBIGUOUS
         return _en_day(_monday(anchor) + timedelta(weeks=offset, days=index))
     return None
+
+
+def _quarter(anchor: date, offset: int) -> tuple[int, int]:
+    """(year, quarter 1-4) of the quarter `offset` quarters from the anchor's."""
+    index = anchor.year * 4 + (anchor.month - 1) // 3 + offset
+    return index // 4, index % 4 + 1
 
 
 def _chinese(word: str, anchor: date) -> str | None:
@@ -249,6 +267,10 @@ def _chinese(word: str, anchor: date) -> str | None:
             return f"{first.year}年{first.month}月前后"
         return _zh_day(anchor + timedelta(weeks=sign * count)) + "前后"
     offsets = {"上上": -2, "上": -1, "这": 0, "本": 0, "下": 1, "下下": 2}
+    quarter = re.fullmatch(r"(上上|上|这|本|下下|下)(?:个)?季度", word)
+    if quarter:
+        year, number = _quarter(anchor, offsets[quarter.group(1)])
+        return f"{year}年第{'一二三四'[number - 1]}季度"
     month = re.fullmatch(r"(上上|上|这|本|下下|下)(?:个)?月([初中底末])?", word)
     if month:
         first = _add_months(anchor, offsets[month.group(1)])
@@ -291,13 +313,15 @@ _EN_PATTERN = re.compile(
     r"|a\s+(?:few|couple\s+of)\s+days\s+ago|(?:earlier|later)\s+this\s+week"
     r"|last\s+night|this\s+(?:morning|afternoon|evening)|yesterday|today|tonight|tomorrow"
     rf"|{_EN_COUNT}\s+(?:days?|weeks?|months?)\s+ago|in\s+{_EN_COUNT}\s+(?:days?|weeks?|months?)"
-    r"|(?:last|this|next)\s+(?:weekend|week|month|year"
+    rf"|{_EN_COUNT}\s+(?:days?|weeks?|months?)\s+(?:later|after(?:wards)?|earlier|before)"
+    r"|(?:last|this|next)\s+(?:weekend|week|month|quarter|year"
     r"|monday|tuesday|wednesday|thursday|friday|saturday|sunday))\b",
     re.IGNORECASE,
 )
 _ZH_PATTERN = re.compile(
     r"大前天|大后天|前天|昨天|昨晚|今天|今晚|今早|明天|后天|前几天|前两天|前年|去年|今年|明年|后年"
     r"|(?:\d{1,3}|[一两二三四五六七八九十百]+)(?:天|周|个星期|星期|个月)(?:以前|以后|之前|之后|前|后)"
+    r"|(?:上上|下下|上|这|本|下)(?:个)?季度"
     r"|(?:上上|下下|上|这|本|下)(?:个)?月[初中底末]?"
     r"|(?:上上|下下|上|这|本|下)(?:个)?(?:周|星期|礼拜)[一二三四五六日天末]?"
 )
@@ -367,7 +391,7 @@ _EN_WEEKDAY = (
     r"|(?:mon|tue|tues|wed|thu|thur|thurs|fri|sat|sun)\.?(?=\s*[)）,]))"
 )
 _ALREADY = re.compile(
-    r"\s?[(（]\s*(?:around |week of |a few days |\d|the \d"
+    r"\s?[(（]\s*(?:around |week of |a few days |\d|the \d|Q[1-4]\b"
     rf"|{_EN_MONTH_DAY}|{_EN_WEEKDAY}|周[一二三四五六日天]|星期|礼拜)"
     rf"|,\s*(?:on\s+)?(?:{_EN_MONTH_DAY}|{_EN_WEEKDAY}|the \d)"
     r"|[，,]\s*(?:也就是|即|就是)?\s*(?:周[一二三四五六日天]|星期|礼拜|\d{1,2}月\d)",
@@ -423,24 +447,52 @@ _PAST = re.compile(r"yesterday|last|ago|earlier|before|昨|前|上|去年", re.I
 _WHY_LINE = re.compile(r"\W*(?:why|原因|为什么)\W", re.IGNORECASE)
 
 
+_NOT_AN_EVENT, _IN_A_RULE = "no event", "in a rule"
+
+
 def _not_an_event(
-    segment: str, start: int, end: int, chinese: bool, rules_only: bool = False
-) -> bool:
-    """True when the phrase at segment[start:end] is no date of a specific event.
+    segment: str, start: int, end: int, chinese: bool, rules_only: bool = False,
+    habits: bool = False,
+) -> str:
+    """Why the phrase at segment[start:end] is no date of a specific event; "" when it is one.
+
+    `_IN_A_RULE`: the sentence reads as a rule, a general statement or a condition, so
+    the phrase is left; one that names a particular day or period ("last Friday",
+    "next week", 上周三) may still date an event there, so it is listed as well.
+    `_NOT_AN_EVENT`: a quote, an idiom, a title, a period, a habit ("the nightly job
+    collects yesterday's orders"): left, nothing to list.
 
     `rules_only`: the text is a standing rule (a feedback memory), where "tomorrow",
     "next week", 下周 speak of any day; only a **Why:** line tells what happened, and
     only a phrase pointing back ("yesterday", 上周) can date an incident elsewhere.
     """
     lead, sentence, line = _sentence(segment, start, end)
+    rule = False
     if rules_only and not _WHY_LINE.match(line) and not _PAST.search(segment[start:end]):
-        return True
+        rule = True
     if _quoted(segment, start):
-        return True
+        return _NOT_AN_EVENT
+    if _habitual(segment, start, end, chinese):
+        return _NOT_AN_EVENT
+    if _POSSESSIVE.match(segment, end) and (
+        habits or (not chinese and _PRESENT_VERB.search(lead))
+    ):
+        # "The export job collects yesterday's orders" under "Nightly order export": maybe
+        # every day's yesterday, maybe one day's. Left and listed.
+        rule = True
     if re.match(r"\W*(?:how to apply|怎么用|如何应用)", line, re.IGNORECASE):
-        return True
+        rule = True
     if (_ZH_GENERIC if chinese else _EN_GENERIC).search(sentence):
-        return True
+        rule = True
+    if _structural(segment, start, end, chinese, lead, sentence):
+        return _NOT_AN_EVENT
+    return _IN_A_RULE if rule else ""
+
+
+def _structural(
+    segment: str, start: int, end: int, chinese: bool, lead: str, sentence: str
+) -> bool:
+    """True when the phrase is an idiom, a title, a word mentioned, a period, a range."""
     if _EN_IDIOMS.search(sentence) or _ZH_IDIOMS.search(sentence):
         return True
     if (_MENTION_ZH if chinese else _MENTION_EN).search(lead):
@@ -528,19 +580,71 @@ _NAMES_A_WORK = re.compile(
 )
 
 
+# A habit: "the nightly job collects yesterday's orders", 每天凌晨汇总昨天的订单 — "yesterday's"
+# is every day's yesterday. A possessive ("yesterday's", 昨天的) with a marker of a habit
+# anywhere in its paragraph (the job is often named in the sentence before).
+_EN_HABIT = re.compile(
+    r"\b(?:nightly|(?:daily|hourly)\s+(?:jobs?|tasks?|exports?|imports?|digests?|batch(?:es)?"
+    r"|runs?|backups?|syncs?|emails?|e-mails?)|every\s+(?:night|morning|evening|day|hour|weekday|run)"
+    r"|each\s+(?:night|morning|evening|day|run)|cron(?:\s*job|tab)?|scheduled\s+(?:job|task)"
+    r"|(?:runs|run)\s+at\s+\d{1,2}(?::\d\d)?)\b",
+    re.IGNORECASE,
+)
+_ZH_HABIT = re.compile(r"每天|每晚|每日|每夜|每早|每小时|每周|定时|定期|例行|夜间任务|凌晨任务")
+_POSSESSIVE = re.compile(r"(?:['’]s|的)")
+
+# A present-tense verb right before a possessive ("collects yesterday's orders") may say a
+# habit even where none is named.
+_PRESENT_VERB = re.compile(
+    r"\b(?!(?:is|was|has|as|its|this|his|us|yes|does|plus|thus|across|less|unless|news)\b)"
+    r"[a-z]+[^s]s\s+$"
+)
+
+
+def _habitual(segment: str, start: int, end: int, chinese: bool) -> bool:
+    """True for a possessive phrase in a paragraph that names a habit (see above)."""
+    # Only the possessive: "the nightly build broke yesterday" is one event.
+    if not _POSSESSIVE.match(segment, end):
+        return False
+    habit = _ZH_HABIT if chinese else _EN_HABIT
+    head = segment.rfind("\n\n", 0, start)
+    tail = segment.find("\n\n", end)
+    return bool(habit.search(segment[head + 1 : tail if tail >= 0 else len(segment)]))
+
+
+# A phrase of a rule's sentence that names a particular day or period may still date an
+# event ("the notes from last Friday list every change"); "tomorrow" in "do not promise a
+# fix for tomorrow" speaks of any day.
+_ANY_DAY = frozenset(
+    "today tonight tomorrow this morning this afternoon this evening "
+    "今天 今晚 今早 明天".split(" ")
+)
+
+
+def _names_a_day(word: str, chinese: bool) -> bool:
+    word = " ".join(word.lower().split())
+    if chinese:
+        return word not in _ANY_DAY
+    return word not in _ANY_DAY and not word.startswith(("this morning", "this afternoon",
+                                                          "this evening"))
+
+
 def absolutize(
     text: str,
     anchor: date | None,
     unsure: list[str] | None = None,
     *,
     rules_only: bool = False,
+    habits: bool = False,
 ) -> tuple[str, list[tuple[str, str]]]:
     """`text` with the date of each event phrase written beside it, and the (old, new) pairs.
 
     A phrase under a dated heading or on a dated line ("## 2026-11-18", "- 2026-11-18:")
     counts from that date, the rest from `anchor` (None: not known). Phrases left
     because the date they mean is ambiguous or not known are added to `unsure`;
-    `rules_only` reads the text as a standing rule (see `_not_an_event`).
+    `rules_only` reads the text as a standing rule (see `_not_an_event`); `habits`: the
+    memory names a habit ("nightly", 每天), so a possessive "yesterday's" may be every
+    day's: it is left and listed.
     """
     changes: list[tuple[str, str]] = []
     doubts = unsure if unsure is not None else []
@@ -557,7 +661,9 @@ def absolutize(
     for code in [*code_ranges(text), None]:
         stop = len(text) if code is None else code.start
         if stop > last:
-            out.append(_substitute(text[last:stop], last, anchor_at, changes, doubts, rules_only))
+            out.append(_substitute(
+                text[last:stop], last, anchor_at, changes, doubts, rules_only, habits
+            ))
         if code is not None:
             out.append(text[code.start : code.end])
             last = code.end
@@ -632,10 +738,41 @@ def _meaning(match: re.Match[str], segment: str, chinese: bool, anchor: date) ->
         for found in _ZH_NOT_DATES.finditer(segment, max(0, start - 4), min(len(segment), end + 4)):
             if found.start() < end and found.end() > start:
                 return None
-        if _ZH_COUNTED.fullmatch(match.group(0)) and _after_an_event(segment, start):
-            return AMBIGUOUS  # 上线三天后 ("three days after going live"): counts from that
+        counted = _ZH_COUNTED.fullmatch(match.group(0))
+        if counted and (
+            _after_an_event(segment, start)
+            or (match.group(0).endswith("后") and _named_day_before(segment, start))
+        ):
+            # 上线三天后 ("three days after going live"), 下个月15号开始冻结，两周后解冻 (two
+            # weeks after the freeze): it counts from that, not from the day it was written
+            return AMBIGUOUS
         return _chinese(match.group(0), anchor)
+    if match.group(0).lower().startswith("in ") and _named_day_before(segment, start):
+        return AMBIGUOUS  # "starts on the 15th and is lifted in two weeks": from the 15th?
     return _english(match.group(0), anchor)
+
+
+_DAY_OF_MONTH = re.compile(
+    r"\d{1,2}\s*[号日]|\b\d{1,2}(?:st|nd|rd|th)\b"
+    rf"|\b{_EN_MONTH_DAY}|\b\d{{1,2}}\s+(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)",
+    re.IGNORECASE,
+)
+
+
+def _named_day_before(segment: str, start: int) -> bool:
+    """Whether the sentence names another day before a count forward ("on the 15th … in two
+    weeks", 下个月15号开始冻结，两周后): it may run from that day, not from the writing day.
+    (A count back, "两周前已经做完", is said from the writing day.)"""
+    lead, _, _ = _sentence(segment, start, start)
+    if _OTHER_DAY.search(lead) or _DAY_OF_MONTH.search(lead):
+        return True
+    # a day ahead named before ("明天开始冻结，两周后解冻"); one behind ("前天谈妥了，三天后签字")
+    # is the news of the day the note was written, and the count runs from that day
+    return any(
+        not _PAST.search(found.group(0))
+        for pattern in (_EN_PATTERN, _ZH_PATTERN)
+        for found in pattern.finditer(lead)
+    )
 
 
 # A character after 今天/昨天/明天 that joins 天 into a word of its own (天数 "number of
@@ -748,6 +885,7 @@ def _substitute(
     changes: list[tuple[str, str]],
     unsure: list[str],
     rules_only: bool = False,
+    habits: bool = False,
 ) -> str:
     """One stretch of prose (at `base` in the text) with its event phrases dated."""
     matches = sorted(
@@ -775,8 +913,12 @@ def _substitute(
         kind, note = _LEFT, ""
         if _ALREADY.match(segment, end):
             kind = _ALREADY_DATED  # dated already, by a person or an earlier run
-        elif _not_an_event(segment, match.start(), match.end(), chinese, rules_only):
-            pass
+        elif why := _not_an_event(
+            segment, match.start(), match.end(), chinese, rules_only, habits
+        ):
+            # (a feedback memory is rules through and through: its 下周计划 is every week's)
+            if why == _IN_A_RULE and not rules_only and _names_a_day(match.group(0), chinese):
+                kind = _UNSURE  # "The notes from last Friday list every change": maybe an event
         elif _said_on_another_day(segment, match.start()):
             kind = _UNSURE  # "Yesterday he promised it for tomorrow": whose day?
         else:
@@ -845,39 +987,44 @@ def _substitute(
     return "".join(out)
 
 
-def anchor_of(memory: Memory) -> tuple[date | None, str]:
-    """The day the memory's text was written, on the writer's clock, or None and why not."""
+def anchor_of(memory: Memory, zone: tzinfo | None = None) -> tuple[date | None, str]:
+    """The day the memory's text was written, on the writer's clock, or None and why not.
+
+    A stamp's own offset says the writer's clock; a UTC stamp is read in `zone` (the
+    `timeZone` setting; None: this machine's).
+    """
     created, updated = memory.created, memory.updated
     if created and updated:
         # A bare `created` that is the UTC day of `updated` may be the tool's UTC stamp of the
-        # same moment: then this machine's clock decides. One that is not was written on the
-        # writer's own calendar.
+        # same moment (`created: 2026-11-25` beside `updated: 2026-11-26T01:40:00+08:00`):
+        # then `updated` decides, on its own offset or, for a UTC time, in `zone`. One that
+        # is not was written on the writer's own calendar.
         stamped = _moment(updated)
-        utc_day = stamped.astimezone(UTC).date() if stamped and _says_utc(updated) else None
+        utc_day = stamped.astimezone(UTC).date() if stamped and not _naive(updated) else None
         given = _exact_day(created)
         if given is not None and given == utc_day and len(created) == 10:
-            common = _possible_days(updated)
+            common = _possible_days(updated, zone)
             given = None
         else:
-            common = _possible_days(created) & _possible_days(updated)
+            common = _possible_days(created, zone) & _possible_days(updated, zone)
         if not common:
-            first, last = _writer_day(created), _writer_day(updated)
+            first, last = _writer_day(created, zone), _writer_day(updated, zone)
             return None, (
                 f"written on {first} and edited on {last}: "
                 "which day its relative dates count from is not known"
             )
-        for day in (_exact_day(updated), given, _writer_day(updated)):
+        for day in (_exact_day(updated), given, _writer_day(updated, zone)):
             if day is not None and day in common:
                 return day, ""
         return min(common), ""
     if created or updated:
         text = created or updated or ""
-        day = _writer_day(text)
+        day = _writer_day(text, zone)
         if day is not None:
             return day, ""
         if _naive(text):
             moment = _moment(text)
-            local = moment.astimezone().date() if moment else None
+            local = moment.astimezone(zone).date() if moment else None
             return None, (
                 f"its time {text} has no offset: {text[:10]} on the writer's clock, "
                 f"{local} if it is UTC; which day its relative dates count from is not known"
@@ -904,8 +1051,9 @@ def _exact_day(text: str) -> date | None:
     return None if _says_utc(text) or _naive(text) else moment.date()
 
 
-def _writer_day(text: str) -> date | None:
-    """The writer's day for a date or time: a UTC time is read on this machine's clock.
+def _writer_day(text: str, zone: tzinfo | None = None) -> date | None:
+    """The writer's day for a date or time: a UTC time is read in `zone` (None: this
+    machine's clock).
 
     A time without an offset ("2026-11-25 23:30", written by hand) is the writer's wall
     clock, or UTC as YAML reads it: its day when both readings agree, else None.
@@ -917,21 +1065,24 @@ def _writer_day(text: str) -> date | None:
         except ValueError:
             return None
     if _naive(text):
-        days = _possible_days(text)
+        days = _possible_days(text, zone)
         return next(iter(days)) if len(days) == 1 else None
-    return moment.astimezone().date() if _says_utc(text) else moment.date()
+    return moment.astimezone(zone).date() if _says_utc(text) else moment.date()
 
 
-def _possible_days(text: str) -> set[date]:
-    """Every day the writer's calendar may have shown: a UTC time is a day anywhere on earth."""
+def _possible_days(text: str, zone: tzinfo | None = None) -> set[date]:
+    """Every day the writer's calendar may have shown: a UTC time is a day anywhere on earth
+    (in `zone` only, when the setting names the writers' zone)."""
     moment = _moment(text)
     if moment is None:
-        day = _writer_day(text)
+        day = _writer_day(text, zone)
         return {day} if day else set()
     if _naive(text):
-        return {moment.date(), moment.astimezone().date()}
+        return {moment.date(), moment.astimezone(zone).date()}
     if not _says_utc(text):
         return {moment.date()}
+    if zone is not None:
+        return {moment.astimezone(zone).date()}
     moment = moment.astimezone(UTC)
     first, last = (moment - timedelta(hours=12)).date(), (moment + timedelta(hours=14)).date()
     return {first + timedelta(days=n) for n in range((last - first).days + 1)}
@@ -974,7 +1125,8 @@ def run(ctx: RuleContext) -> None:
         if not any(_EN_PATTERN.search(t) or _ZH_PATTERN.search(t) for t in texts.values()):
             continue
         rules_only = memory.category == "feedback"
-        anchor, why = anchor_of(memory)
+        habits = any(_EN_HABIT.search(t) or _ZH_HABIT.search(t) for t in texts.values())
+        anchor, why = anchor_of(memory, ctx.zone)
         if anchor is not None and anchor > ctx.now.date() + timedelta(days=1):
             # a stamp after today (a clock set wrong): no day to count from
             why = (
@@ -986,12 +1138,15 @@ def run(ctx: RuleContext) -> None:
         for key, text in texts.items():
             if not text:
                 continue
-            new, changes = absolutize(text, anchor, unsure, rules_only=rules_only)
+            new, changes = absolutize(
+                text, anchor, unsure, rules_only=rules_only, habits=habits
+            )
             if changes and new != text:
                 fields[key] = new
                 found.extend(changes)
         if unsure:
-            phrases = ", ".join(map(repr, sorted(set(unsure))[:4]))
+            # every phrase, in the order the memory has them: a careful reader checks each
+            phrases = ", ".join(map(repr, dict.fromkeys(unsure)))
             if anchor is None:
                 because = why
             else:
@@ -999,8 +1154,9 @@ def run(ctx: RuleContext) -> None:
                 because = (
                     f"written on {anchor.isoformat()}, a {weekday}: they may mean this "
                     "week's day or the other week's, join two days or periods of which one "
-                    "cannot be dated, stand in a link's text, or count from another event or "
-                    "the day someone said them; write the date you mean"
+                    "cannot be dated, stand in a link's text or in a sentence that reads as a "
+                    "rule, or count from another event or the day someone said them; write "
+                    "the date you mean"
                 )
             ctx.applier.note(
                 memory.id,

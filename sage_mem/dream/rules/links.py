@@ -13,7 +13,8 @@ its target
 - was moved: exactly one memory in service has the target's file name.
 
 A link in historical context ("History: [[api_v1]] came before it",
-"之前用的是 [[x]]") names the old memory on purpose: it is never pointed at the
+"the archived test convention is [[x]]", "之前用的是 [[x]]", 已归档的规范是 [[x]]) names the
+old memory on purpose: it is never pointed at the
 successor (a markdown link may point at the archived file, which still opens),
 and neither is a link from a memory to the one it superseded, which would make
 it link to itself. Anything else is reported, never guessed. Links in code are left alone; what
@@ -37,8 +38,8 @@ MAX_HOPS = 10
 _HISTORY = re.compile(
     r"\b(?:history|historical(?:ly)?|previous(?:ly)?|former(?:ly)?|used\s+to|superseded"
     r"|replaced|deprecated|legacy|came\s+before|earlier\s+versions?|old(?:er)?\s+versions?"
-    r"|originally)\b"
-    r"|历史|之前的|以前的|原来的|曾经|旧版|旧的|过去的|取代|替代",
+    r"|originally|archived|retired|old(?:er)?|prior|outdated|obsolete|no\s+longer)\b"
+    r"|历史|之前的|以前的|原来的|曾经|旧版|旧的|过去的|取代|替代|已归档|归档的|老的|老版|废弃|过时|先前",
     re.IGNORECASE,
 )
 

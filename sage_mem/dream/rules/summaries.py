@@ -3,14 +3,17 @@
 The body is read as a person would skim it: code blocks (fenced, indented,
 `<pre>`), headings, tables and HTML comments are skipped; list markers,
 emphasis and link syntax are dropped (the link text stays), and inline code
-shows as its text (what is code and what is a link is `sage_mem.memory.markdown`'s).
+stays inline code, in backticks (so `date -d tomorrow` is code in the summary too, where
+the date rule leaves it) (what is code and what is a link is `sage_mem.memory.markdown`'s).
 Sentences end at 。！？ (no space needed after them) and at . ! ? followed by a
 space, except after an abbreviation ("e.g.", "Dr.") or inside a number. Whole
 sentences are taken while they fit; a first sentence longer than the limit is
 cut at a word (or, in Chinese, at a character) and ends with "…" — unless the cut
 drops a turn ("but…", "unless…", 但是…), or the body elsewhere (a heading too) says
-the opening no longer holds ("cancelled", "overturned", 取消, 否决): then it gets no
-summary, since one would say what the body takes back. A sentence
+the opening no longer holds ("cancelled", "overturned", "rejected", 取消, 否决, 拒绝): then it
+gets no summary, since one would say what the body takes back. A sentence that opens with
+someone's words ('"Just use MongoDB," the contractor suggested') is what was said, not what
+holds: it is never quoted. A sentence
 that mostly repeats the description is skipped, as is one holding something that
 looks like a credential (a summary shows in search results, and a write that adds a
 credential is refused: a report would propose what a rewrite cannot do); a body whose prose adds
@@ -23,7 +26,14 @@ from __future__ import annotations
 import re
 
 from ...checks.credentials import has_secrets
-from ...memory.markdown import BLOCK_KINDS, MARKDOWN_LINK, WIKI_LINK, code_content, code_ranges
+from ...memory.markdown import (
+    BLOCK_KINDS,
+    MARKDOWN_LINK,
+    WIKI_LINK,
+    Code,
+    code_content,
+    code_ranges,
+)
 from ..similarity import terms
 from . import RuleContext
 
@@ -97,10 +107,21 @@ def _readable(text: str) -> tuple[str, list[str]]:
             out.append("\n" * max(text.count("\n", code.start, code.end), 1))
         else:
             out.append(f"{_OPEN}{len(shown)}{_CLOSE}")
-            shown.append(code_content(text, code))
+            shown.append(_code_span(text, code))
         last = code.end
     out.append(text[last:])
     return "".join(out), shown
+
+
+def _code_span(text: str, code: Code) -> str:
+    """Inline code as the summary shows it: still code (`date -d tomorrow` stays in backticks,
+    so the next run's date rule leaves it as code), on one line."""
+    content = " ".join(code_content(text, code).split())
+    if not content:
+        return content
+    ticks = "`" * (max((len(run) for run in re.findall(r"`+", content)), default=0) + 1)
+    pad = " " if content.startswith("`") or content.endswith("`") else ""
+    return f"{ticks}{pad}{content}{pad}{ticks}"
 
 
 def _inline(text: str, shown: list[str]) -> str:
@@ -158,7 +179,7 @@ def make_summary(
         s
         for p in plain_paragraphs(body)
         for s in sentences(p)
-        if _adds(terms(s), said) and not has_secrets(s)
+        if _adds(terms(s), said) and not has_secrets(s) and not _SPEECH.match(s)
     ]
     if not parts:
         return None
@@ -182,8 +203,23 @@ def make_summary(
 # of the opening alone would say what is no longer so.
 _TURNED = re.compile(
     r"\b(?:cancel(?:l?ed|s)?|called\s+off|overturned|overruled|reverted|abandoned|scrapped"
-    r"|postponed|on\s+hold|no\s+longer|superseded|obsolete)\b"
-    r"|取消|作废|否决|推翻|撤销|撤回|放弃|搁置|暂停|延期|不再|废弃",
+    r"|postponed|on\s+hold|no\s+longer|superseded|obsolete|rejected|declined"
+    r"|turned\s+(?:\w+\s+){0,2}down|vetoed|ruled\s+out|said\s+no|not\s+adopted"
+    r"|did\s+not\s+(?:adopt|accept|agree)"
+    r"|didn['’]t\s+(?:adopt|accept|agree))\b"
+    r"|取消|作废|否决|推翻|撤销|撤回|放弃|搁置|暂停|延期|不再|废弃|拒绝|驳回|否掉|没采纳|未采纳"
+    r"|不采纳|没有采纳|没同意|没有同意|不同意",
+    re.IGNORECASE,
+)
+# A sentence that opens with someone's words ('"Just use MongoDB," the contractor suggested',
+# “先上线再说”，他提议): what was said, not what holds; a summary never quotes it.
+_QUOTED_OPENING = r"""\s*(?:"[^"]{1,300}"|“[^”]{1,300}”|「[^」]{1,300}」|『[^』]{1,300}』)"""
+_SPEECH = re.compile(
+    rf"""{_QUOTED_OPENING}\s*[,，.。!！?？]?\s*"""
+    r"""[\w\s-]{0,40}?"""
+    r"""\b(?:said|says|suggested|suggests|proposed|proposes|asked|argued|wanted|insisted"""
+    r"""|recommended|pushed|offered)\b"""
+    rf"""|{_QUOTED_OPENING}\s*[,，]?\s*\S{{0,12}}?(?:说|建议|提议|提出|认为|主张)""",
     re.IGNORECASE,
 )
 # Words that turn the rest of a sentence against its start.
@@ -225,6 +261,8 @@ def _cut(sentence: str, limit: int) -> str:
         space = head.rfind(" ")
         if space > room // 2:
             head = head[:space]
+    if head.count("`") % 2:
+        head = head[: head.rfind("`")].rstrip("`")  # never cut inside code: it would read as prose
     return head.rstrip(" ,;:，；：、") + "…"
 
 
