@@ -79,8 +79,10 @@ def test_a_server_answers_a_wrong_type_in_every_field_without_a_traceback(
 @pytest.mark.parametrize("field", FIELDS)
 def test_serve_request_keeps_only_fields_of_the_right_type(memory_dir: Path, field: str) -> None:
     store = MemoryStore(memory_dir, watch=False)
-    request = {"v": hook_socket.PROTOCOL, "event": "SessionStart", "root": str(memory_dir),
+    request = {"v": hook_socket.PROTOCOL, "event": "UserPromptSubmit",
+               "root": str(memory_dir),
                "payload": payload(field, {"nested": ["x"]}), "cwd": None, "env": {}}
     answer, _ = hooks.serve_request(store, request)
-    assert any(field in line and "wrong type" in line for line in answer["log"])
+    named = "no prompt" if field == "prompt" else "wrong type"
+    assert any(named in line and (field in line or field == "prompt") for line in answer["log"])
     assert answer["answer"] is None or "additionalContext" in json.dumps(answer["answer"])

@@ -383,6 +383,7 @@ def serve_request(store: MemoryStore, request: dict[str, Any]) -> tuple[dict[str
         return {"answer": None, "log": ["the sage-mem server got a request it cannot read"]}, None
     payload = payload_fields(payload, lines.append)  # the socket is a boundary of its own
     if hook_name == "UserPromptSubmit" and not payload.get("prompt", "").strip():
+        lines.append("no prompt in the hook input; nothing injected")
         return {"answer": None, "log": lines}, None
     answer, record = answer_with_store(
         hook_name, payload, store, lines.append,
@@ -625,7 +626,7 @@ def payload_fields(data: dict[str, Any], log: Callable[[str], None]) -> dict[str
             continue
         if type(value) is kind:
             kept[name] = value
-        else:
+        elif name != "prompt":  # a prompt hook says "no prompt" itself; the others never read it
             wrong.append(name)
     if wrong:
         log(f"hook input field{'s' if len(wrong) > 1 else ''} of the wrong type ignored: "
