@@ -58,7 +58,7 @@ from ..checks.credentials import (
 from ..disk.folder import ARCHIVE_DIR, DREAM_DIR, INDEX_FILE, MemoryFolder
 from ..disk.locks import file_lock
 from ..disk.processes import process_alive
-from ..disk.safe_io import atomic_write, file_mode, leftover_temps, read_or_absent, rewrite
+from ..disk.safe_io import atomic_write, file_mode, leftover_temps, rewrite
 from ..errors import InvalidMemory, SageMemError
 from ..memory import catalog
 from ..memory.file_format import parse_bytes
@@ -66,10 +66,12 @@ from .git import (
     MACHINE_TRAILER,
     REMOTE,
     Git,
+    LinkRefused,
     SyncError,
     ensure_setup,
     error_line,
     quoted_paths,
+    read_in_tree,
     shown_url,
 )
 from .merge_driver import (
@@ -242,6 +244,17 @@ def memory_ids(paths: Iterable[str]) -> list[str]:
             continue
         ids.append(path[:-3])
     return sorted(set(ids))
+
+
+LINK_REASON = ("a symbolic link; sync never commits one (another machine's read would "
+               "follow it): replace it with a file")
+
+
+def _inside(path: str) -> bool:
+    """A tree path git may check out inside the folder: relative, no `..`, no `.git`."""
+    parts = path.replace("\\", "/").split("/")
+    return not path.startswith("/") and all(
+        part not in ("", ".", "..") and part.lower().rstrip(". ") != ".git" for part in parts)
 
 
 def name_reason(path: str) -> str | None:
@@ -457,8 +470,9 @@ class _Sync:
         """Whether MEMORY.md is sage-mem's own, regenerated from the memories (not a
         person's, nor one with a person's region in it)."""
         try:
-            text = self.folder.index_file.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
+            raw = read_in_tree(self.root, INDEX_FILE, limit=_MAX_SCANNED).raw
+            text = raw.decode("utf-8") if raw is not None else ""
+        except (OSError, SyncError, UnicodeDecodeError):
             return False
         return catalog.NOTE in text and catalog.REGION_BEGIN not in text
 
@@ -481,21 +495,22 @@ class _Sync:
         return dict(sorted(paths.items()))
 
     def scan(self, paths: Iterable[str]) -> list[Held]:
+        """The changed files that may not leave the machine: a secret in the name or the
+        bytes, and a symbolic link (another machine's sync would refuse it; a plain git
+        there would follow it)."""
         held = []
         for path in paths:
-            full = self.root / path
-            if full.is_symlink() or not full.exists():
-                continue
-            named = name_reason(path)
-            if named:
-                held.append(Held(path, named))
-                continue
             try:
-                seen = read_or_absent(full, limit=_MAX_SCANNED)
-            except InvalidMemory as exc:
+                seen = read_in_tree(self.root, path, limit=_MAX_SCANNED)
+            except LinkRefused:
+                held.append(Held(path, LINK_REASON))
+                continue
+            except SyncError as exc:
                 held.append(Held(path, f"cannot be checked for secrets: {exc.message}"))
                 continue
-            reason = secret_reason(seen.raw) if seen.raw is not None else None
+            if seen.raw is None:
+                continue  # deleted
+            reason = name_reason(path) or secret_reason(seen.raw)
             if reason:
                 held.append(Held(path, reason))
         return held
@@ -554,6 +569,7 @@ class _Sync:
             return
         if head is not None and self.git.ok("merge-base", "--is-ancestor", theirs, head):
             return
+        self.refuse_unsafe(head, theirs, branch)
         incoming = set(self.git.changed_paths(head, theirs))
         for held in self.result.held_back:
             if held.path == INDEX_FILE and self.generated_index():
@@ -587,6 +603,34 @@ class _Sync:
         self.result.pulled.extend(
             i for i in memory_ids(came) if i not in ours_made and i not in self.result.pulled
         )
+
+    def refuse_unsafe(self, head: str | None, theirs: str, branch: str) -> None:
+        """Never merge a commit that brings a symbolic link or a path leaving the folder.
+
+        Checked out, a link would be followed by the next read of its path (sync's, an
+        editor's, a plain git's on a machine without `core.symlinks=false`), and what it
+        read pushed back. One line names the first such path and the commit that brought it.
+        """
+        unsafe = [(mode, path) for mode, path in self.git.entries(head, theirs)
+                  if mode == "120000" or not _inside(path)]
+        if not unsafe:
+            return
+        mode, path = unsafe[0]
+        shown = redact_name(path).encode("unicode_escape").decode("ascii")[:120]
+        found = self.git.run("log", "-1", "--format=%h by %an", theirs, "--", path,
+                             check=False).stdout.decode("utf-8", "replace").strip()
+        commit = found.encode("unicode_escape").decode("ascii")[:80] or theirs[:7]
+        if mode == "120000":
+            target = (self.git.blob(theirs, path) or b"?").decode("utf-8", "replace")
+            what = (f"{shown} is a symbolic link (to "
+                    f"{target.encode('unicode_escape').decode('ascii')[:120]})")
+        else:
+            what = f"{shown} is a path outside the folder"
+        more = f" (and {len(unsafe) - 1} more)" if len(unsafe) > 1 else ""
+        raise SyncError(
+            f"{REMOTE}/{branch} not merged: {what}{more}, from commit {commit}; sync never "
+            "checks out a link or a path outside the folder (a later read would follow it to "
+            "any file of yours): ask its author to replace it with a file, then sync")
 
     def finish_merge(self, head: str | None, theirs: str) -> None:
         """Resolve, regenerate and commit the merge; one that fails is undone, not left."""
@@ -670,7 +714,9 @@ class _Sync:
 
     def put(self, target: Path, data: bytes) -> None:
         target.parent.mkdir(parents=True, exist_ok=True)
-        rewrite(target, lambda seen: data, read=lambda p: read_or_absent(p, limit=_MAX_SCANNED),
+        rel = target.relative_to(self.root).as_posix()
+        rewrite(target, lambda seen: data,
+                read=lambda p: read_in_tree(self.root, rel, limit=_MAX_SCANNED),
                 mode=file_mode(self.root), limit=_MAX_SCANNED)
 
     def restore_edited_archives(self, head: str | None, theirs: str) -> None:
