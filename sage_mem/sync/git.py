@@ -178,10 +178,10 @@ class Git:
                 if meta:
                     found.append((meta.split()[0].decode(), os.fsdecode(path)))
             return found
-        raw = self.run("diff-tree", "-r", "-z", "--no-renames", "--no-commit-id", old,
-                       new).stdout.split(b"\0")
+        records = self.run("diff-tree", "-r", "-z", "--no-renames", "--no-commit-id", old,
+                           new).stdout.split(b"\0")
         found = []
-        for meta, path in zip(raw[::2], raw[1::2], strict=False):
+        for meta, path in zip(records[::2], records[1::2], strict=False):
             fields = meta.split()
             if len(fields) >= 5 and fields[4] != b"D":
                 found.append((fields[1].decode(), os.fsdecode(path)))
