@@ -20,6 +20,13 @@ checked out as a file holding its target's name, never as a link a later read
 follows) and `fetch.fsckObjects=true` (a tree with `..` or `.git` in a path is
 refused when fetched).
 
+It installs a pre-push hook (`PRE_PUSH`, a few lines of sh calling `python -m
+sage_mem pre-push`) that refuses a plain `git push` carrying a file the secret
+scan flags, as sync's own push does; a hook that was there is kept, renamed
+`pre-push.before-sage-mem`, and run after the check. Hooks kept elsewhere
+(`core.hooksPath` outside the repository) are not touched: that folder serves
+other repositories too, and the summary says the check is missing.
+
 A remote is not trusted: sync reads and writes a file of the work tree only
 through `read_in_tree`, which refuses a symbolic link anywhere below the folder
 (`LinkRefused`), and never merges a commit that brings one (`refused_entries`).
@@ -92,6 +99,7 @@ class Git:
         self.root = root
         self.env = dict(env or {})
         self._identity: list[str] | None = None
+        self.notes: list[str] = []  # what setup could not do, for the summary
 
     def run(
         self, *args: str, check: bool = True, input: bytes | None = None,
@@ -248,7 +256,8 @@ def driver_command() -> str:
 
 
 def ensure_setup(git: Git, root: Path) -> bool:
-    """Register the merge driver in `.gitattributes` and the repository's config.
+    """Register the merge driver in `.gitattributes` and the repository's config, and
+    install the pre-push hook (a note in `git.notes` when it cannot be).
 
     Returns True when `.gitattributes` changed. The config is the clone's own
     (`.git/config`), rewritten when this Python moved.
@@ -259,7 +268,81 @@ def ensure_setup(git: Git, root: Path) -> bool:
     for key, value in SAFE_CONFIG:
         if git.config(key) != value:
             git.run("config", key, value)
+    note = install_pre_push(git)
+    if note and note not in git.notes:
+        git.notes.append(note)
     return add_attribute_line(root / ".gitattributes")
+
+
+PRE_PUSH_MARK = "# sage-mem pre-push hook"
+CHAINED_HOOK = "pre-push.before-sage-mem"
+ALLOW_SECRET_ENV = "SAGE_MEM_ALLOW_SECRET"
+"""Set to 1 for a push the pre-push hook lets through unchecked (`sync --allow-secret`'s)."""
+CHECKED_ENV = "SAGE_MEM_PUSH_CHECKED"
+"""Set by sync on its own push, which it checked already: the hook does not scan again."""
+
+
+def pre_push_script() -> str:
+    """The hook: the check (unless the push is sync's or allowed), then the hook it replaced.
+
+    stdin (the refs being pushed) is read once and given to both. A Python that is gone
+    (sage-mem moved) stops the push with a line saying what to run: never let through
+    unchecked in silence.
+    """
+    python = shlex.quote(sys.executable)
+    return f"""#!/bin/sh
+{PRE_PUSH_MARK}: a push carrying a file the secret scan flags is refused.
+# Push anyway: {ALLOW_SECRET_ENV}=1 git push (or sage-mem sync --allow-secret).
+# A hook that was here before is kept as {CHAINED_HOOK}, run after the check.
+refs=$(cat)
+if [ -z "${CHECKED_ENV}" ] && [ "${ALLOW_SECRET_ENV}" != 1 ]; then
+  if [ ! -x {python} ]; then
+    echo "sage-mem: pre-push check: "{python}" is gone; run sage-mem sync to set it again," \
+      "or push unchecked with {ALLOW_SECRET_ENV}=1" >&2
+    exit 1
+  fi
+  printf '%s\n' "$refs" | {python} -m sage_mem pre-push "$1" "$2" || exit 1
+fi
+chained="$(dirname "$0")/{CHAINED_HOOK}"
+if [ -x "$chained" ]; then
+  printf '%s\n' "$refs" | "$chained" "$@" || exit $?
+fi
+exit 0
+"""
+
+
+def install_pre_push(git: Git) -> str | None:
+    """Put the pre-push hook in the repository's hooks folder; a note when it cannot be.
+
+    A hook that is not sage-mem's is renamed `pre-push.before-sage-mem` (never replaced;
+    when that name is taken too, nothing is installed) and run by ours after the check.
+    """
+    git_dir = git.git_dir
+    hooks = Path(git.text("rev-parse", "--git-path", "hooks").strip())
+    hooks = hooks if hooks.is_absolute() else git.root / hooks
+    if os.path.realpath(hooks) != os.path.realpath(git_dir / "hooks"):
+        return (f"no pre-push check installed: core.hooksPath is {hooks}, shared with other "
+                "repositories; a plain git push here is not checked for secrets")
+    hook = hooks / "pre-push"
+    script = pre_push_script().encode()
+    try:
+        current = read_in_tree(git_dir, "hooks/pre-push", limit=_MAX_ATTRIBUTES).raw
+    except SyncError as exc:
+        return f"no pre-push check installed: {exc.message}"
+    if current == script:
+        return None
+    hooks.mkdir(mode=0o700, exist_ok=True)
+    if current is not None and PRE_PUSH_MARK.encode() not in current:
+        kept = hooks / CHAINED_HOOK
+        if os.path.lexists(kept):
+            return (f"no pre-push check installed: {hook} is not sage-mem's and "
+                    f"{kept.name} is taken")
+        os.rename(hook, kept)  # the person's hook, kept whole under a name ours runs
+    tmp = hooks / f".pre-push.{os.getpid()}.tmp"
+    tmp.write_bytes(script)
+    tmp.chmod(0o755)
+    os.replace(tmp, hook)
+    return None
 
 
 def add_attribute_line(path: Path) -> bool:
