@@ -671,6 +671,8 @@ def _judge_value(
     """Claim the value of `name: value` (or `name is value`) when it looks like a real secret."""
     start, end = match.span("value")
     raw = match.group("value")
+    if prose and raw.startswith("]("):
+        return  # `[数据库密码](db-2.md)`: a markdown link's target after its text
     value = _unquote(raw)
     if value != raw:
         start, end = start + 1, end - 1

@@ -58,7 +58,7 @@ from ..checks.credentials import (
 from ..disk.folder import ARCHIVE_DIR, DREAM_DIR, INDEX_FILE, MemoryFolder
 from ..disk.locks import file_lock
 from ..disk.processes import process_alive
-from ..disk.safe_io import atomic_write, file_mode, leftover_temps, rewrite
+from ..disk.safe_io import atomic_write, conflict_sibling, file_mode, leftover_temps, move, rewrite
 from ..errors import InvalidMemory, SageMemError
 from ..memory import catalog
 from ..memory.file_format import parse_bytes
@@ -140,7 +140,8 @@ class SyncResult:
         if self.restored:
             parts.append("back from the archive (edited elsewhere): " + ", ".join(self.restored))
         if self.held_back:
-            parts.append("not committed (secret): " + ", ".join(h.shown for h in self.held_back))
+            parts.append("not committed (a secret or a link): "
+                         + ", ".join(h.shown for h in self.held_back))
         if self.push_refused:
             parts.append("push refused, a secret in a commit: "
                          + ", ".join(h.shown for h in self.push_refused))
@@ -298,6 +299,7 @@ class _Sync:
         self.result = SyncResult(self.root, self.machine)
         self.record = folder.state_dir / SYNC_RECORD
         self.left_merging: str | None = None  # the merge a killed sync left, per its record
+        self.parked: dict[str, str] = {}  # held-back files moved aside for a merge: aside -> path
 
     # 1. what a killed sync left
 
@@ -409,7 +411,7 @@ class _Sync:
 
     def commit_local(self, result: SyncResult, *, message: str | None = None,
                      merging: bool = False) -> None:
-        changed = self.changed_files()
+        changed = {p: s for p, s in self.changed_files().items() if p not in self.parked}
         held = self.scan(changed)
         index_flagged = any(h.path == INDEX_FILE for h in held) and self.generated_index()
         if index_flagged:  # its lines are the memories': staged below without the held ones
@@ -425,9 +427,17 @@ class _Sync:
         # A deletion already staged (`git mv`, `git rm`) has nothing left to add.
         to_add = [p for p in taken if changed[p] != "D "]
         held_ids = set(memory_ids(held_paths))
-        if (held_ids or index_flagged) and INDEX_FILE in to_add and self.stage_index_without(
-                held_ids):
-            to_add.remove(INDEX_FILE)
+        if (held_ids or index_flagged) and INDEX_FILE in to_add:
+            by_line = self.stage_index_without(held_ids)
+            if by_line is not None:
+                to_add.remove(INDEX_FILE)
+                for item in by_line:  # held for its line in MEMORY.md alone
+                    if item.path in to_add:
+                        to_add.remove(item.path)
+                    if item.path in taken:
+                        taken.remove(item.path)
+                    if self.is_staged(item.path):
+                        self.unstage([item.path])
         if to_add:
             self.git.run("add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul",
                          input=quoted_paths(to_add))
@@ -443,33 +453,56 @@ class _Sync:
         self.git.commit(message, "-m", body, "-m", f"{MACHINE_TRAILER}: {self.machine}")
         result.committed.extend(i for i in ids if i not in result.committed)
 
-    def stage_index_without(self, held: set[str]) -> bool:
+    def stage_index_without(self, held: set[str]) -> list[Held] | None:
         """Stage a sage-mem MEMORY.md that does not list the memories held back.
 
         Its entries would name them to the remote, and every other machine
         would drop them again at its next sync: a commit each way, every sync.
         The work tree keeps its full MEMORY.md (a file sage-mem regenerates,
         which `integrate` may set back to the staged one before a merge).
-        False for a MEMORY.md someone wrote (theirs, committed as it is). One that
-        still holds a secret is not staged at all, and is held back itself.
+        None for a MEMORY.md someone wrote (theirs, committed as it is).
+
+        MEMORY.md is made from the memories, so a false alarm in it never holds the
+        whole index back: a memory whose line reads as a secret (a title ending in 密码
+        before its link) while its own file does not is held back alone, named, and
+        left out of the staged index; what is returned. Only an index still flagged
+        without any such line (a category's heading) is held back itself.
         """
         if not self.generated_index():
-            return False
+            return None
         from ..store import MemoryStore
 
         with MemoryStore(self.root, watch=False) as store:
             kept = [m for m in store.list() if m.id not in held]
         data = catalog.render(kept).encode("utf-8")
+        by_line: list[Held] = []
+        if secret_reason(data):
+            for memory in kept:
+                for match in find_secrets(catalog.entry_line(memory)):
+                    path = memory.path.relative_to(self.root).as_posix()
+                    by_line.append(Held(path, (
+                        f"its line in MEMORY.md reads as a possible {match.label} "
+                        f"{match.excerpt_redacted}; rename or retitle it, or sync "
+                        "--allow-secret if that is a false alarm")))
+                    break
+            if by_line:
+                left_out = {h.path for h in by_line}
+                kept = [m for m in kept
+                        if m.path.relative_to(self.root).as_posix() not in left_out]
+                data = catalog.render(kept).encode("utf-8")
+        for item in by_line:
+            if all(h.path != item.path for h in self.result.held_back):
+                self.result.held_back.append(item)
         reason = secret_reason(data)
         if reason:
             if self.is_staged(INDEX_FILE):
                 self.unstage([INDEX_FILE])
             if all(h.path != INDEX_FILE for h in self.result.held_back):
                 self.result.held_back.append(Held(INDEX_FILE, reason))
-            return True
+            return by_line
         blob = self.git.run("hash-object", "-w", "--stdin", input=data).stdout.decode().strip()
         self.git.run("update-index", "--add", "--cacheinfo", f"100644,{blob},{INDEX_FILE}")
-        return True
+        return by_line
 
     def generated_index(self) -> bool:
         """Whether MEMORY.md is sage-mem's own, regenerated from the memories (not a
@@ -576,14 +609,66 @@ class _Sync:
             return
         self.refuse_unsafe(head, theirs, branch)
         incoming = set(self.git.changed_paths(head, theirs))
+        blocking = []
         for held in self.result.held_back:
             if held.path == INDEX_FILE and self.generated_index():
                 continue  # regenerated: set back to the committed one just below
             if held.path in incoming:  # git would refuse to merge over it, naming no reason
-                raise SyncError(
-                    f"{held.path}: not committed ({held.reason}), and {REMOTE} changed it too, "
-                    "so nothing can be merged until it is committed: take the secret out of "
-                    "it, then sync")
+                if held.reason == LINK_REASON or held.path == INDEX_FILE:
+                    raise SyncError(
+                        f"{held.path}: not committed ({held.reason}), and {REMOTE} changed it "
+                        "too, so nothing can be merged until it is committed")
+                blocking.append(held.path)
+        try:
+            self.park(blocking)
+            self.merge(head, theirs, branch)
+        finally:
+            self.unpark(head)
+
+    def park(self, paths: list[str]) -> None:
+        """Move each held-back file that the remote changed too out of the merge's way.
+
+        git refuses to merge over an uncommitted file; one held back (a secret, a false
+        alarm) must not stall everything else. It is renamed beside itself
+        (`x.conflict-held.md`: a rename, so a sync killed now leaves it in the folder,
+        never lost) and the committed version put back for the merge; `unpark` merges
+        the two afterwards.
+        """
+        for path in paths:
+            target = self.root / path
+            if read_in_tree(self.root, path, limit=_MAX_SCANNED).raw is None:
+                continue
+            aside = move(target, conflict_sibling(target, "held"))
+            self.parked[aside.relative_to(self.root).as_posix()] = path
+            if self.git.ok("ls-files", "--error-unmatch", "--", path):
+                self.git.run("checkout", "--", path)
+
+    def unpark(self, head: str | None) -> None:
+        """Each parked file back at its path, the remote's changes merged into it by the
+        merge driver's rules (theirs kept beside it when both changed the same thing);
+        still uncommitted, so still held back until the person settles it."""
+        for aside, path in list(self.parked.items()):
+            target = self.root / path
+            ours = read_in_tree(self.root, aside, limit=_MAX_SCANNED).raw
+            if ours is None:
+                del self.parked[aside]
+                continue
+            now = read_in_tree(self.root, path, limit=_MAX_SCANNED).raw
+            base = (self.git.blob(head, path) if head else None) or b""
+            data = ours
+            if now is not None and now != base and now != ours:
+                outcome = merge_versions(base, ours, now, path)
+                data = outcome.merged
+                if outcome.keep_theirs:
+                    keep_sibling(target, other_machine(self.git, path), now)
+                self.result.notes.append(
+                    f"{redact_name(path)}: changed on {REMOTE} too; merged into your version, "
+                    "which stays uncommitted (held back)")
+            self.put(target, data)
+            (self.root / aside).unlink()
+            del self.parked[aside]
+
+    def merge(self, head: str | None, theirs: str, branch: str) -> None:
         self.progress(f"merging {REMOTE}/{branch}")
         self.drop_unstaged_index()
         self.write_record(merging=theirs)
@@ -659,6 +744,7 @@ class _Sync:
         self.regenerate_index()
         # The siblings this merge made: on neither side before it.
         known = set(self.git.tree(theirs)) | (set(self.git.tree(head)) if head else set())
+        known |= set(self.parked)
         for memory_id in memory_ids(p for p in self.sibling_files() if p not in known):
             if memory_id not in self.result.conflicts:
                 self.result.conflicts.append(memory_id)
