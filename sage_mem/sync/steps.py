@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -249,6 +250,8 @@ def memory_ids(paths: Iterable[str]) -> list[str]:
     return sorted(set(ids))
 
 
+# git's conflict markers, at the start of a line: what a merge without the driver leaves.
+_MARKERS = re.compile(rb"^<{7}(?: |$).*^>{7}(?: |$)", re.MULTILINE | re.DOTALL)
 LINK_REASON = ("a symbolic link; sync never commits one (another machine's read would "
                "follow it): replace it with a file")
 
@@ -366,8 +369,33 @@ class _Sync:
                             "then sync")
         if (git_dir / "MERGE_HEAD").exists() and (
                 self.left_merging is None or self.git.rev("MERGE_HEAD") != self.left_merging):
-            raise SyncError(f"{self.root}: a git merge is in progress; finish it (git add, git "
-                            "commit) or abort it (git merge --abort), then sync")
+            if not self.left_by_plain_git():
+                raise SyncError(f"{self.root}: a git merge is in progress; finish it (git add, "
+                                "git commit) or abort it (git merge --abort), then sync")
+            self.left_merging = self.git.rev("MERGE_HEAD")
+            self.result.notes.append("finishing the merge a plain git pull left (its conflicts "
+                                     "resolved as sync resolves them)")
+
+    def left_by_plain_git(self) -> bool:
+        """Whether the merge in progress is one plain git stopped, nothing typed into it yet:
+        each unmerged file still holds git's conflict markers, or ours untouched (a merge
+        driver that failed: a fresh clone has none configured, or its Python moved). Sync
+        finishes such a merge from git's own stages; one a person resolved a file of (and
+        has yet to add) stays theirs."""
+        unmerged = self.unmerged()
+        if not unmerged:
+            return False
+        for path, stages in unmerged.items():
+            try:
+                now = read_in_tree(self.root, path, limit=_MAX_SCANNED).raw
+            except SyncError:
+                return False
+            if now is None or _MARKERS.search(now):
+                continue
+            if 2 in stages and now == self.git.run("cat-file", "blob", stages[2]).stdout:
+                continue
+            return False
+        return True
 
     def run(self, remote: str | None, push: bool, *, joining: bool = False) -> SyncResult:
         result = self.result
@@ -870,7 +898,31 @@ class _Sync:
         for memory_id in memory_ids(self.git.changed_paths(old, head)):
             if memory_id not in self.result.pushed:
                 self.result.pushed.append(memory_id)
+        if old is None:  # the branch is new there: a teammate's plain clone must find it
+            self.point_remote_head(branch)
         return True
+
+    def point_remote_head(self, branch: str) -> None:
+        """A remote whose HEAD names a branch it lacks (`git init --bare` on `master`, sync
+        pushing `main`) gives a plain `git clone` nothing to check out. A remote on this
+        disk gets its HEAD pointed at the branch just pushed; of any other, the summary
+        says what to run.
+        """
+        listed = self.git.run("ls-remote", "--symref", REMOTE, "HEAD", check=False)
+        if listed.returncode != 0 or listed.stdout.strip():
+            return  # HEAD names a branch the remote has (or the remote cannot say)
+        url = self.git.remote_url() or ""
+        path = url.removeprefix("file://")
+        if os.path.isdir(path) and Git(Path(path)).ok(
+                "symbolic-ref", "HEAD", f"refs/heads/{branch}"):
+            self.result.notes.append(
+                f"pointed {REMOTE}'s HEAD at {branch!r}, which it lacked: a plain git clone "
+                "checks it out")
+            return
+        self.result.notes.append(
+            f"{REMOTE}'s HEAD names a branch it does not have: a plain git clone checks out "
+            f"nothing; clone with `git clone -b {branch} URL`, or on the server run "
+            f"`git symbolic-ref HEAD refs/heads/{branch}` in the repository")
 
     def outgoing_secrets(self, head: str, old: str | None) -> list[Held]:
         """Files in the commits about to be pushed whose bytes the secret scan flags."""
