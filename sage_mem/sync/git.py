@@ -331,7 +331,7 @@ def install_pre_push(git: Git) -> str | None:
         return f"no pre-push check installed: {exc.message}"
     if current == script:
         return None
-    hooks.mkdir(mode=0o700, exist_ok=True)
+    hooks.mkdir(mode=0o770 if file_mode(git.root) == 0o660 else 0o700, exist_ok=True)
     if current is not None and PRE_PUSH_MARK.encode() not in current:
         kept = hooks / CHAINED_HOOK
         if os.path.lexists(kept):
@@ -340,7 +340,8 @@ def install_pre_push(git: Git) -> str | None:
         os.rename(hook, kept)  # the person's hook, kept whole under a name ours runs
     tmp = hooks / f".pre-push.{os.getpid()}.tmp"
     tmp.write_bytes(script)
-    tmp.chmod(0o755)
+    # As private as the folder (a group's when it is shared with one), and runnable.
+    tmp.chmod(0o770 if file_mode(git.root) == 0o660 else 0o700)
     os.replace(tmp, hook)
     return None
 
