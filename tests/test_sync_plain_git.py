@@ -111,3 +111,22 @@ def test_a_merge_whose_conflict_a_person_resolved_by_hand_is_still_theirs(
     status, out, err = sm(teammate, "sync")
     assert status == 1 and "merge is in progress" in err
     assert (teammate / "user_cat.md").read_text(encoding="utf-8") == resolved
+
+
+def test_a_plain_git_pull_with_the_driver_names_the_sibling_for_the_other_machine(
+    pair: tuple[Path, Path]
+) -> None:
+    """A clone sync has run in has the driver: a plain `git pull` merges by its rules, and
+    the sibling it keeps is named for the machine whose version it is, not `other`; the
+    next sync commits it."""
+    laptop, teammate = pair
+    sync(teammate)  # the driver is configured in this clone now
+    both_edit(laptop, teammate)
+    pulled = subprocess.run(["git", "-C", str(teammate), "pull", "--no-rebase", "--quiet"],
+                            capture_output=True, text=True)
+    assert pulled.returncode == 0, pulled.stderr
+    no_markers(teammate)
+    siblings = [p.name for p in teammate.glob("user_cat.conflict-*.md")]
+    assert siblings == ["user_cat.conflict-laptop.md"]
+    sync(teammate)
+    assert "user_cat.conflict-laptop.md" in git(teammate, "ls-files")
