@@ -729,7 +729,12 @@ class _Sync:
         editor's, a plain git's on a machine without `core.symlinks=false`), and what it
         read pushed back. One line names the first such path and the commit that brought it.
         """
-        unsafe = [(mode, path) for mode, path in self.git.entries(head, theirs)
+        # What their side brought since the two met (a link both had and this side deleted
+        # stays deleted by the merge, and is no reason to refuse it).
+        base = self.git.run("merge-base", head, theirs, check=False) if head else None
+        since = base.stdout.decode().strip() if base is not None and base.returncode == 0 \
+            else head
+        unsafe = [(mode, path) for mode, path in self.git.entries(since, theirs)
                   if mode == "120000" or not _inside(path)]
         if not unsafe:
             return
