@@ -6,7 +6,11 @@
   (ghp_/gho_/ghu_/ghs_/ghr_, github_pat_), GitLab (glpat-), Slack (xoxa/b/p/r-),
   OpenAI and Anthropic keys (sk-…, sk-proj-…, sk-ant-…), Stripe live/test keys,
   Google API keys (AIza…), JWTs (eyJ….eyJ….…), PyPI upload tokens (pypi-AgE…),
-  bearer tokens, Slack webhook URLs (hooks.slack.com/services/…);
+  Hugging Face (hf_…), npm (npm_…), SendGrid (SG.….…) and DigitalOcean (dop_v1_…)
+  tokens, Azure storage keys in a connection string (AccountKey=…), bearer tokens
+  and HTTP basic credentials (`Authorization: Basic …` decoding to `user:password`),
+  a password on a MySQL command line (`mysql -u root -pS3cret`), Slack webhook
+  URLs (hooks.slack.com/services/…);
 - private key blocks (`-----BEGIN … PRIVATE KEY-----` followed by key material,
   on the next lines or on the same line: pasted from JSON or a .env file with
   its newlines written as `\\n`, or flattened with spaces), and a header alone
@@ -73,6 +77,13 @@ LABELS: dict[str, str] = {
     "jwt": "JSON Web Token",
     "bearer-token": "bearer token",
     "pypi-token": "PyPI upload token",
+    "huggingface-token": "Hugging Face token",
+    "npm-token": "npm token",
+    "sendgrid-key": "SendGrid API key",
+    "digitalocean-token": "DigitalOcean token",
+    "azure-storage-key": "Azure storage account key",
+    "basic-auth": "HTTP basic credentials",
+    "mysql-password": "MySQL password on a command line",
     "slack-webhook": "Slack webhook URL",
     "private-key": "private key",
     "url-password": "password in a URL",
@@ -140,14 +151,30 @@ def _token_patterns() -> tuple[tuple[str, re.Pattern[str]], ...]:
         _token("google-api-key", "AIza", r"[0-9A-Za-z_\-]{35}"),
         _token("jwt", "eyJ", r"[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*"),
         _token("pypi-token", "pypi-", r"AgE[A-Za-z0-9_\-]{50,}"),
+        # A random part with a digit: `hf_` and `npm_` also start names in code.
+        _token("huggingface-token", "hf_", r"(?=[A-Za-z]*[0-9])[A-Za-z0-9]{30,}"),
+        _token("npm-token", "npm_", r"(?=[A-Za-z]*[0-9])[A-Za-z0-9]{36}"),
+        _token("sendgrid-key", r"SG\.", r"[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}"),
+        _token("digitalocean-token", "do[por]_v1_", "[a-f0-9]{64}"),
+        ("azure-storage-key", re.compile(
+            r"(?<![A-Za-z0-9])(?i:accountkey|sharedaccesskey)[ \t]*=[ \t]*"
+            r"([A-Za-z0-9+/]{40,}={0,2})(?![A-Za-z0-9+/])")),
         ("bearer-token", re.compile(r"(?i:\bbearer)[ \t]+([A-Za-z0-9._~+/\-]{20,}=*)")),
+        ("basic-auth", re.compile(
+            r"(?i:\bauthorization)[\"']?[ \t]*[:=][ \t]*[\"']?(?i:basic)[ \t]+"
+            r"([A-Za-z0-9+/]{4,}={0,2})(?![A-Za-z0-9+/=])")),
+        # `mysql -u root -pS3cret db`: the password glued to -p (a space after -p asks for it).
+        ("mysql-password", re.compile(
+            r"\bmysql(?:dump|admin|import|show|check|sh)?\b[^\n]{0,200}?[ \t]-p"
+            r"(\"[^\"\n]{1,200}\"|'[^'\n]{1,200}'|[^\s\"'`;|&]+)")),
     )
 
 
 # One scan for the prefixes above; each pattern is then tried only where one starts.
 _PREFIXES = re.compile(
     r"AKIA|ASIA|gh[pousr]_|github_pat_|glpat-|xox[abpr]-|sk-|[sr]k_(?:live|test)_|AIza|eyJ"
-    r"|pypi-AgE|[Bb][Ee][Aa][Rr][Ee][Rr]"
+    r"|pypi-AgE|[Bb][Ee][Aa][Rr][Ee][Rr]|hf_|npm_|SG\.|do[por]_v1_"
+    r"|(?i:accountkey|sharedaccesskey|authorization)|mysql"
 )
 _PRIVATE_KEY = re.compile(r"-----BEGIN ((?:[A-Z0-9]+ )*)PRIVATE KEY(?: BLOCK)?-----")
 _KEY_MATERIAL = re.compile(r"^\s*(?:[A-Za-z0-9+/=]{16,}|Proc-Type:|DEK-Info:|Version:|Comment:)")
@@ -487,6 +514,12 @@ def _find_tokens(text: str, claims: _Claims) -> None:
                 if match is None or not claims.free(match.start(), match.end()):
                     continue
                 random_part = match.group(1)
+                judge = _TOKEN_JUDGES.get(kind)
+                if judge is not None:
+                    if judge(random_part):
+                        claims.claim(match.start(), match.end(), kind,
+                                     match.start(1) - match.start())
+                    continue
                 if _looks_like_placeholder(random_part):
                     continue
                 if not _looks_random(random_part, minimum=2.5):
@@ -499,9 +532,37 @@ def _find_tokens(text: str, claims: _Claims) -> None:
 _TOKEN_FIRST_CHARACTERS = {
     "aws-access-key-id": "A", "github-token": "g", "gitlab-token": "g", "slack-token": "x",
     "anthropic-key": "s", "openai-key": "s", "stripe-key": "sr", "google-api-key": "A",
-    "jwt": "e", "pypi-token": "p", "bearer-token": "Bb",
+    "jwt": "e", "pypi-token": "p", "bearer-token": "Bb", "huggingface-token": "h",
+    "npm-token": "n", "sendgrid-key": "S", "digitalocean-token": "d",
+    "azure-storage-key": "AaSs", "basic-auth": "Aa", "mysql-password": "m",
 }
 """The letters each kind in `_token_patterns` can start with."""
+
+
+def _basic_credentials(encoded: str) -> bool:
+    """`Authorization: Basic …`: base64 of `user:password`, the password not a placeholder."""
+    import base64
+    import binascii
+
+    try:
+        decoded = base64.b64decode(encoded + "=" * (-len(encoded) % 4), validate=True)
+        text = decoded.decode("utf-8")
+    except (binascii.Error, ValueError):
+        return False
+    user, colon, password = text.partition(":")
+    return bool(colon) and text.isprintable() and bool(password) and (
+        _looks_like_url_password(password, user))
+
+
+def _mysql_password(value: str) -> bool:
+    """What follows `-p` on a MySQL command line: a password unless a placeholder or a lookup."""
+    value = _unquote(value)
+    return not value.startswith(("$", "<", "{", "%", "`")) and _looks_like_url_password(
+        value, "") and (_looks_like_password(value) or len(value) >= 4 and not value.isalpha())
+
+
+_TOKEN_JUDGES = {"basic-auth": _basic_credentials, "mysql-password": _mysql_password}
+"""The kinds whose value is judged on its own (a decoded pair, a password), not by entropy."""
 
 
 def _find_key_blocks(text: str, claims: _Claims) -> None:
@@ -610,6 +671,8 @@ def _judge_value(
     """Claim the value of `name: value` (or `name is value`) when it looks like a real secret."""
     start, end = match.span("value")
     raw = match.group("value")
+    if prose and raw.startswith("]("):
+        return  # `[数据库密码](db-2.md)`: a markdown link's target after its text
     value = _unquote(raw)
     if value != raw:
         start, end = start + 1, end - 1

@@ -18,6 +18,9 @@ from .base import Choice, Session, command, dir_option, json_option
 @click.option("--remote", metavar="URL",
               help="set the remote (`origin`) first; a folder that is not a repository becomes one")
 @click.option("--no-push", "no_push", is_flag=True, help="commit and merge, but do not push")
+@click.option("--allow-secret", is_flag=True,
+              help="commit and push files the secret scan flags (a false alarm) instead of "
+                   "holding them back")
 @click.option("--auto", "auto", type=Choice(["on", "off"]), default=None,
               help="turn autosync on or off for this folder (sync at session start and "
                    "after the server's writes) and stop")
@@ -25,8 +28,8 @@ from .base import Choice, Session, command, dir_option, json_option
               help="as autosync runs it: no output, a failure recorded for the next session")
 @json_option
 @click.pass_obj
-def sync(session: Session, remote: str | None, no_push: bool, auto: str | None,
-         background: bool, as_json: bool) -> int:
+def sync(session: Session, remote: str | None, no_push: bool, allow_secret: bool,
+         auto: str | None, background: bool, as_json: bool) -> int:
     from ..sync.steps import sync as run_sync
 
     if auto is not None:
@@ -38,7 +41,8 @@ def sync(session: Session, remote: str | None, no_push: bool, auto: str | None,
         if not as_json:
             session.err.write(f"{PROG}: {line}\n")
 
-    result = run_sync(session.folder, remote=remote, push=not no_push, progress=progress)
+    result = run_sync(session.folder, remote=remote, push=not no_push, progress=progress,
+                      allow_secret=allow_secret)
     session.print_result(result, as_json)
     return 1 if result.push_refused else 0
 
@@ -91,6 +95,29 @@ def log(session: Session, memory_id: str, as_json: bool) -> int:
         session.out.write("".join(v.format_text() for v in found))
         session.out.write(f"Show one: {PROG} show {memory_id}@REV\n")
     return 0
+
+
+@command("pre-push",
+         "refuse a git push carrying a file the secret scan flags (the hook init --git and "
+         "sync install; git runs it)",
+         "sage-mem pre-push origin < refs   # as git's hook runs it; "
+         "SAGE_MEM_ALLOW_SECRET=1 git push skips it")
+@click.argument("remote", metavar="REMOTE", help="the remote's name or URL (git's $1)")
+@click.argument("url", metavar="URL", required=False, help="its URL (git's $2)")
+@click.pass_obj
+def pre_push(session: Session, remote: str, url: str | None) -> int:
+    import sys
+    from pathlib import Path
+
+    from ..sync.steps import check_push
+
+    refused = check_push(Path.cwd(), remote, sys.stdin.read().splitlines())
+    for held in refused:
+        session.err.write(f"{PROG}: not pushed: {held.shown}: {held.reason}\n")
+    if refused:
+        session.err.write(f"{PROG}: push refused, a secret in a commit; take it out, or push "
+                          "anyway: SAGE_MEM_ALLOW_SECRET=1 git push\n")
+    return 1 if refused else 0
 
 
 @command("merge-driver",

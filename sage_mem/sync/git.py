@@ -15,6 +15,21 @@ folder's repository, else the host name, lower-cased, letters, digits and `-`.
 `.gitattributes` (tracked, so every clone names the driver) and, in the
 repository's own config (never the user's global one), the command git runs,
 `merge.sage-mem.driver`, with this Python's path; each clone writes its own.
+It also sets `core.symlinks=false` there (a link that arrives from a remote is
+checked out as a file holding its target's name, never as a link a later read
+follows) and `fetch.fsckObjects=true` (a tree with `..` or `.git` in a path is
+refused when fetched).
+
+It installs a pre-push hook (`PRE_PUSH`, a few lines of sh calling `python -m
+sage_mem pre-push`) that refuses a plain `git push` carrying a file the secret
+scan flags, as sync's own push does; a hook that was there is kept, renamed
+`pre-push.before-sage-mem`, and run after the check. Hooks kept elsewhere
+(`core.hooksPath` outside the repository) are not touched: that folder serves
+other repositories too, and the summary says the check is missing.
+
+A remote is not trusted: sync reads and writes a file of the work tree only
+through `read_in_tree`, which refuses a symbolic link anywhere below the folder
+(`LinkRefused`), and never merges a commit that brings one (`refused_entries`).
 """
 
 from __future__ import annotations
@@ -23,12 +38,13 @@ import os
 import re
 import shlex
 import socket
+import stat
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from ..disk.safe_io import create, file_mode, read_or_absent, rewrite
+from ..disk.safe_io import Seen, create, file_mode, identity, rewrite
 from ..errors import FileChanged, SageMemError
 
 DRIVER = "sage-mem"
@@ -67,6 +83,15 @@ class SyncError(SageMemError):
     """A git operation sync needed failed, or the folder is not set up for it."""
 
 
+class LinkRefused(SyncError):
+    """A path of the work tree sync must read or write is a symbolic link, or goes through one."""
+
+
+# The repository's own settings sync keeps (never the user's global config): a link from a
+# remote is checked out as a plain file; a malformed tree (`..`, `.git`) is refused at fetch.
+SAFE_CONFIG = (("core.symlinks", "false"), ("fetch.fsckObjects", "true"))
+
+
 class Git:
     """git, run in one repository's work tree."""
 
@@ -74,6 +99,7 @@ class Git:
         self.root = root
         self.env = dict(env or {})
         self._identity: list[str] | None = None
+        self.notes: list[str] = []  # what setup could not do, for the summary
 
     def run(
         self, *args: str, check: bool = True, input: bytes | None = None,
@@ -149,6 +175,26 @@ class Git:
         done = self.run("cat-file", "blob", f"{rev}:{path}", check=False)
         return done.stdout if done.returncode == 0 else None
 
+    def entries(self, old: str | None, new: str) -> list[tuple[str, str]]:
+        """(mode, path) of each file `new` holds that `old` does not hold alike (all of `new`
+        when `old` is None): what a merge of `new` may check out."""
+        if old is None:
+            raw = self.run("ls-tree", "-r", "-z", "--full-tree", new).stdout
+            found = []
+            for record in raw.split(b"\0"):
+                meta, _, path = record.partition(b"\t")
+                if meta:
+                    found.append((meta.split()[0].decode(), os.fsdecode(path)))
+            return found
+        records = self.run("diff-tree", "-r", "-z", "--no-renames", "--no-commit-id", old,
+                           new).stdout.split(b"\0")
+        found = []
+        for meta, path in zip(records[::2], records[1::2], strict=False):
+            fields = meta.split()
+            if len(fields) >= 5 and fields[4] != b"D":
+                found.append((fields[1].decode(), os.fsdecode(path)))
+        return found
+
     def tree(self, rev: str) -> dict[str, str]:
         """path -> blob id of every file in `rev`."""
         entries: dict[str, str] = {}
@@ -210,7 +256,8 @@ def driver_command() -> str:
 
 
 def ensure_setup(git: Git, root: Path) -> bool:
-    """Register the merge driver in `.gitattributes` and the repository's config.
+    """Register the merge driver in `.gitattributes` and the repository's config, and
+    install the pre-push hook (a note in `git.notes` when it cannot be).
 
     Returns True when `.gitattributes` changed. The config is the clone's own
     (`.git/config`), rewritten when this Python moved.
@@ -218,7 +265,85 @@ def ensure_setup(git: Git, root: Path) -> bool:
     if git.config(f"merge.{DRIVER}.driver") != driver_command():
         git.run("config", f"merge.{DRIVER}.name", "sage-mem: memories merged field by field")
         git.run("config", f"merge.{DRIVER}.driver", driver_command())
+    for key, value in SAFE_CONFIG:
+        if git.config(key) != value:
+            git.run("config", key, value)
+    note = install_pre_push(git)
+    if note and note not in git.notes:
+        git.notes.append(note)
     return add_attribute_line(root / ".gitattributes")
+
+
+PRE_PUSH_MARK = "# sage-mem pre-push hook"
+CHAINED_HOOK = "pre-push.before-sage-mem"
+ALLOW_SECRET_ENV = "SAGE_MEM_ALLOW_SECRET"
+"""Set to 1 for a push the pre-push hook lets through unchecked (`sync --allow-secret`'s)."""
+CHECKED_ENV = "SAGE_MEM_PUSH_CHECKED"
+"""Set by sync on its own push, which it checked already: the hook does not scan again."""
+
+
+def pre_push_script() -> str:
+    """The hook: the check (unless the push is sync's or allowed), then the hook it replaced.
+
+    stdin (the refs being pushed) is read once and given to both. A Python that is gone
+    (sage-mem moved) stops the push with a line saying what to run: never let through
+    unchecked in silence.
+    """
+    python = shlex.quote(sys.executable)
+    return f"""#!/bin/sh
+{PRE_PUSH_MARK}: a push carrying a file the secret scan flags is refused.
+# Push anyway: {ALLOW_SECRET_ENV}=1 git push (or sage-mem sync --allow-secret).
+# A hook that was here before is kept as {CHAINED_HOOK}, run after the check.
+refs=$(cat)
+if [ -z "${CHECKED_ENV}" ] && [ "${ALLOW_SECRET_ENV}" != 1 ]; then
+  if [ ! -x {python} ]; then
+    echo "sage-mem: pre-push check: "{python}" is gone; run sage-mem sync to set it again," \
+      "or push unchecked with {ALLOW_SECRET_ENV}=1" >&2
+    exit 1
+  fi
+  printf '%s\n' "$refs" | {python} -m sage_mem pre-push "$1" "$2" || exit 1
+fi
+chained="$(dirname "$0")/{CHAINED_HOOK}"
+if [ -x "$chained" ]; then
+  printf '%s\n' "$refs" | "$chained" "$@" || exit $?
+fi
+exit 0
+"""
+
+
+def install_pre_push(git: Git) -> str | None:
+    """Put the pre-push hook in the repository's hooks folder; a note when it cannot be.
+
+    A hook that is not sage-mem's is renamed `pre-push.before-sage-mem` (never replaced;
+    when that name is taken too, nothing is installed) and run by ours after the check.
+    """
+    git_dir = git.git_dir
+    hooks = Path(git.text("rev-parse", "--git-path", "hooks").strip())
+    hooks = hooks if hooks.is_absolute() else git.root / hooks
+    if os.path.realpath(hooks) != os.path.realpath(git_dir / "hooks"):
+        return (f"no pre-push check installed: core.hooksPath is {hooks}, shared with other "
+                "repositories; a plain git push here is not checked for secrets")
+    hook = hooks / "pre-push"
+    script = pre_push_script().encode()
+    try:
+        current = read_in_tree(git_dir, "hooks/pre-push", limit=_MAX_ATTRIBUTES).raw
+    except SyncError as exc:
+        return f"no pre-push check installed: {exc.message}"
+    if current == script:
+        return None
+    hooks.mkdir(mode=0o770 if file_mode(git.root) == 0o660 else 0o700, exist_ok=True)
+    if current is not None and PRE_PUSH_MARK.encode() not in current:
+        kept = hooks / CHAINED_HOOK
+        if os.path.lexists(kept):
+            return (f"no pre-push check installed: {hook} is not sage-mem's and "
+                    f"{kept.name} is taken")
+        os.rename(hook, kept)  # the person's hook, kept whole under a name ours runs
+    tmp = hooks / f".pre-push.{os.getpid()}.tmp"
+    tmp.write_bytes(script)
+    # As private as the folder (a group's when it is shared with one), and runnable.
+    tmp.chmod(0o770 if file_mode(git.root) == 0o660 else 0o700)
+    os.replace(tmp, hook)
+    return None
 
 
 def add_attribute_line(path: Path) -> bool:
@@ -237,12 +362,76 @@ def add_attribute_line(path: Path) -> bool:
     mode = file_mode(path.parent)
     try:
         _, written = rewrite(
-            path, edited, read=lambda p: read_or_absent(p, limit=_MAX_ATTRIBUTES),
+            path, edited, read=lambda p: read_in_tree(path.parent, p.name, limit=_MAX_ATTRIBUTES),
             mode=mode, limit=_MAX_ATTRIBUTES,
         )
     except FileChanged:
         return False
     return written is not None
+
+
+def read_in_tree(root: Path, rel: str, *, limit: int) -> Seen:
+    """The regular file at `rel` below `root`, never following a symbolic link on the way.
+
+    Each folder on the path and the file itself is opened with O_NOFOLLOW from the one
+    before it, so a link swapped in meanwhile is refused too. `Seen.absent()` when there
+    is no file; LinkRefused for a link (or a FIFO, a device: what is not a regular file);
+    SyncError when it cannot be read or is over `limit` bytes.
+    """
+    parts = [part for part in rel.split("/") if part not in ("", ".")]
+    if not parts or ".." in parts:
+        raise LinkRefused(f"{rel}: not a path inside the folder")
+    nofollow = getattr(os, "O_NOFOLLOW", 0)
+    directory = getattr(os, "O_DIRECTORY", 0)
+    fd = os.open(root, os.O_RDONLY | directory)
+    try:
+        for number, part in enumerate(parts):
+            last = number == len(parts) - 1
+            flags = os.O_RDONLY | nofollow | (os.O_NONBLOCK if last else directory)
+            try:
+                next_fd = os.open(part, flags, dir_fd=fd)
+            except OSError as exc:  # ELOOP (or ENOTDIR) for a link: said as one
+                if _is_link(fd, part):
+                    raise _refused(root, parts[: number + 1], rel) from None
+                if isinstance(exc, (FileNotFoundError, NotADirectoryError)):
+                    return Seen.absent()
+                raise SyncError(f"{rel}: cannot read: {exc.strerror or exc}") from None
+            os.close(fd)
+            fd = next_fd
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise LinkRefused(f"{rel}: not a regular file; sync reads only files")
+        if st.st_size > limit:
+            raise SyncError(f"{rel}: over {limit >> 10} KB; not read")
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+        raw = b"".join(chunks)
+        if len(raw) > limit:
+            raise SyncError(f"{rel}: over {limit >> 10} KB; not read")
+        after = os.fstat(fd)
+    finally:
+        os.close(fd)
+    return Seen(raw, identity(after), stat.S_IMODE(after.st_mode))
+
+
+def _is_link(fd: int, name: str) -> bool:
+    try:
+        return stat.S_ISLNK(os.lstat(name, dir_fd=fd).st_mode)
+    except OSError:
+        return False
+
+
+def _refused(root: Path, parts: list[str], rel: str) -> LinkRefused:
+    link = "/".join(parts)
+    try:
+        target = os.readlink(root.joinpath(*parts))
+    except OSError:
+        target = "?"
+    where = rel if link == rel else f"{rel} (through {link})"
+    return LinkRefused(
+        f"{where}: a symbolic link to {target}; sync never follows one (a remote could make "
+        f"it read any file of yours): replace it with a file (git rm {link}), then sync")
 
 
 def write_new(path: Path, data: bytes) -> bool:

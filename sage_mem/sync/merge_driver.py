@@ -142,7 +142,11 @@ def keep_sibling(target: Path, label: str, data: bytes) -> Path:
 
 def other_machine(git: Git, path: str, rev: str | None = None) -> str:
     """The machine whose version of `path` is being merged in (its sync trailer, its author)."""
-    rev = rev or os.environ.get(THEIRS_ENV) or git.rev("MERGE_HEAD")
+    # A plain `git merge`/`git pull` writes MERGE_HEAD only after its drivers ran; it names
+    # the commit being merged in `GITHEAD_<sha>` in their environment.
+    named = [key[8:] for key in os.environ if key.startswith("GITHEAD_") and len(key) >= 48]
+    rev = rev or os.environ.get(THEIRS_ENV) or (named[0] if len(named) == 1 else None) or (
+        git.rev("MERGE_HEAD"))
     if not rev:
         return "other"
     done = git.run(

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -58,18 +59,22 @@ from ..checks.credentials import (
 from ..disk.folder import ARCHIVE_DIR, DREAM_DIR, INDEX_FILE, MemoryFolder
 from ..disk.locks import file_lock
 from ..disk.processes import process_alive
-from ..disk.safe_io import atomic_write, file_mode, leftover_temps, read_or_absent, rewrite
+from ..disk.safe_io import atomic_write, conflict_sibling, file_mode, leftover_temps, move, rewrite
 from ..errors import InvalidMemory, SageMemError
 from ..memory import catalog
 from ..memory.file_format import parse_bytes
 from .git import (
+    ALLOW_SECRET_ENV,
+    CHECKED_ENV,
     MACHINE_TRAILER,
     REMOTE,
     Git,
+    LinkRefused,
     SyncError,
     ensure_setup,
     error_line,
     quoted_paths,
+    read_in_tree,
     shown_url,
 )
 from .merge_driver import (
@@ -136,7 +141,8 @@ class SyncResult:
         if self.restored:
             parts.append("back from the archive (edited elsewhere): " + ", ".join(self.restored))
         if self.held_back:
-            parts.append("not committed (secret): " + ", ".join(h.shown for h in self.held_back))
+            parts.append("not committed (a secret or a link): "
+                         + ", ".join(h.shown for h in self.held_back))
         if self.push_refused:
             parts.append("push refused, a secret in a commit: "
                          + ", ".join(h.shown for h in self.push_refused))
@@ -173,7 +179,7 @@ class SyncResult:
 
 def sync(
     root: Path | str, *, remote: str | None = None, push: bool = True,
-    progress: Progress | None = None,
+    progress: Progress | None = None, allow_secret: bool = False,
 ) -> SyncResult:
     """Sync the memory folder at `root` with its remote (see the module docstring).
 
@@ -202,7 +208,7 @@ def sync(
             "that is a repository of its own"
         )
     with file_lock(folder.state_dir / SYNC_LOCK, timeout=60):
-        run = _Sync(folder, git, progress or (lambda _: None))
+        run = _Sync(folder, git, progress or (lambda _: None), allow_secret)
         record = folder.state_dir / SYNC_RECORD
         run.recover_locks(record)
         run.check_idle()
@@ -244,6 +250,19 @@ def memory_ids(paths: Iterable[str]) -> list[str]:
     return sorted(set(ids))
 
 
+# git's conflict markers, at the start of a line: what a merge without the driver leaves.
+_MARKERS = re.compile(rb"^<{7}(?: |$).*^>{7}(?: |$)", re.MULTILINE | re.DOTALL)
+LINK_REASON = ("a symbolic link; sync never commits one (another machine's read would "
+               "follow it): replace it with a file")
+
+
+def _inside(path: str) -> bool:
+    """A tree path git may check out inside the folder: relative, no `..`, no `.git`."""
+    parts = path.replace("\\", "/").split("/")
+    return not path.startswith("/") and all(
+        part not in ("", ".", "..") and part.lower().rstrip(". ") != ".git" for part in parts)
+
+
 def name_reason(path: str) -> str | None:
     """Why a file of this name may not leave the machine (a secret in it), or None."""
     for match in find_secrets_in_name(path):
@@ -272,7 +291,9 @@ def secret_reason(data: bytes) -> str | None:
 
 
 class _Sync:
-    def __init__(self, folder: MemoryFolder, git: Git, progress: Progress) -> None:
+    def __init__(self, folder: MemoryFolder, git: Git, progress: Progress,
+                 allow_secret: bool = False) -> None:
+        self.allow_secret = allow_secret  # `sync --allow-secret`: nothing held back
         self.folder = folder
         self.root = folder.root
         self.git = git
@@ -281,6 +302,7 @@ class _Sync:
         self.result = SyncResult(self.root, self.machine)
         self.record = folder.state_dir / SYNC_RECORD
         self.left_merging: str | None = None  # the merge a killed sync left, per its record
+        self.parked: dict[str, str] = {}  # held-back files moved aside for a merge: aside -> path
 
     # 1. what a killed sync left
 
@@ -347,12 +369,38 @@ class _Sync:
                             "then sync")
         if (git_dir / "MERGE_HEAD").exists() and (
                 self.left_merging is None or self.git.rev("MERGE_HEAD") != self.left_merging):
-            raise SyncError(f"{self.root}: a git merge is in progress; finish it (git add, git "
-                            "commit) or abort it (git merge --abort), then sync")
+            if not self.left_by_plain_git():
+                raise SyncError(f"{self.root}: a git merge is in progress; finish it (git add, "
+                                "git commit) or abort it (git merge --abort), then sync")
+            self.left_merging = self.git.rev("MERGE_HEAD")
+            self.result.notes.append("finishing the merge a plain git pull left (its conflicts "
+                                     "resolved as sync resolves them)")
+
+    def left_by_plain_git(self) -> bool:
+        """Whether the merge in progress is one plain git stopped, nothing typed into it yet:
+        each unmerged file still holds git's conflict markers, or ours untouched (a merge
+        driver that failed: a fresh clone has none configured, or its Python moved). Sync
+        finishes such a merge from git's own stages; one a person resolved a file of (and
+        has yet to add) stays theirs."""
+        unmerged = self.unmerged()
+        if not unmerged:
+            return False
+        for path, stages in unmerged.items():
+            try:
+                now = read_in_tree(self.root, path, limit=_MAX_SCANNED).raw
+            except SyncError:
+                return False
+            if now is None or _MARKERS.search(now):
+                continue
+            if 2 in stages and now == self.git.run("cat-file", "blob", stages[2]).stdout:
+                continue
+            return False
+        return True
 
     def run(self, remote: str | None, push: bool, *, joining: bool = False) -> SyncResult:
         result = self.result
         ensure_setup(self.git, self.root)
+        result.notes.extend(n for n in self.git.notes if n not in result.notes)
         self.remove_leftover_temps()
         if (self.git.git_dir / "MERGE_HEAD").exists():
             result.notes.append("finished a merge a previous sync left half done")
@@ -391,7 +439,7 @@ class _Sync:
 
     def commit_local(self, result: SyncResult, *, message: str | None = None,
                      merging: bool = False) -> None:
-        changed = self.changed_files()
+        changed = {p: s for p, s in self.changed_files().items() if p not in self.parked}
         held = self.scan(changed)
         index_flagged = any(h.path == INDEX_FILE for h in held) and self.generated_index()
         if index_flagged:  # its lines are the memories': staged below without the held ones
@@ -407,9 +455,17 @@ class _Sync:
         # A deletion already staged (`git mv`, `git rm`) has nothing left to add.
         to_add = [p for p in taken if changed[p] != "D "]
         held_ids = set(memory_ids(held_paths))
-        if (held_ids or index_flagged) and INDEX_FILE in to_add and self.stage_index_without(
-                held_ids):
-            to_add.remove(INDEX_FILE)
+        if (held_ids or index_flagged) and INDEX_FILE in to_add:
+            by_line = self.stage_index_without(held_ids)
+            if by_line is not None:
+                to_add.remove(INDEX_FILE)
+                for item in by_line:  # held for its line in MEMORY.md alone
+                    if item.path in to_add:
+                        to_add.remove(item.path)
+                    if item.path in taken:
+                        taken.remove(item.path)
+                    if self.is_staged(item.path):
+                        self.unstage([item.path])
         if to_add:
             self.git.run("add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul",
                          input=quoted_paths(to_add))
@@ -425,40 +481,64 @@ class _Sync:
         self.git.commit(message, "-m", body, "-m", f"{MACHINE_TRAILER}: {self.machine}")
         result.committed.extend(i for i in ids if i not in result.committed)
 
-    def stage_index_without(self, held: set[str]) -> bool:
+    def stage_index_without(self, held: set[str]) -> list[Held] | None:
         """Stage a sage-mem MEMORY.md that does not list the memories held back.
 
         Its entries would name them to the remote, and every other machine
         would drop them again at its next sync: a commit each way, every sync.
         The work tree keeps its full MEMORY.md (a file sage-mem regenerates,
         which `integrate` may set back to the staged one before a merge).
-        False for a MEMORY.md someone wrote (theirs, committed as it is). One that
-        still holds a secret is not staged at all, and is held back itself.
+        None for a MEMORY.md someone wrote (theirs, committed as it is).
+
+        MEMORY.md is made from the memories, so a false alarm in it never holds the
+        whole index back: a memory whose line reads as a secret (a title ending in 密码
+        before its link) while its own file does not is held back alone, named, and
+        left out of the staged index; what is returned. Only an index still flagged
+        without any such line (a category's heading) is held back itself.
         """
         if not self.generated_index():
-            return False
+            return None
         from ..store import MemoryStore
 
         with MemoryStore(self.root, watch=False) as store:
             kept = [m for m in store.list() if m.id not in held]
         data = catalog.render(kept).encode("utf-8")
+        by_line: list[Held] = []
+        if secret_reason(data):
+            for memory in kept:
+                for match in find_secrets(catalog.entry_line(memory)):
+                    path = memory.path.relative_to(self.root).as_posix()
+                    by_line.append(Held(path, (
+                        f"its line in MEMORY.md reads as a possible {match.label} "
+                        f"{match.excerpt_redacted}; rename or retitle it, or sync "
+                        "--allow-secret if that is a false alarm")))
+                    break
+            if by_line:
+                left_out = {h.path for h in by_line}
+                kept = [m for m in kept
+                        if m.path.relative_to(self.root).as_posix() not in left_out]
+                data = catalog.render(kept).encode("utf-8")
+        for item in by_line:
+            if all(h.path != item.path for h in self.result.held_back):
+                self.result.held_back.append(item)
         reason = secret_reason(data)
         if reason:
             if self.is_staged(INDEX_FILE):
                 self.unstage([INDEX_FILE])
             if all(h.path != INDEX_FILE for h in self.result.held_back):
                 self.result.held_back.append(Held(INDEX_FILE, reason))
-            return True
+            return by_line
         blob = self.git.run("hash-object", "-w", "--stdin", input=data).stdout.decode().strip()
         self.git.run("update-index", "--add", "--cacheinfo", f"100644,{blob},{INDEX_FILE}")
-        return True
+        return by_line
 
     def generated_index(self) -> bool:
         """Whether MEMORY.md is sage-mem's own, regenerated from the memories (not a
         person's, nor one with a person's region in it)."""
         try:
-            text = self.folder.index_file.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
+            raw = read_in_tree(self.root, INDEX_FILE, limit=_MAX_SCANNED).raw
+            text = raw.decode("utf-8") if raw is not None else ""
+        except (OSError, SyncError, UnicodeDecodeError):
             return False
         return catalog.NOTE in text and catalog.REGION_BEGIN not in text
 
@@ -481,21 +561,22 @@ class _Sync:
         return dict(sorted(paths.items()))
 
     def scan(self, paths: Iterable[str]) -> list[Held]:
-        held = []
+        """The changed files that may not leave the machine: a secret in the name or the
+        bytes (unless `--allow-secret`), and a symbolic link (another machine's sync would
+        refuse it; a plain git there would follow it)."""
+        held: list[Held] = []
         for path in paths:
-            full = self.root / path
-            if full.is_symlink() or not full.exists():
-                continue
-            named = name_reason(path)
-            if named:
-                held.append(Held(path, named))
-                continue
             try:
-                seen = read_or_absent(full, limit=_MAX_SCANNED)
-            except InvalidMemory as exc:
+                seen = read_in_tree(self.root, path, limit=_MAX_SCANNED)
+            except LinkRefused:
+                held.append(Held(path, LINK_REASON))
+                continue
+            except SyncError as exc:
                 held.append(Held(path, f"cannot be checked for secrets: {exc.message}"))
                 continue
-            reason = secret_reason(seen.raw) if seen.raw is not None else None
+            if seen.raw is None or self.allow_secret:
+                continue  # deleted, or allowed
+            reason = name_reason(path) or secret_reason(seen.raw)
             if reason:
                 held.append(Held(path, reason))
         return held
@@ -554,15 +635,68 @@ class _Sync:
             return
         if head is not None and self.git.ok("merge-base", "--is-ancestor", theirs, head):
             return
+        self.refuse_unsafe(head, theirs, branch)
         incoming = set(self.git.changed_paths(head, theirs))
+        blocking = []
         for held in self.result.held_back:
             if held.path == INDEX_FILE and self.generated_index():
                 continue  # regenerated: set back to the committed one just below
             if held.path in incoming:  # git would refuse to merge over it, naming no reason
-                raise SyncError(
-                    f"{held.path}: not committed ({held.reason}), and {REMOTE} changed it too, "
-                    "so nothing can be merged until it is committed: take the secret out of "
-                    "it, then sync")
+                if held.reason == LINK_REASON or held.path == INDEX_FILE:
+                    raise SyncError(
+                        f"{held.path}: not committed ({held.reason}), and {REMOTE} changed it "
+                        "too, so nothing can be merged until it is committed")
+                blocking.append(held.path)
+        try:
+            self.park(blocking)
+            self.merge(head, theirs, branch)
+        finally:
+            self.unpark(head)
+
+    def park(self, paths: list[str]) -> None:
+        """Move each held-back file that the remote changed too out of the merge's way.
+
+        git refuses to merge over an uncommitted file; one held back (a secret, a false
+        alarm) must not stall everything else. It is renamed beside itself
+        (`x.conflict-held.md`: a rename, so a sync killed now leaves it in the folder,
+        never lost) and the committed version put back for the merge; `unpark` merges
+        the two afterwards.
+        """
+        for path in paths:
+            target = self.root / path
+            if read_in_tree(self.root, path, limit=_MAX_SCANNED).raw is None:
+                continue
+            aside = move(target, conflict_sibling(target, "held"))
+            self.parked[aside.relative_to(self.root).as_posix()] = path
+            if self.git.ok("ls-files", "--error-unmatch", "--", path):
+                self.git.run("checkout", "--", path)
+
+    def unpark(self, head: str | None) -> None:
+        """Each parked file back at its path, the remote's changes merged into it by the
+        merge driver's rules (theirs kept beside it when both changed the same thing);
+        still uncommitted, so still held back until the person settles it."""
+        for aside, path in list(self.parked.items()):
+            target = self.root / path
+            ours = read_in_tree(self.root, aside, limit=_MAX_SCANNED).raw
+            if ours is None:
+                del self.parked[aside]
+                continue
+            now = read_in_tree(self.root, path, limit=_MAX_SCANNED).raw
+            base = (self.git.blob(head, path) if head else None) or b""
+            data = ours
+            if now is not None and now != base and now != ours:
+                outcome = merge_versions(base, ours, now, path)
+                data = outcome.merged
+                if outcome.keep_theirs:
+                    keep_sibling(target, other_machine(self.git, path), now)
+                self.result.notes.append(
+                    f"{redact_name(path)}: changed on {REMOTE} too; merged into your version, "
+                    "which stays uncommitted (held back)")
+            self.put(target, data)
+            (self.root / aside).unlink()
+            del self.parked[aside]
+
+    def merge(self, head: str | None, theirs: str, branch: str) -> None:
         self.progress(f"merging {REMOTE}/{branch}")
         self.drop_unstaged_index()
         self.write_record(merging=theirs)
@@ -588,6 +722,39 @@ class _Sync:
             i for i in memory_ids(came) if i not in ours_made and i not in self.result.pulled
         )
 
+    def refuse_unsafe(self, head: str | None, theirs: str, branch: str) -> None:
+        """Never merge a commit that brings a symbolic link or a path leaving the folder.
+
+        Checked out, a link would be followed by the next read of its path (sync's, an
+        editor's, a plain git's on a machine without `core.symlinks=false`), and what it
+        read pushed back. One line names the first such path and the commit that brought it.
+        """
+        # What their side brought since the two met (a link both had and this side deleted
+        # stays deleted by the merge, and is no reason to refuse it).
+        base = self.git.run("merge-base", head, theirs, check=False) if head else None
+        since = base.stdout.decode().strip() if base is not None and base.returncode == 0 \
+            else head
+        unsafe = [(mode, path) for mode, path in self.git.entries(since, theirs)
+                  if mode == "120000" or not _inside(path)]
+        if not unsafe:
+            return
+        mode, path = unsafe[0]
+        shown = redact_name(path).encode("unicode_escape").decode("ascii")[:120]
+        found = self.git.run("log", "-1", "--format=%h by %an", theirs, "--", path,
+                             check=False).stdout.decode("utf-8", "replace").strip()
+        commit = found.encode("unicode_escape").decode("ascii")[:80] or theirs[:7]
+        if mode == "120000":
+            target = (self.git.blob(theirs, path) or b"?").decode("utf-8", "replace")
+            what = (f"{shown} is a symbolic link (to "
+                    f"{target.encode('unicode_escape').decode('ascii')[:120]})")
+        else:
+            what = f"{shown} is a path outside the folder"
+        more = f" (and {len(unsafe) - 1} more)" if len(unsafe) > 1 else ""
+        raise SyncError(
+            f"{REMOTE}/{branch} not merged: {what}{more}, from commit {commit}; sync never "
+            "checks out a link or a path outside the folder (a later read would follow it to "
+            "any file of yours): ask its author to replace it with a file, then sync")
+
     def finish_merge(self, head: str | None, theirs: str) -> None:
         """Resolve, regenerate and commit the merge; one that fails is undone, not left."""
         try:
@@ -610,6 +777,7 @@ class _Sync:
         self.regenerate_index()
         # The siblings this merge made: on neither side before it.
         known = set(self.git.tree(theirs)) | (set(self.git.tree(head)) if head else set())
+        known |= set(self.parked)
         for memory_id in memory_ids(p for p in self.sibling_files() if p not in known):
             if memory_id not in self.result.conflicts:
                 self.result.conflicts.append(memory_id)
@@ -670,7 +838,9 @@ class _Sync:
 
     def put(self, target: Path, data: bytes) -> None:
         target.parent.mkdir(parents=True, exist_ok=True)
-        rewrite(target, lambda seen: data, read=lambda p: read_or_absent(p, limit=_MAX_SCANNED),
+        rel = target.relative_to(self.root).as_posix()
+        rewrite(target, lambda seen: data,
+                read=lambda p: read_in_tree(self.root, rel, limit=_MAX_SCANNED),
                 mode=file_mode(self.root), limit=_MAX_SCANNED)
 
     def restore_edited_archives(self, head: str | None, theirs: str) -> None:
@@ -719,8 +889,11 @@ class _Sync:
             self.result.push_refused = refused
             return True
         self.progress(f"pushing to {REMOTE}/{branch}")
+        # Checked just above: the pre-push hook need not scan again (it still runs a hook
+        # of the person's that it chains).
+        checked = {ALLOW_SECRET_ENV: "1"} if self.allow_secret else {CHECKED_ENV: "1"}
         done = self.git.run("push", "--quiet", "-u", REMOTE, f"HEAD:refs/heads/{branch}",
-                            check=False)
+                            check=False, env=checked)
         if done.returncode != 0:
             text = (done.stderr or b"").decode("utf-8", "replace")
             if any(race in text for race in _RACES):
@@ -730,34 +903,87 @@ class _Sync:
         for memory_id in memory_ids(self.git.changed_paths(old, head)):
             if memory_id not in self.result.pushed:
                 self.result.pushed.append(memory_id)
+        if old is None:  # the branch is new there: a teammate's plain clone must find it
+            self.point_remote_head(branch)
         return True
+
+    def point_remote_head(self, branch: str) -> None:
+        """A remote whose HEAD names a branch it lacks (`git init --bare` on `master`, sync
+        pushing `main`) gives a plain `git clone` nothing to check out. A remote on this
+        disk gets its HEAD pointed at the branch just pushed; of any other, the summary
+        says what to run.
+        """
+        listed = self.git.run("ls-remote", "--symref", REMOTE, "HEAD", check=False)
+        if listed.returncode != 0 or listed.stdout.strip():
+            return  # HEAD names a branch the remote has (or the remote cannot say)
+        url = self.git.remote_url() or ""
+        path = url.removeprefix("file://")
+        if os.path.isdir(path) and Git(Path(path)).ok(
+                "symbolic-ref", "HEAD", f"refs/heads/{branch}"):
+            self.result.notes.append(
+                f"pointed {REMOTE}'s HEAD at {branch!r}, which it lacked: a plain git clone "
+                "checks it out")
+            return
+        self.result.notes.append(
+            f"{REMOTE}'s HEAD names a branch it does not have: a plain git clone checks out "
+            f"nothing; clone with `git clone -b {branch} URL`, or on the server run "
+            f"`git symbolic-ref HEAD refs/heads/{branch}` in the repository")
 
     def outgoing_secrets(self, head: str, old: str | None) -> list[Held]:
         """Files in the commits about to be pushed whose bytes the secret scan flags."""
-        limit = [old] if old else [f"--remotes={REMOTE}"]
-        listing = self.git.text("rev-list", "--objects", "--no-object-names", head, "--not",
-                                *limit).split()
-        named = self.git.text("rev-list", "--objects", head, "--not", *limit).splitlines()
-        paths = {}
-        for line in named:
-            sha, _, path = line.partition(" ")
-            if path:
-                paths[sha] = path
-        blobs = [sha for sha in listing if sha in paths]
-        if not blobs:
+        if self.allow_secret:
             return []
-        out = self.git.run("cat-file", "--batch", input="\n".join(blobs).encode() + b"\n").stdout
-        refused = []
-        position = 0
-        while position < len(out):
-            newline = out.index(b"\n", position)
-            sha, kind, size = out[position:newline].decode().split()
-            data = out[newline + 1: newline + 1 + int(size)]
-            position = newline + 1 + int(size) + 1
-            if kind != "blob":
-                continue
-            reason = name_reason(paths[sha]) or secret_reason(data)
-            if reason:
-                refused.append(Held(paths[sha], reason + "; it was committed by hand: remove it "
-                                    "from the unpushed commits (git reset), then sync"))
-        return refused
+        return outgoing_secrets(self.git, head, [old] if old else [f"--remotes={REMOTE}"])
+
+
+def outgoing_secrets(git: Git, head: str, exclude: list[str]) -> list[Held]:
+    """Files in the commits from `head` back to (not into) `exclude` whose name or bytes the
+    secret scan flags: what a push of `head` would carry that the remote does not hold."""
+    listing = git.text("rev-list", "--objects", "--no-object-names", head, "--not",
+                       *exclude).split()
+    named = git.text("rev-list", "--objects", head, "--not", *exclude).splitlines()
+    paths = {}
+    for line in named:
+        sha, _, path = line.partition(" ")
+        if path:
+            paths[sha] = path
+    blobs = [sha for sha in listing if sha in paths]
+    if not blobs:
+        return []
+    out = git.run("cat-file", "--batch", input="\n".join(blobs).encode() + b"\n").stdout
+    refused = []
+    position = 0
+    while position < len(out):
+        newline = out.index(b"\n", position)
+        sha, kind, size = out[position:newline].decode().split()
+        data = out[newline + 1: newline + 1 + int(size)]
+        position = newline + 1 + int(size) + 1
+        if kind != "blob":
+            continue
+        reason = name_reason(paths[sha]) or secret_reason(data)
+        if reason:
+            refused.append(Held(paths[sha], reason + "; it was committed by hand: remove it "
+                                "from the unpushed commits (git reset), then sync"))
+    return refused
+
+
+_ZERO = frozenset("0")
+
+
+def check_push(root: Path | str, remote: str, refs: Iterable[str]) -> list[Held]:
+    """What the pre-push hook refuses: for each `<local ref> <sha> <remote ref> <sha>` line
+    git gives it, the flagged files in the commits the remote lacks (`outgoing_secrets`)."""
+    git = Git(Path(root))
+    refused: list[Held] = []
+    for line in refs:
+        fields = line.split()
+        if len(fields) != 4 or set(fields[1]) == _ZERO:
+            continue  # a deletion carries nothing
+        local, theirs = fields[1], fields[3]
+        exclude = [theirs] if set(theirs) != _ZERO and git.rev(theirs) else []
+        if git.remote_url(remote) is not None:  # a remote's name; a URL has no refs here
+            exclude.append(f"--remotes={remote}")
+        for held in outgoing_secrets(git, local, exclude):
+            if held not in refused:
+                refused.append(held)
+    return refused

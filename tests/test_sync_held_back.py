@@ -1,0 +1,134 @@
+"""A file sync holds back (a secret, or a false alarm) never blocks the rest of the folder.
+
+MEMORY.md is made from the memories: a line of it that reads as a secret holds
+back that memory alone, and the index is committed without it. A held-back
+memory that another machine edits is merged around: everything else is pulled
+and pushed, the held-back one keeps the local edit with the other machine's
+merged in, still uncommitted, and is named in the result.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from support import write_memory
+from sync_support import bare_remote, git, machine, memory, no_markers, sm, sync, use_private_git
+
+from sage_mem.memory.file_format import parse_bytes
+
+pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+
+TOKEN = "ghp_" + "k3Jd9QmZx7Lw2Vb8Nc4Rt6Yh1Pf5Gs0Ua2Ei"
+
+
+@pytest.fixture(autouse=True)
+def private_git(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    use_private_git(tmp_path, monkeypatch)
+
+
+def remote_text(remote: Path) -> str:
+    return subprocess.run(
+        ["git", "-C", str(remote), "cat-file", "--batch-all-objects", "--batch"],
+        capture_output=True, check=True).stdout.decode("utf-8", "replace")
+
+
+@pytest.fixture
+def pair(tmp_path: Path) -> tuple[Path, Path, Path]:
+    remote = bare_remote(tmp_path)
+    laptop = machine(tmp_path / "laptop", remote, "laptop", first=True)
+    write_memory(laptop, "user_cat", memory("The cat is Sesame", "Sesame is orange."))
+    write_memory(laptop, "project_deploy", memory("Deploys go out on Tuesdays", "Tuesdays."))
+    sync(laptop)
+    desktop = machine(tmp_path / "desktop", remote, "desktop")
+    return laptop, desktop, remote
+
+
+def test_a_title_ending_in_a_password_word_before_its_link_blocks_nothing(
+    tmp_path: Path
+) -> None:
+    """`- [数据库密码](reference_db-2.md)`: the link's target is no password."""
+    remote = bare_remote(tmp_path)
+    laptop = machine(tmp_path / "laptop", remote, "laptop", first=True)
+    write_memory(laptop, "reference_db-2", memory("在 1Password 的运维库里", "找运维要。",
+                                                  name="数据库密码"))
+    first = sync(laptop)
+    assert first["heldBack"] == [] and first["pushed"] == ["reference_db-2"]
+    assert "reference_db-2.md" in git(remote, "show", "main:MEMORY.md")
+    desktop = machine(tmp_path / "desktop", remote, "desktop")
+    write_memory(desktop, "user_cat", memory("The cat is Sesame", "Sesame is orange."))
+    sync(desktop)
+    for folder in (laptop, desktop, laptop):
+        assert sync(folder)["heldBack"] == []
+    assert (laptop / "user_cat.md").exists()
+
+
+def test_a_memory_whose_index_line_alone_is_flagged_is_held_back_alone(
+    pair: tuple[Path, Path, Path]
+) -> None:
+    """A description folded over two lines reads as `the password is …` once MEMORY.md
+    joins it on one line: that memory is held back, not the whole index."""
+    laptop, desktop, remote = pair
+    write_memory(laptop, "reference_wifi", "---\ndescription: >-\n  the wifi password\n"
+                 "  is Xk9#mP2qLw7\ncategory: reference\n---\n\nAsk at the desk.\n")
+    write_memory(laptop, "user_dog", memory("The dog is Rex", "Rex barks."))
+    result = sync(laptop)
+    assert [h["path"] for h in result["heldBack"]] == ["reference_wifi.md"]
+    assert "MEMORY.md" in result["heldBack"][0]["reason"]
+    assert result["pushed"] == ["user_dog"]
+    index = git(remote, "show", "main:MEMORY.md")
+    assert "user_dog.md" in index and "reference_wifi" not in index
+    assert "Xk9#mP2qLw7" not in remote_text(remote)
+    assert sync(desktop)["pulled"] == ["user_dog"]
+
+
+def test_a_held_back_memory_edited_on_another_machine_stalls_nothing(
+    pair: tuple[Path, Path, Path]
+) -> None:
+    laptop, desktop, remote = pair
+    write_memory(desktop, "user_cat", memory("The cat is Sesame, a tabby", "Sesame is orange."))
+    write_memory(desktop, "project_deploy", memory("Deploys go out on Wednesdays", "Wed."))
+    sync(desktop)
+    write_memory(laptop, "user_cat", memory("The cat is Sesame", f"Sesame is orange.\n\n"
+                                            f"The vet portal token is {TOKEN}"))
+    write_memory(laptop, "user_dog", memory("The dog is Rex", "Rex barks."))
+    result = sync(laptop)
+    assert [h["path"] for h in result["heldBack"]] == ["user_cat.md"]
+    assert result["pulled"] == ["project_deploy", "user_cat"]
+    assert result["pushed"] == ["user_dog"]
+    assert any("user_cat.md: changed on origin too" in note for note in result["notes"])
+    mine = parse_bytes((laptop / "user_cat.md").read_bytes())
+    assert mine.meta["description"] == "The cat is Sesame, a tabby"  # theirs, merged in
+    assert TOKEN in mine.body  # mine, kept, still uncommitted
+    assert "Wednesdays" in (laptop / "project_deploy.md").read_text(encoding="utf-8")
+    assert not list(laptop.glob("*.conflict-held*"))
+    assert TOKEN not in remote_text(remote)
+    no_markers(laptop)
+    assert sync(laptop)["heldBack"][0]["path"] == "user_cat.md"  # and again: no stall
+    # Once the secret is out, the memory goes with both machines' edits.
+    write_memory(laptop, "user_cat", memory("The cat is Sesame, a tabby",
+                                            "Sesame is orange.\n\nThe vet portal is in 1Password."))
+    assert sync(laptop)["pushed"] == ["user_cat"]
+    sync(desktop)
+    assert "1Password" in (desktop / "user_cat.md").read_text(encoding="utf-8")
+
+
+def test_a_held_back_new_file_the_other_machine_also_made_stalls_nothing(
+    pair: tuple[Path, Path, Path]
+) -> None:
+    laptop, desktop, remote = pair
+    write_memory(desktop, "reference_api", memory("The API lives at api.example.com", "v2."))
+    sync(desktop)
+    write_memory(laptop, "reference_api", memory("The API", f"token {TOKEN}"))
+    result = sync(laptop)
+    assert [h["path"] for h in result["heldBack"]] == ["reference_api.md"]
+    assert "reference_api" in result["pulled"]
+    assert TOKEN in (laptop / "reference_api.md").read_text(encoding="utf-8")
+    theirs = [p for p in laptop.glob("reference_api*.md")
+              if "api.example.com" in p.read_text(encoding="utf-8")]
+    assert theirs or "api.example.com" in git(laptop, "show", "HEAD:reference_api.md")
+    assert TOKEN not in remote_text(remote)
+    status, _, err = sm(laptop, "sync")
+    assert status == 0, err

@@ -1,0 +1,224 @@
+"""A hostile remote: whoever can push to it must not make `sync` read a file outside the folder.
+
+An attacker's plain clone commits `.gitattributes`, `.gitignore`, `MEMORY.md`, a
+memory or a folder as symbolic links to a file outside the folder (a fake
+`~/.bash_history` holding a marker). After the victim's syncs the marker is
+nowhere in the remote (no object, no `git log -p --all`), the outside file is
+unchanged, and sync says in one line why it did not merge.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from support import write_memory
+from sync_support import bare_remote, git, machine, memory, sm, sync, use_private_git
+
+from sage_mem.sync.git import LinkRefused, read_in_tree
+
+pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+
+MARKER = "MARKER-7f3a-bash-history-do-not-leak"
+
+
+@pytest.fixture(autouse=True)
+def private_git(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    use_private_git(tmp_path, monkeypatch)
+
+
+@pytest.fixture
+def outside(tmp_path: Path) -> Path:
+    """The victim's private file, outside every memory folder."""
+    home = tmp_path / "victim-home"
+    home.mkdir()
+    secret = home / ".bash_history"
+    secret.write_text(f"ssh prod\nexport TOKEN=hunter2\n{MARKER}\n", encoding="utf-8")
+    return secret
+
+
+def remote_text(remote: Path) -> str:
+    """Everything the remote holds: every object's bytes, and the whole history's patches."""
+    objects = subprocess.run(
+        ["git", "-C", str(remote), "cat-file", "--batch-all-objects", "--batch"],
+        capture_output=True, check=True,
+    ).stdout.decode("utf-8", "replace")
+    return objects + git(remote, "log", "-p", "--all", "--binary")
+
+
+def clone(remote: Path, folder: Path) -> None:
+    """A plain `git clone`, as an attacker or a teammate makes one (links checked out as links)."""
+    subprocess.run(["git", "clone", "--quiet", "--branch", "main", str(remote), str(folder)],
+                   check=True)
+
+
+def attack(tmp_path: Path, remote: Path, outside: Path, links: list[str]) -> Path:
+    """A plain clone that replaces (or adds) each of `links` by a link to `outside`, and pushes."""
+    attacker = tmp_path / "attacker"
+    clone(remote, attacker)
+    for rel in links:
+        path = attacker / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        elif os.path.lexists(path):
+            path.unlink()
+        path.symlink_to(outside.parent if rel.endswith("/") or "." not in rel else outside)
+    git(attacker, "add", "-A")
+    git(attacker, "commit", "--quiet", "-m", "tidy up")
+    git(attacker, "push", "--quiet", "origin", "HEAD")
+    return attacker
+
+
+def victim_folder(tmp_path: Path, remote: Path) -> Path:
+    victim = machine(tmp_path / "victim", remote, "victim", first=True)
+    write_memory(victim, "user_cat", memory("The cat is Sesame", "Sesame is orange."))
+    write_memory(victim, "project_deploy", memory("Deploys go out on Tuesdays", "Tuesdays."))
+    sync(victim)
+    return victim
+
+
+def assert_nothing_leaked(remote: Path, outside: Path, before: bytes) -> None:
+    assert MARKER not in remote_text(remote)
+    assert outside.read_bytes() == before
+
+
+LINKS = [
+    pytest.param([".gitattributes"], id="gitattributes"),
+    pytest.param([".gitignore"], id="gitignore"),
+    pytest.param(["MEMORY.md"], id="memory-md"),
+    pytest.param(["user_cat.md"], id="a-memory"),
+    pytest.param(["user_new.md"], id="a-new-memory"),
+    pytest.param(["project"], id="a-folder"),
+    pytest.param([".gitattributes", ".gitignore", "MEMORY.md", "user_cat.md"], id="all-at-once"),
+]
+
+
+@pytest.mark.parametrize("links", LINKS)
+def test_a_link_from_the_remote_is_refused_in_one_line_and_never_read(
+    tmp_path: Path, outside: Path, links: list[str]
+) -> None:
+    remote = bare_remote(tmp_path)
+    victim = victim_folder(tmp_path, remote)
+    before = outside.read_bytes()
+    attack(tmp_path, remote, outside, links)
+    write_memory(victim, "user_cat", memory("The cat is Sesame", "Sesame is orange and old."))
+    for _ in range(2):  # the issue's leak came on the second sync
+        status, out, err = sm(victim, "sync")
+        assert status == 1, (out, err)
+        lines = [line for line in err.splitlines() if "error" in line]
+        assert len(lines) == 1, err
+        assert "symbolic link" in lines[0] and links[0].rstrip("/") in lines[0], lines[0]
+        assert "Traceback" not in err
+    for rel in links:
+        assert not (victim / rel).is_symlink(), f"{rel} checked out as a link"
+    assert_nothing_leaked(remote, outside, before)
+    assert MARKER.encode() not in b"".join(
+        p.read_bytes() for p in victim.rglob("*") if p.is_file() and not p.is_symlink())
+
+
+def test_a_machine_joining_a_hostile_remote_refuses_it_and_checks_out_no_link(
+    tmp_path: Path, outside: Path
+) -> None:
+    remote = bare_remote(tmp_path)
+    victim_folder(tmp_path, remote)
+    before = outside.read_bytes()
+    attack(tmp_path, remote, outside, [".gitattributes", "MEMORY.md", "user_cat.md"])
+    joiner = tmp_path / "joiner"
+    status, out, err = sm(joiner, "sync", "--remote", str(remote))
+    errors = [line for line in err.splitlines() if "error" in line]
+    assert status == 1 and len(errors) == 1 and "symbolic link" in errors[0], err
+    assert not any(p.is_symlink() for p in joiner.rglob("*"))
+    assert_nothing_leaked(remote, outside, before)
+
+
+@pytest.mark.parametrize("links", LINKS)
+def test_sync_in_a_plain_clone_holding_links_follows_none(
+    tmp_path: Path, outside: Path, links: list[str]
+) -> None:
+    """A teammate's plain `git clone` checks the links out as links; their `sage-mem sync`
+    then reads none of them, and pushes nothing of what they lead to."""
+    remote = bare_remote(tmp_path)
+    victim_folder(tmp_path, remote)
+    before = outside.read_bytes()
+    attack(tmp_path, remote, outside, links)
+    teammate = tmp_path / "teammate"
+    clone(remote, teammate)
+    assert all((teammate / rel).is_symlink() for rel in links)
+    write_memory(teammate, "user_dog", memory("The dog is Rex", "Rex barks."))
+    for _ in range(2):
+        status, out, err = sm(teammate, "sync")
+        assert "Traceback" not in err
+        if ".gitattributes" in links:
+            errors = [line for line in err.splitlines() if "error" in line]
+            assert status == 1 and len(errors) == 1, err
+            assert ".gitattributes: a symbolic link" in errors[0]
+        else:
+            assert status == 0, err
+    if links == ["MEMORY.md"]:  # sage-mem's own file: the link replaced, its target untouched
+        assert not (teammate / "MEMORY.md").is_symlink()
+    status, out, err = sm(teammate, "show", "user_cat@HEAD")
+    assert MARKER not in out + err and "Traceback" not in err
+    status, out, err = sm(teammate, "log", "user_cat")
+    assert MARKER not in out + err and "Traceback" not in err
+    assert_nothing_leaked(remote, outside, before)
+
+
+def test_a_link_made_in_the_folder_is_held_back_not_committed(
+    tmp_path: Path, outside: Path
+) -> None:
+    remote = bare_remote(tmp_path)
+    victim = victim_folder(tmp_path, remote)
+    (victim / "user_history.md").symlink_to(outside)
+    result = sync(victim)
+    assert [h["path"] for h in result["heldBack"]] == ["user_history.md"]
+    assert "symbolic link" in result["heldBack"][0]["reason"]
+    assert "user_history.md" not in git(remote, "ls-tree", "-r", "--name-only", "main")
+    assert str(outside) not in remote_text(remote)
+
+
+def test_sync_sets_the_repository_to_check_links_out_as_files(tmp_path: Path) -> None:
+    remote = bare_remote(tmp_path)
+    victim = victim_folder(tmp_path, remote)
+    assert git(victim, "config", "--local", "core.symlinks").strip() == "false"
+    assert git(victim, "config", "--local", "fetch.fsckObjects").strip() == "true"
+
+
+def test_a_path_outside_the_folder_from_the_remote_is_refused(
+    tmp_path: Path, outside: Path
+) -> None:
+    """A tree naming `..` (made with git's plumbing, which checks nothing) never reaches the
+    work tree: refused when fetched, said in the summary, the remote unchanged by us."""
+    remote = bare_remote(tmp_path)
+    victim = victim_folder(tmp_path, remote)
+    attacker = tmp_path / "attacker"
+    clone(remote, attacker)
+    blob = subprocess.run(["git", "-C", str(attacker), "hash-object", "-w", "--stdin"],
+                          input=b"pwned\n", capture_output=True, check=True).stdout.decode().strip()
+    head_tree = git(attacker, "ls-tree", "HEAD")
+    tree = subprocess.run(["git", "-C", str(attacker), "mktree"],
+                          input=(head_tree + f"100644 blob {blob}\t..\n").encode(),
+                          capture_output=True, check=True).stdout.decode().strip()
+    commit = git(attacker, "commit-tree", tree, "-p", "HEAD", "-m", "escape").strip()
+    git(attacker, "push", "--quiet", "origin", f"{commit}:refs/heads/main")
+    status, out, err = sm(victim, "sync")
+    assert "Traceback" not in err
+    assert "not synced" in out or status == 1, (out, err)
+    assert not (tmp_path / "pwned").exists()
+    assert git(remote, "rev-parse", "main").strip() == commit
+
+
+def test_read_in_tree_refuses_a_link_at_any_depth(tmp_path: Path, outside: Path) -> None:
+    root = tmp_path / "folder"
+    (root / "real").mkdir(parents=True)
+    (root / "real" / "a.md").write_text("a", encoding="utf-8")
+    (root / "through").symlink_to(outside.parent)
+    (root / "file.md").symlink_to(outside)
+    assert read_in_tree(root, "real/a.md", limit=100).raw == b"a"
+    assert read_in_tree(root, "real/missing.md", limit=100).raw is None
+    for rel in ("through/.bash_history", "file.md"):
+        with pytest.raises(LinkRefused, match="symbolic link"):
+            read_in_tree(root, rel, limit=1 << 20)

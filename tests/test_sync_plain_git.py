@@ -1,0 +1,132 @@
+"""sage-mem beside plain git: a teammate who only clones and pulls never gets less.
+
+A bare remote made with git's defaults (`git init --bare`: HEAD names
+`master`) that sync pushes `main` to still gives a plain `git clone` the
+memories; a merge plain git left half done (no driver configured in a fresh
+clone, or a driver whose Python moved) is finished by the next sync, by the
+merge driver's rules, never with conflict markers in a memory.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from support import write_memory
+from sync_support import bare_remote, git, machine, memory, no_markers, sm, sync, use_private_git
+
+from sage_mem.memory.file_format import parse_bytes
+
+pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+
+
+@pytest.fixture(autouse=True)
+def private_git(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    use_private_git(tmp_path, monkeypatch)
+
+
+def test_a_plain_clone_of_a_remote_made_on_master_checks_out_the_memories(
+    tmp_path: Path
+) -> None:
+    remote = bare_remote(tmp_path)  # HEAD -> master, as `git init --bare` makes it
+    assert git(remote, "symbolic-ref", "HEAD").strip() == "refs/heads/master"
+    laptop = machine(tmp_path / "laptop", remote, "laptop", first=True)
+    write_memory(laptop, "user_cat", memory("The cat is Sesame", "Sesame is orange."))
+    sync(laptop)
+    teammate = tmp_path / "teammate"
+    done = subprocess.run(["git", "clone", "--quiet", str(remote), str(teammate)],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert (teammate / "user_cat.md").read_bytes() == (laptop / "user_cat.md").read_bytes()
+    assert git(teammate, "symbolic-ref", "--short", "HEAD").strip() == "main"
+    write_memory(teammate, "user_dog", memory("The dog is Rex", "Rex barks."))
+    assert sync(teammate)["pushed"] == ["user_dog"]
+    assert sync(laptop)["pulled"] == ["user_dog"]
+
+
+@pytest.fixture
+def pair(tmp_path: Path) -> tuple[Path, Path]:
+    remote = bare_remote(tmp_path)
+    laptop = machine(tmp_path / "laptop", remote, "laptop", first=True)
+    write_memory(laptop, "user_cat", memory("The cat is Sesame", "Sesame is orange.",
+                                            tags=["pet"]))
+    sync(laptop)
+    teammate = tmp_path / "teammate"
+    subprocess.run(["git", "clone", "--quiet", str(remote), str(teammate)], check=True)
+    return laptop, teammate
+
+
+def both_edit(laptop: Path, teammate: Path) -> None:
+    """The same field changed on both sides (a conflict), and different fields too."""
+    write_memory(laptop, "user_cat", memory("The cat is Sesame, a tabby", "Sesame is orange.",
+                                            tags=["pet", "tabby"]))
+    sync(laptop)
+    write_memory(teammate, "user_cat", memory("The cat is Sesame, a calico", "Sesame is orange.",
+                                              tags=["pet", "calico"]))
+    git(teammate, "commit", "--quiet", "-am", "calico")
+
+
+@pytest.mark.parametrize("driver", [
+    pytest.param(None, id="fresh-clone-no-driver"),
+    pytest.param("/gone/python3 -m sage_mem merge-driver %O %A %B %P", id="driver-moved"),
+])
+def test_sync_finishes_the_merge_a_plain_git_pull_left(
+    pair: tuple[Path, Path], driver: str | None
+) -> None:
+    laptop, teammate = pair
+    if driver is not None:
+        git(teammate, "config", "merge.sage-mem.driver", driver)
+    both_edit(laptop, teammate)
+    pulled = subprocess.run(["git", "-C", str(teammate), "pull", "--no-rebase", "--quiet"],
+                            capture_output=True, text=True)
+    assert pulled.returncode != 0  # plain git left it half done
+    status, out, err = sm(teammate, "sync")
+    assert status == 0, err
+    assert not os.path.exists(teammate / ".git" / "MERGE_HEAD")
+    no_markers(teammate)
+    mine = parse_bytes((teammate / "user_cat.md").read_bytes()).meta
+    assert mine["description"] == "The cat is Sesame, a calico"
+    assert set(mine["tags"]) == {"pet", "tabby", "calico"}
+    siblings = list(teammate.glob("user_cat.conflict-*.md"))
+    assert len(siblings) == 1 and "tabby" in siblings[0].read_text(encoding="utf-8")
+    assert "laptop" in siblings[0].name
+    assert siblings[0].name in git(teammate, "ls-files")
+    assert git(teammate, "status", "--porcelain").strip() == ""
+    sync(laptop)
+    no_markers(laptop)
+
+
+def test_a_merge_whose_conflict_a_person_resolved_by_hand_is_still_theirs(
+    pair: tuple[Path, Path]
+) -> None:
+    laptop, teammate = pair
+    both_edit(laptop, teammate)
+    subprocess.run(["git", "-C", str(teammate), "pull", "--no-rebase", "--quiet"],
+                   capture_output=True)
+    resolved = memory("The cat is Sesame, a tabby calico", "Sesame is orange.", tags=["pet"])
+    write_memory(teammate, "user_cat", resolved)  # typed, not yet added
+    status, out, err = sm(teammate, "sync")
+    assert status == 1 and "merge is in progress" in err
+    assert (teammate / "user_cat.md").read_text(encoding="utf-8") == resolved
+
+
+def test_a_plain_git_pull_with_the_driver_names_the_sibling_for_the_other_machine(
+    pair: tuple[Path, Path]
+) -> None:
+    """A clone sync has run in has the driver: a plain `git pull` merges by its rules, and
+    the sibling it keeps is named for the machine whose version it is, not `other`; the
+    next sync commits it."""
+    laptop, teammate = pair
+    sync(teammate)  # the driver is configured in this clone now
+    both_edit(laptop, teammate)
+    pulled = subprocess.run(["git", "-C", str(teammate), "pull", "--no-rebase", "--quiet"],
+                            capture_output=True, text=True)
+    assert pulled.returncode == 0, pulled.stderr
+    no_markers(teammate)
+    siblings = [p.name for p in teammate.glob("user_cat.conflict-*.md")]
+    assert siblings == ["user_cat.conflict-laptop.md"]
+    sync(teammate)
+    assert "user_cat.conflict-laptop.md" in git(teammate, "ls-files")
