@@ -110,14 +110,29 @@ def memory_bytes(folder: Path) -> dict[str, str]:
 # the surfaces, in the order a person meets them
 
 
+README = Path(__file__).resolve().parent.parent / "README.md"
+
+
+def readme_first_command() -> list[list[str]]:
+    """The README's first command (`pip install . && sage-mem … && sage-mem …`), its
+    sage-mem steps as argument lists: what a person types first, run as written."""
+    block = re.search(r"```bash\n(.*?)```", README.read_text(encoding="utf-8"), re.S)
+    if block is None:
+        raise Failed("the README has no bash block")
+    install, *steps = [shlex.split(step) for step in block.group(1).strip().split("&&")]
+    if install != ["pip", "install", "."] or not all(s[:1] == ["sage-mem"] for s in steps):
+        raise Failed(f"the README's first command is not `pip install . && sage-mem …`: {block}")
+    return [step[1:] for step in steps]
+
+
 def init(d: Driver) -> str:
-    d.run("init", "--examples")
+    for step in readme_first_command():
+        said = d.run(*step).stdout
+    if "reference_test_command" not in said and "feedback_tests_first" not in said:
+        raise Failed(f"the README's first command found no example memory: {said!r}")
     d.run("add", "project_launch", "--category", "project",
           "--description", "The beta launch review and its new date",
           "--body", "We reviewed the beta launch yesterday and moved it to Friday.")
-    hits = d.run("search", "how do I run the tests").stdout
-    if "reference_test_command" not in hits and "feedback_tests_first" not in hits:
-        raise Failed(f"search found no example memory: {hits!r}")
     if "user_cat_zh" not in d.run("search", "我的猫叫什么").stdout:
         raise Failed("a Chinese search found no Chinese example")
     return f"{len(memory_bytes(d.folder))} memories"
@@ -310,7 +325,7 @@ def embed(d: Driver) -> str:
 
 
 SURFACES: dict[str, Callable[[Driver], str]] = {
-    "init + search": init, "MCP server": mcp_server, "page": page, "hooks": hooks,
+    "the README's first command": init, "MCP server": mcp_server, "page": page, "hooks": hooks,
     "daemon": daemon, "dream + rollback": dream, "sync": sync,
     "export + import": export_import, "embed": embed,
 }
