@@ -1385,6 +1385,7 @@ async def test_an_integer_too_long_to_print_through_mcp_over_stdio(
         assert good, hits
 
 
+@pytest.mark.scale
 def test_a_list_of_99000_tags_reads_in_linear_time(memory_folder: Path) -> None:
     """Reading ten times the tags costs about ten times the work, not a hundred.
 

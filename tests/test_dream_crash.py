@@ -18,6 +18,8 @@ from sage_mem.dream.paths import DreamPaths
 from sage_mem.memory.file_format import parse_bytes
 from sage_mem.store import MemoryStore
 
+pytestmark = pytest.mark.kills
+
 RUN = (
     "import sys\n"
     "from sage_mem.store import MemoryStore\n"

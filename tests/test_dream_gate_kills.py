@@ -29,6 +29,8 @@ from sage_mem.dream.paths import DreamPaths
 from sage_mem.errors import StoreLocked
 from sage_mem.store import MemoryStore
 
+pytestmark = pytest.mark.kills
+
 T0 = datetime(2026, 11, 29, 8, 0, tzinfo=UTC)
 
 CHILD = """

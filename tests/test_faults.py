@@ -148,6 +148,7 @@ def kill_points(total: int) -> list[int]:
 
 
 @pytest.mark.parametrize("operation", ["update", "create", "archive", "index"])
+@pytest.mark.kills
 def test_a_process_killed_at_any_file_system_call_leaves_every_memory_whole(
     tmp_path: Path, operation: str
 ) -> None:
@@ -186,6 +187,7 @@ while True:
 """
 
 
+@pytest.mark.kills
 def test_a_write_loop_killed_at_random_moments_loses_nothing(tmp_path: Path) -> None:
     folder = tmp_path / "memory"
     shutil.copytree(TEMPLATE, folder)

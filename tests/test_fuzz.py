@@ -30,6 +30,8 @@ from sage_mem.memory.file_format import parse_bytes
 from sage_mem.memory.value import memory_from_meta
 from sage_mem.store import MemoryStore
 
+pytestmark = pytest.mark.property
+
 FUZZ = settings(
     max_examples=2_000 if SLOW else 60,
     deadline=None,

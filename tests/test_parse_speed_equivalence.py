@@ -47,6 +47,8 @@ from sage_mem.search.tokens import (
     tokenize,
 )
 
+pytestmark = pytest.mark.property
+
 # frontmatter: the fast path against PyYAML
 
 

@@ -62,6 +62,8 @@ from sage_mem.dream.paths import DreamPaths
 from sage_mem.dream.snapshots import Snapshot, load_snapshot
 from sage_mem.store import MemoryStore
 
+pytestmark = pytest.mark.kills
+
 SIZE = 300  # memories; a rollback of the run over them takes some 1,400 file-system steps
 SCOPES = [pytest.param("touched", id="touched"), pytest.param("all-force", id="all-force")]
 TEMP = re.compile(r"^\..+\.\d+\.[0-9a-f]{8}\.tmp$")  # what a killed atomic write leaves

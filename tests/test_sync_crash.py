@@ -31,7 +31,10 @@ from sync_support import (
     use_private_git,
 )
 
-pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+pytestmark = [
+    pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed"),
+    pytest.mark.kills,
+]
 
 # (the step whose progress line is awaited, seconds to wait after it): before and during each.
 KILL_POINTS = [

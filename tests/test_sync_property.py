@@ -36,7 +36,10 @@ from sync_support import (
 
 from sage_mem.memory.file_format import parse_bytes
 
-pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+pytestmark = [
+    pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed"),
+    pytest.mark.property,
+]
 
 MACHINES = ("a", "b", "c")
 MEMORIES = 3
