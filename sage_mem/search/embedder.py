@@ -45,7 +45,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any, Protocol
 
 SEMANTIC_ENV = "SAGE_MEM_SEMANTIC"
-# sage-mem is not on PyPI: `pip install "sage-mem[semantic]"` finds nothing. What works is
+# sage-mem is not on PyPI: the extra by its package name finds nothing. What works is
 # the extra of what the person installed from: a checkout, or a wheel (CI builds one).
 INSTALL_HINT = ('pip install ".[semantic]" in a sage-mem checkout, or '
                 'pip install "sage_mem-….whl[semantic]" with its wheel (it is not on PyPI)')
