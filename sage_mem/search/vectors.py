@@ -330,3 +330,16 @@ __all__ = ["FORMAT_VERSION", "LATENT_FORMAT_VERSION", "LATENT_TEXT_VERSION", "MA
            "decode_latent", "encode", "encode_latent", "latent_path", "latent_text", "load",
            "load_latent", "passage_pieces", "passage_text", "save", "save_latent", "text_hash",
            "vectors_path"]
+
+
+def stored_ids(path: Path) -> list[str] | None:
+    """The ids the vector file in `path` holds vectors for, read from its header alone (no
+    numpy: `sage-mem doctor` asks it of a plain install too); None when there is no whole file."""
+    try:
+        with path.open("rb") as handle:
+            data = handle.read()
+    except OSError:
+        return None
+    framed = _unframe(data, MAGIC)
+    entries = _entries(framed[0]) if framed is not None else None
+    return entries[0] if entries is not None else None
