@@ -8,9 +8,10 @@ dream. One `Finding` a line: `ok`, a `note` (worth knowing, nothing broken) or
 a `problem`, each problem with what to do. `Checkup.exit_status` is 1 when a
 problem was found, else 0.
 
-It reads and changes nothing of the folder's: the store is opened as a hook
-opens it (`build=False`: the cache and a few files, never a build, never a
-cache written), locks are looked at without being taken (`_held`), the
+It changes nothing in the memory folder, and in the state folder only what
+any command's first use makes (the folder and its owner record): the store is
+opened as a hook opens it (`build=False`: the cache and a few files, never a
+build, never a cache written), locks are looked at without being taken (`_held`), the
 semantic extra is found with `importlib.util.find_spec` (numpy and the model
 are never imported) and sync's held-back files are found by its own scan, with
 nothing staged. Two things go outside: each client's command is started once
@@ -144,12 +145,12 @@ def _check_folder(result: Checkup, folder: Path, named_by: str, dir_flag: str) -
         result.add("folder", PROBLEM, f"{folder} (named by {named_by}) is a file, not a folder",
                    "name a memory folder")
         return False
-    if not (folder / INDEX_FILE).exists():
-        result.add("folder", PROBLEM,
-                   f"{folder} (named by {named_by}) holds no {INDEX_FILE}: not a memory folder "
-                   "yet", f"sage-mem {dir_flag}init, or name the memory folder you meant")
-        return False
     result.add("folder", OK, f"{folder} (named by {named_by}), a memory folder")
+    if not (folder / INDEX_FILE).exists():
+        # Not wrong (a folder of memory files is read as it is), but worth a look: `init`
+        # and every write make one, so a folder without it may not be the one meant.
+        result.add("folder", NOTE, f"no {INDEX_FILE} in it yet", f"sage-mem {dir_flag}index "
+                   "writes it (or name the folder you meant)")
     return True
 
 
@@ -484,10 +485,10 @@ def _check_install(result: Checkup, entry: Any, where: str, folder: Path, home: 
     for what, program in programs:
         users.setdefault(tuple(program), []).append(what)
     broken = False
-    for program, whats in users.items():
-        if program not in started:
-            started[program] = _starts(list(program))
-        why = started[program]
+    for key, whats in users.items():
+        if key not in started:
+            started[key] = _starts(list(key))
+        why = started[key]
         if why is None:
             continue
         broken = True
@@ -495,12 +496,12 @@ def _check_install(result: Checkup, entry: Any, where: str, folder: Path, home: 
         named = [what for what in whats if not what.endswith(" hook")]
         if hooks:
             named.append(f"{len(hooks)} hook{'s' if len(hooks) != 1 else ''}")
-        fix = (f"put `{program[0]}` on PATH (pipx, or its virtualenv's bin/), or {reinstall} "
-               "--absolute" if program == ("sage-mem",) and "PATH" in why
+        fix = (f"put `{key[0]}` on PATH (pipx, or its virtualenv's bin/), or {reinstall} "
+               "--absolute" if key == ("sage-mem",) and "PATH" in why
                else f"{reinstall} (writes the command of the sage-mem you run it with)")
         result.add("client", PROBLEM,
-                   f"{where}: the {' and the '.join(named)} run `{shlex.join(program)}`, "
-                   f"which {why}", fix, program=list(program))
+                   f"{where}: the {' and the '.join(named)} run `{shlex.join(key)}`, "
+                   f"which {why}", fix, program=list(key))
     # What a client's command with no folder uses (unless the client's own environment
     # sets SAGE_MEM_DIR, which these files do not show).
     default = str(Path(os.path.abspath(home)) / ".sage-mem" / "memory")

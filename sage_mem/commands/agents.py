@@ -87,8 +87,11 @@ def hook(session: Session, event: str) -> int:
 def daemon(session: Session, idle: float, build_only: bool, poll: bool) -> int:
     from ..agents.daemon import run_daemon
 
+    def say(line: str) -> None:
+        session.err.write(f"{PROG}: {line}\n")
+
     return run_daemon(session.agent_folder, idle=idle, build_only=build_only, poll=poll,
-                      say=lambda line: session.err.write(f"{PROG}: {line}\n"))
+                      say=say)
 
 
 @command("install", "register sage-mem with a client: the MCP server, and hooks for Claude Code "
