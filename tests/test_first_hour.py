@@ -111,6 +111,15 @@ def test_dir_at_the_state_folder_or_the_parent_is_refused_in_one_line(
     assert not any(name.endswith(".sage-mem.sage-mem") for name in os.listdir(made.parent))
 
 
+@pytest.mark.parametrize("where", ["state", "parent"])
+def test_init_given_the_state_folder_or_the_parent_refuses_it(made: Path, where: str) -> None:
+    target = made.parent / f".{made.name}.sage-mem" if where == "state" else made.parent
+    before = entries(made.parent.parent)
+    err = one_line_error(sage("init", str(target), "--examples"))
+    assert str(made) in err
+    assert entries(made.parent.parent) == before
+
+
 def test_dir_at_the_default_folders_home_is_refused(tmp_path: Path) -> None:
     home = tmp_path / "home"
     folder = home / ".sage-mem" / "memory"
