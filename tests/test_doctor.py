@@ -27,15 +27,19 @@ def sage(*argv: str, cwd: Path | None = None,
     return done
 
 
-def doctor(folder: Path, *extra: str, cwd: Path, env: dict[str, str] | None = None
-           ) -> tuple[int, str, dict[str, Any]]:
-    """The text, and the JSON of a second run: they must agree on the exit status."""
-    text = sage("--dir", str(folder), "doctor", *extra, cwd=cwd, env=env)
+def doctor(folder: Path, *extra: str, cwd: Path, env: dict[str, str] | None = None,
+           text: bool = False) -> tuple[int, str, dict[str, Any]]:
+    """The JSON's exit status, its text when asked (a first run: both must agree) and the
+    JSON."""
+    shown = sage("--dir", str(folder), "doctor", *extra, cwd=cwd, env=env) if text else None
     as_json = sage("--dir", str(folder), "doctor", "--json", *extra, cwd=cwd, env=env)
-    assert text.returncode == as_json.returncode, (text.stdout, as_json.stdout)
     data = json.loads(as_json.stdout)
-    assert data["healthy"] == (text.returncode == 0)
-    return text.returncode, text.stdout, data
+    assert data["healthy"] == (as_json.returncode == 0)
+    if shown is not None:
+        assert shown.returncode == as_json.returncode, (shown.stdout, as_json.stdout)
+        lines = shown.stdout.splitlines()
+        assert len(lines) == len(data["findings"]) + 1  # one line a finding, and the sum
+    return as_json.returncode, shown.stdout if shown is not None else "", data
 
 
 def problems(data: dict[str, Any], area: str | None = None) -> list[dict[str, Any]]:
@@ -62,7 +66,7 @@ def healthy(memory_dir: Path) -> Path:
 
 
 def test_a_healthy_folder_exits_0_with_one_line_each(healthy: Path, project: Path) -> None:
-    code, text, data = doctor(healthy, cwd=project)
+    code, text, data = doctor(healthy, cwd=project, text=True)
     assert code == 0, text
     lines = text.splitlines()
     assert lines[-1] == "No problems found."
@@ -90,7 +94,7 @@ def test_a_folder_that_is_not_a_memory_folder_is_a_problem(
         "parent": healthy.parent,
     }[case]
     before = sorted(str(p) for p in tmp_path.rglob("*") if project not in p.parents)
-    code, text, data = doctor(target, cwd=project)
+    code, text, data = doctor(target, cwd=project, text=True)
     assert code == 1
     (problem,) = problems(data)
     assert problem["area"] == "folder" and problem["fix"], problem
@@ -108,7 +112,7 @@ def test_a_memory_folder_without_its_state_folder_says_the_index_is_missing(
     write_memory(empty_dir, "user_cat", "---\ndescription: The cat\n---\n\nSesame.\n")
     state = empty_dir.parent / f".{empty_dir.name}.sage-mem"
     assert not state.exists()
-    code, text, data = doctor(empty_dir, cwd=project)
+    code, text, data = doctor(empty_dir, cwd=project, text=True)
     assert code == 1
     assert "note     state: " in text and "not made yet" in text  # (the first run's text)
     (problem,) = problems(data)
@@ -223,7 +227,7 @@ def test_a_file_held_back_from_sync_is_a_problem(healthy: Path, project: Path,
                                                   tmp_path: Path) -> None:
     assert sage("--dir", str(healthy), "init", "--git").returncode == 0
     write_memory(healthy, "reference_aws", f"---\ndescription: AWS\n---\n\nkey {AWS_KEY}\n")
-    code, text, data = doctor(healthy, "--offline", cwd=project)
+    code, text, data = doctor(healthy, "--offline", cwd=project, text=True)
     assert code == 1
     (problem,) = problems(data, "sync")
     assert "1 changed file held back" in problem["text"] and "reference_aws.md" in problem["text"]
@@ -257,7 +261,7 @@ def test_a_dream_run_that_did_not_finish_is_a_problem(healthy: Path, project: Pa
 def test_the_dream_gate_is_said_when_automatic_runs_are_on(healthy: Path,
                                                            project: Path) -> None:
     assert sage("--dir", str(healthy), "dream").returncode == 0
-    code, text, data = doctor(healthy, cwd=project, env={"SAGE_MEM_AUTODREAM": "1"})
+    code, text, data = doctor(healthy, cwd=project, text=True, env={"SAGE_MEM_AUTODREAM": "1"})
     assert code == 0
     gate = [f for f in data["findings"] if f["area"] == "dream" and "gate" in f["data"]]
     assert gate and gate[0]["data"]["gate"] == "time" and "gate is closed" in text
@@ -277,7 +281,7 @@ def test_a_running_daemon_is_seen(healthy: Path, project: Path) -> None:
         finally:
             daemon.terminate()
             daemon.wait(30)
-    _, text, data = doctor(healthy, cwd=project, env={"SAGE_MEM_DAEMON": ""})
+    _, text, data = doctor(healthy, cwd=project, text=True, env={"SAGE_MEM_DAEMON": ""})
     assert finding(data, "daemon")["data"]["state"] == "idle" and "its last word" in text
 
 
