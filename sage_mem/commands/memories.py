@@ -44,8 +44,8 @@ def read_body(body: str | None, err: TextIO) -> str | None:
             err.write(f"{PROG}: reading the body from the terminal; end it with Ctrl-D\n")
         return _read_stdin()
     if body is None and _stdin_waiting():
-        err.write(f"{PROG}: note: stdin was not read: the body comes from stdin only with "
-                  "`--body -`\n")
+        err.write(f"{PROG}: note: stdin left unread (a body is read from stdin only with "
+                  "`--body -`)\n")
     return body
 
 
