@@ -495,14 +495,14 @@ def _check_install(result: Checkup, entry: Any, where: str, folder: Path, home: 
             continue
         broken = True
         hooks = [what for what in whats if what.endswith(" hook")]
-        named = [what for what in whats if not what.endswith(" hook")]
+        users_named = [what for what in whats if not what.endswith(" hook")]
         if hooks:
-            named.append(f"{len(hooks)} hook{'s' if len(hooks) != 1 else ''}")
+            users_named.append(f"{len(hooks)} hook{'s' if len(hooks) != 1 else ''}")
         fix = (f"put `{key[0]}` on PATH (pipx, or its virtualenv's bin/), or {reinstall} "
                "--absolute" if key == ("sage-mem",) and "PATH" in why
                else f"{reinstall} (writes the command of the sage-mem you run it with)")
         result.add("client", PROBLEM,
-                   f"{where}: the {' and the '.join(named)} run `{shlex.join(key)}`, "
+                   f"{where}: the {' and the '.join(users_named)} run `{shlex.join(key)}`, "
                    f"which {why}", fix, program=list(key))
     # What a client's command with no folder uses (unless the client's own environment
     # sets SAGE_MEM_DIR, which these files do not show).
