@@ -120,6 +120,20 @@ def test_init_given_the_state_folder_or_the_parent_refuses_it(made: Path, where:
     assert entries(made.parent.parent) == before
 
 
+@pytest.mark.parametrize("where", ["state", "parent"])
+def test_a_hook_given_the_state_folder_or_the_parent_injects_nothing_and_says_why(
+    made: Path, where: str
+) -> None:
+    target = made.parent / f".{made.name}.sage-mem" if where == "state" else made.parent
+    before = entries(made.parent.parent)
+    payload = json.dumps({"session_id": "s1", "prompt": "how do I run the tests",
+                          "hook_event_name": "UserPromptSubmit"})
+    done = sage("--dir", str(target), "hook", "user-prompt-submit", stdin=payload)
+    assert done.returncode == 0 and done.stdout == "", done.stdout
+    assert str(made) in done.stderr and "nothing injected" in done.stderr, done.stderr
+    assert entries(made.parent.parent) == before
+
+
 def test_dir_at_the_default_folders_home_is_refused(tmp_path: Path) -> None:
     home = tmp_path / "home"
     folder = home / ".sage-mem" / "memory"
