@@ -97,7 +97,8 @@ def made(tmp_path: Path) -> Path:
 
 @pytest.mark.parametrize("where", ["state", "parent"])
 @pytest.mark.parametrize("argv", [["list"], ["search", "tests"],
-                                  ["add", "user_x", "--description", "x"], ["init"]])
+                                  ["add", "user_x", "--description", "x"], ["init"],
+                                  ["serve"], ["daemon", "--build-only"]])
 def test_dir_at_the_state_folder_or_the_parent_is_refused_in_one_line(
     made: Path, where: str, argv: list[str]
 ) -> None:
