@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -123,8 +124,11 @@ def test_a_memory_folder_without_its_state_folder_says_the_index_is_missing(
 
 def test_a_stale_index_cache_is_a_problem_until_it_is_built(healthy: Path, project: Path) -> None:
     for number in range(80):  # more than a hook reads by itself
-        write_memory(healthy, f"project/note_{number}",
-                     f"---\ndescription: note {number}\n---\n\nbody {number}\n")
+        path = write_memory(healthy, f"project/note_{number}",
+                            f"---\ndescription: note {number}\n---\n\nbody {number}\n")
+        # Older than the build below by more than a clock tick's doubt (cache.RACY_NS): a
+        # file written within it of a build is read again by every hook, the cache stale.
+        os.utime(path, (time.time() - 60, time.time() - 60))
     code, _, data = doctor(healthy, cwd=project)
     assert code == 1
     (problem,) = problems(data)
