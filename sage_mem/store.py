@@ -585,7 +585,7 @@ class MemoryStore:
             project=project, tags=tags, archived=archived,
         )
 
-    # the semantic signal (optional: `pip install "sage-mem[semantic]"`)
+    # the semantic signal (optional: `embedder.INSTALL_HINT`)
 
     def _semantic_signal(self) -> Any:
         """The folder's vectors for search, or None (a hook's store never has them)."""

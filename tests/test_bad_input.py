@@ -804,7 +804,8 @@ def test_bad_bytes_in_arguments_and_stdin_of_a_real_process(memory_dir: Path) ->
     before = tree(memory_dir)
     for argv, stdin in (
         ([b"add", b"user_x", b"--description", b"caf\xe9"], None),
-        ([b"add", b"user_x", b"--description", b"ok"], b"body \xff\xfe not utf-8\n"),
+        ([b"add", b"user_x", b"--description", b"ok", b"--body", b"-"],
+         b"body \xff\xfe not utf-8\n"),
         ([b"search", b"\xff\xfe"], None),
     ):
         result = cli_process(b"--dir", str(memory_dir).encode(), *argv, stdin=stdin)
@@ -986,7 +987,7 @@ def test_a_body_on_stdin_far_over_the_limit_is_refused_without_reading_it_all(
     with huge.open("rb") as stdin:
         result = subprocess.run(
             [sys.executable, "-m", "sage_mem", "--dir", str(memory_dir), "add", "user_big",
-             "--description", "a big one", "--category", "user"],
+             "--description", "a big one", "--category", "user", "--body", "-"],
             stdin=stdin, capture_output=True, timeout=120, cwd=ROOT, preexec_fn=_capped_memory)
     err = result.stderr.decode()
     assert result.returncode == 1 and err.count("\n") == 1, err[-800:]

@@ -241,6 +241,8 @@ def test_subprocess_round_trip_with_stdin_body(tmp_path: Path) -> None:
         "The user's cat is called Sesame",
         "--category",
         "user",
+        "--body",
+        "-",  # stdin is read for the body only when asked (tests/test_first_hour.py)
         stdin="Orange tabby, 3 years old.\n",
         env=env,
     )

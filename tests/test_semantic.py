@@ -623,7 +623,9 @@ def test_embed_without_the_extra_is_a_one_line_error(
     out, err = io.StringIO(), io.StringIO()
     assert main(["--dir", str(memory_dir), "embed"], out=out, err=err) == 1
     assert err.getvalue() == (
-        'sage-mem: error: semantic search needs its extra: pip install "sage-mem[semantic]"\n')
+        'sage-mem: error: semantic search needs its extra: pip install ".[semantic]" in a '
+        'sage-mem checkout, or pip install "sage_mem-….whl[semantic]" with its wheel (it is not '
+        'on PyPI)\n')
 
 
 def test_embed_when_turned_off_is_a_one_line_error(memory_dir: Path) -> None:

@@ -181,8 +181,12 @@ def listen_for_hooks(store: MemoryStore) -> Listener | None:
 
 
 def run_daemon(root: Path, *, idle: float = IDLE_SECONDS, build_only: bool = False,
-               poll: bool = False) -> int:
-    """`sage-mem daemon`: build if needed, then answer hooks until idle (see the docstring)."""
+               poll: bool = False, say: Callable[[str], None] | None = None) -> int:
+    """`sage-mem daemon`: build if needed, then answer hooks until idle (see the docstring).
+
+    `say` is told, in one line, why a daemon ends at once (another one runs for the folder):
+    a person who started it sees that; a hook's daemon has no stderr. Exit 0 either way:
+    the folder is served, which is what was asked."""
     from ..store import MemoryStore
 
     folder = MemoryFolder(root)
@@ -191,6 +195,9 @@ def run_daemon(root: Path, *, idle: float = IDLE_SECONDS, build_only: bool = Fal
     lock = take_build_lock(folder)
     if lock is None:
         log("another daemon or build runs for this folder; nothing to do")
+        if say is not None:
+            say(f"a daemon (or an index build) already runs for {folder.root}; nothing to do "
+                f"(its log: {log.path})")
         return 0
     try:
         started = time.monotonic()
@@ -206,6 +213,9 @@ def run_daemon(root: Path, *, idle: float = IDLE_SECONDS, build_only: bool = Fal
         listener = listen_for_hooks(store)
         if listener is None:
             log("another process answers this folder's hooks; ending")
+            if say is not None:
+                say(f"another sage-mem process (serve, ui or a daemon) already answers the "
+                    f"hooks of {folder.root}; index cache brought up to date, ending")
             store.close()
             return 0
         log(f"answering hooks on {listener.path} until idle for {idle:.0f} s")

@@ -416,9 +416,13 @@ def _answer_here(
     shared: list[Any] | None = None,
 ) -> _Reply:
     """The hook's own path: stores that never build, and a build started when one lacks it."""
+    from ..disk.folder import default_folder, refuse_misplaced
     from ..store import MemoryStore
 
     try:
+        # A state folder, or the folder a memory folder sits in, is no memory folder: read
+        # as one it would inject `memory/…` ids and make a state folder of the state folder.
+        refuse_misplaced(folder if folder is not None else default_folder())
         store = MemoryStore(folder, watch=False, build=False)
     except (SageMemError, OSError) as exc:
         log(f"nothing injected: {exc}")

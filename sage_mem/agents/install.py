@@ -1029,3 +1029,82 @@ def _toml_value(value: Any) -> str:
 
 __all__ = ["CLIENTS", "SCOPES", "FileChange", "InstallResult", "default_command", "install",
            "shared_command", "uninstall"]
+
+
+# reading what is installed (`sage-mem doctor`)
+
+
+@dataclass(frozen=True)
+class Installed:
+    """What one client's files hold of sage-mem in one scope, as `install` would find it.
+
+    `server` is the `sage-mem` MCP entry (None when absent); `hooks` the command of each of
+    sage-mem's hooks found, by hook name (`session-start`, …); `unreadable` a file that
+    cannot be parsed, with why (one line).
+    """
+
+    client: str
+    scope: str
+    server_file: Path
+    hooks_file: Path | None
+    server: Mapping[str, Any] | None
+    hooks: Mapping[str, str]
+    expected_hooks: tuple[str, ...]
+    unreadable: tuple[str, ...] = ()
+
+    @property
+    def present(self) -> bool:
+        return self.server is not None or bool(self.hooks)
+
+
+def installed(client: str, scope: str, *, project_dir: Path, home: Path,
+              codex_home: Path | None = None) -> Installed:
+    """Read (never write) sage-mem's entries in `client`'s files for `scope` (see the table in
+    the module docstring), as install and uninstall find them."""
+    project_dir = Path(os.path.abspath(expand_home(project_dir)))
+    home = Path(os.path.abspath(expand_home(home)))
+    base = project_dir if scope == "project" else home
+    hooks_file: Path | None
+    if client == "claude-code":
+        server_file = project_dir / ".mcp.json" if scope == "project" else home / ".claude.json"
+        hooks_file = base / ".claude" / "settings.json"
+        expected = tuple(HOOK_EVENTS.values())
+    elif client == "cursor":
+        server_file, hooks_file, expected = base / ".cursor" / "mcp.json", None, ()
+    else:
+        config = project_dir / ".codex" if scope == "project" else codex_home or home / ".codex"
+        server_file = Path(config) / "config.toml"
+        hooks_file = server_file.with_name("hooks.json")
+        expected = tuple(HOOK_EVENTS[event] for event in CODEX_HOOK_EVENTS)
+    unreadable: list[str] = []
+
+    def read(path: Path, parse: Callable[[str, Path], dict[str, Any]]) -> dict[str, Any]:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return {}
+        except (OSError, UnicodeDecodeError) as exc:
+            unreadable.append(f"{path}: {getattr(exc, 'strerror', None) or exc}")
+            return {}
+        try:
+            return parse(text, path)
+        except SageMemError as exc:
+            unreadable.append(str(exc).replace("; fix it first, nothing was changed", ""))
+            return {}
+
+    data = read(server_file, _load_toml if client == "codex" else _load_json)
+    servers = data.get("mcp_servers" if client == "codex" else "mcpServers")
+    server = servers.get(SERVER_NAME) if isinstance(servers, dict) else None
+    commands: dict[str, str] = {}
+    if hooks_file is not None:
+        events = read(hooks_file, _load_json).get("hooks")
+        for event, sub in HOOK_EVENTS.items():
+            groups = events.get(event) if isinstance(events, dict) else None
+            for group in groups if isinstance(groups, list) else ():
+                entries = group.get("hooks") if isinstance(group, dict) else None
+                for entry in entries if isinstance(entries, list) else ():
+                    if _is_our_hook_entry(entry, sub):
+                        commands.setdefault(sub, entry["command"])
+    return Installed(client, scope, server_file, hooks_file,
+                     server if isinstance(server, Mapping) else None, commands, expected,
+                     tuple(unreadable))

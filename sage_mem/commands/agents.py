@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from ..cli import answer_hook
+from ..cli import PROG, answer_hook
 from ..disk.home import expand_home, home_folder
 from .base import (
     Choice,
@@ -56,7 +56,8 @@ def ui(session: Session, port: int | None, open_browser: bool, poll: bool) -> in
 
 @command(
     "hook",
-    "Claude Code hook commands: read the hook JSON on stdin, answer JSON; always exit 0",
+    "hook commands for Claude Code (all four) and Codex (session-start, user-prompt-submit): "
+    "read the hook JSON on stdin, answer JSON; always exit 0",
     "echo '{\"session_id\": \"s1\", \"prompt\": \"hi\"}' | sage-mem hook user-prompt-submit",
 )
 @dir_option
@@ -73,7 +74,7 @@ def hook(session: Session, event: str) -> int:
 
 @command("daemon",
          "build the index in the background and answer the folder's hooks until idle "
-         "(a hook starts it)",
+         "(a hook starts it); when one already runs for the folder, says so and exits 0",
          "sage-mem daemon --build-only")
 @dir_option
 @click.option("--idle", type=Number(float, low=1, high=604_800), default=1200.0,
@@ -86,10 +87,15 @@ def hook(session: Session, event: str) -> int:
 def daemon(session: Session, idle: float, build_only: bool, poll: bool) -> int:
     from ..agents.daemon import run_daemon
 
-    return run_daemon(session.agent_folder, idle=idle, build_only=build_only, poll=poll)
+    def say(line: str) -> None:
+        session.err.write(f"{PROG}: {line}\n")
+
+    return run_daemon(session.agent_folder, idle=idle, build_only=build_only, poll=poll,
+                      say=say)
 
 
-@command("install", "register sage-mem with a client: MCP server (and hooks for Claude Code)",
+@command("install", "register sage-mem with a client: the MCP server, and hooks for Claude Code "
+         "(4) and Codex (session-start, user-prompt-submit); Cursor gets no hooks",
          "sage-mem install claude-code --scope user --dry-run")
 @dir_option
 @click.argument("client", type=Choice(["claude-code", "cursor", "codex"]),

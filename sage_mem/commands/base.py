@@ -61,13 +61,17 @@ class Session:
 
     @property
     def folder(self) -> Path:
-        return expand_home(self.dir) if self.dir else default_folder()
+        """The memory folder the command works on; a state folder, or the folder a memory
+        folder sits in, is refused in one line (`refuse_misplaced`)."""
+        return _checked(expand_home(self.dir) if self.dir else default_folder())
 
     @property
     def agent_folder(self) -> Path:
         """`folder` for what an agent starts (`serve`, `daemon`; the hook reads `dirs`
-        itself): never refused, `--dir ""` is the default folder, as every hook takes it."""
-        return expand_home(self.dirs[0]) if self.dirs and self.dirs[0] else default_folder()
+        itself): `--dir ""` is the default folder, as every hook takes it."""
+        return _checked(
+            expand_home(self.dirs[0]) if self.dirs and self.dirs[0] else default_folder()
+        )
 
     def open_folders(self) -> Any:
         """Every folder the command line and the config name (`folders.py`), missing shared
@@ -127,6 +131,13 @@ class Session:
         else:
             self.out.write(result.format_text())
         return 0
+
+
+def _checked(folder: Path) -> Path:
+    from ..disk.folder import refuse_misplaced
+
+    refuse_misplaced(folder)
+    return folder
 
 
 def speaks_unicode(stream: TextIO) -> bool:

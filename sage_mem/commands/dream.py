@@ -23,13 +23,15 @@ from .base import (
 
 @command(
     "dream",
-    "an autodream run: merge twins, archive what was superseded, fix summaries, dates, links",
+    "an autodream run: merge twins, archive what was superseded, fix summaries, dates, links "
+    "(a report run changes no memory and writes only its report, autodream/<runId>.md)",
     "sage-mem dream --mode rewrite",
 )
 @dir_option
 @click.option("--mode", type=Choice(["report", "rewrite"]), default=None,
-              help="report only (default; with --auto, the settings' autoMode) or rewrite, "
-              "with a rollback point first")
+              help="report (default; with --auto, the settings' autoMode): no memory changes, "
+              "the one file written is the run's report, autodream/<runId>.md in the memory "
+              "folder; or rewrite, with a rollback point first")
 @click.option("--auto", is_flag=True,
               help="run only if the gates open (hours and sessions since the last run, the lock)")
 @json_option

@@ -123,7 +123,8 @@ def index(session: Session, as_json: bool) -> int:
 
 @command("embed",
          "make the vectors of semantic search for the memories that lack one (needs "
-         "the extra: pip install \"sage-mem[semantic]\")",
+         "the extra: pip install \".[semantic]\" in a sage-mem checkout, or "
+         "pip install \"sage_mem-….whl[semantic]\" with its wheel)",
          "sage-mem embed")
 @dir_option
 @json_option

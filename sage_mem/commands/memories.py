@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import stat
 import sys
-from typing import Any
+from typing import Any, TextIO
 
 import click
 
@@ -32,21 +32,47 @@ from .base import (
 )
 
 
-def read_body(body: str | None) -> str | None:
-    """The body: `--body`, `-` for stdin, else a piped or redirected stdin (never a terminal)."""
+def read_body(body: str | None, err: TextIO) -> str | None:
+    """The body: `--body TEXT`, or stdin for `--body -`; else none (the body is kept as it is).
+
+    stdin is read only when asked: `… | while read x; do sage-mem add …; done` must not have
+    its first `add` swallow the lines meant for the loop. A body piped without `--body -` (as
+    older versions read it) is left unread, and a note says so rather than drop it unsaid.
+    """
     if body == "-":
+        if _is_terminal():
+            err.write(f"{PROG}: reading the body from the terminal; end it with Ctrl-D\n")
         return _read_stdin()
-    if body is not None:
-        return body
+    if body is None and _stdin_waiting():
+        err.write(f"{PROG}: note: stdin left unread (a body is read from stdin only with "
+                  "`--body -`)\n")
+    return body
+
+
+def _is_terminal() -> bool:
     try:
-        mode = os.fstat(sys.stdin.fileno()).st_mode
-    except (OSError, ValueError, AttributeError):
-        return None
-    # Read a piped or redirected body, but never wait on a terminal or /dev/null.
-    if stat.S_ISFIFO(mode) or stat.S_ISREG(mode):
-        text = _read_stdin()
-        return text if text.strip() else None
-    return None
+        return sys.stdin.isatty()
+    except (ValueError, AttributeError):
+        return False
+
+
+def _stdin_waiting() -> bool:
+    """Whether stdin is a pipe with bytes waiting or a file with bytes left (never read)."""
+    try:
+        fd = sys.stdin.fileno()
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISREG(mode):
+            return os.fstat(fd).st_size > os.lseek(fd, 0, os.SEEK_CUR)
+        if stat.S_ISFIFO(mode):
+            import fcntl
+            import termios
+
+            waiting = bytearray(4)
+            fcntl.ioctl(fd, termios.FIONREAD, waiting)
+            return int.from_bytes(waiting, sys.byteorder) > 0
+    except (OSError, ValueError, AttributeError, ImportError):
+        pass
+    return False
 
 
 def _read_stdin() -> str:
@@ -60,7 +86,8 @@ def _read_stdin() -> str:
 
 @command(
     "add",
-    "create or update a memory (body from --body or stdin); also called `write`",
+    "create or update a memory (body from --body; `--body -` reads it from stdin, and stdin is "
+    "read only then); also called `write`",
     'sage-mem add user_cat --category user --description "The cat is called Sesame"',
 )
 @dir_option
@@ -68,7 +95,8 @@ def _read_stdin() -> str:
                 help="the memory id: its path in the folder without .md")
 @stacked(*(field_option(field) for field in FIELDS))
 @click.option("--body",
-              help="the body text (`-` reads stdin; a piped stdin is read when this is absent)")
+              help="the body text; `-` reads it from stdin (stdin is read only then: "
+                   "`echo text | sage-mem add ID --description D --body -`)")
 @click.option("--expected-sha256", metavar="SHA",
               help="refuse if the file changed since you read it")
 @click.option("--allow-secret", is_flag=True,
@@ -82,7 +110,7 @@ def add(session: Session, memory_id: str, body: str | None, expected_sha256: str
               for name, value in given.items()}
     store, memory_id = session.store_for(memory_id)
     memory = store.write(
-        memory_id, body=read_body(body), expected_sha256=expected_sha256,
+        memory_id, body=read_body(body, session.err), expected_sha256=expected_sha256,
         allow_secret=allow_secret, **fields,
     )
     return session.print_memory(memory, as_json, f"Saved {memory.id} ({memory.path})\n")
@@ -191,13 +219,37 @@ def search(session: Session, query: str, limit: int, offset: int, category: str 
         query, limit=limit, offset=offset, category=category, project=project,
         tags=list(tags) or None, archived=archived,
     )
+    unreadable = len(broken_files(folders, archived=archived))
     if as_json:
-        session.print_json({"results": [hit_dict(hit) for hit in hits], "count": len(hits)})
+        session.print_json({"results": [hit_dict(hit) for hit in hits], "count": len(hits),
+                            "unreadable": unreadable})
     elif hits:
         session.out.writelines(hit_line(hit) + "\n" for hit in hits)
     else:
         session.out.write("No memories match.\n")
+    if unreadable:  # on stderr: the results (and their JSON) stay as they were
+        session.err.write(f"{PROG}: note: {unreadable} file{'s' if unreadable != 1 else ''} "
+                          f"could not be read, so no search finds {_them(unreadable)} "
+                          f"({PROG} audit)\n")
     return 0
+
+
+def _them(count: int) -> str:
+    return "it" if count == 1 else "them"
+
+
+def broken_files(folders: Any, *, archived: bool = False) -> list[tuple[str, Any]]:
+    """(id, problem) of every file in the folders that could not be read as a memory: a
+    search cannot find them and a list cannot show their fields, but neither hides them."""
+    found = []
+    for name, store in folders.stores.items():
+        for problem in store.problems():
+            memory_id = store.folder.id_for(problem.path)
+            if memory_id is None and archived:
+                memory_id = store.folder.archived_id_for(problem.path)
+            if memory_id is not None:
+                found.append((folders.qualify(name, memory_id), problem))
+    return sorted(found, key=lambda pair: pair[0])
 
 
 @command("show", "one memory in full", "sage-mem show user_cat")
@@ -243,29 +295,40 @@ def _is_memory(store: Any, memory_id: str) -> bool:
 @click.pass_obj
 def list_memories(session: Session, category: str | None, project: str | None,
                   tags: tuple[str, ...], archived: bool, as_json: bool) -> int:
-    from ..checks.prompt_injection import visible
+    from ..checks.prompt_injection import visible, visible_name
     from .render import memory_line
 
     folders = session.open_folders()
     memories = (folders if folders.several else folders.personal).list(
         category=category, project=project, tags=list(tags) or None, archived=archived
     )
+    broken = broken_files(folders, archived=archived)
     if as_json:
         session.print_json({
             "memories": [{**m.to_dict(body=False), **archive_marks(m)} for m in memories],
             "count": len(memories),
+            "broken": [{"id": memory_id, **problem.to_dict()} for memory_id, problem in broken],
         })
-    else:
-        for memory in memories:
-            marks = archive_marks(memory)
-            line = memory_line(memory)
-            if memory.archived:
-                when = str(marks.get("archived") or "")[:10]
-                reason = marks.get("archiveReason") or "no reason given"
-                line += f"  — archived{' ' + when if when else ''}: {visible(str(reason))}"
-            session.out.write(line + "\n")
-        if not memories:
-            session.out.write("No memories.\n")
+        return 0
+    lines = []
+    for memory in memories:
+        marks = archive_marks(memory)
+        line = memory_line(memory)
+        if memory.archived:
+            when = str(marks.get("archived") or "")[:10]
+            reason = marks.get("archiveReason") or "no reason given"
+            line += f"  — archived{' ' + when if when else ''}: {visible(str(reason))}"
+        lines.append((memory.id, line))
+    # A file that does not parse has no fields to filter on: listed, marked, whatever the filter.
+    lines += [(memory_id, f"{visible_name(memory_id)}  BROKEN: {visible(problem.message)}")
+              for memory_id, problem in broken]
+    session.out.writelines(line + "\n" for _, line in sorted(lines, key=lambda pair: pair[0]))
+    if not lines:
+        session.out.write("No memories.\n")
+    if broken:
+        count = len(broken)
+        session.err.write(f"{PROG}: note: {count} file{'s' if count != 1 else ''} could not be "
+                          f"read, marked BROKEN above (fix it in an editor; {PROG} audit)\n")
     return 0
 
 

@@ -148,6 +148,41 @@ def default_state_dir(root: Path) -> Path:
     return _StateClaim(Path(os.path.abspath(root))).resolve()
 
 
+def refuse_misplaced(root: Path | str) -> None:
+    """Raise FolderError when `root` is a state folder or the folder a memory folder sits in.
+
+    Named as a memory folder (`--dir`, `$SAGE_MEM_DIR`, `init DIR`), either would be
+    taken for one: the memories' ids would start with `memory/`, their MEMORY.md would
+    be listed as a memory, and a state folder of the state folder (`..sage-mem.sage-mem`)
+    would be made. A few stats; the folder is listed only when it has no MEMORY.md (a
+    memory folder has one), and a folder on record as a memory folder is never refused.
+    """
+    root = Path(os.path.abspath(expand_home(root)))
+    name = root.name
+    if (name == STATE_DIR_NAME or (name.startswith(".") and name.endswith(STATE_SUFFIX))
+            or os.path.isfile(root / OWNER_FILE)):
+        owner = _read_owner(root)
+        whose = f"the state folder of {owner.folder}" if owner else "a state folder"
+        hint = f"; use --dir {owner.folder}" if owner else ""
+        raise FolderError(f"{root}: this is {whose} (sage-mem's counts and caches), not a "
+                          f"memory folder{hint}", path=root)
+    if not root.is_dir() or os.path.lexists(root / INDEX_FILE):
+        return
+    own = _read_owner(root.parent / state_dir_name(name))
+    if own is not None and own.folder == str(root):
+        return  # a memory folder on record, whatever it holds
+    try:
+        entries = [entry.name for entry in os.scandir(root)
+                   if entry.name.startswith(".") and entry.name.endswith(STATE_SUFFIX)]
+    except OSError:
+        return
+    for entry in sorted(entries):
+        owner = _read_owner(root / entry)
+        if owner is not None and owner.folder.startswith(str(root) + os.sep):
+            raise FolderError(f"{root}: this folder holds the memory folder {owner.folder}, "
+                              f"it is not one itself; use --dir {owner.folder}", path=root)
+
+
 def is_editor_junk(name: str) -> bool:
     """Editor temp, swap and backup files, `git mergetool`'s copies, dot-files: never memories."""
     return (

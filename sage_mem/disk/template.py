@@ -4,8 +4,10 @@ A new memory folder holds nothing but MEMORY.md: nothing in it may pose as a
 fact about the person, and a baseline is put into every session as one.
 `--examples` adds the example memories of `memory_template/`, marked on the
 way in (`example_memory`): the description starts with "Example: ", the tag
-`example` is there, and none is a baseline (the template's `user_profile` is
-one, because the tests use the template as a folder with a baseline). They go
+`example` is there, none is a baseline (the template's `user_profile` is
+one, because the tests use the template as a folder with a baseline), and
+`created`/`updated` are the moment `init` made them, written as every new
+memory is stamped (a fresh example is not "updated 5 days ago"). They go
 through the store like any new memory (`MemoryStore.create_file`): under the
 write lock, never over a file.
 
@@ -36,7 +38,8 @@ from pathlib import Path
 
 from ..errors import FileChanged, FolderError
 from ..memory.file_format import DELETE, edit_frontmatter, parse_bytes
-from .folder import INDEX_FILE, MemoryFolder
+from ..memory.value import now_iso
+from .folder import INDEX_FILE, MemoryFolder, refuse_misplaced
 from .safe_io import create, file_mode, make_private_dirs
 
 GITATTRIBUTES = "* text=auto eol=lf\n*.md text eol=lf merge=sage-mem\n"
@@ -80,6 +83,7 @@ def init_folder(
     """
     from ..store import MemoryStore
 
+    refuse_misplaced(target)
     folder = MemoryFolder(target)
     root = folder.root
     if os.path.lexists(root) and not root.is_dir():
@@ -91,13 +95,15 @@ def init_folder(
     result.state_dir = store.folder.state_dir
     if examples and not result.existing:
         source = template_dir()
+        stamp = now_iso()  # one moment for every example of this init
         with store.batch():
             for path in sorted(source.rglob("*.md")):
                 relative = path.relative_to(source).as_posix()
                 if relative == INDEX_FILE or os.path.lexists(root / relative):
                     continue
                 try:
-                    store.create_file(relative[:-3], example_memory(path.read_bytes(), path))
+                    data = example_memory(path.read_bytes(), path, stamp=stamp)
+                    store.create_file(relative[:-3], data)
                 except FileChanged:
                     continue  # created meanwhile: never replaced
                 result.copied.append(relative[:-3])
@@ -107,11 +113,15 @@ def init_folder(
     return result
 
 
-def example_memory(raw: bytes, path: Path | str = "<example>") -> bytes:
-    """A template memory as `init --examples` installs it: marked an example, never a baseline."""
+def example_memory(raw: bytes, path: Path | str = "<example>", *,
+                   stamp: str | None = None) -> bytes:
+    """A template memory as `init --examples` installs it: marked an example, never a baseline,
+    made and updated at `stamp` (now_iso's form; default now), as `write` stamps a new memory."""
     parsed = parse_bytes(raw, path)
     changes: dict[str, object] = {key: DELETE for key in ("baseline", "baselinePriority")
                                   if key in parsed.meta}
+    stamp = stamp or now_iso()
+    changes["created"], changes["updated"] = stamp[:10], stamp
     description = str(parsed.meta.get("description") or "")
     if not description.startswith(EXAMPLE_PREFIX):
         changes["description"] = EXAMPLE_PREFIX + description

@@ -4,7 +4,7 @@ Modules: `tokens` (stemmed words for Latin text, bigrams for CJK), `index` (the
 index and BM25F scoring: the hot path, no I/O), `cache` (the cache file in the
 state folder, validated against the folder), `loading` (how a store's index
 comes to be: from the cache and what changed, or by a build). The optional
-semantic signal (`pip install "sage-mem[semantic]"`): `embedder` (the model
+semantic signal (`pip install ".[semantic]"` from a checkout): `embedder` (the model
 interface and its backends), `vectors` (the vector file in the state folder),
 `semantic` (a folder's vectors, made in the background or by `embed`) and
 `fusion` (lexical and semantic rankings fused); none is imported on a hook's

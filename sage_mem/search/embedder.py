@@ -1,4 +1,4 @@
-"""Embedders: text to vectors for the optional semantic signal (`pip install "sage-mem[semantic]"`).
+"""Embedders: text to vectors for the optional semantic signal (the `[semantic]` extra).
 
 An `Embedder` names itself (`name`, `version`, `dimension`: the vectors a
 store keeps are valid only for the same three, see `search/vectors.py`) and
@@ -46,7 +46,10 @@ from collections.abc import Iterator, Sequence
 from typing import Any, Protocol
 
 SEMANTIC_ENV = "SAGE_MEM_SEMANTIC"
-INSTALL_HINT = 'pip install "sage-mem[semantic]"'
+# sage-mem is not on PyPI: the extra by its package name finds nothing. What works is
+# the extra of what the person installed from: a checkout, or a wheel (CI builds one).
+INSTALL_HINT = ('pip install ".[semantic]" in a sage-mem checkout, or '
+                'pip install "sage_mem-….whl[semantic]" with its wheel (it is not on PyPI)')
 
 
 class Embedder(Protocol):

@@ -80,7 +80,7 @@ def pieces(memory: Memory) -> list[str]:
 
 
 def memory_hash(memory: Memory) -> str:
-    return vectors.text_hash("\x00".join(pieces(memory)))
+    return vectors.memory_text_hash(memory.description, memory.body)
 
 
 def latent_hash(memory: Memory) -> str:

@@ -330,3 +330,25 @@ __all__ = ["FORMAT_VERSION", "LATENT_FORMAT_VERSION", "LATENT_TEXT_VERSION", "MA
            "decode_latent", "encode", "encode_latent", "latent_path", "latent_text", "load",
            "load_latent", "passage_pieces", "passage_text", "save", "save_latent", "text_hash",
            "vectors_path"]
+
+
+def stored_hashes(path: Path) -> dict[str, str] | None:
+    """The text hash of each memory the vector file in `path` holds vectors for (by id), read
+    from its header alone (no numpy: `sage-mem doctor` asks it of a plain install too); None
+    when there is no whole file, or one made under another format or text rule."""
+    try:
+        with path.open("rb") as handle:
+            data = handle.read()
+    except OSError:
+        return None
+    framed = _unframe(data, MAGIC)
+    if framed is None or (framed[0].get("format"), framed[0].get("text")) != (
+            FORMAT_VERSION, TEXT_VERSION):
+        return None
+    entries = _entries(framed[0])
+    return dict(zip(entries[0], entries[1], strict=True)) if entries is not None else None
+
+
+def memory_text_hash(description: str, body: str) -> str:
+    """The hash a memory's vectors are kept under (`semantic.memory_hash`, without numpy)."""
+    return text_hash("\x00".join(passage_pieces(description, body)))

@@ -225,6 +225,14 @@ def sync(
                     pass
 
 
+def held_back(root: Path | str) -> list[Held]:
+    """The changed files the next sync would hold back (a secret, too big to check), read
+    only: `git status` and the secret scan, nothing staged or committed (`sage-mem doctor`)."""
+    folder = MemoryFolder(root)
+    run = _Sync(folder, Git(folder.root), lambda _: None)
+    return run.scan(run.changed_files())
+
+
 def first_commit(root: Path, remote: str | None = None) -> str | None:
     """Set up a new repository for sync and commit the folder as it is (`init --git`)."""
     folder = MemoryFolder(root)

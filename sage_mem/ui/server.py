@@ -71,6 +71,8 @@ class UiServer:
         self.token = new_token()
         self.socket = bind_default(port)
         self.port: int = self.socket.getsockname()[1]
+        # The default port was taken (another `sage-mem ui`, most often): said when printed.
+        self.moved = port is None and self.port != DEFAULT_PORT
         self.feed = ChangeFeed()
         self.app = create_app(store, token=self.token, port=lambda: self.port, feed=self.feed,
                               folders=folders)
@@ -160,6 +162,9 @@ def run_ui(
             folders.keep_vectors(lambda line: print(f"sage-mem ui: {line}", file=sys.stderr,
                                                     flush=True))
         server = UiServer(store, port=port, folders=folders)
+        if server.moved:
+            out.write(f"sage-mem ui: port {DEFAULT_PORT} is taken (another sage-mem ui, or "
+                      f"another program), so this page is on port {server.port}\n")
         out.write(
             f"sage-mem ui: {store.root} ({len(store.list())} memories)\n"
             f"open {server.url}\n"
