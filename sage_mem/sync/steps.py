@@ -62,7 +62,9 @@ from ..disk.safe_io import atomic_write, file_mode, leftover_temps, read_or_abse
 from ..errors import InvalidMemory, SageMemError
 from ..memory import catalog
 from ..memory.file_format import parse_bytes
+from .batch_merge import NO_DRIVER, resolve_all
 from .git import (
+    DRIVER,
     MACHINE_TRAILER,
     REMOTE,
     Git,
@@ -72,14 +74,8 @@ from .git import (
     quoted_paths,
     shown_url,
 )
-from .merge_driver import (
-    INDEX_PATH,
-    THEIRS_ENV,
-    keep_sibling,
-    merge_index,
-    merge_versions,
-    other_machine,
-)
+from .index_file import regenerate
+from .merge_driver import THEIRS_ENV
 
 SYNC_LOCK = "sync.lock"
 SYNC_RECORD = "sync.json"
@@ -569,7 +565,10 @@ class _Sync:
         done = self.git.run(
             # --ff --commit --no-squash: a person's merge.ff=only or branch.*.mergeoptions
             # are for their own merges; sync's always ends in a commit holding both sides.
-            "-c", "merge.renames=true", *self.git.identity(), "merge", "--quiet", "--no-edit",
+            # The driver that merges nothing: every file both sides changed is merged in
+            # this process (batch_merge), not in a process of its own per file.
+            "-c", "merge.renames=true", "-c", f"merge.{DRIVER}.driver={NO_DRIVER}",
+            *self.git.identity(), "merge", "--quiet", "--no-edit",
             "--ff", "--commit", "--no-squash",
             "--no-verify", "--allow-unrelated-histories", "-m",
             f"sync: merge {REMOTE}/{branch} into {self.machine}",
@@ -604,8 +603,7 @@ class _Sync:
 
     def resolve_and_commit(self, head: str | None, theirs: str) -> None:
         merging = (self.git.git_dir / "MERGE_HEAD").exists()
-        for path, stages in self.unmerged().items():
-            self.resolve(path, stages, theirs)
+        resolve_all(self.git, self.root, theirs, self.put)
         self.restore_edited_archives(head, theirs)
         self.regenerate_index()
         # The siblings this merge made: on neither side before it.
@@ -617,10 +615,8 @@ class _Sync:
         self.commit_local(self.result, message=message, merging=merging)
 
     def regenerate_index(self) -> None:
-        from ..store import MemoryStore
-
-        with MemoryStore(self.root, watch=False) as store:
-            store.regenerate_index()
+        # From the memories' frontmatter (index_file), not a search index built for it.
+        regenerate(self.folder, self.git)
 
     def sibling_files(self) -> set[str]:
         found = set()
@@ -633,40 +629,6 @@ class _Sync:
             if sibling_of(rel[:-3]) is not None:
                 found.add(rel)
         return found
-
-    def unmerged(self) -> dict[str, dict[int, str]]:
-        entries: dict[str, dict[int, str]] = {}
-        for record in self.git.run("ls-files", "-u", "-z").stdout.split(b"\0"):
-            if not record:
-                continue
-            meta, _, path = record.partition(b"\t")
-            _, blob, stage = meta.decode().split()
-            entries.setdefault(os.fsdecode(path), {})[int(stage)] = blob
-        return entries
-
-    def resolve(self, path: str, stages: dict[int, str], theirs: str) -> None:
-        """One path git left unmerged, resolved by the driver's rules; nothing is dropped."""
-        blobs = {stage: self.git.run("cat-file", "blob", blob).stdout
-                 for stage, blob in stages.items()}
-        target = self.root / path
-        if 2 in blobs and 3 in blobs:
-            base, ours, theirs_data = blobs.get(1, b""), blobs[2], blobs[3]
-            if path == INDEX_PATH:
-                data = merge_index(ours, theirs_data, base)
-            else:
-                outcome = merge_versions(base, ours, theirs_data, path)
-                data = outcome.merged
-                if outcome.keep_theirs:
-                    label = other_machine(self.git, path, theirs)
-                    sibling = keep_sibling(target, label, theirs_data)
-                    self.git.run("add", "--", sibling.relative_to(self.root).as_posix())
-        elif 2 in blobs or 3 in blobs:
-            data = blobs.get(2, blobs.get(3, b""))  # the side that kept it: never a deletion
-        else:
-            self.git.run("rm", "--cached", "-q", "--", path)
-            return
-        self.put(target, data)
-        self.git.run("add", "--", path)
 
     def put(self, target: Path, data: bytes) -> None:
         target.parent.mkdir(parents=True, exist_ok=True)
