@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import sys
+from pathlib import Path
+
 import click
 
 from ..cli import PROG
@@ -39,8 +43,28 @@ def sync(session: Session, remote: str | None, no_push: bool, auto: str | None,
             session.err.write(f"{PROG}: {line}\n")
 
     result = run_sync(session.folder, remote=remote, push=not no_push, progress=progress)
+    _index_in_background(result.root, len(result.pulled))
     session.print_result(result, as_json)
     return 1 if result.push_refused else 0
+
+
+def _index_in_background(root: Path, pulled: int) -> None:
+    """After a sync that brought in more files than a search reads by itself (a join, a
+    long absence): the search index built in the background, as a hook starts it, so
+    that the first search answers from the cache rather than build it while one waits."""
+    from ..agents.daemon import build_running, daemon_mode, spawn_detached
+    from ..disk.folder import MemoryFolder
+    from ..search.loading import HOOK_READS
+
+    if pulled <= HOOK_READS or os.name != "posix" or daemon_mode() == "none":
+        return
+    folder = MemoryFolder(root)
+    try:
+        if not build_running(folder):
+            spawn_detached([sys.executable, "-m", "sage_mem", "--dir", str(folder.root),
+                            "daemon", "--build-only"])
+    except OSError:
+        pass  # the first search builds it
 
 
 def _set_autosync(session: Session, on: bool, as_json: bool) -> int:
