@@ -388,7 +388,7 @@ class _Sync:
     def commit_local(self, result: SyncResult, *, message: str | None = None,
                      merging: bool = False) -> None:
         changed = self.changed_files()
-        held = self.scan(changed)
+        held = self.scan(self.not_theirs(changed) if merging else changed)
         index_flagged = any(h.path == INDEX_FILE for h in held) and self.generated_index()
         if index_flagged:  # its lines are the memories': staged below without the held ones
             held = [h for h in held if h.path != INDEX_FILE]
@@ -495,6 +495,17 @@ class _Sync:
             if reason:
                 held.append(Held(path, reason))
         return held
+
+    def not_theirs(self, changed: dict[str, str]) -> list[str]:
+        """Of a merge's changed paths, those whose bytes the remote does not already hold:
+        the files it brought in leave nothing new on a push, and are not scanned again
+        (a join's would be every file of the folder)."""
+        if not (self.git.git_dir / "MERGE_HEAD").exists():
+            return list(changed)
+        raw = self.git.run("diff", "--name-only", "-z", "--no-renames", "MERGE_HEAD",
+                           "--").stdout
+        differ = {os.fsdecode(p) for p in raw.split(b"\0") if p}
+        return [p for p, status in changed.items() if status == "??" or p in differ]
 
     def is_staged(self, path: str) -> bool:
         if self.git.head() is None:
