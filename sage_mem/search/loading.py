@@ -238,10 +238,12 @@ def _rebuild_cheaper(found: cache.Loaded, walk: cache.Walk) -> bool:
     its empty self) that a build from the files is cheaper than bringing the index along.
 
     A changed memory put into a loaded index costs about four times its share of a whole
-    build (its terms weighed in and out of every posting list one by one).
+    build (its terms weighed in and out of every posting list one by one). Only files
+    whose stat changed count: one merely within the racy window is read again and, its
+    bytes the same, not put.
     """
-    again = len(found.compare(walk).again)
-    return again > REBUILD_AFTER and again * REBUILD_SHARE > len(walk)
+    changed = len(found.compare(walk).differs)
+    return changed > REBUILD_AFTER and changed * REBUILD_SHARE > len(walk)
 
 
 def _apply_changes(

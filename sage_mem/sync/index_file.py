@@ -11,8 +11,9 @@ What was read is kept in the state folder (`catalog.entries`), keyed by the
 file's git blob id and path, never by its stat: a file git says is as the
 index has it (`git ls-files -s`, less the paths `git status` names) is known
 by its blob, which no later write can alias, so a sync that changed nothing
-or a few files reads only those. Symlinks, and files git does not track or
-sees changed, are read every time. The entries are a cache: a damaged or
+or a few files reads only those. A file read (git does not track it yet, or
+sees it changed) is kept under the blob id its bytes will have once committed;
+symlinks are read every time. The entries are a cache: a damaged or
 missing one costs a read of every memory, never a wrong line.
 
 The file is written as the store writes it (`MemoryStore._regenerate_catalog`):
@@ -22,6 +23,7 @@ theirs (`catalog.updated_index`), a symlink replaced, never followed.
 
 from __future__ import annotations
 
+import hashlib
 import marshal
 import os
 import re
@@ -96,9 +98,12 @@ def _memories(folder: MemoryFolder, blobs: dict[str, bytes], cached: dict[str, F
         key = f"{blob.decode()}\0{relative}" if blob is not None else None
         fields = cached.get(key) if key is not None else None
         if not (isinstance(fields, tuple) and len(fields) == 5):
-            fields = _read(folder, path, memory_id)
-            if fields is None:
+            read = _read(folder, path, memory_id)
+            if read is None:
                 continue
+            fields, raw = read
+            # Kept under the blob git will make of these bytes: found again once committed.
+            key = None if path.is_symlink() else f"{_blob_id(raw)}\0{relative}"
         if key is not None:
             kept[key] = fields
         name, description, category, baseline, priority = fields
@@ -108,19 +113,26 @@ def _memories(folder: MemoryFolder, blobs: dict[str, bytes], cached: dict[str, F
     return [found[memory_id] for memory_id in sorted(found)]
 
 
-def _read(folder: MemoryFolder, path: Path, memory_id: str) -> Fields | None:
-    """What MEMORY.md needs of one file, read as the store reads it (None: not indexed)."""
+def _read(folder: MemoryFolder, path: Path, memory_id: str) -> tuple[Fields, bytes] | None:
+    """What MEMORY.md needs of one file, read as the store reads it, and the file's bytes
+    (None: the store would not index it)."""
     try:
         if not _PLAIN_ID.fullmatch(memory_id) or memory_id.endswith(".md"):
             if folder.normalize_id(memory_id) != memory_id:
                 return None
-        parsed = parse_bytes(read_memory(folder, path).raw or b"", path)
+        raw = read_memory(folder, path).raw or b""
+        parsed = parse_bytes(raw, path)
     except (InvalidMemory, InvalidId, OSError, ValueError):
         return None
     memory = memory_from_meta(memory_id, path, parsed.meta, parsed.body,
                               problems=parsed.problems)
     return (memory.name, memory.display, memory.category, memory.baseline,
-            memory.baseline_priority)
+            memory.baseline_priority), raw
+
+
+def _blob_id(raw: bytes) -> str:
+    """git's id of a blob of these bytes (`git hash-object`)."""
+    return hashlib.sha1(b"blob %d\0" % len(raw) + raw, usedforsecurity=False).hexdigest()
 
 
 def _write(folder: MemoryFolder, memories: Iterable[Memory], retrievals: dict[str, int]) -> bool:
