@@ -47,7 +47,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..checks.audit import conflict_sibling_of as sibling_of
 from ..checks.credentials import (
     LABELS,
     decoded_secrets,
@@ -630,6 +629,8 @@ class _Sync:
         regenerate(self.folder, self.git)
 
     def sibling_files(self) -> set[str]:
+        from ..checks.audit import conflict_sibling_of as sibling_of  # only after a merge
+
         found = set()
         for path in self.folder.iter_files(archived=True):
             rel = path.relative_to(self.root).as_posix()
