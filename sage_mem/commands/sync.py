@@ -108,9 +108,13 @@ def _background_sync(session: Session) -> int:
 @json_option
 @click.pass_obj
 def log(session: Session, memory_id: str, as_json: bool) -> int:
+    from ..folders.several import folders_for, split_id
     from ..sync.history import log as versions
 
-    found = versions(session.folder, memory_id)
+    # `team:ID`: the shared folder's history (its repository), as `show team:ID@REV` reads it.
+    specs = folders_for(session.dirs)
+    spec, plain = split_id(specs, memory_id)
+    found = versions(session.folder if spec is specs[0] else spec.path, plain)
     if as_json:
         session.print_json([v.to_dict() for v in found])
     else:
