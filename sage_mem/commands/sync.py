@@ -87,10 +87,14 @@ def _background_sync(session: Session) -> int:
     """Autosync's run: nothing printed; what failed is kept for the next session to say."""
     from ..disk.folder import MemoryFolder
     from ..errors import SageMemError
-    from ..sync.auto import record
+    from ..sync.auto import record, take_pending
     from ..sync.steps import sync as run_sync
 
     folder = MemoryFolder(session.folder)
+    try:
+        take_pending(folder.state_dir)  # this sync takes what waited; a write from now is due
+    except OSError:
+        pass
     try:
         offline = run_sync(folder.root).offline
     except SageMemError as exc:
