@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -211,3 +213,17 @@ def test_a_join_starts_the_index_build_in_the_background(
         assert spawned == []
     sync(joined)  # nothing brought in: nothing started again
     assert len(spawned) == (1 if started else 0)
+
+
+def test_the_merge_driver_git_runs_starts_without_the_cli(tmp_path: Path) -> None:
+    versions = []
+    for name, text in (("base", "one\n"), ("ours", "one\ntwo\n"), ("theirs", "zero\none\n")):
+        (tmp_path / name).write_text(text, encoding="utf-8")
+        versions.append(str(tmp_path / name))
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "sage_mem", "merge-driver", *versions,
+         "notes.txt"], capture_output=True, text=True, cwd=tmp_path, check=False)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "ours").read_text(encoding="utf-8") == "zero\none\ntwo\n"
+    imported = [line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines()]
+    assert "click" not in imported and "sage_mem.commands" not in imported
