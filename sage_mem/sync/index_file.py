@@ -9,7 +9,7 @@ reads) and only what the catalog needs is kept.
 
 What was read is kept in the state folder (`catalog.entries`), keyed by the
 file's git blob id and path, never by its stat: a file git says is as the
-index has it (`git ls-files -s`, less the paths `git status` names) is known
+index has it (`git ls-files -s`, less the paths `git diff-files` names) is known
 by its blob, which no later write can alias, so a sync that changed nothing
 or a few files reads only those. A file read (git does not track it yet, or
 sees it changed) is kept under the blob id its bytes will have once committed;
@@ -76,11 +76,11 @@ def _clean_blobs(git: Git) -> dict[str, bytes]:
         if not tab or len(fields) != 3 or fields[2] != b"0" or fields[0] == _SYMLINK_MODE:
             continue
         blobs[os.fsdecode(path)] = fields[1]
-    changed = git.run("status", "--porcelain=v1", "-z", "--untracked-files=no",
-                      "--no-renames").stdout
-    for record in changed.split(b"\0"):
-        if len(record) > 3:
-            blobs.pop(os.fsdecode(record[3:]), None)
+    # The work tree against the index (staged changes, a merge's, keep their staged blob).
+    changed = git.run("diff-files", "--name-only", "-z").stdout
+    for path in changed.split(b"\0"):
+        if path:
+            blobs.pop(os.fsdecode(path), None)
     return blobs
 
 
