@@ -5,6 +5,7 @@ a join so that the first search answers from the cache (benchmarks/sync.py times
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -227,3 +228,19 @@ def test_the_merge_driver_git_runs_starts_without_the_cli(tmp_path: Path) -> Non
     assert (tmp_path / "ours").read_text(encoding="utf-8") == "zero\none\ntwo\n"
     imported = [line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines()]
     assert "click" not in imported and "sage_mem.commands" not in imported
+
+
+@pytest.mark.scale
+def test_the_sync_benchmark_runs_every_case_against_git(tmp_path: Path) -> None:
+    from support import ROOT
+
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "sync.py"), "--size", "120", "--json",
+         "--quiet", "--work", str(tmp_path / "work")],
+        capture_output=True, text=True, check=False, timeout=900,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    cases = json.loads(done.stdout)["cases"]
+    for case in ("join", "idle", "receive 10", "both 100"):
+        assert cases[case]["sage-mem"]["cpu"] > 0 and cases[case]["git"]["cpu"] > 0
+    assert cases["first search"]["sage-mem"]["cpu"] > 0
