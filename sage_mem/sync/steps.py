@@ -634,14 +634,15 @@ class _Sync:
         from ..checks.audit import conflict_sibling_of as sibling_of  # only after a merge
 
         found = set()
-        for path in self.folder.iter_files(archived=True):
-            rel = path.relative_to(self.root).as_posix()
-            if sibling_of(rel[:-3]) is not None:
-                found.add(rel)
-        for path in self.folder.iter_files():
-            rel = path.relative_to(self.root).as_posix()
-            if sibling_of(rel[:-3]) is not None:
-                found.add(rel)
+        for archived in (True, False):
+            for path in self.folder.iter_files(archived=archived):
+                # Every sibling's name holds `.conflict-`: the rest (10,000 at a time) skip
+                # the path arithmetic and the pattern.
+                if ".conflict-" not in path.name:
+                    continue
+                rel = path.relative_to(self.root).as_posix()
+                if sibling_of(rel[:-3]) is not None:
+                    found.add(rel)
         return found
 
     def put(self, target: Path, data: bytes) -> None:
