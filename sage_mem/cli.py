@@ -31,6 +31,12 @@ def main(
     """Run the CLI; returns the exit status."""
     whole_process = argv is None
     argv = sys.argv[1:] if argv is None else list(argv)
+    if len(argv) == 5 and argv[0] == "merge-driver" and "--help" not in argv:
+        # What git runs for every memory file both sides changed in a plain `git pull`:
+        # straight to the driver, without click and the commands (a quarter of its start).
+        from .sync.merge_driver import run_driver
+
+        return run_driver(argv[1:])
     hook = _hook_command(argv)
     if hook is None:
         from .commands import cli

@@ -8,7 +8,10 @@ started. The daemon:
 1. takes the folder's build lock, `<state>/index/<key>.build.lock` (flock,
    never waited for): a second daemon started meanwhile, by a hook at the
    same moment, finds it held and ends at once, so one build runs at a time;
-   the lock is the kernel's and goes with the process, whatever ends it;
+   the lock is the kernel's and goes with the process, whatever ends it; with
+   `--build-only`, it then waits until no memory file is fresher than the
+   cache's racy window (2 s at most: a file written that recently would be
+   read again by the next process, see `search/cache.py`);
 2. opens the store as any command does: from the cache when it is current,
    else a build that writes it (the cache written, the next hook answers
    from it even if this process is then stopped);
@@ -169,6 +172,22 @@ class DaemonLog:
                 os.close(fd)
 
 
+def _settle(folder: MemoryFolder) -> None:
+    """Wait (at most `cache.RACY_NS`) until no memory file was written within the racy window.
+
+    A cache built sooner lists those files as racy, and the next process reads
+    every one of them again: after a checkout or a sync that brought in the whole
+    folder, that is every file.
+    """
+    from ..search.cache import RACY_NS, scan
+
+    walk = scan(folder)
+    newest = max(walk.column[1::4], default=0)
+    wait = (newest + RACY_NS - time.time_ns()) / 1e9
+    if wait > 0:
+        time.sleep(min(wait, RACY_NS / 1e9))
+
+
 def listen_for_hooks(store: MemoryStore) -> Listener | None:
     """Answer the folder's hooks from `store` while this process runs (None: another does)."""
     from . import hooks
@@ -200,6 +219,8 @@ def run_daemon(root: Path, *, idle: float = IDLE_SECONDS, build_only: bool = Fal
                 f"(its log: {log.path})")
         return 0
     try:
+        if build_only:
+            _settle(folder)
         started = time.monotonic()
         store = MemoryStore(folder.root, watch=not build_only, poll=poll)
         loaded = store.loaded

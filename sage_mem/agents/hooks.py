@@ -318,7 +318,8 @@ def _answer(event: str, stdin: TextIO, folder: Path | None, log: _Log,
         def sessions() -> Path:
             return MemoryFolder(folder or default_folder()).state_path("sessions")
 
-        return reflection.answer(hook_name, payload, sessions, log), None
+        done = (lambda: _flush_autosync(folder, shared, log)) if hook_name == "Stop" else None
+        return reflection.answer(hook_name, payload, sessions, log), done
     if hook_name == "UserPromptSubmit":
         prompt = payload.get("prompt")
         if not isinstance(prompt, str):
@@ -500,7 +501,8 @@ def answer_with_store(
 
         text = reflection.after_compaction(text, payload, sessions_dir)
         _maybe_start_autodream(store, now, log, env)
-        _maybe_start_autosync(store, log)
+        for each in folders.stores.values() if folders is not None else (store,):
+            _maybe_start_autosync(each, log)
     else:
         limit, warning = context.prompt_limit(env.get("SAGE_MEM_HOOK_LIMIT"))
         if warning:
@@ -590,6 +592,23 @@ def _maybe_start_autosync(store: MemoryStore, log: Callable[[str], None]) -> Non
         if note:
             log(f"autosync: the last sync could not reach the remote: {note}")
         auto.start_in_background(root, _spawn_detached)
+    except (SageMemError, OSError) as exc:
+        log(f"autosync not started: {exc}")
+
+
+def _flush_autosync(folder: Path | None, shared: tuple[str, ...], log: _Log) -> None:
+    """At the end of a turn (the Stop hook, its answer written): a write the server has not
+    synced yet is synced in the background, in each folder with autosync on (`sync/auto.py`).
+    A small file read a folder; never git, never a wait."""
+    from ..disk.folder import MemoryFolder, default_folder
+    from ..sync import auto
+
+    try:
+        roots = [MemoryFolder(folder or default_folder())]
+        specs = _shared_folders(str(roots[0].root), shared, log)
+        roots += [MemoryFolder(spec.path) for spec in specs[1:]]
+        for each in roots:
+            auto.flush_pending(each.root, each.state_dir, _spawn_detached)
     except (SageMemError, OSError) as exc:
         log(f"autosync not started: {exc}")
 

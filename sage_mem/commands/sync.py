@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import sys
+from pathlib import Path
+
 import click
 
 from ..cli import PROG
@@ -43,8 +47,30 @@ def sync(session: Session, remote: str | None, no_push: bool, allow_secret: bool
 
     result = run_sync(session.folder, remote=remote, push=not no_push, progress=progress,
                       allow_secret=allow_secret)
+    _index_in_background(result.root, len(result.pulled))
     session.print_result(result, as_json)
     return 1 if result.push_refused else 0
+
+
+def _index_in_background(root: Path, pulled: int) -> None:
+    """After a sync that brought in more files than a search reads by itself (a join, a
+    long absence): the search index built in the background, as a hook starts it, so
+    that the first search answers from the cache rather than build it while one waits."""
+    if not pulled:  # the common case, before any import
+        return
+    from ..agents.daemon import build_running, daemon_mode, spawn_detached
+    from ..disk.folder import MemoryFolder
+    from ..search.loading import HOOK_READS
+
+    if pulled <= HOOK_READS or os.name != "posix" or daemon_mode() == "none":
+        return
+    folder = MemoryFolder(root)
+    try:
+        if not build_running(folder):
+            spawn_detached([sys.executable, "-m", "sage_mem", "--dir", str(folder.root),
+                            "daemon", "--build-only"])
+    except OSError:
+        pass  # the first search builds it
 
 
 def _set_autosync(session: Session, on: bool, as_json: bool) -> int:
@@ -65,10 +91,14 @@ def _background_sync(session: Session) -> int:
     """Autosync's run: nothing printed; what failed is kept for the next session to say."""
     from ..disk.folder import MemoryFolder
     from ..errors import SageMemError
-    from ..sync.auto import record
+    from ..sync.auto import record, take_pending
     from ..sync.steps import sync as run_sync
 
     folder = MemoryFolder(session.folder)
+    try:
+        take_pending(folder.state_dir)  # this sync takes what waited; a write from now is due
+    except OSError:
+        pass
     try:
         offline = run_sync(folder.root).offline
     except SageMemError as exc:
@@ -86,9 +116,13 @@ def _background_sync(session: Session) -> int:
 @json_option
 @click.pass_obj
 def log(session: Session, memory_id: str, as_json: bool) -> int:
+    from ..folders.several import folders_for, split_id
     from ..sync.history import log as versions
 
-    found = versions(session.folder, memory_id)
+    # `team:ID`: the shared folder's history (its repository), as `show team:ID@REV` reads it.
+    specs = folders_for(session.dirs)
+    spec, plain = split_id(specs, memory_id)
+    found = versions(session.folder if spec is specs[0] else spec.path, plain)
     if as_json:
         session.print_json([v.to_dict() for v in found])
     else:

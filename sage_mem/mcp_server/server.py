@@ -510,7 +510,7 @@ def serve(folder: Path | None = None, *, poll: bool = False,
     (`sage_mem.folders`), each watched; the hooks it answers, the autosync and the dream's
     tools stay the personal folder's (a hook with shared folders answers on its own path).
     """
-    from ..agents.daemon import listen_for_hooks
+    from ..agents.daemon import listen_for_hooks, spawn_detached
     from ..folders import Folders, folders_for
     from ..sync.auto import AutoSync, enabled
 
@@ -526,16 +526,19 @@ def serve(folder: Path | None = None, *, poll: bool = False,
     if folders is not None:  # and the shared folders' (vectors are otherwise made by `embed`)
         folders.keep_vectors(lambda line: print(f"sage-mem serve: {line}", file=sys.stderr,
                                                 flush=True))
-    autosync = AutoSync(store) if enabled(store.folder.root, store.folder.state_dir) else None
+    # Every folder whose own state has autosync on, the shared ones too (`sync --auto on`).
+    autosyncs = [AutoSync(each) for each in (folders.stores.values() if folders is not None
+                                             else (store,))
+                 if enabled(each.folder.root, each.folder.state_dir)]
     try:
         build_server(store, activity=_session_activity(store), folders=folders).run("stdio")
     finally:
+        for autosync in autosyncs:  # a write not synced yet: synced in the background
+            autosync.stop(flush=spawn_detached)
         if folders is not None:
             folders.close()
         if hooks is not None:
             hooks.stop()
-        if autosync is not None:
-            autosync.stop()
         store.close()
     return 0
 

@@ -6,6 +6,8 @@
   stat differs from what the cache saw read again (a warm start). When many
   changed (more than `cache.REWRITE_AFTER`) or a length average moved, the
   cache is written again, so that the next process reads nothing.
+- A cache so far behind that more than a quarter of the files changed (a
+  folder just cloned or pulled into): built again, as without one.
 - No usable cache: every file is read and indexed (a cold build), and the
   cache is written for the next process. A large folder (`ADOPT_CACHE_FROM`
   files or more) is built straight into the cache file, one memory at a
@@ -45,6 +47,10 @@ ADOPT_CACHE_FROM = 5_000
 # The most files a store that may not build (a hook) reads directly: about a
 # millisecond each, so a prompt never waits for more than a few dozen of them.
 HOOK_READS = 64
+# A build instead of a warm start when more than this many files and a REBUILD_SHARE-th of
+# the folder changed since the cache (`_rebuild_cheaper`).
+REBUILD_AFTER = 256
+REBUILD_SHARE = 4
 
 Signatures = Mapping[str, cache.Signature | None]
 
@@ -202,6 +208,8 @@ def _from_cache(
     if found is None:
         return None
     signatures = cache.scan(files.folder)
+    if build and _rebuild_cheaper(found, signatures):
+        return None
     try:
         stale, left_out = _apply_changes(files, found, signatures, None if build else HOOK_READS)
     except cache.CacheCorrupt:
@@ -223,6 +231,19 @@ def _from_cache(
     elif stale > cache.REWRITE_AFTER:
         loaded.wrote_cache = save(files, index, signatures, started)
     return loaded
+
+
+def _rebuild_cheaper(found: cache.Loaded, walk: cache.Walk) -> bool:
+    """Whether so much changed since the cache (a folder just cloned or pulled into a cache of
+    its empty self) that a build from the files is cheaper than bringing the index along.
+
+    A changed memory put into a loaded index costs about four times its share of a whole
+    build (its terms weighed in and out of every posting list one by one). Only files
+    whose stat changed count: one merely within the racy window is read again and, its
+    bytes the same, not put.
+    """
+    changed = len(found.compare(walk).differs)
+    return changed > REBUILD_AFTER and changed * REBUILD_SHARE > len(walk)
 
 
 def _apply_changes(

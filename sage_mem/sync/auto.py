@@ -13,6 +13,16 @@ turns it off); SAGE_MEM_AUTOSYNC=1/0 overrides the file either way.
   seconds, default 30) and changes meanwhile push it back, so a burst of writes
   is one sync. It syncs in its own thread, only when git says something
   changed, so what a sync itself brings in does not start another.
+- **When the session ends** (the last write less than the delay before): a
+  write the timer has not synced yet is marked in `autosync.json`
+  (`"pending": true`); the Stop hook, at the end of each of the agent's turns,
+  starts the background sync when it finds the mark (`flush_pending`: one
+  small file read, never git, never a wait), and a server exiting with its
+  timer still running starts it too (`AutoSync.stop(flush=…)`). A sync
+  clears the mark as it starts.
+- **Shared folders**: each folder whose own state has autosync on
+  (`sage-mem --dir ~/team sync --auto on`) is synced like the personal one, at
+  session start and after the server's writes to it.
 - **Offline, or a failing remote**: said once (the hook's or the server's
   stderr) until a sync succeeds again; the background sync records it in
   `autosync.json` and the next session start says it. Retried at the next
@@ -104,9 +114,34 @@ def record(state_dir: Path, offline: str | None) -> None:
                  (json.dumps(data, ensure_ascii=False, sort_keys=True) + "\n").encode())
 
 
-def start_in_background(root: Path, spawn: Callable[[list[str]], None]) -> None:
+def start_in_background(root: Path, spawn: Callable[[list[str]], object]) -> None:
     """Start `sage-mem sync --background` detached (`spawn` is the hook's detacher)."""
     spawn([sys.executable, "-m", "sage_mem", "--dir", str(root), "sync", "--background"])
+
+
+def mark_pending(state_dir: Path, pending: bool) -> None:
+    """Say (or unsay) that a write waits for the server's timer to be synced."""
+    if (read_settings(state_dir).get("pending") is True) != pending:
+        write_settings(state_dir, pending=True if pending else None)
+
+
+def take_pending(state_dir: Path) -> bool:
+    """Whether a write waited to be synced; the mark is cleared (a sync is about to run)."""
+    if read_settings(state_dir).get("pending") is not True:
+        return False
+    try:
+        write_settings(state_dir, pending=None)
+    except OSError:
+        pass
+    return True
+
+
+def flush_pending(root: Path, state_dir: Path, spawn: Callable[[list[str]], object]) -> bool:
+    """The Stop hook's: a write not yet synced is synced now, in the background (True)."""
+    if not enabled(root, state_dir) or read_settings(state_dir).get("pending") is not True:
+        return False
+    start_in_background(root, spawn)
+    return True
 
 
 class AutoSync:
@@ -128,9 +163,16 @@ class AutoSync:
         self._lock = threading.Lock()
         self._running = threading.Lock()
         self._said: str | None = None
+        self._due = False  # a write the timer has not synced yet
         self._remove = store.add_listener(self.changed)
 
     def changed(self) -> None:
+        if not self._due:
+            self._due = True
+            try:
+                mark_pending(self.state_dir, True)
+            except OSError:
+                pass  # the server's exit still syncs it; a Stop hook will not know
         with self._lock:
             if self._timer is not None:
                 self._timer.cancel()
@@ -146,6 +188,8 @@ class AutoSync:
             from .git import Git
             from .steps import sync
 
+            self._due = False  # a write from now on is due again
+            take_pending(self.state_dir)
             if not Git(self.root).text("status", "--porcelain", check=False).strip():
                 return
             result = sync(self.root)
@@ -162,9 +206,18 @@ class AutoSync:
         except OSError:
             pass
 
-    def stop(self) -> None:
+    def stop(self, flush: Callable[[list[str]], object] | None = None) -> None:
+        """Stop listening; with `flush` (the server's exit), a write the timer has not synced
+        yet is synced by a background `sync` that `flush` starts (detached)."""
         self._remove()
         with self._lock:
             if self._timer is not None:
                 self._timer.cancel()
                 self._timer = None
+        if flush is not None and self._due:
+            try:
+                take_pending(self.state_dir)
+                start_in_background(self.root, flush)
+                self._due = False
+            except OSError as exc:
+                self.log(f"autosync: not synced at exit: {exc.strerror or exc}")

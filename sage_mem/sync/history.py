@@ -73,16 +73,22 @@ def log(root: Path | str, memory_id: str) -> list[Version]:
         "log", "--follow", "-z", "--name-only",
         f"--format=%H%x01%aI%x01%an%x01%(trailers:key={MACHINE_TRAILER},valueonly,"
         "separator=)%x01%s", "--", path,
-    ).stdout.decode("utf-8", "replace")
+    ).stdout.decode("utf-8", "surrogateescape")
+    # -z: a commit's header, NUL, then a newline and the file's name at that commit, NUL
+    # (`HEADER\0\nNAME\0HEADER\0\nNAME\0`): the name is the token after its header.
+    headers: list[list[str]] = []
+    for token in raw.split("\0"):
+        if token.startswith("\n"):
+            if headers and len(headers[-1]) == 5:
+                headers[-1].append(token[1:])
+        elif "\x01" in token:
+            headers.append(token.split("\x01", 4))
     versions = []
-    # -z: each record is the header, a NUL-free newline, then its file name(s), NUL-ended.
-    for record in raw.split("\0"):
-        record = record.strip("\n")
-        if "\x01" not in record:
+    for fields in headers:
+        if len(fields) < 5:
             continue
-        header, _, names = record.partition("\n")
-        rev, date, author, machine, subject = header.split("\x01", 4)
-        name = names.strip().split("\n")[0] if names.strip() else path
+        rev, date, author, machine, subject = fields[:5]
+        name = fields[5] if len(fields) > 5 else path
         versions.append(Version(rev, date, author, machine.strip(), subject, name))
     if not versions:
         raise MemoryNotFound(f"{memory_id}: no commit holds this memory", path=path)
@@ -97,13 +103,19 @@ def memory_at(root: Path | str, memory_id: str, rev: str) -> Memory:
     if commit is None:
         raise SyncError(f"{rev!r}: no such revision in {folder.root}")
     path = memory_path(folder, memory_id)
-    candidates = [path]
-    if not path.startswith(ARCHIVE_DIR + "/"):
-        candidates.append(f"{ARCHIVE_DIR}/{path}")
     try:
-        candidates += [v.path for v in log(root, memory_id)]
+        versions = log(root, memory_id)
     except MemoryNotFound:
-        pass
+        versions = []
+    # Its path at `rev`: the one its newest version at or before `rev` left it at (before
+    # a rename or an archive, the old one), not whatever file holds that name there now.
+    reachable = set(git.text("rev-list", commit).split()) if versions else set()
+    then = next((v.path for v in versions if v.rev in reachable), None)
+    if versions:
+        candidates = [then] if then is not None else []
+    else:
+        candidates = [path] + ([] if path.startswith(ARCHIVE_DIR + "/")
+                               else [f"{ARCHIVE_DIR}/{path}"])
     for candidate in dict.fromkeys(candidates):
         data = git.blob(commit, candidate)
         if data is not None:

@@ -1,0 +1,306 @@
+"""Speed of `sage-mem sync` against plain git, side by side in one run, on a folder of N memories.
+
+    python benchmarks/sync.py                   # 1,000 memories, about a minute
+    python benchmarks/sync.py --size 10000      # the docs' figures (a few minutes)
+    python benchmarks/sync.py --size 2000 --work DIR [--keep] [--json]
+
+A generated folder of N memories (`benchmarks/speed.py`'s bilingual corpus:
+English, Chinese and mixed notes of realistic length, some in topic
+subfolders) is pushed to a real bare remote by a first machine, A. Then, each
+case timed as whole processes (wall and CPU time: user + system of the
+process and every child it waited for, git and merge drivers included):
+
+- **join**: `sage-mem sync --remote URL` into a new folder on machine B,
+  against `git clone URL` on machine C;
+- **idle**: nothing changed anywhere: B's `sage-mem sync`, against C's
+  `git fetch` + `git status`;
+- **receive 10**: A changed 10 memories and synced; B's `sage-mem sync`,
+  against C's `git pull` (fetch + merge);
+- **both 100**: A changed the description of 100 memories and synced; B and C
+  each added a line to the body of the same 100; B's `sage-mem sync`
+  (commit, fetch, merge every one of the 100 field by field, push), against
+  C's `git add -A` + `git commit` + `git pull --no-rebase` + `git push` to a
+  copy of the remote as A left it (git's own line merge: C has no merge
+  driver configured, as a plain clone has none);
+- **first search** on B after its join, against a second one (the cache's
+  time), both whole `sage-mem search` processes; the join starts the index's
+  build in the background (`daemon --build-only`), waited for first (its wall
+  time is printed; its CPU is not in the join's, being no child of it).
+
+Every machine has its own HOME and git config (no user config is read), the
+semantic extra and autosync are off. Each figure is one run (the idle case,
+the median of three); timings are on whatever else the machine is doing: the
+load average is printed before and after.
+"""
+
+from __future__ import annotations
+
+import argparse
+import compileall
+import json
+import os
+import platform
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from speed import Corpus  # noqa: E402
+
+
+def _children_cpu() -> float:
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
+class Machines:
+    """The bare remote and the machines' folders under one work folder, with their git config."""
+
+    def __init__(self, work: Path) -> None:
+        self.work = work
+        self.remote = work / "remote.git"
+        self.home = work / "home"
+        self.home.mkdir(parents=True, exist_ok=True)
+        config = self.home / "gitconfig"
+        config.write_text("[init]\n\tdefaultBranch = main\n[gc]\n\tauto = 0\n", encoding="utf-8")
+        path = os.environ.get("PYTHONPATH")
+        self.env = dict(
+            os.environ, HOME=str(self.home), GIT_CONFIG_GLOBAL=str(config),
+            GIT_CONFIG_NOSYSTEM="1", GIT_AUTHOR_NAME="Bench", GIT_AUTHOR_EMAIL="bench@example.com",
+            GIT_COMMITTER_NAME="Bench", GIT_COMMITTER_EMAIL="bench@example.com",
+            PYTHONPATH=str(ROOT) + (os.pathsep + path if path else ""),
+            SAGE_MEM_SEMANTIC="0", SAGE_MEM_AUTOSYNC="0",
+        )
+        self.env.pop("SAGE_MEM_DAEMON", None)  # a join builds the index in the background
+        self.env.pop("SAGE_MEM_DIR", None)
+        self.env.pop("SAGE_MEM_STATE_DIR", None)
+
+    def folder(self, name: str) -> Path:
+        return self.work / f"machine-{name}" / "memory"
+
+    def run(self, command: Sequence[str], *, cwd: Path | None = None) -> tuple[float, float]:
+        """Run one process to its end: (wall seconds, CPU seconds of it and its children)."""
+        started, before = time.perf_counter(), _children_cpu()
+        done = subprocess.run(list(command), cwd=cwd, env=self.env, capture_output=True)
+        wall, cpu = time.perf_counter() - started, _children_cpu() - before
+        if done.returncode != 0:
+            raise SystemExit(f"{' '.join(command)} failed ({done.returncode}):\n"
+                             + done.stderr.decode("utf-8", "replace")[-2000:])
+        return wall, cpu
+
+    def timed(self, *commands: Sequence[str], cwd: Path | None = None) -> dict[str, float]:
+        wall = cpu = 0.0
+        for command in commands:
+            w, c = self.run(command, cwd=cwd)
+            wall, cpu = wall + w, cpu + c
+        return {"wall": wall, "cpu": cpu}
+
+    def sage(self, folder: Path, *argv: str) -> list[str]:
+        return [sys.executable, "-m", "sage_mem", "--dir", str(folder), *argv]
+
+    def git(self, folder: Path, *argv: str) -> list[str]:
+        return ["git", "-C", str(folder), *argv]
+
+
+def edit(path: Path, change: Callable[[str], str]) -> None:
+    path.write_text(change(path.read_text(encoding="utf-8")), encoding="utf-8")
+
+
+def new_description(text: str) -> str:
+    return text.replace("\ndescription: ", "\ndescription: (revised on A) ", 1)
+
+
+def added_line(text: str) -> str:
+    return text.rstrip("\n") + "\n\nA line added on the second machine.\n"
+
+
+def picked(folder: Path, count: int, skip: int = 0) -> list[str]:
+    """`count` memory paths spread over the folder (every k-th in path order)."""
+    paths = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*.md")
+                   if p.name != "MEMORY.md" and ".git" not in p.parts)
+    step = max(1, len(paths) // (count + skip))
+    return paths[skip * step::step][:count]
+
+
+def median_of(runs: list[dict[str, float]]) -> dict[str, float]:
+    return {key: statistics.median(run[key] for run in runs) for key in runs[0]}
+
+
+def measure(size: int, work: Path, seed: int, log: Callable[[str], None]) -> dict:
+    # Bytecode first, as `pip install` leaves it (PYTHONDONTWRITEBYTECODE would have every
+    # process compile sage-mem again).
+    compileall.compile_dir(str(ROOT / "sage_mem"), quiet=1)
+    m = Machines(work)
+    a, b, c = m.folder("a"), m.folder("b"), m.folder("c")
+    log(f"[{size}] writing the corpus")
+    Corpus(seed).write(a, size)
+    subprocess.run(["git", "init", "--quiet", "--bare", str(m.remote)], check=True, env=m.env)
+    results: dict[str, dict[str, dict[str, float]]] = {}
+    log(f"[{size}] machine A: the first sync (init, commit, push)")
+    first = m.timed(m.sage(a, "sync", "--remote", str(m.remote)))
+    m.run(m.git(a, "config", "sage-mem.machine", "a"))
+    megabytes = sum(p.stat().st_size for p in a.rglob("*.md")) / 1e6
+
+    log(f"[{size}] join")
+    c.parent.mkdir(parents=True)
+    b.parent.mkdir(parents=True)
+    results["join"] = {
+        "sage-mem": m.timed(m.sage(b, "sync", "--remote", str(m.remote))),
+        "git": m.timed(["git", "clone", "--quiet", str(m.remote), str(c)]),
+    }
+    m.run(m.git(b, "config", "sage-mem.machine", "b"))
+
+    log(f"[{size}] first search after the join")
+    background = wait_for_background_build(b, m.env)
+    query = Corpus(seed).queries(3, size)[0][1]
+    results["first search"] = {
+        "sage-mem": m.timed(m.sage(b, "search", query)),
+        "warm": m.timed(m.sage(b, "search", query)),
+    }
+
+    log(f"[{size}] idle")
+    results["idle"] = {
+        "sage-mem": median_of([m.timed(m.sage(b, "sync")) for _ in range(3)]),
+        "git": median_of([m.timed(m.git(c, "fetch", "--quiet"),
+                                  m.git(c, "status", "--porcelain")) for _ in range(3)]),
+    }
+
+    log(f"[{size}] receive 10")
+    for path in picked(a, 10):
+        edit(a / path, new_description)
+    m.run(m.sage(a, "sync"))
+    results["receive 10"] = {
+        "sage-mem": m.timed(m.sage(b, "sync")),
+        "git": m.timed(m.git(c, "pull", "--quiet", "--no-rebase")),
+    }
+
+    log(f"[{size}] both 100")
+    both = picked(a, 100, skip=10)
+    for path in both:
+        edit(a / path, new_description)
+    m.run(m.sage(a, "sync"))
+    plain = work / "remote-plain.git"
+    shutil.copytree(m.remote, plain)
+    m.run(m.git(c, "remote", "set-url", "origin", str(plain)))
+    for path in both:
+        edit(b / path, added_line)
+        edit(c / path, added_line)
+    results["both 100"] = {
+        "sage-mem": m.timed(m.sage(b, "sync")),
+        "git": m.timed(m.git(c, "add", "-A"), m.git(c, "commit", "--quiet", "-m", "edits"),
+                       m.git(c, "pull", "--quiet", "--no-rebase", "--no-edit"),
+                       m.git(c, "push", "--quiet")),
+    }
+    for path in both:  # both sides' edits are in B's merged memory
+        text = (b / path).read_text(encoding="utf-8")
+        if "(revised on A)" not in text or "added on the second machine" not in text:
+            raise SystemExit(f"{path}: the merge lost an edit")
+    return {"size": size, "megabytes": megabytes, "first sync": first,
+            "background build": background, "cases": results}
+
+
+def wait_for_background_build(folder: Path, env: dict[str, str]) -> float | None:
+    """Seconds from now until the build the join started in the background has written the
+    cache (its line in daemon.log; its CPU time is not this process's children's). None when
+    no build started within 20 s (a sage-mem that starts none: the first search builds)."""
+    from sage_mem.disk.folder import MemoryFolder
+
+    log = MemoryFolder(folder).state_path("daemon.log")
+    started = time.perf_counter()
+    while time.perf_counter() - started < 900:
+        try:
+            if "the index" in log.read_text(encoding="utf-8"):
+                return time.perf_counter() - started
+        except FileNotFoundError:
+            if time.perf_counter() - started > 20:
+                return None
+        time.sleep(0.05)
+    raise SystemExit("the background build never ended")
+
+
+ROWS = [
+    ("join", "join: `sync --remote` on a new machine / `git clone`"),
+    ("idle", "nothing changed: `sync` / `git fetch` + `git status`"),
+    ("receive 10", "10 changed, receive: `sync` / `git pull`"),
+    ("both 100", "100 files changed on both sides: `sync` / commit + `git pull` + `git push`"),
+]
+
+
+def table(result: dict) -> str:
+    cases = result["cases"]
+    lines = ["| case | sage-mem CPU (wall) | git CPU (wall) | ratio, CPU (wall) |",
+             "| --- | --- | --- | --- |"]
+    for key, label in ROWS:
+        ours, theirs = cases[key]["sage-mem"], cases[key]["git"]
+        lines.append(
+            f"| {label} | {ours['cpu']:.2f} s ({ours['wall']:.2f} s) | "
+            f"{theirs['cpu']:.2f} s ({theirs['wall']:.2f} s) | "
+            f"{ours['cpu'] / max(theirs['cpu'], 1e-3):.1f}× "
+            f"({ours['wall'] / max(theirs['wall'], 1e-3):.1f}×) |")
+    first, warm = cases["first search"]["sage-mem"], cases["first search"]["warm"]
+    lines.append(f"| first search after the join / the next one | {first['cpu']:.2f} s "
+                 f"({first['wall']:.2f} s) | {warm['cpu']:.2f} s ({warm['wall']:.2f} s) | "
+                 f"{first['cpu'] / max(warm['cpu'], 1e-3):.1f}× "
+                 f"({first['wall'] / max(warm['wall'], 1e-3):.1f}×) |")
+    if result["background build"] is None:
+        lines.append("\nNo index build started in the background after the join.")
+    else:
+        lines.append(f"\nThe index built in the background after the join: done "
+                     f"{result['background build']:.2f} s after the join returned.")
+    return "\n".join(lines)
+
+
+def machine() -> str:
+    load = os.getloadavg()
+    git = subprocess.run(["git", "--version"], capture_output=True, text=True).stdout.strip()
+    return (f"{platform.python_implementation()} {platform.python_version()}, {git}, "
+            f"{platform.system()} {platform.release()}, {os.cpu_count()} CPUs; "
+            f"load average {load[0]:.1f}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--size", type=int, default=1000, help="memories (default 1,000)")
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--work", type=Path, help="work here (emptied first) instead of a temp")
+    parser.add_argument("--keep", action="store_true", help="keep the work folder")
+    parser.add_argument("--json", action="store_true", help="print the raw figures as JSON")
+    parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    args = parser.parse_args(argv)
+    if args.work is not None:
+        shutil.rmtree(args.work, ignore_errors=True)
+        args.work.mkdir(parents=True)
+        work = args.work
+    else:
+        work = Path(tempfile.mkdtemp(prefix="sage-mem-sync-"))
+    log = (lambda text: None) if args.quiet else (
+        lambda text: print(text, file=sys.stderr, flush=True))
+    try:
+        before = machine()
+        result = measure(args.size, work, args.seed, log)
+        after = os.getloadavg()[0]
+    finally:
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+    if args.json:
+        print(json.dumps({"machine": before, "loadAfter": after, **result}, indent=1))
+        return 0
+    print(f"`python benchmarks/sync.py {' '.join(sys.argv[1:])}`".replace(" `", "`"))
+    print(f"on {before} (at the end {after:.1f}); {result['size']:,} memories, "
+          f"{result['megabytes']:.1f} MB\n")
+    print(table(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

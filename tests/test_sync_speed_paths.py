@@ -1,0 +1,246 @@
+"""What keeps sync within a few times plain git's speed, with real repositories: MEMORY.md
+written from the memories' frontmatter (no search index built for it), every file both
+sides changed merged in the sync's own process, the index built in the background after
+a join so that the first search answers from the cache (benchmarks/sync.py times them)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from support import write_memory
+from sync_support import (
+    bare_remote,
+    git,
+    index_is_current,
+    machine,
+    memory,
+    sm,
+    sync,
+    use_private_git,
+)
+
+from sage_mem.disk.folder import MemoryFolder
+from sage_mem.memory.file_format import parse_bytes
+from sage_mem.search import cache
+from sage_mem.search.index import Index, Scoring
+from sage_mem.store import MemoryStore
+
+pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+
+
+@pytest.fixture(autouse=True)
+def private_git(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    use_private_git(tmp_path, monkeypatch)
+
+
+def filled(folder: Path, count: int, start: int = 0) -> None:
+    for number in range(start, start + count):
+        write_memory(folder, f"project/t{number % 3}/note_{number}", memory(
+            f"Note number {number} about the build", f"Body of note {number}.\n\nMore text."))
+
+
+def count_indexed(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """How many memories go into a search index (a put or a build), from now on."""
+    seen: list[int] = []
+    put, add_many = Index.put, Index.add_many
+
+    def counting_put(self: Index, memory: Any) -> Any:
+        seen.append(1)
+        return put(self, memory)
+
+    def counting_add_many(self: Index, memories: Any) -> Any:
+        memories = list(memories)
+        seen.append(len(memories))
+        return add_many(self, memories)
+
+    monkeypatch.setattr(Index, "put", counting_put)
+    monkeypatch.setattr(Index, "add_many", counting_add_many)
+    monkeypatch.setattr(cache, "build", lambda *a, **k: seen.append(-1) or None)
+    return seen
+
+
+def test_a_join_writes_memory_md_without_building_a_search_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    remote = bare_remote(tmp_path)
+    first = machine(tmp_path / "first", remote, "first", first=True)
+    filled(first, 40)
+    sync(first)
+    indexed = count_indexed(monkeypatch)
+    joined = machine(tmp_path / "joined", remote, "joined")
+    assert sum(indexed) == 0, "the join built a search index to write MEMORY.md"
+    monkeypatch.undo()
+    assert (joined / "MEMORY.md").read_bytes() == (first / "MEMORY.md").read_bytes()
+    index_is_current(joined)
+
+
+def test_a_sync_reads_only_the_memories_changed_since_the_last(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    remote = bare_remote(tmp_path)
+    first = machine(tmp_path / "first", remote, "first", first=True)
+    filled(first, 30)
+    sync(first)
+    from sage_mem.sync import index_file
+
+    read: list[str] = []
+    real = index_file.parse_bytes
+    monkeypatch.setattr(index_file, "parse_bytes",
+                        lambda raw, path: read.append(str(path)) or real(raw, path))
+    sync(first)
+    assert read == []
+    write_memory(first, "project/t1/note_1", memory("Note one, renamed by hand", "Body."))
+    sync(first)
+    assert [Path(p).name for p in read] == ["note_1.md"]
+    assert "Note one, renamed by hand" in (first / "MEMORY.md").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("shape", [
+    pytest.param("cut", id="over-200-memories-baselines-and-retrievals"),
+    pytest.param("odd", id="no-description-bad-yaml-symlink-chinese"),
+    pytest.param("owned", id="a-persons-memory-md-with-a-region"),
+])
+def test_memory_md_after_a_sync_is_what_the_store_writes(tmp_path: Path, shape: str) -> None:
+    folder = tmp_path / "memory"
+    status, _, err = sm(folder, "init", "--git")
+    assert status == 0, err
+    if shape == "cut":
+        filled(folder, 230)
+        for number in (5, 17):
+            write_memory(folder, f"user_base_{number}", memory(
+                f"Baseline {number}", "Always.", baseline="true", baselinePriority=str(number)))
+        MemoryFolder(folder).state_path("stats.json").write_text(
+            '{"project/t2/note_200": {"retrievals": 9}}', encoding="utf-8")
+    elif shape == "odd":
+        filled(folder, 3)
+        write_memory(folder, "user_plain", "No frontmatter here, a first line only.\n")
+        write_memory(folder, "user_broken", "---\ndescription: [unclosed\n---\nbody\n")
+        write_memory(folder, "user_猫", memory("猫叫芝麻，三岁", "橘猫。", name="芝麻"))
+        os.symlink("user_猫.md", folder / "user_link.md")
+    else:
+        filled(folder, 4)
+        (folder / "MEMORY.md").write_text("# My own index\n\n- [Mine](project/t0/note_0.md)"
+                                          " — the one I keep\n", encoding="utf-8")
+    sync(folder, online=False)
+    index_is_current(folder)
+    if shape == "owned":
+        assert (folder / "MEMORY.md").read_text(encoding="utf-8").startswith("# My own index\n")
+
+
+def test_files_changed_on_both_sides_are_merged_without_a_driver_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    marker = tmp_path / "driver-ran"
+    # The registered driver records that git started it (and fails, leaving the path to sync).
+    monkeypatch.setattr("sage_mem.sync.git.driver_command",
+                        lambda: f"echo %P >> {marker}; exit 1")
+    remote = bare_remote(tmp_path)
+    laptop = machine(tmp_path / "laptop", remote, "laptop", first=True)
+    filled(laptop, 6)
+    sync(laptop)
+    desktop = machine(tmp_path / "desktop", remote, "desktop")
+    for number in range(6):
+        name = f"project/t{number % 3}/note_{number}.md"
+        for folder, old, new in ((laptop, "description: Note", "description: Laptop's note"),
+                                 (desktop, "More text.", "More text, from the desktop.")):
+            path = folder / name
+            path.write_text(path.read_text(encoding="utf-8").replace(old, new), encoding="utf-8")
+    sync(laptop)
+    result = sync(desktop)
+    assert not marker.exists(), marker.read_text()
+    assert result["conflicts"] == []
+    for number in range(6):
+        parsed = parse_bytes((desktop / f"project/t{number % 3}/note_{number}.md").read_bytes())
+        assert str(parsed.meta["description"]).startswith("Laptop's note")
+        assert "from the desktop" in parsed.body
+    assert git(desktop, "status", "--porcelain") == ""
+
+
+def test_a_cache_far_behind_the_folder_is_rebuilt_not_brought_along(tmp_path: Path) -> None:
+    folder = tmp_path / "memory"
+    folder.mkdir()
+    MemoryStore(folder, watch=False)  # the cache of an empty folder, as a join's first step
+    filled(folder, 300)
+    store = MemoryStore(folder, watch=False)
+    assert store.loaded is not None and store.loaded.how == "built"
+    assert len(store.index) == 300
+    filled(folder, 2, start=300)  # a few: still a warm start
+    store = MemoryStore(folder, watch=False)
+    assert store.loaded is not None and store.loaded.how == "cache" and len(store.index) == 302
+
+
+def test_a_build_only_daemon_waits_out_the_racy_window(tmp_path: Path) -> None:
+    from sage_mem.agents.daemon import run_daemon
+
+    folder = tmp_path / "memory"
+    filled(folder, 5)  # just written, as by a checkout
+    started = time.monotonic()
+    assert run_daemon(folder, build_only=True) == 0
+    assert time.monotonic() - started >= 1.0
+    found = cache.load(MemoryFolder(folder), scoring=Scoring())
+    assert found is not None and len(found.index) == 5
+    assert found.racy == frozenset(), "the next process would read these files again"
+
+
+@pytest.mark.parametrize("memories,daemon,started", [
+    pytest.param(80, "1", True, id="a-join-of-80"),
+    pytest.param(10, "1", False, id="a-join-of-10-a-search-reads-them"),
+    pytest.param(80, "0", False, id="SAGE_MEM_DAEMON=0"),
+])
+def test_a_join_starts_the_index_build_in_the_background(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, memories: int, daemon: str, started: bool,
+) -> None:
+    remote = bare_remote(tmp_path)
+    first = machine(tmp_path / "first", remote, "first", first=True)
+    filled(first, memories)
+    sync(first)
+    spawned: list[list[str]] = []
+    monkeypatch.setattr("sage_mem.agents.daemon.spawn_detached",
+                        lambda argv: spawned.append(argv) or 0)
+    monkeypatch.setenv("SAGE_MEM_DAEMON", daemon)
+    joined = machine(tmp_path / "joined", remote, "joined")
+    if started:
+        assert len(spawned) == 1 and spawned[0][-2:] == ["daemon", "--build-only"]
+        assert spawned[0][spawned[0].index("--dir") + 1] == str(joined)
+    else:
+        assert spawned == []
+    sync(joined)  # nothing brought in: nothing started again
+    assert len(spawned) == (1 if started else 0)
+
+
+def test_the_merge_driver_git_runs_starts_without_the_cli(tmp_path: Path) -> None:
+    versions = []
+    for name, text in (("base", "one\n"), ("ours", "one\ntwo\n"), ("theirs", "zero\none\n")):
+        (tmp_path / name).write_text(text, encoding="utf-8")
+        versions.append(str(tmp_path / name))
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "sage_mem", "merge-driver", *versions,
+         "notes.txt"], capture_output=True, text=True, cwd=tmp_path, check=False)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "ours").read_text(encoding="utf-8") == "zero\none\ntwo\n"
+    imported = [line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines()]
+    assert "click" not in imported and "sage_mem.commands" not in imported
+
+
+@pytest.mark.scale
+def test_the_sync_benchmark_runs_every_case_against_git(tmp_path: Path) -> None:
+    from support import ROOT
+
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "sync.py"), "--size", "120", "--json",
+         "--quiet", "--work", str(tmp_path / "work")],
+        capture_output=True, text=True, check=False, timeout=900,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    cases = json.loads(done.stdout)["cases"]
+    for case in ("join", "idle", "receive 10", "both 100"):
+        assert cases[case]["sage-mem"]["cpu"] > 0 and cases[case]["git"]["cpu"] > 0
+    assert cases["first search"]["sage-mem"]["cpu"] > 0
