@@ -213,3 +213,76 @@ def test_a_bound_that_leaves_out_the_boost_is_caught(monkeypatch: pytest.MonkeyP
 
     monkeypatch.setattr(index, "_dated", unbounded)
     assert mismatches(index, queries) > 0
+
+
+def write(folder: Path, name: str, description: str, updated: str) -> None:
+    (folder / f"{name}.md").write_text(
+        f"---\ndescription: {description}\nupdated: {updated}\n---\n", encoding="utf-8")
+
+
+@pytest.fixture
+def dated_store(tmp_path: Path) -> MemoryStore:
+    folder = tmp_path / "memory"
+    folder.mkdir()
+    write(folder, "project_a_spring", "We decided to move the release to Friday",
+          "2023-04-03T10:00:00Z")
+    write(folder, "project_b_autumn", "We decided to move the release to Friday",
+          "2023-10-02T10:00:00Z")
+    return MemoryStore(folder, state_dir=tmp_path / "state", watch=False)
+
+
+def test_the_prompt_hook_reads_time_words_from_the_prompts_date(dated_store: MemoryStore) -> None:
+    from sage_mem.agents.context import SessionLog, prompt_context
+
+    def injected(now: datetime) -> list[str]:
+        _, chosen = prompt_context(dated_store, "what did we decide last week about the release",
+                                   project="", session=SessionLog(None), limit=1, now=now)
+        return [memory.id for memory in chosen]
+
+    assert injected(datetime(2023, 4, 12, 9, tzinfo=UTC)) == ["project_a_spring"]
+    assert injected(datetime(2023, 10, 11, 9, tzinfo=UTC)) == ["project_b_autumn"]
+
+
+@pytest.mark.parametrize(("now", "wanted"), [("2023-04-12", "project_a_spring"),
+                                             ("2023-10-11T09:00:00Z", "project_b_autumn")])
+def test_memory_search_takes_the_questions_date(
+    dated_store: MemoryStore, now: str, wanted: str
+) -> None:
+    from sage_mem.mcp_server import memory_tools
+
+    found = memory_tools.search(dated_store, "what did we decide last week", now=now)
+    assert [hit["id"] for hit in found["hits"]][:1] == [wanted]
+
+
+def test_memory_search_refuses_a_now_that_is_no_date(dated_store: MemoryStore) -> None:
+    from sage_mem.errors import InvalidMemory
+    from sage_mem.mcp_server import memory_tools
+
+    with pytest.raises(InvalidMemory, match="not an ISO date"):
+        memory_tools.search(dated_store, "release", now="last Tuesday")
+
+
+@pytest.mark.parametrize(("now", "wanted"), [("2023-04-12", "project_a_spring"),
+                                             ("2023-10-11", "project_b_autumn")])
+def test_the_cli_search_takes_now(dated_store: MemoryStore, now: str, wanted: str) -> None:
+    from click.testing import CliRunner
+
+    from sage_mem.commands import cli
+
+    result = CliRunner().invoke(cli, ["--dir", str(dated_store.folder.root), "search",
+                                      "what did we decide last week", "--now", now, "--json"])
+    assert result.exit_code == 0, result.output
+    assert result.output.index(wanted) < result.output.index(
+        ({"project_a_spring", "project_b_autumn"} - {wanted}).pop())
+
+
+def test_the_cli_refuses_a_now_that_is_no_date(dated_store: MemoryStore) -> None:
+    from click.testing import CliRunner
+
+    from sage_mem.commands import cli
+
+    result = CliRunner().invoke(cli, ["--dir", str(dated_store.folder.root), "search",
+                                      "release", "--now", "yesterday"])
+    assert result.exit_code != 0
+    assert "not an ISO date" in result.output
+    assert "Traceback" not in result.output
