@@ -196,3 +196,10 @@ def test_a_long_pasted_prompt_is_read_quickly() -> None:
 def test_a_date_without_its_year_takes_the_one_year_the_query_writes() -> None:
     assert windows("Where was John between August 11 and August 15 2023?") == [
         ("2023-08-11", "2023-08-11"), ("2023-08-15", "2023-08-15")]
+
+
+def test_a_page_of_dates_gives_a_bounded_number_of_windows() -> None:
+    log = "".join(f"2026-11-{day:02}T10:00:00 started\n" for day in range(1, 29)) + "2026年" * 20
+    found = read_time(log, NOW).windows
+    assert len(found) == 8
+    assert len(set(found)) == len(found)

@@ -46,6 +46,7 @@ from datetime import date, datetime, timedelta
 
 # A pasted page is read this far for time words (a hook's prompt is cut before this).
 MAX_TIME_CHARS = 8_000
+MAX_WINDOWS = 8
 
 _MONTHS = (
     "january", "february", "march", "april", "may", "june", "july", "august", "september",
@@ -126,7 +127,9 @@ def read_time(query: str, now: date | datetime | None = None) -> TimeQuery:
     found = [(span, window) for span, window in found if window.relative or not any(
         start <= span[0] and span[1] <= end for start, end in spans)]
     found.sort(key=lambda item: item[0])
-    windows = tuple(window for _, window in found)
+    # The same window once; a page naming dozens of dates (a pasted log) asks about none
+    # of them in particular: its first MAX_WINDOWS are read.
+    windows = tuple(dict.fromkeys(window for _, window in found))[:MAX_WINDOWS]
     text = query
     for (start, end), window in reversed(found):
         if window.relative:
@@ -304,18 +307,54 @@ def _relative(text: str, today: date) -> list[tuple[tuple[int, int], Window]]:
     """Each relative phrase of `text` (English, then Chinese), with its window."""
     patterns = _patterns()
     out: list[tuple[tuple[int, int], Window]] = []
-    if text.isascii() or any(c.isascii() and c.isalpha() for c in text):
-        for match in patterns["en"].finditer(text):
-            window = _english(match, today)
-            if window is not None:
-                out.append(((match.start(), match.end()), window))
+    lowered = text.lower()
+    for match in _matches(patterns["en"], text, _near(lowered, _EN_ANCHORS, 40, 40)):
+        window = _english(match, today)
+        if window is not None:
+            out.append(((match.start(), match.end()), window))
     if not text.isascii():
-        for match in patterns["zh"].finditer(text):
+        for match in _matches(patterns["zh"], text, _near(text, _ZH_ANCHORS, 12, 6)):
             if _closes_a_word(text, match.start(), match.group()):
                 continue
             window = _chinese(match, today)
             if window is not None:
                 out.append(((match.start(), match.end()), window))
+    return out
+
+
+# Every phrase holds one of its pattern's anchors: a pattern is run only around them (found
+# by `str.find`, in C), not tried at each character of a pasted page.
+_EN_ANCHORS = ("ago", "yesterday", "today", "tonight", "last", "this", "past", "previous")
+_ZH_ANCHORS = ("天", "周", "星期", "礼拜", "月", "年", "昨晚", "今晚", "今早")
+_EN_DATE_ANCHORS = (*sorted(_MONTH_OF), "in 1", "in 2", "during", "since")
+_ZH_DATE_ANCHORS = ("月", "年")
+
+
+def _near(text: str, anchors: tuple[str, ...], before: int, after: int) -> list[tuple[int, int]]:
+    """The stretches of `text` within `before`/`after` characters of an anchor, merged."""
+    spans = []
+    for anchor in anchors:
+        at = text.find(anchor)
+        while at >= 0:
+            spans.append((max(0, at - before), at + len(anchor) + after))
+            at = text.find(anchor, at + 1)
+    spans.sort()
+    merged: list[tuple[int, int]] = []
+    for start, end in spans:
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def _matches(
+    pattern: re.Pattern[str], text: str, stretches: list[tuple[int, int]]
+) -> list[re.Match[str]]:
+    """The matches of `pattern` in those stretches of `text` (its look-behinds see before)."""
+    out: list[re.Match[str]] = []
+    for start, end in stretches:
+        out.extend(pattern.finditer(text, start, min(end, len(text))))
     return out
 
 
@@ -436,23 +475,26 @@ def _absolute(text: str, today: date) -> list[tuple[tuple[int, int], Window]]:
     the one year the query writes, else the latest such day not after `today`.
     """
     patterns = _patterns()
-    years = set(_YEAR.findall(text))
+    years = {found for found in _YEAR.findall(text) if "1800" <= found <= "2099"}
     hint = int(years.pop()) if len(years) == 1 else None
     out: list[tuple[tuple[int, int], Window]] = []
-    if any(c.isascii() and c.isalpha() for c in text) or _has_iso_hint(text):
-        for match in patterns["en_date"].finditer(text):
-            window = _english_date(match, today, hint)
-            if window is not None:
-                out.append(((match.start(), match.end()), window))
-    if "月" in text or "年" in text:
-        for match in patterns["zh_date"].finditer(text):
+    stretches = _near(text.lower(), _EN_DATE_ANCHORS, 16, 24)
+    stretches += [(m.start(), m.end()) for m in _ISO_HINT.finditer(text)]
+    for match in _matches(patterns["en_date"], text, sorted(stretches)):
+        window = _english_date(match, today, hint)
+        if window is not None:
+            out.append(((match.start(), match.end()), window))
+    if not text.isascii():
+        for match in _matches(patterns["zh_date"], text, _near(text, _ZH_DATE_ANCHORS, 10, 8)):
             window = _chinese_date(match, today, hint)
             if window is not None:
                 out.append(((match.start(), match.end()), window))
-    return out
+    return list(dict((span, (span, window)) for span, window in out).values())
 
 
-_YEAR = re.compile(r"(?<![0-9])(?:1[89]|20)[0-9]{2}(?![0-9])")
+# A year, and where an ISO date may be: each starts with a class the engine scans for, in C.
+_YEAR = re.compile(r"[12][0-9]{3}(?![0-9])(?<![0-9]{5})")
+_ISO_HINT = re.compile(r"[12][0-9]{3}-[0-9]{1,2}-[0-9]{1,2}")
 
 
 def _latest_year(month: int, day: int, today: date) -> int:
