@@ -286,3 +286,16 @@ def test_the_cli_refuses_a_now_that_is_no_date(dated_store: MemoryStore) -> None
     assert result.exit_code != 0
     assert "not an ISO date" in result.output
     assert "Traceback" not in result.output
+
+
+def test_the_semantic_side_is_dated_as_the_lexical_side_is() -> None:
+    """Fusion multiplies the semantic side by the factors a search applies (`Index.factors`)."""
+    index = index_of(
+        make("user_a_old", "Bought a kettle", updated="2026-06-02T10:00:00Z"),
+        make("user_b_new", "Bought a smoker", updated="2026-11-24T10:00:00Z"),
+    )
+    plain = index.factors(["user_a_old", "user_b_new"])
+    dated = index.factors(["user_a_old", "user_b_new"], query="what did I buy 10 days ago",
+                          now=NOW)
+    assert dated["user_a_old"] == plain["user_a_old"]
+    assert dated["user_b_new"] == pytest.approx(plain["user_b_new"] * (1 + index.date_boost))

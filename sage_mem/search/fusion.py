@@ -212,8 +212,8 @@ def search(
     latent = (semantic.latent_scores([memories[key] for key in candidates if key in memories],
                                      latent_query) if latent_query is not None else None)
     ranked = fuse([(hit.id, hit.score) for hit in hits], cosines, nearest, weight=weight,
-                  complete=len(hits) < wanted, factors=index.factors(candidates,
-                                                                    archived=archived),
+                  complete=len(hits) < wanted,
+                  factors=index.factors(candidates, archived=archived, query=query, now=now),
                   latent=latent, latent_weight=latent_weight)
     by_id = {hit.id: hit for hit in hits}
     out = []

@@ -1609,11 +1609,20 @@ class Index:
 
         return self._guarded(passing)
 
-    def factors(self, memory_ids: Sequence[str], *, archived: bool = False) -> dict[str, float]:
-        """The trust (and recency) multiplier a search applies to each of these memories."""
+    def factors(
+        self, memory_ids: Sequence[str], *, archived: bool = False, query: str | None = None,
+        now: datetime | None = None,
+    ) -> dict[str, float]:
+        """The trust (and recency) multiplier a search applies to each of these memories;
+        with `query`, times its date windows' (`_dated`), read against `now`."""
+        time = read_time(query, now) if query is not None and self.date_boost else None
 
         def factors() -> dict[str, float]:
             factor, number = self._factor(None, archived), self._number
+            if time is not None and time.windows:
+                dated = self._dated(factor, time)
+                if dated is not None:
+                    factor = dated[0]
             return {key: factor(number[key]) for key in memory_ids if key in number}
 
         return self._guarded(factors)
