@@ -41,8 +41,8 @@ Weeks start on Monday.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from datetime import date, datetime, timedelta
+from typing import NamedTuple
 
 # A pasted page is read this far for time words (a hook's prompt is cut before this).
 MAX_TIME_CHARS = 8_000
@@ -66,8 +66,7 @@ _EN_COUNTS = {
 _FEW = 3
 
 
-@dataclass(frozen=True)
-class Window:
+class Window(NamedTuple):
     """Days `start` to `end` (inclusive) that a phrase of the query names, and `margin` days
     either side that count as near it."""
 
@@ -88,8 +87,7 @@ class Window:
         return 0.0
 
 
-@dataclass(frozen=True)
-class TimeQuery:
+class TimeQuery(NamedTuple):
     """The windows a query names and its text without the relative phrases."""
 
     windows: tuple[Window, ...]
@@ -172,6 +170,10 @@ def _patterns() -> dict[str, re.Pattern[str]]:
     weekdays = "|".join(_WEEKDAYS)
     zh_number = r"\d{1,3}|[一两二三四五六七八九十百几]+"
     _PATTERNS.update({
+        # A year, and where an ISO date may be: each starts with a class the engine scans
+        # for, in C.
+        "year": re.compile(r"[12][0-9]{3}(?![0-9])(?<![0-9]{5})"),
+        "iso_hint": re.compile(r"[12][0-9]{3}-[0-9]{1,2}-[0-9]{1,2}"),
         "en": re.compile(
             r"(?<![\w-])(?:"
             rf"(?P<back>(?P<count>{count})\s+(?P<unit>day|week|month|year)s?\s+ago)"
@@ -475,11 +477,11 @@ def _absolute(text: str, today: date) -> list[tuple[tuple[int, int], Window]]:
     the one year the query writes, else the latest such day not after `today`.
     """
     patterns = _patterns()
-    years = {found for found in _YEAR.findall(text) if "1800" <= found <= "2099"}
+    years = {found for found in patterns["year"].findall(text) if "1800" <= found <= "2099"}
     hint = int(years.pop()) if len(years) == 1 else None
     out: list[tuple[tuple[int, int], Window]] = []
     stretches = _near(text.lower(), _EN_DATE_ANCHORS, 16, 24)
-    stretches += [(m.start(), m.end()) for m in _ISO_HINT.finditer(text)]
+    stretches += [(m.start(), m.end()) for m in patterns["iso_hint"].finditer(text)]
     for match in _matches(patterns["en_date"], text, sorted(stretches)):
         window = _english_date(match, today, hint)
         if window is not None:
@@ -492,9 +494,6 @@ def _absolute(text: str, today: date) -> list[tuple[tuple[int, int], Window]]:
     return list(dict((span, (span, window)) for span, window in out).values())
 
 
-# A year, and where an ISO date may be: each starts with a class the engine scans for, in C.
-_YEAR = re.compile(r"[12][0-9]{3}(?![0-9])(?<![0-9]{5})")
-_ISO_HINT = re.compile(r"[12][0-9]{3}-[0-9]{1,2}-[0-9]{1,2}")
 
 
 def _latest_year(month: int, day: int, today: date) -> int:
@@ -578,8 +577,7 @@ def _zh_or_digits(text: str) -> int | None:
 MAX_DAY_TERMS = 62
 
 
-@dataclass(frozen=True)
-class DateTerms:
+class DateTerms(NamedTuple):
     """A memory holding one of `terms`, and one of `confirm` when there are any, is dated
     at `closeness` to the window (1 inside, 0.5 near)."""
 
