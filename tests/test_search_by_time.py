@@ -299,3 +299,14 @@ def test_the_semantic_side_is_dated_as_the_lexical_side_is() -> None:
                           now=NOW)
     assert dated["user_a_old"] == plain["user_a_old"]
     assert dated["user_b_new"] == pytest.approx(plain["user_b_new"] * (1 + index.date_boost))
+
+
+def test_a_large_folder_is_not_read_stamp_by_stamp(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past MAX_STAMPS_READ memories a window is taken as live, unread: the words weigh less."""
+    memories = [make("user_a", "She moved to Berlin 3 years ago"),
+                make("user_b", "Moved house again last spring")]
+    query, then = "she moved 3 years ago", datetime(2010, 1, 5)
+    plain = [(h.id, h.score) for h in index_of(*memories, date_boost=0.0).search(query, now=then)]
+    assert [(h.id, h.score) for h in index_of(*memories).search(query, now=then)] == plain
+    monkeypatch.setattr(index_module, "MAX_STAMPS_READ", 1)
+    assert [(h.id, h.score) for h in index_of(*memories).search(query, now=then)] != plain

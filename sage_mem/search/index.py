@@ -1835,11 +1835,18 @@ def _top(
 _TINY = 5e-324
 
 
+# A folder of more memories is taken to have one dated in any window, unread: the pass
+# over the column costs about 0.12 ms CPU per thousand memories.
+MAX_STAMPS_READ = 20_000
+
+
 def _any_stamp_within(stamps: Sequence[str | None], time: TimeQuery) -> bool:
     """True when some `updated` stamp falls in or near one of the query's windows.
 
     ISO stamps compare as text: one pass over the column, no date parsed.
     """
+    if len(stamps) > MAX_STAMPS_READ:
+        return True
     for window in time.windows:
         low = (window.start - timedelta(days=window.margin)).isoformat()
         high = (window.end + timedelta(days=window.margin)).isoformat()
