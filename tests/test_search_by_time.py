@@ -18,6 +18,7 @@ import pytest
 from sage_mem import MemoryStore
 from sage_mem.memory.value import Memory, memory_from_meta
 from sage_mem.search import index as index_module
+from sage_mem.search import timewords
 from sage_mem.search.index import Index
 from sage_mem.search.timewords import read_time
 
@@ -308,5 +309,5 @@ def test_a_large_folder_is_not_read_stamp_by_stamp(monkeypatch: pytest.MonkeyPat
     query, then = "she moved 3 years ago", datetime(2010, 1, 5)
     plain = [(h.id, h.score) for h in index_of(*memories, date_boost=0.0).search(query, now=then)]
     assert [(h.id, h.score) for h in index_of(*memories).search(query, now=then)] == plain
-    monkeypatch.setattr(index_module, "MAX_STAMPS_READ", 1)
+    monkeypatch.setattr(timewords, "MAX_STAMPS_READ", 1)
     assert [(h.id, h.score) for h in index_of(*memories).search(query, now=then)] != plain

@@ -41,6 +41,7 @@ Weeks start on Monday.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from datetime import date, datetime, timedelta
 from typing import NamedTuple
 
@@ -571,6 +572,36 @@ def _zh_or_digits(text: str) -> int | None:
     return int(text) if text.isdigit() else _zh_number(text)
 
 
+# A folder of more memories is taken to have one dated in any window, unread: the pass
+# over the column costs about 0.12 ms CPU per thousand memories.
+MAX_STAMPS_READ = 20_000
+
+
+def any_stamp_within(stamps: Sequence[str | None], time: TimeQuery) -> bool:
+    """True when some `updated` stamp falls in or near one of the query's windows.
+
+    ISO stamps compare as text: one pass over the column, no date parsed.
+    """
+    if len(stamps) > MAX_STAMPS_READ:
+        return True
+    for window in time.windows:
+        low = (window.start - timedelta(days=window.margin)).isoformat()
+        high = (window.end + timedelta(days=window.margin)).isoformat()
+        if any(low <= stamp[:10] <= high for stamp in stamps if stamp):
+            return True
+    return False
+
+
+def stamp_day(stamp: str | None) -> date | None:
+    """The day of an `updated` stamp ("2026-11-24", "2026-11-24T18:00:00Z"), as written."""
+    if not stamp or len(stamp) < 10:
+        return None
+    try:
+        return date.fromisoformat(stamp[:10])
+    except ValueError:
+        return None
+
+
 # What a memory's text must hold to be dated in a window: the index terms a written date
 # gives (`tokens.tokenize("24 November 2026")` is "24", "novemb", "2026", and the pairs
 # "24 novemb" and "novemb 2026" that `index.word_pairs` makes of them).
@@ -625,4 +656,7 @@ def date_terms(window: Window) -> list[DateTerms]:
     return out
 
 
-__all__ = ["MAX_TIME_CHARS", "DateTerms", "TimeQuery", "Window", "date_terms", "read_time"]
+__all__ = [
+    "MAX_STAMPS_READ", "MAX_TIME_CHARS", "DateTerms", "TimeQuery", "Window", "any_stamp_within",
+    "date_terms", "read_time", "stamp_day",
+]
