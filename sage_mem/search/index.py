@@ -54,7 +54,12 @@ more. CJK text needs no pairs: its bigrams already are adjacency.
 
 The score is then multiplied by trust, 0.8 + 0.4 * trust (neutral at the
 default 0.5), and, when a half-life is set, by recency of `updated`,
-0.7 + 0.3 * 0.5 ** (age_days / half_life). Ties order by id, so equal scores
+0.7 + 0.3 * 0.5 ** (age_days / half_life), and, when the query names a time
+("10 days ago", 上个月: `timewords.read_time`, against the query's `now`), by
+1 + DATE_BOOST for a memory dated inside one of its windows (its `updated`
+day or a date its text writes), 1 + DATE_BOOST / 2 for one near it; a
+relative phrase's words then weigh TIME_WORD_WEIGHT (`Index._dated`, and
+docs/retrieval.md "Search by when"). Ties order by id, so equal scores
 always list in the same order.
 
 Tuning (`benchmarks/retrieval.py --grid`, on LoCoMo conversations 0-2 and
