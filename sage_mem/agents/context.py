@@ -465,11 +465,13 @@ def prompt_context(
         return "", []
     wanted = limit + len(session.injected)
     if folders is None:
+        # `now`: the prompt's time words ("what did we decide last week") are read from it.
         kept = [(hit, store, hit.id) for hit in above_floor(
-            store.search(query, limit=wanted, project=project, model_tokens=HOOK_MODEL_TOKENS),
+            store.search(query, limit=wanted, project=project, model_tokens=HOOK_MODEL_TOKENS,
+                         now=now),
             len(store.index))]
     else:
-        kept = _across(folders, query, wanted, project)
+        kept = _across(folders, query, wanted, project, now)
     fresh: list[Memory] = []
     for hit, source, plain in kept:
         memory = source.index.get(plain)
@@ -489,14 +491,15 @@ def prompt_context(
 
 
 def _across(
-    folders: Folders, query: str, wanted: int, project: str
+    folders: Folders, query: str, wanted: int, project: str, now: datetime
 ) -> list[tuple[Hit, Any, str]]:
     """Each folder's hits above its own floor, merged: each with its store and plain id."""
     from ..folders import merge
 
     ranked = [
         (name, above_floor(each.search(query, limit=wanted, project=project,
-                                       model_tokens=HOOK_MODEL_TOKENS), len(each.index)))
+                                       model_tokens=HOOK_MODEL_TOKENS, now=now),
+                           len(each.index)))
         for name, each in folders.stores.items()
     ]
     out = []

@@ -199,6 +199,19 @@ def _not_blank(ctx: click.Context, param: click.Parameter, value: str) -> str:
     return value
 
 
+def _moment(ctx: click.Context, param: click.Parameter, value: str | None) -> Any:
+    """An ISO date or time (`--now 2026-11-24`), or None when not given."""
+    if value is None:
+        return None
+    from ..memory.value import parse_moment
+
+    moment = parse_moment(value.strip())
+    if moment is None:
+        raise click.BadParameter(f"{value!r} is not an ISO date (2026-11-24)", ctx=ctx,
+                                 param=param)
+    return moment
+
+
 @command("search", "ranked compact results for a query",
          'sage-mem search "how do I run the tests" --limit 5')
 @dir_option
@@ -207,17 +220,21 @@ def _not_blank(ctx: click.Context, param: click.Parameter, value: str) -> str:
               help="how many results (default 10)")
 @click.option("--offset", type=Number(int, low=0), default=0, metavar="N",
               help="skip this many results (paging)")
+@click.option("--now", metavar="DATE", callback=_moment,
+              help="the date the question is asked (ISO), for its time words such as "
+                   "\"last week\" (default: now)")
 @filter_options
 @json_option
 @click.pass_obj
-def search(session: Session, query: str, limit: int, offset: int, category: str | None,
-           project: str | None, tags: tuple[str, ...], archived: bool, as_json: bool) -> int:
+def search(session: Session, query: str, limit: int, offset: int, now: Any,
+           category: str | None, project: str | None, tags: tuple[str, ...], archived: bool,
+           as_json: bool) -> int:
     from .render import hit_dict, hit_line
 
     folders = session.open_folders()
     hits = (folders if folders.several else folders.personal).search(
         query, limit=limit, offset=offset, category=category, project=project,
-        tags=list(tags) or None, archived=archived,
+        tags=list(tags) or None, archived=archived, now=now,
     )
     unreadable = len(broken_files(folders, archived=archived))
     if as_json:

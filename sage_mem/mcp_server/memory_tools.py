@@ -22,7 +22,7 @@ from typing import Any
 
 from ..agents import context
 from ..errors import InvalidMemory, MemoryNotFound, StoreLocked
-from ..memory.value import Memory, age_note
+from ..memory.value import Memory, age_note, parse_moment
 from ..search.index import Hit
 from ..search.tokens import is_unigram, tokenize
 from ..store import MemoryStore
@@ -98,18 +98,26 @@ def search(
     project: str | None = None,
     tags: Sequence[str] | None = None,
     folder: str | None = None,
+    now: str | None = None,
 ) -> dict[str, Any]:
     """Ranked compact hits; `next_offset` only when there are more. `folder`: only that one
-    (`store` being a `Folders`)."""
+    (`store` being a `Folders`). `now`: the date the question is asked (ISO), against which
+    its time words ("last week", 上个月) are read; default the current time."""
     if not query.strip():
         raise InvalidMemory("query is empty")
     limit = _page(limit, SEARCH_LIMIT_MAX)
     offset = max(0, int(offset))
     chosen: dict[str, Any] = {"folder": folder} if folder else {}
+    if now is not None and now.strip():
+        asked = parse_moment(now.strip())
+        if asked is None:
+            raise InvalidMemory(f"now is not an ISO date: {now!r}")
+        chosen["now"] = asked
     hits = store.search(query, limit=limit + 1, offset=offset, category=category,
                         project=project, tags=tags or None, **chosen)
-    now = datetime.now(UTC)
-    result: dict[str, Any] = {"hits": [hit_dict(hit, now) for hit in hits[:limit]]}
+    # Age notes ("updated 47 days ago") are from the real now, as the model reads them today.
+    shown = datetime.now(UTC)
+    result: dict[str, Any] = {"hits": [hit_dict(hit, shown) for hit in hits[:limit]]}
     if len(hits) > limit:
         result["next_offset"] = offset + limit
     return result

@@ -165,6 +165,7 @@ ListLimit = Annotated[Count, Field(ge=1, le=memory_tools.LIST_LIMIT_MAX)]
 Offset = Annotated[Count, Field(ge=0)]
 # Several folders only (one folder: the argument is taken out of the schema).
 OnlyFolder = Annotated[str | None, Field(description="only this folder (by its name)")]
+AskedOn = Annotated[str | None, Field(description="the question's date, ISO; for 'last week'")]
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 WRITES = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
@@ -361,10 +362,11 @@ def _tools(store: MemoryStore, folders: Folders | None = None) -> list[Tool]:
         project: str | None = None,
         tags: list[str] | None = None,
         folder: OnlyFolder = None,
+        now: AskedOn = None,
     ) -> Result:
         return _result(memory_tools.search(
             reader, query, limit=limit, offset=offset, category=category, project=project,
-            tags=tags, folder=folder,
+            tags=tags, folder=folder, now=now,
         ))
 
     def memory_read(id: MemoryId) -> Result:

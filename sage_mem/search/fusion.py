@@ -79,6 +79,8 @@ from .tokens import MONTHS
 from .vectors import PASSAGE_CHARS
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from .semantic import Semantic
 
 LEXICAL_WEIGHT = 0.4
@@ -177,6 +179,7 @@ def search(
     figure_weight: float = FIGURE_LEXICAL_WEIGHT,
     depth: int = DEPTH,
     latent_weight: float | None = None,
+    now: datetime | None = None,
 ) -> list[Hit]:
     """The fused ranking's hits `offset` .. `offset + limit` (the store's search with vectors).
 
@@ -189,7 +192,7 @@ def search(
         weight = figure_weight
     filters = {"category": category, "project": project, "tags": tags, "archived": archived}
     wanted = max(depth, offset + limit)
-    hits = index.search(query, limit=wanted, **filters)  # type: ignore[arg-type]
+    hits = index.search(query, limit=wanted, now=now, **filters)  # type: ignore[arg-type]
     if limit <= 0:
         return []
     semantic.reload()  # a stat; the file is read again only when another process wrote it
@@ -209,8 +212,8 @@ def search(
     latent = (semantic.latent_scores([memories[key] for key in candidates if key in memories],
                                      latent_query) if latent_query is not None else None)
     ranked = fuse([(hit.id, hit.score) for hit in hits], cosines, nearest, weight=weight,
-                  complete=len(hits) < wanted, factors=index.factors(candidates,
-                                                                    archived=archived),
+                  complete=len(hits) < wanted,
+                  factors=index.factors(candidates, archived=archived, query=query, now=now),
                   latent=latent, latent_weight=latent_weight)
     by_id = {hit.id: hit for hit in hits}
     out = []

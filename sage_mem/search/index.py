@@ -54,7 +54,12 @@ more. CJK text needs no pairs: its bigrams already are adjacency.
 
 The score is then multiplied by trust, 0.8 + 0.4 * trust (neutral at the
 default 0.5), and, when a half-life is set, by recency of `updated`,
-0.7 + 0.3 * 0.5 ** (age_days / half_life). Ties order by id, so equal scores
+0.7 + 0.3 * 0.5 ** (age_days / half_life), and, when the query names a time
+("10 days ago", 上个月: `timewords.read_time`, against the query's `now`), by
+1 + DATE_BOOST for a memory dated inside one of its windows (its `updated`
+day or a date its text writes), 1 + DATE_BOOST / 2 for one near it; a
+relative phrase's words then weigh TIME_WORD_WEIGHT (`Index._dated`, and
+docs/retrieval.md "Search by when"). Ties order by id, so equal scores
 always list in the same order.
 
 Tuning (`benchmarks/retrieval.py --grid`, on LoCoMo conversations 0-2 and
@@ -123,6 +128,7 @@ from operator import add, eq, itemgetter, lshift, mul, not_, or_
 from typing import Any, BinaryIO, NamedTuple, Protocol, TypeVar
 
 from ..memory.value import CATEGORIES, Memory, parse_moment
+from .timewords import TimeQuery, any_stamp_within, date_terms, read_time, stamp_day
 from .tokens import _CJK_RUN, is_unigram, loose_terms, tokenize, tokenize_counted
 
 FIELD_WEIGHTS: dict[str, float] = {
@@ -158,6 +164,11 @@ MAX_QUERY_PAIRS = 16
 # And on its rarest loose terms (`tokens.loose_terms`: a pasted Chinese page gives a
 # skip bigram for nearly every three characters). No question of the dev sets has more.
 MAX_QUERY_LOOSE = 32
+# A memory dated inside a window the query names (`timewords.read_time`) scores this much
+# more (1 + DATE_BOOST), one dated near it half that.
+DATE_BOOST = 0.75
+# What a relative time phrase's own words weigh once the phrase became a window.
+TIME_WORD_WEIGHT = 0.5
 
 _T = TypeVar("_T")
 _K = TypeVar("_K")
@@ -723,9 +734,14 @@ class Index:
         half_life_days: float | None = None,
         scoring: Scoring | None = None,
         recover: Callable[[], Iterable[Memory]] | None = None,
+        date_boost: float = DATE_BOOST,
+        time_word_weight: float = TIME_WORD_WEIGHT,
     ) -> None:
         self.half_life_days = half_life_days
         self.scoring = scoring or Scoring()
+        # 0 reads no time words: a query's words are all its terms (benchmarks compare).
+        self.date_boost = date_boost
+        self.time_word_weight = time_word_weight
         self._lock = threading.RLock()
         # Called when the backing turns out damaged: every memory, read again from the files.
         self.recover = recover
@@ -1175,24 +1191,36 @@ class Index:
         archived: bool = False,
         now: datetime | None = None,
     ) -> list[Hit]:
-        """Ranked hits for `query` among memories that pass the filters."""
-        sequence = tokenize(query)
-        terms = list(dict.fromkeys(sequence))
-        if not terms or limit <= 0:
+        """Ranked hits for `query` among memories that pass the filters.
+
+        `now` is the query's date (default: the current time): the time words it
+        names ("10 days ago", 上个月) are read against it (`timewords.read_time`).
+        """
+        if limit <= 0:
             return []
         offset = max(0, offset)
-        known = set(terms)
-        pairs = list(dict.fromkeys(word_pairs(sequence, known))) if self.scoring.pair_weight else []
-        loose = dict(loose_terms(query, known))
+        time = read_time(query, now) if self.date_boost else TimeQuery((), query)
+        plain = self._query_terms(query)
+        if plain is None:
+            return []
+        # Without its relative phrases ("10 days ago", 上周), when the query has more words.
+        reworded = self._query_terms(time.text, time) if time.text is not query else None
 
         def search() -> list[Hit]:
             self._settle()
-            weighted = self._query_weights(*self._most_telling(terms, pairs, loose))
+            factor = self._factor(now, archived)
+            bound = self._max_boost
+            chosen = plain
+            dated = self._dated(factor, time) if time.windows else None
+            if dated is not None:
+                # Some memory is dated in or near a window: the dates, not the words, say when.
+                factor, bound = dated
+                chosen = reworded or plain
+            weighted = self._query_weights(*self._most_telling(*chosen))
             if not weighted:
                 return []
             passes = self._filter(category, project, tags, archived)
-            factor = self._factor(now, archived)
-            raw = self._accumulate(weighted, offset + limit, passes, factor)
+            raw = self._accumulate(weighted, offset + limit, passes, factor, bound)
             if passes is None:
                 scores = dict(zip(raw, map(mul, raw.values(), map(factor, raw)), strict=True))
             else:
@@ -1202,6 +1230,30 @@ class Index:
             return [self._hit(key, score, matched[key]) for key, score in best]
 
         return self._guarded(search)
+
+    def _query_terms(
+        self, text: str, time: TimeQuery | None = None
+    ) -> tuple[list[str], list[str], dict[str, float]] | None:
+        """The terms, pairs and loose terms of a query's `text`; None when it has no terms.
+
+        With `time`, `text` is the query without its relative phrases, whose own
+        words then weigh `time_word_weight`: a memory may say "3 years ago" too, but
+        "ago", "weeks" and "last" mostly match the wrong memories' words.
+        """
+        sequence = tokenize(text)
+        terms = list(dict.fromkeys(sequence))
+        if not terms:
+            return None
+        known = set(terms)
+        pairs = list(dict.fromkeys(word_pairs(sequence, known))) if self.scoring.pair_weight else []
+        loose = dict(loose_terms(text, known))
+        if time is not None and self.time_word_weight:
+            for window in time.windows:
+                if window.relative:
+                    for term in tokenize(window.phrase):
+                        if term not in known:
+                            loose.setdefault(term, self.time_word_weight)
+        return terms, pairs, loose
 
     def _most_telling(
         self, terms: list[str], pairs: list[str], loose: Mapping[str, float]
@@ -1380,12 +1432,65 @@ class Index:
 
         return factor
 
+    def _dated(
+        self, factor: Callable[[int], float], time: TimeQuery
+    ) -> tuple[Callable[[int], float], float] | None:
+        """`factor` times 1 + DATE_BOOST for a memory dated in one of the query's windows
+        (half that near one), and the new bound of every factor; None when no memory is
+        dated in or near any window (the time words then say nothing of these memories).
+
+        A memory is dated by its `updated` day and by the dates its text writes
+        (their index terms, `timewords.date_terms`: a dream writes "(2026-11-24)"
+        beside "yesterday"), whichever is closer.
+        """
+        written: dict[int, float] = {}
+        for window in time.windows:
+            for wanted in date_terms(window):
+                holders = self._holders(wanted.terms)
+                if wanted.confirm and holders:
+                    holders &= self._holders(wanted.confirm)
+                for number in holders:
+                    if written.get(number, 0.0) < wanted.closeness:
+                        written[number] = wanted.closeness
+        stamps, boost = self._updated, self.date_boost
+        if not written and not any_stamp_within(stamps, time):
+            return None
+        memo: dict[int, float] = {}
+
+        def dated(number: int) -> float:
+            found = memo.get(number)
+            if found is None:
+                closeness = written.get(number, 0.0)
+                if closeness < 1.0:
+                    day = stamp_day(stamps[number])
+                    if day is not None:
+                        closeness = max(closeness, time.closeness(day))
+                found = memo[number] = 1.0 + boost * closeness
+            return factor(number) * found
+
+        return dated, self._max_boost * (1.0 + boost)
+
+    def _holders(self, terms: Iterable[str]) -> set[int]:
+        """The numbers of the memories holding any of `terms` (retired ones too: factor 0)."""
+        backing, held = self._backing, self._postings
+        out: set[int] = set()
+        for term in terms:
+            if backing is not None:
+                found = backing.postings(term)
+                if found is not None:
+                    out.update(found[0])
+            mine = held.get(term)
+            if mine is not None:
+                out.update(mine[0])
+        return out
+
     def _accumulate(
         self,
         weighted: list[_Weighted],
         count: int,
         passes: Callable[[int], bool] | None,
         factor: Callable[[int], float],
+        bound: float | None = None,
     ) -> dict[int, float]:
         """Raw scores of every memory that can reach the top `count`, exactly.
 
@@ -1418,7 +1523,7 @@ class Index:
         after = [0.0] * (len(ordered) + 1)  # after[i]: the ceilings of lists i, i + 1, ...
         for at in range(len(ordered) - 1, -1, -1):
             after[at] = after[at + 1] + ordered[at].ceiling
-        boost = self._max_boost
+        boost = self._max_boost if bound is None else bound
         scores: dict[int, float] = {}
         theta = 0.0
         full: dict[int, float] = {}  # raw scores summed over every list, by priming
@@ -1509,11 +1614,20 @@ class Index:
 
         return self._guarded(passing)
 
-    def factors(self, memory_ids: Sequence[str], *, archived: bool = False) -> dict[str, float]:
-        """The trust (and recency) multiplier a search applies to each of these memories."""
+    def factors(
+        self, memory_ids: Sequence[str], *, archived: bool = False, query: str | None = None,
+        now: datetime | None = None,
+    ) -> dict[str, float]:
+        """The trust (and recency) multiplier a search applies to each of these memories;
+        with `query`, times its date windows' (`_dated`), read against `now`."""
+        time = read_time(query, now) if query is not None and self.date_boost else None
 
         def factors() -> dict[str, float]:
             factor, number = self._factor(None, archived), self._number
+            if time is not None and time.windows:
+                dated = self._dated(factor, time)
+                if dated is not None:
+                    factor = dated[0]
             return {key: factor(number[key]) for key in memory_ids if key in number}
 
         return self._guarded(factors)
