@@ -410,15 +410,18 @@ def clients_bin() -> Path:
 
 
 def client(name: str) -> str:
-    """The path of a real client CLI (`claude`, `codex`), or skip the test saying why."""
+    """The path of a real client CLI (`claude`, `codex`); without it, skip the test saying
+    why, or under `CI=true` fail it: CI installed the clients (`.ci/clients-setup`), and a
+    setup that broke must not turn the real-client tier into a row of silent skips."""
     import pytest
 
     path = clients_bin() / name
     if not (path.exists() and os.access(path, os.X_OK)):
-        pytest.skip(
-            f"{name} is not installed at {path}: run .ci/clients-setup (npm install of "
-            f"@anthropic-ai/claude-code and @openai/codex), or set {CLIENTS_BIN_ENV}"
-        )
+        why = (f"{name} is not installed at {path}: run .ci/clients-setup (npm install of "
+               f"@anthropic-ai/claude-code and @openai/codex), or set {CLIENTS_BIN_ENV}")
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(f"CI=true: {why}", pytrace=False)
+        pytest.skip(why)
     return str(path)
 
 

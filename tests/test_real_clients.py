@@ -1,12 +1,13 @@
 """The real agent CLIs, end to end: Claude Code and Codex from npm against a stand-in model API.
 
 `.ci/clients-setup` installs `@anthropic-ai/claude-code` and `@openai/codex`;
-without them these tests skip and say so. Each test gives the client a fresh
-HOME, runs `sage-mem install <client>` there as a person would, points the
-client at a stand-in model on 127.0.0.1 (tests/stand_in_api.py) that plays
-scripted turns — text and tool calls, streamed as the real APIs stream — and
-then reads what the client sent: the hooks' context, the tools offered, the
-tool results the client passed back from `sage-mem serve`.
+without them these tests skip and say so (under `CI=true` they fail:
+`stand_in_api.client`). Each test gives the client a fresh HOME, runs
+`sage-mem install <client>` there as a person would, points the client at a
+stand-in model on 127.0.0.1 (tests/stand_in_api.py) that plays scripted turns
+— text and tool calls, streamed as the real APIs stream — and then reads what
+the client sent: the hooks' context, the tools offered, the tool results the
+client passed back from `sage-mem serve`.
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ from stand_in_api import (
     isolated_env,
 )
 from support import write_memory
+
+pytestmark = pytest.mark.clients  # the slow tier: `.ci/run` runs it, `-m clients` alone
 
 SAGE = [sys.executable, "-m", "sage_mem"]
 TOOLS = sorted([
@@ -378,3 +381,45 @@ def test_codex_runs_the_installed_hooks_once_trusted(world: World) -> None:
     # a Chinese prompt recalls the Chinese memory, and only what bears on it
     assert "> 一只橘猫，名叫芝麻，喜欢晒太阳。" in firsts["chinese"]
     assert "kettle" not in firsts["chinese"].split("stored memories that may bear", 1)[-1]
+
+
+CLAUDE_AUTO_MEMORY = "persistent, file-based memory"  # Claude Code 2.1.332's memory prompt
+
+
+def first_scripted_request(world: World, prompt: str) -> ModelRequest:
+    """The first model request of one `claude -p` session (side requests left out)."""
+    def model(request: ModelRequest) -> list[Text | ToolCall] | None:
+        return [Text("ok")] if request.tool_names else None
+
+    with StandInAPI(model) as api:
+        run_claude(world, api, prompt)
+    return api.scripted()[0]
+
+
+def test_claude_code_request_carries_one_memory_system_once_installed(world: World) -> None:
+    """Installed with the default choice, Claude Code's own auto-memory prompt ("persistent,
+    file-based memory … write to it directly") leaves the request: sage-mem's guide and
+    memories are the one memory system the model is told of. Uninstalling gives it back."""
+    before = first_scripted_request(world, "How do I run the tests?")
+    assert CLAUDE_AUTO_MEMORY in before.text, "Claude Code's own memory is on before install"
+
+    installed = world.sage("install", "claude-code")
+    assert "autoMemoryEnabled" in installed.stdout and "--claude-memory keep" in installed.stdout
+    request = first_scripted_request(world, "How do I run the tests?")
+    assert "Memory tools (sage-mem)" in request.text
+    assert "> Run the tests with `make check` (not pytest)." in request.text
+    assert CLAUDE_AUTO_MEMORY not in request.text
+
+    world.sage("uninstall", "claude-code")
+    assert not (world.project / ".claude" / "settings.json").exists()
+    after = first_scripted_request(world, "How do I run the tests?")
+    assert CLAUDE_AUTO_MEMORY in after.text and "Memory tools (sage-mem)" not in after.text
+
+
+def test_claude_code_keeps_both_memories_only_when_asked(world: World) -> None:
+    """`--claude-memory keep`: both systems' instructions, as the person chose (and install
+    says so)."""
+    installed = world.sage("install", "claude-code", "--claude-memory", "keep")
+    assert "both" in installed.stdout
+    request = first_scripted_request(world, "How do I run the tests?")
+    assert "Memory tools (sage-mem)" in request.text and CLAUDE_AUTO_MEMORY in request.text
