@@ -383,7 +383,7 @@ def test_codex_runs_the_installed_hooks_once_trusted(world: World) -> None:
     assert "kettle" not in firsts["chinese"].split("stored memories that may bear", 1)[-1]
 
 
-CLAUDE_AUTO_MEMORY = "persistent, file-based memory"  # Claude Code 2.1.332's memory prompt
+CLAUDE_AUTO_MEMORY = "persistent file-based memory at"  # Claude Code 2.1.332's own prompt
 
 
 def first_scripted_request(world: World, prompt: str) -> ModelRequest:
@@ -397,7 +397,7 @@ def first_scripted_request(world: World, prompt: str) -> ModelRequest:
 
 
 def test_claude_code_request_carries_one_memory_system_once_installed(world: World) -> None:
-    """Installed with the default choice, Claude Code's own auto-memory prompt ("persistent,
+    """Installed with the default choice, Claude Code's own auto-memory prompt ("persistent
     file-based memory … write to it directly") leaves the request: sage-mem's guide and
     memories are the one memory system the model is told of. Uninstalling gives it back."""
     before = first_scripted_request(world, "How do I run the tests?")

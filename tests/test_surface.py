@@ -136,7 +136,7 @@ CLI = {
     "hook": ("EVENT", {"--dir"}),
     "daemon": ("", {"--dir", "--idle", "--build-only", "--poll"}),
     "install": ("{CLAUDE-CODE,CURSOR,CODEX}",
-                {"--dir", "--scope", "--absolute", "--dry-run", "--json"}),
+                {"--dir", "--scope", "--absolute", "--claude-memory", "--dry-run", "--json"}),
     "uninstall": ("{CLAUDE-CODE,CURSOR,CODEX}", {"--dir", "--scope", "--dry-run", "--json"}),
     "import": ("{CLAUDE-CODE,MNEMO,JSONL} PATH",
                {"--dir", "--dry-run", "--allow-secret", "--json"}),
