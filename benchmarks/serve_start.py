@@ -1,6 +1,6 @@
 """How long `sage-mem serve` takes from spawn to its `initialize` answer, against a baseline.
 
-    python benchmarks/serve_start.py [--runs 7] [--memories 200]
+    python benchmarks/serve_start.py [--runs 7] [--memories 200] [--before CHECKOUT]
 
 Each run spawns the server, writes MCP's `initialize` request on its stdin at
 once (as a client does) and times the answer's first line: wall time, and the
@@ -93,6 +93,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--memories", type=int, default=200)
+    parser.add_argument("--before", metavar="CHECKOUT",
+                        help="also time the serve of another sage-mem checkout (PYTHONPATH)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
@@ -104,11 +106,15 @@ def main() -> None:
             "sage-mem serve": [sys.executable, "-m", "sage_mem", "serve"],
             "smallest MCPServer": [sys.executable, str(smallest)],
         }
+        envs = {name: env for name in cases}
+        if args.before:
+            cases["serve, --before"] = cases["sage-mem serve"]
+            envs["serve, --before"] = {**env, "PYTHONPATH": args.before}
         results: dict[str, list[tuple[float, float]]] = {name: [] for name in cases}
         results["python -c pass"] = []
         for _ in range(args.runs):  # interleaved, so load changes hit every case alike
             for name, argv in cases.items():
-                results[name].append(first_answer(argv, env))
+                results[name].append(first_answer(argv, envs[name]))
             results["python -c pass"].append(pass_only(env))
     print(f"load: {os.getloadavg()[0]:.2f} (1 min), {os.cpu_count()} cores, "
           f"{args.runs} runs, {args.memories} memories")
@@ -120,6 +126,9 @@ def main() -> None:
         print(f"{name:20} wall {wall * 1000:6.0f} ms   cpu {cpu * 1000:6.0f} ms")
     serve, small = medians["sage-mem serve"], medians["smallest MCPServer"]
     print(f"serve ÷ smallest: wall {serve[0] / small[0]:.2f}×, cpu {serve[1] / small[1]:.2f}×")
+    if args.before:
+        old = medians["serve, --before"]
+        print(f"--before ÷ smallest: wall {old[0] / small[0]:.2f}×, cpu {old[1] / small[1]:.2f}×")
 
 
 if __name__ == "__main__":

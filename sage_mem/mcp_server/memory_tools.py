@@ -26,13 +26,12 @@ from ..memory.value import Memory, age_note
 from ..search.index import Hit
 from ..search.tokens import is_unigram, tokenize
 from ..store import MemoryStore
+from .limits import LIST_LIMIT_MAX, SEARCH_LIMIT_MAX
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from ..folders import Folders
 
-SEARCH_LIMIT_MAX = 20
-LIST_LIMIT_MAX = 100
 # Dice overlap of description terms. A new memory is refused unless forced
 # when it says nothing an existing description does not (its terms are a
 # subset) or nearly the same (DUPLICATE); at or above SIMILAR it is written
