@@ -76,12 +76,13 @@ def world(tmp_path: Path) -> World:
     return made
 
 
-def run_claude(world: World, api: StandInAPI, prompt: str, *args: str) -> dict:
+def run_claude(world: World, api: StandInAPI, prompt: str, *args: str,
+               env: dict[str, str] | None = None) -> dict:
     """`claude -p PROMPT` in the project, as a person would run it; its JSON result."""
     done = subprocess.run(
         [client("claude"), "-p", prompt, "--output-format", "json", *args],
         cwd=world.project, capture_output=True, text=True, timeout=TIMEOUT,
-        env=claude_env(world.home, api, SAGE_MEM_DIR=str(world.memory)),
+        env=claude_env(world.home, api, SAGE_MEM_DIR=str(world.memory), **(env or {})),
         stdin=subprocess.DEVNULL,
     )
     assert done.returncode == 0, (done.stdout[-2000:], done.stderr[-2000:])
@@ -386,13 +387,13 @@ def test_codex_runs_the_installed_hooks_once_trusted(world: World) -> None:
 CLAUDE_AUTO_MEMORY = "persistent file-based memory at"  # Claude Code 2.1.332's own prompt
 
 
-def first_scripted_request(world: World, prompt: str) -> ModelRequest:
+def first_scripted_request(world: World, prompt: str, **env: str) -> ModelRequest:
     """The first model request of one `claude -p` session (side requests left out)."""
     def model(request: ModelRequest) -> list[Text | ToolCall] | None:
         return [Text("ok")] if request.tool_names else None
 
     with StandInAPI(model) as api:
-        run_claude(world, api, prompt)
+        run_claude(world, api, prompt, env=env)
     return api.scripted()[0]
 
 
@@ -423,3 +424,15 @@ def test_claude_code_keeps_both_memories_only_when_asked(world: World) -> None:
     assert "both" in installed.stdout
     request = first_scripted_request(world, "How do I run the tests?")
     assert "Memory tools (sage-mem)" in request.text and CLAUDE_AUTO_MEMORY in request.text
+
+
+def test_claude_code_offers_the_sage_mem_tools_in_its_first_request(world: World) -> None:
+    """`claude -p` with sage-mem installed (user scope: no approval asked): the very first
+    model request already offers the memory tools. Claude Code 2.1.332 sends its first
+    request without waiting for MCP servers unless `MCP_CONNECTION_NONBLOCKING=false` (read
+    from its binary; it then waits up to `MCP_TIMEOUT` for each): with that set, as
+    docs/agents.md says, `sage-mem serve` is in the first request."""
+    world.sage("install", "claude-code", "--scope", "user")
+    request = first_scripted_request(world, "How do I run the tests?",
+                                     MCP_CONNECTION_NONBLOCKING="false")
+    assert memory_tool_names(request, "mcp__sage-mem__") == TOOLS
