@@ -237,6 +237,8 @@ MCP = {
         "baseline_priority": WHOLE, "project": TEXT, "supersedes": TEXTS, "locked": FLAG,
         "expected_sha256": TEXT, "force": FLAG, "allow_secret": FLAG,
     }, ["id"]),
+    "memory_edit": ({"id": MEMORY_ID, "old": TEXT, "new": TEXT, "append": TEXT, "heading": TEXT,
+                     "expected_sha256": TEXT, "allow_secret": FLAG}, ["id"]),
     "memory_find_similar": ({"query": TEXT, "id": TEXT, "limit": WHOLE}, []),
     "memory_list": ({"category": CATEGORY, "project": TEXT, "tags": TEXTS, "archived": FLAG,
                      "limit": WHOLE, "offset": WHOLE}, []),

@@ -67,54 +67,55 @@ INSTRUCTIONS = "\n".join([
 
 DESCRIPTIONS = {
     "memory_search": (
-        "Search the user's memories (Chinese or English). Returns compact hits: id, description, "
-        "category, trust, score, updated, and an age note for old ones; read one in full with "
-        "memory_read. Filters: category, project (also returns global memories), tags (all must "
-        "match). Paging: limit (default 5, max 20), offset; next_offset is set when more exist."
+        "Search the user's memories (Chinese or English): compact hits (id, description, "
+        "category, trust, score, updated, age). Filters: category, project (global ones too), "
+        "tags (all must match). Paging: limit (default 5, max 20), offset, next_offset."
     ),
     "memory_read": (
-        "Read one memory in full by id (e.g. user_cat, project/api/auth_flow): frontmatter fields, "
-        "body and sha256. Pass the sha256 as expected_sha256 to memory_write when updating."
+        "Read one memory in full by id (e.g. user_cat, project/api/auth_flow): fields, body "
+        "and sha256 (pass it as expected_sha256 when changing it)."
     ),
     "memory_write": (
-        "Create a memory, or update one: an existing id changes only the fields given. A new "
-        "memory needs description (one line saying what it is) and should have category; id is "
-        "the file path without .md, by convention <category>_<topic>. A new memory that nearly "
-        "repeats an existing one is refused (update that one instead, or pass force=true); "
-        "close look-alikes are written and listed under similar. expected_sha256 (from "
-        "memory_read) refuses the write if the file changed since. Text that looks like a "
-        "credential is refused unless allow_secret=true. Returns what was stored."
+        "Create a memory, or update one (an existing id changes only the fields given). A new "
+        "one needs description (one line) and should have category; id: <category>_<topic>. "
+        "A near repeat of an existing memory is refused (update that one, or force=true); "
+        "look-alikes are listed under similar. expected_sha256 refuses a stale write; text "
+        "like a credential is refused unless allow_secret."
+    ),
+    "memory_edit": (
+        "Change part of a memory's body: old becomes new (old must occur once; new \"\" "
+        "removes it), or append adds text at the end (with heading: at the end of that "
+        "section). Checks as memory_write; returns the new sha256."
     ),
     "memory_find_similar": (
-        "Find memories that say much the same as a text (query) or as an existing memory (id), "
-        "most similar first, to merge or update instead of duplicating."
+        "Memories that say much the same as a text (query) or a memory (id), most similar "
+        "first: merge or update instead of duplicating."
     ),
     "memory_list": (
-        "List memories sorted by id: id, description, category, updated. Filters: category, "
-        "project, tags; archived=true lists archived ones. Paging: limit (default 20, max 100), "
-        "offset."
+        "List memories by id (id, description, category, updated). Filters: category, "
+        "project, tags; archived=true for archived ones. Paging: limit (max 100), offset."
     ),
     "memory_feedback": (
-        "Tell whether a memory helped (helpful=true) or was wrong or useless (false); moves its "
-        "trust, which weighs its rank in searches."
+        "Say whether a memory helped (helpful=true) or was wrong or useless (false); moves "
+        "its trust and so its rank."
     ),
     "memory_archive": (
-        "Retire a memory that is wrong, outdated or merged elsewhere: moves it to archive/ with "
-        "the reason (required). Nothing is ever deleted."
+        "Retire a memory that is wrong, outdated or merged: moves it to archive/ with the "
+        "reason (required). Nothing is deleted."
     ),
     "memory_audit": (
         "Check the memory folder and report problems (index, links, categories, frontmatter, "
         "secrets, unreadable files). Changes nothing."
     ),
     "memory_dream": (
-        "Run autodream: tidy the memory folder (merge twins, archive superseded, fill "
-        "summaries, fix dates and links). mode report (default) changes nothing but writes a "
-        "report; rewrite applies the changes after a rollback point. Returns the run id."
+        "Run autodream to tidy the folder (merge twins, archive superseded, summaries, dates, "
+        "links): mode report (default) only writes a report; rewrite applies it after a "
+        "rollback point. Returns the run id."
     ),
     "memory_rollback": (
-        "Undo an autodream run (or a rollback) by its run_id: scope touched (default) puts "
-        "back the files it changed, all the whole folder; dry_run only says what it would do. "
-        "A file changed since the run is skipped as a conflict (listed first) unless force."
+        "Undo an autodream run (or a rollback) by run_id: scope touched (default) restores "
+        "the files it changed, all the whole folder; dry_run only says what. A file changed "
+        "since is skipped as a conflict unless force."
     ),
 }
 
@@ -422,6 +423,24 @@ def _tools(opened: Callable[[], Opened], several: bool) -> list[Tool]:
     memory_write.__signature__ = _write_signature(  # type: ignore[attr-defined]
         folder=several)
 
+    def memory_edit(
+        id: MemoryId,
+        old: StrictStr | None = None,
+        new: StrictStr | None = None,
+        append: StrictStr | None = None,
+        heading: StrictStr | None = None,
+        expected_sha256: Annotated[StrictStr | None, _doc("sha256 from memory_read")] = None,
+        allow_secret: Flag = False,
+    ) -> Result:
+        from . import memory_tools
+
+        given: dict[str, Any] = {"old": old, "new": new, "append": append, "heading": heading,
+                                 "expected_sha256": expected_sha256, "allow_secret": allow_secret}
+        now = opened()
+        if now.routed is not None:
+            return _result(now.routed.edit(id, **given))
+        return _result(memory_tools.edit(now.store, id, **given))
+
     def memory_find_similar(
         query: str | None = None,
         id: str | None = None,
@@ -508,6 +527,7 @@ def _tools(opened: Callable[[], Opened], several: bool) -> list[Tool]:
         _tool(memory_search, READ_ONLY),
         _tool(memory_read, READ_ONLY),
         _tool(memory_write, WRITES),
+        _tool(memory_edit, WRITES),
         _tool(memory_find_similar, READ_ONLY),
         _tool(memory_list, READ_ONLY),
         _tool(memory_feedback, WRITES),
