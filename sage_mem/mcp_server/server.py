@@ -597,12 +597,36 @@ def serve(folder: Path | None = None, *, poll: bool = False,
     specs = folders_for([str(place.root), *shared])
     opening = Opening(folder, poll=poll, specs=specs)
     server = server_over(opening.get, several=len(specs) > 1, activity=_session_activity(place))
-    opening.start()
+    # The folder opens once the client has the initialize answer (its next message), so
+    # that the answer shares the process with nothing; a client that says nothing (the
+    # hooks answered from this index need it too) has it opened after a few seconds.
+    server.middleware.append(AfterHandshake(opening.start))
+    timer = threading.Timer(OPEN_AT_THE_LATEST, opening.start)
+    timer.daemon = True
+    timer.start()
     try:
         server.run("stdio")
     finally:
+        timer.cancel()
         opening.close()
     return 0
+
+
+OPEN_AT_THE_LATEST = 3.0  # seconds after the server starts, whatever the client does
+
+
+class AfterHandshake:
+    """Server middleware calling `start` at the first message after `initialize`."""
+
+    def __init__(self, start: Callable[[], None]) -> None:
+        self.start = start
+
+    async def __call__(self, ctx: Any, call_next: Callable[[Any], Any]) -> Any:
+        try:
+            return await call_next(ctx)
+        finally:
+            if ctx.method != "initialize":
+                self.start()
 
 
 class Opening:
@@ -619,18 +643,22 @@ class Opening:
         self._error: str | None = None
         self._close: list[Callable[[], None]] = []
         self._thread = threading.Thread(target=self._open, name="sage-mem-open", daemon=True)
+        self._started = threading.Lock()
 
     def start(self) -> None:
-        self._thread.start()
+        """Start opening (once; later calls do nothing)."""
+        if self._started.acquire(blocking=False):
+            self._thread.start()
 
     def get(self) -> Opened:
+        self.start()  # a call before any other message (it cannot be) must not wait forever
         self._done.wait()
         if self._opened is None:
             raise SageMemError(f"the memory folder could not be opened: {self._error}")
         return self._opened
 
     def close(self) -> None:
-        if self._thread.is_alive() or self._done.is_set():
+        if self._started.locked():
             self._done.wait()
         for close in reversed(self._close):
             close()
