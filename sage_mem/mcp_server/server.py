@@ -590,16 +590,20 @@ def serve(folder: Path | None = None, *, poll: bool = False,
     before anything starts.
     """
     from ..disk.folder import MemoryFolder, default_folder
-    from ..folders import folders_for
+    from ..folders import has_config
 
     place = MemoryFolder(folder if folder is not None else default_folder())
     place.check_exists()
-    specs = folders_for([str(place.root), *shared])
+    specs: Sequence[Any] = [place.root]
+    if shared or has_config():  # (folders_for imports the index: only when it may matter)
+        from ..folders import folders_for
+
+        specs = folders_for([str(place.root), *shared])
     opening = Opening(folder, poll=poll, specs=specs)
     server = server_over(opening.get, several=len(specs) > 1, activity=_session_activity(place))
     # The folder opens once the client has the initialize answer (its next message), so
     # that the answer shares the process with nothing; a client that says nothing (the
-    # hooks answered from this index need it too) has it opened after a few seconds.
+    # hooks answered from this index need it too) has it opened after half a minute.
     server.middleware.append(AfterHandshake(opening.start))
     timer = threading.Timer(OPEN_AT_THE_LATEST, opening.start)
     timer.daemon = True
@@ -612,7 +616,7 @@ def serve(folder: Path | None = None, *, poll: bool = False,
     return 0
 
 
-OPEN_AT_THE_LATEST = 3.0  # seconds after the server starts, whatever the client does
+OPEN_AT_THE_LATEST = 30.0  # seconds after the server starts, whatever the client does
 
 
 class AfterHandshake:
