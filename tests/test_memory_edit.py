@@ -10,6 +10,9 @@ nothing; every byte outside the edit is kept, CRLF files included.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -210,3 +213,28 @@ async def test_a_heading_inside_fenced_code_is_not_a_heading(empty_dir: Path) ->
     async with connected(empty_dir) as client:
         await edit(client, id="reference_shell", append="- two", heading="Steps")
     assert body_of(path) == "\n```sh\n# Steps\necho hi\n```\n\n## Steps\n\n- one\n- two\n"
+
+
+def test_the_cli_edit_makes_the_same_partial_edits_without_an_editor(
+    empty_dir: Path, tmp_path: Path,
+) -> None:
+    """`sage-mem edit ID --replace OLD NEW` / `--append TEXT [--heading H]`: the tool's edit
+    from the command line; no editor opens (EDITOR would fail), a mistake is one line."""
+    path = write_memory(empty_dir, "project_kettle", NOTE)
+    env = {**os.environ, "EDITOR": "false", "VISUAL": "false", "HOME": str(tmp_path)}
+
+    def sage(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "sage_mem", "--dir", str(empty_dir),
+                               "edit", "project_kettle", *argv], capture_output=True,
+                              text=True, env=env, timeout=60)
+
+    done = sage("--replace", "`make ship`", "`make deploy`")
+    assert done.returncode == 0 and done.stdout.startswith("Saved project_kettle"), done.stderr
+    assert sage("--append", "- 重启工作进程", "--heading", "Steps").returncode == 0
+    assert "- run the migrations\n- 重启工作进程\n\n## Contacts" in body_of(path)
+    assert "`make deploy`" in body_of(path)
+    twice = sage("--replace", "the", "a")
+    assert twice.returncode == 1 and twice.stderr.count("\n") == 1
+    assert "occurs" in twice.stderr and "Traceback" not in twice.stderr
+    stale = sage("--append", "x", "--expected-sha256", "0" * 64)
+    assert stale.returncode == 1 and "changed on disk" in stale.stderr

@@ -114,7 +114,8 @@ CLI = {
         "--supersedes", "--locked", "--unlocked", "--body", "--expected-sha256", "--allow-secret",
         "--json",
     }),
-    "edit": ("ID", {"--dir", "--allow-secret", "--json"}),
+    "edit": ("ID", {"--dir", "--replace", "--append", "--heading", "--expected-sha256",
+                    "--allow-secret", "--json"}),
     "search": ("QUERY", {
         "--dir", "--limit", "--offset", "--category", "--project", "--tag", "--archived", "--json",
     }),
