@@ -1,6 +1,6 @@
 """How long `sage-mem serve` takes from spawn to its `initialize` answer, against a baseline.
 
-    python benchmarks/serve_start.py [--runs 7] [--memories 200] [--before CHECKOUT]
+    python benchmarks/serve_start.py [--runs 7] [--memories 200] [--cold] [--before CHECKOUT]
 
 Each run spawns the server, writes MCP's `initialize` request on its stdin at
 once (as a client does) and times the answer's first line: wall time, and the
@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -93,6 +94,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--memories", type=int, default=200)
+    parser.add_argument("--cold", action="store_true",
+                        help="no index cache: the state folder removed before each serve")
     parser.add_argument("--before", metavar="CHECKOUT",
                         help="also time the serve of another sage-mem checkout (PYTHONPATH)")
     args = parser.parse_args()
@@ -114,10 +117,12 @@ def main() -> None:
         results["python -c pass"] = []
         for _ in range(args.runs):  # interleaved, so load changes hit every case alike
             for name, argv in cases.items():
+                if args.cold:
+                    shutil.rmtree(root / ".memory.sage-mem", ignore_errors=True)
                 results[name].append(first_answer(argv, envs[name]))
             results["python -c pass"].append(pass_only(env))
     print(f"load: {os.getloadavg()[0]:.2f} (1 min), {os.cpu_count()} cores, "
-          f"{args.runs} runs, {args.memories} memories")
+          f"{args.runs} runs, {args.memories} memories{', cold' if args.cold else ''}")
     medians = {}
     for name, runs in results.items():
         wall = statistics.median(run[0] for run in runs)
