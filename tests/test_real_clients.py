@@ -38,8 +38,9 @@ pytestmark = pytest.mark.clients  # the slow tier: `.ci/run` runs it, `-m client
 
 SAGE = [sys.executable, "-m", "sage_mem"]
 TOOLS = sorted([
-    "memory_archive", "memory_audit", "memory_dream", "memory_feedback", "memory_find_similar",
-    "memory_list", "memory_read", "memory_rollback", "memory_search", "memory_write",
+    "memory_archive", "memory_audit", "memory_dream", "memory_edit", "memory_feedback",
+    "memory_find_similar", "memory_list", "memory_read", "memory_rollback", "memory_search",
+    "memory_write",
 ])
 TIMEOUT = 120
 
@@ -127,7 +128,7 @@ def test_claude_code_gets_the_hooks_context_and_writes_through_sage_mem_serve(
     # the UserPromptSubmit hook: the memory that answers the prompt, quoted as data
     assert "reference_test_command" in first.text
     assert "> Run the tests with `make check` (not pytest)." in first.text
-    # The ten tools of `sage-mem serve`, with their schemas. In `-p` mode Claude Code
+    # The eleven tools of `sage-mem serve`, with their schemas. In `-p` mode Claude Code
     # does not wait for a project's servers before the first request (a server that
     # takes over ~2 s to start, as on a loaded machine, joins from the next one on).
     assert memory_tool_names(second, "mcp__sage-mem__") == TOOLS
@@ -433,6 +434,7 @@ def test_claude_code_offers_the_sage_mem_tools_in_its_first_request(world: World
     from its binary; it then waits up to `MCP_TIMEOUT` for each): with that set, as
     docs/agents.md says, `sage-mem serve` is in the first request."""
     world.sage("install", "claude-code", "--scope", "user")
+    # MCP_TIMEOUT: a machine at load 17 takes seconds to start any Python MCP server
     request = first_scripted_request(world, "How do I run the tests?",
-                                     MCP_CONNECTION_NONBLOCKING="false")
+                                     MCP_CONNECTION_NONBLOCKING="false", MCP_TIMEOUT="60000")
     assert memory_tool_names(request, "mcp__sage-mem__") == TOOLS
