@@ -788,3 +788,16 @@ def test_modules_outside_the_server_never_import_mcp(module: str) -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     )
     assert result.stdout.strip() == "False"
+
+
+def test_a_folder_that_cannot_be_opened_is_each_calls_one_line(tmp_path: Path) -> None:
+    """The folder opens on a thread: its failure reaches every tool call as one line."""
+    from sage_mem.errors import SageMemError
+    from sage_mem.mcp_server.server import Opening
+
+    opening = Opening(tmp_path / "gone", poll=False, specs=[tmp_path / "gone"])
+    opening.start()
+    for _ in range(2):
+        with pytest.raises(SageMemError, match=r"could not be opened: .*gone.*no memory folder"):
+            opening.get()
+    opening.close()
