@@ -61,6 +61,7 @@ from .search.index import Hit, Index
 if TYPE_CHECKING:
     from datetime import datetime
 
+    from .memory.body_edits import BodyEdit
     from .search.loading import Loaded
 
 # The write side (`memory/edits`, `fields`, `links`, `markdown`, `catalog`) is imported
@@ -782,6 +783,39 @@ class MemoryStore:
             self._rewrite(path, edited)
             memory = self._note_written(path, canonical)
             self._catalog_after(f"{canonical} saved to {canonical}.md")
+        return memory
+
+    def edit(
+        self,
+        memory_id: str,
+        edit: BodyEdit,
+        *,
+        expected_sha256: str | None = None,
+        allow_secret: bool = False,
+    ) -> Memory:
+        """Make one partial edit of a memory's body (`memory.body_edits`: replace a unique
+        string, append, or insert under a heading), as `write` writes: against the bytes on
+        disk at the moment of the rename, with the same refusals (ConflictError for a stale
+        `expected_sha256`, MemoryLocked, SecretRefused unless `allow_secret`, InvalidMemory
+        for an edit that cannot be made or a file too big or unreadable; MemoryNotFound).
+        """
+        from .memory.edits import check_expected, partial_edit_text
+
+        edit.check()
+        path = self.folder.path_for(memory_id)
+        canonical = self.folder.normalize_id(memory_id)
+
+        def edited(seen: Seen) -> bytes | None:
+            if seen.raw is None:
+                raise MemoryNotFound(self._not_found_message(canonical), path=path)
+            check_expected(path, seen.raw, expected_sha256)
+            text = partial_edit_text(canonical, path, seen.raw, edit)
+            return _checked_bytes(path, text, seen.raw, allow_secret=allow_secret)
+
+        with self._write_lock():
+            self._rewrite(path, edited)
+            memory = self._note_written(path, canonical)
+            self._catalog_after(f"{canonical} edited in {canonical}.md")
         return memory
 
     def feedback(self, memory_id: str, helpful: bool) -> Memory:

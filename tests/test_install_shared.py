@@ -147,7 +147,8 @@ def test_json_edits_change_only_sage_mems_entries_in_the_files_style(
     assert '    "permissions": {"allow": ["Bash(npm test)", "Read"]},\n' in after
     assert '"zeta": "é"' in after  # non-ASCII as it was, not \u escapes
     data = json.loads(after)
-    assert list(data) == ["permissions", "hooks", "zeta"]
+    # sage-mem's: the hooks, and Claude Code's own memory turned off (claude_memory.py), last
+    assert list(data) == ["permissions", "hooks", "zeta", "autoMemoryEnabled"]
     assert list(data["hooks"]) == ["PreToolUse", "SessionStart", "UserPromptSubmit", "Stop",
                                    "PreCompact"]
     mcp = (project / ".mcp.json").read_text(encoding="utf-8")

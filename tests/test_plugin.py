@@ -17,6 +17,7 @@ import json
 import re
 import subprocess
 
+import pytest
 from stand_in_api import client, isolated_env
 from support import ROOT
 
@@ -56,6 +57,7 @@ def test_the_marketplace_lists_the_plugin_where_it_is() -> None:
     assert market["owner"]["name"]
 
 
+@pytest.mark.clients
 def test_claude_code_validates_the_plugin(tmp_path) -> None:
     """The real Claude Code (from .ci/clients-setup) accepts the plugin's format."""
     done = subprocess.run([client("claude"), "plugin", "validate", str(PLUGIN)],

@@ -1,12 +1,13 @@
 """The real agent CLIs, end to end: Claude Code and Codex from npm against a stand-in model API.
 
 `.ci/clients-setup` installs `@anthropic-ai/claude-code` and `@openai/codex`;
-without them these tests skip and say so. Each test gives the client a fresh
-HOME, runs `sage-mem install <client>` there as a person would, points the
-client at a stand-in model on 127.0.0.1 (tests/stand_in_api.py) that plays
-scripted turns — text and tool calls, streamed as the real APIs stream — and
-then reads what the client sent: the hooks' context, the tools offered, the
-tool results the client passed back from `sage-mem serve`.
+without them these tests skip and say so (under `CI=true` they fail:
+`stand_in_api.client`). Each test gives the client a fresh HOME, runs
+`sage-mem install <client>` there as a person would, points the client at a
+stand-in model on 127.0.0.1 (tests/stand_in_api.py) that plays scripted turns
+— text and tool calls, streamed as the real APIs stream — and then reads what
+the client sent: the hooks' context, the tools offered, the tool results the
+client passed back from `sage-mem serve`.
 """
 
 from __future__ import annotations
@@ -33,10 +34,13 @@ from stand_in_api import (
 )
 from support import write_memory
 
+pytestmark = pytest.mark.clients  # the slow tier: `.ci/run` runs it, `-m clients` alone
+
 SAGE = [sys.executable, "-m", "sage_mem"]
 TOOLS = sorted([
-    "memory_archive", "memory_audit", "memory_dream", "memory_feedback", "memory_find_similar",
-    "memory_list", "memory_read", "memory_rollback", "memory_search", "memory_write",
+    "memory_archive", "memory_audit", "memory_dream", "memory_edit", "memory_feedback",
+    "memory_find_similar", "memory_list", "memory_read", "memory_rollback", "memory_search",
+    "memory_write",
 ])
 TIMEOUT = 120
 
@@ -73,12 +77,13 @@ def world(tmp_path: Path) -> World:
     return made
 
 
-def run_claude(world: World, api: StandInAPI, prompt: str, *args: str) -> dict:
+def run_claude(world: World, api: StandInAPI, prompt: str, *args: str,
+               env: dict[str, str] | None = None) -> dict:
     """`claude -p PROMPT` in the project, as a person would run it; its JSON result."""
     done = subprocess.run(
         [client("claude"), "-p", prompt, "--output-format", "json", *args],
         cwd=world.project, capture_output=True, text=True, timeout=TIMEOUT,
-        env=claude_env(world.home, api, SAGE_MEM_DIR=str(world.memory)),
+        env=claude_env(world.home, api, SAGE_MEM_DIR=str(world.memory), **(env or {})),
         stdin=subprocess.DEVNULL,
     )
     assert done.returncode == 0, (done.stdout[-2000:], done.stderr[-2000:])
@@ -123,7 +128,7 @@ def test_claude_code_gets_the_hooks_context_and_writes_through_sage_mem_serve(
     # the UserPromptSubmit hook: the memory that answers the prompt, quoted as data
     assert "reference_test_command" in first.text
     assert "> Run the tests with `make check` (not pytest)." in first.text
-    # The ten tools of `sage-mem serve`, with their schemas. In `-p` mode Claude Code
+    # The eleven tools of `sage-mem serve`, with their schemas. In `-p` mode Claude Code
     # does not wait for a project's servers before the first request (a server that
     # takes over ~2 s to start, as on a loaded machine, joins from the next one on).
     assert memory_tool_names(second, "mcp__sage-mem__") == TOOLS
@@ -378,3 +383,58 @@ def test_codex_runs_the_installed_hooks_once_trusted(world: World) -> None:
     # a Chinese prompt recalls the Chinese memory, and only what bears on it
     assert "> 一只橘猫，名叫芝麻，喜欢晒太阳。" in firsts["chinese"]
     assert "kettle" not in firsts["chinese"].split("stored memories that may bear", 1)[-1]
+
+
+CLAUDE_AUTO_MEMORY = "persistent file-based memory at"  # Claude Code 2.1.332's own prompt
+
+
+def first_scripted_request(world: World, prompt: str, **env: str) -> ModelRequest:
+    """The first model request of one `claude -p` session (side requests left out)."""
+    def model(request: ModelRequest) -> list[Text | ToolCall] | None:
+        return [Text("ok")] if request.tool_names else None
+
+    with StandInAPI(model) as api:
+        run_claude(world, api, prompt, env=env)
+    return api.scripted()[0]
+
+
+def test_claude_code_request_carries_one_memory_system_once_installed(world: World) -> None:
+    """Installed with the default choice, Claude Code's own auto-memory prompt ("persistent
+    file-based memory … write to it directly") leaves the request: sage-mem's guide and
+    memories are the one memory system the model is told of. Uninstalling gives it back."""
+    before = first_scripted_request(world, "How do I run the tests?")
+    assert CLAUDE_AUTO_MEMORY in before.text, "Claude Code's own memory is on before install"
+
+    installed = world.sage("install", "claude-code")
+    assert "autoMemoryEnabled" in installed.stdout and "--claude-memory keep" in installed.stdout
+    request = first_scripted_request(world, "How do I run the tests?")
+    assert "Memory tools (sage-mem)" in request.text
+    assert "> Run the tests with `make check` (not pytest)." in request.text
+    assert CLAUDE_AUTO_MEMORY not in request.text
+
+    world.sage("uninstall", "claude-code")
+    assert not (world.project / ".claude" / "settings.json").exists()
+    after = first_scripted_request(world, "How do I run the tests?")
+    assert CLAUDE_AUTO_MEMORY in after.text and "Memory tools (sage-mem)" not in after.text
+
+
+def test_claude_code_keeps_both_memories_only_when_asked(world: World) -> None:
+    """`--claude-memory keep`: both systems' instructions, as the person chose (and install
+    says so)."""
+    installed = world.sage("install", "claude-code", "--claude-memory", "keep")
+    assert "both" in installed.stdout
+    request = first_scripted_request(world, "How do I run the tests?")
+    assert "Memory tools (sage-mem)" in request.text and CLAUDE_AUTO_MEMORY in request.text
+
+
+def test_claude_code_offers_the_sage_mem_tools_in_its_first_request(world: World) -> None:
+    """`claude -p` with sage-mem installed (user scope: no approval asked): the very first
+    model request already offers the memory tools. Claude Code 2.1.332 sends its first
+    request without waiting for MCP servers unless `MCP_CONNECTION_NONBLOCKING=false` (read
+    from its binary; it then waits up to `MCP_TIMEOUT` for each): with that set, as
+    docs/agents.md says, `sage-mem serve` is in the first request."""
+    world.sage("install", "claude-code", "--scope", "user")
+    # MCP_TIMEOUT: a machine at load 17 takes seconds to start any Python MCP server
+    request = first_scripted_request(world, "How do I run the tests?",
+                                     MCP_CONNECTION_NONBLOCKING="false", MCP_TIMEOUT="60000")
+    assert memory_tool_names(request, "mcp__sage-mem__") == TOOLS

@@ -202,6 +202,7 @@ def assert_rewrite_run_rolls_back_byte_for_byte(
 # Claude Code
 
 
+@pytest.mark.clients
 def test_claude_code_report_run_proposes_and_notes_with_only_the_dream_tools(
     dreamer: Dreamer,
 ) -> None:
@@ -233,6 +234,7 @@ def test_claude_code_report_run_proposes_and_notes_with_only_the_dream_tools(
     assert_report_run_proposes_and_changes_nothing(dreamer, result, before)
 
 
+@pytest.mark.clients
 def test_claude_code_rewrite_run_changes_through_the_manifest_and_rolls_back(
     dreamer: Dreamer,
 ) -> None:
@@ -260,6 +262,7 @@ def with_shell(command: list[str]) -> list[str]:
     return changed
 
 
+@pytest.mark.clients
 @pytest.mark.parametrize("mode", ["report", "rewrite"])
 def test_an_agent_editing_the_folder_with_its_own_tools_is_caught_and_rolled_back(
     dreamer: Dreamer, mode: str
@@ -328,6 +331,7 @@ def codex_tools(request: ModelRequest) -> tuple[list[str], list[str]]:
     return server, other
 
 
+@pytest.mark.clients
 def test_codex_report_run_proposes_and_notes_with_only_the_dream_tools(dreamer: Dreamer) -> None:
     client("codex")
     installed = subprocess.run(  # the normal server of a user who ran `install codex`
@@ -357,6 +361,7 @@ def test_codex_report_run_proposes_and_notes_with_only_the_dream_tools(dreamer: 
     assert_report_run_proposes_and_changes_nothing(dreamer, result, before)
 
 
+@pytest.mark.clients
 def test_codex_rewrite_run_changes_through_the_manifest_and_rolls_back(dreamer: Dreamer) -> None:
     client("codex")
     dreamer.configure(documented_command("codex"))

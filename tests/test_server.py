@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -95,10 +96,71 @@ async def stdio(stdio_folder: Path) -> AsyncIterator[Client]:
         command=command,
         args=args,
         cwd=stdio_folder,
-        env={"SAGE_MEM_DIR": str(stdio_folder / "memory"), "HOME": str(stdio_folder / "home")},
+        env={"SAGE_MEM_DIR": str(stdio_folder / "memory"), "HOME": str(stdio_folder / "home"),
+             # this checkout's sage-mem, not the one the virtualenv has installed
+             "PYTHONPATH": os.environ.get("PYTHONPATH", "")},
     )
     async with Client(params, mode="legacy", read_timeout_seconds=30) as client:
         yield client
+
+
+# `serve` answers before the folder is open: a folder whose opening is held (here, until the
+# test makes a file) still gets the initialize answer and the tool list; a call then waits.
+HELD_SERVE = """
+import os, sys, time
+from sage_mem.mcp_server import server
+
+opening = server.Opening._opening
+
+
+def held(self):
+    while not os.path.exists(os.environ["GATE"]):
+        time.sleep(0.02)
+    return opening(self)
+
+
+server.Opening._opening = held
+from sage_mem.cli import main
+
+sys.exit(main(["serve"]))
+"""
+
+
+async def test_serve_lists_its_tools_before_the_folder_is_open(tmp_path: Path) -> None:
+    shutil.copytree(TEMPLATE, tmp_path / "memory")
+    (tmp_path / "home").mkdir()
+    script = tmp_path / "held_serve.py"
+    script.write_text(HELD_SERVE, encoding="utf-8")
+    gate = tmp_path / "gate"
+    params = StdioServerParameters(
+        command=sys.executable, args=[str(script)], cwd=tmp_path,
+        env={"SAGE_MEM_DIR": str(tmp_path / "memory"), "HOME": str(tmp_path / "home"),
+             "GATE": str(gate), "PYTHONPATH": os.environ.get("PYTHONPATH", "")},
+    )
+    async with Client(params, mode="legacy", read_timeout_seconds=30) as client:
+        tools = (await client.list_tools()).tools
+        assert sorted(tool.name for tool in tools) == TOOLS
+        assert client.instructions == INSTRUCTIONS
+        gate.touch()
+        hits = (await call(client, "memory_search", query="how do I run the tests"))["hits"]
+        assert hits, "the call waited for the folder and then answered"
+
+
+def test_the_server_is_built_without_importing_the_store() -> None:
+    """What `serve` does before its initialize answer (the SDK, the tools' schemas) leaves
+    the store, the index, the watcher, the hooks' context, the dream and numpy for later."""
+    probe = (
+        "import sys\n"
+        "from sage_mem.mcp_server.server import server_over\n"
+        "server_over(lambda: None, several=False)\n"
+        "heavy = ['sage_mem.store', 'sage_mem.agents.context', 'sage_mem.dream', "
+        "'sage_mem.disk.watch', 'sage_mem.mcp_server.memory_tools', 'watchdog', 'numpy']\n"
+        "print([name for name in heavy if name in sys.modules])\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
 
 
 async def test_stdio_server_lists_every_tool_and_its_instructions(stdio: Client) -> None:
@@ -726,3 +788,16 @@ def test_modules_outside_the_server_never_import_mcp(module: str) -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     )
     assert result.stdout.strip() == "False"
+
+
+def test_a_folder_that_cannot_be_opened_is_each_calls_one_line(tmp_path: Path) -> None:
+    """The folder opens on a thread: its failure reaches every tool call as one line."""
+    from sage_mem.errors import SageMemError
+    from sage_mem.mcp_server.server import Opening
+
+    opening = Opening(tmp_path / "gone", poll=False, specs=[tmp_path / "gone"])
+    opening.start()
+    for _ in range(2):
+        with pytest.raises(SageMemError, match=r"could not be opened: .*gone.*no memory folder"):
+            opening.get()
+    opening.close()

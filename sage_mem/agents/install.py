@@ -6,9 +6,10 @@ files (checked against each client's documentation):
     client       scope    file                              what sage-mem adds
     claude-code  project  <project>/.mcp.json               mcpServers["sage-mem"] (type stdio)
                           <project>/.claude/settings.json   hooks SessionStart, UserPromptSubmit,
-                                                            Stop, PreCompact
+                                                            Stop, PreCompact; autoMemoryEnabled
+                                                            false (claude_memory.py)
     claude-code  user     ~/.claude.json                    top-level mcpServers["sage-mem"]
-                          ~/.claude/settings.json           the same four hooks
+                          ~/.claude/settings.json           the same four hooks (and the same)
     cursor       project  <project>/.cursor/mcp.json        mcpServers["sage-mem"]
     cursor       user     ~/.cursor/mcp.json                mcpServers["sage-mem"]
     codex        user     ~/.codex/config.toml              [mcp_servers.sage-mem]
@@ -93,6 +94,7 @@ from ..disk.home import expand_home
 from ..disk.safe_io import atomic_write
 from ..errors import FolderError, SageMemError
 from ..memory.value import not_text
+from . import claude_memory as own_memory
 from . import json_edit
 
 CLIENTS = ("claude-code", "cursor", "codex")
@@ -253,6 +255,7 @@ def install(
     codex_home: Path | None = None,
     absolute: bool = False,
     backup_dir: Path | None = None,
+    claude_memory: str | None = None,
 ) -> InstallResult:
     """Register sage-mem with `client` (claude-code, cursor, codex) in `scope` (project, user).
 
@@ -267,12 +270,24 @@ def install(
     `home/.sage-mem/install-backups`), never beside the file. Raises
     SageMemError for an unknown client or scope and for a config file that
     cannot be parsed (nothing is written then).
+
+    `claude_memory` (claude-code only; default `off`): what becomes of Claude
+    Code's own auto memory beside sage-mem (`claude_memory.py`): `off` sets
+    `autoMemoryEnabled: false` in the hooks' settings file, `keep` leaves it on
+    (and puts back what an earlier `off` changed).
     """
     if client not in CLIENTS:
         raise SageMemError(f"unknown client {client!r}: choose one of {', '.join(CLIENTS)}")
     scope = scope or DEFAULT_SCOPE[client]
     if scope not in SCOPES:
         raise SageMemError(f"unknown scope {scope!r}: choose project or user")
+    if claude_memory is not None and client != "claude-code":
+        raise SageMemError("--claude-memory is for claude-code: other clients have no memory "
+                           "of their own that sage-mem changes")
+    claude_memory = claude_memory or own_memory.DEFAULT
+    if claude_memory not in own_memory.CHOICES:
+        raise SageMemError(f"unknown --claude-memory {claude_memory!r}: choose "
+                           f"{' or '.join(own_memory.CHOICES)}")
     argv, command_note = _command_for(scope, command, absolute)
     if not argv or not all(isinstance(part, str) and part for part in argv):
         raise SageMemError("the sage-mem command must be a non-empty list of arguments")
@@ -298,6 +313,7 @@ def install(
                      "init`)")
     base = project_dir if scope == "project" else home
     entry = _mcp_entry(argv, folder, with_type=client == "claude-code")
+    auto_memory = own_memory.Change()  # what the settings edit does to Claude Code's memory
 
     def server_in_json(path: Path) -> None:
         edits.append((path, "MCP server", lambda text: _edit_json_server(text, path, entry)))
@@ -306,8 +322,16 @@ def install(
         server_in_json(project_dir / ".mcp.json" if scope == "project" else home / ".claude.json")
         settings = base / ".claude" / "settings.json"
         commands = {event: _hook_command(argv, folder, sub) for event, sub in HOOK_EVENTS.items()}
-        edits.append((settings, HOOKS_PURPOSE,
-                      lambda text: _edit_json_hooks(text, settings, commands)))
+        record = own_memory.read_record(backups, settings)
+        choice = claude_memory
+
+        def settings_edit(text: str) -> str:
+            text = _edit_json_hooks(text, settings, commands)
+            if choice == "off":
+                return own_memory.turned_off(text, auto_memory)
+            return own_memory.restored(text, record, auto_memory)
+
+        edits.append((settings, HOOKS_PURPOSE, settings_edit))
         notes.append(
             "Claude Code asks you to approve a project's .mcp.json servers the first time."
             if scope == "project" else
@@ -336,8 +360,41 @@ def install(
     for plan in plans:
         changes.append(plan.apply(backups) if not dry_run else plan.preview())
     changed = any(c.action != "unchanged" for c in changes)
+    if client == "claude-code":
+        if auto_memory.changed and not dry_run:
+            own_memory.write_record(backups, base / ".claude" / "settings.json", auto_memory)
+        notes.extend(_own_memory_notes(claude_memory, auto_memory, scope, project_dir, home))
     shown = (*warnings, *notes) if changed else tuple(warnings)
     return InstallResult(client, scope, dry_run, tuple(argv), folder, tuple(changes), shown)
+
+
+def _own_memory_notes(choice: str, change: own_memory.Change, scope: str, project: Path,
+                      home: Path) -> list[str]:
+    """What install says of Claude Code's own auto memory, by the choice made."""
+    where = ".claude/settings.json" if scope == "project" else "~/.claude/settings.json"
+    if choice == "keep":
+        back = (f" (autoMemoryEnabled in {where} is back to what it was)"
+                if change.changed else "")
+        return [f"Claude Code's own auto memory stays on{back}: the model is told of both "
+                "memory systems, Claude Code's files and sage-mem's, and may keep a fact in "
+                "either; `--claude-memory off` leaves sage-mem's alone."]
+    whom = "for this project" if scope == "project" else "for you"
+    said = (f"Claude Code's own auto memory is off {whom} (autoMemoryEnabled: false in "
+            f"{where}), so the model is told of one memory system, sage-mem; "
+            "`--claude-memory keep` keeps both, and `sage-mem uninstall claude-code` turns it "
+            "back on.")
+    notes = [said]
+    folder = own_memory.own_memory_folder(home, project)
+    count = own_memory.memory_files(folder)
+    if scope == "project" and count:
+        notes.append(f"Claude Code's {count} memory file{'s' if count != 1 else ''} of this "
+                     f"project in {folder} are no longer loaded; `sage-mem import claude-code "
+                     f"{shlex.quote(str(folder))}` brings them into sage-mem.")
+    elif scope == "user":
+        notes.append("Claude Code's memory files (~/.claude/projects/*/memory/) are no longer "
+                     "loaded; `sage-mem import claude-code DIR` brings a project's into "
+                     "sage-mem.")
+    return notes
 
 
 def uninstall(
@@ -367,11 +424,20 @@ def uninstall(
     home = Path(os.path.abspath(expand_home(home)))
     base = project_dir if scope == "project" else home
     edits: list[tuple[Path, str, Callable[[str], str | None]]] = []
+    auto_memory = own_memory.Change()
     if client == "claude-code":
         mcp = project_dir / ".mcp.json" if scope == "project" else home / ".claude.json"
         settings = base / ".claude" / "settings.json"
+        record = own_memory.read_record(_backup_dir(backup_dir, home), settings)
         edits.append((mcp, "MCP server", lambda text: _remove_json_server(text, mcp)))
-        edits.append((settings, HOOKS_PURPOSE, lambda text: _remove_json_hooks(text, settings)))
+
+        def settings_edit(text: str) -> str | None:
+            _load_json(text, settings)  # a file that cannot be parsed: one line, no change
+            if text.strip():
+                text = own_memory.restored(text, record, auto_memory)
+            return _nothing_left(_remove_json_hooks(text, settings))
+
+        edits.append((settings, HOOKS_PURPOSE, settings_edit))
     elif client == "cursor":
         cursor = base / ".cursor" / "mcp.json"
         edits.append((cursor, "MCP server", lambda text: _remove_json_server(text, cursor)))
@@ -387,8 +453,17 @@ def uninstall(
     backups = _backup_dir(backup_dir, home)
     changes = tuple(plan.apply(backups) if not dry_run else plan.preview() for plan in plans)
     changed = any(c.action != "unchanged" for c in changes)
-    notes = ("Restart the client to load the change.",) if changed else ()
-    return InstallResult(client, scope, dry_run, (), None, changes, notes, removing=True)
+    notes: list[str] = ["Restart the client to load the change."] if changed else []
+    if auto_memory.changed:
+        if not dry_run:
+            own_memory.write_record(backups, base / ".claude" / "settings.json", auto_memory)
+        notes.append("Claude Code's own auto memory is as it was before install "
+                     "(autoMemoryEnabled).")
+    elif auto_memory.left_unrecorded:
+        notes.append("autoMemoryEnabled: false (Claude Code's own memory off) was left as it "
+                     "is: this state folder has no record of install setting it; take it out "
+                     "of .claude/settings.json to turn that memory back on.")
+    return InstallResult(client, scope, dry_run, (), None, changes, tuple(notes), removing=True)
 
 
 def _backup_dir(backup_dir: Path | None, home: Path) -> Path:
@@ -770,6 +845,14 @@ def _remove_json_hooks(text: str, path: Path) -> str | None:
     if not expected:
         return None
     return _checked(editor.text, expected, text)
+
+
+def _nothing_left(text: str | None) -> str | None:
+    """None (the file goes) for an uninstall's edit that leaves an empty object."""
+    try:
+        return None if text is None or json.loads(text) == {} else text
+    except ValueError:
+        return text
 
 
 def _without_our_hook(groups: list[Any], sub: str) -> list[Any]:

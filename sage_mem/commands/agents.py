@@ -105,11 +105,14 @@ def daemon(session: Session, idle: float, build_only: bool, poll: bool) -> int:
 @click.option("--absolute", is_flag=True,
               help="write this installation's absolute path in project files too (by default "
                    "they run `sage-mem` from PATH, so they work for every teammate)")
+@click.option("--claude-memory", type=Choice(["off", "keep"]),
+              help="claude-code: Claude Code's own auto memory beside sage-mem: off (the "
+                   "default: autoMemoryEnabled false, one memory system) or keep (both)")
 @click.option("--dry-run", is_flag=True, help="show the diff, write nothing")
 @json_option
 @click.pass_obj
-def install(session: Session, client: str, scope: str | None, absolute: bool, dry_run: bool,
-            as_json: bool) -> int:
+def install(session: Session, client: str, scope: str | None, absolute: bool,
+            claude_memory: str | None, dry_run: bool, as_json: bool) -> int:
     from ..agents.install import install as install_client
 
     # The folder the client is to use: only one named here or in the environment.
@@ -125,6 +128,7 @@ def install(session: Session, client: str, scope: str | None, absolute: bool, dr
         codex_home=expand_home(codex_home) if codex_home else None,
         absolute=absolute,
         backup_dir=_backups(session),
+        claude_memory=claude_memory,
     )
     return session.print_result(result, as_json)
 

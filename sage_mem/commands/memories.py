@@ -119,16 +119,35 @@ def add(session: Session, memory_id: str, body: str | None, expected_sha256: str
 @command(
     "edit",
     "open a memory file in $VISUAL or $EDITOR; saved only if it still parses and nobody "
-    "changed it meanwhile (else your text is kept, and where is said)",
+    "changed it meanwhile (else your text is kept, and where is said); or change part of "
+    "its body at once (--replace, --append, --heading), as the memory_edit tool does",
     "EDITOR=nano sage-mem edit user_cat",
 )
 @dir_option
 @click.argument("memory_id", metavar="ID", help="the memory id")
+@click.option("--replace", nargs=2, metavar="OLD NEW",
+              help="replace OLD (found exactly once in the body) with NEW; no editor opens")
+@click.option("--append", metavar="TEXT", help="add TEXT at the end of the body")
+@click.option("--heading", metavar="HEADING",
+              help="with --append: add it at the end of this heading's section")
+@click.option("--expected-sha256", metavar="SHA",
+              help="with --replace or --append: refuse if the file changed since you read it")
 @click.option("--allow-secret", is_flag=True,
               help="save even if a new line looks like a credential (refused by default)")
 @json_option
 @click.pass_obj
-def edit(session: Session, memory_id: str, allow_secret: bool, as_json: bool) -> int:
+def edit(session: Session, memory_id: str, replace: tuple[str, str] | None,
+         append: str | None, heading: str | None, expected_sha256: str | None,
+         allow_secret: bool, as_json: bool) -> int:
+    if replace or append is not None or heading is not None or expected_sha256 is not None:
+        from ..memory.body_edits import BodyEdit
+
+        old, new = replace or (None, None)
+        store, memory_id = session.store_for(memory_id)
+        memory = store.edit(memory_id, BodyEdit(old=old, new=new, append=append,
+                                                heading=heading),
+                            expected_sha256=expected_sha256, allow_secret=allow_secret)
+        return session.print_memory(memory, as_json, f"Saved {memory.id} ({memory.path})\n")
     import hashlib
     import shlex
     import subprocess

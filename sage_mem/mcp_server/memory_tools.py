@@ -26,13 +26,12 @@ from ..memory.value import Memory, age_note, parse_moment
 from ..search.index import Hit
 from ..search.tokens import is_unigram, tokenize
 from ..store import MemoryStore
+from .limits import LIST_LIMIT_MAX, SEARCH_LIMIT_MAX
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from ..folders import Folders
 
-SEARCH_LIMIT_MAX = 20
-LIST_LIMIT_MAX = 100
 # Dice overlap of description terms. A new memory is refused unless forced
 # when it says nothing an existing description does not (its terms are a
 # subset) or nearly the same (DUPLICATE); at or above SIMILAR it is written
@@ -248,6 +247,25 @@ def write(
     return result
 
 
+def edit(
+    store: MemoryStore,
+    memory_id: str,
+    *,
+    old: str | None = None,
+    new: str | None = None,
+    append: str | None = None,
+    heading: str | None = None,
+    expected_sha256: str | None = None,
+    allow_secret: bool = False,
+) -> dict[str, Any]:
+    """One partial edit of a memory's body (`memory.body_edits`); what was stored."""
+    from ..memory.body_edits import BodyEdit
+
+    memory = store.edit(memory_id, BodyEdit(old=old, new=new, append=append, heading=heading),
+                        expected_sha256=expected_sha256, allow_secret=allow_secret)
+    return {"memory": memory_dict(memory, body=False)}
+
+
 def list_memories(
     store: MemoryStore | Folders,
     *,
@@ -351,6 +369,12 @@ class InFolders:
         name = folder or self.folders.split(memory_id)[0]
         result = write(store, plain, **given)
         result["memory"] = self._labelled(name, result["memory"])
+        return result
+
+    def edit(self, memory_id: str, **given: Any) -> dict[str, Any]:
+        store, plain = self.folders.for_write(memory_id)
+        result = edit(store, plain, **given)
+        result["memory"] = self._labelled(self.folders.split(memory_id)[0], result["memory"])
         return result
 
     def feedback(self, memory_id: str, helpful: bool) -> dict[str, Any]:

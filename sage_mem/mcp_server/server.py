@@ -13,11 +13,13 @@ do their own locking.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import json
 import os
 import secrets
 import sys
+import threading
 import time
 from collections.abc import Callable, Collection, Sequence
 from datetime import UTC, datetime
@@ -40,16 +42,16 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from .. import __version__
-from ..agents import context
 from ..disk.safe_io import make_private_dirs
 from ..errors import MemoryNotFound, SageMemError
 from ..memory import fields
-from ..store import MemoryStore
-from . import memory_tools
+from .limits import LIST_LIMIT_MAX, SEARCH_LIMIT_MAX
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from ..disk.folder import MemoryFolder
     from ..folders import Folders
+    from ..store import MemoryStore
 
 INSTRUCTIONS = "\n".join([
     "sage-mem is the user's long-term memory: markdown files that last across sessions.",
@@ -66,54 +68,55 @@ INSTRUCTIONS = "\n".join([
 
 DESCRIPTIONS = {
     "memory_search": (
-        "Search the user's memories (Chinese or English). Returns compact hits: id, description, "
-        "category, trust, score, updated, and an age note for old ones; read one in full with "
-        "memory_read. Filters: category, project (also returns global memories), tags (all must "
-        "match). Paging: limit (default 5, max 20), offset; next_offset is set when more exist."
+        "Search the user's memories (Chinese or English): compact hits (id, description, "
+        "category, trust, score, updated, age). Filters: category, project (global ones too), "
+        "tags (all must match). Paging: limit (default 5, max 20), offset, next_offset."
     ),
     "memory_read": (
-        "Read one memory in full by id (e.g. user_cat, project/api/auth_flow): frontmatter fields, "
-        "body and sha256. Pass the sha256 as expected_sha256 to memory_write when updating."
+        "Read one memory in full by id (e.g. user_cat, project/api/auth_flow): fields, body "
+        "and sha256 (pass it as expected_sha256 when changing it)."
     ),
     "memory_write": (
-        "Create a memory, or update one: an existing id changes only the fields given. A new "
-        "memory needs description (one line saying what it is) and should have category; id is "
-        "the file path without .md, by convention <category>_<topic>. A new memory that nearly "
-        "repeats an existing one is refused (update that one instead, or pass force=true); "
-        "close look-alikes are written and listed under similar. expected_sha256 (from "
-        "memory_read) refuses the write if the file changed since. Text that looks like a "
-        "credential is refused unless allow_secret=true. Returns what was stored."
+        "Create a memory, or update one (an existing id changes only the fields given). A new "
+        "one needs description (one line) and should have category; id: <category>_<topic>. "
+        "A near repeat of an existing memory is refused (update that one, or force=true); "
+        "look-alikes are listed under similar. expected_sha256 refuses a stale write; text "
+        "like a credential is refused unless allow_secret."
+    ),
+    "memory_edit": (
+        "Change part of a memory's body: old becomes new (old must occur once; new \"\" "
+        "removes it), or append adds text at the end (with heading: at the end of that "
+        "section). Checks as memory_write; returns the new sha256."
     ),
     "memory_find_similar": (
-        "Find memories that say much the same as a text (query) or as an existing memory (id), "
-        "most similar first, to merge or update instead of duplicating."
+        "Memories that say much the same as a text (query) or a memory (id), most similar "
+        "first: merge or update instead of duplicating."
     ),
     "memory_list": (
-        "List memories sorted by id: id, description, category, updated. Filters: category, "
-        "project, tags; archived=true lists archived ones. Paging: limit (default 20, max 100), "
-        "offset."
+        "List memories by id (id, description, category, updated). Filters: category, "
+        "project, tags; archived=true for archived ones. Paging: limit (max 100), offset."
     ),
     "memory_feedback": (
-        "Tell whether a memory helped (helpful=true) or was wrong or useless (false); moves its "
-        "trust, which weighs its rank in searches."
+        "Say whether a memory helped (helpful=true) or was wrong or useless (false); moves "
+        "its trust and so its rank."
     ),
     "memory_archive": (
-        "Retire a memory that is wrong, outdated or merged elsewhere: moves it to archive/ with "
-        "the reason (required). Nothing is ever deleted."
+        "Retire a memory that is wrong, outdated or merged: moves it to archive/ with the "
+        "reason (required). Nothing is deleted."
     ),
     "memory_audit": (
         "Check the memory folder and report problems (index, links, categories, frontmatter, "
         "secrets, unreadable files). Changes nothing."
     ),
     "memory_dream": (
-        "Run autodream: tidy the memory folder (merge twins, archive superseded, fill "
-        "summaries, fix dates and links). mode report (default) changes nothing but writes a "
-        "report; rewrite applies the changes after a rollback point. Returns the run id."
+        "Run autodream to tidy the folder (merge twins, archive superseded, summaries, dates, "
+        "links): mode report (default) only writes a report; rewrite applies it after a "
+        "rollback point. Returns the run id."
     ),
     "memory_rollback": (
-        "Undo an autodream run (or a rollback) by its run_id: scope touched (default) puts "
-        "back the files it changed, all the whole folder; dry_run only says what it would do. "
-        "A file changed since the run is skipped as a conflict (listed first) unless force."
+        "Undo an autodream run (or a rollback) by run_id: scope touched (default) restores "
+        "the files it changed, all the whole folder; dry_run only says what. A file changed "
+        "since is skipped as a conflict unless force."
     ),
 }
 
@@ -160,8 +163,8 @@ Count = Annotated[int, BeforeValidator(_not_a_bool)]
 # A flag: true or false, nothing else (not 1, not "yes").
 Flag = Annotated[bool, BeforeValidator(_a_bool_only)]
 MemoryId = Annotated[str, Field(description="path in the memory folder without .md")]
-SearchLimit = Annotated[Count, Field(ge=1, le=memory_tools.SEARCH_LIMIT_MAX)]
-ListLimit = Annotated[Count, Field(ge=1, le=memory_tools.LIST_LIMIT_MAX)]
+SearchLimit = Annotated[Count, Field(ge=1, le=SEARCH_LIMIT_MAX)]
+ListLimit = Annotated[Count, Field(ge=1, le=LIST_LIMIT_MAX)]
 Offset = Annotated[Count, Field(ge=0)]
 # Several folders only (one folder: the argument is taken out of the schema).
 OnlyFolder = Annotated[str | None, Field(description="only this folder (by its name)")]
@@ -310,6 +313,18 @@ def lean_schema(schema: Any) -> Any:
     return out
 
 
+class Opened:
+    """What the tools work on: the store, and with several folders, all of them."""
+
+    def __init__(self, store: MemoryStore, folders: Folders | None = None) -> None:
+        from . import memory_tools
+
+        self.store = store
+        self.folders = folders if folders is not None and folders.several else None
+        self.routed = memory_tools.InFolders(self.folders) if self.folders is not None else None
+        self.reader: MemoryStore | Folders = self.folders if self.folders is not None else store
+
+
 def build_server(
     store: MemoryStore,
     *,
@@ -327,8 +342,22 @@ def build_server(
     it says otherwise; a read-only folder refuses). The audit, the dream and rollback stay
     the personal folder's. With one folder the tools are exactly those of a plain store.
     """
-    several = folders if folders is not None and folders.several else None
-    chosen = _tools(store, several)
+    opened = Opened(store, folders)
+    return server_over(lambda: opened, several=opened.folders is not None, tools=tools,
+                       activity=activity)
+
+
+def server_over(
+    opened: Callable[[], Opened],
+    *,
+    several: bool,
+    tools: Collection[str] | None = None,
+    activity: Callable[[], None] | None = None,
+) -> MCPServer:
+    """The server whose tools reach what they work on through `opened()`, called on every
+    tool call and resource read (`serve` answers `initialize` while the folder still opens,
+    and a call waits for it). `several`: the tools' schemas take a `folder`."""
+    chosen = _tools(opened, several)
     if tools is not None:
         unknown = set(tools) - set(DESCRIPTIONS)
         if unknown:
@@ -338,7 +367,7 @@ def build_server(
         "sage-mem", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING",
         tools=chosen, activity=activity,
     )
-    _add_resources(server, store, several)
+    _add_resources(server, opened)
     return server
 
 
@@ -349,11 +378,9 @@ def _tool(fn: Callable[..., Any], annotations: ToolAnnotations) -> Tool:
     return tool
 
 
-def _tools(store: MemoryStore, folders: Folders | None = None) -> list[Tool]:
-    routed = memory_tools.InFolders(folders) if folders is not None else None
-
-    reader: MemoryStore | Folders = folders if folders is not None else store
-
+def _tools(opened: Callable[[], Opened], several: bool) -> list[Tool]:
+    # memory_tools (the store, the index, the hooks' context) is imported by the first call,
+    # not here: `serve` answers `initialize` before it is needed.
     def memory_search(
         query: str,
         limit: SearchLimit = 5,
@@ -364,39 +391,68 @@ def _tools(store: MemoryStore, folders: Folders | None = None) -> list[Tool]:
         folder: OnlyFolder = None,
         now: AskedOn = None,
     ) -> Result:
+        from . import memory_tools
+
         return _result(memory_tools.search(
-            reader, query, limit=limit, offset=offset, category=category, project=project,
-            tags=tags, folder=folder, now=now,
+            opened().reader, query, limit=limit, offset=offset, category=category,
+            project=project, tags=tags, folder=folder, now=now,
         ))
 
     def memory_read(id: MemoryId) -> Result:
-        if routed is not None:
-            return _result(routed.read(id))
-        return _result(memory_tools.read(store, id))
+        from . import memory_tools
+
+        now = opened()
+        if now.routed is not None:
+            return _result(now.routed.read(id))
+        return _result(memory_tools.read(now.store, id))
 
     def memory_write(
         *, id: str, force: bool = False, expected_sha256: str | None = None,
         allow_secret: bool = False, **given: Any,
     ) -> Result:
-        if routed is not None:
-            return _result(routed.write(
+        from . import memory_tools
+
+        now = opened()
+        if now.routed is not None:
+            return _result(now.routed.write(
                 id, force=force, expected_sha256=expected_sha256, allow_secret=allow_secret,
                 **given,
             ))
         return _result(memory_tools.write(
-            store, id, force=force, expected_sha256=expected_sha256, allow_secret=allow_secret,
+            now.store, id, force=force, expected_sha256=expected_sha256, allow_secret=allow_secret,
             **given,
         ))
 
     memory_write.__signature__ = _write_signature(  # type: ignore[attr-defined]
-        folder=routed is not None)
+        folder=several)
+
+    def memory_edit(
+        id: MemoryId,
+        old: StrictStr | None = None,
+        new: StrictStr | None = None,
+        append: StrictStr | None = None,
+        heading: StrictStr | None = None,
+        expected_sha256: Annotated[StrictStr | None, _doc("sha256 from memory_read")] = None,
+        allow_secret: Flag = False,
+    ) -> Result:
+        from . import memory_tools
+
+        given: dict[str, Any] = {"old": old, "new": new, "append": append, "heading": heading,
+                                 "expected_sha256": expected_sha256, "allow_secret": allow_secret}
+        now = opened()
+        if now.routed is not None:
+            return _result(now.routed.edit(id, **given))
+        return _result(memory_tools.edit(now.store, id, **given))
 
     def memory_find_similar(
         query: str | None = None,
         id: str | None = None,
         limit: SearchLimit = 5,
     ) -> Result:
-        return _result(memory_tools.find_similar(store, query=query, memory_id=id, limit=limit))
+        from . import memory_tools
+
+        return _result(memory_tools.find_similar(opened().store, query=query, memory_id=id,
+                                                 limit=limit))
 
     def memory_list(
         category: Category | None = None,
@@ -407,28 +463,37 @@ def _tools(store: MemoryStore, folders: Folders | None = None) -> list[Tool]:
         offset: Offset = 0,
         folder: OnlyFolder = None,
     ) -> Result:
+        from . import memory_tools
+
         return _result(memory_tools.list_memories(
-            reader, category=category, project=project, tags=tags, archived=archived,
+            opened().reader, category=category, project=project, tags=tags, archived=archived,
             limit=limit, offset=offset, folder=folder,
         ))
 
-    if folders is None:  # one folder: the tools' schemas name no folder
+    if not several:  # one folder: the tools' schemas name no folder
         for tool in (memory_search, memory_list):
             _drop_folder_argument(tool)
 
     def memory_feedback(id: MemoryId, helpful: Flag) -> Result:
-        if routed is not None:
-            return _result(routed.feedback(id, helpful))
-        return _result(memory_tools.feedback(store, id, helpful))
+        from . import memory_tools
+
+        now = opened()
+        if now.routed is not None:
+            return _result(now.routed.feedback(id, helpful))
+        return _result(memory_tools.feedback(now.store, id, helpful))
 
     def memory_archive(
         id: MemoryId,
         reason: str,
         expected_sha256: Annotated[str | None, _doc("sha256 from memory_read")] = None,
     ) -> Result:
-        if routed is not None:
-            return _result(routed.archive(id, reason, expected_sha256=expected_sha256))
-        return _result(memory_tools.archive(store, id, reason, expected_sha256=expected_sha256))
+        from . import memory_tools
+
+        now = opened()
+        if now.routed is not None:
+            return _result(now.routed.archive(id, reason, expected_sha256=expected_sha256))
+        return _result(memory_tools.archive(now.store, id, reason,
+                                            expected_sha256=expected_sha256))
 
     def memory_audit() -> Result:
         try:
@@ -437,12 +502,12 @@ def _tools(store: MemoryStore, folders: Folders | None = None) -> list[Tool]:
             if exc.name != "sage_mem.checks.audit":
                 raise
             raise ToolError(NOT_AVAILABLE.format("the audit")) from None
-        return _result(audit(store).to_dict())
+        return _result(audit(opened().store).to_dict())
 
     def memory_dream(mode: Literal["report", "rewrite"] = "report") -> Result:
         from ..dream import run_dream
 
-        return _result(run_dream(store, mode=mode).to_dict())
+        return _result(run_dream(opened().store, mode=mode).to_dict())
 
     def memory_rollback(
         run_id: str,
@@ -452,7 +517,8 @@ def _tools(store: MemoryStore, folders: Folders | None = None) -> list[Tool]:
     ) -> Result:
         from ..dream import rollback
 
-        done = rollback(store, run_id, scope=scope, dry_run=dry_run, force=force).to_dict()
+        done = rollback(opened().store, run_id, scope=scope, dry_run=dry_run,
+                        force=force).to_dict()
         # A whole-folder rollback lists every file; the report has them all.
         actions = done.get("actions") or []
         if len(actions) > MAX_ROLLBACK_ACTIONS:
@@ -464,6 +530,7 @@ def _tools(store: MemoryStore, folders: Folders | None = None) -> list[Tool]:
         _tool(memory_search, READ_ONLY),
         _tool(memory_read, READ_ONLY),
         _tool(memory_write, WRITES),
+        _tool(memory_edit, WRITES),
         _tool(memory_find_similar, READ_ONLY),
         _tool(memory_list, READ_ONLY),
         _tool(memory_feedback, WRITES),
@@ -474,30 +541,37 @@ def _tools(store: MemoryStore, folders: Folders | None = None) -> list[Tool]:
     ]
 
 
-def _add_resources(server: MCPServer, store: MemoryStore, folders: Folders | None = None) -> None:
+def _add_resources(server: MCPServer, opened: Callable[[], Opened]) -> None:
     @server.resource(
         "sage-mem://baseline", name="baseline", mime_type="text/markdown",
         description="The baseline memories (at most 8), with their ids: load at session start.",
     )
     def baseline() -> str:
-        return memory_tools.baseline_block(folders if folders is not None else store)
+        from . import memory_tools
+
+        return memory_tools.baseline_block(opened().reader)
 
     @server.resource(
         "sage-mem://index", name="MEMORY.md", mime_type="text/markdown",
         description="The memory index: one line per memory, grouped by category.",
     )
     def index() -> str:
-        return memory_tools.index_text(store)
+        from . import memory_tools
+
+        return memory_tools.index_text(opened().store)
 
     @server.resource(
         "memory://{+id}", name="memory", mime_type="text/markdown",
         description="One memory file by id, e.g. memory://user_cat or memory://project/api/auth_flow.",
     )
     def memory(id: str) -> str:
+        from . import memory_tools
+
         try:
-            if folders is not None:
-                return memory_tools.InFolders(folders).memory_text(id)
-            return memory_tools.memory_text(store, id)
+            now = opened()
+            if now.routed is not None:
+                return now.routed.memory_text(id)
+            return memory_tools.memory_text(now.store, id)
         except MemoryNotFound as exc:
             raise ResourceNotFoundError(str(exc)) from None
         except SageMemError as exc:
@@ -511,51 +585,152 @@ def serve(folder: Path | None = None, *, poll: bool = False,
     The shared folders read with it are `shared` (further `--dir`) and the config's
     (`sage_mem.folders`), each watched; the hooks it answers, the autosync and the dream's
     tools stay the personal folder's (a hook with shared folders answers on its own path).
-    """
-    from ..agents.daemon import listen_for_hooks, spawn_detached
-    from ..folders import Folders, folders_for
-    from ..sync.auto import AutoSync, enabled
 
-    store = MemoryStore(folder, watch=True, poll=poll)
-    specs = folders_for([str(store.root), *shared])
-    folders = Folders(specs, store=store, watch=True, poll=poll) if len(specs) > 1 else None
-    for note in folders.missing_notes() if folders is not None else ():
-        sys.stderr.write(f"sage-mem serve: {note}\n")
-    hooks = listen_for_hooks(store)  # the folder's hooks answered from this live index
-    store.follow_hand_edits()  # a memory made by hand meanwhile is listed in MEMORY.md
-    # With the semantic extra: vectors made in the background, progress on stderr.
-    store.keep_vectors(lambda line: print(f"sage-mem serve: {line}", file=sys.stderr, flush=True))
-    if folders is not None:  # and the shared folders' (vectors are otherwise made by `embed`)
-        folders.keep_vectors(lambda line: print(f"sage-mem serve: {line}", file=sys.stderr,
-                                                flush=True))
-    # Every folder whose own state has autosync on, the shared ones too (`sync --auto on`).
-    autosyncs = [AutoSync(each) for each in (folders.stores.values() if folders is not None
-                                             else (store,))
-                 if enabled(each.folder.root, each.folder.state_dir)]
+    The server answers `initialize` and lists its tools while the folder opens (the index,
+    the watcher, the hooks' socket, vectors, autosync) on a thread of its own: a client
+    that starts it and at once asks what it offers gets the tools in its first request,
+    and a tool call waits until the folder is open. A folder that is not there is refused
+    before anything starts.
+    """
+    from ..disk.folder import MemoryFolder, default_folder
+    from ..folders import has_config
+
+    place = MemoryFolder(folder if folder is not None else default_folder())
+    place.check_exists()
+    specs: Sequence[Any] = [place.root]
+    if shared or has_config():  # (folders_for imports the index: only when it may matter)
+        from ..folders import folders_for
+
+        specs = folders_for([str(place.root), *shared])
+    opening = Opening(folder, poll=poll, specs=specs)
+    server = server_over(opening.get, several=len(specs) > 1, activity=_session_activity(place))
+    # The folder opens once the client has the initialize answer (its next message), so
+    # that the answer shares the process with nothing; a client that says nothing (the
+    # hooks answered from this index need it too) has it opened after half a minute.
+    server.middleware.append(AfterHandshake(opening.start))
+    timer = threading.Timer(OPEN_AT_THE_LATEST, opening.start)
+    timer.daemon = True
+    timer.start()
     try:
-        build_server(store, activity=_session_activity(store), folders=folders).run("stdio")
+        server.run("stdio")
     finally:
-        for autosync in autosyncs:  # a write not synced yet: synced in the background
-            autosync.stop(flush=spawn_detached)
-        if folders is not None:
-            folders.close()
-        if hooks is not None:
-            hooks.stop()
-        store.close()
+        timer.cancel()
+        opening.close()
     return 0
 
 
-def _session_activity(store: MemoryStore) -> Callable[[], None] | None:
-    """What marks this MCP session active for the autodream session gate (dream/gates.py).
+OPEN_AT_THE_LATEST = 30.0  # seconds after the server starts, whatever the client does
+
+
+class AfterHandshake:
+    """Server middleware calling `start` at the first message after `initialize`."""
+
+    def __init__(self, start: Callable[[], None]) -> None:
+        self.start = start
+
+    async def __call__(self, ctx: Any, call_next: Callable[[Any], Any]) -> Any:
+        try:
+            return await call_next(ctx)
+        finally:
+            if ctx.method != "initialize":
+                self.start()
+
+
+class Opening:
+    """The memory folder (and the shared ones) opened on a thread while the server answers.
+
+    `get()` waits until it is open; a failure to open is each tool call's one-line error
+    (and said once on stderr). `close()` waits for the opening, then closes what it opened.
+    """
+
+    def __init__(self, folder: Path | None, *, poll: bool, specs: Sequence[Any]) -> None:
+        self.folder, self.poll, self.specs = folder, poll, specs
+        self._done = threading.Event()
+        self._opened: Opened | None = None
+        self._error: str | None = None
+        self._close: list[Callable[[], None]] = []
+        self._thread = threading.Thread(target=self._open, name="sage-mem-open", daemon=True)
+        self._started = threading.Lock()
+
+    def start(self) -> None:
+        """Start opening (once; later calls do nothing)."""
+        if self._started.acquire(blocking=False):
+            self._thread.start()
+
+    def get(self) -> Opened:
+        self.start()  # a call before any other message (it cannot be) must not wait forever
+        self._done.wait()
+        if self._opened is None:
+            raise SageMemError(f"the memory folder could not be opened: {self._error}")
+        return self._opened
+
+    def close(self) -> None:
+        if self._started.locked():
+            self._done.wait()
+        for close in reversed(self._close):
+            close()
+
+    def _open(self) -> None:
+        try:
+            self._opened = self._opening()
+        except Exception as exc:  # noqa: BLE001 - said on stderr and by every tool call
+            self._error = " ".join(str(exc).split()) or type(exc).__name__
+            print(f"sage-mem serve: {self._error}", file=sys.stderr, flush=True)
+        finally:
+            self._done.set()
+
+    def _opening(self) -> Opened:
+        from ..agents.daemon import listen_for_hooks, spawn_detached
+        from ..folders import Folders
+        from ..store import MemoryStore
+        from ..sync.auto import AutoSync, enabled
+
+        def say(line: str) -> None:
+            print(f"sage-mem serve: {line}", file=sys.stderr, flush=True)
+
+        store = MemoryStore(self.folder, watch=True, poll=self.poll)
+        self._close.append(store.close)
+        folders = (Folders(self.specs, store=store, watch=True, poll=self.poll)
+                   if len(self.specs) > 1 else None)
+        if folders is not None:
+            self._close.append(folders.close)
+            for note in folders.missing_notes():
+                say(note)
+        hooks = listen_for_hooks(store)  # the folder's hooks answered from this live index
+        if hooks is not None:
+            self._close.append(hooks.stop)
+        store.follow_hand_edits()  # a memory made by hand meanwhile is listed in MEMORY.md
+        # With the semantic extra: vectors made in the background, progress on stderr.
+        store.keep_vectors(say)
+        if folders is not None:  # and the shared folders' (vectors are otherwise made by `embed`)
+            folders.keep_vectors(say)
+        # Every folder whose own state has autosync on, the shared ones too (`sync --auto on`);
+        # at exit a write not synced yet is synced in the background.
+        for each in folders.stores.values() if folders is not None else (store,):
+            if enabled(each.folder.root, each.folder.state_dir):
+                self._close.append(functools.partial(AutoSync(each).stop, flush=spawn_detached))
+        return Opened(store, folders)
+
+
+def _session_activity(place: MemoryFolder) -> Callable[[], None] | None:
+    """What marks this MCP session active for the autodream session gate (dream/gates.py),
+    made at the first tool call (the dream's names are not imported before the answer).
 
     Not inside a dream run: the dream's own agent is not a session of the user's.
     """
     if os.environ.get("SAGE_MEM_DREAM_RUN"):
         return None
-    from ..dream.gates import SESSION_ID_ENV
+    made: list[SessionActivity] = []
 
-    session_id = os.environ.get(SESSION_ID_ENV) or None
-    return SessionActivity(store.folder.state_path("sessions"), session_id=session_id).touch
+    def touch() -> None:
+        if not made:
+            from ..dream.gates import SESSION_ID_ENV
+
+            session_id = os.environ.get(SESSION_ID_ENV) or None
+            made.append(SessionActivity(place.state_path("sessions"), session_id=session_id))
+        made[0].touch()
+
+    return touch
 
 
 class SessionActivity:
@@ -573,6 +748,7 @@ class SessionActivity:
     def __init__(
         self, sessions_dir: Path, *, session_id: str | None = None, every: float = 600.0
     ) -> None:
+        from ..agents import context
         from ..dream.gates import CONNECTION_SUFFIX, MCP_SUFFIX  # their names, and how they count
 
         if session_id:
@@ -594,6 +770,8 @@ class SessionActivity:
             os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o600))
             os.utime(self.path)
             if first:
+                from ..agents import context
+
                 context.prune_sessions(self.path.parent, datetime.now(UTC))
         except OSError:
             pass

@@ -15,8 +15,16 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConflictError, InvalidMemory, MemoryLocked
+from .body_edits import BodyEdit
 from .fields import FIELDS, new_file_meta
-from .file_format import DELETE, edit_frontmatter, parse_bytes, render_new, sha256_bytes
+from .file_format import (
+    DELETE,
+    conflict_marker_line,
+    edit_frontmatter,
+    parse_bytes,
+    render_new,
+    sha256_bytes,
+)
 from .links import Ids, retarget
 from .value import Memory, memory_from_meta, now_iso
 
@@ -122,6 +130,30 @@ def edit_memory_text(
         changes["created"] = current.updated
     changes[key] = now_iso()
     return edit_frontmatter(parsed, changes, new_body, path=path)
+
+
+def partial_edit_text(memory_id: str, path: Path, raw: bytes, edit: BodyEdit) -> str:
+    """`raw` with one partial edit of its body (`body_edits.BodyEdit`) and the update
+    stamped; every byte of the body outside the edit kept. Raises MemoryLocked for a
+    `locked: true` memory, InvalidMemory for an edit that cannot be made (nothing changes
+    then: an edit that changes nothing is refused as well, so an agent knows)."""
+    parsed = parse_bytes(raw, path)
+    current = memory_from_meta(memory_id, path, parsed.meta, parsed.body)
+    if current.locked:
+        raise MemoryLocked(f"{memory_id}: memory is locked (locked: true)", path=path)
+    body = edit.apply(parsed.body, parsed.newline, frontmatter=parsed.frontmatter is not None)
+    if body == parsed.body:
+        raise InvalidMemory(f"{memory_id}: the edit changes nothing", path=path)
+    conflict = conflict_marker_line(body)
+    if conflict is not None:
+        raise InvalidMemory(f"{memory_id}: not written: the edit leaves git conflict markers "
+                            "(<<<<<<< … >>>>>>>) in the body; choose between the versions first",
+                            path=path)
+    changes: dict[str, Any] = {}
+    if "created" not in parsed.meta and current.updated:
+        changes["created"] = current.updated  # as edit_memory_text: a one-stamp file's date
+    changes[stamp_key(parsed.meta)] = now_iso()
+    return edit_frontmatter(parsed, changes, body, path=path)
 
 
 UNSTAMPED_KEYS = frozenset({"trust"})
