@@ -41,7 +41,8 @@ MAY_IMPORT: dict[str, set[str]] = {
     "ui": BASE | {"memory", "disk", "search", "checks", "store", "folders", "dream", "agents"},
     "commands": BASE | {"memory", "disk", "search", "checks", "store", "folders", "dream", "agents",
                         "mcp_server", "ui", "sync", "cli"},
-    "cli": BASE | {"agents", "commands"},
+    # The entry point's fast paths: a hook (agents) and the merge driver git runs (sync).
+    "cli": BASE | {"agents", "commands", "sync"},
     "__main__": {"cli"},
     "__init__": BASE | {"memory", "search", "store", "folders"},
 }
