@@ -231,7 +231,10 @@
   }
 
   function setNav(name) {
-    document.querySelectorAll("[data-nav]").forEach((a) => a.classList.toggle("active", a.dataset.nav === name));
+    document.querySelectorAll("[data-nav]").forEach((a) => {
+      a.classList.toggle("active", a.dataset.nav === name);
+      if (a.dataset.nav === name) a.setAttribute("aria-current", "page"); else a.removeAttribute("aria-current");
+    });
     main.classList.toggle("wide", name === "stars");
   }
 
@@ -312,7 +315,7 @@
     const refresh = debounce((kind) => { if (current && current.refresh) current.refresh(kind); }, 120);
     source.addEventListener("hello", () => {
       dot.classList.add("on");
-      dot.title = "Live: changes on disk show up here within a second";
+      liveSays(dot, "Live: changes on disk show up here within a second");
       if (connectedBefore) { refresh("memories"); refreshBadge(); refreshFooter(); }
       offline(false);
       connectedBefore = true;
@@ -321,8 +324,14 @@
     source.addEventListener("runs", () => { if (current && current.refresh) current.refresh("runs"); });
     source.onerror = () => {
       dot.classList.remove("on");
-      dot.title = "Not connected: live updates paused (is sage-mem ui still running?)";
+      liveSays(dot, "Not connected: live updates paused (is sage-mem ui still running?)");
     };
+  }
+
+  // The live dot's state, for the eye (its title) and for a screen reader (its name).
+  function liveSays(dot, text) {
+    dot.title = text;
+    dot.setAttribute("aria-label", text);
   }
 
   const refreshBadge = debounce(async () => {
@@ -391,7 +400,7 @@
     const count = h("span", { id: "result-count" });
     const results = h("ol", { class: "results", id: "results", "aria-live": "polite" });
     const more = h("div", { class: "more" });
-    fill(main, h("div", { class: "searchbar" }, input), h("div", { class: "filters" }, categoryChips, tagChips),
+    fill(main, h("h1", { class: "sr-only" }, "Memories"), h("div", { class: "searchbar" }, input), h("div", { class: "filters" }, categoryChips, tagChips),
       h("div", { class: "summary-line" }, count), results, more);
     const settleCategories = rovingGroup(categoryChips, "button.chip");
     const settleTags = rovingGroup(tagChips, "button.chip");
@@ -1327,19 +1336,23 @@
 
   function archiveView() {
     const showing = viewGuard();
-    const filter = h("input", { id: "archive-filter", type: "search", placeholder: "Filter the archive", autocomplete: "off" });
+    const filter = h("input", { id: "archive-filter", type: "search", placeholder: "Filter the archive", "aria-label": "Filter the archive", autocomplete: "off" });
     const table = h("tbody", { id: "archive-rows" });
     const count = h("p", { class: "muted", id: "archive-count" });
+    // An empty archive draws no table (nor a filter): only the sentence that it is empty.
+    const grid = h("table", { class: "list", id: "archive-table", hidden: true },
+      h("thead", {}, h("tr", {}, h("th", {}, "memory"), h("th", {}, "why"), h("th", {}, "archived"), h("th", {}, h("span", { class: "sr-only" }, "actions")))), table);
     setTitle("Archive");
     fill(main, h("h1", {}, "Archive"),
       h("p", { class: "muted" }, "Archived memories are kept in archive/ and never searched. Restore brings one back under its old id. No agent and no dream run can delete; you can, here, after confirming."),
-      filter, count,
-      h("table", { class: "list" }, h("thead", {}, h("tr", {}, h("th", {}, "memory"), h("th", {}, "why"), h("th", {}, "archived"), h("th", {}, ""))), table));
+      filter, count, grid);
     let rows = [];
     function render() {
       const q = filter.value.trim().toLowerCase();
       const shown = rows.filter((r) => !q || (r.id + " " + r.description + " " + (r.archiveReason || "")).toLowerCase().includes(q));
       count.textContent = rows.length ? shown.length + " of " + rows.length + " archived memories" : "The archive is empty.";
+      grid.hidden = !shown.length;
+      filter.hidden = !rows.length;
       // A confirmation the person has open outlives a redraw (a change on disk redraws the list):
       // the same box, under its memory's row again, while that memory is still shown.
       const open = document.getElementById("delete-confirm");
@@ -1409,7 +1422,7 @@
       }
       fill(body, h("p", {}, data.count + (data.count === 1 ? " finding" : " findings") + " in " + data.checked + " files checked."),
         h("table", { class: "list", id: "findings" },
-          h("thead", {}, h("tr", {}, h("th", {}, ""), h("th", {}, "check"), h("th", {}, "file"), h("th", {}, "finding"))),
+          h("thead", {}, h("tr", {}, h("th", {}, "severity"), h("th", {}, "check"), h("th", {}, "file"), h("th", {}, "finding"))),
           h("tbody", {}, data.findings.map((f) => h("tr", {},
             h("td", { class: "sev-" + f.severity }, f.severity),
             h("td", { class: "mono small" }, f.check),
@@ -1475,7 +1488,7 @@
         return;
       }
       fill(table, h("table", { class: "list" },
-        h("thead", {}, h("tr", {}, ["run", "what", "status", "started", "changes", ""].map((t) => h("th", {}, t)))),
+        h("thead", {}, h("tr", {}, ["run", "what", "status", "started", "changes"].map((t) => h("th", {}, t)), h("th", {}, h("span", { class: "sr-only" }, "undone by")))),
         h("tbody", {}, data.runs.map((r) => {
           const changed = r.kind === "rollback" ? (r.counts.applied || 0) + " files" :
             (r.mode === "rewrite" ? (r.counts.applied || 0) + " changes" : (r.counts.proposed || 0) + " proposed");
@@ -1751,7 +1764,14 @@
   function starsView() {
     const showing = viewGuard();
     setTitle("Star map");
-    const canvas = h("canvas", { id: "starmap", role: "img", "aria-label": "Star map: every memory a star" });
+    // One Tab stop: the arrow keys go from star to star, each said in #star-focus; the same
+    // stars are in #star-list as links, for a screen reader or anyone who prefers a list.
+    const canvas = h("canvas", { id: "starmap", tabindex: "0", role: "application", "aria-roledescription": "star map",
+      "aria-label": "Star map: every memory a star. Arrow keys: the nearest star that way; N and P: the next and previous; Enter opens it.",
+      "aria-describedby": "star-focus" });
+    const focusLine = h("p", { id: "star-focus", class: "star-focus small", "aria-live": "polite" });
+    const list = h("div", { id: "star-list-body" });
+    const listBox = h("details", { id: "star-list", class: "star-list" }, h("summary", {}, "The stars as a list"), list);
     const tip = h("div", { class: "star-tip", hidden: true, id: "star-tip" });
     const legend = h("div", { class: "star-legend", id: "star-legend" });
     const slider = h("input", { type: "range", id: "timeline", min: "0", max: "1000", value: "1000",
@@ -1760,13 +1780,15 @@
     const play = h("button", { id: "replay", type: "button" }, "▶ Birth replay");
     fill(main,
       h("div", { class: "memory-head" }, h("div", {}, h("h1", {}, "Star map"),
-        h("p", { class: "muted" }, "Every memory is a star: colour is its category, size its length, brightness how recently it was updated. " +
+        h("p", { class: "muted starmap-intro" }, "Every memory is a star: colour is its category, size its length, brightness how recently it was updated. " +
           "Lines are real relations: a link from one memory to another, and dashed gold where one supersedes another. Hover for its description, click to open it."))),
       h("div", { class: "starmap-wrap" }, canvas, legend, tip),
-      h("div", { class: "timeline" }, play, slider, label));
+      h("div", { class: "timeline" }, play, slider, label),
+      focusLine, listBox);
 
     const map = new window.SageStarmap(canvas, tip, {
       onOpen: (id) => { location.hash = memoryHref(id); },
+      onFocus: (star, words) => { focusLine.textContent = words; },
       onTime: (fraction) => { slider.value = String(Math.round(fraction * 1000)); showLabel(); if (!map.playing) play.textContent = "▶ Birth replay"; },
       onDraw: () => { showLabel(); showLegend(); },
     });
@@ -1808,12 +1830,34 @@
       else { map.play(); play.textContent = "❚❚ Pause"; }
     });
 
+    // Every star as a link with its relations, by category: drawn when opened (and again when
+    // the data changes while it is open), so that a big map costs nothing until it is asked for.
+    function renderList() {
+      if (!listBox.open) return;
+      const groups = Object.keys(window.SageStarmap.COLORS);
+      const names = (stars) => stars.slice(0, 8).map((s) => s.id).join(", ") + (stars.length > 8 ? " and " + (stars.length - 8) + " more" : "");
+      fill(list, groups.map((g) => {
+        const stars = map.order.filter((s) => s.group === g);
+        if (!stars.length) return null;
+        return h("section", { dataset: { group: g } },
+          h("h2", {}, (g === "other" ? "uncategorized" : g) + " (" + stars.length + ")"),
+          h("ul", {}, stars.map((s) => h("li", { dataset: { id: s.id } },
+            h("a", { href: memoryHref(s.id) }, s.description || s.id), " ", h("span", { class: "mono small muted" }, s.id),
+            s.linksTo.length ? h("div", { class: "small" }, "links to " + names(s.linksTo)) : null,
+            s.linkedFrom.length ? h("div", { class: "small" }, "linked from " + names(s.linkedFrom)) : null,
+            s.supersedes.length ? h("div", { class: "small" }, "supersedes " + names(s.supersedes)) : null,
+            s.supersededBy.length ? h("div", { class: "small" }, "superseded by " + names(s.supersededBy)) : null))));
+      }));
+    }
+    listBox.addEventListener("toggle", renderList);
+
     async function load() {
       let data;
       try { data = await api("/api/stars"); } catch (error) { if (showing()) failure(error); return; }
       if (!showing()) return;
       map.setStars(data.stars, data.edges);
       if (map.fraction === undefined) map.setFraction(1);
+      renderList();
     }
     load();
     return { nav: "stars", refresh: (kind) => { if (kind !== "runs") load(); }, leave: () => map.destroy() };

@@ -79,12 +79,17 @@
     this.dust = [];
     const rnd = random(7);
     for (let i = 0; i < 260; i++) this.dust.push([rnd(), rnd(), rnd() * 0.9 + 0.2, rnd() * 0.35 + 0.05]);
+    this.focused = null;
     this.onMove = this.onMove.bind(this);
     this.onLeave = this.onLeave.bind(this);
     this.onClick = this.onClick.bind(this);
+    this.onKey = this.onKey.bind(this);
+    this.onBlur = this.onBlur.bind(this);
     canvas.addEventListener("mousemove", this.onMove);
     canvas.addEventListener("mouseleave", this.onLeave);
     canvas.addEventListener("click", this.onClick);
+    canvas.addEventListener("keydown", this.onKey);
+    canvas.addEventListener("blur", this.onBlur);
     this.resizer = new ResizeObserver(() => this.dirty());
     this.resizer.observe(canvas);
     canvas.starmap = this;
@@ -145,13 +150,24 @@
     this.stars.forEach((s) => { s.rank = -1; });
     this.dated.forEach((s, i) => { s.rank = i; });
     const byId = new Map(this.stars.map((s) => [s.id, s]));
+    this.byId = byId;
     this.relations = [];
+    // Each star's relations both ways, for the highlight, the keyboard's words and the list.
+    this.stars.forEach((s) => { s.linksTo = []; s.linkedFrom = []; s.supersedes = []; s.supersededBy = []; });
     for (const e of this.edgeList) {
       const a = byId.get(e.from);
       const b = byId.get(e.to);
-      if (a && b && a !== b) this.relations.push([a, b, e.kind]);
+      if (!a || !b || a === b) continue;
+      this.relations.push([a, b, e.kind]);
+      if (e.kind === "supersedes") { a.supersedes.push(b); b.supersededBy.push(a); }
+      else { a.linksTo.push(b); b.linkedFrom.push(a); }
     }
+    // Reading order, for the keyboard's next and previous: category by category, then by id.
+    const groups = Object.keys(COLORS);
+    this.order = this.stars.slice().sort((a, b) => groups.indexOf(a.group) - groups.indexOf(b.group) ||
+      (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
     if (this.hover) this.hover = byId.get(this.hover.id) || null;
+    if (this.focused) this.focused = byId.get(this.focused.id) || null;
     this.sprites = {};
     this.dirty();
   };
@@ -196,11 +212,14 @@
     this.h = h;
     if (this.dpr !== dpr) this.sprites = {};
     this.dpr = dpr;
+    // Each galaxy stays inside its quarter of the sky, whatever the shape of the screen.
     const room = 0.4 * Math.min(w / 2, h / 2);
+    const roomX = Math.min(0.22 * w, room * 1.3);
+    const roomY = Math.min(0.2 * h, room);
     this.stars.forEach((s) => {
       const c = CENTERS[s.group];
-      s.x = c[0] * w + s.dx * room * 1.3;
-      s.y = c[1] * h + s.dy * room;
+      s.x = c[0] * w + s.dx * roomX;
+      s.y = c[1] * h + s.dy * roomY;
     });
   };
 
@@ -324,23 +343,28 @@
     ctx.globalCompositeOperation = "source-over";
     ctx.setTransform(this.dpr, 0, 0, this.dpr, 0, 0);
     const shown = {};
-    const tops = {};
+    const xs = {};
+    const ys = {};
     for (const s of this.stars) {
       if (!this.isVisible(s)) continue;
       shown[s.group] = (shown[s.group] || 0) + 1;
-      tops[s.group] = Math.min(tops[s.group] === undefined ? Infinity : tops[s.group], s.y - s.radius);
+      (xs[s.group] || (xs[s.group] = [])).push(s.x);
+      (ys[s.group] || (ys[s.group] = [])).push(s.y - s.radius);
     }
     this.shown = shown;
-    // Each galaxy's name above it (never below, where the legend is), only while it has stars.
+    // Each galaxy's name on it: over the middle of its stars, just above the highest of them
+    // (a stray star or two aside), and inside the sky; only while it has stars.
     ctx.font = "600 12px system-ui, sans-serif";
     ctx.textAlign = "center";
     ctx.textBaseline = "alphabetic";
     this.labels = [];
+    const ranked = (list, at) => { list.sort((a, b) => a - b); return list[Math.min(list.length - 1, Math.floor(at * list.length))]; };
     Object.keys(shown).forEach((g) => {
       const [r, gr, b] = COLORS[g];
       const text = g === "other" ? "uncategorized" : g;
-      const x = CENTERS[g][0] * w;
-      const y = Math.max(16, Math.min(h * 0.5, tops[g] - 8));
+      const half = ctx.measureText(text).width / 2;
+      const x = Math.max(half + 2, Math.min(w - half - 2, ranked(xs[g], 0.5)));
+      const y = Math.max(16, ranked(ys[g], 0.03) - 8);
       ctx.fillStyle = "rgba(" + r + "," + gr + "," + b + ",0.65)";
       ctx.fillText(text, x, y);
       const width = ctx.measureText(text).width;
@@ -481,40 +505,134 @@
     return best;
   };
 
+  // The tooltip by a point of the map (the pointer, or a star the keyboard is on).
+  Starmap.prototype.showTip = function (star, x, y) {
+    this.tip.replaceChildren();
+    const title = document.createElement("strong");
+    title.textContent = star.id;
+    this.tip.append(title, document.createTextNode(star.description));
+    this.tip.hidden = false;
+    // Inside the map: to the left of the pointer near the right edge, above it near the bottom.
+    const width = this.tip.offsetWidth;
+    const height = this.tip.offsetHeight;
+    const left = x + 12 + width > this.w ? Math.max(0, x - 12 - width) : x + 12;
+    const top = y + 12 + height > this.h ? Math.max(0, y - 12 - height) : y + 12;
+    this.tip.style.left = left + "px";
+    this.tip.style.top = top + "px";
+  };
+
   Starmap.prototype.onMove = function (event) {
     const rect = this.canvas.getBoundingClientRect();
     const x = event.clientX - rect.left;
     const y = event.clientY - rect.top;
     const star = this.starAt(x, y);
-    if (star) {
-      this.tip.replaceChildren();
-      const title = document.createElement("strong");
-      title.textContent = star.id;
-      this.tip.append(title, document.createTextNode(star.description));
-      this.tip.hidden = false;
-      // Inside the map: to the left of the pointer near the right edge, above it near the bottom.
-      const width = this.tip.offsetWidth;
-      const height = this.tip.offsetHeight;
-      const left = x + 12 + width > this.w ? Math.max(0, x - 12 - width) : x + 12;
-      const top = y + 12 + height > this.h ? Math.max(0, y - 12 - height) : y + 12;
-      this.tip.style.left = left + "px";
-      this.tip.style.top = top + "px";
-    } else {
-      this.tip.hidden = true;
-    }
+    if (star) this.showTip(star, x, y);
+    else if (this.focused) this.showTip(this.focused, this.focused.x, this.focused.y);
+    else this.tip.hidden = true;
     this.canvas.classList.toggle("pointing", !!star);
-    if (star !== this.hover) {
-      this.hover = star;
+    const lit = star || this.focused;
+    if (lit !== this.hover) {
+      this.hover = lit;
       this.request();
     }
   };
 
   Starmap.prototype.onLeave = function () {
+    if (this.focused) { this.showTip(this.focused, this.focused.x, this.focused.y); return; }
     this.tip.hidden = true;
     if (this.hover) {
       this.hover = null;
       this.request();
     }
+  };
+
+  // What a screen reader says of a star: its id, its description, its category, its relations.
+  Starmap.prototype.describe = function (star) {
+    const names = (list) => list.slice(0, 6).map((s) => s.id).join(", ") + (list.length > 6 ? " and " + (list.length - 6) + " more" : "");
+    const parts = [star.id + ": " + (star.description || "(no description)"), star.group === "other" ? "uncategorized" : star.group];
+    if (star.linksTo.length) parts.push("links to " + names(star.linksTo));
+    if (star.linkedFrom.length) parts.push("linked from " + names(star.linkedFrom));
+    if (star.supersedes.length) parts.push("supersedes " + names(star.supersedes));
+    if (star.supersededBy.length) parts.push("superseded by " + names(star.supersededBy));
+    if (!star.linksTo.length && !star.linkedFrom.length && !star.supersedes.length && !star.supersededBy.length) parts.push("no links");
+    return parts.join("; ") + ".";
+  };
+
+  // The keyboard's star: lit like a hovered one, its tooltip shown, and said aloud.
+  Starmap.prototype.focusStar = function (star) {
+    this.focused = star;
+    this.hover = star;
+    this.canvas.dataset.focus = star ? star.id : "";
+    if (star) {
+      this.layout();
+      this.showTip(star, star.x, star.y);
+    } else {
+      this.tip.hidden = true;
+    }
+    if (this.options.onFocus) this.options.onFocus(star, star ? this.describe(star) : "");
+    this.request();
+  };
+
+  // The star nearest to `from` in a direction (dx, dy), within 60 degrees of it.
+  Starmap.prototype.toward = function (from, dx, dy) {
+    let best = null;
+    let bestScore = Infinity;
+    for (const s of this.stars) {
+      if (s === from || !this.isVisible(s)) continue;
+      const x = s.x - from.x;
+      const y = s.y - from.y;
+      const along = x * dx + y * dy;
+      if (along <= 0) continue;
+      const across = Math.abs(x * dy - y * dx);
+      if (across > along * 1.8) continue;
+      const score = along + 2 * across;
+      if (score < bestScore) { best = s; bestScore = score; }
+    }
+    return best;
+  };
+
+  // The keys on the map (one Tab stop): arrows go to the nearest star that way, N and P to the
+  // next and previous in reading order, Home and End to the first and last, Enter opens it.
+  Starmap.prototype.onKey = function (event) {
+    if (event.altKey || event.ctrlKey || event.metaKey) return;
+    const shown = this.order.filter((s) => this.isVisible(s));
+    if (!shown.length) return;
+    const at = this.focused && this.isVisible(this.focused) ? this.focused : null;
+    const index = at ? shown.indexOf(at) : -1;
+    const arrows = { ArrowRight: [1, 0], ArrowLeft: [-1, 0], ArrowDown: [0, 1], ArrowUp: [0, -1] };
+    let to;
+    if (event.key === "Enter") {
+      if (at && this.options.onOpen) { event.preventDefault(); this.options.onOpen(at.id); }
+      return;
+    } else if (event.key === "Escape") {
+      if (!at) return;
+      to = null;
+    } else if (arrows[event.key]) {
+      this.layout();
+      to = at ? this.toward(at, arrows[event.key][0], arrows[event.key][1]) || at : shown[0];
+    } else if (event.key === "n" || event.key === "N") {
+      to = shown[(index + 1) % shown.length];
+    } else if (event.key === "p" || event.key === "P") {
+      to = shown[(index - 1 + shown.length) % shown.length];
+    } else if (event.key === "Home") {
+      to = shown[0];
+    } else if (event.key === "End") {
+      to = shown[shown.length - 1];
+    } else {
+      return;
+    }
+    event.preventDefault();
+    event.stopPropagation();
+    this.focusStar(to);
+  };
+
+  Starmap.prototype.onBlur = function () {
+    if (!this.focused) return;
+    this.focused = null;
+    this.canvas.dataset.focus = "";
+    this.tip.hidden = true;
+    this.hover = null;
+    this.request();
   };
 
   Starmap.prototype.onClick = function (event) {
@@ -569,6 +687,8 @@
     this.canvas.removeEventListener("mousemove", this.onMove);
     this.canvas.removeEventListener("mouseleave", this.onLeave);
     this.canvas.removeEventListener("click", this.onClick);
+    this.canvas.removeEventListener("keydown", this.onKey);
+    this.canvas.removeEventListener("blur", this.onBlur);
   };
 
   Starmap.COLORS = COLORS;
