@@ -16,6 +16,7 @@ import re
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import time
@@ -1234,3 +1235,35 @@ def test_only_an_archived_memory_can_be_deleted_and_only_the_version_shown(
     assert status == 400 and (folder / "archive/user_profile.md").exists()
     client.ok("POST", "/api/delete", {"id": row["id"], "expectedSha256": row["sha256"]})
     assert not (folder / "archive/user_profile.md").exists()
+
+
+def fake_agent(bin_dir: Path, name: str) -> Path:
+    """An executable named like an agent CLI, for what the page finds on PATH."""
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    program = bin_dir / name
+    program.write_text("#!/bin/sh\nexit 0\n")
+    program.chmod(program.stat().st_mode | stat.S_IXUSR)
+    return program
+
+
+def test_the_agents_found_on_path_are_offered_for_the_agent_command(
+    tmp_path: Path, memory_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from test_real_dream_agents import documented_command
+
+    from sage_mem.ui.settings import settings_data
+
+    bin_dir = tmp_path / "bin"
+    claude = fake_agent(bin_dir, "claude")
+    monkeypatch.setenv("PATH", str(bin_dir))
+    with MemoryStore(memory_dir) as store:
+        offered = settings_data(store)["agents"]
+        assert [(a["name"], a["found"]) for a in offered] == [("claude", str(claude))]
+        assert offered[0]["argv"][:3] == ["claude", "-p", "{prompt}"]
+        codex = fake_agent(bin_dir, "codex")
+        offered = settings_data(store)["agents"]
+        assert [(a["name"], a["found"]) for a in offered] == [
+            ("claude", str(claude)), ("codex", str(codex))]
+        # Each with the command line docs/dream.md gives for it (run for real elsewhere).
+        for agent in offered:
+            assert agent["argv"] == documented_command(agent["name"])

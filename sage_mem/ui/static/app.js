@@ -671,13 +671,28 @@
       const actions = h("div", { class: "actions" });
       const archiveForm = h("div", { class: "inline-form", hidden: true, id: "archive-form", dataset: { escape: "1" } });
       const renameForm = h("div", { class: "inline-form", hidden: true, id: "rename-form", dataset: { escape: "1" } });
+      const deleteForm = h("div", { class: "notice error confirm", hidden: true, id: "delete-confirm", dataset: { escape: "1" } });
       if (m.readOnly) {
         // A shared folder's memory: shown, labelled, never changed from this page.
         actions.append(h("button", { class: "primary", id: "edit", type: "button", disabled: true,
           title: "In the shared folder " + m.folder + ": this page changes only your own folder" }, "Edit"));
       } else if (m.archived) {
         actions.append(h("button", { class: "primary", id: "restore", onclick: () => restore(m.id) }, "Restore"),
-          h("a", { class: "button danger", href: "#/archive", id: "delete-from-archive", title: "Deleting is done from the Archive page, after confirming" }, "Delete…"));
+          h("button", { class: "danger", id: "delete", type: "button", title: "Delete this archived memory for good (after confirming)",
+            onclick: () => { deleteForm.hidden = false; deleteForm.querySelector("#delete-cancel").focus(); } }, "Delete…"));
+        // Deleting is a person's act, said plainly and confirmed, and only of the version shown.
+        const go = async () => {
+          try {
+            await api("/api/delete", { method: "POST", body: { id: m.id, expectedSha256: m.sha256 } });
+            toast("Deleted " + m.id);
+            location.hash = "#/archive";
+          } catch (error) { deleteForm.hidden = true; refused(error, "deleted"); }
+        };
+        deleteForm.append(
+          h("p", {}, "Delete ", h("span", { class: "mono" }, m.id), " for good? The file is removed from the folder; this page cannot bring it back (a copy in git or a backup can). Restore keeps it instead."),
+          h("div", { class: "actions" },
+            h("button", { type: "button", class: "danger solid", id: "delete-go", onclick: go }, "Delete for good"),
+            h("button", { type: "button", id: "delete-cancel", onclick: () => { deleteForm.hidden = true; } }, "Cancel")));
       } else {
         actions.append(
           m.locked
@@ -733,6 +748,7 @@
           actions),
         archiveForm,
         renameForm,
+        deleteForm,
         m.readOnly ? sharedNotice(m, false) : null,
         m.archived ? h("div", { class: "notice warn", id: "archived-note" },
           "Archived", meta.archived ? " " + when(meta.archived) : "", meta.archiveReason ? ": " + meta.archiveReason : "",
@@ -1526,31 +1542,57 @@
     let shown = null;
     let dirty = false;
 
-    function control(f) {
+    // Each setting: its control, its help (code in `backticks` shown as code) and its default.
+    function control(f, agents) {
       const id = "s-" + f.key;
       const value = f.value;
+      const help = h("small", { class: "muted help", id: id + "-help" }, helpText(f.help), f.help ? " " : "", "Default: " + shownDefault(f) + ".");
       if (f.kind === "bool") {
-        return h("label", { class: "check" }, h("input", { type: "checkbox", id: id, name: f.key, checked: value === true }), f.label,
-          h("span", { class: "mono small muted" }, " " + f.key));
+        return h("div", { class: "setting field" },
+          h("label", { class: "check" }, h("input", { type: "checkbox", id: id, name: f.key, checked: value === true, "aria-describedby": id + "-help" }), f.label,
+            h("span", { class: "mono small muted" }, " " + f.key)), help);
       }
       let input;
+      let chooser = null;
       if (f.kind === "choice") {
         input = h("select", { id: id, name: f.key }, f.choices.map((c) => h("option", { value: String(c) }, String(c))));
         input.value = String(value);
       } else if (f.kind === "command") {
         input = h("input", { id: id, name: f.key, value: (value || []).map(quoteArg).join(" "), placeholder: "claude -p {prompt} --mcp-config {mcp_config}", autocomplete: "off", spellcheck: "false", class: "mono" });
+        chooser = agentChooser(input, agents || []);
       } else if (f.kind === "int" || f.kind === "number") {
         input = h("input", { id: id, name: f.key, type: "number", step: f.kind === "int" ? "1" : "any", min: f.minimum === null || f.minimum === undefined ? null : String(f.minimum), value: String(value) });
       } else {
         input = h("input", { id: id, name: f.key, value: value === null || value === undefined ? "" : String(value) });
       }
-      return h("label", { class: "field" }, h("span", {}, f.label, h("span", { class: "mono small muted" }, " " + f.key)), input,
-        h("small", { class: "muted" }, [f.help, f.help ? " " : "", "Default: " + shownDefault(f)]));
+      input.setAttribute("aria-describedby", id + "-help");
+      return h("div", { class: "setting field" }, h("label", { for: id }, f.label, h("span", { class: "mono small muted" }, " " + f.key)),
+        chooser, input, help);
+    }
+
+    // The agent CLIs found on PATH, as choices that fill in the command (still free to edit).
+    function agentChooser(input, agents) {
+      if (!agents.length) return null;
+      const command = (a) => a.argv.map(quoteArg).join(" ");
+      const select = h("select", { id: "s-agentCommand-agent", "aria-label": "An agent found on this machine" },
+        h("option", { value: "" }, "Choose an agent found on this machine…"),
+        agents.map((a) => h("option", { value: a.name }, a.name + " (" + a.found + ")")));
+      const same = () => { const found = agents.find((a) => command(a) === input.value.trim()); select.value = found ? found.name : ""; };
+      same();
+      select.addEventListener("change", () => {
+        const chosen = agents.find((a) => a.name === select.value);
+        if (!chosen) return;
+        input.value = command(chosen);
+        input.dispatchEvent(new Event("input", { bubbles: true }));
+      });
+      input.addEventListener("input", same);
+      return select;
     }
 
     function shownDefault(f) {
       if (f.kind === "bool") return f.default ? "on" : "off";
       if (f.kind === "command") return f.default && f.default.length ? f.default.join(" ") : "none";
+      if (f.default === "" || f.default === null || f.default === undefined) return "empty";
       return String(f.default);
     }
 
@@ -1575,7 +1617,7 @@
         h("strong", {}, "Privacy: "), "with session transcripts, the model pass can search what you and your agent wrote in past sessions " +
         "(by keyword, a few lines at a time, secrets masked). They may hold private text; nothing leaves your machine unless the agent command sends it.");
       const source = data.fields.find((f) => f.key === "inputSource");
-      fill(form, h("div", { class: "grid2" }, data.fields.map(control)), privacy,
+      fill(form, h("div", { class: "grid2" }, data.fields.map((f) => control(f, data.agents))), privacy,
         h("div", { class: "actions" }, h("button", { class: "primary", type: "submit", id: "settings-save" }, "Save settings"),
           h("button", { type: "button", onclick: () => load() }, "Undo my changes")));
       if (source) {
@@ -1613,6 +1655,11 @@
     });
     load();
     return { nav: "runs", dirty: () => dirty };
+  }
+
+  // A help text as the page shows it: what is in `backticks` is code, shown as code.
+  function helpText(text) {
+    return String(text || "").split(/`([^`]*)`/).map((part, i) => (i % 2 ? h("code", {}, part) : part));
   }
 
   // A command line as words: spaces split, "double" or 'single' quotes keep a word whole.
