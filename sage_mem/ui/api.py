@@ -669,29 +669,51 @@ async def archived(request: Request) -> JSONResponse:
     return JSONResponse(await run_in_threadpool(archived_rows, store_of(request)))
 
 
+AUDIT_CACHE = ("ui", "audit-cache.json")  # in the state folder, never the memory folder
+
+
 class AuditState:
     """The audit as the open pages see it: incremental per changed file, one run per change.
 
-    Files whose stat is unchanged are not read again (`FileResults`), and a
-    result is shared by every open tab until the memories change again (the
-    state folder and other files can change too, so "Check again" asks for a
-    fresh run with `fresh`).
+    Files whose stat is unchanged are not read again (`FileResults`), also
+    across launches (what each file gave is kept in the state folder, and a
+    file's parsed memory is the index's), and a result is shared by every
+    open tab until the memories change again (the state folder and other
+    files can change too, so "Check again" asks for a fresh run with `fresh`,
+    which checks every link again).
     """
 
     def __init__(self) -> None:
-        from ..checks.audit import FileResults
-
         self._lock = threading.Lock()
-        self._files = FileResults()
+        self._files: Any = None
         self._cached: tuple[int, dict[str, Any]] | None = None
 
     def get(self, store: MemoryStore, generation: int, *, fresh: bool = False) -> dict[str, Any]:
+        from ..checks.audit import FileResults
+
         with self._lock:  # one audit at a time: a second tab waits for the first's result
             if not fresh and self._cached is not None and self._cached[0] == generation:
                 return self._cached[1]
+            if self._files is None:
+                self._files = FileResults(store.folder.state_path(*AUDIT_CACHE))
+            self._files.read_memories_from(_index_lookup(store))
+            if fresh:
+                self._files.forget_links()
             data = audit_data(store, self._files)
             self._cached = (generation, data)
             return data
+
+
+def _index_lookup(store: MemoryStore) -> Any:
+    """A memory by id as the index holds it now, for the audit's reuse of unchanged files."""
+    by_id: dict[str, Memory] | None = None
+
+    def lookup(memory_id: str) -> Memory | None:
+        nonlocal by_id
+        if by_id is None:  # once per audit, and only when a saved result asks
+            by_id = {memory.id: memory for memory in store.list()}
+        return by_id.get(memory_id)
+    return lookup
 
 
 def audit_data(store: MemoryStore, cache: Any = None) -> dict[str, Any]:
