@@ -1267,3 +1267,45 @@ def test_the_agents_found_on_path_are_offered_for_the_agent_command(
         # Each with the command line docs/dream.md gives for it (run for real elsewhere).
         for agent in offered:
             assert agent["argv"] == documented_command(agent["name"])
+
+
+def test_the_link_graph_is_ready_before_the_first_memory_page_and_after_a_change(
+    store: MemoryStore, folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sage_mem.ui import links
+
+    built: list[int] = []
+    resolvers: list[int] = []
+    original_build, original_init = links.build_graph, links.Resolver.__init__
+
+    def counted_build(*args: Any, **kwargs: Any) -> Any:
+        built.append(1)
+        return original_build(*args, **kwargs)
+
+    def counted_init(self: Any, *args: Any, **kwargs: Any) -> None:
+        resolvers.append(1)
+        original_init(self, *args, **kwargs)
+
+    def settled() -> bool:
+        seen = len(built)
+        time.sleep(0.3)
+        return bool(built) and len(built) == seen
+
+    monkeypatch.setattr(links, "build_graph", counted_build)
+    monkeypatch.setattr(links.Resolver, "__init__", counted_init)
+    with UiServer(store, port=0).start() as running:
+        client = Client(running)
+        wait_until(settled)  # made ahead of any view, at start-up
+        built.clear()
+        resolvers.clear()
+        page = client.ok("GET", "/api/memory?id=feedback_tests_first")["memory"]
+        assert built == [] and resolvers == []  # the first memory page builds nothing
+        assert [link["id"] for link in page["links"]] == ["reference_test_command"]
+        write_memory(folder, "user_fan", memory_file("Fan", "See [[feedback_tests_first]].",
+                                                     category="user"))
+        wait_until(settled)  # the change is made ahead too, with no request
+        built.clear()
+        resolvers.clear()
+        page = client.ok("GET", "/api/memory?id=feedback_tests_first")["memory"]
+        assert built == [] and resolvers == []
+        assert [b["id"] for b in page["backlinks"]] == ["user_fan"]

@@ -302,7 +302,7 @@ def memory_page(store: MemoryStore, memory_id: str, graph: Graph) -> dict[str, A
     """One memory in full, what its links reach, and the memories that link to it."""
     found = store.read(memory_id)
     data = full_memory(found)
-    data["links"] = [link.to_dict() for link in links_of_memory(store, found)]
+    data["links"] = [link.to_dict() for link in links_of_memory(store, found, graph)]
     data["backlinks"] = [
         {"id": source, "kind": kind, "description": _description(store, source)}
         for source, kind in graph.backlinks.get(found.id, [])

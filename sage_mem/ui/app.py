@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import threading
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
@@ -60,6 +61,7 @@ from . import api, dreams, settings
 from .links import LinkGraph
 from .live import ChangeFeed, watch_runs
 from .security import Guard
+from .warm import Warmer
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -111,14 +113,32 @@ def create_app(
     feed = feed or ChangeFeed()
     several = folders if folders is not None and folders.several else None
 
+    audited = threading.Event()
+
+    def warm() -> None:
+        """The summary and the link graph of the memories as they are now; the audit once."""
+        generation = feed.generations["memories"]
+        app.state.summary.get(several if several is not None else store, generation)
+        app.state.graph.get(store, generation)
+        if not audited.is_set():
+            audited.set()
+            app.state.audit.get(store, generation)
+
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        removers = [each.add_listener(lambda: feed.bump("memories"))
+        warmer = Warmer(warm).start()
+
+        def changed() -> None:
+            feed.bump("memories")
+            warmer.poke()
+
+        removers = [each.add_listener(changed)
                     for each in (several.stores.values() if several is not None else (store,))]
 
         def remove() -> None:
             for each in removers:
                 each()
+            warmer.stop()
 
         task = asyncio.create_task(
             watch_runs(feed, lambda: store.folder.state_path("autodream", "runs"))
