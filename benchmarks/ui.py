@@ -181,6 +181,9 @@ def measure(size: int, runs: int, work: Path) -> dict[str, Any]:
                 _wait_quiet(page, mark)
         out["chip_click_ms"] = _median(chips)
 
+        out.update(measure_live(page, folder, runs))
+        out.update(measure_first_views(browser, store, folder, runs))
+
         page.evaluate("() => { location.hash = '#/stars'; }")
         page.wait_for_function(
             f"() => document.getElementById('starmap')?.dataset.starCount === '{size}'")
@@ -210,6 +213,72 @@ def measure(size: int, runs: int, work: Path) -> dict[str, Any]:
     return out
 
 
+def _timed_view(page: Any, hash_: str, ready: str, timeout_ms: float = 60_000) -> float:
+    """Milliseconds from setting the address to `ready` being on the page (measured in it)."""
+    return page.evaluate("""([hash, ready, timeout]) => new Promise((done, fail) => {
+        const started = performance.now();
+        const look = () => {
+            if (document.querySelector(ready)) { done(performance.now() - started); return true; }
+            return false;
+        };
+        const observer = new MutationObserver(() => { if (look()) observer.disconnect(); });
+        observer.observe(document.body, { childList: true, subtree: true });
+        setTimeout(() => { observer.disconnect(); fail(new Error('no ' + ready)); }, timeout);
+        location.hash = hash;
+    })""", [hash_, ready, timeout_ms])
+
+
+def measure_live(page: Any, folder: Path, runs: int) -> dict[str, Any]:
+    """A change on disk (an editor's save of one memory) until the open list shows it."""
+    page.evaluate("() => { location.hash = '#/'; }")
+    page.wait_for_selector("#results li.result")
+    delays = []
+    paths = sorted(folder.glob("user_*.md"))
+    for n in range(max(7, runs * 3)):
+        path = paths[(n * 37) % len(paths)]
+        marker = f"Edited on disk {n} {time.time_ns()}"
+        text = path.read_text(encoding="utf-8")
+        head, rest = text.split("\ndescription: ", 1)
+        rest = rest.split("\n", 1)[1]
+        stamp = f"2027-01-01T00:{n // 60:02d}:{n % 60:02d}Z"
+        rest = "\n".join(f"updated: {stamp}" if line.startswith("updated:") else line
+                         for line in rest.split("\n"))
+        started = time.perf_counter()
+        path.write_text(f"{head}\ndescription: {json.dumps(marker)}\n{rest}", encoding="utf-8")
+        page.wait_for_function("(marker) => document.getElementById('results')"
+                               "?.textContent.includes(marker)", arg=marker, polling=5,
+                               timeout=30_000)
+        delays.append((time.perf_counter() - started) * 1000)
+        time.sleep(0.3)
+    return {"disk_to_list_ms": _median(delays), "disk_to_list_max_ms": max(delays)}
+
+
+def measure_first_views(browser: Any, store: Any, folder: Path, runs: int) -> dict[str, Any]:
+    """A new launch of the page on the same folder (its state folder kept, as between two
+    `sage-mem ui`s): the Audit tab to its results, and the first memory page."""
+    from sage_mem.ui import UiServer
+
+    audits, memories = [], []
+    ids = sorted(p.stem for p in folder.glob("project_*.md"))
+    for n in range(runs):
+        with UiServer(store, port=0).start() as server:
+            context = browser.new_context(viewport={"width": 1280, "height": 860})
+            page = context.new_page()
+            page.goto(server.url)
+            page.wait_for_selector("#results li.result")
+            memories.append(_timed_view(page, f"#/m/{ids[(n * 11) % len(ids)]}",
+                                        "#memory-title"))
+            audits.append(_timed_view(page, "#/audit", "#findings, #audit .notice.ok"))
+            context.close()
+    started = time.process_time()
+    from sage_mem.ui.api import AuditState
+
+    AuditState().get(store, 0)
+    audit_cpu = (time.process_time() - started) * 1000
+    return {"audit_tab_ms": _median(audits), "audit_cpu_ms": audit_cpu,
+            "first_memory_ms": _median(memories)}
+
+
 def machine() -> str:
     load = os.getloadavg() if hasattr(os, "getloadavg") else (0.0, 0.0, 0.0)
     return (f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPUs, Python "
@@ -219,6 +288,11 @@ def machine() -> str:
 def table(results: list[dict[str, Any]]) -> str:
     rows = [
         ("page load (to the first result)", "page_load_ms", None),
+        ("Audit tab to its results, a new launch", "audit_tab_ms", 1000),
+        ("the audit of a new launch, server CPU", "audit_cpu_ms", None),
+        ("first memory page, a new launch", "first_memory_ms", 150),
+        ("change on disk to the open list, median", "disk_to_list_ms", 300),
+        ("change on disk to the open list, worst", "disk_to_list_max_ms", 1000),
         ("keystroke to results, median", "keystroke_ms", 100),
         ("keystroke to results, p90", "keystroke_p90_ms", None),
         ("chip click to results", "chip_click_ms", None),

@@ -1309,3 +1309,36 @@ def test_the_link_graph_is_ready_before_the_first_memory_page_and_after_a_change
         page = client.ok("GET", "/api/memory?id=feedback_tests_first")["memory"]
         assert built == [] and resolvers == []
         assert [b["id"] for b in page["backlinks"]] == ["user_fan"]
+
+
+def test_a_run_page_gives_its_changes_a_page_at_a_time_and_by_kind(
+    client: Client, store: MemoryStore, folder: Path
+) -> None:
+    from sage_mem.dream import run_dream
+
+    for n in range(70):
+        write_memory(folder, f"project_note_{n:02d}", memory_file(
+            f"Note {n}", f"Yesterday we moved deploy {n} to Fridays.", category="project",
+            created="2026-01-10", updated="2026-01-10T09:00:00Z"))
+    write_memory(folder, "user_old_editor", memory_file("Old editor: vim", "vim", category="user"))
+    write_memory(folder, "user_new_editor", memory_file(
+        "New editor: helix", "helix", category="user", supersedes=["user_old_editor"]))
+    store.reconcile()
+    run = run_dream(store, mode="rewrite").run_id
+    first = client.ok("GET", f"/api/runs/{run}")
+    kinds = {k["kind"]: k["count"] for k in first["kinds"]}
+    assert kinds["relative-dates"] == 70 and kinds["supersedes"] == 1
+    assert first["changesAll"] == first["changesTotal"] == sum(kinds.values())
+    assert len(first["run"]["changes"]) == 50 and all(c["diff"] for c in first["run"]["changes"])
+    rest = client.ok("GET", f"/api/runs/{run}?offset=50")["run"]["changes"]
+    assert len(rest) == first["changesAll"] - 50
+    every = [c["file"] for c in first["run"]["changes"] + rest]
+    assert len(set(every)) == len(every)
+    only = client.ok("GET", f"/api/runs/{run}?kind=supersedes")
+    assert only["changesTotal"] == 1 and only["changesAll"] == first["changesAll"]
+    assert [c["file"] for c in only["run"]["changes"]] == ["user_old_editor.md"]
+    assert only["run"]["changes"][0]["kind"] == "supersedes"
+    assert next(k["title"] for k in only["kinds"] if k["kind"] == "supersedes") == (
+        "Superseded memories archived")
+    status, data, _ = client.request("GET", f"/api/runs/{run}?offset=x")
+    assert status == 400

@@ -169,15 +169,16 @@ class FolderSummary:
         self._cached: tuple[int, list[Memory], dict[str, Any]] | None = None
 
     def get(self, store: MemoryStore, generation: int) -> tuple[list[Memory], dict[str, Any]]:
+        # Made under the lock: the list's request and the warming after a change want the same
+        # generation at the same moment, and one of them waits for the other's instead of
+        # making it twice (on two cores, the second making is what the list would wait for).
         with self._lock:
             if self._cached is not None and self._cached[0] == generation:
                 return self._cached[1], self._cached[2]
-        everything = store.list()
-        newest = sorted(everything, key=lambda m: (m.updated or "", m.id), reverse=True)
-        summary = (generation, newest, facets(everything))
-        with self._lock:
-            self._cached = summary
-        return summary[1], summary[2]
+            everything = store.list()
+            newest = sorted(everything, key=lambda m: (m.updated or "", m.id), reverse=True)
+            self._cached = (generation, newest, facets(everything))
+            return self._cached[1], self._cached[2]
 
 
 def list_memories(

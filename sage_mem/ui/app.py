@@ -21,7 +21,8 @@ Routes (all `/api/` ones need the token; see `security`):
     GET  /api/audit?fresh=          the audit's findings, with memory ids (incremental)
     GET  /api/stars                 the star map's data
     GET  /api/runs                  dream runs and rollbacks, newest first
-    GET  /api/runs/{run_id}         one run: manifest, report, each change as a diff
+    GET  /api/runs/{run_id}?offset=&limit=&kind=   one run: manifest, report, a page of its
+                                    changes (of one kind) as diffs, the count of each kind
     POST /api/runs/{run_id}/rollback   {scope, dryRun}
     POST /api/dream                 {mode, rulesOnly}: a dream run now (refused when the agent
                                     command cannot be started, unless rulesOnly)
@@ -38,7 +39,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import threading
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
@@ -113,16 +113,13 @@ def create_app(
     feed = feed or ChangeFeed()
     several = folders if folders is not None and folders.several else None
 
-    audited = threading.Event()
-
     def warm() -> None:
-        """The summary and the link graph of the memories as they are now; the audit once."""
+        """The summary and the link graph of the memories as they are now. (The audit is not
+        warmed here: the page asks for it as it opens, for the badge, and it reads only what
+        changed since the last launch.)"""
         generation = feed.generations["memories"]
         app.state.summary.get(several if several is not None else store, generation)
         app.state.graph.get(store, generation)
-        if not audited.is_set():
-            audited.set()
-            app.state.audit.get(store, generation)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

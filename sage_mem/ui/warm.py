@@ -1,10 +1,10 @@
-"""What the page's views need, made ahead of them: the folder's summary and link graph after each
-change to the memories, and the audit at start-up, in one background thread.
+"""What the page's views need, made ahead of them: the folder's summary and link graph at start-up
+and after each change to the memories, in one background thread.
 
 Without it the first memory page after a launch or a change pays for the link graph (0.2 s of
-CPU at 5,000 memories, seconds on a loaded machine) and the first Audit tab for the walk. The
-work is the same the views would do (the same caches, keyed by the live feed's generation), so
-a view that comes first simply does it itself and the thread finds it done.
+CPU at 5,000 memories, seconds on a loaded machine). The work is the same the views would do
+(the same caches, keyed by the live feed's generation), so a view that comes first simply
+does it itself and the thread finds it done.
 """
 
 from __future__ import annotations

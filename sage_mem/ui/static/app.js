@@ -312,7 +312,9 @@
     const source = new EventSource("/api/events?token=" + enc(token()));
     live = source;
     let connectedBefore = false;
-    const refresh = debounce((kind) => { if (current && current.refresh) current.refresh(kind); }, 120);
+    // The server sends one event per settled change (its watcher waits for quiet): the view
+    // asks at once, and the footer and the audit's badge, which cost more, come after it.
+    const refresh = debounce((kind) => { if (current && current.refresh) current.refresh(kind); }, 20);
     source.addEventListener("hello", () => {
       dot.classList.add("on");
       liveSays(dot, "Live: changes on disk show up here within a second");
@@ -341,7 +343,7 @@
       badge.textContent = String(data.count);
       badge.hidden = !data.count;
     } catch (error) { /* the badge is a nicety */ }
-  }, 600);
+  }, 900);
 
   function size(bytes) {
     if (bytes < 1024) return bytes + " B";
@@ -358,7 +360,7 @@
     where.title = info.folder;
     document.getElementById("foot-size").textContent = info.memories + " memories" +
       (info.archived ? " and " + info.archived + " archived" : "") + ", " + size(info.bytes) + " in all";
-  }, 300);
+  }, 700);
 
   // ------------------------------------------------------------- list view
 
@@ -1474,8 +1476,34 @@
       confirmBox.hidden = false;
     }
 
+    // While a run started here runs (a minute or more at thousands of memories): how long it
+    // has run and how many changes it has made so far, from its journal, every second.
+    function watchRun(mode) {
+      const started = Date.now();
+      const box = h("div", { class: "notice", id: "dream-progress", role: "status" }, "Dream run (" + mode + "): starting…");
+      dreamBox.after(box);
+      let run = null;
+      async function look() {
+        let data;
+        try { data = await api("/api/runs"); } catch (error) { return; }
+        if (!box.isConnected) return;
+        const found = data.runs.find((r) => r.kind === "dream" && r.status === "running");
+        if (found) run = found;
+        if (run) {
+          const n = (run.counts.applied || 0) + (run.counts.proposed || 0) + (run.counts.pending || 0);
+          box.textContent = "Dream run " + run.runId + " (" + mode + "): running for " + Math.round((Date.now() - started) / 1000) + " s; " +
+            n + (n === 1 ? " change" : " changes") + " so far";
+        }
+        if (showing()) render(data);
+      }
+      const timer = setInterval(look, 1000);
+      setTimeout(look, 250);
+      return () => { clearInterval(timer); box.remove(); };
+    }
+
     async function dream(mode, rulesOnly) {
       dreamBox.querySelectorAll("button").forEach((b) => { b.disabled = true; });
+      const done = watchRun(mode);
       try {
         const result = await api("/api/dream", { method: "POST", body: { mode: mode, rulesOnly: rulesOnly === true } });
         toast("Dream " + result.runId + ": " + result.changes + (mode === "rewrite" ? " changes" : " proposed changes"));
@@ -1491,6 +1519,7 @@
           confirmBox.hidden = false;
         } else toast(error.message, { error: true });
       } finally {
+        done();
         dreamBox.querySelectorAll("button").forEach((b) => { b.disabled = false; });
       }
     }
@@ -1498,7 +1527,10 @@
     async function load() {
       let data;
       try { data = await api("/api/runs"); } catch (error) { if (showing()) failure(error); return; }
-      if (!showing()) return;
+      if (showing()) render(data);
+    }
+
+    function render(data) {
       if (!data.runs.length) {
         fill(table, h("p", { class: "empty" }, "No dream runs yet."));
         return;
@@ -1699,15 +1731,64 @@
   function runView(runId) {
     const showing = viewGuard();
     let lastStatus = null;
+    let kind = "";  // the kind of change shown (a rule of the report), "" for all
     setTitle("Run " + runId);
-    async function load() {
+    const runUrl = (offset) => "/api/runs/" + enc(runId) + "?offset=" + offset + (kind ? "&kind=" + enc(kind) : "");
+    async function load(force) {
       let data;
-      try { data = await api("/api/runs/" + enc(runId)); } catch (error) { if (showing()) failure(error); return; }
+      try { data = await api(runUrl(0)); } catch (error) { if (showing()) failure(error); return; }
       if (!showing()) return;
-      const key = JSON.stringify([data.run.status, data.run.counts, data.run.rolledBackBy]);
-      if (key === lastStatus) return;
+      const key = JSON.stringify([data.run.status, data.run.counts, data.run.rolledBackBy, kind]);
+      if (key === lastStatus && force !== true) return;
       lastStatus = key;
       render(data);
+    }
+
+    // One change: what was done, to which file, by which rule and why, with its diff.
+    function changeItem(c) {
+      return h("details", { class: "change", dataset: { file: c.file || "", kind: c.kind || "" } },
+        h("summary", {},
+          h("span", { class: "op " + c.operation }, setAside(c) ? "set aside" : c.operation),
+          h("span", { class: "mono" }, c.file),
+          c.after && c.after.file && c.after.file !== c.file ? h("span", { class: "mono muted" }, setAside(c) ? "→ the rollback's folder (state folder)" : "→ " + c.after.file) : null,
+          h("span", { class: "muted small" }, c.rule || ""),
+          h("span", {}, c.unexplained ? "unexplained (no reason given)" : c.reason),
+          c.state === "pending" ? h("span", { class: "status interrupted" }, "may not have happened") : null),
+        c.fields && c.fields.length ? h("p", { class: "small muted" }, "fields: " + c.fields.join(", ")) : null,
+        c.diff ? (c.diff.length ? diffBlock(c.diff) : h("p", { class: "muted small" }, "(no difference in the text)")) : h("p", { class: "muted small" }, c.diffNote || ""));
+    }
+
+    // The changes a page at a time, of the kind chosen: a run of thousands draws one page.
+    function changesPanel(data) {
+      const list = h("div", { id: "run-changes" }, data.run.changes.map(changeItem));
+      const count = h("p", { class: "muted small", id: "changes-count", "aria-live": "polite" });
+      const more = h("div", { class: "more" });
+      let shown = data.run.changes.length;
+      const total = data.changesTotal;
+      const showCount = () => {
+        count.textContent = "Showing " + shown + " of " + total + (kind ? " (of " + data.changesAll + " in all)" : "");
+        fill(more, shown < total ? h("button", { type: "button", id: "changes-more", onclick: () => next() },
+          "Show " + Math.min(50, total - shown) + " more (" + (total - shown) + " not shown)") : null);
+      };
+      let fetching = false;
+      async function next() {
+        if (fetching) return;
+        fetching = true;
+        let page;
+        try { page = await api(runUrl(shown)); } catch (error) { toast(error.message, { error: true }); return; } finally { fetching = false; }
+        if (!showing()) return;
+        list.append(...page.run.changes.map(changeItem));
+        shown += page.run.changes.length;
+        showCount();
+      }
+      const select = h("select", { id: "change-kind", "aria-label": "Kind of change" },
+        h("option", { value: "" }, "Every kind (" + data.changesAll + ")"),
+        data.kinds.map((k) => h("option", { value: k.kind }, k.title + " (" + k.count + ")")));
+      select.value = kind;
+      select.addEventListener("change", () => { kind = select.value; load(true); });
+      showCount();
+      return [h("div", { class: "changes-head" }, h("h2", {}, "Changes (" + data.changesAll + ")"), data.kinds.length > 1 || kind ? select : null),
+        total ? [count, list, more] : h("p", { class: "muted" }, kind ? "No change of this kind." : "No changes.")];
     }
 
     function render(data) {
@@ -1771,17 +1852,6 @@
           run.rolledBackBy ? h("p", {}, "Rolled back by ", h("a", { href: "#/runs/" + enc(run.rolledBackBy) }, run.rolledBackBy)) : null]);
       }
 
-      const changes = (run.changes || []).map((c) => h("details", { class: "change", dataset: { file: c.file || "" } },
-        h("summary", {},
-          h("span", { class: "op " + c.operation }, setAside(c) ? "set aside" : c.operation),
-          h("span", { class: "mono" }, c.file),
-          c.after && c.after.file && c.after.file !== c.file ? h("span", { class: "mono muted" }, setAside(c) ? "→ the rollback's folder (state folder)" : "→ " + c.after.file) : null,
-          h("span", { class: "muted small" }, c.rule || ""),
-          h("span", {}, c.unexplained ? "unexplained (no reason given)" : c.reason),
-          c.state === "pending" ? h("span", { class: "status interrupted" }, "may not have happened") : null),
-        c.fields && c.fields.length ? h("p", { class: "small muted" }, "fields: " + c.fields.join(", ")) : null,
-        c.diff ? (c.diff.length ? diffBlock(c.diff) : h("p", { class: "muted small" }, "(no difference in the text)")) : h("p", { class: "muted small" }, c.diffNote || "")));
-
       const report = h("div", { class: "markdown", id: "run-report" });
       if (data.report) report.append(window.SageMarkdown.render(data.report, {}));
       else report.append(h("p", { class: "muted" }, "No report file (", h("span", { class: "mono" }, data.reportPath), ")."));
@@ -1797,8 +1867,7 @@
           h("a", { class: "button", href: "#/runs" }, "All runs")),
         run.error ? h("div", { class: "notice error" }, "The run stopped early: " + run.error) : null,
         panel,
-        h("h2", {}, "Changes (" + changes.length + ")"),
-        changes.length ? h("div", { id: "run-changes" }, changes) : h("p", { class: "muted" }, "No changes."),
+        changesPanel(data),
         h("h2", {}, "Report"),
         h("div", { class: "panel" }, report));
     }
