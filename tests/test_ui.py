@@ -1342,3 +1342,17 @@ def test_a_run_page_gives_its_changes_a_page_at_a_time_and_by_kind(
         "Superseded memories archived")
     status, data, _ = client.request("GET", f"/api/runs/{run}?offset=x")
     assert status == 400
+
+
+def test_the_list_comes_newest_oldest_or_by_id_first(client: Client, folder: Path) -> None:
+    newest = [r["id"] for r in client.ok("GET", "/api/memories?limit=1000")["results"]]
+    oldest = [r["id"] for r in client.ok("GET", "/api/memories?limit=1000&sort=oldest")["results"]]
+    by_id = [r["id"] for r in client.ok("GET", "/api/memories?limit=1000&sort=id")["results"]]
+    assert oldest == newest[::-1] and len(newest) == 10
+    assert by_id == sorted(newest, key=str.casefold)
+    page = client.ok("GET", "/api/memories?limit=3&offset=3&sort=oldest")
+    assert [r["id"] for r in page["results"]] == oldest[3:6] and page["total"] == 10
+    users = client.ok("GET", "/api/memories?category=user&sort=id")["results"]
+    assert [r["id"] for r in users] == [i for i in by_id if i.startswith("user_")]
+    status, data, _ = client.request("GET", "/api/memories?sort=sideways")
+    assert status == 400 and "sort must be one of" in data["error"]

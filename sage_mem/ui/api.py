@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from ..folders import Folders
 
 PAGE_SIZE = 100  # rows per page of the list or a search; the page asks for more
+SORTS = ("newest", "oldest", "id")  # the orders of the list (a search is best match first)
 # The store's write() keywords, by the names the page sends: every field of the spec.
 FIELDS = {field.key: field.name for field in fields_spec.FIELDS} | {"body": "body"}
 _KIND = {field.key: field.kind for field in fields_spec.FIELDS}
@@ -167,6 +168,22 @@ class FolderSummary:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._cached: tuple[int, list[Memory], dict[str, Any]] | None = None
+        self._orders: dict[str, list[Memory]] = {}
+        self._orders_of: list[Memory] | None = None
+
+    def ordered(self, newest: list[Memory], sort: str) -> list[Memory]:
+        """The same memories in another order (`SORTS`), made once per summary."""
+        if sort == "newest":
+            return newest
+        with self._lock:
+            if self._orders_of is not newest:
+                self._orders, self._orders_of = {}, newest
+            found = self._orders.get(sort)
+            if found is None:
+                found = list(reversed(newest)) if sort == "oldest" else sorted(
+                    newest, key=lambda m: (m.id.casefold(), m.id))
+                self._orders[sort] = found
+            return found
 
     def get(self, store: MemoryStore, generation: int) -> tuple[list[Memory], dict[str, Any]]:
         # Made under the lock: the list's request and the warming after a change want the same
@@ -193,6 +210,8 @@ def list_memories(
     ranked: RankedCache | None = None,
     generation: int = 0,
     count: bool = True,
+    sort: str = "newest",
+    folder_summary: FolderSummary | None = None,
 ) -> dict[str, Any]:
     """One page of the list (newest first) or of a search (best first), with the true total.
 
@@ -227,10 +246,12 @@ def list_memories(
         rows = _rows(store, found[offset:offset + limit])
         total = len(found)
     else:
-        chosen = newest
+        if sort not in SORTS:
+            raise InvalidMemory(f"sort must be one of {', '.join(SORTS)}")
+        chosen = (folder_summary or FolderSummary()).ordered(newest, sort)
         if categories or tags:
             wanted = {m.id for m in store.list(**filters)}
-            chosen = [m for m in newest if m.id in wanted]
+            chosen = [m for m in chosen if m.id in wanted]
         total = len(chosen)
         rows = [summary_row(m) for m in chosen[offset:offset + limit]]
     return {
@@ -290,7 +311,8 @@ async def memories(request: Request) -> JSONResponse:
             store, params.get("q", ""), [c for c in params.getlist("category") if c],
             [t for t in params.getlist("tag") if t], limit, summary,
             offset=offset, ranked=state.ranked, generation=generation,
-            count=params.get("count", "1") != "0",
+            count=params.get("count", "1") != "0", sort=params.get("sort", "newest"),
+            folder_summary=state.summary,
         )
         for row in found["results"]:
             _labelled_row(state.folders, row)

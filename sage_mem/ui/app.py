@@ -5,8 +5,9 @@ Routes (all `/api/` ones need the token; see `security`):
     GET  /                          the page (a shell: no memory data in it)
     GET  /static/…                  its CSS, JavaScript and icon
     GET  /api/info                  folder, version, counts
-    GET  /api/memories?q=&category=&tag=&offset=&limit=&count=   a page of the search (or
-                                    list), its true total (count=0: only if known), facets
+    GET  /api/memories?q=&category=&tag=&offset=&limit=&count=&sort=   a page of the search (or
+                                    list: newest, oldest or by id), its true total (count=0:
+                                    only if known), facets
     GET  /api/memory?id=            one memory in full, with its sha256
     POST /api/memory                create ({create: true}) or update ({expectedSha256})
     GET  /api/raw?id=               a memory file's text, sha256 and parse error (the raw editor)

@@ -364,7 +364,7 @@
 
   // ------------------------------------------------------------- list view
 
-  const listState = { q: "", categories: new Set(), tags: new Set(), allTags: false };
+  const listState = { q: "", categories: new Set(), tags: new Set(), allTags: false, sort: "newest" };
   const PAGE = 100;
 
   // Arrow keys within a group of chips: the group is one Tab stop (roving tabindex), so Tab
@@ -400,10 +400,16 @@
     const categoryChips = h("div", { class: "chips", id: "category-chips", role: "group", "aria-label": "Categories" });
     const tagChips = h("div", { class: "chips", id: "tag-chips", role: "group", "aria-label": "Tags" });
     const count = h("span", { id: "result-count" });
+    // The order of the list (a search is best match first): the oldest memory is one choice away.
+    const sort = h("select", { id: "sort", "aria-label": "Order of the list" },
+      h("option", { value: "newest" }, "Newest first"), h("option", { value: "oldest" }, "Oldest first"),
+      h("option", { value: "id" }, "By id, A to Z"));
+    sort.value = listState.sort;
+    sort.addEventListener("change", () => { listState.sort = sort.value; load(); });
     const results = h("ol", { class: "results", id: "results", "aria-live": "polite" });
     const more = h("div", { class: "more" });
     fill(main, h("h1", { class: "sr-only" }, "Memories"), h("div", { class: "searchbar" }, input), h("div", { class: "filters" }, categoryChips, tagChips),
-      h("div", { class: "summary-line" }, count), results, more);
+      h("div", { class: "summary-line" }, count, sort), results, more);
     const settleCategories = rovingGroup(categoryChips, "button.chip");
     const settleTags = rovingGroup(tagChips, "button.chip");
     setTitle("Memories");
@@ -414,7 +420,7 @@
     let rows = [];
 
     function key() {
-      return JSON.stringify([listState.q.trim() ? listState.q : "", [...listState.categories], [...listState.tags]]);
+      return JSON.stringify([listState.q.trim() ? listState.q : "", [...listState.categories], [...listState.tags], listState.sort]);
     }
 
     function params(offset) {
@@ -424,6 +430,7 @@
       listState.tags.forEach((t) => out.append("tag", t));
       if (offset) out.set("offset", String(offset));
       out.set("limit", String(PAGE));
+      if (listState.sort !== "newest") out.set("sort", listState.sort);
       return out;
     }
 
@@ -541,6 +548,7 @@
     }, 250);
 
     function renderResults(data, appended) {
+      sort.hidden = !!listState.q.trim();
       all = data.all;
       hasMore = data.more;
       if (data.total !== null) total = data.total;
