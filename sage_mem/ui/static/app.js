@@ -1905,9 +1905,14 @@
     fill(main,
       h("div", { class: "memory-head" }, h("div", {}, h("h1", {}, "Star map"),
         h("p", { class: "muted starmap-intro" }, "Every memory is a star: colour is its category, size its length, brightness how recently it was updated. " +
-          "Lines are real relations: a link from one memory to another, and dashed gold where one supersedes another. Hover for its description, click to open it."))),
+          "Lines are real relations: a link from one memory to another, and dashed gold where one supersedes another; linked memories sit near each other. " +
+          "Hover for its description and its relations, click to open it; the wheel or + and − zoom, a drag pans."))),
       h("div", { class: "starmap-wrap" }, canvas, legend, tip),
-      h("div", { class: "timeline" }, play, slider, label),
+      h("div", { class: "timeline" }, play, slider, label,
+        h("span", { class: "zoom", role: "group", "aria-label": "Zoom" },
+          h("button", { type: "button", id: "zoom-in", "aria-label": "Zoom in", title: "Zoom in (+, or the wheel)", onclick: () => map.zoomBy(1.5) }, "+"),
+          h("button", { type: "button", id: "zoom-out", "aria-label": "Zoom out", title: "Zoom out (−)", onclick: () => map.zoomBy(1 / 1.5) }, "−"),
+          h("button", { type: "button", id: "zoom-reset", title: "The whole sky (0)", onclick: () => map.resetView() }, "Whole sky"))),
       focusLine, listBox);
 
     const map = new window.SageStarmap(canvas, tip, {

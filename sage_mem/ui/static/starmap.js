@@ -1,8 +1,11 @@
 /* The star map: every memory a star on a <canvas>.
  *
  * Colour by category, size by length, brightness by how recently the memory
- * was updated; each category is a small galaxy, and a memory keeps its place
- * (its position comes from a hash of its id). The lines are the real relations:
+ * was updated; each category is a small galaxy. A star's place comes from a
+ * hash of its id, then linked memories are drawn toward each other (`settle`),
+ * so that what links together sits together. The wheel, a drag and the + - 0
+ * keys zoom and pan; a hovered (or keyboard-focused) star lights its relations
+ * and rings the stars they reach. The lines are the real relations:
  * a `[[link]]` or markdown link (faint, the colour of the linking memory) and
  * `supersedes` (dashed, gold). The canvas is drawn only when something changes
  * (data, size, hover, the timeline): there is no animation loop, except while
@@ -80,6 +83,13 @@
     const rnd = random(7);
     for (let i = 0; i < 260; i++) this.dust.push([rnd(), rnd(), rnd() * 0.9 + 0.2, rnd() * 0.35 + 0.05]);
     this.focused = null;
+    this.view = { scale: 1, x: 0, y: 0 };
+    this.onWheel = this.onWheel.bind(this);
+    this.onDown = this.onDown.bind(this);
+    this.onUp = this.onUp.bind(this);
+    canvas.addEventListener("wheel", this.onWheel, { passive: false });
+    canvas.addEventListener("pointerdown", this.onDown);
+    window.addEventListener("pointerup", this.onUp);
     this.onMove = this.onMove.bind(this);
     this.onLeave = this.onLeave.bind(this);
     this.onClick = this.onClick.bind(this);
@@ -162,6 +172,7 @@
       if (e.kind === "supersedes") { a.supersedes.push(b); b.supersededBy.push(a); }
       else { a.linksTo.push(b); b.linkedFrom.push(a); }
     }
+    this.settle();
     // Reading order, for the keyboard's next and previous: category by category, then by id.
     const groups = Object.keys(COLORS);
     this.order = this.stars.slice().sort((a, b) => groups.indexOf(a.group) - groups.indexOf(b.group) ||
@@ -169,6 +180,78 @@
     if (this.hover) this.hover = byId.get(this.hover.id) || null;
     if (this.focused) this.focused = byId.get(this.focused.id) || null;
     this.sprites = {};
+    this.dirty();
+  };
+
+  // Linked memories near each other: each star is drawn toward the middle of the stars of its
+  // galaxy it links with (or that link to it), held by a spring to its own place, a few rounds.
+  // Linear in stars and links; unlinked stars keep their place, each galaxy stays in its room.
+  Starmap.prototype.settle = function () {
+    const ROUNDS = 10;
+    const HOLD = 0.5;
+    const near = new Map(this.stars.map((s) => [s, s.linksTo.concat(s.linkedFrom, s.supersedes, s.supersededBy).filter((o) => o.group === s.group && o !== s)]));
+    const linked = this.stars.filter((s) => near.get(s).length);
+    if (!linked.length) return;
+    // Each set of stars linked together (within a galaxy) gathers where its first star is,
+    // in a small cloud of its own; then each is drawn toward the ones it links with.
+    const root = new Map(linked.map((s) => [s, s]));
+    const find = (s) => { let r = s; while (root.get(r) !== r) r = root.get(r); root.set(s, r); return r; };
+    for (const s of linked) {
+      for (const o of near.get(s)) {
+        const a = find(s);
+        const b = find(o);
+        if (a !== b) root.set(a.id < b.id ? b : a, a.id < b.id ? a : b);
+      }
+    }
+    const sizes = new Map();
+    for (const s of linked) { const r = find(s); sizes.set(r, (sizes.get(r) || 0) + 1); }
+    const home = new Map();
+    for (const s of linked) {
+      const r = find(s);
+      const spread = Math.min(0.6, 0.1 + 0.035 * Math.sqrt(sizes.get(r)));
+      home.set(s, r === s ? [s.dx, s.dy] : [r.dx + s.dx * spread, r.dy + s.dy * spread]);
+    }
+    for (const s of linked) { [s.dx, s.dy] = home.get(s); }
+    for (let round = 0; round < ROUNDS; round++) {
+      for (const s of linked) {
+        const others = near.get(s);
+        if (!others.length) continue;
+        let x = 0;
+        let y = 0;
+        for (const o of others) { x += o.dx; y += o.dy; }
+        const [hx, hy] = home.get(s);
+        s.dx = HOLD * hx + (1 - HOLD) * (0.5 * s.dx + 0.5 * x / others.length);
+        s.dy = HOLD * hy + (1 - HOLD) * (0.5 * s.dy + 0.5 * y / others.length);
+      }
+    }
+    for (const s of linked) {
+      const far = Math.hypot(s.dx, s.dy);
+      if (far > 1) { s.dx /= far; s.dy /= far; }
+    }
+  };
+
+  // Zoom (by `factor`, around a point of the canvas) and pan (by dx, dy CSS pixels).
+  Starmap.prototype.zoomBy = function (factor, x, y) {
+    const scale = Math.max(1, Math.min(40, this.view.scale * factor));
+    const applied = scale / this.view.scale;
+    const cx = x === undefined ? this.w / 2 : x;
+    const cy = y === undefined ? this.h / 2 : y;
+    this.view.x = cx - (cx - this.view.x) * applied;
+    this.view.y = cy - (cy - this.view.y) * applied;
+    this.view.scale = scale;
+    if (scale === 1) { this.view.x = 0; this.view.y = 0; }
+    this.dirty();
+  };
+
+  Starmap.prototype.panBy = function (dx, dy) {
+    if (this.view.scale === 1) return;
+    this.view.x += dx;
+    this.view.y += dy;
+    this.dirty();
+  };
+
+  Starmap.prototype.resetView = function () {
+    this.view = { scale: 1, x: 0, y: 0 };
     this.dirty();
   };
 
@@ -216,10 +299,11 @@
     const room = 0.4 * Math.min(w / 2, h / 2);
     const roomX = Math.min(0.22 * w, room * 1.3);
     const roomY = Math.min(0.2 * h, room);
+    const v = this.view;
     this.stars.forEach((s) => {
       const c = CENTERS[s.group];
-      s.x = c[0] * w + s.dx * roomX;
-      s.y = c[1] * h + s.dy * roomY;
+      s.x = (c[0] * w + s.dx * roomX) * v.scale + v.x;
+      s.y = (c[1] * h + s.dy * roomY) * v.scale + v.y;
     });
   };
 
@@ -290,7 +374,7 @@
   Starmap.prototype.draw = function () {
     const started = performance.now();
     this.layout();
-    const key = [this.w, this.h, this.dpr, this.time, this.limit, this.playing].join(":");
+    const key = [this.w, this.h, this.dpr, this.time, this.limit, this.playing, this.view.scale, this.view.x, this.view.y].join(":");
     if (this.layerKey !== key || !this.layer) {
       this.drawLayer();
       this.layerKey = key;
@@ -300,12 +384,27 @@
     ctx.drawImage(this.layer, 0, 0);
     ctx.setTransform(this.dpr, 0, 0, this.dpr, 0, 0);
     if (this.hover && this.isVisible(this.hover)) {
+      // Its relations lit, and a ring on each star it is related to.
+      const star = this.hover;
+      const others = star.linksTo.concat(star.linkedFrom, star.supersedes, star.supersededBy).filter((o) => this.isVisible(o));
+      ctx.lineWidth = 1.4;
+      ctx.strokeStyle = "rgba(255,255,255,0.75)";
+      ctx.beginPath();
+      for (const o of others) { ctx.moveTo(star.x, star.y); ctx.lineTo(o.x, o.y); }
+      ctx.stroke();
+      ctx.strokeStyle = "rgba(255,236,170,0.85)";
+      ctx.lineWidth = 1;
+      ctx.beginPath();
+      for (const o of others) { ctx.moveTo(o.x + o.radius + 3.5, o.y); ctx.arc(o.x, o.y, o.radius + 3.5, 0, Math.PI * 2); }
+      ctx.stroke();
+      this.lit = others.length;
       ctx.strokeStyle = "rgba(255,255,255,0.9)";
       ctx.lineWidth = 1.5;
       ctx.beginPath();
       ctx.arc(this.hover.x, this.hover.y, this.hover.radius + 5, 0, Math.PI * 2);
       ctx.stroke();
     }
+    if (!this.hover) this.lit = 0;
     this.draws++;
     this.drawMs = performance.now() - started;
     this.mark();
@@ -489,6 +588,8 @@
     d.edges = String(this.edgesDrawn || 0);
     d.animating = String(this.playing);
     d.drawMs = this.drawMs === undefined ? "" : this.drawMs.toFixed(2);
+    d.lit = String(this.lit || 0);
+    d.zoom = String(Math.round(this.view.scale * 100) / 100);
   };
 
   Starmap.prototype.starAt = function (x, y) {
@@ -522,6 +623,15 @@
   };
 
   Starmap.prototype.onMove = function (event) {
+    if (this.drag && event.buttons) {
+      const dx = event.clientX - this.drag.x;
+      const dy = event.clientY - this.drag.y;
+      this.drag.x = event.clientX;
+      this.drag.y = event.clientY;
+      this.drag.moved += Math.abs(dx) + Math.abs(dy);
+      this.panBy(dx, dy);
+      return;
+    }
     const rect = this.canvas.getBoundingClientRect();
     const x = event.clientX - rect.left;
     const y = event.clientY - rect.top;
@@ -614,6 +724,11 @@
       to = shown[(index + 1) % shown.length];
     } else if (event.key === "p" || event.key === "P") {
       to = shown[(index - 1 + shown.length) % shown.length];
+    } else if (event.key === "+" || event.key === "=" || event.key === "-" || event.key === "0") {
+      event.preventDefault();
+      if (event.key === "0") this.resetView();
+      else this.zoomBy(event.key === "-" ? 0.8 : 1.25, at ? at.x : undefined, at ? at.y : undefined);
+      return;
     } else if (event.key === "Home") {
       to = shown[0];
     } else if (event.key === "End") {
@@ -635,7 +750,23 @@
     this.request();
   };
 
+  // The wheel zooms around the pointer; a drag pans (a drag is never a click).
+  Starmap.prototype.onWheel = function (event) {
+    event.preventDefault();
+    const rect = this.canvas.getBoundingClientRect();
+    this.zoomBy(event.deltaY < 0 ? 1.25 : 0.8, event.clientX - rect.left, event.clientY - rect.top);
+  };
+
+  Starmap.prototype.onDown = function (event) {
+    this.drag = { x: event.clientX, y: event.clientY, moved: 0 };
+  };
+
+  Starmap.prototype.onUp = function () {
+    if (this.drag) setTimeout(() => { this.drag = null; });
+  };
+
   Starmap.prototype.onClick = function (event) {
+    if (this.drag && this.drag.moved > 4) return;
     const rect = this.canvas.getBoundingClientRect();
     const star = this.starAt(event.clientX - rect.left, event.clientY - rect.top);
     if (star && this.options.onOpen) this.options.onOpen(star.id);
@@ -688,6 +819,9 @@
     this.canvas.removeEventListener("mouseleave", this.onLeave);
     this.canvas.removeEventListener("click", this.onClick);
     this.canvas.removeEventListener("keydown", this.onKey);
+    this.canvas.removeEventListener("wheel", this.onWheel);
+    this.canvas.removeEventListener("pointerdown", this.onDown);
+    window.removeEventListener("pointerup", this.onUp);
     this.canvas.removeEventListener("blur", this.onBlur);
   };
 
