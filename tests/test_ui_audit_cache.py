@@ -122,3 +122,14 @@ def test_the_cache_is_in_the_state_folder_and_a_broken_one_is_read_past(
     read = files_read(monkeypatch)
     assert a_launch(store)["findings"] == first["findings"]
     assert len(read) == first["checked"]  # every file read again, nothing lost
+
+
+def test_the_last_result_is_there_at_once_while_the_next_run_reads(store: MemoryStore) -> None:
+    assert AuditState().known(store, 0) == {"pending": True}
+    first = AuditState().get(store, 0)
+    known = AuditState().known(store, 0)  # the next launch, before its own run
+    assert known["stale"] is True and known["findings"] == first["findings"]
+    state = AuditState()
+    state.get(store, 3)
+    assert state.known(store, 3)["stale"] is False
+    assert state.known(store, 4)["stale"] is True  # the memories changed since

@@ -62,6 +62,7 @@ import json
 import os
 import posixpath
 import re
+import time
 import unicodedata
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -275,6 +276,7 @@ class FileResults:
         self._saved: dict[tuple[str, bool], list[Any]] = {}
         self._saved_links: dict[str, tuple[Any, list[Any]]] = {}
         self._saved_against: Any = None
+        self._saved_at: float | None = None
         self._changed = False
         if path is not None:
             self._load(path)
@@ -376,10 +378,18 @@ class FileResults:
             self._changed = True
         self._saved.clear()
 
+    SAVE_EVERY_SECONDS = 60.0
+
     def save(self) -> None:
-        """Keep what the last audit found in the state folder (when it changed)."""
+        """Keep what the last audit found in the state folder, when it changed: after the first
+        audit, then at most once a minute (an open page audits after every change, and a file
+        changed since the last save is only read again at the next launch)."""
         if self._path is None or not self._changed:
             return
+        now = time.monotonic()
+        if self._saved_at is not None and now - self._saved_at < self.SAVE_EVERY_SECONDS:
+            return
+        self._saved_at = now
         from ..disk.safe_io import atomic_write, make_private_dirs
 
         files = []

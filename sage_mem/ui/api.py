@@ -16,8 +16,10 @@ handler in `app.py`.
 
 from __future__ import annotations
 
+import json
 import os
 import threading
+import time
 from collections import Counter
 from collections.abc import Mapping
 from datetime import date, datetime
@@ -693,6 +695,8 @@ async def archived(request: Request) -> JSONResponse:
 
 
 AUDIT_CACHE = ("ui", "audit-cache.json")  # in the state folder, never the memory folder
+AUDIT_LAST = ("ui", "audit-last.json")  # the last result, shown at once while the next runs
+KEEP_LAST_EVERY_SECONDS = 60.0
 
 
 class AuditState:
@@ -710,6 +714,7 @@ class AuditState:
         self._lock = threading.Lock()
         self._files: Any = None
         self._cached: tuple[int, dict[str, Any]] | None = None
+        self._kept_at: float | None = None
 
     def get(self, store: MemoryStore, generation: int, *, fresh: bool = False) -> dict[str, Any]:
         from ..checks.audit import FileResults
@@ -724,7 +729,39 @@ class AuditState:
                 self._files.forget_links()
             data = audit_data(store, self._files)
             self._cached = (generation, data)
+            now = time.monotonic()
+            if self._kept_at is None or now - self._kept_at >= KEEP_LAST_EVERY_SECONDS:
+                self._kept_at = now  # (an open page audits after every change)
+                _keep_last(store, data)
             return data
+
+    def known(self, store: MemoryStore, generation: int) -> dict[str, Any]:
+        """At once, without waiting for a run: the last result (of this launch, or the last
+        launch's), with `stale` when the memories changed since; `{"pending": true}` if none."""
+        cached = self._cached
+        if cached is not None:
+            return {**cached[1], "stale": cached[0] != generation}
+        from ..disk.safe_io import read_or_absent
+
+        try:
+            seen = read_or_absent(store.folder.state_path(*AUDIT_LAST), limit=16 * 1024 * 1024)
+            data = json.loads(seen.raw) if seen.raw is not None else None
+        except (InvalidMemory, ValueError):
+            data = None
+        if not isinstance(data, dict) or not isinstance(data.get("findings"), list):
+            return {"pending": True}
+        return {**data, "stale": True}
+
+
+def _keep_last(store: MemoryStore, data: dict[str, Any]) -> None:
+    from ..disk.safe_io import atomic_write, make_private_dirs
+
+    path = store.folder.state_path(*AUDIT_LAST)
+    try:
+        make_private_dirs(path.parent)
+        atomic_write(path, json.dumps(data, ensure_ascii=False).encode("utf-8"), durable=False)
+    except OSError:
+        pass  # only a head start for the next launch's Audit tab
 
 
 def _index_lookup(store: MemoryStore) -> Any:
@@ -763,6 +800,8 @@ async def audit_findings(request: Request) -> JSONResponse:
     store = store_of(request)
     state = request.app.state
     fresh = request.query_params.get("fresh") == "1"
+    if request.query_params.get("known") == "1":
+        return JSONResponse(state.audit.known(store, state.feed.generations["memories"]))
     return JSONResponse(await run_in_threadpool(
         lambda: state.audit.get(store, state.feed.generations["memories"], fresh=fresh)
     ))

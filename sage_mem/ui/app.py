@@ -19,7 +19,8 @@ Routes (all `/api/` ones need the token; see `security`):
     POST /api/delete                {id: "archive/…", expectedSha256}: deleted for good (archived
                                     only; a person's act: no agent tool or dream can delete)
     GET  /api/archived              the archive
-    GET  /api/audit?fresh=          the audit's findings, with memory ids (incremental)
+    GET  /api/audit?fresh=&known=   the audit's findings, with memory ids (incremental);
+                                    known=1: the last result at once (`stale` if old)
     GET  /api/stars                 the star map's data
     GET  /api/runs                  dream runs and rollbacks, newest first
     GET  /api/runs/{run_id}?offset=&limit=&kind=   one run: manifest, report, a page of its
@@ -40,6 +41,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
@@ -69,6 +71,7 @@ if TYPE_CHECKING:
     from ..folders import Folders
 
 STATIC = Path(__file__).resolve().parent / "static"
+GRAPH_AFTER_SECONDS = 0.3
 
 
 def _status(exc: SageMemError) -> int:
@@ -120,7 +123,11 @@ def create_app(
         changed since the last launch.)"""
         generation = feed.generations["memories"]
         app.state.summary.get(several if several is not None else store, generation)
-        app.state.graph.get(store, generation)
+        # The open list asks for the summary first; the graph (for a memory's page) waits a
+        # moment, so that on two busy cores it does not take the GIL from that answer.
+        time.sleep(GRAPH_AFTER_SECONDS)
+        if feed.generations["memories"] == generation:
+            app.state.graph.get(store, generation)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

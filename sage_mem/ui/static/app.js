@@ -1435,18 +1435,31 @@
     fill(main, h("div", { class: "memory-head" }, h("h1", {}, "Audit"),
       h("button", { id: "audit-again", onclick: () => load(true) }, "Check again")),
     h("p", { class: "muted" }, "The audit reads every file and reports problems; it changes nothing."), body);
+    // The last result at once (this launch's or the last one's), said to be checked again while
+    // the run that reads what changed since is on its way; then that run's result.
+    let shownFresh = false;
     async function load(fresh) {
+      shownFresh = false;
+      api("/api/audit?known=1").then((known) => {
+        if (showing() && !shownFresh && !known.pending) show(known, known.stale);
+      }).catch(() => {});
       let data;
       try { data = await api("/api/audit" + (fresh === true ? "?fresh=1" : "")); } catch (error) { if (showing()) failure(error); return; }
       if (!showing()) return;
+      shownFresh = true;
+      show(data, false);
+    }
+
+    function show(data, stale) {
       const badge = document.getElementById("audit-badge");
       badge.textContent = String(data.count);
       badge.hidden = !data.count;
+      const checking = stale ? h("p", { class: "muted small", id: "audit-checking" }, "These are the last results; checking the folder again…") : null;
       if (!data.count) {
-        fill(body, h("div", { class: "notice ok" }, "No problems found in " + data.checked + " files."));
+        fill(body, checking, h("div", { class: "notice ok" }, "No problems found in " + data.checked + " files."));
         return;
       }
-      fill(body, h("p", {}, data.count + (data.count === 1 ? " finding" : " findings") + " in " + data.checked + " files checked."),
+      fill(body, checking, h("p", {}, data.count + (data.count === 1 ? " finding" : " findings") + " in " + data.checked + " files checked."),
         h("table", { class: "list", id: "findings" },
           h("thead", {}, h("tr", {}, h("th", {}, "severity"), h("th", {}, "check"), h("th", {}, "file"), h("th", {}, "finding"))),
           h("tbody", {}, data.findings.map((f) => h("tr", {},

@@ -476,7 +476,9 @@
     for (const [a, b, kind] of this.relations || []) {
       if (!this.isVisible(a) || !this.isVisible(b)) continue;
       edges++;
-      const key = kind === "supersedes" ? "supersedes" : a.group;
+      // A link across galaxies is drawn faint (in a big sky they would be a veil over it):
+      // hovering or focusing a star lights its own in full.
+      const key = kind === "supersedes" ? "supersedes" : a.group === b.group ? a.group : "across";
       let path = paths[key];
       if (!path) path = paths[key] = new Path2D();
       path.moveTo(a.x, a.y);
@@ -487,6 +489,9 @@
       if (key === "supersedes") {
         ctx.strokeStyle = "rgba(255,200,110,0.55)";
         ctx.setLineDash([4, 4]);
+      } else if (key === "across") {
+        ctx.strokeStyle = "rgba(190,200,235," + (this.dense ? 0.025 : 0.22) + ")";
+        ctx.setLineDash([]);
       } else {
         const [r, g, bl] = COLORS[key];
         ctx.strokeStyle = "rgba(" + r + "," + g + "," + bl + "," + (this.dense ? 0.08 : 0.32) + ")";
