@@ -401,7 +401,7 @@
     const tagChips = h("div", { class: "chips", id: "tag-chips", role: "group", "aria-label": "Tags" });
     const count = h("span", { id: "result-count" });
     // The order of the list (a search is best match first): the oldest memory is one choice away.
-    const sort = h("select", { id: "sort", "aria-label": "Order of the list" },
+    const sort = h("select", { id: "sort" },
       h("option", { value: "newest" }, "Newest first"), h("option", { value: "oldest" }, "Oldest first"),
       h("option", { value: "id" }, "By id, A to Z"));
     sort.value = listState.sort;
@@ -409,7 +409,9 @@
     const results = h("ol", { class: "results", id: "results", "aria-live": "polite" });
     const more = h("div", { class: "more" });
     fill(main, h("h1", { class: "sr-only" }, "Memories"), h("div", { class: "searchbar" }, input), h("div", { class: "filters" }, categoryChips, tagChips),
-      h("div", { class: "summary-line" }, count, sort), results, more);
+      h("div", { class: "summary-line" }, count), results,
+      // After the list in the Tab order: the first result stays three Tabs from the search box.
+      h("div", { class: "list-foot" }, more, h("label", { class: "order" }, "Order ", sort)));
     const settleCategories = rovingGroup(categoryChips, "button.chip");
     const settleTags = rovingGroup(tagChips, "button.chip");
     setTitle("Memories");
@@ -548,7 +550,7 @@
     }, 250);
 
     function renderResults(data, appended) {
-      sort.hidden = !!listState.q.trim();
+      sort.parentElement.hidden = !!listState.q.trim();
       all = data.all;
       hasMore = data.more;
       if (data.total !== null) total = data.total;
