@@ -125,7 +125,8 @@ def create_app(
         app.state.summary.get(several if several is not None else store, generation)
         # The open list asks for the summary first; the graph (for a memory's page) waits a
         # moment, so that on two busy cores it does not take the GIL from that answer.
-        time.sleep(GRAPH_AFTER_SECONDS)
+        if generation:  # after a change (at start-up nothing else is waiting)
+            time.sleep(GRAPH_AFTER_SECONDS)
         if feed.generations["memories"] == generation:
             app.state.graph.get(store, generation)
 

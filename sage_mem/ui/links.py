@@ -164,13 +164,15 @@ class LinkGraph:
         self._cached: tuple[int, Graph] | None = None
 
     def get(self, store: MemoryStore, generation: int) -> Graph:
+        # Built under the lock: a memory's page that comes while the graph is being made
+        # ahead of it (`warm`) waits for that one instead of making a second.
         with self._lock:
             if self._cached is not None and self._cached[0] == generation:
                 return self._cached[1]
-        graph = build_graph(store.list(), [m for m in store.list(archived=True) if m.archived])
-        with self._lock:
+            graph = build_graph(store.list(),
+                                [m for m in store.list(archived=True) if m.archived])
             self._cached = (generation, graph)
-        return graph
+            return graph
 
 
 def links_of_memory(store: MemoryStore, memory: Memory, graph: Graph | None = None) -> list[Link]:
