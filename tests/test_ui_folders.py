@@ -17,16 +17,20 @@ from typing import Any
 
 import pytest
 from support import write_memory
+from test_ui_browser import missing_in_ci
 
 from sage_mem.folders import Folders, FolderSpec
 from sage_mem.store import MemoryStore
 from sage_mem.ui import UiServer
 
+pytestmark = pytest.mark.browser
 CHROMIUM = Path("/usr/bin/chromium")
 if not CHROMIUM.exists():
-    pytest.skip(f"{CHROMIUM} is missing: install Debian's chromium (see .ci/ui-setup)",
-                allow_module_level=True)
-sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
+    missing_in_ci(f"{CHROMIUM} is missing: install Debian's chromium (see .ci/ui-setup)")
+try:
+    from playwright import sync_api
+except ImportError:
+    missing_in_ci("playwright is not installed (pip install -e '.[test]')")
 expect = sync_api.expect
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
