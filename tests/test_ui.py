@@ -16,6 +16,7 @@ import re
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import time
@@ -1247,3 +1248,124 @@ def test_only_an_archived_memory_can_be_deleted_and_only_the_version_shown(
     assert status == 400 and (folder / "archive/user_profile.md").exists()
     client.ok("POST", "/api/delete", {"id": row["id"], "expectedSha256": row["sha256"]})
     assert not (folder / "archive/user_profile.md").exists()
+
+
+def fake_agent(bin_dir: Path, name: str) -> Path:
+    """An executable named like an agent CLI, for what the page finds on PATH."""
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    program = bin_dir / name
+    program.write_text("#!/bin/sh\nexit 0\n")
+    program.chmod(program.stat().st_mode | stat.S_IXUSR)
+    return program
+
+
+def test_the_agents_found_on_path_are_offered_for_the_agent_command(
+    tmp_path: Path, memory_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from test_real_dream_agents import documented_command
+
+    from sage_mem.ui.settings import settings_data
+
+    bin_dir = tmp_path / "bin"
+    claude = fake_agent(bin_dir, "claude")
+    monkeypatch.setenv("PATH", str(bin_dir))
+    with MemoryStore(memory_dir) as store:
+        offered = settings_data(store)["agents"]
+        assert [(a["name"], a["found"]) for a in offered] == [("claude", str(claude))]
+        assert offered[0]["argv"][:3] == ["claude", "-p", "{prompt}"]
+        codex = fake_agent(bin_dir, "codex")
+        offered = settings_data(store)["agents"]
+        assert [(a["name"], a["found"]) for a in offered] == [
+            ("claude", str(claude)), ("codex", str(codex))]
+        # Each with the command line docs/dream.md gives for it (run for real elsewhere).
+        for agent in offered:
+            assert agent["argv"] == documented_command(agent["name"])
+
+
+def test_the_link_graph_is_ready_before_the_first_memory_page_and_after_a_change(
+    store: MemoryStore, folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sage_mem.ui import links
+
+    built: list[int] = []
+    resolvers: list[int] = []
+    original_build, original_init = links.build_graph, links.Resolver.__init__
+
+    def counted_build(*args: Any, **kwargs: Any) -> Any:
+        built.append(1)
+        return original_build(*args, **kwargs)
+
+    def counted_init(self: Any, *args: Any, **kwargs: Any) -> None:
+        resolvers.append(1)
+        original_init(self, *args, **kwargs)
+
+    def settled() -> bool:
+        seen = len(built)
+        time.sleep(0.3)
+        return bool(built) and len(built) == seen
+
+    monkeypatch.setattr(links, "build_graph", counted_build)
+    monkeypatch.setattr(links.Resolver, "__init__", counted_init)
+    with UiServer(store, port=0).start() as running:
+        client = Client(running)
+        wait_until(settled)  # made ahead of any view, at start-up
+        built.clear()
+        resolvers.clear()
+        page = client.ok("GET", "/api/memory?id=feedback_tests_first")["memory"]
+        assert built == [] and resolvers == []  # the first memory page builds nothing
+        assert [link["id"] for link in page["links"]] == ["reference_test_command"]
+        write_memory(folder, "user_fan", memory_file("Fan", "See [[feedback_tests_first]].",
+                                                     category="user"))
+        wait_until(settled)  # the change is made ahead too, with no request
+        built.clear()
+        resolvers.clear()
+        page = client.ok("GET", "/api/memory?id=feedback_tests_first")["memory"]
+        assert built == [] and resolvers == []
+        assert [b["id"] for b in page["backlinks"]] == ["user_fan"]
+
+
+def test_a_run_page_gives_its_changes_a_page_at_a_time_and_by_kind(
+    client: Client, store: MemoryStore, folder: Path
+) -> None:
+    from sage_mem.dream import run_dream
+
+    for n in range(70):
+        write_memory(folder, f"project_note_{n:02d}", memory_file(
+            f"Note {n}", f"Yesterday we moved deploy {n} to Fridays.", category="project",
+            created="2026-01-10", updated="2026-01-10T09:00:00Z"))
+    write_memory(folder, "user_old_editor", memory_file("Old editor: vim", "vim", category="user"))
+    write_memory(folder, "user_new_editor", memory_file(
+        "New editor: helix", "helix", category="user", supersedes=["user_old_editor"]))
+    store.reconcile()
+    run = run_dream(store, mode="rewrite").run_id
+    first = client.ok("GET", f"/api/runs/{run}")
+    kinds = {k["kind"]: k["count"] for k in first["kinds"]}
+    assert kinds["relative-dates"] == 70 and kinds["supersedes"] == 1
+    assert first["changesAll"] == first["changesTotal"] == sum(kinds.values())
+    assert len(first["run"]["changes"]) == 50 and all(c["diff"] for c in first["run"]["changes"])
+    rest = client.ok("GET", f"/api/runs/{run}?offset=50")["run"]["changes"]
+    assert len(rest) == first["changesAll"] - 50
+    every = [c["file"] for c in first["run"]["changes"] + rest]
+    assert len(set(every)) == len(every)
+    only = client.ok("GET", f"/api/runs/{run}?kind=supersedes")
+    assert only["changesTotal"] == 1 and only["changesAll"] == first["changesAll"]
+    assert [c["file"] for c in only["run"]["changes"]] == ["user_old_editor.md"]
+    assert only["run"]["changes"][0]["kind"] == "supersedes"
+    assert next(k["title"] for k in only["kinds"] if k["kind"] == "supersedes") == (
+        "Superseded memories archived")
+    status, data, _ = client.request("GET", f"/api/runs/{run}?offset=x")
+    assert status == 400
+
+
+def test_the_list_comes_newest_oldest_or_by_id_first(client: Client, folder: Path) -> None:
+    newest = [r["id"] for r in client.ok("GET", "/api/memories?limit=1000")["results"]]
+    oldest = [r["id"] for r in client.ok("GET", "/api/memories?limit=1000&sort=oldest")["results"]]
+    by_id = [r["id"] for r in client.ok("GET", "/api/memories?limit=1000&sort=id")["results"]]
+    assert oldest == newest[::-1] and len(newest) == 10
+    assert by_id == sorted(newest, key=str.casefold)
+    page = client.ok("GET", "/api/memories?limit=3&offset=3&sort=oldest")
+    assert [r["id"] for r in page["results"]] == oldest[3:6] and page["total"] == 10
+    users = client.ok("GET", "/api/memories?category=user&sort=id")["results"]
+    assert [r["id"] for r in users] == [i for i in by_id if i.startswith("user_")]
+    status, data, _ = client.request("GET", "/api/memories?sort=sideways")
+    assert status == 400 and "sort must be one of" in data["error"]

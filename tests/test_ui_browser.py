@@ -24,13 +24,17 @@ from support import ROOT, TEMPLATE, missing_tool, write_memory
 from sage_mem.store import MemoryStore
 from sage_mem.ui import UiServer
 
+pytestmark = pytest.mark.browser
 CHROMIUM = Path("/usr/bin/chromium")
+
+
 if not CHROMIUM.exists():
     missing_tool(f"{CHROMIUM} is missing: install Debian's chromium (see .ci/ui-setup)",
                  module_level=True)
-sync_api = pytest.importorskip(
-    "playwright.sync_api", reason="playwright is not installed (pip install -e '.[test]')"
-)
+try:
+    from playwright import sync_api
+except ImportError:
+    missing_tool("playwright is not installed (pip install -e '.[test]')", module_level=True)
 expect = sync_api.expect
 expect.set_options(timeout=10_000)
 
@@ -42,6 +46,7 @@ ARTIFACTS = ROOT / "test-artifacts"
 SCREENSHOTS = ROOT / "tests" / "screenshots"
 SCRIPT = "<script>window.__pwned = 1</script>"
 TIMEOUT = 10_000
+PHONE = {"width": 390, "height": 844}
 
 
 def memory_file(description: str, body: str = "", **meta: Any) -> str:

@@ -22,11 +22,15 @@ from sage_mem.folders import Folders, FolderSpec
 from sage_mem.store import MemoryStore
 from sage_mem.ui import UiServer
 
+pytestmark = pytest.mark.browser
 CHROMIUM = Path("/usr/bin/chromium")
 if not CHROMIUM.exists():
     missing_tool(f"{CHROMIUM} is missing: install Debian's chromium (see .ci/ui-setup)",
                  module_level=True)
-sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
+try:
+    from playwright import sync_api
+except ImportError:
+    missing_tool("playwright is not installed (pip install -e '.[test]')", module_level=True)
 expect = sync_api.expect
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
         "--disable-background-networking", "--disable-component-update", "--disable-sync"]

@@ -19,7 +19,8 @@ from test_ui_browser import expect, memory_file, settle, shot
 from sage_mem.store import MemoryStore
 from sage_mem.ui import UiServer
 
-PHONE = {"width": 390, "height": 844}
+pytestmark = pytest.mark.browser
+PHONE = test_ui_browser.PHONE
 # The browser, the folder with its server, the page on it: the same as test_ui_browser's.
 browser = test_ui_browser.browser
 folder = test_ui_browser.folder

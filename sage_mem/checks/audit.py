@@ -4,7 +4,9 @@
 most of what it looks for is what the tolerant parser in `memory/file_format.py` forgives: a
 BOM, CRLF endings, duplicate keys, a value cut short by YAML's ` #` comment rule.
 It opens files read-only and never writes, not even to the state folder, so the
-folder's bytes and mtimes are the same after an audit as before.
+folder's bytes and mtimes are the same after an audit as before. (The page's
+incremental audit, `FileResults` with a path, keeps what each file gave in a
+cache file in the state folder; the memory folder is never written.)
 
 Each finding has a stable `check` name (the keys of `CHECKS`) and a severity:
 "error" for what loses data, hides a file from the index, or leaks a secret;
@@ -55,11 +57,14 @@ output and are not audited.
 from __future__ import annotations
 
 import functools
+import hashlib
+import json
 import os
 import posixpath
 import re
+import time
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -71,7 +76,7 @@ from ..disk.folder import ARCHIVE_DIR, INDEX_FILE, MemoryFolder
 from ..disk.safe_io import parked_original
 from ..errors import InvalidId, InvalidMemory
 from ..memory import catalog
-from ..memory.file_format import conflict_marker_line, parse_bytes
+from ..memory.file_format import conflict_marker_line, parse_bytes, sha256_bytes
 from ..memory.links import Ids, wiki_target
 from ..memory.markdown import MARKDOWN_LINK, WIKI_LINK, linked_file, mask_code
 from ..memory.value import CATEGORIES, INVALID, MAX_TAG_LENGTH, MAX_TAGS, Memory, memory_from_meta
@@ -225,9 +230,14 @@ def audit_folder(
         cache.forget_except(run.walked)
     for parked in folder.iter_parked():
         run.check_parked(parked)
-    for body in run.bodies:
-        run.check_links(body)
+    if cache is None:
+        for body in run.bodies:
+            run.check_links(body)
+    else:
+        cache.check_links(run)
     run.check_index()
+    if cache is not None:
+        cache.save()
     for problem in known_problems:
         run.check_known_problem(problem)
     findings = sorted(run.findings, key=Finding.sort_key)
@@ -235,17 +245,41 @@ def audit_folder(
 
 
 _Kept = tuple[Any, list["Finding"], list["_Body"], list[Memory]]
+CACHE_VERSION = 1
 
 
 class FileResults:
     """Each file's own audit results, kept while its stat signature stays the same.
 
     An open page audits after every change; with this, a change costs the
-    reading of the files that changed, not of the whole folder.
+    reading of the files that changed, not of the whole folder. Each file's
+    link findings are kept too, while the set of files they were checked
+    against stays the same (`check_links`).
+
+    With `path` (a file in the state folder, never in the memory folder), what
+    is kept outlives the process: the next launch's first audit reads only the
+    files whose stat changed since. What the saved file cannot hold (a file's
+    parsed memory, for the links and MEMORY.md) is taken from `memories`, the
+    store's index, only when the index holds that very version of the file
+    (its sha256); any other file is read and checked again. The saved findings
+    are the audit's own output, so the rules stay here, in one place.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, path: Path | None = None,
+                 memories: Callable[[str], Memory | None] | None = None) -> None:
         self._files: dict[tuple[str, bool], _Kept] = {}
+        self._shas: dict[tuple[str, bool], str] = {}
+        self._links: dict[str, tuple[Any, list[Finding]]] = {}
+        self._linked_against: Any = None
+        self._path = path
+        self._memories = memories
+        self._saved: dict[tuple[str, bool], list[Any]] = {}
+        self._saved_links: dict[str, tuple[Any, list[Any]]] = {}
+        self._saved_against: Any = None
+        self._saved_at: float | None = None
+        self._changed = False
+        if path is not None:
+            self._load(path)
 
     def check_file(self, run: _Audit, path: Path, *, archived: bool) -> None:
         rel = run.rel(path)
@@ -257,6 +291,8 @@ class FileResults:
             signature = None
         key = (rel, archived)
         kept = self._files.get(key)
+        if signature is not None and kept is None:
+            kept = self._from_saved(run, key, path, signature)
         if signature is not None and kept is not None and kept[0] == signature:
             run.walked.add(rel)
             run.checked += 1
@@ -265,18 +301,131 @@ class FileResults:
             run.bodies.extend(kept[2])
             run.memories.extend(kept[3])
             return
+        self._changed = True
         marks = len(run.findings), len(run.bodies), len(run.memories)
         run.check_file(path, archived=archived)
+        self._links.pop(rel, None)
         if signature is None:
             self._files.pop(key, None)
             return
         self._files[key] = (signature, run.findings[marks[0]:], run.bodies[marks[1]:],
                             run.memories[marks[2]:])
+        self._shas[key] = run.shas.get(rel, "")
+
+    def _from_saved(self, run: _Audit, key: tuple[str, bool], path: Path,
+                    signature: Any) -> _Kept | None:
+        """A file's results from the saved file, when its stat and its version in the index
+        are still those of the saved results; None when it must be read again."""
+        saved = self._saved.pop(key, None)
+        if saved is None or list(signature) != saved[0]:
+            return None
+        _, sha, first_line, findings, has_memory = saved
+        memories: list[Memory] = []
+        bodies: list[_Body] = []
+        if has_memory:
+            # The id the index would give it; any other reading fails the sha check below.
+            memory = self._memories(_nfc(key[0][:-3])) if self._memories is not None else None
+            if memory is None or memory.sha256 != sha:
+                return None
+            memories.append(memory)
+            if first_line is not None:
+                bodies.append(_Body(key[0], first_line, memory.body))
+        kept = (signature, [Finding(*f) for f in findings], bodies, memories)
+        self._files[key] = kept
+        self._shas[key] = sha
+        return kept
+
+    def check_links(self, run: _Audit) -> None:
+        """The links of every body: a body's findings are reused while neither it nor the
+        files it was checked against (the folder's memory and archive paths) changed."""
+        against = _fingerprint(run.active, run.archived)
+        saved, self._saved_links = self._saved_links, {}
+        if against != self._linked_against:
+            self._links.clear()
+            self._linked_against = against
+            self._changed = self._changed or not (saved and against == self._saved_against)
+        if saved and against == self._saved_against:
+            for rel, (signature, findings) in saved.items():
+                if rel not in self._links:
+                    self._links[rel] = (tuple(signature), [Finding(*f) for f in findings])
+        for body in run.bodies:
+            kept = self._links.get(body.rel)
+            signature = self._files.get((body.rel, False), (None,))[0]
+            if kept is not None and kept[0] == signature:
+                run.findings.extend(kept[1])
+                continue
+            mark = len(run.findings)
+            run.check_links(body)
+            self._links[body.rel] = (signature, run.findings[mark:])
+            self._changed = True
+
+    def read_memories_from(self, memories: Callable[[str], Memory | None]) -> None:
+        """Where the saved results' memories come from (the store's index, as it is now)."""
+        self._memories = memories
+
+    def forget_links(self) -> None:
+        """Check every link again next time (a link may name a file that is no memory, which
+        the file signatures do not follow)."""
+        self._links.clear()
+        self._linked_against = None
 
     def forget_except(self, walked: set[str]) -> None:
         """Drop what is kept of files the last audit no longer found."""
         for key in [key for key in self._files if key[0] not in walked]:
             del self._files[key]
+            self._shas.pop(key, None)
+            self._links.pop(key[0], None)
+            self._changed = True
+        self._saved.clear()
+
+    SAVE_EVERY_SECONDS = 60.0
+
+    def save(self) -> None:
+        """Keep what the last audit found in the state folder, when it changed: after the first
+        audit, then at most once a minute (an open page audits after every change, and a file
+        changed since the last save is only read again at the next launch)."""
+        if self._path is None or not self._changed:
+            return
+        now = time.monotonic()
+        if self._saved_at is not None and now - self._saved_at < self.SAVE_EVERY_SECONDS:
+            return
+        self._saved_at = now
+        from ..disk.safe_io import atomic_write, make_private_dirs
+
+        files = []
+        for (rel, archived), (signature, findings, bodies, memories) in self._files.items():
+            files.append([rel, archived, list(signature), self._shas.get((rel, archived), ""),
+                          bodies[0].first_line if bodies else None,
+                          [[f.check, f.path, f.message, f.line, f.severity] for f in findings],
+                          bool(memories)])
+        links = {rel: [list(signature), [[f.check, f.path, f.message, f.line, f.severity]
+                                         for f in findings]]
+                 for rel, (signature, findings) in self._links.items() if signature is not None}
+        data = {"version": CACHE_VERSION, "files": files,
+                "links": {"against": self._linked_against, "files": links}}
+        try:
+            make_private_dirs(self._path.parent)
+            atomic_write(self._path, json.dumps(data, ensure_ascii=False).encode("utf-8"),
+                         durable=False)
+        except OSError:
+            return  # a cache: the next audit reads the files again
+        self._changed = False
+
+    def _load(self, path: Path) -> None:
+        try:
+            data = json.loads(path.read_bytes())
+            if data.get("version") != CACHE_VERSION:
+                return
+            for rel, archived, signature, sha, first_line, findings, has_memory in data["files"]:
+                self._saved[(rel, bool(archived))] = [signature, sha, first_line, findings,
+                                                      has_memory]
+            self._saved_against = data["links"]["against"]
+            self._saved_links = {rel: (signature, findings)
+                                 for rel, (signature, findings) in data["links"]["files"].items()}
+        except (OSError, ValueError, TypeError, KeyError, AttributeError):
+            # Unreadable or of another shape: every file is read again.
+            self._saved.clear()
+            self._saved_links = {}
 
 
 @dataclass
@@ -296,12 +445,16 @@ class _Audit:
     archived: set[str] = field(default_factory=set)
     memories: list[Memory] = field(default_factory=list)
     bodies: list[_Body] = field(default_factory=list)
+    shas: dict[str, str] = field(default_factory=dict)  # rel path: sha256 of the bytes read
 
     def add(self, check: str, rel: str, message: str, line: int | None = None) -> None:
         # A file name that holds a credential is reported (`check_secrets`), never printed.
         self.findings.append(Finding(check, redact_name(rel), message, line, CHECKS[check][0]))
 
     def rel(self, path: Path) -> str:
+        text, root = str(path), str(self.folder.root)
+        if text.startswith(root + os.sep):  # the walk's own paths: no relpath's normalizing
+            return text[len(root) + 1:].replace(os.sep, "/")
         return os.path.relpath(path, self.folder.root).replace(os.sep, "/")
 
     # one file
@@ -314,6 +467,7 @@ class _Audit:
         raw = self.read(path, rel)
         if raw is None:
             return
+        self.shas[rel] = sha256_bytes(raw)
         text = self.decode(raw, rel)
         if text is None:
             return
@@ -687,6 +841,17 @@ class _Audit:
 
 _KEBAB = re.compile(r"[^\W_]+(?:-[^\W_]+)+")
 _CONFLICT_SIBLING = re.compile(r"\.conflict-([a-z0-9][a-z0-9-]*)(?:\.(\d+))?$")
+
+
+def _fingerprint(active: set[str], archived: set[str]) -> str:
+    """What the link findings depend on: the folder's memory and archive paths."""
+    digest = hashlib.sha256()
+    for rel in sorted(active):
+        digest.update(rel.encode("utf-8", "surrogatepass") + b"\n")
+    digest.update(b"\0")
+    for rel in sorted(archived):
+        digest.update(rel.encode("utf-8", "surrogatepass") + b"\n")
+    return digest.hexdigest()
 
 
 def conflict_sibling_of(memory_id: str) -> tuple[str, str] | None:

@@ -8,8 +8,9 @@ Modules: `security` (Host check, per-launch token, response headers), `live`
 (change feed behind the server-sent events), `api` (memories, the raw file,
 rename, archive, delete, audit, star map), `links` (links, supersedes and
 backlinks, resolved), `dreams` (runs, reports, diffs, rollback, dream now),
-`settings` (the dream's settings, from DreamConfig), `app` (the Starlette
-app), `server` (the socket, uvicorn, the browser). The page itself is plain
+`settings` (the dream's settings, from DreamConfig), `warm` (what the views
+need, made ahead of them after each change), `app` (the Starlette app),
+`server` (the socket, uvicorn, the browser). The page itself is plain
 HTML, CSS and JavaScript under `static/`, with no build step.
 
 Imports starlette and uvicorn (declared dependencies, which `mcp` needs too);

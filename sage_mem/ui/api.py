@@ -16,8 +16,10 @@ handler in `app.py`.
 
 from __future__ import annotations
 
+import json
 import os
 import threading
+import time
 from collections import Counter
 from collections.abc import Mapping
 from datetime import date, datetime
@@ -43,6 +45,7 @@ if TYPE_CHECKING:
     from ..folders import Folders
 
 PAGE_SIZE = 100  # rows per page of the list or a search; the page asks for more
+SORTS = ("newest", "oldest", "id")  # the orders of the list (a search is best match first)
 # The store's write() keywords, by the names the page sends: every field of the spec.
 FIELDS = {field.key: field.name for field in fields_spec.FIELDS} | {"body": "body"}
 _KIND = {field.key: field.kind for field in fields_spec.FIELDS}
@@ -169,17 +172,34 @@ class FolderSummary:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._cached: tuple[int, list[Memory], dict[str, Any]] | None = None
+        self._orders: dict[str, list[Memory]] = {}
+        self._orders_of: list[Memory] | None = None
+
+    def ordered(self, newest: list[Memory], sort: str) -> list[Memory]:
+        """The same memories in another order (`SORTS`), made once per summary."""
+        if sort == "newest":
+            return newest
+        with self._lock:
+            if self._orders_of is not newest:
+                self._orders, self._orders_of = {}, newest
+            found = self._orders.get(sort)
+            if found is None:
+                found = list(reversed(newest)) if sort == "oldest" else sorted(
+                    newest, key=lambda m: (m.id.casefold(), m.id))
+                self._orders[sort] = found
+            return found
 
     def get(self, store: MemoryStore, generation: int) -> tuple[list[Memory], dict[str, Any]]:
+        # Made under the lock: the list's request and the warming after a change want the same
+        # generation at the same moment, and one of them waits for the other's instead of
+        # making it twice (on two cores, the second making is what the list would wait for).
         with self._lock:
             if self._cached is not None and self._cached[0] == generation:
                 return self._cached[1], self._cached[2]
-        everything = store.list()
-        newest = sorted(everything, key=lambda m: (m.updated or "", m.id), reverse=True)
-        summary = (generation, newest, facets(everything))
-        with self._lock:
-            self._cached = summary
-        return summary[1], summary[2]
+            everything = store.list()
+            newest = sorted(everything, key=lambda m: (m.updated or "", m.id), reverse=True)
+            self._cached = (generation, newest, facets(everything))
+            return self._cached[1], self._cached[2]
 
 
 def list_memories(
@@ -194,6 +214,8 @@ def list_memories(
     ranked: RankedCache | None = None,
     generation: int = 0,
     count: bool = True,
+    sort: str = "newest",
+    folder_summary: FolderSummary | None = None,
 ) -> dict[str, Any]:
     """One page of the list (newest first) or of a search (best first), with the true total.
 
@@ -228,10 +250,12 @@ def list_memories(
         rows = _rows(store, found[offset:offset + limit])
         total = len(found)
     else:
-        chosen = newest
+        if sort not in SORTS:
+            raise InvalidMemory(f"sort must be one of {', '.join(SORTS)}")
+        chosen = (folder_summary or FolderSummary()).ordered(newest, sort)
         if categories or tags:
             wanted = {m.id for m in store.list(**filters)}
-            chosen = [m for m in newest if m.id in wanted]
+            chosen = [m for m in chosen if m.id in wanted]
         total = len(chosen)
         rows = [summary_row(m) for m in chosen[offset:offset + limit]]
     return {
@@ -291,7 +315,8 @@ async def memories(request: Request) -> JSONResponse:
             store, params.get("q", ""), [c for c in params.getlist("category") if c],
             [t for t in params.getlist("tag") if t], limit, summary,
             offset=offset, ranked=state.ranked, generation=generation,
-            count=params.get("count", "1") != "0",
+            count=params.get("count", "1") != "0", sort=params.get("sort", "newest"),
+            folder_summary=state.summary,
         )
         for row in found["results"]:
             _labelled_row(state.folders, row)
@@ -304,7 +329,7 @@ def memory_page(store: MemoryStore, memory_id: str, graph: Graph) -> dict[str, A
     """One memory in full, what its links reach, and the memories that link to it."""
     found = store.read(memory_id)
     data = full_memory(found)
-    data["links"] = [link.to_dict() for link in links_of_memory(store, found)]
+    data["links"] = [link.to_dict() for link in links_of_memory(store, found, graph)]
     data["backlinks"] = [
         {"id": source, "kind": kind, "description": _description(store, source)}
         for source, kind in graph.backlinks.get(found.id, [])
@@ -671,29 +696,86 @@ async def archived(request: Request) -> JSONResponse:
     return JSONResponse(await run_in_threadpool(archived_rows, store_of(request)))
 
 
+AUDIT_CACHE = ("ui", "audit-cache.json")  # in the state folder, never the memory folder
+AUDIT_LAST = ("ui", "audit-last.json")  # the last result, shown at once while the next runs
+KEEP_LAST_EVERY_SECONDS = 60.0
+
+
 class AuditState:
     """The audit as the open pages see it: incremental per changed file, one run per change.
 
-    Files whose stat is unchanged are not read again (`FileResults`), and a
-    result is shared by every open tab until the memories change again (the
-    state folder and other files can change too, so "Check again" asks for a
-    fresh run with `fresh`).
+    Files whose stat is unchanged are not read again (`FileResults`), also
+    across launches (what each file gave is kept in the state folder, and a
+    file's parsed memory is the index's), and a result is shared by every
+    open tab until the memories change again (the state folder and other
+    files can change too, so "Check again" asks for a fresh run with `fresh`,
+    which checks every link again).
     """
 
     def __init__(self) -> None:
-        from ..checks.audit import FileResults
-
         self._lock = threading.Lock()
-        self._files = FileResults()
+        self._files: Any = None
         self._cached: tuple[int, dict[str, Any]] | None = None
+        self._kept_at: float | None = None
 
     def get(self, store: MemoryStore, generation: int, *, fresh: bool = False) -> dict[str, Any]:
+        from ..checks.audit import FileResults
+
         with self._lock:  # one audit at a time: a second tab waits for the first's result
             if not fresh and self._cached is not None and self._cached[0] == generation:
                 return self._cached[1]
+            if self._files is None:
+                self._files = FileResults(store.folder.state_path(*AUDIT_CACHE))
+            self._files.read_memories_from(_index_lookup(store))
+            if fresh:
+                self._files.forget_links()
             data = audit_data(store, self._files)
             self._cached = (generation, data)
+            now = time.monotonic()
+            if self._kept_at is None or now - self._kept_at >= KEEP_LAST_EVERY_SECONDS:
+                self._kept_at = now  # (an open page audits after every change)
+                _keep_last(store, data)
             return data
+
+    def known(self, store: MemoryStore, generation: int) -> dict[str, Any]:
+        """At once, without waiting for a run: the last result (of this launch, or the last
+        launch's), with `stale` when the memories changed since; `{"pending": true}` if none."""
+        cached = self._cached
+        if cached is not None:
+            return {**cached[1], "stale": cached[0] != generation}
+        from ..disk.safe_io import read_or_absent
+
+        try:
+            seen = read_or_absent(store.folder.state_path(*AUDIT_LAST), limit=16 * 1024 * 1024)
+            data = json.loads(seen.raw) if seen.raw is not None else None
+        except (InvalidMemory, ValueError):
+            data = None
+        if not isinstance(data, dict) or not isinstance(data.get("findings"), list):
+            return {"pending": True}
+        return {**data, "stale": True}
+
+
+def _keep_last(store: MemoryStore, data: dict[str, Any]) -> None:
+    from ..disk.safe_io import atomic_write, make_private_dirs
+
+    path = store.folder.state_path(*AUDIT_LAST)
+    try:
+        make_private_dirs(path.parent)
+        atomic_write(path, json.dumps(data, ensure_ascii=False).encode("utf-8"), durable=False)
+    except OSError:
+        pass  # only a head start for the next launch's Audit tab
+
+
+def _index_lookup(store: MemoryStore) -> Any:
+    """A memory by id as the index holds it now, for the audit's reuse of unchanged files."""
+    by_id: dict[str, Memory] | None = None
+
+    def lookup(memory_id: str) -> Memory | None:
+        nonlocal by_id
+        if by_id is None:  # once per audit, and only when a saved result asks
+            by_id = {memory.id: memory for memory in store.list()}
+        return by_id.get(memory_id)
+    return lookup
 
 
 def audit_data(store: MemoryStore, cache: Any = None) -> dict[str, Any]:
@@ -720,6 +802,8 @@ async def audit_findings(request: Request) -> JSONResponse:
     store = store_of(request)
     state = request.app.state
     fresh = request.query_params.get("fresh") == "1"
+    if request.query_params.get("known") == "1":
+        return JSONResponse(state.audit.known(store, state.feed.generations["memories"]))
     return JSONResponse(await run_in_threadpool(
         lambda: state.audit.get(store, state.feed.generations["memories"], fresh=fresh)
     ))

@@ -5,8 +5,9 @@ Routes (all `/api/` ones need the token; see `security`):
     GET  /                          the page (a shell: no memory data in it)
     GET  /static/…                  its CSS, JavaScript and icon
     GET  /api/info                  folder, version, counts
-    GET  /api/memories?q=&category=&tag=&offset=&limit=&count=   a page of the search (or
-                                    list), its true total (count=0: only if known), facets
+    GET  /api/memories?q=&category=&tag=&offset=&limit=&count=&sort=   a page of the search (or
+                                    list: newest, oldest or by id), its true total (count=0:
+                                    only if known), facets
     GET  /api/memory?id=            one memory in full, with its sha256
     POST /api/memory                create ({create: true}) or update ({expectedSha256})
     GET  /api/raw?id=               a memory file's text, sha256 and parse error (the raw editor)
@@ -18,10 +19,12 @@ Routes (all `/api/` ones need the token; see `security`):
     POST /api/delete                {id: "archive/…", expectedSha256}: deleted for good (archived
                                     only; a person's act: no agent tool or dream can delete)
     GET  /api/archived              the archive
-    GET  /api/audit?fresh=          the audit's findings, with memory ids (incremental)
+    GET  /api/audit?fresh=&known=   the audit's findings, with memory ids (incremental);
+                                    known=1: the last result at once (`stale` if old)
     GET  /api/stars                 the star map's data
     GET  /api/runs                  dream runs and rollbacks, newest first
-    GET  /api/runs/{run_id}         one run: manifest, report, each change as a diff
+    GET  /api/runs/{run_id}?offset=&limit=&kind=   one run: manifest, report, a page of its
+                                    changes (of one kind) as diffs, the count of each kind
     POST /api/runs/{run_id}/rollback   {scope, dryRun}
     POST /api/dream                 {mode, rulesOnly}: a dream run now (refused when the agent
                                     command cannot be started, unless rulesOnly)
@@ -38,6 +41,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
@@ -60,12 +64,14 @@ from . import api, dreams, settings
 from .links import LinkGraph
 from .live import ChangeFeed, watch_runs
 from .security import Guard
+from .warm import Warmer
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from ..folders import Folders
 
 STATIC = Path(__file__).resolve().parent / "static"
+GRAPH_AFTER_SECONDS = 0.3
 
 
 def _status(exc: SageMemError) -> int:
@@ -111,14 +117,34 @@ def create_app(
     feed = feed or ChangeFeed()
     several = folders if folders is not None and folders.several else None
 
+    def warm() -> None:
+        """The summary and the link graph of the memories as they are now. (The audit is not
+        warmed here: the page asks for it as it opens, for the badge, and it reads only what
+        changed since the last launch.)"""
+        generation = feed.generations["memories"]
+        app.state.summary.get(several if several is not None else store, generation)
+        # The open list asks for the summary first; the graph (for a memory's page) waits a
+        # moment, so that on two busy cores it does not take the GIL from that answer.
+        if generation:  # after a change (at start-up nothing else is waiting)
+            time.sleep(GRAPH_AFTER_SECONDS)
+        if feed.generations["memories"] == generation:
+            app.state.graph.get(store, generation)
+
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        removers = [each.add_listener(lambda: feed.bump("memories"))
+        warmer = Warmer(warm).start()
+
+        def changed() -> None:
+            feed.bump("memories")
+            warmer.poke()
+
+        removers = [each.add_listener(changed)
                     for each in (several.stores.values() if several is not None else (store,))]
 
         def remove() -> None:
             for each in removers:
                 each()
+            warmer.stop()
 
         task = asyncio.create_task(
             watch_runs(feed, lambda: store.folder.state_path("autodream", "runs"))

@@ -32,6 +32,7 @@ from .api import json_body, store_of
 MAX_DIFF_LINES = 600
 MAX_DIFFS = 200
 CONTEXT_LINES = 3
+CHANGES_PAGE = 50  # changes (with their diffs) per page of a run; the page asks for more
 
 
 def runs_data(store: MemoryStore) -> dict[str, Any]:
@@ -193,9 +194,21 @@ def _with_diff(
     return entry
 
 
-def run_detail(store: MemoryStore, run_id: str) -> dict[str, Any]:
+def change_kind(change: Mapping[str, Any]) -> str:
+    """What kind of change it is, as the report groups them: the rule that made it."""
+    return str(change.get("rule") or change.get("operation") or "other")
+
+
+def run_detail(
+    store: MemoryStore, run_id: str, *, offset: int = 0, limit: int = CHANGES_PAGE,
+    kind: str | None = None,
+) -> dict[str, Any]:
+    """One run: its manifest, report and rollback, and one page of its changes (of one kind,
+    or all) with their diffs; `changesTotal` counts that kind, `kinds` every kind of the run.
+    Only the page's diffs are made: a run of thousands of changes costs one page."""
     from ..dream.manifest import Manifest
     from ..dream.paths import DreamPaths
+    from ..dream.report import RULE_TITLES
     from ..dream.runner import mark_interrupted
     from ..dream.snapshots import has_snapshot
 
@@ -208,16 +221,32 @@ def run_detail(store: MemoryStore, run_id: str) -> dict[str, Any]:
     report_text = None if report is None else report.decode("utf-8", "replace")
     versions = _Versions(store, run_id)
     kept = has_snapshot(paths, run_id)
+    every = [c for c in data.get("changes", []) if isinstance(c, Mapping)]
+    counts: dict[str, int] = {}
+    for change in every:
+        counts[change_kind(change)] = counts.get(change_kind(change), 0) + 1
+    chosen = [c for c in every if kind is None or change_kind(c) == kind]
+    offset = max(0, offset)
     changes: list[dict[str, Any]] = []
-    for change in data.get("changes", []):
-        changes.append(_with_diff(change, versions, len(changes), kept))
+    for change in chosen[offset:offset + max(1, limit)]:
+        entry = _with_diff(change, versions, len(changes), kept)
+        entry["kind"] = change_kind(change)
+        changes.append(entry)
     data["changes"] = changes
     reason = _why_no_rollback(data, kept)
+    proposed = data.get("kind") == "dream" and data.get("mode") == "report"
     return {
         "run": data,
         "report": report_text,
         "reportPath": str(report_file),
         "rollback": {"possible": reason is None, "why": reason},
+        "changesAll": len(every),
+        "changesTotal": len(chosen),
+        "offset": offset,
+        "kind": kind,
+        "kinds": [{"kind": name, "count": count,
+                   "title": RULE_TITLES.get(name, (name, name))[1 if proposed else 0]}
+                  for name, count in sorted(counts.items(), key=lambda item: (-item[1], item[0]))],
     }
 
 
@@ -236,7 +265,15 @@ def _why_no_rollback(data: Mapping[str, Any], snapshot: bool) -> str | None:
 
 async def run(request: Request) -> JSONResponse:
     run_id = request.path_params["run_id"]
-    return JSONResponse(await run_in_threadpool(run_detail, store_of(request), run_id))
+    params = request.query_params
+    try:
+        offset = int(params.get("offset", "0"))
+        limit = min(500, int(params.get("limit", str(CHANGES_PAGE))))
+    except ValueError:
+        raise InvalidMemory("offset and limit must be numbers") from None
+    kind = params.get("kind") or None
+    return JSONResponse(await run_in_threadpool(
+        lambda: run_detail(store_of(request), run_id, offset=offset, limit=limit, kind=kind)))
 
 
 def do_rollback(

@@ -54,6 +54,8 @@ class Graph:
     links: dict[str, list[Link]] = field(default_factory=dict)
     supersedes: dict[str, list[str]] = field(default_factory=dict)
     backlinks: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+    resolver: Resolver | None = None  # the ids it was built over, for one memory's links
+    shas: dict[str, str] = field(default_factory=dict)  # each live memory's version in it
 
     def edges(self) -> list[dict[str, str]]:
         """Each relation once: `{from, to, kind}` with kind `link` or `supersedes`."""
@@ -135,9 +137,10 @@ class Resolver:
 
 def build_graph(live: list[Memory], archived: list[Memory]) -> Graph:
     resolver = Resolver((m.id for m in live), (m.id[len(ARCHIVE_DIR) + 1:] for m in archived))
-    graph = Graph()
+    graph = Graph(resolver=resolver)
     backlinks: dict[str, set[tuple[str, str]]] = defaultdict(set)
     for memory in live:
+        graph.shas[memory.id] = memory.sha256
         links = resolver.links_of(memory)
         if links:
             graph.links[memory.id] = links
@@ -161,17 +164,24 @@ class LinkGraph:
         self._cached: tuple[int, Graph] | None = None
 
     def get(self, store: MemoryStore, generation: int) -> Graph:
+        # Built under the lock: a memory's page that comes while the graph is being made
+        # ahead of it (`warm`) waits for that one instead of making a second.
         with self._lock:
             if self._cached is not None and self._cached[0] == generation:
                 return self._cached[1]
-        graph = build_graph(store.list(), [m for m in store.list(archived=True) if m.archived])
-        with self._lock:
+            graph = build_graph(store.list(),
+                                [m for m in store.list(archived=True) if m.archived])
             self._cached = (generation, graph)
-        return graph
+            return graph
 
 
-def links_of_memory(store: MemoryStore, memory: Memory) -> list[Link]:
-    """What one memory's links reach now (for a memory shown on its own, archived ones too)."""
+def links_of_memory(store: MemoryStore, memory: Memory, graph: Graph | None = None) -> list[Link]:
+    """What one memory's links reach now (for a memory shown on its own, archived ones too):
+    from `graph` when it holds this version of the memory, else resolved against the store."""
+    if graph is not None and graph.resolver is not None:
+        if graph.shas.get(memory.id) == memory.sha256 and memory.sha256:
+            return list(graph.links.get(memory.id, []))
+        return graph.resolver.links_of(memory)
     live = [m.id for m in store.list()]
     archived = [m.id[len(ARCHIVE_DIR) + 1:] for m in store.list(archived=True) if m.archived]
     return Resolver(live, archived).links_of(memory)

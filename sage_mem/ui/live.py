@@ -85,7 +85,8 @@ class ChangeFeed:
 
 
 def runs_signature(runs_dir: Path) -> tuple[tuple[str, int], ...]:
-    """What changes when a run starts, moves on or ends: the mtimes of its folder and manifest."""
+    """What changes when a run starts, moves on or ends: the mtimes of its folder and manifest,
+    and the size of its journal (a run appends each change to it as it goes)."""
     try:
         names = sorted(os.listdir(runs_dir))
     except OSError:
@@ -96,6 +97,11 @@ def runs_signature(runs_dir: Path) -> tuple[tuple[str, int], ...]:
             signature.append((name, os.stat(runs_dir / name / "manifest.json").st_mtime_ns))
         except OSError:
             signature.append((name, 0))
+        try:
+            journal = os.stat(runs_dir / name / "journal.jsonl")
+            signature.append((name + "/journal", journal.st_size))
+        except OSError:
+            pass
     try:
         signature.append(("", os.stat(runs_dir).st_mtime_ns))
     except OSError:

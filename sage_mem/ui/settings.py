@@ -15,6 +15,8 @@ order; a key is added only when its value differs from the default.
 The agent command in effect is shown with where it was found (`PATH` of this
 process, as a run would start it); one that cannot be found is said so before
 a run, and `POST /api/dream` refuses it unless asked to run with the rules only.
+The agent CLIs found on PATH (`AGENTS`: Claude Code, Codex) are offered as
+choices, each with its whole command line.
 """
 
 from __future__ import annotations
@@ -36,6 +38,31 @@ from ..store import MemoryStore
 from .api import json_body, store_of
 
 CONFIG_LIMIT = 64 * 1024
+
+# The agent CLIs the page offers for `agentCommand` when they are on PATH, each with the
+# command line docs/dream.md gives for it (tested end to end in tests/test_real_dream_agents.py).
+AGENTS: dict[str, tuple[str, ...]] = {
+    "claude": (
+        "claude", "-p", "{prompt}", "--mcp-config", "{mcp_config}", "--strict-mcp-config",
+        "--tools", "", "--allowedTools", "mcp__sage-mem-dream", "--no-session-persistence",
+    ),
+    "codex": (
+        "codex", "exec", "--skip-git-repo-check", "--ephemeral",
+        "--sandbox", "read-only", "--disable", "shell_tool",
+        "--disable", "view_image", "--disable", "multi_agent", "--disable", "goals",
+        "--disable", "image_generation", "--disable", "browser_use",
+        "--disable", "computer_use", "--disable", "apps",
+        "-c", 'web_search="disabled"',
+        "-c", 'mcp_servers.sage-mem-dream.command="sage-mem"',
+        "-c", 'mcp_servers.sage-mem-dream.args=["--dir", "{memory_dir}", "serve", '
+              '"--dream-run", "{run_id}"]',
+        "-c", 'mcp_servers.sage-mem-dream.env={SAGE_MEM_STATE_DIR="{state_dir}"}',
+        "-c", "mcp_servers.sage-mem-dream.required=true",
+        "-c", 'mcp_servers.sage-mem-dream.default_tools_approval_mode="approve"',
+        "-c", 'mcp_servers.sage-mem={command="sage-mem", enabled=false}',
+        "{prompt}",
+    ),
+}
 
 
 # DreamConfig's own kinds of setting, as the form's controls are named.
@@ -119,6 +146,16 @@ def command_status(command: typing.Sequence[str]) -> dict[str, Any]:
     return {"argv": argv, "configured": True, "found": found, "problem": problem}
 
 
+def agents_found() -> list[dict[str, Any]]:
+    """The agent CLIs on PATH (as a run would find them), each with its command line."""
+    found = []
+    for name, argv in AGENTS.items():
+        where = shutil.which(name)
+        if where is not None:
+            found.append({"name": name, "found": where, "argv": list(argv)})
+    return found
+
+
 def _read_config(store: MemoryStore) -> tuple[Any, dict[str, Any] | None, str | None]:
     """(what was read, the file's JSON object or None, why it cannot be used)."""
     from ..disk.safe_io import read_or_absent
@@ -169,6 +206,7 @@ def settings_data(store: MemoryStore) -> dict[str, Any]:
         "problem": problem,
         "fields": described,
         "command": command_status(config.agent_command),
+        "agents": agents_found(),
     }
 
 

@@ -231,7 +231,10 @@
   }
 
   function setNav(name) {
-    document.querySelectorAll("[data-nav]").forEach((a) => a.classList.toggle("active", a.dataset.nav === name));
+    document.querySelectorAll("[data-nav]").forEach((a) => {
+      a.classList.toggle("active", a.dataset.nav === name);
+      if (a.dataset.nav === name) a.setAttribute("aria-current", "page"); else a.removeAttribute("aria-current");
+    });
     main.classList.toggle("wide", name === "stars");
   }
 
@@ -309,10 +312,12 @@
     const source = new EventSource("/api/events?token=" + enc(token()));
     live = source;
     let connectedBefore = false;
-    const refresh = debounce((kind) => { if (current && current.refresh) current.refresh(kind); }, 120);
+    // The server sends one event per settled change (its watcher waits for quiet): the view
+    // asks at once, and the footer and the audit's badge, which cost more, come after it.
+    const refresh = debounce((kind) => { if (current && current.refresh) current.refresh(kind); }, 20);
     source.addEventListener("hello", () => {
       dot.classList.add("on");
-      dot.title = "Live: changes on disk show up here within a second";
+      liveSays(dot, "Live: changes on disk show up here within a second");
       if (connectedBefore) { refresh("memories"); refreshBadge(); refreshFooter(); }
       offline(false);
       connectedBefore = true;
@@ -321,8 +326,14 @@
     source.addEventListener("runs", () => { if (current && current.refresh) current.refresh("runs"); });
     source.onerror = () => {
       dot.classList.remove("on");
-      dot.title = "Not connected: live updates paused (is sage-mem ui still running?)";
+      liveSays(dot, "Not connected: live updates paused (is sage-mem ui still running?)");
     };
+  }
+
+  // The live dot's state, for the eye (its title) and for a screen reader (its name).
+  function liveSays(dot, text) {
+    dot.title = text;
+    dot.setAttribute("aria-label", text);
   }
 
   const refreshBadge = debounce(async () => {
@@ -332,7 +343,7 @@
       badge.textContent = String(data.count);
       badge.hidden = !data.count;
     } catch (error) { /* the badge is a nicety */ }
-  }, 600);
+  }, 900);
 
   function size(bytes) {
     if (bytes < 1024) return bytes + " B";
@@ -349,11 +360,11 @@
     where.title = info.folder;
     document.getElementById("foot-size").textContent = info.memories + " memories" +
       (info.archived ? " and " + info.archived + " archived" : "") + ", " + size(info.bytes) + " in all";
-  }, 300);
+  }, 700);
 
   // ------------------------------------------------------------- list view
 
-  const listState = { q: "", categories: new Set(), tags: new Set(), allTags: false };
+  const listState = { q: "", categories: new Set(), tags: new Set(), allTags: false, sort: "newest" };
   const PAGE = 100;
 
   // Arrow keys within a group of chips: the group is one Tab stop (roving tabindex), so Tab
@@ -389,10 +400,18 @@
     const categoryChips = h("div", { class: "chips", id: "category-chips", role: "group", "aria-label": "Categories" });
     const tagChips = h("div", { class: "chips", id: "tag-chips", role: "group", "aria-label": "Tags" });
     const count = h("span", { id: "result-count" });
+    // The order of the list (a search is best match first): the oldest memory is one choice away.
+    const sort = h("select", { id: "sort" },
+      h("option", { value: "newest" }, "Newest first"), h("option", { value: "oldest" }, "Oldest first"),
+      h("option", { value: "id" }, "By id, A to Z"));
+    sort.value = listState.sort;
+    sort.addEventListener("change", () => { listState.sort = sort.value; load(); });
     const results = h("ol", { class: "results", id: "results", "aria-live": "polite" });
     const more = h("div", { class: "more" });
-    fill(main, h("div", { class: "searchbar" }, input), h("div", { class: "filters" }, categoryChips, tagChips),
-      h("div", { class: "summary-line" }, count), results, more);
+    fill(main, h("h1", { class: "sr-only" }, "Memories"), h("div", { class: "searchbar" }, input), h("div", { class: "filters" }, categoryChips, tagChips),
+      h("div", { class: "summary-line" }, count), results,
+      // After the list in the Tab order: the first result stays three Tabs from the search box.
+      h("div", { class: "list-foot" }, more, h("label", { class: "order" }, "Order ", sort)));
     const settleCategories = rovingGroup(categoryChips, "button.chip");
     const settleTags = rovingGroup(tagChips, "button.chip");
     setTitle("Memories");
@@ -403,7 +422,7 @@
     let rows = [];
 
     function key() {
-      return JSON.stringify([listState.q.trim() ? listState.q : "", [...listState.categories], [...listState.tags]]);
+      return JSON.stringify([listState.q.trim() ? listState.q : "", [...listState.categories], [...listState.tags], listState.sort]);
     }
 
     function params(offset) {
@@ -413,6 +432,7 @@
       listState.tags.forEach((t) => out.append("tag", t));
       if (offset) out.set("offset", String(offset));
       out.set("limit", String(PAGE));
+      if (listState.sort !== "newest") out.set("sort", listState.sort);
       return out;
     }
 
@@ -530,6 +550,7 @@
     }, 250);
 
     function renderResults(data, appended) {
+      sort.parentElement.hidden = !!listState.q.trim();
       all = data.all;
       hasMore = data.more;
       if (data.total !== null) total = data.total;
@@ -662,13 +683,28 @@
       const actions = h("div", { class: "actions" });
       const archiveForm = h("div", { class: "inline-form", hidden: true, id: "archive-form", dataset: { escape: "1" } });
       const renameForm = h("div", { class: "inline-form", hidden: true, id: "rename-form", dataset: { escape: "1" } });
+      const deleteForm = h("div", { class: "notice error confirm", hidden: true, id: "delete-confirm", dataset: { escape: "1" } });
       if (m.readOnly) {
         // A shared folder's memory: shown, labelled, never changed from this page.
         actions.append(h("button", { class: "primary", id: "edit", type: "button", disabled: true,
           title: "In the shared folder " + m.folder + ": this page changes only your own folder" }, "Edit"));
       } else if (m.archived) {
         actions.append(h("button", { class: "primary", id: "restore", onclick: () => restore(m.id) }, "Restore"),
-          h("a", { class: "button danger", href: "#/archive", id: "delete-from-archive", title: "Deleting is done from the Archive page, after confirming" }, "Delete…"));
+          h("button", { class: "danger", id: "delete", type: "button", title: "Delete this archived memory for good (after confirming)",
+            onclick: () => { deleteForm.hidden = false; deleteForm.querySelector("#delete-cancel").focus(); } }, "Delete…"));
+        // Deleting is a person's act, said plainly and confirmed, and only of the version shown.
+        const go = async () => {
+          try {
+            await api("/api/delete", { method: "POST", body: { id: m.id, expectedSha256: m.sha256 } });
+            toast("Deleted " + m.id);
+            location.hash = "#/archive";
+          } catch (error) { deleteForm.hidden = true; refused(error, "deleted"); }
+        };
+        deleteForm.append(
+          h("p", {}, "Delete ", h("span", { class: "mono" }, m.id), " for good? The file is removed from the folder; this page cannot bring it back (a copy in git or a backup can). Restore keeps it instead."),
+          h("div", { class: "actions" },
+            h("button", { type: "button", class: "danger solid", id: "delete-go", onclick: go }, "Delete for good"),
+            h("button", { type: "button", id: "delete-cancel", onclick: () => { deleteForm.hidden = true; } }, "Cancel")));
       } else {
         actions.append(
           m.locked
@@ -724,6 +760,7 @@
           actions),
         archiveForm,
         renameForm,
+        deleteForm,
         m.readOnly ? sharedNotice(m, false) : null,
         m.archived ? h("div", { class: "notice warn", id: "archived-note" },
           "Archived", meta.archived ? " " + when(meta.archived) : "", meta.archiveReason ? ": " + meta.archiveReason : "",
@@ -1327,19 +1364,23 @@
 
   function archiveView() {
     const showing = viewGuard();
-    const filter = h("input", { id: "archive-filter", type: "search", placeholder: "Filter the archive", autocomplete: "off" });
+    const filter = h("input", { id: "archive-filter", type: "search", placeholder: "Filter the archive", "aria-label": "Filter the archive", autocomplete: "off" });
     const table = h("tbody", { id: "archive-rows" });
     const count = h("p", { class: "muted", id: "archive-count" });
+    // An empty archive draws no table (nor a filter): only the sentence that it is empty.
+    const grid = h("table", { class: "list", id: "archive-table", hidden: true },
+      h("thead", {}, h("tr", {}, h("th", {}, "memory"), h("th", {}, "why"), h("th", {}, "archived"), h("th", {}, h("span", { class: "sr-only" }, "actions")))), table);
     setTitle("Archive");
     fill(main, h("h1", {}, "Archive"),
       h("p", { class: "muted" }, "Archived memories are kept in archive/ and never searched. Restore brings one back under its old id. No agent and no dream run can delete; you can, here, after confirming."),
-      filter, count,
-      h("table", { class: "list" }, h("thead", {}, h("tr", {}, h("th", {}, "memory"), h("th", {}, "why"), h("th", {}, "archived"), h("th", {}, ""))), table));
+      filter, count, grid);
     let rows = [];
     function render() {
       const q = filter.value.trim().toLowerCase();
       const shown = rows.filter((r) => !q || (r.id + " " + r.description + " " + (r.archiveReason || "")).toLowerCase().includes(q));
       count.textContent = rows.length ? shown.length + " of " + rows.length + " archived memories" : "The archive is empty.";
+      grid.hidden = !shown.length;
+      filter.hidden = !rows.length;
       // A confirmation the person has open outlives a redraw (a change on disk redraws the list):
       // the same box, under its memory's row again, while that memory is still shown.
       const open = document.getElementById("delete-confirm");
@@ -1396,20 +1437,33 @@
     fill(main, h("div", { class: "memory-head" }, h("h1", {}, "Audit"),
       h("button", { id: "audit-again", onclick: () => load(true) }, "Check again")),
     h("p", { class: "muted" }, "The audit reads every file and reports problems; it changes nothing."), body);
+    // The last result at once (this launch's or the last one's), said to be checked again while
+    // the run that reads what changed since is on its way; then that run's result.
+    let shownFresh = false;
     async function load(fresh) {
+      shownFresh = false;
+      api("/api/audit?known=1").then((known) => {
+        if (showing() && !shownFresh && !known.pending) show(known, known.stale);
+      }).catch(() => {});
       let data;
       try { data = await api("/api/audit" + (fresh === true ? "?fresh=1" : "")); } catch (error) { if (showing()) failure(error); return; }
       if (!showing()) return;
+      shownFresh = true;
+      show(data, false);
+    }
+
+    function show(data, stale) {
       const badge = document.getElementById("audit-badge");
       badge.textContent = String(data.count);
       badge.hidden = !data.count;
+      const checking = stale ? h("p", { class: "muted small", id: "audit-checking" }, "These are the last results; checking the folder again…") : null;
       if (!data.count) {
-        fill(body, h("div", { class: "notice ok" }, "No problems found in " + data.checked + " files."));
+        fill(body, checking, h("div", { class: "notice ok" }, "No problems found in " + data.checked + " files."));
         return;
       }
-      fill(body, h("p", {}, data.count + (data.count === 1 ? " finding" : " findings") + " in " + data.checked + " files checked."),
+      fill(body, checking, h("p", {}, data.count + (data.count === 1 ? " finding" : " findings") + " in " + data.checked + " files checked."),
         h("table", { class: "list", id: "findings" },
-          h("thead", {}, h("tr", {}, h("th", {}, ""), h("th", {}, "check"), h("th", {}, "file"), h("th", {}, "finding"))),
+          h("thead", {}, h("tr", {}, h("th", {}, "severity"), h("th", {}, "check"), h("th", {}, "file"), h("th", {}, "finding"))),
           h("tbody", {}, data.findings.map((f) => h("tr", {},
             h("td", { class: "sev-" + f.severity }, f.severity),
             h("td", { class: "mono small" }, f.check),
@@ -1445,8 +1499,34 @@
       confirmBox.hidden = false;
     }
 
+    // While a run started here runs (a minute or more at thousands of memories): how long it
+    // has run and how many changes it has made so far, from its journal, every second.
+    function watchRun(mode) {
+      const started = Date.now();
+      const box = h("div", { class: "notice", id: "dream-progress", role: "status" }, "Dream run (" + mode + "): starting…");
+      dreamBox.after(box);
+      let run = null;
+      async function look() {
+        let data;
+        try { data = await api("/api/runs"); } catch (error) { return; }
+        if (!box.isConnected) return;
+        const found = data.runs.find((r) => r.kind === "dream" && r.status === "running");
+        if (found) run = found;
+        if (run) {
+          const n = (run.counts.applied || 0) + (run.counts.proposed || 0) + (run.counts.pending || 0);
+          box.textContent = "Dream run " + run.runId + " (" + mode + "): running for " + Math.round((Date.now() - started) / 1000) + " s; " +
+            n + (n === 1 ? " change" : " changes") + " so far";
+        }
+        if (showing()) render(data);
+      }
+      const timer = setInterval(look, 1000);
+      setTimeout(look, 250);
+      return () => { clearInterval(timer); box.remove(); };
+    }
+
     async function dream(mode, rulesOnly) {
       dreamBox.querySelectorAll("button").forEach((b) => { b.disabled = true; });
+      const done = watchRun(mode);
       try {
         const result = await api("/api/dream", { method: "POST", body: { mode: mode, rulesOnly: rulesOnly === true } });
         toast("Dream " + result.runId + ": " + result.changes + (mode === "rewrite" ? " changes" : " proposed changes"));
@@ -1462,6 +1542,7 @@
           confirmBox.hidden = false;
         } else toast(error.message, { error: true });
       } finally {
+        done();
         dreamBox.querySelectorAll("button").forEach((b) => { b.disabled = false; });
       }
     }
@@ -1469,13 +1550,16 @@
     async function load() {
       let data;
       try { data = await api("/api/runs"); } catch (error) { if (showing()) failure(error); return; }
-      if (!showing()) return;
+      if (showing()) render(data);
+    }
+
+    function render(data) {
       if (!data.runs.length) {
         fill(table, h("p", { class: "empty" }, "No dream runs yet."));
         return;
       }
       fill(table, h("table", { class: "list" },
-        h("thead", {}, h("tr", {}, ["run", "what", "status", "started", "changes", ""].map((t) => h("th", {}, t)))),
+        h("thead", {}, h("tr", {}, ["run", "what", "status", "started", "changes"].map((t) => h("th", {}, t)), h("th", {}, h("span", { class: "sr-only" }, "undone by")))),
         h("tbody", {}, data.runs.map((r) => {
           const changed = r.kind === "rollback" ? (r.counts.applied || 0) + " files" :
             (r.mode === "rewrite" ? (r.counts.applied || 0) + " changes" : (r.counts.proposed || 0) + " proposed");
@@ -1513,31 +1597,57 @@
     let shown = null;
     let dirty = false;
 
-    function control(f) {
+    // Each setting: its control, its help (code in `backticks` shown as code) and its default.
+    function control(f, agents) {
       const id = "s-" + f.key;
       const value = f.value;
+      const help = h("small", { class: "muted help", id: id + "-help" }, helpText(f.help), f.help ? " " : "", "Default: " + shownDefault(f) + ".");
       if (f.kind === "bool") {
-        return h("label", { class: "check" }, h("input", { type: "checkbox", id: id, name: f.key, checked: value === true }), f.label,
-          h("span", { class: "mono small muted" }, " " + f.key));
+        return h("div", { class: "setting field" },
+          h("label", { class: "check" }, h("input", { type: "checkbox", id: id, name: f.key, checked: value === true, "aria-describedby": id + "-help" }), f.label,
+            h("span", { class: "mono small muted" }, " " + f.key)), help);
       }
       let input;
+      let chooser = null;
       if (f.kind === "choice") {
         input = h("select", { id: id, name: f.key }, f.choices.map((c) => h("option", { value: String(c) }, String(c))));
         input.value = String(value);
       } else if (f.kind === "command") {
         input = h("input", { id: id, name: f.key, value: (value || []).map(quoteArg).join(" "), placeholder: "claude -p {prompt} --mcp-config {mcp_config}", autocomplete: "off", spellcheck: "false", class: "mono" });
+        chooser = agentChooser(input, agents || []);
       } else if (f.kind === "int" || f.kind === "number") {
         input = h("input", { id: id, name: f.key, type: "number", step: f.kind === "int" ? "1" : "any", min: f.minimum === null || f.minimum === undefined ? null : String(f.minimum), value: String(value) });
       } else {
         input = h("input", { id: id, name: f.key, value: value === null || value === undefined ? "" : String(value) });
       }
-      return h("label", { class: "field" }, h("span", {}, f.label, h("span", { class: "mono small muted" }, " " + f.key)), input,
-        h("small", { class: "muted" }, [f.help, f.help ? " " : "", "Default: " + shownDefault(f)]));
+      input.setAttribute("aria-describedby", id + "-help");
+      return h("div", { class: "setting field" }, h("label", { for: id }, f.label, h("span", { class: "mono small muted" }, " " + f.key)),
+        chooser, input, help);
+    }
+
+    // The agent CLIs found on PATH, as choices that fill in the command (still free to edit).
+    function agentChooser(input, agents) {
+      if (!agents.length) return null;
+      const command = (a) => a.argv.map(quoteArg).join(" ");
+      const select = h("select", { id: "s-agentCommand-agent", "aria-label": "An agent found on this machine" },
+        h("option", { value: "" }, "Choose an agent found on this machine…"),
+        agents.map((a) => h("option", { value: a.name }, a.name + " (" + a.found + ")")));
+      const same = () => { const found = agents.find((a) => command(a) === input.value.trim()); select.value = found ? found.name : ""; };
+      same();
+      select.addEventListener("change", () => {
+        const chosen = agents.find((a) => a.name === select.value);
+        if (!chosen) return;
+        input.value = command(chosen);
+        input.dispatchEvent(new Event("input", { bubbles: true }));
+      });
+      input.addEventListener("input", same);
+      return select;
     }
 
     function shownDefault(f) {
       if (f.kind === "bool") return f.default ? "on" : "off";
       if (f.kind === "command") return f.default && f.default.length ? f.default.join(" ") : "none";
+      if (f.default === "" || f.default === null || f.default === undefined) return "empty";
       return String(f.default);
     }
 
@@ -1562,7 +1672,7 @@
         h("strong", {}, "Privacy: "), "with session transcripts, the model pass can search what you and your agent wrote in past sessions " +
         "(by keyword, a few lines at a time, secrets masked). They may hold private text; nothing leaves your machine unless the agent command sends it.");
       const source = data.fields.find((f) => f.key === "inputSource");
-      fill(form, h("div", { class: "grid2" }, data.fields.map(control)), privacy,
+      fill(form, h("div", { class: "grid2" }, data.fields.map((f) => control(f, data.agents))), privacy,
         h("div", { class: "actions" }, h("button", { class: "primary", type: "submit", id: "settings-save" }, "Save settings"),
           h("button", { type: "button", onclick: () => load() }, "Undo my changes")));
       if (source) {
@@ -1602,6 +1712,11 @@
     return { nav: "runs", dirty: () => dirty };
   }
 
+  // A help text as the page shows it: what is in `backticks` is code, shown as code.
+  function helpText(text) {
+    return String(text || "").split(/`([^`]*)`/).map((part, i) => (i % 2 ? h("code", {}, part) : part));
+  }
+
   // A command line as words: spaces split, "double" or 'single' quotes keep a word whole.
   function splitArgs(text) {
     const out = [];
@@ -1639,15 +1754,64 @@
   function runView(runId) {
     const showing = viewGuard();
     let lastStatus = null;
+    let kind = "";  // the kind of change shown (a rule of the report), "" for all
     setTitle("Run " + runId);
-    async function load() {
+    const runUrl = (offset) => "/api/runs/" + enc(runId) + "?offset=" + offset + (kind ? "&kind=" + enc(kind) : "");
+    async function load(force) {
       let data;
-      try { data = await api("/api/runs/" + enc(runId)); } catch (error) { if (showing()) failure(error); return; }
+      try { data = await api(runUrl(0)); } catch (error) { if (showing()) failure(error); return; }
       if (!showing()) return;
-      const key = JSON.stringify([data.run.status, data.run.counts, data.run.rolledBackBy]);
-      if (key === lastStatus) return;
+      const key = JSON.stringify([data.run.status, data.run.counts, data.run.rolledBackBy, kind]);
+      if (key === lastStatus && force !== true) return;
       lastStatus = key;
       render(data);
+    }
+
+    // One change: what was done, to which file, by which rule and why, with its diff.
+    function changeItem(c) {
+      return h("details", { class: "change", dataset: { file: c.file || "", kind: c.kind || "" } },
+        h("summary", {},
+          h("span", { class: "op " + c.operation }, setAside(c) ? "set aside" : c.operation),
+          h("span", { class: "mono" }, c.file),
+          c.after && c.after.file && c.after.file !== c.file ? h("span", { class: "mono muted" }, setAside(c) ? "→ the rollback's folder (state folder)" : "→ " + c.after.file) : null,
+          h("span", { class: "muted small" }, c.rule || ""),
+          h("span", {}, c.unexplained ? "unexplained (no reason given)" : c.reason),
+          c.state === "pending" ? h("span", { class: "status interrupted" }, "may not have happened") : null),
+        c.fields && c.fields.length ? h("p", { class: "small muted" }, "fields: " + c.fields.join(", ")) : null,
+        c.diff ? (c.diff.length ? diffBlock(c.diff) : h("p", { class: "muted small" }, "(no difference in the text)")) : h("p", { class: "muted small" }, c.diffNote || ""));
+    }
+
+    // The changes a page at a time, of the kind chosen: a run of thousands draws one page.
+    function changesPanel(data) {
+      const list = h("div", { id: "run-changes" }, data.run.changes.map(changeItem));
+      const count = h("p", { class: "muted small", id: "changes-count", "aria-live": "polite" });
+      const more = h("div", { class: "more" });
+      let shown = data.run.changes.length;
+      const total = data.changesTotal;
+      const showCount = () => {
+        count.textContent = "Showing " + shown + " of " + total + (kind ? " (of " + data.changesAll + " in all)" : "");
+        fill(more, shown < total ? h("button", { type: "button", id: "changes-more", onclick: () => next() },
+          "Show " + Math.min(50, total - shown) + " more (" + (total - shown) + " not shown)") : null);
+      };
+      let fetching = false;
+      async function next() {
+        if (fetching) return;
+        fetching = true;
+        let page;
+        try { page = await api(runUrl(shown)); } catch (error) { toast(error.message, { error: true }); return; } finally { fetching = false; }
+        if (!showing()) return;
+        list.append(...page.run.changes.map(changeItem));
+        shown += page.run.changes.length;
+        showCount();
+      }
+      const select = h("select", { id: "change-kind", "aria-label": "Kind of change" },
+        h("option", { value: "" }, "Every kind (" + data.changesAll + ")"),
+        data.kinds.map((k) => h("option", { value: k.kind }, k.title + " (" + k.count + ")")));
+      select.value = kind;
+      select.addEventListener("change", () => { kind = select.value; load(true); });
+      showCount();
+      return [h("div", { class: "changes-head" }, h("h2", {}, "Changes (" + data.changesAll + ")"), data.kinds.length > 1 || kind ? select : null),
+        total ? [count, list, more] : h("p", { class: "muted" }, kind ? "No change of this kind." : "No changes.")];
     }
 
     function render(data) {
@@ -1711,17 +1875,6 @@
           run.rolledBackBy ? h("p", {}, "Rolled back by ", h("a", { href: "#/runs/" + enc(run.rolledBackBy) }, run.rolledBackBy)) : null]);
       }
 
-      const changes = (run.changes || []).map((c) => h("details", { class: "change", dataset: { file: c.file || "" } },
-        h("summary", {},
-          h("span", { class: "op " + c.operation }, setAside(c) ? "set aside" : c.operation),
-          h("span", { class: "mono" }, c.file),
-          c.after && c.after.file && c.after.file !== c.file ? h("span", { class: "mono muted" }, setAside(c) ? "→ the rollback's folder (state folder)" : "→ " + c.after.file) : null,
-          h("span", { class: "muted small" }, c.rule || ""),
-          h("span", {}, c.unexplained ? "unexplained (no reason given)" : c.reason),
-          c.state === "pending" ? h("span", { class: "status interrupted" }, "may not have happened") : null),
-        c.fields && c.fields.length ? h("p", { class: "small muted" }, "fields: " + c.fields.join(", ")) : null,
-        c.diff ? (c.diff.length ? diffBlock(c.diff) : h("p", { class: "muted small" }, "(no difference in the text)")) : h("p", { class: "muted small" }, c.diffNote || "")));
-
       const report = h("div", { class: "markdown", id: "run-report" });
       if (data.report) report.append(window.SageMarkdown.render(data.report, {}));
       else report.append(h("p", { class: "muted" }, "No report file (", h("span", { class: "mono" }, data.reportPath), ")."));
@@ -1737,8 +1890,7 @@
           h("a", { class: "button", href: "#/runs" }, "All runs")),
         run.error ? h("div", { class: "notice error" }, "The run stopped early: " + run.error) : null,
         panel,
-        h("h2", {}, "Changes (" + changes.length + ")"),
-        changes.length ? h("div", { id: "run-changes" }, changes) : h("p", { class: "muted" }, "No changes."),
+        changesPanel(data),
         h("h2", {}, "Report"),
         h("div", { class: "panel" }, report));
     }
@@ -1751,7 +1903,14 @@
   function starsView() {
     const showing = viewGuard();
     setTitle("Star map");
-    const canvas = h("canvas", { id: "starmap", role: "img", "aria-label": "Star map: every memory a star" });
+    // One Tab stop: the arrow keys go from star to star, each said in #star-focus; the same
+    // stars are in #star-list as links, for a screen reader or anyone who prefers a list.
+    const canvas = h("canvas", { id: "starmap", tabindex: "0", role: "application", "aria-roledescription": "star map",
+      "aria-label": "Star map: every memory a star. Arrow keys: the nearest star that way; N and P: the next and previous; Enter opens it.",
+      "aria-describedby": "star-focus" });
+    const focusLine = h("p", { id: "star-focus", class: "star-focus small", "aria-live": "polite" });
+    const list = h("div", { id: "star-list-body" });
+    const listBox = h("details", { id: "star-list", class: "star-list" }, h("summary", {}, "The stars as a list"), list);
     const tip = h("div", { class: "star-tip", hidden: true, id: "star-tip" });
     const legend = h("div", { class: "star-legend", id: "star-legend" });
     const slider = h("input", { type: "range", id: "timeline", min: "0", max: "1000", value: "1000",
@@ -1760,13 +1919,20 @@
     const play = h("button", { id: "replay", type: "button" }, "▶ Birth replay");
     fill(main,
       h("div", { class: "memory-head" }, h("div", {}, h("h1", {}, "Star map"),
-        h("p", { class: "muted" }, "Every memory is a star: colour is its category, size its length, brightness how recently it was updated. " +
-          "Lines are real relations: a link from one memory to another, and dashed gold where one supersedes another. Hover for its description, click to open it."))),
+        h("p", { class: "muted starmap-intro" }, "Every memory is a star: colour is its category, size its length, brightness how recently it was updated. " +
+          "Lines are real relations: a link from one memory to another, and dashed gold where one supersedes another; linked memories sit near each other. " +
+          "Hover for its description and its relations, click to open it; the wheel or + and − zoom, a drag pans."))),
       h("div", { class: "starmap-wrap" }, canvas, legend, tip),
-      h("div", { class: "timeline" }, play, slider, label));
+      h("div", { class: "timeline" }, play, slider, label,
+        h("span", { class: "zoom", role: "group", "aria-label": "Zoom" },
+          h("button", { type: "button", id: "zoom-in", "aria-label": "Zoom in", title: "Zoom in (+, or the wheel)", onclick: () => map.zoomBy(1.5) }, "+"),
+          h("button", { type: "button", id: "zoom-out", "aria-label": "Zoom out", title: "Zoom out (−)", onclick: () => map.zoomBy(1 / 1.5) }, "−"),
+          h("button", { type: "button", id: "zoom-reset", title: "The whole sky (0)", onclick: () => map.resetView() }, "Whole sky"))),
+      focusLine, listBox);
 
     const map = new window.SageStarmap(canvas, tip, {
       onOpen: (id) => { location.hash = memoryHref(id); },
+      onFocus: (star, words) => { focusLine.textContent = words; },
       onTime: (fraction) => { slider.value = String(Math.round(fraction * 1000)); showLabel(); if (!map.playing) play.textContent = "▶ Birth replay"; },
       onDraw: () => { showLabel(); showLegend(); },
     });
@@ -1808,12 +1974,34 @@
       else { map.play(); play.textContent = "❚❚ Pause"; }
     });
 
+    // Every star as a link with its relations, by category: drawn when opened (and again when
+    // the data changes while it is open), so that a big map costs nothing until it is asked for.
+    function renderList() {
+      if (!listBox.open) return;
+      const groups = Object.keys(window.SageStarmap.COLORS);
+      const names = (stars) => stars.slice(0, 8).map((s) => s.id).join(", ") + (stars.length > 8 ? " and " + (stars.length - 8) + " more" : "");
+      fill(list, groups.map((g) => {
+        const stars = map.order.filter((s) => s.group === g);
+        if (!stars.length) return null;
+        return h("section", { dataset: { group: g } },
+          h("h2", {}, (g === "other" ? "uncategorized" : g) + " (" + stars.length + ")"),
+          h("ul", {}, stars.map((s) => h("li", { dataset: { id: s.id } },
+            h("a", { href: memoryHref(s.id) }, s.description || s.id), " ", h("span", { class: "mono small muted" }, s.id),
+            s.linksTo.length ? h("div", { class: "small" }, "links to " + names(s.linksTo)) : null,
+            s.linkedFrom.length ? h("div", { class: "small" }, "linked from " + names(s.linkedFrom)) : null,
+            s.supersedes.length ? h("div", { class: "small" }, "supersedes " + names(s.supersedes)) : null,
+            s.supersededBy.length ? h("div", { class: "small" }, "superseded by " + names(s.supersededBy)) : null))));
+      }));
+    }
+    listBox.addEventListener("toggle", renderList);
+
     async function load() {
       let data;
       try { data = await api("/api/stars"); } catch (error) { if (showing()) failure(error); return; }
       if (!showing()) return;
       map.setStars(data.stars, data.edges);
       if (map.fraction === undefined) map.setFraction(1);
+      renderList();
     }
     load();
     return { nav: "stars", refresh: (kind) => { if (kind !== "runs") load(); }, leave: () => map.destroy() };

@@ -163,7 +163,8 @@
         flush();
         const table = el("table");
         const head = el("tr");
-        cells(line).forEach((c) => { const th = el("th"); inline(c, th, options); head.append(th); });
+        // A header cell with no text heads nothing (a screen reader would read it as a blank).
+        cells(line).forEach((c) => { const th = el(c.trim() ? "th" : "td"); inline(c, th, options); head.append(th); });
         const thead = el("thead"); thead.append(head); table.append(thead);
         const body = el("tbody");
         i += 2;

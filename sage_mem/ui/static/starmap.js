@@ -1,8 +1,11 @@
 /* The star map: every memory a star on a <canvas>.
  *
  * Colour by category, size by length, brightness by how recently the memory
- * was updated; each category is a small galaxy, and a memory keeps its place
- * (its position comes from a hash of its id). The lines are the real relations:
+ * was updated; each category is a small galaxy. A star's place comes from a
+ * hash of its id, then linked memories are drawn toward each other (`settle`),
+ * so that what links together sits together. The wheel, a drag and the + - 0
+ * keys zoom and pan; a hovered (or keyboard-focused) star lights its relations
+ * and rings the stars they reach. The lines are the real relations:
  * a `[[link]]` or markdown link (faint, the colour of the linking memory) and
  * `supersedes` (dashed, gold). The canvas is drawn only when something changes
  * (data, size, hover, the timeline): there is no animation loop, except while
@@ -79,12 +82,24 @@
     this.dust = [];
     const rnd = random(7);
     for (let i = 0; i < 260; i++) this.dust.push([rnd(), rnd(), rnd() * 0.9 + 0.2, rnd() * 0.35 + 0.05]);
+    this.focused = null;
+    this.view = { scale: 1, x: 0, y: 0 };
+    this.onWheel = this.onWheel.bind(this);
+    this.onDown = this.onDown.bind(this);
+    this.onUp = this.onUp.bind(this);
+    canvas.addEventListener("wheel", this.onWheel, { passive: false });
+    canvas.addEventListener("pointerdown", this.onDown);
+    window.addEventListener("pointerup", this.onUp);
     this.onMove = this.onMove.bind(this);
     this.onLeave = this.onLeave.bind(this);
     this.onClick = this.onClick.bind(this);
+    this.onKey = this.onKey.bind(this);
+    this.onBlur = this.onBlur.bind(this);
     canvas.addEventListener("mousemove", this.onMove);
     canvas.addEventListener("mouseleave", this.onLeave);
     canvas.addEventListener("click", this.onClick);
+    canvas.addEventListener("keydown", this.onKey);
+    canvas.addEventListener("blur", this.onBlur);
     this.resizer = new ResizeObserver(() => this.dirty());
     this.resizer.observe(canvas);
     canvas.starmap = this;
@@ -145,14 +160,98 @@
     this.stars.forEach((s) => { s.rank = -1; });
     this.dated.forEach((s, i) => { s.rank = i; });
     const byId = new Map(this.stars.map((s) => [s.id, s]));
+    this.byId = byId;
     this.relations = [];
+    // Each star's relations both ways, for the highlight, the keyboard's words and the list.
+    this.stars.forEach((s) => { s.linksTo = []; s.linkedFrom = []; s.supersedes = []; s.supersededBy = []; });
     for (const e of this.edgeList) {
       const a = byId.get(e.from);
       const b = byId.get(e.to);
-      if (a && b && a !== b) this.relations.push([a, b, e.kind]);
+      if (!a || !b || a === b) continue;
+      this.relations.push([a, b, e.kind]);
+      if (e.kind === "supersedes") { a.supersedes.push(b); b.supersededBy.push(a); }
+      else { a.linksTo.push(b); b.linkedFrom.push(a); }
     }
+    this.settle();
+    // Reading order, for the keyboard's next and previous: category by category, then by id.
+    const groups = Object.keys(COLORS);
+    this.order = this.stars.slice().sort((a, b) => groups.indexOf(a.group) - groups.indexOf(b.group) ||
+      (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
     if (this.hover) this.hover = byId.get(this.hover.id) || null;
+    if (this.focused) this.focused = byId.get(this.focused.id) || null;
     this.sprites = {};
+    this.dirty();
+  };
+
+  // Linked memories near each other: each star is drawn toward the middle of the stars of its
+  // galaxy it links with (or that link to it), held by a spring to its own place, a few rounds.
+  // Linear in stars and links; unlinked stars keep their place, each galaxy stays in its room.
+  Starmap.prototype.settle = function () {
+    const ROUNDS = 10;
+    const HOLD = 0.5;
+    const near = new Map(this.stars.map((s) => [s, s.linksTo.concat(s.linkedFrom, s.supersedes, s.supersededBy).filter((o) => o.group === s.group && o !== s)]));
+    const linked = this.stars.filter((s) => near.get(s).length);
+    if (!linked.length) return;
+    // Each set of stars linked together (within a galaxy) gathers where its first star is,
+    // in a small cloud of its own; then each is drawn toward the ones it links with.
+    const root = new Map(linked.map((s) => [s, s]));
+    const find = (s) => { let r = s; while (root.get(r) !== r) r = root.get(r); root.set(s, r); return r; };
+    for (const s of linked) {
+      for (const o of near.get(s)) {
+        const a = find(s);
+        const b = find(o);
+        if (a !== b) root.set(a.id < b.id ? b : a, a.id < b.id ? a : b);
+      }
+    }
+    const sizes = new Map();
+    for (const s of linked) { const r = find(s); sizes.set(r, (sizes.get(r) || 0) + 1); }
+    const home = new Map();
+    for (const s of linked) {
+      const r = find(s);
+      const spread = Math.min(0.6, 0.1 + 0.035 * Math.sqrt(sizes.get(r)));
+      home.set(s, r === s ? [s.dx, s.dy] : [r.dx + s.dx * spread, r.dy + s.dy * spread]);
+    }
+    for (const s of linked) { [s.dx, s.dy] = home.get(s); }
+    for (let round = 0; round < ROUNDS; round++) {
+      for (const s of linked) {
+        const others = near.get(s);
+        if (!others.length) continue;
+        let x = 0;
+        let y = 0;
+        for (const o of others) { x += o.dx; y += o.dy; }
+        const [hx, hy] = home.get(s);
+        s.dx = HOLD * hx + (1 - HOLD) * (0.5 * s.dx + 0.5 * x / others.length);
+        s.dy = HOLD * hy + (1 - HOLD) * (0.5 * s.dy + 0.5 * y / others.length);
+      }
+    }
+    for (const s of linked) {
+      const far = Math.hypot(s.dx, s.dy);
+      if (far > 1) { s.dx /= far; s.dy /= far; }
+    }
+  };
+
+  // Zoom (by `factor`, around a point of the canvas) and pan (by dx, dy CSS pixels).
+  Starmap.prototype.zoomBy = function (factor, x, y) {
+    const scale = Math.max(1, Math.min(40, this.view.scale * factor));
+    const applied = scale / this.view.scale;
+    const cx = x === undefined ? this.w / 2 : x;
+    const cy = y === undefined ? this.h / 2 : y;
+    this.view.x = cx - (cx - this.view.x) * applied;
+    this.view.y = cy - (cy - this.view.y) * applied;
+    this.view.scale = scale;
+    if (scale === 1) { this.view.x = 0; this.view.y = 0; }
+    this.dirty();
+  };
+
+  Starmap.prototype.panBy = function (dx, dy) {
+    if (this.view.scale === 1) return;
+    this.view.x += dx;
+    this.view.y += dy;
+    this.dirty();
+  };
+
+  Starmap.prototype.resetView = function () {
+    this.view = { scale: 1, x: 0, y: 0 };
     this.dirty();
   };
 
@@ -196,11 +295,15 @@
     this.h = h;
     if (this.dpr !== dpr) this.sprites = {};
     this.dpr = dpr;
+    // Each galaxy stays inside its quarter of the sky, whatever the shape of the screen.
     const room = 0.4 * Math.min(w / 2, h / 2);
+    const roomX = Math.min(0.22 * w, room * 1.3);
+    const roomY = Math.min(0.2 * h, room);
+    const v = this.view;
     this.stars.forEach((s) => {
       const c = CENTERS[s.group];
-      s.x = c[0] * w + s.dx * room * 1.3;
-      s.y = c[1] * h + s.dy * room;
+      s.x = (c[0] * w + s.dx * roomX) * v.scale + v.x;
+      s.y = (c[1] * h + s.dy * roomY) * v.scale + v.y;
     });
   };
 
@@ -271,7 +374,7 @@
   Starmap.prototype.draw = function () {
     const started = performance.now();
     this.layout();
-    const key = [this.w, this.h, this.dpr, this.time, this.limit, this.playing].join(":");
+    const key = [this.w, this.h, this.dpr, this.time, this.limit, this.playing, this.view.scale, this.view.x, this.view.y].join(":");
     if (this.layerKey !== key || !this.layer) {
       this.drawLayer();
       this.layerKey = key;
@@ -281,12 +384,27 @@
     ctx.drawImage(this.layer, 0, 0);
     ctx.setTransform(this.dpr, 0, 0, this.dpr, 0, 0);
     if (this.hover && this.isVisible(this.hover)) {
+      // Its relations lit, and a ring on each star it is related to.
+      const star = this.hover;
+      const others = star.linksTo.concat(star.linkedFrom, star.supersedes, star.supersededBy).filter((o) => this.isVisible(o));
+      ctx.lineWidth = 1.4;
+      ctx.strokeStyle = "rgba(255,255,255,0.75)";
+      ctx.beginPath();
+      for (const o of others) { ctx.moveTo(star.x, star.y); ctx.lineTo(o.x, o.y); }
+      ctx.stroke();
+      ctx.strokeStyle = "rgba(255,236,170,0.85)";
+      ctx.lineWidth = 1;
+      ctx.beginPath();
+      for (const o of others) { ctx.moveTo(o.x + o.radius + 3.5, o.y); ctx.arc(o.x, o.y, o.radius + 3.5, 0, Math.PI * 2); }
+      ctx.stroke();
+      this.lit = others.length;
       ctx.strokeStyle = "rgba(255,255,255,0.9)";
       ctx.lineWidth = 1.5;
       ctx.beginPath();
       ctx.arc(this.hover.x, this.hover.y, this.hover.radius + 5, 0, Math.PI * 2);
       ctx.stroke();
     }
+    if (!this.hover) this.lit = 0;
     this.draws++;
     this.drawMs = performance.now() - started;
     this.mark();
@@ -324,23 +442,28 @@
     ctx.globalCompositeOperation = "source-over";
     ctx.setTransform(this.dpr, 0, 0, this.dpr, 0, 0);
     const shown = {};
-    const tops = {};
+    const xs = {};
+    const ys = {};
     for (const s of this.stars) {
       if (!this.isVisible(s)) continue;
       shown[s.group] = (shown[s.group] || 0) + 1;
-      tops[s.group] = Math.min(tops[s.group] === undefined ? Infinity : tops[s.group], s.y - s.radius);
+      (xs[s.group] || (xs[s.group] = [])).push(s.x);
+      (ys[s.group] || (ys[s.group] = [])).push(s.y - s.radius);
     }
     this.shown = shown;
-    // Each galaxy's name above it (never below, where the legend is), only while it has stars.
+    // Each galaxy's name on it: over the middle of its stars, just above the highest of them
+    // (a stray star or two aside), and inside the sky; only while it has stars.
     ctx.font = "600 12px system-ui, sans-serif";
     ctx.textAlign = "center";
     ctx.textBaseline = "alphabetic";
     this.labels = [];
+    const ranked = (list, at) => { list.sort((a, b) => a - b); return list[Math.min(list.length - 1, Math.floor(at * list.length))]; };
     Object.keys(shown).forEach((g) => {
       const [r, gr, b] = COLORS[g];
       const text = g === "other" ? "uncategorized" : g;
-      const x = CENTERS[g][0] * w;
-      const y = Math.max(16, Math.min(h * 0.5, tops[g] - 8));
+      const half = ctx.measureText(text).width / 2;
+      const x = Math.max(half + 2, Math.min(w - half - 2, ranked(xs[g], 0.5)));
+      const y = Math.max(16, ranked(ys[g], 0.03) - 8);
       ctx.fillStyle = "rgba(" + r + "," + gr + "," + b + ",0.65)";
       ctx.fillText(text, x, y);
       const width = ctx.measureText(text).width;
@@ -353,7 +476,9 @@
     for (const [a, b, kind] of this.relations || []) {
       if (!this.isVisible(a) || !this.isVisible(b)) continue;
       edges++;
-      const key = kind === "supersedes" ? "supersedes" : a.group;
+      // A link across galaxies is drawn faint (in a big sky they would be a veil over it):
+      // hovering or focusing a star lights its own in full.
+      const key = kind === "supersedes" ? "supersedes" : a.group === b.group ? a.group : "across";
       let path = paths[key];
       if (!path) path = paths[key] = new Path2D();
       path.moveTo(a.x, a.y);
@@ -364,6 +489,9 @@
       if (key === "supersedes") {
         ctx.strokeStyle = "rgba(255,200,110,0.55)";
         ctx.setLineDash([4, 4]);
+      } else if (key === "across") {
+        ctx.strokeStyle = "rgba(190,200,235," + (this.dense ? 0.025 : 0.22) + ")";
+        ctx.setLineDash([]);
       } else {
         const [r, g, bl] = COLORS[key];
         ctx.strokeStyle = "rgba(" + r + "," + g + "," + bl + "," + (this.dense ? 0.08 : 0.32) + ")";
@@ -465,6 +593,8 @@
     d.edges = String(this.edgesDrawn || 0);
     d.animating = String(this.playing);
     d.drawMs = this.drawMs === undefined ? "" : this.drawMs.toFixed(2);
+    d.lit = String(this.lit || 0);
+    d.zoom = String(Math.round(this.view.scale * 100) / 100);
   };
 
   Starmap.prototype.starAt = function (x, y) {
@@ -481,35 +611,49 @@
     return best;
   };
 
+  // The tooltip by a point of the map (the pointer, or a star the keyboard is on).
+  Starmap.prototype.showTip = function (star, x, y) {
+    this.tip.replaceChildren();
+    const title = document.createElement("strong");
+    title.textContent = star.id;
+    this.tip.append(title, document.createTextNode(star.description));
+    this.tip.hidden = false;
+    // Inside the map: to the left of the pointer near the right edge, above it near the bottom.
+    const width = this.tip.offsetWidth;
+    const height = this.tip.offsetHeight;
+    const left = x + 12 + width > this.w ? Math.max(0, x - 12 - width) : x + 12;
+    const top = y + 12 + height > this.h ? Math.max(0, y - 12 - height) : y + 12;
+    this.tip.style.left = left + "px";
+    this.tip.style.top = top + "px";
+  };
+
   Starmap.prototype.onMove = function (event) {
+    if (this.drag && event.buttons) {
+      const dx = event.clientX - this.drag.x;
+      const dy = event.clientY - this.drag.y;
+      this.drag.x = event.clientX;
+      this.drag.y = event.clientY;
+      this.drag.moved += Math.abs(dx) + Math.abs(dy);
+      this.panBy(dx, dy);
+      return;
+    }
     const rect = this.canvas.getBoundingClientRect();
     const x = event.clientX - rect.left;
     const y = event.clientY - rect.top;
     const star = this.starAt(x, y);
-    if (star) {
-      this.tip.replaceChildren();
-      const title = document.createElement("strong");
-      title.textContent = star.id;
-      this.tip.append(title, document.createTextNode(star.description));
-      this.tip.hidden = false;
-      // Inside the map: to the left of the pointer near the right edge, above it near the bottom.
-      const width = this.tip.offsetWidth;
-      const height = this.tip.offsetHeight;
-      const left = x + 12 + width > this.w ? Math.max(0, x - 12 - width) : x + 12;
-      const top = y + 12 + height > this.h ? Math.max(0, y - 12 - height) : y + 12;
-      this.tip.style.left = left + "px";
-      this.tip.style.top = top + "px";
-    } else {
-      this.tip.hidden = true;
-    }
+    if (star) this.showTip(star, x, y);
+    else if (this.focused) this.showTip(this.focused, this.focused.x, this.focused.y);
+    else this.tip.hidden = true;
     this.canvas.classList.toggle("pointing", !!star);
-    if (star !== this.hover) {
-      this.hover = star;
+    const lit = star || this.focused;
+    if (lit !== this.hover) {
+      this.hover = lit;
       this.request();
     }
   };
 
   Starmap.prototype.onLeave = function () {
+    if (this.focused) { this.showTip(this.focused, this.focused.x, this.focused.y); return; }
     this.tip.hidden = true;
     if (this.hover) {
       this.hover = null;
@@ -517,7 +661,117 @@
     }
   };
 
+  // What a screen reader says of a star: its id, its description, its category, its relations.
+  Starmap.prototype.describe = function (star) {
+    const names = (list) => list.slice(0, 6).map((s) => s.id).join(", ") + (list.length > 6 ? " and " + (list.length - 6) + " more" : "");
+    const parts = [star.id + ": " + (star.description || "(no description)"), star.group === "other" ? "uncategorized" : star.group];
+    if (star.linksTo.length) parts.push("links to " + names(star.linksTo));
+    if (star.linkedFrom.length) parts.push("linked from " + names(star.linkedFrom));
+    if (star.supersedes.length) parts.push("supersedes " + names(star.supersedes));
+    if (star.supersededBy.length) parts.push("superseded by " + names(star.supersededBy));
+    if (!star.linksTo.length && !star.linkedFrom.length && !star.supersedes.length && !star.supersededBy.length) parts.push("no links");
+    return parts.join("; ") + ".";
+  };
+
+  // The keyboard's star: lit like a hovered one, its tooltip shown, and said aloud.
+  Starmap.prototype.focusStar = function (star) {
+    this.focused = star;
+    this.hover = star;
+    this.canvas.dataset.focus = star ? star.id : "";
+    if (star) {
+      this.layout();
+      this.showTip(star, star.x, star.y);
+    } else {
+      this.tip.hidden = true;
+    }
+    if (this.options.onFocus) this.options.onFocus(star, star ? this.describe(star) : "");
+    this.request();
+  };
+
+  // The star nearest to `from` in a direction (dx, dy), within 60 degrees of it.
+  Starmap.prototype.toward = function (from, dx, dy) {
+    let best = null;
+    let bestScore = Infinity;
+    for (const s of this.stars) {
+      if (s === from || !this.isVisible(s)) continue;
+      const x = s.x - from.x;
+      const y = s.y - from.y;
+      const along = x * dx + y * dy;
+      if (along <= 0) continue;
+      const across = Math.abs(x * dy - y * dx);
+      if (across > along * 1.8) continue;
+      const score = along + 2 * across;
+      if (score < bestScore) { best = s; bestScore = score; }
+    }
+    return best;
+  };
+
+  // The keys on the map (one Tab stop): arrows go to the nearest star that way, N and P to the
+  // next and previous in reading order, Home and End to the first and last, Enter opens it.
+  Starmap.prototype.onKey = function (event) {
+    if (event.altKey || event.ctrlKey || event.metaKey) return;
+    const shown = this.order.filter((s) => this.isVisible(s));
+    if (!shown.length) return;
+    const at = this.focused && this.isVisible(this.focused) ? this.focused : null;
+    const index = at ? shown.indexOf(at) : -1;
+    const arrows = { ArrowRight: [1, 0], ArrowLeft: [-1, 0], ArrowDown: [0, 1], ArrowUp: [0, -1] };
+    let to;
+    if (event.key === "Enter") {
+      if (at && this.options.onOpen) { event.preventDefault(); this.options.onOpen(at.id); }
+      return;
+    } else if (event.key === "Escape") {
+      if (!at) return;
+      to = null;
+    } else if (arrows[event.key]) {
+      this.layout();
+      to = at ? this.toward(at, arrows[event.key][0], arrows[event.key][1]) || at : shown[0];
+    } else if (event.key === "n" || event.key === "N") {
+      to = shown[(index + 1) % shown.length];
+    } else if (event.key === "p" || event.key === "P") {
+      to = shown[(index - 1 + shown.length) % shown.length];
+    } else if (event.key === "+" || event.key === "=" || event.key === "-" || event.key === "0") {
+      event.preventDefault();
+      if (event.key === "0") this.resetView();
+      else this.zoomBy(event.key === "-" ? 0.8 : 1.25, at ? at.x : undefined, at ? at.y : undefined);
+      return;
+    } else if (event.key === "Home") {
+      to = shown[0];
+    } else if (event.key === "End") {
+      to = shown[shown.length - 1];
+    } else {
+      return;
+    }
+    event.preventDefault();
+    event.stopPropagation();
+    this.focusStar(to);
+  };
+
+  Starmap.prototype.onBlur = function () {
+    if (!this.focused) return;
+    this.focused = null;
+    this.canvas.dataset.focus = "";
+    this.tip.hidden = true;
+    this.hover = null;
+    this.request();
+  };
+
+  // The wheel zooms around the pointer; a drag pans (a drag is never a click).
+  Starmap.prototype.onWheel = function (event) {
+    event.preventDefault();
+    const rect = this.canvas.getBoundingClientRect();
+    this.zoomBy(event.deltaY < 0 ? 1.25 : 0.8, event.clientX - rect.left, event.clientY - rect.top);
+  };
+
+  Starmap.prototype.onDown = function (event) {
+    this.drag = { x: event.clientX, y: event.clientY, moved: 0 };
+  };
+
+  Starmap.prototype.onUp = function () {
+    if (this.drag) setTimeout(() => { this.drag = null; });
+  };
+
   Starmap.prototype.onClick = function (event) {
+    if (this.drag && this.drag.moved > 4) return;
     const rect = this.canvas.getBoundingClientRect();
     const star = this.starAt(event.clientX - rect.left, event.clientY - rect.top);
     if (star && this.options.onOpen) this.options.onOpen(star.id);
@@ -569,6 +823,11 @@
     this.canvas.removeEventListener("mousemove", this.onMove);
     this.canvas.removeEventListener("mouseleave", this.onLeave);
     this.canvas.removeEventListener("click", this.onClick);
+    this.canvas.removeEventListener("keydown", this.onKey);
+    this.canvas.removeEventListener("wheel", this.onWheel);
+    this.canvas.removeEventListener("pointerdown", this.onDown);
+    window.removeEventListener("pointerup", this.onUp);
+    this.canvas.removeEventListener("blur", this.onBlur);
   };
 
   Starmap.COLORS = COLORS;

@@ -1,0 +1,135 @@
+"""The page's audit across launches (issue 30, item 1): what each file gave is kept in the state
+folder, so the next `sage-mem ui`'s first audit reads only what changed since, and finds exactly
+what a fresh audit finds.
+
+Each `AuditState()` here is what a new launch of the page starts with.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from support import write_memory
+
+from sage_mem.checks.audit import audit
+from sage_mem.store import MemoryStore
+from sage_mem.ui.api import AUDIT_CACHE, AuditState
+
+HEAD = "---\ndescription: A note\ncategory: user\n---\n\n"
+
+
+@pytest.fixture
+def store(memory_dir: Path) -> Iterator[MemoryStore]:
+    write_memory(memory_dir, "feedback_misfiled", HEAD + "filed under user\n")
+    write_memory(memory_dir, "user_crlf", HEAD.replace("\n", "\r\n") + "crlf\r\n")
+    write_memory(memory_dir, "user_links", HEAD + "[[user_gone]] and [cat](user_cat_zh.md)\n")
+    write_memory(memory_dir, "user_yaml", "---\ndescription: a: b\n---\n")
+    write_memory(memory_dir, "notes", "no frontmatter, password=hunter2x\n")
+    write_memory(memory_dir, "archive/user_old", "<<<<<<< a\n=======\n>>>>>>> b\n")
+    write_memory(memory_dir, "project/api/auth", HEAD.replace("user", "project") + "See [[x]].")
+    with MemoryStore(memory_dir) as opened:
+        opened.regenerate_index()
+        (memory_dir / "MEMORY.md").write_text(
+            (memory_dir / "MEMORY.md").read_text() + "- [x](gone.md)\n")
+        opened.reconcile()
+        yield opened
+
+
+def files_read(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The files the audit reads from now on (by their path in the folder)."""
+    from sage_mem.checks import audit as audit_module
+
+    read: list[str] = []
+    original = audit_module._Audit.read
+
+    def counted(self: Any, path: Path, rel: str) -> Any:
+        read.append(rel)
+        return original(self, path, rel)
+
+    monkeypatch.setattr(audit_module._Audit, "read", counted)
+    return read
+
+
+def a_launch(store: MemoryStore) -> dict[str, Any]:
+    """The page's audit as a new launch makes it, its findings as the CLI's audit has them."""
+    data = AuditState().get(store, 0)
+    return {**data, "findings": [{k: v for k, v in f.items() if k != "id"}
+                                 for f in data["findings"]]}
+
+
+def test_the_next_launch_reads_no_unchanged_file_and_finds_the_same(
+    store: MemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = a_launch(store)
+    assert first == audit(store).to_dict()
+    assert {f["check"] for f in first["findings"]} >= {
+        "category-prefix", "crlf", "broken-link", "invalid-yaml", "no-frontmatter", "secret",
+        "conflict-markers", "dangling-index-entry"}
+    read = files_read(monkeypatch)
+    again = a_launch(store)
+    assert read == ["MEMORY.md"]  # the index is read for what it lists, every time
+    fresh = audit(store).to_dict()
+    for name in ("findings", "count", "checked"):
+        assert again[name] == fresh[name] == first[name]
+
+
+def test_the_next_launch_reads_only_what_changed_and_follows_new_ids(
+    store: MemoryStore, memory_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    before = a_launch(store)
+    assert any("[[user_gone]]" in f["message"] for f in before["findings"])
+    # Meanwhile (sage-mem ui stopped): the missing memory is written, another file is fixed.
+    write_memory(memory_dir, "user_gone", HEAD + "back\n")
+    write_memory(memory_dir, "user_crlf", HEAD + "lf now\n")
+    store.reconcile()
+    read = files_read(monkeypatch)
+    after = a_launch(store)
+    assert sorted(read) == ["MEMORY.md", "user_crlf.md", "user_gone.md"]
+    assert after == audit(store).to_dict()
+    assert not any("[[user_gone]]" in f["message"] for f in after["findings"])
+    assert not any(f["path"] == "user_crlf.md" for f in after["findings"])
+
+
+def test_a_file_the_index_holds_in_another_version_is_read_again(
+    store: MemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a_launch(store)
+    cache = store.folder.state_path(*AUDIT_CACHE)
+    data = json.loads(cache.read_text())
+    for entry in data["files"]:
+        if entry[0] == "user_links.md":
+            entry[3] = "0" * 64  # the saved results were of another version than the index's
+    cache.write_text(json.dumps(data))
+    read = files_read(monkeypatch)
+    a_launch(store)
+    assert sorted(read) == ["MEMORY.md", "user_links.md"]
+
+
+def test_the_cache_is_in_the_state_folder_and_a_broken_one_is_read_past(
+    store: MemoryStore, memory_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    inside = sorted(p.relative_to(memory_dir) for p in memory_dir.rglob("*"))
+    first = a_launch(store)
+    cache = store.folder.state_path(*AUDIT_CACHE)
+    assert cache.is_file() and store.folder.state_dir in cache.parents
+    assert memory_dir not in cache.parents or store.folder.state_dir != memory_dir
+    assert sorted(p.relative_to(memory_dir) for p in memory_dir.rglob("*")) == inside
+    cache.write_text("{not json")
+    read = files_read(monkeypatch)
+    assert a_launch(store)["findings"] == first["findings"]
+    assert len(read) == first["checked"]  # every file read again, nothing lost
+
+
+def test_the_last_result_is_there_at_once_while_the_next_run_reads(store: MemoryStore) -> None:
+    assert AuditState().known(store, 0) == {"pending": True}
+    first = AuditState().get(store, 0)
+    known = AuditState().known(store, 0)  # the next launch, before its own run
+    assert known["stale"] is True and known["findings"] == first["findings"]
+    state = AuditState()
+    state.get(store, 3)
+    assert state.known(store, 3)["stale"] is False
+    assert state.known(store, 4)["stale"] is True  # the memories changed since
