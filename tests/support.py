@@ -25,8 +25,8 @@ def missing_tool(why: str, *, module_level: bool = False) -> NoReturn:
     `.ci/run` installs them; under CI=true a test that cannot run is a failed
     run, not a quiet skip (a green CI must have driven the browser and the clients).
     """
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"{why} (CI=true: .ci/run must have installed it)", pytrace=False)
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(f"CI=true: {why} (.ci/run installs it)", pytrace=False)
     pytest.skip(why, allow_module_level=module_level)
 
 

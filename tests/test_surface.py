@@ -39,13 +39,13 @@ STORE_METHODS = {
     "__init__": "path=None, *, watch=True, poll=False, half_life_days=None, state_dir=None, "
                 "reconcile_seconds=30.0, build=True",
     "search": "query, *, limit=10, offset=0, category=None, project=None, tags=None, "
-              "archived=False, model_tokens=None",
+              "archived=False, model_tokens=None, now=None",
     "read": "memory_id",
     "list": "*, category=None, project=None, tags=None, archived=False",
     "write": "memory_id, *, description=None, body=None, category=None, name=None, "
              "summary=None, aliases=None, tags=None, trust=None, baseline=None, "
              "baseline_priority=None, project=None, supersedes=None, locked=None, "
-             "expected_sha256=None, allow_secret=False",
+             "expected_sha256=None, allow_secret=False, stamp=None",
     "archive": "memory_id, reason, *, extra=None, expected_sha256=None",
     "feedback": "memory_id, helpful",
     "restore": "archived_id",
@@ -117,7 +117,8 @@ CLI = {
     "edit": ("ID", {"--dir", "--replace", "--append", "--heading", "--expected-sha256",
                     "--allow-secret", "--json"}),
     "search": ("QUERY", {
-        "--dir", "--limit", "--offset", "--category", "--project", "--tag", "--archived", "--json",
+        "--dir", "--limit", "--offset", "--now", "--category", "--project", "--tag", "--archived",
+        "--json",
     }),
     "show": ("ID", {"--dir", "--json"}),
     "list": ("", {"--dir", "--category", "--project", "--tag", "--archived", "--json"}),
@@ -142,7 +143,9 @@ CLI = {
     "import": ("{CLAUDE-CODE,MNEMO,JSONL} PATH",
                {"--dir", "--dry-run", "--allow-secret", "--json"}),
     "export": ("", {"--dir", "--jsonl", "--archived", "--output", "-o", "--json"}),
-    "sync": ("", {"--dir", "--remote", "--no-push", "--auto", "--json"}),
+    "sync": ("", {"--dir", "--remote", "--no-push", "--allow-secret", "--auto", "--json"}),
+    "pre-push": ("REMOTE URL", set()),
+    "doctor": ("", {"--dir", "--offline", "--json"}),
     "log": ("ID", {"--dir", "--json"}),
     "merge-driver": ("BASE OURS THEIRS PATH", set()),
 }
@@ -230,7 +233,7 @@ MEMORY_ID, TEXT, TEXTS, FLAG, WHOLE, NUMBER = (
 CATEGORY = "string: user|feedback|project|reference"
 MCP = {
     "memory_search": ({"query": TEXT, "limit": WHOLE, "offset": WHOLE, "category": CATEGORY,
-                       "project": TEXT, "tags": TEXTS}, ["query"]),
+                       "project": TEXT, "tags": TEXTS, "now": TEXT}, ["query"]),
     "memory_read": ({"id": MEMORY_ID}, ["id"]),
     "memory_write": ({
         "id": MEMORY_ID, "description": TEXT, "body": TEXT, "category": CATEGORY, "name": TEXT,
