@@ -104,20 +104,26 @@ def _by_subject(ctx: RuleContext, memories: list[Memory], reported: set[tuple[st
             _compare(ctx, members[i], members[j], reported)
 
 
+# A value is a few words of at most MAX_WORD characters each, and a word starts where one
+# starts (after a space, a comma, a full stop): an unbounded `[^\s,.;]+` tried at every
+# character of one long run without spaces (a Chinese paragraph, a digest, base64) made the
+# second pattern quadratic — a 400 KB line ran for minutes.
+MAX_WORD = 40
+_W = rf"(?<![^\s,.;])[^\s,.;]{{1,{MAX_WORD}}}(?![^\s,.;])"
 _FROM_TO = [
     re.compile(
         r"\b(?:switched|moved|migrated|changed|went|converted|upgraded|downgraded)\b[^.;。\n]{0,60}?"
-        r"\bfrom\s+(?P<old>[^\s,.;]+(?:\s+[^\s,.;]+){0,2}?)\s+to\s+"
-        r"(?P<new>[^\s,.;]+(?:\s+(?:[A-Z0-9][^\s,.;]*))?)",
+        rf"\bfrom\s+(?P<old>{_W}(?:\s+{_W}){{0,2}}?)\s+to\s+"
+        rf"(?P<new>{_W}(?:\s+(?:[A-Z0-9][^\s,.;]{{0,{MAX_WORD}}}))?)",
         re.IGNORECASE,
     ),
     re.compile(
-        r"(?P<new>(?:\d+(?:\.\d+)?\s+)?[^\s,.;]+)\s+(?:now\s+)?instead\s+of\s+"
-        r"(?P<old>[^\s,.;]+(?:\s+[^\s,.;]+)?)",
+        rf"(?P<new>(?:\d{{1,12}}(?:\.\d{{1,12}})?\s+)?{_W})\s+(?:now\s+)?instead\s+of\s+"
+        rf"(?P<old>{_W}(?:\s+{_W})?)",
         re.IGNORECASE,
     ),
     re.compile(
-        r"\breplaced\s+(?P<old>[^\s,.;]+(?:\s+[^\s,.;]+)?)\s+with\s+(?P<new>[^\s,.;]+)",
+        rf"\breplaced\s+(?P<old>{_W}(?:\s+{_W})?)\s+with\s+(?P<new>{_W})",
         re.IGNORECASE,
     ),
     re.compile(
@@ -140,14 +146,22 @@ def changes_of(memory: Memory) -> list[tuple[str, str]]:
 
 
 def _by_change(ctx: RuleContext, memories: list[Memory], reported: set[tuple[str, str]]) -> None:
+    # Each memory's terms once, and only the memories naming the old value looked at: a
+    # tokenization of every body for every change said was quadratic in the folder.
+    texts = [terms(f"{m.description}\n{m.body}") for m in memories]
+    by_term: dict[str, list[int]] = defaultdict(list)
+    for index, found in enumerate(texts):
+        for term in found:
+            by_term[term].append(index)
     for newer in memories:
         for old_value, new_value in changes_of(newer):
             old_terms, new_terms = terms(old_value), terms(new_value)
             topic = terms(newer.description) - old_terms - new_terms
-            for older in memories:
+            rarest = min(old_terms, key=lambda term: len(by_term.get(term, ())))
+            for index in by_term.get(rarest, ()):
+                older, text = memories[index], texts[index]
                 if older.id == newer.id or not _maybe_older(older, newer, ctx.written):
                     continue
-                text = terms(f"{older.description}\n{older.body}")
                 if not old_terms <= text or new_terms <= text:
                     continue
                 shared = len(topic & terms(older.description))

@@ -335,15 +335,34 @@ def contradicting_part(text: str, kept: str) -> str | None:
     other would join a contradiction, and archiving it would hide one.
     """
     kept_parts = [(part, terms(part)) for part in _parts(kept)]
+    # Only the kept parts that can reach CLASH_JACCARD are compared (prefix filtering, as
+    # `candidate_pairs`): every sentence against every other was quadratic in two long bodies.
+    df = Counter(term for _, found in kept_parts for term in found)
+    postings: dict[str, list[int]] = defaultdict(list)
+    for index, (_, found) in enumerate(kept_parts):
+        for term in _prefix(found, df, CLASH_JACCARD):
+            postings[term].append(index)
     for part in _parts(text):
         found = terms(part)
-        for other, other_terms in kept_parts:
+        near: set[int] = set()
+        for term in _prefix(found, df, CLASH_JACCARD):
+            near.update(postings.get(term, ())[:MAX_CANDIDATES_PER_MEMORY])
+            if len(near) >= MAX_CANDIDATES_PER_MEMORY:
+                break
+        for index in sorted(near):
+            other, other_terms = kept_parts[index]
             if part == other or not found or jaccard(found, other_terms) < CLASH_JACCARD:
                 continue
             why = difference(part, other)
             if why:
                 return f"{why}: “{_short(part)}” / “{_short(other)}”"
     return None
+
+
+def _prefix(found: frozenset[str], df: Counter[str], threshold: float) -> list[str]:
+    """The rarest terms of `found` of which any set `threshold` Jaccard-alike shares one."""
+    ordered = sorted(found, key=lambda term: (df[term], term))
+    return ordered[: len(ordered) - math.ceil(threshold * len(ordered)) + 1]
 
 
 def missing_parts(text: str, kept: str) -> list[str]:
