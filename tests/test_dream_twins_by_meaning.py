@@ -15,7 +15,6 @@ from dream_meaning_cases import CLAUDE_TWIN, DISTINCT, TWINS, Row
 from test_dream_support import add, read_manifest
 
 from sage_mem.dream import run_dream
-from sage_mem.dream.similarity import canonical, difference
 from sage_mem.store import MemoryStore
 
 
@@ -111,6 +110,8 @@ def test_close_twins_that_cannot_be_proven_are_listed(tmp_path: Path) -> None:
     ("Never stub the payment API", "Do not mock the payment API"),
 ])
 def test_words_that_only_reword_are_one(first: str, second: str) -> None:
+    from sage_mem.dream.similarity import canonical, difference
+
     assert difference(first, second) is not None  # word by word, they differ
     assert difference(canonical(first), canonical(second)) is None
 
@@ -122,4 +123,34 @@ def test_words_that_only_reword_are_one(first: str, second: str) -> None:
     ("The user likes tea", "The user likes coffee"),
 ])
 def test_words_that_name_another_fact_stay_apart(first: str, second: str) -> None:
+    from sage_mem.dream.similarity import canonical, difference
+
     assert difference(canonical(first), canonical(second)) is not None
+
+
+def test_the_model_pass_gets_the_listed_pairs_as_its_first_work(tmp_path: Path) -> None:
+    import json
+    import sys
+
+    from sage_mem.dream import DreamConfig
+
+    folder = tmp_path / "memory"
+    folder.mkdir()
+    write_rows(folder, [
+        ("feedback_real_db", "feedback", "2026-11-02",
+         "Integration tests must hit a real Postgres database",
+         "Spin up the Postgres container from docker compose for integration tests; "
+         "mocked database calls once hid a broken migration."),
+        ("feedback_no_db_mocks", "feedback", "2026-11-20",
+         "No mocking of the Postgres database in integration tests",
+         "Integration tests use the Postgres container from docker compose, never mocked "
+         "database calls: a broken migration slipped through that way."),
+    ])
+    seen = tmp_path / "argv.json"
+    record = "import json, sys; open(sys.argv[1], 'w').write(json.dumps(sys.argv[2:]))"
+    command = (sys.executable, "-c", record, str(seen), "{prompt}")
+    run_dream(MemoryStore(folder, watch=False), mode="report", now=NOW,
+              config=DreamConfig(agent_command=command, agent_timeout_seconds=60))
+    (prompt,) = json.loads(seen.read_text())
+    assert "feedback_real_db" in prompt and "feedback_no_db_mocks" in prompt
+    assert "possible duplicate" in prompt
