@@ -150,7 +150,7 @@ def _by_vectors(
     covered.update(ids)
     matrix = np.asarray(stored.matrix[np.asarray(at)], dtype=np.float32)
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-    matrix = matrix / np.where(norms > 0, norms, 1.0)
+    matrix = (matrix / np.where(norms > 0, norms, 1.0)).astype(np.float32)
     take = min(k, len(ids) - 1)
     pairs = []
     for block, best, scores in _nearest(matrix, take):

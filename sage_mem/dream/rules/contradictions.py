@@ -107,8 +107,9 @@ def _by_meaning(ctx: RuleContext, reported: set[tuple[str, str]]) -> None:
         if pair.score < wanted or a.project != b.project:
             continue
         differs = difference(canonical(a.description), canonical(b.description))
-        if differs is None:
-            continue
+        a_terms, b_terms = terms(a.description), terms(b.description)
+        if differs is None or a_terms <= b_terms or b_terms <= a_terms:
+            continue  # the same, or one says more of it ("…AWS ECS" / "…AWS ECS in eu-west-1")
         partners[a.id] += 1
         partners[b.id] += 1
         found.append((pair, a, b, differs))

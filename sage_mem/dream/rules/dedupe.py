@@ -169,11 +169,11 @@ def _merge_group(
     # descriptions differing only in words that reword (prefer / like, 喜欢 / 习惯).
     proven: set[tuple[str, str]] = set()
     for pair in close:
-        i, j = at.get(pair.first), at.get(pair.second)
-        if i is None or j is None or find(i) == find(j):
+        left, right = at.get(pair.first), at.get(pair.second)
+        if left is None or right is None or find(left) == find(right):
             continue
-        if same_by_meaning(members[i], members[j]):
-            parent[find(i)] = find(j)
+        if same_by_meaning(members[left], members[right]):
+            parent[find(left)] = find(right)
             proven.add((pair.first, pair.second))
     # Twins but for two parts in swapped places ("Keep answers short and lead with the
     # conclusion" / "Lead with the conclusion and keep answers short"): not merged, since in
