@@ -307,6 +307,8 @@ def _merge_cluster(
         # what only its description says ("…and then to production") is folded in too:
         # the description leaves service with the archived twin
         extra = missing_parts(other.description, f"{keeper.description}\n\n{body}")
+        if by_meaning and score is None:
+            extra = []  # proven to reword the kept description: nothing of its own to keep
         # a short body ("- peanuts\n- shellfish\n- milk") is never "covered" by its terms
         # alone: an item the keeper lacks is folded in all the same
         from_body = missing_parts(other.body, body)
