@@ -87,7 +87,8 @@ CONTRADICTIONS: list[tuple[str, list[Row]]] = [
         ("project_retro_monday", "project", "2026-10-12", "The sprint retro is on Monday afternoon",
          "Everyone brings one thing that went well and one to change."),
         ("project_retro_friday", "project", "2026-11-26", "Sprint retro happens Friday afternoon",
-         "Everyone brings one thing that went well and one to change; it moved this month."),
+         "Everyone brings one thing that went well and one to change; it moved to fit the "
+         "release train."),
     ]),
     ("across-categories", [
         ("user_tabs_width_eight", "user", "2026-10-13", "The user sets tab width to 8 in Go files",
