@@ -57,8 +57,13 @@ def close_pairs(folder: Any, memories: Sequence[Memory], k: int = K) -> list[Pai
     """Each memory's k nearest as pairs (each pair once, its best score), best first."""
     found: dict[tuple[str, str], Pair] = {}
     covered: set[str] = set()
-    for pair in _by_vectors(folder, memories, k, covered):
-        found[(pair.first, pair.second)] = pair
+    try:
+        for pair in _by_vectors(folder, memories, k, covered):
+            found[(pair.first, pair.second)] = pair
+    except (OSError, ValueError, RuntimeError, ImportError, MemoryError):
+        # A vector file this numpy or backend cannot read: the words still propose pairs.
+        found.clear()
+        covered.clear()
     rest = [m for m in memories if m.id not in covered]
     if rest:
         # Memories without a current vector get lexical neighbours among all the memories.

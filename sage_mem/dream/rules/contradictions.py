@@ -79,7 +79,7 @@ def run(ctx: RuleContext) -> None:
 
 
 CLOSE_LEXICAL = 0.45
-CLOSE_VECTORS = 0.85
+CLOSE_VECTORS = 0.92
 """How close in meaning (the candidates' cosine) two memories must be to be about one subject."""
 
 

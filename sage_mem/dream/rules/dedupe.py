@@ -220,7 +220,7 @@ def same_by_meaning(a: Memory, b: Memory) -> bool:
 REWORDED_BODY_SAME = 0.85
 """Bodies this alike (Jaccard of their terms) say the same, for twins proven by meaning."""
 LIKELY_TWIN_LEXICAL = 0.6
-LIKELY_TWIN_VECTORS = 0.9
+LIKELY_TWIN_VECTORS = 0.985
 """How close (the candidates' cosine) two memories of one category must be to be listed as
 likely twins when they cannot be proven so."""
 
