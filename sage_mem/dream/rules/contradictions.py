@@ -80,7 +80,13 @@ def run(ctx: RuleContext) -> None:
 
 CLOSE_LEXICAL = 0.45
 CLOSE_VECTORS = 0.92
-"""How close in meaning (the candidates' cosine) two memories must be to be about one subject."""
+"""How close in meaning (the candidates' cosine) two memories must be to be about one subject
+(e5's cosines are compressed: unrelated notes of one folder reach 0.9)."""
+SHARED_SUBJECT = 0.2
+"""Pairs proposed by vectors must share this much of their description's terms too."""
+FAMILY_JACCARD = 0.4
+"""Descriptions this alike, a slot apart, make a family ("the billing runbook" / "the search
+runbook"): a memory with two such partners is one of a list of facts."""
 
 
 def _by_meaning(ctx: RuleContext, reported: set[tuple[str, str]]) -> None:
@@ -110,8 +116,12 @@ def _by_meaning(ctx: RuleContext, reported: set[tuple[str, str]]) -> None:
         a_terms, b_terms = terms(a.description), terms(b.description)
         if differs is None or a_terms <= b_terms or b_terms <= a_terms:
             continue  # the same, or one says more of it ("…AWS ECS" / "…AWS ECS in eu-west-1")
-        partners[a.id] += 1
-        partners[b.id] += 1
+        shared = jaccard(a_terms, b_terms)
+        if pair.source == "vectors" and shared < SHARED_SUBJECT:
+            continue  # close vectors, but no word of a subject in common: another topic
+        if shared >= FAMILY_JACCARD:
+            partners[a.id] += 1
+            partners[b.id] += 1
         found.append((pair, a, b, differs))
     for pair, a, b, differs in found:
         if a.id in listed or b.id in listed or a.id in b.supersedes or b.id in a.supersedes:
