@@ -1565,8 +1565,6 @@ def seed_retrievals(store: Any, truth: Truth) -> None:
             store.stats.record([memory_id])
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
 
 
 # -- issue 29: a dream's edit keeps the memory's age; what it leaves, it lists -------------
@@ -1744,3 +1742,40 @@ def _score_29(folder: Path, manifest: dict[str, Any], truth: Truth) -> Scores:
 
 entries = _entries_29
 score = _score_29
+
+
+# -- issue 29: twins and contradictions found by meaning (appended; see dream_meaning_cases) --
+
+_entries_before_meaning = entries
+_truth_before_meaning = truth_of
+
+
+def _meaning_entries() -> list[Entry]:
+    from dream_meaning_cases import CONTRADICTIONS, DISTINCT, TWINS
+
+    rows = [row for _, group in TWINS + CONTRADICTIONS for row in group]
+    rows += [row for group in DISTINCT for row in group]
+    return [
+        Entry(memory_id, description, body, {"category": category, **_day(day)})
+        for memory_id, category, day, description, body in rows
+    ]
+
+
+def entries() -> list[Entry]:  # type: ignore[no-redef]  # noqa: F811
+    return _entries_before_meaning() + _meaning_entries()
+
+
+def truth_of(all_entries: Iterable[Entry]) -> Truth:  # type: ignore[no-redef]  # noqa: F811
+    from dream_meaning_cases import CONTRADICTIONS, DISTINCT, TWINS
+
+    truth = _truth_before_meaning(all_entries)
+    truth.duplicates += [{row[0] for row in group} for _, group in TWINS]
+    truth.distinct += [(group[0][0], group[1][0]) for group in DISTINCT]
+    truth.contradictions += [
+        (group[0][0], group[1][0], name, False) for name, group in CONTRADICTIONS
+    ]
+    return truth
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

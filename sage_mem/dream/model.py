@@ -53,6 +53,7 @@ from ..errors import DreamError, MemoryLocked, MemoryNotFound, SageMemError, Too
 from ..memory.fields import FIELDS
 from ..memory.value import Memory
 from ..store import MemoryStore
+from .candidates import work_list
 from .changes import Applier, file_state
 from .manifest import Manifest
 from .paths import DreamPaths
@@ -578,7 +579,8 @@ def launch_agent(
         "mcp_config": str(config_path),
         "run_id": manifest.run_id,
         "mode": str(manifest.data.get("mode")),
-        "prompt": DEFAULT_PROMPT if manifest.data.get("mode") == "rewrite" else REPORT_PROMPT,
+        "prompt": (DEFAULT_PROMPT if manifest.data.get("mode") == "rewrite" else REPORT_PROMPT)
+        + work_list(manifest.notes),  # the pairs the rules listed as likely twins or clashes
         "memory_dir": str(store.folder.root),
         "state_dir": str(store.folder.state_dir),
     }

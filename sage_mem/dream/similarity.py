@@ -115,11 +115,61 @@ _PLAIN_WORDS = frozenset(
 )
 
 
+# Words that say the same of a preference, a length or a test double, so that "The user
+# prefers fish" / "…likes using fish", 喜欢 / 习惯, "brief" / "short", "mock" / "stub" read
+# as one fact when their bodies say the same (`canonical`). Only words that reword, never
+# ones that name a thing: a person, a place, an environment stays a key term.
+_SYNONYMS: tuple[tuple[str, ...], ...] = (
+    ("prefer", "prefers", "preferred", "like", "likes", "liked", "love", "loves", "enjoy",
+     "enjoys", "favour", "favours", "favor", "favors", "usually use", "tends to use",
+     "is used to", "likes using", "prefers using", "loves using"),
+    ("short", "brief", "concise", "terse", "succinct", "compact"),
+    ("answer", "answers", "reply", "replies", "response", "responses"),
+    ("mock", "mocks", "stub", "stubs", "fake", "fakes", "mocked", "stubbed", "faked"),
+    ("never", "do not", "don't", "must not", "should not"),
+    ("always", "every time", "each time"),
+    ("use", "uses", "using"),
+    ("喜欢", "习惯", "偏好", "爱用", "常用", "倾向于", "更喜欢", "偏爱"),
+    ("简洁", "简短", "简明", "精简", "简练"),
+    ("回答", "回复", "答复"),
+    ("要", "保持", "要保持", "应该", "应当", "需要"),
+    ("不要", "别", "不许", "不准", "禁止", "不能"),
+)
+_SYNONYM_OF = {word: words[0] for words in _SYNONYMS for word in words}
+_SYNONYM = re.compile(
+    "|".join(
+        (re.escape(w) if _CJK_CHAR.match(w) else rf"\b{re.escape(w)}\b")
+        for w in sorted(_SYNONYM_OF, key=len, reverse=True)
+    ),
+    re.IGNORECASE,
+)
+
+
+def canonical(text: str) -> str:
+    """`text` with words that only reword (prefer / like, brief / short, 喜欢 / 习惯) made one."""
+    return _SYNONYM.sub(lambda m: _SYNONYM_OF[m.group(0).casefold()], text)
+
+
+# Chinese numbers before a measure word (两个人, 半小时, 三天): a number as much as "3 days".
+_ZH_NUMBER = re.compile(
+    r"([零一二两三四五六七八九十百千万半]+)(?=个|位|名|小时|分钟|天|周|次|人|年|月|倍|台|条|份|页|点)"
+)
+_ZH_DIGITS = {"零": "0", "一": "1", "二": "2", "两": "2", "三": "3", "四": "4", "五": "5",
+              "六": "6", "七": "7", "八": "8", "九": "9", "十": "10", "半": "0.5"}
+
+
+def _zh_numbers(text: str) -> frozenset[str]:
+    return frozenset(
+        _ZH_DIGITS.get(m.group(1), m.group(1)) for m in _ZH_NUMBER.finditer(text)
+    )
+
+
 def values(text: str) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
     """The numbers, weekdays and times a text names: a difference in any is a different fact."""
     folded = text.casefold()
     # "3/5" and "5/3" are two dates, not the same two numbers
     numbers = frozenset(re.findall(r"\d+(?:[.,/]\d+)*", _TIME.sub(" ", folded)))
+    numbers |= _zh_numbers(folded)
     weekdays = frozenset(
         m.group(0)[-1] if not m.group(0)[0].isascii() else m.group(0)[:3]
         for m in _WEEKDAY_WORDS.finditer(folded)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, tzinfo
+from typing import Any
 
 from ...memory.value import Memory
 from ...store import MemoryStore
@@ -32,9 +33,19 @@ class RuleContext:
     """When each memory was last written as the run found it (`updated`, else `created`):
     which of two facts is newer is read from here, as the run found the folder."""
 
+    _close: list[Any] | None = field(default=None, repr=False)
+
     def __post_init__(self) -> None:
         if not self.written:
             self.written = {m.id: m.updated or m.created or "" for m in self.store.list()}
+
+    def close_pairs(self) -> list[Any]:
+        """Pairs of memories close in meaning (`dream.candidates`), found once a run."""
+        if self._close is None:
+            from ..candidates import close_pairs
+
+            self._close = close_pairs(self.store.folder, self.live())
+        return self._close
 
     def live(self) -> list[Memory]:
         """Memories in service now, minus those archived (or proposed for it) in this run."""

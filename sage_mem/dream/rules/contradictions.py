@@ -34,7 +34,8 @@ import re
 from collections import defaultdict
 
 from ...memory.value import Memory
-from ..similarity import difference, jaccard, terms
+from ..candidates import Pair
+from ..similarity import canonical, difference, jaccard, key_words, terms
 from . import RuleContext
 
 NAME = "contradictions"
@@ -74,6 +75,85 @@ def run(ctx: RuleContext) -> None:
         members = sorted(groups[key], key=lambda m: m.id)
         _by_subject(ctx, members, reported)
         _by_change(ctx, members, reported)
+    _by_meaning(ctx, reported)
+
+
+CLOSE_LEXICAL = 0.45
+CLOSE_VECTORS = 0.92
+"""How close in meaning (the candidates' cosine) two memories must be to be about one subject
+(e5's cosines are compressed: unrelated notes of one folder reach 0.9)."""
+SHARED_SUBJECT = 0.2
+"""Pairs proposed by vectors must share this much of their description's terms too."""
+FAMILY_JACCARD = 0.4
+"""Descriptions this alike, a slot apart, make a family ("the billing runbook" / "the search
+runbook"): a memory with two such partners is one of a list of facts."""
+
+
+def _by_meaning(ctx: RuleContext, reported: set[tuple[str, str]]) -> None:
+    """Pairs close in meaning (`dream.candidates`) written on different days that differ in a value.
+
+    "The user's editor is Sublime Text" (October) / "…is now Helix" (November), 浅色 / 深色,
+    两个小时 / 一个小时, Monday / Friday, a rule filed as `user` and its change as
+    `feedback`: the descriptions differ in a number, a weekday, a time, a negation or a
+    key term that their bodies differ in too (twins whose bodies say the same are the
+    near-duplicate rule's). Listed with the newer one as the proposal; one pair a memory.
+    """
+    live = {m.id: m for m in ctx.live()}
+    listed: set[str] = {old for old, _ in reported} | {new for _, new in reported}
+    # a pair the near-duplicate rule listed as likely twins is not listed again as a clash
+    twins = {n["id"] for n in ctx.applier.manifest.notes
+             if n.get("rule") == "near-duplicates" and n.get("id")}
+    found: list[tuple[Pair, Memory, Memory, str]] = []
+    partners: dict[str, int] = defaultdict(int)
+    for pair in ctx.close_pairs():
+        a, b = live.get(pair.first), live.get(pair.second)
+        if a is None or b is None:
+            continue
+        wanted = CLOSE_VECTORS if pair.source == "vectors" else CLOSE_LEXICAL
+        if pair.score < wanted or a.project != b.project:
+            continue
+        differs = difference(canonical(a.description), canonical(b.description))
+        a_terms, b_terms = terms(a.description), terms(b.description)
+        if differs is None or a_terms <= b_terms or b_terms <= a_terms:
+            continue  # the same, or one says more of it ("…AWS ECS" / "…AWS ECS in eu-west-1")
+        shared = jaccard(a_terms, b_terms)
+        if pair.source == "vectors" and shared < SHARED_SUBJECT:
+            continue  # close vectors, but no word of a subject in common: another topic
+        if shared >= FAMILY_JACCARD:
+            partners[a.id] += 1
+            partners[b.id] += 1
+        found.append((pair, a, b, differs))
+    for pair, a, b, differs in found:
+        if a.id in listed or b.id in listed or a.id in b.supersedes or b.id in a.supersedes:
+            continue
+        if a.id in twins or b.id in twins:
+            continue
+        # One subject with many values is a list of facts (a runbook per service), as above.
+        if partners[a.id] > 1 and partners[b.id] > 1:
+            continue
+        if _when(a, ctx.written)[:10] == _when(b, ctx.written)[:10]:
+            continue  # written the same day: two facts noted together, not one that changed
+        if differs.startswith("a different key term") and not _value_in_bodies(a, b):
+            continue
+        older, newer = sorted((a, b), key=lambda m: (_when(m, ctx.written), m.id))
+        if _of_the_past(newer.description) and not _of_the_past(older.description):
+            continue
+        reported.add((older.id, newer.id))
+        listed.update((a.id, b.id))
+        how = "by their vectors" if pair.source == "vectors" else "by their words"
+        across = (
+            f" (filed as {older.category} and {newer.category})"
+            if older.category != newer.category else ""
+        )
+        what = f"close in meaning ({how}, {pair.score:.2f}){across}, {differs}"
+        if _maybe_older(newer, older, ctx.written):
+            _note_unclear(ctx, older, newer, what)
+            continue
+        said = (
+            "says it changed" if _CHANGE.search(newer.description + " " + newer.body)
+            else "is newer"
+        )
+        _note(ctx, older, newer, what, said, possibly=True)
 
 
 def _by_subject(ctx: RuleContext, memories: list[Memory], reported: set[tuple[str, str]]) -> None:
@@ -104,20 +184,26 @@ def _by_subject(ctx: RuleContext, memories: list[Memory], reported: set[tuple[st
             _compare(ctx, members[i], members[j], reported)
 
 
+# A value is a few words of at most MAX_WORD characters each, and a word starts where one
+# starts (after a space, a comma, a full stop): an unbounded `[^\s,.;]+` tried at every
+# character of one long run without spaces (a Chinese paragraph, a digest, base64) made the
+# second pattern quadratic — a 400 KB line ran for minutes.
+MAX_WORD = 40
+_W = rf"(?<![^\s,.;])[^\s,.;]{{1,{MAX_WORD}}}(?![^\s,.;])"
 _FROM_TO = [
     re.compile(
         r"\b(?:switched|moved|migrated|changed|went|converted|upgraded|downgraded)\b[^.;。\n]{0,60}?"
-        r"\bfrom\s+(?P<old>[^\s,.;]+(?:\s+[^\s,.;]+){0,2}?)\s+to\s+"
-        r"(?P<new>[^\s,.;]+(?:\s+(?:[A-Z0-9][^\s,.;]*))?)",
+        rf"\bfrom\s+(?P<old>{_W}(?:\s+{_W}){{0,2}}?)\s+to\s+"
+        rf"(?P<new>{_W}(?:\s+(?:[A-Z0-9][^\s,.;]{{0,{MAX_WORD}}}))?)",
         re.IGNORECASE,
     ),
     re.compile(
-        r"(?P<new>(?:\d+(?:\.\d+)?\s+)?[^\s,.;]+)\s+(?:now\s+)?instead\s+of\s+"
-        r"(?P<old>[^\s,.;]+(?:\s+[^\s,.;]+)?)",
+        rf"(?P<new>(?:\d{{1,12}}(?:\.\d{{1,12}})?\s+)?{_W})\s+(?:now\s+)?instead\s+of\s+"
+        rf"(?P<old>{_W}(?:\s+{_W})?)",
         re.IGNORECASE,
     ),
     re.compile(
-        r"\breplaced\s+(?P<old>[^\s,.;]+(?:\s+[^\s,.;]+)?)\s+with\s+(?P<new>[^\s,.;]+)",
+        rf"\breplaced\s+(?P<old>{_W}(?:\s+{_W})?)\s+with\s+(?P<new>{_W})",
         re.IGNORECASE,
     ),
     re.compile(
@@ -140,14 +226,22 @@ def changes_of(memory: Memory) -> list[tuple[str, str]]:
 
 
 def _by_change(ctx: RuleContext, memories: list[Memory], reported: set[tuple[str, str]]) -> None:
+    # Each memory's terms once, and only the memories naming the old value looked at: a
+    # tokenization of every body for every change said was quadratic in the folder.
+    texts = [terms(f"{m.description}\n{m.body}") for m in memories]
+    by_term: dict[str, list[int]] = defaultdict(list)
+    for index, found in enumerate(texts):
+        for term in found:
+            by_term[term].append(index)
     for newer in memories:
         for old_value, new_value in changes_of(newer):
             old_terms, new_terms = terms(old_value), terms(new_value)
             topic = terms(newer.description) - old_terms - new_terms
-            for older in memories:
+            rarest = min(old_terms, key=lambda term: len(by_term.get(term, ())))
+            for index in by_term.get(rarest, ()):
+                older, text = memories[index], texts[index]
                 if older.id == newer.id or not _maybe_older(older, newer, ctx.written):
                     continue
-                text = terms(f"{older.description}\n{older.body}")
                 if not old_terms <= text or new_terms <= text:
                     continue
                 shared = len(topic & terms(older.description))
@@ -194,6 +288,27 @@ def _compare(
         return
     said = "says it changed" if _CHANGE.search(newer.description + " " + newer.body) else "is newer"
     _note(ctx, older, newer, what, said)
+
+
+def _value_in_bodies(a: Memory, b: Memory) -> bool:
+    """Whether the words only one description has are in its own body and not the other's.
+
+    "The user's editor is Sublime Text" over a body naming Sublime, "…is now Helix" over
+    one naming Helix: the value changed. "Call with the vendor" / "Price increase": the
+    descriptions name two things, not one thing's two values.
+    """
+    a_words, a_chars = key_words(a.description)
+    b_words, b_chars = key_words(b.description)
+    a_body, b_body = key_words(a.body), key_words(b.body)
+    for only, own, other in (
+        (a_words - b_words, a_body[0], b_body[0]),
+        (b_words - a_words, b_body[0], a_body[0]),
+        (a_chars - b_chars, a_body[1], b_body[1]),
+        (b_chars - a_chars, b_body[1], a_body[1]),
+    ):
+        if only and only <= own and not only & other:
+            return True
+    return False
 
 
 # Units a value may be written in, with their size in a base unit of their kind.
@@ -247,13 +362,16 @@ def _of_the_past(description: str) -> bool:
     return bool(_PAST.search(description)) and not _CHANGE.search(description)
 
 
-def _note(ctx: RuleContext, older: Memory, newer: Memory, what: str, said: str) -> None:
+def _note(
+    ctx: RuleContext, older: Memory, newer: Memory, what: str, said: str, possibly: bool = False
+) -> None:
     old_day, new_day = _when(older, ctx.written)[:10], _when(newer, ctx.written)[:10]
     ctx.applier.note(
         older.id,
         rule=NAME,
         message=(
-            f"likely contradicts {newer.id}: “{older.description}” ({old_day}) vs "
+            f"{'possibly' if possibly else 'likely'} contradicts {newer.id}: "
+            f"“{older.description}” ({old_day}) vs "
             f"“{newer.description}” ({new_day}), {what}. Proposal: {newer.id} stands "
             f"({said}); to settle it add `supersedes: [{older.id}]` to {newer.id}, or keep both "
             "if both hold"

@@ -45,13 +45,16 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 
 from ...memory.value import MAX_TAG_LENGTH, MAX_TAGS, Memory
+from ..candidates import Pair
 from ..similarity import (
     MIN_BODY_TERMS,
     Fingerprint,
     body_covered,
+    canonical,
     difference,
     fingerprint,
     jaccard,
+    key_words,
     only_swapped,
     terms,
 )
@@ -127,16 +130,23 @@ def keep_key(memory: Memory, retrievals: dict[str, int]) -> tuple[bool, float, i
 
 
 def run(ctx: RuleContext) -> None:
+    live = ctx.live()
+    close = ctx.close_pairs()
     groups: dict[tuple[str | None, str | None], list[Memory]] = defaultdict(list)
-    for memory in ctx.live():
+    for memory in live:
         groups[(memory.category, memory.project)].append(memory)
+    handled: set[str] = set()
     for _, members in sorted(groups.items(), key=lambda item: (str(item[0][0]), str(item[0][1]))):
         if len(members) > 1:
-            _merge_group(ctx, members)
+            _merge_group(ctx, members, close, handled)
+    _list_likely_twins(ctx, {m.id: m for m in live}, close, handled)
 
 
-def _merge_group(ctx: RuleContext, members: list[Memory]) -> None:
+def _merge_group(
+    ctx: RuleContext, members: list[Memory], close: Sequence[Pair], handled: set[str]
+) -> None:
     prints = [fingerprint(m) for m in members]
+    at = {m.id: i for i, m in enumerate(members)}
     parent = list(range(len(members)))
 
     def find(i: int) -> int:
@@ -155,6 +165,16 @@ def _merge_group(ctx: RuleContext, members: list[Memory]) -> None:
             parent[find(i)] = find(j)
         elif only_swapped(first, second):
             swapped.append((i, j, score))
+    # Close in meaning (the index's neighbours) and proven the same: bodies saying the same,
+    # descriptions differing only in words that reword (prefer / like, 喜欢 / 习惯).
+    proven: set[tuple[str, str]] = set()
+    for pair in close:
+        left, right = at.get(pair.first), at.get(pair.second)
+        if left is None or right is None or find(left) == find(right):
+            continue
+        if same_by_meaning(members[left], members[right]):
+            parent[find(left)] = find(right)
+            proven.add((pair.first, pair.second))
     # Twins but for two parts in swapped places ("Keep answers short and lead with the
     # conclusion" / "Lead with the conclusion and keep answers short"): not merged, since in
     # "commit and push" the order is the fact; listed like a twin whose body says another
@@ -163,6 +183,7 @@ def _merge_group(ctx: RuleContext, members: list[Memory]) -> None:
         keeper, other = sorted(
             (members[i], members[j]), key=lambda m: keep_key(m, ctx.retrievals)
         )
+        handled.update((keeper.id, other.id))
         ctx.applier.note(
             other.id,
             rule=NAME,
@@ -176,10 +197,87 @@ def _merge_group(ctx: RuleContext, members: list[Memory]) -> None:
         clusters[find(i)].append(i)
     for indices in sorted(clusters.values(), key=lambda ix: min(members[i].id for i in ix)):
         if len(indices) > 1:
-            _merge_cluster(ctx, [members[i] for i in indices], [prints[i] for i in indices])
+            group = [members[i] for i in indices]
+            handled.update(m.id for m in group)
+            _merge_cluster(ctx, group, [prints[i] for i in indices], proven)
 
 
-def _merge_cluster(ctx: RuleContext, memories: list[Memory], prints: list[Fingerprint]) -> None:
+def same_by_meaning(a: Memory, b: Memory) -> bool:
+    """Whether two memories are proven to say one fact, though their descriptions are reworded.
+
+    Their bodies say the same (nearly the same terms, REWORDED_BODY_SAME, and enough of them
+    to tell) and their descriptions differ in nothing once the words that only reword are
+    made one (`similarity.canonical`): no number, weekday, time, negation or key term.
+    """
+    a_body, b_body = terms(a.body[:20_000]), terms(b.body[:20_000])
+    if min(len(a_body), len(b_body)) < MIN_BODY_TERMS:
+        return False
+    if jaccard(a_body, b_body) < REWORDED_BODY_SAME or difference(a.body, b.body) is not None:
+        return False
+    return difference(canonical(a.description), canonical(b.description)) is None
+
+
+REWORDED_BODY_SAME = 0.85
+"""Bodies this alike (Jaccard of their terms) say the same, for twins proven by meaning."""
+LIKELY_TWIN_LEXICAL = 0.6
+LIKELY_TWIN_VECTORS = 0.985
+"""How close (the candidates' cosine) two memories of one category must be to be listed as
+likely twins when they cannot be proven so."""
+
+
+def _list_likely_twins(
+    ctx: RuleContext, live: dict[str, Memory], close: Sequence[Pair], handled: set[str]
+) -> None:
+    """List the close pairs no rule could prove twins, when nothing tells them apart.
+
+    A pair whose descriptions differ in a number, a weekday, a time, a negation or one or
+    two swapped key terms is another fact (if written on two days, maybe a changed one:
+    `contradictions`), not listed here.
+    """
+    for pair in close:
+        a, b = live.get(pair.first), live.get(pair.second)
+        if a is None or b is None or a.id in handled or b.id in handled:
+            continue
+        wanted = LIKELY_TWIN_VECTORS if pair.source == "vectors" else LIKELY_TWIN_LEXICAL
+        if pair.score < wanted or (a.category, a.project) != (b.category, b.project):
+            continue
+        differs = difference(canonical(a.description), canonical(b.description))
+        if differs is not None and not (differs.startswith("a negation") and _reworded(a, b)):
+            continue  # "Unit tests…" / "Integration tests…": one word swapped is another fact
+        keeper, other = sorted((a, b), key=lambda m: keep_key(m, ctx.retrievals))
+        handled.update((a.id, b.id))
+        how = "by their vectors" if pair.source == "vectors" else "by their words"
+        ctx.applier.note(
+            other.id,
+            rule=NAME,
+            message=f"possible duplicate of {keeper.id}: “{_short(other.description)}” / "
+            f"“{_short(keeper.description)}”, close in meaning ({how}, {pair.score:.2f})"
+            + (", though only one says not (“must use a real …” / “never mock …” say one "
+               "rule in two ways; check that they do)" if differs else "")
+            + "; not merged, since the rules cannot prove they say one fact: merge them by "
+            f"hand (archive {other.id} with `supersededBy: {keeper.id}`) if they do",
+        )
+
+
+def _reworded(a: Memory, b: Memory) -> bool:
+    """Descriptions in other words (more than two key words apart), bodies alike.
+
+    A negation on one side is then no proof of another fact ("Tests must hit a real
+    database" / "No mocking the database in tests"), as it is between two descriptions
+    otherwise the same ("Do cache…" / "Do not cache…").
+    """
+    a_words, a_chars = key_words(canonical(a.description))
+    b_words, b_chars = key_words(canonical(b.description))
+    apart = len(a_words ^ b_words) > 2 or len(a_chars ^ b_chars) > 3
+    return apart and jaccard(terms(a.body), terms(b.body)) >= 0.3
+
+
+def _merge_cluster(
+    ctx: RuleContext,
+    memories: list[Memory],
+    prints: list[Fingerprint],
+    proven: set[tuple[str, str]] = frozenset(),  # type: ignore[assignment]
+) -> None:
     order = sorted(range(len(memories)), key=lambda i: keep_key(memories[i], ctx.retrievals))
     keeper, keeper_print = memories[order[0]], prints[order[0]]
     mergeable: list[tuple[Memory, str]] = []
@@ -188,10 +286,15 @@ def _merge_cluster(ctx: RuleContext, memories: list[Memory], prints: list[Finger
     for i in order[1:]:
         other, other_print = memories[i], prints[i]
         score = head_similarity(other_print, keeper_print)
-        if score is None:
+        by_meaning = tuple(sorted((other.id, keeper.id))) in proven
+        if score is None and not by_meaning:
             continue  # a twin of a twin, not of the keeper: left for a later run
         covered, share = body_covered(other_print, keeper_print, BODY_CONTAINMENT)
-        said = f"descriptions {score:.0%} alike"
+        said = (
+            f"descriptions {score:.0%} alike" if score is not None
+            else "the same body; descriptions reworded: "
+            f"“{_short(other.description)}” / “{_short(keeper.description)}”"
+        )
         clash = contradicting_part(other.body, body)
         if clash:
             ctx.applier.note(
@@ -204,6 +307,8 @@ def _merge_cluster(ctx: RuleContext, memories: list[Memory], prints: list[Finger
         # what only its description says ("…and then to production") is folded in too:
         # the description leaves service with the archived twin
         extra = missing_parts(other.description, f"{keeper.description}\n\n{body}")
+        if by_meaning and score is None:
+            extra = []  # proven to reword the kept description: nothing of its own to keep
         # a short body ("- peanuts\n- shellfish\n- milk") is never "covered" by its terms
         # alone: an item the keeper lacks is folded in all the same
         from_body = missing_parts(other.body, body)
@@ -335,15 +440,34 @@ def contradicting_part(text: str, kept: str) -> str | None:
     other would join a contradiction, and archiving it would hide one.
     """
     kept_parts = [(part, terms(part)) for part in _parts(kept)]
+    # Only the kept parts that can reach CLASH_JACCARD are compared (prefix filtering, as
+    # `candidate_pairs`): every sentence against every other was quadratic in two long bodies.
+    df = Counter(term for _, found in kept_parts for term in found)
+    postings: dict[str, list[int]] = defaultdict(list)
+    for index, (_, found) in enumerate(kept_parts):
+        for term in _prefix(found, df, CLASH_JACCARD):
+            postings[term].append(index)
     for part in _parts(text):
         found = terms(part)
-        for other, other_terms in kept_parts:
+        near: set[int] = set()
+        for term in _prefix(found, df, CLASH_JACCARD):
+            near.update(postings.get(term, ())[:MAX_CANDIDATES_PER_MEMORY])
+            if len(near) >= MAX_CANDIDATES_PER_MEMORY:
+                break
+        for index in sorted(near):
+            other, other_terms = kept_parts[index]
             if part == other or not found or jaccard(found, other_terms) < CLASH_JACCARD:
                 continue
             why = difference(part, other)
             if why:
                 return f"{why}: “{_short(part)}” / “{_short(other)}”"
     return None
+
+
+def _prefix(found: frozenset[str], df: Counter[str], threshold: float) -> list[str]:
+    """The rarest terms of `found` of which any set `threshold` Jaccard-alike shares one."""
+    ordered = sorted(found, key=lambda term: (df[term], term))
+    return ordered[: len(ordered) - math.ceil(threshold * len(ordered)) + 1]
 
 
 def missing_parts(text: str, kept: str) -> list[str]:

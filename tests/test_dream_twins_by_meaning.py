@@ -1,0 +1,156 @@
+"""Twins found by meaning (issue 29): the same fact reworded is merged when it can be proven,
+listed as a possible duplicate when it cannot, and near-twins that differ in a fact never merge.
+
+The cases (`dream_meaning_cases.py`) sit in the annotated corpus (`dream_corpus.py`), so
+that the rest of a real folder is there to be confused with.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from dream_corpus import NOW, build
+from dream_meaning_cases import CLAUDE_TWIN, DISTINCT, TWINS, Row
+from test_dream_support import add, read_manifest
+
+from sage_mem.dream import run_dream
+from sage_mem.store import MemoryStore
+
+
+def write_rows(folder: Path, rows: list[Row]) -> None:
+    for memory_id, category, day, description, body in rows:
+        add(folder, memory_id, description, body, category=category, created=day,
+            updated=f"{day}T09:00:00Z")
+
+
+def _run(folder: Path, mode: str = "rewrite") -> dict:
+    build(folder)
+    write_rows(folder, [row for _, rows in TWINS for row in rows])
+    write_rows(folder, [row for rows in DISTINCT for row in rows])
+    for memory_id, text in CLAUDE_TWIN:
+        (folder / f"{memory_id}.md").write_text(text, encoding="utf-8")
+    return read_manifest(run_dream(MemoryStore(folder, watch=False), mode=mode, now=NOW))
+
+
+def _merged(manifest: dict, ids: set[str]) -> bool:
+    gone = {
+        c["id"] for c in manifest["changes"]
+        if c.get("operation") == "archive" and c.get("supersededBy") in ids and c["id"] in ids
+    }
+    return len(gone) == len(ids) - 1
+
+
+@pytest.fixture(scope="module")
+def manifest(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    return _run(tmp_path_factory.mktemp("twins") / "memory")
+
+
+@pytest.mark.parametrize("name", [name for name, _ in TWINS])
+def test_a_fact_reworded_over_the_same_body_is_merged(manifest: dict, name: str) -> None:
+    rows = dict(TWINS)[name]
+    assert _merged(manifest, {row[0] for row in rows}), [
+        n["message"] for n in manifest["notes"] if n.get("id") in {r[0] for r in rows}
+    ]
+
+
+def test_a_claude_code_type_twin_of_a_category_memory_is_merged(manifest: dict) -> None:
+    assert _merged(manifest, {memory_id for memory_id, _ in CLAUDE_TWIN})
+
+
+@pytest.mark.parametrize("rows", DISTINCT, ids=[rows[0][0] for rows in DISTINCT])
+def test_near_twins_that_differ_in_a_fact_never_merge(manifest: dict, rows: list[Row]) -> None:
+    ids = {row[0] for row in rows}
+    assert not [
+        c for c in manifest["changes"]
+        if c.get("operation") == "archive" and c["id"] in ids
+    ]
+
+
+def test_a_merge_by_meaning_keeps_what_the_twin_said(manifest: dict) -> None:
+    reasons = [
+        c["reason"] for c in manifest["changes"]
+        if c.get("operation") == "archive" and c["id"] in {"user_zh_justfile",
+                                                           "user_zh_justfile_habit"}
+    ]
+    assert reasons and "descriptions reworded" in reasons[0]
+
+
+def test_close_twins_that_cannot_be_proven_are_listed(tmp_path: Path) -> None:
+    """Reworded descriptions over bodies that say it in other words: listed, not merged."""
+    folder = tmp_path / "memory"
+    folder.mkdir()
+    write_rows(folder, [
+        ("feedback_real_db", "feedback", "2026-11-02",
+         "Integration tests must hit a real Postgres database",
+         "Spin up the Postgres container from docker compose for integration tests; "
+         "mocked database calls once hid a broken migration."),
+        ("feedback_no_db_mocks", "feedback", "2026-11-20",
+         "No mocking of the Postgres database in integration tests",
+         "Integration tests use the Postgres container from docker compose, never mocked "
+         "database calls: a broken migration slipped through that way."),
+        ("feedback_changelog", "feedback", "2026-11-20", "Update the changelog in every PR",
+         "One line per user-visible change, under Unreleased."),
+    ])
+    manifest = read_manifest(run_dream(MemoryStore(folder, watch=False), mode="report",
+                                       now=NOW))
+    assert not [c for c in manifest["changes"] if c.get("operation") == "archive"]
+    listed = [n for n in manifest["notes"] if n.get("rule") == "near-duplicates"]
+    assert len(listed) == 1
+    assert "possible duplicate" in listed[0]["message"]
+    assert {listed[0]["id"], *[w for w in ("feedback_real_db", "feedback_no_db_mocks")
+                                if w in listed[0]["message"]]} == {
+        "feedback_real_db", "feedback_no_db_mocks"}
+
+
+@pytest.mark.parametrize(("first", "second"), [
+    ("The user prefers dark mode", "The user likes dark mode"),
+    ("用户喜欢用 Vim", "用户习惯用 Vim"),
+    ("Keep replies terse", "Keep answers short"),
+    ("Never stub the payment API", "Do not mock the payment API"),
+])
+def test_words_that_only_reword_are_one(first: str, second: str) -> None:
+    from sage_mem.dream.similarity import canonical, difference
+
+    assert difference(first, second) is not None  # word by word, they differ
+    assert difference(canonical(first), canonical(second)) is None
+
+
+@pytest.mark.parametrize(("first", "second"), [
+    ("用户有两个孩子", "用户有三个孩子"),
+    ("每周例会开一个小时", "每周例会开半个小时"),
+    ("Never log the token", "Log the token"),
+    ("The user likes tea", "The user likes coffee"),
+])
+def test_words_that_name_another_fact_stay_apart(first: str, second: str) -> None:
+    from sage_mem.dream.similarity import canonical, difference
+
+    assert difference(canonical(first), canonical(second)) is not None
+
+
+def test_the_model_pass_gets_the_listed_pairs_as_its_first_work(tmp_path: Path) -> None:
+    import json
+    import sys
+
+    from sage_mem.dream import DreamConfig
+
+    folder = tmp_path / "memory"
+    folder.mkdir()
+    write_rows(folder, [
+        ("feedback_real_db", "feedback", "2026-11-02",
+         "Integration tests must hit a real Postgres database",
+         "Spin up the Postgres container from docker compose for integration tests; "
+         "mocked database calls once hid a broken migration."),
+        ("feedback_no_db_mocks", "feedback", "2026-11-20",
+         "No mocking of the Postgres database in integration tests",
+         "Integration tests use the Postgres container from docker compose, never mocked "
+         "database calls: a broken migration slipped through that way."),
+    ])
+    seen = tmp_path / "argv.json"
+    record = "import json, sys; open(sys.argv[1], 'w').write(json.dumps(sys.argv[2:]))"
+    command = (sys.executable, "-c", record, str(seen), "{prompt}")
+    run_dream(MemoryStore(folder, watch=False), mode="report", now=NOW,
+              config=DreamConfig(agent_command=command, agent_timeout_seconds=60))
+    (prompt,) = json.loads(seen.read_text())
+    assert "feedback_real_db" in prompt and "feedback_no_db_mocks" in prompt
+    assert "possible duplicate" in prompt
