@@ -560,6 +560,7 @@ class MemoryStore:
         tags: Sequence[str] | None = None,
         archived: bool = False,
         model_tokens: int | None = None,
+        max_postings: int | None = None,
     ) -> list[Hit]:
         """Ranked compact hits for `query`; never reads a file.
 
@@ -567,6 +568,8 @@ class MemoryStore:
         lexical and semantic rankings fused (`search/fusion.py`); else lexical.
         `model_tokens` bounds what the model may read of the query: a longer
         query is answered lexically (a hook's budget: `context.HOOK_MODEL_TOKENS`).
+        `max_postings` bounds the postings a lexical search reads (`Index.search`; a
+        hook's, `context.HOOK_MAX_POSTINGS`).
         """
         semantic = self._semantic_signal()
         if semantic is not None and len(semantic) and (
@@ -582,7 +585,7 @@ class MemoryStore:
                 pass  # the model failed on this query: answered lexically
         return self.index.search(
             query, limit=limit, offset=offset, category=category,
-            project=project, tags=tags, archived=archived,
+            project=project, tags=tags, archived=archived, max_postings=max_postings,
         )
 
     # the semantic signal (optional: `pip install "sage-mem[semantic]"`)

@@ -54,6 +54,13 @@ MAX_QUERY_CHARS = 4_000
 # without the server, which went on embedding a prompt nobody waited for (a 2,000-character
 # Chinese one, 8 s) while other sessions' hooks went unanswered (docs/retrieval.md).
 HOOK_MODEL_TOKENS = 64
+# The postings a hook's search may read (`Index.search`'s `max_postings`): terms are taken
+# from the rarest up until the next would pass it. The term caps bound how many terms a
+# pasted page gives, not how long their lists are: at 100,000 memories a 4,000-character
+# English page's rarest terms held over a million postings, and the server's search passed
+# the hook's 300 ms wait (then the hook's own path its 2 s budget). A question of the dev
+# sets reads at most PEAK postings, so none is cut there (docs/speed.md).
+HOOK_MAX_POSTINGS = 200_000
 
 # The relevance floor (see `above_floor`).
 FLOOR_UNIQUE_FRACTION = 0.25
@@ -466,7 +473,8 @@ def prompt_context(
     wanted = limit + len(session.injected)
     if folders is None:
         kept = [(hit, store, hit.id) for hit in above_floor(
-            store.search(query, limit=wanted, project=project, model_tokens=HOOK_MODEL_TOKENS),
+            store.search(query, limit=wanted, project=project, model_tokens=HOOK_MODEL_TOKENS,
+                         max_postings=HOOK_MAX_POSTINGS),
             len(store.index))]
     else:
         kept = _across(folders, query, wanted, project)
@@ -496,7 +504,8 @@ def _across(
 
     ranked = [
         (name, above_floor(each.search(query, limit=wanted, project=project,
-                                       model_tokens=HOOK_MODEL_TOKENS), len(each.index)))
+                                       model_tokens=HOOK_MODEL_TOKENS,
+                                       max_postings=HOOK_MAX_POSTINGS), len(each.index)))
         for name, each in folders.stores.items()
     ]
     out = []

@@ -1174,8 +1174,13 @@ class Index:
         tags: Sequence[str] | None = None,
         archived: bool = False,
         now: datetime | None = None,
+        max_postings: int | None = None,
     ) -> list[Hit]:
-        """Ranked hits for `query` among memories that pass the filters."""
+        """Ranked hits for `query` among memories that pass the filters.
+
+        `max_postings` bounds the postings the search reads (`_within_postings`):
+        a hook's search, whatever the prompt and the folder's size.
+        """
         sequence = tokenize(query)
         terms = list(dict.fromkeys(sequence))
         if not terms or limit <= 0:
@@ -1187,7 +1192,10 @@ class Index:
 
         def search() -> list[Hit]:
             self._settle()
-            weighted = self._query_weights(*self._most_telling(terms, pairs, loose))
+            telling = self._most_telling(terms, pairs, loose)
+            if max_postings is not None:
+                telling = self._within_postings(*telling, max_postings)
+            weighted = self._query_weights(*telling)
             if not weighted:
                 return []
             passes = self._filter(category, project, tags, archived)
@@ -1272,6 +1280,41 @@ class Index:
                 kept.append(number)
         kept.sort()
         return list(map(candidates.__getitem__, kept))
+
+    def _within_postings(
+        self, terms: list[str], pairs: list[str], loose: Mapping[str, float], budget: int
+    ) -> tuple[list[str], list[str], Mapping[str, float]]:
+        """The query's terms, pairs and loose terms whose postings, together, are at most
+        `budget`: taken from the fewest postings (the highest idf) up, until the next would
+        pass it; kept in query order.
+
+        The term cap (`_most_telling`) bounds the number of terms, not their length: a
+        pasted page's 32 rarest terms can still be common words of a large folder, each a
+        list of tens of thousands of postings, and scoring walks them in Python (a hook's
+        search past its 300 ms wait at 100,000 memories). A query whose postings fit is
+        unchanged. A term's size is what its search would read: the cache's postings
+        (retired ones included) and those held in memory, counted without reading them.
+        Dropping a term changes no other term's weight (each idf is its own).
+        """
+        known = set(terms)
+        candidates = terms + [term for term in loose if term not in known] + pairs
+        backing, held = self._backing, self._postings
+        sizes = [0 if backing is None else backing.count(term) for term in candidates]
+        for at, term in enumerate(candidates):
+            mine = held.get(term)
+            if mine is not None:
+                sizes[at] += len(mine[0])
+        if sum(sizes) <= budget:
+            return terms, pairs, loose
+        kept: set[str] = set()
+        spent = 0
+        for at in sorted(range(len(candidates)), key=sizes.__getitem__):  # stable: query order
+            spent += sizes[at]
+            if spent > budget:
+                break  # every later term is at least as long
+            kept.add(candidates[at])
+        return ([term for term in terms if term in kept], [pair for pair in pairs if pair in kept],
+                {term: weight for term, weight in loose.items() if term in kept})
 
     def _query_weights(
         self, terms: list[str], pairs: list[str], loose: Mapping[str, float] | None = None
