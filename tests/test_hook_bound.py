@@ -195,3 +195,22 @@ def test_a_hooks_answer_is_never_empty_when_the_server_is_slow(folder: Path) -> 
     read = [line for line in result.stderr.decode().splitlines()
             if line.startswith("POSTINGS READ")]
     assert read and 0 < int(read[-1].split()[-1]) <= BOUND
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_pruning_only_when_the_candidates_doubled_keeps_the_search_exact(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past `_PRUNE_EVERY` candidates they are pruned only once they have doubled (a pass
+    over every candidate before each of a pasted page's dozens of long lists was most of
+    its time at 100k). Set low here so that a 500-memory folder takes that path: every
+    search still equals scoring every posting."""
+    from test_pruning import corpus, mismatches
+
+    from sage_mem.search import index as index_module
+
+    monkeypatch.setattr(index_module, "_PRUNE_EVERY", 4)
+    memories, queries = corpus(seed, 500)
+    index = index_module.Index()
+    index.add_many(memories)
+    assert mismatches(index, queries) == 0
