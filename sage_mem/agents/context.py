@@ -56,11 +56,13 @@ MAX_QUERY_CHARS = 4_000
 HOOK_MODEL_TOKENS = 64
 # The postings a hook's search may read (`Index.search`'s `max_postings`): terms are taken
 # from the rarest up until the next would pass it. The term caps bound how many terms a
-# pasted page gives, not how long their lists are: at 100,000 memories a 4,000-character
-# English page's rarest terms held over a million postings, and the server's search passed
-# the hook's 300 ms wait (then the hook's own path its 2 s budget). A question of the dev
-# sets reads at most PEAK postings, so none is cut there (docs/speed.md).
-HOOK_MAX_POSTINGS = 200_000
+# prompt gives, not how long their lists are: at 100,000 memories a prompt's terms can hold
+# 750,000 postings, and a pasted page made the server's search pass the hook's 300 ms wait
+# (then the hook's own path its 2 s budget). Scoring costs about 1.5 µs of CPU a posting
+# read at worst (a page of the folder's own words), so this keeps a hook's search near
+# 150 ms on any prompt; no question of the dev sets reads more than 18,119 (cmrc-sent), so
+# none is cut there (docs/speed.md).
+HOOK_MAX_POSTINGS = 100_000
 
 # The relevance floor (see `above_floor`).
 FLOOR_UNIQUE_FRACTION = 0.25

@@ -1678,6 +1678,10 @@ def _finish(
     """
     best: list[float] = []  # the `count` best final scores done (a heap)
     done: dict[int, float] = {}
+    if theta > 0.0 and rest:
+        # The loop's first test for every candidate at once (in C): most are out here, and
+        # a pasted page of a large folder leaves tens of thousands (`_prune_due`).
+        scores = _reaching(scores, after[0], theta, factor)
     for key in sorted(scores, key=scores.__getitem__, reverse=True):
         value = full.get(key)  # scored in full already, when theta was primed
         own = factor(key)
