@@ -214,3 +214,24 @@ def test_pruning_only_when_the_candidates_doubled_keeps_the_search_exact(
     index = index_module.Index()
     index.add_many(memories)
     assert mismatches(index, queries) == 0
+
+
+def test_a_filter_few_candidates_pass_keeps_the_search_exact() -> None:
+    """The threshold's candidates are filtered best first (a hook's project filter was a
+    Python call for each of a pasted page's tens of thousands): with one memory in twenty
+    passing, the best that pass are often not among the best, and the search is exact."""
+    import dataclasses
+
+    from test_pruning import corpus, exhaustive, pruned
+
+    from sage_mem.search.index import Index
+
+    memories, queries = corpus(3, 500)
+    memories = [dataclasses.replace(memory, project="a" if number % 20 == 0 else "b")
+                for number, memory in enumerate(memories)]
+    index = Index()
+    index.add_many(memories)
+    for query in queries:
+        for limit in (1, 3, 10):
+            assert pruned(index, query, project="a", limit=limit) == exhaustive(
+                index, query, project="a", limit=limit)

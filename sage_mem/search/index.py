@@ -1728,9 +1728,21 @@ def _primed(
     `count`-th best final score among every memory scored in full is the
     bound (0 when fewer than `count` pass the filters).
     """
-    keys = list(scores if passes is None else filter(passes, scores))
+    keys = list(scores)
     finals = map(mul, map(scores.__getitem__, keys), map(factor, keys))
-    best = heapq.nlargest(count, zip(finals, keys, strict=False))
+    if passes is None:
+        best = heapq.nlargest(count, zip(finals, keys, strict=False))
+    else:
+        # The filter is a Python call a candidate (a hook's project filter: every one of a
+        # pasted page's tens of thousands, most of its time at 100k); asked of the best
+        # first. (final, key) pairs are all distinct, so the first `count` that pass
+        # among the best are the best that pass.
+        wide = heapq.nlargest(4 * count, zip(finals, keys, strict=False))
+        best = [pair for pair in wide if passes(pair[1])][:count]
+        if len(best) < count < len(keys) and len(wide) == 4 * count:
+            kept = list(filter(passes, keys))
+            finals = map(mul, map(scores.__getitem__, kept), map(factor, kept))
+            best = heapq.nlargest(count, zip(finals, kept, strict=False))
     rest = ordered[at:]
     for _, key in best:
         if key in full:
