@@ -88,7 +88,9 @@ memory that cannot reach it is never taken or is dropped, and once no unseen
 memory could still reach the top each candidate is looked up (by bisection)
 in the lists left until it is out (exact pruning; see `Index._accumulate`).
 A long query (a pasted page) is first cut to its rarest terms, pairs and
-loose terms (MAX_QUERY_TERMS, MAX_QUERY_PAIRS, MAX_QUERY_LOOSE).
+loose terms (MAX_QUERY_TERMS, MAX_QUERY_PAIRS, MAX_QUERY_LOOSE); a hook's
+search is then bounded by the postings it reads (`max_postings`,
+`_within_postings`), for those few terms can still be long lists in a large folder.
 
 An index loaded from the on-disk cache (`search/cache.py`) reads a term's postings
 from the file when a query needs them (the base): nothing is decoded at
