@@ -612,8 +612,27 @@ def worker_warm(folder: Path, state: Path, queries: list[tuple[str, str]],
     # As the hook asks: the prompt's first MAX_QUERY_CHARS characters (the prompts are shorter).
     prompts_first = _latencies(lambda q: store.search(q[:MAX_QUERY_CHARS], limit=10), prompts)
     realistic = _latencies(lambda q: store.search(q[:MAX_QUERY_CHARS], limit=10), prompts)
+    # A page pasted in English of the folder's own words (its terms' postings are long), as
+    # any search reads it and as a hook's does (`context.HOOK_MAX_POSTINGS`).
+    from sage_mem.agents.context import HOOK_MAX_POSTINGS
+
+    pages = [("page", page) for page in folder_pages(30)]
+    unbounded = _latencies(lambda q: store.search(q, limit=10), pages)
+    bounded = _latencies(lambda q: store.search(q, limit=10, max_postings=HOOK_MAX_POSTINGS),
+                         pages)
     return {"seconds": seconds, "first": first, "steady": steady, "prompts": realistic,
-            "prompts_first": prompts_first, "rss_mb": _rss_mb(), "memories": len(store.index)}
+            "prompts_first": prompts_first, "rss_mb": _rss_mb(), "memories": len(store.index),
+            "pages": unbounded, "pages_hook": bounded}
+
+
+def folder_pages(count: int, seed: int = 5) -> list[str]:
+    """Pasted pages of the corpus's English words, cut at the 4,000 characters a hook passes
+    on, ending in a question: the worst realistic prompt (issue 32: 390 ms at 100k)."""
+    rng = random.Random(seed)
+    words = list(ENGLISH_WORDS)
+    question = " what did we decide about this?"
+    return [" ".join(rng.choice(words) for _ in range(900))[: 4000 - len(question)] + question
+            for _ in range(count)]
 
 
 def worker_changed(folder: Path, state: Path, **_: object) -> dict:
@@ -751,9 +770,11 @@ def run_worker(name: str, **arguments: object) -> dict:
     """Run one measurement in a new process and return what it printed (JSON)."""
     payload = json.dumps({key: str(value) if isinstance(value, Path) else value
                           for key, value in arguments.items()})
+    # No background embedding beside the timings, and no daemon a store could start.
     result = subprocess.run(
         [sys.executable, __file__, "--worker", name],
         input=payload, capture_output=True, text=True, cwd=str(ROOT),
+        env=dict(os.environ, SAGE_MEM_SEMANTIC="0", SAGE_MEM_DAEMON="0"),
     )
     if result.returncode != 0:
         raise RuntimeError(f"worker {name} failed:\n{result.stderr[-3000:]}")
@@ -810,7 +831,8 @@ def worker_hooks(folder: Path, state: Path, home: Path, prompts: list[tuple[str,
     """Hook processes, timed whole; their peak RSS is this worker's children's.
 
     scenario "as is": the folder and state as the caller left them (a server
-    running or not, a current cache or files changed since); "first": every
+    running, a current cache or files changed since); "no server": the same, with
+    no server asked (SAGE_MEM_DAEMON=off), after checking that none listens; "first": every
     run on an empty state folder (no cache), allowed to start its background
     build, which is waited for (and timed) before the next run.
     """
@@ -819,7 +841,12 @@ def worker_hooks(folder: Path, state: Path, home: Path, prompts: list[tuple[str,
     from sage_mem.search.cache import cache_path
 
     first = scenario == "first"
-    env = hook_env(folder, state, home, "build" if first else "0")
+    alone = scenario == "no server"
+    if alone and server_answers(folder, state):
+        raise RuntimeError(f"a sage-mem server answers for {folder}: the hook without a "
+                           "server would be timed served")
+    # "off": the hook asks no server (none may answer the no-server timings) and starts none.
+    env = hook_env(folder, state, home, "build" if first else "off" if alone else "0")
     hook = [sys.executable, "-m", "sage_mem", "hook", "user-prompt-submit"]
     times, builds, cpu = [], [], []
     answered = 0
@@ -846,6 +873,26 @@ def worker_hooks(folder: Path, state: Path, home: Path, prompts: list[tuple[str,
     children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     return {"hook": _summary(times), "cpu": _summary(cpu), "answered": answered, "runs": runs,
             "rss_mb": children, "build": _summary(builds)}
+
+
+def server_answers(folder: Path, state: Path) -> bool:
+    """Whether a sage-mem process listens on the folder's hook socket (a daemon a previous
+    hook or run started, up to 20 idle minutes ago)."""
+    import socket
+
+    from sage_mem.agents.hook_socket import socket_name
+
+    path = state / socket_name(str(folder))
+    if not path.exists():
+        return False
+    probe = socket.socket(socket.AF_UNIX)
+    try:
+        probe.connect(str(path))
+    except OSError:
+        return False
+    finally:
+        probe.close()
+    return True
 
 
 def start_daemon(folder: Path, state: Path, home: Path) -> subprocess.Popen[bytes]:
@@ -891,7 +938,7 @@ def measure_hooks(folder: Path, state: Path, home: Path, prompts: list[tuple[str
     out: dict = {}
     run_worker("changed", folder=folder, state=state)  # a current cache
     log("  hook, no server")
-    out["fallback"] = run_worker("hooks", **common, runs=runs, scenario="as is")
+    out["fallback"] = run_worker("hooks", **common, runs=runs, scenario="no server")
     log("  hook, a server running")
     daemon = start_daemon(folder, state, home)
     try:
@@ -903,7 +950,7 @@ def measure_hooks(folder: Path, state: Path, home: Path, prompts: list[tuple[str
     log(f"  hook after a {count}-file checkout")
     originals = checkout(folder, count)
     try:
-        out["checkout"] = run_worker("hooks", **common, runs=runs, scenario="as is")
+        out["checkout"] = run_worker("hooks", **common, runs=runs, scenario="no server")
         out["checkout"]["files"] = count
     finally:
         put_back(originals)
@@ -1083,6 +1130,14 @@ def table(results: list[dict]) -> str:
         return lambda r: (f"{_ms(r['hook'][which]['hook']['median'])} / "
                           f"{_ms(r['hook'][which]['hook']['p95'])}")
 
+    row("**pasted page of the folder's words**, CPU: median / p99 / max", lambda r:
+        " / ".join(_ms(r["warm"]["pages"]["cpu"][stat]) for stat in ("median", "p99", "max")))
+    row("  the same, a hook's search (bounded postings): median / p99 / max", lambda r:
+        " / ".join(_ms(r["warm"]["pages_hook"]["cpu"][stat]) for stat in ("median", "p99", "max")))
+    row("  tantivy ÷ sage-mem, short queries, CPU (median, p99)", lambda r: "n/a"
+        if r["tantivy"].get("missing") else
+        _ratio(r["tantivy"]["search"]["cpu"]["median"], r["warm"]["steady"]["cpu"]["median"])
+        + ", " + _ratio(r["tantivy"]["search"]["cpu"]["p99"], r["warm"]["steady"]["cpu"]["p99"]))
     row("**hook** whole process, a server running: median / p95", hook("served"))
     row("**hook** whole process, no server (the cache): median / p95", hook("fallback"))
     row("  hook, no server, after an N-file checkout: N, median / p95", lambda r:
@@ -1096,6 +1151,14 @@ def table(results: list[dict]) -> str:
     row("  `python -c pass` CPU time / **hook, no server, ÷ `python -c pass`** (CPU)", lambda r:
         f"{_ms(r['hook']['floor']['cpu']['median'])} / "
         + _ratio(r["hook"]["fallback"]["cpu"]["median"], r["hook"]["floor"]["cpu"]["median"]))
+    row("  hook ÷ `python -c pass`, wall median: server / no server / after checkout / first",
+        lambda r: " / ".join(_ratio(r["hook"][which]["hook"]["median"],
+                                    r["hook"]["floor"]["median"])
+                             for which in ("served", "fallback", "checkout", "first")))
+    row("  hook ÷ `python -c pass`, CPU median: server / no server / after checkout / first",
+        lambda r: " / ".join(_ratio(r["hook"][which]["cpu"]["median"],
+                                    r["hook"]["floor"]["cpu"]["median"])
+                             for which in ("served", "fallback", "checkout", "first")))
     row("  `python -c pass` / `import sage_mem.agents.hooks`", lambda r:
         f"{_ms(r['hook']['floor']['median'])} / {_ms(r['hook']['imports']['median'])}")
     row("  peak RSS of a hook: server running / no server / after checkout", lambda r:

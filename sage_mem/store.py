@@ -564,6 +564,7 @@ class MemoryStore:
         archived: bool = False,
         model_tokens: int | None = None,
         now: datetime | None = None,
+        max_postings: int | None = None,
     ) -> list[Hit]:
         """Ranked compact hits for `query`; never reads a file.
 
@@ -573,6 +574,8 @@ class MemoryStore:
         query is answered lexically (a hook's budget: `context.HOOK_MODEL_TOKENS`).
         `now` is the query's date, against which its time words are read ("10 days
         ago", 上周: `search/timewords.py`); default the current time.
+        `max_postings` bounds the postings a lexical search reads (`Index.search`; a
+        hook's, `context.HOOK_MAX_POSTINGS`).
         """
         semantic = self._semantic_signal()
         if semantic is not None and len(semantic) and (
@@ -589,7 +592,7 @@ class MemoryStore:
                 pass  # the model failed on this query: answered lexically
         return self.index.search(
             query, limit=limit, offset=offset, category=category,
-            project=project, tags=tags, archived=archived, now=now,
+            project=project, tags=tags, archived=archived, now=now, max_postings=max_postings,
         )
 
     # the semantic signal (optional: `embedder.INSTALL_HINT`)

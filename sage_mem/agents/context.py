@@ -54,6 +54,15 @@ MAX_QUERY_CHARS = 4_000
 # without the server, which went on embedding a prompt nobody waited for (a 2,000-character
 # Chinese one, 8 s) while other sessions' hooks went unanswered (docs/retrieval.md).
 HOOK_MODEL_TOKENS = 64
+# The postings a hook's search may read (`Index.search`'s `max_postings`): terms are taken
+# from the rarest up until the next would pass it. The term caps bound how many terms a
+# prompt gives, not how long their lists are: at 100,000 memories a prompt's terms can hold
+# 750,000 postings, and a pasted page made the server's search pass the hook's 300 ms wait
+# (then the hook's own path its 2 s budget). Scoring costs about 1.5 µs of CPU a posting
+# read at worst (a page of the folder's own words), so this keeps a hook's search near
+# 150 ms on any prompt; no question of the dev sets reads more than 18,119 (cmrc-sent), so
+# none is cut there (docs/speed.md).
+HOOK_MAX_POSTINGS = 100_000
 
 # The relevance floor (see `above_floor`).
 FLOOR_UNIQUE_FRACTION = 0.25
@@ -468,7 +477,7 @@ def prompt_context(
         # `now`: the prompt's time words ("what did we decide last week") are read from it.
         kept = [(hit, store, hit.id) for hit in above_floor(
             store.search(query, limit=wanted, project=project, model_tokens=HOOK_MODEL_TOKENS,
-                         now=now),
+                         now=now, max_postings=HOOK_MAX_POSTINGS),
             len(store.index))]
     else:
         kept = _across(folders, query, wanted, project, now)
@@ -498,8 +507,8 @@ def _across(
 
     ranked = [
         (name, above_floor(each.search(query, limit=wanted, project=project,
-                                       model_tokens=HOOK_MODEL_TOKENS, now=now),
-                           len(each.index)))
+                                       model_tokens=HOOK_MODEL_TOKENS, now=now,
+                                       max_postings=HOOK_MAX_POSTINGS), len(each.index)))
         for name, each in folders.stores.items()
     ]
     out = []

@@ -93,7 +93,9 @@ memory that cannot reach it is never taken or is dropped, and once no unseen
 memory could still reach the top each candidate is looked up (by bisection)
 in the lists left until it is out (exact pruning; see `Index._accumulate`).
 A long query (a pasted page) is first cut to its rarest terms, pairs and
-loose terms (MAX_QUERY_TERMS, MAX_QUERY_PAIRS, MAX_QUERY_LOOSE).
+loose terms (MAX_QUERY_TERMS, MAX_QUERY_PAIRS, MAX_QUERY_LOOSE); a hook's
+search is then bounded by the postings it reads (`max_postings`,
+`_within_postings`), for those few terms can still be long lists in a large folder.
 
 An index loaded from the on-disk cache (`search/cache.py`) reads a term's postings
 from the file when a query needs them (the base): nothing is decoded at
@@ -1190,11 +1192,14 @@ class Index:
         tags: Sequence[str] | None = None,
         archived: bool = False,
         now: datetime | None = None,
+        max_postings: int | None = None,
     ) -> list[Hit]:
         """Ranked hits for `query` among memories that pass the filters.
 
         `now` is the query's date (default: the current time): the time words it
         names ("10 days ago", 上个月) are read against it (`timewords.read_time`).
+        `max_postings` bounds the postings the search reads (`_within_postings`):
+        a hook's search, whatever the prompt and the folder's size.
         """
         if limit <= 0:
             return []
@@ -1216,7 +1221,10 @@ class Index:
                 # Some memory is dated in or near a window: the dates, not the words, say when.
                 factor, bound = dated
                 chosen = reworded or plain
-            weighted = self._query_weights(*self._most_telling(*chosen))
+            telling = self._most_telling(*chosen)
+            if max_postings is not None:
+                telling = self._within_postings(*telling, max_postings)
+            weighted = self._query_weights(*telling)
             if not weighted:
                 return []
             passes = self._filter(category, project, tags, archived)
@@ -1324,6 +1332,41 @@ class Index:
                 kept.append(number)
         kept.sort()
         return list(map(candidates.__getitem__, kept))
+
+    def _within_postings(
+        self, terms: list[str], pairs: list[str], loose: Mapping[str, float], budget: int
+    ) -> tuple[list[str], list[str], Mapping[str, float]]:
+        """The query's terms, pairs and loose terms whose postings, together, are at most
+        `budget`: taken from the fewest postings (the highest idf) up, until the next would
+        pass it; kept in query order.
+
+        The term cap (`_most_telling`) bounds the number of terms, not their length: a
+        pasted page's 32 rarest terms can still be common words of a large folder, each a
+        list of tens of thousands of postings, and scoring walks them in Python (a hook's
+        search past its 300 ms wait at 100,000 memories). A query whose postings fit is
+        unchanged. A term's size is what its search would read: the cache's postings
+        (retired ones included) and those held in memory, counted without reading them.
+        Dropping a term changes no other term's weight (each idf is its own).
+        """
+        known = set(terms)
+        candidates = terms + [term for term in loose if term not in known] + pairs
+        backing, held = self._backing, self._postings
+        sizes = [0 if backing is None else backing.count(term) for term in candidates]
+        for at, term in enumerate(candidates):
+            mine = held.get(term)
+            if mine is not None:
+                sizes[at] += len(mine[0])
+        if sum(sizes) <= budget:
+            return terms, pairs, loose
+        kept: set[str] = set()
+        spent = 0
+        for at in sorted(range(len(candidates)), key=sizes.__getitem__):  # stable: query order
+            spent += sizes[at]
+            if spent > budget:
+                break  # every later term is at least as long
+            kept.add(candidates[at])
+        return ([term for term in terms if term in kept], [pair for pair in pairs if pair in kept],
+                {term: weight for term, weight in loose.items() if term in kept})
 
     def _query_weights(
         self, terms: list[str], pairs: list[str], loose: Mapping[str, float] | None = None
@@ -1530,7 +1573,8 @@ class Index:
         primed_at = -1  # how many candidates there were when theta was last primed
         for at, item in enumerate(ordered):
             weight = item.weight
-            if item.size > _SHORT_LIST and len(scores) >= count:
+            if item.size > _SHORT_LIST and len(scores) >= count and _prune_due(len(scores),
+                                                                                primed_at):
                 if len(scores) != primed_at:
                     theta = max(theta, _primed(scores, count, ordered, at, passes, factor, full))
                 if theta > 0.0:
@@ -1677,6 +1721,18 @@ _MARGIN = 1e-9
 
 
 
+# Up to this many candidates, they are pruned before every long list; past it, only once
+# they have doubled since: each pruning is a pass over every candidate, and a pasted page of
+# a large folder has dozens of long lists (a pass per list was most of its time at 100k).
+# Pruning less keeps more candidates, never a different top: the scores stay exact.
+_PRUNE_EVERY = 1024
+
+
+def _prune_due(candidates: int, pruned: int) -> bool:
+    """Whether to prune `candidates` now, `pruned` having been left by the last pruning."""
+    return candidates < _PRUNE_EVERY or candidates >= 2 * pruned
+
+
 def _reaching(
     scores: dict[int, float], rest: float, theta: float, factor: Callable[[int], float]
 ) -> dict[int, float]:
@@ -1736,6 +1792,10 @@ def _finish(
     """
     best: list[float] = []  # the `count` best final scores done (a heap)
     done: dict[int, float] = {}
+    if theta > 0.0 and rest:
+        # The loop's first test for every candidate at once (in C): most are out here, and
+        # a pasted page of a large folder leaves tens of thousands (`_prune_due`).
+        scores = _reaching(scores, after[0], theta, factor)
     for key in sorted(scores, key=scores.__getitem__, reverse=True):
         value = full.get(key)  # scored in full already, when theta was primed
         own = factor(key)
@@ -1782,9 +1842,21 @@ def _primed(
     `count`-th best final score among every memory scored in full is the
     bound (0 when fewer than `count` pass the filters).
     """
-    keys = list(scores if passes is None else filter(passes, scores))
+    keys = list(scores)
     finals = map(mul, map(scores.__getitem__, keys), map(factor, keys))
-    best = heapq.nlargest(count, zip(finals, keys, strict=False))
+    if passes is None:
+        best = heapq.nlargest(count, zip(finals, keys, strict=False))
+    else:
+        # The filter is a Python call a candidate (a hook's project filter: every one of a
+        # pasted page's tens of thousands, most of its time at 100k); asked of the best
+        # first. (final, key) pairs are all distinct, so the first `count` that pass
+        # among the best are the best that pass.
+        wide = heapq.nlargest(4 * count, zip(finals, keys, strict=False))
+        best = [pair for pair in wide if passes(pair[1])][:count]
+        if len(best) < count < len(keys) and len(wide) == 4 * count:
+            kept = list(filter(passes, keys))
+            finals = map(mul, map(scores.__getitem__, kept), map(factor, kept))
+            best = heapq.nlargest(count, zip(finals, kept, strict=False))
     rest = ordered[at:]
     for _, key in best:
         if key in full:

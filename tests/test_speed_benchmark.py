@@ -1,0 +1,85 @@
+"""`benchmarks/speed.py` measures what it names (issue 32, item 8).
+
+Its "hook without a server" was served by a daemon a previous hook (or run)
+had started and left answering for 20 idle minutes. Those timings now ask no
+server (SAGE_MEM_DAEMON=off) and first check that none listens on the
+folder's socket: a run that would time served hooks under the no-server row
+stops instead. Its workers never embed beside the timings (SAGE_MEM_SEMANTIC=0).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import socket
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from sage_mem import MemoryStore
+from sage_mem.agents import daemon
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _speed() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("speed_bench", ROOT / "benchmarks" / "speed.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["speed_bench"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_hook_without_a_server_is_never_timed_while_a_server_answers(
+    memory_dir: Path, tmp_path: Path
+) -> None:
+    speed = _speed()
+    store = MemoryStore(memory_dir, watch=False)
+    state = store.folder.state_dir
+    listener = daemon.listen_for_hooks(store)
+    assert listener is not None
+    try:
+        assert speed.server_answers(memory_dir, state)
+        with pytest.raises(RuntimeError, match="server"):
+            speed.worker_hooks(memory_dir, state, tmp_path / "home",
+                               [("en", "how do I run the tests")], 1, "no server")
+    finally:
+        listener.stop()
+    assert not speed.server_answers(memory_dir, state)
+
+
+def test_the_no_server_hooks_ask_no_server_and_the_workers_embed_nothing(
+    memory_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    speed = _speed()
+    store = MemoryStore(memory_dir, watch=False)
+    seen: list[dict[str, str]] = []
+
+    def run(command, **kwargs):  # type: ignore[no-untyped-def]
+        seen.append(kwargs["env"])
+        raise StopIteration
+
+    monkeypatch.setattr(speed.subprocess, "run", run)
+    with pytest.raises(StopIteration):
+        speed.worker_hooks(memory_dir, store.folder.state_dir, tmp_path / "home",
+                           [("en", "how do I run the tests")], 1, "no server")
+    with pytest.raises(StopIteration):
+        speed.run_worker("read", folder=memory_dir)
+    hook, worker = seen
+    assert hook["SAGE_MEM_DAEMON"] == "off" and hook["SAGE_MEM_SEMANTIC"] == "0"
+    assert worker["SAGE_MEM_SEMANTIC"] == "0" and worker["SAGE_MEM_DAEMON"] == "0"
+
+
+def test_a_dead_socket_is_no_server(memory_dir: Path) -> None:
+    speed = _speed()
+    store = MemoryStore(memory_dir, watch=False)
+    from sage_mem.agents.hook_socket import socket_name
+
+    path = store.folder.state_dir / socket_name(str(memory_dir))
+    dead = socket.socket(socket.AF_UNIX)
+    dead.bind(str(path))
+    dead.close()  # the file stays, nothing listens
+    assert path.exists()
+    assert not speed.server_answers(memory_dir, store.folder.state_dir)
