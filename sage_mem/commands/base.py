@@ -19,8 +19,8 @@ from typing import Any, TextIO
 
 import click
 
-from .. import __version__
-from ..cli import PROG, names_hook
+from .. import PROG, __version__
+from ..agents.hook_command import names_hook
 from ..disk.home import default_folder, expand_home
 from ..errors import SageMemError
 from ..memory.fields import BOOL, INT, TEXTS, UNIT

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ..cli import PROG
+from .. import PROG
 from .base import Choice, Session, command, dir_option, json_option
 
 
