@@ -74,7 +74,7 @@ def _hook_command(argv: Sequence[str]) -> tuple[str, tuple[str, ...]] | None:
     argument is left to guess (a value or an EVENT starting with `-` goes to
     click). As with click, the folders are the `--dir` values in the order
     given, those before `hook` first: the first is the personal folder, the
-    rest shared ones read with it (`folders.py`).
+    rest shared ones read with it (`folders/`).
     """
     position, before = _dir_options(argv, 0)
     if position is None or position >= len(argv) or argv[position] != "hook":

@@ -395,7 +395,7 @@ def serve_request(store: MemoryStore, request: dict[str, Any]) -> tuple[dict[str
 
 def _shared_folders(root: str, shared: tuple[str, ...], log: _Log) -> list[Any]:
     """Every folder read with `root` when there are shared ones (`--dir` after the first, else
-    the config's; `folders.py`), the personal one first; [] when `root` is read alone."""
+    the config's; `folders/`), the personal one first; [] when `root` is read alone."""
     from .. import folders
 
     try:

@@ -70,7 +70,7 @@ class Session:
         return expand_home(self.dirs[0]) if self.dirs and self.dirs[0] else default_folder()
 
     def open_folders(self) -> Any:
-        """Every folder the command line and the config name (`folders.py`), missing shared
+        """Every folder the command line and the config name (`folders/`), missing shared
         ones said once; with one folder, that folder's store and nothing else."""
         from ..folders import Folders, folders_for
 
@@ -275,7 +275,7 @@ class Commands(click.Group):
 
 def _remember_dir(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> None:
     # Given before the command or after it, in the order given: the first is the personal
-    # folder, each further one a shared folder read with it (folders.py).
+    # folder, each further one a shared folder read with it (folders/).
     if value:
         session = ctx.find_object(Session)
         assert session is not None  # made by the group before any option is read
