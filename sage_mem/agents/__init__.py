@@ -2,7 +2,8 @@
 
 Modules: `context` (the text injected into an agent's context: baselines,
 relevant memories, per-session dedup, budgets), `hooks` (`sage-mem hook …`, a
-new process for every prompt), `install` (`sage-mem install`: the clients'
+new process for every prompt; `hook_command`, its command line, shared by
+`cli.py` and `commands/`), `install` (`sage-mem install`: the clients'
 own config files; `json_edit`, the minimal JSON edits it makes), `reflection`
 (the Stop and PreCompact hooks' question), `importers` (memories in from other
 tools; JSON lines out), `hook_socket`, `daemon` and `daemon_start` (below). `claude_plugin/`
