@@ -246,3 +246,19 @@ def test_the_disk_floor_knows_the_store_only_to_open_one_for_init() -> None:
         and path.name != "template.py"
     )
     assert named == [], f"the disk floor imports the store: {named}"
+
+
+def test_every_import_reaches_a_module_that_is_there() -> None:
+    # A lazy import of a module that moved fails only when its line runs (a hook, once).
+    def exists(target: str) -> bool:
+        base = ROOT.joinpath(*target.split("."))
+        return base.with_suffix(".py").exists() or (base / "__init__.py").exists()
+
+    gone = [f"{path.relative_to(PACKAGE)} line {line}: {target}"
+            for path in SOURCES for line, target in imported_modules(path) if not exists(target)]
+    assert not gone, f"imports of modules that are not there: {gone}"
+    broken = "def f():\n    from .agents.hooks import run_hook\n"
+    hook_command = PACKAGE / "agents" / "hook_command.py"
+    assert [t for _, t in imported_modules(hook_command, broken) if not exists(t)] == [
+        "sage_mem.agents.agents.hooks"
+    ]
