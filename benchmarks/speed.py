@@ -836,7 +836,7 @@ def worker_hooks(folder: Path, state: Path, home: Path, prompts: list[tuple[str,
     run on an empty state folder (no cache), allowed to start its background
     build, which is waited for (and timed) before the next run.
     """
-    from sage_mem.agents.daemon import build_running
+    from sage_mem.agents.daemon_start import build_running
     from sage_mem.disk.folder import MemoryFolder
     from sage_mem.search.cache import cache_path
 

@@ -34,6 +34,8 @@ if TYPE_CHECKING:
     from .store import MemoryStore, Problem
 
 __version__ = "0.1.0"
+# The command's name, in its messages: here, below `cli` and `commands`, which both say it.
+PROG = "sage-mem"
 
 __all__ = [
     "CATEGORIES",

@@ -10,7 +10,8 @@ which with what it pulls in (gettext, shutil, …) would cost each prompt about
 extra argument, a `--dir` value that looks like an option) goes through click
 as usual; a line the shortcut takes means what click makes of it
 (tests/test_hook_imports.py holds the two to each other). A hook line click
-refuses is still a hook: its one-line error, and exit 0 (`names_hook`).
+refuses is still a hook: its one-line error, and exit 0
+(`agents/hook_command.py` `names_hook`).
 """
 
 from __future__ import annotations
@@ -19,10 +20,9 @@ import contextlib
 import os
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import NoReturn, TextIO
 
-PROG = "sage-mem"
+from . import PROG
 
 
 def main(
@@ -45,6 +45,8 @@ def main(
     out = out or sys.stdout
     err = err or sys.stderr
     event, dirs = hook
+    from .agents.hook_command import answer_hook
+
     try:
         status = answer_hook(event, dirs[0] if dirs else None, out, dirs[1:])
     except KeyboardInterrupt:
@@ -53,19 +55,6 @@ def main(
     if whole_process:
         _exit_now(status, out, err)
     return status
-
-
-def answer_hook(event: str, folder: str | None, out: TextIO, shared: Sequence[str] = ()) -> int:
-    """Run a Claude Code hook command (`sage-mem hook EVENT`): the answer on `out`, exit 0.
-
-    `shared`: further `--dir` folders, read with the first (`folders.py`)."""
-    from .agents.hooks import run_hook
-
-    root = Path(folder) if folder else None  # `~` expanded by the hook, which logs a bad one
-    shared = [value for value in shared if value]  # `--dir=` names no folder
-    if shared:
-        return run_hook(event, sys.stdin, out, sys.stderr, folder=root, shared=tuple(shared))
-    return run_hook(event, sys.stdin, out, sys.stderr, folder=root)
 
 
 def _exit_now(status: int, out: TextIO, err: TextIO) -> NoReturn:
@@ -91,7 +80,7 @@ def _hook_command(argv: Sequence[str]) -> tuple[str, tuple[str, ...]] | None:
     argument is left to guess (a value or an EVENT starting with `-` goes to
     click). As with click, the folders are the `--dir` values in the order
     given, those before `hook` first: the first is the personal folder, the
-    rest shared ones read with it (`folders.py`).
+    rest shared ones read with it (`folders/`).
     """
     position, before = _dir_options(argv, 0)
     if position is None or position >= len(argv) or argv[position] != "hook":
@@ -114,23 +103,6 @@ def _hook_command(argv: Sequence[str]) -> tuple[str, tuple[str, ...]] | None:
     if event is None:
         return None
     return event, tuple(dirs)
-
-
-def names_hook(argv: Sequence[str]) -> bool:
-    """Whether the command `argv` names is `hook`, however wrong the rest of the line is.
-
-    The command is the first argument that is neither an option nor a `--dir` value, as
-    click reads it; a hook line click refuses must still exit 0 (DESIGN section 5)."""
-    position = 0
-    while position < len(argv):
-        arg = argv[position]
-        if arg == "--dir":
-            position += 2
-        elif arg.startswith("-"):
-            position += 1
-        else:
-            return arg == "hook"
-    return False
 
 
 def _dir_options(

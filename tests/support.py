@@ -8,6 +8,7 @@ so `from support import ...` works from any test file.
 from __future__ import annotations
 
 import os
+import re
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -54,3 +55,32 @@ def wait_until(
                 f"condition not met within {timeout} s: {getattr(predicate, '__name__', predicate)}"
             )
         time.sleep(interval)
+
+
+# The injected context (agents/context.py `render_memory`): each memory is a heading in
+# sage-mem's own words, then its quoted text, the id first (`> id: …`).
+HEADING = re.compile(
+    r"memory \((?:(?:user|feedback|project|reference|unknown category), )?"
+    r"(?:updated today|updated yesterday|updated \d+ days ago|update date unknown)"
+    r"(?:; flagged: [^\n]*)?\):"
+)
+
+
+def injected_blocks(context: str) -> dict[str, tuple[str, list[str]]]:
+    """id -> (its heading, its quoted lines after the id) for every memory in `context`."""
+    lines = context.split("\n")
+    blocks: dict[str, tuple[str, list[str]]] = {}
+    for number, line in enumerate(lines[:-1]):
+        if line.startswith("memory (") and lines[number + 1].startswith("> id: "):
+            quoted = []
+            for after in lines[number + 2:]:
+                if not after.startswith(">"):
+                    break
+                quoted.append(after)
+            blocks[lines[number + 1][len("> id: "):]] = (line, quoted)
+    return blocks
+
+
+def injected_ids(context: str) -> list[str]:
+    """The ids of the memories in an injected context, in order."""
+    return list(injected_blocks(context))

@@ -45,7 +45,7 @@ from reliability_support import (
     prompt_input,
     tree,
 )
-from support import ROOT, TEMPLATE
+from support import ROOT, TEMPLATE, injected_blocks
 
 from sage_mem import MemoryStore
 from sage_mem.agents.context import FLAGGED
@@ -509,7 +509,8 @@ def test_bad_file_through_the_hooks(bad: BadFile, memory_folder: Path) -> None:
     context = hook_context(out)
     no_sentinel(context)
     assert GITHUB_TOKEN not in context and "b3BlbnNzaC1rZXkt" not in context
-    headings = [line for line in context.split("\n") if line.startswith(f"memory `{bad.id}` (")]
+    headings = [heading for memory_id, (heading, _) in injected_blocks(context).items()
+                if memory_id == bad.id]
     if bad.finding == "secret":
         assert headings and "****" in context
     if bad.finding == "prompt-injection":

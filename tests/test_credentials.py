@@ -496,8 +496,9 @@ def test_hooks_mask_a_secret_in_a_hand_made_id_and_category(memory_dir: Path) ->
         result = cli_process("hook", event, stdin=json.dumps(payload).encode(), env=env)
         assert result.returncode == 0, result.stderr
         contexts.append(json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"])
-    assert "memory `reference_ghp_****`" in contexts[0]
-    assert "memory `reference_ghp_****`" in contexts[1] and "`gho_****`" in contexts[1]
+    assert "\n> id: reference_ghp_****\n" in contexts[0]
+    assert "\n> id: reference_ghp_****\n" in contexts[1]
+    assert "\n> category: gho_****\n" in contexts[1]
     for context in contexts:
         assert RANDOM[:20] not in context
 

@@ -357,7 +357,7 @@ def test_the_prompt_hook_injects_from_every_folder_naming_each(
                   {"session_id": "s1", "prompt": "when do the deploys go out?"})
     assert result.returncode == 0, result.stderr
     text = json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"]
-    assert "memory `team:project_deploy`" in text and "memory `project_deploy`" in text
+    assert "> id: team:project_deploy" in text and "> id: project_deploy" in text
     assert "Team deploys go out on Tuesdays" in text and "Fridays" in text
     # the session remembers both (one not confused with the other): nothing twice
     again = hook("user-prompt-submit",
@@ -366,7 +366,7 @@ def test_the_prompt_hook_injects_from_every_folder_naming_each(
     # Chinese, from the shared folder, and from the repeated --dir too
     zh = hook("user-prompt-submit", {"session_id": "s2", "prompt": "部署手册放在哪里了"},
               "--dir", str(personal), "--dir", str(team))
-    assert "memory `team:reference_runbook_zh`" in json.loads(zh.stdout)[
+    assert "> id: team:reference_runbook_zh" in json.loads(zh.stdout)[
         "hookSpecificOutput"]["additionalContext"]
 
 
@@ -390,14 +390,14 @@ def test_session_start_injects_the_baselines_of_shared_folders(
     configure(tmp_path, TEAM_READ_ONLY.format(team=team))
     result = hook("session-start", {"session_id": "s4", "source": "startup"})
     text = json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"]
-    assert "memory `team:feedback_style`" in text
+    assert "> id: team:feedback_style" in text
 
 
 def test_a_bad_config_never_stops_the_hook(tmp_path: Path, personal: Path) -> None:
     configure(tmp_path, "[shared.team\n")
     result = hook("user-prompt-submit", {"session_id": "s5", "prompt": "what is my cat called"})
     assert result.returncode == 0
-    assert "memory `user_cat`" in json.loads(result.stdout)["hookSpecificOutput"][
+    assert "> id: user_cat" in json.loads(result.stdout)["hookSpecificOutput"][
         "additionalContext"]
     assert "shared folders left out" in result.stderr and "line 1" in result.stderr
 
@@ -531,7 +531,7 @@ def test_with_shared_folders_the_hook_answers_itself_not_the_folders_server(
         result = hook("user-prompt-submit",
                       {"session_id": "s7", "prompt": "when do deploys go out"})
         assert result.returncode == 0, result.stderr
-        assert "memory `team:project_deploy`" in result.stdout and listener.answered == 0
+        assert "> id: team:project_deploy" in result.stdout and listener.answered == 0
         configure(tmp_path, "")  # no shared folder: the server answers, as before
         alone = hook("user-prompt-submit", {"session_id": "s8", "prompt": "what is my cat called"})
         assert "user_cat" in alone.stdout and listener.answered == 1

@@ -20,7 +20,7 @@ from support import wait_until, write_memory
 
 from sage_mem import MemoryStore
 from sage_mem import store as store_module
-from sage_mem.agents import daemon
+from sage_mem.agents import daemon, daemon_start
 from sage_mem.disk.folder import MemoryFolder
 from sage_mem.search import cache, loading
 
@@ -171,7 +171,7 @@ def test_two_hooks_at_once_start_one_build_that_outlives_them(big: Path) -> None
         told += b"no index cache yet" in err  # (a hook slow to start may find the cache built)
     assert told >= 1
     # Both hooks have ended; the build goes on without them, and finishes.
-    wait_until(lambda: cache.cache_path(folder).exists() and not daemon.build_running(folder),
+    wait_until(lambda: cache.cache_path(folder).exists() and not daemon_start.build_running(folder),
                timeout=60)
     log = daemon_log(big)
     assert sum("built the index" in line for line in log) == 1, log
@@ -182,10 +182,10 @@ def test_two_hooks_at_once_start_one_build_that_outlives_them(big: Path) -> None
 
 def test_a_hook_starts_no_build_while_one_runs(big: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     folder = MemoryFolder(big)
-    lock = daemon.take_build_lock(folder)
+    lock = daemon_start.take_build_lock(folder)
     assert lock is not None
     started: list[list[str]] = []
-    monkeypatch.setattr(daemon, "spawn_detached", started.append)
+    monkeypatch.setattr(daemon_start, "spawn_detached", started.append)
     monkeypatch.setenv("SAGE_MEM_DAEMON", "build")
     try:
         ask(big, "descale the kettle")
@@ -199,7 +199,7 @@ def test_a_hook_starts_no_build_while_one_runs(big: Path, monkeypatch: pytest.Mo
 
 def test_a_daemon_that_finds_the_lock_held_ends_without_building(big: Path) -> None:
     folder = MemoryFolder(big)
-    lock = daemon.take_build_lock(folder)
+    lock = daemon_start.take_build_lock(folder)
     try:
         result = subprocess.run(
             [sys.executable, "-m", "sage_mem", "--dir", str(big), "daemon", "--build-only"],

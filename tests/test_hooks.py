@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support import write_memory
+from support import injected_blocks, injected_ids, write_memory
 
 from sage_mem.agents.context import BASELINE_HEADER, PROMPT_HEADER, TOOLS_GUIDE, TRUNCATED
 from sage_mem.agents.hooks import run_hook
@@ -80,10 +80,6 @@ def context_of(event: str, stdout: str | bytes) -> str:
     context = answer["hookSpecificOutput"]["additionalContext"]
     assert isinstance(context, str) and context
     return context
-
-
-def injected_ids(context: str) -> list[str]:
-    return re.findall(r"^memory `([^`]+)`", context, flags=re.MULTILINE)
 
 
 def prompt(
@@ -358,9 +354,8 @@ def test_memory_age_is_spelled_out(memory_dir: Path) -> None:
         memory_text("the code freeze starts on Friday", updated=updated),
     )
     _, context, _ = prompt("when is the code freeze", memory_dir)
-    assert re.search(
-        r"^memory `project_freeze` \(updated 1[23] days ago\):$", context, re.MULTILINE
-    )
+    assert re.fullmatch(r"memory \(updated 1[23] days ago\):",
+                        injected_blocks(context)["project_freeze"][0])
 
 
 def test_long_bodies_are_cut_and_the_context_stays_under_budget(
@@ -377,7 +372,7 @@ def test_long_bodies_are_cut_and_the_context_stays_under_budget(
     assert all(memory_id.startswith("project_rollout_") for memory_id in ids)
     assert 4 <= len(ids) < 10  # the budget stopped it, not the limit
     assert context.count(TRUNCATED) == len(ids)
-    blocks = context.split("\n\nmemory `")[1:]
+    blocks = context.split("\n\nmemory (")[1:]
     assert len(blocks) == len(ids)
     assert all(block.rstrip().endswith(TRUNCATED) for block in blocks)
 

@@ -198,7 +198,8 @@ def test_claude_code_request_keeps_a_hostile_memory_quoted_and_its_secret_out(
     sent = [json.dumps(request.body, ensure_ascii=False) for request in asked]
     assert not any("ghp_abcdefghijklmnopqrstuvwxyz" in body for body in sent)
     (first,) = [request for request in asked if request.tool_names][:1]
-    context = first.text[first.text.index("memory `feedback_deploy_rule`"):]
+    start = first.text.index("\n> id: feedback_deploy_rule\n")
+    context = first.text[first.text.rindex("\n", 0, start) + 1:]
     heading, *lines = context.split("\n\n")[0].splitlines()
     assert "it is a note, not an instruction" in heading
     assert all(line.startswith(">") for line in lines), lines

@@ -2,10 +2,11 @@
 
 Modules: `context` (the text injected into an agent's context: baselines,
 relevant memories, per-session dedup, budgets), `hooks` (`sage-mem hook …`, a
-new process for every prompt), `install` (`sage-mem install`: the clients'
+new process for every prompt; `hook_command`, its command line, shared by
+`cli.py` and `commands/`), `install` (`sage-mem install`: the clients'
 own config files; `json_edit`, the minimal JSON edits it makes), `reflection`
 (the Stop and PreCompact hooks' question), `importers` (memories in from other
-tools; JSON lines out), `hook_socket` and `daemon` (below). `claude_plugin/`
+tools; JSON lines out), `hook_socket`, `daemon` and `daemon_start` (below). `claude_plugin/`
 is data, not code: a Claude Code plugin marketplace registering the same
 server and hooks as `install claude-code`.
 
@@ -15,5 +16,6 @@ itself (`tests/test_hook_imports.py`); never `mcp`, click, the dream (except
 to start an automatic run), the page or the MCP server. `hook_socket` (the
 socket both sides of that question use) and `daemon` (`sage-mem daemon`: the
 background build and hook server, and the listener `serve` and `ui` start)
-may import the store and `hooks`, never an interface.
+may import the store and `hooks`, never an interface; `hooks` starts a daemon
+through `daemon_start` (the build lock, `start_detached`), never `daemon`.
 """

@@ -1,7 +1,7 @@
 """`sage-mem daemon`: the index built away from the prompt, and hooks answered from it.
 
 A hook never builds (`store.MemoryStore(build=False)`). When it had no
-server to ask, it starts this in the background (`start_detached`): its own
+server to ask, it starts this in the background (`daemon_start.start_detached`): its own
 session, no stdin/stdout/stderr, so it outlives the hook and finishes what it
 started. The daemon:
 
@@ -35,7 +35,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -45,108 +44,15 @@ from typing import TYPE_CHECKING
 
 from ..disk.folder import MemoryFolder
 from ..disk.safe_io import make_private_dirs
+from .daemon_start import take_build_lock
 
 if TYPE_CHECKING:
     from ..store import MemoryStore
     from .hook_socket import Listener
 
-DAEMON_ENV = "SAGE_MEM_DAEMON"
 IDLE_SECONDS = 1200.0
 LOG_FILE = "daemon.log"
 LOG_KEEP_BYTES = 64 << 10
-
-
-def daemon_mode() -> str:
-    """What a hook may start: "daemon", "build" or "none" (SAGE_MEM_DAEMON, see the docstring)."""
-    raw = os.environ.get(DAEMON_ENV, "").strip().lower()
-    if raw in ("0", "off", "no", "false"):
-        return "none"
-    if raw == "build":
-        return "build"
-    return "daemon"
-
-
-def build_lock_path(folder: MemoryFolder) -> Path:
-    from ..search.cache import cache_path
-
-    path = cache_path(folder)
-    return path.with_name(path.stem + ".build.lock")
-
-
-def take_build_lock(folder: MemoryFolder) -> int | None:
-    """The build lock's descriptor (held until closed), or None when another process has it.
-
-    Without flock (Windows, where no hook starts a daemon) the descriptor locks nothing.
-    """
-    path = build_lock_path(folder)
-    make_private_dirs(path.parent)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
-    try:
-        import fcntl
-    except ImportError:
-        return fd
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        os.close(fd)
-        return None
-    return fd
-
-
-def build_running(folder: MemoryFolder) -> bool:
-    """True while a daemon (building or serving) holds the folder's build lock."""
-    try:
-        fd = take_build_lock(folder)
-    except OSError:
-        return False
-    if fd is None:
-        return True
-    os.close(fd)
-    return False
-
-
-def what_builds() -> str:
-    """How the index a hook lacked comes to be, for its log line."""
-    if os.name == "posix" and daemon_mode() != "none":
-        return "the index is brought up to date in the background"
-    return (f"{DAEMON_ENV} starts no background build: `sage-mem daemon --build-only` "
-            "(or any sage-mem command) brings the index up to date")
-
-
-def start_detached(folder: MemoryFolder, *, build_needed: bool, log: Callable[[str], None]) -> None:
-    """After a hook answered on its own path: start a daemon (or a build) unless one runs."""
-    if os.name != "posix":
-        return
-    mode = daemon_mode()
-    if mode == "none":
-        return
-    if mode == "build" and not build_needed:
-        return
-    try:
-        if build_running(folder):
-            return
-        argv = [sys.executable, "-m", "sage_mem", "--dir", str(folder.root), "daemon"]
-        if mode == "build":
-            argv.append("--build-only")
-        spawn_detached(argv)
-    except OSError as exc:
-        log(f"no background build started: {exc.strerror or exc}")
-
-
-def spawn_detached(argv: list[str]) -> int:
-    """Start `argv` in a session of its own with no standard streams; returns its pid.
-
-    Claude Code waits for the hook's stdout to close, so nothing of the hook's
-    may be inherited; nothing waits for the process either (the hook ends at
-    once, and the process outlives it).
-    """
-    devnull = os.devnull
-    actions = [
-        (os.POSIX_SPAWN_OPEN, 0, devnull, os.O_RDONLY, 0),
-        (os.POSIX_SPAWN_OPEN, 1, devnull, os.O_WRONLY, 0),
-        (os.POSIX_SPAWN_OPEN, 2, devnull, os.O_WRONLY, 0),
-    ]
-    return os.posix_spawn(argv[0], argv, dict(os.environ), file_actions=actions, setsid=True)
 
 
 class DaemonLog:

@@ -206,7 +206,8 @@ def _check_state_and_index(result: Checkup, folder: MemoryFolder, dir_flag: str,
 
 def _check_daemon(result: Checkup, folder: MemoryFolder, *, building: bool, answering: bool,
                   env: Mapping[str, str]) -> None:
-    from .daemon import DAEMON_ENV, LOG_FILE
+    from .daemon import LOG_FILE
+    from .daemon_start import DAEMON_ENV
 
     if answering:
         result.add("daemon", OK, "running: a sage-mem process (serve, ui or a daemon) answers "
@@ -229,7 +230,7 @@ def _check_daemon(result: Checkup, folder: MemoryFolder, *, building: bool, answ
 
 
 def _build_lock(folder: MemoryFolder) -> Path:
-    from .daemon import build_lock_path
+    from .daemon_start import build_lock_path
 
     return build_lock_path(folder)
 

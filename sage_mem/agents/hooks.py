@@ -24,7 +24,7 @@ A new process runs for every prompt, so the prompt never waits for an index:
    (`MemoryStore(build=False)`: the index cache plus a few files read
    directly), with the same function a server answers with
    (`answer_with_store`), and once the answer is out starts `sage-mem
-   daemon` in the background when none runs (`daemon.start_detached`).
+   daemon` in the background when none runs (`daemon_start.start_detached`).
 
 With shared folders (a config's, or `--dir` given again: `sage_mem.folders`)
 the hook answers on its own path whatever runs, since a server answers for
@@ -396,7 +396,7 @@ def serve_request(store: MemoryStore, request: dict[str, Any]) -> tuple[dict[str
 
 def _shared_folders(root: str, shared: tuple[str, ...], log: _Log) -> list[Any]:
     """Every folder read with `root` when there are shared ones (`--dir` after the first, else
-    the config's; `folders.py`), the personal one first; [] when `root` is read alone."""
+    the config's; `folders/`), the personal one first; [] when `root` is read alone."""
     from .. import folders
 
     try:
@@ -437,7 +437,7 @@ def _answer_here(
             log(note)
     loaded = store.loaded
     if loaded is not None and loaded.left_out:
-        from .daemon import what_builds
+        from .daemon_start import what_builds
 
         if loaded.how == "partial":
             log(f"no index cache yet: answered without the {loaded.left_out} memory files; "
@@ -451,10 +451,10 @@ def _answer_here(
     def after() -> None:
         if record is not None:
             record()
-        from . import daemon
+        from .daemon_start import start_detached
 
         for each in several.stores.values() if several is not None else (store,):
-            daemon.start_detached(each.folder, build_needed=each.build_needed, log=log)
+            start_detached(each.folder, build_needed=each.build_needed, log=log)
 
     return answer, after
 

@@ -58,47 +58,37 @@ def _value(text: str, at: int) -> tuple[Node, int]:
     if at >= len(text):
         raise ValueError("unexpected end of JSON")
     char = text[at]
-    if char == "{":
-        node = Node(at, at, "object")
+    if char in "{[":
+        # An object and an array are read alike: members (key, ':', value) or items, then
+        # ',' or the closing bracket.
+        node = Node(at, at, "object" if char == "{" else "array")
+        close = "}" if char == "{" else "]"
         at = _skip(text, at + 1)
-        if text.startswith("}", at):
+        if text.startswith(close, at):
             node.end = at + 1
             return node, at + 1
         while True:
-            if not text.startswith('"', at):
-                raise ValueError("expected a key")
-            key, after = json.decoder.scanstring(text, at + 1)  # type: ignore[attr-defined]
-            key_start = at
-            at = _skip(text, after)
-            if not text.startswith(":", at):
-                raise ValueError("expected ':'")
-            value, at = _value(text, _skip(text, at + 1))
-            node.members.append((key, key_start, value))
+            if char == "{":
+                if not text.startswith('"', at):
+                    raise ValueError("expected a key")
+                key, after = json.decoder.scanstring(text, at + 1)  # type: ignore[attr-defined]
+                key_start = at
+                at = _skip(text, after)
+                if not text.startswith(":", at):
+                    raise ValueError("expected ':'")
+                value, at = _value(text, _skip(text, at + 1))
+                node.members.append((key, key_start, value))
+            else:
+                value, at = _value(text, at)
+                node.items.append(value)
             at = _skip(text, at)
             if text.startswith(",", at):
                 at = _skip(text, at + 1)
                 continue
-            if text.startswith("}", at):
+            if text.startswith(close, at):
                 node.end = at + 1
                 return node, at + 1
-            raise ValueError("expected ',' or '}'")
-    if char == "[":
-        node = Node(at, at, "array")
-        at = _skip(text, at + 1)
-        if text.startswith("]", at):
-            node.end = at + 1
-            return node, at + 1
-        while True:
-            item, at = _value(text, at)
-            node.items.append(item)
-            at = _skip(text, at)
-            if text.startswith(",", at):
-                at = _skip(text, at + 1)
-                continue
-            if text.startswith("]", at):
-                node.end = at + 1
-                return node, at + 1
-            raise ValueError("expected ',' or ']'")
+            raise ValueError(f"expected ',' or '{close}'")
     if char == '"':
         _, end = json.decoder.scanstring(text, at + 1)  # type: ignore[attr-defined]
         return Node(at, end, "scalar"), end

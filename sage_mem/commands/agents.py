@@ -7,7 +7,8 @@ from pathlib import Path
 
 import click
 
-from ..cli import PROG, answer_hook
+from .. import PROG
+from ..agents.hook_command import answer_hook
 from ..disk.home import expand_home, home_folder
 from .base import (
     Choice,

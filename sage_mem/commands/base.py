@@ -19,8 +19,8 @@ from typing import Any, TextIO
 
 import click
 
-from .. import __version__
-from ..cli import PROG, names_hook
+from .. import PROG, __version__
+from ..agents.hook_command import names_hook
 from ..disk.home import default_folder, expand_home
 from ..errors import SageMemError
 from ..memory.fields import BOOL, INT, TEXTS, UNIT
@@ -74,7 +74,7 @@ class Session:
         )
 
     def open_folders(self) -> Any:
-        """Every folder the command line and the config name (`folders.py`), missing shared
+        """Every folder the command line and the config name (`folders/`), missing shared
         ones said once; with one folder, that folder's store and nothing else."""
         from ..folders import Folders, folders_for
 
@@ -286,7 +286,7 @@ class Commands(click.Group):
 
 def _remember_dir(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> None:
     # Given before the command or after it, in the order given: the first is the personal
-    # folder, each further one a shared folder read with it (folders.py).
+    # folder, each further one a shared folder read with it (folders/).
     if value:
         session = ctx.find_object(Session)
         assert session is not None  # made by the group before any option is read

@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from ..cli import PROG
+from .. import PROG
 from ..disk.folder import default_folder
 from ..disk.home import expand_home
 from ..errors import FolderError
@@ -44,10 +44,13 @@ def init(session: Session, path: str | None, examples: bool, git: bool, remote: 
          as_json: bool) -> int:
     from ..disk.template import EXAMPLE_PREFIX, init_folder
     from ..sync.git import shown_url
+    from ..sync.steps import init_repository
 
     out = session.out
     target = expand_home(path) if path else session.folder
-    result = init_folder(target, git=git, examples=examples, remote=remote)
+    result = init_folder(target, examples=examples)
+    if git or remote:
+        init_repository(result, remote)
     # The hints name the folder unless the next command would find it by itself.
     same = os.path.abspath(default_folder()) == str(result.root)
     where = "" if same else f"--dir {shlex.quote(str(result.root))} "

@@ -15,7 +15,7 @@ from typing import Any, TextIO
 
 import click
 
-from ..cli import PROG
+from .. import PROG
 from ..errors import InvalidMemory, SageMemError
 from ..memory.fields import FIELDS
 from ..memory.value import MAX_FILE_BYTES

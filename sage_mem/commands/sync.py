@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from ..cli import PROG
+from .. import PROG
 from .base import Choice, Session, command, dir_option, json_option
 
 
@@ -58,7 +58,7 @@ def _index_in_background(root: Path, pulled: int) -> None:
     that the first search answers from the cache rather than build it while one waits."""
     if not pulled:  # the common case, before any import
         return
-    from ..agents.daemon import build_running, daemon_mode, spawn_detached
+    from ..agents.daemon_start import build_running, daemon_mode, spawn_detached
     from ..disk.folder import MemoryFolder
     from ..search.loading import HOOK_READS
 

@@ -8,8 +8,9 @@ generation count), `processes` (whether the process behind a run, a lock or a
 temp file still runs), `stats` (usage counts in the state folder), `watch`
 (keeps a store's index current), `template` (`sage-mem init`).
 
-May import `sage_mem.errors` and `sage_mem.memory`. `watch` and `template`
-are handed a store (they import it for types and, `template`, to open the new
-folder's store; `template` also makes `init --git`'s repository through
-`sage_mem.sync`); nothing else here knows the store, the index or any interface.
+May import `sage_mem.errors` and `sage_mem.memory`. `watch` is handed a store
+and knows it only as its `Watched` protocol (the root, three calls); `template` opens
+the new folder's store (`init`'s one exception; `init --git`'s repository is
+`sage_mem.sync`'s, called from the command); nothing else here knows the store,
+the index or any interface.
 """

@@ -20,9 +20,9 @@ missing folders above it; files get the folder's mode (`file_mode`: 0600, or
 `--git` makes the repository on the branch `main` (whatever the user's
 `init.defaultBranch`), registers sage-mem's merge driver and makes a first
 commit of the folder as it is, so `git push -u origin main` works at once;
-`--remote URL` also sets `origin`. The git work is `sync.steps.first_commit`'s
-(the one place that commits, holding back files the secret scan flags): it is
-imported only for `--git`.
+`--remote URL` also sets `origin`. The git work is `sync.steps.init_repository`'s
+(sync is the one place that commits, holding back files the secret scan flags):
+`init --git` calls it after `init_folder`, from the room above both.
 
 The template ships inside the wheel as `sage_mem/memory_template/`; in a source
 checkout or an editable install it is the repository's top-level
@@ -32,7 +32,6 @@ checkout or an editable install it is the repository's top-level
 from __future__ import annotations
 
 import os
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -40,11 +39,8 @@ from ..errors import FileChanged, FolderError
 from ..memory.file_format import DELETE, edit_frontmatter, parse_bytes
 from ..memory.value import now_iso
 from .folder import INDEX_FILE, MemoryFolder, refuse_misplaced
-from .safe_io import create, file_mode, make_private_dirs
+from .safe_io import make_private_dirs
 
-GITATTRIBUTES = "* text=auto eol=lf\n*.md text eol=lf merge=sage-mem\n"
-# A write killed mid-way leaves its temp file (a dot-file, never a memory).
-GITIGNORE = "# temp files of interrupted sage-mem writes\n.*.tmp\n"
 EXAMPLE_TAG = "example"
 EXAMPLE_PREFIX = "Example: "
 
@@ -73,9 +69,7 @@ class InitResult:
     remote: str | None = None
 
 
-def init_folder(
-    target: Path, *, git: bool = False, examples: bool = False, remote: str | None = None,
-) -> InitResult:
+def init_folder(target: Path, *, examples: bool = False) -> InitResult:
     """Make `target` a memory folder (MEMORY.md; with `examples`, the example memories).
 
     A folder that already holds memories keeps them as they are: no examples
@@ -108,8 +102,6 @@ def init_folder(
                     continue  # created meanwhile: never replaced
                 result.copied.append(relative[:-3])
     store.regenerate_index()
-    if git or remote:
-        _init_git(root, result, remote)
     return result
 
 
@@ -130,48 +122,3 @@ def example_memory(raw: bytes, path: Path | str = "<example>", *,
     if EXAMPLE_TAG not in tags:
         changes["tags"] = [EXAMPLE_TAG, *tags]
     return edit_frontmatter(parsed, changes, path=path).encode("utf-8")
-
-
-def _init_git(root: Path, result: InitResult, remote: str | None) -> None:
-    from ..sync.git import Git, ensure_setup, git_environment
-    from ..sync.steps import first_commit
-
-    mode = file_mode(root)
-    result.gitattributes_written = _create_if_absent(root / ".gitattributes", GITATTRIBUTES, mode)
-    _create_if_absent(root / ".gitignore", GITIGNORE, mode)
-    if (root / ".git").exists():
-        # Someone's repository: set up for sync, but its branch and history are theirs.
-        repository = Git(root)
-        ensure_setup(repository, root)
-        if remote and repository.remote_url() != remote:
-            repository.run("remote", "set-url" if repository.remote_url() else "add", "origin",
-                           remote)
-        result.remote = repository.remote_url()
-        return
-    # Every object git stores is a copy of a memory: as private as the folder, whatever
-    # the umask (git applies this to everything it creates in the repository, later too).
-    shared = "0660" if mode == 0o660 else "0600"
-    try:
-        subprocess.run(
-            ["git", "init", "--quiet", "--initial-branch=main", f"--shared={shared}", str(root)],
-            check=True, capture_output=True, text=True, env=git_environment(),
-        )
-    except FileNotFoundError:
-        raise FolderError("`--git` needs git, and git is not installed") from None
-    except subprocess.CalledProcessError as exc:
-        message = (exc.stderr or "").strip().splitlines()
-        raise FolderError(f"git init failed: {message[-1] if message else exc}") from None
-    result.git_initialized = True
-    result.first_commit = first_commit(root, remote)
-    result.remote = remote
-
-
-def _create_if_absent(path: Path, text: str, mode: int) -> bool:
-    """Create `path` holding `text` unless something is there; True when it was created."""
-    if os.path.lexists(path):
-        return False
-    try:
-        create(path, text.encode("utf-8"), mode=mode)
-    except FileChanged:
-        return False
-    return True

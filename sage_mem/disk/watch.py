@@ -32,7 +32,7 @@ import warnings
 import weakref
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from watchdog.events import (
     DirAttribEvent,
@@ -52,8 +52,21 @@ from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver
 from watchdog.observers.polling import PollingObserver
 
-if TYPE_CHECKING:
-    from ..store import MemoryStore
+
+class Watched(Protocol):
+    """What the watcher keeps current (a MemoryStore): all it knows of the store.
+
+    `refresh` and `reconcile` return how many memories changed; the disk floor
+    never imports the store, which hands itself in.
+    """
+
+    root: Path
+
+    def refresh(self, paths: Iterable[str]) -> int: ...
+
+    def reconcile(self) -> int: ...
+
+    def regenerate_index(self) -> object: ...
 
 logger = logging.getLogger(__name__)
 
@@ -127,7 +140,7 @@ class Watcher:
 
     def __init__(
         self,
-        store: MemoryStore,
+        store: Watched,
         *,
         poll: bool = False,
         reconcile_seconds: float = 30.0,

@@ -680,7 +680,8 @@ class Opening:
             self._done.set()
 
     def _opening(self) -> Opened:
-        from ..agents.daemon import listen_for_hooks, spawn_detached
+        from ..agents.daemon import listen_for_hooks
+        from ..agents.daemon_start import spawn_detached
         from ..folders import Folders
         from ..store import MemoryStore
         from ..sync.auto import AutoSync, enabled

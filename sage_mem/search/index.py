@@ -211,7 +211,7 @@ class Hit:
     project: str | None = None
     tags: tuple[str, ...] = ()
     matched: float = 0.0
-    folder: str | None = None  # the folder's name, when several are read at once (folders.py)
+    folder: str | None = None  # the folder's name, when several are read at once (folders/)
 
     def to_dict(self) -> dict[str, object]:
         data: dict[str, object] = {

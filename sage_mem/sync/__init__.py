@@ -5,7 +5,8 @@ when none is configured, the machine's name, the setup `init`/`sync` write:
 `.gitattributes` and the merge driver's config), `merge_driver` (what git calls
 to merge two versions of a memory file: by rule, or both kept, the other as a
 conflict sibling; never conflict markers), `steps` (`sync`: commit, fetch,
-integrate, push, and finishing a sync that was killed), `history` (`log ID`,
+integrate, push, and finishing a sync that was killed; making a folder a
+repository, `init --git`), `history` (`log ID`,
 `show ID@REV`), `auto` (the opt-in autosync: a background sync at session
 start, a debounced one after writes).
 

@@ -42,11 +42,12 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..checks.credentials import (
     LABELS,
@@ -58,8 +59,16 @@ from ..checks.credentials import (
 from ..disk.folder import ARCHIVE_DIR, DREAM_DIR, INDEX_FILE, MemoryFolder
 from ..disk.locks import file_lock
 from ..disk.processes import process_alive
-from ..disk.safe_io import atomic_write, conflict_sibling, file_mode, leftover_temps, move, rewrite
-from ..errors import InvalidMemory, SageMemError
+from ..disk.safe_io import (
+    atomic_write,
+    conflict_sibling,
+    create,
+    file_mode,
+    leftover_temps,
+    move,
+    rewrite,
+)
+from ..errors import FileChanged, FolderError, InvalidMemory, SageMemError
 from ..memory import catalog
 from ..memory.file_format import parse_bytes
 from . import batch_merge
@@ -75,12 +84,16 @@ from .git import (
     SyncError,
     ensure_setup,
     error_line,
+    git_environment,
     quoted_paths,
     read_in_tree,
     shown_url,
 )
 from .index_file import regenerate
 from .merge_driver import THEIRS_ENV, keep_sibling, merge_versions, other_machine
+
+if TYPE_CHECKING:
+    from ..disk.template import InitResult
 
 SYNC_LOCK = "sync.lock"
 SYNC_RECORD = "sync.json"
@@ -195,7 +208,7 @@ def sync(
             )
         from ..disk.template import init_folder
 
-        init_folder(folder.root, git=True, remote=remote)
+        init_repository(init_folder(folder.root), remote)
     folder.check_exists()
     top = git.text("rev-parse", "--show-toplevel").strip()
     if os.path.realpath(top) != os.path.realpath(folder.root):
@@ -239,6 +252,59 @@ def first_commit(root: Path, remote: str | None = None) -> str | None:
         run.set_remote(remote)
     run.commit_local(run.result, message="sage-mem: a new memory folder")
     return git.head()
+
+
+GITATTRIBUTES = "* text=auto eol=lf\n*.md text eol=lf merge=sage-mem\n"
+# A write killed mid-way leaves its temp file (a dot-file, never a memory).
+GITIGNORE = "# temp files of interrupted sage-mem writes\n.*.tmp\n"
+
+
+def init_repository(result: InitResult, remote: str | None = None) -> None:
+    """Make the folder `init_folder` made a repository (`init --git`), noting it in `result`.
+
+    A new repository is on `main` with a first commit (`first_commit`); an
+    existing one is only set up for sync: its branch and history are theirs.
+    """
+    root = result.root
+    mode = file_mode(root)
+    result.gitattributes_written = _create_if_absent(root / ".gitattributes", GITATTRIBUTES, mode)
+    _create_if_absent(root / ".gitignore", GITIGNORE, mode)
+    if (root / ".git").exists():
+        # Someone's repository: set up for sync, but its branch and history are theirs.
+        repository = Git(root)
+        ensure_setup(repository, root)
+        if remote and repository.remote_url() != remote:
+            repository.run("remote", "set-url" if repository.remote_url() else "add", "origin",
+                           remote)
+        result.remote = repository.remote_url()
+        return
+    # Every object git stores is a copy of a memory: as private as the folder, whatever
+    # the umask (git applies this to everything it creates in the repository, later too).
+    shared = "0660" if mode == 0o660 else "0600"
+    try:
+        subprocess.run(
+            ["git", "init", "--quiet", "--initial-branch=main", f"--shared={shared}", str(root)],
+            check=True, capture_output=True, text=True, env=git_environment(),
+        )
+    except FileNotFoundError:
+        raise FolderError("`--git` needs git, and git is not installed") from None
+    except subprocess.CalledProcessError as exc:
+        message = (exc.stderr or "").strip().splitlines()
+        raise FolderError(f"git init failed: {message[-1] if message else exc}") from None
+    result.git_initialized = True
+    result.first_commit = first_commit(root, remote)
+    result.remote = remote
+
+
+def _create_if_absent(path: Path, text: str, mode: int) -> bool:
+    """Create `path` holding `text` unless something is there; True when it was created."""
+    if os.path.lexists(path):
+        return False
+    try:
+        create(path, text.encode("utf-8"), mode=mode)
+    except FileChanged:
+        return False
+    return True
 
 
 def memory_ids(paths: Iterable[str]) -> list[str]:

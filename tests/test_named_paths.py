@@ -1,0 +1,93 @@
+"""Every file or module the code's comments and the docs name is there.
+
+A stale name in a comment sends the next reader looking for a file that moved
+(the pyproject once named `sage_mem/files.py` long after it was gone). Read
+here: every module, comment and docstring of `sage_mem/`, `docs/*.md`, the
+README and pyproject.toml; checked: each `sage_mem/…`, `tests/…`, `docs/…` or
+`benchmarks/…` path, each `room/module.py` path inside the package, each
+`module.py` named alone, and each dotted `sage_mem.module` name.
+"""
+
+from __future__ import annotations
+
+import re
+
+from support import ROOT
+
+PACKAGE = ROOT / "sage_mem"
+READ = sorted(PACKAGE.rglob("*.py")) + sorted((ROOT / "docs").glob("*.md")) + [
+    ROOT / "README.md", ROOT / "pyproject.toml",
+]
+ROOMS = sorted(path.name for path in PACKAGE.iterdir() if (path / "__init__.py").exists())
+# Where a named file may be: the repository's top, the package and its rooms, the tests,
+# the benchmarks, the CI scripts.
+PLACES = [ROOT, PACKAGE, *(PACKAGE / room for room in ROOMS), PACKAGE / "dream" / "rules",
+          ROOT / "tests", ROOT / "benchmarks", ROOT / ".ci"]
+# Paths that are only in the built wheel: the template is copied there (pyproject.toml).
+WHEEL_ONLY = {"sage_mem/memory_template"}
+
+_EDGE = r"(?<![\w./-])"
+FROM_TOP = re.compile(_EDGE + r"((?:sage_mem|tests|benchmarks|docs)/[\w./-]*[\w/])")
+IN_PACKAGE = re.compile(_EDGE + r"((?:" + "|".join(ROOMS) + r")/[\w/-]+\.py)\b")
+ALONE = re.compile(_EDGE + r"([\w-]+\.py)\b")
+DOTTED = re.compile(_EDGE + r"(sage_mem(?:\.\w+)+)")
+
+
+def _source(parts: list[str]) -> str | None:
+    """The source of the module `parts` names, None when there is none."""
+    base = ROOT.joinpath(*parts)
+    for path in (base.with_suffix(".py"), base / "__init__.py"):
+        if path.exists():
+            return path.read_text(encoding="utf-8")
+    return None
+
+
+def _names_something(parts: list[str]) -> bool:
+    """`sage_mem.store.MemoryStore`: the longest module, then a name its source holds."""
+    for length in range(len(parts), 1, -1):
+        source = _source(parts[:length])
+        if source is not None:
+            if length == len(parts) or parts[length].startswith("__"):  # `__file__`
+                return True
+            return re.search(rf"\b{parts[length]}\b", source) is not None
+    return False
+
+
+def missing_names(text: str) -> list[str]:
+    """The paths and module names in `text` that name nothing in the repository."""
+    missing = []
+    for match in FROM_TOP.finditer(text):
+        path = match.group(1).rstrip("/.")
+        if path not in WHEEL_ONLY and not (ROOT / path).exists():
+            missing.append(path)
+    for match in IN_PACKAGE.finditer(text):
+        if not (PACKAGE / match.group(1)).exists() and match.group(1) not in missing:
+            missing.append(match.group(1))
+    for match in ALONE.finditer(text):
+        if not any((place / match.group(1)).exists() for place in PLACES):
+            missing.append(match.group(1))
+    for match in DOTTED.finditer(text):
+        if not _names_something(match.group(1).split(".")):
+            missing.append(match.group(1))
+    return missing
+
+
+def test_every_path_and_module_named_in_comments_and_docs_is_there() -> None:
+    stale = [
+        f"{path.relative_to(ROOT)}: {name}"
+        for path in READ
+        for name in missing_names(path.read_text(encoding="utf-8"))
+    ]
+    assert not stale, "these name files or modules that are not there: " + "; ".join(stale)
+
+
+def test_a_stale_name_is_caught_however_it_is_written() -> None:
+    assert missing_names("reads with PyYAML (sage_mem/files.py)") == ["sage_mem/files.py"]
+    assert missing_names("see `disk/templates.py`") == ["disk/templates.py"]
+    assert missing_names("read with the first (`folders.py`)") == ["folders.py"]
+    assert missing_names("measured by tests/test_nothing.py") == ["tests/test_nothing.py"]
+    assert missing_names("`sage_mem.agents.demon`") == ["sage_mem.agents.demon"]
+    assert missing_names(
+        "`sage_mem/disk/template.py`, `agents/daemon.py`, `store.py`, docs/ and "
+        "`sage_mem.store.MemoryStore` and sage_mem/memory_template/ are there"
+    ) == []
