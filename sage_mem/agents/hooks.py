@@ -310,7 +310,8 @@ def _answer(event: str, stdin: TextIO, folder: Path | None, log: _Log,
     if hook_name is None:  # before reading stdin: no budget is armed for an unknown event
         log(f"unknown hook event {event[:40]!r} (expected {' or '.join(EVENTS)})")
         return None, None
-    payload = _read_payload(stdin, log)
+    read = _read_payload(stdin, log)
+    payload = read if read is not None else {}
     if event in REFLECTION_EVENTS:
         from ..disk.folder import MemoryFolder, default_folder
         from . import reflection
@@ -323,7 +324,7 @@ def _answer(event: str, stdin: TextIO, folder: Path | None, log: _Log,
     if hook_name == "UserPromptSubmit":
         prompt = payload.get("prompt")
         if not isinstance(prompt, str):
-            if payload:
+            if read is not None:  # (an input that could not be read has said why already)
                 log("no prompt in the hook input; nothing injected")
             return None, None
         if not prompt.strip():
@@ -657,12 +658,13 @@ def payload_fields(data: dict[str, Any], log: Callable[[str], None]) -> dict[str
     return kept
 
 
-def _read_payload(stdin: TextIO, log: _Log) -> dict[str, Any]:
-    """The hook input as a dict; {} (after one log line) when it is missing or not an object."""
+def _read_payload(stdin: TextIO, log: _Log) -> dict[str, Any] | None:
+    """The hook input as a dict of the fields sage-mem reads; None (after one log line) when
+    it is missing, unreadable or not an object."""
     try:
         if stdin.isatty():
             log("expects the hook's JSON on stdin (run it from Claude Code's hook settings)")
-            return {}
+            return None
         buffer = getattr(stdin, "buffer", None)
         # Bytes, decoded here: the locale's encoding may not be UTF-8, and a prompt in
         # Chinese must not turn into a decode error.
@@ -674,26 +676,26 @@ def _read_payload(stdin: TextIO, log: _Log) -> dict[str, Any]:
             data = _read_at_most(buffer, MAX_MESSAGE)
             if data is None:
                 log(f"hook input is over {MAX_MESSAGE >> 20} MB; not read")
-                return {}
+                return None
             raw = data.decode("utf-8", "replace")
     except (OSError, ValueError) as exc:
         log(f"cannot read the hook input: {exc}")
-        return {}
+        return None
     if not raw.strip():
         log("empty hook input")
-        return {}
+        return None
     try:
         data = json.loads(raw)
     except json.JSONDecodeError as exc:
         log(f"hook input is not JSON ({exc.msg} at line {exc.lineno} column {exc.colno})")
-        return {}
+        return None
     except (ValueError, RecursionError) as exc:  # an integer past 4,300 digits; nested too deep
         why = "nested too deeply" if isinstance(exc, RecursionError) else str(exc).split(";")[0]
         log(f"hook input is not JSON sage-mem can read ({why})")
-        return {}
+        return None
     if not isinstance(data, dict):
         log(f"hook input is a JSON {type(data).__name__}, not an object")
-        return {}
+        return None
     return payload_fields(data, log)
 
 
