@@ -738,6 +738,7 @@ def absolutize(
     *,
     rules_only: bool = False,
     habits: bool = False,
+    too_long: list[str] | None = None,
 ) -> tuple[str, list[tuple[str, str]]]:
     """`text` with the date of each event phrase written beside it, and the (old, new) pairs.
 
@@ -746,10 +747,12 @@ def absolutize(
     because the date they mean is ambiguous or not known are added to `unsure`;
     `rules_only` reads the text as a standing rule (see `_not_an_event`); `habits`: the
     memory names a habit ("nightly", 每天), so a possessive "yesterday's" may be every
-    day's: it is left and listed.
+    day's: it is left and listed. Phrases in a sentence over LONGEST_SENTENCE characters
+    are left and added to `too_long` (to `unsure` when it is None).
     """
     changes: list[tuple[str, str]] = []
     doubts = unsure if unsure is not None else []
+    unread = too_long if too_long is not None else doubts
     anchor_at = _Sections(_dated_sections(text), anchor).day_at
 
     out: list[str] = []
@@ -758,7 +761,7 @@ def absolutize(
         stop = len(text) if code is None else code.start
         if stop > last:
             out.append(_substitute(
-                text[last:stop], last, anchor_at, changes, doubts, rules_only, habits
+                text[last:stop], last, anchor_at, changes, doubts, rules_only, habits, unread
             ))
         if code is not None:
             out.append(text[code.start : code.end])
@@ -1044,8 +1047,10 @@ def _substitute(
     unsure: list[str],
     rules_only: bool = False,
     habits: bool = False,
+    too_long: list[str] | None = None,
 ) -> str:
     """One stretch of prose (at `base` in the text) with its event phrases dated."""
+    unread: set[int] = set()  # where a phrase in a sentence too long to read is
     matches = sorted(
         [(m, False) for m in _EN_PATTERN.finditer(segment)]
         + [(m, True) for m in _ZH_PATTERN.finditer(segment)],
@@ -1075,6 +1080,7 @@ def _substitute(
             kind = _ALREADY_DATED  # dated already, by a person or an earlier run
         elif _too_long(segment, match.start(), match.end()):
             kind = _UNSURE  # a sentence too long to read for dates: left and listed
+            unread.add(match.start())
         elif why := _not_an_event(
             segment, match.start(), match.end(), chinese, rules_only, habits
         ):
@@ -1136,7 +1142,8 @@ def _substitute(
         if start in in_links:
             unsure.append(in_links[start])
         if kind == _UNSURE:
-            unsure.append(segment[start:end].removesuffix("'s").removesuffix("’s"))
+            phrase = segment[start:end].removesuffix("'s").removesuffix("’s")
+            (too_long if too_long is not None and start in unread else unsure).append(phrase)
         elif kind == _DATED:
             out.append(segment[last_end:end])
             out.append(note)
@@ -1276,6 +1283,7 @@ def run(ctx: RuleContext) -> None:
         fields: dict[str, str] = {}
         found: list[tuple[str, str]] = []
         unsure: list[str] = []
+        too_long: list[str] = []
         texts = {
             "description": memory.description,
             "summary": memory.summary or "",
@@ -1298,11 +1306,23 @@ def run(ctx: RuleContext) -> None:
             if not text:
                 continue
             new, changes = absolutize(
-                text, anchor, unsure, rules_only=rules_only, habits=habits
+                text, anchor, unsure, rules_only=rules_only, habits=habits, too_long=too_long
             )
             if changes and new != text:
                 fields[key] = new
                 found.extend(changes)
+        if too_long:
+            phrases = ", ".join(map(repr, list(dict.fromkeys(too_long))[:10]))
+            hidden = len(dict.fromkeys(too_long)) - 10
+            ctx.applier.note(
+                memory.id,
+                rule=NAME,
+                message=(
+                    f"relative dates ({phrases}{f' and {hidden} more' if hidden > 0 else ''}) "
+                    f"left as written: in a sentence of over {LONGEST_SENTENCE:,} characters, "
+                    "too long to read for dates; write the date you mean"
+                ),
+            )
         if unsure:
             # every phrase, in the order the memory has them: a careful reader checks each
             phrases = ", ".join(map(repr, dict.fromkeys(unsure)))
