@@ -132,7 +132,7 @@ def test_a_report_run_over_a_100_kb_line_of_date_words_finishes_in_seconds(
         assert "relative-dates" in done.stdout, done.stdout
 
 
-def test_a_sentence_too_long_to_read_for_dates_is_listed(tmp_path: Path) -> None:
+def test_a_sentence_too_long_to_read_for_dates_is_listed() -> None:
     from sage_mem.dream.rules.dates import LONGEST_SENTENCE, absolutize
 
     body = "yesterday we met, tomorrow we ship " * (LONGEST_SENTENCE // 30)
