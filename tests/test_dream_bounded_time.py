@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 import time
+from datetime import date
 from pathlib import Path
 
 import pytest
@@ -89,3 +90,79 @@ def test_a_clash_between_two_long_bodies_is_looked_for_in_linear_time() -> None:
 
     small, large = cost(1000), cost(4000)
     assert large < max(10 * small, 0.5), (small, large)
+
+
+def _dated_lines() -> list[tuple[str, str]]:
+    """100 KB lines full of date words: one sentence, and many short sentences."""
+    size = 100_000
+    one_en = "yesterday we met, tomorrow we ship, last week it broke, next Friday we rest "
+    one_zh = "昨天开会，明天发布，上周坏了，下周五休息，"
+    many_en = "Yesterday we met. Tomorrow we ship. Last week it broke. Next Friday we rest. "
+    many_zh = "昨天开会。明天发布。上周坏了。下周五休息。"
+    few = "We met the team and talked the plan through for a while. " * 30 + "It broke yesterday. "
+    return [
+        (kind, (unit * (size // len(unit) + 1))[:size])
+        for kind, unit in [("one_en", one_en), ("one_zh", one_zh), ("many_en", many_en),
+                           ("many_zh", many_zh), ("few", few)]
+    ]
+
+
+@pytest.mark.parametrize(("kind", "body"), _dated_lines(), ids=lambda v: v if len(v) < 20 else "")
+def test_a_report_run_over_a_100_kb_line_of_date_words_finishes_in_seconds(
+    tmp_path: Path, kind: str, body: str
+) -> None:
+    """The dates rule read each phrase's whole sentence and line again: a 5 KB line of
+    "yesterday" took 14 s, a 100 KB one did not finish in 10 minutes (issue 29)."""
+    folder = tmp_path / "memory"
+    folder.mkdir()
+    add(folder, "project_log", "Notes of the week", body,
+        created="2026-11-25", updated="2026-11-25T10:00:00Z")
+    env = {**os.environ, "PYTHONPATH": os.environ.get("PYTHONPATH", "") or str(Path.cwd())}
+    done = subprocess.run(
+        [sys.executable, "-m", "sage_mem", "--dir", str(folder), "dream"],
+        env=env, capture_output=True, text=True, timeout=TIMEOUT, check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    # every phrase is dated or listed, never skipped in silence
+    report = Path(done.stdout.split("report: ")[1].strip()).read_text(encoding="utf-8")
+    if kind.startswith("one"):  # one sentence of 100 KB: too long to read, and listed
+        assert "too long to read for dates" in report, report
+        assert ("'yesterday'" if kind == "one_en" else "'昨天'") in report
+    else:
+        assert "relative-dates" in done.stdout, done.stdout
+
+
+def test_a_sentence_too_long_to_read_for_dates_is_listed() -> None:
+    from sage_mem.dream.rules.dates import LONGEST_SENTENCE, absolutize
+
+    body = "yesterday we met, tomorrow we ship " * (LONGEST_SENTENCE // 30)
+    unsure: list[str] = []
+    too_long: list[str] = []
+    new, changes = absolutize(body, date(2026, 11, 25), unsure, too_long=too_long)
+    assert new == body and changes == [] and unsure == []
+    assert set(too_long) == {"yesterday", "tomorrow"}
+    # a short sentence beside it is read as always
+    new, changes = absolutize(body + ". It broke yesterday.", date(2026, 11, 25), [], too_long=[])
+    assert changes == [("yesterday", "yesterday (2026-11-24)")]
+
+
+@pytest.mark.parametrize("unit", [
+    "Yesterday we met. Tomorrow we ship. Last week it broke. ",
+    "昨天开会。明天发布。上周坏了。",
+    "yesterday's run, tomorrow's plan, the nightly job ",  # one long sentence: left, listed
+    'he said "tomorrow" and \'today\' it broke, [x](http://a.b/today) yesterday ',
+])
+def test_the_dates_rule_takes_time_linear_in_the_text(unit: str) -> None:
+    """Twice the text, about twice the time (the old rule took four times and more)."""
+    def cost(n: int) -> float:
+        text = (unit * (n // len(unit) + 1))[:n]
+        started = time.process_time()
+        absolutize(text, date(2026, 11, 25), [], habits=True)
+        return time.process_time() - started
+
+    from sage_mem.dream.rules.dates import absolutize
+
+    cost(2_000)  # warm the patterns' caches
+    small, large = cost(20_000), cost(40_000)
+    # linear: about 2x; quadratic: about 4x. 3x leaves room for a loaded machine.
+    assert large < max(3 * small, 0.1), (small, large)

@@ -65,9 +65,13 @@ the Friday of the anchor's week.
 
 from __future__ import annotations
 
+import heapq
 import re
+from bisect import bisect_left, bisect_right
+from collections import Counter
 from collections.abc import Callable
 from datetime import UTC, date, datetime, timedelta, tzinfo
+from functools import lru_cache
 from typing import Any
 
 from ...memory.markdown import MARKDOWN_LINK, WIKI_LINK, code_ranges
@@ -381,7 +385,6 @@ _ZH_IDIOMS = re.compile(
 _MENTION_EN = re.compile(r"\b(?:says?|said|write|writes|wrote|mentions?|means?|word)\s*$", re.I)
 _MENTION_ZH = re.compile(r"(?:说|讲|写|提到)[：:，, ]?$")
 _QUOTES = (("“", "”"), ("「", "」"), ("『", "』"), ("《", "》"), ("‘", "’"))
-_SINGLE_QUOTE_OPEN = re.compile(r"(?:^|[\s(:—–-])'(?=\w)[^']*$")
 _SENTENCE_BREAK = re.compile(r"[.!?。！？;；\n]")
 # A date written beside the phrase already, by a person or an earlier run: "(2026-11-26)",
 # "(Nov 26)", "(Thursday)", "（周四）", "(the 26th)", ", Nov 26", ", Thursday,", "，也就是周四".
@@ -417,30 +420,105 @@ def _not_prose(segment: str) -> list[tuple[int, int]]:
     return found
 
 
-def _sentence(segment: str, start: int, end: int) -> tuple[str, str, str]:
-    """(the sentence before the phrase, the phrase's whole sentence, the line it is on)."""
-    head = start
-    while head > 0 and not _SENTENCE_BREAK.match(segment[head - 1]):
-        head -= 1
-    tail = end
-    while tail < len(segment) and not _SENTENCE_BREAK.match(segment[tail]):
-        tail += 1
-    line_start = segment.rfind("\n", 0, start) + 1
-    line_end = segment.find("\n", end)
-    line = segment[line_start:] if line_end < 0 else segment[line_start:line_end]
-    return segment[head:start], segment[head:tail], line
+# A sentence longer than this is read no further: each of its phrases would be read against
+# the whole of it, so a long run of dates on one line would take time quadratic in its
+# length (issue 29: a 100 KB line of "yesterday" ran for minutes). Its phrases are left
+# and listed instead. Prose sentences run to a few hundred characters.
+LONGEST_SENTENCE = 2_000
+_QUOTE_MARKS = "\"'" + "".join(o + c for o, c in _QUOTES)
+
+
+class _Layout:
+    """Where a segment's sentences, lines and quote marks are, found once: each phrase looks
+    its sentence up by bisection instead of scanning the segment around it."""
+
+    def __init__(self, segment: str) -> None:
+        self.segment = segment
+        self.breaks = [m.start() for m in _SENTENCE_BREAK.finditer(segment)]
+        self.newlines = [m.start() for m in re.finditer("\n", segment)]
+        self.blank_lines = [m.start() for m in re.finditer("(?=\n\n)", segment)]
+        self.marks: dict[str, list[int]] = {c: [] for c in _QUOTE_MARKS}
+        for m in re.finditer(f"[{re.escape(_QUOTE_MARKS)}]", segment):
+            self.marks[m.group(0)].append(m.start())
+        # what is found once per sentence or paragraph, by its (start, end)
+        self.per_span: dict[tuple[Any, ...], Any] = {}
+
+    def sentence_span(self, start: int, end: int) -> tuple[int, int]:
+        """(start, end) of the sentence around segment[start:end]: between breaks."""
+        before = bisect_left(self.breaks, start)
+        head = self.breaks[before - 1] + 1 if before else 0
+        after = bisect_left(self.breaks, end)
+        tail = self.breaks[after] if after < len(self.breaks) else len(self.segment)
+        return head, tail
+
+    def line_span(self, start: int, end: int) -> tuple[int, int]:
+        """(start, end) of the line segment[start:end] is on (`end` past it: from `end`)."""
+        before = bisect_left(self.newlines, start)
+        line_start = self.newlines[before - 1] + 1 if before else 0
+        after = bisect_left(self.newlines, end)
+        line_end = self.newlines[after] if after < len(self.newlines) else len(self.segment)
+        return line_start, line_end
+
+    def count(self, mark: str, start: int, end: int) -> int:
+        """How many `mark` are in segment[start:end]."""
+        found = self.marks[mark]
+        return bisect_left(found, end) - bisect_left(found, start)
+
+    def last(self, mark: str, start: int, end: int) -> int:
+        """Where the last `mark` in segment[start:end] is, -1 when none is."""
+        found = self.marks[mark]
+        index = bisect_left(found, end) - 1
+        return found[index] if index >= 0 and found[index] >= start else -1
+
+
+@lru_cache(maxsize=8)
+def _layout(segment: str) -> _Layout:
+    return _Layout(segment)
+
+
+def _too_long(segment: str, start: int, end: int) -> bool:
+    """Whether the sentence around segment[start:end] is over LONGEST_SENTENCE."""
+    head, tail = _layout(segment).sentence_span(start, end)
+    return tail - head > LONGEST_SENTENCE
+
+
+def _sentence(segment: str, start: int, end: int) -> tuple[str, str]:
+    """(the sentence before the phrase, the phrase's whole sentence)."""
+    head, tail = _layout(segment).sentence_span(start, end)
+    return segment[head:start], segment[head:tail]
+
+
+def _per_sentence(segment: str, start: int, end: int, key: str, find: Callable[[str], Any]) -> Any:
+    """find(the sentence around segment[start:end]), found once for each sentence."""
+    layout = _layout(segment)
+    head, tail = layout.sentence_span(start, end)
+    if (key, head, tail) not in layout.per_span:
+        layout.per_span[key, head, tail] = find(segment[head:tail])
+    return layout.per_span[key, head, tail]
+
+
+_BLOCKQUOTE = re.compile(r"\s*>")
+_OPENS_SINGLE = re.compile(r"[\s(:—–-]")
 
 
 def _quoted(segment: str, start: int) -> bool:
-    line_start = segment.rfind("\n", 0, start) + 1
-    before = segment[line_start:start]
-    if before.lstrip().startswith(">"):
+    layout = _layout(segment)
+    line_start, _ = layout.line_span(start, start)
+    if _BLOCKQUOTE.match(segment, line_start, start):
         return True
-    if before.count('"') % 2 == 1:
+    if layout.count('"', line_start, start) % 2 == 1:
         return True
-    if _SINGLE_QUOTE_OPEN.search(before):
-        return True  # 'see you tomorrow' (an apostrophe, as in "user's", opens none)
-    return any(before.count(o) > before.count(c) for o, c in _QUOTES)
+    # 'see you tomorrow' (an apostrophe, as in "user's", opens none): the last ' before
+    # the phrase opens a quote when it starts the line or follows a space or a bracket
+    quote = layout.last("'", line_start, start)
+    if quote >= 0 and quote + 1 < start and re.match(r"\w", segment[quote + 1]) and (
+        quote == line_start or _OPENS_SINGLE.match(segment[quote - 1])
+    ):
+        return True
+    return any(
+        layout.count(o, line_start, start) > layout.count(c, line_start, start)
+        for o, c in _QUOTES
+    )
 
 
 _PAST = re.compile(r"yesterday|last|ago|earlier|before|昨|前|上|去年", re.IGNORECASE)
@@ -448,6 +526,7 @@ _WHY_LINE = re.compile(r"\W*(?:why|原因|为什么)\W", re.IGNORECASE)
 
 
 _NOT_AN_EVENT, _IN_A_RULE = "no event", "in a rule"
+_HOW_TO_APPLY = re.compile(r"\W*(?:how to apply|怎么用|如何应用)", re.IGNORECASE)
 
 
 def _not_an_event(
@@ -466,9 +545,12 @@ def _not_an_event(
     "next week", 下周 speak of any day; only a **Why:** line tells what happened, and
     only a phrase pointing back ("yesterday", 上周) can date an incident elsewhere.
     """
-    lead, sentence, line = _sentence(segment, start, end)
+    lead, sentence = _sentence(segment, start, end)
+    line_start, line_end = _layout(segment).line_span(start, end)
     rule = False
-    if rules_only and not _WHY_LINE.match(line) and not _PAST.search(segment[start:end]):
+    if rules_only and not _WHY_LINE.match(segment, line_start, line_end) and not _PAST.search(
+        segment[start:end]
+    ):
         rule = True
     if _quoted(segment, start):
         return _NOT_AN_EVENT
@@ -480,9 +562,10 @@ def _not_an_event(
         # "The export job collects yesterday's orders" under "Nightly order export": maybe
         # every day's yesterday, maybe one day's. Left and listed.
         rule = True
-    if re.match(r"\W*(?:how to apply|怎么用|如何应用)", line, re.IGNORECASE):
+    if _HOW_TO_APPLY.match(segment, line_start, line_end):
         rule = True
-    if (_ZH_GENERIC if chinese else _EN_GENERIC).search(sentence):
+    generic = _ZH_GENERIC if chinese else _EN_GENERIC
+    if _per_sentence(segment, start, end, f"generic {chinese}", generic.search):
         rule = True
     if _structural(segment, start, end, chinese, lead, sentence):
         return _NOT_AN_EVENT
@@ -493,13 +576,20 @@ def _structural(
     segment: str, start: int, end: int, chinese: bool, lead: str, sentence: str
 ) -> bool:
     """True when the phrase is an idiom, a title, a word mentioned, a period, a range."""
-    if _EN_IDIOMS.search(sentence) or _ZH_IDIOMS.search(sentence):
+    if _per_sentence(
+        segment, start, end, "idioms",
+        lambda text: bool(_EN_IDIOMS.search(text) or _ZH_IDIOMS.search(text)),
+    ):
         return True
     if (_MENTION_ZH if chinese else _MENTION_EN).search(lead):
         return True
     word = segment[start:end]
     pattern = _ZH_PATTERN if chinese else _EN_PATTERN
-    if sum(1 for m in pattern.finditer(sentence) if m.group(0).lower() == word.lower()) > 1:
+    said = _per_sentence(
+        segment, start, end, f"phrases {chinese}",
+        lambda text: Counter(m.group(0).lower() for m in pattern.finditer(text)),
+    )
+    if said[word.lower()] > 1:
         return True  # "今日事今日毕", "tomorrow and tomorrow and tomorrow"
     if chinese:
         # a song, a film, a book named without 《》: 今天你要嫁给我是她最喜欢的歌,
@@ -518,9 +608,8 @@ def _structural(
         return True  # "that's so yesterday", "flash is so last year": outdated, no day
     if re.search(rf"\b{_EN_COUNT}\s*(?:or|to|-|–)\s*$", lead, re.IGNORECASE):
         return True  # "two or three days ago", "5 to 7 days ago": a range, not a day
-    rest = segment[end:].lstrip()
-    if re.match(r"of\b", rest, re.IGNORECASE) or (
-        re.match(r"or\b", rest, re.IGNORECASE) and not _joined_date(segment, start, end, chinese)
+    if _OF_NEXT.match(segment, end) or (
+        _OR_NEXT.match(segment, end) and not _joined_date(segment, start, end, chinese)
     ):
         return True  # "the last Friday of each month", "the next week or two"
     previous = lead.rstrip().rsplit(None, 1)[-1].lower() if lead.strip() else ""
@@ -540,6 +629,10 @@ def _structural(
         if _NAMES_A_WORK.search(sentence[len(lead) :]):
             return True  # "Yesterday, by the Beatles, is her favourite song"
     return False
+
+
+_OF_NEXT = re.compile(r"\s*of\b", re.IGNORECASE)
+_OR_NEXT = re.compile(r"\s*or\b", re.IGNORECASE)
 
 
 # "so yesterday", "so last year" (outdated): "so" right before a past phrase that ends its
@@ -607,9 +700,18 @@ def _habitual(segment: str, start: int, end: int, chinese: bool) -> bool:
     if not _POSSESSIVE.match(segment, end):
         return False
     habit = _ZH_HABIT if chinese else _EN_HABIT
-    head = segment.rfind("\n\n", 0, start)
-    tail = segment.find("\n\n", end)
-    return bool(habit.search(segment[head + 1 : tail if tail >= 0 else len(segment)]))
+    # a paragraph is read once, not once for each of its phrases
+    layout = _layout(segment)
+    before = bisect_right(layout.blank_lines, start - 2)  # segment.rfind("\n\n", 0, start)
+    head = layout.blank_lines[before - 1] if before else -1
+    after = bisect_left(layout.blank_lines, end)  # segment.find("\n\n", end)
+    tail = layout.blank_lines[after] if after < len(layout.blank_lines) else -1
+    key = ("habit", chinese, head, tail)
+    if key not in layout.per_span:
+        layout.per_span[key] = bool(
+            habit.search(segment[head + 1 : tail if tail >= 0 else len(segment)])
+        )
+    return bool(layout.per_span[key])
 
 
 # A phrase of a rule's sentence that names a particular day or period may still date an
@@ -636,6 +738,7 @@ def absolutize(
     *,
     rules_only: bool = False,
     habits: bool = False,
+    too_long: list[str] | None = None,
 ) -> tuple[str, list[tuple[str, str]]]:
     """`text` with the date of each event phrase written beside it, and the (old, new) pairs.
 
@@ -644,17 +747,13 @@ def absolutize(
     because the date they mean is ambiguous or not known are added to `unsure`;
     `rules_only` reads the text as a standing rule (see `_not_an_event`); `habits`: the
     memory names a habit ("nightly", 每天), so a possessive "yesterday's" may be every
-    day's: it is left and listed.
+    day's: it is left and listed. Phrases in a sentence over LONGEST_SENTENCE characters
+    are left and added to `too_long` (to `unsure` when it is None).
     """
     changes: list[tuple[str, str]] = []
     doubts = unsure if unsure is not None else []
-    sections = _dated_sections(text)
-
-    def anchor_at(offset: int) -> date | None:
-        for start, end, day in sections:
-            if start <= offset < end:
-                return day
-        return anchor
+    unread = too_long if too_long is not None else doubts
+    anchor_at = _Sections(_dated_sections(text), anchor).day_at
 
     out: list[str] = []
     last = 0
@@ -662,12 +761,45 @@ def absolutize(
         stop = len(text) if code is None else code.start
         if stop > last:
             out.append(_substitute(
-                text[last:stop], last, anchor_at, changes, doubts, rules_only, habits
+                text[last:stop], last, anchor_at, changes, doubts, rules_only, habits, unread
             ))
         if code is not None:
             out.append(text[code.start : code.end])
             last = code.end
     return "".join(out), changes
+
+
+class _Sections:
+    """The day of the nearest dated section around an offset, asked for offsets in order.
+
+    The phrases are asked for from the start of the text on: a sweep keeps the sections
+    begun so far in a heap, nearest (shortest) first, instead of trying every section for
+    every phrase (a log of thousands of dated lines, each with its "yesterday").
+    """
+
+    def __init__(self, sections: list[tuple[int, int, date]], anchor: date | None) -> None:
+        self.sections = sections  # nearest first, as `_dated_sections` orders them
+        self.anchor = anchor
+        self.by_start = sorted(range(len(sections)), key=lambda i: sections[i][0])
+        self.begun = 0  # how many of `by_start` start at or before the last offset asked
+        self.open: list[int] = []  # a heap of indexes into `sections`: the nearest on top
+        self.last = -1
+
+    def day_at(self, offset: int) -> date | None:
+        if offset < self.last:  # asked out of order: try each (not expected)
+            return next(
+                (day for start, end, day in self.sections if start <= offset < end), self.anchor
+            )
+        self.last = offset
+        while self.begun < len(self.by_start) and self.sections[
+            self.by_start[self.begun]
+        ][0] <= offset:
+            heapq.heappush(self.open, self.by_start[self.begun])
+            self.begun += 1
+        # a section ended before the offset ends before every later one: dropped for good
+        while self.open and self.sections[self.open[0]][1] <= offset:
+            heapq.heappop(self.open)
+        return self.sections[self.open[0]][2] if self.open else self.anchor
 
 
 _DATED_START = re.compile(
@@ -763,7 +895,7 @@ def _named_day_before(segment: str, start: int) -> bool:
     """Whether the sentence names another day before a count forward ("on the 15th … in two
     weeks", 下个月15号开始冻结，两周后): it may run from that day, not from the writing day.
     (A count back, "两周前已经做完", is said from the writing day.)"""
-    lead, _, _ = _sentence(segment, start, start)
+    lead, _ = _sentence(segment, start, start)
     if _OTHER_DAY.search(lead) or _DAY_OF_MONTH.search(lead):
         return True
     # a day ahead named before ("明天开始冻结，两周后解冻"); one behind ("前天谈妥了，三天后签字")
@@ -796,7 +928,7 @@ def _after_an_event(segment: str, start: int) -> bool:
     """True when a Chinese count (三天后) follows a word of its clause that is no subject."""
     if not start or not ("\u4e00" <= segment[start - 1] <= "\u9fff"):
         return False
-    return not segment[:start].endswith(_ZH_SUBJECTS)
+    return not segment.endswith(_ZH_SUBJECTS, 0, start)
 
 
 # Reported speech dated by another day: "Yesterday he promised it for tomorrow", "On Monday
@@ -816,7 +948,7 @@ _OTHER_DAY = re.compile(
 
 def _said_on_another_day(segment: str, start: int) -> bool:
     """Whether the phrase at `start` is in words reported from a day its sentence names."""
-    lead, _, _ = _sentence(segment, start, start)
+    lead, _ = _sentence(segment, start, start)
     if not _REPORTED.search(lead):
         return False
     return bool(_OTHER_DAY.search(lead) or _EN_PATTERN.search(lead) or _ZH_PATTERN.search(lead))
@@ -878,6 +1010,35 @@ def _joined_date(segment: str, start: int, end: int, chinese: bool) -> bool:
     ) is not None
 
 
+class _Stretches:
+    """Stretches of a segment, for a phrase to look up by bisection (not against each)."""
+
+    def __init__(self, stretches: list[tuple[int, int]]) -> None:
+        self.given = sorted(stretches)
+        self.given_starts = [start for start, _ in self.given]
+        # the union, as disjoint stretches in order
+        self.merged: list[list[int]] = []
+        for start, end in self.given:
+            if self.merged and start <= self.merged[-1][1]:
+                self.merged[-1][1] = max(self.merged[-1][1], end)
+            else:
+                self.merged.append([start, end])
+        self.starts = [start for start, _ in self.merged]
+
+    def overlaps(self, start: int, end: int) -> bool:
+        """Whether segment[start:end] (not empty) shares a character with any stretch."""
+        index = bisect_left(self.starts, end) - 1
+        return index >= 0 and self.merged[index][1] > start
+
+    def around(self, start: int, end: int) -> tuple[int, int] | None:
+        """The first stretch (in the order found) holding segment[start:end], of stretches
+        that do not overlap (a link's texts)."""
+        index = bisect_right(self.given_starts, start) - 1
+        if index >= 0 and self.given[index][1] >= end:
+            return self.given[index]
+        return None
+
+
 def _substitute(
     segment: str,
     base: int,
@@ -886,18 +1047,22 @@ def _substitute(
     unsure: list[str],
     rules_only: bool = False,
     habits: bool = False,
+    too_long: list[str] | None = None,
 ) -> str:
     """One stretch of prose (at `base` in the text) with its event phrases dated."""
+    unread: set[int] = set()  # where a phrase in a sentence too long to read is
     matches = sorted(
         [(m, False) for m in _EN_PATTERN.finditer(segment)]
         + [(m, True) for m in _ZH_PATTERN.finditer(segment)],
         key=lambda item: item[0].start(),
     )
-    not_prose = _not_prose(segment)
+    not_prose = _Stretches(_not_prose(segment))
     # A link's text or an image's alt text: a date written inside the brackets would change
     # what the link reads as ("[yesterday's (2026-11-24) notes](notes.md)"), and one after
     # the link would read as the date of what it links to. Left and listed.
-    link_texts = [(m.start("text"), m.end("text")) for m in MARKDOWN_LINK.finditer(segment)]
+    link_texts = _Stretches(
+        [(m.start("text"), m.end("text")) for m in MARKDOWN_LINK.finditer(segment)]
+    )
     in_links: dict[int, str] = {}  # by the start of a phrase left in a link's text: the text
     # What each phrase would become on its own: [start, end, kind, note, chinese]
     parts: list[list[Any]] = []
@@ -905,7 +1070,7 @@ def _substitute(
     for match, chinese in matches:
         if match.start() < covered:
             continue  # inside a phrase already dated
-        if any(start < match.end() and match.start() < end for start, end in not_prose):
+        if not_prose.overlaps(match.start(), match.end()):
             continue
         end = match.end()
         if not chinese and segment[end : end + 2] in ("'s", "’s"):
@@ -913,6 +1078,9 @@ def _substitute(
         kind, note = _LEFT, ""
         if _ALREADY.match(segment, end):
             kind = _ALREADY_DATED  # dated already, by a person or an earlier run
+        elif _too_long(segment, match.start(), match.end()):
+            kind = _UNSURE  # a sentence too long to read for dates: left and listed
+            unread.add(match.start())
         elif why := _not_an_event(
             segment, match.start(), match.end(), chinese, rules_only, habits
         ):
@@ -930,13 +1098,10 @@ def _substitute(
                 meant = _meaning(match, segment, chinese, anchor)
                 if meant == AMBIGUOUS:
                     kind = _UNSURE
-                elif meant is not None and any(
-                    start <= match.start() and match.end() <= stop for start, stop in link_texts
+                elif meant is not None and (
+                    around := link_texts.around(match.start(), match.end())
                 ):
-                    text_start, text_end = next(
-                        (a, b) for a, b in link_texts if a <= match.start() and match.end() <= b
-                    )
-                    in_links[match.start()] = f"[{segment[text_start:text_end]}]"
+                    in_links[match.start()] = f"[{segment[around[0]:around[1]]}]"
                 elif meant is not None:
                     kind, note = _DATED, f"（{meant}）" if chinese else f" ({meant})"
                     covered = end
@@ -977,7 +1142,8 @@ def _substitute(
         if start in in_links:
             unsure.append(in_links[start])
         if kind == _UNSURE:
-            unsure.append(segment[start:end].removesuffix("'s").removesuffix("’s"))
+            phrase = segment[start:end].removesuffix("'s").removesuffix("’s")
+            (too_long if too_long is not None and start in unread else unsure).append(phrase)
         elif kind == _DATED:
             out.append(segment[last_end:end])
             out.append(note)
@@ -1117,6 +1283,7 @@ def run(ctx: RuleContext) -> None:
         fields: dict[str, str] = {}
         found: list[tuple[str, str]] = []
         unsure: list[str] = []
+        too_long: list[str] = []
         texts = {
             "description": memory.description,
             "summary": memory.summary or "",
@@ -1139,11 +1306,23 @@ def run(ctx: RuleContext) -> None:
             if not text:
                 continue
             new, changes = absolutize(
-                text, anchor, unsure, rules_only=rules_only, habits=habits
+                text, anchor, unsure, rules_only=rules_only, habits=habits, too_long=too_long
             )
             if changes and new != text:
                 fields[key] = new
                 found.extend(changes)
+        if too_long:
+            phrases = ", ".join(map(repr, list(dict.fromkeys(too_long))[:10]))
+            hidden = len(dict.fromkeys(too_long)) - 10
+            ctx.applier.note(
+                memory.id,
+                rule=NAME,
+                message=(
+                    f"relative dates ({phrases}{f' and {hidden} more' if hidden > 0 else ''}) "
+                    f"left as written: in a sentence of over {LONGEST_SENTENCE:,} characters, "
+                    "too long to read for dates; write the date you mean"
+                ),
+            )
         if unsure:
             # every phrase, in the order the memory has them: a careful reader checks each
             phrases = ", ".join(map(repr, dict.fromkeys(unsure)))
