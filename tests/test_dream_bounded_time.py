@@ -22,6 +22,9 @@ from sage_mem.dream.rules import contradictions
 from sage_mem.dream.rules.dedupe import contradicting_part
 from sage_mem.memory.value import Memory
 
+# Long lines through whole runs, and CPU-time ratios: the scale tier, not the default run.
+pytestmark = pytest.mark.scale
+
 LINE = 400_000
 # Generous: the run takes about 1.5 s of CPU on a busy 2-core machine; a quadratic
 # pattern took minutes at 20 KB and hours at 400 KB.
