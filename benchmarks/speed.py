@@ -880,14 +880,14 @@ def server_answers(folder: Path, state: Path) -> bool:
     hook or run started, up to 20 idle minutes ago)."""
     import socket
 
-    from sage_mem.agents.hook_socket import socket_name
+    from sage_mem.agents.hook_socket import _connect, socket_name
 
-    path = state / socket_name(str(folder))
-    if not path.exists():
+    name = socket_name(str(folder))
+    if not (state / name).exists():
         return False
     probe = socket.socket(socket.AF_UNIX)
     try:
-        probe.connect(str(path))
+        _connect(probe, str(state), name)  # as a hook connects, however long the path
     except OSError:
         return False
     finally:

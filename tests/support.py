@@ -7,10 +7,11 @@ so `from support import ...` works from any test file.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import NoReturn
 
@@ -84,3 +85,15 @@ def injected_blocks(context: str) -> dict[str, tuple[str, list[str]]]:
 def injected_ids(context: str) -> list[str]:
     """The ids of the memories in an injected context, in order."""
     return list(injected_blocks(context))
+
+
+@contextlib.contextmanager
+def unix_address(path: Path) -> Iterator[str]:
+    """An address to bind an AF_UNIX socket at `path`, however long the folder's path (a
+    test's folder under a pytest-xdist worker passes sun_path's 108 bytes): through the
+    folder's descriptor, as `agents/hook_socket.py` reaches a long state folder."""
+    fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        yield f"/proc/self/fd/{fd}/{path.name}"
+    finally:
+        os.close(fd)

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support import write_memory
+from support import unix_address, write_memory
 
 from sage_mem import MemoryStore
 from sage_mem.agents import context, hook_socket
@@ -145,7 +145,8 @@ def test_a_hooks_answer_is_never_empty_when_the_server_is_slow(folder: Path) -> 
     state = MemoryFolder(folder).state_dir
     silent = socket.socket(socket.AF_UNIX)
     path = state / hook_socket.socket_name(str(folder))
-    silent.bind(str(path))
+    with unix_address(path) as address:
+        silent.bind(address)
     os.chmod(path, 0o600)
     silent.listen()
     accepted: list[socket.socket] = []

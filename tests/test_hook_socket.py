@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from support import TEMPLATE, wait_until, write_memory
+from support import TEMPLATE, unix_address, wait_until, write_memory
 from test_hook_imports import ENTRY_POINTS, forbidden, imported_by_hook
 
 from sage_mem import MemoryStore
@@ -259,7 +259,8 @@ def test_a_dead_socket_falls_back_silently(folder: Path) -> None:
     state = MemoryFolder(folder).state_dir
     dead = socket.socket(socket.AF_UNIX)
     path = state / hook_socket.socket_name(str(folder))
-    dead.bind(str(path))
+    with unix_address(path) as address:
+        dead.bind(address)
     os.chmod(path, 0o600)
     dead.close()  # the file stays, nobody listens: what a killed server leaves
     result = hook(folder)
@@ -273,7 +274,8 @@ def test_a_server_that_never_answers_costs_the_wait_then_the_hooks_own_answer(
     state = MemoryFolder(folder).state_dir
     silent = socket.socket(socket.AF_UNIX)
     path = state / hook_socket.socket_name(str(folder))
-    silent.bind(str(path))
+    with unix_address(path) as address:
+        silent.bind(address)
     os.chmod(path, 0o600)
     silent.listen()
     accepted: list[socket.socket] = []
@@ -298,7 +300,8 @@ def test_a_socket_that_answers_something_else_falls_back(folder: Path, reply: by
     state = MemoryFolder(folder).state_dir
     other = socket.socket(socket.AF_UNIX)
     path = state / hook_socket.socket_name(str(folder))
-    other.bind(str(path))
+    with unix_address(path) as address:
+        other.bind(address)
     os.chmod(path, 0o600)
     other.listen()
 
@@ -326,7 +329,8 @@ def test_a_foreign_socket_file_is_never_asked(folder: Path, case: str) -> None:
         path.write_text("")
     else:
         trap = socket.socket(socket.AF_UNIX)
-        trap.bind(str(path))
+        with unix_address(path) as address:
+            trap.bind(address)
         trap.listen()
         trap.settimeout(0.1)
         if case == "open to others":
@@ -362,7 +366,8 @@ def test_a_socket_served_by_another_user_is_not_asked(folder: Path, open_place: 
             os.setgid(OTHER_USER)
             os.setuid(OTHER_USER)
             trap = socket.socket(socket.AF_UNIX)
-            trap.bind(str(bound))
+            with unix_address(bound) as address:
+                trap.bind(address)
             trap.listen()
             os.write(ready_w, b"r")
             trap.settimeout(20)

@@ -754,7 +754,7 @@ async def test_resources_offer_the_baseline_block_the_index_and_each_memory(
         nested = (await client.read_resource("memory://project/api/auth_flow")).contents[0].text
         chinese = (await client.read_resource("memory://user_cat_zh")).contents[0].text
     assert listed == {"sage-mem://baseline", "sage-mem://index"} and templates == ["memory://{+id}"]
-    assert "`user_profile`" in baseline and "not instructions" in baseline
+    assert "> id: user_profile" in baseline and "not instructions" in baseline
     assert "user_cat_zh" not in baseline
     assert "(user_cat_zh.md)" in index and "(project/api/auth_flow.md)" in index
     assert nested.startswith("---\ndescription: Auth uses HMAC tokens")

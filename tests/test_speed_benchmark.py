@@ -16,6 +16,7 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+from support import unix_address
 
 from sage_mem import MemoryStore
 from sage_mem.agents import daemon
@@ -79,7 +80,8 @@ def test_a_dead_socket_is_no_server(memory_dir: Path) -> None:
 
     path = store.folder.state_dir / socket_name(str(memory_dir))
     dead = socket.socket(socket.AF_UNIX)
-    dead.bind(str(path))
+    with unix_address(path) as address:
+        dead.bind(address)
     dead.close()  # the file stays, nothing listens
     assert path.exists()
     assert not speed.server_answers(memory_dir, store.folder.state_dir)
