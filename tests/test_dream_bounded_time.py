@@ -68,11 +68,14 @@ def test_the_change_patterns_take_time_linear_in_the_text(size: int) -> None:
     """Twice the text, about twice the time (a quadratic pattern takes four times)."""
     def cost(n: int) -> float:
         memory = _memory("project_x", "A digest", "x" * n + " moved from Jenkins to Buildkite")
-        started = time.process_time()
-        for _ in range(3):
-            found = contradictions.changes_of(memory)
-        assert found == [("Jenkins", "Buildkite")]
-        return time.process_time() - started
+        times = []
+        for _ in range(3):  # the best of three: one run may meet a pause of the machine's
+            started = time.process_time()
+            for _ in range(3):
+                found = contradictions.changes_of(memory)
+            assert found == [("Jenkins", "Buildkite")]
+            times.append(time.process_time() - started)
+        return min(times)
 
     small, large = cost(size), cost(size * 4)
     # linear: about 4x; quadratic: about 16x. 10x leaves room for a loaded machine.
@@ -87,9 +90,12 @@ def test_a_clash_between_two_long_bodies_is_looked_for_in_linear_time() -> None:
     def cost(n: int) -> float:
         # sentences of words no other sentence has: no clash ends the search early
         sentences = [f"{word(i)} {word(i + 7)} {word(i * 3)} {word(i * 11)}." for i in range(n)]
-        started = time.process_time()
-        assert contradicting_part(" ".join(sentences), " ".join(reversed(sentences))) is None
-        return time.process_time() - started
+        times = []
+        for _ in range(3):  # the best of three: one run may meet a pause of the machine's
+            started = time.process_time()
+            assert contradicting_part(" ".join(sentences), " ".join(reversed(sentences))) is None
+            times.append(time.process_time() - started)
+        return min(times)
 
     small, large = cost(1000), cost(4000)
     assert large < max(10 * small, 0.5), (small, large)
@@ -159,9 +165,12 @@ def test_the_dates_rule_takes_time_linear_in_the_text(unit: str) -> None:
     """Twice the text, about twice the time (the old rule took four times and more)."""
     def cost(n: int) -> float:
         text = (unit * (n // len(unit) + 1))[:n]
-        started = time.process_time()
-        absolutize(text, date(2026, 11, 25), [], habits=True)
-        return time.process_time() - started
+        times = []
+        for _ in range(3):  # the best of three: one run may meet a pause of the machine's
+            started = time.process_time()
+            absolutize(text, date(2026, 11, 25), [], habits=True)
+            times.append(time.process_time() - started)
+        return min(times)
 
     from sage_mem.dream.rules.dates import absolutize
 
