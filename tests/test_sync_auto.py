@@ -1,16 +1,23 @@
 """Autosync (opt-in): a background pull at session start, a debounced push after the server's
-writes, a failing remote said once."""
+writes, a failing remote said once; and it keeps its promise at a session's end and for shared
+folders: a write the server's timer has not synced yet is pushed when the server exits or by
+the Stop hook (in the background, nothing waits), and a shared folder with `sync --auto on`
+syncs."""
 
 from __future__ import annotations
 
 import io
 import json
+import os
 import shutil
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from mcp import Client, StdioServerParameters
 from support import wait_until, write_memory
 from sync_support import bare_remote, git, machine, memory, sm, sync, use_private_git
 
@@ -20,6 +27,11 @@ from sage_mem.agents.hooks import run_hook
 from sage_mem.sync import auto
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+
+
+@pytest.fixture(scope="module")
+def anyio_backend() -> str:
+    return "asyncio"
 
 
 @pytest.fixture(autouse=True)
@@ -150,3 +162,100 @@ def test_the_next_session_start_says_once_what_the_background_sync_could_not_rea
     assert "fetching origin failed" in auto.read_settings(state)["offline"]
     assert "could not reach the remote" in session_start(laptop)
     assert session_start(laptop) == ""
+
+
+# at a session's end, and for shared folders
+
+
+DOG = {"id": "user_dog", "description": "The dog is Mochi", "category": "user",
+       "body": "Mochi. 小狗。"}
+
+
+async def serve_session(folder: Path, *writes: dict[str, Any]) -> None:
+    """A client's session with the real `sage-mem serve`: its writes, then it leaves at once
+    (well within the autosync delay, here an hour)."""
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "sage_mem", "--dir", str(folder), "serve"],
+        cwd=folder.parent, env={**os.environ, auto.DELAY_ENV: "3600"},
+    )
+    async with Client(params, mode="legacy", read_timeout_seconds=60) as client:
+        for arguments in writes:
+            result = await client.call_tool("memory_write", arguments)
+            assert not result.is_error, result
+
+
+def configure(tmp_path: Path, personal: Path, team: Path) -> None:
+    config = tmp_path / "home" / ".config" / "sage-mem" / "config.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text(f'[personal]\npath = "{personal}"\n\n[shared.team]\npath = "{team}"\n',
+                      encoding="utf-8")
+
+
+def stop_hook(folder: Path) -> str:
+    err = io.StringIO()
+    payload = json.dumps({"hook_event_name": "Stop", "session_id": "s-1",
+                          "stop_hook_active": False})
+    assert run_hook("stop", io.StringIO(payload), io.StringIO(), err, folder=folder) == 0
+    return err.getvalue()
+
+
+@pytest.mark.anyio
+async def test_a_write_just_before_the_server_exits_is_pushed(
+    pair: tuple[Path, Path], tmp_path: Path
+) -> None:
+    laptop, _ = pair
+    assert sm(laptop, "sync", "--auto", "on")[0] == 0
+    await serve_session(laptop, DOG)
+    wait_until(lambda: "user_dog.md" in remote_files(tmp_path), timeout=60)
+
+
+@pytest.mark.anyio
+async def test_a_write_to_a_shared_folder_with_autosync_is_pushed(
+    pair: tuple[Path, Path], tmp_path: Path
+) -> None:
+    _, desktop = pair
+    personal = tmp_path / "personal"
+    assert sm(personal, "init")[0] == 0
+    configure(tmp_path, personal, desktop)
+    assert sm(desktop, "sync", "--auto", "on")[0] == 0
+    await serve_session(personal, {**DOG, "folder": "team"})
+    wait_until(lambda: "user_dog.md" in remote_files(tmp_path), timeout=60)
+
+
+def test_the_stop_hook_syncs_a_write_the_server_has_not_synced_yet(
+    pair: tuple[Path, Path], tmp_path: Path, started: list[subprocess.Popen[bytes]]
+) -> None:
+    laptop, _ = pair
+    store = MemoryStore(laptop, watch=False)
+    syncer = auto.AutoSync(store, delay=3600, log=lambda line: None)
+    try:
+        store.write("user_cat", description="The cat is Sesame", category="user", body="猫。")
+        assert stop_hook(laptop) == "" and started == []  # autosync off: nothing started
+        assert sm(laptop, "sync", "--auto", "on")[0] == 0
+        store.write("user_dog", description="The dog is Mochi", category="user", body="小狗。")
+        assert stop_hook(laptop) == ""
+        assert len(started) == 1 and started[0].args[-2:] == ["sync", "--background"]
+        wait_until(lambda: "user_dog.md" in remote_files(tmp_path), timeout=60)
+        started[0].wait(timeout=60)
+        stop_hook(laptop)  # nothing waits any more: nothing started
+        assert len(started) == 1
+    finally:
+        syncer.stop()
+
+
+def test_session_start_pulls_a_shared_folder_with_autosync(
+    pair: tuple[Path, Path], tmp_path: Path, started: list[subprocess.Popen[bytes]]
+) -> None:
+    laptop, desktop = pair
+    personal = tmp_path / "personal"
+    assert sm(personal, "init")[0] == 0
+    configure(tmp_path, personal, desktop)
+    assert sm(desktop, "sync", "--auto", "on")[0] == 0
+    write_memory(laptop, "user_bird", memory("The bird is 小蓝", "小蓝。"))
+    sync(laptop)
+    payload = json.dumps({"hook_event_name": "SessionStart", "session_id": "s-2",
+                          "source": "startup", "cwd": str(personal)})
+    assert run_hook("session-start", io.StringIO(payload), io.StringIO(), io.StringIO(),
+                    folder=personal) == 0
+    assert [p.args[4] for p in started] == [str(desktop)]
+    wait_until(lambda: (desktop / "user_bird.md").is_file(), timeout=60)
