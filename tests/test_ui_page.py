@@ -734,6 +734,30 @@ def test_archive_and_rename_act_only_on_the_version_the_page_showed(
     assert not path.exists()
 
 
+@pytest.mark.parametrize("action, field, typed", [
+    pytest.param("#archive", "#archive-reason", "the cat moved o", id="archive"),
+    pytest.param("#rename", "#rename-id", "user/pets/ses", id="rename"),
+])
+def test_a_change_on_disk_keeps_an_open_archive_or_rename_form_and_what_was_typed(
+    page: Any, folder: Path, action: str, field: str, typed: str
+) -> None:
+    go(page, "#/m/user_cat_zh")
+    expect(page.locator("#memory-title")).to_have_text("用户的猫叫芝麻，喜欢晒太阳")
+    page.locator(action).click()
+    page.locator(field).fill(typed)
+    path = folder / "user_cat_zh.md"
+    path.write_text(path.read_text(encoding="utf-8") + "\n芝麻今天去看了兽医。\n", encoding="utf-8")
+    expect(page.locator("#memory-body")).to_contain_text("芝麻今天去看了兽医。")
+    expect(page.locator(field)).to_be_visible()
+    expect(page.locator(field)).to_have_value(typed)
+    expect(page.locator(field)).to_be_focused()
+    page.locator(field).press("End")
+    page.locator(field).type("ut" if action == "#archive" else "ame")
+    page.locator(field).press("Enter")  # acts on the version now shown, so it is not refused
+    expect(page).not_to_have_url(re.compile(r"#/m/user_cat_zh$"))
+    assert not path.exists()
+
+
 def test_choosing_session_transcripts_shows_the_privacy_warning(page: Any) -> None:
     go(page, "#/dream-settings")
     source = page.locator("#s-inputSource")

@@ -681,9 +681,10 @@
     function render(m) {
       const meta = m.meta || {};
       const actions = h("div", { class: "actions" });
-      const archiveForm = h("div", { class: "inline-form", hidden: true, id: "archive-form", dataset: { escape: "1" } });
-      const renameForm = h("div", { class: "inline-form", hidden: true, id: "rename-form", dataset: { escape: "1" } });
-      const deleteForm = h("div", { class: "notice error confirm", hidden: true, id: "delete-confirm", dataset: { escape: "1" } });
+      const kept = openForms(m.id);
+      const archiveForm = h("div", { class: "inline-form", hidden: true, id: "archive-form", dataset: { escape: "1", memory: m.id } });
+      const renameForm = h("div", { class: "inline-form", hidden: true, id: "rename-form", dataset: { escape: "1", memory: m.id } });
+      const deleteForm = h("div", { class: "notice error confirm", hidden: true, id: "delete-confirm", dataset: { escape: "1", memory: m.id } });
       if (m.readOnly) {
         // A shared folder's memory: shown, labelled, never changed from this page.
         actions.append(h("button", { class: "primary", id: "edit", type: "button", disabled: true,
@@ -784,6 +785,33 @@
             ["file", h("span", { class: "mono small" }, m.path)],
             ["sha256", h("span", { class: "mono small", title: m.sha256 }, m.sha256.slice(0, 16) + "…")],
           ]), backlinkList(m))));
+      reopen(kept);
+    }
+
+    // A form the person has open outlives a redraw (a change on disk redraws the memory): it
+    // opens again with what was typed and keeps the focus, and acts on the version now shown.
+    function openForms(memoryId) {
+      return ["archive-form", "rename-form", "delete-confirm"].map((formId) => document.getElementById(formId))
+        .filter((form) => form && !form.hidden && form.dataset.memory === memoryId)
+        .map((form) => {
+          const input = form.querySelector("input");
+          const focused = form.contains(document.activeElement) ? document.activeElement : null;
+          return { formId: form.id, value: input ? input.value : null, focusedId: focused && focused.id,
+            start: input ? input.selectionStart : null, end: input ? input.selectionEnd : null };
+        });
+    }
+    function reopen(kept) {
+      for (const was of kept) {
+        const form = document.getElementById(was.formId);
+        if (!form) continue;
+        form.hidden = false;
+        const input = form.querySelector("input");
+        if (input && was.value !== null) input.value = was.value;
+        const focus = was.focusedId ? document.getElementById(was.focusedId) : null;
+        if (!focus) continue;
+        focus.focus();
+        if (focus === input && was.start !== null) input.setSelectionRange(was.start, was.end);
+      }
     }
 
     // Archive and Rename send the sha256 of the version shown: a file changed since is refused
