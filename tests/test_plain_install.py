@@ -15,6 +15,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import sage_mem
 
 HERE = Path(__file__).parent
@@ -59,6 +61,7 @@ def test_no_module_imports_an_optional_dependency_at_load() -> None:
     assert len(modules) > 80
 
 
+@pytest.mark.installed  # the slow tier: 15 s of processes; .ci/run's wheel stage does the same
 def test_every_surface_a_user_starts_works_without_the_extras(tmp_path: Path) -> None:
     done = subprocess.run(
         [sys.executable, str(HERE / "installed_surfaces.py"), sys.executable, "-m", "sage_mem"],
