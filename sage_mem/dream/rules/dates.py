@@ -76,7 +76,7 @@ from typing import Any
 
 from ...memory.markdown import MARKDOWN_LINK, WIKI_LINK, code_ranges
 from ...memory.value import Memory, parse_moment
-from . import RuleContext
+from .context import RuleContext
 
 NAME = "relative-dates"
 _EN_MONTHS = (

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from ...disk.folder import ARCHIVE_DIR
 from ...memory.markdown import MARKDOWN_LINK, WIKI_LINK, linked_file, outside_code
 from ...memory.value import Memory
-from . import RuleContext
+from .context import RuleContext
 
 NAME = "links"
 MAX_HOPS = 10
