@@ -42,13 +42,16 @@ from .base import (
 @click.pass_obj
 def init(session: Session, path: str | None, examples: bool, git: bool, remote: str | None,
          as_json: bool) -> int:
+    from functools import partial
+
     from ..disk.template import EXAMPLE_PREFIX, init_folder
+    from ..store import MemoryStore
     from ..sync.git import shown_url
     from ..sync.steps import init_repository
 
     out = session.out
     target = expand_home(path) if path else session.folder
-    result = init_folder(target, examples=examples)
+    result = init_folder(target, partial(MemoryStore, watch=False), examples=examples)
     if git or remote:
         init_repository(result, remote)
     # The hints name the folder unless the next command would find it by itself.
