@@ -855,20 +855,32 @@ def _nothing_left(text: str | None) -> str | None:
         return text
 
 
-def _without_our_hook(groups: list[Any], sub: str) -> list[Any]:
-    """The event's hook groups without sage-mem's hook, and without a group it alone was in."""
+def _each_group(groups: list[Any],
+                edit: Callable[[list[Any]], list[Any] | None]) -> list[Any]:
+    """The event's hook groups, each one's `hooks` list put through `edit`: the same list keeps
+    the group as it is, None leaves it out; a group without such a list is kept as it is."""
     out: list[Any] = []
     for group in groups:
         entries = group.get("hooks") if isinstance(group, dict) else None
         if not isinstance(entries, list):
             out.append(group)
             continue
-        kept = [entry for entry in entries if not _is_our_hook_entry(entry, sub)]
-        if len(kept) == len(entries):
+        kept = edit(entries)
+        if kept is entries:
             out.append(group)
-        elif kept:
+        elif kept is not None:
             out.append({**group, "hooks": kept})
     return out
+
+
+def _without_our_hook(groups: list[Any], sub: str) -> list[Any]:
+    """The event's hook groups without sage-mem's hook, and without a group it alone was in."""
+
+    def edit(entries: list[Any]) -> list[Any] | None:
+        kept = [entry for entry in entries if not _is_our_hook_entry(entry, sub)]
+        return entries if len(kept) == len(entries) else kept or None
+
+    return _each_group(groups, edit)
 
 
 def _is_our_hook_entry(entry: Any, sub: str) -> bool:
@@ -881,12 +893,9 @@ def _is_our_hook_entry(entry: Any, sub: str) -> bool:
 def _with_our_hook(groups: list[Any], command: str, sub: str) -> list[Any]:
     """The event's hook groups with exactly one sage-mem hook, running `command`."""
     found = False
-    out: list[Any] = []
-    for group in groups:
-        entries = group.get("hooks") if isinstance(group, dict) else None
-        if not isinstance(entries, list):
-            out.append(group)
-            continue
+
+    def edit(entries: list[Any]) -> list[Any] | None:
+        nonlocal found
         kept: list[Any] = []
         for entry in entries:
             if not _is_our_hook_entry(entry, sub):
@@ -895,8 +904,9 @@ def _with_our_hook(groups: list[Any], command: str, sub: str) -> list[Any]:
                 found = True
                 kept.append({**entry, "command": command})
             # a second sage-mem hook on the same event would inject everything twice: drop it
-        if kept or not entries:
-            out.append({**group, "hooks": kept})
+        return kept if kept or not entries else None
+
+    out = _each_group(groups, edit)
     if not found:
         out.append({"hooks": [{"type": "command", "command": command}]})
     return out

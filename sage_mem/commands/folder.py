@@ -15,6 +15,7 @@ from ..errors import FolderError
 from .base import (
     Choice,
     Session,
+    allow_secret_option,
     command,
     dir_option,
     json_option,
@@ -223,8 +224,7 @@ def audit(session: Session, strict: bool, as_json: bool) -> int:
                 help="the Claude Code memory folder, the mnemo SQLite file, or the JSON lines "
                      "file (`-`: stdin)")
 @click.option("--dry-run", is_flag=True, help="report what would happen, write nothing")
-@click.option("--allow-secret", is_flag=True,
-              help="import even what looks like a credential (refused by default)")
+@allow_secret_option("import even what looks like a credential")
 @json_option
 @click.pass_obj
 def import_memories(session: Session, source: str, path: str, dry_run: bool,
