@@ -55,6 +55,7 @@ from .errors import (
     StoreLocked,
 )
 from .memory.file_format import DELETE, conflict_marker_line, parse_bytes, sha256_bytes
+from .memory.json_view import camel_dict
 from .memory.value import MAX_FILE_BYTES, Memory, memory_from_meta, now_iso
 from .search.index import Hit, Index
 
@@ -95,10 +96,7 @@ class Problem:
     column: int | None = None
 
     def to_dict(self) -> dict[str, object]:
-        return {
-            "path": str(self.path), "message": self.message,
-            "line": self.line, "column": self.column,
-        }
+        return {**camel_dict(self), "path": str(self.path)}
 
 
 def load_memory(

@@ -62,6 +62,8 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+from ..memory.json_view import camel_dict
+
 MASK = "****"
 EXCERPT_CHARS = 80
 
@@ -117,12 +119,7 @@ class SecretMatch:
         return LABELS.get(self.kind, self.kind)
 
     def to_dict(self) -> dict[str, object]:
-        return {
-            "kind": self.kind,
-            "line": self.line,
-            "column": self.column,
-            "excerpt": self.excerpt_redacted,
-        }
+        return {**camel_dict(self, "kind line column"), "excerpt": self.excerpt_redacted}
 
 
 def _token(kind: str, prefix: str, random_part: str) -> tuple[str, re.Pattern[str]]:

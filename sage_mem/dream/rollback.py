@@ -63,6 +63,7 @@ from ..disk.safe_io import (
 )
 from ..errors import DreamError, FileChanged, InvalidMemory, StoreLocked
 from ..memory.file_format import sha256_bytes
+from ..memory.json_view import camel_dict
 from ..memory.value import MAX_FILE_BYTES
 from ..store import MemoryStore
 from .changes import REFUSED, file_state, read_checked
@@ -104,12 +105,7 @@ class Action:
     """For a `return`: the memory that must have left the folder first."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "path": self.path,
-            "action": self.action,
-            "detail": self.detail,
-            "forcible": self.forcible,
-        }
+        return camel_dict(self, "path action detail forcible")
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,7 @@ from ..disk.safe_io import atomic_write, file_mode, make_dirs, text_bytes
 from ..errors import DreamError, FolderError, StoreLocked
 from ..memory import catalog
 from ..memory.file_format import sha256_bytes
+from ..memory.json_view import camel_dict
 from ..store import MemoryStore
 from .changes import MODES, Applier, file_state
 from .config import DreamConfig
@@ -77,23 +78,7 @@ class DreamResult:
     lock_recovered: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "status": self.status,
-            "mode": self.mode,
-            "runId": self.run_id,
-            "gate": self.gate,
-            "detail": self.detail,
-            "changes": self.changes,
-            "refused": self.refused,
-            "notes": self.notes,
-            "byRule": self.by_rule,
-            "report": self.report,
-            "manifest": self.manifest,
-            "seconds": round(self.seconds, 3),
-            "health": self.health,
-            "audit": self.audit,
-            "lockRecovered": self.lock_recovered,
-        }
+        return {**camel_dict(self), "seconds": round(self.seconds, 3)}
 
     def format_text(self) -> str:
         if self.status == "skipped":
@@ -133,21 +118,7 @@ class RunInfo:
     error: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "runId": self.run_id,
-            "kind": self.kind,
-            "mode": self.mode,
-            "status": self.status,
-            "started": self.started,
-            "finished": self.finished,
-            "counts": self.counts,
-            "target": self.target,
-            "scope": self.scope,
-            "rolledBackBy": self.rolled_back_by,
-            "rollbackPoint": self.rollback_point,
-            "report": self.report,
-            "error": self.error,
-        }
+        return camel_dict(self)
 
     def format_text(self) -> str:
         if self.kind == "rollback":
