@@ -97,16 +97,13 @@ class Applier:
             proposed = _as_written(memory, {**fields, "updated": stamp or None})
             if proposed == memory:
                 return memory
-            self.manifest.add_change(
-                {**base, "state": "proposed", "before": self._state(rel, memory.path)}
-            )
+            self._add_proposed(base, rel, memory)
             self.proposed[memory.id] = proposed
             return proposed
-        before = self._state(rel, memory.path)
-        if before is None or before.get("sha256") != memory.sha256:
-            self._refuse(base, _changed_since_read(before))
+        started = self._start(base, rel, memory)
+        if started is None:
             return None
-        entry = self.manifest.add_change({**base, "state": "pending", "before": before})
+        entry, before = started
         try:
             updated = self.store.write(
                 memory.id, expected_sha256=memory.sha256, stamp=stamp, **fields
@@ -120,6 +117,22 @@ class Applier:
             return updated
         self.manifest.mark_applied(entry, after)
         return updated
+
+    def _add_proposed(self, base: dict[str, Any], rel: str, memory: Memory) -> None:
+        """A report run's change to `memory`, listed as proposed (nothing is written)."""
+        self.manifest.add_change(
+            {**base, "state": "proposed", "before": self._state(rel, memory.path)}
+        )
+
+    def _start(self, base: dict[str, Any], rel: str,
+               memory: Memory) -> tuple[dict[str, Any], dict[str, Any]] | None:
+        """A change to `memory` listed as pending, with the file's state before it; None
+        (refused, in the manifest) when the file changed since the rule read it."""
+        before = self._state(rel, memory.path)
+        if before is None or before.get("sha256") != memory.sha256:
+            self._refuse(base, _changed_since_read(before))
+            return None
+        return self.manifest.add_change({**base, "state": "pending", "before": before}), before
 
     def archive(
         self, memory: Memory, *, rule: str, reason: str | None, superseded_by: str | None = None
@@ -138,16 +151,13 @@ class Applier:
         if memory.id in self.archived:
             return None
         if not self.writes:
-            self.manifest.add_change(
-                {**base, "state": "proposed", "before": self._state(rel, memory.path)}
-            )
+            self._add_proposed(base, rel, memory)
             self.archived[memory.id] = superseded_by
             return None
-        before = self._state(rel, memory.path)
-        if before is None or before.get("sha256") != memory.sha256:
-            self._refuse(base, _changed_since_read(before))
+        started = self._start(base, rel, memory)
+        if started is None:
             return None
-        entry = self.manifest.add_change({**base, "state": "pending", "before": before})
+        entry, _ = started
         extra = {"supersededBy": superseded_by} if superseded_by else None
         try:
             # The sha256 the rule read: an edit saved since the check above is refused.
