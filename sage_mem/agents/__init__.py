@@ -4,7 +4,9 @@ Modules: `context` (the text injected into an agent's context: baselines,
 relevant memories, per-session dedup, budgets), `hooks` (`sage-mem hook …`, a
 new process for every prompt; `hook_command`, its command line, shared by
 `cli.py` and `commands/`), `install` (`sage-mem install`: the clients'
-own config files; `json_edit`, the minimal JSON edits it makes), `reflection`
+own config files: planned, backed up, written; `client_config`, what it writes in
+them and how it finds its own entries again; `json_edit`, the minimal JSON edits),
+`reflection`
 (the Stop and PreCompact hooks' question), `importers` (memories in from other
 tools; JSON lines out), `hook_socket`, `daemon` and `daemon_start` (below). `claude_plugin/`
 is data, not code: a Claude Code plugin marketplace registering the same
