@@ -267,7 +267,7 @@ def import_memories(session: Session, source: str, path: str, dry_run: bool,
 @click.pass_obj
 def export(session: Session, jsonl: bool, archived: bool, output: str | None,
            as_json: bool) -> int:
-    from ..agents.importers import export_jsonl, export_jsonl_file
+    from ..agents.export import export_jsonl, export_jsonl_file
     from ..checks.prompt_injection import visible_name
 
     store = session.open_store()
