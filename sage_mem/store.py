@@ -1,13 +1,21 @@
 """MemoryStore: the memory folder, its live index and every change made through the tool.
 
-Ties `folder` (paths), `files` (parse and edit), `safe_io` (checked reads and
-writes), `index` (search) and `watch` (the watcher) together. A store keeps its
+Ties `disk/folder` (paths), `memory/file_format` (parse and edit),
+`disk/safe_io` (checked reads and writes), `search/index` (search) and
+`disk/watch` (the watcher) together. A store keeps its
 index current with a watcher unless it is opened with `watch=False`, as the
 one-shot paths (a CLI command, a hook) do. Reads for search come from the
 index; `read` goes to the disk so that its sha256 is the file's own. Every
 write takes the folder's write lock, checks `expected_sha256`, commits only
 over the bytes it read (redoing from a fresh read when the file changed
 meanwhile), re-indexes the file at once and regenerates MEMORY.md.
+
+Why one module: it is one class, `MemoryStore`, the only writer of the
+folder. Every change it makes (write, edit, replace, archive, restore, rename,
+delete, create_file) shares the write lock, the record of the bytes each file
+was read at (`_Seen`), the index and MEMORY.md's batching, and is read beside
+the others it must agree with; what needs none of that lives in the rooms below
+(paths in `disk/folder`, parsing and edits in `memory/`, secrets in `checks/`).
 """
 
 from __future__ import annotations

@@ -70,6 +70,11 @@ JSON lines
     `import jsonl` reads what `export` writes (see `import_jsonl`): a round trip.
 
 `export.py` writes what `import jsonl` reads.
+
+Why one module: the three imports (Claude Code, mnemo, JSON lines) make one
+plan and one report (`ImportItem`, `ImportResult`, the statuses), free ids the
+same way and write through the same checked `create_file`; each has its own
+section below (`# Claude Code`, `# mnemo`, `# JSON lines`).
 """
 
 from __future__ import annotations

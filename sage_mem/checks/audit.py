@@ -52,6 +52,11 @@ and index entries are not audited; but a file there still sits in the user's
 git history, so it is checked for what is harmful anywhere: `unreadable`,
 `conflict-markers` and `secret`. Reports in `autodream/` are the tool's own
 output and are not audited.
+
+Why one module: each check is a few lines over the same walk of the folder
+(`_Audit`: the raw bytes, the parsed memories, the ids for links and the
+index), and `FileResults` keeps exactly the findings that walk makes, per file;
+the table of checks (`CHECKS`) at the top is the list a reader looks for.
 """
 
 from __future__ import annotations

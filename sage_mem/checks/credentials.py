@@ -49,6 +49,12 @@ audit and a hook no more than any other 90 KB of text.
 Nothing here ever returns a secret in full: `SecretMatch.excerpt_redacted` keeps
 at most a token's public prefix (`ghp_`, `AKIA`), and `redact(text)` masks every
 match. This module imports nothing from sage-mem, so hooks can use it cheaply.
+
+Why one module: the token shapes, the `key = value` judging, the entropy
+and word tests and the redaction are one decision, "does this look like a
+secret", tuned against each other (a value a shape misses is weighed by the
+judge, a word list keeps the judge off prose); split, a change to one would
+not be read beside the others it shifts. Most of its length is the tables.
 """
 
 from __future__ import annotations

@@ -33,6 +33,11 @@ before their next write):
 
 Each rollback writes a manifest and a report like a run, appends a line to
 `rollbacks.json` and marks the run `rolled-back`.
+
+Why one module: a rollback is planned (`_plan`, `_plan_file`) and carried out
+(`_Rollback`) from the same per-file states of the run's manifest and snapshot,
+and every refusal the plan makes (a file changed since, an archived copy in the
+way) must be the one the execution honours; the two halves are read together.
 """
 
 from __future__ import annotations
