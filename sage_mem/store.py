@@ -1,13 +1,21 @@
 """MemoryStore: the memory folder, its live index and every change made through the tool.
 
-Ties `folder` (paths), `files` (parse and edit), `safe_io` (checked reads and
-writes), `index` (search) and `watch` (the watcher) together. A store keeps its
+Ties `disk/folder` (paths), `memory/file_format` (parse and edit),
+`disk/safe_io` (checked reads and writes), `search/index` (search) and
+`disk/watch` (the watcher) together. A store keeps its
 index current with a watcher unless it is opened with `watch=False`, as the
 one-shot paths (a CLI command, a hook) do. Reads for search come from the
 index; `read` goes to the disk so that its sha256 is the file's own. Every
 write takes the folder's write lock, checks `expected_sha256`, commits only
 over the bytes it read (redoing from a fresh read when the file changed
 meanwhile), re-indexes the file at once and regenerates MEMORY.md.
+
+Why one module: it is one class, `MemoryStore`, the only writer of the
+folder. Every change it makes (write, edit, replace, archive, restore, rename,
+delete, create_file) shares the write lock, the record of the bytes each file
+was read at (`_Seen`), the index and MEMORY.md's batching, and is read beside
+the others it must agree with; what needs none of that lives in the rooms below
+(paths in `disk/folder`, parsing and edits in `memory/`, secrets in `checks/`).
 """
 
 from __future__ import annotations
@@ -55,6 +63,7 @@ from .errors import (
     StoreLocked,
 )
 from .memory.file_format import DELETE, conflict_marker_line, parse_bytes, sha256_bytes
+from .memory.json_view import camel_dict
 from .memory.value import MAX_FILE_BYTES, Memory, memory_from_meta, now_iso
 from .search.index import Hit, Index
 
@@ -95,10 +104,7 @@ class Problem:
     column: int | None = None
 
     def to_dict(self) -> dict[str, object]:
-        return {
-            "path": str(self.path), "message": self.message,
-            "line": self.line, "column": self.column,
-        }
+        return {**camel_dict(self), "path": str(self.path)}
 
 
 def load_memory(
@@ -773,20 +779,14 @@ class MemoryStore:
                 text = new_memory_text(canonical, path, fields, body)
                 self.folder.check_new_id(canonical)
                 data = _checked_bytes(path, text, None, allow_secret=allow_secret)
-                self.folder.check_walked(path)
-                make_dirs(path.parent, root=self.root)
-                self.folder.check_contained(path)
+                self._make_folders_for(path)
                 return data
             edited_text = edit_memory_text(canonical, path, seen.raw, fields, body, stamp=stamp)
             if edited_text is None:
                 return None
             return _checked_bytes(path, edited_text, seen.raw, allow_secret=allow_secret)
 
-        with self._write_lock():
-            self._rewrite(path, edited)
-            memory = self._note_written(path, canonical)
-            self._catalog_after(f"{canonical} saved to {canonical}.md")
-        return memory
+        return self._rewritten(path, canonical, edited, f"{canonical} saved to {canonical}.md")
 
     def edit(
         self,
@@ -815,11 +815,7 @@ class MemoryStore:
             text = partial_edit_text(canonical, path, seen.raw, edit)
             return _checked_bytes(path, text, seen.raw, allow_secret=allow_secret)
 
-        with self._write_lock():
-            self._rewrite(path, edited)
-            memory = self._note_written(path, canonical)
-            self._catalog_after(f"{canonical} edited in {canonical}.md")
-        return memory
+        return self._rewritten(path, canonical, edited, f"{canonical} edited in {canonical}.md")
 
     def feedback(self, memory_id: str, helpful: bool) -> Memory:
         """Move trust a fifth of the way toward 1 (helpful) or toward 0 (unhelpful)."""
@@ -859,7 +855,7 @@ class MemoryStore:
         With `expected_sha256`, a memory changed since it was read is not archived
         (ConflictError): the change may have been the reason to keep it.
         """
-        from .memory.edits import check_expected, with_marks
+        from .memory.edits import with_marks
         from .memory.fields import check_unicode
 
         if not isinstance(reason, str) or not reason.strip():
@@ -876,18 +872,10 @@ class MemoryStore:
         canonical = self.folder.normalize_id(memory_id)
         marks = {"archived": now_iso(), "archiveReason": reason, **(extra or {})}
         with self._write_lock():
-            seen = self._read_for_write(path)
-            if seen.raw is None:
-                raise MemoryNotFound(self._not_found_message(canonical), path=path)
-            check_expected(path, seen.raw, expected_sha256)
-            parsed = parse_bytes(seen.raw, path)
-            if memory_from_meta(canonical, path, parsed.meta, parsed.body).locked:
-                raise MemoryLocked(f"{canonical}: memory is locked (locked: true)", path=path)
+            self._check_movable(path, canonical, expected_sha256)
             target = self.folder.archive_dir / (canonical + ".md")
             self.folder.check_contained(target)  # archive/ itself may be a symlink
-            self.folder.check_walked(target, archived=True)
-            make_dirs(target.parent, root=self.root)
-            self.folder.check_contained(target)
+            self._make_folders_for(target, archived=True)
             # The file moves first, whatever it holds by then (an edit made since our
             # read moves with it); the marks are then written over what was moved.
             wanted, target = target, move(path, target)
@@ -904,14 +892,9 @@ class MemoryStore:
                               f"{exc.strerror or exc}") from exc
             archived_id = self.folder.archived_id_for(target)
             assert archived_id is not None
-            with self._refresh_lock:
-                self._seen.pop(str(path), None)
-                self.index.remove(canonical)
+            self._forget_moved(path, canonical)
             memory = self._note_written(target, archived_id, archived=True)
-            try:
-                self.stats.rename(canonical, archived_id)
-            except _UNCOUNTED:
-                pass
+            self._count_renamed(canonical, archived_id)
             self._catalog_after(f"{canonical} archived to {archived_id}.md")
         return memory
 
@@ -976,24 +959,12 @@ class MemoryStore:
                     "(archive or rename it first)",
                     path=target,
                 )
-            self.folder.check_walked(target)
-            make_dirs(target.parent, root=self.root)
-            self.folder.check_contained(target)
-            moved = move(source, target)
-            if moved != target:  # a memory of that id appeared meanwhile: put it back
-                move(moved, source)
-                raise ConflictError(
-                    f"{restored_id}: a memory of that id appeared; not overwritten", path=target
-                )
+            self._make_folders_for(target)
+            self._move_to_free(source, target, restored_id)
             self._rewrite(target, lambda seen: without_marks(seen.raw))
-            with self._refresh_lock:
-                self._seen.pop(str(source), None)
-                self.index.remove(canonical)
+            self._forget_moved(source, canonical)
             memory = self._note_written(target, restored_id)
-            try:
-                self.stats.rename(canonical, restored_id)
-            except _UNCOUNTED:
-                pass
+            self._count_renamed(canonical, restored_id)
             self._catalog_after(f"{canonical} restored to {restored_id}.md")
         return memory
 
@@ -1029,7 +1000,7 @@ class MemoryStore:
         for one whose file does not parse. With `expected_sha256`, a memory
         changed since it was read is not renamed (ConflictError, nothing moved).
         """
-        from .memory.edits import check_expected, relinked_text
+        from .memory.edits import relinked_text
         from .memory.links import Ids, folder_of
 
         old_path = self.folder.path_for(old_id)
@@ -1041,32 +1012,16 @@ class MemoryStore:
         check_id_secret(new, allow_secret=False)
         self.folder.check_new_id(new)
         with self._write_lock():
-            seen = self._read_for_write(old_path)
-            if seen.raw is None:
-                raise MemoryNotFound(self._not_found_message(old), path=old_path)
-            check_expected(old_path, seen.raw, expected_sha256)
-            parsed = parse_bytes(seen.raw, old_path)
-            if memory_from_meta(old, old_path, parsed.meta, parsed.body).locked:
-                raise MemoryLocked(f"{old}: memory is locked (locked: true)", path=old_path)
+            self._check_movable(old_path, old, expected_sha256)
             if os.path.lexists(new_path):
                 raise ConflictError(
                     f"{new}: a memory of that id exists; not overwritten", path=new_path
                 )
             before = Ids.of([*(m.id for m in self.list()), old])
             after = before.renamed(old, new)
-            self.folder.check_walked(new_path)
-            make_dirs(new_path.parent, root=self.root)
-            self.folder.check_contained(new_path)
-            moved = move(old_path, new_path)
-            if moved != new_path:  # a file of that id appeared meanwhile: put it back
-                move(moved, old_path)
-                raise ConflictError(
-                    f"{new}: a memory of that id appeared; not overwritten", path=new_path
-                )
-            with self._refresh_lock:
-                self._seen.pop(str(old_path), None)
-                self._problems.pop(str(old_path), None)
-                self.index.remove(old)
+            self._make_folders_for(new_path)
+            self._move_to_free(old_path, new_path, new)
+            self._forget_moved(old_path, old)
             relinked: list[str] = []
             left: list[str] = []
 
@@ -1107,10 +1062,7 @@ class MemoryStore:
                 ):
                     relink(other.id, other.path, folder_before=folder_of(other.id),
                            archived=True)
-            try:
-                self.stats.rename(old, new)
-            except _UNCOUNTED:
-                pass
+            self._count_renamed(old, new)
             self._catalog_after(f"{old} renamed to {new}.md")
         return Renamed(memory, old, tuple(relinked), tuple(left))
 
@@ -1226,6 +1178,60 @@ class MemoryStore:
                 yield lock
             finally:
                 self._held = None
+
+    def _rewritten(self, path: Path, canonical: str, change: Callable[[Seen], bytes | None],
+                   why: str) -> Memory:
+        """Under the write lock: `path` rewritten by `change`, the memory as written, the
+        catalog regenerated (`why` for its log)."""
+        with self._write_lock():
+            self._rewrite(path, change)
+            memory = self._note_written(path, canonical)
+            self._catalog_after(why)
+        return memory
+
+    def _move_to_free(self, source: Path, target: Path, target_id: str) -> None:
+        """Move `source` to `target`, a name found free; ConflictError (nothing moved) when a
+        file took it meanwhile."""
+        moved = move(source, target)
+        if moved != target:  # a memory of that id appeared meanwhile: put it back
+            move(moved, source)
+            raise ConflictError(
+                f"{target_id}: a memory of that id appeared; not overwritten", path=target
+            )
+
+    def _forget_moved(self, path: Path, memory_id: str) -> None:
+        """What was known of a memory moved away from `path`."""
+        with self._refresh_lock:
+            self._seen.pop(str(path), None)
+            self._problems.pop(str(path), None)
+            self.index.remove(memory_id)
+
+    def _count_renamed(self, old_id: str, new_id: str) -> None:
+        """Carry a memory's usage counts to its new id (never a reason to fail the move)."""
+        try:
+            self.stats.rename(old_id, new_id)
+        except _UNCOUNTED:
+            pass
+
+    def _make_folders_for(self, path: Path, *, archived: bool = False) -> None:
+        """Make the folders above a file about to be created or moved to `path`, refusing
+        a place a walk of the folder would not find (`check_walked`) or one outside it."""
+        self.folder.check_walked(path, archived=archived)
+        make_dirs(path.parent, root=self.root)
+        self.folder.check_contained(path)
+
+    def _check_movable(self, path: Path, canonical: str, expected_sha256: str | None) -> None:
+        """Under the write lock, before an archive or a rename moves `path`: MemoryNotFound,
+        ConflictError for a stale `expected_sha256`, InvalidMemory or MemoryLocked."""
+        from .memory.edits import check_expected
+
+        seen = self._read_for_write(path)
+        if seen.raw is None:
+            raise MemoryNotFound(self._not_found_message(canonical), path=path)
+        check_expected(path, seen.raw, expected_sha256)
+        parsed = parse_bytes(seen.raw, path)
+        if memory_from_meta(canonical, path, parsed.meta, parsed.body).locked:
+            raise MemoryLocked(f"{canonical}: memory is locked (locked: true)", path=path)
 
     def _read_for_write(self, path: Path) -> Seen:
         """The checked read a write is based on; a missing file is `Seen.absent()`.
@@ -1373,9 +1379,7 @@ class MemoryStore:
         check_id_secret(canonical, allow_secret=allow_secret)
         check_new_file(path, data, allow_secret=allow_secret)
         with self._write_lock():
-            self.folder.check_walked(path, archived=archived)
-            make_dirs(path.parent, root=self.root)
-            self.folder.check_contained(path)
+            self._make_folders_for(path, archived=archived)
             create(path, data, mode=file_mode(self.root))
             with self._refresh_lock:
                 memory = self._load(path, archived=archived)
@@ -1423,11 +1427,7 @@ class MemoryStore:
                 raise MemoryLocked(f"{canonical}: memory is locked (locked: true)", path=path)
             return _checked_bytes(path, text, seen.raw, allow_secret=allow_secret)
 
-        with self._write_lock():
-            self._rewrite(path, replaced)
-            memory = self._note_written(path, canonical)
-            self._catalog_after(f"{canonical} saved to {canonical}.md")
-        return memory
+        return self._rewritten(path, canonical, replaced, f"{canonical} saved to {canonical}.md")
 
 
 @dataclass(frozen=True)

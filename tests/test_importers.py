@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from sage_mem.agents.export import export_jsonl
 from sage_mem.agents.importers import (
     MNEMO_CATEGORIES,
     ImportResult,
-    export_jsonl,
     first_sentence,
     import_claude_code,
     import_mnemo,

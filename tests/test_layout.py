@@ -47,11 +47,9 @@ MAY_IMPORT: dict[str, set[str]] = {
     "__main__": {"cli"},
     "__init__": BASE | {"memory", "search", "store", "folders"},
 }
-# A module that may reach one room more than the rest of its own, and why.
-EXCEPTIONS = {
-    # `sage-mem init` opens the new folder's store to write its MEMORY.md.
-    ("disk/template.py", "store"),
-}
+# A module that may reach one room more than the rest of its own, and why (none today:
+# `sage-mem init`, which once opened the store from the disk floor, is handed the opener).
+EXCEPTIONS: set[tuple[str, str]] = set()
 
 
 def room_of(module: str) -> str:
@@ -160,9 +158,12 @@ def test_a_wrong_import_is_caught_however_it_is_written() -> None:
 def import_graph(texts: dict[str, str] | None = None) -> dict[str, set[str]]:
     """module -> the package's modules it imports (`texts`: a module's source to use instead).
 
-    A module's reach to a package that holds it is left out: Python runs a
-    package's `__init__` before any module inside it, so every module has that
-    edge, and a package importing its own modules is how it publishes them.
+    A module's reach to a package that holds it counts only where its source
+    names it (`from . import RuleContext`): Python runs a package's `__init__`
+    before any module inside it, but that is no import the module wrote, while
+    a name read back from a package that imports the module is a circle like
+    any other (the package cannot be read without the module, nor it without
+    the package).
     """
     texts = texts or {}
     graph: dict[str, set[str]] = {}
@@ -172,7 +173,7 @@ def import_graph(texts: dict[str, str] | None = None) -> dict[str, set[str]]:
     for name, targets in graph.items():
         graph[name] = {
             target for target in targets
-            if target in graph and target != name and not name.startswith(target + ".")
+            if target in graph and target != name
         }
     return graph
 
@@ -221,12 +222,15 @@ def test_no_module_imports_its_way_back_to_itself() -> None:
 
 
 def test_a_circle_is_caught_however_long_and_however_it_is_written() -> None:
-    # The four circles this test was written against, put back one at a time.
+    # The circles this test was written against, put back one at a time.
     put_back = {
         "sage_mem.disk.template": "def f():\n    from ..sync.steps import first_commit\n",
         "sage_mem.agents.daemon_start": "def f():\n    from . import hooks\n",
         "sage_mem.agents.hook_command": "from ..cli import main\n",
         "sage_mem.disk.watch": "def f():\n    from ..store import MemoryStore\n",
+        # A name read back from the package that imports this module.
+        "sage_mem.folders.several": "from . import config_file\n",
+        "sage_mem.dream.rules.dates": "from . import RuleContext\n",
     }
     for module, text in put_back.items():
         found = circles(import_graph({module: text}))
@@ -238,13 +242,13 @@ def test_a_circle_is_caught_however_long_and_however_it_is_written() -> None:
     assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
 
-def test_the_disk_floor_knows_the_store_only_to_open_one_for_init() -> None:
-    # Type-only imports count here: the watcher knows what it keeps current as a protocol.
+def test_the_disk_floor_never_knows_the_store() -> None:
+    # Type-only imports count here: the watcher knows what it keeps current, and `init`
+    # what it writes the new folder through, as a protocol.
     named = sorted(
         str(path.relative_to(PACKAGE))
         for path in sorted((PACKAGE / "disk").glob("*.py"))
         if "..store import" in path.read_text(encoding="utf-8")
-        and path.name != "template.py"
     )
     assert named == [], f"the disk floor imports the store: {named}"
 
@@ -263,3 +267,32 @@ def test_every_import_reaches_a_module_that_is_there() -> None:
     assert [t for _, t in imported_modules(hook_command, broken) if not exists(t)] == [
         "sage_mem.agents.agents.hooks"
     ]
+
+
+# A module this long is more than one reader holds in mind: it is split by what its parts own,
+# or its docstring says, in a paragraph starting "Why one module:", why it is one thing.
+LONG_MODULE = 800
+# Rooms whose long modules other work of the same session is splitting (issue 31), to be
+# taken off this list as each lands.
+SPLITTING = {"search/index.py", "search/cache.py", "search/tokens.py", "sync/steps.py",
+             "ui/api.py"}
+
+
+def long_modules_without_a_reason(sources: dict[str, str]) -> list[str]:
+    """The modules (path -> source) over LONG_MODULE lines whose docstring gives no reason."""
+    return sorted(
+        where for where, text in sources.items()
+        if len(text.splitlines()) > LONG_MODULE and where not in SPLITTING
+        and "Why one module:" not in (ast.get_docstring(ast.parse(text)) or "")
+    )
+
+
+def test_a_long_module_says_why_it_is_one() -> None:
+    sources = {str(path.relative_to(PACKAGE)): path.read_text(encoding="utf-8")
+               for path in SOURCES}
+    missing = long_modules_without_a_reason(sources)
+    assert not missing, f"split these, or say why each is one thing (Why one module:): {missing}"
+    long = '"""A room."""\n' + "x = 1\n" * (LONG_MODULE + 1)
+    assert long_modules_without_a_reason({"a.py": long}) == ["a.py"]
+    reasoned = '"""A room.\n\nWhy one module: it is one thing.\n"""\n' + "x = 1\n" * LONG_MODULE
+    assert long_modules_without_a_reason({"a.py": reasoned}) == []

@@ -4,11 +4,12 @@ Modules: `context` (the text injected into an agent's context: baselines,
 relevant memories, per-session dedup, budgets), `hooks` (`sage-mem hook …`, a
 new process for every prompt; `hook_command`, its command line, shared by
 `cli.py` and `commands/`), `install` (`sage-mem install`: the clients'
-own config files; `json_edit`, the minimal JSON edits it makes), `reflection`
-(the Stop and PreCompact hooks' question), `importers` (memories in from other
-tools; JSON lines out), `hook_socket`, `daemon` and `daemon_start` (below). `claude_plugin/`
-is data, not code: a Claude Code plugin marketplace registering the same
-server and hooks as `install claude-code`.
+own config files: planned, backed up, written; `client_config`, what it writes in
+them and how it finds its own entries again; `json_edit`, the minimal JSON edits),
+`reflection` (the Stop and PreCompact hooks' question), `importers` (memories in
+from other tools and from JSON lines), `export` (JSON lines out), `hook_socket`,
+`daemon` and `daemon_start` (below). `claude_plugin/` is data, not code: a Claude
+Code plugin marketplace registering the same server and hooks as `install claude-code`.
 
 `hooks` runs on the prompt's path: it imports only `hook_socket` to ask a
 running server, and `context`, the store and what they need to answer by

@@ -117,13 +117,18 @@ def run_daemon(root: Path, *, idle: float = IDLE_SECONDS, build_only: bool = Fal
     folder = MemoryFolder(root)
     folder.check_exists()
     log = DaemonLog(folder)
+
+    def ending(logged: str, said: str) -> int:
+        log(logged)
+        if say is not None:
+            say(said)
+        return 0
+
     lock = take_build_lock(folder)
     if lock is None:
-        log("another daemon or build runs for this folder; nothing to do")
-        if say is not None:
-            say(f"a daemon (or an index build) already runs for {folder.root}; nothing to do "
-                f"(its log: {log.path})")
-        return 0
+        return ending("another daemon or build runs for this folder; nothing to do",
+                      f"a daemon (or an index build) already runs for {folder.root}; nothing "
+                      f"to do (its log: {log.path})")
     try:
         if build_only:
             _settle(folder)
@@ -139,10 +144,9 @@ def run_daemon(root: Path, *, idle: float = IDLE_SECONDS, build_only: bool = Fal
             return 0
         listener = listen_for_hooks(store)
         if listener is None:
-            log("another process answers this folder's hooks; ending")
-            if say is not None:
-                say(f"another sage-mem process (serve, ui or a daemon) already answers the "
-                    f"hooks of {folder.root}; index cache brought up to date, ending")
+            ending("another process answers this folder's hooks; ending",
+                   f"another sage-mem process (serve, ui or a daemon) already answers the "
+                   f"hooks of {folder.root}; index cache brought up to date, ending")
             store.close()
             return 0
         log(f"answering hooks on {listener.path} until idle for {idle:.0f} s")

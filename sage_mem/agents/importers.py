@@ -1,7 +1,7 @@
-"""Bringing memories in from other tools, and exporting them as JSON lines.
+"""Bringing memories in from other tools, and from JSON lines.
 
 Owns `sage-mem import claude-code DIR`, `sage-mem import mnemo DB` and
-`sage-mem export --jsonl`. An import never overwrites a memory: an id that is
+`sage-mem import jsonl`. An import never overwrites a memory: an id that is
 taken by a different memory is skipped and reported, and a run can be repeated
 safely (what is already there is reported as "already present"). Every import
 can be a dry run, which reports the same plan and writes nothing. Every write
@@ -69,12 +69,12 @@ mnemo
 JSON lines
     `import jsonl` reads what `export` writes (see `import_jsonl`): a round trip.
 
-export
-    One JSON object a line per memory (`Memory.to_dict(body=True)` and `file`,
-    the file's whole text), by id.
-    A memory file that cannot be read or parsed is named in the result, with
-    why, never left out silently. `-o FILE` writes a new file, whole, mode 0600
-    whatever the umask (memories are private), and never replaces one.
+`export.py` writes what `import jsonl` reads.
+
+Why one module: the three imports (Claude Code, mnemo, JSON lines) make one
+plan and one report (`ImportItem`, `ImportResult`, the statuses), free ids the
+same way and write through the same checked `create_file`; each has its own
+section below (`# Claude Code`, `# mnemo`, `# JSON lines`).
 """
 
 from __future__ import annotations
@@ -101,7 +101,6 @@ from urllib.parse import quote
 from ..checks.credentials import redact_name
 from ..disk.folder import INDEX_FILE, MemoryFolder, read_memory
 from ..disk.home import expand_home
-from ..disk.safe_io import create, text_bytes
 from ..errors import (
     FileChanged,
     FolderError,
@@ -118,7 +117,6 @@ from ..memory.value import (
     MAX_TAG_LENGTH,
     MAX_TAGS,
     iso_datetime,
-    memory_from_meta,
     now_iso,
     parse_moment,
 )
@@ -411,7 +409,7 @@ def _import_file(store: MemoryStore, origin: MemoryFolder, path: Path, rel: str,
     try:
         parsed = parse_bytes(raw, path)
     except InvalidMemory as exc:
-        return ImportItem(shown, None, INVALID, _without_path(str(exc), path))
+        return ImportItem(shown, None, INVALID, without_path(str(exc), path))
     try:
         memory_id = store.folder.normalize_id(rel)
         target = store.folder.path_for(memory_id)
@@ -469,7 +467,7 @@ def _read_problem(exc: SageMemError, path: Path) -> str:
     return str(exc).removeprefix(f"{path}: ").removesuffix("; not indexed")
 
 
-def _without_path(message: str, path: Path) -> str:
+def without_path(message: str, path: Path) -> str:
     prefix = str(path)
     return message[len(prefix):].lstrip(":0123456789 ") if message.startswith(prefix) else message
 
@@ -953,115 +951,10 @@ def _line_bytes(entry: dict[str, Any]) -> bytes:
                             updated=updated or stamp)
 
 
-# export
-
-
-@dataclass(frozen=True)
-class LeftOut:
-    """A memory file an export could not include (it cannot be read or parsed), and why."""
-
-    path: str  # relative to the memory folder, with / separators
-    problem: str
-
-    def to_dict(self) -> dict[str, str]:
-        return {"path": self.path, "problem": self.problem}
-
-
-@dataclass(frozen=True)
-class ExportResult:
-    """How many memories an export wrote, and each memory file it had to leave out."""
-
-    exported: int
-    left_out: tuple[LeftOut, ...] = ()
-    output: Path | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "exported": self.exported,
-            "output": str(self.output) if self.output is not None else None,
-            "leftOut": [item.to_dict() for item in self.left_out],
-        }
-
-
-def export_jsonl(store: MemoryStore, out: TextIO, *, archived: bool = False,
-                 ascii_only: bool = False) -> ExportResult:
-    """Write every memory (with `archived`, archived ones too) as one JSON object a line, by id.
-
-    `ascii_only`: JSON's `\\u` escapes for what is not ASCII, for a stream that cannot
-    carry it (the same objects once read).
-
-    Each line is `Memory.to_dict()` with the body, and `file`: the file's
-    whole text as it is on disk (read again now, so that `sha256` is its own),
-    from which `import jsonl` makes the same file again. A memory file that
-    cannot be read or parsed has no such object: it is named in the result's
-    `left_out`, never left out silently.
-    """
-    count = 0
-    left_out = list(_left_out(store, archived=archived))
-    for memory in store.list(archived=archived):
-        try:
-            raw = read_memory(store.folder, memory.path).raw or b""
-            parsed = parse_bytes(raw, memory.path)
-            text = raw.decode("utf-8")
-        except FileNotFoundError:
-            continue  # removed since the index saw it
-        except (OSError, SageMemError, UnicodeDecodeError) as exc:
-            rel = os.path.relpath(memory.path, store.root).replace(os.sep, "/")
-            left_out.append(LeftOut(rel, _without_path(str(exc), memory.path)))
-            continue
-        fresh = memory_from_meta(
-            memory.id, memory.path, parsed.meta, parsed.body, sha256=parsed.sha256,
-            archived=memory.archived, problems=parsed.problems,
-        )
-        out.write(json.dumps({**fresh.to_dict(body=True), "file": text},
-                             ensure_ascii=ascii_only) + "\n")
-        count += 1
-    return ExportResult(count, tuple(sorted(left_out, key=lambda item: item.path)))
-
-
-def export_jsonl_file(store: MemoryStore, target: Path | str, *, archived: bool = False
-                      ) -> ExportResult:
-    """`export_jsonl` into a new file `target`, private (0600), never replacing a file.
-
-    The file appears whole or not at all. Raises FileChanged, writing
-    nothing, when a file is at `target` (or one appears there meanwhile).
-    """
-    target = Path(os.path.abspath(expand_home(target)))
-    if os.path.lexists(target):
-        raise FileChanged(f"{target}: exists; an export never replaces a file", path=target)
-    buffer = io.StringIO()
-    result = export_jsonl(store, buffer, archived=archived)
-    create(target, text_bytes(buffer.getvalue()), mode=0o600)  # a path not UTF-8: escaped
-    return ExportResult(result.exported, result.left_out, target)
-
-
-_LOCATION = re.compile(r"^(?::\d+)*: ?")
-
-
-def _left_out(store: MemoryStore, *, archived: bool) -> tuple[LeftOut, ...]:
-    items = []
-    for problem in store.problems():
-        if store.folder.id_for(problem.path) is None and not (
-            archived and store.folder.archived_id_for(problem.path) is not None
-        ):
-            continue  # MEMORY.md, or an archived file not asked for
-        where = str(problem.path)
-        message = problem.message
-        if message.startswith(where):
-            message = _LOCATION.sub("", message[len(where):])
-        path = os.path.relpath(problem.path, store.root).replace(os.sep, "/")
-        items.append(LeftOut(path, message))
-    return tuple(sorted(items, key=lambda item: item.path))
-
-
 __all__ = [
     "MNEMO_CATEGORIES",
-    "ExportResult",
     "ImportItem",
     "ImportResult",
-    "LeftOut",
-    "export_jsonl",
-    "export_jsonl_file",
     "first_sentence",
     "import_claude_code",
     "import_jsonl",

@@ -52,6 +52,11 @@ and index entries are not audited; but a file there still sits in the user's
 git history, so it is checked for what is harmful anywhere: `unreadable`,
 `conflict-markers` and `secret`. Reports in `autodream/` are the tool's own
 output and are not audited.
+
+Why one module: each check is a few lines over the same walk of the folder
+(`_Audit`: the raw bytes, the parsed memories, the ids for links and the
+index), and `FileResults` keeps exactly the findings that walk makes, per file;
+the table of checks (`CHECKS`) at the top is the list a reader looks for.
 """
 
 from __future__ import annotations
@@ -77,6 +82,7 @@ from ..disk.safe_io import parked_original
 from ..errors import InvalidId, InvalidMemory
 from ..memory import catalog
 from ..memory.file_format import conflict_marker_line, parse_bytes, sha256_bytes
+from ..memory.json_view import camel_dict
 from ..memory.links import Ids, wiki_target
 from ..memory.markdown import MARKDOWN_LINK, WIKI_LINK, linked_file, mask_code
 from ..memory.value import CATEGORIES, INVALID, MAX_TAG_LENGTH, MAX_TAGS, Memory, memory_from_meta
@@ -159,13 +165,7 @@ class Finding:
         return f"{where}: {self.check}: {self.message}"
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "check": self.check,
-            "severity": self.severity,
-            "path": self.path,
-            "line": self.line,
-            "message": self.message,
-        }
+        return camel_dict(self, "check severity path line message")
 
 
 @dataclass(frozen=True)

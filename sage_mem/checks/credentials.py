@@ -49,6 +49,12 @@ audit and a hook no more than any other 90 KB of text.
 Nothing here ever returns a secret in full: `SecretMatch.excerpt_redacted` keeps
 at most a token's public prefix (`ghp_`, `AKIA`), and `redact(text)` masks every
 match. This module imports nothing from sage-mem, so hooks can use it cheaply.
+
+Why one module: the token shapes, the `key = value` judging, the entropy
+and word tests and the redaction are one decision, "does this look like a
+secret", tuned against each other (a value a shape misses is weighed by the
+judge, a word list keeps the judge off prose); split, a change to one would
+not be read beside the others it shifts. Most of its length is the tables.
 """
 
 from __future__ import annotations
@@ -61,6 +67,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
+
+from ..memory.json_view import camel_dict
 
 MASK = "****"
 EXCERPT_CHARS = 80
@@ -117,12 +125,7 @@ class SecretMatch:
         return LABELS.get(self.kind, self.kind)
 
     def to_dict(self) -> dict[str, object]:
-        return {
-            "kind": self.kind,
-            "line": self.line,
-            "column": self.column,
-            "excerpt": self.excerpt_redacted,
-        }
+        return {**camel_dict(self, "kind line column"), "excerpt": self.excerpt_redacted}
 
 
 def _token(kind: str, prefix: str, random_part: str) -> tuple[str, re.Pattern[str]]:

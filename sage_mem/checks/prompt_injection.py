@@ -41,6 +41,7 @@ import unicodedata
 from dataclasses import dataclass
 
 from ..disk.folder import hidden_in_name
+from ..memory.json_view import camel_dict
 
 EXCERPT_CHARS = 80
 
@@ -70,8 +71,7 @@ class InjectionMatch:
         return LABELS.get(self.kind, self.kind)
 
     def to_dict(self) -> dict[str, object]:
-        return {"kind": self.kind, "line": self.line, "column": self.column,
-                "excerpt": self.excerpt}
+        return camel_dict(self)
 
 
 class _Lazy:

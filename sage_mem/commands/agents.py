@@ -18,6 +18,7 @@ from .base import (
     dir_option,
     json_option,
     poll_option,
+    stacked,
 )
 
 
@@ -95,21 +96,29 @@ def daemon(session: Session, idle: float, build_only: bool, poll: bool) -> int:
                       say=say)
 
 
+# What install and uninstall both take: the folder, the client, and whose config.
+client_options = stacked(
+    dir_option,
+    click.argument("client", type=Choice(["claude-code", "cursor", "codex"]),
+                   help="which client"),
+    click.option("--scope", type=Choice(["project", "user"]),
+                 help="this project's config or your user config (default: project; user for "
+                      "codex)"),
+)
+dry_run_option = click.option("--dry-run", is_flag=True, help="show the diff, write nothing")
+
+
 @command("install", "register sage-mem with a client: the MCP server, and hooks for Claude Code "
          "(4) and Codex (session-start, user-prompt-submit); Cursor gets no hooks",
          "sage-mem install claude-code --scope user --dry-run")
-@dir_option
-@click.argument("client", type=Choice(["claude-code", "cursor", "codex"]),
-                help="which client")
-@click.option("--scope", type=Choice(["project", "user"]),
-              help="this project's config or your user config (default: project; user for codex)")
+@client_options
 @click.option("--absolute", is_flag=True,
               help="write this installation's absolute path in project files too (by default "
                    "they run `sage-mem` from PATH, so they work for every teammate)")
 @click.option("--claude-memory", type=Choice(["off", "keep"]),
               help="claude-code: Claude Code's own auto memory beside sage-mem: off (the "
                    "default: autoMemoryEnabled false, one memory system) or keep (both)")
-@click.option("--dry-run", is_flag=True, help="show the diff, write nothing")
+@dry_run_option
 @json_option
 @click.pass_obj
 def install(session: Session, client: str, scope: str | None, absolute: bool,
@@ -136,12 +145,8 @@ def install(session: Session, client: str, scope: str | None, absolute: bool,
 
 @command("uninstall", "take out of a client's config exactly what `install` put in",
          "sage-mem uninstall claude-code --dry-run")
-@dir_option
-@click.argument("client", type=Choice(["claude-code", "cursor", "codex"]),
-                help="which client")
-@click.option("--scope", type=Choice(["project", "user"]),
-              help="this project's config or your user config (default: project; user for codex)")
-@click.option("--dry-run", is_flag=True, help="show the diff, write nothing")
+@client_options
+@dry_run_option
 @json_option
 @click.pass_obj
 def uninstall(session: Session, client: str, scope: str | None, dry_run: bool,

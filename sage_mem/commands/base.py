@@ -304,6 +304,18 @@ poll_option = click.option(
 )
 
 
+def expected_sha256_option(
+    help: str = "refuse if the file changed since you read it",
+) -> Callable[[Any], Any]:
+    """`--expected-sha256`: a write refused (ConflictError) when the file changed since read."""
+    return click.option("--expected-sha256", metavar="SHA", help=help)
+
+
+def allow_secret_option(what: str) -> Callable[[Any], Any]:
+    """`--allow-secret`: `what` the command does even with text that looks like a credential."""
+    return click.option("--allow-secret", is_flag=True, help=f"{what} (refused by default)")
+
+
 def stacked(*decorators: Callable[[Any], Any]) -> Callable[[Any], Any]:
     """Several options as one decorator, listed in the order given."""
     def apply(function: Any) -> Any:

@@ -15,6 +15,7 @@ from ..errors import FolderError
 from .base import (
     Choice,
     Session,
+    allow_secret_option,
     command,
     dir_option,
     json_option,
@@ -42,13 +43,16 @@ from .base import (
 @click.pass_obj
 def init(session: Session, path: str | None, examples: bool, git: bool, remote: str | None,
          as_json: bool) -> int:
+    from functools import partial
+
     from ..disk.template import EXAMPLE_PREFIX, init_folder
+    from ..store import MemoryStore
     from ..sync.git import shown_url
     from ..sync.steps import init_repository
 
     out = session.out
     target = expand_home(path) if path else session.folder
-    result = init_folder(target, examples=examples)
+    result = init_folder(target, partial(MemoryStore, watch=False), examples=examples)
     if git or remote:
         init_repository(result, remote)
     # The hints name the folder unless the next command would find it by itself.
@@ -220,8 +224,7 @@ def audit(session: Session, strict: bool, as_json: bool) -> int:
                 help="the Claude Code memory folder, the mnemo SQLite file, or the JSON lines "
                      "file (`-`: stdin)")
 @click.option("--dry-run", is_flag=True, help="report what would happen, write nothing")
-@click.option("--allow-secret", is_flag=True,
-              help="import even what looks like a credential (refused by default)")
+@allow_secret_option("import even what looks like a credential")
 @json_option
 @click.pass_obj
 def import_memories(session: Session, source: str, path: str, dry_run: bool,
@@ -264,7 +267,7 @@ def import_memories(session: Session, source: str, path: str, dry_run: bool,
 @click.pass_obj
 def export(session: Session, jsonl: bool, archived: bool, output: str | None,
            as_json: bool) -> int:
-    from ..agents.importers import export_jsonl, export_jsonl_file
+    from ..agents.export import export_jsonl, export_jsonl_file
     from ..checks.prompt_injection import visible_name
 
     store = session.open_store()

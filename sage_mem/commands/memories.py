@@ -23,8 +23,10 @@ from .base import (
     Choice,
     Number,
     Session,
+    allow_secret_option,
     command,
     dir_option,
+    expected_sha256_option,
     field_option,
     filter_options,
     json_option,
@@ -97,10 +99,8 @@ def _read_stdin() -> str:
 @click.option("--body",
               help="the body text; `-` reads it from stdin (stdin is read only then: "
                    "`echo text | sage-mem add ID --description D --body -`)")
-@click.option("--expected-sha256", metavar="SHA",
-              help="refuse if the file changed since you read it")
-@click.option("--allow-secret", is_flag=True,
-              help="write even if the text looks like a credential (refused by default)")
+@expected_sha256_option()
+@allow_secret_option("write even if the text looks like a credential")
 @json_option
 @click.pass_obj
 def add(session: Session, memory_id: str, body: str | None, expected_sha256: str | None,
@@ -130,10 +130,9 @@ def add(session: Session, memory_id: str, body: str | None, expected_sha256: str
 @click.option("--append", metavar="TEXT", help="add TEXT at the end of the body")
 @click.option("--heading", metavar="HEADING",
               help="with --append: add it at the end of this heading's section")
-@click.option("--expected-sha256", metavar="SHA",
-              help="with --replace or --append: refuse if the file changed since you read it")
-@click.option("--allow-secret", is_flag=True,
-              help="save even if a new line looks like a credential (refused by default)")
+@expected_sha256_option("with --replace or --append: refuse if the file changed since you "
+                        "read it")
+@allow_secret_option("save even if a new line looks like a credential")
 @json_option
 @click.pass_obj
 def edit(session: Session, memory_id: str, replace: tuple[str, str] | None,
@@ -382,8 +381,7 @@ def archive_marks(memory: Any) -> dict[str, Any]:
 @dir_option
 @click.argument("memory_id", metavar="ID", help="the memory id")
 @click.option("--reason", required=True, help="why (kept in the archived file)")
-@click.option("--expected-sha256", metavar="SHA",
-              help="refuse if the file changed since you read it")
+@expected_sha256_option()
 @json_option
 @click.pass_obj
 def archive(session: Session, memory_id: str, reason: str, expected_sha256: str | None,
@@ -414,8 +412,7 @@ def restore(session: Session, memory_id: str, as_json: bool) -> int:
 @dir_option
 @click.argument("old_id", metavar="OLD", help="the memory's id now")
 @click.argument("new_id", metavar="NEW", help="its new id")
-@click.option("--expected-sha256", metavar="SHA",
-              help="refuse if the file changed since you read it")
+@expected_sha256_option()
 @json_option
 @click.pass_obj
 def move(session: Session, old_id: str, new_id: str, expected_sha256: str | None,

@@ -9,8 +9,8 @@ temp file still runs), `stats` (usage counts in the state folder), `watch`
 (keeps a store's index current), `template` (`sage-mem init`).
 
 May import `sage_mem.errors` and `sage_mem.memory`. `watch` is handed a store
-and knows it only as its `Watched` protocol (the root, three calls); `template` opens
-the new folder's store (`init`'s one exception; `init --git`'s repository is
-`sage_mem.sync`'s, called from the command); nothing else here knows the store,
-the index or any interface.
+and knows it only as its `Watched` protocol (the root, three calls); `template` is
+handed how to open the new folder's store and knows it as its `NewFolderStore`
+(`init --git`'s repository is `sage_mem.sync`'s, called from the command);
+nothing here imports the store, the index or any interface.
 """

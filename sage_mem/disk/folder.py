@@ -64,6 +64,13 @@ left as it is, this folder starts with a fresh state, and
 `MemoryFolder.state_notes` says why (the library prints nothing). A
 long-lived process of an older version still running writes to the old place
 until it is restarted.
+
+Why one module: `MemoryFolder` is the one place that turns ids into paths
+and back, and its refusals (reserved names, links out of the folder, folders a
+walk does not enter) are read together with the walk that finds the memories,
+so that what can be written is what is found. `_StateClaim` (which state folder
+is this folder's, and its owner) keeps the same rules of what is inside the
+folder and what is beside it.
 """
 
 from __future__ import annotations

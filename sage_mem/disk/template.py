@@ -9,7 +9,9 @@ one, because the tests use the template as a folder with a baseline), and
 `created`/`updated` are the moment `init` made them, written as every new
 memory is stamped (a fresh example is not "updated 5 days ago"). They go
 through the store like any new memory (`MemoryStore.create_file`): under the
-write lock, never over a file.
+write lock, never over a file. The disk floor does not import the store: the
+caller hands in how to open one (`open_store`, `MemoryStore` for the folder,
+unwatched), which `init_folder` uses as a `NewFolderStore`.
 
 Permissions follow `safe_io`: a folder `init` creates is 0700, and so are the
 missing folders above it; files get the folder's mode (`file_mode`: 0600, or
@@ -32,8 +34,11 @@ checkout or an editable install it is the repository's top-level
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from ..errors import FileChanged, FolderError
 from ..memory.file_format import DELETE, edit_frontmatter, parse_bytes
@@ -69,14 +74,26 @@ class InitResult:
     remote: str | None = None
 
 
-def init_folder(target: Path, *, examples: bool = False) -> InitResult:
+class NewFolderStore(Protocol):
+    """What `init_folder` does with the folder's store (a MemoryStore): all it knows of it."""
+
+    @property
+    def folder(self) -> MemoryFolder: ...
+
+    def batch(self) -> AbstractContextManager[None]: ...
+
+    def create_file(self, memory_id: str, data: bytes) -> object: ...
+
+    def regenerate_index(self) -> object: ...
+
+
+def init_folder(target: Path, open_store: Callable[[Path], NewFolderStore], *,
+                examples: bool = False) -> InitResult:
     """Make `target` a memory folder (MEMORY.md; with `examples`, the example memories).
 
-    A folder that already holds memories keeps them as they are: no examples
-    are added to it. `remote` implies `git`.
+    `open_store(root)` opens the folder's store, unwatched. A folder that
+    already holds memories keeps them as they are: no examples are added to it.
     """
-    from ..store import MemoryStore
-
     refuse_misplaced(target)
     folder = MemoryFolder(target)
     root = folder.root
@@ -85,7 +102,7 @@ def init_folder(target: Path, *, examples: bool = False) -> InitResult:
     result = InitResult(root=root, created=not root.exists())
     result.existing = sum(1 for _ in folder.iter_files()) if root.is_dir() else 0
     make_private_dirs(root)
-    store = MemoryStore(root, watch=False)
+    store = open_store(root)
     result.state_dir = store.folder.state_dir
     if examples and not result.existing:
         source = template_dir()

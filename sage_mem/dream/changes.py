@@ -27,10 +27,10 @@ waits on a FIFO and never reads past the size cap; what it refuses is reported.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ..disk.folder import MemoryFolder, read_memory
 from ..disk.safe_io import Seen
@@ -40,6 +40,8 @@ from ..memory.file_format import sha256_bytes
 from ..memory.value import Memory, memory_from_meta
 from ..store import MemoryStore, new_memory_bytes
 from .manifest import Manifest
+
+T = TypeVar("T")
 
 MODES = ("report", "rewrite")
 REFUSED = (InvalidId, InvalidMemory)
@@ -97,29 +99,44 @@ class Applier:
             proposed = _as_written(memory, {**fields, "updated": stamp or None})
             if proposed == memory:
                 return memory
-            self.manifest.add_change(
-                {**base, "state": "proposed", "before": self._state(rel, memory.path)}
-            )
+            self._add_proposed(base, rel, memory)
             self.proposed[memory.id] = proposed
             return proposed
-        before = self._state(rel, memory.path)
-        if before is None or before.get("sha256") != memory.sha256:
-            self._refuse(base, _changed_since_read(before))
+        done = self._apply(base, rel, memory, lambda: self.store.write(
+            memory.id, expected_sha256=memory.sha256, stamp=stamp, **fields
+        ))
+        if done is None:
             return None
-        entry = self.manifest.add_change({**base, "state": "pending", "before": before})
-        try:
-            updated = self.store.write(
-                memory.id, expected_sha256=memory.sha256, stamp=stamp, **fields
-            )
-        except SageMemError as exc:
-            self.manifest.drop_change(entry, {**base, "refusedBecause": str(exc)})
-            return None
+        entry, before, updated = done
         after = self._state(rel, memory.path)
         if after == before:
             self.manifest.drop_change(entry)
             return updated
         self.manifest.mark_applied(entry, after)
         return updated
+
+    def _add_proposed(self, base: dict[str, Any], rel: str, memory: Memory) -> None:
+        """A report run's change to `memory`, listed as proposed (nothing is written)."""
+        self.manifest.add_change(
+            {**base, "state": "proposed", "before": self._state(rel, memory.path)}
+        )
+
+    def _apply(self, base: dict[str, Any], rel: str, memory: Memory,
+               change: Callable[[], T]) -> tuple[dict[str, Any], dict[str, Any], T] | None:
+        """`change` made to `memory`, listed as pending first: its manifest entry, the file's
+        state before it and what `change` returned. None, with the refusal in the manifest,
+        when the file changed since the rule read it or the store refused the change (each
+        write passes the sha256 the rule read: an edit saved since this check is refused)."""
+        before = self._state(rel, memory.path)
+        if before is None or before.get("sha256") != memory.sha256:
+            self._refuse(base, _changed_since_read(before))
+            return None
+        entry = self.manifest.add_change({**base, "state": "pending", "before": before})
+        try:
+            return entry, before, change()
+        except SageMemError as exc:
+            self.manifest.drop_change(entry, {**base, "refusedBecause": str(exc)})
+            return None
 
     def archive(
         self, memory: Memory, *, rule: str, reason: str | None, superseded_by: str | None = None
@@ -138,24 +155,16 @@ class Applier:
         if memory.id in self.archived:
             return None
         if not self.writes:
-            self.manifest.add_change(
-                {**base, "state": "proposed", "before": self._state(rel, memory.path)}
-            )
+            self._add_proposed(base, rel, memory)
             self.archived[memory.id] = superseded_by
             return None
-        before = self._state(rel, memory.path)
-        if before is None or before.get("sha256") != memory.sha256:
-            self._refuse(base, _changed_since_read(before))
-            return None
-        entry = self.manifest.add_change({**base, "state": "pending", "before": before})
         extra = {"supersededBy": superseded_by} if superseded_by else None
-        try:
-            # The sha256 the rule read: an edit saved since the check above is refused.
-            archived = self.store.archive(memory.id, reason, extra=extra,
-                                          expected_sha256=memory.sha256)
-        except SageMemError as exc:
-            self.manifest.drop_change(entry, {**base, "refusedBecause": str(exc)})
+        done = self._apply(base, rel, memory, lambda: self.store.archive(
+            memory.id, reason, extra=extra, expected_sha256=memory.sha256
+        ))
+        if done is None:
             return None
+        entry, _, archived = done
         self.archived[memory.id] = superseded_by
         self.manifest.mark_applied(entry, self._state(self._rel_path(archived.path), archived.path))
         return archived

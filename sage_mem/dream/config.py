@@ -32,6 +32,7 @@ from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from ..errors import DreamError
+from ..memory.json_view import camel
 
 NUMBER, WHOLE, BOOL, CHOICE, COMMAND, PATH, ZONE = (
     "number", "whole", "bool", "choice", "command", "path", "zone"
@@ -196,8 +197,7 @@ class DreamConfig:
 
 def key_of(spec: Field[Any]) -> str:
     """A setting's name in config.json: its field name in camelCase (min_hours -> minHours)."""
-    head, *rest = spec.name.split("_")
-    return head + "".join(part.title() for part in rest)
+    return camel(spec.name)
 
 
 def _checked(spec: Field[Any], value: Any) -> Any:

@@ -219,54 +219,42 @@ class DreamTools:
         """
         self._count()
         with self.listed("archive" if archive else "rewrite", memory_id, reason):
-            return self._propose(
-                memory_id, reason=reason, archive=archive, superseded_by=superseded_by, **fields
+            if self.applier.writes:
+                raise ToolRefused(
+                    "memory_propose is for report runs; this rewrite run offers memory_write and "
+                    "memory_archive"
+                )
+            operation = "archive" if archive else "rewrite"
+            if not reason or not reason.strip():
+                why = "a proposal needs a reason"
+                self.applier.refuse(memory_id, operation=operation, rule=RULE, reason="", why=why)
+                raise ToolRefused(f"{memory_id}: not proposed: a proposal needs a reason")
+            if not archive and not fields:
+                raise ToolRefused(
+                    f"{memory_id}: not proposed: give the fields to write, or archive=true"
+                )
+            refused = len(self.applier.manifest.refused)
+            path = self.store.folder.path_for(memory_id)
+            emptied = None if archive else hollow_write(
+                self.store.read(memory_id) if path.exists() else None, fields
             )
-
-    def _propose(
-        self,
-        memory_id: str,
-        *,
-        reason: str | None,
-        archive: bool = False,
-        superseded_by: str | None = None,
-        **fields: Any,
-    ) -> dict[str, Any]:
-        if self.applier.writes:
-            raise ToolRefused(
-                "memory_propose is for report runs; this rewrite run offers memory_write and "
-                "memory_archive"
-            )
-        operation = "archive" if archive else "rewrite"
-        if not reason or not reason.strip():
-            why = "a proposal needs a reason"
-            self.applier.refuse(memory_id, operation=operation, rule=RULE, reason="", why=why)
-            raise ToolRefused(f"{memory_id}: not proposed: a proposal needs a reason")
-        if not archive and not fields:
-            raise ToolRefused(
-                f"{memory_id}: not proposed: give the fields to write, or archive=true"
-            )
-        refused = len(self.applier.manifest.refused)
-        path = self.store.folder.path_for(memory_id)
-        emptied = None if archive else hollow_write(
-            self.store.read(memory_id) if path.exists() else None, fields
-        )
-        if emptied:
-            raise ToolRefused(f"{memory_id}: not proposed: {emptied}")
-        if not archive and not path.exists():
-            operation = "create"
-            self.applier.create(memory_id, rule=RULE, reason=reason, **fields)
-        else:
-            memory = self.store.read(memory_id)
-            memory_id = memory.id
-            if archive:
-                self.applier.archive(memory, rule=RULE, reason=reason, superseded_by=superseded_by)
+            if emptied:
+                raise ToolRefused(f"{memory_id}: not proposed: {emptied}")
+            if not archive and not path.exists():
+                operation = "create"
+                self.applier.create(memory_id, rule=RULE, reason=reason, **fields)
             else:
-                self.applier.rewrite(memory, rule=RULE, reason=reason, **fields)
-        if len(self.applier.manifest.refused) > refused:
-            why = self.applier.manifest.refused[-1].get("refusedBecause", "refused")
-            raise ToolRefused(f"{memory_id}: not proposed: {why}")
-        return {"id": memory_id, "proposed": operation}
+                memory = self.store.read(memory_id)
+                memory_id = memory.id
+                if archive:
+                    self.applier.archive(memory, rule=RULE, reason=reason,
+                                         superseded_by=superseded_by)
+                else:
+                    self.applier.rewrite(memory, rule=RULE, reason=reason, **fields)
+            if len(self.applier.manifest.refused) > refused:
+                why = self.applier.manifest.refused[-1].get("refusedBecause", "refused")
+                raise ToolRefused(f"{memory_id}: not proposed: {why}")
+            return {"id": memory_id, "proposed": operation}
 
     def note(self, message: str, *, memory_id: str | None = None) -> dict[str, Any]:
         """A note for the person, listed in the report under "For you to look at"."""

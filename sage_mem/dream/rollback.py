@@ -33,6 +33,11 @@ before their next write):
 
 Each rollback writes a manifest and a report like a run, appends a line to
 `rollbacks.json` and marks the run `rolled-back`.
+
+Why one module: a rollback is planned (`_plan`, `_plan_file`) and carried out
+(`_Rollback`) from the same per-file states of the run's manifest and snapshot,
+and every refusal the plan makes (a file changed since, an archived copy in the
+way) must be the one the execution honours; the two halves are read together.
 """
 
 from __future__ import annotations
@@ -63,6 +68,7 @@ from ..disk.safe_io import (
 )
 from ..errors import DreamError, FileChanged, InvalidMemory, StoreLocked
 from ..memory.file_format import sha256_bytes
+from ..memory.json_view import camel_dict
 from ..memory.value import MAX_FILE_BYTES
 from ..store import MemoryStore
 from .changes import REFUSED, file_state, read_checked
@@ -104,12 +110,7 @@ class Action:
     """For a `return`: the memory that must have left the folder first."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "path": self.path,
-            "action": self.action,
-            "detail": self.detail,
-            "forcible": self.forcible,
-        }
+        return camel_dict(self, "path action detail forcible")
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,7 @@ from ..disk.safe_io import atomic_write, file_mode, make_dirs, text_bytes
 from ..errors import DreamError, FolderError, StoreLocked
 from ..memory import catalog
 from ..memory.file_format import sha256_bytes
+from ..memory.json_view import camel_dict
 from ..store import MemoryStore
 from .changes import MODES, Applier, file_state
 from .config import DreamConfig
@@ -77,23 +78,7 @@ class DreamResult:
     lock_recovered: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "status": self.status,
-            "mode": self.mode,
-            "runId": self.run_id,
-            "gate": self.gate,
-            "detail": self.detail,
-            "changes": self.changes,
-            "refused": self.refused,
-            "notes": self.notes,
-            "byRule": self.by_rule,
-            "report": self.report,
-            "manifest": self.manifest,
-            "seconds": round(self.seconds, 3),
-            "health": self.health,
-            "audit": self.audit,
-            "lockRecovered": self.lock_recovered,
-        }
+        return {**camel_dict(self), "seconds": round(self.seconds, 3)}
 
     def format_text(self) -> str:
         if self.status == "skipped":
@@ -133,21 +118,7 @@ class RunInfo:
     error: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "runId": self.run_id,
-            "kind": self.kind,
-            "mode": self.mode,
-            "status": self.status,
-            "started": self.started,
-            "finished": self.finished,
-            "counts": self.counts,
-            "target": self.target,
-            "scope": self.scope,
-            "rolledBackBy": self.rolled_back_by,
-            "rollbackPoint": self.rollback_point,
-            "report": self.report,
-            "error": self.error,
-        }
+        return camel_dict(self)
 
     def format_text(self) -> str:
         if self.kind == "rollback":
@@ -474,18 +445,8 @@ def _deferred_catalog(store: MemoryStore, active: bool) -> Iterator[None]:
 def mark_interrupted(paths: DreamPaths, now: datetime | None = None) -> list[str]:
     """Mark `interrupted` every run whose process is gone; returns their ids."""
     marked = []
-    try:
-        names = sorted(os.listdir(paths.runs_dir))
-    except FileNotFoundError:
-        return []
-    for run_id in names:
-        mark = paths.run_dir(run_id) / RUNNING_MARK
-        if not RUN_ID.match(run_id) or not mark.exists():
-            continue
-        try:
-            manifest = Manifest.load(paths, run_id)
-        except DreamError:
-            continue
+    for run_id, manifest in _manifests(paths, lambda run_id: _running_mark(paths, run_id).exists()):
+        mark = _running_mark(paths, run_id)
         data = manifest.data
         if manifest.status == "running" and process_alive(
             data.get("pid"), data.get("pidStart"), data.get("host")
@@ -505,22 +466,34 @@ def mark_interrupted(paths: DreamPaths, now: datetime | None = None) -> list[str
     return marked
 
 
-def list_runs(store: MemoryStore) -> list[RunInfo]:
-    """Every dream run and rollback, oldest first; marks crashed runs interrupted first."""
-    paths = DreamPaths(store.folder)
-    mark_interrupted(paths)
-    runs = []
+def _manifests(paths: DreamPaths, wanted: Callable[[str], bool] | None = None,
+               ) -> Iterator[tuple[str, Manifest]]:
+    """Each run's id and manifest, oldest first: the runs `wanted(run_id)` names (default all)
+    whose manifest loads."""
     try:
         names = sorted(os.listdir(paths.runs_dir))
     except FileNotFoundError:
-        return []
+        return
     for run_id in names:
-        if not RUN_ID.match(run_id):
+        if not RUN_ID.match(run_id) or (wanted is not None and not wanted(run_id)):
             continue
         try:
             manifest = Manifest.load(paths, run_id)
         except DreamError:
             continue
+        yield run_id, manifest
+
+
+def _running_mark(paths: DreamPaths, run_id: str) -> Path:
+    return paths.run_dir(run_id) / RUNNING_MARK
+
+
+def list_runs(store: MemoryStore) -> list[RunInfo]:
+    """Every dream run and rollback, oldest first; marks crashed runs interrupted first."""
+    paths = DreamPaths(store.folder)
+    mark_interrupted(paths)
+    runs = []
+    for run_id, manifest in _manifests(paths):
         data = manifest.data
         runs.append(
             RunInfo(

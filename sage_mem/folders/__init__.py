@@ -1,8 +1,9 @@
 """Several memory folders at once: a person's own folder and shared ones (a team's, a project's).
 
-Modules: this one (where the config file is: `config_file`, `has_config`,
+Modules: `config_path` (where the config file is: `config_file`, `has_config`,
 all a hook needs before it knows there are shared folders, so it imports
-nothing but `os`, `pathlib` and `disk/home`), `several` (the config read and checked,
+nothing but `os`, `pathlib` and `disk/home`; this one re-exports it and reaches
+`several` only when one of its names is asked for), `several` (the config read and checked,
 which folders a command line means: `folders_for`, and `Folders`: one
 `MemoryStore` per folder, merged search, qualified ids, checked writes).
 Sits above the store: may import `sage_mem.errors`, `memory`, `disk`,
@@ -68,8 +69,7 @@ folder.
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
+from .config_path import CONFIG_ENV, config_file, has_config
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -86,33 +86,11 @@ if TYPE_CHECKING:
         split_id,
     )
 
-CONFIG_ENV = "SAGE_MEM_CONFIG"
-
 __all__ = [
     "CONFIG_ENV", "Config", "FolderSpec", "Folders", "check_writable", "config_file",
     "folders_for", "has_config", "merge", "read_config", "read_only_spec", "shared_state",
     "split_id",
 ]
-
-
-def config_file() -> Path | None:
-    """Where the config is read from (see the module docstring); None: read none."""
-    from ..disk.home import expand_home, home
-
-    env = os.environ.get(CONFIG_ENV)
-    if env is not None:
-        return expand_home(env) if env.strip() else None
-    xdg = os.environ.get("XDG_CONFIG_HOME", "").strip()
-    if xdg and os.path.isabs(xdg):
-        return Path(xdg) / "sage-mem" / "config.toml"
-    found = home()  # no home folder (a bare uid in a container): no config to read
-    return found / ".config" / "sage-mem" / "config.toml" if found is not None else None
-
-
-def has_config() -> bool:
-    """Whether there is a config file to read (a stat: what a hook checks on every prompt)."""
-    file = config_file()
-    return file is not None and file.is_file()
 
 
 def __getattr__(name: str) -> object:

@@ -13,7 +13,7 @@ from typing import Any
 from ..disk.home import default_folder, expand_home
 from ..errors import FolderError
 from ..search.index import unique_idf
-from . import config_file
+from .config_path import config_file
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

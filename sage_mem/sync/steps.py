@@ -206,9 +206,12 @@ def sync(
                 f"{folder.root}: not a git repository; set it up with "
                 "`sage-mem sync --remote URL` (or `sage-mem init --git`)"
             )
-        from ..disk.template import init_folder
+        from functools import partial
 
-        init_repository(init_folder(folder.root), remote)
+        from ..disk.template import init_folder
+        from ..store import MemoryStore
+
+        init_repository(init_folder(folder.root, partial(MemoryStore, watch=False)), remote)
     folder.check_exists()
     top = git.text("rev-parse", "--show-toplevel").strip()
     if os.path.realpath(top) != os.path.realpath(folder.root):

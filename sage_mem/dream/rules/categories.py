@@ -30,7 +30,7 @@ from typing import Any
 
 from ...memory.fields import FIELDS
 from ...memory.value import CATEGORIES, Memory
-from . import RuleContext
+from .context import RuleContext
 from .dates import _phrases
 
 NAME = "categories"

@@ -36,7 +36,7 @@ from collections import defaultdict
 from ...memory.value import Memory
 from ..candidates import Pair
 from ..similarity import canonical, difference, jaccard, key_words, terms
-from . import RuleContext
+from .context import RuleContext
 
 NAME = "contradictions"
 SUBJECT_JACCARD = 0.67

@@ -61,6 +61,12 @@ and listed, as is one with no date at all.
 Weeks start on Monday. "next Monday" / "下周一" is the Monday of next week,
 "last Friday" / "上周五" the Friday of the week before, "this Friday" / "这周五"
 the Friday of the anchor's week.
+
+Why one module: it is one rule. Which phrases mean a date (the English and
+Chinese tables and their patterns), where such a phrase dates an event and not
+a habit, a quotation or an address (the structural checks), and how the date
+is written beside it (the substitution) are tuned against the same sentences
+(tests/test_dream_dates*.py); the tables and their comments are most of it.
 """
 
 from __future__ import annotations
@@ -76,7 +82,7 @@ from typing import Any
 
 from ...memory.markdown import MARKDOWN_LINK, WIKI_LINK, code_ranges
 from ...memory.value import Memory, parse_moment
-from . import RuleContext
+from .context import RuleContext
 
 NAME = "relative-dates"
 _EN_MONTHS = (

@@ -58,7 +58,7 @@ from ..similarity import (
     only_swapped,
     terms,
 )
-from . import RuleContext
+from .context import RuleContext
 
 NAME = "near-duplicates"
 HEAD_JACCARD = 0.75

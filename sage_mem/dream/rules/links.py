@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from ...disk.folder import ARCHIVE_DIR
 from ...memory.markdown import MARKDOWN_LINK, WIKI_LINK, linked_file, outside_code
 from ...memory.value import Memory
-from . import RuleContext
+from .context import RuleContext
 
 NAME = "links"
 MAX_HOPS = 10
@@ -116,128 +116,122 @@ def _former_id(memory: Memory) -> str:
 
 def run(ctx: RuleContext) -> None:
     targets = Targets.of(ctx)
-    root = ctx.store.folder.root
     for memory in ctx.live():
         if "[" not in memory.body:
             continue
-        folder_rel = posixpath.dirname(memory.id)
-        memory_id_self = memory.id
-        fixed: list[str] = []
-        broken: list[str] = []
+        fix_links(ctx, targets, memory)
 
-        def wiki(
-            match: re.Match[str],
-            folder_rel: str = folder_rel,
-            fixed: list[str] = fixed,
-            broken: list[str] = broken,
-            memory_id_self: str = memory_id_self,
-        ) -> str:
-            target = match.group("target").strip()
-            suffix = match.string[match.end("target") : match.end() - 2]
-            memory_id = _nfc(target.removesuffix(".md"))
-            candidates = [
-                posixpath.normpath(memory_id),
-                posixpath.normpath(posixpath.join(folder_rel, memory_id)),
-            ]
-            if any(c in targets.live for c in candidates):
-                return match.group(0)
-            if "/" not in memory_id and targets.by_leaf.get(memory_id):
-                return match.group(0)
-            for candidate in candidates:
-                if candidate in targets.archived:
-                    successor = targets.successor(candidate)
-                    if successor is not None and (
-                        successor == memory_id_self
-                        or historical(match.string, match.start(), match.end())
-                    ):
-                        broken.append(
-                            f"[[{target}]] names an archived memory on purpose (history, or the "
-                            f"one {memory_id_self} replaced): left as it is"
-                        )
-                        return match.group(0)
-                    if successor is not None:
-                        fixed.append(f"[[{target}]] → [[{successor}]] (archived, superseded by it)")
-                        return f"[[{successor}{suffix}]]"
-                    broken.append(f"[[{target}]] points to an archived memory with no successor")
-                    return match.group(0)
-            moved = targets.moved(memory_id)
-            if moved is not None:
-                fixed.append(f"[[{target}]] → [[{moved}]] (moved)")
-                return f"[[{moved}{suffix}]]"
-            broken.append(f"[[{target}]]: no memory with that id")
+
+def fix_links(ctx: RuleContext, targets: Targets, memory: Memory) -> None:
+    """Fix the links of one memory that point to a memory archived or moved; note the
+    broken ones it cannot fix."""
+    root = ctx.store.folder.root
+    folder_rel = posixpath.dirname(memory.id)
+    memory_id_self = memory.id
+    fixed: list[str] = []
+    broken: list[str] = []
+
+    def wiki(match: re.Match[str]) -> str:
+        target = match.group("target").strip()
+        suffix = match.string[match.end("target") : match.end() - 2]
+        memory_id = _nfc(target.removesuffix(".md"))
+        candidates = [
+            posixpath.normpath(memory_id),
+            posixpath.normpath(posixpath.join(folder_rel, memory_id)),
+        ]
+        if any(c in targets.live for c in candidates):
             return match.group(0)
-
-        def markdown(
-            match: re.Match[str],
-            folder_rel: str = folder_rel,
-            fixed: list[str] = fixed,
-            broken: list[str] = broken,
-            memory_id_self: str = memory_id_self,
-        ) -> str:
-            raw = match.group("destination")
-            head = match.string[match.start() : match.start("destination")]
-            tail = match.string[match.end("destination") : match.end()]
-            bracketed = raw.startswith("<") and raw.endswith(">")
-            inner = raw[1:-1] if bracketed else raw
-            _, sep, fragment = inner.partition("#")
-            target = linked_file(raw)
-            if target is None:
-                return match.group(0)
-            resolved = posixpath.normpath(posixpath.join(folder_rel, target))
-            from_root = posixpath.normpath(target)
-            if resolved.startswith("../") or resolved == "..":
-                return match.group(0)
-            for candidate in (resolved, from_root):
-                if (
-                    not candidate.startswith("../")
-                    and candidate[:-3] not in targets.archived
-                    and (root / candidate).is_file()
+        if "/" not in memory_id and targets.by_leaf.get(memory_id):
+            return match.group(0)
+        for candidate in candidates:
+            if candidate in targets.archived:
+                successor = targets.successor(candidate)
+                if successor is not None and (
+                    successor == memory_id_self
+                    or historical(match.string, match.start(), match.end())
                 ):
+                    broken.append(
+                        f"[[{target}]] names an archived memory on purpose (history, or the "
+                        f"one {memory_id_self} replaced): left as it is"
+                    )
                     return match.group(0)
-                if candidate[:-3] in targets.live:
-                    return match.group(0)
-            new_rel = None
-            why = ""
-            for candidate in (resolved, from_root):
-                former = candidate[:-3]
-                if former in targets.archived:
-                    successor = targets.successor(former)
-                    if successor is not None and (
-                        successor == memory_id_self
-                        or historical(match.string, match.start(), match.end())
-                    ):
-                        successor = None  # the old memory is meant: point at its archived file
-                    if successor is not None:
-                        new_rel, why = successor + ".md", "archived, superseded by it"
-                    else:
-                        new_rel, why = targets.archived[former][0], "archived"
-                    break
-            if new_rel is None:
-                moved = targets.moved(resolved[:-3])
-                if moved is not None:
-                    new_rel, why = moved + ".md", "moved"
-            if new_rel is None:
-                broken.append(f"({raw}): no such memory")
+                if successor is not None:
+                    fixed.append(f"[[{target}]] → [[{successor}]] (archived, superseded by it)")
+                    return f"[[{successor}{suffix}]]"
+                broken.append(f"[[{target}]] points to an archived memory with no successor")
                 return match.group(0)
-            new_target = posixpath.relpath(new_rel, folder_rel or ".") + (
-                sep + fragment if sep else ""
-            )
-            if bracketed or " " in new_target:
-                new_target = f"<{new_target}>"
-            fixed.append(f"({raw}) → ({new_target}) ({why})")
-            return head + new_target + tail
+        moved = targets.moved(memory_id)
+        if moved is not None:
+            fixed.append(f"[[{target}]] → [[{moved}]] (moved)")
+            return f"[[{moved}{suffix}]]"
+        broken.append(f"[[{target}]]: no memory with that id")
+        return match.group(0)
 
-        def prose(text: str) -> str:
-            return MARKDOWN_LINK.sub(markdown, WIKI_LINK.sub(wiki, text))
+    def markdown(match: re.Match[str]) -> str:
+        raw = match.group("destination")
+        head = match.string[match.start() : match.start("destination")]
+        tail = match.string[match.end("destination") : match.end()]
+        bracketed = raw.startswith("<") and raw.endswith(">")
+        inner = raw[1:-1] if bracketed else raw
+        _, sep, fragment = inner.partition("#")
+        target = linked_file(raw)
+        if target is None:
+            return match.group(0)
+        resolved = posixpath.normpath(posixpath.join(folder_rel, target))
+        from_root = posixpath.normpath(target)
+        if resolved.startswith("../") or resolved == "..":
+            return match.group(0)
+        for candidate in (resolved, from_root):
+            if (
+                not candidate.startswith("../")
+                and candidate[:-3] not in targets.archived
+                and (root / candidate).is_file()
+            ):
+                return match.group(0)
+            if candidate[:-3] in targets.live:
+                return match.group(0)
+        new_rel = None
+        why = ""
+        for candidate in (resolved, from_root):
+            former = candidate[:-3]
+            if former in targets.archived:
+                successor = targets.successor(former)
+                if successor is not None and (
+                    successor == memory_id_self
+                    or historical(match.string, match.start(), match.end())
+                ):
+                    successor = None  # the old memory is meant: point at its archived file
+                if successor is not None:
+                    new_rel, why = successor + ".md", "archived, superseded by it"
+                else:
+                    new_rel, why = targets.archived[former][0], "archived"
+                break
+        if new_rel is None:
+            moved = targets.moved(resolved[:-3])
+            if moved is not None:
+                new_rel, why = moved + ".md", "moved"
+        if new_rel is None:
+            broken.append(f"({raw}): no such memory")
+            return match.group(0)
+        new_target = posixpath.relpath(new_rel, folder_rel or ".") + (
+            sep + fragment if sep else ""
+        )
+        if bracketed or " " in new_target:
+            new_target = f"<{new_target}>"
+        fixed.append(f"({raw}) → ({new_target}) ({why})")
+        return head + new_target + tail
 
-        body = outside_code(memory.body, prose)
-        for problem in broken:
-            ctx.applier.note(memory.id, rule=NAME, message=f"broken link not fixed: {problem}")
-        if fixed and body != memory.body:
-            shown = "; ".join(fixed[:3]) + (
-                f"; and {len(fixed) - 3} more" if len(fixed) > 3 else ""
-            )
-            ctx.applier.rewrite(memory, rule=NAME, body=body, reason=f"fixed links: {shown}")
+    def prose(text: str) -> str:
+        return MARKDOWN_LINK.sub(markdown, WIKI_LINK.sub(wiki, text))
+
+    body = outside_code(memory.body, prose)
+    for problem in broken:
+        ctx.applier.note(memory.id, rule=NAME, message=f"broken link not fixed: {problem}")
+    if fixed and body != memory.body:
+        shown = "; ".join(fixed[:3]) + (
+            f"; and {len(fixed) - 3} more" if len(fixed) > 3 else ""
+        )
+        ctx.applier.rewrite(memory, rule=NAME, body=body, reason=f"fixed links: {shown}")
 
 
 def _nfc(text: str) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from ...memory.value import parse_moment
-from . import RuleContext
+from .context import RuleContext
 
 NAME = "stamps"
 

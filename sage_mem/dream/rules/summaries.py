@@ -35,7 +35,7 @@ from ...memory.markdown import (
     code_ranges,
 )
 from ..similarity import terms
-from . import RuleContext
+from .context import RuleContext
 
 NAME = "summaries"
 BODY_MIN_CHARS = 200

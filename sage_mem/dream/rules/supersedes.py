@@ -13,7 +13,7 @@ is listed, not archived. A global memory may replace one of any project.
 from __future__ import annotations
 
 from ...memory.value import Memory, parse_moment
-from . import RuleContext
+from .context import RuleContext
 
 NAME = "supersedes"
 
