@@ -11,6 +11,7 @@ its place: the folder listing is how a reader finds the code.
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -77,6 +78,11 @@ def type_only_lines(tree: ast.Module) -> set[int]:
 
 def imported_modules(path: Path, text: str | None = None) -> list[tuple[int, str]]:
     """Every sage_mem module `path` imports at run time (of `text`, if given), with its line."""
+    return list(_imported_modules(path, text))
+
+
+@functools.cache  # the circle tests parse the whole package once per graph they draw
+def _imported_modules(path: Path, text: str | None) -> tuple[tuple[int, str], ...]:
     tree = ast.parse(path.read_text(encoding="utf-8") if text is None else text)
     skip = type_only_lines(tree)
     here = module_name(path).split(".")
@@ -99,7 +105,7 @@ def imported_modules(path: Path, text: str | None = None) -> list[tuple[int, str
             sub = ROOT.joinpath(*f"{target}.{alias.name}".split("."))
             is_module = sub.with_suffix(".py").exists() or (sub / "__init__.py").exists()
             found.append((node.lineno, f"{target}.{alias.name}" if is_module else target))
-    return found
+    return tuple(found)
 
 
 def wrong_imports(path: Path, text: str | None = None) -> list[str]:
