@@ -18,8 +18,9 @@ from pathlib import Path
 import pytest
 
 from sage_mem.memory.value import Memory, memory_from_meta
-from sage_mem.search import index as index_module
-from sage_mem.search.index import Hit, Index, word_pairs
+from sage_mem.search import ranking
+from sage_mem.search.index import Hit, Index
+from sage_mem.search.scoring import word_pairs
 from sage_mem.search.tokens import loose_terms, tokenize
 
 NOW = datetime(2026, 12, 1, tzinfo=UTC)
@@ -91,7 +92,7 @@ def exhaustive(index: Index, query: str, *, limit: int = 10, offset: int = 0,
     factor = index._factor(NOW, False)
     final = {key: value * factor(key) for key, value in scores.items()
              if passes is None or passes(key)}
-    best = index_module._top(final, offset + limit, index._ids)[offset:]
+    best = ranking.top(final, offset + limit, index._ids)[offset:]
     return [(index._ids[key], round(value, 4)) for key, value in best]  # type: ignore[misc]
 
 
