@@ -7,6 +7,10 @@ same order, on random English and Chinese corpora and random queries (with
 filters, trust, recency, pages, an index loaded from the cache and changed
 since), and ask for the same ids and the same scores. A bound made too low on
 purpose must make them differ: the comparison can fail.
+
+Every test runs on both engines: the pure-Python one (the only one on a
+plain install) and numpy's (`search/dense.py`, every posting added in C), which
+must give the same ids and the same scores, to the last bit.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from sage_mem.memory.value import Memory, memory_from_meta
-from sage_mem.search import ranking
+from sage_mem.search import dense, ranking
 from sage_mem.search.index import Hit, Index
 from sage_mem.search.scoring import word_pairs
 from sage_mem.search.tokens import loose_terms, tokenize
@@ -106,6 +110,18 @@ FILTERS: list[dict[str, object]] = [
 ]
 
 
+@pytest.fixture(autouse=True, params=["python", "numpy"])
+def engine(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Each search through one engine: Python's pruning, or numpy's sums (every query)."""
+    if request.param == "numpy":
+        pytest.importorskip("numpy")
+        monkeypatch.setattr(dense, "USE_NUMPY", True)
+        monkeypatch.setattr(dense, "DENSE_FROM", 0)
+    else:
+        monkeypatch.setattr(dense, "USE_NUMPY", False)
+    return str(request.param)
+
+
 def mismatches(index: Index, queries: list[str]) -> int:
     wrong = 0
     for query in queries:
@@ -145,8 +161,10 @@ def test_pruned_search_equals_scoring_every_posting_from_the_cache(tmp_path: Pat
     assert mismatches(index, queries) == 0
 
 
-def test_a_bound_set_too_low_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_bound_set_too_low_is_caught(monkeypatch: pytest.MonkeyPatch, engine: str) -> None:
     """With every ceiling halved the pruning is wrong, and the comparison says so."""
+    if engine == "numpy":
+        pytest.skip("numpy's sums read the ceilings only for their order: nothing to halve")
     memories, queries = corpus(1, 500)
     index = Index()
     index.add_many(memories)
@@ -157,4 +175,14 @@ def test_a_bound_set_too_low_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(index, "_query_weights", halved)
     # The reference sorts by the same halved ceilings (the same order), but prunes nothing.
+    assert mismatches(index, queries) > 0
+
+
+def test_a_factor_bound_set_too_low_is_caught(engine: str) -> None:
+    """Both engines stop walking once no memory's raw score times the largest factor can
+    reach the top: told a largest factor below the real ones, they miss memories."""
+    memories, queries = corpus(1, 500)
+    index = Index()
+    index.add_many(memories)
+    index._max_boost = 0.5  # trust factors go up to 1.2
     assert mismatches(index, queries) > 0

@@ -23,6 +23,7 @@ from operator import lshift, mul, or_
 from typing import TypeVar
 
 from ..memory.value import Memory, parse_moment
+from .dense import accumulate_dense, numpy_for
 from .packed import Backing, IdsByNumber, NumbersById
 from .ranking import Hit, Weighted, accumulate_scores, matched_shares, top
 from .scoring import Scoring, term_idf, word_pairs
@@ -121,7 +122,10 @@ class QueryPath:
             if not weighted:
                 return []
             passes = self._filter(category, project, tags, archived)
-            raw = self._accumulate(weighted, offset + limit, passes, factor, bound)
+            # The factors as an array when trust is all they are (numpy's path reads them so).
+            trusts = None if dated is not None or self.half_life_days else (
+                self._boost if archived else self._shown)
+            raw = self._accumulate(weighted, offset + limit, passes, factor, bound, trusts)
             if passes is None:
                 scores = dict(zip(raw, map(mul, raw.values(), map(factor, raw)), strict=True))
             else:
@@ -427,11 +431,18 @@ class QueryPath:
         passes: Callable[[int], bool] | None,
         factor: Callable[[int], float],
         bound: float | None = None,
+        factors: array | None = None,
     ) -> dict[int, float]:
-        """Raw scores of every memory that can reach the top `count` (`ranking.accumulate_scores`);
-        `bound`: the largest factor (the trust factors' by default)."""
-        return accumulate_scores(weighted, count, passes, factor,
-                          self._max_boost if bound is None else bound)
+        """Raw scores of every memory that can reach the top `count`: `dense.accumulate_dense`
+        with numpy when it pays (`dense.numpy_for`), else `ranking.accumulate_scores`;
+        `bound`: the largest factor (the trust factors' by default); `factors`: each
+        memory's, when `factor` only reads them."""
+        largest = self._max_boost if bound is None else bound
+        np = numpy_for(sum(item.size for item in weighted))
+        if np is not None:
+            return accumulate_dense(np, weighted, count, passes, factor, largest, len(self._ids),
+                                    factors)
+        return accumulate_scores(weighted, count, passes, factor, largest)
 
     def _hit(self, number: int, score: float, matched: float) -> Hit:
         memory = self._memory(self._ids[number])  # type: ignore[arg-type]

@@ -1,0 +1,142 @@
+"""The exact top of a query's scores with numpy: every posting added in C.
+
+`ranking.accumulate_scores` walks postings in Python, pruning what cannot
+reach the top; on a large folder a query's long lists still cost it
+milliseconds to hundreds of them (a pasted page at 100,000 memories). Here
+each list is added to one array of scores, a float64 a memory, in C:
+
+    scores[numbers] += weight * weights          (list after list, in ceiling order)
+
+The sums are the pure path's to the last bit: the same float64 products
+(a float32 weight widened, times the term's weight) added to each memory in
+the same order, the lists sorted by ceiling as there (`tests/test_pruning.py`
+checks both paths against scoring every posting). Then the memories are
+walked from the highest raw score down, each final score (raw times its
+factor) taken until the raw score times the largest factor is below the
+`count`-th best final one: no memory further down can reach the top, nor
+tie with it.
+
+numpy is optional (the semantic extra brings it): a plain install has only
+the pure path, and both rank alike. Importing numpy costs some 100 ms of CPU,
+more than a hook's whole search, so a process imports it only once its
+searches have read `IMPORT_AFTER` postings in Python (what the import costs,
+read in Python: a server pays it once, a hook's one search never does); a
+process that has numpy already (one embedding) uses it from the start.
+"""
+
+from __future__ import annotations
+
+import heapq
+import sys
+from array import array
+from collections.abc import Callable
+from typing import Any
+
+from .ranking import _MARGIN, Weighted
+
+# Postings read in Python before numpy is imported (about its import's CPU time).
+IMPORT_AFTER = 300_000
+# A query with fewer postings is as quick in Python (numpy's calls have their own cost).
+DENSE_FROM = 256
+# None: numpy by the rule above; True or False: always or never (tests compare both).
+USE_NUMPY: bool | None = None
+
+_read_in_python = 0
+_missing = False
+
+
+def numpy_for(postings: int) -> Any | None:
+    """numpy, to score a query of `postings` postings with; None for the pure path."""
+    global _read_in_python, _missing
+    if USE_NUMPY is False or postings < DENSE_FROM and USE_NUMPY is None:
+        return None
+    found = sys.modules.get("numpy")
+    if found is not None or _missing:
+        return found
+    if USE_NUMPY is None and _read_in_python < IMPORT_AFTER:
+        _read_in_python += postings
+        return None
+    try:
+        import numpy
+    except ImportError:  # a plain install: the pure path, always
+        _missing = True
+        return None
+    return numpy
+
+
+def accumulate_dense(
+    np: Any,
+    weighted: list[Weighted],
+    count: int,
+    passes: Callable[[int], bool] | None,
+    factor: Callable[[int], float],
+    bound: float,
+    size: int,
+    factors: array | None = None,
+) -> dict[int, float]:
+    """Raw scores of the memories (numbered below `size`) that can reach the top `count`,
+    exactly as `ranking.accumulate_scores` gives them; `bound`: the largest factor.
+
+    `factors`: the factor of each memory number when `factor` is only that (trust, no
+    recency or dates) and no filter is asked: the top is then taken in C too.
+    """
+    ordered = sorted(weighted, key=lambda item: item.ceiling, reverse=True)
+    scores = np.zeros(size)
+    float64, int32, float32 = np.float64, np.int32, np.float32
+    for item in ordered:
+        weight = item.weight
+        for numbers, weights in item.parts:
+            if len(numbers):
+                at = np.frombuffer(numbers, dtype=int32)
+                # Widened first: a float32 array times a Python float stays float32 (NEP 50).
+                scores[at] += np.frombuffer(weights, dtype=float32).astype(float64) * weight
+    held = np.flatnonzero(scores)
+    if not len(held):
+        return {}
+    raw = scores[held]
+    if factors is not None and passes is None:
+        finals = raw * _gathered(np, factors, held)
+        shown = np.flatnonzero(finals > 0.0)
+        if len(shown) > count:
+            # Every memory tied with the `count`-th final score too: ties break by id later.
+            floor = np.partition(finals[shown], len(shown) - count)[len(shown) - count]
+            shown = shown[finals[shown] >= floor]
+        return dict(zip(held[shown].tolist(), raw[shown].tolist(), strict=True))
+    best: list[float] = []  # the `count` best positive final scores walked (a heap)
+    out: dict[int, float] = {}
+    theta = 0.0
+    step = 8 * count + 64
+    while len(raw):
+        # The next `step` best raw scores, in order (argpartition: no sort of them all).
+        if len(raw) > step:
+            parted = np.argpartition(-raw, step - 1)
+            chosen, left = parted[:step], parted[step:]
+        else:
+            chosen, left = np.arange(len(raw)), np.arange(0)
+        chosen = chosen[np.argsort(-raw[chosen], kind="stable")]
+        keys, values = held[chosen], raw[chosen]
+        held, raw = held[left], raw[left]
+        step *= 4
+        for key, value in zip(keys.tolist(), values.tolist(), strict=True):
+            if len(best) == count and value * bound < theta - _MARGIN:
+                return out  # no memory from here down reaches the top, nor ties with it
+            out[key] = value
+            if passes is not None and not passes(key):
+                continue
+            final = value * factor(key)
+            if final <= 0.0:
+                continue
+            if len(best) < count:
+                heapq.heappush(best, final)
+            elif final > best[0]:
+                heapq.heapreplace(best, final)
+            if len(best) == count:
+                theta = best[0]
+    return out
+
+
+def _gathered(np: Any, factors: array, numbers: Any) -> Any:
+    """`factors` at `numbers`, copied: no view of the array outlives the call (an array
+    with a view cannot grow, and the index appends a memory's factor when it adds one)."""
+    view = np.frombuffer(factors, dtype=np.float64)
+    return view[numbers]

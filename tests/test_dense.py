@@ -1,0 +1,85 @@
+"""numpy's engine (`search/dense.py`): used only when it pays, never needed.
+
+Its rankings equal the pure-Python engine's and a sum over every posting
+(`tests/test_pruning.py` runs every comparison on both); here: a process
+imports numpy only once its searches read in Python what the import costs
+(a hook's one search never does), and without numpy (a plain install) every
+search takes the pure path and ranks alike.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from test_plain_install import without_extras_env
+from test_pruning import NOW, corpus
+
+from sage_mem.search import dense
+from sage_mem.search.index import Index
+
+SCRIPT = textwrap.dedent("""
+    import sys
+    sys.path.insert(0, {tests!r})
+    from test_pruning import corpus
+    from sage_mem.search import dense
+    from sage_mem.search.index import Index
+
+    dense.IMPORT_AFTER = {after}
+    memories, queries = corpus(2, 400)
+    index = Index()
+    index.add_many(memories)
+    seen = []
+    for query in queries:
+        index.search(query)
+        seen.append("numpy" in sys.modules)
+    print(seen.index(True) if True in seen else -1, dense._read_in_python)
+""")
+
+
+def run(after: int, env: dict[str, str] | None = None) -> tuple[int, int]:
+    from pathlib import Path
+
+    tests = str(Path(__file__).parent)
+    done = subprocess.run([sys.executable, "-c", SCRIPT.format(tests=tests, after=after)],
+                          capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 0, done.stderr
+    first, read = done.stdout.split()
+    return int(first), int(read)
+
+
+def test_numpy_is_imported_once_searches_read_what_it_costs() -> None:
+    pytest.importorskip("numpy")
+    # Past the first few searches (each reads a few hundred postings in Python), not before.
+    first, read = run(after=3_000)
+    assert first > 0
+    assert 3_000 <= read < 3_000 + 10_000
+    # The rule's real threshold is never reached by one search of this folder (a hook's).
+    first, read = run(after=dense.IMPORT_AFTER)
+    assert first == -1 and read < dense.IMPORT_AFTER
+
+
+def test_without_numpy_every_search_is_pure_python_and_ranks_alike(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    memories, queries = corpus(3, 400)
+    index = Index()
+    index.add_many(memories)
+    monkeypatch.setattr(dense, "USE_NUMPY", False)
+    want = [[(hit.id, hit.score) for hit in index.search(query, now=NOW)] for query in queries]
+    monkeypatch.setattr(dense, "USE_NUMPY", True)  # asked for, but absent
+    monkeypatch.setattr(dense, "DENSE_FROM", 0)
+    monkeypatch.setattr(dense, "_missing", False)
+    monkeypatch.setitem(sys.modules, "numpy", None)  # `import numpy` raises ImportError
+    got = [[(hit.id, hit.score) for hit in index.search(query, now=NOW)] for query in queries]
+    assert got == want
+    assert dense._missing  # it tried once, and remembers
+
+
+def test_a_plain_install_searches_without_numpy() -> None:
+    """In a process where numpy cannot be imported (a plain install), a search whose
+    postings would call for numpy answers all the same."""
+    first, read = run(after=0, env=without_extras_env())
+    assert first == -1
