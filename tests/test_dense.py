@@ -83,3 +83,32 @@ def test_a_plain_install_searches_without_numpy() -> None:
     postings would call for numpy answers all the same."""
     first, read = run(after=0, env=without_extras_env())
     assert first == -1
+
+
+@pytest.mark.parametrize("half_life", [None, 30.0])
+def test_numpy_sums_equal_the_pure_sums_to_the_last_bit(half_life: float | None) -> None:
+    """Every raw score numpy's engine gives is the sum, in the same order, of the same
+    float64 products as adding every posting in Python: equal as floats, not only rounded."""
+    np = pytest.importorskip("numpy")
+    memories, queries = corpus(5, 500)
+    index = Index(half_life_days=half_life)
+    index.add_many(memories)
+    compared = 0
+    for query in queries:
+        chosen = index._query_terms(query)
+        if chosen is None:
+            continue
+        weighted = index._query_weights(*index._most_telling(*chosen))
+        every: dict[int, float] = {}
+        for item in sorted(weighted, key=lambda entry: entry.ceiling, reverse=True):
+            for numbers, weights in item.parts:
+                for number, value in zip(numbers, weights, strict=True):
+                    every[number] = every[number] + item.weight * value if number in every \
+                        else item.weight * value
+        factor = index._factor(NOW, False)
+        trusts = None if half_life else index._shown
+        got = dense.accumulate_dense(np, weighted, 10, None, factor, index._max_boost,
+                                     len(index._ids), trusts)
+        assert got and all(every[key] == value for key, value in got.items())
+        compared += len(got)
+    assert compared > 500

@@ -82,14 +82,14 @@ def accumulate_dense(
     """
     ordered = sorted(weighted, key=lambda item: item.ceiling, reverse=True)
     scores = np.zeros(size)
-    float64, int32, float32 = np.float64, np.int32, np.float32
+    float64, int32, float32, add_at = np.float64, np.int32, np.float32, np.add.at
     for item in ordered:
         weight = item.weight
         for numbers, weights in item.parts:
             if len(numbers):
-                at = np.frombuffer(numbers, dtype=int32)
-                # Widened first: a float32 array times a Python float stays float32 (NEP 50).
-                scores[at] += np.frombuffer(weights, dtype=float32).astype(float64) * weight
+                # In float64: a float32 array times a Python float stays float32 (NEP 50).
+                added = np.multiply(np.frombuffer(weights, dtype=float32), weight, dtype=float64)
+                add_at(scores, np.frombuffer(numbers, dtype=int32), added)
     held = np.flatnonzero(scores)
     if not len(held):
         return {}
