@@ -112,3 +112,24 @@ def test_numpy_sums_equal_the_pure_sums_to_the_last_bit(half_life: float | None)
         assert got and all(every[key] == value for key, value in got.items())
         compared += len(got)
     assert compared > 500
+
+
+def test_an_index_still_grows_after_numpy_read_its_arrays(monkeypatch: pytest.MonkeyPatch) -> None:
+    """numpy reads the postings and trust factors in place (no copy); an array read so
+    cannot grow while a view of it lives, so none may outlive the search: a memory added
+    after is indexed and found."""
+    pytest.importorskip("numpy")
+    from sage_mem.memory.value import memory_from_meta
+
+    monkeypatch.setattr(dense, "USE_NUMPY", True)
+    monkeypatch.setattr(dense, "DENSE_FROM", 0)
+    memories, queries = corpus(6, 200)
+    index = Index()
+    for memory in memories:
+        index.put(memory)  # postings held in growable arrays, as a live index's are
+    for query in queries[:10]:
+        index.search(query)
+    first = memories[0]
+    index.put(memory_from_meta("zz_new", first.path.with_name("zz_new.md"),
+                               {"description": first.description}, first.body))
+    assert "zz_new" in [hit.id for hit in index.search(first.description, limit=50)]
