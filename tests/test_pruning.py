@@ -1,6 +1,6 @@
 """Exact dynamic pruning (issue 13): the pruned search returns exactly the exhaustive top k.
 
-`Index._accumulate` skips postings and drops candidates using each term's
+`ranking.accumulate_scores` skips postings and drops candidates using each term's
 ceiling (its largest possible contribution) and a threshold primed from real
 scores. These tests score every posting of every query term instead, in the
 same order, on random English and Chinese corpora and random queries (with

@@ -80,6 +80,11 @@ Nothing in it is trusted blindly:
 - A state folder that cannot be written just means no cache.
 
 Must stay import-light: the hook path imports it.
+
+Over 800 lines on purpose: it is one file format, and each section's
+writer (`_write`, `build`, `save`) and reader (`_Backing`, `load`) must change
+together with the format version; split in two, a layout would live in two
+rooms and drift apart.
 """
 
 from __future__ import annotations

@@ -9,7 +9,8 @@ dicts took some 80. Postings are walked from the term of highest possible
 contribution to the lowest, with a threshold primed from real scores: a
 memory that cannot reach it is never taken or is dropped, and once no unseen
 memory could still reach the top each candidate is looked up (by bisection)
-in the lists left until it is out (exact pruning; see `Index._accumulate`).
+in the lists left until it is out (exact pruning; see `accumulate_scores`).
+With numpy, `dense.py` adds every posting in C instead, to the same sums.
 A long query (a pasted page) is first cut to its rarest terms, pairs and
 loose terms (MAX_QUERY_TERMS, MAX_QUERY_PAIRS, MAX_QUERY_LOOSE); a hook's
 search is then bounded by the postings it reads (`max_postings`,
