@@ -20,14 +20,16 @@ numpy is optional (the semantic extra brings it): a plain install has only
 the pure path, and both rank alike. Importing numpy costs some 100 ms of CPU,
 more than a hook's whole search, so a process imports it only once its
 searches have read `IMPORT_AFTER` postings in Python (what the import costs,
-read in Python: a server pays it once, a hook's one search never does); a
-process that has numpy already (one embedding) uses it from the start.
+read in Python: a server pays it once, a hook's one search never does), and
+in a background thread, so that no search waits for it; a process that has
+numpy already (one embedding) uses it from the start.
 """
 
 from __future__ import annotations
 
 import heapq
 import sys
+import threading
 from array import array
 from collections.abc import Callable
 from typing import Any
@@ -43,22 +45,39 @@ USE_NUMPY: bool | None = None
 
 _read_in_python = 0
 _missing = False
+_importing = False
 
 
 def numpy_for(postings: int) -> Any | None:
     """numpy, to score a query of `postings` postings with; None for the pure path."""
-    global _read_in_python, _missing
+    global _read_in_python, _importing
     if USE_NUMPY is False or postings < DENSE_FROM and USE_NUMPY is None:
         return None
     found = sys.modules.get("numpy")
-    if found is not None or _missing:
-        return found
-    if USE_NUMPY is None and _read_in_python < IMPORT_AFTER:
-        _read_in_python += postings
+    if found is not None:
+        # Until an import under way in another thread (this module's, or the semantic
+        # extra's) has finished, the module is half made: Python meanwhile.
+        spec = getattr(found, "__spec__", None)
+        return None if getattr(spec, "_initializing", False) else found
+    if _missing:
         return None
+    if USE_NUMPY:  # asked for (tests): imported now
+        return _imported()
+    _read_in_python += postings
+    if _read_in_python >= IMPORT_AFTER and not _importing:
+        # In the background: the search that crossed the line (perhaps a hook's, served)
+        # does not wait the import's 100 ms; the next ones use numpy once it is there.
+        _importing = True
+        threading.Thread(target=_imported, name="sage-mem numpy import", daemon=True).start()
+    return None
+
+
+def _imported() -> Any | None:
+    """numpy, imported; None (and remembered) when it cannot be: a plain install."""
+    global _missing
     try:
         import numpy
-    except ImportError:  # a plain install: the pure path, always
+    except ImportError:
         _missing = True
         return None
     return numpy
