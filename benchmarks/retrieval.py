@@ -88,7 +88,8 @@ sys.path.insert(0, str(ROOT))
 from sage_mem import MemoryStore  # noqa: E402
 from sage_mem.memory.value import Memory  # noqa: E402
 from sage_mem.search.fusion import DEPTH, LEXICAL_WEIGHT  # noqa: E402
-from sage_mem.search.index import FIELD_WEIGHTS, K1, PAIR_WEIGHT, Index, Scoring  # noqa: E402
+from sage_mem.search.index import Index  # noqa: E402
+from sage_mem.search.scoring import FIELD_WEIGHTS, K1, PAIR_WEIGHT, Scoring  # noqa: E402
 from sage_mem.search.timewords import read_time  # noqa: E402
 from sage_mem.search.tokens import _CJK, ENGLISH_STOP_WORDS, NOW_WORDS, fold, porter2  # noqa: E402
 

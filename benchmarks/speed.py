@@ -592,10 +592,11 @@ def worker_cold(folder: Path, state: Path, **_: object) -> dict:
             saving.append(time.perf_counter() - started)
 
     cache._write = timed_write
-    started = time.perf_counter()
+    started, used = time.perf_counter(), time.process_time()
     store = MemoryStore(folder, state_dir=state, watch=False)
-    seconds = time.perf_counter() - started
-    return {"seconds": seconds, "cache_write": sum(saving), "memories": len(store.index),
+    seconds, cpu = time.perf_counter() - started, time.process_time() - used
+    return {"seconds": seconds, "cpu": cpu, "cache_write": sum(saving),
+            "memories": len(store.index),
             "cache_bytes": cache.cache_path(store.folder).stat().st_size, "rss_mb": _rss_mb()}
 
 
@@ -677,11 +678,11 @@ def worker_tantivy(folder: Path, state: Path, queries: list[tuple[str, str]],
     """tantivy over sage-mem's terms; the queries' terms are made before the clock starts."""
     from sage_mem.search.tokens import tokenize
 
-    started = time.perf_counter()
+    started, used = time.perf_counter(), time.process_time()
     index = tantivy_build(folder, state.parent / (state.name + "-tantivy"))
     if index is None:
         return {"missing": True}
-    build = time.perf_counter() - started
+    build, build_cpu = time.perf_counter() - started, time.process_time() - used
     search = tantivy_searcher(index)
 
     def terms_of(items: list[tuple[str, str]]) -> list[tuple[str, list[str]]]:
@@ -689,7 +690,7 @@ def worker_tantivy(folder: Path, state: Path, queries: list[tuple[str, str]],
 
     short, realistic = terms_of(queries), terms_of(prompts)
     _latencies(search, short)
-    return {"build": build, "search": _latencies(search, short),
+    return {"build": build, "build_cpu": build_cpu, "search": _latencies(search, short),
             "prompts": _latencies(search, realistic), "rss_mb": _rss_mb()}
 
 
@@ -1121,6 +1122,13 @@ def table(results: list[dict]) -> str:
     row("tantivy build (sage-mem's tokenizer in Python) / sage-mem cold build", lambda r:
         "n/a" if r["tantivy"].get("missing") else
         _ratio(r["tantivy"]["build"], r["cold"]["seconds"]))
+    row("**cold build CPU** / peak RSS: sage-mem, tantivy", lambda r:
+        f"{r['cold']['cpu']:.1f} s / {r['cold']['rss_mb']:.0f} MB, " + (
+            "n/a" if r["tantivy"].get("missing") else
+            f"{r['tantivy']['build_cpu']:.1f} s / {r['tantivy']['rss_mb']:.0f} MB"))
+    row("**search CPU, sage-mem ÷ tantivy**: median / p99", lambda r:
+        "n/a" if r["tantivy"].get("missing") else
+        f"{_cpu_ratio(r, 'median'):.1f}× / {_cpu_ratio(r, 'p99'):.1f}×")
     row("**save → visible** (watcher): median / p95", lambda r:
         f"{_ms(r['watch']['visible']['median'])} / {_ms(r['watch']['visible']['p95'])}")
     row("checkout of N files: visible after, refresh calls", lambda r:
@@ -1202,8 +1210,19 @@ TARGETS = [
     ("save → visible p95 ≤ 300 ms", None, lambda r: r["watch"]["visible"]["p95"] <= 300),
     ("RSS ≤ 300 MB at 100k (warm + search)", 100_000, lambda r: r["warm"]["rss_mb"] <= 300),
     ("one changed file → one file read", None, lambda r: r["changed"]["files_read"] == 1),
+    ("search CPU within 3× tantivy's, median and p99 (issue 32)", (10_000, 100_000),
+     lambda r: r["tantivy"].get("missing") or max(_cpu_ratio(r, "median"),
+                                                   _cpu_ratio(r, "p99")) <= 3),
+    ("cold build CPU within 2× tantivy's, peak RSS ≤ 400 MB at 100k (issue 32)", 100_000,
+     lambda r: r["cold"]["rss_mb"] <= 400 and (
+         r["tantivy"].get("missing") or r["cold"]["cpu"] <= 2 * r["tantivy"]["build_cpu"])),
     ("checkout → one batched refresh", None, lambda r: r["watch"]["checkout_refreshes"] <= 2),
 ]
+
+
+def _cpu_ratio(r: dict, stat: str) -> float:
+    """sage-mem's search CPU over tantivy's, short queries, the same run (issue 32)."""
+    return r["warm"]["steady"]["cpu"][stat] / r["tantivy"]["search"]["cpu"][stat]
 
 
 def targets(results: list[dict]) -> str:

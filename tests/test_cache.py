@@ -26,7 +26,7 @@ from sage_mem import store as store_module
 from sage_mem.disk.folder import MemoryFolder
 from sage_mem.search import cache as cache_module
 from sage_mem.search import loading as loading_module
-from sage_mem.search.index import Scoring
+from sage_mem.search.scoring import Scoring
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -512,7 +512,7 @@ def test_a_long_query_keeps_the_same_rarest_terms_from_the_cache_as_a_fresh_buil
     import random
     import zlib
 
-    from sage_mem.search.index import MAX_QUERY_TERMS
+    from sage_mem.search.query import MAX_QUERY_TERMS
 
     for first, second in COLLIDING:
         assert zlib.crc32(first.encode()) == zlib.crc32(second.encode())

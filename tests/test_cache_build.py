@@ -27,9 +27,10 @@ import pytest
 from sage_mem import MemoryStore
 from sage_mem import store as store_module
 from sage_mem.memory.value import Memory, ValueProblem
+from sage_mem.search import building
 from sage_mem.search import cache as cache_module
-from sage_mem.search import index as index_module
 from sage_mem.search import loading as loading_module
+from sage_mem.search.building import Builder
 from sage_mem.search.cache import (
     _MEMORY_FIELDS,
     _PROBLEMS,
@@ -44,7 +45,9 @@ from sage_mem.search.cache import (
     _shared,
     fingerprint,
 )
-from sage_mem.search.index import FIELDS, Builder, Export, Index, Scoring, packed_ids
+from sage_mem.search.index import Index
+from sage_mem.search.packed import Export, packed_ids
+from sage_mem.search.scoring import FIELDS, Scoring
 
 WORDS = ("deploy release database migration garden coffee flight budget pytest running "
          "tests cats meeting Sesame Alice Tuesday login version numbers apples").split()
@@ -237,7 +240,7 @@ def test_the_streamed_build_writes_the_bytes_the_index_writer_wrote(
     assert path.read_bytes() == reference.read_bytes()
     # The build straight from the memories, none of them held (in chunks of 16, spilled).
     path.unlink()
-    monkeypatch.setattr(index_module, "_CHUNK", 16)
+    monkeypatch.setattr(building, "_CHUNK", 16)
     written = cache_module.build(store.folder, iter(memories), lambda: entries,
                                  scoring=scoring, started_ns=started_ns)
     assert written == len(memories)

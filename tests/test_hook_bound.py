@@ -208,11 +208,12 @@ def test_pruning_only_when_the_candidates_doubled_keeps_the_search_exact(
     search still equals scoring every posting."""
     from test_pruning import corpus, mismatches
 
-    from sage_mem.search import index as index_module
+    from sage_mem.search import ranking
+    from sage_mem.search.index import Index
 
-    monkeypatch.setattr(index_module, "_PRUNE_EVERY", 4)
+    monkeypatch.setattr(ranking, "_PRUNE_EVERY", 4)
     memories, queries = corpus(seed, 500)
-    index = index_module.Index()
+    index = Index()
     index.add_many(memories)
     assert mismatches(index, queries) == 0
 

@@ -522,7 +522,7 @@ def test_a_memory_holding_a_secret_is_never_injected_with_it_from_the_cache_or_a
     from sage_mem import MemoryStore
     from sage_mem.disk.folder import MemoryFolder
     from sage_mem.search import cache
-    from sage_mem.search.index import Scoring
+    from sage_mem.search.scoring import Scoring
 
     description, body, prompt = SECRET_MEMORIES[memory_id]
     secrets = ["Q7f2Kx9LmP4vT8wZr3Nc6Hb1Yd5Gs0Je", "Z4n8Wq2Rt6Yp1Lk5Hj9Fd3Sa7Gm0Xc2V"]

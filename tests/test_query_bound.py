@@ -12,8 +12,10 @@ import random
 import pytest
 
 from sage_mem.memory.value import memory_from_meta
-from sage_mem.search import index as index_module
-from sage_mem.search.index import MAX_QUERY_PAIRS, MAX_QUERY_TERMS, Index, word_pairs
+from sage_mem.search import query as query_module
+from sage_mem.search.index import Index
+from sage_mem.search.query import MAX_QUERY_PAIRS, MAX_QUERY_TERMS
+from sage_mem.search.scoring import word_pairs
 from sage_mem.search.tokens import tokenize
 
 COMMON = ("the service request user system data time change team report update code "
@@ -86,14 +88,14 @@ def test_a_short_query_is_scored_exactly_as_before(
     index: Index, monkeypatch: pytest.MonkeyPatch, query: str
 ) -> None:
     bounded = [(hit.id, hit.score) for hit in index.search(query)]
-    monkeypatch.setattr(index_module, "MAX_QUERY_TERMS", 10_000)
-    monkeypatch.setattr(index_module, "MAX_QUERY_PAIRS", 10_000)
+    monkeypatch.setattr(query_module, "MAX_QUERY_TERMS", 10_000)
+    monkeypatch.setattr(query_module, "MAX_QUERY_PAIRS", 10_000)
     assert [(hit.id, hit.score) for hit in index.search(query)] == bounded
 
 
 def test_the_cap_keeps_the_rarest_terms(index: Index, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(index_module, "MAX_QUERY_TERMS", 2)
-    monkeypatch.setattr(index_module, "MAX_QUERY_PAIRS", 0)
+    monkeypatch.setattr(query_module, "MAX_QUERY_TERMS", 2)
+    monkeypatch.setattr(query_module, "MAX_QUERY_PAIRS", 0)
     seen: list[list[float]] = []
     original = index._accumulate
 
@@ -119,7 +121,7 @@ def chinese_page(rng: random.Random, chars: int) -> str:
 def test_a_long_chinese_prompt_is_scored_on_a_bounded_number_of_loose_terms(
     index: Index, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from sage_mem.search.index import MAX_QUERY_LOOSE
+    from sage_mem.search.query import MAX_QUERY_LOOSE
     from sage_mem.search.tokens import loose_terms
 
     prompt = chinese_page(random.Random(2), 3000) + " 水壶除垢 kettle citric acid"

@@ -17,7 +17,8 @@ import pytest
 
 from sage_mem import MemoryStore
 from sage_mem.memory.value import Memory, memory_from_meta
-from sage_mem.search.index import Index, word_pairs
+from sage_mem.search.index import Index
+from sage_mem.search.scoring import word_pairs
 from sage_mem.search.tokens import tokenize
 
 BILINGUAL_MEMORIES: dict[str, str] = {

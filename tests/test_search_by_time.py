@@ -17,8 +17,7 @@ import pytest
 
 from sage_mem import MemoryStore
 from sage_mem.memory.value import Memory, memory_from_meta
-from sage_mem.search import index as index_module
-from sage_mem.search import timewords
+from sage_mem.search import ranking, timewords
 from sage_mem.search.index import Index
 from sage_mem.search.timewords import read_time
 
@@ -185,7 +184,7 @@ def exhaustive(index: Index, query: str, limit: int) -> list[tuple[str, float]]:
                 scores[number] = scores[number] + item.weight * value if number in scores \
                     else item.weight * value
     final = {key: value * factor(key) for key, value in scores.items()}
-    best = index_module._top(final, limit, index._ids)
+    best = ranking.top(final, limit, index._ids)
     return [(index._ids[key], round(value, 4)) for key, value in best]  # type: ignore[misc]
 
 

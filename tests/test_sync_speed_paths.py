@@ -30,7 +30,8 @@ from sync_support import (
 from sage_mem.disk.folder import MemoryFolder
 from sage_mem.memory.file_format import parse_bytes
 from sage_mem.search import cache
-from sage_mem.search.index import Index, Scoring
+from sage_mem.search.index import Index
+from sage_mem.search.scoring import Scoring
 from sage_mem.store import MemoryStore
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")

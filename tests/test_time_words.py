@@ -169,7 +169,7 @@ def test_a_day_near_the_window_is_half_as_close_as_one_inside() -> None:
 
 
 def test_the_terms_that_date_a_memory_are_those_a_written_date_gives() -> None:
-    from sage_mem.search.index import word_pairs
+    from sage_mem.search.scoring import word_pairs
     from sage_mem.search.tokens import tokenize
 
     written = tokenize("Yesterday (2026-11-24) we shipped")

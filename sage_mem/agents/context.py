@@ -241,7 +241,7 @@ def above_floor(hits: list[Hit], corpus_size: int) -> list[Hit]:
     A prompt is not a search: most of its words are about something else, so a
     hit is kept only when its score is both
       - at least a quarter of what one query term found in no other memory
-        would weigh (the idf of a term with df = 1, as `search/index.py` computes it):
+        would weigh (the idf of a term with df = 1, as `search/scoring.py` computes it):
         a prompt that shares only a word most memories contain ("example",
         "memory") matches every memory at a score near zero and injects nothing;
       - at least half the top hit's score, which trims the long tail of

@@ -57,7 +57,7 @@ the same, in a folder of 6 memories and one of 58 scored 0.822 and 1.134 for
 the big folder's best scored 0.006 and the small folder's copy 0.804, so a
 merge by rank (reciprocal rank fusion) would put that 0.006 second, above a
 real match. So each hit's score is divided by what one query term that only
-one memory has weighs in its folder (the idf at df = 1, `search/index.py` `unique_idf`: 1.54
+one memory has weighs in its folder (the idf at df = 1, `search/scoring.py` `unique_idf`: 1.54
 for 6 memories, 3.67 for 58, the scale the hook's relevance floor uses too):
 the big folder's near-matches of "database" fall to 0.002, below the small
 folder's real ones (0.52, 0.51). Hits are ranked by that score, which is the

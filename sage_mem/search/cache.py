@@ -80,6 +80,11 @@ Nothing in it is trusted blindly:
 - A state folder that cannot be written just means no cache.
 
 Must stay import-light: the hook path imports it.
+
+Over 800 lines on purpose: it is one file format, and each section's
+writer (`_write`, `build`, `save`) and reader (`_Backing`, `load`) must change
+together with the format version; split in two, a layout would live in two
+rooms and drift apart.
 """
 
 from __future__ import annotations
@@ -105,19 +110,10 @@ from ..disk.folder import MemoryFolder, is_walked
 from ..disk.safe_io import make_private_dirs
 from ..memory.file_format import sha256
 from ..memory.value import Memory, ValueProblem
-from .index import (
-    FIELDS,
-    BackingError,
-    Builder,
-    Columns,
-    Export,
-    Index,
-    PackedIds,
-    Scoring,
-    gc_paused,
-    packed_ids,
-    word_pairs,
-)
+from .building import Builder, gc_paused
+from .index import Index
+from .packed import BackingError, Columns, Export, PackedIds, packed_ids
+from .scoring import FIELDS, Scoring, word_pairs
 from .tokens import tokenize
 
 # 5: the counts section; 6: paths and signatures packed in walk order, big meta columns as
@@ -141,7 +137,7 @@ STALE_TEMP_SECONDS = 600.0
 # one; fewer are cheaper to read again (about a millisecond each) than a rewrite.
 REWRITE_AFTER = 32
 # What a file turns into (fields, terms, weights): bump it with any change to how
-# `memory/value.py`, `search/tokens.py` or `search/index.py` make postings of a file
+# `memory/value.py`, `search/tokens.py` or `search/scoring.py` make postings of a file
 # that the fingerprint's sample and constants would not show.
 # 2: issue 16 (dates, numbers, identifier parts, irregular forms);
 # 3: weak length normalisation (k1 0.7, b 0.1-0.3), CJK unigrams at 0.25, the words

@@ -40,7 +40,9 @@ from typing import Protocol
 from ..disk.folder import MemoryFolder
 from ..memory.value import Memory
 from . import cache
-from .index import Index, Scoring, gc_paused
+from .building import gc_paused
+from .index import Index
+from .scoring import Scoring
 
 # From this many memories, a store that built its index answers from the cache it wrote.
 ADOPT_CACHE_FROM = 5_000

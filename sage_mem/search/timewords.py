@@ -4,7 +4,7 @@
 about in time and resolves each against `now` (the query's own date: a hook
 knows it, an MCP call or the CLI may pass it; else the current time) into a
 `Window`, a span of days with a margin of days "near" it. Search then ranks
-memories dated in or near a window higher (`search/index.py`, `Index.search`)
+memories dated in or near a window higher (`search/query.py`, `Index.search`)
 and leaves a relative phrase out of the lexical terms: "ago", "weeks" and
 "last" would only match the wrong memories' words.
 

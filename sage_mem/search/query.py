@@ -1,0 +1,526 @@
+"""The query path: from a query's text to its hits (`Index.search`).
+
+A query's terms, pairs and loose terms (`tokens`), cut to the most telling
+(`_most_telling`) and, for a hook, to a budget of postings
+(`_within_postings`); their weights (`_query_weights`: idf times the query
+weight); the filters and factors (trust, recency, the time a query names:
+`_dated`); then the exact top (`ranking.accumulate_scores`) and the hits.
+
+A long query (a pasted page) is first cut to its rarest terms, pairs and
+loose terms (MAX_QUERY_TERMS, MAX_QUERY_PAIRS, MAX_QUERY_LOOSE); a hook's
+search is then bounded by the postings it reads (`max_postings`,
+`_within_postings`), for those few terms can still be long lists in a large folder.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from itertools import compress, filterfalse, repeat
+from operator import lshift, mul, or_
+from typing import TypeVar
+
+from ..memory.value import Memory, parse_moment
+from .dense import accumulate_dense, numpy_for
+from .packed import Backing, IdsByNumber, NumbersById
+from .ranking import Hit, Weighted, accumulate_scores, matched_shares, top
+from .scoring import Scoring, term_idf, word_pairs
+from .timewords import TimeQuery, any_stamp_within, date_terms, read_time, stamp_day
+from .tokens import is_unigram, loose_terms, tokenize
+
+# A long prompt is scored on its most telling terms only (highest idf): the work per
+# query stays bounded (a pasted page holds hundreds of terms) and so does its tail.
+MAX_QUERY_TERMS = 32
+MAX_QUERY_PAIRS = 16
+# And on its rarest loose terms (`tokens.loose_terms`: a pasted Chinese page gives a
+# skip bigram for nearly every three characters). No question of the dev sets has more.
+MAX_QUERY_LOOSE = 32
+
+_T = TypeVar("_T")
+
+
+class QueryPath:
+    """The search side of `index.Index`, which holds the postings and columns it reads
+    (declared here; see `Index._reset`)."""
+
+    scoring: Scoring
+    half_life_days: float | None
+    date_boost: float
+    time_word_weight: float
+    _ids: list[str | None] | IdsByNumber
+    _number: dict[str, int] | NumbersById
+    _boost: array
+    _shown: array
+    _updated: list[str | None]
+    _categories: list[str | None]
+    _projects: list[str | None]
+    _archived: bytearray
+    _moments: dict[int, float | None]
+    _postings: dict[str, tuple[array, array]]
+    _tops: dict[str, float]
+    _max_boost: float
+    _backing: Backing | None
+    _gone: Counter[str]
+
+    def _guarded(self, action: Callable[[], _T]) -> _T:
+        raise NotImplementedError
+
+    def _settle(self) -> None:
+        raise NotImplementedError
+
+    def _memory(self, memory_id: str) -> Memory:
+        raise NotImplementedError
+
+    # searching
+
+    def search(
+        self,
+        query: str,
+        *,
+        limit: int = 10,
+        offset: int = 0,
+        category: str | Sequence[str] | None = None,
+        project: str | None = None,
+        tags: Sequence[str] | None = None,
+        archived: bool = False,
+        now: datetime | None = None,
+        max_postings: int | None = None,
+    ) -> list[Hit]:
+        """Ranked hits for `query` among memories that pass the filters.
+
+        `now` is the query's date (default: the current time): the time words it
+        names ("10 days ago", 上个月) are read against it (`timewords.read_time`).
+        `max_postings` bounds the postings the search reads (`_within_postings`):
+        a hook's search, whatever the prompt and the folder's size.
+        """
+        if limit <= 0:
+            return []
+        offset = max(0, offset)
+        time = read_time(query, now) if self.date_boost else TimeQuery((), query)
+        plain = self._query_terms(query)
+        if plain is None:
+            return []
+        # Without its relative phrases ("10 days ago", 上周), when the query has more words.
+        reworded = self._query_terms(time.text, time) if time.text is not query else None
+
+        def search() -> list[Hit]:
+            self._settle()
+            factor = self._factor(now, archived)
+            bound = self._max_boost
+            chosen = plain
+            dated = self._dated(factor, time) if time.windows else None
+            if dated is not None:
+                # Some memory is dated in or near a window: the dates, not the words, say when.
+                factor, bound = dated
+                chosen = reworded or plain
+            telling = self._most_telling(*chosen)
+            if max_postings is not None:
+                telling = self._within_postings(*telling, max_postings)
+            weighted = self._query_weights(*telling)
+            if not weighted:
+                return []
+            passes = self._filter(category, project, tags, archived)
+            # The factors as an array when trust is all they are (numpy's path reads them so).
+            trusts = None if dated is not None or self.half_life_days else (
+                self._boost if archived else self._shown)
+            raw = self._accumulate(weighted, offset + limit, passes, factor, bound, trusts)
+            if passes is None:
+                scores = dict(zip(raw, map(mul, raw.values(), map(factor, raw)), strict=True))
+            else:
+                scores = {key: value * factor(key) for key, value in raw.items() if passes(key)}
+            best = top(scores, offset + limit, self._ids)[offset:]
+            matched = matched_shares([key for key, _ in best], weighted)
+            return [self._hit(key, score, matched[key]) for key, score in best]
+
+        return self._guarded(search)
+
+    def _query_terms(
+        self, text: str, time: TimeQuery | None = None
+    ) -> tuple[list[str], list[str], dict[str, float]] | None:
+        """The terms, pairs and loose terms of a query's `text`; None when it has no terms.
+
+        With `time`, `text` is the query without its relative phrases, whose own
+        words then weigh `time_word_weight`: a memory may say "3 years ago" too, but
+        "ago", "weeks" and "last" mostly match the wrong memories' words.
+        """
+        sequence = tokenize(text)
+        terms = list(dict.fromkeys(sequence))
+        if not terms:
+            return None
+        known = set(terms)
+        pairs = list(dict.fromkeys(word_pairs(sequence, known))) if self.scoring.pair_weight else []
+        loose = dict(loose_terms(text, known))
+        if time is not None and self.time_word_weight:
+            for window in time.windows:
+                if window.relative:
+                    for term in tokenize(window.phrase):
+                        if term not in known:
+                            loose.setdefault(term, self.time_word_weight)
+        return terms, pairs, loose
+
+    def _most_telling(
+        self, terms: list[str], pairs: list[str], loose: Mapping[str, float]
+    ) -> tuple[list[str], list[str], Mapping[str, float]]:
+        """The query's MAX_QUERY_TERMS terms, MAX_QUERY_PAIRS pairs and MAX_QUERY_LOOSE
+        loose terms (those it does not hold already) of highest idf.
+
+        Only a long query (a pasted page) has more; each term then costs a
+        document-frequency look-up (no postings read), and the rarest are kept,
+        in query order (the earlier one on a tie). A loose weight of a term
+        kept stays.
+        """
+        if len(terms) > MAX_QUERY_TERMS or len(pairs) > MAX_QUERY_PAIRS:
+            terms = self._rarest(terms, MAX_QUERY_TERMS)
+            pairs = self._rarest(pairs, MAX_QUERY_PAIRS)
+        known = set(terms)
+        extra = list(filterfalse(known.__contains__, loose))
+        if len(extra) > MAX_QUERY_LOOSE:
+            # The weights of the terms the query holds (a unigram's, a name's) stay; the
+            # others kept follow in query order, which is all `_query_weights` reads.
+            rarest = self._rarest(extra, MAX_QUERY_LOOSE)
+            held_weights = {term: loose[term] for term in known.intersection(loose)}
+            loose = held_weights | dict(zip(rarest, map(loose.__getitem__, rarest), strict=True))
+        return terms, pairs, loose
+
+    def _rarest(self, candidates: list[str], cap: int) -> list[str]:
+        """The `cap` candidates held by the fewest memories (and by some), in query order.
+
+        Document frequencies of a cached index come from the cache's counts
+        (one bisection a term, `Backing.estimated_counts`), which may credit
+        a term it does not hold with another's count: each term kept is
+        checked (`count`, the look-up its postings need anyway) and one not
+        held is passed over. Held postings (memories changed since) count too.
+        """
+        if len(candidates) <= cap:
+            return candidates
+        backing, held, gone = self._backing, self._postings, self._gone
+        counts = [0] * len(candidates) if backing is None else backing.estimated_counts(candidates)
+        # Each (document frequency, place) as one int, df << bits | place: sorted as ints
+        # (a sort of tuples took 0.3 ms for a pasted page's 2,000 terms).
+        bits = len(candidates).bit_length()
+        found: list[int]
+        if backing is not None and not gone and held.keys().isdisjoint(candidates):
+            # Only the cache's counts (no memory changed holds these terms): in C.
+            found = list(compress(map(or_, map(lshift, counts, repeat(bits)),
+                                      range(len(counts))), counts))
+        else:
+            found = []
+            for number, (term, df) in enumerate(zip(candidates, counts, strict=True)):
+                mine = held.get(term)
+                if mine is not None:
+                    # Exact, for the check below passes a held term over.
+                    df = len(mine[0]) + (0 if backing is None else backing.count(term))
+                if df and gone:
+                    df -= gone.get(term, 0)
+                if df > 0:
+                    found.append(df << bits | number)
+        found.sort()  # the lowest document frequency is the highest idf, then query order
+        mask = (1 << bits) - 1
+        kept: list[int] = []
+        for code in found:
+            if len(kept) >= cap:
+                break
+            number = code & mask
+            term = candidates[number]
+            # Only a count from the cache may be another term's; a held term's is its own.
+            if backing is None or term in held or backing.count(term) > 0:
+                kept.append(number)
+        kept.sort()
+        return list(map(candidates.__getitem__, kept))
+
+    def _within_postings(
+        self, terms: list[str], pairs: list[str], loose: Mapping[str, float], budget: int
+    ) -> tuple[list[str], list[str], Mapping[str, float]]:
+        """The query's terms, pairs and loose terms whose postings, together, are at most
+        `budget`: taken from the fewest postings (the highest idf) up, until the next would
+        pass it; kept in query order.
+
+        The term cap (`_most_telling`) bounds the number of terms, not their length: a
+        pasted page's 32 rarest terms can still be common words of a large folder, each a
+        list of tens of thousands of postings, and scoring walks them in Python (a hook's
+        search past its 300 ms wait at 100,000 memories). A query whose postings fit is
+        unchanged. A term's size is what its search would read: the cache's postings
+        (retired ones included) and those held in memory, counted without reading them.
+        Dropping a term changes no other term's weight (each idf is its own).
+        """
+        known = set(terms)
+        candidates = terms + [term for term in loose if term not in known] + pairs
+        backing, held = self._backing, self._postings
+        sizes = [0 if backing is None else backing.count(term) for term in candidates]
+        for at, term in enumerate(candidates):
+            mine = held.get(term)
+            if mine is not None:
+                sizes[at] += len(mine[0])
+        if sum(sizes) <= budget:
+            return terms, pairs, loose
+        kept: set[str] = set()
+        spent = 0
+        for at in sorted(range(len(candidates)), key=sizes.__getitem__):  # stable: query order
+            spent += sizes[at]
+            if spent > budget:
+                break  # every later term is at least as long
+            kept.add(candidates[at])
+        return ([term for term in terms if term in kept], [pair for pair in pairs if pair in kept],
+                {term: weight for term, weight in loose.items() if term in kept})
+
+    def _query_weights(
+        self, terms: list[str], pairs: list[str], loose: Mapping[str, float] | None = None
+    ) -> list[Weighted]:
+        """Postings, query weight * idf, and idf of each query term and pair found.
+
+        `loose` (from `tokens.loose_terms`) adds terms, or sets the weight of one
+        the query holds already.
+        """
+        scoring = self.scoring
+        total = len(self._number)
+        backing, held, gone = self._backing, self._postings, self._gone
+        loose = loose or {}
+        out = []
+        known = set(terms)
+        for term in terms + [term for term in loose if term not in known] + pairs:
+            parts: list[tuple[Sequence[int], Sequence[float]]] = []
+            df = 0
+            top = 0.0
+            if backing is not None:
+                found = backing.postings(term)
+                if found is not None:
+                    parts.append(found[:2])
+                    df += len(found[0]) - gone.get(term, 0)
+                    top = found[2]
+            mine = held.get(term)
+            if mine is not None:
+                parts.append(mine)
+                df += len(mine[0])
+                top = max(top, self._held_top(term, mine[1]))
+            if df <= 0:
+                continue
+            idf = term_idf(df, total)
+            is_pair = " " in term
+            if term in loose:
+                factor = loose[term]
+            elif is_pair:
+                factor = scoring.pair_weight
+            elif is_unigram(term):
+                factor = scoring.unigram_weight
+            else:
+                factor = 1.0
+            weight = idf * factor
+            size = sum(len(part[0]) for part in parts)
+            out.append(Weighted(parts, size, weight, idf, is_pair, weight * top))
+        return out
+
+    def _held_top(self, term: str, weights: Sequence[float]) -> float:
+        """The largest weight of a term's postings held in memory (a bound, after removals)."""
+        top = self._tops.get(term)
+        if top is None:
+            top = self._tops[term] = max(weights)
+        return top
+
+    def _filter(
+        self,
+        category: str | Sequence[str] | None,
+        project: str | None,
+        tags: Sequence[str] | None,
+        archived: bool,
+    ) -> Callable[[int], bool] | None:
+        """A test of a memory number for the filters, or None when there are none.
+
+        Archived and retired memories need no test: their factor is 0 (`_factor`).
+        """
+        categories = {category} if isinstance(category, str) else set(category or ())
+        categories = {c.lower() for c in categories if c}
+        wanted_tags = {t.lower() for t in tags or () if t}
+        if not categories and project is None and not wanted_tags:
+            return None
+        ids, of_category, of_project = self._ids, self._categories, self._projects
+
+        def accept(number: int) -> bool:
+            memory_id = ids[number]
+            if memory_id is None:
+                return False
+            if categories and of_category[number] not in categories:
+                return False
+            if project is not None and of_project[number] not in (None, project):
+                return False
+            if wanted_tags and not wanted_tags <= {t.lower() for t in self._memory(memory_id).tags}:
+                return False
+            return True
+
+        return accept
+
+    def _factor(self, now: datetime | None, archived: bool) -> Callable[[int], float]:
+        """Trust (and, with a half-life, recency) factor of a memory number; 0 for one hidden."""
+        boost = self._boost if archived else self._shown
+        if not self.half_life_days:
+            return boost.__getitem__
+        moment = (now or datetime.now(UTC)).timestamp()
+        half_life = float(self.half_life_days) * 86400.0
+        moments, stamps = self._moments, self._updated
+
+        def factor(number: int) -> float:
+            if number in moments:
+                updated = moments[number]
+            else:
+                parsed = parse_moment(stamps[number])
+                updated = moments[number] = parsed.timestamp() if parsed is not None else None
+            if updated is None:
+                return boost[number]
+            age = max(0.0, moment - updated)
+            return boost[number] * (0.7 + 0.3 * 0.5 ** (age / half_life))
+
+        return factor
+
+    def _dated(
+        self, factor: Callable[[int], float], time: TimeQuery
+    ) -> tuple[Callable[[int], float], float] | None:
+        """`factor` times 1 + DATE_BOOST for a memory dated in one of the query's windows
+        (half that near one), and the new bound of every factor; None when no memory is
+        dated in or near any window (the time words then say nothing of these memories).
+
+        A memory is dated by its `updated` day and by the dates its text writes
+        (their index terms, `timewords.date_terms`: a dream writes "(2026-11-24)"
+        beside "yesterday"), whichever is closer.
+        """
+        written: dict[int, float] = {}
+        for window in time.windows:
+            for wanted in date_terms(window):
+                holders = self._holders(wanted.terms)
+                if wanted.confirm and holders:
+                    holders &= self._holders(wanted.confirm)
+                for number in holders:
+                    if written.get(number, 0.0) < wanted.closeness:
+                        written[number] = wanted.closeness
+        stamps, boost = self._updated, self.date_boost
+        if not written and not any_stamp_within(stamps, time):
+            return None
+        memo: dict[int, float] = {}
+
+        def dated(number: int) -> float:
+            found = memo.get(number)
+            if found is None:
+                closeness = written.get(number, 0.0)
+                if closeness < 1.0:
+                    day = stamp_day(stamps[number])
+                    if day is not None:
+                        closeness = max(closeness, time.closeness(day))
+                found = memo[number] = 1.0 + boost * closeness
+            return factor(number) * found
+
+        return dated, self._max_boost * (1.0 + boost)
+
+    def _holders(self, terms: Iterable[str]) -> set[int]:
+        """The numbers of the memories holding any of `terms` (retired ones too: factor 0)."""
+        backing, held = self._backing, self._postings
+        out: set[int] = set()
+        for term in terms:
+            if backing is not None:
+                found = backing.postings(term)
+                if found is not None:
+                    out.update(found[0])
+            mine = held.get(term)
+            if mine is not None:
+                out.update(mine[0])
+        return out
+
+    def _accumulate(
+        self,
+        weighted: list[Weighted],
+        count: int,
+        passes: Callable[[int], bool] | None,
+        factor: Callable[[int], float],
+        bound: float | None = None,
+        factors: array | None = None,
+    ) -> dict[int, float]:
+        """Raw scores of every memory that can reach the top `count`: `dense.accumulate_dense`
+        with numpy when it pays (`dense.numpy_for`), else `ranking.accumulate_scores`;
+        `bound`: the largest factor (the trust factors' by default); `factors`: each
+        memory's, when `factor` only reads them."""
+        largest = self._max_boost if bound is None else bound
+        np = numpy_for(sum(item.size for item in weighted))
+        if np is not None:
+            return accumulate_dense(np, weighted, count, passes, factor, largest, len(self._ids),
+                                    factors)
+        return accumulate_scores(weighted, count, passes, factor, largest)
+
+    def _hit(self, number: int, score: float, matched: float) -> Hit:
+        memory = self._memory(self._ids[number])  # type: ignore[arg-type]
+        return Hit(
+            id=memory.id,
+            score=round(score, 4),
+            description=memory.description,
+            category=memory.category,
+            trust=memory.trust,
+            updated=memory.updated,
+            summary=memory.summary,
+            project=memory.project,
+            tags=memory.tags,
+            matched=round(matched, 3),
+        )
+
+    def select(
+        self,
+        *,
+        category: str | Sequence[str] | None = None,
+        project: str | None = None,
+        tags: Sequence[str] | None = None,
+        archived: bool = False,
+    ) -> list[Memory]:
+        """Memories that pass the filters, sorted by id."""
+
+        def select() -> list[Memory]:
+            accept = self._filter(category, project, tags, archived)
+            number, shown = self._number, self._archived
+            out = []
+            for key in sorted(number):
+                at = number[key]
+                if (archived or not shown[at]) and (accept is None or accept(at)):
+                    out.append(self._memory(key))
+            return out
+
+        return self._guarded(select)
+
+    def passing(
+        self,
+        memory_ids: Sequence[str],
+        *,
+        category: str | Sequence[str] | None = None,
+        project: str | None = None,
+        tags: Sequence[str] | None = None,
+        archived: bool = False,
+    ) -> list[str]:
+        """Those of `memory_ids` a search with these filters may return, in their order."""
+
+        def passing() -> list[str]:
+            accept = self._filter(category, project, tags, archived)
+            boost, number = (self._boost if archived else self._shown), self._number
+            return [key for key in memory_ids if key in number and boost[number[key]] > 0
+                    and (accept is None or accept(number[key]))]
+
+        return self._guarded(passing)
+
+    def factors(
+        self, memory_ids: Sequence[str], *, archived: bool = False, query: str | None = None,
+        now: datetime | None = None,
+    ) -> dict[str, float]:
+        """The trust (and recency) multiplier a search applies to each of these memories;
+        with `query`, times its date windows' (`_dated`), read against `now`."""
+        time = read_time(query, now) if query is not None and self.date_boost else None
+
+        def factors() -> dict[str, float]:
+            factor, number = self._factor(None, archived), self._number
+            if time is not None and time.windows:
+                dated = self._dated(factor, time)
+                if dated is not None:
+                    factor = dated[0]
+            return {key: factor(number[key]) for key in memory_ids if key in number}
+
+        return self._guarded(factors)
+
+    def hit_for(self, memory_id: str, score: float) -> Hit | None:
+        """The hit of one memory at `score` (another ranking's, e.g. a fused one's)."""
+        return self._guarded(
+            lambda: self._hit(self._number[memory_id], score, 0.0)
+            if memory_id in self._number else None
+        )
