@@ -81,7 +81,7 @@ Nothing in it is trusted blindly:
 
 Must stay import-light: the hook path imports it.
 
-Over 800 lines on purpose: it is one file format, and each section's
+Why one module: it is one file format, and each section's
 writer (`_write`, `build`, `save`) and reader (`_Backing`, `load`) must change
 together with the format version; split in two, a layout would live in two
 rooms and drift apart.
