@@ -660,7 +660,9 @@ class MemoryStore:
             return False
         from .search.semantic import Background
 
-        self._embedding = Background(semantic, lambda: self.index.memories(), log)
+        # Its calls into the model wait while a hook is answered, as the reconcile's walk does.
+        self._embedding = Background(semantic, lambda: self.index.memories(), log,
+                                     pause=self._between_chunks)
         self.add_listener(self._embedding.poke)
         self._embedding.start()
         return True

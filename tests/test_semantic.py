@@ -17,6 +17,7 @@ import re
 import subprocess
 import sys
 import zlib
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -516,6 +517,59 @@ def test_a_long_lived_store_embeds_a_file_edited_by_hand_in_the_background(
         wait_until(lambda: any("1 made" in line for line in lines), timeout=10)
     # Kept on disk for the next process.
     assert MemoryStore(folder, watch=False).embed(embedder=WordsEmbedder()).embedded == 0
+
+
+def test_the_background_embedding_waits_while_a_hook_is_answered(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import threading
+    import time
+
+    from support import wait_until
+
+    import sage_mem.store
+
+    # A hook answered by this process holds background work off (`hold_walks`); here the
+    # hold lasts longer than the store's longest wait, so that its waiting shows.
+    monkeypatch.setattr(sage_mem.store, "HOLD_SECONDS", 60.0)
+    folder = tmp_path / "memory"
+    gift_folder(folder)
+    turns = embedders.EngineTurns()
+    holding = threading.Event()
+    made_while_holding: list[int] = []
+
+    class TakesTurns(WordsEmbedder):
+        """As the real engine does: each call into the model takes its turn."""
+
+        def embed_passages(self, texts: list[str]) -> np.ndarray:
+            with turns.turn():
+                if holding.is_set():
+                    made_while_holding.append(len(texts))
+                return super().embed_passages(texts)
+
+    model = TakesTurns()
+    with MemoryStore(folder, watch=True) as store:
+        assert store.keep_vectors(lambda _: None, embedder=model)
+        assert store._embedding.wait_idle(20)
+        made = model.passages
+        releases: list[Callable[[], None]] = []
+        hook = threading.Thread(target=lambda: releases.append(store.hold_walks()))
+        hook.start()
+        hook.join()  # a hook being answered (the hold of another thread)
+        holding.set()
+        write_memory(folder, "oscar_dog", memory("Oscar the dog got a pendant as a gift"))
+        wait_until(lambda: store.index.get("oscar_dog") is not None, timeout=20)
+        time.sleep(3.0)  # the background settles (1 s) and reaches the model, and waits there
+        assert made_while_holding == [] and model.passages == made
+        holding.clear()
+        releases[0]()
+
+        def embedded() -> bool:
+            found = store.index.get("oscar_dog")
+            return found is not None and not store._semantic_signal().stale([found])
+
+        wait_until(embedded, timeout=20)
+        assert model.passages > made
 
 
 def test_keep_vectors_without_the_extra_starts_nothing(

@@ -42,7 +42,7 @@ import functools
 import importlib.util
 import os
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol
 
 SEMANTIC_ENV = "SAGE_MEM_SEMANTIC"
@@ -80,14 +80,23 @@ _thread_state = threading.local()
 
 
 @contextlib.contextmanager
-def backfilling() -> Iterator[None]:
-    """The engine calls this thread makes meanwhile embed memories: they give way to queries."""
+def backfilling(pause: Callable[[], None] | None = None) -> Iterator[None]:
+    """The engine calls this thread makes meanwhile embed memories: they give way to queries.
+
+    `pause`, if given, is called before each of them: a long-lived process's
+    backfill waits there while a hook is answered (`MemoryStore.hold_walks`),
+    so that a hook's answer never shares the interpreter or a core with it.
+    An inner `backfilling()` keeps the pause of the one around it.
+    """
     before = getattr(_thread_state, "backfill", False)
+    paused = getattr(_thread_state, "pause", None)
     _thread_state.backfill = True
+    _thread_state.pause = pause or paused
     try:
         yield
     finally:
         _thread_state.backfill = before
+        _thread_state.pause = paused
 
 
 def in_backfill() -> bool:
@@ -112,6 +121,9 @@ class EngineTurns:
     @contextlib.contextmanager
     def turn(self) -> Iterator[None]:
         query = not in_backfill()
+        pause = None if query else getattr(_thread_state, "pause", None)
+        if pause is not None:
+            pause()
         with self._changed:
             self._queries += query
             try:

@@ -562,10 +562,13 @@ class Background:
     """Keeps a long-lived store's vectors current: a thread that runs `update` after changes."""
 
     def __init__(self, semantic: Semantic, memories: Callable[[], list[Memory]],
-                 log: Callable[[str], None]) -> None:
+                 log: Callable[[str], None], pause: Callable[[], None] | None = None) -> None:
         self.semantic = semantic
         self.memories = memories
         self.log = log
+        # Called before each call into the model: where the backfill waits while a hook
+        # is answered (`embedder.backfilling`).
+        self.pause = pause
         self.passes = 0
         self._wake = threading.Event()
         self._stopped = threading.Event()
@@ -624,7 +627,8 @@ class Background:
                 last[0] = time.monotonic()
                 self.log(f"embedded {done}/{total} memories")
 
-        updated = self.semantic.update(memories, progress)
+        with backfilling(self.pause):
+            updated = self.semantic.update(memories, progress)
         if updated.embedded or updated.removed:
             self.log(f"semantic vectors up to date: {updated.embedded} made, {updated.kept} "
                      f"kept, {updated.removed} dropped in {updated.seconds:.1f} s")
