@@ -244,3 +244,138 @@ def test_the_sync_benchmark_runs_every_case_against_git(tmp_path: Path) -> None:
     for case in ("join", "idle", "receive 10", "both 100"):
         assert cases[case]["sage-mem"]["cpu"] > 0 and cases[case]["git"]["cpu"] > 0
     assert cases["first search"]["sage-mem"]["cpu"] > 0
+
+
+def git_commands_of(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A `git` first on PATH that writes each command line it runs to the returned file."""
+    real = shutil.which("git")
+    assert real is not None
+    wrapper = tmp_path / "git-wrapper"
+    wrapper.mkdir()
+    log = tmp_path / "git-commands.log"
+    script = wrapper / "git"
+    script.write_text(f'#!/bin/sh\nprintf "%s\\n" "$*" >> "{log}"\nexec "{real}" "$@"\n',
+                      encoding="utf-8")
+    script.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{wrapper}{os.pathsep}{os.environ['PATH']}")
+    return log
+
+
+def counting_walks(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Each walk of the memory folder (`iter_files`) and each memory file parsed, from now on."""
+    from sage_mem.sync import index_file
+
+    seen: list[str] = []
+    walk, parse = MemoryFolder.iter_files, index_file.parse_bytes
+
+    def counting_walk(self: MemoryFolder, *args: Any, **kwargs: Any) -> Any:
+        seen.append("walk")
+        return walk(self, *args, **kwargs)
+
+    monkeypatch.setattr(MemoryFolder, "iter_files", counting_walk)
+    monkeypatch.setattr(index_file, "parse_bytes",
+                        lambda raw, path: seen.append(f"read {path}") or parse(raw, path))
+    return seen
+
+
+def test_a_sync_with_nothing_changed_runs_a_handful_of_git_commands(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    remote = bare_remote(tmp_path)
+    laptop = machine(tmp_path / "laptop", remote, "laptop", first=True)
+    filled(laptop, 12)
+    sync(laptop)
+    desktop = machine(tmp_path / "desktop", remote, "desktop")
+    sync(desktop)
+    log = git_commands_of(tmp_path, monkeypatch)
+    assert sync(desktop)["pulled"] == []
+    commands = log.read_text(encoding="utf-8").splitlines()
+    # A fetch and a status as plain git's own, the few reads that say which branch and
+    # commit: the sync's last, not ~26 commands of ~3 ms each before the fetch even starts.
+    assert len(commands) <= 7, "\n".join(commands)
+    assert sum(" fetch " in f" {c} " for c in commands) == 1
+
+
+def test_a_sync_with_nothing_changed_walks_no_folder_and_reads_no_memory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    remote = bare_remote(tmp_path)
+    laptop = machine(tmp_path / "laptop", remote, "laptop", first=True)
+    filled(laptop, 12)
+    sync(laptop)
+    sync(laptop)
+    seen = counting_walks(monkeypatch)
+    assert sync(laptop)["committed"] == []
+    assert seen == [], "MEMORY.md was made again though nothing changed"
+
+
+def test_a_sync_that_receives_changes_walks_the_folder_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    remote = bare_remote(tmp_path)
+    laptop = machine(tmp_path / "laptop", remote, "laptop", first=True)
+    filled(laptop, 12)
+    sync(laptop)
+    desktop = machine(tmp_path / "desktop", remote, "desktop")
+    sync(desktop)
+    for number in (1, 5):
+        write_memory(laptop, f"project/t{number % 3}/note_{number}",
+                     memory(f"Note {number}, revised on the laptop", "Body."))
+    sync(laptop)
+    seen = counting_walks(monkeypatch)
+    assert sorted(sync(desktop)["pulled"]) == ["project/t1/note_1", "project/t2/note_5"]
+    # MEMORY.md regenerated once, after the merge (nothing had changed here before it), and
+    # no second walk looking for the conflict siblings the merge made.
+    assert seen.count("walk") <= 1, seen
+    monkeypatch.undo()
+    assert "Note 5, revised on the laptop" in (desktop / "MEMORY.md").read_text(encoding="utf-8")
+    index_is_current(desktop)
+
+
+@pytest.mark.parametrize("change", [
+    pytest.param("hand-commit", id="a-memory-committed-by-hand"),
+    pytest.param("during", id="a-memory-saved-while-sync-wrote-memory-md"),
+    pytest.param("retrievals", id="retrieval-counts-that-order-a-cut-index"),
+    pytest.param("ignored", id="a-memory-git-ignores"),
+])
+def test_memory_md_follows_a_change_no_git_status_shows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, change: str
+) -> None:
+    """Guard of the nothing-changed path (these pass on the code before it too): what
+    MEMORY.md is made from can change while `git status` stays clean."""
+    folder = tmp_path / "memory"
+    status, _, err = sm(folder, "init", "--git")
+    assert status == 0, err
+    filled(folder, 130 if change == "retrievals" else 6)
+    if change == "ignored":
+        (folder / ".gitignore").write_text(".*.tmp\nprivate/\n", encoding="utf-8")
+    sync(folder, online=False)
+    sync(folder, online=False)
+    if change == "hand-commit":
+        write_memory(folder, "project/t1/note_1", memory("Retitled by hand", "Body."))
+        git(folder, "commit", "-q", "-am", "by hand")
+    elif change == "during":
+        from sage_mem.sync import steps
+
+        real = steps.regenerate
+
+        def then_saved(*args: Any, **kwargs: Any) -> Any:
+            done = real(*args, **kwargs)
+            if not (folder / "saved").exists():  # an editor's save, once, just after it
+                (folder / "saved").write_text("", encoding="utf-8")
+                write_memory(folder, "project/t1/note_1", memory("Saved meanwhile", "Body."))
+            return done
+
+        write_memory(folder, "project/t2/note_2", memory("Changed before", "Body."))
+        monkeypatch.setattr(steps, "regenerate", then_saved)
+        sync(folder, online=False)
+        monkeypatch.undo()
+        use_private_git(tmp_path, monkeypatch)
+    elif change == "retrievals":
+        MemoryFolder(folder).state_path("stats.json").write_text(
+            '{"project/t2/note_128": {"retrievals": 9}}', encoding="utf-8")
+    else:
+        write_memory(folder, "private/user_own", memory("My own note", "Mine."))
+    assert git(folder, "status", "--porcelain") in ("", "?? saved\n")
+    sync(folder, online=False)
+    index_is_current(folder)

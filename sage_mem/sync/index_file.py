@@ -16,6 +16,14 @@ sees it changed) is kept under the blob id its bytes will have once committed;
 symlinks are read every time. The entries are a cache: a damaged or
 missing one costs a read of every memory, never a wrong line.
 
+A sync that changed nothing need not make MEMORY.md again: `stamp` records,
+after a commit, that MEMORY.md of that commit is what `regenerate` made of its
+memories, when what it read was exactly that commit's files (each memory's
+blob, MEMORY.md's, no memory the commit lacks or holds beside them). `current`
+then answers for a clean work tree at that commit (`git status` shows nothing,
+not even an ignored memory): the same commit, the same retrieval counts (they
+order a cut index) and the same sage-mem say MEMORY.md needs no walk.
+
 The file is written as the store writes it (`MemoryStore._regenerate_catalog`):
 under the folder's write lock, a person's MEMORY.md keeping every line of
 theirs (`catalog.updated_index`), a symlink replaced, never followed.
@@ -24,13 +32,15 @@ theirs (`catalog.updated_index`), a symlink replaced, never followed.
 from __future__ import annotations
 
 import hashlib
+import json
 import marshal
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
-from ..disk.folder import MemoryFolder, read_memory
+from ..disk.folder import ARCHIVE_DIR, DREAM_DIR, INDEX_FILE, MemoryFolder, read_memory
 from ..disk.locks import write_lock
 from ..disk.safe_io import Seen, atomic_write, file_mode, read_or_absent, rewrite
 from ..disk.stats import Stats
@@ -41,6 +51,7 @@ from ..memory.value import MAX_FILE_BYTES, Memory, memory_from_meta
 from .git import Git
 
 ENTRIES = "catalog.entries"
+STAMP = "catalog.stamp"
 _VERSION = 1
 _SYMLINK_MODE = b"120000"
 # The ids the store indexes (store._PLAIN_ID): another name cannot be read or linked to.
@@ -48,21 +59,100 @@ _PLAIN_ID = re.compile(r"[^\x00-\x1f\x7f\\%]{1,60}")
 Fields = tuple[str | None, str, str | None, bool, int]
 
 
-def regenerate(folder: MemoryFolder, git: Git) -> bool:
-    """Bring MEMORY.md up to date with the memories on disk; True when its bytes changed."""
+@dataclass(frozen=True)
+class Made:
+    """What one `regenerate` made MEMORY.md from: each memory file's path and the blob id of
+    the bytes read (None when one cannot be vouched for: a symlink, a file unread), the
+    blob id of MEMORY.md as it left it, and the retrieval counts' file as it was."""
+
+    inputs: dict[str, str] | None
+    index_blob: str | None
+    stats: list[int] | None
+    changed: bool
+
+
+def regenerate(folder: MemoryFolder, git: Git) -> Made:
+    """Bring MEMORY.md up to date with the memories on disk."""
     folder.ensure_state_dir()
     cached = _load_entries(folder)
     kept: dict[str, Fields] = {}
+    inputs: dict[str, str] = {}
     # Read under the lock, as the store reconciles under it: a memory another process
     # writes meanwhile is then either read here or followed by its own regeneration.
     with write_lock(folder.root, folder.state_dir):
-        memories = _memories(folder, _clean_blobs(git), cached, kept)
+        stats = _stats_identity(folder)
+        memories, vouched = _memories(folder, _clean_blobs(git), cached, kept, inputs)
         retrievals = (Stats(folder.state_path("stats.json")).retrieval_counts()
                       if len(memories) > catalog.MAX_LINES // 2 else {})
-        changed = _write(folder, memories, retrievals)
+        changed, data = _write(folder, memories, retrievals)
     if kept != cached:
         _save_entries(folder, kept)
-    return changed
+    return Made(inputs if vouched else None, _blob_id(data) if data is not None else None,
+                stats, changed)
+
+
+def stamp(folder: MemoryFolder, made: Made, head: str, tree: Mapping[str, str]) -> bool:
+    """Record that commit `head`'s MEMORY.md is what `regenerate` makes of the commit's
+    memories, when `made` read exactly them (`tree`: the commit's path -> blob id); True
+    when it did. Anything else (a file held back, one saved after it was read, a memory
+    git ignores, a link) leaves no record: the next sync makes MEMORY.md again."""
+    if made.inputs is None or made.index_blob is None or tree.get(INDEX_FILE) != made.index_blob:
+        return False
+    if any(tree.get(path) != blob for path, blob in made.inputs.items()):
+        return False
+    for path in tree:
+        if (path.endswith(".md") and path not in made.inputs and path != INDEX_FILE
+                and not path.startswith((ARCHIVE_DIR + "/", DREAM_DIR + "/"))
+                and folder.id_for(folder.root / path) is not None):
+            return False  # a memory of the commit the walk did not read
+    record = {"head": head, "stats": made.stats, "sage-mem": _code_identity()}
+    try:
+        atomic_write(folder.state_path(STAMP), json.dumps(record).encode(), durable=False)
+    except OSError:
+        return False
+    return True
+
+
+def current(folder: MemoryFolder, head: str | None) -> bool:
+    """Whether MEMORY.md is known to be what `regenerate` would make, for a work tree that is
+    exactly commit `head` (the caller's `git status` is clean): `stamp` recorded that commit,
+    and neither the retrieval counts nor sage-mem changed since."""
+    try:
+        record = json.loads(folder.state_path(STAMP).read_bytes())
+    except (OSError, ValueError):
+        return False
+    return (isinstance(record, dict) and head is not None and record.get("head") == head
+            and record.get("stats") == _stats_identity(folder)
+            and record.get("sage-mem") == _code_identity())
+
+
+def forget(folder: MemoryFolder) -> None:
+    """Drop the record (`stamp`): the next sync makes MEMORY.md again."""
+    try:
+        folder.state_path(STAMP).unlink()
+    except OSError:
+        pass
+
+
+def _stats_identity(folder: MemoryFolder) -> list[int] | None:
+    try:
+        st = os.stat(folder.state_path("stats.json"))
+    except OSError:
+        return None
+    return [st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
+
+
+def _code_identity() -> list[object]:
+    """This sage-mem (its version, and the file that writes MEMORY.md's lines as installed):
+    another one may write other bytes."""
+    from .. import __version__
+
+    try:
+        st = os.stat(catalog.__file__)
+        found: list[object] = [__version__, _VERSION, st.st_size, st.st_mtime_ns]
+    except OSError:
+        found = [__version__, _VERSION]
+    return found
 
 
 def _clean_blobs(git: Git) -> dict[str, bytes]:
@@ -85,9 +175,12 @@ def _clean_blobs(git: Git) -> dict[str, bytes]:
 
 
 def _memories(folder: MemoryFolder, blobs: dict[str, bytes], cached: dict[str, Fields],
-              kept: dict[str, Fields]) -> list[Memory]:
-    """Every memory in service, as much of it as MEMORY.md needs, by id (as the store's index)."""
+              kept: dict[str, Fields], inputs: dict[str, str]) -> tuple[list[Memory], bool]:
+    """Every memory in service, as much of it as MEMORY.md needs, by id (as the store's
+    index); `inputs` gets each memory file's path and the blob id of the bytes read, and
+    the flag says whether each could be vouched for (not a symlink, and read)."""
     found: dict[str, Memory] = {}
+    vouched = True
     prefix = len(str(folder.root)) + 1
     for path in folder.iter_files():
         memory_id = folder.id_for(path)
@@ -97,33 +190,43 @@ def _memories(folder: MemoryFolder, blobs: dict[str, bytes], cached: dict[str, F
         blob = blobs.get(relative)
         key = f"{blob.decode()}\0{relative}" if blob is not None else None
         fields = cached.get(key) if key is not None else None
-        if not (isinstance(fields, tuple) and len(fields) == 5):
-            read = _read(folder, path, memory_id)
-            if read is None:
+        if isinstance(fields, tuple) and len(fields) == 5:
+            assert blob is not None
+            inputs[relative] = blob.decode()
+        else:
+            fields, raw = _read(folder, path, memory_id)
+            linked = path.is_symlink()
+            read_blob = _blob_id(raw) if raw is not None and not linked else None
+            if read_blob is None:
+                vouched = False
+            else:
+                inputs[relative] = read_blob
+            if fields is None:
                 continue
-            fields, raw = read
             # Kept under the blob git will make of these bytes: found again once committed.
-            key = None if path.is_symlink() else f"{_blob_id(raw)}\0{relative}"
+            key = None if read_blob is None else f"{read_blob}\0{relative}"
         if key is not None:
             kept[key] = fields
         name, description, category, baseline, priority = fields
         found[memory_id] = Memory(id=memory_id, path=path, description=description, body="",
                                   category=category, name=name, baseline=baseline,
                                   baseline_priority=priority)
-    return [found[memory_id] for memory_id in sorted(found)]
+    return [found[memory_id] for memory_id in sorted(found)], vouched
 
 
-def _read(folder: MemoryFolder, path: Path, memory_id: str) -> tuple[Fields, bytes] | None:
-    """What MEMORY.md needs of one file, read as the store reads it, and the file's bytes
-    (None: the store would not index it)."""
+def _read(folder: MemoryFolder, path: Path,
+          memory_id: str) -> tuple[Fields | None, bytes | None]:
+    """What MEMORY.md needs of one file, read as the store reads it (None: the store would
+    not index it), and the file's bytes (None: not read)."""
+    raw: bytes | None = None
     try:
         if not _PLAIN_ID.fullmatch(memory_id) or memory_id.endswith(".md"):
             if folder.normalize_id(memory_id) != memory_id:
-                return None
+                return None, None
         raw = read_memory(folder, path).raw or b""
         parsed = parse_bytes(raw, path)
     except (InvalidMemory, InvalidId, OSError, ValueError):
-        return None
+        return None, raw
     memory = memory_from_meta(memory_id, path, parsed.meta, parsed.body,
                               problems=parsed.problems)
     return (memory.name, memory.display, memory.category, memory.baseline,
@@ -135,17 +238,22 @@ def _blob_id(raw: bytes) -> str:
     return hashlib.sha1(b"blob %d\0" % len(raw) + raw, usedforsecurity=False).hexdigest()
 
 
-def _write(folder: MemoryFolder, memories: Iterable[Memory], retrievals: dict[str, int]) -> bool:
+def _write(folder: MemoryFolder, memories: Iterable[Memory],
+           retrievals: dict[str, int]) -> tuple[bool, bytes | None]:
+    """Write MEMORY.md: (whether its bytes changed, its bytes now; None when left alone)."""
     listed = list(memories)
     target = folder.index_file
     if target.is_symlink():
         # Never followed (it may lead outside): the link itself is replaced.
-        atomic_write(target, catalog.render(listed, retrievals).encode("utf-8"),
-                     mode=file_mode(folder.root))
-        return True
+        data = catalog.render(listed, retrievals).encode("utf-8")
+        atomic_write(target, data, mode=file_mode(folder.root))
+        return True, data
+    now: list[bytes | None] = [None]
 
     def updated(seen: Seen) -> bytes | None:
-        return catalog.updated_index(seen.raw, listed, retrievals).data
+        data = catalog.updated_index(seen.raw, listed, retrievals).data
+        now[0] = data if data is not None else seen.raw
+        return data
 
     def read(path: Path) -> Seen:
         if path.is_dir():
@@ -156,8 +264,8 @@ def _write(folder: MemoryFolder, memories: Iterable[Memory], retrievals: dict[st
         _, written = rewrite(target, updated, read=read, mode=file_mode(folder.root),
                              limit=MAX_FILE_BYTES)
     except (InvalidMemory, FileChanged):  # a FIFO, a folder, an unreadable file: left alone
-        return False
-    return written is not None
+        return False, None
+    return written is not None, now[0]
 
 
 def _load_entries(folder: MemoryFolder) -> dict[str, Fields]:
