@@ -309,7 +309,7 @@ def test_a_sync_with_nothing_changed_walks_no_folder_and_reads_no_memory(
     assert seen == [], "MEMORY.md was made again though nothing changed"
 
 
-def test_a_sync_that_receives_changes_walks_the_folder_once(
+def test_a_sync_that_receives_changes_reads_only_them(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     remote = bare_remote(tmp_path)
@@ -324,9 +324,11 @@ def test_a_sync_that_receives_changes_walks_the_folder_once(
     sync(laptop)
     seen = counting_walks(monkeypatch)
     assert sorted(sync(desktop)["pulled"]) == ["project/t1/note_1", "project/t2/note_5"]
-    # MEMORY.md regenerated once, after the merge (nothing had changed here before it), and
-    # no second walk looking for the conflict siblings the merge made.
-    assert seen.count("walk") <= 1, seen
+    # MEMORY.md made once, after the merge (nothing had changed here before it), from the
+    # two files that came and what the last sync knew of the rest: no walk of the folder,
+    # none looking for the conflict siblings the merge made.
+    assert seen.count("walk") == 0, seen
+    assert sorted(Path(s).name for s in seen) == ["note_1.md", "note_5.md"]
     monkeypatch.undo()
     assert "Note 5, revised on the laptop" in (desktop / "MEMORY.md").read_text(encoding="utf-8")
     index_is_current(desktop)
@@ -379,3 +381,55 @@ def test_memory_md_follows_a_change_no_git_status_shows(
     assert git(folder, "status", "--porcelain") in ("", "?? saved\n")
     sync(folder, online=False)
     index_is_current(folder)
+
+
+@pytest.mark.parametrize("change", [
+    "new", "deleted", "renamed", "archived", "broken", "new-folder", "local-and-remote",
+    "linked-folder", "nfd-twin",
+])
+def test_memory_md_made_from_what_changed_is_what_a_walk_makes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, change: str
+) -> None:
+    """MEMORY.md made from the files that differ from the last sync's commit (no walk) is
+    byte for byte what `sage-mem index` makes, whatever came."""
+    remote = bare_remote(tmp_path)
+    laptop = machine(tmp_path / "laptop", remote, "laptop", first=True)
+    filled(laptop, 8)
+    sync(laptop)
+    desktop = machine(tmp_path / "desktop", remote, "desktop")
+    sync(desktop)
+    sync(desktop)
+    if change == "new":
+        write_memory(laptop, "user_new", memory("A new one", "Body."))
+    elif change == "deleted":
+        (laptop / "project/t1/note_1.md").unlink()
+    elif change == "renamed":
+        git(laptop, "mv", "project/t1/note_1.md", "project/t1/note_one.md")
+    elif change == "archived":
+        status, _, err = sm(laptop, "archive", "project/t2/note_2", "--reason", "done")
+        assert status == 0, err
+    elif change == "broken":
+        (laptop / "project/t0/note_3.md").write_text("---\ndescription: [x\n---\nb\n",
+                                                     encoding="utf-8")
+    elif change == "new-folder":
+        write_memory(laptop, "team/deep/er/user_far", memory("Far down", "Body."))
+    elif change == "local-and-remote":
+        write_memory(laptop, "project/t1/note_4", memory("Laptop's title", "Body."))
+        write_memory(desktop, "user_mine", memory("Only on the desktop, new", "Body."))
+        write_memory(desktop, "project/t0/note_0", memory("Desktop's title", "Body."))
+    elif change == "linked-folder":
+        write_memory(laptop, "user_new", memory("A new one", "Body."))
+        (tmp_path / "outside").mkdir()
+        write_memory(tmp_path / "outside", "user_outside", memory("Never listed", "Body."))
+        os.symlink(tmp_path / "outside", desktop / "linked")
+    else:  # the same id twice, NFC and NFD: the walk's order decides which is listed
+        write_memory(laptop, "user_caf\u00e9", memory("Composed", "Body."))
+        write_memory(desktop, "user_cafe\u0301", memory("Decomposed", "Body."))
+    sync(laptop)
+    seen = counting_walks(monkeypatch)
+    sync(desktop)
+    monkeypatch.undo()
+    use_private_git(tmp_path, monkeypatch)
+    index_is_current(desktop)
+    if change not in ("nfd-twin", "linked-folder"):
+        assert "walk" not in seen, seen

@@ -36,6 +36,8 @@ import json
 import marshal
 import os
 import re
+import stat
+import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,7 +54,7 @@ from .git import Git
 
 ENTRIES = "catalog.entries"
 STAMP = "catalog.stamp"
-_VERSION = 1
+_VERSION = 2
 _SYMLINK_MODE = b"120000"
 # The ids the store indexes (store._PLAIN_ID): another name cannot be read or linked to.
 _PLAIN_ID = re.compile(r"[^\x00-\x1f\x7f\\%]{1,60}")
@@ -63,32 +65,140 @@ Fields = tuple[str | None, str, str | None, bool, int]
 class Made:
     """What one `regenerate` made MEMORY.md from: each memory file's path and the blob id of
     the bytes read (None when one cannot be vouched for: a symlink, a file unread), the
-    blob id of MEMORY.md as it left it, and the retrieval counts' file as it was."""
+    blob id of MEMORY.md as it left it, the retrieval counts' file as it was, and the
+    token naming what it kept in `catalog.entries`."""
 
     inputs: dict[str, str] | None
     index_blob: str | None
     stats: list[int] | None
     changed: bool
+    token: str = ""
 
 
 def regenerate(folder: MemoryFolder, git: Git) -> Made:
-    """Bring MEMORY.md up to date with the memories on disk."""
+    """Bring MEMORY.md up to date with the memories on disk.
+
+    After a `stamp`, only the files that differ from the stamped commit are read (those
+    `git status` names, and those of the commits since): the rest are the stamped
+    commit's, known by their blobs. Otherwise the folder is walked.
+    """
     folder.ensure_state_dir()
-    cached = _load_entries(folder)
+    saved = _load_saved(folder)
+    cached = saved.kept
     kept: dict[str, Fields] = {}
     inputs: dict[str, str] = {}
     # Read under the lock, as the store reconciles under it: a memory another process
     # writes meanwhile is then either read here or followed by its own regeneration.
     with write_lock(folder.root, folder.state_dir):
         stats = _stats_identity(folder)
-        memories, vouched = _memories(folder, _clean_blobs(git), cached, kept, inputs)
+        found = _since_stamp(folder, git, saved, kept, inputs)
+        if found is None:
+            kept.clear()
+            inputs.clear()
+            found = _memories(folder, _clean_blobs(git), cached, kept, inputs)
+        memories, vouched = found
         retrievals = (Stats(folder.state_path("stats.json")).retrieval_counts()
                       if len(memories) > catalog.MAX_LINES // 2 else {})
         changed, data = _write(folder, memories, retrievals)
-    if kept != cached:
-        _save_entries(folder, kept)
-    return Made(inputs if vouched else None, _blob_id(data) if data is not None else None,
-                stats, changed)
+    kept_inputs = inputs if vouched else None
+    token = saved.token
+    if kept != cached or kept_inputs != saved.inputs or not token:
+        token = os.urandom(8).hex()
+        _save_entries(folder, kept, kept_inputs, token)
+    return Made(kept_inputs, _blob_id(data) if data is not None else None, stats, changed,
+                token)
+
+
+@dataclass(frozen=True)
+class _Saved:
+    """`catalog.entries`: the fields read of each memory blob, each memory file's blob (when
+    all were vouched for) and the token naming them."""
+
+    kept: dict[str, Fields]
+    inputs: dict[str, str] | None
+    token: str
+
+
+def _since_stamp(folder: MemoryFolder, git: Git, saved: _Saved, kept: dict[str, Fields],
+                 inputs: dict[str, str]) -> tuple[list[Memory], bool] | None:
+    """The memories as `_memories` finds them, from the stamped commit's (`saved`, when the
+    stamp names it) and a read of each file that differs from that commit; None when that
+    cannot be known (no stamp, another sage-mem, a folder git does not look into)."""
+    record = _load_stamp(folder)
+    if (record is None or saved.inputs is None or record.get("token") != saved.token
+            or record.get("sage-mem") != _code_identity()):
+        return None
+    since = record.get("head")
+    head = git.head()
+    if not isinstance(since, str) or head is None:
+        return None
+    names: set[str] = set()
+    if head != since:
+        done = git.run("diff", "--name-only", "-z", "--no-renames", since, head, check=False)
+        if done.returncode != 0:
+            return None
+        names.update(os.fsdecode(p) for p in done.stdout.split(b"\0") if p)
+    status = git.run("status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames",
+                     "--ignored").stdout
+    for record_bytes in status.split(b"\0"):
+        if len(record_bytes) > 3:
+            name = os.fsdecode(record_bytes[3:])
+            if name.endswith("/"):
+                return None  # a folder git did not look into (another repository)
+            names.add(name)
+    inputs.update(saved.inputs)
+    by_path = {key.partition("\0")[2]: (key, fields) for key, fields in saved.kept.items()}
+    for name in names:
+        inputs.pop(name, None)
+        by_path.pop(name, None)
+    vouched = True
+    for name in sorted(names):
+        path = folder.root / name
+        if not _walked(folder, name):
+            continue
+        memory_id = folder.id_for(path)
+        assert memory_id is not None
+        fields, raw = _read(folder, path, memory_id)
+        read_blob = _blob_id(raw) if raw is not None and not path.is_symlink() else None
+        if read_blob is None:
+            vouched = False
+        else:
+            inputs[name] = read_blob
+            if fields is not None:
+                by_path[name] = (f"{read_blob}\0{name}", fields)
+    found: dict[str, Memory] = {}
+    for name in sorted(by_path):
+        key, fields = by_path[name]
+        if not (isinstance(fields, tuple) and len(fields) == 5):
+            return None
+        memory_id = unicodedata.normalize("NFC", name[:-3])  # as `id_for` names it
+        if memory_id in found:
+            return None  # two files of one id: the walk's order decides, not this one
+        kept[key] = fields
+        title, description, category, baseline, priority = fields
+        found[memory_id] = Memory(id=memory_id, path=folder.root / name,
+                                  description=description, body="", category=category,
+                                  name=title, baseline=baseline, baseline_priority=priority)
+    return [found[memory_id] for memory_id in sorted(found)], vouched
+
+
+def _walked(folder: MemoryFolder, name: str) -> bool:
+    """Whether a walk of the folder (`MemoryFolder.iter_files`) yields the file `name`: a
+    memory's name, in real folders (a symlinked one is never entered), not a folder."""
+    if folder.id_for(folder.root / name) is None:
+        return False
+    current = str(folder.root)
+    for part in name.split("/")[:-1]:
+        current += os.sep + part
+        try:
+            if not stat.S_ISDIR(os.lstat(current).st_mode):
+                return False
+        except OSError:
+            return False
+    try:
+        return not stat.S_ISDIR(os.lstat(folder.root / name).st_mode)
+    except OSError:
+        return False
 
 
 def stamp(folder: MemoryFolder, made: Made, head: str, tree: Mapping[str, str]) -> bool:
@@ -105,7 +215,8 @@ def stamp(folder: MemoryFolder, made: Made, head: str, tree: Mapping[str, str]) 
                 and not path.startswith((ARCHIVE_DIR + "/", DREAM_DIR + "/"))
                 and folder.id_for(folder.root / path) is not None):
             return False  # a memory of the commit the walk did not read
-    record = {"head": head, "stats": made.stats, "sage-mem": _code_identity()}
+    record = {"head": head, "stats": made.stats, "sage-mem": _code_identity(),
+              "token": made.token}
     try:
         atomic_write(folder.state_path(STAMP), json.dumps(record).encode(), durable=False)
     except OSError:
@@ -117,13 +228,18 @@ def current(folder: MemoryFolder, head: str | None) -> bool:
     """Whether MEMORY.md is known to be what `regenerate` would make, for a work tree that is
     exactly commit `head` (the caller's `git status` is clean): `stamp` recorded that commit,
     and neither the retrieval counts nor sage-mem changed since."""
+    record = _load_stamp(folder)
+    return (record is not None and head is not None and record.get("head") == head
+            and record.get("stats") == _stats_identity(folder)
+            and record.get("sage-mem") == _code_identity())
+
+
+def _load_stamp(folder: MemoryFolder) -> dict[str, object] | None:
     try:
         record = json.loads(folder.state_path(STAMP).read_bytes())
     except (OSError, ValueError):
-        return False
-    return (isinstance(record, dict) and head is not None and record.get("head") == head
-            and record.get("stats") == _stats_identity(folder)
-            and record.get("sage-mem") == _code_identity())
+        return None
+    return record if isinstance(record, dict) else None
 
 
 def forget(folder: MemoryFolder) -> None:
@@ -268,20 +384,23 @@ def _write(folder: MemoryFolder, memories: Iterable[Memory],
     return written is not None, now[0]
 
 
-def _load_entries(folder: MemoryFolder) -> dict[str, Fields]:
+def _load_saved(folder: MemoryFolder) -> _Saved:
     try:
         data = marshal.loads(folder.state_path(ENTRIES).read_bytes())
     except (OSError, EOFError, ValueError, TypeError):
-        return {}
-    if not isinstance(data, tuple) or len(data) != 2 or data[0] != _VERSION:
-        return {}
-    entries = data[1]
-    return entries if isinstance(entries, dict) else {}
+        return _Saved({}, None, "")
+    if not isinstance(data, tuple) or len(data) != 4 or data[0] != _VERSION:
+        return _Saved({}, None, "")
+    _, kept, inputs, token = data
+    return _Saved(kept if isinstance(kept, dict) else {},
+                  inputs if isinstance(inputs, dict) else None,
+                  token if isinstance(token, str) else "")
 
 
-def _save_entries(folder: MemoryFolder, entries: dict[str, Fields]) -> None:
+def _save_entries(folder: MemoryFolder, kept: dict[str, Fields], inputs: dict[str, str] | None,
+                  token: str) -> None:
     try:
-        atomic_write(folder.state_path(ENTRIES), marshal.dumps((_VERSION, entries)),
+        atomic_write(folder.state_path(ENTRIES), marshal.dumps((_VERSION, kept, inputs, token)),
                      durable=False)
     except OSError:
         pass  # a cache: the next sync reads the files again
