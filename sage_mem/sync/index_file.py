@@ -75,12 +75,13 @@ class Made:
     token: str = ""
 
 
-def regenerate(folder: MemoryFolder, git: Git) -> Made:
+def regenerate(folder: MemoryFolder, git: Git, differ: Iterable[str] | None = None) -> Made:
     """Bring MEMORY.md up to date with the memories on disk.
 
     After a `stamp`, only the files that differ from the stamped commit are read (those
     `git status` names, and those of the commits since): the rest are the stamped
-    commit's, known by their blobs. Otherwise the folder is walked.
+    commit's, known by their blobs. Otherwise the folder is walked. `differ`: the paths a
+    `git status --untracked-files=all --ignored` just named, when the caller has them.
     """
     folder.ensure_state_dir()
     saved = _load_saved(folder)
@@ -91,7 +92,7 @@ def regenerate(folder: MemoryFolder, git: Git) -> Made:
     # writes meanwhile is then either read here or followed by its own regeneration.
     with write_lock(folder.root, folder.state_dir):
         stats = _stats_identity(folder)
-        found = _since_stamp(folder, git, saved, kept, inputs)
+        found = _since_stamp(folder, git, saved, kept, inputs, differ)
         if found is None:
             kept.clear()
             inputs.clear()
@@ -120,7 +121,8 @@ class _Saved:
 
 
 def _since_stamp(folder: MemoryFolder, git: Git, saved: _Saved, kept: dict[str, Fields],
-                 inputs: dict[str, str]) -> tuple[list[Memory], bool] | None:
+                 inputs: dict[str, str],
+                 differ: Iterable[str] | None) -> tuple[list[Memory], bool] | None:
     """The memories as `_memories` finds them, from the stamped commit's (`saved`, when the
     stamp names it) and a read of each file that differs from that commit; None when that
     cannot be known (no stamp, another sage-mem, a folder git does not look into)."""
@@ -138,14 +140,14 @@ def _since_stamp(folder: MemoryFolder, git: Git, saved: _Saved, kept: dict[str, 
         if done.returncode != 0:
             return None
         names.update(os.fsdecode(p) for p in done.stdout.split(b"\0") if p)
-    status = git.run("status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames",
-                     "--ignored").stdout
-    for record_bytes in status.split(b"\0"):
-        if len(record_bytes) > 3:
-            name = os.fsdecode(record_bytes[3:])
-            if name.endswith("/"):
-                return None  # a folder git did not look into (another repository)
-            names.add(name)
+    if differ is None:
+        status = git.run("status", "--porcelain=v1", "-z", "--untracked-files=all",
+                         "--no-renames", "--ignored").stdout
+        differ = [os.fsdecode(r[3:]) for r in status.split(b"\0") if len(r) > 3]
+    for name in differ:
+        if name.endswith("/"):
+            return None  # a folder git did not look into (another repository)
+        names.add(name)
     inputs.update(saved.inputs)
     by_path = {key.partition("\0")[2]: (key, fields) for key, fields in saved.kept.items()}
     for name in names:
@@ -389,6 +391,8 @@ def _load_saved(folder: MemoryFolder) -> _Saved:
         data = marshal.loads(folder.state_path(ENTRIES).read_bytes())
     except (OSError, EOFError, ValueError, TypeError):
         return _Saved({}, None, "")
+    if isinstance(data, tuple) and len(data) == 2 and data[0] == 1:
+        data = (_VERSION, data[1], None, "")  # the fields of the sage-mem before: still good
     if not isinstance(data, tuple) or len(data) != 4 or data[0] != _VERSION:
         return _Saved({}, None, "")
     _, kept, inputs, token = data

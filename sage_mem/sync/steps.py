@@ -918,9 +918,10 @@ class _Sync:
         merging = (self.git.git_dir / "MERGE_HEAD").exists()
         resolve_all(self.git, self.root, theirs, self.put)
         self.restore_edited_archives(head, theirs)
-        self.regenerate_index()
+        status = self.status()  # one for both: MEMORY.md's making is no sibling's
+        self.regenerate_index(status)
         # The siblings this merge made: on neither side before it.
-        made = [p for p in self.sibling_files() if p not in self.parked]
+        made = [p for p in self.sibling_files(status) if p not in self.parked]
         if made:
             known = set(self.git.tree(theirs)) | (set(self.git.tree(head)) if head else set())
             made = [p for p in made if p not in known]
@@ -931,17 +932,18 @@ class _Sync:
         self.commit_local(self.result, message=message, merging=merging)
         self.stamp_index()
 
-    def regenerate_index(self) -> None:
+    def regenerate_index(self, status: tuple[dict[str, str], list[str]] | None = None) -> None:
         # From the memories' frontmatter (index_file), not a search index built for it.
-        self.made = regenerate(self.folder, self.git)
+        differ = None if status is None else [*status[0], *status[1]]
+        self.made = regenerate(self.folder, self.git, differ)
 
-    def sibling_files(self) -> set[str]:
+    def sibling_files(self, status: tuple[dict[str, str], list[str]]) -> set[str]:
         """The conflict siblings (`x.conflict-laptop.md`, archived ones too) git does not have
         in HEAD: new in the index or the work tree (one `git status`, not a walk of the
         folder: every file of a side is in HEAD or in the index as new)."""
         from ..checks.audit import conflict_sibling_of as sibling_of  # only after a merge
 
-        changed, ignored = self.status()
+        changed, ignored = status
         found = set()
         for rel in [*changed, *ignored]:
             # Every sibling's name holds `.conflict-`: the rest skip the path arithmetic.
