@@ -31,7 +31,6 @@ theirs (`catalog.updated_index`), a symlink replaced, never followed.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import marshal
 import os
@@ -45,9 +44,7 @@ from pathlib import Path
 from ..disk.folder import ARCHIVE_DIR, DREAM_DIR, INDEX_FILE, MemoryFolder, read_memory
 from ..disk.locks import write_lock
 from ..disk.safe_io import Seen, atomic_write, file_mode, read_or_absent, rewrite
-from ..disk.stats import Stats
 from ..errors import FileChanged, InvalidId, InvalidMemory
-from ..memory import catalog
 from ..memory.file_format import parse_bytes
 from ..memory.value import MAX_FILE_BYTES, Memory, memory_from_meta
 from .git import Git
@@ -83,6 +80,9 @@ def regenerate(folder: MemoryFolder, git: Git, differ: Iterable[str] | None = No
     commit's, known by their blobs. Otherwise the folder is walked. `differ`: the paths a
     `git status --untracked-files=all --ignored` just named, when the caller has them.
     """
+    from ..disk.stats import Stats
+    from ..memory import catalog
+
     folder.ensure_state_dir()
     saved = _load_saved(folder)
     cached = saved.kept
@@ -265,8 +265,10 @@ def _code_identity() -> list[object]:
     another one may write other bytes."""
     from .. import __version__
 
+    # The file's place, not its import (a sync with nothing to do never imports it).
+    lines = os.path.join(os.path.dirname(os.path.dirname(__file__)), "memory", "catalog.py")
     try:
-        st = os.stat(catalog.__file__)
+        st = os.stat(lines)
         found: list[object] = [__version__, _VERSION, st.st_size, st.st_mtime_ns]
     except OSError:
         found = [__version__, _VERSION]
@@ -353,12 +355,16 @@ def _read(folder: MemoryFolder, path: Path,
 
 def _blob_id(raw: bytes) -> str:
     """git's id of a blob of these bytes (`git hash-object`)."""
+    import hashlib  # here: a sync with nothing to do never needs it (OpenSSL's load)
+
     return hashlib.sha1(b"blob %d\0" % len(raw) + raw, usedforsecurity=False).hexdigest()
 
 
 def _write(folder: MemoryFolder, memories: Iterable[Memory],
            retrievals: dict[str, int]) -> tuple[bool, bytes | None]:
     """Write MEMORY.md: (whether its bytes changed, its bytes now; None when left alone)."""
+    from ..memory import catalog
+
     listed = list(memories)
     target = folder.index_file
     if target.is_symlink():

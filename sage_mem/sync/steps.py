@@ -51,7 +51,6 @@ from typing import TYPE_CHECKING, Any
 
 from ..disk.folder import ARCHIVE_DIR, DREAM_DIR, INDEX_FILE, MemoryFolder
 from ..disk.locks import file_lock
-from ..disk.processes import process_alive
 from ..disk.safe_io import (
     atomic_write,
     conflict_sibling,
@@ -62,7 +61,6 @@ from ..disk.safe_io import (
     rewrite,
 )
 from ..errors import FileChanged, FolderError, InvalidMemory, SageMemError
-from ..memory import catalog
 from . import index_file
 from .git import (
     ALLOW_SECRET_ENV,
@@ -85,8 +83,8 @@ from .index_file import Made, regenerate
 if TYPE_CHECKING:
     from ..disk.template import InitResult
 
-# Imported where used: the secret scan's patterns (10 ms to compile) and the merge's rules
-# are not needed by a sync that has nothing to commit or merge.
+# Imported where used: the secret scan's patterns (10 ms to compile), the merge's rules,
+# MEMORY.md's lines are not needed by a sync that has nothing to commit or merge.
 
 SYNC_LOCK = "sync.lock"
 SYNC_RECORD = "sync.json"
@@ -399,6 +397,8 @@ class _Sync:
             pid = int(previous["pid"])
         except (OSError, ValueError, KeyError, TypeError):
             return
+        from ..disk.processes import process_alive
+
         if process_alive(pid):
             return
         merging = previous.get("merge")
@@ -608,6 +608,7 @@ class _Sync:
         without any such line (a category's heading) is held back itself.
         """
         from ..checks.credentials import find_secrets
+        from ..memory import catalog
 
         if not self.generated_index():
             return None
@@ -648,6 +649,8 @@ class _Sync:
     def generated_index(self) -> bool:
         """Whether MEMORY.md is sage-mem's own, regenerated from the memories (not a
         person's, nor one with a person's region in it)."""
+        from ..memory import catalog
+
         try:
             raw = read_in_tree(self.root, INDEX_FILE, limit=_MAX_SCANNED).raw
             text = raw.decode("utf-8") if raw is not None else ""
