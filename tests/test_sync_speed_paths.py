@@ -433,3 +433,31 @@ def test_memory_md_made_from_what_changed_is_what_a_walk_makes(
     index_is_current(desktop)
     if change not in ("nfd-twin", "linked-folder"):
         assert "walk" not in seen, seen
+
+
+def test_a_sync_scans_the_same_bytes_for_secrets_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What a sync committed after scanning it is not scanned again before its push (the
+    push still scans what it did not: tests/test_sync.py, a secret committed by hand)."""
+    from sage_mem.sync import steps
+
+    remote = bare_remote(tmp_path)
+    laptop = machine(tmp_path / "laptop", remote, "laptop", first=True)
+    filled(laptop, 6)
+    sync(laptop)
+    desktop = machine(tmp_path / "desktop", remote, "desktop")
+    for number in range(6):
+        name = f"project/t{number % 3}/note_{number}.md"
+        for folder, old, new in ((laptop, "description: Note", "description: Laptop's note"),
+                                 (desktop, "More text.", "More text, from the desktop.")):
+            path = folder / name
+            path.write_text(path.read_text(encoding="utf-8").replace(old, new), encoding="utf-8")
+    sync(laptop)
+    scanned: list[bytes] = []
+    real = steps.secret_reason
+    monkeypatch.setattr(steps, "secret_reason",
+                        lambda data: scanned.append(data) or real(data))
+    result = sync(desktop)
+    assert len(result["pushed"]) == 6
+    assert len(scanned) == len(set(scanned)), "the same bytes scanned twice"

@@ -106,7 +106,7 @@ def regenerate(folder: MemoryFolder, git: Git, differ: Iterable[str] | None = No
     if kept != cached or kept_inputs != saved.inputs or not token:
         token = os.urandom(8).hex()
         _save_entries(folder, kept, kept_inputs, token)
-    return Made(kept_inputs, _blob_id(data) if data is not None else None, stats, changed,
+    return Made(kept_inputs, blob_id(data) if data is not None else None, stats, changed,
                 token)
 
 
@@ -148,6 +148,8 @@ def _since_stamp(folder: MemoryFolder, git: Git, saved: _Saved, kept: dict[str, 
         if name.endswith("/"):
             return None  # a folder git did not look into (another repository)
         names.add(name)
+    if len(names) > max(256, len(saved.inputs) // 4):
+        return None  # most of the folder (a join): the walk finds them for less
     inputs.update(saved.inputs)
     by_path = {key.partition("\0")[2]: (key, fields) for key, fields in saved.kept.items()}
     for name in names:
@@ -161,7 +163,7 @@ def _since_stamp(folder: MemoryFolder, git: Git, saved: _Saved, kept: dict[str, 
         memory_id = folder.id_for(path)
         assert memory_id is not None
         fields, raw = _read(folder, path, memory_id)
-        read_blob = _blob_id(raw) if raw is not None and not path.is_symlink() else None
+        read_blob = blob_id(raw) if raw is not None and not path.is_symlink() else None
         if read_blob is None:
             vouched = False
         else:
@@ -316,7 +318,7 @@ def _memories(folder: MemoryFolder, blobs: dict[str, bytes], cached: dict[str, F
         else:
             fields, raw = _read(folder, path, memory_id)
             linked = path.is_symlink()
-            read_blob = _blob_id(raw) if raw is not None and not linked else None
+            read_blob = blob_id(raw) if raw is not None and not linked else None
             if read_blob is None:
                 vouched = False
             else:
@@ -353,7 +355,7 @@ def _read(folder: MemoryFolder, path: Path,
             memory.baseline_priority), raw
 
 
-def _blob_id(raw: bytes) -> str:
+def blob_id(raw: bytes) -> str:
     """git's id of a blob of these bytes (`git hash-object`)."""
     import hashlib  # here: a sync with nothing to do never needs it (OpenSSL's load)
 

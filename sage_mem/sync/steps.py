@@ -381,6 +381,9 @@ class _Sync:
         self.left_merging: str | None = None  # the merge a killed sync left, per its record
         self.parked: dict[str, str] = {}  # held-back files moved aside for a merge: aside -> path
         self.made: Made | None = None  # what the last regeneration of MEMORY.md read
+        # Blob ids of the bytes this sync scanned and found no secret in: its push need not
+        # scan them again (the same bytes, the same answer).
+        self.clean_blobs: set[str] = set()
 
     # 1. what a killed sync left
 
@@ -704,6 +707,8 @@ class _Sync:
             reason = name_reason(path) or secret_reason(seen.raw)
             if reason:
                 held.append(Held(path, reason))
+            else:
+                self.clean_blobs.add(index_file.blob_id(seen.raw))
         return held
 
     def not_theirs(self, changed: dict[str, str]) -> list[str]:
@@ -1060,12 +1065,16 @@ class _Sync:
         """Files in the commits about to be pushed whose bytes the secret scan flags."""
         if self.allow_secret:
             return []
-        return outgoing_secrets(self.git, head, [old] if old else [f"--remotes={REMOTE}"])
+        return outgoing_secrets(self.git, head, [old] if old else [f"--remotes={REMOTE}"],
+                                self.clean_blobs)
 
 
-def outgoing_secrets(git: Git, head: str, exclude: list[str]) -> list[Held]:
+def outgoing_secrets(git: Git, head: str, exclude: list[str],
+                     clean: Iterable[str] = ()) -> list[Held]:
     """Files in the commits from `head` back to (not into) `exclude` whose name or bytes the
-    secret scan flags: what a push of `head` would carry that the remote does not hold."""
+    secret scan flags: what a push of `head` would carry that the remote does not hold.
+    `clean`: blob ids whose bytes were scanned already and hold none (their names are
+    still checked)."""
     listing = git.text("rev-list", "--objects", "--no-object-names", head, "--not",
                        *exclude).split()
     named = git.text("rev-list", "--objects", head, "--not", *exclude).splitlines()
@@ -1075,10 +1084,18 @@ def outgoing_secrets(git: Git, head: str, exclude: list[str]) -> list[Held]:
         if path:
             paths[sha] = path
     blobs = [sha for sha in listing if sha in paths]
-    if not blobs:
-        return []
-    out = git.run("cat-file", "--batch", input="\n".join(blobs).encode() + b"\n").stdout
+    known = set(clean)
     refused = []
+    for sha in blobs:
+        if sha in known:
+            reason = name_reason(paths[sha])
+            if reason:
+                refused.append(Held(paths[sha], reason + "; it was committed by hand: remove it "
+                                    "from the unpushed commits (git reset), then sync"))
+    blobs = [sha for sha in blobs if sha not in known]
+    if not blobs:
+        return refused
+    out = git.run("cat-file", "--batch", input="\n".join(blobs).encode() + b"\n").stdout
     position = 0
     while position < len(out):
         newline = out.index(b"\n", position)
