@@ -12,7 +12,9 @@
    `git pull`), in one commit whose message names the memories and whose
    trailer names the machine, except files the secret scan flags
    (`checks/credentials.py`, the audit's `secret` check): those are held back,
-   named in the result, and stay on this machine, uncommitted.
+   named in the result, and stay on this machine, uncommitted. `MEMORY.md` is
+   made again first, from what changed since the last commit sync recorded
+   (`index_file`); a clean work tree at that commit makes and commits nothing.
 3. **Fetch** `origin`. Offline or a failing remote ends the sync here with the
    local commit made and the reason in `offline`; the next sync pushes it.
 4. **Integrate** with `git merge` (never a rebase: nothing already committed
