@@ -212,7 +212,9 @@ def measure(size: int, work: Path, seed: int, log: Callable[[str], None]) -> dic
 def wait_for_background_build(folder: Path, env: dict[str, str]) -> float | None:
     """Seconds from now until the build the join started in the background has written the
     cache (its line in daemon.log; its CPU time is not this process's children's). None when
-    no build started within 20 s (a sage-mem that starts none: the first search builds)."""
+    no build started, or one ended without its line, within 20 s (a sage-mem that starts
+    none: the first search builds). A build still running is waited for: on a busy machine
+    it takes longer than 20 s, and a search started beside it would build too."""
     from sage_mem.disk.folder import MemoryFolder
 
     log = MemoryFolder(folder).state_path("daemon.log")
@@ -222,10 +224,25 @@ def wait_for_background_build(folder: Path, env: dict[str, str]) -> float | None
             if "the index" in log.read_text(encoding="utf-8"):
                 return time.perf_counter() - started
         except FileNotFoundError:
-            if time.perf_counter() - started > 20:
-                return None
+            pass
+        if time.perf_counter() - started > 20 and not build_process(folder):
+            return None
         time.sleep(0.05)
     raise SystemExit("the background build never ended")
+
+
+def build_process(folder: Path) -> bool:
+    """Whether a `daemon --build-only` for this folder runs (its command line, in /proc:
+    asking for its lock might take it from the daemon as it starts)."""
+    wanted = (b"--build-only", os.fsencode(folder))
+    for entry in Path("/proc").iterdir():
+        try:
+            line = (entry / "cmdline").read_bytes() if entry.name.isdigit() else b""
+        except OSError:
+            continue
+        if all(part in line.split(b"\0") for part in wanted):
+            return True
+    return False
 
 
 ROWS = [

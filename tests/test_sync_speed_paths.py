@@ -245,3 +245,220 @@ def test_the_sync_benchmark_runs_every_case_against_git(tmp_path: Path) -> None:
     for case in ("join", "idle", "receive 10", "both 100"):
         assert cases[case]["sage-mem"]["cpu"] > 0 and cases[case]["git"]["cpu"] > 0
     assert cases["first search"]["sage-mem"]["cpu"] > 0
+
+
+def git_commands_of(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A `git` first on PATH that writes each command line it runs to the returned file."""
+    real = shutil.which("git")
+    assert real is not None
+    wrapper = tmp_path / "git-wrapper"
+    wrapper.mkdir()
+    log = tmp_path / "git-commands.log"
+    script = wrapper / "git"
+    script.write_text(f'#!/bin/sh\nprintf "%s\\n" "$*" >> "{log}"\nexec "{real}" "$@"\n',
+                      encoding="utf-8")
+    script.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{wrapper}{os.pathsep}{os.environ['PATH']}")
+    return log
+
+
+def counting_walks(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Each walk of the memory folder (`iter_files`) and each memory file parsed, from now on."""
+    from sage_mem.sync import index_file
+
+    seen: list[str] = []
+    walk, parse = MemoryFolder.iter_files, index_file.parse_bytes
+
+    def counting_walk(self: MemoryFolder, *args: Any, **kwargs: Any) -> Any:
+        seen.append("walk")
+        return walk(self, *args, **kwargs)
+
+    monkeypatch.setattr(MemoryFolder, "iter_files", counting_walk)
+    monkeypatch.setattr(index_file, "parse_bytes",
+                        lambda raw, path: seen.append(f"read {path}") or parse(raw, path))
+    return seen
+
+
+def test_a_sync_with_nothing_changed_runs_a_handful_of_git_commands(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    remote = bare_remote(tmp_path)
+    laptop = machine(tmp_path / "laptop", remote, "laptop", first=True)
+    filled(laptop, 12)
+    sync(laptop)
+    desktop = machine(tmp_path / "desktop", remote, "desktop")
+    sync(desktop)
+    log = git_commands_of(tmp_path, monkeypatch)
+    assert sync(desktop)["pulled"] == []
+    commands = log.read_text(encoding="utf-8").splitlines()
+    # A fetch and a status as plain git's own, the few reads that say which branch and
+    # commit: the sync's last, not ~26 commands of ~3 ms each before the fetch even starts.
+    assert len(commands) <= 7, "\n".join(commands)
+    assert sum(" fetch " in f" {c} " for c in commands) == 1
+
+
+def test_a_sync_with_nothing_changed_walks_no_folder_and_reads_no_memory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    remote = bare_remote(tmp_path)
+    laptop = machine(tmp_path / "laptop", remote, "laptop", first=True)
+    filled(laptop, 12)
+    sync(laptop)
+    sync(laptop)
+    seen = counting_walks(monkeypatch)
+    assert sync(laptop)["committed"] == []
+    assert seen == [], "MEMORY.md was made again though nothing changed"
+
+
+def test_a_sync_that_receives_changes_reads_only_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    remote = bare_remote(tmp_path)
+    laptop = machine(tmp_path / "laptop", remote, "laptop", first=True)
+    filled(laptop, 12)
+    sync(laptop)
+    desktop = machine(tmp_path / "desktop", remote, "desktop")
+    sync(desktop)
+    for number in (1, 5):
+        write_memory(laptop, f"project/t{number % 3}/note_{number}",
+                     memory(f"Note {number}, revised on the laptop", "Body."))
+    sync(laptop)
+    seen = counting_walks(monkeypatch)
+    assert sorted(sync(desktop)["pulled"]) == ["project/t1/note_1", "project/t2/note_5"]
+    # MEMORY.md made once, after the merge (nothing had changed here before it), from the
+    # two files that came and what the last sync knew of the rest: no walk of the folder,
+    # none looking for the conflict siblings the merge made.
+    assert seen.count("walk") == 0, seen
+    assert sorted(Path(s).name for s in seen) == ["note_1.md", "note_5.md"]
+    monkeypatch.undo()
+    assert "Note 5, revised on the laptop" in (desktop / "MEMORY.md").read_text(encoding="utf-8")
+    index_is_current(desktop)
+
+
+@pytest.mark.parametrize("change", [
+    pytest.param("hand-commit", id="a-memory-committed-by-hand"),
+    pytest.param("during", id="a-memory-saved-while-sync-wrote-memory-md"),
+    pytest.param("retrievals", id="retrieval-counts-that-order-a-cut-index"),
+    pytest.param("ignored", id="a-memory-git-ignores"),
+])
+def test_memory_md_follows_a_change_no_git_status_shows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, change: str
+) -> None:
+    """Guard of the nothing-changed path (these pass on the code before it too): what
+    MEMORY.md is made from can change while `git status` stays clean."""
+    folder = tmp_path / "memory"
+    status, _, err = sm(folder, "init", "--git")
+    assert status == 0, err
+    filled(folder, 130 if change == "retrievals" else 6)
+    if change == "ignored":
+        (folder / ".gitignore").write_text(".*.tmp\nprivate/\n", encoding="utf-8")
+    sync(folder, online=False)
+    sync(folder, online=False)
+    if change == "hand-commit":
+        write_memory(folder, "project/t1/note_1", memory("Retitled by hand", "Body."))
+        git(folder, "commit", "-q", "-am", "by hand")
+    elif change == "during":
+        from sage_mem.sync import steps
+
+        real = steps.regenerate
+
+        def then_saved(*args: Any, **kwargs: Any) -> Any:
+            done = real(*args, **kwargs)
+            if not (folder / "saved").exists():  # an editor's save, once, just after it
+                (folder / "saved").write_text("", encoding="utf-8")
+                write_memory(folder, "project/t1/note_1", memory("Saved meanwhile", "Body."))
+            return done
+
+        write_memory(folder, "project/t2/note_2", memory("Changed before", "Body."))
+        monkeypatch.setattr(steps, "regenerate", then_saved)
+        sync(folder, online=False)
+        monkeypatch.undo()
+        use_private_git(tmp_path, monkeypatch)
+    elif change == "retrievals":
+        MemoryFolder(folder).state_path("stats.json").write_text(
+            '{"project/t2/note_128": {"retrievals": 9}}', encoding="utf-8")
+    else:
+        write_memory(folder, "private/user_own", memory("My own note", "Mine."))
+    assert git(folder, "status", "--porcelain") in ("", "?? saved\n")
+    sync(folder, online=False)
+    index_is_current(folder)
+
+
+@pytest.mark.parametrize("change", [
+    "new", "deleted", "renamed", "archived", "broken", "new-folder", "local-and-remote",
+    "linked-folder", "nfd-twin",
+])
+def test_memory_md_made_from_what_changed_is_what_a_walk_makes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, change: str
+) -> None:
+    """MEMORY.md made from the files that differ from the last sync's commit (no walk) is
+    byte for byte what `sage-mem index` makes, whatever came."""
+    remote = bare_remote(tmp_path)
+    laptop = machine(tmp_path / "laptop", remote, "laptop", first=True)
+    filled(laptop, 8)
+    sync(laptop)
+    desktop = machine(tmp_path / "desktop", remote, "desktop")
+    sync(desktop)
+    sync(desktop)
+    if change == "new":
+        write_memory(laptop, "user_new", memory("A new one", "Body."))
+    elif change == "deleted":
+        (laptop / "project/t1/note_1.md").unlink()
+    elif change == "renamed":
+        git(laptop, "mv", "project/t1/note_1.md", "project/t1/note_one.md")
+    elif change == "archived":
+        status, _, err = sm(laptop, "archive", "project/t2/note_2", "--reason", "done")
+        assert status == 0, err
+    elif change == "broken":
+        (laptop / "project/t0/note_3.md").write_text("---\ndescription: [x\n---\nb\n",
+                                                     encoding="utf-8")
+    elif change == "new-folder":
+        write_memory(laptop, "team/deep/er/user_far", memory("Far down", "Body."))
+    elif change == "local-and-remote":
+        write_memory(laptop, "project/t1/note_4", memory("Laptop's title", "Body."))
+        write_memory(desktop, "user_mine", memory("Only on the desktop, new", "Body."))
+        write_memory(desktop, "project/t0/note_0", memory("Desktop's title", "Body."))
+    elif change == "linked-folder":
+        write_memory(laptop, "user_new", memory("A new one", "Body."))
+        (tmp_path / "outside").mkdir()
+        write_memory(tmp_path / "outside", "user_outside", memory("Never listed", "Body."))
+        os.symlink(tmp_path / "outside", desktop / "linked")
+    else:  # the same id twice, NFC and NFD: the walk's order decides which is listed
+        write_memory(laptop, "user_caf\u00e9", memory("Composed", "Body."))
+        write_memory(desktop, "user_cafe\u0301", memory("Decomposed", "Body."))
+    sync(laptop)
+    seen = counting_walks(monkeypatch)
+    sync(desktop)
+    monkeypatch.undo()
+    use_private_git(tmp_path, monkeypatch)
+    index_is_current(desktop)
+    if change not in ("nfd-twin", "linked-folder"):
+        assert "walk" not in seen, seen
+
+
+def test_a_sync_scans_the_same_bytes_for_secrets_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What a sync committed after scanning it is not scanned again before its push (the
+    push still scans what it did not: tests/test_sync.py, a secret committed by hand)."""
+    from sage_mem.sync import steps
+
+    remote = bare_remote(tmp_path)
+    laptop = machine(tmp_path / "laptop", remote, "laptop", first=True)
+    filled(laptop, 6)
+    sync(laptop)
+    desktop = machine(tmp_path / "desktop", remote, "desktop")
+    for number in range(6):
+        name = f"project/t{number % 3}/note_{number}.md"
+        for folder, old, new in ((laptop, "description: Note", "description: Laptop's note"),
+                                 (desktop, "More text.", "More text, from the desktop.")):
+            path = folder / name
+            path.write_text(path.read_text(encoding="utf-8").replace(old, new), encoding="utf-8")
+    sync(laptop)
+    scanned: list[bytes] = []
+    real = steps.secret_reason
+    monkeypatch.setattr(steps, "secret_reason",
+                        lambda data: scanned.append(data) or real(data))
+    result = sync(desktop)
+    assert len(result["pushed"]) == 6
+    assert len(scanned) == len(set(scanned)), "the same bytes scanned twice"

@@ -37,7 +37,6 @@ from __future__ import annotations
 import os
 import re
 import shlex
-import socket
 import stat
 import subprocess
 import sys
@@ -92,14 +91,37 @@ class LinkRefused(SyncError):
 SAFE_CONFIG = (("core.symlinks", "false"), ("fetch.fsckObjects", "true"))
 
 
+# The commands that change nothing git keeps (their answers may be remembered until one that
+# does runs), and those after which the config may have changed.
+_READS = frozenset({
+    "rev-parse", "status", "ls-files", "diff-files", "diff", "diff-tree", "ls-tree", "cat-file",
+    "for-each-ref", "merge-base", "log", "show", "ls-remote", "hash-object",
+})
+_CONFIG_WRITERS = frozenset({"config", "remote", "branch", "push", "init", "clone", "switch",
+                             "checkout", "symbolic-ref"})
+
+
 class Git:
-    """git, run in one repository's work tree."""
+    """git, run in one repository's work tree.
+
+    A sync asks the same few questions many times (the git folder, the branch, HEAD, a
+    config key): each costs a git process (~3 ms of CPU), so the answers are remembered,
+    the config read whole with one `git config --list`, and forgotten as soon as a
+    command that may change them runs (any but `_READS`).
+    """
 
     def __init__(self, root: Path, *, env: Mapping[str, str] | None = None) -> None:
         self.root = root
         self.env = dict(env or {})
         self._identity: list[str] | None = None
         self.notes: list[str] = []  # what setup could not do, for the summary
+        self._git_dir: Path | None = None
+        self._toplevel: str | None = None
+        self._hooks: str | None = None
+        self._config: dict[str, str] | None = None
+        self._revs: dict[str, str | None] = {}
+        self._head_ref: tuple[str | None] | None = None
+        self._trees: dict[str, dict[str, str]] = {}
 
     def run(
         self, *args: str, check: bool = True, input: bytes | None = None,
@@ -117,9 +139,26 @@ class Git:
             )
         except FileNotFoundError:
             raise SyncError("sync needs git, and git is not installed") from None
+        self._forget(args)
         if check and done.returncode != 0:
             raise SyncError(f"git {_command(args)} failed: {error_line(done)}")
         return done
+
+    def _forget(self, args: Sequence[str]) -> None:
+        """Forget the answers a command may have changed."""
+        command = _command(args)
+        if command in _READS or (command == "config" and ("--get" in args or "--list" in args)):
+            return
+        if command == "symbolic-ref" and "-q" in args and len(args) <= 4:
+            return  # reading HEAD's branch
+        # A fetch moves only the remote's refs (git refuses to fetch into the branch HEAD is on).
+        head = self._revs.get("HEAD") if command == "fetch" else None
+        self._revs.clear()
+        if head is not None:
+            self._revs["HEAD"] = head
+        if command in _CONFIG_WRITERS:  # which branch HEAD names changes with these too
+            self._config = None
+            self._head_ref = None
 
     def text(self, *args: str, check: bool = True) -> str:
         return self.run(*args, check=check).stdout.decode("utf-8", "surrogateescape")
@@ -128,9 +167,17 @@ class Git:
         return self.run(*args, check=False).returncode == 0
 
     def config(self, key: str) -> str | None:
-        done = self.run("config", "--get", key, check=False)
-        value = done.stdout.decode("utf-8", "replace").strip()
-        return value if done.returncode == 0 and value else None
+        """A key's value as `git config --get` gives it (the last one set), None when unset
+        or empty."""
+        if self._config is None:
+            done = self.run("config", "--list", "-z", check=False)
+            self._config = {}
+            for record in done.stdout.decode("utf-8", "replace").split("\0"):
+                name, _, value = record.partition("\n")
+                if name:
+                    self._config[_config_key(name)] = value
+        value = self._config.get(_config_key(key), "").strip()
+        return value or None
 
     def identity(self) -> list[str]:
         """`-c` options naming sage-mem as the committer when git has no identity of its own."""
@@ -145,28 +192,73 @@ class Git:
         self.run(*self.identity(), "commit", "--quiet", "--no-verify", "-m", message, *extra)
 
     def machine(self) -> str:
-        return machine_label(self.config(MACHINE_KEY) or socket.gethostname())
+        return machine_label(self.config(MACHINE_KEY) or _host_name())
 
     # the repository's state
 
+    def _locate(self) -> bool:
+        """The git folder, the work tree's top and the hooks folder, with one `rev-parse`."""
+        if self._git_dir is not None:
+            return True
+        done = self.run("rev-parse", "--absolute-git-dir", "--show-toplevel", "--git-path",
+                        "hooks", check=False)
+        lines = done.stdout.decode("utf-8", "surrogateescape").split("\n")
+        if done.returncode != 0 or len(lines) != 4:  # a bare repository has no top level
+            return False
+        self._git_dir, self._toplevel, self._hooks = Path(lines[0]), lines[1], lines[2]
+        return True
+
     @property
     def git_dir(self) -> Path:
+        if self._locate():
+            assert self._git_dir is not None
+            return self._git_dir
         return Path(self.text("rev-parse", "--absolute-git-dir").strip())
 
+    @property
+    def toplevel(self) -> str:
+        """The top folder of the work tree the root is in."""
+        if self._locate():
+            assert self._toplevel is not None
+            return self._toplevel
+        return self.text("rev-parse", "--show-toplevel").strip()
+
+    @property
+    def hooks(self) -> Path:
+        """The folder git runs hooks from (`core.hooksPath`, else the git folder's)."""
+        if self._locate():
+            assert self._hooks is not None
+            hooks = Path(self._hooks)
+        else:
+            hooks = Path(self.text("rev-parse", "--git-path", "hooks").strip())
+        return hooks if hooks.is_absolute() else self.root / hooks
+
     def is_repository(self) -> bool:
-        return (self.root / ".git").exists() and self.ok("rev-parse", "--git-dir")
+        return (self.root / ".git").exists() and (self._locate() or self.ok("rev-parse",
+                                                                            "--git-dir"))
 
     def head(self) -> str | None:
-        done = self.run("rev-parse", "-q", "--verify", "HEAD^{commit}", check=False)
-        return done.stdout.decode().strip() if done.returncode == 0 else None
+        return self.rev("HEAD")
 
     def rev(self, name: str) -> str | None:
-        done = self.run("rev-parse", "-q", "--verify", f"{name}^{{commit}}", check=False)
-        return done.stdout.decode().strip() if done.returncode == 0 else None
+        if name not in self._revs:
+            done = self.run("rev-parse", "-q", "--verify", f"{name}^{{commit}}", check=False)
+            self._revs[name] = done.stdout.decode().strip() if done.returncode == 0 else None
+        return self._revs[name]
+
+    def head_ref(self) -> str | None:
+        """The ref HEAD names (`refs/heads/main`), None when it is detached."""
+        if self._head_ref is None:
+            done = self.run("symbolic-ref", "-q", "HEAD", check=False)
+            ref = done.stdout.decode("utf-8", "surrogateescape").strip()
+            self._head_ref = (ref if done.returncode == 0 and ref else None,)
+        return self._head_ref[0]
 
     def branch(self) -> str:
-        done = self.run("symbolic-ref", "--short", "-q", "HEAD", check=False)
-        return done.stdout.decode().strip() or DEFAULT_BRANCH
+        ref = self.head_ref()
+        if ref is None or not ref.startswith("refs/heads/"):
+            return DEFAULT_BRANCH
+        return ref[len("refs/heads/"):] or DEFAULT_BRANCH
 
     def remote_url(self, name: str = REMOTE) -> str | None:
         return self.config(f"remote.{name}.url")
@@ -196,14 +288,26 @@ class Git:
         return found
 
     def tree(self, rev: str) -> dict[str, str]:
-        """path -> blob id of every file in `rev`."""
+        """path -> blob id of every file in `rev` (a commit's, remembered: it never changes)."""
+        if rev in self._trees:
+            return self._trees[rev]
         entries: dict[str, str] = {}
         for record in self.run("ls-tree", "-r", "-z", rev).stdout.split(b"\0"):
             if not record:
                 continue
             meta, _, path = record.partition(b"\t")
             entries[os.fsdecode(path)] = meta.split()[2].decode()
+        if re.fullmatch(r"[0-9a-f]{40,64}", rev):
+            self._trees[rev] = entries
         return entries
+
+    def name_status(self, old: str, new: str) -> dict[str, str]:
+        """path -> git's status letter (A, D, M, T) of each file that differs between two
+        commits, renames not followed."""
+        records = self.run("diff-tree", "-r", "-z", "--no-renames", "--name-status", old,
+                           new).stdout.split(b"\0")
+        return {os.fsdecode(path): status.decode()[:1]
+                for status, path in zip(records[::2], records[1::2], strict=False) if path}
 
     def changed_paths(self, old: str | None, new: str) -> list[str]:
         """Files that differ between two commits (all of `new` when `old` is None)."""
@@ -211,6 +315,22 @@ class Git:
             return sorted(self.tree(new))
         raw = self.run("diff", "--name-only", "-z", "--no-renames", old, new).stdout
         return sorted(os.fsdecode(p) for p in raw.split(b"\0") if p)
+
+
+def _host_name() -> str:
+    """The machine's host name (`socket.gethostname()`, without importing socket: 7 ms)."""
+    if hasattr(os, "uname"):
+        return os.uname().nodename
+    import socket
+
+    return socket.gethostname()
+
+
+def _config_key(key: str) -> str:
+    """A config key as git compares it: section and name in any case, a subsection exactly."""
+    section, _, rest = key.partition(".")
+    middle, dot, name = rest.rpartition(".")
+    return f"{section.lower()}.{middle}{dot}{name.lower()}"
 
 
 def error_line(done: subprocess.CompletedProcess[bytes]) -> str:
@@ -318,8 +438,7 @@ def install_pre_push(git: Git) -> str | None:
     when that name is taken too, nothing is installed) and run by ours after the check.
     """
     git_dir = git.git_dir
-    hooks = Path(git.text("rev-parse", "--git-path", "hooks").strip())
-    hooks = hooks if hooks.is_absolute() else git.root / hooks
+    hooks = git.hooks
     if os.path.realpath(hooks) != os.path.realpath(git_dir / "hooks"):
         return (f"no pre-push check installed: core.hooksPath is {hooks}, shared with other "
                 "repositories; a plain git push here is not checked for secrets")

@@ -16,6 +16,14 @@ sees it changed) is kept under the blob id its bytes will have once committed;
 symlinks are read every time. The entries are a cache: a damaged or
 missing one costs a read of every memory, never a wrong line.
 
+A sync that changed nothing need not make MEMORY.md again: `stamp` records,
+after a commit, that MEMORY.md of that commit is what `regenerate` made of its
+memories, when what it read was exactly that commit's files (each memory's
+blob, MEMORY.md's, no memory the commit lacks or holds beside them). `current`
+then answers for a clean work tree at that commit (`git status` shows nothing,
+not even an ignored memory): the same commit, the same retrieval counts (they
+order a cut index) and the same sage-mem say MEMORY.md needs no walk.
+
 The file is written as the store writes it (`MemoryStore._regenerate_catalog`):
 under the folder's write lock, a person's MEMORY.md keeping every line of
 theirs (`catalog.updated_index`), a symlink replaced, never followed.
@@ -23,46 +31,250 @@ theirs (`catalog.updated_index`), a symlink replaced, never followed.
 
 from __future__ import annotations
 
-import hashlib
+import json
 import marshal
 import os
 import re
-from collections.abc import Iterable
+import stat
+import unicodedata
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
-from ..disk.folder import MemoryFolder, read_memory
+from ..disk.folder import ARCHIVE_DIR, DREAM_DIR, INDEX_FILE, MemoryFolder, read_memory
 from ..disk.locks import write_lock
 from ..disk.safe_io import Seen, atomic_write, file_mode, read_or_absent, rewrite
-from ..disk.stats import Stats
 from ..errors import FileChanged, InvalidId, InvalidMemory
-from ..memory import catalog
 from ..memory.file_format import parse_bytes
 from ..memory.value import MAX_FILE_BYTES, Memory, memory_from_meta
 from .git import Git
 
 ENTRIES = "catalog.entries"
-_VERSION = 1
+STAMP = "catalog.stamp"
+_VERSION = 2
 _SYMLINK_MODE = b"120000"
 # The ids the store indexes (store._PLAIN_ID): another name cannot be read or linked to.
 _PLAIN_ID = re.compile(r"[^\x00-\x1f\x7f\\%]{1,60}")
 Fields = tuple[str | None, str, str | None, bool, int]
 
 
-def regenerate(folder: MemoryFolder, git: Git) -> bool:
-    """Bring MEMORY.md up to date with the memories on disk; True when its bytes changed."""
+@dataclass(frozen=True)
+class Made:
+    """What one `regenerate` made MEMORY.md from: each memory file's path and the blob id of
+    the bytes read (None when one cannot be vouched for: a symlink, a file unread), the
+    blob id of MEMORY.md as it left it, the retrieval counts' file as it was, and the
+    token naming what it kept in `catalog.entries`."""
+
+    inputs: dict[str, str] | None
+    index_blob: str | None
+    stats: list[int] | None
+    changed: bool
+    token: str = ""
+
+
+def regenerate(folder: MemoryFolder, git: Git, differ: Iterable[str] | None = None) -> Made:
+    """Bring MEMORY.md up to date with the memories on disk.
+
+    After a `stamp`, only the files that differ from the stamped commit are read (those
+    `git status` names, and those of the commits since): the rest are the stamped
+    commit's, known by their blobs. Otherwise the folder is walked. `differ`: the paths a
+    `git status --untracked-files=all --ignored` just named, when the caller has them.
+    """
+    from ..disk.stats import Stats
+    from ..memory import catalog
+
     folder.ensure_state_dir()
-    cached = _load_entries(folder)
+    saved = _load_saved(folder)
+    cached = saved.kept
     kept: dict[str, Fields] = {}
+    inputs: dict[str, str] = {}
     # Read under the lock, as the store reconciles under it: a memory another process
     # writes meanwhile is then either read here or followed by its own regeneration.
     with write_lock(folder.root, folder.state_dir):
-        memories = _memories(folder, _clean_blobs(git), cached, kept)
+        stats = _stats_identity(folder)
+        found = _since_stamp(folder, git, saved, kept, inputs, differ)
+        if found is None:
+            kept.clear()
+            inputs.clear()
+            found = _memories(folder, _clean_blobs(git), cached, kept, inputs)
+        memories, vouched = found
         retrievals = (Stats(folder.state_path("stats.json")).retrieval_counts()
                       if len(memories) > catalog.MAX_LINES // 2 else {})
-        changed = _write(folder, memories, retrievals)
-    if kept != cached:
-        _save_entries(folder, kept)
-    return changed
+        changed, data = _write(folder, memories, retrievals)
+    kept_inputs = inputs if vouched else None
+    token = saved.token
+    if kept != cached or kept_inputs != saved.inputs or not token:
+        token = os.urandom(8).hex()
+        _save_entries(folder, kept, kept_inputs, token)
+    return Made(kept_inputs, blob_id(data) if data is not None else None, stats, changed,
+                token)
+
+
+@dataclass(frozen=True)
+class _Saved:
+    """`catalog.entries`: the fields read of each memory blob, each memory file's blob (when
+    all were vouched for) and the token naming them."""
+
+    kept: dict[str, Fields]
+    inputs: dict[str, str] | None
+    token: str
+
+
+def _since_stamp(folder: MemoryFolder, git: Git, saved: _Saved, kept: dict[str, Fields],
+                 inputs: dict[str, str],
+                 differ: Iterable[str] | None) -> tuple[list[Memory], bool] | None:
+    """The memories as `_memories` finds them, from the stamped commit's (`saved`, when the
+    stamp names it) and a read of each file that differs from that commit; None when that
+    cannot be known (no stamp, another sage-mem, a folder git does not look into)."""
+    record = _load_stamp(folder)
+    if (record is None or saved.inputs is None or record.get("token") != saved.token
+            or record.get("sage-mem") != _code_identity()):
+        return None
+    since = record.get("head")
+    head = git.head()
+    if not isinstance(since, str) or head is None:
+        return None
+    names: set[str] = set()
+    if head != since:
+        done = git.run("diff", "--name-only", "-z", "--no-renames", since, head, check=False)
+        if done.returncode != 0:
+            return None
+        names.update(os.fsdecode(p) for p in done.stdout.split(b"\0") if p)
+    if differ is None:
+        status = git.run("status", "--porcelain=v1", "-z", "--untracked-files=all",
+                         "--no-renames", "--ignored").stdout
+        differ = [os.fsdecode(r[3:]) for r in status.split(b"\0") if len(r) > 3]
+    for name in differ:
+        if name.endswith("/"):
+            return None  # a folder git did not look into (another repository)
+        names.add(name)
+    if len(names) > max(256, len(saved.inputs) // 4):
+        return None  # most of the folder (a join): the walk finds them for less
+    inputs.update(saved.inputs)
+    by_path = {key.partition("\0")[2]: (key, fields) for key, fields in saved.kept.items()}
+    for name in names:
+        inputs.pop(name, None)
+        by_path.pop(name, None)
+    vouched = True
+    for name in sorted(names):
+        path = folder.root / name
+        if not _walked(folder, name):
+            continue
+        memory_id = folder.id_for(path)
+        assert memory_id is not None
+        fields, raw = _read(folder, path, memory_id)
+        read_blob = blob_id(raw) if raw is not None and not path.is_symlink() else None
+        if read_blob is None:
+            vouched = False
+        else:
+            inputs[name] = read_blob
+            if fields is not None:
+                by_path[name] = (f"{read_blob}\0{name}", fields)
+    found: dict[str, Memory] = {}
+    for name in sorted(by_path):
+        key, fields = by_path[name]
+        if not (isinstance(fields, tuple) and len(fields) == 5):
+            return None
+        memory_id = unicodedata.normalize("NFC", name[:-3])  # as `id_for` names it
+        if memory_id in found:
+            return None  # two files of one id: the walk's order decides, not this one
+        kept[key] = fields
+        title, description, category, baseline, priority = fields
+        found[memory_id] = Memory(id=memory_id, path=folder.root / name,
+                                  description=description, body="", category=category,
+                                  name=title, baseline=baseline, baseline_priority=priority)
+    return [found[memory_id] for memory_id in sorted(found)], vouched
+
+
+def _walked(folder: MemoryFolder, name: str) -> bool:
+    """Whether a walk of the folder (`MemoryFolder.iter_files`) yields the file `name`: a
+    memory's name, in real folders (a symlinked one is never entered), not a folder."""
+    if folder.id_for(folder.root / name) is None:
+        return False
+    current = str(folder.root)
+    for part in name.split("/")[:-1]:
+        current += os.sep + part
+        try:
+            if not stat.S_ISDIR(os.lstat(current).st_mode):
+                return False
+        except OSError:
+            return False
+    try:
+        return not stat.S_ISDIR(os.lstat(folder.root / name).st_mode)
+    except OSError:
+        return False
+
+
+def stamp(folder: MemoryFolder, made: Made, head: str, tree: Mapping[str, str]) -> bool:
+    """Record that commit `head`'s MEMORY.md is what `regenerate` makes of the commit's
+    memories, when `made` read exactly them (`tree`: the commit's path -> blob id); True
+    when it did. Anything else (a file held back, one saved after it was read, a memory
+    git ignores, a link) leaves no record: the next sync makes MEMORY.md again."""
+    if made.inputs is None or made.index_blob is None or tree.get(INDEX_FILE) != made.index_blob:
+        return False
+    if any(tree.get(path) != blob for path, blob in made.inputs.items()):
+        return False
+    for path in tree:
+        if (path.endswith(".md") and path not in made.inputs and path != INDEX_FILE
+                and not path.startswith((ARCHIVE_DIR + "/", DREAM_DIR + "/"))
+                and folder.id_for(folder.root / path) is not None):
+            return False  # a memory of the commit the walk did not read
+    record = {"head": head, "stats": made.stats, "sage-mem": _code_identity(),
+              "token": made.token}
+    try:
+        atomic_write(folder.state_path(STAMP), json.dumps(record).encode(), durable=False)
+    except OSError:
+        return False
+    return True
+
+
+def current(folder: MemoryFolder, head: str | None) -> bool:
+    """Whether MEMORY.md is known to be what `regenerate` would make, for a work tree that is
+    exactly commit `head` (the caller's `git status` is clean): `stamp` recorded that commit,
+    and neither the retrieval counts nor sage-mem changed since."""
+    record = _load_stamp(folder)
+    return (record is not None and head is not None and record.get("head") == head
+            and record.get("stats") == _stats_identity(folder)
+            and record.get("sage-mem") == _code_identity())
+
+
+def _load_stamp(folder: MemoryFolder) -> dict[str, object] | None:
+    try:
+        record = json.loads(folder.state_path(STAMP).read_bytes())
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) else None
+
+
+def forget(folder: MemoryFolder) -> None:
+    """Drop the record (`stamp`): the next sync makes MEMORY.md again."""
+    try:
+        folder.state_path(STAMP).unlink()
+    except OSError:
+        pass
+
+
+def _stats_identity(folder: MemoryFolder) -> list[int] | None:
+    try:
+        st = os.stat(folder.state_path("stats.json"))
+    except OSError:
+        return None
+    return [st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
+
+
+def _code_identity() -> list[object]:
+    """This sage-mem (its version, and the file that writes MEMORY.md's lines as installed):
+    another one may write other bytes."""
+    from .. import __version__
+
+    # The file's place, not its import (a sync with nothing to do never imports it).
+    lines = os.path.join(os.path.dirname(os.path.dirname(__file__)), "memory", "catalog.py")
+    try:
+        st = os.stat(lines)
+        found: list[object] = [__version__, _VERSION, st.st_size, st.st_mtime_ns]
+    except OSError:
+        found = [__version__, _VERSION]
+    return found
 
 
 def _clean_blobs(git: Git) -> dict[str, bytes]:
@@ -85,9 +297,12 @@ def _clean_blobs(git: Git) -> dict[str, bytes]:
 
 
 def _memories(folder: MemoryFolder, blobs: dict[str, bytes], cached: dict[str, Fields],
-              kept: dict[str, Fields]) -> list[Memory]:
-    """Every memory in service, as much of it as MEMORY.md needs, by id (as the store's index)."""
+              kept: dict[str, Fields], inputs: dict[str, str]) -> tuple[list[Memory], bool]:
+    """Every memory in service, as much of it as MEMORY.md needs, by id (as the store's
+    index); `inputs` gets each memory file's path and the blob id of the bytes read, and
+    the flag says whether each could be vouched for (not a symlink, and read)."""
     found: dict[str, Memory] = {}
+    vouched = True
     prefix = len(str(folder.root)) + 1
     for path in folder.iter_files():
         memory_id = folder.id_for(path)
@@ -97,55 +312,74 @@ def _memories(folder: MemoryFolder, blobs: dict[str, bytes], cached: dict[str, F
         blob = blobs.get(relative)
         key = f"{blob.decode()}\0{relative}" if blob is not None else None
         fields = cached.get(key) if key is not None else None
-        if not (isinstance(fields, tuple) and len(fields) == 5):
-            read = _read(folder, path, memory_id)
-            if read is None:
+        if isinstance(fields, tuple) and len(fields) == 5:
+            assert blob is not None
+            inputs[relative] = blob.decode()
+        else:
+            fields, raw = _read(folder, path, memory_id)
+            linked = path.is_symlink()
+            read_blob = blob_id(raw) if raw is not None and not linked else None
+            if read_blob is None:
+                vouched = False
+            else:
+                inputs[relative] = read_blob
+            if fields is None:
                 continue
-            fields, raw = read
             # Kept under the blob git will make of these bytes: found again once committed.
-            key = None if path.is_symlink() else f"{_blob_id(raw)}\0{relative}"
+            key = None if read_blob is None else f"{read_blob}\0{relative}"
         if key is not None:
             kept[key] = fields
         name, description, category, baseline, priority = fields
         found[memory_id] = Memory(id=memory_id, path=path, description=description, body="",
                                   category=category, name=name, baseline=baseline,
                                   baseline_priority=priority)
-    return [found[memory_id] for memory_id in sorted(found)]
+    return [found[memory_id] for memory_id in sorted(found)], vouched
 
 
-def _read(folder: MemoryFolder, path: Path, memory_id: str) -> tuple[Fields, bytes] | None:
-    """What MEMORY.md needs of one file, read as the store reads it, and the file's bytes
-    (None: the store would not index it)."""
+def _read(folder: MemoryFolder, path: Path,
+          memory_id: str) -> tuple[Fields | None, bytes | None]:
+    """What MEMORY.md needs of one file, read as the store reads it (None: the store would
+    not index it), and the file's bytes (None: not read)."""
+    raw: bytes | None = None
     try:
         if not _PLAIN_ID.fullmatch(memory_id) or memory_id.endswith(".md"):
             if folder.normalize_id(memory_id) != memory_id:
-                return None
+                return None, None
         raw = read_memory(folder, path).raw or b""
         parsed = parse_bytes(raw, path)
     except (InvalidMemory, InvalidId, OSError, ValueError):
-        return None
+        return None, raw
     memory = memory_from_meta(memory_id, path, parsed.meta, parsed.body,
                               problems=parsed.problems)
     return (memory.name, memory.display, memory.category, memory.baseline,
             memory.baseline_priority), raw
 
 
-def _blob_id(raw: bytes) -> str:
+def blob_id(raw: bytes) -> str:
     """git's id of a blob of these bytes (`git hash-object`)."""
+    import hashlib  # here: a sync with nothing to do never needs it (OpenSSL's load)
+
     return hashlib.sha1(b"blob %d\0" % len(raw) + raw, usedforsecurity=False).hexdigest()
 
 
-def _write(folder: MemoryFolder, memories: Iterable[Memory], retrievals: dict[str, int]) -> bool:
+def _write(folder: MemoryFolder, memories: Iterable[Memory],
+           retrievals: dict[str, int]) -> tuple[bool, bytes | None]:
+    """Write MEMORY.md: (whether its bytes changed, its bytes now; None when left alone)."""
+    from ..memory import catalog
+
     listed = list(memories)
     target = folder.index_file
     if target.is_symlink():
         # Never followed (it may lead outside): the link itself is replaced.
-        atomic_write(target, catalog.render(listed, retrievals).encode("utf-8"),
-                     mode=file_mode(folder.root))
-        return True
+        data = catalog.render(listed, retrievals).encode("utf-8")
+        atomic_write(target, data, mode=file_mode(folder.root))
+        return True, data
+    now: list[bytes | None] = [None]
 
     def updated(seen: Seen) -> bytes | None:
-        return catalog.updated_index(seen.raw, listed, retrievals).data
+        data = catalog.updated_index(seen.raw, listed, retrievals).data
+        now[0] = data if data is not None else seen.raw
+        return data
 
     def read(path: Path) -> Seen:
         if path.is_dir():
@@ -156,24 +390,29 @@ def _write(folder: MemoryFolder, memories: Iterable[Memory], retrievals: dict[st
         _, written = rewrite(target, updated, read=read, mode=file_mode(folder.root),
                              limit=MAX_FILE_BYTES)
     except (InvalidMemory, FileChanged):  # a FIFO, a folder, an unreadable file: left alone
-        return False
-    return written is not None
+        return False, None
+    return written is not None, now[0]
 
 
-def _load_entries(folder: MemoryFolder) -> dict[str, Fields]:
+def _load_saved(folder: MemoryFolder) -> _Saved:
     try:
         data = marshal.loads(folder.state_path(ENTRIES).read_bytes())
     except (OSError, EOFError, ValueError, TypeError):
-        return {}
-    if not isinstance(data, tuple) or len(data) != 2 or data[0] != _VERSION:
-        return {}
-    entries = data[1]
-    return entries if isinstance(entries, dict) else {}
+        return _Saved({}, None, "")
+    if isinstance(data, tuple) and len(data) == 2 and data[0] == 1:
+        data = (_VERSION, data[1], None, "")  # the fields of the sage-mem before: still good
+    if not isinstance(data, tuple) or len(data) != 4 or data[0] != _VERSION:
+        return _Saved({}, None, "")
+    _, kept, inputs, token = data
+    return _Saved(kept if isinstance(kept, dict) else {},
+                  inputs if isinstance(inputs, dict) else None,
+                  token if isinstance(token, str) else "")
 
 
-def _save_entries(folder: MemoryFolder, entries: dict[str, Fields]) -> None:
+def _save_entries(folder: MemoryFolder, kept: dict[str, Fields], inputs: dict[str, str] | None,
+                  token: str) -> None:
     try:
-        atomic_write(folder.state_path(ENTRIES), marshal.dumps((_VERSION, entries)),
+        atomic_write(folder.state_path(ENTRIES), marshal.dumps((_VERSION, kept, inputs, token)),
                      durable=False)
     except OSError:
         pass  # a cache: the next sync reads the files again

@@ -12,7 +12,9 @@
    `git pull`), in one commit whose message names the memories and whose
    trailer names the machine, except files the secret scan flags
    (`checks/credentials.py`, the audit's `secret` check): those are held back,
-   named in the result, and stay on this machine, uncommitted.
+   named in the result, and stay on this machine, uncommitted. `MEMORY.md` is
+   made again first, from what changed since the last commit sync recorded
+   (`index_file`); a clean work tree at that commit makes and commits nothing.
 3. **Fetch** `origin`. Offline or a failing remote ends the sync here with the
    local commit made and the reason in `offline`; the next sync pushes it.
 4. **Integrate** with `git merge` (never a rebase: nothing already committed
@@ -49,16 +51,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..checks.credentials import (
-    LABELS,
-    decoded_secrets,
-    find_secrets,
-    find_secrets_in_name,
-    redact_name,
-)
 from ..disk.folder import ARCHIVE_DIR, DREAM_DIR, INDEX_FILE, MemoryFolder
 from ..disk.locks import file_lock
-from ..disk.processes import process_alive
 from ..disk.safe_io import (
     atomic_write,
     conflict_sibling,
@@ -69,10 +63,7 @@ from ..disk.safe_io import (
     rewrite,
 )
 from ..errors import FileChanged, FolderError, InvalidMemory, SageMemError
-from ..memory import catalog
-from ..memory.file_format import parse_bytes
-from . import batch_merge
-from .batch_merge import NO_DRIVER, resolve_all
+from . import index_file
 from .git import (
     ALLOW_SECRET_ENV,
     CHECKED_ENV,
@@ -89,11 +80,13 @@ from .git import (
     read_in_tree,
     shown_url,
 )
-from .index_file import regenerate
-from .merge_driver import THEIRS_ENV, keep_sibling, merge_versions, other_machine
+from .index_file import Made, regenerate
 
 if TYPE_CHECKING:
     from ..disk.template import InitResult
+
+# Imported where used: the secret scan's patterns (10 ms to compile), the merge's rules,
+# MEMORY.md's lines are not needed by a sync that has nothing to commit or merge.
 
 SYNC_LOCK = "sync.lock"
 SYNC_RECORD = "sync.json"
@@ -117,6 +110,8 @@ class Held:
     @property
     def shown(self) -> str:
         """The path as it may be shown: a secret in the file name masked."""
+        from ..checks.credentials import redact_name
+
         return redact_name(self.path)
 
     def to_dict(self) -> dict[str, str]:
@@ -213,7 +208,7 @@ def sync(
 
         init_repository(init_folder(folder.root, partial(MemoryStore, watch=False)), remote)
     folder.check_exists()
-    top = git.text("rev-parse", "--show-toplevel").strip()
+    top = git.toplevel
     if os.path.realpath(top) != os.path.realpath(folder.root):
         raise SyncError(
             f"{folder.root}: inside the repository {top}; sync works on a memory folder "
@@ -336,8 +331,19 @@ def _inside(path: str) -> bool:
         part not in ("", ".", "..") and part.lower().rstrip(". ") != ".git" for part in parts)
 
 
+def _may_hold_temps(path: str) -> bool:
+    """Whether `git status` naming this path (changed, untracked or ignored) may mean a temp
+    file a killed write left (`.name.PID.hex.tmp`): one, or a folder git did not look into
+    (another repository). A status naming none spares the walk of the folder that finds
+    them."""
+    name = path.rstrip("/").rsplit("/", 1)[-1]
+    return path.endswith("/") or (name.startswith(".") and name.endswith(".tmp"))
+
+
 def name_reason(path: str) -> str | None:
     """Why a file of this name may not leave the machine (a secret in it), or None."""
+    from ..checks.credentials import LABELS, find_secrets_in_name
+
     for match in find_secrets_in_name(path):
         return (f"the file name holds a possible {LABELS.get(match.kind, match.kind)} "
                 f"{match.excerpt_redacted}")
@@ -346,6 +352,9 @@ def name_reason(path: str) -> str | None:
 
 def secret_reason(data: bytes) -> str | None:
     """Why these bytes may not leave the machine (the audit's secret check), or None."""
+    from ..checks.credentials import LABELS, decoded_secrets, find_secrets
+    from ..memory.file_format import parse_bytes
+
     if len(data) > _MAX_SCANNED:
         return f"over {_MAX_SCANNED >> 20} MB, not checked for secrets"
     text = data.decode("utf-8", "replace").removeprefix("\ufeff")
@@ -376,6 +385,10 @@ class _Sync:
         self.record = folder.state_dir / SYNC_RECORD
         self.left_merging: str | None = None  # the merge a killed sync left, per its record
         self.parked: dict[str, str] = {}  # held-back files moved aside for a merge: aside -> path
+        self.made: Made | None = None  # what the last regeneration of MEMORY.md read
+        # Blob ids of the bytes this sync scanned and found no secret in: its push need not
+        # scan them again (the same bytes, the same answer).
+        self.clean_blobs: set[str] = set()
 
     # 1. what a killed sync left
 
@@ -392,6 +405,8 @@ class _Sync:
             pid = int(previous["pid"])
         except (OSError, ValueError, KeyError, TypeError):
             return
+        from ..disk.processes import process_alive
+
         if process_alive(pid):
             return
         merging = previous.get("merge")
@@ -437,7 +452,7 @@ class _Sync:
             if (git_dir / name).exists():
                 raise SyncError(f"{self.root}: a git {what} is in progress; finish or abort it, "
                                 "then sync")
-        if not self.git.ok("symbolic-ref", "-q", "HEAD"):
+        if self.git.head_ref() is None:
             raise SyncError(f"{self.root}: HEAD is detached; check out a branch (git switch main), "
                             "then sync")
         if (git_dir / "MERGE_HEAD").exists() and (
@@ -455,7 +470,9 @@ class _Sync:
         driver that failed: a fresh clone has none configured, or its Python moved). Sync
         finishes such a merge from git's own stages; one a person resolved a file of (and
         has yet to add) stays theirs."""
-        unmerged = batch_merge.unmerged(self.git)
+        from .batch_merge import unmerged as unmerged_paths
+
+        unmerged = unmerged_paths(self.git)
         if not unmerged:
             return False
         for path, stages in unmerged.items():
@@ -474,17 +491,24 @@ class _Sync:
         result = self.result
         ensure_setup(self.git, self.root)
         result.notes.extend(n for n in self.git.notes if n not in result.notes)
-        self.remove_leftover_temps()
+        status: tuple[dict[str, str], list[str]] | None = self.status()
+        assert status is not None
+        if any(_may_hold_temps(path) for paths in status for path in paths):
+            self.remove_leftover_temps()
+            status = None
         if (self.git.git_dir / "MERGE_HEAD").exists():
             result.notes.append("finished a merge a previous sync left half done")
             head = self.git.head()
             theirs = self.git.rev("MERGE_HEAD")
             assert theirs is not None
             self.finish_merge(head, theirs)
+            status = None
         if remote:
             self.set_remote(remote)
-        self.regenerate_index()  # hand edits since the last write reach MEMORY.md
-        self.commit_local(result)
+        if not self.nothing_changed(status):
+            self.regenerate_index()  # hand edits since the last write reach MEMORY.md
+            self.commit_local(result)
+            self.stamp_index()
         result.remote = self.git.remote_url()
         if result.remote is None:
             return result
@@ -501,6 +525,25 @@ class _Sync:
             result.offline = (f"pushing to {REMOTE} lost the race with another machine "
                               f"{PUSH_ATTEMPTS} times; sync again")
         return result
+
+    def nothing_changed(self, status: tuple[dict[str, str], list[str]] | None) -> bool:
+        """Whether the work tree is the last commit's, and MEMORY.md known to be what a
+        regeneration makes of it (`index_file.current`): nothing to make or commit. One `git
+        status` (`status`, when the caller has it), not a walk of the folder and ~10 git
+        commands."""
+        changed, ignored = status or self.status()
+        if changed or any(self.folder.id_for(self.root / p) is not None for p in ignored):
+            return False  # a memory git ignores is in MEMORY.md too, and changes unseen
+        return index_file.current(self.folder, self.git.head())
+
+    def stamp_index(self) -> None:
+        """After a commit: record that its MEMORY.md is what the regeneration just before it
+        made of its memories, if that read exactly them (`index_file.stamp`)."""
+        head = self.git.head()
+        if self.made is None or head is None:
+            return
+        if not index_file.stamp(self.folder, self.made, head, self.git.tree(head)):
+            index_file.forget(self.folder)
 
     def set_remote(self, url: str) -> None:
         current = self.git.remote_url()
@@ -572,6 +615,9 @@ class _Sync:
         left out of the staged index; what is returned. Only an index still flagged
         without any such line (a category's heading) is held back itself.
         """
+        from ..checks.credentials import find_secrets
+        from ..memory import catalog
+
         if not self.generated_index():
             return None
         from ..store import MemoryStore
@@ -611,6 +657,8 @@ class _Sync:
     def generated_index(self) -> bool:
         """Whether MEMORY.md is sage-mem's own, regenerated from the memories (not a
         person's, nor one with a person's region in it)."""
+        from ..memory import catalog
+
         try:
             raw = read_in_tree(self.root, INDEX_FILE, limit=_MAX_SCANNED).raw
             text = raw.decode("utf-8") if raw is not None else ""
@@ -628,13 +676,22 @@ class _Sync:
 
     def changed_files(self) -> dict[str, str]:
         """Each changed path and its two-letter status (`git status --porcelain`)."""
+        return self.status()[0]
+
+    def status(self) -> tuple[dict[str, str], list[str]]:
+        """Each changed path and its two-letter status (`git status --porcelain`), and the
+        files git ignores, with one `git status`."""
         raw = self.git.run("status", "--porcelain=v1", "-z", "--untracked-files=all",
-                           "--no-renames").stdout
+                           "--no-renames", "--ignored").stdout
         paths = {}
+        ignored = []
         for record in raw.split(b"\0"):
             if len(record) > 3:
-                paths[os.fsdecode(record[3:])] = record[:2].decode()
-        return dict(sorted(paths.items()))
+                if record[:2] == b"!!":
+                    ignored.append(os.fsdecode(record[3:]))
+                else:
+                    paths[os.fsdecode(record[3:])] = record[:2].decode()
+        return dict(sorted(paths.items())), ignored
 
     def scan(self, paths: Iterable[str]) -> list[Held]:
         """The changed files that may not leave the machine: a secret in the name or the
@@ -655,6 +712,8 @@ class _Sync:
             reason = name_reason(path) or secret_reason(seen.raw)
             if reason:
                 held.append(Held(path, reason))
+            else:
+                self.clean_blobs.add(index_file.blob_id(seen.raw))
         return held
 
     def not_theirs(self, changed: dict[str, str]) -> list[str]:
@@ -762,6 +821,9 @@ class _Sync:
         """Each parked file back at its path, the remote's changes merged into it by the
         merge driver's rules (theirs kept beside it when both changed the same thing);
         still uncommitted, so still held back until the person settles it."""
+        from ..checks.credentials import redact_name
+        from .merge_driver import keep_sibling, merge_versions, other_machine
+
         for aside, path in list(self.parked.items()):
             target = self.root / path
             ours = read_in_tree(self.root, aside, limit=_MAX_SCANNED).raw
@@ -784,6 +846,9 @@ class _Sync:
             del self.parked[aside]
 
     def merge(self, head: str | None, theirs: str, branch: str) -> None:
+        from .batch_merge import NO_DRIVER
+        from .merge_driver import THEIRS_ENV
+
         self.progress(f"merging {REMOTE}/{branch}")
         self.drop_unstaged_index()
         self.write_record(merging=theirs)
@@ -818,6 +883,8 @@ class _Sync:
         editor's, a plain git's on a machine without `core.symlinks=false`), and what it
         read pushed back. One line names the first such path and the commit that brought it.
         """
+        from ..checks.credentials import redact_name
+
         # What their side brought since the two met (a link both had and this side deleted
         # stays deleted by the merge, and is no reason to refuse it).
         base = self.git.run("merge-base", head, theirs, check=False) if head else None
@@ -859,36 +926,48 @@ class _Sync:
                             f"it): {why}") from None
 
     def resolve_and_commit(self, head: str | None, theirs: str) -> None:
+        from .batch_merge import resolve_all
+
         merging = (self.git.git_dir / "MERGE_HEAD").exists()
         resolve_all(self.git, self.root, theirs, self.put)
         self.restore_edited_archives(head, theirs)
-        self.regenerate_index()
+        status = self.status()  # one for both: MEMORY.md's making is no sibling's
+        self.regenerate_index(status)
         # The siblings this merge made: on neither side before it.
-        known = set(self.git.tree(theirs)) | (set(self.git.tree(head)) if head else set())
-        known |= set(self.parked)
-        for memory_id in memory_ids(p for p in self.sibling_files() if p not in known):
+        made = [p for p in self.sibling_files(status) if p not in self.parked]
+        if made:
+            known = set(self.git.tree(theirs)) | (set(self.git.tree(head)) if head else set())
+            made = [p for p in made if p not in known]
+        for memory_id in memory_ids(made):
             if memory_id not in self.result.conflicts:
                 self.result.conflicts.append(memory_id)
         message = f"sync: merge {REMOTE} into {self.machine}" if merging else None
         self.commit_local(self.result, message=message, merging=merging)
+        self.stamp_index()
 
-    def regenerate_index(self) -> None:
+    def regenerate_index(self, status: tuple[dict[str, str], list[str]] | None = None) -> None:
         # From the memories' frontmatter (index_file), not a search index built for it.
-        regenerate(self.folder, self.git)
+        differ = None if status is None else [*status[0], *status[1]]
+        self.made = regenerate(self.folder, self.git, differ)
 
-    def sibling_files(self) -> set[str]:
+    def sibling_files(self, status: tuple[dict[str, str], list[str]]) -> set[str]:
+        """The conflict siblings (`x.conflict-laptop.md`, archived ones too) git does not have
+        in HEAD: new in the index or the work tree (one `git status`, not a walk of the
+        folder: every file of a side is in HEAD or in the index as new)."""
         from ..checks.audit import conflict_sibling_of as sibling_of  # only after a merge
 
+        changed, ignored = status
         found = set()
-        for archived in (True, False):
-            for path in self.folder.iter_files(archived=archived):
-                # Every sibling's name holds `.conflict-`: the rest (10,000 at a time) skip
-                # the path arithmetic and the pattern.
-                if ".conflict-" not in path.name:
-                    continue
-                rel = path.relative_to(self.root).as_posix()
-                if sibling_of(rel[:-3]) is not None:
-                    found.add(rel)
+        for rel in [*changed, *ignored]:
+            # Every sibling's name holds `.conflict-`: the rest skip the path arithmetic.
+            if ".conflict-" not in rel.rsplit("/", 1)[-1] or not rel.endswith(".md"):
+                continue
+            path = self.root / rel
+            if self.folder.id_for(path) is None and self.folder.archived_id_for(path) is None:
+                continue  # not where a walk of the folder finds a memory
+            if not path.is_file() or sibling_of(rel[:-3]) is None:
+                continue
+            found.add(rel)
         return found
 
     def put(self, target: Path, data: bytes) -> None:
@@ -905,17 +984,20 @@ class _Sync:
         done = self.git.run("merge-base", head, theirs, check=False)
         if done.returncode != 0:
             return
-        base = self.git.tree(done.stdout.decode().strip())
-        sides = (self.git.tree(head), self.git.tree(theirs))
+        base = done.stdout.decode().strip()
+        # What each side changed since the two met (git compares trees by id: no listing of
+        # every file of three commits).
+        changes = {side: self.git.name_status(base, side) for side in (head, theirs)}
         wanted = []
-        for archived_on, edited_on in (sides, sides[::-1]):
-            for path, blob in base.items():
-                moved = f"{ARCHIVE_DIR}/{path}"
-                if not path.endswith(".md") or path == INDEX_FILE or path.startswith(
-                        ARCHIVE_DIR + "/") or moved in base:
+        for archived_on, edited_on in ((head, theirs), (theirs, head)):
+            moved_away, edited = changes[archived_on], changes[edited_on]
+            for path, status in moved_away.items():
+                if (status != "D" or not path.endswith(".md") or path == INDEX_FILE
+                        or path.startswith(ARCHIVE_DIR + "/")):
                     continue
-                if (path not in archived_on and moved in archived_on
-                        and edited_on.get(path, blob) != blob):
+                # Gone from its place, new in archive/ on one side; changed on the other.
+                if (moved_away.get(f"{ARCHIVE_DIR}/{path}") == "A"
+                        and edited.get(path) in ("M", "T")):
                     wanted.append(path)
         wanted = [p for p in wanted if (self.root / ARCHIVE_DIR / p).is_file()
                   and not os.path.lexists(self.root / p)]
@@ -988,12 +1070,16 @@ class _Sync:
         """Files in the commits about to be pushed whose bytes the secret scan flags."""
         if self.allow_secret:
             return []
-        return outgoing_secrets(self.git, head, [old] if old else [f"--remotes={REMOTE}"])
+        return outgoing_secrets(self.git, head, [old] if old else [f"--remotes={REMOTE}"],
+                                self.clean_blobs)
 
 
-def outgoing_secrets(git: Git, head: str, exclude: list[str]) -> list[Held]:
+def outgoing_secrets(git: Git, head: str, exclude: list[str],
+                     clean: Iterable[str] = ()) -> list[Held]:
     """Files in the commits from `head` back to (not into) `exclude` whose name or bytes the
-    secret scan flags: what a push of `head` would carry that the remote does not hold."""
+    secret scan flags: what a push of `head` would carry that the remote does not hold.
+    `clean`: blob ids whose bytes were scanned already and hold none (their names are
+    still checked)."""
     listing = git.text("rev-list", "--objects", "--no-object-names", head, "--not",
                        *exclude).split()
     named = git.text("rev-list", "--objects", head, "--not", *exclude).splitlines()
@@ -1003,10 +1089,18 @@ def outgoing_secrets(git: Git, head: str, exclude: list[str]) -> list[Held]:
         if path:
             paths[sha] = path
     blobs = [sha for sha in listing if sha in paths]
-    if not blobs:
-        return []
-    out = git.run("cat-file", "--batch", input="\n".join(blobs).encode() + b"\n").stdout
+    known = set(clean)
     refused = []
+    for sha in blobs:
+        if sha in known:
+            reason = name_reason(paths[sha])
+            if reason:
+                refused.append(Held(paths[sha], reason + "; it was committed by hand: remove it "
+                                    "from the unpushed commits (git reset), then sync"))
+    blobs = [sha for sha in blobs if sha not in known]
+    if not blobs:
+        return refused
+    out = git.run("cat-file", "--batch", input="\n".join(blobs).encode() + b"\n").stdout
     position = 0
     while position < len(out):
         newline = out.index(b"\n", position)
