@@ -37,6 +37,12 @@ at any point (SIGKILL, a power cut) leaves committed history, a merge in
 progress or work-tree changes, and the next sync takes each of those as it
 comes: nothing is lost. One sync runs at a time in a folder (`sync.lock` in
 the state folder).
+
+Why one module: the five steps are one `_Sync`, which carries what each step
+learnt for the next (the git answers it keeps, the record of a killed sync,
+the bytes already scanned for secrets); what stands on its own is elsewhere
+(`git`, `index_file`, `batch_merge`, `merge_driver`, `history`, `auto`), and a
+reader follows a sync, and its recovery after a kill, top to bottom here.
 """
 
 from __future__ import annotations
