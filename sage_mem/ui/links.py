@@ -18,7 +18,7 @@ import posixpath
 import threading
 import unicodedata
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,6 +27,7 @@ from ..memory.links import Ids, markdown_target, wiki_target
 from ..memory.markdown import MARKDOWN_LINK, WIKI_LINK, linked_file, mask_code
 from ..memory.value import Memory
 from ..store import MemoryStore
+from .listing import Listing, Listings, differ, many
 
 
 def _nfc(text: str) -> str:
@@ -140,28 +141,63 @@ def build_graph(live: list[Memory], archived: list[Memory]) -> Graph:
     graph = Graph(resolver=resolver)
     backlinks: dict[str, set[tuple[str, str]]] = defaultdict(set)
     for memory in live:
-        graph.shas[memory.id] = memory.sha256
-        links = resolver.links_of(memory)
-        if links:
-            graph.links[memory.id] = links
-        for link in links:
-            if link.id and link.id != memory.id:
-                backlinks[link.id].add((memory.id, "link"))
-        replaced = [_nfc(s) for s in memory.supersedes if _nfc(s) in resolver.live]
-        if replaced:
-            graph.supersedes[memory.id] = replaced
-            for target in replaced:
-                backlinks[target].add((memory.id, "supersedes"))
+        for target, kind in _add(graph, resolver, memory):
+            backlinks[target].add((memory.id, kind))
     graph.backlinks = {key: sorted(value) for key, value in backlinks.items()}
     return graph
 
 
-class LinkGraph:
-    """The graph of the folder, built once per generation of the memories."""
+def _add(graph: Graph, resolver: Resolver, memory: Memory) -> list[tuple[str, str]]:
+    """Put one memory's links and supersedes in `graph`; the (target, kind) it links to."""
+    graph.shas[memory.id] = memory.sha256
+    links = resolver.links_of(memory)
+    if links:
+        graph.links[memory.id] = links
+    out = [(link.id, "link") for link in links if link.id and link.id != memory.id]
+    replaced = [_nfc(s) for s in memory.supersedes if _nfc(s) in resolver.live]
+    if replaced:
+        graph.supersedes[memory.id] = replaced
+        out.extend((target, "supersedes") for target in replaced)
+    return out
 
-    def __init__(self) -> None:
+
+def _targets(graph: Graph, memory_id: str) -> set[str]:
+    """What a memory of the graph links to or supersedes."""
+    found = {link.id for link in graph.links.get(memory_id, ()) if link.id}
+    return found | set(graph.supersedes.get(memory_id, ()))
+
+
+def updated_graph(graph: Graph, live: Mapping[str, Memory], changed: Iterable[str]) -> Graph:
+    """`graph` with the links of the `changed` memories made again (the ids being the same, no
+    other memory's links resolve differently); a new graph, `graph` is left as it was."""
+    assert graph.resolver is not None
+    out = Graph(links=dict(graph.links), supersedes=dict(graph.supersedes),
+                backlinks=dict(graph.backlinks), resolver=graph.resolver, shas=dict(graph.shas))
+    for memory_id in changed:
+        touched = _targets(out, memory_id)
+        out.links.pop(memory_id, None)
+        out.supersedes.pop(memory_id, None)
+        now = _add(out, graph.resolver, live[memory_id])
+        touched.update(target for target, _ in now)
+        for target in touched:
+            entries = {entry for entry in out.backlinks.get(target, ()) if entry[0] != memory_id}
+            entries.update((memory_id, kind) for found, kind in now if found == target)
+            if entries:
+                out.backlinks[target] = sorted(entries)
+            else:
+                out.backlinks.pop(target, None)
+    return out
+
+
+class LinkGraph:
+    """The graph of the folder, once per generation: remade when the ids of the memories
+    changed (a memory new, gone, renamed or archived: any link may resolve differently), else
+    only the links of the memories that changed are made again."""
+
+    def __init__(self, listings: Listings | None = None) -> None:
+        self._listings = listings or Listings()
         self._lock = threading.Lock()
-        self._cached: tuple[int, Graph] | None = None
+        self._cached: tuple[int, Graph, Listing] | None = None
 
     def get(self, store: MemoryStore, generation: int) -> Graph:
         # Built under the lock: a memory's page that comes while the graph is being made
@@ -169,9 +205,18 @@ class LinkGraph:
         with self._lock:
             if self._cached is not None and self._cached[0] == generation:
                 return self._cached[1]
-            graph = build_graph(store.list(),
-                                [m for m in store.list(archived=True) if m.archived])
-            self._cached = (generation, graph)
+            listing = self._listings.get(store, generation)
+            graph = None
+            if self._cached is not None:
+                _, before, seen = self._cached
+                difference = differ(seen.live, listing.live)
+                if not difference.added and not difference.removed and \
+                        seen.archived.keys() == listing.archived.keys() and \
+                        not many(difference, len(listing.live)):
+                    graph = updated_graph(before, listing.live, difference.changed)
+            if graph is None:
+                graph = build_graph(list(listing.live.values()), list(listing.archived.values()))
+            self._cached = (generation, graph, listing)
             return graph
 
 
