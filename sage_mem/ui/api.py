@@ -774,6 +774,9 @@ class AuditState:
         self._files: Any = None
         self._cached: tuple[int, dict[str, Any]] | None = None
         self._kept_at: float | None = None
+        # The run under way, as far as it got: (files checked, its findings list, about how
+        # many files there are), for `known` while there is no result to show yet.
+        self._running: tuple[int, list[Any], int] | None = None
 
     def get(self, store: MemoryStore, generation: int, *, fresh: bool = False) -> dict[str, Any]:
         from ..checks.audit import FileResults
@@ -786,7 +789,15 @@ class AuditState:
             self._files.read_memories_from(_index_lookup(store))
             if fresh:
                 self._files.forget_links()
-            data = audit_data(store, self._files)
+            about = len(store.index) + len(store.problems())
+
+            def progress(checked: int, findings: list[Any]) -> None:
+                self._running = (checked, findings, about)
+
+            try:
+                data = audit_data(store, self._files, progress)
+            finally:
+                self._running = None
             self._cached = (generation, data)
             now = time.monotonic()
             if self._kept_at is None or now - self._kept_at >= KEEP_LAST_EVERY_SECONDS:
@@ -808,8 +819,22 @@ class AuditState:
         except (InvalidMemory, ValueError):
             data = None
         if not isinstance(data, dict) or not isinstance(data.get("findings"), list):
-            return {"pending": True}
+            return self._so_far(store)
         return {**data, "stale": True}
+
+    def _so_far(self, store: MemoryStore) -> dict[str, Any]:
+        """What the run under way found in the files it checked so far (a folder's first audit:
+        seconds at thousands of memories), `running`; `{"pending": true}` before its first."""
+        from ..checks.audit import Finding
+
+        running = self._running
+        if running is None:
+            return {"pending": True}
+        checked, findings, about = running
+        found = sorted(list(findings), key=Finding.sort_key)  # a copy: the run appends to it
+        data = {"findings": [_finding(store, f) for f in found], "count": len(found),
+                "checked": checked, "running": True, "about": max(about, checked)}
+        return data
 
 
 def _keep_last(store: MemoryStore, data: dict[str, Any]) -> None:
@@ -835,13 +860,18 @@ def _index_lookup(store: MemoryStore) -> Any:
     return lookup
 
 
-def audit_data(store: MemoryStore, cache: Any = None) -> dict[str, Any]:
+def audit_data(store: MemoryStore, cache: Any = None, progress: Any = None) -> dict[str, Any]:
     from ..checks.audit import audit
 
-    report = audit(store, cache=cache)
+    report = audit(store, cache=cache, progress=progress)
     data = report.to_dict()
-    for finding in data["findings"]:
-        finding["id"] = _id_for_finding(store, finding.get("path"))
+    data["findings"] = [_finding(store, finding) for finding in report.findings]
+    return data
+
+
+def _finding(store: MemoryStore, finding: Any) -> dict[str, Any]:
+    data: dict[str, Any] = finding.to_dict()
+    data["id"] = _id_for_finding(store, data.get("path"))
     return data
 
 
