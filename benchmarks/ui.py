@@ -60,6 +60,7 @@ CATEGORIES = ["user", "feedback", "project", "reference"]
 EN = ("release deploy tests python rust api token cache watcher editor merge link review "
       "friday staging postgres dashboard runbook commit branch search index memory").split()
 ZH = "猫 芝麻 发布 测试 部署 记忆 索引 搜索 用户 项目 周五 缓存 审查 分支 数据库".split()
+CHANGES = 15  # changes on disk measured (at least)
 QUERIES = ["release friday", "芝麻", "python tests", "部署 周五", "token cache", "记忆 索引"]
 
 # In the page: when the first result appeared; when the result list last changed.
@@ -192,6 +193,7 @@ def measure(size: int, runs: int, work: Path, dream: bool = True) -> dict[str, A
         out["chip_click_ms"] = _median(chips)
 
         out.update(measure_live(page, folder, runs))
+        out.update(measure_first_audit(browser, store))
         out.update(measure_first_views(browser, store, folder, runs))
         out.update(measure_oldest(page))
         if dream:
@@ -247,7 +249,7 @@ def measure_live(page: Any, folder: Path, runs: int) -> dict[str, Any]:
     page.wait_for_selector("#results li.result")
     delays = []
     paths = sorted(folder.glob("user_*.md"))
-    for n in range(max(7, runs * 3)):
+    for n in range(max(CHANGES, runs * 5)):
         path = paths[(n * 37) % len(paths)]
         marker = f"Edited on disk {n} {time.time_ns()}"
         text = path.read_text(encoding="utf-8")
@@ -264,6 +266,39 @@ def measure_live(page: Any, folder: Path, runs: int) -> dict[str, Any]:
         delays.append((time.perf_counter() - started) * 1000)
         time.sleep(0.3)
     return {"disk_to_list_ms": _median(delays), "disk_to_list_max_ms": max(delays)}
+
+
+def measure_first_audit(browser: Any, store: Any) -> dict[str, Any]:
+    """A folder's first audit ever (no results kept in its state folder): a new launch's Audit
+    tab until the findings of the first files read show, and until the whole result; and that
+    audit's server CPU, alone."""
+    import shutil
+
+    from sage_mem.ui import UiServer
+    from sage_mem.ui.api import AUDIT_CACHE, AuditState
+
+    def forget() -> None:
+        shutil.rmtree(store.folder.state_path(AUDIT_CACHE[0]), ignore_errors=True)
+
+    forget()
+    with UiServer(store, port=0).start() as server:
+        context = browser.new_context(viewport={"width": 1280, "height": 860})
+        page = context.new_page()
+        page.goto(server.url)
+        page.wait_for_selector("#results li.result")
+        started = page.evaluate("() => performance.now()")
+        first = _timed_view(page, "#/audit", "#findings, #audit .notice.ok", 1_800_000)
+        page.wait_for_function("() => document.querySelector('#findings, #audit .notice.ok')"
+                               " && !document.getElementById('audit-checking')",
+                               polling=50, timeout=1_800_000)
+        whole = page.evaluate("() => performance.now()") - started
+        context.close()
+    forget()
+    started = time.process_time()
+    AuditState().get(store, 0)
+    cpu = (time.process_time() - started) * 1000
+    return {"first_audit_shows_ms": first, "first_audit_whole_ms": whole,
+            "first_audit_cpu_ms": cpu}
 
 
 def measure_first_views(browser: Any, store: Any, folder: Path, runs: int) -> dict[str, Any]:
@@ -356,6 +391,9 @@ def table(results: list[dict[str, Any]]) -> str:
         ("page load (to the first result)", "page_load_ms", None),
         ("Audit tab to its results, a new launch", "audit_tab_ms", 1000),
         ("the audit of a new launch, server CPU", "audit_cpu_ms", None),
+        ("a first audit ever: its first findings show", "first_audit_shows_ms", None),
+        ("a first audit ever: its whole result shows", "first_audit_whole_ms", None),
+        ("a first audit ever, server CPU", "first_audit_cpu_ms", None),
         ("first memory page, a new launch", "first_memory_ms", 150),
         ("change on disk to the open list, median", "disk_to_list_ms", 300),
         ("change on disk to the open list, worst", "disk_to_list_max_ms", 1000),
@@ -402,8 +440,11 @@ def main() -> int:
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="sage-mem-ui-bench-") as work:
         os.environ["HOME"] = str(Path(work) / "home")
-        results = [measure(size, args.runs, Path(work), dream=not args.no_dream)
-                   for size in sizes]
+        results = []
+        for size in sizes:
+            results.append(measure(size, args.runs, Path(work), dream=not args.no_dream))
+            # Each size as it is done (a run at 50,000 takes a while): kept if a later one fails.
+            print(json.dumps(results[-1]), file=sys.stderr, flush=True)
     if args.json:
         print(json.dumps({"machine": before, "results": results}, indent=2))
         return 0
