@@ -186,3 +186,79 @@ def test_the_footer_after_a_change_looks_at_the_changed_file_only(
     assert second["bytes"] == api.folder_bytes(store) > first["bytes"]
     # The changed file, and the file that could not be read (not in the listing to keep).
     assert size.stats - looked == 2
+
+
+def test_a_new_memory_makes_again_the_links_of_those_naming_its_file_name_only(
+    opened: tuple[MemoryStore, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store, folder = opened
+    changed(store, folder, "user_00", memory_file("Memory 0", "See [[project_later]].",
+                                                  category="user"))
+    graph = LinkGraph()
+    graph.get(store, 1)
+    read: list[str] = []
+    original = links.Resolver.links_of
+
+    def counted(self: links.Resolver, memory: Any) -> list[links.Link]:
+        read.append(memory.id)
+        return original(self, memory)
+
+    monkeypatch.setattr(links.Resolver, "links_of", counted)
+    changed(store, folder, "project_later", memory_file("Later", "", category="project"))
+    after = graph.get(store, 2)
+    assert sorted(read) == ["project_later", "user_00"]
+    assert after.backlinks["project_later"] == [("user_00", "link")]
+    assert graph_of(after) == remade_graph(store)
+
+
+NAMES = ["note", "a/note", "b/note", "a/other", "zh/笔记", "deep/a/note", "plain"]
+LINKS = ["[[note]]", "[[a/note]]", "[[note.md]]", "[[../note]]", "[[other]]", "[[笔记]]",
+         "[x](note.md)", "[x](../note.md)", "[x](archive/note.md)", "[x](a/note.md)",
+         "[x](./plain.md)", "[[plain]]", "[[a/../plain]]", "`[[plain]]`", "[[gone]]"]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_after_any_sequence_of_changes_the_graph_is_the_one_a_remaking_gives(
+    memory_dir: Path, seed: int
+) -> None:
+    """New, edited, deleted, archived, restored and renamed memories whose file names collide
+    across folders, linked to by name, by path, relatively, into the archive and from code."""
+    import random
+
+    rng = random.Random(seed)
+    folder = memory_dir
+    store = MemoryStore(folder)
+
+    def text() -> str:
+        body = " ".join(rng.sample(LINKS, rng.randint(0, 4)))
+        meta: dict[str, Any] = {"category": "project"}
+        if rng.random() < 0.3:
+            meta["supersedes"] = [rng.choice(NAMES)]
+        return memory_file("m", body, **meta)
+
+    for name in NAMES:
+        write_memory(folder, name, text())
+    store.reconcile()
+    graph = LinkGraph()
+    graph.get(store, 0)
+    for generation in range(1, 40):
+        live = [m.id for m in store.list()]
+        archived = [m.id for m in store.list(archived=True) if m.archived]
+        action = rng.choice(["write", "write", "delete", "archive", "restore", "rename"])
+        name = rng.choice(NAMES)
+        if action == "write":
+            write_memory(folder, name, text())
+        elif action == "delete" and name in live:
+            (folder / f"{name}.md").unlink()
+        elif action == "archive" and name in live and f"archive/{name}" not in archived:
+            store.archive(name, "old")
+        elif action == "restore" and archived:
+            target = rng.choice(archived)
+            if target.removeprefix("archive/") not in live:
+                store.restore(target)
+        elif action == "rename" and name in live:
+            new = rng.choice(NAMES)
+            if new not in live:
+                store.rename(name, new)
+        store.reconcile()
+        assert graph_of(graph.get(store, generation)) == remade_graph(store), (seed, generation)
