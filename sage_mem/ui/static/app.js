@@ -336,9 +336,33 @@
     dot.setAttribute("aria-label", text);
   }
 
+  // One audit asked for at a time by this page, and at most one more after it (for what changed
+  // meanwhile): a folder's first audit takes seconds (a minute at 50,000 memories), and a
+  // browser opens six connections to a server at most, so audits asked for after each change
+  // would stack up behind it and hold the list's own requests back.
+  let auditAsked = null;
+  let auditNext = null;
+  let auditNextFresh = false;
+  function fetchAudit(fresh) {
+    if (!auditAsked) {
+      auditAsked = api("/api/audit" + (fresh ? "?fresh=1" : "")).finally(() => { auditAsked = null; });
+      return auditAsked;
+    }
+    auditNextFresh = auditNextFresh || !!fresh;
+    if (!auditNext) {
+      auditNext = auditAsked.catch(() => {}).then(() => {
+        const again = auditNextFresh;
+        auditNext = null;
+        auditNextFresh = false;
+        return fetchAudit(again);
+      });
+    }
+    return auditNext;
+  }
+
   const refreshBadge = debounce(async () => {
     try {
-      const data = await api("/api/audit");
+      const data = await fetchAudit(false);
       const badge = document.getElementById("audit-badge");
       badge.textContent = String(data.count);
       badge.hidden = !data.count;
@@ -1484,7 +1508,7 @@
       }).catch(() => {});
       known();
       let data;
-      try { data = await api("/api/audit" + (fresh === true ? "?fresh=1" : "")); } catch (error) { if (mine === loads) shownFresh = true; if (showing()) failure(error); return; }
+      try { data = await fetchAudit(fresh === true); } catch (error) { if (mine === loads) shownFresh = true; if (showing()) failure(error); return; }
       if (!showing() || mine !== loads) return;
       shownFresh = true;
       show(data, false);
