@@ -177,3 +177,42 @@ def test_a_first_audit_shows_what_the_files_read_so_far_hold_as_it_goes(
     assert so_far["count"] == len(so_far["findings"])
     known = state.known(store, 0)
     assert "running" not in known and known["findings"] == final["findings"]
+
+
+def test_the_audit_waits_between_files_while_a_persons_request_is_answered(
+    store: MemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 30 item 3: an audit (a minute at 50,000 memories, in the same interpreter) shares
+    the CPU with the list's answer to a change; it waits while the list, a search or a memory's
+    page is answered (the page's `Answering`), and then goes on."""
+    import threading
+
+    from sage_mem.checks import audit as audit_module
+    from sage_mem.ui.api import Answering
+
+    monkeypatch.setattr(Answering, "LONGEST_PAUSE", 60.0)
+    answering = Answering()
+    log: list[str] = []
+    paused = threading.Event()
+    original = audit_module._Audit.check_file
+
+    def recorded(self: Any, path: Path, *, archived: bool) -> None:
+        log.append("file")
+        original(self, path, archived=archived)
+
+    def pause() -> None:
+        paused.set()
+        answering.pause()
+
+    monkeypatch.setattr(audit_module._Audit, "check_file", recorded)
+    result: list[dict[str, Any]] = []
+    with answering.answering():
+        runner = threading.Thread(target=lambda: result.append(
+            AuditState().get(store, 0, pause=pause)))
+        runner.start()
+        assert paused.wait(30)
+        log.append("answered")
+    runner.join(60)
+    assert log[0] == "answered" and log.count("file") > 1  # none read before, all after
+    found = [{k: v for k, v in f.items() if k != "id"} for f in result[0]["findings"]]
+    assert found == audit(store).to_dict()["findings"]

@@ -200,15 +200,17 @@ class AuditReport:
 
 
 def audit(store: MemoryStore, *, cache: FileResults | None = None,
-          progress: Callable[[int, list[Finding]], None] | None = None) -> AuditReport:
+          progress: Callable[[int, list[Finding]], None] | None = None,
+          pause: Callable[[], None] | None = None) -> AuditReport:
     """Check the store's memory folder and report; reads files, writes nothing.
 
     Takes a MemoryStore (only its `folder` and `problems()` are used, so the
     audit sees the disk as it is now, not as the index last saw it).
-    Raises FolderError when the folder is missing. `cache`, `progress`: see `audit_folder`.
+    Raises FolderError when the folder is missing. `cache`, `progress`, `pause`: see
+    `audit_folder`.
     """
     return audit_folder(store.folder, known_problems=store.problems(), cache=cache,
-                        progress=progress)
+                        progress=progress, pause=pause)
 
 
 PROGRESS_FILES = 200  # files read between two `progress` reports (a second's worth or less)
@@ -217,6 +219,7 @@ PROGRESS_FILES = 200  # files read between two `progress` reports (a second's wo
 def audit_folder(
     folder: MemoryFolder, *, known_problems: Iterable[Any] = (), cache: FileResults | None = None,
     progress: Callable[[int, list[Finding]], None] | None = None,
+    pause: Callable[[], None] | None = None,
 ) -> AuditReport:
     """The audit of one memory folder (see `audit`).
 
@@ -226,13 +229,16 @@ def audit_folder(
     told how many files were checked so far and given the list of what they
     found (the audit's own, growing: copy it to keep it), every PROGRESS_FILES
     files: the page shows a first audit's results as they come (the checks
-    across files come at the end).
+    across files come at the end). `pause` is called before each file: the page's
+    audit waits there while a person's request is answered.
     """
     folder.check_exists()
     run = _Audit(folder)
     due = PROGRESS_FILES
     for archived in (False, True):
         for path in folder.iter_files(archived=archived):
+            if pause is not None:
+                pause()
             if cache is None:
                 run.check_file(path, archived=archived)
             else:

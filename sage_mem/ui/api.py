@@ -17,12 +17,13 @@ handler in `app.py`.
 from __future__ import annotations
 
 import bisect
+import contextlib
 import json
 import os
 import threading
 import time
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from datetime import date, datetime
 from pathlib import Path
 from typing import Any
@@ -365,6 +366,10 @@ async def memories(request: Request) -> JSONResponse:
     state = request.app.state
     store: Any = state.folders or store_of(request)  # several folders: all of them
 
+    def answered() -> dict[str, Any]:
+        with state.answering.answering():
+            return work()
+
     def work() -> dict[str, Any]:
         generation = state.feed.generations["memories"]
         summary = state.summary.get(store, generation)
@@ -379,7 +384,7 @@ async def memories(request: Request) -> JSONResponse:
             _labelled_row(state.folders, row)
         return found
 
-    return JSONResponse(await run_in_threadpool(work))
+    return JSONResponse(await run_in_threadpool(answered))
 
 
 def memory_page(store: MemoryStore, memory_id: str, graph: Graph) -> dict[str, Any]:
@@ -512,10 +517,11 @@ async def memory(request: Request) -> JSONResponse:
         return JSONResponse(await run_in_threadpool(shared_memory_page, folders, memory_id))
 
     def work() -> dict[str, Any]:
-        graph = state.graph.get(store, state.feed.generations["memories"])
-        page = memory_page(store, memory_id, graph)
-        _labelled_row(folders, page["memory"])
-        return page
+        with state.answering.answering():
+            graph = state.graph.get(store, state.feed.generations["memories"])
+            page = memory_page(store, memory_id, graph)
+            _labelled_row(folders, page["memory"])
+            return page
 
     try:
         return JSONResponse(await run_in_threadpool(work))
@@ -753,6 +759,36 @@ async def archived(request: Request) -> JSONResponse:
     return JSONResponse(await run_in_threadpool(archived_rows, store_of(request)))
 
 
+class Answering:
+    """The requests a person is waiting for (the list, a search, a memory's page) being answered
+    now. The audit (seconds, a minute at 50,000 memories, in the same interpreter) waits between
+    two files while there are any, up to LONGEST_PAUSE at a time so that it always ends."""
+
+    LONGEST_PAUSE = 0.5
+
+    def __init__(self) -> None:
+        self._count = 0
+        self._idle = threading.Condition()
+
+    @contextlib.contextmanager
+    def answering(self) -> Iterator[None]:
+        with self._idle:
+            self._count += 1
+        try:
+            yield
+        finally:
+            with self._idle:
+                self._count -= 1
+                if not self._count:
+                    self._idle.notify_all()
+
+    def pause(self) -> None:
+        if not self._count:  # (read without the lock: the common case costs nothing)
+            return
+        with self._idle:
+            self._idle.wait_for(lambda: not self._count, timeout=self.LONGEST_PAUSE)
+
+
 AUDIT_CACHE = ("ui", "audit-cache.json")  # in the state folder, never the memory folder
 AUDIT_LAST = ("ui", "audit-last.json")  # the last result, shown at once while the next runs
 KEEP_LAST_EVERY_SECONDS = 60.0
@@ -778,7 +814,8 @@ class AuditState:
         # many files there are), for `known` while there is no result to show yet.
         self._running: tuple[int, list[Any], int] | None = None
 
-    def get(self, store: MemoryStore, generation: int, *, fresh: bool = False) -> dict[str, Any]:
+    def get(self, store: MemoryStore, generation: int, *, fresh: bool = False,
+            pause: Callable[[], None] | None = None) -> dict[str, Any]:
         from ..checks.audit import FileResults
 
         with self._lock:  # one audit at a time: a second tab waits for the first's result
@@ -795,7 +832,7 @@ class AuditState:
                 self._running = (checked, findings, about)
 
             try:
-                data = audit_data(store, self._files, progress)
+                data = audit_data(store, self._files, progress, pause)
             finally:
                 self._running = None
             self._cached = (generation, data)
@@ -860,10 +897,11 @@ def _index_lookup(store: MemoryStore) -> Any:
     return lookup
 
 
-def audit_data(store: MemoryStore, cache: Any = None, progress: Any = None) -> dict[str, Any]:
+def audit_data(store: MemoryStore, cache: Any = None, progress: Any = None,
+               pause: Any = None) -> dict[str, Any]:
     from ..checks.audit import audit
 
-    report = audit(store, cache=cache, progress=progress)
+    report = audit(store, cache=cache, progress=progress, pause=pause)
     data = report.to_dict()
     data["findings"] = [_finding(store, finding) for finding in report.findings]
     return data
@@ -892,7 +930,8 @@ async def audit_findings(request: Request) -> JSONResponse:
     if request.query_params.get("known") == "1":
         return JSONResponse(state.audit.known(store, state.feed.generations["memories"]))
     return JSONResponse(await run_in_threadpool(
-        lambda: state.audit.get(store, state.feed.generations["memories"], fresh=fresh)
+        lambda: state.audit.get(store, state.feed.generations["memories"], fresh=fresh,
+                                pause=state.answering.pause)
     ))
 
 

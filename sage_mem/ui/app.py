@@ -197,4 +197,5 @@ def create_app(
     app.state.graph = LinkGraph(listings)
     app.state.size = api.FolderSize(listings)
     app.state.audit = api.AuditState()
+    app.state.answering = api.Answering()  # the audit waits while these are answered
     return Guard(app, token=token, port=port)
