@@ -127,7 +127,7 @@ def _p90(values: list[float]) -> float:
 
 
 def _wait_quiet(
-    page: Any, after: float | None = None, quiet_ms: float = 200, timeout_ms: float = 10_000
+    page: Any, after: float | None = None, quiet_ms: float = 200, timeout_ms: float = 60_000
 ) -> None:
     """Until the result list changed after `after` (a page time) and then stayed as it is."""
     page.wait_for_function(
