@@ -102,7 +102,7 @@ def test_the_graph_before_a_change_stays_as_it_was_for_a_page_still_reading_it(
 
 
 @pytest.mark.parametrize("change", ["new", "deleted", "archived"])
-def test_a_memory_new_or_gone_makes_the_whole_graph_again_as_links_may_resolve_anew(
+def test_a_memory_new_or_gone_reads_at_once_in_the_links_that_name_it(
     opened: tuple[MemoryStore, Path], change: str
 ) -> None:
     """Guard (true before the change too): a link broken until a memory of its name appears,
