@@ -684,6 +684,10 @@ class MemoryStore:
         archived: bool = False,
     ) -> list[Memory]:
         """Memories passing the filters, sorted by id (from the index)."""
+        if category is None and project is None and tags is None:
+            # The same memories in one pass, a tenth of `select`'s cost (which asks the index's
+            # id table for each memory's number): MEMORY.md after every change leans on it.
+            return [m for m in self.index.memories() if archived or not m.archived]
         return self.index.select(category=category, project=project, tags=tags, archived=archived)
 
     # Below `def list`, a bare `list` in this class body names that method.

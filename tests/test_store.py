@@ -104,6 +104,25 @@ def test_list_filters_by_category_tag_and_project(store: MemoryStore, memory_dir
     assert ids == sorted(ids) and len(ids) == 10
 
 
+def test_the_whole_list_is_the_indexs_selection_on_a_warm_start_and_after_changes(
+    memory_dir: Path,
+) -> None:
+    """Guard for the unfiltered `list` (one pass over the index, not `select`'s per-id lookups):
+    the same memories, in service or with the archived ones, from a cache and after changes."""
+    with MemoryStore(memory_dir) as cold:
+        cold.archive("user_profile", "old")
+    write_memory(memory_dir, "project/new_one", "---\ndescription: new\n---\n")
+    with MemoryStore(memory_dir) as warm:  # from the cache, the changes since read in
+        (memory_dir / "feedback_tests_first.md").unlink()
+        warm.reconcile()
+        warm.write("zeta", description="last", body="b", category="user")
+        for archived in (False, True):
+            assert warm.list(archived=archived) == warm.index.select(archived=archived)
+        assert [m.id for m in warm.list(archived=True) if m.archived] == [
+            "archive/user_profile"]
+        assert "project/new_one" in {m.id for m in warm.list()}
+
+
 def test_the_store_is_a_context_manager(memory_dir: Path) -> None:
     with MemoryStore(memory_dir) as store:
         assert len(store.list()) == 8

@@ -1290,10 +1290,15 @@ def test_the_link_graph_is_ready_before_the_first_memory_page_and_after_a_change
     built: list[int] = []
     resolvers: list[int] = []
     original_build, original_init = links.build_graph, links.Resolver.__init__
+    original_update = links.updated_graph
 
     def counted_build(*args: Any, **kwargs: Any) -> Any:
         built.append(1)
         return original_build(*args, **kwargs)
+
+    def counted_update(*args: Any, **kwargs: Any) -> Any:  # after a change: made or updated
+        built.append(1)
+        return original_update(*args, **kwargs)
 
     def counted_init(self: Any, *args: Any, **kwargs: Any) -> None:
         resolvers.append(1)
@@ -1305,6 +1310,7 @@ def test_the_link_graph_is_ready_before_the_first_memory_page_and_after_a_change
         return bool(built) and len(built) == seen
 
     monkeypatch.setattr(links, "build_graph", counted_build)
+    monkeypatch.setattr(links, "updated_graph", counted_update)
     monkeypatch.setattr(links.Resolver, "__init__", counted_init)
     with UiServer(store, port=0).start() as running:
         client = Client(running)

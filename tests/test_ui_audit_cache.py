@@ -133,3 +133,86 @@ def test_the_last_result_is_there_at_once_while_the_next_run_reads(store: Memory
     state.get(store, 3)
     assert state.known(store, 3)["stale"] is False
     assert state.known(store, 4)["stale"] is True  # the memories changed since
+
+
+def test_a_first_audit_shows_what_the_files_read_so_far_hold_as_it_goes(
+    store: MemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A folder never audited (no last result): seconds at thousands of memories, so the Audit
+    tab shows the findings of the files read so far, then the whole result."""
+    import threading
+
+    from sage_mem.checks import audit as audit_module
+
+    monkeypatch.setattr(audit_module, "PROGRESS_FILES", 2)
+    reached, go = threading.Event(), threading.Event()
+    original = audit_module._Audit.check_file
+
+    def held(self: Any, path: Path, *, archived: bool) -> None:
+        original(self, path, archived=archived)
+        if self.checked == 6:  # well into the walk: hold it there
+            reached.set()
+            assert go.wait(30)
+
+    monkeypatch.setattr(audit_module._Audit, "check_file", held)
+    state = AuditState()
+    assert state.known(store, 0) == {"pending": True}
+    result: list[dict[str, Any]] = []
+    runner = threading.Thread(target=lambda: result.append(state.get(store, 0)))
+    runner.start()
+    try:
+        assert reached.wait(30)
+        so_far = state.known(store, 0)
+    finally:
+        go.set()
+        runner.join(30)
+    assert so_far["running"] is True
+    assert 4 <= so_far["checked"] <= 6 < so_far["about"] == len(store.index) + len(
+        store.problems())
+    final = result[0]
+    # What it showed is what those files hold in the whole result (the files are read in
+    # path order; the checks across files come at the end).
+    shown = {(f["path"], f["check"], f["message"]) for f in so_far["findings"]}
+    assert shown and shown <= {(f["path"], f["check"], f["message"]) for f in final["findings"]}
+    assert so_far["count"] == len(so_far["findings"])
+    known = state.known(store, 0)
+    assert "running" not in known and known["findings"] == final["findings"]
+
+
+def test_the_audit_waits_between_files_while_a_persons_request_is_answered(
+    store: MemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 30 item 3: an audit (a minute at 50,000 memories, in the same interpreter) shares
+    the CPU with the list's answer to a change; it waits while the list, a search or a memory's
+    page is answered (the page's `Answering`), and then goes on."""
+    import threading
+
+    from sage_mem.checks import audit as audit_module
+    from sage_mem.ui.api import Answering
+
+    monkeypatch.setattr(Answering, "LONGEST_PAUSE", 60.0)
+    answering = Answering()
+    log: list[str] = []
+    paused = threading.Event()
+    original = audit_module._Audit.check_file
+
+    def recorded(self: Any, path: Path, *, archived: bool) -> None:
+        log.append("file")
+        original(self, path, archived=archived)
+
+    def pause() -> None:
+        paused.set()
+        answering.pause()
+
+    monkeypatch.setattr(audit_module._Audit, "check_file", recorded)
+    result: list[dict[str, Any]] = []
+    with answering.answering():
+        runner = threading.Thread(target=lambda: result.append(
+            AuditState().get(store, 0, pause=pause)))
+        runner.start()
+        assert paused.wait(30)
+        log.append("answered")
+    runner.join(60)
+    assert log[0] == "answered" and log.count("file") > 1  # none read before, all after
+    found = [{k: v for k, v in f.items() if k != "id"} for f in result[0]["findings"]]
+    assert found == audit(store).to_dict()["findings"]

@@ -204,6 +204,82 @@ def test_the_audit_follows_a_change_on_disk(page: Any, folder: Path) -> None:
     expect(page.locator("#audit-badge")).to_be_visible()
 
 
+def test_a_first_audit_shows_its_findings_as_they_come(
+    browser: Any, folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 30 item 1: a folder never audited (seconds at thousands of memories) shows the
+    findings of the files read so far, says it is still reading, then the whole result."""
+    import threading
+
+    from sage_mem.checks import audit as audit_module
+
+    write_memory(folder, "feedback_misfiled", memory_file("Misfiled", category="user"))
+    monkeypatch.setattr(audit_module, "PROGRESS_FILES", 1)
+    go_on = threading.Event()
+    original = audit_module._Audit.check_file
+
+    def held(self: Any, path: Path, *, archived: bool) -> None:
+        original(self, path, archived=archived)
+        if path.name == "feedback_misfiled.md":
+            go_on.wait(60)  # the rest of the folder is still to be read
+
+    monkeypatch.setattr(audit_module._Audit, "check_file", held)
+    with MemoryStore(folder, watch=True) as store, UiServer(store, port=0).start() as running:
+        context = browser.new_context(viewport={"width": 1280, "height": 860})
+        try:
+            shown = context.new_page()
+            shown.goto(running.url)
+            go(shown, "#/audit")
+            expect(shown.locator("#audit-checking")).to_contain_text("for the first time")
+            expect(shown.locator("#findings a", has_text="feedback_misfiled.md").first
+                   ).to_be_visible()
+            go_on.set()
+            expect(shown.locator("#audit-checking")).to_have_count(0)
+            expect(shown.locator("#findings a", has_text="feedback_misfiled.md").first
+                   ).to_be_visible()
+        finally:
+            go_on.set()
+            context.close()
+
+
+def test_changes_reach_the_list_while_an_audit_takes_its_time(
+    browser: Any, folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 30 item 3: the list's refresh does not wait for the audit badge. A first audit
+    takes seconds (a minute at 50,000 memories); the badge asked for one after each change,
+    and with six connections to a server at most, the stacked audits held the list's requests
+    back until the first audit ended."""
+    import threading
+    import time
+
+    from sage_mem.checks import audit as audit_module
+
+    go_on = threading.Event()
+    original = audit_module._Audit.check_file
+
+    def held(self: Any, path: Path, *, archived: bool) -> None:
+        go_on.wait(120)  # an audit still reading
+        original(self, path, archived=archived)
+
+    monkeypatch.setattr(audit_module._Audit, "check_file", held)
+    with MemoryStore(folder, watch=True) as store, UiServer(store, port=0).start() as running:
+        context = browser.new_context(viewport={"width": 1280, "height": 860})
+        try:
+            shown = context.new_page()
+            shown.goto(running.url)
+            expect(shown.locator("#results li.result").first).to_be_visible()
+            for n in range(8):
+                time.sleep(1.2)  # past the badge's wait, so that each change asks for an audit
+                write_memory(folder, "user_profile", memory_file(
+                    f"Profile, edited {n}", "x", category="user",
+                    updated=f"2030-01-01T00:00:{n:02d}Z"))
+                expect(shown.locator("#results li.result").first).to_contain_text(
+                    f"Profile, edited {n}")
+        finally:
+            go_on.set()
+            context.close()
+
+
 # 12: a stopped server, messages, a locked memory, broken links, 404, titles
 
 

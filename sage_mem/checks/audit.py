@@ -199,33 +199,54 @@ class AuditReport:
         return "".join(f.format_text() + "\n" for f in self.findings)
 
 
-def audit(store: MemoryStore, *, cache: FileResults | None = None) -> AuditReport:
+def audit(store: MemoryStore, *, cache: FileResults | None = None,
+          progress: Callable[[int, list[Finding]], None] | None = None,
+          pause: Callable[[], None] | None = None) -> AuditReport:
     """Check the store's memory folder and report; reads files, writes nothing.
 
     Takes a MemoryStore (only its `folder` and `problems()` are used, so the
     audit sees the disk as it is now, not as the index last saw it).
-    Raises FolderError when the folder is missing. `cache`: see `audit_folder`.
+    Raises FolderError when the folder is missing. `cache`, `progress`, `pause`: see
+    `audit_folder`.
     """
-    return audit_folder(store.folder, known_problems=store.problems(), cache=cache)
+    return audit_folder(store.folder, known_problems=store.problems(), cache=cache,
+                        progress=progress, pause=pause)
+
+
+PROGRESS_FILES = 200  # files read between two `progress` reports (a second's worth or less)
 
 
 def audit_folder(
-    folder: MemoryFolder, *, known_problems: Iterable[Any] = (), cache: FileResults | None = None
+    folder: MemoryFolder, *, known_problems: Iterable[Any] = (), cache: FileResults | None = None,
+    progress: Callable[[int, list[Finding]], None] | None = None,
+    pause: Callable[[], None] | None = None,
 ) -> AuditReport:
     """The audit of one memory folder (see `audit`).
 
     With `cache`, a file whose stat has not changed since the last audit with
     that cache is not read again: its own findings are reused, and only the
-    checks across files (links, MEMORY.md) run over everything.
+    checks across files (links, MEMORY.md) run over everything. `progress` is
+    told how many files were checked so far and given the list of what they
+    found (the audit's own, growing: copy it to keep it), every PROGRESS_FILES
+    files: the page shows a first audit's results as they come (the checks
+    across files come at the end). `pause` is called before each file: the page's
+    audit waits there while a person's request is answered.
     """
     folder.check_exists()
     run = _Audit(folder)
+    due = PROGRESS_FILES
     for archived in (False, True):
         for path in folder.iter_files(archived=archived):
+            if pause is not None:
+                pause()
             if cache is None:
                 run.check_file(path, archived=archived)
             else:
                 cache.check_file(run, path, archived=archived)
+            due -= 1
+            if not due and progress is not None:
+                due = PROGRESS_FILES
+                progress(run.checked, run.findings)
     if cache is not None:
         cache.forget_except(run.walked)
     for parked in folder.iter_parked():

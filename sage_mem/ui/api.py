@@ -16,12 +16,14 @@ handler in `app.py`.
 
 from __future__ import annotations
 
+import bisect
+import contextlib
 import json
 import os
 import threading
 import time
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from datetime import date, datetime
 from pathlib import Path
 from typing import Any
@@ -39,6 +41,7 @@ from ..memory.merge import MISSING, Clash, Version, differing_fields, merge_memo
 from ..memory.value import CATEGORIES, Memory, age_note
 from ..store import MemoryStore
 from .links import Graph, build_graph, links_of_memory
+from .listing import Difference, Listings, differ, many, same
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -145,10 +148,24 @@ def full_memory(memory: Memory) -> dict[str, Any]:
 
 def facets(memories: list[Memory]) -> dict[str, list[dict[str, Any]]]:
     """Category and tag counts over the whole folder (not the current search)."""
-    categories = Counter(m.category for m in memories if m.category)
+    categories: Counter[str] = Counter()
     tags: Counter[str] = Counter()
     for memory in memories:
-        tags.update({t.lower() for t in memory.tags})
+        _count(memory, categories, tags, 1)
+    return _facets(categories, tags)
+
+
+def _count(memory: Memory, categories: Counter[str], tags: Counter[str], step: int) -> None:
+    """Count a memory into the facet counts (`step` 1), or out of them (-1)."""
+    for counter, keys in ((categories, (memory.category,) if memory.category else ()),
+                          (tags, {t.lower() for t in memory.tags})):
+        for key in keys:
+            counter[key] += step
+            if counter[key] <= 0:
+                del counter[key]
+
+
+def _facets(categories: Counter[str], tags: Counter[str]) -> dict[str, list[dict[str, Any]]]:
     ordered = [c for c in CATEGORIES if c in categories] + sorted(
         c for c in categories if c not in CATEGORIES
     )
@@ -161,19 +178,31 @@ def facets(memories: list[Memory]) -> dict[str, list[dict[str, Any]]]:
     }
 
 
+def _newest_key(memory: Memory) -> tuple[str, str]:
+    return (memory.updated or "", memory.id)
+
+
 class FolderSummary:
-    """The whole folder newest first, and its facet counts: built once per change, not per key.
+    """The whole folder newest first, and its facet counts: once per change, not per key, and
+    after a change only the memories that changed are taken out and put back in.
 
     `generation` is the live feed's count of changes to the memories (every
     change to the index is counted), so a summary of the same generation is
-    still true.
+    still true. The memories come from `listings`, shared with the other views.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, listings: Listings | None = None) -> None:
+        self._listings = listings or Listings()
         self._lock = threading.Lock()
         self._cached: tuple[int, list[Memory], dict[str, Any]] | None = None
         self._orders: dict[str, list[Memory]] = {}
         self._orders_of: list[Memory] | None = None
+        self._live: Mapping[str, Memory] = {}
+        self._keys: list[tuple[str, str]] = []  # (updated, id) ascending: oldest first
+        self._oldest: list[Memory] = []  # the memories in that order
+        self._categories: Counter[str] = Counter()
+        self._tags: Counter[str] = Counter()
+        self.remade = 0  # how many times the whole folder was sorted and counted (tests)
 
     def ordered(self, newest: list[Memory], sort: str) -> list[Memory]:
         """The same memories in another order (`SORTS`), made once per summary."""
@@ -189,17 +218,46 @@ class FolderSummary:
                 self._orders[sort] = found
             return found
 
-    def get(self, store: MemoryStore, generation: int) -> tuple[list[Memory], dict[str, Any]]:
+    def get(self, store: Any, generation: int) -> tuple[list[Memory], dict[str, Any]]:
         # Made under the lock: the list's request and the warming after a change want the same
         # generation at the same moment, and one of them waits for the other's instead of
         # making it twice (on two cores, the second making is what the list would wait for).
         with self._lock:
             if self._cached is not None and self._cached[0] == generation:
                 return self._cached[1], self._cached[2]
-            everything = store.list()
-            newest = sorted(everything, key=lambda m: (m.updated or "", m.id), reverse=True)
-            self._cached = (generation, newest, facets(everything))
+            live = self._listings.get(store, generation).live
+            difference = differ(self._live, live)
+            if self._cached is None or many(difference, len(live)):
+                self._remake(live)
+            else:
+                self._update(difference, live)
+            self._live = live
+            self._cached = (generation, self._oldest[::-1],
+                            _facets(self._categories, self._tags))
             return self._cached[1], self._cached[2]
+
+    def _remake(self, live: Mapping[str, Memory]) -> None:
+        self.remade += 1
+        self._oldest = sorted(live.values(), key=_newest_key)
+        self._keys = [_newest_key(m) for m in self._oldest]
+        self._categories, self._tags = Counter(), Counter()
+        for memory in self._oldest:
+            _count(memory, self._categories, self._tags, 1)
+
+    def _update(self, difference: Difference, live: Mapping[str, Memory]) -> None:
+        """Take out the old versions of what changed, put the new ones in their place."""
+        for memory_id in (*difference.removed, *difference.changed):
+            old = self._live[memory_id]
+            at = bisect.bisect_left(self._keys, _newest_key(old))
+            del self._keys[at], self._oldest[at]
+            _count(old, self._categories, self._tags, -1)
+        for memory_id in (*difference.added, *difference.changed):
+            new = live[memory_id]
+            key = _newest_key(new)
+            at = bisect.bisect_left(self._keys, key)
+            self._keys.insert(at, key)
+            self._oldest.insert(at, new)
+            _count(new, self._categories, self._tags, 1)
 
 
 def list_memories(
@@ -308,6 +366,10 @@ async def memories(request: Request) -> JSONResponse:
     state = request.app.state
     store: Any = state.folders or store_of(request)  # several folders: all of them
 
+    def answered() -> dict[str, Any]:
+        with state.answering.answering():
+            return work()
+
     def work() -> dict[str, Any]:
         generation = state.feed.generations["memories"]
         summary = state.summary.get(store, generation)
@@ -322,7 +384,7 @@ async def memories(request: Request) -> JSONResponse:
             _labelled_row(state.folders, row)
         return found
 
-    return JSONResponse(await run_in_threadpool(work))
+    return JSONResponse(await run_in_threadpool(answered))
 
 
 def memory_page(store: MemoryStore, memory_id: str, graph: Graph) -> dict[str, Any]:
@@ -455,10 +517,11 @@ async def memory(request: Request) -> JSONResponse:
         return JSONResponse(await run_in_threadpool(shared_memory_page, folders, memory_id))
 
     def work() -> dict[str, Any]:
-        graph = state.graph.get(store, state.feed.generations["memories"])
-        page = memory_page(store, memory_id, graph)
-        _labelled_row(folders, page["memory"])
-        return page
+        with state.answering.answering():
+            graph = state.graph.get(store, state.feed.generations["memories"])
+            page = memory_page(store, memory_id, graph)
+            _labelled_row(folders, page["memory"])
+            return page
 
     try:
         return JSONResponse(await run_in_threadpool(work))
@@ -696,6 +759,36 @@ async def archived(request: Request) -> JSONResponse:
     return JSONResponse(await run_in_threadpool(archived_rows, store_of(request)))
 
 
+class Answering:
+    """The requests a person is waiting for (the list, a search, a memory's page) being answered
+    now. The audit (seconds, a minute at 50,000 memories, in the same interpreter) waits between
+    two files while there are any, up to LONGEST_PAUSE at a time so that it always ends."""
+
+    LONGEST_PAUSE = 0.5
+
+    def __init__(self) -> None:
+        self._count = 0
+        self._idle = threading.Condition()
+
+    @contextlib.contextmanager
+    def answering(self) -> Iterator[None]:
+        with self._idle:
+            self._count += 1
+        try:
+            yield
+        finally:
+            with self._idle:
+                self._count -= 1
+                if not self._count:
+                    self._idle.notify_all()
+
+    def pause(self) -> None:
+        if not self._count:  # (read without the lock: the common case costs nothing)
+            return
+        with self._idle:
+            self._idle.wait_for(lambda: not self._count, timeout=self.LONGEST_PAUSE)
+
+
 AUDIT_CACHE = ("ui", "audit-cache.json")  # in the state folder, never the memory folder
 AUDIT_LAST = ("ui", "audit-last.json")  # the last result, shown at once while the next runs
 KEEP_LAST_EVERY_SECONDS = 60.0
@@ -717,8 +810,12 @@ class AuditState:
         self._files: Any = None
         self._cached: tuple[int, dict[str, Any]] | None = None
         self._kept_at: float | None = None
+        # The run under way, as far as it got: (files checked, its findings list, about how
+        # many files there are), for `known` while there is no result to show yet.
+        self._running: tuple[int, list[Any], int] | None = None
 
-    def get(self, store: MemoryStore, generation: int, *, fresh: bool = False) -> dict[str, Any]:
+    def get(self, store: MemoryStore, generation: int, *, fresh: bool = False,
+            pause: Callable[[], None] | None = None) -> dict[str, Any]:
         from ..checks.audit import FileResults
 
         with self._lock:  # one audit at a time: a second tab waits for the first's result
@@ -729,7 +826,15 @@ class AuditState:
             self._files.read_memories_from(_index_lookup(store))
             if fresh:
                 self._files.forget_links()
-            data = audit_data(store, self._files)
+            about = len(store.index) + len(store.problems())
+
+            def progress(checked: int, findings: list[Any]) -> None:
+                self._running = (checked, findings, about)
+
+            try:
+                data = audit_data(store, self._files, progress, pause)
+            finally:
+                self._running = None
             self._cached = (generation, data)
             now = time.monotonic()
             if self._kept_at is None or now - self._kept_at >= KEEP_LAST_EVERY_SECONDS:
@@ -751,8 +856,22 @@ class AuditState:
         except (InvalidMemory, ValueError):
             data = None
         if not isinstance(data, dict) or not isinstance(data.get("findings"), list):
-            return {"pending": True}
+            return self._so_far(store)
         return {**data, "stale": True}
+
+    def _so_far(self, store: MemoryStore) -> dict[str, Any]:
+        """What the run under way found in the files it checked so far (a folder's first audit:
+        seconds at thousands of memories), `running`; `{"pending": true}` before its first."""
+        from ..checks.audit import Finding
+
+        running = self._running
+        if running is None:
+            return {"pending": True}
+        checked, findings, about = running
+        found = sorted(list(findings), key=Finding.sort_key)  # a copy: the run appends to it
+        data = {"findings": [_finding(store, f) for f in found], "count": len(found),
+                "checked": checked, "running": True, "about": max(about, checked)}
+        return data
 
 
 def _keep_last(store: MemoryStore, data: dict[str, Any]) -> None:
@@ -778,13 +897,19 @@ def _index_lookup(store: MemoryStore) -> Any:
     return lookup
 
 
-def audit_data(store: MemoryStore, cache: Any = None) -> dict[str, Any]:
+def audit_data(store: MemoryStore, cache: Any = None, progress: Any = None,
+               pause: Any = None) -> dict[str, Any]:
     from ..checks.audit import audit
 
-    report = audit(store, cache=cache)
+    report = audit(store, cache=cache, progress=progress, pause=pause)
     data = report.to_dict()
-    for finding in data["findings"]:
-        finding["id"] = _id_for_finding(store, finding.get("path"))
+    data["findings"] = [_finding(store, finding) for finding in report.findings]
+    return data
+
+
+def _finding(store: MemoryStore, finding: Any) -> dict[str, Any]:
+    data: dict[str, Any] = finding.to_dict()
+    data["id"] = _id_for_finding(store, data.get("path"))
     return data
 
 
@@ -805,7 +930,8 @@ async def audit_findings(request: Request) -> JSONResponse:
     if request.query_params.get("known") == "1":
         return JSONResponse(state.audit.known(store, state.feed.generations["memories"]))
     return JSONResponse(await run_in_threadpool(
-        lambda: state.audit.get(store, state.feed.generations["memories"], fresh=fresh)
+        lambda: state.audit.get(store, state.feed.generations["memories"], fresh=fresh,
+                                pause=state.answering.pause)
     ))
 
 
@@ -849,20 +975,60 @@ def folder_bytes(store: MemoryStore) -> int:
     return total
 
 
-def info_data(store: MemoryStore) -> dict[str, Any]:
+class FolderSize:
+    """What the footer says of the folder: how many memories, archived ones, and the bytes of
+    the memory files, each file's size taken once a version of it (a change costs the stat of
+    what changed, not a walk of the folder), and the files that could not be read each time."""
+
+    def __init__(self, listings: Listings | None = None) -> None:
+        self._listings = listings or Listings()
+        self._lock = threading.Lock()
+        self._sizes: dict[str, tuple[Memory, int]] = {}
+        self.stats = 0  # how many files were looked at (tests)
+
+    def get(self, store: MemoryStore, generation: int) -> dict[str, int]:
+        listing = self._listings.get(store, generation)
+        with self._lock:
+            sizes: dict[str, tuple[Memory, int]] = {}
+            total = 0
+            for group in (listing.live, listing.archived):
+                for memory_id, memory in group.items():
+                    kept = self._sizes.get(memory_id)
+                    if kept is None or not same(kept[0], memory):
+                        kept = (memory, self._size(memory.path))
+                    sizes[memory_id] = kept
+                    total += kept[1]
+            self._sizes = sizes
+            folder = store.folder
+            for problem in store.problems():  # files that are memories but could not be read
+                if folder.id_for(problem.path) or folder.archived_id_for(problem.path):
+                    total += self._size(problem.path)
+        return {"memories": len(listing.live), "archived": len(listing.archived),
+                "bytes": total}
+
+    def _size(self, path: Path) -> int:
+        self.stats += 1
+        try:
+            return os.stat(path).st_size
+        except OSError:
+            return 0
+
+
+def info_data(store: MemoryStore, size: dict[str, int] | None = None) -> dict[str, Any]:
     from .. import __version__
     from ..search.embedder import unavailable
 
     home = str(find_home() or "")
     folder = str(store.root)
     shown = "~" + folder[len(home):] if home and folder.startswith(home + os.sep) else folder
+    counts = size or FolderSize().get(store, 0)
     return {
         "folder": folder,
         "folderShown": shown,
         "version": __version__,
-        "memories": len(store.list()),
-        "archived": sum(1 for m in store.list(archived=True) if m.archived),
-        "bytes": folder_bytes(store),
+        "memories": counts["memories"],
+        "archived": counts["archived"],
+        "bytes": counts["bytes"],
         "problems": len(store.problems()),
         "categories": list(CATEGORIES),
         # None: semantic search runs here; else the one line saying why not (the settings show it)
@@ -871,4 +1037,9 @@ def info_data(store: MemoryStore) -> dict[str, Any]:
 
 
 async def info(request: Request) -> JSONResponse:
-    return JSONResponse(await run_in_threadpool(info_data, store_of(request)))
+    store, state = store_of(request), request.app.state
+
+    def work() -> dict[str, Any]:
+        return info_data(store, state.size.get(store, state.feed.generations["memories"]))
+
+    return JSONResponse(await run_in_threadpool(work))

@@ -62,6 +62,7 @@ from ..errors import (
 from ..store import MemoryStore
 from . import api, dreams, settings
 from .links import LinkGraph
+from .listing import Listings
 from .live import ChangeFeed, watch_runs
 from .security import Guard
 from .warm import Warmer
@@ -189,8 +190,12 @@ def create_app(
     app.state.store = store
     app.state.folders = several
     app.state.feed = feed
-    app.state.summary = api.FolderSummary()
+    # The listing of each change, made once for the views that follow it (`listing.py`).
+    listings = Listings()
+    app.state.summary = api.FolderSummary(listings if several is None else Listings())
     app.state.ranked = api.RankedCache()
-    app.state.graph = LinkGraph()
+    app.state.graph = LinkGraph(listings)
+    app.state.size = api.FolderSize(listings)
     app.state.audit = api.AuditState()
+    app.state.answering = api.Answering()  # the audit waits while these are answered
     return Guard(app, token=token, port=port)

@@ -18,7 +18,7 @@ import posixpath
 import threading
 import unicodedata
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,6 +27,7 @@ from ..memory.links import Ids, markdown_target, wiki_target
 from ..memory.markdown import MARKDOWN_LINK, WIKI_LINK, linked_file, mask_code
 from ..memory.value import Memory
 from ..store import MemoryStore
+from .listing import Difference, Listing, Listings, differ, many
 
 
 def _nfc(text: str) -> str:
@@ -56,6 +57,10 @@ class Graph:
     backlinks: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
     resolver: Resolver | None = None  # the ids it was built over, for one memory's links
     shas: dict[str, str] = field(default_factory=dict)  # each live memory's version in it
+    # Who names each file name (`_names`) in a link or supersedes: the memories whose links may
+    # resolve differently when a memory of that name comes or goes; and the names each names.
+    naming: dict[str, set[str]] = field(default_factory=dict)
+    names_of: dict[str, frozenset[str]] = field(default_factory=dict)
 
     def edges(self) -> list[dict[str, str]]:
         """Each relation once: `{from, to, kind}` with kind `link` or `supersedes`."""
@@ -139,29 +144,117 @@ def build_graph(live: list[Memory], archived: list[Memory]) -> Graph:
     resolver = Resolver((m.id for m in live), (m.id[len(ARCHIVE_DIR) + 1:] for m in archived))
     graph = Graph(resolver=resolver)
     backlinks: dict[str, set[tuple[str, str]]] = defaultdict(set)
+    naming: dict[str, set[str]] = defaultdict(set)
     for memory in live:
-        graph.shas[memory.id] = memory.sha256
-        links = resolver.links_of(memory)
-        if links:
-            graph.links[memory.id] = links
-        for link in links:
-            if link.id and link.id != memory.id:
-                backlinks[link.id].add((memory.id, "link"))
-        replaced = [_nfc(s) for s in memory.supersedes if _nfc(s) in resolver.live]
-        if replaced:
-            graph.supersedes[memory.id] = replaced
-            for target in replaced:
-                backlinks[target].add((memory.id, "supersedes"))
+        for target, kind in _add(graph, resolver, memory):
+            backlinks[target].add((memory.id, kind))
+        for name in graph.names_of.get(memory.id, ()):
+            naming[name].add(memory.id)
     graph.backlinks = {key: sorted(value) for key, value in backlinks.items()}
+    graph.naming = dict(naming)
     return graph
 
 
-class LinkGraph:
-    """The graph of the folder, built once per generation of the memories."""
+EVERY_NAME = "/"  # in `Graph.naming`: a link whose file name cannot be told (`..` in it)
 
-    def __init__(self) -> None:
+
+def _names(link: Link) -> str:
+    """The file name (an id's last part) of every memory the link could name, live or archived:
+    each rule resolves it to an id ending so (or `EVERY_NAME` when a `.` or `..` part could
+    change that)."""
+    if link.kind == "wiki":
+        written: str | None = _nfc(link.written.strip().removesuffix(".md"))
+    else:
+        found = linked_file(link.written)
+        written = found[:-3] if found is not None else None
+    if not written:
+        return EVERY_NAME
+    parts = written.split("/")
+    return EVERY_NAME if any(part in ("", ".", "..") for part in parts) else parts[-1]
+
+
+def _add(graph: Graph, resolver: Resolver, memory: Memory) -> list[tuple[str, str]]:
+    """Put one memory's links and supersedes in `graph`; the (target, kind) it links to."""
+    graph.shas[memory.id] = memory.sha256
+    links = resolver.links_of(memory)
+    if links:
+        graph.links[memory.id] = links
+    out = [(link.id, "link") for link in links if link.id and link.id != memory.id]
+    named = frozenset({_names(link) for link in links}
+                      | {_leaf(s) for s in memory.supersedes})
+    if named:
+        graph.names_of[memory.id] = named
+    replaced = [_nfc(s) for s in memory.supersedes if _nfc(s) in resolver.live]
+    if replaced:
+        graph.supersedes[memory.id] = replaced
+        out.extend((target, "supersedes") for target in replaced)
+    return out
+
+
+def _targets(graph: Graph, memory_id: str) -> set[str]:
+    """What a memory of the graph links to or supersedes."""
+    found = {link.id for link in graph.links.get(memory_id, ()) if link.id}
+    return found | set(graph.supersedes.get(memory_id, ()))
+
+
+def _leaf(memory_id: str) -> str:
+    return _nfc(memory_id).rsplit("/", 1)[-1]
+
+
+def updated_graph(graph: Graph, live: Mapping[str, Memory], archived: Iterable[str],
+                  difference: Difference, gone_archived: Iterable[str] = (),
+                  new_archived: Iterable[str] = ()) -> Graph:
+    """`graph` after the changes `difference` says (and archived ids gone or new): the links of
+    the memories that changed made again, and of those whose links name the file name of a
+    memory that came or went (no other link can resolve differently); a new graph, `graph`
+    left as it was for a page still reading it."""
+    assert graph.resolver is not None
+    names = {_leaf(i) for i in (*difference.added, *difference.removed, *gone_archived,
+                                *new_archived)}
+    resolver = graph.resolver
+    if names:
+        resolver = Resolver(live, (i[len(ARCHIVE_DIR) + 1:] for i in archived))
+    out = Graph(links=dict(graph.links), supersedes=dict(graph.supersedes),
+                backlinks=dict(graph.backlinks), resolver=resolver, shas=dict(graph.shas),
+                naming=dict(graph.naming), names_of=dict(graph.names_of))
+    again = set(difference.changed) | set(difference.added) | set(difference.removed)
+    for name in (*names, EVERY_NAME) if names else ():
+        again.update(graph.naming.get(name, ()))
+    for memory_id in sorted(again):
+        touched = _targets(out, memory_id)
+        out.links.pop(memory_id, None)
+        out.supersedes.pop(memory_id, None)
+        out.shas.pop(memory_id, None)
+        named = out.names_of.pop(memory_id, frozenset())
+        memory = live.get(memory_id)
+        now = _add(out, resolver, memory) if memory is not None else []
+        now_named = out.names_of.get(memory_id, frozenset())
+        for name in named - now_named:  # copies: the graph before keeps its sets
+            out.naming[name] = out.naming[name] - {memory_id}
+            if not out.naming[name]:
+                del out.naming[name]
+        for name in now_named - named:
+            out.naming[name] = out.naming.get(name, set()) | {memory_id}
+        touched.update(target for target, _ in now)
+        for target in touched:
+            entries = {entry for entry in out.backlinks.get(target, ()) if entry[0] != memory_id}
+            entries.update((memory_id, kind) for found, kind in now if found == target)
+            if entries:
+                out.backlinks[target] = sorted(entries)
+            else:
+                out.backlinks.pop(target, None)
+    return out
+
+
+class LinkGraph:
+    """The graph of the folder, once per generation: after a change, only the links of the
+    memories that changed, and of those naming a memory that came or went, are made again
+    (`updated_graph`); remade when many changed (a pull, a dream run)."""
+
+    def __init__(self, listings: Listings | None = None) -> None:
+        self._listings = listings or Listings()
         self._lock = threading.Lock()
-        self._cached: tuple[int, Graph] | None = None
+        self._cached: tuple[int, Graph, Listing] | None = None
 
     def get(self, store: MemoryStore, generation: int) -> Graph:
         # Built under the lock: a memory's page that comes while the graph is being made
@@ -169,9 +262,19 @@ class LinkGraph:
         with self._lock:
             if self._cached is not None and self._cached[0] == generation:
                 return self._cached[1]
-            graph = build_graph(store.list(),
-                                [m for m in store.list(archived=True) if m.archived])
-            self._cached = (generation, graph)
+            listing = self._listings.get(store, generation)
+            graph = None
+            if self._cached is not None:
+                _, before, seen = self._cached
+                difference = differ(seen.live, listing.live)
+                if not many(difference, len(listing.live)):
+                    graph = updated_graph(
+                        before, listing.live, listing.archived, difference,
+                        seen.archived.keys() - listing.archived.keys(),
+                        listing.archived.keys() - seen.archived.keys())
+            if graph is None:
+                graph = build_graph(list(listing.live.values()), list(listing.archived.values()))
+            self._cached = (generation, graph, listing)
             return graph
 
 

@@ -336,9 +336,33 @@
     dot.setAttribute("aria-label", text);
   }
 
+  // One audit asked for at a time by this page, and at most one more after it (for what changed
+  // meanwhile): a folder's first audit takes seconds (a minute at 50,000 memories), and a
+  // browser opens six connections to a server at most, so audits asked for after each change
+  // would stack up behind it and hold the list's own requests back.
+  let auditAsked = null;
+  let auditNext = null;
+  let auditNextFresh = false;
+  function fetchAudit(fresh) {
+    if (!auditAsked) {
+      auditAsked = api("/api/audit" + (fresh ? "?fresh=1" : "")).finally(() => { auditAsked = null; });
+      return auditAsked;
+    }
+    auditNextFresh = auditNextFresh || !!fresh;
+    if (!auditNext) {
+      auditNext = auditAsked.catch(() => {}).then(() => {
+        const again = auditNextFresh;
+        auditNext = null;
+        auditNextFresh = false;
+        return fetchAudit(again);
+      });
+    }
+    return auditNext;
+  }
+
   const refreshBadge = debounce(async () => {
     try {
-      const data = await api("/api/audit");
+      const data = await fetchAudit(false);
       const badge = document.getElementById("audit-badge");
       badge.textContent = String(data.count);
       badge.hidden = !data.count;
@@ -1458,6 +1482,8 @@
 
   // ------------------------------------------------------------------ audit
 
+  const AUDIT_POLL = 400;  // ms between two looks at a first audit under way
+
   function auditView() {
     const showing = viewGuard();
     const body = h("div", { id: "audit" }, h("p", { class: "muted" }, "Checking the folder…"));
@@ -1467,24 +1493,40 @@
     h("p", { class: "muted" }, "The audit reads every file and reports problems; it changes nothing."), body);
     // The last result at once (this launch's or the last one's), said to be checked again while
     // the run that reads what changed since is on its way; then that run's result.
+    // A folder never audited before has no last result: the findings of the files read so
+    // far are shown as they come (asked for again every little while) until the run ends.
     let shownFresh = false;
+    let loads = 0;
     async function load(fresh) {
       shownFresh = false;
-      api("/api/audit?known=1").then((known) => {
-        if (showing() && !shownFresh && !known.pending) show(known, known.stale);
+      const mine = ++loads;
+      const known = () => api("/api/audit?known=1").then((found) => {
+        if (!showing() || shownFresh || mine !== loads) return;
+        if (found.running) show(found, false, found);
+        else if (!found.pending) { show(found, found.stale); return; }
+        setTimeout(known, AUDIT_POLL);
       }).catch(() => {});
+      known();
       let data;
-      try { data = await api("/api/audit" + (fresh === true ? "?fresh=1" : "")); } catch (error) { if (showing()) failure(error); return; }
-      if (!showing()) return;
+      try { data = await fetchAudit(fresh === true); } catch (error) { if (mine === loads) shownFresh = true; if (showing()) failure(error); return; }
+      if (!showing() || mine !== loads) return;
       shownFresh = true;
       show(data, false);
     }
 
-    function show(data, stale) {
-      const badge = document.getElementById("audit-badge");
-      badge.textContent = String(data.count);
-      badge.hidden = !data.count;
-      const checking = stale ? h("p", { class: "muted small", id: "audit-checking" }, "These are the last results; checking the folder again…") : null;
+    function show(data, stale, running) {
+      if (!running) {
+        const badge = document.getElementById("audit-badge");
+        badge.textContent = String(data.count);
+        badge.hidden = !data.count;
+      }
+      const checking = running
+        ? h("p", { class: "muted small", id: "audit-checking", role: "status" }, "Checking the folder for the first time: " + data.checked + " of about " + data.about + " files read so far; what they hold is below, the links and MEMORY.md are checked at the end…")
+        : stale ? h("p", { class: "muted small", id: "audit-checking" }, "These are the last results; checking the folder again…") : null;
+      if (!data.count && running) {
+        fill(body, checking);
+        return;
+      }
       if (!data.count) {
         fill(body, checking, h("div", { class: "notice ok" }, "No problems found in " + data.checked + " files."));
         return;
