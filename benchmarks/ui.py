@@ -281,7 +281,7 @@ def measure_first_audit(browser: Any, store: Any) -> dict[str, Any]:
     import shutil
 
     from sage_mem.ui import UiServer
-    from sage_mem.ui.api import AUDIT_CACHE, AuditState
+    from sage_mem.ui.audit import AUDIT_CACHE, AuditState
 
     def forget() -> None:
         shutil.rmtree(store.folder.state_path(AUDIT_CACHE[0]), ignore_errors=True)
@@ -327,7 +327,7 @@ def measure_first_views(browser: Any, store: Any, folder: Path, runs: int) -> di
             audits.append(_timed_view(page, "#/audit", "#findings, #audit .notice.ok"))
             context.close()
     started = time.process_time()
-    from sage_mem.ui.api import AuditState
+    from sage_mem.ui.audit import AuditState
 
     AuditState().get(store, 0)
     audit_cpu = (time.process_time() - started) * 1000

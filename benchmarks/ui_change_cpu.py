@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def measure(size: int, work: Path) -> dict[str, float]:
     from sage_mem.store import MemoryStore
-    from sage_mem.ui import api
+    from sage_mem.ui import api, overview
     from sage_mem.ui.links import LinkGraph
 
     sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -46,15 +46,15 @@ def measure(size: int, work: Path) -> dict[str, float]:
 
         listings = Listings()
         summary, graph = api.FolderSummary(listings), LinkGraph(listings)
-        size_of = api.FolderSize(listings)
+        size_of = overview.FolderSize(listings)
 
         def footer(generation: int) -> Any:
-            return api.info_data(store, size_of.get(store, generation))
+            return overview.info_data(store, size_of.get(store, generation))
     else:
         summary, graph = api.FolderSummary(), LinkGraph()
 
         def footer(generation: int) -> Any:
-            return api.info_data(store)
+            return overview.info_data(store)
 
     paths = sorted(folder.glob("user_*.md"))
     rows: list[dict[str, float]] = []

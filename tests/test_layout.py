@@ -278,16 +278,13 @@ def test_every_import_reaches_a_module_that_is_there() -> None:
 # A module this long is more than one reader holds in mind: it is split by what its parts own,
 # or its docstring says, in a paragraph starting "Why one module:", why it is one thing.
 LONG_MODULE = 800
-# Rooms whose long modules other work of the same session is splitting (issue 31), to be
-# taken off this list as each lands.
-SPLITTING = {"ui/api.py"}
 
 
 def long_modules_without_a_reason(sources: dict[str, str]) -> list[str]:
     """The modules (path -> source) over LONG_MODULE lines whose docstring gives no reason."""
     return sorted(
         where for where, text in sources.items()
-        if len(text.splitlines()) > LONG_MODULE and where not in SPLITTING
+        if len(text.splitlines()) > LONG_MODULE
         and "Why one module:" not in (ast.get_docstring(ast.parse(text)) or "")
     )
 

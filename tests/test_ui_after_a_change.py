@@ -17,7 +17,7 @@ from support import write_memory
 from test_ui import memory_file
 
 from sage_mem.store import MemoryStore
-from sage_mem.ui import api, links
+from sage_mem.ui import api, links, overview
 from sage_mem.ui.links import LinkGraph, build_graph
 
 CATEGORIES = ("user", "feedback", "project", "reference")
@@ -176,14 +176,14 @@ def test_the_footer_after_a_change_looks_at_the_changed_file_only(
     (folder / "user_broken.md").write_text("---\ndescription: [unclosed\n---\n", "utf-8")
     store.reconcile()
     assert store.problems()
-    size = api.FolderSize()
+    size = overview.FolderSize()
     first = size.get(store, 1)
     assert first == {"memories": len(store.list()), "archived": 1,
-                     "bytes": api.folder_bytes(store)}
+                     "bytes": overview.folder_bytes(store)}
     looked = size.stats
     changed(store, folder, "user_04", memory_file("Memory 4 grew", "x" * 5000, category="user"))
     second = size.get(store, 2)
-    assert second["bytes"] == api.folder_bytes(store) > first["bytes"]
+    assert second["bytes"] == overview.folder_bytes(store) > first["bytes"]
     # The changed file, and the file that could not be read (not in the listing to keep).
     assert size.stats - looked == 2
 

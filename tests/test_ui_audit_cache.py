@@ -17,7 +17,7 @@ from support import write_memory
 
 from sage_mem.checks.audit import audit
 from sage_mem.store import MemoryStore
-from sage_mem.ui.api import AUDIT_CACHE, AuditState
+from sage_mem.ui.audit import AUDIT_CACHE, AuditState
 
 HEAD = "---\ndescription: A note\ncategory: user\n---\n\n"
 
@@ -188,7 +188,7 @@ def test_the_audit_waits_between_files_while_a_persons_request_is_answered(
     import threading
 
     from sage_mem.checks import audit as audit_module
-    from sage_mem.ui.api import Answering
+    from sage_mem.ui.audit import Answering
 
     monkeypatch.setattr(Answering, "LONGEST_PAUSE", 60.0)
     answering = Answering()

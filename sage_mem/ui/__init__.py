@@ -6,8 +6,10 @@
 
 Modules: `security` (Host check, per-launch token, response headers), `live`
 (change feed behind the server-sent events), `api` (memories, the raw file,
-rename, archive, delete, audit, star map), `links` (links, supersedes and
-backlinks, resolved), `dreams` (runs, reports, diffs, rollback, dream now),
+rename, archive, delete), `listing` (the memories of one change, and what
+differs from the last), `audit` (the Audit tab's runs, cached and shown as they
+go), `overview` (the star map's data, the footer's counts), `links` (links,
+supersedes and backlinks, resolved), `dreams` (runs, reports, diffs, rollback, dream now),
 `settings` (the dream's settings, from DreamConfig), `warm` (what the views
 need, made ahead of them after each change), `app` (the Starlette app),
 `server` (the socket, uvicorn, the browser). The page itself is plain

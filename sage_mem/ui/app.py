@@ -60,7 +60,7 @@ from ..errors import (
     StoreLocked,
 )
 from ..store import MemoryStore
-from . import api, dreams, settings
+from . import api, audit, dreams, overview, settings
 from .links import LinkGraph
 from .listing import Listings
 from .live import ChangeFeed, watch_runs
@@ -161,7 +161,7 @@ def create_app(
 
     routes = [
         Route("/", _page),
-        Route("/api/info", api.info),
+        Route("/api/info", overview.info),
         Route("/api/memories", api.memories),
         Route("/api/memory", api.memory),
         Route("/api/memory", api.save, methods=["POST"]),
@@ -173,8 +173,8 @@ def create_app(
         Route("/api/rename", api.rename, methods=["POST"]),
         Route("/api/delete", api.delete, methods=["POST"]),
         Route("/api/archived", api.archived),
-        Route("/api/audit", api.audit_findings),
-        Route("/api/stars", api.stars),
+        Route("/api/audit", audit.audit_findings),
+        Route("/api/stars", overview.stars),
         Route("/api/runs", dreams.runs),
         Route("/api/runs/{run_id}", dreams.run),
         Route("/api/runs/{run_id}/rollback", dreams.rollback, methods=["POST"]),
@@ -195,7 +195,7 @@ def create_app(
     app.state.summary = api.FolderSummary(listings if several is None else Listings())
     app.state.ranked = api.RankedCache()
     app.state.graph = LinkGraph(listings)
-    app.state.size = api.FolderSize(listings)
-    app.state.audit = api.AuditState()
-    app.state.answering = api.Answering()  # the audit waits while these are answered
+    app.state.size = overview.FolderSize(listings)
+    app.state.audit = audit.AuditState()
+    app.state.answering = audit.Answering()  # the audit waits while these are answered
     return Guard(app, token=token, port=port)

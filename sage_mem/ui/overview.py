@@ -1,0 +1,134 @@
+"""What the page shows of the folder as a whole: the star map's data and the footer's counts.
+
+`star_data` is every live memory as a star with the link graph's edges;
+`FolderSize` keeps each file's size once a version, so that the footer after a
+change costs the stat of what changed, not a walk of the folder.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+
+from ..disk.home import home as find_home
+from ..memory.value import CATEGORIES, Memory
+from ..store import MemoryStore
+from .api import store_of
+from .links import Graph, build_graph
+from .listing import Listings, same
+
+
+def star_data(store: MemoryStore, graph: Graph | None = None) -> dict[str, Any]:
+    """Every live memory as a star, and the real relations between them as lines."""
+    memories = store.list()
+    stars = [
+        {
+            "id": m.id,
+            "description": m.description,
+            "category": m.category,
+            "length": len(m.body) + len(m.description),
+            "created": m.created,
+            "updated": m.updated,
+        }
+        for m in memories
+    ]
+    graph = graph or build_graph(memories, [])
+    return {"stars": stars, "total": len(stars), "edges": graph.edges()}
+
+
+async def stars(request: Request) -> JSONResponse:
+    store = store_of(request)
+    state = request.app.state
+
+    def work() -> dict[str, Any]:
+        return star_data(store, state.graph.get(store, state.feed.generations["memories"]))
+
+    return JSONResponse(await run_in_threadpool(work))
+
+
+def folder_bytes(store: MemoryStore) -> int:
+    """The size of the memory files (live and archived), from a stat of each: no file is read."""
+    total = 0
+    for archived in (False, True):
+        for path in store.folder.iter_files(archived=archived):
+            try:
+                total += path.stat().st_size
+            except OSError:
+                continue
+    return total
+
+
+class FolderSize:
+    """What the footer says of the folder: how many memories, archived ones, and the bytes of
+    the memory files, each file's size taken once a version of it (a change costs the stat of
+    what changed, not a walk of the folder), and the files that could not be read each time."""
+
+    def __init__(self, listings: Listings | None = None) -> None:
+        self._listings = listings or Listings()
+        self._lock = threading.Lock()
+        self._sizes: dict[str, tuple[Memory, int]] = {}
+        self.stats = 0  # how many files were looked at (tests)
+
+    def get(self, store: MemoryStore, generation: int) -> dict[str, int]:
+        listing = self._listings.get(store, generation)
+        with self._lock:
+            sizes: dict[str, tuple[Memory, int]] = {}
+            total = 0
+            for group in (listing.live, listing.archived):
+                for memory_id, memory in group.items():
+                    kept = self._sizes.get(memory_id)
+                    if kept is None or not same(kept[0], memory):
+                        kept = (memory, self._size(memory.path))
+                    sizes[memory_id] = kept
+                    total += kept[1]
+            self._sizes = sizes
+            folder = store.folder
+            for problem in store.problems():  # files that are memories but could not be read
+                if folder.id_for(problem.path) or folder.archived_id_for(problem.path):
+                    total += self._size(problem.path)
+        return {"memories": len(listing.live), "archived": len(listing.archived),
+                "bytes": total}
+
+    def _size(self, path: Path) -> int:
+        self.stats += 1
+        try:
+            return os.stat(path).st_size
+        except OSError:
+            return 0
+
+
+def info_data(store: MemoryStore, size: dict[str, int] | None = None) -> dict[str, Any]:
+    from .. import __version__
+    from ..search.embedder import unavailable
+
+    home = str(find_home() or "")
+    folder = str(store.root)
+    shown = "~" + folder[len(home):] if home and folder.startswith(home + os.sep) else folder
+    counts = size or FolderSize().get(store, 0)
+    return {
+        "folder": folder,
+        "folderShown": shown,
+        "version": __version__,
+        "memories": counts["memories"],
+        "archived": counts["archived"],
+        "bytes": counts["bytes"],
+        "problems": len(store.problems()),
+        "categories": list(CATEGORIES),
+        # None: semantic search runs here; else the one line saying why not (the settings show it)
+        "semanticUnavailable": unavailable(),
+    }
+
+
+async def info(request: Request) -> JSONResponse:
+    store, state = store_of(request), request.app.state
+
+    def work() -> dict[str, Any]:
+        return info_data(store, state.size.get(store, state.feed.generations["memories"]))
+
+    return JSONResponse(await run_in_threadpool(work))
