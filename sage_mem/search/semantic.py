@@ -6,12 +6,13 @@ questions for search (`search/fusion.py`): which memories lie nearest a query
 (`nearest`), and the score of a given memory (`cosines`), each only for
 vectors made from the memory's current text (its text hash): a memory changed
 since its vectors were made has none until they are made again. A memory's
-vectors are made from its pieces (its whole passage, then its description
-and each line of its body; `vectors.passage_pieces`), never at query time,
-and it scores the best of its pieces' cosines with the query plus
-PIECE_MEAN times its lines' mean (a
+vectors are made from its pieces (its description and each line of its
+body, at most `vectors.PIECES_CHARS` characters in all;
+`vectors.passage_pieces`), never at query time, and it scores the best of
+its pieces' cosines with the query plus PIECE_MEAN times their mean (a
 memory's one line quoting what the question asks about is found though the
-rest of it is about something else); a query is embedded as it is and
+rest of it is about something else); a query, of which the model reads at
+most QUERY_TOKENS tokens, is embedded as it is and
 without its English question frame ("When did", `question_core`), the two
 vectors averaged: `update` makes those missing (the `embed` command's
 backfill), and `Background` runs it in a thread of a long-lived process
@@ -32,6 +33,7 @@ a vector is made); never on a hook's own path.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import re
 import threading
@@ -41,7 +43,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
+# One thread for numpy's BLAS unless the person chose otherwise: a search's product of the
+# vectors and the query on two threads cost twice the CPU of one (67,000 rows: 15 against
+# 8 ms; 10,000: 3.2 against 0.65 ms, the second thread spinning), and a server's searches
+# share the machine with its hooks. Read when numpy loads, and this module is where a
+# sage-mem process loads it first.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402
 
 from ..disk.folder import MemoryFolder
 from ..memory.value import Memory
@@ -73,8 +82,8 @@ QUERY_TOKENS = 64
 QUERY_CACHE = 256
 
 
-# A memory's semantic score: the best of its pieces' cosines (the passage's or a line's) plus
-# this share of its lines' mean (one good line counts most; a memory about the question
+# A memory's semantic score: the best of its pieces' cosines (its description's or a line's)
+# plus this share of their mean (one good line counts most; a memory about the question
 # throughout counts more).
 PIECE_MEAN = 1.0
 # An English question's frame ("What did", "When is", "How many"): the query is embedded with
@@ -91,12 +100,25 @@ def pieces(memory: Memory) -> list[str]:
 
 
 def memory_hash(memory: Memory) -> str:
-    return vectors.memory_text_hash(memory.description, memory.body)
+    return _memory_hash(memory.description, memory.body)
 
 
 def latent_hash(memory: Memory) -> str:
     """The hash of the text a memory's latent terms are made from (its passage)."""
-    return vectors.text_hash(vectors.latent_text(memory.description, memory.body))
+    return _latent_hash(memory.description, memory.body)
+
+
+# Each search asks them of its ~150 candidates (is its vector current?): cutting and hashing
+# a memory again each time was 2 ms of a fused search's CPU at 10,000 memories. Keyed by the
+# texts the index holds (their hash is computed once by Python); a changed memory is a new key.
+@functools.lru_cache(maxsize=1 << 16)
+def _memory_hash(description: str, body: str) -> str:
+    return vectors.memory_text_hash(description, body)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _latent_hash(description: str, body: str) -> str:
+    return vectors.text_hash(vectors.latent_text(description, body))
 
 
 _CJK = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
@@ -319,20 +341,17 @@ class Semantic:
         return (vector / norm if norm else vector).astype(np.float32)
 
     def scored(self, query_vector: Any) -> Scored:
-        """Each stored memory's score: its best piece's cosine plus PIECE_MEAN x its lines' mean.
+        """Each stored memory's score: its best piece's cosine plus PIECE_MEAN x its pieces' mean.
 
-        A memory's first row is its whole passage, the others its lines
-        (`vectors.passage_pieces`); one of a single row is its own mean.
+        A memory's rows are its pieces (`vectors.passage_pieces`: its description and
+        lines); one of a single piece is its own best and mean.
         """
         stored, rows, starts = self._state
         if not stored.ids:
             return Scored([], {}, [], np.zeros(0, dtype=np.float32))
         cosines = stored.matrix @ query_vector
         best = np.maximum.reduceat(cosines, starts)
-        passage = cosines[starts]
-        lines = np.asarray(stored.counts, dtype=np.float32) - 1.0
-        mean = np.where(lines > 0, (np.add.reduceat(cosines, starts) - passage)
-                        / np.maximum(lines, 1.0), passage)
+        mean = np.add.reduceat(cosines, starts) / np.asarray(stored.counts, dtype=np.float32)
         return Scored(stored.ids, rows, stored.hashes, best + PIECE_MEAN * mean)
 
     def latent_query(self, query: str) -> Any:
