@@ -700,6 +700,12 @@ def test_a_4000_character_query_reaches_the_model_bounded_to_its_query_tokens(
         assert text in pasted and model.token_count(text) <= QUERY_TOKENS
     # The longest beginning that fits, not less.
     assert max(model.token_count(text) for text in model.read) >= QUERY_TOKENS - 4
+    # Read once for its vector, once for its latent terms: a text that long is not embedded
+    # again without its question frame ("Why does"), a pass that only a question needs.
+    assert len(model.read) == 2
+    model.read.clear()
+    store.search(pasted, limit=2)
+    assert model.read == []  # asked again: kept
 
 
 # the command, and the real backend

@@ -80,6 +80,11 @@ QUERY_TOKENS = 64
 # Query vectors (and latent terms) kept for the next searches of the same text: a page's
 # search box, an agent asking again, a hook answered twice.
 QUERY_CACHE = 256
+# A query of at most this many tokens is embedded without its question frame too (a
+# second pass, `question_core`); a longer one, such as a pasted log, is not a question whose
+# frame weighs (and the pass cost ~100 ms at the bound). locomo-dev's questions: 17 tokens at
+# the median, 37 at most.
+QUESTION_TOKENS = 40
 
 
 # A memory's semantic score: the best of its pieces' cosines (its description's or a line's)
@@ -122,6 +127,30 @@ def _latent_hash(description: str, body: str) -> str:
 
 
 _CJK = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+
+
+def _longest_within(query: str, count: Callable[[str], int]) -> str:
+    """The longest beginning of `query` that `count` makes at most QUERY_TOKENS tokens."""
+    total = int(count(query))
+    if total <= QUERY_TOKENS:
+        return query
+    # Bisection, started near where the tokens run out (most texts spread them evenly):
+    # count(query[:low]) fits, count(query[:high + 1]) does not.
+    low, high = 0, len(query) - 1
+    guess = len(query) * QUERY_TOKENS // total
+    for probe in (guess, guess * 5 // 4):
+        if 0 < probe <= high:
+            if int(count(query[:probe])) <= QUERY_TOKENS:
+                low = probe
+            else:
+                high = probe - 1
+    while low < high:
+        middle = (low + high + 1) // 2
+        if int(count(query[:middle])) <= QUERY_TOKENS:
+            low = middle
+        else:
+            high = middle - 1
+    return query[:low]
 
 
 def question_core(query: str) -> str:
@@ -291,16 +320,9 @@ class Semantic:
         count = getattr(self.embedder, "token_count", None)
         if count is None:
             return query[:QUERY_TOKENS]
-        if int(count(query)) <= QUERY_TOKENS:
-            return query
-        low, high = 0, len(query)  # count(query[:low]) fits; count(query[:high + 1]) does not
-        while low < high:
-            middle = (low + high + 1) // 2
-            if int(count(query[:middle])) <= QUERY_TOKENS:
-                low = middle
-            else:
-                high = middle - 1
-        return query[:low]
+        if len(query) <= QUERY_TOKENS // 2:  # a token holds a character at least, and the
+            return query                     # specials ("query: ", the ends) are a few
+        return self._remembered(("bounded", query), lambda: _longest_within(query, count))
 
     def _remembered(self, key: tuple[str, str], make: Callable[[], Any]) -> Any:
         """`make()`, kept for the next QUERY_CACHE distinct queries (least recently used out)."""
@@ -329,7 +351,7 @@ class Semantic:
 
     def _query_vector(self, query: str) -> Any:
         forms = [query]
-        core = question_core(query)
+        core = question_core(query) if self.query_tokens(query) <= QUESTION_TOKENS else ""
         if core:
             forms.append(core)
         many = getattr(self.embedder, "embed_queries", None)
@@ -705,5 +727,6 @@ class Background:
                      f"kept, {updated.removed} dropped in {updated.seconds:.1f} s")
 
 
-__all__ = ["PIECE_MEAN", "Background", "Scored", "Semantic", "Updated", "latent_hash",
-           "memory_hash", "open_semantic", "pieces", "question_core"]
+__all__ = ["PIECE_MEAN", "QUERY_CACHE", "QUERY_TOKENS", "QUESTION_TOKENS", "Background",
+           "Scored", "Semantic", "Updated", "latent_hash", "memory_hash", "open_semantic",
+           "pieces", "question_core"]
