@@ -408,15 +408,33 @@ def test_a_vector_file_holds_several_rows_a_memory_and_checks_their_counts() -> 
 
 
 def test_a_memory_is_cut_into_its_description_and_body_lines() -> None:
-    body = "Trip notes\n\n- Caroline: a pendant\n  * the train was late  \n1. day two\nday two\n"
+    said = "- Caroline: my mother gave me this silver pendant when I turned eighteen in Lisbon"
+    late = "  * the train to the coast was two hours late, so we missed the last ferry out  "
+    rain = "day two, rain all day long, the museum closed"
+    body = f"Trip notes\n\n{said}\n{late}\n1. {rain}\n{rain}\n"
     # Each line once: no whole-passage piece repeating them (each token read once).
     assert vectors.passage_pieces("Trip notes", body) == [
-        "Trip notes", "Caroline: a pendant", "the train was late", "day two"]
+        "Trip notes", said[2:], late.strip()[2:], rain]
     assert vectors.passage_pieces("", "") == [""]
+    # A short memory is one piece, its lines read together.
+    assert vectors.passage_pieces("《战国无双3》是光荣开发的第三续作。", "来源：战国无双3") == [
+        "《战国无双3》是光荣开发的第三续作。\n来源：战国无双3"]
     many = "\n".join(f"line {n}" for n in range(40))
     cut = vectors.passage_pieces("d", many)
     assert len(cut) == vectors.MAX_PIECES
     assert cut[-1] == " ".join(f"line {n}" for n in range(vectors.MAX_PIECES - 2, 40))
+
+
+def test_latent_terms_read_a_restated_description_once() -> None:
+    # The body restating its description (every locomo-dev and cmrc-sent memory does) was read
+    # twice by the sparse pass; now the latent terms read what the pieces hold, each line once.
+    restated = "Caroline attended an LGBTQ support group and found the stories inspiring."
+    body = f"{restated}\n\nSession 1, 1:56 pm on 8 May, 2023.\n\nCited dialog:\n- Caroline: hi"
+    assert vectors.latent_text(restated, body) == "\n".join(
+        [restated, "Session 1, 1:56 pm on 8 May, 2023.", "Cited dialog:", "Caroline: hi"])
+    assert vectors.latent_text(restated, body).count(restated) == 1
+    long_body = "\n".join(f"line {n} " + "word " * 50 for n in range(100))
+    assert len(vectors.latent_text("d", long_body)) <= vectors.PIECES_CHARS + vectors.MAX_PIECES
 
 
 def test_a_20000_character_memory_is_embedded_in_at_most_16_pieces_of_2000_characters(
@@ -461,8 +479,9 @@ def test_a_memory_is_found_by_one_line_of_a_long_body(tmp_path: Path) -> None:
     trip = [" ".join(next(filler) for _ in range(5)) for _ in range(14)]
     write_memory(folder, "trip_notes", memory("Weekend notes", "\n".join(
         trip[:7] + ["- Caroline: my mother gave me this pendant"] + trip[7:])))
+    # (past SHORT_CHARS, so that it is cut into its lines too, as the trip notes are)
     write_memory(folder, "shopping", memory("Weekend notes", "gift " + " ".join(
-        next(filler) for _ in range(30))))
+        next(filler) for _ in range(40))))
     store = MemoryStore(folder, watch=False)
     model = WordsEmbedder()
     store.embed(embedder=model)

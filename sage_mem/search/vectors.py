@@ -65,6 +65,10 @@ PIECES_CHARS = 2000
 # At most this many pieces a memory (its lines): the lines past the last are embedded
 # together, as one piece.
 MAX_PIECES = 16
+# A memory whose lines hold at most this many characters in all is one piece, its lines
+# read together: a sentence and the title of where it is from (cmrc-sent's "来源：" line)
+# mean more together than apart, and each piece costs the model its own few tokens more.
+SHORT_CHARS = 200
 _LIST_MARK = re.compile(r"^(?:[-*+]|\d{1,3}[.)])\s+")
 
 
@@ -87,10 +91,12 @@ def passage_pieces(description: str, body: str) -> list[str]:
     restates its description) left out. Past MAX_PIECES - 1 lines, the rest
     of the body is one last piece. The pieces hold at most PIECES_CHARS
     characters together: the line that reaches it is cut there, and what
-    follows is not embedded (the lexical side reads all of it). A memory with
-    neither description nor body has one empty piece. (Each token is read
-    once: the whole passage, embedded as a piece of its own before, was the
-    same words a second time, and a memory's mean over its lines stands for it.)
+    follows is not embedded (the lexical side reads all of it). A short
+    memory (its lines at most SHORT_CHARS in all) is one piece, its lines
+    joined by newlines; a memory with neither description nor body, one empty
+    piece. (Each token is read once: the whole passage, embedded as a piece of
+    its own before, was the same words a second time, and a memory's mean over
+    its lines stands for it.)
     """
     lines: dict[str, None] = {}
     given = [description, *body.splitlines()]
@@ -106,7 +112,8 @@ def passage_pieces(description: str, body: str) -> list[str]:
             room -= len(text)
         if room <= 0 or len(lines) == MAX_PIECES:
             break
-    return list(lines) or [""]
+    joined = "\n".join(lines)
+    return [joined] if len(joined) <= SHORT_CHARS else list(lines)
 
 
 def text_hash(text: str) -> str:
@@ -256,8 +263,10 @@ def save(path: Path, stored: Stored) -> None:
 # damaged latent file costs its terms alone, never the vectors.
 LATENT_MAGIC = b"SMLAT\x00\x01\n"
 LATENT_FORMAT_VERSION = 1
-# What text of a memory gives its latent terms: 1, its passage (`passage_text`).
-LATENT_TEXT_VERSION = 1
+# What text of a memory gives its latent terms: 1, its passage (`passage_text`); 2, its
+# pieces' lines joined (the passage without the description it restates, cut as the pieces
+# are: each token read once, the model's cost growing with the tokens).
+LATENT_TEXT_VERSION = 2
 
 
 def latent_path(folder: MemoryFolder) -> Path:
@@ -266,7 +275,8 @@ def latent_path(folder: MemoryFolder) -> Path:
 
 
 def latent_text(description: str, body: str) -> str:
-    return passage_text(description, body)
+    """What a memory's latent terms are made from: the text its pieces hold, one line each."""
+    return "\n".join(passage_pieces(description, body))
 
 
 @dataclass
@@ -338,7 +348,8 @@ def save_latent(path: Path, stored: LatentStored) -> None:
 
 
 __all__ = ["FORMAT_VERSION", "LATENT_FORMAT_VERSION", "LATENT_TEXT_VERSION", "MAX_PIECES",
-           "PASSAGE_CHARS", "PIECES_CHARS", "LatentStored", "Model", "Stored", "TEXT_VERSION",
+           "PASSAGE_CHARS", "PIECES_CHARS", "SHORT_CHARS", "LatentStored", "Model", "Stored",
+           "TEXT_VERSION",
            "decode", "decode_latent", "encode", "encode_latent", "latent_path", "latent_text",
            "load", "load_latent", "passage_pieces", "passage_text", "save", "save_latent",
            "text_hash", "vectors_path"]
