@@ -425,18 +425,6 @@ def test_a_memory_is_cut_into_its_description_and_body_lines() -> None:
     assert cut[-1] == " ".join(f"line {n}" for n in range(vectors.MAX_PIECES - 2, 40))
 
 
-def test_latent_terms_read_a_restated_description_once() -> None:
-    # The body restating its description (every locomo-dev and cmrc-sent memory does) was read
-    # twice by the sparse pass; now the latent terms read what the pieces hold, each line once.
-    restated = "Caroline attended an LGBTQ support group and found the stories inspiring."
-    body = f"{restated}\n\nSession 1, 1:56 pm on 8 May, 2023.\n\nCited dialog:\n- Caroline: hi"
-    assert vectors.latent_text(restated, body) == "\n".join(
-        [restated, "Session 1, 1:56 pm on 8 May, 2023.", "Cited dialog:", "Caroline: hi"])
-    assert vectors.latent_text(restated, body).count(restated) == 1
-    long_body = "\n".join(f"line {n} " + "word " * 50 for n in range(100))
-    assert len(vectors.latent_text("d", long_body)) <= vectors.PIECES_CHARS + vectors.MAX_PIECES
-
-
 def test_a_20000_character_memory_is_embedded_in_at_most_16_pieces_of_2000_characters(
     tmp_path: Path,
 ) -> None:

@@ -66,9 +66,10 @@ PIECES_CHARS = 2000
 # together, as one piece.
 MAX_PIECES = 16
 # A memory whose lines hold at most this many characters in all is one piece, its lines
-# read together: a sentence and the title of where it is from (cmrc-sent's "来源：" line)
-# mean more together than apart, and each piece costs the model its own few tokens more.
-SHORT_CHARS = 200
+# read together: a sentence and the title of where it is from (cmrc-sent's "来源：" line,
+# 97% of its memories) mean more together than apart, and each piece costs the model its
+# own few tokens more. At 200, the 62 locomo-dev memories it joined cost 0.010 of R@5.
+SHORT_CHARS = 120
 _LIST_MARK = re.compile(r"^(?:[-*+]|\d{1,3}[.)])\s+")
 
 
@@ -263,10 +264,10 @@ def save(path: Path, stored: Stored) -> None:
 # damaged latent file costs its terms alone, never the vectors.
 LATENT_MAGIC = b"SMLAT\x00\x01\n"
 LATENT_FORMAT_VERSION = 1
-# What text of a memory gives its latent terms: 1, its passage (`passage_text`); 2, its
-# pieces' lines joined (the passage without the description it restates, cut as the pieces
-# are: each token read once, the model's cost growing with the tokens).
-LATENT_TEXT_VERSION = 2
+# What text of a memory gives its latent terms: 1, its passage (`passage_text`). (Its
+# pieces' lines joined instead, a restated description read once, cost locomo-dev 0.006 of
+# R@5 with the extra: docs/retrieval.md, the sixth pass.)
+LATENT_TEXT_VERSION = 1
 
 
 def latent_path(folder: MemoryFolder) -> Path:
@@ -275,8 +276,7 @@ def latent_path(folder: MemoryFolder) -> Path:
 
 
 def latent_text(description: str, body: str) -> str:
-    """What a memory's latent terms are made from: the text its pieces hold, one line each."""
-    return "\n".join(passage_pieces(description, body))
+    return passage_text(description, body)
 
 
 @dataclass
