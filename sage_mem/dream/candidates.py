@@ -7,7 +7,7 @@ comparing every pair:
 
 - with the semantic extra and the folder's vectors made (by `serve`, `ui`, the
   daemon or `sage-mem embed`, in the background), the K memories nearest each
-  memory by the cosine of their whole passages' vectors. Only vectors already
+  memory by the cosine of their vectors (each the mean of its pieces'). Only vectors already
   made for a memory's current text are read; none is made here (a dream must not
   spend minutes embedding);
 - without them (or for the memories they lack), the K nearest by the index's
@@ -149,11 +149,15 @@ def _by_vectors(
         row = rows.get(memory.id)
         if row is not None and stored.hashes[row] == memory_hash(memory):
             ids.append(memory.id)
-            at.append(starts[row])
+            at.append(row)
     if len(ids) < 2:
         return []
     covered.update(ids)
-    matrix = np.asarray(stored.matrix[np.asarray(at)], dtype=np.float32)
+    # A memory's vector: the mean of its pieces' (its description and lines, each read once:
+    # `vectors.passage_pieces`), which stands for the whole of it.
+    means = np.add.reduceat(np.asarray(stored.matrix, dtype=np.float32), starts, axis=0) / (
+        np.asarray(stored.counts, dtype=np.float32)[:, None])
+    matrix = means[np.asarray(at)]
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     matrix = (matrix / np.where(norms > 0, norms, 1.0)).astype(np.float32)
     take = min(k, len(ids) - 1)

