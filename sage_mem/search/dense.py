@@ -28,6 +28,7 @@ numpy already (one embedding) uses it from the start.
 from __future__ import annotations
 
 import heapq
+import os
 import sys
 import threading
 from array import array
@@ -75,6 +76,8 @@ def numpy_for(postings: int) -> Any | None:
 def _imported() -> Any | None:
     """numpy, imported; None (and remembered) when it cannot be: a plain install."""
     global _missing
+    # BLAS on one thread, as `semantic.py` sets it (read when numpy loads, whichever first).
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     try:
         import numpy
     except ImportError:
