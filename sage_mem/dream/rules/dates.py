@@ -66,7 +66,7 @@ Why one module: it is one rule. Which phrases mean a date (the English and
 Chinese tables and their patterns), where such a phrase dates an event and not
 a habit, a quotation or an address (the structural checks), and how the date
 is written beside it (the substitution) are tuned against the same sentences
-(tests/test_dream_dates*.py); the tables and their comments are most of it.
+(tests/test_dream_dates.py); the tables and their comments are most of it.
 """
 
 from __future__ import annotations
