@@ -675,6 +675,28 @@ class MemoryStore:
             raise MemoryNotFound(self._not_found_message(canonical), path=path)
         return load_memory(self.folder, path, canonical, archived=canonical.startswith("archive/"))
 
+    def current(self, memory: Memory) -> Memory | None:
+        """`memory` as its file holds it now, for what is about to be shown to an agent.
+
+        The index (above all a hook's, answered from the cache) may hold a copy
+        the file no longer has: an edit in place moves no folder's mtime, and
+        may land between the store's open and the answer. Itself when the
+        file's bytes are the ones indexed; the file read again when they
+        changed (same id, its path its own); None when it is gone or no longer
+        a memory. One read of a small file and its hash (under a millisecond);
+        parsed (and the YAML parser imported) only when its bytes changed.
+        """
+        try:
+            raw = read_memory(self.folder, memory.path).raw or b""
+            if sha256_bytes(raw) == memory.sha256:
+                return memory
+            parsed = parse_bytes(raw, memory.path)
+            return memory_from_meta(memory.id, memory.path, parsed.meta, parsed.body,
+                                    sha256=parsed.sha256, archived=memory.archived,
+                                    problems=parsed.problems)
+        except (InvalidMemory, InvalidId, OSError, ValueError):
+            return None
+
     def list(
         self,
         *,
