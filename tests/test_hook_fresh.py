@@ -85,3 +85,111 @@ def test_a_baseline_edited_in_place_is_injected_at_session_start_with_its_new_te
                                                  now=datetime.now(UTC))
     assert "Never push on Fridays" in text
     assert "Always run the linter" not in text
+
+
+# Finding what changed by the folders' stat (a hook answered with no server)
+
+
+@pytest.fixture
+def nested(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A folder with a subfolder, its index cache written with nothing in the racy window."""
+    from sage_mem.search import cache
+
+    # Every file and folder here was changed a moment ago: with the usual 2 s window each
+    # would be listed and read again whatever happens, and nothing here would be tested.
+    monkeypatch.setattr(cache, "RACY_NS", 0)
+    root = tmp_path / "memory"
+    for n in range(40):
+        write_memory(root, f"project_note_{n}", _note(f"note{n}"))
+        write_memory(root, f"people/person_{n}", _note(f"person{n}"))
+    write_memory(root, "project_pick", _note("zanzibarite"))
+    MemoryStore(root, watch=False)
+    return root
+
+
+def _hook_store(root: Path) -> MemoryStore:
+    store = MemoryStore(root, watch=False, build=False, by_folders=True)
+    assert store.loaded is not None and store.loaded.how == "cache"
+    return store
+
+
+def test_a_no_server_hook_stats_only_the_folders_when_nothing_changed(
+    nested: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stated: list[str] = []
+    original = os.stat
+
+    def counted(path: object, *args: object, **kwargs: object) -> os.stat_result:
+        stated.append(os.fsdecode(path))  # type: ignore[arg-type]
+        return original(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "stat", counted)
+    store = _hook_store(nested)
+    assert len(store.index) == 81
+    assert not [path for path in stated if path.endswith(".md")]
+    assert str(nested / "people") in stated  # each folder's own stat is what is compared
+
+
+def test_a_new_memory_saved_by_rename_into_a_folder_is_found_by_the_next_hook(
+    nested: Path,
+) -> None:
+    temp = nested / "people" / ".person_new.md.swp"
+    temp.write_text(_note("quartzite"), encoding="utf-8")
+    an_hour_ago = time.time() - 3600  # as `cp -p` or an editor keeping the old mtime would
+    os.utime(temp, (an_hour_ago, an_hour_ago))
+    os.replace(temp, nested / "people" / "person_new.md")
+    store = _hook_store(nested)
+    assert store.index.get("people/person_new") is not None
+    _, chosen = _inject(store, nested, "what about quartzite?")
+    assert [m.id for m in chosen] == ["people/person_new"]
+
+
+def test_a_memory_removed_or_renamed_away_is_gone_from_the_next_hook(nested: Path) -> None:
+    (nested / "people" / "person_3.md").unlink()
+    os.replace(nested / "project_pick.md", nested / "project_moved.md")
+    store = _hook_store(nested)
+    assert store.index.get("people/person_3") is None
+    assert store.index.get("project_pick") is None
+    assert store.index.get("project_moved") is not None
+
+
+def test_a_new_subfolder_and_a_removed_one_are_seen_by_the_next_hook(nested: Path) -> None:
+    import shutil
+
+    shutil.rmtree(nested / "people")
+    write_memory(nested, "team/alice", _note("alice"))
+    store = _hook_store(nested)
+    assert store.index.get("people/person_0") is None
+    assert store.index.get("team/alice") is not None
+    assert len(store.index) == 42
+
+
+def test_an_in_place_edit_in_an_unchanged_folder_is_injected_with_its_new_text(
+    nested: Path,
+) -> None:
+    path = nested / "project_pick.md"
+    with open(path, "r+b") as handle:
+        handle.write(_note("zanzibarite", " Replaced by quartzite.").encode())
+        handle.truncate()
+    store = _hook_store(nested)
+    text, chosen = _inject(store, nested, "what about zanzibarite?")
+    assert [m.id for m in chosen] == ["project_pick"]
+    assert "Replaced by quartzite" in text
+
+
+def test_the_folders_walk_finds_what_a_full_walk_finds(nested: Path) -> None:
+    from sage_mem.disk.folder import MemoryFolder
+    from sage_mem.search import cache
+
+    folder = MemoryFolder(nested)
+    (nested / "people" / "person_5.md").unlink()
+    write_memory(nested, "people/person_new", _note("new"))
+    write_memory(nested, "team/deep/bob", _note("bob"))
+    os.replace(nested / "project_note_1.md", nested / "people" / "person_moved.md")
+    found = cache.load(folder, scoring=MemoryStore(nested, watch=False, build=False).index.scoring)
+    assert found is not None
+    quick = cache.scan_changed(folder, found)
+    full = cache.scan(folder)
+    assert quick is not None
+    assert sorted(quick.names) == sorted(full.names)
+    assert dict(quick.items()) == dict(full.items())

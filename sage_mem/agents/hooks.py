@@ -425,7 +425,9 @@ def _answer_here(
         # A state folder, or the folder a memory folder sits in, is no memory folder: read
         # as one it would inject `memory/…` ids and make a state folder of the state folder.
         refuse_misplaced(folder if folder is not None else default_folder())
-        store = MemoryStore(folder, watch=False, build=False)
+        # No server answered: the folders' stat finds what changed since the cache, not a
+        # stat of every file (the injected text is read again from each file regardless).
+        store = MemoryStore(folder, watch=False, build=False, by_folders=True)
     except (SageMemError, OSError) as exc:
         log(f"nothing injected: {exc}")
         return None, None
