@@ -22,7 +22,8 @@ A new process runs for every prompt, so the prompt never waits for an index:
    nothing else: not the store, the index or the injection text.
 2. Otherwise it answers here, from a store that never builds
    (`MemoryStore(build=False)`: the index cache plus a few files read
-   directly), with the same function a server answers with
+   directly; what changed since found by the folders' stat, not every
+   file's: `by_folders`), with the same function a server answers with
    (`answer_with_store`), and once the answer is out starts `sage-mem
    daemon` in the background when none runs (`daemon_start.start_detached`).
 

@@ -52,7 +52,12 @@ Nothing in it is trusted blindly:
   and the set of paths with what the cache saw; only files that differ are
   read again. As in git's "racy" index, a file whose mtime is within
   `RACY_NS` (2 s) of the moment the build began, or later, may have changed
-  again within the same timestamp tick, so it is read again too.
+  again within the same timestamp tick, so it is read again too. A hook
+  answered with no server may instead stat only the folders (`scan_changed`:
+  the cache records each folder's stat, `folders` in the meta) and list
+  only those that changed; a file edited in place in an unchanged folder is
+  then seen at the next full walk, and what a hook shows of a memory is
+  read again from its file first.
 - Integrity: the header and meta are checked (CRC-32) on load; every term
   block and record carries its own CRC-32, and every term its postings',
   each checked when first read, so a warm process never reads what it does
