@@ -193,3 +193,71 @@ def test_the_folders_walk_finds_what_a_full_walk_finds(nested: Path) -> None:
     assert quick is not None
     assert sorted(quick.names) == sorted(full.names)
     assert dict(quick.items()) == dict(full.items())
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_after_any_adds_removes_and_renames_the_folders_walk_is_the_full_walk(
+    nested: Path, seed: int
+) -> None:
+    import random
+    import shutil
+
+    from sage_mem.disk.folder import MemoryFolder
+    from sage_mem.search import cache
+
+    rng = random.Random(seed)
+    write_memory(nested, "people/deep/inner", _note("inner"))
+    MemoryStore(nested, watch=False)  # the cache, with a folder two deep
+    for step in range(8):
+        files = sorted(p for p in nested.rglob("*.md") if ".sage-mem" not in str(p))
+        folders = sorted(p for p in nested.rglob("*") if p.is_dir() and not p.is_symlink()
+                         and not p.name.startswith("."))
+        kind = rng.choice(["add", "remove", "rename", "move", "mkdir", "rmtree", "swap",
+                           "symlink"])
+        if kind == "add" and folders:
+            write_memory(rng.choice([nested, *folders]), f"added_{step}", _note("x"))
+        elif kind == "remove" and files:
+            rng.choice(files).unlink()
+        elif kind == "rename" and files:
+            source = rng.choice(files)
+            os.replace(source, source.with_name(f"renamed_{step}.md"))
+        elif kind == "move" and files and folders:
+            os.replace(rng.choice(files), rng.choice(folders) / f"moved_{step}.md")
+        elif kind == "mkdir":
+            write_memory(nested, f"new_{step}/a/b", _note("b"))
+        elif kind == "rmtree" and folders:
+            shutil.rmtree(rng.choice(folders))
+        elif kind == "swap" and len(folders) > 1:
+            one, two = rng.sample(folders, 2)
+            if not (one in two.parents or two in one.parents):
+                temp = nested / f".swap_{step}"
+                os.replace(one, temp)
+                os.replace(two, one)
+                os.replace(temp, two)
+        elif kind == "symlink" and folders:
+            chosen = rng.choice(folders)
+            shutil.rmtree(chosen)
+            chosen.symlink_to(nested / "people" if (nested / "people").is_dir() else nested)
+    folder = MemoryFolder(nested)
+    found = cache.load(folder, scoring=MemoryStore(nested, watch=False, build=False).index.scoring)
+    assert found is not None
+    quick = cache.scan_changed(folder, found)
+    assert quick is not None
+    assert dict(quick.items()) == dict(cache.scan(folder).items())
+
+
+def test_a_folder_changed_within_the_racy_window_is_listed_again_whatever_its_stat(
+    tmp_path: Path,
+) -> None:
+    """A file renamed in within the same timestamp tick as the folder's stat would leave the
+    folder's mtime as recorded: a folder that recent when the cache was built never matches."""
+    from sage_mem.disk.folder import MemoryFolder
+    from sage_mem.search import cache
+
+    root = tmp_path / "memory"
+    write_memory(root, "project_a", _note("a"))
+    MemoryStore(root, watch=False)  # its folder changed a moment ago: within RACY_NS
+    found = cache.load(MemoryFolder(root),
+                       scoring=MemoryStore(root, watch=False, build=False).index.scoring)
+    assert found is not None and found.folders is not None
+    assert found.folders == [("", 0, 0, 0)]
