@@ -139,13 +139,18 @@ class MemoryStore:
         state_dir: Path | str | None = None,
         reconcile_seconds: float = 30.0,
         build: bool = True,
+        by_folders: bool = False,
     ) -> None:
         """Open the folder and load its index (see `reload`).
 
         `build=False` is for a process that must not wait for a build (a
         hook): the index is the cache's plus a few files read directly, the
         cache is never written, and `build_needed` says when a build should
-        run elsewhere.
+        run elsewhere. `by_folders` (with `build=False`: a hook answering with
+        no server) finds what changed since the cache by the folders' stat,
+        not every file's (`search.cache.scan_changed`): a file edited in place
+        in an unchanged folder keeps its cached form in the index, so what is
+        shown of a memory is read again first (`current`).
         """
         from .disk.folder import default_folder
 
@@ -172,6 +177,7 @@ class MemoryStore:
         self._watcher = None
         self._held: WriteLock | None = None
         self._build = build
+        self._by_folders = by_folders and not build
         # The semantic signal (search/semantic.py): _UNSET until the first search asks.
         self._semantic: Any = _UNSET
         self._embedding: Any = None
@@ -244,6 +250,7 @@ class MemoryStore:
             loaded = load_index(
                 _Files(self), scoring=self.index.scoring, half_life_days=self.index.half_life_days,
                 recover=self._recover_index, started=time.time_ns(), build=self._build,
+                by_folders=self._by_folders,
             )
             self.index = loaded.index
             self.loaded = loaded
@@ -674,6 +681,28 @@ class MemoryStore:
         if not path.is_file():
             raise MemoryNotFound(self._not_found_message(canonical), path=path)
         return load_memory(self.folder, path, canonical, archived=canonical.startswith("archive/"))
+
+    def current(self, memory: Memory) -> Memory | None:
+        """`memory` as its file holds it now, for what is about to be shown to an agent.
+
+        The index (above all a hook's, answered from the cache) may hold a copy
+        the file no longer has: an edit in place moves no folder's mtime, and
+        may land between the store's open and the answer. Itself when the
+        file's bytes are the ones indexed; the file read again when they
+        changed (same id, its path its own); None when it is gone or no longer
+        a memory. One read of a small file and its hash (under a millisecond);
+        parsed (and the YAML parser imported) only when its bytes changed.
+        """
+        try:
+            raw = read_memory(self.folder, memory.path).raw or b""
+            if sha256_bytes(raw) == memory.sha256:
+                return memory
+            parsed = parse_bytes(raw, memory.path)
+            return memory_from_meta(memory.id, memory.path, parsed.meta, parsed.body,
+                                    sha256=parsed.sha256, archived=memory.archived,
+                                    problems=parsed.problems)
+        except (InvalidMemory, InvalidId, OSError, ValueError):
+            return None
 
     def list(
         self,

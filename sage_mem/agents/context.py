@@ -444,7 +444,12 @@ def session_start_context(
     ids qualified (`team:x`): the heading of each names its folder."""
     source = folders if folders is not None else store
     chosen = source.baselines(project=project, limit=MAX_BASELINES)
-    baselines = [memory for memory in chosen if not session.seen(memory)]
+    baselines = []
+    for memory in chosen:
+        owner = store if folders is None else folders.stores[folders.split(memory.id)[0]]
+        now_held = owner.current(memory)  # the file's text now, not the cache's copy
+        if now_held is not None and now_held.baseline and not session.seen(now_held):
+            baselines.append(now_held)
     if not baselines:
         return TOOLS_GUIDE, []
     return compose(BASELINE_HEADER, baselines, now, footer=TOOLS_GUIDE)
@@ -474,6 +479,10 @@ def prompt_context(
     fresh: list[Memory] = []
     for hit, source, plain in kept:
         memory = source.index.get(plain)
+        if memory is not None:
+            # Ranked from the index; injected as the file holds it now (a hook's index is
+            # the cache's, which an edit in place since may have left behind).
+            memory = source.current(memory)
         if memory is None:
             continue
         if folders is not None and hit.folder is not None:

@@ -22,7 +22,8 @@ A new process runs for every prompt, so the prompt never waits for an index:
    nothing else: not the store, the index or the injection text.
 2. Otherwise it answers here, from a store that never builds
    (`MemoryStore(build=False)`: the index cache plus a few files read
-   directly), with the same function a server answers with
+   directly; what changed since found by the folders' stat, not every
+   file's: `by_folders`), with the same function a server answers with
    (`answer_with_store`), and once the answer is out starts `sage-mem
    daemon` in the background when none runs (`daemon_start.start_detached`).
 
@@ -425,7 +426,9 @@ def _answer_here(
         # A state folder, or the folder a memory folder sits in, is no memory folder: read
         # as one it would inject `memory/…` ids and make a state folder of the state folder.
         refuse_misplaced(folder if folder is not None else default_folder())
-        store = MemoryStore(folder, watch=False, build=False)
+        # No server answered: the folders' stat finds what changed since the cache, not a
+        # stat of every file (the injected text is read again from each file regardless).
+        store = MemoryStore(folder, watch=False, build=False, by_folders=True)
     except (SageMemError, OSError) as exc:
         log(f"nothing injected: {exc}")
         return None, None

@@ -52,7 +52,12 @@ Nothing in it is trusted blindly:
   and the set of paths with what the cache saw; only files that differ are
   read again. As in git's "racy" index, a file whose mtime is within
   `RACY_NS` (2 s) of the moment the build began, or later, may have changed
-  again within the same timestamp tick, so it is read again too.
+  again within the same timestamp tick, so it is read again too. A hook
+  answered with no server may instead stat only the folders (`scan_changed`:
+  the cache records each folder's stat, `folders` in the meta) and list
+  only those that changed; a file edited in place in an unchanged folder is
+  then seen at the next full walk, and what a hook shows of a memory is
+  read again from its file first.
 - Integrity: the header and meta are checked (CRC-32) on load; every term
   block and record carries its own CRC-32, and every term its postings',
   each checked when first read, so a warm process never reads what it does
@@ -178,6 +183,9 @@ class Loaded:
     column: Sequence[int]
     problems: dict[str, tuple[str, int | None, int | None]]
     racy: frozenset[str] = frozenset()
+    folders: list[tuple[str, int, int, int]] | None = None
+    """The folders the build's walk listed, in its order, with their stat (`scan_changed`);
+    None when not recorded. One within the racy window has signature (0, 0, 0)."""
 
     def compare(self, walk: Walk) -> Changes:
         """How the folder a walk found differs from what the build saw.
@@ -388,64 +396,160 @@ def scan(folder: MemoryFolder, *, pause: Callable[[], None] | None = None) -> Wa
     `pause`, if given, is called every PAUSE_FILES files: a long-lived
     process's reconcile waits there while a hook is answered (`Walk.since`).
     """
+    walk = Walk([], array("q"), frozenset(), [])
+    _Lister(walk, pause).walk([(str(folder.root), "")])
+    return walk
+
+
+def scan_changed(folder: MemoryFolder, found: Loaded) -> Walk | None:
+    """A walk of `folder` that lists only the folders whose stat changed since the cache.
+
+    The shortcut of a hook answered with no server (`loading.load_index` with
+    `by_folders`): a file added, removed or renamed into a folder (an editor's
+    atomic save too) moves that folder's mtime, so each folder the cache's
+    walk met is stat'ed, and only those whose signature (mtime_ns, inode,
+    ctime_ns) differs, or was within the racy window, are listed and their
+    files stat'ed; the files of the others are taken from the cache as they
+    were. What this cannot see: a file edited in place (open, write, no
+    rename) in an unchanged folder, which the index then holds in its old
+    form until the next full walk (a daemon's); what is injected is read
+    again from its file first (`MemoryStore.current`), never the cache's copy.
+
+    None (a full `scan` is needed) when the cache recorded no folders, or its
+    files are not in runs per folder, one run each, in the folders' order.
+    """
+    recorded = found.folders
+    if recorded is None:
+        return None
+    cached = found._cached_paths()
+    runs: dict[str, tuple[int, int]] = {}
+    at = 0
+    for prefix, *_ in recorded:
+        begin = at
+        while at < len(cached) and _prefix_of(cached[at]) == prefix:
+            at += 1
+        if prefix in runs:
+            return None
+        runs[prefix] = (begin, at)
+    if at != len(cached):
+        return None
+    walk = Walk([], array("q"), frozenset(), [])
+    lister = _Lister(walk, None)
     root = str(folder.root)
-    names: list[str] = []
-    column = array("q")
-    failed: list[int] = []
-    stack: list[tuple[str, str]] = [(root, "")]
-    status = os.stat
-    by_name = os.stat in os.supports_dir_fd
-    by_fd = os.scandir in os.supports_fd
-    add_name, add_values = names.append, column.extend
-    due = PAUSE_FILES if pause is not None else -1
-    while stack:
-        directory, prefix = stack.pop()
-        fd = None
-        if by_name:
-            try:
-                fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-            except OSError:
-                fd = None
+    known = set(runs)
+    old = memoryview(found.column)  # type: ignore[arg-type]  # an array or a memoryview
+    listed: set[str] = set()  # the folders listed again, and those found gone
+    dirs = walk.dirs
+    assert dirs is not None
+    for entry in recorded:
+        prefix, signature = entry[0], entry[1:]
+        directory = os.path.join(root, prefix[:-1]) if prefix else root
+        parent = _prefix_of(prefix[:-1]) if prefix else None
+        if parent in listed and prefix not in lister.met:
+            # Its folder was listed again without it (removed, renamed, now a symlink):
+            # not walked, as a full walk would not.
+            listed.add(prefix)
+            continue
         try:
-            # One entry at a time (a listing of 100,000 entries, each with its name and
-            # path, would take some 25 MB at once), from the open folder when it can be.
-            with os.scandir(fd if fd is not None and by_fd else directory) as listing:
-                in_root = not prefix
-                for entry in listing:
-                    name = entry.name
-                    try:
-                        is_dir = entry.is_dir(follow_symlinks=False)
-                    except OSError:
-                        continue
-                    if not is_walked(name, is_dir=is_dir, in_root=in_root):
-                        continue
-                    if is_dir:
-                        stack.append((os.path.join(directory, name), prefix + name + "/"))
-                        continue
-                    add_name(prefix + name)  # "" + name is name itself: no new string
-                    due -= 1
-                    if not due and pause is not None:
-                        pause()
-                        due = PAUSE_FILES
-                    try:
-                        st = status(name, dir_fd=fd) if fd is not None else status(
-                            os.path.join(directory, name))
-                    except OSError:
-                        failed.append(len(names) - 1)
-                        add_values(_NO_SIGNATURE)
-                        continue
-                    try:
-                        add_values((st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns))
-                    except OverflowError:  # an inode of 2**63 or more, a date past 2262
-                        del column[len(column) - len(column) % 4:]
-                        add_values(map(_packed, (st.st_size, st.st_mtime_ns, st.st_ino,
-                                                 st.st_ctime_ns)))
+            st = os.stat(directory)
         except OSError:
-            continue  # a folder that cannot be listed: its files are not seen
-        finally:
-            if fd is not None:
-                os.close(fd)
-    return Walk(names, column, frozenset(failed))
+            listed.add(prefix)  # gone: its files (and folders) are not found, so removed
+            continue
+        if signature == (st.st_mtime_ns, st.st_ino, st.st_ctime_ns):
+            begin, end = runs[prefix]
+            walk.names.extend(cached[begin:end])
+            walk.column.frombytes(old[4 * begin : 4 * end].tobytes())
+            dirs.append(entry)
+            continue
+        # Changed: listed as a full walk lists it; a folder in it the cache did not
+        # know is walked whole, one it knew is met in its own turn.
+        listed.add(prefix)
+        lister.walk([(directory, prefix)], known=known)
+    return walk
+
+
+def _prefix_of(relative: str) -> str:
+    """The relative folder of a walked file, as the walk names it: "" or "a/b/"."""
+    cut = relative.rfind("/")
+    return relative[: cut + 1]
+
+
+class _Lister:
+    """`scan`'s work: folders listed one by one into a `Walk`."""
+
+    def __init__(self, walk: Walk, pause: Callable[[], None] | None) -> None:
+        self.out = walk
+        self.pause = pause
+        self.due = PAUSE_FILES if pause is not None else -1
+        self.failed: list[int] = []
+        self.met: set[str] = set()  # the folders of `known` met in a listing
+
+    def walk(self, stack: list[tuple[str, str]], known: Collection[str] = ()) -> None:
+        """List every folder of `stack` and the folders found in them (those in `known`
+        excepted: the caller lists them in their turn)."""
+        names, column, failed, pause = self.out.names, self.out.column, self.failed, self.pause
+        status = os.stat
+        by_name = os.stat in os.supports_dir_fd
+        by_fd = os.scandir in os.supports_fd
+        add_name, add_values = names.append, column.extend
+        dirs = self.out.dirs
+        assert dirs is not None
+        while stack:
+            directory, prefix = stack.pop()
+            fd = None
+            if by_name:
+                try:
+                    fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+                except OSError:
+                    fd = None
+            try:
+                # The folder's own stat before its listing: a change after it moves the
+                # mtime past what is recorded, and the next walk lists the folder again.
+                st = os.fstat(fd) if fd is not None else os.stat(directory)
+                dirs.append((prefix, st.st_mtime_ns, st.st_ino, st.st_ctime_ns))
+                # One entry at a time (a listing of 100,000 entries, each with its name and
+                # path, would take some 25 MB at once), from the open folder when it can be.
+                with os.scandir(fd if fd is not None and by_fd else directory) as listing:
+                    in_root = not prefix
+                    for entry in listing:
+                        name = entry.name
+                        try:
+                            is_dir = entry.is_dir(follow_symlinks=False)
+                        except OSError:
+                            continue
+                        if not is_walked(name, is_dir=is_dir, in_root=in_root):
+                            continue
+                        if is_dir:
+                            inner = prefix + name + "/"
+                            if inner in known:
+                                self.met.add(inner)
+                            else:
+                                stack.append((os.path.join(directory, name), inner))
+                            continue
+                        add_name(prefix + name)  # "" + name is name itself: no new string
+                        self.due -= 1
+                        if not self.due and pause is not None:
+                            pause()
+                            self.due = PAUSE_FILES
+                        try:
+                            st = status(name, dir_fd=fd) if fd is not None else status(
+                                os.path.join(directory, name))
+                        except OSError:
+                            failed.append(len(names) - 1)
+                            add_values(_NO_SIGNATURE)
+                            continue
+                        try:
+                            add_values((st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns))
+                        except OverflowError:  # an inode of 2**63 or more, a date past 2262
+                            del column[len(column) - len(column) % 4:]
+                            add_values(map(_packed, (st.st_size, st.st_mtime_ns, st.st_ino,
+                                                     st.st_ctime_ns)))
+            except OSError:
+                continue  # a folder that cannot be listed: its files are not seen
+            finally:
+                if fd is not None:
+                    os.close(fd)
+        self.out.failed = frozenset(failed) | self.out.failed
 
 
 # How many files `scan` stats between two calls of its `pause` (about a millisecond's worth).
@@ -481,12 +585,15 @@ class Walk(Mapping[str, "Signature | None"]):
     asked for: comparing with a cache (`Loaded.compare`) needs none of it.
     """
 
-    __slots__ = ("names", "column", "failed", "_map")
+    __slots__ = ("names", "column", "failed", "dirs", "_map")
 
-    def __init__(self, names: list[str], column: array, failed: frozenset[int]) -> None:
+    def __init__(self, names: list[str], column: array, failed: frozenset[int],
+                 dirs: list[tuple[str, int, int, int]] | None = None) -> None:
         self.names = names
         self.column = column  # four int64 a path: size, mtime_ns, inode, ctime_ns
         self.failed = failed  # positions whose stat failed
+        # The folders walked, in walk order: relative ("" or "a/b/"), mtime_ns, inode, ctime_ns.
+        self.dirs = dirs
         self._map: dict[str, Signature | None] | None = None
 
     def since(self, before: Walk) -> Changes:
@@ -881,7 +988,9 @@ def _parse(
         columns, backing, half_life_days=half_life_days, scoring=scoring, recover=recover
     )
     file.own()
-    return Loaded(index, paths, column, meta["problems"], frozenset(meta["racy"]))
+    folders = meta.get("folders")
+    return Loaded(index, paths, column, meta["problems"], frozenset(meta["racy"]),
+                  [tuple(each) for each in folders] if folders is not None else None)
 
 
 # writing
@@ -893,6 +1002,7 @@ def save(
     entries: dict[str, Entry],
     *,
     started_ns: int,
+    walk: Walk | None = None,
 ) -> bool:
     """Write the cache of `folder` (atomically); False when the state folder cannot take it."""
     path = cache_path(folder)
@@ -912,7 +1022,7 @@ def save(
                 lambda term: (numbers[term], weights[term]), tops.__getitem__,
             )
             _write(path, _header(index.scoring, folder, started_ns), body, spill, records,
-                   entries, started_ns)
+                   entries, started_ns, walk)
     except OSError:
         return False
     return True
@@ -925,6 +1035,7 @@ def build(
     *,
     scoring: Scoring,
     started_ns: int,
+    walk: Walk | None = None,
 ) -> int | None:
     """Write the cache of `folder` straight from its memories, with no `Index` in between.
 
@@ -963,7 +1074,7 @@ def build(
             )
             # `builder` is still alive here, its rows too: see `_write`.
             _write(path, _header(scoring, folder, started_ns), body, spill, records,
-                   entries(), started_ns)
+                   entries(), started_ns, walk)
             del builder
             return len(records)
     except OSError:
@@ -1033,7 +1144,7 @@ def _header(scoring: Scoring, folder: MemoryFolder, started_ns: int) -> dict:
 
 def _write(
     path: Path, header: dict, body: _Body, spill: BinaryIO, records: array,
-    entries: dict[str, Entry], started_ns: int,
+    entries: dict[str, Entry], started_ns: int, walk: Walk | None = None,
 ) -> None:
     """Write the cache file, section by section, to a temp file renamed over `path`.
 
@@ -1102,6 +1213,9 @@ def _write(
             relative: entry.problem for relative, entry in entries.items() if entry.problem
         },
     }
+    folders = _folders(walk, entries, started_ns)
+    if folders is not None:  # absent: every reader walks every file (`scan_changed`)
+        meta["folders"] = folders
     del sorted_crcs, sizes_sorted
     # Columns of the meta kept out of its marshal, each a section of its own read as it is
     # (no copy made by unmarshalling): the paths in the order of the walk they come from
@@ -1177,6 +1291,21 @@ def _write(
         except FileNotFoundError:
             pass
         raise
+
+
+def _folders(
+    walk: Walk | None, entries: dict[str, Entry], started_ns: int
+) -> list[tuple[str, int, int, int]] | None:
+    """The folders `walk` listed, for `scan_changed`: only when the cache holds every file
+    of the walk (then a folder's files are one run of its paths), and a folder within the
+    racy window recorded as never matching (a file added in the same tick would not show)."""
+    if walk is None or walk.dirs is None or walk.failed or len(entries) != len(walk):
+        return None
+    if any(a != b for a, b in zip(entries, walk.names, strict=True)):
+        return None
+    racy = started_ns - RACY_NS
+    return [(prefix, 0, 0, 0) if mtime >= racy or ctime >= racy else (prefix, mtime, inode, ctime)
+            for prefix, mtime, inode, ctime in walk.dirs]
 
 
 def _shared(values: list) -> list:

@@ -108,10 +108,17 @@ def load_index(
     recover: Callable[[], Iterable[Memory]],
     started: int,
     build: bool = True,
+    by_folders: bool = False,
 ) -> Loaded:
-    """The index of the folder of `files` (see the module docstring)."""
+    """The index of the folder of `files` (see the module docstring).
+
+    `by_folders` (build=False only: a hook answering with no server) lists only
+    the folders whose stat changed since the cache (`cache.scan_changed`)
+    instead of stat-ing every file; every other open walks the whole folder.
+    """
     with gc_paused():  # a set and a dict entry per file, none of them garbage
-        warm = _from_cache(files, scoring, half_life_days, recover, started, build)
+        warm = _from_cache(files, scoring, half_life_days, recover, started, build,
+                           by_folders and not build)
     if warm is not None:
         return warm
     signatures = cache.scan(files.folder)
@@ -148,6 +155,7 @@ def _built_to_cache(
     written = cache.build(  # the entries asked for once every file was read
         files.folder, _in_id_order(files), lambda: files.entries(signatures),
         scoring=scoring, started_ns=started,
+        walk=signatures if isinstance(signatures, cache.Walk) else None,
     )
     if written is None:
         return None
@@ -190,7 +198,8 @@ def _in_id_order(files: Files) -> Iterator[Memory]:
 
 def save(files: Files, index: Index, signatures: Signatures, started: int) -> bool:
     """Write the on-disk cache; a state folder that cannot take it just means no cache."""
-    return cache.save(files.folder, index, files.entries(signatures), started_ns=started)
+    return cache.save(files.folder, index, files.entries(signatures), started_ns=started,
+                      walk=signatures if isinstance(signatures, cache.Walk) else None)
 
 
 def forget_cache(folder: MemoryFolder) -> None:
@@ -202,6 +211,7 @@ def forget_cache(folder: MemoryFolder) -> None:
 def _from_cache(
     files: Files, scoring: Scoring, half_life_days: float | None,
     recover: Callable[[], Iterable[Memory]], started: int, build: bool,
+    by_folders: bool = False,
 ) -> Loaded | None:
     """The cached index with what changed since applied; None when there is no usable cache."""
     found = cache.load(
@@ -209,7 +219,8 @@ def _from_cache(
     )
     if found is None:
         return None
-    signatures = cache.scan(files.folder)
+    shortcut = cache.scan_changed(files.folder, found) if by_folders else None
+    signatures = shortcut if shortcut is not None else cache.scan(files.folder)
     if build and _rebuild_cheaper(found, signatures):
         return None
     try:
