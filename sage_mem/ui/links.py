@@ -277,6 +277,61 @@ class LinkGraph:
             self._cached = (generation, graph, listing)
             return graph
 
+    def ready(self, generation: int) -> Graph | None:
+        """The graph of `generation` when it is made already; None (never waiting) when it is
+        being made or not yet asked for."""
+        cached = self._cached  # (one read of a tuple: no lock, so never behind a build)
+        return cached[1] if cached is not None and cached[0] == generation else None
+
+    def of_one(self, store: MemoryStore, generation: int, memory_id: str) -> Graph:
+        """For one memory's page: the graph when it is made, else `one_memory_graph` (what
+        the whole graph would say of that memory, without waiting for it to be made)."""
+        graph = self.ready(generation)
+        if graph is not None:
+            return graph
+        listing = self._listings.get(store, generation)
+        return one_memory_graph(list(listing.live.values()), list(listing.archived.values()),
+                                memory_id)
+
+
+def one_memory_graph(live: list[Memory], archived: list[Memory], memory_id: str) -> Graph:
+    """What `build_graph(live, archived)` says of one memory, its links and backlinks (and its
+    resolver), without resolving the links of every memory: at 20,000 memories the whole graph
+    is about a second of CPU, seconds on two busy cores, for a page that shows one memory.
+
+    A memory's links are resolved only when they could reach `memory_id`: a link resolves to
+    an id whose last part (file name) is in the link as written (after `%`-decoding and NFC)
+    or in the linking memory's own id (`[[.]]`, `[[..]]` climb its folders); a body with no
+    `[`, or with an ASCII file name of the target, no `%` and NFC text, and neither name in
+    it, cannot link there. Any other body has its links resolved, as the graph would.
+    """
+    resolver = Resolver((m.id for m in live), (m.id[len(ARCHIVE_DIR) + 1:] for m in archived))
+    graph = Graph(resolver=resolver)
+    target = _nfc(memory_id)
+    name = _leaf(target)
+    plain = name.isascii()
+    backlinks: set[tuple[str, str]] = set()
+    for memory in live:
+        if memory.supersedes and target in resolver.live and \
+                any(_nfc(s) == target for s in memory.supersedes):
+            backlinks.add((memory.id, "supersedes"))
+        body = memory.body
+        own = memory.id == memory_id  # (its own links are the page's: always resolved)
+        if not own and ("[" not in body or (
+                plain and name not in body and name not in memory.id and "%" not in body
+                and unicodedata.is_normalized("NFC", body))):
+            continue
+        found = resolver.links_of(memory)
+        if own:
+            graph.shas[memory.id] = memory.sha256
+            if found:
+                graph.links[memory.id] = found
+        if any(link.id == target and link.id != memory.id for link in found):
+            backlinks.add((memory.id, "link"))
+    if backlinks:
+        graph.backlinks[target] = sorted(backlinks)
+    return graph
+
 
 def links_of_memory(store: MemoryStore, memory: Memory, graph: Graph | None = None) -> list[Link]:
     """What one memory's links reach now (for a memory shown on its own, archived ones too):
