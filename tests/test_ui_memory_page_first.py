@@ -9,12 +9,13 @@ import unicodedata
 from pathlib import Path
 from typing import Any
 
+import pytest
 from support import write_memory
 from test_ui import Client, memory_file
 
 from sage_mem.store import MemoryStore
-from sage_mem.ui import UiServer, api
-from sage_mem.ui.links import ARCHIVE_DIR, build_graph, one_memory_graph
+from sage_mem.ui import UiServer, api, links
+from sage_mem.ui.links import ARCHIVE_DIR, LinkGraph, build_graph, one_memory_graph
 
 NFD_NAME = unicodedata.normalize("NFD", "café")
 
@@ -80,3 +81,27 @@ def test_a_memory_page_asked_while_the_graph_is_being_made_does_not_wait_for_it(
         whole = build_graph(store.list(), [m for m in store.list(archived=True) if m.archived])
         assert body == api.memory_page(store, "project_b", whole)
         assert body["memory"]["backlinks"]  # (there are some to say)
+
+
+def test_a_memory_page_after_a_change_reuses_the_resolver_when_no_memory_came_or_went(
+    memory_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tricky_folder(memory_dir)
+    store = MemoryStore(folder)
+    graph = LinkGraph()
+    graph.get(store, 1)
+    made: list[int] = []
+    original = links.Resolver.__init__
+
+    def counted(self: links.Resolver, *args: Any) -> None:
+        made.append(1)
+        original(self, *args)
+
+    monkeypatch.setattr(links.Resolver, "__init__", counted)
+    write_memory(folder, "user_a", memory_file("About user_a", "Now [[project_b]] only."))
+    store.refresh([str(folder / "user_a.md")])
+    page = api.memory_page(store, "project_b", graph.of_one(store, 2, "project_b"))
+    assert made == []
+    monkeypatch.setattr(links.Resolver, "__init__", original)
+    whole = build_graph(store.list(), [m for m in store.list(archived=True) if m.archived])
+    assert page == api.memory_page(store, "project_b", whole)

@@ -140,8 +140,10 @@ class Resolver:
         return out
 
 
-def build_graph(live: list[Memory], archived: list[Memory]) -> Graph:
-    resolver = Resolver((m.id for m in live), (m.id[len(ARCHIVE_DIR) + 1:] for m in archived))
+def build_graph(live: list[Memory], archived: list[Memory],
+                resolver: Resolver | None = None) -> Graph:
+    """The whole graph; `resolver` when one over these memories' ids is made already."""
+    resolver = resolver or _resolver(live, archived)
     graph = Graph(resolver=resolver)
     backlinks: dict[str, set[tuple[str, str]]] = defaultdict(set)
     naming: dict[str, set[str]] = defaultdict(set)
@@ -246,6 +248,10 @@ def updated_graph(graph: Graph, live: Mapping[str, Memory], archived: Iterable[s
     return out
 
 
+def _resolver(live: Iterable[Memory], archived: Iterable[Memory]) -> Resolver:
+    return Resolver((m.id for m in live), (m.id[len(ARCHIVE_DIR) + 1:] for m in archived))
+
+
 class LinkGraph:
     """The graph of the folder, once per generation: after a change, only the links of the
     memories that changed, and of those naming a memory that came or went, are made again
@@ -255,6 +261,23 @@ class LinkGraph:
         self._listings = listings or Listings()
         self._lock = threading.Lock()
         self._cached: tuple[int, Graph, Listing] | None = None
+        # The resolver of the newest listing, shared by the whole graph and a page made before
+        # it (about 50 ms at 20,000 memories): the same ids, the same resolver.
+        self._resolving = threading.Lock()
+        self._resolver: tuple[Listing, Resolver] | None = None
+
+    def resolver(self, listing: Listing) -> Resolver:
+        """A resolver over the ids of `listing` (the last one made, when they are the same)."""
+        with self._resolving:
+            if self._resolver is not None:
+                seen, made = self._resolver
+                if seen is listing or (seen.live.keys() == listing.live.keys()
+                                       and seen.archived.keys() == listing.archived.keys()):
+                    self._resolver = (listing, made)
+                    return made
+            made = _resolver(listing.live.values(), listing.archived.values())
+            self._resolver = (listing, made)
+            return made
 
     def get(self, store: MemoryStore, generation: int) -> Graph:
         # Built under the lock: a memory's page that comes while the graph is being made
@@ -273,7 +296,8 @@ class LinkGraph:
                         seen.archived.keys() - listing.archived.keys(),
                         listing.archived.keys() - seen.archived.keys())
             if graph is None:
-                graph = build_graph(list(listing.live.values()), list(listing.archived.values()))
+                graph = build_graph(list(listing.live.values()), list(listing.archived.values()),
+                                    self.resolver(listing))
             self._cached = (generation, graph, listing)
             return graph
 
@@ -291,10 +315,11 @@ class LinkGraph:
             return graph
         listing = self._listings.get(store, generation)
         return one_memory_graph(list(listing.live.values()), list(listing.archived.values()),
-                                memory_id)
+                                memory_id, self.resolver(listing))
 
 
-def one_memory_graph(live: list[Memory], archived: list[Memory], memory_id: str) -> Graph:
+def one_memory_graph(live: list[Memory], archived: list[Memory], memory_id: str,
+                     resolver: Resolver | None = None) -> Graph:
     """What `build_graph(live, archived)` says of one memory, its links and backlinks (and its
     resolver), without resolving the links of every memory: at 20,000 memories the whole graph
     is about a second of CPU, seconds on two busy cores, for a page that shows one memory.
@@ -305,7 +330,7 @@ def one_memory_graph(live: list[Memory], archived: list[Memory], memory_id: str)
     `[`, or with an ASCII file name of the target, no `%` and NFC text, and neither name in
     it, cannot link there. Any other body has its links resolved, as the graph would.
     """
-    resolver = Resolver((m.id for m in live), (m.id[len(ARCHIVE_DIR) + 1:] for m in archived))
+    resolver = resolver or _resolver(live, archived)
     graph = Graph(resolver=resolver)
     target = _nfc(memory_id)
     name = _leaf(target)
