@@ -15,6 +15,7 @@ from test_ui import Client, memory_file
 
 from sage_mem.store import MemoryStore
 from sage_mem.ui import UiServer, api, links
+from sage_mem.ui.audit import Answering
 from sage_mem.ui.links import ARCHIVE_DIR, LinkGraph, build_graph, one_memory_graph
 
 NFD_NAME = unicodedata.normalize("NFD", "café")
@@ -105,3 +106,23 @@ def test_a_memory_page_after_a_change_reuses_the_resolver_when_no_memory_came_or
     monkeypatch.setattr(links.Resolver, "__init__", original)
     whole = build_graph(store.list(), [m for m in store.list(archived=True) if m.archived])
     assert page == api.memory_page(store, "project_b", whole)
+
+
+def test_the_graph_made_ahead_of_time_waits_while_a_persons_request_is_answered(
+    memory_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = MemoryStore(tricky_folder(memory_dir))
+    monkeypatch.setattr(Answering, "LONGEST_PAUSE", 30.0)
+    answering = Answering()
+    graph = LinkGraph()
+    with answering.answering():  # a list or a memory's page being answered
+        making = threading.Thread(target=lambda: graph.get(store, 1, pause=answering.pause))
+        making.start()
+        making.join(0.5)
+        assert making.is_alive() and graph.ready(1) is None
+    making.join(10)
+    assert not making.is_alive()
+    made = graph.ready(1)
+    assert made is not None
+    whole = build_graph(store.list(), [m for m in store.list(archived=True) if m.archived])
+    assert (made.links, made.backlinks) == (whole.links, whole.backlinks)

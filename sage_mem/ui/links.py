@@ -18,7 +18,7 @@ import posixpath
 import threading
 import unicodedata
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -140,14 +140,22 @@ class Resolver:
         return out
 
 
+PAUSE_EVERY = 256  # memories between two `pause`s of a graph made ahead of time
+
+
 def build_graph(live: list[Memory], archived: list[Memory],
-                resolver: Resolver | None = None) -> Graph:
-    """The whole graph; `resolver` when one over these memories' ids is made already."""
+                resolver: Resolver | None = None,
+                pause: Callable[[], None] | None = None) -> Graph:
+    """The whole graph; `resolver` when one over these memories' ids is made already; `pause`
+    called now and then (made ahead of time: it waits while a person's request is answered,
+    as the audit does, instead of sharing the interpreter with it)."""
     resolver = resolver or _resolver(live, archived)
     graph = Graph(resolver=resolver)
     backlinks: dict[str, set[tuple[str, str]]] = defaultdict(set)
     naming: dict[str, set[str]] = defaultdict(set)
-    for memory in live:
+    for n, memory in enumerate(live):
+        if pause is not None and n % PAUSE_EVERY == 0:
+            pause()
         for target, kind in _add(graph, resolver, memory):
             backlinks[target].add((memory.id, kind))
         for name in graph.names_of.get(memory.id, ()):
@@ -279,7 +287,8 @@ class LinkGraph:
             self._resolver = (listing, made)
             return made
 
-    def get(self, store: MemoryStore, generation: int) -> Graph:
+    def get(self, store: MemoryStore, generation: int,
+            pause: Callable[[], None] | None = None) -> Graph:
         # Built under the lock: a memory's page that comes while the graph is being made
         # ahead of it (`warm`) waits for that one instead of making a second.
         with self._lock:
@@ -297,7 +306,7 @@ class LinkGraph:
                         listing.archived.keys() - seen.archived.keys())
             if graph is None:
                 graph = build_graph(list(listing.live.values()), list(listing.archived.values()),
-                                    self.resolver(listing))
+                                    self.resolver(listing), pause)
             self._cached = (generation, graph, listing)
             return graph
 
