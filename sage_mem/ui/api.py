@@ -513,7 +513,9 @@ async def memory(request: Request) -> JSONResponse:
 
     def work() -> dict[str, Any]:
         with state.answering.answering():
-            graph = state.graph.get(store, state.feed.generations["memories"])
+            # Never behind the whole graph being made (a second or more at 20,000 memories,
+            # ahead of time by `warm`): what it would say of this memory, made for it alone.
+            graph = state.graph.of_one(store, state.feed.generations["memories"], memory_id)
             page = memory_page(store, memory_id, graph)
             _labelled_row(folders, page["memory"])
             return page

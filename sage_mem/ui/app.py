@@ -129,7 +129,7 @@ def create_app(
         if generation:  # after a change (at start-up nothing else is waiting)
             time.sleep(GRAPH_AFTER_SECONDS)
         if feed.generations["memories"] == generation:
-            app.state.graph.get(store, generation)
+            app.state.graph.get(store, generation, pause=app.state.answering.pause)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
