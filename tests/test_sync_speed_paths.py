@@ -462,3 +462,35 @@ def test_a_sync_scans_the_same_bytes_for_secrets_once(
     result = sync(desktop)
     assert len(result["pushed"]) == 6
     assert len(scanned) == len(set(scanned)), "the same bytes scanned twice"
+
+
+def test_a_sync_that_receives_changes_runs_few_git_commands(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    remote = bare_remote(tmp_path)
+    laptop = machine(tmp_path / "laptop", remote, "laptop", first=True)
+    filled(laptop, 12)
+    sync(laptop)
+    desktop = machine(tmp_path / "desktop", remote, "desktop")
+    sync(desktop)
+    for number in range(10):
+        write_memory(laptop, f"project/t{number % 3}/note_{number}",
+                     memory(f"Note {number}, revised on the laptop", "Body."))
+    sync(laptop)
+    log = git_commands_of(tmp_path, monkeypatch)
+    assert len(sync(desktop)["pulled"]) == 10
+    commands = [c.split(" ", 2)[2] for c in log.read_text(encoding="utf-8").splitlines()]
+    # `git pull` is one fetch and one merge; a sync adds what its safety asks (the link
+    # check's diff, a status before and after for MEMORY.md, the stamp's tree), each once:
+    # not ~25 commands, three `git status` of the whole folder among them.
+    assert len(commands) <= 14, "\n".join(commands)
+    assert sum(c.startswith("status ") for c in commands) <= 2, "\n".join(commands)
+    assert sum(" merge " in f" {c} " for c in commands) == 1
+    asked = [c for c in commands if c.split()[0] in ("merge-base", "diff", "diff-tree",
+                                                        "ls-tree", "ls-files")]
+    assert len(asked) == len(set(asked)), "the same question asked of git twice"
+    assert "ls-files -u -z" not in commands  # git committed the merge: nothing unmerged
+    monkeypatch.undo()
+    assert "Note 9, revised on the laptop" in (desktop / "MEMORY.md").read_text(encoding="utf-8")
+    assert git(desktop, "status", "--porcelain") == ""
+    index_is_current(desktop)

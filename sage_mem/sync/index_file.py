@@ -47,7 +47,7 @@ from ..disk.safe_io import Seen, atomic_write, file_mode, read_or_absent, rewrit
 from ..errors import FileChanged, InvalidId, InvalidMemory
 from ..memory.file_format import parse_bytes
 from ..memory.value import MAX_FILE_BYTES, Memory, memory_from_meta
-from .git import Git
+from .git import Git, SyncError
 
 ENTRIES = "catalog.entries"
 STAMP = "catalog.stamp"
@@ -136,10 +136,10 @@ def _since_stamp(folder: MemoryFolder, git: Git, saved: _Saved, kept: dict[str, 
         return None
     names: set[str] = set()
     if head != since:
-        done = git.run("diff", "--name-only", "-z", "--no-renames", since, head, check=False)
-        if done.returncode != 0:
-            return None
-        names.update(os.fsdecode(p) for p in done.stdout.split(b"\0") if p)
+        try:  # the list the merge asked git for already, when a merge brought `head`
+            names.update(git.changed_paths(since, head))
+        except SyncError:
+            return None  # the stamped commit is gone (a history rewritten)
     if differ is None:
         status = git.run("status", "--porcelain=v1", "-z", "--untracked-files=all",
                          "--no-renames", "--ignored").stdout
