@@ -494,3 +494,40 @@ def test_a_sync_that_receives_changes_runs_few_git_commands(
     assert "Note 9, revised on the laptop" in (desktop / "MEMORY.md").read_text(encoding="utf-8")
     assert git(desktop, "status", "--porcelain") == ""
     index_is_current(desktop)
+
+
+RECEIVE_PROBE = """
+import json, sys
+from sage_mem.cli import main
+try:
+    main(["--dir", sys.argv[1], "sync", "--json"])
+except SystemExit:
+    pass
+print(json.dumps(sorted(m for m in sys.modules if m.startswith("sage_mem."))))
+"""
+
+
+def test_a_sync_that_receives_a_few_changes_imports_no_merge_rules_scan_or_search(
+    tmp_path: Path
+) -> None:
+    remote = bare_remote(tmp_path)
+    laptop = machine(tmp_path / "laptop", remote, "laptop", first=True)
+    filled(laptop, 12)
+    sync(laptop)
+    desktop = machine(tmp_path / "desktop", remote, "desktop")
+    sync(desktop)
+    for number in (1, 5):
+        write_memory(laptop, f"project/t{number % 3}/note_{number}",
+                     memory(f"Note {number}, revised on the laptop", "Body."))
+    sync(laptop)
+    probe = subprocess.run([sys.executable, "-c", RECEIVE_PROBE, str(desktop)],
+                           capture_output=True, text=True, timeout=60, check=True,
+                           env={**os.environ, "SAGE_MEM_AUTOSYNC": "0"})
+    result, _, modules = probe.stdout.rstrip("\n").rpartition("\n")
+    assert sorted(json.loads(result)["pulled"]) == ["project/t1/note_1", "project/t2/note_5"]
+    imported = json.loads(modules)
+    # git merged it by itself (nothing both sides changed): no merge rule ran, no file
+    # needed a secret scan (the remote's own), no search was due for two files.
+    assert not [m for m in imported if m.startswith((
+        "sage_mem.sync.batch_merge", "sage_mem.sync.merge_driver", "sage_mem.memory.merge",
+        "sage_mem.checks.", "sage_mem.search.", "sage_mem.agents.daemon_start"))], imported

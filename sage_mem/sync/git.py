@@ -50,6 +50,12 @@ DRIVER = "sage-mem"
 ATTRIBUTE_LINE = f"*.md merge={DRIVER}"
 MACHINE_KEY = "sage-mem.machine"
 MACHINE_TRAILER = "Sage-Mem-Machine"
+# How sync's own merge runs git (here, not beside the merge rules, so that a merge git
+# commits by itself imports none of them): the driver command that merges nothing, so
+# that git leaves each file both sides changed unmerged for `batch_merge.resolve_all`,
+# and the variable naming the commit merged in, for the driver to name the other machine.
+NO_DRIVER = "false"
+THEIRS_ENV = "SAGE_MEM_THEIRS"
 DEFAULT_BRANCH = "main"
 REMOTE = "origin"
 _MAX_ATTRIBUTES = 1 << 20

@@ -75,7 +75,9 @@ from .git import (
     CHECKED_ENV,
     DRIVER,
     MACHINE_TRAILER,
+    NO_DRIVER,
     REMOTE,
+    THEIRS_ENV,
     Git,
     LinkRefused,
     SyncError,
@@ -835,6 +837,8 @@ class _Sync:
         """Each parked file back at its path, the remote's changes merged into it by the
         merge driver's rules (theirs kept beside it when both changed the same thing);
         still uncommitted, so still held back until the person settles it."""
+        if not self.parked:
+            return  # the common case: no import of the merge rules or the secret patterns
         from ..checks.credentials import redact_name
         from .merge_driver import keep_sibling, merge_versions, other_machine
 
@@ -860,9 +864,6 @@ class _Sync:
             del self.parked[aside]
 
     def merge(self, head: str | None, theirs: str, branch: str) -> None:
-        from .batch_merge import NO_DRIVER
-        from .merge_driver import THEIRS_ENV
-
         self.progress(f"merging {REMOTE}/{branch}")
         self.drop_unstaged_index()
         self.write_record(merging=theirs)
@@ -897,8 +898,6 @@ class _Sync:
         editor's, a plain git's on a machine without `core.symlinks=false`), and what it
         read pushed back. One line names the first such path and the commit that brought it.
         """
-        from ..checks.credentials import redact_name
-
         # What their side brought since the two met (a link both had and this side deleted
         # stays deleted by the merge, and is no reason to refuse it).
         since = (self.git.merge_base(head, theirs) or head) if head else None
@@ -906,6 +905,8 @@ class _Sync:
                   if mode == "120000" or not _inside(path)]
         if not unsafe:
             return
+        from ..checks.credentials import redact_name
+
         mode, path = unsafe[0]
         shown = redact_name(path).encode("unicode_escape").decode("ascii")[:120]
         found = self.git.run("log", "-1", "--format=%h by %an", theirs, "--", path,
@@ -938,12 +939,12 @@ class _Sync:
                             f"it): {why}") from None
 
     def resolve_and_commit(self, head: str | None, theirs: str) -> None:
-        from .batch_merge import resolve_all
-
         merging = (self.git.git_dir / "MERGE_HEAD").exists()
         # A merge git committed itself left nothing unmerged (git refuses to start one on an
         # index with an unmerged path): what is unmerged is asked of a merge left to finish.
         if merging:
+            from .batch_merge import resolve_all
+
             resolve_all(self.git, self.root, theirs, self.put)
         self.restore_edited_archives(head, theirs)
         status = self.status()  # one for both: MEMORY.md's making is no sibling's
@@ -980,8 +981,6 @@ class _Sync:
         """The conflict siblings (`x.conflict-laptop.md`, archived ones too) git does not have
         in HEAD: new in the index or the work tree (one `git status`, not a walk of the
         folder: every file of a side is in HEAD or in the index as new)."""
-        from ..checks.audit import conflict_sibling_of as sibling_of  # only after a merge
-
         changed, ignored = status
         found = set()
         for rel in [*changed, *ignored]:
@@ -991,7 +990,9 @@ class _Sync:
             path = self.root / rel
             if self.folder.id_for(path) is None and self.folder.archived_id_for(path) is None:
                 continue  # not where a walk of the folder finds a memory
-            if not path.is_file() or sibling_of(rel[:-3]) is None:
+            from ..checks.audit import conflict_sibling_of  # only for a sibling's name
+
+            if not path.is_file() or conflict_sibling_of(rel[:-3]) is None:
                 continue
             found.add(rel)
         return found
