@@ -531,3 +531,34 @@ def test_a_sync_that_receives_a_few_changes_imports_no_merge_rules_scan_or_searc
     assert not [m for m in imported if m.startswith((
         "sage_mem.sync.batch_merge", "sage_mem.sync.merge_driver", "sage_mem.memory.merge",
         "sage_mem.checks.", "sage_mem.search.", "sage_mem.agents.daemon_start"))], imported
+
+
+def test_memory_md_after_a_receive_makes_a_memory_only_of_the_files_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sage_mem.memory.value import Memory
+
+    remote = bare_remote(tmp_path)
+    laptop = machine(tmp_path / "laptop", remote, "laptop", first=True)
+    filled(laptop, 30)
+    sync(laptop)
+    desktop = machine(tmp_path / "desktop", remote, "desktop")
+    sync(desktop)
+    write_memory(laptop, "project/t1/note_1", memory("Note 1, revised on the laptop", "Body."))
+    sync(laptop)
+    made: list[str] = []
+    init = Memory.__init__
+
+    def counting_init(self: Memory, *args: Any, **kwargs: Any) -> None:
+        made.append(kwargs.get("id") or args[0])
+        init(self, *args, **kwargs)
+
+    monkeypatch.setattr(Memory, "__init__", counting_init)
+    from sage_mem.sync.steps import sync as run_sync
+
+    assert run_sync(desktop).pulled == ["project/t1/note_1"]
+    # The other 29 lines of MEMORY.md come from the fields kept of them, not a Memory each
+    # (10,000 of those were the largest cost of a receive).
+    assert made == ["project/t1/note_1"], made
+    monkeypatch.undo()
+    assert "Note 1, revised on the laptop" in (desktop / "MEMORY.md").read_text(encoding="utf-8")
