@@ -462,3 +462,103 @@ def test_a_sync_scans_the_same_bytes_for_secrets_once(
     result = sync(desktop)
     assert len(result["pushed"]) == 6
     assert len(scanned) == len(set(scanned)), "the same bytes scanned twice"
+
+
+def test_a_sync_that_receives_changes_runs_few_git_commands(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    remote = bare_remote(tmp_path)
+    laptop = machine(tmp_path / "laptop", remote, "laptop", first=True)
+    filled(laptop, 12)
+    sync(laptop)
+    desktop = machine(tmp_path / "desktop", remote, "desktop")
+    sync(desktop)
+    for number in range(10):
+        write_memory(laptop, f"project/t{number % 3}/note_{number}",
+                     memory(f"Note {number}, revised on the laptop", "Body."))
+    sync(laptop)
+    log = git_commands_of(tmp_path, monkeypatch)
+    assert len(sync(desktop)["pulled"]) == 10
+    commands = [c.split(" ", 2)[2] for c in log.read_text(encoding="utf-8").splitlines()]
+    # `git pull` is one fetch and one merge; a sync adds what its safety asks (the link
+    # check's diff, a status before and after for MEMORY.md, the stamp's tree), each once:
+    # not ~25 commands, three `git status` of the whole folder among them.
+    assert len(commands) <= 14, "\n".join(commands)
+    assert sum(c.startswith("status ") for c in commands) <= 2, "\n".join(commands)
+    assert sum(" merge " in f" {c} " for c in commands) == 1
+    asked = [c for c in commands if c.split()[0] in ("merge-base", "diff", "diff-tree",
+                                                        "ls-tree", "ls-files")]
+    assert len(asked) == len(set(asked)), "the same question asked of git twice"
+    assert "ls-files -u -z" not in commands  # git committed the merge: nothing unmerged
+    monkeypatch.undo()
+    assert "Note 9, revised on the laptop" in (desktop / "MEMORY.md").read_text(encoding="utf-8")
+    assert git(desktop, "status", "--porcelain") == ""
+    index_is_current(desktop)
+
+
+RECEIVE_PROBE = """
+import json, sys
+from sage_mem.cli import main
+try:
+    main(["--dir", sys.argv[1], "sync", "--json"])
+except SystemExit:
+    pass
+print(json.dumps(sorted(m for m in sys.modules if m.startswith("sage_mem."))))
+"""
+
+
+def test_a_sync_that_receives_a_few_changes_imports_no_merge_rules_scan_or_search(
+    tmp_path: Path
+) -> None:
+    remote = bare_remote(tmp_path)
+    laptop = machine(tmp_path / "laptop", remote, "laptop", first=True)
+    filled(laptop, 12)
+    sync(laptop)
+    desktop = machine(tmp_path / "desktop", remote, "desktop")
+    sync(desktop)
+    for number in (1, 5):
+        write_memory(laptop, f"project/t{number % 3}/note_{number}",
+                     memory(f"Note {number}, revised on the laptop", "Body."))
+    sync(laptop)
+    probe = subprocess.run([sys.executable, "-c", RECEIVE_PROBE, str(desktop)],
+                           capture_output=True, text=True, timeout=60, check=True,
+                           env={**os.environ, "SAGE_MEM_AUTOSYNC": "0"})
+    result, _, modules = probe.stdout.rstrip("\n").rpartition("\n")
+    assert sorted(json.loads(result)["pulled"]) == ["project/t1/note_1", "project/t2/note_5"]
+    imported = json.loads(modules)
+    # git merged it by itself (nothing both sides changed): no merge rule ran, no file
+    # needed a secret scan (the remote's own), no search was due for two files.
+    assert not [m for m in imported if m.startswith((
+        "sage_mem.sync.batch_merge", "sage_mem.sync.merge_driver", "sage_mem.memory.merge",
+        "sage_mem.checks.", "sage_mem.search.", "sage_mem.agents.daemon_start"))], imported
+
+
+def test_memory_md_after_a_receive_makes_a_memory_only_of_the_files_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sage_mem.memory.value import Memory
+
+    remote = bare_remote(tmp_path)
+    laptop = machine(tmp_path / "laptop", remote, "laptop", first=True)
+    filled(laptop, 30)
+    sync(laptop)
+    desktop = machine(tmp_path / "desktop", remote, "desktop")
+    sync(desktop)
+    write_memory(laptop, "project/t1/note_1", memory("Note 1, revised on the laptop", "Body."))
+    sync(laptop)
+    made: list[str] = []
+    init = Memory.__init__
+
+    def counting_init(self: Memory, *args: Any, **kwargs: Any) -> None:
+        made.append(kwargs.get("id") or args[0])
+        init(self, *args, **kwargs)
+
+    monkeypatch.setattr(Memory, "__init__", counting_init)
+    from sage_mem.sync.steps import sync as run_sync
+
+    assert run_sync(desktop).pulled == ["project/t1/note_1"]
+    # The other 29 lines of MEMORY.md come from the fields kept of them, not a Memory each
+    # (10,000 of those were the largest cost of a receive).
+    assert made == ["project/t1/note_1"], made
+    monkeypatch.undo()
+    assert "Note 1, revised on the laptop" in (desktop / "MEMORY.md").read_text(encoding="utf-8")

@@ -56,13 +56,14 @@ def _index_in_background(root: Path, pulled: int) -> None:
     """After a sync that brought in more files than a search reads by itself (a join, a
     long absence): the search index built in the background, as a hook starts it, so
     that the first search answers from the cache rather than build it while one waits."""
-    if not pulled:  # the common case, before any import
+    from ..search import HOOK_READS  # the package alone: no search module imported
+
+    if pulled <= HOOK_READS or os.name != "posix":  # the common case, before any import
         return
     from ..agents.daemon_start import build_running, daemon_mode, spawn_detached
     from ..disk.folder import MemoryFolder
-    from ..search.loading import HOOK_READS
 
-    if pulled <= HOOK_READS or os.name != "posix" or daemon_mode() == "none":
+    if daemon_mode() == "none":
         return
     folder = MemoryFolder(root)
     try:

@@ -19,9 +19,30 @@ import re
 import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 from urllib.parse import unquote
 
-from .value import CATEGORIES, Memory
+from .value import CATEGORIES
+
+
+class Listed(Protocol):
+    """What MEMORY.md shows of a memory: a `Memory`, or the few fields sync keeps of one
+    (`sync.index_file`: 10,000 of them made in milliseconds, not a `Memory` each)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def name(self) -> str | None: ...
+    @property
+    def display(self) -> str: ...
+    @property
+    def category(self) -> str | None: ...
+    @property
+    def baseline(self) -> bool: ...
+    @property
+    def baseline_priority(self) -> int: ...
+    @property
+    def archived(self) -> bool: ...
 
 MAX_LINES = 200
 MAX_BYTES = 25_000
@@ -40,7 +61,7 @@ REGION_BEGIN = (
 REGION_END = "<!-- sage-mem:end -->"
 
 
-def entry_line(memory: Memory) -> str:
+def entry_line(memory: Listed) -> str:
     """`- [Title](file.md) — hook`, cut to fit in MAX_LINE_CHARS.
 
     The link is never cut (a cut link is a broken one): a long title is
@@ -68,7 +89,7 @@ def _cut(text: str, limit: int) -> str:
     return text[: max(limit - 1, 0)].rstrip() + "…"
 
 
-def _group(memory: Memory) -> str:
+def _group(memory: Listed) -> str:
     return memory.category or "uncategorized"
 
 
@@ -78,7 +99,7 @@ def _group_order(name: str) -> tuple[int, str]:
     return (len(CATEGORIES) + (1 if name == "uncategorized" else 0), name)
 
 
-def render(memories: Sequence[Memory], retrievals: Mapping[str, int] | None = None) -> str:
+def render(memories: Sequence[Listed], retrievals: Mapping[str, int] | None = None) -> str:
     """The text of MEMORY.md for these (unarchived) memories."""
     memories = sorted((m for m in memories if not m.archived), key=lambda m: m.id)
     if len(memories) <= MAX_LINES:
@@ -97,7 +118,7 @@ def render(memories: Sequence[Memory], retrievals: Mapping[str, int] | None = No
     return _render_groups(sorted(ranked[:low], key=lambda m: m.id), len(ranked) - low)
 
 
-def _ranked(memories: Sequence[Memory], retrievals: Mapping[str, int] | None) -> list[Memory]:
+def _ranked(memories: Sequence[Listed], retrievals: Mapping[str, int] | None) -> list[Listed]:
     """Who stays when the index is cut: baselines by priority, then the most used, then by id."""
     counts = retrievals or {}
     return sorted(
@@ -115,8 +136,8 @@ def _fits(text: str) -> bool:
     return text.count("\n") <= MAX_LINES and len(text.encode("utf-8")) <= MAX_BYTES
 
 
-def _render_groups(memories: Sequence[Memory], more: int) -> str:
-    groups: dict[str, list[Memory]] = {}
+def _render_groups(memories: Sequence[Listed], more: int) -> str:
+    groups: dict[str, list[Listed]] = {}
     for memory in memories:
         groups.setdefault(_group(memory), []).append(memory)
     lines = [HEADER, "", NOTE]
@@ -150,7 +171,7 @@ class IndexUpdate:
 
 def updated_index(
     existing: bytes | None,
-    memories: Sequence[Memory],
+    memories: Sequence[Listed],
     retrievals: Mapping[str, int] | None = None,
 ) -> IndexUpdate:
     """The new MEMORY.md, given the bytes of the current one (None: there is no file).
@@ -445,7 +466,7 @@ def _runs(lines: Sequence[str], kinds: Sequence[str], start: int, stop: int) -> 
 class _Plan:
     """Assembles an owner's file with sage-mem's region, shrunk to fit Claude Code's budget."""
 
-    def __init__(self, bom: bool, newline: str, memories: Sequence[Memory],
+    def __init__(self, bom: bool, newline: str, memories: Sequence[Listed],
                  retrievals: Mapping[str, int] | None) -> None:
         self.bom = bom
         self.newline = newline
@@ -507,7 +528,7 @@ class _Plan:
         if not unlisted and not keep_empty:
             return IndexUpdate(None, owner_text=True)
 
-        def build(listed: Sequence[Memory]) -> str:
+        def build(listed: Sequence[Listed]) -> str:
             region = _region_lines(sorted(listed, key=lambda m: m.id), len(unlisted) - len(listed))
             return "".join((*head, *(line + self.newline for line in region), *tail))
 
@@ -522,7 +543,7 @@ class _Plan:
         return lines <= MAX_LINES and len(_encode(self.bom, text)) <= MAX_BYTES
 
 
-def _largest_fit(ranked: Sequence[Memory], build: Callable[[Sequence[Memory]], str],
+def _largest_fit(ranked: Sequence[Listed], build: Callable[[Sequence[Listed]], str],
                  fits: Callable[[str], bool]) -> str:
     """`build` of the longest prefix of `ranked` that fits (none, when not even the count does)."""
     low, high = 0, min(len(ranked), MAX_LINES)
@@ -535,8 +556,8 @@ def _largest_fit(ranked: Sequence[Memory], build: Callable[[Sequence[Memory]], s
     return build(ranked[:low])
 
 
-def _region_lines(memories: Sequence[Memory], more: int) -> list[str]:
-    groups: dict[str, list[Memory]] = {}
+def _region_lines(memories: Sequence[Listed], more: int) -> list[str]:
+    groups: dict[str, list[Listed]] = {}
     for memory in memories:
         groups.setdefault(_group(memory), []).append(memory)
     lines = [REGION_BEGIN]

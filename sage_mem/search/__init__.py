@@ -19,3 +19,8 @@ own path.
 May import `sage_mem.errors`, `sage_mem.memory` and (`cache`, `loading`) `sage_mem.disk`;
 never the store or an interface.
 """
+
+# The most files a store that may not build (a hook) reads directly: about a
+# millisecond each, so a prompt never waits for more than a few dozen of them. Here,
+# not in `loading`, so that a sync can compare what it pulled without importing a search.
+HOOK_READS = 64

@@ -39,16 +39,13 @@ from typing import Protocol
 
 from ..disk.folder import MemoryFolder
 from ..memory.value import Memory
-from . import cache
+from . import HOOK_READS, cache
 from .building import gc_paused
 from .index import Index
 from .scoring import Scoring
 
 # From this many memories, a store that built its index answers from the cache it wrote.
 ADOPT_CACHE_FROM = 5_000
-# The most files a store that may not build (a hook) reads directly: about a
-# millisecond each, so a prompt never waits for more than a few dozen of them.
-HOOK_READS = 64
 # A build instead of a warm start when more than this many files and a REBUILD_SHARE-th of
 # the folder changed since the cache (`_rebuild_cheaper`).
 REBUILD_AFTER = 256

@@ -3,7 +3,7 @@
 git runs a merge driver as a new process for each file both sides changed:
 a Python start and sage-mem's imports, about 0.1 s of CPU each, 10 s for a
 hundred files. Sync's own `git merge` therefore names a driver that merges
-nothing (`NO_DRIVER`: git keeps each such file unmerged, its three versions
+nothing (`git.NO_DRIVER`: git keeps each such file unmerged, its three versions
 in the index), and `resolve_all` merges them all here by the driver's rules
 (`merge_driver.merge_versions`, `merge_index`): the versions read with one
 `git cat-file --batch`, the results staged with one `git add`. What git
@@ -20,10 +20,6 @@ from pathlib import Path
 
 from .git import Git, SyncError, quoted_paths
 from .merge_driver import INDEX_PATH, keep_sibling, merge_index, merge_versions, other_machine
-
-NO_DRIVER = "false"
-"""The driver command sync's merge runs (`-c merge.sage-mem.driver=false`): it fails, so
-git leaves the path unmerged for `resolve_all`."""
 
 
 def unmerged(git: Git) -> dict[str, dict[int, str]]:

@@ -50,6 +50,12 @@ DRIVER = "sage-mem"
 ATTRIBUTE_LINE = f"*.md merge={DRIVER}"
 MACHINE_KEY = "sage-mem.machine"
 MACHINE_TRAILER = "Sage-Mem-Machine"
+# How sync's own merge runs git (here, not beside the merge rules, so that a merge git
+# commits by itself imports none of them): the driver command that merges nothing, so
+# that git leaves each file both sides changed unmerged for `batch_merge.resolve_all`,
+# and the variable naming the commit merged in, for the driver to name the other machine.
+NO_DRIVER = "false"
+THEIRS_ENV = "SAGE_MEM_THEIRS"
 DEFAULT_BRANCH = "main"
 REMOTE = "origin"
 _MAX_ATTRIBUTES = 1 << 20
@@ -97,6 +103,8 @@ _READS = frozenset({
     "rev-parse", "status", "ls-files", "diff-files", "diff", "diff-tree", "ls-tree", "cat-file",
     "for-each-ref", "merge-base", "log", "show", "ls-remote", "hash-object",
 })
+_LEAVE_REMOTE_REFS = frozenset({"merge", "commit", "add", "checkout", "update-index", "reset",
+                                "rm", "mv"})
 _CONFIG_WRITERS = frozenset({"config", "remote", "branch", "push", "init", "clone", "switch",
                              "checkout", "symbolic-ref"})
 
@@ -122,6 +130,10 @@ class Git:
         self._revs: dict[str, str | None] = {}
         self._head_ref: tuple[str | None] | None = None
         self._trees: dict[str, dict[str, str]] = {}
+        # Answers about two commits by id never change: asked again within a sync (the
+        # merge's checks, MEMORY.md's making, the pulled list), they cost no process.
+        self._bases: dict[tuple[str, str], str | None] = {}
+        self._diffs: dict[tuple[str, str], list[tuple[str, str, str]]] = {}
 
     def run(
         self, *args: str, check: bool = True, input: bytes | None = None,
@@ -151,11 +163,14 @@ class Git:
             return
         if command == "symbolic-ref" and "-q" in args and len(args) <= 4:
             return  # reading HEAD's branch
-        # A fetch moves only the remote's refs (git refuses to fetch into the branch HEAD is on).
-        head = self._revs.get("HEAD") if command == "fetch" else None
+        # A fetch moves only the remote's refs (git refuses to fetch into the branch HEAD is on);
+        # the remote's refs move only with a fetch, a push or a command naming refs (a merge,
+        # a commit, a checkout leave them).
+        kept = {name: rev for name, rev in self._revs.items()
+                if (name == "HEAD" and command == "fetch")
+                or (name.startswith("refs/remotes/") and command in _LEAVE_REMOTE_REFS)}
         self._revs.clear()
-        if head is not None:
-            self._revs["HEAD"] = head
+        self._revs.update(kept)
         if command in _CONFIG_WRITERS:  # which branch HEAD names changes with these too
             self._config = None
             self._head_ref = None
@@ -278,13 +293,23 @@ class Git:
                 if meta:
                     found.append((meta.split()[0].decode(), os.fsdecode(path)))
             return found
+        return [(mode, path) for mode, status, path in self._diff(old, new) if status != "D"]
+
+    def _diff(self, old: str, new: str) -> list[tuple[str, str, str]]:
+        """(new mode, status letter, path) of each file that differs between two commits,
+        renames not followed; remembered for commit ids (the link check and the list of
+        what a merge brings ask it of the same two)."""
+        if (old, new) in self._diffs:
+            return self._diffs[(old, new)]
         records = self.run("diff-tree", "-r", "-z", "--no-renames", "--no-commit-id", old,
                            new).stdout.split(b"\0")
         found = []
         for meta, path in zip(records[::2], records[1::2], strict=False):
             fields = meta.split()
-            if len(fields) >= 5 and fields[4] != b"D":
-                found.append((fields[1].decode(), os.fsdecode(path)))
+            if len(fields) >= 5:
+                found.append((fields[1].decode(), fields[4].decode()[:1], os.fsdecode(path)))
+        if all(re.fullmatch(r"[0-9a-f]{40,64}", rev) for rev in (old, new)):
+            self._diffs[(old, new)] = found
         return found
 
     def tree(self, rev: str) -> dict[str, str]:
@@ -301,9 +326,20 @@ class Git:
             self._trees[rev] = entries
         return entries
 
+    def merge_base(self, one: str, other: str) -> str | None:
+        """The best common ancestor of two commits (given by id), None when they have none."""
+        key = (one, other)
+        if key not in self._bases:
+            done = self.run("merge-base", one, other, check=False)
+            self._bases[key] = done.stdout.decode().strip() or None \
+                if done.returncode == 0 else None
+        return self._bases[key]
+
     def name_status(self, old: str, new: str) -> dict[str, str]:
         """path -> git's status letter (A, D, M, T) of each file that differs between two
         commits, renames not followed."""
+        if old == new:
+            return {}
         records = self.run("diff-tree", "-r", "-z", "--no-renames", "--name-status", old,
                            new).stdout.split(b"\0")
         return {os.fsdecode(path): status.decode()[:1]
@@ -313,8 +349,9 @@ class Git:
         """Files that differ between two commits (all of `new` when `old` is None)."""
         if old is None:
             return sorted(self.tree(new))
-        raw = self.run("diff", "--name-only", "-z", "--no-renames", old, new).stdout
-        return sorted(os.fsdecode(p) for p in raw.split(b"\0") if p)
+        if old == new:
+            return []
+        return sorted(path for _, _, path in self._diff(old, new))
 
 
 def _host_name() -> str:

@@ -39,10 +39,8 @@ from ..errors import InvalidMemory
 from ..memory import catalog
 from ..memory.file_format import DELETE, ParsedFile, edit_frontmatter, parse_bytes
 from ..memory.merge import Version, merge_memory, merge_text, same
-from .git import MACHINE_TRAILER, Git, machine_label, write_new
+from .git import MACHINE_TRAILER, THEIRS_ENV, Git, machine_label, write_new
 
-THEIRS_ENV = "SAGE_MEM_THEIRS"
-"""The commit being merged in, set by `sync` for the driver (to name the other machine)."""
 INDEX_PATH = "MEMORY.md"
 
 

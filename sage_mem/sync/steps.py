@@ -75,7 +75,9 @@ from .git import (
     CHECKED_ENV,
     DRIVER,
     MACHINE_TRAILER,
+    NO_DRIVER,
     REMOTE,
+    THEIRS_ENV,
     Git,
     LinkRefused,
     SyncError,
@@ -560,8 +562,14 @@ class _Sync:
     # 2. commit
 
     def commit_local(self, result: SyncResult, *, message: str | None = None,
-                     merging: bool = False) -> None:
-        changed = {p: s for p, s in self.changed_files().items() if p not in self.parked}
+                     merging: bool = False, changed: dict[str, str] | None = None) -> None:
+        """Commit the changed files (`changed`: path -> `git status` letters, when the
+        caller knows them) but those held back."""
+        if changed is None:
+            changed = self.changed_files()
+        if not changed and not merging:
+            return  # `git status` lists every staged change too: nothing to commit
+        changed = {p: s for p, s in changed.items() if p not in self.parked}
         held = self.scan(self.not_theirs(changed) if merging else changed)
         index_flagged = any(h.path == INDEX_FILE for h in held) and self.generated_index()
         if index_flagged:  # its lines are the memories': staged below without the held ones
@@ -785,7 +793,9 @@ class _Sync:
         head = self.git.head()
         if theirs is None or head == theirs:
             return
-        if head is not None and self.git.ok("merge-base", "--is-ancestor", theirs, head):
+        # Theirs is in ours' history exactly when it is the two's merge base: one `merge-base`
+        # answers this, the link check's and the archive check's question.
+        if head is not None and self.git.merge_base(head, theirs) == theirs:
             return
         self.refuse_unsafe(head, theirs, branch)
         incoming = set(self.git.changed_paths(head, theirs))
@@ -827,6 +837,8 @@ class _Sync:
         """Each parked file back at its path, the remote's changes merged into it by the
         merge driver's rules (theirs kept beside it when both changed the same thing);
         still uncommitted, so still held back until the person settles it."""
+        if not self.parked:
+            return  # the common case: no import of the merge rules or the secret patterns
         from ..checks.credentials import redact_name
         from .merge_driver import keep_sibling, merge_versions, other_machine
 
@@ -852,9 +864,6 @@ class _Sync:
             del self.parked[aside]
 
     def merge(self, head: str | None, theirs: str, branch: str) -> None:
-        from .batch_merge import NO_DRIVER
-        from .merge_driver import THEIRS_ENV
-
         self.progress(f"merging {REMOTE}/{branch}")
         self.drop_unstaged_index()
         self.write_record(merging=theirs)
@@ -889,17 +898,15 @@ class _Sync:
         editor's, a plain git's on a machine without `core.symlinks=false`), and what it
         read pushed back. One line names the first such path and the commit that brought it.
         """
-        from ..checks.credentials import redact_name
-
         # What their side brought since the two met (a link both had and this side deleted
         # stays deleted by the merge, and is no reason to refuse it).
-        base = self.git.run("merge-base", head, theirs, check=False) if head else None
-        since = base.stdout.decode().strip() if base is not None and base.returncode == 0 \
-            else head
+        since = (self.git.merge_base(head, theirs) or head) if head else None
         unsafe = [(mode, path) for mode, path in self.git.entries(since, theirs)
                   if mode == "120000" or not _inside(path)]
         if not unsafe:
             return
+        from ..checks.credentials import redact_name
+
         mode, path = unsafe[0]
         shown = redact_name(path).encode("unicode_escape").decode("ascii")[:120]
         found = self.git.run("log", "-1", "--format=%h by %an", theirs, "--", path,
@@ -932,10 +939,13 @@ class _Sync:
                             f"it): {why}") from None
 
     def resolve_and_commit(self, head: str | None, theirs: str) -> None:
-        from .batch_merge import resolve_all
-
         merging = (self.git.git_dir / "MERGE_HEAD").exists()
-        resolve_all(self.git, self.root, theirs, self.put)
+        # A merge git committed itself left nothing unmerged (git refuses to start one on an
+        # index with an unmerged path): what is unmerged is asked of a merge left to finish.
+        if merging:
+            from .batch_merge import resolve_all
+
+            resolve_all(self.git, self.root, theirs, self.put)
         self.restore_edited_archives(head, theirs)
         status = self.status()  # one for both: MEMORY.md's making is no sibling's
         self.regenerate_index(status)
@@ -948,7 +958,18 @@ class _Sync:
             if memory_id not in self.result.conflicts:
                 self.result.conflicts.append(memory_id)
         message = f"sync: merge {REMOTE} into {self.machine}" if merging else None
-        self.commit_local(self.result, message=message, merging=merging)
+        changed = None
+        if not merging:
+            # git committed the merge (a fast-forward, or no file changed on both sides):
+            # what changed since the status above is MEMORY.md alone, when
+            # the regeneration rewrote it (a memory saved meanwhile waits for the next
+            # sync, as one saved after any status does); every changed file is scanned,
+            # whatever its status letters, so no second `git status` of the whole folder.
+            changed = dict(status[0])
+            if self.made is not None and self.made.changed:
+                code = changed.get(INDEX_FILE, " M")
+                changed[INDEX_FILE] = code if code[1] != " " else code[0] + "M"
+        self.commit_local(self.result, message=message, merging=merging, changed=changed)
         self.stamp_index()
 
     def regenerate_index(self, status: tuple[dict[str, str], list[str]] | None = None) -> None:
@@ -960,8 +981,6 @@ class _Sync:
         """The conflict siblings (`x.conflict-laptop.md`, archived ones too) git does not have
         in HEAD: new in the index or the work tree (one `git status`, not a walk of the
         folder: every file of a side is in HEAD or in the index as new)."""
-        from ..checks.audit import conflict_sibling_of as sibling_of  # only after a merge
-
         changed, ignored = status
         found = set()
         for rel in [*changed, *ignored]:
@@ -971,7 +990,9 @@ class _Sync:
             path = self.root / rel
             if self.folder.id_for(path) is None and self.folder.archived_id_for(path) is None:
                 continue  # not where a walk of the folder finds a memory
-            if not path.is_file() or sibling_of(rel[:-3]) is None:
+            from ..checks.audit import conflict_sibling_of  # only for a sibling's name
+
+            if not path.is_file() or conflict_sibling_of(rel[:-3]) is None:
                 continue
             found.add(rel)
         return found
@@ -987,10 +1008,9 @@ class _Sync:
         """A memory archived on one side and edited on the other comes back, with the edit."""
         if head is None:
             return
-        done = self.git.run("merge-base", head, theirs, check=False)
-        if done.returncode != 0:
-            return
-        base = done.stdout.decode().strip()
+        base = self.git.merge_base(head, theirs)
+        if base is None or base in (head, theirs):
+            return  # a fast-forward: one side changed nothing, archived nothing
         # What each side changed since the two met (git compares trees by id: no listing of
         # every file of three commits).
         changes = {side: self.git.name_status(base, side) for side in (head, theirs)}
