@@ -37,7 +37,7 @@ PUBLIC_NAMES = [
 
 STORE_METHODS = {
     "__init__": "path=None, *, watch=True, poll=False, half_life_days=None, state_dir=None, "
-                "reconcile_seconds=30.0, build=True",
+                "reconcile_seconds=30.0, build=True, by_folders=False",
     "search": "query, *, limit=10, offset=0, category=None, project=None, tags=None, "
               "archived=False, model_tokens=None, now=None, max_postings=None",
     "read": "memory_id",

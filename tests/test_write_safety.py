@@ -195,6 +195,7 @@ class Interference:
             save()
 
 
+@pytest.mark.property  # 40 interleavings of two writers (200 with SAGE_MEM_SLOW): the slow tier
 @settings(max_examples=200 if SLOW else 40, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(plan=plans())
