@@ -48,6 +48,22 @@ def filled(folder: Path, count: int, start: int = 0) -> None:
             f"Note number {number} about the build", f"Body of note {number}.\n\nMore text."))
 
 
+def both_sides_edited(tmp_path: Path) -> tuple[Path, Path]:
+    """Two machines of one remote, each having changed another field of the same six notes."""
+    remote = bare_remote(tmp_path)
+    laptop = machine(tmp_path / "laptop", remote, "laptop", first=True)
+    filled(laptop, 6)
+    sync(laptop)
+    desktop = machine(tmp_path / "desktop", remote, "desktop")
+    for number in range(6):
+        name = f"project/t{number % 3}/note_{number}.md"
+        for folder, old, new in ((laptop, "description: Note", "description: Laptop's note"),
+                                 (desktop, "More text.", "More text, from the desktop.")):
+            path = folder / name
+            path.write_text(path.read_text(encoding="utf-8").replace(old, new), encoding="utf-8")
+    return laptop, desktop
+
+
 def count_indexed(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """How many memories go into a search index (a put or a build), from now on."""
     seen: list[int] = []
@@ -143,17 +159,7 @@ def test_files_changed_on_both_sides_are_merged_without_a_driver_process(
     # The registered driver records that git started it (and fails, leaving the path to sync).
     monkeypatch.setattr("sage_mem.sync.git.driver_command",
                         lambda: f"echo %P >> {marker}; exit 1")
-    remote = bare_remote(tmp_path)
-    laptop = machine(tmp_path / "laptop", remote, "laptop", first=True)
-    filled(laptop, 6)
-    sync(laptop)
-    desktop = machine(tmp_path / "desktop", remote, "desktop")
-    for number in range(6):
-        name = f"project/t{number % 3}/note_{number}.md"
-        for folder, old, new in ((laptop, "description: Note", "description: Laptop's note"),
-                                 (desktop, "More text.", "More text, from the desktop.")):
-            path = folder / name
-            path.write_text(path.read_text(encoding="utf-8").replace(old, new), encoding="utf-8")
+    laptop, desktop = both_sides_edited(tmp_path)
     sync(laptop)
     result = sync(desktop)
     assert not marker.exists(), marker.read_text()
@@ -443,17 +449,7 @@ def test_a_sync_scans_the_same_bytes_for_secrets_once(
     push still scans what it did not: tests/test_sync.py, a secret committed by hand)."""
     from sage_mem.sync import steps
 
-    remote = bare_remote(tmp_path)
-    laptop = machine(tmp_path / "laptop", remote, "laptop", first=True)
-    filled(laptop, 6)
-    sync(laptop)
-    desktop = machine(tmp_path / "desktop", remote, "desktop")
-    for number in range(6):
-        name = f"project/t{number % 3}/note_{number}.md"
-        for folder, old, new in ((laptop, "description: Note", "description: Laptop's note"),
-                                 (desktop, "More text.", "More text, from the desktop.")):
-            path = folder / name
-            path.write_text(path.read_text(encoding="utf-8").replace(old, new), encoding="utf-8")
+    laptop, desktop = both_sides_edited(tmp_path)
     sync(laptop)
     scanned: list[bytes] = []
     real = steps.secret_reason
