@@ -48,6 +48,22 @@ def filled(folder: Path, count: int, start: int = 0) -> None:
             f"Note number {number} about the build", f"Body of note {number}.\n\nMore text."))
 
 
+def two_to_receive(tmp_path: Path) -> tuple[Path, Path]:
+    """Two machines of twelve notes, the laptop having pushed two revised ones the desktop
+    has yet to receive."""
+    remote = bare_remote(tmp_path)
+    laptop = machine(tmp_path / "laptop", remote, "laptop", first=True)
+    filled(laptop, 12)
+    sync(laptop)
+    desktop = machine(tmp_path / "desktop", remote, "desktop")
+    sync(desktop)
+    for number in (1, 5):
+        write_memory(laptop, f"project/t{number % 3}/note_{number}",
+                     memory(f"Note {number}, revised on the laptop", "Body."))
+    sync(laptop)
+    return laptop, desktop
+
+
 def both_sides_edited(tmp_path: Path) -> tuple[Path, Path]:
     """Two machines of one remote, each having changed another field of the same six notes."""
     remote = bare_remote(tmp_path)
@@ -319,16 +335,7 @@ def test_a_sync_with_nothing_changed_walks_no_folder_and_reads_no_memory(
 def test_a_sync_that_receives_changes_reads_only_them(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    remote = bare_remote(tmp_path)
-    laptop = machine(tmp_path / "laptop", remote, "laptop", first=True)
-    filled(laptop, 12)
-    sync(laptop)
-    desktop = machine(tmp_path / "desktop", remote, "desktop")
-    sync(desktop)
-    for number in (1, 5):
-        write_memory(laptop, f"project/t{number % 3}/note_{number}",
-                     memory(f"Note {number}, revised on the laptop", "Body."))
-    sync(laptop)
+    laptop, desktop = two_to_receive(tmp_path)
     seen = counting_walks(monkeypatch)
     assert sorted(sync(desktop)["pulled"]) == ["project/t1/note_1", "project/t2/note_5"]
     # MEMORY.md made once, after the merge (nothing had changed here before it), from the
@@ -506,16 +513,7 @@ print(json.dumps(sorted(m for m in sys.modules if m.startswith("sage_mem."))))
 def test_a_sync_that_receives_a_few_changes_imports_no_merge_rules_scan_or_search(
     tmp_path: Path
 ) -> None:
-    remote = bare_remote(tmp_path)
-    laptop = machine(tmp_path / "laptop", remote, "laptop", first=True)
-    filled(laptop, 12)
-    sync(laptop)
-    desktop = machine(tmp_path / "desktop", remote, "desktop")
-    sync(desktop)
-    for number in (1, 5):
-        write_memory(laptop, f"project/t{number % 3}/note_{number}",
-                     memory(f"Note {number}, revised on the laptop", "Body."))
-    sync(laptop)
+    laptop, desktop = two_to_receive(tmp_path)
     probe = subprocess.run([sys.executable, "-c", RECEIVE_PROBE, str(desktop)],
                            capture_output=True, text=True, timeout=60, check=True,
                            env={**os.environ, "SAGE_MEM_AUTOSYNC": "0"})
