@@ -223,3 +223,35 @@ def test_a_file_that_breaks_the_loader_is_a_bug_not_a_problem(
     monkeypatch.setattr(store_module, "load_memory", broken)
     with pytest.raises(RuntimeError):
         MemoryStore(big, watch=False)
+
+
+def test_a_daemon_stopped_while_its_vectors_start_ends_cleanly_with_its_log(big: Path) -> None:
+    """SIGTERM the moment the daemon answers hooks: it ends (exit 0) and logs how many.
+
+    With the semantic extra the start of the background embedding (importing
+    the model) takes seconds on a busy machine; a SIGTERM in that time once
+    killed the daemon by the default action, without its last log line.
+    Here that start is made slow on purpose, so the test fails when the
+    signals are handled only after it."""
+    slow_start = (
+        "import sys, time\n"
+        "from sage_mem import store\n"
+        "original = store.MemoryStore.keep_vectors\n"
+        "def slow(self, *args, **kwargs):\n"
+        "    time.sleep(3)\n"
+        "    return original(self, *args, **kwargs)\n"
+        "store.MemoryStore.keep_vectors = slow\n"
+        "from sage_mem.cli import main\n"
+        "sys.exit(main(sys.argv[1:]))\n"
+    )
+    process = subprocess.Popen([sys.executable, "-c", slow_start, "--dir", str(big), "daemon",
+                                "--idle", "60"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        wait_until(lambda: any("answering hooks" in line for line in daemon_log(big)),
+                   timeout=60)
+        process.terminate()
+        _, err = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    assert process.returncode == 0, err
+    assert any(line.endswith("ending: answered 0 hooks") for line in daemon_log(big))

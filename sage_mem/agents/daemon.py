@@ -142,6 +142,11 @@ def run_daemon(root: Path, *, idle: float = IDLE_SECONDS, build_only: bool = Fal
             f"{time.monotonic() - started:.2f} s{wrote}")
         if build_only:
             return 0
+        # Handled from here on, before the listener and the vectors start (with the semantic
+        # extra, seconds of model import): a SIGTERM then ends the loop below, with its log.
+        stop = threading.Event()
+        for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(signum, lambda *_: stop.set())
         listener = listen_for_hooks(store)
         if listener is None:
             ending("another process answers this folder's hooks; ending",
@@ -151,9 +156,6 @@ def run_daemon(root: Path, *, idle: float = IDLE_SECONDS, build_only: bool = Fal
             return 0
         log(f"answering hooks on {listener.path} until idle for {idle:.0f} s")
         store.keep_vectors(log)  # with the semantic extra: vectors made in the background
-        stop = threading.Event()
-        for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-            signal.signal(signum, lambda *_: stop.set())
         while not stop.wait(min(1.0, idle)):
             if time.monotonic() - listener.last_request >= idle:
                 break
