@@ -79,6 +79,33 @@ def test_the_list_pages_through_every_memory_with_a_true_total(
             context.close()
 
 
+def test_the_second_click_of_a_double_click_on_show_more_opens_no_memory(
+    browser: Any, folder: Path
+) -> None:
+    """A double click on "Show more": the first click appends a page, which moves the button
+    down; when that page comes back before the second click, a card sits under the pointer.
+    The second click of a double click (its `detail` is 2) opens nothing; a card's own click
+    still opens its memory."""
+    many(folder, 250)
+    with MemoryStore(folder, watch=False) as store, UiServer(store, port=0).start() as running:
+        context = browser.new_context(viewport={"width": 1280, "height": 860})
+        try:
+            shown = context.new_page()
+            shown.goto(running.url)
+            rows = shown.locator("#results li.result")
+            expect(rows).to_have_count(100)
+            card = shown.locator("#results a.card").first
+            card.dispatch_event("click", {"detail": 2, "button": 0})
+            shown.wait_for_timeout(200)
+            assert "#/m/" not in shown.url
+            expect(rows).to_have_count(100)
+            opened = rows.first.get_attribute("data-id")
+            card.click()
+            expect(shown).to_have_url(re.compile("#/m/" + re.escape(str(opened)) + "$"))
+        finally:
+            context.close()
+
+
 # 5: Enter opens the first result of what is in the box
 
 

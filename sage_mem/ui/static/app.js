@@ -529,7 +529,9 @@
 
     function card(m) {
       return h("li", { class: "result", dataset: { id: m.id } },
-        h("a", { class: "card", href: memoryHref(m.id) },
+        // The second click of a double click opens nothing: after a double click on "Show more"
+        // whose first click's page came back at once, a card sits where the button was.
+        h("a", { class: "card", href: memoryHref(m.id), onclick: (event) => { if (event.detail > 1) event.preventDefault(); } },
           // The person's description, always: a dream's summary never stands in for it.
           h("div", { class: "desc" }, m.description),
           h("div", { class: "meta" },
