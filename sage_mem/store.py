@@ -62,7 +62,13 @@ from .errors import (
     SecretRefused,
     StoreLocked,
 )
-from .memory.file_format import DELETE, conflict_marker_line, parse_bytes, sha256_bytes
+from .memory.file_format import (
+    DELETE,
+    conflict_marker_line,
+    memory_text,
+    parse_bytes,
+    sha256_bytes,
+)
 from .memory.json_view import camel_dict
 from .memory.value import MAX_FILE_BYTES, Memory, memory_from_meta, now_iso
 from .search.index import Hit, Index
@@ -1441,12 +1447,7 @@ class MemoryStore:
 
         canonical = self.folder.normalize_id(memory_id)
         path = self.folder.path_for(canonical)
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError:
-            raise InvalidMemory(
-                f"{canonical}: not written: the text is not UTF-8", path=path
-            ) from None
+        text = memory_text(data, path, f"{canonical}: not written")
 
         def replaced(seen: Seen) -> bytes | None:
             if seen.raw is None:
@@ -1596,12 +1597,7 @@ def check_new_file(path: Path, data: bytes, *, allow_secret: bool = False) -> No
     not read back, and SecretRefused for a line that looks like a credential
     (unless `allow_secret`). For a dry run to say what the run would refuse.
     """
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InvalidMemory(
-            f"{path.name}: not written: not valid UTF-8 (byte {exc.start})", path=path
-        ) from None
+    text = memory_text(data, path, f"{path.name}: not written")
     _checked_bytes(path, text, None, allow_secret=allow_secret)
 
 
