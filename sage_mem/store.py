@@ -67,6 +67,7 @@ from .memory.file_format import (
     conflict_marker_line,
     memory_text,
     parse_bytes,
+    parsed_or_none,
     sha256_bytes,
 )
 from .memory.json_view import camel_dict
@@ -1453,10 +1454,7 @@ class MemoryStore:
             if seen.raw is None:
                 raise MemoryNotFound(f"no memory {canonical!r}", path=path)
             check_expected(path, seen.raw, expected_sha256)
-            try:
-                parsed = parse_bytes(seen.raw, path)
-            except InvalidMemory:
-                parsed = None
+            parsed = parsed_or_none(seen.raw, path)
             if parsed is not None and memory_from_meta(
                 canonical, path, parsed.meta, parsed.body
             ).locked:
@@ -1649,10 +1647,7 @@ def _refuse_decoded_secrets(
         return
     before: set[str] = set()
     if old:
-        try:
-            old_parsed = parse_bytes(old, path)
-        except InvalidMemory:
-            old_parsed = None
+        old_parsed = parsed_or_none(old, path)
         if old_parsed is not None:
             before = {str(v) for v in old_parsed.meta.values()}
     for key, match in found:

@@ -215,6 +215,15 @@ def memory_text(raw: bytes, path: Path | str, shown: str, advice: str = "") -> s
                             path=path) from None
 
 
+def parsed_or_none(raw: bytes, path: Path | str = "<memory>") -> ParsedFile | None:
+    """`parse_bytes(raw, path)`, or None for bytes that do not parse: where a file that cannot
+    be read is judged by other means (a conflict, a lock, a secret already there)."""
+    try:
+        return parse_bytes(raw, path)
+    except InvalidMemory:
+        return None
+
+
 def parse_bytes(raw: bytes, path: Path | str = "<memory>") -> ParsedFile:
     """Parse a memory file's bytes. Raises InvalidMemory when it cannot be read at all."""
     digest = sha256_bytes(raw)
