@@ -203,17 +203,32 @@ def _entries(header: dict) -> tuple[list[str], list[str], list[int]] | None:
 
 def _unframe_for(
     data: bytes, magic: bytes, version: int, model: Model, text_version: int
-) -> tuple[dict, bytes] | None:
-    """(header, body) of a file of this kind, format, model and text rule; None for any other."""
+) -> tuple[list[str], list[str], list[int], bytes] | None:
+    """(ids, text hashes, counts, body) of a file of this kind, format, model and text rule,
+    its entries well formed and its body whole (CRC); None for any other."""
     framed = _unframe(data, magic)
     if framed is None:
         return None
-    header = framed[0]
+    header, body = framed
     if header.get("format") != version or (
             header.get("model"), header.get("version"), header.get("dimension"),
             header.get("text")) != (model.name, model.version, model.dimension, text_version):
         return None
-    return framed
+    entries = _entries(header)
+    if entries is None or zlib.crc32(body) != header.get("crc"):
+        return None
+    return (*entries, body)
+
+
+def _frame_for(
+    magic: bytes, version: int, text_version: int, stored: Stored | LatentStored, body: bytes
+) -> bytes:
+    """The file of `stored` (either kind) with `body`, its header as `_unframe_for` reads it."""
+    return _frame(magic, {
+        "format": version, "model": stored.model.name, "version": stored.model.version,
+        "dimension": stored.model.dimension, "text": text_version, "ids": stored.ids,
+        "hashes": stored.hashes, "counts": stored.counts,
+    }, body)
 
 
 def decode(data: bytes, model: Model) -> Stored | None:
@@ -222,13 +237,9 @@ def decode(data: bytes, model: Model) -> Stored | None:
     framed = _unframe_for(data, MAGIC, FORMAT_VERSION, model, TEXT_VERSION)
     if framed is None:
         return None
-    header, body = framed
-    entries = _entries(header)
-    if entries is None or not all(n >= 1 for n in entries[2]):
-        return None
-    ids, hashes, counts = entries
+    ids, hashes, counts, body = framed
     rows = sum(counts)
-    if len(body) != rows * model.dimension * 4 or zlib.crc32(body) != header.get("crc"):
+    if not all(n >= 1 for n in counts) or len(body) != rows * model.dimension * 4:
         return None
     matrix = np.frombuffer(body, dtype="<f4").reshape(rows, model.dimension).astype(np.float32)
     return Stored(model, list(ids), list(hashes), matrix, list(counts))
@@ -238,11 +249,7 @@ def encode(stored: Stored) -> bytes:
     import numpy as np
 
     body = np.ascontiguousarray(stored.matrix, dtype="<f4").tobytes()
-    return _frame(MAGIC, {
-        "format": FORMAT_VERSION, "model": stored.model.name, "version": stored.model.version,
-        "dimension": stored.model.dimension, "text": TEXT_VERSION, "ids": stored.ids,
-        "hashes": stored.hashes, "counts": stored.counts,
-    }, body)
+    return _frame_for(MAGIC, FORMAT_VERSION, TEXT_VERSION, stored, body)
 
 
 def save(path: Path, stored: Stored) -> None:
@@ -303,13 +310,9 @@ def decode_latent(data: bytes, model: Model) -> LatentStored | None:
     framed = _unframe_for(data, LATENT_MAGIC, LATENT_FORMAT_VERSION, model, LATENT_TEXT_VERSION)
     if framed is None:
         return None
-    header, body = framed
-    entries = _entries(header)
-    if entries is None:
-        return None
-    ids, hashes, counts = entries
+    ids, hashes, counts, body = framed
     total = sum(counts)
-    if len(body) != total * 8 or zlib.crc32(body) != header.get("crc"):
+    if len(body) != total * 8:
         return None
     indices = np.frombuffer(body[: total * 4], dtype="<i4").astype(np.int32)
     values = np.frombuffer(body[total * 4 :], dtype="<f4").astype(np.float32)
@@ -323,12 +326,7 @@ def encode_latent(stored: LatentStored) -> bytes:
 
     body = (np.ascontiguousarray(stored.indices, dtype="<i4").tobytes()
             + np.ascontiguousarray(stored.values, dtype="<f4").tobytes())
-    return _frame(LATENT_MAGIC, {
-        "format": LATENT_FORMAT_VERSION, "model": stored.model.name,
-        "version": stored.model.version, "dimension": stored.model.dimension,
-        "text": LATENT_TEXT_VERSION, "ids": stored.ids, "hashes": stored.hashes,
-        "counts": stored.counts,
-    }, body)
+    return _frame_for(LATENT_MAGIC, LATENT_FORMAT_VERSION, LATENT_TEXT_VERSION, stored, body)
 
 
 def load_latent(path: Path, model: Model) -> LatentStored | None:
