@@ -426,19 +426,18 @@ class _Layout:
 
     def sentence_span(self, start: int, end: int) -> tuple[int, int]:
         """(start, end) of the sentence around segment[start:end]: between breaks."""
-        before = bisect_left(self.breaks, start)
-        head = self.breaks[before - 1] + 1 if before else 0
-        after = bisect_left(self.breaks, end)
-        tail = self.breaks[after] if after < len(self.breaks) else len(self.segment)
-        return head, tail
+        return self._between(self.breaks, start, end)
 
     def line_span(self, start: int, end: int) -> tuple[int, int]:
         """(start, end) of the line segment[start:end] is on (`end` past it: from `end`)."""
-        before = bisect_left(self.newlines, start)
-        line_start = self.newlines[before - 1] + 1 if before else 0
-        after = bisect_left(self.newlines, end)
-        line_end = self.newlines[after] if after < len(self.newlines) else len(self.segment)
-        return line_start, line_end
+        return self._between(self.newlines, start, end)
+
+    def _between(self, bounds: list[int], start: int, end: int) -> tuple[int, int]:
+        """(start, end) around segment[start:end] from the bound before `start` (sorted
+        positions, each a character that ends a stretch) to the first at or past `end`."""
+        before, after = bisect_left(bounds, start), bisect_left(bounds, end)
+        return (bounds[before - 1] + 1 if before else 0,
+                bounds[after] if after < len(bounds) else len(self.segment))
 
     def count(self, mark: str, start: int, end: int) -> int:
         """How many `mark` are in segment[start:end]."""
