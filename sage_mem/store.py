@@ -995,12 +995,7 @@ class MemoryStore:
                 canonical[len(prefix):]
             )
             target = self.folder.path_for(restored_id)
-            if os.path.lexists(target):
-                raise ConflictError(
-                    f"{restored_id}: a memory of that id exists now; not overwritten "
-                    "(archive or rename it first)",
-                    path=target,
-                )
+            self._check_free(target, restored_id)
             self._make_folders_for(target)
             self._move_to_free(source, target, restored_id)
             self._rewrite(target, lambda seen: without_marks(seen.raw))
@@ -1055,10 +1050,7 @@ class MemoryStore:
         self.folder.check_new_id(new)
         with self._write_lock():
             self._check_movable(old_path, old, expected_sha256)
-            if os.path.lexists(new_path):
-                raise ConflictError(
-                    f"{new}: a memory of that id exists; not overwritten", path=new_path
-                )
+            self._check_free(new_path, new)
             before = Ids.of([*(m.id for m in self.list()), old])
             after = before.renamed(old, new)
             self._make_folders_for(new_path)
@@ -1230,6 +1222,13 @@ class MemoryStore:
             memory = self._note_written(path, canonical)
             self._catalog_after(why)
         return memory
+
+    def _check_free(self, target: Path, target_id: str) -> None:
+        """Under the write lock, before a rename or a restore moves a memory to `target`:
+        ConflictError when a file is there (a memory is never moved over another)."""
+        if os.path.lexists(target):
+            raise ConflictError(f"{target_id}: a memory of that id exists now; not overwritten "
+                                "(archive or rename it first)", path=target)
 
     def _move_to_free(self, source: Path, target: Path, target_id: str) -> None:
         """Move `source` to `target`, a name found free; ConflictError (nothing moved) when a
