@@ -5,8 +5,9 @@ lexical top `DEPTH` (BM25F, `search/index.py`) together with the `DEPTH`
 memories whose vectors lie nearest the query (`search/semantic.py`), after
 the same filters. `search` walks it one way: the lexical list (`Index.search`,
 the query path of `search/query.py`), the semantic list over the same filters
-and candidates (`semantic_list`), their fusion (`fuse`), then the hits. Each side's scores are scaled to 0..1 over the candidates
-(min-max), and each candidate scores
+and candidates (`semantic_list`), their fusion (`fuse`), then the hits. Each
+side's scores are scaled to 0..1 over the candidates (min-max), and each
+candidate scores
 
     fused = LEXICAL_WEIGHT * lexical + (1 - LEXICAL_WEIGHT) * semantic
 
@@ -77,6 +78,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from ..memory.markdown import mask_code
 from .index import Hit, Index
+from .query import Filters
 from .tokens import MONTHS
 from .vectors import PASSAGE_CHARS
 
@@ -166,15 +168,6 @@ def fuse(
     return [(key, fused[key] ** spread * unit) for key in ranked]
 
 
-class Filters(NamedTuple):
-    """What a search may return (`Index.search`'s filters), for both lists alike."""
-
-    category: str | Sequence[str] | None
-    project: str | None
-    tags: Sequence[str] | None
-    archived: bool
-
-
 class SemanticList(NamedTuple):
     """The semantic side of a fused search, over the lexical top and the nearest memories."""
 
@@ -197,7 +190,7 @@ def semantic_list(
     semantic.reload()  # a stat; the file is read again only when another process wrote it
     scored = semantic.scored(semantic.query_vector(query))
     near = scored.nearest(2 * wanted)
-    passing = set(index.passing([key for key, _ in near], **filters._asdict()))
+    passing = set(index.passing([key for key, _ in near], filters))
     memories = {}
     for key in [*lexical, *(key for key, _ in near if key in passing)]:
         memory = index.get(key)
@@ -262,4 +255,4 @@ def search(
 
 
 __all__ = ["DEPTH", "FIGURE_LEXICAL_WEIGHT", "LATENT_WEIGHT", "LEXICAL_WEIGHT", "SPREAD",
-           "Filters", "SemanticList", "fuse", "search", "semantic_list", "writes_figure"]
+           "SemanticList", "fuse", "search", "semantic_list", "writes_figure"]
