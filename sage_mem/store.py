@@ -62,7 +62,14 @@ from .errors import (
     SecretRefused,
     StoreLocked,
 )
-from .memory.file_format import DELETE, conflict_marker_line, parse_bytes, sha256_bytes
+from .memory.file_format import (
+    DELETE,
+    conflict_marker_line,
+    memory_text,
+    parse_bytes,
+    parsed_or_none,
+    sha256_bytes,
+)
 from .memory.json_view import camel_dict
 from .memory.value import MAX_FILE_BYTES, Memory, memory_from_meta, now_iso
 from .search.index import Hit, Index
@@ -988,12 +995,7 @@ class MemoryStore:
                 canonical[len(prefix):]
             )
             target = self.folder.path_for(restored_id)
-            if os.path.lexists(target):
-                raise ConflictError(
-                    f"{restored_id}: a memory of that id exists now; not overwritten "
-                    "(archive or rename it first)",
-                    path=target,
-                )
+            self._check_free(target, restored_id)
             self._make_folders_for(target)
             self._move_to_free(source, target, restored_id)
             self._rewrite(target, lambda seen: without_marks(seen.raw))
@@ -1048,10 +1050,7 @@ class MemoryStore:
         self.folder.check_new_id(new)
         with self._write_lock():
             self._check_movable(old_path, old, expected_sha256)
-            if os.path.lexists(new_path):
-                raise ConflictError(
-                    f"{new}: a memory of that id exists; not overwritten", path=new_path
-                )
+            self._check_free(new_path, new)
             before = Ids.of([*(m.id for m in self.list()), old])
             after = before.renamed(old, new)
             self._make_folders_for(new_path)
@@ -1223,6 +1222,13 @@ class MemoryStore:
             memory = self._note_written(path, canonical)
             self._catalog_after(why)
         return memory
+
+    def _check_free(self, target: Path, target_id: str) -> None:
+        """Under the write lock, before a rename or a restore moves a memory to `target`:
+        ConflictError when a file is there (a memory is never moved over another)."""
+        if os.path.lexists(target):
+            raise ConflictError(f"{target_id}: a memory of that id exists now; not overwritten "
+                                "(archive or rename it first)", path=target)
 
     def _move_to_free(self, source: Path, target: Path, target_id: str) -> None:
         """Move `source` to `target`, a name found free; ConflictError (nothing moved) when a
@@ -1441,21 +1447,13 @@ class MemoryStore:
 
         canonical = self.folder.normalize_id(memory_id)
         path = self.folder.path_for(canonical)
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError:
-            raise InvalidMemory(
-                f"{canonical}: not written: the text is not UTF-8", path=path
-            ) from None
+        text = memory_text(data, path, f"{canonical}: not written")
 
         def replaced(seen: Seen) -> bytes | None:
             if seen.raw is None:
                 raise MemoryNotFound(f"no memory {canonical!r}", path=path)
             check_expected(path, seen.raw, expected_sha256)
-            try:
-                parsed = parse_bytes(seen.raw, path)
-            except InvalidMemory:
-                parsed = None
+            parsed = parsed_or_none(seen.raw, path)
             if parsed is not None and memory_from_meta(
                 canonical, path, parsed.meta, parsed.body
             ).locked:
@@ -1596,12 +1594,7 @@ def check_new_file(path: Path, data: bytes, *, allow_secret: bool = False) -> No
     not read back, and SecretRefused for a line that looks like a credential
     (unless `allow_secret`). For a dry run to say what the run would refuse.
     """
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InvalidMemory(
-            f"{path.name}: not written: not valid UTF-8 (byte {exc.start})", path=path
-        ) from None
+    text = memory_text(data, path, f"{path.name}: not written")
     _checked_bytes(path, text, None, allow_secret=allow_secret)
 
 
@@ -1653,10 +1646,7 @@ def _refuse_decoded_secrets(
         return
     before: set[str] = set()
     if old:
-        try:
-            old_parsed = parse_bytes(old, path)
-        except InvalidMemory:
-            old_parsed = None
+        old_parsed = parsed_or_none(old, path)
         if old_parsed is not None:
             before = {str(v) for v in old_parsed.meta.values()}
     for key, match in found:

@@ -1417,3 +1417,23 @@ def test_the_corpus_holds_at_least_40_cases_of_bad_input() -> None:
     assert sum(len(corpus) for corpus in corpora) >= 40
     ids = [case.id for corpus in corpora for case in corpus]
     assert len(ids) == len(set(ids)) or len(set(ids)) > 40
+
+
+@pytest.mark.parametrize("how", ["create_file", "replace_file"])
+def test_a_raw_save_that_is_not_utf8_is_refused_naming_its_first_bad_byte(
+    tmp_path: Path, how: str
+) -> None:
+    """One rule for a memory's bytes (`file_format.memory_text`): the parse, a new file's
+    check and the raw editor's save each name the byte, and nothing is written."""
+    store = MemoryStore(tmp_path, watch=False)
+    store.write("user_cat", description="The cat is called Sesame", category="user")
+    before = (tmp_path / "user_cat.md").read_bytes()
+    data = b"---\ndescription: caf\xe9\n---\n"
+    with pytest.raises(SageMemError) as refused:
+        if how == "create_file":
+            store.create_file("user_dog", data)
+        else:
+            store.replace_file("user_cat", data, expected_sha256=store.read("user_cat").sha256)
+    assert "not written: not valid UTF-8 (byte 20)" in str(refused.value)
+    assert (tmp_path / "user_cat.md").read_bytes() == before
+    assert not (tmp_path / "user_dog.md").exists()

@@ -133,6 +133,26 @@ def test_rename_never_replaces_a_file(folder: Path) -> None:
     assert "[[user_cat]]" in (folder / "user_home.md").read_text()
 
 
+def test_rename_and_restore_onto_a_taken_id_are_refused_alike_saying_how_to_free_it(
+    folder: Path,
+) -> None:
+    write_memory(folder, "user_kitty", memory("Another cat"))
+    store = MemoryStore(folder, watch=False)
+    store.archive("user_home", "moved")
+    write_memory(folder, "user_home", memory("A new home"))
+    refusals = []
+    for act in (lambda: store.rename("user_cat", "user_kitty"),
+                lambda: store.restore("archive/user_home")):
+        with pytest.raises(ConflictError) as refused:
+            act()
+        refusals.append(str(refused.value))
+    assert refusals == [
+        f"{taken}: a memory of that id exists now; not overwritten (archive or rename it first)"
+        for taken in ("user_kitty", "user_home")
+    ]
+    assert (folder / "archive/user_home.md").exists() and (folder / "user_cat.md").exists()
+
+
 def test_rename_refusals_change_nothing(folder: Path) -> None:
     write_memory(folder, "user_locked", memory("Locked one", locked="true"))
     store = MemoryStore(folder, watch=False)

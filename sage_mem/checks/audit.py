@@ -81,7 +81,12 @@ from ..disk.folder import ARCHIVE_DIR, INDEX_FILE, MemoryFolder
 from ..disk.safe_io import parked_original
 from ..errors import InvalidId, InvalidMemory
 from ..memory import catalog
-from ..memory.file_format import conflict_marker_line, parse_bytes, sha256_bytes
+from ..memory.file_format import (
+    conflict_marker_line,
+    parse_bytes,
+    parsed_or_none,
+    sha256_bytes,
+)
 from ..memory.json_view import camel_dict
 from ..memory.links import Ids, wiki_target
 from ..memory.markdown import MARKDOWN_LINK, WIKI_LINK, linked_file, mask_code
@@ -603,11 +608,10 @@ class _Audit:
             )
         if raw is None or "\\" not in text:
             return  # no escape: YAML decodes nothing into what the text does not show
-        try:
-            meta = parse_bytes(raw).meta
-        except InvalidMemory:
+        parsed = parsed_or_none(raw)
+        if parsed is None:
             return
-        for key, match in decoded_secrets(text, meta):
+        for key, match in decoded_secrets(text, parsed.meta):
             self.add(
                 "secret", rel,
                 f"possible {LABELS.get(match.kind, match.kind)} in {key}, spelled with escapes "

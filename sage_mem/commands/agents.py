@@ -16,15 +16,15 @@ from .base import (
     Session,
     command,
     dir_option,
+    folder_command,
     json_option,
     poll_option,
     stacked,
 )
 
 
-@command("serve", "run the MCP server on stdio (for Claude Code, Cursor, Codex…)",
-         "sage-mem --dir ~/notes/memory serve")
-@dir_option
+@folder_command("serve", "run the MCP server on stdio (for Claude Code, Cursor, Codex…)",
+                "sage-mem --dir ~/notes/memory serve")
 @poll_option
 @click.option("--dream-run", metavar="RUN_ID",
               help="only the tools of one dream run in progress, for its model pass "
@@ -40,9 +40,10 @@ def serve(session: Session, poll: bool, dream_run: str | None) -> int:
     return serve_stdio(session.agent_folder, poll=poll, shared=session.dirs[1:])
 
 
-@command("ui", "a local web page to browse, search, edit and review the memory (127.0.0.1 only)",
-         "sage-mem ui --open")
-@dir_option
+@folder_command(
+    "ui", "a local web page to browse, search, edit and review the memory (127.0.0.1 only)",
+    "sage-mem ui --open",
+)
 @click.option("--port", type=Number(int, low=0, high=65535), metavar="N",
               help="port on 127.0.0.1 (default 8765, or a free one if taken; 0: any free)")
 @click.option("--open", "open_browser", is_flag=True,
@@ -56,13 +57,12 @@ def ui(session: Session, port: int | None, open_browser: bool, poll: bool) -> in
                   out=session.out, shared=session.dirs[1:])
 
 
-@command(
+@folder_command(
     "hook",
     "hook commands for Claude Code (all four) and Codex (session-start, user-prompt-submit): "
     "read the hook JSON on stdin, answer JSON; always exit 0",
     "echo '{\"session_id\": \"s1\", \"prompt\": \"hi\"}' | sage-mem hook user-prompt-submit",
 )
-@dir_option
 # Any text, not a Choice: a hook must exit 0 even when misconfigured, so run_hook reports it.
 @click.argument("event", metavar="EVENT",
                 help="session-start (baselines and a tool guide), user-prompt-submit "
@@ -74,11 +74,10 @@ def hook(session: Session, event: str) -> int:
                        session.dirs[1:])
 
 
-@command("daemon",
-         "build the index in the background and answer the folder's hooks until idle "
-         "(a hook starts it); when one already runs for the folder, says so and exits 0",
-         "sage-mem daemon --build-only")
-@dir_option
+@folder_command("daemon",
+                "build the index in the background and answer the folder's hooks until idle "
+                "(a hook starts it); when one already runs for the folder, says so and exits 0",
+                "sage-mem daemon --build-only")
 @click.option("--idle", type=Number(float, low=1, high=604_800), default=1200.0,
               show_default=True, metavar="SECONDS",
               help="end after this long without a hook to answer")

@@ -375,3 +375,10 @@ def command(name: str, summary: str, example: str) -> Callable[[Any], Any]:
                        epilog=f"\b\nExample:\n  {example}")
 
 
+def folder_command(name: str, summary: str, example: str) -> Callable[[Any], Any]:
+    """A `command` over a memory folder: `--dir` is its first option (all but the git
+    helpers `pre-push` and `merge-driver`, and `install`/`uninstall`, whose `client_options`
+    start with it)."""
+    return stacked(command(name, summary, example), dir_option)
+
+

@@ -9,17 +9,16 @@ from pathlib import Path
 import click
 
 from ..disk.home import default_folder, expand_home, home_folder
-from .base import Session, command, dir_option, json_option
+from .base import Session, folder_command, json_option
 
 
-@command(
+@folder_command(
     "doctor",
     "what is in use and what runs (the folder and its state, clients, daemon, index, the "
     "semantic extra, sync, the dream), one line each with what to do; exit 1 when a problem "
     "is found, 0 when none",
     "sage-mem doctor --json",
 )
-@dir_option
 @click.option("--offline", is_flag=True,
               help="do not ask the sync remote whether it answers (git ls-remote)")
 @json_option

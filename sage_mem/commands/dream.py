@@ -15,19 +15,17 @@ from ..errors import FolderError
 from .base import (
     Choice,
     Session,
-    command,
-    dir_option,
+    folder_command,
     json_option,
 )
 
 
-@command(
+@folder_command(
     "dream",
     "an autodream run: merge twins, archive what was superseded, fix summaries, dates, links "
     "(a report run changes no memory and writes only its report, autodream/<runId>.md)",
     "sage-mem dream --mode rewrite",
 )
-@dir_option
 @click.option("--mode", type=Choice(["report", "rewrite"]), default=None,
               help="report (default; with --auto, the settings' autoMode): no memory changes, "
               "the one file written is the run's report, autodream/<runId>.md in the memory "
@@ -49,8 +47,7 @@ def dream(session: Session, mode: str | None, auto: bool, as_json: bool) -> int:
     return session.print_result(run_dream(store, mode=mode, auto=auto), as_json)
 
 
-@command("runs", "past dream runs and rollbacks, newest first", "sage-mem runs --json")
-@dir_option
+@folder_command("runs", "past dream runs and rollbacks, newest first", "sage-mem runs --json")
 @json_option
 @click.pass_obj
 def runs(session: Session, as_json: bool) -> int:
@@ -66,9 +63,8 @@ def runs(session: Session, as_json: bool) -> int:
     return 0
 
 
-@command("rollback", "undo a dream run (or a rollback); nothing is deleted",
-         "sage-mem rollback 20261129T201500Z-1a2b --scope all --dry-run")
-@dir_option
+@folder_command("rollback", "undo a dream run (or a rollback); nothing is deleted",
+                "sage-mem rollback 20261129T201500Z-1a2b --scope all --dry-run")
 @click.argument("run_id", metavar="RUN_ID",
                 help="the run to undo (see `sage-mem runs`)")
 @click.option("--scope", type=Choice(["touched", "all"]),

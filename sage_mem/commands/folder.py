@@ -16,19 +16,17 @@ from .base import (
     Choice,
     Session,
     allow_secret_option,
-    command,
-    dir_option,
+    folder_command,
     json_option,
     speaks_unicode,
 )
 
 
-@command(
+@folder_command(
     "init",
     "create an empty memory folder, private to you (0700); with --examples, add example memories",
     "sage-mem init --git",
 )
-@dir_option
 @click.argument("path", metavar="[DIR]", required=False,
                 help="where (default: the memory folder)")
 @click.option("--examples", is_flag=True,
@@ -104,9 +102,8 @@ def init(session: Session, path: str | None, examples: bool, git: bool, remote: 
     return 0
 
 
-@command("index", "regenerate MEMORY.md (also repairs one left with merge conflicts)",
-         "sage-mem index")
-@dir_option
+@folder_command("index", "regenerate MEMORY.md (also repairs one left with merge conflicts)",
+                "sage-mem index")
 @json_option
 @click.pass_obj
 def index(session: Session, as_json: bool) -> int:
@@ -128,12 +125,11 @@ def index(session: Session, as_json: bool) -> int:
     return 0
 
 
-@command("embed",
-         "make the vectors of semantic search for the memories that lack one (needs "
-         "the extra: pip install \".[semantic]\" in a sage-mem checkout, or "
-         "pip install \"sage_mem-….whl[semantic]\" with its wheel)",
-         "sage-mem embed")
-@dir_option
+@folder_command("embed",
+                "make the vectors of semantic search for the memories that lack one (needs "
+                "the extra: pip install \".[semantic]\" in a sage-mem checkout, or "
+                "pip install \"sage_mem-….whl[semantic]\" with its wheel)",
+                "sage-mem embed")
 @json_option
 @click.pass_obj
 def embed(session: Session, as_json: bool) -> int:
@@ -185,11 +181,10 @@ def embed(session: Session, as_json: bool) -> int:
     return 0
 
 
-@command("audit",
-         "check the folder and report problems (changes nothing; exit 1 for an error, "
-         "with --strict for a warning too)",
-         "sage-mem audit --strict")
-@dir_option
+@folder_command("audit",
+                "check the folder and report problems (changes nothing; exit 1 for an error, "
+                "with --strict for a warning too)",
+                "sage-mem audit --strict")
 @click.option("--strict", is_flag=True, help="exit 1 for warnings too, not only for errors")
 @json_option
 @click.pass_obj
@@ -214,10 +209,11 @@ def audit(session: Session, strict: bool, as_json: bool) -> int:
     return report.exit_status(strict=strict)
 
 
-@command("import",
-         "bring memories in from Claude Code, mnemo or an export's JSON lines (never overwrites)",
-         "sage-mem import claude-code ~/.claude/projects/my-project/memory --dry-run")
-@dir_option
+@folder_command(
+    "import",
+    "bring memories in from Claude Code, mnemo or an export's JSON lines (never overwrites)",
+    "sage-mem import claude-code ~/.claude/projects/my-project/memory --dry-run",
+)
 @click.argument("source", type=Choice(["claude-code", "mnemo", "jsonl"]),
                 help="claude-code (a folder), mnemo (a database) or jsonl (an export)")
 @click.argument("path", metavar="PATH",
@@ -249,13 +245,12 @@ def import_memories(session: Session, source: str, path: str, dry_run: bool,
     return 1
 
 
-@command(
+@folder_command(
     "export",
     "write every memory as JSON lines (`import jsonl` reads them back); a file that cannot be "
     "parsed is named on stderr and the exit status is 1",
     "sage-mem export -o memories.jsonl",
 )
-@dir_option
 @click.option("--jsonl", is_flag=True,
               help="JSON lines, one memory a line (the default and only format)")
 @click.option("--archived", is_flag=True, help="include archived memories")

@@ -24,11 +24,10 @@ from .base import (
     Number,
     Session,
     allow_secret_option,
-    command,
-    dir_option,
     expected_sha256_option,
     field_option,
     filter_options,
+    folder_command,
     json_option,
     stacked,
 )
@@ -86,13 +85,12 @@ def _read_stdin() -> str:
     return text
 
 
-@command(
+@folder_command(
     "add",
     "create or update a memory (body from --body; `--body -` reads it from stdin, and stdin is "
     "read only then); also called `write`",
     'sage-mem add user_cat --category user --description "The cat is called Sesame"',
 )
-@dir_option
 @click.argument("memory_id", metavar="ID",
                 help="the memory id: its path in the folder without .md")
 @stacked(*(field_option(field) for field in FIELDS))
@@ -116,14 +114,13 @@ def add(session: Session, memory_id: str, body: str | None, expected_sha256: str
     return session.print_memory(memory, as_json, f"Saved {memory.id} ({memory.path})\n")
 
 
-@command(
+@folder_command(
     "edit",
     "open a memory file in $VISUAL or $EDITOR; saved only if it still parses and nobody "
     "changed it meanwhile (else your text is kept, and where is said); or change part of "
     "its body at once (--replace, --append, --heading), as the memory_edit tool does",
     "EDITOR=nano sage-mem edit user_cat",
 )
-@dir_option
 @click.argument("memory_id", metavar="ID", help="the memory id")
 @click.option("--replace", nargs=2, metavar="OLD NEW",
               help="replace OLD (found exactly once in the body) with NEW; no editor opens")
@@ -230,9 +227,8 @@ def _moment(ctx: click.Context, param: click.Parameter, value: str | None) -> An
     return moment
 
 
-@command("search", "ranked compact results for a query",
-         'sage-mem search "how do I run the tests" --limit 5')
-@dir_option
+@folder_command("search", "ranked compact results for a query",
+                'sage-mem search "how do I run the tests" --limit 5')
 @click.argument("query", help="words, in any language", callback=_not_blank)
 @click.option("--limit", type=Number(int, low=1), default=10, metavar="N",
               help="how many results (default 10)")
@@ -287,8 +283,7 @@ def broken_files(folders: Any, *, archived: bool = False) -> list[tuple[str, Any
     return sorted(found, key=lambda pair: pair[0])
 
 
-@command("show", "one memory in full", "sage-mem show user_cat")
-@dir_option
+@folder_command("show", "one memory in full", "sage-mem show user_cat")
 @click.argument("memory_id", metavar="ID",
                 help="the memory id (archive/… for an archived one; ID@REV: as it was in git)")
 @json_option
@@ -322,9 +317,8 @@ def _is_memory(store: Any, memory_id: str) -> bool:
         return False
 
 
-@command("list", "memories, filterable by category, tag or project",
-         "sage-mem list --category feedback")
-@dir_option
+@folder_command("list", "memories, filterable by category, tag or project",
+                "sage-mem list --category feedback")
 @filter_options
 @json_option
 @click.pass_obj
@@ -376,9 +370,8 @@ def archive_marks(memory: Any) -> dict[str, Any]:
             for key, value in marks.items()}
 
 
-@command("archive", "move a memory to archive/ (nothing is ever deleted)",
-         'sage-mem archive user_old_cat --reason "the cat was renamed"')
-@dir_option
+@folder_command("archive", "move a memory to archive/ (nothing is ever deleted)",
+                'sage-mem archive user_old_cat --reason "the cat was renamed"')
 @click.argument("memory_id", metavar="ID", help="the memory id")
 @click.option("--reason", required=True, help="why (kept in the archived file)")
 @expected_sha256_option()
@@ -395,9 +388,8 @@ def archive(session: Session, memory_id: str, reason: str, expected_sha256: str 
     )
 
 
-@command("restore", "bring an archived memory back under its old id (never over another)",
-         "sage-mem restore archive/user_old_cat")
-@dir_option
+@folder_command("restore", "bring an archived memory back under its old id (never over another)",
+                "sage-mem restore archive/user_old_cat")
 @click.argument("memory_id", metavar="ID", help="the archived memory (archive/… or its old id)")
 @json_option
 @click.pass_obj
@@ -407,9 +399,10 @@ def restore(session: Session, memory_id: str, as_json: bool) -> int:
     return session.print_memory(memory, as_json, f"Restored {memory.id} ({memory.path})\n")
 
 
-@command("mv", "give a memory a new id; links to it in other memories follow (never overwrites)",
-         "sage-mem mv user_cat user/pets/cat --expected-sha256 SHA  # SHA as `show` printed it")
-@dir_option
+@folder_command(
+    "mv", "give a memory a new id; links to it in other memories follow (never overwrites)",
+    "sage-mem mv user_cat user/pets/cat --expected-sha256 SHA  # SHA as `show` printed it",
+)
 @click.argument("old_id", metavar="OLD", help="the memory's id now")
 @click.argument("new_id", metavar="NEW", help="its new id")
 @expected_sha256_option()
@@ -421,11 +414,10 @@ def move(session: Session, old_id: str, new_id: str, expected_sha256: str | None
     return session.print_result(renamed, as_json)
 
 
-@command("delete",
-         "delete an archived memory for good, after you confirm (only archived ones; agents "
-         "and the dream cannot)",
-         "sage-mem delete archive/user_old_cat --yes")
-@dir_option
+@folder_command("delete",
+                "delete an archived memory for good, after you confirm (only archived ones; agents "
+                "and the dream cannot)",
+                "sage-mem delete archive/user_old_cat --yes")
 @click.argument("memory_id", metavar="ID", help="the archived memory (archive/… or its old id)")
 @click.option("--yes", "-y", "yes", is_flag=True, help="do not ask for confirmation")
 @json_option
@@ -459,9 +451,8 @@ def delete(session: Session, memory_id: str, yes: bool, as_json: bool) -> int:
     return 0
 
 
-@command("feedback", "say a memory was helpful or not (moves its trust)",
-         "sage-mem feedback user_cat helpful")
-@dir_option
+@folder_command("feedback", "say a memory was helpful or not (moves its trust)",
+                "sage-mem feedback user_cat helpful")
 @click.argument("memory_id", metavar="ID", help="the memory id")
 @click.argument("verdict", type=Choice(["helpful", "unhelpful"]),
                 help="helpful or unhelpful")

@@ -9,16 +9,15 @@ from pathlib import Path
 import click
 
 from .. import PROG
-from .base import Choice, Session, command, dir_option, json_option
+from .base import Choice, Session, command, folder_command, json_option
 
 
-@command(
+@folder_command(
     "sync",
     "commit what changed, fetch, merge (memories field by field, never conflict markers) and "
     "push; secrets are never pushed",
     "sage-mem sync --remote git@example.com:me/memory.git",
 )
-@dir_option
 @click.option("--remote", metavar="URL",
               help="set the remote (`origin`) first; a folder that is not a repository becomes one")
 @click.option("--no-push", "no_push", is_flag=True, help="commit and merge, but do not push")
@@ -111,8 +110,7 @@ def _background_sync(session: Session) -> int:
     return 0
 
 
-@command("log", "a memory's versions, from git, newest first", "sage-mem log user_cat")
-@dir_option
+@folder_command("log", "a memory's versions, from git, newest first", "sage-mem log user_cat")
 @click.argument("memory_id", metavar="ID", help="the memory id")
 @json_option
 @click.pass_obj

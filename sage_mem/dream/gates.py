@@ -89,7 +89,7 @@ def save_state(paths: DreamPaths, state: dict[str, Any]) -> None:
 @contextlib.contextmanager
 def _state_lock(paths: DreamPaths) -> Iterator[None]:
     paths.ensure()
-    fd = os.open(paths.base / "state.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    fd = os.open(paths.state_lock, os.O_RDWR | os.O_CREAT, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)  # held for one small read and write
         yield

@@ -28,39 +28,33 @@ from ..disk.safe_io import make_private_dirs
 RUN_ID = re.compile(r"^\d{8}T\d{6}Z-[0-9a-f]{4,}$")
 
 
+class _InBase:
+    """A file or folder of `<state>/autodream/`, named once (the module docstring's table)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __get__(self, paths: DreamPaths, owner: type | None = None) -> Path:
+        return paths.base / self.name
+
+
 @dataclass(frozen=True)
 class DreamPaths:
     """The files of autodream for one memory folder."""
 
     folder: MemoryFolder
 
+    config_file = _InBase("config.json")
+    state_file = _InBase("state.json")
+    state_lock = _InBase("state.lock")
+    lock_file = _InBase("lock")
+    runs_dir = _InBase("runs")
+    snapshots_dir = _InBase("snapshots")
+    rollbacks_log = _InBase("rollbacks.json")
+
     @property
     def base(self) -> Path:
         return self.folder.state_path("autodream")
-
-    @property
-    def config_file(self) -> Path:
-        return self.base / "config.json"
-
-    @property
-    def state_file(self) -> Path:
-        return self.base / "state.json"
-
-    @property
-    def lock_file(self) -> Path:
-        return self.base / "lock"
-
-    @property
-    def runs_dir(self) -> Path:
-        return self.base / "runs"
-
-    @property
-    def snapshots_dir(self) -> Path:
-        return self.base / "snapshots"
-
-    @property
-    def rollbacks_log(self) -> Path:
-        return self.base / "rollbacks.json"
 
     @property
     def sessions_dir(self) -> Path:

@@ -50,7 +50,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from ..disk.folder import ARCHIVE_DIR, DREAM_DIR, INDEX_FILE
+from ..disk.folder import ARCHIVE_DIR, DREAM_DIR, INDEX_FILE, MemoryFolder
 from ..disk.locks import WriteLock, write_lock
 from ..disk.safe_io import (
     Seen,
@@ -498,27 +498,22 @@ def _sha(seen: Seen) -> str | None:
     return None if seen.raw is None else sha256_bytes(seen.raw)
 
 
+@dataclass
 class _Rollback:
-    def __init__(
-        self,
-        store: MemoryStore,
-        paths: DreamPaths,
-        target: Manifest,
-        snapshot: Snapshot,
-        scope: str,
-        force: bool,
-        rollback_id: str,
-        moment: datetime,
-    ) -> None:
-        self.store = store
-        self.folder = store.folder
-        self.paths = paths
-        self.target = target
-        self.snapshot = snapshot
-        self.scope = scope
-        self.force = force
-        self.rollback_id = rollback_id
-        self.moment = moment
+    """One rollback of the run `target` to its `snapshot`, under the lock, as `rollback_id`."""
+
+    store: MemoryStore
+    paths: DreamPaths
+    target: Manifest
+    snapshot: Snapshot
+    scope: str
+    force: bool
+    rollback_id: str
+    moment: datetime
+
+    @property
+    def folder(self) -> MemoryFolder:
+        return self.store.folder
 
     def execute(self) -> RollbackResult:
         store, paths = self.store, self.paths

@@ -207,28 +207,19 @@ def _skipped(mode: str, gate: GateCheck) -> DreamResult:
     return DreamResult(status="skipped", mode=mode, gate=gate.gate, detail=gate.detail)
 
 
+@dataclass
 class _Run:
-    def __init__(
-        self,
-        store: MemoryStore,
-        paths: DreamPaths,
-        settings: DreamConfig,
-        run_id: str,
-        mode: str,
-        moment: datetime,
-        auto: bool,
-        recovered: str | None,
-        model_pass: Callable[[DreamTools], object] | None,
-    ) -> None:
-        self.store = store
-        self.paths = paths
-        self.settings = settings
-        self.run_id = run_id
-        self.mode = mode
-        self.moment = moment
-        self.auto = auto
-        self.recovered = recovered
-        self.model_pass = model_pass
+    """One dream run under the lock; `recovered` says whose stale lock it took over, if any."""
+
+    store: MemoryStore
+    paths: DreamPaths
+    settings: DreamConfig
+    run_id: str
+    mode: str
+    moment: datetime
+    auto: bool
+    recovered: str | None
+    model_pass: Callable[[DreamTools], object] | None
 
     def execute(self) -> DreamResult:
         started = time.monotonic()

@@ -22,6 +22,7 @@ from .file_format import (
     conflict_marker_line,
     edit_frontmatter,
     parse_bytes,
+    parsed_or_none,
     render_new,
     sha256_bytes,
 )
@@ -50,10 +51,7 @@ def check_expected(
 
         fields: tuple[str, ...] = ()
         if intended:
-            try:
-                parsed = parse_bytes(raw, path)
-            except InvalidMemory:
-                parsed = None
+            parsed = parsed_or_none(raw, path)
             if parsed is not None:
                 now = memory_from_meta(path.stem, path, parsed.meta, parsed.body)
                 current = {key: getattr(now, key) for key in intended if hasattr(now, key)}

@@ -206,17 +206,30 @@ def split_lines(text: str) -> list[str]:
     return _LINE.findall(text)
 
 
+def memory_text(raw: bytes, path: Path | str, shown: str, advice: str = "") -> str:
+    """A memory's bytes as text; else InvalidMemory `{shown}: not valid UTF-8 (byte N){advice}`."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidMemory(f"{shown}: not valid UTF-8 (byte {exc.start}){advice}",
+                            path=path) from None
+
+
+def parsed_or_none(raw: bytes, path: Path | str = "<memory>") -> ParsedFile | None:
+    """`parse_bytes(raw, path)`, or None for bytes that do not parse: where a file that cannot
+    be read is judged by other means (a conflict, a lock, a secret already there)."""
+    try:
+        return parse_bytes(raw, path)
+    except InvalidMemory:
+        return None
+
+
 def parse_bytes(raw: bytes, path: Path | str = "<memory>") -> ParsedFile:
     """Parse a memory file's bytes. Raises InvalidMemory when it cannot be read at all."""
     digest = sha256_bytes(raw)
     if b"\x00" in raw:
         raise InvalidMemory(f"{path}: binary file (contains NUL bytes)", path=path)
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InvalidMemory(
-            f"{path}: not valid UTF-8 (byte {exc.start})", path=path
-        ) from None
+    text = memory_text(raw, path, str(path))
     bom = text.startswith("\ufeff")
     if bom:
         text = text[1:]

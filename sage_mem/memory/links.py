@@ -65,15 +65,24 @@ def wiki_target(target: str, folder: str, ids: Ids) -> str | None:
     return _wiki(target, folder, ids)[0]
 
 
-def _wiki(target: str, folder: str, ids: Ids) -> tuple[str | None, str]:
-    """The id `[[target]]` names and how: from the "root", the linking "folder", or by "leaf"."""
+def wiki_candidates(target: str, folder: str) -> tuple[str, ...]:
+    """The ids `[[target]]`, written in a memory in `folder`, may name by its path, in the
+    order they are tried: from the root, then from the linking folder (none for a blank)."""
     memory_id = _nfc(target.strip().removesuffix(".md"))
     if not memory_id:
+        return ()
+    return posixpath.normpath(memory_id), posixpath.normpath(posixpath.join(folder, memory_id))
+
+
+def _wiki(target: str, folder: str, ids: Ids) -> tuple[str | None, str]:
+    """The id `[[target]]` names and how: from the "root", the linking "folder", or by "leaf"."""
+    candidates = wiki_candidates(target, folder)
+    if not candidates:
         return None, ""
-    for candidate, how in ((posixpath.normpath(memory_id), "root"),
-                           (posixpath.normpath(posixpath.join(folder, memory_id)), "folder")):
+    for candidate, how in zip(candidates, ("root", "folder"), strict=True):
         if candidate in ids.live:
             return candidate, how
+    memory_id = _nfc(target.strip().removesuffix(".md"))
     if "/" not in memory_id:
         found = ids.by_leaf.get(memory_id, ())
         if len(found) == 1:
@@ -81,19 +90,23 @@ def _wiki(target: str, folder: str, ids: Ids) -> tuple[str | None, str]:
     return None, ""
 
 
-def markdown_target(destination: str, folder: str, ids: Ids) -> str | None:
-    """The id the link destination `destination` names, from a memory in `folder`; or None."""
+def markdown_candidates(destination: str, folder: str) -> tuple[str, ...]:
+    """The ids the link destination `destination`, written in a memory in `folder`, may name,
+    in the order they are tried: from the linking folder, then from the root; none for a web
+    link, a file that is not `.md` or a path out of the memory folder."""
     target = linked_file(destination)
     if target is None:
-        return None
+        return ()
     resolved = posixpath.normpath(posixpath.join(folder, target))
     if resolved == ".." or resolved.startswith("../"):
-        return None
-    for candidate in (resolved, posixpath.normpath(target)):
-        memory_id = _nfc(candidate[:-3])
-        if memory_id in ids.live:
-            return memory_id
-    return None
+        return ()
+    return tuple(_nfc(candidate[:-3]) for candidate in (resolved, posixpath.normpath(target)))
+
+
+def markdown_target(destination: str, folder: str, ids: Ids) -> str | None:
+    """The id the link destination `destination` names, from a memory in `folder`; or None."""
+    return next((memory_id for memory_id in markdown_candidates(destination, folder)
+                 if memory_id in ids.live), None)
 
 
 @dataclass

@@ -3,8 +3,11 @@
 With the semantic extra and vectors in the state folder, a search ranks the
 lexical top `DEPTH` (BM25F, `search/index.py`) together with the `DEPTH`
 memories whose vectors lie nearest the query (`search/semantic.py`), after
-the same filters. Each side's scores are scaled to 0..1 over the candidates
-(min-max), and each candidate scores
+the same filters. `search` walks it one way: the lexical list (`Index.search`,
+the query path of `search/query.py`), the semantic list over the same filters
+and candidates (`semantic_list`), their fusion (`fuse`), then the hits. Each
+side's scores are scaled to 0..1 over the candidates (min-max), and each
+candidate scores
 
     fused = LEXICAL_WEIGHT * lexical + (1 - LEXICAL_WEIGHT) * semantic
 
@@ -71,10 +74,11 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from ..memory.markdown import mask_code
 from .index import Hit, Index
+from .query import Filters
 from .tokens import MONTHS
 from .vectors import PASSAGE_CHARS
 
@@ -164,6 +168,43 @@ def fuse(
     return [(key, fused[key] ** spread * unit) for key in ranked]
 
 
+class SemanticList(NamedTuple):
+    """The semantic side of a fused search, over the lexical top and the nearest memories."""
+
+    candidates: list[str]
+    """The ids the fusion ranks: the lexical top's, then the nearest's, each once."""
+    nearest: list[str]
+    """The semantic top: the memories nearest the query that pass the filters, nearest first."""
+    cosines: dict[str, float]
+    """The semantic score of every candidate with current vectors (`Scored.of`)."""
+    latent: dict[str, float] | None
+    """The latent score of every candidate with current latent terms; None without them."""
+
+
+def semantic_list(
+    index: Index, semantic: Semantic, query: str, lexical: Sequence[str], *, wanted: int,
+    filters: Filters,
+) -> SemanticList:
+    """The `wanted` memories nearest `query` that pass `filters`, and the semantic scores
+    of those and of the lexical top's ids `lexical` (the index gives their texts)."""
+    semantic.reload()  # a stat; the file is read again only when another process wrote it
+    scored = semantic.scored(semantic.query_vector(query))
+    near = scored.nearest(2 * wanted)
+    passing = set(index.passing([key for key, _ in near], filters))
+    memories = {}
+    for key in [*lexical, *(key for key, _ in near if key in passing)]:
+        memory = index.get(key)
+        if memory is not None:
+            memories[key] = memory
+    cosines = scored.of(memories.values())
+    nearest = [key for key, _ in near if key in passing and key in cosines][:wanted]
+    candidates = list(dict.fromkeys([*lexical, *nearest]))
+    latent_query = semantic.latent_query(query)
+    latent = (semantic.latent_scores([memories[key] for key in candidates if key in memories],
+                                     latent_query) if latent_query is not None else None)
+    return SemanticList(candidates, nearest, cosines, latent)
+
+
 def search(
     index: Index,
     semantic: Semantic,
@@ -190,27 +231,14 @@ def search(
     # What the model reads of the query (a pasted traceback's line numbers ask for nothing).
     if writes_figure(mask_code(query[:PASSAGE_CHARS])):
         weight = figure_weight
-    filters = {"category": category, "project": project, "tags": tags, "archived": archived}
+    filters = Filters(category, project, tags, archived)
     wanted = max(depth, offset + limit)
-    hits = index.search(query, limit=wanted, now=now, **filters)  # type: ignore[arg-type]
+    # The lexical list (`Index.search`), the semantic list over it (`semantic_list`), fused.
+    hits = index.search(query, limit=wanted, now=now, **filters._asdict())
     if limit <= 0:
         return []
-    semantic.reload()  # a stat; the file is read again only when another process wrote it
-    scored = semantic.scored(semantic.query_vector(query))
-    near = scored.nearest(2 * wanted)
-    passing = set(index.passing([key for key, _ in near], **filters))  # type: ignore[arg-type]
-    memories = {}
-    for key in [hit.id for hit in hits] + [key for key, _ in near if key in passing]:
-        memory = index.get(key)
-        if memory is not None:
-            memories[key] = memory
-    cosines = scored.of(memories.values())
-    nearest = [key for key, _ in near if key in passing and key in cosines]
-    nearest = nearest[:wanted]
-    candidates = list(dict.fromkeys([*(hit.id for hit in hits), *nearest]))
-    latent_query = semantic.latent_query(query)
-    latent = (semantic.latent_scores([memories[key] for key in candidates if key in memories],
-                                     latent_query) if latent_query is not None else None)
+    candidates, nearest, cosines, latent = semantic_list(
+        index, semantic, query, [hit.id for hit in hits], wanted=wanted, filters=filters)
     ranked = fuse([(hit.id, hit.score) for hit in hits], cosines, nearest, weight=weight,
                   complete=len(hits) < wanted,
                   factors=index.factors(candidates, archived=archived, query=query, now=now),
@@ -226,5 +254,5 @@ def search(
     return out
 
 
-__all__ = ["DEPTH", "FIGURE_LEXICAL_WEIGHT", "LATENT_WEIGHT", "LEXICAL_WEIGHT", "SPREAD", "fuse",
-           "search", "writes_figure"]
+__all__ = ["DEPTH", "FIGURE_LEXICAL_WEIGHT", "LATENT_WEIGHT", "LEXICAL_WEIGHT", "SPREAD",
+           "SemanticList", "fuse", "search", "semantic_list", "writes_figure"]

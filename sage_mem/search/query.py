@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from itertools import compress, filterfalse, repeat
 from operator import lshift, mul, or_
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
 from ..memory.value import Memory, parse_moment
 from .dense import accumulate_dense, numpy_for
@@ -39,6 +39,16 @@ MAX_QUERY_PAIRS = 16
 MAX_QUERY_LOOSE = 32
 
 _T = TypeVar("_T")
+
+
+class Filters(NamedTuple):
+    """What a search may return: `Index.search`'s filters as one value (`passing`, a fused
+    search's two lists)."""
+
+    category: str | Sequence[str] | None = None
+    project: str | None = None
+    tags: Sequence[str] | None = None
+    archived: bool = False
 
 
 class QueryPath:
@@ -484,17 +494,13 @@ class QueryPath:
     def passing(
         self,
         memory_ids: Sequence[str],
-        *,
-        category: str | Sequence[str] | None = None,
-        project: str | None = None,
-        tags: Sequence[str] | None = None,
-        archived: bool = False,
+        filters: Filters,
     ) -> list[str]:
-        """Those of `memory_ids` a search with these filters may return, in their order."""
+        """Those of `memory_ids` a search with `filters` may return, in their order."""
 
         def passing() -> list[str]:
-            accept = self._filter(category, project, tags, archived)
-            boost, number = (self._boost if archived else self._shown), self._number
+            accept = self._filter(*filters)
+            boost, number = (self._boost if filters.archived else self._shown), self._number
             return [key for key in memory_ids if key in number and boost[number[key]] > 0
                     and (accept is None or accept(number[key]))]
 

@@ -189,60 +189,69 @@ def _frame(magic: bytes, header: dict, body: bytes) -> bytes:
             + raw + body)
 
 
-def _entries(header: dict) -> tuple[list[str], list[str], list[int]] | None:
+def _entries(header: dict, least: int = 0) -> tuple[list[str], list[str], list[int]] | None:
     """The header's ids, text hashes and counts (each count at least `least`), if well formed."""
     ids, hashes, counts = header.get("ids"), header.get("hashes"), header.get("counts")
     if not (isinstance(ids, list) and isinstance(hashes, list) and isinstance(counts, list)):
         return None
     if (len(hashes) != len(ids) or len(counts) != len(ids)
             or not all(isinstance(x, str) for x in ids + hashes)
-            or not all(type(n) is int and n >= 0 for n in counts)):
+            or not all(type(n) is int and n >= least for n in counts)):
         return None
     return ids, hashes, counts
 
 
 def _unframe_for(
-    data: bytes, magic: bytes, version: int, model: Model, text_version: int
-) -> tuple[dict, bytes] | None:
-    """(header, body) of a file of this kind, format, model and text rule; None for any other."""
+    data: bytes, magic: bytes, version: int, model: Model, text_version: int, *,
+    item_bytes: int, least: int = 0,
+) -> tuple[list[str], list[str], list[int], bytes] | None:
+    """(ids, text hashes, counts, body) of a file of this kind, format, model and text rule,
+    its entries well formed (each count at least `least`) and its body whole: `item_bytes`
+    for each counted item, and its CRC; None for any other."""
     framed = _unframe(data, magic)
     if framed is None:
         return None
-    header = framed[0]
+    header, body = framed
     if header.get("format") != version or (
             header.get("model"), header.get("version"), header.get("dimension"),
             header.get("text")) != (model.name, model.version, model.dimension, text_version):
         return None
-    return framed
+    entries = _entries(header, least)
+    if (entries is None or len(body) != sum(entries[2]) * item_bytes
+            or zlib.crc32(body) != header.get("crc")):
+        return None
+    return (*entries, body)
+
+
+def _frame_for(
+    magic: bytes, version: int, text_version: int, stored: Stored | LatentStored, body: bytes
+) -> bytes:
+    """The file of `stored` (either kind) with `body`, its header as `_unframe_for` reads it."""
+    return _frame(magic, {
+        "format": version, "model": stored.model.name, "version": stored.model.version,
+        "dimension": stored.model.dimension, "text": text_version, "ids": stored.ids,
+        "hashes": stored.hashes, "counts": stored.counts,
+    }, body)
 
 
 def decode(data: bytes, model: Model) -> Stored | None:
-    import numpy as np
-
-    framed = _unframe_for(data, MAGIC, FORMAT_VERSION, model, TEXT_VERSION)
+    """The vectors in `data` (every memory with at least one piece), or None."""
+    framed = _unframe_for(data, MAGIC, FORMAT_VERSION, model, TEXT_VERSION,
+                          item_bytes=model.dimension * 4, least=1)
     if framed is None:
         return None
-    header, body = framed
-    entries = _entries(header)
-    if entries is None or not all(n >= 1 for n in entries[2]):
-        return None
-    ids, hashes, counts = entries
-    rows = sum(counts)
-    if len(body) != rows * model.dimension * 4 or zlib.crc32(body) != header.get("crc"):
-        return None
-    matrix = np.frombuffer(body, dtype="<f4").reshape(rows, model.dimension).astype(np.float32)
-    return Stored(model, list(ids), list(hashes), matrix, list(counts))
+    import numpy as np
+
+    ids, hashes, counts, body = framed
+    matrix = np.frombuffer(body, dtype="<f4").reshape(sum(counts), model.dimension)
+    return Stored(model, list(ids), list(hashes), matrix.astype(np.float32), list(counts))
 
 
 def encode(stored: Stored) -> bytes:
     import numpy as np
 
     body = np.ascontiguousarray(stored.matrix, dtype="<f4").tobytes()
-    return _frame(MAGIC, {
-        "format": FORMAT_VERSION, "model": stored.model.name, "version": stored.model.version,
-        "dimension": stored.model.dimension, "text": TEXT_VERSION, "ids": stored.ids,
-        "hashes": stored.hashes, "counts": stored.counts,
-    }, body)
+    return _frame_for(MAGIC, FORMAT_VERSION, TEXT_VERSION, stored, body)
 
 
 def save(path: Path, stored: Stored) -> None:
@@ -298,19 +307,15 @@ class LatentStored:
 
 
 def decode_latent(data: bytes, model: Model) -> LatentStored | None:
-    import numpy as np
-
-    framed = _unframe_for(data, LATENT_MAGIC, LATENT_FORMAT_VERSION, model, LATENT_TEXT_VERSION)
+    """The latent terms in `data` (a feature id and a weight, 8 bytes, a term), or None."""
+    framed = _unframe_for(data, LATENT_MAGIC, LATENT_FORMAT_VERSION, model, LATENT_TEXT_VERSION,
+                          item_bytes=8)
     if framed is None:
         return None
-    header, body = framed
-    entries = _entries(header)
-    if entries is None:
-        return None
-    ids, hashes, counts = entries
+    import numpy as np
+
+    ids, hashes, counts, body = framed
     total = sum(counts)
-    if len(body) != total * 8 or zlib.crc32(body) != header.get("crc"):
-        return None
     indices = np.frombuffer(body[: total * 4], dtype="<i4").astype(np.int32)
     values = np.frombuffer(body[total * 4 :], dtype="<f4").astype(np.float32)
     if total and (int(indices.min()) < 0 or int(indices.max()) >= model.dimension):
@@ -323,12 +328,7 @@ def encode_latent(stored: LatentStored) -> bytes:
 
     body = (np.ascontiguousarray(stored.indices, dtype="<i4").tobytes()
             + np.ascontiguousarray(stored.values, dtype="<f4").tobytes())
-    return _frame(LATENT_MAGIC, {
-        "format": LATENT_FORMAT_VERSION, "model": stored.model.name,
-        "version": stored.model.version, "dimension": stored.model.dimension,
-        "text": LATENT_TEXT_VERSION, "ids": stored.ids, "hashes": stored.hashes,
-        "counts": stored.counts,
-    }, body)
+    return _frame_for(LATENT_MAGIC, LATENT_FORMAT_VERSION, LATENT_TEXT_VERSION, stored, body)
 
 
 def load_latent(path: Path, model: Model) -> LatentStored | None:

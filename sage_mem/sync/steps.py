@@ -68,7 +68,7 @@ from ..disk.safe_io import (
     move,
     rewrite,
 )
-from ..errors import FileChanged, FolderError, InvalidMemory, SageMemError
+from ..errors import FileChanged, FolderError, SageMemError
 from . import index_file
 from .git import (
     ALLOW_SECRET_ENV,
@@ -361,7 +361,7 @@ def name_reason(path: str) -> str | None:
 def secret_reason(data: bytes) -> str | None:
     """Why these bytes may not leave the machine (the audit's secret check), or None."""
     from ..checks.credentials import LABELS, decoded_secrets, find_secrets
-    from ..memory.file_format import parse_bytes
+    from ..memory.file_format import parsed_or_none
 
     if len(data) > _MAX_SCANNED:
         return f"over {_MAX_SCANNED >> 20} MB, not checked for secrets"
@@ -370,11 +370,10 @@ def secret_reason(data: bytes) -> str | None:
         return (f"line {match.line}: possible {LABELS.get(match.kind, match.kind)} "
                 f"{match.excerpt_redacted}")
     if "\\" in text:  # an escape: YAML may decode what the text does not show
-        try:
-            meta = parse_bytes(data).meta
-        except InvalidMemory:
+        parsed = parsed_or_none(data)
+        if parsed is None:
             return None
-        for key, match in decoded_secrets(text, meta):
+        for key, match in decoded_secrets(text, parsed.meta):
             return (f"{key}: possible {LABELS.get(match.kind, match.kind)} "
                     f"{match.excerpt_redacted}, spelled with escapes")
     return None

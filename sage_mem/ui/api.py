@@ -420,7 +420,7 @@ def raw_file(store: MemoryStore, memory_id: str) -> dict[str, Any]:
     `read` refuses (invalid YAML), and of any other unlocked memory file.
     """
     from ..disk.folder import read_memory
-    from ..memory.file_format import parse_bytes, sha256_bytes
+    from ..memory.file_format import memory_text, parse_bytes, sha256_bytes
 
     canonical = store.folder.normalize_id(memory_id)
     path = store.folder.path_for(canonical)
@@ -429,12 +429,7 @@ def raw_file(store: MemoryStore, memory_id: str) -> dict[str, Any]:
     except FileNotFoundError:
         raise MemoryNotFound(f"no memory {canonical!r}", path=path) from None
     raw = seen.raw or b""
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise InvalidMemory(
-            f"{canonical}: not UTF-8 text: fix it in a text editor", path=path
-        ) from None
+    text = memory_text(raw, path, canonical, "; fix it in a text editor")
     problem: dict[str, Any] | None = None
     locked = False
     try:

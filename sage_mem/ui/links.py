@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..disk.folder import ARCHIVE_DIR
-from ..memory.links import Ids, markdown_target, wiki_target
+from ..memory.links import Ids, markdown_candidates, markdown_target, wiki_candidates, wiki_target
 from ..memory.markdown import MARKDOWN_LINK, WIKI_LINK, linked_file, mask_code
 from ..memory.value import Memory
 from ..store import MemoryStore
@@ -93,24 +93,18 @@ class Resolver:
         found = wiki_target(target, folder_rel, self.ids)
         archived = None
         if found is None:
-            memory_id = _nfc(target.strip().removesuffix(".md"))
-            candidates = (posixpath.normpath(memory_id),
-                          posixpath.normpath(posixpath.join(folder_rel, memory_id)))
+            candidates = wiki_candidates(target, folder_rel)
             archived = next((f"{ARCHIVE_DIR}/{c}" for c in candidates if c in self.archived), None)
         return Link("wiki", target, found, archived)
 
     def markdown(self, destination: str, folder_rel: str) -> Link | None:
-        target = linked_file(destination)
-        if target is None:
-            return None
-        resolved = posixpath.normpath(posixpath.join(folder_rel, target))
-        if resolved == ".." or resolved.startswith("../"):
+        candidates = markdown_candidates(destination, folder_rel)
+        if not candidates:
             return None
         found = markdown_target(destination, folder_rel, self.ids)
         archived = None
         if found is None:
-            candidates = [resolved, posixpath.normpath(target)]
-            for memory_id in (_nfc(c.removesuffix(".md")) for c in candidates if c.endswith(".md")):
+            for memory_id in candidates:
                 if memory_id.startswith(ARCHIVE_DIR + "/") and \
                         memory_id[len(ARCHIVE_DIR) + 1:] in self.archived:
                     archived = memory_id

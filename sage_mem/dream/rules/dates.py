@@ -103,34 +103,33 @@ _EN_MONTHS = (
 _EN_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 _ZH_WEEKDAYS = "一二三四五六日"
 _ZH_WEEKDAY_NAMES = ("周一", "周二", "周三", "周四", "周五", "周六", "周日")
-_EN_NUMBERS = {
-    "a": 1,
-    "an": 1,
-    "one": 1,
-    "two": 2,
-    "three": 3,
-    "four": 4,
-    "five": 5,
-    "six": 6,
-    "seven": 7,
-    "eight": 8,
-    "nine": 9,
-    "ten": 10,
+# Number words of both languages, a line a number: English as lowercased, Chinese numerals
+# (a count such as 十五 is read digit by digit, `_zh_count`).
+_NUMBER_WORDS = {
+    "a": 1, "an": 1, "one": 1, "一": 1,
+    "two": 2, "两": 2, "二": 2,
+    "three": 3, "三": 3,
+    "four": 4, "四": 4,
+    "five": 5, "五": 5,
+    "six": 6, "六": 6,
+    "seven": 7, "七": 7,
+    "eight": 8, "八": 8,
+    "nine": 9, "九": 9,
+    "ten": 10, "十": 10,
     "eleven": 11,
     "twelve": 12,
 }
-_ZH_NUMBERS = {
-    "一": 1,
-    "两": 2,
-    "二": 2,
-    "三": 3,
-    "四": 4,
-    "五": 5,
-    "六": 6,
-    "七": 7,
-    "八": 8,
-    "九": 9,
-    "十": 10,
+# The phrases that name a day by its distance from the anchor, a line a day: English as
+# lowercased with single spaces (`_english`), Chinese as written.
+_DAYS_FROM_ANCHOR = {
+    "大前天": -3,
+    "the day before yesterday": -2, "前天": -2,
+    "yesterday": -1, "last night": -1, "昨天": -1, "昨晚": -1,
+    "today": 0, "tonight": 0, "this morning": 0, "this afternoon": 0, "this evening": 0,
+    "今天": 0, "今晚": 0, "今早": 0,
+    "tomorrow": 1, "明天": 1,
+    "the day after tomorrow": 2, "后天": 2,
+    "大后天": 3,
 }
 
 
@@ -159,20 +158,8 @@ def _add_months(day: date, months: int) -> date:
 def _english(word: str, anchor: date) -> str | None:
     """The date an English phrase means, as written beside it; AMBIGUOUS; None for no date."""
     word = " ".join(word.lower().split())
-    days = {
-        "the day before yesterday": -2,
-        "the day after tomorrow": 2,
-        "yesterday": -1,
-        "last night": -1,
-        "today": 0,
-        "tonight": 0,
-        "this morning": 0,
-        "this afternoon": 0,
-        "this evening": 0,
-        "tomorrow": 1,
-    }
-    if word in days:
-        return _en_day(anchor + timedelta(days=days[word]))
+    if word in _DAYS_FROM_ANCHOR:
+        return _en_day(anchor + timedelta(days=_DAYS_FROM_ANCHOR[word]))
     if word in ("a few days ago", "a couple of days ago"):
         return f"a few days before {_en_day(anchor)}"
     # On a Sunday, the last day of a week that, for many English speakers, is the first,
@@ -185,7 +172,7 @@ def _english(word: str, anchor: date) -> str | None:
         return AMBIGUOUS  # "two weeks later": after something else, which only the text knows
     if parts[-1] == "ago" or parts[0] == "in":
         count_word = parts[1] if parts[0] == "in" else parts[0]
-        count = _EN_NUMBERS.get(count_word) or (int(count_word) if count_word.isdigit() else None)
+        count = _NUMBER_WORDS.get(count_word) or (int(count_word) if count_word.isdigit() else None)
         if count is None or count > 366:
             return None
         sign = -1 if parts[-1] == "ago" else 1
@@ -241,20 +228,8 @@ def _quarter(anchor: date, offset: int) -> tuple[int, int]:
 
 def _chinese(word: str, anchor: date) -> str | None:
     """The date a Chinese phrase means, as written beside it; None for no date."""
-    days = {
-        "大前天": -3,
-        "前天": -2,
-        "昨天": -1,
-        "昨晚": -1,
-        "今天": 0,
-        "今晚": 0,
-        "今早": 0,
-        "明天": 1,
-        "后天": 2,
-        "大后天": 3,
-    }
-    if word in days:
-        return _zh_day(anchor + timedelta(days=days[word]))
+    if word in _DAYS_FROM_ANCHOR:
+        return _zh_day(anchor + timedelta(days=_DAYS_FROM_ANCHOR[word]))
     if word in ("前几天", "前两天"):
         return f"{_zh_day(anchor)}前几天"
     years = {"前年": -2, "去年": -1, "今年": 0, "明年": 1, "后年": 2}
@@ -313,11 +288,11 @@ def _zh_count(numerals: str) -> int | None:
         elif digit is not None:
             return None
         else:
-            digit = _ZH_NUMBERS[char]
+            digit = _NUMBER_WORDS[char]
     return total + (digit or 0)
 
 
-_EN_COUNT = r"(?:\d{1,3}|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"
+_EN_COUNT = r"(?:\d{1,3}|" + "|".join(word for word in _NUMBER_WORDS if word.isascii()) + ")"
 _EN_PATTERN = re.compile(
     r"\b(?:the\s+day\s+before\s+yesterday|the\s+day\s+after\s+tomorrow"
     r"|a\s+(?:few|couple\s+of)\s+days\s+ago|(?:earlier|later)\s+this\s+week"
@@ -451,19 +426,18 @@ class _Layout:
 
     def sentence_span(self, start: int, end: int) -> tuple[int, int]:
         """(start, end) of the sentence around segment[start:end]: between breaks."""
-        before = bisect_left(self.breaks, start)
-        head = self.breaks[before - 1] + 1 if before else 0
-        after = bisect_left(self.breaks, end)
-        tail = self.breaks[after] if after < len(self.breaks) else len(self.segment)
-        return head, tail
+        return self._between(self.breaks, start, end)
 
     def line_span(self, start: int, end: int) -> tuple[int, int]:
         """(start, end) of the line segment[start:end] is on (`end` past it: from `end`)."""
-        before = bisect_left(self.newlines, start)
-        line_start = self.newlines[before - 1] + 1 if before else 0
-        after = bisect_left(self.newlines, end)
-        line_end = self.newlines[after] if after < len(self.newlines) else len(self.segment)
-        return line_start, line_end
+        return self._between(self.newlines, start, end)
+
+    def _between(self, bounds: list[int], start: int, end: int) -> tuple[int, int]:
+        """(start, end) around segment[start:end] from the bound before `start` (sorted
+        positions, each a character that ends a stretch) to the first at or past `end`."""
+        before, after = bisect_left(bounds, start), bisect_left(bounds, end)
+        return (bounds[before - 1] + 1 if before else 0,
+                bounds[after] if after < len(bounds) else len(self.segment))
 
     def count(self, mark: str, start: int, end: int) -> int:
         """How many `mark` are in segment[start:end]."""
