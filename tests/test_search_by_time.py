@@ -310,3 +310,52 @@ def test_a_large_folder_is_not_read_stamp_by_stamp(monkeypatch: pytest.MonkeyPat
     assert [(h.id, h.score) for h in index_of(*memories).search(query, now=then)] == plain
     monkeypatch.setattr(timewords, "MAX_STAMPS_READ", 1)
     assert [(h.id, h.score) for h in index_of(*memories).search(query, now=then)] != plain
+
+
+def test_a_fused_search_applies_the_date_once_to_the_fused_score() -> None:
+    """The date windows' factor acts on the fused ranking, not on each side before scaling:
+    the lexical scores (which hold it) are read without it, and the fused score is multiplied
+    by it, so the semantic and latent sides of a dated memory gain as its lexical side did."""
+    from sage_mem.search import fusion
+
+    plain = [("a", 10.0), ("b", 8.0), ("c", 2.0)]
+    dates = {"b": 1.75, "c": 1.375}  # b in the window, c near it, a elsewhere
+    dated = [(key, score * dates.get(key, 1.0)) for key, score in plain]  # as a search gives
+    cosines = {"a": 0.9, "b": 0.5, "c": 0.1}
+    latent = {"a": 1.0, "b": 0.0, "c": 0.5}
+    undated = dict(fusion.fuse(plain, cosines, ["a", "b", "c"], weight=0.4, complete=True,
+                               spread=1, latent=latent))
+    fused = fusion.fuse(dated, cosines, ["a", "b", "c"], weight=0.4, complete=True, spread=1,
+                        latent=latent, dates=dates)
+    assert dict(fused) == pytest.approx({key: value * dates.get(key, 1.0)
+                                         for key, value in undated.items()})
+    # a: 0.9 * 1 + 0.1 * 1 = 1.0; b: 0.9 * (0.4 * 0.8 + 0.6 * 0.5) = 0.558 -> x 1.75 = 0.9765
+    assert [key for key, _ in fused] == ["a", "b", "c"]
+    assert dict(fused)["b"] == pytest.approx(0.9765 * 10.0)
+
+
+@pytest.mark.parametrize(
+    ("query", "bought", "old"),
+    [
+        pytest.param("What gift did I get 10 days ago?", "A silver necklace from my mother",
+                     "A silver necklace from my aunt", id="en"),
+        pytest.param("我十天前收到了什么礼物", "妈妈送的一条银项链", "阿姨送的一条银项链", id="zh"),
+    ],
+)
+def test_with_the_extra_the_memory_dated_in_the_window_ranks_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, query: str, bought: str, old: str
+) -> None:
+    """A memory found by meaning alone (no word of the query) ranks by its date too."""
+    monkeypatch.delenv("SAGE_MEM_SEMANTIC", raising=False)
+    from support import write_memory
+    from test_semantic import WordsEmbedder
+
+    folder = tmp_path / "memory"
+    folder.mkdir()
+    for name, text, day in (("a_old", old, "2026-06-02"), ("b_new", bought, "2026-11-24"),
+                            ("c_other", "Oscar the dog likes to swim 小狗喜欢游泳", "2026-11-24")):
+        write_memory(folder, name, f"---\ndescription: {text}\ncategory: user\n"
+                                   f"updated: {day}T10:00:00Z\n---\n")
+    store = MemoryStore(folder, watch=False)
+    store.embed(embedder=WordsEmbedder())
+    assert [hit.id for hit in store.search(query, limit=2, now=NOW)][:1] == ["b_new"]

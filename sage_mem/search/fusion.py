@@ -128,6 +128,7 @@ def fuse(
     spread: float = SPREAD,
     latent: Mapping[str, float] | None = None,
     latent_weight: float | None = None,
+    dates: Mapping[str, float] | None = None,
 ) -> list[tuple[str, float]]:
     """(id, fused score in lexical units), best first, ties by id (see the module docstring).
 
@@ -139,9 +140,13 @@ def fuse(
     lexical scores hold already and the semantic side is multiplied by;
     `spread` the power the fused scores are raised to (SPREAD); `latent` the
     latent score of each candidate that has current latent terms, weighing
-    `latent_weight` (LATENT_WEIGHT).
+    `latent_weight` (LATENT_WEIGHT); `dates` the date windows' multiplier of each
+    candidate (`Index.date_factors`), which the lexical scores hold too: taken out of them
+    before scaling and applied once, to the fused score, so that every side of a memory
+    dated in the query's window gains as its lexical score did.
     """
-    lexical_scores = dict(lexical)
+    dates = dates or {}
+    lexical_scores = {key: score / dates.get(key, 1.0) for key, score in lexical}
     candidates = list(dict.fromkeys([*lexical_scores, *nearest]))
     lex = _scaled(lexical_scores, from_zero=complete)
     sem = _scaled({key: cosines[key] for key in candidates if key in cosines})
@@ -157,6 +162,8 @@ def fuse(
         terms = _scaled({key: latent[key] for key in candidates if key in latent})
         for key in candidates:
             fused[key] = (1.0 - share) * fused[key] + share * terms.get(key, fused[key])
+    if dates:
+        fused = {key: value * dates.get(key, 1.0) for key, value in fused.items()}
     unit = max(lexical_scores.values(), default=0.0)
     # At the minimum of both sides (or of the one side it has), nothing speaks for a memory.
     ranked = sorted((key for key in candidates if fused[key] > 0.0),
@@ -213,8 +220,9 @@ def search(
                                      latent_query) if latent_query is not None else None)
     ranked = fuse([(hit.id, hit.score) for hit in hits], cosines, nearest, weight=weight,
                   complete=len(hits) < wanted,
-                  factors=index.factors(candidates, archived=archived, query=query, now=now),
-                  latent=latent, latent_weight=latent_weight)
+                  factors=index.factors(candidates, archived=archived),
+                  latent=latent, latent_weight=latent_weight,
+                  dates=index.date_factors(candidates, query, now))
     by_id = {hit.id: hit for hit in hits}
     out = []
     for key, score in ranked[offset : offset + limit]:

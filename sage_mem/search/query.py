@@ -518,6 +518,26 @@ class QueryPath:
 
         return self._guarded(factors)
 
+    def date_factors(
+        self, memory_ids: Sequence[str], query: str, now: datetime | None = None
+    ) -> dict[str, float]:
+        """The date windows' multiplier of each of these memories for `query` (`_dated`:
+        1 + DATE_BOOST in a window, less near one, 1 elsewhere); {} when the query names no
+        window any memory is dated in or near (its time words are then words). A fused
+        search applies it once, to the fused score (`fusion.search`)."""
+        time = read_time(query, now) if self.date_boost else None
+        if time is None or not time.windows:
+            return {}
+
+        def factors() -> dict[str, float]:
+            dated = self._dated(lambda number: 1.0, time)
+            if dated is None:
+                return {}
+            number = self._number
+            return {key: dated[0](number[key]) for key in memory_ids if key in number}
+
+        return self._guarded(factors)
+
     def hit_for(self, memory_id: str, score: float) -> Hit | None:
         """The hit of one memory at `score` (another ranking's, e.g. a fused one's)."""
         return self._guarded(
