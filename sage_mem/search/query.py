@@ -28,7 +28,7 @@ from .packed import Backing, IdsByNumber, NumbersById
 from .ranking import Hit, Weighted, accumulate_scores, matched_shares, top
 from .scoring import Scoring, term_idf, word_pairs
 from .timewords import TimeQuery, any_stamp_within, date_terms, read_time, stamp_day
-from .tokens import is_unigram, loose_terms, tokenize
+from .tokens import is_unigram, loose_terms, short_names, tokenize
 
 # A long prompt is scored on its most telling terms only (highest idf): the work per
 # query stays bounded (a pasted page holds hundreds of terms) and so does its tail.
@@ -49,6 +49,7 @@ class QueryPath:
     half_life_days: float | None
     date_boost: float
     time_word_weight: float
+    prefix_weight: float
     _ids: list[str | None] | IdsByNumber
     _number: dict[str, int] | NumbersById
     _boost: array
@@ -152,6 +153,9 @@ class QueryPath:
         known = set(terms)
         pairs = list(dict.fromkeys(word_pairs(sequence, known))) if self.scoring.pair_weight else []
         loose = dict(loose_terms(text, known))
+        if self.prefix_weight:
+            for term in short_names(text):
+                loose.setdefault(term, self.prefix_weight)
         if time is not None and self.time_word_weight:
             for window in time.windows:
                 if window.relative:

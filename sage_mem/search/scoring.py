@@ -95,7 +95,7 @@ from operator import eq
 from typing import TypeVar
 
 from ..memory.value import CATEGORIES, Memory
-from .tokens import _CJK_RUN, tokenize_counted
+from .tokens import _CJK_RUN, name_prefixes, tokenize_counted
 
 FIELD_WEIGHTS: dict[str, float] = {
     "description": 2.0,
@@ -224,13 +224,23 @@ def field_counts(
     in FIELDS order."""
     counts: list[Counter[str]] = []
     lengths: list[int] = []
-    for terms, length in counted_fields(memory).values():
+    for name, (terms, length) in counted_fields(memory).items():
         counted = Counter(terms)
         lengths.append(length)
         if pair_weight and len(terms) > 1:
             counted.update(word_pairs(terms))
+        if name in _NAMED_FIELDS:
+            # Not in the field's length: another way to find a word it holds.
+            counted.update(name_prefixes(_NAMED_FIELDS[name](memory)))
         counts.append(counted)
     return counts, tuple(lengths)
+
+
+# The fields whose names ("Deborah") are indexed by their prefixes too (`tokens.name_prefixes`).
+_NAMED_FIELDS = {
+    "description": lambda memory: memory.description,
+    "body": lambda memory: memory.body[:MAX_BODY_CHARS],
+}
 
 
 def weigh(
