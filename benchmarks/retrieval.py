@@ -10,7 +10,9 @@ Three sets, each a memory folder and its questions, read in place from
 `../shared/data/` (found above the checkout; `--data-root` to point
 elsewhere): `locomo-dev` (1,210 memories, 631 questions), and from zh-dev
 `cmrc-sent` (5,385 sentences of Chinese Wikipedia, 1,608 questions) and
-`dulemon-utterance` (82 persona facts, 72 chat turns). Each set's whole
+`dulemon-utterance` (82 persona facts, 72 chat turns); and, with `--sets
+locomo-dev-sessions`, locomo-dev as one memory a chat session (128 long
+memories, built in a temporary folder: `session_folder`). Each set's whole
 folder is one store. Every question runs through `MemoryStore.search`, and,
 side by side in the same run, through two baselines over description + body:
 
