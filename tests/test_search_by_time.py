@@ -289,7 +289,8 @@ def test_the_cli_refuses_a_now_that_is_no_date(dated_store: MemoryStore) -> None
 
 
 def test_the_semantic_side_is_dated_as_the_lexical_side_is() -> None:
-    """Fusion multiplies the semantic side by the factors a search applies (`Index.factors`)."""
+    """The factors a search applies (`Index.factors` with the query) hold its date windows';
+    `Index.date_factors` (what a fused search multiplies the fused score by) is that part."""
     index = index_of(
         make("user_a_old", "Bought a kettle", updated="2026-06-02T10:00:00Z"),
         make("user_b_new", "Bought a smoker", updated="2026-11-24T10:00:00Z"),
@@ -299,6 +300,10 @@ def test_the_semantic_side_is_dated_as_the_lexical_side_is() -> None:
                           now=NOW)
     assert dated["user_a_old"] == plain["user_a_old"]
     assert dated["user_b_new"] == pytest.approx(plain["user_b_new"] * (1 + index.date_boost))
+    assert index.date_factors(["user_a_old", "user_b_new"], "what did I buy 10 days ago",
+                              NOW) == pytest.approx({"user_a_old": 1.0,
+                                                     "user_b_new": 1 + index.date_boost})
+    assert index.date_factors(["user_a_old", "user_b_new"], "what did I buy", NOW) == {}
 
 
 def test_a_large_folder_is_not_read_stamp_by_stamp(monkeypatch: pytest.MonkeyPatch) -> None:
