@@ -45,7 +45,9 @@ name inside the question 1.5 (a capitalised word not starting a sentence:
 the question is about that person), a doubled Chinese character's unigram
 1.0 ("狗狗" for 狗), a Chinese skip bigram 0.4 ("打篮球" for 打球), a verb and
 its particle joined 1.0 ("log in" for "login") and a word split into its
-verb and particle 0.3 ("login" for "log"). The pair part is a small proximity bonus after
+verb and particle 0.3 ("login" for "log"); `tokens.short_names` a short name's prefix
+term 0.5 ("Deb" asks for "deb*", which a memory writing "Deborah" is indexed under:
+`tokens.name_prefixes`, outside the field's length). The pair part is a small proximity bonus after
 Metzler & Croft's sequential dependence model (2005): `word_pairs` turns two
 word terms next to each other, once stop words are dropped, into one term
 ("support group", which "support groups" meets too), indexed like any other
@@ -59,7 +61,8 @@ default 0.5), and, when a half-life is set, by recency of `updated`,
 1 + DATE_BOOST for a memory dated inside one of its windows (its `updated`
 day or a date its text writes), 1 + DATE_BOOST / 2 for one near it; a
 relative phrase's words then weigh TIME_WORD_WEIGHT (`Index._dated`, and
-docs/retrieval.md "Search by when"). Ties order by id, so equal scores
+docs/retrieval.md "Search by when"; a fused search applies it to the fused
+score instead: `Index.date_factors`). Ties order by id, so equal scores
 always list in the same order.
 
 Tuning (`benchmarks/retrieval.py --grid`, on LoCoMo conversations 0-2 and
