@@ -47,7 +47,11 @@ Chinese sets were run after (docs/retrieval.md).
 
 A memory without a current vector (not made yet, or its memory changed
 since) ranks lexically: its semantic side is taken to be its lexical one, so
-its fused score is its scaled lexical score. While vectors are missing for
+its fused score is its scaled lexical score. A memory whose vectors read only
+part of it (a long one: `vectors.PIECES_CHARS`) takes the better of its
+semantic side and its lexical one: the part not embedded may hold what the
+query's words found there (locomo-dev's chat sessions as memories lost 0.010
+of R@5 with the extra before, docs/retrieval.md "Long memories"). While vectors are missing for
 some memories, those keep their lexical place among the others; when none
 exist (no vector file, or the extra not installed), the store does not call
 this module and search is exactly lexical.
@@ -74,13 +78,13 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from ..memory.markdown import mask_code
 from .index import Hit, Index
 from .tokens import MONTHS
-from .vectors import PASSAGE_CHARS
+from .vectors import PASSAGE_CHARS, read_in_part
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -133,6 +137,7 @@ def fuse(
     latent: Mapping[str, float] | None = None,
     latent_weight: float | None = None,
     dates: Mapping[str, float] | None = None,
+    partial: Collection[str] = (),
 ) -> list[tuple[str, float]]:
     """(id, fused score in lexical units), best first, ties by id (see the module docstring).
 
@@ -147,7 +152,9 @@ def fuse(
     `latent_weight` (LATENT_WEIGHT); `dates` the date windows' multiplier of each
     candidate (`Index.date_factors`), which the lexical scores hold too: taken out of them
     before scaling and applied once, to the fused score, so that every side of a memory
-    dated in the query's window gains as its lexical score did.
+    dated in the query's window gains as its lexical score did; `partial` the candidates
+    whose vectors read only part of their text (`vectors.read_in_part`), whose semantic
+    side is then at least their lexical one.
     """
     dates = dates or {}
     lexical_scores = {key: score / dates.get(key, 1.0) for key, score in lexical}
@@ -160,6 +167,10 @@ def fuse(
     for key in candidates:
         lexical_part = lex.get(key, 0.0)
         semantic_part = sem.get(key, lexical_part)  # no vector: ranks lexically
+        if key in partial and lexical_part > semantic_part:
+            # What its vectors did not read may hold what the words found: they cannot
+            # speak against it.
+            semantic_part = lexical_part
         fused[key] = weight * lexical_part + (1.0 - weight) * semantic_part
     if latent:
         share = LATENT_WEIGHT if latent_weight is None else latent_weight
@@ -226,7 +237,9 @@ def search(
                   complete=len(hits) < wanted,
                   factors=index.factors(candidates, archived=archived),
                   latent=latent, latent_weight=latent_weight,
-                  dates=index.date_factors(candidates, query, now))
+                  dates=index.date_factors(candidates, query, now),
+                  partial={key for key in candidates if key in memories
+                           and read_in_part(memories[key].description, memories[key].body)})
     by_id = {hit.id: hit for hit in hits}
     out = []
     for key, score in ranked[offset : offset + limit]:
