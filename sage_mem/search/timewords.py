@@ -101,12 +101,13 @@ class TimeQuery(NamedTuple):
 
 # Fenced blocks (``` or ~~~, to their closing fence or the end) and inline code: read here
 # rather than with `memory.markdown`'s full rules, which the hook's path does not import.
-_CODE = re.compile(r"^[ \t]*(`{3,}|~{3,})[^\n]*\n(?:.*?\n[ \t]*\1[^\n]*$|.*\Z)|`[^`\n]+`",
-                   re.MULTILINE | re.DOTALL)
+_FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})[^\n]*\n(?:.*?\n[ \t]*\1[^\n]*$|.*\Z)",
+                    re.MULTILINE | re.DOTALL)
+_INLINE = re.compile(r"`[^`\n]+`")
 
 
 def _blanked(match: re.Match[str]) -> str:
-    return re.sub(r"[^\n]", " ", match.group())
+    return "\n".join(" " * len(line) for line in match.group().split("\n"))
 
 
 def read_time(query: str, now: date | datetime | None = None) -> TimeQuery:
@@ -121,8 +122,10 @@ def read_time(query: str, now: date | datetime | None = None) -> TimeQuery:
         return TimeQuery((), query)
     # A date in pasted code (a log's, a traceback's) is not a time the query asks about:
     # its code is read as blanks (the same length, so a phrase's place stays the query's).
-    if "`" in head or "~~~" in head:
-        head = _CODE.sub(_blanked, head)
+    if "```" in head or "~~~" in head:
+        head = _FENCE.sub(_blanked, head)
+    if "`" in head:
+        head = _INLINE.sub(_blanked, head)
     if now is None:
         today = date.today()
     elif isinstance(now, datetime):
