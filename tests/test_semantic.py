@@ -1078,3 +1078,34 @@ def test_a_search_waits_for_one_passage_of_a_backfill_not_the_whole_batch(tmp_pa
         backfill.join(20)
     assert made and made[0].embedded == 6 and made[0].unsaved is None
     assert engine.calls.count("sparse") == 6  # one turn a memory's latent terms
+
+
+@pytest.mark.parametrize(
+    ("query", "last_line", "filler", "meant"),
+    [
+        pytest.param("Where did Caroline buy the pendant?",
+                     "Caroline bought the pendant at the flea market.",
+                     "Line {}: the weather was mild and we walked along the river.",
+                     "A silver necklace, a gift", id="en"),
+        pytest.param("小红在哪里买的项链", "小红在跳蚤市场买了项链。",
+                     "第{}行：天气很温和，我们沿着河边散步，聊了很久。", "这是一份礼物", id="zh"),
+    ],
+)
+def test_a_long_memory_keeps_its_lexical_rank_where_its_vectors_did_not_read(
+    tmp_path: Path, query: str, last_line: str, filler: str, meant: str
+) -> None:
+    """A memory longer than its pieces read (`vectors.PIECES_CHARS`): what the words found
+    past them, its semantic side cannot speak against (it is at least its lexical side)."""
+    folder = tmp_path / "memory"
+    folder.mkdir()
+    lines = [filler.format(number) for number in range(120)]
+    assert sum(map(len, lines)) > vectors.PIECES_CHARS
+    write_memory(folder, "long_week", memory("A week of notes", "\n".join([*lines, last_line])))
+    write_memory(folder, "meant", memory(meant))
+    write_memory(folder, "other", memory("Oscar the dog likes to swim"))
+    assert vectors.read_in_part("A week of notes", "\n".join([*lines, last_line]))
+    assert not vectors.read_in_part(meant, "")
+    store = MemoryStore(folder, watch=False)
+    assert ids(store.search(query))[:1] == ["long_week"]  # lexical
+    store.embed(embedder=WordsEmbedder())
+    assert ids(store.search(query, limit=2))[:1] == ["long_week"]

@@ -126,6 +126,23 @@ def test_a_relative_phrase_is_taken_out_of_the_query_text(query: str, left: str)
     assert read_time(query, NOW).text == left
 
 
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        pytest.param("Logs:\n\n```\n2026-10-09 fair ERROR\n```\n\nWhat gift did Nate get?", [],
+                     id="en-fenced-log"),
+        pytest.param("Why does `since 2023-04-10` fail?", [], id="en-inline-code"),
+        pytest.param("日志：\n```\n2026年10月9日 集市 出错\n```\n我昨天买了什么",
+                     [("2026-12-03", "2026-12-03")], id="zh-fenced-log"),
+    ],
+)
+def test_a_date_in_pasted_code_is_no_window(query: str, expected: list[tuple[str, str]]) -> None:
+    """A log's or a traceback's dates are not what a prompt asks about (as `fusion.writes_figure`
+    reads them): only the prose's time phrases are windows, and the text keeps the code."""
+    assert windows(query) == expected
+    assert "2026" in read_time(query, NOW).text or "2023" in read_time(query, NOW).text
+
+
 def test_an_absolute_date_stays_in_the_query_text_and_is_a_window() -> None:
     found = read_time("What did Tim say about his injury on 16 November, 2023?", NOW)
     assert [(w.start, w.end, w.relative) for w in found.windows] == [

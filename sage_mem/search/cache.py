@@ -147,7 +147,8 @@ REWRITE_AFTER = 32
 # 2: issue 16 (dates, numbers, identifier parts, irregular forms);
 # 3: weak length normalisation (k1 0.7, b 0.1-0.3), CJK unigrams at 0.25, the words
 #    for "now" as stop words, ordinal words as their digits.
-SCORING_VERSION = 3
+# 4: names indexed by their prefixes too ("deb*" for "Deborah", `tokens.name_prefixes`).
+SCORING_VERSION = 4
 _MEMORY_FIELDS = tuple(f.name for f in fields(Memory))
 _PROBLEMS = _MEMORY_FIELDS.index("problems")
 

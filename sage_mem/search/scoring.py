@@ -45,7 +45,9 @@ name inside the question 1.5 (a capitalised word not starting a sentence:
 the question is about that person), a doubled Chinese character's unigram
 1.0 ("狗狗" for 狗), a Chinese skip bigram 0.4 ("打篮球" for 打球), a verb and
 its particle joined 1.0 ("log in" for "login") and a word split into its
-verb and particle 0.3 ("login" for "log"). The pair part is a small proximity bonus after
+verb and particle 0.3 ("login" for "log"); `tokens.short_names` a short name's prefix
+term 0.5 ("Deb" asks for "deb*", which a memory writing "Deborah" is indexed under:
+`tokens.name_prefixes`, outside the field's length). The pair part is a small proximity bonus after
 Metzler & Croft's sequential dependence model (2005): `word_pairs` turns two
 word terms next to each other, once stop words are dropped, into one term
 ("support group", which "support groups" meets too), indexed like any other
@@ -59,7 +61,8 @@ default 0.5), and, when a half-life is set, by recency of `updated`,
 1 + DATE_BOOST for a memory dated inside one of its windows (its `updated`
 day or a date its text writes), 1 + DATE_BOOST / 2 for one near it; a
 relative phrase's words then weigh TIME_WORD_WEIGHT (`Index._dated`, and
-docs/retrieval.md "Search by when"). Ties order by id, so equal scores
+docs/retrieval.md "Search by when"; a fused search applies it to the fused
+score instead: `Index.date_factors`). Ties order by id, so equal scores
 always list in the same order.
 
 Tuning (`benchmarks/retrieval.py --grid`, on LoCoMo conversations 0-2 and
@@ -95,7 +98,7 @@ from operator import eq
 from typing import TypeVar
 
 from ..memory.value import CATEGORIES, Memory
-from .tokens import _CJK_RUN, tokenize_counted
+from .tokens import _CJK_RUN, name_prefixes, tokenize_counted
 
 FIELD_WEIGHTS: dict[str, float] = {
     "description": 2.0,
@@ -224,13 +227,23 @@ def field_counts(
     in FIELDS order."""
     counts: list[Counter[str]] = []
     lengths: list[int] = []
-    for terms, length in counted_fields(memory).values():
+    for name, (terms, length) in counted_fields(memory).items():
         counted = Counter(terms)
         lengths.append(length)
         if pair_weight and len(terms) > 1:
             counted.update(word_pairs(terms))
+        if name in _NAMED_FIELDS:
+            # Not in the field's length: another way to find a word it holds.
+            counted.update(name_prefixes(_NAMED_FIELDS[name](memory)))
         counts.append(counted)
     return counts, tuple(lengths)
+
+
+# The fields whose names ("Deborah") are indexed by their prefixes too (`tokens.name_prefixes`).
+_NAMED_FIELDS = {
+    "description": lambda memory: memory.description,
+    "body": lambda memory: memory.body[:MAX_BODY_CHARS],
+}
 
 
 def weigh(

@@ -99,15 +99,33 @@ class TimeQuery(NamedTuple):
         return max((window.closeness(day) for window in self.windows), default=0.0)
 
 
+# Fenced blocks (``` or ~~~, to their closing fence or the end) and inline code: read here
+# rather than with `memory.markdown`'s full rules, which the hook's path does not import.
+_FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})[^\n]*\n(?:.*?\n[ \t]*\1[^\n]*$|.*\Z)",
+                    re.MULTILINE | re.DOTALL)
+_INLINE = re.compile(r"`[^`\n]+`")
+
+
+def _blanked(match: re.Match[str]) -> str:
+    return "\n".join(" " * len(line) for line in match.group().split("\n"))
+
+
 def read_time(query: str, now: date | datetime | None = None) -> TimeQuery:
     """The date windows `query` names, resolved against `now` (default: today, local time).
 
     `TimeQuery.text` is `query` with each relative phrase replaced by a space;
-    a query that names no time comes back as it is, with no windows.
+    a query that names no time comes back as it is, with no windows. Its code (a fenced
+    block, even one left open, and inline code) names none.
     """
     head = query[:MAX_TIME_CHARS]
     if not _may_hold_time(head):
         return TimeQuery((), query)
+    # A date in pasted code (a log's, a traceback's) is not a time the query asks about:
+    # its code is read as blanks (the same length, so a phrase's place stays the query's).
+    if "```" in head or "~~~" in head:
+        head = _FENCE.sub(_blanked, head)
+    if "`" in head:
+        head = _INLINE.sub(_blanked, head)
     if now is None:
         today = date.today()
     elif isinstance(now, datetime):

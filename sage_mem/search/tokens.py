@@ -657,6 +657,23 @@ def _skip_pairs(marked: str, start: int, end: int, wrong: set[str]) -> dict[str,
     return pairs
 
 
+def name_prefixes(text: str) -> list[str]:
+    """The prefix terms of the names `text` writes ("Deborah": "deb*", "debo*", "debor*"),
+    one for each time a name is written (a capitalised word of at least five letters)."""
+    low, high = PREFIX_LETTERS
+    out = []
+    for word in _CAPITALISED.findall(text):
+        word = word.lower()
+        out += [word[:size] + PREFIX_MARK for size in range(low, min(high, len(word) - 2) + 1)]
+    return out
+
+
+def short_names(text: str) -> list[str]:
+    """The prefix terms a query's short names ask for: a capitalised word of 3 to 5 letters
+    inside a sentence ("when did Deb move": "deb*")."""
+    return [word.lower() + PREFIX_MARK for word in _SHORT_NAME.findall(text)]
+
+
 def _update_new(out: dict[str, float], added: dict[str, float]) -> None:
     """`out.setdefault(term, weight)` for each item of `added`, in order (in C)."""
     for known in added.keys() & out.keys():
@@ -666,6 +683,17 @@ def _update_new(out: dict[str, float], added: dict[str, float]) -> None:
 # capital first, then the look behind: the engine then scans for the class, in C.)
 _NAME = re.compile(r"[A-Z](?<=[^\s.!?。！？]\s[A-Z])[a-z]+(?:'s)?")
 NAME_WEIGHT = 1.5
+# A name a memory writes ("Deborah", "Melanie") is indexed by its first 3 to 5 letters too,
+# as prefix terms ("deb*", "debo*", "debor*"; two letters at least left out), and a short
+# name inside a query ("Deb", "Mel", "Chris") asks for its prefix term at PREFIX_WEIGHT:
+# an alias reaches the full name, below an exact match. A prefix term holds `*`, which no
+# word term does; it counts in no field's length.
+PREFIX_MARK = "*"
+PREFIX_LETTERS = (3, 5)
+PREFIX_WEIGHT = 0.5
+# The capital first, then the look behind (the engine then scans for the class, in C).
+_CAPITALISED = re.compile(r"[A-Z](?<![^\W\d_][A-Z])[a-z]{4,}(?![^\W_])")
+_SHORT_NAME = re.compile(r"[A-Z](?<=[^\s.!?。！？]\s[A-Z])[a-z]{2,4}(?![^\W_])")
 MAX_VERB = 5
 SPLIT_WEIGHT = 0.3
 REDUPLICATED_WEIGHT = 1.0

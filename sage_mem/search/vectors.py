@@ -117,6 +117,20 @@ def passage_pieces(description: str, body: str) -> list[str]:
     return [joined] if len(joined) <= SHORT_CHARS else list(lines)
 
 
+def read_in_part(description: str, body: str) -> bool:
+    """Whether a memory's pieces leave part of its text unembedded (they reached
+    PIECES_CHARS): its vectors then speak for what they read, not for the whole memory."""
+    if len(description) + len(body) < PIECES_CHARS:
+        return False
+    # Its beginning first (a search asks this of every long candidate): what reaches
+    # PIECES_CHARS there reaches it in the whole.
+    head = body[: 4 * PIECES_CHARS]
+    if sum(map(len, passage_pieces(description, head))) >= PIECES_CHARS:
+        return True
+    return len(head) < len(body) and (
+        sum(map(len, passage_pieces(description, body))) >= PIECES_CHARS)
+
+
 def text_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
@@ -351,7 +365,8 @@ __all__ = ["FORMAT_VERSION", "LATENT_FORMAT_VERSION", "LATENT_TEXT_VERSION", "MA
            "PASSAGE_CHARS", "PIECES_CHARS", "SHORT_CHARS", "LatentStored", "Model", "Stored",
            "TEXT_VERSION",
            "decode", "decode_latent", "encode", "encode_latent", "latent_path", "latent_text",
-           "load", "load_latent", "passage_pieces", "passage_text", "save", "save_latent",
+           "load", "load_latent", "passage_pieces", "passage_text", "read_in_part", "save",
+           "save_latent",
            "text_hash", "vectors_path"]
 
 
