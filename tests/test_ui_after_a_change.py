@@ -281,7 +281,7 @@ def test_the_listing_after_each_change_sorts_no_id_and_holds_what_the_store_list
             again.list()
         sorts: list[int] = []
 
-        def no_sort(*args: Any, **kwargs: Any) -> Any:
+        def no_sort(*args: Any, sorts: list[int] = sorts, **kwargs: Any) -> Any:
             sorts.append(1)
             return sorted(*args, **kwargs)
 
