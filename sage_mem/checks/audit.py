@@ -247,7 +247,7 @@ def audit_folder(
         else None
     files: Iterable[tuple[Path, bool]]
     if cache is not None and looked is not None:
-        files = cache.walked()
+        files = cache.resume(run, looked)
     else:
         files = ((path, archived) for archived in (False, True)
                  for path in folder.iter_files(archived=archived))
@@ -271,6 +271,7 @@ def audit_folder(
         if looked is None:
             cache.parked = list(folder.iter_parked())
             cache.remember_walk(walk)
+        cache.remember_paths(run)
     parked = folder.iter_parked() if cache is None else \
         [path for path in cache.parked if os.path.lexists(path)]
     for parked_file in parked:
@@ -325,6 +326,9 @@ class FileResults:
         self._changed = False
         self._walk: dict[str, tuple[Path, bool]] | None = None  # the last walk's files
         self._ids: tuple[str, Ids] | None = None  # the ids the last links were checked against
+        self._fingerprinted: tuple[set[str], set[str], str] | None = None
+        # What the last audit walked: its files' paths, and the memory and archive paths (NFC).
+        self._last: tuple[set[str], set[str], set[str]] | None = None
         self.parked: list[Path] = []  # and the parked files it found
         if path is not None:
             self._load(path)
@@ -379,6 +383,38 @@ class FileResults:
         """The files a whole walk found (by path), for the audits after it (`walk_after`)."""
         self._walk = walk
 
+    def remember_paths(self, run: _Audit) -> None:
+        self._last = (run.walked, run.active, run.archived)
+
+    def resume(self, run: _Audit, looked: set[str]) -> list[tuple[Path, bool]]:
+        """`run` as the last audit left it, but for the files `looked` at again (after
+        `walk_after`), which are the files to check: what every other file gave, taken in
+        bulk. (Through `reuse`, file by file, when a path is not NFC: two files may share a
+        memory path then.)"""
+        assert self._walk is not None
+        if self._last is None or not all(key.isascii() or _nfc(key) == key for key in looked) \
+                or not self._nfc_only():
+            return list(self._walk.values())
+        walked, active, archived = self._last
+        rels = {run.rel(Path(key)) for key in looked}
+        run.walked = walked - rels
+        run.active = active - rels
+        run.archived = archived - rels
+        run.checked = len(run.walked)
+        for (rel, _), kept in self._files.items():
+            if rel not in rels:
+                run.findings.extend(kept[1])
+                run.bodies.extend(kept[2])
+                run.memories.extend(kept[3])
+        return [self._walk[key] for key in looked if key in self._walk]
+
+    def _nfc_only(self) -> bool:
+        """Every file of the last walk has an NFC path (so a path is its memory path)."""
+        if self._last is None:
+            return False
+        walked, active, archived = self._last
+        return len(walked) == len(active) + len(archived) and active | archived >= walked
+
     def walked(self) -> list[tuple[Path, bool]]:
         """The files of the last walk, as changed since (`walk_after`)."""
         return list(self._walk.values()) if self._walk is not None else []
@@ -429,7 +465,12 @@ class FileResults:
     def check_links(self, run: _Audit) -> None:
         """The links of every body: a body's findings are reused while neither it nor the
         files it was checked against (the folder's memory and archive paths) changed."""
-        against = _fingerprint(run.active, run.archived)
+        last = self._fingerprinted
+        if last is not None and last[0] == run.active and last[1] == run.archived:
+            against = last[2]  # the same paths (a set comparison, not a sort and a hash)
+        else:
+            against = _fingerprint(run.active, run.archived)
+            self._fingerprinted = (set(run.active), set(run.archived), against)
         saved, self._saved_links = self._saved_links, {}
         if against != self._linked_against:
             self._links.clear()
