@@ -15,6 +15,7 @@ owner's lines do not index. Pure functions only: no I/O here.
 from __future__ import annotations
 
 import heapq
+import operator
 import posixpath
 import re
 import unicodedata
@@ -121,8 +122,7 @@ def render(memories: Sequence[Listed], retrievals: Mapping[str, int] | None = No
     return _render_groups(sorted(ranked[:low], key=_id), len(live) - low, lines=lines)
 
 
-def _id(memory: Listed) -> str:
-    return memory.id
+_id: Callable[[Listed], str] = operator.attrgetter("id")
 
 
 def _ranked(memories: Sequence[Listed], retrievals: Mapping[str, int] | None,
@@ -137,12 +137,15 @@ def _ranked(memories: Sequence[Listed], retrievals: Mapping[str, int] | None,
 
     if first is None:
         return sorted(memories, key=rank)
-    # Baselines and used memories come before every other, which come by id alone.
-    ahead = [m for m in memories if m.baseline or counts.get(m.id)]
+    # Baselines and used memories come before every other, which come by id alone: the
+    # smallest ids of the others are among the `first` smallest ids of all.
+    ahead = [m for m in memories if m.baseline or counts.get(m.id)] if counts else \
+        [m for m in memories if m.baseline]
     if len(ahead) >= first:
         return heapq.nsmallest(first, ahead, key=rank)
-    rest = [m for m in memories if not (m.baseline or counts.get(m.id))]
-    return sorted(ahead, key=rank) + heapq.nsmallest(first - len(ahead), rest, key=_id)
+    chosen = {m.id for m in ahead}
+    smallest = [m for m in heapq.nsmallest(first, memories, key=_id) if m.id not in chosen]
+    return sorted(ahead, key=rank) + smallest[:first - len(ahead)]
 
 
 def _more_line(more: int) -> str:
