@@ -6,7 +6,9 @@ For a synthetic folder (`benchmarks/ui.py`'s), each run starts a new `UiServer` 
 loaded store (as `benchmarks/ui.py`'s "a new launch" does), sends the requests the page sends
 at once as it opens (the list, the footer, the audit for the badge), and asks for a memory's
 page as soon as the list is answered: the wall-clock time of that page, of the list, and the
-server's CPU for the whole run. Say the load (`uptime`) with the figures.
+server's CPU for the whole run. The link graph is kept with the open store, so a launch after
+the first finds it made; `--fresh` forgets it before each launch, as a new process starts
+without it. Say the load (`uptime`) with the figures.
 """
 
 from __future__ import annotations
@@ -40,6 +42,9 @@ def main() -> int:
     parser.add_argument("--size", type=int, default=20000)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "sage-mem-bench")
+    parser.add_argument("--fresh", action="store_true",
+                        help="forget the link graph kept with the open store before each launch, "
+                             "as a new `sage-mem ui` process starts without it")
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from ui import make_folder
@@ -55,6 +60,10 @@ def main() -> int:
         store.list()
         store.follow_hand_edits()
         for n in range(args.runs):
+            if args.fresh:
+                from sage_mem.ui import links
+
+                getattr(links, "_KEPT", {}).pop(store, None)
             with UiServer(store, port=0).start() as server:
                 took: dict[str, float] = {}
                 cpu = time.process_time()

@@ -149,6 +149,50 @@ def test_a_cut_index_is_deterministic() -> None:
     assert catalog.render(memories, counts) == catalog.render(list(reversed(memories)), counts)
 
 
+def ranked_whole(memories: list[Memory], counts: dict[str, int]) -> str:
+    """The cut index as the whole ranking gives it: every memory ranked, every cut tried."""
+    live = sorted((m for m in memories if not m.archived), key=lambda m: m.id)
+    ranked = sorted(live, key=lambda m: (not m.baseline,
+                                         -m.baseline_priority if m.baseline else 0,
+                                         -counts.get(m.id, 0), m.id))
+    for keep in range(min(len(ranked), catalog.MAX_LINES), -1, -1):
+        text = catalog._render_groups(sorted(ranked[:keep], key=lambda m: m.id),
+                                      len(ranked) - keep)
+        if catalog._fits(text):
+            return text
+    raise AssertionError("nothing fits")
+
+
+def test_a_cut_index_makes_only_the_lines_it_may_show_and_is_the_whole_rankings_cut(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """MEMORY.md is made again after every change: at 50,000 memories it ranked them all and
+    made each line of the first 200 again for every cut it tried. Now it ranks only the first
+    200 (baselines, the most used, then by id) and makes each line once, and it is the same
+    index as the whole ranking's, whatever the order the memories come in."""
+    rng = random.Random(30)
+    original = catalog.entry_line
+    for size in (150, 201, 1200, 5000):
+        memories = [memory(f"{rng.choice('abc')}{i:05}", "note " * rng.randrange(1, 30),
+                           category=rng.choice(["user", "project", None]),
+                           baseline=rng.random() < 0.01, baseline_priority=rng.randrange(3),
+                           archived=rng.random() < 0.05)
+                    for i in range(size)]
+        counts = {m.id: rng.randrange(1, 5) for m in memories if rng.random() < 0.02}
+        made: list[str] = []
+
+        def counted(memory: Memory, made: list[str] = made) -> str:
+            made.append(memory.id)
+            return original(memory)
+
+        monkeypatch.setattr(catalog, "entry_line", counted)
+        rng.shuffle(memories)
+        text = catalog.render(memories, counts)
+        monkeypatch.setattr(catalog, "entry_line", original)
+        assert len(made) == len(set(made)) <= catalog.MAX_LINES
+        assert text == ranked_whole(memories, counts), size
+
+
 @pytest.mark.parametrize(
     ("line", "target"),
     [

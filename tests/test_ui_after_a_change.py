@@ -262,3 +262,33 @@ def test_after_any_sequence_of_changes_the_graph_is_the_one_a_remaking_gives(
                 store.rename(name, new)
         store.reconcile()
         assert graph_of(graph.get(store, generation)) == remade_graph(store), (seed, generation)
+
+
+def test_the_listing_after_each_change_sorts_no_id_and_holds_what_the_store_lists(
+    opened: tuple[MemoryStore, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The page's listing of every memory, made after each change, takes the index's memories
+    in no order (a sort of 50,000 ids was most of it); from an index whose memories are still
+    in its cache file too, the same memories as `store.list()`."""
+    from sage_mem.ui.listing import Listings
+
+    store, folder = opened
+    store.archive("user_00", "old")
+    store.close()
+    for warm in (False, True):
+        again = MemoryStore(folder)  # from the cache: no memory made yet
+        if warm:
+            again.list()
+        sorts: list[int] = []
+
+        def no_sort(*args: Any, sorts: list[int] = sorts, **kwargs: Any) -> Any:
+            sorts.append(1)
+            return sorted(*args, **kwargs)
+
+        monkeypatch.setattr("sage_mem.search.index.sorted", no_sort, raising=False)
+        listing = Listings().get(again, 1)
+        monkeypatch.undo()
+        assert sorts == []
+        assert sorted(listing.live) == [m.id for m in again.list()]
+        assert sorted(listing.archived) == [m.id for m in again.list(archived=True) if m.archived]
+        again.close()

@@ -69,7 +69,7 @@ def test_a_memory_page_asked_while_the_graph_is_being_made_does_not_wait_for_it(
         # a person opens a memory's page.
         state.feed.bump("memories")
         answered: dict[str, Any] = {}
-        with state.graph._lock:
+        with links._kept(store).lock:  # (the graph is kept with the store)
             asking = threading.Thread(
                 target=lambda: answered.update(page=client.get("/api/memory?id=project_b")))
             asking.start()
@@ -126,3 +126,38 @@ def test_the_graph_made_ahead_of_time_waits_while_a_persons_request_is_answered(
     assert made is not None
     whole = build_graph(store.list(), [m for m in store.list(archived=True) if m.archived])
     assert (made.links, made.backlinks) == (whole.links, whole.backlinks)
+
+
+def test_a_new_launch_on_an_open_store_finds_the_graph_made_and_updates_it_after_a_change(
+    memory_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The graph is kept with the store (as its index is): the page launched again on an open
+    store resolves no link of a memory that did not change; after a change, only the changed."""
+    folder = tricky_folder(memory_dir)
+    store = MemoryStore(folder)
+    LinkGraph().get(store, 0)  # the first launch's, made by its warm thread
+    resolved: list[str] = []
+    made: list[int] = []
+    original_links, original_build = links.Resolver.links_of, links.build_graph
+
+    def counted_links(self: links.Resolver, memory: Any) -> Any:
+        resolved.append(memory.id)
+        return original_links(self, memory)
+
+    def counted_build(*args: Any, **kwargs: Any) -> Any:
+        made.append(1)
+        return original_build(*args, **kwargs)
+
+    monkeypatch.setattr(links.Resolver, "links_of", counted_links)
+    monkeypatch.setattr(links, "build_graph", counted_build)
+    again = LinkGraph()  # a new launch of the page: its own listings, the same store
+    page = api.memory_page(store, "project_b", again.of_one(store, 0, "project_b"))
+    assert resolved == [] and made == []
+    write_memory(folder, "user_a", memory_file("About user_a", "Now [[notes/c]] only."))
+    store.refresh([str(folder / "user_a.md")])
+    after = api.memory_page(store, "project_b", again.of_one(store, 1, "project_b"))
+    assert resolved == ["user_a"] and made == []
+    monkeypatch.setattr(links.Resolver, "links_of", original_links)
+    whole = build_graph(store.list(), [m for m in store.list(archived=True) if m.archived])
+    assert after == api.memory_page(store, "project_b", whole)
+    assert page != after  # user_a's backlink went

@@ -14,6 +14,8 @@ owner's lines do not index. Pure functions only: no I/O here.
 
 from __future__ import annotations
 
+import heapq
+import operator
 import posixpath
 import re
 import unicodedata
@@ -100,32 +102,50 @@ def _group_order(name: str) -> tuple[int, str]:
 
 
 def render(memories: Sequence[Listed], retrievals: Mapping[str, int] | None = None) -> str:
-    """The text of MEMORY.md for these (unarchived) memories."""
-    memories = sorted((m for m in memories if not m.archived), key=lambda m: m.id)
-    if len(memories) <= MAX_LINES:
-        text = _render_groups(memories, more=0)
+    """The text of MEMORY.md for these (unarchived) memories, in any order."""
+    live = [m for m in memories if not m.archived]
+    lines: dict[str, str] = {}  # each entry's line once, over the cuts tried below
+    if len(live) <= MAX_LINES:
+        text = _render_groups(sorted(live, key=_id), more=0, lines=lines)
         if _fits(text):
             return text
-    ranked = _ranked(memories, retrievals)
-    # One line per memory: no more than MAX_LINES can fit, whatever the folder's size.
-    low, high = 0, min(len(ranked), MAX_LINES)
+    # One line per memory: no more than MAX_LINES can fit, whatever the folder's size, so only
+    # the first MAX_LINES of the ranking are made (after each change, at 50,000 memories).
+    ranked = _ranked(live, retrievals, first=MAX_LINES)
+    low, high = 0, len(ranked)
     while low < high:
         mid = (low + high + 1) // 2
-        if _fits(_render_groups(sorted(ranked[:mid], key=lambda m: m.id), len(ranked) - mid)):
+        if _fits(_render_groups(sorted(ranked[:mid], key=_id), len(live) - mid, lines=lines)):
             low = mid
         else:
             high = mid - 1
-    return _render_groups(sorted(ranked[:low], key=lambda m: m.id), len(ranked) - low)
+    return _render_groups(sorted(ranked[:low], key=_id), len(live) - low, lines=lines)
 
 
-def _ranked(memories: Sequence[Listed], retrievals: Mapping[str, int] | None) -> list[Listed]:
-    """Who stays when the index is cut: baselines by priority, then the most used, then by id."""
+_id: Callable[[Listed], str] = operator.attrgetter("id")
+
+
+def _ranked(memories: Sequence[Listed], retrievals: Mapping[str, int] | None,
+            first: int | None = None) -> list[Listed]:
+    """Who stays when the index is cut: baselines by priority, then the most used, then by id
+    (`first`: only so many of them, as the whole ranking would begin)."""
     counts = retrievals or {}
-    return sorted(
-        memories,
-        key=lambda m: (not m.baseline, -m.baseline_priority if m.baseline else 0,
-                       -counts.get(m.id, 0), m.id),
-    )
+
+    def rank(m: Listed) -> tuple[bool, int, int, str]:
+        return (not m.baseline, -m.baseline_priority if m.baseline else 0,
+                -counts.get(m.id, 0), m.id)
+
+    if first is None:
+        return sorted(memories, key=rank)
+    # Baselines and used memories come before every other, which come by id alone: the
+    # smallest ids of the others are among the `first` smallest ids of all.
+    ahead = [m for m in memories if m.baseline or counts.get(m.id)] if counts else \
+        [m for m in memories if m.baseline]
+    if len(ahead) >= first:
+        return heapq.nsmallest(first, ahead, key=rank)
+    chosen = {m.id for m in ahead}
+    smallest = [m for m in heapq.nsmallest(first, memories, key=_id) if m.id not in chosen]
+    return sorted(ahead, key=rank) + smallest[:first - len(ahead)]
 
 
 def _more_line(more: int) -> str:
@@ -136,19 +156,26 @@ def _fits(text: str) -> bool:
     return text.count("\n") <= MAX_LINES and len(text.encode("utf-8")) <= MAX_BYTES
 
 
-def _render_groups(memories: Sequence[Listed], more: int) -> str:
+def _render_groups(memories: Sequence[Listed], more: int,
+                   lines: dict[str, str] | None = None) -> str:
+    """`lines`: the entry lines made so far, by id (kept by the caller across calls)."""
+    made = {} if lines is None else lines
     groups: dict[str, list[Listed]] = {}
     for memory in memories:
         groups.setdefault(_group(memory), []).append(memory)
-    lines = [HEADER, "", NOTE]
+    text = [HEADER, "", NOTE]
     for name in sorted(groups, key=_group_order):
-        lines += ["", f"## {name}"]
-        lines += [entry_line(memory) for memory in groups[name]]
+        text += ["", f"## {name}"]
+        for memory in groups[name]:
+            line = made.get(memory.id)
+            if line is None:
+                line = made[memory.id] = entry_line(memory)
+            text.append(line)
     if more:
-        lines += ["", _more_line(more)]
+        text += ["", _more_line(more)]
     if not memories and not more:
-        lines += ["", "No memories yet."]
-    return "\n".join(lines) + "\n"
+        text += ["", "No memories yet."]
+    return "\n".join(text) + "\n"
 
 
 # Someone else's MEMORY.md: every line of it kept, sage-mem's part in a marked region.

@@ -155,9 +155,19 @@ class Index(QueryPath):
             lambda: self._memory(memory_id) if memory_id in self._number else None
         )
 
-    def memories(self) -> list[Memory]:
-        """Every indexed memory, sorted by id."""
-        return self._guarded(lambda: [self._memory(key) for key in sorted(self._number)])
+    def memories(self, *, ordered: bool = True) -> list[Memory]:
+        """Every indexed memory, sorted by id; or (`ordered` False) in no order, which costs no
+        sort and, once every memory was made, no lookup per id (the page's listing after each
+        change: 55 ms at 50,000 memories sorted, a few unsorted)."""
+        if ordered:
+            return self._guarded(lambda: [self._memory(key) for key in sorted(self._number)])
+
+        def unordered() -> list[Memory]:
+            if len(self._memories) == len(self._number):  # (its keys are among the ids)
+                return list(self._memories.values())
+            return [self._memory(key) for key in self._number]
+
+        return self._guarded(unordered)
 
     def ids(self) -> set[str]:
         with self._lock:

@@ -196,6 +196,6 @@ def create_app(
     app.state.ranked = api.RankedCache()
     app.state.graph = LinkGraph(listings)
     app.state.size = overview.FolderSize(listings)
-    app.state.audit = audit.AuditState()
+    app.state.audit = audit.AuditState(listings)
     app.state.answering = audit.Answering()  # the audit waits while these are answered
     return Guard(app, token=token, port=port)

@@ -13,6 +13,7 @@ import json
 import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
@@ -23,6 +24,7 @@ from ..errors import InvalidMemory
 from ..memory.value import Memory
 from ..store import MemoryStore
 from .api import store_of
+from .listing import Listing, Listings, differ
 
 
 class Answering:
@@ -58,6 +60,10 @@ class Answering:
 AUDIT_CACHE = ("ui", "audit-cache.json")  # in the state folder, never the memory folder
 AUDIT_LAST = ("ui", "audit-last.json")  # the last result, shown at once while the next runs
 KEEP_LAST_EVERY_SECONDS = 60.0
+# After a change the audit looks at the changed files only; the whole folder is walked at the
+# first audit of a launch, on "Check again", and at most this long after the last walk (for a
+# file the store's index does not follow: a memory file is followed by its watcher).
+WALK_EVERY_SECONDS = 300.0
 
 
 class AuditState:
@@ -71,9 +77,15 @@ class AuditState:
     which checks every link again).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, listings: Listings | None = None) -> None:
         self._lock = threading.Lock()
         self._files: Any = None
+        # With the page's listings: the memories and problems the last run saw, so that the
+        # next looks only at the files of what changed since (`changed_files`), and when the
+        # folder was last walked whole.
+        self._listings = listings
+        self._seen: tuple[Listing, set[Path]] | None = None
+        self._walked_at = 0.0
         self._cached: tuple[int, dict[str, Any]] | None = None
         self._kept_at: float | None = None
         # The run under way, as far as it got: (files checked, its findings list, about how
@@ -97,10 +109,20 @@ class AuditState:
             def progress(checked: int, findings: list[Any]) -> None:
                 self._running = (checked, findings, about)
 
+            changed, seen = None, None
+            if self._listings is not None:
+                seen = (self._listings.get(store, generation),
+                        {problem.path for problem in store.problems()})
+                now = time.monotonic()
+                if fresh or self._seen is None or now - self._walked_at >= WALK_EVERY_SECONDS:
+                    self._walked_at = now
+                else:
+                    changed = changed_files(self._seen, seen)
             try:
-                data = audit_data(store, self._files, progress, pause)
+                data = audit_data(store, self._files, progress, pause, changed)
             finally:
                 self._running = None
+            self._seen = seen
             self._cached = (generation, data)
             now = time.monotonic()
             if self._kept_at is None or now - self._kept_at >= KEEP_LAST_EVERY_SECONDS:
@@ -140,6 +162,20 @@ class AuditState:
         return data
 
 
+def changed_files(before: tuple[Listing, set[Path]],
+                  after: tuple[Listing, set[Path]]) -> set[Path]:
+    """The files that may differ between two moments of the folder: those of the memories
+    (live or archived) that came, went or changed between the two listings, and every file the
+    store could not read at either (a problem is no memory of the listing)."""
+    files = before[1] | after[1]
+    for old, new in ((before[0].live, after[0].live),
+                     (before[0].archived, after[0].archived)):
+        difference = differ(old, new)
+        files.update(old[i].path for i in (*difference.removed, *difference.changed))
+        files.update(new[i].path for i in (*difference.added, *difference.changed))
+    return files
+
+
 def _keep_last(store: MemoryStore, data: dict[str, Any]) -> None:
     from ..disk.safe_io import atomic_write, make_private_dirs
 
@@ -164,10 +200,10 @@ def _index_lookup(store: MemoryStore) -> Any:
 
 
 def audit_data(store: MemoryStore, cache: Any = None, progress: Any = None,
-               pause: Any = None) -> dict[str, Any]:
+               pause: Any = None, changed: set[Path] | None = None) -> dict[str, Any]:
     from ..checks.audit import audit
 
-    report = audit(store, cache=cache, progress=progress, pause=pause)
+    report = audit(store, cache=cache, progress=progress, pause=pause, changed=changed)
     data = report.to_dict()
     data["findings"] = [_finding(store, finding) for finding in report.findings]
     return data

@@ -17,6 +17,7 @@ from __future__ import annotations
 import posixpath
 import threading
 import unicodedata
+import weakref
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -254,71 +255,118 @@ def _resolver(live: Iterable[Memory], archived: Iterable[Memory]) -> Resolver:
     return Resolver((m.id for m in live), (m.id[len(ARCHIVE_DIR) + 1:] for m in archived))
 
 
+class _Kept:
+    """One store's link graph and resolver, kept as long as the store (and its index) is open:
+    a new launch of the page on an open store (`UiServer`) finds the graph made, and after a
+    change updates it (`updated_graph`) instead of making it again."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.cached: tuple[Graph, Listing] | None = None
+        self.resolving = threading.Lock()
+        self.resolver: tuple[Listing, Resolver] | None = None
+
+
+_KEPT: weakref.WeakKeyDictionary[Any, _Kept] = weakref.WeakKeyDictionary()
+_KEPT_LOCK = threading.Lock()
+
+
+def _kept(store: Any) -> _Kept:
+    with _KEPT_LOCK:
+        found = _KEPT.get(store)
+        if found is None:
+            found = _KEPT[store] = _Kept()
+        return found
+
+
 class LinkGraph:
     """The graph of the folder, once per generation: after a change, only the links of the
     memories that changed, and of those naming a memory that came or went, are made again
-    (`updated_graph`); remade when many changed (a pull, a dream run)."""
+    (`updated_graph`); remade when many changed (a pull, a dream run). The graph is kept with
+    the store (`_Kept`), not with this page: a listing of the same memories finds it made."""
 
     def __init__(self, listings: Listings | None = None) -> None:
         self._listings = listings or Listings()
-        self._lock = threading.Lock()
-        self._cached: tuple[int, Graph, Listing] | None = None
-        # The resolver of the newest listing, shared by the whole graph and a page made before
-        # it (about 50 ms at 20,000 memories): the same ids, the same resolver.
-        self._resolving = threading.Lock()
-        self._resolver: tuple[Listing, Resolver] | None = None
+        self._ready: tuple[int, Graph] | None = None  # this page's generation and its graph
 
-    def resolver(self, listing: Listing) -> Resolver:
+    def resolver(self, listing: Listing, store: Any = None) -> Resolver:
         """A resolver over the ids of `listing` (the last one made, when they are the same)."""
-        with self._resolving:
-            if self._resolver is not None:
-                seen, made = self._resolver
+        kept = _kept(store) if store is not None else _Kept()
+        with kept.resolving:
+            if kept.resolver is not None:
+                seen, made = kept.resolver
                 if seen is listing or (seen.live.keys() == listing.live.keys()
                                        and seen.archived.keys() == listing.archived.keys()):
-                    self._resolver = (listing, made)
+                    kept.resolver = (listing, made)
                     return made
             made = _resolver(listing.live.values(), listing.archived.values())
-            self._resolver = (listing, made)
+            kept.resolver = (listing, made)
             return made
 
     def get(self, store: MemoryStore, generation: int,
             pause: Callable[[], None] | None = None) -> Graph:
-        # Built under the lock: a memory's page that comes while the graph is being made
-        # ahead of it (`warm`) waits for that one instead of making a second.
-        with self._lock:
-            if self._cached is not None and self._cached[0] == generation:
-                return self._cached[1]
+        # Built under the store's lock: a memory's page that comes while the graph is being made
+        # ahead of it (`warm`) makes what it needs alone (`of_one`) instead of a second graph.
+        ready = self.ready(generation)
+        if ready is not None:
+            return ready
+        kept = _kept(store)
+        with kept.lock:
             listing = self._listings.get(store, generation)
-            graph = None
-            if self._cached is not None:
-                _, before, seen = self._cached
-                difference = differ(seen.live, listing.live)
-                if not many(difference, len(listing.live)):
-                    graph = updated_graph(
-                        before, listing.live, listing.archived, difference,
-                        seen.archived.keys() - listing.archived.keys(),
-                        listing.archived.keys() - seen.archived.keys())
+            graph = self._kept_graph(kept, listing)
             if graph is None:
                 graph = build_graph(list(listing.live.values()), list(listing.archived.values()),
-                                    self.resolver(listing), pause)
-            self._cached = (generation, graph, listing)
+                                    self.resolver(listing, store), pause)
+                kept.cached = (graph, listing)
+            self._ready = (generation, graph)
             return graph
+
+    @staticmethod
+    def _kept_graph(kept: _Kept, listing: Listing) -> Graph | None:
+        """The kept graph brought to `listing` (under `kept.lock`): the same when no memory
+        changed, updated when a few did; None when there is none or many changed."""
+        if kept.cached is None:
+            return None
+        before, seen = kept.cached
+        if seen is listing:
+            return before
+        difference = differ(seen.live, listing.live)
+        gone = seen.archived.keys() - listing.archived.keys()
+        new = listing.archived.keys() - seen.archived.keys()
+        if not difference and not gone and not new:
+            graph = before
+        elif many(difference, len(listing.live)):
+            return None
+        else:
+            graph = updated_graph(before, listing.live, listing.archived, difference, gone, new)
+        kept.cached = (graph, listing)
+        return graph
 
     def ready(self, generation: int) -> Graph | None:
         """The graph of `generation` when it is made already; None (never waiting) when it is
         being made or not yet asked for."""
-        cached = self._cached  # (one read of a tuple: no lock, so never behind a build)
-        return cached[1] if cached is not None and cached[0] == generation else None
+        ready = self._ready  # (one read of a tuple: no lock, so never behind a build)
+        return ready[1] if ready is not None and ready[0] == generation else None
 
     def of_one(self, store: MemoryStore, generation: int, memory_id: str) -> Graph:
-        """For one memory's page: the graph when it is made, else `one_memory_graph` (what
-        the whole graph would say of that memory, without waiting for it to be made)."""
+        """For one memory's page: the graph when it is made (or kept with the store, and a few
+        memories changed since), else `one_memory_graph` (what the whole graph would say of
+        that memory, without waiting for it to be made)."""
         graph = self.ready(generation)
         if graph is not None:
             return graph
         listing = self._listings.get(store, generation)
+        kept = _kept(store)
+        if kept.lock.acquire(blocking=False):  # (never behind a whole graph being made)
+            try:
+                graph = self._kept_graph(kept, listing)
+            finally:
+                kept.lock.release()
+            if graph is not None:
+                self._ready = (generation, graph)
+                return graph
         return one_memory_graph(list(listing.live.values()), list(listing.archived.values()),
-                                memory_id, self.resolver(listing))
+                                memory_id, self.resolver(listing, store))
 
 
 def one_memory_graph(live: list[Memory], archived: list[Memory], memory_id: str,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,7 @@ from ..disk.home import home as find_home
 from ..memory.value import CATEGORIES, Memory
 from ..store import MemoryStore
 from .api import store_of
-from .links import Graph, build_graph
+from .links import PAUSE_EVERY, Graph, build_graph
 from .listing import Listings, same
 
 
@@ -75,7 +76,11 @@ class FolderSize:
         self._sizes: dict[str, tuple[Memory, int]] = {}
         self.stats = 0  # how many files were looked at (tests)
 
-    def get(self, store: MemoryStore, generation: int) -> dict[str, int]:
+    def get(self, store: MemoryStore, generation: int,
+            pause: Callable[[], None] | None = None) -> dict[str, int]:
+        """`pause` is called now and then while files are looked at (a launch's first footer
+        stats every file: 20,000 of them beside the list and a memory's page, which it waits
+        for, as the audit does)."""
         listing = self._listings.get(store, generation)
         with self._lock:
             sizes: dict[str, tuple[Memory, int]] = {}
@@ -84,6 +89,8 @@ class FolderSize:
                 for memory_id, memory in group.items():
                     kept = self._sizes.get(memory_id)
                     if kept is None or not same(kept[0], memory):
+                        if pause is not None and self.stats % PAUSE_EVERY == 0:
+                            pause()
                         kept = (memory, self._size(memory.path))
                     sizes[memory_id] = kept
                     total += kept[1]
@@ -129,6 +136,7 @@ async def info(request: Request) -> JSONResponse:
     store, state = store_of(request), request.app.state
 
     def work() -> dict[str, Any]:
-        return info_data(store, state.size.get(store, state.feed.generations["memories"]))
+        return info_data(store, state.size.get(store, state.feed.generations["memories"],
+                                               pause=state.answering.pause))
 
     return JSONResponse(await run_in_threadpool(work))
