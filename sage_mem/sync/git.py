@@ -133,7 +133,7 @@ class Git:
         # Answers about two commits by id never change: asked again within a sync (the
         # merge's checks, MEMORY.md's making, the pulled list), they cost no process.
         self._bases: dict[tuple[str, str], str | None] = {}
-        self._diffs: dict[tuple[str, str], list[tuple[str, str, str]]] = {}
+        self._diffs: dict[tuple[str, str], list[tuple[str, str, str, str]]] = {}
 
     def run(
         self, *args: str, check: bool = True, input: bytes | None = None,
@@ -293,12 +293,12 @@ class Git:
                 if meta:
                     found.append((meta.split()[0].decode(), os.fsdecode(path)))
             return found
-        return [(mode, path) for mode, status, path in self._diff(old, new) if status != "D"]
+        return [(mode, path) for mode, status, path, _ in self._diff(old, new) if status != "D"]
 
-    def _diff(self, old: str, new: str) -> list[tuple[str, str, str]]:
-        """(new mode, status letter, path) of each file that differs between two commits,
-        renames not followed; remembered for commit ids (the link check and the list of
-        what a merge brings ask it of the same two)."""
+    def _diff(self, old: str, new: str) -> list[tuple[str, str, str, str]]:
+        """(new mode, status letter, path, new blob id) of each file that differs between two
+        commits, renames not followed; remembered for commit ids (the link check, the list
+        of what a merge brings and the record of MEMORY.md ask it of the same two)."""
         if (old, new) in self._diffs:
             return self._diffs[(old, new)]
         records = self.run("diff-tree", "-r", "-z", "--no-renames", "--no-commit-id", old,
@@ -307,7 +307,8 @@ class Git:
         for meta, path in zip(records[::2], records[1::2], strict=False):
             fields = meta.split()
             if len(fields) >= 5:
-                found.append((fields[1].decode(), fields[4].decode()[:1], os.fsdecode(path)))
+                found.append((fields[1].decode(), fields[4].decode()[:1], os.fsdecode(path),
+                              fields[3].decode()))
         if all(re.fullmatch(r"[0-9a-f]{40,64}", rev) for rev in (old, new)):
             self._diffs[(old, new)] = found
         return found
@@ -351,7 +352,15 @@ class Git:
             return sorted(self.tree(new))
         if old == new:
             return []
-        return sorted(path for _, _, path in self._diff(old, new))
+        return sorted(path for _, _, path, _ in self._diff(old, new))
+
+    def changes(self, old: str, new: str) -> dict[str, str | None]:
+        """path -> blob id in `new` (None: deleted) of each file that differs between two
+        commits: with `old`'s files, what `new` holds, without listing all of `new`."""
+        if old == new:
+            return {}
+        return {path: None if status == "D" else blob
+                for _, status, path, blob in self._diff(old, new)}
 
 
 def _host_name() -> str:
