@@ -523,8 +523,10 @@ class _Sync:
         if status is None:
             status = self.status()
         if not self.nothing_changed(status):
-            self.regenerate_index(status)  # hand edits since the last write reach MEMORY.md
-            self.commit_local(result, changed=self.with_index(status))
+            # Hand edits since the last write reach MEMORY.md; the commit takes a status of
+            # its own, so that a memory saved while MEMORY.md was made goes with it.
+            self.regenerate_index(status)
+            self.commit_local(result)
             self.stamp_index()
         elif status is not None and (head := self.git.head()) is not None:
             self.clean = (head, generation, status[1])
@@ -976,21 +978,19 @@ class _Sync:
             if memory_id not in self.result.conflicts:
                 self.result.conflicts.append(memory_id)
         message = f"sync: merge {REMOTE} into {self.machine}" if merging else None
-        self.commit_local(self.result, message=message, merging=merging,
-                          changed=self.with_index(status))
+        changed = None
+        if not merging:
+            # git committed the merge (a fast-forward, or no file changed on both sides):
+            # what changed since the status above is MEMORY.md alone, when
+            # the regeneration rewrote it (a memory saved meanwhile waits for the next
+            # sync, as one saved after any status does); every changed file is scanned,
+            # whatever its status letters, so no second `git status` of the whole folder.
+            changed = dict(status[0])
+            if self.made is not None and self.made.changed:
+                code = changed.get(INDEX_FILE, " M")
+                changed[INDEX_FILE] = code if code[1] != " " else code[0] + "M"
+        self.commit_local(self.result, message=message, merging=merging, changed=changed)
         self.stamp_index()
-
-    def with_index(self, status: tuple[dict[str, str], list[str]]) -> dict[str, str]:
-        """What a commit just after `regenerate_index` takes: the changed files of the status
-        that regeneration was given, and MEMORY.md when it rewrote it. Nothing else ran in
-        between (a memory saved meanwhile waits for the next sync, as one saved after any
-        status does); every changed file is scanned, whatever its status letters: no second
-        `git status` of the whole folder (~40 ms at 10,000 files)."""
-        changed = dict(status[0])
-        if self.made is not None and self.made.changed:
-            code = changed.get(INDEX_FILE, " M")
-            changed[INDEX_FILE] = code if code[1] != " " else code[0] + "M"
-        return changed
 
     def status_after_merge(self, head: str | None,
                            merging: bool) -> tuple[dict[str, str], list[str]]:
