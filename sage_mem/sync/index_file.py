@@ -47,7 +47,7 @@ from ..disk.locks import write_lock
 from ..disk.safe_io import Seen, atomic_write, file_mode, read_or_absent, rewrite
 from ..errors import FileChanged, InvalidId, InvalidMemory
 from ..memory.file_format import parse_bytes
-from ..memory.value import MAX_FILE_BYTES, memory_from_meta
+from ..memory.value import MAX_FILE_BYTES, listed_fields
 from .git import Git, SyncError
 
 ENTRIES = "catalog.entries"
@@ -389,10 +389,7 @@ def _read(folder: MemoryFolder, path: Path,
         parsed = parse_bytes(raw, path)
     except (InvalidMemory, InvalidId, OSError, ValueError):
         return None, raw
-    memory = memory_from_meta(memory_id, path, parsed.meta, parsed.body,
-                              problems=parsed.problems)
-    return (memory.name, memory.display, memory.category, memory.baseline,
-            memory.baseline_priority), raw
+    return listed_fields(memory_id, parsed.meta, parsed.body), raw
 
 
 def blob_id(raw: bytes) -> str:
