@@ -212,14 +212,24 @@ class Git:
     # the repository's state
 
     def _locate(self) -> bool:
-        """The git folder, the work tree's top and the hooks folder, with one `rev-parse`."""
+        """The git folder, the work tree's top and the hooks folder, with one `rev-parse`;
+        HEAD's commit and the ref it names with them (every sync asks both next), unless
+        HEAD has no commit yet (a new repository: asked apart)."""
         if self._git_dir is not None:
             return True
-        done = self.run("rev-parse", "--absolute-git-dir", "--show-toplevel", "--git-path",
-                        "hooks", check=False)
+        where = ("rev-parse", "--absolute-git-dir", "--show-toplevel", "--git-path", "hooks")
+        done = self.run(*where, "HEAD^{commit}", "--symbolic-full-name", "HEAD", check=False)
         lines = done.stdout.decode("utf-8", "surrogateescape").split("\n")
-        if done.returncode != 0 or len(lines) != 4:  # a bare repository has no top level
-            return False
+        if done.returncode == 0 and len(lines) == 6:
+            head, ref = lines[3], lines[4]
+            self._revs.setdefault("HEAD", head)
+            if self._head_ref is None:  # `symbolic-ref -q HEAD`'s answer: None when detached
+                self._head_ref = (ref if ref.startswith("refs/") else None,)
+        else:
+            done = self.run(*where, check=False)
+            lines = done.stdout.decode("utf-8", "surrogateescape").split("\n")
+            if done.returncode != 0 or len(lines) != 4:  # a bare repository has no top level
+                return False
         self._git_dir, self._toplevel, self._hooks = Path(lines[0]), lines[1], lines[2]
         return True
 
