@@ -11,7 +11,9 @@ case timed as whole processes (wall and CPU time: user + system of the
 process and every child it waited for, git and merge drivers included):
 
 - **join**: `sage-mem sync --remote URL` into a new folder on machine B,
-  against `git clone URL` on machine C;
+  against `git clone URL` on machine C: three times each in turn, the median
+  (`--join-rounds`; creating 10,000 files is most of both and its CPU swings
+  between runs on a shared disk);
 - **idle**: nothing changed anywhere: B's `sage-mem sync`, against C's
   `git fetch` + `git status`;
 - **receive 10**: A changed 10 memories and synced; B's `sage-mem sync`,
@@ -88,20 +90,23 @@ class Machines:
     def folder(self, name: str) -> Path:
         return self.work / f"machine-{name}" / "memory"
 
-    def run(self, command: Sequence[str], *, cwd: Path | None = None) -> tuple[float, float]:
+    def run(self, command: Sequence[str], *, cwd: Path | None = None,
+            env: dict[str, str] | None = None) -> tuple[float, float]:
         """Run one process to its end: (wall seconds, CPU seconds of it and its children)."""
         started, before = time.perf_counter(), _children_cpu()
-        done = subprocess.run(list(command), cwd=cwd, env=self.env, capture_output=True)
+        done = subprocess.run(list(command), cwd=cwd, env={**self.env, **(env or {})},
+                              capture_output=True)
         wall, cpu = time.perf_counter() - started, _children_cpu() - before
         if done.returncode != 0:
             raise SystemExit(f"{' '.join(command)} failed ({done.returncode}):\n"
                              + done.stderr.decode("utf-8", "replace")[-2000:])
         return wall, cpu
 
-    def timed(self, *commands: Sequence[str], cwd: Path | None = None) -> dict[str, float]:
+    def timed(self, *commands: Sequence[str], cwd: Path | None = None,
+              env: dict[str, str] | None = None) -> dict[str, float]:
         wall = cpu = 0.0
         for command in commands:
-            w, c = self.run(command, cwd=cwd)
+            w, c = self.run(command, cwd=cwd, env=env)
             wall, cpu = wall + w, cpu + c
         return {"wall": wall, "cpu": cpu}
 
@@ -136,7 +141,34 @@ def median_of(runs: list[dict[str, float]]) -> dict[str, float]:
     return {key: statistics.median(run[key] for run in runs) for key in runs[0]}
 
 
-def measure(size: int, work: Path, seed: int, log: Callable[[str], None]) -> dict:
+def joins(m: Machines, b: Path, c: Path, rounds: int) -> dict[str, dict[str, float]]:
+    """A join against `git clone`, `rounds` times in turn (the order swapped each round),
+    each into a new folder: the median of each side, and every run.
+
+    Creating 10,000 files is most of both, and on a disk other work shares its
+    CPU (the kernel's, charged to the process) swings from one run to the next
+    (`git clone` from 0.4 to 4.8 s): one run of each says little. The last
+    join is machine B's, its index build left to run in the background; the
+    others start none (they would load the machine under the next round)."""
+    runs: dict[str, list[dict[str, float]]] = {"sage-mem": [], "git": []}
+    for number in range(rounds):
+        last = number == rounds - 1
+        ours = b if last else m.work / f"join-{number}" / "memory"
+        theirs = c if last else m.work / f"clone-{number}"
+        ours.parent.mkdir(parents=True, exist_ok=True)
+        sides: list[tuple[str, list[str], dict[str, str] | None]] = [
+            ("sage-mem", m.sage(ours, "sync", "--remote", str(m.remote)),
+             None if last else {"SAGE_MEM_DAEMON": "off"}),
+            ("git", ["git", "clone", "--quiet", str(m.remote), str(theirs)], None),
+        ]
+        for side, command, env in sides[::-1] if number % 2 else sides:
+            runs[side].append(m.timed(command, env=env))
+    return {side: {**median_of(found), "runs": found}  # type: ignore[dict-item]
+            for side, found in runs.items()}
+
+
+def measure(size: int, work: Path, seed: int, log: Callable[[str], None],
+            join_rounds: int = 3) -> dict:
     # Bytecode first, as `pip install` leaves it (PYTHONDONTWRITEBYTECODE would have every
     # process compile sage-mem again).
     compileall.compile_dir(str(ROOT / "sage_mem"), quiet=1)
@@ -151,13 +183,9 @@ def measure(size: int, work: Path, seed: int, log: Callable[[str], None]) -> dic
     m.run(m.git(a, "config", "sage-mem.machine", "a"))
     megabytes = sum(p.stat().st_size for p in a.rglob("*.md")) / 1e6
 
-    log(f"[{size}] join")
+    log(f"[{size}] join ({join_rounds} rounds)")
     c.parent.mkdir(parents=True)
-    b.parent.mkdir(parents=True)
-    results["join"] = {
-        "sage-mem": m.timed(m.sage(b, "sync", "--remote", str(m.remote))),
-        "git": m.timed(["git", "clone", "--quiet", str(m.remote), str(c)]),
-    }
+    results["join"] = joins(m, b, c, join_rounds)  # type: ignore[assignment]
     m.run(m.git(b, "config", "sage-mem.machine", "b"))
 
     log(f"[{size}] first search after the join")
@@ -289,6 +317,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--size", type=int, default=1000, help="memories (default 1,000)")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--join-rounds", type=int, default=3,
+                        help="joins and clones timed in turn, the median taken (default 3)")
     parser.add_argument("--work", type=Path, help="work here (emptied first) instead of a temp")
     parser.add_argument("--keep", action="store_true", help="keep the work folder")
     parser.add_argument("--json", action="store_true", help="print the raw figures as JSON")
@@ -304,7 +334,7 @@ def main(argv: list[str] | None = None) -> int:
         lambda text: print(text, file=sys.stderr, flush=True))
     try:
         before = machine()
-        result = measure(args.size, work, args.seed, log)
+        result = measure(args.size, work, args.seed, log, max(1, args.join_rounds))
         after = os.getloadavg()[0]
     finally:
         if not args.keep:

@@ -6,10 +6,12 @@ and the `sage-mem` console script both come through `main`.
 `sage-mem hook …` runs in a new process for every prompt, so `main` recognises
 its plain command lines first and answers the hook without importing click,
 which with what it pulls in (gettext, shutil, …) would cost each prompt about
-20 ms. Anything unusual about such a command line (`--help`, a missing or
-extra argument, a `--dir` value that looks like an option) goes through click
-as usual; a line the shortcut takes means what click makes of it
-(tests/test_hook_imports.py holds the two to each other). A hook line click
+20 ms. A plain `sync` line is run without click too (`agents/sync_command`): a
+sync with nothing to do is mostly the interpreter's start and git. Anything
+unusual about such a command line (`--help`, a missing or extra argument, a
+`--dir` value that looks like an option) goes through click as usual; a line a
+shortcut takes means what click makes of it (tests/test_hook_imports.py and
+tests/test_sync_command_line.py hold the two to each other). A hook line click
 refuses is still a hook: its one-line error, and exit 0
 (`agents/hook_command.py` `names_hook`).
 """
@@ -39,6 +41,13 @@ def main(
         return run_driver(argv[1:])
     hook = _hook_command(argv)
     if hook is None:
+        if "sync" in argv:  # a plain sync line: without click (agents/sync_command)
+            from .agents.sync_command import answer_sync_line, plain_sync_line, speaks_unicode
+
+            line = plain_sync_line(argv)
+            out, err = out or sys.stdout, err or sys.stderr
+            if line is not None and speaks_unicode(out) and speaks_unicode(err):
+                return answer_sync_line(line, out, err)
         from .commands import cli
 
         return cli.main(argv, standalone_mode=False, out=out, err=err)

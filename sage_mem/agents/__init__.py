@@ -3,7 +3,9 @@
 Modules: `context` (the text injected into an agent's context: baselines,
 relevant memories, per-session dedup, budgets), `hooks` (`sage-mem hook …`, a
 new process for every prompt; `hook_command`, its command line, shared by
-`cli.py` and `commands/`), `install` (`sage-mem install`: the clients'
+`cli.py` and `commands/`), `sync_command` (`sage-mem sync` run and printed, the
+index built in the background after a join; shared by `cli.py`, which runs a plain
+sync line without click, and `commands/`), `install` (`sage-mem install`: the clients'
 own config files: planned, backed up, written; `client_config`, what it writes in
 them and how it finds its own entries again; `json_edit`, the minimal JSON edits),
 `reflection` (the Stop and PreCompact hooks' question), `importers` (memories in

@@ -21,6 +21,7 @@ import click
 
 from .. import PROG, __version__
 from ..agents.hook_command import names_hook
+from ..agents.sync_command import speaks_unicode
 from ..disk.home import default_folder, expand_home
 from ..errors import SageMemError
 from ..memory.fields import BOOL, INT, TEXTS, UNIT
@@ -138,22 +139,6 @@ def _checked(folder: Path) -> Path:
 
     refuse_misplaced(folder)
     return folder
-
-
-def speaks_unicode(stream: TextIO) -> bool:
-    """Whether `stream` can carry any text (a UTF encoding, or none: a StringIO).
-
-    A terminal or locale that is not UTF-8 (`PYTHONIOENCODING=ascii`, an ISO-8859-1 locale)
-    cannot: there the commands' text shows what it cannot carry as backslash escapes
-    (`Commands.main`) and JSON escapes it as JSON does (`\\u732b`), so that nothing is lost.
-    """
-    import codecs
-
-    encoding = getattr(stream, "encoding", None)
-    try:
-        return not encoding or codecs.lookup(encoding).name.startswith("utf")
-    except LookupError:
-        return True
 
 
 # what a command line holds, said as one line when it is wrong

@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import sys
-from pathlib import Path
-
 import click
 
 from .. import PROG
@@ -33,44 +29,14 @@ from .base import Choice, Session, command, folder_command, json_option
 @click.pass_obj
 def sync(session: Session, remote: str | None, no_push: bool, allow_secret: bool,
          auto: str | None, background: bool, as_json: bool) -> int:
-    from ..sync.steps import sync as run_sync
+    from ..agents.sync_command import run_sync
 
     if auto is not None:
         return _set_autosync(session, auto == "on", as_json)
     if background:
         return _background_sync(session)
-
-    def progress(line: str) -> None:
-        if not as_json:
-            session.err.write(f"{PROG}: {line}\n")
-
-    result = run_sync(session.folder, remote=remote, push=not no_push, progress=progress,
-                      allow_secret=allow_secret)
-    _index_in_background(result.root, len(result.pulled))
-    session.print_result(result, as_json)
-    return 1 if result.push_refused else 0
-
-
-def _index_in_background(root: Path, pulled: int) -> None:
-    """After a sync that brought in more files than a search reads by itself (a join, a
-    long absence): the search index built in the background, as a hook starts it, so
-    that the first search answers from the cache rather than build it while one waits."""
-    from ..search import HOOK_READS  # the package alone: no search module imported
-
-    if pulled <= HOOK_READS or os.name != "posix":  # the common case, before any import
-        return
-    from ..agents.daemon_start import build_running, daemon_mode, spawn_detached
-    from ..disk.folder import MemoryFolder
-
-    if daemon_mode() == "none":
-        return
-    folder = MemoryFolder(root)
-    try:
-        if not build_running(folder):
-            spawn_detached([sys.executable, "-m", "sage_mem", "--dir", str(folder.root),
-                            "daemon", "--build-only"])
-    except OSError:
-        pass  # the first search builds it
+    return run_sync(session.folder, remote=remote, push=not no_push, allow_secret=allow_secret,
+                    as_json=as_json, out=session.out, err=session.err)
 
 
 def _set_autosync(session: Session, on: bool, as_json: bool) -> int:

@@ -133,7 +133,7 @@ class Git:
         # Answers about two commits by id never change: asked again within a sync (the
         # merge's checks, MEMORY.md's making, the pulled list), they cost no process.
         self._bases: dict[tuple[str, str], str | None] = {}
-        self._diffs: dict[tuple[str, str], list[tuple[str, str, str]]] = {}
+        self._diffs: dict[tuple[str, str], list[tuple[str, str, str, str]]] = {}
 
     def run(
         self, *args: str, check: bool = True, input: bytes | None = None,
@@ -212,14 +212,24 @@ class Git:
     # the repository's state
 
     def _locate(self) -> bool:
-        """The git folder, the work tree's top and the hooks folder, with one `rev-parse`."""
+        """The git folder, the work tree's top and the hooks folder, with one `rev-parse`;
+        HEAD's commit and the ref it names with them (every sync asks both next), unless
+        HEAD has no commit yet (a new repository: asked apart)."""
         if self._git_dir is not None:
             return True
-        done = self.run("rev-parse", "--absolute-git-dir", "--show-toplevel", "--git-path",
-                        "hooks", check=False)
+        where = ("rev-parse", "--absolute-git-dir", "--show-toplevel", "--git-path", "hooks")
+        done = self.run(*where, "HEAD^{commit}", "--symbolic-full-name", "HEAD", check=False)
         lines = done.stdout.decode("utf-8", "surrogateescape").split("\n")
-        if done.returncode != 0 or len(lines) != 4:  # a bare repository has no top level
-            return False
+        if done.returncode == 0 and len(lines) == 6:
+            head, ref = lines[3], lines[4]
+            self._revs.setdefault("HEAD", head)
+            if self._head_ref is None:  # `symbolic-ref -q HEAD`'s answer: None when detached
+                self._head_ref = (ref if ref.startswith("refs/") else None,)
+        else:
+            done = self.run(*where, check=False)
+            lines = done.stdout.decode("utf-8", "surrogateescape").split("\n")
+            if done.returncode != 0 or len(lines) != 4:  # a bare repository has no top level
+                return False
         self._git_dir, self._toplevel, self._hooks = Path(lines[0]), lines[1], lines[2]
         return True
 
@@ -293,12 +303,12 @@ class Git:
                 if meta:
                     found.append((meta.split()[0].decode(), os.fsdecode(path)))
             return found
-        return [(mode, path) for mode, status, path in self._diff(old, new) if status != "D"]
+        return [(mode, path) for mode, status, path, _ in self._diff(old, new) if status != "D"]
 
-    def _diff(self, old: str, new: str) -> list[tuple[str, str, str]]:
-        """(new mode, status letter, path) of each file that differs between two commits,
-        renames not followed; remembered for commit ids (the link check and the list of
-        what a merge brings ask it of the same two)."""
+    def _diff(self, old: str, new: str) -> list[tuple[str, str, str, str]]:
+        """(new mode, status letter, path, new blob id) of each file that differs between two
+        commits, renames not followed; remembered for commit ids (the link check, the list
+        of what a merge brings and the record of MEMORY.md ask it of the same two)."""
         if (old, new) in self._diffs:
             return self._diffs[(old, new)]
         records = self.run("diff-tree", "-r", "-z", "--no-renames", "--no-commit-id", old,
@@ -307,7 +317,8 @@ class Git:
         for meta, path in zip(records[::2], records[1::2], strict=False):
             fields = meta.split()
             if len(fields) >= 5:
-                found.append((fields[1].decode(), fields[4].decode()[:1], os.fsdecode(path)))
+                found.append((fields[1].decode(), fields[4].decode()[:1], os.fsdecode(path),
+                              fields[3].decode()))
         if all(re.fullmatch(r"[0-9a-f]{40,64}", rev) for rev in (old, new)):
             self._diffs[(old, new)] = found
         return found
@@ -351,7 +362,15 @@ class Git:
             return sorted(self.tree(new))
         if old == new:
             return []
-        return sorted(path for _, _, path in self._diff(old, new))
+        return sorted(path for _, _, path, _ in self._diff(old, new))
+
+    def changes(self, old: str, new: str) -> dict[str, str | None]:
+        """path -> blob id in `new` (None: deleted) of each file that differs between two
+        commits: with `old`'s files, what `new` holds, without listing all of `new`."""
+        if old == new:
+            return {}
+        return {path: None if status == "D" else blob
+                for _, status, path, blob in self._diff(old, new)}
 
 
 def _host_name() -> str:

@@ -47,7 +47,7 @@ from ..disk.locks import write_lock
 from ..disk.safe_io import Seen, atomic_write, file_mode, read_or_absent, rewrite
 from ..errors import FileChanged, InvalidId, InvalidMemory
 from ..memory.file_format import parse_bytes
-from ..memory.value import MAX_FILE_BYTES, memory_from_meta
+from ..memory.value import MAX_FILE_BYTES, listed_fields
 from .git import Git, SyncError
 
 ENTRIES = "catalog.entries"
@@ -85,6 +85,10 @@ class Made:
     stats: list[int] | None
     changed: bool
     token: str = ""
+    # Made from a stamped commit's record (`_since_stamp`): that commit, its MEMORY.md's
+    # blob and its memory files' blobs (`stamp` checked them against its tree), from which
+    # and a diff the next stamp knows the files of a later commit (`known_tree`).
+    base: tuple[str, str, dict[str, str]] | None = None
 
 
 def regenerate(folder: MemoryFolder, git: Git, differ: Iterable[str] | None = None) -> Made:
@@ -107,12 +111,14 @@ def regenerate(folder: MemoryFolder, git: Git, differ: Iterable[str] | None = No
     # writes meanwhile is then either read here or followed by its own regeneration.
     with write_lock(folder.root, folder.state_dir):
         stats = _stats_identity(folder)
+        base: tuple[str, str, dict[str, str]] | None = None
         found = _since_stamp(folder, git, saved, kept, inputs, differ)
         if found is None:
             kept.clear()
             inputs.clear()
-            found = _memories(folder, _clean_blobs(git), cached, kept, inputs)
-        memories, vouched = found
+            memories, vouched = _memories(folder, _clean_blobs(git), cached, kept, inputs)
+        else:
+            memories, vouched, base = found
         retrievals = (Stats(folder.state_path("stats.json")).retrieval_counts()
                       if len(memories) > catalog.MAX_LINES // 2 else {})
         changed, data = _write(folder, memories, retrievals)
@@ -122,7 +128,7 @@ def regenerate(folder: MemoryFolder, git: Git, differ: Iterable[str] | None = No
         token = os.urandom(8).hex()
         _save_entries(folder, kept, kept_inputs, token)
     return Made(kept_inputs, blob_id(data) if data is not None else None, stats, changed,
-                token)
+                token, base)
 
 
 @dataclass(frozen=True)
@@ -137,10 +143,13 @@ class _Saved:
 
 def _since_stamp(folder: MemoryFolder, git: Git, saved: _Saved, kept: dict[str, Fields],
                  inputs: dict[str, str],
-                 differ: Iterable[str] | None) -> tuple[list[Listing], bool] | None:
+                 differ: Iterable[str] | None,
+                 ) -> tuple[list[Listing], bool, tuple[str, str, dict[str, str]] | None] | None:
     """The memories as `_memories` finds them, from the stamped commit's (`saved`, when the
-    stamp names it) and a read of each file that differs from that commit; None when that
-    cannot be known (no stamp, another sage-mem, a folder git does not look into)."""
+    stamp names it) and a read of each file that differs from that commit, and what the
+    stamp says of that commit (`Made.base`; None for a record without MEMORY.md's blob);
+    None when that cannot be known (no stamp, another sage-mem, a folder git does not look
+    into)."""
     record = _load_stamp(folder)
     if (record is None or saved.inputs is None or record.get("token") != saved.token
             or record.get("sage-mem") != _code_identity()):
@@ -196,7 +205,9 @@ def _since_stamp(folder: MemoryFolder, git: Git, saved: _Saved, kept: dict[str, 
         kept[key] = fields
         title, description, category, baseline, priority = fields
         found[memory_id] = Listing(memory_id, title, description, category, baseline, priority)
-    return [found[memory_id] for memory_id in sorted(found)], vouched
+    index = record.get("index")
+    base = (since, index, dict(saved.inputs)) if isinstance(index, str) else None
+    return [found[memory_id] for memory_id in sorted(found)], vouched, base
 
 
 def _walked(folder: MemoryFolder, name: str) -> bool:
@@ -233,12 +244,30 @@ def stamp(folder: MemoryFolder, made: Made, head: str, tree: Mapping[str, str]) 
                 and folder.id_for(folder.root / path) is not None):
             return False  # a memory of the commit the walk did not read
     record = {"head": head, "stats": made.stats, "sage-mem": _code_identity(),
-              "token": made.token}
+              "token": made.token, "index": made.index_blob}
     try:
         atomic_write(folder.state_path(STAMP), json.dumps(record).encode(), durable=False)
     except OSError:
         return False
     return True
+
+
+def known_tree(base: tuple[str, str, dict[str, str]],
+               changes: Mapping[str, str | None]) -> dict[str, str]:
+    """What `stamp` reads of a commit's tree, without listing it (`git ls-tree` of 10,000
+    files): the stamped commit `base` names (its MEMORY.md's blob and its memory files',
+    which `stamp` checked against its tree, every memory of it among them) with what
+    differs from it to the commit (`changes`: path -> blob id, None when deleted). Each
+    path it holds has the commit's blob, and every memory of the commit is there."""
+    _, index_blob, inputs = base
+    tree = dict(inputs)
+    tree[INDEX_FILE] = index_blob
+    for path, blob in changes.items():
+        if blob is None:
+            tree.pop(path, None)
+        else:
+            tree[path] = blob
+    return tree
 
 
 def current(folder: MemoryFolder, head: str | None) -> bool:
@@ -360,10 +389,7 @@ def _read(folder: MemoryFolder, path: Path,
         parsed = parse_bytes(raw, path)
     except (InvalidMemory, InvalidId, OSError, ValueError):
         return None, raw
-    memory = memory_from_meta(memory_id, path, parsed.meta, parsed.body,
-                              problems=parsed.problems)
-    return (memory.name, memory.display, memory.category, memory.baseline,
-            memory.baseline_priority), raw
+    return listed_fields(memory_id, parsed.meta, parsed.body), raw
 
 
 def blob_id(raw: bytes) -> str:

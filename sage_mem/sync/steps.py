@@ -58,7 +58,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..disk.folder import ARCHIVE_DIR, DREAM_DIR, INDEX_FILE, MemoryFolder
-from ..disk.locks import file_lock
+from ..disk.locks import file_lock, read_generation
 from ..disk.safe_io import (
     atomic_write,
     conflict_sibling,
@@ -393,9 +393,15 @@ class _Sync:
         self.left_merging: str | None = None  # the merge a killed sync left, per its record
         self.parked: dict[str, str] = {}  # held-back files moved aside for a merge: aside -> path
         self.made: Made | None = None  # what the last regeneration of MEMORY.md read
-        # Blob ids of the bytes this sync scanned and found no secret in: its push need not
-        # scan them again (the same bytes, the same answer).
+        # Blob ids of the bytes this sync scanned and found no secret in, and the paths
+        # whose names it checked and found none in: its push need not check them again
+        # (the same bytes or name, the same answer).
         self.clean_blobs: set[str] = set()
+        self.clean_names: set[str] = set()
+        # The commit at which this sync's `git status` showed a clean work tree, the
+        # folder's write count read before that status, and the files it named ignored:
+        # what a merge git commits by itself needs no second status of (`status_after_merge`).
+        self.clean: tuple[str, int, list[str]] | None = None
 
     # 1. what a killed sync left
 
@@ -498,7 +504,8 @@ class _Sync:
         result = self.result
         ensure_setup(self.git, self.root)
         result.notes.extend(n for n in self.git.notes if n not in result.notes)
-        status: tuple[dict[str, str], list[str]] | None = self.status()
+        generation = read_generation(self.folder.state_dir)  # before the status: a write
+        status: tuple[dict[str, str], list[str]] | None = self.status()  # after it shows
         assert status is not None
         if any(_may_hold_temps(path) for paths in status for path in paths):
             self.remove_leftover_temps()
@@ -512,10 +519,16 @@ class _Sync:
             status = None
         if remote:
             self.set_remote(remote)
+        if status is None:
+            status = self.status()
         if not self.nothing_changed(status):
-            self.regenerate_index()  # hand edits since the last write reach MEMORY.md
+            # Hand edits since the last write reach MEMORY.md; the commit takes a status of
+            # its own, so that a memory saved while MEMORY.md was made goes with it.
+            self.regenerate_index(status)
             self.commit_local(result)
             self.stamp_index()
+        elif status is not None and (head := self.git.head()) is not None:
+            self.clean = (head, generation, status[1])
         result.remote = self.git.remote_url()
         if result.remote is None:
             return result
@@ -549,7 +562,12 @@ class _Sync:
         head = self.git.head()
         if self.made is None or head is None:
             return
-        if not index_file.stamp(self.folder, self.made, head, self.git.tree(head)):
+        base = self.made.base
+        # From the last record and a diff when the regeneration started from one: a receive
+        # changes a few files of 10,000, and `git ls-tree` of them all is ~20 ms of CPU.
+        tree = (index_file.known_tree(base, self.git.changes(base[0], head))
+                if base is not None else self.git.tree(head))
+        if not index_file.stamp(self.folder, self.made, head, tree):
             index_file.forget(self.folder)
 
     def set_remote(self, url: str) -> None:
@@ -722,11 +740,13 @@ class _Sync:
                 continue
             if seen.raw is None or self.allow_secret:
                 continue  # deleted, or allowed
-            reason = name_reason(path) or secret_reason(seen.raw)
+            reason = (None if path in self.clean_names else name_reason(path)) or \
+                secret_reason(seen.raw)
             if reason:
                 held.append(Held(path, reason))
             else:
                 self.clean_blobs.add(index_file.blob_id(seen.raw))
+                self.clean_names.add(path)
         return held
 
     def not_theirs(self, changed: dict[str, str]) -> list[str]:
@@ -946,7 +966,7 @@ class _Sync:
 
             resolve_all(self.git, self.root, theirs, self.put)
         self.restore_edited_archives(head, theirs)
-        status = self.status()  # one for both: MEMORY.md's making is no sibling's
+        status = self.status_after_merge(head, merging)  # one for both: MEMORY.md, siblings
         self.regenerate_index(status)
         # The siblings this merge made: on neither side before it.
         made = [p for p in self.sibling_files(status) if p not in self.parked]
@@ -970,6 +990,29 @@ class _Sync:
                 changed[INDEX_FILE] = code if code[1] != " " else code[0] + "M"
         self.commit_local(self.result, message=message, merging=merging, changed=changed)
         self.stamp_index()
+
+    def status_after_merge(self, head: str | None,
+                           merging: bool) -> tuple[dict[str, str], list[str]]:
+        """The work tree's `git status` after a merge (`status`).
+
+        The one taken before it still holds when it showed a clean tree at the
+        commit merged into, git committed the merge itself (it wrote only the
+        files the merge changed, each now as committed, and made no conflict
+        sibling), the merge changed no file of git's own settings
+        (`.gitignore`, `.gitattributes`: what git ignores, how it reads a file)
+        and no sage-mem process wrote in the folder since (its write count): a
+        second `git status` of 10,000 files (~40 ms of CPU) would say the same.
+        A file saved by hand meanwhile waits for the next sync, as one saved
+        after any status does.
+        """
+        clean = self.clean
+        after = self.git.head()
+        if (merging or clean is None or head is None or after is None or clean[0] != head
+                or read_generation(self.folder.state_dir) != clean[1]
+                or any(p.rsplit("/", 1)[-1].startswith(".git")
+                       for p in self.git.changed_paths(head, after))):
+            return self.status()
+        return {}, list(clean[2])
 
     def regenerate_index(self, status: tuple[dict[str, str], list[str]] | None = None) -> None:
         # From the memories' frontmatter (index_file), not a search index built for it.
@@ -1096,15 +1139,15 @@ class _Sync:
         if self.allow_secret:
             return []
         return outgoing_secrets(self.git, head, [old] if old else [f"--remotes={REMOTE}"],
-                                self.clean_blobs)
+                                self.clean_blobs, self.clean_names)
 
 
 def outgoing_secrets(git: Git, head: str, exclude: list[str],
-                     clean: Iterable[str] = ()) -> list[Held]:
+                     clean: Iterable[str] = (), clean_names: Iterable[str] = ()) -> list[Held]:
     """Files in the commits from `head` back to (not into) `exclude` whose name or bytes the
     secret scan flags: what a push of `head` would carry that the remote does not hold.
-    `clean`: blob ids whose bytes were scanned already and hold none (their names are
-    still checked)."""
+    `clean`: blob ids whose bytes were scanned already and hold none; `clean_names`: the
+    paths whose names were (any other name is still checked)."""
     listing = git.text("rev-list", "--objects", "--no-object-names", head, "--not",
                        *exclude).split()
     named = git.text("rev-list", "--objects", head, "--not", *exclude).splitlines()
@@ -1114,10 +1157,10 @@ def outgoing_secrets(git: Git, head: str, exclude: list[str],
         if path:
             paths[sha] = path
     blobs = [sha for sha in listing if sha in paths]
-    known = set(clean)
+    known, named_clean = set(clean), set(clean_names)
     refused = []
     for sha in blobs:
-        if sha in known:
+        if sha in known and paths[sha] not in named_clean:
             reason = name_reason(paths[sha])
             if reason:
                 refused.append(Held(paths[sha], reason + "; it was committed by hand: remove it "
