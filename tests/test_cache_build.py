@@ -264,10 +264,16 @@ def test_a_builder_weighs_every_term_as_an_index_does() -> None:
         builder.add(memory)
     packed = builder.finish()
     assert packed.terms == terms
-    for at, term in enumerate(terms):
-        begin, end = packed.starts[at], packed.starts[at + 1]
+    # The postings in the cache file's order of the terms: by CRC-32, ties by number.
+    crcs = [zlib.crc32(term.encode("utf-8", "surrogatepass")) for term in terms]
+    assert list(packed.order) == sorted(range(len(terms)), key=crcs.__getitem__)
+    assert list(packed.sorted_crcs) == sorted(crcs)
+    for rank, at in enumerate(packed.order):
+        term = terms[at]
+        begin, end = packed.starts[rank], packed.starts[rank + 1]
         assert list(packed.slots[begin:end]) == list(numbers[at]), term
         assert packed.weights[begin:end].tobytes() == bytes(weights[at]), term
+        assert packed.counts[at] == len(numbers[at]), term
     assert any(" " in term for term in terms)  # word pairs too
 
 

@@ -4,16 +4,18 @@
 from __future__ import annotations
 
 import gc
+import zlib
 from array import array
-from collections.abc import Iterator
+from collections import deque
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from itertools import accumulate, filterfalse, repeat
-from operator import add
+from itertools import accumulate, repeat
+from operator import add, mul, truediv
 from typing import BinaryIO
 
 from ..memory.value import Memory
 from .packed import Columns, Packed
-from .scoring import FIELD_WEIGHTS, FIELDS, Scoring, field_counts, snap_average, weigh
+from .scoring import FIELD_WEIGHTS, FIELDS, Scoring, field_counts, snap_average
 
 
 @contextmanager
@@ -31,8 +33,55 @@ def gc_paused() -> Iterator[None]:
         if collecting:
             gc.enable()
 
+def term_crcs(terms: Sequence[str]) -> array:
+    """The CRC-32 of each term's UTF-8 (uint32): what the cache file orders its terms by."""
+    encoded = map(str.encode, terms, repeat("utf-8"), repeat("surrogatepass"))
+    return array("I", map(zlib.crc32, encoded))
+
+
+def crc_order(crcs: array) -> array:
+    """The term numbers by CRC-32, ties in term order (as a stable sort gives them).
+
+    A counting sort on the top 16 bits, then each bucket (a few dozen terms)
+    sorted: `sorted` of all of them at once would hold a Python int and a list
+    slot per term (100 MB at 100,000 memories), the build's peak.
+    """
+    size = 1 << 16
+    sizes = array("q", [0]) * (size + 1)
+    for crc in crcs:
+        sizes[(crc >> 16) + 1] += 1
+    starts = array("q", accumulate(sizes))
+    del sizes
+    cursor = array("q", starts)
+    order = array("I", [0]) * len(crcs)
+    for number, crc in enumerate(crcs):
+        bucket = crc >> 16
+        order[cursor[bucket]] = number
+        cursor[bucket] += 1
+    del cursor
+    key = crcs.__getitem__
+    for bucket in range(size):
+        begin, end = starts[bucket], starts[bucket + 1]
+        if end - begin > 1:
+            order[begin:end] = array("I", sorted(order[begin:end], key=key))
+    return order
+
+
 # Memories per chunk of a build's term counts (freed chunk after chunk as they are weighed).
 _CHUNK = 1024
+
+
+class _TermNumbers(dict):  # type: ignore[type-arg]  # str -> int
+    """Each term's number, given on first sight: a known term is one look-up, in C."""
+
+    def __init__(self, counts: array) -> None:
+        super().__init__()
+        self.counts = counts  # per term: how many memories hold it (0 when numbered)
+
+    def __missing__(self, term: str) -> int:
+        number = self[term] = len(self)
+        self.counts.append(0)
+        return number
 
 
 class Builder:
@@ -59,8 +108,8 @@ class Builder:
         # Where full chunks wait for `finish` (a temporary file), instead of in memory.
         self._spill = spill
         self._parked: list[tuple[int, int, str]] = []  # per chunk spilled: where, size, code
-        self._term_numbers: dict[str, int] = {}
         self._counts = array("I")  # per term: how many memories hold it
+        self._term_numbers: dict[str, int] = _TermNumbers(self._counts)
         # Per memory: id, trust, updated, category, project (the columns; see `finish`).
         self._rows: list[tuple[str, float, str | None, str | None, str | None]] = []
         self._archived: list[bool] = []
@@ -84,17 +133,13 @@ class Builder:
         chunk = self._chunks[-1]
         assert chunk is not None
         numbers, counts, ends = chunk
-        known = self._term_numbers
+        number_of = self._term_numbers.__getitem__  # numbers a new term (`_TermNumbers`)
         held = self._counts
         field_terms, lengths = field_counts(memory, self.scoring.pair_weight)
         first = len(numbers)
         for weighed, counted, length in zip(self._weighed, field_terms, lengths, strict=True):
             if weighed and length and counted:
-                new = list(filterfalse(known.__contains__, counted))
-                if new:
-                    known.update(zip(new, range(len(known), len(known) + len(new)), strict=True))
-                    held.extend(repeat(0, len(new)))
-                numbers.extend(map(known.__getitem__, counted))
+                numbers.extend(map(number_of, counted))
                 at = len(counts)
                 try:
                     counts.extend(counted.values())
@@ -141,7 +186,12 @@ class Builder:
         return numbers, counts, chunk[2]
 
     def finish(self) -> Packed:
-        """Weigh every memory and place its postings; the builder is spent after."""
+        """Weigh every memory and place its postings; the builder is spent after.
+
+        The postings are placed in the order the cache file holds its terms (by
+        CRC-32, `crc_order`), so that the file takes them as they are: no term's
+        postings sliced out and written one by one.
+        """
         self._park()
         total = len(self._rows)
         sums = dict(zip(FIELDS, self._length_sums, strict=True))
@@ -149,31 +199,56 @@ class Builder:
         terms = list(self._term_numbers)
         self._term_numbers = {}
         counts, self._counts = self._counts, array("I")
-        starts = array("q", accumulate(counts, initial=0))
-        del counts
+        crcs = term_crcs(terms)
+        order = crc_order(crcs)
+        sorted_crcs = array("I", map(crcs.__getitem__, order))
+        del crcs
+        starts = array("q", accumulate(map(counts.__getitem__, order), initial=0))
         size = starts[-1]
+        # Where each term's next posting goes, by term number.
+        cursor = array("q", [0]) * len(terms)
+        deque(map(cursor.__setitem__, order, starts), maxlen=0)
         slots = array("i", [0]) * size
         weights = array("f", [0.0]) * size
-        cursor = array("q", starts)
         width = len(FIELDS)
-        scoring, lengths = self.scoring, self._lengths
+        lengths, k1 = self._lengths, self.scoring.k1
+        # Per field: its weight, b and average length (`weigh`'s arithmetic, in bulk here).
+        factors = [(self.scoring.field_weights.get(name) or 0.0, self.scoring.field_b.get(name, 0.0),
+                    averages.get(name, 1.0)) for name in FIELDS]
         number = 0
         for at in range(len(self._chunks)):
             numbers, held, ends = self._chunk(at)  # freed as it goes
             begin = 0
             for row in range(len(ends) // width):
-                fields = []
-                for end in ends[row * width : (row + 1) * width]:
-                    fields.append(dict(zip(numbers[begin:end], held[begin:end], strict=True)))
+                # `weigh` of the memory's fields: each term's count times its field's norm,
+                # added field after field (the same float additions in the same order).
+                weighted: dict[int, float] = {}
+                row_lengths = lengths[number * width : (number + 1) * width]
+                for field, end in enumerate(ends[row * width : (row + 1) * width]):
+                    if end == begin:
+                        continue  # no terms: empty, or a field not weighed (see `add`)
+                    weight, b, average = factors[field]
+                    norm = weight / (1.0 - b + b * row_lengths[field] / average)
+                    found = numbers[begin:end]
+                    values = map(mul, held[begin:end], repeat(norm))
+                    if weighted:
+                        weighted.update(zip(
+                            found, map(add, map(weighted.get, found, repeat(0.0)), values),
+                            strict=True,
+                        ))
+                    else:
+                        weighted = dict(zip(found, values, strict=True))
                     begin = end
-                own = lengths[number * width : (number + 1) * width]
-                for term, value in weigh(fields, own, scoring, averages).items():
+                tfs = weighted.values()
+                saturated = map(truediv, tfs, map(add, repeat(k1), tfs))
+                for term, value in zip(weighted, saturated, strict=True):
                     place = cursor[term]
                     slots[place] = number
                     weights[place] = value
                     cursor[term] = place + 1
                 number += 1
             del numbers, held, ends
+        del cursor
         self._chunks = []
         rows = self._rows
         columns = Columns(
@@ -187,4 +262,4 @@ class Builder:
             length_sums=sums,
             max_boost=self._max_boost,
         )
-        return Packed(columns, lengths, terms, starts, slots, weights)
+        return Packed(columns, lengths, terms, counts, order, sorted_crcs, starts, slots, weights)

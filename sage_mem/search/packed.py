@@ -217,20 +217,25 @@ class Export:
 
 
 class Packed(NamedTuple):
-    """A build's index, compact: every term's postings in two flat arrays (see `Builder`).
+    """A build's index, compact: every term's postings in two flat arrays (see `Builder`),
+    in the order the cache file holds the terms (by CRC-32).
 
-    Term `t` (numbered in order of first appearance) holds the postings
-    `starts[t]` to `starts[t + 1]` of `slots` (memory numbers, ascending) and
-    `weights`; memory `n` the field lengths `lengths[n * len(FIELDS):]`.
+    Terms are numbered in order of first appearance: term `t` is `terms[t]`,
+    held by `counts[t]` memories. The `r`-th term of the file, `order[r]`
+    (CRC-32 `sorted_crcs[r]`), holds the postings `starts[r]` to
+    `starts[r + 1]` of `slots` (memory numbers, ascending) and `weights`;
+    memory `n` the field lengths `lengths[n * len(FIELDS):]`.
     """
 
     columns: Columns
     lengths: array
     terms: list[str]
+    counts: array
+    order: array
+    sorted_crcs: array
     starts: array
     slots: array
     weights: array
-
 
 
 def extend_array(target: array, values: Sequence[Any] | memoryview) -> None:

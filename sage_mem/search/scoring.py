@@ -86,7 +86,7 @@ with the averages of the last re-weighing.
 from __future__ import annotations
 
 import math
-from collections import Counter
+from collections import _count_elements  # type: ignore[attr-defined]  # Counter's, in C
 from collections.abc import Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
@@ -219,16 +219,19 @@ def snap_average(total: float, count: int) -> float:
 
 def field_counts(
     memory: Memory, pair_weight: float
-) -> tuple[list[Counter[str]], tuple[int, ...]]:
+) -> tuple[list[dict[str, int]], tuple[int, ...]]:
     """Term counts of each field (word pairs too, with a pair weight) and field lengths,
     in FIELDS order."""
-    counts: list[Counter[str]] = []
+    counts: list[dict[str, int]] = []
     lengths: list[int] = []
     for terms, length in counted_fields(memory).values():
-        counted = Counter(terms)
+        # What `Counter(terms)` does, without its checks of the argument (a build makes
+        # seven a memory: their checks cost as much as the counting).
+        counted: dict[str, int] = {}
+        _count_elements(counted, terms)
         lengths.append(length)
         if pair_weight and len(terms) > 1:
-            counted.update(word_pairs(terms))
+            _count_elements(counted, word_pairs(terms))
         counts.append(counted)
     return counts, tuple(lengths)
 
