@@ -6,15 +6,16 @@ from __future__ import annotations
 import gc
 import zlib
 from array import array
+from bisect import bisect_left, bisect_right
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from itertools import accumulate, repeat
-from operator import add, mul, truediv
+from operator import add, itemgetter, mul, sub, truediv
 from typing import BinaryIO
 
 from ..memory.value import Memory
-from .packed import Columns, Packed
+from .packed import Columns, Packed, Round
 from .scoring import FIELD_WEIGHTS, FIELDS, Scoring, field_counts, snap_average
 
 
@@ -66,6 +67,10 @@ def crc_order(crcs: array) -> array:
             order[begin:end] = array("I", sorted(order[begin:end], key=key))
     return order
 
+
+# Postings a build places at once (8 bytes each): one with more places them a range of terms
+# at a time (`Builder._placed_in_rounds`), not all 250 MB of 100,000 memories at once.
+ROUND_POSTINGS = 8 << 20
 
 # Memories per chunk of a build's term counts (freed chunk after chunk as they are weighed).
 _CHUNK = 1024
@@ -204,24 +209,40 @@ class Builder:
         sorted_crcs = array("I", map(crcs.__getitem__, order))
         del crcs
         starts = array("q", accumulate(map(counts.__getitem__, order), initial=0))
-        size = starts[-1]
-        # Where each term's next posting goes, by term number.
-        cursor = array("q", [0]) * len(terms)
-        deque(map(cursor.__setitem__, order, starts), maxlen=0)
-        slots = array("i", [0]) * size
-        weights = array("f", [0.0]) * size
+        if starts[-1] <= ROUND_POSTINGS or self._spill is None:
+            rounds: Iterable[Round] = [self._placed_at_once(order, starts, averages)]
+        else:
+            rounds = self._placed_in_rounds(order, starts, averages)  # placed when read
+        rows = self._rows
+        columns = Columns(
+            ids=[row[0] for row in rows],
+            trusts=[row[1] for row in rows],
+            updated=[row[2] for row in rows],
+            archived=self._archived,
+            categories=[row[3] for row in rows],
+            projects=[row[4] for row in rows],
+            averages=averages,
+            length_sums=sums,
+            max_boost=self._max_boost,
+        )
+        return Packed(columns, self._lengths, terms, counts, order, sorted_crcs, starts, rounds)
+
+    def _weighed_memories(
+        self, averages: dict[str, float]
+    ) -> Iterator[tuple[dict[int, float], Iterator[float]]]:
+        """Each memory's terms (numbers) and weights, in number order, as `weigh` gives them:
+        each term's count times its field's norm, added field after field (the same float
+        additions in the same order), then saturated. Frees the chunks as it goes."""
         width = len(FIELDS)
         lengths, k1 = self._lengths, self.scoring.k1
-        # Per field: its weight, b and average length (`weigh`'s arithmetic, in bulk here).
-        factors = [(self.scoring.field_weights.get(name) or 0.0, self.scoring.field_b.get(name, 0.0),
-                    averages.get(name, 1.0)) for name in FIELDS]
+        weights, field_b = self.scoring.field_weights, self.scoring.field_b
+        factors = [(weights.get(name) or 0.0, field_b.get(name, 0.0), averages.get(name, 1.0))
+                   for name in FIELDS]
         number = 0
         for at in range(len(self._chunks)):
-            numbers, held, ends = self._chunk(at)  # freed as it goes
+            numbers, held, ends = self._chunk(at)
             begin = 0
             for row in range(len(ends) // width):
-                # `weigh` of the memory's fields: each term's count times its field's norm,
-                # added field after field (the same float additions in the same order).
                 weighted: dict[int, float] = {}
                 row_lengths = lengths[number * width : (number + 1) * width]
                 for field, end in enumerate(ends[row * width : (row + 1) * width]):
@@ -240,26 +261,91 @@ class Builder:
                         weighted = dict(zip(found, values, strict=True))
                     begin = end
                 tfs = weighted.values()
-                saturated = map(truediv, tfs, map(add, repeat(k1), tfs))
-                for term, value in zip(weighted, saturated, strict=True):
-                    place = cursor[term]
-                    slots[place] = number
-                    weights[place] = value
-                    cursor[term] = place + 1
+                yield weighted, map(truediv, tfs, map(add, repeat(k1), tfs))
                 number += 1
             del numbers, held, ends
-        del cursor
         self._chunks = []
-        rows = self._rows
-        columns = Columns(
-            ids=[row[0] for row in rows],
-            trusts=[row[1] for row in rows],
-            updated=[row[2] for row in rows],
-            archived=self._archived,
-            categories=[row[3] for row in rows],
-            projects=[row[4] for row in rows],
-            averages=averages,
-            length_sums=sums,
-            max_boost=self._max_boost,
-        )
-        return Packed(columns, lengths, terms, counts, order, sorted_crcs, starts, slots, weights)
+
+    def _placed_at_once(
+        self, order: array, starts: array, averages: dict[str, float]
+    ) -> Round:
+        """Every posting placed in one pass: a memory's go straight to their terms' places."""
+        cursor = array("q", [0]) * len(order)  # where each term's next posting goes, by number
+        deque(map(cursor.__setitem__, order, starts), maxlen=0)
+        size = starts[-1]
+        slots = array("i", [0]) * size
+        weights = array("f", [0.0]) * size
+        for number, (weighted, saturated) in enumerate(self._weighed_memories(averages)):
+            for term, value in zip(weighted, saturated, strict=True):
+                place = cursor[term]
+                slots[place] = number
+                weights[place] = value
+                cursor[term] = place + 1
+        return Round(0, len(order), slots, weights)
+
+    def _placed_in_rounds(
+        self, order: array, starts: array, averages: dict[str, float]
+    ) -> Iterator[Round]:
+        """The postings placed a range of terms (in the file's order) at a time, each range
+        at most ROUND_POSTINGS postings: the build never holds every posting at once.
+
+        Each memory is weighed once, its postings sorted by their term's place in
+        the file and parked in the spill file; each round then reads them back
+        and places those of its own terms.
+        """
+        spill = self._spill
+        assert spill is not None
+        terms = len(order)
+        rank = array("I", [0]) * terms
+        deque(map(rank.__setitem__, order, range(terms)), maxlen=0)
+        parked: list[tuple[int, int, array]] = []  # where, postings, each memory's end
+        ranks, values, ends = array("I"), array("f"), array("I")
+
+        def park() -> None:
+            # At the end of the file: the chunks of counts are read from it meanwhile.
+            parked.append((spill.seek(0, 2), len(ranks), ends))
+            spill.write(ranks)
+            spill.write(values)
+
+        for weighed, saturated in self._weighed_memories(averages):
+            placed = sorted(zip(map(rank.__getitem__, weighed), saturated, strict=True))
+            ranks.extend(map(itemgetter(0), placed))
+            values.extend(map(itemgetter(1), placed))
+            ends.append(len(ranks))
+            if len(ends) == _CHUNK:
+                park()
+                ranks, values, ends = array("I"), array("f"), array("I")
+        if ends:
+            park()
+        del rank, ranks, values, ends
+        cuts = [0]
+        while cuts[-1] < terms:
+            low = cuts[-1]
+            # The most terms from `low` on whose postings fit (at least one term).
+            cuts.append(max(low + 1, bisect_right(starts, starts[low] + ROUND_POSTINGS) - 1))
+        cursor = array("q", [0]) * terms  # by place in the file: its next posting, in the round
+        for low, high in zip(cuts, cuts[1:], strict=False):
+            base = starts[low]
+            cursor[low:high] = array("q", map(sub, starts[low:high], repeat(base)))
+            slots = array("i", [0]) * (starts[high] - base)
+            weights = array("f", [0.0]) * len(slots)
+            number = 0
+            for where, size, memory_ends in parked:
+                spill.seek(where)
+                ranks, values = array("I"), array("f")
+                ranks.frombytes(spill.read(size * ranks.itemsize))
+                values.frombytes(spill.read(size * values.itemsize))
+                begin = 0
+                for end in memory_ends:
+                    first = bisect_left(ranks, low, begin, end)
+                    last = bisect_left(ranks, high, first, end)
+                    for place_rank, value in zip(ranks[first:last], values[first:last],
+                                                 strict=True):
+                        place = cursor[place_rank]
+                        slots[place] = number
+                        weights[place] = value
+                        cursor[place_rank] = place + 1
+                    begin = end
+                    number += 1
+            yield Round(low, high, slots, weights)
+            del slots, weights

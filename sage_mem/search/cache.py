@@ -117,7 +117,7 @@ from ..memory.file_format import sha256
 from ..memory.value import Memory, ValueProblem
 from .building import Builder, crc_order, gc_paused, term_crcs
 from .index import Index
-from .packed import BackingError, Columns, Export, PackedIds, packed_ids
+from .packed import BackingError, Columns, Export, PackedIds, Round, packed_ids
 from .scoring import FIELDS, Scoring, word_pairs
 from .tokens import tokenize
 
@@ -1063,7 +1063,7 @@ def build(
             body = _Body(
                 packed.columns, packed.lengths, packed.terms, packed.counts, _no_postings,
                 _no_top, _Ranked(packed.order, packed.sorted_crcs, packed.starts,
-                                 packed.slots, packed.weights),
+                                 iter(packed.rounds)),
             )
             # `builder` is still alive here, its rows too: see `_write`.
             _write(path, _header(scoring, folder, started_ns), body, spill, records,
@@ -1077,13 +1077,13 @@ def build(
 @dataclass
 class _Ranked:
     """A build's postings as the file holds them: the terms in CRC-32 order (`order`,
-    `sorted_crcs`), the `r`-th holding `slots` and `weights` from `starts[r]` (`Packed`)."""
+    `sorted_crcs`), the `r`-th holding the postings from `starts[r]`, a range of terms
+    at a time (`rounds`, read once, in order: `Packed`)."""
 
     order: array
     sorted_crcs: array
     starts: array
-    slots: array
-    weights: array
+    rounds: Iterator[Round]
 
 
 @dataclass
@@ -1164,6 +1164,21 @@ def _write(
     path: Path, header: dict, body: _Body, spill: BinaryIO, records: array,
     entries: dict[str, Entry], started_ns: int, walk: Walk | None = None,
 ) -> None:
+    """Write the cache file (`_write_sections`); a build's postings, placed a range of terms
+    at a time, wait in two more spill files until their sections are written."""
+    if body.ranked is None:
+        _write_sections(path, header, body, spill, records, entries, started_ns, walk, None)
+        return
+    with _spill(path.parent) as slots, _spill(path.parent) as weights:
+        _write_sections(path, header, body, spill, records, entries, started_ns, walk,
+                        (slots, weights))
+
+
+def _write_sections(
+    path: Path, header: dict, body: _Body, spill: BinaryIO, records: array,
+    entries: dict[str, Entry], started_ns: int, walk: Walk | None,
+    placed_postings: tuple[BinaryIO, BinaryIO] | None,
+) -> None:
     """Write the cache file, section by section, to a temp file renamed over `path`.
 
     Nothing is built whole in memory: the term blocks go to `spill` after the
@@ -1186,11 +1201,24 @@ def _write(
     else:
         order, sorted_crcs = ranked.order, ranked.sorted_crcs
         bounds = ranked.starts
-        slots_view, weights_view = memoryview(ranked.slots), memoryview(ranked.weights)
+        rounds = ranked.rounds
+        assert placed_postings is not None
+        # The round that holds the terms now written: its range, where its postings start,
+        # and them; each round's postings are copied to `placed_postings` when it comes.
+        held: list = [0, 0, 0, memoryview(b""), memoryview(b"")]
 
         def at_rank(rank: int) -> tuple[memoryview | array, memoryview | array]:
-            begin, end = bounds[rank], bounds[rank + 1]
-            return slots_view[begin:end], weights_view[begin:end]
+            while rank >= held[1]:
+                held[3:] = [memoryview(b""), memoryview(b"")]  # the last round freed first
+                low, high, slots, weights = next(rounds)
+                assert low == held[1], "rounds come in order"
+                placed_postings[0].write(slots)
+                placed_postings[1].write(weights)
+                held[:] = [low, high, bounds[low], memoryview(slots), memoryview(weights)]
+                del slots, weights
+            base = held[2]
+            begin, end = bounds[rank] - base, bounds[rank + 1] - base
+            return held[3][begin:end], held[4][begin:end]
     counts = sorted_crcs + array("I", map(sizes.__getitem__, order))
     records_length = spill.tell()
     fences = array("I")
@@ -1311,8 +1339,9 @@ def _write(
                 _copy(spill, handle, placed[name][1])
             for side in (0, 1):
                 handle.seek(placed[("slots", "weights")[side]][0])
-                if ranked is not None:  # in the file's order already
-                    handle.write((ranked.slots, ranked.weights)[side])
+                if placed_postings is not None:  # in the file's order, round after round
+                    placed_postings[side].seek(0)
+                    _copy(placed_postings[side], handle, total * 4)
                     continue
                 for term in order:
                     handle.write(postings(term)[side])
