@@ -10,7 +10,7 @@ from bisect import bisect_left, bisect_right
 from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from itertools import accumulate, repeat
+from itertools import accumulate, pairwise, repeat
 from operator import add, itemgetter, mul, sub, truediv
 from typing import BinaryIO
 
@@ -108,8 +108,13 @@ class Builder:
     in the same order.
     """
 
-    def __init__(self, scoring: Scoring | None = None, *, spill: BinaryIO | None = None) -> None:
+    def __init__(
+        self, scoring: Scoring | None = None, *, spill: BinaryIO | None = None, block: int = 1
+    ) -> None:
         self.scoring = scoring or Scoring()
+        # Rounds of placing (`_placed_in_rounds`) are whole blocks of this many terms: the
+        # cache's term blocks (a block's postings are read after its last term's are placed).
+        self._block = block
         # Where full chunks wait for `finish` (a temporary file), instead of in memory.
         self._spill = spill
         self._parked: list[tuple[int, int, str]] = []  # per chunk spilled: where, size, code
@@ -301,7 +306,7 @@ class Builder:
         parked: list[tuple[int, int, array]] = []  # where, postings, each memory's end
         ranks, values, ends = array("I"), array("f"), array("I")
 
-        def park() -> None:
+        def park(ranks: array, values: array, ends: array) -> None:
             # At the end of the file: the chunks of counts are read from it meanwhile.
             parked.append((spill.seek(0, 2), len(ranks), ends))
             spill.write(ranks)
@@ -313,22 +318,27 @@ class Builder:
             values.extend(map(itemgetter(1), placed))
             ends.append(len(ranks))
             if len(ends) == _CHUNK:
-                park()
+                park(ranks, values, ends)
                 ranks, values, ends = array("I"), array("f"), array("I")
         if ends:
-            park()
+            park(ranks, values, ends)
         del rank, ranks, values, ends
+        block = self._block
         cuts = [0]
         while cuts[-1] < terms:
             low = cuts[-1]
-            # The most terms from `low` on whose postings fit (at least one term).
-            cuts.append(max(low + 1, bisect_right(starts, starts[low] + ROUND_POSTINGS) - 1))
+            # The most whole blocks of terms from `low` on whose postings fit (at least one).
+            fit = bisect_right(starts, starts[low] + ROUND_POSTINGS) - 1
+            cuts.append(min(terms, max(low + block, fit - fit % block)))
+        # One pair of arrays for every round: a round's freed arrays would be memory the
+        # allocator keeps (and the next round's new ones more of it).
+        largest = max(starts[high] - starts[low] for low, high in pairwise(cuts))
+        slots = array("i", [0]) * largest
+        weights = array("f", [0.0]) * largest
         cursor = array("q", [0]) * terms  # by place in the file: its next posting, in the round
-        for low, high in zip(cuts, cuts[1:], strict=False):
+        for low, high in pairwise(cuts):
             base = starts[low]
             cursor[low:high] = array("q", map(sub, starts[low:high], repeat(base)))
-            slots = array("i", [0]) * (starts[high] - base)
-            weights = array("f", [0.0]) * len(slots)
             number = 0
             for where, size, memory_ends in parked:
                 spill.seek(where)
@@ -347,5 +357,6 @@ class Builder:
                         cursor[place_rank] = place + 1
                     begin = end
                     number += 1
-            yield Round(low, high, slots, weights)
-            del slots, weights
+            # Read before the next round is asked for (which overwrites them).
+            size = starts[high] - base
+            yield Round(low, high, memoryview(slots)[:size], memoryview(weights)[:size])

@@ -1051,7 +1051,7 @@ def build(
         make_private_dirs(path.parent)
         _remove_stale_temps(path.parent)
         with gc_paused(), _spill(path.parent) as spill, _spill(path.parent) as counts:
-            builder = Builder(scoring, spill=counts)
+            builder = Builder(scoring, spill=counts, block=TERM_BLOCK)
             prefix = str(folder.root) + os.sep
             records = array("Q")
             for memory in memories:
@@ -1208,8 +1208,9 @@ def _write_sections(
         held: list = [0, 0, 0, memoryview(b""), memoryview(b"")]
 
         def at_rank(rank: int) -> tuple[memoryview | array, memoryview | array]:
+            # A round is whole term blocks (`Builder`): the last block read all of its own.
             while rank >= held[1]:
-                held[3:] = [memoryview(b""), memoryview(b"")]  # the last round freed first
+                held[3:] = [memoryview(b""), memoryview(b"")]
                 low, high, slots, weights = next(rounds)
                 assert low == held[1], "rounds come in order"
                 placed_postings[0].write(slots)

@@ -218,12 +218,13 @@ class Export:
 
 class Round(NamedTuple):
     """The postings of the terms `low` to `high` (places in the cache file's order of
-    terms) of a build: memory numbers and weights, term after term (`Packed`)."""
+    terms) of a build: memory numbers and weights, term after term (`Packed`); valid
+    until the next round is asked for."""
 
     low: int
     high: int
-    slots: array
-    weights: array
+    slots: array | memoryview
+    weights: array | memoryview
 
 
 class Packed(NamedTuple):
