@@ -11,7 +11,7 @@ from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from itertools import accumulate, pairwise, repeat
-from operator import add, itemgetter, mul, sub, truediv
+from operator import add, mul, sub, truediv
 from typing import BinaryIO
 
 from ..memory.value import Memory
@@ -233,9 +233,10 @@ class Builder:
         return Packed(columns, self._lengths, terms, counts, order, sorted_crcs, starts, rounds)
 
     def _weighed_memories(
-        self, averages: dict[str, float]
+        self, averages: dict[str, float], rank: array | None = None
     ) -> Iterator[tuple[dict[int, float], Iterator[float]]]:
-        """Each memory's terms (numbers) and weights, in number order, as `weigh` gives them:
+        """Each memory's terms (numbers, or with `rank` their places in the file) and
+        weights, in memory number order, as `weigh` gives them:
         each term's count times its field's norm, added field after field (the same float
         additions in the same order), then saturated. Frees the chunks as it goes."""
         width = len(FIELDS)
@@ -246,6 +247,8 @@ class Builder:
         number = 0
         for at in range(len(self._chunks)):
             numbers, held, ends = self._chunk(at)
+            if rank is not None:  # the terms by their places in the file instead
+                numbers = array("I", map(rank.__getitem__, numbers))
             begin = 0
             for row in range(len(ends) // width):
                 weighted: dict[int, float] = {}
@@ -312,10 +315,13 @@ class Builder:
             spill.write(ranks)
             spill.write(values)
 
-        for weighed, saturated in self._weighed_memories(averages):
-            placed = sorted(zip(map(rank.__getitem__, weighed), saturated, strict=True))
-            ranks.extend(map(itemgetter(0), placed))
-            values.extend(map(itemgetter(1), placed))
+        k1 = self.scoring.k1
+        for weighed, _ in self._weighed_memories(averages, rank):
+            # Its terms by place (ints sort fast), then their weights in that order.
+            placed = sorted(weighed)
+            ranks.extend(placed)
+            tfs = list(map(weighed.__getitem__, placed))
+            values.extend(map(truediv, tfs, map(add, repeat(k1), tfs)))
             ends.append(len(ranks))
             if len(ends) == _CHUNK:
                 park(ranks, values, ends)
