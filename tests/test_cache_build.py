@@ -211,10 +211,13 @@ def _memories(store: MemoryStore) -> list[Memory]:
     return sorted(store.index.memories(), key=lambda memory: memory.id)
 
 
-@pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.parametrize(("seed", "round_postings"), [(1, 1 << 30), (2, 1 << 30), (3, 1 << 30),
+                                                     (1, 700), (2, 1), (3, 5_000)])
 def test_the_streamed_build_writes_the_bytes_the_index_writer_wrote(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed: int
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed: int, round_postings: int
 ) -> None:
+    """Byte for byte, whether the build places every posting at once or a range of terms
+    at a time (`building.ROUND_POSTINGS`: 1 is a term a round)."""
     folder = tmp_path / "memory"
     make_folder(folder, 150, seed)
     monkeypatch.setattr(cache_module.time, "time_ns", lambda: 1_800_000_000_000_000_000)
@@ -241,6 +244,7 @@ def test_the_streamed_build_writes_the_bytes_the_index_writer_wrote(
     # The build straight from the memories, none of them held (in chunks of 16, spilled).
     path.unlink()
     monkeypatch.setattr(building, "_CHUNK", 16)
+    monkeypatch.setattr(building, "ROUND_POSTINGS", round_postings)
     written = cache_module.build(store.folder, iter(memories), lambda: entries,
                                  scoring=scoring, started_ns=started_ns)
     assert written == len(memories)
@@ -264,10 +268,18 @@ def test_a_builder_weighs_every_term_as_an_index_does() -> None:
         builder.add(memory)
     packed = builder.finish()
     assert packed.terms == terms
-    for at, term in enumerate(terms):
-        begin, end = packed.starts[at], packed.starts[at + 1]
-        assert list(packed.slots[begin:end]) == list(numbers[at]), term
-        assert packed.weights[begin:end].tobytes() == bytes(weights[at]), term
+    # The postings in the cache file's order of the terms: by CRC-32, ties by number.
+    crcs = [zlib.crc32(term.encode("utf-8", "surrogatepass")) for term in terms]
+    assert list(packed.order) == sorted(range(len(terms)), key=crcs.__getitem__)
+    assert list(packed.sorted_crcs) == sorted(crcs)
+    [whole] = packed.rounds  # a small build: every term's postings in one round
+    assert (whole.low, whole.high) == (0, len(terms))
+    for rank, at in enumerate(packed.order):
+        term = terms[at]
+        begin, end = packed.starts[rank], packed.starts[rank + 1]
+        assert list(whole.slots[begin:end]) == list(numbers[at]), term
+        assert whole.weights[begin:end].tobytes() == bytes(weights[at]), term
+        assert packed.counts[at] == len(numbers[at]), term
     assert any(" " in term for term in terms)  # word pairs too
 
 

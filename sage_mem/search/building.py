@@ -4,16 +4,19 @@
 from __future__ import annotations
 
 import gc
+import zlib
 from array import array
-from collections.abc import Iterator
+from bisect import bisect_left, bisect_right
+from collections import deque
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from itertools import accumulate, filterfalse, repeat
-from operator import add
+from itertools import accumulate, pairwise, repeat
+from operator import add, mul, sub, truediv
 from typing import BinaryIO
 
 from ..memory.value import Memory
-from .packed import Columns, Packed
-from .scoring import FIELD_WEIGHTS, FIELDS, Scoring, field_counts, snap_average, weigh
+from .packed import Columns, Packed, Round
+from .scoring import FIELD_WEIGHTS, FIELDS, Scoring, field_counts, snap_average
 
 
 @contextmanager
@@ -31,8 +34,59 @@ def gc_paused() -> Iterator[None]:
         if collecting:
             gc.enable()
 
+def term_crcs(terms: Sequence[str]) -> array:
+    """The CRC-32 of each term's UTF-8 (uint32): what the cache file orders its terms by."""
+    encoded = map(str.encode, terms, repeat("utf-8"), repeat("surrogatepass"))
+    return array("I", map(zlib.crc32, encoded))
+
+
+def crc_order(crcs: array) -> array:
+    """The term numbers by CRC-32, ties in term order (as a stable sort gives them).
+
+    A counting sort on the top 16 bits, then each bucket (a few dozen terms)
+    sorted: `sorted` of all of them at once would hold a Python int and a list
+    slot per term (100 MB at 100,000 memories), the build's peak.
+    """
+    size = 1 << 16
+    sizes = array("q", [0]) * (size + 1)
+    for crc in crcs:
+        sizes[(crc >> 16) + 1] += 1
+    starts = array("q", accumulate(sizes))
+    del sizes
+    cursor = array("q", starts)
+    order = array("I", [0]) * len(crcs)
+    for number, crc in enumerate(crcs):
+        bucket = crc >> 16
+        order[cursor[bucket]] = number
+        cursor[bucket] += 1
+    del cursor
+    key = crcs.__getitem__
+    for bucket in range(size):
+        begin, end = starts[bucket], starts[bucket + 1]
+        if end - begin > 1:
+            order[begin:end] = array("I", sorted(order[begin:end], key=key))
+    return order
+
+
+# Postings a build places at once (8 bytes each): one with more places them a range of terms
+# at a time (`Builder._placed_in_rounds`), not all 250 MB of 100,000 memories at once.
+ROUND_POSTINGS = 8 << 20
+
 # Memories per chunk of a build's term counts (freed chunk after chunk as they are weighed).
 _CHUNK = 1024
+
+
+class _TermNumbers(dict):  # type: ignore[type-arg]  # str -> int
+    """Each term's number, given on first sight: a known term is one look-up, in C."""
+
+    def __init__(self, counts: array) -> None:
+        super().__init__()
+        self.counts = counts  # per term: how many memories hold it (0 when numbered)
+
+    def __missing__(self, term: str) -> int:
+        number = self[term] = len(self)
+        self.counts.append(0)
+        return number
 
 
 class Builder:
@@ -54,13 +108,18 @@ class Builder:
     in the same order.
     """
 
-    def __init__(self, scoring: Scoring | None = None, *, spill: BinaryIO | None = None) -> None:
+    def __init__(
+        self, scoring: Scoring | None = None, *, spill: BinaryIO | None = None, block: int = 1
+    ) -> None:
         self.scoring = scoring or Scoring()
+        # Rounds of placing (`_placed_in_rounds`) are whole blocks of this many terms: the
+        # cache's term blocks (a block's postings are read after its last term's are placed).
+        self._block = block
         # Where full chunks wait for `finish` (a temporary file), instead of in memory.
         self._spill = spill
         self._parked: list[tuple[int, int, str]] = []  # per chunk spilled: where, size, code
-        self._term_numbers: dict[str, int] = {}
         self._counts = array("I")  # per term: how many memories hold it
+        self._term_numbers: dict[str, int] = _TermNumbers(self._counts)
         # Per memory: id, trust, updated, category, project (the columns; see `finish`).
         self._rows: list[tuple[str, float, str | None, str | None, str | None]] = []
         self._archived: list[bool] = []
@@ -84,17 +143,13 @@ class Builder:
         chunk = self._chunks[-1]
         assert chunk is not None
         numbers, counts, ends = chunk
-        known = self._term_numbers
+        number_of = self._term_numbers.__getitem__  # numbers a new term (`_TermNumbers`)
         held = self._counts
         field_terms, lengths = field_counts(memory, self.scoring.pair_weight)
         first = len(numbers)
         for weighed, counted, length in zip(self._weighed, field_terms, lengths, strict=True):
             if weighed and length and counted:
-                new = list(filterfalse(known.__contains__, counted))
-                if new:
-                    known.update(zip(new, range(len(known), len(known) + len(new)), strict=True))
-                    held.extend(repeat(0, len(new)))
-                numbers.extend(map(known.__getitem__, counted))
+                numbers.extend(map(number_of, counted))
                 at = len(counts)
                 try:
                     counts.extend(counted.values())
@@ -141,7 +196,12 @@ class Builder:
         return numbers, counts, chunk[2]
 
     def finish(self) -> Packed:
-        """Weigh every memory and place its postings; the builder is spent after."""
+        """Weigh every memory and place its postings; the builder is spent after.
+
+        The postings are placed in the order the cache file holds its terms (by
+        CRC-32, `crc_order`), so that the file takes them as they are: no term's
+        postings sliced out and written one by one.
+        """
         self._park()
         total = len(self._rows)
         sums = dict(zip(FIELDS, self._length_sums, strict=True))
@@ -149,32 +209,15 @@ class Builder:
         terms = list(self._term_numbers)
         self._term_numbers = {}
         counts, self._counts = self._counts, array("I")
-        starts = array("q", accumulate(counts, initial=0))
-        del counts
-        size = starts[-1]
-        slots = array("i", [0]) * size
-        weights = array("f", [0.0]) * size
-        cursor = array("q", starts)
-        width = len(FIELDS)
-        scoring, lengths = self.scoring, self._lengths
-        number = 0
-        for at in range(len(self._chunks)):
-            numbers, held, ends = self._chunk(at)  # freed as it goes
-            begin = 0
-            for row in range(len(ends) // width):
-                fields = []
-                for end in ends[row * width : (row + 1) * width]:
-                    fields.append(dict(zip(numbers[begin:end], held[begin:end], strict=True)))
-                    begin = end
-                own = lengths[number * width : (number + 1) * width]
-                for term, value in weigh(fields, own, scoring, averages).items():
-                    place = cursor[term]
-                    slots[place] = number
-                    weights[place] = value
-                    cursor[term] = place + 1
-                number += 1
-            del numbers, held, ends
-        self._chunks = []
+        crcs = term_crcs(terms)
+        order = crc_order(crcs)
+        sorted_crcs = array("I", map(crcs.__getitem__, order))
+        del crcs
+        starts = array("q", accumulate(map(counts.__getitem__, order), initial=0))
+        if starts[-1] <= ROUND_POSTINGS or self._spill is None:
+            rounds: Iterable[Round] = [self._placed_at_once(order, starts, averages)]
+        else:
+            rounds = self._placed_in_rounds(order, starts, averages)  # placed when read
         rows = self._rows
         columns = Columns(
             ids=[row[0] for row in rows],
@@ -187,4 +230,139 @@ class Builder:
             length_sums=sums,
             max_boost=self._max_boost,
         )
-        return Packed(columns, lengths, terms, starts, slots, weights)
+        return Packed(columns, self._lengths, terms, counts, order, sorted_crcs, starts, rounds)
+
+    def _weighed_memories(
+        self, averages: dict[str, float], rank: array | None = None
+    ) -> Iterator[tuple[dict[int, float], Iterator[float]]]:
+        """Each memory's terms (numbers, or with `rank` their places in the file) and
+        weights, in memory number order, as `weigh` gives them:
+        each term's count times its field's norm, added field after field (the same float
+        additions in the same order), then saturated. Frees the chunks as it goes."""
+        width = len(FIELDS)
+        lengths, k1 = self._lengths, self.scoring.k1
+        weights, field_b = self.scoring.field_weights, self.scoring.field_b
+        factors = [(weights.get(name) or 0.0, field_b.get(name, 0.0), averages.get(name, 1.0))
+                   for name in FIELDS]
+        number = 0
+        for at in range(len(self._chunks)):
+            numbers, held, ends = self._chunk(at)
+            if rank is not None:  # the terms by their places in the file instead
+                numbers = array("I", map(rank.__getitem__, numbers))
+            begin = 0
+            for row in range(len(ends) // width):
+                weighted: dict[int, float] = {}
+                row_lengths = lengths[number * width : (number + 1) * width]
+                for field, end in enumerate(ends[row * width : (row + 1) * width]):
+                    if end == begin:
+                        continue  # no terms: empty, or a field not weighed (see `add`)
+                    weight, b, average = factors[field]
+                    norm = weight / (1.0 - b + b * row_lengths[field] / average)
+                    found = numbers[begin:end]
+                    values = map(mul, held[begin:end], repeat(norm))
+                    if weighted:
+                        weighted.update(zip(
+                            found, map(add, map(weighted.get, found, repeat(0.0)), values),
+                            strict=True,
+                        ))
+                    else:
+                        weighted = dict(zip(found, values, strict=True))
+                    begin = end
+                tfs = weighted.values()
+                yield weighted, map(truediv, tfs, map(add, repeat(k1), tfs))
+                number += 1
+            del numbers, held, ends
+        self._chunks = []
+
+    def _placed_at_once(
+        self, order: array, starts: array, averages: dict[str, float]
+    ) -> Round:
+        """Every posting placed in one pass: a memory's go straight to their terms' places."""
+        cursor = array("q", [0]) * len(order)  # where each term's next posting goes, by number
+        deque(map(cursor.__setitem__, order, starts), maxlen=0)
+        size = starts[-1]
+        slots = array("i", [0]) * size
+        weights = array("f", [0.0]) * size
+        for number, (weighted, saturated) in enumerate(self._weighed_memories(averages)):
+            for term, value in zip(weighted, saturated, strict=True):
+                place = cursor[term]
+                slots[place] = number
+                weights[place] = value
+                cursor[term] = place + 1
+        return Round(0, len(order), slots, weights)
+
+    def _placed_in_rounds(
+        self, order: array, starts: array, averages: dict[str, float]
+    ) -> Iterator[Round]:
+        """The postings placed a range of terms (in the file's order) at a time, each range
+        at most ROUND_POSTINGS postings: the build never holds every posting at once.
+
+        Each memory is weighed once, its postings sorted by their term's place in
+        the file and parked in the spill file; each round then reads them back
+        and places those of its own terms.
+        """
+        spill = self._spill
+        assert spill is not None
+        terms = len(order)
+        rank = array("I", [0]) * terms
+        deque(map(rank.__setitem__, order, range(terms)), maxlen=0)
+        parked: list[tuple[int, int, array]] = []  # where, postings, each memory's end
+        ranks, values, ends = array("I"), array("f"), array("I")
+
+        def park(ranks: array, values: array, ends: array) -> None:
+            # At the end of the file: the chunks of counts are read from it meanwhile.
+            parked.append((spill.seek(0, 2), len(ranks), ends))
+            spill.write(ranks)
+            spill.write(values)
+
+        k1 = self.scoring.k1
+        for weighed, _ in self._weighed_memories(averages, rank):
+            # Its terms by place (ints sort fast), then their weights in that order.
+            placed = sorted(weighed)
+            ranks.extend(placed)
+            tfs = list(map(weighed.__getitem__, placed))
+            values.extend(map(truediv, tfs, map(add, repeat(k1), tfs)))
+            ends.append(len(ranks))
+            if len(ends) == _CHUNK:
+                park(ranks, values, ends)
+                ranks, values, ends = array("I"), array("f"), array("I")
+        if ends:
+            park(ranks, values, ends)
+        del rank, ranks, values, ends
+        block = self._block
+        cuts = [0]
+        while cuts[-1] < terms:
+            low = cuts[-1]
+            # The most whole blocks of terms from `low` on whose postings fit (at least one).
+            fit = bisect_right(starts, starts[low] + ROUND_POSTINGS) - 1
+            cuts.append(min(terms, max(low + block, fit - fit % block)))
+        # One pair of arrays for every round: a round's freed arrays would be memory the
+        # allocator keeps (and the next round's new ones more of it).
+        largest = max(starts[high] - starts[low] for low, high in pairwise(cuts))
+        slots = array("i", [0]) * largest
+        weights = array("f", [0.0]) * largest
+        cursor = array("q", [0]) * terms  # by place in the file: its next posting, in the round
+        for low, high in pairwise(cuts):
+            base = starts[low]
+            cursor[low:high] = array("q", map(sub, starts[low:high], repeat(base)))
+            number = 0
+            for where, size, memory_ends in parked:
+                spill.seek(where)
+                ranks, values = array("I"), array("f")
+                ranks.frombytes(spill.read(size * ranks.itemsize))
+                values.frombytes(spill.read(size * values.itemsize))
+                begin = 0
+                for end in memory_ends:
+                    first = bisect_left(ranks, low, begin, end)
+                    last = bisect_left(ranks, high, first, end)
+                    for place_rank, value in zip(ranks[first:last], values[first:last],
+                                                 strict=True):
+                        place = cursor[place_rank]
+                        slots[place] = number
+                        weights[place] = value
+                        cursor[place_rank] = place + 1
+                    begin = end
+                    number += 1
+            # Read before the next round is asked for (which overwrites them).
+            size = starts[high] - base
+            yield Round(low, high, memoryview(slots)[:size], memoryview(weights)[:size])

@@ -107,7 +107,7 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, S
 from contextlib import contextmanager
 from dataclasses import dataclass, fields
 from itertools import accumulate, filterfalse
-from operator import itemgetter, sub
+from operator import itemgetter
 from pathlib import Path
 from typing import BinaryIO, cast
 
@@ -115,9 +115,9 @@ from ..disk.folder import MemoryFolder, is_walked
 from ..disk.safe_io import make_private_dirs
 from ..memory.file_format import sha256
 from ..memory.value import Memory, ValueProblem
-from .building import Builder, gc_paused
+from .building import Builder, crc_order, gc_paused, term_crcs
 from .index import Index
-from .packed import BackingError, Columns, Export, PackedIds, packed_ids
+from .packed import BackingError, Columns, Export, PackedIds, Round, packed_ids
 from .scoring import FIELDS, Scoring, word_pairs
 from .tokens import tokenize
 
@@ -1052,7 +1052,7 @@ def build(
         make_private_dirs(path.parent)
         _remove_stale_temps(path.parent)
         with gc_paused(), _spill(path.parent) as spill, _spill(path.parent) as counts:
-            builder = Builder(scoring, spill=counts)
+            builder = Builder(scoring, spill=counts, block=TERM_BLOCK)
             prefix = str(folder.root) + os.sep
             records = array("Q")
             for memory in memories:
@@ -1061,17 +1061,10 @@ def build(
                 spill.write(piece)
                 records.append(len(piece))
             packed = builder.finish()
-            starts = packed.starts
-            slots, weights = memoryview(packed.slots), memoryview(packed.weights)
-
-            def postings(term: int) -> tuple[memoryview, memoryview]:
-                begin, end = starts[term], starts[term + 1]
-                return slots[begin:end], weights[begin:end]
-
             body = _Body(
-                packed.columns, packed.lengths, packed.terms,
-                array("q", map(sub, starts[1:], starts[:-1])), postings,
-                lambda term: max(postings(term)[1]),
+                packed.columns, packed.lengths, packed.terms, packed.counts, _no_postings,
+                _no_top, _Ranked(packed.order, packed.sorted_crcs, packed.starts,
+                                 iter(packed.rounds)),
             )
             # `builder` is still alive here, its rows too: see `_write`.
             _write(path, _header(scoring, folder, started_ns), body, spill, records,
@@ -1083,8 +1076,24 @@ def build(
 
 
 @dataclass
+class _Ranked:
+    """A build's postings as the file holds them: the terms in CRC-32 order (`order`,
+    `sorted_crcs`), the `r`-th holding the postings from `starts[r]`, a range of terms
+    at a time (`rounds`, read once, in order: `Packed`)."""
+
+    order: array
+    sorted_crcs: array
+    starts: array
+    rounds: Iterator[Round]
+
+
+@dataclass
 class _Body:
-    """What a cache file holds besides its records: from an `Export` or a `Packed` build."""
+    """What a cache file holds besides its records: from an `Export` or a `Packed` build.
+
+    An export's postings come by term number (`postings`, `top`); a build's
+    already in the file's order (`ranked`).
+    """
 
     columns: Columns
     lengths: array
@@ -1092,6 +1101,15 @@ class _Body:
     sizes: Sequence[int]
     postings: Callable[[int], tuple[memoryview | array, memoryview | array]]
     top: Callable[[int], float]
+    ranked: _Ranked | None = None
+
+
+def _no_postings(term: int) -> tuple[memoryview, memoryview]:
+    raise AssertionError("a build's postings are read in the file's order")
+
+
+def _no_top(term: int) -> float:
+    raise AssertionError("a build's largest weights are read from its postings")
 
 
 @contextmanager
@@ -1147,6 +1165,21 @@ def _write(
     path: Path, header: dict, body: _Body, spill: BinaryIO, records: array,
     entries: dict[str, Entry], started_ns: int, walk: Walk | None = None,
 ) -> None:
+    """Write the cache file (`_write_sections`); a build's postings, placed a range of terms
+    at a time, wait in two more spill files until their sections are written."""
+    if body.ranked is None:
+        _write_sections(path, header, body, spill, records, entries, started_ns, walk, None)
+        return
+    with _spill(path.parent) as slots, _spill(path.parent) as weights:
+        _write_sections(path, header, body, spill, records, entries, started_ns, walk,
+                        (slots, weights))
+
+
+def _write_sections(
+    path: Path, header: dict, body: _Body, spill: BinaryIO, records: array,
+    entries: dict[str, Entry], started_ns: int, walk: Walk | None,
+    placed_postings: tuple[BinaryIO, BinaryIO] | None,
+) -> None:
     """Write the cache file, section by section, to a temp file renamed over `path`.
 
     Nothing is built whole in memory: the term blocks go to `spill` after the
@@ -1157,10 +1190,37 @@ def _write(
     elsewhere too, as it was (the index, the export, `Builder`'s rows).
     """
     terms, sizes, postings, top = body.terms, body.sizes, body.postings, body.top
-    crcs = array("I", (zlib.crc32(term.encode("utf-8", "surrogatepass")) for term in terms))
-    order = _crc_order(crcs)
-    sorted_crcs = array("I", map(crcs.__getitem__, order))
-    del crcs
+    ranked = body.ranked
+    if ranked is None:
+        crcs = term_crcs(terms)
+        order = crc_order(crcs)
+        sorted_crcs = array("I", map(crcs.__getitem__, order))
+        del crcs
+
+        def at_rank(rank: int) -> tuple[memoryview | array, memoryview | array]:
+            return postings(order[rank])
+    else:
+        order, sorted_crcs = ranked.order, ranked.sorted_crcs
+        bounds = ranked.starts
+        rounds = ranked.rounds
+        assert placed_postings is not None
+        # The round that holds the terms now written: its range, where its postings start,
+        # and them; each round's postings are copied to `placed_postings` when it comes.
+        held: list = [0, 0, 0, memoryview(b""), memoryview(b"")]
+
+        def at_rank(rank: int) -> tuple[memoryview | array, memoryview | array]:
+            # A round is whole term blocks (`Builder`): the last block read all of its own.
+            while rank >= held[1]:
+                held[3:] = [memoryview(b""), memoryview(b"")]
+                low, high, slots, weights = next(rounds)
+                assert low == held[1], "rounds come in order"
+                placed_postings[0].write(slots)
+                placed_postings[1].write(weights)
+                held[:] = [low, high, bounds[low], memoryview(slots), memoryview(weights)]
+                del slots, weights
+            base = held[2]
+            begin, end = bounds[rank] - base, bounds[rank + 1] - base
+            return held[3][begin:end], held[4][begin:end]
     counts = sorted_crcs + array("I", map(sizes.__getitem__, order))
     records_length = spill.tell()
     fences = array("I")
@@ -1171,9 +1231,12 @@ def _write(
         chosen = order[first : first + TERM_BLOCK]
         texts = list(map(terms.__getitem__, chosen))
         block_crcs = list(sorted_crcs[first : first + TERM_BLOCK])
-        parts = list(map(postings, chosen))
+        parts = list(map(at_rank, range(first, first + len(chosen))))
         starts = list(accumulate(map(len, map(itemgetter(0), parts)), initial=start))
-        tops = list(map(top, chosen))
+        if ranked is None:
+            tops = list(map(top, chosen))
+        else:
+            tops = list(map(max, map(itemgetter(1), parts)))
         postings_crcs = [zlib.crc32(w, zlib.crc32(n)) for n, w in parts]
         table = list(zip(block_crcs, texts, starts, starts[1:], tops, postings_crcs,
                          strict=False))
@@ -1278,6 +1341,10 @@ def _write(
                 _copy(spill, handle, placed[name][1])
             for side in (0, 1):
                 handle.seek(placed[("slots", "weights")[side]][0])
+                if placed_postings is not None:  # in the file's order, round after round
+                    placed_postings[side].seek(0)
+                    _copy(placed_postings[side], handle, total * 4)
+                    continue
                 for term in order:
                     handle.write(postings(term)[side])
             handle.seek(placed["counts"][0])
@@ -1313,34 +1380,6 @@ def _shared(values: list) -> list:
     """`values` with each run of equal values made one object (`marshal` refers back to it)."""
     first: dict = {}
     return list(map(first.setdefault, values, values))
-
-
-def _crc_order(crcs: array) -> array:
-    """The term numbers by CRC-32, ties in term order (as a stable sort gives them).
-
-    A counting sort on the top 16 bits, then each bucket (a few dozen terms)
-    sorted: `sorted` of all of them at once would hold a Python int and a list
-    slot per term (100 MB at 100,000 memories), the build's peak.
-    """
-    size = 1 << 16
-    sizes = array("q", [0]) * (size + 1)
-    for crc in crcs:
-        sizes[(crc >> 16) + 1] += 1
-    starts = array("q", accumulate(sizes))
-    del sizes
-    cursor = array("q", starts)
-    order = array("I", [0]) * len(crcs)
-    for number, crc in enumerate(crcs):
-        bucket = crc >> 16
-        order[cursor[bucket]] = number
-        cursor[bucket] += 1
-    del cursor
-    key = crcs.__getitem__
-    for bucket in range(size):
-        begin, end = starts[bucket], starts[bucket + 1]
-        if end - begin > 1:
-            order[begin:end] = array("I", sorted(order[begin:end], key=key))
-    return order
 
 
 def _copy(source: BinaryIO, target: BinaryIO, length: int) -> None:

@@ -249,7 +249,7 @@ class Index(QueryPath):
 
         self._guarded(withhold)
 
-    def _counts(self, memory: Memory) -> tuple[list[Counter[str]], tuple[int, ...]]:
+    def _counts(self, memory: Memory) -> tuple[list[dict[str, int]], tuple[int, ...]]:
         """Term counts of each field (word pairs included) and field lengths, in FIELDS order."""
         return field_counts(memory, self.scoring.pair_weight)
 
@@ -321,7 +321,7 @@ class Index(QueryPath):
             if top is not None and found[1][-1] > top:
                 tops[term] = found[1][-1]
 
-    def _weigh(self, counts: list[Counter[str]], lengths: tuple[int, ...]) -> dict[str, float]:
+    def _weigh(self, counts: list[dict[str, int]], lengths: tuple[int, ...]) -> dict[str, float]:
         """The saturated weight of each term of a memory (the same arithmetic everywhere)."""
         return weigh(counts, lengths, self.scoring, self._averages)
 

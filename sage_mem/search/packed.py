@@ -216,21 +216,38 @@ class Export:
     postings: Terms
 
 
-class Packed(NamedTuple):
-    """A build's index, compact: every term's postings in two flat arrays (see `Builder`).
+class Round(NamedTuple):
+    """The postings of the terms `low` to `high` (places in the cache file's order of
+    terms) of a build: memory numbers and weights, term after term (`Packed`); valid
+    until the next round is asked for."""
 
-    Term `t` (numbered in order of first appearance) holds the postings
-    `starts[t]` to `starts[t + 1]` of `slots` (memory numbers, ascending) and
-    `weights`; memory `n` the field lengths `lengths[n * len(FIELDS):]`.
+    low: int
+    high: int
+    slots: array | memoryview
+    weights: array | memoryview
+
+
+class Packed(NamedTuple):
+    """A build's index, compact: every term's postings in flat arrays (see `Builder`), in
+    the order the cache file holds the terms (by CRC-32).
+
+    Terms are numbered in order of first appearance: term `t` is `terms[t]`,
+    held by `counts[t]` memories. The `r`-th term of the file, `order[r]`
+    (CRC-32 `sorted_crcs[r]`), holds the postings `starts[r]` to
+    `starts[r + 1]` (memory numbers, ascending, and weights), given a range
+    of terms at a time by `rounds` (each read once, in order; the whole range
+    at once for a small build); memory `n` the field lengths
+    `lengths[n * len(FIELDS):]`.
     """
 
     columns: Columns
     lengths: array
     terms: list[str]
+    counts: array
+    order: array
+    sorted_crcs: array
     starts: array
-    slots: array
-    weights: array
-
+    rounds: Iterable[Round]
 
 
 def extend_array(target: array, values: Sequence[Any] | memoryview) -> None:

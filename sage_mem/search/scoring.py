@@ -89,7 +89,7 @@ with the averages of the last re-weighing.
 from __future__ import annotations
 
 import math
-from collections import Counter
+from collections import _count_elements  # type: ignore[attr-defined]  # Counter's, in C
 from collections.abc import Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
@@ -222,19 +222,22 @@ def snap_average(total: float, count: int) -> float:
 
 def field_counts(
     memory: Memory, pair_weight: float
-) -> tuple[list[Counter[str]], tuple[int, ...]]:
+) -> tuple[list[dict[str, int]], tuple[int, ...]]:
     """Term counts of each field (word pairs too, with a pair weight) and field lengths,
     in FIELDS order."""
-    counts: list[Counter[str]] = []
+    counts: list[dict[str, int]] = []
     lengths: list[int] = []
     for name, (terms, length) in counted_fields(memory).items():
-        counted = Counter(terms)
+        # What `Counter(terms)` does, without its checks of the argument (a build makes
+        # seven a memory: their checks cost as much as the counting).
+        counted: dict[str, int] = {}
+        _count_elements(counted, terms)
         lengths.append(length)
         if pair_weight and len(terms) > 1:
-            counted.update(word_pairs(terms))
+            _count_elements(counted, word_pairs(terms))
         if name in _NAMED_FIELDS:
             # Not in the field's length: another way to find a word it holds.
-            counted.update(name_prefixes(_NAMED_FIELDS[name](memory)))
+            _count_elements(counted, name_prefixes(_NAMED_FIELDS[name](memory)))
         counts.append(counted)
     return counts, tuple(lengths)
 

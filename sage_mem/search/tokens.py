@@ -198,6 +198,8 @@ def tokenize_counted(text: str) -> tuple[list[str], int]:
     "macOS" is one token with three terms ("maco", "mac", "os"): the parts are
     other ways to find the same word, and must not make a field look longer.
     """
+    if not text:
+        return [], 0  # most memories leave several fields empty: a build asks this often
     parts = _identifier_parts(text)
     folded = _dates_and_numbers(fold(text))
     extra = [0]
