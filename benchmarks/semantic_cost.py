@@ -261,7 +261,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"embed {name}: {row['cpu_ms_per_memory']:.0f} ms CPU a memory "
               f"(vectors {row['vectors_ms_per_memory']:.0f}, latent terms "
               f"{row['latent_ms_per_memory']:.0f}; {row['memories']} memories of "
-              f"{row['characters_per_memory']:.0f} characters, {row['pieces_per_memory']:.1f} pieces, "
+              f"{row['characters_per_memory']:.0f} characters, "
+              f"{row['pieces_per_memory']:.1f} pieces, "
               f"{row['vector_tokens_per_memory']:.0f} tokens in vectors, "
               f"{row['latent_tokens_per_memory']:.0f} in latent terms)")
     for name, row in result.get("query", {}).items():
