@@ -996,6 +996,8 @@ def test_a_body_on_stdin_far_over_the_limit_is_refused_without_reading_it_all(
     assert tree(memory_dir) == before
 
 
+# 2 GB of input and a stream without end (9 s): in the scale tier.
+@pytest.mark.scale
 def test_import_jsonl_of_endless_or_huge_input_holds_one_line_at_most(
     memory_dir: Path, tmp_path: Path
 ) -> None:
@@ -1323,6 +1325,13 @@ TOO_LONG_TO_PRINT = [
                  None, id="hex-key-too-long-to-print"),
 ]
 
+# Every shape is read as text by the store (the in-process test); the real processes (each
+# command of the CLI, the MCP server) print what was read as any text, so the default run drives
+# them with one shape and the scale tier with every shape (20 s of processes).
+IN_REAL_PROCESSES = [TOO_LONG_TO_PRINT[0], *(
+    pytest.param(*shape.values, id=shape.id, marks=pytest.mark.scale)
+    for shape in TOO_LONG_TO_PRINT[1:])]
+
 
 def too_long_to_print(folder: Path, frontmatter: str) -> Path:
     shutil.copytree(TEMPLATE, folder)
@@ -1342,7 +1351,7 @@ def test_an_integer_too_long_to_print_is_read_as_its_text(
     json.dumps(memory.to_dict())  # and it can be printed, as JSON too
 
 
-@pytest.mark.parametrize(("frontmatter", "key", "text"), TOO_LONG_TO_PRINT)
+@pytest.mark.parametrize(("frontmatter", "key", "text"), IN_REAL_PROCESSES)
 def test_an_integer_too_long_to_print_breaks_no_command_of_a_real_process(
     memory_folder: Path, frontmatter: str, key: str | None, text: Any
 ) -> None:
@@ -1363,7 +1372,7 @@ def test_an_integer_too_long_to_print_breaks_no_command_of_a_real_process(
         assert json.loads(shown.stdout)[key] == text
 
 
-@pytest.mark.parametrize(("frontmatter", "key", "text"), TOO_LONG_TO_PRINT)
+@pytest.mark.parametrize(("frontmatter", "key", "text"), IN_REAL_PROCESSES)
 async def test_an_integer_too_long_to_print_through_mcp_over_stdio(
     tmp_path: Path, memory_folder: Path, frontmatter: str, key: str | None, text: Any
 ) -> None:

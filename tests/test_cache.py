@@ -366,6 +366,8 @@ def test_a_store_from_the_cache_keeps_up_with_later_changes(
     assert state_of(warm) == state_of(fresh(folder, tmp_path))
 
 
+# A benchmark run end to end (11 s of processes): with the other benchmark runs, in the scale tier.
+@pytest.mark.scale
 def test_the_speed_benchmark_runs_in_quick_mode(tmp_path: Path) -> None:
     result = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / "speed.py"), "--smoke"],

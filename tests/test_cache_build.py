@@ -316,6 +316,8 @@ def test_a_large_folder_built_straight_to_the_cache_answers_as_one_built_in_memo
             == cache_module.cache_path(in_memory.folder).read_bytes())
 
 
+# A benchmark run end to end: with the other benchmark runs, in the scale tier.
+@pytest.mark.scale
 def test_the_build_memory_benchmark_measures_a_cold_build_and_a_rewrite(tmp_path: Path) -> None:
     import json
     import subprocess
