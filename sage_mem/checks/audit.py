@@ -351,12 +351,7 @@ class FileResults:
         if signature is not None and kept is None:
             kept = self._from_saved(run, key, path, signature)
         if signature is not None and kept is not None and kept[0] == signature:
-            run.walked.add(rel)
-            run.checked += 1
-            (run.archived if archived else run.active).add(_nfc(rel))
-            run.findings.extend(kept[1])
-            run.bodies.extend(kept[2])
-            run.memories.extend(kept[3])
+            self._take(run, rel, kept, archived=archived)
             return
         self._changed = True
         marks = len(run.findings), len(run.bodies), len(run.memories)
@@ -376,13 +371,18 @@ class FileResults:
         kept = self._files.get((rel, archived))
         if kept is None:
             return False
+        self._take(run, rel, kept, archived=archived)
+        return True
+
+    @staticmethod
+    def _take(run: _Audit, rel: str, kept: _Kept, *, archived: bool) -> None:
+        """A file's results of the last audit, counted in `run` as if it had been checked."""
         run.walked.add(rel)
         run.checked += 1
         (run.archived if archived else run.active).add(_nfc(rel))
         run.findings.extend(kept[1])
         run.bodies.extend(kept[2])
         run.memories.extend(kept[3])
-        return True
 
     def remember_walk(self, walk: dict[str, tuple[Path, bool]]) -> None:
         """The files a whole walk found (by path), for the audits after it (`walk_after`)."""
