@@ -7,7 +7,9 @@ The browser, the folder, the server and the page come from test_ui_browser.py
 
 from __future__ import annotations
 
+import contextlib
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -41,42 +43,49 @@ def many(folder: Path, count: int) -> None:
         ))
 
 
+@contextlib.contextmanager
+def bulk_list(browser: Any, folder: Path, *, watch: bool) -> Iterator[Any]:
+    """The list of a folder of 260 memories (`many`) open in a new page, its first 100 shown."""
+    many(folder, 250)
+    with MemoryStore(folder, watch=watch) as store, UiServer(store, port=0).start() as running:
+        context = browser.new_context(viewport={"width": 1280, "height": 860})
+        try:
+            shown = context.new_page()
+            shown.goto(running.url)
+            expect(shown.locator("#results li.result")).to_have_count(100)
+            yield shown
+        finally:
+            context.close()
+
+
 # 4: every memory reachable, with true totals
 
 
 def test_the_list_pages_through_every_memory_with_a_true_total(
     browser: Any, folder: Path
 ) -> None:
-    many(folder, 250)
-    with MemoryStore(folder, watch=True) as store, UiServer(store, port=0).start() as running:
-        context = browser.new_context(viewport={"width": 1280, "height": 860})
-        try:
-            shown = context.new_page()
-            shown.goto(running.url)
-            rows = shown.locator("#results li.result")
-            expect(rows).to_have_count(100)
-            expect(shown.locator("#result-count")).to_have_text("260 memories (100 shown)")
-            shown.locator("#load-more").click()
-            expect(rows).to_have_count(200)
-            shown.locator("#load-more").click()
-            expect(rows).to_have_count(260)
-            expect(shown.locator("#load-more")).to_have_count(0)
-            ids = shown.locator("#results li.result").evaluate_all(
-                "rows => rows.map(r => r.dataset.id)")
-            assert len(set(ids)) == 260
-            shown.locator("#search").fill("release train")
-            expect(shown.locator("#result-count")).to_have_text(
-                re.compile(r"^25\d of 260 memories match \(100 shown\)$"))
-            total = int(shown.locator("#result-count").inner_text().split()[0])
-            shown.locator("#load-more").dblclick()  # twice at once: still one page more
-            expect(rows).to_have_count(200)
-            shown.locator("#load-more").click()
-            expect(rows).to_have_count(total)
-            expect(shown.locator("#load-more")).to_have_count(0)
-            ids = rows.evaluate_all("rows => rows.map(r => r.dataset.id)")
-            assert len(set(ids)) == total
-        finally:
-            context.close()
+    with bulk_list(browser, folder, watch=True) as shown:
+        rows = shown.locator("#results li.result")
+        expect(shown.locator("#result-count")).to_have_text("260 memories (100 shown)")
+        shown.locator("#load-more").click()
+        expect(rows).to_have_count(200)
+        shown.locator("#load-more").click()
+        expect(rows).to_have_count(260)
+        expect(shown.locator("#load-more")).to_have_count(0)
+        ids = shown.locator("#results li.result").evaluate_all(
+            "rows => rows.map(r => r.dataset.id)")
+        assert len(set(ids)) == 260
+        shown.locator("#search").fill("release train")
+        expect(shown.locator("#result-count")).to_have_text(
+            re.compile(r"^25\d of 260 memories match \(100 shown\)$"))
+        total = int(shown.locator("#result-count").inner_text().split()[0])
+        shown.locator("#load-more").dblclick()  # twice at once: still one page more
+        expect(rows).to_have_count(200)
+        shown.locator("#load-more").click()
+        expect(rows).to_have_count(total)
+        expect(shown.locator("#load-more")).to_have_count(0)
+        ids = rows.evaluate_all("rows => rows.map(r => r.dataset.id)")
+        assert len(set(ids)) == total
 
 
 def test_the_second_click_of_a_double_click_on_show_more_opens_no_memory(
@@ -86,24 +95,16 @@ def test_the_second_click_of_a_double_click_on_show_more_opens_no_memory(
     down; when that page comes back before the second click, a card sits under the pointer.
     The second click of a double click (its `detail` is 2) opens nothing; a card's own click
     still opens its memory."""
-    many(folder, 250)
-    with MemoryStore(folder, watch=False) as store, UiServer(store, port=0).start() as running:
-        context = browser.new_context(viewport={"width": 1280, "height": 860})
-        try:
-            shown = context.new_page()
-            shown.goto(running.url)
-            rows = shown.locator("#results li.result")
-            expect(rows).to_have_count(100)
-            card = shown.locator("#results a.card").first
-            card.dispatch_event("click", {"detail": 2, "button": 0})
-            shown.wait_for_timeout(200)
-            assert "#/m/" not in shown.url
-            expect(rows).to_have_count(100)
-            opened = rows.first.get_attribute("data-id")
-            card.click()
-            expect(shown).to_have_url(re.compile("#/m/" + re.escape(str(opened)) + "$"))
-        finally:
-            context.close()
+    with bulk_list(browser, folder, watch=False) as shown:
+        rows = shown.locator("#results li.result")
+        card = shown.locator("#results a.card").first
+        card.dispatch_event("click", {"detail": 2, "button": 0})
+        shown.wait_for_timeout(200)
+        assert "#/m/" not in shown.url
+        expect(rows).to_have_count(100)
+        opened = rows.first.get_attribute("data-id")
+        card.click()
+        expect(shown).to_have_url(re.compile("#/m/" + re.escape(str(opened)) + "$"))
 
 
 # 5: Enter opens the first result of what is in the box
