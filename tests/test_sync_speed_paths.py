@@ -48,15 +48,21 @@ def filled(folder: Path, count: int, start: int = 0) -> None:
             f"Note number {number} about the build", f"Body of note {number}.\n\nMore text."))
 
 
-def two_to_receive(tmp_path: Path) -> tuple[Path, Path]:
-    """Two machines of twelve notes, the laptop having pushed two revised ones the desktop
-    has yet to receive."""
+def two_machines(tmp_path: Path, notes: int) -> tuple[Path, Path]:
+    """A laptop of `notes` notes pushed to a bare remote, and a desktop that joined it."""
     remote = bare_remote(tmp_path)
     laptop = machine(tmp_path / "laptop", remote, "laptop", first=True)
-    filled(laptop, 12)
+    filled(laptop, notes)
     sync(laptop)
     desktop = machine(tmp_path / "desktop", remote, "desktop")
     sync(desktop)
+    return laptop, desktop
+
+
+def two_to_receive(tmp_path: Path) -> tuple[Path, Path]:
+    """Two machines of twelve notes, the laptop having pushed two revised ones the desktop
+    has yet to receive."""
+    laptop, desktop = two_machines(tmp_path, 12)
     for number in (1, 5):
         write_memory(laptop, f"project/t{number % 3}/note_{number}",
                      memory(f"Note {number}, revised on the laptop", "Body."))
@@ -515,12 +521,7 @@ def test_memory_md_before_a_local_commit_is_made_from_the_status_that_found_the_
 def test_a_sync_that_receives_changes_runs_few_git_commands(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    remote = bare_remote(tmp_path)
-    laptop = machine(tmp_path / "laptop", remote, "laptop", first=True)
-    filled(laptop, 12)
-    sync(laptop)
-    desktop = machine(tmp_path / "desktop", remote, "desktop")
-    sync(desktop)
+    laptop, desktop = two_machines(tmp_path, 12)
     for number in range(10):
         write_memory(laptop, f"project/t{number % 3}/note_{number}",
                      memory(f"Note {number}, revised on the laptop", "Body."))
@@ -581,12 +582,7 @@ def test_memory_md_after_a_receive_makes_a_memory_only_of_the_files_read(
 ) -> None:
     from sage_mem.memory.value import Memory
 
-    remote = bare_remote(tmp_path)
-    laptop = machine(tmp_path / "laptop", remote, "laptop", first=True)
-    filled(laptop, 30)
-    sync(laptop)
-    desktop = machine(tmp_path / "desktop", remote, "desktop")
-    sync(desktop)
+    laptop, desktop = two_machines(tmp_path, 30)
     write_memory(laptop, "project/t1/note_1", memory("Note 1, revised on the laptop", "Body."))
     sync(laptop)
     made: list[str] = []
