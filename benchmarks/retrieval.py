@@ -396,15 +396,15 @@ def weighted_search(store: MemoryStore, weight: float, depth: int,
     """sage-mem + semantic at another lexical weight (for a query writing a figure,
     `figure_weight`) or candidate depth (for choosing them)."""
     from sage_mem.search import fusion
+    from sage_mem.search.query import Filters
 
     semantic = store._semantic_signal()
     figure = fusion.FIGURE_LEXICAL_WEIGHT if figure_weight is None else figure_weight
 
     def search(question: str, now: datetime | None = None) -> list[str]:
         return [hit.id for hit in fusion.search(
-            store.index, semantic, question, limit=10, offset=0, category=None,
-            project=None, tags=None, archived=False, weight=weight, figure_weight=figure,
-            depth=depth, now=now)]
+            store.index, semantic, question, limit=10, offset=0, filters=Filters(),
+            weight=weight, figure_weight=figure, depth=depth, now=now)]
 
     return search
 

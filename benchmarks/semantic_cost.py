@@ -55,6 +55,7 @@ import numpy as np  # noqa: E402
 from sage_mem import MemoryStore  # noqa: E402
 from sage_mem.search import embedder as embedders  # noqa: E402
 from sage_mem.search import fusion, vectors  # noqa: E402
+from sage_mem.search.query import Filters  # noqa: E402
 from retrieval import find_data_root  # noqa: E402
 
 SETS = {"locomo-dev": "locomo-dev", "cmrc-sent": "zh-dev/cmrc-sent",
@@ -207,8 +208,7 @@ def search_costs(size: int, work: Path, queries: int) -> dict:
     for _ in range(2):
         for text in asked:
             started = cpu()
-            fusion.search(store.index, signal, text, limit=10, offset=0, category=None,
-                          project=None, tags=None, archived=False)
+            fusion.search(store.index, signal, text, limit=10, offset=0, filters=Filters())
             fused.append(cpu() - started)
             started = cpu()
             store.index.search(text, limit=10)

@@ -73,6 +73,7 @@ from .memory.file_format import (
 from .memory.json_view import camel_dict
 from .memory.value import MAX_FILE_BYTES, Memory, memory_from_meta, now_iso
 from .search.index import Hit, Index
+from .search.query import Filters
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -597,23 +598,19 @@ class MemoryStore:
         `max_postings` bounds the postings a lexical search reads (`Index.search`; a
         hook's, `context.HOOK_MAX_POSTINGS`).
         """
+        filters = Filters(category, project, tags, archived)
         semantic = self._semantic_signal()
         if semantic is not None and len(semantic) and (
                 model_tokens is None or semantic.query_tokens(query) <= model_tokens):
             from .search import fusion
 
             try:
-                return fusion.search(
-                    self.index, semantic, query, limit=limit, offset=offset,
-                    category=category, project=project, tags=tags, archived=archived,
-                    now=now,
-                )
+                return fusion.search(self.index, semantic, query, limit=limit, offset=offset,
+                                     filters=filters, now=now)
             except (OSError, RuntimeError, ValueError):
                 pass  # the model failed on this query: answered lexically
-        return self.index.search(
-            query, limit=limit, offset=offset, category=category,
-            project=project, tags=tags, archived=archived, now=now, max_postings=max_postings,
-        )
+        return self.index.search(query, limit=limit, offset=offset, filters=filters, now=now,
+                                 max_postings=max_postings)
 
     # the semantic signal (optional: `embedder.INSTALL_HINT`)
 
@@ -724,7 +721,7 @@ class MemoryStore:
             # The same memories in one pass, a tenth of `select`'s cost (which asks the index's
             # id table for each memory's number): MEMORY.md after every change leans on it.
             return [m for m in self.index.memories() if archived or not m.archived]
-        return self.index.select(category=category, project=project, tags=tags, archived=archived)
+        return self.index.select(Filters(category, project, tags, archived))
 
     # Below `def list`, a bare `list` in this class body names that method.
     def problems(self) -> builtins.list[Problem]:

@@ -24,6 +24,7 @@ import pytest
 from sage_mem.memory.value import Memory, memory_from_meta
 from sage_mem.search import dense, ranking
 from sage_mem.search.index import Hit, Index
+from sage_mem.search.query import Filters
 from sage_mem.search.scoring import word_pairs
 from sage_mem.search.tokens import loose_terms, tokenize
 
@@ -92,7 +93,7 @@ def exhaustive(index: Index, query: str, *, limit: int = 10, offset: int = 0,
                     scores[number] = scores[number] + item.weight * value
                 else:
                     scores[number] = item.weight * value
-    passes = index._filter(None, project, None, False)
+    passes = index._filter(Filters(project=project))
     factor = index._factor(NOW, False)
     final = {key: value * factor(key) for key, value in scores.items()
              if passes is None or passes(key)}
@@ -100,8 +101,9 @@ def exhaustive(index: Index, query: str, *, limit: int = 10, offset: int = 0,
     return [(index._ids[key], round(value, 4)) for key, value in best]  # type: ignore[misc]
 
 
-def pruned(index: Index, query: str, **filters: object) -> list[tuple[str, float]]:
-    hits: list[Hit] = index.search(query, now=NOW, **filters)  # type: ignore[arg-type]
+def pruned(index: Index, query: str, *, project: str | None = None,
+           **page: int) -> list[tuple[str, float]]:
+    hits: list[Hit] = index.search(query, now=NOW, filters=Filters(project=project), **page)
     return [(hit.id, hit.score) for hit in hits]
 
 

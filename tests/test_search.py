@@ -18,6 +18,7 @@ import pytest
 from sage_mem import MemoryStore
 from sage_mem.memory.value import Memory, memory_from_meta
 from sage_mem.search.index import Index
+from sage_mem.search.query import Filters
 from sage_mem.search.scoring import word_pairs
 from sage_mem.search.tokens import tokenize
 
@@ -365,8 +366,8 @@ def test_category_filter_keeps_only_that_category() -> None:
         make("feedback_tests", "write tests first", category="feedback"),
         make("reference_tests", "tests run with pytest", category="reference"),
     )
-    assert ids(index.search("tests", category="feedback")) == ["feedback_tests"]
-    assert set(ids(index.search("tests", category=["user", "reference"]))) == {
+    assert ids(index.search("tests", filters=Filters(category="feedback"))) == ["feedback_tests"]
+    assert set(ids(index.search("tests", filters=Filters(category=["user", "reference"])))) == {
         "user_tests",
         "reference_tests",
     }
@@ -379,7 +380,7 @@ def test_project_filter_hides_other_projects_and_keeps_global_memories() -> None
         make("everywhere", "deploy checklist", project="global"),
         make("unscoped", "deploy notes"),
     )
-    assert set(ids(index.search("deploy", project="sage-mem"))) == {
+    assert set(ids(index.search("deploy", filters=Filters(project="sage-mem")))) == {
         "mine",
         "everywhere",
         "unscoped",
@@ -392,8 +393,8 @@ def test_tag_filter_needs_every_tag_given_in_any_case() -> None:
         make("both", "release steps", tags=["Release", "ops"]),
         make("one", "release notes", tags=["release"]),
     )
-    assert ids(index.search("release", tags=["release", "OPS"])) == ["both"]
-    assert set(ids(index.search("release", tags=["release"]))) == {"both", "one"}
+    assert ids(index.search("release", filters=Filters(tags=["release", "OPS"]))) == ["both"]
+    assert set(ids(index.search("release", filters=Filters(tags=["release"])))) == {"both", "one"}
 
 
 def test_archived_memories_are_hidden_unless_asked_for() -> None:
@@ -402,10 +403,11 @@ def test_archived_memories_are_hidden_unless_asked_for() -> None:
         make("user_cat", "the user's cat Sesame"),
     )
     assert ids(index.search("cat")) == ["user_cat"]
-    assert ids(index.search("cat", category="user")) == []
-    assert set(ids(index.search("cat", archived=True))) == {"archive/old_cat", "user_cat"}
+    assert ids(index.search("cat", filters=Filters(category="user"))) == []
+    assert set(ids(index.search("cat", filters=Filters(archived=True)))) == {
+        "archive/old_cat", "user_cat"}
     assert [m.id for m in index.select()] == ["user_cat"]
-    assert [m.id for m in index.select(archived=True)] == ["archive/old_cat", "user_cat"]
+    assert [m.id for m in index.select(Filters(archived=True))] == ["archive/old_cat", "user_cat"]
 
 
 def test_store_search_hides_the_archive_folder_by_default(
@@ -624,9 +626,9 @@ def test_pruned_search_returns_exactly_what_scoring_every_posting_would() -> Non
         exhaustive = index_of(*memories, half_life_days=half_life)
         exhaustive._max_boost = float("inf")  # no unseen memory is ever ruled out
         for query in queries:
-            for filters in ({}, {"project": "a"}, {"limit": 5, "offset": 5}):
-                got = pruned.search(query, now=now, **filters)
-                want = exhaustive.search(query, now=now, **filters)
+            for page in ({}, {"filters": Filters(project="a")}, {"limit": 5, "offset": 5}):
+                got = pruned.search(query, now=now, **page)
+                want = exhaustive.search(query, now=now, **page)
                 assert [(h.id, h.score) for h in got] == [(h.id, h.score) for h in want]
 
 

@@ -29,6 +29,7 @@ from sage_mem import (
 )
 from sage_mem.memory import catalog as catalog_module
 from sage_mem.memory.value import parse_moment
+from sage_mem.search.query import Filters
 
 CAT = (
     "---\nname: cat\ndescription: the user's cat is called Sesame\ncategory: user\n---\n"
@@ -117,7 +118,7 @@ def test_the_whole_list_is_the_indexs_selection_on_a_warm_start_and_after_change
         warm.reconcile()
         warm.write("zeta", description="last", body="b", category="user")
         for archived in (False, True):
-            assert warm.list(archived=archived) == warm.index.select(archived=archived)
+            assert warm.list(archived=archived) == warm.index.select(Filters(archived=archived))
         assert [m.id for m in warm.list(archived=True) if m.archived] == [
             "archive/user_profile"]
         assert "project/new_one" in {m.id for m in warm.list()}

@@ -238,10 +238,7 @@ def search(
     *,
     limit: int,
     offset: int,
-    category: str | Sequence[str] | None,
-    project: str | None,
-    tags: Sequence[str] | None,
-    archived: bool,
+    filters: Filters,
     weight: float = LEXICAL_WEIGHT,
     figure_weight: float = FIGURE_LEXICAL_WEIGHT,
     depth: int = DEPTH,
@@ -257,17 +254,16 @@ def search(
     # What the model reads of the query (a pasted traceback's line numbers ask for nothing).
     if writes_figure(mask_code(query[:PASSAGE_CHARS])):
         weight = figure_weight
-    filters = Filters(category, project, tags, archived)
     wanted = max(depth, offset + limit)
     # The lexical list (`Index.search`), the semantic list over it (`semantic_list`), fused.
-    hits = index.search(query, limit=wanted, now=now, **filters._asdict())
+    hits = index.search(query, limit=wanted, filters=filters, now=now)
     if limit <= 0:
         return []
     candidates, nearest, cosines, latent, partial = semantic_list(
         index, semantic, query, [hit.id for hit in hits], wanted=wanted, filters=filters)
     ranked = fuse([(hit.id, hit.score) for hit in hits], cosines, nearest, weight=weight,
                   complete=len(hits) < wanted,
-                  factors=index.factors(candidates, archived=archived),
+                  factors=index.factors(candidates, archived=filters.archived),
                   latent=latent, latent_weight=latent_weight,
                   dates=index.date_factors(candidates, query, now), partial=partial)
     by_id = {hit.id: hit for hit in hits}

@@ -42,13 +42,18 @@ _T = TypeVar("_T")
 
 
 class Filters(NamedTuple):
-    """What a search may return: `Index.search`'s filters as one value (`passing`, a fused
-    search's two lists)."""
+    """What a search or a listing may return, as one value: the public surfaces (the
+    store's `search` and `list`, the MCP tools, the CLI's options) name the filters as
+    keywords, and make this once; below them it is passed whole (`Index.search`,
+    `Index.select`, `passing`, a fused search's two lists)."""
 
     category: str | Sequence[str] | None = None
     project: str | None = None
     tags: Sequence[str] | None = None
     archived: bool = False
+
+
+NO_FILTERS = Filters()
 
 
 class QueryPath:
@@ -92,14 +97,11 @@ class QueryPath:
         *,
         limit: int = 10,
         offset: int = 0,
-        category: str | Sequence[str] | None = None,
-        project: str | None = None,
-        tags: Sequence[str] | None = None,
-        archived: bool = False,
+        filters: Filters = NO_FILTERS,
         now: datetime | None = None,
         max_postings: int | None = None,
     ) -> list[Hit]:
-        """Ranked hits for `query` among memories that pass the filters.
+        """Ranked hits for `query` among memories that pass `filters`.
 
         `now` is the query's date (default: the current time): the time words it
         names ("10 days ago", 上个月) are read against it (`timewords.read_time`).
@@ -118,6 +120,7 @@ class QueryPath:
 
         def search() -> list[Hit]:
             self._settle()
+            archived = filters.archived
             factor = self._factor(now, archived)
             bound = self._max_boost
             chosen = plain
@@ -132,7 +135,7 @@ class QueryPath:
             weighted = self._query_weights(*telling)
             if not weighted:
                 return []
-            passes = self._filter(category, project, tags, archived)
+            passes = self._filter(filters)
             # The factors as an array when trust is all they are (numpy's path reads them so).
             trusts = None if dated is not None or self.half_life_days else (
                 self._boost if archived else self._shown)
@@ -332,17 +335,12 @@ class QueryPath:
             top = self._tops[term] = max(weights)
         return top
 
-    def _filter(
-        self,
-        category: str | Sequence[str] | None,
-        project: str | None,
-        tags: Sequence[str] | None,
-        archived: bool,
-    ) -> Callable[[int], bool] | None:
+    def _filter(self, filters: Filters) -> Callable[[int], bool] | None:
         """A test of a memory number for the filters, or None when there are none.
 
         Archived and retired memories need no test: their factor is 0 (`_factor`).
         """
+        category, project, tags = filters.category, filters.project, filters.tags
         categories = {category} if isinstance(category, str) else set(category or ())
         categories = {c.lower() for c in categories if c}
         wanted_tags = {t.lower() for t in tags or () if t}
@@ -473,18 +471,12 @@ class QueryPath:
             matched=round(matched, 3),
         )
 
-    def select(
-        self,
-        *,
-        category: str | Sequence[str] | None = None,
-        project: str | None = None,
-        tags: Sequence[str] | None = None,
-        archived: bool = False,
-    ) -> list[Memory]:
-        """Memories that pass the filters, sorted by id."""
+    def select(self, filters: Filters = NO_FILTERS) -> list[Memory]:
+        """Memories that pass `filters`, sorted by id."""
+        archived = filters.archived
 
         def select() -> list[Memory]:
-            accept = self._filter(category, project, tags, archived)
+            accept = self._filter(filters)
             number, shown = self._number, self._archived
             out = []
             for key in sorted(number):
@@ -503,7 +495,7 @@ class QueryPath:
         """Those of `memory_ids` a search with `filters` may return, in their order."""
 
         def passing() -> list[str]:
-            accept = self._filter(*filters)
+            accept = self._filter(filters)
             boost, number = (self._boost if filters.archived else self._shown), self._number
             return [key for key in memory_ids if key in number and boost[number[key]] > 0
                     and (accept is None or accept(number[key]))]
