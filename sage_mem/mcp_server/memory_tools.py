@@ -24,6 +24,7 @@ from ..agents import context
 from ..errors import InvalidMemory, MemoryNotFound, StoreLocked
 from ..memory.value import Memory, age_note, parse_moment
 from ..search.index import Hit
+from ..search.query import NO_FILTERS, Filters
 from ..search.tokens import is_unigram, tokenize
 from ..store import MemoryStore
 from .limits import LIST_LIMIT_MAX, SEARCH_LIMIT_MAX
@@ -93,15 +94,14 @@ def search(
     *,
     limit: int = 5,
     offset: int = 0,
-    category: str | None = None,
-    project: str | None = None,
-    tags: Sequence[str] | None = None,
+    filters: Filters = NO_FILTERS,
     folder: str | None = None,
     now: str | None = None,
 ) -> dict[str, Any]:
     """Ranked compact hits; `next_offset` only when there are more. `folder`: only that one
     (`store` being a `Folders`). `now`: the date the question is asked (ISO), against which
-    its time words ("last week", 上个月) are read; default the current time."""
+    its time words ("last week", 上个月) are read; default the current time.
+    `filters`: as the tool's arguments name them (`server.memory_search`)."""
     if not query.strip():
         raise InvalidMemory("query is empty")
     limit = _page(limit, SEARCH_LIMIT_MAX)
@@ -112,8 +112,7 @@ def search(
         if asked is None:
             raise InvalidMemory(f"now is not an ISO date: {now!r}")
         chosen["now"] = asked
-    hits = store.search(query, limit=limit + 1, offset=offset, category=category,
-                        project=project, tags=tags or None, **chosen)
+    hits = store.search(query, limit=limit + 1, offset=offset, **filters._asdict(), **chosen)
     # Age notes ("updated 47 days ago") are from the real now, as the model reads them today.
     shown = datetime.now(UTC)
     result: dict[str, Any] = {"hits": [hit_dict(hit, shown) for hit in hits[:limit]]}
@@ -269,26 +268,22 @@ def edit(
 def list_memories(
     store: MemoryStore | Folders,
     *,
-    category: str | None = None,
-    project: str | None = None,
-    tags: Sequence[str] | None = None,
-    archived: bool = False,
+    filters: Filters = NO_FILTERS,
     limit: int = 20,
     offset: int = 0,
     folder: str | None = None,
 ) -> dict[str, Any]:
-    """Memories passing the filters, sorted by id, a page at a time (with several folders:
+    """Memories passing `filters`, sorted by id, a page at a time (with several folders:
     the personal folder's, then each shared one's; `folder`: only that one)."""
     limit = _page(limit, LIST_LIMIT_MAX)
     offset = max(0, int(offset))
     source: Any = store
     if folder and not isinstance(store, MemoryStore):
         source = store.store(folder)
-    memories = source.list(category=category, project=project, tags=tags or None,
-                           archived=archived)
+    memories = source.list(**filters._asdict())
     if source is not store and folder:
         memories = [store.labelled(folder, m) for m in memories]  # type: ignore[union-attr]
-    if archived:
+    if filters.archived:
         memories = [m for m in memories if m.archived]
     page = memories[offset: offset + limit]
     several = None if isinstance(store, MemoryStore) else store

@@ -391,11 +391,12 @@ def _tools(opened: Callable[[], Opened], several: bool) -> list[Tool]:
         folder: OnlyFolder = None,
         now: AskedOn = None,
     ) -> Result:
+        from ..search.query import Filters
         from . import memory_tools
 
         return _result(memory_tools.search(
-            opened().reader, query, limit=limit, offset=offset, category=category,
-            project=project, tags=tags, folder=folder, now=now,
+            opened().reader, query, limit=limit, offset=offset,
+            filters=Filters(category, project, tags or None), folder=folder, now=now,
         ))
 
     def memory_read(id: MemoryId) -> Result:
@@ -463,10 +464,11 @@ def _tools(opened: Callable[[], Opened], several: bool) -> list[Tool]:
         offset: Offset = 0,
         folder: OnlyFolder = None,
     ) -> Result:
+        from ..search.query import Filters
         from . import memory_tools
 
         return _result(memory_tools.list_memories(
-            opened().reader, category=category, project=project, tags=tags, archived=archived,
+            opened().reader, filters=Filters(category, project, tags or None, archived),
             limit=limit, offset=offset, folder=folder,
         ))
 
