@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TypedDict, Unpack
 
 
 class SageMemError(Exception):
@@ -45,35 +46,28 @@ class InvalidId(SageMemError):
     """Raised for an id that is malformed, reserved, or escapes the memory folder."""
 
 
+class Place(TypedDict, total=False):
+    """Where in a file an `InvalidMemory` is: its keywords, each optional."""
+
+    path: Path | str | None
+    line: int | None
+    column: int | None
+
+
 class InvalidMemory(SageMemError):
     """Raised when a memory file or a value cannot be parsed or accepted."""
 
-    def __init__(
-        self,
-        message: str,
-        *,
-        path: Path | str | None = None,
-        line: int | None = None,
-        column: int | None = None,
-    ) -> None:
-        super().__init__(message, path=path)
-        self.line = line
-        self.column = column
+    def __init__(self, message: str, **place: Unpack[Place]) -> None:
+        super().__init__(message, path=place.get("path"))
+        self.line = place.get("line")
+        self.column = place.get("column")
 
 
 class SecretRefused(InvalidMemory):
     """Raised when a write would store text that looks like a credential (unless allow_secret)."""
 
-    def __init__(
-        self,
-        message: str,
-        *,
-        path: Path | str | None = None,
-        line: int | None = None,
-        column: int | None = None,
-        kind: str = "",
-    ) -> None:
-        super().__init__(message, path=path, line=line, column=column)
+    def __init__(self, message: str, *, kind: str = "", **place: Unpack[Place]) -> None:
+        super().__init__(message, **place)
         self.kind = kind
 
 
