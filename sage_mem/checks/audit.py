@@ -89,7 +89,7 @@ from ..memory.file_format import (
 )
 from ..memory.json_view import camel_dict
 from ..memory.links import Ids, wiki_target
-from ..memory.markdown import MARKDOWN_LINK, WIKI_LINK, linked_file, mask_code
+from ..memory.markdown import MARKDOWN_LINK, WIKI_LINK, is_relative_md, linked_file, mask_code
 from ..memory.value import CATEGORIES, INVALID, MAX_TAG_LENGTH, MAX_TAGS, Memory, memory_from_meta
 from . import agent_safety
 from .credentials import (
@@ -921,7 +921,7 @@ class _Audit:
         if target.startswith("<") and target.endswith(">"):
             target = target[1:-1]
         target = unquote(target.split("#", 1)[0])
-        if not target.endswith(".md") or _SCHEME.match(target) or target.startswith("/"):
+        if not is_relative_md(target):
             return
         target = _nfc(posixpath.normpath(target))
         if target in self.active:
@@ -1005,7 +1005,6 @@ def conflict_sibling_of(memory_id: str) -> tuple[str, str] | None:
 
 _CLOSING = re.compile(r"^(---|\.\.\.)[ \t]*\r?$")
 _MORE = re.compile(r"^…and (\d+) more\b")
-_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:")
 _PLAIN_STYLES = (None, "")
 _TEXT_TAGS = ("tag:yaml.org,2002:str", "tag:yaml.org,2002:null")
 

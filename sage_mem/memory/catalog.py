@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Protocol
 from urllib.parse import unquote
 
+from .markdown import is_relative_md
 from .value import CATEGORIES
 
 
@@ -291,7 +292,7 @@ def index_target(line: str) -> str | None:
     if target.startswith("<"):
         target = target[1:-1]
     target = unquote(target.split("#", 1)[0]).strip()
-    if not target.endswith(".md") or _SCHEME.match(target) or target.startswith("/"):
+    if not is_relative_md(target):
         return None
     target = posixpath.normpath(target)
     if target == ".." or target.startswith("../"):
@@ -344,7 +345,6 @@ _INDEX_LINE = re.compile(
     r"^[ \t]{0,3}[-*+][ \t]+\[(?:[^\[\]\n]|\[[^\[\]\n]*\])*\]"
     r"\(\s*(<[^<>\n]+>|[^()\s]+)(?:\s+\"[^\"\n]*\")?\s*\)"
 )
-_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:")
 _CONFLICT_OPEN = re.compile(r"^<{7}(?: |$)")
 _CONFLICT_BASE = re.compile(r"^\|{7}(?: |$)")
 _CONFLICT_CLOSE = re.compile(r"^>{7}(?: |$)")

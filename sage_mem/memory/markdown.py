@@ -157,9 +157,16 @@ def linked_file(destination: str) -> str | None:
     if target.startswith("<") and target.endswith(">"):
         target = target[1:-1]
     target = unquote(target.split("#", 1)[0].split("?", 1)[0])
-    if not target.endswith(".md") or _SCHEME.match(target) or target.startswith("/"):
+    if not is_relative_md(target):
         return None
     return unicodedata.normalize("NFC", target)
+
+
+def is_relative_md(target: str) -> bool:
+    """Whether a link's target (unwrapped and decoded) can name a memory file: a `.md` path
+    relative to the linking file, not a web link (any scheme) nor an absolute path.
+    `linked_file`'s test, and MEMORY.md's index lines' (`catalog`, the audit)."""
+    return target.endswith(".md") and not _SCHEME.match(target) and not target.startswith("/")
 
 
 # blocks
