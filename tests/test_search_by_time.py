@@ -368,3 +368,43 @@ def test_with_the_extra_the_memory_dated_in_the_window_keeps_its_lexical_rank(
     assert [hit.id for hit in store.search(query, now=NOW)][:1] == ["b_new"]  # lexical
     store.embed(embedder=WordsEmbedder())
     assert [hit.id for hit in store.search(query, limit=2, now=NOW)][:1] == ["b_new"]
+
+
+# Asked as of a day at the calendar's edge, a time phrase may name days no date holds
+# (before year 1, after 9999): the phrase is then words, never an overflow.
+AT_THE_CALENDARS_EDGE = [
+    pytest.param("0001-01-02", "what did we decide 10 days ago", id="year-1-days-ago"),
+    pytest.param("0001-01-02", "what did we decide yesterday", id="year-1-yesterday"),
+    pytest.param("0001-01-02T12:00:00+08:00", "我们上个月决定了什么", id="year-1-上个月"),
+    pytest.param("0001-01-02", "what did we decide last month", id="year-1-last-month"),
+    pytest.param("9999-12-30", "what did we decide last week", id="year-9999-last-week"),
+    pytest.param("9999-12-30", "what did we decide 10 days ago", id="year-9999-days-ago"),
+    pytest.param("9999-12-30", "我们上周决定了什么", id="year-9999-上周"),
+]
+
+
+@pytest.mark.parametrize(("now", "query"), AT_THE_CALENDARS_EDGE)
+def test_the_cli_answers_a_question_asked_at_the_calendars_edge(
+    dated_store: MemoryStore, now: str, query: str
+) -> None:
+    from click.testing import CliRunner
+
+    from sage_mem.commands import cli
+
+    result = CliRunner().invoke(cli, ["--dir", str(dated_store.folder.root), "search",
+                                      query, "--now", now, "--json"])
+    assert result.exit_code == 0, result.output
+    assert result.exception is None
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+@pytest.mark.parametrize(("now", "query"), AT_THE_CALENDARS_EDGE)
+async def test_memory_search_answers_a_question_asked_at_the_calendars_edge(
+    dated_store: MemoryStore, now: str, query: str, anyio_backend: str
+) -> None:
+    from reliability_support import mcp_call, mcp_client
+
+    async with mcp_client(dated_store) as client:
+        good, found = await mcp_call(client, "memory_search", query=query, now=now)
+    assert good, found

@@ -41,9 +41,9 @@ Weeks start on Monday.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import date, datetime, timedelta
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 # A pasted page is read this far for time words (a hook's prompt is cut before this).
 MAX_TIME_CHARS = 8_000
@@ -324,20 +324,35 @@ def _back(count: int | None, unit: str, today: date, phrase: str) -> Window | No
     return _year_window(today.year - n, phrase, True)
 
 
+def _on_calendar(make: Callable[..., Window | None], *given: Any) -> Window | None:
+    """The window `make(*given)` reads a phrase as; None when it, its margin or the month
+    after it (what `date_terms` and `any_stamp_within` read) falls off the calendar: asked
+    as of a day near year 1 or 9999 (`--now`), "last month" may name days no date holds,
+    and the phrase is then words, as a year past 9999 is (`_year_window`)."""
+    try:
+        window = make(*given)
+        if window is not None:  # each raises for a day no date holds
+            _month_start(window.end + timedelta(days=window.margin), 1)
+            window.start - timedelta(days=window.margin)
+    except (OverflowError, ValueError):
+        return None
+    return window
+
+
 def _relative(text: str, today: date) -> list[tuple[tuple[int, int], Window]]:
     """Each relative phrase of `text` (English, then Chinese), with its window."""
     patterns = _patterns()
     out: list[tuple[tuple[int, int], Window]] = []
     lowered = text.lower()
     for match in _matches(patterns["en"], text, _near(lowered, _EN_ANCHORS, 40, 40)):
-        window = _english(match, today)
+        window = _on_calendar(_english, match, today)
         if window is not None:
             out.append(((match.start(), match.end()), window))
     if not text.isascii():
         for match in _matches(patterns["zh"], text, _near(text, _ZH_ANCHORS, 12, 6)):
             if _closes_a_word(text, match.start(), match.group()):
                 continue
-            window = _chinese(match, today)
+            window = _on_calendar(_chinese, match, today)
             if window is not None:
                 out.append(((match.start(), match.end()), window))
     return out
@@ -502,12 +517,12 @@ def _absolute(text: str, today: date) -> list[tuple[tuple[int, int], Window]]:
     stretches = _near(text.lower(), _EN_DATE_ANCHORS, 16, 24)
     stretches += [(m.start(), m.end()) for m in patterns["iso_hint"].finditer(text)]
     for match in _matches(patterns["en_date"], text, sorted(stretches)):
-        window = _english_date(match, today, hint)
+        window = _on_calendar(_english_date, match, today, hint)
         if window is not None:
             out.append(((match.start(), match.end()), window))
     if not text.isascii():
         for match in _matches(patterns["zh_date"], text, _near(text, _ZH_DATE_ANCHORS, 10, 8)):
-            window = _chinese_date(match, today, hint)
+            window = _on_calendar(_chinese_date, match, today, hint)
             if window is not None:
                 out.append(((match.start(), match.end()), window))
     return list(dict((span, (span, window)) for span, window in out).values())
