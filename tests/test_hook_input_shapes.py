@@ -86,3 +86,27 @@ def test_serve_request_keeps_only_fields_of_the_right_type(memory_dir: Path, fie
     named = "no prompt" if field == "prompt" else "wrong type"
     assert any(named in line and (field in line or field == "prompt") for line in answer["log"])
     assert answer["answer"] is None or "additionalContext" in json.dumps(answer["answer"])
+
+
+# A hook sends the server only a session start or a prompt (the others it answers itself):
+# a request naming any other event, or an event that is no string, is one it cannot read.
+@pytest.mark.parametrize("event", [
+    pytest.param(["UserPromptSubmit"], id="a-list"),
+    pytest.param({"UserPromptSubmit": 1}, id="an-object"),
+    pytest.param("Stop", id="stop"),
+    pytest.param("PreCompact", id="pre-compact"),
+])
+@pytest.mark.parametrize("prompt", [pytest.param(7, id="prompt-a-number"),
+                                    pytest.param("what is my cat called", id="prompt-text")])
+def test_a_server_refuses_a_request_for_an_event_it_does_not_answer(
+    served: Path, event: Any, prompt: Any, capfd: pytest.CaptureFixture[str]
+) -> None:
+    root = hooks._folder_root(served)
+    request = {"v": hook_socket.PROTOCOL, "event": event, "root": root,
+               "payload": {"session_id": "s-event", "prompt": prompt}, "cwd": None, "env": {}}
+    answered = hook_socket.ask(root, request, 10.0, lambda line: None)
+    assert answered is not None  # the server answered, its thread did not die
+    answered.done()
+    assert answered.answer is None
+    assert answered.log == ["the sage-mem server got a request it cannot read"]
+    assert "Traceback" not in capfd.readouterr().err

@@ -83,8 +83,9 @@ if TYPE_CHECKING:  # imported when the hook answers on its own path, not to ask 
 # The two reflection hooks (`reflection.py`, imported only when one runs: the prompt's
 # path stays thin).
 REFLECTION_EVENTS = {"stop": "Stop", "pre-compact": "PreCompact"}
-EVENTS = {"session-start": "SessionStart", "user-prompt-submit": "UserPromptSubmit",
-          **REFLECTION_EVENTS}
+SERVED_EVENTS = {"session-start": "SessionStart", "user-prompt-submit": "UserPromptSubmit"}
+"""The hooks a server may answer (`serve_request`); the reflection hooks answer themselves."""
+EVENTS = {**SERVED_EVENTS, **REFLECTION_EVENTS}
 AUTODREAM_ENV = "SAGE_MEM_AUTODREAM"
 DREAM_RUN_ENV = "SAGE_MEM_DREAM_RUN"  # dream.model.DREAM_RUN_ENV (not imported on the hook's path)
 _TRUE = frozenset({"1", "true", "yes", "on"})
@@ -382,7 +383,8 @@ def serve_request(store: MemoryStore, request: dict[str, Any]) -> tuple[dict[str
     payload = request.get("payload")
     env = request.get("env")
     cwd = request.get("cwd")
-    if hook_name not in BUDGETS_MS or not isinstance(payload, dict) or not isinstance(env, dict):
+    if (not isinstance(hook_name, str) or hook_name not in SERVED_EVENTS.values()
+            or not isinstance(payload, dict) or not isinstance(env, dict)):
         return {"answer": None, "log": ["the sage-mem server got a request it cannot read"]}, None
     payload = payload_fields(payload, lines.append)  # the socket is a boundary of its own
     if hook_name == "UserPromptSubmit" and not payload.get("prompt", "").strip():
