@@ -9,6 +9,7 @@ server reading the socket, which any process of the user can write to.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support import unix_address
 
 from sage_mem import MemoryStore
 from sage_mem.agents import daemon, hook_socket, hooks
@@ -109,4 +111,23 @@ def test_a_server_refuses_a_request_for_an_event_it_does_not_answer(
     answered.done()
     assert answered.answer is None
     assert answered.log == ["the sage-mem server got a request it cannot read"]
+    assert "Traceback" not in capfd.readouterr().err
+
+
+def test_a_server_reads_a_request_nested_too_deep_as_none_without_a_traceback(
+    served: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    import socket
+
+    root = hooks._folder_root(served)
+    (path,) = [place for state in hook_socket.state_dirs(root)
+               if os.path.exists(place := os.path.join(state, hook_socket.socket_name(root)))]
+    with socket.socket(socket.AF_UNIX) as sock, unix_address(Path(path)) as address:
+        sock.settimeout(10)
+        sock.connect(address)
+        sock.sendall(b"[" * 100_000 + b"]" * 100_000 + b"\n")
+        assert sock.recv(100) == b""  # closed unanswered: the hook then answers on its own
+    # The server still answers the next hook.
+    done = run_hook(served, "user-prompt-submit", payload("session_id", "s-next"))
+    assert "did not answer" not in done.stderr and "unexpected error" not in done.stderr
     assert "Traceback" not in capfd.readouterr().err

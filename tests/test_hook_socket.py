@@ -295,7 +295,8 @@ def test_a_server_that_never_answers_costs_the_wait_then_the_hooks_own_answer(
 
 
 @pytest.mark.parametrize("reply", [b"HTTP/1.1 400 Bad Request\r\n\r\n", b'{"v": 1}\n',
-                                   b'{"v": 1, "answer": "text"}\n', b'{"v": 1, "answer": {}'])
+                                   b'{"v": 1, "answer": "text"}\n', b'{"v": 1, "answer": {}',
+                                   b"[" * 100_000 + b"]" * 100_000 + b"\n"])
 def test_a_socket_that_answers_something_else_falls_back(folder: Path, reply: bytes) -> None:
     state = MemoryFolder(folder).state_dir
     other = socket.socket(socket.AF_UNIX)
@@ -316,6 +317,7 @@ def test_a_socket_that_answers_something_else_falls_back(folder: Path, reply: by
     try:
         result = hook(folder)
         assert "reference_test_command" in context(result)
+        assert b"unexpected error" not in result.stderr and b"Traceback" not in result.stderr
     finally:
         other.close()
 

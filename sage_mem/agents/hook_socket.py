@@ -180,7 +180,7 @@ def _exchange(
             return None
         try:
             reply = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):  # (nested too deep)
             reply = None
         if not (isinstance(reply, dict) and reply.get("v") == PROTOCOL and "answer" in reply):
             note(f"{name}: not a sage-mem answer; answering here")
@@ -429,7 +429,7 @@ class Listener:
                 if ack == ACK:
                     with self._handling:
                         after()
-            except (OSError, ValueError):
+            except (OSError, ValueError, RecursionError):  # (a request nested too deep)
                 return
             finally:
                 release()
