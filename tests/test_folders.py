@@ -459,6 +459,10 @@ def test_the_mcp_tools_read_across_folders_and_write_only_where_allowed(
                                     description="The app caches in Redis", folder="app")
         out["to_me"] = await _call(client, "memory_write", id="user_dog",
                                    description="The user's dog is called Mochi")
+        out["edit_app"] = await _call(client, "memory_edit", id="app:project_api",
+                                      append="Rate limit: 100 requests a second")
+        out["edit_refused"] = await _call(client, "memory_edit", id="team:project_deploy",
+                                          append="and on Fridays")
         out["resource"] = (await client.read_resource("memory://team:project_deploy"))
         return out
 
@@ -474,12 +478,14 @@ def test_the_mcp_tools_read_across_folders_and_write_only_where_allowed(
     assert "Tuesdays" in out["read"][1]["body"] and "Fridays" in out["mine"][1]["body"]
     assert {m["id"] for m in out["only_app"][1]["memories"]} == {"app:project_api",
                                                                  "app:project_deploy"}
-    for key in ("refused", "refused_folder", "archive_refused"):
+    for key in ("refused", "refused_folder", "archive_refused", "edit_refused"):
         error, text = out[key]
         assert error and "'team'" in text and "read-only" in text and "\n" not in text, key
     assert out["to_app"][1]["memory"]["id"] == "app:project_cache"
     assert (project / "project_cache.md").is_file()
     assert out["to_me"][1]["memory"]["id"] == "user_dog" and (personal / "user_dog.md").is_file()
+    assert out["edit_app"][1]["memory"]["id"] == "app:project_api"
+    assert "Rate limit: 100 requests a second" in (project / "project_api.md").read_text("utf-8")
     assert "Tuesdays" in out["resource"].contents[0].text
     assert {p: p.read_bytes() for p in team.rglob("*.md")} == before
 

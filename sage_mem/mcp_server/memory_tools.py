@@ -32,6 +32,7 @@ from .limits import LIST_LIMIT_MAX, SEARCH_LIMIT_MAX
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from ..folders import Folders
+    from ..memory.body_edits import BodyEdit
 
 # Dice overlap of description terms. A new memory is refused unless forced
 # when it says nothing an existing description does not (its terms are a
@@ -249,19 +250,15 @@ def write(
 def edit(
     store: MemoryStore,
     memory_id: str,
+    change: BodyEdit,
     *,
-    old: str | None = None,
-    new: str | None = None,
-    append: str | None = None,
-    heading: str | None = None,
     expected_sha256: str | None = None,
     allow_secret: bool = False,
 ) -> dict[str, Any]:
-    """One partial edit of a memory's body (`memory.body_edits`); what was stored."""
-    from ..memory.body_edits import BodyEdit
-
-    memory = store.edit(memory_id, BodyEdit(old=old, new=new, append=append, heading=heading),
-                        expected_sha256=expected_sha256, allow_secret=allow_secret)
+    """One partial edit of a memory's body (`change`, as the tool's arguments name it:
+    `server.memory_edit`); what was stored."""
+    memory = store.edit(memory_id, change, expected_sha256=expected_sha256,
+                        allow_secret=allow_secret)
     return {"memory": memory_dict(memory, body=False)}
 
 
@@ -366,9 +363,9 @@ class InFolders:
         result["memory"] = self._labelled(name, result["memory"])
         return result
 
-    def edit(self, memory_id: str, **given: Any) -> dict[str, Any]:
+    def edit(self, memory_id: str, change: BodyEdit, **given: Any) -> dict[str, Any]:
         store, plain = self.folders.for_write(memory_id)
-        result = edit(store, plain, **given)
+        result = edit(store, plain, change, **given)
         result["memory"] = self._labelled(self.folders.split(memory_id)[0], result["memory"])
         return result
 

@@ -436,14 +436,15 @@ def _tools(opened: Callable[[], Opened], several: bool) -> list[Tool]:
         expected_sha256: Annotated[StrictStr | None, _doc("sha256 from memory_read")] = None,
         allow_secret: Flag = False,
     ) -> Result:
+        from ..memory.body_edits import BodyEdit
         from . import memory_tools
 
-        given: dict[str, Any] = {"old": old, "new": new, "append": append, "heading": heading,
-                                 "expected_sha256": expected_sha256, "allow_secret": allow_secret}
+        change = BodyEdit(old=old, new=new, append=append, heading=heading)
+        given: dict[str, Any] = {"expected_sha256": expected_sha256, "allow_secret": allow_secret}
         now = opened()
         if now.routed is not None:
-            return _result(now.routed.edit(id, **given))
-        return _result(memory_tools.edit(now.store, id, **given))
+            return _result(now.routed.edit(id, change, **given))
+        return _result(memory_tools.edit(now.store, id, change, **given))
 
     def memory_find_similar(
         query: str | None = None,
