@@ -46,21 +46,29 @@ class InvalidId(SageMemError):
     """Raised for an id that is malformed, reserved, or escapes the memory folder."""
 
 
+class InvalidMemory(SageMemError):
+    """Raised when a memory file or a value cannot be parsed or accepted."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: Path | str | None = None,
+        line: int | None = None,
+        column: int | None = None,
+    ) -> None:
+        super().__init__(message, path=path)
+        self.line = line
+        self.column = column
+
+
 class Place(TypedDict, total=False):
-    """Where in a file an `InvalidMemory` is: its keywords, each optional."""
+    """`InvalidMemory`'s keywords (where in a file), as a subclass passes them on whole
+    (mypy holds the two to each other)."""
 
     path: Path | str | None
     line: int | None
     column: int | None
-
-
-class InvalidMemory(SageMemError):
-    """Raised when a memory file or a value cannot be parsed or accepted."""
-
-    def __init__(self, message: str, **place: Unpack[Place]) -> None:
-        super().__init__(message, path=place.get("path"))
-        self.line = place.get("line")
-        self.column = place.get("column")
 
 
 class SecretRefused(InvalidMemory):
