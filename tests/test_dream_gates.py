@@ -121,6 +121,11 @@ def test_settings_come_from_the_state_folder_and_flags_win(store: MemoryStore) -
         pytest.param('{"minHours": null}', "minHours must not be null", id="null"),
         pytest.param('{"agentTimeoutSeconds": -1}', "agentTimeoutSeconds must be a number of "
                      "at least 0, not -1", id="negative"),
+        # Each number is a duration: one no timedelta can hold overflowed when the run began.
+        pytest.param('{"staleLockMinutes": 1e300}', "staleLockMinutes must be a number of "
+                     "at most 1,000,000,000, not 1e\\+300", id="lock-age-past-any-duration"),
+        pytest.param('{"minHours": 1e300}', "minHours must be a number of at most "
+                     "1,000,000,000, not 1e\\+300", id="hours-past-any-duration"),
     ],
 )
 def test_a_bad_settings_file_is_one_clear_error(
@@ -407,3 +412,16 @@ def test_the_settings_describe_themselves_as_data_for_a_form() -> None:
     assert by_key["keepSnapshots"]["minimum"] == 1 and by_key["agentCommand"]["default"] == []
     assert "private" in by_key["inputSource"]["doc"]
     assert json.loads(json.dumps(described)) == described
+
+
+def test_a_setting_past_any_duration_is_one_line_from_the_cli(store: MemoryStore) -> None:
+    paths = DreamPaths(store.folder)
+    paths.ensure()
+    paths.config_file.write_text('{"staleLockMinutes": 1e300}', encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "sage_mem", "--dir", str(store.root), "dream"],
+        capture_output=True, text=True, timeout=60,
+    )
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert done.stderr.count("\n") == 1 and "staleLockMinutes must be a number of at most" in (
+        done.stderr)

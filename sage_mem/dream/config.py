@@ -38,6 +38,9 @@ NUMBER, WHOLE, BOOL, CHOICE, COMMAND, PATH, ZONE = (
     "number", "whole", "bool", "choice", "command", "path", "zone"
 )
 MEMORY_ONLY, WITH_SESSIONS = "memory", "memory+sessions"
+# Every number setting is a duration (hours, minutes or seconds) that becomes a `timedelta`:
+# past this, in any of those units, none can hold it (a lock "stale after 1e300 minutes").
+MAX_DURATION = 1e9
 
 
 def _setting(default: Any, kind: str, doc: str, **limits: Any) -> Any:
@@ -252,4 +255,6 @@ def _checked(spec: Field[Any], value: Any) -> Any:
         or value < minimum
     ):
         raise DreamError(f"{key} must be a number of at least {minimum}, not {value!r}")
+    if value > MAX_DURATION:
+        raise DreamError(f"{key} must be a number of at most {MAX_DURATION:,.0f}, not {value!r}")
     return float(value)
