@@ -31,7 +31,8 @@ otherwise than it is shown (bidi controls, Unicode tags, terminal escapes).
 `unsafe_name_characters` lists what `visible_name` would name, plus a
 backtick, for the audit to report in file names.
 
-Imports nothing from sage-mem, so the hooks can use it on every prompt.
+Of sage-mem it imports only `disk/folder` (its name check) and `memory/json_view`, both
+on the hook's path already, so the hooks can use it on every prompt.
 """
 
 from __future__ import annotations
