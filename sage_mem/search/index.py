@@ -56,6 +56,7 @@ from .scoring import (
     FIELD_WEIGHTS,
     FIELDS,
     TIME_WORD_WEIGHT,
+    FEEDBACK_WEIGHT,
     Scoring,
     field_counts,
     snap_average,
@@ -82,6 +83,7 @@ class Index(QueryPath):
         date_boost: float = DATE_BOOST,
         time_word_weight: float = TIME_WORD_WEIGHT,
         prefix_weight: float = PREFIX_WEIGHT,
+        feedback_weight: float = FEEDBACK_WEIGHT,
     ) -> None:
         self.half_life_days = half_life_days
         self.scoring = scoring or Scoring()
@@ -90,6 +92,8 @@ class Index(QueryPath):
         self.time_word_weight = time_word_weight
         # A short name's prefix term ("Deb": "deb*", `tokens.short_names`); 0 asks for none.
         self.prefix_weight = prefix_weight
+        # The most telling feedback term's weight (`QueryPath._feedback`); 0 reads no feedback.
+        self.feedback_weight = feedback_weight
         self._lock = threading.RLock()
         # Called when the backing turns out damaged: every memory, read again from the files.
         self.recover = recover

@@ -26,7 +26,14 @@ from ..memory.value import Memory, parse_moment
 from .dense import accumulate_dense, numpy_for
 from .packed import Backing, IdsByNumber, NumbersById
 from .ranking import Hit, Weighted, accumulate_scores, matched_shares, top
-from .scoring import Scoring, term_idf, word_pairs
+from .scoring import (
+    FEEDBACK_CHARS,
+    FEEDBACK_MEMORIES,
+    FEEDBACK_TERMS,
+    Scoring,
+    term_idf,
+    word_pairs,
+)
 from .timewords import TimeQuery, any_stamp_within, date_terms, read_time, stamp_day
 from .tokens import is_unigram, loose_terms, short_names, tokenize
 
@@ -60,6 +67,7 @@ class QueryPath:
     date_boost: float
     time_word_weight: float
     prefix_weight: float
+    feedback_weight: float
     _ids: list[str | None] | IdsByNumber
     _number: dict[str, int] | NumbersById
     _boost: array
@@ -98,13 +106,16 @@ class QueryPath:
         archived: bool = False,
         now: datetime | None = None,
         max_postings: int | None = None,
+        feedback: bool = True,
     ) -> list[Hit]:
         """Ranked hits for `query` among memories that pass the filters.
 
         `now` is the query's date (default: the current time): the time words it
         names ("10 days ago", 上个月) are read against it (`timewords.read_time`).
         `max_postings` bounds the postings the search reads (`_within_postings`):
-        a hook's search, whatever the prompt and the folder's size.
+        a hook's search, whatever the prompt and the folder's size; such a search
+        reads no feedback (`_feedback`), nor does one with `feedback` False (the
+        fused search's lexical side: its semantic side reaches other words).
         """
         if limit <= 0:
             return []
@@ -136,16 +147,89 @@ class QueryPath:
             # The factors as an array when trust is all they are (numpy's path reads them so).
             trusts = None if dated is not None or self.half_life_days else (
                 self._boost if archived else self._shown)
-            raw = self._accumulate(weighted, offset + limit, passes, factor, bound, trusts)
-            if passes is None:
-                scores = dict(zip(raw, map(mul, raw.values(), map(factor, raw)), strict=True))
-            else:
-                scores = {key: value * factor(key) for key, value in raw.items() if passes(key)}
-            best = top(scores, offset + limit, self._ids)[offset:]
+            wanted = offset + limit
+
+            def ranked(weighted: list[Weighted], count: int) -> list[tuple[int, float]]:
+                raw = self._accumulate(weighted, count, passes, factor, bound, trusts)
+                if passes is None:
+                    scores = dict(zip(raw, map(mul, raw.values(), map(factor, raw)), strict=True))
+                else:
+                    scores = {key: value * factor(key) for key, value in raw.items()
+                              if passes(key)}
+                return top(scores, count, self._ids)
+
+            reads = feedback and max_postings is None and self.feedback_weight > 0
+            best = ranked(weighted, max(wanted, FEEDBACK_MEMORIES) if reads else wanted)
+            if reads and wanted > FEEDBACK_MEMORIES and best:
+                best = self._feedback(best, weighted, telling, ranked)
+            best = best[offset:wanted]
             matched = matched_shares([key for key, _ in best], weighted)
             return [self._hit(key, score, matched[key]) for key, score in best]
 
         return self._guarded(search)
+
+    def _feedback(
+        self,
+        best: list[tuple[int, float]],
+        weighted: list[Weighted],
+        telling: tuple[list[str], list[str], Mapping[str, float]],
+        ranked: Callable[[list[Weighted], int], list[tuple[int, float]]],
+    ) -> list[tuple[int, float]]:
+        """`best` ranked again with pseudo-relevance feedback: general words reach specific
+        memories ("kitchen appliance" the memory of "a smoker") through the words of the
+        memories the query's own words found best.
+
+        The top FEEDBACK_MEMORIES hits' words (description and the first
+        FEEDBACK_CHARS of the body), each term by its share of the memory's
+        terms times the memory's score over the top one's, times its idf: the
+        FEEDBACK_TERMS most telling that the query does not hold (words, CJK
+        bigrams; no single CJK character) are asked for too, the first at
+        `feedback_weight`, the others in proportion (a relevance model, Lavrenko
+        & Croft 2001, as RM3 adds it to the query). The hits read keep their
+        places: their own words would only confirm them, and reordering them
+        cost MRR@10 on every dev set; the rest are ranked by the query with its
+        feedback terms, scored at most the last kept hit's score (so scores
+        stay in rank order). Cost: tokenizing two bounded texts and a second
+        search (docs/retrieval.md, "the eighth pass").
+        """
+        head = best[:FEEDBACK_MEMORIES]
+        terms, pairs, loose = telling
+        known = set(terms).union(loose, pairs)
+        best_score = head[0][1]
+        if best_score <= 0:
+            return best
+        shares: dict[str, float] = {}
+        for number, score in head:
+            memory = self._memory(self._ids[number])  # type: ignore[arg-type]
+            found = tokenize(memory.description) + tokenize(memory.body[:FEEDBACK_CHARS])
+            if not found:
+                continue
+            share = score / best_score / len(found)
+            for term in found:
+                if term[0] != "~" and term not in known:
+                    shares[term] = shares.get(term, 0.0) + share
+        total = len(self._number)
+        telling_terms = sorted(
+            ((value * term_idf(df, total), term) for term, value in shares.items()
+             if (df := self._document_count(term)) > 0),
+            reverse=True)[:FEEDBACK_TERMS]
+        if not telling_terms:
+            return best
+        most = telling_terms[0][0]
+        added = self._query_weights(
+            [], [], {term: self.feedback_weight * value / most for value, term in telling_terms})
+        kept = {number for number, _ in head}
+        floor = head[-1][1]
+        rest = [(number, min(score, floor))
+                for number, score in ranked(weighted + added, len(best) + len(head))
+                if number not in kept]
+        return head + rest[:len(best) - len(head)]
+
+    def _document_count(self, term: str) -> int:
+        """How many live memories hold `term` (the cache's postings and those held)."""
+        count = 0 if self._backing is None else self._backing.count(term) - self._gone.get(term, 0)
+        mine = self._postings.get(term)
+        return count + (0 if mine is None else len(mine[0]))
 
     def _query_terms(
         self, text: str, time: TimeQuery | None = None

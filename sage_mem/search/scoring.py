@@ -129,6 +129,13 @@ AVERAGE_STEPS = 32
 DATE_BOOST = 0.75
 # What a relative time phrase's own words weigh once the phrase became a window.
 TIME_WORD_WEIGHT = 0.5
+# Pseudo-relevance feedback (`QueryPath._feedback`): the words of the top FEEDBACK_MEMORIES
+# hits (the first FEEDBACK_CHARS of each body) give the query FEEDBACK_TERMS more terms, the
+# most telling weighing FEEDBACK_WEIGHT; those hits keep their places, the rest are ranked again.
+FEEDBACK_MEMORIES = 2
+FEEDBACK_TERMS = 20
+FEEDBACK_WEIGHT = 0.2
+FEEDBACK_CHARS = 2_000
 
 _K = TypeVar("_K")
 
