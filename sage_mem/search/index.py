@@ -53,10 +53,10 @@ from .query import QueryPath
 from .ranking import Hit
 from .scoring import (
     DATE_BOOST,
+    FEEDBACK_WEIGHT,
     FIELD_WEIGHTS,
     FIELDS,
     TIME_WORD_WEIGHT,
-    FEEDBACK_WEIGHT,
     Scoring,
     field_counts,
     snap_average,

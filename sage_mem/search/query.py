@@ -161,7 +161,7 @@ class QueryPath:
             reads = feedback and max_postings is None and self.feedback_weight > 0
             best = ranked(weighted, max(wanted, FEEDBACK_MEMORIES) if reads else wanted)
             if reads and wanted > FEEDBACK_MEMORIES and best:
-                best = self._feedback(best, weighted, telling, ranked)
+                best = self._feedback(best, wanted, weighted, telling, ranked)
             best = best[offset:wanted]
             matched = matched_shares([key for key, _ in best], weighted)
             return [self._hit(key, score, matched[key]) for key, score in best]
@@ -171,13 +171,14 @@ class QueryPath:
     def _feedback(
         self,
         best: list[tuple[int, float]],
+        wanted: int,
         weighted: list[Weighted],
         telling: tuple[list[str], list[str], Mapping[str, float]],
         ranked: Callable[[list[Weighted], int], list[tuple[int, float]]],
     ) -> list[tuple[int, float]]:
-        """`best` ranked again with pseudo-relevance feedback: general words reach specific
-        memories ("kitchen appliance" the memory of "a smoker") through the words of the
-        memories the query's own words found best.
+        """The top `wanted` of `best` ranked again with pseudo-relevance feedback: general
+        words reach specific memories ("kitchen appliance" the memory of "a smoker") through
+        the words of the memories the query's own words found best.
 
         The top FEEDBACK_MEMORIES hits' words (description and the first
         FEEDBACK_CHARS of the body), each term by its share of the memory's
@@ -221,9 +222,9 @@ class QueryPath:
         kept = {number for number, _ in head}
         floor = head[-1][1]
         rest = [(number, min(score, floor))
-                for number, score in ranked(weighted + added, len(best) + len(head))
+                for number, score in ranked(weighted + added, wanted + len(head))
                 if number not in kept]
-        return head + rest[:len(best) - len(head)]
+        return head + rest[:wanted - len(head)]
 
     def _document_count(self, term: str) -> int:
         """How many live memories hold `term` (the cache's postings and those held)."""
