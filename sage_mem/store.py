@@ -595,7 +595,9 @@ class MemoryStore:
         `now` is the query's date, against which its time words are read ("10 days
         ago", 上周: `search/timewords.py`); default the current time.
         `max_postings` bounds the postings a lexical search reads (`Index.search`; a
-        hook's, `context.HOOK_MAX_POSTINGS`).
+        hook's, `context.HOOK_MAX_POSTINGS`); an unbounded lexical search looks twice
+        (`Index.search`'s `refine`: feedback from its best hits, a long memory's best
+        passage).
         """
         semantic = self._semantic_signal()
         if semantic is not None and len(semantic) and (
@@ -613,6 +615,7 @@ class MemoryStore:
         return self.index.search(
             query, limit=limit, offset=offset, category=category,
             project=project, tags=tags, archived=archived, now=now, max_postings=max_postings,
+            refine=max_postings is None,  # feedback and best passage: not in a hook's budget
         )
 
     # the semantic signal (optional: `embedder.INSTALL_HINT`)

@@ -1,18 +1,21 @@
 """General words reach specific memories through pseudo-relevance feedback (issue 33, item 2).
 
-A search asks, besides its own words, for the most telling words of its two best hits
-(`QueryPath._feedback`): "kitchen appliance" finds the brisket smoked on the Traeger the
-appliance memories name, though that memory holds neither word. The two hits read keep
-their places; a hook's bounded search (`max_postings`) and the fused search's lexical side
-read no feedback.
+A person's or an agent's search (`MemoryStore.search`, `Index.search(refine=True)`) asks,
+besides its own words, for the most telling words of its two best hits
+(`QueryPath._feedback`): "kitchen appliance" lifts the brisket smoked on the Traeger the
+appliance memories name above the memories that only name the kitchen. The two hits read
+keep their places, only memories holding a query word are listed, and a hook's bounded
+search (`max_postings`) reads no feedback.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
+from sage_mem import MemoryStore
 from sage_mem.memory.value import Memory, memory_from_meta
 from sage_mem.search.index import Index
 
@@ -40,7 +43,8 @@ FILLER = {
         ("user_walls", "卧室墙刷成蓝色", "刷了两遍。"),
     ],
 }
-# Two memories the query's words find, and one that shares only their specific words.
+# Two memories the query's words find, one that holds a query word only in passing (below
+# the memories naming the kitchen alone) but shares their specific words, and those others.
 CASES = {
     "en": ("kitchen appliance", [
         ("user_smoker", "New kitchen appliance: a Traeger pellet smoker",
@@ -48,12 +52,20 @@ CASES = {
         ("user_manual", "Manual of the kitchen appliance",
          "Traeger pellet smoker manual: keep the hopper dry."),
         ("user_brisket", "Smoked a brisket for twelve hours",
-         "On the Traeger, with hickory pellets in the smoker."),
+         "On the Traeger behind the kitchen, hickory pellets in the smoker, then sliced it "
+         "thin for the whole family at dinner on Sunday evening."),
+        ("user_tap", "Kitchen tap drips again", ""),
+        ("user_lights", "Kitchen lights need new bulbs", ""),
+        ("user_floor", "Cleaned the kitchen floor", ""),
     ]),
     "zh": ("厨房电器", [
         ("user_smoker", "新买的厨房电器：长帝烤箱", "买了一台长帝烤箱，放在厨房。"),
         ("user_manual", "厨房电器的说明书", "长帝烤箱说明书：先预热十分钟。"),
-        ("user_brisket", "周末烤了全麦面包", "用长帝烤箱烤的，预热十分钟。"),
+        ("user_brisket", "周末烤了全麦面包",
+         "在厨房用长帝烤箱烤的，先预热十分钟，切成薄片，全家周日晚饭一起吃完了。"),
+        ("user_tap", "厨房水龙头又漏水", ""),
+        ("user_lights", "厨房灯泡要换新的", ""),
+        ("user_floor", "打扫了厨房地板", ""),
     ]),
 }
 
@@ -65,31 +77,45 @@ def indexed(language: str, **options: float) -> tuple[Index, str]:
     return index, query
 
 
+def ranked(index: Index, query: str, **options: object) -> list[str]:
+    return [hit.id for hit in index.search(query, **options)]  # type: ignore[arg-type]
+
+
 @pytest.mark.parametrize("language", ["en", "zh"])
-def test_general_words_reach_a_memory_holding_only_its_best_hits_words(language: str) -> None:
+def test_general_words_lift_a_memory_holding_its_best_hits_specific_words(language: str) -> None:
     index, query = indexed(language)
-    found = [hit.id for hit in index.search(query)]
-    assert "user_brisket" in found
-    # The two hits the feedback read keep their places.
-    assert found[:2] == [hit.id for hit in indexed(language, feedback_weight=0.0)[0].search(
-        query)][:2]
-    # Scores stay in rank order.
-    scores = [hit.score for hit in index.search(query)]
+    once = ranked(index, query)
+    assert once.index("user_brisket") > 2  # below the memories naming the kitchen alone
+    refined = ranked(index, query, refine=True)
+    assert refined[2] == "user_brisket"
+    assert refined[:2] == once[:2]  # the two hits the feedback read keep their places
+    scores = [hit.score for hit in index.search(query, refine=True)]
     assert scores == sorted(scores, reverse=True)
 
 
 @pytest.mark.parametrize("language", ["en", "zh"])
-def test_a_bounded_search_and_a_search_without_feedback_read_none(language: str) -> None:
+def test_feedback_lists_only_memories_holding_a_query_word(language: str) -> None:
     index, query = indexed(language)
-    assert "user_brisket" in [hit.id for hit in index.search(query)]
-    # A hook's search (bounded postings) and the fused search's lexical side: the query's words.
-    assert "user_brisket" not in [hit.id for hit in index.search(query, max_postings=10_000)]
-    assert "user_brisket" not in [hit.id for hit in index.search(query, feedback=False)]
+    holders = set(ranked(index, query, limit=50))
+    assert set(ranked(index, query, limit=50, refine=True)) == holders
+    assert "user_brisket" in holders and "user_trip" not in holders
 
 
 @pytest.mark.parametrize("language", ["en", "zh"])
-def test_feedback_leaves_a_search_of_one_or_two_hits_as_it_was(language: str) -> None:
+def test_a_bounded_search_reads_no_feedback(language: str) -> None:
     index, query = indexed(language)
-    plain, _ = indexed(language, feedback_weight=0.0)
-    assert [hit.id for hit in index.search(query, limit=2)] == [
-        hit.id for hit in plain.search(query, limit=2)]
+    # A hook's search (bounded postings): the query's words alone.
+    assert ranked(index, query, refine=True, max_postings=10_000) == ranked(index, query)
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_a_store_search_refines_and_a_hooks_does_not(language: str, tmp_path: Path) -> None:
+    query, memories = CASES[language]
+    folder = tmp_path / "memory"
+    folder.mkdir()
+    for memory_id, description, body in [*memories, *FILLER[language]]:
+        (folder / f"{memory_id}.md").write_text(
+            f"---\ndescription: {json.dumps(description)}\n---\n{body}\n", encoding="utf-8")
+    store = MemoryStore(folder, state_dir=tmp_path / "state", watch=False)
+    assert [hit.id for hit in store.search(query)][2] == "user_brisket"
+    assert [hit.id for hit in store.search(query, max_postings=10_000)].index("user_brisket") > 2

@@ -56,6 +56,7 @@ from .scoring import (
     FEEDBACK_WEIGHT,
     FIELD_WEIGHTS,
     FIELDS,
+    PASSAGE_WEIGHT,
     TIME_WORD_WEIGHT,
     Scoring,
     field_counts,
@@ -84,6 +85,7 @@ class Index(QueryPath):
         time_word_weight: float = TIME_WORD_WEIGHT,
         prefix_weight: float = PREFIX_WEIGHT,
         feedback_weight: float = FEEDBACK_WEIGHT,
+        passage_weight: float = PASSAGE_WEIGHT,
     ) -> None:
         self.half_life_days = half_life_days
         self.scoring = scoring or Scoring()
@@ -94,6 +96,8 @@ class Index(QueryPath):
         self.prefix_weight = prefix_weight
         # The most telling feedback term's weight (`QueryPath._feedback`); 0 reads no feedback.
         self.feedback_weight = feedback_weight
+        # A long memory's best passage against its whole (`QueryPath._best_passages`); 0: none.
+        self.passage_weight = passage_weight
         self._lock = threading.RLock()
         # Called when the backing turns out damaged: every memory, read again from the files.
         self.recover = recover

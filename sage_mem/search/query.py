@@ -14,6 +14,7 @@ search is then bounded by the postings it reads (`max_postings`,
 
 from __future__ import annotations
 
+import re
 from array import array
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -30,6 +31,10 @@ from .scoring import (
     FEEDBACK_CHARS,
     FEEDBACK_MEMORIES,
     FEEDBACK_TERMS,
+    K1,
+    MAX_BODY_CHARS,
+    PASSAGE_CHARS,
+    PASSAGE_DEPTH,
     Scoring,
     term_idf,
     word_pairs,
@@ -46,6 +51,7 @@ MAX_QUERY_PAIRS = 16
 MAX_QUERY_LOOSE = 32
 
 _T = TypeVar("_T")
+_BLANK_LINE = re.compile(r"\n\s*\n")
 
 
 class Filters(NamedTuple):
@@ -58,6 +64,22 @@ class Filters(NamedTuple):
     archived: bool = False
 
 
+def _pieces(body: str) -> list[str]:
+    """`body` cut at its blank lines into pieces of at most PASSAGE_CHARS (a longer
+    paragraph is a piece of its own)."""
+    out: list[str] = []
+    current = ""
+    for paragraph in _BLANK_LINE.split(body):
+        if current and len(current) + len(paragraph) > PASSAGE_CHARS:
+            out.append(current)
+            current = paragraph
+        else:
+            current = current + "\n\n" + paragraph if current else paragraph
+    if current:
+        out.append(current)
+    return out
+
+
 class QueryPath:
     """The search side of `index.Index`, which holds the postings and columns it reads
     (declared here; see `Index._reset`)."""
@@ -68,6 +90,7 @@ class QueryPath:
     time_word_weight: float
     prefix_weight: float
     feedback_weight: float
+    passage_weight: float
     _ids: list[str | None] | IdsByNumber
     _number: dict[str, int] | NumbersById
     _boost: array
@@ -106,16 +129,19 @@ class QueryPath:
         archived: bool = False,
         now: datetime | None = None,
         max_postings: int | None = None,
-        feedback: bool = True,
+        refine: bool = False,
     ) -> list[Hit]:
         """Ranked hits for `query` among memories that pass the filters.
 
         `now` is the query's date (default: the current time): the time words it
         names ("10 days ago", 上个月) are read against it (`timewords.read_time`).
         `max_postings` bounds the postings the search reads (`_within_postings`):
-        a hook's search, whatever the prompt and the folder's size; such a search
-        reads no feedback (`_feedback`), nor does one with `feedback` False (the
-        fused search's lexical side: its semantic side reaches other words).
+        a hook's search, whatever the prompt and the folder's size. With `refine`
+        (`MemoryStore.search` when lexical and unbounded: a person's or an agent's
+        search) the search looks twice: pseudo-relevance feedback (`_feedback`)
+        and a long memory's best passage (`_best_passages`). A bounded search
+        never does (a hook's budget), nor the fused search's lexical side (its
+        semantic side reaches other words, and reads a long memory in pieces).
         """
         if limit <= 0:
             return []
@@ -158,10 +184,13 @@ class QueryPath:
                               if passes(key)}
                 return top(scores, count, self._ids)
 
-            reads = feedback and max_postings is None and self.feedback_weight > 0
-            best = ranked(weighted, max(wanted, FEEDBACK_MEMORIES) if reads else wanted)
-            if reads and wanted > FEEDBACK_MEMORIES and best:
-                best = self._feedback(best, wanted, weighted, telling, ranked)
+            refines = refine and max_postings is None
+            count = max(wanted, FEEDBACK_MEMORIES, PASSAGE_DEPTH) if refines else wanted
+            best = ranked(weighted, count)
+            if refines and self.feedback_weight > 0 and count > FEEDBACK_MEMORIES and best:
+                best = self._feedback(best, count, weighted, telling, ranked)
+            if refines and self.passage_weight > 0 and len(best) > 1:
+                best = self._best_passages(best, telling)
             best = best[offset:wanted]
             matched = matched_shares([key for key, _ in best], weighted)
             return [self._hit(key, score, matched[key]) for key, score in best]
@@ -188,9 +217,10 @@ class QueryPath:
         `feedback_weight`, the others in proportion (a relevance model, Lavrenko
         & Croft 2001, as RM3 adds it to the query). The hits read keep their
         places: their own words would only confirm them, and reordering them
-        cost MRR@10 on every dev set; the rest are ranked by the query with its
-        feedback terms, scored at most the last kept hit's score (so scores
-        stay in rank order). Cost: tokenizing two bounded texts and a second
+        cost MRR@10 on the dev sets; the rest, memories holding at least one of
+        the query's words (a search lists what its words find), are ranked by
+        the query with its feedback terms, each scored at most the one above it
+        (so scores stay in rank order). Cost: tokenizing two bounded texts and a second
         search (docs/retrieval.md, "the eighth pass").
         """
         head = best[:FEEDBACK_MEMORIES]
@@ -220,11 +250,101 @@ class QueryPath:
         added = self._query_weights(
             [], [], {term: self.feedback_weight * value / most for value, term in telling_terms})
         kept = {number for number, _ in head}
-        floor = head[-1][1]
-        rest = [(number, min(score, floor))
-                for number, score in ranked(weighted + added, wanted + len(head))
-                if number not in kept]
-        return head + rest[:wanted - len(head)]
+        again = [(number, score) for number, score in ranked(weighted + added, 2 * wanted)
+                 if number not in kept]
+        holds = matched_shares([number for number, _ in again], weighted)
+        # Only memories holding a query word: a search lists what its words find.
+        rest = [(number, score) for number, score in again if holds[number] > 0]
+        if len(rest) < wanted - len(head):
+            placed = kept.union(number for number, _ in rest)
+            rest += [(number, score) for number, score in best if number not in placed]
+        out = list(head)
+        for number, score in rest[:wanted - len(head)]:
+            out.append((number, min(score, out[-1][1])))
+        return out
+
+    def _best_passages(
+        self,
+        best: list[tuple[int, float]],
+        telling: tuple[list[str], list[str], Mapping[str, float]],
+    ) -> list[tuple[int, float]]:
+        """`best` with its top PASSAGE_DEPTH ranked again by their best passage too: a fact
+        said in one paragraph of a long memory about something else.
+
+        A memory whose body is longer than PASSAGE_CHARS is cut at its blank lines
+        into pieces of at most PASSAGE_CHARS (a longer paragraph is a piece of its
+        own; the body's first MAX_BODY_CHARS, as indexed); a piece scores the
+        query's terms and pairs it holds, each its query weight times idf times
+        its saturated count (tf / (K1 + tf)). Each of the top memories then scores
+        its whole score over the top one's plus `passage_weight` times its best
+        piece's over the best piece of all (a memory of one piece: its whole's
+        share again). Nothing changes when no top memory is longer than a piece.
+        Scores stay in the lexical units and in rank order (the top's at most the
+        top score; the rest at most the last reranked one's). Cost: tokenizing
+        the long memories among the top ten (docs/retrieval.md, "the eighth pass").
+        """
+        head = best[:PASSAGE_DEPTH]
+        bodies = {}
+        for number, _ in head:
+            body = self._memory(self._ids[number]).body  # type: ignore[arg-type]
+            if len(body) > PASSAGE_CHARS:
+                bodies[number] = body[:MAX_BODY_CHARS]
+        top_score = head[0][1]
+        if not bodies or top_score <= 0:
+            return best
+        weights = self._term_weights(*telling)
+        passages = {number: self._passage_score(body, weights) for number, body in bodies.items()}
+        best_passage = max(passages.values())
+        if best_passage <= 0:
+            return best
+        share = self.passage_weight
+        scored = []
+        for number, score in head:
+            whole = score / top_score
+            piece = passages[number] / best_passage if number in passages else whole
+            scored.append((number, (whole + share * piece) / (1 + share) * top_score))
+        scored.sort(key=lambda pair: -pair[1])  # stable: the first ranking on a tie
+        floor = scored[-1][1]
+        return scored + [(number, min(score, floor)) for number, score in best[PASSAGE_DEPTH:]]
+
+    def _passage_score(self, body: str, weights: Mapping[str, float]) -> float:
+        """The best score of `body`'s pieces (`_best_passages`) for terms `weights`."""
+        best = 0.0
+        for piece in _pieces(body):
+            found = tokenize(piece)
+            counts = Counter(found)
+            if self.scoring.pair_weight:
+                counts.update(word_pairs(found))
+            score = 0.0
+            for term, weight in weights.items():
+                tf = counts.get(term)
+                if tf:
+                    score += weight * tf / (K1 + tf)
+            best = max(best, score)
+        return best
+
+    def _term_weights(
+        self, terms: list[str], pairs: list[str], loose: Mapping[str, float]
+    ) -> dict[str, float]:
+        """Query weight times idf of each query term and pair some memory holds."""
+        total = len(self._number)
+        known = set(terms)
+        out = {}
+        for term in terms + [term for term in loose if term not in known] + pairs:
+            df = self._document_count(term)
+            if df > 0:
+                out[term] = self._query_factor(term, loose) * term_idf(df, total)
+        return out
+
+    def _query_factor(self, term: str, loose: Mapping[str, float]) -> float:
+        """A query term's weight before idf: a loose term's own, a pair's, a CJK unigram's, 1."""
+        if term in loose:
+            return loose[term]
+        if " " in term:
+            return self.scoring.pair_weight
+        if is_unigram(term):
+            return self.scoring.unigram_weight
+        return 1.0
 
     def _document_count(self, term: str) -> int:
         """How many live memories hold `term` (the cache's postings and those held)."""
@@ -372,7 +492,6 @@ class QueryPath:
         `loose` (from `tokens.loose_terms`) adds terms, or sets the weight of one
         the query holds already.
         """
-        scoring = self.scoring
         total = len(self._number)
         backing, held, gone = self._backing, self._postings, self._gone
         loose = loose or {}
@@ -397,15 +516,7 @@ class QueryPath:
                 continue
             idf = term_idf(df, total)
             is_pair = " " in term
-            if term in loose:
-                factor = loose[term]
-            elif is_pair:
-                factor = scoring.pair_weight
-            elif is_unigram(term):
-                factor = scoring.unigram_weight
-            else:
-                factor = 1.0
-            weight = idf * factor
+            weight = idf * self._query_factor(term, loose)
             size = sum(len(part[0]) for part in parts)
             out.append(Weighted(parts, size, weight, idf, is_pair, weight * top))
         return out

@@ -136,6 +136,12 @@ FEEDBACK_MEMORIES = 2
 FEEDBACK_TERMS = 20
 FEEDBACK_WEIGHT = 0.2
 FEEDBACK_CHARS = 2_000
+# The best passage (`QueryPath._best_passages`): a memory whose body is longer than
+# PASSAGE_CHARS, among the top PASSAGE_DEPTH, is also scored by its best piece (paragraphs
+# packed to PASSAGE_CHARS), weighing PASSAGE_WEIGHT against its whole.
+PASSAGE_CHARS = 800
+PASSAGE_DEPTH = 10
+PASSAGE_WEIGHT = 1.0
 
 _K = TypeVar("_K")
 
