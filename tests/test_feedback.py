@@ -70,6 +70,11 @@ CASES = {
 }
 
 
+# Shares the appliance memories' specific words, none of the query's.
+RIBS = {"en": ("Ribs on the Traeger", "Hickory pellets in the smoker."),
+        "zh": ("周六烤了排骨", "长帝烤箱先预热十分钟。")}
+
+
 def indexed(language: str, **options: float) -> tuple[Index, str]:
     query, memories = CASES[language]
     index = Index(**options)  # type: ignore[arg-type]
@@ -94,11 +99,24 @@ def test_general_words_lift_a_memory_holding_its_best_hits_specific_words(langua
 
 
 @pytest.mark.parametrize("language", ["en", "zh"])
-def test_feedback_lists_only_memories_holding_a_query_word(language: str) -> None:
+def test_a_memory_holding_only_feedback_words_is_listed(
+        language: str) -> None:
     index, query = indexed(language)
-    holders = set(ranked(index, query, limit=50))
-    assert set(ranked(index, query, limit=50, refine=True)) == holders
-    assert "user_brisket" in holders and "user_trip" not in holders
+    index.add_many([make("user_ribs", *RIBS[language])])
+    refined = ranked(index, query, limit=50, refine=True)
+    holders = ranked(index, query, limit=50)
+    assert "user_ribs" not in holders
+    assert refined[:2] == holders[:2]
+    assert "user_ribs" in refined[2:]
+
+
+@pytest.mark.parametrize(("language", "word"), [("en", "Traeger"), ("zh", "长帝")])
+def test_a_query_whose_words_find_one_memory_reads_no_feedback(
+        language: str, word: str) -> None:
+    index, _ = indexed(language)
+    index.add_many([make("user_gift", f"{word} 🎁", "")])
+    unique = "🎁"
+    assert ranked(index, unique, refine=True) == ["user_gift"]
 
 
 @pytest.mark.parametrize("language", ["en", "zh"])

@@ -260,8 +260,7 @@ def search(
     filters = Filters(category, project, tags, archived)
     wanted = max(depth, offset + limit)
     # The lexical list (`Index.search`), the semantic list over it (`semantic_list`), fused.
-    # Without pseudo-relevance feedback: the semantic side reaches other words (measured).
-    hits = index.search(query, limit=wanted, now=now, feedback=False, **filters._asdict())
+    hits = index.search(query, limit=wanted, now=now, **filters._asdict())
     if limit <= 0:
         return []
     candidates, nearest, cosines, latent, partial = semantic_list(

@@ -187,7 +187,7 @@ class QueryPath:
             refines = refine and max_postings is None
             count = max(wanted, FEEDBACK_MEMORIES, PASSAGE_DEPTH) if refines else wanted
             best = ranked(weighted, count)
-            if refines and self.feedback_weight > 0 and count > FEEDBACK_MEMORIES and best:
+            if refines and self.feedback_weight > 0 and len(best) >= FEEDBACK_MEMORIES:
                 best = self._feedback(best, count, weighted, telling, ranked)
             if refines and self.passage_weight > 0 and len(best) > 1:
                 best = self._best_passages(best, telling)
@@ -217,11 +217,15 @@ class QueryPath:
         `feedback_weight`, the others in proportion (a relevance model, Lavrenko
         & Croft 2001, as RM3 adds it to the query). The hits read keep their
         places: their own words would only confirm them, and reordering them
-        cost MRR@10 on the dev sets; the rest, memories holding at least one of
-        the query's words (a search lists what its words find), are ranked by
-        the query with its feedback terms, each scored at most the one above it
-        (so scores stay in rank order). Cost: tokenizing two bounded texts and a second
-        search (docs/retrieval.md, "the eighth pass").
+        cost MRR@10 on the dev sets; the rest are ranked by the query with its
+        feedback terms, each scored at most the one above it (so scores stay in
+        rank order), a memory holding only feedback terms too (the chat turn
+        "我养了一只白色的泰迪" and the fact "我有一条狗": listing only memories that
+        hold a query word lost dulemon-utterance's gain). A query whose words
+        find fewer than FEEDBACK_MEMORIES memories reads none: one memory is
+        no topic to widen (a search for a unique word lists its memory alone).
+        Cost: tokenizing two bounded texts and a second search (docs/retrieval.md,
+        "the eighth pass").
         """
         head = best[:FEEDBACK_MEMORIES]
         terms, pairs, loose = telling
@@ -250,14 +254,8 @@ class QueryPath:
         added = self._query_weights(
             [], [], {term: self.feedback_weight * value / most for value, term in telling_terms})
         kept = {number for number, _ in head}
-        again = [(number, score) for number, score in ranked(weighted + added, 2 * wanted)
-                 if number not in kept]
-        holds = matched_shares([number for number, _ in again], weighted)
-        # Only memories holding a query word: a search lists what its words find.
-        rest = [(number, score) for number, score in again if holds[number] > 0]
-        if len(rest) < wanted - len(head):
-            placed = kept.union(number for number, _ in rest)
-            rest += [(number, score) for number, score in best if number not in placed]
+        rest = [(number, score) for number, score in ranked(weighted + added, wanted + len(head))
+                if number not in kept]
         out = list(head)
         for number, score in rest[:wanted - len(head)]:
             out.append((number, min(score, out[-1][1])))
