@@ -190,7 +190,7 @@ class QueryPath:
             if refines and self.feedback_weight > 0 and len(best) >= FEEDBACK_MEMORIES:
                 best = self._feedback(best, count, weighted, telling, ranked)
             if refines and self.passage_weight > 0 and len(best) > 1:
-                best = self._best_passages(best, telling)
+                best = self._best_passages(best, telling, factor)
             best = best[offset:wanted]
             matched = matched_shares([key for key, _ in best], weighted)
             return [self._hit(key, score, matched[key]) for key, score in best]
@@ -265,6 +265,7 @@ class QueryPath:
         self,
         best: list[tuple[int, float]],
         telling: tuple[list[str], list[str], Mapping[str, float]],
+        factor: Callable[[int], float],
     ) -> list[tuple[int, float]]:
         """`best` with its top PASSAGE_DEPTH ranked again by their best passage too: a fact
         said in one paragraph of a long memory about something else.
@@ -273,7 +274,10 @@ class QueryPath:
         into pieces of at most PASSAGE_CHARS (a longer paragraph is a piece of its
         own; the body's first MAX_BODY_CHARS, as indexed); a piece scores the
         query's terms and pairs it holds, each its query weight times idf times
-        its saturated count (tf / (K1 + tf)). Each of the top memories then scores
+        its saturated count (tf / (K1 + tf)), times the memory's `factor` as its
+        whole score is (trust, the date a query names: without it the passage
+        halved the date's say, and relative rewrites on long memories lost 0.06
+        of R@5). Each of the top memories then scores
         its whole score over the top one's plus `passage_weight` times its best
         piece's over the best piece of all (a memory of one piece: its whole's
         share again). Nothing changes when no top memory is longer than a piece.
@@ -291,7 +295,8 @@ class QueryPath:
         if not bodies or top_score <= 0:
             return best
         weights = self._term_weights(*telling)
-        passages = {number: self._passage_score(body, weights) for number, body in bodies.items()}
+        passages = {number: self._passage_score(body, weights) * factor(number)
+                    for number, body in bodies.items()}
         best_passage = max(passages.values())
         if best_passage <= 0:
             return best
