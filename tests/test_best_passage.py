@@ -1,6 +1,6 @@
 """A fact said in one paragraph of a long memory about something else (issue 33, item 3).
 
-A person's or an agent's search (`Index.search(refine=True)`, `MemoryStore.search`) scores
+A person's or an agent's search (`sage-mem search`, `memory_search`: `refine=True`) scores
 each long memory among its top ten by its best passage too (`QueryPath._best_passages`:
 paragraphs packed to PASSAGE_CHARS): the memory saying "the spare key to the garage is under
 the blue flowerpot" in one paragraph ranks above one whose paragraphs each name one of

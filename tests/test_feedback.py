@@ -1,6 +1,6 @@
 """General words reach specific memories through pseudo-relevance feedback (issue 33, item 2).
 
-A person's or an agent's search (`MemoryStore.search`, `Index.search(refine=True)`) asks,
+A person's or an agent's search (`sage-mem search`, `memory_search`: `refine=True`) asks,
 besides its own words, for the most telling words of its two best hits
 (`QueryPath._feedback`): "kitchen appliance" lifts the brisket smoked on the Traeger the
 appliance memories name above the memories that only name the kitchen. The two hits read
@@ -127,7 +127,8 @@ def test_a_bounded_search_reads_no_feedback(language: str) -> None:
 
 
 @pytest.mark.parametrize("language", ["en", "zh"])
-def test_a_store_search_refines_and_a_hooks_does_not(language: str, tmp_path: Path) -> None:
+def test_a_store_search_asked_to_refine_does_and_a_hooks_does_not(
+        language: str, tmp_path: Path) -> None:
     query, memories = CASES[language]
     folder = tmp_path / "memory"
     folder.mkdir()
@@ -135,5 +136,7 @@ def test_a_store_search_refines_and_a_hooks_does_not(language: str, tmp_path: Pa
         (folder / f"{memory_id}.md").write_text(
             f"---\ndescription: {json.dumps(description)}\n---\n{body}\n", encoding="utf-8")
     store = MemoryStore(folder, state_dir=tmp_path / "state", watch=False)
-    assert [hit.id for hit in store.search(query)][2] == "user_brisket"
-    assert [hit.id for hit in store.search(query, max_postings=10_000)].index("user_brisket") > 2
+    assert [hit.id for hit in store.search(query, refine=True)][2] == "user_brisket"
+    assert [hit.id for hit in store.search(query)].index("user_brisket") > 2
+    hook = store.search(query, refine=True, max_postings=10_000)
+    assert [hit.id for hit in hook].index("user_brisket") > 2
