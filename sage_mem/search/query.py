@@ -138,8 +138,9 @@ class QueryPath:
         `max_postings` bounds the postings the search reads (`_within_postings`):
         a hook's search, whatever the prompt and the folder's size. With `refine`
         (a person's or an agent's search: `sage-mem search`, `memory_search`,
-        through `MemoryStore.search`) the search looks twice: pseudo-relevance feedback (`_feedback`)
-        and a long memory's best passage (`_best_passages`). A bounded search
+        through `MemoryStore.search`) the search looks twice: pseudo-relevance
+        feedback (`_feedback`) and a long memory's best passage
+        (`_best_passages`). A bounded search
         never does (a hook's budget), nor the fused search's lexical side (its
         semantic side reaches other words, and reads a long memory in pieces).
         """

@@ -71,8 +71,11 @@ and pair weight 0.15-0.45, R@5 and MRR@10 stay within 0.03 of each other on
 either half; the constants above sit inside that plateau, not on its best
 corner. Without pairs, R@5 drops by about 0.02 on the check half. A coverage bonus
 (for matching more distinct query terms), unordered or wider pair windows,
-strict adjacency across stop words, pseudo-relevance feedback and typo
-correction were tried and left out: none helped both halves.
+strict adjacency across stop words and typo correction were tried and left
+out: none helped both halves. Pseudo-relevance feedback, left out then (every
+hit ranked again), is a person's or an agent's search now, its two hits read
+keeping their places (`QueryPath._feedback`), as is a long memory's best
+passage (`QueryPath._best_passages`): docs/retrieval.md, "the eighth pass".
 
 Length averages: avg_f is the mean length of field f over all memories,
 rounded to a 1/32-octave grid (a step of 2.2 %; a mean under 1 counts as 1).
