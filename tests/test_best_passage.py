@@ -83,3 +83,27 @@ def test_a_body_is_cut_at_blank_lines_into_pieces_of_at_most_the_passage_size() 
     assert [len(piece) for piece in pieces] == [602, 602, 300]
     assert all(len(piece) <= PASSAGE_CHARS for piece in pieces)
     assert _pieces("y" * 1_000) == ["y" * 1_000]  # a longer paragraph is a piece of its own
+
+
+# A factor between what flips the order with the pieces multiplied and what flips it without.
+@pytest.mark.parametrize(("language", "favour"), [("en", 3.0), ("zh", 1.15)])
+def test_a_piece_carries_its_memory_factor_as_the_whole_does(language: str,
+                                                             favour: float) -> None:
+    """A date window or trust multiplies a memory's pieces as it does its whole: a memory
+    the query's date favours is not put down by a piece scored without it."""
+    index = Index()
+    index.add_many(long_memories(language))
+    query = CASES[language][0]
+    house = index._number["project_house"]
+
+    def factor(number: int) -> float:
+        return favour if number == house else 1.0
+
+    telling = index._query_terms(query)
+    assert telling is not None
+    once = [(index._number[hit.id], hit.score * factor(index._number[hit.id]))
+            for hit in index.search(query)]
+    once.sort(key=lambda pair: -pair[1])
+    ranked = index._best_passages(once, telling, factor)
+    assert [number for number, _ in ranked] == [house, index._number["project_offsite"]]
+    assert index._best_passages(once, telling, lambda number: 1.0)[0][0] != house
