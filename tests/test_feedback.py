@@ -10,6 +10,7 @@ search (`max_postings`) reads no feedback.
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
@@ -140,3 +141,26 @@ def test_a_store_search_asked_to_refine_does_and_a_hooks_does_not(
     assert [hit.id for hit in store.search(query)].index("user_brisket") > 2
     hook = store.search(query, refine=True, max_postings=10_000)
     assert [hit.id for hit in hook].index("user_brisket") > 2
+
+
+def write_case(folder: Path, language: str) -> None:
+    folder.mkdir(exist_ok=True)
+    _, memories = CASES[language]
+    for memory_id, description, body in [*memories, *FILLER[language]]:
+        (folder / f"{memory_id}.md").write_text(
+            f"---\ndescription: {json.dumps(description)}\n---\n{body}\n", encoding="utf-8")
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_sage_mem_search_and_memory_search_refine(language: str, empty_dir: Path) -> None:
+    from sage_mem.cli import main
+    from sage_mem.mcp_server import memory_tools
+
+    write_case(empty_dir, language)
+    query = CASES[language][0]
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["search", query, "--json"], out=out, err=err) == 0
+    assert [hit["id"] for hit in json.loads(out.getvalue())["results"]][2] == "user_brisket"
+    with MemoryStore(empty_dir, watch=False) as store:
+        found = memory_tools.search(store, query, limit=5)
+    assert [hit["id"] for hit in found["hits"]][2] == "user_brisket"
