@@ -220,8 +220,8 @@ class QueryPath:
         places: their own words would only confirm them, and reordering them
         cost MRR@10 on the dev sets; the rest are ranked by the query with its
         feedback terms, each scored at most the one above it (so scores stay in
-        rank order), a memory holding only feedback terms too (the chat turn
-        "我养了一只白色的泰迪" and the fact "我有一条狗": listing only memories that
+        rank order), a memory holding only feedback terms too (a chat turn and
+        the persona fact it uses share few words: listing only memories that
         hold a query word lost dulemon-utterance's gain). A query whose words
         find fewer than FEEDBACK_MEMORIES memories reads none: one memory is
         no topic to widen (a search for a unique word lists its memory alone).
