@@ -585,6 +585,7 @@ class MemoryStore:
         model_tokens: int | None = None,
         now: datetime | None = None,
         max_postings: int | None = None,
+        refine: bool = False,
     ) -> list[Hit]:
         """Ranked compact hits for `query`; never reads a file.
 
@@ -595,7 +596,9 @@ class MemoryStore:
         `now` is the query's date, against which its time words are read ("10 days
         ago", 上周: `search/timewords.py`); default the current time.
         `max_postings` bounds the postings a lexical search reads (`Index.search`; a
-        hook's, `context.HOOK_MAX_POSTINGS`).
+        hook's, `context.HOOK_MAX_POSTINGS`). `refine` (a person's or an agent's search:
+        `sage-mem search`, `memory_search`) lets an unbounded lexical search look twice
+        (`Index.search`: feedback from its best hits, a long memory's best passage).
         """
         semantic = self._semantic_signal()
         if semantic is not None and len(semantic) and (
@@ -613,6 +616,7 @@ class MemoryStore:
         return self.index.search(
             query, limit=limit, offset=offset, category=category,
             project=project, tags=tags, archived=archived, now=now, max_postings=max_postings,
+            refine=refine,
         )
 
     # the semantic signal (optional: `embedder.INSTALL_HINT`)
