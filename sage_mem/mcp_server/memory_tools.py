@@ -113,7 +113,8 @@ def search(
         if asked is None:
             raise InvalidMemory(f"now is not an ISO date: {now!r}")
         chosen["now"] = asked
-    hits = store.search(query, limit=limit + 1, offset=offset, **filters._asdict(), **chosen)
+    hits = store.search(query, limit=limit + 1, offset=offset, **filters._asdict(), refine=True,
+                        **chosen)
     # Age notes ("updated 47 days ago") are from the real now, as the model reads them today.
     shown = datetime.now(UTC)
     result: dict[str, Any] = {"hits": [hit_dict(hit, shown) for hit in hits[:limit]]}

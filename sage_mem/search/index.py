@@ -53,8 +53,10 @@ from .query import QueryPath
 from .ranking import Hit
 from .scoring import (
     DATE_BOOST,
+    FEEDBACK_WEIGHT,
     FIELD_WEIGHTS,
     FIELDS,
+    PASSAGE_WEIGHT,
     TIME_WORD_WEIGHT,
     Scoring,
     field_counts,
@@ -82,6 +84,8 @@ class Index(QueryPath):
         date_boost: float = DATE_BOOST,
         time_word_weight: float = TIME_WORD_WEIGHT,
         prefix_weight: float = PREFIX_WEIGHT,
+        feedback_weight: float = FEEDBACK_WEIGHT,
+        passage_weight: float = PASSAGE_WEIGHT,
     ) -> None:
         self.half_life_days = half_life_days
         self.scoring = scoring or Scoring()
@@ -90,6 +94,10 @@ class Index(QueryPath):
         self.time_word_weight = time_word_weight
         # A short name's prefix term ("Deb": "deb*", `tokens.short_names`); 0 asks for none.
         self.prefix_weight = prefix_weight
+        # The most telling feedback term's weight (`QueryPath._feedback`); 0 reads no feedback.
+        self.feedback_weight = feedback_weight
+        # A long memory's best passage against its whole (`QueryPath._best_passages`); 0: none.
+        self.passage_weight = passage_weight
         self._lock = threading.RLock()
         # Called when the backing turns out damaged: every memory, read again from the files.
         self.recover = recover

@@ -14,6 +14,7 @@ search is then bounded by the postings it reads (`max_postings`,
 
 from __future__ import annotations
 
+import re
 from array import array
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -26,7 +27,18 @@ from ..memory.value import Memory, parse_moment
 from .dense import accumulate_dense, numpy_for
 from .packed import Backing, IdsByNumber, NumbersById
 from .ranking import Hit, Weighted, accumulate_scores, matched_shares, top
-from .scoring import Scoring, term_idf, word_pairs
+from .scoring import (
+    FEEDBACK_CHARS,
+    FEEDBACK_MEMORIES,
+    FEEDBACK_TERMS,
+    K1,
+    MAX_BODY_CHARS,
+    PASSAGE_CHARS,
+    PASSAGE_DEPTH,
+    Scoring,
+    term_idf,
+    word_pairs,
+)
 from .timewords import TimeQuery, any_stamp_within, date_terms, read_time, stamp_day
 from .tokens import is_unigram, loose_terms, short_names, tokenize
 
@@ -39,6 +51,7 @@ MAX_QUERY_PAIRS = 16
 MAX_QUERY_LOOSE = 32
 
 _T = TypeVar("_T")
+_BLANK_LINE = re.compile(r"\n\s*\n")
 
 
 class Filters(NamedTuple):
@@ -56,6 +69,22 @@ class Filters(NamedTuple):
 NO_FILTERS = Filters()
 
 
+def _pieces(body: str) -> list[str]:
+    """`body` cut at its blank lines into pieces of at most PASSAGE_CHARS (a longer
+    paragraph is a piece of its own)."""
+    out: list[str] = []
+    current = ""
+    for paragraph in _BLANK_LINE.split(body):
+        if current and len(current) + len(paragraph) > PASSAGE_CHARS:
+            out.append(current)
+            current = paragraph
+        else:
+            current = current + "\n\n" + paragraph if current else paragraph
+    if current:
+        out.append(current)
+    return out
+
+
 class QueryPath:
     """The search side of `index.Index`, which holds the postings and columns it reads
     (declared here; see `Index._reset`)."""
@@ -65,6 +94,8 @@ class QueryPath:
     date_boost: float
     time_word_weight: float
     prefix_weight: float
+    feedback_weight: float
+    passage_weight: float
     _ids: list[str | None] | IdsByNumber
     _number: dict[str, int] | NumbersById
     _boost: array
@@ -100,13 +131,20 @@ class QueryPath:
         filters: Filters = NO_FILTERS,
         now: datetime | None = None,
         max_postings: int | None = None,
+        refine: bool = False,
     ) -> list[Hit]:
         """Ranked hits for `query` among memories that pass `filters`.
 
         `now` is the query's date (default: the current time): the time words it
         names ("10 days ago", 上个月) are read against it (`timewords.read_time`).
         `max_postings` bounds the postings the search reads (`_within_postings`):
-        a hook's search, whatever the prompt and the folder's size.
+        a hook's search, whatever the prompt and the folder's size. With `refine`
+        (a person's or an agent's search: `sage-mem search`, `memory_search`,
+        through `MemoryStore.search`) the search looks twice: pseudo-relevance
+        feedback (`_feedback`) and a long memory's best passage
+        (`_best_passages`). A bounded search
+        never does (a hook's budget), nor the fused search's lexical side (its
+        semantic side reaches other words, and reads a long memory in pieces).
         """
         if limit <= 0:
             return []
@@ -139,16 +177,187 @@ class QueryPath:
             # The factors as an array when trust is all they are (numpy's path reads them so).
             trusts = None if dated is not None or self.half_life_days else (
                 self._boost if archived else self._shown)
-            raw = self._accumulate(weighted, offset + limit, passes, factor, bound, trusts)
-            if passes is None:
-                scores = dict(zip(raw, map(mul, raw.values(), map(factor, raw)), strict=True))
-            else:
-                scores = {key: value * factor(key) for key, value in raw.items() if passes(key)}
-            best = top(scores, offset + limit, self._ids)[offset:]
+            wanted = offset + limit
+
+            def ranked(weighted: list[Weighted], count: int) -> list[tuple[int, float]]:
+                raw = self._accumulate(weighted, count, passes, factor, bound, trusts)
+                if passes is None:
+                    scores = dict(zip(raw, map(mul, raw.values(), map(factor, raw)), strict=True))
+                else:
+                    scores = {key: value * factor(key) for key, value in raw.items()
+                              if passes(key)}
+                return top(scores, count, self._ids)
+
+            refines = refine and max_postings is None
+            count = max(wanted, FEEDBACK_MEMORIES, PASSAGE_DEPTH) if refines else wanted
+            best = ranked(weighted, count)
+            if refines and self.feedback_weight > 0 and len(best) >= FEEDBACK_MEMORIES:
+                best = self._feedback(best, count, weighted, telling, ranked)
+            if refines and self.passage_weight > 0 and len(best) > 1:
+                best = self._best_passages(best, telling, factor)
+            best = best[offset:wanted]
             matched = matched_shares([key for key, _ in best], weighted)
             return [self._hit(key, score, matched[key]) for key, score in best]
 
         return self._guarded(search)
+
+    def _feedback(
+        self,
+        best: list[tuple[int, float]],
+        wanted: int,
+        weighted: list[Weighted],
+        telling: tuple[list[str], list[str], Mapping[str, float]],
+        ranked: Callable[[list[Weighted], int], list[tuple[int, float]]],
+    ) -> list[tuple[int, float]]:
+        """The top `wanted` of `best` ranked again with pseudo-relevance feedback: general
+        words reach specific memories ("kitchen appliance" the memory of "a smoker") through
+        the words of the memories the query's own words found best.
+
+        The top FEEDBACK_MEMORIES hits' words (description and the first
+        FEEDBACK_CHARS of the body), each term by its share of the memory's
+        terms times the memory's score over the top one's, times its idf: the
+        FEEDBACK_TERMS most telling that the query does not hold (words, CJK
+        bigrams; no single CJK character) are asked for too, the first at
+        `feedback_weight`, the others in proportion (a relevance model, Lavrenko
+        & Croft 2001, as RM3 adds it to the query). The hits read keep their
+        places: their own words would only confirm them, and reordering them
+        cost MRR@10 on the dev sets; the rest are ranked by the query with its
+        feedback terms, each scored at most the one above it (so scores stay in
+        rank order), a memory holding only feedback terms too (a chat turn and
+        the persona fact it uses share few words: listing only memories that
+        hold a query word lost dulemon-utterance's gain). A query whose words
+        find fewer than FEEDBACK_MEMORIES memories reads none: one memory is
+        no topic to widen (a search for a unique word lists its memory alone).
+        Cost: tokenizing two bounded texts and a second search (docs/retrieval.md,
+        "the eighth pass").
+        """
+        head = best[:FEEDBACK_MEMORIES]
+        terms, pairs, loose = telling
+        known = set(terms).union(loose, pairs)
+        best_score = head[0][1]
+        if best_score <= 0:
+            return best
+        shares: dict[str, float] = {}
+        for number, score in head:
+            memory = self._memory(self._ids[number])  # type: ignore[arg-type]
+            found = tokenize(memory.description) + tokenize(memory.body[:FEEDBACK_CHARS])
+            if not found:
+                continue
+            share = score / best_score / len(found)
+            for term in found:
+                if term[0] != "~" and term not in known:
+                    shares[term] = shares.get(term, 0.0) + share
+        total = len(self._number)
+        telling_terms = sorted(
+            ((value * term_idf(df, total), term) for term, value in shares.items()
+             if (df := self._document_count(term)) > 0),
+            reverse=True)[:FEEDBACK_TERMS]
+        if not telling_terms:
+            return best
+        most = telling_terms[0][0]
+        added = self._query_weights(
+            [], [], {term: self.feedback_weight * value / most for value, term in telling_terms})
+        kept = {number for number, _ in head}
+        rest = [(number, score) for number, score in ranked(weighted + added, wanted + len(head))
+                if number not in kept]
+        out = list(head)
+        for number, score in rest[:wanted - len(head)]:
+            out.append((number, min(score, out[-1][1])))
+        return out
+
+    def _best_passages(
+        self,
+        best: list[tuple[int, float]],
+        telling: tuple[list[str], list[str], Mapping[str, float]],
+        factor: Callable[[int], float],
+    ) -> list[tuple[int, float]]:
+        """`best` with its top PASSAGE_DEPTH ranked again by their best passage too: a fact
+        said in one paragraph of a long memory about something else.
+
+        A memory whose body is longer than PASSAGE_CHARS is cut at its blank lines
+        into pieces of at most PASSAGE_CHARS (a longer paragraph is a piece of its
+        own; the body's first MAX_BODY_CHARS, as indexed); a piece scores the
+        query's terms and pairs it holds, each its query weight times idf times
+        its saturated count (tf / (K1 + tf)), times the memory's `factor` as its
+        whole score is (trust, the date a query names: without it the passage
+        halved the date's say, and relative rewrites on long memories lost 0.06
+        of R@5). Each of the top memories then scores
+        its whole score over the top one's plus `passage_weight` times its best
+        piece's over the best piece of all (a memory of one piece: its whole's
+        share again). Nothing changes when no top memory is longer than a piece.
+        Scores stay in the lexical units and in rank order (the top's at most the
+        top score; the rest at most the last reranked one's). Cost: tokenizing
+        the long memories among the top ten (docs/retrieval.md, "the eighth pass").
+        """
+        head = best[:PASSAGE_DEPTH]
+        bodies = {}
+        for number, _ in head:
+            body = self._memory(self._ids[number]).body  # type: ignore[arg-type]
+            if len(body) > PASSAGE_CHARS:
+                bodies[number] = body[:MAX_BODY_CHARS]
+        top_score = head[0][1]
+        if not bodies or top_score <= 0:
+            return best
+        weights = self._term_weights(*telling)
+        passages = {number: self._passage_score(body, weights) * factor(number)
+                    for number, body in bodies.items()}
+        best_passage = max(passages.values())
+        if best_passage <= 0:
+            return best
+        share = self.passage_weight
+        scored = []
+        for number, score in head:
+            whole = score / top_score
+            piece = passages[number] / best_passage if number in passages else whole
+            scored.append((number, (whole + share * piece) / (1 + share) * top_score))
+        scored.sort(key=lambda pair: -pair[1])  # stable: the first ranking on a tie
+        floor = scored[-1][1]
+        return scored + [(number, min(score, floor)) for number, score in best[PASSAGE_DEPTH:]]
+
+    def _passage_score(self, body: str, weights: Mapping[str, float]) -> float:
+        """The best score of `body`'s pieces (`_best_passages`) for terms `weights`."""
+        best = 0.0
+        for piece in _pieces(body):
+            found = tokenize(piece)
+            counts = Counter(found)
+            if self.scoring.pair_weight:
+                counts.update(word_pairs(found))
+            score = 0.0
+            for term, weight in weights.items():
+                tf = counts.get(term)
+                if tf:
+                    score += weight * tf / (K1 + tf)
+            best = max(best, score)
+        return best
+
+    def _term_weights(
+        self, terms: list[str], pairs: list[str], loose: Mapping[str, float]
+    ) -> dict[str, float]:
+        """Query weight times idf of each query term and pair some memory holds."""
+        total = len(self._number)
+        known = set(terms)
+        out = {}
+        for term in terms + [term for term in loose if term not in known] + pairs:
+            df = self._document_count(term)
+            if df > 0:
+                out[term] = self._query_factor(term, loose) * term_idf(df, total)
+        return out
+
+    def _query_factor(self, term: str, loose: Mapping[str, float]) -> float:
+        """A query term's weight before idf: a loose term's own, a pair's, a CJK unigram's, 1."""
+        if term in loose:
+            return loose[term]
+        if " " in term:
+            return self.scoring.pair_weight
+        if is_unigram(term):
+            return self.scoring.unigram_weight
+        return 1.0
+
+    def _document_count(self, term: str) -> int:
+        """How many live memories hold `term` (the cache's postings and those held)."""
+        count = 0 if self._backing is None else self._backing.count(term) - self._gone.get(term, 0)
+        mine = self._postings.get(term)
+        return count + (0 if mine is None else len(mine[0]))
 
     def _query_terms(
         self, text: str, time: TimeQuery | None = None
@@ -290,7 +499,6 @@ class QueryPath:
         `loose` (from `tokens.loose_terms`) adds terms, or sets the weight of one
         the query holds already.
         """
-        scoring = self.scoring
         total = len(self._number)
         backing, held, gone = self._backing, self._postings, self._gone
         loose = loose or {}
@@ -315,15 +523,7 @@ class QueryPath:
                 continue
             idf = term_idf(df, total)
             is_pair = " " in term
-            if term in loose:
-                factor = loose[term]
-            elif is_pair:
-                factor = scoring.pair_weight
-            elif is_unigram(term):
-                factor = scoring.unigram_weight
-            else:
-                factor = 1.0
-            weight = idf * factor
+            weight = idf * self._query_factor(term, loose)
             size = sum(len(part[0]) for part in parts)
             out.append(Weighted(parts, size, weight, idf, is_pair, weight * top))
         return out

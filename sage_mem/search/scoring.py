@@ -71,8 +71,11 @@ and pair weight 0.15-0.45, R@5 and MRR@10 stay within 0.03 of each other on
 either half; the constants above sit inside that plateau, not on its best
 corner. Without pairs, R@5 drops by about 0.02 on the check half. A coverage bonus
 (for matching more distinct query terms), unordered or wider pair windows,
-strict adjacency across stop words, pseudo-relevance feedback and typo
-correction were tried and left out: none helped both halves.
+strict adjacency across stop words and typo correction were tried and left
+out: none helped both halves. Pseudo-relevance feedback, left out then (every
+hit ranked again), is a person's or an agent's search now, its two hits read
+keeping their places (`QueryPath._feedback`), as is a long memory's best
+passage (`QueryPath._best_passages`): docs/retrieval.md, "the eighth pass".
 
 Length averages: avg_f is the mean length of field f over all memories,
 rounded to a 1/32-octave grid (a step of 2.2 %; a mean under 1 counts as 1).
@@ -129,6 +132,19 @@ AVERAGE_STEPS = 32
 DATE_BOOST = 0.75
 # What a relative time phrase's own words weigh once the phrase became a window.
 TIME_WORD_WEIGHT = 0.5
+# Pseudo-relevance feedback (`QueryPath._feedback`): the words of the top FEEDBACK_MEMORIES
+# hits (the first FEEDBACK_CHARS of each body) give the query FEEDBACK_TERMS more terms, the
+# most telling weighing FEEDBACK_WEIGHT; those hits keep their places, the rest are ranked again.
+FEEDBACK_MEMORIES = 2
+FEEDBACK_TERMS = 20
+FEEDBACK_WEIGHT = 0.2
+FEEDBACK_CHARS = 2_000
+# The best passage (`QueryPath._best_passages`): a memory whose body is longer than
+# PASSAGE_CHARS, among the top PASSAGE_DEPTH, is also scored by its best piece (paragraphs
+# packed to PASSAGE_CHARS), weighing PASSAGE_WEIGHT against its whole.
+PASSAGE_CHARS = 800
+PASSAGE_DEPTH = 10
+PASSAGE_WEIGHT = 1.0
 
 _K = TypeVar("_K")
 
