@@ -64,6 +64,7 @@ from . import api, audit, dreams, overview, settings
 from .links import LinkGraph
 from .listing import Listings
 from .live import ChangeFeed, watch_runs
+from .saved_graph import GRAPH_FILE, Saved
 from .security import Guard
 from .warm import Warmer
 
@@ -123,6 +124,9 @@ def create_app(
         warmed here: the page asks for it as it opens, for the badge, and it reads only what
         changed since the last launch.)"""
         generation = feed.generations["memories"]
+        # First the graph the last launch saved (a lookup then for a memory's page; its own
+        # whole graph otherwise comes after the summary, below).
+        app.state.graph.read_saved(store, generation)
         app.state.summary.get(several if several is not None else store, generation)
         # The open list asks for the summary first; the graph (for a memory's page) waits a
         # moment, so that on two busy cores it does not take the GIL from that answer.
@@ -155,6 +159,7 @@ def create_app(
         finally:
             remove()
             feed.close()
+            app.state.graph.save(store)  # for the next launch, as the graph is now
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
@@ -194,7 +199,8 @@ def create_app(
     listings = Listings()
     app.state.summary = api.FolderSummary(listings if several is None else Listings())
     app.state.ranked = api.RankedCache()
-    app.state.graph = LinkGraph(listings)
+    # Kept in the state folder between launches: a new process finds its graph made.
+    app.state.graph = LinkGraph(listings, Saved(lambda: store.folder.state_path(*GRAPH_FILE)))
     app.state.size = overview.FolderSize(listings)
     app.state.audit = audit.AuditState(listings)
     app.state.answering = audit.Answering()  # the audit waits while these are answered
