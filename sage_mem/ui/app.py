@@ -140,6 +140,7 @@ def create_app(
         warmer = Warmer(warm).start()
 
         def changed() -> None:
+            app.state.answering.expect()  # (before the event: the page asks at once)
             feed.bump("memories")
             warmer.poke()
 
