@@ -145,9 +145,10 @@ def measure(size: int, runs: int, work: Path, dream: bool = True) -> dict[str, A
 
     folder = make_folder(work / f"memory-{size}", size)
     out: dict[str, Any] = {"memories": size}
-    with MemoryStore(folder, watch=True) as store, UiServer(store, port=0).start() as server, \
+    # As `sage-mem ui` does: MEMORY.md follows a hand edit (`keep_catalog`).
+    with MemoryStore(folder, watch=True) as store, \
+            UiServer(store, port=0, keep_catalog=True).start() as server, \
             sync_playwright() as playwright:
-        store.follow_hand_edits()  # as `sage-mem ui` does: MEMORY.md follows a hand edit
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         context = browser.new_context(viewport={"width": 1280, "height": 860})
         context.add_init_script(PROBE)

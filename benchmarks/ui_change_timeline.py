@@ -69,9 +69,9 @@ def main() -> int:
     if not folder.exists():
         bench.make_folder(folder, args.size)
     rows = []
-    with MemoryStore(folder, watch=True) as store, UiServer(store, port=0).start() as server, \
+    with MemoryStore(folder, watch=True) as store, \
+            UiServer(store, port=0, keep_catalog=True).start() as server, \
             sync_playwright() as playwright:
-        store.follow_hand_edits()
         browser = playwright.chromium.launch(executable_path=bench.CHROMIUM, args=bench.ARGS)
         page = browser.new_context(viewport={"width": 1280, "height": 860}).new_page()
         page.goto(server.url)

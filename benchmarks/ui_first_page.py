@@ -62,7 +62,6 @@ def main() -> int:
     ids = sorted(p.stem for p in folder.glob("project_*.md"))
     with MemoryStore(folder, watch=True) as store:
         store.list()
-        store.follow_hand_edits()
         for n in range(args.runs):
             if args.fresh:
                 from sage_mem.ui import links
@@ -72,7 +71,7 @@ def main() -> int:
                     from sage_mem.ui.saved_graph import GRAPH_FILE
 
                     store.folder.state_path(*GRAPH_FILE).unlink(missing_ok=True)
-            with UiServer(store, port=0).start() as server:
+            with UiServer(store, port=0, keep_catalog=True).start() as server:
                 took: dict[str, float] = {}
                 cpu = time.process_time()
                 started = time.perf_counter()

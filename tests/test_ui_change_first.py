@@ -67,7 +67,7 @@ def test_a_change_on_disk_makes_the_pages_background_work_wait_for_the_list(
 ) -> None:
     monkeypatch.setattr(Answering, "EXPECT_SECONDS", 30.0)
     monkeypatch.setattr(Answering, "LONGEST_PAUSE", 30.0)
-    write_memory(memory_dir, "user_a", memory_file("About a", "text"))
+    write_memory(memory_dir, "user_a", memory_file("About a", "text", category="user"))
     with MemoryStore(memory_dir, watch=True) as store, UiServer(store, port=0).start() as server:
         state: Any = server.app.app.state
         client = Client(server)
@@ -84,3 +84,52 @@ def test_a_change_on_disk_makes_the_pages_background_work_wait_for_the_list(
         assert status == 200 and "user_b" in [m["id"] for m in body["results"]]
         waiting.join(5)
         assert not waiting.is_alive()
+
+
+def _bumped(state: Any, generation: int) -> None:
+    deadline = time.monotonic() + 20
+    while state.feed.generations["memories"] == generation:
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+
+
+def test_memory_md_follows_a_hand_edit_once_the_list_for_it_is_answered(
+    memory_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(Answering, "EXPECT_SECONDS", 30.0)
+    monkeypatch.setattr(Answering, "LONGEST_PAUSE", 30.0)
+    write_memory(memory_dir, "user_a", memory_file("About a", "text", category="user"))
+    with MemoryStore(memory_dir, watch=True) as store, \
+            UiServer(store, port=0, keep_catalog=True).start() as server:
+        store.regenerate_index()
+        state: Any = server.app.app.state
+        catalog = memory_dir / "MEMORY.md"
+        write_memory(memory_dir, "user_b", memory_file("Made by hand", "new", category="user"))
+        _bumped(state, 0)
+        time.sleep(0.5)
+        assert "user_b" not in catalog.read_text()  # behind the list the change is shown in
+        status, body, _ = Client(server).get("/api/memories?limit=10")
+        assert status == 200 and "user_b" in [m["id"] for m in body["results"]]
+        deadline = time.monotonic() + 20
+        while "user_b" not in catalog.read_text():
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+
+
+def test_an_audit_after_a_memory_made_by_hand_finds_it_in_memory_md(
+    memory_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(Answering, "EXPECT_SECONDS", 0.3)
+    write_memory(memory_dir, "user_a", memory_file("About a", "text", category="user"))
+    with MemoryStore(memory_dir, watch=True) as store, \
+            UiServer(store, port=0, keep_catalog=True).start() as server:
+        store.regenerate_index()
+        state: Any = server.app.app.state
+        client = Client(server)
+        assert client.get("/api/audit")[0] == 200
+        write_memory(memory_dir, "user_b", memory_file("Made by hand", "new", category="user"))
+        _bumped(state, 0)
+        status, body, _ = client.get("/api/audit")  # (no list asked for: the badge's alone)
+        assert status == 200
+        assert not [f for f in body["findings"] if f["check"] == "missing-from-index"], body
+        assert "user_b" in (memory_dir / "MEMORY.md").read_text()

@@ -61,6 +61,7 @@ from ..errors import (
 )
 from ..store import MemoryStore
 from . import api, audit, dreams, overview, settings
+from .catalog import Catalog
 from .links import LinkGraph
 from .listing import Listings
 from .live import ChangeFeed, watch_runs
@@ -111,11 +112,13 @@ def create_app(
     port: Callable[[], int | None],
     feed: ChangeFeed | None = None,
     folders: Folders | None = None,
+    keep_catalog: bool = False,
 ) -> Guard:
     """The whole app behind its guard; `port` tells the guard which Host to accept.
 
     `folders` (several, `store` the personal one): the list and the search read them all
-    (`api.py`), and a change in any of them is a change the page hears of."""
+    (`api.py`), and a change in any of them is a change the page hears of. `keep_catalog`:
+    `MEMORY.md` follows a hand edit of the memories (`catalog.py`), as `sage-mem ui` asks."""
     feed = feed or ChangeFeed()
     several = folders if folders is not None and folders.several else None
 
@@ -128,6 +131,8 @@ def create_app(
         # whole graph otherwise comes after the summary, below).
         app.state.graph.read_saved(store, generation)
         app.state.summary.get(several if several is not None else store, generation)
+        # MEMORY.md once the list's request for the change is answered.
+        app.state.catalog.bring_in_line(generation, app.state.answering.pause)
         # The open list asks for the summary first; the graph (for a memory's page) waits a
         # moment, so that on two busy cores it does not take the GIL from that answer.
         if generation:  # after a change (at start-up nothing else is waiting)
@@ -205,4 +210,5 @@ def create_app(
     app.state.size = overview.FolderSize(listings)
     app.state.audit = audit.AuditState(listings)
     app.state.answering = audit.Answering()  # the audit waits while these are answered
+    app.state.catalog = Catalog(store, keep_catalog)
     return Guard(app, token=token, port=port)

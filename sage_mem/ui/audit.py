@@ -253,7 +253,11 @@ async def audit_findings(request: Request) -> JSONResponse:
     fresh = request.query_params.get("fresh") == "1"
     if request.query_params.get("known") == "1":
         return JSONResponse(state.audit.known(store, state.feed.generations["memories"]))
-    return JSONResponse(await run_in_threadpool(
-        lambda: state.audit.get(store, state.feed.generations["memories"], fresh=fresh,
-                                pause=state.answering.pause)
-    ))
+
+    def run() -> dict[str, Any]:
+        generation = state.feed.generations["memories"]
+        # MEMORY.md first (the audit checks it), once the list for the change is answered.
+        state.catalog.bring_in_line(generation, state.answering.pause)
+        return state.audit.get(store, generation, fresh=fresh, pause=state.answering.pause)
+
+    return JSONResponse(await run_in_threadpool(run))
