@@ -392,7 +392,7 @@ def measure_dream(page: Any, server: Any) -> dict[str, Any]:
     page.wait_for_function("() => /so far/.test(document.getElementById('dream-progress')"
                            "?.textContent || '')", polling=50, timeout=600_000)
     progress = (time.perf_counter() - started) * 1000
-    page.wait_for_selector("#run-changes, #run-title", timeout=900_000)
+    page.wait_for_selector("#run-changes, #run-title", timeout=3_600_000)
     run_seconds = time.perf_counter() - started
     run_id = page.evaluate("() => decodeURIComponent(location.hash.replace('#/runs/', ''))")
     shown = _timed_view(page, "#/runs", "#runs tbody tr")
