@@ -398,6 +398,7 @@ def measure_dream(page: Any, server: Any) -> dict[str, Any]:
     shown = _timed_view(page, "#/runs", "#runs tbody tr")
     page_ms = _timed_view(page, f"#/runs/{run_id}", "#run-changes details.change, #run-title")
     # Narrowed to one kind (the last the menu offers): until the list holds only that kind.
+    page.wait_for_selector("#run-changes details.change", timeout=600_000)
     filtered = page.evaluate("""() => new Promise((done) => {
         const select = document.getElementById('change-kind');
         if (!select || select.options.length < 2) { done(null); return; }
