@@ -69,9 +69,16 @@ def main() -> int:
     if not folder.exists():
         bench.make_folder(folder, args.size)
     rows = []
+    import inspect
+
+    # As `sage-mem ui` does: MEMORY.md follows a hand edit (before `keep_catalog`, the
+    # watcher's `follow_hand_edits`: so that the commit before can be timed by the same script).
+    catalog = "keep_catalog" in inspect.signature(UiServer).parameters
     with MemoryStore(folder, watch=True) as store, \
-            UiServer(store, port=0, keep_catalog=True).start() as server, \
-            sync_playwright() as playwright:
+            UiServer(store, port=0, **({"keep_catalog": True} if catalog else {})).start() \
+            as server, sync_playwright() as playwright:
+        if not catalog:
+            store.follow_hand_edits()
         browser = playwright.chromium.launch(executable_path=bench.CHROMIUM, args=bench.ARGS)
         page = browser.new_context(viewport={"width": 1280, "height": 860}).new_page()
         page.goto(server.url)
