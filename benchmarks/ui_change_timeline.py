@@ -30,6 +30,9 @@ def main() -> int:
     parser.add_argument("--size", type=int, default=20000)
     parser.add_argument("--changes", type=int, default=15)
     parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "sage-mem-bench")
+    parser.add_argument("--settle", type=float, default=8.0,
+                        help="seconds between the page's load and the first save (0: the saves "
+                             "come while the launch's own audit and graph are being made)")
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT / "benchmarks"))
     sys.path.insert(0, str(ROOT))
@@ -58,19 +61,29 @@ def main() -> int:
     wrap(MemoryStore, "regenerate_index", "MEMORY.md")
     wrap(live.ChangeFeed, "bump", "event")
     wrap(api, "list_memories", "list")
+    from sage_mem.ui import audit
+
+    wrap(audit.AuditState, "get", "audit")
 
     folder = args.work / f"memory-{args.size}"
     if not folder.exists():
         bench.make_folder(folder, args.size)
     rows = []
-    with MemoryStore(folder, watch=True) as store, UiServer(store, port=0).start() as server, \
-            sync_playwright() as playwright:
-        store.follow_hand_edits()
+    import inspect
+
+    # As `sage-mem ui` does: MEMORY.md follows a hand edit (before `keep_catalog`, the
+    # watcher's `follow_hand_edits`: so that the commit before can be timed by the same script).
+    catalog = "keep_catalog" in inspect.signature(UiServer).parameters
+    with MemoryStore(folder, watch=True) as store, \
+            UiServer(store, port=0, **({"keep_catalog": True} if catalog else {})).start() \
+            as server, sync_playwright() as playwright:
+        if not catalog:
+            store.follow_hand_edits()
         browser = playwright.chromium.launch(executable_path=bench.CHROMIUM, args=bench.ARGS)
         page = browser.new_context(viewport={"width": 1280, "height": 860}).new_page()
         page.goto(server.url)
         page.wait_for_selector("#results li.result")
-        time.sleep(8)  # the launch's audit and graph
+        time.sleep(args.settle)  # the launch's audit and graph (by default)
         paths = sorted(folder.glob("user_*.md"))
         for n in range(args.changes):
             path = paths[(n * 37 + 5) % len(paths)]

@@ -8,7 +8,9 @@ at once as it opens (the list, the footer, the audit for the badge), and asks fo
 page as soon as the list is answered: the wall-clock time of that page, of the list, and the
 server's CPU for the whole run. The link graph is kept with the open store, so a launch after
 the first finds it made; `--fresh` forgets it before each launch, as a new process starts
-without it. Say the load (`uptime`) with the figures.
+without it (it then reads the one the last launch saved in the state folder); `--unsaved`
+also deletes that file, as at the very first launch on a folder. Say the load (`uptime`)
+with the figures.
 """
 
 from __future__ import annotations
@@ -45,6 +47,8 @@ def main() -> int:
     parser.add_argument("--fresh", action="store_true",
                         help="forget the link graph kept with the open store before each launch, "
                              "as a new `sage-mem ui` process starts without it")
+    parser.add_argument("--unsaved", action="store_true",
+                        help="with --fresh: delete the graph saved in the state folder too")
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from ui import make_folder
@@ -58,13 +62,16 @@ def main() -> int:
     ids = sorted(p.stem for p in folder.glob("project_*.md"))
     with MemoryStore(folder, watch=True) as store:
         store.list()
-        store.follow_hand_edits()
         for n in range(args.runs):
             if args.fresh:
                 from sage_mem.ui import links
 
                 getattr(links, "_KEPT", {}).pop(store, None)
-            with UiServer(store, port=0).start() as server:
+                if args.unsaved:
+                    from sage_mem.ui.saved_graph import GRAPH_FILE
+
+                    store.folder.state_path(*GRAPH_FILE).unlink(missing_ok=True)
+            with UiServer(store, port=0, keep_catalog=True).start() as server:
                 took: dict[str, float] = {}
                 cpu = time.process_time()
                 started = time.perf_counter()

@@ -99,11 +99,12 @@ def test_a_file_the_index_holds_in_another_version_is_read_again(
 ) -> None:
     a_launch(store)
     cache = store.folder.state_path(*AUDIT_CACHE)
-    data = json.loads(cache.read_text())
-    for entry in data["files"]:
-        if entry[0] == "user_links.md":
-            entry[3] = "0" * 64  # the saved results were of another version than the index's
-    cache.write_text(json.dumps(data))
+    parts = [json.loads(line) for line in cache.read_text().split("\n")]
+    for part in parts:
+        for entry in part.get("files", ()):
+            if entry[0] == "user_links.md":
+                entry[3] = "0" * 64  # the saved results were of another version than the index's
+    cache.write_text("\n".join(json.dumps(part) for part in parts))
     read = files_read(monkeypatch)
     a_launch(store)
     assert sorted(read) == ["MEMORY.md", "user_links.md"]
@@ -216,3 +217,37 @@ def test_the_audit_waits_between_files_while_a_persons_request_is_answered(
     assert log[0] == "answered" and log.count("file") > 1  # none read before, all after
     found = [{k: v for k, v in f.items() if k != "id"} for f in result[0]["findings"]]
     assert found == audit(store).to_dict()["findings"]
+
+
+def test_the_cache_is_read_and_written_a_few_hundred_files_at_a_time(
+    store: MemoryStore, memory_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One JSON call over the results of 50,000 files held the interpreter for up to two seconds
+    at a launch, a change on disk waiting behind it: a line of JSON per SAVE_LINE files."""
+    from sage_mem.checks import audit as audit_module
+
+    monkeypatch.setattr(audit_module, "SAVE_LINE", 2)
+    first = a_launch(store)
+    cache = store.folder.state_path(*AUDIT_CACHE)
+    lines = cache.read_text().split("\n")
+    parts = [json.loads(line) for line in lines]
+    assert parts[0]["version"] == audit_module.CACHE_VERSION and len(parts) > 4
+    assert all(len(part.get("files", part.get("links", {}))) <= 2 for part in parts[1:])
+    read = files_read(monkeypatch)
+    assert a_launch(store) == first
+    assert sorted(read) == ["MEMORY.md"]  # every other file's results taken from the cache
+
+
+def test_a_cache_saved_as_one_document_before_is_still_read(
+    store: MemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = a_launch(store)
+    cache = store.folder.state_path(*AUDIT_CACHE)
+    parts = [json.loads(line) for line in cache.read_text().split("\n")]
+    files = [entry for part in parts for entry in part.get("files", ())]
+    links = {rel: found for part in parts for rel, found in part.get("links", {}).items()}
+    cache.write_text(json.dumps({"version": 1, "files": files,
+                                 "links": {"against": parts[0]["against"], "files": links}}))
+    read = files_read(monkeypatch)
+    assert a_launch(store) == first
+    assert sorted(read) == ["MEMORY.md"]

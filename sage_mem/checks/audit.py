@@ -296,7 +296,8 @@ def audit_folder(
 
 
 _Kept = tuple[Any, list["Finding"], list["_Body"], list[Memory]]
-CACHE_VERSION = 1
+CACHE_VERSION = 2  # 2: a line of JSON per SAVE_LINE files (1: one document)
+SAVE_LINE = 500
 
 
 class FileResults:
@@ -542,28 +543,45 @@ class FileResults:
         links = {rel: [list(signature), [[f.check, f.path, f.message, f.line, f.severity]
                                          for f in findings]]
                  for rel, (signature, findings) in self._links.items() if signature is not None}
-        data = {"version": CACHE_VERSION, "files": files,
-                "links": {"against": self._linked_against, "files": links}}
+        # One line of JSON per SAVE_LINE entries: made (and read) a line at a time, so that the
+        # interpreter goes to other threads between two (one call over the whole of 50,000
+        # memories held it for 0.2-2 s, a change on disk waiting behind it).
+        lines = [json.dumps({"version": CACHE_VERSION, "against": self._linked_against})]
+        for at in range(0, len(files), SAVE_LINE):
+            lines.append(json.dumps({"files": files[at:at + SAVE_LINE]}, ensure_ascii=False))
+        linked = list(links.items())
+        for at in range(0, len(linked), SAVE_LINE):
+            lines.append(json.dumps({"links": dict(linked[at:at + SAVE_LINE])},
+                                    ensure_ascii=False))
         try:
             make_private_dirs(self._path.parent)
-            atomic_write(self._path, json.dumps(data, ensure_ascii=False).encode("utf-8"),
-                         durable=False)
+            atomic_write(self._path, "\n".join(lines).encode("utf-8"), durable=False)
         except OSError:
             return  # a cache: the next audit reads the files again
         self._changed = False
 
     def _load(self, path: Path) -> None:
+        from ..search.building import gc_paused
+
         try:
-            data = json.loads(path.read_bytes())
-            if data.get("version") != CACHE_VERSION:
-                return
-            for rel, archived, signature, sha, first_line, findings, has_memory in data["files"]:
-                self._saved[(rel, bool(archived))] = [signature, sha, first_line, findings,
-                                                      has_memory]
-            self._saved_against = data["links"]["against"]
-            self._saved_links = {rel: (signature, findings)
-                                 for rel, (signature, findings) in data["links"]["files"].items()}
-        except (OSError, ValueError, TypeError, KeyError, AttributeError):
+            with gc_paused():  # (hundreds of thousands of lists, none garbage)
+                lines = iter(path.read_bytes().split(b"\n"))
+                head = json.loads(next(lines))
+                parts: Iterable[Any] = (json.loads(line) for line in lines)
+                if head.get("version") == 1:  # one document (before 2026-12): still read
+                    parts = [{"files": head["files"], "links": head["links"]["files"]}]
+                    head = {"version": CACHE_VERSION, "against": head["links"]["against"]}
+                if head.get("version") != CACHE_VERSION:
+                    return
+                self._saved_against = head["against"]
+                for part in parts:
+                    for rel, archived, signature, sha, first_line, findings, has_memory in \
+                            part.get("files", ()):
+                        self._saved[(rel, bool(archived))] = [signature, sha, first_line,
+                                                              findings, has_memory]
+                    for rel, (signature, findings) in part.get("links", {}).items():
+                        self._saved_links[rel] = (signature, findings)
+        except (OSError, ValueError, TypeError, KeyError, AttributeError, StopIteration):
             # Unreadable or of another shape: every file is read again.
             self._saved.clear()
             self._saved_links = {}

@@ -61,9 +61,11 @@ from ..errors import (
 )
 from ..store import MemoryStore
 from . import api, audit, dreams, overview, settings
+from .catalog import Catalog
 from .links import LinkGraph
 from .listing import Listings
 from .live import ChangeFeed, watch_runs
+from .saved_graph import GRAPH_FILE, Saved
 from .security import Guard
 from .warm import Warmer
 
@@ -110,11 +112,13 @@ def create_app(
     port: Callable[[], int | None],
     feed: ChangeFeed | None = None,
     folders: Folders | None = None,
+    keep_catalog: bool = False,
 ) -> Guard:
     """The whole app behind its guard; `port` tells the guard which Host to accept.
 
     `folders` (several, `store` the personal one): the list and the search read them all
-    (`api.py`), and a change in any of them is a change the page hears of."""
+    (`api.py`), and a change in any of them is a change the page hears of. `keep_catalog`:
+    `MEMORY.md` follows a hand edit of the memories (`catalog.py`), as `sage-mem ui` asks."""
     feed = feed or ChangeFeed()
     several = folders if folders is not None and folders.several else None
 
@@ -123,7 +127,12 @@ def create_app(
         warmed here: the page asks for it as it opens, for the badge, and it reads only what
         changed since the last launch.)"""
         generation = feed.generations["memories"]
+        # First the graph the last launch saved (a lookup then for a memory's page; its own
+        # whole graph otherwise comes after the summary, below).
+        app.state.graph.read_saved(store, generation)
         app.state.summary.get(several if several is not None else store, generation)
+        # MEMORY.md once the list's request for the change is answered.
+        app.state.catalog.bring_in_line(generation, app.state.answering.pause)
         # The open list asks for the summary first; the graph (for a memory's page) waits a
         # moment, so that on two busy cores it does not take the GIL from that answer.
         if generation:  # after a change (at start-up nothing else is waiting)
@@ -136,6 +145,7 @@ def create_app(
         warmer = Warmer(warm).start()
 
         def changed() -> None:
+            app.state.answering.expect()  # (before the event: the page asks at once)
             feed.bump("memories")
             warmer.poke()
 
@@ -155,6 +165,7 @@ def create_app(
         finally:
             remove()
             feed.close()
+            app.state.graph.save(store)  # for the next launch, as the graph is now
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
@@ -194,8 +205,10 @@ def create_app(
     listings = Listings()
     app.state.summary = api.FolderSummary(listings if several is None else Listings())
     app.state.ranked = api.RankedCache()
-    app.state.graph = LinkGraph(listings)
+    # Kept in the state folder between launches: a new process finds its graph made.
+    app.state.graph = LinkGraph(listings, Saved(lambda: store.folder.state_path(*GRAPH_FILE)))
     app.state.size = overview.FolderSize(listings)
     app.state.audit = audit.AuditState(listings)
     app.state.answering = audit.Answering()  # the audit waits while these are answered
+    app.state.catalog = Catalog(store, keep_catalog)
     return Guard(app, token=token, port=port)

@@ -29,13 +29,19 @@ from .listing import Listing, Listings, differ
 
 class Answering:
     """The requests a person is waiting for (the list, a search, a memory's page) being answered
-    now. The audit (seconds, a minute at 50,000 memories, in the same interpreter) waits between
-    two files while there are any, up to LONGEST_PAUSE at a time so that it always ends."""
+    now, or on their way after a change on disk (`expect`). The audit (seconds, a minute at
+    50,000 memories, in the same interpreter), the graph and the footer made ahead of time wait
+    between two files (or memories) while there are any, up to LONGEST_PAUSE at a time so that
+    they always end."""
 
     LONGEST_PAUSE = 0.5
+    # After a change is heard, how long background work waits for the page's request for it
+    # (the event goes through the browser, which asks for the list again) when none comes.
+    EXPECT_SECONDS = 1.0
 
     def __init__(self) -> None:
         self._count = 0
+        self._expected = 0.0  # until when a request is on its way (time.monotonic)
         self._idle = threading.Condition()
 
     @contextlib.contextmanager
@@ -48,13 +54,29 @@ class Answering:
             with self._idle:
                 self._count -= 1
                 if not self._count:
+                    self._expected = 0.0  # (what a change asked for is answered)
                     self._idle.notify_all()
 
+    def expect(self) -> None:
+        """A change on disk was heard: the page's request for it is on its way. From now (the
+        store's `MEMORY.md`, the event through the browser are the change's way to the list
+        too, and at 50,000 memories a launch's audit beside them doubled it) until it is
+        answered, or EXPECT_SECONDS."""
+        with self._idle:
+            self._expected = time.monotonic() + self.EXPECT_SECONDS
+
     def pause(self) -> None:
-        if not self._count:  # (read without the lock: the common case costs nothing)
+        if not self._count and not self._expected:  # (no lock: the common case costs nothing)
             return
         with self._idle:
-            self._idle.wait_for(lambda: not self._count, timeout=self.LONGEST_PAUSE)
+            until = time.monotonic() + self.LONGEST_PAUSE
+            while True:
+                now = time.monotonic()
+                if self._expected and self._expected <= now:
+                    self._expected = 0.0
+                if not (self._count or self._expected) or now >= until:
+                    return
+                self._idle.wait(min(until, self._expected if not self._count else until) - now)
 
 
 AUDIT_CACHE = ("ui", "audit-cache.json")  # in the state folder, never the memory folder
@@ -231,7 +253,11 @@ async def audit_findings(request: Request) -> JSONResponse:
     fresh = request.query_params.get("fresh") == "1"
     if request.query_params.get("known") == "1":
         return JSONResponse(state.audit.known(store, state.feed.generations["memories"]))
-    return JSONResponse(await run_in_threadpool(
-        lambda: state.audit.get(store, state.feed.generations["memories"], fresh=fresh,
-                                pause=state.answering.pause)
-    ))
+
+    def run() -> dict[str, Any]:
+        generation = state.feed.generations["memories"]
+        # MEMORY.md first (the audit checks it), once the list for the change is answered.
+        state.catalog.bring_in_line(generation, state.answering.pause)
+        return state.audit.get(store, generation, fresh=fresh, pause=state.answering.pause)
+
+    return JSONResponse(await run_in_threadpool(run))

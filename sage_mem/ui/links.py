@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import posixpath
 import threading
+import time
 import unicodedata
 import weakref
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from ..disk.folder import ARCHIVE_DIR
 from ..memory.links import Ids, markdown_candidates, markdown_target, wiki_candidates, wiki_target
@@ -255,16 +256,34 @@ def _resolver(live: Iterable[Memory], archived: Iterable[Memory]) -> Resolver:
     return Resolver((m.id for m in live), (m.id[len(ARCHIVE_DIR) + 1:] for m in archived))
 
 
+class Saved(Protocol):
+    """Where a graph is kept between processes (`saved_graph.Saved`: the state folder)."""
+
+    def load(self, listing: Listing,
+             resolver: Callable[[], Resolver]) -> tuple[Graph, bool] | None: ...
+
+    def save(self, graph: Graph, listing: Listing) -> None: ...
+
+
+SAVE_EVERY_SECONDS = 300.0  # a graph updated after changes is saved again at most this often
+READ_SAVED_WAIT_SECONDS = 2.0  # a memory's page waits at most this for the saved graph's read
+
+
 class _Kept:
     """One store's link graph and resolver, kept as long as the store (and its index) is open:
     a new launch of the page on an open store (`UiServer`) finds the graph made, and after a
-    change updates it (`updated_graph`) instead of making it again."""
+    change updates it (`updated_graph`) instead of making it again. A new process finds the
+    one its last launch saved (`Saved`), once, and brings it up to date the same way."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.cached: tuple[Graph, Listing] | None = None
         self.resolving = threading.Lock()
         self.resolver: tuple[Listing, Resolver] | None = None
+        self.looked_for_saved = False
+        self.saved_looked_at = threading.Event()  # set once the saved graph was read (or not)
+        self.saved: Graph | None = None  # the graph last saved (or read), and when
+        self.saved_at = 0.0
 
 
 _KEPT: weakref.WeakKeyDictionary[Any, _Kept] = weakref.WeakKeyDictionary()
@@ -285,9 +304,10 @@ class LinkGraph:
     (`updated_graph`); remade when many changed (a pull, a dream run). The graph is kept with
     the store (`_Kept`), not with this page: a listing of the same memories finds it made."""
 
-    def __init__(self, listings: Listings | None = None) -> None:
+    def __init__(self, listings: Listings | None = None, saved: Saved | None = None) -> None:
         self._listings = listings or Listings()
         self._ready: tuple[int, Graph] | None = None  # this page's generation and its graph
+        self._saved = saved
 
     def resolver(self, listing: Listing, store: Any = None) -> Resolver:
         """A resolver over the ids of `listing` (the last one made, when they are the same)."""
@@ -313,13 +333,59 @@ class LinkGraph:
         kept = _kept(store)
         with kept.lock:
             listing = self._listings.get(store, generation)
-            graph = self._kept_graph(kept, listing)
+            graph = self._kept_graph(kept, listing) or self._saved_graph(kept, listing, store)
             if graph is None:
                 graph = build_graph(list(listing.live.values()), list(listing.archived.values()),
                                     self.resolver(listing, store), pause)
                 kept.cached = (graph, listing)
             self._ready = (generation, graph)
+        self._save(kept, force=False)
+        return graph
+
+    def _saved_graph(self, kept: _Kept, listing: Listing, store: Any) -> Graph | None:
+        """(Under `kept.lock`.) The graph the last process saved, brought to `listing`: looked
+        for once, when this process has none."""
+        if self._saved is None or kept.cached is not None or kept.looked_for_saved:
+            return None
+        kept.looked_for_saved = True
+        try:
+            found = self._saved.load(listing, lambda: self.resolver(listing, store))
+            if found is None:
+                return None
+            graph, as_saved = found
+            kept.cached = (graph, listing)
+            if as_saved:
+                kept.saved, kept.saved_at = graph, time.monotonic()
+            self._ready = (listing.generation, graph)
             return graph
+        finally:
+            kept.saved_looked_at.set()  # (after `_ready`: a page waiting for it finds it)
+
+    def _save(self, kept: _Kept, *, force: bool) -> None:
+        """Keep the graph for the next process: when it was made whole, at most every
+        SAVE_EVERY_SECONDS after changes, and (`force`) as the page stops."""
+        cached = kept.cached
+        if self._saved is None or cached is None or cached[0] is kept.saved:
+            return
+        now = time.monotonic()
+        if not force and kept.saved is not None and now - kept.saved_at < SAVE_EVERY_SECONDS:
+            return
+        kept.saved, kept.saved_at = cached[0], now
+        self._saved.save(*cached)  # (a graph is never changed once made: no lock needed)
+
+    def read_saved(self, store: MemoryStore, generation: int) -> None:
+        """At start-up, before anything else: the graph the last process saved, brought up to
+        date (a tenth of a second at 20,000 memories), so that the first memory's page finds
+        it made. Never a whole graph: that is `get`'s, made while nobody waits."""
+        kept = _kept(store)
+        if kept.cached is not None or kept.looked_for_saved or self._saved is None:
+            return
+        with kept.lock:
+            self._saved_graph(kept, self._listings.get(store, generation), store)
+
+    def save(self, store: Any) -> None:
+        """As the page stops: the graph as it is now, for the next launch."""
+        self._save(_kept(store), force=True)
 
     @staticmethod
     def _kept_graph(kept: _Kept, listing: Listing) -> Graph | None:
@@ -357,9 +423,15 @@ class LinkGraph:
             return graph
         listing = self._listings.get(store, generation)
         kept = _kept(store)
+        if kept.looked_for_saved:  # (a saved graph being read: soon done, and then a lookup)
+            kept.saved_looked_at.wait(READ_SAVED_WAIT_SECONDS)
+            graph = self.ready(generation)
+            if graph is not None:
+                return graph
         if kept.lock.acquire(blocking=False):  # (never behind a whole graph being made)
             try:
-                graph = self._kept_graph(kept, listing)
+                graph = self._kept_graph(kept, listing) or \
+                    self._saved_graph(kept, listing, store)
             finally:
                 kept.lock.release()
             if graph is not None:

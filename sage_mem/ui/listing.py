@@ -18,6 +18,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any
 
 from ..memory.value import Memory
@@ -33,17 +34,25 @@ class Listing:
     archived: dict[str, Memory]
 
 
-def _list(source: Any) -> tuple[list[Memory], list[Memory]]:
+_ID = attrgetter("id")
+_ARCHIVED = attrgetter("archived")
+
+
+def _list(source: Any) -> tuple[dict[str, Memory], dict[str, Memory]]:
     index = getattr(source, "index", None)
     if index is not None:
         # One pass over the index, a tenth of `store.list()`'s cost, whose filtering asks the
         # index's id table for each memory in turn; in no order (no view needs one: each sorts
         # what it shows), which spares a sort of every id after each change.
+        # In C loops (map, filter): 50,000 memories after each change.
         everything = index.memories(ordered=False)
-        return ([m for m in everything if not m.archived],
-                [m for m in everything if m.archived])
-    live = source.list()  # several folders (`Folders`): each folder's, ids qualified
-    return live, [m for m in source.list(archived=True) if m.archived]
+        live = dict(zip(map(_ID, everything), everything, strict=True))
+        archived = {m.id: m for m in filter(_ARCHIVED, everything)}
+        for memory_id in archived:
+            del live[memory_id]
+        return live, archived
+    return ({m.id: m for m in source.list()},  # several folders (`Folders`): ids qualified
+            {m.id: m for m in source.list(archived=True) if m.archived})
 
 
 class Listings:
@@ -58,8 +67,7 @@ class Listings:
             if self._cached is not None and self._cached.generation == generation:
                 return self._cached
             live, archived = _list(source)
-            self._cached = Listing(generation, {m.id: m for m in live},
-                                   {m.id: m for m in archived})
+            self._cached = Listing(generation, live, archived)
             return self._cached
 
 
@@ -83,13 +91,17 @@ class Difference:
 
 def differ(before: Mapping[str, Memory], after: Mapping[str, Memory]) -> Difference:
     """The ids new in `after`, gone from it, and of another version in it."""
+    # The identity test first, in one comprehension: at 50,000 memories after each change,
+    # where a call of `same` for each was most of the time.
+    get = before.get
+    differing = [memory_id for memory_id, memory in after.items() if get(memory_id) is not memory]
     added: list[str] = []
     changed: list[str] = []
-    for memory_id, memory in after.items():
+    for memory_id in differing:
         old = before.get(memory_id)
         if old is None:
             added.append(memory_id)
-        elif not same(old, memory):
+        elif not same(old, after[memory_id]):
             changed.append(memory_id)
     removed = [] if len(before) + len(added) == len(after) else [
         memory_id for memory_id in before if memory_id not in after]

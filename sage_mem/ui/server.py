@@ -64,7 +64,7 @@ class UiServer:
     """The web UI for one store: bound at construction, served by `serve()` or `start()`."""
 
     def __init__(self, store: MemoryStore, *, port: int | None = None,
-                 folders: Folders | None = None) -> None:
+                 folders: Folders | None = None, keep_catalog: bool = False) -> None:
         import uvicorn
 
         self.store = store
@@ -75,7 +75,7 @@ class UiServer:
         self.moved = port is None and self.port != DEFAULT_PORT
         self.feed = ChangeFeed()
         self.app = create_app(store, token=self.token, port=lambda: self.port, feed=self.feed,
-                              folders=folders)
+                              folders=folders, keep_catalog=keep_catalog)
         config = uvicorn.Config(
             self.app, log_level="warning", access_log=False, lifespan="on", ws="none",
             http="h11", loop="asyncio", timeout_graceful_shutdown=2,
@@ -151,7 +151,6 @@ def run_ui(
 
     with MemoryStore(folder, watch=True, poll=poll) as store:
         hooks = listen_for_hooks(store)  # the folder's hooks answered from this live index
-        store.follow_hand_edits()  # a memory made by hand meanwhile is listed in MEMORY.md
         # With the semantic extra: vectors made in the background, progress on stderr.
         store.keep_vectors(lambda line: print(f"sage-mem ui: {line}", file=sys.stderr, flush=True))
         specs = folders_for([str(store.root), *shared])
@@ -161,7 +160,9 @@ def run_ui(
         if folders is not None:  # the shared folders' vectors too, with the semantic extra
             folders.keep_vectors(lambda line: print(f"sage-mem ui: {line}", file=sys.stderr,
                                                     flush=True))
-        server = UiServer(store, port=port, folders=folders)
+        # A memory made by hand meanwhile is listed in MEMORY.md: by the page, once the list
+        # shows the change (`catalog.py`), not by the watcher before it.
+        server = UiServer(store, port=port, folders=folders, keep_catalog=True)
         if server.moved:
             out.write(f"sage-mem ui: port {DEFAULT_PORT} is taken (another sage-mem ui, or "
                       f"another program), so this page is on port {server.port}\n")

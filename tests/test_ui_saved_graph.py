@@ -1,0 +1,156 @@
+"""The link graph kept in the state folder between launches (issue 30, item 2 in a new process):
+a new `sage-mem ui` finds the graph its last launch saved, resolves again only the links of the
+memories that changed while it was closed (and of those naming one that came or went), and
+never shows a stale link or backlink; a file it cannot trust is made again."""
+
+from __future__ import annotations
+
+import time
+import urllib.parse
+from pathlib import Path
+from typing import Any
+
+import pytest
+from support import write_memory
+from test_ui import Client, memory_file
+from test_ui_memory_page_first import tricky_folder
+
+from sage_mem.store import MemoryStore
+from sage_mem.ui import UiServer, api, links
+from sage_mem.ui.links import build_graph
+from sage_mem.ui.saved_graph import GRAPH_FILE
+
+PAGES = ["project_b", "user_a", "gone", "reference_笔记", "notes/c", "项目", "archive/old_one"]
+
+
+def _page(memory_id: str) -> str:
+    return "/api/memory?id=" + urllib.parse.quote(memory_id)
+
+
+def _whole_pages(store: MemoryStore) -> dict[str, Any]:
+    whole = build_graph(store.list(), [m for m in store.list(archived=True) if m.archived])
+    return {memory_id: api.memory_page(store, memory_id, whole) for memory_id in PAGES}
+
+
+def _launch_and_close(folder: Path) -> None:
+    """One launch of the page that made its graph, then stopped (as Ctrl-C stops it)."""
+    with MemoryStore(folder, watch=True) as store, UiServer(store, port=0).start() as server:
+        state: Any = server.app.app.state
+        state.graph.get(store, state.feed.generations["memories"])
+
+
+def _wait_for(predicate: Any, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+
+
+class _Counted:
+    """Which memories' links are resolved, and how many whole graphs are made."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.resolved: list[str] = []
+        self.made: list[int] = []
+        original_links, original_build = links.Resolver.links_of, links.build_graph
+
+        def counted_links(resolver: links.Resolver, memory: Any) -> Any:
+            self.resolved.append(memory.id)
+            return original_links(resolver, memory)
+
+        def counted_build(*args: Any, **kwargs: Any) -> Any:
+            self.made.append(1)
+            return original_build(*args, **kwargs)
+
+        monkeypatch.setattr(links.Resolver, "links_of", counted_links)
+        monkeypatch.setattr(links, "build_graph", counted_build)
+
+
+def test_a_new_process_finds_the_saved_graph_and_resolves_only_what_changed_while_it_was_closed(
+    memory_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tricky_folder(memory_dir)
+    write_memory(folder, "old_one", memory_file("About old_one", "links to [[项目]]"))
+    _launch_and_close(folder)
+    with MemoryStore(folder) as closed:  # while no page is open: an editor, an agent, a pull
+        saved = closed.folder.state_path(*GRAPH_FILE)
+        assert saved.is_file() and folder not in saved.parents  # the state folder's, only
+        closed.archive("old_one", "done with it")  # [[old_one]] now names an archived memory
+    write_memory(folder, "user_a", memory_file("About user_a", "Now [[notes/c]] only."))
+    write_memory(folder, "gone", memory_file("Back again", "[[project_b]]"))  # [[gone]] resolves
+    counted = _Counted(monkeypatch)
+    with MemoryStore(folder, watch=True) as store:  # a new process: nothing kept in it
+        with UiServer(store, port=0).start() as server:
+            client = Client(server)
+            pages = {}
+            for memory_id in PAGES:
+                status, body, _ = client.get(_page(memory_id))
+                assert status == 200, body
+                pages[memory_id] = body
+            state: Any = server.app.app.state
+            state.graph.get(store, state.feed.generations["memories"])
+        assert counted.made == []
+        # The changed, the new, and those whose links name a file name that came or went.
+        assert "项目" not in counted.resolved and "other/y" not in counted.resolved
+        assert {"user_a", "gone", "reference_笔记"} <= set(counted.resolved)
+        monkeypatch.undo()
+        assert pages == _whole_pages(store)  # no stale link or backlink
+    sources = {(b["id"], b["kind"]) for b in pages["project_b"]["memory"]["backlinks"]}
+    assert ("user_a", "link") not in sources and ("gone", "link") in sources
+    said = pages["reference_笔记"]["memory"]["links"]
+    [gone] = [link for link in said if link["written"] == "gone"]
+    assert gone["id"] == "gone"
+    [old] = [link for link in said if link["written"] == "old_one"]
+    assert old["id"] is None and old["archived"] == "archive/old_one"
+
+
+def test_the_graph_is_saved_again_as_the_page_stops_and_read_by_the_next(
+    memory_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tricky_folder(memory_dir)
+    _launch_and_close(folder)
+    with MemoryStore(folder, watch=True) as store, UiServer(store, port=0).start() as server:
+        client = Client(server)
+        write_memory(folder, "user_a", memory_file("About user_a", "Now [[项目]] only."))
+        _wait_for(lambda: ["user_a", "link"] in [
+            [b["id"], b["kind"]] for b in client.get(_page("项目"))[1]["memory"]["backlinks"]])
+        status, page, _ = client.get(_page("项目"))
+        assert status == 200
+    counted = _Counted(monkeypatch)
+    with MemoryStore(folder) as store, UiServer(store, port=0).start() as server:
+        status, again, _ = Client(server).get(_page("项目"))
+        assert status == 200
+        state: Any = server.app.app.state
+        state.graph.get(store, state.feed.generations["memories"])
+    assert counted.made == [] and counted.resolved == []  # the last launch's graph, as it ended
+    assert again == page
+
+
+@pytest.mark.parametrize("damage", [
+    pytest.param(lambda data: data[: len(data) // 2], id="cut-short"),
+    pytest.param(lambda data: data[:-3] + bytes([data[-3] ^ 0xFF]) + data[-2:], id="one-byte"),
+    pytest.param(lambda data: b"not a graph at all", id="garbage"),
+    pytest.param(lambda data: data[:8] + (99).to_bytes(4, "little") + data[12:],
+                 id="another-format"),
+])
+def test_a_saved_graph_that_cannot_be_trusted_is_made_again_and_saved(
+    memory_dir: Path, monkeypatch: pytest.MonkeyPatch, damage: Any
+) -> None:
+    folder = tricky_folder(memory_dir)
+    _launch_and_close(folder)
+    with MemoryStore(folder) as store:
+        saved = store.folder.state_path(*GRAPH_FILE)
+    good = saved.read_bytes()
+    saved.write_bytes(damage(good))
+    counted = _Counted(monkeypatch)
+    with MemoryStore(folder) as store:
+        with UiServer(store, port=0).start() as server:
+            pages = {memory_id: Client(server).get(_page(memory_id))[1]
+                     for memory_id in ("project_b", "notes/c")}
+            state: Any = server.app.app.state
+            state.graph.get(store, state.feed.generations["memories"])
+        assert counted.made == [1]
+        monkeypatch.undo()
+        whole = build_graph(store.list(), [m for m in store.list(archived=True) if m.archived])
+        assert pages == {i: api.memory_page(store, i, whole) for i in pages}
+    assert saved.read_bytes() == good  # made again, and saved again for the next launch
