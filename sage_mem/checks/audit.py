@@ -561,7 +561,7 @@ class FileResults:
         self._changed = False
 
     def _load(self, path: Path) -> None:
-        from ..search.building import gc_paused
+        from ..disk.bulk import gc_paused
 
         try:
             with gc_paused():  # (hundreds of thousands of lists, none garbage)

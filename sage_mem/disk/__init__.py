@@ -5,7 +5,8 @@ folder beside it, `read_memory`), `safe_io` (checked reads; writes that never
 replace bytes they have not read; no-clobber moves; the permission policy),
 `home` (where `~` and the default folder lead), `locks` (the write lock and its
 generation count), `processes` (whether the process behind a run, a lock or a
-temp file still runs), `stats` (usage counts in the state folder), `watch`
+temp file still runs), `bulk` (garbage collection paused while millions of objects
+are made), `stats` (usage counts in the state folder), `watch`
 (keeps a store's index current), `template` (`sage-mem init`).
 
 May import `sage_mem.errors` and `sage_mem.memory`. `watch` is handed a store

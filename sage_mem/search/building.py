@@ -3,13 +3,11 @@
 
 from __future__ import annotations
 
-import gc
 import zlib
 from array import array
 from bisect import bisect_left, bisect_right
 from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
 from itertools import accumulate, pairwise, repeat
 from operator import add, mul, sub, truediv
 from typing import BinaryIO
@@ -18,21 +16,6 @@ from ..memory.value import Memory
 from .packed import Columns, Packed, Round
 from .scoring import FIELD_WEIGHTS, FIELDS, Scoring, field_counts, snap_average
 
-
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    """No garbage collection inside: for work that makes millions of objects, none garbage.
-
-    Each generation-0 collection would also walk the older generations now and
-    then, which for a build of 100,000 memories costs whole seconds.
-    """
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if collecting:
-            gc.enable()
 
 def term_crcs(terms: Sequence[str]) -> array:
     """The CRC-32 of each term's UTF-8 (uint32): what the cache file orders its terms by."""

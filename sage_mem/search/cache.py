@@ -111,11 +111,12 @@ from operator import itemgetter
 from pathlib import Path
 from typing import BinaryIO, cast
 
+from ..disk.bulk import gc_paused
 from ..disk.folder import MemoryFolder, is_walked
 from ..disk.safe_io import make_private_dirs
 from ..memory.file_format import sha256
 from ..memory.value import Memory, ValueProblem
-from .building import Builder, crc_order, gc_paused, term_crcs
+from .building import Builder, crc_order, term_crcs
 from .index import Index
 from .packed import BackingError, Columns, Export, PackedIds, Round, packed_ids
 from .scoring import FIELDS, Scoring, word_pairs

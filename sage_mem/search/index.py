@@ -34,8 +34,8 @@ from itertools import compress, repeat
 from operator import add, itemgetter, mul, not_
 from typing import TypeVar
 
+from ..disk.bulk import gc_paused
 from ..memory.value import Memory
-from .building import gc_paused
 from .packed import (
     Backing,
     BackingError,

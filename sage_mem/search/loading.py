@@ -37,10 +37,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from ..disk.bulk import gc_paused
 from ..disk.folder import MemoryFolder
 from ..memory.value import Memory
 from . import HOOK_READS, cache
-from .building import gc_paused
 from .index import Index
 from .scoring import Scoring
 

@@ -80,7 +80,7 @@ def decode(data: bytes) -> tuple[Graph, list[str]] | None:
     payload = memoryview(data)[at + 8:]
     if zlib.crc32(payload) != int.from_bytes(data[at + 4:at + 8], "little"):
         return None
-    from ..search.building import gc_paused
+    from ..disk.bulk import gc_paused
 
     with gc_paused():  # (hundreds of thousands of objects, none garbage: a third of the time)
         return _decoded(payload)
@@ -142,7 +142,7 @@ class Saved:
              resolver: Callable[[], Resolver]) -> tuple[Graph, bool] | None:
         """The saved graph brought to `listing`, and whether it is as the file holds it; None
         when there is none to trust or so many memories changed that it is made again."""
-        from ..search.building import gc_paused
+        from ..disk.bulk import gc_paused
 
         with gc_paused():  # (the resolver and an update make many objects too, none garbage)
             saved = read(self._path())
