@@ -131,9 +131,9 @@ def test_a_sync_reads_only_the_memories_changed_since_the_last(
     from sage_mem.sync import index_file
 
     read: list[str] = []
-    real = index_file.parse_bytes
-    monkeypatch.setattr(index_file, "parse_bytes",
-                        lambda raw, path: read.append(str(path)) or real(raw, path))
+    real = index_file.listed_of
+    monkeypatch.setattr(index_file, "listed_of", lambda raw, memory_id, path: read.append(
+        str(path)) or real(raw, memory_id, path))
     sync(first)
     assert read == []
     write_memory(first, "project/t1/note_1", memory("Note one, renamed by hand", "Body."))
@@ -297,15 +297,15 @@ def counting_walks(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     from sage_mem.sync import index_file
 
     seen: list[str] = []
-    walk, parse = MemoryFolder.iter_files, index_file.parse_bytes
+    walk, listed = MemoryFolder.iter_files, index_file.listed_of
 
     def counting_walk(self: MemoryFolder, *args: Any, **kwargs: Any) -> Any:
         seen.append("walk")
         return walk(self, *args, **kwargs)
 
     monkeypatch.setattr(MemoryFolder, "iter_files", counting_walk)
-    monkeypatch.setattr(index_file, "parse_bytes",
-                        lambda raw, path: seen.append(f"read {path}") or parse(raw, path))
+    monkeypatch.setattr(index_file, "listed_of", lambda raw, memory_id, path: seen.append(
+        f"read {path}") or listed(raw, memory_id, path))
     return seen
 
 

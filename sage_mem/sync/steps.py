@@ -215,7 +215,7 @@ def sync(
         from ..store import MemoryStore
 
         init_repository(init_folder(folder.root, partial(MemoryStore, watch=False)), remote,
-                        commit=False)
+                        commit=False, git=git)
     folder.check_exists()
     top = git.toplevel
     if os.path.realpath(top) != os.path.realpath(folder.root):
@@ -267,13 +267,14 @@ GITIGNORE = "# temp files of interrupted sage-mem writes\n.*.tmp\n"
 
 
 def init_repository(result: InitResult, remote: str | None = None, *,
-                    commit: bool = True) -> None:
+                    commit: bool = True, git: Git | None = None) -> None:
     """Make the folder `init_folder` made a repository (`init --git`), noting it in `result`.
 
     A new repository is on `main` with a first commit (`first_commit`; without
     `commit`, set up for sync with nothing committed: a join's, whose first
     sync takes the remote's branch or commits the folder); an existing one is
-    only set up for sync: its branch and history are theirs.
+    only set up for sync: its branch and history are theirs. `git`: the caller's
+    `Git` of the folder, whose answers are then kept.
     """
     root = result.root
     mode = file_mode(root)
@@ -305,7 +306,7 @@ def init_repository(result: InitResult, remote: str | None = None, *,
     if commit:
         result.first_commit = first_commit(root, remote)
     else:
-        git = Git(root)
+        git = git or Git(root)
         ensure_setup(git, root)
         if remote:
             git.run("remote", "add", REMOTE, remote)
