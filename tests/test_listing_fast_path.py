@@ -91,8 +91,8 @@ key_line = st.builds(
 )
 other_line = st.sampled_from(["", "  ", "# c", "  - a", "- a", "  more", "  type: user", "---",
                               "...", "? k", "\t", "%YAML 1.1"])
-openings = st.sampled_from(["---\n", "---\n", "---\n", "--- \n", "---\r\n", "---", "", "\ufeff---\n",
-                            "# Title\n", "---\r"])
+openings = st.sampled_from(["---\n", "---\n", "---\n", "--- \n", "---\r\n", "---", "",
+                            "\ufeff---\n", "# Title\n", "---\r"])
 closings = st.sampled_from(["---\n", "---\n", "---\n", "...\n", "--- \n", "---", "---\r\n", "",
                             "----\n"])
 bodies = st.one_of(
