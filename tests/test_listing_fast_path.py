@@ -9,6 +9,9 @@ are read both ways; the files sage-mem writes must take the short way."""
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -239,3 +242,63 @@ def test_a_flow_list_read_twice_is_two_lists() -> None:
     # What a caller gets is its own: changing it changes nothing remembered.
     mapping = listing._flat_mapping("tags: [a, b]\n")
     assert mapping is not None and mapping["tags"] is not remembered
+
+
+# The short read of a memory file (`index_file._Files`) against the checked one alone.
+
+
+def test_the_short_read_lists_a_folder_as_the_checked_read_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sage_mem.disk.folder import MemoryFolder
+    from sage_mem.memory.value import MAX_FILE_BYTES
+    from sage_mem.sync import index_file
+
+    root = tmp_path / "memory"
+    (root / "project").mkdir(parents=True)
+    note = "---\ndescription: {}\ncategory: project\n---\n\nBody.\n"
+    (root / "user_cat.md").write_text(note.format("The cat"), encoding="utf-8")
+    (root / "project" / "build.md").write_text(note.format("The build"), encoding="utf-8")
+    (root / "crlf.md").write_bytes(note.format("Windows").replace("\n", "\r\n").encode())
+    (root / "broken.md").write_text("---\ndescription: [unclosed\n---\n", encoding="utf-8")
+    (root / "big.md").write_text(note.format("x" * MAX_FILE_BYTES), encoding="utf-8")
+    os.symlink(root / "user_cat.md", root / "linked_inside.md")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.md").write_text(note.format("Never listed"), encoding="utf-8")
+    os.symlink(outside / "secret.md", root / "linked_outside.md")
+    os.symlink(outside, root / "linked_folder")
+    os.mkfifo(root / "fifo.md")
+    folder = MemoryFolder(root)
+
+    def listed() -> tuple[object, ...]:
+        kept: dict[str, object] = {}
+        inputs: dict[str, str] = {}
+        memories, vouched = index_file._memories(folder, {}, {}, kept, inputs)  # type: ignore[arg-type]
+        return memories, vouched, kept, inputs
+
+    short = listed()
+    monkeypatch.setattr(index_file._Files, "read", lambda self, path: None)
+    assert short == listed()
+    names = [m.id for m in short[0]]  # type: ignore[attr-defined]
+    assert names == ["crlf", "linked_inside", "project/build", "user_cat"]
+    assert short[1] is False  # a link's bytes are not vouched for
+
+
+def test_a_folder_swapped_for_a_link_after_the_walk_is_read_the_checked_way(
+    tmp_path: Path,
+) -> None:
+    from sage_mem.sync import index_file
+
+    root = tmp_path / "memory"
+    (root / "project").mkdir(parents=True)
+    (root / "project" / "build.md").write_text("---\ndescription: d\n---\n", encoding="utf-8")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "build.md").write_text("---\ndescription: outside\n---\n", encoding="utf-8")
+    with index_file._Files(root) as files:
+        assert files.read(root / "project" / "build.md") is not None
+    (root / "project").rename(tmp_path / "moved")
+    os.symlink(outside, root / "project")
+    with index_file._Files(root) as files:
+        assert files.read(root / "project" / "build.md") is None
