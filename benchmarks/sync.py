@@ -13,7 +13,11 @@ process and every child it waited for, git and merge drivers included):
 - **join**: `sage-mem sync --remote URL` into a new folder on machine B,
   against `git clone URL` on machine C: three times each in turn, the median
   (`--join-rounds`; creating 10,000 files is most of both and its CPU swings
-  between runs on a shared disk);
+  between runs on a shared disk). A clone of a path on the same disk
+  hard-links the remote's pack rather than copy it (git's local shortcut,
+  which sync's fetch cannot take: its objects are made as private as the
+  folder, and checked, `fetch.fsckObjects`), so `git clone --no-local` is
+  timed beside it: the pack sent and indexed as from a server;
 - **idle**: nothing changed anywhere: B's `sage-mem sync`, against C's
   `git fetch` + `git status`;
 - **receive 10**: A changed 10 memories and synced; B's `sage-mem sync`,
@@ -24,10 +28,12 @@ process and every child it waited for, git and merge drivers included):
   C's `git add -A` + `git commit` + `git pull --no-rebase` + `git push` to a
   copy of the remote as A left it (git's own line merge: C has no merge
   driver configured, as a plain clone has none);
-- **first search** on B after its join, against a second one (the cache's
-  time), both whole `sage-mem search` processes; the join starts the index's
-  build in the background (`daemon --build-only`), waited for first (its wall
-  time is printed; its CPU is not in the join's, being no child of it).
+- **first search** on B, each a whole `sage-mem search` process: right after
+  its join returns (the join started the index's build in the background,
+  `daemon --build-only`, whose CPU is not in the join's, being no child of
+  it); once that build has ended (its wall time printed); the next one (the
+  cache's time); and the first search in a copy of B's memory files that did
+  not come by sync (no cache: a cold start, the index built by the search).
 
 Every machine has its own HOME and git config (no user config is read), the
 semantic extra and autosync are off. Each figure is one run (the idle case,
@@ -150,7 +156,7 @@ def joins(m: Machines, b: Path, c: Path, rounds: int) -> dict[str, dict[str, flo
     (`git clone` from 0.4 to 4.8 s): one run of each says little. The last
     join is machine B's, its index build left to run in the background; the
     others start none (they would load the machine under the next round)."""
-    runs: dict[str, list[dict[str, float]]] = {"sage-mem": [], "git": []}
+    runs: dict[str, list[dict[str, float]]] = {"sage-mem": [], "git": [], "git --no-local": []}
     for number in range(rounds):
         last = number == rounds - 1
         ours = b if last else m.work / f"join-{number}" / "memory"
@@ -160,6 +166,8 @@ def joins(m: Machines, b: Path, c: Path, rounds: int) -> dict[str, dict[str, flo
             ("sage-mem", m.sage(ours, "sync", "--remote", str(m.remote)),
              None if last else {"SAGE_MEM_DAEMON": "off"}),
             ("git", ["git", "clone", "--quiet", str(m.remote), str(theirs)], None),
+            ("git --no-local", ["git", "clone", "--quiet", "--no-local", str(m.remote),
+                                str(m.work / f"clone-no-local-{number}")], None),
         ]
         for side, command, env in sides[::-1] if number % 2 else sides:
             runs[side].append(m.timed(command, env=env))
@@ -189,12 +197,16 @@ def measure(size: int, work: Path, seed: int, log: Callable[[str], None],
     m.run(m.git(b, "config", "sage-mem.machine", "b"))
 
     log(f"[{size}] first search after the join")
-    background = wait_for_background_build(b, m.env)
     query = Corpus(seed).queries(3, size)[0][1]
-    results["first search"] = {
-        "sage-mem": m.timed(m.sage(b, "search", query)),
-        "warm": m.timed(m.sage(b, "search", query)),
-    }
+    right_after = m.timed(m.sage(b, "search", query))
+    background = wait_for_background_build(b, m.env)
+    after_build = m.timed(m.sage(b, "search", query))
+    warm = m.timed(m.sage(b, "search", query))
+    copied = work / "machine-d" / "memory"  # the same memories, not by sync: no cache
+    shutil.copytree(b, copied, ignore=shutil.ignore_patterns(".git"))
+    cold = m.timed(m.sage(copied, "search", query))
+    results["first search"] = {"right after": right_after, "sage-mem": after_build,
+                               "warm": warm, "cold": cold}
 
     log(f"[{size}] idle")
     results["idle"] = {
@@ -292,11 +304,22 @@ def table(result: dict) -> str:
             f"{theirs['cpu']:.2f} s ({theirs['wall']:.2f} s) | "
             f"{ours['cpu'] / max(theirs['cpu'], 1e-3):.1f}× "
             f"({ours['wall'] / max(theirs['wall'], 1e-3):.1f}×) |")
-    first, warm = cases["first search"]["sage-mem"], cases["first search"]["warm"]
-    lines.append(f"| first search after the join / the next one | {first['cpu']:.2f} s "
-                 f"({first['wall']:.2f} s) | {warm['cpu']:.2f} s ({warm['wall']:.2f} s) | "
-                 f"{first['cpu'] / max(warm['cpu'], 1e-3):.1f}× "
-                 f"({first['wall'] / max(warm['wall'], 1e-3):.1f}×) |")
+    ours, theirs = cases["join"]["sage-mem"], cases["join"]["git --no-local"]
+    lines.insert(3, f"| join / `git clone --no-local` (the pack sent as by a server) | "
+                 f"{ours['cpu']:.2f} s ({ours['wall']:.2f} s) | "
+                 f"{theirs['cpu']:.2f} s ({theirs['wall']:.2f} s) | "
+                 f"{ours['cpu'] / max(theirs['cpu'], 1e-3):.1f}× "
+                 f"({ours['wall'] / max(theirs['wall'], 1e-3):.1f}×) |")
+    searches = cases["first search"]
+    warm = searches["warm"]
+    for key, label in (("right after", "first search right after the join"),
+                       ("sage-mem", "first search once the background build ended"),
+                       ("cold", "first search in a copy not made by sync (cold start)")):
+        first = searches[key]
+        lines.append(f"| {label} / the next one | {first['cpu']:.2f} s "
+                     f"({first['wall']:.2f} s) | {warm['cpu']:.2f} s ({warm['wall']:.2f} s) | "
+                     f"{first['cpu'] / max(warm['cpu'], 1e-3):.1f}× "
+                     f"({first['wall'] / max(warm['wall'], 1e-3):.1f}×) |")
     if result["background build"] is None:
         lines.append("\nNo index build started in the background after the join.")
     else:

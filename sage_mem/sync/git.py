@@ -129,7 +129,7 @@ class Git:
         self._config: dict[str, str] | None = None
         self._revs: dict[str, str | None] = {}
         self._head_ref: tuple[str | None] | None = None
-        self._trees: dict[str, dict[str, str]] = {}
+        self._trees: dict[str, dict[str, tuple[str, str]]] = {}
         # Answers about two commits by id never change: asked again within a sync (the
         # merge's checks, MEMORY.md's making, the pulled list), they cost no process.
         self._bases: dict[tuple[str, str], str | None] = {}
@@ -193,6 +193,15 @@ class Git:
                     self._config[_config_key(name)] = value
         value = self._config.get(_config_key(key), "").strip()
         return value or None
+
+    def set_config(self, key: str, value: str) -> None:
+        """`git config key value` in the repository's own config; the config read already is
+        kept, with this key's new value (no second `git config --list`)."""
+        known = self._config
+        self.run("config", key, value)
+        if known is not None:
+            known[_config_key(key)] = value
+            self._config = known
 
     def identity(self) -> list[str]:
         """`-c` options naming sage-mem as the committer when git has no identity of its own."""
@@ -296,13 +305,7 @@ class Git:
         """(mode, path) of each file `new` holds that `old` does not hold alike (all of `new`
         when `old` is None): what a merge of `new` may check out."""
         if old is None:
-            raw = self.run("ls-tree", "-r", "-z", "--full-tree", new).stdout
-            found = []
-            for record in raw.split(b"\0"):
-                meta, _, path = record.partition(b"\t")
-                if meta:
-                    found.append((meta.split()[0].decode(), os.fsdecode(path)))
-            return found
+            return [(mode, path) for path, (mode, _) in self._listing(new).items()]
         return [(mode, path) for mode, status, path, _ in self._diff(old, new) if status != "D"]
 
     def _diff(self, old: str, new: str) -> list[tuple[str, str, str, str]]:
@@ -325,14 +328,19 @@ class Git:
 
     def tree(self, rev: str) -> dict[str, str]:
         """path -> blob id of every file in `rev` (a commit's, remembered: it never changes)."""
+        return {path: blob for path, (_, blob) in self._listing(rev).items()}
+
+    def _listing(self, rev: str) -> dict[str, tuple[str, str]]:
+        """path -> (mode, object id) of every file in `rev`, with one `git ls-tree` (a commit's
+        remembered: the link check and the record of MEMORY.md of a join ask it of one)."""
         if rev in self._trees:
             return self._trees[rev]
-        entries: dict[str, str] = {}
-        for record in self.run("ls-tree", "-r", "-z", rev).stdout.split(b"\0"):
-            if not record:
-                continue
+        entries: dict[str, tuple[str, str]] = {}
+        for record in self.run("ls-tree", "-r", "-z", "--full-tree", rev).stdout.split(b"\0"):
             meta, _, path = record.partition(b"\t")
-            entries[os.fsdecode(path)] = meta.split()[2].decode()
+            fields = meta.split()
+            if len(fields) == 3:
+                entries[os.fsdecode(path)] = (fields[0].decode(), fields[2].decode())
         if re.fullmatch(r"[0-9a-f]{40,64}", rev):
             self._trees[rev] = entries
         return entries
@@ -439,11 +447,11 @@ def ensure_setup(git: Git, root: Path) -> bool:
     (`.git/config`), rewritten when this Python moved.
     """
     if git.config(f"merge.{DRIVER}.driver") != driver_command():
-        git.run("config", f"merge.{DRIVER}.name", "sage-mem: memories merged field by field")
-        git.run("config", f"merge.{DRIVER}.driver", driver_command())
+        git.set_config(f"merge.{DRIVER}.name", "sage-mem: memories merged field by field")
+        git.set_config(f"merge.{DRIVER}.driver", driver_command())
     for key, value in SAFE_CONFIG:
         if git.config(key) != value:
-            git.run("config", key, value)
+            git.set_config(key, value)
     note = install_pre_push(git)
     if note and note not in git.notes:
         git.notes.append(note)

@@ -46,8 +46,8 @@ from ..disk.folder import ARCHIVE_DIR, DREAM_DIR, INDEX_FILE, MemoryFolder, read
 from ..disk.locks import write_lock
 from ..disk.safe_io import Seen, atomic_write, file_mode, read_or_absent, rewrite
 from ..errors import FileChanged, InvalidId, InvalidMemory
-from ..memory.file_format import parse_bytes
-from ..memory.value import MAX_FILE_BYTES, listed_fields
+from ..memory.listing import listed_of
+from ..memory.value import MAX_FILE_BYTES
 from .git import Git, SyncError
 
 ENTRIES = "catalog.entries"
@@ -116,7 +116,9 @@ def regenerate(folder: MemoryFolder, git: Git, differ: Iterable[str] | None = No
         if found is None:
             kept.clear()
             inputs.clear()
-            memories, vouched = _memories(folder, _clean_blobs(git), cached, kept, inputs)
+            # The blobs git vouches for name what is kept of them: none kept, none asked.
+            blobs = _clean_blobs(git) if cached else {}
+            memories, vouched = _memories(folder, blobs, cached, kept, inputs)
         else:
             memories, vouched, base = found
         retrievals = (Stats(folder.state_path("stats.json")).retrieval_counts()
@@ -180,20 +182,22 @@ def _since_stamp(folder: MemoryFolder, git: Git, saved: _Saved, kept: dict[str, 
         inputs.pop(name, None)
         by_path.pop(name, None)
     vouched = True
-    for name in sorted(names):
-        path = folder.root / name
-        if not _walked(folder, name):
-            continue
-        memory_id = folder.id_for(path)
-        assert memory_id is not None
-        fields, raw = _read(folder, path, memory_id)
-        read_blob = blob_id(raw) if raw is not None and not path.is_symlink() else None
-        if read_blob is None:
-            vouched = False
-        else:
-            inputs[name] = read_blob
-            if fields is not None:
-                by_path[name] = (f"{read_blob}\0{name}", fields)
+    with _Files(folder.root) as files:
+        for name in sorted(names):
+            path = folder.root / name
+            if not _walked(folder, name):
+                continue
+            memory_id = folder.id_for(path)
+            assert memory_id is not None
+            fields, raw, short = _read(folder, path, memory_id, files)
+            linked = not short and path.is_symlink()
+            read_blob = blob_id(raw) if raw is not None and not linked else None
+            if read_blob is None:
+                vouched = False
+            else:
+                inputs[name] = read_blob
+                if fields is not None:
+                    by_path[name] = (f"{read_blob}\0{name}", fields)
     found: dict[str, Listing] = {}
     for name in sorted(by_path):
         key, fields = by_path[name]
@@ -343,6 +347,13 @@ def _memories(folder: MemoryFolder, blobs: dict[str, bytes], cached: dict[str, F
     """Every memory in service, as much of it as MEMORY.md needs, by id (as the store's
     index); `inputs` gets each memory file's path and the blob id of the bytes read, and
     the flag says whether each could be vouched for (not a symlink, and read)."""
+    with _Files(folder.root) as files:
+        return _memories_read(folder, files, blobs, cached, kept, inputs)
+
+
+def _memories_read(folder: MemoryFolder, files: _Files, blobs: dict[str, bytes],
+                   cached: dict[str, Fields], kept: dict[str, Fields],
+                   inputs: dict[str, str]) -> tuple[list[Listing], bool]:
     found: dict[str, Listing] = {}
     vouched = True
     prefix = len(str(folder.root)) + 1
@@ -358,8 +369,8 @@ def _memories(folder: MemoryFolder, blobs: dict[str, bytes], cached: dict[str, F
             assert blob is not None
             inputs[relative] = blob.decode()
         else:
-            fields, raw = _read(folder, path, memory_id)
-            linked = path.is_symlink()
+            fields, raw, short = _read(folder, path, memory_id, files)
+            linked = not short and path.is_symlink()
             read_blob = blob_id(raw) if raw is not None and not linked else None
             if read_blob is None:
                 vouched = False
@@ -376,20 +387,99 @@ def _memories(folder: MemoryFolder, blobs: dict[str, bytes], cached: dict[str, F
     return [found[memory_id] for memory_id in sorted(found)], vouched
 
 
-def _read(folder: MemoryFolder, path: Path,
-          memory_id: str) -> tuple[Fields | None, bytes | None]:
+def _read(folder: MemoryFolder, path: Path, memory_id: str,
+          files: _Files) -> tuple[Fields | None, bytes | None, bool]:
     """What MEMORY.md needs of one file, read as the store reads it (None: the store would
-    not index it), and the file's bytes (None: not read)."""
+    not index it), the file's bytes (None: not read), and whether they were read the short
+    way (`_Files`: then the file is no symbolic link)."""
     raw: bytes | None = None
+    short = False
     try:
         if not _PLAIN_ID.fullmatch(memory_id) or memory_id.endswith(".md"):
             if folder.normalize_id(memory_id) != memory_id:
-                return None, None
-        raw = read_memory(folder, path).raw or b""
-        parsed = parse_bytes(raw, path)
+                return None, None, False
+        raw = files.read(path)
+        short = raw is not None
+        if raw is None:
+            raw = read_memory(folder, path).raw or b""
+        return listed_of(raw, memory_id, path), raw, short
     except (InvalidMemory, InvalidId, OSError, ValueError):
-        return None, raw
-    return listed_fields(memory_id, parsed.meta, parsed.body), raw
+        return None, raw, short
+
+
+class _Files:
+    """Memory files read the short way: each opened by name from its folder's descriptor, the
+    folders opened once each from the root down, none of them (nor the file) through a
+    symbolic link. What is not a plain regular file within the size limit (a link, a FIFO,
+    one gone or unreadable, one too big) is None here and read the checked way,
+    `read_memory`, which says what is wrong with it: the same bytes or the same refusal,
+    for a third of its system calls (no containment walk, one `fstat`)."""
+
+    _FILE = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_NOFOLLOW", 0)
+    _FOLDER = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0)
+
+    def __init__(self, root: Path) -> None:
+        self.root = str(root)
+        self.open: dict[str, int | None] = {}
+
+    def __enter__(self) -> _Files:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for fd in self.open.values():
+            if fd is not None:
+                os.close(fd)
+        self.open.clear()
+
+    def folder(self, rel: str) -> int | None:
+        """A descriptor of the folder `rel` below the root ("" for the root), None when one
+        on the way is a link or cannot be opened."""
+        if rel in self.open:
+            return self.open[rel]
+        fd: int | None = None
+        try:
+            if not rel:
+                fd = os.open(self.root, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+            else:
+                parent, _, name = rel.rpartition("/")
+                above = self.folder(parent)
+                if above is not None and name not in ("", ".", ".."):
+                    fd = os.open(name, self._FOLDER, dir_fd=above)
+        except OSError:
+            fd = None
+        self.open[rel] = fd
+        return fd
+
+    def read(self, path: Path) -> bytes | None:
+        if os.name != "posix":
+            return None
+        text = str(path)
+        if not text.startswith(self.root + "/"):
+            return None
+        parent, _, name = text[len(self.root) + 1:].rpartition("/")
+        above = self.folder(parent)
+        if above is None:
+            return None
+        try:
+            fd = os.open(name, self._FILE, dir_fd=above)
+        except OSError:
+            return None
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_FILE_BYTES:
+                return None
+            chunks = []
+            size = 0
+            while chunk := os.read(fd, MAX_FILE_BYTES + 1 - size):
+                chunks.append(chunk)
+                size += len(chunk)
+                if size > MAX_FILE_BYTES:
+                    return None
+            return b"".join(chunks)
+        except OSError:
+            return None
+        finally:
+            os.close(fd)
 
 
 def blob_id(raw: bytes) -> str:

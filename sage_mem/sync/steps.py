@@ -214,7 +214,8 @@ def sync(
         from ..disk.template import init_folder
         from ..store import MemoryStore
 
-        init_repository(init_folder(folder.root, partial(MemoryStore, watch=False)), remote)
+        init_repository(init_folder(folder.root, partial(MemoryStore, watch=False)), remote,
+                        commit=False, git=git)
     folder.check_exists()
     top = git.toplevel
     if os.path.realpath(top) != os.path.realpath(folder.root):
@@ -265,11 +266,15 @@ GITATTRIBUTES = "* text=auto eol=lf\n*.md text eol=lf merge=sage-mem\n"
 GITIGNORE = "# temp files of interrupted sage-mem writes\n.*.tmp\n"
 
 
-def init_repository(result: InitResult, remote: str | None = None) -> None:
+def init_repository(result: InitResult, remote: str | None = None, *,
+                    commit: bool = True, git: Git | None = None) -> None:
     """Make the folder `init_folder` made a repository (`init --git`), noting it in `result`.
 
-    A new repository is on `main` with a first commit (`first_commit`); an
-    existing one is only set up for sync: its branch and history are theirs.
+    A new repository is on `main` with a first commit (`first_commit`; without
+    `commit`, set up for sync with nothing committed: a join's, whose first
+    sync takes the remote's branch or commits the folder); an existing one is
+    only set up for sync: its branch and history are theirs. `git`: the caller's
+    `Git` of the folder, whose answers are then kept.
     """
     root = result.root
     mode = file_mode(root)
@@ -298,7 +303,13 @@ def init_repository(result: InitResult, remote: str | None = None) -> None:
         message = (exc.stderr or "").strip().splitlines()
         raise FolderError(f"git init failed: {message[-1] if message else exc}") from None
     result.git_initialized = True
-    result.first_commit = first_commit(root, remote)
+    if commit:
+        result.first_commit = first_commit(root, remote)
+    else:
+        git = git or Git(root)
+        ensure_setup(git, root)
+        if remote:
+            git.run("remote", "add", REMOTE, remote)
     result.remote = remote
 
 
@@ -507,33 +518,22 @@ class _Sync:
         generation = read_generation(self.folder.state_dir)  # before the status: a write
         status: tuple[dict[str, str], list[str]] | None = self.status()  # after it shows
         assert status is not None
-        if any(_may_hold_temps(path) for paths in status for path in paths):
-            self.remove_leftover_temps()
-            status = None
-        if (self.git.git_dir / "MERGE_HEAD").exists():
-            result.notes.append("finished a merge a previous sync left half done")
-            head = self.git.head()
-            theirs = self.git.rev("MERGE_HEAD")
-            assert theirs is not None
-            self.finish_merge(head, theirs)
-            status = None
         if remote:
             self.set_remote(remote)
-        if status is None:
-            status = self.status()
-        if not self.nothing_changed(status):
-            # Hand edits since the last write reach MEMORY.md; the commit takes a status of
-            # its own, so that a memory saved while MEMORY.md was made goes with it.
-            self.regenerate_index(status)
-            self.commit_local(result)
-            self.stamp_index()
-        elif status is not None and (head := self.git.head()) is not None:
-            self.clean = (head, generation, status[1])
+        # Nothing committed yet (a join): the remote's branch checked out, when the folder
+        # holds nothing else (`take_remote`, which fetches first).
+        fetched = (status is not None and self.git.head() is None
+                   and not (self.git.git_dir / "MERGE_HEAD").exists()
+                   and self.take_remote(status))
+        if result.offline:
+            return result
+        if not fetched:
+            self.commit_changes(status, generation)
         result.remote = self.git.remote_url()
         if result.remote is None:
             return result
-        for _ in range(PUSH_ATTEMPTS):
-            if not self.fetch():
+        for attempt in range(PUSH_ATTEMPTS):
+            if not (fetched and attempt == 0) and not self.fetch():
                 return result
             if joining or self.git.config(f"branch.{self.git.branch()}.remote") is None:
                 self.take_remote_branch()  # a branch never synced yet
@@ -545,6 +545,35 @@ class _Sync:
             result.offline = (f"pushing to {REMOTE} lost the race with another machine "
                               f"{PUSH_ATTEMPTS} times; sync again")
         return result
+
+    def commit_changes(self, status: tuple[dict[str, str], list[str]] | None,
+                       generation: int) -> None:
+        """Step 2 (and 1's merge left half done): commit what changed since the last commit,
+        MEMORY.md made first. `status`: the `git status` taken after the folder's write
+        count `generation` was read."""
+        result = self.result
+        if status is not None and any(_may_hold_temps(path) for paths in status
+                                      for path in paths):
+            self.remove_leftover_temps()
+            status = None
+        if (self.git.git_dir / "MERGE_HEAD").exists():
+            result.notes.append("finished a merge a previous sync left half done")
+            head = self.git.head()
+            theirs = self.git.rev("MERGE_HEAD")
+            assert theirs is not None
+            self.finish_merge(head, theirs)
+            status = None
+        if status is None:
+            status = self.status()
+        if not self.nothing_changed(status):
+            # Hand edits since the last write reach MEMORY.md; the commit takes a status of
+            # its own, so that a memory saved while MEMORY.md was made goes with it.
+            self.regenerate_index(status)
+            first = self.git.head() is None  # a join's folder that held memories already
+            self.commit_local(result, message="sage-mem: a new memory folder" if first else None)
+            self.stamp_index()
+        elif (head := self.git.head()) is not None:
+            self.clean = (head, generation, status[1])
 
     def nothing_changed(self, status: tuple[dict[str, str], list[str]] | None) -> bool:
         """Whether the work tree is the last commit's, and MEMORY.md known to be what a
@@ -781,6 +810,84 @@ class _Sync:
             return False
         return True
 
+    def take_remote(self, status: tuple[dict[str, str], list[str]]) -> bool:
+        """A folder with nothing committed and nothing in it but what `init` made (MEMORY.md
+        listing no memory, `.gitattributes`, `.gitignore`, each as sage-mem wrote it): the
+        remote's branch is checked out as it is, as `git clone` would, rather than a first
+        commit merged with the remote's unrelated history (a merge commit pushed back by
+        every machine that joins). MEMORY.md is then made from the memories checked out
+        (the remote's is never taken on trust) and committed only when it differs.
+
+        Fetches first (`result.offline` when that fails); True when the branch was taken,
+        False when the usual way follows (the remote has no branch yet, the folder holds
+        more, a file of ours differs from the remote's and is not sage-mem's own)."""
+        if self.git.remote_url() is None or not self.only_template_files(status):
+            return False
+        if not self.fetch():
+            return False
+        branch = self.remote_branch()
+        theirs = self.git.rev(f"refs/remotes/{REMOTE}/{branch}") if branch else None
+        if branch is None or theirs is None:
+            return False
+        self.refuse_unsafe(None, theirs, branch)
+        tree = self.git.tree(theirs)
+        ours = self.git.branch()
+        for name in (INDEX_FILE, ".gitattributes", ".gitignore"):
+            if name in tree:  # ours, made just now and checked by only_template_files
+                try:
+                    (self.root / name).unlink()
+                except FileNotFoundError:
+                    pass
+        self.progress(f"checking out {REMOTE}/{branch}")
+        self.git.run("checkout", "--quiet", "-B", branch, "--track",
+                     f"{REMOTE}/{branch}")
+        if branch != ours:
+            self.result.notes.append(f"working on {REMOTE}'s branch {branch!r}")
+        # The remote's .gitattributes may lack the merge driver's line: added (and committed).
+        attributes = ensure_setup(self.git, self.root)
+        self.regenerate_index(({}, []))  # the work tree is the commit's: nothing differs
+        changed = {path: " M" if path in tree else "??"
+                   for path, differs in ((INDEX_FILE, self.made is not None and self.made.changed),
+                                         (".gitattributes", attributes)) if differs}
+        self.commit_local(self.result, changed=changed)
+        self.stamp_index()
+        self.result.pulled.extend(memory_ids(tree))
+        return True
+
+    def only_template_files(self, status: tuple[dict[str, str], list[str]]) -> bool:
+        """Whether the work tree (its `git status`) holds nothing but the files `init` makes
+        in a folder without memories, as it made them (nothing a person wrote is in the
+        way of a checkout)."""
+        changed, ignored = status
+        if ignored or not set(changed) <= {INDEX_FILE, ".gitattributes", ".gitignore"}:
+            return False
+        from ..memory import catalog
+
+        expected = {INDEX_FILE: catalog.render([]).encode("utf-8"),
+                    ".gitattributes": GITATTRIBUTES.encode(), ".gitignore": GITIGNORE.encode()}
+        for name in changed:
+            try:
+                if read_in_tree(self.root, name, limit=_MAX_SCANNED).raw != expected[name]:
+                    return False
+            except SyncError:
+                return False
+        return True
+
+    def remote_branch(self) -> str | None:
+        """The remote's branch a folder never synced takes: this one's name when the remote
+        has it, else the remote's only branch (or its default among several)."""
+        branch = self.git.branch()
+        if self.git.rev(f"refs/remotes/{REMOTE}/{branch}") is not None:
+            return branch
+        prefix = f"refs/remotes/{REMOTE}/"
+        names = [ref[len(prefix):] for ref in self.git.text(
+            "for-each-ref", "--format=%(refname)", prefix).split() if ref != prefix + "HEAD"]
+        if len(names) > 1:  # the remote's own default among several
+            listed = self.git.run("ls-remote", "--symref", REMOTE, "HEAD", check=False)
+            head = listed.stdout.decode("utf-8", "replace").partition("\t")[0]
+            names = [n for n in names if head == f"ref: refs/heads/{n}"]
+        return names[0] if len(names) == 1 else None
+
     def take_remote_branch(self) -> None:
         """A branch never synced yet (a folder just made, on `main`) becomes the remote's.
 
@@ -790,19 +897,11 @@ class _Sync:
         meeting. Only when the remote lacks this branch and has one (or a default).
         """
         branch = self.git.branch()
-        if self.git.rev(f"refs/remotes/{REMOTE}/{branch}") is not None:
+        name = self.remote_branch()
+        if name is None or name == branch:
             return
-        prefix = f"refs/remotes/{REMOTE}/"
-        names = [ref[len(prefix):] for ref in self.git.text(
-            "for-each-ref", "--format=%(refname)", prefix).split() if ref != prefix + "HEAD"]
-        if len(names) > 1:  # the remote's own default among several
-            listed = self.git.run("ls-remote", "--symref", REMOTE, "HEAD", check=False)
-            head = listed.stdout.decode("utf-8", "replace").partition("\t")[0]
-            names = [n for n in names if head == f"ref: refs/heads/{n}"]
-        if len(names) != 1:
-            return
-        self.git.run("branch", "-m", branch, names[0])
-        self.result.notes.append(f"working on {REMOTE}'s branch {names[0]!r}")
+        self.git.run("branch", "-m", branch, name)
+        self.result.notes.append(f"working on {REMOTE}'s branch {name!r}")
 
     # 4. integrate
 
