@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -20,6 +21,9 @@ from ..disk.folder import MemoryFolder
 from ..disk.safe_io import make_private_dirs
 
 DAEMON_ENV = "SAGE_MEM_DAEMON"
+# How long a command waits for the index another process is building before it builds
+# one itself (`wait_for_running_build`): a build of 100,000 memories on a busy machine.
+BUILD_WAIT_S = 300.0
 
 
 def daemon_mode() -> str:
@@ -69,6 +73,38 @@ def build_running(folder: MemoryFolder) -> bool:
         return True
     os.close(fd)
     return False
+
+
+def wait_for_running_build(folder: MemoryFolder, *, say: Callable[[str], None],
+                           limit: float = BUILD_WAIT_S) -> None:
+    """Before a command opens `folder`: when its index cache does not exist yet and another
+    process holds the build lock (the build a join started, a hook's daemon building), wait
+    for that process's cache rather than build a second index beside it.
+
+    The two builds would share the cores (the first search after a join took a cold
+    start's CPU and twice its wall time); waiting, the command loads the cache once it is
+    written. It stops waiting when the cache appears, when the lock is let go (the build
+    ended, or died: the lock is the kernel's), or after `limit` seconds; then it opens the
+    folder as ever (from the cache, or building it). `say` is told once that it waits.
+    """
+    from ..search.cache import cache_path
+
+    if not folder.root.is_dir():
+        return  # the command says what is wrong with the folder
+    path = cache_path(folder)
+    if path.exists() or not build_running(folder):
+        return
+    say(f"waiting for the search index another sage-mem process is building for {folder.root} "
+        f"(at most {limit / 60:.0f} minutes)")
+    deadline = time.monotonic() + limit
+    probed = time.monotonic()
+    while time.monotonic() < deadline and not path.exists():
+        time.sleep(0.05)
+        # The lock is probed once a second (a probe holds it for an instant).
+        if time.monotonic() - probed >= 1.0:
+            probed = time.monotonic()
+            if not build_running(folder):
+                return
 
 
 def what_builds() -> str:

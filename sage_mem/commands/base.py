@@ -87,7 +87,12 @@ class Session:
             self.err.write(f"{PROG}: note: {note}\n")
         return folders
 
+    def note(self, line: str) -> None:
+        self.err.write(f"{PROG}: note: {line}\n")
+
     def open_store(self, path: Path | None = None, *, shared: bool = False) -> Any:
+        from ..agents.daemon_start import wait_for_running_build
+        from ..disk.folder import MemoryFolder
         from ..store import MemoryStore
 
         state = None
@@ -95,11 +100,12 @@ class Session:
             from ..folders import shared_state
 
             state = shared_state(path or self.folder)
+        folder = MemoryFolder(path or self.folder, state_dir=state)
+        for note in folder.state_notes:  # said once, on the folder's first use
+            self.note(note)
+        wait_for_running_build(folder, say=self.note)
         # One command, one answer: no watcher to keep the index current afterwards.
-        store = MemoryStore(path or self.folder, watch=False, state_dir=state)
-        for note in store.folder.state_notes:  # said once, on the folder's first use
-            self.err.write(f"{PROG}: note: {note}\n")
-        return store
+        return MemoryStore(folder.root, watch=False, state_dir=state)
 
     def store_for(self, memory_id: str) -> tuple[Any, str]:
         """The store a change to `memory_id` goes to, and its id there: the personal folder's,
