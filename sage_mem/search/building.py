@@ -448,12 +448,17 @@ class Builder:
         # One pair of arrays for every round: a round's freed arrays would be memory the
         # allocator keeps (and the next round's new ones more of it).
         largest = max(starts[high] - starts[low] for low, high in pairwise(cuts))
-        slots = array("i", [0]) * largest
-        weights = array("f", [0.0]) * largest
-        cursor = array("q", [0]) * terms  # by place in the file: its next posting, in the round
+        # A posting's memory number and weight side by side (one cache line, not two: the
+        # places are scattered), split once the round is placed.
+        side_by_side = bytearray(8 * largest)
+        numbers = memoryview(side_by_side).cast("i")
+        weights = memoryview(side_by_side).cast("f")
+        # By place in the file: where its next posting goes, in the round (in 4-byte units).
+        cursor = array("I" if 2 * largest < 1 << 32 else "q", [0]) * terms
         for low, high in pairwise(cuts):
             base = starts[low]
-            cursor[low:high] = array("q", map(sub, starts[low:high], repeat(base)))
+            cursor[low:high] = array(cursor.typecode, map(
+                mul, map(sub, starts[low:high], repeat(base)), repeat(2)))
             number = 0
             for where, size, memory_ends in parked:
                 spill.seek(where)
@@ -467,11 +472,14 @@ class Builder:
                     for place_rank, value in zip(ranks[first:last], values[first:last],
                                                  strict=True):
                         place = cursor[place_rank]
-                        slots[place] = number
-                        weights[place] = value
-                        cursor[place_rank] = place + 1
+                        numbers[place] = number
+                        weights[place + 1] = value
+                        cursor[place_rank] = place + 2
                     begin = end
                     number += 1
             # Read before the next round is asked for (which overwrites them).
             size = starts[high] - base
-            yield Round(low, high, memoryview(slots)[:size], memoryview(weights)[:size])
+            slots = memoryview(numbers[0 : 2 * size : 2].tobytes()).cast("i")
+            values_placed = memoryview(numbers[1 : 2 * size : 2].tobytes()).cast("f")
+            yield Round(low, high, slots, values_placed)
+            del slots, values_placed

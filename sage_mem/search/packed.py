@@ -224,7 +224,7 @@ class Round(NamedTuple):
     low: int
     high: int
     slots: array | memoryview
-    weights: array | memoryview
+    weights: array | memoryview[Any]  # float32
 
 
 class Packed(NamedTuple):
