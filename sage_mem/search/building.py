@@ -117,9 +117,10 @@ class TermTexts(Sequence[str]):
         return crcs
 
 
-# Postings a build places at once (8 bytes each): one with more places them a range of terms
-# at a time (`Builder._placed_in_rounds`), not all 250 MB of 100,000 memories at once.
-ROUND_POSTINGS = 8 << 20
+# Postings a build places at once (8 bytes each; a round's 16, placed and then split): one
+# with more places them a range of terms at a time (`Builder._placed_in_rounds`), not all
+# 250 MB of 100,000 memories at once.
+ROUND_POSTINGS = 4 << 20
 
 # Memories per chunk of a build's term counts (freed chunk after chunk as they are weighed).
 _CHUNK = 1024
