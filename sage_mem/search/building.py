@@ -10,7 +10,7 @@ from bisect import bisect_left, bisect_right
 from collections import _count_elements, deque  # type: ignore[attr-defined]  # Counter's, in C
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from itertools import accumulate, pairwise, repeat
+from itertools import accumulate, compress, pairwise, repeat
 from operator import add, and_, eq, lshift, mul, or_, rshift, sub, truediv
 from typing import BinaryIO
 
@@ -108,7 +108,7 @@ class TermTexts(Sequence[str]):
         deque(map(crcs.__setitem__, words, term_crcs(list(words.values()))), maxlen=0)
         spaced = {number: b" " + text.encode("utf-8", "surrogatepass")
                   for number, text in words.items()}
-        pairs = [number for number in range(len(codes)) if codes[number]]
+        pairs = array("I", compress(range(len(codes)), codes))  # their numbers (4 bytes each)
         firsts = map(crcs.__getitem__, map(rshift, map(codes.__getitem__, pairs),
                                            repeat(_PAIR_SHIFT)))
         seconds = map(spaced.__getitem__, map(and_, map(codes.__getitem__, pairs),
