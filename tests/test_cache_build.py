@@ -47,7 +47,8 @@ from sage_mem.search.cache import (
 )
 from sage_mem.search.index import Index
 from sage_mem.search.packed import Export, packed_ids
-from sage_mem.search.scoring import FIELDS, Scoring
+from sage_mem.search.scoring import FIELDS, Scoring, word_pairs
+from sage_mem.search.tokens import tokenize
 
 WORDS = ("deploy release database migration garden coffee flight budget pytest running "
          "tests cats meeting Sesame Alice Tuesday login version numbers apples").split()
@@ -281,6 +282,21 @@ def test_a_builder_weighs_every_term_as_an_index_does() -> None:
         assert whole.weights[begin:end].tobytes() == bytes(weights[at]), term
         assert packed.counts[at] == len(numbers[at]), term
     assert any(" " in term for term in terms)  # word pairs too
+
+
+@pytest.mark.parametrize("text", [
+    "support groups support group meetings", "cats cats cats and dogs", "deploy",
+    "我的猫叫芝麻", "the flaky 测试 runs again 测试 flaky", "café au lait, naïve café",
+    "log in to macOS 10.15 then login", "狗狗 dog dog 狗", "",
+])
+def test_a_build_pairs_the_words_word_pairs_pairs(text: str) -> None:
+    """The build's pairs (as its words' numbers) are `word_pairs`'s, in the same order."""
+    terms = tokenize(text)
+    numbers = {term: 7 * at + 1 for at, term in enumerate(dict.fromkeys(terms))}
+    texts = {number: term for term, number in numbers.items()}
+    codes = building._pair_codes(terms, numbers)
+    assert [f"{texts[code >> 32]} {texts[code & 0xFFFFFFFF]}" for code in codes] == (
+        word_pairs(terms))
 
 
 @pytest.mark.parametrize("pair_first", [True, False])

@@ -90,7 +90,7 @@ class TermTexts(Sequence[str]):
         return len(self._codes)
 
     def __getitem__(self, number: int) -> str:  # type: ignore[override]
-        return self.block([number])[0]
+        return self.block([number if number >= 0 else number + len(self)])[0]
 
     def block(self, numbers: Sequence[int]) -> list[str]:
         """The texts of `numbers`, in order."""
@@ -157,7 +157,8 @@ def _pair_codes(terms: list[str], numbers: dict[str, int]) -> list[int]:
     if not "".join(numbers).isascii():
         # CJK among the words: which terms pair is `word_pairs`'s to say (rarer, dearer).
         return [numbers[first] << _PAIR_SHIFT | numbers[second]
-                for first, second in map(str.split, word_pairs(terms, numbers.keys()))]
+                for first, second in map(str.split, word_pairs(terms, numbers.keys()),
+                                         repeat(" "))]
     # Only words (what `word_pairs` finds for ASCII terms): every two adjacent, but a word
     # repeated in place.
     seq = list(map(numbers.__getitem__, terms))
