@@ -47,7 +47,8 @@ from sage_mem.search.cache import (
 )
 from sage_mem.search.index import Index
 from sage_mem.search.packed import Export, packed_ids
-from sage_mem.search.scoring import FIELDS, Scoring
+from sage_mem.search.scoring import FIELDS, Scoring, word_pairs
+from sage_mem.search.tokens import tokenize
 
 WORDS = ("deploy release database migration garden coffee flight budget pytest running "
          "tests cats meeting Sesame Alice Tuesday login version numbers apples").split()
@@ -267,7 +268,7 @@ def test_a_builder_weighs_every_term_as_an_index_does() -> None:
     for memory in memories:
         builder.add(memory)
     packed = builder.finish()
-    assert packed.terms == terms
+    assert list(packed.terms) == terms
     # The postings in the cache file's order of the terms: by CRC-32, ties by number.
     crcs = [zlib.crc32(term.encode("utf-8", "surrogatepass")) for term in terms]
     assert list(packed.order) == sorted(range(len(terms)), key=crcs.__getitem__)
@@ -281,6 +282,49 @@ def test_a_builder_weighs_every_term_as_an_index_does() -> None:
         assert whole.weights[begin:end].tobytes() == bytes(weights[at]), term
         assert packed.counts[at] == len(numbers[at]), term
     assert any(" " in term for term in terms)  # word pairs too
+
+
+@pytest.mark.parametrize("text", [
+    "support groups support group meetings", "cats cats cats and dogs", "deploy",
+    "我的猫叫芝麻", "the flaky 测试 runs again 测试 flaky", "café au lait, naïve café",
+    "log in to macOS 10.15 then login", "狗狗 dog dog 狗", "",
+])
+def test_a_build_pairs_the_words_word_pairs_pairs(text: str) -> None:
+    """The build's pairs (as its words' numbers) are `word_pairs`'s, in the same order."""
+    terms = tokenize(text)
+    numbers = {term: 7 * at + 1 for at, term in enumerate(dict.fromkeys(terms))}
+    texts = {number: term for term, number in numbers.items()}
+    codes = building._pair_codes(terms, numbers)
+    assert [f"{texts[code >> 32]} {texts[code & 0xFFFFFFFF]}" for code in codes] == (
+        word_pairs(terms))
+
+
+@pytest.mark.parametrize("pair_first", [True, False])
+def test_a_word_pair_and_a_word_of_one_crc_keep_the_order_they_were_first_seen_in(
+    pair_first: bool,
+) -> None:
+    """A build holds a word pair as its words' numbers and makes its CRC-32 from theirs:
+    where a pair and a word share a CRC-32 (about 160 times among 100,000 memories' terms),
+    the file still holds them in the order they were first met, as the index writer does."""
+    pair, word = "mufafam jutenut", "rajojat"
+    assert zlib.crc32(pair.encode()) == zlib.crc32(word.encode())
+    texts = [f"{pair} again", f"{word} later"] if pair_first else [f"{word} first", pair]
+    folder = Path("/nowhere")
+    memories = [Memory(id=f"m{n}", path=folder / f"m{n}.md", description=text, body=text)
+                for n, text in enumerate(texts)]
+    index = Index()
+    index.add_many(memories)
+    terms = index.export().postings[0]
+    builder = Builder()
+    for memory in memories:
+        builder.add(memory)
+    packed = builder.finish()
+    assert list(packed.terms) == terms
+    ranked = [terms[at] for at in packed.order]
+    assert ranked.index(pair) - ranked.index(word) == (-1 if pair_first else 1)
+    crcs = [zlib.crc32(term.encode("utf-8", "surrogatepass")) for term in terms]
+    assert list(packed.order) == sorted(range(len(terms)), key=crcs.__getitem__)
+    assert list(packed.sorted_crcs) == sorted(crcs)
 
 
 def test_a_large_folder_built_straight_to_the_cache_answers_as_one_built_in_memory(

@@ -6,15 +6,24 @@ from __future__ import annotations
 import zlib
 from array import array
 from bisect import bisect_left, bisect_right
-from collections import deque
+from collections import _count_elements, deque  # type: ignore[attr-defined]  # Counter's, in C
 from collections.abc import Iterable, Iterator, Sequence
-from itertools import accumulate, pairwise, repeat
-from operator import add, mul, sub, truediv
+from itertools import accumulate, compress, pairwise, repeat
+from operator import add, and_, eq, lshift, mul, or_, rshift, sub, truediv
 from typing import BinaryIO
 
 from ..memory.value import Memory
 from .packed import Columns, Packed, Round
-from .scoring import FIELD_WEIGHTS, FIELDS, Scoring, field_counts, snap_average
+from .scoring import (
+    _NAMED_FIELDS,
+    FIELD_WEIGHTS,
+    FIELDS,
+    Scoring,
+    counted_fields,
+    snap_average,
+    word_pairs,
+)
+from .tokens import name_prefixes
 
 
 def term_crcs(terms: Sequence[str]) -> array:
@@ -51,25 +60,96 @@ def crc_order(crcs: array) -> array:
     return order
 
 
-# Postings a build places at once (8 bytes each): one with more places them a range of terms
-# at a time (`Builder._placed_in_rounds`), not all 250 MB of 100,000 memories at once.
-ROUND_POSTINGS = 8 << 20
+class TermTexts(Sequence[str]):
+    """A build's terms by number, as text: the words as they were counted, a word pair made
+    from its words' texts when asked for (`block`), never all of them at once."""
+
+    def __init__(self, words: dict[str, int], pairs: dict[int, int]) -> None:
+        self._words = dict(zip(words.values(), words, strict=True))  # number -> text
+        self._codes = array("Q", [0]) * (len(words) + len(pairs))  # a word's is 0
+        deque(map(self._codes.__setitem__, pairs.values(), pairs), maxlen=0)
+
+    def __len__(self) -> int:
+        return len(self._codes)
+
+    def __getitem__(self, number: int) -> str:  # type: ignore[override]
+        return self.block([number if number >= 0 else number + len(self)])[0]
+
+    def block(self, numbers: Sequence[int]) -> list[str]:
+        """The texts of `numbers`, in order."""
+        words, codes = self._words, self._codes
+        return [
+            words[code >> _PAIR_SHIFT] + " " + words[code & _SECOND] if code else words[number]
+            for number, code in zip(numbers, map(codes.__getitem__, numbers), strict=True)
+        ]
+
+    def crcs(self) -> array:
+        """`term_crcs` of every term, a pair's from its words' (CRC-32 runs on: the CRC of
+        "a b" is that of " b" after "a's")."""
+        words, codes = self._words, self._codes
+        crcs = array("I", [0]) * len(codes)
+        deque(map(crcs.__setitem__, words, term_crcs(list(words.values()))), maxlen=0)
+        spaced = {number: b" " + text.encode("utf-8", "surrogatepass")
+                  for number, text in words.items()}
+        pairs = array("I", compress(range(len(codes)), codes))  # their numbers (4 bytes each)
+        firsts = map(crcs.__getitem__, map(rshift, map(codes.__getitem__, pairs),
+                                           repeat(_PAIR_SHIFT)))
+        seconds = map(spaced.__getitem__, map(and_, map(codes.__getitem__, pairs),
+                                              repeat(_SECOND)))
+        deque(map(crcs.__setitem__, pairs, map(zlib.crc32, seconds, firsts)), maxlen=0)
+        return crcs
+
+
+# Postings a build places at once (8 bytes each; a round's 16, placed and then split): one
+# with more places them a range of terms at a time (`Builder._placed_in_rounds`), not all
+# 250 MB of 100,000 memories at once.
+ROUND_POSTINGS = 4 << 20
 
 # Memories per chunk of a build's term counts (freed chunk after chunk as they are weighed).
 _CHUNK = 1024
 
 
-class _TermNumbers(dict):  # type: ignore[type-arg]  # str -> int
-    """Each term's number, given on first sight: a known term is one look-up, in C."""
+class _TermNumbers(dict):  # type: ignore[type-arg]  # str or int -> int
+    """Each term's number, given on first sight: a known term is one look-up, in C.
+
+    Two of them share one numbering (`counts`, one entry a term): the words
+    (and name prefixes) by their text, the word pairs by `_pair_code`.
+    """
 
     def __init__(self, counts: array) -> None:
         super().__init__()
         self.counts = counts  # per term: how many memories hold it (0 when numbered)
 
-    def __missing__(self, term: str) -> int:
-        number = self[term] = len(self)
+    def __missing__(self, term: str | int) -> int:
+        number = self[term] = len(self.counts)
         self.counts.append(0)
         return number
+
+
+# A word pair ("support group") is held as its words' numbers, `first << 32 | second`: an int
+# of 32 bytes, not a string of 60 (2.1 million of the 2.4 million terms of 100,000 memories).
+_PAIR_SHIFT = 32
+_SECOND = (1 << _PAIR_SHIFT) - 1
+
+
+def _pair_codes(terms: list[str], numbers: dict[str, int]) -> list[int]:
+    """`scoring.word_pairs(terms)`, each pair as the code of its words' numbers (`numbers`:
+    every term of `terms`), in the same order."""
+    if len(terms) < 2:
+        return []
+    if not "".join(numbers).isascii():
+        # CJK among the words: which terms pair is `word_pairs`'s to say (rarer, dearer).
+        return [numbers[first] << _PAIR_SHIFT | numbers[second]
+                for first, second in map(str.split, word_pairs(terms, numbers.keys()),
+                                         repeat(" "))]
+    # Only words (what `word_pairs` finds for ASCII terms): every two adjacent, but a word
+    # repeated in place.
+    seq = list(map(numbers.__getitem__, terms))
+    following = seq[1:]
+    if not any(map(eq, seq, following)):
+        return list(map(or_, map(lshift, seq, repeat(_PAIR_SHIFT)), following))
+    return [first << _PAIR_SHIFT | second
+            for first, second in zip(seq, following, strict=False) if first != second]
 
 
 class Builder:
@@ -103,6 +183,7 @@ class Builder:
         self._parked: list[tuple[int, int, str]] = []  # per chunk spilled: where, size, code
         self._counts = array("I")  # per term: how many memories hold it
         self._term_numbers: dict[str, int] = _TermNumbers(self._counts)
+        self._pair_numbers: dict[int, int] = _TermNumbers(self._counts)
         # Per memory: id, trust, updated, category, project (the columns; see `finish`).
         self._rows: list[tuple[str, float, str | None, str | None, str | None]] = []
         self._archived: list[bool] = []
@@ -126,30 +207,60 @@ class Builder:
         chunk = self._chunks[-1]
         assert chunk is not None
         numbers, counts, ends = chunk
-        number_of = self._term_numbers.__getitem__  # numbers a new term (`_TermNumbers`)
+        # What `scoring.field_counts` counts, numbered as it comes: a field's words, then
+        # its word pairs (as codes, `_pair_codes`), then its name prefixes.
+        word_number = self._term_numbers.__getitem__  # numbers a new term (`_TermNumbers`)
+        pair_number = self._pair_numbers.__getitem__
+        pairing = bool(self.scoring.pair_weight)
         held = self._counts
-        field_terms, lengths = field_counts(memory, self.scoring.pair_weight)
         first = len(numbers)
-        for weighed, counted, length in zip(self._weighed, field_terms, lengths, strict=True):
-            if weighed and length and counted:
-                numbers.extend(map(number_of, counted))
-                at = len(counts)
-                try:
-                    counts.extend(counted.values())
-                except OverflowError:  # a count past 65,535: this chunk's counts take 4 bytes
-                    del counts[at:]
-                    counts = array("I", counts)
-                    counts.extend(counted.values())
-                    chunk = self._chunks[-1] = (numbers, counts, ends)
+        lengths = []
+        for weighed, (name, (terms, length)) in zip(
+            self._weighed, counted_fields(memory).items(), strict=True
+        ):
+            lengths.append(length)
+            if weighed and length:  # then `terms` holds a term
+                counted: dict[str, int] = {}
+                _count_elements(counted, terms)
+                found = list(map(word_number, counted))
+                numbers.extend(found)
+                counts = self._counted(counts, counted.values())
+                if pairing and len(terms) > 1:
+                    pairs: dict[int, int] = {}
+                    known = dict(zip(counted, found, strict=True))
+                    _count_elements(pairs, _pair_codes(terms, known))
+                    numbers.extend(map(pair_number, pairs))
+                    counts = self._counted(counts, pairs.values())
+                if name in _NAMED_FIELDS:
+                    prefixes: dict[str, int] = {}
+                    _count_elements(prefixes, name_prefixes(_NAMED_FIELDS[name](memory)))
+                    numbers.extend(map(word_number, prefixes))
+                    counts = self._counted(counts, prefixes.values())
             ends.append(len(numbers))
-        for number in set(numbers[first:]):
-            held[number] += 1
+        # Each of the memory's terms once: one more memory holds it (in C, not a loop).
+        distinct = set(numbers[first:])
+        deque(map(held.__setitem__, distinct, map(add, map(held.__getitem__, distinct),
+                                                   repeat(1))), maxlen=0)
         trust = memory.trust
         self._rows.append((memory.id, trust, memory.updated, memory.category, memory.project))
         self._archived.append(bool(memory.archived))
         self._lengths.extend(lengths)
         self._length_sums = list(map(add, self._length_sums, lengths))
         self._max_boost = max(self._max_boost, 0.8 + 0.4 * trust)
+
+    def _counted(self, counts: array, values: Iterable[int]) -> array:
+        """`counts` (the last chunk's) extended by `values`; past 65,535 the chunk's counts
+        take 4 bytes (a new array, which the chunk then holds)."""
+        at = len(counts)
+        try:
+            counts.extend(values)
+        except OverflowError:
+            del counts[at:]
+            counts = array("I", counts)
+            counts.extend(values)
+            numbers, _, ends = self._chunks[-1]  # type: ignore[misc]
+            self._chunks[-1] = (numbers, counts, ends)
+        return counts
 
     def _park(self) -> None:
         """Move the last chunk's term numbers and counts to the spill file, if there is one."""
@@ -189,10 +300,10 @@ class Builder:
         total = len(self._rows)
         sums = dict(zip(FIELDS, self._length_sums, strict=True))
         averages = {name: snap_average(sums[name], total) for name in FIELD_WEIGHTS}
-        terms = list(self._term_numbers)
-        self._term_numbers = {}
+        terms = TermTexts(self._term_numbers, self._pair_numbers)
+        self._term_numbers, self._pair_numbers = {}, {}
         counts, self._counts = self._counts, array("I")
-        crcs = term_crcs(terms)
+        crcs = terms.crcs()
         order = crc_order(crcs)
         sorted_crcs = array("I", map(crcs.__getitem__, order))
         del crcs
@@ -322,12 +433,17 @@ class Builder:
         # One pair of arrays for every round: a round's freed arrays would be memory the
         # allocator keeps (and the next round's new ones more of it).
         largest = max(starts[high] - starts[low] for low, high in pairwise(cuts))
-        slots = array("i", [0]) * largest
-        weights = array("f", [0.0]) * largest
-        cursor = array("q", [0]) * terms  # by place in the file: its next posting, in the round
+        # A posting's memory number and weight side by side (one cache line, not two: the
+        # places are scattered), split once the round is placed.
+        side_by_side = bytearray(8 * largest)
+        numbers = memoryview(side_by_side).cast("i")
+        weights = memoryview(side_by_side).cast("f")
+        # By place in the file: where its next posting goes, in the round (in 4-byte units).
+        cursor = array("I" if 2 * largest < 1 << 32 else "q", [0]) * terms
         for low, high in pairwise(cuts):
             base = starts[low]
-            cursor[low:high] = array("q", map(sub, starts[low:high], repeat(base)))
+            cursor[low:high] = array(cursor.typecode, map(
+                mul, map(sub, starts[low:high], repeat(base)), repeat(2)))
             number = 0
             for where, size, memory_ends in parked:
                 spill.seek(where)
@@ -341,11 +457,14 @@ class Builder:
                     for place_rank, value in zip(ranks[first:last], values[first:last],
                                                  strict=True):
                         place = cursor[place_rank]
-                        slots[place] = number
-                        weights[place] = value
-                        cursor[place_rank] = place + 1
+                        numbers[place] = number
+                        weights[place + 1] = value
+                        cursor[place_rank] = place + 2
                     begin = end
                     number += 1
             # Read before the next round is asked for (which overwrites them).
             size = starts[high] - base
-            yield Round(low, high, memoryview(slots)[:size], memoryview(weights)[:size])
+            slots = memoryview(numbers[0 : 2 * size : 2].tobytes()).cast("i")
+            values_placed = memoryview(numbers[1 : 2 * size : 2].tobytes()).cast("f")
+            yield Round(low, high, slots, values_placed)
+            del slots, values_placed

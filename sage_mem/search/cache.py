@@ -116,7 +116,7 @@ from ..disk.folder import MemoryFolder, is_walked
 from ..disk.safe_io import make_private_dirs
 from ..memory.file_format import sha256
 from ..memory.value import Memory, ValueProblem
-from .building import Builder, crc_order, term_crcs
+from .building import Builder, TermTexts, crc_order, term_crcs
 from .index import Index
 from .packed import BackingError, Columns, Export, PackedIds, Round, packed_ids
 from .scoring import FIELDS, Scoring, word_pairs
@@ -1098,7 +1098,7 @@ class _Body:
 
     columns: Columns
     lengths: array
-    terms: list[str]
+    terms: Sequence[str]  # a build's: `TermTexts`
     sizes: Sequence[int]
     postings: Callable[[int], tuple[memoryview | array, memoryview | array]]
     top: Callable[[int], float]
@@ -1230,7 +1230,8 @@ def _write_sections(
     total = 0
     for first in range(0, len(order), TERM_BLOCK):
         chosen = order[first : first + TERM_BLOCK]
-        texts = list(map(terms.__getitem__, chosen))
+        texts = (terms.block(chosen) if isinstance(terms, TermTexts)
+                 else list(map(terms.__getitem__, chosen)))
         block_crcs = list(sorted_crcs[first : first + TERM_BLOCK])
         parts = list(map(at_rank, range(first, first + len(chosen))))
         starts = list(accumulate(map(len, map(itemgetter(0), parts)), initial=start))

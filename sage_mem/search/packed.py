@@ -224,7 +224,7 @@ class Round(NamedTuple):
     low: int
     high: int
     slots: array | memoryview
-    weights: array | memoryview
+    weights: array | memoryview[Any]  # float32
 
 
 class Packed(NamedTuple):
@@ -242,7 +242,7 @@ class Packed(NamedTuple):
 
     columns: Columns
     lengths: array
-    terms: list[str]
+    terms: Sequence[str]  # `building.TermTexts`: a pair made into text when asked for
     counts: array
     order: array
     sorted_crcs: array
