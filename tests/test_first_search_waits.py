@@ -9,6 +9,7 @@ index at the same time: a cold start's CPU, twice its wall time on a busy machin
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -16,9 +17,20 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from support import wait_until, write_memory
+from sync_support import bare_remote, machine, memory, sm, sync, use_private_git
 
-from sage_mem.agents.daemon_start import take_build_lock, wait_for_running_build
+from sage_mem.agents.daemon_start import (
+    BUILDING,
+    READY,
+    handed_build_lock,
+    say_in_lock,
+    start_holding_lock,
+    take_build_lock,
+    wait_for_running_build,
+)
 from sage_mem.disk.folder import MemoryFolder
+from sage_mem.search import HOOK_READS
 from sage_mem.search.cache import cache_path
 from sage_mem.store import MemoryStore
 
@@ -30,6 +42,7 @@ def build_lock(memory_dir: Path) -> Iterator[list[int]]:
     """The folder's build lock, held by this test as a building daemon would hold it."""
     fd = take_build_lock(MemoryFolder(memory_dir))
     assert fd is not None
+    say_in_lock(fd, BUILDING)
     held = [fd]
     yield held
     for each in held:
@@ -52,6 +65,7 @@ def test_a_search_waits_for_the_cache_another_process_is_building_and_loads_it(
     assert proc.poll() is None, "the search built its own index instead of waiting"
     assert not cache_path(MemoryFolder(memory_dir)).exists()
     MemoryStore(memory_dir, watch=False).close()  # the other process's build: its cache
+    say_in_lock(build_lock[0], READY)
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 0, err
     assert "feedback_tests_first" in out
@@ -70,13 +84,16 @@ def test_a_search_goes_on_by_itself_once_the_build_lock_is_let_go_without_a_cach
     assert WAITING in err
 
 
-def test_a_folder_with_a_cache_is_opened_at_once_while_a_daemon_holds_the_lock(
-        memory_dir: Path) -> None:
+@pytest.mark.parametrize("said", [READY, b""], ids=["ready", "an-older-daemon"])
+def test_a_folder_is_opened_at_once_while_a_serving_daemon_holds_the_lock(
+        memory_dir: Path, said: bytes) -> None:
     MemoryStore(memory_dir, watch=False).close()
     fd = take_build_lock(MemoryFolder(memory_dir))  # a serving daemon holds it for life
     assert fd is not None
+    say_in_lock(fd, said)
     try:
-        out, err = search(memory_dir, "tests before changing behaviour").communicate(timeout=30)
+        proc = search(memory_dir, "tests before changing behaviour")
+        out, err = proc.communicate(timeout=30)
     finally:
         os.close(fd)
     assert "feedback_tests_first" in out
@@ -96,3 +113,60 @@ def test_no_wait_and_nothing_said_when_no_one_builds(memory_dir: Path) -> None:
     said: list[str] = []
     wait_for_running_build(MemoryFolder(memory_dir), say=said.append, limit=30)
     assert said == []
+
+
+def test_a_started_daemon_is_handed_the_build_lock_before_its_python_starts(
+        memory_dir: Path, tmp_path: Path) -> None:
+    folder = MemoryFolder(memory_dir)
+    said = tmp_path / "said"
+    script = (
+        "import os, sys, time\n"
+        "from sage_mem.agents.daemon_start import handed_build_lock\n"
+        "from sage_mem.disk.folder import MemoryFolder\n"
+        f"fd = handed_build_lock(MemoryFolder({str(memory_dir)!r}))\n"
+        f"open({str(said)!r}, 'w').write(repr(fd is not None))\n"
+        "time.sleep(0.5)\n"
+    )
+    assert start_holding_lock(folder, [sys.executable, "-c", script])
+    assert take_build_lock(folder) is None  # held from the moment the start returned
+    assert not start_holding_lock(folder, [sys.executable, "-c", "pass"])  # a second starter
+    wait_until(lambda: said.exists() and said.read_text() == "True")
+    fd = wait_until(lambda: take_build_lock(folder), timeout=30)  # let go as it ended
+    assert isinstance(fd, int)
+    os.close(fd)
+
+
+def test_a_handed_descriptor_that_is_not_the_folders_lock_is_not_taken_up(
+        memory_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    other = os.open(tmp_path / "other", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        monkeypatch.setenv("SAGE_MEM_BUILD_LOCK_FD", str(other))
+        assert handed_build_lock(MemoryFolder(memory_dir)) is None
+        monkeypatch.setenv("SAGE_MEM_BUILD_LOCK_FD", "not a number")
+        assert handed_build_lock(MemoryFolder(memory_dir)) is None
+    finally:
+        os.close(other)
+
+
+def test_the_first_search_right_after_a_join_waits_for_the_joins_build(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    use_private_git(tmp_path, monkeypatch)
+    remote = bare_remote(tmp_path)
+    laptop = machine(tmp_path / "laptop", remote, "laptop", first=True)
+    for n in range(HOOK_READS + 6):  # more than a search reads by itself: a build follows
+        write_memory(laptop, f"project/note_{n:03d}", memory(f"Release note {n}", f"Step {n}."))
+    write_memory(laptop, "user_cat", memory("The cat is Sesame", "Sesame 是一只橘猫。"))
+    sync(laptop)
+    monkeypatch.setenv("SAGE_MEM_DAEMON", "build")  # as a user's sage-mem does by default
+    desktop = tmp_path / "desktop"
+    sync(desktop, "--remote", str(remote))
+    status, out, err = sm(desktop, "search", "Sesame")
+    assert status == 0, err
+    assert "user_cat" in out
+    assert WAITING in err  # not a second build beside the join's
+    log = MemoryFolder(desktop).state_path("daemon.log").read_text(encoding="utf-8")
+    # The join's build made the index of what came (the folder's empty cache brought up to
+    # date), and the search loaded it.
+    assert f"of {HOOK_READS + 7} memories" in log and "(cache written)" in log

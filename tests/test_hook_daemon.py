@@ -189,7 +189,13 @@ def test_a_hook_starts_no_build_while_one_runs(big: Path, monkeypatch: pytest.Mo
     lock = daemon_start.take_build_lock(folder)
     assert lock is not None
     started: list[list[str]] = []
-    monkeypatch.setattr(daemon_start, "spawn_detached", started.append)
+
+    def spawn(argv: list[str], *, lock: int | None = None) -> int:
+        assert lock is not None  # started holding the build lock for the daemon
+        started.append(argv)
+        return 0
+
+    monkeypatch.setattr(daemon_start, "spawn_detached", spawn)
     monkeypatch.setenv("SAGE_MEM_DAEMON", "build")
     try:
         ask(big, "descale the kettle")

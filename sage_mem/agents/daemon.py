@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING
 
 from ..disk.folder import MemoryFolder
 from ..disk.safe_io import make_private_dirs
-from .daemon_start import take_build_lock
+from .daemon_start import BUILDING, READY, handed_build_lock, say_in_lock, take_build_lock
 
 if TYPE_CHECKING:
     from ..store import MemoryStore
@@ -124,16 +124,20 @@ def run_daemon(root: Path, *, idle: float = IDLE_SECONDS, build_only: bool = Fal
             say(said)
         return 0
 
-    lock = take_build_lock(folder)
+    lock = handed_build_lock(folder)
+    if lock is None:
+        lock = take_build_lock(folder)
     if lock is None:
         return ending("another daemon or build runs for this folder; nothing to do",
                       f"a daemon (or an index build) already runs for {folder.root}; nothing "
                       f"to do (its log: {log.path})")
+    say_in_lock(lock, BUILDING)  # commands opening the folder wait for this build
     try:
         if build_only:
             _settle(folder)
         started = time.monotonic()
         store = MemoryStore(folder.root, watch=not build_only, poll=poll)
+        say_in_lock(lock, READY)
         loaded = store.loaded
         how = loaded.how if loaded is not None else "?"
         done = "built the index" if how == "built" else "loaded the index cache"

@@ -16,11 +16,19 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from ..disk.folder import MemoryFolder
 from ..disk.safe_io import make_private_dirs
 
 DAEMON_ENV = "SAGE_MEM_DAEMON"
+# The build lock a starter took and handed to the daemon it started (`start_holding_lock`):
+# its descriptor number in the daemon, which takes it up (`handed_build_lock`).
+HANDED_LOCK_ENV = "SAGE_MEM_BUILD_LOCK_FD"
+HANDED_LOCK_FD = 3
+# What the build lock's holder says in its file: building the index, or ready (serving).
+BUILDING = b"building\n"
+READY = b"ready\n"
 # How long a command waits for the index another process is building before it builds
 # one itself (`wait_for_running_build`): a build of 100,000 memories on a busy machine.
 BUILD_WAIT_S = 300.0
@@ -77,34 +85,51 @@ def build_running(folder: MemoryFolder) -> bool:
 
 def wait_for_running_build(folder: MemoryFolder, *, say: Callable[[str], None],
                            limit: float = BUILD_WAIT_S) -> None:
-    """Before a command opens `folder`: when its index cache does not exist yet and another
-    process holds the build lock (the build a join started, a hook's daemon building), wait
-    for that process's cache rather than build a second index beside it.
+    """Before a command opens `folder`: while another process builds its index (the build a
+    join started, a hook's daemon opening the folder), wait for that build rather than
+    build a second index beside it.
 
     The two builds would share the cores (the first search after a join took a cold
-    start's CPU and twice its wall time); waiting, the command loads the cache once it is
-    written. It stops waiting when the cache appears, when the lock is let go (the build
-    ended, or died: the lock is the kernel's), or after `limit` seconds; then it opens the
-    folder as ever (from the cache, or building it). `say` is told once that it waits.
+    start's CPU and twice its wall time); waiting, the command loads the cache the build
+    wrote. A daemon says in its lock file that it is building, then that it is ready (its
+    index loaded or built, the cache written): a serving daemon that is ready is not
+    waited for. The wait ends when the build says it is ready, when the lock is let go
+    (the build ended, or died: the lock is the kernel's), or after `limit` seconds; then
+    the folder is opened as ever. `say` is told once that it waits.
     """
-    from ..search.cache import cache_path
-
     if not folder.root.is_dir():
         return  # the command says what is wrong with the folder
-    path = cache_path(folder)
-    if path.exists() or not build_running(folder):
+    path = build_lock_path(folder)
+    if not _says_building(path) or not build_running(folder):
         return
     say(f"waiting for the search index another sage-mem process is building for {folder.root} "
         f"(at most {limit / 60:.0f} minutes)")
     deadline = time.monotonic() + limit
     probed = time.monotonic()
-    while time.monotonic() < deadline and not path.exists():
+    while time.monotonic() < deadline and _says_building(path):
         time.sleep(0.05)
         # The lock is probed once a second (a probe holds it for an instant).
         if time.monotonic() - probed >= 1.0:
             probed = time.monotonic()
             if not build_running(folder):
                 return
+
+
+def say_in_lock(lock: int, state: bytes) -> None:
+    """Write what the holder of a build lock is doing into its file (BUILDING, READY)."""
+    try:
+        os.ftruncate(lock, 0)
+        os.pwrite(lock, state, 0)
+    except OSError:
+        pass  # then no command waits for this build: it builds as before
+
+
+def _says_building(path: Path) -> bool:
+    try:
+        with open(path, "rb") as file:
+            return file.read(len(BUILDING)) == BUILDING
+    except OSError:
+        return False
 
 
 def what_builds() -> str:
@@ -124,28 +149,81 @@ def start_detached(folder: MemoryFolder, *, build_needed: bool, log: Callable[[s
         return
     if mode == "build" and not build_needed:
         return
+    argv = [sys.executable, "-m", "sage_mem", "--dir", str(folder.root), "daemon"]
+    if mode == "build":
+        argv.append("--build-only")
     try:
-        if build_running(folder):
-            return
-        argv = [sys.executable, "-m", "sage_mem", "--dir", str(folder.root), "daemon"]
-        if mode == "build":
-            argv.append("--build-only")
-        spawn_detached(argv)
+        start_holding_lock(folder, argv)
     except OSError as exc:
         log(f"no background build started: {exc.strerror or exc}")
 
 
-def spawn_detached(argv: list[str]) -> int:
+def start_holding_lock(folder: MemoryFolder, argv: list[str]) -> bool:
+    """Start the daemon `argv` with the folder's build lock already held for it; False (and
+    nothing started) when another process holds the lock.
+
+    The lock is taken here and handed over (the daemon inherits its open file, and so its
+    flock): from the moment this returns, any process sees the build running, even before
+    the daemon's Python has started (`wait_for_running_build`: the first search after a
+    join waits for that build instead of starting its own beside it). Two starters at
+    once: one takes the lock, the other finds it held.
+    """
+    lock = take_build_lock(folder)
+    if lock is None:
+        return False
+    say_in_lock(lock, BUILDING)
+    try:
+        spawn_detached(argv, lock=lock)
+    finally:
+        os.close(lock)  # the daemon's copy holds it now
+    return True
+
+
+def handed_build_lock(folder: MemoryFolder) -> int | None:
+    """The folder's build lock, when the process that started this one handed it over
+    (`start_holding_lock`); else None, and the daemon takes the lock itself.
+
+    The descriptor is taken up only if it is this folder's lock file and holds its lock
+    (flock on the same open file succeeds for its holder, fails for anyone else).
+    """
+    raw = os.environ.pop(HANDED_LOCK_ENV, None)
+    if raw is None:
+        return None
+    try:
+        fd = int(raw)
+        held, wanted = os.fstat(fd), os.stat(build_lock_path(folder))
+    except (ValueError, OSError):
+        return None
+    if (held.st_dev, held.st_ino) != (wanted.st_dev, wanted.st_ino):
+        return None
+    try:
+        import fcntl
+
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except (ImportError, OSError):
+        os.close(fd)
+        return None
+    os.set_inheritable(fd, False)  # no process this daemon starts keeps it
+    return fd
+
+
+def spawn_detached(argv: list[str], *, lock: int | None = None) -> int:
     """Start `argv` in a session of its own with no standard streams; returns its pid.
 
     Claude Code waits for the hook's stdout to close, so nothing of the hook's
     may be inherited; nothing waits for the process either (the hook ends at
-    once, and the process outlives it).
+    once, and the process outlives it). `lock`, a build lock's descriptor, is the
+    one thing handed over (`start_holding_lock`).
     """
     devnull = os.devnull
-    actions = [
+    actions: list[tuple[Any, ...]] = [
         (os.POSIX_SPAWN_OPEN, 0, devnull, os.O_RDONLY, 0),
         (os.POSIX_SPAWN_OPEN, 1, devnull, os.O_WRONLY, 0),
         (os.POSIX_SPAWN_OPEN, 2, devnull, os.O_WRONLY, 0),
     ]
-    return os.posix_spawn(argv[0], argv, dict(os.environ), file_actions=actions, setsid=True)
+    env = dict(os.environ)
+    env.pop(HANDED_LOCK_ENV, None)
+    if lock is not None:
+        actions.append((os.POSIX_SPAWN_DUP2, lock, HANDED_LOCK_FD))  # (dup2: not close-on-exec)
+        env[HANDED_LOCK_ENV] = str(HANDED_LOCK_FD)
+    return os.posix_spawn(argv[0], argv, env, file_actions=actions, setsid=True)

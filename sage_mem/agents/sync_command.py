@@ -142,15 +142,14 @@ def index_in_background(root: Path, pulled: int) -> None:
     if pulled <= HOOK_READS or os.name != "posix":  # the common case, before any import
         return
     from ..disk.folder import MemoryFolder
-    from .daemon_start import build_running, daemon_mode, spawn_detached
+    from .daemon_start import daemon_mode, start_holding_lock
 
     if daemon_mode() == "none":
         return
     folder = MemoryFolder(root)
-    try:
-        if not build_running(folder):
-            spawn_detached([sys.executable, "-m", "sage_mem", "--dir", str(folder.root),
-                            "daemon", "--build-only"])
+    try:  # the lock held from now: a search started as the join returns waits for this build
+        start_holding_lock(folder, [sys.executable, "-m", "sage_mem", "--dir", str(folder.root),
+                                    "daemon", "--build-only"])
     except OSError:
         pass  # the first search builds it
 
