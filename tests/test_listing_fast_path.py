@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sage_mem.errors import InvalidMemory
-from sage_mem.memory import listing
+from sage_mem.memory import file_format
 from sage_mem.memory.file_format import parse_bytes, render_new
 from sage_mem.memory.listing import listed_fast, listed_of
 from sage_mem.memory.value import listed_fields
@@ -226,21 +226,22 @@ def test_not_utf8_and_bad_yaml_are_refused_as_the_long_way_refuses_them() -> Non
 def test_what_is_remembered_is_emptied_when_full_and_reads_the_same(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(listing, "_REMEMBERED", 8)
+    monkeypatch.setattr(file_format, "_REMEMBERED", 8)
     for number in range(40):
         raw = (f"---\ndescription: note {number}\ncreated: 2026-01-{number % 28 + 1:02d}\n"
                f"trust: 0.{number}\ntags: [t{number}]\nx{number}: y\n---\n").encode()
         assert agree(raw)
-        assert max(len(listing._plains), len(listing._values), len(listing._string_keys)) <= 20
+        assert max(len(file_format._plains), len(file_format._values),
+                   len(file_format._string_keys)) <= 20
 
 
 def test_a_flow_list_read_twice_is_two_lists() -> None:
     raw = b"---\ndescription: d\ntags: [a, b]\n---\n"
     listed_fast(raw, MEMORY_ID)
-    remembered = listing._values["[a, b]"]
+    remembered = file_format._values["[a, b]"]
     assert remembered == ["a", "b"]
     # What a caller gets is its own: changing it changes nothing remembered.
-    mapping = listing._flat_mapping("tags: [a, b]\n")
+    mapping = file_format._simple_mapping("tags: [a, b]\n")
     assert mapping is not None and mapping["tags"] is not remembered
 
 

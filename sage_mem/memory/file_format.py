@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import date, datetime
 from pathlib import Path
@@ -386,6 +386,18 @@ class _NotSimple(Exception):
     """Raised inside the fast path for anything it leaves to PyYAML."""
 
 
+# What repeats from file to file is resolved once (a folder's dates, categories and keys): a
+# plain scalar's value by its text (_LEFT: one `_plain` leaves to PyYAML), a quoted or flow
+# value's (the text after `key: `), and whether a key is read as a string. The resolution
+# depends on the text alone, and its values are immutable but a flow list, which each file
+# gets a copy of. Emptied when full.
+_LEFT = object()
+_plains: dict[str, Any] = {}
+_values: dict[str, Any] = {}
+_string_keys: dict[str, bool] = {}
+_REMEMBERED = 4096
+
+
 def _simple_mapping(fm_text: str) -> dict[str, Any] | None:
     """`fm_text` as PyYAML reads it, when it is only `key: value` lines; else None."""
     if "\r" in fm_text:
@@ -396,30 +408,64 @@ def _simple_mapping(fm_text: str) -> dict[str, Any] | None:
     resolvers = kit.loader.yaml_implicit_resolvers
     if kit.loader.yaml_path_resolvers or None in resolvers:
         return None
+    if max(len(_plains), len(_values), len(_string_keys)) > _REMEMBERED:
+        _plains.clear()
+        _values.clear()
+        _string_keys.clear()
     mapping: dict[str, Any] = {}
-    try:
-        for line in fm_text.split("\n"):
-            if not line.strip(" ") or line[0] == "#":  # blank, or a comment
-                continue
-            match = _SIMPLE_LINE.match(line)
-            if match is None:
+    for line in fm_text.split("\n"):
+        if not line.strip(" ") or line[0] == "#":  # blank, or a comment
+            continue
+        match = _SIMPLE_LINE.match(line)
+        if match is None:
+            return None
+        key, text = match.groups()
+        if key[0] in resolvers and not _string_key(kit, key):  # `yes:`, `null:`
+            return None
+        first = text[:1]
+        if first and first not in _NOT_PLAIN_START:
+            # A plain scalar, the common case: up to a comment, without trailing spaces.
+            cut = text.find(" #")
+            scalar = (text if cut < 0 else text[:cut]).rstrip(" ")
+            if ": " in scalar or scalar[-1] == ":":
                 return None
-            key, text = match.groups()
-            if key[0] in resolvers and _resolve(kit, key) != _STR_TAG:  # `yes:`, `null:`
-                return None
-            first = text[:1]
-            if first and first not in _NOT_PLAIN_START:
-                # A plain scalar, the common case: up to a comment, without trailing spaces.
-                cut = text.find(" #")
-                scalar = (text if cut < 0 else text[:cut]).rstrip(" ")
-                if ": " in scalar or scalar[-1] == ":":
-                    return None
-                mapping[key] = _plain(scalar, kit) if first in resolvers else scalar
+            if first in resolvers:
+                value = _plains.get(scalar, _LEFT) if len(scalar) <= 64 else _LEFT
+                if value is _LEFT:
+                    value = _remember(_plains, scalar, 64, _plain, kit)
+                    if value is _LEFT:
+                        return None
+                mapping[key] = value
             else:
-                mapping[key] = _simple_value(text, kit)
-    except _NotSimple:
-        return None
+                mapping[key] = scalar
+        else:
+            value = _values.get(text, _LEFT) if len(text) <= 128 else _LEFT
+            if value is _LEFT:
+                value = _remember(_values, text, 128, _simple_value, kit)
+                if value is _LEFT:
+                    return None
+            mapping[key] = list(value) if isinstance(value, list) else value
     return mapping or None
+
+
+def _string_key(kit: _Yaml, key: str) -> bool:
+    known = _string_keys.get(key)
+    if known is None:
+        known = _string_keys[key] = _resolve(kit, key) == _STR_TAG
+    return known
+
+
+def _remember(table: dict[str, Any], text: str, longest: int,
+              make: Callable[[str, _Yaml], Any], kit: _Yaml) -> Any:
+    """`make(text, kit)`, or _LEFT where it leaves `text` to PyYAML; kept in `table` when
+    `text` is at most `longest` characters (a long one rarely repeats)."""
+    try:
+        value = make(text, kit)
+    except _NotSimple:
+        value = _LEFT
+    if len(text) <= longest:
+        table[text] = value
+    return value
 
 
 def _simple_value(text: str, kit: _Yaml) -> Any:

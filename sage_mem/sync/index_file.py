@@ -189,9 +189,7 @@ def _since_stamp(folder: MemoryFolder, git: Git, saved: _Saved, kept: dict[str, 
                 continue
             memory_id = folder.id_for(path)
             assert memory_id is not None
-            fields, raw, short = _read(folder, path, memory_id, files)
-            linked = not short and path.is_symlink()
-            read_blob = blob_id(raw) if raw is not None and not linked else None
+            fields, read_blob = _read_with_blob(folder, path, memory_id, files)
             if read_blob is None:
                 vouched = False
             else:
@@ -369,9 +367,7 @@ def _memories_read(folder: MemoryFolder, files: _Files, blobs: dict[str, bytes],
             assert blob is not None
             inputs[relative] = blob.decode()
         else:
-            fields, raw, short = _read(folder, path, memory_id, files)
-            linked = not short and path.is_symlink()
-            read_blob = blob_id(raw) if raw is not None and not linked else None
+            fields, read_blob = _read_with_blob(folder, path, memory_id, files)
             if read_blob is None:
                 vouched = False
             else:
@@ -385,6 +381,15 @@ def _memories_read(folder: MemoryFolder, files: _Files, blobs: dict[str, bytes],
         name, description, category, baseline, priority = fields
         found[memory_id] = Listing(memory_id, name, description, category, baseline, priority)
     return [found[memory_id] for memory_id in sorted(found)], vouched
+
+
+def _read_with_blob(folder: MemoryFolder, path: Path, memory_id: str,
+                    files: _Files) -> tuple[Fields | None, str | None]:
+    """`_read`'s fields, and the blob id of the bytes read: None for bytes not read, or read
+    through a link (what git holds is the link, not them): the record cannot vouch for it."""
+    fields, raw, short = _read(folder, path, memory_id, files)
+    linked = not short and path.is_symlink()
+    return fields, (blob_id(raw) if raw is not None and not linked else None)
 
 
 def _read(folder: MemoryFolder, path: Path, memory_id: str,
