@@ -23,6 +23,7 @@ from sync_support import bare_remote, machine, memory, sm, sync, use_private_git
 from sage_mem.agents.daemon_start import (
     BUILDING,
     READY,
+    build_lock_path,
     handed_build_lock,
     say_in_lock,
     start_holding_lock,
@@ -170,3 +171,19 @@ def test_the_first_search_right_after_a_join_waits_for_the_joins_build(
     # The join's build made the index of what came (the folder's empty cache brought up to
     # date), and the search loaded it.
     assert f"of {HOOK_READS + 7} memories" in log and "(cache written)" in log
+
+
+def test_a_lock_file_that_is_a_fifo_or_a_link_is_not_waited_on(
+        memory_dir: Path, tmp_path: Path) -> None:
+    folder = MemoryFolder(memory_dir)
+    path = build_lock_path(folder)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    outside = tmp_path / "outside"
+    outside.write_bytes(BUILDING)
+    for make in (lambda: os.mkfifo(path), lambda: path.symlink_to(outside)):
+        path.unlink(missing_ok=True)
+        make()
+        said: list[str] = []
+        started = time.monotonic()
+        wait_for_running_build(folder, say=said.append, limit=30)
+        assert said == [] and time.monotonic() - started < 5

@@ -12,6 +12,7 @@ SAGE_MEM_DAEMON (`daemon_mode`) says what a hook may start; see `daemon`.
 from __future__ import annotations
 
 import os
+import stat
 import sys
 import time
 from collections.abc import Callable
@@ -125,11 +126,20 @@ def say_in_lock(lock: int, state: bytes) -> None:
 
 
 def _says_building(path: Path) -> bool:
+    """Whether the lock file says `building` (read without following a link or waiting on
+    anything that is no regular file: a command never blocks on the state folder)."""
+    flags = (os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+             | getattr(os, "O_CLOEXEC", 0))
     try:
-        with open(path, "rb") as file:
-            return file.read(len(BUILDING)) == BUILDING
+        fd = os.open(path, flags)
     except OSError:
         return False
+    try:
+        return stat.S_ISREG(os.fstat(fd).st_mode) and os.read(fd, len(BUILDING)) == BUILDING
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
 
 
 def what_builds() -> str:

@@ -84,7 +84,7 @@ class Session:
             return Folders(specs, store=self.open_store())
         folders = Folders(specs, store=self.open_store(specs[0].path))
         for note in folders.missing_notes():
-            self.err.write(f"{PROG}: note: {note}\n")
+            self.note(note)
         return folders
 
     def note(self, line: str) -> None:
