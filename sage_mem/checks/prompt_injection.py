@@ -97,10 +97,16 @@ class _Lazy:
         return self._compiled.search(text)
 
 
+def _one_of(words: tuple[str, ...]) -> str:
+    """A group matching any of `words`: a pattern's words written once, for it and its gate."""
+    return "(?:" + "|".join(map(re.escape, words)) + ")"
+
+
 _I = re.IGNORECASE
 
+_EN_OVERRIDE_VERBS = ("ignore", "disregard", "forget", "override", "bypass", "overrule")
 _EN_OVERRIDE = _Lazy(
-    r"\b(?:ignore|disregard|forget|override|bypass|overrule)\s+"
+    r"\b" + _one_of(_EN_OVERRIDE_VERBS) + r"\s+"
     r"(?:(?:all|any|each|every|of|the|these|those|my|your)\s+)*"
     r"(?:(?:previous|prior|above|earlier|preceding|foregoing|former|original|initial|"
     r"system|developer|safety|existing|current|other)\s+)+"
@@ -109,16 +115,17 @@ _EN_OVERRIDE = _Lazy(
     r"programming|guardrails|constraints|orders|commands)\b"
     r"|\b(?:ignore|disregard|forget)\s+(?:everything|all)\s+(?:above|before|said|you\s+were\s+told)",
     _I,
-    words=("ignore", "disregard", "forget", "override", "bypass", "overrule"),
+    words=_EN_OVERRIDE_VERBS,
 )
+_ZH_OVERRIDE_VERBS = ("忽略", "无视", "忽视", "忘记", "忘掉", "不要理会", "不用理会", "别管",
+                      "不要遵守", "不再遵守", "跳过", "绕过", "覆盖")
 _ZH_OVERRIDE = _Lazy(
-    r"(?:忽略|无视|忽视|忘记|忘掉|不要理会|不用理会|别管|不要遵守|不再遵守|跳过|绕过|覆盖)掉?"
+    _one_of(_ZH_OVERRIDE_VERBS) + r"掉?"
     r"(?:你的?|我的?)?"
     r"(?:之前|以前|先前|此前|前面|上面|以上|上述|前述|原来|原有|原先|系统|开发者)"
     r"(?:的|给你的|给出的|收到的)?(?:所有|全部|一切|任何)?的?"
     r"(?:指令|指示|命令|规则|提示词?|说明|设定|要求|约束|限制|对话|内容)",
-    words=("忽略", "无视", "忽视", "忘记", "忘掉", "不要理会", "不用理会", "别管", "不要遵守",
-           "不再遵守", "跳过", "绕过", "覆盖"),
+    words=_ZH_OVERRIDE_VERBS,
 )
 _EN_ROLE = _Lazy(
     r"\byou\s+are\s+now\s+(?:an?\s+|the\s+|my\s+|in\s+|no\s+longer\b|free\b|unrestricted\b|"
@@ -202,6 +209,12 @@ _ASCII_PATTERNS = tuple(
     for kind, pattern in _PATTERNS
     if pattern not in (_ZH_OVERRIDE, _ZH_ROLE, _ZH_CONCEALMENT, _ZH_EXFILTRATION)
 )
+# A cheap first look for an ASCII line: one search for the words of all its patterns at once
+# (gathered from them, so that a word a pattern gains can never be missing here).
+_MAYBE = re.compile(
+    _one_of(tuple(sorted({word for _kind, pattern in _ASCII_PATTERNS for word in pattern.words}))),
+    _I,
+)
 # Characters that may sit between the letters of a phrase to dodge a pattern.
 _INVISIBLE = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff\u00ad"), None)
 
@@ -252,14 +265,6 @@ def has_injection(text: str) -> bool:
     """True when `text` holds anything `find_injections` would report."""
     return bool(find_injections(text))
 
-
-# A cheap first look for ASCII lines: every English pattern holds one of these words or marks.
-_MAYBE = re.compile(
-    r"ignore|disregard|forget|override|bypass|overrule|you|mode|jailbreak|instruction|"
-    r"<|\[|system|human|assistant|developer|user|send|post|upload|forward|exfiltrate|email|"
-    r"transmit|copy",
-    _I,
-)
 
 
 def _excerpt(line: str, anchor: int) -> str:
