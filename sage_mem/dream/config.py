@@ -44,6 +44,8 @@ MAX_DURATION = 1e9
 
 
 def _setting(default: Any, kind: str, doc: str, **limits: Any) -> Any:
+    if kind in (NUMBER, WHOLE):
+        limits.setdefault("minimum", 0)  # a count or a duration is never negative
     return field(default=default, metadata={"kind": kind, "doc": doc, **limits})
 
 
@@ -53,15 +55,14 @@ class DreamConfig:
 
     min_hours: float = _setting(
         24.0, NUMBER, "Hours since the last finished run before an automatic run may start.",
-        minimum=0,
     )
     min_sessions: int = _setting(
         5, WHOLE, "Sessions (Claude Code hook or any MCP client) with activity since the last "
-        "finished run before an automatic run may start.", minimum=0,
+        "finished run before an automatic run may start.",
     )
     session_scan_minutes: float = _setting(
         10.0, NUMBER, "How long a count of the sessions is reused before the folder is scanned "
-        "again.", minimum=0,
+        "again.",
     )
     keep_snapshots: int = _setting(
         10, WHOLE, "Rollback points kept (the newest; protective ones are never rotated out).",
@@ -69,7 +70,7 @@ class DreamConfig:
     )
     stale_lock_minutes: float = _setting(
         60.0, NUMBER, "After this long a run still holding the lock is named as possibly stuck "
-        "(with its pid); a live run's lock is never taken over.", minimum=0,
+        "(with its pid); a live run's lock is never taken over.",
     )
     rollback_scope: str = _setting(
         "touched", CHOICE, "The scope of a rollback that names none (the CLI, the page): "
@@ -81,10 +82,10 @@ class DreamConfig:
         "(empty: no model pass).",
     )
     agent_timeout_seconds: float = _setting(
-        600.0, NUMBER, "Seconds the model pass may take before it is stopped.", minimum=0,
+        600.0, NUMBER, "Seconds the model pass may take before it is stopped.",
     )
     agent_max_calls: int = _setting(
-        200, WHOLE, "Tool calls the model pass may make.", minimum=0,
+        200, WHOLE, "Tool calls the model pass may make.",
     )
     auto_from_hook: bool = _setting(
         False, BOOL, "Let the Claude Code session-start hook start an automatic run in the "
@@ -242,7 +243,7 @@ def _checked(spec: Field[Any], value: Any) -> Any:
         if value and not os.path.isabs(os.path.expanduser(value)):
             raise DreamError(f"{key} must be an absolute path (or start with ~), not {value!r}")
         return value
-    minimum = spec.metadata.get("minimum", 0)
+    minimum = spec.metadata["minimum"]
     if kind == WHOLE:
         if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
             raise DreamError(f"{key} must be a whole number of at least {minimum}, not {value!r}")
