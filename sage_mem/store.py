@@ -31,7 +31,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .checks.credentials import (
-    LABELS,
     decoded_secrets,
     find_secrets,
     find_secrets_in_name,
@@ -1583,7 +1582,7 @@ def check_id_secret(memory_id: str, *, allow_secret: bool = False) -> None:
     for match in find_secrets_in_name(memory_id):
         raise SecretRefused(
             f"{redact_name(memory_id)}: not written: the id looks like it holds a "
-            f"{LABELS.get(match.kind, match.kind)} ({match.excerpt_redacted}); name the memory "
+            f"{match.label} ({match.excerpt_redacted}); name the memory "
             "for what it is about instead, or allow it explicitly (--allow-secret, "
             "allow_secret=true) if it is not a secret",
             kind=match.kind,
@@ -1657,7 +1656,7 @@ def _refuse_decoded_secrets(
             continue
         raise SecretRefused(
             f"{path.name}: not written: the frontmatter's {key} reads as a "
-            f"{LABELS.get(match.kind, match.kind)} ({match.excerpt_redacted}), spelled with "
+            f"{match.label} ({match.excerpt_redacted}), spelled with "
             "escapes; keep a pointer to where the secret lives instead, or allow it explicitly "
             "(--allow-secret, allow_secret=true) if it is not a secret",
             path=path, kind=match.kind,
@@ -1707,7 +1706,7 @@ def _checked_bytes(path: Path, text: str, old: bytes | None, *, allow_secret: bo
         )
         raise SecretRefused(
             f"{path.name}: not written: {where} looks like a "
-            f"{LABELS.get(match.kind, match.kind)} ({match.excerpt_redacted}); keep a pointer to "
+            f"{match.label} ({match.excerpt_redacted}); keep a pointer to "
             "where the secret lives instead, or allow it explicitly (--allow-secret, "
             "allow_secret=true) if it is not a secret",
             path=path, line=match.line, column=match.column, kind=match.kind,

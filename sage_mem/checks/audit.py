@@ -93,7 +93,6 @@ from ..memory.markdown import MARKDOWN_LINK, WIKI_LINK, is_relative_md, linked_f
 from ..memory.value import CATEGORIES, INVALID, MAX_TAG_LENGTH, MAX_TAGS, Memory, memory_from_meta
 from . import agent_safety
 from .credentials import (
-    LABELS,
     decoded_secrets,
     find_secrets,
     find_secrets_in_name,
@@ -728,14 +727,14 @@ class _Audit:
         for match in find_secrets_in_name(rel):
             self.add(
                 "secret", rel,
-                f"the file name holds a possible {LABELS.get(match.kind, match.kind)}: "
+                f"the file name holds a possible {match.label}: "
                 f"{match.excerpt_redacted} (rename the file; the name is listed in MEMORY.md "
                 "and shown to agents)",
             )
         for match in find_secrets(text):
             self.add(
                 "secret", rel,
-                f"possible {LABELS.get(match.kind, match.kind)}: {match.excerpt_redacted} "
+                f"possible {match.label}: {match.excerpt_redacted} "
                 "(remove it; keep a pointer to where the secret lives instead)",
                 match.line,
             )
@@ -747,7 +746,7 @@ class _Audit:
         for key, match in decoded_secrets(text, parsed.meta):
             self.add(
                 "secret", rel,
-                f"possible {LABELS.get(match.kind, match.kind)} in {key}, spelled with escapes "
+                f"possible {match.label} in {key}, spelled with escapes "
                 f"that every reader decodes: {match.excerpt_redacted} (remove it; keep a pointer "
                 "to where the secret lives instead)",
                 _key_line(text, key),

@@ -361,31 +361,31 @@ def _may_hold_temps(path: str) -> bool:
 
 def name_reason(path: str) -> str | None:
     """Why a file of this name may not leave the machine (a secret in it), or None."""
-    from ..checks.credentials import LABELS, find_secrets_in_name
+    from ..checks.credentials import find_secrets_in_name
 
     for match in find_secrets_in_name(path):
-        return (f"the file name holds a possible {LABELS.get(match.kind, match.kind)} "
+        return (f"the file name holds a possible {match.label} "
                 f"{match.excerpt_redacted}")
     return None
 
 
 def secret_reason(data: bytes) -> str | None:
     """Why these bytes may not leave the machine (the audit's secret check), or None."""
-    from ..checks.credentials import LABELS, decoded_secrets, find_secrets
+    from ..checks.credentials import decoded_secrets, find_secrets
     from ..memory.file_format import parsed_or_none
 
     if len(data) > _MAX_SCANNED:
         return f"over {_MAX_SCANNED >> 20} MB, not checked for secrets"
     text = data.decode("utf-8", "replace").removeprefix("\ufeff")
     for match in find_secrets(text):
-        return (f"line {match.line}: possible {LABELS.get(match.kind, match.kind)} "
+        return (f"line {match.line}: possible {match.label} "
                 f"{match.excerpt_redacted}")
     if "\\" in text:  # an escape: YAML may decode what the text does not show
         parsed = parsed_or_none(data)
         if parsed is None:
             return None
         for key, match in decoded_secrets(text, parsed.meta):
-            return (f"{key}: possible {LABELS.get(match.kind, match.kind)} "
+            return (f"{key}: possible {match.label} "
                     f"{match.excerpt_redacted}, spelled with escapes")
     return None
 
