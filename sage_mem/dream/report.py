@@ -23,6 +23,15 @@ RULE_TITLES = {
     "index": ("MEMORY.md", "MEMORY.md"),
     "model": ("Changes by the model pass", "Changes the model pass proposed"),
 }
+"""Each rule's section titles (its changes made, its changes proposed), in the report's order."""
+
+
+def rule_title(rule: str, *, done: bool) -> str:
+    """The title of `rule`'s changes: made (`done`) or proposed; a rule without one, its name."""
+    titles = RULE_TITLES.get(rule)
+    return rule if titles is None else titles[0 if done else 1]
+
+
 HEALTH_ROWS = (
     ("memories", "memories in service"),
     ("archived", "archived"),
@@ -75,11 +84,11 @@ def render_run(data: Mapping[str, Any], *, manifest_path: str) -> str:
     if by_rule:
         lines += ["## " + ("What changed" if rewrite else "What a rewrite run would change"), ""]
         for rule, items in _ordered(by_rule):
-            title = RULE_TITLES.get(rule, (rule, rule))[0 if rewrite else 1]
+            title = rule_title(rule, done=rewrite)
             lines.append(f"- {title}: {len(items)}")
         lines.append("")
         for rule, items in _ordered(by_rule):
-            title = RULE_TITLES.get(rule, (rule, rule))[0 if rewrite else 1]
+            title = rule_title(rule, done=rewrite)
             lines += [f"### {title}", ""]
             lines += _cut([_change_line(item) for item in items])
             lines.append("")

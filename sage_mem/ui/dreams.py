@@ -208,7 +208,7 @@ def run_detail(
     Only the page's diffs are made: a run of thousands of changes costs one page."""
     from ..dream.manifest import Manifest
     from ..dream.paths import DreamPaths
-    from ..dream.report import RULE_TITLES
+    from ..dream.report import rule_title
     from ..dream.runner import mark_interrupted
     from ..dream.snapshots import has_snapshot
 
@@ -245,7 +245,7 @@ def run_detail(
         "offset": offset,
         "kind": kind,
         "kinds": [{"kind": name, "count": count,
-                   "title": RULE_TITLES.get(name, (name, name))[1 if proposed else 0]}
+                   "title": rule_title(name, done=not proposed)}
                   for name, count in sorted(counts.items(), key=lambda item: (-item[1], item[0]))],
     }
 
