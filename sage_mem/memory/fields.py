@@ -1,8 +1,8 @@
 """The writable fields of a memory: one spec, from which every interface is derived.
 
 For each field: its Python name (a `MemoryStore.write` keyword and a `Memory`
-attribute), its frontmatter key, its kind, its help text, its place in a new
-file and its validation. Derived from `FIELDS`:
+attribute), its frontmatter key (that name in camelCase), its kind, its help
+text, its place in a new file and its validation. Derived from `FIELDS`:
 
 - the store's validation, name-to-key mapping and new-file key order (`store.py`);
 - the CLI's `add` options (`commands/`);
@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InvalidMemory
+from .json_view import camel
 from .value import CATEGORIES, MAX_INT_BITS, MAX_TAG_LENGTH, MAX_TAGS, not_text
 
 # The kinds of value a field holds.
@@ -44,7 +45,6 @@ class Field:
     """One writable memory field and everything an interface needs to offer it."""
 
     name: str
-    key: str
     kind: str
     help: str
     # The CLI option (one value per use for a list: `--tag a --tag b`), its
@@ -57,6 +57,11 @@ class Field:
     max_items: int | None = None
     max_length: int | None = None
     after_stamps: bool = False  # in a new file, after `created` and `updated`
+
+    @property
+    def key(self) -> str:
+        """Its frontmatter key: its name in camelCase (`baseline_priority`: `baselinePriority`)."""
+        return camel(self.name)
 
     def check(self, value: Any) -> Any:
         """The value as it is stored; raises InvalidMemory for one this field does not take."""
@@ -115,29 +120,29 @@ class Field:
 
 # In the order a new file lists them (DESIGN §3), `created` and `updated` after `project`.
 FIELDS = (
-    Field("name", "name", TEXT, "a short name", "--name"),
-    Field("description", "description", TEXT,
+    Field("name", TEXT, "a short name", "--name"),
+    Field("description", TEXT,
           "one line saying what this memory is (required when new)", "--description",
           required=True),
-    Field("category", "category", TEXT, f"{', '.join(CATEGORIES[:-1])} or {CATEGORIES[-1]}",
+    Field("category", TEXT, f"{', '.join(CATEGORIES[:-1])} or {CATEGORIES[-1]}",
           "--category", choices=CATEGORIES),
-    Field("trust", "trust", UNIT, "how far to rely on it (default 0.5; feedback moves it)",
+    Field("trust", UNIT, "how far to rely on it (default 0.5; feedback moves it)",
           "--trust", metavar="0..1"),
-    Field("summary", "summary", TEXT, "short display text for a long body", "--summary"),
-    Field("aliases", "aliases", TEXTS, "other wordings that should find it", "--alias",
+    Field("summary", TEXT, "short display text for a long body", "--summary"),
+    Field("aliases", TEXTS, "other wordings that should find it", "--alias",
           metavar="ALIAS"),
-    Field("tags", "tags", TEXTS,
+    Field("tags", TEXTS,
           f"labels to filter by: at most {MAX_TAGS}, each at most {MAX_TAG_LENGTH} characters",
           "--tag", metavar="TAG", max_items=MAX_TAGS, max_length=MAX_TAG_LENGTH),
-    Field("baseline", "baseline", BOOL, "load at the start of every session", "--baseline",
+    Field("baseline", BOOL, "load at the start of every session", "--baseline",
           off_flag="--no-baseline"),
-    Field("baseline_priority", "baselinePriority", INT, "order among baselines, higher first",
+    Field("baseline_priority", INT, "order among baselines, higher first",
           "--baseline-priority", metavar="N"),
-    Field("project", "project", TEXT, 'scope it to one project ("global": everywhere)',
+    Field("project", TEXT, 'scope it to one project ("global": everywhere)',
           "--project"),
-    Field("supersedes", "supersedes", TEXTS, "ids of the memories this one replaces",
+    Field("supersedes", TEXTS, "ids of the memories this one replaces",
           "--supersedes", metavar="ID", after_stamps=True),
-    Field("locked", "locked", BOOL, "no tool, agent or dream run may change or archive it",
+    Field("locked", BOOL, "no tool, agent or dream run may change or archive it",
           "--locked", off_flag="--unlocked", after_stamps=True),
 )
 
