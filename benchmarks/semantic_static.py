@@ -23,6 +23,11 @@ words never met embedded). The variants:
   against the memories' static vectors; and the static side with the
   extra's latent terms (made by the model from each memory, as today).
 
+Two more rows measure the other levers (`--static-query`: a variant's static query against
+the extra's own memory vectors; `--descriptions`: the model over each memory's description
+alone, its vector and then its latent terms too, the query side the extra's; kept in
+`--cache` as `description-<set>.npz`).
+
 Each variant is fused as the extra fuses (`fusion.search`: the same lexical
 index, weights and latent side) and scored on the dev sets beside lexical
 search alone (`MemoryStore.search(refine=True)`, as `sage-mem search` ranks)
@@ -271,6 +276,81 @@ class StaticLatent:
                 indices, values, norm = found
                 out[memory.id] = float(query[indices] @ values) / norm if norm > 0 else 0.0
         return out
+
+
+class DescriptionLatent:
+    """The model's latent terms of each memory's description alone, scored as the extra's."""
+
+    def __init__(self, made: dict[str, tuple[Any, Any]], extra: Any) -> None:
+        self.made = {key: (np.asarray(i, np.intp), np.asarray(v, np.float32),
+                           float(np.linalg.norm(v))) for key, (i, v) in made.items()}
+        self.extra = extra
+
+    def latent_query(self, query: str) -> Any:
+        return self.extra.latent_query(query)
+
+    def latent_scores(self, memories: Any, query: Any) -> dict[str, float]:
+        out = {}
+        for memory in memories:
+            indices, values, norm = self.made[memory.id]
+            out[memory.id] = float(query[indices] @ values) / norm if norm > 0 else 0.0
+        return out
+
+
+def description_side(words: WordVectors, memories: list[Memory], extra: Any, cache: Path,
+                     name: str, latent: bool) -> tuple[StaticSide, dict[str, float]]:
+    """The model over each memory's description alone (one piece; its latent terms too when
+    `latent`), its query side the extra's: a memory's cost cut to its first line."""
+    path = cache / f"description-{name}.npz"
+    model = words.model()
+    texts = [m.description or m.body[:200] for m in memories]
+    if path.is_file():
+        kept = np.load(path, allow_pickle=False)
+        rows, counts = kept["rows"], kept["counts"]
+        indices, values, spent = kept["indices"], kept["values"], kept["cpu"]
+    else:
+        print(f"(embedding {len(texts)} descriptions; kept in {path})", file=sys.stderr)
+        started = cpu()
+        rows = np.concatenate([np.asarray(model.passage(texts[at : at + 32]), np.float32)
+                               .reshape(-1, model.dim) for at in range(0, len(texts), 32)])
+        vectors_cpu = cpu() - started
+        made = [model.sparse(text, top_k=256, fmt="indices") for text in texts]
+        latent_cpu = cpu() - started - vectors_cpu
+        counts = np.array([len(i) for i, _ in made])
+        indices = np.concatenate([i for i, _ in made]).astype(np.int32)
+        values = np.concatenate([v for _, v in made]).astype(np.float32)
+        spent = np.array([vectors_cpu, latent_cpu])
+        np.savez(path, rows=rows, counts=counts, indices=indices, values=values, cpu=spent)
+    starts = np.concatenate([[0], np.cumsum(counts)])
+    by_id = {m.id: (indices[starts[n] : starts[n + 1]], values[starts[n] : starts[n + 1]])
+             for n, m in enumerate(memories)}
+    side = StaticSide([m.id for m in memories],
+                      [semantic_module.memory_hash(m) for m in memories], rows,
+                      [1] * len(memories), extra.query_vector,
+                      DescriptionLatent(by_id, extra) if latent else None)
+    return side, {"vectors_ms": 1000 * float(spent[0]) / len(memories),
+                  "latent_ms": 1000 * float(spent[1]) / len(memories),
+                  "tokens": sum(model.token_count(t, False) for t in texts) / len(texts)}
+
+
+class StaticQuery:
+    """The extra's memory vectors (the model over every memory), a static query vector against
+    them: a query costs lookups only, a memory what it costs today."""
+
+    def __init__(self, extra: Any, query_vector: Callable[[str], Any]) -> None:
+        self.extra, self._query_vector = extra, query_vector
+
+    def reload(self) -> None:
+        pass
+
+    def query_vector(self, query: str) -> Any:
+        return self._query_vector(query)
+
+    def scored(self, query_vector: Any) -> semantic_module.Scored:
+        return self.extra.scored(query_vector)
+
+    def latent_query(self, query: str) -> Any:
+        return None
 
 
 class NoDense:
@@ -541,6 +621,15 @@ def run_set(name: str, folder: Path, args: argparse.Namespace,
                     out["rows"][f"{LATENT_ONLY}, latent weight {latent_weight}, lexical "
                                 f"weight {weight}"] = figures(fused_search(
                         store, NoDense(static_latent), weight, latent_weight), queries, split)
+        if args.descriptions and extra is not None:
+            for latent in (False, True):
+                side, spent = description_side(words, memories, extra, args.cache, name, latent)
+                label = ("the model over descriptions alone"
+                         + (", their latent terms too" if latent else ""))
+                out.setdefault("costs", {})["descriptions"] = spent
+                for weight in args.weights:
+                    out["rows"][f"{label}, lexical weight {weight}"] = figures(
+                        fused_search(store, side, weight), queries, split)
         for label in args.variants:
             if label == LATENT_ONLY:
                 continue
@@ -562,6 +651,16 @@ def run_set(name: str, folder: Path, args: argparse.Namespace,
                     more = "" if latent_weight is None else f", latent weight {latent_weight}"
                     out["rows"][f"{label}{more}, lexical weight {weight}"] = figures(
                         fused_search(store, side, weight, latent_weight), queries, split)
+            if label == base and extra is not None and args.static_query:
+                for weight in args.weights:
+                    out["rows"][f"the extra's memory vectors, a {label} static query, lexical "
+                                f"weight {weight}"] = figures(fused_search(
+                        store, StaticQuery(extra, static.query), weight), queries, split)
+            if label == base:
+                out["rows"][f"{label}, alone (no fusion)"] = figures(
+                    lambda question, now=None, side=side: [
+                        key for key, _ in side.scored(side.query_vector(question)).nearest(10)],
+                    queries, split)
             if label == base and base not in out.setdefault("costs", {}):
                 out["costs"][base] = costs(words, static, queries)
             print(f"({name}: {label} in {time.perf_counter() - started:.0f} s)",
@@ -584,6 +683,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-today", action="store_true",
                         help="leave out today's extra (its vectors take the model minutes of "
                              "CPU a thousand memories when not kept in --cache)")
+    parser.add_argument("--descriptions", action="store_true",
+                        help="also the model over each memory's description alone (its "
+                             "vector and latent terms; cost cut to one short piece)")
+    parser.add_argument("--static-query", action="store_true",
+                        help="also each variant's static query against the extra's memory "
+                             "vectors (no latent side)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     args.weights = [float(w) for w in args.weights.split(",") if w.strip()]
