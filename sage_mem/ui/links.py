@@ -63,6 +63,20 @@ class Graph:
     # resolve differently when a memory of that name comes or goes; and the names each names.
     naming: dict[str, set[str]] = field(default_factory=dict)
     names_of: dict[str, frozenset[str]] = field(default_factory=dict)
+    # Those two tables when they are still to be read (`saved_graph`: a third of a saved graph,
+    # needed only once memories change): `tables()` reads them first.
+    later: Callable[[], tuple[dict[str, set[str]], dict[str, frozenset[str]]]] | None = None
+    _reading: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def tables(self) -> Graph:
+        """This graph with `naming` and `names_of` read, if they were left for later."""
+        if self.later is not None:
+            with self._reading:
+                later = self.later
+                if later is not None:
+                    self.naming, self.names_of = later()
+                    self.later = None
+        return self
 
     def edges(self) -> list[dict[str, str]]:
         """Each relation once: `{from, to, kind}` with kind `link` or `supersedes`."""
@@ -215,6 +229,7 @@ def updated_graph(graph: Graph, live: Mapping[str, Memory], archived: Iterable[s
     memory that came or went (no other link can resolve differently); a new graph, `graph`
     left as it was for a page still reading it."""
     assert graph.resolver is not None
+    graph.tables()
     names = {_leaf(i) for i in (*difference.added, *difference.removed, *gone_archived,
                                 *new_archived)}
     resolver = graph.resolver
