@@ -24,7 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .links import Graph, Link, Resolver, updated_graph
+from .links import Graph, LaterResolver, Link, Resolver, updated_graph
 from .listing import Difference, Listing, many
 
 GRAPH_FILE = ("ui", "links-graph.bin")  # in the state folder, never the memory folder
@@ -194,7 +194,7 @@ def brought_up_to_date(saved: tuple[Graph, list[str]], listing: Listing,
     new = [i for i in listing.archived if i not in before]
     if many(difference, len(listing.live)):
         return None
-    graph.resolver = resolver()
+    graph.resolver = LaterResolver(resolver)  # (made only when a memory's page needs it)
     if not difference and not gone and not new:
         return graph
     return updated_graph(graph, listing.live, listing.archived, difference, gone, new)
