@@ -208,6 +208,7 @@ def create_app(
     # Kept in the state folder between launches: a new process finds its graph made.
     app.state.graph = LinkGraph(listings, Saved(lambda: store.folder.state_path(*GRAPH_FILE)))
     app.state.size = overview.FolderSize(listings)
+    app.state.stars = overview.StarAnswers()
     app.state.audit = audit.AuditState(listings)
     app.state.answering = audit.Answering()  # the audit waits while these are answered
     app.state.catalog = Catalog(store, keep_catalog)

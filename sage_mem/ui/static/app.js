@@ -2071,7 +2071,7 @@
       let data;
       try { data = await api("/api/stars"); } catch (error) { if (showing()) failure(error); return; }
       if (!showing()) return;
-      map.setStars(data.stars, data.edges);
+      map.setStars(data);
       if (map.fraction === undefined) map.setFraction(1);
       renderList();
     }
