@@ -203,6 +203,7 @@ def create_app(
     app.state.feed = feed
     # The listing of each change, made once for the views that follow it (`listing.py`).
     listings = Listings()
+    app.state.listings = listings
     app.state.summary = api.FolderSummary(listings if several is None else Listings())
     app.state.ranked = api.RankedCache()
     # Kept in the state folder between launches: a new process finds its graph made.
