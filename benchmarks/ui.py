@@ -3,6 +3,7 @@
     python benchmarks/ui.py                       # 200 and 5,000 memories
     python benchmarks/ui.py --sizes 5000,20000 --runs 2
     python benchmarks/ui.py --sizes 50000 --runs 2 --no-dream
+    python benchmarks/ui.py --sizes 20000,50000 --no-dream --work /tmp/ui-bench  # made once
     python benchmarks/ui.py --sizes 200 --runs 5  # smaller, quicker
     python benchmarks/ui.py --json
 
@@ -143,7 +144,9 @@ def measure(size: int, runs: int, work: Path, dream: bool = True) -> dict[str, A
     from sage_mem.store import MemoryStore
     from sage_mem.ui import UiServer
 
-    folder = make_folder(work / f"memory-{size}", size)
+    folder = work / f"memory-{size}"
+    if not (folder / "user_00000.md").is_file() or len(list(folder.glob("*.md"))) < size:
+        make_folder(folder, size)  # (kept in `--work`: made once, its index built once)
     out: dict[str, Any] = {"memories": size}
     # As `sage-mem ui` does: MEMORY.md follows a hand edit (`keep_catalog`).
     with MemoryStore(folder, watch=True) as store, \
@@ -483,6 +486,11 @@ def main() -> int:
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--no-dream", action="store_true",
                         help="leave out the dream run from the page (a minute or more at 5,000)")
+    parser.add_argument("--work", type=Path, default=None,
+                        help="keep the folders (and their state: the index, the saved graph) "
+                             "here and use them again next time (a folder of 50,000 takes "
+                             "minutes to make and index; a dream run changes it); default a "
+                             "temporary folder")
     parser.add_argument("--dream-sizes", default=None,
                         help="run the dream only at these sizes (e.g. 5000,20000: the rules "
                              "take many minutes at 50,000); default every size")
@@ -493,7 +501,8 @@ def main() -> int:
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     before = machine()
     started = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="sage-mem-ui-bench-") as work:
+    with tempfile.TemporaryDirectory(prefix="sage-mem-ui-bench-") as temporary:
+        work = args.work or Path(temporary)
         os.environ["HOME"] = str(Path(work) / "home")
         results = []
         dreams = ({int(s) for s in args.dream_sizes.split(",") if s.strip()}

@@ -556,7 +556,12 @@ class MemoryStore:
         return release
 
     def _between_chunks(self) -> None:
-        """Where a reconcile waits while a hook is answered (`hold_walks`)."""
+        """Where a reconcile waits while a hook is answered (`hold_walks`), and where the
+        watcher's own reconcile refreshes the changes heard since it began (`refresh_meanwhile`:
+        an editor's save does not wait for the whole walk)."""
+        watcher = self._watcher
+        if watcher is not None:
+            watcher.refresh_meanwhile()
         if not self._holds:
             return
         import time

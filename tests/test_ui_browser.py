@@ -466,6 +466,26 @@ def test_the_star_map_draws_every_memory_and_only_when_something_changes(page: A
     expect(page).to_have_url(re.compile(r"#/m/user_evil$"))
 
 
+def test_a_stream_of_saves_asks_for_the_badges_audit_once_it_pauses(
+    page: Any, server: UiServer, folder: Path
+) -> None:
+    """Each save reaches the list at once; the badge's audit (0.1 s of the server's CPU at 20,000
+    memories) waits until the saves pause, instead of running between two saves of a stream."""
+    expect(page.locator("#live")).to_have_class(re.compile(r"\bon\b"))
+    page.wait_for_timeout(2500)  # (the launch's own badge)
+    audits: list[str] = []
+    page.on("request", lambda request: audits.append(request.url)
+            if "/api/audit" in request.url else None)
+    for n in range(4):
+        write_memory(folder, "user_streamed", memory_file(f"Saved {n} times", category="user"))
+        expect(page.locator('li.result[data-id="user_streamed"]')).to_contain_text(
+            f"Saved {n} times")
+        page.wait_for_timeout(1100)  # an editor saving about every second
+    assert audits == []
+    page.wait_for_timeout(3000)  # then the saves have paused
+    assert len(audits) == 1
+
+
 def test_an_edit_on_disk_is_pushed_to_the_open_page(
     page: Any, server: UiServer, folder: Path
 ) -> None:

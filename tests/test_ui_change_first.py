@@ -133,3 +133,30 @@ def test_an_audit_after_a_memory_made_by_hand_finds_it_in_memory_md(
         assert status == 200
         assert not [f for f in body["findings"] if f["check"] == "missing-from-index"], body
         assert "user_b" in (memory_dir / "MEMORY.md").read_text()
+
+
+def test_background_work_waits_until_the_lists_answer_is_encoded(
+    memory_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The list's JSON (100 rows) is made while background work still waits, not after it
+    resumed: `MEMORY.md`, the graph and the audit came in between the list's answer and its
+    bytes on the way to the page."""
+    from starlette.responses import JSONResponse
+
+    from sage_mem.ui import api
+
+    write_memory(memory_dir, "user_a", memory_file("About a", "text", category="user"))
+    with MemoryStore(memory_dir, watch=True) as store, UiServer(store, port=0).start() as server:
+        state: Any = server.app.app.state
+        seen: list[bool] = []
+        original = JSONResponse.render
+
+        def render(response: JSONResponse, content: Any) -> bytes:
+            if isinstance(content, dict) and "results" in content:
+                seen.append(bool(state.answering._count))
+            return original(response, content)
+
+        monkeypatch.setattr(api.JSONResponse, "render", render)
+        status, body, _ = Client(server).get("/api/memories?limit=10")
+        assert status == 200 and "user_a" in [m["id"] for m in body["results"]]
+    assert seen == [True]

@@ -539,6 +539,44 @@ def test_a_reconcile_waits_while_a_hook_is_answered_and_holds_no_lock_meanwhile(
     assert store._holds == {}
 
 
+def test_a_save_heard_during_the_watchers_reconcile_reaches_the_index_before_the_walk_ends(
+    watched, memory_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The periodic walk takes a second and more at 20,000 files on a busy machine: an editor's
+    save heard meanwhile is refreshed between two of its chunks, not after the whole walk (the
+    open page showed such a save that much later)."""
+    from sage_mem.search import cache
+
+    real_scan = cache.scan
+    walking, finish = threading.Event(), threading.Event()
+
+    def slow_scan(folder, *, pause=None):  # type: ignore[no-untyped-def]
+        walking.set()
+        deadline = time.monotonic() + 20
+        while not finish.is_set() and time.monotonic() < deadline:
+            if pause is not None:
+                pause()  # (where the real walk pauses, every PAUSE_FILES files)
+            time.sleep(0.005)
+        return real_scan(folder, pause=pause)
+
+    store = watched(reconcile_seconds=3600)
+    watcher = store._watcher
+    assert watcher is not None
+    monkeypatch.setattr(cache, "scan", slow_scan)
+    watcher.request_reconcile()
+    assert walking.wait(10)
+    write_memory(memory_dir, "project_heron", text("A grey heron by the 池塘"))
+    try:
+        wait_until(lambda: found(store, "heron", "project_heron"), timeout=5)
+        assert watcher.reconcile_count == 0 and not finish.is_set()  # the walk goes on
+    finally:
+        finish.set()
+    wait_until(lambda: watcher.reconcile_count == 1)
+    (memory_dir / "project_heron.md").write_text(text("A grey heron beside an egret"), "utf-8")
+    wait_until(lambda: found(store, "egret", "project_heron"))  # and after it, as before
+    assert snapshot(store) == cold_snapshot(memory_dir)
+
+
 def test_a_hold_never_released_only_slows_a_reconcile(
     memory_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

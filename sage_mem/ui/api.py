@@ -361,9 +361,11 @@ async def memories(request: Request) -> JSONResponse:
     state = request.app.state
     store: Any = state.folders or store_of(request)  # several folders: all of them
 
-    def answered() -> dict[str, Any]:
+    def answered() -> JSONResponse:
+        # Encoded here too: the background work (the audit, `MEMORY.md`, the graph) resumes
+        # once the answer is ready to send, not before its JSON is made.
         with state.answering.answering():
-            return work()
+            return JSONResponse(work())
 
     def work() -> dict[str, Any]:
         generation = state.feed.generations["memories"]
@@ -379,7 +381,7 @@ async def memories(request: Request) -> JSONResponse:
             _labelled_row(state.folders, row)
         return found
 
-    return JSONResponse(await run_in_threadpool(answered))
+    return await run_in_threadpool(answered)
 
 
 def memory_page(store: MemoryStore, memory_id: str, graph: Graph) -> dict[str, Any]:

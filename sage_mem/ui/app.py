@@ -203,11 +203,13 @@ def create_app(
     app.state.feed = feed
     # The listing of each change, made once for the views that follow it (`listing.py`).
     listings = Listings()
+    app.state.listings = listings
     app.state.summary = api.FolderSummary(listings if several is None else Listings())
     app.state.ranked = api.RankedCache()
     # Kept in the state folder between launches: a new process finds its graph made.
     app.state.graph = LinkGraph(listings, Saved(lambda: store.folder.state_path(*GRAPH_FILE)))
     app.state.size = overview.FolderSize(listings)
+    app.state.stars = overview.StarAnswers()
     app.state.audit = audit.AuditState(listings)
     app.state.answering = audit.Answering()  # the audit waits while these are answered
     app.state.catalog = Catalog(store, keep_catalog)

@@ -24,12 +24,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .links import Graph, Link, Resolver, updated_graph
+from .links import Graph, LaterResolver, Link, Resolver, updated_graph
 from .listing import Difference, Listing, many
 
 GRAPH_FILE = ("ui", "links-graph.bin")  # in the state folder, never the memory folder
 MAGIC = b"SMLGRAPH"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: the naming tables apart, after the rest (read later)
 LARGEST = 512 * 1024 * 1024
 
 
@@ -58,21 +58,26 @@ def _version() -> str:
 
 
 def encode(graph: Graph, listing: Listing) -> bytes:
-    """The bytes of `graph`, made over the memories of `listing`."""
+    """The bytes of `graph`, made over the memories of `listing`: what a memory's page needs,
+    then the naming tables (read only when memories changed: `Graph.later`)."""
+    graph.tables()
     links = {memory_id: [(link.kind, link.written, link.id, link.archived) for link in found]
              for memory_id, found in graph.links.items()}
-    payload = marshal.dumps((
+    first = marshal.dumps((
         FORMAT_VERSION, _version(), sorted(listing.archived), graph.shas, links,
-        graph.supersedes, graph.backlinks, graph.naming, graph.names_of,
+        graph.supersedes, graph.backlinks,
     ))
+    payload = len(first).to_bytes(8, "little") + first + marshal.dumps(
+        (FORMAT_VERSION, graph.naming, graph.names_of))
     head = FORMAT_VERSION.to_bytes(4, "little") + zlib.crc32(payload).to_bytes(4, "little")
     return MAGIC + head + payload
 
 
 def decode(data: bytes) -> tuple[Graph, list[str]] | None:
     """The graph (without a resolver) and the archived ids it was made with; None for a file
-    that is not one this version wrote whole."""
-    if len(data) < len(MAGIC) + 8 or not data.startswith(MAGIC):
+    that is not one this version wrote whole. Its naming tables are read when first needed
+    (`Graph.tables`: after a change), not now."""
+    if len(data) < len(MAGIC) + 16 or not data.startswith(MAGIC):
         return None
     at = len(MAGIC)
     if int.from_bytes(data[at:at + 4], "little") != FORMAT_VERSION:
@@ -80,10 +85,16 @@ def decode(data: bytes) -> tuple[Graph, list[str]] | None:
     payload = memoryview(data)[at + 8:]
     if zlib.crc32(payload) != int.from_bytes(data[at + 4:at + 8], "little"):
         return None
+    split = 8 + int.from_bytes(payload[:8], "little")
+    if split > len(payload):
+        return None
     from ..disk.bulk import gc_paused
 
     with gc_paused():  # (hundreds of thousands of objects, none garbage: a third of the time)
-        return _decoded(payload)
+        decoded = _decoded(payload[8:split])
+    if decoded is not None:
+        decoded[0].later = functools.partial(_tables, bytes(payload[split:]))
+    return decoded
 
 
 def _decoded(payload: memoryview) -> tuple[Graph, list[str]] | None:
@@ -91,16 +102,26 @@ def _decoded(payload: memoryview) -> tuple[Graph, list[str]] | None:
         values = marshal.loads(payload)
     except (EOFError, ValueError, TypeError):
         return None
-    if not isinstance(values, tuple) or len(values) != 9 or values[0] != FORMAT_VERSION \
+    if not isinstance(values, tuple) or len(values) != 7 or values[0] != FORMAT_VERSION \
             or values[1] != _version():
         return None
-    _, _, archived, shas, links, supersedes, backlinks, naming, names_of = values
+    _, _, archived, shas, links, supersedes, backlinks = values
     make = Link.__new__
     graph = Graph(links={memory_id: [_link(make, each) for each in found]
                          for memory_id, found in links.items()},
-                  supersedes=supersedes, backlinks=backlinks, shas=shas, naming=naming,
-                  names_of=names_of)
+                  supersedes=supersedes, backlinks=backlinks, shas=shas)
     return graph, archived
+
+
+def _tables(data: bytes) -> tuple[dict[str, set[str]], dict[str, frozenset[str]]]:
+    """The naming tables of a saved graph (its CRC was checked with the rest)."""
+    from ..disk.bulk import gc_paused
+
+    with gc_paused():
+        values = marshal.loads(data)
+    if not (isinstance(values, tuple) and len(values) == 3 and values[0] == FORMAT_VERSION):
+        raise ValueError("the saved graph's naming tables are not this version's")
+    return values[1], values[2]
 
 
 def _link(make: Any, values: tuple[str, str, str | None, str | None]) -> Link:
@@ -173,7 +194,7 @@ def brought_up_to_date(saved: tuple[Graph, list[str]], listing: Listing,
     new = [i for i in listing.archived if i not in before]
     if many(difference, len(listing.live)):
         return None
-    graph.resolver = resolver()
+    graph.resolver = LaterResolver(resolver)  # (made only when a memory's page needs it)
     if not difference and not gone and not new:
         return graph
     return updated_graph(graph, listing.live, listing.archived, difference, gone, new)

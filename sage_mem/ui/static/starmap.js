@@ -113,41 +113,63 @@
     return { x: star.x, y: star.y };
   };
 
-  Starmap.prototype.setStars = function (list, edges, now) {
+  // The stars as the server sends them (`/api/stars`): one list a field, and each relation as
+  // the places of its two stars in them (`links`, `supersedes`: flat pairs).
+  Starmap.prototype.setStars = function (data, now) {
     this.now = now || Date.now();
-    this.edgeList = edges || [];
+    const ids = data.ids || [];
+    const n = ids.length;
+    const groups = new Array(n);
     const counts = {};
-    list.forEach((s) => { const g = group(s.category); counts[g] = (counts[g] || 0) + 1; });
+    for (let i = 0; i < n; i++) {
+      const g = group(data.categories[i]);
+      groups[i] = g;
+      counts[g] = (counts[g] || 0) + 1;
+    }
     this.counts = counts;
     // A small sky gets bigger stars; a sky of thousands, finer ones (or it is all blobs).
-    const grow = list.length < 60 ? 1.7 : list.length < 600 ? 1.25 : list.length < 2000 ? 0.8 : 0.42;
-    this.dense = list.length >= 2000;
-    this.stars = list.map((s) => {
-      const g = group(s.category);
-      const rnd = random(hash(s.id));
+    const grow = n < 60 ? 1.7 : n < 600 ? 1.25 : n < 2000 ? 0.8 : 0.42;
+    this.dense = n >= 2000;
+    // Dates repeat (a day holds many memories): each text parsed once.
+    const parsed = new Map();
+    const when = (text) => {
+      let value = parsed.get(text);
+      if (value === undefined) { value = moment(text); parsed.set(text, value); }
+      return value;
+    };
+    const stars = new Array(n);
+    for (let i = 0; i < n; i++) {
+      const g = groups[i];
+      const rnd = random(hash(ids[i]));
       // Distances are in units of the galaxy's room (its quarter of the sky): a big
       // category fills its room, a small one stays compact.
       const spread = Math.min(1, (g === "other" ? 0.15 : 0.3) + 0.1 * Math.sqrt(counts[g]));
       // Many stars: fewer in the core (a square root piles them into one blob), more in the arms.
       const distance = spread * (counts[g] > 400 ? Math.pow(rnd(), 0.75) : Math.sqrt(rnd()));
       const angle = rnd() * Math.PI * 2 + distance * 2.2;
-      const updated = moment(s.updated);
-      const created = moment(s.created);
+      const updated = when(data.updated[i]);
+      const created = when(data.created[i]);
       const age = Number.isFinite(updated) ? Math.max(0, (this.now - updated) / DAY) : 365;
-      return {
-        id: s.id,
-        description: s.description || "",
+      stars[i] = {
+        id: ids[i],
+        description: data.descriptions[i] || "",
         group: g,
         dx: Math.cos(angle) * distance,
         dy: Math.sin(angle) * distance,
-        radius: Math.max(0.8, grow * Math.min(7, 1.2 + 1.2 * Math.log2(1 + (s.length || 0) / 160))),
+        radius: Math.max(0.8, grow * Math.min(7, 1.2 + 1.2 * Math.log2(1 + (data.lengths[i] || 0) / 160))),
         brightness: 0.28 + 0.72 * Math.exp(-age / 60),
         born: Number.isFinite(created) ? created : updated,
+        rank: -1,
+        linksTo: [],
+        linkedFrom: [],
+        supersedes: [],
+        supersededBy: [],
       };
-    });
+    }
+    this.stars = stars;
     let first = Infinity;
     let last = -Infinity;
-    for (const s of this.stars) {
+    for (const s of stars) {
       if (!Number.isFinite(s.born)) continue;
       first = Math.min(first, s.born);
       last = Math.max(last, s.born);
@@ -155,27 +177,28 @@
     this.first = Number.isFinite(first) ? first : this.now;
     this.last = Number.isFinite(last) ? last : this.now;
     // Birth order, for the replay: one star after another, even when many share a date.
-    this.dated = this.stars.filter((s) => Number.isFinite(s.born))
+    this.dated = stars.filter((s) => Number.isFinite(s.born))
       .sort((a, b) => a.born - b.born || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-    this.stars.forEach((s) => { s.rank = -1; });
     this.dated.forEach((s, i) => { s.rank = i; });
-    const byId = new Map(this.stars.map((s) => [s.id, s]));
+    const byId = new Map(stars.map((s) => [s.id, s]));
     this.byId = byId;
-    this.relations = [];
     // Each star's relations both ways, for the highlight, the keyboard's words and the list.
-    this.stars.forEach((s) => { s.linksTo = []; s.linkedFrom = []; s.supersedes = []; s.supersededBy = []; });
-    for (const e of this.edgeList) {
-      const a = byId.get(e.from);
-      const b = byId.get(e.to);
-      if (!a || !b || a === b) continue;
-      this.relations.push([a, b, e.kind]);
-      if (e.kind === "supersedes") { a.supersedes.push(b); b.supersededBy.push(a); }
-      else { a.linksTo.push(b); b.linkedFrom.push(a); }
+    this.relations = [];
+    for (const [kind, pairs] of [["link", data.links || []], ["supersedes", data.supersedes || []]]) {
+      for (let k = 0; k + 1 < pairs.length; k += 2) {
+        const a = stars[pairs[k]];
+        const b = stars[pairs[k + 1]];
+        if (!a || !b || a === b) continue;
+        this.relations.push([a, b, kind]);
+        if (kind === "supersedes") { a.supersedes.push(b); b.supersededBy.push(a); }
+        else { a.linksTo.push(b); b.linkedFrom.push(a); }
+      }
     }
     this.settle();
     // Reading order, for the keyboard's next and previous: category by category, then by id.
-    const groups = Object.keys(COLORS);
-    this.order = this.stars.slice().sort((a, b) => groups.indexOf(a.group) - groups.indexOf(b.group) ||
+    const place = {};
+    Object.keys(COLORS).forEach((g, i) => { place[g] = i; });
+    this.order = this.stars.slice().sort((a, b) => place[a.group] - place[b.group] ||
       (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
     if (this.hover) this.hover = byId.get(this.hover.id) || null;
     if (this.focused) this.focused = byId.get(this.focused.id) || null;
@@ -457,7 +480,8 @@
     ctx.textAlign = "center";
     ctx.textBaseline = "alphabetic";
     this.labels = [];
-    const ranked = (list, at) => { list.sort((a, b) => a - b); return list[Math.min(list.length - 1, Math.floor(at * list.length))]; };
+    // (A typed array sorts numbers as numbers, with no call a comparison: 5 ms, not 40, at 20,000.)
+    const ranked = (list, at) => { const sorted = Float64Array.from(list).sort(); return sorted[Math.min(sorted.length - 1, Math.floor(at * sorted.length))]; };
     Object.keys(shown).forEach((g) => {
       const [r, gr, b] = COLORS[g];
       const text = g === "other" ? "uncategorized" : g;
