@@ -361,6 +361,55 @@ def test_a_sync_that_receives_changes_reads_only_them(
     index_is_current(desktop)
 
 
+@pytest.mark.parametrize("record", [
+    pytest.param("version-2", id="the-record-of-the-sage-mem-before"),
+    pytest.param("garbage", id="not-marshal"),
+    pytest.param("cut", id="cut-short"),
+    pytest.param("unordered", id="rows-out-of-order"),
+    pytest.param("short-column", id="columns-of-two-lengths"),
+    pytest.param("bad-fields", id="fields-of-another-shape"),
+])
+def test_a_damaged_or_older_record_costs_a_walk_never_a_wrong_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, record: str
+) -> None:
+    """`catalog.entries` is a cache: the record of the version before is taken up (a receive
+    still reads only what came), anything else damaged costs a read of every memory, and
+    MEMORY.md is what `sage-mem index` writes either way."""
+    import marshal
+
+    from sage_mem.sync import index_file
+
+    laptop, desktop = two_to_receive(tmp_path)
+    entries = MemoryFolder(desktop).state_path(index_file.ENTRIES)
+    version, (ids, paths, blobs, fields), complete, token = marshal.loads(entries.read_bytes())
+    assert version == 3 and complete is True and len(paths) == 12
+    if record == "version-2":
+        kept = {f"{b}\0{p}": f for p, b, f in zip(paths, blobs, fields, strict=True) if f}
+        data = marshal.dumps((2, kept, dict(zip(paths, blobs, strict=True)), token))
+    elif record == "garbage":
+        data = b"not a record"
+    elif record == "cut":
+        data = entries.read_bytes()[:-100]
+    else:
+        if record == "unordered":
+            ids = ids[::-1]
+        elif record == "short-column":
+            blobs = blobs[:-1]
+        else:
+            fields = [(f[0], f[1]) if f else f for f in fields]
+        data = marshal.dumps((3, (ids, paths, blobs, fields), complete, token))
+    entries.write_bytes(data)
+    seen = counting_walks(monkeypatch)
+    assert sorted(sync(desktop)["pulled"]) == ["project/t1/note_1", "project/t2/note_5"]
+    if record == "version-2":
+        assert sorted(Path(s).name for s in seen) == ["note_1.md", "note_5.md"], seen
+    else:
+        assert "walk" in seen, seen
+    monkeypatch.undo()
+    assert "Note 5, revised on the laptop" in (desktop / "MEMORY.md").read_text(encoding="utf-8")
+    index_is_current(desktop)
+
+
 @pytest.mark.parametrize("change", [
     pytest.param("hand-commit", id="a-memory-committed-by-hand"),
     pytest.param("during", id="a-memory-saved-while-sync-wrote-memory-md"),
@@ -412,7 +461,7 @@ def test_memory_md_follows_a_change_no_git_status_shows(
 
 @pytest.mark.parametrize("change", [
     "new", "deleted", "renamed", "archived", "broken", "new-folder", "local-and-remote",
-    "linked-folder", "nfd-twin",
+    "linked-folder", "linked-file", "nfd-twin",
 ])
 def test_memory_md_made_from_what_changed_is_what_a_walk_makes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, change: str
@@ -449,6 +498,8 @@ def test_memory_md_made_from_what_changed_is_what_a_walk_makes(
         (tmp_path / "outside").mkdir()
         write_memory(tmp_path / "outside", "user_outside", memory("Never listed", "Body."))
         os.symlink(tmp_path / "outside", desktop / "linked")
+    elif change == "linked-file":  # read (and listed) as the walk reads it: no blob for it
+        os.symlink(desktop / "project/t1/note_1.md", desktop / "user_alias.md")
     else:  # the same id twice, NFC and NFD: the walk's order decides which is listed
         write_memory(laptop, "user_caf\u00e9", memory("Composed", "Body."))
         write_memory(desktop, "user_cafe\u0301", memory("Decomposed", "Body."))
@@ -458,7 +509,7 @@ def test_memory_md_made_from_what_changed_is_what_a_walk_makes(
     monkeypatch.undo()
     use_private_git(tmp_path, monkeypatch)
     index_is_current(desktop)
-    if change not in ("nfd-twin", "linked-folder"):
+    if change not in ("nfd-twin", "linked-folder", "linked-file"):
         assert "walk" not in seen, seen
 
 
