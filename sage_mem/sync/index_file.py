@@ -46,6 +46,7 @@ from itertools import pairwise
 from pathlib import Path
 from typing import NamedTuple
 
+from ..disk.bulk import gc_paused
 from ..disk.folder import ARCHIVE_DIR, DREAM_DIR, INDEX_FILE, MemoryFolder, read_memory
 from ..disk.locks import write_lock
 from ..disk.safe_io import Seen, atomic_write, file_mode, read_or_absent, rewrite
@@ -112,7 +113,8 @@ def regenerate(folder: MemoryFolder, git: Git, differ: Iterable[str] | None = No
     # writes meanwhile is then either read here or followed by its own regeneration.
     with write_lock(folder.root, folder.state_dir):
         stats = _stats_identity(folder)
-        found = _since_stamp(folder, git, saved, differ)
+        with gc_paused():  # 10,000 rows and listings made, no garbage (a walk is not paused)
+            found = _since_stamp(folder, git, saved, differ)
         if found is None:
             kept: dict[str, Fields] = {}
             inputs: dict[str, str] = {}
@@ -586,7 +588,8 @@ def _write(folder: MemoryFolder, memories: Iterable[Listing],
 
 def _load_saved(folder: MemoryFolder) -> _Saved:
     try:
-        data = marshal.loads(folder.state_path(ENTRIES).read_bytes())
+        with gc_paused():  # tens of thousands of strings and tuples, none of them garbage
+            data = marshal.loads(folder.state_path(ENTRIES).read_bytes())
     except (OSError, EOFError, ValueError, TypeError):
         return _Saved(_NO_ROWS, False, "")
     if isinstance(data, tuple) and len(data) == 4 and data[0] == 2:
