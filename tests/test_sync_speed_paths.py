@@ -361,6 +361,46 @@ def test_a_sync_that_receives_changes_reads_only_them(
     index_is_current(desktop)
 
 
+def test_a_receive_writes_the_rows_it_changed_not_the_whole_record(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The record of what was read (`catalog.entries`, 10,000 rows) is not written again for
+    a receive of a few files: its changes go to `catalog.changes`, read with it by the next
+    sync; once they are many the record is written whole."""
+    from sage_mem.sync import index_file
+
+    laptop, desktop = two_to_receive(tmp_path)
+    entries = MemoryFolder(desktop).state_path(index_file.ENTRIES)
+    changes = entries.with_name(index_file.CHANGES)
+    before = entries.read_bytes()
+    assert sorted(sync(desktop)["pulled"]) == ["project/t1/note_1", "project/t2/note_5"]
+    assert entries.read_bytes() == before and changes.exists()
+    index_is_current(desktop)
+    for number in (2, 7):
+        write_memory(laptop, f"project/t{number % 3}/note_{number}",
+                     memory(f"Note {number}, revised again", "Body."))
+    sync(laptop)
+    seen = counting_walks(monkeypatch)
+    sync(desktop)
+    assert sorted(Path(s).name for s in seen) == ["note_2.md", "note_7.md"], seen
+    assert entries.read_bytes() == before
+    monkeypatch.undo()
+    use_private_git(tmp_path, monkeypatch)
+    index_is_current(desktop)
+    # Many changes: the record written whole, its changes gone.
+    monkeypatch.setattr(index_file, "_MOST_CHANGES", 1)
+    write_memory(laptop, "project/t0/note_3", memory("Note 3, revised", "Body."))
+    sync(laptop)
+    sync(desktop)
+    assert entries.read_bytes() != before and not changes.exists()
+    index_is_current(desktop)
+    write_memory(laptop, "project/t1/note_4", memory("Note 4, revised", "Body."))
+    sync(laptop)
+    seen = counting_walks(monkeypatch)
+    sync(desktop)
+    assert [Path(s).name for s in seen] == ["note_4.md"], seen
+
+
 @pytest.mark.parametrize("record", [
     pytest.param("version-2", id="the-record-of-the-sage-mem-before"),
     pytest.param("garbage", id="not-marshal"),
@@ -368,6 +408,9 @@ def test_a_sync_that_receives_changes_reads_only_them(
     pytest.param("unordered", id="rows-out-of-order"),
     pytest.param("short-column", id="columns-of-two-lengths"),
     pytest.param("bad-fields", id="fields-of-another-shape"),
+    pytest.param("changes-garbage", id="its-changes-not-marshal"),
+    pytest.param("changes-elsewhere", id="its-changes-written-against-another-record"),
+    pytest.param("changes-bad-rows", id="its-changes-rows-out-of-order"),
 ])
 def test_a_damaged_or_older_record_costs_a_walk_never_a_wrong_line(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, record: str
@@ -383,7 +426,20 @@ def test_a_damaged_or_older_record_costs_a_walk_never_a_wrong_line(
     entries = MemoryFolder(desktop).state_path(index_file.ENTRIES)
     version, (ids, paths, blobs, fields), complete, token = marshal.loads(entries.read_bytes())
     assert version == 3 and complete is True and len(paths) == 12
-    if record == "version-2":
+    changes = entries.with_name(index_file.CHANGES)
+    if record.startswith("changes"):
+        # A token of its own, which the stamp names: the record is read with its changes.
+        stamp = json.loads(entries.with_name(index_file.STAMP).read_text(encoding="utf-8"))
+        stamp["token"] = "t2"
+        entries.with_name(index_file.STAMP).write_text(json.dumps(stamp), encoding="utf-8")
+        rows = (ids[:1], paths[:1], blobs[:1], fields[:1])
+        if record == "changes-bad-rows":
+            rows = (ids[:2][::-1], paths[:2][::-1], blobs[:2][::-1], fields[:2][::-1])
+        against = "another" if record == "changes-elsewhere" else token
+        changes.write_bytes(b"not marshal" if record == "changes-garbage" else marshal.dumps(
+            (3, against, "t2", True, [paths[0]], rows)))
+        data = entries.read_bytes()
+    elif record == "version-2":
         kept = {f"{b}\0{p}": f for p, b, f in zip(paths, blobs, fields, strict=True) if f}
         data = marshal.dumps((2, kept, dict(zip(paths, blobs, strict=True)), token))
     elif record == "garbage":

@@ -56,6 +56,9 @@ from ..memory.value import MAX_FILE_BYTES
 from .git import Git, SyncError
 
 ENTRIES = "catalog.entries"
+CHANGES = "catalog.changes"
+# The most rows `catalog.changes` holds before the record is written whole again.
+_MOST_CHANGES = 512
 STAMP = "catalog.stamp"
 _VERSION = 3
 _SYMLINK_MODE = b"120000"
@@ -131,7 +134,7 @@ def regenerate(folder: MemoryFolder, git: Git, differ: Iterable[str] | None = No
     token = saved.token
     if rows != saved.rows or vouched != saved.complete or not token:
         token = os.urandom(8).hex()
-        _save_entries(folder, rows, vouched, token)
+        _save_entries(folder, saved, rows, vouched, token)
     return Made(dict(zip(rows.paths, rows.blobs, strict=True)) if vouched else None,
                 blob_id(data) if data is not None else None, stats, changed, token, base)
 
@@ -171,18 +174,40 @@ class _Rows(NamedTuple):
                 and all(f is None or (type(f) is tuple and len(f) == 5) for f in fields)
                 and all(a <= b for a, b in pairwise(ids)))
 
+    def picked(self, numbers: list[int]) -> _Rows:
+        """The rows at these positions."""
+        return _Rows([self.ids[n] for n in numbers], [self.paths[n] for n in numbers],
+                     [self.blobs[n] for n in numbers], [self.fields[n] for n in numbers])
+
+    def spliced(self, gone: set[str], added: _Rows) -> _Rows:
+        """These rows but those of the paths `gone`, with `added` put in id order."""
+        if gone:
+            rows = self.picked([n for n, path in enumerate(self.paths) if path not in gone])
+        else:
+            rows = _Rows(list(self.ids), list(self.paths), list(self.blobs), list(self.fields))
+        for number, memory_id in enumerate(added.ids):
+            at = bisect_left(rows.ids, memory_id)
+            rows.ids.insert(at, memory_id)
+            rows.paths.insert(at, added.paths[number])
+            rows.blobs.insert(at, added.blobs[number])
+            rows.fields.insert(at, added.fields[number])
+        return rows
+
 
 _NO_ROWS = _Rows([], [], [], [])
 
 
 @dataclass(frozen=True)
 class _Saved:
-    """`catalog.entries`: the rows read (`_Rows`), whether they hold every memory file of
-    the folder (each vouched for), and the token naming them."""
+    """`catalog.entries` and its `catalog.changes`: the rows read (`_Rows`), whether they
+    hold every memory file of the folder (each vouched for), the token naming them, and
+    the rows and token of `catalog.entries` alone (what a next change is written against)."""
 
     rows: _Rows
     complete: bool
     token: str
+    base: _Rows = _Rows([], [], [], [])
+    base_token: str = ""
 
     def by_key(self) -> dict[str, Fields]:
         """The fields of each row by `blob\0path`, as the walk looks them up."""
@@ -600,7 +625,8 @@ def _load_saved(folder: MemoryFolder) -> _Saved:
     rows = _Rows(*columns) if isinstance(columns, tuple) and len(columns) == 4 else _NO_ROWS
     if not rows.well_formed():
         return _Saved(_NO_ROWS, False, "")
-    return _Saved(rows, complete is True, token if isinstance(token, str) else "")
+    token = token if isinstance(token, str) else ""
+    return _load_changes(folder, _Saved(rows, complete is True, token, rows, token))
 
 
 def _older_saved(data: tuple[object, ...]) -> _Saved:
@@ -619,9 +645,49 @@ def _older_saved(data: tuple[object, ...]) -> _Saved:
     return _Saved(rows, complete, token if isinstance(token, str) else "")
 
 
-def _save_entries(folder: MemoryFolder, rows: _Rows, complete: bool, token: str) -> None:
+def _load_changes(folder: MemoryFolder, saved: _Saved) -> _Saved:
+    """`saved` with the rows `catalog.changes` adds and takes away, when they were written
+    against it (its token); else `saved` alone."""
     try:
+        with gc_paused():
+            data = marshal.loads(folder.state_path(CHANGES).read_bytes())
+    except (OSError, EOFError, ValueError, TypeError):
+        return saved
+    if (not isinstance(data, tuple) or len(data) != 6 or data[0] != _VERSION
+            or data[1] != saved.token or not saved.token):
+        return saved
+    _, _, token, complete, gone, added = data
+    added = _Rows(*added) if isinstance(added, tuple) and len(added) == 4 else None
+    if (added is None or not added.well_formed() or not isinstance(gone, list)
+            or not all(type(path) is str for path in gone) or not isinstance(token, str)):
+        return saved
+    rows = saved.rows.spliced(set(gone), added)
+    return _Saved(rows, complete is True, token, saved.rows, saved.token)
+
+
+def _save_entries(folder: MemoryFolder, saved: _Saved, rows: _Rows, complete: bool,
+                  token: str) -> None:
+    """Keep `rows`: as the rows `catalog.entries` lacks and those it has no more, in
+    `catalog.changes` (a receive's few, not 10,000 rows written again each time), until
+    they are many; then whole, in `catalog.entries`."""
+    try:
+        if saved.base_token and saved.base.paths:
+            # A row is known by its path and blob, as the cache is: the same bytes at the
+            # same path give the same fields.
+            before = set(zip(saved.base.paths, saved.base.blobs, strict=True))
+            now = set(zip(rows.paths, rows.blobs, strict=True))
+            came = now - before
+            if len(came) + len(before) - len(now) <= _MOST_CHANGES:
+                gone = sorted({path for path, _ in before - now})
+                added = rows.picked([
+                    number for number, row in enumerate(zip(rows.paths, rows.blobs, strict=True))
+                    if row in came] if came else [])
+                atomic_write(folder.state_path(CHANGES), marshal.dumps(
+                    (_VERSION, saved.base_token, token, complete, gone, tuple(added))),
+                    durable=False)
+                return
         atomic_write(folder.state_path(ENTRIES),
                      marshal.dumps((_VERSION, tuple(rows), complete, token)), durable=False)
+        folder.state_path(CHANGES).unlink(missing_ok=True)
     except OSError:
         pass  # a cache: the next sync reads the files again
