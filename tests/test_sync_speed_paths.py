@@ -387,6 +387,12 @@ def test_a_receive_writes_the_rows_it_changed_not_the_whole_record(
     monkeypatch.undo()
     use_private_git(tmp_path, monkeypatch)
     index_is_current(desktop)
+    # The record with its changes is the one a walk of the folder makes.
+    kept: dict[str, Any] = {}
+    inputs: dict[str, str] = {}
+    folder = MemoryFolder(desktop)
+    index_file._memories(folder, {}, {}, kept, inputs)
+    assert index_file._load_saved(folder).rows == index_file._Rows.of(kept, inputs)
     # Many changes: the record written whole, its changes gone.
     monkeypatch.setattr(index_file, "_MOST_CHANGES", 1)
     write_memory(laptop, "project/t0/note_3", memory("Note 3, revised", "Body."))

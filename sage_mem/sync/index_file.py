@@ -125,16 +125,16 @@ def regenerate(folder: MemoryFolder, git: Git, differ: Iterable[str] | None = No
             blobs = _clean_blobs(git) if saved.rows.paths else {}
             memories, vouched = _memories(folder, blobs, saved.by_key(), kept, inputs)
             rows = _Rows.of(kept, inputs)
-            base = None
+            base, touched = None, None
         else:
-            memories, vouched, base, rows = found
+            memories, vouched, base, rows, touched = found
         retrievals = (Stats(folder.state_path("stats.json")).retrieval_counts()
                       if len(memories) > catalog.MAX_LINES // 2 else {})
         changed, data = _write(folder, memories, retrievals)
     token = saved.token
     if rows != saved.rows or vouched != saved.complete or not token:
         token = os.urandom(8).hex()
-        _save_entries(folder, saved, rows, vouched, token)
+        _save_entries(folder, saved, rows, vouched, token, touched)
     return Made(dict(zip(rows.paths, rows.blobs, strict=True)) if vouched else None,
                 blob_id(data) if data is not None else None, stats, changed, token, base)
 
@@ -208,6 +208,8 @@ class _Saved:
     token: str
     base: _Rows = _Rows([], [], [], [])
     base_token: str = ""
+    gone: tuple[str, ...] = ()  # what `catalog.changes` holds: the paths of `base` taken away
+    added: _Rows = _Rows([], [], [], [])  # and the rows it adds
 
     def by_key(self) -> dict[str, Fields]:
         """The fields of each row by `blob\0path`, as the walk looks them up."""
@@ -219,7 +221,7 @@ class _Saved:
 
 def _since_stamp(folder: MemoryFolder, git: Git, saved: _Saved, differ: Iterable[str] | None,
                  ) -> tuple[list[Listing], bool, tuple[str, str, dict[str, str]] | None,
-                            _Rows] | None:
+                            _Rows, set[str]] | None:
     """The memories as `_memories` finds them, from the stamped commit's (`saved`, when the
     stamp names it) and a read of each file that differs from that commit; whether each
     was vouched for; what the stamp says of that commit (`Made.base`; None for a record
@@ -294,7 +296,7 @@ def _since_stamp(folder: MemoryFolder, git: Git, saved: _Saved, differ: Iterable
     base = None
     if isinstance(index, str):
         base = (since, index, dict(zip(before.paths, before.blobs, strict=True)))
-    return memories, vouched, base, _Rows(ids, paths, blobs, fields)
+    return memories, vouched, base, _Rows(ids, paths, blobs, fields), names
 
 
 def _walked(folder: MemoryFolder, name: str) -> bool:
@@ -662,26 +664,23 @@ def _load_changes(folder: MemoryFolder, saved: _Saved) -> _Saved:
             or not all(type(path) is str for path in gone) or not isinstance(token, str)):
         return saved
     rows = saved.rows.spliced(set(gone), added)
-    return _Saved(rows, complete is True, token, saved.rows, saved.token)
+    return _Saved(rows, complete is True, token, saved.rows, saved.token, tuple(gone), added)
 
 
 def _save_entries(folder: MemoryFolder, saved: _Saved, rows: _Rows, complete: bool,
-                  token: str) -> None:
-    """Keep `rows`: as the rows `catalog.entries` lacks and those it has no more, in
-    `catalog.changes` (a receive's few, not 10,000 rows written again each time), until
-    they are many; then whole, in `catalog.entries`."""
+                  token: str, touched: set[str] | None) -> None:
+    """Keep `rows`: as what `catalog.entries` lacks and has no more, in `catalog.changes`
+    (a receive's few rows, not 10,000 written again each time), until they are many; then
+    whole, in `catalog.entries`. `touched`: the paths whose rows alone differ from the
+    saved ones (`_since_stamp`'s), None when any may (a walk)."""
     try:
-        if saved.base_token and saved.base.paths:
-            # A row is known by its path and blob, as the cache is: the same bytes at the
-            # same path give the same fields.
-            before = set(zip(saved.base.paths, saved.base.blobs, strict=True))
-            now = set(zip(rows.paths, rows.blobs, strict=True))
-            came = now - before
-            if len(came) + len(before) - len(now) <= _MOST_CHANGES:
-                gone = sorted({path for path, _ in before - now})
-                added = rows.picked([
-                    number for number, row in enumerate(zip(rows.paths, rows.blobs, strict=True))
-                    if row in came] if came else [])
+        if touched is not None and saved.base_token and saved.base.paths:
+            gone = sorted(touched.intersection(saved.base.paths).union(saved.gone))
+            earlier = saved.added.picked(
+                [n for n, path in enumerate(saved.added.paths) if path not in touched])
+            added = earlier.spliced(set(), rows.picked(
+                [n for n, path in enumerate(rows.paths) if path in touched] if touched else []))
+            if len(gone) + len(added.paths) <= _MOST_CHANGES:
                 atomic_write(folder.state_path(CHANGES), marshal.dumps(
                     (_VERSION, saved.base_token, token, complete, gone, tuple(added))),
                     durable=False)
