@@ -694,6 +694,23 @@ def test_a_sync_that_receives_a_few_changes_imports_no_merge_rules_scan_or_searc
         "sage_mem.checks.", "sage_mem.search.", "sage_mem.agents.daemon_start"))], imported
 
 
+def test_a_sync_with_nothing_to_do_imports_no_memory_format(tmp_path: Path) -> None:
+    """Nothing changed, nothing read: no frontmatter reader, no memory value, no MEMORY.md
+    lines, no secret patterns, no merge rules (each a few milliseconds of a ~0.07 s
+    process)."""
+    laptop, desktop = two_machines(tmp_path, 6)
+    sync(desktop)
+    probe = subprocess.run([sys.executable, "-c", RECEIVE_PROBE, str(desktop)],
+                           capture_output=True, text=True, timeout=60, check=True,
+                           env={**os.environ, "SAGE_MEM_AUTOSYNC": "0"})
+    result, _, modules = probe.stdout.rstrip("\n").rpartition("\n")
+    assert json.loads(result)["pulled"] == []
+    imported = json.loads(modules)
+    assert not [m for m in imported if m.startswith((
+        "sage_mem.memory.", "sage_mem.checks.", "sage_mem.sync.batch_merge",
+        "sage_mem.sync.merge_driver", "sage_mem.search.", "sage_mem.store"))], imported
+
+
 def test_memory_md_after_a_receive_makes_a_memory_only_of_the_files_read(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
