@@ -660,9 +660,56 @@ def test_a_sync_that_receives_changes_runs_few_git_commands(
     # The record of MEMORY.md from the last record and the merge's diff: no listing of
     # every file of the new commit.
     assert not [c for c in commands if c.startswith("ls-tree ")], "\n".join(commands)
+    # The status before the fetch showed MEMORY.md as committed, and nothing wrote since:
+    # no `git diff` of it before the merge.
+    assert not [c for c in commands if c.startswith("diff ")], "\n".join(commands)
     monkeypatch.undo()
     assert "Note 9, revised on the laptop" in (desktop / "MEMORY.md").read_text(encoding="utf-8")
     assert git(desktop, "status", "--porcelain") == ""
+    index_is_current(desktop)
+
+
+@pytest.mark.parametrize("edit", [
+    pytest.param("generated", id="memory-md-edited-by-hand-while-fetching"),
+    pytest.param("by-sage-mem", id="a-memory-saved-by-sage-mem-while-fetching"),
+])
+def test_a_receive_merges_what_was_changed_while_it_fetched(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, edit: str
+) -> None:
+    """The status before the fetch spares the `git diff` of MEMORY.md before the merge; a
+    MEMORY.md edited by hand after that status (git then refuses to merge over it) is set
+    back and merged as before, and a write by sage-mem meanwhile is seen by its count."""
+    from sage_mem.sync import steps
+
+    laptop, desktop = two_to_receive(tmp_path)
+    fetch = steps._Sync.fetch
+
+    def fetching(self: Any) -> bool:
+        done = fetch(self)
+        if edit == "generated":
+            index = desktop / "MEMORY.md"
+            index.write_text(index.read_text(encoding="utf-8") + "- a line typed by hand\n",
+                             encoding="utf-8")
+        else:
+            with MemoryStore(desktop, watch=False) as store:
+                store.write("user_saved_meanwhile", description="Saved while fetching",
+                            body="Body.")
+        return done
+
+    merges: list[int] = []
+    run_merge = steps._Sync.run_merge
+    monkeypatch.setattr(steps._Sync, "fetch", fetching)
+    monkeypatch.setattr(steps._Sync, "run_merge", lambda self, *a: merges.append(1) or run_merge(
+        self, *a))
+    assert {"project/t1/note_1", "project/t2/note_5"} <= set(sync(desktop)["pulled"])
+    # Refused over the hand edit, then run again once it was set back.
+    assert len(merges) == (2 if edit == "generated" else 1)
+    monkeypatch.undo()
+    use_private_git(tmp_path, monkeypatch)
+    text = (desktop / "MEMORY.md").read_text(encoding="utf-8")
+    assert "Note 5, revised on the laptop" in text and "typed by hand" not in text
+    if edit == "by-sage-mem":
+        assert "user_saved_meanwhile" in text
     index_is_current(desktop)
 
 
