@@ -303,3 +303,66 @@ def test_a_folder_swapped_for_a_link_after_the_walk_is_read_the_checked_way(
     os.symlink(outside, root / "project")
     with index_file._Files(root) as files:
         assert files.read(root / "project" / "build.md") is None
+
+
+# The commonest plain values made without PyYAML (`file_format._common_value`), their tags
+# decided by a copy of PyYAML's resolvers while yaml is not imported: a receive of a few
+# files reads them without importing yaml (~15 ms).
+
+PLAIN_VALUES = [
+    "~", "null", "Null", "NULL", "", "yes", "No", "TRUE", "off", "On", "y", "nULL",
+    "0", "12", "+12", "-12", "-0", "123456789012345678", "1234567890123456789", "1" * 30,
+    "0.46", "+1.5", "-0.0", "1.", "00.5", "10.250", "12345678901234567.12345678901234567",
+    "1" * 20 + ".5", "007", "08", "0x1F", "0b101", "1_000", "1_0.5", "1e5", "1.5e+3", ".5",
+    "1:30", "1:30.5", ".inf", "-.inf", ".NaN", "2026-11-29", "2026-11-29T18:00:00Z",
+    "2026-11-29 18:00:00", "2026-02-30", "word", "true story",
+]
+
+
+@pytest.mark.parametrize("text", PLAIN_VALUES)
+def test_a_plain_value_is_what_pyyaml_makes_of_it(text: str) -> None:
+    import math
+
+    import yaml
+
+    try:
+        made = file_format._plain(text, file_format._copied_resolvers())
+    except file_format._NotSimple:
+        return  # left to PyYAML (the fast path reads no such file)
+    loaded = yaml.load(f"k: {text}\n", Loader=file_format._yaml().loader)["k"]  # noqa: S506
+    if isinstance(loaded, float) and math.isnan(loaded):
+        assert isinstance(made, float) and math.isnan(made)
+        return
+    assert (type(made), made) == (type(loaded), loaded)
+    if isinstance(made, float):
+        assert math.copysign(1, made) == math.copysign(1, loaded)  # -0.0 is not 0.0
+
+
+def test_the_copy_of_pyyamls_resolvers_is_pyyamls() -> None:
+    import yaml
+
+    def shown(table: dict) -> list:  # type: ignore[type-arg]
+        return [(first, [(tag, " ".join(regexp.pattern.split()), regexp.flags)
+                         for tag, regexp in resolvers]) for first, resolvers in table.items()]
+
+    assert shown(file_format._copied_resolvers()) == shown(
+        yaml.SafeLoader.yaml_implicit_resolvers)
+    assert not yaml.SafeLoader.yaml_path_resolvers
+
+
+def test_the_short_way_reads_common_values_without_importing_yaml() -> None:
+    import json
+    import subprocess
+    import sys
+
+    raw = ("---\nname: 备份配置\ndescription: A note\ncategory: project\ntags: [a, b]\n"
+           "trust: 0.46\nbaselinePriority: 3\nbaseline: true\nsupersedes: ~\nflag: off\n"
+           "created: 2026-03-10\nupdated: 2026-03-10T10:00:00Z\n---\n\nBody.\n").encode()
+    code = ("import json, sys\nfrom sage_mem.memory.listing import listed_fast\n"
+            f"fields = listed_fast(sys.stdin.buffer.read(), {MEMORY_ID!r})\n"
+            "print(json.dumps([fields, 'yaml' in sys.modules]))")
+    done = subprocess.run([sys.executable, "-c", code], input=raw, capture_output=True,
+                          check=True, timeout=60)
+    fields, imported = json.loads(done.stdout)
+    assert fields is not None and tuple(fields) == long_way(raw)
+    assert imported is False

@@ -361,6 +361,117 @@ def test_a_sync_that_receives_changes_reads_only_them(
     index_is_current(desktop)
 
 
+def test_a_receive_writes_the_rows_it_changed_not_the_whole_record(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The record of what was read (`catalog.entries`, 10,000 rows) is not written again for
+    a receive of a few files: its changes go to `catalog.changes`, read with it by the next
+    sync; once they are many the record is written whole."""
+    from sage_mem.sync import index_file
+
+    laptop, desktop = two_to_receive(tmp_path)
+    entries = MemoryFolder(desktop).state_path(index_file.ENTRIES)
+    changes = entries.with_name(index_file.CHANGES)
+    before = entries.read_bytes()
+    assert sorted(sync(desktop)["pulled"]) == ["project/t1/note_1", "project/t2/note_5"]
+    assert entries.read_bytes() == before and changes.exists()
+    index_is_current(desktop)
+    for number in (2, 7):
+        write_memory(laptop, f"project/t{number % 3}/note_{number}",
+                     memory(f"Note {number}, revised again", "Body."))
+    sync(laptop)
+    seen = counting_walks(monkeypatch)
+    sync(desktop)
+    assert sorted(Path(s).name for s in seen) == ["note_2.md", "note_7.md"], seen
+    assert entries.read_bytes() == before
+    monkeypatch.undo()
+    use_private_git(tmp_path, monkeypatch)
+    index_is_current(desktop)
+    # The record with its changes is the one a walk of the folder makes.
+    kept: dict[str, Any] = {}
+    inputs: dict[str, str] = {}
+    folder = MemoryFolder(desktop)
+    index_file._memories(folder, {}, {}, kept, inputs)
+    assert index_file._load_saved(folder).rows == index_file._Rows.of(kept, inputs)
+    # Many changes: the record written whole, its changes gone.
+    monkeypatch.setattr(index_file, "_MOST_CHANGES", 1)
+    write_memory(laptop, "project/t0/note_3", memory("Note 3, revised", "Body."))
+    sync(laptop)
+    sync(desktop)
+    assert entries.read_bytes() != before and not changes.exists()
+    index_is_current(desktop)
+    write_memory(laptop, "project/t1/note_4", memory("Note 4, revised", "Body."))
+    sync(laptop)
+    seen = counting_walks(monkeypatch)
+    sync(desktop)
+    assert [Path(s).name for s in seen] == ["note_4.md"], seen
+
+
+@pytest.mark.parametrize("record", [
+    pytest.param("version-2", id="the-record-of-the-sage-mem-before"),
+    pytest.param("garbage", id="not-marshal"),
+    pytest.param("cut", id="cut-short"),
+    pytest.param("unordered", id="rows-out-of-order"),
+    pytest.param("short-column", id="columns-of-two-lengths"),
+    pytest.param("bad-fields", id="fields-of-another-shape"),
+    pytest.param("changes-garbage", id="its-changes-not-marshal"),
+    pytest.param("changes-elsewhere", id="its-changes-written-against-another-record"),
+    pytest.param("changes-bad-rows", id="its-changes-rows-out-of-order"),
+])
+def test_a_damaged_or_older_record_costs_a_walk_never_a_wrong_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, record: str
+) -> None:
+    """`catalog.entries` is a cache: the record of the version before is taken up (a receive
+    still reads only what came), anything else damaged costs a read of every memory, and
+    MEMORY.md is what `sage-mem index` writes either way."""
+    import marshal
+
+    from sage_mem.sync import index_file
+
+    laptop, desktop = two_to_receive(tmp_path)
+    entries = MemoryFolder(desktop).state_path(index_file.ENTRIES)
+    version, (ids, paths, blobs, fields), complete, token = marshal.loads(entries.read_bytes())
+    assert version == 3 and complete is True and len(paths) == 12
+    changes = entries.with_name(index_file.CHANGES)
+    if record.startswith("changes"):
+        # A token of its own, which the stamp names: the record is read with its changes.
+        stamp = json.loads(entries.with_name(index_file.STAMP).read_text(encoding="utf-8"))
+        stamp["token"] = "t2"
+        entries.with_name(index_file.STAMP).write_text(json.dumps(stamp), encoding="utf-8")
+        rows = (ids[:1], paths[:1], blobs[:1], fields[:1])
+        if record == "changes-bad-rows":
+            rows = (ids[:2][::-1], paths[:2][::-1], blobs[:2][::-1], fields[:2][::-1])
+        against = "another" if record == "changes-elsewhere" else token
+        changes.write_bytes(b"not marshal" if record == "changes-garbage" else marshal.dumps(
+            (3, against, "t2", True, [paths[0]], rows)))
+        data = entries.read_bytes()
+    elif record == "version-2":
+        kept = {f"{b}\0{p}": f for p, b, f in zip(paths, blobs, fields, strict=True) if f}
+        data = marshal.dumps((2, kept, dict(zip(paths, blobs, strict=True)), token))
+    elif record == "garbage":
+        data = b"not a record"
+    elif record == "cut":
+        data = entries.read_bytes()[:-100]
+    else:
+        if record == "unordered":
+            ids = ids[::-1]
+        elif record == "short-column":
+            blobs = blobs[:-1]
+        else:
+            fields = [(f[0], f[1]) if f else f for f in fields]
+        data = marshal.dumps((3, (ids, paths, blobs, fields), complete, token))
+    entries.write_bytes(data)
+    seen = counting_walks(monkeypatch)
+    assert sorted(sync(desktop)["pulled"]) == ["project/t1/note_1", "project/t2/note_5"]
+    if record == "version-2":
+        assert sorted(Path(s).name for s in seen) == ["note_1.md", "note_5.md"], seen
+    else:
+        assert "walk" in seen, seen
+    monkeypatch.undo()
+    assert "Note 5, revised on the laptop" in (desktop / "MEMORY.md").read_text(encoding="utf-8")
+    index_is_current(desktop)
+
+
 @pytest.mark.parametrize("change", [
     pytest.param("hand-commit", id="a-memory-committed-by-hand"),
     pytest.param("during", id="a-memory-saved-while-sync-wrote-memory-md"),
@@ -412,7 +523,7 @@ def test_memory_md_follows_a_change_no_git_status_shows(
 
 @pytest.mark.parametrize("change", [
     "new", "deleted", "renamed", "archived", "broken", "new-folder", "local-and-remote",
-    "linked-folder", "nfd-twin",
+    "linked-folder", "linked-file", "nfd-twin",
 ])
 def test_memory_md_made_from_what_changed_is_what_a_walk_makes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, change: str
@@ -449,6 +560,8 @@ def test_memory_md_made_from_what_changed_is_what_a_walk_makes(
         (tmp_path / "outside").mkdir()
         write_memory(tmp_path / "outside", "user_outside", memory("Never listed", "Body."))
         os.symlink(tmp_path / "outside", desktop / "linked")
+    elif change == "linked-file":  # read (and listed) as the walk reads it: no blob for it
+        os.symlink(desktop / "project/t1/note_1.md", desktop / "user_alias.md")
     else:  # the same id twice, NFC and NFD: the walk's order decides which is listed
         write_memory(laptop, "user_caf\u00e9", memory("Composed", "Body."))
         write_memory(desktop, "user_cafe\u0301", memory("Decomposed", "Body."))
@@ -458,7 +571,7 @@ def test_memory_md_made_from_what_changed_is_what_a_walk_makes(
     monkeypatch.undo()
     use_private_git(tmp_path, monkeypatch)
     index_is_current(desktop)
-    if change not in ("nfd-twin", "linked-folder"):
+    if change not in ("nfd-twin", "linked-folder", "linked-file"):
         assert "walk" not in seen, seen
 
 
@@ -547,9 +660,56 @@ def test_a_sync_that_receives_changes_runs_few_git_commands(
     # The record of MEMORY.md from the last record and the merge's diff: no listing of
     # every file of the new commit.
     assert not [c for c in commands if c.startswith("ls-tree ")], "\n".join(commands)
+    # The status before the fetch showed MEMORY.md as committed, and nothing wrote since:
+    # no `git diff` of it before the merge.
+    assert not [c for c in commands if c.startswith("diff ")], "\n".join(commands)
     monkeypatch.undo()
     assert "Note 9, revised on the laptop" in (desktop / "MEMORY.md").read_text(encoding="utf-8")
     assert git(desktop, "status", "--porcelain") == ""
+    index_is_current(desktop)
+
+
+@pytest.mark.parametrize("edit", [
+    pytest.param("generated", id="memory-md-edited-by-hand-while-fetching"),
+    pytest.param("by-sage-mem", id="a-memory-saved-by-sage-mem-while-fetching"),
+])
+def test_a_receive_merges_what_was_changed_while_it_fetched(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, edit: str
+) -> None:
+    """The status before the fetch spares the `git diff` of MEMORY.md before the merge; a
+    MEMORY.md edited by hand after that status (git then refuses to merge over it) is set
+    back and merged as before, and a write by sage-mem meanwhile is seen by its count."""
+    from sage_mem.sync import steps
+
+    laptop, desktop = two_to_receive(tmp_path)
+    fetch = steps._Sync.fetch
+
+    def fetching(self: Any) -> bool:
+        done = fetch(self)
+        if edit == "generated":
+            index = desktop / "MEMORY.md"
+            index.write_text(index.read_text(encoding="utf-8") + "- a line typed by hand\n",
+                             encoding="utf-8")
+        else:
+            with MemoryStore(desktop, watch=False) as store:
+                store.write("user_saved_meanwhile", description="Saved while fetching",
+                            body="Body.")
+        return done
+
+    merges: list[int] = []
+    run_merge = steps._Sync.run_merge
+    monkeypatch.setattr(steps._Sync, "fetch", fetching)
+    monkeypatch.setattr(steps._Sync, "run_merge", lambda self, *a: merges.append(1) or run_merge(
+        self, *a))
+    assert {"project/t1/note_1", "project/t2/note_5"} <= set(sync(desktop)["pulled"])
+    # Refused over the hand edit, then run again once it was set back.
+    assert len(merges) == (2 if edit == "generated" else 1)
+    monkeypatch.undo()
+    use_private_git(tmp_path, monkeypatch)
+    text = (desktop / "MEMORY.md").read_text(encoding="utf-8")
+    assert "Note 5, revised on the laptop" in text and "typed by hand" not in text
+    if edit == "by-sage-mem":
+        assert "user_saved_meanwhile" in text
     index_is_current(desktop)
 
 
@@ -579,6 +739,23 @@ def test_a_sync_that_receives_a_few_changes_imports_no_merge_rules_scan_or_searc
     assert not [m for m in imported if m.startswith((
         "sage_mem.sync.batch_merge", "sage_mem.sync.merge_driver", "sage_mem.memory.merge",
         "sage_mem.checks.", "sage_mem.search.", "sage_mem.agents.daemon_start"))], imported
+
+
+def test_a_sync_with_nothing_to_do_imports_no_memory_format(tmp_path: Path) -> None:
+    """Nothing changed, nothing read: no frontmatter reader, no memory value, no MEMORY.md
+    lines, no secret patterns, no merge rules (each a few milliseconds of a ~0.07 s
+    process)."""
+    laptop, desktop = two_machines(tmp_path, 6)
+    sync(desktop)
+    probe = subprocess.run([sys.executable, "-c", RECEIVE_PROBE, str(desktop)],
+                           capture_output=True, text=True, timeout=60, check=True,
+                           env={**os.environ, "SAGE_MEM_AUTOSYNC": "0"})
+    result, _, modules = probe.stdout.rstrip("\n").rpartition("\n")
+    assert json.loads(result)["pulled"] == []
+    imported = json.loads(modules)
+    assert not [m for m in imported if m.startswith((
+        "sage_mem.memory.", "sage_mem.checks.", "sage_mem.sync.batch_merge",
+        "sage_mem.sync.merge_driver", "sage_mem.search.", "sage_mem.store"))], imported
 
 
 def test_memory_md_after_a_receive_makes_a_memory_only_of_the_files_read(

@@ -85,8 +85,6 @@ from pathlib import Path
 from urllib.parse import unquote
 
 from ..errors import FolderError, InvalidId
-from ..memory.file_format import sha256
-from ..memory.value import MAX_FILE_BYTES, not_text
 from .home import default_folder as default_folder  # where it always was: SAGE_MEM_DIR, or ~
 from .home import expand_home
 from .safe_io import Seen, make_private_dirs, parked_original, read_file
@@ -139,6 +137,8 @@ def state_dir_name(folder_name: str) -> str:
     name = f".{folder_name}{STATE_SUFFIX}"
     if len(os.fsencode(name)) <= _MAX_NAME_BYTES:
         return name
+    from ..memory.file_format import sha256  # here: a sync imports no memory format
+
     digest = sha256(os.fsencode(folder_name)).hexdigest()[:12]
     room = _MAX_NAME_BYTES - len(f".-{digest}{STATE_SUFFIX}")
     head = os.fsencode(folder_name)[:room].decode("utf-8", "ignore")
@@ -341,6 +341,8 @@ class MemoryFolder:
             raise InvalidId(f"id {shown} ends in .md twice; no id could reach such a file")
         if not raw.strip():
             raise InvalidId("id is empty")
+        from ..memory.value import not_text
+
         problem = not_text(f"id {shown}", raw)
         if problem:
             raise InvalidId(problem)
@@ -699,6 +701,8 @@ def _cache_root(path: Path) -> str | None:
 
 def _cache_key(path: str) -> str:
     """The name of a folder's index cache file (as `cache.cache_path` makes it), without `.idx`."""
+    from ..memory.file_format import sha256
+
     return sha256(os.fsencode(path)).hexdigest()[:16]
 
 
@@ -1026,5 +1030,7 @@ def read_memory(folder: MemoryFolder, path: Path) -> Seen:
     MAX_FILE_BYTES. Raises FileNotFoundError when there is no file, InvalidId
     for a path leading outside, InvalidMemory for a file that cannot be read.
     """
+    from ..memory.value import MAX_FILE_BYTES
+
     folder.check_contained(path)
     return read_file(path, limit=MAX_FILE_BYTES, what="; not indexed")

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import re
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import date, datetime
@@ -350,8 +351,12 @@ def _load_yaml(fm_text: str, path: Path | str) -> Any:
 # Python; `_simple_mapping` reads exactly that shape itself and hands anything
 # else to PyYAML. It only splits lines into keys and scalar texts: which value
 # a scalar stands for (`yes`, `0x1F`, `2026-11-29`, `~`) is still decided by
-# PyYAML's own resolvers and constructors. tests/test_parse_speed_equivalence.py
-# compares the two readings on tricky and on generated frontmatter.
+# PyYAML's resolvers (a copy of them while yaml is not imported) and
+# constructors (but for the commonest spellings of a null, a bool, a decimal
+# number, made here by the same rule, `_common_value`: a process that reads a few
+# files imports no yaml). tests/test_parse_speed_equivalence.py and
+# tests/test_listing_fast_path.py compare the two readings on tricky and on
+# generated frontmatter.
 
 # Printable characters but the tab, CR (CRLF is made LF first), the YAML 1.1
 # line breaks U+0085, U+2028, U+2029, and a byte order mark: the C parser has
@@ -404,9 +409,8 @@ def _simple_mapping(fm_text: str) -> dict[str, Any] | None:
         fm_text = fm_text.replace("\r\n", "\n")
     if _simple_text().fullmatch(fm_text) is None:
         return None
-    kit = _yaml()
-    resolvers = kit.loader.yaml_implicit_resolvers
-    if kit.loader.yaml_path_resolvers or None in resolvers:
+    resolvers = _fast_resolvers()
+    if resolvers is None:
         return None
     if max(len(_plains), len(_values), len(_string_keys)) > _REMEMBERED:
         _plains.clear()
@@ -420,7 +424,7 @@ def _simple_mapping(fm_text: str) -> dict[str, Any] | None:
         if match is None:
             return None
         key, text = match.groups()
-        if key[0] in resolvers and not _string_key(kit, key):  # `yes:`, `null:`
+        if key[0] in resolvers and not _string_key(resolvers, key):  # `yes:`, `null:`
             return None
         first = text[:1]
         if first and first not in _NOT_PLAIN_START:
@@ -432,7 +436,7 @@ def _simple_mapping(fm_text: str) -> dict[str, Any] | None:
             if first in resolvers:
                 value = _plains.get(scalar, _LEFT) if len(scalar) <= 64 else _LEFT
                 if value is _LEFT:
-                    value = _remember(_plains, scalar, 64, _plain, kit)
+                    value = _remember(_plains, scalar, 64, _plain, resolvers)
                     if value is _LEFT:
                         return None
                 mapping[key] = value
@@ -441,26 +445,26 @@ def _simple_mapping(fm_text: str) -> dict[str, Any] | None:
         else:
             value = _values.get(text, _LEFT) if len(text) <= 128 else _LEFT
             if value is _LEFT:
-                value = _remember(_values, text, 128, _simple_value, kit)
+                value = _remember(_values, text, 128, _simple_value, resolvers)
                 if value is _LEFT:
                     return None
             mapping[key] = list(value) if isinstance(value, list) else value
     return mapping or None
 
 
-def _string_key(kit: _Yaml, key: str) -> bool:
+def _string_key(resolvers: _Resolvers, key: str) -> bool:
     known = _string_keys.get(key)
     if known is None:
-        known = _string_keys[key] = _resolve(kit, key) == _STR_TAG
+        known = _string_keys[key] = _resolve(resolvers, key) == _STR_TAG
     return known
 
 
 def _remember(table: dict[str, Any], text: str, longest: int,
-              make: Callable[[str, _Yaml], Any], kit: _Yaml) -> Any:
-    """`make(text, kit)`, or _LEFT where it leaves `text` to PyYAML; kept in `table` when
+              make: Callable[[str, _Resolvers], Any], resolvers: _Resolvers) -> Any:
+    """`make(text, resolvers)`, or _LEFT where it leaves `text` to PyYAML; kept in `table` when
     `text` is at most `longest` characters (a long one rarely repeats)."""
     try:
-        value = make(text, kit)
+        value = make(text, resolvers)
     except _NotSimple:
         value = _LEFT
     if len(text) <= longest:
@@ -468,11 +472,11 @@ def _remember(table: dict[str, Any], text: str, longest: int,
     return value
 
 
-def _simple_value(text: str, kit: _Yaml) -> Any:
+def _simple_value(text: str, resolvers: _Resolvers) -> Any:
     """The value written as `text` after `key: `, other than a plain scalar; or _NotSimple."""
     first = text[:1]
     if not first or first == "#":  # `key:`, `key: # comment`
-        return _plain("", kit)
+        return _plain("", resolvers)
     if first == "'":
         match = _SINGLE_QUOTED.fullmatch(text)
         if match is None:
@@ -493,31 +497,34 @@ def _simple_value(text: str, kit: _Yaml) -> Any:
         items = [item.strip(" ") for item in inside.split(",")]
         if any(not item or item[0] in _NOT_PLAIN_START for item in items):
             raise _NotSimple
-        return [_plain(item, kit) for item in items]
+        return [_plain(item, resolvers) for item in items]
     raise _NotSimple
 
 
-def _resolve(kit: _Yaml, text: str) -> str:
+def _resolve(resolvers: _Resolvers, text: str) -> str:
     """The tag of a plain scalar, as `yaml.resolver.Resolver.resolve` decides it."""
-    resolvers = kit.loader.yaml_implicit_resolvers
     for tag, regexp in resolvers.get(text[:1], []) + resolvers.get(None, []):
         if regexp.match(text):
             return tag
     return _STR_TAG
 
 
-def _plain(text: str, kit: _Yaml) -> Any:
+def _plain(text: str, resolvers: _Resolvers) -> Any:
     """A plain scalar's value, made by the constructor PyYAML would call."""
-    tag = _resolve(kit, text)
+    tag = _resolve(resolvers, text)
     if tag == _STR_TAG:
         return text
     if tag not in _SIMPLE_TAGS:
         raise _NotSimple
-    constructor = kit.loader.yaml_constructors[tag]
-    if constructor is _timestamp_as_iso and _ISO_AS_WRITTEN.fullmatch(text):
-        return text
+    if tag == _TIMESTAMP_TAG and _ISO_AS_WRITTEN.fullmatch(text):
+        return text  # what our constructor, `_timestamp_as_iso`, gives back
+    value = _common_value(tag, text)
+    if value is not _LEFT:
+        return value
     import yaml
 
+    kit = _yaml()
+    constructor = kit.loader.yaml_constructors[tag]
     try:
         value = constructor(kit.constructing, yaml.ScalarNode(tag, text))
     except Exception:  # noqa: BLE001 - PyYAML raises it again, as the caller expects
@@ -525,6 +532,86 @@ def _plain(text: str, kit: _Yaml) -> Any:
     if constructor is _int_or_text and isinstance(value, str):
         raise _NotSimple  # an integer kept as its text: rare, and PyYAML reads it so too
     return value
+
+
+# PyYAML's implicit resolvers (yaml/resolver.py, `Resolver`: the same since PyYAML 3.x),
+# copied so that the fast path decides a plain scalar's tag without importing yaml (~15 ms
+# of a process that reads a few files: a sync's receive, a hook):
+# tests/test_parse_speed_equivalence.py holds the copy to PyYAML's own. (tag, pattern,
+# the first characters it is tried for, in PyYAML's order.)
+_PYYAML_RESOLVERS = (
+    ("bool", r"""^(?:yes|Yes|YES|no|No|NO
+                    |true|True|TRUE|false|False|FALSE
+                    |on|On|ON|off|Off|OFF)$""", "yYnNtTfFoO"),
+    ("float", r"""^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+][0-9]+)?
+                    |\.[0-9][0-9_]*(?:[eE][-+][0-9]+)?
+                    |[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*
+                    |[-+]?\.(?:inf|Inf|INF)
+                    |\.(?:nan|NaN|NAN))$""", "-+0123456789."),
+    ("int", r"""^(?:[-+]?0b[0-1_]+
+                    |[-+]?0[0-7_]+
+                    |[-+]?(?:0|[1-9][0-9_]*)
+                    |[-+]?0x[0-9a-fA-F_]+
+                    |[-+]?[1-9][0-9_]*(?::[0-5]?[0-9])+)$""", "-+0123456789"),
+    ("merge", r"^(?:<<)$", "<"),
+    ("null", r"""^(?: ~
+                    |null|Null|NULL
+                    | )$""", ["~", "n", "N", ""]),
+    ("timestamp", r"""^(?:[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]
+                    |[0-9][0-9][0-9][0-9] -[0-9][0-9]? -[0-9][0-9]?
+                     (?:[Tt]|[ \t]+)[0-9][0-9]?
+                     :[0-9][0-9] :[0-9][0-9] (?:\.[0-9]*)?
+                     (?:[ \t]*(?:Z|[-+][0-9][0-9]?(?::[0-9][0-9])?))?)$""", "0123456789"),
+    ("value", r"^(?:=)$", "="),
+    ("yaml", r"^(?:!|&|\*)$", "!&*"),
+)
+_Resolvers = dict[str | None, list[tuple[str, re.Pattern[str]]]]
+
+
+@functools.cache
+def _copied_resolvers() -> _Resolvers:
+    table: _Resolvers = {}
+    for name, pattern, firsts in _PYYAML_RESOLVERS:
+        regexp = re.compile(pattern, re.X if "\n" in pattern else 0)
+        for first in firsts:
+            table.setdefault(first, []).append((f"tag:yaml.org,2002:{name}", regexp))
+    return table
+
+
+def _fast_resolvers() -> _Resolvers | None:
+    """The implicit resolvers the fast path decides a plain scalar's tag by: our loader's
+    once yaml is imported (whatever was added to them since), else the copy of PyYAML's,
+    which they then are. None when the loader has some the fast path does not follow (by
+    path, or for any first character)."""
+    if "yaml" not in sys.modules:
+        return _copied_resolvers()
+    loader = _yaml().loader
+    resolvers: _Resolvers = loader.yaml_implicit_resolvers
+    return None if loader.yaml_path_resolvers or None in resolvers else resolvers
+
+
+_NULL_TAG, _BOOL_TAG, _FLOAT_TAG = (f"tag:yaml.org,2002:{name}" for name in ("null", "bool",
+                                                                              "float"))
+_BOOLS = {"yes": True, "no": False, "true": True, "false": False, "on": True, "off": False}
+_DECIMAL_INT = re.compile(r"[-+]?(?:0|[1-9][0-9]{0,17})")
+_DECIMAL_FLOAT = re.compile(r"[-+]?[0-9]{1,17}\.[0-9]{0,17}")
+
+
+def _common_value(tag: str, text: str) -> Any:
+    """The value PyYAML's constructor makes of the commonest spellings of a null, a bool,
+    a decimal integer or fraction (`~`, `true`, `-12`, `0.46`), by the same rule
+    (`SafeConstructor.construct_yaml_null`, `_bool`, `_int`, `_float`: no `_`, `:`, `0x`,
+    leading 0 or exponent, which they treat apart), without importing PyYAML; _LEFT for
+    any other spelling."""
+    if tag == _NULL_TAG:
+        return None
+    if tag == _BOOL_TAG:
+        return _BOOLS.get(text.lower(), _LEFT)
+    if tag == _INT_TAG and _DECIMAL_INT.fullmatch(text):
+        return int(text)
+    if tag == _FLOAT_TAG and _DECIMAL_FLOAT.fullmatch(text):
+        return float(text)
+    return _LEFT
 
 
 def _check_expansion(value: Any, path: Path | str) -> None:

@@ -7,13 +7,15 @@ index, a memory at a time: 112 of the 121 s of a 10,000-memory join. Here the
 memories are read as the store reads them (the same walk, ids and checked
 reads) and only what the catalog needs is kept.
 
-What was read is kept in the state folder (`catalog.entries`), keyed by the
-file's git blob id and path, never by its stat: a file git says is as the
-index has it (`git ls-files -s`, less the paths `git diff-files` names) is known
-by its blob, which no later write can alias, so a sync that changed nothing
-or a few files reads only those. A file read (git does not track it yet, or
-sees it changed) is kept under the blob id its bytes will have once committed;
-symlinks are read every time. The entries are a cache: a damaged or
+What was read is kept in the state folder (`catalog.entries`: a row of each
+file, its id, path, git blob id and fields, as columns in the order of the
+ids, which load and save whole in milliseconds), known by the file's blob id
+and path, never by its stat: a file git says is as the index has it (`git
+ls-files -s`, less the paths `git diff-files` names) is known by its blob,
+which no later write can alias, so a sync that changed nothing or a few files
+reads only those. A file read (git does not track it yet, or sees it changed)
+is kept under the blob id its bytes will have once committed; symlinks are
+read every time. The entries are a cache: a damaged or
 missing one costs a read of every memory, never a wrong line.
 
 A sync that changed nothing need not make MEMORY.md again: `stamp` records,
@@ -31,28 +33,33 @@ theirs (`catalog.updated_index`), a symlink replaced, never followed.
 
 from __future__ import annotations
 
+import functools
 import json
 import marshal
 import os
 import re
 import stat
 import unicodedata
-from collections.abc import Iterable, Mapping
+from bisect import bisect_left
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from itertools import pairwise
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
+from ..disk.bulk import gc_paused
 from ..disk.folder import ARCHIVE_DIR, DREAM_DIR, INDEX_FILE, MemoryFolder, read_memory
 from ..disk.locks import write_lock
 from ..disk.safe_io import Seen, atomic_write, file_mode, read_or_absent, rewrite
 from ..errors import FileChanged, InvalidId, InvalidMemory
-from ..memory.listing import listed_of
-from ..memory.value import MAX_FILE_BYTES
 from .git import Git, SyncError
 
 ENTRIES = "catalog.entries"
+CHANGES = "catalog.changes"
+# The most rows `catalog.changes` holds before the record is written whole again.
+_MOST_CHANGES = 512
 STAMP = "catalog.stamp"
-_VERSION = 2
+_VERSION = 3
 _SYMLINK_MODE = b"120000"
 # The ids the store indexes (store._PLAIN_ID): another name cannot be read or linked to.
 _PLAIN_ID = re.compile(r"[^\x00-\x1f\x7f\\%]{1,60}")
@@ -104,56 +111,123 @@ def regenerate(folder: MemoryFolder, git: Git, differ: Iterable[str] | None = No
 
     folder.ensure_state_dir()
     saved = _load_saved(folder)
-    cached = saved.kept
-    kept: dict[str, Fields] = {}
-    inputs: dict[str, str] = {}
     # Read under the lock, as the store reconciles under it: a memory another process
     # writes meanwhile is then either read here or followed by its own regeneration.
     with write_lock(folder.root, folder.state_dir):
         stats = _stats_identity(folder)
-        base: tuple[str, str, dict[str, str]] | None = None
-        found = _since_stamp(folder, git, saved, kept, inputs, differ)
+        with gc_paused():  # 10,000 rows and listings made, no garbage (a walk is not paused)
+            found = _since_stamp(folder, git, saved, differ)
         if found is None:
-            kept.clear()
-            inputs.clear()
+            kept: dict[str, Fields] = {}
+            inputs: dict[str, str] = {}
             # The blobs git vouches for name what is kept of them: none kept, none asked.
-            blobs = _clean_blobs(git) if cached else {}
-            memories, vouched = _memories(folder, blobs, cached, kept, inputs)
+            blobs = _clean_blobs(git) if saved.rows.paths else {}
+            memories, vouched = _memories(folder, blobs, saved.by_key(), kept, inputs)
+            rows = _Rows.of(kept, inputs)
+            base, touched = None, None
         else:
-            memories, vouched, base = found
+            memories, vouched, base, rows, touched = found
         retrievals = (Stats(folder.state_path("stats.json")).retrieval_counts()
                       if len(memories) > catalog.MAX_LINES // 2 else {})
         changed, data = _write(folder, memories, retrievals)
-    kept_inputs = inputs if vouched else None
     token = saved.token
-    if kept != cached or kept_inputs != saved.inputs or not token:
+    if rows != saved.rows or vouched != saved.complete or not token:
         token = os.urandom(8).hex()
-        _save_entries(folder, kept, kept_inputs, token)
-    return Made(kept_inputs, blob_id(data) if data is not None else None, stats, changed,
-                token, base)
+        _save_entries(folder, saved, rows, vouched, token, touched)
+    return Made(dict(zip(rows.paths, rows.blobs, strict=True)) if vouched else None,
+                blob_id(data) if data is not None else None, stats, changed, token, base)
+
+
+class _Rows(NamedTuple):
+    """What was read of each memory file whose bytes are known by their blob id, as
+    columns in the order of the ids (then paths): 10,000 of them load, compare and save
+    in a few milliseconds, where a dict of tuples keyed by blob and path took ~25 ms. A
+    file that is no valid memory has its row too (its fields None): its blob is known."""
+
+    ids: list[str]
+    paths: list[str]
+    blobs: list[str]
+    fields: list[Fields | None]
+
+    @classmethod
+    def of(cls, kept: Mapping[str, Fields], inputs: Mapping[str, str]) -> _Rows:
+        """The rows of a walk's `kept` (fields by `blob\0path`) and `inputs` (path -> blob
+        of each file read or vouched for: every path of `kept` is there)."""
+        keyed = sorted((unicodedata.normalize("NFC", path[:-3]), path)
+                       for path in inputs)  # the ids `id_for` gives
+        blobs = [inputs[path] for _, path in keyed]
+        fields = [kept.get(f"{blob}\0{path}")
+                  for (_, path), blob in zip(keyed, blobs, strict=True)]
+        return cls([memory_id for memory_id, _ in keyed], [path for _, path in keyed], blobs,
+                   fields)
+
+    def well_formed(self) -> bool:
+        """Columns of one length, of the types they hold, in order: what a damaged record
+        (or another version's) is not."""
+        ids, paths, blobs, fields = self
+        count = len(ids)
+        return (len(paths) == count and len(blobs) == count and len(fields) == count
+                and all(type(column) is list for column in self)
+                and not {type(value) for column in (ids, paths, blobs) for value in column}
+                - {str}
+                and all(f is None or (type(f) is tuple and len(f) == 5) for f in fields)
+                and all(a <= b for a, b in pairwise(ids)))
+
+    def picked(self, numbers: list[int]) -> _Rows:
+        """The rows at these positions."""
+        return _Rows([self.ids[n] for n in numbers], [self.paths[n] for n in numbers],
+                     [self.blobs[n] for n in numbers], [self.fields[n] for n in numbers])
+
+    def spliced(self, gone: set[str], added: _Rows) -> _Rows:
+        """These rows but those of the paths `gone`, with `added` put in id order."""
+        if gone:
+            rows = self.picked([n for n, path in enumerate(self.paths) if path not in gone])
+        else:
+            rows = _Rows(list(self.ids), list(self.paths), list(self.blobs), list(self.fields))
+        for number, memory_id in enumerate(added.ids):
+            at = bisect_left(rows.ids, memory_id)
+            rows.ids.insert(at, memory_id)
+            rows.paths.insert(at, added.paths[number])
+            rows.blobs.insert(at, added.blobs[number])
+            rows.fields.insert(at, added.fields[number])
+        return rows
+
+
+_NO_ROWS = _Rows([], [], [], [])
 
 
 @dataclass(frozen=True)
 class _Saved:
-    """`catalog.entries`: the fields read of each memory blob, each memory file's blob (when
-    all were vouched for) and the token naming them."""
+    """`catalog.entries` and its `catalog.changes`: the rows read (`_Rows`), whether they
+    hold every memory file of the folder (each vouched for), the token naming them, and
+    the rows and token of `catalog.entries` alone (what a next change is written against)."""
 
-    kept: dict[str, Fields]
-    inputs: dict[str, str] | None
+    rows: _Rows
+    complete: bool
     token: str
+    base: _Rows = _Rows([], [], [], [])
+    base_token: str = ""
+    gone: tuple[str, ...] = ()  # what `catalog.changes` holds: the paths of `base` taken away
+    added: _Rows = _Rows([], [], [], [])  # and the rows it adds
+
+    def by_key(self) -> dict[str, Fields]:
+        """The fields of each row by `blob\0path`, as the walk looks them up."""
+        rows = self.rows
+        return {f"{blob}\0{path}": fields
+                for path, blob, fields in zip(rows.paths, rows.blobs, rows.fields, strict=True)
+                if fields}
 
 
-def _since_stamp(folder: MemoryFolder, git: Git, saved: _Saved, kept: dict[str, Fields],
-                 inputs: dict[str, str],
-                 differ: Iterable[str] | None,
-                 ) -> tuple[list[Listing], bool, tuple[str, str, dict[str, str]] | None] | None:
+def _since_stamp(folder: MemoryFolder, git: Git, saved: _Saved, differ: Iterable[str] | None,
+                 ) -> tuple[list[Listing], bool, tuple[str, str, dict[str, str]] | None,
+                            _Rows, set[str]] | None:
     """The memories as `_memories` finds them, from the stamped commit's (`saved`, when the
-    stamp names it) and a read of each file that differs from that commit, and what the
-    stamp says of that commit (`Made.base`; None for a record without MEMORY.md's blob);
-    None when that cannot be known (no stamp, another sage-mem, a folder git does not look
-    into)."""
+    stamp names it) and a read of each file that differs from that commit; whether each
+    was vouched for; what the stamp says of that commit (`Made.base`; None for a record
+    without MEMORY.md's blob); and the rows to keep. None when that cannot be known (no
+    stamp, another sage-mem, a folder git does not look into, two files of one id)."""
     record = _load_stamp(folder)
-    if (record is None or saved.inputs is None or record.get("token") != saved.token
+    if (record is None or not saved.complete or record.get("token") != saved.token
             or record.get("sage-mem") != _code_identity()):
         return None
     since = record.get("head")
@@ -174,14 +248,24 @@ def _since_stamp(folder: MemoryFolder, git: Git, saved: _Saved, kept: dict[str, 
         if name.endswith("/"):
             return None  # a folder git did not look into (another repository)
         names.add(name)
-    if len(names) > max(256, len(saved.inputs) // 4):
+    before = saved.rows
+    if len(names) > max(256, len(before.paths) // 4):
         return None  # most of the folder (a join): the walk finds them for less
-    inputs.update(saved.inputs)
-    by_path = {key.partition("\0")[2]: (key, fields) for key, fields in saved.kept.items()}
-    for name in names:
-        inputs.pop(name, None)
-        by_path.pop(name, None)
+    if len(set(before.ids)) != len(before.ids):
+        return None  # two files of one id: the walk's order decides, not this one
+    ids, paths, blobs = list(before.ids), list(before.paths), list(before.blobs)
+    fields = list(before.fields)
+    position = {path: number for number, path in enumerate(paths)} if names else {}
+    gone = sorted((position[name] for name in names if name in position), reverse=True)
+    if len(gone) > 64:  # one pass rather than a shift of every column per row
+        left = set(range(len(paths))).difference(gone)
+        ids, paths, blobs = ([v for n, v in enumerate(c) if n in left] for c in (ids, paths, blobs))
+        fields = [value for number, value in enumerate(fields) if number in left]
+    else:
+        for number in gone:
+            del ids[number], paths[number], blobs[number], fields[number]
     vouched = True
+    unvouched: list[Listing] = []  # read through a link: listed, but no row (no blob)
     with _Files(folder.root) as files:
         for name in sorted(names):
             path = folder.root / name
@@ -189,27 +273,29 @@ def _since_stamp(folder: MemoryFolder, git: Git, saved: _Saved, kept: dict[str, 
                 continue
             memory_id = folder.id_for(path)
             assert memory_id is not None
-            fields, read_blob = _read_with_blob(folder, path, memory_id, files)
+            read, read_blob = _read_with_blob(folder, path, memory_id, files)
+            at = bisect_left(ids, memory_id)
+            if (at < len(ids) and ids[at] == memory_id) or any(
+                    m.id == memory_id for m in unvouched):
+                return None  # two files of one id
             if read_blob is None:
                 vouched = False
-            else:
-                inputs[name] = read_blob
-                if fields is not None:
-                    by_path[name] = (f"{read_blob}\0{name}", fields)
-    found: dict[str, Listing] = {}
-    for name in sorted(by_path):
-        key, fields = by_path[name]
-        if not (isinstance(fields, tuple) and len(fields) == 5):
-            return None
-        memory_id = unicodedata.normalize("NFC", name[:-3])  # as `id_for` names it
-        if memory_id in found:
-            return None  # two files of one id: the walk's order decides, not this one
-        kept[key] = fields
-        title, description, category, baseline, priority = fields
-        found[memory_id] = Listing(memory_id, title, description, category, baseline, priority)
+                if read is not None:
+                    unvouched.append(Listing(memory_id, *read))
+                continue
+            ids.insert(at, memory_id)
+            paths.insert(at, name)
+            blobs.insert(at, read_blob)
+            fields.insert(at, read)
+    memories = [Listing(memory_id, *read) for memory_id, read in zip(ids, fields, strict=True)
+                if read]
+    if unvouched:
+        memories = sorted(memories + unvouched, key=lambda listing: listing.id)
     index = record.get("index")
-    base = (since, index, dict(saved.inputs)) if isinstance(index, str) else None
-    return [found[memory_id] for memory_id in sorted(found)], vouched, base
+    base = None
+    if isinstance(index, str):
+        base = (since, index, dict(zip(before.paths, before.blobs, strict=True)))
+    return memories, vouched, base, _Rows(ids, paths, blobs, fields), names
 
 
 def _walked(folder: MemoryFolder, name: str) -> bool:
@@ -412,6 +498,14 @@ def _read(folder: MemoryFolder, path: Path, memory_id: str,
         return None, raw, short
 
 
+def listed_of(raw: bytes, memory_id: str, path: Path | str) -> Fields:
+    """`memory.listing.listed_of`, imported when a memory is read: a sync with nothing to
+    read imports no memory format (`file_format`, `value`: ~8 ms of its ~0.07 s)."""
+    from ..memory.listing import listed_of as listed
+
+    return listed(raw, memory_id, path)
+
+
 class _Files:
     """Memory files read the short way: each opened by name from its folder's descriptor, the
     folders opened once each from the root down, none of them (nor the file) through a
@@ -424,8 +518,11 @@ class _Files:
     _FOLDER = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0)
 
     def __init__(self, root: Path) -> None:
+        from ..memory.value import MAX_FILE_BYTES
+
         self.root = str(root)
         self.open: dict[str, int | None] = {}
+        self.limit = MAX_FILE_BYTES
 
     def __enter__(self) -> _Files:
         return self
@@ -471,14 +568,14 @@ class _Files:
             return None
         try:
             st = os.fstat(fd)
-            if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_FILE_BYTES:
+            if not stat.S_ISREG(st.st_mode) or st.st_size > self.limit:
                 return None
             chunks = []
             size = 0
-            while chunk := os.read(fd, MAX_FILE_BYTES + 1 - size):
+            while chunk := os.read(fd, self.limit + 1 - size):
                 chunks.append(chunk)
                 size += len(chunk)
-                if size > MAX_FILE_BYTES:
+                if size > self.limit:
                     return None
             return b"".join(chunks)
         except OSError:
@@ -489,15 +586,37 @@ class _Files:
 
 def blob_id(raw: bytes) -> str:
     """git's id of a blob of these bytes (`git hash-object`)."""
-    import hashlib  # here: a sync with nothing to do never needs it (OpenSSL's load)
+    _hashed[0] += 1
+    sha1 = _sha1("_sha1" if _hashed[0] <= _FEW_HASHED else "hashlib")
+    return sha1(b"blob %d\0" % len(raw) + raw).hexdigest()
 
-    return hashlib.sha1(b"blob %d\0" % len(raw) + raw, usedforsecurity=False).hexdigest()
+
+# The first few blobs are hashed by CPython's own SHA-1 module (0.3 ms to import), the rest by
+# hashlib's (OpenSSL's: 3 ms to load, four times as fast): a receive of a few files loads no
+# OpenSSL, a join of 10,000 hashes them at full speed.
+_FEW_HASHED = 64
+_hashed = [0]
+
+
+@functools.cache
+def _sha1(module: str) -> Callable[[bytes], Any]:
+    if module == "_sha1":
+        try:
+            from _sha1 import sha1
+        except ImportError:  # pragma: no cover - other interpreters
+            pass
+        else:
+            return sha1  # type: ignore[no-any-return]
+    from hashlib import sha1 as openssl_sha1
+
+    return openssl_sha1
 
 
 def _write(folder: MemoryFolder, memories: Iterable[Listing],
            retrievals: dict[str, int]) -> tuple[bool, bytes | None]:
     """Write MEMORY.md: (whether its bytes changed, its bytes now; None when left alone)."""
     from ..memory import catalog
+    from ..memory.value import MAX_FILE_BYTES
 
     listed = list(memories)
     target = folder.index_file
@@ -528,23 +647,78 @@ def _write(folder: MemoryFolder, memories: Iterable[Listing],
 
 def _load_saved(folder: MemoryFolder) -> _Saved:
     try:
-        data = marshal.loads(folder.state_path(ENTRIES).read_bytes())
+        with gc_paused():  # tens of thousands of strings and tuples, none of them garbage
+            data = marshal.loads(folder.state_path(ENTRIES).read_bytes())
     except (OSError, EOFError, ValueError, TypeError):
-        return _Saved({}, None, "")
-    if isinstance(data, tuple) and len(data) == 2 and data[0] == 1:
-        data = (_VERSION, data[1], None, "")  # the fields of the sage-mem before: still good
+        return _Saved(_NO_ROWS, False, "")
+    if isinstance(data, tuple) and len(data) == 4 and data[0] == 2:
+        return _older_saved(data)  # the record of the sage-mem before: still good
     if not isinstance(data, tuple) or len(data) != 4 or data[0] != _VERSION:
-        return _Saved({}, None, "")
+        return _Saved(_NO_ROWS, False, "")
+    _, columns, complete, token = data
+    rows = _Rows(*columns) if isinstance(columns, tuple) and len(columns) == 4 else _NO_ROWS
+    if not rows.well_formed():
+        return _Saved(_NO_ROWS, False, "")
+    token = token if isinstance(token, str) else ""
+    return _load_changes(folder, _Saved(rows, complete is True, token, rows, token))
+
+
+def _older_saved(data: tuple[object, ...]) -> _Saved:
+    """Version 2's record (fields by `blob\0path`, the paths' blobs when all were vouched
+    for) as rows."""
     _, kept, inputs, token = data
-    return _Saved(kept if isinstance(kept, dict) else {},
-                  inputs if isinstance(inputs, dict) else None,
-                  token if isinstance(token, str) else "")
+    if not isinstance(kept, dict):
+        return _Saved(_NO_ROWS, False, "")
+    complete = isinstance(inputs, dict)
+    if not isinstance(inputs, dict):
+        inputs = {key.partition("\0")[2]: key.partition("\0")[0] for key in kept
+                  if isinstance(key, str)}
+    rows = _Rows.of(kept, inputs)
+    if not rows.well_formed():
+        return _Saved(_NO_ROWS, False, "")
+    return _Saved(rows, complete, token if isinstance(token, str) else "")
 
 
-def _save_entries(folder: MemoryFolder, kept: dict[str, Fields], inputs: dict[str, str] | None,
-                  token: str) -> None:
+def _load_changes(folder: MemoryFolder, saved: _Saved) -> _Saved:
+    """`saved` with the rows `catalog.changes` adds and takes away, when they were written
+    against it (its token); else `saved` alone."""
     try:
-        atomic_write(folder.state_path(ENTRIES), marshal.dumps((_VERSION, kept, inputs, token)),
-                     durable=False)
+        with gc_paused():
+            data = marshal.loads(folder.state_path(CHANGES).read_bytes())
+    except (OSError, EOFError, ValueError, TypeError):
+        return saved
+    if (not isinstance(data, tuple) or len(data) != 6 or data[0] != _VERSION
+            or data[1] != saved.token or not saved.token):
+        return saved
+    _, _, token, complete, gone, added = data
+    added = _Rows(*added) if isinstance(added, tuple) and len(added) == 4 else None
+    if (added is None or not added.well_formed() or not isinstance(gone, list)
+            or not all(type(path) is str for path in gone) or not isinstance(token, str)):
+        return saved
+    rows = saved.rows.spliced(set(gone), added)
+    return _Saved(rows, complete is True, token, saved.rows, saved.token, tuple(gone), added)
+
+
+def _save_entries(folder: MemoryFolder, saved: _Saved, rows: _Rows, complete: bool,
+                  token: str, touched: set[str] | None) -> None:
+    """Keep `rows`: as what `catalog.entries` lacks and has no more, in `catalog.changes`
+    (a receive's few rows, not 10,000 written again each time), until they are many; then
+    whole, in `catalog.entries`. `touched`: the paths whose rows alone differ from the
+    saved ones (`_since_stamp`'s), None when any may (a walk)."""
+    try:
+        if touched is not None and saved.base_token and saved.base.paths:
+            gone = sorted(touched.intersection(saved.base.paths).union(saved.gone))
+            earlier = saved.added.picked(
+                [n for n, path in enumerate(saved.added.paths) if path not in touched])
+            added = earlier.spliced(set(), rows.picked(
+                [n for n, path in enumerate(rows.paths) if path in touched] if touched else []))
+            if len(gone) + len(added.paths) <= _MOST_CHANGES:
+                atomic_write(folder.state_path(CHANGES), marshal.dumps(
+                    (_VERSION, saved.base_token, token, complete, gone, tuple(added))),
+                    durable=False)
+                return
+        atomic_write(folder.state_path(ENTRIES),
+                     marshal.dumps((_VERSION, tuple(rows), complete, token)), durable=False)
+        folder.state_path(CHANGES).unlink(missing_ok=True)
     except OSError:
         pass  # a cache: the next sync reads the files again

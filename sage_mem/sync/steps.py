@@ -983,9 +983,33 @@ class _Sync:
 
     def merge(self, head: str | None, theirs: str, branch: str) -> None:
         self.progress(f"merging {REMOTE}/{branch}")
-        self.drop_unstaged_index()
+        # The status before the fetch showed the work tree as the commit merged into, and no
+        # sage-mem process wrote since: MEMORY.md is the committed one, nothing to set back
+        # (a `git diff` of it spared). One edited by hand meanwhile makes git refuse the
+        # merge before it starts: then it is set back and the merge run again.
+        clean = self.clean
+        unchecked = (clean is not None and clean[0] == head
+                     and read_generation(self.folder.state_dir) == clean[1])
+        if not unchecked:
+            self.drop_unstaged_index()
         self.write_record(merging=theirs)
-        done = self.git.run(
+        done = self.run_merge(theirs, branch)
+        if done.returncode != 0 and unchecked and not (self.git.git_dir / "MERGE_HEAD").exists():
+            self.drop_unstaged_index()
+            done = self.run_merge(theirs, branch)
+        if done.returncode != 0 and not (self.git.git_dir / "MERGE_HEAD").exists():
+            raise SyncError(f"merging {REMOTE}/{branch} failed: {error_line(done)}")
+        self.finish_merge(head, theirs)
+        self.write_record()
+        after = self.git.head()
+        assert after is not None
+        came = [p for p in self.git.changed_paths(head, after)]
+        # Sets: a join pulls 10,000 ids, each looked up in the list so far.
+        skipped = set(self.result.conflicts) | set(self.result.restored) | set(self.result.pulled)
+        self.result.pulled.extend(i for i in memory_ids(came) if i not in skipped)
+
+    def run_merge(self, theirs: str, branch: str) -> subprocess.CompletedProcess[bytes]:
+        return self.git.run(
             # --ff --commit --no-squash: a person's merge.ff=only or branch.*.mergeoptions
             # are for their own merges; sync's always ends in a commit holding both sides.
             # The driver that merges nothing: every file both sides changed is merged in
@@ -998,16 +1022,6 @@ class _Sync:
             "-m", f"{MACHINE_TRAILER}: {self.machine}", theirs,
             check=False, env={THEIRS_ENV: theirs},
         )
-        if done.returncode != 0 and not (self.git.git_dir / "MERGE_HEAD").exists():
-            raise SyncError(f"merging {REMOTE}/{branch} failed: {error_line(done)}")
-        self.finish_merge(head, theirs)
-        self.write_record()
-        after = self.git.head()
-        assert after is not None
-        came = [p for p in self.git.changed_paths(head, after)]
-        # Sets: a join pulls 10,000 ids, each looked up in the list so far.
-        skipped = set(self.result.conflicts) | set(self.result.restored) | set(self.result.pulled)
-        self.result.pulled.extend(i for i in memory_ids(came) if i not in skipped)
 
     def refuse_unsafe(self, head: str | None, theirs: str, branch: str) -> None:
         """Never merge a commit that brings a symbolic link or a path leaving the folder.
