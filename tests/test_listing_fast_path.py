@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sage_mem.errors import InvalidMemory
-from sage_mem.memory import file_format
+from sage_mem.memory import file_format, yaml_plain
 from sage_mem.memory.file_format import parse_bytes, render_new
 from sage_mem.memory.listing import listed_fast, listed_of
 from sage_mem.memory.value import listed_fields
@@ -305,7 +305,7 @@ def test_a_folder_swapped_for_a_link_after_the_walk_is_read_the_checked_way(
         assert files.read(root / "project" / "build.md") is None
 
 
-# The commonest plain values made without PyYAML (`file_format._common_value`), their tags
+# The commonest plain values made without PyYAML (`yaml_plain.common_value`), their tags
 # decided by a copy of PyYAML's resolvers while yaml is not imported: a receive of a few
 # files reads them without importing yaml (~15 ms).
 
@@ -326,7 +326,7 @@ def test_a_plain_value_is_what_pyyaml_makes_of_it(text: str) -> None:
     import yaml
 
     try:
-        made = file_format._plain(text, file_format._copied_resolvers())
+        made = file_format._plain(text, yaml_plain.copied_resolvers())
     except file_format._NotSimple:
         return  # left to PyYAML (the fast path reads no such file)
     loaded = yaml.load(f"k: {text}\n", Loader=file_format._yaml().loader)["k"]  # noqa: S506
@@ -345,7 +345,7 @@ def test_the_copy_of_pyyamls_resolvers_is_pyyamls() -> None:
         return [(first, [(tag, " ".join(regexp.pattern.split()), regexp.flags)
                          for tag, regexp in resolvers]) for first, resolvers in table.items()]
 
-    assert shown(file_format._copied_resolvers()) == shown(
+    assert shown(yaml_plain.copied_resolvers()) == shown(
         yaml.SafeLoader.yaml_implicit_resolvers)
     assert not yaml.SafeLoader.yaml_path_resolvers
 

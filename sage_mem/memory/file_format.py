@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidMemory
 from .value import iso_datetime
+from .yaml_plain import NOT_COMMON, common_value, copied_resolvers
+from .yaml_plain import Resolvers as _Resolvers
 
 try:  # the builtin SHA-256: hashlib's import loads OpenSSL, some 2 ms of every hook process
     from _sha256 import sha256  # CPython 3.11
@@ -351,9 +353,9 @@ def _load_yaml(fm_text: str, path: Path | str) -> Any:
 # Python; `_simple_mapping` reads exactly that shape itself and hands anything
 # else to PyYAML. It only splits lines into keys and scalar texts: which value
 # a scalar stands for (`yes`, `0x1F`, `2026-11-29`, `~`) is still decided by
-# PyYAML's resolvers (a copy of them while yaml is not imported) and
+# PyYAML's resolvers (a copy of them while yaml is not imported: `yaml_plain`) and
 # constructors (but for the commonest spellings of a null, a bool, a decimal
-# number, made here by the same rule, `_common_value`: a process that reads a few
+# number, made by the same rule, `yaml_plain.common_value`: a process that reads a few
 # files imports no yaml). tests/test_parse_speed_equivalence.py and
 # tests/test_listing_fast_path.py compare the two readings on tricky and on
 # generated frontmatter.
@@ -518,8 +520,8 @@ def _plain(text: str, resolvers: _Resolvers) -> Any:
         raise _NotSimple
     if tag == _TIMESTAMP_TAG and _ISO_AS_WRITTEN.fullmatch(text):
         return text  # what our constructor, `_timestamp_as_iso`, gives back
-    value = _common_value(tag, text)
-    if value is not _LEFT:
+    value = common_value(tag, text)
+    if value is not NOT_COMMON:
         return value
     import yaml
 
@@ -534,84 +536,16 @@ def _plain(text: str, resolvers: _Resolvers) -> Any:
     return value
 
 
-# PyYAML's implicit resolvers (yaml/resolver.py, `Resolver`: the same since PyYAML 3.x),
-# copied so that the fast path decides a plain scalar's tag without importing yaml (~15 ms
-# of a process that reads a few files: a sync's receive, a hook):
-# tests/test_parse_speed_equivalence.py holds the copy to PyYAML's own. (tag, pattern,
-# the first characters it is tried for, in PyYAML's order.)
-_PYYAML_RESOLVERS = (
-    ("bool", r"""^(?:yes|Yes|YES|no|No|NO
-                    |true|True|TRUE|false|False|FALSE
-                    |on|On|ON|off|Off|OFF)$""", "yYnNtTfFoO"),
-    ("float", r"""^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+][0-9]+)?
-                    |\.[0-9][0-9_]*(?:[eE][-+][0-9]+)?
-                    |[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*
-                    |[-+]?\.(?:inf|Inf|INF)
-                    |\.(?:nan|NaN|NAN))$""", "-+0123456789."),
-    ("int", r"""^(?:[-+]?0b[0-1_]+
-                    |[-+]?0[0-7_]+
-                    |[-+]?(?:0|[1-9][0-9_]*)
-                    |[-+]?0x[0-9a-fA-F_]+
-                    |[-+]?[1-9][0-9_]*(?::[0-5]?[0-9])+)$""", "-+0123456789"),
-    ("merge", r"^(?:<<)$", "<"),
-    ("null", r"""^(?: ~
-                    |null|Null|NULL
-                    | )$""", ["~", "n", "N", ""]),
-    ("timestamp", r"""^(?:[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]
-                    |[0-9][0-9][0-9][0-9] -[0-9][0-9]? -[0-9][0-9]?
-                     (?:[Tt]|[ \t]+)[0-9][0-9]?
-                     :[0-9][0-9] :[0-9][0-9] (?:\.[0-9]*)?
-                     (?:[ \t]*(?:Z|[-+][0-9][0-9]?(?::[0-9][0-9])?))?)$""", "0123456789"),
-    ("value", r"^(?:=)$", "="),
-    ("yaml", r"^(?:!|&|\*)$", "!&*"),
-)
-_Resolvers = dict[str | None, list[tuple[str, re.Pattern[str]]]]
-
-
-@functools.cache
-def _copied_resolvers() -> _Resolvers:
-    table: _Resolvers = {}
-    for name, pattern, firsts in _PYYAML_RESOLVERS:
-        regexp = re.compile(pattern, re.X if "\n" in pattern else 0)
-        for first in firsts:
-            table.setdefault(first, []).append((f"tag:yaml.org,2002:{name}", regexp))
-    return table
-
-
 def _fast_resolvers() -> _Resolvers | None:
     """The implicit resolvers the fast path decides a plain scalar's tag by: our loader's
     once yaml is imported (whatever was added to them since), else the copy of PyYAML's,
     which they then are. None when the loader has some the fast path does not follow (by
     path, or for any first character)."""
     if "yaml" not in sys.modules:
-        return _copied_resolvers()
+        return copied_resolvers()
     loader = _yaml().loader
     resolvers: _Resolvers = loader.yaml_implicit_resolvers
     return None if loader.yaml_path_resolvers or None in resolvers else resolvers
-
-
-_NULL_TAG, _BOOL_TAG, _FLOAT_TAG = (f"tag:yaml.org,2002:{name}" for name in ("null", "bool",
-                                                                              "float"))
-_BOOLS = {"yes": True, "no": False, "true": True, "false": False, "on": True, "off": False}
-_DECIMAL_INT = re.compile(r"[-+]?(?:0|[1-9][0-9]{0,17})")
-_DECIMAL_FLOAT = re.compile(r"[-+]?[0-9]{1,17}\.[0-9]{0,17}")
-
-
-def _common_value(tag: str, text: str) -> Any:
-    """The value PyYAML's constructor makes of the commonest spellings of a null, a bool,
-    a decimal integer or fraction (`~`, `true`, `-12`, `0.46`), by the same rule
-    (`SafeConstructor.construct_yaml_null`, `_bool`, `_int`, `_float`: no `_`, `:`, `0x`,
-    leading 0 or exponent, which they treat apart), without importing PyYAML; _LEFT for
-    any other spelling."""
-    if tag == _NULL_TAG:
-        return None
-    if tag == _BOOL_TAG:
-        return _BOOLS.get(text.lower(), _LEFT)
-    if tag == _INT_TAG and _DECIMAL_INT.fullmatch(text):
-        return int(text)
-    if tag == _FLOAT_TAG and _DECIMAL_FLOAT.fullmatch(text):
-        return float(text)
-    return _LEFT
 
 
 def _check_expansion(value: Any, path: Path | str) -> None:
