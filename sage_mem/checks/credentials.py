@@ -66,9 +66,12 @@ from collections import Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..memory.json_view import camel_dict
+
+if TYPE_CHECKING:
+    from ..memory.value import Memory
 
 MASK = "****"
 EXCERPT_CHARS = 80
@@ -354,6 +357,25 @@ def redact(text: str) -> str:
     if any(kind == "private-key" for _start, _end, kind, _keep in spans):
         masked = _KEY_BLOCK.sub(_masked_key_block, masked)
     return masked
+
+
+def shown_secrets(memory: Memory) -> bool:
+    """Whether a hook would mask anything in what it shows of `memory`: its id (as a name),
+    its category, its description or its body as shown (`value.shown_body`).
+
+    The flag the index cache keeps for each memory (`search/cache.py`, "secrets"): a hook
+    showing only memories the cache holds clean, their files unchanged since, never
+    compiles these patterns (`agents/context.render_memory`). A category is checked even
+    when it is one of the four, which shows nothing more: the flag errs towards masking.
+    """
+    from ..memory.value import shown_body
+
+    return bool(
+        _name_spans(memory.id)
+        or (memory.category and _spans(memory.category))
+        or _spans(memory.description)
+        or _spans(shown_body(memory.body))
+    )
 
 
 def decoded_secrets(text: str, meta: Mapping[str, Any]) -> list[tuple[str, SecretMatch]]:

@@ -154,6 +154,11 @@ _MEMORY_FIELDS = tuple(f.name for f in fields(Memory))
 _PROBLEMS = _MEMORY_FIELDS.index("problems")
 
 Signature = tuple[int, int, int, int]
+Secrets = tuple[int, Callable[[Memory], bool]]
+"""The mark of the credential rules (`store.credential_rules_mark`) and their judge of a
+memory (True: a hook would mask something of it), handed down by the store (`checks` is
+not this floor's to import): a cache keeps the verdicts, a hook trusts them only under
+the same mark."""
 """size, mtime_ns, inode, ctime_ns of a file (following a symlink)."""
 
 
@@ -732,6 +737,11 @@ class _Backing:
         self.count_page_terms: int = meta["counts_page"]  # terms a page, as written
         if self.count_page_terms < 1:
             raise ValueError("index cache: no terms a page of counts")
+        flags, mark = meta.get("secrets"), meta.get("secrets_mark")
+        self.secrets: tuple[int, bytes] | None = (
+            (mark, flags) if isinstance(mark, int) and isinstance(flags, bytes)
+            and len(flags) == len(self.record_starts) - 1 else None
+        )
 
     def _block(self, number: int) -> list[tuple[int, str, int, int, float, int]]:
         data = self.file.checked(
@@ -1005,8 +1015,12 @@ def save(
     *,
     started_ns: int,
     walk: Walk | None = None,
+    secrets: Secrets | None = None,
 ) -> bool:
-    """Write the cache of `folder` (atomically); False when the state folder cannot take it."""
+    """Write the cache of `folder` (atomically); False when the state folder cannot take it.
+
+    `secrets`: the mark of the credential rules and the judge of a memory (`Secrets`),
+    whose verdicts the file keeps; without it, none."""
     path = cache_path(folder)
     try:
         make_private_dirs(path.parent)
@@ -1014,6 +1028,7 @@ def save(
         with gc_paused(), _spill(path.parent) as spill:
             export = index.export()
             records = _spill_records(export, folder.root, spill)
+            flags = _export_flags(export, secrets) if secrets is not None else None
             terms, found, weighed, tops = export.postings
             # Every postings column is an array or a memoryview (Index.export, Backing.terms):
             # buffers, as crc32 and the file's writes need.
@@ -1024,7 +1039,7 @@ def save(
                 lambda term: (numbers[term], weights[term]), tops.__getitem__,
             )
             _write(path, _header(index.scoring, folder, started_ns), body, spill, records,
-                   entries, started_ns, walk)
+                   entries, started_ns, walk, _secrets_meta(secrets, flags))
     except OSError:
         return False
     return True
@@ -1038,6 +1053,7 @@ def build(
     scoring: Scoring,
     started_ns: int,
     walk: Walk | None = None,
+    secrets: Secrets | None = None,
 ) -> int | None:
     """Write the cache of `folder` straight from its memories, with no `Index` in between.
 
@@ -1045,8 +1061,8 @@ def build(
     counted (`index.Builder`) and its record written to a spill file as it
     comes, so the caller holds none of them. `entries` is asked once every
     memory was read. The file is byte for byte what `save` of an index built
-    from the same memories writes. Returns how many memories it holds, or None
-    when the state folder cannot take it.
+    from the same memories writes (with the same `secrets`). Returns how many
+    memories it holds, or None when the state folder cannot take it.
     """
     path = cache_path(folder)
     try:
@@ -1056,11 +1072,14 @@ def build(
             builder = Builder(scoring, spill=counts, block=TERM_BLOCK)
             prefix = str(folder.root) + os.sep
             records = array("Q")
+            flags = bytearray() if secrets is not None else None
             for memory in memories:
                 builder.add(memory)
                 piece = _record_piece(memory, prefix)
                 spill.write(piece)
                 records.append(len(piece))
+                if flags is not None and secrets is not None:
+                    flags.append(secrets[1](memory))
             packed = builder.finish()
             body = _Body(
                 packed.columns, packed.lengths, packed.terms, packed.counts, _no_postings,
@@ -1069,7 +1088,7 @@ def build(
             )
             # `builder` is still alive here, its rows too: see `_write`.
             _write(path, _header(scoring, folder, started_ns), body, spill, records,
-                   entries(), started_ns, walk)
+                   entries(), started_ns, walk, _secrets_meta(secrets, flags))
             del builder
             return len(records)
     except OSError:
@@ -1123,6 +1142,29 @@ def _spill(folder: Path) -> Iterator[BinaryIO]:
         yield spill
 
 
+def _secrets_meta(secrets: Secrets | None, flags: bytearray | None) -> dict:
+    """The meta's entries for the secret flags: the rules' mark, a byte a memory."""
+    if secrets is None or flags is None:
+        return {}
+    return {"secrets_mark": secrets[0], "secrets": bytes(flags)}
+
+
+def _export_flags(export: Export, secrets: Secrets) -> bytearray:
+    """The secret flag of each memory an export writes, in its order: a record copied from
+    a cache judged by the same rules keeps its flag, any other memory is judged."""
+    mark, judge = secrets
+    base = export.base
+    known = base.secrets if base is not None else None
+    base_flags = known[1] if known is not None and known[0] == mark else None
+    flags = bytearray()
+    for number in export.numbers:
+        if base_flags is not None and number < export.base_count:
+            flags.append(base_flags[number])
+        else:
+            flags.append(judge(export.memory(number)))
+    return flags
+
+
 def _record_piece(memory: Memory, prefix: str) -> bytes:
     values = [getattr(memory, name) for name in _MEMORY_FIELDS]
     where = str(memory.path)
@@ -1165,21 +1207,24 @@ def _header(scoring: Scoring, folder: MemoryFolder, started_ns: int) -> dict:
 def _write(
     path: Path, header: dict, body: _Body, spill: BinaryIO, records: array,
     entries: dict[str, Entry], started_ns: int, walk: Walk | None = None,
+    extra: dict | None = None,
 ) -> None:
     """Write the cache file (`_write_sections`); a build's postings, placed a range of terms
-    at a time, wait in two more spill files until their sections are written."""
+    at a time, wait in two more spill files until their sections are written. `extra`:
+    more entries of the meta."""
     if body.ranked is None:
-        _write_sections(path, header, body, spill, records, entries, started_ns, walk, None)
+        _write_sections(path, header, body, spill, records, entries, started_ns, walk, None,
+                        extra)
         return
     with _spill(path.parent) as slots, _spill(path.parent) as weights:
         _write_sections(path, header, body, spill, records, entries, started_ns, walk,
-                        (slots, weights))
+                        (slots, weights), extra)
 
 
 def _write_sections(
     path: Path, header: dict, body: _Body, spill: BinaryIO, records: array,
     entries: dict[str, Entry], started_ns: int, walk: Walk | None,
-    placed_postings: tuple[BinaryIO, BinaryIO] | None,
+    placed_postings: tuple[BinaryIO, BinaryIO] | None, extra: dict | None = None,
 ) -> None:
     """Write the cache file, section by section, to a temp file renamed over `path`.
 
@@ -1282,6 +1327,7 @@ def _write_sections(
     folders = _folders(walk, entries, started_ns)
     if folders is not None:  # absent: every reader walks every file (`scan_changed`)
         meta["folders"] = folders
+    meta.update(extra or {})
     del sorted_crcs, sizes_sorted
     # Columns of the meta kept out of its marshal, each a section of its own read as it is
     # (no copy made by unmarshalling): the paths in the order of the walk they come from
