@@ -65,7 +65,7 @@ import re
 from collections import Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from typing import TYPE_CHECKING, Any
 
 from ..memory.json_view import camel_dict
@@ -372,10 +372,17 @@ def shown_secrets(memory: Memory) -> bool:
 
     return bool(
         _name_spans(memory.id)
-        or (memory.category and _spans(memory.category))
+        or (memory.category and _category_secrets(memory.category))
         or _spans(memory.description)
         or _spans(shown_body(memory.body))
     )
+
+
+@lru_cache(maxsize=256)
+def _category_secrets(category: str) -> bool:
+    """`_spans(category)`, remembered: a folder's memories share a few categories, and a
+    build judges each memory (`shown_secrets`)."""
+    return bool(_spans(category))
 
 
 def decoded_secrets(text: str, meta: Mapping[str, Any]) -> list[tuple[str, SecretMatch]]:
