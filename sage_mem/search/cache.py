@@ -17,7 +17,10 @@ section's place and length. The sections:
               each term block; the first CRC-32 and the CRC-32 of each page of
               the counts; the problems of the files that could not be indexed,
               those within the racy window; the CRC-32 of each section below
-              that holds one of its columns
+              that holds one of its columns; when the store handed a judge
+              (`Secrets`), its mark and a byte a memory: whether a hook would
+              mask anything it shows of it (absent: not judged, every shown
+              memory is checked)
     ids       the memory ids, their UTF-8 end to end (`index.PackedIds`)
     id_starts  where each id starts in `ids`, and where the last ends (uint32)
     id_order  the memory numbers in id order (uint32): an id is found by bisection
