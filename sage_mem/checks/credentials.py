@@ -262,7 +262,10 @@ _LOOSE_STATEMENTS = (
         r"""|[ \t]++(?i:to)[ \t]++|[ \t]++)""" + _STATEMENT_VALUE
     ),
     re.compile(
-        r"""(?P<name>密[码碼]|口令|(?i:pin)[码碼])(?:[ \t]*+[都也还還就]?(?:是|为|為"""
+        # `p(?i:in)|P(?i:in)`, not `(?i:pin)`: a literal first character lets the scan skip
+        # in C every place none starts (re.IGNORECASE takes only p and P for p).
+        r"""(?P<name>密[码碼]|口令|p(?i:in)[码碼]|P(?i:in)[码碼])"""
+        r"""(?:[ \t]*+[都也还還就]?(?:是|为|為"""
         r"""|[改设設][成为為]了?|設置為|设置为"""
         r"""|[换換变變]成了?))?(?:[ \t]*+[:：=])?[ \t]*+"""
         + _STATEMENT_VALUE
