@@ -70,6 +70,44 @@ def first_answer(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
     return wall, cpu
 
 
+def first_search(argv: list[str], env: dict[str, str], tool: str,
+                 arguments: dict[str, object]) -> tuple[float, float, float, float]:
+    """Spawn `argv`, then as a client does: `initialize`, and once it is answered
+    `notifications/initialized` and a `tools/call` of `tool`. Returns (wall, cpu) seconds
+    at the initialize answer and (wall, cpu) at the tool's answer (its first answer with
+    data from the folder, for `serve`)."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, env=env)
+    assert proc.stdin is not None and proc.stdout is not None
+    call = json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                       "params": {"name": tool, "arguments": arguments}}) + "\n"
+    initialized = json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n"
+    times: dict[int, tuple[float, float]] = {}
+    try:
+        proc.stdin.write(INITIALIZE.encode())
+        proc.stdin.flush()
+        while len(times) < 2:
+            line = proc.stdout.readline()
+            if not line:
+                raise SystemExit(f"{argv}: closed before answering {tool}")
+            answer = json.loads(line)
+            if answer.get("id") not in (1, 2):
+                continue  # a notification or a log line
+            if "result" not in answer:
+                raise SystemExit(f"{argv}: {line[:300]!r}")
+            times[answer["id"]] = (time.perf_counter() - start, cpu_seconds(proc.pid))
+            if answer["id"] == 1:
+                proc.stdin.write((initialized + call).encode())
+                proc.stdin.flush()
+    finally:
+        proc.kill()
+        proc.wait()
+        proc.stdin.close()
+        proc.stdout.close()
+    return (*times[1], *times[2])
+
+
 def pass_only(env: dict[str, str]) -> tuple[float, float]:
     start = time.perf_counter()
     before = os.times()

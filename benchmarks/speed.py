@@ -965,6 +965,37 @@ def measure_hooks(folder: Path, state: Path, home: Path, prompts: list[tuple[str
     return out
 
 
+def measure_serve(folder: Path, state: Path, home: Path, query: str, runs: int) -> dict:
+    """`sage-mem serve` on the folder (its cache current), spawn -> `initialize` answer and
+    -> the answer of a first `memory_search`, against the smallest server on the same `mcp`
+    SDK (`serve_start.SMALLEST`: one tool, `echo`), runs interleaved (issue 32 item 7)."""
+    try:
+        import mcp  # noqa: F401  (only whether it is there)
+    except ImportError:
+        return {"missing": True}
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from serve_start import SMALLEST, first_search
+
+    smallest = state.parent / "smallest_server.py"
+    smallest.write_text(SMALLEST, encoding="utf-8")
+    env = hook_env(folder, state, home)
+    cases = {
+        "serve": ([sys.executable, "-m", "sage_mem", "serve"], "memory_search",
+                  {"query": query}),
+        "smallest": ([sys.executable, str(smallest)], "echo", {"text": query}),
+    }
+    found: dict[str, list[tuple[float, float, float, float]]] = {name: [] for name in cases}
+    for _ in range(runs):
+        for name, (argv, tool, arguments) in cases.items():
+            found[name].append(first_search(argv, env, tool, arguments))
+    out: dict = {}
+    for name, values in found.items():
+        out[name] = {key: statistics.median(v[at] for v in values) * 1000 for at, key in
+                     enumerate(("initialize", "initialize_cpu", "search", "search_cpu"))}
+    out["runs"] = runs
+    return out
+
+
 # ---------------------------------------------------------------------------
 # The run
 
@@ -991,6 +1022,20 @@ def measure(size: int, work: Path, args: argparse.Namespace) -> dict:
     queries = corpus.queries(args.queries, size)
     prompts = corpus.prompts(args.queries, size)
     out: dict = {"size": size, "queries": len(queries)}
+    only = set(args.only.split(",")) if args.only else None
+    if only is not None:  # some rows only: the others print as "—"
+        # A cache built now, as the full run's cold build leaves it: files a previous run
+        # touched (the watcher's saves, a checkout put back) would be read by every hook.
+        run_worker("cold", folder=folder, state=state)
+        if "hook" in only:
+            log(f"[{size}] hook")
+            out["hook"] = measure_hooks(folder, state, work / "home", prompts, args, log)
+        if "serve" in only:
+            log(f"[{size}] serve")
+            run_worker("changed", folder=folder, state=state)  # a current cache
+            out["serve"] = measure_serve(folder, state, work / "home", queries[0][1],
+                                         max(3, args.hook_runs // 3))
+        return out
     log(f"[{size}] read")
     out["read"] = run_worker("read", folder=folder)
     log(f"[{size}] cold build")
@@ -1022,6 +1067,10 @@ def measure(size: int, work: Path, args: argparse.Namespace) -> dict:
     log(f"[{size}] watcher")
     out["watch"] = run_worker("watch", folder=folder, state=state, saves=args.saves,
                               checkout=min(1000, size // 2))
+    log(f"[{size}] serve")
+    run_worker("changed", folder=folder, state=state)
+    out["serve"] = measure_serve(folder, state, work / "home", queries[0][1],
+                                 max(3, args.hook_runs // 3))
     return out
 
 
@@ -1049,7 +1098,7 @@ def table(results: list[dict]) -> str:
     lines = [header, "| --- |" + " --- |" * len(sizes)]
 
     def row(label: str, cell) -> None:  # type: ignore[no-untyped-def]
-        lines.append(f"| {label} | " + " | ".join(cell(r) for r in results) + " |")
+        lines.append(f"| {label} | " + " | ".join(_cell(cell, r) for r in results) + " |")
 
     def search(part: str, which: str, stat: str) -> callable:  # type: ignore[valid-type]
         return lambda r: _ms(r["warm"][part][which][stat])
@@ -1172,6 +1221,18 @@ def table(results: list[dict]) -> str:
     row("  peak RSS of a hook: server running / no server / after checkout", lambda r:
         f"{r['hook']['served']['rss_mb']:.0f} / {r['hook']['fallback']['rss_mb']:.0f} / "
         f"{r['hook']['checkout']['rss_mb']:.0f} MB")
+    def serve(r: dict, key: str) -> str:
+        if r["serve"].get("missing"):
+            return "n/a (no mcp)"
+        mine, small = r["serve"]["serve"], r["serve"]["smallest"]
+        return (f"{_ms(mine[key])} / {_ms(small[key])}, CPU {_ms(mine[key + '_cpu'])} / "
+                f"{_ms(small[key + '_cpu'])}: **{mine[key] / small[key]:.2f}×**, CPU "
+                f"{mine[key + '_cpu'] / small[key + '_cpu']:.2f}×")
+
+    row("**`serve`** spawn → `initialize` answer: wall serve / smallest `mcp` server, CPU; "
+        "ratio", lambda r: serve(r, "initialize"))
+    row("  spawn → first `memory_search` answer (smallest: its `echo`): the same",
+        lambda r: serve(r, "search"))
     row("**peak RSS**: cold build / warm + search", lambda r:
         f"{r['cold']['rss_mb']:.0f} / {r['warm']['rss_mb']:.0f} MB")
     row("  peak RSS: FTS5 / rescan / watcher", lambda r:
@@ -1195,6 +1256,12 @@ TARGETS = [
      lambda r: r["hook"]["served"]["hook"]["median"] <= 50),
     ("hook, no server, ≤ 120 ms at 10k", 10_000,
      lambda r: r["hook"]["fallback"]["hook"]["median"] <= 120),
+    ("hook, no server, CPU ≤ 10× `python -c pass` at 10k (issue 32)", 10_000,
+     lambda r: r["hook"]["fallback"]["cpu"]["median"] <= 10 * r["hook"]["floor"]["cpu"]["median"]),
+    ("`serve` spawn → first answer within 1.5× the smallest `mcp` server (issue 32)", None,
+     lambda r: r["serve"].get("missing") or max(
+         r["serve"]["serve"][key] / r["serve"]["smallest"][key]
+         for key in ("initialize", "initialize_cpu")) <= 1.5),
     ("first hook on a fresh folder ≤ 300 ms at 10k", 10_000,
      lambda r: r["hook"]["first"]["hook"]["median"] <= 300),
     ("hook after a 1,000-file checkout ≤ 300 ms at 10k", 10_000,
@@ -1220,6 +1287,14 @@ TARGETS = [
 ]
 
 
+def _cell(cell, r: dict) -> str:  # type: ignore[no-untyped-def]
+    """A table cell; "—" for a row this run did not measure (`--only`)."""
+    try:
+        return cell(r)
+    except KeyError:
+        return "—"
+
+
 def _cpu_ratio(r: dict, stat: str) -> float:
     """sage-mem's search CPU over tantivy's, short queries, the same run (issue 32)."""
     return r["warm"]["steady"]["cpu"][stat] / r["tantivy"]["search"]["cpu"][stat]
@@ -1234,11 +1309,16 @@ def targets(results: list[dict]) -> str:
                   else [by_size[each] for each in sizes if each in by_size])
         if not chosen:
             continue
-        verdicts = ", ".join(
-            f"{r['size']:,}: {'yes' if check(r) else '**no**'}" for r in chosen
-        )
+        verdicts = ", ".join(f"{r['size']:,}: {_verdict(check, r)}" for r in chosen)
         lines.append(f"| {label} | {verdicts} |")
     return "\n".join(lines)
+
+
+def _verdict(check, r: dict) -> str:  # type: ignore[no-untyped-def]
+    try:
+        return "yes" if check(r) else "**no**"
+    except KeyError:
+        return "—"
 
 
 def machine() -> str:
@@ -1258,6 +1338,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rescan", type=int, default=0, help="rescan queries (default by size)")
     parser.add_argument("--hook-runs", type=int, default=15)
     parser.add_argument("--saves", type=int, default=20)
+    parser.add_argument("--only", help="some rows only: comma-separated of hook, serve "
+                        "(the hooks' rows with their `python -c pass`; `serve` against the "
+                        "smallest mcp server)")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--work", type=Path, help="keep corpora here (reused between runs)")
     parser.add_argument("--json", action="store_true", help="print the raw figures as JSON")

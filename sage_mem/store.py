@@ -30,12 +30,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .checks.credentials import (
-    decoded_secrets,
-    find_secrets,
-    find_secrets_in_name,
-    redact_name,
-)
 from .disk.folder import MemoryFolder, read_memory
 from .disk.locks import WriteLock, read_generation, write_lock
 from .disk.safe_io import (
@@ -693,6 +687,15 @@ class MemoryStore:
             raise MemoryNotFound(self._not_found_message(canonical), path=path)
         return load_memory(self.folder, path, canonical, archived=canonical.startswith("archive/"))
 
+    def shown_clean(self, memory: Memory) -> bool:
+        """Whether nothing of `memory` a hook shows needs masking, known without the credential
+        patterns: `memory` is the index's own copy of a cache record (as `current` returns
+        it when the file's bytes are the ones indexed) that the cache, written under the
+        rules installed now, judged clean (`checks/credentials.shown_secrets`). False
+        whenever that is not known: the caller then checks."""
+        mark = credential_rules_mark()
+        return mark is not None and self.index.shown_clean(memory, mark)
+
     def current(self, memory: Memory) -> Memory | None:
         """`memory` as its file holds it now, for what is about to be shown to an agent.
 
@@ -908,6 +911,8 @@ class MemoryStore:
             raise InvalidMemory("archiving needs a reason")
         check_unicode("reason", reason)
         reason = " ".join(reason.split())
+        from .checks.credentials import find_secrets
+
         for match in find_secrets(reason):
             raise SecretRefused(
                 f"not archived: the reason looks like it holds a {match.label} "
@@ -1574,6 +1579,35 @@ class _Files:
                 entries[relative] = cache.Entry(signature)
         return entries
 
+    def secrets(self) -> tuple[int, Callable[[Memory], bool]] | None:
+        mark = credential_rules_mark()
+        if mark is None:
+            return None
+        from .checks.credentials import shown_secrets
+
+        return mark, shown_secrets
+
+
+_RULES_MARK: list[int | None] = []
+
+
+def credential_rules_mark() -> int | None:
+    """The CRC-32 of `checks/credentials.py` as installed: the secret flags a cache keeps
+    were judged by these rules, and are trusted only while they are the same (an upgrade
+    that changes a shape judges every memory again). Read, never imported: a hook showing
+    only memories held clean loads no pattern. None without the source (then no flag is
+    kept or trusted, and every shown memory is checked)."""
+    if not _RULES_MARK:
+        import zlib
+
+        try:
+            with open(os.path.join(os.path.dirname(__file__), "checks", "credentials.py"),
+                      "rb") as source:
+                _RULES_MARK.append(zlib.crc32(source.read()))
+        except OSError:
+            _RULES_MARK.append(None)
+    return _RULES_MARK[0]
+
 
 def check_id_secret(memory_id: str, *, allow_secret: bool = False) -> None:
     """Refuse a new memory id that looks like it holds a credential (unless `allow_secret`).
@@ -1584,6 +1618,8 @@ def check_id_secret(memory_id: str, *, allow_secret: bool = False) -> None:
     """
     if allow_secret:
         return
+    from .checks.credentials import find_secrets_in_name, redact_name
+
     for match in find_secrets_in_name(memory_id):
         raise SecretRefused(
             f"{redact_name(memory_id)}: not written: the id looks like it holds a "
@@ -1648,6 +1684,8 @@ def _refuse_decoded_secrets(
 ) -> None:
     """Refuse a frontmatter value that reads as a credential though the text spells it with
     escapes (`"\\x67hp_…"`), unless the file already held that value."""
+    from .checks.credentials import decoded_secrets
+
     found = decoded_secrets(text, meta)
     if not found:
         return
@@ -1692,6 +1730,8 @@ def _checked_bytes(path: Path, text: str, old: bytes | None, *, allow_secret: bo
     if allow_secret:
         return data
     _refuse_decoded_secrets(path, text, parsed.meta, old)
+    from .checks.credentials import find_secrets
+
     matches = find_secrets(text)
     if not matches:
         return data

@@ -740,3 +740,35 @@ def test_no_memory_of_the_dev_sets_is_taken_for_a_secret() -> None:
     found = [(path.name, match.kind, match.excerpt_redacted) for path in files
              for match in find_secrets(path.read_text(encoding="utf-8"))]
     assert found == []
+
+
+# The prefix scan as first written (one case-insensitive group, classes first): the one in
+# the module is spelled for speed and must find the same places, non-ASCII folds too.
+_PREFIXES_AS_WRITTEN = (
+    r"AKIA|ASIA|gh[pousr]_|github_pat_|glpat-|xox[abpr]-|sk-|[sr]k_(?:live|test)_|AIza|eyJ"
+    r"|pypi-AgE|[Bb][Ee][Aa][Rr][Ee][Rr]|hf_|npm_|SG\.|do[por]_v1_"
+    r"|(?i:accountkey|sharedaccesskey|authorization)|mysql"
+)
+
+
+def test_the_prefix_scan_finds_what_its_plain_spelling_finds() -> None:
+    import random
+    import re
+
+    from sage_mem.checks import credentials
+
+    plain = re.compile(_PREFIXES_AS_WRITTEN)
+    pieces = ["AKIA", "ASIA", "ghp_", "gho_", "github_pat_", "glpat-", "xoxb-", "sk-",
+              "sk_live_", "rk_test_", "sk_", "AIza", "eyJ", "pypi-AgE", "Bearer", "bEaReR",
+              "hf_", "npm_", "SG.", "dop_v1_", "AccountKey", "ACCOUNTKEY", "SharedAccessKey",
+              "\u017fharedaccesskey", "sharedacce\u212aey", "Authorization", "authori\u017fation",
+              "\u0130", "mysql", "a", "s", "k", "_", "-", " ", "A", "S", "\u017f", "live", "x"]
+    rng = random.Random(7)
+    for _ in range(20_000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 12)))
+        assert ([m.span() for m in credentials._PREFIXES.finditer(text)]
+                == [m.span() for m in plain.finditer(text)]), text
+    # Every character `re.IGNORECASE` takes for the first letter of a case-insensitive word.
+    for first, spelled in (("a", "aA"), ("s", "sS\u017f")):
+        folded = re.compile(f"(?i:{first})")
+        assert {chr(c) for c in range(0x110000) if folded.fullmatch(chr(c))} == set(spelled)

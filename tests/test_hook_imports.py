@@ -294,3 +294,38 @@ def test_stats_file_round_trips(tmp_path: Path) -> None:
         json.dumps(data, ensure_ascii=False, sort_keys=True, indent=1) + "\n"
     )
     assert stats.retrieval_counts() == {"user_cat": 2, "project/deploy": 1}
+
+
+def test_a_hook_process_collects_cyclic_garbage_seldom(
+    memory_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A hook process (the whole process: `main()` on sys.argv) raises the collector's first
+    threshold before its imports (they made it walk every object again and again); a hook
+    answered in process (`main(argv)`, a test or a server) leaves the collector alone."""
+    import gc
+
+    from sage_mem import cli
+
+    MemoryStore(memory_dir, watch=False)
+    payload = json.dumps({"session_id": "gc", "prompt": "how do I run the tests",
+                          "cwd": str(memory_dir)})
+    before = gc.get_threshold()
+    seen: list[tuple[int, ...]] = []
+    try:
+        monkeypatch.setattr(sys, "stdin", io.StringIO(payload))
+        main(["hook", "user-prompt-submit"], out=io.StringIO(), err=io.StringIO())
+        assert gc.get_threshold() == before
+        monkeypatch.setattr(sys, "argv", ["sage-mem", "hook", "user-prompt-submit"])
+        monkeypatch.setattr(sys, "stdin", io.StringIO(payload))
+        monkeypatch.setattr(sys, "stdout", io.StringIO())
+
+        def exit_now(status: int, out: object, err: object) -> None:
+            seen.append(gc.get_threshold())
+            raise SystemExit(status)
+
+        monkeypatch.setattr(cli, "_exit_now", exit_now)
+        with pytest.raises(SystemExit):
+            main()
+    finally:
+        gc.set_threshold(*before)
+    assert seen == [(cli.HOOK_GC_THRESHOLD, *before[1:])]

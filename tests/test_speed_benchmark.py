@@ -85,3 +85,23 @@ def test_a_dead_socket_is_no_server(memory_dir: Path) -> None:
     dead.close()  # the file stays, nothing listens
     assert path.exists()
     assert not speed.server_answers(memory_dir, store.folder.state_dir)
+
+
+# Spawns `sage-mem serve` and the smallest `mcp` server (about a second of CPU each).
+@pytest.mark.scale
+def test_the_serve_rows_time_the_initialize_and_a_first_search_against_the_smallest_server(
+    memory_dir: Path, tmp_path: Path
+) -> None:
+    """Issue 32 item 7: spawn -> first answer, `serve` beside the smallest server on the
+    same SDK; the search is answered from the folder (it raises when a tool call fails)."""
+    speed = _speed()
+    store = MemoryStore(memory_dir, watch=False)
+    found = speed.measure_serve(memory_dir, store.folder.state_dir, tmp_path / "home",
+                                "how do I run the tests", 1)
+    assert found["runs"] == 1
+    for name in ("serve", "smallest"):
+        row = found[name]
+        assert 0 < row["initialize"] < row["search"]
+        assert 0 < row["initialize_cpu"] <= row["search_cpu"]
+    text = speed.table([{"size": 8, "serve": found}])
+    assert "spawn → `initialize` answer" in text and "×" in text

@@ -17,15 +17,14 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from ..checks.credentials import find_secrets, find_secrets_in_name, redact, redact_name
 from ..checks.prompt_injection import find_injections, visible, visible_name
 from ..disk.safe_io import atomic_write, make_private_dirs
-from ..memory.value import CATEGORIES, Memory, age_note
+from ..memory.value import CATEGORIES, Memory, age_note, shown_body
 from ..search.index import Hit
 from ..store import MemoryStore
 
@@ -130,7 +129,7 @@ def project_for(cwd: str | Path | None) -> str:
 # rendering
 
 
-def render_memory(memory: Memory, now: datetime) -> str:
+def render_memory(memory: Memory, now: datetime, *, clean: bool = False) -> str:
     """One memory: a heading in sage-mem's own words, then the memory quoted, its id first.
 
     Everything taken from the file is data, never frame (DESIGN §5): the
@@ -146,23 +145,29 @@ def render_memory(memory: Memory, now: datetime) -> str:
     slips through), and a memory holding text that reads like orders to the
     agent (see `checks/prompt_injection.py`), in its text, its name or its
     category, says so in its heading.
+
+    `clean`: the store knows that nothing of it would be masked (`MemoryStore.shown_clean`:
+    the index cache's flag, the file's bytes the ones it was computed on), so the credential
+    patterns are not run, nor compiled in a hook that shows only such memories.
     """
-    description = _masked(memory, memory.description)
-    body = _masked(memory, memory.body.replace("\r\n", "\n").replace("\r", "\n").strip("\n"))
+    description = memory.description if clean else _masked(memory, memory.description)
+    body = shown_body(memory.body)
+    if not clean:
+        body = _masked(memory, body)
     read = "\n\n".join(filter(None, (description, body[:BODY_LIMIT])))
     body = visible(body)
     if len(body) > BODY_LIMIT:
         body = body[:BODY_LIMIT].rstrip() + TRUNCATED
     text = "\n\n".join(filter(None, (visible(description), body)))
     category = memory.category
-    shown_id = _masked_name(memory)
+    shown_id = memory.id if clean else _masked_name(memory)
     fields = [f"id: {visible_name(shown_id)}"]
     if category is None:
         label = ""
     elif category in CATEGORIES:
         label = f"{category}, "
     else:
-        category = _masked(memory, category)
+        category = category if clean else _masked(memory, category)
         shown = category if len(category) <= MAX_CATEGORY_SHOWN else (
             category[:MAX_CATEGORY_SHOWN] + "…")
         label = "unknown category, "
@@ -177,6 +182,8 @@ def render_memory(memory: Memory, now: datetime) -> str:
 
 def _masked_name(memory: Memory) -> str:
     """The memory's id with a likely credential in it masked (and logged, masked too)."""
+    from ..checks.credentials import find_secrets_in_name, redact_name
+
     if not find_secrets_in_name(memory.id):
         return memory.id
     import logging
@@ -191,6 +198,8 @@ def _masked_name(memory: Memory) -> str:
 
 def _masked(memory: Memory, text: str) -> str:
     """`text` with likely credentials masked; logs (never shows) what was masked."""
+    from ..checks.credentials import find_secrets, redact, redact_name
+
     matches = find_secrets(text)
     if not matches:
         return text
@@ -211,18 +220,20 @@ def compose(
     *,
     footer: str = "",
     budget: int = CONTEXT_BUDGET,
+    clean: Collection[str] = (),
 ) -> tuple[str, list[Memory]]:
     """Header, then as many whole memory blocks as fit the budget, then the footer.
 
     A memory that does not fit is left out whole (a later, shorter one may
     still fit): the only cut inside a memory is the body's visible truncation.
+    `clean`: the ids of those the store knows hold nothing to mask (`render_memory`).
     Returns the text and the memories it holds.
     """
     used = len(header) + (len(footer) + 2 if footer else 0)
     blocks: list[str] = []
     chosen: list[Memory] = []
     for memory in memories:
-        block = render_memory(memory, now)
+        block = render_memory(memory, now, clean=memory.id in clean)
         if used + 2 + len(block) > budget:
             continue
         used += 2 + len(block)
@@ -445,14 +456,17 @@ def session_start_context(
     source = folders if folders is not None else store
     chosen = source.baselines(project=project, limit=MAX_BASELINES)
     baselines = []
+    clean = set()
     for memory in chosen:
         owner = store if folders is None else folders.stores[folders.split(memory.id)[0]]
         now_held = owner.current(memory)  # the file's text now, not the cache's copy
         if now_held is not None and now_held.baseline and not session.seen(now_held):
             baselines.append(now_held)
+            if folders is None and owner.shown_clean(now_held):
+                clean.add(now_held.id)
     if not baselines:
         return TOOLS_GUIDE, []
-    return compose(BASELINE_HEADER, baselines, now, footer=TOOLS_GUIDE)
+    return compose(BASELINE_HEADER, baselines, now, footer=TOOLS_GUIDE, clean=clean)
 
 
 def prompt_context(
@@ -477,6 +491,7 @@ def prompt_context(
     else:
         kept = _across(folders, query, wanted, project, now)
     fresh: list[Memory] = []
+    clean = set()
     for hit, source, plain in kept:
         memory = source.index.get(plain)
         if memory is not None:
@@ -486,15 +501,17 @@ def prompt_context(
         if memory is None:
             continue
         if folders is not None and hit.folder is not None:
-            memory = folders.labelled(hit.folder, memory)
+            memory = folders.labelled(hit.folder, memory)  # a new id: checked when shown
         if session.seen(memory):
             continue
+        if source.shown_clean(memory):
+            clean.add(memory.id)
         fresh.append(memory)
         if len(fresh) == limit:
             break
     if not fresh:
         return "", []
-    text, chosen = compose(PROMPT_HEADER, fresh, now)
+    text, chosen = compose(PROMPT_HEADER, fresh, now, clean=clean)
     return (text, chosen) if chosen else ("", [])
 
 

@@ -114,6 +114,13 @@ class ValueProblem(str):
         return problem
 
 
+def shown_body(body: str) -> str:
+    """A body as an agent is shown it (`agents/context.render_memory`): line ends made LF,
+    no blank lines before or after. What the index cache's secret flag was computed on
+    (`checks/credentials.shown_secrets`), so the two never differ."""
+    return body.replace("\r\n", "\n").replace("\r", "\n").strip("\n")
+
+
 def not_text(what: str, value: str) -> str | None:
     """Why `value` cannot be stored as UTF-8, or None: a lone surrogate, which is what bytes
     that were not UTF-8 (an argument typed in a Latin-1 terminal) become."""

@@ -17,7 +17,10 @@ section's place and length. The sections:
               each term block; the first CRC-32 and the CRC-32 of each page of
               the counts; the problems of the files that could not be indexed,
               those within the racy window; the CRC-32 of each section below
-              that holds one of its columns
+              that holds one of its columns; when the store handed a judge
+              (`Secrets`), its mark and a byte a memory: whether a hook would
+              mask anything it shows of it (absent: not judged, every shown
+              memory is checked)
     ids       the memory ids, their UTF-8 end to end (`index.PackedIds`)
     id_starts  where each id starts in `ids`, and where the last ends (uint32)
     id_order  the memory numbers in id order (uint32): an id is found by bisection
@@ -106,10 +109,10 @@ from bisect import bisect_left
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, fields
-from itertools import accumulate, filterfalse
-from operator import itemgetter
+from itertools import accumulate, filterfalse, groupby, repeat
+from operator import add, getitem, itemgetter
 from pathlib import Path
-from typing import BinaryIO, cast
+from typing import BinaryIO, NamedTuple, cast
 
 from ..disk.bulk import gc_paused
 from ..disk.folder import MemoryFolder, is_walked
@@ -154,6 +157,11 @@ _MEMORY_FIELDS = tuple(f.name for f in fields(Memory))
 _PROBLEMS = _MEMORY_FIELDS.index("problems")
 
 Signature = tuple[int, int, int, int]
+Secrets = tuple[int, Callable[[Memory], bool]]
+"""The mark of the credential rules (`store.credential_rules_mark`) and their judge of a
+memory (True: a hook would mask something of it), handed down by the store (`checks` is
+not this floor's to import): a cache keeps the verdicts, a hook trusts them only under
+the same mark."""
 """size, mtime_ns, inode, ctime_ns of a file (following a symlink)."""
 
 
@@ -424,12 +432,18 @@ def scan_changed(folder: MemoryFolder, found: Loaded) -> Walk | None:
     if recorded is None:
         return None
     cached = found._cached_paths()
+    # Each file's folder ("" or "a/b/", as `_prefix_of` says), made in C, then its runs:
+    # a Python call per file was a tenth of such a hook's work at 10,000 files.
+    cuts = map(add, map(str.rfind, cached, repeat("/")), repeat(1))
+    groups = [(prefix, sum(1 for _ in run)) for prefix, run in groupby(
+        map(getitem, cached, map(slice, repeat(None), cuts)))]
     runs: dict[str, tuple[int, int]] = {}
-    at = 0
+    at = taken = 0
     for prefix, *_ in recorded:
         begin = at
-        while at < len(cached) and _prefix_of(cached[at]) == prefix:
-            at += 1
+        if taken < len(groups) and groups[taken][0] == prefix:
+            at += groups[taken][1]
+            taken += 1
         if prefix in runs:
             return None
         runs[prefix] = (begin, at)
@@ -732,6 +746,11 @@ class _Backing:
         self.count_page_terms: int = meta["counts_page"]  # terms a page, as written
         if self.count_page_terms < 1:
             raise ValueError("index cache: no terms a page of counts")
+        flags, mark = meta.get("secrets"), meta.get("secrets_mark")
+        self.secrets: tuple[int, bytes] | None = (
+            (mark, flags) if isinstance(mark, int) and isinstance(flags, bytes)
+            and len(flags) == len(self.record_starts) - 1 else None
+        )
 
     def _block(self, number: int) -> list[tuple[int, str, int, int, float, int]]:
         data = self.file.checked(
@@ -1005,8 +1024,12 @@ def save(
     *,
     started_ns: int,
     walk: Walk | None = None,
+    secrets: Secrets | None = None,
 ) -> bool:
-    """Write the cache of `folder` (atomically); False when the state folder cannot take it."""
+    """Write the cache of `folder` (atomically); False when the state folder cannot take it.
+
+    `secrets`: the mark of the credential rules and the judge of a memory (`Secrets`),
+    whose verdicts the file keeps; without it, none."""
     path = cache_path(folder)
     try:
         make_private_dirs(path.parent)
@@ -1014,6 +1037,7 @@ def save(
         with gc_paused(), _spill(path.parent) as spill:
             export = index.export()
             records = _spill_records(export, folder.root, spill)
+            flags = _export_flags(export, secrets) if secrets is not None else None
             terms, found, weighed, tops = export.postings
             # Every postings column is an array or a memoryview (Index.export, Backing.terms):
             # buffers, as crc32 and the file's writes need.
@@ -1024,7 +1048,7 @@ def save(
                 lambda term: (numbers[term], weights[term]), tops.__getitem__,
             )
             _write(path, _header(index.scoring, folder, started_ns), body, spill, records,
-                   entries, started_ns, walk)
+                   entries, started_ns, walk, _secrets_meta(secrets, flags))
     except OSError:
         return False
     return True
@@ -1038,6 +1062,7 @@ def build(
     scoring: Scoring,
     started_ns: int,
     walk: Walk | None = None,
+    secrets: Secrets | None = None,
 ) -> int | None:
     """Write the cache of `folder` straight from its memories, with no `Index` in between.
 
@@ -1045,8 +1070,8 @@ def build(
     counted (`index.Builder`) and its record written to a spill file as it
     comes, so the caller holds none of them. `entries` is asked once every
     memory was read. The file is byte for byte what `save` of an index built
-    from the same memories writes. Returns how many memories it holds, or None
-    when the state folder cannot take it.
+    from the same memories writes (with the same `secrets`). Returns how many
+    memories it holds, or None when the state folder cannot take it.
     """
     path = cache_path(folder)
     try:
@@ -1056,11 +1081,14 @@ def build(
             builder = Builder(scoring, spill=counts, block=TERM_BLOCK)
             prefix = str(folder.root) + os.sep
             records = array("Q")
+            flags = bytearray() if secrets is not None else None
             for memory in memories:
                 builder.add(memory)
                 piece = _record_piece(memory, prefix)
                 spill.write(piece)
                 records.append(len(piece))
+                if flags is not None and secrets is not None:
+                    flags.append(secrets[1](memory))
             packed = builder.finish()
             body = _Body(
                 packed.columns, packed.lengths, packed.terms, packed.counts, _no_postings,
@@ -1069,15 +1097,14 @@ def build(
             )
             # `builder` is still alive here, its rows too: see `_write`.
             _write(path, _header(scoring, folder, started_ns), body, spill, records,
-                   entries(), started_ns, walk)
+                   entries(), started_ns, walk, _secrets_meta(secrets, flags))
             del builder
             return len(records)
     except OSError:
         return None
 
 
-@dataclass
-class _Ranked:
+class _Ranked(NamedTuple):
     """A build's postings as the file holds them: the terms in CRC-32 order (`order`,
     `sorted_crcs`), the `r`-th holding the postings from `starts[r]`, a range of terms
     at a time (`rounds`, read once, in order: `Packed`)."""
@@ -1088,8 +1115,7 @@ class _Ranked:
     rounds: Iterator[Round]
 
 
-@dataclass
-class _Body:
+class _Body(NamedTuple):
     """What a cache file holds besides its records: from an `Export` or a `Packed` build.
 
     An export's postings come by term number (`postings`, `top`); a build's
@@ -1121,6 +1147,29 @@ def _spill(folder: Path) -> Iterator[BinaryIO]:
 
     with tempfile.TemporaryFile(dir=folder) as spill:
         yield spill
+
+
+def _secrets_meta(secrets: Secrets | None, flags: bytearray | None) -> dict:
+    """The meta's entries for the secret flags: the rules' mark, a byte a memory."""
+    if secrets is None or flags is None:
+        return {}
+    return {"secrets_mark": secrets[0], "secrets": bytes(flags)}
+
+
+def _export_flags(export: Export, secrets: Secrets) -> bytearray:
+    """The secret flag of each memory an export writes, in its order: a record copied from
+    a cache judged by the same rules keeps its flag, any other memory is judged."""
+    mark, judge = secrets
+    base = export.base
+    known = base.secrets if base is not None else None
+    base_flags = known[1] if known is not None and known[0] == mark else None
+    flags = bytearray()
+    for number in export.numbers:
+        if base_flags is not None and number < export.base_count:
+            flags.append(base_flags[number])
+        else:
+            flags.append(judge(export.memory(number)))
+    return flags
 
 
 def _record_piece(memory: Memory, prefix: str) -> bytes:
@@ -1165,21 +1214,24 @@ def _header(scoring: Scoring, folder: MemoryFolder, started_ns: int) -> dict:
 def _write(
     path: Path, header: dict, body: _Body, spill: BinaryIO, records: array,
     entries: dict[str, Entry], started_ns: int, walk: Walk | None = None,
+    extra: dict | None = None,
 ) -> None:
     """Write the cache file (`_write_sections`); a build's postings, placed a range of terms
-    at a time, wait in two more spill files until their sections are written."""
+    at a time, wait in two more spill files until their sections are written. `extra`:
+    more entries of the meta."""
     if body.ranked is None:
-        _write_sections(path, header, body, spill, records, entries, started_ns, walk, None)
+        _write_sections(path, header, body, spill, records, entries, started_ns, walk, None,
+                        extra)
         return
     with _spill(path.parent) as slots, _spill(path.parent) as weights:
         _write_sections(path, header, body, spill, records, entries, started_ns, walk,
-                        (slots, weights))
+                        (slots, weights), extra)
 
 
 def _write_sections(
     path: Path, header: dict, body: _Body, spill: BinaryIO, records: array,
     entries: dict[str, Entry], started_ns: int, walk: Walk | None,
-    placed_postings: tuple[BinaryIO, BinaryIO] | None,
+    placed_postings: tuple[BinaryIO, BinaryIO] | None, extra: dict | None = None,
 ) -> None:
     """Write the cache file, section by section, to a temp file renamed over `path`.
 
@@ -1282,6 +1334,7 @@ def _write_sections(
     folders = _folders(walk, entries, started_ns)
     if folders is not None:  # absent: every reader walks every file (`scan_changed`)
         meta["folders"] = folders
+    meta.update(extra or {})
     del sorted_crcs, sizes_sorted
     # Columns of the meta kept out of its marshal, each a section of its own read as it is
     # (no copy made by unmarshalling): the paths in the order of the walk they come from

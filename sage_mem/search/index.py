@@ -163,6 +163,22 @@ class Index(QueryPath):
             lambda: self._memory(memory_id) if memory_id in self._number else None
         )
 
+    def shown_clean(self, memory: Memory, mark: int) -> bool:
+        """Whether `memory` is this index's own copy of a cache record that the cache,
+        judged by the credential rules `mark`, holds nothing a hook would mask in.
+
+        Only the very object the record was read into (not a copy with a field changed),
+        of a memory unchanged since the cache (a changed one has a number of its own)."""
+        with self._lock:
+            secrets = self._backing.secrets if self._backing is not None else None
+            if secrets is None or secrets[0] != mark:
+                return False
+            number = self._number.get(memory.id)
+            return (
+                number is not None and number < self._base_count
+                and self._memories.get(memory.id) is memory and not secrets[1][number]
+            )
+
     def memories(self, *, ordered: bool = True) -> list[Memory]:
         """Every indexed memory, sorted by id; or (`ordered` False) in no order, which costs no
         sort and, once every memory was made, no lookup per id (the page's listing after each

@@ -80,6 +80,10 @@ class Files(Protocol):
     def entries(self, signatures: Signatures) -> dict[str, cache.Entry]:
         """What a cache written now should record of each file."""
 
+    def secrets(self) -> cache.Secrets | None:
+        """What judges a memory's shown text for credentials, for a cache written now to keep
+        (a hook then shows a memory the cache holds clean without the patterns)."""
+
 
 @dataclass
 class Loaded:
@@ -153,6 +157,7 @@ def _built_to_cache(
         files.folder, _in_id_order(files), lambda: files.entries(signatures),
         scoring=scoring, started_ns=started,
         walk=signatures if isinstance(signatures, cache.Walk) else None,
+        secrets=files.secrets(),
     )
     if written is None:
         return None
@@ -196,7 +201,8 @@ def _in_id_order(files: Files) -> Iterator[Memory]:
 def save(files: Files, index: Index, signatures: Signatures, started: int) -> bool:
     """Write the on-disk cache; a state folder that cannot take it just means no cache."""
     return cache.save(files.folder, index, files.entries(signatures), started_ns=started,
-                      walk=signatures if isinstance(signatures, cache.Walk) else None)
+                      walk=signatures if isinstance(signatures, cache.Walk) else None,
+                      secrets=files.secrets())
 
 
 def forget_cache(folder: MemoryFolder) -> None:

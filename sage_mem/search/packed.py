@@ -157,6 +157,10 @@ class Backing(Protocol):
     Memories 0 .. n-1 of the index are the cache's n memories, in its order.
     """
 
+    secrets: tuple[int, bytes] | None
+    """What the cache says of each memory's shown text: the mark of the credential rules it
+    was judged by, and a byte a memory (1: a hook would mask something). None: not said."""
+
     def postings(self, term: str) -> tuple[Sequence[int], Sequence[float], float] | None:
         """`term`'s memory numbers (ascending) and weights, with the largest weight; or None."""
 
