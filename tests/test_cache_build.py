@@ -383,3 +383,22 @@ def test_the_build_memory_benchmark_measures_a_cold_build_and_a_rewrite(tmp_path
     assert figures["rewrite"]["peak_rss_mb"] > 0 and figures["cold"]["cpu_s"] > 0
     # The folder measured is copied, never written.
     assert sorted((path, path.read_bytes()) for path in folder.rglob("*.md")) == before
+
+
+def test_the_cache_file_does_not_depend_on_what_the_process_read_before(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The frontmatter's fast path remembers what repeats from file to file; marshal flags
+    an object held twice, so a key object held by whichever file came first made the cache's
+    bytes depend on what the process had read before (the test above failed run alone)."""
+    from sage_mem.memory import file_format
+
+    folder = tmp_path / "memory"
+    make_folder(folder, 40, 5)
+    monkeypatch.setattr(cache_module.time, "time_ns", lambda: 1_800_000_000_000_000_000)
+    for remembered in (file_format._plains, file_format._values, file_format._keys):
+        remembered.clear()
+    first = MemoryStore(folder, state_dir=tmp_path / "first", watch=False)
+    second = MemoryStore(folder, state_dir=tmp_path / "second", watch=False)  # read all before
+    assert (cache_module.cache_path(first.folder).read_bytes()
+            == cache_module.cache_path(second.folder).read_bytes())

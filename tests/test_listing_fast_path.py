@@ -232,7 +232,7 @@ def test_what_is_remembered_is_emptied_when_full_and_reads_the_same(
                f"trust: 0.{number}\ntags: [t{number}]\nx{number}: y\n---\n").encode()
         assert agree(raw)
         assert max(len(file_format._plains), len(file_format._values),
-                   len(file_format._string_keys)) <= 20
+                   len(file_format._keys)) <= 20
 
 
 def test_a_flow_list_read_twice_is_two_lists() -> None:

@@ -395,13 +395,16 @@ class _NotSimple(Exception):
 
 # What repeats from file to file is resolved once (a folder's dates, categories and keys): a
 # plain scalar's value by its text (_LEFT: one `_plain` leaves to PyYAML), a quoted or flow
-# value's (the text after `key: `), and whether a key is read as a string. The resolution
-# depends on the text alone, and its values are immutable but a flow list, which each file
-# gets a copy of. Emptied when full.
+# value's (the text after `key: `), and a key, as the one object every file's mapping holds
+# (None: PyYAML reads it as no string). One object a key, whatever was read before: the index
+# cache marshals a memory's frontmatter, and marshal flags an object held twice, so a key held
+# by the first file only would make the file's bytes depend on what the process read first.
+# The resolution depends on the text alone, and its values are immutable but a flow list,
+# which each file gets a copy of. Emptied when full.
 _LEFT = object()
 _plains: dict[str, Any] = {}
 _values: dict[str, Any] = {}
-_string_keys: dict[str, bool] = {}
+_keys: dict[str, str | None] = {}
 _REMEMBERED = 4096
 
 
@@ -414,10 +417,10 @@ def _simple_mapping(fm_text: str) -> dict[str, Any] | None:
     resolvers = _fast_resolvers()
     if resolvers is None:
         return None
-    if max(len(_plains), len(_values), len(_string_keys)) > _REMEMBERED:
+    if max(len(_plains), len(_values), len(_keys)) > _REMEMBERED:
         _plains.clear()
         _values.clear()
-        _string_keys.clear()
+        _keys.clear()
     mapping: dict[str, Any] = {}
     for line in fm_text.split("\n"):
         if not line.strip(" ") or line[0] == "#":  # blank, or a comment
@@ -426,8 +429,14 @@ def _simple_mapping(fm_text: str) -> dict[str, Any] | None:
         if match is None:
             return None
         key, text = match.groups()
-        if key[0] in resolvers and not _string_key(resolvers, key):  # `yes:`, `null:`
+        known = _keys.get(key, _LEFT)
+        if known is _LEFT:
+            known = _keys[key] = (
+                key if key[0] not in resolvers or _resolve(resolvers, key) == _STR_TAG
+                else None)  # `yes:`, `null:`
+        if known is None:
             return None
+        key = known
         first = text[:1]
         if first and first not in _NOT_PLAIN_START:
             # A plain scalar, the common case: up to a comment, without trailing spaces.
@@ -452,13 +461,6 @@ def _simple_mapping(fm_text: str) -> dict[str, Any] | None:
                     return None
             mapping[key] = list(value) if isinstance(value, list) else value
     return mapping or None
-
-
-def _string_key(resolvers: _Resolvers, key: str) -> bool:
-    known = _string_keys.get(key)
-    if known is None:
-        known = _string_keys[key] = _resolve(resolvers, key) == _STR_TAG
-    return known
 
 
 def _remember(table: dict[str, Any], text: str, longest: int,
