@@ -429,8 +429,8 @@ def _simple_mapping(fm_text: str) -> dict[str, Any] | None:
         if match is None:
             return None
         key, text = match.groups()
-        known = _keys.get(key, _LEFT)
-        if known is _LEFT:
+        known = _keys.get(key, "")  # "": not met yet (a key is never empty)
+        if known == "":
             known = _keys[key] = (
                 key if key[0] not in resolvers or _resolve(resolvers, key) == _STR_TAG
                 else None)  # `yes:`, `null:`
