@@ -203,7 +203,7 @@ def test_the_saved_graph_read_at_launch_is_never_walked_by_a_collection_again(
     """The launch's saved graph (half a million objects at 50,000 memories, all made while
     collection was paused) is kept for good (`gc.freeze`): no collection after walks it again
     (a full one was 0.2 s of CPU, a stall of whatever the page answered then); its pages are
-    still a whole graph's."""
+    still a whole graph's; and a page that stops holds it no more."""
     folder = tricky_folder(memory_dir)
     _launch_and_close(folder)
     try:
@@ -225,6 +225,10 @@ def test_the_saved_graph_read_at_launch_is_never_walked_by_a_collection_again(
             whole = build_graph(store.list(), [m for m in store.list(archived=True)
                                                if m.archived])
             assert pages == {i: api.memory_page(store, i, whole) for i in shown}
+            generation = state.feed.generations["memories"]
+        # Stopped, the page lets go of the graph (kept with the store for the next launch):
+        # what is kept for good holds no page's graph after it stops.
+        assert state.graph.ready(generation) is None
     finally:
         gc.unfreeze()  # (the rest of the test run collects as before)
 
