@@ -5,6 +5,7 @@ never shows a stale link or backlink; a file it cannot trust is made again."""
 
 from __future__ import annotations
 
+import gc
 import time
 import urllib.parse
 from pathlib import Path
@@ -194,6 +195,42 @@ def test_a_saved_graph_that_holds_every_version_answers_without_a_resolver_over_
         whole = build_graph(store.list(), [m for m in store.list(archived=True) if m.archived])
         assert after == {i: api.memory_page(store, i, whole) for i in shown}
     assert before["user_a"] != after["user_a"]
+
+
+def test_the_saved_graph_read_at_launch_is_never_walked_by_a_collection_again(
+    memory_dir: Path,
+) -> None:
+    """The launch's saved graph (half a million objects at 50,000 memories, all made while
+    collection was paused) is kept for good (`gc.freeze`): no collection after walks it again
+    (a full one was 0.2 s of CPU, a stall of whatever the page answered then); its pages are
+    still a whole graph's; and a page that stops holds it no more."""
+    folder = tricky_folder(memory_dir)
+    _launch_and_close(folder)
+    try:
+        with MemoryStore(folder, watch=True) as store, UiServer(store, port=0).start() as server:
+            state: Any = server.app.app.state
+            kept = links._kept(store)
+            assert kept.saved_looked_at.wait(20)
+            assert kept.cached is not None
+            graph = kept.cached[0]
+            assert graph is kept.saved  # (the saved one, not one made again)
+            held = {id(graph.links), id(graph.backlinks), id(graph.shas),
+                    *map(id, graph.links.values()), *map(id, graph.backlinks.values())}
+            collected = {id(each) for each in gc.get_objects()}
+            assert not held & collected
+            client = Client(server)
+            shown = [i for i in PAGES if i not in ("archive/old_one", "gone")]
+            pages = {memory_id: client.get(_page(memory_id))[1] for memory_id in shown}
+            assert state.graph.ready(state.feed.generations["memories"]) is graph
+            whole = build_graph(store.list(), [m for m in store.list(archived=True)
+                                               if m.archived])
+            assert pages == {i: api.memory_page(store, i, whole) for i in shown}
+            generation = state.feed.generations["memories"]
+        # Stopped, the page lets go of the graph (kept with the store for the next launch):
+        # what is kept for good holds no page's graph after it stops.
+        assert state.graph.ready(generation) is None
+    finally:
+        gc.unfreeze()  # (the rest of the test run collects as before)
 
 
 @pytest.mark.parametrize("damage", [

@@ -14,6 +14,7 @@ memories (`LinkGraph.get` with the live feed's generation).
 
 from __future__ import annotations
 
+import functools
 import posixpath
 import threading
 import time
@@ -22,7 +23,7 @@ import weakref
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from ..disk.folder import ARCHIVE_DIR
 from ..memory.links import Ids, markdown_candidates, markdown_target, wiki_candidates, wiki_target
@@ -36,9 +37,12 @@ def _nfc(text: str) -> str:
     return unicodedata.normalize("NFC", text)
 
 
-@dataclass(frozen=True)
-class Link:
-    """One link in a body: as written, of which kind, and the live memory it reaches (or not)."""
+class Link(NamedTuple):
+    """One link in a body: as written, of which kind, and the live memory it reaches (or not).
+
+    A tuple (not a dataclass): a saved graph's links are made from the tuples it holds by
+    `tuple.__new__` alone, a third of the time of an object with a `__dict__` each (some
+    300,000 links at 50,000 memories, while the first memory page waits for them)."""
 
     kind: str  # "wiki" or "markdown"
     written: str  # the wiki target, or the markdown destination, as in the text
@@ -334,6 +338,22 @@ def _kept(store: Any) -> _Kept:
         return found
 
 
+def _kept_resolver(listing: Listing, store: Any = None) -> Resolver:
+    """A resolver over the ids of `listing` (the last one made for `store`, when they are the
+    same)."""
+    kept = _kept(store) if store is not None else _Kept()
+    with kept.resolving:
+        if kept.resolver is not None:
+            seen, made = kept.resolver
+            if seen is listing or (seen.live.keys() == listing.live.keys()
+                                   and seen.archived.keys() == listing.archived.keys()):
+                kept.resolver = (listing, made)
+                return made
+        made = _resolver(listing.live.values(), listing.archived.values())
+        kept.resolver = (listing, made)
+        return made
+
+
 class LinkGraph:
     """The graph of the folder, once per generation: after a change, only the links of the
     memories that changed, and of those naming a memory that came or went, are made again
@@ -347,17 +367,7 @@ class LinkGraph:
 
     def resolver(self, listing: Listing, store: Any = None) -> Resolver:
         """A resolver over the ids of `listing` (the last one made, when they are the same)."""
-        kept = _kept(store) if store is not None else _Kept()
-        with kept.resolving:
-            if kept.resolver is not None:
-                seen, made = kept.resolver
-                if seen is listing or (seen.live.keys() == listing.live.keys()
-                                       and seen.archived.keys() == listing.archived.keys()):
-                    kept.resolver = (listing, made)
-                    return made
-            made = _resolver(listing.live.values(), listing.archived.values())
-            kept.resolver = (listing, made)
-            return made
+        return _kept_resolver(listing, store)
 
     def get(self, store: MemoryStore, generation: int,
             pause: Callable[[], None] | None = None) -> Graph:
@@ -385,7 +395,9 @@ class LinkGraph:
             return None
         kept.looked_for_saved = True
         try:
-            found = self._saved.load(listing, lambda: self.resolver(listing, store))
+            # (Not through `self`: the saved graph is kept for good (`gc.freeze`) with what
+            # it holds, and a cycle back to this page would keep the page after it stops.)
+            found = self._saved.load(listing, functools.partial(_kept_resolver, listing, store))
             if found is None:
                 return None
             graph, as_saved = found
@@ -420,8 +432,10 @@ class LinkGraph:
             self._saved_graph(kept, self._listings.get(store, generation), store)
 
     def save(self, store: Any) -> None:
-        """As the page stops: the graph as it is now, for the next launch."""
+        """As the page stops: the graph as it is now, for the next launch (kept with the store,
+        no longer with this page: a page kept for good by `gc.freeze` does not keep it)."""
         self._save(_kept(store), force=True)
+        self._ready = None
 
     @staticmethod
     def _kept_graph(kept: _Kept, listing: Listing) -> Graph | None:

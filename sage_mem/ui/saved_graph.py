@@ -22,7 +22,6 @@ import marshal
 import zlib
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from .links import Graph, LaterResolver, Link, Resolver, updated_graph
 from .listing import Difference, Listing, many
@@ -106,9 +105,8 @@ def _decoded(payload: memoryview) -> tuple[Graph, list[str]] | None:
             or values[1] != _version():
         return None
     _, _, archived, shas, links, supersedes, backlinks = values
-    make = Link.__new__
-    graph = Graph(links={memory_id: [_link(make, each) for each in found]
-                         for memory_id, found in links.items()},
+    make = functools.partial(tuple.__new__, Link)  # (as `Link(*values)`, without its checks)
+    graph = Graph(links={memory_id: list(map(make, found)) for memory_id, found in links.items()},
                   supersedes=supersedes, backlinks=backlinks, shas=shas)
     return graph, archived
 
@@ -123,13 +121,6 @@ def _tables(data: bytes) -> tuple[dict[str, set[str]], dict[str, frozenset[str]]
         raise ValueError("the saved graph's naming tables are not this version's")
     return values[1], values[2]
 
-
-def _link(make: Any, values: tuple[str, str, str | None, str | None]) -> Link:
-    # As `Link(*values)` makes it, without the frozen dataclass's checked setattr per field
-    # (a tenth of a second at 50,000 memories).
-    link = make(Link)
-    link.__dict__.update(kind=values[0], written=values[1], id=values[2], archived=values[3])
-    return link
 
 
 def read(path: Path) -> tuple[Graph, list[str]] | None:
@@ -165,7 +156,9 @@ class Saved:
         when there is none to trust or so many memories changed that it is made again."""
         from ..disk.bulk import gc_paused
 
-        with gc_paused():  # (the resolver and an update make many objects too, none garbage)
+        # (The resolver and an update make many objects too, none garbage; the graph, the
+        # listing and the index read before it live as long as the process: `keep`.)
+        with gc_paused(keep=True):
             saved = read(self._path())
             if saved is None:
                 return None
