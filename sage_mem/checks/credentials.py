@@ -240,7 +240,8 @@ _STATEMENTS = (
         r"""(?P<name>p(?<!\w.)(?i:asswords?|asswd|assphrase)|P(?<!\w.)(?i:asswords?|asswd|assphrase)"""
         r"""|s(?<!\w.)(?i:ecret(?:[ \t]++access)?(?:[ \t]++key)?)"""
         r"""|S(?<!\w.)(?i:ecret(?:[ \t]++access)?(?:[ \t]++key)?)"""
-        r"""|a(?<!\w.)(?i:pi[ \t_\-]?key|ccess[ \t]++key)|A(?<!\w.)(?i:pi[ \t_\-]?key|ccess[ \t]++key)"""
+        r"""|a(?<!\w.)(?i:pi[ \t_\-]?key|ccess[ \t]++key)"""
+        r"""|A(?<!\w.)(?i:pi[ \t_\-]?key|ccess[ \t]++key)"""
         r"""|t(?<!\w.)(?i:oken)|T(?<!\w.)(?i:oken))"""
         r"""[ \t]++(?:is|was)(?:[ \t]*+[:：])?[ \t]++""" + _STATEMENT_VALUE
     ),
@@ -263,7 +264,8 @@ _ADVERB = (r"(?i:here|there|now|still|currently|today|also|too|then|again|actual
 _LOOSE_STATEMENTS = (
     re.compile(
         r"""(?P<name>p(?<!\w.)(?i:asswords?|asswd|assphrase|asscode|wd?|in[ \t]?code)"""
-        r"""|P(?<!\w.)(?:(?i:asswords?|asswd|assphrase|asscode|wd?|in[ \t]?code)|IN))\b(?:(?:[ \t]++(?i:for|of|to|on|at|in|from|with)(?:[ \t]++[\w\-.@/']{1,40}+)"""
+        r"""|P(?<!\w.)(?:(?i:asswords?|asswd|assphrase|asscode|wd?|in[ \t]?code)|IN))\b"""
+        r"""(?:(?:[ \t]++(?i:for|of|to|on|at|in|from|with)(?:[ \t]++[\w\-.@/']{1,40}+)"""
         r"""{1,5}?|[ \t]*+\([^()\n]{1,40}+\))?(?:(?:[ \t]++""" + _ADVERB + r""")?"""
         r"""[ \t]++(?i:is|was)(?:[ \t]++""" + _ADVERB + r""")?(?:[ \t]*+[:：])?[ \t]++"""
         r"""|[ \t]*+(?:[:：=—–→]|->)[ \t]*+|[ \t]*+(?:是|为|為)[ \t]*+)"""
