@@ -444,7 +444,7 @@ _MAX_NAME_JOINS = 64
 def _name_spans(name: str) -> list[tuple[int, int, str, int]]:
     """`_spans` of a name, also of each part that starts after a join, in the name's offsets."""
     found: list[tuple[int, int, str, int]] = []
-    if not _may_hold_secrets(_INVISIBLE.sub("", name)):
+    if not _may_hold_secrets(name if name.isascii() else _INVISIBLE.sub("", name)):
         return found  # nor does any part of it: most ids are judged by this one scan
     taken = bytearray(len(name))
     starts = [0, *(join.end() for join in _NAME_JOINS.finditer(name, 0, len(name) - 1))]
@@ -506,6 +506,8 @@ def _spans(text: str) -> list[tuple[int, int, str, int]]:
     Matching runs on the text without invisible characters; each span is then
     carried back to the text as given, invisible characters inside it included.
     """
+    if text.isascii():  # (known without a scan) holds none of the invisible characters
+        return _visible_spans(text)
     removed = [found.start() for found in _INVISIBLE.finditer(text)]
     if not removed:
         return _visible_spans(text)
