@@ -772,3 +772,109 @@ def test_the_prefix_scan_finds_what_its_plain_spelling_finds() -> None:
     for first, spelled in (("a", "aA"), ("s", "sS\u017f")):
         folded = re.compile(f"(?i:{first})")
         assert {chr(c) for c in range(0x110000) if folded.fullmatch(chr(c))} == set(spelled)
+
+
+# The English statement patterns as first written (a look-ahead for the first letter, one
+# case-insensitive group behind `\b`): the module's are spelled for speed.
+_STATEMENT_AS_WRITTEN = (
+    r"""(?=[PpSsAaTt])(?i:\b(?P<name>passwords?|passwd|passphrase"""
+    r"""|secret(?:[ \t]++access)?(?:[ \t]++key)?|api[ \t_\-]?key|access[ \t]++key|token))"""
+    r"""[ \t]++(?:is|was)(?:[ \t]*+[:：])?[ \t]++"""
+)
+_LOOSE_NAME_AS_WRITTEN = (
+    r"""(?=[Pp])\b(?P<name>(?i:passwords?|passwd|passphrase|passcode|pwd?|pin[ \t]?code)"""
+    r"""|PIN)\b"""
+)
+_STATEMENT_PIECES = [
+    "password", "Passwords", "PASSWD", "pa\u017f\u017fphrase", "passcode", "pwd", "PW", "pin",
+    "PIN", "Pin code", "pincode", "secret", "Secret", "\u017fecret", "SECRET access key",
+    "api key", "API_KEY", "api-\u212aey", "Access  key", "token", "To\u212aen", "x", "_", "é",
+    "9", " ", "\t", "\n", " is ", " was ", " IS ", ": ", "：", " for the db", " to ", "是",
+    "hunter2Secret!", "'s3cr3t pw'", "Zx9#kLm2", "837261", "-", ".", "(prod)", "here ",
+]
+
+
+def _generated(pieces: list[str], count: int, seed: int = 7, most: int = 12) -> list[str]:
+    import random
+
+    rng = random.Random(seed)
+    return ["".join(rng.choice(pieces) for _ in range(rng.randint(0, most)))
+            for _ in range(count)]
+
+
+def test_the_statement_patterns_find_what_their_plain_spelling_finds() -> None:
+    import re
+
+    from sage_mem.checks import credentials
+
+    value = credentials._STATEMENT_VALUE
+    for written, spelled in (
+        (_STATEMENT_AS_WRITTEN + value, credentials._STATEMENTS[0]),
+        (_LOOSE_NAME_AS_WRITTEN + credentials._LOOSE_STATEMENTS[0].pattern.split(r")\b", 1)[1],
+         credentials._LOOSE_STATEMENTS[0]),
+    ):
+        plain = re.compile(written)
+        for text in _generated(_STATEMENT_PIECES, 10_000):
+            assert ([(m.span(), m.groupdict()) for m in spelled.finditer(text)]
+                    == [(m.span(), m.groupdict()) for m in plain.finditer(text)]), text
+    # Every character `re.IGNORECASE` takes for the first letter of a word the gates spell.
+    everything = "".join(map(chr, range(0x110000)))
+    for first, spelled_as in (("p", "pP"), ("t", "tT"), ("k", "kK\u212a"), ("b", "bB"),
+                              ("c", "cC")):
+        assert set(re.findall(f"(?i:{first})", everything)) == set(spelled_as)
+
+
+def _string_constants() -> list[str]:
+    """Every string written in this file: the hostile secret shapes tested above."""
+    import ast
+
+    tree = ast.parse(Path(__file__).read_text(encoding="utf-8"))
+    return sorted({node.value for node in ast.walk(tree)
+                   if isinstance(node, ast.Constant) and isinstance(node.value, str)
+                   and len(node.value) < 400})
+
+
+def test_a_detector_is_skipped_only_where_it_would_find_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The gates (`_ENGLISH_NAMES`, `_CHINESE_NAMES`, `_OTHER_KEY_NAMES`, and for a name
+    `_may_hold_secrets`) change no span: every shape in this file, alone and glued to
+    others, gives what it gives with every detector run."""
+    import re
+
+    from sage_mem.checks import credentials
+
+    shapes = _string_constants()
+    joins = ["", " ", "_", "-", "/", ".", "\n", "\u200b", "=", ": ", " is ", "密码是", "pin码"]
+    glued = [text + join for text in shapes for join in joins[:3]]
+    texts = shapes + _generated(glued + joins, 2_000, seed=11, most=5)
+    gated = [(credentials._spans(text), credentials._name_spans(text[:200])) for text in texts]
+    assert sum(1 for spans, _ in gated if spans) > 300  # the shapes are found at all
+    monkeypatch.setattr(credentials, "_ENGLISH_NAMES", re.compile(""))
+    monkeypatch.setattr(credentials, "_OTHER_KEY_NAMES", re.compile(""))
+    monkeypatch.setattr(credentials, "_CHINESE_NAMES", ("",))
+    monkeypatch.setattr(credentials, "_may_hold_secrets", lambda text: True)
+    for text, (spans, name_spans) in zip(texts, gated, strict=True):
+        assert credentials._spans(text) == spans, text
+        assert credentials._name_spans(text[:200]) == name_spans, text
+
+
+def test_an_id_no_secret_can_be_formed_in_is_judged_by_one_scan(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Not each part after a join again (`_name_spans`): what a build pays for most ids."""
+    from sage_mem.checks import credentials
+
+    calls: list[str] = []
+    real = credentials._spans
+
+    def counted(text: str) -> list[tuple[int, int, str, int]]:
+        calls.append(text)
+        return real(text)
+
+    monkeypatch.setattr(credentials, "_spans", counted)
+    assert credentials.find_secrets_in_name("project/t03/user_alpha-beta.notes_12") == []
+    assert calls == []
+    token = "ghp_" + "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5"
+    assert [match.kind for match in credentials.find_secrets_in_name(f"ref_{token}")] == [
+        "github-token"]

@@ -227,13 +227,22 @@ _REVERSED_NAME_HINT = re.compile(
 NAME_CHARS = 200
 """The longest name of a `name: value` considered: a longer run is data, not a name."""
 # `the password is X`, `数据库的密码是 X`: a statement, where a sentence has no colon.
-# Two patterns, the English one behind a one-character look-ahead: as one
-# case-insensitive pattern it tried every position and cost four times as much.
+# Two patterns: as one case-insensitive pattern it tried every position and cost four
+# times as much. Each English name starts with a literal character (`re.IGNORECASE`
+# takes only p, P for p; a, A for a; t, T for t; and s, S, the letters the look-ahead
+# first written here let through) and then looks behind for the `\b` before it
+# (`(?<!\w.)`: no word character before the one just read), so that the scan skips in C
+# every place none starts; `tests/test_credentials.py` holds it, and the loose one, to
+# their plain spelling.
 _STATEMENT_VALUE = r"""(?P<value>"[^"\n]{1,200}"|'[^'\n]{1,200}'|`[^`\n]{1,200}`|[!-~]++)"""
 _STATEMENTS = (
     re.compile(
-        r"""(?=[PpSsAaTt])(?i:\b(?P<name>passwords?|passwd|passphrase"""
-        r"""|secret(?:[ \t]++access)?(?:[ \t]++key)?|api[ \t_\-]?key|access[ \t]++key|token))"""
+        r"""(?P<name>p(?<!\w.)(?i:asswords?|asswd|assphrase)|P(?<!\w.)(?i:asswords?|asswd|assphrase)"""
+        r"""|s(?<!\w.)(?i:ecret(?:[ \t]++access)?(?:[ \t]++key)?)"""
+        r"""|S(?<!\w.)(?i:ecret(?:[ \t]++access)?(?:[ \t]++key)?)"""
+        r"""|a(?<!\w.)(?i:pi[ \t_\-]?key|ccess[ \t]++key)"""
+        r"""|A(?<!\w.)(?i:pi[ \t_\-]?key|ccess[ \t]++key)"""
+        r"""|t(?<!\w.)(?i:oken)|T(?<!\w.)(?i:oken))"""
         r"""[ \t]++(?:is|was)(?:[ \t]*+[:：])?[ \t]++""" + _STATEMENT_VALUE
     ),
     re.compile(
@@ -254,8 +263,9 @@ _ADVERB = (r"(?i:here|there|now|still|currently|today|also|too|then|again|actual
 # starts at a name and reads at most five capped words, so the scan stays linear.
 _LOOSE_STATEMENTS = (
     re.compile(
-        r"""(?=[Pp])\b(?P<name>(?i:passwords?|passwd|passphrase|passcode|pwd?|pin[ \t]?code)"""
-        r"""|PIN)\b(?:(?:[ \t]++(?i:for|of|to|on|at|in|from|with)(?:[ \t]++[\w\-.@/']{1,40}+)"""
+        r"""(?P<name>p(?<!\w.)(?i:asswords?|asswd|assphrase|asscode|wd?|in[ \t]?code)"""
+        r"""|P(?<!\w.)(?:(?i:asswords?|asswd|assphrase|asscode|wd?|in[ \t]?code)|IN))\b"""
+        r"""(?:(?:[ \t]++(?i:for|of|to|on|at|in|from|with)(?:[ \t]++[\w\-.@/']{1,40}+)"""
         r"""{1,5}?|[ \t]*+\([^()\n]{1,40}+\))?(?:(?:[ \t]++""" + _ADVERB + r""")?"""
         r"""[ \t]++(?i:is|was)(?:[ \t]++""" + _ADVERB + r""")?(?:[ \t]*+[:：])?[ \t]++"""
         r"""|[ \t]*+(?:[:：=—–→]|->)[ \t]*+|[ \t]*+(?:是|为|為)[ \t]*+)"""
@@ -434,6 +444,8 @@ _MAX_NAME_JOINS = 64
 def _name_spans(name: str) -> list[tuple[int, int, str, int]]:
     """`_spans` of a name, also of each part that starts after a join, in the name's offsets."""
     found: list[tuple[int, int, str, int]] = []
+    if not _may_hold_secrets(name if name.isascii() else _INVISIBLE.sub("", name)):
+        return found  # nor does any part of it: most ids are judged by this one scan
     taken = bytearray(len(name))
     starts = [0, *(join.end() for join in _NAME_JOINS.finditer(name, 0, len(name) - 1))]
     for start in starts[: _MAX_NAME_JOINS + 1]:
@@ -494,6 +506,8 @@ def _spans(text: str) -> list[tuple[int, int, str, int]]:
     Matching runs on the text without invisible characters; each span is then
     carried back to the text as given, invisible characters inside it included.
     """
+    if text.isascii():  # (known without a scan) holds none of the invisible characters
+        return _visible_spans(text)
     removed = [found.start() for found in _INVISIBLE.finditer(text)]
     if not removed:
         return _visible_spans(text)
@@ -530,17 +544,56 @@ class _Claims:
         self.spans.append((start, end, kind, keep))
 
 
+# What a detector cannot match without: each is looked for once, and a detector runs only
+# on a text that holds its own (a skipped one would have found nothing, so the claims
+# are the same). Every name an English statement, loose or not, starts with holds one of
+# these (`re.IGNORECASE` takes p, P for p; k, K, U+212A for k; s, S, U+017F for s; t,
+# T for t), spelled with a literal first character so that the scan skips in C every
+# place none starts.
+_ENGLISH_NAMES = re.compile(
+    r"p(?i:ass|w|in)|P(?i:ass|w|in)|s(?i:ecret)|S(?i:ecret)|\u017f(?i:ecret)"
+    r"|k(?i:ey)|K(?i:ey)|\u212a(?i:ey)|t(?i:oken)|T(?i:oken)"
+)
+# Every Chinese statement's name holds one of these (`pin码`: 码).
+_CHINESE_NAMES = ("密", "口令", "令牌", "码", "碼")
+# The rest of `_REVERSED_NAME_HINT`'s words, forwards: an assignment's name holds one of
+# these, of `_ENGLISH_NAMES` or of `_CHINESE_NAMES`.
+_OTHER_KEY_NAMES = re.compile(
+    r"a(?i:uth)|A(?i:uth)|b(?i:earer)|B(?i:earer)|c(?i:redential)|C(?i:redential)|私钥|凭证"
+)
+
+
 def _visible_spans(text: str) -> list[tuple[int, int, str, int]]:
     claims = _Claims(len(text))
     _find_tokens(text, claims)
-    _find_key_blocks(text, claims)
+    if "-----BEGIN " in text:
+        _find_key_blocks(text, claims)
     _find_webhooks(text, claims)
     _find_url_passwords(text, claims)
-    _find_assignments(text, claims)
-    _find_statements(text, claims)
-    _find_statements(text, claims, _LOOSE_STATEMENTS)
-    _find_inline_keys(text, claims)
+    english = _ENGLISH_NAMES.search(text) is not None
+    chinese = any(word in text for word in _CHINESE_NAMES)
+    if english or chinese or _OTHER_KEY_NAMES.search(text) is not None:
+        _find_assignments(text, claims)
+    if english or chinese:
+        _find_statements(text, claims, _STATEMENTS if english and chinese
+                         else _STATEMENTS[:1] if english else _STATEMENTS[1:])
+        _find_statements(text, claims, _LOOSE_STATEMENTS if english and chinese
+                         else _LOOSE_STATEMENTS[:1] if english else _LOOSE_STATEMENTS[1:])
+    if "-----BEGIN " in text:
+        _find_inline_keys(text, claims)
     return claims.spans
+
+
+def _may_hold_secrets(text: str) -> bool:
+    """False when no detector can find anything in `text` (without invisible characters)
+    nor in any piece of it: none of what each needs (`_visible_spans`) is in it."""
+    return (
+        _PREFIXES.search(text) is not None
+        or any(part in text for part in ("-----BEGIN ", "hooks.slack.com/", "://"))
+        or any(word in text for word in _CHINESE_NAMES)
+        or _ENGLISH_NAMES.search(text) is not None
+        or _OTHER_KEY_NAMES.search(text) is not None
+    )
 
 
 def _find_tokens(text: str, claims: _Claims) -> None:
