@@ -1009,6 +1009,12 @@ class _Sync:
         self.result.pulled.extend(i for i in memory_ids(came) if i not in skipped)
 
     def run_merge(self, theirs: str, branch: str) -> subprocess.CompletedProcess[bytes]:
+        from .batch_merge import merged_later
+
+        with merged_later(self.git.git_dir):
+            return self._run_merge(theirs, branch)
+
+    def _run_merge(self, theirs: str, branch: str) -> subprocess.CompletedProcess[bytes]:
         return self.git.run(
             # --ff --commit --no-squash: a person's merge.ff=only or branch.*.mergeoptions
             # are for their own merges; sync's always ends in a commit holding both sides.
