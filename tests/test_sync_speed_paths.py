@@ -239,7 +239,7 @@ def test_a_persons_own_git_attributes_are_kept_through_a_merge(
 def test_the_attributes_a_killed_merge_left_go_with_the_next_merge(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from sage_mem.sync.batch_merge import MERGE_LATER
+    from sage_mem.sync.merge_later import MERGE_LATER
 
     marker = no_driver_recorded(tmp_path, monkeypatch)
     laptop, desktop = both_sides_edited(tmp_path)

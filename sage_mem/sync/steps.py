@@ -41,8 +41,8 @@ the state folder).
 Why one module: the five steps are one `_Sync`, which carries what each step
 learnt for the next (the git answers it keeps, the record of a killed sync,
 the bytes already scanned for secrets); what stands on its own is elsewhere
-(`git`, `index_file`, `batch_merge`, `merge_driver`, `history`, `auto`), and a
-reader follows a sync, and its recovery after a kill, top to bottom here.
+(`git`, `index_file`, `batch_merge`, `merge_later`, `merge_driver`, `history`, `auto`),
+and a reader follows a sync, and its recovery after a kill, top to bottom here.
 """
 
 from __future__ import annotations
@@ -1009,7 +1009,7 @@ class _Sync:
         self.result.pulled.extend(i for i in memory_ids(came) if i not in skipped)
 
     def run_merge(self, theirs: str, branch: str) -> subprocess.CompletedProcess[bytes]:
-        from .batch_merge import merged_later
+        from .merge_later import merged_later
 
         with merged_later(self.git.git_dir):
             return self._run_merge(theirs, branch)
