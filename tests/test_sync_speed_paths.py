@@ -193,6 +193,66 @@ def test_files_changed_on_both_sides_are_merged_without_a_driver_process(
     assert git(desktop, "status", "--porcelain") == ""
 
 
+def no_driver_recorded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The driver sync's own merge names records each start (and merges nothing, as `false`)."""
+    marker = tmp_path / "no-driver-ran"
+    monkeypatch.setattr("sage_mem.sync.steps.NO_DRIVER", f"echo %P >> {marker}; exit 1")
+    return marker
+
+
+def test_the_merge_of_files_changed_on_both_sides_starts_no_process_per_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    marker = no_driver_recorded(tmp_path, monkeypatch)
+    laptop, desktop = both_sides_edited(tmp_path)
+    sync(laptop)
+    result = sync(desktop)
+    assert not marker.exists(), marker.read_text()  # git started no driver, not even `false`
+    assert result["conflicts"] == []
+    for number in range(6):
+        parsed = parse_bytes((desktop / f"project/t{number % 3}/note_{number}.md").read_bytes())
+        assert str(parsed.meta["description"]).startswith("Laptop's note")
+        assert "from the desktop" in parsed.body
+    assert not (desktop / ".git" / "info" / "attributes").exists()  # gone once the merge ran
+    assert git(desktop, "status", "--porcelain") == ""
+
+
+def test_a_persons_own_git_attributes_are_kept_through_a_merge(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    marker = no_driver_recorded(tmp_path, monkeypatch)
+    laptop, desktop = both_sides_edited(tmp_path)
+    sync(laptop)
+    own = desktop / ".git" / "info" / "attributes"
+    own.parent.mkdir(exist_ok=True)
+    own.write_bytes(b"*.png binary\n")
+    result = sync(desktop)
+    assert own.read_bytes() == b"*.png binary\n"
+    assert len(marker.read_text().splitlines()) == 6  # the driver that merges nothing, as before
+    assert result["conflicts"] == []
+    for number in range(6):
+        parsed = parse_bytes((desktop / f"project/t{number % 3}/note_{number}.md").read_bytes())
+        assert str(parsed.meta["description"]).startswith("Laptop's note")
+        assert "from the desktop" in parsed.body
+
+
+def test_the_attributes_a_killed_merge_left_go_with_the_next_merge(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sage_mem.sync.merge_later import MERGE_LATER
+
+    marker = no_driver_recorded(tmp_path, monkeypatch)
+    laptop, desktop = both_sides_edited(tmp_path)
+    sync(laptop)
+    left = desktop / ".git" / "info" / "attributes"
+    left.parent.mkdir(exist_ok=True)
+    left.write_bytes(MERGE_LATER)
+    result = sync(desktop)
+    assert not left.exists()
+    assert not marker.exists()
+    assert result["conflicts"] == []
+
+
 def test_a_cache_far_behind_the_folder_is_rebuilt_not_brought_along(tmp_path: Path) -> None:
     folder = tmp_path / "memory"
     folder.mkdir()

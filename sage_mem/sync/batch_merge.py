@@ -10,6 +10,9 @@ in the index), and `resolve_all` merges them all here by the driver's rules
 itself leaves unmerged (an edit against a deletion, a file only one side
 has) goes the same way. A plain `git pull` still runs the registered driver,
 with the same rules.
+
+Even a driver that merges nothing is a process git starts per file: while
+sync's merge runs, `merge_later` has git start none.
 """
 
 from __future__ import annotations

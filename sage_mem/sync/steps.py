@@ -41,8 +41,8 @@ the state folder).
 Why one module: the five steps are one `_Sync`, which carries what each step
 learnt for the next (the git answers it keeps, the record of a killed sync,
 the bytes already scanned for secrets); what stands on its own is elsewhere
-(`git`, `index_file`, `batch_merge`, `merge_driver`, `history`, `auto`), and a
-reader follows a sync, and its recovery after a kill, top to bottom here.
+(`git`, `index_file`, `batch_merge`, `merge_later`, `merge_driver`, `history`, `auto`),
+and a reader follows a sync, and its recovery after a kill, top to bottom here.
 """
 
 from __future__ import annotations
@@ -1009,6 +1009,12 @@ class _Sync:
         self.result.pulled.extend(i for i in memory_ids(came) if i not in skipped)
 
     def run_merge(self, theirs: str, branch: str) -> subprocess.CompletedProcess[bytes]:
+        from .merge_later import merged_later
+
+        with merged_later(self.git.git_dir):
+            return self._run_merge(theirs, branch)
+
+    def _run_merge(self, theirs: str, branch: str) -> subprocess.CompletedProcess[bytes]:
         return self.git.run(
             # --ff --commit --no-squash: a person's merge.ff=only or branch.*.mergeoptions
             # are for their own merges; sync's always ends in a commit holding both sides.
