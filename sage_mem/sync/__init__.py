@@ -4,7 +4,11 @@ Modules: `git` (running git in a memory folder: one-line errors, an identity
 when none is configured, the machine's name, the setup `init`/`sync` write:
 `.gitattributes` and the merge driver's config), `merge_driver` (what git calls
 to merge two versions of a memory file: by rule, or both kept, the other as a
-conflict sibling; never conflict markers), `steps` (`sync`: commit, fetch,
+conflict sibling; never conflict markers), `batch_merge` (every file a
+sync's merge leaves unmerged, merged by the same rules in the sync's own
+process), `merge_later` (while sync's merge runs, git starts no process for a
+memory file), `index_file` (MEMORY.md made from each memory's frontmatter,
+without a search index, and the record of what was read), `steps` (`sync`: commit, fetch,
 integrate, push, and finishing a sync that was killed; making a folder a
 repository, `init --git`), `history` (`log ID`,
 `show ID@REV`), `auto` (the opt-in autosync: a background sync at session
