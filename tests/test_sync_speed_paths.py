@@ -174,6 +174,16 @@ def test_memory_md_after_a_sync_is_what_the_store_writes(tmp_path: Path, shape: 
         assert (folder / "MEMORY.md").read_text(encoding="utf-8").startswith("# My own index\n")
 
 
+def assert_both_sides_merged(desktop: Path, result: dict) -> None:  # type: ignore[type-arg]
+    """Each of `both_sides_edited`'s six notes holds the laptop's description and the
+    desktop's body, and the sync reported no conflict."""
+    assert result["conflicts"] == []
+    for number in range(6):
+        parsed = parse_bytes((desktop / f"project/t{number % 3}/note_{number}.md").read_bytes())
+        assert str(parsed.meta["description"]).startswith("Laptop's note")
+        assert "from the desktop" in parsed.body
+
+
 def test_files_changed_on_both_sides_are_merged_without_a_driver_process(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -185,11 +195,7 @@ def test_files_changed_on_both_sides_are_merged_without_a_driver_process(
     sync(laptop)
     result = sync(desktop)
     assert not marker.exists(), marker.read_text()
-    assert result["conflicts"] == []
-    for number in range(6):
-        parsed = parse_bytes((desktop / f"project/t{number % 3}/note_{number}.md").read_bytes())
-        assert str(parsed.meta["description"]).startswith("Laptop's note")
-        assert "from the desktop" in parsed.body
+    assert_both_sides_merged(desktop, result)
     assert git(desktop, "status", "--porcelain") == ""
 
 
@@ -208,32 +214,33 @@ def test_the_merge_of_files_changed_on_both_sides_starts_no_process_per_file(
     sync(laptop)
     result = sync(desktop)
     assert not marker.exists(), marker.read_text()  # git started no driver, not even `false`
-    assert result["conflicts"] == []
-    for number in range(6):
-        parsed = parse_bytes((desktop / f"project/t{number % 3}/note_{number}.md").read_bytes())
-        assert str(parsed.meta["description"]).startswith("Laptop's note")
-        assert "from the desktop" in parsed.body
+    assert_both_sides_merged(desktop, result)
     assert not (desktop / ".git" / "info" / "attributes").exists()  # gone once the merge ran
     assert git(desktop, "status", "--porcelain") == ""
+
+
+def synced_over_attributes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, held: bytes
+) -> tuple[Path, Path, Path, dict]:  # type: ignore[type-arg]
+    """The desktop's sync of `both_sides_edited` with `.git/info/attributes` holding `held`
+    before it: the driver's record, the desktop, that file, the sync's result."""
+    marker = no_driver_recorded(tmp_path, monkeypatch)
+    laptop, desktop = both_sides_edited(tmp_path)
+    sync(laptop)
+    attributes = desktop / ".git" / "info" / "attributes"
+    attributes.parent.mkdir(exist_ok=True)
+    attributes.write_bytes(held)
+    return marker, desktop, attributes, sync(desktop)
 
 
 def test_a_persons_own_git_attributes_are_kept_through_a_merge(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    marker = no_driver_recorded(tmp_path, monkeypatch)
-    laptop, desktop = both_sides_edited(tmp_path)
-    sync(laptop)
-    own = desktop / ".git" / "info" / "attributes"
-    own.parent.mkdir(exist_ok=True)
-    own.write_bytes(b"*.png binary\n")
-    result = sync(desktop)
+    marker, desktop, own, result = synced_over_attributes(tmp_path, monkeypatch,
+                                                          b"*.png binary\n")
     assert own.read_bytes() == b"*.png binary\n"
     assert len(marker.read_text().splitlines()) == 6  # the driver that merges nothing, as before
-    assert result["conflicts"] == []
-    for number in range(6):
-        parsed = parse_bytes((desktop / f"project/t{number % 3}/note_{number}.md").read_bytes())
-        assert str(parsed.meta["description"]).startswith("Laptop's note")
-        assert "from the desktop" in parsed.body
+    assert_both_sides_merged(desktop, result)
 
 
 def test_the_attributes_a_killed_merge_left_go_with_the_next_merge(
@@ -241,13 +248,7 @@ def test_the_attributes_a_killed_merge_left_go_with_the_next_merge(
 ) -> None:
     from sage_mem.sync.merge_later import MERGE_LATER
 
-    marker = no_driver_recorded(tmp_path, monkeypatch)
-    laptop, desktop = both_sides_edited(tmp_path)
-    sync(laptop)
-    left = desktop / ".git" / "info" / "attributes"
-    left.parent.mkdir(exist_ok=True)
-    left.write_bytes(MERGE_LATER)
-    result = sync(desktop)
+    marker, desktop, left, result = synced_over_attributes(tmp_path, monkeypatch, MERGE_LATER)
     assert not left.exists()
     assert not marker.exists()
     assert result["conflicts"] == []
