@@ -723,6 +723,18 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def print_slice(figures: dict | None, title: str) -> None:
+    """A slice's table (R@5, MRR@10 of each retriever) under `title` ({n}: its questions);
+    nothing when the set has none of them."""
+    if not figures or not figures[SAGE]["n"]:
+        return
+    print("\n" + title.format(n=figures[SAGE]["n"]) + "\n")
+    print("| retriever | R@5 | MRR@10 |")
+    print("| --- | --- | --- |")
+    for retriever, s in figures.items():
+        print(f"| {retriever} | {s['r5']:.3f} | {s['mrr10']:.3f} |")
+
+
 def print_set(name: str, found: dict, args: argparse.Namespace) -> None:
     timing = found["timing"]
     print(f"\n## {name}: {timing['memories']} memories, {timing['queries']} queries; "
@@ -751,22 +763,10 @@ def print_set(name: str, found: dict, args: argparse.Namespace) -> None:
                 cells += [f"{s['r5']:.3f}", f"{s['mrr10']:.3f}"]
             n = found["per_category"][SAGE][category]["n"]
             print(f"| {category} | {n} | " + " | ".join(cells) + " |")
-    temporal = found.get("temporal") or {}
-    if temporal and temporal[SAGE]["n"]:
-        print(f"\nTemporal slice: the {temporal[SAGE]['n']} questions that name a time "
-              "(`timewords.read_time`: \"last week\", \"in May 2023\", 2013年)\n")
-        print("| retriever | R@5 | MRR@10 |")
-        print("| --- | --- | --- |")
-        for retriever, s in temporal.items():
-            print(f"| {retriever} | {s['r5']:.3f} | {s['mrr10']:.3f} |")
-    preference = found.get("preference") or {}
-    if preference and preference[SAGE]["n"]:
-        print(f"\nPreference slice: the {preference[SAGE]['n']} questions about a liking or a "
-              "likely choice (`is_preference`: favorite, would, enjoy, 喜欢, 爱…)\n")
-        print("| retriever | R@5 | MRR@10 |")
-        print("| --- | --- | --- |")
-        for retriever, s in preference.items():
-            print(f"| {retriever} | {s['r5']:.3f} | {s['mrr10']:.3f} |")
+    print_slice(found.get("temporal"), "Temporal slice: the {n} questions that name a time "
+                "(`timewords.read_time`: \"last week\", \"in May 2023\", 2013年)")
+    print_slice(found.get("preference"), "Preference slice: the {n} questions about a liking "
+                "or a likely choice (`is_preference`: favorite, would, enjoy, 喜欢, 爱…)")
     relative = found.get("relative") or {}
     if relative:
         languages = list(next(iter(relative.values())))
