@@ -994,12 +994,16 @@ def test_a_both_sides_sync_stages_by_update_index_not_a_pathspec_per_file(
     index_is_current(desktop)
 
 
-def test_staging_by_update_index_stages_what_git_add_does(tmp_path: Path) -> None:
+def test_staging_by_update_index_stages_what_git_add_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """`Git.stage` against `git add -A` on twin repositories: an edit, a new file, a deletion,
     a file become a folder, CRLF made LF by `.gitattributes`, a nested repository (which
     update-index refuses: staged by `git add`, as before)."""
     from sage_mem.sync.git import Git
 
+    for variable in ("GIT_AUTHOR_DATE", "GIT_COMMITTER_DATE"):  # the twins' commits alike
+        monkeypatch.setenv(variable, "2026-12-05T12:00:00Z")
     staged = {}
     for how in ("add", "stage"):
         folder = tmp_path / how
