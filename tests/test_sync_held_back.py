@@ -132,3 +132,36 @@ def test_a_held_back_new_file_the_other_machine_also_made_stalls_nothing(
     assert TOKEN not in remote_text(remote)
     status, _, err = sm(laptop, "sync")
     assert status == 0, err
+
+
+def test_a_secret_typed_into_a_file_the_merge_took_from_the_remote_is_held_back(
+    pair: tuple[Path, Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Files a merge brought in unchanged are not scanned again (the remote has their
+    bytes); which those are is asked of the index (`git diff-index --cached MERGE_HEAD`),
+    and a file whose work tree differs from the index is scanned whatever the index holds:
+    a secret saved into one while the merge ran (here: while MEMORY.md is made) stays
+    home."""
+    from sage_mem.sync import steps
+
+    laptop, desktop, remote = pair
+    sync(desktop)
+    write_memory(laptop, "project_deploy", memory("Deploys go out on Wednesdays", "Weds."))
+    write_memory(laptop, "user_dog", memory("The dog is Rex", "Rex barks."))
+    sync(laptop)
+    write_memory(desktop, "user_cat", memory("The cat is Sesame, from the desktop", "Orange."))
+    regenerate = steps._Sync.regenerate_index
+
+    def typed_meanwhile(self: steps._Sync, *args: object, **kwargs: object) -> None:
+        if (self.git.git_dir / "MERGE_HEAD").exists():  # the merge's (not the local commit's)
+            path = desktop / "project_deploy.md"
+            path.write_text(path.read_text(encoding="utf-8") + f"\ntoken {TOKEN}\n",
+                            encoding="utf-8")
+        regenerate(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(steps._Sync, "regenerate_index", typed_meanwhile)
+    result = sync(desktop)
+    assert [h["path"] for h in result["heldBack"]] == ["project_deploy.md"]
+    assert TOKEN not in remote_text(remote)
+    assert TOKEN in (desktop / "project_deploy.md").read_text(encoding="utf-8")
+    assert "user_dog" in result["pulled"] and "user_cat" in result["pushed"]

@@ -19,6 +19,7 @@ from support import write_memory
 from sync_support import bare_remote, git, machine, memory, no_markers, sm, sync, use_private_git
 
 from sage_mem.memory.file_format import parse_bytes
+from sage_mem.sync.git import PRE_PUSH_MARK
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 
@@ -45,6 +46,39 @@ def test_a_plain_clone_of_a_remote_made_on_master_checks_out_the_memories(
     write_memory(teammate, "user_dog", memory("The dog is Rex", "Rex barks."))
     assert sync(teammate)["pushed"] == ["user_dog"]
     assert sync(laptop)["pulled"] == ["user_dog"]
+
+
+def test_the_docs_team_recipe_works_for_a_teammate_who_clones_with_plain_git(
+    tmp_path: Path
+) -> None:
+    """docs/git.md's "A team folder", command for command: the shared bare remote, the
+    first person's `sync --remote`, `add` and `sync`; then a teammate's plain `git clone`,
+    their one `sage-mem sync` (driver and pre-push hook registered), an edit each way."""
+    remote = tmp_path / "team-memory.git"
+    git(tmp_path, "init", "--quiet", "--bare", "--shared=group", "--initial-branch=main",
+        str(remote))
+    mine = tmp_path / "me" / "team-memory"
+    mine.parent.mkdir()
+    for argv in (["sync", "--remote", str(remote)],
+                 ["add", "project_deploy", "--category", "project",
+                  "--description", "Deploys go out on Tuesdays", "--body", "…"],
+                 ["sync"]):
+        status, out, err = sm(mine, *argv)
+        assert status == 0, (argv, out, err)
+    teammate = tmp_path / "teammate" / "team-memory"
+    done = subprocess.run(["git", "clone", "--quiet", str(remote), str(teammate)],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert (teammate / "project_deploy.md").read_bytes() == (
+        mine / "project_deploy.md").read_bytes()
+    assert sync(teammate)["pulled"] == []
+    assert "merge-driver" in git(teammate, "config", "merge.sage-mem.driver")
+    assert PRE_PUSH_MARK in (teammate / ".git" / "hooks" / "pre-push").read_text(
+        encoding="utf-8")
+    write_memory(teammate, "project_release", memory("Releases on Fridays", "Fridays."))
+    assert sync(teammate)["pushed"] == ["project_release"]
+    assert sync(mine)["pulled"] == ["project_release"]
+    assert "project_release.md" in (mine / "MEMORY.md").read_text(encoding="utf-8")
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ hundred files. Sync's own `git merge` therefore names a driver that merges
 nothing (`git.NO_DRIVER`: git keeps each such file unmerged, its three versions
 in the index), and `resolve_all` merges them all here by the driver's rules
 (`merge_driver.merge_versions`, `merge_index`): the versions read with one
-`git cat-file --batch`, the results staged with one `git add`. What git
+`git cat-file --batch`, the results staged with one `git update-index` (`Git.stage`). What git
 itself leaves unmerged (an edit against a deletion, a file only one side
 has) goes the same way. A plain `git pull` still runs the registered driver,
 with the same rules.
@@ -90,4 +90,4 @@ def resolve_all(git: Git, root: Path, theirs: str,
         git.run("rm", "--cached", "-q", "--pathspec-from-file=-", "--pathspec-file-nul",
                 input=quoted_paths(removed))
     if added:
-        git.run("add", "--pathspec-from-file=-", "--pathspec-file-nul", input=quoted_paths(added))
+        git.stage(added)

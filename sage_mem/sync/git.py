@@ -100,7 +100,8 @@ SAFE_CONFIG = (("core.symlinks", "false"), ("fetch.fsckObjects", "true"))
 # The commands that change nothing git keeps (their answers may be remembered until one that
 # does runs), and those after which the config may have changed.
 _READS = frozenset({
-    "rev-parse", "status", "ls-files", "diff-files", "diff", "diff-tree", "ls-tree", "cat-file",
+    "rev-parse", "status", "ls-files", "diff-files", "diff", "diff-index", "diff-tree", "ls-tree",
+    "cat-file",
     "for-each-ref", "merge-base", "log", "show", "ls-remote", "hash-object",
 })
 _LEAVE_REMOTE_REFS = frozenset({"merge", "commit", "add", "checkout", "update-index", "reset",
@@ -211,6 +212,22 @@ class Git:
                 "-c", "user.name=sage-mem", "-c", f"user.email=sage-mem@{self.machine()}",
             ] if missing else []
         return self._identity
+
+    def stage(self, paths: Sequence[str]) -> None:
+        """Stage each path as the work tree has it, as `git add -A PATH...` does (a path
+        gone from the work tree leaves the index), with `git update-index --add --remove`:
+        `git add` matches every path given against every file of the index (100 paths at
+        10,000 memories: ~45 ms of CPU, update-index ~11 ms). What update-index refuses
+        (a folder: a nested repository) goes to `git add`, which stages it or says why."""
+        if not paths:
+            return
+        data = quoted_paths(paths)
+        if not any(path.endswith("/") for path in paths):
+            done = self.run("update-index", "--add", "--remove", "-z", "--stdin", input=data,
+                            check=False)
+            if done.returncode == 0:
+                return
+        self.run("add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul", input=data)
 
     def commit(self, message: str, *extra: str) -> None:
         self.run(*self.identity(), "commit", "--quiet", "--no-verify", "-m", message, *extra)

@@ -42,7 +42,6 @@ import stat
 import unicodedata
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -80,8 +79,7 @@ class Listing(NamedTuple):
     archived: bool = False
 
 
-@dataclass(frozen=True)
-class Made:
+class Made(NamedTuple):
     """What one `regenerate` made MEMORY.md from: each memory file's path and the blob id of
     the bytes read (None when one cannot be vouched for: a symlink, a file unread), the
     blob id of MEMORY.md as it left it, the retrieval counts' file as it was, and the
@@ -196,8 +194,7 @@ class _Rows(NamedTuple):
 _NO_ROWS = _Rows([], [], [], [])
 
 
-@dataclass(frozen=True)
-class _Saved:
+class _Saved(NamedTuple):
     """`catalog.entries` and its `catalog.changes`: the rows read (`_Rows`), whether they
     hold every memory file of the folder (each vouched for), the token naming them, and
     the rows and token of `catalog.entries` alone (what a next change is written against)."""

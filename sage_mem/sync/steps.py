@@ -53,9 +53,8 @@ import re
 import subprocess
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..disk.folder import ARCHIVE_DIR, DREAM_DIR, INDEX_FILE, MemoryFolder
 from ..disk.locks import file_lock, read_generation
@@ -84,7 +83,6 @@ from .git import (
     ensure_setup,
     error_line,
     git_environment,
-    quoted_paths,
     read_in_tree,
     shown_url,
 )
@@ -108,8 +106,7 @@ Progress = Callable[[str], None]
 _RACES = ("(fetch first)", "(non-fast-forward)", "cannot lock ref", "(failed to update ref)")
 
 
-@dataclass(frozen=True)
-class Held:
+class Held(NamedTuple):
     """A file sync did not commit, and why (a secret, or too big to check)."""
 
     path: str
@@ -126,22 +123,26 @@ class Held:
         return {"path": self.shown, "reason": self.reason}
 
 
-@dataclass
 class SyncResult:
-    """What one sync did."""
+    """What one sync did.
 
-    root: Path
-    machine: str
-    remote: str | None = None
-    committed: list[str] = field(default_factory=list)
-    pulled: list[str] = field(default_factory=list)
-    pushed: list[str] = field(default_factory=list)
-    conflicts: list[str] = field(default_factory=list)
-    restored: list[str] = field(default_factory=list)
-    held_back: list[Held] = field(default_factory=list)
-    push_refused: list[Held] = field(default_factory=list)
-    offline: str | None = None
-    notes: list[str] = field(default_factory=list)
+    A plain class, as `Held` is a NamedTuple: `dataclasses` imports `inspect` (with `ast`,
+    `dis`, `tokenize`): ~10 ms of a sync with nothing to do, ~0.13 s of CPU at 10,000
+    memories."""
+
+    def __init__(self, root: Path, machine: str, remote: str | None = None) -> None:
+        self.root = root
+        self.machine = machine
+        self.remote = remote
+        self.committed: list[str] = []
+        self.pulled: list[str] = []
+        self.pushed: list[str] = []
+        self.conflicts: list[str] = []
+        self.restored: list[str] = []
+        self.held_back: list[Held] = []
+        self.push_refused: list[Held] = []
+        self.offline: str | None = None
+        self.notes: list[str] = []
 
     def summary(self) -> str:
         """One line: `pulled 3, pushed 2, 1 conflict kept as user_cat.conflict-laptop`."""
@@ -645,8 +646,7 @@ class _Sync:
                     if self.is_staged(item.path):
                         self.unstage([item.path])
         if to_add:
-            self.git.run("add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul",
-                         input=quoted_paths(to_add))
+            self.git.stage(to_add)
         if not merging and self.git.ok("diff", "--cached", "--quiet"):
             return
         ids = memory_ids(taken)
@@ -784,10 +784,14 @@ class _Sync:
         (a join's would be every file of the folder)."""
         if not (self.git.git_dir / "MERGE_HEAD").exists():
             return list(changed)
-        raw = self.git.run("diff", "--name-only", "-z", "--no-renames", "MERGE_HEAD",
-                           "--").stdout
+        # The index against the commit merged in, without a look at the work tree (`git diff
+        # MERGE_HEAD` stats every file: ~40 ms at 10,000, this ~5 ms); a file whose work tree
+        # differs from the index (`git status`'s second letter, `??` too) is scanned, what
+        # the index holds of it aside.
+        raw = self.git.run("diff-index", "--cached", "--name-only", "-z", "--no-renames",
+                           "MERGE_HEAD", "--").stdout
         differ = {os.fsdecode(p) for p in raw.split(b"\0") if p}
-        return [p for p, status in changed.items() if status == "??" or p in differ]
+        return [p for p, status in changed.items() if status[1:] != " " or p in differ]
 
     def is_staged(self, path: str) -> bool:
         if self.git.head() is None:
