@@ -1,7 +1,8 @@
 """A person's first hour with sage-mem (issue 27, item 7), each step run as a person runs it.
 
-Every command is a real process (`python -m sage_mem`, or a shell loop around it),
-so what is checked is what a terminal shows: the exit status, stdout, stderr.
+Every command checked is a real process (`python -m sage_mem`, or a shell loop around
+it), so what is checked is what a terminal shows: the exit status, stdout, stderr. (The
+`made` fixture's setup runs the CLI in-process: the setup is not what is checked.)
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from reliability_support import cli
 from support import ROOT, wait_until, write_memory
 
 PYTHON = sys.executable
@@ -88,10 +90,15 @@ def test_add_help_says_stdin_is_read_only_with_body_dash() -> None:
 
 @pytest.fixture
 def made(tmp_path: Path) -> Path:
-    """A folder made by `init --examples`, used once so that its state folder exists."""
+    """A folder made by `init --examples`, used once so that its state folder exists.
+
+    Made through the CLI in-process: what these tests check is the `--dir` process
+    beside it, and two processes of setup for each of sixteen tests were a second of CPU
+    each (a copy of one folder will not do: its state folder names the folder it serves).
+    """
     folder = tmp_path / "place" / "notes"
-    assert sage("init", str(folder), "--examples").returncode == 0
-    assert sage("--dir", str(folder), "list").returncode == 0
+    assert cli("init", str(folder), "--examples")[0] == 0
+    assert cli("--dir", str(folder), "list")[0] == 0
     return folder
 
 
