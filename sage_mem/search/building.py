@@ -193,19 +193,20 @@ class _PairNumbers:
     def _grow(self, needed: int) -> None:
         """A table of at least twice the slots, `needed` pairs at most half of it; the pairs
         (from `codes`) placed again in C, those that meet in a slot by a Python loop."""
-        numbers = list(compress(range(len(self.codes)), self.codes))  # a word's code is 0
-        codes = list(map(self.codes.__getitem__, numbers))
+        # Arrays, not lists: a list of ints would be 100 MB at 100,000 memories, for a moment.
+        numbers = array("I", compress(range(len(self.codes)), self.codes))  # a word's code: 0
+        codes = array("Q", map(self.codes.__getitem__, numbers))
         size = 2 * len(self._keys)
         while 2 * needed > size:
             size *= 2
         self._make(size)
         keys, values, mask = self._keys, self._numbers, self._mask
-        slots = list(map(rshift, map(and_, map(mul, codes, repeat(_GOLDEN)), repeat(_MASK64)),
-                         repeat(self._shift)))
+        slots = array("Q", map(rshift, map(and_, map(mul, codes, repeat(_GOLDEN)),
+                                             repeat(_MASK64)), repeat(self._shift)))
         # Two of one slot: the later written stays, the earlier goes on below.
         deque(map(keys.__setitem__, slots, codes), maxlen=0)
         deque(map(values.__setitem__, slots, numbers), maxlen=0)
-        placed = list(map(eq, map(keys.__getitem__, slots), codes))
+        placed = bytes(map(eq, map(keys.__getitem__, slots), codes))
         for at in compress(range(len(placed)), map(not_, placed)):
             slot = (slots[at] + 1) & mask
             while keys[slot] != _EMPTY:
@@ -518,19 +519,17 @@ class Builder:
             fit = bisect_right(starts, starts[low] + ROUND_POSTINGS) - 1
             cuts.append(min(terms, max(low + block, fit - fit % block)))
         # One pair of arrays for every round: a round's freed arrays would be memory the
-        # allocator keeps (and the next round's new ones more of it).
+        # allocator keeps (and the next round's new ones more of it). Each round is given
+        # as views of them, read before the next round is asked for (which overwrites
+        # them); no copy (a posting's number and weight side by side, then split, took two).
         largest = max(starts[high] - starts[low] for low, high in pairwise(cuts))
-        # A posting's memory number and weight side by side (one cache line, not two: the
-        # places are scattered), split once the round is placed.
-        side_by_side = bytearray(8 * largest)
-        numbers = memoryview(side_by_side).cast("i")
-        weights = memoryview(side_by_side).cast("f")
-        # By place in the file: where its next posting goes, in the round (in 4-byte units).
-        cursor = array("I" if 2 * largest < 1 << 32 else "q", [0]) * terms
+        numbers = array("i", [0]) * largest
+        weights = array("f", [0.0]) * largest
+        # By place in the file: where its next posting goes, in the round.
+        cursor = array("I" if largest < 1 << 32 else "q", [0]) * terms
         for low, high in pairwise(cuts):
             base = starts[low]
-            cursor[low:high] = array(cursor.typecode, map(
-                mul, map(sub, starts[low:high], repeat(base)), repeat(2)))
+            cursor[low:high] = array(cursor.typecode, map(sub, starts[low:high], repeat(base)))
             number = 0
             for where, size, memory_ends in parked:
                 spill.seek(where)
@@ -545,13 +544,11 @@ class Builder:
                                                  strict=True):
                         place = cursor[place_rank]
                         numbers[place] = number
-                        weights[place + 1] = value
-                        cursor[place_rank] = place + 2
+                        weights[place] = value
+                        cursor[place_rank] = place + 1
                     begin = end
                     number += 1
-            # Read before the next round is asked for (which overwrites them).
             size = starts[high] - base
-            slots = memoryview(numbers[0 : 2 * size : 2].tobytes()).cast("i")
-            values_placed = memoryview(numbers[1 : 2 * size : 2].tobytes()).cast("f")
+            slots, values_placed = memoryview(numbers)[:size], memoryview(weights)[:size]
             yield Round(low, high, slots, values_placed)
             del slots, values_placed
