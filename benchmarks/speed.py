@@ -529,6 +529,15 @@ def tantivy_searcher(index):  # type: ignore[no-untyped-def]
 
 
 def _rss_mb() -> float:
+    """This process's peak RSS. On Linux VmHWM, its own since exec: ru_maxrss keeps the
+    parent's peak across exec (a worker of a parent that held 500 MB reads >= 500 MB)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 

@@ -299,6 +299,32 @@ def test_a_build_pairs_the_words_word_pairs_pairs(text: str) -> None:
         word_pairs(terms))
 
 
+def test_the_pair_table_numbers_pairs_as_a_dict_numbering_them_on_first_sight() -> None:
+    """A build numbers its word pairs in a hash table of two arrays (`_PairNumbers`, no
+    Python object a pair), sharing one numbering with the words: each pair gets the number
+    a dict giving numbers on first sight would, through collisions and the table's growth,
+    and the codes by number are what the file's texts are made from."""
+    rng = random.Random(5)
+    counts, codes = array("I"), array("Q")
+    words = building._TermNumbers(counts, codes)
+    pairs = building._PairNumbers(counts, codes)
+    reference: dict[str | int, int] = {}
+    pool = [rng.randrange(1 << 21) << 32 | rng.randrange(1, 1 << 21) for _ in range(6000)]
+    pool += [7 << 32 | second for second in range(8, 3000)]  # one first word, many pairs
+    pool += [first << 32 | 5 for first in range(6, 3000)]  # one second word
+    for _ in range(900):
+        word = f"w{rng.randrange(500)}"
+        assert words[word] == reference.setdefault(word, len(reference))
+        chosen = list(dict.fromkeys(rng.choices(pool, k=rng.randrange(1, 60))))
+        assert pairs.numbers(chosen) == [
+            reference.setdefault(code, len(reference)) for code in chosen]
+    assert len(pairs) > 4096  # grown past its first table, at most 5/8 of it used
+    assert len(counts) == len(reference) and set(counts) == {0}
+    assert list(codes) == [0 if isinstance(key, str) else key for key in reference]
+    every = [key for key in reference if isinstance(key, int)]
+    assert pairs.numbers(every) == [reference[code] for code in every]  # all found again
+
+
 @pytest.mark.parametrize("pair_first", [True, False])
 def test_a_word_pair_and_a_word_of_one_crc_keep_the_order_they_were_first_seen_in(
     pair_first: bool,

@@ -105,3 +105,28 @@ def test_the_serve_rows_time_the_initialize_and_a_first_search_against_the_small
         assert 0 < row["initialize_cpu"] <= row["search_cpu"]
     text = speed.table([{"size": 8, "serve": found}])
     assert "spawn → `initialize` answer" in text and "×" in text
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="Linux's /proc only")
+def test_a_workers_peak_rss_is_its_own_not_its_parents() -> None:
+    """A worker's peak RSS is its own: ru_maxrss keeps the parent's peak across exec, so
+    every worker of a benchmark whose main process once held 200 MB read at least that."""
+    import subprocess
+
+    script = str(ROOT / "benchmarks" / "speed.py")
+    child = (
+        "import importlib.util, sys\n"
+        f"spec = importlib.util.spec_from_file_location('s', {script!r})\n"
+        "module = importlib.util.module_from_spec(spec); spec.loader.exec_module(module)\n"
+        "print(module._rss_mb())\n"
+    )
+    parent = (
+        "import subprocess, sys\n"
+        "held = b'x' * (200 << 20)\n"  # written, so resident
+        "del held\n"
+        f"print(subprocess.run([sys.executable, '-c', {child!r}], capture_output=True, text=True,"
+        " check=True).stdout)\n"
+    )
+    found = subprocess.run([sys.executable, "-c", parent], capture_output=True, text=True,
+                           check=True, cwd=str(ROOT)).stdout
+    assert float(found) < 150, found

@@ -7,9 +7,9 @@ import zlib
 from array import array
 from bisect import bisect_left, bisect_right
 from collections import _count_elements, deque  # type: ignore[attr-defined]  # Counter's, in C
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from itertools import accumulate, compress, pairwise, repeat
-from operator import add, and_, eq, lshift, mul, or_, rshift, sub, truediv
+from operator import add, and_, eq, lshift, mul, not_, or_, rshift, sub, truediv
 from typing import BinaryIO
 
 from ..memory.value import Memory
@@ -64,10 +64,9 @@ class TermTexts(Sequence[str]):
     """A build's terms by number, as text: the words as they were counted, a word pair made
     from its words' texts when asked for (`block`), never all of them at once."""
 
-    def __init__(self, words: dict[str, int], pairs: dict[int, int]) -> None:
+    def __init__(self, words: dict[str, int], codes: array) -> None:
         self._words = dict(zip(words.values(), words, strict=True))  # number -> text
-        self._codes = array("Q", [0]) * (len(words) + len(pairs))  # a word's is 0
-        deque(map(self._codes.__setitem__, pairs.values(), pairs), maxlen=0)
+        self._codes = codes  # per term: a pair's code (`_PairNumbers`), a word's 0
 
     def __len__(self) -> int:
         return len(self._codes)
@@ -109,20 +108,20 @@ ROUND_POSTINGS = 4 << 20
 _CHUNK = 1024
 
 
-class _TermNumbers(dict):  # type: ignore[type-arg]  # str or int -> int
-    """Each term's number, given on first sight: a known term is one look-up, in C.
+class _TermNumbers(dict):  # type: ignore[type-arg]  # str -> int
+    """Each word's (or name prefix's) number, given on first sight: a known one is one
+    look-up, in C. It shares one numbering with the word pairs (`_PairNumbers`): `counts`
+    and `codes`, one entry a term."""
 
-    Two of them share one numbering (`counts`, one entry a term): the words
-    (and name prefixes) by their text, the word pairs by `_pair_code`.
-    """
-
-    def __init__(self, counts: array) -> None:
+    def __init__(self, counts: array, codes: array) -> None:
         super().__init__()
         self.counts = counts  # per term: how many memories hold it (0 when numbered)
+        self.codes = codes  # per term: a pair's code, a word's 0
 
-    def __missing__(self, term: str | int) -> int:
+    def __missing__(self, term: str) -> int:
         number = self[term] = len(self.counts)
         self.counts.append(0)
+        self.codes.append(0)
         return number
 
 
@@ -130,6 +129,90 @@ class _TermNumbers(dict):  # type: ignore[type-arg]  # str or int -> int
 # of 32 bytes, not a string of 60 (2.1 million of the 2.4 million terms of 100,000 memories).
 _PAIR_SHIFT = 32
 _SECOND = (1 << _PAIR_SHIFT) - 1
+
+
+# A `_PairNumbers` slot with no pair in it (no code: a word's number is below 2**32 - 1).
+_EMPTY = (1 << 64) - 1
+_MASK64 = (1 << 64) - 1
+_GOLDEN = 0x9E3779B97F4A7C15  # 2**64 / the golden ratio, odd: Fibonacci hashing
+
+
+class _PairNumbers:
+    """Each word pair's term number, by its code, given on first sight: a hash table in two
+    arrays (open addressing, linear probing), 12 bytes a slot and no Python object a pair.
+
+    A dict of the 2.1 million pairs of 100,000 memories was 200 MB (a key int, a
+    number int and a slot a pair) made in pymalloc's arenas among the words' and
+    rows' objects, which kept those arenas, and so the RSS, after the dict was
+    freed; this table's two arrays go back to the system when freed (50 MB at
+    100,000 memories, the table at most 5/8 full). A look-up is a Python loop
+    (a dict's is in C): 0.25 s more at 10,000 memories.
+    """
+
+    def __init__(self, counts: array, codes: array) -> None:
+        self.counts = counts  # shared with the words' `_TermNumbers`
+        self.codes = codes
+        self._used = 0
+        self._make(1 << 12)
+
+    def __len__(self) -> int:
+        return self._used
+
+    def _make(self, size: int) -> None:
+        self._keys = array("Q", [_EMPTY]) * size
+        self._numbers = array("I", [0]) * size
+        self._mask = size - 1
+        self._shift = 64 - (size.bit_length() - 1)  # a slot: the product's top bits
+
+    def numbers(self, codes: Collection[int]) -> list[int]:
+        """The number of each of `codes` (each once), a new one numbered in their order."""
+        if 8 * (self._used + len(codes)) > 5 * len(self._keys):
+            self._grow(self._used + len(codes))
+        keys, values, mask, shift = self._keys, self._numbers, self._mask, self._shift
+        counts, all_codes = self.counts, self.codes
+        found: list[int] = []
+        for code in codes:
+            slot = ((code * _GOLDEN) & _MASK64) >> shift
+            while True:
+                key = keys[slot]
+                if key == code:
+                    found.append(values[slot])
+                    break
+                if key == _EMPTY:
+                    number = len(counts)
+                    counts.append(0)
+                    all_codes.append(code)
+                    keys[slot] = code
+                    values[slot] = number
+                    found.append(number)
+                    self._used += 1
+                    break
+                slot = (slot + 1) & mask
+        return found
+
+    def _grow(self, needed: int) -> None:
+        """A table of at least twice the slots, `needed` pairs at most half of it; the pairs
+        (from `codes`) placed again in C, those that meet in a slot by a Python loop."""
+        # Arrays, not lists: a list of ints would be 100 MB at 100,000 memories, for a moment.
+        numbers = array("I", compress(range(len(self.codes)), self.codes))  # a word's code: 0
+        codes = array("Q", map(self.codes.__getitem__, numbers))
+        size = 2 * len(self._keys)
+        while 2 * needed > size:
+            size *= 2
+        self._make(size)
+        keys, values, mask = self._keys, self._numbers, self._mask
+        slots = array("Q", map(rshift, map(and_, map(mul, codes, repeat(_GOLDEN)),
+                                             repeat(_MASK64)), repeat(self._shift)))
+        # Two of one slot: the later written stays, the earlier goes on below.
+        deque(map(keys.__setitem__, slots, codes), maxlen=0)
+        deque(map(values.__setitem__, slots, numbers), maxlen=0)
+        placed = bytes(map(eq, map(keys.__getitem__, slots), codes))
+        for at in compress(range(len(placed)), map(not_, placed)):
+            slot = (slots[at] + 1) & mask
+            while keys[slot] != _EMPTY:
+                slot = (slot + 1) & mask
+            keys[slot] = codes[at]
+            values[slot] = numbers[at]
 
 
 def _pair_codes(terms: list[str], numbers: dict[str, int]) -> list[int]:
@@ -182,8 +265,9 @@ class Builder:
         self._spill = spill
         self._parked: list[tuple[int, int, str]] = []  # per chunk spilled: where, size, code
         self._counts = array("I")  # per term: how many memories hold it
-        self._term_numbers: dict[str, int] = _TermNumbers(self._counts)
-        self._pair_numbers: dict[int, int] = _TermNumbers(self._counts)
+        self._codes = array("Q")  # per term: a pair's code, a word's 0 (`TermTexts`)
+        self._term_numbers: dict[str, int] = _TermNumbers(self._counts, self._codes)
+        self._pair_numbers = _PairNumbers(self._counts, self._codes)
         # Per memory: id, trust, updated, category, project (the columns; see `finish`).
         self._rows: list[tuple[str, float, str | None, str | None, str | None]] = []
         self._archived: list[bool] = []
@@ -210,7 +294,7 @@ class Builder:
         # What `scoring.field_counts` counts, numbered as it comes: a field's words, then
         # its word pairs (as codes, `_pair_codes`), then its name prefixes.
         word_number = self._term_numbers.__getitem__  # numbers a new term (`_TermNumbers`)
-        pair_number = self._pair_numbers.__getitem__
+        pair_numbers = self._pair_numbers.numbers
         pairing = bool(self.scoring.pair_weight)
         held = self._counts
         first = len(numbers)
@@ -229,7 +313,7 @@ class Builder:
                     pairs: dict[int, int] = {}
                     known = dict(zip(counted, found, strict=True))
                     _count_elements(pairs, _pair_codes(terms, known))
-                    numbers.extend(map(pair_number, pairs))
+                    numbers.extend(pair_numbers(pairs))
                     counts = self._counted(counts, pairs.values())
                 if name in _NAMED_FIELDS:
                     prefixes: dict[str, int] = {}
@@ -300,14 +384,18 @@ class Builder:
         total = len(self._rows)
         sums = dict(zip(FIELDS, self._length_sums, strict=True))
         averages = {name: snap_average(sums[name], total) for name in FIELD_WEIGHTS}
-        terms = TermTexts(self._term_numbers, self._pair_numbers)
-        self._term_numbers, self._pair_numbers = {}, {}
+        terms = TermTexts(self._term_numbers, self._codes)
+        self._term_numbers = {}
+        self._pair_numbers = _PairNumbers(array("I"), array("Q"))  # its table freed
         counts, self._counts = self._counts, array("I")
         crcs = terms.crcs()
         order = crc_order(crcs)
         sorted_crcs = array("I", map(crcs.__getitem__, order))
         del crcs
-        starts = array("q", accumulate(map(counts.__getitem__, order), initial=0))
+        # Where each term's postings start (4 bytes each while they fit, as they do at
+        # 100,000 memories' 31 million).
+        starts = array("I" if sum(counts) < 1 << 32 else "q",
+                       accumulate(map(counts.__getitem__, order), initial=0))
         if starts[-1] <= ROUND_POSTINGS or self._spill is None:
             rounds: Iterable[Round] = [self._placed_at_once(order, starts, averages)]
         else:
@@ -431,19 +519,17 @@ class Builder:
             fit = bisect_right(starts, starts[low] + ROUND_POSTINGS) - 1
             cuts.append(min(terms, max(low + block, fit - fit % block)))
         # One pair of arrays for every round: a round's freed arrays would be memory the
-        # allocator keeps (and the next round's new ones more of it).
+        # allocator keeps (and the next round's new ones more of it). Each round is given
+        # as views of them, read before the next round is asked for (which overwrites
+        # them); no copy (a posting's number and weight side by side, then split, took two).
         largest = max(starts[high] - starts[low] for low, high in pairwise(cuts))
-        # A posting's memory number and weight side by side (one cache line, not two: the
-        # places are scattered), split once the round is placed.
-        side_by_side = bytearray(8 * largest)
-        numbers = memoryview(side_by_side).cast("i")
-        weights = memoryview(side_by_side).cast("f")
-        # By place in the file: where its next posting goes, in the round (in 4-byte units).
-        cursor = array("I" if 2 * largest < 1 << 32 else "q", [0]) * terms
+        numbers = array("i", [0]) * largest
+        weights = array("f", [0.0]) * largest
+        # By place in the file: where its next posting goes, in the round.
+        cursor = array("I" if largest < 1 << 32 else "q", [0]) * terms
         for low, high in pairwise(cuts):
             base = starts[low]
-            cursor[low:high] = array(cursor.typecode, map(
-                mul, map(sub, starts[low:high], repeat(base)), repeat(2)))
+            cursor[low:high] = array(cursor.typecode, map(sub, starts[low:high], repeat(base)))
             number = 0
             for where, size, memory_ends in parked:
                 spill.seek(where)
@@ -458,13 +544,11 @@ class Builder:
                                                  strict=True):
                         place = cursor[place_rank]
                         numbers[place] = number
-                        weights[place + 1] = value
-                        cursor[place_rank] = place + 2
+                        weights[place] = value
+                        cursor[place_rank] = place + 1
                     begin = end
                     number += 1
-            # Read before the next round is asked for (which overwrites them).
             size = starts[high] - base
-            slots = memoryview(numbers[0 : 2 * size : 2].tobytes()).cast("i")
-            values_placed = memoryview(numbers[1 : 2 * size : 2].tobytes()).cast("f")
+            slots, values_placed = memoryview(numbers)[:size], memoryview(weights)[:size]
             yield Round(low, high, slots, values_placed)
             del slots, values_placed

@@ -1274,7 +1274,6 @@ def _write_sections(
             base = held[2]
             begin, end = bounds[rank] - base, bounds[rank + 1] - base
             return held[3][begin:end], held[4][begin:end]
-    counts = sorted_crcs + array("I", map(sizes.__getitem__, order))
     records_length = spill.tell()
     fences = array("I")
     blocks = array("Q")
@@ -1300,9 +1299,18 @@ def _write_sections(
         fences.append(block_crcs[0])
         start = starts[-1]
         total = start
+    if ranked is not None:
+        # The last round's arrays and the build's placing ones (a suspended generator's),
+        # freed before the rest of the file is made.
+        held.clear()
+        close = getattr(rounds, "close", None)
+        if close is not None:
+            close()
+    # Made once the postings are written: a build's last round is freed by then.
+    counts = sorted_crcs + array("I", map(sizes.__getitem__, order))
     columns = body.columns
     pages = range(0, len(sorted_crcs), COUNTS_PAGE)
-    sizes_sorted = counts[len(sorted_crcs) :]
+    sizes_sorted = memoryview(counts)[len(sorted_crcs) :]
     meta = {
         "counts_page": COUNTS_PAGE,
         "counts_fences": array("I", [sorted_crcs[first] for first in pages]).tobytes(),
