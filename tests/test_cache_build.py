@@ -299,6 +299,19 @@ def test_a_build_pairs_the_words_word_pairs_pairs(text: str) -> None:
         word_pairs(terms))
 
 
+@pytest.mark.parametrize("terms", [0, 1, 5, 3_000, 65_535, 65_536, 70_000])
+def test_terms_are_ordered_by_crc_ties_in_term_order_below_and_above_the_bucket_sweep(
+    terms: int,
+) -> None:
+    """Below 65,536 terms the order is one sort, above it the buckets' sweep: both the
+    stable order by CRC-32 (ties, here many, keep their term order)."""
+    rng = random.Random(terms)
+    crcs = array("I", (rng.choice((rng.getrandbits(32), 7 << 16 | 3, 0xFFFFFFFF))
+                       for _ in range(terms)))
+    expected = sorted(range(terms), key=crcs.__getitem__)
+    assert building.crc_order(crcs).tolist() == expected
+
+
 def test_the_pair_table_numbers_pairs_as_a_dict_numbering_them_on_first_sight() -> None:
     """A build numbers its word pairs in a hash table of two arrays (`_PairNumbers`, no
     Python object a pair), sharing one numbering with the words: each pair gets the number
