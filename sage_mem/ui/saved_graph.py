@@ -27,8 +27,6 @@ from __future__ import annotations
 
 import functools
 import marshal
-import os
-import stat
 import struct
 import threading
 import zlib
@@ -70,41 +68,35 @@ def _version() -> str:
     return f"{__version__} {zlib.crc32(repr(said).encode('utf-8')):08x}"
 
 
-SHA_BYTES = 32  # a memory's version: the sha256 of its file (kept as bytes, 64 hex digits)
-HEAD = len(MAGIC) + 8  # the magic, the format, the CRC-32 of the rest
-PAGES_HEAD = 12  # the entries' section's length and its own CRC-32, first after `HEAD`
+SHA_LENGTH = 64  # a memory's version: the hex sha256 of its file
 
 
 def encode(graph: Graph, listing: Listing) -> bytes:
-    """The bytes of `graph`, made over the memories of `listing`: an entry a memory (`Pages`,
-    read alone at a launch), the whole graph, then the naming tables (read only when memories
-    changed: `Graph.later`)."""
+    """The bytes of `graph`, made over the memories of `listing`: the whole graph, then an
+    entry a memory (`Pages`), then the naming tables (read only when memories changed:
+    `Graph.later`)."""
     graph.tables()
     links = {memory_id: [(link.kind, link.written, link.id, link.archived) for link in found]
              for memory_id, found in graph.links.items()}
-    pages = _pages(graph, links, listing)
     first = marshal.dumps((
         FORMAT_VERSION, _version(), sorted(listing.archived), graph.shas, links,
         graph.supersedes, graph.backlinks,
     ))
-    payload = b"".join((len(pages).to_bytes(8, "little"), zlib.crc32(pages).to_bytes(4, "little"),
-                        pages, len(first).to_bytes(8, "little"), first,
+    pages = _pages(graph, links, listing)
+    payload = b"".join((len(first).to_bytes(8, "little"), first,
+                        len(pages).to_bytes(8, "little"), pages,
                         marshal.dumps((FORMAT_VERSION, graph.naming, graph.names_of))))
     head = FORMAT_VERSION.to_bytes(4, "little") + zlib.crc32(payload).to_bytes(4, "little")
     return MAGIC + head + payload
 
 
-def _made_over(ids: list[str], shas: str, listing: Listing) -> tuple[str, bytes, str] | None:
-    """What a saved graph's entries were made over, compared whole at a launch: the live ids
-    (sorted, each between NULs, which no id holds), their versions in that order, and the
-    archived ids; None when a version is not known (never trusted)."""
-    if len(shas) != 2 * SHA_BYTES * len(ids):
-        return None
-    try:
-        versions = bytes.fromhex(shas)
-    except ValueError:
-        return None
-    return "\0" + "\0".join(ids) + "\0", versions, "\0".join(sorted(listing.archived))
+def _made_over(ids: list[str], shas: str, listing: Listing) -> tuple[bytes, ...]:
+    """What a saved graph's entries were made over, as bytes compared whole at a launch: the
+    live ids (sorted, each between NULs, which no id holds), their versions in that order, and
+    the archived ids."""
+    archived_ids = sorted(listing.archived)
+    return (b"\0" + "\0".join(ids).encode("utf-8", "surrogatepass") + b"\0",
+            shas.encode("ascii"), "\0".join(archived_ids).encode("utf-8", "surrogatepass"))
 
 
 def _pages(graph: Graph, links: dict[str, list[tuple[Any, ...]]], listing: Listing) -> bytes:
@@ -112,15 +104,16 @@ def _pages(graph: Graph, links: dict[str, list[tuple[Any, ...]]], listing: Listi
     after a head saying what they were made over and where each starts; empty when the graph
     is not exactly of `listing`'s memories (then no page is answered from an entry)."""
     ids = sorted(graph.shas)
-    made_over = _made_over(ids, "".join(map(graph.shas.__getitem__, ids)), listing)
-    if made_over is None or graph.shas.keys() != listing.live.keys():
+    shas = "".join(map(graph.shas.__getitem__, ids))
+    if graph.shas.keys() != listing.live.keys() or len(shas) != SHA_LENGTH * len(ids) \
+            or not shas.isascii():
         return b""
     entries = [marshal.dumps((links.get(memory_id, []), graph.supersedes.get(memory_id, []),
                               graph.backlinks.get(memory_id, []))) for memory_id in ids]
     starts = [0]
     for entry in entries:
         starts.append(starts[-1] + len(entry))
-    head = marshal.dumps((FORMAT_VERSION, _version(), *made_over,
+    head = marshal.dumps((FORMAT_VERSION, _version(), *_made_over(ids, shas, listing),
                           struct.pack(f"<{len(starts)}Q", *starts)))
     return len(head).to_bytes(8, "little") + head + b"".join(entries)
 
@@ -128,33 +121,35 @@ def _pages(graph: Graph, links: dict[str, list[tuple[Any, ...]]], listing: Listi
 class Pages:
     """A saved graph's entries, one a memory: its links, supersedes and backlinks read alone."""
 
-    def __init__(self, made_over: tuple[str, bytes, str], starts: bytes,
-                 entries: memoryview) -> None:
+    def __init__(self, made_over: tuple[bytes, ...], starts: bytes, entries: memoryview) -> None:
         self.made_over = made_over
         self._starts = starts
         self._entries = entries
 
     def current(self, listing: Listing) -> bool:
         """Whether the entries were made over exactly the memories of `listing` (the same ids,
-        versions and archived ids): some milliseconds at 50,000 memories, in C loops."""
+        versions and archived ids): a few milliseconds at 50,000 memories, in C loops."""
         ids = sorted(listing.live)
         shas = "".join(map(attrgetter("sha256"), map(listing.live.__getitem__, ids)))
+        if len(shas) != SHA_LENGTH * len(ids) or not shas.isascii():
+            return False  # (a version not known: never trusted)
         return _made_over(ids, shas, listing) == self.made_over
 
     def graph(self, memory_id: str) -> Graph | None:
         """The graph of one live memory as the whole graph holds it (its links, supersedes,
         backlinks and version); None for an id without an entry."""
         ids = self.made_over[0]
-        at = ids.find("\0" + memory_id + "\0")
+        at = ids.find(b"\0" + memory_id.encode("utf-8", "surrogatepass") + b"\0")
         if at < 0:
             return None
-        n = ids.count("\0", 0, at)
+        n = ids.count(b"\0", 0, at)
         start, end = struct.unpack_from("<2Q", self._starts, 8 * n)
         try:
             found, supersedes, backlinks = marshal.loads(self._entries[start:end])
         except (EOFError, ValueError, TypeError):
             return None
-        graph = Graph(shas={memory_id: self.made_over[1][SHA_BYTES * n:SHA_BYTES * (n + 1)].hex()})
+        sha = self.made_over[1][SHA_LENGTH * n:SHA_LENGTH * (n + 1)].decode("ascii")
+        graph = Graph(shas={memory_id: sha})
         if found:
             graph.links[memory_id] = [Link(*link) for link in found]
         if supersedes:
@@ -164,80 +159,64 @@ class Pages:
         return graph
 
 
-def read_pages(path: Path) -> Pages | None:
-    """A saved graph's entries (`Pages`), read alone (the first part of the file, its own
-    CRC-32 checked), not the whole graph; None for a file this version did not write whole, or
-    saved without them."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
-    except OSError:
+def decode_pages(data: bytes) -> Pages | None:
+    """A saved graph's entries (`Pages`), without reading the whole graph; None for a file that
+    is not one this version wrote whole, or was saved without them."""
+    payload = _payload(data)
+    if payload is None or len(payload) < 8:
         return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        head = os.pread(fd, HEAD + PAGES_HEAD, 0)
-        if len(head) < HEAD + PAGES_HEAD or not head.startswith(MAGIC) \
-                or int.from_bytes(head[len(MAGIC):len(MAGIC) + 4], "little") != FORMAT_VERSION:
-            return None
-        size = int.from_bytes(head[HEAD:HEAD + 8], "little")
-        if not 16 <= size <= LARGEST:  # (16: a head's length and a head at least)
-            return None
-        pages = _read_at(fd, size, HEAD + PAGES_HEAD)
-    except OSError:
+    at = 8 + int.from_bytes(payload[:8], "little")
+    if at + 8 > len(payload):
         return None
-    finally:
-        os.close(fd)
-    if len(pages) != size or zlib.crc32(pages) != int.from_bytes(head[HEAD + 8:], "little"):
+    end = at + 8 + int.from_bytes(payload[at:at + 8], "little")
+    if end < at + 16 or end > len(payload):  # (16: a head's length and a head at least)
         return None
+    pages = payload[at + 8:end]
     split = 8 + int.from_bytes(pages[:8], "little")
     if split > len(pages):
         return None
     try:
-        values = marshal.loads(memoryview(pages)[8:split])
+        head = marshal.loads(pages[8:split])
     except (EOFError, ValueError, TypeError):
         return None
-    if not (isinstance(values, tuple) and len(values) == 6 and values[0] == FORMAT_VERSION
-            and values[1] == _version() and isinstance(values[2], str)
-            and isinstance(values[3], bytes) and isinstance(values[4], str)
-            and isinstance(values[5], bytes)):
+    if not (isinstance(head, tuple) and len(head) == 6 and head[0] == FORMAT_VERSION
+            and head[1] == _version() and all(isinstance(each, bytes) for each in head[2:])):
         return None
-    return Pages((values[2], values[3], values[4]), values[5], memoryview(pages)[split:])
+    return Pages(tuple(head[2:5]), head[5], pages[split:])
 
 
-def _read_at(fd: int, size: int, at: int) -> bytes:
-    chunks: list[bytes] = []
-    while size > 0:
-        chunk = os.pread(fd, min(size, 1 << 22), at)
-        if not chunk:
-            break
-        chunks.append(chunk)
-        size, at = size - len(chunk), at + len(chunk)
-    return b"".join(chunks)
+def _payload(data: bytes) -> memoryview | None:
+    """What follows a saved graph's head, when its magic, format and CRC are this version's."""
+    if len(data) < len(MAGIC) + 16 or not data.startswith(MAGIC):
+        return None
+    at = len(MAGIC)
+    if int.from_bytes(data[at:at + 4], "little") != FORMAT_VERSION:
+        return None
+    payload = memoryview(data)[at + 8:]
+    if zlib.crc32(payload) != int.from_bytes(data[at + 4:at + 8], "little"):
+        return None
+    return payload
 
 
 def decode(data: bytes) -> tuple[Graph, list[str]] | None:
     """The graph (without a resolver) and the archived ids it was made with; None for a file
     that is not one this version wrote whole. Its naming tables are read when first needed
     (`Graph.tables`: after a change), not now."""
-    if len(data) < HEAD + PAGES_HEAD or not data.startswith(MAGIC):
+    payload = _payload(data)
+    if payload is None or len(payload) < 8:
         return None
-    if int.from_bytes(data[len(MAGIC):len(MAGIC) + 4], "little") != FORMAT_VERSION:
+    split = 8 + int.from_bytes(payload[:8], "little")
+    if split + 8 > len(payload):
         return None
-    payload = memoryview(data)[HEAD:]
-    if zlib.crc32(payload) != int.from_bytes(data[len(MAGIC) + 4:HEAD], "little"):
-        return None
-    at = PAGES_HEAD + int.from_bytes(payload[:8], "little")  # (the entries: not needed here)
-    if at + 8 > len(payload):
-        return None
-    split = at + 8 + int.from_bytes(payload[at:at + 8], "little")
-    if split > len(payload):
+    tables = split + 8 + int.from_bytes(payload[split:split + 8], "little")  # (after the pages)
+    if tables > len(payload):
         return None
     from ..disk.bulk import gc_paused
 
     with gc_paused():  # (hundreds of thousands of objects, none garbage: a third of the time)
-        decoded = _decoded(payload[at + 8:split])
+        decoded = _decoded(payload[8:split])
     if decoded is not None:
-        decoded[0].later = functools.partial(_tables, bytes(payload[split:]))
+        decoded[0].later = functools.partial(_tables, bytes(payload[tables:]))
     return decoded
 
 
@@ -268,7 +247,7 @@ def _tables(data: bytes) -> tuple[dict[str, set[str]], dict[str, frozenset[str]]
 
 
 
-def read(path: Path) -> tuple[Graph, list[str]] | None:
+def read_bytes(path: Path) -> bytes | None:
     from ..disk.safe_io import read_or_absent
     from ..errors import InvalidMemory
 
@@ -276,7 +255,12 @@ def read(path: Path) -> tuple[Graph, list[str]] | None:
         seen = read_or_absent(path, limit=LARGEST)
     except (InvalidMemory, OSError):
         return None
-    return decode(seen.raw) if seen.raw is not None else None
+    return seen.raw
+
+
+def read(path: Path) -> tuple[Graph, list[str]] | None:
+    raw = read_bytes(path)
+    return decode(raw) if raw is not None else None
 
 
 def write(path: Path, graph: Graph, listing: Listing) -> None:
@@ -291,34 +275,36 @@ def write(path: Path, graph: Graph, listing: Listing) -> None:
 
 class Saved:
     """The graph file of one memory folder (`path()`: in its state folder), for `LinkGraph`:
-    read whole once at launch (`load`), and a memory's entry alone (`page`) meanwhile."""
+    read once at launch, by whichever comes first of the whole graph's read (`load`) and a
+    memory's page (`page`), which needs only its entries."""
 
     def __init__(self, path: Callable[[], Path]) -> None:
         self._path = path
         self._reading = threading.Lock()
+        self._raw: bytes | None = None
+        self._read = False  # (the file was read: `_raw` is its bytes until the graph is made)
         self._pages: tuple[Listing, Pages | None] | None = None  # and whether they are current
         self._loaded = False  # (the whole graph was read: no page is answered from entries)
+
+    def _bytes(self) -> bytes | None:
+        with self._reading:
+            if not self._read:
+                self._raw, self._read = read_bytes(self._path()), True
+            return self._raw
 
     def page(self, listing: Listing, memory_id: str) -> Graph | None:
         """One memory's graph from its entry, while the whole graph is not yet read; None when
         the file is not known current for `listing` (a change while the page was closed: the
         page waits for the whole graph, brought up to date) or holds no entry for it."""
-        pages = self._current_pages(listing)
-        return pages.graph(memory_id) if pages is not None else None
-
-    def _current_pages(self, listing: Listing) -> Pages | None:
-        """The file's entries when they are current for `listing`: read once (by the launch's
-        `load` first, so that a page asked meanwhile finds them read), until the whole graph
-        is."""
-        with self._reading:  # (one read for the pages asked at once)
-            if self._loaded:
-                return None
-            pages = self._pages
-            if pages is None or pages[0] is not listing:
-                found = read_pages(self._path())
-                pages = self._pages = (listing, found if found is not None
-                                       and found.current(listing) else None)
-            return pages[1]
+        pages = self._pages
+        if pages is None or pages[0] is not listing:
+            raw = self._bytes()
+            found = decode_pages(raw) if raw is not None else None
+            pages = (listing, found if found is not None and found.current(listing) else None)
+            with self._reading:
+                if not self._loaded:
+                    self._pages = pages
+        return pages[1].graph(memory_id) if pages[1] is not None else None
 
     def load(self, listing: Listing,
              resolver: Callable[[], Resolver]) -> tuple[Graph, bool] | None:
@@ -328,17 +314,17 @@ class Saved:
 
         # (The resolver and an update make many objects too, none garbage; the graph, the
         # listing and the index read before it live as long as the process: `keep`.)
-        self._current_pages(listing)  # (a few ms: a page asked while the rest is read finds it)
         try:
             with gc_paused(keep=True):
-                saved = read(self._path())
+                raw = self._bytes()
+                saved = decode(raw) if raw is not None else None
                 if saved is None:
                     return None
                 graph = brought_up_to_date(saved, listing, resolver)
             return (graph, graph is saved[0]) if graph is not None else None
         finally:
-            with self._reading:  # (the graph's pages answer from it from now on)
-                self._pages, self._loaded = None, True
+            with self._reading:  # (read: the graph's pages answer from it from now on)
+                self._raw, self._read, self._pages, self._loaded = None, True, None, True
 
     def save(self, graph: Graph, listing: Listing) -> None:
         write(self._path(), graph, listing)
