@@ -6,7 +6,6 @@ never shows a stale link or backlink; a file it cannot trust is made again."""
 from __future__ import annotations
 
 import gc
-import threading
 import time
 import urllib.parse
 from pathlib import Path
@@ -232,92 +231,6 @@ def test_the_saved_graph_read_at_launch_is_never_walked_by_a_collection_again(
         assert state.graph.ready(generation) is None
     finally:
         gc.unfreeze()  # (the rest of the test run collects as before)
-
-
-class _HeldRead:
-    """The whole saved graph's read (at launch, by `warm`) held until `release`, at most 5 s."""
-
-    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        from sage_mem.ui import saved_graph
-
-        self.reading = threading.Event()
-        self.released = threading.Event()
-        original = saved_graph._decoded
-
-        def held(payload: Any) -> Any:
-            self.reading.set()
-            self.released.wait(5)
-            return original(payload)
-
-        monkeypatch.setattr(saved_graph, "_decoded", held)
-
-
-def test_the_first_pages_of_a_new_launch_are_answered_from_their_entries_before_the_whole_graph(
-    memory_dir: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """At 50,000 memories reading the whole saved graph is some 100 ms of CPU, in front of the
-    first memory page: when no memory changed since it was saved, each memory's page is
-    answered from that memory's own entry while the whole graph is still being read, with no
-    link resolved, and says what a whole graph says (links, backlinks, supersedes)."""
-    folder = tricky_folder(memory_dir)
-    with MemoryStore(folder) as store:
-        store.archive("old_one", "done with it")  # (a link to an archived memory, too)
-    _launch_and_close(folder)
-    held = _HeldRead(monkeypatch)
-    counted = _Counted(monkeypatch)
-    with MemoryStore(folder, watch=True) as store, UiServer(store, port=0).start() as server:
-        client = Client(server)
-        assert held.reading.wait(10)  # the whole graph's read has begun, and is held
-        shown = [m.id for m in store.list()]
-        pages = {memory_id: client.get(_page(memory_id)) for memory_id in shown}
-        answered_meanwhile = not held.released.is_set()
-        held.released.set()
-        assert answered_meanwhile  # (not after the read gave up waiting)
-        assert counted.resolved == [] and counted.made == []
-        monkeypatch.undo()
-        whole = build_graph(store.list(), [m for m in store.list(archived=True) if m.archived])
-        assert {i: page[:2] for i, page in pages.items()} == \
-            {i: (200, api.memory_page(store, i, whole)) for i in shown}
-    assert any(page[1]["memory"]["backlinks"] for page in pages.values())
-    assert any(link["archived"] for link in pages["reference_笔记"][1]["memory"]["links"])
-
-
-@pytest.mark.parametrize("change", ["edited", "added", "deleted", "archived"])
-def test_after_a_change_while_the_page_was_closed_no_page_is_answered_from_a_saved_entry(
-    memory_dir: Path, monkeypatch: pytest.MonkeyPatch, change: str
-) -> None:
-    """The saved entries were made over other memories: a page waits for the whole graph,
-    brought up to date, and shows the backlinks as they are now, never the saved ones."""
-    folder = tricky_folder(memory_dir)
-    _launch_and_close(folder)
-    with MemoryStore(folder) as closed:
-        if change == "edited":  # a new backlink of 项目
-            write_memory(folder, "user_a", memory_file("About user_a", "Now [[项目]] only."))
-        elif change == "added":
-            write_memory(folder, "user_new", memory_file("About user_new", "See [[项目]]."))
-        elif change == "deleted":  # (by hand: the only one linking to 项目, gone)
-            closed.folder.path_for("reference_笔记").unlink()
-        else:
-            closed.archive("reference_笔记", "done with it")
-    held = _HeldRead(monkeypatch)
-    with MemoryStore(folder, watch=True) as store, UiServer(store, port=0).start() as server:
-        client = Client(server)
-        assert held.reading.wait(10)
-        answered: list[Any] = []
-        asking = threading.Thread(target=lambda: answered.append(client.get(_page("项目"))))
-        asking.start()
-        asking.join(0.5)
-        waited = asking.is_alive()
-        held.released.set()
-        asking.join(20)
-        assert waited and answered and answered[0][0] == 200
-        monkeypatch.undo()
-        whole = build_graph(store.list(), [m for m in store.list(archived=True) if m.archived])
-        assert answered[0][1] == api.memory_page(store, "项目", whole)
-    sources = {b["id"] for b in answered[0][1]["memory"]["backlinks"]}
-    assert sources == {"edited": {"reference_笔记", "user_a"},
-                       "added": {"reference_笔记", "user_new"},
-                       "deleted": set(), "archived": set()}[change]
 
 
 @pytest.mark.parametrize("damage", [

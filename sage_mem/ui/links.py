@@ -304,8 +304,6 @@ class Saved(Protocol):
 
     def save(self, graph: Graph, listing: Listing) -> None: ...
 
-    def page(self, listing: Listing, memory_id: str) -> Graph | None: ...
-
 
 SAVE_EVERY_SECONDS = 300.0  # a graph updated after changes is saved again at most this often
 READ_SAVED_WAIT_SECONDS = 2.0  # a memory's page waits at most this for the saved graph's read
@@ -468,21 +466,13 @@ class LinkGraph:
 
     def of_one(self, store: MemoryStore, generation: int, memory_id: str) -> Graph:
         """For one memory's page: the graph when it is made (or kept with the store, and a few
-        memories changed since), else its entry in the saved graph when that is current (a
-        new launch, `Saved.page`), else `one_memory_graph` (what the whole graph would say of
+        memories changed since), else `one_memory_graph` (what the whole graph would say of
         that memory, without waiting for it to be made)."""
         graph = self.ready(generation)
         if graph is not None:
             return graph
         listing = self._listings.get(store, generation)
         kept = _kept(store)
-        if self._saved is not None and kept.cached is None:
-            # A new launch: its one entry in the saved graph, when that is known current for
-            # every memory (never behind the whole graph's read, some 100 ms at 50,000).
-            graph = self._saved.page(listing, memory_id)
-            if graph is not None:
-                graph.resolver = LaterResolver(functools.partial(_kept_resolver, listing, store))
-                return graph
         if kept.looked_for_saved:  # (a saved graph being read: soon done, and then a lookup)
             kept.saved_looked_at.wait(READ_SAVED_WAIT_SECONDS)
             graph = self.ready(generation)
