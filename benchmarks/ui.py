@@ -301,13 +301,14 @@ def measure_first_audit(browser: Any, store: Any) -> dict[str, Any]:
     """A folder's first audit ever (no results kept in its state folder): a new launch's Audit
     tab until it shows how far the audit got and what the files read so far hold, and until
     the whole result; and that audit's server CPU, alone."""
-    import shutil
-
     from sage_mem.ui import UiServer
-    from sage_mem.ui.audit import AUDIT_CACHE, AuditState
+    from sage_mem.ui.audit import AUDIT_CACHE, AUDIT_LAST, AuditState
 
     def forget() -> None:
-        shutil.rmtree(store.folder.state_path(AUDIT_CACHE[0]), ignore_errors=True)
+        # The audit's results only: the link graph saved beside them (`ui/links-graph.bin`) is
+        # what the next launches' first memory page reads (`measure_first_views`).
+        for kept in (AUDIT_CACHE, AUDIT_LAST):
+            store.folder.state_path(*kept).unlink(missing_ok=True)
 
     forget()
     with UiServer(store, port=0).start() as server:

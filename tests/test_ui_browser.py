@@ -47,6 +47,7 @@ SCREENSHOTS = ROOT / "tests" / "screenshots"
 SCRIPT = "<script>window.__pwned = 1</script>"
 TIMEOUT = 10_000
 PHONE = {"width": 390, "height": 844}
+STAR_MAP_QUALITY = 85  # (its pictures as JPEGs: under 300 KB each)
 
 
 def memory_file(description: str, body: str = "", **meta: Any) -> str:
@@ -68,12 +69,16 @@ def shot(page: Any, name: str) -> None:
     page.screenshot(path=str(ARTIFACTS / f"{name}.png"))
 
 
-def readme_shot(page: Any, name: str) -> None:
+def readme_shot(page: Any, name: str, *, quality: int | None = None) -> None:
     """A picture for the README and docs/ui.md: into tests/screenshots/ with
-    SAGE_MEM_UI_SCREENSHOTS=1 (to refresh them), else into test-artifacts/."""
+    SAGE_MEM_UI_SCREENSHOTS=1 (to refresh them), else into test-artifacts/. With `quality`, a
+    JPEG: the star map's glow is some 360 KB as a PNG, a third of that as a JPEG."""
     folder = SCREENSHOTS if os.environ.get("SAGE_MEM_UI_SCREENSHOTS") == "1" else ARTIFACTS
     folder.mkdir(exist_ok=True)
-    page.screenshot(path=str(folder / f"{name}.png"))
+    if quality is None:
+        page.screenshot(path=str(folder / f"{name}.png"))
+    else:
+        page.screenshot(path=str(folder / f"{name}.jpg"), type="jpeg", quality=quality)
 
 
 @pytest.fixture(scope="module")
@@ -638,12 +643,14 @@ def test_screenshots_of_the_main_pages_for_the_readme(browser: Any, big_folder: 
             box = canvas.bounding_box()
             shown.mouse.move(box["x"] + where["x"], box["y"] + where["y"])
             expect(shown.locator("#star-tip")).to_be_visible()
-            readme_shot(shown, "ui-starmap")
+            readme_shot(shown, "ui-starmap", quality=STAR_MAP_QUALITY)
             shown.evaluate("() => { location.hash = '#/dream-settings'; }")
             expect(shown.locator("#s-minHours")).to_be_visible()
             readme_shot(shown, "ui-dream-settings")
         finally:
             context.close()
+        _star_map_shot(browser, running.url, total, "ui-starmap-dark", color_scheme="dark",
+                       hover="feedback_run_the_tests_before_com_web")
         phone = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True)
         try:
             small = phone.new_page()
@@ -652,3 +659,29 @@ def test_screenshots_of_the_main_pages_for_the_readme(browser: Any, big_folder: 
             readme_shot(small, "ui-phone")
         finally:
             phone.close()
+        _star_map_shot(browser, running.url, total, "ui-starmap-phone", color_scheme="dark",
+                       viewport=PHONE, is_mobile=True)
+
+
+def _star_map_shot(browser: Any, url: str, total: str, name: str, *, hover: str | None = None,
+                   **options: Any) -> None:
+    """The star map drawn whole in a new context (`options`: its theme, its screen), a star's
+    links lit when `hover` names it, as a picture for docs/ui.md."""
+    context = browser.new_context(**{"viewport": {"width": 1280, "height": 800}, **options})
+    context.set_default_timeout(TIMEOUT)
+    try:
+        shown = context.new_page()
+        shown.goto(url)
+        expect(shown.locator("#results li.result").first).to_be_visible()
+        shown.evaluate("() => { location.hash = '#/stars'; }")
+        canvas = shown.locator("#starmap")
+        expect(canvas).to_have_attribute("data-star-count", total)
+        if hover is not None:
+            where = canvas.evaluate("(c, id) => c.starmap.positionOf(id)", hover)
+            box = canvas.bounding_box()
+            shown.mouse.move(box["x"] + where["x"], box["y"] + where["y"])
+            expect(shown.locator("#star-tip")).to_be_visible()
+        settle(shown)
+        readme_shot(shown, name, quality=STAR_MAP_QUALITY)
+    finally:
+        context.close()
