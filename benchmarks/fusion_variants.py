@@ -37,7 +37,7 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -77,14 +77,8 @@ class Asked:
     fed: list[tuple[str, float]] = field(default_factory=list)
 
 
-def scaled(values: Mapping[str, float], *, from_zero: bool = False) -> dict[str, float]:
-    """Min-max over `values`, as `fusion._scaled`."""
-    if not values:
-        return {}
-    low, high = 0.0 if from_zero else min(values.values()), max(values.values())
-    if high <= low:
-        return dict.fromkeys(values, 1.0)
-    return {key: (value - low) / (high - low) for key, value in values.items()}
+# Min-max over a side's scores, the fusion's own (the variants change what is scaled, not how).
+scaled = fusion._scaled
 
 
 @dataclass(frozen=True)
