@@ -880,16 +880,19 @@ def test_the_record_made_from_a_diff_is_the_one_the_whole_tree_makes(
     """`catalog.stamp` checks MEMORY.md's inputs against the commit's files: known from the
     last record and a diff (`index_file.known_tree`) they must give the verdict a listing
     of the whole commit gives, through receives, local edits, a hand commit, a file held
-    back, a deletion and a rename."""
-    from sage_mem.sync import index_file
+    back, a deletion and a rename, an addition, a file saved while the sync fetched."""
+    from sage_mem.sync import index_file, steps
     from sage_mem.sync.git import Git
 
     stamp = index_file.stamp
     verdicts: list[tuple[bool, bool]] = []
 
-    def checked(folder: MemoryFolder, made: Any, head: str, tree: Any) -> bool:
+    def checked(folder: MemoryFolder, made: Any, head: str, tree: Any,
+                only: Any = None) -> bool:
         whole = stamp(folder, made, head, Git(folder.root).tree(head))
         assert stamp(folder, made, head, tree) == whole, (made.base is not None, head)
+        # Checked on the paths the regeneration read and the diff names alone: the same.
+        assert stamp(folder, made, head, tree, only) == whole, (only, head)
         verdicts.append((made.base is not None, whole))
         return whole
 
@@ -911,7 +914,65 @@ def test_the_record_made_from_a_diff_is_the_one_the_whole_tree_makes(
     sync(laptop)
     sync(desktop)  # a deletion and a rename received
     assert sync(desktop)["pulled"] == []
+    write_memory(laptop, "project/t1/note_7", memory("Note 7, from the laptop", "Body."))
+    write_memory(laptop, "project/t0/note_new", memory("A new note", "Body."))
+    sync(laptop)
+    fetch = steps._Sync.fetch
+
+    def fetch_while_an_agent_writes(self: steps._Sync) -> bool:
+        write_memory(desktop, "project/t2/note_2", memory("Note 2, saved meanwhile", "Body."))
+        return fetch(self)
+
+    monkeypatch.setattr(steps._Sync, "fetch", fetch_while_an_agent_writes)
+    sync(desktop)  # an edit and an addition received, a file changed on disk meanwhile
+    monkeypatch.setattr(steps._Sync, "fetch", fetch)
+    assert sync(desktop)["pulled"] == []
     assert (True, True) in verdicts and (True, False) in verdicts, verdicts
+    index_is_current(desktop)
+
+
+def test_the_stamp_after_a_receive_looks_only_at_the_paths_that_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After a receive the stamp checks the files the regeneration read and those the diff
+    names, not every one of the commit's (two passes of 10,000 rows): the rest are the last
+    record's on both sides."""
+    from sage_mem.sync import index_file
+
+    stamp = index_file.stamp
+    looked: list[int] = []
+
+    class Counted(dict[str, str]):
+        def __iter__(self) -> Any:
+            looked.append(len(self))
+            return super().__iter__()
+
+        def get(self, key: str, default: Any = None) -> Any:
+            looked.append(1)
+            return super().get(key, default)
+
+        def __contains__(self, key: object) -> bool:
+            looked.append(1)
+            return super().__contains__(key)
+
+    def counted(folder: MemoryFolder, made: Any, head: str, tree: Any, *args: Any) -> bool:
+        looked.clear()
+        done = stamp(folder, made, head, Counted(tree), *args)
+        verdicts.append((made.base is not None, done, sum(looked)))
+        return done
+
+    verdicts: list[tuple[bool, bool, int]] = []
+    laptop, desktop = two_machines(tmp_path, 40)
+    for number in (1, 5):
+        write_memory(laptop, f"project/t{number % 3}/note_{number}",
+                     memory(f"Note {number}, revised on the laptop", "Body."))
+    sync(laptop)
+    monkeypatch.setattr(index_file, "stamp", counted)
+    assert sorted(sync(desktop)["pulled"]) == ["project/t1/note_1", "project/t2/note_5"]
+    monkeypatch.undo()
+    (from_record, stamped, rows), = verdicts
+    assert from_record and stamped
+    assert rows <= 8, rows  # the two files and MEMORY.md, each looked up once or twice
     index_is_current(desktop)
 
 

@@ -595,9 +595,14 @@ class _Sync:
         base = self.made.base
         # From the last record and a diff when the regeneration started from one: a receive
         # changes a few files of 10,000, and `git ls-tree` of them all is ~20 ms of CPU.
-        tree = (index_file.known_tree(base, self.git.changes(base[0], head))
-                if base is not None else self.git.tree(head))
-        if not index_file.stamp(self.folder, self.made, head, tree):
+        only = None
+        if base is not None:
+            changes = self.git.changes(base[0], head)
+            tree = index_file.known_tree(base, changes)
+            only = index_file.stamp_paths(self.made, changes)
+        else:
+            tree = self.git.tree(head)
+        if not index_file.stamp(self.folder, self.made, head, tree, only):
             index_file.forget(self.folder)
 
     def set_remote(self, url: str) -> None:
