@@ -74,8 +74,9 @@ class Manifest:
         return manifest
 
     @classmethod
-    def load(cls, paths: DreamPaths, run_id: str) -> Manifest:
-        """A run's manifest with its journal folded in; RunNotFound when there is none."""
+    def load(cls, paths: DreamPaths, run_id: str, *, journal: bool = True) -> Manifest:
+        """A run's manifest with its journal folded in (`journal=False`: as last saved, for
+        what the whole file says, a running run's process); RunNotFound when there is none."""
         if not RUN_ID.match(run_id or ""):
             raise RunNotFound(f"{run_id!r} is not a run id (they look like 20261129T201500Z-1a2b)")
         path = paths.run_dir(run_id) / MANIFEST
@@ -90,7 +91,7 @@ class Manifest:
         if not isinstance(data, dict):
             raise RunNotFound(f"run {run_id}: manifest is not a JSON object", path=path)
         manifest = cls(paths, run_id, data)
-        if not data.get("complete"):
+        if journal and not data.get("complete"):
             manifest._fold_journal()
         return manifest
 
@@ -174,34 +175,68 @@ class Manifest:
             os.close(fd)
 
     def _fold_journal(self) -> None:
+        fold = JournalFold()
+        fold.read(self.paths.run_dir(self.run_id) / JOURNAL, to_end=True)
+        self.take(fold)
+
+    def take(self, fold: JournalFold) -> None:
+        """The changes, refusals and notes as `fold` has them (its journal read so far)."""
+        self.changes, self.refused, self.notes = (
+            list(fold.changes.values()), list(fold.refused), list(fold.notes))
+
+
+class JournalFold:
+    """A run's journal folded: its changes by ref, its refusals and notes, read on from where
+    the last read stopped (the page looks at a running run's journal every second: read
+    whole each time, a run of 50,000 memories made each look cost more than a second)."""
+
+    def __init__(self) -> None:
+        self._start()
+
+    def _start(self) -> None:
+        self.offset = 0
+        self.changes: dict[str, dict[str, Any]] = {}
+        self.refused: list[dict[str, Any]] = []
+        self.notes: list[dict[str, Any]] = []
+
+    def read(self, path: Any, *, to_end: bool = False) -> None:
+        """Take in the lines appended since the last read. A last line without its newline
+        is still being written and is left for the next read, unless `to_end` (the run is
+        over: a killed run's last line may be cut short, and is skipped if it does not parse)."""
         try:
-            raw = (self.paths.run_dir(self.run_id) / JOURNAL).read_bytes()
+            with open(path, "rb") as file:
+                if os.fstat(file.fileno()).st_size < self.offset:
+                    self._start()  # not the journal read before: read it from its start
+                file.seek(self.offset)
+                raw = file.read()
         except FileNotFoundError:
             return
-        changes: dict[str, dict[str, Any]] = {}
-        refused: list[dict[str, Any]] = []
-        notes: list[dict[str, Any]] = []
-        for line in raw.split(b"\n"):
-            try:
-                event = json.loads(line)
-            except ValueError:
-                continue  # the last line of a killed run may be cut short
-            if not isinstance(event, dict):
-                continue
-            kind = event.pop("event", None)
-            if kind == "change" and "ref" in event:
-                changes[event["ref"]] = event
-            elif kind == "applied" and event.get("ref") in changes:
-                changes[event["ref"]]["state"] = "applied"
-                changes[event["ref"]]["after"] = event.get("after")
-            elif kind == "dropped":
-                ref: Any = event.get("ref")  # JSON: any value, as the keys above
-                changes.pop(ref, None)
-            elif kind == "refused":
-                refused.append(event)
-            elif kind == "note":
-                notes.append(event)
-        self.changes, self.refused, self.notes = list(changes.values()), refused, notes
+        end = len(raw) if to_end else raw.rfind(b"\n") + 1
+        for line in raw[:end].split(b"\n"):
+            self._take(line)
+        self.offset += end
+
+    def _take(self, line: bytes) -> None:
+        try:
+            event = json.loads(line)
+        except ValueError:
+            return  # the last line of a killed run may be cut short
+        if not isinstance(event, dict):
+            return
+        kind = event.pop("event", None)
+        changes = self.changes
+        if kind == "change" and "ref" in event:
+            changes[event["ref"]] = event
+        elif kind == "applied" and event.get("ref") in changes:
+            changes[event["ref"]]["state"] = "applied"
+            changes[event["ref"]]["after"] = event.get("after")
+        elif kind == "dropped":
+            ref: Any = event.get("ref")  # JSON: any value, as the keys above
+            changes.pop(ref, None)
+        elif kind == "refused":
+            self.refused.append(event)
+        elif kind == "note":
+            self.notes.append(event)
 
 
 def _open_private(path: Any, flags: int) -> int:

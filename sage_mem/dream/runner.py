@@ -436,13 +436,19 @@ def _deferred_catalog(store: MemoryStore, active: bool) -> Iterator[None]:
 def mark_interrupted(paths: DreamPaths, now: datetime | None = None) -> list[str]:
     """Mark `interrupted` every run whose process is gone; returns their ids."""
     marked = []
-    for run_id, manifest in _manifests(paths, lambda run_id: _running_mark(paths, run_id).exists()):
+    # Whose process is alive is in the manifest as saved: a live run's journal is not read.
+    for run_id, saved in _manifests(paths, lambda run_id: _running_mark(paths, run_id).exists(),
+                                    journal=False):
         mark = _running_mark(paths, run_id)
-        data = manifest.data
-        if manifest.status == "running" and process_alive(
-            data.get("pid"), data.get("pidStart"), data.get("host")
+        if saved.status == "running" and process_alive(
+            saved.data.get("pid"), saved.data.get("pidStart"), saved.data.get("host")
         ):
             continue
+        try:
+            manifest = Manifest.load(paths, run_id)
+        except DreamError:
+            continue
+        data = manifest.data
         if manifest.status == "running":
             manifest.data.update(
                 status="interrupted", interruptedFound=stamp(now or datetime.now(UTC))
@@ -457,50 +463,73 @@ def mark_interrupted(paths: DreamPaths, now: datetime | None = None) -> list[str
     return marked
 
 
-def _manifests(paths: DreamPaths, wanted: Callable[[str], bool] | None = None,
-               ) -> Iterator[tuple[str, Manifest]]:
+def _manifests(paths: DreamPaths, wanted: Callable[[str], bool] | None = None, *,
+               journal: bool = True) -> Iterator[tuple[str, Manifest]]:
     """Each run's id and manifest, oldest first: the runs `wanted(run_id)` names (default all)
-    whose manifest loads."""
-    try:
-        names = sorted(os.listdir(paths.runs_dir))
-    except FileNotFoundError:
-        return
-    for run_id in names:
-        if not RUN_ID.match(run_id) or (wanted is not None and not wanted(run_id)):
+    whose manifest loads (`journal`: as `Manifest.load`)."""
+    for run_id in _run_ids(paths):
+        if wanted is not None and not wanted(run_id):
             continue
         try:
-            manifest = Manifest.load(paths, run_id)
+            manifest = Manifest.load(paths, run_id, journal=journal)
         except DreamError:
             continue
         yield run_id, manifest
+
+
+def _run_ids(paths: DreamPaths) -> list[str]:
+    """The ids of the runs' folders, oldest first."""
+    try:
+        names = sorted(os.listdir(paths.runs_dir))
+    except FileNotFoundError:
+        return []
+    return [name for name in names if RUN_ID.match(name)]
 
 
 def _running_mark(paths: DreamPaths, run_id: str) -> Path:
     return paths.run_dir(run_id) / RUNNING_MARK
 
 
-def list_runs(store: MemoryStore) -> list[RunInfo]:
-    """Every dream run and rollback, oldest first; marks crashed runs interrupted first."""
+def list_runs(
+    store: MemoryStore, read: Callable[[DreamPaths, str], RunInfo] | None = None
+) -> list[RunInfo]:
+    """Every dream run and rollback, oldest first; marks crashed runs interrupted first.
+
+    `read` gives one run's line (DreamError for a run it cannot read), by default from its
+    manifest read whole: the page passes one that keeps what it read while the run's files
+    are unchanged (`ui/run_lines.py`).
+    """
     paths = DreamPaths(store.folder)
     mark_interrupted(paths)
+    line = read or _read_run
     runs = []
-    for run_id, manifest in _manifests(paths):
-        data = manifest.data
-        runs.append(
-            RunInfo(
-                run_id=run_id,
-                kind=str(data.get("kind", "dream")),
-                mode=data.get("mode"),
-                status=manifest.status,
-                started=data.get("started"),
-                finished=data.get("finished"),
-                counts=manifest.counts(),
-                target=data.get("target"),
-                scope=data.get("scope"),
-                rolled_back_by=data.get("rolledBackBy"),
-                rollback_point=has_snapshot(paths, run_id),
-                report=data.get("report"),
-                error=data.get("error"),
-            )
-        )
+    for run_id in _run_ids(paths):
+        try:
+            runs.append(line(paths, run_id))
+        except DreamError:
+            continue
     return runs
+
+
+def _read_run(paths: DreamPaths, run_id: str) -> RunInfo:
+    return run_info(paths, run_id, Manifest.load(paths, run_id))
+
+
+def run_info(paths: DreamPaths, run_id: str, manifest: Manifest) -> RunInfo:
+    """A run's line in the list of runs, from its manifest (with its journal where it has one)."""
+    data = manifest.data
+    return RunInfo(
+        run_id=run_id,
+        kind=str(data.get("kind", "dream")),
+        mode=data.get("mode"),
+        status=manifest.status,
+        started=data.get("started"),
+        finished=data.get("finished"),
+        counts=manifest.counts(),
+        target=data.get("target"),
+        scope=data.get("scope"),
+        rolled_back_by=data.get("rolledBackBy"),
+        rollback_point=has_snapshot(paths, run_id),
+        report=data.get("report"),
+        error=data.get("error"),
+    )

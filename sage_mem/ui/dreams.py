@@ -14,10 +14,11 @@ device is never followed, read or waited on.
 from __future__ import annotations
 
 import difflib
+import functools
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
@@ -29,16 +30,25 @@ from ..memory.file_format import sha256_bytes
 from ..store import MemoryStore
 from .api import json_body, store_of
 
+if TYPE_CHECKING:
+    from .run_lines import RunLines
+
 MAX_DIFF_LINES = 600
 MAX_DIFFS = 200
 CONTEXT_LINES = 3
 CHANGES_PAGE = 50  # changes (with their diffs) per page of a run; the page asks for more
 
 
-def runs_data(store: MemoryStore) -> dict[str, Any]:
-    from ..dream import list_runs
+@functools.cache
+def _run_lines() -> RunLines:
+    """The page's one record of what its list of runs read (imports autodream when asked)."""
+    from .run_lines import RunLines
 
-    runs = [run.to_dict() for run in reversed(list_runs(store))]
+    return RunLines()
+
+
+def runs_data(store: MemoryStore) -> dict[str, Any]:
+    runs = [run.to_dict() for run in reversed(_run_lines().runs(store))]
     return {"runs": runs, "total": len(runs)}
 
 

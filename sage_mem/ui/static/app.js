@@ -1575,16 +1575,20 @@
     }
 
     // While a run started here runs (a minute or more at thousands of memories): how long it
-    // has run and how many changes it has made so far, from its journal, every second.
+    // has run and how many changes it has made so far, from its journal, a second after the
+    // last answer (never two asks at once: at 50,000 memories they queued behind the run).
     function watchRun(mode) {
       const started = Date.now();
       const box = h("div", { class: "notice", id: "dream-progress", role: "status" }, "Dream run (" + mode + "): starting…");
       dreamBox.after(box);
       let run = null;
+      let timer = null;
+      let over = false;
       async function look() {
         let data;
-        try { data = await api("/api/runs"); } catch (error) { return; }
-        if (!box.isConnected) return;
+        try { data = await api("/api/runs"); } catch (error) { data = null; }
+        if (!over) timer = setTimeout(look, 1000);
+        if (!data || !box.isConnected) return;
         const found = data.runs.find((r) => r.kind === "dream" && r.status === "running");
         if (found) run = found;
         if (run) {
@@ -1594,9 +1598,8 @@
         }
         if (showing()) render(data);
       }
-      const timer = setInterval(look, 1000);
-      setTimeout(look, 250);
-      return () => { clearInterval(timer); box.remove(); };
+      timer = setTimeout(look, 250);
+      return () => { over = true; clearTimeout(timer); box.remove(); };
     }
 
     async function dream(mode, rulesOnly) {
