@@ -10,6 +10,7 @@ rename, archive, delete), `listing` (the memories of one change, and what
 differs from the last), `audit` (the Audit tab's runs, cached and shown as they
 go), `overview` (the star map's data, the footer's counts), `links` (links,
 supersedes and backlinks, resolved), `dreams` (runs, reports, diffs, rollback, dream now),
+`run_lines` (the list of runs, kept while each run's files are unchanged),
 `settings` (the dream's settings, from DreamConfig), `warm` (what the views
 need, made ahead of them after each change), `app` (the Starlette app),
 `server` (the socket, uvicorn, the browser). The page itself is plain
