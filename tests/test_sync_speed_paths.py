@@ -774,27 +774,33 @@ def test_a_receive_merges_what_was_changed_while_it_fetched(
     index_is_current(desktop)
 
 
-RECEIVE_PROBE = """
+SYNC_PROBE = """
 import json, sys
 from sage_mem.cli import main
 try:
     main(["--dir", sys.argv[1], "sync", "--json"])
 except SystemExit:
     pass
-print(json.dumps(sorted(m for m in sys.modules if m.startswith("sage_mem."))))
+print(json.dumps(sorted(sys.modules)))
 """
+
+
+def synced_in_a_process(folder: Path) -> tuple[dict, list[str]]:
+    """One `sync --json` of `folder` in a new process: its answer, and every module it
+    imported."""
+    probe = subprocess.run([sys.executable, "-c", SYNC_PROBE, str(folder)],
+                           capture_output=True, text=True, timeout=60, check=True,
+                           env={**os.environ, "SAGE_MEM_AUTOSYNC": "0"})
+    result, _, modules = probe.stdout.rstrip("\n").rpartition("\n")
+    return json.loads(result), json.loads(modules)
 
 
 def test_a_sync_that_receives_a_few_changes_imports_no_merge_rules_scan_or_search(
     tmp_path: Path
 ) -> None:
     laptop, desktop = two_to_receive(tmp_path)
-    probe = subprocess.run([sys.executable, "-c", RECEIVE_PROBE, str(desktop)],
-                           capture_output=True, text=True, timeout=60, check=True,
-                           env={**os.environ, "SAGE_MEM_AUTOSYNC": "0"})
-    result, _, modules = probe.stdout.rstrip("\n").rpartition("\n")
-    assert sorted(json.loads(result)["pulled"]) == ["project/t1/note_1", "project/t2/note_5"]
-    imported = json.loads(modules)
+    result, imported = synced_in_a_process(desktop)
+    assert sorted(result["pulled"]) == ["project/t1/note_1", "project/t2/note_5"]
     # git merged it by itself (nothing both sides changed): no merge rule ran, no file
     # needed a secret scan (the remote's own), no search was due for two files.
     assert not [m for m in imported if m.startswith((
@@ -808,12 +814,8 @@ def test_a_sync_with_nothing_to_do_imports_no_memory_format(tmp_path: Path) -> N
     process)."""
     laptop, desktop = two_machines(tmp_path, 6)
     sync(desktop)
-    probe = subprocess.run([sys.executable, "-c", RECEIVE_PROBE, str(desktop)],
-                           capture_output=True, text=True, timeout=60, check=True,
-                           env={**os.environ, "SAGE_MEM_AUTOSYNC": "0"})
-    result, _, modules = probe.stdout.rstrip("\n").rpartition("\n")
-    assert json.loads(result)["pulled"] == []
-    imported = json.loads(modules)
+    result, imported = synced_in_a_process(desktop)
+    assert result["pulled"] == []
     assert not [m for m in imported if m.startswith((
         "sage_mem.memory.", "sage_mem.checks.", "sage_mem.sync.batch_merge",
         "sage_mem.sync.merge_driver", "sage_mem.search.", "sage_mem.store"))], imported
@@ -1016,21 +1018,14 @@ def test_the_fields_of_every_template_memory_are_the_memorys(memory_dir: Path) -
             one.name, one.display, one.category, one.baseline, one.baseline_priority), one.id
 
 
-ALL_MODULES_PROBE = RECEIVE_PROBE.replace('if m.startswith("sage_mem.")', "")
-
-
 def test_a_sync_with_nothing_to_do_imports_no_dataclasses(tmp_path: Path) -> None:
     """`dataclasses` imports `inspect` (with `ast`, `dis`, `tokenize`): ~10 ms of the ~0.12 s
     a sync with nothing to do takes at 10,000 memories. (A sync that reads a memory imports
     them with the memory format.)"""
     laptop, desktop = two_machines(tmp_path, 6)
     sync(desktop)
-    probe = subprocess.run([sys.executable, "-c", ALL_MODULES_PROBE, str(desktop)],
-                           capture_output=True, text=True, timeout=60, check=True,
-                           env={**os.environ, "SAGE_MEM_AUTOSYNC": "0"})
-    result, _, modules = probe.stdout.rstrip("\n").rpartition("\n")
-    assert json.loads(result)["pulled"] == []
-    imported = json.loads(modules)
+    result, imported = synced_in_a_process(desktop)
+    assert result["pulled"] == []
     assert "dataclasses" not in imported and "inspect" not in imported, imported
 
 
