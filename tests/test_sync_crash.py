@@ -94,6 +94,11 @@ def test_a_sync_killed_at_any_step_is_finished_by_the_next(tmp_path: Path) -> No
     write_memory(laptop, "user_cat", memory("The cat is Sesame", "Sesame is orange."))
     sync(laptop)
     desktop = machine(tmp_path / "desktop", remote, "desktop")
+    # The remote's side of a push in a session of its own, as a server's is: killing the
+    # sync's process group must not kill the remote mid-update (a local remote's
+    # receive-pack is otherwise the push's child, and a kill inside its ref update leaves
+    # the remote's branch locked for every machine: git's own behaviour, no sync's).
+    git(desktop, "config", "remote.origin.receivepack", "setsid git-receive-pack")
     sync(laptop)
 
     interrupted, states = 0, []
