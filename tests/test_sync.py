@@ -579,6 +579,24 @@ def test_a_push_that_keeps_losing_the_race_is_said(
     assert "lost the race" in result["offline"] and "not synced" in result["summary"]
 
 
+def test_a_remote_branch_a_killed_push_left_locked_is_said_with_the_file_to_remove(
+    pair: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """A push killed inside the remote's ref update (a local remote's receive-pack killed
+    with it) leaves the branch's lock file there, and git refuses every later push: not a
+    race to retry, said as what it is, with the file a person may remove."""
+    laptop, _ = pair
+    lock = tmp_path / "remote.git" / "refs" / "heads" / "main.lock"
+    lock.write_bytes(b"")
+    write_memory(laptop, "user_dog", memory("The dog is Mochi", "Mochi."))
+    result = sync(laptop, online=False)
+    offline = result["offline"]
+    assert "lost the race" not in offline and "could not update its branch" in offline, offline
+    assert "refs/heads/main.lock" in offline and "\n" not in offline
+    lock.unlink()  # as the person does
+    assert sync(laptop)["pushed"] == ["user_dog"]
+
+
 def test_sync_run_from_another_repositorys_git_hook_works_on_the_memory_folder(
     pair: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -104,6 +104,7 @@ Progress = Callable[[str], None]
 # How git says a push lost a race with another machine's: behind it when it arrived, or
 # the remote's ref moved while it was being updated.
 _RACES = ("(fetch first)", "(non-fast-forward)", "cannot lock ref", "(failed to update ref)")
+_LOCKED = _RACES[2:]  # the remote's ref was locked: by another push, or left by a killed one
 
 
 class Held(NamedTuple):
@@ -414,6 +415,9 @@ class _Sync:
         # folder's write count read before that status, and the files it named ignored:
         # what a merge git commits by itself needs no second status of (`status_after_merge`).
         self.clean: tuple[str, int, list[str]] | None = None
+        # git's line when the remote refused to update its branch (its ref was locked):
+        # a race, unless it stays so on every attempt (a killed push left the lock).
+        self.ref_refused: str | None = None
 
     # 1. what a killed sync left
 
@@ -543,8 +547,13 @@ class _Sync:
             if not push or self.push():
                 break
         else:
-            result.offline = (f"pushing to {REMOTE} lost the race with another machine "
-                              f"{PUSH_ATTEMPTS} times; sync again")
+            result.offline = (
+                f"pushing to {REMOTE} lost the race with another machine "
+                f"{PUSH_ATTEMPTS} times; sync again" if self.ref_refused is None else
+                f"pushing to {REMOTE} failed {PUSH_ATTEMPTS} times: the remote could not update "
+                f"its branch ({self.ref_refused}); if no other push to it is running, a push "
+                f"killed there left `refs/heads/{self.git.branch()}.lock` in the remote's git "
+                "folder: remove that file and sync again")
         return result
 
     def commit_changes(self, status: tuple[dict[str, str], list[str]] | None,
@@ -1230,7 +1239,10 @@ class _Sync:
         if done.returncode != 0:
             text = (done.stderr or b"").decode("utf-8", "replace")
             if any(race in text for race in _RACES):
-                return False  # lost a race: fetch, merge, push again (a remote's refusal is not)
+                # Lost a race: fetch, merge, push again (a remote's refusal is not).
+                self.ref_refused = (error_line(done) if any(
+                    locked in text for locked in _LOCKED) else None)
+                return False
             self.result.offline = f"pushing to {REMOTE} failed: {error_line(done)}"
             return True
         for memory_id in memory_ids(self.git.changed_paths(old, head)):
