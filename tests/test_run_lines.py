@@ -128,10 +128,11 @@ def test_a_running_runs_line_follows_its_journal_reading_only_what_was_added(
     reads: list[int] = []
     original = JournalFold.read
 
-    def counted(fold: JournalFold, path: object, *, to_end: bool = False) -> None:
+    def counted(fold: JournalFold, path: object, *, to_end: bool = False) -> bool:
         before = fold.offset
-        original(fold, path, to_end=to_end)
+        found = original(fold, path, to_end=to_end)
         reads.append(fold.offset - before)
+        return found
 
     monkeypatch.setattr(JournalFold, "read", counted)
     for n in range(5):
@@ -159,3 +160,19 @@ def test_a_rollback_point_rotated_out_shows_at_once(tmp_path: Path) -> None:
     (line,) = lines.runs(store)
     assert line.rollback_point is False
     assert lines.runs(store) == list_runs(store)
+
+
+def test_a_run_with_no_journal_yet_keeps_the_changes_its_manifest_was_saved_with(
+    tmp_path: Path,
+) -> None:
+    store = _folder(tmp_path)
+    paths = DreamPaths(store.folder)
+    run_id = "20261205T130000Z-c3d4"
+    running = Manifest.start(paths, run_id, kind="dream", mode="report",
+                             now=datetime(2026, 12, 5, 13, tzinfo=UTC))
+    running.changes.append({"ref": "x1", "file": "note-0.md", "state": "proposed"})
+    running.save()  # saved with a change, no journal line written
+    assert not (paths.run_dir(run_id) / JOURNAL).exists()
+    assert [c["ref"] for c in Manifest.load(paths, run_id).changes] == ["x1"]
+    (line,) = RunLines().runs(store)
+    assert line.counts["proposed"] == 1

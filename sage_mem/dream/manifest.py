@@ -176,8 +176,8 @@ class Manifest:
 
     def _fold_journal(self) -> None:
         fold = JournalFold()
-        fold.read(self.paths.run_dir(self.run_id) / JOURNAL, to_end=True)
-        self.take(fold)
+        if fold.read(self.paths.run_dir(self.run_id) / JOURNAL, to_end=True):
+            self.take(fold)
 
     def take(self, fold: JournalFold) -> None:
         """The changes, refusals and notes as `fold` has them (its journal read so far)."""
@@ -199,10 +199,12 @@ class JournalFold:
         self.refused: list[dict[str, Any]] = []
         self.notes: list[dict[str, Any]] = []
 
-    def read(self, path: Any, *, to_end: bool = False) -> None:
-        """Take in the lines appended since the last read. A last line without its newline
-        is still being written and is left for the next read, unless `to_end` (the run is
-        over: a killed run's last line may be cut short, and is skipped if it does not parse)."""
+    def read(self, path: Any, *, to_end: bool = False) -> bool:
+        """Take in the lines appended since the last read; False when there is no journal
+        (nothing journaled yet: the manifest as saved says it all). A last line without its
+        newline is still being written and is left for the next read, unless `to_end` (the
+        run is over: a killed run's last line may be cut short, and is skipped if it does
+        not parse)."""
         try:
             with open(path, "rb") as file:
                 if os.fstat(file.fileno()).st_size < self.offset:
@@ -210,11 +212,12 @@ class JournalFold:
                 file.seek(self.offset)
                 raw = file.read()
         except FileNotFoundError:
-            return
+            return False
         end = len(raw) if to_end else raw.rfind(b"\n") + 1
         for line in raw[:end].split(b"\n"):
             self._take(line)
         self.offset += end
+        return True
 
     def _take(self, line: bytes) -> None:
         try:

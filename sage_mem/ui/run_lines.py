@@ -60,6 +60,6 @@ class RunLines:
             # A rollback point can be rotated out without the manifest changing.
             return replace(held.line, rollback_point=has_snapshot(paths, run_id))
         assert held.manifest is not None and held.fold is not None
-        held.fold.read(run_dir / JOURNAL)
-        held.manifest.take(held.fold)
+        if held.fold.read(run_dir / JOURNAL):
+            held.manifest.take(held.fold)
         return run_info(paths, run_id, held.manifest)
