@@ -118,6 +118,49 @@ SHA256_EMPTY = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855
         pytest.param(f"aws_secret_access_key = {AWS_SECRET}", "aws-secret-key", 1,
                      id="aws-secret-assignment"),
         pytest.param(f"twine upload -u __token__ -p {PYPI}", "pypi-token", 1, id="pypi-token"),
+        # vendor tokens with a public prefix (written out: the gate test reads this file's strings)
+        pytest.param("twilio SK2b4f1c9e8d7a6b5c4d3e2f1a0b9c8d7e", "twilio-key", 1, id="twilio"),
+        pytest.param("mailgun key-3ax6xnjp29jd6fds4gc373sgvjxteol0", "mailgun-key", 1,
+                     id="mailgun"),
+        pytest.param("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", "shopify-token", 1, id="shopify"),
+        pytest.param("square sq0atp-Ab3dEfGhIjKlMnOpQrStUv", "square-token", 1, id="square"),
+        pytest.param("jira ATATT3xFfGF0T4pX9qLm2Zr8Vb7Nc6Kd5Jh4Gf3Ds2Aa1"
+                     "xyzQWErty0987poiuLKJhg=9C1D",
+                     "atlassian-token", 1, id="atlassian"),
+        pytest.param("lin_api_Ab3dEfGhIjKlMnOpQrStUvWxYz0123456789abcd", "linear-key", 1,
+                     id="linear"),
+        pytest.param("client 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", "google-oauth-secret", 1,
+                     id="google-oauth"),
+        pytest.param("gsk_Ab3dEfGhIjKlMnOpQrStUvWxYz0123456789abcdEfGhIjKlMnOp", "groq-key", 1,
+                     id="groq"),
+        pytest.param("r8_Ab3dEfGhIjKlMnOpQrStUvWxYz0123456789", "replicate-token", 1,
+                     id="replicate"),
+        pytest.param("AGE-SECRET-KEY-1QQPQZRDYGF6XSRJ7LPMVGQ6D4SUVDJZTGXY9WKW0UR5E0ZKS9NPS0XW3KS",
+                     "age-secret-key", 1, id="age"),
+        pytest.param("DOPPLER_TOKEN is dp.st.prd.Ab3dEfGhIjKlMnOpQrStUvWxYz0123456789abcdEfG",
+                     "doppler-token", 1, id="doppler"),
+        pytest.param("VAULT_TOKEN=hvs.CAESIAb3dEfGhIjKlMnOpQrStUvWxYz0123456789abcd",
+                     "vault-token", 1, id="vault"),
+        pytest.param("bot MTA4NjQ1NzE4OTIzNzA4NjQ2Mg.GxYz12.Ab3dEfGhIjKlMnOpQrStUvWxYz0123456789ab",
+                     "discord-token", 1, id="discord"),
+        pytest.param("telegram 6123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw8",
+                     "telegram-bot-token", 1, id="telegram"),
+        pytest.param("https://acct.blob.core.windows.net/c?sv=2022-11-02&sp=rl"
+                     "&sig=Ab3dEfGhIjKlMnOpQrStUvWxYz0123456789abcdE%3D", "signed-url", 1,
+                     id="azure-sas"),
+        pytest.param("https://b.s3.amazonaws.com/k?X-Amz-Credential=AK%2F&X-Amz-Signature="
+                     "9f8e7d6c5b4a39281706f5e4d3c2b1a09f8e7d6c5b4a39281706f5e4d3c2b1a0",
+                     "signed-url", 1, id="s3-presigned"),
+        pytest.param("curl -u deploy:Sup3rS3cret! https://ci.internal/api", "curl-credentials", 1,
+                     id="curl-u"),
+        pytest.param("curl --user='deploy:Xk9#mP2qL' https://ci.internal", "curl-credentials", 1,
+                     id="curl-user-quoted"),
+        pytest.param("sshpass -p 'Tr0ub4dor&3' ssh root@web1", "sshpass-password", 1,
+                     id="sshpass"),
+        pytest.param("xapp-1-A0123456789-1234567890123-abcdef0123456789abcdef0123456789",
+                     "slack-token", 1, id="slack-app-token"),
+        pytest.param("HEROKU_API_KEY=01234567-89ab-cdef-0123-456789abcdef", "api-key", 1,
+                     id="uuid-named-api-key"),
         # tokens split by invisible characters
         pytest.param(f"token {ZERO_WIDTH_GITHUB}", "github-token", 1, id="zero-width-space"),
         pytest.param(AWS_KEY[:4] + "\u2060" + AWS_KEY[4:], "aws-access-key-id", 1,
@@ -157,7 +200,23 @@ def test_finds_secret(text: str, kind: str, line: int) -> None:
         pytest.param(f"下载后校验 sha256 为 {SHA256_EMPTY}", id="sha256-hex-chinese"),
         pytest.param("fixed in commit 9fceb02d0ae598e95dc970b74767f19372d61af8", id="git-hash"),
         pytest.param("request id 123e4567-e89b-12d3-a456-426614174000", id="uuid"),
-        pytest.param("api_key: 123e4567-e89b-12d3-a456-426614174000", id="uuid-named-key"),
+        pytest.param("idempotency_key: 123e4567-e89b-12d3-a456-426614174000",
+                     id="uuid-named-other-key"),
+        pytest.param("api_key_id = 123e4567-e89b-12d3-a456-426614174000", id="uuid-named-key-id"),
+        pytest.param("curl -u admin: https://ci.internal/api", id="curl-asks-for-password"),
+        pytest.param("curl -u $CI_USER:$CI_PASS https://ci.internal/api", id="curl-env-lookups"),
+        pytest.param("curl -u user:password https://ci.internal/api", id="curl-placeholder"),
+        pytest.param("curl --data-urlencode q=1 -u deploy https://x.test", id="curl-user-only"),
+        pytest.param("sshpass -p $DEPLOY_PW ssh web1", id="sshpass-env-lookup"),
+        pytest.param("sshpass -f ~/.deploy_pw ssh web1", id="sshpass-from-file"),
+        pytest.param("MTV, NBA and ODD NOTES", id="capitals-like-discord-prefixes"),
+        pytest.param("message 123456789:AAxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+                     id="telegram-placeholder"),
+        pytest.param("https://acct.blob.core.windows.net/c?sv=2022-11-02&sig=<signature>",
+                     id="sas-placeholder"),
+        pytest.param("VAULT_ADDR=https://vault.internal; hvs.example_token_here",
+                     id="vault-example"),
+        pytest.param("SKU SK-1234 and SK99", id="sku-like-twilio-prefix"),
         pytest.param("A PEM starts with -----BEGIN RSA PRIVATE KEY-----.", id="pem-header-prose"),
         pytest.param("use the ask-questions-first-then-answer-later approach", id="dashed-words"),
         pytest.param("Bearer tokens go in the Authorization header.", id="bearer-prose"),
@@ -745,9 +804,11 @@ def test_no_memory_of_the_dev_sets_is_taken_for_a_secret() -> None:
 # The prefix scan as first written (one case-insensitive group, classes first): the one in
 # the module is spelled for speed and must find the same places, non-ASCII folds too.
 _PREFIXES_AS_WRITTEN = (
-    r"AKIA|ASIA|gh[pousr]_|github_pat_|glpat-|xox[abpr]-|sk-|[sr]k_(?:live|test)_|AIza|eyJ"
-    r"|pypi-AgE|[Bb][Ee][Aa][Rr][Ee][Rr]|hf_|npm_|SG\.|do[por]_v1_"
-    r"|(?i:accountkey|sharedaccesskey|authorization)|mysql"
+    r"AKIA|ASIA|gh[pousr]_|github_pat_|glpat-|xox[abpre]-|xapp-|sk-|[sr]k_(?:live|test)_|AIza"
+    r"|eyJ|pypi-AgE|[Bb][Ee][Aa][Rr][Ee][Rr]|hf_|npm_|SG\.|do[por]_v1_"
+    r"|(?i:accountkey|sharedaccesskey|authorization)|mysql|curl|sshpass|SK|key-|shp|sq0"
+    r"|ATATT3|lin_api_|GOCSPX-|gsk_|r8_|AGE-SECRET-KEY-1|dp\.|hv[sb]\.|M[Tjz]|N[DTjz]|O[DT]"
+    r"|sig=|X-Amz-Signature=|X-Goog-Signature="
 )
 
 
@@ -762,7 +823,10 @@ def test_the_prefix_scan_finds_what_its_plain_spelling_finds() -> None:
               "sk_live_", "rk_test_", "sk_", "AIza", "eyJ", "pypi-AgE", "Bearer", "bEaReR",
               "hf_", "npm_", "SG.", "dop_v1_", "AccountKey", "ACCOUNTKEY", "SharedAccessKey",
               "\u017fharedaccesskey", "sharedacce\u212aey", "Authorization", "authori\u017fation",
-              "\u0130", "mysql", "a", "s", "k", "_", "-", " ", "A", "S", "\u017f", "live", "x"]
+              "\u0130", "mysql", "a", "s", "k", "_", "-", " ", "A", "S", "\u017f", "live", "x",
+              "xoxe-", "xapp-", "curl", "sshpass", "SK", "key-", "shpat_", "sq0atp-", "ATATT3",
+              "lin_api_", "GOCSPX-", "gsk_", "r8_", "AGE-SECRET-KEY-1", "dp.", "hvs.", "hvb.",
+              "MT", "Nz", "OD", "O", "N", "M", "sig=", "X-Amz-Signature=", "X-Goog-Signature="]
     rng = random.Random(7)
     for _ in range(20_000):
         text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 12)))

@@ -1,8 +1,12 @@
-"""Seven credential shapes sync once pushed, held back by the one rule everywhere it applies.
+"""Credential shapes sync once pushed, held back by the one rule everywhere it applies.
 
-Hugging Face `hf_…`, npm `npm_…`, an Azure storage connection string's
-`AccountKey=…`, `Authorization: Basic …`, SendGrid `SG.….…`, DigitalOcean
-`dop_v1_…` and `mysql -p<password>`: `checks/credentials.find_secrets` is the
+The seven issue 28 found pushed: Hugging Face `hf_…`, npm `npm_…`, an Azure
+storage connection string's `AccountKey=…`, `Authorization: Basic …`, SendGrid
+`SG.….…`, DigitalOcean `dop_v1_…` and `mysql -p<password>`; and the vendor
+tokens and command lines a later probe found missed (Twilio, Mailgun, Shopify,
+Square, Atlassian, Linear, Google OAuth, Groq, Replicate, age, Doppler, Vault,
+Discord, Telegram, signed URLs, `curl -u`, `sshpass -p`, a Heroku key named as
+one). `checks/credentials.find_secrets` is the
 one rule, and each shape is pinned through each of its four uses: a write
 refused (`add`, with `--allow-secret` as the override), the audit, the
 injection's masking (`agents/context.render_memory`, what every hook sends) and
@@ -44,6 +48,26 @@ BASIC = base64.b64encode(b"deploy:" + _random(18).encode()).decode()
 SENDGRID = "SG." + _random(22, _ALNUM + "-_") + "." + _random(43, _ALNUM + "-_")
 DIGITALOCEAN = "dop_v1_" + _random(64, "0123456789abcdef")
 MYSQL = "Xq7#" + _random(10)
+_HEX = "0123456789abcdef"
+TWILIO = "SK" + _random(32, _HEX)
+MAILGUN = "key-" + _random(30, string.ascii_lowercase) + "7" + _random(1, _HEX)
+SHOPIFY = "shpat_" + _random(32, _HEX)
+SQUARE = "sq0atp-" + _random(22, _ALNUM + "-_")
+ATLASSIAN = "ATATT3" + _random(186, _ALNUM + "-_") + "=" + _random(8, "0123456789ABCDEF")
+LINEAR = "lin_api_" + _random(40)
+GOOGLE_OAUTH = "GOCSPX-" + _random(28, _ALNUM + "-_")
+GROQ = "gsk_" + _random(52)
+REPLICATE = "r8_" + _random(36) + "4"
+AGE = "AGE-SECRET-KEY-1" + _random(58, "QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L")
+DOPPLER = "dp.st.prd." + _random(43)
+VAULT = "hvs." + _random(90, _ALNUM + "_-")
+DISCORD = (base64.b64encode(str(_RANDOM.randrange(10**17, 10**19)).encode()).decode().rstrip("=")
+           + "." + _random(6, _ALNUM + "-_") + "." + _random(38, _ALNUM + "-_"))
+TELEGRAM_SECRET = "AA" + _random(33, _ALNUM + "-_")
+SAS = _random(43, _ALNUM + "+/").replace("+", "%2B").replace("/", "%2F") + "%3D"
+CURL_PASSWORD = "Q9!" + _random(14)
+SSHPASS = "Tr0ub4dor&" + _random(6)
+HEROKU = "-".join(_random(n, _HEX) for n in (8, 4, 4, 4, 12))
 
 # (id, the text a memory holds, the kind, what must never be shown)
 SHAPES = [
@@ -64,6 +88,35 @@ SHAPES = [
                  DIGITALOCEAN[7:], id="digitalocean"),
     pytest.param("mysql-password", f"Connect with mysql -h db.internal -u root -p{MYSQL} app",
                  MYSQL, id="mysql-p"),
+    pytest.param("twilio-key", f"Texts go out through Twilio with {TWILIO}.", TWILIO[2:],
+                 id="twilio"),
+    pytest.param("mailgun-key", f"Mailgun: {MAILGUN}", MAILGUN[4:], id="mailgun"),
+    pytest.param("shopify-token", f"The store's admin token is {SHOPIFY}", SHOPIFY[6:],
+                 id="shopify"),
+    pytest.param("square-token", f"Square sandbox: {SQUARE}", SQUARE[7:], id="square"),
+    pytest.param("atlassian-token", f"Jira automation uses {ATLASSIAN}", ATLASSIAN[6:],
+                 id="atlassian"),
+    pytest.param("linear-key", f"Linear: {LINEAR}", LINEAR[8:], id="linear"),
+    pytest.param("google-oauth-secret", f"OAuth client secret {GOOGLE_OAUTH}", GOOGLE_OAUTH[7:],
+                 id="google-oauth"),
+    pytest.param("groq-key", f"Groq for the evals: {GROQ}", GROQ[4:], id="groq"),
+    pytest.param("replicate-token", f"export REPLICATE={REPLICATE}", REPLICATE[3:],
+                 id="replicate"),
+    pytest.param("age-secret-key", f"The backup's age identity: {AGE}", AGE[16:], id="age"),
+    pytest.param("doppler-token", f"Doppler service token {DOPPLER}", DOPPLER[10:],
+                 id="doppler"),
+    pytest.param("vault-token", f"vault login {VAULT}", VAULT[4:], id="vault"),
+    pytest.param("discord-token", f"The release bot logs in with {DISCORD}", DISCORD,
+                 id="discord"),
+    pytest.param("telegram-bot-token", f"Alerts bot: 7012345678:{TELEGRAM_SECRET}",
+                 TELEGRAM_SECRET, id="telegram"),
+    pytest.param("signed-url", "Share https://acme.blob.core.windows.net/logs/a.zip?sv=2022-11-02"
+                 f"&se=2027-01-01&sp=r&sig={SAS}", SAS[:40], id="azure-sas"),
+    pytest.param("curl-credentials", f"curl -u deploy:{CURL_PASSWORD} https://ci.internal/api",
+                 CURL_PASSWORD, id="curl-u"),
+    pytest.param("sshpass-password", f"sshpass -p '{SSHPASS}' ssh deploy@web1", SSHPASS,
+                 id="sshpass"),
+    pytest.param("api-key", f"HEROKU_API_KEY={HEROKU}", HEROKU, id="heroku-uuid"),
 ]
 _TEXTS = {param.id: param.values for param in SHAPES}
 
@@ -165,6 +218,16 @@ NOT_SECRETS = [
     pytest.param("mysql -u root -p<password> app", id="mysql-placeholder"),
     pytest.param("mysqldump -u root -ppassword app", id="mysql-word-password"),
     pytest.param("mysql --port 3306 -P3306 -h db", id="mysql-port"),
+    pytest.param("Twilio account SID AC0123456789abcdef0123456789abcdef", id="twilio-sid"),
+    pytest.param("a key-value store; the key-" + "a" * 32 + " row", id="mailgun-placeholder"),
+    pytest.param("DISCORD_TOKEN=<bot token> in .env", id="discord-placeholder"),
+    pytest.param("MTIzNDU2.word.words like a token but not a bot id", id="discord-short-id"),
+    pytest.param("ids 12345678:AB" + "c" * 33, id="telegram-without-aa"),
+    pytest.param("curl -u deploy: https://ci.internal   # asks", id="curl-prompt"),
+    pytest.param("sshpass -e ssh deploy@web1   # reads SSHPASS", id="sshpass-env"),
+    pytest.param("request_id: " + "-".join("0" * n for n in (8, 4, 4, 4, 12)), id="uuid-id"),
+    pytest.param("the signature (sig=...) is what Azure checks", id="sas-prose"),
+    pytest.param("hvs.token_goes_here", id="vault-placeholder"),
 ]
 
 
