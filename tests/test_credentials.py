@@ -161,6 +161,30 @@ SHA256_EMPTY = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855
                      "slack-token", 1, id="slack-app-token"),
         pytest.param("HEROKU_API_KEY=01234567-89ab-cdef-0123-456789abcdef", "api-key", 1,
                      id="uuid-named-api-key"),
+        # Chinese names people write (秘钥 beside 密钥; a mail service's 授权码), a Latin name
+        # with the Chinese "is", and the webhooks of chat services
+        pytest.param("秘钥：9f8e7d6c5b4a39281706f5e4d3c2b1a0", "api-key", 1,
+                     id="zh-mi-yao-variant"),
+        pytest.param("接口秘钥是 Ab3dEfGhIjKlMnOp1234", "api-key", 1, id="zh-mi-yao-statement"),
+        pytest.param("微信支付 APIv3 密钥 Ab3dEfGhIjKlMnOpQrStUvWxYz012345", "api-key", 1,
+                     id="zh-key-named-loosely"),
+        pytest.param("QQ邮箱的授权码是 qwhzkvmrtplxbnse", "password", 1, id="zh-mail-auth-code"),
+        pytest.param("SMTP 授权码：qwhzkvmrtplxbnse", "password", 1, id="zh-mail-auth-code-colon"),
+        pytest.param("腾讯云 SecretKey 是 Ab3dEfGhIjKlMnOpQrStUvWxYz012345", "password", 1,
+                     id="latin-name-chinese-is"),
+        pytest.param("api_key 为 9f8e7d6c5b4a39281706f5e4d3c2b1a0", "api-key", 1,
+                     id="latin-key-chinese-wei"),
+        pytest.param("飞书机器人 https://open.feishu.cn/open-apis/bot/v2/hook/"
+                     "0a1b2c3d-4e5f-6789-abcd-ef0123456789", "webhook-url", 1, id="feishu-webhook"),
+        pytest.param("企业微信 https://qyapi.weixin.qq.com/cgi-bin/webhook/send?key="
+                     "0a1b2c3d-4e5f-6789-abcd-ef0123456789", "webhook-url", 1, id="wecom-webhook"),
+        pytest.param("https://discord.com/api/webhooks/1234567890123456789/"
+                     "Ab3dEfGhIjKlMnOpQrStUvWxYz0123456789-Ab3dEfGhIjKlMnOpQrStUvWxYz01",
+                     "webhook-url", 1, id="discord-webhook"),
+        pytest.param("https://acme.webhook.office.com/webhookb2/0a1b2c3d-4e5f-6789-abcd-"
+                     "ef0123456789@0a1b2c3d-4e5f-6789-abcd-ef0123456789/IncomingWebhook/"
+                     "9f8e7d6c5b4a39281706f5e4d3c2b1a0/0a1b2c3d-4e5f-6789-abcd-ef0123456789",
+                     "webhook-url", 1, id="teams-webhook"),
         # tokens split by invisible characters
         pytest.param(f"token {ZERO_WIDTH_GITHUB}", "github-token", 1, id="zero-width-space"),
         pytest.param(AWS_KEY[:4] + "\u2060" + AWS_KEY[4:], "aws-access-key-id", 1,
@@ -217,6 +241,15 @@ def test_finds_secret(text: str, kind: str, line: int) -> None:
         pytest.param("VAULT_ADDR=https://vault.internal; hvs.example_token_here",
                      id="vault-example"),
         pytest.param("SKU SK-1234 and SK99", id="sku-like-twilio-prefix"),
+        pytest.param("授权码在邮箱设置里生成，是 16 位小写字母", id="zh-auth-code-prose"),
+        pytest.param("密钥管理服务 KMS；秘钥 已轮换", id="zh-key-prose"),
+        pytest.param("password是否正确；token 是一个字符串；the token 是 JWT 格式",
+                     id="latin-name-chinese-is-prose"),
+        pytest.param("https://qyapi.weixin.qq.com/cgi-bin/webhook/send?key=YOUR_KEY",
+                     id="wecom-webhook-placeholder"),
+        pytest.param("https://open.feishu.cn/open-apis/bot/v2/hook/"
+                     "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx", id="feishu-webhook-placeholder"),
+        pytest.param("see discord.com/api/webhooks in the docs", id="discord-webhook-docs"),
         pytest.param("A PEM starts with -----BEGIN RSA PRIVATE KEY-----.", id="pem-header-prose"),
         pytest.param("use the ask-questions-first-then-answer-later approach", id="dashed-words"),
         pytest.param("Bearer tokens go in the Authorization header.", id="bearer-prose"),

@@ -16,21 +16,23 @@
   bearer tokens and HTTP basic credentials (`Authorization: Basic …` decoding to
   `user:password`), a password on a command line (`mysql -u root -pS3cret`,
   `sshpass -p S3cret`, `curl -u deploy:S3cret`), Slack webhook URLs
-  (hooks.slack.com/services/…);
+  (hooks.slack.com/services/…) and the webhooks of Discord, Teams, Feishu/Lark
+  and WeCom (企业微信);
 - private key blocks (`-----BEGIN … PRIVATE KEY-----` followed by key material,
   on the next lines or on the same line: pasted from JSON or a .env file with
   its newlines written as `\\n`, or flattened with spaces), and a header alone
   at the end of the text or of a code block (a key cut off);
 - passwords inside URLs (`postgres://admin:…@db/app`, `redis://:…@host`);
-- password-like assignments (`password=`, `passwd:`, `secret:`, `密码：`) and
-  statements (`the password is …`, `数据库的密码是 …`) whose value looks like a
+- password-like assignments (`password=`, `passwd:`, `secret:`, `密码：`,
+  `SecretKey 是 …`) and statements (`the password is …`, `数据库的密码是 …`,
+  `SMTP 授权码是 …`: a mail service's code in place of its password) whose value looks like a
   real password rather than prose or a placeholder; passwords named loosely
   (`the password for the staging db is …`, `changed my password to …`, `密码 …`,
   `pw=…`) and numeric PINs after a password word (`我的银行卡密码是 837261`, not
   `密码长度 12 位`); a 40-character value in the shape of an AWS secret access
   key, named as a secret, is reported as one;
 - high-entropy values assigned to key-like names (api_key, token, access_key,
-  client_secret, 密钥, 令牌 …), or stated for them (`the API key is …`); a UUID
+  client_secret, 密钥 or 秘钥, 令牌 …), or stated for them (`the API key is …`); a UUID
   only under a name that ends saying it is an API key or token (Heroku's keys).
 
 Invisible characters (zero-width space, joiners, word joiner, BOM, soft hyphen)
@@ -67,6 +69,7 @@ not be read beside the others it shifts. Most of its length is the tables.
 from __future__ import annotations
 
 import bisect
+import heapq
 import math
 import re
 from collections import Counter
@@ -120,6 +123,7 @@ LABELS: dict[str, str] = {
     "basic-auth": "HTTP basic credentials",
     "mysql-password": "MySQL password on a command line",
     "slack-webhook": "Slack webhook URL",
+    "webhook-url": "webhook URL (Discord, Teams, Feishu/Lark, WeCom)",
     "private-key": "private key",
     "url-password": "password in a URL",
     "aws-secret-key": "AWS secret access key",
@@ -255,6 +259,14 @@ _TELEGRAM_BOT_TOKEN = re.compile(r"(?<![\w\-])[0-9]{8,10}:(AA[A-Za-z0-9_\-]{33})
 _SLACK_WEBHOOK = re.compile(
     r"hooks\.slack\.com/(?:services|workflows|triggers)/([A-Za-z0-9_\-]++(?:/[A-Za-z0-9_\-]++)++)"
 )
+# Other services' incoming webhooks: whoever has the URL posts as the bot. Group 1 is the
+# secret part (after the host's fixed path). Looked for only where `webhook` or `/hook/` is.
+_WEBHOOK = re.compile(
+    r"(?:discord(?:app)?\.com/api/webhooks/[0-9]{17,20}/([A-Za-z0-9_\-]{60,})"
+    r"|open\.(?:feishu\.cn|larksuite\.com)/open-apis/bot/v2/hook/([0-9a-fA-F\-]{32,36})"
+    r"|qyapi\.weixin\.qq\.com/cgi-bin/webhook/send\?key=([0-9a-fA-F\-]{32,36})"
+    r"|\.webhook\.office\.com/webhookb2/([A-Za-z0-9@/\-]{60,}))(?![A-Za-z0-9_\-])"
+)
 # After `://`: the authority, up to where a path, query or fragment begins. Capped:
 # a real one is short, and each `://` then costs at most this much.
 _URL_AUTHORITY = re.compile(r"://(?<=[A-Za-z0-9]://)([^\s/?#\\\"'<>`]{1,512})")
@@ -270,6 +282,10 @@ _URL_PLACEHOLDERS = frozenset({
 # search restarts inside a long run (a name free to start anywhere in one made
 # the scan quadratic). A quoted value is capped: no password or key is longer.
 _OPERATOR = re.compile(r""":=|=>|=|：|:(?=[ \t"'])""")
+# `SecretKey 是 X`: a name in Latin letters, then the Chinese "is" (是, 为) as its operator.
+# Its own scan, only over text holding one: Chinese prose is full of 是, English has none.
+_CHINESE_IS = re.compile(
+    r"[是为為](?<=[A-Za-z0-9_.\-][是为為])|[是为為](?<=[A-Za-z0-9_.\-][ \t][是为為])")
 _NAME_BEFORE = re.compile(r"""[ \t]*+["']?([\w.\-]++)""")
 _VALUE_AFTER = re.compile(
     r"""[ \t]*+(?P<value>"[^"\n]{0,512}"|'[^'\n]{0,512}'|`[^`\n]{0,512}`"""
@@ -278,7 +294,8 @@ _VALUE_AFTER = re.compile(
 # Every name `_is_password_name` or `_is_key_name` accepts holds one of these (read
 # backwards, on the reversed text), so most names cost one small search.
 _REVERSED_NAME_HINT = re.compile(
-    "(?i:ssap|dwp|wp|nip|terces|nekot|yek|laitnederc|htua|reraeb)|码密|碼密|令口|钥密|牌令|钥私|证凭"
+    "(?i:ssap|dwp|wp|nip|terces|nekot|yek|laitnederc|htua|reraeb)|码密|碼密|令口|钥密|钥秘|牌令|钥私|证凭"
+    "|码权授|碼權授"
 )
 NAME_CHARS = 200
 """The longest name of a `name: value` considered: a longer run is data, not a name."""
@@ -302,7 +319,8 @@ _STATEMENTS = (
         r"""[ \t]++(?:is|was)(?:[ \t]*+[:：])?[ \t]++""" + _STATEMENT_VALUE
     ),
     re.compile(
-        r"""(?P<name>密[码碼]|口令|密钥|令牌)[ \t]*+(?:是|为|為)(?:[ \t]*+[:：])?[ \t]*+"""
+        r"""(?P<name>密[码碼]|口令|[密秘]钥|令牌|授[权權][码碼])[ \t]*+(?:是|为|為)"""
+        r"""(?:[ \t]*+[:：])?[ \t]*+"""
         + _STATEMENT_VALUE
     ),
 )
@@ -330,14 +348,14 @@ _LOOSE_STATEMENTS = (
     re.compile(
         # `p(?i:in)|P(?i:in)`, not `(?i:pin)`: a literal first character lets the scan skip
         # in C every place none starts (re.IGNORECASE takes only p and P for p).
-        r"""(?P<name>密[码碼]|口令|p(?i:in)[码碼]|P(?i:in)[码碼])"""
+        r"""(?P<name>密[码碼]|口令|p(?i:in)[码碼]|P(?i:in)[码碼]|[密秘]钥|授[权權][码碼])"""
         r"""(?:[ \t]*+[都也还還就]?(?:是|为|為"""
         r"""|[改设設][成为為]了?|設置為|设置为"""
         r"""|[换換变變]成了?))?(?:[ \t]*+[:：=])?[ \t]*+"""
         + _STATEMENT_VALUE
     ),
 )
-_STATEMENT_KEY_WORDS = ("key", "token", "密钥", "令牌")
+_STATEMENT_KEY_WORDS = ("key", "token", "密钥", "秘钥", "令牌")
 # A name whose last word is a password's (not `max_password_length`): its value may be a
 # numeric PIN (`我的银行卡密码是 837261`, `PIN: 4821`, `db_password=837261`).
 _PIN_NAME = re.compile(
@@ -345,6 +363,9 @@ _PIN_NAME = re.compile(
     r"|密[码碼]|口令|pin[码碼])$"
 )
 _PIN = re.compile(r"[0-9]{4,12}")
+# The 授权码 (authorisation code) QQ Mail, 163 and other mail services give for SMTP and IMAP
+# in place of the password: sixteen lower-case letters, a word to nothing else.
+_AUTH_CODE = re.compile(r"[a-z]{16}")
 # `密码长度 12 位`, `the PIN is 4 digits`, `密码 2024 年改过`: a count or a date, not a PIN.
 _UNIT_AFTER = re.compile(
     r"[ \t]*+(?:位|个|個|字|年|月|日|号|號|天|次|分|秒|小时|%"
@@ -353,11 +374,12 @@ _UNIT_AFTER = re.compile(
 _AWS_SECRET = re.compile(r"^[A-Za-z0-9/+]{40}$")
 _PASSWORD_WORDS = (
     "password", "passwd", "passphrase", "passcode", "secret", "密码", "密碼", "口令",
+    "授权码", "授權碼",
 )
 _PASSWORD_SEGMENTS = frozenset({"pwd", "pass", "pw", "pin"})
 _KEY_WORDS = (
     "token", "apikey", "api_key", "api-key", "accesskey", "access_key", "access-key",
-    "privatekey", "private_key", "credential", "密钥", "令牌", "私钥", "凭证",
+    "privatekey", "private_key", "credential", "密钥", "秘钥", "令牌", "私钥", "凭证",
 )
 _KEY_SEGMENTS = frozenset({"key", "auth", "authorization", "bearer"})
 
@@ -613,7 +635,7 @@ _ENGLISH_NAMES = re.compile(
     r"|k(?i:ey)|K(?i:ey)|\u212a(?i:ey)|t(?i:oken)|T(?i:oken)"
 )
 # Every Chinese statement's name holds one of these (`pin码`: 码).
-_CHINESE_NAMES = ("密", "口令", "令牌", "码", "碼")
+_CHINESE_NAMES = ("密", "秘钥", "口令", "令牌", "码", "碼")
 # The rest of `_REVERSED_NAME_HINT`'s words, forwards: an assignment's name holds one of
 # these, of `_ENGLISH_NAMES` or of `_CHINESE_NAMES`.
 _OTHER_KEY_NAMES = re.compile(
@@ -631,8 +653,9 @@ def _visible_spans(text: str) -> list[tuple[int, int, str, int]]:
     _find_url_passwords(text, claims)
     english = _ENGLISH_NAMES.search(text) is not None
     chinese = any(word in text for word in _CHINESE_NAMES)
-    if english or chinese or _OTHER_KEY_NAMES.search(text) is not None:
-        _find_assignments(text, claims)
+    latin = english or _OTHER_KEY_NAMES.search(text) is not None
+    if latin or chinese:
+        _find_assignments(text, claims, latin_names=latin)
     if english or chinese:
         _find_statements(text, claims, _STATEMENTS if english and chinese
                          else _STATEMENTS[:1] if english else _STATEMENTS[1:])
@@ -648,7 +671,8 @@ def _may_hold_secrets(text: str) -> bool:
     nor in any piece of it: none of what each needs (`_visible_spans`) is in it."""
     return (
         _PREFIXES.search(text) is not None
-        or any(part in text for part in ("-----BEGIN ", "hooks.slack.com/", "://", ":AA"))
+        or any(part in text for part in (
+            "-----BEGIN ", "hooks.slack.com/", "://", ":AA", "webhook", "/hook/"))
         or any(word in text for word in _CHINESE_NAMES)
         or _ENGLISH_NAMES.search(text) is not None
         or _OTHER_KEY_NAMES.search(text) is not None
@@ -769,6 +793,14 @@ def _find_inline_keys(text: str, claims: _Claims) -> None:
 
 
 def _find_webhooks(text: str, claims: _Claims) -> None:
+    if "webhook" in text or "/hook/" in text:
+        for match in _WEBHOOK.finditer(text):
+            group = match.lastindex or 1
+            start, end = match.span(group)
+            secret = match.group(group)
+            if (claims.free(start, end) and not _looks_like_placeholder(secret)
+                    and _looks_random(secret, minimum=3.0)):
+                claims.claim(start, end, "webhook-url", 0)
     if "hooks.slack.com/" not in text:
         return
     for match in _SLACK_WEBHOOK.finditer(text):
@@ -826,10 +858,17 @@ def _looks_like_url_password(password: str, user: str) -> bool:
     return not _looks_like_placeholder(password)
 
 
-def _find_assignments(text: str, claims: _Claims) -> None:
-    """Every `name: value`, overlapping: in `note: token=abc`, `token` is a value and a name."""
+def _find_assignments(text: str, claims: _Claims, *, latin_names: bool = True) -> None:
+    """Every `name: value`, overlapping: in `note: token=abc`, `token` is a value and a name.
+
+    `latin_names`: whether the text may hold a name in Latin letters (`_ENGLISH_NAMES`,
+    `_OTHER_KEY_NAMES`), the only kind `SecretKey 是 X` is looked for with.
+    """
     reversed_text = ""
-    for operator in _OPERATOR.finditer(text):
+    operators: Iterator[re.Match[str]] = _OPERATOR.finditer(text)
+    if latin_names and ("是" in text or "为" in text or "為" in text):
+        operators = heapq.merge(operators, _CHINESE_IS.finditer(text), key=lambda m: m.start())
+    for operator in operators:
         reversed_text = reversed_text or text[::-1]
         named = _NAME_BEFORE.match(reversed_text, len(text) - operator.start())
         if named is None or named.end(1) - named.start(1) > NAME_CHARS:
@@ -884,6 +923,9 @@ def _judge_value(
     elif (password_name and _looks_like_pin(value, match.string, end) and _PIN_NAME.search(name)
           and not _names_another_pin(name, value, match.string, match.start())):
         claims.claim(start, end, "password", 0)
+    elif (password_name and _AUTH_CODE.fullmatch(value) and "授" in name
+          and _looks_random(value, minimum=3.0)):
+        claims.claim(start, end, "password", 0)  # a mail service's 授权码, used as a password
     elif not password_name and (_looks_like_key(value) or (
             _UUID.match(value) is not None and _API_KEY_NAME.search(name) is not None)):
         claims.claim(start, end, "api-key", 0)
@@ -896,7 +938,7 @@ _COMPOUND = re.compile(r"^(?:[^\W\d_]+|\w{1,3})(?:-(?:[^\W\d_]+|\w{1,3}))+$")
 _TERM = re.compile(r"^(?:[A-Z0-9]+(?:[-_.][A-Z0-9]+)*|[a-z][a-z0-9]*(?:-[a-z0-9]+)+)$")
 
 
-_CHINESE_NAME = re.compile(r"^(?:密[码碼]|口令|密钥|令牌|pin[码碼])$")
+_CHINESE_NAME = re.compile(r"^(?:密[码碼]|口令|[密秘]钥|令牌|pin[码碼]|授[权權][码碼])$")
 
 
 def _stated_password(value: str, *, latin_in_chinese: bool = False) -> bool:
