@@ -275,6 +275,10 @@ _URL_PLACEHOLDERS = frozenset({
     "username", "login", "test", "demo", "foo", "bar", "baz", "qux",
 })
 
+MAX_VALUE_CHARS = 512
+"""The longest value judged (no key or password is longer, `_looks_like_key`): an unquoted
+value is read one character further, and one that long is no secret. Read uncapped, each
+operator of `密码：密码：…` read on to the end of the text: quadratic."""
 # `name: value`, `name=value`, `"name": "value"`, `名字：值`: the value is one
 # token (quoted or not), so a sentence after a colon is never taken for a value.
 # It is found from its operator, which is rare and cheap to find; the name is the
@@ -287,9 +291,10 @@ _OPERATOR = re.compile(r""":=|=>|=|：|:(?=[ \t"'])""")
 _CHINESE_IS = re.compile(
     r"[是为為](?<=[A-Za-z0-9_.\-][是为為])|[是为為](?<=[A-Za-z0-9_.\-][ \t][是为為])")
 _NAME_BEFORE = re.compile(r"""[ \t]*+["']?([\w.\-]++)""")
+_LATIN_NAME_BEFORE = re.compile(r"""[ \t]*+["']?([A-Za-z0-9_.\-]++)""")
 _VALUE_AFTER = re.compile(
     r"""[ \t]*+(?P<value>"[^"\n]{0,512}"|'[^'\n]{0,512}'|`[^`\n]{0,512}`"""
-    r"""|[^\s"'`,;，；。、）)\]}>:=]++=*+)"""
+    r"""|[^\s"'`,;，；。、）)\]}>:=]{1,""" + str(MAX_VALUE_CHARS + 1) + r"""}+=*+)"""
 )
 # Every name `_is_password_name` or `_is_key_name` accepts holds one of these (read
 # backwards, on the reversed text), so most names cost one small search.
@@ -870,7 +875,10 @@ def _find_assignments(text: str, claims: _Claims, *, latin_names: bool = True) -
         operators = heapq.merge(operators, _CHINESE_IS.finditer(text), key=lambda m: m.start())
     for operator in operators:
         reversed_text = reversed_text or text[::-1]
-        named = _NAME_BEFORE.match(reversed_text, len(text) - operator.start())
+        # A 是 is a word character itself: its name is read in Latin letters only, or each
+        # would read back over every 是 before it (`token是token是…`: quadratic).
+        before = _LATIN_NAME_BEFORE if operator.group() in "是为為" else _NAME_BEFORE
+        named = before.match(reversed_text, len(text) - operator.start())
         if named is None or named.end(1) - named.start(1) > NAME_CHARS:
             continue
         if _REVERSED_NAME_HINT.search(reversed_text, named.start(1), named.end(1)) is None:
@@ -880,7 +888,7 @@ def _find_assignments(text: str, claims: _Claims, *, latin_names: bool = True) -
         if not password_name and not _is_key_name(name):
             continue
         value = _VALUE_AFTER.match(text, operator.end())
-        if value is not None:
+        if value is not None and len(value.group("value").rstrip("=")) <= MAX_VALUE_CHARS:
             _judge_value(value, name, password_name, claims)
 
 
@@ -1114,7 +1122,7 @@ def _is_identifier(value: str) -> bool:
 
 
 def _looks_like_key(value: str) -> bool:
-    if len(value) < 20 or len(value) > 512 or not _TOKEN_CHARS.match(value):
+    if len(value) < 20 or len(value) > MAX_VALUE_CHARS or not _TOKEN_CHARS.match(value):
         return False
     if _UUID.match(value) or _WORDS_JOINED.match(value) or _is_reference(value):
         return False
