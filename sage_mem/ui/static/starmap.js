@@ -161,10 +161,14 @@
     this.now = now || Date.now();
     const ids = data.ids || [];
     const n = ids.length;
+    // Each category and date text is sent once (`category_names`, `dates`), a star's as its
+    // place there: each is made a group, or parsed, once.
+    const named = (data.category_names || []).map(group);
+    const times = (data.dates || []).map(moment);
     const groups = new Array(n);
     const counts = {};
     for (let i = 0; i < n; i++) {
-      const g = group(data.categories[i]);
+      const g = named[data.categories[i]] || "other";
       groups[i] = g;
       counts[g] = (counts[g] || 0) + 1;
     }
@@ -172,13 +176,6 @@
     // A small sky gets bigger stars; a sky of thousands, finer ones (or it is all blobs).
     const grow = n < 60 ? 1.7 : n < 600 ? 1.25 : n < 2000 ? 0.8 : 0.42;
     this.dense = n >= 2000;
-    // Dates repeat (a day holds many memories): each text parsed once.
-    const parsed = new Map();
-    const when = (text) => {
-      let value = parsed.get(text);
-      if (value === undefined) { value = moment(text); parsed.set(text, value); }
-      return value;
-    };
     const stars = new Array(n);
     let first = Infinity;
     let last = -Infinity;
@@ -191,8 +188,8 @@
       // Many stars: fewer in the core (a square root piles them into one blob), more in the arms.
       const distance = spread * (counts[g] > 400 ? Math.pow(next(), 0.75) : Math.sqrt(next()));
       const angle = next() * Math.PI * 2 + distance * 2.2;
-      const updated = when(data.updated[i]);
-      const created = when(data.created[i]);
+      const updated = times[data.updated[i]];
+      const created = times[data.created[i]];
       const age = Number.isFinite(updated) ? Math.max(0, (this.now - updated) / DAY) : 365;
       const born = Number.isFinite(created) ? created : updated;
       if (born < first) first = born;
