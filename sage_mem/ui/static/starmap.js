@@ -11,8 +11,11 @@
  * (data, size, hover, the timeline): there is no animation loop, except while
  * the birth replay plays. The sky is drawn once into a layer of its own, so a
  * hover repaints one image and a ring; each star is a pre-rendered sprite, so
- * thousands draw within a frame. The canvas carries data-star-count (stars
- * drawn now), data-total, data-edges (lines drawn now), data-draws,
+ * thousands draw within a frame. A sky of thousands is laid out on typed arrays
+ * and makes little garbage (at 50,000 memories the first draw waits for it),
+ * and seen whole its lines, a faint haze, are drawn at half the resolution.
+ * The canvas carries data-star-count (stars drawn now), data-total, data-edges
+ * (lines drawn now), data-lines (their resolution: half or whole), data-draws,
  * data-animating and data-draw-ms, for tests and for the curious.
  */
 "use strict";
@@ -667,6 +670,7 @@
     }
     if (!edges) return 0;
     const haze = this.dense && this.view.scale < 2;
+    this.haze = haze;
     let into = ctx;
     if (haze) {
       const hw = Math.max(1, Math.ceil(this.layer.width / 2));
@@ -796,6 +800,7 @@
     d.drawMs = this.drawMs === undefined ? "" : this.drawMs.toFixed(2);
     d.lit = String(this.lit || 0);
     d.zoom = String(Math.round(this.view.scale * 100) / 100);
+    d.lines = this.haze ? "half" : "whole";  // the resolution the lines are drawn at
   };
 
   Starmap.prototype.starAt = function (x, y) {
