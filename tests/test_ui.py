@@ -388,11 +388,15 @@ def test_info_names_the_folder(client: Client, folder: Path) -> None:
 
 
 def stars_of(data: dict[str, Any]) -> list[dict[str, Any]]:
-    """The stars of `/api/stars` (sent in columns) as one object a star."""
+    """The stars of `/api/stars` (sent in columns, each category and date text once) as one
+    object a star."""
     fields = {"id": "ids", "description": "descriptions", "category": "categories",
               "length": "lengths", "created": "created", "updated": "updated"}
     assert all(len(data[column]) == data["total"] for column in fields.values())
-    return [{key: data[column][n] for key, column in fields.items()} for n in range(data["total"])]
+    tables = {"category": data["category_names"], "created": data["dates"],
+              "updated": data["dates"]}
+    return [{key: tables[key][data[column][n]] if key in tables else data[column][n]
+             for key, column in fields.items()} for n in range(data["total"])]
 
 
 def edges_of(data: dict[str, Any]) -> list[dict[str, str]]:
@@ -430,6 +434,27 @@ def test_the_star_map_is_made_once_a_change_and_sent_in_columns(
         time.sleep(0.05)
     assert {"from": "user_new_star", "to": "user_profile", "kind": "link"} in edges_of(
         client.ok("GET", "/api/stars"))
+
+
+def test_the_star_map_sends_each_category_and_date_once(client: Client, folder: Path) -> None:
+    """At 50,000 memories the texts of the categories and dates were 2.5 of the answer's
+    5.7 MB: each is sent once, and each star says its place in the table."""
+    for n in range(6):
+        write_memory(folder, f"user_same_day_{n}", memory_file(
+            f"Same day {n}", category="user", created="2026-02-03",
+            updated="2026-02-04T10:00:00Z"))
+    client.server.store.reconcile()
+    data = client.ok("GET", "/api/stars")
+    assert len(data["dates"]) == len(set(data["dates"]))
+    assert len(data["category_names"]) == len(set(data["category_names"]))
+    assert "2026-02-03" in data["dates"] and "user" in data["category_names"]
+    assert all(isinstance(n, int) for column in ("categories", "created", "updated")
+               for n in data[column])
+    stars = {s["id"]: s for s in stars_of(data)}
+    assert stars["user_same_day_5"]["created"] == "2026-02-03"
+    assert stars["user_same_day_5"]["updated"] == "2026-02-04T10:00:00Z"
+    assert stars["user_same_day_5"]["category"] == "user"
+    assert len(stars) == len(client.server.store.list())
 
 
 def test_the_star_map_has_a_star_for_every_memory(shared: Client) -> None:

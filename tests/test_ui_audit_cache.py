@@ -238,6 +238,32 @@ def test_the_cache_is_read_and_written_a_few_hundred_files_at_a_time(
     assert sorted(read) == ["MEMORY.md"]  # every other file's results taken from the cache
 
 
+def test_a_launch_reads_the_saved_results_waiting_between_lines_for_a_persons_request(
+    store: MemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """At 50,000 memories the saved results are 16 MB, 0.3-0.5 s of CPU to read, and a launch's
+    audit read them beside the first memory page (which waits for the saved link graph's read,
+    in the same interpreter): the read waits between two lines while a request is answered."""
+    from sage_mem.checks import audit as audit_module
+
+    monkeypatch.setattr(audit_module, "SAVE_LINE", 2)
+    first = a_launch(store)
+    lines = len(store.folder.state_path(*AUDIT_CACHE).read_text().split("\n"))
+    loaded: list[bool] = []
+    made = audit_module.FileResults.__init__
+
+    def load(self: Any, *args: Any, **kwargs: Any) -> None:
+        made(self, *args, **kwargs)
+        loaded.append(True)
+
+    monkeypatch.setattr(audit_module.FileResults, "__init__", load)
+    paused: list[bool] = []
+    AuditState().get(store, 0, pause=lambda: paused.append(bool(loaded)))
+    assert paused.count(False) >= lines - 1 > 4  # a pause before each line of the results
+    monkeypatch.undo()
+    assert a_launch(store) == first
+
+
 def test_a_cache_saved_as_one_document_before_is_still_read(
     store: MemoryStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -655,6 +655,15 @@ def test_five_thousand_stars_are_fine_points_and_no_label_is_under_the_legend(
                          or label["top"] + box["y"] >= legend["y"] + legend["height"])
                 assert apart, label
             shot(shown, "ui-starmap-5000")
+            # Seen whole, the lines of a sky of thousands (a faint haze: at 50,000 memories
+            # 0.1 s to draw) are drawn at half the resolution; zoomed in twice, sharp, and
+            # every one of them still drawn.
+            expect(canvas).to_have_attribute("data-lines", "half")
+            shown.locator("#zoom-in").click()
+            shown.locator("#zoom-in").click()
+            expect(canvas).to_have_attribute("data-zoom", "2.25")
+            expect(canvas).to_have_attribute("data-lines", "whole")
+            expect(canvas).to_have_attribute("data-edges", "5000")
         finally:
             context.close()
 

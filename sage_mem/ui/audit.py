@@ -122,7 +122,7 @@ class AuditState:
             if not fresh and self._cached is not None and self._cached[0] == generation:
                 return self._cached[1]
             if self._files is None:
-                self._files = FileResults(store.folder.state_path(*AUDIT_CACHE))
+                self._files = FileResults(store.folder.state_path(*AUDIT_CACHE), pause=pause)
             self._files.read_memories_from(_index_lookup(store))
             if fresh:
                 self._files.forget_links()

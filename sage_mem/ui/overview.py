@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -32,35 +33,60 @@ def star_data(store: MemoryStore, graph: Graph | None = None,
     In columns, one list a field (`ids`, `descriptions`, ...), a relation as the places of its
     two stars in them (`links`, `supersedes`: flat pairs): at 20,000 memories half the bytes
     of an object a star and a relation, encoded and parsed in half the time, and the page finds
-    a relation's stars without a lookup by id."""
+    a relation's stars without a lookup by id. A category and a date are sent once, each
+    star's as its place in `category_names` and `dates` (where `null` stands for none): at 50,000
+    memories their texts were a third of the answer (2.5 of 5.7 MB), and the page parses each
+    date once."""
     memories = store.list() if memories is None else memories  # (in any order)
-    place = {m.id: n for n, m in enumerate(memories)}
+    ids = list(map(attrgetter("id"), memories))
+    place = {memory_id: n for n, memory_id in enumerate(ids)}
     graph = graph or build_graph(memories, [])
     links: list[int] = []
-    for source in sorted(graph.links):
-        at = place.get(source)
-        if at is None:
+    pair = links.append
+    resolved = graph.links
+    for at, source in enumerate(ids):
+        out = resolved.get(source)
+        if not out:
+            continue
+        if len(out) == 1:  # (most memories: no set to make)
+            target = out[0].id
+            to = place.get(target) if target and target != source else None
+            if to is not None:
+                pair(at)
+                pair(to)
             continue
         seen: set[str] = set()
-        for link in graph.links[source]:
+        for link in out:
             target = link.id
-            if target and target != source and target not in seen and target in place:
-                seen.add(target)
-                links += (at, place[target])
+            if target and target != source and target not in seen:
+                to = place.get(target)
+                if to is not None:
+                    seen.add(target)
+                    pair(at)
+                    pair(to)
     supersedes: list[int] = []
-    for source in sorted(graph.supersedes):
-        if source in place:
-            for target in graph.supersedes[source]:
-                if target in place:
-                    supersedes += (place[source], place[target])
+    for at, source in enumerate(ids):
+        for target in graph.supersedes.get(source, ()):
+            to = place.get(target)
+            if to is not None:
+                supersedes += (at, to)
+    categories = list(map(attrgetter("category"), memories))
+    category_names = list(dict.fromkeys(categories))
+    created = list(map(attrgetter("created"), memories))
+    updated = list(map(attrgetter("updated"), memories))
+    dates = list(dict.fromkeys(created + updated))
+    category_at = {name: n for n, name in enumerate(category_names)}.__getitem__
+    date_at = {text: n for n, text in enumerate(dates)}.__getitem__
     return {
         "total": len(memories),
-        "ids": [m.id for m in memories],
-        "descriptions": [m.description for m in memories],
-        "categories": [m.category for m in memories],
+        "ids": ids,
+        "descriptions": list(map(attrgetter("description"), memories)),
+        "categories": list(map(category_at, categories)),
+        "category_names": category_names,
         "lengths": [len(m.body) + len(m.description) for m in memories],
-        "created": [m.created for m in memories],
-        "updated": [m.updated for m in memories],
+        "created": list(map(date_at, created)),
+        "updated": list(map(date_at, updated)),
+        "dates": dates,
         "links": links,
         "supersedes": supersedes,
     }
