@@ -35,7 +35,15 @@ def _long_lines() -> list[tuple[str, str]]:
     digest = "".join(f"{i:08x}" for i in range(LINE // 8))  # a digest, base64-like: no spaces
     chinese = "日志摘要没有空格也没有标点" * (LINE // 13 // 3)  # 3 bytes a character: under 512 KB
     words = "the nightly digest of the logs says word " * (LINE // 41)
-    return [("digest", digest), ("chinese", chinese), ("words", words)]
+    # Marks with no closing one (emphasis read on to the line's end for one), a run of date
+    # words that are word characters (an address's user read on to the run's end), comment
+    # openings with no close: each was quadratic (35 s for 60 KB of `*a `).
+    stars, underscores, tildes = ("*a " * (LINE // 3), "_a " * (LINE // 3), "~~a " * (LINE // 4))
+    weeks = "上周" * (LINE // 3 // 2)
+    comments = "<!--" * (LINE // 4)
+    return [("digest", digest), ("chinese", chinese), ("words", words), ("stars", stars),
+            ("underscores", underscores), ("tildes", tildes), ("weeks", weeks),
+            ("comments", comments)]
 
 
 @pytest.mark.parametrize(("kind", "body"), _long_lines(), ids=lambda v: v if len(v) < 20 else "")

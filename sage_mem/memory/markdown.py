@@ -53,6 +53,16 @@ WIKI_LINK = re.compile(
 )
 """`[[id]]`, `[[id#anchor]]`, `[[id|text]]`, `[[id#anchor|text]]`: groups target, anchor, text."""
 
+_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
+
+
+def html_comments(text: str) -> Iterator[re.Match[str]]:
+    """Each `<!-- … -->` in `text`: looked for only before the last `-->`, since each
+    `<!--` after it would read on to the end of the text for one (`<!--<!--…`: quadratic)."""
+    last = text.rfind("-->")
+    return _COMMENT.finditer(text, 0, last + 3) if last >= 0 else iter(())
+
+
 MARKDOWN_LINK = re.compile(
     r"(?P<image>!)?\[(?P<text>[^\[\]\r\n]*)\]"
     r"\(\s*(?P<destination><[^<>\r\n]*>|(?:[^()\s]|\([^()\s]*\))*)"

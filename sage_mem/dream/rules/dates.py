@@ -80,7 +80,7 @@ from datetime import UTC, date, datetime, timedelta, tzinfo
 from functools import lru_cache
 from typing import Any
 
-from ...memory.markdown import MARKDOWN_LINK, WIKI_LINK, code_ranges
+from ...memory.markdown import MARKDOWN_LINK, WIKI_LINK, code_ranges, html_comments
 from ...memory.value import Memory, parse_moment
 from .context import RuleContext
 
@@ -385,11 +385,13 @@ _ALREADY = re.compile(
 
 # Text inside a sentence that is no prose: a link's target, a web or e-mail address, an
 # HTML comment. Rewriting a phrase in it would break it ("[[today]]", "?day=tomorrow").
+# An address's user starts where a run of its characters starts (the leftmost start the
+# scan would take anyway): tried at every character of a long run, each try reading to the
+# run's end, a line of 上周上周… (CJK characters are word characters) took quadratic time.
 _ADDRESSES = re.compile(
-    r"<!--.*?-->|<[A-Za-z][A-Za-z0-9+.-]*:[^<>\s]*>"
+    r"<[A-Za-z][A-Za-z0-9+.-]*:[^<>\s]*>"
     r"|\b[A-Za-z][A-Za-z0-9+.-]*://[^\s<>\"'，。；！？、）】」』]+|\bwww\.[^\s<>\"'，。；！？、）】」』]+"
-    r"|[\w.+-]+@[\w-]+(?:\.[\w-]+)+",
-    re.DOTALL,
+    r"|(?<![\w.+-])[\w.+-]++@[\w-]+(?:\.[\w-]+)+",
 )
 
 
@@ -398,6 +400,7 @@ def _not_prose(segment: str) -> list[tuple[int, int]]:
     found = [(m.start(), m.end()) for m in WIKI_LINK.finditer(segment)]
     found += [(m.start("destination"), m.end()) for m in MARKDOWN_LINK.finditer(segment)]
     found += [(m.start(), m.end()) for m in _ADDRESSES.finditer(segment)]
+    found += [(m.start(), m.end()) for m in html_comments(segment)]
     return found
 
 

@@ -33,6 +33,7 @@ from ...memory.markdown import (
     Code,
     code_content,
     code_ranges,
+    html_comments,
 )
 from ..similarity import terms
 from .context import RuleContext
@@ -49,12 +50,14 @@ _HEADING = re.compile(r"^\s{0,3}#{1,6}(\s|$)")
 _LIST_MARK = re.compile(r"^\s*(?:[-*+]|\d{1,3}[.)])\s+(?:\[[ xX]\]\s+)?")
 _QUOTE = re.compile(r"^\s*(?:>\s?)+")
 _RULE = re.compile(r"^\s*(?:[-*_]\s*){3,}$")
+# Emphasis spans at most MAX_EMPHASIS characters: each mark with no closing one read on to
+# the end of its line for one, and a line of `*a *a *a …` took quadratic time.
+MAX_EMPHASIS = 500
 _EMPHASIS = re.compile(
-    r"(\*\*|\*|~~)(?=\S)(.+?)(?<=\S)\1"
+    rf"(\*\*|\*|~~)(?=\S)(.{{1,{MAX_EMPHASIS}}}?)(?<=\S)\1"
     # `_` emphasises only from outside a word: snake_case and [[project_api_v3]] stay whole
-    r"|(?<![^\W_])(__|_)(?=\S)(.+?)(?<=\S)\3(?![^\W_])"
+    rf"|(?<![^\W_])(__|_)(?=\S)(.{{1,{MAX_EMPHASIS}}}?)(?<=\S)\3(?![^\W_])"
 )
-_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
 _OPEN, _CLOSE = "\ue000", "\ue001"  # private-use characters, dropped from the body first
 _PLACEHOLDER = re.compile(f"{_OPEN}(\\d+){_CLOSE}")
 _CJK = re.compile(
@@ -70,7 +73,11 @@ def plain_paragraphs(body: str) -> list[str]:
     """The body's prose as plain text, one string per paragraph or list item."""
     paragraphs: list[str] = []
     current: list[str] = []
-    text, shown = _readable(_COMMENT.sub("", body.replace(_OPEN, "").replace(_CLOSE, "")))
+    text = body.replace(_OPEN, "").replace(_CLOSE, "")
+    cut = [(m.start(), m.end()) for m in html_comments(text)]
+    text = "".join(text[start:end] for start, end in zip(
+        [0, *(end for _, end in cut)], [*(start for start, _ in cut), len(text)], strict=True))
+    text, shown = _readable(text)
 
     def flush() -> None:
         if current:
