@@ -320,22 +320,82 @@ def test_the_merge_driver_git_runs_starts_without_the_cli(tmp_path: Path) -> Non
     assert "click" not in imported and "sage_mem.commands" not in imported
 
 
+def sync_benchmark() -> Any:
+    """`benchmarks/sync.py` as a module."""
+    import importlib.util
+
+    from support import ROOT
+
+    spec = importlib.util.spec_from_file_location("sync_bench", ROOT / "benchmarks" / "sync.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["sync_bench"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_sync_benchmark_gives_the_ratio_of_the_medians_and_each_rounds_spread() -> None:
+    bench = sync_benchmark()
+    ours = [{"cpu": 0.3, "wall": 0.4}, {"cpu": 0.2, "wall": 0.9}, {"cpu": 0.5, "wall": 0.5}]
+    theirs = [{"cpu": 0.1, "wall": 0.2}, {"cpu": 0.1, "wall": 0.1}, {"cpu": 0.2, "wall": 0.25}]
+    found = bench.compared(ours, theirs)
+    assert found["sage-mem"]["cpu"] == pytest.approx(0.3)  # each side's median
+    assert found["sage-mem"]["wall"] == pytest.approx(0.5)
+    assert found["git"]["cpu"] == pytest.approx(0.1) and found["git"]["wall"] == pytest.approx(0.2)
+    ratio = found["ratio"]
+    assert ratio["cpu"] == pytest.approx(3.0) and ratio["wall"] == pytest.approx(2.5)
+    # Each round's sage-mem CPU over git's CPU of the same round, not of another one.
+    assert ratio["rounds"] == pytest.approx([3.0, 2.0, 2.5])
+    assert (ratio["median"], ratio["min"], ratio["max"]) == pytest.approx((2.5, 2.0, 3.0))
+    line = bench.row("receive", found)
+    assert "| 3 | 0.300 s (0.500 s) | 0.100 s (0.200 s) | **3.00×** (2.50×) |" in line
+    assert line.endswith("| 2.50× (2.00–3.00×) |")
+    with pytest.raises(ValueError):
+        bench.compared(ours, theirs[:2])
+
+
+def test_the_sync_benchmark_alternates_which_side_runs_first() -> None:
+    bench = sync_benchmark()
+    calls: list[str] = []
+
+    def side(name: str) -> Any:
+        return lambda number: calls.append(f"{name}{number}") or {"cpu": 1.0, "wall": 1.0}
+
+    runs = bench.alternated(3, {"sage-mem": side("s"), "git": side("g")},
+                            lambda number: calls.append(f"prepare{number}"))
+    assert calls == ["prepare0", "s0", "g0", "prepare1", "g1", "s1", "prepare2", "s2", "g2"]
+    assert len(runs["sage-mem"]) == len(runs["git"]) == 3
+
+
 @pytest.mark.scale
 def test_the_sync_benchmark_runs_every_case_against_git(tmp_path: Path) -> None:
+    import statistics
+
     from support import ROOT
 
     done = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / "sync.py"), "--size", "120", "--json",
-         "--quiet", "--work", str(tmp_path / "work")],
+         "--quiet", "--rounds", "2", "--work", str(tmp_path / "work")],
         capture_output=True, text=True, check=False, timeout=900,
     )
     assert done.returncode == 0, done.stderr[-2000:]
     cases = json.loads(done.stdout)["cases"]
-    for case in ("join", "idle", "receive 10", "both 100"):
-        assert cases[case]["sage-mem"]["cpu"] > 0 and cases[case]["git"]["cpu"] > 0
-    # The join and `git clone` three times each in turn, the median (one run says little).
-    assert len(cases["join"]["sage-mem"]["runs"]) == len(cases["join"]["git"]["runs"]) == 3
-    assert len(cases["join"]["git --no-local"]["runs"]) == 3
+    compared = [cases["join"]["git"], cases["join"]["git --no-local"],
+                *(cases[case] for case in ("idle", "receive 10", "both 100"))]
+    for found in compared:
+        assert found["sage-mem"]["cpu"] > 0 and found["git"]["cpu"] > 0
+        # The ratio of the two sides' medians over the rounds, each round's beside it.
+        ours = statistics.median(run["cpu"] for run in found["sage-mem"]["runs"])
+        theirs = statistics.median(run["cpu"] for run in found["git"]["runs"])
+        assert found["ratio"]["cpu"] == pytest.approx(ours / theirs)
+        assert found["ratio"]["min"] <= found["ratio"]["median"] <= found["ratio"]["max"]
+    # The join and `git clone` three times each in turn (one run says little); the other
+    # cases as many rounds as asked.
+    assert len(cases["join"]["git"]["sage-mem"]["runs"]) == 3
+    assert len(cases["join"]["git"]["git"]["runs"]) == 3
+    assert len(cases["join"]["git --no-local"]["git"]["runs"]) == 3
+    for case in ("idle", "receive 10", "both 100"):
+        assert len(cases[case]["ratio"]["rounds"]) == 2
     # The first search right after the join, once its background build ended, the next one,
     # and a cold start in a copy that did not come by sync.
     for key in ("right after", "sage-mem", "warm", "cold"):
