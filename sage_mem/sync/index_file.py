@@ -536,7 +536,7 @@ class _Files:
     _FOLDER = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0)
 
     def __init__(self, root: Path) -> None:
-        from ..memory.value import MAX_FILE_BYTES
+        from ..memory.coercion import MAX_FILE_BYTES
 
         self.root = str(root)
         self.open: dict[str, int | None] = {}
@@ -634,7 +634,7 @@ def _write(folder: MemoryFolder, memories: Iterable[Listing],
            retrievals: dict[str, int]) -> tuple[bool, bytes | None]:
     """Write MEMORY.md: (whether its bytes changed, its bytes now; None when left alone)."""
     from ..memory import catalog
-    from ..memory.value import MAX_FILE_BYTES
+    from ..memory.coercion import MAX_FILE_BYTES
 
     listed = list(memories)
     target = folder.index_file
