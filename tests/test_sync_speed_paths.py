@@ -534,6 +534,7 @@ def test_a_receive_writes_the_rows_it_changed_not_the_whole_record(
     pytest.param("cut", id="cut-short"),
     pytest.param("unordered", id="rows-out-of-order"),
     pytest.param("short-column", id="columns-of-two-lengths"),
+    pytest.param("not-text", id="a-path-not-text"),
     pytest.param("bad-fields", id="fields-of-another-shape"),
     pytest.param("changes-garbage", id="its-changes-not-marshal"),
     pytest.param("changes-elsewhere", id="its-changes-written-against-another-record"),
@@ -578,6 +579,8 @@ def test_a_damaged_or_older_record_costs_a_walk_never_a_wrong_line(
             ids = ids[::-1]
         elif record == "short-column":
             blobs = blobs[:-1]
+        elif record == "not-text":
+            paths = [paths[0].encode(), *paths[1:]]
         else:
             fields = [(f[0], f[1]) if f else f for f in fields]
         data = marshal.dumps((3, (ids, paths, blobs, fields), complete, token))
