@@ -453,6 +453,26 @@ def test_a_sync_with_nothing_changed_runs_a_handful_of_git_commands(
     assert sum(" fetch " in f" {c} " for c in commands) == 1
 
 
+def test_a_receive_asks_the_remote_branch_and_the_merge_base_in_one_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    laptop, desktop = two_to_receive(tmp_path)
+    sync(desktop)  # the stamp of what MEMORY.md was made of, as a receive finds it
+    for number in (2, 7):
+        write_memory(laptop, f"project/t{number % 3}/note_{number}",
+                     memory(f"Note {number}, revised again", "Body."))
+    sync(laptop)
+    log = git_commands_of(tmp_path, monkeypatch)
+    assert sorted(sync(desktop)["pulled"]) == ["project/t1/note_7", "project/t2/note_2"]
+    commands = log.read_text(encoding="utf-8").splitlines()
+    # `rev-parse HEAD...origin/main` prints the remote's commit and the merge base: no
+    # `merge-base` and no second `rev-parse` of the branch (each a process, ~3 ms).
+    assert not [c for c in commands if " merge-base " in f" {c} "], commands
+    assert sum(" rev-parse " in f" {c} " for c in commands) == 3, commands  # where, both, HEAD
+    assert len(commands) <= 8, "\n".join(commands)
+    assert "Note 7, revised again" in (desktop / "MEMORY.md").read_text(encoding="utf-8")
+
+
 def test_a_sync_with_nothing_changed_walks_no_folder_and_reads_no_memory(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -297,6 +297,25 @@ class Git:
             self._revs[name] = done.stdout.decode().strip() if done.returncode == 0 else None
         return self._revs[name]
 
+    def rev_and_base(self, name: str, head: str | None) -> str | None:
+        """`rev(name)`, with its merge base with the commit `head` (by id) remembered for
+        `merge_base`: one `git rev-parse HEAD...NAME` (which prints NAME's commit, HEAD's,
+        then each merge base after a `^`) where a receive ran `rev-parse` and `merge-base`
+        apart.
+        Several merge bases (a criss-cross history) are left to `merge-base`, which picks
+        one of them."""
+        if head is None or name in self._revs:
+            return self.rev(name)
+        done = self.run("rev-parse", f"{head}...{name}^{{commit}}", check=False)
+        lines = done.stdout.decode("ascii", "replace").split()
+        if done.returncode != 0 or len(lines) < 2 or lines[1] != head:
+            return self.rev(name)  # no such ref (a branch never pushed): as `rev` says it
+        theirs, bases = lines[0], lines[2:]
+        self._revs[name] = theirs
+        if len(bases) <= 1 and all(base.startswith("^") for base in bases):
+            self._bases[(head, theirs)] = bases[0][1:] if bases else None
+        return theirs
+
     def head_ref(self) -> str | None:
         """The ref HEAD names (`refs/heads/main`), None when it is detached."""
         if self._head_ref is None:

@@ -925,8 +925,8 @@ class _Sync:
 
     def integrate(self) -> None:
         branch = self.git.branch()
-        theirs = self.git.rev(f"refs/remotes/{REMOTE}/{branch}")
         head = self.git.head()
+        theirs = self.git.rev_and_base(f"refs/remotes/{REMOTE}/{branch}", head)
         if theirs is None or head == theirs:
             return
         # Theirs is in ours' history exactly when it is the two's merge base: one `merge-base`
