@@ -254,6 +254,19 @@ def test_the_attributes_a_killed_merge_left_go_with_the_next_merge(
     assert result["conflicts"] == []
 
 
+def test_the_attributes_a_killed_merge_left_go_with_the_next_fast_forward(
+    tmp_path: Path
+) -> None:
+    from sage_mem.sync.merge_later import MERGE_LATER
+
+    laptop, desktop = two_to_receive(tmp_path)
+    left = desktop / ".git" / "info" / "attributes"
+    left.parent.mkdir(exist_ok=True)
+    left.write_bytes(MERGE_LATER)
+    assert sorted(sync(desktop)["pulled"]) == ["project/t1/note_1", "project/t2/note_5"]
+    assert not left.exists()  # a plain `git pull` after it merges with the driver again
+
+
 def test_a_cache_far_behind_the_folder_is_rebuilt_not_brought_along(tmp_path: Path) -> None:
     folder = tmp_path / "memory"
     folder.mkdir()

@@ -1027,11 +1027,12 @@ class _Sync:
         self.result.pulled.extend(i for i in memory_ids(came) if i not in skipped)
 
     def run_merge(self, theirs: str, branch: str) -> subprocess.CompletedProcess[bytes]:
+        from .merge_later import merged_later, remove_merge_later
+
         head = self.git.head()
         if head is not None and self.git.merge_base(head, theirs) == head:
+            remove_merge_later(self.git.git_dir)  # one a killed sync's merge left
             return self.fast_forward(head, theirs, branch)
-        from .merge_later import merged_later
-
         with merged_later(self.git.git_dir):
             return self._run_merge(theirs, branch)
 
