@@ -20,7 +20,7 @@ process and every child it waited for, git and merge drivers included):
   timed beside it: the pack sent and indexed as from a server;
 - **idle**: nothing changed anywhere: B's `sage-mem sync`, against C's
   `git fetch` + `git status` (each run once untimed first: the first run
-  after the searches took up to 1.7 times a steady one, on either side);
+  after the searches took up to twice a steady one, on either side);
 - **receive 10**: A changed 10 memories and synced; B's `sage-mem sync`,
   against C's `git pull` (fetch + merge);
 - **both 100**: A changed the description of 100 memories and synced; B and C
@@ -270,7 +270,7 @@ def measure(size: int, work: Path, seed: int, log: Callable[[str], None],
 
     case("idle", f"nothing changed, {rounds} rounds")
     # Each side once untimed: the first run after the searches and the cold start's copy of
-    # the folder took up to 1.7 times a steady one, on either side (a case of its own).
+    # the folder took up to twice a steady one, on either side (a case of its own).
     m.run(m.sage(b, "sync"))
     m.run(m.git(c, "fetch", "--quiet"))
     m.run(m.git(c, "status", "--porcelain"))
