@@ -2,7 +2,7 @@
 
     python benchmarks/sync.py                   # 1,000 memories, about a minute
     python benchmarks/sync.py --size 10000      # the docs' figures (a few minutes)
-    python benchmarks/sync.py --size 2000 --work DIR [--keep] [--json]
+    python benchmarks/sync.py --size 2000 --rounds 7 --work DIR [--keep] [--json]
 
 A generated folder of N memories (`benchmarks/speed.py`'s bilingual corpus:
 English, Chinese and mixed notes of realistic length, some in topic
@@ -19,7 +19,8 @@ process and every child it waited for, git and merge drivers included):
   folder, and checked, `fetch.fsckObjects`), so `git clone --no-local` is
   timed beside it: the pack sent and indexed as from a server;
 - **idle**: nothing changed anywhere: B's `sage-mem sync`, against C's
-  `git fetch` + `git status`;
+  `git fetch` + `git status` (each run once untimed first: the first run
+  after the searches took up to twice a steady one, on either side);
 - **receive 10**: A changed 10 memories and synced; B's `sage-mem sync`,
   against C's `git pull` (fetch + merge);
 - **both 100**: A changed the description of 100 memories and synced; B and C
@@ -27,7 +28,8 @@ process and every child it waited for, git and merge drivers included):
   (commit, fetch, merge every one of the 100 field by field, push), against
   C's `git add -A` + `git commit` + `git pull --no-rebase` + `git push` to a
   copy of the remote as A left it (git's own line merge: C has no merge
-  driver configured, as a plain clone has none);
+  driver configured, as a plain clone has none); C is first set back to the
+  commit B is on, so that both start each round from one state;
 - **first search** on B, each a whole `sage-mem search` process: right after
   its join returns (the join started the index's build in the background,
   `daemon --build-only`, whose CPU is not in the join's, being no child of
@@ -36,9 +38,20 @@ process and every child it waited for, git and merge drivers included):
   not come by sync (no cache: a cold start, the index built by the search).
 
 Every machine has its own HOME and git config (no user config is read), the
-semantic extra and autosync are off. Each figure is one run (the idle case,
-the median of three); timings are on whatever else the machine is doing: the
-load average is printed before and after.
+semantic extra and autosync are off.
+
+The machine may be shared: one run of a case moves by ±20 % with what else
+runs. So idle, receive 10 and both 100 are each timed over `--rounds`
+rounds (default 5), sage-mem and git in turn within a round, the order
+swapped every round (sage-mem first, then git first, ...), each round's
+change made anew; the join over `--join-rounds` (default 3) the same way.
+Each row gives each side's median, the ratio of the two medians (CPU: the
+figure to trust on a shared machine, wall beside it), and the spread of the
+rounds' own ratios (each round's sage-mem CPU over its git CPU: their
+median, min and max). CPU is user + system of every process run and every
+child it waited for (`RUSAGE_CHILDREN` taken before and after). The first
+searches are one run each. The load average is printed at the start and the
+end, and each case's at its start.
 """
 
 from __future__ import annotations
@@ -122,6 +135,10 @@ class Machines:
     def git(self, folder: Path, *argv: str) -> list[str]:
         return ["git", "-C", str(folder), *argv]
 
+    def git_text(self, folder: Path, *argv: str) -> str:
+        return subprocess.run(self.git(folder, *argv), env=self.env, capture_output=True,
+                              text=True, check=True).stdout.strip()
+
 
 def edit(path: Path, change: Callable[[str], str]) -> None:
     path.write_text(change(path.read_text(encoding="utf-8")), encoding="utf-8")
@@ -147,36 +164,73 @@ def median_of(runs: list[dict[str, float]]) -> dict[str, float]:
     return {key: statistics.median(run[key] for run in runs) for key in runs[0]}
 
 
-def joins(m: Machines, b: Path, c: Path, rounds: int) -> dict[str, dict[str, float]]:
-    """A join against `git clone`, `rounds` times in turn (the order swapped each round),
-    each into a new folder: the median of each side, and every run.
+Run = dict[str, float]
+
+
+def alternated(rounds: int, sides: dict[str, Callable[[int], Run]],
+               prepare: Callable[[int], None] | None = None) -> dict[str, list[Run]]:
+    """Each side timed once a round (`side(round)`), `rounds` rounds, in the order given on
+    even rounds and the reverse on odd ones (what runs first meets a colder cache or a
+    busier CPU: each side takes that turn as often), `prepare(round)` run untimed before
+    each round."""
+    runs: dict[str, list[Run]] = {side: [] for side in sides}
+    order = list(sides)
+    for number in range(rounds):
+        if prepare is not None:
+            prepare(number)
+        for side in order[::-1] if number % 2 else order:
+            runs[side].append(sides[side](number))
+    return runs
+
+
+def compared(ours: list[Run], theirs: list[Run]) -> dict:
+    """sage-mem's runs against git's of the same rounds (`ours[n]` beside `theirs[n]`):
+    each side's median CPU and wall time (and its runs), the ratio of the medians (CPU,
+    wall), and each round's own CPU ratio with their median, min and max."""
+    if not ours or len(ours) != len(theirs):
+        raise ValueError("each round needs a run of each side")
+    mine, other = median_of(ours), median_of(theirs)
+    per_round = [run["cpu"] / max(git["cpu"], 1e-6) for run, git in zip(ours, theirs, strict=True)]
+    return {
+        "sage-mem": {**mine, "runs": ours}, "git": {**other, "runs": theirs},
+        "ratio": {"cpu": mine["cpu"] / max(other["cpu"], 1e-6),
+                  "wall": mine["wall"] / max(other["wall"], 1e-6),
+                  "rounds": per_round, "median": statistics.median(per_round),
+                  "min": min(per_round), "max": max(per_round)},
+    }
+
+
+def joins(m: Machines, b: Path, c: Path, rounds: int) -> dict:
+    """A join against `git clone` and `git clone --no-local`, `rounds` rounds (`alternated`),
+    each into a new folder: sage-mem against each clone (`compared`).
 
     Creating 10,000 files is most of both, and on a disk other work shares its
     CPU (the kernel's, charged to the process) swings from one run to the next
     (`git clone` from 0.4 to 4.8 s): one run of each says little. The last
     join is machine B's, its index build left to run in the background; the
     others start none (they would load the machine under the next round)."""
-    runs: dict[str, list[dict[str, float]]] = {"sage-mem": [], "git": [], "git --no-local": []}
-    for number in range(rounds):
+    def join(number: int) -> Run:
         last = number == rounds - 1
         ours = b if last else m.work / f"join-{number}" / "memory"
-        theirs = c if last else m.work / f"clone-{number}"
         ours.parent.mkdir(parents=True, exist_ok=True)
-        sides: list[tuple[str, list[str], dict[str, str] | None]] = [
-            ("sage-mem", m.sage(ours, "sync", "--remote", str(m.remote)),
-             None if last else {"SAGE_MEM_DAEMON": "off"}),
-            ("git", ["git", "clone", "--quiet", str(m.remote), str(theirs)], None),
-            ("git --no-local", ["git", "clone", "--quiet", "--no-local", str(m.remote),
-                                str(m.work / f"clone-no-local-{number}")], None),
-        ]
-        for side, command, env in sides[::-1] if number % 2 else sides:
-            runs[side].append(m.timed(command, env=env))
-    return {side: {**median_of(found), "runs": found}  # type: ignore[dict-item]
-            for side, found in runs.items()}
+        return m.timed(m.sage(ours, "sync", "--remote", str(m.remote)),
+                       env=None if last else {"SAGE_MEM_DAEMON": "off"})
+
+    def clone(number: int) -> Run:
+        theirs = c if number == rounds - 1 else m.work / f"clone-{number}"
+        return m.timed(["git", "clone", "--quiet", str(m.remote), str(theirs)])
+
+    def clone_no_local(number: int) -> Run:
+        return m.timed(["git", "clone", "--quiet", "--no-local", str(m.remote),
+                        str(m.work / f"clone-no-local-{number}")])
+
+    runs = alternated(rounds, {"sage-mem": join, "git": clone, "git --no-local": clone_no_local})
+    return {"git": compared(runs["sage-mem"], runs["git"]),
+            "git --no-local": compared(runs["sage-mem"], runs["git --no-local"])}
 
 
 def measure(size: int, work: Path, seed: int, log: Callable[[str], None],
-            join_rounds: int = 3) -> dict:
+            join_rounds: int = 3, rounds: int = 5) -> dict:
     # Bytecode first, as `pip install` leaves it (PYTHONDONTWRITEBYTECODE would have every
     # process compile sage-mem again).
     compileall.compile_dir(str(ROOT / "sage_mem"), quiet=1)
@@ -185,18 +239,24 @@ def measure(size: int, work: Path, seed: int, log: Callable[[str], None],
     log(f"[{size}] writing the corpus")
     Corpus(seed).write(a, size)
     subprocess.run(["git", "init", "--quiet", "--bare", str(m.remote)], check=True, env=m.env)
-    results: dict[str, dict[str, dict[str, float]]] = {}
+    results: dict[str, dict] = {}
+    loads: dict[str, float] = {}
+
+    def case(name: str, what: str) -> None:
+        loads[name] = os.getloadavg()[0]
+        log(f"[{size}] {what} (load {loads[name]:.1f})")
+
     log(f"[{size}] machine A: the first sync (init, commit, push)")
     first = m.timed(m.sage(a, "sync", "--remote", str(m.remote)))
     m.run(m.git(a, "config", "sage-mem.machine", "a"))
     megabytes = sum(p.stat().st_size for p in a.rglob("*.md")) / 1e6
 
-    log(f"[{size}] join ({join_rounds} rounds)")
+    case("join", f"join, {join_rounds} rounds")
     c.parent.mkdir(parents=True)
-    results["join"] = joins(m, b, c, join_rounds)  # type: ignore[assignment]
+    results["join"] = joins(m, b, c, join_rounds)
     m.run(m.git(b, "config", "sage-mem.machine", "b"))
 
-    log(f"[{size}] first search after the join")
+    case("first search", "first search after the join")
     query = Corpus(seed).queries(3, size)[0][1]
     right_after = m.timed(m.sage(b, "search", query))
     background = wait_for_background_build(b, m.env)
@@ -208,45 +268,72 @@ def measure(size: int, work: Path, seed: int, log: Callable[[str], None],
     results["first search"] = {"right after": right_after, "sage-mem": after_build,
                                "warm": warm, "cold": cold}
 
-    log(f"[{size}] idle")
-    results["idle"] = {
-        "sage-mem": median_of([m.timed(m.sage(b, "sync")) for _ in range(3)]),
-        "git": median_of([m.timed(m.git(c, "fetch", "--quiet"),
-                                  m.git(c, "status", "--porcelain")) for _ in range(3)]),
-    }
+    case("idle", f"nothing changed, {rounds} rounds")
+    # Each side once untimed: the first run after the searches and the cold start's copy of
+    # the folder took up to twice a steady one, on either side (a case of its own).
+    m.run(m.sage(b, "sync"))
+    m.run(m.git(c, "fetch", "--quiet"))
+    m.run(m.git(c, "status", "--porcelain"))
+    runs = alternated(rounds, {
+        "sage-mem": lambda _: m.timed(m.sage(b, "sync")),
+        "git": lambda _: m.timed(m.git(c, "fetch", "--quiet"), m.git(c, "status", "--porcelain")),
+    })
+    results["idle"] = compared(runs["sage-mem"], runs["git"])
 
-    log(f"[{size}] receive 10")
-    for path in picked(a, 10):
-        edit(a / path, new_description)
-    m.run(m.sage(a, "sync"))
-    results["receive 10"] = {
-        "sage-mem": m.timed(m.sage(b, "sync")),
-        "git": m.timed(m.git(c, "pull", "--quiet", "--no-rebase")),
-    }
+    case("receive 10", f"receive 10, {rounds} rounds")
 
-    log(f"[{size}] both 100")
-    both = picked(a, 100, skip=10)
-    for path in both:
-        edit(a / path, new_description)
-    m.run(m.sage(a, "sync"))
-    plain = work / "remote-plain.git"
-    shutil.copytree(m.remote, plain)
-    m.run(m.git(c, "remote", "set-url", "origin", str(plain)))
-    for path in both:
-        edit(b / path, added_line)
-        edit(c / path, added_line)
-    results["both 100"] = {
-        "sage-mem": m.timed(m.sage(b, "sync")),
-        "git": m.timed(m.git(c, "add", "-A"), m.git(c, "commit", "--quiet", "-m", "edits"),
-                       m.git(c, "pull", "--quiet", "--no-rebase", "--no-edit"),
-                       m.git(c, "push", "--quiet")),
-    }
-    for path in both:  # both sides' edits are in B's merged memory
-        text = (b / path).read_text(encoding="utf-8")
+    def changed_on_a(number: int) -> None:  # 10 memories changed on A, pushed by its sync
+        for path in picked(a, 10, skip=number):
+            edit(a / path, new_description)
+        m.run(m.sage(a, "sync"))
+
+    runs = alternated(rounds, {
+        "sage-mem": lambda _: m.timed(m.sage(b, "sync")),
+        "git": lambda _: m.timed(m.git(c, "pull", "--quiet", "--no-rebase")),
+    }, changed_on_a)
+    results["receive 10"] = compared(runs["sage-mem"], runs["git"])
+
+    case("both 100", f"both 100, {rounds} rounds")
+    chosen: list[list[str]] = []
+
+    def changed_on_both(number: int) -> None:
+        # C set back to the commit B is on (B pushed it: the remote's branch), so that both
+        # merge from one state; then A's 100 changes pushed, C's remote a copy of that.
+        head = m.git_text(b, "rev-parse", "HEAD")
+        m.run(m.git(c, "fetch", "--quiet", str(m.remote)))
+        m.run(m.git(c, "reset", "--quiet", "--hard", head))
+        both = picked(a, 100, skip=10 + number)
+        chosen.append(both)
+        for path in both:
+            edit(a / path, new_description)
+        m.run(m.sage(a, "sync"))
+        plain = work / f"remote-plain-{number}.git"
+        shutil.copytree(m.remote, plain)
+        m.run(m.git(c, "remote", "set-url", "origin", str(plain)))
+        for path in both:
+            edit(b / path, added_line)
+            edit(c / path, added_line)
+
+    runs = alternated(rounds, {
+        "sage-mem": lambda number: merged(m.timed(m.sage(b, "sync")), b, chosen[number]),
+        "git": lambda _: m.timed(m.git(c, "add", "-A"),
+                                 m.git(c, "commit", "--quiet", "-m", "edits"),
+                                 m.git(c, "pull", "--quiet", "--no-rebase", "--no-edit"),
+                                 m.git(c, "push", "--quiet")),
+    }, changed_on_both)
+    results["both 100"] = compared(runs["sage-mem"], runs["git"])
+    return {"size": size, "megabytes": megabytes, "first sync": first,
+            "background build": background, "rounds": rounds, "join rounds": join_rounds,
+            "loads": loads, "cases": results}
+
+
+def merged(run: Run, folder: Path, paths: list[str]) -> Run:
+    """`run`, once each of `paths` in `folder` is checked to hold both sides' edits."""
+    for path in paths:
+        text = (folder / path).read_text(encoding="utf-8")
         if "(revised on A)" not in text or "added on the second machine" not in text:
             raise SystemExit(f"{path}: the merge lost an edit")
-    return {"size": size, "megabytes": megabytes, "first sync": first,
-            "background build": background, "cases": results}
+    return run
 
 
 def wait_for_background_build(folder: Path, env: dict[str, str]) -> float | None:
@@ -286,38 +373,42 @@ def build_process(folder: Path) -> bool:
 
 
 ROWS = [
-    ("join", "join: `sync --remote` on a new machine / `git clone`"),
-    ("idle", "nothing changed: `sync` / `git fetch` + `git status`"),
-    ("receive 10", "10 changed, receive: `sync` / `git pull`"),
-    ("both 100", "100 files changed on both sides: `sync` / commit + `git pull` + `git push`"),
+    (("join", "git"), "join: `sync --remote` on a new machine / `git clone`"),
+    (("join", "git --no-local"),
+     "join / `git clone --no-local` (the pack sent as by a server)"),
+    (("idle",), "nothing changed: `sync` / `git fetch` + `git status`"),
+    (("receive 10",), "10 changed, receive: `sync` / `git pull`"),
+    (("both 100",), "100 files changed on both sides: `sync` / commit + `git pull` + `git push`"),
 ]
+
+
+def row(label: str, found: dict) -> str:
+    """One case's line: each side's medians, the ratio of the medians, the rounds' ratios."""
+    ours, theirs, ratio = found["sage-mem"], found["git"], found["ratio"]
+    return (f"| {label} | {len(ratio['rounds'])} | {ours['cpu']:.3f} s ({ours['wall']:.3f} s) | "
+            f"{theirs['cpu']:.3f} s ({theirs['wall']:.3f} s) | "
+            f"**{ratio['cpu']:.2f}×** ({ratio['wall']:.2f}×) | "
+            f"{ratio['median']:.2f}× ({ratio['min']:.2f}–{ratio['max']:.2f}×) |")
 
 
 def table(result: dict) -> str:
     cases = result["cases"]
-    lines = ["| case | sage-mem CPU (wall) | git CPU (wall) | ratio, CPU (wall) |",
-             "| --- | --- | --- | --- |"]
-    for key, label in ROWS:
-        ours, theirs = cases[key]["sage-mem"], cases[key]["git"]
-        lines.append(
-            f"| {label} | {ours['cpu']:.2f} s ({ours['wall']:.2f} s) | "
-            f"{theirs['cpu']:.2f} s ({theirs['wall']:.2f} s) | "
-            f"{ours['cpu'] / max(theirs['cpu'], 1e-3):.1f}× "
-            f"({ours['wall'] / max(theirs['wall'], 1e-3):.1f}×) |")
-    ours, theirs = cases["join"]["sage-mem"], cases["join"]["git --no-local"]
-    lines.insert(3, f"| join / `git clone --no-local` (the pack sent as by a server) | "
-                 f"{ours['cpu']:.2f} s ({ours['wall']:.2f} s) | "
-                 f"{theirs['cpu']:.2f} s ({theirs['wall']:.2f} s) | "
-                 f"{ours['cpu'] / max(theirs['cpu'], 1e-3):.1f}× "
-                 f"({ours['wall'] / max(theirs['wall'], 1e-3):.1f}×) |")
+    lines = ["| case | rounds | sage-mem CPU (wall), median | git CPU (wall), median | "
+             "ratio of the medians, CPU (wall) | each round's CPU ratio: median (min–max) |",
+             "| --- | --- | --- | --- | --- | --- |"]
+    for keys, label in ROWS:
+        found = cases[keys[0]]
+        lines.append(row(label, found[keys[1]] if len(keys) > 1 else found))
+    lines += ["", "| first search (one run each) | CPU (wall) | the next one, CPU (wall) | "
+              "ratio, CPU (wall) |", "| --- | --- | --- | --- |"]
     searches = cases["first search"]
     warm = searches["warm"]
-    for key, label in (("right after", "first search right after the join"),
-                       ("sage-mem", "first search once the background build ended"),
-                       ("cold", "first search in a copy not made by sync (cold start)")):
+    for key, label in (("right after", "right after the join"),
+                       ("sage-mem", "once the background build ended"),
+                       ("cold", "in a copy not made by sync (cold start)")):
         first = searches[key]
-        lines.append(f"| {label} / the next one | {first['cpu']:.2f} s "
-                     f"({first['wall']:.2f} s) | {warm['cpu']:.2f} s ({warm['wall']:.2f} s) | "
+        lines.append(f"| {label} | {first['cpu']:.2f} s ({first['wall']:.2f} s) | "
+                     f"{warm['cpu']:.2f} s ({warm['wall']:.2f} s) | "
                      f"{first['cpu'] / max(warm['cpu'], 1e-3):.1f}× "
                      f"({first['wall'] / max(warm['wall'], 1e-3):.1f}×) |")
     if result["background build"] is None:
@@ -325,6 +416,9 @@ def table(result: dict) -> str:
     else:
         lines.append(f"\nThe index built in the background after the join: done "
                      f"{result['background build']:.2f} s after the join returned.")
+    loads = ", ".join(f"{name} {load:.1f}" for name, load in result.get("loads", {}).items())
+    if loads:
+        lines.append(f"Load average at the start of each case: {loads}.")
     return "\n".join(lines)
 
 
@@ -342,6 +436,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--join-rounds", type=int, default=3,
                         help="joins and clones timed in turn, the median taken (default 3)")
+    parser.add_argument("--rounds", type=int, default=5,
+                        help="rounds of each other case, sage-mem and git in turn (default 5)")
     parser.add_argument("--work", type=Path, help="work here (emptied first) instead of a temp")
     parser.add_argument("--keep", action="store_true", help="keep the work folder")
     parser.add_argument("--json", action="store_true", help="print the raw figures as JSON")
@@ -357,7 +453,8 @@ def main(argv: list[str] | None = None) -> int:
         lambda text: print(text, file=sys.stderr, flush=True))
     try:
         before = machine()
-        result = measure(args.size, work, args.seed, log, max(1, args.join_rounds))
+        result = measure(args.size, work, args.seed, log, max(1, args.join_rounds),
+                         max(1, args.rounds))
         after = os.getloadavg()[0]
     finally:
         if not args.keep:

@@ -1030,7 +1030,7 @@ def read_memory(folder: MemoryFolder, path: Path) -> Seen:
     MAX_FILE_BYTES. Raises FileNotFoundError when there is no file, InvalidId
     for a path leading outside, InvalidMemory for a file that cannot be read.
     """
-    from ..memory.value import MAX_FILE_BYTES
+    from ..memory.coercion import MAX_FILE_BYTES
 
     folder.check_contained(path)
     return read_file(path, limit=MAX_FILE_BYTES, what="; not indexed")

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from ..memory.value import now_iso
+from ..memory.coercion import now_iso
 from .locks import file_lock
 from .safe_io import atomic_write
 

@@ -20,12 +20,10 @@ import posixpath
 import re
 import unicodedata
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Protocol
+from typing import NamedTuple, Protocol
 from urllib.parse import unquote
 
-from .markdown import is_relative_md
-from .value import CATEGORIES
+from .coercion import CATEGORIES
 
 
 class Listed(Protocol):
@@ -182,8 +180,7 @@ def _render_groups(memories: Sequence[Listed], more: int,
 # Someone else's MEMORY.md: every line of it kept, sage-mem's part in a marked region.
 
 
-@dataclass(frozen=True)
-class IndexUpdate:
+class IndexUpdate(NamedTuple):
     """What MEMORY.md should become, as `updated_index` decides it.
 
     `data` is the file's new bytes (the old ones when nothing changes), or None:
@@ -292,6 +289,8 @@ def index_target(line: str) -> str | None:
     if target.startswith("<"):
         target = target[1:-1]
     target = unquote(target.split("#", 1)[0]).strip()
+    from .markdown import is_relative_md  # its regexes (~2 ms) only for a person's lines
+
     if not is_relative_md(target):
         return None
     target = posixpath.normpath(target)
@@ -397,8 +396,7 @@ def _broken_region(begins: Sequence[int], ends: Sequence[int]) -> str | None:
     return None
 
 
-@dataclass(frozen=True)
-class _Hunk:
+class _Hunk(NamedTuple):
     start: int
     end: int  # the closing marker, or the last line when the conflict is never closed
     markers: tuple[int, ...]

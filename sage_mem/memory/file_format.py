@@ -16,13 +16,12 @@ import functools
 import re
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from datetime import date, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..errors import InvalidMemory
-from .value import iso_datetime
+from .coercion import iso_datetime
 from .yaml_plain import NOT_COMMON, common_value, copied_resolvers
 from .yaml_plain import Resolvers as _Resolvers
 
@@ -53,8 +52,7 @@ _LINE_BREAKS = "\n\r\x85\u2028\u2029"
 MAX_EXPANDED_VALUES = 100_000
 
 
-@dataclass(frozen=True)
-class _Yaml:
+class _Yaml(NamedTuple):
     loader: type[yaml.SafeLoader]
     dumper: type[yaml.SafeDumper]
     timestamp: re.Pattern[str]
@@ -176,8 +174,7 @@ _COMMENT_LINE = re.compile(r"^[ \t]*#")
 _LINE = re.compile(r"[^\n]*\n|[^\n]+$")
 
 
-@dataclass(frozen=True)
-class ParsedFile:
+class ParsedFile(NamedTuple):
     """A memory file split into its parts, exactly as read.
 
     `opening` and `closing` are the delimiter lines as written (`--- ` with a

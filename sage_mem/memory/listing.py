@@ -21,8 +21,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import InvalidMemory
+from .coercion import listed_fields
 from .file_format import _CLOSING_LINE, _check_expansion, _simple_mapping, parse_bytes
-from .value import listed_fields
 
 Fields = tuple[str | None, str, str | None, bool, int]
 _OPENING = "---\n"

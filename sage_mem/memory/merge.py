@@ -34,7 +34,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple
 
-from .value import parse_moment
+from .coercion import parse_moment
 
 SET_KEYS = frozenset({"tags", "aliases", "supersedes"})
 NEWEST_KEYS = frozenset({"updated", "modified"})

@@ -105,7 +105,7 @@ _READS = frozenset({
     "for-each-ref", "merge-base", "log", "show", "ls-remote", "hash-object",
 })
 _LEAVE_REMOTE_REFS = frozenset({"merge", "commit", "add", "checkout", "update-index", "reset",
-                                "rm", "mv"})
+                                "rm", "mv", "read-tree"})
 _CONFIG_WRITERS = frozenset({"config", "remote", "branch", "push", "init", "clone", "switch",
                              "checkout", "symbolic-ref"})
 
@@ -296,6 +296,41 @@ class Git:
             done = self.run("rev-parse", "-q", "--verify", f"{name}^{{commit}}", check=False)
             self._revs[name] = done.stdout.decode().strip() if done.returncode == 0 else None
         return self._revs[name]
+
+    def rev_and_base(self, name: str, head: str | None) -> str | None:
+        """`rev(name)`, with its merge base with the commit `head` (by id) remembered for
+        `merge_base`: one `git rev-parse HEAD...NAME` (which prints NAME's commit, HEAD's,
+        then each merge base after a `^`) where a receive ran `rev-parse` and `merge-base`
+        apart.
+        Several merge bases (a criss-cross history) are left to `merge-base`, which picks
+        one of them."""
+        if head is None or name in self._revs:
+            return self.rev(name)
+        done = self.run("rev-parse", f"{head}...{name}^{{commit}}", check=False)
+        lines = done.stdout.decode("ascii", "replace").split()
+        if done.returncode != 0 or len(lines) < 2 or lines[1] != head:
+            return self.rev(name)  # no such ref (a branch never pushed): as `rev` says it
+        theirs, bases = lines[0], lines[2:]
+        self._revs[name] = theirs
+        if len(bases) <= 1 and all(base.startswith("^") for base in bases):
+            self._bases[(head, theirs)] = bases[0][1:] if bases else None
+        return theirs
+
+    def fast_forward(self, old: str, new: str,
+                     message: str) -> subprocess.CompletedProcess[bytes]:
+        """The work tree and index moved from commit `old` to `new` (`git read-tree -m -u`:
+        what `git merge` checks out for a fast-forward, refusing as it does), then HEAD's
+        branch, only if it is still at `old`; HEAD then known as `new` (no `rev-parse`)."""
+        done = self.run("read-tree", "-m", "-u", old, new, check=False)
+        if done.returncode != 0:
+            return done
+        remote = {name: rev for name, rev in self._revs.items()
+                  if name.startswith("refs/remotes/")}
+        done = self.run("update-ref", "-m", message, "HEAD", new, old, check=False)
+        self._revs.update(remote)  # only HEAD's branch moved
+        if done.returncode == 0:
+            self._revs["HEAD"] = new
+        return done
 
     def head_ref(self) -> str | None:
         """The ref HEAD names (`refs/heads/main`), None when it is detached."""

@@ -925,8 +925,8 @@ class _Sync:
 
     def integrate(self) -> None:
         branch = self.git.branch()
-        theirs = self.git.rev(f"refs/remotes/{REMOTE}/{branch}")
         head = self.git.head()
+        theirs = self.git.rev_and_base(f"refs/remotes/{REMOTE}/{branch}", head)
         if theirs is None or head == theirs:
             return
         # Theirs is in ours' history exactly when it is the two's merge base: one `merge-base`
@@ -1027,10 +1027,26 @@ class _Sync:
         self.result.pulled.extend(i for i in memory_ids(came) if i not in skipped)
 
     def run_merge(self, theirs: str, branch: str) -> subprocess.CompletedProcess[bytes]:
-        from .merge_later import merged_later
+        from .merge_later import merged_later, remove_merge_later
 
+        head = self.git.head()
+        if head is not None and self.git.merge_base(head, theirs) == head:
+            remove_merge_later(self.git.git_dir)  # one a killed sync's merge left
+            return self.fast_forward(head, theirs, branch)
         with merged_later(self.git.git_dir):
             return self._run_merge(theirs, branch)
+
+    def fast_forward(self, head: str, theirs: str,
+                     branch: str) -> subprocess.CompletedProcess[bytes]:
+        """The merge of a commit that holds ours (a receive), as `git merge` makes it: the
+        two-tree checkout of what changed from `head` to `theirs` (`git read-tree -m -u`,
+        which refuses as the merge does: a file changed here that the commit changes too,
+        an untracked file in the way of one it adds), then the branch moved to `theirs`
+        only if it is still at `head`. Without the merge's first step, a refresh of every
+        file's stat in the index (~25 ms of CPU at 10,000 files), which the `git status`
+        before the fetch has just made; a person's post-merge hook is not run (as no hook
+        of theirs runs for sync's commits: `--no-verify`)."""
+        return self.git.fast_forward(head, theirs, f"sync: fast-forward to {REMOTE}/{branch}")
 
     def _run_merge(self, theirs: str, branch: str) -> subprocess.CompletedProcess[bytes]:
         return self.git.run(
