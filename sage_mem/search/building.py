@@ -9,7 +9,7 @@ from bisect import bisect_left, bisect_right
 from collections import _count_elements, deque  # type: ignore[attr-defined]  # Counter's, in C
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from itertools import accumulate, compress, pairwise, repeat
-from operator import add, and_, eq, lshift, mul, not_, or_, rshift, sub, truediv
+from operator import add, itemgetter, and_, eq, lshift, mul, not_, or_, rshift, sub, truediv
 from typing import BinaryIO
 
 from ..memory.value import Memory
@@ -110,6 +110,14 @@ ROUND_POSTINGS = 4 << 20
 
 # Memories per chunk of a build's term counts (freed chunk after chunk as they are weighed).
 _CHUNK = 1024
+
+
+def _gathered(values: array, at: Sequence[int]) -> array:
+    """`values[i]` for each i of `at`, in an array of `values`' type: by `itemgetter` (in C,
+    a third of `map(values.__getitem__, at)`'s time, which calls a slot wrapper each)."""
+    if len(at) > 1:
+        return array(values.typecode, itemgetter(*at)(values))
+    return array(values.typecode, [values[i] for i in at])
 
 
 class _TermNumbers(dict):  # type: ignore[type-arg]  # str -> int
@@ -219,19 +227,19 @@ class _PairNumbers:
             values[slot] = numbers[at]
 
 
-def _pair_codes(terms: list[str], numbers: dict[str, int]) -> list[int]:
-    """`scoring.word_pairs(terms)`, each pair as the code of its words' numbers (`numbers`:
-    every term of `terms`), in the same order."""
+def _pair_codes(terms: list[str], seq: list[int]) -> list[int]:
+    """`scoring.word_pairs(terms)`, each pair as the code of its words' numbers (`seq`: the
+    number of each of `terms`), in the same order."""
     if len(terms) < 2:
         return []
-    if not "".join(numbers).isascii():
+    if not "".join(terms).isascii():
         # CJK among the words: which terms pair is `word_pairs`'s to say (rarer, dearer).
+        numbers = dict(zip(terms, seq, strict=True))
         return [numbers[first] << _PAIR_SHIFT | numbers[second]
                 for first, second in map(str.split, word_pairs(terms, numbers.keys()),
                                          repeat(" "))]
     # Only words (what `word_pairs` finds for ASCII terms): every two adjacent, but a word
     # repeated in place.
-    seq = list(map(numbers.__getitem__, terms))
     following = seq[1:]
     if not any(map(eq, seq, following)):
         return list(map(or_, map(lshift, seq, repeat(_PAIR_SHIFT)), following))
@@ -308,15 +316,17 @@ class Builder:
         ):
             lengths.append(length)
             if weighed and length:  # then `terms` holds a term
-                counted: dict[str, int] = {}
-                _count_elements(counted, terms)
-                found = list(map(word_number, counted))
-                numbers.extend(found)
+                # Each term's number, a new one numbered in the order the terms first come
+                # (as counting them first and numbering the distinct ones did), then counted
+                # as ints: one look-up a term, and the pairs made from the same numbers.
+                seq = list(map(word_number, terms))
+                counted: dict[int, int] = {}
+                _count_elements(counted, seq)
+                numbers.extend(counted)
                 counts = self._counted(counts, counted.values())
                 if pairing and len(terms) > 1:
                     pairs: dict[int, int] = {}
-                    known = dict(zip(counted, found, strict=True))
-                    _count_elements(pairs, _pair_codes(terms, known))
+                    _count_elements(pairs, _pair_codes(terms, seq))
                     numbers.extend(pair_numbers(pairs))
                     counts = self._counted(counts, pairs.values())
                 if name in _NAMED_FIELDS:
@@ -325,10 +335,11 @@ class Builder:
                     numbers.extend(map(word_number, prefixes))
                     counts = self._counted(counts, prefixes.values())
             ends.append(len(numbers))
-        # Each of the memory's terms once: one more memory holds it (in C, not a loop).
-        distinct = set(numbers[first:])
-        deque(map(held.__setitem__, distinct, map(add, map(held.__getitem__, distinct),
-                                                   repeat(1))), maxlen=0)
+        # Each of the memory's terms once: one more memory holds it. A loop: `map` over an
+        # array's `__getitem__` and `__setitem__` (slot wrappers, a tuple made a call) took
+        # twice as long.
+        for term in set(numbers[first:]):
+            held[term] += 1
         trust = memory.trust
         self._rows.append((memory.id, trust, memory.updated, memory.category, memory.project))
         self._archived.append(bool(memory.archived))
@@ -434,7 +445,7 @@ class Builder:
         for at in range(len(self._chunks)):
             numbers, held, ends = self._chunk(at)
             if rank is not None:  # the terms by their places in the file instead
-                numbers = array("I", map(rank.__getitem__, numbers))
+                numbers = _gathered(rank, numbers)
             begin = 0
             for row in range(len(ends) // width):
                 weighted: dict[int, float] = {}
