@@ -180,11 +180,34 @@ class _PairNumbers:
         """The number of each of `codes` (each once), a new one numbered in their order."""
         if 8 * (self._used + len(codes)) > 5 * len(self._keys):
             self._grow(self._used + len(codes))
+        if len(codes) < 2:  # `itemgetter` of one gives no tuple
+            return self._probed(codes)
+        keys, values, shift = self._keys, self._numbers, self._shift
+        # Each code's first slot, the key there and whether it is the code, in C: most
+        # pairs are met again, and most of those in their first slot (at most 5/8 full).
+        slots = list(map(rshift, map(and_, map(mul, codes, repeat(_GOLDEN)), repeat(_MASK64)),
+                         repeat(shift)))
+        at_first = list(map(eq, itemgetter(*slots)(keys), codes))
+        if all(at_first):
+            return list(itemgetter(*slots)(values))
+        return self._probed(codes, slots, at_first)
+
+    def _probed(
+        self, codes: Iterable[int], slots: list[int] | None = None,
+        at_first: list[bool] | None = None,
+    ) -> list[int]:
+        """`numbers(codes)` by a loop: each code's slot (`slots`, where `at_first` says the
+        code is, when given) probed on to the code or an empty slot (a new pair)."""
         keys, values, mask, shift = self._keys, self._numbers, self._mask, self._shift
         counts, all_codes = self.counts, self.codes
         found: list[int] = []
-        for code in codes:
-            slot = ((code * _GOLDEN) & _MASK64) >> shift
+        if slots is None or at_first is None:
+            slots = [((code * _GOLDEN) & _MASK64) >> shift for code in codes]
+            at_first = [False] * len(slots)
+        for code, slot, there in zip(codes, slots, at_first, strict=True):
+            if there:
+                found.append(values[slot])
+                continue
             while True:
                 key = keys[slot]
                 if key == code:
