@@ -9,7 +9,7 @@ from bisect import bisect_left, bisect_right
 from collections import _count_elements, deque  # type: ignore[attr-defined]  # Counter's, in C
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from itertools import accumulate, compress, pairwise, repeat
-from operator import add, itemgetter, and_, eq, lshift, mul, not_, or_, rshift, sub, truediv
+from operator import add, and_, eq, itemgetter, lshift, mul, not_, or_, rshift, sub, truediv
 from typing import BinaryIO
 
 from ..memory.value import Memory
@@ -110,14 +110,6 @@ ROUND_POSTINGS = 4 << 20
 
 # Memories per chunk of a build's term counts (freed chunk after chunk as they are weighed).
 _CHUNK = 1024
-
-
-def _gathered(values: array, at: Sequence[int]) -> array:
-    """`values[i]` for each i of `at`, in an array of `values`' type: by `itemgetter` (in C,
-    a third of `map(values.__getitem__, at)`'s time, which calls a slot wrapper each)."""
-    if len(at) > 1:
-        return array(values.typecode, itemgetter(*at)(values))
-    return array(values.typecode, [values[i] for i in at])
 
 
 class _TermNumbers(dict):  # type: ignore[type-arg]  # str -> int
@@ -468,7 +460,7 @@ class Builder:
         for at in range(len(self._chunks)):
             numbers, held, ends = self._chunk(at)
             if rank is not None:  # the terms by their places in the file instead
-                numbers = _gathered(rank, numbers)
+                numbers = array("I", map(rank.__getitem__, numbers))
             begin = 0
             for row in range(len(ends) // width):
                 weighted: dict[int, float] = {}
