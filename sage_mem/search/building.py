@@ -149,8 +149,9 @@ class _PairNumbers:
     number int and a slot a pair) made in pymalloc's arenas among the words' and
     rows' objects, which kept those arenas, and so the RSS, after the dict was
     freed; this table's two arrays go back to the system when freed (50 MB at
-    100,000 memories, the table at most 5/8 full). A look-up is a Python loop
-    (a dict's is in C): 0.25 s more at 10,000 memories.
+    100,000 memories, the table at most 5/8 full). A field's pairs found in their
+    first slots are looked up in C (`numbers`); the rest, new pairs and pairs a
+    collision moved on, by a Python loop (`_probed`).
     """
 
     def __init__(self, counts: array, codes: array) -> None:
