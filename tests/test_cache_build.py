@@ -294,7 +294,7 @@ def test_a_build_pairs_the_words_word_pairs_pairs(text: str) -> None:
     terms = tokenize(text)
     numbers = {term: 7 * at + 1 for at, term in enumerate(dict.fromkeys(terms))}
     texts = {number: term for term, number in numbers.items()}
-    codes = building._pair_codes(terms, numbers)
+    codes = building._pair_codes(terms, [numbers[term] for term in terms])
     assert [f"{texts[code >> 32]} {texts[code & 0xFFFFFFFF]}" for code in codes] == (
         word_pairs(terms))
 

@@ -9,7 +9,7 @@ from bisect import bisect_left, bisect_right
 from collections import _count_elements, deque  # type: ignore[attr-defined]  # Counter's, in C
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from itertools import accumulate, compress, pairwise, repeat
-from operator import add, and_, eq, lshift, mul, not_, or_, rshift, sub, truediv
+from operator import add, and_, eq, itemgetter, lshift, mul, not_, or_, rshift, sub, truediv
 from typing import BinaryIO
 
 from ..memory.value import Memory
@@ -149,8 +149,9 @@ class _PairNumbers:
     number int and a slot a pair) made in pymalloc's arenas among the words' and
     rows' objects, which kept those arenas, and so the RSS, after the dict was
     freed; this table's two arrays go back to the system when freed (50 MB at
-    100,000 memories, the table at most 5/8 full). A look-up is a Python loop
-    (a dict's is in C): 0.25 s more at 10,000 memories.
+    100,000 memories, the table at most 5/8 full). A field's pairs found in their
+    first slots are looked up in C (`numbers`); the rest, new pairs and pairs a
+    collision moved on, by a Python loop (`_probed`).
     """
 
     def __init__(self, counts: array, codes: array) -> None:
@@ -172,11 +173,34 @@ class _PairNumbers:
         """The number of each of `codes` (each once), a new one numbered in their order."""
         if 8 * (self._used + len(codes)) > 5 * len(self._keys):
             self._grow(self._used + len(codes))
+        if len(codes) < 2:  # `itemgetter` of one gives no tuple
+            return self._probed(codes)
+        keys, values, shift = self._keys, self._numbers, self._shift
+        # Each code's first slot, the key there and whether it is the code, in C: most
+        # pairs are met again, and most of those in their first slot (at most 5/8 full).
+        slots = list(map(rshift, map(and_, map(mul, codes, repeat(_GOLDEN)), repeat(_MASK64)),
+                         repeat(shift)))
+        at_first = list(map(eq, itemgetter(*slots)(keys), codes))
+        if all(at_first):
+            return list(itemgetter(*slots)(values))
+        return self._probed(codes, slots, at_first)
+
+    def _probed(
+        self, codes: Iterable[int], slots: list[int] | None = None,
+        at_first: list[bool] | None = None,
+    ) -> list[int]:
+        """`numbers(codes)` by a loop: each code's slot (`slots`, where `at_first` says the
+        code is, when given) probed on to the code or an empty slot (a new pair)."""
         keys, values, mask, shift = self._keys, self._numbers, self._mask, self._shift
         counts, all_codes = self.counts, self.codes
         found: list[int] = []
-        for code in codes:
-            slot = ((code * _GOLDEN) & _MASK64) >> shift
+        if slots is None or at_first is None:
+            slots = [((code * _GOLDEN) & _MASK64) >> shift for code in codes]
+            at_first = [False] * len(slots)
+        for code, slot, there in zip(codes, slots, at_first, strict=True):
+            if there:
+                found.append(values[slot])
+                continue
             while True:
                 key = keys[slot]
                 if key == code:
@@ -219,19 +243,19 @@ class _PairNumbers:
             values[slot] = numbers[at]
 
 
-def _pair_codes(terms: list[str], numbers: dict[str, int]) -> list[int]:
-    """`scoring.word_pairs(terms)`, each pair as the code of its words' numbers (`numbers`:
-    every term of `terms`), in the same order."""
+def _pair_codes(terms: list[str], seq: list[int]) -> list[int]:
+    """`scoring.word_pairs(terms)`, each pair as the code of its words' numbers (`seq`: the
+    number of each of `terms`), in the same order."""
     if len(terms) < 2:
         return []
-    if not "".join(numbers).isascii():
+    if not "".join(terms).isascii():
         # CJK among the words: which terms pair is `word_pairs`'s to say (rarer, dearer).
+        numbers = dict(zip(terms, seq, strict=True))
         return [numbers[first] << _PAIR_SHIFT | numbers[second]
                 for first, second in map(str.split, word_pairs(terms, numbers.keys()),
                                          repeat(" "))]
     # Only words (what `word_pairs` finds for ASCII terms): every two adjacent, but a word
     # repeated in place.
-    seq = list(map(numbers.__getitem__, terms))
     following = seq[1:]
     if not any(map(eq, seq, following)):
         return list(map(or_, map(lshift, seq, repeat(_PAIR_SHIFT)), following))
@@ -308,15 +332,17 @@ class Builder:
         ):
             lengths.append(length)
             if weighed and length:  # then `terms` holds a term
-                counted: dict[str, int] = {}
-                _count_elements(counted, terms)
-                found = list(map(word_number, counted))
-                numbers.extend(found)
+                # Each term's number, a new one numbered in the order the terms first come
+                # (as counting them first and numbering the distinct ones did), then counted
+                # as ints: one look-up a term, and the pairs made from the same numbers.
+                seq = list(map(word_number, terms))
+                counted: dict[int, int] = {}
+                _count_elements(counted, seq)
+                numbers.extend(counted)
                 counts = self._counted(counts, counted.values())
                 if pairing and len(terms) > 1:
                     pairs: dict[int, int] = {}
-                    known = dict(zip(counted, found, strict=True))
-                    _count_elements(pairs, _pair_codes(terms, known))
+                    _count_elements(pairs, _pair_codes(terms, seq))
                     numbers.extend(pair_numbers(pairs))
                     counts = self._counted(counts, pairs.values())
                 if name in _NAMED_FIELDS:
@@ -325,10 +351,11 @@ class Builder:
                     numbers.extend(map(word_number, prefixes))
                     counts = self._counted(counts, prefixes.values())
             ends.append(len(numbers))
-        # Each of the memory's terms once: one more memory holds it (in C, not a loop).
-        distinct = set(numbers[first:])
-        deque(map(held.__setitem__, distinct, map(add, map(held.__getitem__, distinct),
-                                                   repeat(1))), maxlen=0)
+        # Each of the memory's terms once: one more memory holds it. A loop: `map` over an
+        # array's `__getitem__` and `__setitem__` (slot wrappers, a tuple made a call) took
+        # twice as long.
+        for term in set(numbers[first:]):
+            held[term] += 1
         trust = memory.trust
         self._rows.append((memory.id, trust, memory.updated, memory.category, memory.project))
         self._archived.append(bool(memory.archived))

@@ -1261,19 +1261,25 @@ def _write_sections(
         # and them; each round's postings are copied to `placed_postings` when it comes.
         held: list = [0, 0, 0, memoryview(b""), memoryview(b"")]
 
-        def at_rank(rank: int) -> tuple[memoryview | array, memoryview | array]:
-            # A round is whole term blocks (`Builder`): the last block read all of its own.
-            while rank >= held[1]:
-                held[3:] = [memoryview(b""), memoryview(b"")]
-                low, high, slots, weights = next(rounds)
-                assert low == held[1], "rounds come in order"
-                placed_postings[0].write(slots)
-                placed_postings[1].write(weights)
-                held[:] = [low, high, bounds[low], memoryview(slots), memoryview(weights)]
-                del slots, weights
-            base = held[2]
-            begin, end = bounds[rank] - base, bounds[rank + 1] - base
-            return held[3][begin:end], held[4][begin:end]
+    def block_at(first: int, size: int) -> list[tuple[memoryview | array, memoryview | array]]:
+        """The postings of the terms ranked `first` to `first + size - 1`: a block's."""
+        if ranked is None:
+            return list(map(at_rank, range(first, first + size)))
+        # A round is whole term blocks (`Builder`): the last block read all of its own.
+        while first >= held[1]:
+            held[3:] = [memoryview(b""), memoryview(b"")]
+            low, high, slots, weights = next(rounds)
+            assert low == held[1], "rounds come in order"
+            assert placed_postings is not None
+            placed_postings[0].write(slots)
+            placed_postings[1].write(weights)
+            held[:] = [low, high, bounds[low], memoryview(slots), memoryview(weights)]
+            del slots, weights
+        base, slots_held, weights_held = held[2], held[3], held[4]
+        # The block's slices in one comprehension: no call a term.
+        ends = [end - base for end in bounds[first : first + size + 1]]
+        return [(slots_held[begin:end], weights_held[begin:end])
+                for begin, end in zip(ends, ends[1:], strict=False)]
     records_length = spill.tell()
     fences = array("I")
     blocks = array("Q")
@@ -1284,7 +1290,7 @@ def _write_sections(
         texts = (terms.block(chosen) if isinstance(terms, TermTexts)
                  else list(map(terms.__getitem__, chosen)))
         block_crcs = list(sorted_crcs[first : first + TERM_BLOCK])
-        parts = list(map(at_rank, range(first, first + len(chosen))))
+        parts = block_at(first, len(chosen))
         starts = list(accumulate(map(len, map(itemgetter(0), parts)), initial=start))
         if ranked is None:
             tops = list(map(top, chosen))
