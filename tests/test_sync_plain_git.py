@@ -9,6 +9,7 @@ merge driver's rules, never with conflict markers in a memory.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -131,6 +132,48 @@ def test_sync_finishes_the_merge_a_plain_git_pull_left(
     assert git(teammate, "status", "--porcelain").strip() == ""
     sync(laptop)
     no_markers(laptop)
+
+
+def _merge_head_cut_short(laptop: Path, teammate: Path) -> None:
+    """A merge left as git leaves one killed while writing MERGE_HEAD: the index and the
+    files merged, MERGE_HEAD empty (the kill tier met it: `test_sync_crash`)."""
+    both_edit(laptop, teammate)
+    subprocess.run(["git", "-C", str(teammate), "-c", "merge.sage-mem.driver=false", "pull",
+                    "--no-rebase", "--quiet"], capture_output=True)
+    merge_head = teammate / ".git" / "MERGE_HEAD"
+    assert merge_head.exists() and "UU" in git(teammate, "status", "--porcelain")
+    merge_head.write_bytes(b"")
+
+
+def test_a_merge_whose_merge_head_was_cut_short_is_undone_and_merged_again(
+    pair: tuple[Path, Path]
+) -> None:
+    laptop, teammate = pair
+    _merge_head_cut_short(laptop, teammate)
+    status, out, err = sm(teammate, "sync", "--json")
+    assert status == 0, err
+    assert "undid a merge" in " ".join(json.loads(out)["notes"])
+    assert not os.path.exists(teammate / ".git" / "MERGE_HEAD")
+    no_markers(teammate)
+    mine = parse_bytes((teammate / "user_cat.md").read_bytes()).meta
+    assert mine["description"] == "The cat is Sesame, a calico"
+    assert set(mine["tags"]) == {"pet", "tabby", "calico"}
+    assert git(teammate, "status", "--porcelain").strip() == ""
+    sync(laptop)
+    assert parse_bytes((laptop / "user_cat.md").read_bytes()).meta["description"] == (
+        "The cat is Sesame, a calico")
+
+
+def test_a_cut_short_merge_a_person_typed_into_is_left_for_them(
+    pair: tuple[Path, Path]
+) -> None:
+    laptop, teammate = pair
+    _merge_head_cut_short(laptop, teammate)
+    resolved = memory("The cat is Sesame, a tabby calico", "Sesame is orange.", tags=["pet"])
+    write_memory(teammate, "user_cat", resolved)  # typed into the merge's file
+    status, out, err = sm(teammate, "sync")
+    assert status == 1 and "MERGE_HEAD names no commit" in err and err.count("\n") == 1
+    assert (teammate / "user_cat.md").read_text(encoding="utf-8") == resolved
 
 
 def test_a_merge_whose_conflict_a_person_resolved_by_hand_is_still_theirs(

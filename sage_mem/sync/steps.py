@@ -484,7 +484,13 @@ class _Sync:
         if self.git.head_ref() is None:
             raise SyncError(f"{self.root}: HEAD is detached; check out a branch (git switch main), "
                             "then sync")
-        if (git_dir / "MERGE_HEAD").exists() and (
+        if (git_dir / "MERGE_HEAD").exists() and self.git.rev("MERGE_HEAD") is None:
+            # git was killed writing MERGE_HEAD: `commit_changes` undoes the merge, if no
+            # person typed into its files (nor may git finish it: no second parent)
+            if self.left_merging is None and not self.left_by_plain_git():
+                raise SyncError(f"{self.root}: a git merge was left half done and its MERGE_HEAD "
+                                "names no commit; undo it (git merge --abort), then sync")
+        elif (git_dir / "MERGE_HEAD").exists() and (
                 self.left_merging is None or self.git.rev("MERGE_HEAD") != self.left_merging):
             if not self.left_by_plain_git():
                 raise SyncError(f"{self.root}: a git merge is in progress; finish it (git add, "
@@ -567,11 +573,13 @@ class _Sync:
             self.remove_leftover_temps()
             status = None
         if (self.git.git_dir / "MERGE_HEAD").exists():
-            result.notes.append("finished a merge a previous sync left half done")
             head = self.git.head()
             theirs = self.git.rev("MERGE_HEAD")
-            assert theirs is not None
-            self.finish_merge(head, theirs)
+            if theirs is None:
+                self.undo_unnamed_merge()
+            else:
+                result.notes.append("finished a merge a previous sync left half done")
+                self.finish_merge(head, theirs)
             status = None
         if status is None:
             status = self.status()
@@ -1095,6 +1103,19 @@ class _Sync:
             f"{REMOTE}/{branch} not merged: {what}{more}, from commit {commit}; sync never "
             "checks out a link or a path outside the folder (a later read would follow it to "
             "any file of yours): ask its author to replace it with a file, then sync")
+
+    def undo_unnamed_merge(self) -> None:
+        """Undo a merge whose MERGE_HEAD names no commit: git was killed writing it, after
+        the merge had written the index and the files, so nothing says what to finish it
+        with. Undone as `git merge --abort` undoes one (its files as the last commit has
+        them, every other change kept; `check_idle` let it through only if no person typed
+        into them); this sync then fetches and merges again."""
+        if not self.git.ok("merge", "--abort"):
+            raise SyncError(f"{self.root}: a git merge was left half done and its MERGE_HEAD "
+                            "names no commit; undo it (git merge --abort), then sync")
+        self.result.notes.append("undid a merge a killed sync had begun (its MERGE_HEAD was "
+                                 "cut short); merging again")
+        self.write_record()
 
     def finish_merge(self, head: str | None, theirs: str) -> None:
         """Resolve, regenerate and commit the merge; one that fails is undone, not left."""
