@@ -137,13 +137,14 @@ def run_daemon(root: Path, *, idle: float = IDLE_SECONDS, build_only: bool = Fal
             _settle(folder)
         started = time.monotonic()
         store = MemoryStore(folder.root, watch=not build_only, poll=poll)
-        say_in_lock(lock, READY)
         loaded = store.loaded
         how = loaded.how if loaded is not None else "?"
         done = "built the index" if how == "built" else "loaded the index cache"
         wrote = " (cache written)" if loaded is not None and loaded.wrote_cache else ""
         log(f"{done} of {len(store.index)} memories in "
             f"{time.monotonic() - started:.2f} s{wrote}")
+        # Ready once the log says so: a command that waited for this build may read it next.
+        say_in_lock(lock, READY)
         if build_only:
             return 0
         # Handled from here on, before the listener and the vectors start (with the semantic
