@@ -63,6 +63,12 @@ def html_comments(text: str) -> Iterator[re.Match[str]]:
     return _COMMENT.finditer(text, 0, last + 3) if last >= 0 else iter(())
 
 
+def without_html_comments(text: str) -> str:
+    """`text` with each `<!-- … -->` taken out (as `html_comments` finds them)."""
+    last = text.rfind("-->")
+    return _COMMENT.sub("", text[: last + 3]) + text[last + 3 :] if last >= 0 else text
+
+
 MARKDOWN_LINK = re.compile(
     r"(?P<image>!)?\[(?P<text>[^\[\]\r\n]*)\]"
     r"\(\s*(?P<destination><[^<>\r\n]*>|(?:[^()\s]|\([^()\s]*\))*)"

@@ -33,7 +33,7 @@ from ...memory.markdown import (
     Code,
     code_content,
     code_ranges,
-    html_comments,
+    without_html_comments,
 )
 from ..similarity import terms
 from .context import RuleContext
@@ -73,11 +73,7 @@ def plain_paragraphs(body: str) -> list[str]:
     """The body's prose as plain text, one string per paragraph or list item."""
     paragraphs: list[str] = []
     current: list[str] = []
-    text = body.replace(_OPEN, "").replace(_CLOSE, "")
-    cut = [(m.start(), m.end()) for m in html_comments(text)]
-    text = "".join(text[start:end] for start, end in zip(
-        [0, *(end for _, end in cut)], [*(start for start, _ in cut), len(text)], strict=True))
-    text, shown = _readable(text)
+    text, shown = _readable(without_html_comments(body.replace(_OPEN, "").replace(_CLOSE, "")))
 
     def flush() -> None:
         if current:
