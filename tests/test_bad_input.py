@@ -306,6 +306,11 @@ FILES = [
     pytest.param(BadFile("names", "user_back\\slash.md", ok("numbat"), indexed=False,
                          finding="unaddressable-name", problem="no id can reach"),
                  id="backslash-in-name"),
+    # Bytes that are not UTF-8 (a Latin-1 name from another system, a remote's tree): a lone
+    # surrogate in the id, which MEMORY.md, a hook's heading and JSON cannot carry.
+    pytest.param(BadFile("names", "user_caf\udce9.md", ok("nyala"), indexed=False,
+                         finding="unaddressable-name", problem="no id can reach"),
+                 id="name-not-utf8"),
     pytest.param(BadFile("names", "user_notes.md.md", ok("nilgai"), indexed=False,
                          finding="unaddressable-name", problem="no id can reach"),
                  id="double-md-extension"),

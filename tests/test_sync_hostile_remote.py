@@ -222,3 +222,71 @@ def test_read_in_tree_refuses_a_link_at_any_depth(tmp_path: Path, outside: Path)
     for rel in ("through/.bash_history", "file.md"):
         with pytest.raises(LinkRefused, match="symbolic link"):
             read_in_tree(root, rel, limit=1 << 20)
+
+
+def push_entry(attacker: Path, entry: bytes) -> None:
+    """Commit HEAD's tree plus one raw `mktree -z` entry (any bytes for a name), and push it."""
+    listed = subprocess.run(["git", "-C", str(attacker), "ls-tree", "-z", "HEAD"],
+                            capture_output=True, check=True).stdout
+    tree = subprocess.run(["git", "-C", str(attacker), "mktree", "-z"], input=listed + entry,
+                          capture_output=True, check=True).stdout.decode().strip()
+    commit = git(attacker, "commit-tree", tree, "-p", "HEAD", "-m", "add").strip()
+    git(attacker, "push", "--quiet", "origin", f"{commit}:refs/heads/main")
+
+
+def test_a_remote_file_name_that_is_not_utf8_is_synced_but_never_indexed(
+    tmp_path: Path,
+) -> None:
+    """A name holding bytes that are not UTF-8 (Latin-1 `café`) made MEMORY.md's
+    regeneration end in a UnicodeEncodeError traceback on every sync. It is no memory any id
+    reaches: synced as git's file, left out of MEMORY.md and search, reported by the audit."""
+    remote = bare_remote(tmp_path)
+    victim = victim_folder(tmp_path, remote)
+    attacker = tmp_path / "attacker"
+    clone(remote, attacker)
+    blob = subprocess.run(["git", "-C", str(attacker), "hash-object", "-w", "--stdin"],
+                          input=memory("The cafe opens at nine", "Nine sharp.").encode(),
+                          capture_output=True, check=True).stdout.strip()
+    push_entry(attacker, b"100644 blob " + blob + b"\tuser_caf\xe9.md\0")
+    write_memory(victim, "user_dog", memory("The dog is Rex", "Rex barks."))
+    status, out, err = sm(victim, "sync")
+    assert status == 0 and "Traceback" not in err, (out, err)
+    assert os.path.exists(os.fsencode(victim) + b"/user_caf\xe9.md")
+    assert "user_dog" in git(remote, "ls-tree", "--name-only", "main")
+    index = (victim / "MEMORY.md").read_bytes()
+    assert b"user_dog" in index and b"caf" not in index
+    status, out, err = sm(victim, "search", "cafe opens nine")
+    assert status == 0 and "caf" not in out, (out, err)
+    status, out, err = sm(victim, "audit")
+    assert "unaddressable-name" in out, out
+
+
+def test_a_folder_the_remote_made_where_a_memory_was_edited_keeps_the_edit_as_a_sibling(
+    tmp_path: Path,
+) -> None:
+    """The remote replaces `user_cat.md` by a folder of that name while this machine edits
+    it: git moves the edit aside as `user_cat.md~HEAD`, a name no walk reads, and sync
+    committed it so (the edit out of every list and search, said nowhere). The edit is
+    kept as a conflict sibling, a memory, and the summary names it."""
+    remote = bare_remote(tmp_path)
+    victim = victim_folder(tmp_path, remote)
+    attacker = tmp_path / "attacker"
+    clone(remote, attacker)
+    (attacker / "user_cat.md").unlink()
+    (attacker / "user_cat.md").mkdir()
+    (attacker / "user_cat.md" / "notes.md").write_text(memory("Cat notes", "Notes."),
+                                                       encoding="utf-8")
+    git(attacker, "add", "-A")
+    git(attacker, "commit", "--quiet", "-m", "a folder")
+    git(attacker, "push", "--quiet", "origin", "HEAD")
+    edited = victim / "user_cat.md"
+    edited.write_text(edited.read_text(encoding="utf-8") + "\nSesame likes the window.\n",
+                      encoding="utf-8")
+    result = sync(victim)
+    assert result["conflicts"] == ["user_cat.conflict-victim"], result
+    sibling = victim / "user_cat.conflict-victim.md"
+    assert b"Sesame likes the window." in sibling.read_bytes()
+    assert not any("~" in name for name in os.listdir(victim))
+    assert "user_cat.conflict-victim.md" in git(remote, "ls-tree", "--name-only", "main")
+    status, out, _ = sm(victim, "search", "Sesame window")
+    assert "user_cat.conflict-victim" in out

@@ -40,8 +40,7 @@ def findings(folder: MemoryFolder, rel: str, text: str) -> Iterator[tuple[str, i
     """(check, line, message) for one memory file in service; `text` without its BOM."""
     memory_id = unicodedata.normalize("NFC", rel[:-3])
     try:
-        if folder.normalize_id(memory_id) != memory_id:
-            raise InvalidId(f"id {memory_id!r} would name another file")
+        folder.check_reachable(memory_id)
     except InvalidId as exc:
         yield ("unaddressable-name", None,
                f"{exc}; no command can read it and it is not indexed: rename the file")

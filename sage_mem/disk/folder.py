@@ -121,6 +121,10 @@ _NOT_PORTABLE = re.compile(r'[:*?"<>|]')
 _WINDOWS_DEVICE = re.compile(r"(?i)(?:con|prn|aux|nul|com[0-9]|lpt[0-9])(?:\..*)?")
 # `git mergetool` writes `<name>_LOCAL_<pid>.md` (and REMOTE, BASE, BACKUP) beside the file.
 _MERGETOOL_COPY = re.compile(r".+_(?:LOCAL|REMOTE|BASE|BACKUP)_[0-9]+\.md$")
+# Short ids of ordinary characters are reachable by construction; others are checked with
+# `normalize_id` (for every file, a cold build of 100k files would pay ~0.5 s). A lone
+# surrogate is a byte of the file's name that is not UTF-8 (`surrogateescape`).
+_PLAIN_ID = re.compile(r"[^\x00-\x1f\x7f\\%\ud800-\udfff]{1,60}")
 _MAX_DECODING_ROUNDS = 5
 _MAX_NAME_BYTES = 255
 # How many entries of a parent folder, and ids of an old state, are looked at when
@@ -370,6 +374,16 @@ class MemoryFolder:
         ):
             raise InvalidId(f"id {shown} is inside the reserved {parts[0]}/ folder")
         return raw
+
+    def check_reachable(self, memory_id: str, *, archived: bool = False) -> None:
+        """Raise InvalidId when no id can reach the file `id_for` named `memory_id` (a
+        newline, a backslash or a byte that is not UTF-8 in its name, `.md.md`, too long):
+        it could be neither read nor changed, and would break its line of MEMORY.md, so
+        it is no memory anyone searches or lists (the audit's unaddressable-name)."""
+        if _PLAIN_ID.fullmatch(memory_id) and not memory_id.endswith(".md"):
+            return
+        if self.normalize_id(memory_id, allow_archived=archived) != memory_id:
+            raise InvalidId(f"id {memory_id!r} would name another file")
 
     def check_new_id(self, memory_id: str) -> None:
         """Refuse, for a memory about to be created, a name Windows cannot check out as it is,

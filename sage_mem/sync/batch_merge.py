@@ -68,6 +68,19 @@ def resolve_all(git: Git, root: Path, theirs: str,
     for path, stages in entries.items():
         versions = {stage: blobs.get(blob, b"") for stage, blob in stages.items()}
         target = root / path
+        moved = _moved_aside(root, path)
+        if moved is not None and (2 in versions) != (3 in versions):
+            # A folder one side made where the other edited a memory (`x.md/`): git moves
+            # the file aside as `x.md~HEAD`, a name no walk reads, where the edit would be
+            # out of sight. It is kept as a conflict sibling (a memory, listed and searched)
+            # and git's copy of it goes.
+            label = git.machine() if 2 in versions else other_machine(git, moved, theirs)
+            data = versions.get(2, versions.get(3, b""))
+            sibling = keep_sibling(root / moved, label, data)
+            added.append(sibling.relative_to(root).as_posix())
+            removed.append(path)
+            _drop_copy(target, data)
+            continue
         if 2 in versions and 3 in versions:
             base, ours, theirs_data = versions.get(1, b""), versions[2], versions[3]
             if path == INDEX_PATH:
@@ -91,3 +104,22 @@ def resolve_all(git: Git, root: Path, theirs: str,
                 input=quoted_paths(removed))
     if added:
         git.stage(added)
+
+
+def _moved_aside(root: Path, path: str) -> str | None:
+    """The memory path git moved `path` aside from (`x.md~HEAD` for `x.md`, which is a
+    folder now), or None for any other path."""
+    original, tilde, branch = path.rpartition("~")
+    if not tilde or not branch or "/" in branch or not original.endswith(".md"):
+        return None
+    return original if (root / original).is_dir() else None
+
+
+def _drop_copy(path: Path, data: bytes) -> None:
+    """Remove git's copy of a file moved aside once it is kept elsewhere: only if it holds
+    exactly `data` (anything else stays where it is)."""
+    try:
+        if path.is_file() and not path.is_symlink() and path.read_bytes() == data:
+            path.unlink()
+    except OSError:
+        pass
