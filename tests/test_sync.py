@@ -219,6 +219,66 @@ def test_both_changed_one_field_keeps_both_the_other_as_a_sibling(pair: tuple[Pa
     converged(laptop, desktop)
 
 
+def test_a_save_while_sync_merges_a_file_is_merged_in_not_written_over(
+    pair: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A person saves a memory in the instant after git's merge checked the work tree and
+    before sync wrote its merge of that file: the save was written over (16 of 800 saves
+    lost in a run of two machines syncing while an editor typed). Now their change is
+    merged into sync's result, by the same rules as the other side's."""
+    from sage_mem.sync import batch_merge
+
+    laptop, desktop = pair
+    edit(laptop, "user_cat", "Sesame is orange.", "Sesame is orange, 橘色。")
+    sync(laptop)
+    edit(desktop, "user_cat", "tags: [pet]", "tags: [pet, cat]")
+    real = batch_merge.merge_versions
+
+    def saved_meanwhile(*args: object, **kwargs: object) -> object:
+        path = desktop / "user_cat.md"
+        path.write_text(path.read_text(encoding="utf-8") + "\nShe sleeps on the piano.\n",
+                        encoding="utf-8")
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(batch_merge, "merge_versions", saved_meanwhile)
+    result = sync(desktop)
+    monkeypatch.undo()
+    text = (desktop / "user_cat.md").read_text(encoding="utf-8")
+    assert "She sleeps on the piano." in text and "橘色" in text, text
+    assert meta(desktop, "user_cat")["tags"] == ["pet", "cat"]
+    assert result["conflicts"] == []
+    sync(desktop)
+    sync(laptop)
+    converged(laptop, desktop)
+
+
+def test_a_save_while_sync_merges_that_clashes_with_the_merge_keeps_both(
+    pair: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same instant, but the person changes the description the other machine changed:
+    their save stays at the path, sync's merge is kept beside it as a sibling."""
+    from sage_mem.sync import batch_merge
+
+    laptop, desktop = pair
+    edit(laptop, "user_cat", "The cat is Sesame", "The cat is Sesame, a calico")
+    sync(laptop)
+    edit(desktop, "user_cat", "tags: [pet]", "tags: [pet, cat]")
+    real = batch_merge.merge_versions
+
+    def saved_meanwhile(*args: object, **kwargs: object) -> object:
+        edit(desktop, "user_cat", "The cat is Sesame", "The cat is Sesame, 芝麻")
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(batch_merge, "merge_versions", saved_meanwhile)
+    result = sync(desktop)
+    monkeypatch.undo()
+    assert meta(desktop, "user_cat")["description"] == "The cat is Sesame, 芝麻"
+    assert result["conflicts"] == ["user_cat.conflict-laptop"], result
+    sibling = parse_bytes((desktop / "user_cat.conflict-laptop.md").read_bytes()).meta
+    assert sibling["description"] == "The cat is Sesame, a calico"
+    assert sibling["tags"] == ["pet", "cat"]
+
+
 def test_both_changed_the_same_lines_of_the_body_keeps_both(pair: tuple[Path, Path]) -> None:
     laptop, desktop = pair
     edit(laptop, "user_cat", "She is three.", "She is four.")

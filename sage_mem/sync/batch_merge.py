@@ -57,8 +57,10 @@ def read_blobs(git: Git, ids: Iterable[str]) -> dict[str, bytes]:
 
 
 def resolve_all(git: Git, root: Path, theirs: str,
-                put: Callable[[Path, bytes], None]) -> None:
-    """Merge every unmerged path by the driver's rules, write it (`put`) and stage it."""
+                put: Callable[[Path, bytes, bytes | None], None], *, own: bool) -> None:
+    """Merge every unmerged path by the driver's rules, write it (`put`: the result, and
+    the version git left in the work tree, which the result was made from, when known)
+    and stage it. `own`: the merge was sync's, run with `NO_DRIVER`."""
     entries = unmerged(git)
     if not entries:
         return
@@ -97,7 +99,12 @@ def resolve_all(git: Git, root: Path, theirs: str,
         else:
             removed.append(path)
             continue
-        put(target, data)
+        # What git left in the work tree: of a memory in sync's own merge, ours (its driver,
+        # `NO_DRIVER`, writes nothing) or the side's that kept the file. Of another file
+        # (`.gitattributes`), or after a plain `git pull`, git's own merge with conflict
+        # markers, not known here: written over.
+        left = versions.get(2, versions.get(3)) if own and path.endswith(".md") else None
+        put(target, data, left)
         added.append(path)
     if removed:
         git.run("rm", "--cached", "-q", "--pathspec-from-file=-", "--pathspec-file-nul",

@@ -59,6 +59,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from ..disk.folder import ARCHIVE_DIR, DREAM_DIR, INDEX_FILE, MemoryFolder
 from ..disk.locks import file_lock, read_generation
 from ..disk.safe_io import (
+    Seen,
     atomic_write,
     conflict_sibling,
     create,
@@ -579,7 +580,7 @@ class _Sync:
                 self.undo_unnamed_merge()
             else:
                 result.notes.append("finished a merge a previous sync left half done")
-                self.finish_merge(head, theirs)
+                self.finish_merge(head, theirs, own=False)
             status = None
         if status is None:
             status = self.status()
@@ -1003,7 +1004,7 @@ class _Sync:
                 self.result.notes.append(
                     f"{redact_name(path)}: changed on {REMOTE} too; merged into your version, "
                     "which stays uncommitted (held back)")
-            self.put(target, data)
+            self.put(target, data, now)
             (self.root / aside).unlink()
             del self.parked[aside]
 
@@ -1025,7 +1026,7 @@ class _Sync:
             done = self.run_merge(theirs, branch)
         if done.returncode != 0 and not (self.git.git_dir / "MERGE_HEAD").exists():
             raise SyncError(f"merging {REMOTE}/{branch} failed: {error_line(done)}")
-        self.finish_merge(head, theirs)
+        self.finish_merge(head, theirs, own=True)
         self.write_record()
         after = self.git.head()
         assert after is not None
@@ -1117,10 +1118,12 @@ class _Sync:
                                  "cut short); merging again")
         self.write_record()
 
-    def finish_merge(self, head: str | None, theirs: str) -> None:
-        """Resolve, regenerate and commit the merge; one that fails is undone, not left."""
+    def finish_merge(self, head: str | None, theirs: str, *, own: bool) -> None:
+        """Resolve, regenerate and commit the merge; one that fails is undone, not left.
+        `own`: this sync ran it (not a plain `git pull`, whose driver may have written
+        conflict markers into the work tree)."""
         try:
-            self.resolve_and_commit(head, theirs)
+            self.resolve_and_commit(head, theirs, own=own)
         except Exception as exc:
             if not (self.git.git_dir / "MERGE_HEAD").exists():
                 raise
@@ -1131,14 +1134,14 @@ class _Sync:
             raise SyncError(f"merging {REMOTE} failed, undone (the folder is as before "
                             f"it): {why}") from None
 
-    def resolve_and_commit(self, head: str | None, theirs: str) -> None:
+    def resolve_and_commit(self, head: str | None, theirs: str, *, own: bool) -> None:
         merging = (self.git.git_dir / "MERGE_HEAD").exists()
         # A merge git committed itself left nothing unmerged (git refuses to start one on an
         # index with an unmerged path): what is unmerged is asked of a merge left to finish.
         if merging:
             from .batch_merge import resolve_all
 
-            resolve_all(self.git, self.root, theirs, self.put)
+            resolve_all(self.git, self.root, theirs, self.put, own=own)
         self.restore_edited_archives(head, theirs)
         status = self.status_after_merge(head, merging)  # one for both: MEMORY.md, siblings
         self.regenerate_index(status)
@@ -1213,11 +1216,29 @@ class _Sync:
             found.add(rel)
         return found
 
-    def put(self, target: Path, data: bytes) -> None:
+    def put(self, target: Path, data: bytes, made_from: bytes | None = None) -> None:
+        """Write a merge's `data` at `target`, which held `made_from` when the merge read it.
+
+        A person may type into the file while the sync runs (after its commit, after
+        git's check for uncommitted files): bytes other than `made_from` (or `data`)
+        are theirs, never written over. Their change is merged into `data` by the
+        merge driver's rules, and where the two changed the same thing, theirs stays
+        at the path and `data` is kept beside it.
+        """
         target.parent.mkdir(parents=True, exist_ok=True)
         rel = target.relative_to(self.root).as_posix()
-        rewrite(target, lambda seen: data,
-                read=lambda p: read_in_tree(self.root, rel, limit=_MAX_SCANNED),
+
+        def merged(seen: Seen) -> bytes:
+            if made_from is None or seen.raw is None or seen.raw in (made_from, data):
+                return data
+            from .merge_driver import keep_sibling, merge_versions, other_machine
+
+            outcome = merge_versions(made_from, seen.raw, data, rel)
+            if outcome.keep_theirs:
+                keep_sibling(target, other_machine(self.git, rel), data)
+            return outcome.merged
+
+        rewrite(target, merged, read=lambda p: read_in_tree(self.root, rel, limit=_MAX_SCANNED),
                 mode=file_mode(self.root), limit=_MAX_SCANNED)
 
     def restore_edited_archives(self, head: str | None, theirs: str) -> None:
