@@ -18,10 +18,10 @@ sync's merge runs, `merge_later` has git start none.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
 
-from .git import Git, SyncError, quoted_paths
+from .git import Git, quoted_paths
 from .merge_driver import INDEX_PATH, keep_sibling, merge_index, merge_versions, other_machine
 
 
@@ -37,25 +37,6 @@ def unmerged(git: Git) -> dict[str, dict[int, str]]:
     return entries
 
 
-def read_blobs(git: Git, ids: Iterable[str]) -> dict[str, bytes]:
-    """The bytes of each blob, read with one `git cat-file --batch`."""
-    wanted = sorted(set(ids))
-    if not wanted:
-        return {}
-    out = git.run("cat-file", "--batch", input="\n".join(wanted).encode() + b"\n").stdout
-    found: dict[str, bytes] = {}
-    position = 0
-    while position < len(out):
-        newline = out.index(b"\n", position)
-        header = out[position:newline].decode().split()
-        if len(header) != 3:  # "<id> missing": nothing to merge from, and nothing dropped
-            raise SyncError(f"git cat-file: {out[position:newline].decode(errors='replace')}")
-        sha, _, size = header
-        found[sha] = out[newline + 1: newline + 1 + int(size)]
-        position = newline + 1 + int(size) + 1
-    return found
-
-
 def resolve_all(git: Git, root: Path, theirs: str,
                 put: Callable[[Path, bytes, bytes | None], None], *, own: bool) -> None:
     """Merge every unmerged path by the driver's rules, write it (`put`: the result, and
@@ -64,7 +45,7 @@ def resolve_all(git: Git, root: Path, theirs: str,
     entries = unmerged(git)
     if not entries:
         return
-    blobs = read_blobs(git, (blob for stages in entries.values() for blob in stages.values()))
+    blobs = git.blobs(blob for stages in entries.values() for blob in stages.values())
     added: list[str] = []
     removed: list[str] = []
     for path, stages in entries.items():

@@ -40,7 +40,7 @@ import shlex
 import stat
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from ..disk.safe_io import Seen, create, file_mode, identity, rewrite
@@ -134,7 +134,7 @@ class Git:
         # Answers about two commits by id never change: asked again within a sync (the
         # merge's checks, MEMORY.md's making, the pulled list), they cost no process.
         self._bases: dict[tuple[str, str], str | None] = {}
-        self._diffs: dict[tuple[str, str], list[tuple[str, str, str, str]]] = {}
+        self._diffs: dict[tuple[str, str], list[tuple[str, str, str, str, str]]] = {}
 
     def run(
         self, *args: str, check: bool = True, input: bytes | None = None,
@@ -324,6 +324,10 @@ class Git:
         done = self.run("read-tree", "-m", "-u", old, new, check=False)
         if done.returncode != 0:
             return done
+        return self.move_head(old, new, message)
+
+    def move_head(self, old: str, new: str, message: str) -> subprocess.CompletedProcess[bytes]:
+        """HEAD's branch moved from `old` to `new`, only if it is still at `old`."""
         remote = {name: rev for name, rev in self._revs.items()
                   if name.startswith("refs/remotes/")}
         done = self.run("update-ref", "-m", message, "HEAD", new, old, check=False)
@@ -349,6 +353,25 @@ class Git:
     def remote_url(self, name: str = REMOTE) -> str | None:
         return self.config(f"remote.{name}.url")
 
+    def blobs(self, ids: Iterable[str]) -> dict[str, bytes]:
+        """The bytes of each blob, read with one `git cat-file --batch`."""
+        wanted = sorted(set(ids))
+        if not wanted:
+            return {}
+        out = self.run("cat-file", "--batch", input="\n".join(wanted).encode() + b"\n").stdout
+        found: dict[str, bytes] = {}
+        position = 0
+        while position < len(out):
+            newline = out.index(b"\n", position)
+            header = out[position:newline].decode().split()
+            if len(header) != 3:  # "<id> missing": nothing to merge from, and nothing dropped
+                raise SyncError(
+                    f"git cat-file: {out[position:newline].decode(errors='replace')}")
+            sha, _, size = header
+            found[sha] = out[newline + 1: newline + 1 + int(size)]
+            position = newline + 1 + int(size) + 1
+        return found
+
     def blob(self, rev: str, path: str) -> bytes | None:
         done = self.run("cat-file", "blob", f"{rev}:{path}", check=False)
         return done.stdout if done.returncode == 0 else None
@@ -358,22 +381,30 @@ class Git:
         when `old` is None): what a merge of `new` may check out."""
         if old is None:
             return [(mode, path) for path, (mode, _) in self._listing(new).items()]
-        return [(mode, path) for mode, status, path, _ in self._diff(old, new) if status != "D"]
+        return [(mode, path) for mode, status, path, _, _ in self._diff(old, new)
+                if status != "D"]
 
-    def _diff(self, old: str, new: str) -> list[tuple[str, str, str, str]]:
-        """(new mode, status letter, path, new blob id) of each file that differs between two
-        commits, renames not followed; remembered for commit ids (the link check, the list
-        of what a merge brings and the record of MEMORY.md ask it of the same two)."""
+    def blob_changes(self, old: str, new: str) -> list[tuple[str, str, str, str, str]]:
+        """(status letter, path, old blob id, new blob id, new mode) of each file that
+        differs between two commits, renames not followed (an id of zeros: no file)."""
+        return [(status, path, before, blob, mode)
+                for mode, status, path, blob, before in self._diff(old, new)]
+
+    def _diff(self, old: str, new: str) -> list[tuple[str, str, str, str, str]]:
+        """(new mode, status letter, path, new blob id, old blob id) of each file that differs
+        between two commits, renames not followed; remembered for commit ids (the link
+        check, the list of what a merge brings and the record of MEMORY.md ask it of the
+        same two)."""
         if (old, new) in self._diffs:
             return self._diffs[(old, new)]
         records = self.run("diff-tree", "-r", "-z", "--no-renames", "--no-commit-id", old,
                            new).stdout.split(b"\0")
-        found = []
+        found: list[tuple[str, str, str, str, str]] = []
         for meta, path in zip(records[::2], records[1::2], strict=False):
             fields = meta.split()
             if len(fields) >= 5:
                 found.append((fields[1].decode(), fields[4].decode()[:1], os.fsdecode(path),
-                              fields[3].decode()))
+                              fields[3].decode(), fields[2].decode()))
         if all(re.fullmatch(r"[0-9a-f]{40,64}", rev) for rev in (old, new)):
             self._diffs[(old, new)] = found
         return found
@@ -422,7 +453,7 @@ class Git:
             return sorted(self.tree(new))
         if old == new:
             return []
-        return sorted(path for _, _, path, _ in self._diff(old, new))
+        return sorted(path for _, _, path, _, _ in self._diff(old, new))
 
     def changes(self, old: str, new: str) -> dict[str, str | None]:
         """path -> blob id in `new` (None: deleted) of each file that differs between two
@@ -430,7 +461,7 @@ class Git:
         if old == new:
             return {}
         return {path: None if status == "D" else blob
-                for _, status, path, blob in self._diff(old, new)}
+                for _, status, path, blob, _ in self._diff(old, new)}
 
 
 def _host_name() -> str:
