@@ -279,6 +279,52 @@ def test_a_save_while_sync_merges_that_clashes_with_the_merge_keeps_both(
     assert sibling["tags"] == ["pet", "cat"]
 
 
+def saving_while_receiving(monkeypatch: pytest.MonkeyPatch, path: Path, line: str) -> None:
+    """A person's save into `path` in the instant after sync read what a fast-forward
+    brings and before it writes it (git's `read-tree -u` had the same instant inside it)."""
+    from sage_mem.sync.git import Git
+
+    real = Git.blobs
+
+    def blobs(self: Git, ids: object) -> dict[str, bytes]:
+        found = real(self, ids)  # type: ignore[arg-type]
+        path.write_text(path.read_text(encoding="utf-8") + line, encoding="utf-8")
+        return found
+
+    monkeypatch.setattr(Git, "blobs", blobs)
+
+
+def test_a_save_while_a_receive_writes_the_file_is_merged_in(
+    pair: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    laptop, desktop = pair
+    edit(laptop, "user_cat", "tags: [pet]", "tags: [pet, cat]")
+    sync(laptop)
+    saving_while_receiving(monkeypatch, desktop / "user_cat.md", "\n她睡在钢琴上。\n")
+    assert sync(desktop)["pulled"] == ["user_cat"]
+    monkeypatch.undo()
+    assert "她睡在钢琴上。" in body(desktop, "user_cat")
+    assert meta(desktop, "user_cat")["tags"] == ["pet", "cat"]
+    sync(desktop)
+    sync(laptop)
+    converged(laptop, desktop)
+
+
+def test_a_save_while_a_receive_deletes_the_file_keeps_it(
+    pair: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    laptop, desktop = pair
+    (laptop / "user_cat.md").unlink()  # a person's deletion (sage-mem itself only archives)
+    sync(laptop)
+    saving_while_receiving(monkeypatch, desktop / "user_cat.md", "\nShe sleeps on the piano.\n")
+    sync(desktop)
+    monkeypatch.undo()
+    assert "She sleeps on the piano." in body(desktop, "user_cat")
+    sync(desktop)  # the edit outlives the deletion, as an edit against a deletion does
+    sync(laptop)
+    assert "She sleeps on the piano." in body(laptop, "user_cat")
+
+
 def test_both_changed_the_same_lines_of_the_body_keeps_both(pair: tuple[Path, Path]) -> None:
     laptop, desktop = pair
     edit(laptop, "user_cat", "She is three.", "She is four.")
