@@ -79,12 +79,12 @@ from functools import cache, lru_cache
 from typing import TYPE_CHECKING, Any
 
 from ..memory.json_view import camel_dict
+from . import EXCERPT_CHARS, EXCERPT_LEAD
 
 if TYPE_CHECKING:
     from ..memory.value import Memory
 
 MASK = "****"
-EXCERPT_CHARS = 80
 
 LABELS: dict[str, str] = {
     "aws-access-key-id": "AWS access key id",
@@ -1173,7 +1173,7 @@ def _excerpt(text: str, anchor: int) -> str:
     anchor = len(before)
     if low == 0 and high == len(text) and len(window) <= EXCERPT_CHARS:
         return window
-    start = max(0, min(anchor - 20, len(window) - EXCERPT_CHARS))
+    start = max(0, min(anchor - EXCERPT_LEAD, len(window) - EXCERPT_CHARS))
     piece = window[start : start + EXCERPT_CHARS]
     return (("…" if start or low else "") + piece
             + ("…" if start + EXCERPT_CHARS < len(window) or high < len(text) else ""))
