@@ -23,7 +23,6 @@ from __future__ import annotations
 import builtins
 import contextlib
 import os
-import re
 import threading
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -84,9 +83,6 @@ _UNREADABLE = (-1, -1, -1, -1)
 RECONCILE_CHUNK = 64
 # The longest a reconcile's walk waits at once for the hooks being answered (`hold_walks`).
 HOLD_SECONDS = 1.0
-# Short ids of ordinary characters are reachable by construction; others are checked
-# with the folder's id rules (a check that would cost a cold build of 100k files ~0.5 s).
-_PLAIN_ID = re.compile(r"[^\x00-\x1f\x7f\\%]{1,60}")
 # Each failed attempt means another writer succeeded meanwhile, so this bounds
 # how many concurrent changes one feedback call will wait out.
 _FEEDBACK_ATTEMPTS = 20
@@ -342,18 +338,14 @@ class MemoryStore:
         memory_id = self.folder.archived_id_for(path) if archived else self.folder.id_for(path)
         if memory_id is None:
             return None
-        if not _PLAIN_ID.fullmatch(memory_id) or memory_id.endswith(".md"):
-            # A name no id can reach (a newline, a backslash, too long) could be neither
-            # read nor changed, and would break its line of MEMORY.md.
-            try:
-                if self.folder.normalize_id(memory_id, allow_archived=archived) != memory_id:
-                    raise InvalidId(f"id {memory_id!r} would name another file")
-            except InvalidId as exc:
-                self._problems[key] = Problem(
-                    path, f"{path}: not indexed, no id can reach this file name ({exc}): rename it"
-                )
-                self._seen_map[key] = _UNREADABLE
-                return None
+        try:
+            self.folder.check_reachable(memory_id, archived=archived)
+        except InvalidId as exc:
+            self._problems[key] = Problem(
+                path, f"{path}: not indexed, no id can reach this file name ({exc}): rename it"
+            )
+            self._seen_map[key] = _UNREADABLE
+            return None
         try:
             st = path.stat()
             memory = load_memory(self.folder, path, memory_id, archived=archived)

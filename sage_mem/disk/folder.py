@@ -101,6 +101,9 @@ HOME_FOLDER_NAME = "memory"
 STATE_FOLDERS = frozenset({"index", "sessions", DREAM_DIR})
 MAX_ID_LENGTH = 200
 _FORBIDDEN_CHARS = re.compile(r"[\x00-\x1f\x7f\\]")
+# Short ids of ordinary characters are reachable by construction; others are checked
+# with the folder's id rules (a check that would cost a cold build of 100k files ~0.5 s).
+_PLAIN_ID = re.compile(r"[^\x00-\x1f\x7f\\%]{1,60}")
 
 # Names may keep the two joiners (emoji sequences, Persian and Indic scripts); any
 # other format character, and every control or separator, hides or turns text.
@@ -370,6 +373,16 @@ class MemoryFolder:
         ):
             raise InvalidId(f"id {shown} is inside the reserved {parts[0]}/ folder")
         return raw
+
+    def check_reachable(self, memory_id: str, *, archived: bool = False) -> None:
+        """Raise InvalidId when `memory_id`, a file's id (`id_for`, `archived_id_for`), is not
+        the id that names it: a name no id can reach (a newline, a backslash, too long) can
+        be neither read nor changed, and would break its line of MEMORY.md. The store and
+        sync's MEMORY.md both index only what passes."""
+        if _PLAIN_ID.fullmatch(memory_id) and not memory_id.endswith(".md"):
+            return
+        if self.normalize_id(memory_id, allow_archived=archived) != memory_id:
+            raise InvalidId(f"id {memory_id!r} would name another file")
 
     def check_new_id(self, memory_id: str) -> None:
         """Refuse, for a memory about to be created, a name Windows cannot check out as it is,

@@ -37,7 +37,6 @@ import functools
 import json
 import marshal
 import os
-import re
 import stat
 import unicodedata
 from bisect import bisect_left
@@ -59,8 +58,6 @@ _MOST_CHANGES = 512
 STAMP = "catalog.stamp"
 _VERSION = 3
 _SYMLINK_MODE = b"120000"
-# The ids the store indexes (store._PLAIN_ID): another name cannot be read or linked to.
-_PLAIN_ID = re.compile(r"[^\x00-\x1f\x7f\\%]{1,60}")
 Fields = tuple[str | None, str, str | None, bool, int]
 
 
@@ -505,9 +502,7 @@ def _read(folder: MemoryFolder, path: Path, memory_id: str,
     raw: bytes | None = None
     short = False
     try:
-        if not _PLAIN_ID.fullmatch(memory_id) or memory_id.endswith(".md"):
-            if folder.normalize_id(memory_id) != memory_id:
-                return None, None, False
+        folder.check_reachable(memory_id)  # the ids the store indexes: no other can be linked to
         raw = files.read(path)
         short = raw is not None
         if raw is None:
