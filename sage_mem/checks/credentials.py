@@ -57,7 +57,8 @@ audit and a hook no more than any other 90 KB of text.
 
 Nothing here ever returns a secret in full: `SecretMatch.excerpt_redacted` keeps
 at most a token's public prefix (`ghp_`, `AKIA`), and `redact(text)` masks every
-match. Of sage-mem it imports only `memory/json_view`, so hooks can use it cheaply.
+match. Of sage-mem it imports only `memory/json_view` (and the excerpt size from
+`checks/__init__.py`), so hooks can use it cheaply.
 
 Why one module: the token shapes, the `key = value` judging, the entropy
 and word tests and the redaction are one decision, "does this look like a

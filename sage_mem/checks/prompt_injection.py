@@ -36,7 +36,8 @@ otherwise than it is shown (bidi controls, Unicode tags, terminal escapes).
 backtick, for the audit to report in file names.
 
 Of sage-mem it imports only `disk/folder` (its name check) and `memory/json_view`, both
-on the hook's path already, so the hooks can use it on every prompt.
+on the hook's path already, and the excerpt size from `checks/__init__.py`, so the hooks
+can use it on every prompt.
 """
 
 from __future__ import annotations
