@@ -1,7 +1,7 @@
 """A large folder's cold build (`cache.build`) writes exactly the cache the in-memory index wrote.
 
 The build of 100,000 memories took 4.3 GB (issue 13): it now counts the
-memories one at a time into compact arrays (`index.Builder`) and writes the
+memories one at a time into compact arrays (`building.Builder`) and writes the
 cache section by section (`cache._write`). These tests prove that only the
 memory changed, not the result: on random bilingual folders (English,
 Chinese, mixed, every field, archived and broken files, a term counted more

@@ -5,7 +5,9 @@ A stale name in a comment sends the next reader looking for a file that moved
 here: every module, comment and docstring of `sage_mem/`, `docs/*.md`, the
 README and pyproject.toml; checked: each `sage_mem/…`, `tests/…`, `docs/…` or
 `benchmarks/…` path, each `room/module.py` path inside the package, each
-`module.py` named alone, and each dotted `sage_mem.module` name.
+`module.py` named alone, each dotted `sage_mem.module` name, and each name a
+comment gives as `module.name` (`building.Builder`, `memory/value.age_note`)
+where the module is one of the package's and no other has its name.
 """
 
 from __future__ import annotations
@@ -31,6 +33,23 @@ FROM_TOP = re.compile(_EDGE + r"((?:sage_mem|tests|benchmarks|docs)/[\w./-]*[\w/
 IN_PACKAGE = re.compile(_EDGE + r"((?:" + "|".join(ROOMS) + r")/[\w/-]+\.py)\b")
 ALONE = re.compile(_EDGE + r"([\w-]+\.py)\b")
 DOTTED = re.compile(_EDGE + r"(sage_mem(?:\.\w+)+)")
+# `module.name` or `room/module.name`, alone in its code span (maybe called: `name()`).
+QUALIFIED = re.compile(r"`((?:[a-z_]+/)?[a-z_]\w*)\.([A-Za-z_]\w*)(?:\([^`]*\))?`")
+
+
+def _modules_by_name() -> dict[str, set[tuple[str, ...]]]:
+    """`building` and `search/building` -> ("sage_mem", "search", "building"); a room's
+    name -> its package."""
+    found: dict[str, set[tuple[str, ...]]] = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        parts = parts[:-1] if parts[-1] == "__init__" else parts
+        for name in {parts[-1], "/".join(parts[-2:])} if len(parts) > 2 else {parts[-1]}:
+            found.setdefault(name, set()).add(parts)
+    return found
+
+
+MODULES = _modules_by_name()
 
 
 def _source(parts: list[str]) -> str | None:
@@ -69,6 +88,13 @@ def missing_names(text: str) -> list[str]:
     for match in DOTTED.finditer(text):
         if not _names_something(match.group(1).split(".")):
             missing.append(match.group(1))
+    for match in QUALIFIED.finditer(text):
+        module, name = match.groups()
+        found = MODULES.get(module, set())
+        # A name two modules share (`audit`, `catalog`) is not checked: which one is meant
+        # is the reader's guess; `py` is a file's ending (`store.py`), checked above.
+        if len(found) == 1 and name != "py" and not _names_something([*next(iter(found)), name]):
+            missing.append(f"{module}.{name}")
     return missing
 
 
@@ -87,7 +113,12 @@ def test_a_stale_name_is_caught_however_it_is_written() -> None:
     assert missing_names("read with the first (`folders.py`)") == ["folders.py"]
     assert missing_names("measured by tests/test_nothing.py") == ["tests/test_nothing.py"]
     assert missing_names("`sage_mem.agents.demon`") == ["sage_mem.agents.demon"]
+    assert missing_names("counted (`index.Builder`)") == ["index.Builder"]
+    assert missing_names("how old (`memory.age_note`)") == ["memory.age_note"]
+    assert missing_names("`search/index.word_pairs()`") == ["search/index.word_pairs"]
     assert missing_names(
         "`sage_mem/disk/template.py`, `agents/daemon.py`, `store.py`, docs/ and "
-        "`sage_mem.store.MemoryStore` and sage_mem/memory_template/ are there"
+        "`sage_mem.store.MemoryStore` and sage_mem/memory_template/ are there, as are "
+        "`building.Builder`, `memory/value.age_note`, `scoring.word_pairs(terms)`, "
+        "`memory.links`, `merge.sage.driver` (git's) and `hit.id` (no module's)"
     ) == []

@@ -57,7 +57,8 @@ audit and a hook no more than any other 90 KB of text.
 
 Nothing here ever returns a secret in full: `SecretMatch.excerpt_redacted` keeps
 at most a token's public prefix (`ghp_`, `AKIA`), and `redact(text)` masks every
-match. Of sage-mem it imports only `memory/json_view`, so hooks can use it cheaply.
+match. Of sage-mem it imports only `memory/json_view` (and the excerpt size from
+`checks/__init__.py`), so hooks can use it cheaply.
 
 Why one module: the token shapes, the `key = value` judging, the entropy
 and word tests and the redaction are one decision, "does this look like a
@@ -79,12 +80,12 @@ from functools import cache, lru_cache
 from typing import TYPE_CHECKING, Any
 
 from ..memory.json_view import camel_dict
+from . import EXCERPT_CHARS, EXCERPT_LEAD
 
 if TYPE_CHECKING:
     from ..memory.value import Memory
 
 MASK = "****"
-EXCERPT_CHARS = 80
 
 LABELS: dict[str, str] = {
     "aws-access-key-id": "AWS access key id",
@@ -1173,7 +1174,7 @@ def _excerpt(text: str, anchor: int) -> str:
     anchor = len(before)
     if low == 0 and high == len(text) and len(window) <= EXCERPT_CHARS:
         return window
-    start = max(0, min(anchor - 20, len(window) - EXCERPT_CHARS))
+    start = max(0, min(anchor - EXCERPT_LEAD, len(window) - EXCERPT_CHARS))
     piece = window[start : start + EXCERPT_CHARS]
     return (("…" if start or low else "") + piece
             + ("…" if start + EXCERPT_CHARS < len(window) or high < len(text) else ""))

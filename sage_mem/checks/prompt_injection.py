@@ -36,7 +36,8 @@ otherwise than it is shown (bidi controls, Unicode tags, terminal escapes).
 backtick, for the audit to report in file names.
 
 Of sage-mem it imports only `disk/folder` (its name check) and `memory/json_view`, both
-on the hook's path already, so the hooks can use it on every prompt.
+on the hook's path already, and the excerpt size from `checks/__init__.py`, so the hooks
+can use it on every prompt.
 """
 
 from __future__ import annotations
@@ -47,8 +48,7 @@ from dataclasses import dataclass
 
 from ..disk.folder import hidden_in_name
 from ..memory.json_view import camel_dict
-
-EXCERPT_CHARS = 80
+from . import EXCERPT_CHARS, EXCERPT_LEAD
 
 LABELS: dict[str, str] = {
     "override": "tells the agent to ignore its instructions",
@@ -288,7 +288,7 @@ def has_injection(text: str) -> bool:
 
 def _excerpt(line: str, anchor: int) -> str:
     """At most EXCERPT_CHARS of the line around `anchor`; invisible characters are named."""
-    start = max(0, anchor - 20)
+    start = max(0, anchor - EXCERPT_LEAD)
     piece = line[start : start + EXCERPT_CHARS]
     shown = re.sub(_INVISIBLE_RUN, _name_invisible, piece).strip()
     return ("…" if start else "") + shown + ("…" if start + EXCERPT_CHARS < len(line) else "")

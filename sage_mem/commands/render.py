@@ -1,6 +1,6 @@
 """Plain-text rendering of memories and hits for people (the CLI) and agents.
 
-Results say how old a memory is (`memory.age_note`, the one wording of every
+Results say how old a memory is (`age_note` in `memory/value.py`, the one wording of every
 interface): models are poor at date arithmetic.
 
 The one-line fields of a memory (id, category, description, the header lines

@@ -98,7 +98,7 @@ def read_file(path: Path, *, limit: int, what: str = "") -> Seen:
 
     Raises FileNotFoundError when there is no file, InvalidMemory when it is
     not one that can be read (no permission, a folder, a FIFO or device, too big).
-    Containment in the memory folder is the caller's check (`MemoryFolder.read`).
+    Containment in the memory folder is the caller's check (`folder.read_memory`).
     """
     too_big = f"over the {limit // 1024} KB limit{what}"
     try:

@@ -4,7 +4,7 @@ Results are JSON-ready dicts, compact on purpose: an agent pays for every
 character of a tool result. Keys that would be empty are left out, so a search
 that finds nothing costs less than one that finds something.
 
-Several folders at once (`sage_mem.folders`): `in_folders` routes a tool to
+Several folders at once (`sage_mem.folders`): `InFolders` routes a tool to
 the folder its id names (`team:x`; a bare id: the personal folder) and refuses
 a write to a read-only one; search, read and list answer across all of them,
 each hit and memory saying its `folder`.

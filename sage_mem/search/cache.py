@@ -21,7 +21,7 @@ section's place and length. The sections:
               (`Secrets`), its mark and a byte a memory: whether a hook would
               mask anything it shows of it (absent: not judged, every shown
               memory is checked)
-    ids       the memory ids, their UTF-8 end to end (`index.PackedIds`)
+    ids       the memory ids, their UTF-8 end to end (`packed.PackedIds`)
     id_starts  where each id starts in `ids`, and where the last ends (uint32)
     id_order  the memory numbers in id order (uint32): an id is found by bisection
     lengths   the memories' field lengths (uint32, row after row)
@@ -723,7 +723,7 @@ def _checked_piece(data: bytes) -> bytes:
 
 
 class _Backing:
-    """The cache file as an `index.Backing`: postings and memories read when asked for."""
+    """The cache file as an `packed.Backing`: postings and memories read when asked for."""
 
     def __init__(self, file: _File, meta: dict, root: Path) -> None:
         self.file = file
@@ -1067,7 +1067,7 @@ def build(
     """Write the cache of `folder` straight from its memories, with no `Index` in between.
 
     `memories` come in id order, each id once (they are numbered so); each is
-    counted (`index.Builder`) and its record written to a spill file as it
+    counted (`building.Builder`) and its record written to a spill file as it
     comes, so the caller holds none of them. `entries` is asked once every
     memory was read. The file is byte for byte what `save` of an index built
     from the same memories writes (with the same `secrets`). Returns how many

@@ -637,7 +637,7 @@ def stamp_day(stamp: str | None) -> date | None:
 
 # What a memory's text must hold to be dated in a window: the index terms a written date
 # gives (`tokens.tokenize("24 November 2026")` is "24", "novemb", "2026", and the pairs
-# "24 novemb" and "novemb 2026" that `index.word_pairs` makes of them).
+# "24 novemb" and "novemb 2026" that `scoring.word_pairs` makes of them).
 MAX_DAY_TERMS = 62
 
 

@@ -20,7 +20,7 @@ checked out as a file holding its target's name, never as a link a later read
 follows) and `fetch.fsckObjects=true` (a tree with `..` or `.git` in a path is
 refused when fetched).
 
-It installs a pre-push hook (`PRE_PUSH`, a few lines of sh calling `python -m
+It installs a pre-push hook (`pre_push_script()`, a few lines of sh calling `python -m
 sage_mem pre-push`) that refuses a plain `git push` carrying a file the secret
 scan flags, as sync's own push does; a hook that was there is kept, renamed
 `pre-push.before-sage-mem`, and run after the check. Hooks kept elsewhere
@@ -29,7 +29,7 @@ other repositories too, and the summary says the check is missing.
 
 A remote is not trusted: sync reads and writes a file of the work tree only
 through `read_in_tree`, which refuses a symbolic link anywhere below the folder
-(`LinkRefused`), and never merges a commit that brings one (`refused_entries`).
+(`LinkRefused`), and never merges a commit that brings one (`steps._Sync.refuse_unsafe`).
 """
 
 from __future__ import annotations

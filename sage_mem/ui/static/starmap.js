@@ -54,18 +54,8 @@
     return h >>> 0;
   }
 
-  function random(seed) {
-    let a = seed >>> 0;
-    return function () {
-      a = (a + 0x6d2b79f5) >>> 0;
-      let t = a;
-      t = Math.imul(t ^ (t >>> 15), t | 1);
-      t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-      return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-    };
-  }
-
-  // The same numbers as random(seed), without a closure a star (50,000 closures are garbage).
+  // A seeded random number (mulberry32): set `state` to the seed, then call next(). One
+  // shared state rather than a closure a star (50,000 closures are garbage).
   let state = 0;
   function next() {
     state = (state + 0x6d2b79f5) >>> 0;
@@ -122,8 +112,8 @@
     this.frame = 0;
     this.playing = false;
     this.dust = [];
-    const rnd = random(7);
-    for (let i = 0; i < 260; i++) this.dust.push([rnd(), rnd(), rnd() * 0.9 + 0.2, rnd() * 0.35 + 0.05]);
+    state = 7;
+    for (let i = 0; i < 260; i++) this.dust.push([next(), next(), next() * 0.9 + 0.2, next() * 0.35 + 0.05]);
     this.focused = null;
     this.view = { scale: 1, x: 0, y: 0 };
     this.onWheel = this.onWheel.bind(this);
