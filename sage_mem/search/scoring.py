@@ -145,6 +145,11 @@ FEEDBACK_CHARS = 2_000
 PASSAGE_CHARS = 800
 PASSAGE_DEPTH = 10
 PASSAGE_WEIGHT = 1.0
+# Written forms (`QueryPath._exact_forms`): among the top EXACT_DEPTH, a memory writing a query
+# word as the query writes it ("books" for "books", not only "book") gains EXACT_WEIGHT times
+# that term's query weight; the order inside the top EXACT_DEPTH alone changes.
+EXACT_WEIGHT = 0.2
+EXACT_DEPTH = 5
 
 _K = TypeVar("_K")
 

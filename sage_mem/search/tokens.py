@@ -178,6 +178,25 @@ def has_cjk(text: str) -> bool:
     return _CJK_RUN.search(text) is not None
 
 
+def written_words(text: str) -> set[str]:
+    """The words of `text` as written, unstemmed (folded: NFKC, lower case; a CJK run is one
+    "word", which no query form asks for): what `written_forms` are looked up in."""
+    return set(_WORD.findall(fold(text)))
+
+
+def written_forms(text: str) -> dict[str, set[str]]:
+    """Each index term of `text`'s Latin words, and the words that give it as written
+    ("books" for "book", "read" for "read"): stop words give none, nor does CJK, whose
+    terms are its characters as written."""
+    out: dict[str, set[str]] = {}
+    for word in written_words(text):
+        if not word.isascii() and has_cjk(word):
+            continue
+        for term in tokenize(word):
+            out.setdefault(term, set()).add(word)
+    return out
+
+
 def words(text: str) -> list[str]:
     """Latin index terms of `text`, in order (CJK is skipped)."""
     return [term for term in tokenize(text) if is_word(term)]
