@@ -315,10 +315,10 @@ class QueryPath:
         weights = self._term_weights(*telling)
         passages = {}
         for number, body in bodies.items():
-            score, piece = self._passage_score(body, weights)
+            score, text = self._passage_score(body, weights)
             passages[number] = score * factor(number)
             if pieces is not None:
-                pieces[number] = piece
+                pieces[number] = text
         best_passage = max(passages.values())
         if best_passage <= 0:
             return best
