@@ -17,7 +17,7 @@ import pytest
 from sage_mem.memory.value import Memory, memory_from_meta
 from sage_mem.search.index import Index
 from sage_mem.search.scoring import EXACT_DEPTH
-from sage_mem.search.tokens import written_forms
+from sage_mem.search.tokens import writes_word, written_forms
 
 
 def make(memory_id: str, description: str, body: str = "") -> Memory:
@@ -63,6 +63,10 @@ def test_a_chinese_word_is_no_written_form_and_a_stop_word_none() -> None:
         "book": {"books"}, "carolin": {"caroline"}, "read": {"read"}}
     assert written_forms("Caroline 读过的书都放在书架上") == {"carolin": {"caroline"}}
     assert written_forms("读过的书") == {}
+    # A form is found as a whole word: not inside "bookshelf" or "ebooks2".
+    assert writes_word("two books.", "books") and writes_word("e-books", "books")
+    assert writes_word("bookshelf_books", "books")  # an underscore splits words, as in `tokens`
+    assert not writes_word("a bookshelf of ebooks2", "books")
 
 
 def test_only_the_order_inside_the_top_few_changes() -> None:

@@ -42,12 +42,13 @@ from .scoring import (
 )
 from .timewords import TimeQuery, any_stamp_within, date_terms, read_time, stamp_day
 from .tokens import (
+    fold,
     is_unigram,
     loose_terms,
     short_names,
     tokenize,
+    writes_word,
     written_forms,
-    written_words,
 )
 
 # A long prompt is scored on its most telling terms only (highest idf): the work per
@@ -389,9 +390,9 @@ class QueryPath:
         for number, score in head:
             memory = self._memory(self._ids[number])  # type: ignore[arg-type]
             body = pieces.get(number) or memory.body[:MAX_BODY_CHARS]
-            written = written_words(memory.description) | written_words(body)
+            text = fold(memory.description + "\n" + body)
             gain = sum(weight for term, weight in weights.items()
-                       if not written.isdisjoint(forms[term]))
+                       if any(writes_word(text, form) for form in forms[term]))
             scored.append((number, score + self.exact_weight * gain * factor(number)))
         scored.sort(key=lambda pair: -pair[1])  # stable: the first ranking on a tie
         floor = scored[-1][1]
