@@ -143,6 +143,7 @@ SEMANTIC = "sage-mem + semantic"
 UNTIMED = "sage-mem, time words read as words (before issue 33)"
 SEMANTIC_UNTIMED = "sage-mem + semantic, time words read as words"
 UNFED = "sage-mem without feedback and best passage (before issue 33's items 2-3)"
+UNWRITTEN = "sage-mem without the words as written (before the tenth pass)"
 
 # A query and, for a rewritten one, the date it is asked on (else None: the current time).
 Search = Callable[[str, datetime | None], list[str]]
@@ -240,6 +241,20 @@ def unfed_search(index: Index) -> Search:
     feedback, no best passage, as before issue 33's items 2 and 3."""
     return lambda question, now=None: [
         hit.id for hit in index.search(question, limit=10, now=now)]
+
+
+def unwritten_search(store: MemoryStore) -> Search:
+    """The store searched as `store_search` does, without the query's words as written
+    ordering the top few (`QueryPath._exact_forms`), as before the tenth pass."""
+
+    def search(question: str, now: datetime | None = None) -> list[str]:
+        weight, store.index.exact_weight = store.index.exact_weight, 0.0
+        try:
+            return [hit.id for hit in store.search(question, limit=10, now=now, refine=True)]
+        finally:
+            store.index.exact_weight = weight
+
+    return search
 
 
 # Relative rewrites of locomo-dev's dated questions: "What did Gina find for her clothing
@@ -593,6 +608,10 @@ def run_set(name: str, folder: Path, args: argparse.Namespace) -> dict:
         rewritten(UNFED, unfed_search(store.index))
         if name.startswith("locomo-dev") and args.split:
             variant_splits[UNFED] = halves(unfed_search(store.index), queries)
+        results[UNWRITTEN] = evaluate(unwritten_search(store), queries)
+        rewritten(UNWRITTEN, unwritten_search(store))
+        if name.startswith("locomo-dev") and args.split:
+            variant_splits[UNWRITTEN] = halves(unwritten_search(store), queries)
         if not args.no_semantic:
             semantic = semantic_store(folder / "memories", Path(state) / "semantic",
                                       args.dense_cache, name)

@@ -53,6 +53,7 @@ from .query import QueryPath
 from .ranking import Hit
 from .scoring import (
     DATE_BOOST,
+    EXACT_WEIGHT,
     FEEDBACK_WEIGHT,
     FIELD_WEIGHTS,
     FIELDS,
@@ -86,6 +87,7 @@ class Index(QueryPath):
         prefix_weight: float = PREFIX_WEIGHT,
         feedback_weight: float = FEEDBACK_WEIGHT,
         passage_weight: float = PASSAGE_WEIGHT,
+        exact_weight: float = EXACT_WEIGHT,
     ) -> None:
         self.half_life_days = half_life_days
         self.scoring = scoring or Scoring()
@@ -98,6 +100,8 @@ class Index(QueryPath):
         self.feedback_weight = feedback_weight
         # A long memory's best passage against its whole (`QueryPath._best_passages`); 0: none.
         self.passage_weight = passage_weight
+        # A query word written as the query writes it, in the top few (`QueryPath._exact_forms`).
+        self.exact_weight = exact_weight
         self._lock = threading.RLock()
         # Called when the backing turns out damaged: every memory, read again from the files.
         self.recover = recover

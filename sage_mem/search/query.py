@@ -28,6 +28,7 @@ from .dense import accumulate_dense, numpy_for
 from .packed import Backing, IdsByNumber, NumbersById
 from .ranking import Hit, Weighted, accumulate_scores, matched_shares, top
 from .scoring import (
+    EXACT_DEPTH,
     FEEDBACK_CHARS,
     FEEDBACK_MEMORIES,
     FEEDBACK_TERMS,
@@ -40,7 +41,15 @@ from .scoring import (
     word_pairs,
 )
 from .timewords import TimeQuery, any_stamp_within, date_terms, read_time, stamp_day
-from .tokens import is_unigram, loose_terms, short_names, tokenize
+from .tokens import (
+    fold,
+    is_unigram,
+    loose_terms,
+    short_names,
+    tokenize,
+    writes_word,
+    written_forms,
+)
 
 # A long prompt is scored on its most telling terms only (highest idf): the work per
 # query stays bounded (a pasted page holds hundreds of terms) and so does its tail.
@@ -96,6 +105,7 @@ class QueryPath:
     prefix_weight: float
     feedback_weight: float
     passage_weight: float
+    exact_weight: float
     _ids: list[str | None] | IdsByNumber
     _number: dict[str, int] | NumbersById
     _boost: array
@@ -142,7 +152,8 @@ class QueryPath:
         (a person's or an agent's search: `sage-mem search`, `memory_search`,
         through `MemoryStore.search`) the search looks twice: pseudo-relevance
         feedback (`_feedback`) and a long memory's best passage
-        (`_best_passages`). A bounded search
+        (`_best_passages`), then the top few ordered again by the query's words as
+        written (`_exact_forms`). A bounded search
         never does (a hook's budget), nor the fused search's lexical side (its
         semantic side reaches other words, and reads a long memory in pieces).
         """
@@ -193,8 +204,11 @@ class QueryPath:
             best = ranked(weighted, count)
             if refines and self.feedback_weight > 0 and len(best) >= FEEDBACK_MEMORIES:
                 best = self._feedback(best, count, weighted, telling, ranked)
+            pieces: dict[int, str] = {}
             if refines and self.passage_weight > 0 and len(best) > 1:
-                best = self._best_passages(best, telling, factor)
+                best = self._best_passages(best, telling, factor, pieces)
+            if refines and self.exact_weight > 0 and len(best) > 1:
+                best = self._exact_forms(best, query, telling, factor, pieces)
             best = best[offset:wanted]
             matched = matched_shares([key for key, _ in best], weighted)
             return [self._hit(key, score, matched[key]) for key, score in best]
@@ -270,6 +284,7 @@ class QueryPath:
         best: list[tuple[int, float]],
         telling: tuple[list[str], list[str], Mapping[str, float]],
         factor: Callable[[int], float],
+        pieces: dict[int, str] | None = None,
     ) -> list[tuple[int, float]]:
         """`best` with its top PASSAGE_DEPTH ranked again by their best passage too: a fact
         said in one paragraph of a long memory about something else.
@@ -299,8 +314,12 @@ class QueryPath:
         if not bodies or top_score <= 0:
             return best
         weights = self._term_weights(*telling)
-        passages = {number: self._passage_score(body, weights) * factor(number)
-                    for number, body in bodies.items()}
+        passages = {}
+        for number, body in bodies.items():
+            score, text = self._passage_score(body, weights)
+            passages[number] = score * factor(number)
+            if pieces is not None:
+                pieces[number] = text
         best_passage = max(passages.values())
         if best_passage <= 0:
             return best
@@ -314,9 +333,11 @@ class QueryPath:
         floor = scored[-1][1]
         return scored + [(number, min(score, floor)) for number, score in best[PASSAGE_DEPTH:]]
 
-    def _passage_score(self, body: str, weights: Mapping[str, float]) -> float:
-        """The best score of `body`'s pieces (`_best_passages`) for terms `weights`."""
+    def _passage_score(self, body: str, weights: Mapping[str, float]) -> tuple[float, str]:
+        """The best score of `body`'s pieces (`_best_passages`) for terms `weights`, and that
+        piece (the first on a tie)."""
         best = 0.0
+        chosen = ""
         for piece in _pieces(body):
             found = tokenize(piece)
             counts = Counter(found)
@@ -327,8 +348,55 @@ class QueryPath:
                 tf = counts.get(term)
                 if tf:
                     score += weight * tf / (K1 + tf)
-            best = max(best, score)
-        return best
+            if score > best or not chosen:
+                best, chosen = max(best, score), piece
+        return best, chosen
+
+    def _exact_forms(
+        self,
+        best: list[tuple[int, float]],
+        query: str,
+        telling: tuple[list[str], list[str], Mapping[str, float]],
+        factor: Callable[[int], float],
+        pieces: Mapping[int, str],
+    ) -> list[tuple[int, float]]:
+        """`best` with its top EXACT_DEPTH ordered again by the query's words as written: a
+        memory writing "books" for a query's "books" above one writing only "book".
+
+        Stemming lets "book", "books" and "booking" meet, which finds the memory; the
+        word as the question writes it is the finer evidence of which one answers it
+        (a list question's plural, a verb's tense). Each query word (a term of the query,
+        not a relative time phrase's or a feedback one's; Latin only: CJK terms are
+        their characters as written) that a top memory writes in the query's own form
+        adds `exact_weight` times its query weight (query weight × idf), times the
+        memory's `factor` as its score has it (trust, the query's date). A long
+        memory is read in its best piece (`pieces`, from `_best_passages`): somewhere
+        in a long text every form of a word is written. Only the order inside the top
+        EXACT_DEPTH changes (what is in it does not); below it, scores stay at most
+        the last one's. Chosen on locomo-dev's tuning half: docs/retrieval.md, "the
+        tenth pass".
+        """
+        forms = written_forms(query)
+        head = best[:EXACT_DEPTH]
+        if not forms or len(head) < 2:
+            return best
+        total = len(self._number)
+        weights = {term: self._query_factor(term, telling[2]) * term_idf(df, total)
+                   for term in telling[0]
+                   if term in forms and (df := self._document_count(term)) > 0}
+        if not weights:
+            return best
+        scored = []
+        for number, score in head:
+            memory = self._memory(self._ids[number])  # type: ignore[arg-type]
+            body = pieces.get(number) or memory.body[:MAX_BODY_CHARS]
+            text = fold(memory.description + "\n" + body)
+            gain = sum(weight for term, weight in weights.items()
+                       if any(writes_word(text, form) for form in forms[term]))
+            scored.append((number, score + self.exact_weight * gain * factor(number)))
+        scored.sort(key=lambda pair: -pair[1])  # stable: the first ranking on a tie
+        floor = scored[-1][1]
+        return scored + [(number, min(score, floor)) for number, score in best[EXACT_DEPTH:]]
 
     def _term_weights(
         self, terms: list[str], pairs: list[str], loose: Mapping[str, float]

@@ -75,7 +75,10 @@ strict adjacency across stop words and typo correction were tried and left
 out: none helped both halves. Pseudo-relevance feedback, left out then (every
 hit ranked again), is a person's or an agent's search now, its two hits read
 keeping their places (`QueryPath._feedback`), as is a long memory's best
-passage (`QueryPath._best_passages`): docs/retrieval.md, "the eighth pass".
+passage (`QueryPath._best_passages`): docs/retrieval.md, "the eighth pass". Its
+top EXACT_DEPTH are then ordered again by the query's words as written
+(`QueryPath._exact_forms`: "books" above "book"; "the tenth pass", which also
+measured term proximity, the rarest words' coverage and a weaker idf, none kept).
 
 Length averages: avg_f is the mean length of field f over all memories,
 rounded to a 1/32-octave grid (a step of 2.2 %; a mean under 1 counts as 1).
@@ -145,6 +148,11 @@ FEEDBACK_CHARS = 2_000
 PASSAGE_CHARS = 800
 PASSAGE_DEPTH = 10
 PASSAGE_WEIGHT = 1.0
+# Written forms (`QueryPath._exact_forms`): among the top EXACT_DEPTH, a memory writing a query
+# word as the query writes it ("books" for "books", not only "book") gains EXACT_WEIGHT times
+# that term's query weight; the order inside the top EXACT_DEPTH alone changes.
+EXACT_WEIGHT = 0.2
+EXACT_DEPTH = 5
 
 _K = TypeVar("_K")
 
