@@ -503,7 +503,9 @@ async def test_bad_file_through_mcp(bad: BadFile, memory_folder: Path) -> None:
             assert memory.startswith("memory_read: ")
         good, report = await mcp_call(client, "memory_audit")
         assert good
-        checks = {f["check"] for f in report["findings"] if f["path"] == bad.name}
+        # A name that is not UTF-8 is shown as JSON-RPC can carry it: its escape.
+        shown = bad.name.encode("utf-8", "backslashreplace").decode("utf-8")
+        checks = {f["check"] for f in report["findings"] if f["path"] == shown}
         assert bad.finding is None or bad.finding in checks
         no_sentinel(json.dumps(listed), json.dumps(report), json.dumps(memory))
     untouched(memory_folder, before)
@@ -1408,6 +1410,33 @@ async def test_an_integer_too_long_to_print_through_mcp_over_stdio(
         assert good, written
         good, hits = await mcp_call(client, "memory_search", query="numbat")
         assert good, hits
+
+
+async def test_a_file_name_that_is_not_utf8_through_mcp_over_stdio(
+    tmp_path: Path, memory_folder: Path
+) -> None:
+    """The audit reports a name whose bytes are not UTF-8 as a lone surrogate, which
+    JSON-RPC (UTF-8) cannot carry: the SDK's serializer failed and the server closed the
+    connection, so every later call failed too. It goes out as its escape."""
+    from mcp import Client, StdioServerParameters
+
+    shutil.copytree(TEMPLATE, memory_folder)
+    name = os.fsencode(memory_folder) + b"/user_caf\xe9.md"
+    with open(name, "wb") as handle:
+        handle.write(fm("description: a note about the nyala", "category: user"))
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "sage_mem", "serve"], cwd=tmp_path,
+        env={**os.environ, "SAGE_MEM_DIR": str(memory_folder), "HOME": str(tmp_path / "home")},
+    )
+    async with Client(params, mode="legacy", read_timeout_seconds=60) as client:
+        good, report = await mcp_call(client, "memory_audit")
+        assert good, report
+        found = {(f["check"], f["path"]) for f in report["findings"]}
+        assert ("unaddressable-name", "user_caf\\udce9.md") in found, found
+        assert not [f for f in report["findings"] if f["check"] == "missing-from-index"
+                    and "caf" in f["path"]]
+        good, hits = await mcp_call(client, "memory_search", query="nyala")
+        assert good and hits["hits"] == [], hits
 
 
 @pytest.mark.scale

@@ -876,6 +876,18 @@ def test_audit_findings_link_to_memory_ids(client: Client, folder: Path) -> None
     assert data["count"] == len(data["findings"]) and data["checked"] >= 12
 
 
+def test_the_audit_answers_for_a_file_name_that_is_not_utf8(client: Client, folder: Path) -> None:
+    """A name whose bytes are not UTF-8 reached the JSON answer as a lone surrogate, which
+    starlette could not encode: the Audit tab got a 500 and a traceback in the log."""
+    with open(os.fsencode(folder) + b"/user_caf\xe9.md", "wb") as handle:
+        handle.write(memory_file("Cafe", category="user").encode())
+    client.server.store.reconcile()
+    data = client.ok("GET", "/api/audit")
+    found = {(f["check"], f["path"]) for f in data["findings"]}
+    assert ("unaddressable-name", "user_caf\udce9.md") in found, found
+    assert client.ok("GET", "/api/memories")["all"] >= 1
+
+
 # dream runs
 
 

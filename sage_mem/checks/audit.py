@@ -532,7 +532,7 @@ class FileResults:
         if self._saved_at is not None and now - self._saved_at < self.SAVE_EVERY_SECONDS:
             return
         self._saved_at = now
-        from ..disk.safe_io import atomic_write, make_private_dirs
+        from ..disk.safe_io import atomic_write, make_private_dirs, text_bytes
 
         files = []
         for (rel, archived), (signature, findings, bodies, memories) in self._files.items():
@@ -555,7 +555,7 @@ class FileResults:
                                     ensure_ascii=False))
         try:
             make_private_dirs(self._path.parent)
-            atomic_write(self._path, "\n".join(lines).encode("utf-8"), durable=False)
+            atomic_write(self._path, text_bytes("\n".join(lines)), durable=False)
         except OSError:
             return  # a cache: the next audit reads the files again
         self._changed = False
@@ -902,6 +902,15 @@ class _Audit:
 
     # MEMORY.md
 
+    def indexable(self, memory_id: str) -> bool:
+        """Whether MEMORY.md can list the memory: a name no id reaches it never lists (that
+        file has its unaddressable-name finding instead)."""
+        try:
+            self.folder.check_reachable(memory_id)
+        except InvalidId:
+            return False
+        return True
+
     def check_index(self) -> None:
         path = self.folder.index_file
         if not os.path.lexists(path):
@@ -926,7 +935,7 @@ class _Audit:
         if more_line is None:
             for memory in self.memories:
                 memory_rel = memory.id + ".md"
-                if _nfc(memory_rel) not in listed:
+                if _nfc(memory_rel) not in listed and self.indexable(memory.id):
                     self.add("missing-from-index", memory_rel,
                              "not listed in MEMORY.md; `sage-mem index` regenerates it")
         size = len(raw)

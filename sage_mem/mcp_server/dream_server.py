@@ -24,7 +24,6 @@ run is short and this server is its only writer while the agent works).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -33,7 +32,7 @@ from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
-from mcp.types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
+from mcp.types import CallToolResult, InputRequiredResult, ToolAnnotations
 from pydantic import Field
 
 from .. import __version__
@@ -45,6 +44,7 @@ from ..dream.transcripts import search_sessions as search_sessions_in
 from ..dream.transcripts import sessions_input
 from ..errors import SageMemError
 from ..store import MemoryStore
+from .results import tool_result
 from .server import Count, Flag, SageMemServer, lean_schema
 
 LIST_LIMIT_MAX = 200
@@ -106,11 +106,6 @@ READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 WRITES = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
 # A proposal or a note changes no memory: it only adds to the run's own record.
 NOTES = ToolAnnotations(read_only_hint=True, open_world_hint=False)
-
-
-def _result(data: dict[str, Any]) -> CallToolResult:
-    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
-    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
 
 
 class DreamServer(SageMemServer):
@@ -197,20 +192,20 @@ def _tools(tools: DreamTools, sessions: Path | None = None) -> list[Tool]:
         result: dict[str, Any] = {"total": len(listed), "memories": listed[offset : offset + limit]}
         if offset + limit < len(listed):
             result["next_offset"] = offset + limit
-        return _result(result)
+        return tool_result(result)
 
     def memory_read(id: MemoryId) -> Result:
         memory = tools.read(id)
         memory.pop("path", None)
-        return _result(memory)
+        return tool_result(memory)
 
     def memory_search(
         query: str, limit: Annotated[Count, Field(ge=1, le=SEARCH_LIMIT_MAX)] = 10
     ) -> Result:
-        return _result({"hits": tools.search(query, limit=limit)})
+        return tool_result({"hits": tools.search(query, limit=limit)})
 
     def memory_audit() -> Result:
-        return _result(tools.audit())
+        return tool_result(tools.audit())
 
     def memory_write(
         id: MemoryId,
@@ -233,19 +228,19 @@ def _tools(tools: DreamTools, sessions: Path | None = None) -> list[Tool]:
             "baseline": baseline, "project": project, "supersedes": supersedes,
         }
         fields = {key: value for key, value in given.items() if value is not None}
-        return _result(tools.write(id, reason=reason, **fields))
+        return tool_result(tools.write(id, reason=reason, **fields))
 
     def memory_archive(
         id: MemoryId, reason: Reason = None, superseded_by: str | None = None
     ) -> Result:
-        return _result(tools.archive(id, reason=reason, superseded_by=superseded_by))
+        return tool_result(tools.archive(id, reason=reason, superseded_by=superseded_by))
 
     def search_sessions(
         query: str, limit: Annotated[Count, Field(ge=1, le=SESSIONS_LIMIT_MAX)] = 8
     ) -> Result:
         tools._count()  # within the run's bound on tool calls, like every other tool
         assert sessions is not None  # offered only then
-        return _result(search_sessions_in(sessions, query, limit=limit))
+        return tool_result(search_sessions_in(sessions, query, limit=limit))
 
     def memory_propose(
         id: MemoryId,
@@ -265,7 +260,7 @@ def _tools(tools: DreamTools, sessions: Path | None = None) -> list[Tool]:
             "aliases": aliases, "tags": tags, "supersedes": supersedes,
         }
         fields = {key: value for key, value in given.items() if value is not None}
-        return _result(
+        return tool_result(
             tools.propose(id, reason=reason, archive=archive, superseded_by=superseded_by, **fields)
         )
 
@@ -273,7 +268,7 @@ def _tools(tools: DreamTools, sessions: Path | None = None) -> list[Tool]:
         message: Annotated[str, Field(description="one or two sentences for the owner")],
         id: Annotated[str | None, Field(description="the memory it is about")] = None,
     ) -> Result:
-        return _result(tools.note(message, memory_id=id))
+        return tool_result(tools.note(message, memory_id=id))
 
     return [
         _tool(memory_list, READ_ONLY),

@@ -16,7 +16,6 @@ from __future__ import annotations
 import copy
 import functools
 import inspect
-import json
 import os
 import secrets
 import sys
@@ -31,7 +30,7 @@ from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
 from mcp.server.mcpserver.tools import Tool
-from mcp.types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
+from mcp.types import CallToolResult, InputRequiredResult, ToolAnnotations
 from pydantic import (
     BeforeValidator,
     Field,
@@ -47,6 +46,7 @@ from ..disk.safe_io import make_private_dirs
 from ..errors import MemoryNotFound, SageMemError
 from ..memory import fields
 from .limits import LIST_LIMIT_MAX, SEARCH_LIMIT_MAX
+from .results import tool_result
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -229,11 +229,6 @@ def _drop_folder_argument(fn: Callable[..., Any]) -> None:
         parameters=[p for p in signature.parameters.values() if p.name != "folder"])
 
 
-def _result(data: dict[str, Any]) -> CallToolResult:
-    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
-    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
-
-
 class SageMemServer(MCPServer):
     """MCPServer whose tool errors are one clear line, and which refuses unknown arguments."""
 
@@ -408,7 +403,7 @@ def _tools(opened: Callable[[], Opened], several: bool) -> list[Tool]:
         from ..search.query import Filters
         from . import memory_tools
 
-        return _result(memory_tools.search(
+        return tool_result(memory_tools.search(
             opened().reader, query, limit=limit, offset=offset,
             filters=Filters(category, project, tags or None), folder=folder, now=now,
         ))
@@ -418,8 +413,8 @@ def _tools(opened: Callable[[], Opened], several: bool) -> list[Tool]:
 
         now = opened()
         if now.routed is not None:
-            return _result(now.routed.read(id))
-        return _result(memory_tools.read(now.store, id))
+            return tool_result(now.routed.read(id))
+        return tool_result(memory_tools.read(now.store, id))
 
     def memory_write(
         *, id: str, force: bool = False, expected_sha256: str | None = None,
@@ -429,11 +424,11 @@ def _tools(opened: Callable[[], Opened], several: bool) -> list[Tool]:
 
         now = opened()
         if now.routed is not None:
-            return _result(now.routed.write(
+            return tool_result(now.routed.write(
                 id, force=force, expected_sha256=expected_sha256, allow_secret=allow_secret,
                 **given,
             ))
-        return _result(memory_tools.write(
+        return tool_result(memory_tools.write(
             now.store, id, force=force, expected_sha256=expected_sha256, allow_secret=allow_secret,
             **given,
         ))
@@ -457,8 +452,8 @@ def _tools(opened: Callable[[], Opened], several: bool) -> list[Tool]:
         given: dict[str, Any] = {"expected_sha256": expected_sha256, "allow_secret": allow_secret}
         now = opened()
         if now.routed is not None:
-            return _result(now.routed.edit(id, change, **given))
-        return _result(memory_tools.edit(now.store, id, change, **given))
+            return tool_result(now.routed.edit(id, change, **given))
+        return tool_result(memory_tools.edit(now.store, id, change, **given))
 
     def memory_find_similar(
         query: str | None = None,
@@ -467,7 +462,7 @@ def _tools(opened: Callable[[], Opened], several: bool) -> list[Tool]:
     ) -> Result:
         from . import memory_tools
 
-        return _result(memory_tools.find_similar(opened().store, query=query, memory_id=id,
+        return tool_result(memory_tools.find_similar(opened().store, query=query, memory_id=id,
                                                  limit=limit))
 
     def memory_list(
@@ -482,7 +477,7 @@ def _tools(opened: Callable[[], Opened], several: bool) -> list[Tool]:
         from ..search.query import Filters
         from . import memory_tools
 
-        return _result(memory_tools.list_memories(
+        return tool_result(memory_tools.list_memories(
             opened().reader, filters=Filters(category, project, tags or None, archived),
             limit=limit, offset=offset, folder=folder,
         ))
@@ -496,8 +491,8 @@ def _tools(opened: Callable[[], Opened], several: bool) -> list[Tool]:
 
         now = opened()
         if now.routed is not None:
-            return _result(now.routed.feedback(id, helpful))
-        return _result(memory_tools.feedback(now.store, id, helpful))
+            return tool_result(now.routed.feedback(id, helpful))
+        return tool_result(memory_tools.feedback(now.store, id, helpful))
 
     def memory_archive(
         id: MemoryId,
@@ -508,8 +503,8 @@ def _tools(opened: Callable[[], Opened], several: bool) -> list[Tool]:
 
         now = opened()
         if now.routed is not None:
-            return _result(now.routed.archive(id, reason, expected_sha256=expected_sha256))
-        return _result(memory_tools.archive(now.store, id, reason,
+            return tool_result(now.routed.archive(id, reason, expected_sha256=expected_sha256))
+        return tool_result(memory_tools.archive(now.store, id, reason,
                                             expected_sha256=expected_sha256))
 
     def memory_audit() -> Result:
@@ -519,12 +514,12 @@ def _tools(opened: Callable[[], Opened], several: bool) -> list[Tool]:
             if exc.name != "sage_mem.checks.audit":
                 raise
             raise ToolError(NOT_AVAILABLE.format("the audit")) from None
-        return _result(audit(opened().store).to_dict())
+        return tool_result(audit(opened().store).to_dict())
 
     def memory_dream(mode: Literal["report", "rewrite"] = "report") -> Result:
         from ..dream import run_dream
 
-        return _result(run_dream(opened().store, mode=mode).to_dict())
+        return tool_result(run_dream(opened().store, mode=mode).to_dict())
 
     def memory_rollback(
         run_id: str,
@@ -541,7 +536,7 @@ def _tools(opened: Callable[[], Opened], several: bool) -> list[Tool]:
         if len(actions) > MAX_ROLLBACK_ACTIONS:
             done["actions"] = actions[:MAX_ROLLBACK_ACTIONS]
             done["actionsLeftOut"] = len(actions) - MAX_ROLLBACK_ACTIONS
-        return _result(done)
+        return tool_result(done)
 
     return [
         _tool(memory_search, READ_ONLY),

@@ -10,6 +10,12 @@ A long query (a pasted page) is first cut to its rarest terms, pairs and
 loose terms (MAX_QUERY_TERMS, MAX_QUERY_PAIRS, MAX_QUERY_LOOSE); a hook's
 search is then bounded by the postings it reads (`max_postings`,
 `_within_postings`), for those few terms can still be long lists in a large folder.
+
+Why one module: it is the one place that decides the lexical list (the query
+once passed between five modules on its way); a person's or an agent's second
+look (`_feedback`, `_best_passages`, `_exact_forms`) reorders that same list
+from the same terms, weights and postings, and a split would hand those back
+and forth again.
 """
 
 from __future__ import annotations

@@ -26,7 +26,6 @@ from typing import Any
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
-from starlette.responses import JSONResponse
 
 from ..errors import ConflictError, FolderError, InvalidMemory, MemoryNotFound
 from ..folders import check_writable
@@ -37,6 +36,7 @@ from ..memory.value import CATEGORIES, Memory, age_note
 from ..store import MemoryStore
 from .links import Graph, links_of_memory
 from .listing import Difference, Listings, differ, many
+from .responses import JSONResponse
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -47,7 +47,7 @@ from pathlib import Path
 
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import FileResponse, JSONResponse, Response, StreamingResponse
+from starlette.responses import FileResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
@@ -65,6 +65,7 @@ from .catalog import Catalog
 from .links import LinkGraph
 from .listing import Listings
 from .live import ChangeFeed, watch_runs
+from .responses import JSONResponse
 from .saved_graph import GRAPH_FILE, Saved
 from .security import Guard
 from .warm import Warmer

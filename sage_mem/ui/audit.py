@@ -18,13 +18,13 @@ from typing import Any
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
-from starlette.responses import JSONResponse
 
 from ..errors import InvalidMemory
 from ..memory.value import Memory
 from ..store import MemoryStore
 from .api import store_of
 from .listing import Listing, Listings, differ
+from .responses import JSONResponse
 
 
 class Answering:
@@ -199,12 +199,12 @@ def changed_files(before: tuple[Listing, set[Path]],
 
 
 def _keep_last(store: MemoryStore, data: dict[str, Any]) -> None:
-    from ..disk.safe_io import atomic_write, make_private_dirs
+    from ..disk.safe_io import atomic_write, make_private_dirs, text_bytes
 
     path = store.folder.state_path(*AUDIT_LAST)
     try:
         make_private_dirs(path.parent)
-        atomic_write(path, json.dumps(data, ensure_ascii=False).encode("utf-8"), durable=False)
+        atomic_write(path, text_bytes(json.dumps(data, ensure_ascii=False)), durable=False)
     except OSError:
         pass  # only a head start for the next launch's Audit tab
 

@@ -22,13 +22,13 @@ from typing import TYPE_CHECKING, Any
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
-from starlette.responses import JSONResponse
 
 from ..disk.folder import MemoryFolder, read_memory
 from ..errors import DreamError, InvalidMemory, SageMemError
 from ..memory.file_format import sha256_bytes
 from ..store import MemoryStore
 from .api import json_body, store_of
+from .responses import JSONResponse
 
 if TYPE_CHECKING:
     from .run_lines import RunLines

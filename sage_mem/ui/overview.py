@@ -16,7 +16,7 @@ from typing import Any
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 
 from ..disk.home import home as find_home
 from ..memory.value import CATEGORIES, Memory
@@ -24,6 +24,7 @@ from ..store import MemoryStore
 from .api import store_of
 from .links import PAUSE_EVERY, Graph, build_graph
 from .listing import Listings, same
+from .responses import JSONResponse
 
 
 def star_data(store: MemoryStore, graph: Graph | None = None,

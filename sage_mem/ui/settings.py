@@ -30,12 +30,12 @@ from typing import Any
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
-from starlette.responses import JSONResponse
 
 from ..disk.home import home as find_home
 from ..errors import ConflictError, DreamError, FileChanged, InvalidMemory
 from ..store import MemoryStore
 from .api import json_body, store_of
+from .responses import JSONResponse
 
 CONFIG_LIMIT = 64 * 1024
 
