@@ -902,14 +902,17 @@ class _Audit:
 
     # MEMORY.md
 
-    def indexable(self, memory_id: str) -> bool:
-        """Whether MEMORY.md can list the memory: a name no id reaches it never lists (that
-        file has its unaddressable-name finding instead)."""
-        try:
-            self.folder.check_reachable(memory_id)
-        except InvalidId:
-            return False
-        return True
+    def listable(self) -> list[Memory]:
+        """The memories MEMORY.md lists: not one whose name no id reaches (that file has its
+        unaddressable-name finding instead, and the index never lists it)."""
+        found = []
+        for memory in self.memories:
+            try:
+                self.folder.check_reachable(memory.id)
+            except InvalidId:
+                continue
+            found.append(memory)
+        return found
 
     def check_index(self) -> None:
         path = self.folder.index_file
@@ -933,9 +936,9 @@ class _Audit:
             (n for n, line in enumerate(text.split("\n"), start=1) if _MORE.match(line)), None
         )
         if more_line is None:
-            for memory in self.memories:
+            for memory in self.listable():
                 memory_rel = memory.id + ".md"
-                if _nfc(memory_rel) not in listed and self.indexable(memory.id):
+                if _nfc(memory_rel) not in listed:
                     self.add("missing-from-index", memory_rel,
                              "not listed in MEMORY.md; `sage-mem index` regenerates it")
         size = len(raw)
@@ -972,7 +975,8 @@ class _Audit:
                  number)
 
     def check_index_current(self, text: str, listed: dict[str, int], more_line: int | None) -> None:
-        expected = catalog.render(self.memories)
+        memories = self.listable()
+        expected = catalog.render(memories)
         expected_more = next((line for line in expected.split("\n") if _MORE.match(line)), None)
         hint = "; `sage-mem index` regenerates it"
         if more_line is None or expected_more is None:
@@ -982,7 +986,7 @@ class _Audit:
             return
         # A truncated index lists the most used memories: which ones depends on
         # usage counts, so check the lines it has and its count, not its choice.
-        by_rel = {_nfc(m.id + ".md"): m for m in self.memories}
+        by_rel = {_nfc(m.id + ".md"): m for m in memories}
         lines = text.split("\n")
         for target, number in sorted(listed.items(), key=lambda item: item[1]):
             memory = by_rel.get(target)
@@ -991,9 +995,9 @@ class _Audit:
                          f"the entry for {memory.id} is out of date" + hint, number)
                 return
         count = _MORE.match(lines[more_line - 1])
-        if count and int(count.group(1)) != len(self.memories) - len(listed):
+        if count and int(count.group(1)) != len(memories) - len(listed):
             self.add("index-stale", INDEX_FILE,
-                     f"says {count.group(1)} more, but {len(self.memories) - len(listed)} "
+                     f"says {count.group(1)} more, but {len(memories) - len(listed)} "
                      "memories are not listed" + hint, more_line)
 
     # problems the store met that the walk did not
