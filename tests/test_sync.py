@@ -325,6 +325,29 @@ def test_a_save_while_a_receive_deletes_the_file_keeps_it(
     assert "She sleeps on the piano." in body(laptop, "user_cat")
 
 
+def test_a_file_made_while_a_receive_adds_one_of_that_name_keeps_both(
+    pair: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sage_mem.sync.git import Git
+
+    laptop, desktop = pair
+    write_memory(laptop, "user_dog", memory("The dog is Rex", "Rex barks."))
+    sync(laptop)
+    real = Git.blobs
+
+    def blobs(self: Git, ids: object) -> dict[str, bytes]:
+        found = real(self, ids)  # type: ignore[arg-type]
+        write_memory(desktop, "user_dog", memory("The dog is Mochi", "Mochi sleeps."))
+        return found
+
+    monkeypatch.setattr(Git, "blobs", blobs)
+    result = sync(desktop)
+    monkeypatch.undo()
+    assert meta(desktop, "user_dog")["description"] == "The dog is Mochi"
+    siblings = list(desktop.glob("user_dog.conflict-*.md"))
+    assert len(siblings) == 1 and b"Rex barks." in siblings[0].read_bytes(), result
+
+
 def test_both_changed_the_same_lines_of_the_body_keeps_both(pair: tuple[Path, Path]) -> None:
     laptop, desktop = pair
     edit(laptop, "user_cat", "She is three.", "She is four.")

@@ -1070,8 +1070,8 @@ class _Sync:
             target = self.root / path
             if status == "D":
                 self.remove_unchanged(target, blobs[old])
-            else:
-                self.put(target, blobs[new], blobs.get(old))
+            else:  # an added file was made from none: one that appears meanwhile is merged
+                self.put(target, blobs[new], blobs.get(old, b""))
         self.git.stage([path for _, path, _, _, _ in changes])
         return self.git.move_head(head, theirs, message)
 
