@@ -129,7 +129,7 @@ def create_app(
         generation = feed.generations["memories"]
         # First the graph the last launch saved (a lookup then for a memory's page; its own
         # whole graph otherwise comes after the summary, below).
-        app.state.graph.read_saved(store, generation)
+        app.state.graph.read_saved(store, generation, app.state.answering.pause)
         # The summary is for the list (whose own request makes it when it comes first): not
         # beside a memory's page being answered (a page opened at its address, which may be
         # reading the saved graph itself: 0.25 s of CPU at 50,000 memories beside it).
