@@ -118,7 +118,9 @@ _SHA = attrgetter("sha256")
 
 
 def _parsed_made_over(data: bytes) -> tuple[dict[str, str], list[str]] | None:
-    """The versions by id and the archived ids of `made_over` bytes."""
+    """The versions by id and the archived ids of `made_over` bytes; None for empty bytes."""
+    if not data:
+        return None
     parts = data.decode("utf-8", "surrogatepass").split("\0")
     try:
         count = int(parts[0])
@@ -226,10 +228,9 @@ class _File:
     def bucket(self, memory_id: str) -> tuple[dict[str, Any], ...]:
         return _bucket(self.part(self.buckets[bucket_of(memory_id, len(self.buckets))]))
 
-    def made_over(self) -> tuple[bytes, tuple[dict[str, str], list[str]]] | None:
-        data = self.part(self.over)
-        parsed = _parsed_made_over(data) if data else None
-        return (data, parsed) if parsed is not None else None
+    def made_over(self) -> bytes:
+        """What the graph was made over (`made_over`); empty when a version was not known."""
+        return self.part(self.over)
 
 
 def _bucket(data: bytes) -> tuple[dict[str, Any], ...]:
@@ -263,10 +264,13 @@ def read(path: Path, pause: Callable[[], None] | None = None) -> tuple[Graph, li
         return None
     with file:
         try:
-            over = file.made_over()
+            data = file.made_over()
+            if pause is not None:
+                pause()
+            over = _parsed_made_over(data)
             if over is None:
                 return None
-            shas, archived = over[1]
+            shas, archived = over
             tables = file.part(file.tables)  # (checked now, read later)
             graph = Graph(shas=shas)
             for n, span in enumerate(file.buckets):
@@ -310,6 +314,11 @@ class Saved:
         # (The resolver and an update make many objects too, none garbage; the graph, the
         # listing and the index read before it live as long as the process: `keep`.)
         with gc_paused(keep=True):
+            # What the listing is, first: a memory's page asked meanwhile compares its bucket's
+            # file with it (`lookup`), and finds it made.
+            self._made_over(listing)
+            if pause is not None:
+                pause()
             saved = read(self._path(), pause)
             if saved is None:
                 return None
@@ -330,7 +339,7 @@ class Saved:
         with file:
             try:
                 over = file.made_over()
-                if over is None:
+                if not over:
                     return None
                 found = Graph()
                 # (Its links are kept under its id; its backlinks under its id in NFC.)
@@ -342,13 +351,15 @@ class Saved:
                                        (backlinks, found.backlinks)):
                         if each in table:
                             out[each] = table[each]
-                if over[0] == self._made_over(listing):
-                    shas = over[1][0]
-                    if memory_id in shas:
-                        found.shas[memory_id] = shas[memory_id]
+                if over == self._made_over(listing):
+                    if memory_id in listing.live:  # (its version is the file's)
+                        found.shas[memory_id] = listing.live[memory_id].sha256
                     found.resolver = LaterResolver(resolver)
                     return found
-                return self._corrected(file, over[1], found, listing, memory_id, resolver)
+                saved = _parsed_made_over(over)
+                if saved is None:
+                    return None
+                return self._corrected(file, saved, found, listing, memory_id, resolver)
             except (OSError, ValueError, EOFError, TypeError):
                 return None
 
