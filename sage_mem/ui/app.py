@@ -127,6 +127,9 @@ def create_app(
         warmed here: the page asks for it as it opens, for the badge, and it reads only what
         changed since the last launch.)"""
         generation = feed.generations["memories"]
+        # Not beside a request already being answered (a page opened at a memory's address
+        # asks as the launch begins, and finds its bucket of the saved graph on its own).
+        app.state.answering.pause()
         # First the graph the last launch saved (a lookup then for a memory's page; its own
         # whole graph otherwise comes after the summary, below).
         app.state.graph.read_saved(store, generation, app.state.answering.pause)
