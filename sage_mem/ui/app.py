@@ -146,6 +146,12 @@ def create_app(
             time.sleep(GRAPH_AFTER_SECONDS)
         if feed.generations["memories"] == generation:
             app.state.graph.get(store, generation, pause=app.state.answering.pause)
+        # The star map's answer, ahead of its first look (at a launch, or after a change once
+        # the map was looked at), when nobody waits for another answer.
+        app.state.answering.pause()
+        if feed.generations["memories"] == generation and (
+                not generation or app.state.stars.asked):
+            overview.star_answer(app.state, store, generation)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
