@@ -264,13 +264,13 @@ def test_a_saved_graph_that_cannot_be_trusted_is_made_again_and_saved(
     assert saved.read_bytes() == good  # made again, and saved again for the next launch
 
 
-def test_a_memory_page_asked_as_the_launch_starts_reading_the_saved_graph_waits_for_it(
+def test_a_memory_page_asked_as_the_launch_starts_reading_the_saved_graph_is_a_lookup(
     memory_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A page opened at a memory's address asks for it as the launch begins: when the launch's
     read of the saved graph had not yet taken its lock (its listing still being made), the page
     resolved the memory's links alone, a pass over every body (0.2 s of CPU at 50,000
-    memories) beside that read. It waits for the read instead, and is a lookup then."""
+    memories) beside that read. It is a lookup in the saved graph instead (its bucket)."""
     from sage_mem.ui.listing import Listings
     from sage_mem.ui.saved_graph import Saved
 

@@ -13,7 +13,8 @@ shows a stale link or backlink.
 The graph is kept in buckets by id (a memory's links, supersedes and backlinks all in the
 bucket of its id), each behind its own CRC-32, after a small head that says where each is.
 So a memory's page opened as the launch begins reads the head, the ids and versions, and one
-bucket (`Saved.lookup`: a few milliseconds at 50,000 memories), instead of waiting for the
+bucket (`Saved.lookup`: some 25 ms of CPU at 50,000 memories, most of it the listing's ids
+and versions to compare, made once a listing), instead of waiting for the
 whole graph (some 0.15 s of CPU there, most of it one `marshal.loads` that holds the
 interpreter); the launch's whole read goes a bucket at a time and waits between them while a
 request is answered (`pause`). When memories changed while the page was closed, the page's
@@ -186,8 +187,9 @@ class _File:
         except OSError:
             return None
         try:
-            size = os.fstat(fd).st_size
-            if not stat.S_ISREG(os.fstat(fd).st_mode) or size > LARGEST:
+            seen = os.fstat(fd)
+            size = seen.st_size
+            if not stat.S_ISREG(seen.st_mode) or size > LARGEST:
                 raise ValueError
             first = os.pread(fd, _HEAD, 0)
             if len(first) < _HEAD or not first.startswith(MAGIC) or \
