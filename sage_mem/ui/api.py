@@ -508,17 +508,18 @@ async def memory(request: Request) -> JSONResponse:
     if folders is not None and folders.split(memory_id)[0] != folders.personal_name:
         return JSONResponse(await run_in_threadpool(shared_memory_page, folders, memory_id))
 
-    def work() -> dict[str, Any]:
+    def work() -> JSONResponse:
         with state.answering.answering():
             # Never behind the whole graph being made (a second or more at 20,000 memories,
             # ahead of time by `warm`): what it would say of this memory, made for it alone.
             graph = state.graph.of_one(store, state.feed.generations["memories"], memory_id)
             page = memory_page(store, memory_id, graph)
             _labelled_row(folders, page["memory"])
-            return page
+            # (Encoded here: the background work resumes once the answer is ready to send.)
+            return JSONResponse(page)
 
     try:
-        return JSONResponse(await run_in_threadpool(work))
+        return await run_in_threadpool(work)
     except InvalidMemory as exc:
         # A file that does not parse can still be opened as text and fixed (`/api/raw`).
         path = exc.path
