@@ -7,7 +7,6 @@ change costs the stat of what changed, not a walk of the folder.
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 from collections.abc import Callable
@@ -25,7 +24,7 @@ from ..store import MemoryStore
 from .api import store_of
 from .links import PAUSE_EVERY, Graph, build_graph
 from .listing import Listings, same
-from .responses import JSONResponse
+from .responses import JSONResponse, json_bytes
 
 
 def star_data(store: MemoryStore, graph: Graph | None = None,
@@ -124,16 +123,10 @@ class StarAnswers:
                 parts = []
                 for key, value in data.items():
                     pause()
-                    parts.append(_json(key) + b":" + _json(value))
+                    parts.append(json_bytes(key) + b":" + json_bytes(value))
                 body = b"{" + b",".join(parts) + b"}"
             self._kept = (generation, body)
             return body
-
-
-def _json(value: Any) -> bytes:
-    """`value` as `JSONResponse` encodes it."""
-    return json.dumps(value, ensure_ascii=False, allow_nan=False, indent=None,
-                      separators=(",", ":")).encode("utf-8")
 
 
 async def stars(request: Request) -> Response:

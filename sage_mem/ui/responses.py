@@ -16,9 +16,14 @@ from starlette.responses import JSONResponse as _StarletteJSON
 from ..disk.safe_io import text_bytes
 
 
+def json_bytes(content: Any) -> bytes:
+    """`content` as the page's JSON answers carry it."""
+    return text_bytes(json.dumps(content, ensure_ascii=False, allow_nan=False, indent=None,
+                                 separators=(",", ":")))
+
+
 class JSONResponse(_StarletteJSON):
     """starlette's `JSONResponse`, a lone surrogate written as its escape."""
 
     def render(self, content: Any) -> bytes:
-        return text_bytes(json.dumps(content, ensure_ascii=False, allow_nan=False, indent=None,
-                                     separators=(",", ":")))
+        return json_bytes(content)
