@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -282,13 +283,19 @@ def test_a_save_while_sync_merges_that_clashes_with_the_merge_keeps_both(
 def saving_while_receiving(monkeypatch: pytest.MonkeyPatch, path: Path, line: str) -> None:
     """A person's save into `path` in the instant after sync read what a fast-forward
     brings and before it writes it (git's `read-tree -u` had the same instant inside it)."""
+    saving_meanwhile(monkeypatch, lambda: path.write_text(
+        path.read_text(encoding="utf-8") + line, encoding="utf-8"))
+
+
+def saving_meanwhile(monkeypatch: pytest.MonkeyPatch, save: Callable[[], object]) -> None:
+    """`save` run in that instant."""
     from sage_mem.sync.git import Git
 
     real = Git.blobs
 
     def blobs(self: Git, ids: object) -> dict[str, bytes]:
         found = real(self, ids)  # type: ignore[arg-type]
-        path.write_text(path.read_text(encoding="utf-8") + line, encoding="utf-8")
+        save()
         return found
 
     monkeypatch.setattr(Git, "blobs", blobs)
@@ -328,19 +335,11 @@ def test_a_save_while_a_receive_deletes_the_file_keeps_it(
 def test_a_file_made_while_a_receive_adds_one_of_that_name_keeps_both(
     pair: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from sage_mem.sync.git import Git
-
     laptop, desktop = pair
     write_memory(laptop, "user_dog", memory("The dog is Rex", "Rex barks."))
     sync(laptop)
-    real = Git.blobs
-
-    def blobs(self: Git, ids: object) -> dict[str, bytes]:
-        found = real(self, ids)  # type: ignore[arg-type]
-        write_memory(desktop, "user_dog", memory("The dog is Mochi", "Mochi sleeps."))
-        return found
-
-    monkeypatch.setattr(Git, "blobs", blobs)
+    saving_meanwhile(monkeypatch, lambda: write_memory(
+        desktop, "user_dog", memory("The dog is Mochi", "Mochi sleeps.")))
     result = sync(desktop)
     monkeypatch.undo()
     assert meta(desktop, "user_dog")["description"] == "The dog is Mochi"
