@@ -1048,14 +1048,15 @@ class _Sync:
 
     def fast_forward(self, head: str, theirs: str,
                      branch: str) -> subprocess.CompletedProcess[bytes]:
-        """The merge of a commit that holds ours (a receive), as `git merge` makes it: the
-        two-tree checkout of what changed from `head` to `theirs` (`git read-tree -m -u`,
-        which refuses as the merge does: a file changed here that the commit changes too,
-        an untracked file in the way of one it adds), then the branch moved to `theirs`
-        only if it is still at `head`. Without the merge's first step, a refresh of every
-        file's stat in the index (~25 ms of CPU at 10,000 files), which the `git status`
-        before the fetch has just made; a person's post-merge hook is not run (as no hook
-        of theirs runs for sync's commits: `--no-verify`)."""
+        """The merge of a commit that holds ours (a receive): what changed from `head` to
+        `theirs` written into the work tree and the index, then the branch moved to `theirs`
+        only if it is still at `head`. Memories are written here (`writes_itself`); any
+        other change is git's two-tree checkout (`git read-tree -m -u`, which refuses as
+        `git merge` does: a file changed here that the commit changes too, an untracked
+        file in the way of one it adds). Either way without the merge's first step, a
+        refresh of every file's stat in the index (~25 ms of CPU at 10,000 files), which
+        the `git status` before the fetch has just made; a person's post-merge hook is not
+        run (as no hook of theirs runs for sync's commits: `--no-verify`)."""
         message = f"sync: fast-forward to {REMOTE}/{branch}"
         changes = self.git.blob_changes(head, theirs)
         if not self.writes_itself(changes):
@@ -1087,6 +1088,9 @@ class _Sync:
             target = self.root / path
             if status == "A" and (os.path.lexists(target) or not self.can_hold(target.parent)):
                 return False
+            if status != "A" and os.path.lexists(target) and (
+                    os.path.islink(target) or not os.path.isfile(target)):
+                return False  # a person's link or folder there: git says what it does
         return True
 
     def can_hold(self, folder: Path) -> bool:
