@@ -247,6 +247,19 @@ def test_import_jsonl_from_another_tool_and_bad_lines(empty_dir: Path, tmp_path:
     assert allowed.returncode == 0 and allowed.stderr == ""
 
 
+def test_import_jsonl_says_a_date_it_could_not_use(empty_dir: Path) -> None:
+    """A `created` at the calendar's edge (no time sage-mem can hold) was replaced by today
+    without a word; the line is imported and its item says what was not used."""
+    line = json.dumps({"id": "user_edge", "description": "At the edge", "category": "user",
+                       "created": "9999-12-31T23:59:59-23:59", "updated": "不是日期"})
+    done = sage(empty_dir, "import", "jsonl", "-", "--json", stdin=line + "\n")
+    assert done.returncode == 0, done.stderr
+    [item] = json.loads(done.stdout)["items"]
+    assert item["status"] == "imported"
+    assert "created '9999-12-31T23:59:59-23:59' is not a time" in item["detail"]
+    assert "updated '不是日期' is not a time" in item["detail"]
+
+
 # runs --json
 
 

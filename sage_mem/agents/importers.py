@@ -905,7 +905,7 @@ def _import_line(store: MemoryStore, label: str, line: str, *, dry_run: bool,
         check_id_secret(memory_id, allow_secret=allow_secret)
         if not archived:
             store.folder.check_new_id(memory_id)
-        data = _line_bytes(entry)
+        data, notes = _line_bytes(entry)
         check_new_file(target, data, allow_secret=allow_secret)
     except SageMemError as exc:
         return ImportItem(label, redact_name(entry["id"])[:80], INVALID, str(exc))
@@ -915,7 +915,7 @@ def _import_line(store: MemoryStore, label: str, line: str, *, dry_run: bool,
         return ImportItem(label, memory_id, SKIPPED,
                           "a different memory has this id; not overwritten")
     if dry_run:
-        return ImportItem(label, memory_id, WOULD_IMPORT)
+        return ImportItem(label, memory_id, WOULD_IMPORT, "; ".join(notes))
     try:
         store.create_file(memory_id, data, allow_secret=allow_secret)
     except FileChanged:
@@ -924,16 +924,17 @@ def _import_line(store: MemoryStore, label: str, line: str, *, dry_run: bool,
         return ImportItem(label, memory_id, INVALID, str(exc))
     except OSError as exc:
         return ImportItem(label, memory_id, SKIPPED, f"cannot write: {exc.strerror or exc}")
-    return ImportItem(label, memory_id, IMPORTED)
+    return ImportItem(label, memory_id, IMPORTED, "; ".join(notes))
 
 
-def _line_bytes(entry: dict[str, Any]) -> bytes:
-    """The file a JSON line stands for: its `file`, else one made from its fields."""
+def _line_bytes(entry: dict[str, Any]) -> tuple[bytes, list[str]]:
+    """The file a JSON line stands for: its `file`, else one made from its fields; and what
+    of them was not used (a `created` that is no time is said, not dropped unsaid)."""
     whole = entry.get("file")
     if whole is not None:
         if not isinstance(whole, str):
             raise InvalidMemory("`file` must be the text of the memory file")
-        return whole.encode("utf-8", errors="surrogatepass")
+        return whole.encode("utf-8", errors="surrogatepass"), []
     body = entry.get("body", "")
     if not isinstance(body, str):
         raise InvalidMemory("`body` must be text")
@@ -948,7 +949,7 @@ def _line_bytes(entry: dict[str, Any]) -> bytes:
     updated = _moment(entry.get("updated"), "updated", notes) or created
     stamp = now_iso()
     return new_memory_bytes(values, body, created=(created or updated or stamp)[:10],
-                            updated=updated or stamp)
+                            updated=updated or stamp), notes
 
 
 __all__ = [
