@@ -347,6 +347,30 @@ def test_a_file_made_while_a_receive_adds_one_of_that_name_keeps_both(
     assert len(siblings) == 1 and b"Rex barks." in siblings[0].read_bytes(), result
 
 
+def test_a_save_while_a_merge_of_both_sides_writes_the_file_is_merged_in(
+    pair: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Both machines changed something (a merge, not a fast-forward): the files only the other
+    side changed were written by `git merge`, which unlinks each after its check; a save
+    in between was lost. The merge is made outside the work tree and written by sync."""
+    laptop, desktop = pair
+    edit(laptop, "user_cat", "tags: [pet]", "tags: [pet, cat]")
+    sync(laptop)
+    write_memory(desktop, "user_dog", memory("The dog is Rex", "Rex barks."))
+    saving_while_receiving(monkeypatch, desktop / "user_cat.md", "\nShe sleeps on the piano.\n")
+    result = sync(desktop)
+    monkeypatch.undo()
+    # The save went into the merge commit with the other side's change: pushed with it.
+    assert result["pulled"] == ["user_cat"] and "user_dog" in result["pushed"], result
+    assert "She sleeps on the piano." in body(desktop, "user_cat")
+    assert meta(desktop, "user_cat")["tags"] == ["pet", "cat"]
+    merges = git(desktop, "log", "--merges", "--format=%s%n%b", f"-{2}")
+    assert "sync: merge origin into desktop" in merges and "Sage-Mem-Machine" in merges
+    sync(desktop)
+    sync(laptop)
+    converged(laptop, desktop)
+
+
 def test_both_changed_the_same_lines_of_the_body_keeps_both(pair: tuple[Path, Path]) -> None:
     laptop, desktop = pair
     edit(laptop, "user_cat", "She is three.", "She is four.")

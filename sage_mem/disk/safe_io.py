@@ -469,7 +469,7 @@ def remove(path: Path, seen: Seen, *, limit: int) -> None:
     """
     if seen.raw is None:
         raise FileChanged(f"{path.name}: nothing was read to delete", path=path)
-    stem = path.name.encode("utf-8")[:200].decode("utf-8", "ignore")
+    stem = path.name.encode("utf-8", "surrogateescape")[:200].decode("utf-8", "ignore")
     parked = path.with_name(f".{stem}.{os.getpid()}.{os.urandom(4).hex()}.deleting")  # PARKED
     try:
         _rename_without_replacing(path, parked)
@@ -522,7 +522,7 @@ def atomic_write(path: Path, data: bytes, *, mode: int = 0o600, durable: bool = 
 def _temp_file(path: Path, data: bytes, mode: int, *, sync: bool = True) -> tuple[Path, int]:
     """A complete, fsynced dot-file beside `path` (never taken for a memory), and its inode."""
     # Cut so that a long memory name plus the suffix stays under 255 bytes.
-    stem = path.name.encode("utf-8")[:200].decode("utf-8", "ignore")
+    stem = path.name.encode("utf-8", "surrogateescape")[:200].decode("utf-8", "ignore")
     tmp = path.with_name(f".{stem}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)

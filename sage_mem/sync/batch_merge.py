@@ -64,20 +64,10 @@ def resolve_all(git: Git, root: Path, theirs: str,
             removed.append(path)
             _drop_copy(target, data)
             continue
-        if 2 in versions and 3 in versions:
-            base, ours, theirs_data = versions.get(1, b""), versions[2], versions[3]
-            if path == INDEX_PATH:
-                data = merge_index(ours, theirs_data, base)
-            else:
-                outcome = merge_versions(base, ours, theirs_data, path)
-                data = outcome.merged
-                if outcome.keep_theirs:
-                    label = other_machine(git, path, theirs)
-                    sibling = keep_sibling(target, label, theirs_data)
-                    added.append(sibling.relative_to(root).as_posix())
-        elif 2 in versions or 3 in versions:
-            data = versions.get(2, versions.get(3, b""))  # the side that kept it: never a deletion
-        else:
+        result, kept = merged_version(git, root, path, versions, theirs)
+        if kept is not None:
+            added.append(kept)
+        if result is None:
             removed.append(path)
             continue
         # What git left in the work tree: of a memory in sync's own merge, ours (its driver,
@@ -85,13 +75,32 @@ def resolve_all(git: Git, root: Path, theirs: str,
         # (`.gitattributes`), or after a plain `git pull`, git's own merge with conflict
         # markers, not known here: written over.
         left = versions.get(2, versions.get(3)) if own and path.endswith(".md") else None
-        put(target, data, left)
+        put(target, result, left)
         added.append(path)
     if removed:
         git.run("rm", "--cached", "-q", "--pathspec-from-file=-", "--pathspec-file-nul",
                 input=quoted_paths(removed))
     if added:
         git.stage(added)
+
+
+def merged_version(git: Git, root: Path, path: str, versions: dict[int, bytes],
+                   theirs: str) -> tuple[bytes | None, str | None]:
+    """One unmerged path's result by the driver's rules, from its versions by stage (1 the
+    base, 2 ours, 3 theirs): the bytes (None: deleted on both sides), and the conflict
+    sibling written for theirs where both changed the same thing (its path, or None)."""
+    if 2 in versions and 3 in versions:
+        base, ours, theirs_data = versions.get(1, b""), versions[2], versions[3]
+        if path == INDEX_PATH:
+            return merge_index(ours, theirs_data, base), None
+        outcome = merge_versions(base, ours, theirs_data, path)
+        if not outcome.keep_theirs:
+            return outcome.merged, None
+        sibling = keep_sibling(root / path, other_machine(git, path, theirs), theirs_data)
+        return outcome.merged, sibling.relative_to(root).as_posix()
+    if 2 in versions or 3 in versions:
+        return versions.get(2, versions.get(3, b"")), None  # the side that kept it: never gone
+    return None, None
 
 
 def _moved_aside(root: Path, path: str) -> str | None:
