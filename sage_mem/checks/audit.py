@@ -935,8 +935,9 @@ class _Audit:
         more_line = next(
             (n for n, line in enumerate(text.split("\n"), start=1) if _MORE.match(line)), None
         )
+        memories = self.listable()
         if more_line is None:
-            for memory in self.listable():
+            for memory in memories:
                 memory_rel = memory.id + ".md"
                 if _nfc(memory_rel) not in listed:
                     self.add("missing-from-index", memory_rel,
@@ -948,7 +949,7 @@ class _Audit:
                      f"{line_count} lines, {size:,} bytes: Claude Code loads only the first "
                      f"{catalog.MAX_LINES} lines and {catalog.MAX_BYTES:,} bytes")
         if len(self.findings) == before and catalog.NOTE in text:
-            self.check_index_current(text, listed, more_line)
+            self.check_index_current(text, listed, more_line, memories)
 
     def check_index_entry(self, raw_target: str, number: int, listed: dict[str, int]) -> None:
         target = raw_target.strip()
@@ -974,8 +975,8 @@ class _Audit:
         self.add("dangling-index-entry", INDEX_FILE, message + "; `sage-mem index` regenerates it",
                  number)
 
-    def check_index_current(self, text: str, listed: dict[str, int], more_line: int | None) -> None:
-        memories = self.listable()
+    def check_index_current(self, text: str, listed: dict[str, int], more_line: int | None,
+                            memories: list[Memory]) -> None:
         expected = catalog.render(memories)
         expected_more = next((line for line in expected.split("\n") if _MORE.match(line)), None)
         hint = "; `sage-mem index` regenerates it"

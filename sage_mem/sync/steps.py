@@ -52,7 +52,7 @@ import os
 import re
 import subprocess
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -392,6 +392,11 @@ def secret_reason(data: bytes) -> str | None:
             return (f"{key}: possible {match.label} "
                     f"{match.excerpt_redacted}, spelled with escapes")
     return None
+
+
+def _blob_ids(changes: list[tuple[str, str, str, str, str]]) -> list[str]:
+    """The blobs `changes` (`Git.blob_changes`) name, both sides, an absent file's none."""
+    return [blob for _, _, old, new, _ in changes for blob in (old, new) if blob.strip("0")]
 
 
 class _Sync:
@@ -1092,25 +1097,14 @@ class _Sync:
                 conflicted):
             return None
         changes = self.git.blob_changes(head, tree)
-        if not self.writes_itself(changes) or any(
-                not path.endswith(".md") or "~" in path or not self.can_hold(
-                    (self.root / path).parent) for path in conflicted):
+        if not self.writes_itself(changes) or not all(
+                "~" not in path and self.writable("M", path) for path in conflicted):
             return None
-        blobs = self.git.blobs([blob for _, _, old, new, _ in changes
-                                for blob in (old, new) if blob.strip("0")]
-                               + [blob for stages in conflicted.values()
-                                  for blob in stages.values()])
+        blobs = self.git.blobs([*_blob_ids(changes),
+                                *(blob for stages in conflicted.values()
+                                  for blob in stages.values())])
         before = {path: old for _, path, old, _, _ in changes}
-        written = []
-        for status, path, old, new, _ in changes:
-            if path in conflicted:
-                continue
-            target = self.root / path
-            if status == "D":
-                self.remove_unchanged(target, blobs[old])
-            else:
-                self.put(target, blobs[new], blobs.get(old, b""))
-            written.append(path)
+        written = self.write_changes(changes, blobs, skip=conflicted)
         for path, stages in conflicted.items():
             versions = {stage: blobs.get(blob, b"") for stage, blob in stages.items()}
             data, sibling = merged_version(self.git, self.root, path, versions, theirs)
@@ -1151,33 +1145,45 @@ class _Sync:
         # save made meanwhile is never written over or deleted), where git would unlink
         # and write each file with nothing to tell it that a person saved into it after
         # its check (2 of 800 saves lost while an editor typed and syncs ran).
-        blobs = self.git.blobs(blob for _, _, old, new, _ in changes
-                               for blob in (old, new) if blob.strip("0"))
+        self.git.stage(self.write_changes(changes, self.git.blobs(_blob_ids(changes))))
+        return self.git.move_head(head, theirs, message)
+
+    def write_changes(self, changes: list[tuple[str, str, str, str, str]],
+                      blobs: dict[str, bytes], skip: Collection[str] = ()) -> list[str]:
+        """Each of `changes` (`Git.blob_changes`) but `skip` written into the work tree by
+        `put` and `remove_unchanged`, each made from the version it replaces; the paths."""
+        written = []
         for status, path, old, new, _ in changes:
+            if path in skip:
+                continue
             target = self.root / path
             if status == "D":
                 self.remove_unchanged(target, blobs[old])
             else:  # an added file was made from none: one that appears meanwhile is merged
                 self.put(target, blobs[new], blobs.get(old, b""))
-        self.git.stage([path for _, path, _, _, _ in changes])
-        return self.git.move_head(head, theirs, message)
+            written.append(path)
+        return written
 
     def writes_itself(self, changes: list[tuple[str, str, str, str, str]]) -> bool:
         """Whether a fast-forward's changes are memory files alone, each changed, added where
         nothing stands in its way, or deleted: what sync writes itself. Anything else (a
         folder's settings, a file's type, an untracked file in the way, which git refuses
         to write over) is git's `read-tree -m -u`."""
-        for status, path, _, _, mode in changes:
-            if (status not in "AMD" or not path.endswith(".md")
-                    or mode not in ("100644", "100755", "000000")):
-                return False
-            target = self.root / path
-            if status == "A" and (os.path.lexists(target) or not self.can_hold(target.parent)):
-                return False
-            if status != "A" and os.path.lexists(target) and (
-                    os.path.islink(target) or not os.path.isfile(target)):
-                return False  # a person's link or folder there: git says what it does
-        return True
+        return all(self.writable(status, path, mode) for status, path, _, _, mode in changes)
+
+    def writable(self, status: str, path: str, mode: str = "100644") -> bool:
+        """Whether sync writes this change itself (`writes_itself`)."""
+        if (status not in "AMD" or not path.endswith(".md")
+                or mode not in ("100644", "100755", "000000")):
+            return False
+        target = self.root / path
+        if not self.can_hold(target.parent):
+            return False
+        if status == "A":
+            return not os.path.lexists(target)
+        # A person's link or folder there: git says what it does.
+        return not os.path.lexists(target) or (
+            os.path.isfile(target) and not os.path.islink(target))
 
     def can_hold(self, folder: Path) -> bool:
         """`folder` is the memory folder, or a real folder in it (or none yet, under one)."""
