@@ -137,6 +137,28 @@ def test_a_started_daemon_is_handed_the_build_lock_before_its_python_starts(
     os.close(fd)
 
 
+def test_a_started_daemon_works_in_the_state_folder_whose_lock_it_was_handed(
+        memory_dir: Path, tmp_path: Path) -> None:
+    """The starter's state folder (here named outright, as SAGE_MEM_STATE_DIR or a
+    `state_dir=` does) is the daemon's too: one it found by itself could be another, where
+    the lock it was handed guards nothing it builds (CI once met a join's build whose log
+    was not in the join's state folder)."""
+    state = tmp_path / "elsewhere-state"
+    folder = MemoryFolder(memory_dir, state_dir=state)
+    said = tmp_path / "said"
+    script = (
+        "import os\n"
+        "from sage_mem.agents.daemon_start import handed_build_lock\n"
+        "from sage_mem.disk.folder import MemoryFolder\n"
+        f"folder = MemoryFolder({str(memory_dir)!r})\n"
+        f"open({str(said)!r}, 'w').write(repr((str(folder.state_dir), "
+        "handed_build_lock(folder) is not None)))\n"
+    )
+    assert start_holding_lock(folder, [sys.executable, "-c", script])
+    wait_until(lambda: said.exists() and said.read_text().endswith(")"))
+    assert said.read_text() == repr((str(state), True))
+
+
 def test_a_handed_descriptor_that_is_not_the_folders_lock_is_not_taken_up(
         memory_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     other = os.open(tmp_path / "other", os.O_RDWR | os.O_CREAT, 0o600)

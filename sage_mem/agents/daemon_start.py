@@ -183,7 +183,10 @@ def start_holding_lock(folder: MemoryFolder, argv: list[str]) -> bool:
         return False
     say_in_lock(lock, BUILDING)
     try:
-        spawn_detached(argv, lock=lock)
+        # The state folder that holds the lock, named outright: the daemon must not find
+        # another (the lock it is handed would guard nothing it builds, and a command
+        # waiting on it would wait for the whole build, then build its own index).
+        spawn_detached(argv, lock=lock, state_dir=folder.state_dir)
     finally:
         os.close(lock)  # the daemon's copy holds it now
     return True
@@ -217,13 +220,14 @@ def handed_build_lock(folder: MemoryFolder) -> int | None:
     return fd
 
 
-def spawn_detached(argv: list[str], *, lock: int | None = None) -> int:
+def spawn_detached(argv: list[str], *, lock: int | None = None,
+                   state_dir: Path | None = None) -> int:
     """Start `argv` in a session of its own with no standard streams; returns its pid.
 
     Claude Code waits for the hook's stdout to close, so nothing of the hook's
     may be inherited; nothing waits for the process either (the hook ends at
     once, and the process outlives it). `lock`, a build lock's descriptor, is the
-    one thing handed over (`start_holding_lock`).
+    one thing handed over (`start_holding_lock`), with the state folder it lies in.
     """
     devnull = os.devnull
     actions: list[tuple[Any, ...]] = [
@@ -236,4 +240,6 @@ def spawn_detached(argv: list[str], *, lock: int | None = None) -> int:
     if lock is not None:
         actions.append((os.POSIX_SPAWN_DUP2, lock, HANDED_LOCK_FD))  # (dup2: not close-on-exec)
         env[HANDED_LOCK_ENV] = str(HANDED_LOCK_FD)
+    if state_dir is not None:
+        env["SAGE_MEM_STATE_DIR"] = str(state_dir)
     return os.posix_spawn(argv[0], argv, env, file_actions=actions, setsid=True)
