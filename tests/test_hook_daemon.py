@@ -190,8 +190,9 @@ def test_a_hook_starts_no_build_while_one_runs(big: Path, monkeypatch: pytest.Mo
     assert lock is not None
     started: list[list[str]] = []
 
-    def spawn(argv: list[str], *, lock: int | None = None) -> int:
+    def spawn(argv: list[str], *, lock: int | None = None, state_dir: Path | None = None) -> int:
         assert lock is not None  # started holding the build lock for the daemon
+        assert state_dir == folder.state_dir  # and told the state folder that lock lies in
         started.append(argv)
         return 0
 

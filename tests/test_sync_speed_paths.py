@@ -307,7 +307,7 @@ def test_a_join_starts_the_index_build_in_the_background(
     sync(first)
     spawned: list[list[str]] = []
     monkeypatch.setattr("sage_mem.agents.daemon_start.spawn_detached",
-                        lambda argv, lock=None: spawned.append(argv) or 0)
+                        lambda argv, lock=None, state_dir=None: spawned.append(argv) or 0)
     monkeypatch.setenv("SAGE_MEM_DAEMON", daemon)
     joined = machine(tmp_path / "joined", remote, "joined")
     if started:
