@@ -44,6 +44,7 @@ from collections.abc import Iterable
 from itertools import accumulate, filterfalse, repeat
 from operator import add
 
+from ..memory.patterns import on_use
 from .porter2 import porter2
 
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
@@ -349,8 +350,8 @@ def _without_frames(found: list[str]) -> list[str]:
 # ("IDs" is a plural, not an identifier: an upper-case run takes two lower-case letters after it.)
 # (Each pattern starts with a character class, which the regex engine scans for fast.)
 _CAMEL = re.compile(r"[A-Z](?:(?<=[a-z][A-Z])|(?<=[A-Z]{2})(?=[a-z]{2}))")
-_CAMEL_WORD = re.compile(r"[A-Za-z0-9]*(?:[a-z][A-Z]|[A-Z]{2}[a-z]{2})[A-Za-z0-9]*")
-_CAMEL_PART = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")
+_CAMEL_WORD = on_use(r"[A-Za-z0-9]*(?:[a-z][A-Z]|[A-Z]{2}[a-z]{2})[A-Za-z0-9]*")
+_CAMEL_PART = on_use(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")
 _MIXED = re.compile(r"[0-9](?:(?<=[a-z][0-9])|(?=[a-z]))")
 _LETTERS_DIGITS = re.compile(r"[a-z]+|[0-9]+")
 MIN_PART = 2
@@ -414,7 +415,7 @@ _MONTH_NAME = "|".join(sorted(_MONTH_OF, key=len, reverse=True))
 _ORDINAL = re.compile(r"[0-9]+(?:st|nd|rd|th)")
 _ZH_DIGIT = "〇零一二两三四五六七八九十"
 _ISO_DATE = re.compile(r"([12][0-9]{3})[-/.]([0-9]{1,2})[-/.]([0-9]{1,2})(?![0-9])")
-_ZH_DATE = re.compile(
+_ZH_DATE = on_use(
     rf"(?:([0-9]{{4}})年)?([0-9]{{1,2}}|[{_ZH_DIGIT}]{{1,3}})月"
     rf"(?:([0-9]{{1,2}}|[{_ZH_DIGIT}]{{1,3}})[日号])?"
 )
@@ -466,7 +467,7 @@ NUMBER_WORDS = {
 _ZH_NUMBER = re.compile(
     rf"[{_ZH_DIGIT}百千]+(?=[个年天岁次只条本件位名周句首张台辆家场倍层页部双对种块])"
 )
-_ZH_COUNTING = re.compile("[二两三四五六七八九十]")  # "一年", "百年" stay words
+_ZH_COUNTING = on_use("[二两三四五六七八九十]")  # "一年", "百年" stay words
 _ZH_VALUE = {char: i for i, char in enumerate("零一二三四五六七八九")} | {"〇": 0, "两": 2}
 _ZH_UNIT = {"十": 10, "百": 100, "千": 1000}
 
@@ -725,7 +726,7 @@ PREFIX_MARK = "*"
 PREFIX_LETTERS = (3, 5)
 PREFIX_WEIGHT = 0.5
 # The capital first, then the look behind (the engine then scans for the class, in C).
-_CAPITALISED = re.compile(r"[A-Z](?<![^\W\d_][A-Z])[a-z]{4,}(?![^\W_])")
+_CAPITALISED = on_use(r"[A-Z](?<![^\W\d_][A-Z])[a-z]{4,}(?![^\W_])")
 _SHORT_NAME = re.compile(r"[A-Z](?<=[^\s.!?。！？]\s[A-Z])[a-z]{2,4}(?![^\W_])")
 MAX_VERB = 5
 SPLIT_WEIGHT = 0.3
