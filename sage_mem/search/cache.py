@@ -435,7 +435,7 @@ def scan_changed(folder: MemoryFolder, found: Loaded) -> Walk | None:
     # Each file's folder ("" or "a/b/", as `_prefix_of` says), made in C, then its runs:
     # a Python call per file was a tenth of such a hook's work at 10,000 files.
     cuts = map(add, map(str.rfind, cached, repeat("/")), repeat(1))
-    groups = [(prefix, sum(1 for _ in run)) for prefix, run in groupby(
+    groups = [(prefix, len(list(run))) for prefix, run in groupby(
         map(getitem, cached, map(slice, repeat(None), cuts)))]
     runs: dict[str, tuple[int, int]] = {}
     at = taken = 0
