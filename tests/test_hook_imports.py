@@ -133,8 +133,10 @@ NOT_RUN_ON_A_PLAIN_PROMPT = [(module, name) for module, names in {
     "sage_mem.memory.yaml_plain": ("_DECIMAL_INT", "_DECIMAL_FLOAT"),
     "sage_mem.disk.folder": ("_FORBIDDEN_CHARS", "_NOT_PORTABLE", "_WINDOWS_DEVICE", "_PLAIN_ID"),
     "sage_mem.disk.safe_io": ("PARKED", "_TEMP_NAME"),
-    "sage_mem.search.tokens": ("_ZH_DATE", "_ZH_COUNTING", "_CAMEL_WORD", "_CAMEL_PART",
-                               "_CAPITALISED"),
+    # an English prompt runs no CJK pattern (nor does the cache's check of the tokenizer)
+    "sage_mem.search.tokens": ("_CJK_RUN", "_SYMBOL", "_FULL_WIDTH", "_CHINESE_STOP",
+                               "_ZH_NUMBER", "_ZH_DATE", "_ZH_COUNTING", "_CAMEL_WORD",
+                               "_CAMEL_PART", "_CAPITALISED"),
     "sage_mem.search.timewords": ("_FENCE", "_INLINE"),
     "sage_mem.search.query": ("_BLANK_LINE",),
 }.items() for name in names]
