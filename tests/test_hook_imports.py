@@ -123,16 +123,14 @@ def test_hook_over_changed_files_imports_no_write_side(memory_dir: Path, event: 
 
 
 # Patterns a hook answered from a current cache never runs on a plain prompt: compiled at their
-# first use (`memory/patterns.on_use`), not at import, so no prompt pays for them. (A folder
-# listed again, as one just written is, runs `disk/folder`'s check of editor copies' names.)
+# first use (`memory/patterns.on_use`), not at import, so no prompt pays for them. (The disk
+# room's few stay compiled at import: a sync imports no `memory` module.)
 NOT_RUN_ON_A_PLAIN_PROMPT = [(module, name) for module, names in {
     "sage_mem.memory.file_format": (
         "_DELIMITER", "_CONFLICT_OPEN", "_CONFLICT_CLOSE", "_CR_DELIMITER", "_CLOSING_LINE",
         "_TOP_KEY", "_BLOCK_SCALAR", "_COMMENT_LINE", "_LINE", "_SIMPLE_LINE", "_SINGLE_QUOTED",
         "_DOUBLE_QUOTED", "_FLOW_SEQUENCE", "_ISO_AS_WRITTEN"),
     "sage_mem.memory.yaml_plain": ("_DECIMAL_INT", "_DECIMAL_FLOAT"),
-    "sage_mem.disk.folder": ("_FORBIDDEN_CHARS", "_NOT_PORTABLE", "_WINDOWS_DEVICE", "_PLAIN_ID"),
-    "sage_mem.disk.safe_io": ("PARKED", "_TEMP_NAME"),
     # an English prompt runs no CJK pattern (nor does the cache's check of the tokenizer)
     "sage_mem.search.tokens": ("_CJK_RUN", "_SYMBOL", "_FULL_WIDTH", "_CHINESE_STOP",
                                "_ZH_NUMBER", "_ZH_DATE", "_ZH_COUNTING", "_CAMEL_WORD",

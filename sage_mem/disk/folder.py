@@ -85,7 +85,6 @@ from pathlib import Path
 from urllib.parse import unquote
 
 from ..errors import FolderError, InvalidId
-from ..memory.patterns import on_use
 from .home import default_folder as default_folder  # where it always was: SAGE_MEM_DIR, or ~
 from .home import expand_home
 from .safe_io import Seen, make_private_dirs, parked_original, read_file
@@ -101,7 +100,7 @@ HOME_FOLDER_NAME = "memory"
 # The folders a state folder holds; a memory folder in `.sage-mem/` cannot take their names.
 STATE_FOLDERS = frozenset({"index", "sessions", DREAM_DIR})
 MAX_ID_LENGTH = 200
-_FORBIDDEN_CHARS = on_use(r"[\x00-\x1f\x7f\\]")
+_FORBIDDEN_CHARS = re.compile(r"[\x00-\x1f\x7f\\]")
 
 # Names may keep the two joiners (emoji sequences, Persian and Indic scripts); any
 # other format character, and every control or separator, hides or turns text.
@@ -117,15 +116,15 @@ def hidden_in_name(char: str) -> bool:
 
 # Not allowed in the names of new memories, so that a folder shared through git
 # checks out on Windows too; existing files with them can still be read.
-_NOT_PORTABLE = on_use(r'[:*?"<>|]')
+_NOT_PORTABLE = re.compile(r'[:*?"<>|]')
 # Names Windows keeps for devices, with any extension (`aux.md`, `con.notes.md`).
-_WINDOWS_DEVICE = on_use(r"(?i)(?:con|prn|aux|nul|com[0-9]|lpt[0-9])(?:\..*)?")
+_WINDOWS_DEVICE = re.compile(r"(?i)(?:con|prn|aux|nul|com[0-9]|lpt[0-9])(?:\..*)?")
 # `git mergetool` writes `<name>_LOCAL_<pid>.md` (and REMOTE, BASE, BACKUP) beside the file.
-_MERGETOOL_COPY = on_use(r".+_(?:LOCAL|REMOTE|BASE|BACKUP)_[0-9]+\.md$")
+_MERGETOOL_COPY = re.compile(r".+_(?:LOCAL|REMOTE|BASE|BACKUP)_[0-9]+\.md$")
 # Short ids of ordinary characters are reachable by construction; others are checked with
 # `normalize_id` (for every file, a cold build of 100k files would pay ~0.5 s). A lone
 # surrogate is a byte of the file's name that is not UTF-8 (`surrogateescape`).
-_PLAIN_ID = on_use(r"[^\x00-\x1f\x7f\\%\ud800-\udfff]{1,60}")
+_PLAIN_ID = re.compile(r"[^\x00-\x1f\x7f\\%\ud800-\udfff]{1,60}")
 _MAX_DECODING_ROUNDS = 5
 _MAX_NAME_BYTES = 255
 # How many entries of a parent folder, and ids of an old state, are looked at when

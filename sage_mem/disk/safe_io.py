@@ -47,6 +47,7 @@ import errno
 import fcntl
 import functools
 import os
+import re
 import signal
 import stat
 import time
@@ -55,7 +56,6 @@ from pathlib import Path
 from typing import Any, NamedTuple, cast
 
 from ..errors import FileChanged, InvalidMemory
-from ..memory.patterns import on_use
 
 # A transform asked to redo this many times has lost to another writer each time.
 REWRITE_ATTEMPTS = 20
@@ -448,7 +448,7 @@ def _rename_without_replacing(source: Path, target: Path) -> None:
     os.unlink(source)
 
 
-PARKED = on_use(r"\.(?P<name>.+)\.\d+\.[0-9a-f]{8}\.deleting")
+PARKED = re.compile(r"\.(?P<name>.+)\.\d+\.[0-9a-f]{8}\.deleting")
 """The name `remove` parks a file under before unlinking it: `.NAME.PID.HEX.deleting`."""
 
 
@@ -547,7 +547,7 @@ def _temp_file(path: Path, data: bytes, mode: int, *, sync: bool = True) -> tupl
 
 
 # `_temp_file`'s names: ".<file name>.<pid>.<8 hex>.tmp".
-_TEMP_NAME = on_use(r"\..+\.(\d{1,10})\.[0-9a-f]{8}\.tmp")
+_TEMP_NAME = re.compile(r"\..+\.(\d{1,10})\.[0-9a-f]{8}\.tmp")
 
 
 def leftover_temps(root: Path) -> list[Path]:

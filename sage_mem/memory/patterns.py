@@ -3,8 +3,8 @@
 A hook answered without a server is a new process for every prompt, and every
 module-level `re.compile` on its import path is paid by every prompt whether the
 pattern is used or not: the YAML and frontmatter patterns (a file is parsed only
-when it changed since the index cache), the state folder's and temp files'
-names, Chinese dates and numbers. `on_use` gives such a pattern: the same object
+when it changed since the index cache), CJK runs and Chinese dates and numbers
+(for an English prompt). `on_use` gives such a pattern: the same object
 in the module, compiled the first time one of its methods is asked for; from
 then on its methods are the compiled pattern's own (bound in C), so a build that
 runs it ten thousand times pays nothing for the wait. What a hook compiles at
