@@ -23,7 +23,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TypedDict, Unpack
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import TypedDict, Unpack
+
+    class Place(TypedDict, total=False):
+        """`InvalidMemory`'s keywords (where in a file), as a subclass passes them on whole
+        (mypy holds the two to each other; a type only: a TypedDict class is a millisecond of
+        every hook's start)."""
+
+        path: Path | str | None
+        line: int | None
+        column: int | None
 
 
 class SageMemError(Exception):
@@ -60,15 +72,6 @@ class InvalidMemory(SageMemError):
         super().__init__(message, path=path)
         self.line = line
         self.column = column
-
-
-class Place(TypedDict, total=False):
-    """`InvalidMemory`'s keywords (where in a file), as a subclass passes them on whole
-    (mypy holds the two to each other)."""
-
-    path: Path | str | None
-    line: int | None
-    column: int | None
 
 
 class SecretRefused(InvalidMemory):

@@ -275,11 +275,57 @@ def test_a_scoring_or_tokenizer_change_ignores_the_old_cache(
     monkeypatch.setattr(cache_module, "_fingerprints", {})
     if change == "scoring version":
         monkeypatch.setattr(cache_module, "SCORING_VERSION", cache_module.SCORING_VERSION + 1)
-    else:  # a tokenizer that now stems one more word differently, with no version bump
+    else:  # a tokenizer that now stems one more word differently, with no version bump:
+        # its code changed (what the cache recorded of the sample's terms is not taken)
         original = cache_module.tokenize
         monkeypatch.setattr(cache_module, "tokenize",
                             lambda text: [t.replace("test", "tst") for t in original(text)])
+        monkeypatch.setattr(cache_module, "_CODE", ("another", 1))
     assert cache_module.load(store.folder, scoring=Scoring()) is None
+
+
+def test_the_same_code_takes_the_sample_terms_the_cache_recorded(
+    folder: Path, state: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A process running the code that wrote the cache (the same bytes in every file of the
+    tokenizer, the same Python) does not tokenize the fingerprint's sample again: that
+    compiled every CJK and symbol pattern in each hook, whatever its prompt."""
+    store = started(folder, state)
+    sample = cache_module.sample_terms()
+    assert "\x00" in sample and "~猫" in sample.split("\x00")  # the sample's CJK made terms
+    monkeypatch.setattr(cache_module, "_fingerprints", {})
+
+    def no_tokenizing(text: str) -> list[str]:
+        raise AssertionError("the sample was tokenized")
+
+    monkeypatch.setattr(cache_module, "tokenize", no_tokenizing)
+    assert cache_module.load(store.folder, scoring=Scoring()) is not None
+    # Recorded by other code, or when the code here is not known: tokenized, as before.
+    for code, recorded in [(cache_module._CODE, (("other", 1), sample)),
+                           (None, (None, sample)), (cache_module._CODE, None)]:
+        monkeypatch.setattr(cache_module, "_CODE", code)
+        with pytest.raises(AssertionError, match="tokenized"):
+            cache_module.sample_terms(recorded)
+
+
+def test_the_code_signature_holds_every_module_the_sample_terms_run() -> None:
+    """`_CODE` is read from `TOKENIZER_MODULES`: they must be every sage_mem module that
+    `tokenize` and `word_pairs` can run (their modules' imports, to the end)."""
+    from test_layout import PACKAGE, imported_modules
+
+    def path_of(module: str) -> Path:
+        base = PACKAGE.parent.joinpath(*module.split("."))
+        return base / "__init__.py" if base.is_dir() else base.with_suffix(".py")
+
+    reached, todo = set(), ["sage_mem.search.tokens", "sage_mem.search.scoring"]
+    while todo:
+        module = todo.pop()
+        if module in reached or module == "sage_mem":
+            continue
+        reached.add(module)
+        todo += [target for _, target in imported_modules(path_of(module))]
+    assert reached <= set(cache_module.TOKENIZER_MODULES)
+    assert cache_module._CODE is not None  # read from the files here
 
 
 def test_a_reinstall_of_the_same_code_keeps_the_cache(

@@ -230,6 +230,7 @@ def test_the_streamed_build_writes_the_bytes_the_index_writer_wrote(
     entries = store_module._Files(store).entries(cache_module.scan(store.folder))
     scoring, started_ns = Scoring(), 1_700_000_000_000_000_000
     header = {"version": FORMAT_VERSION, "fingerprint": fingerprint(scoring),
+              "sample": (cache_module._CODE, cache_module.sample_terms()),
               "root": str(store.folder.root), "started_ns": started_ns,
               "written_ns": time.time_ns()}
 

@@ -122,6 +122,81 @@ def test_hook_over_changed_files_imports_no_write_side(memory_dir: Path, event: 
     assert not {name for name in forbidden(imported) if name.split(".")[0] != "yaml"}
 
 
+# Patterns a hook answered from a current cache never runs on a plain prompt: compiled at their
+# first use (`memory/patterns.on_use`), not at import, so no prompt pays for them. (The disk
+# room's few stay compiled at import: a sync imports no `memory` module.)
+NOT_RUN_ON_A_PLAIN_PROMPT = [(module, name) for module, names in {
+    "sage_mem.memory.file_format": (
+        "_DELIMITER", "_CONFLICT_OPEN", "_CONFLICT_CLOSE", "_CR_DELIMITER", "_CLOSING_LINE",
+        "_TOP_KEY", "_BLOCK_SCALAR", "_COMMENT_LINE", "_LINE", "_SIMPLE_LINE", "_SINGLE_QUOTED",
+        "_DOUBLE_QUOTED", "_FLOW_SEQUENCE", "_ISO_AS_WRITTEN"),
+    "sage_mem.memory.yaml_plain": ("_DECIMAL_INT", "_DECIMAL_FLOAT"),
+    # an English prompt runs no CJK pattern (nor does the cache's check of the tokenizer)
+    "sage_mem.search.tokens": ("_CJK_RUN", "_SYMBOL", "_FULL_WIDTH", "_CHINESE_STOP",
+                               "_ZH_NUMBER", "_ZH_DATE", "_ZH_COUNTING", "_CAMEL_WORD",
+                               "_CAMEL_PART", "_CAPITALISED"),
+    "sage_mem.search.timewords": ("_FENCE", "_INLINE"),
+    "sage_mem.search.query": ("_BLANK_LINE",),
+}.items() for name in names]
+# Each `re.compile` a hook process makes, recorded, then the hook run as `python -m sage_mem`.
+RECORD_COMPILED = """
+import json, re, sys
+compiled = []
+plain = re.compile
+def recording(pattern, flags=0):
+    compiled.append(str(getattr(pattern, "pattern", pattern)))
+    return plain(pattern, flags)
+re.compile = recording
+from sage_mem.cli import main
+status = main(["hook", "user-prompt-submit"])
+with open(sys.argv[1], "w", encoding="utf-8") as out:
+    json.dump(compiled, out)
+sys.exit(status)
+"""
+
+
+def compiled_by_hook(tmp_path: Path, prompt: str) -> tuple[set[str], str]:
+    """The sources of every pattern a hook process compiled, and its answer."""
+    record = tmp_path / "compiled.json"
+    payload = {"session_id": f"s{len(prompt)}", "prompt": prompt, "cwd": str(tmp_path)}
+    result = subprocess.run([sys.executable, "-c", RECORD_COMPILED, str(record)],
+                            input=json.dumps(payload).encode(), capture_output=True, timeout=60)
+    assert result.returncode == 0, result.stderr.decode()[-2000:]
+    assert result.stdout, result.stderr.decode()[-2000:]
+    return set(json.loads(record.read_text(encoding="utf-8"))), result.stdout.decode()
+
+
+def source_of(module: str, name: str) -> str:
+    import importlib
+
+    return getattr(importlib.import_module(module), name).pattern  # compiles it here, if need be
+
+
+def test_hook_compiles_no_pattern_it_does_not_run(memory_dir: Path, tmp_path: Path) -> None:
+    MemoryStore(memory_dir, watch=False)  # a current cache: no file is parsed
+    compiled, answer = compiled_by_hook(tmp_path, "how do I run the tests")
+    assert json.loads(answer)["hookSpecificOutput"]["additionalContext"]
+    from sage_mem.search import tokens
+
+    assert tokens._WORD.pattern in compiled  # what it runs is recorded: the check can fail
+    assert not {(module, name) for module, name in NOT_RUN_ON_A_PLAIN_PROMPT
+                if source_of(module, name) in compiled}
+
+
+def test_hook_compiles_the_file_format_when_a_file_changed(memory_dir: Path,
+                                                           tmp_path: Path) -> None:
+    """A file changed since the cache is parsed: its patterns are compiled then, and work."""
+    MemoryStore(memory_dir, watch=False)
+    (memory_dir / "changed.md").write_text(
+        "---\nid: changed\ndescription: how to run the zqwidget tests\ntrust: 0.9\n---\n"
+        "Run `make zqwidget` on 2024-05-01.\n",
+        encoding="utf-8",
+    )
+    compiled, answer = compiled_by_hook(tmp_path, "how do I run the zqwidget tests")
+    assert "id: changed" in json.loads(answer)["hookSpecificOutput"]["additionalContext"]
+    assert source_of("sage_mem.memory.file_format", "_DELIMITER") in compiled
+
+
 def test_hook_with_dir_before_and_after_the_command_skips_click(tmp_path: Path) -> None:
     elsewhere = tmp_path / "elsewhere"
     entry = ENTRY_POINTS["sage-mem"]

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..errors import InvalidMemory
 from .coercion import iso_datetime
+from .patterns import on_use
 from .yaml_plain import NOT_COMMON, common_value, copied_resolvers
 from .yaml_plain import Resolvers as _Resolvers
 
@@ -158,20 +159,20 @@ def _represent_str(dumper: yaml.SafeDumper, data: str) -> yaml.Node:
     return dumper.represent_str(data)
 
 
-_DELIMITER = re.compile(r"^---[ \t]*\r?\n?$")
+_DELIMITER = on_use(r"^---[ \t]*\r?\n?$")
 _CONFLICT_PROBLEM = "git conflict markers (<<<<<<< … >>>>>>>): resolve the conflict first"
-_CONFLICT_OPEN = re.compile(r"^<{7}(?: |$)")
-_CONFLICT_CLOSE = re.compile(r"^>{7}(?: |$)")
+_CONFLICT_OPEN = on_use(r"^<{7}(?: |$)")
+_CONFLICT_CLOSE = on_use(r"^>{7}(?: |$)")
 # A first line `---` ended by a lone CR: a frontmatter written with old-Mac line breaks.
-_CR_DELIMITER = re.compile(r"---[ \t]*\r(?!\n)")
+_CR_DELIMITER = on_use(r"---[ \t]*\r(?!\n)")
 # A closing line (`---` or `...`), searched for in the whole text.
-_CLOSING_LINE = re.compile(r"^(?:---|\.\.\.)[ \t]*\r?$", re.MULTILINE)
-_TOP_KEY = re.compile(
+_CLOSING_LINE = on_use(r"^(?:---|\.\.\.)[ \t]*\r?$", re.MULTILINE)
+_TOP_KEY = on_use(
     r"""^(?:"[^"]*"|'[^']*'|[^\s#'"\-?:][^:]*?|-[^\s:][^:]*?)[ \t]*:(?:[ \t]|\r?\n|$)"""
 )
-_BLOCK_SCALAR = re.compile(r"^[ \t]*(?:[!&]\S*[ \t]+)*[|>][-+1-9]*[ \t]*(?:#.*)?\r?\n?$")
-_COMMENT_LINE = re.compile(r"^[ \t]*#")
-_LINE = re.compile(r"[^\n]*\n|[^\n]+$")
+_BLOCK_SCALAR = on_use(r"^[ \t]*(?:[!&]\S*[ \t]+)*[|>][-+1-9]*[ \t]*(?:#.*)?\r?\n?$")
+_COMMENT_LINE = on_use(r"^[ \t]*#")
+_LINE = on_use(r"[^\n]*\n|[^\n]+$")
 
 
 class ParsedFile(NamedTuple):
@@ -369,12 +370,12 @@ def _simple_text() -> re.Pattern[str]:
     )
 
 
-_SIMPLE_LINE = re.compile(r"([A-Za-z_][A-Za-z0-9_-]{0,127}):(?: +|$)(.*)")
+_SIMPLE_LINE = on_use(r"([A-Za-z_][A-Za-z0-9_-]{0,127}):(?: +|$)(.*)")
 # Characters that cannot start a plain scalar, or start one only in some contexts.
 _NOT_PLAIN_START = frozenset("-?:,[]{}#&*!|>'\"%@`")
-_SINGLE_QUOTED = re.compile(r"'((?:[^']|'')*)' *(?: #.*)?")
-_DOUBLE_QUOTED = re.compile(r'"([^"\\]*)" *(?: #.*)?')
-_FLOW_SEQUENCE = re.compile(r"\[([^\[\]{}#'\":]*)\] *(?: #.*)?")
+_SINGLE_QUOTED = on_use(r"'((?:[^']|'')*)' *(?: #.*)?")
+_DOUBLE_QUOTED = on_use(r'"([^"\\]*)" *(?: #.*)?')
+_FLOW_SEQUENCE = on_use(r"\[([^\[\]{}#'\":]*)\] *(?: #.*)?")
 # Tags whose constructors turn a plain scalar into a value without raising an
 # error of their own design (the others are left to PyYAML to refuse).
 _SIMPLE_TAGS = frozenset(
@@ -383,7 +384,7 @@ _SIMPLE_TAGS = frozenset(
 # The two timestamps the tool writes. `_timestamp_as_iso` gives back such a text
 # unchanged: as the ISO form of the date or UTC time it names, or, when it names
 # none (`2026-02-30`), as written.
-_ISO_AS_WRITTEN = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}(?:T[0-9]{2}:[0-9]{2}:[0-9]{2}Z)?")
+_ISO_AS_WRITTEN = on_use(r"[0-9]{4}-[0-9]{2}-[0-9]{2}(?:T[0-9]{2}:[0-9]{2}:[0-9]{2}Z)?")
 
 
 class _NotSimple(Exception):

@@ -16,6 +16,8 @@ import functools
 import re
 from typing import Any
 
+from .patterns import on_use
+
 NOT_COMMON = object()
 """`common_value`'s answer for a spelling it leaves to PyYAML's constructor."""
 
@@ -66,8 +68,8 @@ def copied_resolvers() -> Resolvers:
 _NULL_TAG, _BOOL_TAG, _FLOAT_TAG = (f"tag:yaml.org,2002:{name}" for name in ("null", "bool",
                                                                               "float"))
 _BOOLS = {"yes": True, "no": False, "true": True, "false": False, "on": True, "off": False}
-_DECIMAL_INT = re.compile(r"[-+]?(?:0|[1-9][0-9]{0,17})")
-_DECIMAL_FLOAT = re.compile(r"[-+]?[0-9]{1,17}\.[0-9]{0,17}")
+_DECIMAL_INT = on_use(r"[-+]?(?:0|[1-9][0-9]{0,17})")
+_DECIMAL_FLOAT = on_use(r"[-+]?[0-9]{1,17}\.[0-9]{0,17}")
 
 
 def common_value(tag: str, text: str) -> Any:

@@ -9,8 +9,10 @@ One file per memory folder, `<state>/index/<hash of the folder path>.idx`:
     magic (8 bytes) | header length (8) | header | sections, each 8-byte aligned
 
 The header (marshal) holds the format version, a fingerprint of everything
-the cached data depends on (`fingerprint`), when the build started, and each
-section's place and length. The sections:
+the cached data depends on (`fingerprint`), the terms of the fingerprint's
+sample with the signature of the code that made them (`sample_terms`: a
+reader running that same code need not tokenize the sample), when the build
+started, and each section's place and length. The sections:
 
     meta      marshal: the memories' trust, updated, archived,
               category, project; length sums and averages; the first term of
@@ -348,14 +350,15 @@ def _aligned(
     return differs, list(where)
 
 
-def fingerprint(scoring: Scoring) -> str:
+def fingerprint(scoring: Scoring, recorded: object = None) -> str:
     """A hash of everything cached data depends on besides the files themselves.
 
     The format and scoring versions, the scoring constants, the memory's
     fields, and the terms the tokenizer makes of a fixed bilingual sample (a
     tokenizer that changed without a version bump still misses the cache).
     Nothing about where or when the package was installed: a reinstall or an
-    upgrade that changed none of these keeps the cache.
+    upgrade that changed none of these keeps the cache. `recorded`: a cache
+    header's `sample` (`sample_terms`).
     """
     constants = repr((scoring.k1, sorted(scoring.field_weights.items()),
                       sorted(scoring.field_b.items()), scoring.unigram_weight,
@@ -366,10 +369,54 @@ def fingerprint(scoring: Scoring) -> str:
     digest = sha256()
     digest.update(f"{FORMAT_VERSION}|{SCORING_VERSION}|{sys.byteorder}|"
                   f"{sys.version_info[:2]}|{constants}".encode())
-    terms = tokenize(_CANARY)
-    digest.update("\x00".join(terms + word_pairs(terms)).encode("utf-8", "surrogatepass"))
+    digest.update(sample_terms(recorded).encode("utf-8", "surrogatepass"))
     value = _fingerprints[constants] = digest.hexdigest()
     return value
+
+
+def sample_terms(recorded: object = None) -> str:
+    """The terms the tokenizer makes of the fingerprint's sample, and their word pairs.
+
+    `recorded` is what a cache's header holds of them, `(code, terms)`: when
+    `code` is this process's `_CODE` (the same Python, and the same bytes in
+    every file of the tokenizer's code), its terms are the ones this code
+    makes, and the sample is not tokenized again: that compiled the
+    tokenizer's every pattern (CJK runs, symbols, Chinese numbers and dates)
+    in each hook process, whatever its prompt asked. Anything else (none, other
+    code, no code known here): tokenized.
+    """
+    if (_CODE is not None and isinstance(recorded, tuple) and len(recorded) == 2
+            and recorded[0] == _CODE and isinstance(recorded[1], str)):
+        return recorded[1]
+    terms = tokenize(_CANARY)
+    return "\x00".join(terms + word_pairs(terms))
+
+
+# The modules whose code makes the sample's terms (`tokenize`, `word_pairs`) and every
+# sage_mem module they import (tests/test_cache.py holds the list to their imports).
+TOKENIZER_MODULES = (
+    "sage_mem.search.tokens", "sage_mem.search.porter2", "sage_mem.search.scoring",
+    "sage_mem.memory.patterns", "sage_mem.memory.value", "sage_mem.memory.coercion",
+    "sage_mem.errors", "sage_mem.search.cache",
+)
+
+
+def _code_signature() -> tuple[str, int] | None:
+    """The Python version and the CRC-32 of the bytes of the TOKENIZER_MODULES' files (about
+    0.1 ms), or None when one cannot be read (a zip). Taken once, when this module is
+    imported, right after those modules were: the code this process runs, not what an
+    upgrade may put in the files later while a server runs."""
+    crc = 0
+    for name in TOKENIZER_MODULES:
+        path = getattr(sys.modules.get(name), "__file__", None)
+        if path is None:
+            return None
+        try:
+            with open(path, "rb") as source:
+                crc = zlib.crc32(source.read(), crc)
+        except OSError:
+            return None
+    return sys.version, crc
 
 
 _CANARY = (
@@ -378,6 +425,7 @@ _CANARY = (
     "部署前先跑测试 pytest 测试，ＦＵＬＬ width 👍🏽"
 )
 _fingerprints: dict[str, str] = {}
+_CODE = _code_signature()
 
 
 def cache_path(folder: MemoryFolder) -> Path:
@@ -435,7 +483,7 @@ def scan_changed(folder: MemoryFolder, found: Loaded) -> Walk | None:
     # Each file's folder ("" or "a/b/", as `_prefix_of` says), made in C, then its runs:
     # a Python call per file was a tenth of such a hook's work at 10,000 files.
     cuts = map(add, map(str.rfind, cached, repeat("/")), repeat(1))
-    groups = [(prefix, sum(1 for _ in run)) for prefix, run in groupby(
+    groups = [(prefix, len(list(run))) for prefix, run in groupby(
         map(getitem, cached, map(slice, repeat(None), cuts)))]
     runs: dict[str, tuple[int, int]] = {}
     at = taken = 0
@@ -954,7 +1002,7 @@ def _parse(
         return None
     header = marshal.loads(header_bytes[4:])
     if header.get("version") != FORMAT_VERSION or header.get("fingerprint") != fingerprint(
-        scoring
+        scoring, header.get("sample")
     ):
         return None
     if header.get("root") != str(folder.root) or header.get("size") != size:
@@ -1205,6 +1253,7 @@ def _header(scoring: Scoring, folder: MemoryFolder, started_ns: int) -> dict:
     return {
         "version": FORMAT_VERSION,
         "fingerprint": fingerprint(scoring),
+        "sample": (_CODE, sample_terms()),
         "root": str(folder.root),
         "started_ns": started_ns,
         "written_ns": time.time_ns(),

@@ -20,7 +20,6 @@ and forth again.
 
 from __future__ import annotations
 
-import re
 from array import array
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -29,6 +28,7 @@ from itertools import compress, filterfalse, repeat
 from operator import lshift, mul, or_
 from typing import NamedTuple, TypeVar
 
+from ..memory.patterns import on_use
 from ..memory.value import Memory, parse_moment
 from .dense import accumulate_dense, numpy_for
 from .packed import Backing, IdsByNumber, NumbersById
@@ -66,7 +66,7 @@ MAX_QUERY_PAIRS = 16
 MAX_QUERY_LOOSE = 32
 
 _T = TypeVar("_T")
-_BLANK_LINE = re.compile(r"\n\s*\n")
+_BLANK_LINE = on_use(r"\n\s*\n")
 
 
 class Filters(NamedTuple):

@@ -45,6 +45,8 @@ from collections.abc import Callable, Sequence
 from datetime import date, datetime, timedelta
 from typing import Any, NamedTuple
 
+from ..memory.patterns import on_use
+
 # A pasted page is read this far for time words (a hook's prompt is cut before this).
 MAX_TIME_CHARS = 8_000
 MAX_WINDOWS = 8
@@ -101,9 +103,9 @@ class TimeQuery(NamedTuple):
 
 # Fenced blocks (``` or ~~~, to their closing fence or the end) and inline code: read here
 # rather than with `memory.markdown`'s full rules, which the hook's path does not import.
-_FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})[^\n]*\n(?:.*?\n[ \t]*\1[^\n]*$|.*\Z)",
-                    re.MULTILINE | re.DOTALL)
-_INLINE = re.compile(r"`[^`\n]+`")
+_FENCE = on_use(r"^[ \t]*(`{3,}|~{3,})[^\n]*\n(?:.*?\n[ \t]*\1[^\n]*$|.*\Z)",
+                re.MULTILINE | re.DOTALL)
+_INLINE = on_use(r"`[^`\n]+`")
 
 
 def _blanked(match: re.Match[str]) -> str:

@@ -44,10 +44,14 @@ from collections.abc import Iterable
 from itertools import accumulate, filterfalse, repeat
 from operator import add
 
+from ..memory.patterns import on_use
 from .porter2 import porter2
 
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
-_CJK_RUN = re.compile(rf"([{_CJK}]+)")
+# The patterns only text with a non-ASCII character runs (CJK runs, symbols, full-width
+# forms, Chinese function words and numbers) are compiled at their first use (`on_use`):
+# an English prompt's hook compiles none of them.
+_CJK_RUN = on_use(rf"([{_CJK}]+)")
 # A word is a run of letters and digits that are not CJK, so "用pytest跑测试"
 # gives the word "pytest" between two CJK runs. Only ever run on text without CJK (ASCII,
 # a stretch `_CJK_RUN` split off, or CJK runs made spaces), where that is every run of
@@ -58,13 +62,13 @@ _WORD = re.compile(r"[^\W_]+")
 # chat memories carry meaning in them ("a 👍 means go ahead", "我家的狗🐶"). Skin tones,
 # variation selectors and joiners are not part of the term: 👍🏽 is 👍, ❤️ is ❤.
 # Arrows, ©, ® and other marks are punctuation. Never ASCII, so ASCII text skips this.
-_SYMBOL = re.compile(
+_SYMBOL = on_use(
     "[\U0001F1E6-\U0001F1FF]{2}"
     "|[\u231a-\u23ff\u2600-\u27bf\u2b00-\u2bff\U0001F000-\U0001F1E5"
     "\U0001F200-\U0001F3FA\U0001F400-\U0001FAFF]"
 )
 # The ideographic space and the full-width forms of ASCII, with their NFKD forms.
-_FULL_WIDTH = re.compile("[\u3000\uff01-\uff5e]")
+_FULL_WIDTH = on_use("[\u3000\uff01-\uff5e]")
 _NARROW = {
     char: unicodedata.normalize("NFKD", char)
     for char in ["\u3000", *map(chr, range(0xFF01, 0xFF5F))]
@@ -111,7 +115,7 @@ CHINESE_STOP_CHARS = frozenset(
 )
 # The lookahead on first characters is only for speed: without it the regex
 # engine tries all forty alternatives at every character of a run.
-_CHINESE_STOP = re.compile(
+_CHINESE_STOP = on_use(
     "(?=[" + "".join(sorted({w[0] for w in CHINESE_STOP_WORDS} | set(CHINESE_BREAKS))) + "])(?:"
     + "|".join(sorted(CHINESE_STOP_WORDS, key=len, reverse=True)) + f"|[{CHINESE_BREAKS}])"
 )
@@ -175,7 +179,8 @@ def _narrow(match: re.Match[str]) -> str:
 
 
 def has_cjk(text: str) -> bool:
-    return _CJK_RUN.search(text) is not None
+    # ASCII first: an English prompt compiles no CJK pattern (`on_use`).
+    return not text.isascii() and _CJK_RUN.search(text) is not None
 
 
 def written_forms(text: str) -> dict[str, set[str]]:
@@ -349,8 +354,8 @@ def _without_frames(found: list[str]) -> list[str]:
 # ("IDs" is a plural, not an identifier: an upper-case run takes two lower-case letters after it.)
 # (Each pattern starts with a character class, which the regex engine scans for fast.)
 _CAMEL = re.compile(r"[A-Z](?:(?<=[a-z][A-Z])|(?<=[A-Z]{2})(?=[a-z]{2}))")
-_CAMEL_WORD = re.compile(r"[A-Za-z0-9]*(?:[a-z][A-Z]|[A-Z]{2}[a-z]{2})[A-Za-z0-9]*")
-_CAMEL_PART = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")
+_CAMEL_WORD = on_use(r"[A-Za-z0-9]*(?:[a-z][A-Z]|[A-Z]{2}[a-z]{2})[A-Za-z0-9]*")
+_CAMEL_PART = on_use(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")
 _MIXED = re.compile(r"[0-9](?:(?<=[a-z][0-9])|(?=[a-z]))")
 _LETTERS_DIGITS = re.compile(r"[a-z]+|[0-9]+")
 MIN_PART = 2
@@ -414,7 +419,7 @@ _MONTH_NAME = "|".join(sorted(_MONTH_OF, key=len, reverse=True))
 _ORDINAL = re.compile(r"[0-9]+(?:st|nd|rd|th)")
 _ZH_DIGIT = "〇零一二两三四五六七八九十"
 _ISO_DATE = re.compile(r"([12][0-9]{3})[-/.]([0-9]{1,2})[-/.]([0-9]{1,2})(?![0-9])")
-_ZH_DATE = re.compile(
+_ZH_DATE = on_use(
     rf"(?:([0-9]{{4}})年)?([0-9]{{1,2}}|[{_ZH_DIGIT}]{{1,3}})月"
     rf"(?:([0-9]{{1,2}}|[{_ZH_DIGIT}]{{1,3}})[日号])?"
 )
@@ -463,10 +468,10 @@ NUMBER_WORDS = {
         strict=True,
     )
 }
-_ZH_NUMBER = re.compile(
+_ZH_NUMBER = on_use(
     rf"[{_ZH_DIGIT}百千]+(?=[个年天岁次只条本件位名周句首张台辆家场倍层页部双对种块])"
 )
-_ZH_COUNTING = re.compile("[二两三四五六七八九十]")  # "一年", "百年" stay words
+_ZH_COUNTING = on_use("[二两三四五六七八九十]")  # "一年", "百年" stay words
 _ZH_VALUE = {char: i for i, char in enumerate("零一二三四五六七八九")} | {"〇": 0, "两": 2}
 _ZH_UNIT = {"十": 10, "百": 100, "千": 1000}
 
@@ -725,7 +730,7 @@ PREFIX_MARK = "*"
 PREFIX_LETTERS = (3, 5)
 PREFIX_WEIGHT = 0.5
 # The capital first, then the look behind (the engine then scans for the class, in C).
-_CAPITALISED = re.compile(r"[A-Z](?<![^\W\d_][A-Z])[a-z]{4,}(?![^\W_])")
+_CAPITALISED = on_use(r"[A-Z](?<![^\W\d_][A-Z])[a-z]{4,}(?![^\W_])")
 _SHORT_NAME = re.compile(r"[A-Z](?<=[^\s.!?。！？]\s[A-Z])[a-z]{2,4}(?![^\W_])")
 MAX_VERB = 5
 SPLIT_WEIGHT = 0.3
@@ -759,7 +764,7 @@ def is_unigram(term: str) -> bool:
 def is_word(term: str) -> bool:
     """True for a Latin (or digit) word term, as opposed to a CJK bigram or unigram."""
     # Words never hold a CJK character and bigrams hold nothing else: the first says which.
-    return bool(term) and term[0] != "~" and _CJK_RUN.match(term) is None
+    return bool(term) and term[0] != "~" and (term.isascii() or _CJK_RUN.match(term) is None)
 
 
 def stem(word: str) -> str:
