@@ -244,11 +244,15 @@ def search(
     depth: int = DEPTH,
     latent_weight: float | None = None,
     now: datetime | None = None,
+    refine: bool = False,
 ) -> list[Hit]:
     """The fused ranking's hits `offset` .. `offset + limit` (the store's search with vectors).
 
     `weight` is the lexical side's weight, `figure_weight` its weight for a query that
-    writes a number or a month (`writes_figure`).
+    writes a number or a month (`writes_figure`). With `refine` (a person's or an agent's
+    search) a question asking how long, how often or how old has the fused top few
+    ordered again by the spans they write, as a refined lexical search orders its own
+    (`Index.span_order`).
     """
     offset = max(0, offset)
     # What the model reads of the query (a pasted traceback's line numbers ask for nothing).
@@ -266,6 +270,8 @@ def search(
                   factors=index.factors(candidates, archived=filters.archived),
                   latent=latent, latent_weight=latent_weight,
                   dates=index.date_factors(candidates, query, now), partial=partial)
+    if refine:
+        ranked = index.span_order(ranked, query)
     by_id = {hit.id: hit for hit in hits}
     out = []
     for key, score in ranked[offset : offset + limit]:

@@ -153,6 +153,11 @@ PASSAGE_WEIGHT = 1.0
 # that term's query weight; the order inside the top EXACT_DEPTH alone changes.
 EXACT_WEIGHT = 0.2
 EXACT_DEPTH = 5
+# Spans (`QueryPath._spans`): for a question asking how long, how often or how old, a memory
+# among the top SPAN_DEPTH that writes a span of time ("for 3 years", 每周) gains SPAN_WEIGHT
+# of the top score; the order inside the top SPAN_DEPTH alone changes.
+SPAN_WEIGHT = 0.3
+SPAN_DEPTH = PASSAGE_DEPTH
 
 _K = TypeVar("_K")
 

@@ -1,0 +1,138 @@
+"""A question asking how long, how often or how old ranks first the memory writing a span
+of time (docs/retrieval.md, "the eleventh pass").
+
+"How long has Nate had his turtles?" is answered by "Nate has had turtles for 3 years",
+while memories holding "turtles" more often rank above it by its words alone. A person's
+or an agent's search (`refine=True`) orders its top SPAN_DEPTH again (`QueryPath._spans`):
+a memory writing a duration, a frequency or an age gains SPAN_WEIGHT of the top score, in
+English and in Chinese; a date is no span, and a hook's search (bounded) never reads it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from sage_mem.memory.value import Memory, memory_from_meta
+from sage_mem.search.index import Index
+from sage_mem.search.scoring import SPAN_DEPTH
+from sage_mem.search.spans import asks_span, writes_span
+
+
+def make(memory_id: str, description: str, body: str = "") -> Memory:
+    return memory_from_meta(memory_id, Path(memory_id + ".md"),
+                            {"description": description}, body)
+
+
+OTHERS = [make(f"other_{number}", text) for number, text in enumerate([
+    "Lunch with the design team on Friday", "The car needs new tyres",
+    "Plan the garden for spring", "Call the bank about the card", "Renew the gym pass",
+    "A dentist visit in March", "午饭和设计组一起吃", "汽车需要换新轮胎", "春天规划花园"])]
+
+# A question, the memory holding its words more often (first by its words alone), the
+# memory writing the span asked for.
+CASES = {
+    "en long": ("How long has Nate had his turtles?",
+                make("turtles_pets", "Nate has turtles as pets, and the turtles cheer him up",
+                     "Session 4, 8:56 pm on 20 July, 2023. Nate: my turtles, my turtles!"),
+                make("turtles_years", "Nate has had turtles for 3 years")),
+    "en often": ("How often does John work out with his family?",
+                 make("workouts", "John and his family work out and cheer each other's work outs"),
+                 make("three_a_week", "John works out with his family three times a week")),
+    "zh": ("小明养乌龟多久了？",
+           make("wugui_pets", "小明养乌龟，养的乌龟让他开心", "小明：我的乌龟！养乌龟真好。"),
+           make("wugui_years", "小明养乌龟已经三年了，那是他搬家以后开始的")),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_a_question_asking_how_long_ranks_the_memory_writing_a_span_first(case: str) -> None:
+    query, wordy, spanned = CASES[case]
+    memories = [*OTHERS, wordy, spanned]
+    index, off = Index(), Index(span_weight=0)
+    index.add_many(memories)
+    off.add_many(memories)
+    assert [hit.id for hit in index.search(query)][:2] == [wordy.id, spanned.id]
+    assert [hit.id for hit in off.search(query, refine=True)][:2] == [wordy.id, spanned.id]
+    hits = index.search(query, refine=True)
+    assert [hit.id for hit in hits][:2] == [spanned.id, wordy.id]
+    assert hits[0].score >= hits[1].score
+    # A hook's search is bounded and never reads it.
+    bounded = index.search(query, refine=True, max_postings=10_000)
+    assert [hit.id for hit in bounded][:2] == [wordy.id, spanned.id]
+
+
+def test_a_question_not_asking_for_a_span_is_unchanged() -> None:
+    query = "What pets does Nate have? turtles"
+    _, wordy, spanned = CASES["en long"]
+    memories = [*OTHERS, wordy, spanned]
+    index, off = Index(), Index(span_weight=0)
+    index.add_many(memories)
+    off.add_many(memories)
+    assert ([hit.id for hit in index.search(query, refine=True)]
+            == [hit.id for hit in off.search(query, refine=True)])
+
+
+def test_what_asks_for_a_span_and_what_writes_one() -> None:
+    for asking in ("How long has Caroline had her friends?", "how often do they meet",
+                   "For how long has Nate had his turtles?", "How old was Tim then?",
+                   "他学钢琴多久了", "每周去几次健身房", "她今年几岁", "住了多长时间"):
+        assert asks_span(asking), asking
+    for other in ("How did Melanie feel?", "What did she buy?", "几天前买的什么",
+                  "多少钱", "How many children does Melanie have?"):
+        assert not asks_span(other), other
+    for spanned in ("known her friends for 4 years", "three times a week", "30-60 seconds",
+                    "since 2016", "since the age of 17", "a 10-year-old", "every weekend",
+                    "a few months", "练了三年", "每周两次", "他17岁", "两个月"):
+        assert writes_span(spanned), spanned
+    for dated in ("Session 10, 8:56 pm on 20 July, 2023.", "on 2023-05-08", "2023年5月8日",
+                  "in May 2023", "the best day", "今年春天"):
+        assert not writes_span(dated), dated
+
+
+def test_only_the_order_inside_the_top_few_changes() -> None:
+    """A memory below the top SPAN_DEPTH writing a span stays below it."""
+    query = "How long has Nate had his turtles?"
+    strong = [make(f"turtle_{number}", f"Nate's turtles and turtle tank, turtles {number}",
+                   "Nate: turtles! " * (number + 2))
+              for number in range(SPAN_DEPTH - 1)]
+    late = make("late_years", "A tank for 3 years", "turtles")
+    _, _, spanned = CASES["en long"]
+    memories = [*OTHERS, *strong, spanned, late]
+    index, off = Index(), Index(span_weight=0)
+    index.add_many(memories)
+    off.add_many(memories)
+    shown = [hit.id for hit in index.search(query, refine=True, limit=20)]
+    before = [hit.id for hit in off.search(query, refine=True, limit=20)]
+    assert shown != before
+    assert set(shown[:SPAN_DEPTH]) == set(before[:SPAN_DEPTH])
+    assert shown[SPAN_DEPTH:] == before[SPAN_DEPTH:]
+
+
+def test_a_fused_search_orders_its_top_by_spans_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the extra, a person's or an agent's search (`refine`) orders the fused top few
+    by the spans they write as a lexical one does; a hook's fused search does not."""
+    pytest.importorskip("numpy")
+    from support import write_memory
+    from test_semantic import WordsEmbedder
+
+    from sage_mem import MemoryStore
+
+    monkeypatch.delenv("SAGE_MEM_SEMANTIC", raising=False)
+    query, _, spanned = CASES["en long"]
+    # Nearer the query on the semantic side too (the test embedder hashes its words).
+    wordy = make("turtles_walks", "How Nate had his turtles on long walks; the turtles are pets")
+    folder = tmp_path / "memory"
+    folder.mkdir()
+    for memory in [*OTHERS, wordy, spanned]:
+        write_memory(folder, memory.id, f"---\ndescription: {memory.description}\n"
+                                        f"category: user\n---\n{memory.body}\n")
+    store = MemoryStore(folder, watch=False)
+    store.embed(embedder=WordsEmbedder())
+    assert [hit.id for hit in store.search(query)][:2] == [wordy.id, spanned.id]
+    assert [hit.id for hit in store.search(query, refine=True)][:2] == [spanned.id, wordy.id]
+    store.index.span_weight = 0
+    assert [hit.id for hit in store.search(query, refine=True)][:2] == [wordy.id, spanned.id]
