@@ -14,7 +14,10 @@ it over its top few (`QueryPath._spans`); a hook's search never does.
 such an answer. Neither is a date: "10 July 2023", "8:56 pm", 2023年 write no span (a
 year of four digits is a date; the question's "when" is the date windows' work,
 `timewords`). Both patterns are compiled on first use; a query without "how" or one of
-the Chinese question words is turned away by a substring test first.
+the Chinese question words is turned away by a substring test first, and a text is read
+only around the words a span needs (a unit of time, "once", "every", "since", 年, 次, 每…:
+`str.find`), as `timewords` reads a query around its anchors: a 500-character memory costs
+a few µs, where the whole pattern over the whole text cost 90.
 """
 
 from __future__ import annotations
@@ -53,6 +56,13 @@ _ZH_ASKS = (
     r"(?![前后以])"
 )
 _ZH_HINTS = ("多", "几")
+# What a span cannot be written without (lowercase), and how far around one it is read.
+_ANCHORS = ("year", "month", "week", "day", "hour", "minute", "second", "decade", "yr",
+            "min", "once", "twice", "thrice", "times", "every", "daily", "nightly", "annually",
+            "age", "old", "since", "年", "月", "周", "星期", "天", "小时", "分钟", "秒", "岁",
+            "次", "遍", "每")
+_BEFORE = 24
+_AFTER = 32
 _PATTERNS: dict[str, re.Pattern[str]] = {}
 
 
@@ -76,8 +86,23 @@ def asks_span(query: str) -> bool:
 def writes_span(text: str) -> bool:
     """Whether `text` writes a duration, a frequency or an age ("for 3 years", "twice a
     week", "since 2016", "the age of 17", 三年, 每周, 17岁); a date is none."""
-    return (_pattern("en_span").search(text) is not None
-            or _pattern("zh_span").search(text) is not None)
+    low = text.lower()
+    english = chinese = None
+    for anchor in _ANCHORS:
+        at = low.find(anchor)
+        if at < 0:
+            continue
+        if anchor.isascii():
+            pattern = english = english or _pattern("en_span")
+        else:
+            pattern = chinese = chinese or _pattern("zh_span")
+        while at >= 0:
+            # An English anchor starts a word ("days", not "today"; "age", not "message").
+            if not (pattern is english and at and low[at - 1].isalpha()) and pattern.search(
+                    low, max(0, at - _BEFORE), at + _AFTER) is not None:
+                return True
+            at = low.find(anchor, at + len(anchor))
+    return False
 
 
 __all__ = ["asks_span", "writes_span"]
