@@ -136,3 +136,12 @@ def test_a_fused_search_orders_its_top_by_spans_too(
     assert [hit.id for hit in store.search(query, refine=True)][:2] == [spanned.id, wordy.id]
     store.index.span_weight = 0
     assert [hit.id for hit in store.search(query, refine=True)][:2] == [wordy.id, spanned.id]
+
+
+def test_a_long_text_is_read_only_so_far() -> None:
+    """A span past MAX_SPAN_CHARS is not looked for (the cost of a pasted page is bounded)."""
+    from sage_mem.search.spans import MAX_SPAN_CHARS
+
+    filler = "the old days and every one of them " * (MAX_SPAN_CHARS // 30)
+    assert writes_span(filler[: MAX_SPAN_CHARS - 20] + " for 3 years")
+    assert not writes_span(filler + " for 3 years")
