@@ -48,6 +48,12 @@ in any written form, `search/tokens.py`). 0.6 is the middle of the plateau
 (0.5-0.7) where locomo-dev's tuning half gains most; its check half and the
 Chinese sets were run after (docs/retrieval.md).
 
+A person's or an agent's search (`refine`) has a question asking how long, how
+often or how old order the fused top 10 by the spans of time they write, as its
+lexical search would (`Index.span_order`, docs/retrieval.md "the eleventh pass");
+the query's words as written do not order the fused top (they lost on
+locomo-dev's tuning half there), nor does the feedback.
+
 A memory without a current vector (not made yet, or its memory changed
 since) ranks lexically: its semantic side is taken to be its lexical one, so
 its fused score is its scaled lexical score. A memory whose vectors read only

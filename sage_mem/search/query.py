@@ -13,7 +13,7 @@ search is then bounded by the postings it reads (`max_postings`,
 
 Why one module: it is the one place that decides the lexical list (the query
 once passed between five modules on its way); a person's or an agent's second
-look (`_feedback`, `_best_passages`, `_exact_forms`) reorders that same list
+look (`_feedback`, `_best_passages`, `_spans`, `_exact_forms`) reorders that same list
 from the same terms, weights and postings, and a split would hand those back
 and forth again.
 """
@@ -161,8 +161,9 @@ class QueryPath:
         (a person's or an agent's search: `sage-mem search`, `memory_search`,
         through `MemoryStore.search`) the search looks twice: pseudo-relevance
         feedback (`_feedback`) and a long memory's best passage
-        (`_best_passages`), then the top few ordered again by the query's words as
-        written (`_exact_forms`). A bounded search
+        (`_best_passages`), then the top few ordered again by the spans of time
+        they write when the query asks how long or how often (`_spans`) and by the
+        query's words as written (`_exact_forms`). A bounded search
         never does (a hook's budget), nor the fused search's lexical side (its
         semantic side reaches other words, and reads a long memory in pieces).
         """
