@@ -13,37 +13,33 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from test_exact_forms import OTHERS as ENGLISH_OTHERS
+from test_exact_forms import make
 
-from sage_mem.memory.value import Memory, memory_from_meta
 from sage_mem.search.index import Index
 from sage_mem.search.scoring import SPAN_DEPTH
 from sage_mem.search.spans import asks_span, writes_span
 
-
-def make(memory_id: str, description: str, body: str = "") -> Memory:
-    return memory_from_meta(memory_id, Path(memory_id + ".md"),
-                            {"description": description}, body)
-
-
-OTHERS = [make(f"other_{number}", text) for number, text in enumerate([
-    "Lunch with the design team on Friday", "The car needs new tyres",
-    "Plan the garden for spring", "Call the bank about the card", "Renew the gym pass",
-    "A dentist visit in March", "午饭和设计组一起吃", "汽车需要换新轮胎", "春天规划花园"])]
+# Other notes (those of the words-as-written tests, and some in Chinese), so that the words
+# of the memories compared have an idf worth the name.
+OTHERS = [*ENGLISH_OTHERS, *(make(f"other_zh_{number}", text) for number, text in enumerate(
+    ["午饭和设计组一起吃", "汽车需要换新轮胎", "春天规划花园"]))]
 
 # A question, the memory holding its words more often (first by its words alone), the
-# memory writing the span asked for.
-CASES = {
-    "en long": ("How long has Nate had his turtles?",
-                make("turtles_pets", "Nate has turtles as pets, and the turtles cheer him up",
-                     "Session 4, 8:56 pm on 20 July, 2023. Nate: my turtles, my turtles!"),
-                make("turtles_years", "Nate has had turtles for 3 years")),
-    "en often": ("How often does John work out with his family?",
-                 make("workouts", "John and his family work out and cheer each other's work outs"),
-                 make("three_a_week", "John works out with his family three times a week")),
-    "zh": ("小明养乌龟多久了？",
-           make("wugui_pets", "小明养乌龟，养的乌龟让他开心", "小明：我的乌龟！养乌龟真好。"),
-           make("wugui_years", "小明养乌龟已经三年了，那是他搬家以后开始的")),
-}
+# memory writing the span asked for: (id, description, body) each.
+ASKED = [
+    ("en long", "How long has Nate had his turtles?",
+     ("turtles_pets", "Nate has turtles as pets, and the turtles cheer him up",
+      "Session 4, 8:56 pm on 20 July, 2023. Nate: my turtles, my turtles!"),
+     ("turtles_years", "Nate has had turtles for 3 years", "")),
+    ("en often", "How often does John work out with his family?",
+     ("workouts", "John and his family work out and cheer each other's work outs", ""),
+     ("three_a_week", "John works out with his family three times a week", "")),
+    ("zh", "小明养乌龟多久了？",
+     ("wugui_pets", "小明养乌龟，养的乌龟让他开心", "小明：我的乌龟！养乌龟真好。"),
+     ("wugui_years", "小明养乌龟已经三年了，那是他搬家以后开始的", "")),
+]
+CASES = {name: (query, make(*wordy), make(*spanned)) for name, query, wordy, spanned in ASKED}
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
