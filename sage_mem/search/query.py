@@ -47,7 +47,7 @@ from .scoring import (
     term_idf,
     word_pairs,
 )
-from .spans import asks_span, writes_span
+from .spans import answer_test
 from .timewords import TimeQuery, any_stamp_within, date_terms, read_time, stamp_day
 from .tokens import (
     fold,
@@ -217,8 +217,9 @@ class QueryPath:
             pieces: dict[int, str] = {}
             if refines and self.passage_weight > 0 and len(best) > 1:
                 best = self._best_passages(best, telling, factor, pieces)
-            if refines and self.span_weight > 0 and len(best) > 1 and asks_span(query):
-                best = self._spans(best, pieces)
+            answers = answer_test(query) if refines and self.span_weight > 0 else None
+            if answers is not None and len(best) > 1:
+                best = self._spans(best, pieces, answers)
             if refines and self.exact_weight > 0 and len(best) > 1:
                 best = self._exact_forms(best, query, telling, factor, pieces)
             best = best[offset:wanted]
@@ -365,7 +366,8 @@ class QueryPath:
         return best, chosen
 
     def _spans(
-        self, best: list[tuple[int, float]], pieces: Mapping[int, str]
+        self, best: list[tuple[int, float]], pieces: Mapping[int, str],
+        answers: Callable[[str], bool],
     ) -> list[tuple[int, float]]:
         """`best` with its top SPAN_DEPTH ordered again for a question that asks how long,
         how often or how old (`spans.asks_span`): a memory among them that writes a span of
@@ -388,7 +390,7 @@ class QueryPath:
         for number, score in head:
             memory = self._memory(self._ids[number])  # type: ignore[arg-type]
             body = pieces.get(number) or memory.body[:MAX_BODY_CHARS]
-            found = writes_span(memory.description) or writes_span(body)
+            found = answers(memory.description) or answers(body)
             scored.append((number, score + gain if found else score))
         scored.sort(key=lambda pair: -pair[1])  # stable: the first ranking on a tie
         floor = scored[-1][1]
@@ -448,7 +450,8 @@ class QueryPath:
         person's or an agent's lexical search orders its own (`_spans`). (The query's words
         as written, `_exact_forms`, are not read there: in the fused search they lost on
         locomo-dev's tuning half, docs/retrieval.md "the eleventh pass".)"""
-        if self.span_weight <= 0 or len(ranked) < 2 or not asks_span(query):
+        answers = answer_test(query) if self.span_weight > 0 else None
+        if answers is None or len(ranked) < 2:
             return list(ranked)
 
         def order() -> list[tuple[str, float]]:
@@ -457,7 +460,7 @@ class QueryPath:
             if len(best) < len(ranked):
                 return list(ranked)
             return [(self._ids[at], score)  # type: ignore[misc]
-                    for at, score in self._spans(best, {})]
+                    for at, score in self._spans(best, {}, answers)]
 
         return self._guarded(order)
 

@@ -23,6 +23,7 @@ a few µs, where the whole pattern over the whole text cost 90.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 _EN_COUNT = (
     r"(?:\d+(?:\.\d+)?(?:\s*(?:-|to)\s*\d+)?|an?|one|two|three|four|five|six|seven|eight|"
@@ -56,6 +57,30 @@ _ZH_ASKS = (
     r"(?![前后以])"
 )
 _ZH_HINTS = ("多", "几")
+# A question asking when (a date answers it: "When did Gina lose her job?", "In what year…",
+# 哪一年, 什么时候, 何时), and a text writing a date or a time: a year of four digits, a month or
+# a weekday named, a day ("yesterday", "last week", "3 days ago"), a clock time; 1998年, 4月,
+# 10日, 上世纪, 八十年代, 公元前, 昨天, 去年.
+_EN_WHEN = (
+    r"^\W*when\b|\bwhen\s+(?:did|does|do|is|was|were|will|are|has|have|had)\b"
+    r"|\b(?:what|which)\s+(?:year|date|day|month|century|decade)\b"
+)
+_ZH_WHEN = r"哪一年|哪年|哪一天|哪天|什么时候|何时|几月|几号|什么时间|哪个世纪|哪一个世纪|哪个年代"
+_ZH_WHEN_HINTS = ("哪", "什么时", "何时", "几月", "几号")
+_EN_TIME = (
+    r"\b(?:1[0-9]{3}|20[0-9]{2})\b|\b\d{4}-\d\d-\d\d\b"
+    r"|\b(?:january|february|march|april|june|july|august|september|october|november|december"
+    r"|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec)\b|\bmay\s+\d|\b\d{1,2}(?:st|nd|rd|th)?\s+may\b"
+    r"|\b(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)s?\b"
+    r"|\b(?:yesterday|today|tonight|tomorrow)\b"
+    r"|\b(?:last|next|this)\s+(?:week|month|year|weekend|night|summer|winter|spring|fall|autumn)\b"
+    r"|\b(?:ago|recently)\b|\b\d{1,2}(?::\d\d)?\s*(?:am|pm)\b"
+)
+_ZH_TIME = (
+    r"(?<![0-9])[0-9]{3,4}\s*年|[零〇一二三四五六七八九]{4}年|(?<![0-9])[0-9]{1,2}\s*月"
+    r"|[一二三四五六七八九十]{1,3}月|[0-9]{1,2}\s*[日号]|世纪|年代|公元|昨天|前天|今天|去年|前年|今年|明年"
+    r"|上(?:个)?(?:月|周|星期)|[0-9一二三四五六七八九十几]+\s*(?:天|年|个月|周)前"
+)
 # A text is read this far for a span (a long memory's best piece is at most a paragraph, but
 # a paragraph may be long): 20,000 characters of anchors that write no span cost 8 ms of CPU.
 MAX_SPAN_CHARS = 4_000
@@ -73,7 +98,8 @@ def _pattern(name: str) -> re.Pattern[str]:
     found = _PATTERNS.get(name)
     if found is None:
         source = {"en_span": _EN_SPAN, "zh_span": _ZH_SPAN, "en_asks": _EN_ASKS,
-                  "zh_asks": _ZH_ASKS}[name]
+                  "zh_asks": _ZH_ASKS, "en_when": _EN_WHEN, "zh_when": _ZH_WHEN,
+                  "en_time": _EN_TIME, "zh_time": _ZH_TIME}[name]
         found = _PATTERNS[name] = re.compile(source, re.IGNORECASE)
     return found
 
@@ -109,4 +135,34 @@ def writes_span(text: str) -> bool:
     return False
 
 
-__all__ = ["MAX_SPAN_CHARS", "asks_span", "writes_span"]
+def asks_when(query: str) -> bool:
+    """Whether `query` asks when ("When did…", "In what year…", 哪一年, 什么时候, 何时)."""
+    low = query.lower()
+    if "when" in low or "what" in low or "which" in low:
+        if _pattern("en_when").search(low) is not None:
+            return True
+    return (any(hint in query for hint in _ZH_WHEN_HINTS)
+            and _pattern("zh_when").search(query) is not None)
+
+
+def writes_time(text: str) -> bool:
+    """Whether `text` (its first MAX_SPAN_CHARS) writes a date or a time ("in 2016", "20
+    July", "last Friday", "3 days ago", "8:56 pm", 1998年, 4月, 上世纪, 去年)."""
+    low = text[:MAX_SPAN_CHARS].lower()
+    return (_pattern("en_time").search(low) is not None
+            or (not low.isascii() and _pattern("zh_time").search(low) is not None))
+
+
+def answer_test(query: str) -> Callable[[str], bool] | None:
+    """What a memory must write to be the kind of answer `query` asks for: a span of time
+    for "how long / how often / how old" (`writes_span`), a date or a time for "when"
+    (`writes_time`); None for any other question."""
+    if asks_span(query):
+        return writes_span
+    if asks_when(query):
+        return writes_time
+    return None
+
+
+__all__ = ["MAX_SPAN_CHARS", "answer_test", "asks_span", "asks_when", "writes_span",
+           "writes_time"]
