@@ -65,8 +65,9 @@ likely choice (`is_preference`: "favorite", "would", "enjoy", 喜欢, 爱…).
 Spans (the eleventh pass): the rows "sage-mem without spans" and "sage-mem +
 semantic without spans" search the same stores with `span_weight` 0 (a question
 asking how long, how often or how old not ordered by the spans its top memories
-write, `QueryPath._spans`), and a span slice gives R@5 and MRR@10 on those
-questions (`spans.asks_span`).
+write, `QueryPath._spans`; nor a question asking when by the dates they write), a
+span slice gives R@5 and MRR@10 on the questions asking how long
+(`spans.asks_span`) and a when slice on those asking when (`spans.asks_when`).
 
 `--convs` keeps only the locomo-dev questions of those conversations (the
 store still holds every memory). `--split` prints locomo-dev's tuning half
@@ -107,7 +108,7 @@ from sage_mem.memory.value import Memory  # noqa: E402
 from sage_mem.search.fusion import DEPTH, LEXICAL_WEIGHT  # noqa: E402
 from sage_mem.search.index import Index  # noqa: E402
 from sage_mem.search.scoring import FIELD_WEIGHTS, K1, PAIR_WEIGHT, Scoring  # noqa: E402
-from sage_mem.search.spans import asks_span  # noqa: E402
+from sage_mem.search.spans import asks_span, asks_when  # noqa: E402
 from sage_mem.search.timewords import read_time  # noqa: E402
 from sage_mem.search.tokens import _CJK, ENGLISH_STOP_WORDS, NOW_WORDS, fold, porter2  # noqa: E402
 
@@ -185,6 +186,7 @@ def evaluate(search: Search, queries: list[dict]) -> dict:
             "temporal": is_temporal(query),
             "preference": is_preference(query),
             "span": asks_span(query["question"]),
+            "when": asks_when(query["question"]) and not asks_span(query["question"]),
             "r1": len(relevant & set(ranked[:1])) / len(relevant),
             "r5": len(relevant & set(ranked[:5])) / len(relevant),
             "r10": len(relevant & set(ranked[:10])) / len(relevant),
@@ -261,8 +263,8 @@ def unwritten_search(store: MemoryStore) -> Search:
 
 def unspanned_search(store: MemoryStore) -> Search:
     """The store (lexical or fused) searched as `store_search` does, without the spans
-    ordering the top few for a question asking how long (`QueryPath._spans`), as before
-    the eleventh pass."""
+    (or dates) ordering the top few for a question asking how long or when
+    (`QueryPath._spans`), as before the eleventh pass."""
     return without(store, "span_weight")
 
 
@@ -705,6 +707,8 @@ def run_set(name: str, folder: Path, args: argparse.Namespace) -> dict:
                      for retriever, found in rows.items()},
         "span": {retriever: summarize([r for r in found if r["span"]])
                  for retriever, found in rows.items()},
+        "when": {retriever: summarize([r for r in found if r["when"]])
+                 for retriever, found in rows.items()},
         "relative": {
             retriever: {language: {
                 "tune conv0-2": summarize([r for r in found if r["conv"] in TUNE_CONVS]),
@@ -819,6 +823,8 @@ def print_set(name: str, found: dict, args: argparse.Namespace) -> None:
                 "or a likely choice (`is_preference`: favorite, would, enjoy, 喜欢, 爱…)")
     print_slice(found.get("span"), "Span slice: the {n} questions asking how long, how often "
                 "or how old (`spans.asks_span`: 多久, 几次, 几岁…)")
+    print_slice(found.get("when"), "When slice: the {n} questions asking when (`spans.asks_when`: "
+                "When did…, In what year…, 哪一年, 什么时候)")
     relative = found.get("relative") or {}
     if relative:
         languages = list(next(iter(relative.values())))

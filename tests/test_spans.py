@@ -18,7 +18,7 @@ from test_exact_forms import make
 
 from sage_mem.search.index import Index
 from sage_mem.search.scoring import SPAN_DEPTH
-from sage_mem.search.spans import asks_span, writes_span
+from sage_mem.search.spans import asks_span, asks_when, writes_span, writes_time
 
 # Other notes (those of the words-as-written tests, and some in Chinese), so that the words
 # of the memories compared have an idf worth the name.
@@ -38,6 +38,14 @@ ASKED = [
     ("zh", "小明养乌龟多久了？",
      ("wugui_pets", "小明养乌龟，养的乌龟让他开心", "小明：我的乌龟！养乌龟真好。"),
      ("wugui_years", "小明养乌龟已经三年了，那是他搬家以后开始的", "")),
+    # A question asking when: the memory writing a date or a time answers it.
+    ("en when", "When did Nate get his turtles?",
+     ("turtles_pets", "Nate has turtles as pets, and the turtles cheer him up",
+      "Nate: my turtles, my turtles!"),
+     ("turtles_got", "Nate got his first turtles in 2019", "")),
+    ("zh when", "小明什么时候开始养乌龟？",
+     ("wugui_start", "小明开始养乌龟，养乌龟让他开心", "小明：我开始养乌龟了！"),
+     ("wugui_since", "小明2019年开始养乌龟，那年他搬了家，搬家以后的事情很多", "")),
 ]
 CASES = {name: (query, make(*wordy), make(*spanned)) for name, query, wordy, spanned in ASKED}
 
@@ -85,6 +93,22 @@ def test_what_asks_for_a_span_and_what_writes_one() -> None:
     for dated in ("Session 10, 8:56 pm on 20 July, 2023.", "on 2023-05-08", "2023年5月8日",
                   "in May 2023", "the best day", "今年春天"):
         assert not writes_span(dated), dated
+
+
+def test_what_asks_when_and_what_writes_a_time() -> None:
+    for asking in ("When did Gina lose her job?", "when is the party", "In what year was it?",
+                   "Which month did they move?", "and when did you go there",
+                   "小明什么时候去的", "哪一年毕业的", "何时开始", "你们几号放假"):
+        assert asks_when(asking), asking
+    for other in ("What did she buy?", "How long has he lived there?", "Where was Tim?",
+                  "What did he do when he was young?", "他去了哪里", "哪个朝代的皇帝"):
+        assert not asks_when(other), other
+    for dated in ("Session 10, 8:56 pm on 20 July, 2023.", "in 2016", "last Friday",
+                  "3 days ago", "on 2023-05-08", "1998年", "4月", "上世纪八十年代", "去年",
+                  "我今年读大二"):
+        assert writes_time(dated), dated
+    for undated in ("Nate has turtles as pets", "she may come", "小明养乌龟", "一百个人"):
+        assert not writes_time(undated), undated
 
 
 def test_only_the_order_inside_the_top_few_changes() -> None:
