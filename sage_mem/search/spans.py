@@ -67,10 +67,10 @@ _EN_WHEN = (
 )
 _ZH_WHEN = r"哪一年|哪年|哪一天|哪天|什么时候|何时|几月|几号|什么时间|哪个世纪|哪一个世纪|哪个年代"
 _ZH_WHEN_HINTS = ("哪", "什么时", "何时", "几月", "几号")
-# Each alternative bounded once, outside (not a letter or a digit either side): 1.5 times
+# Each alternative bounded once, outside (no word character either side): 1.5 times
 # faster than a \b in each (the pattern is tried at every place of a memory).
 _EN_TIME = (
-    r"(?<![a-z0-9])(?:"
+    r"(?<!\w)(?:"
     r"1[0-9]{3}|20[0-9]{2}|\d{4}-\d\d-\d\d"
     r"|january|february|march|april|june|july|august|september|october|november|december"
     r"|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec|may\s+\d+|\d{1,2}(?:st|nd|rd|th)?\s+may"
@@ -78,7 +78,7 @@ _EN_TIME = (
     r"|yesterday|today|tonight|tomorrow"
     r"|(?:last|next|this)\s+(?:week|month|year|weekend|night|summer|winter|spring|fall|autumn)"
     r"|ago|recently|\d{1,2}(?::\d\d)?\s*(?:am|pm)"
-    r")(?![a-z0-9])"
+    r")(?!\w)"
 )
 _ZH_TIME = (
     r"(?<![0-9])[0-9]{3,4}\s*年|[零〇一二三四五六七八九]{4}年|(?<![0-9])[0-9]{1,2}\s*月"
