@@ -590,7 +590,7 @@ class MemoryStore:
         hook's, `context.HOOK_MAX_POSTINGS`). `refine` (a person's or an agent's search:
         `sage-mem search`, `memory_search`) lets an unbounded lexical search look twice
         (`Index.search`: feedback from its best hits, a long memory's best passage), and
-        orders a fused search's top few for a question asking how long or how often
+        orders a fused search's top few for a question asking how long or when
         (`fusion.search`, `Index.span_order`).
         """
         filters = Filters(category, project, tags, archived)

@@ -49,10 +49,10 @@ in any written form, `search/tokens.py`). 0.6 is the middle of the plateau
 Chinese sets were run after (docs/retrieval.md).
 
 A person's or an agent's search (`refine`) has a question asking how long, how
-often or how old order the fused top 10 by the spans of time they write, as its
-lexical search would (`Index.span_order`, docs/retrieval.md "the eleventh pass");
-the query's words as written do not order the fused top (they lost on
-locomo-dev's tuning half there), nor does the feedback.
+often, how old or when order the fused top 10 by the spans of time (or the dates)
+they write, as its lexical search would (`Index.span_order`, docs/retrieval.md "the
+eleventh pass"); the query's words as written do not order the fused top (they lost
+on locomo-dev's tuning half there), nor does the feedback.
 
 A memory without a current vector (not made yet, or its memory changed
 since) ranks lexically: its semantic side is taken to be its lexical one, so
@@ -256,8 +256,8 @@ def search(
 
     `weight` is the lexical side's weight, `figure_weight` its weight for a query that
     writes a number or a month (`writes_figure`). With `refine` (a person's or an agent's
-    search) a question asking how long, how often or how old has the fused top few
-    ordered again by the spans they write, as a refined lexical search orders its own
+    search) a question asking how long, how often, how old or when has the fused top few
+    ordered again by the spans (or dates) they write, as a refined lexical search orders its own
     (`Index.span_order`).
     """
     offset = max(0, offset)

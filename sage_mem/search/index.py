@@ -104,7 +104,7 @@ class Index(QueryPath):
         self.passage_weight = passage_weight
         # A query word written as the query writes it, in the top few (`QueryPath._exact_forms`).
         self.exact_weight = exact_weight
-        # A question asking how long / how often / how old, in the top few (`QueryPath._spans`).
+        # A question asking how long / how often / how old / when, in the top few (`_spans`).
         self.span_weight = span_weight
         self._lock = threading.RLock()
         # Called when the backing turns out damaged: every memory, read again from the files.

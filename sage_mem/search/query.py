@@ -162,7 +162,7 @@ class QueryPath:
         through `MemoryStore.search`) the search looks twice: pseudo-relevance
         feedback (`_feedback`) and a long memory's best passage
         (`_best_passages`), then the top few ordered again by the spans of time
-        they write when the query asks how long or how often (`_spans`) and by the
+        they write when the query asks how long or when (`_spans`) and by the
         query's words as written (`_exact_forms`). A bounded search
         never does (a hook's budget), nor the fused search's lexical side (its
         semantic side reaches other words, and reads a long memory in pieces).
@@ -370,9 +370,10 @@ class QueryPath:
         answers: Callable[[str], bool],
     ) -> list[tuple[int, float]]:
         """`best` with its top SPAN_DEPTH ordered again for a question that asks how long,
-        how often or how old (`spans.asks_span`): a memory among them that writes a span of
-        time (`spans.writes_span`: "for 3 years", "three times a week", 17岁) gains
-        `span_weight` of the top score.
+        how often or how old, or when (`spans.answer_test`): a memory among them that writes
+        the kind of answer asked for, `answers` (a span of time, `spans.writes_span`: "for 3
+        years", "three times a week", 17岁; a date or a time, `spans.writes_time`: "in 2016",
+        去年) gains `span_weight` of the top score.
 
         The memories above the answer hold the question's other words ("How long has Nate
         had his turtles?": "Nate has turtles as pets…") and no span; the one that answers
@@ -446,8 +447,8 @@ class QueryPath:
         self, ranked: Sequence[tuple[str, float]], query: str
     ) -> list[tuple[str, float]]:
         """Another ranking's (id, score) — a fused one's, in lexical units — with its top
-        SPAN_DEPTH ordered again for a question asking how long, how often or how old, as a
-        person's or an agent's lexical search orders its own (`_spans`). (The query's words
+        SPAN_DEPTH ordered again for a question asking how long, how often, how old or when,
+        as a person's or an agent's lexical search orders its own (`_spans`). (The query's words
         as written, `_exact_forms`, are not read there: in the fused search they lost on
         locomo-dev's tuning half, docs/retrieval.md "the eleventh pass".)"""
         answers = answer_test(query) if self.span_weight > 0 else None

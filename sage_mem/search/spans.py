@@ -1,4 +1,5 @@
-"""A question that asks for a span of time, and a text that writes one (the eleventh pass).
+"""A question that asks for a span of time or a date, and a text that writes one (the
+eleventh pass).
 
 "How long has Nate had his turtles?", "How often does John work out?", "How old was
 she?", 多久, 多长时间, 几年, 几次, 几岁: what answers is a memory that writes a duration,
@@ -18,6 +19,13 @@ the Chinese question words is turned away by a substring test first, and a text 
 only around the words a span needs (a unit of time, "once", "every", "since", 年, 次, 每…:
 `str.find`), as `timewords` reads a query around its anchors: a 500-character memory costs
 a few µs, where the whole pattern over the whole text cost 90.
+
+The same holds for a question asking when ("When did Gina lose her job?", "In what
+year…", 哪一年, 什么时候, 何时): what answers it writes a date or a time ("in 2016", "last
+Friday", "3 days ago", 1998年, 去年), `asks_when` and `writes_time`; `answer_test(query)`
+gives the test of a memory a question asks for, or None. (A question that asks both, "How
+long ago…", is read as asking a span.) In a folder whose every memory writes a date (a
+chat log's sessions) nothing moves: every candidate gains alike.
 """
 
 from __future__ import annotations
