@@ -1,5 +1,5 @@
-"""A question asking how long, how often or how old ranks first the memory writing a span
-of time (docs/retrieval.md, "the eleventh pass").
+"""A question asking how long, how often, how old or when ranks first the memory writing
+a span of time or a date (docs/retrieval.md, "the eleventh pass").
 
 "How long has Nate had his turtles?" is answered by "Nate has had turtles for 3 years",
 while memories holding "turtles" more often rank above it by its words alone. A person's
@@ -51,7 +51,7 @@ CASES = {name: (query, make(*wordy), make(*spanned)) for name, query, wordy, spa
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_a_question_asking_how_long_ranks_the_memory_writing_a_span_first(case: str) -> None:
+def test_a_question_asking_how_long_or_when_ranks_the_memory_writing_it_first(case: str) -> None:
     query, wordy, spanned = CASES[case]
     memories = [*OTHERS, wordy, spanned]
     index, off = Index(), Index(span_weight=0)
