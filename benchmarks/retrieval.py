@@ -62,6 +62,13 @@ same index once, as before (and as a hook does).
 A preference slice gives R@5 and MRR@10 on the questions about a liking or a
 likely choice (`is_preference`: "favorite", "would", "enjoy", 喜欢, 爱…).
 
+Spans (the eleventh pass): the rows "sage-mem without spans" and "sage-mem +
+semantic without spans" search the same stores with `span_weight` 0 (a question
+asking how long, how often or how old not ordered by the spans its top memories
+write, `QueryPath._spans`; nor a question asking when by the dates they write), a
+span slice gives R@5 and MRR@10 on the questions asking how long
+(`spans.asks_span`) and a when slice on those asking when (`spans.asks_when`).
+
 `--convs` keeps only the locomo-dev questions of those conversations (the
 store still holds every memory). `--split` prints locomo-dev's tuning half
 (conv0-2) beside its check half (conv3-4), the overfitting check. `--grid`
@@ -101,6 +108,7 @@ from sage_mem.memory.value import Memory  # noqa: E402
 from sage_mem.search.fusion import DEPTH, LEXICAL_WEIGHT  # noqa: E402
 from sage_mem.search.index import Index  # noqa: E402
 from sage_mem.search.scoring import FIELD_WEIGHTS, K1, PAIR_WEIGHT, Scoring  # noqa: E402
+from sage_mem.search.spans import asks_span, asks_when  # noqa: E402
 from sage_mem.search.timewords import read_time  # noqa: E402
 from sage_mem.search.tokens import _CJK, ENGLISH_STOP_WORDS, NOW_WORDS, fold, porter2  # noqa: E402
 
@@ -144,6 +152,8 @@ UNTIMED = "sage-mem, time words read as words (before issue 33)"
 SEMANTIC_UNTIMED = "sage-mem + semantic, time words read as words"
 UNFED = "sage-mem without feedback and best passage (before issue 33's items 2-3)"
 UNWRITTEN = "sage-mem without the words as written (before the tenth pass)"
+UNSPANNED = "sage-mem without spans (before the eleventh pass)"
+SEMANTIC_UNSPANNED = "sage-mem + semantic without spans (before the eleventh pass)"
 
 # A query and, for a rewritten one, the date it is asked on (else None: the current time).
 Search = Callable[[str, datetime | None], list[str]]
@@ -175,6 +185,8 @@ def evaluate(search: Search, queries: list[dict]) -> dict:
             "conv": conversation(query),
             "temporal": is_temporal(query),
             "preference": is_preference(query),
+            "span": asks_span(query["question"]),
+            "when": asks_when(query["question"]) and not asks_span(query["question"]),
             "r1": len(relevant & set(ranked[:1])) / len(relevant),
             "r5": len(relevant & set(ranked[:5])) / len(relevant),
             "r10": len(relevant & set(ranked[:10])) / len(relevant),
@@ -246,13 +258,26 @@ def unfed_search(index: Index) -> Search:
 def unwritten_search(store: MemoryStore) -> Search:
     """The store searched as `store_search` does, without the query's words as written
     ordering the top few (`QueryPath._exact_forms`), as before the tenth pass."""
+    return without(store, "exact_weight")
+
+
+def unspanned_search(store: MemoryStore) -> Search:
+    """The store (lexical or fused) searched as `store_search` does, without the spans
+    (or dates) ordering the top few for a question asking how long or when
+    (`QueryPath._spans`), as before the eleventh pass."""
+    return without(store, "span_weight")
+
+
+def without(store: MemoryStore, weight_name: str) -> Search:
+    """`store_search` with the index's `weight_name` at 0 for each search."""
 
     def search(question: str, now: datetime | None = None) -> list[str]:
-        weight, store.index.exact_weight = store.index.exact_weight, 0.0
+        weight = getattr(store.index, weight_name)
+        setattr(store.index, weight_name, 0.0)
         try:
             return [hit.id for hit in store.search(question, limit=10, now=now, refine=True)]
         finally:
-            store.index.exact_weight = weight
+            setattr(store.index, weight_name, weight)
 
     return search
 
@@ -612,6 +637,9 @@ def run_set(name: str, folder: Path, args: argparse.Namespace) -> dict:
         rewritten(UNWRITTEN, unwritten_search(store))
         if name.startswith("locomo-dev") and args.split:
             variant_splits[UNWRITTEN] = halves(unwritten_search(store), queries)
+        results[UNSPANNED] = evaluate(unspanned_search(store), queries)
+        if name.startswith("locomo-dev") and args.split:
+            variant_splits[UNSPANNED] = halves(unspanned_search(store), queries)
         if not args.no_semantic:
             semantic = semantic_store(folder / "memories", Path(state) / "semantic",
                                       args.dense_cache, name)
@@ -621,8 +649,11 @@ def run_set(name: str, folder: Path, args: argparse.Namespace) -> dict:
                 results[SEMANTIC_UNTIMED] = evaluate(
                     untimed_search(semantic.index, semantic), queries)
                 rewritten(SEMANTIC_UNTIMED, untimed_search(semantic.index, semantic))
+                results[SEMANTIC_UNSPANNED] = evaluate(unspanned_search(semantic), queries)
                 if name.startswith("locomo-dev") and args.split:
                     semantic_split = halves(store_search(semantic), queries)
+                    variant_splits[SEMANTIC_UNSPANNED] = halves(
+                        unspanned_search(semantic), queries)
                 variants = {f"{SEMANTIC}, weight {weight}, depth {args.depth}":
                             weighted_search(semantic, weight, args.depth)
                             for weight in args.weights}
@@ -674,6 +705,10 @@ def run_set(name: str, folder: Path, args: argparse.Namespace) -> dict:
                        for retriever, found in rows.items()},
         "temporal": {retriever: summarize([r for r in found if r["temporal"]])
                      for retriever, found in rows.items()},
+        "span": {retriever: summarize([r for r in found if r["span"]])
+                 for retriever, found in rows.items()},
+        "when": {retriever: summarize([r for r in found if r["when"]])
+                 for retriever, found in rows.items()},
         "relative": {
             retriever: {language: {
                 "tune conv0-2": summarize([r for r in found if r["conv"] in TUNE_CONVS]),
@@ -786,6 +821,10 @@ def print_set(name: str, found: dict, args: argparse.Namespace) -> None:
                 "(`timewords.read_time`: \"last week\", \"in May 2023\", 2013年)")
     print_slice(found.get("preference"), "Preference slice: the {n} questions about a liking "
                 "or a likely choice (`is_preference`: favorite, would, enjoy, 喜欢, 爱…)")
+    print_slice(found.get("span"), "Span slice: the {n} questions asking how long, how often "
+                "or how old (`spans.asks_span`: 多久, 几次, 几岁…)")
+    print_slice(found.get("when"), "When slice: the {n} questions asking when (`spans.asks_when`: "
+                "When did…, In what year…, 哪一年, 什么时候)")
     relative = found.get("relative") or {}
     if relative:
         languages = list(next(iter(relative.values())))

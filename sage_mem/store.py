@@ -589,7 +589,9 @@ class MemoryStore:
         `max_postings` bounds the postings a lexical search reads (`Index.search`; a
         hook's, `context.HOOK_MAX_POSTINGS`). `refine` (a person's or an agent's search:
         `sage-mem search`, `memory_search`) lets an unbounded lexical search look twice
-        (`Index.search`: feedback from its best hits, a long memory's best passage).
+        (`Index.search`: feedback from its best hits, a long memory's best passage), and
+        orders a fused search's top few for a question asking how long or when
+        (`fusion.search`, `Index.span_order`).
         """
         filters = Filters(category, project, tags, archived)
         semantic = self._semantic_signal()
@@ -599,7 +601,7 @@ class MemoryStore:
 
             try:
                 return fusion.search(self.index, semantic, query, limit=limit, offset=offset,
-                                     filters=filters, now=now)
+                                     filters=filters, now=now, refine=refine)
             except (OSError, RuntimeError, ValueError):
                 pass  # the model failed on this query: answered lexically
         return self.index.search(query, limit=limit, offset=offset, filters=filters, now=now,

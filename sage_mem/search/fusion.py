@@ -48,6 +48,12 @@ in any written form, `search/tokens.py`). 0.6 is the middle of the plateau
 (0.5-0.7) where locomo-dev's tuning half gains most; its check half and the
 Chinese sets were run after (docs/retrieval.md).
 
+A person's or an agent's search (`refine`) has a question asking how long, how
+often, how old or when order the fused top 10 by the spans of time (or the dates)
+they write, as its lexical search would (`Index.span_order`, docs/retrieval.md "the
+eleventh pass"); the query's words as written do not order the fused top (they lost
+on locomo-dev's tuning half there), nor does the feedback.
+
 A memory without a current vector (not made yet, or its memory changed
 since) ranks lexically: its semantic side is taken to be its lexical one, so
 its fused score is its scaled lexical score. A memory whose vectors read only
@@ -244,11 +250,15 @@ def search(
     depth: int = DEPTH,
     latent_weight: float | None = None,
     now: datetime | None = None,
+    refine: bool = False,
 ) -> list[Hit]:
     """The fused ranking's hits `offset` .. `offset + limit` (the store's search with vectors).
 
     `weight` is the lexical side's weight, `figure_weight` its weight for a query that
-    writes a number or a month (`writes_figure`).
+    writes a number or a month (`writes_figure`). With `refine` (a person's or an agent's
+    search) a question asking how long, how often, how old or when has the fused top few
+    ordered again by the spans (or dates) they write, as a refined lexical search orders its own
+    (`Index.span_order`).
     """
     offset = max(0, offset)
     # What the model reads of the query (a pasted traceback's line numbers ask for nothing).
@@ -266,6 +276,8 @@ def search(
                   factors=index.factors(candidates, archived=filters.archived),
                   latent=latent, latent_weight=latent_weight,
                   dates=index.date_factors(candidates, query, now), partial=partial)
+    if refine:
+        ranked = index.span_order(ranked, query)
     by_id = {hit.id: hit for hit in hits}
     out = []
     for key, score in ranked[offset : offset + limit]:

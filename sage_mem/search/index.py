@@ -58,6 +58,7 @@ from .scoring import (
     FIELD_WEIGHTS,
     FIELDS,
     PASSAGE_WEIGHT,
+    SPAN_WEIGHT,
     TIME_WORD_WEIGHT,
     Scoring,
     field_counts,
@@ -88,6 +89,7 @@ class Index(QueryPath):
         feedback_weight: float = FEEDBACK_WEIGHT,
         passage_weight: float = PASSAGE_WEIGHT,
         exact_weight: float = EXACT_WEIGHT,
+        span_weight: float = SPAN_WEIGHT,
     ) -> None:
         self.half_life_days = half_life_days
         self.scoring = scoring or Scoring()
@@ -102,6 +104,8 @@ class Index(QueryPath):
         self.passage_weight = passage_weight
         # A query word written as the query writes it, in the top few (`QueryPath._exact_forms`).
         self.exact_weight = exact_weight
+        # A question asking how long / how often / how old / when, in the top few (`_spans`).
+        self.span_weight = span_weight
         self._lock = threading.RLock()
         # Called when the backing turns out damaged: every memory, read again from the files.
         self.recover = recover

@@ -78,7 +78,10 @@ keeping their places (`QueryPath._feedback`), as is a long memory's best
 passage (`QueryPath._best_passages`): docs/retrieval.md, "the eighth pass". Its
 top EXACT_DEPTH are then ordered again by the query's words as written
 (`QueryPath._exact_forms`: "books" above "book"; "the tenth pass", which also
-measured term proximity, the rarest words' coverage and a weaker idf, none kept).
+measured term proximity, the rarest words' coverage and a weaker idf, none kept); before them, a
+question asking how long, how often or how old (or when) has its top SPAN_DEPTH
+ordered by the spans of time (or the dates) they write (`QueryPath._spans`,
+`search/spans.py`: "for 3 years", 每周, 1998年; "the eleventh pass").
 
 Length averages: avg_f is the mean length of field f over all memories,
 rounded to a 1/32-octave grid (a step of 2.2 %; a mean under 1 counts as 1).
@@ -153,6 +156,11 @@ PASSAGE_WEIGHT = 1.0
 # that term's query weight; the order inside the top EXACT_DEPTH alone changes.
 EXACT_WEIGHT = 0.2
 EXACT_DEPTH = 5
+# Spans (`QueryPath._spans`): for a question asking how long, how often or how old (or when),
+# a memory among the top SPAN_DEPTH that writes a span of time ("for 3 years", 每周; or a date,
+# 1998年) gains SPAN_WEIGHT of the top score; the order inside the top SPAN_DEPTH alone changes.
+SPAN_WEIGHT = 0.3
+SPAN_DEPTH = PASSAGE_DEPTH
 
 _K = TypeVar("_K")
 
