@@ -14,7 +14,7 @@ it over its top few (`QueryPath._spans`); a hook's search never does.
 `asks_span(query)` finds such a question (English in any case; Chinese), `writes_span(text)`
 such an answer. Neither is a date: "10 July 2023", "8:56 pm", 2023年 write no span (a
 year of four digits is a date; the question's "when" is the date windows' work,
-`timewords`). Both patterns are compiled on first use; a query without "how" or one of
+`timewords`). Its patterns are compiled on first use; a query without "how" or one of
 the Chinese question words is turned away by a substring test first, and a text is read
 only around the words a span needs (a unit of time, "once", "every", "since", 年, 次, 每…:
 `str.find`), as `timewords` reads a query around its anchors: a 500-character memory costs
@@ -32,6 +32,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+
+from ..memory.patterns import on_use
 
 _EN_COUNT = (
     r"(?:\d+(?:\.\d+)?(?:\s*(?:-|to)\s*\d+)?|an?|one|two|three|four|five|six|seven|eight|"
@@ -103,25 +105,23 @@ _ANCHORS = ("year", "month", "week", "day", "hour", "minute", "second", "decade"
             "次", "遍", "每")
 _BEFORE = 24
 _AFTER = 32
-_PATTERNS: dict[str, re.Pattern[str]] = {}
-
-
-def _pattern(name: str) -> re.Pattern[str]:
-    found = _PATTERNS.get(name)
-    if found is None:
-        source = {"en_span": _EN_SPAN, "zh_span": _ZH_SPAN, "en_asks": _EN_ASKS,
-                  "zh_asks": _ZH_ASKS, "en_when": _EN_WHEN, "zh_when": _ZH_WHEN,
-                  "en_time": _EN_TIME, "zh_time": _ZH_TIME}[name]
-        found = _PATTERNS[name] = re.compile(source, re.IGNORECASE)
-    return found
+# Compiled on first use (`memory.patterns.on_use`): a question asking neither runs none.
+_EN_SPAN_PATTERN = on_use(_EN_SPAN, re.IGNORECASE)
+_ZH_SPAN_PATTERN = on_use(_ZH_SPAN, re.IGNORECASE)
+_EN_ASKS_PATTERN = on_use(_EN_ASKS, re.IGNORECASE)
+_ZH_ASKS_PATTERN = on_use(_ZH_ASKS, re.IGNORECASE)
+_EN_WHEN_PATTERN = on_use(_EN_WHEN, re.IGNORECASE)
+_ZH_WHEN_PATTERN = on_use(_ZH_WHEN, re.IGNORECASE)
+_EN_TIME_PATTERN = on_use(_EN_TIME, re.IGNORECASE)
+_ZH_TIME_PATTERN = on_use(_ZH_TIME, re.IGNORECASE)
 
 
 def asks_span(query: str) -> bool:
     """Whether `query` asks how long, how often or how old ("How long has…", 多久, 几次)."""
-    if "how" in query.lower() and _pattern("en_asks").search(query) is not None:
+    if "how" in query.lower() and _EN_ASKS_PATTERN.search(query) is not None:
         return True
     return (any(hint in query for hint in _ZH_HINTS)
-            and _pattern("zh_asks").search(query) is not None)
+            and _ZH_ASKS_PATTERN.search(query) is not None)
 
 
 def writes_span(text: str) -> bool:
@@ -129,18 +129,15 @@ def writes_span(text: str) -> bool:
     ("for 3 years", "twice a week", "since 2016", "the age of 17", 三年, 每周, 17岁); a
     date is none."""
     low = text[:MAX_SPAN_CHARS].lower()
-    english = chinese = None
     for anchor in _ANCHORS:
         at = low.find(anchor)
         if at < 0:
             continue
-        if anchor.isascii():
-            pattern = english = english or _pattern("en_span")
-        else:
-            pattern = chinese = chinese or _pattern("zh_span")
+        english = anchor.isascii()
+        pattern = _EN_SPAN_PATTERN if english else _ZH_SPAN_PATTERN
         while at >= 0:
             # An English anchor starts a word ("days", not "today"; "age", not "message").
-            if not (pattern is english and at and low[at - 1].isalpha()) and pattern.search(
+            if not (english and at and low[at - 1].isalpha()) and pattern.search(
                     low, max(0, at - _BEFORE), at + _AFTER) is not None:
                 return True
             at = low.find(anchor, at + len(anchor))
@@ -151,18 +148,18 @@ def asks_when(query: str) -> bool:
     """Whether `query` asks when ("When did…", "In what year…", 哪一年, 什么时候, 何时)."""
     low = query.lower()
     if "when" in low or "what" in low or "which" in low:
-        if _pattern("en_when").search(low) is not None:
+        if _EN_WHEN_PATTERN.search(low) is not None:
             return True
     return (any(hint in query for hint in _ZH_WHEN_HINTS)
-            and _pattern("zh_when").search(query) is not None)
+            and _ZH_WHEN_PATTERN.search(query) is not None)
 
 
 def writes_time(text: str) -> bool:
     """Whether `text` (its first MAX_SPAN_CHARS) writes a date or a time ("in 2016", "20
     July", "last Friday", "3 days ago", "8:56 pm", 1998年, 4月, 上世纪, 去年)."""
     low = text[:MAX_SPAN_CHARS].lower()
-    return (_pattern("en_time").search(low) is not None
-            or (not low.isascii() and _pattern("zh_time").search(low) is not None))
+    return (_EN_TIME_PATTERN.search(low) is not None
+            or (not low.isascii() and _ZH_TIME_PATTERN.search(low) is not None))
 
 
 def answer_test(query: str) -> Callable[[str], bool] | None:
