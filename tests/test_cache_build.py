@@ -441,3 +441,45 @@ def test_the_cache_file_does_not_depend_on_what_the_process_read_before(
     second = MemoryStore(folder, state_dir=tmp_path / "second", watch=False)  # read all before
     assert (cache_module.cache_path(first.folder).read_bytes()
             == cache_module.cache_path(second.folder).read_bytes())
+
+
+ONE_CHARACTER_BUILD = """
+import hashlib, sys
+if {intern}:
+    # Compiled constants made of name characters are interned: Python's one string "6"
+    # (and "q", ...) is then held interned, as a process that imported numpy holds most.
+    exec(compile("constants = ('6', '7', 'q', 'x', 'k')", "<interned>", "exec"))
+from sage_mem import MemoryStore
+from sage_mem.search import cache
+store = MemoryStore({folder!r}, state_dir={state!r}, watch=False)
+data = cache.cache_path(store.folder).read_bytes()
+print(hashlib.sha256(data[16 + 4096 :]).hexdigest())  # past the header (it is dated)
+"""
+
+
+def test_the_cache_file_does_not_depend_on_which_one_character_strings_python_interned(
+    tmp_path: Path,
+) -> None:
+    """marshal writes a string as interned or not as Python holds it, and Python holds one
+    string of each character ("6", "q"): whether a process had it interned (numpy's
+    modules intern most of them) changed the term blocks' bytes of a cache holding a
+    one-character term. The cache's bytes are the same either way."""
+    import subprocess
+    import sys
+
+    folder = tmp_path / "memory"
+    for n in range(12):
+        write(folder / f"note_{n}.md",
+              f"---\ndescription: release {n % 10} of the q tool, x 7 and k\n---\nbody {n}\n")
+    moment = time.time() - 3600  # nothing racy, in the files or their folder
+    for path in [folder, *folder.rglob("*")]:
+        os.utime(path, (moment, moment))
+    digests = []
+    for intern in (False, True):
+        code = ONE_CHARACTER_BUILD.format(intern=intern, folder=str(folder),
+                                          state=str(tmp_path / f"state-{intern}"))
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                              timeout=120)
+        assert done.returncode == 0, done.stderr[-2000:]
+        digests.append(done.stdout.split()[-1])
+    assert digests[0] == digests[1]

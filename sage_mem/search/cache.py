@@ -156,6 +156,14 @@ SCORING_VERSION = 4
 _MEMORY_FIELDS = tuple(f.name for f in fields(Memory))
 _PROBLEMS = _MEMORY_FIELDS.index("problems")
 
+# marshal writes a string of one character (a term "6", a tag "a") as interned or not as
+# Python holds it, and Python holds each one-character string once, interned or not
+# depending on what the process imported before (numpy's modules intern most of them):
+# all 256 interned now, so that no later import changes a cache's bytes.
+for _code in range(256):
+    sys.intern(chr(_code))
+del _code
+
 Signature = tuple[int, int, int, int]
 Secrets = tuple[int, Callable[[Memory], bool]]
 """The mark of the credential rules (`store.credential_rules_mark`) and their judge of a
