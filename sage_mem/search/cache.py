@@ -1320,8 +1320,15 @@ def _write_sections(
         close = getattr(rounds, "close", None)
         if close is not None:
             close()
-    # Made once the postings are written: a build's last round is freed by then.
-    counts = sorted_crcs + array("I", map(sizes.__getitem__, order))
+    # Made once the postings are written (a build's last round is freed by then), in one
+    # array whose second half is then overwritten with the sizes, a slice at a time: an
+    # array grown item by item left its old copies in the heap (the step took 53 MB of RSS
+    # at 100,000 memories).
+    counts = sorted_crcs + sorted_crcs
+    for first in range(0, len(order), COUNTS_PAGE):
+        chosen = order[first : first + COUNTS_PAGE]
+        at = len(order) + first
+        counts[at : at + len(chosen)] = array("I", map(sizes.__getitem__, chosen))
     columns = body.columns
     pages = range(0, len(sorted_crcs), COUNTS_PAGE)
     sizes_sorted = memoryview(counts)[len(sorted_crcs) :]
