@@ -119,7 +119,7 @@ from ..disk.folder import MemoryFolder, is_walked
 from ..disk.safe_io import make_private_dirs
 from ..memory.file_format import sha256
 from ..memory.value import Memory, ValueProblem
-from .building import Builder, TermTexts, crc_order, term_crcs
+from .building import TermTexts, crc_order, term_crcs
 from .index import Index
 from .packed import BackingError, Columns, Export, PackedIds, Round, packed_ids
 from .scoring import FIELDS, Scoring, word_pairs
@@ -1081,12 +1081,14 @@ def build(
     from the same memories writes (with the same `secrets`). Returns how many
     memories it holds, or None when the state folder cannot take it.
     """
+    from .dense_build import builder_for  # not on the hook's path: a hook never builds
+
     path = cache_path(folder)
     try:
         make_private_dirs(path.parent)
         _remove_stale_temps(path.parent)
         with gc_paused(), _spill(path.parent) as spill, _spill(path.parent) as counts:
-            builder = Builder(scoring, spill=counts, block=TERM_BLOCK)
+            builder = builder_for(scoring, spill=counts, block=TERM_BLOCK)  # numpy's if there
             prefix = str(folder.root) + os.sep
             records = array("Q")
             flags = bytearray() if secrets is not None else None
