@@ -18,6 +18,7 @@ import random
 import time
 import zlib
 from array import array
+from collections.abc import Callable
 from itertools import accumulate
 from pathlib import Path
 from typing import cast
@@ -27,7 +28,7 @@ import pytest
 from sage_mem import MemoryStore
 from sage_mem import store as store_module
 from sage_mem.memory.value import Memory, ValueProblem
-from sage_mem.search import building
+from sage_mem.search import building, dense_build
 from sage_mem.search import cache as cache_module
 from sage_mem.search import loading as loading_module
 from sage_mem.search.building import Builder
@@ -252,7 +253,18 @@ def test_the_streamed_build_writes_the_bytes_the_index_writer_wrote(
     assert path.read_bytes() == reference.read_bytes()
 
 
-def test_a_builder_weighs_every_term_as_an_index_does() -> None:
+def _numpy_builder() -> Builder:
+    return dense_build.NumpyBuilder(pytest.importorskip("numpy"))
+
+
+# The pure builder, and numpy's where numpy is installed (`search/dense_build.py`).
+BUILDERS = [pytest.param(Builder, id="pure"), pytest.param(_numpy_builder, id="numpy")]
+
+
+@pytest.mark.parametrize("make_builder", BUILDERS)
+def test_a_builder_weighs_every_term_as_an_index_does(
+    make_builder: Callable[[], Builder],
+) -> None:
     folder = Path("/nowhere")
     memories = [
         Memory(id=f"m{n}", path=folder / f"m{n}.md", description=text, body=body)
@@ -264,7 +276,7 @@ def test_a_builder_weighs_every_term_as_an_index_does() -> None:
     index = Index()
     index.add_many(memories)
     terms, numbers, weights, _ = index.export().postings
-    builder = Builder()
+    builder = make_builder()
     for memory in memories:
         builder.add(memory)
     packed = builder.finish()
@@ -338,9 +350,10 @@ def test_the_pair_table_numbers_pairs_as_a_dict_numbering_them_on_first_sight() 
     assert pairs.numbers(every) == [reference[code] for code in every]  # all found again
 
 
+@pytest.mark.parametrize("make_builder", BUILDERS)
 @pytest.mark.parametrize("pair_first", [True, False])
 def test_a_word_pair_and_a_word_of_one_crc_keep_the_order_they_were_first_seen_in(
-    pair_first: bool,
+    pair_first: bool, make_builder: Callable[[], Builder],
 ) -> None:
     """A build holds a word pair as its words' numbers and makes its CRC-32 from theirs:
     where a pair and a word share a CRC-32 (about 160 times among 100,000 memories' terms),
@@ -354,7 +367,7 @@ def test_a_word_pair_and_a_word_of_one_crc_keep_the_order_they_were_first_seen_i
     index = Index()
     index.add_many(memories)
     terms = index.export().postings[0]
-    builder = Builder()
+    builder = make_builder()
     for memory in memories:
         builder.add(memory)
     packed = builder.finish()
