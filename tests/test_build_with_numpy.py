@@ -200,7 +200,7 @@ def test_a_plain_install_builds_without_numpy_and_never_imports_it_otherwise(
         dense_build.USE_NUMPY = False
         MemoryStore({str(folder)!r}, state_dir={str(tmp_path / "pure")!r}, watch=False)
         never = "numpy" in sys.modules
-        dense_build.USE_NUMPY = None
+        dense_build.USE_NUMPY = True
         MemoryStore({str(folder)!r}, state_dir={str(tmp_path / "dense")!r}, watch=False)
         print(small.loaded.how, again.loaded.how, before, never, "numpy" in sys.modules)
     """)

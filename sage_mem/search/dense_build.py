@@ -17,8 +17,9 @@ path does). The rest is done a chunk of memories at a time, in numpy:
   each count times its field's norm, added field after field in a float64
   array (the same products and additions in the same order as the pure
   path's `weigh`), saturated, made float32;
-- the placing: each posting keyed by its term's place in the file and its
-  memory, sorted, a range of terms (`building.ROUND_POSTINGS`) at a time.
+- the placing: each chunk's postings sorted by their term's place in the
+  file and their memory; then, a range of terms (`building.ROUND_POSTINGS`)
+  at a time, each chunk's in memory order put at their terms' cursors.
 
 The terms are numbered as the pure path numbers them (on first sight: a
 field's words, then its pairs, then its name prefixes, field after field,
@@ -26,7 +27,7 @@ memory after memory): a word gets its number in the dict and the stamp of the
 field and part it was first seen in, a pair the stamp of its first sight, and
 the chunk's new terms take their numbers in stamp order. So the cache file is
 byte for byte the pure path's, to the order of terms of one CRC-32
-(`tests/test_cache_build.py` builds the same folders both ways).
+(`tests/test_build_with_numpy.py` builds the same folders both ways).
 
 numpy is optional (the semantic extra brings it; a plain install builds with
 the pure path). It is imported only by a build (`cache.build`, a folder of
@@ -52,8 +53,8 @@ from .packed import Packed, Round
 from .scoring import _NAMED_FIELDS, FIELDS, Scoring, counted_fields
 from .tokens import _CJK_RUN, name_prefixes
 
-# None: numpy when it can be imported; True or False: always or never (tests compare both).
-USE_NUMPY: bool | None = None
+# False: the pure path even where numpy is installed (tests compare both).
+USE_NUMPY = True
 
 _WIDTH = len(FIELDS)
 # A term's stamp: where it was first seen, `(memory * _WIDTH + field) * 4 + part`, the part
@@ -63,7 +64,7 @@ _WORDS, _PAIRS, _PREFIXES = 0, 1, 2
 
 def numpy_for_build() -> Any | None:
     """numpy, for a build to use; None for the pure path (not installed, or USE_NUMPY)."""
-    if USE_NUMPY is False:
+    if not USE_NUMPY:
         return None
     # BLAS on one thread, as `semantic.py` sets it (read when numpy loads, whichever first).
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
