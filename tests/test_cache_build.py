@@ -18,6 +18,7 @@ import random
 import time
 import zlib
 from array import array
+from collections.abc import Callable
 from itertools import accumulate
 from pathlib import Path
 from typing import cast
@@ -27,7 +28,7 @@ import pytest
 from sage_mem import MemoryStore
 from sage_mem import store as store_module
 from sage_mem.memory.value import Memory, ValueProblem
-from sage_mem.search import building
+from sage_mem.search import building, dense_build
 from sage_mem.search import cache as cache_module
 from sage_mem.search import loading as loading_module
 from sage_mem.search.building import Builder
@@ -253,7 +254,18 @@ def test_the_streamed_build_writes_the_bytes_the_index_writer_wrote(
     assert path.read_bytes() == reference.read_bytes()
 
 
-def test_a_builder_weighs_every_term_as_an_index_does() -> None:
+def _numpy_builder() -> Builder:
+    return dense_build.NumpyBuilder(pytest.importorskip("numpy"))
+
+
+# The pure builder, and numpy's where numpy is installed (`search/dense_build.py`).
+BUILDERS = [pytest.param(Builder, id="pure"), pytest.param(_numpy_builder, id="numpy")]
+
+
+@pytest.mark.parametrize("make_builder", BUILDERS)
+def test_a_builder_weighs_every_term_as_an_index_does(
+    make_builder: Callable[[], Builder],
+) -> None:
     folder = Path("/nowhere")
     memories = [
         Memory(id=f"m{n}", path=folder / f"m{n}.md", description=text, body=body)
@@ -265,7 +277,7 @@ def test_a_builder_weighs_every_term_as_an_index_does() -> None:
     index = Index()
     index.add_many(memories)
     terms, numbers, weights, _ = index.export().postings
-    builder = Builder()
+    builder = make_builder()
     for memory in memories:
         builder.add(memory)
     packed = builder.finish()
@@ -339,9 +351,10 @@ def test_the_pair_table_numbers_pairs_as_a_dict_numbering_them_on_first_sight() 
     assert pairs.numbers(every) == [reference[code] for code in every]  # all found again
 
 
+@pytest.mark.parametrize("make_builder", BUILDERS)
 @pytest.mark.parametrize("pair_first", [True, False])
 def test_a_word_pair_and_a_word_of_one_crc_keep_the_order_they_were_first_seen_in(
-    pair_first: bool,
+    pair_first: bool, make_builder: Callable[[], Builder],
 ) -> None:
     """A build holds a word pair as its words' numbers and makes its CRC-32 from theirs:
     where a pair and a word share a CRC-32 (about 160 times among 100,000 memories' terms),
@@ -355,7 +368,7 @@ def test_a_word_pair_and_a_word_of_one_crc_keep_the_order_they_were_first_seen_i
     index = Index()
     index.add_many(memories)
     terms = index.export().postings[0]
-    builder = Builder()
+    builder = make_builder()
     for memory in memories:
         builder.add(memory)
     packed = builder.finish()
@@ -442,3 +455,45 @@ def test_the_cache_file_does_not_depend_on_what_the_process_read_before(
     second = MemoryStore(folder, state_dir=tmp_path / "second", watch=False)  # read all before
     assert (cache_module.cache_path(first.folder).read_bytes()
             == cache_module.cache_path(second.folder).read_bytes())
+
+
+ONE_CHARACTER_BUILD = """
+import hashlib, sys
+if {intern}:
+    # Compiled constants made of name characters are interned: Python's one string "6"
+    # (and "q", ...) is then held interned, as a process that imported numpy holds most.
+    exec(compile("constants = ('6', '7', 'q', 'x', 'k')", "<interned>", "exec"))
+from sage_mem import MemoryStore
+from sage_mem.search import cache
+store = MemoryStore({folder!r}, state_dir={state!r}, watch=False)
+data = cache.cache_path(store.folder).read_bytes()
+print(hashlib.sha256(data[16 + 4096 :]).hexdigest())  # past the header (it is dated)
+"""
+
+
+def test_the_cache_file_does_not_depend_on_which_one_character_strings_python_interned(
+    tmp_path: Path,
+) -> None:
+    """marshal writes a string as interned or not as Python holds it, and Python holds one
+    string of each character ("6", "q"): whether a process had it interned (numpy's
+    modules intern most of them) changed the term blocks' bytes of a cache holding a
+    one-character term. The cache's bytes are the same either way."""
+    import subprocess
+    import sys
+
+    folder = tmp_path / "memory"
+    for n in range(12):
+        write(folder / f"note_{n}.md",
+              f"---\ndescription: release {n % 10} of the q tool, x 7 and k\n---\nbody {n}\n")
+    moment = time.time() - 3600  # nothing racy, in the files or their folder
+    for path in [folder, *folder.rglob("*")]:
+        os.utime(path, (moment, moment))
+    digests = []
+    for intern in (False, True):
+        code = ONE_CHARACTER_BUILD.format(intern=intern, folder=str(folder),
+                                          state=str(tmp_path / f"state-{intern}"))
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                              timeout=120)
+        assert done.returncode == 0, done.stderr[-2000:]
+        digests.append(done.stdout.split()[-1])
+    assert digests[0] == digests[1]

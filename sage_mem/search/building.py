@@ -16,7 +16,6 @@ from ..memory.value import Memory
 from .packed import Columns, Packed, Round
 from .scoring import (
     _NAMED_FIELDS,
-    FIELD_WEIGHTS,
     FIELDS,
     Scoring,
     counted_fields,
@@ -356,6 +355,10 @@ class Builder:
         # twice as long.
         for term in set(numbers[first:]):
             held[term] += 1
+        self._keep(memory, lengths)
+
+    def _keep(self, memory: Memory, lengths: list[int]) -> None:
+        """What the columns keep of a counted memory, and its field lengths."""
         trust = memory.trust
         self._rows.append((memory.id, trust, memory.updated, memory.category, memory.project))
         self._archived.append(bool(memory.archived))
@@ -412,9 +415,7 @@ class Builder:
         postings sliced out and written one by one.
         """
         self._park()
-        total = len(self._rows)
-        sums = dict(zip(FIELDS, self._length_sums, strict=True))
-        averages = {name: snap_average(sums[name], total) for name in FIELD_WEIGHTS}
+        averages = self._averages()
         terms = TermTexts(self._term_numbers, self._codes)
         self._term_numbers = {}
         self._pair_numbers = _PairNumbers(array("I"), array("Q"))  # its table freed
@@ -431,8 +432,18 @@ class Builder:
             rounds: Iterable[Round] = [self._placed_at_once(order, starts, averages)]
         else:
             rounds = self._placed_in_rounds(order, starts, averages)  # placed when read
+        return Packed(self._columns(averages), self._lengths, terms, counts, order, sorted_crcs,
+                      starts, rounds)
+
+    def _averages(self) -> dict[str, float]:
+        """Each weighed field's mean length, on the grid (`snap_average`)."""
+        total = len(self._rows)
+        return {name: snap_average(sums, total)
+                for name, sums in zip(FIELDS, self._length_sums, strict=True)}
+
+    def _columns(self, averages: dict[str, float]) -> Columns:
         rows = self._rows
-        columns = Columns(
+        return Columns(
             ids=[row[0] for row in rows],
             trusts=[row[1] for row in rows],
             updated=[row[2] for row in rows],
@@ -440,10 +451,22 @@ class Builder:
             categories=[row[3] for row in rows],
             projects=[row[4] for row in rows],
             averages=averages,
-            length_sums=sums,
+            length_sums=dict(zip(FIELDS, self._length_sums, strict=True)),
             max_boost=self._max_boost,
         )
-        return Packed(columns, self._lengths, terms, counts, order, sorted_crcs, starts, rounds)
+
+    def _rounds_cuts(self, starts: Sequence[int]) -> list[int]:
+        """Where the rounds of placing (`_placed_in_rounds`) cut the terms (places in the
+        file): the most whole blocks of terms whose postings fit ROUND_POSTINGS, at least
+        one block a round."""
+        terms = len(starts) - 1
+        block = self._block
+        cuts = [0]
+        while cuts[-1] < terms:
+            low = cuts[-1]
+            fit = bisect_right(starts, starts[low] + ROUND_POSTINGS) - 1
+            cuts.append(min(terms, max(low + block, fit - fit % block)))
+        return cuts
 
     def _weighed_memories(
         self, averages: dict[str, float], rank: array | None = None
@@ -542,13 +565,7 @@ class Builder:
         if ends:
             park(ranks, values, ends)
         del rank, ranks, values, ends
-        block = self._block
-        cuts = [0]
-        while cuts[-1] < terms:
-            low = cuts[-1]
-            # The most whole blocks of terms from `low` on whose postings fit (at least one).
-            fit = bisect_right(starts, starts[low] + ROUND_POSTINGS) - 1
-            cuts.append(min(terms, max(low + block, fit - fit % block)))
+        cuts = self._rounds_cuts(starts)
         # One pair of arrays for every round: a round's freed arrays would be memory the
         # allocator keeps (and the next round's new ones more of it). Each round is given
         # as views of them, read before the next round is asked for (which overwrites
