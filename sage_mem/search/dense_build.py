@@ -468,12 +468,13 @@ def _trim() -> None:
 
 @functools.cache
 def _malloc_trim() -> Any | None:
-    """glibc's `malloc_trim`; None elsewhere (macOS, musl)."""
+    """glibc's `malloc_trim`; None elsewhere (macOS, musl; Windows, where `CDLL(None)` is
+    a TypeError)."""
     import ctypes
 
     try:
         return getattr(ctypes.CDLL(None), "malloc_trim", None)
-    except OSError:
+    except (OSError, TypeError):
         return None
 
 
