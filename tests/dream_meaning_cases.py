@@ -9,6 +9,8 @@ across `user` and `feedback`); near-twins that differ in a fact and must never m
 
 from __future__ import annotations
 
+from typing import Any
+
 # (id, category, day, description, body)
 Row = tuple[str, str, str, str, str]
 
@@ -129,3 +131,338 @@ DISTINCT: list[list[Row]] = [
      ("user_contact_anne", "user", "2026-11-25", "The user's accountant is Anne",
       "Tax papers go to her by the end of March each year.")],
 ]
+
+# The same fact said twice in other words, over bodies in other words too (issue 29's recall):
+# a person wants each pair merged when the rules can prove it, else listed as a possible
+# duplicate. Kinds: a place, a preference, a rule with its reason, a schedule, a command, a
+# link, a habit; one side negated ("Do not…" / "Avoid…", 不能吃 / 过敏); two across languages.
+REWORDED: list[tuple[str, list[Row]]] = [
+    ("en-place", [
+        ("user_based_montreal", "user", "2026-10-02", "The user is based in Montreal",
+         "Works remotely from Montreal, Canada; schedule calls in Eastern Time."),
+        ("user_lives_montreal", "user", "2026-11-10", "User lives and works in Montreal",
+         "Remote, living in Montreal (Canada): meetings should fit Eastern Time."),
+    ]),
+    ("en-why-first", [
+        ("feedback_reasoning_first", "feedback", "2026-10-03",
+         "Explain the reasoning before showing code",
+         "The user wants to understand the approach before reading any code, so open with a "
+         "short explanation of why it works."),
+        ("feedback_why_then_code", "feedback", "2026-11-11", "Give the why first, then the code",
+         "Open answers with why the change works and only then paste the code: the user reads "
+         "the explanation of the approach first."),
+    ]),
+    ("en-nightly-refresh", [
+        ("project_staging_refresh", "project", "2026-10-04",
+         "The staging database is refreshed from production every night",
+         "A cron job at 02:00 UTC restores the production dump into the staging database, "
+         "with customer emails scrubbed."),
+        ("project_nightly_prod_copy", "project", "2026-11-12",
+         "Staging DB gets a nightly copy of prod data",
+         "Every night at 02:00 UTC the staging database gets a scrubbed restore of the "
+         "production dump (customer emails removed)."),
+    ]),
+    ("en-dashboard-link", [
+        ("reference_payment_error_board", "reference", "2026-10-05",
+         "Where the payment errors are charted",
+         "Failed charges and refund errors are charted at kibana.acme.dev/app/pay-errors."),
+        ("reference_kibana_payments", "reference", "2026-11-13",
+         "Kibana board for payment failures",
+         "The charts of failed charges and refund errors live at "
+         "kibana.acme.dev/app/pay-errors."),
+    ]),
+    ("en-allergy", [
+        ("user_peanut_allergy", "user", "2026-10-06", "The user is allergic to peanuts",
+         "Severe peanut allergy: never suggest recipes or snacks that contain peanuts."),
+        ("user_no_peanuts", "user", "2026-11-14", "Peanuts are off the menu for the user",
+         "The user cannot eat peanuts (an allergy), so leave them out of any recipe idea or "
+         "snack."),
+    ]),
+    ("en-spelling", [
+        ("feedback_british_spelling", "feedback", "2026-10-07", "Use British spelling in docs",
+         "Write colour, organise and licence (the noun) in all documentation; the team and "
+         "its readers are in London."),
+        ("feedback_uk_english_docs", "feedback", "2026-11-15",
+         "Documentation follows UK English spelling",
+         "Docs use UK spelling: colour not color, organise not organize, licence as the noun; "
+         "the readers are in London."),
+    ]),
+    ("en-obvious-comments", [
+        ("feedback_no_restating_comments", "feedback", "2026-10-08",
+         "Do not write comments that restate the code",
+         "A comment should say why, not what: the user deletes comments like '# increment i' "
+         "that repeat what the line does."),
+        ("feedback_avoid_obvious_comments", "feedback", "2026-11-16",
+         "Avoid obvious comments that repeat what the code does",
+         "Comments say why, never what the line already says; the user removes ones like "
+         "'# increment i'."),
+    ]),
+    ("en-timezone", [
+        ("user_pacific_time", "user", "2026-10-09", "The user's timezone is US Pacific",
+         "Lives in California; give times in Pacific time and avoid meetings before 8am."),
+        ("user_california_hours", "user", "2026-11-17", "User keeps California hours",
+         "Based in California, on Pacific time: no meetings before 8am, times given in "
+         "Pacific time."),
+    ]),
+    ("en-docs-build", [
+        ("project_docs_locally", "project", "2026-10-10", "Building the docs locally",
+         "Run `mkdocs serve` from the repository root and open localhost:8000 to see them."),
+        ("project_mkdocs_preview", "project", "2026-11-18",
+         "Preview documentation with mkdocs serve",
+         "From the repository root, `mkdocs serve` builds the docs and serves them on "
+         "localhost:8000."),
+    ]),
+    ("en-small-prs", [
+        ("feedback_small_prs", "feedback", "2026-10-11", "Prefer small pull requests",
+         "One change per pull request, under about 300 lines, so review takes minutes, "
+         "not an afternoon."),
+        ("feedback_focused_prs", "feedback", "2026-11-19", "Keep each PR small and focused",
+         "A pull request should hold one change and stay under about 300 lines: reviews then "
+         "take minutes rather than an afternoon."),
+    ]),
+    ("en-laptop", [
+        ("user_small_screen", "user", "2026-10-12",
+         "The user reads code on a small laptop screen",
+         "A 13-inch laptop with no external monitor: keep code lines short and avoid wide "
+         "tables."),
+        ("user_no_monitor", "user", "2026-11-20",
+         "User codes on a laptop without an external display",
+         "Only a 13-inch laptop, no monitor: wide tables and long code lines do not fit."),
+    ]),
+    ("en-never-push", [
+        ("feedback_no_push_main", "feedback", "2026-10-13", "Never push directly to main",
+         "Every change to main goes through a pull request with review."),
+        ("feedback_pr_for_main", "feedback", "2026-11-21",
+         "Changes to main always go through a pull request",
+         "No direct pushes to main: open a PR and get a review."),
+    ]),
+    ("zh-city", [
+        ("user_zh_hangzhou", "user", "2026-10-02", "用户住在杭州",
+         "用户在杭州工作和生活，约时间请按北京时间。"),
+        ("user_zh_base_hangzhou", "user", "2026-11-10", "用户的常住地是杭州",
+         "常住杭州，开会时间按北京时间安排。"),
+    ]),
+    ("zh-typescript", [
+        ("feedback_zh_ts_examples", "feedback", "2026-10-03", "代码示例用 TypeScript 写",
+         "团队的前后端都是 TypeScript，示例代码不要用 JavaScript，类型要写全。"),
+        ("feedback_zh_examples_in_ts", "feedback", "2026-11-11", "示例代码请使用 TypeScript",
+         "前后端统一用 TypeScript，给示例时类型写完整，别给 JavaScript 版本。"),
+    ]),
+    ("zh-backup", [
+        ("project_zh_db_backup", "project", "2026-10-04", "每天凌晨备份数据库",
+         "凌晨两点定时任务把数据库备份到对象存储，保留最近的备份。"),
+        ("project_zh_nightly_backup", "project", "2026-11-12", "数据库每晚自动备份",
+         "每天夜里两点由定时任务自动备份数据库，备份文件存到对象存储。"),
+    ]),
+    ("zh-unit-tests", [
+        ("feedback_zh_tests_before_commit", "feedback", "2026-10-05", "提交前先跑单元测试",
+         "每次提交代码之前先在本地运行单元测试，全部通过再提交，省得流水线失败。"),
+        ("feedback_zh_run_tests_first", "feedback", "2026-11-13", "提交代码之前要先运行单测",
+         "本地先把单测跑一遍，全部通过了再提交，避免流水线变红。"),
+    ]),
+    ("zh-peanut", [
+        ("user_zh_peanut_allergy", "user", "2026-10-06", "用户对花生过敏",
+         "推荐菜谱或零食时不要包含花生，用户对花生严重过敏。"),
+        ("user_zh_no_peanut", "user", "2026-11-14", "用户不能吃花生",
+         "用户花生过敏，推荐菜谱和零食都要避开花生。"),
+    ]),
+    ("zh-deploy-doc", [
+        ("project_zh_deploy_doc", "project", "2026-10-07", "部署文档在 Confluence 上",
+         "上线步骤、回滚方法和值班联系人都写在 Confluence 的部署页面里。"),
+        ("project_zh_release_steps", "project", "2026-11-15", "上线流程写在 Confluence 的部署页面",
+         "Confluence 部署页面记录了上线步骤、回滚方法和值班联系人。"),
+    ]),
+    ("zh-chinese-answers", [
+        ("feedback_zh_answer_chinese", "feedback", "2026-10-08", "请用中文回答问题",
+         "用户读中文更快，解释和说明都用中文，代码里的标识符保持英文。"),
+        ("feedback_zh_explain_chinese", "feedback", "2026-11-16", "解释说明一律用中文",
+         "说明和解释都写中文，用户读得快；代码标识符仍然用英文。"),
+    ]),
+    ("zh-backend", [
+        ("user_zh_backend", "user", "2026-10-09", "用户是后端工程师",
+         "主要写 Go 和数据库相关的服务端代码，前端接触不多。"),
+        ("user_zh_server_side", "user", "2026-11-17", "用户主要做后端开发",
+         "日常写 Go 服务和数据库相关的代码，很少碰前端。"),
+    ]),
+    ("cross-colour", [
+        ("user_colour_blind", "user", "2026-10-10", "The user is red-green colour-blind",
+         "Never tell red from green apart by colour alone in charts: add shapes or labels."),
+        ("user_zh_colour_blind", "user", "2026-11-18", "用户是红绿色盲",
+         "图表里不要只靠红色和绿色区分，要加形状或文字标签。"),
+    ]),
+    ("cross-vpn", [
+        ("reference_vpn_setup", "reference", "2026-10-11", "How to connect to the office VPN",
+         "Install WireGuard and import the profile from vpn.acme.dev; ask IT for a key."),
+        ("reference_zh_vpn", "reference", "2026-11-19", "连接公司 VPN 的方法",
+         "安装 WireGuard，从 vpn.acme.dev 导入配置文件，密钥找 IT 要。"),
+    ]),
+]
+
+# Different facts in alike words (and a shared topic): never merged, and not listed as
+# possible duplicates either (a pair written on two days may be listed as possibly
+# contradicting: that is another rule). Kinds: another environment, person, language, number,
+# tool, subject, time; one says not; a family of one subject per service.
+LOOKALIKE: list[list[Row]] = [
+    [("project_deploy_staging_cmd", "project", "2026-11-02",
+      "Deploy to staging with make deploy-staging",
+      "The staging deploy builds the image and rolls it out to the staging cluster."),
+     ("project_deploy_prod_cmd", "project", "2026-11-02",
+      "Production deploys run through make release",
+      "The release target builds the image, tags it and rolls it out to the production "
+      "cluster.")],
+    [("user_sister_porto", "user", "2026-11-03", "The user's sister lives in Porto",
+      "They visit her a few times a year."),
+     ("user_brother_porto", "user", "2026-11-03", "User has a brother living in Porto",
+      "They visit him a few times a year.")],
+    [("feedback_go_tabs", "feedback", "2026-11-04", "Indent Go code with tabs",
+      "gofmt decides: tabs for indentation in every Go file."),
+     ("feedback_python_spaces", "feedback", "2026-11-04",
+      "Python files are indented with four spaces",
+      "Follow PEP 8: spaces for indentation in every Python file.")],
+    [("project_rate_limit_minute", "project", "2026-11-05",
+      "The API allows 60 requests per minute",
+      "Clients over the limit get a 429 and must back off."),
+     ("project_rate_limit_key", "project", "2026-11-05",
+      "Rate limiting: 600 requests a minute per API key",
+      "Over the limit, the API answers 429 and the client backs off.")],
+    [("user_terminal_light", "user", "2026-11-06", "The user's terminal uses a light theme",
+      "Screenshots of the terminal have a white background."),
+     ("user_editor_dark", "user", "2026-11-06", "The user's editor is in dark mode",
+      "Screenshots of the editor have a dark background.")],
+    [("project_backup_retention", "project", "2026-11-07", "Backups are kept for 30 days",
+      "Older backups are deleted by a lifecycle rule on the bucket."),
+     ("project_log_retention", "project", "2026-11-07", "Logs are retained for 30 days",
+      "Older log files are deleted by a lifecycle rule on the bucket.")],
+    [("feedback_lint_before_commit", "feedback", "2026-11-08",
+      "Always run the linter before committing",
+      "ruff check on the changed files; fix what it reports first."),
+     ("feedback_no_format_vendored", "feedback", "2026-11-08",
+      "Never run the formatter on vendored code",
+      "Files under vendor/ stay as upstream wrote them; formatting them makes diffs huge.")],
+    [("project_mobile_flutter", "project", "2026-11-09", "The mobile app is built with Flutter",
+      "One codebase for iOS and Android, in Dart."),
+     ("project_web_react", "project", "2026-11-09", "The web app is written in React",
+      "A single-page app in TypeScript, served from the CDN.")],
+    [("user_learning_rust", "user", "2026-11-10", "The user is learning Rust",
+      "Explain borrow checker errors step by step."),
+     ("user_teaches_rust", "user", "2026-11-10", "The user teaches Rust at a bootcamp",
+      "Examples can assume a teaching context, with exercises.")],
+    [("project_integration_nightly", "project", "2026-11-11",
+      "Integration tests run nightly on CI",
+      "The nightly job spins up the whole stack in docker compose."),
+     ("project_unit_on_push", "project", "2026-11-11", "Unit tests run on every push in CI",
+      "The push job runs pytest on the unit suite only.")],
+    [("reference_runbook_billing", "reference", "2026-11-12",
+      "Runbook for a billing service outage",
+      "Check the payment provider status page first, then the billing workers' queue."),
+     ("reference_runbook_search", "reference", "2026-11-12",
+      "Runbook for a search service outage",
+      "Check the Elasticsearch cluster health first, then the indexing workers' queue.")],
+    [("user_coffee_morning", "user", "2026-11-13", "The user drinks coffee every morning",
+      "Two cups before standup."),
+     ("user_no_coffee_afternoon", "user", "2026-11-13", "The user avoids coffee after 2pm",
+      "Caffeine late in the day keeps them awake.")],
+    [("project_zh_test_mysql", "project", "2026-11-02", "测试环境的数据库是 MySQL",
+      "测试环境用 MySQL 8，数据每周重置一次。"),
+     ("project_zh_prod_postgres", "project", "2026-11-02", "生产环境用的是 PostgreSQL 数据库",
+      "生产环境的 PostgreSQL 有一主两从，数据每天备份。")],
+    [("user_zh_daughter_school", "user", "2026-11-03", "用户的女儿在上小学",
+      "下午四点要去学校接她。"),
+     ("user_zh_son_school", "user", "2026-11-03", "用户的儿子在读初中",
+      "晚上要辅导他写作业。")],
+    [("project_zh_monday_meeting", "project", "2026-11-04", "每周一上午开周会",
+      "周会过一遍上周进度和本周计划。"),
+     ("project_zh_friday_review", "project", "2026-11-04", "每周五下午做代码评审",
+      "评审本周合并的代码，提前读完合并请求。")],
+    [("project_zh_frontend_vue", "project", "2026-11-05", "前端用 Vue 写",
+      "面向用户的前端页面都用 Vue 3 和 Vite。"),
+     ("project_zh_admin_react", "project", "2026-11-05", "后台管理系统用 React 写",
+      "内部的后台管理系统用 React 和 Ant Design。")],
+    [("user_zh_green_tea", "user", "2026-11-06", "用户喜欢喝绿茶", "每天下午泡一壶龙井。"),
+     ("user_zh_no_coffee", "user", "2026-11-06", "用户不喝咖啡", "喝了咖啡会心慌。")],
+    [("feedback_zh_notify_ops", "feedback", "2026-11-07", "发布前要先通知运维",
+      "提前一天在运维群里说明发布内容和时间。"),
+     ("feedback_zh_notify_pm", "feedback", "2026-11-07", "发布后要通知产品经理",
+      "上线完成后在产品群里同步发布内容。")],
+    [("project_zh_log_days", "project", "2026-11-08", "日志保留七天",
+      "超过七天的日志由定时任务清理。"),
+     ("project_zh_backup_days", "project", "2026-11-08", "备份保留三十天",
+      "超过三十天的备份由定时任务清理。")],
+    [("user_zh_mac_code", "user", "2026-11-09", "用户用 Mac 写代码",
+      "工作电脑是 MacBook Pro，终端用 iTerm2。"),
+     ("user_zh_windows_games", "user", "2026-11-09", "用户在家用 Windows 玩游戏",
+      "家里的台式机装的是 Windows，只用来玩游戏。")],
+]
+
+
+def found(manifest: dict, pair: list[Row]) -> str:
+    """What a dream did with a pair: "merged", "listed" (a near-duplicate note naming both),
+    "contradiction" (listed as possibly contradicting) or "missed"."""
+    a, b = pair[0][0], pair[1][0]
+    for change in manifest.get("changes", []):
+        if change.get("operation") == "archive" and {change["id"], change.get(
+                "supersededBy")} == {a, b}:
+            return "merged"
+    kinds = {
+        note.get("rule") for note in manifest.get("notes", [])
+        if {note.get("id"), a, b} == {a, b}
+        and (b if note.get("id") == a else a) in str(note.get("message"))
+    }
+    if "near-duplicates" in kinds:
+        return "listed"
+    return "contradiction" if "contradictions" in kinds else "missed"
+
+
+def measure(folder: Any, vectors: bool = False) -> dict[str, Any]:
+    """A report run over the annotated corpus with REWORDED and LOOKALIKE in it: what became
+    of each pair, and how many possible duplicates the whole run listed."""
+    from dream_corpus import NOW, build
+    from test_dream_support import add, read_manifest
+
+    from sage_mem.dream import run_dream
+    from sage_mem.store import MemoryStore
+
+    build(folder)
+    for memory_id, category, day, description, body in [
+        row for _, rows in REWORDED for row in rows
+    ] + [row for rows in LOOKALIKE for row in rows]:
+        add(folder, memory_id, description, body, category=category, created=day,
+            updated=f"{day}T09:00:00Z")
+    store = MemoryStore(folder, watch=False)
+    if vectors:
+        store.embed()
+    manifest = read_manifest(run_dream(store, mode="report", now=NOW))
+    twins = {name: found(manifest, rows) for name, rows in REWORDED}
+    apart = {rows[0][0]: found(manifest, rows) for rows in LOOKALIKE}
+    listed = [n for n in manifest["notes"] if n.get("rule") == "near-duplicates"
+              and "possible duplicate" in str(n.get("message"))]
+    twin_ids = {row[0] for _, rows in REWORDED for row in rows}
+    return {"twins": twins, "lookalikes": apart, "possible_duplicates": len(listed),
+            "others": [str(n["message"]) for n in listed if n.get("id") not in twin_ids]}
+
+
+def main() -> int:
+    """`python tests/dream_meaning_cases.py [--vectors]`: the figures docs/dream.md quotes."""
+    import sys
+    import tempfile
+    from collections import Counter
+    from pathlib import Path
+
+    vectors = "--vectors" in sys.argv
+    with tempfile.TemporaryDirectory() as tmp:
+        result = measure(Path(tmp) / "memory", vectors=vectors)
+    twins, apart = Counter(result["twins"].values()), Counter(result["lookalikes"].values())
+    print(f"{'with' if vectors else 'without'} vectors: {len(REWORDED)} reworded twins: "
+          f"{twins['merged']} merged, {twins['listed']} listed, "
+          f"{len(REWORDED) - twins['merged'] - twins['listed']} missed; {len(LOOKALIKE)} "
+          f"look-alikes: {apart['merged']} merged, {apart['listed']} listed as duplicates; "
+          f"{result['possible_duplicates']} possible duplicates listed in the whole run")
+    for name, what in {**result["twins"], **result["lookalikes"]}.items():
+        print(f"  {name}: {what}")
+    for message in result["others"]:
+        print(f"  not annotated: {message}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

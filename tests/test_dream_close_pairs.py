@@ -100,3 +100,23 @@ def test_close_pairs_grow_with_the_folder_not_its_square(tmp_path: Path) -> None
 
     small, large = cost(1000), cost(4000)
     assert large < 8 * small + 0.5, (small, large)
+
+
+def test_with_vectors_the_words_still_propose_their_pairs(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Made vectors add pairs, never hide one the words found; a pair carries both closenesses."""
+    pytest.importorskip("numpy")
+    from test_semantic import WordsEmbedder
+
+    folder = _folder(tmp_path)
+    add(folder, "project_ci_twin", "Our CI is on GitHub Actions", "Jobs: lint, test, build.")
+    store = MemoryStore(folder, watch=False)
+    store.embed(embedder=WordsEmbedder())
+    pairs = {(p.first, p.second): p for p in close_pairs(store.folder, store.list(), k=1)}
+    twin = pairs[("project_ci", "project_ci_twin")]
+    assert twin.lexical is not None and twin.lexical > 0
+    assert twin.vectors is not None and twin.vectors > 0
+    monkeypatch.setenv("SAGE_MEM_SEMANTIC", "0")
+    by_words = close_pairs(store.folder, store.list(), k=1)
+    assert {p.source for p in by_words} == {"lexical"}
+    assert {(p.first, p.second) for p in by_words} <= set(pairs)

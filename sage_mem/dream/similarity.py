@@ -107,8 +107,8 @@ _TIME = re.compile(r"\b\d{1,2}:\d{2}\b|\b\d{1,2}\.\d{2}(?=\s*(?:[ap]\.?m\b|h\b))
 _LATIN_WORD = re.compile(r"[^\W\d_]+|\d+(?:[.,]\d+)*", re.UNICODE)
 _CJK_CHAR = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 # Characters and words that reword without changing the fact: 是/为 ("is"), 都 ("all"),
-# "the", "a", punctuation words.
-_PLAIN_CHARS = frozenset("的了是为在和与及也都就又很把被给让对从向之其而或个一每")
+# 请 ("please"), "the", "a", punctuation words.
+_PLAIN_CHARS = frozenset("的了是为在和与及也都就又很把被给让对从向之其而或个一每请")
 _PLAIN_WORDS = frozenset(
     "the a an of to and or is are be for with on in at by it its this that user user's "
     "users s".split()
@@ -129,6 +129,7 @@ _SYNONYMS: tuple[tuple[str, ...], ...] = (
     ("never", "do not", "don't", "must not", "should not"),
     ("always", "every time", "each time"),
     ("use", "uses", "using"),
+    ("用", "使用", "采用"),
     ("喜欢", "习惯", "偏好", "爱用", "常用", "倾向于", "更喜欢", "偏爱"),
     ("简洁", "简短", "简明", "精简", "简练"),
     ("回答", "回复", "答复"),
@@ -239,10 +240,29 @@ def _difference_but_a_swap(first: str, second: str) -> str | None:
     only_a, only_b = a_chars - b_chars, b_chars - a_chars
     if 1 <= len(only_a) <= 3 and 1 <= len(only_b) <= 3:
         return f"a different key term ({_shown(only_a)} / {_shown(only_b)})"
+    # Counted as written, a name is one word though the index splits it (RabbitMQ: rabbitmq,
+    # rabbit, mq), and a name may swap scripts (用户的猫叫芝麻 / 用户的猫叫 Miso).
+    a_names, b_names = _whole_words(first), _whole_words(second)
+    a_side = (a_names - b_names, only_a)
+    b_side = (b_names - a_names, only_b)
+    most = 3 if only_a or only_b else 2
+    if 1 <= len(a_side[0]) + len(a_side[1]) <= most >= len(b_side[0]) + len(b_side[1]) >= 1:
+        shown = [", ".join(sorted(words | chars)) for words, chars in (a_side, b_side)]
+        return f"a different key term ({shown[0]} / {shown[1]})"
     opposite = _opposite(first, second)
     if opposite:
         return f"a different key term ({opposite[0]} / {opposite[1]})"
     return None
+
+
+def _whole_words(text: str) -> frozenset[str]:
+    """The Latin content words of `text`, each one stem as written (no camel-case parts)."""
+    return frozenset(
+        tokens.stem(word.casefold())
+        for word in _LATIN_WORD.findall(_CJK_CHAR.sub(" ", text))
+        if not word[0].isdigit() and word.casefold() not in _PLAIN_WORDS
+        and word.casefold() not in tokens.ENGLISH_STOP_WORDS
+    )
 
 
 # What the index folds together but that names another thing when it differs: a currency
@@ -276,14 +296,27 @@ _OPPOSITES = (
     ("his", "her"),
     ("am", "pm"),
     ("a.m", "p.m"),
+    # in Chinese one character says it (发布前 / 发布后, 上线 / 下线, 前端 / 后端)
+    ("前", "后"),
+    ("上", "下"),
+    ("早", "晚"),
+    ("开", "关"),
+    ("多", "少"),
+    ("大", "小"),
+    ("长", "短"),
+    ("高", "低"),
+    ("新", "旧"),
+    ("内", "外"),
+    ("左", "右"),
+    ("男", "女"),
 )
 _PLAIN_WORD = re.compile(r"[a-z]+(?:\.[a-z](?=\.))?")
 
 
 def _opposite(first: str, second: str) -> tuple[str, str] | None:
     """A pair of opposite words, one only in `first`, the other only in `second`."""
-    a = set(_PLAIN_WORD.findall(first.casefold()))
-    b = set(_PLAIN_WORD.findall(second.casefold()))
+    a = set(_PLAIN_WORD.findall(first.casefold())) | set(_CJK_CHAR.findall(first))
+    b = set(_PLAIN_WORD.findall(second.casefold())) | set(_CJK_CHAR.findall(second))
     for x, y in _OPPOSITES:
         for one, other in ((x, y), (y, x)):
             if one in a - b and other in b - a:

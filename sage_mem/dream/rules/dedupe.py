@@ -45,6 +45,7 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 
 from ...memory.value import MAX_TAG_LENGTH, MAX_TAGS, Memory
+from ...search.tokens import has_cjk
 from ..candidates import Pair
 from ..similarity import (
     MIN_BODY_TERMS,
@@ -220,9 +221,31 @@ def same_by_meaning(a: Memory, b: Memory) -> bool:
 REWORDED_BODY_SAME = 0.85
 """Bodies this alike (Jaccard of their terms) say the same, for twins proven by meaning."""
 LIKELY_TWIN_LEXICAL = 0.6
-LIKELY_TWIN_VECTORS = 0.985
-"""How close (the candidates' cosine) two memories of one category must be to be listed as
-likely twins when they cannot be proven so."""
+LIKELY_TWIN_LEXICAL_CJK = 0.35
+LIKELY_TWIN_VECTORS = (0.95, 0.15)
+LIKELY_TWIN_VECTORS_WITH_WORDS = (0.9, 0.4)
+"""How close two memories of one category must be to be listed as likely twins when they
+cannot be proven so: their words' tf-idf cosine (a Chinese rewording shares fewer bigrams
+than an English one shares words: 用户住在杭州 / 用户的常住地是杭州, 0.31), or their
+vectors' cosine (multilingual-e5-small puts any two memories of one topic above 0.85, reworded
+twins at 0.95-0.99 and look-alikes of one topic up to 0.95), or both a little less. Measured
+on `dream_meaning_cases.REWORDED` and `LOOKALIKE` (docs/dream.md, "Twins by meaning: how
+many are found")."""
+
+
+def close_as_twins(pair: Pair, a: Memory, b: Memory) -> str | None:
+    """How `a` and `b` are close enough to be listed as likely twins ("by their words, 0.71"),
+    or None."""
+    words, vectors = pair.lexical, pair.vectors
+    cjk = has_cjk(a.description) and has_cjk(b.description)
+    if words is not None and words >= (LIKELY_TWIN_LEXICAL_CJK if cjk else LIKELY_TWIN_LEXICAL):
+        return f"by their words, {words:.2f}"
+    if vectors is not None and any(
+        vectors >= close and (words or 0.0) >= alike
+        for close, alike in (LIKELY_TWIN_VECTORS, LIKELY_TWIN_VECTORS_WITH_WORDS)
+    ):
+        return f"by their vectors, {vectors:.2f}"
+    return None
 
 
 def _list_likely_twins(
@@ -238,29 +261,41 @@ def _list_likely_twins(
         a, b = live.get(pair.first), live.get(pair.second)
         if a is None or b is None or a.id in handled or b.id in handled:
             continue
-        wanted = LIKELY_TWIN_VECTORS if pair.source == "vectors" else LIKELY_TWIN_LEXICAL
-        if pair.score < wanted or (a.category, a.project) != (b.category, b.project):
+        how = close_as_twins(pair, a, b)
+        if how is None or (a.category, a.project) != (b.category, b.project):
             continue
-        differs = difference(canonical(a.description), canonical(b.description))
-        if differs is not None and not (differs.startswith("a negation") and _reworded(a, b)):
+        first, second = canonical(a.description), canonical(b.description)
+        differs = difference(first, second)
+        negated = (
+            differs is not None and differs.startswith("a negation")
+            and _reworded(a, b, (pair.vectors or 0.0) >= LIKELY_TWIN_VECTORS[0]
+                          and (pair.lexical or 0.0) >= LIKELY_TWIN_VECTORS_WITH_WORDS[1])
+        )
+        swapped = differs is not None and only_swapped(first, second)
+        if differs is not None and not negated and not swapped:
             continue  # "Unit tests…" / "Integration tests…": one word swapped is another fact
         keeper, other = sorted((a, b), key=lambda m: keep_key(m, ctx.retrievals))
         handled.update((a.id, b.id))
-        how = "by their vectors" if pair.source == "vectors" else "by their words"
         ctx.applier.note(
             other.id,
             rule=NAME,
             message=f"possible duplicate of {keeper.id}: “{_short(other.description)}” / "
-            f"“{_short(keeper.description)}”, close in meaning ({how}, {pair.score:.2f})"
+            f"“{_short(keeper.description)}”, close in meaning ({how})"
             + (", though only one says not (“must use a real …” / “never mock …” say one "
-               "rule in two ways; check that they do)" if differs else "")
+               "rule in two ways; check that they do)" if negated else "")
+            + (", though two parts are in swapped places (the order may be the fact: "
+               "“commit and push”)" if swapped else "")
             + "; not merged, since the rules cannot prove they say one fact: merge them by "
             f"hand (archive {other.id} with `supersededBy: {keeper.id}`) if they do",
         )
 
 
-def _reworded(a: Memory, b: Memory) -> bool:
-    """Descriptions in other words (more than two key words apart), bodies alike.
+def _reworded(a: Memory, b: Memory, close: bool = False) -> bool:
+    """Descriptions in other words (more than two key words apart), bodies alike (or, `close`,
+    the memories as near as twins by their vectors and words: "Never push directly to main" /
+    "Changes to main always go through a pull request", whose bodies say it each in its own
+    words; not "Ask for the exact day when the user is vague about dates" / "Never promise a
+    fix date to a customer", 0.96 by vectors but 0.25 by words).
 
     A negation on one side is then no proof of another fact ("Tests must hit a real
     database" / "No mocking the database in tests"), as it is between two descriptions
@@ -269,7 +304,7 @@ def _reworded(a: Memory, b: Memory) -> bool:
     a_words, a_chars = key_words(canonical(a.description))
     b_words, b_chars = key_words(canonical(b.description))
     apart = len(a_words ^ b_words) > 2 or len(a_chars ^ b_chars) > 3
-    return apart and jaccard(terms(a.body), terms(b.body)) >= 0.3
+    return apart and (close or jaccard(terms(a.body), terms(b.body)) >= 0.3)
 
 
 def _merge_cluster(
