@@ -763,7 +763,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="with --weights: the candidates taken from each side")
     parser.add_argument("--convs", type=parse_convs, help="locomo-dev: only these conversations")
     parser.add_argument("--split", action="store_true",
-                        help="locomo-dev (conversations), dulemon-utterance (sessions): tuning vs check half")
+                        help="locomo-dev, dulemon-utterance: tuning vs check half")
     parser.add_argument("--grid", action="store_true", help="score a coarse grid of constants")
     args = parser.parse_args(argv)
     folders = {name: args.data_root / SETS[name] for name in args.sets}
