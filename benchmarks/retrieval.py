@@ -71,7 +71,8 @@ span slice gives R@5 and MRR@10 on the questions asking how long
 
 `--convs` keeps only the locomo-dev questions of those conversations (the
 store still holds every memory). `--split` prints locomo-dev's tuning half
-(conv0-2) beside its check half (conv3-4), the overfitting check. `--grid`
+(conv0-2) beside its check half (conv3-4), the overfitting check, and
+dulemon-utterance's (chat sessions 0-4 and 5-9). `--grid`
 scores a coarse grid of the ranking constants (k1, description weight, pair
 weight) on both halves and says how flat the optimum is. Every run also
 scores the small bilingual folder of tests/test_search.py and prints one line
@@ -490,6 +491,18 @@ def halves(search: Search, queries: list[dict]) -> dict[str, dict[str, float]]:
     }
 
 
+def session_halves(search: Search, queries: list[dict]) -> dict[str, dict[str, float]]:
+    """dulemon-utterance's halves: chat sessions 0-4 (tuning) and 5-9 (check), by the
+    query id's session (`s03/t07`); the twelfth pass chose on the first."""
+    rows = evaluate(search, queries)["rows"]
+    tuning = [int(query["id"][1:].split("/", 1)[0]) < 5 for query in queries]
+    return {
+        "tune s00-s04": summarize([r for r, t in zip(rows, tuning, strict=True) if t]),
+        "check s05-s09": summarize([r for r, t in zip(rows, tuning, strict=True) if not t]),
+        "all": summarize(rows),
+    }
+
+
 def run_grid(store: MemoryStore, queries: list[dict]) -> dict:
     """R@5 and MRR@10 of every grid point on both halves, and the spread of each."""
     memories = store.index.memories()
@@ -666,6 +679,8 @@ def run_set(name: str, folder: Path, args: argparse.Namespace) -> dict:
                         variant_splits[label] = halves(search, queries)
         if name.startswith("locomo-dev") and args.split:
             split = halves(store_search(store), queries)
+        elif name == "dulemon-utterance" and args.split:
+            split = session_halves(store_search(store), queries)
         if name.startswith("locomo-dev") and args.grid:
             grid = run_grid(store, queries)
         memories = store.index.memories()
@@ -747,7 +762,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--depth", type=int, default=50,
                         help="with --weights: the candidates taken from each side")
     parser.add_argument("--convs", type=parse_convs, help="locomo-dev: only these conversations")
-    parser.add_argument("--split", action="store_true", help="locomo-dev: tuning vs check half")
+    parser.add_argument("--split", action="store_true",
+                        help="locomo-dev, dulemon-utterance: tuning vs check half")
     parser.add_argument("--grid", action="store_true", help="score a coarse grid of constants")
     args = parser.parse_args(argv)
     folders = {name: args.data_root / SETS[name] for name in args.sets}

@@ -132,7 +132,8 @@ def test_a_long_chinese_prompt_is_scored_on_a_bounded_number_of_loose_terms(
 
 
 def reference_loose(text: str) -> list[tuple[str, float]]:
-    """The Chinese part of `loose_terms` written as one loop per segment, in text order."""
+    """The Chinese part of `loose_terms` written as one loop per segment, in text order
+    (the characters standing alone after the rest)."""
     from sage_mem.search import tokens
 
     out: dict[str, float] = {}
@@ -145,6 +146,11 @@ def reference_loose(text: str) -> list[tuple[str, float]]:
                 first, last = segment[i], segment[i + 2]
                 if first != last and tokens._UNIGRAMS[first] and tokens._UNIGRAMS[last]:
                     out.setdefault(first + last, tokens.SKIP_WEIGHT)
+    for run in tokens._CJK_RUN.findall(tokens.fold(text)):
+        for segment in tokens._CHINESE_STOP.split(run):
+            unigram = tokens._UNIGRAMS[segment] if len(segment) == 1 else ""
+            if unigram and out.get(unigram, 0.0) < tokens.LONE_WEIGHT:
+                out[unigram] = tokens.LONE_WEIGHT
     held = set(tokenize(text))
     return [(term, weight) for term, weight in out.items()
             if term.startswith("~") or term not in held]
@@ -152,7 +158,8 @@ def reference_loose(text: str) -> list[tuple[str, float]]:
 
 @pytest.mark.parametrize("seed", range(6))
 def test_loose_chinese_terms_come_once_each_in_text_order(seed: int) -> None:
-    """Skip bigrams and doubled characters, made in C over the whole text, in the loop's order."""
+    """Skip bigrams, doubled characters and characters standing alone, made in C over the
+    whole text, in the loop's order."""
     from sage_mem.search.tokens import loose_terms
 
     rng = random.Random(seed)

@@ -20,7 +20,7 @@ from sage_mem.memory.value import Memory, memory_from_meta
 from sage_mem.search.index import Index
 from sage_mem.search.query import Filters
 from sage_mem.search.scoring import word_pairs
-from sage_mem.search.tokens import tokenize
+from sage_mem.search.tokens import loose_terms, tokenize
 
 BILINGUAL_MEMORIES: dict[str, str] = {
     "user_cat": """---
@@ -780,6 +780,21 @@ def test_loose_chinese_finds_the_memory_when_nothing_better_matches(
 ) -> None:
     index = index_of(make("user_wanted", text), make("user_a_decoy", decoy))
     assert ids(index.search(query))[:1] == ["user_wanted"]
+
+
+def test_a_chinese_character_standing_alone_counts_as_a_word() -> None:
+    """狗 between function words (我的狗，) is a one-character word, above a stray
+    character of a longer word (步 of 散步), even written twice in a shorter memory."""
+    index = index_of(
+        make("user_dog", "家里养了一条狗"),
+        make("user_a_decoy", "一步一步来"),
+        make("user_other", "周末在公司加班"),
+    )
+    assert ids(index.search("我的狗，喜欢散步"))[:1] == ["user_dog"]
+    from sage_mem.search.tokens import LONE_WEIGHT, REDUPLICATED_WEIGHT
+
+    assert ("~狗", LONE_WEIGHT) in loose_terms("我的狗，喜欢散步")
+    assert ("~狗", REDUPLICATED_WEIGHT) in loose_terms("狗狗和我的狗")
 
 
 def test_a_loose_match_ranks_below_an_exact_one() -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from sage_mem.search.tokens import (
+    LONE_WEIGHT,
     bigrams,
     chinese_number,
     fold,
@@ -359,7 +360,7 @@ def test_a_name_inside_a_question_weighs_more() -> None:
     # Nor is one after a full stop or a Chinese full stop; after a comma it is.
     for text in ("Fine. Books are fun", "好了。 Books", "Why? Books"):
         assert "book" not in dict(loose_terms(text)), text
-    assert dict(loose_terms("好的, Melanie said")) == {"melani": 1.5}
+    assert dict(loose_terms("好的, Melanie said")) == {"~好": LONE_WEIGHT, "melani": 1.5}
 
 
 # Chinese.

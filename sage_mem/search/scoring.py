@@ -43,7 +43,8 @@ a mixed query such as "flaky 测试" ranks the memories holding 测试 above the
 one it names). `tokens.loose_terms` adds query terms or sets their q_t: a
 name inside the question 1.5 (a capitalised word not starting a sentence:
 the question is about that person), a doubled Chinese character's unigram
-1.0 ("狗狗" for 狗), a Chinese skip bigram 0.4 ("打篮球" for 打球), a verb and
+1.0 ("狗狗" for 狗), a Chinese character standing alone between function words
+0.5 (狗 of "我的狗"), a Chinese skip bigram 0.4 ("打篮球" for 打球), a verb and
 its particle joined 1.0 ("log in" for "login") and a word split into its
 verb and particle 0.3 ("login" for "log"); `tokens.short_names` a short name's prefix
 term 0.5 ("Deb" asks for "deb*", which a memory writing "Deborah" is indexed under:

@@ -33,6 +33,12 @@ Each emoji or pictographic symbol is a term of its own (`_SYMBOL`): chat memorie
 meaning in them, and a query "🐶" finds the memory holding one.
 
 Must stay import-light: the hook path imports it.
+
+Why one module: a query's terms must be the index's terms. The tokenizer, the
+forms it folds together (dates, numbers, irregular words) and the loose terms a
+query adds over them (`loose_terms`) read the same tables (the function words
+and characters, the unigram terms); in two modules the query's side would
+drift from what the index holds.
 """
 
 from __future__ import annotations
@@ -592,7 +598,11 @@ def loose_terms(text: str, held: Iterable[str] | None = None) -> list[tuple[str,
         finds 一条狗;
       - a skip bigram, the first and third character of three ("打篮球" gives
         "打球"), matches a word with a character left out (SKIP_WEIGHT), so
-        打篮球 finds 打球 when nothing holds 篮球.
+        打篮球 finds 打球 when nothing holds 篮球;
+      - a character standing alone between function words (狗 in "带着我的狗",
+        书 in "买的书") is a one-character word, not a piece of a bigram: its
+        unigram weighs LONE_WEIGHT rather than a unigram's 0.25, so "我的狗"
+        finds 我有一条狗 above a memory sharing a stray character of a bigram.
 
     `held` is `tokenize(text)` (or its set) when the caller has it already.
     """
@@ -659,10 +669,9 @@ def _loose_chinese(folded: str) -> dict[str, float]:
         _MARKING.append(re.compile(f"[{stops}]"))
         _MARKING.append(re.compile(f"(?=([^{_MARK}])\\1)"))  # a doubled character's place
     marks, doubles = _MARKING
-    segments = [
-        segment for run in _CJK_RUN.findall(folded)
-        for segment in _CHINESE_STOP.split(run) if len(segment) > 1
-    ]
+    parts = [segment for run in _CJK_RUN.findall(folded) for segment in _CHINESE_STOP.split(run)]
+    segments = [segment for segment in parts if len(segment) > 1]
+    lone = [segment for segment in parts if len(segment) == 1]
     # Two different function characters between segments: no skip bigram or doubled
     # character spans them. Every function character is then marked, the gap's too.
     marked = marks.sub(_MARK, _SEGMENT_GAP.join(segments))
@@ -672,7 +681,7 @@ def _loose_chinese(folded: str) -> dict[str, float]:
     wrong.update(map(add, chars, repeat(_MARK)), map(add, repeat(_MARK), chars))
     doubled = [match.start() for match in doubles.finditer(marked)]
     if not doubled:
-        return _skip_pairs(marked, 0, len(marked), wrong)
+        return _add_lone(_skip_pairs(marked, 0, len(marked), wrong), lone)
     out: dict[str, float] = {}
     unigram = _UNIGRAMS.__getitem__
     starts = list(accumulate([len(segment) + 2 for segment in segments], initial=0))
@@ -684,6 +693,16 @@ def _loose_chinese(folded: str) -> dict[str, float]:
             done = start
         out[unigram(marked[place])] = REDUPLICATED_WEIGHT
     _update_new(out, _skip_pairs(marked, done, len(marked), wrong))
+    return _add_lone(out, lone)
+
+
+def _add_lone(out: dict[str, float], lone: list[str]) -> dict[str, float]:
+    """`out` with the unigram of each character standing alone (`lone`, one-character
+    segments) at LONE_WEIGHT, after the others, in text order (a doubled one keeps its
+    REDUPLICATED_WEIGHT)."""
+    for term in filter(None, map(_UNIGRAMS.__getitem__, dict.fromkeys(lone))):
+        if out.get(term, 0.0) < LONE_WEIGHT:
+            out[term] = LONE_WEIGHT
     return out
 
 
@@ -736,6 +755,11 @@ MAX_VERB = 5
 SPLIT_WEIGHT = 0.3
 REDUPLICATED_WEIGHT = 1.0
 SKIP_WEIGHT = 0.4
+# A query character standing alone between function words is a one-character word: its
+# unigram weighs this rather than UNIGRAM_QUERY_WEIGHT (0.25). Chosen on dulemon-utterance's
+# tuning half (sessions 0-4; 0.35-0.75 a plateau, 1.0 loses): docs/retrieval.md, "the
+# twelfth pass".
+LONE_WEIGHT = 0.5
 
 
 class _UnigramTerms(dict[str, str]):
