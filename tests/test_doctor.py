@@ -350,3 +350,16 @@ def test_vectors_made_before_a_memory_changed_are_not_fresh(healthy: Path,
     semantic = finding(data, "semantic")
     assert semantic["level"] == "note" and semantic["data"]["lacking"] == 1, text
     assert "embed" in semantic["fix"]
+
+
+def test_the_memories_are_counted_without_an_index_cache(empty_dir: Path, project: Path) -> None:
+    """More memories than a hook reads by itself and no cache: doctor still counts them all
+    (it said "0 memories" for a 10,000-memory folder whose cache was deleted)."""
+    for number in range(80):
+        write_memory(empty_dir, f"project/note_{number}",
+                     f"---\ndescription: note {number}\n---\n\nbody {number}\n")
+    write_memory(empty_dir, "archive/old_note", "---\ndescription: old\n---\n\nold\n")
+    code, text, data = doctor(empty_dir, cwd=project, text=True)
+    assert finding(data, "memories")["data"]["count"] == 80
+    assert "memories: 80 memories" in text
+    assert problems(data)[0]["data"]["state"] == "missing"

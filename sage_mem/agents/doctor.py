@@ -175,6 +175,10 @@ def _check_state_and_index(result: Checkup, folder: MemoryFolder, dir_flag: str,
         return None
     loaded = store.loaded
     memories = len(store.list())
+    if loaded is not None and loaded.left_out:
+        # Without a fresh cache the store read a few files or none (a hook's budget): the
+        # memories are counted by the walk instead, not said to be "0" (or too few).
+        memories = sum(1 for _ in store.folder.iter_files())
     broken = [problem for problem in store.problems()
               if store.folder.id_for(problem.path) is not None]
     result.add("memories", OK, f"{memories} memories", count=memories)
