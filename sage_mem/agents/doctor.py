@@ -198,6 +198,12 @@ def _check_state_and_index(result: Checkup, folder: MemoryFolder, dir_flag: str,
     elif how == "partial":
         result.add("index", PROBLEM, "no index cache: a hook answers from a few files only",
                    build, state="missing")
+    elif loaded is not None and loaded.build_needed and not loaded.left_out:
+        # Behind in its weights (an average moved) or in files each process reads again:
+        # every memory is still found, so no problem (it said "0 changed files ... missed").
+        result.add("index", NOTE, "the index cache is behind: no hook misses a memory, but each "
+                   "reads some files again or weighs words by old averages", build,
+                   state="behind")
     elif loaded is not None and loaded.build_needed:
         result.add("index", PROBLEM,
                    f"the index cache is stale ({loaded.left_out} changed files are not in it): "
@@ -403,7 +409,10 @@ def _check_dream(result: Checkup, store: Any, dir_flag: str, env: Mapping[str, s
         result.add("dream", OK, "no dream run yet", state="none")
     else:
         run = runs[-1]
-        if run.status != "finished" or run.error:
+        if run.status == "rolled-back":  # undone (a run interrupted, or not liked): settled
+            result.add("dream", OK, f"last run {run.run_id} ({run.mode}) rolled back by "
+                       f"{run.rolled_back_by}", runId=run.run_id, status=run.status)
+        elif run.status != "finished" or run.error:
             why = f": {run.error}" if run.error else ""
             result.add("dream", PROBLEM,
                        f"the last dream run {run.run_id} ({run.mode}) is {run.status}{why}",
