@@ -751,7 +751,9 @@ class MemoryStore:
         named = self.id_prefix + memory_id
         if not self.root.is_dir():
             return f"no memory {named!r}: the folder {self.root} is gone"
-        close = difflib.get_close_matches(memory_id, sorted(self.index.ids()), n=1, cutoff=0.7)
+        # Not the id itself: the index may still hold a memory whose file was just deleted.
+        others = sorted(self.index.ids() - {memory_id})
+        close = difflib.get_close_matches(memory_id, others, n=1, cutoff=0.7)
         hint = f" (did you mean {self.id_prefix + close[0]!r}?)" if close else ""
         return f"no memory {named!r}{hint}"
 

@@ -362,13 +362,14 @@ def test_every_secret_on_a_line_is_masked_in_each_excerpt() -> None:
 
 
 def test_an_excerpt_never_shows_a_secret_the_scan_did_not_name() -> None:
-    """An AWS key id beside its secret access key (no name before it, so not a match of its
-    own): the excerpt that sync, the audit and a refused write print must not show it."""
+    """An AWS key id beside its secret access key (no name before it; after the id it is now
+    a match of its own, before it still not): the excerpt that sync, the audit and a refused
+    write print must not show it."""
     secret = "IDnOdcdbWB2dC4+DSDC6Lc1mxLpQ2yMK+Ye9FZ1w"
     lines = (f"{AWS_KEY} {secret}", f"aws {secret} then {AWS_KEY}", f"密钥 {AWS_KEY}，{secret}",
              "word " * 60 + f"{AWS_KEY} {secret} " + "word " * 60)
     for line in lines:
-        [match] = find_secrets(line)
+        match = next(m for m in find_secrets(line) if m.kind == "aws-access-key-id")
         assert "AKIA****" in match.excerpt_redacted
         assert secret[8:20] not in match.excerpt_redacted, match.excerpt_redacted
 
@@ -528,6 +529,29 @@ def test_prompt_hook_injects_new_kinds_masked(memory_dir: Path) -> None:
     assert "https://hooks.slack.com/services/****" in context
     for secret in (URL_PASSWORD, "Xk9#mP2qL", SLACK_WEBHOOK[-24:]):
         assert secret not in context
+
+
+@pytest.mark.parametrize("line", [
+    f"the staging deploy uses {AWS_KEY} with secret {AWS_SECRET}",
+    f"key id {AWS_KEY}, secret access key {AWS_SECRET}",
+    f"{AWS_KEY} / {AWS_SECRET}",
+])
+def test_an_aws_secret_key_beside_its_key_id_is_masked_by_the_prompt_hook(
+    memory_dir: Path, line: str
+) -> None:
+    """A key id and its secret key written as a pair: the hook masked the id and showed the
+    secret key whole, since no `secret:` or `is` named it."""
+    write_memory(memory_dir, "reference_kiwi_deploy",
+                 "---\ndescription: how to deploy the kiwi cluster to staging\n"
+                 f"category: reference\n---\n\n{line}\n")
+    assert [m.kind for m in find_secrets(line)] == ["aws-access-key-id", "aws-secret-key"]
+    payload = {"session_id": "s1", "prompt": "how do I deploy the kiwi cluster to staging?"}
+    result = cli_process("hook", "user-prompt-submit", stdin=json.dumps(payload).encode(),
+                         env={"SAGE_MEM_DIR": str(memory_dir)})
+    assert result.returncode == 0, result.stderr
+    context = json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "reference_kiwi_deploy" in context
+    assert AWS_SECRET not in context and AWS_SECRET[:20] not in context
 
 
 # a secret in a memory's id: the id is the file name, listed in MEMORY.md, shown by every

@@ -262,6 +262,23 @@ def test_a_dream_run_that_did_not_finish_is_a_problem(healthy: Path, project: Pa
     assert "interrupted" in problem["text"] and f"rollback {run_id}" in problem["fix"]
 
 
+def test_a_dream_run_rolled_back_is_not_a_problem(healthy: Path, project: Path) -> None:
+    """Doing what doctor says (or undoing a run one did not like) ends the problem: a rolled
+    back run is reported as such, exit 0 (it was "is rolled-back", a problem, until the next
+    run)."""
+    write_memory(healthy, "project_launch", "---\ndescription: the launch\ncategory: project\n"
+                 "---\n\nThe launch moved to Friday yesterday.\n")
+    done = sage("--dir", str(healthy), "dream", "--mode", "rewrite", "--json")
+    assert done.returncode == 0, done.stderr
+    run_id = json.loads(done.stdout)["runId"]
+    assert sage("--dir", str(healthy), "rollback", run_id).returncode == 0
+    code, text, data = doctor(healthy, cwd=project, text=True)
+    assert code == 0, text
+    dream = finding(data, "dream")
+    assert dream["data"]["runId"] == run_id and dream["data"]["status"] == "rolled-back"
+    assert "rolled back by" in dream["text"]
+
+
 def test_the_dream_gate_is_said_when_automatic_runs_are_on(healthy: Path,
                                                            project: Path) -> None:
     assert sage("--dir", str(healthy), "dream").returncode == 0
@@ -350,3 +367,16 @@ def test_vectors_made_before_a_memory_changed_are_not_fresh(healthy: Path,
     semantic = finding(data, "semantic")
     assert semantic["level"] == "note" and semantic["data"]["lacking"] == 1, text
     assert "embed" in semantic["fix"]
+
+
+def test_the_memories_are_counted_without_an_index_cache(empty_dir: Path, project: Path) -> None:
+    """More memories than a hook reads by itself and no cache: doctor still counts them all
+    (it said "0 memories" for a 10,000-memory folder whose cache was deleted)."""
+    for number in range(80):
+        write_memory(empty_dir, f"project/note_{number}",
+                     f"---\ndescription: note {number}\n---\n\nbody {number}\n")
+    write_memory(empty_dir, "archive/old_note", "---\ndescription: old\n---\n\nold\n")
+    code, text, data = doctor(empty_dir, cwd=project, text=True)
+    assert finding(data, "memories")["data"]["count"] == 80
+    assert "memories: 80 memories" in text
+    assert problems(data)[0]["data"]["state"] == "missing"

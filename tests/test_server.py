@@ -499,6 +499,24 @@ async def test_concurrent_writes_all_land(store: MemoryStore) -> None:
     assert {f"reference_shelf_{n}" for n in range(8)} <= {m["id"] for m in listed["memories"]}
 
 
+async def test_concurrent_writes_of_one_new_id_say_created_once(store: MemoryStore) -> None:
+    """Agents writing the same new id at once: one creates it, the others update what it
+    made, and each answer says which (every one said `created: true` before)."""
+    async with connect(store) as client:
+        said: list[bool] = []
+
+        async def write_plan(n: int) -> None:
+            done = await call(client, "memory_write", id="project_launch_plan",
+                              category="project", description=f"Launch plan, draft {n}",
+                              body=f"Draft {n}.")
+            said.append(done["created"])
+
+        async with anyio.create_task_group() as group:
+            for n in range(10):
+                group.start_soon(write_plan, n)
+    assert said.count(True) == 1, said
+
+
 # the other tools
 
 

@@ -782,3 +782,16 @@ def test_a_trust_only_change_keeps_updated(empty_dir: Path, change: str) -> None
     assert path.read_text(encoding="utf-8") == original.replace(
         "---\n\n", f"trust: {memory.trust:g}\n---\n\n")
     assert store.write("user_cat", tags=["pets"]).updated != "2025-01-02T08:00:00Z"
+
+
+def test_a_memory_just_deleted_is_not_offered_as_its_own_near_miss(empty_dir: Path) -> None:
+    """Read before the watcher sees a delete (the MCP server, within ~0.1 s): "no memory 'x'"
+    must not go on "(did you mean 'x'?)", the id the index still holds."""
+    path = write_memory(empty_dir, "project_launch_plan",
+                        "---\ndescription: the launch plan\ncategory: project\n---\n\nDraft.\n")
+    store = MemoryStore(empty_dir, watch=False)
+    assert store.read("project_launch_plan").description == "the launch plan"
+    path.unlink()
+    with pytest.raises(MemoryNotFound) as raised:
+        store.read("project_launch_plan")
+    assert str(raised.value) == "no memory 'project_launch_plan'"

@@ -175,6 +175,10 @@ def _check_state_and_index(result: Checkup, folder: MemoryFolder, dir_flag: str,
         return None
     loaded = store.loaded
     memories = len(store.list())
+    if loaded is not None and loaded.left_out:
+        # Without a fresh cache the store read a few files or none (a hook's budget): the
+        # memories are counted by the walk instead, not said to be "0" (or too few).
+        memories = sum(1 for _ in store.folder.iter_files())
     broken = [problem for problem in store.problems()
               if store.folder.id_for(problem.path) is not None]
     result.add("memories", OK, f"{memories} memories", count=memories)
@@ -194,6 +198,12 @@ def _check_state_and_index(result: Checkup, folder: MemoryFolder, dir_flag: str,
     elif how == "partial":
         result.add("index", PROBLEM, "no index cache: a hook answers from a few files only",
                    build, state="missing")
+    elif loaded is not None and loaded.build_needed and not loaded.left_out:
+        # Behind in its weights (an average moved) or in files each process reads again:
+        # every memory is still found, so no problem (it said "0 changed files ... missed").
+        result.add("index", NOTE, "the index cache is behind: no hook misses a memory, but each "
+                   "reads some files again or weighs words by old averages", build,
+                   state="behind")
     elif loaded is not None and loaded.build_needed:
         result.add("index", PROBLEM,
                    f"the index cache is stale ({loaded.left_out} changed files are not in it): "
@@ -399,7 +409,10 @@ def _check_dream(result: Checkup, store: Any, dir_flag: str, env: Mapping[str, s
         result.add("dream", OK, "no dream run yet", state="none")
     else:
         run = runs[-1]
-        if run.status != "finished" or run.error:
+        if run.status == "rolled-back":  # undone (a run interrupted, or not liked): settled
+            result.add("dream", OK, f"last run {run.run_id} ({run.mode}) rolled back by "
+                       f"{run.rolled_back_by}", runId=run.run_id, status=run.status)
+        elif run.status != "finished" or run.error:
             why = f": {run.error}" if run.error else ""
             result.add("dream", PROBLEM,
                        f"the last dream run {run.run_id} ({run.mode}) is {run.status}{why}",

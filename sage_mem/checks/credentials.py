@@ -30,7 +30,7 @@
   (`the password for the staging db is …`, `changed my password to …`, `密码 …`,
   `pw=…`) and numeric PINs after a password word (`我的银行卡密码是 837261`, not
   `密码长度 12 位`); a 40-character value in the shape of an AWS secret access
-  key, named as a secret, is reported as one;
+  key, named as a secret or on the line after an AWS access key id, is reported as one;
 - high-entropy values assigned to key-like names (api_key, token, access_key,
   client_secret, 密钥 or 秘钥, 令牌 …), or stated for them (`the API key is …`); a UUID
   only under a name that ends saying it is an API key or token (Heroku's keys).
@@ -652,6 +652,7 @@ _OTHER_KEY_NAMES = re.compile(
 def _visible_spans(text: str) -> list[tuple[int, int, str, int]]:
     claims = _Claims(len(text))
     _find_tokens(text, claims)
+    _find_aws_secret_beside_its_id(text, claims)
     if "-----BEGIN " in text:
         _find_key_blocks(text, claims)
     _find_webhooks(text, claims)
@@ -670,6 +671,23 @@ def _visible_spans(text: str) -> list[tuple[int, int, str, int]]:
     if "-----BEGIN " in text:
         _find_inline_keys(text, claims)
     return claims.spans
+
+
+# A 40-character run of an AWS secret access key's characters, not inside a longer one.
+_AWS_SECRET_RUN = re.compile(r"(?<![A-Za-z0-9/+])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
+
+
+def _find_aws_secret_beside_its_id(text: str, claims: _Claims) -> None:
+    """After an AWS access key id, on its line: a value in the shape of its secret access
+    key is one, named or not (`AKIA… / wJalr…`, `… with secret wJalr…`)."""
+    for _start, end, kind, _keep in list(claims.spans):
+        if kind != "aws-access-key-id":
+            continue
+        stop = text.find("\n", end)
+        line_end = len(text) if stop < 0 else stop
+        for run in _AWS_SECRET_RUN.finditer(text, end, min(line_end, end + 200)):
+            if _looks_like_aws_secret(run.group()) and claims.free(*run.span()):
+                claims.claim(run.start(), run.end(), "aws-secret-key", 0)
 
 
 def _may_hold_secrets(text: str) -> bool:

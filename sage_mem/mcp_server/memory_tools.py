@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..agents import context
-from ..errors import InvalidMemory, MemoryNotFound, StoreLocked
+from ..errors import ConflictError, InvalidMemory, MemoryNotFound, StoreLocked
 from ..memory.value import Memory, age_note, parse_moment
 from ..search.index import Hit
 from ..search.query import NO_FILTERS, Filters
@@ -239,10 +239,20 @@ def write(
                 f"({twin['description'][:80]!r}); update that memory with id={twin['id']!r}, "
                 "or pass force=true if this is a different fact"
             )
-    memory = store.write(
-        canonical, expected_sha256=expected_sha256, allow_secret=allow_secret, **fields
-    )
-    result: dict[str, Any] = {"created": not exists, "memory": memory_dict(memory, body=False)}
+    created = not exists
+    try:
+        # A write meant to create expects no file ("" in check_expected): one another
+        # writer made meanwhile is updated below, and the answer says so.
+        memory = store.write(
+            canonical, expected_sha256="" if created and expected_sha256 is None
+            else expected_sha256, allow_secret=allow_secret, **fields,
+        )
+    except ConflictError:
+        if not created or expected_sha256 is not None:
+            raise
+        created = False
+        memory = store.write(canonical, allow_secret=allow_secret, **fields)
+    result: dict[str, Any] = {"created": created, "memory": memory_dict(memory, body=False)}
     if similar:
         result["similar"] = similar
     return result
