@@ -37,7 +37,8 @@ def _flock(fd: int, path: Path, deadline: float, timeout: float) -> None:
         except BlockingIOError:
             if time.monotonic() >= deadline:
                 raise StoreLocked(
-                    f"{path}: another sage-mem process has held this lock for {timeout:.0f} s",
+                    f"{path}: not free for {timeout:.0f} s (other sage-mem processes kept this"
+                    " lock); try again",
                     path=path,
                 ) from None
             time.sleep(delay)
