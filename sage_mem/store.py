@@ -1187,6 +1187,15 @@ class MemoryStore:
             except Exception:  # noqa: BLE001 - a listener must not break a write or the watcher
                 pass
 
+    def check_present(self, consequence: str = "") -> None:
+        """FolderError when the folder was moved or deleted since this store opened it: its
+        index, emptied by the watcher, would answer a search or a listing with nothing, which
+        reads as "no memories"; `consequence` says what the caller did not do."""
+        if not self.root.is_dir():
+            said = f"; {consequence}" if consequence else ""
+            raise FolderError(f"{self.root}: the memory folder is gone (moved or deleted){said}",
+                              path=self.root)
+
     # internals
 
     @contextlib.contextmanager
@@ -1199,9 +1208,7 @@ class MemoryStore:
         memory. Each write counts up a generation in the state folder; a writer
         that finds a count it did not write reconciles with the folder first.
         """
-        if not self.root.is_dir():  # moved or deleted since this process opened it
-            raise FolderError(f"{self.root}: the memory folder is gone (moved or deleted); "
-                              "nothing written", path=self.root)
+        self.check_present("nothing written")
         try:
             self.folder.ensure_state_dir()
         except OSError as exc:

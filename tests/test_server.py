@@ -517,6 +517,24 @@ async def test_concurrent_writes_of_one_new_id_say_created_once(store: MemorySto
     assert said.count(True) == 1, said
 
 
+async def test_a_search_or_listing_of_a_folder_moved_away_says_it_is_gone(
+    store: MemoryStore, tmp_path: Path
+) -> None:
+    """Its index emptied, a folder moved away answered a search and a listing with nothing,
+    which reads as "no memories"; each says the folder is gone, and answers once it is back."""
+    async with connect(store) as client:
+        assert (await call(client, "memory_search", query="tests"))["hits"]
+        away = tmp_path / "moved-away"
+        shutil.move(store.root, away)
+        try:
+            for tool, arguments in (("memory_search", {"query": "tests"}), ("memory_list", {})):
+                said = await fails(client, tool, **arguments)
+                assert "the memory folder is gone (moved or deleted)" in said, said
+        finally:
+            shutil.move(away, store.root)
+        assert (await call(client, "memory_list"))["total"] >= 0
+
+
 # the other tools
 
 

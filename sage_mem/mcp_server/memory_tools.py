@@ -89,6 +89,14 @@ def _page(limit: int, maximum: int) -> int:
     return max(1, min(int(limit), maximum))
 
 
+def _read_from(store: MemoryStore | Folders, folder: str | None) -> MemoryStore:
+    """The store whose folder a search or listing must find there: `folder`'s, else the
+    personal one (a shared folder left out or gone is said by the folders' own notes)."""
+    if isinstance(store, MemoryStore):
+        return store
+    return store.store(folder or store.personal_name)
+
+
 def search(
     store: MemoryStore | Folders,
     query: str,
@@ -105,6 +113,7 @@ def search(
     `filters`: as the tool's arguments name them (`server.memory_search`)."""
     if not query.strip():
         raise InvalidMemory("query is empty")
+    _read_from(store, folder).check_present()
     limit = _page(limit, SEARCH_LIMIT_MAX)
     offset = max(0, int(offset))
     chosen: dict[str, Any] = {"folder": folder} if folder else {}
@@ -285,6 +294,7 @@ def list_memories(
     the personal folder's, then each shared one's; `folder`: only that one)."""
     limit = _page(limit, LIST_LIMIT_MAX)
     offset = max(0, int(offset))
+    _read_from(store, folder).check_present()
     source: Any = store
     if folder and not isinstance(store, MemoryStore):
         source = store.store(folder)
