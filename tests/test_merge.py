@@ -230,3 +230,29 @@ def test_a_sha_refusal_names_the_fields_that_differ_on_disk(tmp_path: Path) -> N
     with pytest.raises(ConflictError) as unnamed:
         check_expected(path, raw, "0" * 64)
     assert unnamed.value.fields == () and "read it again" in str(unnamed.value)
+
+
+@pytest.mark.parametrize(("base", "ours", "theirs", "merged"), [
+    (0.5, 0.6, 0.4, 0.5),          # a helpful here, an unhelpful there: they cancel out
+    (0.5, 0.6, 0.6, 0.6),          # the same value on both sides: one change
+    (0.5, 0.6, 0.68, 0.78),        # one helpful here, two there: three moves
+    (0.9, 1.0, 0.99, 1.0),         # kept within 0..1
+    (MISSING, 0.6, 0.4, 0.5),      # a base without it counts from the default trust
+])
+def test_trust_moved_on_both_sides_adds_both_moves(base: object, ours: float, theirs: float,
+                                                   merged: float) -> None:
+    result = merge_fields({} if base is MISSING else {"trust": base}, {"trust": ours},
+                          {"trust": theirs})
+    assert not result.conflicts and result.meta["trust"] == merged
+    assert result.combined == (() if ours == theirs else ("trust",))
+
+
+def test_trust_a_person_wrote_as_text_still_conflicts() -> None:
+    result = merge_fields({"trust": 0.5}, {"trust": "high"}, {"trust": 0.4})
+    assert [c.key for c in result.conflicts] == ["trust"]
+
+
+def test_a_trust_key_inside_a_mapping_is_not_a_memorys_trust() -> None:
+    result = merge_fields({"metadata": {"trust": 0.5}}, {"metadata": {"trust": 0.6}},
+                          {"metadata": {"trust": 0.4}})
+    assert [c.key for c in result.conflicts] == ["metadata.trust"]

@@ -199,6 +199,24 @@ def test_fields_merge_by_rule_and_bodies_by_lines(pair: tuple[Path, Path]) -> No
     converged(laptop, desktop)
 
 
+def test_feedback_on_both_machines_adds_up_without_a_conflict(pair: tuple[Path, Path]) -> None:
+    """`sage-mem feedback` on one memory on two machines moved trust on both sides: a whole
+    conflict sibling, the memory twice in every search, for a counter. Both moves count."""
+    laptop, desktop = pair
+    sync(laptop)
+    for folder, said in ((laptop, "helpful"), (desktop, "helpful"), (desktop, "unhelpful")):
+        status, _, err = sm(folder, "feedback", "user_cat", said)
+        assert status == 0, err
+    laptop_trust, desktop_trust = (meta(folder, "user_cat")["trust"] for folder in pair)
+    sync(laptop)
+    result = sync(desktop)
+    assert result["conflicts"] == []
+    assert not list(desktop.glob("*.conflict-*"))
+    assert meta(desktop, "user_cat")["trust"] == round(laptop_trust + desktop_trust - 0.5, 3)
+    sync(laptop)
+    converged(laptop, desktop)
+
+
 def test_both_changed_one_field_keeps_both_the_other_as_a_sibling(pair: tuple[Path, Path]) -> None:
     laptop, desktop = pair
     edit(laptop, "user_cat", "The cat is Sesame", "The cat is Sesame, 芝麻")

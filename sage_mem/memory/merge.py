@@ -13,6 +13,9 @@ The rules, for each frontmatter key:
   - a list in `set_keys` (tags, aliases, supersedes): what either side removed
     goes, what either side added comes, in ours' order then theirs' additions;
   - a key in `newest_keys` (updated, modified): the later moment;
+  - a key in `moved_keys` (trust), a number from 0 to 1 feedback moves a step at a time: both
+    sides' moves from the base, added (a helpful on one machine and an unhelpful on the
+    other cancel out; two helpfuls count twice), kept within 0..1;
   - two mappings (Claude Code's `metadata`): merged key by key by these rules;
   - anything else is a `FieldConflict`, for the person (or the caller) to decide.
 
@@ -34,10 +37,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple
 
-from .coercion import parse_moment
+from .coercion import DEFAULT_TRUST, parse_moment
 
 SET_KEYS = frozenset({"tags", "aliases", "supersedes"})
 NEWEST_KEYS = frozenset({"updated", "modified"})
+# Evidence that adds up: each side's move from the base counts (`_both_moves`).
+MOVED_KEYS = frozenset({"trust"})
 Choice = Literal["ours", "theirs", "both"]
 
 
@@ -140,7 +145,7 @@ class FieldsMerge:
     from_theirs: tuple[str, ...]
     """Keys only theirs changed (taken from theirs)."""
     combined: tuple[str, ...]
-    """Keys both changed that the rules combined (set union, newest moment)."""
+    """Keys both changed that the rules combined (set union, newest moment, both moves)."""
 
 
 @dataclass(frozen=True)
@@ -170,13 +175,15 @@ def merge_memory(
     *,
     set_keys: Iterable[str] = SET_KEYS,
     newest_keys: Iterable[str] = NEWEST_KEYS,
+    moved_keys: Iterable[str] = MOVED_KEYS,
 ) -> MemoryMerge:
     """Merge two versions of a memory made from `base`: frontmatter key by key, body by lines.
 
     Each version is a `Version` or any (meta, body) pair.
     """
     return MemoryMerge(
-        merge_fields(base[0], ours[0], theirs[0], set_keys=set_keys, newest_keys=newest_keys),
+        merge_fields(base[0], ours[0], theirs[0], set_keys=set_keys, newest_keys=newest_keys,
+                     moved_keys=moved_keys),
         merge_text(base[1], ours[1], theirs[1]),
     )
 
@@ -188,9 +195,10 @@ def merge_fields(
     *,
     set_keys: Iterable[str] = SET_KEYS,
     newest_keys: Iterable[str] = NEWEST_KEYS,
+    moved_keys: Iterable[str] = MOVED_KEYS,
 ) -> FieldsMerge:
     """Merge frontmatter mappings by the module's rules; key order follows ours."""
-    merger = _FieldMerger(frozenset(set_keys), frozenset(newest_keys))
+    merger = _FieldMerger(frozenset(set_keys), frozenset(newest_keys), frozenset(moved_keys))
     meta = merger.merge(base, ours, theirs, prefix="")
     return FieldsMerge(
         meta, tuple(merger.conflicts), tuple(merger.from_ours), tuple(merger.from_theirs),
@@ -199,9 +207,11 @@ def merge_fields(
 
 
 class _FieldMerger:
-    def __init__(self, set_keys: frozenset[str], newest_keys: frozenset[str]) -> None:
+    def __init__(self, set_keys: frozenset[str], newest_keys: frozenset[str],
+                 moved_keys: frozenset[str]) -> None:
         self.set_keys = set_keys
         self.newest_keys = newest_keys
+        self.moved_keys = moved_keys
         self.conflicts: list[FieldConflict] = []
         self.from_ours: list[str] = []
         self.from_theirs: list[str] = []
@@ -240,6 +250,11 @@ class _FieldMerger:
             if newest is not MISSING:
                 self.combined.append(path)
                 return newest
+        if key in self.moved_keys and path == key:  # a memory's own trust, not a mapping's key
+            moved = _both_moves(base, ours, theirs)
+            if moved is not MISSING:
+                self.combined.append(path)
+                return moved
         if all(isinstance(v, Mapping) for v in (ours, theirs)) and (
             base is MISSING or isinstance(base, Mapping)
         ):
@@ -341,6 +356,17 @@ def _hashable(value: Any) -> Any:
     except TypeError:
         return repr(value)
     return value
+
+
+def _both_moves(base: Any, ours: Any, theirs: Any) -> Any:
+    """The base moved by both sides' moves, within 0..1 (3 decimals, as feedback writes it);
+    MISSING when a value is no number from 0 to 1 (a person's text: a conflict as before). A
+    base without the key counts from the default trust."""
+    start = DEFAULT_TRUST if base is MISSING else base
+    if not all(isinstance(v, int | float) and not isinstance(v, bool) and 0 <= v <= 1
+               for v in (start, ours, theirs)):
+        return MISSING
+    return round(min(1.0, max(0.0, ours + theirs - start)), 3)
 
 
 def _newest(ours: Any, theirs: Any) -> Any:

@@ -648,8 +648,10 @@ def merge_with_disk(store: MemoryStore, data: Mapping[str, Any]) -> dict[str, An
         fields = dict(version)
         return Version(fields, fields.pop("body"))
 
-    # `updated` is not the page's to merge: the store stamps it on the save.
-    result = merge_memory(split(base), split(mine), split(theirs), newest_keys=())
+    # `updated` is not the page's to merge: the store stamps it on the save. A trust the person
+    # typed beside one moved on disk is theirs to choose (sync adds two machines' moves).
+    result = merge_memory(split(base), split(mine), split(theirs), newest_keys=(),
+                          moved_keys=())
     chunks: list[dict[str, Any]] = []
     for chunk in result.body.chunks:
         if isinstance(chunk, Clash):
