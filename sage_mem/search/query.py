@@ -71,6 +71,17 @@ _T = TypeVar("_T")
 _BLANK_LINE = on_use(r"\n\s*\n")
 
 
+def _head_reordered(
+    head: list[tuple[int, float]], rest: Sequence[tuple[int, float]]
+) -> list[tuple[int, float]]:
+    """A second look's top few (`head`, rescored) in their new order, then the rest with
+    scores at most the head's last: only the order inside the head changes, never what is
+    in it. The sort is stable: the first ranking decides a tie."""
+    head.sort(key=lambda pair: -pair[1])
+    floor = head[-1][1]
+    return head + [(number, min(score, floor)) for number, score in rest]
+
+
 class Filters(NamedTuple):
     """What a search or a listing may return, as one value: the public surfaces (the
     store's `search` and `list`, the MCP tools, the CLI's options) name the filters as
@@ -342,9 +353,7 @@ class QueryPath:
             whole = score / top_score
             piece = passages[number] / best_passage if number in passages else whole
             scored.append((number, (whole + share * piece) / (1 + share) * top_score))
-        scored.sort(key=lambda pair: -pair[1])  # stable: the first ranking on a tie
-        floor = scored[-1][1]
-        return scored + [(number, min(score, floor)) for number, score in best[PASSAGE_DEPTH:]]
+        return _head_reordered(scored, best[PASSAGE_DEPTH:])
 
     def _passage_score(self, body: str, weights: Mapping[str, float]) -> tuple[float, str]:
         """The best score of `body`'s pieces (`_best_passages`) for terms `weights`, and that
@@ -393,9 +402,7 @@ class QueryPath:
             body = pieces.get(number) or memory.body[:MAX_BODY_CHARS]
             found = answers(memory.description) or answers(body)
             scored.append((number, score + gain if found else score))
-        scored.sort(key=lambda pair: -pair[1])  # stable: the first ranking on a tie
-        floor = scored[-1][1]
-        return scored + [(number, min(score, floor)) for number, score in best[SPAN_DEPTH:]]
+        return _head_reordered(scored, best[SPAN_DEPTH:])
 
     def _exact_forms(
         self,
@@ -439,9 +446,7 @@ class QueryPath:
             gain = sum(weight for term, weight in weights.items()
                        if any(writes_word(text, form) for form in forms[term]))
             scored.append((number, score + self.exact_weight * gain * factor(number)))
-        scored.sort(key=lambda pair: -pair[1])  # stable: the first ranking on a tie
-        floor = scored[-1][1]
-        return scored + [(number, min(score, floor)) for number, score in best[EXACT_DEPTH:]]
+        return _head_reordered(scored, best[EXACT_DEPTH:])
 
     def span_order(
         self, ranked: Sequence[tuple[str, float]], query: str
