@@ -9,6 +9,14 @@ file, and the next process would make a new file and lock that at the same
 time. So a lock taken is checked to be on the file at the path (else taken
 again), and the write lock also locks the memory folder itself, a directory
 no state cleanup removes from under its holder.
+
+A writer waits for the write lock while other writers make progress: "not
+free for 10 s" means no write was counted for 10 s, not that the lock was
+busy for 10 s. A storm of writers queued behind each other (a dozen agents
+and the page at 10,000 memories, each holding the lock for a few hundred
+ms) is served in turn instead of refused; a holder that is stuck, stopped
+or never writes still refuses every waiter after the timeout, and no
+waiter waits more than `PATIENCE` timeouts in all.
 """
 
 from __future__ import annotations
@@ -16,31 +24,46 @@ from __future__ import annotations
 import fcntl
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 
 from ..errors import StoreLocked
 from .safe_io import make_private_dirs
 
+# However long writers keep the lock changing hands, a waiter gives up after this many
+# timeouts: an agent's call refused in half a minute rather than left waiting for good.
+PATIENCE = 3
 
-def _flock(fd: int, path: Path, deadline: float, timeout: float) -> None:
+
+def _flock(fd: int, path: Path, deadline: float, timeout: float,
+           progress: Callable[[], object] | None = None) -> None:
     """Take an exclusive flock on `fd` by `deadline`; StoreLocked when it stays held.
 
-    Any other OSError (a file system without locks) is left to the caller.
+    `progress` reads what holders change as they work (the write count): each
+    change seen while waiting moves the deadline to `timeout` from then, up
+    to `PATIENCE` timeouts from the start. Any other OSError (a file system
+    without locks) is left to the caller.
     """
     delay = 0.002
+    seen = progress() if progress is not None else None
+    give_up = time.monotonic() + timeout * PATIENCE
     while True:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             return
         except BlockingIOError:
-            if time.monotonic() >= deadline:
-                raise StoreLocked(
-                    f"{path}: not free for {timeout:.0f} s (other sage-mem processes kept this"
-                    " lock); try again",
-                    path=path,
-                ) from None
+            now = time.monotonic()
+            if progress is not None and (current := progress()) != seen:
+                seen = current
+                deadline = max(deadline, min(now + timeout, give_up))
+            if now >= deadline:
+                why = (f"not free for {timeout:.0f} s (other sage-mem processes kept this lock)"
+                       if deadline < give_up else
+                       f"busy for {timeout * PATIENCE:.0f} s (other sage-mem processes kept"
+                       " writing)")
+                raise StoreLocked(f"{path}: {why}; try again", path=path) from None
             time.sleep(delay)
             delay = min(delay * 2, 0.05)
 
@@ -56,14 +79,15 @@ def _is_at(fd: int, path: Path) -> bool:
 
 
 @contextmanager
-def file_lock(path: Path, *, timeout: float = 10.0) -> Iterator[None]:
-    """Hold an exclusive lock on `path` (created if needed) for the block."""
+def file_lock(path: Path, *, timeout: float = 10.0,
+              progress: Callable[[], object] | None = None) -> Iterator[None]:
+    """Hold an exclusive lock on `path` (created if needed) for the block (`_flock`'s wait)."""
     deadline = time.monotonic() + timeout
     while True:
         make_private_dirs(path.parent)
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
         try:
-            _flock(fd, path, deadline, timeout)
+            _flock(fd, path, deadline, timeout, progress)
         except OSError as exc:
             os.close(fd)
             # A file system without locks (NFS without lockd, some FUSE or SMB mounts):
@@ -91,8 +115,8 @@ def file_lock(path: Path, *, timeout: float = 10.0) -> Iterator[None]:
 
 
 @contextmanager
-def folder_lock(root: Path, *, timeout: float = 10.0, deadline: float | None = None
-                ) -> Iterator[None]:
+def folder_lock(root: Path, *, timeout: float = 10.0, deadline: float | None = None,
+                progress: Callable[[], object] | None = None) -> Iterator[None]:
     """Hold an exclusive flock on the memory folder's own directory for the block.
 
     It writes nothing, and no cleanup of the state folder deletes it from under
@@ -110,7 +134,7 @@ def folder_lock(root: Path, *, timeout: float = 10.0, deadline: float | None = N
     try:
         try:
             _flock(fd, root, time.monotonic() + timeout if deadline is None else deadline,
-                   timeout)
+                   timeout, progress)
             locked = True
         except StoreLocked:
             raise
@@ -173,8 +197,9 @@ def write_lock(root: Path, state_dir: Path, *, timeout: float = 10.0) -> Iterato
     folder's lock already holds its file's and waits for nothing.
     """
     deadline = time.monotonic() + timeout
-    with file_lock(state_dir / WRITE_LOCK, timeout=timeout):
-        with folder_lock(root, timeout=timeout, deadline=deadline):
+    counted = partial(read_generation, state_dir)  # a writer's progress: the write count
+    with file_lock(state_dir / WRITE_LOCK, timeout=timeout, progress=counted):
+        with folder_lock(root, timeout=timeout, deadline=deadline, progress=counted):
             yield WriteLock(state_dir)
 
 
