@@ -1381,8 +1381,9 @@ class MemoryStore:
             self._batch_dirty = True
             return False
         # In no order (the catalog sorts what it shows): after every change, at 50,000 memories
-        # a sort of every id and a lookup each was most of this.
-        memories = [m for m in self.index.memories(ordered=False) if not m.archived]
+        # a sort of every id and a lookup each was most of this; a `Memory` made of each
+        # cached record, most of the rest (`Index.listings`).
+        memories = [m for m in self.index.listings() if not m.archived]
         retrievals = self._catalog_retrievals()
         target = self.folder.index_file
         key = str(target)

@@ -412,6 +412,27 @@ def test_a_store_from_the_cache_keeps_up_with_later_changes(
     assert state_of(warm) == state_of(fresh(folder, tmp_path))
 
 
+def test_memory_md_written_from_the_cache_records_is_the_one_the_memories_give(
+    folder: Path, state: Path, tmp_path: Path
+) -> None:
+    """A write from a store started on the cache makes MEMORY.md from each record's few
+    fields (`Index.listings`, no `Memory` made of each): the same bytes as from the files."""
+    write(folder, "baseline_rule", "---\ndescription: always run the tests\nbaseline: true\n"
+          "baselinePriority: 3\ncategory: feedback\n---\nbody\n")
+    write(folder, "summarised", "---\nname: 只有摘要\nsummary: the dream's summary\n---\n"
+          "a body whose first line stands in for the description\n")
+    age_files(folder)
+    started(folder, state)
+    warm = started(folder, state)
+    warm.write("note_new", description="written after the start 新的")
+    assert not warm.index._memories.keys() - {"note_new"}  # the rest never made
+    made = (folder / "MEMORY.md").read_bytes()
+    (folder / "MEMORY.md").unlink()
+    fresh(folder, tmp_path).regenerate_index()
+    assert made == (folder / "MEMORY.md").read_bytes()
+    assert "the dream's summary" in made.decode()
+
+
 # A benchmark run end to end (11 s of processes): with the other benchmark runs, in the scale tier.
 @pytest.mark.scale
 def test_the_speed_benchmark_runs_in_quick_mode(tmp_path: Path) -> None:

@@ -45,6 +45,21 @@ class Listed(Protocol):
     @property
     def archived(self) -> bool: ...
 
+class Listing(NamedTuple):
+    """What MEMORY.md shows of one memory (`Listed`), from the few fields kept of it: sync's
+    record of each file (`sync.index_file`), the index cache's record of each memory
+    (`Index.listings`). Made for every memory of the folder on each regeneration, where a
+    `Memory` each (a frozen dataclass of 22 fields, its `Path`) cost ~0.1-0.5 s at 10,000."""
+
+    id: str
+    name: str | None
+    display: str
+    category: str | None
+    baseline: bool
+    baseline_priority: int
+    archived: bool = False
+
+
 MAX_LINES = 200
 MAX_BYTES = 25_000
 MAX_LINE_CHARS = 150

@@ -8,7 +8,7 @@ the limits, the dates, `listed_fields`). It never touches the disk (see
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -42,7 +42,7 @@ from .coercion import (
 __all__ = [
     "CATEGORIES", "DEFAULT_TRUST", "GLOBAL_PROJECT", "INVALID", "MAX_FILE_BYTES",
     "MAX_INT_BITS", "MAX_TAGS", "MAX_TAG_LENGTH", "Memory", "ValueProblem", "age_note",
-    "iso_datetime", "listed_fields", "memory_from_meta", "not_text", "now_iso",
+    "display_text", "iso_datetime", "listed_fields", "memory_from_meta", "not_text", "now_iso",
     "parse_moment", "shown_body",
 ]
 
@@ -81,11 +81,8 @@ class Memory:
         A summary (autodream fills it) never hides it: it stands in only for a file
         with no description, whose description is then a fallback (name, first line).
         """
-        if self.summary and any(
-            getattr(problem, "code", None) == "missing-description" for problem in self.problems
-        ):
-            return self.summary
-        return self.description
+        return display_text(self.description, self.summary,
+                            (getattr(problem, "code", None) for problem in self.problems))
 
     def to_dict(self, *, body: bool = True) -> dict[str, Any]:
         """Plain JSON-ready data, in a stable key order."""
@@ -114,6 +111,14 @@ class Memory:
         if self.problems:
             data["problems"] = list(self.problems)
         return data
+
+
+def display_text(description: str, summary: str | None,
+                 problem_codes: Iterable[str | None]) -> str:
+    """`Memory.display` from the fields it reads (the index cache's records make it so too)."""
+    if summary and "missing-description" in problem_codes:
+        return summary
+    return description
 
 
 def shown_body(body: str) -> str:

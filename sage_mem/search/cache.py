@@ -114,18 +114,21 @@ from dataclasses import dataclass, fields
 from itertools import accumulate, filterfalse, groupby, repeat
 from operator import add, getitem, itemgetter
 from pathlib import Path
-from typing import BinaryIO, NamedTuple, cast
+from typing import TYPE_CHECKING, BinaryIO, NamedTuple, cast
 
 from ..disk.bulk import gc_paused
 from ..disk.folder import MemoryFolder, is_walked
 from ..disk.safe_io import make_private_dirs
 from ..memory.file_format import sha256
-from ..memory.value import Memory, ValueProblem
+from ..memory.value import Memory, ValueProblem, display_text
 from .building import TermTexts, crc_order, term_crcs
 from .index import Index
 from .packed import BackingError, Columns, Export, PackedIds, Round, packed_ids
 from .scoring import FIELDS, Scoring, word_pairs
 from .tokens import tokenize
+
+if TYPE_CHECKING:  # imported when first used: not on a hook's path
+    from ..memory.catalog import Listing
 
 # 5: the counts section; 6: paths and signatures packed in walk order, big meta columns as
 # sections, the counts read a page at a time; 7: the ids packed, sections of their own.
@@ -157,6 +160,10 @@ REWRITE_AFTER = 32
 SCORING_VERSION = 4
 _MEMORY_FIELDS = tuple(f.name for f in fields(Memory))
 _PROBLEMS = _MEMORY_FIELDS.index("problems")
+# What MEMORY.md shows of a memory (`listing`), where its record holds it.
+_LISTED = itemgetter(*(_MEMORY_FIELDS.index(name) for name in (
+    "id", "name", "description", "summary", "category", "baseline", "baseline_priority",
+    "archived", "problems")))
 
 # marshal writes a string of one character (a term "6", a tag "a") as interned or not as
 # Python holds it, and Python holds each one-character string once, interned or not
@@ -966,6 +973,19 @@ class _Backing:
             for problem in data["problems"]
         )
         return Memory(**data)
+
+    def listing(self, number: int) -> Listing:
+        from ..memory.catalog import Listing
+
+        try:
+            values = marshal.loads(self.record(number))
+            (memory_id, name, description, summary, category, baseline, priority, archived,
+             problems) = _LISTED(values)
+        except (EOFError, ValueError, TypeError, IndexError) as exc:
+            raise CacheCorrupt(f"index cache: record {number} unreadable: {exc}") from None
+        codes = (problem[1] if isinstance(problem, tuple) else None for problem in problems)
+        return Listing(memory_id, name, display_text(description, summary, codes), category,
+                       baseline, priority, archived)
 
     def lengths(self, number: int) -> tuple[int, ...]:
         width = len(FIELDS)

@@ -32,7 +32,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from itertools import compress, repeat
 from operator import add, itemgetter, mul, not_
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from ..disk.bulk import gc_paused
 from ..memory.value import Memory
@@ -67,6 +67,9 @@ from .scoring import (
     weigh,
 )
 from .tokens import PREFIX_WEIGHT
+
+if TYPE_CHECKING:  # not imported on a hook's path
+    from ..memory.catalog import Listed
 
 # What a caller of the index meets: its answers, and the scale of their scores.
 __all__ = ["Hit", "Index", "unique_idf"]
@@ -128,6 +131,8 @@ class Index(QueryPath):
         # Per live id.
         self._number: dict[str, int] | NumbersById = {}
         self._memories: dict[str, Memory] = {}
+        # What MEMORY.md shows of base memories not made (`listings`), by number.
+        self._listed: dict[int, Listed] = {}
         # Postings held in memory (every memory's, unless loaded from the cache).
         self._postings: dict[str, tuple[array, array]] = {}
         self._tops: dict[str, float] = {}
@@ -200,6 +205,28 @@ class Index(QueryPath):
             return [self._memory(key) for key in self._number]
 
         return self._guarded(unordered)
+
+    def listings(self) -> list[Listed]:
+        """What MEMORY.md shows of every indexed memory, in no order: a memory already made,
+        else the fields its cached record holds, kept (a `Memory` each, with its `Path`, was
+        most of a write's time under the lock at 10,000 memories: 0.3 s of its 0.4)."""
+
+        def listed() -> list[Listed]:
+            if len(self._memories) == len(self._number):
+                return list(self._memories.values())
+            assert self._backing is not None
+            made, kept, backing = self._memories, self._listed, self._backing
+            found: list[Listed] = []
+            for number, memory_id in enumerate(self._ids):  # by number: no look-up of each id
+                if memory_id is None:  # retired
+                    continue
+                item: Listed | None = made.get(memory_id) or kept.get(number)
+                if item is None:  # a base memory's record never changes: kept by its number
+                    item = kept[number] = backing.listing(number)
+                found.append(item)
+            return found
+
+        return self._guarded(listed)
 
     def ids(self) -> set[str]:
         with self._lock:

@@ -15,9 +15,12 @@ from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator, MutableMapping, Sequence
 from dataclasses import dataclass
 from itertools import accumulate
-from typing import Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from ..memory.value import Memory
+
+if TYPE_CHECKING:  # not imported on a hook's path
+    from ..memory.catalog import Listing
 
 
 class PackedIds:
@@ -176,6 +179,9 @@ class Backing(Protocol):
 
     def memory(self, number: int) -> Memory:
         """A memory the cache holds."""
+
+    def listing(self, number: int) -> Listing:
+        """What MEMORY.md shows of a memory the cache holds, without making its `Memory`."""
 
     def lengths(self, number: int) -> tuple[int, ...]:
         """A memory's field lengths (in terms, in FIELDS order)."""

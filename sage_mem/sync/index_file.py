@@ -42,7 +42,7 @@ import unicodedata
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..disk.bulk import gc_paused
 from ..disk.folder import ARCHIVE_DIR, DREAM_DIR, INDEX_FILE, MemoryFolder, read_memory
@@ -50,6 +50,9 @@ from ..disk.locks import write_lock
 from ..disk.safe_io import Seen, atomic_write, file_mode, read_or_absent, rewrite
 from ..errors import FileChanged, InvalidId, InvalidMemory
 from .git import Git, SyncError
+
+if TYPE_CHECKING:  # imported where used: a sync with nothing to do imports no `memory`
+    from ..memory.catalog import Listing
 
 ENTRIES = "catalog.entries"
 CHANGES = "catalog.changes"
@@ -59,20 +62,6 @@ STAMP = "catalog.stamp"
 _VERSION = 3
 _SYMLINK_MODE = b"120000"
 Fields = tuple[str | None, str, str | None, bool, int]
-
-
-class Listing(NamedTuple):
-    """What MEMORY.md shows of one memory (`catalog.Listed`), from the fields kept of it:
-    made for every memory of the folder on each regeneration, where a `Memory` each (a
-    frozen dataclass of 22 fields) cost ~0.1 s at 10,000."""
-
-    id: str
-    name: str | None
-    display: str
-    category: str | None
-    baseline: bool
-    baseline_priority: int
-    archived: bool = False
 
 
 class Made(NamedTuple):
@@ -225,6 +214,8 @@ def _since_stamp(folder: MemoryFolder, git: Git, saved: _Saved, differ: Iterable
     was vouched for; what the stamp says of that commit (`Made.base`; None for a record
     without MEMORY.md's blob); and the rows to keep. None when that cannot be known (no
     stamp, another sage-mem, a folder git does not look into, two files of one id)."""
+    from ..memory.catalog import Listing
+
     record = _load_stamp(folder)
     if (record is None or not saved.complete or record.get("token") != saved.token
             or record.get("sage-mem") != _code_identity()):
@@ -454,6 +445,8 @@ def _memories(folder: MemoryFolder, blobs: dict[str, bytes], cached: dict[str, F
 def _memories_read(folder: MemoryFolder, files: _Files, blobs: dict[str, bytes],
                    cached: dict[str, Fields], kept: dict[str, Fields],
                    inputs: dict[str, str]) -> tuple[list[Listing], bool]:
+    from ..memory.catalog import Listing
+
     found: dict[str, Listing] = {}
     vouched = True
     prefix = len(str(folder.root)) + 1
