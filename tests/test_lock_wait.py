@@ -44,7 +44,9 @@ def holding(root: Path, state: Path, *, seconds: float, writes: int) -> threadin
     return thread
 
 
-def test_a_writer_waits_its_turn_while_the_holder_keeps_writing(tmp_path: Path) -> None:
+def test_a_writer_waits_its_turn_while_the_holder_keeps_writing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(locks, "PATIENCE", 20)  # only the wait's moving deadline is tried here
     root, state = folders(tmp_path)
     holder = holding(root, state, seconds=1.2, writes=12)
     started = time.monotonic()
