@@ -689,7 +689,7 @@ def run_set(name: str, folder: Path, args: argparse.Namespace) -> dict:
     def rewritten(retriever: str, search: Search) -> None:
         for language, asked in rewrites.items():
             relative.setdefault(retriever, {})[language] = evaluate(search, asked)["rows"]
-        if misspelt and retriever in (SAGE, UNSPELLED, BM25):
+        if misspelt and retriever in (SAGE, UNSPELLED, SEMANTIC, BM25):
             misspelt_rows[retriever] = evaluate(search, misspelt)["rows"]
 
     with tempfile.TemporaryDirectory() as state:

@@ -82,3 +82,29 @@ def test_one_edit_keeps_the_first_and_the_last_letter() -> None:
     assert "educaton" not in edits
     assert "educ" in candidate_stems("educaton")  # "education", stemmed as the index does
     assert "tournament" in candidate_stems("tournamnet")
+
+
+def test_a_fused_search_reads_a_misspelt_word_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the extra, a person's or an agent's search (`refine`) reads the misspelt word on
+    its lexical side too; a search that does not refine (a hook's) does not."""
+    pytest.importorskip("numpy")
+    from support import write_memory
+    from test_semantic import WordsEmbedder
+
+    from sage_mem import MemoryStore
+
+    monkeypatch.delenv("SAGE_MEM_SEMANTIC", raising=False)
+    folder = tmp_path / "memory"
+    folder.mkdir()
+    for memory in MEMORIES:
+        write_memory(folder, memory.id, f"---\ndescription: {memory.description}\n"
+                                        f"category: user\n---\n{memory.body}\n")
+    store = MemoryStore(folder, watch=False)
+    store.embed(embedder=WordsEmbedder())
+    query = "Which tournamnet?"
+    assert [hit.id for hit in store.search(query, refine=True)][:1] == ["tournament"]
+    assert [hit.id for hit in store.search(query)][:1] != ["tournament"]
+    store.index.spelling_weight = 0
+    assert [hit.id for hit in store.search(query, refine=True)][:1] != ["tournament"]

@@ -165,6 +165,7 @@ class QueryPath:
         now: datetime | None = None,
         max_postings: int | None = None,
         refine: bool = False,
+        spell: bool = False,
     ) -> list[Hit]:
         """Ranked hits for `query` among memories that pass `filters`.
 
@@ -181,6 +182,8 @@ class QueryPath:
         query's words as written (`_exact_forms`). A bounded search
         never does (a hook's budget), nor the fused search's lexical side (its
         semantic side reaches other words, and reads a long memory in pieces).
+        `spell` reads a misspelt word so without the second look (a fused search's
+        lexical side, for a person or an agent); a bounded search never does.
         """
         if limit <= 0:
             return []
@@ -204,7 +207,7 @@ class QueryPath:
                 factor, bound = dated
                 chosen = reworded or plain
             refines = refine and max_postings is None
-            if refines and self.spelling_weight > 0:
+            if (refines or spell) and max_postings is None and self.spelling_weight > 0:
                 chosen = self._spelled(query, chosen)
             telling = self._most_telling(*chosen)
             if max_postings is not None:
