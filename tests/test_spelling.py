@@ -12,21 +12,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from test_exact_forms import OTHERS, make
 
-from sage_mem.memory.value import Memory, memory_from_meta
 from sage_mem.search.index import Index
 from sage_mem.search.spelling import MAX_WORDS, candidate_stems, guessable_words, one_edit
 
-
-def make(memory_id: str, description: str, body: str = "") -> Memory:
-    return memory_from_meta(memory_id, Path(memory_id + ".md"),
-                            {"description": description}, body)
-
-
-MEMORIES = [make(f"other_{number}", text) for number, text in enumerate([
-    "Lunch with the design team on Friday", "The car needs new tyres",
-    "Plan the garden for spring", "Call the bank about the card", "Renew the gym pass",
-    "Maria walks the dog every morning"])] + [
+MEMORIES = [
+    *OTHERS,
+    make("maria_walks", "Maria walks the dog every morning"),
     make("education", "Caroline wants to study counselling", "Her education plan: a degree."),
     make("tournament", "Nate won the chess tournament", "下棋比赛第一名"),
 ]
@@ -65,7 +58,7 @@ def test_names_short_words_and_known_words_are_not_guessed() -> None:
     index = index_of()
     # "Marla" is one edit from "Maria", but a capitalised word inside a sentence is a name.
     assert index.search("Where is Marla?", refine=True) == []
-    assert index.search("where is marla?", refine=True)[0].id == "other_5"
+    assert index.search("where is marla?", refine=True)[0].id == "maria_walks"
     assert guessable_words("Where did Marla go with her educaton? Recieved it") == [
         "educaton", "recieved"]
     # Four letters or fewer, stop words, acronyms and identifiers: not typed words to guess.
