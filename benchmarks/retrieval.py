@@ -69,6 +69,13 @@ write, `QueryPath._spans`; nor a question asking when by the dates they write), 
 span slice gives R@5 and MRR@10 on the questions asking how long
 (`spans.asks_span`) and a when slice on those asking when (`spans.asks_when`).
 
+Misspellings (the thirteenth pass): the row "sage-mem without guessing
+misspellings" searches the same store with `spelling_weight` 0 (a word no
+memory holds not read as the indexed word one edit away, `QueryPath._spelled`),
+and for locomo-dev a table of misspelt questions (`misspelt_questions`: one
+typing error in each question's longest word, the same every run) gives
+R@5 and MRR@10 of sage-mem, that row and BM25 on its halves.
+
 `--convs` keeps only the locomo-dev questions of those conversations (the
 store still holds every memory). `--split` prints locomo-dev's tuning half
 (conv0-2) beside its check half (conv3-4), the overfitting check, and
@@ -89,6 +96,7 @@ import itertools
 import json
 import math
 import os
+import random
 import re
 import shutil
 import statistics
@@ -155,6 +163,7 @@ UNFED = "sage-mem without feedback and best passage (before issue 33's items 2-3
 UNWRITTEN = "sage-mem without the words as written (before the tenth pass)"
 UNSPANNED = "sage-mem without spans (before the eleventh pass)"
 SEMANTIC_UNSPANNED = "sage-mem + semantic without spans (before the eleventh pass)"
+UNSPELLED = "sage-mem without guessing misspellings (before the thirteenth pass)"
 
 # A query and, for a rewritten one, the date it is asked on (else None: the current time).
 Search = Callable[[str, datetime | None], list[str]]
@@ -269,6 +278,12 @@ def unspanned_search(store: MemoryStore) -> Search:
     return without(store, "span_weight")
 
 
+def unspelled_search(store: MemoryStore) -> Search:
+    """The store searched as `store_search` does, a misspelt word not read as the indexed
+    word one edit away (`QueryPath._spelled`), as before the thirteenth pass."""
+    return without(store, "spelling_weight")
+
+
 def without(store: MemoryStore, weight_name: str) -> Search:
     """`store_search` with the index's `weight_name` at 0 for each search."""
 
@@ -324,6 +339,45 @@ def relative_rewrites(queries: list[dict], language: str) -> list[dict]:
                 "id": f"{query['id']}/{phrase}", "question": text + rest,
                 "now": datetime(asked.year, asked.month, asked.day, 12, tzinfo=UTC),
             })
+    return out
+
+
+# Misspelt questions (the thirteenth pass): one typing error in a question's longest word.
+_LONG_WORD = re.compile(r"\b[a-z]{6,}\b")
+TYPOS = ("swap", "drop", "double", "vowel")
+
+
+def misspelt_questions(queries: list[dict]) -> list[dict]:
+    """Each question with one typing error in its longest lower-case word of at least six
+    letters (the first on a tie; names are capitalised and stay): two neighbours swapped,
+    a letter dropped or doubled, or one changed to a vowel, inside the word (its first
+    and last letters kept), chosen by a generator seeded with the question's id, so every
+    run asks the same questions. A question without such a word is left out."""
+    out = []
+    for query in queries:
+        question = query["question"]
+        found = [match for match in _LONG_WORD.finditer(question)
+                 if match.group() not in ENGLISH_STOP_WORDS]
+        if not found:
+            continue
+        longest = max(found, key=lambda match: len(match.group()))
+        word = longest.group()
+        chooser = random.Random(query["id"])
+        typo = chooser.choice(TYPOS)
+        at = chooser.randrange(1, len(word) - 2)
+        if typo == "swap":
+            wrong = word[:at] + word[at + 1] + word[at] + word[at + 2:]
+        elif typo == "drop":
+            wrong = word[:at] + word[at + 1:]
+        elif typo == "double":
+            wrong = word[:at] + word[at] + word[at:]
+        else:
+            wrong = word[:at] + chooser.choice("aeiou") + word[at + 1:]
+        if wrong == word:
+            continue
+        out.append(query | {
+            "id": f"{query['id']}/{wrong}",
+            "question": question[:longest.start()] + wrong + question[longest.end():]})
     return out
 
 
@@ -629,10 +683,14 @@ def run_set(name: str, folder: Path, args: argparse.Namespace) -> dict:
     rewrites = ({language: relative_rewrites(queries, language) for language in REWRITES}
                 if name.startswith("locomo-dev") else {})
     relative: dict[str, dict[str, list[dict]]] = {}
+    misspelt = misspelt_questions(queries) if name.startswith("locomo-dev") else []
+    misspelt_rows: dict[str, list[dict]] = {}
 
     def rewritten(retriever: str, search: Search) -> None:
         for language, asked in rewrites.items():
             relative.setdefault(retriever, {})[language] = evaluate(search, asked)["rows"]
+        if misspelt and retriever in (SAGE, UNSPELLED, SEMANTIC, BM25):
+            misspelt_rows[retriever] = evaluate(search, misspelt)["rows"]
 
     with tempfile.TemporaryDirectory() as state:
         started = time.perf_counter()
@@ -653,6 +711,10 @@ def run_set(name: str, folder: Path, args: argparse.Namespace) -> dict:
         results[UNSPANNED] = evaluate(unspanned_search(store), queries)
         if name.startswith("locomo-dev") and args.split:
             variant_splits[UNSPANNED] = halves(unspanned_search(store), queries)
+        results[UNSPELLED] = evaluate(unspelled_search(store), queries)
+        rewritten(UNSPELLED, unspelled_search(store))
+        if name.startswith("locomo-dev") and args.split:
+            variant_splits[UNSPELLED] = halves(unspelled_search(store), queries)
         if not args.no_semantic:
             semantic = semantic_store(folder / "memories", Path(state) / "semantic",
                                       args.dense_cache, name)
@@ -724,6 +786,13 @@ def run_set(name: str, folder: Path, args: argparse.Namespace) -> dict:
                  for retriever, found in rows.items()},
         "when": {retriever: summarize([r for r in found if r["when"]])
                  for retriever, found in rows.items()},
+        "misspelt": {
+            retriever: {
+                "tune conv0-2": summarize([r for r in found if r["conv"] in TUNE_CONVS]),
+                "check conv3-4": summarize([r for r in found if r["conv"] in CHECK_CONVS]),
+                "all": summarize(found),
+            } for retriever, found in misspelt_rows.items()
+        },
         "relative": {
             retriever: {language: {
                 "tune conv0-2": summarize([r for r in found if r["conv"] in TUNE_CONVS]),
@@ -855,6 +924,16 @@ def print_set(name: str, found: dict, args: argparse.Namespace) -> None:
                                   for h in by_language[language].values())
                      for language in languages]
             print(f"| {retriever} | " + " | ".join(cells) + " |")
+    misspelt = found.get("misspelt") or {}
+    if misspelt:
+        print("\nMisspelt questions: one typing error in each question's longest word "
+              "(`misspelt_questions`; R@5 / MRR@10, tuning half | check half | all; "
+              f"{misspelt[SAGE]['all']['n']} questions)\n")
+        print("| retriever | misspelt |")
+        print("| --- | --- |")
+        for retriever, parts in misspelt.items():
+            print(f"| {retriever} | " + " \\| ".join(
+                f"{h['r5']:.3f} / {h['mrr10']:.3f}" for h in parts.values()) + " |")
     split = found["split"]
     if split is not None:
         print("\n| half | n | R@1 | R@5 | R@10 | hit@5 | MRR@10 |")

@@ -258,7 +258,8 @@ def search(
     writes a number or a month (`writes_figure`). With `refine` (a person's or an agent's
     search) a question asking how long, how often, how old or when has the fused top few
     ordered again by the spans (or dates) they write, as a refined lexical search orders its own
-    (`Index.span_order`).
+    (`Index.span_order`), and the lexical side reads a misspelt word as the indexed word one
+    edit away (`spell`, `QueryPath._spelled`).
     """
     offset = max(0, offset)
     # What the model reads of the query (a pasted traceback's line numbers ask for nothing).
@@ -266,7 +267,7 @@ def search(
         weight = figure_weight
     wanted = max(depth, offset + limit)
     # The lexical list (`Index.search`), the semantic list over it (`semantic_list`), fused.
-    hits = index.search(query, limit=wanted, filters=filters, now=now)
+    hits = index.search(query, limit=wanted, filters=filters, now=now, spell=refine)
     if limit <= 0:
         return []
     candidates, nearest, cosines, latent, partial = semantic_list(

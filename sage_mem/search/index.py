@@ -59,6 +59,7 @@ from .scoring import (
     FIELDS,
     PASSAGE_WEIGHT,
     SPAN_WEIGHT,
+    SPELLING_WEIGHT,
     TIME_WORD_WEIGHT,
     Scoring,
     field_counts,
@@ -93,6 +94,7 @@ class Index(QueryPath):
         passage_weight: float = PASSAGE_WEIGHT,
         exact_weight: float = EXACT_WEIGHT,
         span_weight: float = SPAN_WEIGHT,
+        spelling_weight: float = SPELLING_WEIGHT,
     ) -> None:
         self.half_life_days = half_life_days
         self.scoring = scoring or Scoring()
@@ -109,6 +111,8 @@ class Index(QueryPath):
         self.exact_weight = exact_weight
         # A question asking how long / how often / how old / when, in the top few (`_spans`).
         self.span_weight = span_weight
+        # A misspelt query word read as the indexed word one edit away (`QueryPath._spelled`).
+        self.spelling_weight = spelling_weight
         self._lock = threading.RLock()
         # Called when the backing turns out damaged: every memory, read again from the files.
         self.recover = recover

@@ -48,12 +48,14 @@ from .scoring import (
     word_pairs,
 )
 from .spans import answer_test
+from .spelling import candidate_stems, guessable_words
 from .timewords import TimeQuery, any_stamp_within, date_terms, read_time, stamp_day
 from .tokens import (
     fold,
     is_unigram,
     loose_terms,
     short_names,
+    stem,
     tokenize,
     writes_word,
     written_forms,
@@ -126,6 +128,7 @@ class QueryPath:
     passage_weight: float
     exact_weight: float
     span_weight: float
+    spelling_weight: float
     _ids: list[str | None] | IdsByNumber
     _number: dict[str, int] | NumbersById
     _boost: array
@@ -162,6 +165,7 @@ class QueryPath:
         now: datetime | None = None,
         max_postings: int | None = None,
         refine: bool = False,
+        spell: bool = False,
     ) -> list[Hit]:
         """Ranked hits for `query` among memories that pass `filters`.
 
@@ -172,11 +176,14 @@ class QueryPath:
         (a person's or an agent's search: `sage-mem search`, `memory_search`,
         through `MemoryStore.search`) the search looks twice: pseudo-relevance
         feedback (`_feedback`) and a long memory's best passage
-        (`_best_passages`), then the top few ordered again by the spans of time
+        (`_best_passages`), a misspelt word read as the word memories hold
+        (`_spelled`), then the top few ordered again by the spans of time
         they write when the query asks how long or when (`_spans`) and by the
         query's words as written (`_exact_forms`). A bounded search
         never does (a hook's budget), nor the fused search's lexical side (its
         semantic side reaches other words, and reads a long memory in pieces).
+        `spell` reads a misspelt word so without the second look (a fused search's
+        lexical side, for a person or an agent); a bounded search never does.
         """
         if limit <= 0:
             return []
@@ -199,6 +206,9 @@ class QueryPath:
                 # Some memory is dated in or near a window: the dates, not the words, say when.
                 factor, bound = dated
                 chosen = reworded or plain
+            refines = refine and max_postings is None
+            if (refines or spell) and max_postings is None and self.spelling_weight > 0:
+                chosen = self._spelled(query, chosen)
             telling = self._most_telling(*chosen)
             if max_postings is not None:
                 telling = self._within_postings(*telling, max_postings)
@@ -220,7 +230,6 @@ class QueryPath:
                               if passes(key)}
                 return top(scores, count, self._ids)
 
-            refines = refine and max_postings is None
             count = max(wanted, FEEDBACK_MEMORIES, PASSAGE_DEPTH) if refines else wanted
             best = ranked(weighted, count)
             if refines and self.feedback_weight > 0 and len(best) >= FEEDBACK_MEMORIES:
@@ -238,6 +247,33 @@ class QueryPath:
             return [self._hit(key, score, matched[key]) for key, score in best]
 
         return self._guarded(search)
+
+    def _spelled(
+        self, text: str, chosen: tuple[list[str], list[str], dict[str, float]]
+    ) -> tuple[list[str], list[str], dict[str, float]]:
+        """The query's terms with each misspelt word of `text` ("educaton", "recieved": a
+        word no memory holds, `spelling.guessable_words`) read as the indexed word one edit
+        away (`spelling.candidate_stems`) that the most memories hold, asked for as a loose
+        term at `spelling_weight` (1: the word it was meant to be). Chosen on misspelt
+        locomo-dev questions: docs/retrieval.md, "the thirteenth pass".
+        """
+        terms, pairs, loose = chosen
+        added: dict[str, float] = {}
+        for word in guessable_words(text):
+            if self._document_count(stem(word)) > 0:
+                continue
+            best: tuple[int, str] | None = None
+            for found in candidate_stems(word):
+                if found in loose or found in added:
+                    continue
+                df = self._document_count(found)
+                if df > 0 and (best is None or (df, best[1]) > (best[0], found)):
+                    best = (df, found)
+            if best is not None and best[1] not in terms:
+                added[best[1]] = self.spelling_weight
+        if not added:
+            return chosen
+        return terms, pairs, loose | added
 
     def _feedback(
         self,

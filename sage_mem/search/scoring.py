@@ -161,6 +161,9 @@ EXACT_DEPTH = 5
 # a memory among the top SPAN_DEPTH that writes a span of time ("for 3 years", 每周; or a date,
 # 1998年) gains SPAN_WEIGHT of the top score; the order inside the top SPAN_DEPTH alone changes.
 SPAN_WEIGHT = 0.3
+# A misspelt query word (`QueryPath._spelled`): the indexed word one edit away that the most
+# memories hold is asked for at SPELLING_WEIGHT, as the word it was meant to be.
+SPELLING_WEIGHT = 1.0
 SPAN_DEPTH = PASSAGE_DEPTH
 
 _K = TypeVar("_K")

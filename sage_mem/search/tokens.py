@@ -796,6 +796,12 @@ def stem(word: str) -> str:
     return _STEMS[word]
 
 
+def stem_once(word: str) -> str:
+    """`stem` without its cache: for words made up to be looked up once (a misspelt
+    word's neighbours, `spelling.candidate_stems`), which would only fill it."""
+    return _stem(word)
+
+
 class _StemCache(dict[str, str]):
     """Word -> stem, filled on first use; `tokenize` looks words up in C, through `map`.
 
