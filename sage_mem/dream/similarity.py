@@ -228,6 +228,9 @@ def _difference_but_a_swap(first: str, second: str) -> str | None:
         only_a, only_b = _exact(pattern, first, second), _exact(pattern, second, first)
         if only_a and only_b:
             return f"a different {kind} ({_shown(only_a)} / {_shown(only_b)})"
+    glued = _glued_name(first, second) or _glued_name(second, first)
+    if glued:
+        return f"a different name ({glued[0]} / {glued[1]})"
     if _negated(first) != _negated(second):
         return "a negation on one side only (one says not)"
     a_words, a_chars = key_words(first)
@@ -272,6 +275,30 @@ _EXACT = (
     ("currency", re.compile(r"[$€£¥₹₩₽¢]")),
     ("code name", re.compile(r"\b[A-Za-z_]\w*?(?:[a-z0-9][A-Z]|_)\w*")),
 )
+
+
+# A name glued from parts ("build:prod", "db-staging", "api/v2", "node.js") is one name: a
+# text naming one of its parts alone names another thing ("npm run build" / "npm run
+# build:prod"), though the index splits it into words the other text has.
+_GLUED = re.compile(r"[^\W_]+(?:[:/._-][^\W_]+)+")
+
+
+def _glued_name(text: str, other: str) -> tuple[str, str] | None:
+    """A glued name of `text` that `other` lacks, of which `other` names one part alone but
+    not another ("build:prod" beside a lone "build", no "prod"): (as in other, as in text)."""
+    other_names = {name.casefold() for name in _GLUED.findall(other)}
+    alone = {
+        tokens.stem(word.casefold()) for word in _LATIN_WORD.findall(_GLUED.sub(" ", other))
+    }
+    said = {tokens.stem(word.casefold()) for word in _LATIN_WORD.findall(other)}
+    for name in _GLUED.findall(text):
+        if name.casefold() in other_names:
+            continue
+        parts = [tokens.stem(part.casefold()) for part in _LATIN_WORD.findall(name)]
+        shared = [part for part in parts if part in alone]
+        if shared and any(part not in said for part in parts):
+            return shared[0], name
+    return None
 
 
 def _exact(pattern: re.Pattern[str], text: str, other: str) -> frozenset[str]:
@@ -371,6 +398,17 @@ def _swapped(first: str, second: str) -> tuple[str, str] | None:
                 joiner = "" if all(_CJK_CHAR.fullmatch(u) for u in a) else " "
                 return joiner.join(a[:x]), joiner.join(a[size - y :])
     return None
+
+
+def reordered(first: str, second: str) -> bool:
+    """Whether the words the texts share come in another order: a sentence said anew
+    (生产环境的日志在 Loki 里查 / 在 Loki 上查生产日志), not a frame with a word put in
+    another's place (订单库部署在北京机房 / 订单库部署在上海机房), which keeps its order."""
+    a_units, b_units = _units(first), _units(second)
+    shared = set(a_units) & set(b_units)
+    a = list(dict.fromkeys(u for u in a_units if u in shared))
+    b = list(dict.fromkeys(u for u in b_units if u in shared))
+    return a != b
 
 
 _NEGATION = re.compile(
