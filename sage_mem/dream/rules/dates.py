@@ -539,6 +539,11 @@ def _not_an_event(
         return _NOT_AN_EVENT
     if _habitual(segment, start, end, chinese):
         return _NOT_AN_EVENT
+    if habits and chinese and _CJK_NEXT.match(segment, end):
+        # Chinese drops the 的 of a possessive (下周计划, 昨天数据: next week's plan,
+        # yesterday's data): in a memory that names a habit (周报每周五发), maybe every
+        # week's. Left and listed, as "next week's plan" is.
+        rule = True
     if _POSSESSIVE.match(segment, end) and (
         habits or (not chinese and _PRESENT_VERB.search(lead))
     ):
@@ -668,6 +673,7 @@ _EN_HABIT = re.compile(
 )
 _ZH_HABIT = re.compile(r"每天|每晚|每日|每夜|每早|每小时|每周|定时|定期|例行|夜间任务|凌晨任务")
 _POSSESSIVE = re.compile(r"(?:['’]s|的)")
+_CJK_NEXT = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 
 # A present-tense verb right before a possessive ("collects yesterday's orders") may say a
 # habit even where none is named.
@@ -722,6 +728,7 @@ def absolutize(
     rules_only: bool = False,
     habits: bool = False,
     too_long: list[str] | None = None,
+    coded: frozenset[str] = frozenset(),
 ) -> tuple[str, list[tuple[str, str]]]:
     """`text` with the date of each event phrase written beside it, and the (old, new) pairs.
 
@@ -731,7 +738,9 @@ def absolutize(
     `rules_only` reads the text as a standing rule (see `_not_an_event`); `habits`: the
     memory names a habit ("nightly", 每天), so a possessive "yesterday's" may be every
     day's: it is left and listed. Phrases in a sentence over LONGEST_SENTENCE characters
-    are left and added to `too_long` (to `unsure` when it is None).
+    are left and added to `too_long` (to `unsure` when it is None). `coded`: the date words
+    the memory's code uses (`date -d yesterday`, see `coded_words`): the same word in its
+    prose ("for yesterday's date") names what the code computes, any day's: left and listed.
     """
     changes: list[tuple[str, str]] = []
     doubts = unsure if unsure is not None else []
@@ -744,7 +753,8 @@ def absolutize(
         stop = len(text) if code is None else code.start
         if stop > last:
             out.append(_substitute(
-                text[last:stop], last, anchor_at, changes, doubts, rules_only, habits, unread
+                text[last:stop], last, anchor_at, changes, doubts, rules_only, habits, unread,
+                coded,
             ))
         if code is not None:
             out.append(text[code.start : code.end])
@@ -1031,6 +1041,7 @@ def _substitute(
     rules_only: bool = False,
     habits: bool = False,
     too_long: list[str] | None = None,
+    coded: frozenset[str] = frozenset(),
 ) -> str:
     """One stretch of prose (at `base` in the text) with its event phrases dated."""
     unread: set[int] = set()  # where a phrase in a sentence too long to read is
@@ -1064,6 +1075,8 @@ def _substitute(
         elif _too_long(segment, match.start(), match.end()):
             kind = _UNSURE  # a sentence too long to read for dates: left and listed
             unread.add(match.start())
+        elif coded and " ".join(match.group(0).casefold().split()) in coded:
+            kind = _UNSURE  # "`date -d yesterday` prints yesterday's date": what code computes
         elif why := _not_an_event(
             segment, match.start(), match.end(), chinese, rules_only, habits
         ):
@@ -1261,6 +1274,17 @@ def _phrases(texts: dict[str, str], rules_only: bool = False) -> list[str]:
     return sorted(set(found))
 
 
+def coded_words(text: str) -> frozenset[str]:
+    """The date words (casefolded) that the code in `text` uses: `date -d yesterday`,
+    `DAY=today`, 昨天 in a fenced block."""
+    found: set[str] = set()
+    for code in code_ranges(text):
+        inside = text[code.start : code.end]
+        for pattern in (_EN_PATTERN, _ZH_PATTERN):
+            found.update(" ".join(m.group(0).casefold().split()) for m in pattern.finditer(inside))
+    return frozenset(found)
+
+
 def run(ctx: RuleContext) -> None:
     for memory in ctx.live():
         fields: dict[str, str] = {}
@@ -1276,6 +1300,7 @@ def run(ctx: RuleContext) -> None:
             continue
         rules_only = memory.category == "feedback"
         habits = any(_EN_HABIT.search(t) or _ZH_HABIT.search(t) for t in texts.values())
+        coded = coded_words(memory.body)
         anchor, why = anchor_of(memory, ctx.zone)
         if anchor is not None and anchor > ctx.now.date() + timedelta(days=1):
             # a stamp after today (a clock set wrong): no day to count from
@@ -1289,7 +1314,8 @@ def run(ctx: RuleContext) -> None:
             if not text:
                 continue
             new, changes = absolutize(
-                text, anchor, unsure, rules_only=rules_only, habits=habits, too_long=too_long
+                text, anchor, unsure, rules_only=rules_only, habits=habits, too_long=too_long,
+                coded=coded,
             )
             if changes and new != text:
                 fields[key] = new
@@ -1317,8 +1343,8 @@ def run(ctx: RuleContext) -> None:
                     f"written on {anchor.isoformat()}, a {weekday}: they may mean this "
                     "week's day or the other week's, join two days or periods of which one "
                     "cannot be dated, stand in a link's text or in a sentence that reads as a "
-                    "rule, or count from another event or the day someone said them; write "
-                    "the date you mean"
+                    "rule, name what the memory's code computes, or count from another event "
+                    "or the day someone said them; write the date you mean"
                 )
             ctx.applier.note(
                 memory.id,
