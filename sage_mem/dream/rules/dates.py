@@ -729,6 +729,7 @@ def absolutize(
     habits: bool = False,
     too_long: list[str] | None = None,
     coded: frozenset[str] = frozenset(),
+    reasons: dict[str, str] | None = None,
 ) -> tuple[str, list[tuple[str, str]]]:
     """`text` with the date of each event phrase written beside it, and the (old, new) pairs.
 
@@ -741,6 +742,7 @@ def absolutize(
     are left and added to `too_long` (to `unsure` when it is None). `coded`: the date words
     the memory's code uses (`date -d yesterday`, see `coded_words`): the same word in its
     prose ("for yesterday's date") names what the code computes, any day's: left and listed.
+    `reasons` gets, for each phrase left and listed, why (one of the WHY_* sentences).
     """
     changes: list[tuple[str, str]] = []
     doubts = unsure if unsure is not None else []
@@ -754,7 +756,7 @@ def absolutize(
         if stop > last:
             out.append(_substitute(
                 text[last:stop], last, anchor_at, changes, doubts, rules_only, habits, unread,
-                coded,
+                coded, reasons,
             ))
         if code is not None:
             out.append(text[code.start : code.end])
@@ -1032,6 +1034,35 @@ class _Stretches:
         return None
 
 
+# Why a phrase was left and listed, as the report says it after the phrases.
+WHY_CODE = "a word the memory's code computes, any day's"
+WHY_RULE = (
+    "in a sentence that reads as a rule, a habit or a general statement, where it may or may "
+    "not date an event"
+)
+WHY_REPORTED = "words reported from another day, which may count from that day"
+WHY_AMBIGUOUS = "which day it means is not sure"
+WHY_COUNT = "a count that may run from another event, not from the day it was written"
+WHY_WEEK = "this week's day or the other week's, which only the writer knows"
+_A_COUNT = re.compile(
+    r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|a few|several"
+    r"|couple|later|after)\b|^in\b|[一二两三四五六七八九十几半]",
+    re.IGNORECASE,
+)
+_A_WEEK = re.compile(
+    r"\bweek|monday|tuesday|wednesday|thursday|friday|saturday|sunday|周|星期|礼拜", re.IGNORECASE
+)
+
+
+def _why_ambiguous(phrase: str) -> str:
+    """Why a phrase `_meaning` calls AMBIGUOUS was left: a count, a week, or neither sure."""
+    if _A_COUNT.search(phrase):
+        return WHY_COUNT
+    return WHY_WEEK if _A_WEEK.search(phrase) else WHY_AMBIGUOUS
+WHY_JOINED = "joined to a day or period that cannot be dated"
+WHY_LINK = "in a link's text, where a date would change the link"
+
+
 def _substitute(
     segment: str,
     base: int,
@@ -1042,8 +1073,10 @@ def _substitute(
     habits: bool = False,
     too_long: list[str] | None = None,
     coded: frozenset[str] = frozenset(),
+    reasons: dict[str, str] | None = None,
 ) -> str:
-    """One stretch of prose (at `base` in the text) with its event phrases dated."""
+    """One stretch of prose (at `base` in the text) with its event phrases dated; why each
+    phrase left and listed was left goes into `reasons` (WHY_*)."""
     unread: set[int] = set()  # where a phrase in a sentence too long to read is
     matches = sorted(
         [(m, False) for m in _EN_PATTERN.finditer(segment)]
@@ -1058,6 +1091,8 @@ def _substitute(
         [(m.start("text"), m.end("text")) for m in MARKDOWN_LINK.finditer(segment)]
     )
     in_links: dict[int, str] = {}  # by the start of a phrase left in a link's text: the text
+    whys: dict[int, str] = {}  # by the start of a phrase left and listed: why (WHY_*)
+    why_of = reasons if reasons is not None else {}
     # What each phrase would become on its own: [start, end, kind, note, chinese]
     parts: list[list[Any]] = []
     covered = 0
@@ -1077,14 +1112,17 @@ def _substitute(
             unread.add(match.start())
         elif coded and " ".join(match.group(0).casefold().split()) in coded:
             kind = _UNSURE  # "`date -d yesterday` prints yesterday's date": what code computes
+            whys[match.start()] = WHY_CODE
         elif why := _not_an_event(
             segment, match.start(), match.end(), chinese, rules_only, habits
         ):
             # (a feedback memory is rules through and through: its 下周计划 is every week's)
             if why == _IN_A_RULE and not rules_only and _names_a_day(match.group(0), chinese):
                 kind = _UNSURE  # "The notes from last Friday list every change": maybe an event
+                whys[match.start()] = WHY_RULE
         elif _said_on_another_day(segment, match.start()):
             kind = _UNSURE  # "Yesterday he promised it for tomorrow": whose day?
+            whys[match.start()] = WHY_REPORTED
         else:
             anchor = anchor_at(base + match.start())
             if anchor is None:
@@ -1094,6 +1132,7 @@ def _substitute(
                 meant = _meaning(match, segment, chinese, anchor)
                 if meant == AMBIGUOUS:
                     kind = _UNSURE
+                    whys[match.start()] = _why_ambiguous(match.group(0))
                 elif meant is not None and (
                     around := link_texts.around(match.start(), match.end())
                 ):
@@ -1135,11 +1174,15 @@ def _substitute(
     for start, end, kind, note, _chinese in parts:
         if start in doubts:
             unsure.append(doubts[start])
+            why_of.setdefault(doubts[start], WHY_JOINED)
         if start in in_links:
             unsure.append(in_links[start])
+            why_of.setdefault(in_links[start], WHY_LINK)
         if kind == _UNSURE:
             phrase = segment[start:end].removesuffix("'s").removesuffix("’s")
             (too_long if too_long is not None and start in unread else unsure).append(phrase)
+            if start in whys:
+                why_of.setdefault(phrase, whys[start])
         elif kind == _DATED:
             out.append(segment[last_end:end])
             out.append(note)
@@ -1301,6 +1344,7 @@ def run(ctx: RuleContext) -> None:
         rules_only = memory.category == "feedback"
         habits = any(_EN_HABIT.search(t) or _ZH_HABIT.search(t) for t in texts.values())
         coded = coded_words(memory.body)
+        reasons: dict[str, str] = {}
         anchor, why = anchor_of(memory, ctx.zone)
         if anchor is not None and anchor > ctx.now.date() + timedelta(days=1):
             # a stamp after today (a clock set wrong): no day to count from
@@ -1315,7 +1359,7 @@ def run(ctx: RuleContext) -> None:
                 continue
             new, changes = absolutize(
                 text, anchor, unsure, rules_only=rules_only, habits=habits, too_long=too_long,
-                coded=coded,
+                coded=coded, reasons=reasons,
             )
             if changes and new != text:
                 fields[key] = new
@@ -1334,23 +1378,25 @@ def run(ctx: RuleContext) -> None:
             )
         if unsure:
             # every phrase, in the order the memory has them: a careful reader checks each
-            phrases = ", ".join(map(repr, dict.fromkeys(unsure)))
+            listed = list(dict.fromkeys(unsure))
+            named = ", ".join(map(repr, listed))
             if anchor is None:
-                because = why
+                message = f"relative dates ({named}) left as written: {why}"
             else:
+                # why each was left, the phrases of one reason together
+                by_reason: dict[str, list[str]] = {}
+                for phrase in listed:
+                    by_reason.setdefault(reasons.get(phrase, WHY_AMBIGUOUS), []).append(phrase)
                 weekday = _EN_WEEKDAYS[anchor.weekday()].title()
-                because = (
-                    f"written on {anchor.isoformat()}, a {weekday}: they may mean this "
-                    "week's day or the other week's, join two days or periods of which one "
-                    "cannot be dated, stand in a link's text or in a sentence that reads as a "
-                    "rule, name what the memory's code computes, or count from another event "
-                    "or the day someone said them; write the date you mean"
+                message = (
+                    f"relative dates ({named}) left as written (written on "
+                    f"{anchor.isoformat()}, a {weekday}): "
+                    + ("; ".join(f"{', '.join(map(repr, group))}: {reason}"
+                                 for reason, group in by_reason.items())
+                       if len(by_reason) > 1 else next(iter(by_reason)))
+                    + "; write the date you mean"
                 )
-            ctx.applier.note(
-                memory.id,
-                rule=NAME,
-                message=f"relative dates ({phrases}) left as written: {because}",
-            )
+            ctx.applier.note(memory.id, rule=NAME, message=message)
         if not fields:
             continue
         shown = "; ".join(f"{old!r} → {new!r}" for old, new in found[:4])
