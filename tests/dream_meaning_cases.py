@@ -590,6 +590,27 @@ LOOKALIKE: list[list[Row]] = [
       "回归用例在测试平台上，一般跑四十分钟。"),
      ("project_zh_test_after_release", "project", "2026-10-29", "发版后在生产环境回归一遍",
       "回归用例在测试平台上，一般跑四十分钟。")],
+    # how many, and "only": words the index drops, and a term whose characters stand
+    # elsewhere in the same description (标准输出 / 标准错误 beside 日志输出)
+    [("feedback_all_tests", "feedback", "2026-10-30", "Run all tests before merging",
+      "The CI job runs pytest on the repository before a pull request can be merged."),
+     ("feedback_some_tests", "feedback", "2026-10-30", "Run some tests before merging",
+      "The CI job runs pytest on the repository before a pull request can be merged.")],
+    [("project_only_admins_delete", "project", "2026-10-31", "Only admins can delete projects",
+      "Deleting a project removes its data after a thirty day grace period; the audit log "
+      "records who did it."),
+     ("project_admins_delete", "project", "2026-10-31", "Admins can delete projects",
+      "Deleting a project removes its data after a thirty day grace period; the audit log "
+      "records who did it.")],
+    [("project_deploy_both_approvals", "project", "2026-11-01", "Deploys need both approvals",
+      "Approvals come from the service owner and the on-call engineer through the deploy bot."),
+     ("project_deploy_either_approval", "project", "2026-11-01",
+      "Deploys need either approval",
+      "Approvals come from the service owner and the on-call engineer through the deploy bot.")],
+    [("project_zh_log_stdout", "project", "2026-11-02", "日志输出到标准输出",
+      "服务的日志都按这个约定写，收集器从这里读取并转发到 Loki，上线前检查一遍配置。"),
+     ("project_zh_log_stderr", "project", "2026-11-02", "日志输出到标准错误",
+      "服务的日志都按这个约定写，收集器从这里读取并转发到 Loki，上线前检查一遍配置。")],
 ]
 
 

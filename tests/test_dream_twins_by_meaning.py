@@ -281,6 +281,11 @@ def test_reworded_descriptions_over_the_same_body_are_listed_and_a_swapped_place
     ("The queue is RabbitMQ", "The queue is Kafka"),
     ("发布前要先通知运维", "发布后要通知产品经理"),  # before / after, in one character
     ("服务上线前跑冒烟测试", "服务下线前跑冒烟测试"),
+    ("Run all tests before merging", "Run some tests before merging"),  # how many
+    ("Deploys need both approvals", "Deploys need either approval"),
+    ("Only admins can delete projects", "Admins can delete projects"),  # only: no one else
+    ("只有管理员能删除项目", "管理员能删除项目"),
+    ("日志输出到标准输出", "日志输出到标准错误"),  # 输出 also stands before: counted, one gone
 ])
 def test_a_name_or_an_opposite_counts_as_a_different_fact(first: str, second: str) -> None:
     from sage_mem.dream.similarity import canonical, difference
@@ -293,6 +298,8 @@ def test_a_name_or_an_opposite_counts_as_a_different_fact(first: str, second: st
     ("The user's timezone is US Pacific", "User keeps California hours"),
     ("用户住在杭州", "用户的常住地是杭州"),
     ("代码示例用 TypeScript 写", "示例代码请使用 TypeScript"),  # 请 (please), 使用 / 用 (use)
+    ("Run all the tests before a commit", "Run every test before each commit"),  # one amount
+    ("Run the tests before every commit", "Run the tests before commits"),  # one side adds
 ])
 def test_a_rewording_of_three_words_is_not_a_swapped_name(first: str, second: str) -> None:
     from sage_mem.dream.similarity import canonical, difference

@@ -24,6 +24,7 @@ English and Chinese (see tests/test_dream_dedupe.py and the module `dedupe`).
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass
 
 from ..memory.value import Memory
@@ -233,6 +234,11 @@ def _difference_but_a_swap(first: str, second: str) -> str | None:
         return f"a different name ({glued[0]} / {glued[1]})"
     if _negated(first) != _negated(second):
         return "a negation on one side only (one says not)"
+    a_many, b_many = _quantities(first), _quantities(second)
+    if a_many - b_many and b_many - a_many:
+        return f"a different quantity ({_shown(a_many - b_many)} / {_shown(b_many - a_many)})"
+    if bool(_ONLY.search(first)) != bool(_ONLY.search(second)):
+        return "a restriction on one side only (one says only)"
     a_words, a_chars = key_words(first)
     b_words, b_chars = key_words(second)
     only_a, only_b = a_words - b_words, b_words - a_words
@@ -243,6 +249,12 @@ def _difference_but_a_swap(first: str, second: str) -> str | None:
     only_a, only_b = a_chars - b_chars, b_chars - a_chars
     if 1 <= len(only_a) <= 3 and 1 <= len(only_b) <= 3:
         return f"a different key term ({_shown(only_a)} / {_shown(only_b)})"
+    # counted: a character said twice on one side and once on the other is one gone
+    # (日志输出到标准输出 / 日志输出到标准错误: 输出 / 错误, though both have 输出)
+    a_count, b_count = _char_counts(first), _char_counts(second)
+    gone_a, gone_b = frozenset(a_count - b_count), frozenset(b_count - a_count)
+    if (gone_a, gone_b) != (only_a, only_b) and 1 <= len(gone_a) <= 3 and 1 <= len(gone_b) <= 3:
+        return f"a different key term ({_shown(gone_a)} / {_shown(gone_b)})"
     # Counted as written, a name is one word though the index splits it (RabbitMQ: rabbitmq,
     # rabbit, mq), and a name may swap scripts (用户的猫叫芝麻 / 用户的猫叫 Miso).
     a_names, b_names = _whole_words(first), _whole_words(second)
@@ -256,6 +268,34 @@ def _difference_but_a_swap(first: str, second: str) -> str | None:
     if opposite:
         return f"a different key term ({opposite[0]} / {opposite[1]})"
     return None
+
+
+# How many or how much, words the index drops as stop words: one side saying "all" and the
+# other "some" ("Run all tests…" / "Run some tests…", "both approvals" / "either approval") is
+# another fact; a word added on one side only ("every") is not, as rewording adds them.
+_QUANTITY = re.compile(
+    r"\b(?:all|every|each|some|any|both|either|neither|most|many|few|several)\b",
+    re.IGNORECASE,
+)
+# "Only admins can delete projects" says what "Admins can delete projects" does not: that no
+# one else can. One side only, like a negation.
+_ONLY = re.compile(r"\b(?:only|solely|exclusively)\b|只有|只能|仅|唯有", re.IGNORECASE)
+
+
+_SAME_QUANTITY = {"every": "all", "each": "all", "several": "some"}
+
+
+def _quantities(text: str) -> frozenset[str]:
+    """The quantity words of `text`, those that say one amount made one ("every" / "all")."""
+    return frozenset(
+        _SAME_QUANTITY.get(word, word)
+        for word in (m.group(0).casefold() for m in _QUANTITY.finditer(text))
+    )
+
+
+def _char_counts(text: str) -> Counter[str]:
+    """How many times each CJK content character stands in `text`."""
+    return Counter(c for c in _CJK_CHAR.findall(text) if c not in _PLAIN_CHARS)
 
 
 def _whole_words(text: str) -> frozenset[str]:
