@@ -611,6 +611,10 @@ LOOKALIKE: list[list[Row]] = [
       "服务的日志都按这个约定写，收集器从这里读取并转发到 Loki，上线前检查一遍配置。"),
      ("project_zh_log_stderr", "project", "2026-11-02", "日志输出到标准错误",
       "服务的日志都按这个约定写，收集器从这里读取并转发到 Loki，上线前检查一遍配置。")],
+    [("user_has_a_cat", "user", "2026-11-03", "The user has a cat",
+      "Mention pets when planning trips: suggest pet-friendly rentals and sitters nearby."),
+     ("user_has_cats", "user", "2026-11-03", "The user has cats",
+      "Mention pets when planning trips: suggest pet-friendly rentals and sitters nearby.")],
 ]
 
 

@@ -286,6 +286,7 @@ def test_reworded_descriptions_over_the_same_body_are_listed_and_a_swapped_place
     ("Only admins can delete projects", "Admins can delete projects"),  # only: no one else
     ("只有管理员能删除项目", "管理员能删除项目"),
     ("日志输出到标准输出", "日志输出到标准错误"),  # 输出 also stands before: counted, one gone
+    ("The user has a cat", "The user has cats"),  # one had, or more
 ])
 def test_a_name_or_an_opposite_counts_as_a_different_fact(first: str, second: str) -> None:
     from sage_mem.dream.similarity import canonical, difference
@@ -300,6 +301,8 @@ def test_a_name_or_an_opposite_counts_as_a_different_fact(first: str, second: st
     ("代码示例用 TypeScript 写", "示例代码请使用 TypeScript"),  # 请 (please), 使用 / 用 (use)
     ("Run all the tests before a commit", "Run every test before each commit"),  # one amount
     ("Run the tests before every commit", "Run the tests before commits"),  # one side adds
+    # "a" is any one here, not a count
+    ("Paging the on-call for a database incident", "Who to page for database incidents"),
 ])
 def test_a_rewording_of_three_words_is_not_a_swapped_name(first: str, second: str) -> None:
     from sage_mem.dream.similarity import canonical, difference

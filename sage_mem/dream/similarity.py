@@ -239,6 +239,9 @@ def _difference_but_a_swap(first: str, second: str) -> str | None:
         return f"a different quantity ({_shown(a_many - b_many)} / {_shown(b_many - a_many)})"
     if bool(_ONLY.search(first)) != bool(_ONLY.search(second)):
         return "a restriction on one side only (one says only)"
+    counted = _one_and_many(first, second) or _one_and_many(second, first)
+    if counted:
+        return f"a different number ({counted[0]} / {counted[1]})"
     a_words, a_chars = key_words(first)
     b_words, b_chars = key_words(second)
     only_a, only_b = a_words - b_words, b_words - a_words
@@ -280,6 +283,30 @@ _QUANTITY = re.compile(
 # "Only admins can delete projects" says what "Admins can delete projects" does not: that no
 # one else can. One side only, like a negation.
 _ONLY = re.compile(r"\b(?:only|solely|exclusively)\b|只有|只能|仅|唯有", re.IGNORECASE)
+
+
+# "has a cat" / "has cats": one and more than one of what someone has, which the index stems
+# alike. Only what is had: elsewhere "a" is often any one ("Paging the on-call for a database
+# incident" / "Who to page for database incidents" say one rule).
+_ONE_OF = re.compile(
+    r"\b(?:has|have|had|owns?|owned)\s+(?:a|an|one)\s+(?:[a-z-]+\s+)?([a-z]+)\b",
+    re.IGNORECASE,
+)
+
+
+def _one_and_many(text: str, other: str) -> tuple[str, str] | None:
+    """A thing `text` says is had as one ("has a cat") that `other` says only in the plural
+    ("cats"): (as in text, as in other)."""
+    words = {w.casefold() for w in re.findall(r"[A-Za-z]+", other)}
+    own = {w.casefold() for w in re.findall(r"[A-Za-z]+", text)}
+    for match in _ONE_OF.finditer(text):
+        one = match.group(1).casefold()
+        if one in words:
+            continue
+        for many in (one + "s", one + "es", one[:-1] + "ies" if one.endswith("y") else ""):
+            if many and many in words and many not in own:
+                return match.group(0), many
+    return None
 
 
 _SAME_QUANTITY = {"every": "all", "each": "all", "several": "some"}
