@@ -615,6 +615,10 @@ LOOKALIKE: list[list[Row]] = [
       "Mention pets when planning trips: suggest pet-friendly rentals and sitters nearby."),
      ("user_has_cats", "user", "2026-11-03", "The user has cats",
       "Mention pets when planning trips: suggest pet-friendly rentals and sitters nearby.")],
+    [("project_staging_prod_db", "project", "2026-11-04", "Staging uses the prod database",
+      "Read-only credentials; heavy queries there are felt by customers, so run them at night."),
+     ("project_staging_own_db", "project", "2026-11-04", "Staging uses the staging database",
+      "Read-only credentials; heavy queries there are felt by customers, so run them at night.")],
 ]
 
 

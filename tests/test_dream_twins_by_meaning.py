@@ -287,6 +287,8 @@ def test_reworded_descriptions_over_the_same_body_are_listed_and_a_swapped_place
     ("只有管理员能删除项目", "管理员能删除项目"),
     ("日志输出到标准输出", "日志输出到标准错误"),  # 输出 also stands before: counted, one gone
     ("The user has a cat", "The user has cats"),  # one had, or more
+    ("Staging uses the prod database", "Staging uses the staging database"),  # counted words
+    ("Tests run against the test database", "Tests run against the dev database"),
 ])
 def test_a_name_or_an_opposite_counts_as_a_different_fact(first: str, second: str) -> None:
     from sage_mem.dream.similarity import canonical, difference

@@ -252,11 +252,16 @@ def _difference_but_a_swap(first: str, second: str) -> str | None:
     only_a, only_b = a_chars - b_chars, b_chars - a_chars
     if 1 <= len(only_a) <= 3 and 1 <= len(only_b) <= 3:
         return f"a different key term ({_shown(only_a)} / {_shown(only_b)})"
-    # counted: a character said twice on one side and once on the other is one gone
-    # (日志输出到标准输出 / 日志输出到标准错误: 输出 / 错误, though both have 输出)
+    # counted: a word or character said twice on one side and once on the other is one gone
+    # (日志输出到标准输出 / 日志输出到标准错误: 输出 / 错误, though both have 输出; "Staging
+    # uses the prod database" / "Staging uses the staging database": prod / staging)
+    a_count, b_count = _word_counts(first), _word_counts(second)
+    gone_a, gone_b = frozenset(a_count - b_count), frozenset(b_count - a_count)
+    if 1 <= len(gone_a) <= 2 and 1 <= len(gone_b) <= 2:
+        return f"a different key term ({_shown(gone_a)} / {_shown(gone_b)})"
     a_count, b_count = _char_counts(first), _char_counts(second)
     gone_a, gone_b = frozenset(a_count - b_count), frozenset(b_count - a_count)
-    if (gone_a, gone_b) != (only_a, only_b) and 1 <= len(gone_a) <= 3 and 1 <= len(gone_b) <= 3:
+    if 1 <= len(gone_a) <= 3 and 1 <= len(gone_b) <= 3:
         return f"a different key term ({_shown(gone_a)} / {_shown(gone_b)})"
     # Counted as written, a name is one word though the index splits it (RabbitMQ: rabbitmq,
     # rabbit, mq), and a name may swap scripts (用户的猫叫芝麻 / 用户的猫叫 Miso).
@@ -317,6 +322,13 @@ def _quantities(text: str) -> frozenset[str]:
     return frozenset(
         _SAME_QUANTITY.get(word, word)
         for word in (m.group(0).casefold() for m in _QUANTITY.finditer(text))
+    )
+
+
+def _word_counts(text: str) -> Counter[str]:
+    """How many times each Latin content word (stemmed as the index stems) stands in `text`."""
+    return Counter(
+        t for t in tokenize(_CJK_CHAR.sub(" ", text)) if not has_cjk(t) and t not in _PLAIN_WORDS
     )
 
 
