@@ -135,6 +135,11 @@ DISTINCT: list[list[Row]] = [
       "Tax papers go to her by the end of March each year."),
      ("user_contact_anne", "user", "2026-11-25", "The user's accountant is Anne",
       "Tax papers go to her by the end of March each year.")],
+    # one description over bodies whose negation moved (one not, one not, in other places)
+    [("user_zh_diet_mild", "user", "2026-11-25", "用户的饮食口味",
+      "用户不吃辣，喜欢清淡的菜，推荐餐厅时注意。"),
+     ("user_zh_diet_spicy", "user", "2026-11-25", "用户的饮食口味",
+      "用户爱吃辣，不喜欢清淡的菜，推荐餐厅时注意。")],
 ]
 
 # The same fact said twice in other words, over bodies in other words too (issue 29's recall):

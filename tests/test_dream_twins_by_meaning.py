@@ -289,6 +289,8 @@ def test_reworded_descriptions_over_the_same_body_are_listed_and_a_swapped_place
     ("The user has a cat", "The user has cats"),  # one had, or more
     ("Staging uses the prod database", "Staging uses the staging database"),  # counted words
     ("Tests run against the test database", "Tests run against the dev database"),
+    # a negation moved: one not on each side, to a word the other says plainly
+    ("用户不吃辣，喜欢清淡的菜", "用户爱吃辣，不喜欢清淡的菜"),
 ])
 def test_a_name_or_an_opposite_counts_as_a_different_fact(first: str, second: str) -> None:
     from sage_mem.dream.similarity import canonical, difference
@@ -305,6 +307,8 @@ def test_a_name_or_an_opposite_counts_as_a_different_fact(first: str, second: st
     ("Run the tests before every commit", "Run the tests before commits"),  # one side adds
     # "a" is any one here, not a count
     ("Paging the on-call for a database incident", "Who to page for database incidents"),
+    ("Do not mock the database", "Never mock the database"),  # the same word said not
+    ("用户不能吃花生", "用户不吃花生"),  # 能 is not said plainly on the other side
 ])
 def test_a_rewording_of_three_words_is_not_a_swapped_name(first: str, second: str) -> None:
     from sage_mem.dream.similarity import canonical, difference

@@ -234,6 +234,9 @@ def _difference_but_a_swap(first: str, second: str) -> str | None:
         return f"a different name ({glued[0]} / {glued[1]})"
     if _negated(first) != _negated(second):
         return "a negation on one side only (one says not)"
+    moved = _negation_moved(first, second)
+    if moved:
+        return f"a negation in another place (not {moved[0]} / not {moved[1]})"
     a_many, b_many = _quantities(first), _quantities(second)
     if a_many - b_many and b_many - a_many:
         return f"a different quantity ({_shown(a_many - b_many)} / {_shown(b_many - a_many)})"
@@ -499,6 +502,28 @@ _NEGATION = re.compile(
 
 def _negated(text: str) -> bool:
     return len(_NEGATION.findall(text.replace("’", "'"))) % 2 == 1
+
+
+_NEXT_UNIT = re.compile(r"\s*(?:(?:to|be|do|does|did)\s+)?([A-Za-z]+|[\u3400-\u4dbf\u4e00-\u9fff])")
+
+
+def _negation_moved(first: str, second: str) -> tuple[str, str] | None:
+    """What each text says not, when each says not to a word the other says plainly: the
+    negation moved (用户不吃辣，喜欢清淡的菜 / 用户爱吃辣，不喜欢清淡的菜), which a count of
+    negations on each side (one and one) cannot see."""
+    said: list[tuple[set[str], set[str]]] = []
+    for text in (first, second):
+        text = text.replace("’", "'")
+        negated = set()
+        for match in _NEGATION.finditer(text):
+            unit = _NEXT_UNIT.match(text, match.end())
+            if unit:
+                negated.add(_units(unit.group(1))[0])
+        said.append((negated, set(_units(text))))
+    (a_not, a_all), (b_not, b_all) = said
+    a_moved = sorted(u for u in a_not - b_not if u in b_all)
+    b_moved = sorted(u for u in b_not - a_not if u in a_all)
+    return (a_moved[0], b_moved[0]) if a_moved and b_moved else None
 
 
 def _as_written(text: str, stems: frozenset[str]) -> str:
