@@ -193,8 +193,12 @@ def difference(first: str, second: str) -> str | None:
     """What makes two alike texts say different facts, or None when nothing does.
 
     A differing number, weekday or time; a currency sign or a code name written
-    differently on each side ($ / €, fetchUser / fetchUsers); a negation on one side only ("likes" /
-    "does not like", 喜欢 / 不喜欢); opposites the index drops as stop words
+    differently on each side ($ / €, fetchUser / fetchUsers); a name glued from parts beside
+    one of its parts alone ("build" / "build:prod"); a negation on one side only ("likes" /
+    "does not like", 喜欢 / 不喜欢) or moved (不吃辣，喜欢 / 爱吃辣，不喜欢); a quantity ("all" /
+    "some"), "only" on one side, one thing had or more ("has a cat" / "has cats"); a word or
+    character gone though it stands elsewhere too (标准输出 / 标准错误 beside 日志输出, counted);
+    opposites the index drops as stop words
     ("before" / "after", "am" / "pm"); the same words with two parts in swapped
     places ("Alice reports to Bob" / "Bob reports to Alice"); or a swapped key term: each text has a
     word (or, in Chinese, a character) the other lacks, and only one or two of them
