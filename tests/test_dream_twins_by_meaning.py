@@ -291,6 +291,9 @@ def test_reworded_descriptions_over_the_same_body_are_listed_and_a_swapped_place
     ("Tests run against the test database", "Tests run against the dev database"),
     # a negation moved: one not on each side, to a word the other says plainly
     ("用户不吃辣，喜欢清淡的菜", "用户爱吃辣，不喜欢清淡的菜"),
+    ("Merge when CI is green", "Merge unless CI is green"),  # unless: if not
+    ("用户住在一楼", "用户住在顶楼"),  # 一楼: a number before its measure word, as 三天 is
+    ("用户有一只猫", "用户有几只猫"),
 ])
 def test_a_name_or_an_opposite_counts_as_a_different_fact(first: str, second: str) -> None:
     from sage_mem.dream.similarity import canonical, difference

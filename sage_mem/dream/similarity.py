@@ -154,7 +154,8 @@ def canonical(text: str) -> str:
 
 # Chinese numbers before a measure word (两个人, 半小时, 三天): a number as much as "3 days".
 _ZH_NUMBER = re.compile(
-    r"([零一二两三四五六七八九十百千万半]+)(?=个|位|名|小时|分钟|天|周|次|人|年|月|倍|台|条|份|页|点)"
+    r"([零一二两三四五六七八九十百千万半]+)"
+    r"(?=个|位|名|小时|分钟|天|周|次|人|年|月|倍|台|条|份|页|点|楼|层|只|张|本|辆|件|套|间|家)"
 )
 _ZH_DIGITS = {"零": "0", "一": "1", "二": "2", "两": "2", "三": "3", "四": "4", "五": "5",
               "六": "6", "七": "7", "八": "8", "九": "9", "十": "10", "半": "0.5"}
@@ -497,9 +498,10 @@ def reordered(first: str, second: str) -> bool:
     return a != b
 
 
+# "unless" and 除非 are "if not": "Merge when CI is green" / "Merge unless CI is green".
 _NEGATION = re.compile(
     r"\b(?:not|no|never|none|nothing|without|cannot|can't|don't|doesn't|isn't|aren't|won't"
-    r"|didn't|shouldn't|mustn't)\b|不|没|别|无|非|未|勿",
+    r"|didn't|shouldn't|mustn't|unless)\b|不|没|别|无|非|未|勿|除非",
     re.IGNORECASE,
 )
 
