@@ -1,5 +1,10 @@
 """Twins and contradictions worded differently, in English and Chinese (issue 29), for the tests.
 
+A second folder, as agents write one over months (appended to REWORDED and LOOKALIKE, and in
+SUPERSEDED and DATED): twins said anew, look-alikes one fact apart over the very same body
+(an environment, before / after, a version, a unit, a name, a command), facts that changed,
+and relative dates to date against each memory's own day or to leave alone.
+
 Each case is a small set of memories: (id, category, day, description, body), and what
 a careful reader wants of them. Kinds, not sentences: the same fact reworded with the
 same body, a Claude Code `type:` twin, answer-style and test-rule pairs; a value that
@@ -130,6 +135,11 @@ DISTINCT: list[list[Row]] = [
       "Tax papers go to her by the end of March each year."),
      ("user_contact_anne", "user", "2026-11-25", "The user's accountant is Anne",
       "Tax papers go to her by the end of March each year.")],
+    # one description over bodies whose negation moved (one not, one not, in other places)
+    [("user_zh_diet_mild", "user", "2026-11-25", "用户的饮食口味",
+      "用户不吃辣，喜欢清淡的菜，推荐餐厅时注意。"),
+     ("user_zh_diet_spicy", "user", "2026-11-25", "用户的饮食口味",
+      "用户爱吃辣，不喜欢清淡的菜，推荐餐厅时注意。")],
 ]
 
 # The same fact said twice in other words, over bodies in other words too (issue 29's recall):
@@ -296,6 +306,95 @@ REWORDED: list[tuple[str, list[Row]]] = [
         ("reference_zh_vpn", "reference", "2026-11-19", "连接公司 VPN 的方法",
          "安装 WireGuard，从 vpn.acme.dev 导入配置文件，密钥找 IT 要。"),
     ]),
+    # -- a second folder, agents' notes over months: twins said anew (a command, a rule with
+    # its **Why:**, a person's habit, a page to open; two over the very same body) --
+    ("en-pnpm", [
+        ("project_web_pnpm", "project", "2026-09-14", "Use pnpm, not npm, in the web repo",
+         "The lockfile is pnpm-lock.yaml; run pnpm install, never npm install, or CI rejects "
+         "the lockfile."),
+        ("project_web_package_manager", "project", "2026-11-03",
+         "The web repo's package manager is pnpm",
+         "Install with pnpm install (the lockfile is pnpm-lock.yaml); npm install makes CI "
+         "reject the lockfile."),
+    ]),
+    ("en-page-db", [
+        ("reference_db_pager", "reference", "2026-09-20", "Who to page for database incidents",
+         "Page the data-platform on-call through PagerDuty service DP-DB, then post in "
+         "#data-oncall."),
+        ("reference_db_incident_oncall", "reference", "2026-11-06",
+         "Paging the on-call for a database incident",
+         "PagerDuty service DP-DB reaches the data-platform on-call; also post in #data-oncall."),
+    ]),
+    ("en-squash", [
+        ("feedback_squash_merge", "feedback", "2026-09-22", "Squash commits when merging a PR",
+         "The user wants one commit per pull request on main, so use squash merge.\n\n"
+         "**Why:** bisecting main is easier with one commit per change."),
+        ("feedback_always_squash", "feedback", "2026-11-08", "Always squash-merge pull requests",
+         "One commit per pull request on main: squash merge every time.\n\n"
+         "**Why:** bisecting main is easier with one commit per change."),
+    ]),
+    ("en-metric", [
+        ("user_metric_units", "user", "2026-09-25", "The user prefers metric units",
+         "Give distances in kilometres and temperatures in Celsius; the user never thinks in "
+         "miles or Fahrenheit."),
+        ("user_uses_metric", "user", "2026-11-09", "Use metric units with the user",
+         "Kilometres and Celsius, not miles or Fahrenheit: the user never thinks in imperial "
+         "units."),
+    ]),
+    ("en-migrations-same-body", [
+        ("project_run_migrations", "project", "2026-10-01",
+         "Run database migrations with alembic upgrade head",
+         "From the api/ folder: `alembic upgrade head`. New revisions go in "
+         "api/migrations/versions."),
+        ("project_alembic_migrations", "project", "2026-11-12",
+         "Database migrations: alembic upgrade head",
+         "From the api/ folder: `alembic upgrade head`. New revisions go in "
+         "api/migrations/versions."),
+    ]),
+    ("en-type-hints", [
+        ("feedback_type_hints", "feedback", "2026-10-03",
+         "Add type hints to new Python functions",
+         "Every new function gets annotated arguments and return type; mypy runs in CI."),
+        ("feedback_annotate_functions", "feedback", "2026-11-14",
+         "New Python functions need type annotations",
+         "Annotate the arguments and the return type of every new function: CI runs mypy."),
+    ]),
+    ("zh-pnpm", [
+        ("project_zh_pnpm", "project", "2026-09-15", "前端项目用 pnpm 管理依赖",
+         "锁文件是 pnpm-lock.yaml，安装依赖用 pnpm install，不要用 npm install。"),
+        ("project_zh_package_manager", "project", "2026-11-04", "前端仓库的包管理器是 pnpm",
+         "依赖一律用 pnpm install 安装，锁文件是 pnpm-lock.yaml，别用 npm install。"),
+    ]),
+    ("zh-standup", [
+        ("project_zh_standup", "project", "2026-09-21", "每天上午十点开站会",
+         "站会十五分钟，每人说昨天做了什么、今天打算做什么、有没有阻塞。"),
+        ("project_zh_standup_time", "project", "2026-11-07", "站会时间是每天上午十点",
+         "每天十点的站会十五分钟，每人讲昨天做了什么、今天做什么、有什么阻塞。"),
+    ]),
+    ("zh-vegetarian", [
+        ("user_zh_vegetarian", "user", "2026-09-23", "用户吃素",
+         "推荐餐厅或菜谱时只推荐素食，不要有肉和海鲜。"),
+        ("user_zh_vegetarian_diet", "user", "2026-11-10", "用户是素食者",
+         "推荐菜谱和餐厅时只给素食，肉类和海鲜都不要。"),
+    ]),
+    ("zh-no-emoji", [
+        ("feedback_zh_no_emoji", "feedback", "2026-09-26", "回复里不要用表情符号",
+         "用户觉得表情符号不专业，回答和提交信息里都不要加。"),
+        ("feedback_zh_emoji_off", "feedback", "2026-11-11", "回答中别加表情符号",
+         "回答和提交信息里都不要加表情符号，用户觉得不专业。"),
+    ]),
+    ("zh-loki-same-body", [
+        ("reference_zh_prod_logs", "reference", "2026-10-02", "生产环境的日志在 Loki 里查",
+         "打开 grafana.acme.cn 的 Explore，数据源选 Loki，按 app 标签过滤。"),
+        ("reference_zh_loki_logs", "reference", "2026-11-13", "在 Loki 上查生产日志",
+         "打开 grafana.acme.cn 的 Explore，数据源选 Loki，按 app 标签过滤。"),
+    ]),
+    ("zh-review", [
+        ("feedback_zh_one_reviewer", "feedback", "2026-10-04", "合并前至少要一个人审核",
+         "每个合并请求都要至少一位同事批准才能合并，紧急修复也一样。"),
+        ("feedback_zh_approval_needed", "feedback", "2026-11-15", "合并请求需要至少一位同事批准",
+         "紧急修复也不例外：至少一位同事审核批准之后才能合并。"),
+    ]),
 ]
 
 # Different facts in alike words (and a shared topic): never merged, and not listed as
@@ -392,6 +491,234 @@ LOOKALIKE: list[list[Row]] = [
       "工作电脑是 MacBook Pro，终端用 iTerm2。"),
      ("user_zh_windows_games", "user", "2026-11-09", "用户在家用 Windows 玩游戏",
       "家里的台式机装的是 Windows，只用来玩游戏。")],
+    # -- the second folder: one fact apart (an environment, before / after, a role, a negation,
+    # a version, a unit, a user name, a day of the month, a command, a clock, a name) --
+    [("project_db_host_staging", "project", "2026-10-20",
+      "The staging database host is db-staging.internal:5432",
+      "Connect through the bastion; credentials are in the team vault."),
+     ("project_db_host_prod", "project", "2026-10-20",
+      "The production database host is db-prod.internal:5432",
+      "Connect through the bastion; credentials are in the team vault.")],
+    [("feedback_migrate_before_deploy", "feedback", "2026-10-21",
+      "Run the migrations before deploying the API",
+      "Otherwise new code reads columns that do not exist yet."),
+     ("feedback_migrate_after_deploy", "feedback", "2026-10-21",
+      "Run the migrations after deploying the API",
+      "Otherwise new code reads columns that do not exist yet.")],
+    [("user_manager_priya", "user", "2026-10-22", "The user's manager is Priya",
+      "One-to-one every other Thursday."),
+     ("user_mentor_priya", "user", "2026-10-22", "The user's mentor is Priya",
+      "One-to-one every other Thursday.")],
+    [("feedback_emoji_commits", "feedback", "2026-10-23",
+      "The user wants emoji in commit messages",
+      "A gitmoji prefix on the first line of every commit."),
+     ("feedback_no_emoji_commits", "feedback", "2026-10-23",
+      "The user does not want emoji in commit messages",
+      "A gitmoji prefix on the first line of every commit.")],
+    [("project_django_32", "project", "2026-10-24",
+      "The legacy service is pinned to Django 3.2",
+      "Upgrading needs the custom auth backend rewritten first."),
+     ("project_django_42", "project", "2026-10-24",
+      "The legacy service is pinned to Django 4.2",
+      "Upgrading needs the custom auth backend rewritten first.")],
+    [("project_upload_10mb", "project", "2026-10-25", "Uploads are capped at 10 MB",
+      "The gateway answers 413 above the cap."),
+     ("project_upload_10gb", "project", "2026-10-25", "Uploads are capped at 10 GB",
+      "The gateway answers 413 above the cap.")],
+    [("user_allergic_cats", "user", "2026-10-26", "The user is allergic to cats",
+      "Mention it when suggesting holiday rentals."),
+     ("user_allergic_dogs", "user", "2026-10-26", "The user is allergic to dogs",
+      "Mention it when suggesting holiday rentals.")],
+    [("reference_bastion_ubuntu", "reference", "2026-10-27",
+      "SSH to the bastion as ubuntu",
+      "ssh -i ~/.ssh/acme.pem to bastion.acme.dev, then hop to the private hosts."),
+     ("reference_bastion_ec2_user", "reference", "2026-10-27",
+      "SSH to the bastion as ec2-user",
+      "ssh -i ~/.ssh/acme.pem to bastion.acme.dev, then hop to the private hosts.")],
+    [("project_invoices_1st", "project", "2026-10-28",
+      "Invoices are sent on the 1st of the month",
+      "The billing job emails PDF invoices to every customer."),
+     ("project_invoices_15th", "project", "2026-10-28",
+      "Invoices are sent on the 15th of the month",
+      "The billing job emails PDF invoices to every customer.")],
+    [("project_build_frontend", "project", "2026-10-29",
+      "Build the frontend with npm run build",
+      "The output lands in dist/ and is served by nginx."),
+     ("project_build_frontend_prod", "project", "2026-10-29",
+      "Build the frontend with npm run build:prod",
+      "The output lands in dist/ and is served by nginx.")],
+    [("project_backup_utc", "project", "2026-10-30", "Backups run at 02:00 UTC",
+      "The job dumps the database to the backups bucket."),
+     ("project_backup_local", "project", "2026-10-30", "Backups run at 02:00 local time",
+      "The job dumps the database to the backups bucket.")],
+    [("project_sdk_v2_deprecated", "project", "2026-10-31", "Client SDK v2 is deprecated",
+      "Point customers at the migration guide on the docs site."),
+     ("project_sdk_v3_deprecated", "project", "2026-10-31", "Client SDK v3 is deprecated",
+      "Point customers at the migration guide on the docs site.")],
+    [("project_zh_redis_6379", "project", "2026-10-20", "测试环境的 Redis 端口是 6379",
+      "连接前先开 VPN，密码在团队密码库里。"),
+     ("project_zh_redis_6380", "project", "2026-10-20", "测试环境的 Redis 端口是 6380",
+      "连接前先开 VPN，密码在团队密码库里。")],
+    [("user_zh_model3", "user", "2026-10-21", "用户的车是特斯拉 Model 3",
+      "充电一般在公司楼下的超充站。"),
+     ("user_zh_modely", "user", "2026-10-21", "用户的车是特斯拉 Model Y",
+      "充电一般在公司楼下的超充站。")],
+    [("project_zh_weekly_zhangwei", "project", "2026-10-22", "周报每周五发给张伟",
+      "用团队模板，写本周完成、下周计划和风险。"),
+     ("project_zh_weekly_zhangwei2", "project", "2026-10-22", "周报每周五发给张薇",
+      "用团队模板，写本周完成、下周计划和风险。")],
+    [("project_zh_timeout_seconds", "project", "2026-10-23", "接口超时设为 30 秒",
+      "超时后返回 504，客户端自己重试。"),
+     ("project_zh_timeout_minutes", "project", "2026-10-23", "接口超时设为 30 分钟",
+      "超时后返回 504，客户端自己重试。")],
+    [("user_zh_no_seafood", "user", "2026-10-24", "用户不吃海鲜",
+      "推荐餐厅时注意口味。"),
+     ("user_zh_likes_seafood", "user", "2026-10-24", "用户爱吃海鲜",
+      "推荐餐厅时注意口味。")],
+    [("project_zh_orders_beijing", "project", "2026-10-25", "订单库部署在北京机房",
+      "主库一台，从库两台，延迟一般在一秒以内。"),
+     ("project_zh_orders_shanghai", "project", "2026-10-25", "订单库部署在上海机房",
+      "主库一台，从库两台，延迟一般在一秒以内。")],
+    [("project_zh_jdk17", "project", "2026-10-26", "后端服务用 JDK 17",
+      "本地开发请装同一个版本，镜像里也是这个版本。"),
+     ("project_zh_jdk21", "project", "2026-10-26", "后端服务用 JDK 21",
+      "本地开发请装同一个版本，镜像里也是这个版本。")],
+    [("user_zh_daughter_grade3", "user", "2026-10-27", "用户的女儿今年上三年级",
+      "工作日下午四点半要去接孩子。"),
+     ("user_zh_son_grade3", "user", "2026-10-27", "用户的儿子今年上三年级",
+      "工作日下午四点半要去接孩子。")],
+    [("project_zh_branch_develop", "project", "2026-10-28", "开发分支叫 develop",
+      "功能分支从开发分支切出，合并回开发分支。"),
+     ("project_zh_branch_dev", "project", "2026-10-28", "开发分支叫 dev",
+      "功能分支从开发分支切出，合并回开发分支。")],
+    [("project_zh_test_before_release", "project", "2026-10-29", "发版前在预发环境回归一遍",
+      "回归用例在测试平台上，一般跑四十分钟。"),
+     ("project_zh_test_after_release", "project", "2026-10-29", "发版后在生产环境回归一遍",
+      "回归用例在测试平台上，一般跑四十分钟。")],
+    # how many, and "only": words the index drops, and a term whose characters stand
+    # elsewhere in the same description (标准输出 / 标准错误 beside 日志输出)
+    [("feedback_all_tests", "feedback", "2026-10-30", "Run all tests before merging",
+      "The CI job runs pytest on the repository before a pull request can be merged."),
+     ("feedback_some_tests", "feedback", "2026-10-30", "Run some tests before merging",
+      "The CI job runs pytest on the repository before a pull request can be merged.")],
+    [("project_only_admins_delete", "project", "2026-10-31", "Only admins can delete projects",
+      "Deleting a project removes its data after a thirty day grace period; the audit log "
+      "records who did it."),
+     ("project_admins_delete", "project", "2026-10-31", "Admins can delete projects",
+      "Deleting a project removes its data after a thirty day grace period; the audit log "
+      "records who did it.")],
+    [("project_deploy_both_approvals", "project", "2026-11-01", "Deploys need both approvals",
+      "Approvals come from the service owner and the on-call engineer through the deploy bot."),
+     ("project_deploy_either_approval", "project", "2026-11-01",
+      "Deploys need either approval",
+      "Approvals come from the service owner and the on-call engineer through the deploy bot.")],
+    [("project_zh_log_stdout", "project", "2026-11-02", "日志输出到标准输出",
+      "服务的日志都按这个约定写，收集器从这里读取并转发到 Loki，上线前检查一遍配置。"),
+     ("project_zh_log_stderr", "project", "2026-11-02", "日志输出到标准错误",
+      "服务的日志都按这个约定写，收集器从这里读取并转发到 Loki，上线前检查一遍配置。")],
+    [("user_has_a_cat", "user", "2026-11-03", "The user has a cat",
+      "Mention pets when planning trips: suggest pet-friendly rentals and sitters nearby."),
+     ("user_has_cats", "user", "2026-11-03", "The user has cats",
+      "Mention pets when planning trips: suggest pet-friendly rentals and sitters nearby.")],
+    [("project_staging_prod_db", "project", "2026-11-04", "Staging uses the prod database",
+      "Read-only credentials; heavy queries there are felt by customers, so run them at night."),
+     ("project_staging_own_db", "project", "2026-11-04", "Staging uses the staging database",
+      "Read-only credentials; heavy queries there are felt by customers, so run them at night.")],
+]
+
+
+# The second folder's changed facts: (old, new) written weeks apart; the newer one must be
+# proposed as the one that stands ("contradiction"), and the two never merged into one.
+SUPERSEDED: list[tuple[str, list[Row]]] = [
+    ("en-flags-moved", [
+        ("project_flags_launchdarkly", "project", "2026-09-10",
+         "Feature flags are managed in LaunchDarkly",
+         "Every risky change ships behind a flag; the SDK key is in the team vault."),
+        ("project_flags_unleash", "project", "2026-11-16",
+         "Feature flags moved from LaunchDarkly to Unleash",
+         "Flags now live in the self-hosted Unleash at flags.acme.dev; LaunchDarkly is being "
+         "cancelled."),
+    ]),
+    ("en-standup-time", [
+        ("project_standup_930", "project", "2026-09-11", "Daily standup is at 9:30",
+         "Fifteen minutes on the team call; cameras optional."),
+        ("project_standup_1000", "project", "2026-11-17", "Daily standup moved to 10:00",
+         "Fifteen minutes on the team call; cameras optional. Moved for the new hires in "
+         "Lisbon."),
+    ]),
+    ("en-city", [
+        ("user_lives_berlin", "user", "2026-09-12", "The user lives in Berlin",
+         "Schedule calls in Central European Time."),
+        ("user_moved_lisbon", "user", "2026-11-18", "The user moved to Lisbon",
+         "Schedule calls in Western European Time now."),
+    ]),
+    ("zh-weekly-moved", [
+        ("project_zh_weekly_tuesday", "project", "2026-09-13", "团队周会在周二下午",
+         "周会过一遍各自的进度和风险。"),
+        ("project_zh_weekly_thursday", "project", "2026-11-19", "团队周会改到周四下午了",
+         "周会过一遍各自的进度和风险，因为周二要和客户开会所以改了时间。"),
+    ]),
+    ("zh-phone", [
+        ("user_zh_iphone", "user", "2026-09-14", "用户用的手机是 iPhone 13",
+         "截图和操作说明按 iOS 给。"),
+        ("user_zh_pixel", "user", "2026-11-20", "用户换了手机，现在用 Pixel 8",
+         "截图和操作说明按 Android 给。"),
+    ]),
+    ("zh-mq", [
+        ("project_zh_mq_rabbit", "project", "2026-09-15", "消息队列用的是 RabbitMQ",
+         "订单事件都走消息队列，消费者在 worker 服务里。"),
+        ("project_zh_mq_kafka", "project", "2026-11-21", "消息队列从 RabbitMQ 换成了 Kafka",
+         "订单事件现在都走 Kafka，消费者还在 worker 服务里。"),
+    ]),
+]
+
+# The second folder's relative dates, each dated against its memory's own day:
+# (id, category, created, updated, description, body, [(phrase, as rewritten)]); an empty
+# list: the memory is left as it is (a standing rule, a habit, a word its code computes, a
+# memory edited on a later day).
+DATED: list[tuple[str, str, str, str, str, str, list[tuple[str, str]]]] = [
+    ("project_stripe_keys", "project", "2026-11-10", "2026-11-10T16:20:00Z",
+     "Stripe API keys rotated after the leak report",
+     "Yesterday we rotated the Stripe API keys after the leak report; the webhook secret "
+     "was rotated too.",
+     [("Yesterday", "Yesterday (2026-11-09)")]),
+    ("project_search_disk", "project", "2026-10-15", "2026-10-15T08:05:00Z",
+     "The search cluster ran out of disk",
+     "Last night the search cluster ran out of disk; we added two data nodes and raised "
+     "the watermark alert.",
+     [("Last night", "Last night (2026-10-14)")]),
+    ("project_tls_expired", "project", "2026-11-05", "2026-11-05T11:00:00Z",
+     "The api.acme.dev certificate expired once",
+     "This morning the TLS certificate of api.acme.dev expired and was renewed by hand; "
+     "auto-renewal had been failing silently.",
+     [("This morning", "This morning (2026-11-05)")]),
+    ("project_zh_failover", "project", "2026-11-20", "2026-11-20T10:00:00Z",
+     "数据库主从切换过一次",
+     "三天前数据库主从切换了一次，原因是主库磁盘满了，之后加了磁盘告警。",
+     [("三天前", "三天前（2026年11月17日）")]),
+    ("project_zh_release_23", "project", "2026-11-18", "2026-11-18T09:30:00Z",
+     "2.3 版本已经发布",
+     "上周五发布了 2.3 版本，修复了导出超时的问题，客户反馈正常。",
+     [("上周五", "上周五（2026年11月13日）")]),
+    ("project_zh_demo", "project", "2026-11-16", "2026-11-16T09:00:00Z",
+     "给客户演示新的报表功能",
+     "明天下午给客户演示新的报表功能，演示环境用预发环境。",
+     [("明天", "明天（2026年11月17日）")]),
+    ("feedback_no_friday_deploys", "feedback", "2026-10-02", "2026-10-02T09:00:00Z",
+     "Never deploy on a Friday afternoon",
+     "If a Friday deploy breaks tomorrow, nobody is around to fix it.\n\n"
+     "**Why:** a weekend outage in August.\n\n"
+     "**How to apply:** hold Friday merges until Monday.", []),
+    ("project_zh_alert_check", "project", "2026-10-03", "2026-10-03T09:00:00Z",
+     "每天早上检查告警",
+     "每天早上九点检查昨天的告警，有问题在值班群里说。", []),
+    ("reference_date_cmd", "reference", "2026-10-04", "2026-10-04T09:00:00Z",
+     "Yesterday's date in a shell",
+     "Use `date -d yesterday +%F` for yesterday's date in GNU date; on macOS, "
+     "`date -v-1d +%F`.", []),
+    ("project_vendor_contract", "project", "2026-11-01", "2026-11-20T15:00:00Z",
+     "The log vendor contract",
+     "Yesterday the vendor confirmed the renewal price; the contract runs for a year.", []),
 ]
 
 
@@ -424,7 +751,7 @@ def measure(folder: Any, vectors: bool = False) -> dict[str, Any]:
 
     build(folder)
     for memory_id, category, day, description, body in [
-        row for _, rows in REWORDED for row in rows
+        row for _, rows in REWORDED + SUPERSEDED for row in rows
     ] + [row for rows in LOOKALIKE for row in rows]:
         add(folder, memory_id, description, body, category=category, created=day,
             updated=f"{day}T09:00:00Z")
@@ -433,11 +760,13 @@ def measure(folder: Any, vectors: bool = False) -> dict[str, Any]:
         store.embed()
     manifest = read_manifest(run_dream(store, mode="report", now=NOW))
     twins = {name: found(manifest, rows) for name, rows in REWORDED}
+    changed = {name: found(manifest, rows) for name, rows in SUPERSEDED}
     apart = {rows[0][0]: found(manifest, rows) for rows in LOOKALIKE}
     listed = [n for n in manifest["notes"] if n.get("rule") == "near-duplicates"
               and "possible duplicate" in str(n.get("message"))]
     twin_ids = {row[0] for _, rows in REWORDED for row in rows}
-    return {"twins": twins, "lookalikes": apart, "possible_duplicates": len(listed),
+    return {"twins": twins, "lookalikes": apart, "superseded": changed,
+            "possible_duplicates": len(listed),
             "others": [str(n["message"]) for n in listed if n.get("id") not in twin_ids]}
 
 
@@ -457,7 +786,11 @@ def main() -> int:
           f"{len(REWORDED) - twins['merged'] - twins['listed']} missed; {len(LOOKALIKE)} "
           f"look-alikes: {apart['merged']} merged, {apart['listed']} listed as duplicates; "
           f"{result['possible_duplicates']} possible duplicates listed in the whole run")
-    for name, what in {**result["twins"], **result["lookalikes"]}.items():
+    changed = Counter(result["superseded"].values())
+    print(f"{len(SUPERSEDED)} changed facts: {changed['contradiction']} listed as possibly "
+          f"contradicting, {changed['merged']} merged, {changed['listed']} listed as duplicates")
+    for name, what in {**result["twins"], **result["lookalikes"],
+                       **result["superseded"]}.items():
         print(f"  {name}: {what}")
     for message in result["others"]:
         print(f"  not annotated: {message}")

@@ -818,3 +818,36 @@ def test_a_memory_stamped_after_today_is_left_and_listed(empty_dir: Path) -> Non
     assert path.read_bytes() == before
     notes = [n["message"] for n in read_manifest(result)["notes"] if n["rule"] == "relative-dates"]
     assert notes and "after today" in notes[0]
+
+
+# -- a word the memory's code computes; a Chinese possessive without 的 in a habit's memory --
+
+
+def test_a_date_word_the_memorys_code_computes_is_left_and_listed() -> None:
+    """`date -d yesterday` prints any day's yesterday: "for yesterday's date" beside it names
+    what the code computes, not a day something happened."""
+    from sage_mem.dream.rules.dates import coded_words
+
+    body = ("Use `date -d yesterday +%F` for yesterday's date in GNU date; on macOS, "
+            "`date -v-1d +%F`.")
+    unsure: list[str] = []
+    new, changes = absolutize(body, date(2026, 10, 4), unsure, coded=coded_words(body))
+    assert (new, changes) == (body, [])
+    assert unsure == ["yesterday"]
+    title = "Yesterday's date in a shell"
+    assert absolutize(title, date(2026, 10, 4), [], coded=coded_words(body)) == (title, [])
+    # code that uses no date word leaves an event's date to be dated
+    event = "Yesterday we ran `make report` by hand."
+    assert absolutize(event, date(2026, 10, 4), [], coded=coded_words(event))[1] == [
+        ("Yesterday", "Yesterday (2026-10-03)")]
+
+
+def test_a_chinese_possessive_without_its_de_in_a_habits_memory_is_left_and_listed() -> None:
+    """下周计划 is 下周的计划 (next week's plan): in a memory of a weekly report, every week's."""
+    text = "用团队模板，写本周完成、下周计划和风险。"
+    unsure: list[str] = []
+    assert absolutize(text, date(2026, 10, 22), unsure, habits=True) == (text, [])
+    assert unsure == ["下周"]
+    # with no habit named, 下周计划评审 is next week's review: dated
+    assert absolutize("下周计划评审新方案。", date(2026, 10, 22), [])[1] == [
+        ("下周", "下周（2026年10月26日那一周）")]

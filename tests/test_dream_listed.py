@@ -397,3 +397,37 @@ def test_every_failed_model_call_is_listed_in_the_report(empty_dir: Path, utc: N
     for needle in ("../../etc/passwd", "../outside", "colour", "invalid category", "MEMORY",
                    "empty the body", "says nothing", "memory_delete"):
         assert needle in report, needle
+
+
+# -- the report says why each date was left ------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("body", "why"),
+    [
+        pytest.param("We travel next Friday to meet the vendor.",
+                     "this week's day or the other week's", id="a-week"),
+        pytest.param("12 月 3 号起暂停对账任务，三天后恢复。",
+                     "a count that may run from another event", id="a-count"),
+        pytest.param("Since last Friday the suite usually fails on the first run.",
+                     "reads as a rule, a habit or a general statement", id="a-rule"),
+        pytest.param("Yesterday he promised it for tomorrow.",
+                     "words reported from another day", id="reported"),
+        pytest.param("Run `date -d yesterday +%F` to print yesterday's date.",
+                     "a word the memory's code computes", id="code"),
+    ],
+)
+def test_the_report_says_why_a_date_was_left(tmp_path: Path, body: str, why: str) -> None:
+    """One reason, the one that holds, not every reason there may be: a person reads which."""
+    folder = tmp_path / "memory"
+    folder.mkdir()
+    add(folder, "project_note", "A note", body, category="project", **DAY)
+    notes = [n["message"] for n in read_manifest(
+        run_dream(MemoryStore(folder, watch=False), mode="report", now=RUN))["notes"]
+        if n["rule"] == "relative-dates"]
+    assert len(notes) == 1 and why in notes[0], notes
+    assert [r for r in _REASONS if r in notes[0]] == [r for r in _REASONS if r in why]
+
+
+_REASONS = ("this week's day", "a count that may run", "reads as a rule", "reported from",
+            "code computes")

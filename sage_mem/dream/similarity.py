@@ -24,6 +24,7 @@ English and Chinese (see tests/test_dream_dedupe.py and the module `dedupe`).
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass
 
 from ..memory.value import Memory
@@ -153,7 +154,8 @@ def canonical(text: str) -> str:
 
 # Chinese numbers before a measure word (两个人, 半小时, 三天): a number as much as "3 days".
 _ZH_NUMBER = re.compile(
-    r"([零一二两三四五六七八九十百千万半]+)(?=个|位|名|小时|分钟|天|周|次|人|年|月|倍|台|条|份|页|点)"
+    r"([零一二两三四五六七八九十百千万半]+)"
+    r"(?=个|位|名|小时|分钟|天|周|次|人|年|月|倍|台|条|份|页|点|楼|层|只|张|本|辆|件|套|间|家)"
 )
 _ZH_DIGITS = {"零": "0", "一": "1", "二": "2", "两": "2", "三": "3", "四": "4", "五": "5",
               "六": "6", "七": "7", "八": "8", "九": "9", "十": "10", "半": "0.5"}
@@ -192,8 +194,12 @@ def difference(first: str, second: str) -> str | None:
     """What makes two alike texts say different facts, or None when nothing does.
 
     A differing number, weekday or time; a currency sign or a code name written
-    differently on each side ($ / €, fetchUser / fetchUsers); a negation on one side only ("likes" /
-    "does not like", 喜欢 / 不喜欢); opposites the index drops as stop words
+    differently on each side ($ / €, fetchUser / fetchUsers); a name glued from parts beside
+    one of its parts alone ("build" / "build:prod"); a negation on one side only ("likes" /
+    "does not like", 喜欢 / 不喜欢) or moved (不吃辣，喜欢 / 爱吃辣，不喜欢); a quantity ("all" /
+    "some"), "only" on one side, one thing had or more ("has a cat" / "has cats"); a word or
+    character gone though it stands elsewhere too (标准输出 / 标准错误 beside 日志输出, counted);
+    opposites the index drops as stop words
     ("before" / "after", "am" / "pm"); the same words with two parts in swapped
     places ("Alice reports to Bob" / "Bob reports to Alice"); or a swapped key term: each text has a
     word (or, in Chinese, a character) the other lacks, and only one or two of them
@@ -228,8 +234,22 @@ def _difference_but_a_swap(first: str, second: str) -> str | None:
         only_a, only_b = _exact(pattern, first, second), _exact(pattern, second, first)
         if only_a and only_b:
             return f"a different {kind} ({_shown(only_a)} / {_shown(only_b)})"
+    glued = _glued_name(first, second) or _glued_name(second, first)
+    if glued:
+        return f"a different name ({glued[0]} / {glued[1]})"
     if _negated(first) != _negated(second):
         return "a negation on one side only (one says not)"
+    moved = _negation_moved(first, second)
+    if moved:
+        return f"a negation in another place (not {moved[0]} / not {moved[1]})"
+    a_many, b_many = _quantities(first), _quantities(second)
+    if a_many - b_many and b_many - a_many:
+        return f"a different quantity ({_shown(a_many - b_many)} / {_shown(b_many - a_many)})"
+    if bool(_ONLY.search(first)) != bool(_ONLY.search(second)):
+        return "a restriction on one side only (one says only)"
+    counted = _one_and_many(first, second) or _one_and_many(second, first)
+    if counted:
+        return f"a different number ({counted[0]} / {counted[1]})"
     a_words, a_chars = key_words(first)
     b_words, b_chars = key_words(second)
     only_a, only_b = a_words - b_words, b_words - a_words
@@ -240,6 +260,17 @@ def _difference_but_a_swap(first: str, second: str) -> str | None:
     only_a, only_b = a_chars - b_chars, b_chars - a_chars
     if 1 <= len(only_a) <= 3 and 1 <= len(only_b) <= 3:
         return f"a different key term ({_shown(only_a)} / {_shown(only_b)})"
+    # counted: a word or character said twice on one side and once on the other is one gone
+    # (日志输出到标准输出 / 日志输出到标准错误: 输出 / 错误, though both have 输出; "Staging
+    # uses the prod database" / "Staging uses the staging database": prod / staging)
+    a_count, b_count = _word_counts(first), _word_counts(second)
+    gone_a, gone_b = frozenset(a_count - b_count), frozenset(b_count - a_count)
+    if 1 <= len(gone_a) <= 2 and 1 <= len(gone_b) <= 2:
+        return f"a different key term ({_shown(gone_a)} / {_shown(gone_b)})"
+    a_count, b_count = _char_counts(first), _char_counts(second)
+    gone_a, gone_b = frozenset(a_count - b_count), frozenset(b_count - a_count)
+    if 1 <= len(gone_a) <= 3 and 1 <= len(gone_b) <= 3:
+        return f"a different key term ({_shown(gone_a)} / {_shown(gone_b)})"
     # Counted as written, a name is one word though the index splits it (RabbitMQ: rabbitmq,
     # rabbit, mq), and a name may swap scripts (用户的猫叫芝麻 / 用户的猫叫 Miso).
     a_names, b_names = _whole_words(first), _whole_words(second)
@@ -253,6 +284,65 @@ def _difference_but_a_swap(first: str, second: str) -> str | None:
     if opposite:
         return f"a different key term ({opposite[0]} / {opposite[1]})"
     return None
+
+
+# How many or how much, words the index drops as stop words: one side saying "all" and the
+# other "some" ("Run all tests…" / "Run some tests…", "both approvals" / "either approval") is
+# another fact; a word added on one side only ("every") is not, as rewording adds them.
+_QUANTITY = re.compile(
+    r"\b(?:all|every|each|some|any|both|either|neither|most|many|few|several)\b",
+    re.IGNORECASE,
+)
+# "Only admins can delete projects" says what "Admins can delete projects" does not: that no
+# one else can. One side only, like a negation.
+_ONLY = re.compile(r"\b(?:only|solely|exclusively)\b|只有|只能|仅|唯有", re.IGNORECASE)
+
+
+# "has a cat" / "has cats": one and more than one of what someone has, which the index stems
+# alike. Only what is had: elsewhere "a" is often any one ("Paging the on-call for a database
+# incident" / "Who to page for database incidents" say one rule).
+_ONE_OF = re.compile(
+    r"\b(?:has|have|had|owns?|owned)\s+(?:a|an|one)\s+(?:[a-z-]+\s+)?([a-z]+)\b",
+    re.IGNORECASE,
+)
+
+
+def _one_and_many(text: str, other: str) -> tuple[str, str] | None:
+    """A thing `text` says is had as one ("has a cat") that `other` says only in the plural
+    ("cats"): (as in text, as in other)."""
+    words = {w.casefold() for w in re.findall(r"[A-Za-z]+", other)}
+    own = {w.casefold() for w in re.findall(r"[A-Za-z]+", text)}
+    for match in _ONE_OF.finditer(text):
+        one = match.group(1).casefold()
+        if one in words:
+            continue
+        for many in (one + "s", one + "es", one[:-1] + "ies" if one.endswith("y") else ""):
+            if many and many in words and many not in own:
+                return match.group(0), many
+    return None
+
+
+_SAME_QUANTITY = {"every": "all", "each": "all", "several": "some"}
+
+
+def _quantities(text: str) -> frozenset[str]:
+    """The quantity words of `text`, those that say one amount made one ("every" / "all")."""
+    return frozenset(
+        _SAME_QUANTITY.get(word, word)
+        for word in (m.group(0).casefold() for m in _QUANTITY.finditer(text))
+    )
+
+
+def _word_counts(text: str) -> Counter[str]:
+    """How many times each Latin content word (stemmed as the index stems) stands in `text`."""
+    return Counter(
+        t for t in tokenize(_CJK_CHAR.sub(" ", text)) if not has_cjk(t) and t not in _PLAIN_WORDS
+    )
+
+
+def _char_counts(text: str) -> Counter[str]:
+    """How many times each CJK content character stands in `text`."""
+    return Counter(c for c in _CJK_CHAR.findall(text) if c not in _PLAIN_CHARS)
 
 
 def _whole_words(text: str) -> frozenset[str]:
@@ -272,6 +362,30 @@ _EXACT = (
     ("currency", re.compile(r"[$€£¥₹₩₽¢]")),
     ("code name", re.compile(r"\b[A-Za-z_]\w*?(?:[a-z0-9][A-Z]|_)\w*")),
 )
+
+
+# A name glued from parts ("build:prod", "db-staging", "api/v2", "node.js") is one name: a
+# text naming one of its parts alone names another thing ("npm run build" / "npm run
+# build:prod"), though the index splits it into words the other text has.
+_GLUED = re.compile(r"[^\W_]+(?:[:/._-][^\W_]+)+")
+
+
+def _glued_name(text: str, other: str) -> tuple[str, str] | None:
+    """A glued name of `text` that `other` lacks, of which `other` names one part alone but
+    not another ("build:prod" beside a lone "build", no "prod"): (as in other, as in text)."""
+    other_names = {name.casefold() for name in _GLUED.findall(other)}
+    alone = {
+        tokens.stem(word.casefold()) for word in _LATIN_WORD.findall(_GLUED.sub(" ", other))
+    }
+    said = {tokens.stem(word.casefold()) for word in _LATIN_WORD.findall(other)}
+    for name in _GLUED.findall(text):
+        if name.casefold() in other_names:
+            continue
+        parts = [tokens.stem(part.casefold()) for part in _LATIN_WORD.findall(name)]
+        shared = [part for part in parts if part in alone]
+        if shared and any(part not in said for part in parts):
+            return shared[0], name
+    return None
 
 
 def _exact(pattern: re.Pattern[str], text: str, other: str) -> frozenset[str]:
@@ -373,15 +487,49 @@ def _swapped(first: str, second: str) -> tuple[str, str] | None:
     return None
 
 
+def reordered(first: str, second: str) -> bool:
+    """Whether the words the texts share come in another order: a sentence said anew
+    (生产环境的日志在 Loki 里查 / 在 Loki 上查生产日志), not a frame with a word put in
+    another's place (订单库部署在北京机房 / 订单库部署在上海机房), which keeps its order."""
+    a_units, b_units = _units(first), _units(second)
+    shared = set(a_units) & set(b_units)
+    a = list(dict.fromkeys(u for u in a_units if u in shared))
+    b = list(dict.fromkeys(u for u in b_units if u in shared))
+    return a != b
+
+
+# "unless" and 除非 are "if not": "Merge when CI is green" / "Merge unless CI is green".
 _NEGATION = re.compile(
     r"\b(?:not|no|never|none|nothing|without|cannot|can't|don't|doesn't|isn't|aren't|won't"
-    r"|didn't|shouldn't|mustn't)\b|不|没|别|无|非|未|勿",
+    r"|didn't|shouldn't|mustn't|unless)\b|不|没|别|无|非|未|勿|除非",
     re.IGNORECASE,
 )
 
 
 def _negated(text: str) -> bool:
     return len(_NEGATION.findall(text.replace("’", "'"))) % 2 == 1
+
+
+_NEXT_UNIT = re.compile(r"\s*(?:(?:to|be|do|does|did)\s+)?([A-Za-z]+|[\u3400-\u4dbf\u4e00-\u9fff])")
+
+
+def _negation_moved(first: str, second: str) -> tuple[str, str] | None:
+    """What each text says not, when each says not to a word the other says plainly: the
+    negation moved (用户不吃辣，喜欢清淡的菜 / 用户爱吃辣，不喜欢清淡的菜), which a count of
+    negations on each side (one and one) cannot see."""
+    said: list[tuple[set[str], set[str]]] = []
+    for text in (first, second):
+        text = text.replace("’", "'")
+        negated = set()
+        for match in _NEGATION.finditer(text):
+            unit = _NEXT_UNIT.match(text, match.end())
+            if unit:
+                negated.add(_units(unit.group(1))[0])
+        said.append((negated, set(_units(text))))
+    (a_not, a_all), (b_not, b_all) = said
+    a_moved = sorted(u for u in a_not - b_not if u in b_all)
+    b_moved = sorted(u for u in b_not - a_not if u in a_all)
+    return (a_moved[0], b_moved[0]) if a_moved and b_moved else None
 
 
 def _as_written(text: str, stems: frozenset[str]) -> str:

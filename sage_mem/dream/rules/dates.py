@@ -539,6 +539,11 @@ def _not_an_event(
         return _NOT_AN_EVENT
     if _habitual(segment, start, end, chinese):
         return _NOT_AN_EVENT
+    if habits and chinese and _CJK_NEXT.match(segment, end):
+        # Chinese drops the 的 of a possessive (下周计划, 昨天数据: next week's plan,
+        # yesterday's data): in a memory that names a habit (周报每周五发), maybe every
+        # week's. Left and listed, as "next week's plan" is.
+        rule = True
     if _POSSESSIVE.match(segment, end) and (
         habits or (not chinese and _PRESENT_VERB.search(lead))
     ):
@@ -668,6 +673,7 @@ _EN_HABIT = re.compile(
 )
 _ZH_HABIT = re.compile(r"每天|每晚|每日|每夜|每早|每小时|每周|定时|定期|例行|夜间任务|凌晨任务")
 _POSSESSIVE = re.compile(r"(?:['’]s|的)")
+_CJK_NEXT = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 
 # A present-tense verb right before a possessive ("collects yesterday's orders") may say a
 # habit even where none is named.
@@ -722,6 +728,8 @@ def absolutize(
     rules_only: bool = False,
     habits: bool = False,
     too_long: list[str] | None = None,
+    coded: frozenset[str] = frozenset(),
+    reasons: dict[str, str] | None = None,
 ) -> tuple[str, list[tuple[str, str]]]:
     """`text` with the date of each event phrase written beside it, and the (old, new) pairs.
 
@@ -731,7 +739,10 @@ def absolutize(
     `rules_only` reads the text as a standing rule (see `_not_an_event`); `habits`: the
     memory names a habit ("nightly", 每天), so a possessive "yesterday's" may be every
     day's: it is left and listed. Phrases in a sentence over LONGEST_SENTENCE characters
-    are left and added to `too_long` (to `unsure` when it is None).
+    are left and added to `too_long` (to `unsure` when it is None). `coded`: the date words
+    the memory's code uses (`date -d yesterday`, see `coded_words`): the same word in its
+    prose ("for yesterday's date") names what the code computes, any day's: left and listed.
+    `reasons` gets, for each phrase left and listed, why (one of the WHY_* sentences).
     """
     changes: list[tuple[str, str]] = []
     doubts = unsure if unsure is not None else []
@@ -744,7 +755,8 @@ def absolutize(
         stop = len(text) if code is None else code.start
         if stop > last:
             out.append(_substitute(
-                text[last:stop], last, anchor_at, changes, doubts, rules_only, habits, unread
+                text[last:stop], last, anchor_at, changes, doubts, rules_only, habits, unread,
+                coded, reasons,
             ))
         if code is not None:
             out.append(text[code.start : code.end])
@@ -1022,6 +1034,35 @@ class _Stretches:
         return None
 
 
+# Why a phrase was left and listed, as the report says it after the phrases.
+WHY_CODE = "a word the memory's code computes, any day's"
+WHY_RULE = (
+    "in a sentence that reads as a rule, a habit or a general statement, where it may or may "
+    "not date an event"
+)
+WHY_REPORTED = "words reported from another day, which may count from that day"
+WHY_AMBIGUOUS = "which day it means is not sure"
+WHY_COUNT = "a count that may run from another event, not from the day it was written"
+WHY_WEEK = "this week's day or the other week's, which only the writer knows"
+_A_COUNT = re.compile(
+    r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|a few|several"
+    r"|couple|later|after)\b|^in\b|[一二两三四五六七八九十几半]",
+    re.IGNORECASE,
+)
+_A_WEEK = re.compile(
+    r"\bweek|monday|tuesday|wednesday|thursday|friday|saturday|sunday|周|星期|礼拜", re.IGNORECASE
+)
+
+
+def _why_ambiguous(phrase: str) -> str:
+    """Why a phrase `_meaning` calls AMBIGUOUS was left: a count, a week, or neither sure."""
+    if _A_COUNT.search(phrase):
+        return WHY_COUNT
+    return WHY_WEEK if _A_WEEK.search(phrase) else WHY_AMBIGUOUS
+WHY_JOINED = "joined to a day or period that cannot be dated"
+WHY_LINK = "in a link's text, where a date would change the link"
+
+
 def _substitute(
     segment: str,
     base: int,
@@ -1031,8 +1072,11 @@ def _substitute(
     rules_only: bool = False,
     habits: bool = False,
     too_long: list[str] | None = None,
+    coded: frozenset[str] = frozenset(),
+    reasons: dict[str, str] | None = None,
 ) -> str:
-    """One stretch of prose (at `base` in the text) with its event phrases dated."""
+    """One stretch of prose (at `base` in the text) with its event phrases dated; why each
+    phrase left and listed was left goes into `reasons` (WHY_*)."""
     unread: set[int] = set()  # where a phrase in a sentence too long to read is
     matches = sorted(
         [(m, False) for m in _EN_PATTERN.finditer(segment)]
@@ -1047,6 +1091,8 @@ def _substitute(
         [(m.start("text"), m.end("text")) for m in MARKDOWN_LINK.finditer(segment)]
     )
     in_links: dict[int, str] = {}  # by the start of a phrase left in a link's text: the text
+    whys: dict[int, str] = {}  # by the start of a phrase left and listed: why (WHY_*)
+    why_of = reasons if reasons is not None else {}
     # What each phrase would become on its own: [start, end, kind, note, chinese]
     parts: list[list[Any]] = []
     covered = 0
@@ -1064,14 +1110,19 @@ def _substitute(
         elif _too_long(segment, match.start(), match.end()):
             kind = _UNSURE  # a sentence too long to read for dates: left and listed
             unread.add(match.start())
+        elif coded and " ".join(match.group(0).casefold().split()) in coded:
+            kind = _UNSURE  # "`date -d yesterday` prints yesterday's date": what code computes
+            whys[match.start()] = WHY_CODE
         elif why := _not_an_event(
             segment, match.start(), match.end(), chinese, rules_only, habits
         ):
             # (a feedback memory is rules through and through: its 下周计划 is every week's)
             if why == _IN_A_RULE and not rules_only and _names_a_day(match.group(0), chinese):
                 kind = _UNSURE  # "The notes from last Friday list every change": maybe an event
+                whys[match.start()] = WHY_RULE
         elif _said_on_another_day(segment, match.start()):
             kind = _UNSURE  # "Yesterday he promised it for tomorrow": whose day?
+            whys[match.start()] = WHY_REPORTED
         else:
             anchor = anchor_at(base + match.start())
             if anchor is None:
@@ -1081,6 +1132,7 @@ def _substitute(
                 meant = _meaning(match, segment, chinese, anchor)
                 if meant == AMBIGUOUS:
                     kind = _UNSURE
+                    whys[match.start()] = _why_ambiguous(match.group(0))
                 elif meant is not None and (
                     around := link_texts.around(match.start(), match.end())
                 ):
@@ -1122,11 +1174,15 @@ def _substitute(
     for start, end, kind, note, _chinese in parts:
         if start in doubts:
             unsure.append(doubts[start])
+            why_of.setdefault(doubts[start], WHY_JOINED)
         if start in in_links:
             unsure.append(in_links[start])
+            why_of.setdefault(in_links[start], WHY_LINK)
         if kind == _UNSURE:
             phrase = segment[start:end].removesuffix("'s").removesuffix("’s")
             (too_long if too_long is not None and start in unread else unsure).append(phrase)
+            if start in whys:
+                why_of.setdefault(phrase, whys[start])
         elif kind == _DATED:
             out.append(segment[last_end:end])
             out.append(note)
@@ -1261,6 +1317,17 @@ def _phrases(texts: dict[str, str], rules_only: bool = False) -> list[str]:
     return sorted(set(found))
 
 
+def coded_words(text: str) -> frozenset[str]:
+    """The date words (casefolded) that the code in `text` uses: `date -d yesterday`,
+    `DAY=today`, 昨天 in a fenced block."""
+    found: set[str] = set()
+    for code in code_ranges(text):
+        inside = text[code.start : code.end]
+        for pattern in (_EN_PATTERN, _ZH_PATTERN):
+            found.update(" ".join(m.group(0).casefold().split()) for m in pattern.finditer(inside))
+    return frozenset(found)
+
+
 def run(ctx: RuleContext) -> None:
     for memory in ctx.live():
         fields: dict[str, str] = {}
@@ -1276,6 +1343,8 @@ def run(ctx: RuleContext) -> None:
             continue
         rules_only = memory.category == "feedback"
         habits = any(_EN_HABIT.search(t) or _ZH_HABIT.search(t) for t in texts.values())
+        coded = coded_words(memory.body)
+        reasons: dict[str, str] = {}
         anchor, why = anchor_of(memory, ctx.zone)
         if anchor is not None and anchor > ctx.now.date() + timedelta(days=1):
             # a stamp after today (a clock set wrong): no day to count from
@@ -1289,7 +1358,8 @@ def run(ctx: RuleContext) -> None:
             if not text:
                 continue
             new, changes = absolutize(
-                text, anchor, unsure, rules_only=rules_only, habits=habits, too_long=too_long
+                text, anchor, unsure, rules_only=rules_only, habits=habits, too_long=too_long,
+                coded=coded, reasons=reasons,
             )
             if changes and new != text:
                 fields[key] = new
@@ -1308,23 +1378,25 @@ def run(ctx: RuleContext) -> None:
             )
         if unsure:
             # every phrase, in the order the memory has them: a careful reader checks each
-            phrases = ", ".join(map(repr, dict.fromkeys(unsure)))
+            listed = list(dict.fromkeys(unsure))
+            named = ", ".join(map(repr, listed))
             if anchor is None:
-                because = why
+                message = f"relative dates ({named}) left as written: {why}"
             else:
+                # why each was left, the phrases of one reason together
+                by_reason: dict[str, list[str]] = {}
+                for phrase in listed:
+                    by_reason.setdefault(reasons.get(phrase, WHY_AMBIGUOUS), []).append(phrase)
                 weekday = _EN_WEEKDAYS[anchor.weekday()].title()
-                because = (
-                    f"written on {anchor.isoformat()}, a {weekday}: they may mean this "
-                    "week's day or the other week's, join two days or periods of which one "
-                    "cannot be dated, stand in a link's text or in a sentence that reads as a "
-                    "rule, or count from another event or the day someone said them; write "
-                    "the date you mean"
+                message = (
+                    f"relative dates ({named}) left as written (written on "
+                    f"{anchor.isoformat()}, a {weekday}): "
+                    + ("; ".join(f"{', '.join(map(repr, group))}: {reason}"
+                                 for reason, group in by_reason.items())
+                       if len(by_reason) > 1 else next(iter(by_reason)))
+                    + "; write the date you mean"
                 )
-            ctx.applier.note(
-                memory.id,
-                rule=NAME,
-                message=f"relative dates ({phrases}) left as written: {because}",
-            )
+            ctx.applier.note(memory.id, rule=NAME, message=message)
         if not fields:
             continue
         shown = "; ".join(f"{old!r} → {new!r}" for old, new in found[:4])
