@@ -339,7 +339,7 @@ class MemoryStore:
         if memory_id is None:
             return None
         try:
-            self.folder.check_reachable(memory_id, archived=archived)
+            self.folder.check_reachable(memory_id, archived=archived, path=path)
         except InvalidId as exc:
             self._problems[key] = Problem(
                 path, f"{path}: not indexed, no id can reach this file name ({exc}): rename it"

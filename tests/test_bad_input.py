@@ -199,6 +199,13 @@ FILES = [
                          fm("description: !!python/object/apply:os.system ['touch /tmp/pwned']"),
                          indexed=False, finding="invalid-yaml", problem="constructor",
                          rewritable=False), id="yaml-python-object-tag"),
+    # An explicit tag PyYAML never checks against its text: its constructor fails (not with a
+    # YAML error) and took every command reading the folder down with it.
+    pytest.param(BadFile("yaml", "user_tag_unfit.md",
+                         ok("oryx", "updated: !!timestamp soon", "trust: !!float high",
+                            "baseline: !!bool maybe", "baselinePriority: !!int +"),
+                         indexed=True, finding="invalid-value", word="oryx", rewritable=True),
+                 id="yaml-explicit-tag-its-text-does-not-fit"),
     pytest.param(BadFile("yaml", "user_unclosed_quote.md", fm('description: "a quail'),
                          indexed=False, finding="invalid-yaml", problem="invalid YAML",
                          rewritable=False), id="invalid-yaml-unclosed-quote"),
@@ -553,6 +560,32 @@ def test_a_write_to_a_bad_file_works_or_leaves_every_byte(
         assert "\n" not in str(refused.value).replace(bad.name, "")
         untouched(memory_folder, before)
     assert tree(outside) == outside_before
+
+
+def test_two_names_the_same_in_nfc_one_is_indexed_the_other_reported(memory_folder: Path) -> None:
+    """`café.md` twice, once in NFC and once in NFD (as macOS writes names, and a clone
+    of its commits brings them): both have the id `user_café`, which reaches the NFC one.
+    The other is reported, as a name no id reaches, never dropped in silence."""
+    shutil.copytree(TEMPLATE, memory_folder)
+    nfc, nfd = "user_caf\u00e9.md", "user_cafe\u0301.md"
+    (memory_folder / nfc).write_bytes(ok("espresso"))
+    (memory_folder / nfd).write_bytes(ok("macchiato"))
+    before = tree(memory_folder)
+    folder = str(memory_folder)
+    done = cli_process("--dir", folder, "list", "--json")
+    assert done.returncode == 0, done.stderr
+    listed = json.loads(done.stdout)
+    assert [m["description"] for m in listed["memories"] if m["id"] == "user_caf\u00e9"] == [
+        "a note about the espresso"]
+    (broken,) = [b for b in listed["broken"] if b["path"].endswith(nfd)]
+    assert "differ only in how Unicode spells" in broken["message"]
+    done = cli_process("--dir", folder, "audit", "--json")
+    findings = json.loads(done.stdout)["findings"]
+    assert [f["check"] for f in findings if f["path"] == nfd] == ["unaddressable-name"]
+    done = cli_process("--dir", folder, "index")
+    assert done.returncode == 0 and b"skipped" in done.stderr + done.stdout
+    assert (memory_folder / "MEMORY.md").read_text(encoding="utf-8").count("](user_caf") == 1
+    untouched(memory_folder, before)
 
 
 def test_the_file_corpus_covers_every_kind_the_issue_names() -> None:

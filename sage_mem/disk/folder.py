@@ -375,15 +375,34 @@ class MemoryFolder:
             raise InvalidId(f"id {shown} is inside the reserved {parts[0]}/ folder")
         return raw
 
-    def check_reachable(self, memory_id: str, *, archived: bool = False) -> None:
+    def check_reachable(self, memory_id: str, *, archived: bool = False,
+                        path: Path | None = None) -> None:
         """Raise InvalidId when no id can reach the file `id_for` named `memory_id` (a
-        newline, a backslash or a byte that is not UTF-8 in its name, `.md.md`, too long):
-        it could be neither read nor changed, and would break its line of MEMORY.md, so
-        it is no memory anyone searches or lists (the audit's unaddressable-name)."""
+        newline, a backslash or a byte that is not UTF-8 in its name, `.md.md`, too long;
+        or, given its `path`, another file whose name is the same in NFC, which the id
+        names: `café.md` written by macOS in NFD beside one in NFC): it could be neither
+        read nor changed, and would break its line of MEMORY.md, so it is no memory
+        anyone searches or lists (the audit's unaddressable-name)."""
+        if path is not None and not memory_id.isascii():
+            self._check_twin(memory_id, Path(path), archived=archived)
         if _PLAIN_ID.fullmatch(memory_id) and not memory_id.endswith(".md"):
             return
         if self.normalize_id(memory_id, allow_archived=archived) != memory_id:
             raise InvalidId(f"id {memory_id!r} would name another file")
+
+    def _check_twin(self, memory_id: str, path: Path, *, archived: bool) -> None:
+        rel = self._relative(path)
+        if rel is None or rel[:-3] == memory_id:
+            return  # its name is the id's own spelling (NFC): the id reaches it first
+        try:
+            reached = self.path_for(memory_id, allow_archived=archived)
+        except InvalidId:
+            return  # the id itself is refused: said below
+        if reached != path:
+            raise InvalidId(
+                f"id {memory_id[:80]!r} names another file, {reached.name!r}: the two names "
+                "differ only in how Unicode spells their accents (NFC and NFD, as macOS writes)"
+            )
 
     def check_new_id(self, memory_id: str) -> None:
         """Refuse, for a memory about to be created, a name Windows cannot check out as it is,
