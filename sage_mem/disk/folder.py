@@ -454,9 +454,27 @@ class MemoryFolder:
         real_root = os.path.realpath(self.root)
         real = os.path.realpath(path)
         if real != real_root and not real.startswith(real_root + os.sep):
+            link = self._link_out(path, real_root)
+            through = f" (on the way to {link[1]})" if link and link[1] != link[0] else ""
             raise InvalidId(
-                f"{path.name}: a symlink that leads outside the memory folder", path=path
+                f"{link[0] if link else path.name}: a symlink that leads outside the memory "
+                f"folder{through}", path=path
             )
+
+    def _link_out(self, path: Path, real_root: str) -> tuple[str, str] | None:
+        """(the first part of `path` below the root that leads outside it, `path`), both
+        relative to the root: `archive` for `archive/user_cat.md` when archive/ is the link."""
+        rel = self._relative(path)
+        if rel is None:
+            return None
+        current = str(self.root)
+        for part in rel.split("/"):
+            current += os.sep + part
+            real = os.path.realpath(current)
+            if os.path.islink(current) and real != real_root \
+                    and not real.startswith(real_root + os.sep):
+                return os.path.relpath(current, self.root).replace(os.sep, "/"), rel
+        return None
 
     def _inside_without_links(self, path: Path) -> bool:
         """True when `path` is spelled under the root and each part below the root is no symlink.
