@@ -919,8 +919,20 @@ class MemoryStore:
         canonical = self.folder.normalize_id(memory_id)
         marks = {"archived": now_iso(), "archiveReason": reason, **(extra or {})}
         with self._write_lock():
-            self._check_movable(path, canonical, expected_sha256)
+            seen = self._check_movable(path, canonical, expected_sha256)
             target = self.folder.archive_dir / (canonical + ".md")
+
+            def marked(moved: Seen) -> bytes | None:
+                data = with_marks(moved.raw, marks, target)
+                if data is not None and len(data) > MAX_FILE_BYTES:  # it would read as no memory
+                    raise InvalidMemory(
+                        f"{canonical} not archived (it stays where it was): with its reason "
+                        f"it would be {len(data):,} bytes, over the {MAX_FILE_BYTES // 1024} "
+                        "KB a memory may hold; give a shorter reason", path=path,
+                    )
+                return data
+
+            marked(seen)  # a reason too long is refused before the file moves
             self.folder.check_contained(target)  # archive/ itself may be a symlink
             self._make_folders_for(target, archived=True)
             # The file moves first, whatever it holds by then (an edit made since our
@@ -929,7 +941,13 @@ class MemoryStore:
             if target != wanted:  # archive/ID.md was taken: the copy says whose id it had
                 marks["archivedFrom"] = canonical
             try:
-                self._rewrite(target, lambda moved: with_marks(moved.raw, marks, target))
+                self._rewrite(target, marked)
+            except InvalidMemory:
+                if move_back(target, path):
+                    raise
+                raise InvalidMemory(f"{canonical} moved to {target.relative_to(self.root)} "
+                                    "but its archive reason was not written: too long",
+                                    path=target) from None
             except OSError as exc:  # no room for the marks (a rename needs none)
                 if move_back(target, path):
                     raise OSError(exc.errno, f"{canonical} not archived (it stays where it "
@@ -1273,9 +1291,10 @@ class MemoryStore:
         make_dirs(path.parent, root=self.root)
         self.folder.check_contained(path)
 
-    def _check_movable(self, path: Path, canonical: str, expected_sha256: str | None) -> None:
-        """Under the write lock, before an archive or a rename moves `path`: MemoryNotFound,
-        ConflictError for a stale `expected_sha256`, InvalidMemory or MemoryLocked."""
+    def _check_movable(self, path: Path, canonical: str, expected_sha256: str | None) -> Seen:
+        """Under the write lock, before an archive or a rename moves `path`: what it holds;
+        MemoryNotFound, ConflictError for a stale `expected_sha256`, InvalidMemory or
+        MemoryLocked."""
         from .memory.edits import check_expected
 
         seen = self._read_for_write(path)
@@ -1285,6 +1304,7 @@ class MemoryStore:
         parsed = parse_bytes(seen.raw, path)
         if memory_from_meta(canonical, path, parsed.meta, parsed.body).locked:
             raise MemoryLocked(f"{canonical}: memory is locked (locked: true)", path=path)
+        return seen
 
     def _read_for_write(self, path: Path) -> Seen:
         """The checked read a write is based on; a missing file is `Seen.absent()`.

@@ -1144,6 +1144,10 @@ MCP_MISUSE = [
                  id="feedback-not-bool"),
     pytest.param("memory_archive", {"id": "user_cat_zh", "reason": ""}, "reason",
                  id="archive-reason-empty"),
+    # The reason is written into the archived copy: at 600 KB it made a file no one could
+    # read or restore (over the size limit), archived all the same.
+    pytest.param("memory_archive", {"id": "user_cat_zh", "reason": "why " * 150_000},
+                 "not archived (it stays where it was)", id="archive-reason-over-the-size-limit"),
     pytest.param("memory_list", {"limit": 10_000}, "limit", id="list-limit-huge"),
     pytest.param("memory_write", {"id": "user_x", "description": "x", "sneaky": 1}, "unknown",
                  id="write-unknown-argument"),
@@ -1161,6 +1165,23 @@ async def test_mcp_misuse_is_one_line(
         good, _ = await mcp_call(client, "memory_search", query="cat")
         assert good  # the server is still serving
     assert tree(memory_dir) == before
+
+
+def test_an_archive_reason_that_takes_a_memory_over_the_limit_leaves_it_in_place(
+    memory_dir: Path
+) -> None:
+    """A memory near the 512 KB limit, and a reason that does not fit beside it."""
+    big = memory_dir / "user_big.md"
+    big.write_bytes(fm("description: a long log", "category: user", body="line\n" * 104_000))
+    before = tree(memory_dir)
+    done = cli_process("--dir", str(memory_dir), "archive", "user_big", "--reason",
+                       "superseded " * 4_000)
+    assert_one_line_error(done.returncode, done.stderr.decode())
+    assert b"user_big not archived (it stays where it was)" in done.stderr
+    assert tree(memory_dir) == before
+    done = cli_process("--dir", str(memory_dir), "archive", "user_big", "--reason", "too long")
+    assert done.returncode == 0, done.stderr
+    assert (memory_dir / "archive" / "user_big.md").is_file()
 
 
 async def test_a_huge_query_costs_no_crash(memory_dir: Path) -> None:
