@@ -1070,7 +1070,7 @@ class MemoryStore:
         if new == old:
             raise InvalidId(f"{old}: the new id is the same as the old one")
         check_id_secret(new, allow_secret=False)
-        self.folder.check_new_id(new)
+        self.folder.check_new_id(new, moving_from=old)
         with self._write_lock():
             self._check_movable(old_path, old, expected_sha256)
             self._check_free(new_path, new)

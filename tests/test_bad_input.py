@@ -677,6 +677,34 @@ async def test_bad_id_through_mcp(
     assert tree(memory_dir) == before and tree(outside) == outside_before
 
 
+async def test_a_new_id_that_differs_from_a_memory_only_in_case_is_refused(
+    memory_dir: Path
+) -> None:
+    """On macOS and Windows `USER_CAT_ZH.md` and `user_cat_zh.md` are one file: a clone there
+    checks out one of the two, and its next sync pushes that over the other."""
+    (memory_dir / "project").mkdir()
+    before = tree(memory_dir)
+    folder = str(memory_dir)
+    for argv in (["add", "USER_CAT_ZH", "--description", "a twin"],
+                 ["add", "Project/plan", "--description", "a folder twin"],
+                 ["mv", "user_cat_zh", "User_Cat_ZH"]):
+        done = cli_process("--dir", folder, *argv)
+        if argv[0] == "mv":  # a rename that only changes case is no twin: it is the same file
+            assert done.returncode == 0, done.stderr
+            assert cli_process("--dir", folder, "mv", "User_Cat_ZH", "user_cat_zh").returncode == 0
+            continue
+        assert_one_line_error(done.returncode, done.stderr.decode())
+        assert b"only in case" in done.stderr
+    assert tree(memory_dir) == {**before, "MEMORY.md": tree(memory_dir)["MEMORY.md"]}
+    async with mcp_client(MemoryStore(memory_dir)) as client:
+        good, error = await mcp_call(client, "memory_write", id="User_cat_zh", description="x")
+        assert not good and "differs from 'user_cat_zh' only in case" in error
+        good, _ = await mcp_call(client, "memory_write", id="project/plan", description="plan")
+        assert good
+        good, error = await mcp_call(client, "memory_write", id="project/PLAN", description="x")
+        assert not good and "only in case" in error
+
+
 def test_bad_ids_as_a_real_process_print_one_line(memory_dir: Path, outside: Path) -> None:
     before = tree(memory_dir)
     for memory_id in ("../outside/secret_note", "%2e%2e/outside/secret_note", b"caf\xe9/../x"):

@@ -404,10 +404,13 @@ class MemoryFolder:
                 "differ only in how Unicode spells their accents (NFC and NFD, as macOS writes)"
             )
 
-    def check_new_id(self, memory_id: str) -> None:
+    def check_new_id(self, memory_id: str, *, moving_from: str | None = None) -> None:
         """Refuse, for a memory about to be created, a name Windows cannot check out as it is,
         or one holding a character that hides or turns text (`hidden_in_name`): `ls`, `git
-        status` and a diff would show another name than the file's (the audit's unsafe-name)."""
+        status` and a diff would show another name than the file's (the audit's unsafe-name);
+        or the name of a file beside it but for case (`USER_CAT` by `user_cat`), one file on
+        macOS and Windows, where a clone keeps one of the two. `moving_from`: the id being
+        renamed to this one, whose file is no twin (a rename that only changes case)."""
         hidden = next((c for c in memory_id if hidden_in_name(c)), None)
         if hidden is not None:
             raise InvalidId(
@@ -431,6 +434,35 @@ class MemoryFolder:
                 f"id {memory_id[:80]!r} has a part that starts or ends with a space or ends "
                 "with a dot (not allowed in new memories: Windows would change the name)"
             )
+        twin = self._case_twin(memory_id, moving_from)
+        if twin is not None:
+            mine = "/".join(memory_id.split("/")[: twin.count("/") + 1])
+            what = f"id {memory_id[:80]!r}" if mine == memory_id else (
+                f"id {memory_id[:80]!r}: its folder {mine!r}")
+            raise InvalidId(
+                f"{what} differs from {twin!r} only in case (not allowed in new memories: on "
+                "macOS and Windows the two are one, and a clone there keeps one of them)"
+            )
+
+    def _case_twin(self, memory_id: str, moving_from: str | None) -> str | None:
+        """The path (relative, without `.md`) of a file or folder on the way to `memory_id`'s
+        file whose name differs from its part only in case (compared in NFC), other than
+        `moving_from`'s file; None when there is none."""
+        parts = memory_id.split("/")
+        for depth, part in enumerate(parts):
+            last = depth == len(parts) - 1
+            name = unicodedata.normalize("NFC", part + ".md" if last else part)
+            try:
+                names = os.listdir(self.root.joinpath(*parts[:depth]))
+            except OSError:
+                return None  # no such folder yet: nothing beside it
+            for other in names:
+                nfc = unicodedata.normalize("NFC", other)
+                if nfc != name and nfc.casefold() == name.casefold():
+                    twin = "/".join([*parts[:depth], nfc[:-3] if last else nfc])
+                    if twin != moving_from:
+                        return twin
+        return None
 
     def path_for(self, memory_id: str, *, allow_archived: bool = False) -> Path:
         """The file of a memory id, refusing any id or symlink that leads outside the folder.
