@@ -1212,6 +1212,24 @@ def test_an_archive_reason_that_takes_a_memory_over_the_limit_leaves_it_in_place
     assert (memory_dir / "archive" / "user_big.md").is_file()
 
 
+async def test_a_state_folder_that_is_a_file_is_named_in_one_line(memory_dir: Path) -> None:
+    """A file where the state folder goes (a person's, `SAGE_MEM_STATE_DIR` set to one): every
+    change says so, naming it, where it said "Not a directory" of a lock file inside, or (MCP)
+    "file error: Not a directory" with no file at all."""
+    store = MemoryStore(memory_dir)
+    state = store.folder.state_dir
+    shutil.rmtree(state)
+    state.write_text("not a folder\n", encoding="utf-8")
+    done = cli_process("--dir", str(memory_dir), "add", "user_q", "--description", "q")
+    assert_one_line_error(done.returncode, done.stderr.decode())
+    assert f"{state}: cannot create the state folder: a file is where this folder goes" in (
+        done.stderr.decode())
+    async with mcp_client(store) as client:
+        good, error = await mcp_call(client, "memory_feedback", id="user_cat_zh", helpful=True)
+        assert not good and str(state) in error
+    assert state.read_text(encoding="utf-8") == "not a folder\n"
+
+
 async def test_a_huge_query_costs_no_crash(memory_dir: Path) -> None:
     async with mcp_client(MemoryStore(memory_dir)) as client:
         good, result = await mcp_call(client, "memory_search", query="猫 cat " * 50_000)
