@@ -1381,6 +1381,46 @@ def test_a_config_file_too_deep_or_too_long_is_one_line(
     assert code == 0 and "unexpected" not in err and "memory_search" in hook_context(out), err
 
 
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero", "folder"])
+def test_a_config_that_is_no_regular_file_is_one_line_never_a_hang(
+    memory_dir: Path, tmp_path: Path, kind: str
+) -> None:
+    """sage-mem's config (SAGE_MEM_CONFIG), a client's config (install, uninstall) and the
+    autodream settings, each a FIFO (every command waited for a writer, for ever), a link to
+    /dev/zero (read until memory ran out) or a folder: one line, exit 1, within seconds."""
+    def make(path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if kind == "fifo":
+            os.mkfifo(path)
+        elif kind == "dev-zero":
+            path.symlink_to("/dev/zero")
+        else:
+            path.mkdir()
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+
+    def run(*argv: str, cwd: Path = ROOT, **extra: str) -> subprocess.CompletedProcess[bytes]:
+        return subprocess.run([sys.executable, "-m", "sage_mem", "--dir", str(memory_dir), *argv],
+                              capture_output=True, timeout=30, cwd=cwd, env={**env, **extra},
+                              stdin=subprocess.DEVNULL)
+
+    config = tmp_path / "config.toml"
+    make(config)
+    done = run("search", "cat", SAGE_MEM_CONFIG=str(config))
+    assert_one_line_error(done.returncode, done.stderr.decode())
+    assert str(config) in done.stderr.decode()
+    project = tmp_path / "project"
+    make(project / ".claude" / "settings.json")
+    for command in ("install", "uninstall"):
+        done = run(command, "claude-code", cwd=project)
+        assert_one_line_error(done.returncode, done.stderr.decode())
+        assert "settings.json" in done.stderr.decode()
+    make(tmp_path / ".memory.sage-mem" / "autodream" / "config.json")
+    done = run("dream")
+    assert_one_line_error(done.returncode, done.stderr.decode())
+    assert "autodream settings" in done.stderr.decode()
+
+
 def test_a_toml_file_nested_too_deep_is_one_line(memory_dir: Path, tmp_path: Path) -> None:
     deep = "a = " + "[" * 5000 + "]" * 5000 + "\n"
     codex = tmp_path / "codex"
