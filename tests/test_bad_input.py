@@ -1421,6 +1421,16 @@ def test_a_config_that_is_no_regular_file_is_one_line_never_a_hang(
     assert "autodream settings" in done.stderr.decode()
 
 
+def test_a_mnemo_database_that_is_a_fifo_is_not_called_missing(
+    memory_dir: Path, tmp_path: Path
+) -> None:
+    fifo = tmp_path / "mnemo.db"
+    os.mkfifo(fifo)
+    code, out, err = cli("--dir", str(memory_dir), "import", "mnemo", str(fifo))
+    assert_one_line_error(code, err)
+    assert "not a file (a FIFO, a device or a folder)" in err  # it said "no such file"
+
+
 def test_a_toml_file_nested_too_deep_is_one_line(memory_dir: Path, tmp_path: Path) -> None:
     deep = "a = " + "[" * 5000 + "]" * 5000 + "\n"
     codex = tmp_path / "codex"
