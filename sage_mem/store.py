@@ -1120,7 +1120,12 @@ class MemoryStore:
                     relink(other.id, other.path, folder_before=folder_of(other.id),
                            archived=True)
             self._count_renamed(old, new)
-            self._catalog_after(f"{old} renamed to {new}.md")
+            # Said in the error too, when MEMORY.md then fails (a full disk): else lost with it.
+            stale = [note.split(": ", 1)[0] for note in left if ": links not updated: " in note]
+            shown = ", ".join(stale[:5]) + (f" and {len(stale) - 5} more" if len(stale) > 5 else "")
+            self._catalog_after(f"{old} renamed to {new}.md" + (
+                f" (the links to it in {shown} still name {old}: see `sage-mem audit`)"
+                if stale else ""))
         return Renamed(memory, old, tuple(relinked), tuple(left))
 
     def deletable_id(self, memory_id: str) -> str:
