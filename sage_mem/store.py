@@ -339,7 +339,7 @@ class MemoryStore:
         if memory_id is None:
             return None
         try:
-            self.folder.check_reachable(memory_id, archived=archived)
+            self.folder.check_reachable(memory_id, archived=archived, path=path)
         except InvalidId as exc:
             self._problems[key] = Problem(
                 path, f"{path}: not indexed, no id can reach this file name ({exc}): rename it"
@@ -919,8 +919,20 @@ class MemoryStore:
         canonical = self.folder.normalize_id(memory_id)
         marks = {"archived": now_iso(), "archiveReason": reason, **(extra or {})}
         with self._write_lock():
-            self._check_movable(path, canonical, expected_sha256)
+            seen = self._check_movable(path, canonical, expected_sha256)
             target = self.folder.archive_dir / (canonical + ".md")
+
+            def marked(moved: Seen) -> bytes | None:
+                data = with_marks(moved.raw, marks, target)
+                if data is not None and len(data) > MAX_FILE_BYTES:  # it would read as no memory
+                    raise InvalidMemory(
+                        f"{canonical} not archived (it stays where it was): with its reason "
+                        f"it would be {len(data):,} bytes, over the {MAX_FILE_BYTES // 1024} "
+                        "KB a memory may hold; give a shorter reason", path=path,
+                    )
+                return data
+
+            marked(seen)  # a reason too long is refused before the file moves
             self.folder.check_contained(target)  # archive/ itself may be a symlink
             self._make_folders_for(target, archived=True)
             # The file moves first, whatever it holds by then (an edit made since our
@@ -929,7 +941,13 @@ class MemoryStore:
             if target != wanted:  # archive/ID.md was taken: the copy says whose id it had
                 marks["archivedFrom"] = canonical
             try:
-                self._rewrite(target, lambda moved: with_marks(moved.raw, marks, target))
+                self._rewrite(target, marked)
+            except InvalidMemory:
+                if move_back(target, path):
+                    raise
+                raise InvalidMemory(f"{canonical} moved to {target.relative_to(self.root)} "
+                                    "but its archive reason was not written: too long",
+                                    path=target) from None
             except OSError as exc:  # no room for the marks (a rename needs none)
                 if move_back(target, path):
                     raise OSError(exc.errno, f"{canonical} not archived (it stays where it "
@@ -1052,7 +1070,7 @@ class MemoryStore:
         if new == old:
             raise InvalidId(f"{old}: the new id is the same as the old one")
         check_id_secret(new, allow_secret=False)
-        self.folder.check_new_id(new)
+        self.folder.check_new_id(new, moving_from=old)
         with self._write_lock():
             self._check_movable(old_path, old, expected_sha256)
             self._check_free(new_path, new)
@@ -1102,7 +1120,12 @@ class MemoryStore:
                     relink(other.id, other.path, folder_before=folder_of(other.id),
                            archived=True)
             self._count_renamed(old, new)
-            self._catalog_after(f"{old} renamed to {new}.md")
+            # Said in the error too, when MEMORY.md then fails (a full disk): else lost with it.
+            stale = [note.split(": ", 1)[0] for note in left if ": links not updated: " in note]
+            shown = ", ".join(stale[:5]) + (f" and {len(stale) - 5} more" if len(stale) > 5 else "")
+            self._catalog_after(f"{old} renamed to {new}.md" + (
+                f" (the links to it in {shown} still name {old}: see `sage-mem audit`)"
+                if stale else ""))
         return Renamed(memory, old, tuple(relinked), tuple(left))
 
     def deletable_id(self, memory_id: str) -> str:
@@ -1273,9 +1296,10 @@ class MemoryStore:
         make_dirs(path.parent, root=self.root)
         self.folder.check_contained(path)
 
-    def _check_movable(self, path: Path, canonical: str, expected_sha256: str | None) -> None:
-        """Under the write lock, before an archive or a rename moves `path`: MemoryNotFound,
-        ConflictError for a stale `expected_sha256`, InvalidMemory or MemoryLocked."""
+    def _check_movable(self, path: Path, canonical: str, expected_sha256: str | None) -> Seen:
+        """Under the write lock, before an archive or a rename moves `path`: what it holds;
+        MemoryNotFound, ConflictError for a stale `expected_sha256`, InvalidMemory or
+        MemoryLocked."""
         from .memory.edits import check_expected
 
         seen = self._read_for_write(path)
@@ -1285,6 +1309,7 @@ class MemoryStore:
         parsed = parse_bytes(seen.raw, path)
         if memory_from_meta(canonical, path, parsed.meta, parsed.body).locked:
             raise MemoryLocked(f"{canonical}: memory is locked (locked: true)", path=path)
+        return seen
 
     def _read_for_write(self, path: Path) -> Seen:
         """The checked read a write is based on; a missing file is `Seen.absent()`.

@@ -199,6 +199,13 @@ FILES = [
                          fm("description: !!python/object/apply:os.system ['touch /tmp/pwned']"),
                          indexed=False, finding="invalid-yaml", problem="constructor",
                          rewritable=False), id="yaml-python-object-tag"),
+    # An explicit tag PyYAML never checks against its text: its constructor fails (not with a
+    # YAML error) and took every command reading the folder down with it.
+    pytest.param(BadFile("yaml", "user_tag_unfit.md",
+                         ok("oryx", "updated: !!timestamp soon", "trust: !!float high",
+                            "baseline: !!bool maybe", "baselinePriority: !!int +"),
+                         indexed=True, finding="invalid-value", word="oryx", rewritable=True),
+                 id="yaml-explicit-tag-its-text-does-not-fit"),
     pytest.param(BadFile("yaml", "user_unclosed_quote.md", fm('description: "a quail'),
                          indexed=False, finding="invalid-yaml", problem="invalid YAML",
                          rewritable=False), id="invalid-yaml-unclosed-quote"),
@@ -555,6 +562,32 @@ def test_a_write_to_a_bad_file_works_or_leaves_every_byte(
     assert tree(outside) == outside_before
 
 
+def test_two_names_the_same_in_nfc_one_is_indexed_the_other_reported(memory_folder: Path) -> None:
+    """`café.md` twice, once in NFC and once in NFD (as macOS writes names, and a clone
+    of its commits brings them): both have the id `user_café`, which reaches the NFC one.
+    The other is reported, as a name no id reaches, never dropped in silence."""
+    shutil.copytree(TEMPLATE, memory_folder)
+    nfc, nfd = "user_caf\u00e9.md", "user_cafe\u0301.md"
+    (memory_folder / nfc).write_bytes(ok("espresso"))
+    (memory_folder / nfd).write_bytes(ok("macchiato"))
+    before = tree(memory_folder)
+    folder = str(memory_folder)
+    done = cli_process("--dir", folder, "list", "--json")
+    assert done.returncode == 0, done.stderr
+    listed = json.loads(done.stdout)
+    assert [m["description"] for m in listed["memories"] if m["id"] == "user_caf\u00e9"] == [
+        "a note about the espresso"]
+    (broken,) = [b for b in listed["broken"] if b["path"].endswith(nfd)]
+    assert "differ only in how Unicode spells" in broken["message"]
+    done = cli_process("--dir", folder, "audit", "--json")
+    findings = json.loads(done.stdout)["findings"]
+    assert [f["check"] for f in findings if f["path"] == nfd] == ["unaddressable-name"]
+    done = cli_process("--dir", folder, "index")
+    assert done.returncode == 0 and b"skipped" in done.stderr + done.stdout
+    assert (memory_folder / "MEMORY.md").read_text(encoding="utf-8").count("](user_caf") == 1
+    untouched(memory_folder, before)
+
+
 def test_the_file_corpus_covers_every_kind_the_issue_names() -> None:
     kinds = {case.values[0].kind for case in FILES}
     assert kinds == {"encoding", "yaml", "values", "size", "names", "links", "content"}
@@ -642,6 +675,34 @@ async def test_bad_id_through_mcp(
             good, error = await mcp_call(client, tool, id=memory_id, **arguments)
             assert not good and message in error, (tool, error)
     assert tree(memory_dir) == before and tree(outside) == outside_before
+
+
+async def test_a_new_id_that_differs_from_a_memory_only_in_case_is_refused(
+    memory_dir: Path
+) -> None:
+    """On macOS and Windows `USER_CAT_ZH.md` and `user_cat_zh.md` are one file: a clone there
+    checks out one of the two, and its next sync pushes that over the other."""
+    (memory_dir / "project").mkdir()
+    before = tree(memory_dir)
+    folder = str(memory_dir)
+    for argv in (["add", "USER_CAT_ZH", "--description", "a twin"],
+                 ["add", "Project/plan", "--description", "a folder twin"],
+                 ["mv", "user_cat_zh", "User_Cat_ZH"]):
+        done = cli_process("--dir", folder, *argv)
+        if argv[0] == "mv":  # a rename that only changes case is no twin: it is the same file
+            assert done.returncode == 0, done.stderr
+            assert cli_process("--dir", folder, "mv", "User_Cat_ZH", "user_cat_zh").returncode == 0
+            continue
+        assert_one_line_error(done.returncode, done.stderr.decode())
+        assert b"only in case" in done.stderr
+    assert tree(memory_dir) == {**before, "MEMORY.md": tree(memory_dir)["MEMORY.md"]}
+    async with mcp_client(MemoryStore(memory_dir)) as client:
+        good, error = await mcp_call(client, "memory_write", id="User_cat_zh", description="x")
+        assert not good and "differs from 'user_cat_zh' only in case" in error
+        good, _ = await mcp_call(client, "memory_write", id="project/plan", description="plan")
+        assert good
+        good, error = await mcp_call(client, "memory_write", id="project/PLAN", description="x")
+        assert not good and "only in case" in error
 
 
 def test_bad_ids_as_a_real_process_print_one_line(memory_dir: Path, outside: Path) -> None:
@@ -1111,6 +1172,10 @@ MCP_MISUSE = [
                  id="feedback-not-bool"),
     pytest.param("memory_archive", {"id": "user_cat_zh", "reason": ""}, "reason",
                  id="archive-reason-empty"),
+    # The reason is written into the archived copy: at 600 KB it made a file no one could
+    # read or restore (over the size limit), archived all the same.
+    pytest.param("memory_archive", {"id": "user_cat_zh", "reason": "why " * 150_000},
+                 "not archived (it stays where it was)", id="archive-reason-over-the-size-limit"),
     pytest.param("memory_list", {"limit": 10_000}, "limit", id="list-limit-huge"),
     pytest.param("memory_write", {"id": "user_x", "description": "x", "sneaky": 1}, "unknown",
                  id="write-unknown-argument"),
@@ -1128,6 +1193,41 @@ async def test_mcp_misuse_is_one_line(
         good, _ = await mcp_call(client, "memory_search", query="cat")
         assert good  # the server is still serving
     assert tree(memory_dir) == before
+
+
+def test_an_archive_reason_that_takes_a_memory_over_the_limit_leaves_it_in_place(
+    memory_dir: Path
+) -> None:
+    """A memory near the 512 KB limit, and a reason that does not fit beside it."""
+    big = memory_dir / "user_big.md"
+    big.write_bytes(fm("description: a long log", "category: user", body="line\n" * 104_000))
+    before = tree(memory_dir)
+    done = cli_process("--dir", str(memory_dir), "archive", "user_big", "--reason",
+                       "superseded " * 4_000)
+    assert_one_line_error(done.returncode, done.stderr.decode())
+    assert b"user_big not archived (it stays where it was)" in done.stderr
+    assert tree(memory_dir) == before
+    done = cli_process("--dir", str(memory_dir), "archive", "user_big", "--reason", "too long")
+    assert done.returncode == 0, done.stderr
+    assert (memory_dir / "archive" / "user_big.md").is_file()
+
+
+async def test_a_state_folder_that_is_a_file_is_named_in_one_line(memory_dir: Path) -> None:
+    """A file where the state folder goes (a person's, `SAGE_MEM_STATE_DIR` set to one): every
+    change says so, naming it, where it said "Not a directory" of a lock file inside, or (MCP)
+    "file error: Not a directory" with no file at all."""
+    store = MemoryStore(memory_dir)
+    state = store.folder.state_dir
+    shutil.rmtree(state)
+    state.write_text("not a folder\n", encoding="utf-8")
+    done = cli_process("--dir", str(memory_dir), "add", "user_q", "--description", "q")
+    assert_one_line_error(done.returncode, done.stderr.decode())
+    assert f"{state}: cannot create the state folder: a file is where this folder goes" in (
+        done.stderr.decode())
+    async with mcp_client(store) as client:
+        good, error = await mcp_call(client, "memory_feedback", id="user_cat_zh", helpful=True)
+        assert not good and str(state) in error
+    assert state.read_text(encoding="utf-8") == "not a folder\n"
 
 
 async def test_a_huge_query_costs_no_crash(memory_dir: Path) -> None:
@@ -1279,6 +1379,56 @@ def test_a_config_file_too_deep_or_too_long_is_one_line(
     assert "autodream settings" in err
     code, out, err = hook("session-start", json.dumps({"session_id": "s-cfg"}), memory_dir)
     assert code == 0 and "unexpected" not in err and "memory_search" in hook_context(out), err
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero", "folder"])
+def test_a_config_that_is_no_regular_file_is_one_line_never_a_hang(
+    memory_dir: Path, tmp_path: Path, kind: str
+) -> None:
+    """sage-mem's config (SAGE_MEM_CONFIG), a client's config (install, uninstall) and the
+    autodream settings, each a FIFO (every command waited for a writer, for ever), a link to
+    /dev/zero (read until memory ran out) or a folder: one line, exit 1, within seconds."""
+    def make(path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if kind == "fifo":
+            os.mkfifo(path)
+        elif kind == "dev-zero":
+            path.symlink_to("/dev/zero")
+        else:
+            path.mkdir()
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+
+    def run(*argv: str, cwd: Path = ROOT, **extra: str) -> subprocess.CompletedProcess[bytes]:
+        return subprocess.run([sys.executable, "-m", "sage_mem", "--dir", str(memory_dir), *argv],
+                              capture_output=True, timeout=30, cwd=cwd, env={**env, **extra},
+                              stdin=subprocess.DEVNULL)
+
+    config = tmp_path / "config.toml"
+    make(config)
+    done = run("search", "cat", SAGE_MEM_CONFIG=str(config))
+    assert_one_line_error(done.returncode, done.stderr.decode())
+    assert str(config) in done.stderr.decode()
+    project = tmp_path / "project"
+    make(project / ".claude" / "settings.json")
+    for command in ("install", "uninstall"):
+        done = run(command, "claude-code", cwd=project)
+        assert_one_line_error(done.returncode, done.stderr.decode())
+        assert "settings.json" in done.stderr.decode()
+    make(tmp_path / ".memory.sage-mem" / "autodream" / "config.json")
+    done = run("dream")
+    assert_one_line_error(done.returncode, done.stderr.decode())
+    assert "autodream settings" in done.stderr.decode()
+
+
+def test_a_mnemo_database_that_is_a_fifo_is_not_called_missing(
+    memory_dir: Path, tmp_path: Path
+) -> None:
+    fifo = tmp_path / "mnemo.db"
+    os.mkfifo(fifo)
+    code, out, err = cli("--dir", str(memory_dir), "import", "mnemo", str(fifo))
+    assert_one_line_error(code, err)
+    assert "not a file (a FIFO, a device or a folder)" in err  # it said "no such file"
 
 
 def test_a_toml_file_nested_too_deep_is_one_line(memory_dir: Path, tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import stat
 import subprocess
 import sys
@@ -17,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support import ROOT, wait_until
+from reliability_support import assert_one_line_error, cli_process, tree
+from support import ROOT, TEMPLATE, wait_until
 from test_dream_support import add, memory_text
 from test_ui import Client
 
@@ -401,3 +403,36 @@ def test_reports_in_a_folder_shared_with_a_group_are_shared_with_it_too(
     assert stat.S_IMODE(os.stat(report.parent).st_mode) & 0o777 == 0o770
     snapshot = state_dir(empty_dir) / "autodream" / "snapshots" / run["runId"]
     assert {m for m in _modes(snapshot).values()} <= {0o600, 0o700}
+
+
+@pytest.mark.parametrize("kind", ["file", "link-out"])
+def test_a_run_whose_report_has_no_folder_is_refused_before_it_starts(
+    tmp_path: Path, kind: str
+) -> None:
+    """`autodream` in the folder is a file (a person's notes, a remote's) or a link out of it:
+    a dream and a rollback are refused in one line before they change a file or are recorded
+    (a rollback once put every file back, then failed on its report, marked interrupted)."""
+    folder = tmp_path / "memory"
+    shutil.copytree(TEMPLATE, folder)
+    (folder / "user_cat.md").write_text(
+        "---\ndescription: The cat is Sesame\ncategory: user\nupdated: 2026-12-01T10:00:00Z\n"
+        "---\nI saw her yesterday.\n", encoding="utf-8")
+    done = cli_process("--dir", str(folder), "dream", "--mode", "rewrite", "--json")
+    assert done.returncode == 0, done.stderr
+    run_id = json.loads(done.stdout)["runId"]
+    shutil.rmtree(folder / "autodream")
+    if kind == "file":
+        (folder / "autodream").write_text("my notes\n", encoding="utf-8")
+    else:
+        (tmp_path / "elsewhere").mkdir()
+        (folder / "autodream").symlink_to(tmp_path / "elsewhere", target_is_directory=True)
+    before = tree(folder)
+    for argv in (["dream"], ["dream", "--mode", "rewrite"], ["rollback", run_id]):
+        done = cli_process("--dir", str(folder), *argv)
+        assert done.returncode == 1
+        assert_one_line_error(done.returncode, done.stderr.decode())
+        assert "autodream" in done.stderr.decode()
+    assert tree(folder) == before
+    assert not (kind == "link-out" and list((tmp_path / "elsewhere").iterdir()))
+    runs = json.loads(cli_process("--dir", str(folder), "runs", "--json").stdout)["runs"]
+    assert [run["runId"] for run in runs] == [run_id]  # nothing recorded, nothing interrupted

@@ -376,6 +376,24 @@ def test_a_change_whose_memory_md_does_not_fit_says_the_change_is_made(
     assert code == 0 and (memory_dir / "MEMORY.md").read_bytes() != old_index
 
 
+def test_a_rename_on_a_full_disk_names_the_links_it_could_not_update(
+    memory_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The rename needs no room, the links to it in other memories do: those left naming the
+    old id are said, where the error spoke of MEMORY.md alone (reproduced on a 64 KB tmpfs)."""
+    (memory_dir / "user_linker.md").write_text(
+        "---\ndescription: a note that links\ncategory: user\n---\nSee [[user_cat_zh]].\n",
+        encoding="utf-8")
+    MemoryStore(memory_dir).regenerate_index()
+    _full_disk_after(monkeypatch, 0)
+    code, _out, err = cli("--dir", str(memory_dir), "mv", "user_cat_zh", "user_cat_new")
+    assert_one_line_error(code, err)
+    assert "user_cat_zh renamed to user_cat_new.md (the links to it in user_linker still name " \
+        "user_cat_zh: see `sage-mem audit`), but MEMORY.md not updated" in err, err
+    monkeypatch.undo()
+    assert "[[user_cat_zh]]" in (memory_dir / "user_linker.md").read_text(encoding="utf-8")
+
+
 def test_the_store_says_a_write_is_saved_when_only_memory_md_does_not_fit(
     memory_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

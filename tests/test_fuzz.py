@@ -58,8 +58,24 @@ def joined(pieces: list[str], alphabet: st.SearchStrategy[str]) -> st.SearchStra
     return st.lists(st.one_of(st.sampled_from(pieces), alphabet), max_size=30).map("".join)
 
 
+# A frontmatter of `key: !!tag scalar` lines: PyYAML never checks an explicit tag against its
+# text, and its constructors fail on a misfit with errors that are not YAML errors.
+TAGS = ["", "!!timestamp ", "!!int ", "!!float ", "!!bool ", "!!null ", "!!str ", "!!binary ",
+        "!!set ", "!!omap ", "!!pairs ", "!!seq ", "!!map ", "!<tag:yaml.org,2002:int> ", "! "]
+SCALARS = ["", "x", "+", "-", ".", "0x", "0b", "1:2", "1_", "maybe", "yes", "~", ".inf", "1e400",
+           "2026-01-01", "2026-01-01T", "2026-13-45", "9999-12-31T23:59:59-23:59", "aGk=",
+           "[a]", "{a: 1}", "[{a: 1}]", "&a x", "*a"]
+KEYS = ["description", "category", "trust", "tags", "aliases", "updated", "created", "modified",
+        "baseline", "baselinePriority", "project", "locked", "supersedes", "summary", "other"]
+TAGGED_LINES = st.lists(
+    st.tuples(st.sampled_from(KEYS), st.sampled_from(TAGS), st.sampled_from(SCALARS)).map(
+        lambda kts: f"{kts[0]}: {kts[1]}{kts[2]}\n"),
+    min_size=1, max_size=6,
+).map(lambda lines: ("---\n" + "".join(lines) + "---\nbody\n").encode("utf-8"))
+
 MEMORY_BYTES = st.one_of(
     st.binary(max_size=400),
+    TAGGED_LINES,
     joined(YAML_PIECES, st.text(max_size=8)).map(lambda t: t.encode("utf-8", "surrogatepass")),
     joined(YAML_PIECES, st.text(max_size=8)).map(lambda t: ("---\n" + t + "\n---\n").encode(
         "utf-8", "surrogatepass")),

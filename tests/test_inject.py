@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from support import write_memory
+from support import ROOT, write_memory
 
 from sage_mem import Hit, MemoryStore
 from sage_mem.agents.context import (
@@ -124,6 +126,26 @@ def test_body_at_the_limit_is_not_marked() -> None:
     assert block.count("q") == BODY_LIMIT
 
 
+def test_a_description_far_over_a_line_is_cut_and_its_memory_still_injected(
+    empty_dir: Path
+) -> None:
+    """A memory whose description alone passes the budget (an agent's paragraph, a paste)
+    was left out whole, in silence, at session start and at each prompt: it is cut, visibly,
+    like a body. Through the hook as Claude Code runs it, a process."""
+    write_memory(empty_dir, "user_walrus", "---\ndescription: walrus " + "tusk " * 4_000
+                 + "\ncategory: user\nbaseline: true\n---\nThe walrus lives on ice.\n")
+    start = json.dumps({"session_id": "s-long", "source": "startup", "cwd": "/tmp",
+                        "hook_event_name": "SessionStart"})
+    done = subprocess.run([sys.executable, "-m", "sage_mem", "--dir", str(empty_dir), "hook",
+                           "session-start"], input=start.encode(), capture_output=True,
+                          timeout=60, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    context = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "> id: user_walrus" in context and context.count(TRUNCATED) == 1
+    assert "The walrus lives on ice." in context
+    assert len(context) <= CONTEXT_BUDGET
+
+
 def test_crlf_bodies_are_quoted_line_by_line() -> None:
     block = render_memory(memory(body="one\r\ntwo\r\n"), NOW)
     assert block.endswith("> one\n> two")
@@ -144,9 +166,9 @@ def test_budget_keeps_the_context_under_ten_thousand_characters_with_whole_memor
 
 
 def test_budget_skips_a_memory_too_big_to_fit_and_keeps_a_later_small_one() -> None:
-    huge = memory("huge", description="d" * 12_000)
+    huge = memory("huge", body="b" * 1_400)
     small = memory("small")
-    text, chosen = compose(PROMPT_HEADER, [huge, small], NOW)
+    text, chosen = compose(PROMPT_HEADER, [huge, small], NOW, budget=len(PROMPT_HEADER) + 500)
     assert [m.id for m in chosen] == ["small"]
     assert "> id: huge\n" not in text
 

@@ -814,6 +814,27 @@ def test_a_token_in_the_remote_url_is_never_printed(tmp_path: Path) -> None:
     assert git(folder, "config", "remote.origin.url").strip() == url  # git's, unchanged
 
 
+def test_a_remote_given_as_a_relative_path_is_read_from_the_working_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`sage-mem --dir mem init --git --remote ../remote.git`, as `git clone ../remote.git`
+    reads it: git, run in the memory folder, read it from there (`mem/../remote.git`, no
+    such repository), and the push said only that fetching failed."""
+    remote = bare_remote(tmp_path)
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    status, out, err = sm(Path("mem"), "init", "--git", "--remote", "../remote.git")
+    assert status == 0, err
+    write_memory(work / "mem", "user_dog", memory("The dog is Mochi", "Mochi."))
+    assert sync(work / "mem")["pushed"]
+    status, out, err = sm(Path("other"), "sync", "--remote", "../remote.git")  # a join
+    assert status == 0, err
+    assert (work / "other" / "user_dog.md").is_file()
+    for folder in ("mem", "other"):
+        assert git(work / folder, "remote", "get-url", "origin").strip() == str(remote)
+
+
 def test_sync_without_a_repository_says_how_to_set_one_up(tmp_path: Path) -> None:
     sm(tmp_path / "plain", "init")
     status, _, err = sm(tmp_path / "plain", "sync")

@@ -2,7 +2,8 @@
 
 Owns the injected text (memories quoted as data, each with its id, category
 and age), the budgets (8 baselines, 5 to 10 memories a prompt, 1,500
-characters a body, under 10,000 characters in all), the relevance floor, the
+characters a body and 1,000 a description, under 10,000 characters in all), the
+relevance floor, the
 project scope derived from the working folder, and the "already injected" set
 of each session, kept in `<state>/sessions/<session>.json`.
 
@@ -38,6 +39,9 @@ MAX_BASELINES = 8
 DEFAULT_PROMPT_LIMIT = 5
 MAX_PROMPT_LIMIT = 10
 BODY_LIMIT = 1_500
+# A description is one line saying what the memory is; one far longer (an agent's paragraph,
+# a paste) is cut like a body, so that its memory still fits the budget and is injected.
+DESCRIPTION_LIMIT = 1_000
 TRUNCATED = "…(truncated)"
 # An unknown category is shown (as data) up to this many characters.
 MAX_CATEGORY_SHOWN = 40
@@ -154,11 +158,14 @@ def render_memory(memory: Memory, now: datetime, *, clean: bool = False) -> str:
     body = shown_body(memory.body)
     if not clean:
         body = _masked(memory, body)
-    read = "\n\n".join(filter(None, (description, body[:BODY_LIMIT])))
+    read = "\n\n".join(filter(None, (description[:DESCRIPTION_LIMIT], body[:BODY_LIMIT])))
     body = visible(body)
     if len(body) > BODY_LIMIT:
         body = body[:BODY_LIMIT].rstrip() + TRUNCATED
-    text = "\n\n".join(filter(None, (visible(description), body)))
+    description = visible(description)
+    if len(description) > DESCRIPTION_LIMIT:
+        description = description[:DESCRIPTION_LIMIT].rstrip() + TRUNCATED
+    text = "\n\n".join(filter(None, (description, body)))
     category = memory.category
     shown_id = memory.id if clean else _masked_name(memory)
     fields = [f"id: {visible_name(shown_id)}"]

@@ -514,7 +514,8 @@ def import_mnemo(store: MemoryStore, db_path: Path | str, *, dry_run: bool = Fal
 
 def _read_facts(db: Path) -> Iterator[tuple[str, dict[str, Any]]]:
     if not db.is_file():
-        raise SageMemError(f"{db}: no such file", path=db)
+        what = "not a file (a FIFO, a device or a folder)" if os.path.exists(db) else "no such file"
+        raise SageMemError(f"{db}: {what}", path=db)
     try:
         connection = sqlite3.connect(f"file:{quote(str(db))}?mode=ro", uri=True)
     except sqlite3.Error as exc:

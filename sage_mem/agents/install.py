@@ -87,8 +87,8 @@ from pathlib import Path
 from typing import Any
 
 from ..disk.home import expand_home
-from ..disk.safe_io import atomic_write
-from ..errors import FolderError, SageMemError
+from ..disk.safe_io import atomic_write, read_file
+from ..errors import FolderError, InvalidMemory, SageMemError
 from ..memory.value import not_text
 from . import claude_memory as own_memory
 from .client_config import (
@@ -116,6 +116,9 @@ HOOKS_PURPOSE = "SessionStart, UserPromptSubmit, Stop and PreCompact hooks"
 CODEX_HOOK_EVENTS = ("SessionStart", "UserPromptSubmit")
 CODEX_HOOKS_PURPOSE = "SessionStart and UserPromptSubmit hooks"
 SHARED_COMMAND = "sage-mem"
+# A client's config read whole to edit it; ~/.claude.json, which holds Claude Code's history
+# of projects, grows to megabytes. Past this it is no config (a mistake, /dev/zero).
+CONFIG_LIMIT = 64 << 20
 
 
 @dataclass(frozen=True)
@@ -518,16 +521,18 @@ class _Plan:
 
 def _plan(path: Path, purpose: str, edit: Callable[[str], str | None], *, user: bool,
           missing_ok: bool = False) -> _Plan:
-    try:
-        raw = Path(os.path.realpath(path)).read_bytes()
+    real = Path(os.path.realpath(path))
+    try:  # never waits on a FIFO, never reads /dev/zero for ever
+        raw = read_file(real, limit=CONFIG_LIMIT).raw or b""
     except FileNotFoundError:
         if missing_ok:  # nothing to take out of a file that is not there
             return _Plan(path, purpose, None, None, 0o644)
         old = None
-    except IsADirectoryError:
-        raise SageMemError(f"{path}: is a folder, not a config file", path=path) from None
-    except PermissionError:
-        raise SageMemError(f"{path}: no permission to read it", path=path) from None
+    except InvalidMemory as exc:
+        reason = str(exc).removeprefix(f"{real}: ")
+        if reason == "is a folder":
+            reason = "is a folder, not a config file"
+        raise SageMemError(f"{path}: {reason}; nothing was changed", path=path) from None
     else:
         try:
             old = raw.decode("utf-8-sig")
@@ -662,8 +667,11 @@ def installed(client: str, scope: str, *, project_dir: Path, home: Path,
 
     def read(path: Path, parse: Callable[[str, Path], dict[str, Any]]) -> dict[str, Any]:
         try:
-            text = path.read_text(encoding="utf-8")
+            text = (read_file(path, limit=CONFIG_LIMIT).raw or b"").decode("utf-8")
         except FileNotFoundError:
+            return {}
+        except InvalidMemory as exc:  # a FIFO, a folder, a device, too big
+            unreadable.append(str(exc))
             return {}
         except (OSError, UnicodeDecodeError) as exc:
             unreadable.append(f"{path}: {getattr(exc, 'strerror', None) or exc}")

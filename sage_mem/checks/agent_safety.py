@@ -40,7 +40,7 @@ def findings(folder: MemoryFolder, rel: str, text: str) -> Iterator[tuple[str, i
     """(check, line, message) for one memory file in service; `text` without its BOM."""
     memory_id = unicodedata.normalize("NFC", rel[:-3])
     try:
-        folder.check_reachable(memory_id)
+        folder.check_reachable(memory_id, path=folder.root / rel)
     except InvalidId as exc:
         yield ("unaddressable-name", None,
                f"{exc}; no command can read it and it is not indexed: rename the file")

@@ -908,7 +908,7 @@ class _Audit:
         found = []
         for memory in self.memories:
             try:
-                self.folder.check_reachable(memory.id)
+                self.folder.check_reachable(memory.id, path=memory.path)
             except InvalidId:
                 continue
             found.append(memory)

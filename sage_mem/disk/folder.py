@@ -375,20 +375,42 @@ class MemoryFolder:
             raise InvalidId(f"id {shown} is inside the reserved {parts[0]}/ folder")
         return raw
 
-    def check_reachable(self, memory_id: str, *, archived: bool = False) -> None:
+    def check_reachable(self, memory_id: str, *, archived: bool = False,
+                        path: Path | None = None) -> None:
         """Raise InvalidId when no id can reach the file `id_for` named `memory_id` (a
-        newline, a backslash or a byte that is not UTF-8 in its name, `.md.md`, too long):
-        it could be neither read nor changed, and would break its line of MEMORY.md, so
-        it is no memory anyone searches or lists (the audit's unaddressable-name)."""
+        newline, a backslash or a byte that is not UTF-8 in its name, `.md.md`, too long;
+        or, given its `path`, another file whose name is the same in NFC, which the id
+        names: `café.md` written by macOS in NFD beside one in NFC): it could be neither
+        read nor changed, and would break its line of MEMORY.md, so it is no memory
+        anyone searches or lists (the audit's unaddressable-name)."""
+        if path is not None and not memory_id.isascii():
+            self._check_twin(memory_id, Path(path), archived=archived)
         if _PLAIN_ID.fullmatch(memory_id) and not memory_id.endswith(".md"):
             return
         if self.normalize_id(memory_id, allow_archived=archived) != memory_id:
             raise InvalidId(f"id {memory_id!r} would name another file")
 
-    def check_new_id(self, memory_id: str) -> None:
+    def _check_twin(self, memory_id: str, path: Path, *, archived: bool) -> None:
+        rel = self._relative(path)
+        if rel is None or rel[:-3] == memory_id:
+            return  # its name is the id's own spelling (NFC): the id reaches it first
+        try:
+            reached = self.path_for(memory_id, allow_archived=archived)
+        except InvalidId:
+            return  # the id itself is refused: said below
+        if reached != path:
+            raise InvalidId(
+                f"id {memory_id[:80]!r} names another file, {reached.name!r}: the two names "
+                "differ only in how Unicode spells their accents (NFC and NFD, as macOS writes)"
+            )
+
+    def check_new_id(self, memory_id: str, *, moving_from: str | None = None) -> None:
         """Refuse, for a memory about to be created, a name Windows cannot check out as it is,
         or one holding a character that hides or turns text (`hidden_in_name`): `ls`, `git
-        status` and a diff would show another name than the file's (the audit's unsafe-name)."""
+        status` and a diff would show another name than the file's (the audit's unsafe-name);
+        or the name of a file beside it but for case (`USER_CAT` by `user_cat`), one file on
+        macOS and Windows, where a clone keeps one of the two. `moving_from`: the id being
+        renamed to this one, whose file is no twin (a rename that only changes case)."""
         hidden = next((c for c in memory_id if hidden_in_name(c)), None)
         if hidden is not None:
             raise InvalidId(
@@ -412,6 +434,35 @@ class MemoryFolder:
                 f"id {memory_id[:80]!r} has a part that starts or ends with a space or ends "
                 "with a dot (not allowed in new memories: Windows would change the name)"
             )
+        twin = self._case_twin(memory_id, moving_from)
+        if twin is not None:
+            mine = "/".join(memory_id.split("/")[: twin.count("/") + 1])
+            what = f"id {memory_id[:80]!r}" if mine == memory_id else (
+                f"id {memory_id[:80]!r}: its folder {mine!r}")
+            raise InvalidId(
+                f"{what} differs from {twin!r} only in case (not allowed in new memories: on "
+                "macOS and Windows the two are one, and a clone there keeps one of them)"
+            )
+
+    def _case_twin(self, memory_id: str, moving_from: str | None) -> str | None:
+        """The path (relative, without `.md`) of a file or folder on the way to `memory_id`'s
+        file whose name differs from its part only in case (compared in NFC), other than
+        `moving_from`'s file; None when there is none."""
+        parts = memory_id.split("/")
+        for depth, part in enumerate(parts):
+            last = depth == len(parts) - 1
+            name = unicodedata.normalize("NFC", part + ".md" if last else part)
+            try:
+                names = os.listdir(self.root.joinpath(*parts[:depth]))
+            except OSError:
+                return None  # no such folder yet: nothing beside it
+            for other in names:
+                nfc = unicodedata.normalize("NFC", other)
+                if nfc != name and nfc.casefold() == name.casefold():
+                    twin = "/".join([*parts[:depth], nfc[:-3] if last else nfc])
+                    if twin != moving_from:
+                        return twin
+        return None
 
     def path_for(self, memory_id: str, *, allow_archived: bool = False) -> Path:
         """The file of a memory id, refusing any id or symlink that leads outside the folder.
@@ -435,9 +486,27 @@ class MemoryFolder:
         real_root = os.path.realpath(self.root)
         real = os.path.realpath(path)
         if real != real_root and not real.startswith(real_root + os.sep):
+            link = self._link_out(path, real_root)
+            through = f" (on the way to {link[1]})" if link and link[1] != link[0] else ""
             raise InvalidId(
-                f"{path.name}: a symlink that leads outside the memory folder", path=path
+                f"{link[0] if link else path.name}: a symlink that leads outside the memory "
+                f"folder{through}", path=path
             )
+
+    def _link_out(self, path: Path, real_root: str) -> tuple[str, str] | None:
+        """(the first part of `path` below the root that leads outside it, `path`), both
+        relative to the root: `archive` for `archive/user_cat.md` when archive/ is the link."""
+        rel = self._relative(path)
+        if rel is None:
+            return None
+        current = str(self.root)
+        for part in rel.split("/"):
+            current += os.sep + part
+            real = os.path.realpath(current)
+            if os.path.islink(current) and real != real_root \
+                    and not real.startswith(real_root + os.sep):
+                return os.path.relpath(current, self.root).replace(os.sep, "/"), rel
+        return None
 
     def _inside_without_links(self, path: Path) -> bool:
         """True when `path` is spelled under the root and each part below the root is no symlink.

@@ -633,6 +633,8 @@ def make_private_dirs(folder: Path) -> None:
         except FileExistsError:
             continue
         os.chmod(path, 0o700)
+    if not folder.is_dir():  # a file (or a link to one) where the folder goes
+        raise NotADirectoryError(errno.ENOTDIR, "a file is where this folder goes", str(folder))
 
 
 def fsync_dir(folder: Path) -> None:

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from ..errors import DreamError
+from ..errors import DreamError, InvalidMemory
 from ..memory.json_view import camel
 
 NUMBER, WHOLE, BOOL, CHOICE, COMMAND, PATH, ZONE = (
@@ -140,10 +140,14 @@ class DreamConfig:
     @classmethod
     def load(cls, path: Path) -> DreamConfig:
         """The defaults overlaid with `path` (when it exists). Raises DreamError when unusable."""
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+        from ..disk.safe_io import read_file
+
+        try:  # never waits on a FIFO, never reads /dev/zero for ever
+            data = json.loads(read_file(path, limit=1 << 20).raw or b"")
         except FileNotFoundError:
             return cls()
+        except InvalidMemory as exc:
+            raise DreamError(f"cannot read the autodream settings: {exc}", path=path) from None
         except (OSError, ValueError, RecursionError) as exc:  # (JSON nested too deep)
             raise DreamError(
                 f"{path}: cannot read the autodream settings: {exc}", path=path

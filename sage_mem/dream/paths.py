@@ -18,12 +18,14 @@ the umask); the reports follow the memory folder's own policy
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..disk.folder import DREAM_DIR, MemoryFolder
 from ..disk.safe_io import make_private_dirs
+from ..errors import DreamError
 
 RUN_ID = re.compile(r"^\d{8}T\d{6}Z-[0-9a-f]{4,}$")
 
@@ -63,6 +65,18 @@ class DreamPaths:
     @property
     def reports_dir(self) -> Path:
         return self.folder.root / DREAM_DIR
+
+    def check_reports_dir(self) -> None:
+        """Refuse a run (a dream, a rollback) that could not write its report, before it is
+        recorded or changes a file: `autodream` a link out of the folder, or a file (a
+        person's, a remote's) where the reports' folder goes."""
+        reports = self.reports_dir
+        self.folder.check_contained(reports)
+        if os.path.lexists(reports) and not reports.is_dir():
+            raise DreamError(
+                f"{reports}: not a folder; dream runs and rollbacks write their reports in "
+                "it: move that file away and run again"
+            )
 
     def run_dir(self, run_id: str) -> Path:
         return self.runs_dir / run_id

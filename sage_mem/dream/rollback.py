@@ -517,6 +517,7 @@ class _Rollback:
 
     def execute(self) -> RollbackResult:
         store, paths = self.store, self.paths
+        paths.check_reports_dir()
         manifest = Manifest.start(
             paths,
             self.rollback_id,

@@ -223,6 +223,7 @@ class _Run:
 
     def execute(self) -> DreamResult:
         started = time.monotonic()
+        self.paths.check_reports_dir()
         manifest = Manifest.start(
             self.paths,
             self.run_id,
@@ -252,7 +253,6 @@ class _Run:
     def _steps(self, manifest: Manifest, started: float) -> DreamResult:
         store = self.store
         rewrite = self.mode == "rewrite"
-        store.folder.check_contained(self.paths.reports_dir)  # before any change, not after
         store.reconcile()
         health_before = health(store)
         audit_before = audit_summary(store)

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ..disk.home import default_folder, expand_home
-from ..errors import FolderError
+from ..errors import FolderError, InvalidMemory
 from ..search.index import unique_idf
 from .config_path import config_file
 
@@ -22,6 +22,8 @@ if TYPE_CHECKING:
     from ..store import MemoryStore
 
 PERSONAL_NAME = "personal"
+CONFIG_LIMIT = 1 << 20
+"""A config file over this many bytes is refused (a mistake: it holds a few lines)."""
 _NAME = re.compile(r"[^\W][\w-]{0,39}")
 _READ: Any = object()
 
@@ -54,10 +56,14 @@ def read_config(file: Path | None = None) -> Config | None:
     file = config_file() if file is None else file
     if file is None or not os.path.lexists(file):  # a stat: no config, nothing opened
         return None
-    try:
-        data = file.read_bytes()
+    from ..disk.safe_io import read_file
+
+    try:  # never waits on a FIFO, never reads /dev/zero for ever
+        data = read_file(file, limit=CONFIG_LIMIT).raw or b""
     except FileNotFoundError:
         return None
+    except InvalidMemory as exc:
+        raise FolderError(f"cannot read the config: {exc}") from None
     except OSError as exc:
         raise FolderError(f"{file}: cannot read the config: {exc.strerror or exc}") from None
     import tomllib

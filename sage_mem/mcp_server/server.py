@@ -270,8 +270,9 @@ def _error_line(cause: BaseException | None) -> str | None:
         return "; ".join(_validation_line(error) for error in cause.errors())
     if isinstance(cause, (SageMemError, ToolError)):
         return " ".join(str(cause).split())
-    if isinstance(cause, OSError):
-        return f"file error: {cause.strerror or cause}"
+    if isinstance(cause, OSError):  # the file named, as the CLI names it
+        where = f"{cause.filename}: " if cause.filename and cause.strerror else ""
+        return " ".join(f"file error: {where}{cause.strerror or cause}".split())
     return None
 
 

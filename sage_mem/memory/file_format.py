@@ -42,6 +42,8 @@ DELETE = object()
 
 _TIMESTAMP_TAG = "tag:yaml.org,2002:timestamp"
 _INT_TAG = "tag:yaml.org,2002:int"
+_BOOL_TAG = "tag:yaml.org,2002:bool"
+_FLOAT_TAG = "tag:yaml.org,2002:float"
 # Python converts int <-> decimal text up to 4,300 digits by default; a YAML integer
 # over 13,000 bits (~3,900 digits) is kept as its text (see `_int_or_text`).
 _MAX_INT_BITS = 13_000
@@ -70,6 +72,8 @@ def _yaml() -> _Yaml:
     loader: Any = type("_Loader", (getattr(yaml, "CSafeLoader", yaml.SafeLoader),), {})
     loader.add_constructor(_TIMESTAMP_TAG, _timestamp_as_iso)
     loader.add_constructor(_INT_TAG, _int_or_text)
+    for tag in (_BOOL_TAG, _FLOAT_TAG):
+        loader.add_constructor(tag, _or_text(yaml.SafeLoader.yaml_constructors[tag]))
     timestamp = next(
         regexp for regexp_list in yaml.SafeLoader.yaml_implicit_resolvers.values()
         for tag, regexp in regexp_list if tag == _TIMESTAMP_TAG
@@ -87,13 +91,32 @@ def _yaml() -> _Yaml:
     return _Yaml(loader, dumper, timestamp, loader(""))
 
 
+# What PyYAML's scalar constructors raise for a text their tag does not fit: an explicit
+# tag is never checked against the text (`!!timestamp soon`, `!!bool maybe`, `!!int +`).
+_UNFIT = (ValueError, OverflowError, AttributeError, KeyError, IndexError, TypeError)
+
+
+def _or_text(construct: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+    """`construct`, or the scalar's own text when its tag does not fit it (`!!float high`):
+    kept as written, the value is then reported like any other of the wrong type."""
+
+    def construct_or_text(loader: Any, node: Any) -> Any:
+        try:
+            return construct(loader, node)
+        except _UNFIT:
+            return str(node.value)
+
+    return construct_or_text
+
+
 def _timestamp_as_iso(loader: yaml.SafeLoader, node: yaml.Node) -> str:
     import yaml
 
     try:
         value = yaml.SafeLoader.construct_yaml_timestamp(loader, node)  # type: ignore[arg-type]
-    except (ValueError, OverflowError):
-        # `2026-13-45` has a date's shape but is none: keep the text as written.
+    except _UNFIT:
+        # `2026-13-45` has a date's shape but is none, `!!timestamp soon` not even that:
+        # keep the text as written.
         return str(node.value)
     return _iso(value)
 
@@ -111,7 +134,7 @@ def _int_or_text(loader: yaml.SafeLoader, node: yaml.Node) -> int | str:
 
     try:
         value = yaml.SafeLoader.construct_yaml_int(loader, node)  # type: ignore[arg-type]
-    except ValueError:
+    except _UNFIT:
         return str(node.value)
     if value.bit_length() > _MAX_INT_BITS:
         return str(node.value)

@@ -503,6 +503,18 @@ def _command(args: Sequence[str]) -> str:
     return "git"
 
 
+def local_remote(url: str | None) -> str | None:
+    """`url` as given on a command line, with a relative path on this machine (`../remote.git`)
+    made absolute from the working folder, as `git clone` reads it: git, run in the memory
+    folder, would read it from there, another folder. A URL (`https://`, `host:path`) or an
+    absolute path is kept as it is."""
+    if not url or "://" in url or os.path.isabs(url) or url.startswith("~"):
+        return url
+    if ":" in url.split("/", 1)[0] and not os.path.exists(url):
+        return url  # `host:path`, git's scp-like syntax
+    return os.path.abspath(url) if os.path.exists(url) else url
+
+
 def shown_url(url: str | None) -> str | None:
     """A remote's URL as sage-mem prints it: a password (a token) in it masked,
     `https://me:****@host/x.git`, as git's own messages show it."""

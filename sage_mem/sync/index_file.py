@@ -495,7 +495,7 @@ def _read(folder: MemoryFolder, path: Path, memory_id: str,
     raw: bytes | None = None
     short = False
     try:
-        folder.check_reachable(memory_id)  # the store indexes no other (InvalidId below)
+        folder.check_reachable(memory_id, path=path)  # the store indexes no other (InvalidId)
         raw = files.read(path)
         short = raw is not None
         if raw is None:

@@ -85,6 +85,7 @@ from .git import (
     ensure_setup,
     error_line,
     git_environment,
+    local_remote,
     read_in_tree,
     shown_url,
 )
@@ -204,6 +205,7 @@ def sync(
     folder is not a repository of its own, or git fails in a way a later sync
     cannot finish.
     """
+    remote = local_remote(remote)
     folder = MemoryFolder(root)
     git = Git(folder.root)
     joining = not git.is_repository()
@@ -280,6 +282,7 @@ def init_repository(result: InitResult, remote: str | None = None, *,
     only set up for sync: its branch and history are theirs. `git`: the caller's
     `Git` of the folder, whose answers are then kept.
     """
+    remote = local_remote(remote)
     root = result.root
     mode = file_mode(root)
     result.gitattributes_written = _create_if_absent(root / ".gitattributes", GITATTRIBUTES, mode)
