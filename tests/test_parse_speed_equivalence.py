@@ -42,6 +42,7 @@ from sage_mem.search.tokens import (
     ENGLISH_STOP_WORDS,
     FRAME_NOUNS,
     QUESTION_FRAMES,
+    THING_PRONOUNS,
     fold,
     stem,
     tokenize,
@@ -566,7 +567,8 @@ def tokenize_as_before(text: str) -> list[str]:
             for segment in stop.split(run):
                 if len(segment) > 1:
                     out.extend(segment[j : j + 2] for j in range(len(segment) - 1))
-                out.extend("~" + char for char in segment if char not in CHINESE_STOP_CHARS)
+                out.extend("~" + char for char in segment
+                           if char not in CHINESE_STOP_CHARS or char in THING_PRONOUNS)
             continue
         alone = has_run and (i == 0 or matches[i - 1].group(1)) and (
             i + 1 == len(matches) or matches[i + 1].group(1))

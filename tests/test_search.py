@@ -797,6 +797,27 @@ def test_a_chinese_character_standing_alone_counts_as_a_word() -> None:
     assert ("~狗", REDUPLICATED_WEIGHT) in loose_terms("狗狗和我的狗")
 
 
+def test_the_pronoun_of_a_thing_finds_the_memory_that_speaks_of_it(
+    empty_dir: Path, tmp_path: Path
+) -> None:
+    """它 (it: a pet, an object) is a function character inside bigrams but also a
+    character of its own: "它叫什么名字" finds the pet's memory, which says 它, above a
+    shorter one sharing only 叫. A person's pronoun (我) and English "it" stay function words."""
+    write_corpus(
+        empty_dir,
+        {
+            "user_pet": "---\ndescription: 用户家里养了一只兔子，叫团子，它三岁了\n---\n",
+            "user_colleague": "---\ndescription: 用户的同事叫小王\n---\n",
+            "user_pet_en": "---\ndescription: the user's rabbit Tuanzi, it is three\n---\n",
+        },
+    )
+    store = MemoryStore(empty_dir, state_dir=tmp_path / "state")
+    assert ids(store.search("它叫什么名字", refine=True))[:1] == ["user_pet"]
+    assert ids(store.search("它叫什么名字"))[:1] == ["user_pet"]
+    assert "~它" in tokenize("它的名字") and "~我" not in tokenize("我的名字")
+    assert ids(store.search("it")) == []
+
+
 def test_a_loose_match_ranks_below_an_exact_one() -> None:
     index = index_of(
         make("user_basketball", "用户喜欢打篮球"),

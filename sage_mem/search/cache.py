@@ -157,7 +157,8 @@ REWRITE_AFTER = 32
 # 3: weak length normalisation (k1 0.7, b 0.1-0.3), CJK unigrams at 0.25, the words
 #    for "now" as stop words, ordinal words as their digits.
 # 4: names indexed by their prefixes too ("deb*" for "Deborah", `tokens.name_prefixes`).
-SCORING_VERSION = 4
+# 5: the pronoun of a thing (它) indexed as a character too (`tokens.THING_PRONOUNS`).
+SCORING_VERSION = 5
 _MEMORY_FIELDS = tuple(f.name for f in fields(Memory))
 _PROBLEMS = _MEMORY_FIELDS.index("problems")
 # What MEMORY.md shows of a memory (`listing`), where its record holds it.

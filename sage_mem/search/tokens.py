@@ -27,7 +27,8 @@ CJK runs are cut at Chinese function words (`CHINESE_STOP_WORDS`) and
 particles (`CHINESE_BREAKS`), then each stretch becomes overlapping character
 bigrams; each CJK character that is not a function character is also kept as
 a unigram term, prefixed `~`, which the index weighs lower, so a one-character
-query ("猫") still finds "用户的猫叫芝麻".
+query ("猫") still finds "用户的猫叫芝麻"; so is the pronoun of a thing (它,
+`THING_PRONOUNS`), a function character that tells a chat's memories apart.
 
 Each emoji or pictographic symbol is a term of its own (`_SYMBOL`): chat memories carry
 meaning in them, and a query "🐶" finds the memory holding one.
@@ -106,7 +107,8 @@ ENGLISH_STOP_WORDS = NOW_WORDS | frozenset(
 # apart (地址, 会议, 需要, 了解, 过滤, 本地, 存在), so a text is cut only at
 # multi-character function words and at the particles in CHINESE_BREAKS, which
 # hardly ever sit inside a content word; the other single characters in
-# CHINESE_STOP_CHARS stay inside bigrams but never stand alone as a term.
+# CHINESE_STOP_CHARS stay inside bigrams but never stand alone as a term (but for
+# THING_PRONOUNS, below).
 CHINESE_STOP_WORDS = (
     "什么", "怎么", "怎样", "怎么样", "如何", "为什么", "哪里", "哪儿", "哪个", "哪些", "这个",
     "那个", "这些", "那些", "这么", "那么", "这样", "那样", "我们", "你们", "他们", "她们",
@@ -119,6 +121,14 @@ CHINESE_STOP_CHARS = frozenset(
     + "地得了着过是在和与及也都就又很把被给让对从向"
     + "我你您他她它这那有会要个之其而或么哪谁"
 )
+# The pronoun of a thing or an animal (it): a function character inside bigrams, as the
+# others, but also indexed as a character. A person's pronouns (我, 你, 他, 她) are in nearly
+# every memory of a chat and tell nothing; 它 is in the few that speak of a pet or an object,
+# and a turn that says 它 points at one of them ("它的名字叫…"). Its weight is its idf, so
+# where it is common (an encyclopedia) it weighs little. English "it" stays a stop word:
+# there it is also the empty subject of "it was fun". docs/retrieval.md, "the fourteenth
+# pass".
+THING_PRONOUNS = frozenset("它")
 # The lookahead on first characters is only for speed: without it the regex
 # engine tries all forty alternatives at every character of a run.
 _CHINESE_STOP = on_use(
@@ -763,14 +773,15 @@ LONE_WEIGHT = 0.5
 
 
 class _UnigramTerms(dict[str, str]):
-    """Character -> its unigram term (`~` + character), or "" for a function character.
+    """Character -> its unigram term (`~` + character), or "" for a function character
+    (other than a thing's pronoun, `THING_PRONOUNS`).
 
     Looked up in C for each character of a run; one string per character rather
     than a new one per occurrence (whose hash the index then computes again).
     """
 
     def __missing__(self, char: str) -> str:
-        term = "" if char in CHINESE_STOP_CHARS else "~" + char
+        term = "" if char in CHINESE_STOP_CHARS and char not in THING_PRONOUNS else "~" + char
         if len(self) < _UNIGRAMS_LIMIT:
             self[char] = term
         return term
