@@ -938,6 +938,40 @@ def test_long_memories_are_saved_every_few_seconds_not_every_32(
     assert model.on_disk == [0, 4, 8], model.on_disk
 
 
+def test_an_embed_of_many_batches_copies_the_vectors_a_few_times_not_once_a_batch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each batch's vectors were put in by copying every vector made so far: at 100,000
+    memories a fast embedder spent most of an hour in copies (quadratic). What a run makes
+    is merged at most every MERGE_EVERY_SECONDS now, to the same vectors."""
+    from sage_mem.search import semantic
+
+    folder = tmp_path / "memory"
+    long_folder(folder, 24)  # six batches
+    copies: list[int] = []
+    original = semantic.Semantic._set
+
+    def counting(self: semantic.Semantic, stored: vectors.Stored) -> None:
+        copies.append(len(stored.ids))
+        original(self, stored)
+
+    monkeypatch.setattr(semantic.Semantic, "_set", counting)
+    store = MemoryStore(folder, watch=False)
+    assert store.embed(embedder=WordsEmbedder()).embedded == 24
+    merged = [count for count in copies if count]
+    assert merged == [24], copies  # one merge of all 24, not 4, 8, ... 24
+    path = vectors.vectors_path(store.folder)
+    model = vectors.Model(WordsEmbedder.name, "1", WordsEmbedder.dimension)
+    once = vectors.load(path, model)
+    monkeypatch.setattr(semantic, "MERGE_EVERY_SECONDS", 0.0)  # a merge after each batch
+    other = MemoryStore(folder, state_dir=tmp_path / "other-state", watch=False)
+    other.embed(embedder=WordsEmbedder())
+    each = vectors.load(vectors.vectors_path(other.folder), model)
+    assert once is not None and each is not None
+    assert once.ids == each.ids and once.counts == each.counts
+    assert np.array_equal(once.matrix, each.matrix)
+
+
 def test_two_processes_never_make_the_same_vectors_twice(tmp_path: Path) -> None:
     import threading
     import time

@@ -63,6 +63,11 @@ BATCH = 32
 # `serve` or `embed` killed within them kept nothing. About 5 s on a busy 2-core machine.
 BATCH_CHARS = 8000
 SAVE_EVERY_SECONDS = 30.0
+# What `update` made is merged into the searched vectors at most this often: each merge copies
+# every vector (at 100,000 memories 600 MB), so one a batch made a run over a large folder
+# quadratic (a fast embedder at 100k: most of an hour in copies); with the real model a batch
+# takes longer than this, and is merged as it ends.
+MERGE_EVERY_SECONDS = 5.0
 # A long-lived process waits this long after a change before embedding, so that a
 # `git checkout` of many files is one pass, not hundreds.
 SETTLE_SECONDS = 1.0
@@ -483,31 +488,51 @@ class Semantic:
             kept = len(keep)
             if progress is not None:
                 progress(0, len(todo))
-            saved = time.monotonic()
+            saved = merged = time.monotonic()
             unsaved = None
             done = 0
+            made_vectors: list[tuple[list[tuple[str, str, int]], Any]] = []
+            made_latent: list[tuple[str, str, Any, Any]] = []
+
+            def merge() -> None:
+                if made_vectors:
+                    self._add(made_vectors)
+                    made_vectors.clear()
+                if made_latent:
+                    self._add_latent(made_latent)
+                    made_latent.clear()
+
             try:
                 for batch in _batches(todo):
-                    self._make_latent([m for m in batch if self._latent_stale(m)])
+                    made_latent.extend(self._latent_of(
+                        [m for m in batch if self._latent_stale(m)]))
                     made = [m for m in batch if self._vectors_stale(m)]
                     if made:
-                        self._make_vectors(made)
+                        made_vectors.append(self._vectors_of(made))
                     done += len(batch)
+                    now = time.monotonic()
+                    if now - merged >= MERGE_EVERY_SECONDS or now - saved >= SAVE_EVERY_SECONDS:
+                        merge()
+                        merged = time.monotonic()
                     if progress is not None:
                         progress(done, len(todo))
                     if time.monotonic() - saved >= SAVE_EVERY_SECONDS:
                         unsaved = self._save()
                         saved = time.monotonic()
             except BaseException:
+                merge()
                 if done:  # stopped midway (Ctrl-C, the model failing): what was made is kept
                     self._save()
                 raise
+            merge()
             if todo or removed:
                 unsaved = self._save()
             return Updated(len(todo), kept, removed, time.monotonic() - started,
                            total=len(self), model=self.model, path=self.path, unsaved=unsaved)
 
-    def _make_vectors(self, batch: Sequence[Memory]) -> None:
+    def _vectors_of(self, batch: Sequence[Memory]) -> tuple[list[tuple[str, str, int]], Any]:
+        """The vectors of `batch`'s pieces: (id, text hash, rows) of each memory, and the rows
+        (`_add` puts them in)."""
         cut = [pieces(m) for m in batch]
         texts = [text for memory_pieces in cut for text in memory_pieces]
         made = np.concatenate([
@@ -517,8 +542,7 @@ class Semantic:
         ])
         if made.shape != (len(texts), self.model.dimension):
             raise ValueError(f"{self.model.name} gave vectors of shape {made.shape}")
-        self._add([(m.id, memory_hash(m), len(c)) for m, c in zip(batch, cut, strict=True)],
-                  made)
+        return [(m.id, memory_hash(m), len(c)) for m, c in zip(batch, cut, strict=True)], made
 
     def _prune_latent(self, memories: Sequence[Memory]) -> set[str]:
         """Drop the latent terms of memories gone or changed; the ids of those dropped."""
@@ -543,10 +567,11 @@ class Semantic:
             stored.model, [stored.ids[row] for row in keep], [stored.hashes[row] for row in keep],
             [stored.counts[row] for row in keep], stored.indices[at], stored.values[at])
 
-    def _make_latent(self, batch: Sequence[Memory]) -> None:
-        """Make the latent terms of `batch`; a backend failing on them gives none (logged once)."""
+    def _latent_of(self, batch: Sequence[Memory]) -> list[tuple[str, str, Any, Any]]:
+        """The latent terms of `batch` (id, text hash, indices, values: `_add_latent` puts them
+        in); a backend failing on them gives none (logged once)."""
         if self.latent_model is None or not batch:
-            return
+            return []
         texts = [vectors.latent_text(m.description, m.body) for m in batch]
         try:
             made = self.embedder.embed_sparse(texts)  # type: ignore[attr-defined]
@@ -554,8 +579,21 @@ class Semantic:
                 raise ValueError(f"{self.model.name} gave {len(made)} latent vectors")
         except (OSError, RuntimeError, ValueError):
             self.latent_model = None  # this process goes on with the other two sides
-            return
+            return []
         dimension = self.latent_model.dimension
+        out = []
+        for memory, (indices, values) in zip(batch, made, strict=True):
+            indices = np.asarray(indices, dtype=np.int32)
+            values = np.asarray(values, dtype=np.float32)
+            keep = (indices >= 0) & (indices < dimension) & (values > 0)
+            out.append((memory.id, latent_hash(memory), indices[keep], values[keep]))
+        return out
+
+    def _add_latent(self, made: list[tuple[str, str, Any, Any]]) -> None:
+        """Put in the latent terms `made` (`_latent_of`'s), replacing any: one copy of every
+        memory's, however many were made."""
+        if self.latent_model is None:
+            return
         with self._lock:
             stored, rows, starts, _ = self._latent
             entries = {}
@@ -564,11 +602,8 @@ class Semantic:
                 entries[memory_id] = (stored.hashes[row],
                                       stored.indices[start : start + stored.counts[row]],
                                       stored.values[start : start + stored.counts[row]])
-            for memory, (indices, values) in zip(batch, made, strict=True):
-                indices = np.asarray(indices, dtype=np.int32)
-                values = np.asarray(values, dtype=np.float32)
-                keep = (indices >= 0) & (indices < dimension) & (values > 0)
-                entries[memory.id] = (latent_hash(memory), indices[keep], values[keep])
+            for memory_id, text_hash, indices, values in made:
+                entries[memory_id] = (text_hash, indices, values)
             order = sorted(entries)
             self._set_latent(vectors.LatentStored(
                 self.latent_model, order, [entries[key][0] for key in order],
@@ -602,17 +637,19 @@ class Semantic:
         finally:
             os.close(fd)
 
-    def _add(self, made: list[tuple[str, str, int]], matrix: Any) -> None:
-        """Put in the vectors `made` (id, text hash, rows: `matrix`'s in order), replacing any."""
+    def _add(self, batches: list[tuple[list[tuple[str, str, int]], Any]]) -> None:
+        """Put in the vectors of `batches` (`_vectors_of`'s: id, text hash, rows of each memory,
+        and the rows in order), replacing any: one copy of every vector, however many made."""
         with self._lock:
             stored, _, starts = self._state
             entries = {memory_id: (stored.hashes[row], stored.matrix[
                 starts[row] : starts[row] + stored.counts[row]])
                 for row, memory_id in enumerate(stored.ids)}
-            at = 0
-            for memory_id, text_hash, count in made:
-                entries[memory_id] = (text_hash, matrix[at : at + count])
-                at += count
+            for made, matrix in batches:
+                at = 0
+                for memory_id, text_hash, count in made:
+                    entries[memory_id] = (text_hash, matrix[at : at + count])
+                    at += count
             ids = sorted(entries)
             self._set(vectors.Stored(
                 self.model, ids, [entries[key][0] for key in ids],
