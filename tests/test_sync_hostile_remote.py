@@ -290,3 +290,52 @@ def test_a_folder_the_remote_made_where_a_memory_was_edited_keeps_the_edit_as_a_
     assert "user_cat.conflict-victim.md" in git(remote, "ls-tree", "--name-only", "main")
     status, out, _ = sm(victim, "search", "Sesame window")
     assert "user_cat.conflict-victim" in out
+
+
+def push_gitlink(tmp_path: Path, remote: Path, path: str) -> str:
+    """An attacker's plain clone commits a submodule entry (a gitlink, mode 160000) at
+    `path`, with a `.gitmodules` naming a repository on the victim's disk; pushes it."""
+    attacker = tmp_path / "attacker"
+    clone(remote, attacker)
+    head = git(attacker, "rev-parse", "HEAD").strip()
+    git(attacker, "update-index", "--add", "--cacheinfo", f"160000,{head},{path}")
+    (attacker / ".gitmodules").write_text(
+        f'[submodule "x"]\n\tpath = {path}\n\turl = {tmp_path / "victim-home"}\n',
+        encoding="utf-8")
+    git(attacker, "add", ".gitmodules")
+    git(attacker, "commit", "--quiet", "-m", "vendor a module")
+    git(attacker, "push", "--quiet", "origin", "HEAD")
+    return git(attacker, "rev-parse", "--short", "HEAD").strip()
+
+
+def test_a_gitlink_from_the_remote_is_refused_and_an_archived_memory_still_travels(
+    tmp_path: Path, outside: Path
+) -> None:
+    """A submodule entry at `archive` made git see every file below it as another
+    repository's: the memory archived next went into no commit, gone from the remote and
+    every other machine, said nowhere. A gitlink is refused as a link is, in one line."""
+    remote = bare_remote(tmp_path)
+    victim = victim_folder(tmp_path, remote)
+    commit = push_gitlink(tmp_path, remote, "archive")
+    for _ in range(2):
+        status, out, err = sm(victim, "sync")
+        errors = [line for line in err.splitlines() if "error" in line]
+        assert status == 1 and len(errors) == 1, (out, err)
+        assert "archive is a submodule" in errors[0] and commit in errors[0], errors[0]
+    assert "160000" not in git(victim, "ls-files", "-s")
+    status, out, err = sm(victim, "archive", "user_cat", "--reason", "moved away")
+    assert status == 0, (out, err)
+    sm(victim, "sync")
+    assert "archive/user_cat.md" in git(victim, "ls-files")
+    assert not (victim / "archive" / ".git").exists()
+
+
+def test_a_joiner_checks_out_no_gitlink(tmp_path: Path, outside: Path) -> None:
+    remote = bare_remote(tmp_path)
+    victim_folder(tmp_path, remote)
+    push_gitlink(tmp_path, remote, "project")
+    joiner = tmp_path / "joiner"
+    status, out, err = sm(joiner, "sync", "--remote", str(remote))
+    errors = [line for line in err.splitlines() if "error" in line]
+    assert status == 1 and len(errors) == 1 and "submodule" in errors[0], (out, err)
+    assert "160000" not in git(joiner, "ls-files", "-s", check=False)

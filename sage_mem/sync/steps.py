@@ -350,6 +350,10 @@ LINK_REASON = ("a symbolic link; sync never commits one (another machine's read 
                "follow it): replace it with a file")
 
 
+_LINK_MODE = "120000"  # a symbolic link, in a tree
+_GITLINK_MODE = "160000"  # a submodule's commit, in a tree
+
+
 def _inside(path: str) -> bool:
     """A tree path git may check out inside the folder: relative, no `..`, no `.git`."""
     parts = path.replace("\\", "/").split("/")
@@ -1227,17 +1231,21 @@ class _Sync:
         )
 
     def refuse_unsafe(self, head: str | None, theirs: str, branch: str) -> None:
-        """Never merge a commit that brings a symbolic link or a path leaving the folder.
+        """Never merge a commit that brings a symbolic link, a submodule or a path leaving
+        the folder.
 
         Checked out, a link would be followed by the next read of its path (sync's, an
         editor's, a plain git's on a machine without `core.symlinks=false`), and what it
-        read pushed back. One line names the first such path and the commit that brought it.
+        read pushed back. A submodule entry (a gitlink) makes git take every file below its
+        folder for another repository's: a memory written there (`archive/` one) would go
+        into no commit and never reach another machine. One line names the first such path
+        and the commit that brought it.
         """
         # What their side brought since the two met (a link both had and this side deleted
         # stays deleted by the merge, and is no reason to refuse it).
         since = (self.git.merge_base(head, theirs) or head) if head else None
         unsafe = [(mode, path) for mode, path in self.git.entries(since, theirs)
-                  if mode == "120000" or not _inside(path)]
+                  if mode in (_LINK_MODE, _GITLINK_MODE) or not _inside(path)]
         if not unsafe:
             return
         from ..checks.credentials import redact_name
@@ -1247,7 +1255,9 @@ class _Sync:
         found = self.git.run("log", "-1", "--format=%h by %an", theirs, "--", path,
                              check=False).stdout.decode("utf-8", "replace").strip()
         commit = found.encode("unicode_escape").decode("ascii")[:80] or theirs[:7]
-        if mode == "120000":
+        if mode == _GITLINK_MODE:
+            what = f"{shown} is a submodule (a gitlink)"
+        elif mode == _LINK_MODE:
             target = (self.git.blob(theirs, path) or b"?").decode("utf-8", "replace")
             what = (f"{shown} is a symbolic link (to "
                     f"{target.encode('unicode_escape').decode('ascii')[:120]})")
@@ -1256,8 +1266,9 @@ class _Sync:
         more = f" (and {len(unsafe) - 1} more)" if len(unsafe) > 1 else ""
         raise SyncError(
             f"{REMOTE}/{branch} not merged: {what}{more}, from commit {commit}; sync never "
-            "checks out a link or a path outside the folder (a later read would follow it to "
-            "any file of yours): ask its author to replace it with a file, then sync")
+            "checks out a link, a submodule or a path outside the folder (a later read would "
+            "follow it to any file of yours, a memory written below it would never be "
+            "committed): ask its author to replace it with a file, then sync")
 
     def undo_unnamed_merge(self) -> None:
         """Undo a merge whose MERGE_HEAD names no commit: git was killed writing it, after
