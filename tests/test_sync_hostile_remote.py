@@ -339,3 +339,22 @@ def test_a_joiner_checks_out_no_gitlink(tmp_path: Path, outside: Path) -> None:
     errors = [line for line in err.splitlines() if "error" in line]
     assert status == 1 and len(errors) == 1 and "submodule" in errors[0], (out, err)
     assert "160000" not in git(joiner, "ls-files", "-s", check=False)
+
+
+def test_a_repository_inside_the_folder_is_held_back_and_named_as_one(tmp_path: Path) -> None:
+    """A folder holding a `.git` of its own (a clone made inside the memory folder) is not
+    committed, as git would commit it: a gitlink, none of its memories. Sync names it as
+    what it is, not as a symbolic link."""
+    remote = bare_remote(tmp_path)
+    victim = victim_folder(tmp_path, remote)
+    nested = victim / "project"
+    nested.mkdir()
+    git(nested, "init", "--quiet")
+    write_memory(victim, "project/project_x", memory("Nested", "In a repository."))
+    git(nested, "add", "-A")
+    git(nested, "commit", "--quiet", "-m", "x")
+    status, out, err = sm(victim, "sync")
+    assert status == 0, (out, err)
+    said = out + err
+    assert "project/: a git repository of its own" in said and "symbolic link" not in said, said
+    assert "160000" not in git(remote, "ls-tree", "-r", "main")

@@ -348,6 +348,8 @@ def memory_ids(paths: Iterable[str]) -> list[str]:
 _MARKERS = re.compile(rb"^<{7}(?: |$).*^>{7}(?: |$)", re.MULTILINE | re.DOTALL)
 LINK_REASON = ("a symbolic link; sync never commits one (another machine's read would "
                "follow it): replace it with a file")
+REPOSITORY_REASON = ("a git repository of its own; sync never commits one (git would commit "
+                     "it as a submodule, none of its files): move its .git away")
 
 
 _LINK_MODE = "120000"  # a symbolic link, in a tree
@@ -796,6 +798,9 @@ class _Sync:
         refuse it; a plain git there would follow it)."""
         held: list[Held] = []
         for path in paths:
+            if path.endswith("/"):  # a folder git did not look into: a repository's
+                held.append(Held(path, REPOSITORY_REASON))
+                continue
             try:
                 seen = read_in_tree(self.root, path, limit=_MAX_SCANNED)
             except LinkRefused:
@@ -963,7 +968,7 @@ class _Sync:
             if held.path == INDEX_FILE and self.generated_index():
                 continue  # regenerated: set back to the committed one just below
             if held.path in incoming:  # git would refuse to merge over it, naming no reason
-                if held.reason == LINK_REASON or held.path == INDEX_FILE:
+                if held.reason in (LINK_REASON, REPOSITORY_REASON) or held.path == INDEX_FILE:
                     raise SyncError(
                         f"{held.path}: not committed ({held.reason}), and {REMOTE} changed it "
                         "too, so nothing can be merged until it is committed")
