@@ -946,6 +946,11 @@ class _Sync:
         name = self.remote_branch()
         if name is None or name == branch:
             return
+        if self.git.rev(f"refs/heads/{name}") is not None:  # a person's branch beside it
+            raise SyncError(
+                f"{self.root}: branch {branch!r} was never synced and {REMOTE} has no such "
+                f"branch; the memories are on {name!r}, a branch here already: switch to it "
+                f"(git switch {name}, or sync the worktree that has it), then sync")
         self.git.run("branch", "-m", branch, name)
         self.result.notes.append(f"working on {REMOTE}'s branch {name!r}")
 
