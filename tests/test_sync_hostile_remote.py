@@ -358,3 +358,31 @@ def test_a_repository_inside_the_folder_is_held_back_and_named_as_one(tmp_path: 
     said = out + err
     assert "project/: a git repository of its own" in said and "symbolic link" not in said, said
     assert "160000" not in git(remote, "ls-tree", "-r", "main")
+
+
+def test_a_remote_name_too_long_for_the_disk_is_refused_naming_its_commit(
+    tmp_path: Path,
+) -> None:
+    """A file name of 300 bytes (made with git's plumbing) stopped every sync with the
+    whole name and "cannot read: File name too long", no word of where it came from."""
+    remote = bare_remote(tmp_path)
+    victim = victim_folder(tmp_path, remote)
+    attacker = tmp_path / "attacker"
+    clone(remote, attacker)
+    blob = subprocess.run(["git", "-C", str(attacker), "hash-object", "-w", "--stdin"],
+                          input=memory("Long", "Long.").encode(), capture_output=True,
+                          check=True).stdout.decode().strip()
+    name = "user_" + "a" * 300 + ".md"
+    tree = subprocess.run(["git", "-C", str(attacker), "mktree"],
+                          input=(git(attacker, "ls-tree", "HEAD")
+                                 + f"100644 blob {blob}\t{name}\n").encode(),
+                          capture_output=True, check=True).stdout.decode().strip()
+    commit = git(attacker, "commit-tree", tree, "-p", "HEAD", "-m", "long").strip()
+    git(attacker, "push", "--quiet", "origin", f"{commit}:refs/heads/main")
+    write_memory(victim, "user_cat", memory("The cat is Sesame", "Sesame is old."))
+    status, out, err = sm(victim, "sync")
+    errors = [line for line in err.splitlines() if "error" in line]
+    assert status == 1 and len(errors) == 1, (out, err)
+    assert "too long" in errors[0] and commit[:7] in errors[0], errors[0]
+    assert len(errors[0]) < 500, errors[0]
+    assert b"Sesame is old." in (victim / "user_cat.md").read_bytes()

@@ -356,6 +356,14 @@ _LINK_MODE = "120000"  # a symbolic link, in a tree
 _GITLINK_MODE = "160000"  # a submodule's commit, in a tree
 
 
+_NAME_MAX = 255  # bytes in one path part: what Linux, macOS and Windows file systems hold
+
+
+def _too_long(path: str) -> bool:
+    """A tree path no checkout can write: one of its parts over `_NAME_MAX` bytes."""
+    return any(len(os.fsencode(part)) > _NAME_MAX for part in path.split("/"))
+
+
 def _inside(path: str) -> bool:
     """A tree path git may check out inside the folder: relative, no `..`, no `.git`."""
     parts = path.replace("\\", "/").split("/")
@@ -1255,7 +1263,8 @@ class _Sync:
         # stays deleted by the merge, and is no reason to refuse it).
         since = (self.git.merge_base(head, theirs) or head) if head else None
         unsafe = [(mode, path) for mode, path in self.git.entries(since, theirs)
-                  if mode in (_LINK_MODE, _GITLINK_MODE) or not _inside(path)]
+                  if mode in (_LINK_MODE, _GITLINK_MODE) or not _inside(path)
+                  or _too_long(path)]
         if not unsafe:
             return
         from ..checks.credentials import redact_name
@@ -1265,7 +1274,9 @@ class _Sync:
         found = self.git.run("log", "-1", "--format=%h by %an", theirs, "--", path,
                              check=False).stdout.decode("utf-8", "replace").strip()
         commit = found.encode("unicode_escape").decode("ascii")[:80] or theirs[:7]
-        if mode == _GITLINK_MODE:
+        if _too_long(path):
+            what = f"{shown} is a name too long for a file here (over {_NAME_MAX} bytes)"
+        elif mode == _GITLINK_MODE:
             what = f"{shown} is a submodule (a gitlink)"
         elif mode == _LINK_MODE:
             target = (self.git.blob(theirs, path) or b"?").decode("utf-8", "replace")
