@@ -386,3 +386,28 @@ def test_a_remote_name_too_long_for_the_disk_is_refused_naming_its_commit(
     assert "too long" in errors[0] and commit[:7] in errors[0], errors[0]
     assert len(errors[0]) < 500, errors[0]
     assert b"Sesame is old." in (victim / "user_cat.md").read_bytes()
+
+
+def test_a_plain_clone_holding_a_gitlink_is_told_to_remove_it_and_loses_no_memory(
+    tmp_path: Path, outside: Path
+) -> None:
+    """A teammate's plain `git clone` already holds the gitlink (no merge for sync to
+    refuse): a memory archived there went into no commit, said nowhere. Sync refuses in
+    one line naming it; once it is removed, the archived memory travels."""
+    remote = bare_remote(tmp_path)
+    victim_folder(tmp_path, remote)
+    push_gitlink(tmp_path, remote, "archive")
+    teammate = tmp_path / "teammate"
+    clone(remote, teammate)
+    status, out, err = sm(teammate, "archive", "user_cat", "--reason", "moved away")
+    assert status == 0, (out, err)
+    status, out, err = sm(teammate, "sync")
+    errors = [line for line in err.splitlines() if "error" in line]
+    assert status == 1 and len(errors) == 1, (out, err)
+    assert "archive is a submodule" in errors[0], errors[0]
+    assert "git rm --cached archive && git commit" in errors[0], errors[0]
+    git(teammate, "rm", "--quiet", "--cached", "archive")
+    git(teammate, "commit", "--quiet", "-m", "no submodule")
+    status, out, err = sm(teammate, "sync")
+    assert status == 0, (out, err)
+    assert "archive/user_cat.md" in git(remote, "ls-tree", "-r", "--name-only", "main")

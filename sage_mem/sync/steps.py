@@ -506,6 +506,15 @@ class _Sync:
             if (git_dir / name).exists():
                 raise SyncError(f"{self.root}: a git {what} is in progress; finish or abort it, "
                                 "then sync")
+        gitlink = self.git.gitlink()
+        if gitlink is not None:
+            # Already here (a plain clone, a merge before sync refused them): git takes
+            # every file below it for another repository's, so a memory written there
+            # would go into no commit, said nowhere.
+            shown = gitlink.encode("unicode_escape").decode("ascii")[:120]
+            raise SyncError(f"{self.root}: {shown} is a submodule (a gitlink); sync never "
+                            "commits below one (a memory there would reach no other machine): "
+                            f"remove it (git rm --cached {shown} && git commit), then sync")
         if self.git.head_ref() is None:
             raise SyncError(f"{self.root}: HEAD is detached; check out a branch (git switch main), "
                             "then sync")
