@@ -1012,8 +1012,13 @@ class _Sync:
         """
         for path in paths:
             target = self.root / path
-            if read_in_tree(self.root, path, limit=_MAX_SCANNED).raw is None:
-                continue
+            try:
+                if read_in_tree(self.root, path, limit=_MAX_SCANNED).raw is None:
+                    continue
+            except LinkRefused:
+                raise
+            except SyncError:
+                pass  # too big to read (or unreadable): moved aside all the same, never read
             aside = move(target, conflict_sibling(target, "held"))
             self.parked[aside.relative_to(self.root).as_posix()] = path
             if self.git.ok("ls-files", "--error-unmatch", "--", path):
@@ -1030,7 +1035,16 @@ class _Sync:
 
         for aside, path in list(self.parked.items()):
             target = self.root / path
-            ours = read_in_tree(self.root, aside, limit=_MAX_SCANNED).raw
+            try:
+                ours = read_in_tree(self.root, aside, limit=_MAX_SCANNED).raw
+            except LinkRefused:
+                raise
+            except SyncError as exc:  # too big to merge: yours stays beside theirs, unread
+                self.result.notes.append(
+                    f"{redact_name(path)}: changed on {REMOTE} too, and yours cannot be merged "
+                    f"({exc.message}): yours kept as {redact_name(aside)}, uncommitted")
+                del self.parked[aside]
+                continue
             if ours is None:
                 del self.parked[aside]
                 continue
