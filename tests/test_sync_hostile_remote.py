@@ -411,3 +411,31 @@ def test_a_plain_clone_holding_a_gitlink_is_told_to_remove_it_and_loses_no_memor
     status, out, err = sm(teammate, "sync")
     assert status == 0, (out, err)
     assert "archive/user_cat.md" in git(remote, "ls-tree", "-r", "--name-only", "main")
+
+
+def test_a_remote_gitattributes_that_reencodes_memories_is_refused_naming_its_commit(
+    tmp_path: Path,
+) -> None:
+    """`*.md working-tree-encoding=UTF-16` from the remote made git re-encode every memory
+    on checkout; sync's merge then failed on git's own words ("BOM is required …"), every
+    sync, naming neither the attribute nor the commit. Refused before the merge, in one
+    line; this machine's edit stays committed here."""
+    remote = bare_remote(tmp_path)
+    victim = victim_folder(tmp_path, remote)
+    attacker = tmp_path / "attacker"
+    clone(remote, attacker)
+    attributes = (attacker / ".gitattributes").read_bytes() + b"*.md working-tree-encoding=UTF-16\n"
+    blob = subprocess.run(["git", "-C", str(attacker), "hash-object", "-w", "--stdin"],
+                          input=attributes, capture_output=True, check=True).stdout.decode().strip()
+    git(attacker, "update-index", "--cacheinfo", f"100644,{blob},.gitattributes")
+    git(attacker, "commit", "--quiet", "-m", "encodings")
+    git(attacker, "push", "--quiet", "origin", "HEAD")
+    commit = git(attacker, "rev-parse", "--short", "HEAD").strip()
+    write_memory(victim, "user_cat", memory("The cat is Sesame", "Sesame is old."))
+    status, out, err = sm(victim, "sync")
+    errors = [line for line in err.splitlines() if "error" in line]
+    assert status == 1 and len(errors) == 1, (out, err)
+    assert "working-tree-encoding" in errors[0] and commit in errors[0], errors[0]
+    assert "BOM" not in err, err
+    assert "Sesame is old." in git(victim, "show", "HEAD:user_cat.md")
+    assert (victim / "user_cat.md").read_bytes().startswith(b"---")

@@ -401,12 +401,12 @@ class Git:
         record = staged[at + 1:].split(b"\x00", 1)[0]
         return os.fsdecode(record.partition(b"\t")[2])
 
-    def entries(self, old: str | None, new: str) -> list[tuple[str, str]]:
-        """(mode, path) of each file `new` holds that `old` does not hold alike (all of `new`
-        when `old` is None): what a merge of `new` may check out."""
+    def entries(self, old: str | None, new: str) -> list[tuple[str, str, str]]:
+        """(mode, path, object id) of each file `new` holds that `old` does not hold alike
+        (all of `new` when `old` is None): what a merge of `new` may check out."""
         if old is None:
-            return [(mode, path) for path, (mode, _) in self._listing(new).items()]
-        return [(mode, path) for mode, status, path, _, _ in self._diff(old, new)
+            return [(mode, path, blob) for path, (mode, blob) in self._listing(new).items()]
+        return [(mode, path, blob) for mode, status, path, blob, _ in self._diff(old, new)
                 if status != "D"]
 
     def blob_changes(self, old: str, new: str) -> list[tuple[str, str, str, str, str]]:

@@ -356,12 +356,15 @@ _LINK_MODE = "120000"  # a symbolic link, in a tree
 _GITLINK_MODE = "160000"  # a submodule's commit, in a tree
 
 
+# An attribute set (not unset: `-working-tree-encoding`) that has git re-encode a file on
+# checkout: the memories, written as UTF-8, could then never be committed again.
+_REENCODES = re.compile(rb"(?m)^[^#\n]*[ \t]working-tree-encoding=")
 _NAME_MAX = 255  # bytes in one path part: what Linux, macOS and Windows file systems hold
 
 
-def _too_long(path: str) -> bool:
-    """A tree path no checkout can write: one of its parts over `_NAME_MAX` bytes."""
-    return any(len(os.fsencode(part)) > _NAME_MAX for part in path.split("/"))
+def _shown(text: str) -> str:
+    """Text from a remote, as one printable line of at most 120 characters."""
+    return text.encode("unicode_escape").decode("ascii")[:120]
 
 
 def _inside(path: str) -> bool:
@@ -1272,47 +1275,59 @@ class _Sync:
         )
 
     def refuse_unsafe(self, head: str | None, theirs: str, branch: str) -> None:
-        """Never merge a commit that brings a symbolic link, a submodule or a path leaving
-        the folder.
+        """Never merge a commit that brings a symbolic link, a submodule, a path leaving the
+        folder or a name no disk holds, nor a `.gitattributes` that re-encodes files.
 
         Checked out, a link would be followed by the next read of its path (sync's, an
         editor's, a plain git's on a machine without `core.symlinks=false`), and what it
         read pushed back. A submodule entry (a gitlink) makes git take every file below its
         folder for another repository's: a memory written there (`archive/` one) would go
-        into no commit and never reach another machine. One line names the first such path
-        and the commit that brought it.
+        into no commit and never reach another machine; so would every memory once git
+        re-encodes them (`working-tree-encoding`). One line names the first such path and
+        the commit that brought it.
         """
         # What their side brought since the two met (a link both had and this side deleted
         # stays deleted by the merge, and is no reason to refuse it).
         since = (self.git.merge_base(head, theirs) or head) if head else None
-        unsafe = [(mode, path) for mode, path in self.git.entries(since, theirs)
-                  if mode in (_LINK_MODE, _GITLINK_MODE) or not _inside(path)
-                  or _too_long(path)]
+        unsafe = [(path, why) for mode, path, blob in self.git.entries(since, theirs)
+                  if (why := self.unsafe_entry(mode, path, blob)) is not None]
         if not unsafe:
             return
         from ..checks.credentials import redact_name
 
-        mode, path = unsafe[0]
-        shown = redact_name(path).encode("unicode_escape").decode("ascii")[:120]
+        path, why = unsafe[0]
+        shown = _shown(redact_name(path))
         found = self.git.run("log", "-1", "--format=%h by %an", theirs, "--", path,
                              check=False).stdout.decode("utf-8", "replace").strip()
         commit = found.encode("unicode_escape").decode("ascii")[:80] or theirs[:7]
-        if _too_long(path):
-            what = f"{shown} is a name too long for a file here (over {_NAME_MAX} bytes)"
-        elif mode == _GITLINK_MODE:
-            what = f"{shown} is a submodule (a gitlink)"
-        elif mode == _LINK_MODE:
-            target = (self.git.blob(theirs, path) or b"?").decode("utf-8", "replace")
-            what = (f"{shown} is a symbolic link (to "
-                    f"{target.encode('unicode_escape').decode('ascii')[:120]})")
-        else:
-            what = f"{shown} is a path outside the folder"
         more = f" (and {len(unsafe) - 1} more)" if len(unsafe) > 1 else ""
         raise SyncError(
-            f"{REMOTE}/{branch} not merged: {what}{more}, from commit {commit}; sync never "
-            "checks out a link, a submodule or a path outside the folder (a later read would "
-            "follow it to any file of yours, a memory written below it would never be "
+            f"{REMOTE}/{branch} not merged: {shown} {why}{more}, from commit {commit}; sync "
+            "never checks out a link, a submodule or a path outside the folder (a later read "
+            "would follow it to any file of yours, a memory written below it would never be "
             "committed): ask its author to replace it with a file, then sync")
+
+    def unsafe_entry(self, mode: str, path: str, blob: str) -> str | None:
+        """Why a file of the remote (its object id `blob`) may not be checked out (None: it
+        may). Only a `.gitattributes` other than sage-mem's own is read (one git command)."""
+        if not _inside(path):
+            return "is a path outside the folder"
+        if any(len(os.fsencode(part)) > _NAME_MAX for part in path.split("/")):
+            return f"is a name too long for a file here (over {_NAME_MAX} bytes)"
+        if mode == _GITLINK_MODE:
+            return "is a submodule (a gitlink)"
+        if mode == _LINK_MODE:
+            target = b"".join(self.git.blobs([blob]).values()).decode("utf-8", "replace")
+            return f"is a symbolic link (to {_shown(target)})"
+        if path.rsplit("/", 1)[-1] != ".gitattributes":
+            return None
+        from .index_file import blob_id
+
+        if blob != blob_id(GITATTRIBUTES.encode()) and _REENCODES.search(
+                b"".join(self.git.blobs([blob]).values())):
+            return ("sets working-tree-encoding (git would re-encode the memories sync writes "
+                    "as UTF-8, and refuse to commit them)")
+        return None
 
     def undo_unnamed_merge(self) -> None:
         """Undo a merge whose MERGE_HEAD names no commit: git was killed writing it, after
