@@ -439,3 +439,29 @@ def test_a_remote_gitattributes_that_reencodes_memories_is_refused_naming_its_co
     assert "BOM" not in err, err
     assert "Sesame is old." in git(victim, "show", "HEAD:user_cat.md")
     assert (victim / "user_cat.md").read_bytes().startswith(b"---")
+
+
+def test_a_memory_a_remote_gitignore_hides_is_named_not_dropped_in_silence(
+    tmp_path: Path,
+) -> None:
+    """A remote `.gitignore` of `*.md` (careless or hostile) made git ignore every new
+    memory: sync said `pushed 0`, exit 0, and the memory never left the machine, named
+    nowhere. Each memory git ignores is named with the rule that hides it."""
+    remote = bare_remote(tmp_path)
+    victim = victim_folder(tmp_path, remote)
+    attacker = tmp_path / "attacker"
+    clone(remote, attacker)
+    with (attacker / ".gitignore").open("a", encoding="utf-8") as ignore:
+        ignore.write("*.md\n!MEMORY.md\n")
+    git(attacker, "commit", "--quiet", "-am", "tidy")
+    git(attacker, "push", "--quiet", "origin", "HEAD")
+    sync(victim)
+    write_memory(victim, "user_dog", memory("The dog is Rex", "Rex barks."))
+    status, out, err = sm(victim, "sync", "--json")
+    assert status == 0, (out, err)
+    import json
+
+    held = {h["path"]: h["reason"] for h in json.loads(out)["heldBack"]}
+    assert "user_dog.md" in held, out
+    assert ".gitignore" in held["user_dog.md"] and "*.md" in held["user_dog.md"], held
+    assert "user_dog.md" in sm(victim, "sync")[1]

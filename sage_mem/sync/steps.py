@@ -86,6 +86,7 @@ from .git import (
     error_line,
     git_environment,
     local_remote,
+    quoted_paths,
     read_in_tree,
     shown_url,
 )
@@ -158,7 +159,7 @@ class SyncResult:
         if self.restored:
             parts.append("back from the archive (edited elsewhere): " + ", ".join(self.restored))
         if self.held_back:
-            parts.append("not committed (a secret or a link): "
+            parts.append("not committed (a secret, a link or ignored): "
                          + ", ".join(h.shown for h in self.held_back))
         if self.push_refused:
             parts.append("push refused, a secret in a commit: "
@@ -620,6 +621,7 @@ class _Sync:
             status = None
         if status is None:
             status = self.status()
+        self.name_ignored(status[1])
         if not self.nothing_changed(status):
             # Hand edits since the last write reach MEMORY.md; the commit takes a status of
             # its own, so that a memory saved while MEMORY.md was made goes with it.
@@ -629,6 +631,25 @@ class _Sync:
             self.stamp_index()
         elif (head := self.git.head()) is not None:
             self.clean = (head, generation, status[1])
+
+    def name_ignored(self, ignored: list[str]) -> None:
+        """Hold back, by name and rule, each memory git ignores: it never leaves this machine
+        (a `.gitignore` of `*.md` from the remote hid every new memory, `pushed 0`, said
+        nowhere). One `git check-ignore` only when git ignores a memory."""
+        memories = [p for p in ignored if self.folder.id_for(self.root / p) is not None]
+        if not memories:
+            return
+        # check-ignore refuses the literal pathspecs every other command is run with
+        done = self.git.run("--no-literal-pathspecs", "check-ignore", "-v", "-z", "--stdin",
+                            input=quoted_paths(memories), check=False)
+        fields = done.stdout.split(b"\0")
+        for source, line, pattern, path in zip(fields[::4], fields[1::4], fields[2::4],
+                                               fields[3::4], strict=False):
+            rule = _shown(f"{os.fsdecode(source)}:{line.decode()}: {os.fsdecode(pattern)}")
+            item = Held(os.fsdecode(path), f"ignored by git ({rule}), so it never leaves this "
+                        "machine: take it out of that rule (or git add -f it), then sync")
+            if item not in self.result.held_back:
+                self.result.held_back.append(item)
 
     def nothing_changed(self, status: tuple[dict[str, str], list[str]] | None) -> bool:
         """Whether the work tree is the last commit's, and MEMORY.md known to be what a
