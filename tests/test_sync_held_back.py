@@ -165,3 +165,27 @@ def test_a_secret_typed_into_a_file_the_merge_took_from_the_remote_is_held_back(
     assert TOKEN not in remote_text(remote)
     assert TOKEN in (desktop / "project_deploy.md").read_text(encoding="utf-8")
     assert "user_dog" in result["pulled"] and "user_cat" in result["pushed"]
+
+
+def test_a_memory_too_big_to_read_that_the_other_machine_edited_stalls_nothing(
+    pair: tuple[Path, Path, Path]
+) -> None:
+    """A memory grown past the size sync reads (a paste, a log), edited on the other
+    machine too: sync stopped whole (`over 8192 KB; not read`, exit 1), nothing pulled
+    or pushed. It is moved aside, never read; the rest syncs; it stays, uncommitted."""
+    laptop, desktop, remote = pair
+    write_memory(desktop, "user_cat", memory("The cat is Sesame, a tabby", "Sesame is orange."))
+    sync(desktop)
+    huge = memory("The cat is Sesame", "Sesame is orange.\n\n" + "purr " * 1_900_000)
+    write_memory(laptop, "user_cat", huge)
+    write_memory(laptop, "user_dog", memory("The dog is Rex", "Rex barks."))
+    status, out, err = sm(laptop, "sync")
+    assert status == 0, (out, err)
+    assert "user_dog.md" in git(remote, "ls-tree", "--name-only", "main")
+    kept = laptop / "user_cat.conflict-held.md"
+    assert kept.read_text(encoding="utf-8") == huge
+    assert "tabby" in (laptop / "user_cat.md").read_text(encoding="utf-8")
+    assert "user_cat.conflict-held.md" in out + err
+    assert "purr" not in git(remote, "log", "-p", "--all")
+    status, out, err = sm(laptop, "sync")  # and again: held back, no stall
+    assert status == 0 and kept.exists(), (out, err)

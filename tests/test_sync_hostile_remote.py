@@ -290,3 +290,178 @@ def test_a_folder_the_remote_made_where_a_memory_was_edited_keeps_the_edit_as_a_
     assert "user_cat.conflict-victim.md" in git(remote, "ls-tree", "--name-only", "main")
     status, out, _ = sm(victim, "search", "Sesame window")
     assert "user_cat.conflict-victim" in out
+
+
+def push_gitlink(tmp_path: Path, remote: Path, path: str) -> str:
+    """An attacker's plain clone commits a submodule entry (a gitlink, mode 160000) at
+    `path`, with a `.gitmodules` naming a repository on the victim's disk; pushes it."""
+    attacker = tmp_path / "attacker"
+    clone(remote, attacker)
+    head = git(attacker, "rev-parse", "HEAD").strip()
+    git(attacker, "update-index", "--add", "--cacheinfo", f"160000,{head},{path}")
+    (attacker / ".gitmodules").write_text(
+        f'[submodule "x"]\n\tpath = {path}\n\turl = {tmp_path / "victim-home"}\n',
+        encoding="utf-8")
+    git(attacker, "add", ".gitmodules")
+    git(attacker, "commit", "--quiet", "-m", "vendor a module")
+    git(attacker, "push", "--quiet", "origin", "HEAD")
+    return git(attacker, "rev-parse", "--short", "HEAD").strip()
+
+
+def test_a_gitlink_from_the_remote_is_refused_and_an_archived_memory_still_travels(
+    tmp_path: Path, outside: Path
+) -> None:
+    """A submodule entry at `archive` made git see every file below it as another
+    repository's: the memory archived next went into no commit, gone from the remote and
+    every other machine, said nowhere. A gitlink is refused as a link is, in one line."""
+    remote = bare_remote(tmp_path)
+    victim = victim_folder(tmp_path, remote)
+    commit = push_gitlink(tmp_path, remote, "archive")
+    for _ in range(2):
+        status, out, err = sm(victim, "sync")
+        errors = [line for line in err.splitlines() if "error" in line]
+        assert status == 1 and len(errors) == 1, (out, err)
+        assert "archive is a submodule" in errors[0] and commit in errors[0], errors[0]
+    assert "160000" not in git(victim, "ls-files", "-s")
+    status, out, err = sm(victim, "archive", "user_cat", "--reason", "moved away")
+    assert status == 0, (out, err)
+    sm(victim, "sync")
+    assert "archive/user_cat.md" in git(victim, "ls-files")
+    assert not (victim / "archive" / ".git").exists()
+
+
+def test_a_joiner_checks_out_no_gitlink(tmp_path: Path, outside: Path) -> None:
+    remote = bare_remote(tmp_path)
+    victim_folder(tmp_path, remote)
+    push_gitlink(tmp_path, remote, "project")
+    joiner = tmp_path / "joiner"
+    status, out, err = sm(joiner, "sync", "--remote", str(remote))
+    errors = [line for line in err.splitlines() if "error" in line]
+    assert status == 1 and len(errors) == 1 and "submodule" in errors[0], (out, err)
+    assert "160000" not in git(joiner, "ls-files", "-s", check=False)
+
+
+def test_a_repository_inside_the_folder_is_held_back_and_named_as_one(tmp_path: Path) -> None:
+    """A folder holding a `.git` of its own (a clone made inside the memory folder) is not
+    committed, as git would commit it: a gitlink, none of its memories. Sync names it as
+    what it is, not as a symbolic link."""
+    remote = bare_remote(tmp_path)
+    victim = victim_folder(tmp_path, remote)
+    nested = victim / "project"
+    nested.mkdir()
+    git(nested, "init", "--quiet")
+    write_memory(victim, "project/project_x", memory("Nested", "In a repository."))
+    git(nested, "add", "-A")
+    git(nested, "commit", "--quiet", "-m", "x")
+    status, out, err = sm(victim, "sync")
+    assert status == 0, (out, err)
+    said = out + err
+    assert "project/: a git repository of its own" in said and "symbolic link" not in said, said
+    assert "160000" not in git(remote, "ls-tree", "-r", "main")
+
+
+def test_a_remote_name_too_long_for_the_disk_is_refused_naming_its_commit(
+    tmp_path: Path,
+) -> None:
+    """A file name of 300 bytes (made with git's plumbing) stopped every sync with the
+    whole name and "cannot read: File name too long", no word of where it came from."""
+    remote = bare_remote(tmp_path)
+    victim = victim_folder(tmp_path, remote)
+    attacker = tmp_path / "attacker"
+    clone(remote, attacker)
+    blob = subprocess.run(["git", "-C", str(attacker), "hash-object", "-w", "--stdin"],
+                          input=memory("Long", "Long.").encode(), capture_output=True,
+                          check=True).stdout.decode().strip()
+    name = "user_" + "a" * 300 + ".md"
+    tree = subprocess.run(["git", "-C", str(attacker), "mktree"],
+                          input=(git(attacker, "ls-tree", "HEAD")
+                                 + f"100644 blob {blob}\t{name}\n").encode(),
+                          capture_output=True, check=True).stdout.decode().strip()
+    commit = git(attacker, "commit-tree", tree, "-p", "HEAD", "-m", "long").strip()
+    git(attacker, "push", "--quiet", "origin", f"{commit}:refs/heads/main")
+    write_memory(victim, "user_cat", memory("The cat is Sesame", "Sesame is old."))
+    status, out, err = sm(victim, "sync")
+    errors = [line for line in err.splitlines() if "error" in line]
+    assert status == 1 and len(errors) == 1, (out, err)
+    assert "too long" in errors[0] and commit[:7] in errors[0], errors[0]
+    assert len(errors[0]) < 500, errors[0]
+    assert b"Sesame is old." in (victim / "user_cat.md").read_bytes()
+
+
+def test_a_plain_clone_holding_a_gitlink_is_told_to_remove_it_and_loses_no_memory(
+    tmp_path: Path, outside: Path
+) -> None:
+    """A teammate's plain `git clone` already holds the gitlink (no merge for sync to
+    refuse): a memory archived there went into no commit, said nowhere. Sync refuses in
+    one line naming it; once it is removed, the archived memory travels."""
+    remote = bare_remote(tmp_path)
+    victim_folder(tmp_path, remote)
+    push_gitlink(tmp_path, remote, "archive")
+    teammate = tmp_path / "teammate"
+    clone(remote, teammate)
+    status, out, err = sm(teammate, "archive", "user_cat", "--reason", "moved away")
+    assert status == 0, (out, err)
+    status, out, err = sm(teammate, "sync")
+    errors = [line for line in err.splitlines() if "error" in line]
+    assert status == 1 and len(errors) == 1, (out, err)
+    assert "archive is a submodule" in errors[0], errors[0]
+    assert "git rm --cached archive && git commit" in errors[0], errors[0]
+    git(teammate, "rm", "--quiet", "--cached", "archive")
+    git(teammate, "commit", "--quiet", "-m", "no submodule")
+    status, out, err = sm(teammate, "sync")
+    assert status == 0, (out, err)
+    assert "archive/user_cat.md" in git(remote, "ls-tree", "-r", "--name-only", "main")
+
+
+def test_a_remote_gitattributes_that_reencodes_memories_is_refused_naming_its_commit(
+    tmp_path: Path,
+) -> None:
+    """`*.md working-tree-encoding=UTF-16` from the remote made git re-encode every memory
+    on checkout; sync's merge then failed on git's own words ("BOM is required …"), every
+    sync, naming neither the attribute nor the commit. Refused before the merge, in one
+    line; this machine's edit stays committed here."""
+    remote = bare_remote(tmp_path)
+    victim = victim_folder(tmp_path, remote)
+    attacker = tmp_path / "attacker"
+    clone(remote, attacker)
+    attributes = (attacker / ".gitattributes").read_bytes() + b"*.md working-tree-encoding=UTF-16\n"
+    blob = subprocess.run(["git", "-C", str(attacker), "hash-object", "-w", "--stdin"],
+                          input=attributes, capture_output=True, check=True).stdout.decode().strip()
+    git(attacker, "update-index", "--cacheinfo", f"100644,{blob},.gitattributes")
+    git(attacker, "commit", "--quiet", "-m", "encodings")
+    git(attacker, "push", "--quiet", "origin", "HEAD")
+    commit = git(attacker, "rev-parse", "--short", "HEAD").strip()
+    write_memory(victim, "user_cat", memory("The cat is Sesame", "Sesame is old."))
+    status, out, err = sm(victim, "sync")
+    errors = [line for line in err.splitlines() if "error" in line]
+    assert status == 1 and len(errors) == 1, (out, err)
+    assert "working-tree-encoding" in errors[0] and commit in errors[0], errors[0]
+    assert "BOM" not in err, err
+    assert "Sesame is old." in git(victim, "show", "HEAD:user_cat.md")
+    assert (victim / "user_cat.md").read_bytes().startswith(b"---")
+
+
+def test_a_memory_a_remote_gitignore_hides_is_named_not_dropped_in_silence(
+    tmp_path: Path,
+) -> None:
+    """A remote `.gitignore` of `*.md` (careless or hostile) made git ignore every new
+    memory: sync said `pushed 0`, exit 0, and the memory never left the machine, named
+    nowhere. Each memory git ignores is named with the rule that hides it."""
+    remote = bare_remote(tmp_path)
+    victim = victim_folder(tmp_path, remote)
+    attacker = tmp_path / "attacker"
+    clone(remote, attacker)
+    with (attacker / ".gitignore").open("a", encoding="utf-8") as ignore:
+        ignore.write("*.md\n!MEMORY.md\n")
+    git(attacker, "commit", "--quiet", "-am", "tidy")
+    git(attacker, "push", "--quiet", "origin", "HEAD")
+    sync(victim)
+    write_memory(victim, "user_dog", memory("The dog is Rex", "Rex barks."))
+    status, out, err = sm(victim, "sync", "--json")
+    assert status == 0, (out, err)
+    import json
+
+    held = {h["path"]: h["reason"] for h in json.loads(out)["heldBack"]}
+    assert "user_dog.md" in held, out
+    assert ".gitignore" in held["user_dog.md"] and "*.md" in held["user_dog.md"], held
+    assert "user_dog.md" in sm(victim, "sync")[1]

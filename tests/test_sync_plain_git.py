@@ -207,3 +207,26 @@ def test_a_plain_git_pull_with_the_driver_names_the_sibling_for_the_other_machin
     assert siblings == ["user_cat.conflict-laptop.md"]
     sync(teammate)
     assert "user_cat.conflict-laptop.md" in git(teammate, "ls-files")
+
+
+def test_a_worktree_on_a_new_branch_is_told_in_one_line_what_to_do(tmp_path: Path) -> None:
+    """A teammate's `git worktree add ../wt -b mine` of the folder (its `.git` a file) on a
+    branch the remote lacks: sync went to take the remote's `main` by renaming the branch,
+    which `main` beside it forbids, and ended in git's own words ("git branch failed:
+    fatal: a branch named 'main' already exists"). One line says what to do; the memory
+    written there stays, committed on that branch."""
+    remote = bare_remote(tmp_path)
+    first = machine(tmp_path / "first", remote, "first", first=True)
+    write_memory(first, "user_cat", memory("The cat is Sesame", "Sesame is orange."))
+    sync(first)
+    tree = tmp_path / "wt"
+    git(first, "worktree", "add", "--quiet", str(tree), "-b", "mine")
+    assert (tree / ".git").is_file()
+    write_memory(tree, "user_dog", memory("The dog is Rex", "Rex barks."))
+    status, out, err = sm(tree, "sync")
+    errors = [line for line in err.splitlines() if "error" in line]
+    assert status == 1 and len(errors) == 1, (out, err)
+    assert "'mine'" in errors[0] and "git switch main" in errors[0], errors[0]
+    assert "fatal" not in err and "Traceback" not in err, err
+    assert git(tree, "branch", "--show-current").strip() == "mine"
+    assert "user_dog.md" in git(tree, "ls-files")

@@ -110,6 +110,10 @@ _CONFIG_WRITERS = frozenset({"config", "remote", "branch", "push", "init", "clon
                              "checkout", "symbolic-ref"})
 
 
+# A gitlink's mode (0o160000) as git's index writes it, big-endian.
+_GITLINK_MODE_BYTES = b"\x00\x00\xe0\x00"
+
+
 class Git:
     """git, run in one repository's work tree.
 
@@ -376,12 +380,33 @@ class Git:
         done = self.run("cat-file", "blob", f"{rev}:{path}", check=False)
         return done.stdout if done.returncode == 0 else None
 
-    def entries(self, old: str | None, new: str) -> list[tuple[str, str]]:
-        """(mode, path) of each file `new` holds that `old` does not hold alike (all of `new`
-        when `old` is None): what a merge of `new` may check out."""
+    def gitlink(self) -> str | None:
+        """The path of the first submodule entry (mode 160000) in the index, if any.
+
+        Asked of every sync, which runs a handful of git commands when nothing changed:
+        git is asked (`git ls-files -s`) only when the index file holds the four bytes a
+        gitlink's mode is written as (`00 00 e0 00`), which a folder without one seldom
+        does (a blob id or a stat field that happens to hold them costs that one git
+        command, never a wrong answer). A split index's shared part is not looked in."""
+        try:
+            with open(self.git_dir / "index", "rb") as index:
+                if _GITLINK_MODE_BYTES not in index.read():
+                    return None
+        except OSError:
+            return None
+        staged = b"\x00" + self.run("ls-files", "-s", "-z").stdout
+        at = staged.find(b"\x00160000 ")  # a search of the bytes, not a parse of each record
+        if at < 0:
+            return None
+        record = staged[at + 1:].split(b"\x00", 1)[0]
+        return os.fsdecode(record.partition(b"\t")[2])
+
+    def entries(self, old: str | None, new: str) -> list[tuple[str, str, str]]:
+        """(mode, path, object id) of each file `new` holds that `old` does not hold alike
+        (all of `new` when `old` is None): what a merge of `new` may check out."""
         if old is None:
-            return [(mode, path) for path, (mode, _) in self._listing(new).items()]
-        return [(mode, path) for mode, status, path, _, _ in self._diff(old, new)
+            return [(mode, path, blob) for path, (mode, blob) in self._listing(new).items()]
+        return [(mode, path, blob) for mode, status, path, blob, _ in self._diff(old, new)
                 if status != "D"]
 
     def blob_changes(self, old: str, new: str) -> list[tuple[str, str, str, str, str]]:

@@ -86,6 +86,7 @@ from .git import (
     error_line,
     git_environment,
     local_remote,
+    quoted_paths,
     read_in_tree,
     shown_url,
 )
@@ -158,7 +159,7 @@ class SyncResult:
         if self.restored:
             parts.append("back from the archive (edited elsewhere): " + ", ".join(self.restored))
         if self.held_back:
-            parts.append("not committed (a secret or a link): "
+            parts.append("not committed (a secret, a link or ignored): "
                          + ", ".join(h.shown for h in self.held_back))
         if self.push_refused:
             parts.append("push refused, a secret in a commit: "
@@ -348,6 +349,23 @@ def memory_ids(paths: Iterable[str]) -> list[str]:
 _MARKERS = re.compile(rb"^<{7}(?: |$).*^>{7}(?: |$)", re.MULTILINE | re.DOTALL)
 LINK_REASON = ("a symbolic link; sync never commits one (another machine's read would "
                "follow it): replace it with a file")
+REPOSITORY_REASON = ("a git repository of its own; sync never commits one (git would commit "
+                     "it as a submodule, none of its files): move its .git away")
+
+
+_LINK_MODE = "120000"  # a symbolic link, in a tree
+_GITLINK_MODE = "160000"  # a submodule's commit, in a tree
+
+
+# An attribute set (not unset: `-working-tree-encoding`) that has git re-encode a file on
+# checkout: the memories, written as UTF-8, could then never be committed again.
+_REENCODES = re.compile(rb"(?m)^[^#\n]*[ \t]working-tree-encoding=")
+_NAME_MAX = 255  # bytes in one path part: what Linux, macOS and Windows file systems hold
+
+
+def _shown(text: str) -> str:
+    """Text from a remote, as one printable line of at most 120 characters."""
+    return text.encode("unicode_escape").decode("ascii")[:120]
 
 
 def _inside(path: str) -> bool:
@@ -492,6 +510,15 @@ class _Sync:
             if (git_dir / name).exists():
                 raise SyncError(f"{self.root}: a git {what} is in progress; finish or abort it, "
                                 "then sync")
+        gitlink = self.git.gitlink()
+        if gitlink is not None:
+            # Already here (a plain clone, a merge before sync refused them): git takes
+            # every file below it for another repository's, so a memory written there
+            # would go into no commit, said nowhere.
+            shown = gitlink.encode("unicode_escape").decode("ascii")[:120]
+            raise SyncError(f"{self.root}: {shown} is a submodule (a gitlink); sync never "
+                            "commits below one (a memory there would reach no other machine): "
+                            f"remove it (git rm --cached {shown} && git commit), then sync")
         if self.git.head_ref() is None:
             raise SyncError(f"{self.root}: HEAD is detached; check out a branch (git switch main), "
                             "then sync")
@@ -594,6 +621,7 @@ class _Sync:
             status = None
         if status is None:
             status = self.status()
+        self.name_ignored(status[1])
         if not self.nothing_changed(status):
             # Hand edits since the last write reach MEMORY.md; the commit takes a status of
             # its own, so that a memory saved while MEMORY.md was made goes with it.
@@ -603,6 +631,25 @@ class _Sync:
             self.stamp_index()
         elif (head := self.git.head()) is not None:
             self.clean = (head, generation, status[1])
+
+    def name_ignored(self, ignored: list[str]) -> None:
+        """Hold back, by name and rule, each memory git ignores: it never leaves this machine
+        (a `.gitignore` of `*.md` from the remote hid every new memory, `pushed 0`, said
+        nowhere). One `git check-ignore` only when git ignores a memory."""
+        memories = [p for p in ignored if self.folder.id_for(self.root / p) is not None]
+        if not memories:
+            return
+        # check-ignore refuses the literal pathspecs every other command is run with
+        done = self.git.run("--no-literal-pathspecs", "check-ignore", "-v", "-z", "--stdin",
+                            input=quoted_paths(memories), check=False)
+        fields = done.stdout.split(b"\0")
+        for source, line, pattern, path in zip(fields[::4], fields[1::4], fields[2::4],
+                                               fields[3::4], strict=False):
+            rule = _shown(f"{os.fsdecode(source)}:{line.decode()}: {os.fsdecode(pattern)}")
+            item = Held(os.fsdecode(path), f"ignored by git ({rule}), so it never leaves this "
+                        "machine: take it out of that rule (or git add -f it), then sync")
+            if item not in self.result.held_back:
+                self.result.held_back.append(item)
 
     def nothing_changed(self, status: tuple[dict[str, str], list[str]] | None) -> bool:
         """Whether the work tree is the last commit's, and MEMORY.md known to be what a
@@ -792,6 +839,9 @@ class _Sync:
         refuse it; a plain git there would follow it)."""
         held: list[Held] = []
         for path in paths:
+            if path.endswith("/"):  # a folder git did not look into: a repository's
+                held.append(Held(path, REPOSITORY_REASON))
+                continue
             try:
                 seen = read_in_tree(self.root, path, limit=_MAX_SCANNED)
             except LinkRefused:
@@ -937,6 +987,11 @@ class _Sync:
         name = self.remote_branch()
         if name is None or name == branch:
             return
+        if self.git.rev(f"refs/heads/{name}") is not None:  # a person's branch beside it
+            raise SyncError(
+                f"{self.root}: branch {branch!r} was never synced and {REMOTE} has no such "
+                f"branch; the memories are on {name!r}, a branch here already: switch to it "
+                f"(git switch {name}, or sync the worktree that has it), then sync")
         self.git.run("branch", "-m", branch, name)
         self.result.notes.append(f"working on {REMOTE}'s branch {name!r}")
 
@@ -959,7 +1014,7 @@ class _Sync:
             if held.path == INDEX_FILE and self.generated_index():
                 continue  # regenerated: set back to the committed one just below
             if held.path in incoming:  # git would refuse to merge over it, naming no reason
-                if held.reason == LINK_REASON or held.path == INDEX_FILE:
+                if held.reason in (LINK_REASON, REPOSITORY_REASON) or held.path == INDEX_FILE:
                     raise SyncError(
                         f"{held.path}: not committed ({held.reason}), and {REMOTE} changed it "
                         "too, so nothing can be merged until it is committed")
@@ -981,8 +1036,13 @@ class _Sync:
         """
         for path in paths:
             target = self.root / path
-            if read_in_tree(self.root, path, limit=_MAX_SCANNED).raw is None:
-                continue
+            try:
+                if read_in_tree(self.root, path, limit=_MAX_SCANNED).raw is None:
+                    continue
+            except LinkRefused:
+                raise
+            except SyncError:
+                pass  # too big to read (or unreadable): moved aside all the same, never read
             aside = move(target, conflict_sibling(target, "held"))
             self.parked[aside.relative_to(self.root).as_posix()] = path
             if self.git.ok("ls-files", "--error-unmatch", "--", path):
@@ -999,7 +1059,16 @@ class _Sync:
 
         for aside, path in list(self.parked.items()):
             target = self.root / path
-            ours = read_in_tree(self.root, aside, limit=_MAX_SCANNED).raw
+            try:
+                ours = read_in_tree(self.root, aside, limit=_MAX_SCANNED).raw
+            except LinkRefused:
+                raise
+            except SyncError as exc:  # too big to merge: yours stays beside theirs, unread
+                self.result.notes.append(
+                    f"{redact_name(path)}: changed on {REMOTE} too, and yours cannot be merged "
+                    f"({exc.message}): yours kept as {redact_name(aside)}, uncommitted")
+                del self.parked[aside]
+                continue
             if ours is None:
                 del self.parked[aside]
                 continue
@@ -1227,37 +1296,59 @@ class _Sync:
         )
 
     def refuse_unsafe(self, head: str | None, theirs: str, branch: str) -> None:
-        """Never merge a commit that brings a symbolic link or a path leaving the folder.
+        """Never merge a commit that brings a symbolic link, a submodule, a path leaving the
+        folder or a name no disk holds, nor a `.gitattributes` that re-encodes files.
 
         Checked out, a link would be followed by the next read of its path (sync's, an
         editor's, a plain git's on a machine without `core.symlinks=false`), and what it
-        read pushed back. One line names the first such path and the commit that brought it.
+        read pushed back. A submodule entry (a gitlink) makes git take every file below its
+        folder for another repository's: a memory written there (`archive/` one) would go
+        into no commit and never reach another machine; so would every memory once git
+        re-encodes them (`working-tree-encoding`). One line names the first such path and
+        the commit that brought it.
         """
         # What their side brought since the two met (a link both had and this side deleted
         # stays deleted by the merge, and is no reason to refuse it).
         since = (self.git.merge_base(head, theirs) or head) if head else None
-        unsafe = [(mode, path) for mode, path in self.git.entries(since, theirs)
-                  if mode == "120000" or not _inside(path)]
+        unsafe = [(path, why) for mode, path, blob in self.git.entries(since, theirs)
+                  if (why := self.unsafe_entry(mode, path, blob)) is not None]
         if not unsafe:
             return
         from ..checks.credentials import redact_name
 
-        mode, path = unsafe[0]
-        shown = redact_name(path).encode("unicode_escape").decode("ascii")[:120]
+        path, why = unsafe[0]
+        shown = _shown(redact_name(path))
         found = self.git.run("log", "-1", "--format=%h by %an", theirs, "--", path,
                              check=False).stdout.decode("utf-8", "replace").strip()
         commit = found.encode("unicode_escape").decode("ascii")[:80] or theirs[:7]
-        if mode == "120000":
-            target = (self.git.blob(theirs, path) or b"?").decode("utf-8", "replace")
-            what = (f"{shown} is a symbolic link (to "
-                    f"{target.encode('unicode_escape').decode('ascii')[:120]})")
-        else:
-            what = f"{shown} is a path outside the folder"
         more = f" (and {len(unsafe) - 1} more)" if len(unsafe) > 1 else ""
         raise SyncError(
-            f"{REMOTE}/{branch} not merged: {what}{more}, from commit {commit}; sync never "
-            "checks out a link or a path outside the folder (a later read would follow it to "
-            "any file of yours): ask its author to replace it with a file, then sync")
+            f"{REMOTE}/{branch} not merged: {shown} {why}{more}, from commit {commit}; sync "
+            "never checks out a link, a submodule or a path outside the folder (a later read "
+            "would follow it to any file of yours, a memory written below it would never be "
+            "committed): ask its author to replace it with a file, then sync")
+
+    def unsafe_entry(self, mode: str, path: str, blob: str) -> str | None:
+        """Why a file of the remote (its object id `blob`) may not be checked out (None: it
+        may). Only a `.gitattributes` other than sage-mem's own is read (one git command)."""
+        if not _inside(path):
+            return "is a path outside the folder"
+        if any(len(os.fsencode(part)) > _NAME_MAX for part in path.split("/")):
+            return f"is a name too long for a file here (over {_NAME_MAX} bytes)"
+        if mode == _GITLINK_MODE:
+            return "is a submodule (a gitlink)"
+        if mode == _LINK_MODE:
+            target = b"".join(self.git.blobs([blob]).values()).decode("utf-8", "replace")
+            return f"is a symbolic link (to {_shown(target)})"
+        if path.rsplit("/", 1)[-1] != ".gitattributes":
+            return None
+        from .index_file import blob_id
+
+        if blob != blob_id(GITATTRIBUTES.encode()) and _REENCODES.search(
+                b"".join(self.git.blobs([blob]).values())):
+            return ("sets working-tree-encoding (git would re-encode the memories sync writes "
+                    "as UTF-8, and refuse to commit them)")
+        return None
 
     def undo_unnamed_merge(self) -> None:
         """Undo a merge whose MERGE_HEAD names no commit: git was killed writing it, after
