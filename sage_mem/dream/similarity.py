@@ -111,9 +111,17 @@ _CJK_CHAR = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 # 请 ("please"), "the", "a", punctuation words.
 _PLAIN_CHARS = frozenset("的了是为在和与及也都就又很把被给让对从向之其而或个一每请")
 _PLAIN_WORDS = frozenset(
-    "the a an of to and or is are be for with on in at by it its this that user user's "
-    "users s".split()
+    "the a an of to and or is are be for with on in at by it its this that s".split()
 )
+# "The user", the person a memory is about, says nothing of the fact ("The user prefers
+# fish" / "Prefers fish"); "user" elsewhere names a thing: "The limit is per user" / "…per
+# team".
+_SUBJECT = re.compile(r"^\s*user(?:['’]s)?\b|\bthe\s+user(?:['’]s)?\b", re.IGNORECASE)
+
+
+def _latin_part(text: str) -> str:
+    """`text` without its CJK characters and without "the user", the person it is about."""
+    return _SUBJECT.sub(" ", _CJK_CHAR.sub(" ", text))
 
 
 # Words that say the same of a preference, a length or a test double, so that "The user
@@ -157,6 +165,7 @@ _ZH_NUMBER = re.compile(
     r"([零一二两三四五六七八九十百千万半]+)"
     r"(?=个|位|名|小时|分钟|天|周|次|人|年|月|倍|台|条|份|页|点|楼|层|只|张|本|辆|件|套|间|家)"
 )
+_NUMBER = re.compile(r"((?:\+|(?<![\w.])[-−])?\d+(?:[.,/]\d+)*)(?: ?([a-zµ%‰]{1,3})(?![a-z]))?")
 _ZH_DIGITS = {"零": "0", "一": "1", "二": "2", "两": "2", "三": "3", "四": "4", "五": "5",
               "六": "6", "七": "7", "八": "8", "九": "9", "十": "10", "半": "0.5"}
 
@@ -171,7 +180,13 @@ def values(text: str) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
     """The numbers, weekdays and times a text names: a difference in any is a different fact."""
     folded = text.casefold()
     # "3/5" and "5/3" are two dates, not the same two numbers
-    numbers = frozenset(re.findall(r"\d+(?:[.,/]\d+)*", _TIME.sub(" ", folded)))
+    # a sign is part of its number (UTC+8 / UTC-8); a hyphen after a word is not (ec2-18)
+    # and so is its unit, one to three letters after it (500 ms / 500 s, 5k / 5m)
+    numbers = frozenset(
+        number + (unit if unit and (len(unit) == 1 or unit not in tokens.ENGLISH_STOP_WORDS)
+                  else "")
+        for number, unit in _NUMBER.findall(_TIME.sub(" ", folded))
+    )
     numbers |= _zh_numbers(folded)
     weekdays = frozenset(
         m.group(0)[-1] if not m.group(0)[0].isascii() else m.group(0)[:3]
@@ -184,7 +199,7 @@ def values(text: str) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
 def key_words(text: str) -> tuple[frozenset[str], frozenset[str]]:
     """The content words (Latin, stemmed as the index stems) and the CJK characters of a text."""
     latin = frozenset(
-        t for t in tokenize(_CJK_CHAR.sub(" ", text)) if not has_cjk(t) and t not in _PLAIN_WORDS
+        t for t in tokenize(_latin_part(text)) if not has_cjk(t) and t not in _PLAIN_WORDS
     )
     chars = frozenset(c for c in _CJK_CHAR.findall(text) if c not in _PLAIN_CHARS)
     return latin, chars
@@ -247,6 +262,20 @@ def _difference_but_a_swap(first: str, second: str) -> str | None:
         return f"a different quantity ({_shown(a_many - b_many)} / {_shown(b_many - a_many)})"
     if bool(_ONLY.search(first)) != bool(_ONLY.search(second)):
         return "a restriction on one side only (one says only)"
+    a_bound, b_bound = _bounds(first), _bounds(second)
+    if a_bound - b_bound and b_bound - a_bound:
+        return f"a different bound ({_shown(a_bound - b_bound)} / {_shown(b_bound - a_bound)})"
+    a_modal, b_modal = _modalities(first), _modalities(second)
+    if a_modal - b_modal and b_modal - a_modal:
+        return f"a different modality ({_shown(a_modal - b_modal)} / {_shown(b_modal - a_modal)})"
+    if bool(_PAST.search(first)) != bool(_PAST.search(second)):
+        return "a time on one side only (one says it was)"
+    finer = _magnitude(first, second) or _magnitude(second, first)
+    if finer:
+        return f"a different unit ({finer[0]} / {finer[1]})"
+    tense = _tense(first, second) or _tense(second, first)
+    if tense:
+        return f"a different tense ({tense[0]} / {tense[1]})"
     counted = _one_and_many(first, second) or _one_and_many(second, first)
     if counted:
         return f"a different number ({counted[0]} / {counted[1]})"
@@ -289,8 +318,10 @@ def _difference_but_a_swap(first: str, second: str) -> str | None:
 # How many or how much, words the index drops as stop words: one side saying "all" and the
 # other "some" ("Run all tests…" / "Run some tests…", "both approvals" / "either approval") is
 # another fact; a word added on one side only ("every") is not, as rewording adds them.
+# "this repo" / "all repos" is one and every one of a kind; "every other week" is half of them.
 _QUANTITY = re.compile(
-    r"\b(?:all|every|each|some|any|both|either|neither|most|many|few|several)\b",
+    r"\b(?:every\s+(?:other|second)|all|every|each|some|any|both|either|neither|most|many|few"
+    r"|several|this|these)\b",
     re.IGNORECASE,
 )
 # "Only admins can delete projects" says what "Admins can delete projects" does not: that no
@@ -322,21 +353,122 @@ def _one_and_many(text: str, other: str) -> tuple[str, str] | None:
     return None
 
 
-_SAME_QUANTITY = {"every": "all", "each": "all", "several": "some"}
+_SAME_QUANTITY = {"every": "all", "each": "all", "several": "some", "these": "this"}
 
 
 def _quantities(text: str) -> frozenset[str]:
     """The quantity words of `text`, those that say one amount made one ("every" / "all")."""
     return frozenset(
         _SAME_QUANTITY.get(word, word)
-        for word in (m.group(0).casefold() for m in _QUANTITY.finditer(text))
+        for word in (" ".join(m.group(0).casefold().split()) for m in _QUANTITY.finditer(text))
     )
+
+
+# Which side of a number a bound is: "at least 80%" / "above 80%" / "at most 80%", 以上 /
+# 以下 / 不超过. Words the index drops as stop words; each side its own bound is another fact.
+_BOUND = re.compile(
+    r"\b(?:at least|no (?:less|fewer) than|not (?:less|fewer) than|minimum|min"
+    r"|above|over|more than|greater than|exceeding"
+    r"|at most|no more than|not more than|maximum|max"
+    r"|below|under|less than|fewer than|exactly)\b"
+    r"|不少于|不低于|至少|最少|以上|超过|大于|多于|高于|不超过|不多于|至多|最多|以下|以内|少于|小于|低于|恰好",
+    re.IGNORECASE,
+)
+_SAME_BOUND = {
+    "no less than": ">=", "no fewer than": ">=", "not less than": ">=", "not fewer than": ">=",
+    "at least": ">=", "minimum": ">=", "min": ">=", "不少于": ">=", "不低于": ">=", "至少": ">=",
+    "最少": ">=", "以上": ">=",
+    "above": ">", "over": ">", "more than": ">", "greater than": ">", "exceeding": ">",
+    "超过": ">", "大于": ">", "多于": ">", "高于": ">",
+    "at most": "<=", "no more than": "<=", "not more than": "<=", "maximum": "<=", "max": "<=",
+    "不超过": "<=", "不多于": "<=", "至多": "<=", "最多": "<=", "以下": "<=", "以内": "<=",
+    "below": "<", "under": "<", "less than": "<", "fewer than": "<", "少于": "<", "小于": "<",
+    "低于": "<", "exactly": "=", "恰好": "=",
+}
+
+
+def _bounds(text: str) -> frozenset[str]:
+    """The bounds `text` puts on its numbers (>=, >, <=, <, =), as many as it says."""
+    return frozenset(
+        _SAME_BOUND.get(word, word)
+        for word in (" ".join(m.group(0).casefold().split()) for m in _BOUND.finditer(text))
+    )
+
+
+# How binding a rule is: "Tests must pass" / "Tests should pass" / "Tests may pass", 必须 /
+# 最好 / 可以. Words the index drops as stop words; one side saying one and the other
+# another is another rule (a modal on one side only is not: rewording adds them).
+_MODAL = re.compile(
+    r"\b(?:must|has to|have to|needs? to|required|should|ought to|may|can|could|might"
+    r"|optional|allowed to)\b|必须|务必|一定要|最好|建议|可以|可选",
+    re.IGNORECASE,
+)
+_SAME_MODAL = {"has to": "must", "have to": "must", "need to": "must", "needs to": "must",
+               "required": "must", "务必": "must", "必须": "must", "一定要": "must",
+               "ought to": "should", "最好": "should", "建议": "should", "could": "may",
+               "might": "may", "can": "may", "optional": "may", "allowed to": "may",
+               "可以": "may", "可选": "may"}
+
+
+def _modalities(text: str) -> frozenset[str]:
+    """How binding `text` says its rule is: must, should or may, as many as it says."""
+    return frozenset(
+        _SAME_MODAL.get(word, word)
+        for word in (" ".join(m.group(0).casefold().split()) for m in _MODAL.finditer(text))
+    )
+
+
+# A unit made a thousand times finer or coarser in Chinese by one character before it (秒 /
+# 毫秒, 克 / 千克, 米 / 厘米): the index sees one character added, as rewording adds them.
+_MAGNITUDE = re.compile(r"([毫微纳皮厘千兆])([\u3400-\u4dbf\u4e00-\u9fff])")
+
+
+def _magnitude(text: str, other: str) -> tuple[str, str] | None:
+    """A unit with a magnitude before it in `text` that `other` names bare: (as in text,
+    as in other)."""
+    for match in _MAGNITUDE.finditer(text):
+        unit = match.group(2)
+        bare = other.replace(match.group(0), "")
+        if match.group(0) not in other and unit in bare and match.group(1) not in other:
+            return match.group(0), unit
+    return None
+
+
+# A fact said of the past on one side only ("The user used to work at Google", 用户以前在
+# 谷歌工作): what was is not what is.
+_PAST = re.compile(
+    r"\b(?:used to|formerly|previously|no longer)\b|以前|曾经|从前|过去|原来", re.IGNORECASE
+)
+_PAST_FORMS = {"was": "is", "were": "are", "had": "has", "did": "does"}
+
+
+def _tense(text: str, other: str) -> tuple[str, str] | None:
+    """A verb `text` says in the past that `other` says in the present, on the same stem and
+    after the same word ("the user worked" / "the user works", "wife was" / "wife is"; not
+    "are charted" / "the charts", a passive beside a noun): (as in text, as in other)."""
+    own_words = [w.casefold() for w in re.findall(r"[A-Za-z]+", text)]
+    their_words = [w.casefold() for w in re.findall(r"[A-Za-z]+", other)]
+    own, theirs = set(own_words), set(their_words)
+    present = {
+        (their_words[k - 1] if k else "", tokens.stem(w)): w
+        for k, w in enumerate(their_words)
+        if w in theirs - own and not w.endswith("ed")
+    }
+    for k, word in enumerate(own_words):
+        if word in theirs:
+            continue
+        before = own_words[k - 1] if k else ""
+        if word in _PAST_FORMS and present.get((before, _PAST_FORMS[word])) == _PAST_FORMS[word]:
+            return word, _PAST_FORMS[word]
+        if word.endswith("ed") and len(word) > 4 and (before, tokens.stem(word)) in present:
+            return word, present[(before, tokens.stem(word))]
+    return None
 
 
 def _word_counts(text: str) -> Counter[str]:
     """How many times each Latin content word (stemmed as the index stems) stands in `text`."""
     return Counter(
-        t for t in tokenize(_CJK_CHAR.sub(" ", text)) if not has_cjk(t) and t not in _PLAIN_WORDS
+        t for t in tokenize(_latin_part(text)) if not has_cjk(t) and t not in _PLAIN_WORDS
     )
 
 
@@ -349,7 +481,7 @@ def _whole_words(text: str) -> frozenset[str]:
     """The Latin content words of `text`, each one stem as written (no camel-case parts)."""
     return frozenset(
         tokens.stem(word.casefold())
-        for word in _LATIN_WORD.findall(_CJK_CHAR.sub(" ", text))
+        for word in _LATIN_WORD.findall(_latin_part(text))
         if not word[0].isdigit() and word.casefold() not in _PLAIN_WORDS
         and word.casefold() not in tokens.ENGLISH_STOP_WORDS
     )
