@@ -262,8 +262,12 @@ def _difference_but_a_swap(first: str, second: str) -> str | None:
         return f"a different quantity ({_shown(a_many - b_many)} / {_shown(b_many - a_many)})"
     if bool(_ONLY.search(first)) != bool(_ONLY.search(second)):
         return "a restriction on one side only (one says only)"
+    # a bound on one side only counts when both name the number ("Requires Node 18" /
+    # "Requires Node >= 18"): elsewhere rewording adds one ("Keep it short" / "…at most")
     a_bound, b_bound = _bounds(first), _bounds(second)
-    if a_bound - b_bound and b_bound - a_bound:
+    if a_bound != b_bound and (
+        (a_bound - b_bound and b_bound - a_bound) or (a_numbers and a_numbers == b_numbers)
+    ):
         return f"a different bound ({_shown(a_bound - b_bound)} / {_shown(b_bound - a_bound)})"
     a_modal, b_modal = _modalities(first), _modalities(second)
     if a_modal - b_modal and b_modal - a_modal:
@@ -276,6 +280,12 @@ def _difference_but_a_swap(first: str, second: str) -> str | None:
     tense = _tense(first, second) or _tense(second, first)
     if tense:
         return f"a different tense ({tense[0]} / {tense[1]})"
+    whose = _owned(first, second) or _owned(second, first)
+    if whose:
+        return f"a different subject ({whose[0]} / {whose[1]})"
+    copula = _copula(first, second) or _copula(second, first)
+    if copula:
+        return f"a different relation ({copula[0]} / {copula[1]})"
     counted = _one_and_many(first, second) or _one_and_many(second, first)
     if counted:
         return f"a different number ({counted[0]} / {counted[1]})"
@@ -321,7 +331,7 @@ def _difference_but_a_swap(first: str, second: str) -> str | None:
 # "this repo" / "all repos" is one and every one of a kind; "every other week" is half of them.
 _QUANTITY = re.compile(
     r"\b(?:every\s+(?:other|second)|all|every|each|some|any|both|either|neither|most|many|few"
-    r"|several|this|these)\b",
+    r"|several|this|these|once|twice|thrice)\b",
     re.IGNORECASE,
 )
 # "Only admins can delete projects" says what "Admins can delete projects" does not: that no
@@ -370,7 +380,7 @@ _BOUND = re.compile(
     r"\b(?:at least|no (?:less|fewer) than|not (?:less|fewer) than|minimum|min"
     r"|above|over|more than|greater than|exceeding"
     r"|at most|no more than|not more than|maximum|max"
-    r"|below|under|less than|fewer than|exactly)\b"
+    r"|below|under|less than|fewer than|exactly)\b|[<>≤≥]=?|(?<=\d)\+"
     r"|不少于|不低于|至少|最少|以上|超过|大于|多于|高于|不超过|不多于|至多|最多|以下|以内|少于|小于|低于|恰好",
     re.IGNORECASE,
 )
@@ -383,7 +393,8 @@ _SAME_BOUND = {
     "at most": "<=", "no more than": "<=", "not more than": "<=", "maximum": "<=", "max": "<=",
     "不超过": "<=", "不多于": "<=", "至多": "<=", "最多": "<=", "以下": "<=", "以内": "<=",
     "below": "<", "under": "<", "less than": "<", "fewer than": "<", "少于": "<", "小于": "<",
-    "低于": "<", "exactly": "=", "恰好": "=",
+    "低于": "<", "exactly": "=", "恰好": "=", ">=": ">=", "≥": ">=", "+": ">=", "<=": "<=",
+    "≤": "<=", ">": ">", "<": "<",
 }
 
 
@@ -432,6 +443,75 @@ def _magnitude(text: str, other: str) -> tuple[str, str] | None:
         if match.group(0) not in other and unit in bare and match.group(1) not in other:
             return match.group(0), unit
     return None
+
+
+# What someone has, said of them: "The user's son is allergic to peanuts" is not "The user is
+# allergic to peanuts"; "The user's manager is Alice" is not "The user is Alice's manager".
+_OWNED = re.compile(
+    r"([A-Za-z]+)['’]s\s+([A-Za-z]+)|([\u3400-\u4dbf\u4e00-\u9fff])的([\u3400-\u4dbf\u4e00-\u9fff])"
+)
+
+
+def _possessions(text: str) -> dict[tuple[str, str], str]:
+    """(owner, thing) for each "X's Y" and X的Y of `text`, stemmed (the last character of
+    a Chinese owner, the first of its thing), with the words as written."""
+    found = {}
+    for match in _OWNED.finditer(text):
+        owner, thing = (match.group(1), match.group(2)) if match.group(1) else match.group(3, 4)
+        found[(_units(owner)[-1], _units(thing)[0])] = match.group(0)
+    return found
+
+
+def _owned(text: str, other: str) -> tuple[str, str] | None:
+    """A thing `text` says someone has whose owner `other` names, while `other` names the
+    thing not at all and says nothing `text` does not ("the user's son is allergic" / "the
+    user is allergic"), or as the other owner's ("the user's manager is Alice" / "the user
+    is Alice's manager"): (as in text, as in other)."""
+    theirs = _possessions(other)
+    their_units = set(_units(other))
+    own = _possessions(text)
+    for owner, thing in sorted(own.keys() - theirs.keys()):
+        if owner not in their_units:
+            continue
+        if thing not in their_units and not their_units - set(_units(text)):
+            return own[(owner, thing)], "not said"
+        # the owners traded places: each text names both
+        others = sorted(
+            theirs[o, t] for o, t in theirs if t == thing and o != owner and o in _units(text)
+        )
+        if others:
+            return own[(owner, thing)], others[0]
+    return None
+
+
+def _content_units(text: str) -> set[str]:
+    """The units of `text` that say something: not stop words, plain words or particles."""
+    return {
+        u for u in _units(text) if u not in _PLAIN_CHARS and u not in _PLAIN_WORDS
+        and u not in tokens.ENGLISH_STOP_WORDS and u not in _FUNCTION_CHARS
+    }
+
+
+# "is" said of one side only, the other saying a verb in its place: "The user is the tech
+# lead" / "The user reports to the tech lead", 用户是技术负责人 / 用户向技术负责人汇报.
+_COPULAS = frozenset({"is", "are", "was", "were", "是", "为"})
+
+
+def _copula(text: str, other: str) -> tuple[str, str] | None:
+    """When all `text` has that `other` lacks is "is" (是), the rest of it stands in `other`
+    in the same order, and `other` says content words in its place: ("is", what other
+    says)."""
+    own, theirs = set(_units(text)), set(_units(other))
+    gone = own - theirs
+    if not gone or not gone <= _COPULAS or theirs & _COPULAS:
+        return None  # no copula gone, or one said for another (是 / 为): a rewording
+    # the rest of `text` in `other`, in its order: words put in its place, not a sentence
+    # said anew ("…errors are charted at…" / "The charts of…errors live at…")
+    rest = iter(_units(other))
+    if not all(unit in rest for unit in _units(text) if unit not in gone):
+        return None
+    said = [u for u in _units(other) if u in _content_units(other) - own]
+    return (sorted(gone)[0], " ".join(dict.fromkeys(said))) if said else None
 
 
 # A fact said of the past on one side only ("The user used to work at Google", 用户以前在
