@@ -645,15 +645,15 @@ LOOKALIKE: list[list[Row]] = [
         ("feedback", "tests_must_should", "2026-11-07", "Tests must pass before merging",
          "Tests should pass before merging",
          "The merge button checks the CI status of the last commit on the branch."),  # *
-        ("feedback", "zh_tests_must_may", "2026-11-07", "提交前必须跑测试", "提交前可以跑测试",
-         "测试命令是 make test，大约要五分钟，失败了先看日志。"),
+        ("project", "zh_canary_must_may", "2026-11-07", "大版本上线前必须走灰度",
+         "大版本上线前可以走灰度", "灰度先放百分之五的流量，观察半小时错误率再全量。"),
         ("feedback", "tabs_scope", "2026-11-08", "Use tabs in this repo", "Use tabs in all repos",
          "The editorconfig file sets the indentation; the formatter follows it on save."),  # *
         ("feedback", "spaces_scope", "2026-11-08", "Use four spaces in this project",
          "Use four spaces in every project",
-         "The editorconfig file sets the indentation; the formatter follows it on save."),
+         "Python style: PEP 8 indentation, checked by ruff in the pre-commit hook."),
         ("feedback", "zh_pnpm_scope", "2026-11-08", "本项目用 pnpm 管理依赖",
-         "所有项目都用 pnpm 管理依赖", "锁文件要提交，升级依赖单独提一个合并请求。"),
+         "所有项目都用 pnpm 管理依赖", "锁文件要进仓库，升级依赖单独开一个合并请求。"),
         ("project", "meets_every_other", "2026-11-09", "The team meets every other week",
          "The team meets every week",
          "The meeting goes over the roadmap and open incidents, thirty minutes on the call."),  # *
@@ -676,11 +676,11 @@ LOOKALIKE: list[list[Row]] = [
          "Examples about large monorepos and internal tooling land well with them."),  # *
         ("user", "zh_works_before", "2026-11-11", "用户在谷歌工作", "用户以前在谷歌工作",
          "讲大型单仓库和内部工具的例子时用户比较有共鸣。"),  # *
-        ("user", "allergic_whose", "2026-11-12", "The user is allergic to peanuts",
-         "The user's son is allergic to peanuts",
-         "Check restaurant menus and recipes for nuts before suggesting them."),
-        ("user", "zh_allergic_whose", "2026-11-12", "用户对花生过敏", "用户的儿子对花生过敏",
-         "推荐餐厅和菜谱时先确认里面没有坚果。"),  # *
+        ("user", "allergic_whose", "2026-11-12", "The user is allergic to shellfish",
+         "The user's son is allergic to shellfish",
+         "Check restaurant menus and recipes for shrimp and crab before suggesting them."),
+        ("user", "zh_allergic_whose", "2026-11-12", "用户对芒果过敏", "用户的儿子对芒果过敏",
+         "推荐甜品和饮料时先确认里面没有芒果。"),  # *
         ("user", "manager_whose", "2026-11-12", "The user's manager is Alice",
          "The user is Alice's manager", "One-to-one every other Thursday on the video call."),  # *
         ("user", "zh_lead_role", "2026-11-13", "用户是技术负责人", "用户向技术负责人汇报",

@@ -30,11 +30,12 @@ from sage_mem.dream.similarity import difference
         ("The user's wife is a doctor", "The user's wife was a doctor", "tense"),
         ("用户在谷歌工作", "用户以前在谷歌工作", "time on one side only"),
         ("The user is allergic to peanuts", "The user's son is allergic to peanuts", "subject"),
-        ("用户对花生过敏", "用户的儿子对花生过敏", "subject"),
+        ("用户对芒果过敏", "用户的儿子对芒果过敏", "subject"),
         ("The user's manager is Alice", "The user is Alice's manager", "subject"),
         ("The user is the tech lead", "The user reports to the tech lead", "relation"),
         ("用户是技术负责人", "用户向技术负责人汇报", "relation"),
         ("The rate limit is per user", "The rate limit is per team", "key term"),
+        ("The user is allergic to cats", "The user has cats", "key term"),
     ],
 )
 def test_one_fact_apart_is_another_fact(first: str, second: str, kind: str) -> None:

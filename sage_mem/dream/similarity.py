@@ -296,6 +296,10 @@ def _difference_but_a_swap(first: str, second: str) -> str | None:
         return (
             f"a different key term ({_as_written(first, only_a)} / {_as_written(second, only_b)})"
         )
+    verb = _verb_for_word(first, second, only_a, only_b) or _verb_for_word(
+        second, first, only_b, only_a)
+    if verb:
+        return f"a different key term ({verb[0]} / {verb[1]})"
     only_a, only_b = a_chars - b_chars, b_chars - a_chars
     if 1 <= len(only_a) <= 3 and 1 <= len(only_b) <= 3:
         return f"a different key term ({_shown(only_a)} / {_shown(only_b)})"
@@ -481,6 +485,27 @@ def _owned(text: str, other: str) -> tuple[str, str] | None:
         )
         if others:
             return own[(owner, thing)], others[0]
+    return None
+
+
+# Verbs the index drops as stop words, which may be the whole fact: "The user is allergic to
+# cats" / "The user has cats".
+_STOP_VERBS = frozenset(
+    "has have had is are was were do does did get gets got can could will would".split()
+)
+
+
+def _verb_for_word(
+    text: str, other: str, own: frozenset[str], theirs: frozenset[str]
+) -> tuple[str, str] | None:
+    """When `text` has one or two content words `other` lacks (`own`), and `other` has none
+    of its own but a verb the index drops: (`text`'s words, the verb)."""
+    if not 1 <= len(own) <= 2 or theirs:
+        return None
+    mine = {w.casefold() for w in _LATIN_WORD.findall(text)}
+    added = {w.casefold() for w in _LATIN_WORD.findall(other)} - mine - {"a", "an", "the"}
+    if added and added <= _STOP_VERBS:
+        return _as_written(text, own), ", ".join(sorted(added))
     return None
 
 
