@@ -3,7 +3,9 @@
 A second folder, as agents write one over months (appended to REWORDED and LOOKALIKE, and in
 SUPERSEDED and DATED): twins said anew, look-alikes one fact apart over the very same body
 (an environment, before / after, a version, a unit, a name, a command), facts that changed,
-and relative dates to date against each memory's own day or to leave alone.
+and relative dates to date against each memory's own day or to leave alone. A third folder
+(appended to LOOKALIKE): look-alikes from other angles, a unit, a sign, a bound, a modality, a
+scope, a frequency, a tense, who a fact is about, a role, in English and Chinese.
 
 Each case is a small set of memories: (id, category, day, description, body), and what
 a careful reader wants of them. Kinds, not sentences: the same fact reworded with the
@@ -626,7 +628,7 @@ LOOKALIKE: list[list[Row]] = [
       "Read-only credentials; heavy queries there are felt by customers, so run them at night.")],
     # The third folder (issue: look-alikes from other angles than the second's): a unit, a
     # sign, a bound, a modality, a scope, a frequency, a tense, who a fact is about, a role,
-    # each pair over the very same body. Those marked * were merged before (docs/dream.md).
+    # each pair over the very same body. Those marked * (14) were merged before (docs/dream.md).
     *[[(f"{category}_{stem}_{side}", category, day, description, body)
        for side, description in (("a", first), ("b", second))]
       for category, stem, day, first, second, body in [
@@ -651,7 +653,7 @@ LOOKALIKE: list[list[Row]] = [
          "The editorconfig file sets the indentation; the formatter follows it on save."),  # *
         ("feedback", "spaces_scope", "2026-11-08", "Use four spaces in this project",
          "Use four spaces in every project",
-         "Python style: PEP 8 indentation, checked by ruff in the pre-commit hook."),
+         "A pre-commit hook reformats staged files; reviewers never comment on indentation."),  # *
         ("feedback", "zh_pnpm_scope", "2026-11-08", "本项目用 pnpm 管理依赖",
          "所有项目都用 pnpm 管理依赖", "锁文件要进仓库，升级依赖单独开一个合并请求。"),
         ("project", "meets_every_other", "2026-11-09", "The team meets every other week",
@@ -670,7 +672,7 @@ LOOKALIKE: list[list[Row]] = [
         ("project", "node_bound", "2026-11-10", "Requires Node 18", "Requires Node >= 18",
          "The engines field in package.json says it; CI runs the matching image."),  # *
         ("project", "zh_replicas_bound", "2026-11-10", "生产环境跑 3 个副本",
-         "生产环境至少跑 3 个副本", "副本数写在服务的 helm values 里，改了要重新部署。"),
+         "生产环境至少跑 3 个副本", "副本数写在服务的 helm values 里，改了要重新部署。"),  # *
         ("user", "works_worked", "2026-11-11", "The user works at Google",
          "The user worked at Google",
          "Examples about large monorepos and internal tooling land well with them."),  # *

@@ -208,11 +208,17 @@ def key_words(text: str) -> tuple[frozenset[str], frozenset[str]]:
 def difference(first: str, second: str) -> str | None:
     """What makes two alike texts say different facts, or None when nothing does.
 
-    A differing number, weekday or time; a currency sign or a code name written
+    A differing number (with its sign and unit: UTC+8 / UTC-8, 500 ms / 500 s), weekday or
+    time; a bound ("at least" / "above", 以上 / 以下, or beside the same number: "Node 18" /
+    "Node >= 18"); a modality ("must" / "should", 必须 / 可以); a past on one side (works /
+    worked, 以前); who the fact is about ("the user's son" / "the user"); "is" given a verb
+    in its place ("is the tech lead" / "reports to the tech lead"); a unit made finer (秒 /
+    毫秒); a currency sign or a code name written
     differently on each side ($ / €, fetchUser / fetchUsers); a name glued from parts beside
     one of its parts alone ("build" / "build:prod"); a negation on one side only ("likes" /
     "does not like", 喜欢 / 不喜欢) or moved (不吃辣，喜欢 / 爱吃辣，不喜欢); a quantity ("all" /
-    "some"), "only" on one side, one thing had or more ("has a cat" / "has cats"); a word or
+    "some", "this repo" / "all repos", "every other week" / "every week"), "only" on one side,
+    one thing had or more ("has a cat" / "has cats"); a word or
     character gone though it stands elsewhere too (标准输出 / 标准错误 beside 日志输出, counted);
     opposites the index drops as stop words
     ("before" / "after", "am" / "pm"); the same words with two parts in swapped
