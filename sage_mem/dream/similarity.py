@@ -263,9 +263,11 @@ def _difference_but_a_swap(first: str, second: str) -> str | None:
     moved = _negation_moved(first, second)
     if moved:
         return f"a negation in another place (not {moved[0]} / not {moved[1]})"
-    a_many, b_many = _quantities(first), _quantities(second)
-    if a_many - b_many and b_many - a_many:
-        return f"a different quantity ({_shown(a_many - b_many)} / {_shown(b_many - a_many)})"
+    # one side saying one, the other another ("all" / "some", "must" / "should")
+    for kind, said in (("quantity", _quantities), ("modality", _modalities)):
+        a_said, b_said = said(first), said(second)
+        if a_said - b_said and b_said - a_said:
+            return f"a different {kind} ({_shown(a_said - b_said)} / {_shown(b_said - a_said)})"
     if bool(_ONLY.search(first)) != bool(_ONLY.search(second)):
         return "a restriction on one side only (one says only)"
     # a bound on one side only counts when both name the number ("Requires Node 18" /
@@ -275,26 +277,14 @@ def _difference_but_a_swap(first: str, second: str) -> str | None:
         (a_bound - b_bound and b_bound - a_bound) or (a_numbers and a_numbers == b_numbers)
     ):
         return f"a different bound ({_shown(a_bound - b_bound)} / {_shown(b_bound - a_bound)})"
-    a_modal, b_modal = _modalities(first), _modalities(second)
-    if a_modal - b_modal and b_modal - a_modal:
-        return f"a different modality ({_shown(a_modal - b_modal)} / {_shown(b_modal - a_modal)})"
     if bool(_PAST.search(first)) != bool(_PAST.search(second)):
         return "a time on one side only (one says it was)"
-    finer = _magnitude(first, second) or _magnitude(second, first)
-    if finer:
-        return f"a different unit ({finer[0]} / {finer[1]})"
-    tense = _tense(first, second) or _tense(second, first)
-    if tense:
-        return f"a different tense ({tense[0]} / {tense[1]})"
-    whose = _owned(first, second) or _owned(second, first)
-    if whose:
-        return f"a different subject ({whose[0]} / {whose[1]})"
-    copula = _copula(first, second) or _copula(second, first)
-    if copula:
-        return f"a different relation ({copula[0]} / {copula[1]})"
-    counted = _one_and_many(first, second) or _one_and_many(second, first)
-    if counted:
-        return f"a different number ({counted[0]} / {counted[1]})"
+    # each checked both ways: (as in the text that says it, as in the other)
+    for kind, check in (("unit", _magnitude), ("tense", _tense), ("subject", _owned),
+                        ("relation", _copula), ("number", _one_and_many)):
+        found = check(first, second) or check(second, first)
+        if found:
+            return f"a different {kind} ({found[0]} / {found[1]})"
     a_words, a_chars = key_words(first)
     b_words, b_chars = key_words(second)
     only_a, only_b = a_words - b_words, b_words - a_words
@@ -376,12 +366,17 @@ def _one_and_many(text: str, other: str) -> tuple[str, str] | None:
 _SAME_QUANTITY = {"every": "all", "each": "all", "several": "some", "these": "this"}
 
 
+def _said(pattern: re.Pattern[str], same: dict[str, str], text: str) -> frozenset[str]:
+    """What `pattern` finds in `text`, casefolded, those in `same` made one ("every" / "all")."""
+    return frozenset(
+        same.get(word, word)
+        for word in (" ".join(m.group(0).casefold().split()) for m in pattern.finditer(text))
+    )
+
+
 def _quantities(text: str) -> frozenset[str]:
     """The quantity words of `text`, those that say one amount made one ("every" / "all")."""
-    return frozenset(
-        _SAME_QUANTITY.get(word, word)
-        for word in (" ".join(m.group(0).casefold().split()) for m in _QUANTITY.finditer(text))
-    )
+    return _said(_QUANTITY, _SAME_QUANTITY, text)
 
 
 # Which side of a number a bound is: "at least 80%" / "above 80%" / "at most 80%", 以上 /
@@ -410,10 +405,7 @@ _SAME_BOUND = {
 
 def _bounds(text: str) -> frozenset[str]:
     """The bounds `text` puts on its numbers (>=, >, <=, <, =), as many as it says."""
-    return frozenset(
-        _SAME_BOUND.get(word, word)
-        for word in (" ".join(m.group(0).casefold().split()) for m in _BOUND.finditer(text))
-    )
+    return _said(_BOUND, _SAME_BOUND, text)
 
 
 # How binding a rule is: "Tests must pass" / "Tests should pass" / "Tests may pass", 必须 /
@@ -433,10 +425,7 @@ _SAME_MODAL = {"has to": "must", "have to": "must", "need to": "must", "needs to
 
 def _modalities(text: str) -> frozenset[str]:
     """How binding `text` says its rule is: must, should or may, as many as it says."""
-    return frozenset(
-        _SAME_MODAL.get(word, word)
-        for word in (" ".join(m.group(0).casefold().split()) for m in _MODAL.finditer(text))
-    )
+    return _said(_MODAL, _SAME_MODAL, text)
 
 
 # A unit made a thousand times finer or coarser in Chinese by one character before it (秒 /
