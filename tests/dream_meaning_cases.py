@@ -3,7 +3,9 @@
 A second folder, as agents write one over months (appended to REWORDED and LOOKALIKE, and in
 SUPERSEDED and DATED): twins said anew, look-alikes one fact apart over the very same body
 (an environment, before / after, a version, a unit, a name, a command), facts that changed,
-and relative dates to date against each memory's own day or to leave alone.
+and relative dates to date against each memory's own day or to leave alone. A third folder
+(appended to LOOKALIKE): look-alikes from other angles, a unit, a sign, a bound, a modality, a
+scope, a frequency, a tense, who a fact is about, a role, in English and Chinese.
 
 Each case is a small set of memories: (id, category, day, description, body), and what
 a careful reader wants of them. Kinds, not sentences: the same fact reworded with the
@@ -624,6 +626,79 @@ LOOKALIKE: list[list[Row]] = [
       "Read-only credentials; heavy queries there are felt by customers, so run them at night."),
      ("project_staging_own_db", "project", "2026-11-04", "Staging uses the staging database",
       "Read-only credentials; heavy queries there are felt by customers, so run them at night.")],
+    # The third folder (issue: look-alikes from other angles than the second's): a unit, a
+    # sign, a bound, a modality, a scope, a frequency, a tense, who a fact is about, a role,
+    # each pair over the very same body. Those marked * (14) were merged before (docs/dream.md).
+    *[[(f"{category}_{stem}_{side}", category, day, description, body)
+       for side, description in (("a", first), ("b", second))]
+      for category, stem, day, first, second, body in [
+        ("project", "zh_timeout_unit", "2026-11-05", "超时时间是 500 毫秒", "超时时间是 500 秒",
+         "网关超时后取消上游调用，给客户端返回 504，重试由客户端决定。"),  # *
+        ("project", "timeout_unit", "2026-11-05", "Request timeout is 500 ms",
+         "Request timeout is 500 s",
+         "The gateway cancels the upstream call after that and answers 504 to the client."),
+        ("project", "zh_timestamp_unit", "2026-11-05", "时间戳用秒存储", "时间戳用毫秒存储",
+         "数据库里的 created_at 字段是整数，前端展示时再转成本地时间。"),  # *
+        ("user", "utc_offset", "2026-11-06", "The user's timezone is UTC+8",
+         "The user's timezone is UTC-8",
+         "Schedule calls inside their working hours and write dates with the offset."),  # *
+        ("project", "zh_dau", "2026-11-06", "日活用户大约 5 千", "日活用户大约 5 万",
+         "数据来自埋点统计，每周一在周报里更新一次。"),
+        ("feedback", "tests_must_should", "2026-11-07", "Tests must pass before merging",
+         "Tests should pass before merging",
+         "The merge button checks the CI status of the last commit on the branch."),  # *
+        ("project", "zh_canary_must_may", "2026-11-07", "大版本上线前必须走灰度",
+         "大版本上线前可以走灰度", "灰度先放百分之五的流量，观察半小时错误率再全量。"),
+        ("feedback", "tabs_scope", "2026-11-08", "Use tabs in this repo", "Use tabs in all repos",
+         "The editorconfig file sets the indentation; the formatter follows it on save."),  # *
+        ("feedback", "spaces_scope", "2026-11-08", "Use four spaces in this project",
+         "Use four spaces in every project",
+         "A pre-commit hook reformats staged files; reviewers never comment on indentation."),  # *
+        ("feedback", "zh_pnpm_scope", "2026-11-08", "本项目用 pnpm 管理依赖",
+         "所有项目都用 pnpm 管理依赖", "锁文件要进仓库，升级依赖单独开一个合并请求。"),
+        ("project", "meets_every_other", "2026-11-09", "The team meets every other week",
+         "The team meets every week",
+         "The meeting goes over the roadmap and open incidents, thirty minutes on the call."),  # *
+        ("project", "zh_backup_freq", "2026-11-09", "数据库每天备份", "数据库每周备份",
+         "备份文件存到对象存储，保留一个月，恢复步骤写在 wiki 上。"),
+        ("project", "retry_once_twice", "2026-11-09", "Retry a failed job once",
+         "Retry a failed job twice",
+         "The scheduler puts it back in the queue with a backoff of a minute."),
+        ("project", "coverage_bound", "2026-11-10", "Coverage must be at least 80%",
+         "Coverage must be above 80%",
+         "The CI job fails below the bar and posts the report as a comment."),
+        ("project", "zh_approval_bound", "2026-11-10", "金额在一万元以上需要审批",
+         "金额在一万元以下需要审批", "审批在 OA 系统里提，财务负责人审批通过后才能付款。"),
+        ("project", "node_bound", "2026-11-10", "Requires Node 18", "Requires Node >= 18",
+         "The engines field in package.json says it; CI runs the matching image."),  # *
+        ("project", "zh_replicas_bound", "2026-11-10", "生产环境跑 3 个副本",
+         "生产环境至少跑 3 个副本", "副本数写在服务的 helm values 里，改了要重新部署。"),  # *
+        ("user", "works_worked", "2026-11-11", "The user works at Google",
+         "The user worked at Google",
+         "Examples about large monorepos and internal tooling land well with them."),  # *
+        ("user", "zh_works_before", "2026-11-11", "用户在谷歌工作", "用户以前在谷歌工作",
+         "讲大型单仓库和内部工具的例子时用户比较有共鸣。"),  # *
+        ("user", "allergic_whose", "2026-11-12", "The user is allergic to shellfish",
+         "The user's son is allergic to shellfish",
+         "Check restaurant menus and recipes for shrimp and crab before suggesting them."),
+        ("user", "zh_allergic_whose", "2026-11-12", "用户对芒果过敏", "用户的儿子对芒果过敏",
+         "推荐甜品和饮料时先确认里面没有芒果。"),  # *
+        ("user", "manager_whose", "2026-11-12", "The user's manager is Alice",
+         "The user is Alice's manager", "One-to-one every other Thursday on the video call."),  # *
+        ("user", "zh_lead_role", "2026-11-13", "用户是技术负责人", "用户向技术负责人汇报",
+         "架构问题在每周四的设计评审上讨论。"),  # *
+        ("user", "lead_role", "2026-11-13", "The user is the tech lead",
+         "The user reports to the tech lead",
+         "Architecture questions go through the weekly design review on Thursdays."),
+        ("project", "zh_owner_person", "2026-11-13", "我负责支付模块", "他负责支付模块",
+         "支付模块的告警和发布都找负责人，值班表在 wiki 上。"),
+        ("project", "rate_limit_per", "2026-11-14", "The rate limit is per user",
+         "The rate limit is per team",
+         "Requests over the limit get a 429 with a Retry-After header in seconds."),
+        ("project", "api_port", "2026-11-14", "The API listens on port 8080",
+         "The API listens on port 8081",
+         "The load balancer forwards HTTPS traffic to it inside the private network."),
+    ]],
 ]
 
 

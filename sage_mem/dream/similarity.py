@@ -111,9 +111,17 @@ _CJK_CHAR = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 # 请 ("please"), "the", "a", punctuation words.
 _PLAIN_CHARS = frozenset("的了是为在和与及也都就又很把被给让对从向之其而或个一每请")
 _PLAIN_WORDS = frozenset(
-    "the a an of to and or is are be for with on in at by it its this that user user's "
-    "users s".split()
+    "the a an of to and or is are be for with on in at by it its this that s".split()
 )
+# "The user", the person a memory is about, says nothing of the fact ("The user prefers
+# fish" / "Prefers fish"); "user" elsewhere names a thing: "The limit is per user" / "…per
+# team".
+_SUBJECT = re.compile(r"^\s*user(?:['’]s)?\b|\bthe\s+user(?:['’]s)?\b", re.IGNORECASE)
+
+
+def _latin_part(text: str) -> str:
+    """`text` without its CJK characters and without "the user", the person it is about."""
+    return _SUBJECT.sub(" ", _CJK_CHAR.sub(" ", text))
 
 
 # Words that say the same of a preference, a length or a test double, so that "The user
@@ -157,6 +165,7 @@ _ZH_NUMBER = re.compile(
     r"([零一二两三四五六七八九十百千万半]+)"
     r"(?=个|位|名|小时|分钟|天|周|次|人|年|月|倍|台|条|份|页|点|楼|层|只|张|本|辆|件|套|间|家)"
 )
+_NUMBER = re.compile(r"((?:\+|(?<![\w.])[-−])?\d+(?:[.,/]\d+)*)(?: ?([a-zµ%‰]{1,3})(?![a-z]))?")
 _ZH_DIGITS = {"零": "0", "一": "1", "二": "2", "两": "2", "三": "3", "四": "4", "五": "5",
               "六": "6", "七": "7", "八": "8", "九": "9", "十": "10", "半": "0.5"}
 
@@ -171,7 +180,13 @@ def values(text: str) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
     """The numbers, weekdays and times a text names: a difference in any is a different fact."""
     folded = text.casefold()
     # "3/5" and "5/3" are two dates, not the same two numbers
-    numbers = frozenset(re.findall(r"\d+(?:[.,/]\d+)*", _TIME.sub(" ", folded)))
+    # a sign is part of its number (UTC+8 / UTC-8); a hyphen after a word is not (ec2-18)
+    # and so is its unit, one to three letters after it (500 ms / 500 s, 5k / 5m)
+    numbers = frozenset(
+        number + (unit if unit and (len(unit) == 1 or unit not in tokens.ENGLISH_STOP_WORDS)
+                  else "")
+        for number, unit in _NUMBER.findall(_TIME.sub(" ", folded))
+    )
     numbers |= _zh_numbers(folded)
     weekdays = frozenset(
         m.group(0)[-1] if not m.group(0)[0].isascii() else m.group(0)[:3]
@@ -184,7 +199,7 @@ def values(text: str) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
 def key_words(text: str) -> tuple[frozenset[str], frozenset[str]]:
     """The content words (Latin, stemmed as the index stems) and the CJK characters of a text."""
     latin = frozenset(
-        t for t in tokenize(_CJK_CHAR.sub(" ", text)) if not has_cjk(t) and t not in _PLAIN_WORDS
+        t for t in tokenize(_latin_part(text)) if not has_cjk(t) and t not in _PLAIN_WORDS
     )
     chars = frozenset(c for c in _CJK_CHAR.findall(text) if c not in _PLAIN_CHARS)
     return latin, chars
@@ -193,11 +208,17 @@ def key_words(text: str) -> tuple[frozenset[str], frozenset[str]]:
 def difference(first: str, second: str) -> str | None:
     """What makes two alike texts say different facts, or None when nothing does.
 
-    A differing number, weekday or time; a currency sign or a code name written
+    A differing number (with its sign and unit: UTC+8 / UTC-8, 500 ms / 500 s), weekday or
+    time; a bound ("at least" / "above", 以上 / 以下, or beside the same number: "Node 18" /
+    "Node >= 18"); a modality ("must" / "should", 必须 / 可以); a past on one side (works /
+    worked, 以前); who the fact is about ("the user's son" / "the user"); "is" given a verb
+    in its place ("is the tech lead" / "reports to the tech lead"); a unit made finer (秒 /
+    毫秒); a currency sign or a code name written
     differently on each side ($ / €, fetchUser / fetchUsers); a name glued from parts beside
     one of its parts alone ("build" / "build:prod"); a negation on one side only ("likes" /
     "does not like", 喜欢 / 不喜欢) or moved (不吃辣，喜欢 / 爱吃辣，不喜欢); a quantity ("all" /
-    "some"), "only" on one side, one thing had or more ("has a cat" / "has cats"); a word or
+    "some", "this repo" / "all repos", "every other week" / "every week"), "only" on one side,
+    one thing had or more ("has a cat" / "has cats"); a word or
     character gone though it stands elsewhere too (标准输出 / 标准错误 beside 日志输出, counted);
     opposites the index drops as stop words
     ("before" / "after", "am" / "pm"); the same words with two parts in swapped
@@ -242,14 +263,28 @@ def _difference_but_a_swap(first: str, second: str) -> str | None:
     moved = _negation_moved(first, second)
     if moved:
         return f"a negation in another place (not {moved[0]} / not {moved[1]})"
-    a_many, b_many = _quantities(first), _quantities(second)
-    if a_many - b_many and b_many - a_many:
-        return f"a different quantity ({_shown(a_many - b_many)} / {_shown(b_many - a_many)})"
+    # one side saying one, the other another ("all" / "some", "must" / "should")
+    for kind, said in (("quantity", _quantities), ("modality", _modalities)):
+        a_said, b_said = said(first), said(second)
+        if a_said - b_said and b_said - a_said:
+            return f"a different {kind} ({_shown(a_said - b_said)} / {_shown(b_said - a_said)})"
     if bool(_ONLY.search(first)) != bool(_ONLY.search(second)):
         return "a restriction on one side only (one says only)"
-    counted = _one_and_many(first, second) or _one_and_many(second, first)
-    if counted:
-        return f"a different number ({counted[0]} / {counted[1]})"
+    # a bound on one side only counts when both name the number ("Requires Node 18" /
+    # "Requires Node >= 18"): elsewhere rewording adds one ("Keep it short" / "…at most")
+    a_bound, b_bound = _bounds(first), _bounds(second)
+    if a_bound != b_bound and (
+        (a_bound - b_bound and b_bound - a_bound) or (a_numbers and a_numbers == b_numbers)
+    ):
+        return f"a different bound ({_shown(a_bound - b_bound)} / {_shown(b_bound - a_bound)})"
+    if bool(_PAST.search(first)) != bool(_PAST.search(second)):
+        return "a time on one side only (one says it was)"
+    # each checked both ways: (as in the text that says it, as in the other)
+    for kind, check in (("unit", _magnitude), ("tense", _tense), ("subject", _owned),
+                        ("relation", _copula), ("number", _one_and_many)):
+        found = check(first, second) or check(second, first)
+        if found:
+            return f"a different {kind} ({found[0]} / {found[1]})"
     a_words, a_chars = key_words(first)
     b_words, b_chars = key_words(second)
     only_a, only_b = a_words - b_words, b_words - a_words
@@ -257,6 +292,10 @@ def _difference_but_a_swap(first: str, second: str) -> str | None:
         return (
             f"a different key term ({_as_written(first, only_a)} / {_as_written(second, only_b)})"
         )
+    verb = _verb_for_word(first, second, only_a, only_b) or _verb_for_word(
+        second, first, only_b, only_a)
+    if verb:
+        return f"a different key term ({verb[0]} / {verb[1]})"
     only_a, only_b = a_chars - b_chars, b_chars - a_chars
     if 1 <= len(only_a) <= 3 and 1 <= len(only_b) <= 3:
         return f"a different key term ({_shown(only_a)} / {_shown(only_b)})"
@@ -289,8 +328,10 @@ def _difference_but_a_swap(first: str, second: str) -> str | None:
 # How many or how much, words the index drops as stop words: one side saying "all" and the
 # other "some" ("Run all tests…" / "Run some tests…", "both approvals" / "either approval") is
 # another fact; a word added on one side only ("every") is not, as rewording adds them.
+# "this repo" / "all repos" is one and every one of a kind; "every other week" is half of them.
 _QUANTITY = re.compile(
-    r"\b(?:all|every|each|some|any|both|either|neither|most|many|few|several)\b",
+    r"\b(?:every\s+(?:other|second)|all|every|each|some|any|both|either|neither|most|many|few"
+    r"|several|this|these|once|twice|thrice)\b",
     re.IGNORECASE,
 )
 # "Only admins can delete projects" says what "Admins can delete projects" does not: that no
@@ -322,21 +363,212 @@ def _one_and_many(text: str, other: str) -> tuple[str, str] | None:
     return None
 
 
-_SAME_QUANTITY = {"every": "all", "each": "all", "several": "some"}
+_SAME_QUANTITY = {"every": "all", "each": "all", "several": "some", "these": "this"}
+
+
+def _said(pattern: re.Pattern[str], same: dict[str, str], text: str) -> frozenset[str]:
+    """What `pattern` finds in `text`, casefolded, those in `same` made one ("every" / "all")."""
+    return frozenset(
+        same.get(word, word)
+        for word in (" ".join(m.group(0).casefold().split()) for m in pattern.finditer(text))
+    )
 
 
 def _quantities(text: str) -> frozenset[str]:
     """The quantity words of `text`, those that say one amount made one ("every" / "all")."""
-    return frozenset(
-        _SAME_QUANTITY.get(word, word)
-        for word in (m.group(0).casefold() for m in _QUANTITY.finditer(text))
-    )
+    return _said(_QUANTITY, _SAME_QUANTITY, text)
+
+
+# Which side of a number a bound is: "at least 80%" / "above 80%" / "at most 80%", 以上 /
+# 以下 / 不超过. Words the index drops as stop words; each side its own bound is another fact.
+_BOUND = re.compile(
+    r"\b(?:at least|no (?:less|fewer) than|not (?:less|fewer) than|minimum|min"
+    r"|above|over|more than|greater than|exceeding"
+    r"|at most|no more than|not more than|maximum|max"
+    r"|below|under|less than|fewer than|exactly)\b|[<>≤≥]=?|(?<=\d)\+"
+    r"|不少于|不低于|至少|最少|以上|超过|大于|多于|高于|不超过|不多于|至多|最多|以下|以内|少于|小于|低于|恰好",
+    re.IGNORECASE,
+)
+_SAME_BOUND = {
+    "no less than": ">=", "no fewer than": ">=", "not less than": ">=", "not fewer than": ">=",
+    "at least": ">=", "minimum": ">=", "min": ">=", "不少于": ">=", "不低于": ">=", "至少": ">=",
+    "最少": ">=", "以上": ">=",
+    "above": ">", "over": ">", "more than": ">", "greater than": ">", "exceeding": ">",
+    "超过": ">", "大于": ">", "多于": ">", "高于": ">",
+    "at most": "<=", "no more than": "<=", "not more than": "<=", "maximum": "<=", "max": "<=",
+    "不超过": "<=", "不多于": "<=", "至多": "<=", "最多": "<=", "以下": "<=", "以内": "<=",
+    "below": "<", "under": "<", "less than": "<", "fewer than": "<", "少于": "<", "小于": "<",
+    "低于": "<", "exactly": "=", "恰好": "=", ">=": ">=", "≥": ">=", "+": ">=", "<=": "<=",
+    "≤": "<=", ">": ">", "<": "<",
+}
+
+
+def _bounds(text: str) -> frozenset[str]:
+    """The bounds `text` puts on its numbers (>=, >, <=, <, =), as many as it says."""
+    return _said(_BOUND, _SAME_BOUND, text)
+
+
+# How binding a rule is: "Tests must pass" / "Tests should pass" / "Tests may pass", 必须 /
+# 最好 / 可以. Words the index drops as stop words; one side saying one and the other
+# another is another rule (a modal on one side only is not: rewording adds them).
+_MODAL = re.compile(
+    r"\b(?:must|has to|have to|needs? to|required|should|ought to|may|can|could|might"
+    r"|optional|allowed to)\b|必须|务必|一定要|最好|建议|可以|可选",
+    re.IGNORECASE,
+)
+_SAME_MODAL = {"has to": "must", "have to": "must", "need to": "must", "needs to": "must",
+               "required": "must", "务必": "must", "必须": "must", "一定要": "must",
+               "ought to": "should", "最好": "should", "建议": "should", "could": "may",
+               "might": "may", "can": "may", "optional": "may", "allowed to": "may",
+               "可以": "may", "可选": "may"}
+
+
+def _modalities(text: str) -> frozenset[str]:
+    """How binding `text` says its rule is: must, should or may, as many as it says."""
+    return _said(_MODAL, _SAME_MODAL, text)
+
+
+# A unit made a thousand times finer or coarser in Chinese by one character before it (秒 /
+# 毫秒, 克 / 千克, 米 / 厘米): the index sees one character added, as rewording adds them.
+_MAGNITUDE = re.compile(r"([毫微纳皮厘千兆])([\u3400-\u4dbf\u4e00-\u9fff])")
+
+
+def _magnitude(text: str, other: str) -> tuple[str, str] | None:
+    """A unit with a magnitude before it in `text` that `other` names bare: (as in text,
+    as in other)."""
+    for match in _MAGNITUDE.finditer(text):
+        unit = match.group(2)
+        bare = other.replace(match.group(0), "")
+        if match.group(0) not in other and unit in bare and match.group(1) not in other:
+            return match.group(0), unit
+    return None
+
+
+# What someone has, said of them: "The user's son is allergic to peanuts" is not "The user is
+# allergic to peanuts"; "The user's manager is Alice" is not "The user is Alice's manager".
+_OWNED = re.compile(
+    r"([A-Za-z]+)['’]s\s+([A-Za-z]+)|([\u3400-\u4dbf\u4e00-\u9fff])的([\u3400-\u4dbf\u4e00-\u9fff])"
+)
+
+
+def _possessions(text: str) -> dict[tuple[str, str], str]:
+    """(owner, thing) for each "X's Y" and X的Y of `text`, stemmed (the last character of
+    a Chinese owner, the first of its thing), with the words as written."""
+    found = {}
+    for match in _OWNED.finditer(text):
+        owner, thing = (match.group(1), match.group(2)) if match.group(1) else match.group(3, 4)
+        found[(_units(owner)[-1], _units(thing)[0])] = match.group(0)
+    return found
+
+
+def _owned(text: str, other: str) -> tuple[str, str] | None:
+    """A thing `text` says someone has whose owner `other` names, while `other` names the
+    thing not at all and says nothing `text` does not ("the user's son is allergic" / "the
+    user is allergic"), or as the other owner's ("the user's manager is Alice" / "the user
+    is Alice's manager"): (as in text, as in other)."""
+    theirs = _possessions(other)
+    their_units = set(_units(other))
+    own = _possessions(text)
+    for owner, thing in sorted(own.keys() - theirs.keys()):
+        if owner not in their_units:
+            continue
+        if thing not in their_units and not their_units - set(_units(text)):
+            return own[(owner, thing)], "not said"
+        # the owners traded places: each text names both
+        others = sorted(
+            theirs[o, t] for o, t in theirs if t == thing and o != owner and o in _units(text)
+        )
+        if others:
+            return own[(owner, thing)], others[0]
+    return None
+
+
+# Verbs the index drops as stop words, which may be the whole fact: "The user is allergic to
+# cats" / "The user has cats".
+_STOP_VERBS = frozenset(
+    "has have had is are was were do does did get gets got can could will would".split()
+)
+
+
+def _verb_for_word(
+    text: str, other: str, own: frozenset[str], theirs: frozenset[str]
+) -> tuple[str, str] | None:
+    """When `text` has one or two content words `other` lacks (`own`), and `other` has none
+    of its own but a verb the index drops: (`text`'s words, the verb)."""
+    if not 1 <= len(own) <= 2 or theirs:
+        return None
+    mine = {w.casefold() for w in _LATIN_WORD.findall(text)}
+    added = {w.casefold() for w in _LATIN_WORD.findall(other)} - mine - {"a", "an", "the"}
+    if added and added <= _STOP_VERBS:
+        return _as_written(text, own), ", ".join(sorted(added))
+    return None
+
+
+def _content_units(text: str) -> set[str]:
+    """The units of `text` that say something: not stop words, plain words or particles."""
+    return {
+        u for u in _units(text) if u not in _PLAIN_CHARS and u not in _PLAIN_WORDS
+        and u not in tokens.ENGLISH_STOP_WORDS and u not in _FUNCTION_CHARS
+    }
+
+
+# "is" said of one side only, the other saying a verb in its place: "The user is the tech
+# lead" / "The user reports to the tech lead", 用户是技术负责人 / 用户向技术负责人汇报.
+_COPULAS = frozenset({"is", "are", "was", "were", "是", "为"})
+
+
+def _copula(text: str, other: str) -> tuple[str, str] | None:
+    """When all `text` has that `other` lacks is "is" (是), the rest of it stands in `other`
+    in the same order, and `other` says content words in its place: ("is", what other
+    says)."""
+    own, theirs = set(_units(text)), set(_units(other))
+    gone = own - theirs
+    if not gone or not gone <= _COPULAS or theirs & _COPULAS:
+        return None  # no copula gone, or one said for another (是 / 为): a rewording
+    # the rest of `text` in `other`, in its order: words put in its place, not a sentence
+    # said anew ("…errors are charted at…" / "The charts of…errors live at…")
+    rest = iter(_units(other))
+    if not all(unit in rest for unit in _units(text) if unit not in gone):
+        return None
+    said = [u for u in _units(other) if u in _content_units(other) - own]
+    return (sorted(gone)[0], " ".join(dict.fromkeys(said))) if said else None
+
+
+# A fact said of the past on one side only ("The user used to work at Google", 用户以前在
+# 谷歌工作): what was is not what is.
+_PAST = re.compile(
+    r"\b(?:used to|formerly|previously|no longer)\b|以前|曾经|从前|过去|原来", re.IGNORECASE
+)
+_PAST_FORMS = {"was": "is", "were": "are", "had": "has", "did": "does"}
+
+
+def _tense(text: str, other: str) -> tuple[str, str] | None:
+    """A verb `text` says in the past that `other` says in the present, on the same stem and
+    after the same word ("the user worked" / "the user works", "wife was" / "wife is"; not
+    "are charted" / "the charts", a passive beside a noun): (as in text, as in other)."""
+    own_words = [w.casefold() for w in re.findall(r"[A-Za-z]+", text)]
+    their_words = [w.casefold() for w in re.findall(r"[A-Za-z]+", other)]
+    own, theirs = set(own_words), set(their_words)
+    present = {
+        (their_words[k - 1] if k else "", tokens.stem(w)): w
+        for k, w in enumerate(their_words)
+        if w in theirs - own and not w.endswith("ed")
+    }
+    for k, word in enumerate(own_words):
+        if word in theirs:
+            continue
+        before = own_words[k - 1] if k else ""
+        if word in _PAST_FORMS and present.get((before, _PAST_FORMS[word])) == _PAST_FORMS[word]:
+            return word, _PAST_FORMS[word]
+        if word.endswith("ed") and len(word) > 4 and (before, tokens.stem(word)) in present:
+            return word, present[(before, tokens.stem(word))]
+    return None
 
 
 def _word_counts(text: str) -> Counter[str]:
     """How many times each Latin content word (stemmed as the index stems) stands in `text`."""
     return Counter(
-        t for t in tokenize(_CJK_CHAR.sub(" ", text)) if not has_cjk(t) and t not in _PLAIN_WORDS
+        t for t in tokenize(_latin_part(text)) if not has_cjk(t) and t not in _PLAIN_WORDS
     )
 
 
@@ -349,7 +581,7 @@ def _whole_words(text: str) -> frozenset[str]:
     """The Latin content words of `text`, each one stem as written (no camel-case parts)."""
     return frozenset(
         tokens.stem(word.casefold())
-        for word in _LATIN_WORD.findall(_CJK_CHAR.sub(" ", text))
+        for word in _LATIN_WORD.findall(_latin_part(text))
         if not word[0].isdigit() and word.casefold() not in _PLAIN_WORDS
         and word.casefold() not in tokens.ENGLISH_STOP_WORDS
     )
