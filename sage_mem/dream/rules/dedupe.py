@@ -182,18 +182,12 @@ def _merge_group(
     # "commit and push" the order is the fact; listed like a twin whose body says another
     # fact (the one that would have been archived names the one kept).
     for i, j, score in swapped:
-        keeper, other = sorted(
-            (members[i], members[j]), key=lambda m: keep_key(m, ctx.retrievals)
-        )
-        handled.update((keeper.id, other.id))
-        ctx.applier.note(
-            other.id,
-            rule=NAME,
-            message=f"says the same as {keeper.id} (descriptions {score:.0%} alike), but "
+        keeper, other = _unmerged(ctx, members[i], members[j], handled)
+        ctx.applier.note(other.id, rule=NAME, message=(
+            f"says the same as {keeper.id} (descriptions {score:.0%} alike), but "
             f"two parts of its description are in swapped places: “{_short(other.description)}”"
             f" / “{_short(keeper.description)}”; the order may be the fact (“commit and "
-            "push”): not merged; merge them by hand if it is not",
-        )
+            "push”): not merged; merge them by hand if it is not"))
     clusters: dict[int, list[int]] = defaultdict(list)
     for i in range(len(members)):
         clusters[find(i)].append(i)
@@ -290,20 +284,25 @@ def _list_likely_twins(
         )
         if differs is not None and not negated and not swapped and not retold:
             continue  # "Unit tests…" / "Integration tests…": one word swapped is another fact
-        keeper, other = sorted((a, b), key=lambda m: keep_key(m, ctx.retrievals))
-        handled.update((a.id, b.id))
-        ctx.applier.note(
-            other.id,
-            rule=NAME,
-            message=f"possible duplicate of {keeper.id}: “{_short(other.description)}” / "
+        keeper, other = _unmerged(ctx, a, b, handled)
+        ctx.applier.note(other.id, rule=NAME, message=(
+            f"possible duplicate of {keeper.id}: “{_short(other.description)}” / "
             f"“{_short(keeper.description)}”, close in meaning ({how})"
             + (", though only one says not (“must use a real …” / “never mock …” say one "
                "rule in two ways; check that they do)" if negated else "")
             + (", though two parts are in swapped places (the order may be the fact: "
                "“commit and push”)" if swapped else "")
             + "; not merged, since the rules cannot prove they say one fact: merge them by "
-            f"hand (archive {other.id} with `supersededBy: {keeper.id}`) if they do",
-        )
+            f"hand (archive {other.id} with `supersededBy: {keeper.id}`) if they do"))
+
+
+def _unmerged(ctx: RuleContext, a: Memory, b: Memory, handled: set[str]
+              ) -> tuple[Memory, Memory]:
+    """A pair reported, not merged: the one that would be kept and the one that would be
+    archived (whose note names the other); neither is looked at again."""
+    handled.update((a.id, b.id))
+    keeper, other = sorted((a, b), key=lambda m: keep_key(m, ctx.retrievals))
+    return keeper, other
 
 
 def _reworded(a: Memory, b: Memory, close: bool = False) -> bool:
