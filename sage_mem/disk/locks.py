@@ -199,6 +199,10 @@ def write_lock(root: Path, state_dir: Path, *, timeout: float = 10.0) -> Iterato
     deadline = time.monotonic() + timeout
     counted = partial(read_generation, state_dir)  # a writer's progress: the write count
     with file_lock(state_dir / WRITE_LOCK, timeout=timeout, progress=counted):
+        # What is left of the timeout, or (the wait having moved with others' writes past
+        # it) a second to find the folder free: its holder holds the file's lock too, unless
+        # it was given another state folder.
+        deadline = max(deadline, time.monotonic() + 1.0)
         with folder_lock(root, timeout=timeout, deadline=deadline, progress=counted):
             yield WriteLock(state_dir)
 
