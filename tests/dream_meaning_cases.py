@@ -701,13 +701,9 @@ LOOKALIKE: list[list[Row]] = [
         ("project", "api_port", "2026-11-14", "The API listens on port 8080",
          "The API listens on port 8081",
          "The load balancer forwards HTTPS traffic to it inside the private network."),
-    ]],
-    # The fourth folder: a hedge, a place qualifier, a direction, whose, how many, a time of
-    # day, a permission, first / last, read / write, each over the very same body. Those marked
-    # * (13) were merged before, those marked + (4) listed as possible duplicates (docs/dream.md).
-    *[[(f"{category}_{stem}_{side}", category, day, description, body)
-       for side, description in (("a", first), ("b", second))]
-      for category, stem, day, first, second, body in [
+        # The fourth folder: a hedge, a place qualifier, a direction, whose, how many, a time
+        # of day, a permission, first / last, read / write, each over the very same body.
+        # Those marked * (13) were merged before, + (4) listed as possible duplicates.
         ("project", "build_about", "2026-11-15", "The build takes about 5 minutes",
          "The build takes 5 minutes",
          "CI caches dependencies between runs; a cold cache adds the download time."),  # *
