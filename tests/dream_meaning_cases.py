@@ -5,7 +5,10 @@ SUPERSEDED and DATED): twins said anew, look-alikes one fact apart over the very
 (an environment, before / after, a version, a unit, a name, a command), facts that changed,
 and relative dates to date against each memory's own day or to leave alone. A third folder
 (appended to LOOKALIKE): look-alikes from other angles, a unit, a sign, a bound, a modality, a
-scope, a frequency, a tense, who a fact is about, a role, in English and Chinese.
+scope, a frequency, a tense, who a fact is about, a role, in English and Chinese. A fourth
+(appended to LOOKALIKE): a hedge ("about 5", 左右, "sometimes"), a place qualifier ("near",
+附近), a direction (to / from, 发给 / 发来), whose (my / our, 我的 / 我们的), how many, a
+time of day, allow / deny, first / last, read / write.
 
 Each case is a small set of memories: (id, category, day, description, body), and what
 a careful reader wants of them. Kinds, not sentences: the same fact reworded with the
@@ -698,6 +701,72 @@ LOOKALIKE: list[list[Row]] = [
         ("project", "api_port", "2026-11-14", "The API listens on port 8080",
          "The API listens on port 8081",
          "The load balancer forwards HTTPS traffic to it inside the private network."),
+        # The fourth folder: a hedge, a place qualifier, a direction, whose, how many, a time
+        # of day, a permission, first / last, read / write, each over the very same body.
+        # Those marked * (13) were merged before, + (4) listed as possible duplicates.
+        ("project", "build_about", "2026-11-15", "The build takes about 5 minutes",
+         "The build takes 5 minutes",
+         "CI caches dependencies between runs; a cold cache adds the download time."),  # *
+        ("project", "zh_build_about", "2026-11-15", "构建大约要 5 分钟", "构建要 5 分钟",
+         "CI 会缓存依赖，缓存失效时还要加上下载的时间。"),  # *
+        ("project", "zh_logs_about", "2026-11-15", "日志保留 7 天左右", "日志保留 7 天",
+         "过期的日志由定时任务清理，要查更早的记录去对象存储的归档里找。"),  # *
+        ("user", "sometimes_weekends", "2026-11-16", "The user sometimes works on weekends",
+         "The user works on weekends",
+         "Do not assume they are away on Saturday; ask before scheduling anything."),  # +
+        ("user", "hardly_coffee", "2026-11-16", "The user hardly drinks coffee",
+         "The user drinks coffee",
+         "Suggest meeting places with a choice of drinks; they like quiet corners."),  # *
+        ("user", "zh_sometimes_overtime", "2026-11-16", "用户有时周末加班", "用户周末加班",
+         "周末约时间前先问一下，别默认用户有空。"),  # *
+        ("user", "zh_rarely_coffee", "2026-11-16", "用户很少喝咖啡", "用户喝咖啡",
+         "约见面时选饮品多一些的地方，用户喜欢安静的角落。"),  # *
+        ("project", "usually_afternoon", "2026-11-16", "Deploys usually happen in the afternoon",
+         "Deploys always happen in the afternoon",
+         "The deploy bot posts in the release channel when a rollout starts and ends."),
+        ("project", "zh_first_last_run", "2026-11-16", "第一次迁移很慢", "最后一次迁移很慢",
+         "迁移会重写事件表，跑的时候盯着从库延迟。"),
+        ("project", "team_near", "2026-11-17", "The team is based near Berlin",
+         "The team is based in Berlin",
+         "Plan meetings in Central European Time and expect the office to close on holidays."),  # *
+        ("project", "dc_outside", "2026-11-17", "The data centre is outside Frankfurt",
+         "The data centre is in Frankfurt",
+         "Latency to the office is a few milliseconds; hardware swaps take a day."),  # +
+        ("project", "zh_team_near", "2026-11-17", "团队在上海附近", "团队在上海",
+         "开会按北京时间约，节假日办公室不开门。"),  # *
+        ("project", "copy_to_from", "2026-11-18", "Copy the config to the server",
+         "Copy the config from the server",
+         "Use scp with the deploy key; the file holds the feature flags for the service."),  # *
+        ("project", "zh_contract_to_from", "2026-11-18", "签好的合同寄给李娜",
+         "签好的合同由李娜寄来", "用顺丰寄，单号记在采购表里，原件放财务的柜子。"),  # *
+        ("project", "upload_download", "2026-11-18", "Upload backups to S3 every night",
+         "Download backups from S3 every night",
+         "The job runs from cron on the backup host and logs to the ops channel."),
+        ("project", "my_our_key", "2026-11-19", "Use my API key for the sandbox",
+         "Use our API key for the sandbox",
+         "The key is in the password manager; the sandbox resets its data every Monday."),  # *
+        ("project", "their_our_ci", "2026-11-19", "Their CI runs on GitHub Actions",
+         "Our CI runs on GitHub Actions",
+         "Workflows live in the .github folder; runners are the hosted Ubuntu ones."),  # *
+        ("project", "zh_my_our_key", "2026-11-19", "用我的 API 密钥调沙箱",
+         "用我们的 API 密钥调沙箱", "密钥在密码管理器里，沙箱每周一清空数据。"),  # *
+        ("project", "zh_their_our_ci", "2026-11-19", "他们的 CI 用 Jenkins",
+         "我们的 CI 用 Jenkins", "流水线脚本在仓库根目录，构建机是公司机房的两台服务器。"),
+        ("project", "few_lot_flaky", "2026-11-20", "The repo has a few flaky tests",
+         "The repo has a lot of flaky tests",
+         "Flaky tests are tagged in the tracker and rerun once by the CI job."),  # +
+        ("project", "zh_few_many_flaky", "2026-11-20", "项目有几个不稳定的测试",
+         "项目有很多不稳定的测试", "不稳定的测试在看板上打了标签，CI 失败后自动重跑一次。"),
+        ("project", "zh_deploy_am_pm", "2026-11-21", "每天上午部署", "每天下午部署",
+         "部署由值班的人在发布频道里发起，出问题先回滚再排查。"),
+        ("project", "first_last_run", "2026-11-21", "The first run of the migration is slow",
+         "The last run of the migration is slow",
+         "It rewrites the events table; watch the replica lag while it runs."),
+        ("project", "zh_allow_deny", "2026-11-22", "允许外部访问管理后台", "禁止外部访问管理后台",
+         "管理后台在网关上配置访问规则，改动要安全组审批。"),  # +
+        ("project", "bot_read_write", "2026-11-22", "The bot has read access to the repo",
+         "The bot has write access to the repo",
+         "Its token is scoped to one repository and rotated every ninety days."),
     ]],
 ]
 

@@ -36,6 +36,19 @@ from sage_mem.dream.similarity import difference
         ("用户是技术负责人", "用户向技术负责人汇报", "relation"),
         ("The rate limit is per user", "The rate limit is per team", "key term"),
         ("The user is allergic to cats", "The user has cats", "key term"),
+        # the fourth folder's: about a number, less than always, near, which way, whose
+        ("The build takes about 5 minutes", "The build takes 5 minutes", "bound"),
+        ("日志保留 7 天左右", "日志保留 7 天", "bound"),
+        ("The user hardly drinks coffee", "The user drinks coffee", "frequency"),
+        ("用户有时周末加班", "用户周末加班", "frequency"),
+        ("The team is based near Berlin", "The team is based in Berlin", "place"),
+        ("团队在上海附近", "团队在上海", "place"),
+        ("Copy the config to the server", "Copy the config from the server", "direction"),
+        ("签好的合同寄给李娜", "签好的合同由李娜寄来", "direction"),
+        ("Use my API key for the sandbox", "Use our API key for the sandbox", "person"),
+        ("用我的 API 密钥调沙箱", "用我们的 API 密钥调沙箱", "person"),
+        ("The repo has a few flaky tests", "The repo has a lot of flaky tests", "quantity"),
+        ("允许外部访问管理后台", "不要外部访问管理后台", "permission"),
     ],
 )
 def test_one_fact_apart_is_another_fact(first: str, second: str, kind: str) -> None:
@@ -52,6 +65,12 @@ def test_one_fact_apart_is_another_fact(first: str, second: str, kind: str) -> N
          "The charts of failed charges and refund errors live at kibana.acme.dev/app/pay-errors."),
         ("The user prefers the fish shell", "User prefers the fish shell"),  # who it is about
         ("Release 2.3 and the docs", "Release 2.3 and docs"),  # a stop word after a number
+        ("Keep PRs about 300 lines", "Keep PRs around 300 lines"),  # both about the number
+        ("Notes about the deploy", "Notes on the deploy"),  # "about" before no number
+        ("Lunch places near the office", "Lunch places near the office building"),  # both near
+        ("Send the report to Bob", "Send Bob the report"),  # no way said twice
+        ("The US team owns billing", "The team owns billing"),  # US is no pronoun
+        ("Ping me before you push", "Ping me before pushing"),  # a person on one side only
     ],
 )
 def test_a_rewording_is_not_another_fact(first: str, second: str) -> None:

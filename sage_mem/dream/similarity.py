@@ -19,6 +19,12 @@ Two measures, both 0..1:
 Numbers must agree: "release 2.3" and "release 2.4" are different facts
 however alike the rest is. The thresholds were measured on labelled pairs in
 English and Chinese (see tests/test_dream_dedupe.py and the module `dedupe`).
+
+Why one module: `difference` is one judgement, a chain of small checks (a number, a
+bound, a negation, a quantity, a place, a direction, a person, a key term…) over the
+same helpers (`_units`, `_said`, `key_words`), each check a pattern and a few lines; the
+near-duplicate and contradiction rules read it as one answer, and split across modules
+its order (a bound before a key term, a swap last) would be hidden.
 """
 
 from __future__ import annotations
@@ -214,7 +220,13 @@ def difference(first: str, second: str) -> str | None:
     worked, 以前); who the fact is about ("the user's son" / "the user"); "is" given a verb
     in its place ("is the tech lead" / "reports to the tech lead"); a unit made finer (秒 /
     毫秒); a currency sign or a code name written
-    differently on each side ($ / €, fetchUser / fetchUsers); a name glued from parts beside
+    differently on each side ($ / €, fetchUser / fetchUsers); "about" a number on one side
+    only ("about 5 minutes" / "5 minutes", 左右); less than always on one side only
+    ("sometimes", "hardly", 有时, 很少); near or outside a place on one side only ("near
+    Berlin" / "in Berlin", 上海附近); a thing gone to on one side, come from on the other
+    ("to the server" / "from the server", 寄给李娜 / 由李娜寄来); another person by pronoun
+    ("my key" / "our key", 我的 / 我们的); a permission beside a prohibition (允许 / 禁止,
+    which `canonical` makes a negation); a name glued from parts beside
     one of its parts alone ("build" / "build:prod"); a negation on one side only ("likes" /
     "does not like", 喜欢 / 不喜欢) or moved (不吃辣，喜欢 / 爱吃辣，不喜欢); a quantity ("all" /
     "some", "this repo" / "all repos", "every other week" / "every week"), "only" on one side,
@@ -258,7 +270,16 @@ def _difference_but_a_swap(first: str, second: str) -> str | None:
     glued = _glued_name(first, second) or _glued_name(second, first)
     if glued:
         return f"a different name ({glued[0]} / {glued[1]})"
+    direction = _direction(first, second)
+    if direction:
+        return f"a different direction ({direction[0]} / {direction[1]})"
+    a_persons, b_persons = _persons(first), _persons(second)
+    if a_persons - b_persons and b_persons - a_persons:
+        return (f"a different person ({_shown(a_persons - b_persons)} / "
+                f"{_shown(b_persons - a_persons)})")
     if _negated(first) != _negated(second):
+        if bool(_PERMIT.search(first)) != bool(_PERMIT.search(second)):
+            return "a permission on one side, a prohibition on the other"
         return "a negation on one side only (one says not)"
     moved = _negation_moved(first, second)
     if moved:
@@ -270,6 +291,10 @@ def _difference_but_a_swap(first: str, second: str) -> str | None:
             return f"a different {kind} ({_shown(a_said - b_said)} / {_shown(b_said - a_said)})"
     if bool(_ONLY.search(first)) != bool(_ONLY.search(second)):
         return "a restriction on one side only (one says only)"
+    if bool(_SELDOM.search(first)) != bool(_SELDOM.search(second)):
+        return "a frequency on one side only (one says sometimes or rarely)"
+    if bool(_NEAR.search(first)) != bool(_NEAR.search(second)):
+        return "a place on one side only (one says near or outside)"
     # a bound on one side only counts when both name the number ("Requires Node 18" /
     # "Requires Node >= 18"): elsewhere rewording adds one ("Keep it short" / "…at most")
     a_bound, b_bound = _bounds(first), _bounds(second)
@@ -331,12 +356,89 @@ def _difference_but_a_swap(first: str, second: str) -> str | None:
 # "this repo" / "all repos" is one and every one of a kind; "every other week" is half of them.
 _QUANTITY = re.compile(
     r"\b(?:every\s+(?:other|second)|all|every|each|some|any|both|either|neither|most|many|few"
-    r"|several|this|these|once|twice|thrice)\b",
+    r"|several|this|these|once|twice|thrice|a lot of|lots of|plenty of|numerous|a couple of"
+    r"|a handful of)\b",
     re.IGNORECASE,
 )
 # "Only admins can delete projects" says what "Admins can delete projects" does not: that no
 # one else can. One side only, like a negation.
 _ONLY = re.compile(r"\b(?:only|solely|exclusively)\b|只有|只能|仅|唯有", re.IGNORECASE)
+
+
+# How often, when it is less than always: "The user sometimes works on weekends" / "The user
+# works on weekends", 用户很少喝咖啡 / 用户喝咖啡. One side only, like "only": the unhedged
+# side says it holds, the other that it mostly does not. ("usually" / "always", 一般 / 总是,
+# on both sides, are key terms apart.)
+_SELDOM = re.compile(
+    r"\b(?:sometimes|occasionally|rarely|seldom|hardly|barely|scarcely|now and then"
+    r"|from time to time)\b|有时|偶尔|很少|极少|难得|间或",
+    re.IGNORECASE,
+)
+# Where, when it is not at the place named: "based near Berlin" / "based in Berlin", 上海附近 /
+# 上海. One side only.
+_NEAR = re.compile(
+    r"\b(?:near|nearby|outside|close to|next to|beyond|around(?!\s*[\d~]))\b"
+    r"|附近|周边|周围|一带|郊区|旁边|以外|之外",
+    re.IGNORECASE,
+)
+# Who a pronoun names: "my key" / "our key" / "their CI", 我的 / 我们的 / 他们的. Words the
+# index drops as stop words (or characters it does not tell apart from 们).
+_PERSON = re.compile(
+    r"\b(?:I|me|my|mine|we|us|our|ours|you|your|yours|they|them|their|theirs)\b"
+    r"|我们|咱们|你们|他们|她们|我|你|您",
+    re.IGNORECASE,
+)
+_SAME_PERSON = {"i": "i", "me": "i", "my": "i", "mine": "i", "我": "i",
+                "we": "we", "us": "we", "our": "we", "ours": "we", "我们": "we", "咱们": "we",
+                "you": "you", "your": "you", "yours": "you", "你": "you", "您": "you",
+                "你们": "you", "they": "they", "them": "they", "their": "they",
+                "theirs": "they", "他们": "they", "她们": "they"}
+
+
+def _persons(text: str) -> frozenset[str]:
+    """Who the pronouns of `text` name (i, we, you, they); "US" in capitals is a country."""
+    return frozenset(
+        _SAME_PERSON[m.group(0).casefold()] for m in _PERSON.finditer(text)
+        if m.group(0) != "US"
+    )
+
+
+# Which way a thing goes: "Copy the config to the server" / "…from the server", 周报发给张伟
+# / 周报由张伟发来. "to" and "from" are stop words, 给 a plain character.
+_DIRECTION = re.compile(
+    r"\b(?:(to|into|onto|towards?)|(from|out of))\s+(?:(?:the|a|an|my|our|your|their)\s+)?"
+    r"([^\W\d_]+)|(给|到|向|往)([\u3400-\u4dbf\u4e00-\u9fff])|(从|由|自)([\u3400-\u4dbf\u4e00-\u9fff])",
+    re.IGNORECASE,
+)
+
+
+def _directions(text: str) -> dict[str, set[str]]:
+    """Each thing `text` says something goes to or comes from: {thing: {"to", "from"}}."""
+    found: dict[str, set[str]] = {}
+    for m in _DIRECTION.finditer(text):
+        if m.group(3):
+            way, thing = ("to" if m.group(1) else "from"), m.group(3).casefold()
+        else:
+            way, thing = ("to", m.group(5)) if m.group(4) else ("from", m.group(7))
+        found.setdefault(thing, set()).add(way)
+    return found
+
+
+def _direction(first: str, second: str) -> tuple[str, str] | None:
+    """A thing one text says is gone to and the other that it is come from, each one way
+    only: (as in first, as in second)."""
+    theirs = _directions(second)
+    for thing, ways in sorted(_directions(first).items()):
+        other = theirs.get(thing)
+        if other and len(ways) == len(other) == 1 and ways != other:
+            return f"{next(iter(ways))} {thing}", f"{next(iter(other))} {thing}"
+    return None
+
+
+# A permission on one side, a prohibition on the other: 允许 / 禁止 (which `canonical` makes
+# 不要, a negation on one side that may be a rewording), "allow" / "do not allow".
+_PERMIT = re.compile(r"\b(?:allow|allows|allowed|permit|permits|permitted)\b|允许|准许|许可",
+                     re.IGNORECASE)
 
 
 # "has a cat" / "has cats": one and more than one of what someone has, which the index stems
@@ -363,7 +465,9 @@ def _one_and_many(text: str, other: str) -> tuple[str, str] | None:
     return None
 
 
-_SAME_QUANTITY = {"every": "all", "each": "all", "several": "some", "these": "this"}
+_SAME_QUANTITY = {"every": "all", "each": "all", "several": "some", "these": "this",
+                  "a lot of": "many", "lots of": "many", "plenty of": "many", "numerous": "many",
+                  "a couple of": "few", "a handful of": "few"}
 
 
 def _said(pattern: re.Pattern[str], same: dict[str, str], text: str) -> frozenset[str]:
@@ -380,13 +484,16 @@ def _quantities(text: str) -> frozenset[str]:
 
 
 # Which side of a number a bound is: "at least 80%" / "above 80%" / "at most 80%", 以上 /
-# 以下 / 不超过. Words the index drops as stop words; each side its own bound is another fact.
+# 以下 / 不超过, or about it ("about 5", 5 天左右). Words the index drops as stop words;
+# each side its own bound is another fact.
 _BOUND = re.compile(
     r"\b(?:at least|no (?:less|fewer) than|not (?:less|fewer) than|minimum|min"
     r"|above|over|more than|greater than|exceeding"
     r"|at most|no more than|not more than|maximum|max"
     r"|below|under|less than|fewer than|exactly)\b|[<>≤≥]=?|(?<=\d)\+"
-    r"|不少于|不低于|至少|最少|以上|超过|大于|多于|高于|不超过|不多于|至多|最多|以下|以内|少于|小于|低于|恰好",
+    r"|\b(?:about|around|roughly|approximately|circa)(?=\s+\d)|~(?=\s*\d)"
+    r"|不少于|不低于|至少|最少|以上|超过|大于|多于|高于|不超过|不多于|至多|最多|以下|以内|少于|小于|低于|恰好"
+    r"|大约|大概|左右|约(?=\s*\d)",
     re.IGNORECASE,
 )
 _SAME_BOUND = {
@@ -400,11 +507,14 @@ _SAME_BOUND = {
     "below": "<", "under": "<", "less than": "<", "fewer than": "<", "少于": "<", "小于": "<",
     "低于": "<", "exactly": "=", "恰好": "=", ">=": ">=", "≥": ">=", "+": ">=", "<=": "<=",
     "≤": "<=", ">": ">", "<": "<",
+    # about a number: "takes about 5 minutes" is not "takes 5 minutes" (大约 / 左右)
+    "about": "~", "around": "~", "roughly": "~", "approximately": "~", "circa": "~", "~": "~",
+    "大约": "~", "大概": "~", "左右": "~", "约": "~",
 }
 
 
 def _bounds(text: str) -> frozenset[str]:
-    """The bounds `text` puts on its numbers (>=, >, <=, <, =), as many as it says."""
+    """The bounds `text` puts on its numbers (>=, >, <=, <, =, ~), as many as it says."""
     return _said(_BOUND, _SAME_BOUND, text)
 
 
