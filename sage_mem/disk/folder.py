@@ -452,13 +452,14 @@ class MemoryFolder:
         for depth, part in enumerate(parts):
             last = depth == len(parts) - 1
             name = unicodedata.normalize("NFC", part + ".md" if last else part)
+            folded = name.casefold()
             try:
                 names = os.listdir(self.root.joinpath(*parts[:depth]))
             except OSError:
                 return None  # no such folder yet: nothing beside it
-            for other in names:
-                nfc = unicodedata.normalize("NFC", other)
-                if nfc != name and nfc.casefold() == name.casefold():
+            for other in names:  # (an ASCII name is its own NFC: most of a large folder)
+                nfc = other if other.isascii() else unicodedata.normalize("NFC", other)
+                if nfc != name and nfc.casefold() == folded:
                     twin = "/".join([*parts[:depth], nfc[:-3] if last else nfc])
                     if twin != moving_from:
                         return twin

@@ -207,7 +207,7 @@ class QueryPath:
                 factor, bound = dated
                 chosen = reworded or plain
             refines = refine and max_postings is None
-            if (refines or spell) and max_postings is None and self.spelling_weight > 0:
+            if (refines or spell and max_postings is None) and self.spelling_weight > 0:
                 chosen = self._spelled(query, chosen)
             telling = self._most_telling(*chosen)
             if max_postings is not None:

@@ -515,7 +515,7 @@ class _Sync:
             # Already here (a plain clone, a merge before sync refused them): git takes
             # every file below it for another repository's, so a memory written there
             # would go into no commit, said nowhere.
-            shown = gitlink.encode("unicode_escape").decode("ascii")[:120]
+            shown = _shown(gitlink)
             raise SyncError(f"{self.root}: {shown} is a submodule (a gitlink); sync never "
                             "commits below one (a memory there would reach no other machine): "
                             f"remove it (git rm --cached {shown} && git commit), then sync")
@@ -1320,7 +1320,7 @@ class _Sync:
         shown = _shown(redact_name(path))
         found = self.git.run("log", "-1", "--format=%h by %an", theirs, "--", path,
                              check=False).stdout.decode("utf-8", "replace").strip()
-        commit = found.encode("unicode_escape").decode("ascii")[:80] or theirs[:7]
+        commit = _shown(found)[:80] or theirs[:7]
         more = f" (and {len(unsafe) - 1} more)" if len(unsafe) > 1 else ""
         raise SyncError(
             f"{REMOTE}/{branch} not merged: {shown} {why}{more}, from commit {commit}; sync "
