@@ -137,6 +137,8 @@ NOT_RUN_ON_A_PLAIN_PROMPT = [(module, name) for module, names in {
                                "_CAMEL_PART", "_CAPITALISED"),
     "sage_mem.search.timewords": ("_FENCE", "_INLINE"),
     "sage_mem.search.query": ("_BLANK_LINE",),
+    # a hook's search never guesses a misspelt word (a person's or an agent's search does)
+    "sage_mem.search.spelling": ("_WORD", "_INSIDE"),
     # a hook's search never reads a question's answer type (its prompt here asks "how")
     "sage_mem.search.spans": ("_EN_SPAN_PATTERN", "_ZH_SPAN_PATTERN", "_EN_ASKS_PATTERN",
                               "_ZH_ASKS_PATTERN", "_EN_WHEN_PATTERN", "_ZH_WHEN_PATTERN",

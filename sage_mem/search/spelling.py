@@ -25,18 +25,19 @@ stems: no scan of the vocabulary, whatever the folder's size.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 
+from ..memory.patterns import on_use
 from .tokens import ENGLISH_STOP_WORDS, stem_once
 
 MIN_LETTERS = 5
 MAX_WORDS = 4
 _LETTERS = "abcdefghijklmnopqrstuvwxyz"
+# Compiled when first used (`on_use`): a hook imports this module but never guesses.
 # A word of Latin letters alone ("mp3", "snake_case" and "café" are not typed words here).
-_WORD = re.compile(r"(?<![0-9A-Z_a-z\u00c0-\u024f])[A-Za-z]+(?![0-9A-Z_a-z\u00c0-\u024f])")
+_WORD = on_use(r"(?<![0-9A-Z_a-z\u00c0-\u024f])[A-Za-z]+(?![0-9A-Z_a-z\u00c0-\u024f])")
 # What stands before a name: a capitalised word inside a sentence (as `tokens` reads names).
-_INSIDE = re.compile(r"[^\s.!?。！？]\s")
+_INSIDE = on_use(r"[^\s.!?。！？]\s")
 
 
 def guessable_words(text: str) -> list[str]:
