@@ -168,5 +168,4 @@ def _set(text: str, data: dict[str, Any], value: Any) -> str:
             return editor.text
     except ValueError:
         pass
-    match = re.search(r"\n([ \t]+)\S", text)
-    return json_edit.dumps(expected, unit=match.group(1) if match else "  ") + "\n"
+    return json_edit.dumps(expected, unit=json_edit.indent_unit(text)) + "\n"

@@ -102,8 +102,7 @@ def _object_at(data: dict[str, Any], key: str, path: Path) -> dict[str, Any]:
 
 def _dump_json(data: Any, original: str) -> str:
     """The whole file written anew (a new file, or an edit the minimal one could not make)."""
-    match = re.search(r"\n([ \t]+)\S", original)
-    unit = match.group(1) if match else "  "
+    unit = json_edit.indent_unit(original)
     # Keep a file that spells non-ASCII as \u escapes that way, so the diff shows only our change.
     ascii_only = bool(original) and original.isascii()
     return json_edit.dumps(data, unit=unit, ensure_ascii=ascii_only) + "\n"

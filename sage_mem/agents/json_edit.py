@@ -107,7 +107,7 @@ class Editor:
     def __init__(self, text: str) -> None:
         self.original = text
         self.root = parse(text)
-        self.unit = _indent_unit(text)
+        self.unit = indent_unit(text)
         self.ascii = bool(text) and text.isascii()
         self._edits: list[tuple[int, int, str]] = []
 
@@ -254,7 +254,8 @@ def _merged(edits: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
     return out
 
 
-def _indent_unit(text: str) -> str:
+def indent_unit(text: str) -> str:
+    """What the JSON `text` indents by: its first indented line's white space, else 2 spaces."""
     match = re.search(r"\n([ \t]+)\S", text)
     return match.group(1) if match else "  "
 
