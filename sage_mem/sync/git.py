@@ -430,7 +430,7 @@ class Git:
             if len(fields) >= 5:
                 found.append((fields[1].decode(), fields[4].decode()[:1], os.fsdecode(path),
                               fields[3].decode(), fields[2].decode()))
-        if all(re.fullmatch(r"[0-9a-f]{40,64}", rev) for rev in (old, new)):
+        if is_object_id(old) and is_object_id(new):
             self._diffs[(old, new)] = found
         return found
 
@@ -449,7 +449,7 @@ class Git:
             fields = meta.split()
             if len(fields) == 3:
                 entries[os.fsdecode(path)] = (fields[0].decode(), fields[2].decode())
-        if re.fullmatch(r"[0-9a-f]{40,64}", rev):
+        if is_object_id(rev):
             self._trees[rev] = entries
         return entries
 
@@ -503,6 +503,12 @@ def _config_key(key: str) -> str:
     section, _, rest = key.partition(".")
     middle, dot, name = rest.rpartition(".")
     return f"{section.lower()}.{middle}{dot}{name.lower()}"
+
+
+def is_object_id(rev: str) -> bool:
+    """Whether `rev` is an object id written out (40 hex digits, 64 in a SHA-256
+    repository): what it names never changes, as a branch's or `HEAD`'s target does."""
+    return re.fullmatch(r"[0-9a-f]{40,64}", rev) is not None
 
 
 def error_line(done: subprocess.CompletedProcess[bytes]) -> str:

@@ -85,6 +85,7 @@ from .git import (
     ensure_setup,
     error_line,
     git_environment,
+    is_object_id,
     local_remote,
     quoted_paths,
     read_in_tree,
@@ -1165,8 +1166,7 @@ class _Sync:
             if len(parts) != 3:
                 return None
             conflicted.setdefault(os.fsdecode(raw_path), {})[int(parts[2])] = parts[1].decode()
-        if not re.fullmatch(r"[0-9a-f]{40,64}", tree) or (done.returncode == 1) != bool(
-                conflicted):
+        if not is_object_id(tree) or (done.returncode == 1) != bool(conflicted):
             return None
         changes = self.git.blob_changes(head, tree)
         if not self.writes_itself(changes) or not all(
