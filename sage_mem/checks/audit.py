@@ -148,8 +148,6 @@ CHECKS: dict[str, tuple[Severity, str]] = {
 """Every check: its severity and what it means."""
 CHECKS.update(agent_safety.CHECKS)
 
-_ARCHIVE_CHECKS = frozenset({"unreadable", "conflict-markers", "secret"})
-
 
 @dataclass(frozen=True)
 class Finding:

@@ -191,11 +191,6 @@ class Scoring:
     pair_weight: float = PAIR_WEIGHT
 
 
-def memory_fields(memory: Memory) -> dict[str, list[str]]:
-    """The terms of each indexed field of a memory, in text order."""
-    return {name: terms for name, (terms, _) in counted_fields(memory).items()}
-
-
 def counted_fields(memory: Memory) -> dict[str, tuple[list[str], int]]:
     """The terms of each indexed field of a memory, in text order, and its length in tokens."""
     leaf = memory.id.rsplit("/", 1)[-1]

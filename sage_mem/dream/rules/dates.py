@@ -102,7 +102,6 @@ _EN_MONTHS = (
 )
 _EN_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 _ZH_WEEKDAYS = "一二三四五六日"
-_ZH_WEEKDAY_NAMES = ("周一", "周二", "周三", "周四", "周五", "周六", "周日")
 # Number words of both languages, a line a number: English as lowercased, Chinese numerals
 # (a count such as 十五 is read digit by digit, `_zh_count`).
 _NUMBER_WORDS = {
