@@ -313,7 +313,7 @@ def test_hook_command_lines_read_as_click_reads_them(click_view) -> None:
         pytest.param(["--dir", "/m", "hook", "x"], ("x", ("/m",)), id="dir-before"),
         pytest.param(["--dir=/m", "hook", "x"], ("x", ("/m",)), id="dir-equals"),
         pytest.param(["hook", "x", "--dir", "/n"], ("x", ("/n",)), id="dir-after"),
-        # several --dir: the first is the personal folder, the rest shared (folders.py)
+        # several --dir: the first is the personal folder, the rest shared (`folders.folders_for`)
         pytest.param(["--dir", "/m", "hook", "--dir", "/n", "x"], ("x", ("/m", "/n")),
                      id="before-then-after"),
         pytest.param(["--dir", "/m", "--dir", "/n", "hook", "x"], ("x", ("/m", "/n")),

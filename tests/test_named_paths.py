@@ -7,11 +7,14 @@ README and pyproject.toml; checked: each `sage_mem/…`, `tests/…`, `docs/…`
 `benchmarks/…` path, each `room/module.py` path inside the package, each
 `module.py` named alone, each dotted `sage_mem.module` name, and each name a
 comment gives as `module.name` (`building.Builder`, `memory/value.age_note`)
-where the module is one of the package's and no other has its name.
+where the module is one of the package's and no other has its name, and each
+`Class.name` where the class is one of the package's and no other has its name: the
+class, or a class of the package it comes from, defines or assigns that name.
 """
 
 from __future__ import annotations
 
+import ast
 import re
 
 from support import ROOT
@@ -35,6 +38,11 @@ ALONE = re.compile(_EDGE + r"([\w-]+\.py)\b")
 DOTTED = re.compile(_EDGE + r"(sage_mem(?:\.\w+)+)")
 # `module.name` or `room/module.name`, alone in its code span (maybe called: `name()`).
 QUALIFIED = re.compile(r"`((?:[a-z_]+/)?[a-z_]\w*)\.([A-Za-z_]\w*)(?:\([^`]*\))?`")
+# `Class.name`, alone in its code span (maybe called).
+MEMBER = re.compile(r"`(_?[A-Z]\w*)\.([A-Za-z_]\w*)(?:\([^`]*\))?`")
+# Bases from outside the package that give a class no member a comment would name (but a
+# NamedTuple's `_replace`, `_asdict`, `_fields`).
+PLAIN_BASES = {"object", "Protocol", "Generic", "NamedTuple"}
 
 
 def _modules_by_name() -> dict[str, set[tuple[str, ...]]]:
@@ -50,6 +58,45 @@ def _modules_by_name() -> dict[str, set[tuple[str, ...]]]:
 
 
 MODULES = _modules_by_name()
+
+
+def _classes() -> dict[str, list[tuple[set[str], list[str]]]]:
+    """Each class of the package by name: the names it defines or assigns (`self.name = …`
+    in its methods too), and the names of its bases."""
+    found: dict[str, list[tuple[set[str], list[str]]]] = {}
+    for path in PACKAGE.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.ClassDef):
+                continue
+            names: set[str] = set()
+            for inner in ast.walk(node):
+                if isinstance(inner, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                    names.add(inner.name)
+                elif isinstance(inner, ast.Name) and isinstance(inner.ctx, ast.Store):
+                    names.add(inner.id)
+                elif isinstance(inner, ast.Attribute) and isinstance(inner.ctx, ast.Store):
+                    names.add(inner.attr)
+            bases = [ast.unparse(base).rsplit(".", 1)[-1].split("[")[0] for base in node.bases]
+            found.setdefault(node.name, []).append((names, bases))
+    return found
+
+
+CLASSES = _classes()
+
+
+def _has_member(class_name: str, name: str) -> bool:
+    """Whether the package's one class `class_name` (or a class it comes from) has `name`; a
+    class that comes from one outside the package may have it from there."""
+    (names, bases), = CLASSES[class_name]
+    if name in names or name in ("_replace", "_asdict", "_fields") and "NamedTuple" in bases:
+        return True
+    for base in bases:
+        if len(CLASSES.get(base, ())) == 1:
+            if _has_member(base, name):
+                return True
+        elif base not in PLAIN_BASES:
+            return True
+    return False
 
 
 def _source(parts: list[str]) -> str | None:
@@ -95,6 +142,11 @@ def missing_names(text: str) -> list[str]:
         # is the reader's guess; `py` is a file's ending (`store.py`), checked above.
         if len(found) == 1 and name != "py" and not _names_something([*next(iter(found)), name]):
             missing.append(f"{module}.{name}")
+    for match in MEMBER.finditer(text):
+        class_name, name = match.groups()
+        if len(CLASSES.get(class_name, ())) == 1 and class_name not in MODULES and not (
+                _has_member(class_name, name)):
+            missing.append(f"{class_name}.{name}")
     return missing
 
 
@@ -116,9 +168,16 @@ def test_a_stale_name_is_caught_however_it_is_written() -> None:
     assert missing_names("counted (`index.Builder`)") == ["index.Builder"]
     assert missing_names("how old (`memory.age_note`)") == ["memory.age_note"]
     assert missing_names("`search/index.word_pairs()`") == ["search/index.word_pairs"]
+    assert missing_names("waits for it (`MemoryStore.reading_saved`)") == [
+        "MemoryStore.reading_saved"]
+    assert missing_names("`Index.no_such_weight`, `MemoryStore.no_field`") == [
+        "Index.no_such_weight", "MemoryStore.no_field"]
     assert missing_names(
         "`sage_mem/disk/template.py`, `agents/daemon.py`, `store.py`, docs/ and "
         "`sage_mem.store.MemoryStore` and sage_mem/memory_template/ are there, as are "
         "`building.Builder`, `memory/value.age_note`, `scoring.word_pairs(terms)`, "
-        "`memory.links`, `merge.sage.driver` (git's) and `hit.id` (no module's)"
+        "`memory.links`, `merge.sage.driver` (git's) and `hit.id` (no module's), "
+        "`MemoryStore.search` (a method), `Index.search` (its base's), `Index.span_weight` "
+        "(set in `__init__`), `Hit.id` (a field), `Version._replace` (a NamedTuple's), "
+        "`SageMemError.args` (Exception's) and `Path.stem` (not the package's)"
     ) == []

@@ -56,7 +56,8 @@ Resolvers = dict[str | None, list[tuple[str, re.Pattern[str]]]]
 
 @functools.cache
 def copied_resolvers() -> Resolvers:
-    """PYYAML_RESOLVERS compiled, by first character, as `Resolver.yaml_implicit_resolvers`."""
+    """PYYAML_RESOLVERS compiled, by first character, as PyYAML keeps them
+    (`yaml.resolver.Resolver.yaml_implicit_resolvers`)."""
     table: Resolvers = {}
     for name, pattern, firsts in PYYAML_RESOLVERS:
         regexp = re.compile(pattern, re.X if "\n" in pattern else 0)

