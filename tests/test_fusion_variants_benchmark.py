@@ -45,6 +45,9 @@ def test_the_benchmarks_fusion_at_the_shipped_constants_ranks_as_fusion_fuse() -
     for seed in range(12):
         asked = _asked(bench, seed)
         assert bench.ranked(asked, bench.Rule()) == bench.shipped(asked), seed
+        # In the same units too: `Index.span_order` adds a share of the top score to them.
+        ours, theirs = bench.scored(asked, bench.Rule()), bench.shipped_scored(asked)
+        assert max(abs(a[1] - b[1]) for a, b in zip(ours, theirs, strict=True)) < 1e-9, seed
 
 
 def test_a_variant_changes_the_ranking_the_shipped_fusion_gives() -> None:
@@ -52,3 +55,43 @@ def test_a_variant_changes_the_ranking_the_shipped_fusion_gives() -> None:
     asked = _asked(bench, 1)
     assert bench.ranked(asked, bench.Rule(rrf=60)) != bench.shipped(asked)
     assert bench.ranked(asked, bench.Rule(weight=0.9, figure_weight=0.9)) != bench.shipped(asked)
+
+
+def test_the_semantic_side_scored_again_at_the_shipped_pooling_ranks_as_fusion_fuse() -> None:
+    """A variant that pools a memory's pieces or weighs the query's forms otherwise scores
+    them again from the captured piece cosines: at the shipped pooling (best + PIECE_MEAN x
+    mean, both forms alike) that must be `Semantic.scored`'s score, so its rows compare
+    against what ships."""
+    import numpy as np
+
+    from sage_mem.search.semantic import PIECE_MEAN
+
+    bench = _bench()
+    for seed in range(6):
+        asked = _asked(bench, seed)
+        rng = np.random.default_rng(seed)
+        ids = [f"m{i:03d}" for i in range(200)]
+        counts = rng.integers(1, 5, size=len(ids))
+        starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+        matrix = rng.normal(size=(int(counts.sum()), 8)).astype(np.float32)
+        matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+        forms = rng.normal(size=(1 + seed % 2, 8)).astype(np.float32)
+        forms /= np.linalg.norm(forms, axis=1, keepdims=True)
+        query = forms.sum(axis=0) / np.linalg.norm(forms.sum(axis=0))
+        cosine = matrix @ query
+        score = (np.maximum.reduceat(cosine, starts)
+                 + PIECE_MEAN * np.add.reduceat(cosine, starts) / counts)
+        current = set(ids) - {ids[7], ids[19]}
+        asked.cosines = {key: float(score[row]) for row, key in enumerate(ids) if key in current}
+        asked.nearest = sorted(asked.cosines, key=lambda key: -asked.cosines[key])
+        asked.piece_cosines, asked.forms = matrix @ forms.T, forms
+        pieces = bench.Pieces(ids=ids, starts=starts, counts=counts.astype(np.float32),
+                              current=current, matrix=matrix)
+        rescored, _ = bench.semantic_scores(asked, bench.Rule(core_weight=1.0), pieces)
+        assert rescored.keys() == asked.cosines.keys()
+        assert max(abs(rescored[key] - asked.cosines[key]) for key in rescored) < 1e-5
+        same = bench.Rule(piece_mean=PIECE_MEAN, core_weight=1.0)
+        assert same.rescored()
+        assert bench.ranked(asked, same, pieces) == bench.shipped(asked), seed
+        assert bench.ranked(asked, bench.Rule(hub_k=5, hub_beta=3.0), pieces) != (
+            bench.shipped(asked)), seed
