@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from ..memory.value import Memory
 from ..search import tokens
 from ..search.tokens import has_cjk, is_unigram, tokenize
+from .rewording import normalised
 
 MIN_BODY_TERMS = 8
 """Bodies with fewer distinct terms than this carry too little to compare."""
@@ -70,14 +71,18 @@ def terms(text: str) -> frozenset[str]:
 
 
 def fingerprint(memory: Memory) -> Fingerprint:
-    head_text = memory.description if not memory.name else f"{memory.description} ; {memory.name}"
+    """The terms of a memory, its terms, numbers and units each written one way
+    (`rewording.normalised`: k8s / Kubernetes, 1,000 / 1000 are one term)."""
+    description = normalised(memory.description)
+    head_text = description if not memory.name else f"{description} ; {normalised(memory.name)}"
     head = terms(head_text)
     return Fingerprint(
         id=memory.id,
         head=head,
-        numbers=frozenset(t for t in terms(memory.description) if any(c.isdigit() for c in t)),
+        # a number, not a name with a digit in it (S3, EC2, e5)
+        numbers=frozenset(t for t in terms(description) if t[:1].isdigit()),
         aliases=terms(" ; ".join(memory.aliases)),
-        body=terms(memory.body[:20_000]),
+        body=terms(normalised(memory.body[:20_000])),
         description=memory.description,
     )
 
@@ -110,12 +115,14 @@ _WEEKDAY_WORDS = re.compile(
     re.IGNORECASE,
 )
 # 9:30, 9.30 am, 9点; not 3.12 (Python 3.12 is a version, not a time)
-_TIME = re.compile(r"\b\d{1,2}:\d{2}\b|\b\d{1,2}\.\d{2}(?=\s*(?:[ap]\.?m\b|h\b))|\d{1,2}点")
+# (no word boundary in Chinese: 每天9:30开站会)
+_TIME = re.compile(
+    r"(?<![\d:.])\d{1,2}:\d{2}(?![\d])|\b\d{1,2}\.\d{2}(?=\s*(?:[ap]\.?m\b|h\b))|\d{1,2}点")
 _LATIN_WORD = re.compile(r"[^\W\d_]+|\d+(?:[.,]\d+)*", re.UNICODE)
 _CJK_CHAR = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 # Characters and words that reword without changing the fact: 是/为 ("is"), 都 ("all"),
 # 请 ("please"), "the", "a", punctuation words.
-_PLAIN_CHARS = frozenset("的了是为在和与及也都就又很把被给让对从向之其而或个一每请")
+_PLAIN_CHARS = frozenset("的了是为在和与及也都就又很把被由给让对从向之其而或个一每请")
 _PLAIN_WORDS = frozenset(
     "the a an of to and or is are be for with on in at by it its this that s".split()
 )
@@ -126,8 +133,12 @@ _SUBJECT = re.compile(r"^\s*user(?:['’]s)?\b|\bthe\s+user(?:['’]s)?\b", re.I
 
 
 def _latin_part(text: str) -> str:
-    """`text` without its CJK characters and without "the user", the person it is about."""
-    return _SUBJECT.sub(" ", _CJK_CHAR.sub(" ", text))
+    """`text` without its CJK characters, without "the user", the person it is about, and
+    without its quantity and bound words ("always", "every", "usually", "at most"), which
+    `difference` compares by their kind: one added on one side is a rewording ("Squash
+    commits when merging" / "Always squash-merge"), one side's against the other's another
+    fact."""
+    return _QUANTITY.sub(" ", _SUBJECT.sub(" ", _CJK_CHAR.sub(" ", _BOUND.sub(" ", text))))
 
 
 # Words that say the same of a preference, a length or a test double, so that "The user
@@ -144,7 +155,11 @@ _SYNONYMS: tuple[tuple[str, ...], ...] = (
     ("never", "do not", "don't", "must not", "should not"),
     ("always", "every time", "each time"),
     ("use", "uses", "using"),
+    ("start", "starts", "begin", "begins"),
+    ("remove", "removes", "delete", "deletes"),
     ("用", "使用", "采用"),
+    ("早上", "早晨", "清晨"),
+    ("运行", "跑", "执行"),
     ("喜欢", "习惯", "偏好", "爱用", "常用", "倾向于", "更喜欢", "偏爱"),
     ("简洁", "简短", "简明", "精简", "简练"),
     ("回答", "回复", "答复"),
@@ -162,8 +177,9 @@ _SYNONYM = re.compile(
 
 
 def canonical(text: str) -> str:
-    """`text` with words that only reword (prefer / like, brief / short, 喜欢 / 习惯) made one."""
-    return _SYNONYM.sub(lambda m: _SYNONYM_OF[m.group(0).casefold()], text)
+    """`text` with words that only reword (prefer / like, brief / short, 喜欢 / 习惯) made one,
+    and its terms, numbers and units written one way (`rewording.normalised`)."""
+    return _SYNONYM.sub(lambda m: _SYNONYM_OF[m.group(0).casefold()], normalised(text))
 
 
 # Chinese numbers before a measure word (两个人, 半小时, 三天): a number as much as "3 days".
@@ -171,7 +187,9 @@ _ZH_NUMBER = re.compile(
     r"([零一二两三四五六七八九十百千万半]+)"
     r"(?=个|位|名|小时|分钟|天|周|次|人|年|月|倍|台|条|份|页|点|楼|层|只|张|本|辆|件|套|间|家)"
 )
-_NUMBER = re.compile(r"((?:\+|(?<![\w.])[-−])?\d+(?:[.,/]\d+)*)(?: ?([a-zµ%‰]{1,3})(?![a-z]))?")
+# a digit after a letter is part of a name, not a number (S3, EC2, h2)
+_NUMBER = re.compile(
+    r"((?:\+|(?<![\w.])[-−])?(?<![A-Za-z\d])\d+(?:[.,/]\d+)*)(?: ?([a-zµ%‰]{1,3})(?![a-z]))?")
 _ZH_DIGITS = {"零": "0", "一": "1", "二": "2", "两": "2", "三": "3", "四": "4", "五": "5",
               "六": "6", "七": "7", "八": "8", "九": "9", "十": "10", "半": "0.5"}
 
@@ -207,7 +225,7 @@ def key_words(text: str) -> tuple[frozenset[str], frozenset[str]]:
     latin = frozenset(
         t for t in tokenize(_latin_part(text)) if not has_cjk(t) and t not in _PLAIN_WORDS
     )
-    chars = frozenset(c for c in _CJK_CHAR.findall(text) if c not in _PLAIN_CHARS)
+    chars = frozenset(c for c in _CJK_CHAR.findall(_BOUND.sub(" ", text)) if c not in _PLAIN_CHARS)
     return latin, chars
 
 
@@ -239,6 +257,7 @@ def difference(first: str, second: str) -> str | None:
     ("unit" / "integration", 猫 / 狗, 测试 / 生产) — rewording changes more words
     than that, and an added word ("every", 都) changes only one side.
     """
+    first, second = normalised(first), normalised(second)
     found = _difference_but_a_swap(first, second)
     if found:
         return found
@@ -250,6 +269,7 @@ def difference(first: str, second: str) -> str | None:
 
 def only_swapped(first: str, second: str) -> bool:
     """Whether two parts in swapped places are all that `difference` finds between the texts."""
+    first, second = normalised(first), normalised(second)
     return _difference_but_a_swap(first, second) is None and _swapped(first, second) is not None
 
 
@@ -357,7 +377,7 @@ def _difference_but_a_swap(first: str, second: str) -> str | None:
 _QUANTITY = re.compile(
     r"\b(?:every\s+(?:other|second)|all|every|each|some|any|both|either|neither|most|many|few"
     r"|several|this|these|once|twice|thrice|a lot of|lots of|plenty of|numerous|a couple of"
-    r"|a handful of)\b",
+    r"|a handful of|always|usually|often|mostly|generally|normally|typically)\b",
     re.IGNORECASE,
 )
 # "Only admins can delete projects" says what "Admins can delete projects" does not: that no
@@ -465,7 +485,9 @@ def _one_and_many(text: str, other: str) -> tuple[str, str] | None:
     return None
 
 
-_SAME_QUANTITY = {"every": "all", "each": "all", "several": "some", "these": "this",
+_SAME_QUANTITY = {"every": "all", "each": "all", "always": "all", "usually": "most",
+                  "often": "most", "mostly": "most", "generally": "most", "normally": "most",
+                  "typically": "most", "several": "some", "these": "this",
                   "a lot of": "many", "lots of": "many", "plenty of": "many", "numerous": "many",
                   "a couple of": "few", "a handful of": "few"}
 
@@ -684,7 +706,7 @@ def _word_counts(text: str) -> Counter[str]:
 
 def _char_counts(text: str) -> Counter[str]:
     """How many times each CJK content character stands in `text`."""
-    return Counter(c for c in _CJK_CHAR.findall(text) if c not in _PLAIN_CHARS)
+    return Counter(c for c in _CJK_CHAR.findall(_BOUND.sub(" ", text)) if c not in _PLAIN_CHARS)
 
 
 def _whole_words(text: str) -> frozenset[str]:
@@ -849,7 +871,9 @@ _NEGATION = re.compile(
 
 
 def _negated(text: str) -> bool:
-    return len(_NEGATION.findall(text.replace("’", "'"))) % 2 == 1
+    """Whether `text` says not (an odd count of negations); a bound that says it with a
+    negation ("no more than", 不超过) is a bound, not one."""
+    return len(_NEGATION.findall(_BOUND.sub(" ", text.replace("’", "'")))) % 2 == 1
 
 
 _NEXT_UNIT = re.compile(r"\s*(?:(?:to|be|do|does|did)\s+)?([A-Za-z]+|[\u3400-\u4dbf\u4e00-\u9fff])")
