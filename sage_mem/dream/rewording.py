@@ -124,11 +124,11 @@ _ZH_CLOCK = re.compile(
 )
 # a unit spelt another way after a number: one spelling each (30 minutes / 30 min / 30 分钟)
 _UNITS = (
-    ("ms", r"milliseconds?|millis|msecs?|毫秒"),
-    ("s", r"seconds?|secs?|秒钟|秒"),
+    ("ms", r"milliseconds?|millis|msecs?|ms|毫秒"),
+    ("s", r"seconds?|secs?|s|秒钟|秒"),
     ("min", r"minutes?|mins?|分钟"),
-    ("h", r"hours?|hrs?|小时"),
-    ("d", r"days?|天"),
+    ("h", r"hours?|hrs?|h|小时"),
+    ("d", r"days?|d|天"),
 )
 _UNIT = re.compile(
     r"(?<![A-Za-z0-9_.])(\d+(?:\.\d+)?)\s?(?:"
@@ -230,7 +230,7 @@ def normalised(text: str) -> str:
         text)
     text = _ZH_NUMBER.sub(_zh_numeral, text)
     text = _ENGLISH_NUMBER.sub(lambda m: str(_ENGLISH_NUMBERS[m.group(1).casefold()]), text)
-    text = _UNIT.sub(lambda m: f"{m.group(1)} {m.lastgroup}", text)
+    text = _UNIT.sub(lambda m: f"{m.group(1)}{m.lastgroup}", text)
     return text
 
 

@@ -1,0 +1,176 @@
+"""Twins worded differently, beside look-alikes one fact apart (`dream_twin_cases`, the fifth
+annotated folder), through the CLI: `sage-mem dream --mode rewrite`, then `sage-mem rollback`.
+
+What a careful reader wants: each twin merged or listed with its pair (an abbreviation, a
+synonym, word order, active / passive, a number or a unit written another way, Chinese and
+English mixed, a typo, one description longer with nothing new), no look-alike merged or
+listed as a twin, every memory keeping its `created` and `updated`, the rollback putting back
+every byte. And the ways of writing one thing, each by its kind (`rewording.normalised`),
+never joining two things.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from dream_meaning_cases import found
+from dream_twin_cases import LATER_LOOKALIKES, LATER_TWINS, LOOKALIKES, TWINS, build
+from test_dream_support import folder_bytes
+
+from sage_mem.cli import main
+from sage_mem.dream.rewording import folder_words, mend_typo, normalised, zh_number
+from sage_mem.dream.similarity import difference
+
+
+def _run(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = main(list(argv), out=out, err=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def _stamps(data: bytes) -> list[str]:
+    head = data.decode("utf-8").split("\n---", 1)[0]
+    return re.findall(r"^(?:created|updated|modified):.*$", head, re.M)
+
+
+@pytest.fixture(scope="module")
+def folder_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    root = tmp_path_factory.mktemp("twins")
+    folder = root / "memory"
+    build(folder)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("SAGE_MEM_STATE_DIR", str(root / "state"))
+        patch.setenv("HOME", str(root / "home"))
+        patch.setenv("TZ", "UTC")
+        patch.setenv("SAGE_MEM_SEMANTIC", "0")
+        patch.setenv("SAGE_MEM_DAEMON", "0")
+        before = folder_bytes(folder)
+        code, out, err = _run("--dir", str(folder), "dream", "--mode", "rewrite", "--json")
+        assert code == 0, err
+        run_id = json.loads(out)["runId"]
+        manifest = json.loads(
+            (root / "state" / "autodream" / "runs" / run_id / "manifest.json").read_text(
+                encoding="utf-8"))
+        after = folder_bytes(folder)
+        report = (folder / "autodream" / f"{run_id}.md").read_text(encoding="utf-8")
+        code, _, err = _run("--dir", str(folder), "rollback", run_id)
+        assert code == 0, err
+        yield {"before": before, "after": after, "manifest": manifest, "report": report,
+               "restored": folder_bytes(folder)}
+
+
+ALL_TWINS = TWINS + LATER_TWINS
+ALL_LOOKALIKES = LOOKALIKES + LATER_LOOKALIKES
+# Not found by the rules (left to vectors and the model pass): a verb said in another's place
+# ("Write code examples in plain JS" / "Code examples use plain JavaScript", "Use the company
+# VPN for prod access" / "Production access goes through the company VPN") reads as a swapped
+# key term, as "Write the SDK examples in JS" / "…in TS" is; "capped at" is a bound no rule
+# reads as one ("The max upload size is 25 MB" / "Uploads are capped at 25MB"); kids /
+# children is a synonym the table does not hold.
+NOT_SEEN = {"en-js", "later-en-vpn", "later-en-upload", "later-en-kids"}
+
+
+@pytest.mark.parametrize("name", [name for name, _ in ALL_TWINS if name not in NOT_SEEN])
+def test_a_twin_worded_differently_is_merged_or_listed_with_its_pair(
+        folder_run: dict[str, Any], name: str) -> None:
+    assert found(folder_run["manifest"], dict(ALL_TWINS)[name]) in ("merged", "listed")
+
+
+@pytest.mark.parametrize("rows", ALL_LOOKALIKES, ids=[rows[0][0] for rows in ALL_LOOKALIKES])
+def test_a_look_alike_one_fact_apart_is_neither_merged_nor_listed_as_a_twin(
+        folder_run: dict[str, Any], rows: list) -> None:
+    assert found(folder_run["manifest"], rows) == "missed"
+
+
+def test_twins_said_with_an_abbreviation_or_a_number_written_otherwise_are_merged(
+        folder_run: dict[str, Any]) -> None:
+    merged = {name for name, rows in ALL_TWINS
+              if found(folder_run["manifest"], rows) == "merged"}
+    assert {"en-k8s", "en-ts", "en-thousand", "en-10k", "en-two-spaces", "en-minutes",
+            "en-typo", "zh-wan", "zh-repo"} <= merged
+
+
+def test_every_memory_keeps_its_stamps_and_the_rollback_puts_back_every_byte(
+        folder_run: dict[str, Any]) -> None:
+    archived = [c for c in folder_run["manifest"]["changes"] if c["operation"] == "archive"]
+    assert len(archived) >= 15
+    for name, data in folder_run["before"].items():
+        if name == "MEMORY.md":
+            continue
+        now = folder_run["after"].get(name) or folder_run["after"][f"archive/{name}"]
+        assert _stamps(now) == _stamps(data), name
+    assert folder_run["restored"] == folder_run["before"]
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        ("Deploy with k8s", "Deploy with Kubernetes"),
+        ("主 DB 是 Postgres", "主数据库是 PostgreSQL"),
+        ("commit message 用英文写", "提交信息用英文写"),
+        ("1,000 calls a day", "1000 calls a day"),
+        ("10k lines", "10,000 lines"),
+        ("two spaces", "2 spaces"),
+        ("after 30 minutes", "after 30 min"),
+        ("every 24 hours", "every 24h"),
+        ("免费版每天一千次调用", "免费版每天 1000 次调用"),
+        ("保留 1万 条", "保留 10000 条"),
+        ("十五分钟", "15 分钟"),
+        ("每天九点半开站会", "每天 9:30 开站会"),
+        ("用 GitHub 帐号登陆", "用 GitHub 账号登录"),
+    ],
+)
+def test_one_thing_written_two_ways_is_written_one_way(first: str, second: str) -> None:
+    assert normalised(first).replace(" ", "") == normalised(second).replace(" ", "")
+    assert normalised(normalised(first)) == normalised(first)
+    assert difference(first, second) is None
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        ("Deploy with k8s to staging", "Deploy with Kubernetes to production"),
+        ("Examples in JS", "Examples in TS"),
+        ("1,000 calls a day", "10,000 calls a day"),
+        ("1k rows", "1M rows"),
+        ("5 千", "5 万"),
+        ("企业版每天一千次导出", "企业版每天一万次导出"),
+        ("用户每周游泳一千米", "用户每周游泳两千米"),
+        ("Tokens expire after 15 minutes", "Tokens expire after 15 seconds"),
+        ("Timeout is 500 ms", "Timeout is 500 s"),
+        ("每天九点半开会", "每天十点半开会"),
+        ("开发分支叫 develop", "开发分支叫 dev"),  # dev is a name as often as "development"
+        ("数据迁移最多停机五分钟", "数据迁移最多停机十五分钟"),
+    ],
+)
+def test_two_things_stay_two(first: str, second: str) -> None:
+    assert difference(first, second) is not None
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["千万不要删库", "大家一起评审", "统一用 UTF-8", "5 千克", "Mr Smith", "三点建议", "pr-123",
+     ".env"],
+)
+def test_what_only_looks_like_a_number_or_an_abbreviation_is_left(text: str) -> None:
+    assert normalised(text) == text
+
+
+def test_a_chinese_numeral_is_read() -> None:
+    assert [zh_number(t) for t in ("十五", "两千五", "一万二千", "三百零五")] == [
+        15, 2500, 12000, 305]
+
+
+def test_a_slip_of_the_keys_is_mended_only_where_the_folder_does_not_use_the_word() -> None:
+    slip = "The user prefers a dark theme in the ediotr"
+    held = folder_words(["The user prefers a dark theme in the editor", slip])
+    assert mend_typo("…in the editor", slip, held).endswith("in the editor")
+    # "trail" and "trial" are each a word other memories use: neither is a slip
+    held = folder_words(["a trail run", "trail maps", "a trial run", "trial accounts"])
+    assert mend_typo("The user likes the trail", "The user likes the trial", held).endswith(
+        "trial")
