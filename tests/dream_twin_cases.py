@@ -463,7 +463,8 @@ LATER_TWINS: list[tuple[str, list[Row]]] = [
         ("project_peak_5000", "project", "2026-08-13",
          "The API handles 5,000 requests per second at peak",
          "Measured on Black Friday; the autoscaler adds pods above 60% CPU."),
-        ("project_peak_5k", "project", "2026-11-17", "At peak the API handles 5k requests per second",
+        ("project_peak_5k", "project", "2026-11-17",
+         "At peak the API handles 5k requests per second",
          "Black Friday's figure; above 60% CPU the autoscaler adds pods."),
     ]),
     ("later-en-typo", [
@@ -507,7 +508,8 @@ LATER_TWINS: list[tuple[str, list[Row]]] = [
     ("later-zh-apollo", [
         ("reference_zh_prod_config", "reference", "2026-08-14", "线上环境的配置放在 Apollo",
          "改配置要走审批，生效前在群里通知。"),
-        ("reference_zh_prod_config_apollo", "reference", "2026-11-17", "prod 的 config 放在 Apollo 里",
+        ("reference_zh_prod_config_apollo", "reference", "2026-11-17",
+         "prod 的 config 放在 Apollo 里",
          "配置改动要走审批，生效之前在群里通知一下。"),
     ]),
     ("later-en-kids", [
