@@ -57,6 +57,8 @@ TERMS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("commit message", "提交信息", ("commit msg", "提交说明", "commit 信息")),
     ("commit messages", "提交信息", ("commit msgs",)),
     ("unit test", "单元测试", ("单测",)),
+    ("type hint", "类型注解", ("type annotation", "类型提示")),
+    ("type hints", "类型注解", ("type annotations",)),
     ("unit tests", "单元测试", ()),
     ("end-to-end", "端到端", ("e2e",)),
     ("message", "", ("msg",)),
