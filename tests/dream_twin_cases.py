@@ -623,13 +623,12 @@ def run_cli(root: Any, vectors: bool = False) -> dict[str, Any]:
     whether the rollback put back every byte."""
     import json
     import os
-    import re
     import subprocess
     import sys
     from pathlib import Path
 
     from dream_meaning_cases import found
-    from test_dream_support import folder_bytes
+    from test_dream_support import folder_bytes, stamps
 
     root = Path(root)
     folder = root / "memory"
@@ -655,10 +654,6 @@ def run_cli(root: Any, vectors: bool = False) -> dict[str, Any]:
     after = folder_bytes(folder)
     sage("rollback", run_id)
     restored = folder_bytes(folder)
-
-    def stamps(data: bytes) -> list[str]:
-        head = data.decode("utf-8").split("\n---", 1)[0]
-        return re.findall(r"^(?:created|updated|modified):.*$", head, re.M)
 
     aged = [name for name, data in before.items() if name != "MEMORY.md" and stamps(
         after.get(name) or after[f"archive/{name}"]) != stamps(data)]

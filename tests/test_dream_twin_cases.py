@@ -11,57 +11,22 @@ never joining two things.
 
 from __future__ import annotations
 
-import io
-import json
-import re
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from dream_meaning_cases import found
 from dream_twin_cases import LATER_LOOKALIKES, LATER_TWINS, LOOKALIKES, TWINS, build
-from test_dream_support import folder_bytes
+from test_dream_support import cli_rewrite_and_rollback, stamps
 
-from sage_mem.cli import main
 from sage_mem.dream.rewording import folder_words, mend_typo, normalised, zh_number
 from sage_mem.dream.similarity import difference
 
 
-def _run(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    code = main(list(argv), out=out, err=err)
-    return code, out.getvalue(), err.getvalue()
-
-
-def _stamps(data: bytes) -> list[str]:
-    head = data.decode("utf-8").split("\n---", 1)[0]
-    return re.findall(r"^(?:created|updated|modified):.*$", head, re.M)
-
-
 @pytest.fixture(scope="module")
-def folder_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+def folder_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     root = tmp_path_factory.mktemp("twins")
-    folder = root / "memory"
-    build(folder)
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("SAGE_MEM_STATE_DIR", str(root / "state"))
-        patch.setenv("HOME", str(root / "home"))
-        patch.setenv("TZ", "UTC")
-        patch.setenv("SAGE_MEM_SEMANTIC", "0")
-        patch.setenv("SAGE_MEM_DAEMON", "0")
-        before = folder_bytes(folder)
-        code, out, err = _run("--dir", str(folder), "dream", "--mode", "rewrite", "--json")
-        assert code == 0, err
-        run_id = json.loads(out)["runId"]
-        manifest = json.loads(
-            (root / "state" / "autodream" / "runs" / run_id / "manifest.json").read_text(
-                encoding="utf-8"))
-        after = folder_bytes(folder)
-        report = (folder / "autodream" / f"{run_id}.md").read_text(encoding="utf-8")
-        code, _, err = _run("--dir", str(folder), "rollback", run_id)
-        assert code == 0, err
-        yield {"before": before, "after": after, "manifest": manifest, "report": report,
-               "restored": folder_bytes(folder)}
+    build(root / "memory")
+    return cli_rewrite_and_rollback(root, root / "memory")
 
 
 ALL_TWINS = TWINS + LATER_TWINS
@@ -103,7 +68,7 @@ def test_every_memory_keeps_its_stamps_and_the_rollback_puts_back_every_byte(
         if name == "MEMORY.md":
             continue
         now = folder_run["after"].get(name) or folder_run["after"][f"archive/{name}"]
-        assert _stamps(now) == _stamps(data), name
+        assert stamps(now) == stamps(data), name
     assert folder_run["restored"] == folder_run["before"]
 
 
