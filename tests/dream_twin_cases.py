@@ -580,6 +580,83 @@ LATER_LOOKALIKES: list[list[Row]] = [
       "验证码和审批提醒都发到这个手机上。")],
 ]
 
+# For the kinds a second change reads (written with it, so no test of it): a weekday or a
+# clock time written short (Fri, 3pm, 下午三点), a duration said in words (half an hour,
+# 半小时), British / American spelling, full-width digits.
+THIRD_TWINS: list[tuple[str, list[Row]]] = [
+    ("third-en-friday", [
+        ("project_freeze_fri", "project", "2026-08-18", "Code freeze starts on Fri at noon",
+         "After the freeze only release-blocking fixes are merged, each with a second review."),
+        ("project_freeze_friday", "project", "2026-11-20", "Code freeze starts on Friday at noon",
+         "After the freeze only release-blocking fixes get merged, each with a second review."),
+    ]),
+    ("third-en-pm", [
+        ("project_retro_3pm", "project", "2026-08-19", "The retro is at 3pm on Thursdays",
+         "In the big meeting room; remote people join the usual video link."),
+        ("project_retro_1500", "project", "2026-11-21", "The retro is at 15:00 on Thursdays",
+         "In the big meeting room, and remote people join the usual video link."),
+    ]),
+    ("third-en-half-hour", [
+        ("feedback_break_half_hour", "feedback", "2026-08-20",
+         "Remind the user to take a break every half an hour",
+         "The user has back trouble and asked to be nudged to stand up during long sessions."),
+        ("feedback_break_30_minutes", "feedback", "2026-11-22",
+         "Remind the user to take a break every 30 minutes",
+         "The user has back trouble and asked to be nudged to stand up in long sessions."),
+    ]),
+    ("third-en-colour", [
+        ("feedback_colour_palette", "feedback", "2026-08-21",
+         "Use the brand colour palette in charts",
+         "Primary #0B5FFF, accent #FFB000, grey for everything else; no default matplotlib "
+         "colours."),
+        ("feedback_color_palette", "feedback", "2026-11-23",
+         "Use the brand color palette in charts",
+         "Primary #0B5FFF, accent #FFB000, grey for everything else; no default matplotlib "
+         "colors."),
+    ]),
+    ("third-zh-pm", [
+        ("project_zh_review_3pm", "project", "2026-08-22", "每周三下午三点代码评审",
+         "评审前把待评审的合并请求贴到群里，每个人至少看两个。"),
+        ("project_zh_review_1500", "project", "2026-11-24", "每周三 15:00 代码评审",
+         "评审前把待评审的合并请求贴到群里，每人至少看两个。"),
+    ]),
+    ("third-zh-half-hour", [
+        ("project_zh_sync_half_hour", "project", "2026-08-23", "每周例会开半小时",
+         "主持人轮流，会议纪要当天发到群里。"),
+        ("project_zh_sync_30min", "project", "2026-11-25", "每周例会开 ３０ 分钟",
+         "主持人轮流来，会议纪要当天发到群里。"),
+    ]),
+]
+
+THIRD_LOOKALIKES: list[list[Row]] = [
+    [("project_release_fri", "project", "2026-10-09", "Release notes go out on Fri",
+      "Written from the merged pull requests; the support team reviews them first."),
+     ("project_release_mon", "project", "2026-10-09", "Release notes go out on Mon",
+      "Written from the merged pull requests; the support team reviews them first.")],
+    [("project_backup_3am", "project", "2026-10-09", "The database backup runs at 3am",
+      "It takes about forty minutes and slows the reporting queries while it runs."),
+     ("project_backup_3pm", "project", "2026-10-09", "The database backup runs at 3pm",
+      "It takes about forty minutes and slows the reporting queries while it runs.")],
+    [("feedback_standup_half_hour", "feedback", "2026-10-09",
+      "Keep the planning meeting to half an hour",
+      "Longer planning meetings lose people; park the details for later."),
+     ("feedback_standup_hour", "feedback", "2026-10-09", "Keep the planning meeting to an hour",
+      "Longer planning meetings lose people; park the details for later.")],
+    [("project_zh_deploy_3pm", "project", "2026-10-09", "每周二下午三点发版",
+      "发版前一小时冻结合并，发版后盯半小时监控。"),
+     ("project_zh_deploy_3am", "project", "2026-10-09", "每周二凌晨三点发版",
+      "发版前一小时冻结合并，发版后盯半小时监控。")],
+    [("project_zh_meeting_half", "project", "2026-10-09", "每日站会开半小时",
+      "超时的话题会后单独约人讨论。"),
+     ("project_zh_meeting_15", "project", "2026-10-09", "每日站会开一刻钟",
+      "超时的话题会后单独约人讨论。")],
+    [("feedback_theme_colour", "feedback", "2026-10-09", "Use the dark colour theme in slides",
+      "Slides are shown on the big screen in the dim meeting room."),
+     ("feedback_theme_light_color", "feedback", "2026-10-09",
+      "Use the light color theme in slides",
+      "Slides are shown on the big screen in the dim meeting room.")],
+]
+
 # Memories of their own, as any folder has (a twin's nearest neighbours are not all twins).
 SINGLES: list[Row] = [
     ("user_role", "user", "2026-07-01", "The user is a backend engineer on the payments team",
@@ -603,8 +680,8 @@ SINGLES: list[Row] = [
 
 def rows() -> list[Row]:
     """Every memory of the folder."""
-    return [r for _, pair in TWINS + LATER_TWINS for r in pair] + [
-        r for pair in LOOKALIKES + LATER_LOOKALIKES for r in pair] + SINGLES
+    return [r for _, pair in TWINS + LATER_TWINS + THIRD_TWINS for r in pair] + [
+        r for pair in LOOKALIKES + LATER_LOOKALIKES + THIRD_LOOKALIKES for r in pair] + SINGLES
 
 
 def build(folder: Any) -> None:
@@ -660,9 +737,10 @@ def run_cli(root: Any, vectors: bool = False) -> dict[str, Any]:
     listed = [n for n in manifest["notes"] if n.get("rule") == "near-duplicates"
               and "possible duplicate" in str(n.get("message"))]
     return {
-        "twins": {name: found(manifest, pair) for name, pair in TWINS + LATER_TWINS},
+        "twins": {name: found(manifest, pair)
+                  for name, pair in TWINS + LATER_TWINS + THIRD_TWINS},
         "lookalikes": {pair[0][0]: found(manifest, pair)
-                       for pair in LOOKALIKES + LATER_LOOKALIKES},
+                       for pair in LOOKALIKES + LATER_LOOKALIKES + THIRD_LOOKALIKES},
         "possible_duplicates": len(listed), "stamps_changed": aged,
         "rollback_exact": restored == before, "run_id": run_id, "manifest": manifest,
     }
@@ -681,7 +759,8 @@ def main() -> int:
           f"{len(result['stamps_changed'])}; rollback byte-exact: {result['rollback_exact']}; "
           f"{result['possible_duplicates']} possible duplicates listed in the whole run")
     for part, pairs, alike in (("first written", TWINS, LOOKALIKES),
-                               ("written later", LATER_TWINS, LATER_LOOKALIKES)):
+                               ("written later", LATER_TWINS, LATER_LOOKALIKES),
+                               ("for the second change", THIRD_TWINS, THIRD_LOOKALIKES)):
         twins = Counter(result["twins"][name] for name, _ in pairs)
         apart = Counter(result["lookalikes"][rows[0][0]] for rows in alike)
         print(f"{part}: {len(pairs)} reworded twins: {twins['merged']} merged, "

@@ -15,7 +15,15 @@ from typing import Any
 
 import pytest
 from dream_meaning_cases import found
-from dream_twin_cases import LATER_LOOKALIKES, LATER_TWINS, LOOKALIKES, TWINS, build
+from dream_twin_cases import (
+    LATER_LOOKALIKES,
+    LATER_TWINS,
+    LOOKALIKES,
+    THIRD_LOOKALIKES,
+    THIRD_TWINS,
+    TWINS,
+    build,
+)
 from test_dream_support import cli_rewrite_and_rollback, stamps
 
 from sage_mem.dream.rewording import folder_words, mend_typo, normalised, zh_number
@@ -29,15 +37,14 @@ def folder_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     return cli_rewrite_and_rollback(root, root / "memory")
 
 
-ALL_TWINS = TWINS + LATER_TWINS
-ALL_LOOKALIKES = LOOKALIKES + LATER_LOOKALIKES
+ALL_TWINS = TWINS + LATER_TWINS + THIRD_TWINS
+ALL_LOOKALIKES = LOOKALIKES + LATER_LOOKALIKES + THIRD_LOOKALIKES
 # Not found by the rules (left to vectors and the model pass): a verb said in another's place
 # ("Write code examples in plain JS" / "Code examples use plain JavaScript", "Use the company
 # VPN for prod access" / "Production access goes through the company VPN") reads as a swapped
-# key term, as "Write the SDK examples in JS" / "…in TS" is; "capped at" is a bound no rule
-# reads as one ("The max upload size is 25 MB" / "Uploads are capped at 25MB"); kids /
-# children is a synonym the table does not hold.
-NOT_SEEN = {"en-js", "later-en-vpn", "later-en-upload", "later-en-kids"}
+# key term, as "Write the SDK examples in JS" / "…in TS" is; kids / children is a synonym the
+# table does not hold.
+NOT_SEEN = {"en-js", "later-en-vpn", "later-en-kids"}
 
 
 @pytest.mark.parametrize("name", [name for name, _ in ALL_TWINS if name not in NOT_SEEN])
@@ -57,7 +64,8 @@ def test_twins_said_with_an_abbreviation_or_a_number_written_otherwise_are_merge
     merged = {name for name, rows in ALL_TWINS
               if found(folder_run["manifest"], rows) == "merged"}
     assert {"en-k8s", "en-ts", "en-thousand", "en-10k", "en-two-spaces", "en-minutes",
-            "en-typo", "zh-wan", "zh-repo"} <= merged
+            "en-typo", "zh-wan", "zh-repo", "later-en-upload", "third-en-friday", "third-en-pm",
+            "third-en-half-hour", "third-zh-pm", "third-zh-half-hour"} <= merged
 
 
 def test_every_memory_keeps_its_stamps_and_the_rollback_puts_back_every_byte(
@@ -88,11 +96,30 @@ def test_every_memory_keeps_its_stamps_and_the_rollback_puts_back_every_byte(
         ("十五分钟", "15 分钟"),
         ("每天九点半开站会", "每天 9:30 开站会"),
         ("用 GitHub 帐号登陆", "用 GitHub 账号登录"),
+        ("Freeze starts on Fri", "Freeze starts on Friday"),
+        ("Retro at 3pm", "Retro at 15:00"),
+        ("下午三点评审", "下午 15:00 评审"),
+        ("a break every half an hour", "a break every 30 minutes"),
+        ("例会开半小时", "例会开 ３０ 分钟"),
+        ("会开两个小时", "会开 2 小时"),
     ],
 )
 def test_one_thing_written_two_ways_is_written_one_way(first: str, second: str) -> None:
     assert normalised(first).replace(" ", "") == normalised(second).replace(" ", "")
     assert normalised(normalised(first)) == normalised(first)
+    assert difference(first, second) is None
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        ("周会在周五", "周会在星期五"),  # one day
+        ("The max upload is 25 MB", "Uploads are capped at 25 MB"),  # one bound
+        ("Squash commits when merging a PR", "Always squash-merge pull requests"),  # "always"
+        ("每次部署最多停机 5 分钟", "每次部署停机不超过五分钟"),  # 不超过 is a bound, not a not
+    ],
+)
+def test_one_thing_said_two_ways_is_no_other_fact(first: str, second: str) -> None:
     assert difference(first, second) is None
 
 
@@ -111,6 +138,12 @@ def test_one_thing_written_two_ways_is_written_one_way(first: str, second: str) 
         ("每天九点半开会", "每天十点半开会"),
         ("开发分支叫 develop", "开发分支叫 dev"),  # dev is a name as often as "development"
         ("数据迁移最多停机五分钟", "数据迁移最多停机十五分钟"),
+        ("Release notes go out on Fri", "Release notes go out on Mon"),
+        ("The backup runs at 3am", "The backup runs at 3pm"),
+        ("每周二下午三点发版", "每周二凌晨三点发版"),
+        ("Keep it to half an hour", "Keep it to an hour"),
+        ("站会开半小时", "站会开一刻钟"),
+        ("会开两个小时", "会开一个小时"),
     ],
 )
 def test_two_things_stay_two(first: str, second: str) -> None:
@@ -120,7 +153,7 @@ def test_two_things_stay_two(first: str, second: str) -> None:
 @pytest.mark.parametrize(
     "text",
     ["千万不要删库", "大家一起评审", "统一用 UTF-8", "5 千克", "Mr Smith", "三点建议", "pr-123",
-     ".env"],
+     ".env", "He sat down", "Sun Microsystems"],
 )
 def test_what_only_looks_like_a_number_or_an_abbreviation_is_left(text: str) -> None:
     assert normalised(text) == text
@@ -139,3 +172,6 @@ def test_a_slip_of_the_keys_is_mended_only_where_the_folder_does_not_use_the_wor
     held = folder_words(["a trail run", "trail maps", "a trial run", "trial accounts"])
     assert mend_typo("The user likes the trail", "The user likes the trial", held).endswith(
         "trial")
+    # a British spelling beside the American one is one word, however often either is used
+    held = folder_words(["colour"] * 3 + ["color"] * 3)
+    assert mend_typo("Use the brand colour", "Use the brand color", held).endswith("colour")

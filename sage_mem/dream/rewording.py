@@ -28,6 +28,7 @@ is not guessed here: which of "editor" / "ediotr" is the word needs the folder's
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections import Counter
 from collections.abc import Callable, Iterable
 from functools import lru_cache
@@ -120,6 +121,7 @@ _ZH_NUMBER = re.compile(
 # 九点半, 十点一刻, 9点, 9点15分; 一点 / 三点 only with 半, 一刻 or 分 after, or a time of day
 # before (一点 is also "a little", 三点 "three points")
 _TIME_OF_DAY = "早上|早晨|上午|中午|下午|晚上|凌晨|傍晚|夜里|每天|每晚|每早"
+_AFTERNOON = "下午|晚上|傍晚|夜里|每晚"
 _ZH_CLOCK = re.compile(
     r"(\d{1,2}|[零一二两三四五六七八九十]{1,3})\s?点(?:钟)?"
     r"(半|一刻|三刻|(\d{1,2}|[零一二三四五六七八九十]{1,3})\s?分)?"
@@ -133,7 +135,7 @@ _UNITS = (
     ("d", r"days?|d|天"),
 )
 _UNIT = re.compile(
-    r"(?<![A-Za-z0-9_.])(\d+(?:\.\d+)?)\s?(?:"
+    r"(?<![A-Za-z0-9_.])(\d+(?:\.\d+)?)\s?(?:个\s?)?(?:"
     + "|".join(rf"(?P<{short}>{forms})" for short, forms in _UNITS) + r")(?![a-zA-Z])",
     re.IGNORECASE,
 )
@@ -181,6 +183,9 @@ def _clock(match: re.Match[str]) -> str:
         hour = hour_value
     else:
         hour = int(hour_text)
+    before = match.string[max(0, match.start() - 3) : match.start()]
+    if hour < 12 and re.search(rf"(?:{_AFTERNOON})\s?$", before):
+        hour += 12  # 下午三点 is 15:00
     if not minutes:
         minute = 0
     elif minutes == "半":
@@ -195,16 +200,23 @@ def _clock(match: re.Match[str]) -> str:
         if value is None or value >= 60:
             return match.group(0)
         minute = value
-    return f"{hour}:{minute:02d}"
+    # spaced: a time glued to the characters around it reads as one name (下午15:00代码评审)
+    return f" {hour}:{minute:02d} "
+
+
+# a unit of time after 一 or 两 (两个小时, 一天): a count, written as a number as 三天 is
+_DURATION = re.compile(r"个?\s?(?:小时|分钟|秒钟|秒|毫秒|天)")
 
 
 def _zh_numeral(match: re.Match[str]) -> str:
     value = zh_number(match.group(1))
-    if value is None or (len(match.group(1)) == 1 and match.group(1) in "一两"):
+    after = match.string[match.end() : match.end() + 4].lstrip()
+    if value is None or (len(match.group(1)) == 1 and match.group(1) in "一两"
+                         and not _DURATION.match(after)):
         # 一个, 两个: "a", "a couple" as often as a count; left as the words they are (a
         # count of one or two still reads as a number to `similarity.values`)
         return match.group(0)
-    return f"{value} "
+    return f"{value} " if not after.startswith("个") else f"{value}"
 
 
 def _term(match: re.Match[str]) -> str:
@@ -217,14 +229,58 @@ def _term(match: re.Match[str]) -> str:
     return chinese if _CJK.search(around) else english
 
 
+# A duration said in words: half an hour, 半小时, 一刻钟
+_SAID_DURATIONS = (
+    (re.compile(r"\b(?:an?|one)\s+hour\s+and\s+a\s+half\b|一个半小时", re.IGNORECASE), "90min"),
+    (re.compile(r"\bhalf\s+an\s+hour\b|半个?小时|半个钟头?", re.IGNORECASE), "30min"),
+    (re.compile(r"\b(?:a\s+)?quarter\s+of\s+an\s+hour\b|一刻钟", re.IGNORECASE), "15min"),
+    (re.compile(r"\ban\s+hour\b", re.IGNORECASE), "1h"),
+)
+# 3pm, 3:30 p.m., 9 am: the 24-hour clock (15:00, 15:30, 9:00)
+_TWELVE_HOUR = re.compile(r"(?<![\d:])(\d{1,2})(?::(\d{2}))?\s?([ap])\.?m\.?(?![a-z])",
+                          re.IGNORECASE)
+# Fri / Friday, Tue / Tuesday (capitalised: "sat", "wed" and "sun" are words); Sat and Sun
+# only where a day is named ("on Sat", "Sat-Sun", "Sat 10:00")
+_DAY_SHORT = re.compile(
+    r"\b(Mon|Tues?|Wed|Thu(?:rs?)?|Fri)\b\.?"
+    r"|(?:(?<=\bon\s)|(?<=very\s)|(?<=each\s)|(?<=ntil\s)|(?<=till\s)|(?<=from\s)"
+    r"|(?<=[-–/])|(?<=[-–/]\s))(Sat|Sun)\b\.?"
+    r"|\b(Sat|Sun)\b\.?(?=\s?[-–/]|\s\d)"
+)
+# 星期五, 礼拜五, 周五 are one day; 星期天 is 周日
+_ZH_DAY = re.compile(r"(?:星期|礼拜|周)([一二三四五六日天])")
+_DAY_NAMES = {"mon": "Monday", "tue": "Tuesday", "wed": "Wednesday", "thu": "Thursday",
+              "fri": "Friday", "sat": "Saturday", "sun": "Sunday"}
+
+
+def _twelve_hour(match: re.Match[str]) -> str:
+    hour = int(match.group(1))
+    if not 1 <= hour <= 12:
+        return match.group(0)
+    hour = hour % 12 + (12 if match.group(3).casefold() == "p" else 0)
+    return f"{hour}:{match.group(2) or '00'}"
+
+
+def _day(match: re.Match[str]) -> str:
+    short = next(group for group in match.groups() if group)
+    return _DAY_NAMES[short[:3].casefold()]
+
+
 @lru_cache(maxsize=8192)
 def normalised(text: str) -> str:
     """`text` with each term, number, unit, clock time and variant character written one way
     (see the module). Idempotent: a normalised text is its own normal form."""
+    # full-width digits and letters (５分钟, ＰＲ) are the ASCII ones
+    text = unicodedata.normalize("NFKC", text)
     for wrong, right in VARIANTS.items():
         text = text.replace(wrong, right)
     text = _TERM.sub(_term, text)
+    for pattern, duration in _SAID_DURATIONS:
+        text = pattern.sub(duration, text)
     text = _ZH_CLOCK.sub(_clock, text)
+    text = _TWELVE_HOUR.sub(_twelve_hour, text)
+    text = _DAY_SHORT.sub(_day, text)
+    text = _ZH_DAY.sub(lambda m: "周" + ("日" if m.group(1) == "天" else m.group(1)), text)
     text = _GROUPED.sub(lambda m: m.group(1).replace(",", ""), text)
     text = _KILO.sub(lambda m: _number(float(m.group(1)) * 1000), text)
     text = _ZH_MAGNITUDE.sub(
@@ -254,6 +310,25 @@ def _slips(word: str) -> set[str]:
     return found
 
 
+# British and American spellings of one word: colour / color, organise / organize,
+# analyse / analyze, centre / center, licence / license, travelled / traveled
+_SPELLINGS = (("our", "or"), ("is", "iz"), ("ys", "yz"), ("tre", "ter"), ("ence", "ense"),
+              ("ll", "l"), ("ogue", "og"))
+
+
+def _spellings(word: str) -> set[str]:
+    """The other spellings of `word` (British / American), one pattern at a time."""
+    found = set()
+    for british, american in _SPELLINGS:
+        for one, other in ((british, american), (american, british)):
+            at = word.find(one, 1)
+            while at != -1:
+                found.add(word[:at] + other + word[at + len(one) :])
+                at = word.find(one, at + 1)
+    found.discard(word)
+    return found
+
+
 def mend_typo(first: str, second: str, held: Callable[[str], int]) -> str:
     """`second` with a word mistyped in one of the two texts written as the other writes it.
 
@@ -262,12 +337,18 @@ def mend_typo(first: str, second: str, held: Callable[[str], int]) -> str:
     swapped; the first and last letters kept, as `search.spelling` assumes), when one of the
     two stands in no memory of the folder but the one that says it (`held(word)`, how many
     memories hold it): "ediotr" beside "editor". A word held by other memories is a word the
-    folder uses, never a slip; the pair is then left as written.
+    folder uses, never a slip; the pair is then left as written. A British spelling beside
+    the American one (colour / color, organise / organize: `_SPELLINGS`) is one word, however
+    many memories use either.
     """
     a_words, b_words = set(_WORD.findall(first)), set(_WORD.findall(second))
     for word in sorted(b_words - a_words):
-        fixes = sorted(fix for fix in _slips(word) if fix in a_words - b_words)
-        if len(fixes) == 1 and min(held(word), held(fixes[0])) <= 1:
+        fixes = sorted(fix for fix in _spellings(word) if fix in a_words - b_words)
+        if not fixes:
+            fixes = sorted(fix for fix in _slips(word) if fix in a_words - b_words)
+            if len(fixes) == 1 and min(held(word), held(fixes[0])) > 1:
+                fixes = []
+        if len(fixes) == 1:
             second = re.sub(rf"(?<![\w]){re.escape(word)}(?![\w])", fixes[0], second)
     return second
 

@@ -110,6 +110,8 @@ def body_covered(loser: Fingerprint, keeper: Fingerprint, threshold: float) -> t
 
 # what makes two alike descriptions different facts
 
+_ZH_DAYS = {"一": "mon", "二": "tue", "三": "wed", "四": "thu", "五": "fri", "六": "sat",
+            "日": "sun", "天": "sun"}
 _WEEKDAY_WORDS = re.compile(
     r"\b(?:mon|tues|wednes|thurs|fri|satur|sun)day\b|(?:周|星期|礼拜)[一二三四五六日天]",
     re.IGNORECASE,
@@ -212,9 +214,9 @@ def values(text: str) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
         for number, unit in _NUMBER.findall(_TIME.sub(" ", folded))
     )
     numbers |= _zh_numbers(folded)
+    # 周五 and Friday are one day
     weekdays = frozenset(
-        m.group(0)[-1] if not m.group(0)[0].isascii() else m.group(0)[:3]
-        for m in _WEEKDAY_WORDS.finditer(folded)
+        _ZH_DAYS.get(m.group(0)[-1], m.group(0)[:3]) for m in _WEEKDAY_WORDS.finditer(folded)
     )
     times = frozenset(_TIME.findall(folded))
     return numbers, weekdays, times
@@ -512,9 +514,10 @@ _BOUND = re.compile(
     r"\b(?:at least|no (?:less|fewer) than|not (?:less|fewer) than|minimum|min"
     r"|above|over|more than|greater than|exceeding"
     r"|at most|no more than|not more than|maximum|max"
-    r"|below|under|less than|fewer than|exactly)\b|[<>≤≥]=?|(?<=\d)\+"
+    r"|below|under|less than|fewer than|exactly|up to|capped at|limited to)\b|[<>≤≥]=?|(?<=\d)\+"
     r"|\b(?:about|around|roughly|approximately|circa)(?=\s+\d)|~(?=\s*\d)"
     r"|不少于|不低于|至少|最少|以上|超过|大于|多于|高于|不超过|不多于|至多|最多|以下|以内|少于|小于|低于|恰好"
+    r"|上限|封顶|下限"
     r"|大约|大概|左右|约(?=\s*\d)",
     re.IGNORECASE,
 )
@@ -527,7 +530,8 @@ _SAME_BOUND = {
     "at most": "<=", "no more than": "<=", "not more than": "<=", "maximum": "<=", "max": "<=",
     "不超过": "<=", "不多于": "<=", "至多": "<=", "最多": "<=", "以下": "<=", "以内": "<=",
     "below": "<", "under": "<", "less than": "<", "fewer than": "<", "少于": "<", "小于": "<",
-    "低于": "<", "exactly": "=", "恰好": "=", ">=": ">=", "≥": ">=", "+": ">=", "<=": "<=",
+    "低于": "<", "up to": "<=", "capped at": "<=", "limited to": "<=", "上限": "<=", "封顶": "<=",
+    "下限": ">=", "exactly": "=", "恰好": "=", ">=": ">=", "≥": ">=", "+": ">=", "<=": "<=",
     "≤": "<=", ">": ">", "<": "<",
     # about a number: "takes about 5 minutes" is not "takes 5 minutes" (大约 / 左右)
     "about": "~", "around": "~", "roughly": "~", "approximately": "~", "circa": "~", "~": "~",
