@@ -28,7 +28,6 @@ is not guessed here: which of "editor" / "ediotr" is the word needs the folder's
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections import Counter
 from collections.abc import Callable, Iterable
 from functools import lru_cache
@@ -229,6 +228,9 @@ def _term(match: re.Match[str]) -> str:
     return chinese if _CJK.search(around) else english
 
 
+_FULL_WIDTH = {code: code - 0xFEE0
+               for first, last in ((0xFF10, 0xFF19), (0xFF21, 0xFF3A), (0xFF41, 0xFF5A))
+               for code in range(first, last + 1)}
 # A duration said in words: half an hour, 半小时, 一刻钟
 _SAID_DURATIONS = (
     (re.compile(r"\b(?:an?|one)\s+hour\s+and\s+a\s+half\b|一个半小时", re.IGNORECASE), "90min"),
@@ -270,8 +272,9 @@ def _day(match: re.Match[str]) -> str:
 def normalised(text: str) -> str:
     """`text` with each term, number, unit, clock time and variant character written one way
     (see the module). Idempotent: a normalised text is its own normal form."""
-    # full-width digits and letters (５分钟, ＰＲ) are the ASCII ones
-    text = unicodedata.normalize("NFKC", text)
+    # full-width digits and letters (５分钟, ＰＲ) are the ASCII ones; full-width punctuation
+    # stays Chinese punctuation (a ":" would glue the words around it into one name)
+    text = text.translate(_FULL_WIDTH)
     for wrong, right in VARIANTS.items():
         text = text.replace(wrong, right)
     text = _TERM.sub(_term, text)
