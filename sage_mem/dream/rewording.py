@@ -11,18 +11,23 @@ way one way, by its kind, never by a case's words:
   仓库, commit message / 提交信息, 单测 / 单元测试): one term (`TERMS`), written in the
   text's language (the Chinese name in a text with Chinese in it, where it has one);
 - a number in another notation (1,000 / 1000, 10k / 10000, two / 2, 一千 / 1000, 1万 /
-  10000, 十五 / 15) is one number, and a unit spelt another way after it (30 minutes / 30
-  min / 30 分钟, 5 seconds / 5 s / 5 秒) one unit; a Chinese clock time (九点半, 9点) is
-  written as 9:30, 9:00;
+  10000, 十五 / 15, full-width ３０) is one number, and a unit spelt another way after it
+  (30 minutes / 30 min / 30 分钟, 5 seconds / 5 s / 5 秒, 两个小时 / 2 小时) one unit; a
+  duration said in words (half an hour, 半小时, 一刻钟) is the number of minutes;
+- a clock time on the 24-hour clock (九点半 / 9:30, 3pm / 下午三点 / 15:00), a weekday by
+  its full name (Fri / Friday, 星期五 / 礼拜五 / 周五);
 - a well-known misspelling or variant character of a Chinese word (登陆 / 登录 for "log in",
   帐号 / 账号) is the word (`VARIANTS`).
+
+A bound said in words ("capped at", "up to", 上限) is read by `similarity`'s bound check.
 
 What it must never join stays apart: a number keeps its magnitude (5 千 / 5 万 are 5000 /
 50000; 5k / 5m stay two), "one" is left a word (it is also a pronoun: "one of them"), a
 Chinese numeral is read only before a measure word or unit (千万不要 stays a warning, 一起
-stays together), and a term is only ever written as its own full name. A mistyped English word
-is not guessed here: which of "editor" / "ediotr" is the word needs the folder's own words
-(`mend_typo`).
+stays together), "Sat" and "Sun" are days only where a day is named ("on Sat"; "He sat
+down"), and a term is only ever written as its own full name. A mistyped English word is not
+guessed here: which of "editor" / "ediotr" is the word needs the folder's own words
+(`mend_typo`, which also reads British and American spellings as one).
 """
 
 from __future__ import annotations
@@ -268,10 +273,22 @@ def _day(match: re.Match[str]) -> str:
     return _DAY_NAMES[short[:3].casefold()]
 
 
-@lru_cache(maxsize=8192)
 def normalised(text: str) -> str:
     """`text` with each term, number, unit, clock time and variant character written one way
-    (see the module). Idempotent: a normalised text is its own normal form."""
+    (see the module). Idempotent: a normalised text is its own normal form. Short texts
+    (descriptions, sentences), compared again and again, are remembered; a body is not."""
+    return _normalised_short(text) if len(text) <= CACHED_CHARS else _normalised(text)
+
+
+CACHED_CHARS = 400
+
+
+@lru_cache(maxsize=8192)
+def _normalised_short(text: str) -> str:
+    return _normalised(text)
+
+
+def _normalised(text: str) -> str:
     # full-width digits and letters (５分钟, ＰＲ) are the ASCII ones; full-width punctuation
     # stays Chinese punctuation (a ":" would glue the words around it into one name)
     text = text.translate(_FULL_WIDTH)

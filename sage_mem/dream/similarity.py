@@ -258,6 +258,9 @@ def difference(first: str, second: str) -> str | None:
     word (or, in Chinese, a character) the other lacks, and only one or two of them
     ("unit" / "integration", 猫 / 狗, 测试 / 生产) — rewording changes more words
     than that, and an added word ("every", 都) changes only one side.
+
+    Both texts are first written one way (`rewording.normalised`: k8s / Kubernetes, 1,000 /
+    1000, 30 minutes / 30 min, 3pm / 15:00 are one thing), so that what differs is a fact.
     """
     first, second = normalised(first), normalised(second)
     found = _difference_but_a_swap(first, second)
