@@ -42,9 +42,8 @@ ALL_LOOKALIKES = LOOKALIKES + LATER_LOOKALIKES + THIRD_LOOKALIKES
 # Not found by the rules (left to vectors and the model pass): a verb said in another's place
 # ("Write code examples in plain JS" / "Code examples use plain JavaScript", "Use the company
 # VPN for prod access" / "Production access goes through the company VPN") reads as a swapped
-# key term, as "Write the SDK examples in JS" / "…in TS" is; kids / children is a synonym the
-# table does not hold.
-NOT_SEEN = {"en-js", "later-en-vpn", "later-en-kids"}
+# key term, as "Write the SDK examples in JS" / "…in TS" is.
+NOT_SEEN = {"en-js", "later-en-vpn"}
 
 
 @pytest.mark.parametrize("name", [name for name, _ in ALL_TWINS if name not in NOT_SEEN])
