@@ -11,17 +11,11 @@ byte.
 
 from __future__ import annotations
 
-import io
-import json
-import re
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from dream_meaning_cases import DATED, LOOKALIKE, REWORDED, SUPERSEDED, Row, found
-from test_dream_support import add, folder_bytes
-
-from sage_mem.cli import main
+from test_dream_support import add, cli_rewrite_and_rollback, stamps
 
 # the second folder's cases: the ones after the first folder's last (see dream_meaning_cases)
 TWINS = REWORDED[[name for name, _ in REWORDED].index("en-pnpm"):]
@@ -31,19 +25,8 @@ LOOKALIKES = LOOKALIKE[[rows[0][0] for rows in LOOKALIKE].index("project_db_host
 NOT_SEEN = {"en-city"}
 
 
-def _run(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    code = main(list(argv), out=out, err=err)
-    return code, out.getvalue(), err.getvalue()
-
-
-def _stamps(data: bytes) -> list[str]:
-    text = data.decode("utf-8")
-    return re.findall(r"^(?:created|updated|modified):.*$", text.split("\n---", 1)[0], re.M)
-
-
 @pytest.fixture(scope="module")
-def folder_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+def folder_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     root = tmp_path_factory.mktemp("folder")
     folder = root / "memory"
     folder.mkdir()
@@ -55,26 +38,7 @@ def folder_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, A
     for memory_id, category, created, updated, description, body, _ in DATED:
         add(folder, memory_id, description, body, category=category, created=created,
             updated=updated)
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("SAGE_MEM_STATE_DIR", str(root / "state"))
-        patch.setenv("HOME", str(root / "home"))
-        patch.setenv("TZ", "UTC")
-        patch.setenv("SAGE_MEM_SEMANTIC", "0")
-        patch.setenv("SAGE_MEM_DAEMON", "0")
-        before = folder_bytes(folder)
-        code, out, err = _run("--dir", str(folder), "dream", "--mode", "rewrite", "--json")
-        assert code == 0, err
-        run_id = json.loads(out)["runId"]
-        manifest = json.loads(
-            (root / "state" / "autodream" / "runs" / run_id / "manifest.json").read_text(
-                encoding="utf-8")
-        )
-        after = folder_bytes(folder)
-        report = (folder / "autodream" / f"{run_id}.md").read_text(encoding="utf-8")
-        code, _, err = _run("--dir", str(folder), "rollback", run_id)
-        assert code == 0, err
-        yield {"before": before, "after": after, "manifest": manifest, "report": report,
-               "restored": folder_bytes(folder), "run_id": run_id}
+    return cli_rewrite_and_rollback(root, folder)
 
 
 @pytest.mark.parametrize("rows", LOOKALIKES, ids=[rows[0][0] for rows in LOOKALIKES])
@@ -141,7 +105,7 @@ def test_every_memory_the_run_touched_keeps_its_stamps(folder_run: dict[str, Any
         if name == "MEMORY.md":
             continue
         now = folder_run["after"].get(name) or folder_run["after"][f"archive/{name}"]
-        assert _stamps(now) == _stamps(data), name
+        assert stamps(now) == stamps(data), name
 
 
 def test_the_report_says_what_it_did_and_how_to_undo_it(folder_run: dict[str, Any]) -> None:

@@ -16,7 +16,7 @@ from sage_mem.dream.similarity import difference
     [
         ("Request timeout is 500 ms", "Request timeout is 500 s", "number"),
         ("The user's timezone is UTC+8", "The user's timezone is UTC-8", "number"),
-        ("超时时间是 500 毫秒", "超时时间是 500 秒", "unit"),
+        ("超时时间是 500 毫秒", "超时时间是 500 秒", "number"),  # 500 ms / 500 s
         ("时间戳用秒存储", "时间戳用毫秒存储", "unit"),
         ("Coverage must be at least 80%", "Coverage must be above 80%", "bound"),
         ("Requires Node 18", "Requires Node >= 18", "bound"),

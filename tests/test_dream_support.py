@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import random
+import re
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -59,6 +61,44 @@ def corpus_run(build: Callable[[Path], None], folder: Path, mode: str,
 
     build(folder)
     return read_manifest(run_dream(MemoryStore(folder, watch=False), mode=mode, now=now))
+
+
+def stamps(data: bytes) -> list[str]:
+    """The `created`, `updated` and `modified` lines of a memory file's frontmatter."""
+    head = data.decode("utf-8").split("\n---", 1)[0]
+    return re.findall(r"^(?:created|updated|modified):.*$", head, re.M)
+
+
+def cli_rewrite_and_rollback(root: Path, folder: Path) -> dict[str, Any]:
+    """`sage-mem dream --mode rewrite --json` on `folder` through the CLI (in this process,
+    words only, the state under `root`), then `sage-mem rollback` of that run: the folder's
+    bytes before, after and restored, the run's manifest and report."""
+    import pytest
+
+    from sage_mem.cli import main
+
+    def run(*argv: str) -> str:
+        out, err = io.StringIO(), io.StringIO()
+        code = main(["--dir", str(folder), *argv], out=out, err=err)
+        assert code == 0, err.getvalue()
+        return out.getvalue()
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("SAGE_MEM_STATE_DIR", str(root / "state"))
+        patch.setenv("HOME", str(root / "home"))
+        patch.setenv("TZ", "UTC")
+        patch.setenv("SAGE_MEM_SEMANTIC", "0")
+        patch.setenv("SAGE_MEM_DAEMON", "0")
+        before = folder_bytes(folder)
+        run_id = json.loads(run("dream", "--mode", "rewrite", "--json"))["runId"]
+        manifest = json.loads(
+            (root / "state" / "autodream" / "runs" / run_id / "manifest.json").read_text(
+                encoding="utf-8"))
+        after = folder_bytes(folder)
+        report = (folder / "autodream" / f"{run_id}.md").read_text(encoding="utf-8")
+        run("rollback", run_id)
+        return {"before": before, "after": after, "manifest": manifest, "report": report,
+                "restored": folder_bytes(folder), "run_id": run_id}
 
 
 def _proposal(change: dict[str, Any]) -> tuple[Any, ...]:

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from ..memory.value import Memory
 from ..search import tokens
 from ..search.tokens import has_cjk, is_unigram, tokenize
+from .rewording import normalised
 
 MIN_BODY_TERMS = 8
 """Bodies with fewer distinct terms than this carry too little to compare."""
@@ -70,14 +71,18 @@ def terms(text: str) -> frozenset[str]:
 
 
 def fingerprint(memory: Memory) -> Fingerprint:
-    head_text = memory.description if not memory.name else f"{memory.description} ; {memory.name}"
+    """The terms of a memory, its terms, numbers and units each written one way
+    (`rewording.normalised`: k8s / Kubernetes, 1,000 / 1000 are one term)."""
+    description = normalised(memory.description)
+    head_text = description if not memory.name else f"{description} ; {normalised(memory.name)}"
     head = terms(head_text)
     return Fingerprint(
         id=memory.id,
         head=head,
-        numbers=frozenset(t for t in terms(memory.description) if any(c.isdigit() for c in t)),
+        # a number, not a name with a digit in it (S3, EC2, e5)
+        numbers=frozenset(t for t in terms(description) if t[:1].isdigit()),
         aliases=terms(" ; ".join(memory.aliases)),
-        body=terms(memory.body[:20_000]),
+        body=terms(normalised(memory.body[:20_000])),
         description=memory.description,
     )
 
@@ -105,17 +110,21 @@ def body_covered(loser: Fingerprint, keeper: Fingerprint, threshold: float) -> t
 
 # what makes two alike descriptions different facts
 
+_ZH_DAYS = {"一": "mon", "二": "tue", "三": "wed", "四": "thu", "五": "fri", "六": "sat",
+            "日": "sun", "天": "sun"}
 _WEEKDAY_WORDS = re.compile(
     r"\b(?:mon|tues|wednes|thurs|fri|satur|sun)day\b|(?:周|星期|礼拜)[一二三四五六日天]",
     re.IGNORECASE,
 )
 # 9:30, 9.30 am, 9点; not 3.12 (Python 3.12 is a version, not a time)
-_TIME = re.compile(r"\b\d{1,2}:\d{2}\b|\b\d{1,2}\.\d{2}(?=\s*(?:[ap]\.?m\b|h\b))|\d{1,2}点")
+# (no word boundary in Chinese: 每天9:30开站会)
+_TIME = re.compile(
+    r"(?<![\d:.])\d{1,2}:\d{2}(?![\d])|\b\d{1,2}\.\d{2}(?=\s*(?:[ap]\.?m\b|h\b))|\d{1,2}点")
 _LATIN_WORD = re.compile(r"[^\W\d_]+|\d+(?:[.,]\d+)*", re.UNICODE)
 _CJK_CHAR = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 # Characters and words that reword without changing the fact: 是/为 ("is"), 都 ("all"),
 # 请 ("please"), "the", "a", punctuation words.
-_PLAIN_CHARS = frozenset("的了是为在和与及也都就又很把被给让对从向之其而或个一每请")
+_PLAIN_CHARS = frozenset("的了是为在和与及也都就又很把被由给让对从向之其而或个一每请")
 _PLAIN_WORDS = frozenset(
     "the a an of to and or is are be for with on in at by it its this that s".split()
 )
@@ -126,8 +135,12 @@ _SUBJECT = re.compile(r"^\s*user(?:['’]s)?\b|\bthe\s+user(?:['’]s)?\b", re.I
 
 
 def _latin_part(text: str) -> str:
-    """`text` without its CJK characters and without "the user", the person it is about."""
-    return _SUBJECT.sub(" ", _CJK_CHAR.sub(" ", text))
+    """`text` without its CJK characters, without "the user", the person it is about, and
+    without its quantity and bound words ("always", "every", "usually", "at most"), which
+    `difference` compares by their kind: one added on one side is a rewording ("Squash
+    commits when merging" / "Always squash-merge"), one side's against the other's another
+    fact."""
+    return _QUANTITY.sub(" ", _SUBJECT.sub(" ", _CJK_CHAR.sub(" ", _BOUND.sub(" ", text))))
 
 
 # Words that say the same of a preference, a length or a test double, so that "The user
@@ -144,7 +157,27 @@ _SYNONYMS: tuple[tuple[str, ...], ...] = (
     ("never", "do not", "don't", "must not", "should not"),
     ("always", "every time", "each time"),
     ("use", "uses", "using"),
+    ("start", "starts", "begin", "begins"),
+    ("remove", "removes", "delete", "deletes"),
+    ("child", "kid"),
+    ("children", "kids"),
+    ("large", "big"),
+    ("fast", "quick"),
+    ("show", "shows", "display", "displays"),
+    ("choose", "chooses", "pick", "picks", "select", "selects"),
+    ("buy", "buys", "purchase", "purchases"),
+    ("help", "helps", "assist", "assists"),
     ("用", "使用", "采用"),
+    ("早上", "早晨", "清晨"),
+    ("孩子", "小孩", "子女"),
+    ("电脑", "计算机"),
+    ("快速", "迅速"),
+    ("显示", "展示"),
+    ("删除", "删掉", "移除"),
+    ("购买", "买了"),
+    ("选择", "挑选"),
+    ("帮助", "协助", "帮忙"),
+    ("运行", "跑", "执行"),
     ("喜欢", "习惯", "偏好", "爱用", "常用", "倾向于", "更喜欢", "偏爱"),
     ("简洁", "简短", "简明", "精简", "简练"),
     ("回答", "回复", "答复"),
@@ -162,8 +195,9 @@ _SYNONYM = re.compile(
 
 
 def canonical(text: str) -> str:
-    """`text` with words that only reword (prefer / like, brief / short, 喜欢 / 习惯) made one."""
-    return _SYNONYM.sub(lambda m: _SYNONYM_OF[m.group(0).casefold()], text)
+    """`text` with words that only reword (prefer / like, brief / short, 喜欢 / 习惯) made one,
+    and its terms, numbers and units written one way (`rewording.normalised`)."""
+    return _SYNONYM.sub(lambda m: _SYNONYM_OF[m.group(0).casefold()], normalised(text))
 
 
 # Chinese numbers before a measure word (两个人, 半小时, 三天): a number as much as "3 days".
@@ -171,7 +205,9 @@ _ZH_NUMBER = re.compile(
     r"([零一二两三四五六七八九十百千万半]+)"
     r"(?=个|位|名|小时|分钟|天|周|次|人|年|月|倍|台|条|份|页|点|楼|层|只|张|本|辆|件|套|间|家)"
 )
-_NUMBER = re.compile(r"((?:\+|(?<![\w.])[-−])?\d+(?:[.,/]\d+)*)(?: ?([a-zµ%‰]{1,3})(?![a-z]))?")
+# a digit after a letter is part of a name, not a number (S3, EC2, h2)
+_NUMBER = re.compile(
+    r"((?:\+|(?<![\w.])[-−])?(?<![A-Za-z\d])\d+(?:[.,/]\d+)*)(?: ?([a-zµ%‰]{1,3})(?![a-z]))?")
 _ZH_DIGITS = {"零": "0", "一": "1", "二": "2", "两": "2", "三": "3", "四": "4", "五": "5",
               "六": "6", "七": "7", "八": "8", "九": "9", "十": "10", "半": "0.5"}
 
@@ -194,9 +230,9 @@ def values(text: str) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
         for number, unit in _NUMBER.findall(_TIME.sub(" ", folded))
     )
     numbers |= _zh_numbers(folded)
+    # 周五 and Friday are one day
     weekdays = frozenset(
-        m.group(0)[-1] if not m.group(0)[0].isascii() else m.group(0)[:3]
-        for m in _WEEKDAY_WORDS.finditer(folded)
+        _ZH_DAYS.get(m.group(0)[-1], m.group(0)[:3]) for m in _WEEKDAY_WORDS.finditer(folded)
     )
     times = frozenset(_TIME.findall(folded))
     return numbers, weekdays, times
@@ -207,7 +243,7 @@ def key_words(text: str) -> tuple[frozenset[str], frozenset[str]]:
     latin = frozenset(
         t for t in tokenize(_latin_part(text)) if not has_cjk(t) and t not in _PLAIN_WORDS
     )
-    chars = frozenset(c for c in _CJK_CHAR.findall(text) if c not in _PLAIN_CHARS)
+    chars = frozenset(c for c in _CJK_CHAR.findall(_BOUND.sub(" ", text)) if c not in _PLAIN_CHARS)
     return latin, chars
 
 
@@ -238,7 +274,11 @@ def difference(first: str, second: str) -> str | None:
     word (or, in Chinese, a character) the other lacks, and only one or two of them
     ("unit" / "integration", 猫 / 狗, 测试 / 生产) — rewording changes more words
     than that, and an added word ("every", 都) changes only one side.
+
+    Both texts are first written one way (`rewording.normalised`: k8s / Kubernetes, 1,000 /
+    1000, 30 minutes / 30 min, 3pm / 15:00 are one thing), so that what differs is a fact.
     """
+    first, second = normalised(first), normalised(second)
     found = _difference_but_a_swap(first, second)
     if found:
         return found
@@ -250,6 +290,7 @@ def difference(first: str, second: str) -> str | None:
 
 def only_swapped(first: str, second: str) -> bool:
     """Whether two parts in swapped places are all that `difference` finds between the texts."""
+    first, second = normalised(first), normalised(second)
     return _difference_but_a_swap(first, second) is None and _swapped(first, second) is not None
 
 
@@ -357,7 +398,7 @@ def _difference_but_a_swap(first: str, second: str) -> str | None:
 _QUANTITY = re.compile(
     r"\b(?:every\s+(?:other|second)|all|every|each|some|any|both|either|neither|most|many|few"
     r"|several|this|these|once|twice|thrice|a lot of|lots of|plenty of|numerous|a couple of"
-    r"|a handful of)\b",
+    r"|a handful of|always|usually|often|mostly|generally|normally|typically)\b",
     re.IGNORECASE,
 )
 # "Only admins can delete projects" says what "Admins can delete projects" does not: that no
@@ -465,7 +506,9 @@ def _one_and_many(text: str, other: str) -> tuple[str, str] | None:
     return None
 
 
-_SAME_QUANTITY = {"every": "all", "each": "all", "several": "some", "these": "this",
+_SAME_QUANTITY = {"every": "all", "each": "all", "always": "all", "usually": "most",
+                  "often": "most", "mostly": "most", "generally": "most", "normally": "most",
+                  "typically": "most", "several": "some", "these": "this",
                   "a lot of": "many", "lots of": "many", "plenty of": "many", "numerous": "many",
                   "a couple of": "few", "a handful of": "few"}
 
@@ -490,9 +533,10 @@ _BOUND = re.compile(
     r"\b(?:at least|no (?:less|fewer) than|not (?:less|fewer) than|minimum|min"
     r"|above|over|more than|greater than|exceeding"
     r"|at most|no more than|not more than|maximum|max"
-    r"|below|under|less than|fewer than|exactly)\b|[<>≤≥]=?|(?<=\d)\+"
+    r"|below|under|less than|fewer than|exactly|up to|capped at|limited to)\b|[<>≤≥]=?|(?<=\d)\+"
     r"|\b(?:about|around|roughly|approximately|circa)(?=\s+\d)|~(?=\s*\d)"
     r"|不少于|不低于|至少|最少|以上|超过|大于|多于|高于|不超过|不多于|至多|最多|以下|以内|少于|小于|低于|恰好"
+    r"|上限|封顶|下限"
     r"|大约|大概|左右|约(?=\s*\d)",
     re.IGNORECASE,
 )
@@ -505,7 +549,8 @@ _SAME_BOUND = {
     "at most": "<=", "no more than": "<=", "not more than": "<=", "maximum": "<=", "max": "<=",
     "不超过": "<=", "不多于": "<=", "至多": "<=", "最多": "<=", "以下": "<=", "以内": "<=",
     "below": "<", "under": "<", "less than": "<", "fewer than": "<", "少于": "<", "小于": "<",
-    "低于": "<", "exactly": "=", "恰好": "=", ">=": ">=", "≥": ">=", "+": ">=", "<=": "<=",
+    "低于": "<", "up to": "<=", "capped at": "<=", "limited to": "<=", "上限": "<=", "封顶": "<=",
+    "下限": ">=", "exactly": "=", "恰好": "=", ">=": ">=", "≥": ">=", "+": ">=", "<=": "<=",
     "≤": "<=", ">": ">", "<": "<",
     # about a number: "takes about 5 minutes" is not "takes 5 minutes" (大约 / 左右)
     "about": "~", "around": "~", "roughly": "~", "approximately": "~", "circa": "~", "~": "~",
@@ -684,7 +729,7 @@ def _word_counts(text: str) -> Counter[str]:
 
 def _char_counts(text: str) -> Counter[str]:
     """How many times each CJK content character stands in `text`."""
-    return Counter(c for c in _CJK_CHAR.findall(text) if c not in _PLAIN_CHARS)
+    return Counter(c for c in _CJK_CHAR.findall(_BOUND.sub(" ", text)) if c not in _PLAIN_CHARS)
 
 
 def _whole_words(text: str) -> frozenset[str]:
@@ -849,7 +894,9 @@ _NEGATION = re.compile(
 
 
 def _negated(text: str) -> bool:
-    return len(_NEGATION.findall(text.replace("’", "'"))) % 2 == 1
+    """Whether `text` says not (an odd count of negations); a bound that says it with a
+    negation ("no more than", 不超过) is a bound, not one."""
+    return len(_NEGATION.findall(_BOUND.sub(" ", text.replace("’", "'")))) % 2 == 1
 
 
 _NEXT_UNIT = re.compile(r"\s*(?:(?:to|be|do|does|did)\s+)?([A-Za-z]+|[\u3400-\u4dbf\u4e00-\u9fff])")

@@ -42,11 +42,12 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from ...memory.value import MAX_TAG_LENGTH, MAX_TAGS, Memory
 from ...search.tokens import has_cjk
 from ..candidates import Pair
+from ..rewording import folder_words, mend_typo
 from ..similarity import (
     MIN_BODY_TERMS,
     Fingerprint,
@@ -138,14 +139,17 @@ def run(ctx: RuleContext) -> None:
     for memory in live:
         groups[(memory.category, memory.project)].append(memory)
     handled: set[str] = set()
+    # the folder's words, to tell a slip of the keys ("ediotr") from a word it uses
+    held = folder_words(f"{m.description}\n{m.body}" for m in live)
     for _, members in sorted(groups.items(), key=lambda item: (str(item[0][0]), str(item[0][1]))):
         if len(members) > 1:
-            _merge_group(ctx, members, close, handled)
-    _list_likely_twins(ctx, {m.id: m for m in live}, close, handled)
+            _merge_group(ctx, members, close, handled, held)
+    _list_likely_twins(ctx, {m.id: m for m in live}, close, handled, held)
 
 
 def _merge_group(
-    ctx: RuleContext, members: list[Memory], close: Sequence[Pair], handled: set[str]
+    ctx: RuleContext, members: list[Memory], close: Sequence[Pair], handled: set[str],
+    held: Callable[[str], int] = lambda word: 0,
 ) -> None:
     prints = [fingerprint(m) for m in members]
     at = {m.id: i for i, m in enumerate(members)}
@@ -158,6 +162,7 @@ def _merge_group(
         return i
 
     swapped: list[tuple[int, int, float]] = []
+    proven: set[tuple[str, str]] = set()
     for i, j in sorted(candidate_pairs([p.head for p in prints], REWORDED_HEAD_JACCARD)):
         score = _alike(prints[i], prints[j])
         if score is None:
@@ -165,16 +170,19 @@ def _merge_group(
         first, second = prints[i].description, prints[j].description
         if difference(first, second) is None:
             parent[find(i)] = find(j)
+        elif difference(first, mend_typo(first, second, held)) is None:
+            # one word mistyped ("ediotr"): the description is the other's, its slip mended
+            parent[find(i)] = find(j)
+            proven.add(tuple(sorted((members[i].id, members[j].id))))  # type: ignore[arg-type]
         elif only_swapped(first, second):
             swapped.append((i, j, score))
     # Close in meaning (the index's neighbours) and proven the same: bodies saying the same,
     # descriptions differing only in words that reword (prefer / like, 喜欢 / 习惯).
-    proven: set[tuple[str, str]] = set()
     for pair in close:
         left, right = at.get(pair.first), at.get(pair.second)
         if left is None or right is None or find(left) == find(right):
             continue
-        if same_by_meaning(members[left], members[right]):
+        if same_by_meaning(members[left], members[right], held):
             parent[find(left)] = find(right)
             proven.add((pair.first, pair.second))
     # Twins but for two parts in swapped places ("Keep answers short and lead with the
@@ -198,16 +206,24 @@ def _merge_group(
             _merge_cluster(ctx, group, [prints[i] for i in indices], proven)
 
 
-def same_by_meaning(a: Memory, b: Memory) -> bool:
+def same_by_meaning(a: Memory, b: Memory, held: Callable[[str], int] = lambda word: 0) -> bool:
     """Whether two memories are proven to say one fact, though their descriptions are reworded.
 
     Their bodies say the same (nearly the same terms, REWORDED_BODY_SAME, and enough of them
     to tell) and their descriptions differ in nothing once the words that only reword are
-    made one (`similarity.canonical`): no number, weekday, time, negation or key term.
+    made one (`similarity.canonical`), a slip of the keys mended (`rewording.mend_typo`, by
+    the folder's words `held`): no number, weekday, time, negation or key term.
     """
     if not _bodies_same(a, b):
         return False
-    return difference(canonical(a.description), canonical(b.description)) is None
+    return difference(*_compared(a, b, held)) is None
+
+
+def _compared(a: Memory, b: Memory, held: Callable[[str], int]) -> tuple[str, str]:
+    """The descriptions of `a` and `b` as the rules compare them: words that only reword
+    made one (`similarity.canonical`), a slip of the keys in one mended (`mend_typo`)."""
+    first, second = canonical(a.description), canonical(b.description)
+    return first, mend_typo(first, second, held)
 
 
 def _bodies_same(a: Memory, b: Memory) -> bool:
@@ -250,7 +266,8 @@ def close_as_twins(pair: Pair, a: Memory, b: Memory) -> str | None:
 
 
 def _list_likely_twins(
-    ctx: RuleContext, live: dict[str, Memory], close: Sequence[Pair], handled: set[str]
+    ctx: RuleContext, live: dict[str, Memory], close: Sequence[Pair], handled: set[str],
+    held: Callable[[str], int] = lambda word: 0,
 ) -> None:
     """List the close pairs no rule could prove twins, when nothing tells them apart.
 
@@ -265,7 +282,7 @@ def _list_likely_twins(
         how = close_as_twins(pair, a, b)
         if how is None or (a.category, a.project) != (b.category, b.project):
             continue
-        first, second = canonical(a.description), canonical(b.description)
+        first, second = _compared(a, b, held)
         differs = difference(first, second)
         negated = (
             differs is not None and differs.startswith("a negation")
@@ -280,7 +297,6 @@ def _list_likely_twins(
         retold = (
             differs is not None and differs.startswith("a different key term")
             and not swapped and _reworded(a, b) and reordered(first, second)
-            and _bodies_same(a, b)
         )
         if differs is not None and not negated and not swapped and not retold:
             continue  # "Unit tests…" / "Integration tests…": one word swapped is another fact
