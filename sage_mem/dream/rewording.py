@@ -37,7 +37,9 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from functools import lru_cache
 
-_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+# A Han character (CJK ideographs, extension A, compatibility): one class for the dream.
+HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_CJK = re.compile(f"[{HAN}]")
 
 # (the English name, its Chinese name or "", the other ways it is written). Only names of
 # one thing: a term whose abbreviation also means another thing in memories (auth:

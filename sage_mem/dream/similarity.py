@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from ..memory.value import Memory
 from ..search import tokens
 from ..search.tokens import has_cjk, is_unigram, tokenize
-from .rewording import normalised
+from .rewording import HAN, normalised
 
 MIN_BODY_TERMS = 8
 """Bodies with fewer distinct terms than this carry too little to compare."""
@@ -121,7 +121,7 @@ _WEEKDAY_WORDS = re.compile(
 _TIME = re.compile(
     r"(?<![\d:.])\d{1,2}:\d{2}(?![\d])|\b\d{1,2}\.\d{2}(?=\s*(?:[ap]\.?m\b|h\b))|\d{1,2}点")
 _LATIN_WORD = re.compile(r"[^\W\d_]+|\d+(?:[.,]\d+)*", re.UNICODE)
-_CJK_CHAR = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_CJK_CHAR = re.compile(f"[{HAN}]")
 # Characters and words that reword without changing the fact: 是/为 ("is"), 都 ("all"),
 # 请 ("please"), "the", "a", punctuation words.
 _PLAIN_CHARS = frozenset("的了是为在和与及也都就又很把被由给让对从向之其而或个一每请")
@@ -826,7 +826,7 @@ def _opposite(first: str, second: str) -> tuple[str, str] | None:
 
 
 _UNIT = re.compile(
-    r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]|[^\W_\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+"
+    rf"[{HAN}]|[^\W_{HAN}]+"
 )
 MAX_SWAP_UNITS = 60
 

@@ -82,6 +82,7 @@ from typing import Any
 
 from ...memory.markdown import MARKDOWN_LINK, WIKI_LINK, code_ranges, html_comments
 from ...memory.value import Memory, parse_moment
+from ..rewording import HAN
 from .context import RuleContext
 
 NAME = "relative-dates"
@@ -672,7 +673,7 @@ _EN_HABIT = re.compile(
 )
 _ZH_HABIT = re.compile(r"每天|每晚|每日|每夜|每早|每小时|每周|定时|定期|例行|夜间任务|凌晨任务")
 _POSSESSIVE = re.compile(r"(?:['’]s|的)")
-_CJK_NEXT = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_CJK_NEXT = re.compile(f"[{HAN}]")
 
 # A present-tense verb right before a possessive ("collects yesterday's orders") may say a
 # habit even where none is named.
