@@ -9,9 +9,11 @@ started. The daemon:
    never waited for): a second daemon started meanwhile, by a hook at the
    same moment, finds it held and ends at once, so one build runs at a time;
    the lock is the kernel's and goes with the process, whatever ends it; with
-   `--build-only`, it then waits until no memory file is fresher than the
-   cache's racy window (2 s at most: a file written that recently would be
-   read again by the next process, see `search/cache.py`);
+   `--build-only`, the cache's racy window is waited out (2 s at most: a file
+   written that recently would be read again by the next process, see
+   `search/cache.py`): a large folder's build starts at once and checks the
+   files that were within the window once it has passed (`cache.settled`), a
+   small one waits first;
 2. opens the store as any command does: from the cache when it is current,
    else a build that writes it (the cache written, the next hook answers
    from it even if this process is then stopped);
@@ -83,11 +85,18 @@ def _settle(folder: MemoryFolder) -> None:
 
     A cache built sooner lists those files as racy, and the next process reads
     every one of them again: after a checkout or a sync that brought in the whole
-    folder, that is every file.
+    folder, that is every file. A folder built straight into the cache file
+    (`loading.ADOPT_CACHE_FROM` files or more: seconds of build) is not waited
+    for here: its build checks those files once the window has passed
+    (`cache.settled`), so that the build is not started late (a search right after
+    a join waits for it).
     """
     from ..search.cache import RACY_NS, scan
+    from ..search.loading import ADOPT_CACHE_FROM
 
     walk = scan(folder)
+    if len(walk) >= ADOPT_CACHE_FROM:
+        return
     newest = max(walk.column[1::4], default=0)
     wait = (newest + RACY_NS - time.time_ns()) / 1e9
     if wait > 0:
@@ -136,7 +145,7 @@ def run_daemon(root: Path, *, idle: float = IDLE_SECONDS, build_only: bool = Fal
         if build_only:
             _settle(folder)
         started = time.monotonic()
-        store = MemoryStore(folder.root, watch=not build_only, poll=poll)
+        store = MemoryStore(folder.root, watch=not build_only, poll=poll, settle=build_only)
         loaded = store.loaded
         how = loaded.how if loaded is not None else "?"
         done = "built the index" if how == "built" else "loaded the index cache"

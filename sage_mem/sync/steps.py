@@ -198,13 +198,16 @@ class SyncResult:
 def sync(
     root: Path | str, *, remote: str | None = None, push: bool = True,
     progress: Progress | None = None, allow_secret: bool = False,
+    checked_out: Callable[[Path, int], None] | None = None,
 ) -> SyncResult:
     """Sync the memory folder at `root` with its remote (see the module docstring).
 
     With `remote`, `origin` is set to it first; a folder that is not yet a
     repository is then made one (`init --git`). Raises SyncError when the
     folder is not a repository of its own, or git fails in a way a later sync
-    cannot finish.
+    cannot finish. `checked_out(root, memories)` is called as soon as a join has
+    checked out the remote's branch (`take_remote`), before `MEMORY.md` is made of
+    what came: the index's build then starts beside the rest of the join.
     """
     remote = local_remote(remote)
     folder = MemoryFolder(root)
@@ -232,6 +235,7 @@ def sync(
         )
     with file_lock(folder.state_dir / SYNC_LOCK, timeout=60):
         run = _Sync(folder, git, progress or (lambda _: None), allow_secret)
+        run.checked_out = checked_out
         record = folder.state_dir / SYNC_RECORD
         run.recover_locks(record)
         run.check_idle()
@@ -447,6 +451,7 @@ class _Sync:
         # git's line when the remote refused to update its branch (its ref was locked):
         # a race, unless it stays so on every attempt (a killed push left the lock).
         self.ref_refused: str | None = None
+        self.checked_out: Callable[[Path, int], None] | None = None  # see `sync`
 
     # 1. what a killed sync left
 
@@ -928,6 +933,9 @@ class _Sync:
         self.progress(f"checking out {REMOTE}/{branch}")
         self.git.run("checkout", "--quiet", "-B", branch, "--track",
                      f"{REMOTE}/{branch}")
+        came = memory_ids(tree)
+        if self.checked_out is not None:
+            self.checked_out(self.root, len(came))
         if branch != ours:
             self.result.notes.append(f"working on {REMOTE}'s branch {branch!r}")
         # The remote's .gitattributes may lack the merge driver's line: added (and committed).
@@ -938,7 +946,7 @@ class _Sync:
                                          (".gitattributes", attributes)) if differs}
         self.commit_local(self.result, changed=changed)
         self.stamp_index()
-        self.result.pulled.extend(memory_ids(tree))
+        self.result.pulled.extend(came)
         return True
 
     def only_template_files(self, status: tuple[dict[str, str], list[str]]) -> bool:
