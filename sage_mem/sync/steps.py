@@ -379,6 +379,18 @@ def _inside(path: str) -> bool:
         part not in ("", ".", "..") and part.lower().rstrip(". ") != ".git" for part in parts)
 
 
+# git's line when `fetch.fsckObjects` refused an object: `error: object ID: CHECK: WHAT`.
+_FSCK_ERROR = re.compile(r"error: object [0-9a-f]+: (\w+: [^\n]*)")
+
+
+def _refused_why(path: str) -> str:
+    """Why a path `_inside` refuses may not be checked out, in a few words."""
+    parts = path.replace("\\", "/").split("/")
+    if any(part.lower().rstrip(". ") == ".git" for part in parts):
+        return "a `.git` in it: git would take what it holds for a repository's own files"
+    return "it leads outside the folder"
+
+
 def _may_hold_temps(path: str) -> bool:
     """Whether `git status` naming this path (changed, untracked or ignored) may mean a temp
     file a killed write left (`.name.PID.hex.tmp`): one, or a folder git did not look into
@@ -580,6 +592,7 @@ class _Sync:
                    and not (self.git.git_dir / "MERGE_HEAD").exists()
                    and self.take_remote(status))
         if result.offline:
+            result.remote = self.git.remote_url()  # a join that could not fetch: not "no remote"
             return result
         if not fetched:
             self.commit_changes(status, generation)
@@ -640,8 +653,13 @@ class _Sync:
     def name_ignored(self, ignored: list[str]) -> None:
         """Hold back, by name and rule, each memory git ignores: it never leaves this machine
         (a `.gitignore` of `*.md` from the remote hid every new memory, `pushed 0`, said
-        nowhere). One `git check-ignore` only when git ignores a memory."""
-        memories = [p for p in ignored if self.folder.id_for(self.root / p) is not None]
+        nowhere). One `git check-ignore` only when git ignores a memory.
+
+        A folder git names whole (`team/`: one git does not look into, a repository of its
+        own, under a rule such as `*` or its own path) is named once, in one line, when it
+        holds a memory."""
+        memories = [p for p in ignored if (self.folder.id_for(self.root / p) is not None
+                                           if not p.endswith("/") else self.holds_memory(p))]
         if not memories:
             return
         # check-ignore refuses the literal pathspecs every other command is run with
@@ -651,10 +669,23 @@ class _Sync:
         for source, line, pattern, path in zip(fields[::4], fields[1::4], fields[2::4],
                                                fields[3::4], strict=False):
             rule = _shown(f"{os.fsdecode(source)}:{line.decode()}: {os.fsdecode(pattern)}")
-            item = Held(os.fsdecode(path), f"ignored by git ({rule}), so it never leaves this "
-                        "machine: take it out of that rule (or git add -f it), then sync")
+            name = os.fsdecode(path)
+            what = ("it and the memories in it never leave this machine (and git does not "
+                    "look into it: a git repository of its own)" if name.endswith("/")
+                    else "it never leaves this machine")
+            item = Held(name, f"ignored by git ({rule}), so {what}: take it out of that rule "
+                        "(or git add -f it), then sync")
             if item not in self.result.held_back:
                 self.result.held_back.append(item)
+
+    def holds_memory(self, folder: str) -> bool:
+        """Whether a folder git names whole (`team/`) holds a memory file, at any depth (no
+        link followed, no `.git` folder looked into)."""
+        for top, folders, files in os.walk(self.root / folder):
+            folders[:] = [name for name in folders if name != ".git"]
+            if any(self.folder.id_for(Path(top, name)) is not None for name in files):
+                return True
+        return False
 
     def nothing_changed(self, status: tuple[dict[str, str], list[str]] | None) -> bool:
         """Whether the work tree is the last commit's, and MEMORY.md known to be what a
@@ -898,9 +929,60 @@ class _Sync:
         self.progress(f"fetching {REMOTE}")
         done = self.git.run("fetch", "--quiet", REMOTE, check=False)
         if done.returncode != 0:
-            self.result.offline = f"fetching {REMOTE} failed: {error_line(done)}"
+            self.result.offline = (self.refused_when_fetched(done)
+                                   or f"fetching {REMOTE} failed: {error_line(done)}")
             return False
         return True
+
+    def refused_when_fetched(self, done: subprocess.CompletedProcess[bytes]) -> str | None:
+        """Why git refused what the remote sent (`fetch.fsckObjects`), naming the path: git
+        names only an object id and a check (`hasDotgit: contains '.git'`). None when the
+        fetch failed for any other reason (offline) or no such path is found.
+
+        The remote's branches are fetched again, unchecked, into a repository of their own
+        in the state folder (borrowing this one's objects), whose trees are only listed,
+        never checked out, and which is removed at once: the first path sync would refuse
+        (`_inside`: `..`, a `.git` part in any case or with trailing dots) is named with the
+        commit that brought it."""
+        said = (done.stderr or b"").decode("utf-8", "replace")
+        check = _FSCK_ERROR.search(said)
+        url = self.git.remote_url()
+        if check is None or url is None:
+            return None
+        import shutil
+        import tempfile
+
+        quarantine = tempfile.mkdtemp(prefix="refused-", dir=self.folder.state_dir)
+        try:
+            bare = ("--git-dir", quarantine)
+            self.git.run(*bare, "init", "--quiet", "--bare", check=False)
+            alternates = Path(quarantine, "objects", "info", "alternates")
+            alternates.write_text(str(self.git.git_dir / "objects") + "\n", encoding="utf-8")
+            unchecked = ("-c", "fetch.fsckObjects=false", "-c", "transfer.fsckObjects=false")
+            self.git.run(*bare, *unchecked, "fetch", "--quiet", "--no-tags", url,
+                         "+refs/heads/*:refs/heads/*", check=False)
+            branches = self.git.run(*bare, "for-each-ref", "--format=%(refname:short)",
+                                    "refs/heads/", check=False).stdout.decode().split()
+            for branch in branches:
+                listed = self.git.run(*bare, "ls-tree", "-r", "-t", "-z", "--name-only", branch,
+                                      check=False).stdout
+                path = next((name for name in map(os.fsdecode, listed.split(b"\0"))
+                             if name and not _inside(name)), None)
+                if path is None:
+                    continue
+                found = self.git.run(*bare, "--literal-pathspecs", "log", "-1",
+                                     "--format=%h by %an", branch, "--", path,
+                                     check=False).stdout.decode("utf-8", "replace").strip()
+                commit = f", from commit {_shown(found)[:80]}" if found else ""
+                return (f"{REMOTE}/{_shown(branch)} refused when fetched: {_shown(path)} is a "
+                        f"path sync never checks out ({_refused_why(path)}; git: "
+                        f"{_shown(check.group(1))}){commit}: ask its author to remove it, "
+                        "then sync")
+            return None
+        except OSError:
+            return None
+        finally:
+            shutil.rmtree(quarantine, ignore_errors=True)
 
     def take_remote(self, status: tuple[dict[str, str], list[str]]) -> bool:
         """A folder with nothing committed and nothing in it but what `init` made (MEMORY.md
