@@ -502,7 +502,10 @@ def test_a_folder_a_remote_gitignore_hides_whole_is_named_in_one_line(
     assert len(lines) == 2 and lines[0].startswith("not committed: team/: ignored by git")
 
 
-def test_a_git_path_refused_when_fetched_is_named_with_its_commit(tmp_path: Path) -> None:
+@pytest.mark.parametrize("name", [".GIT", ".git ", "GIT~1"])
+def test_a_git_path_refused_when_fetched_is_named_with_its_commit(
+    tmp_path: Path, name: str,
+) -> None:
     """A tree holding `.GIT/config` (git's plumbing checks nothing) is refused by the fetch
     (`fetch.fsckObjects`), whose line named only an object id: `not synced: fetching origin
     failed: error: object 8013362…: hasDotgit: contains '.git'`. The summary names the
@@ -518,15 +521,15 @@ def test_a_git_path_refused_when_fetched_is_named_with_its_commit(tmp_path: Path
     inner = subprocess.run(["git", "-C", str(attacker), "mktree"],
                            input=f"100644 blob {blob}\tconfig\n".encode(), capture_output=True,
                            check=True).stdout.decode().strip()
-    push_entry(attacker, f"040000 tree {inner}\t.GIT\0".encode())
+    push_entry(attacker, f"040000 tree {inner}\t{name}\0".encode())
     commit = git(remote, "rev-parse", "--short", "main").strip()
     for folder in (victim, tmp_path / "joiner"):
         argv = ("sync",) if folder == victim else ("sync", "--remote", str(remote))
         status, out, err = sm(folder, *argv)
         assert status == 0 and "Traceback" not in err, (out, err)
         summary = out.splitlines()[-1]
-        assert "not synced: origin/main refused when fetched: .GIT is a path" in summary, out
+        assert f"not synced: origin/main refused when fetched: {name} is a path" in summary, out
         assert "hasDotgit" in summary and f"from commit {commit} by Tester" in summary, out
-        assert not (folder / ".GIT").exists() and not (tmp_path / "pwned").exists()
+        assert not (folder / name).exists() and not (tmp_path / "pwned").exists()
         state = MemoryFolder(folder).state_dir
         assert not [p for p in state.iterdir() if p.name.startswith("refused-")]

@@ -380,13 +380,20 @@ def _inside(path: str) -> bool:
 
 
 # git's line when `fetch.fsckObjects` refused an object: `error: object ID: CHECK: WHAT`.
-_FSCK_ERROR = re.compile(r"error: object [0-9a-f]+: (\w+: [^\n]*)")
+_FSCK_ERROR = re.compile(r"error: object ([0-9a-f]+): (\w+: [^\n]*)")
+
+
+def _git_like(path: str) -> bool:
+    """A path with a part another file system takes for `.git` (`git~1`, the 8.3 name;
+    `.git::$INDEX_ALLOCATION`, a stream): git refuses them when fetched."""
+    return any(part.lower().rstrip(". ") == "git~1" or part.lower().startswith(".git:")
+               for part in path.split("/"))
 
 
 def _refused_why(path: str) -> str:
-    """Why a path `_inside` refuses may not be checked out, in a few words."""
+    """Why a path `_inside` or `_git_like` refuses may not be checked out, in a few words."""
     parts = path.replace("\\", "/").split("/")
-    if any(part.lower().rstrip(". ") == ".git" for part in parts):
+    if _git_like(path) or any(part.lower().rstrip(". ") == ".git" for part in parts):
         return "a `.git` in it: git would take what it holds for a repository's own files"
     return "it leads outside the folder"
 
@@ -942,8 +949,9 @@ class _Sync:
         The remote's branches are fetched again, unchecked, into a repository of their own
         in the state folder (borrowing this one's objects), whose trees are only listed,
         never checked out, and which is removed at once: the first path sync would refuse
-        (`_inside`: `..`, a `.git` part in any case or with trailing dots) is named with the
-        commit that brought it."""
+        (`_inside`: `..`, a `.git` part in any case or with trailing dots; git's other
+        names of `.git`, `git~1` and `.git:stream`) is named with the commit that brought
+        it; failing that, the folder holding the name git refused (its tree's object)."""
         said = (done.stderr or b"").decode("utf-8", "replace")
         check = _FSCK_ERROR.search(said)
         url = self.git.remote_url()
@@ -952,6 +960,7 @@ class _Sync:
         import shutil
         import tempfile
 
+        refused, why = check.group(1), _shown(check.group(2))
         quarantine = tempfile.mkdtemp(prefix="refused-", dir=self.folder.state_dir)
         try:
             bare = ("--git-dir", quarantine)
@@ -964,20 +973,34 @@ class _Sync:
             branches = self.git.run(*bare, "for-each-ref", "--format=%(refname:short)",
                                     "refs/heads/", check=False).stdout.decode().split()
             for branch in branches:
-                listed = self.git.run(*bare, "ls-tree", "-r", "-t", "-z", "--name-only", branch,
-                                      check=False).stdout
-                path = next((name for name in map(os.fsdecode, listed.split(b"\0"))
-                             if name and not _inside(name)), None)
-                if path is None:
+                root = self.git.run(*bare, "rev-parse", f"{branch}^{{tree}}",
+                                    check=False).stdout.decode().strip()
+                trees = {root: ""}
+                path = None
+                for entry in self.git.run(*bare, "ls-tree", "-r", "-t", "-z", branch,
+                                          check=False).stdout.split(b"\0"):
+                    meta, _, raw = entry.partition(b"\t")
+                    name = os.fsdecode(raw)
+                    if not name:
+                        continue
+                    if not _inside(name) or _git_like(name):
+                        path = name
+                        break
+                    if meta.split(b" ")[1:2] == [b"tree"]:
+                        trees.setdefault(meta.split(b" ")[2].decode(), name + "/")
+                if path is None and refused in trees:
+                    path = trees[refused]  # a name git refused in this folder ("" the top)
+                elif path is None:
                     continue
                 found = self.git.run(*bare, "--literal-pathspecs", "log", "-1",
-                                     "--format=%h by %an", branch, "--", path,
+                                     "--format=%h by %an", branch, "--", *([path] if path else []),
                                      check=False).stdout.decode("utf-8", "replace").strip()
                 commit = f", from commit {_shown(found)[:80]}" if found else ""
-                return (f"{REMOTE}/{_shown(branch)} refused when fetched: {_shown(path)} is a "
-                        f"path sync never checks out ({_refused_why(path)}; git: "
-                        f"{_shown(check.group(1))}){commit}: ask its author to remove it, "
-                        "then sync")
+                what = (f"{_shown(path)} is a path sync never checks out ({_refused_why(path)}; "
+                        f"git: {why})" if not path.endswith("/") and path else
+                        f"a name in {_shown(path) or 'the top folder'} that git refuses ({why})")
+                return (f"{REMOTE}/{_shown(branch)} refused when fetched: {what}{commit}: ask "
+                        "its author to remove it, then sync")
             return None
         except OSError:
             return None
