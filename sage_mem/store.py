@@ -122,6 +122,11 @@ class MemoryStore:
     ...     hits = store.search("how do I run the tests", limit=5)
     """
 
+    _settles = False
+    """Whether a build of this store sleeps out what is left of the racy window before it
+    checks the files that were within it (`search.cache.settled`): a build no prompt waits
+    on (`daemon --build-only`'s store); any other never sleeps for it."""
+
     id_prefix = ""
     """How other folders' readers name this folder's ids (`team:`, set by `Folders` for a
     shared folder): its not-found errors name the id as the person gave it."""
@@ -137,7 +142,6 @@ class MemoryStore:
         reconcile_seconds: float = 30.0,
         build: bool = True,
         by_folders: bool = False,
-        settle: bool = False,
     ) -> None:
         """Open the folder and load its index (see `reload`).
 
@@ -148,10 +152,7 @@ class MemoryStore:
         no server) finds what changed since the cache by the folders' stat,
         not every file's (`search.cache.scan_changed`): a file edited in place
         in an unchanged folder keeps its cached form in the index, so what is
-        shown of a memory is read again first (`current`). `settle` (a build no one
-        waits on at the prompt: `daemon --build-only`): a large folder just written is
-        checked once the racy window has passed, so that the cache lists none of its
-        files as racy (`search.cache.settled`).
+        shown of a memory is read again first (`current`).
         """
         from .disk.folder import default_folder
 
@@ -179,7 +180,6 @@ class MemoryStore:
         self._held: WriteLock | None = None
         self._build = build
         self._by_folders = by_folders and not build
-        self._settle = settle and build
         # The semantic signal (search/semantic.py): _UNSET until the first search asks.
         self._semantic: Any = _UNSET
         self._embedding: Any = None
@@ -252,7 +252,7 @@ class MemoryStore:
             loaded = load_index(
                 _Files(self), scoring=self.index.scoring, half_life_days=self.index.half_life_days,
                 recover=self._recover_index, started=time.time_ns(), build=self._build,
-                by_folders=self._by_folders, settle=self._settle,
+                by_folders=self._by_folders, settle=self._settles and self._build,
             )
             self.index = loaded.index
             self.loaded = loaded

@@ -271,7 +271,10 @@ def test_a_file_whose_bytes_differ_from_what_the_build_read_stays_racy(
         return seen
 
     monkeypatch.setattr(folder_module, "read_memory", changed_meanwhile)  # settled's read
-    MemoryStore(memory_dir, watch=False, settle=True).close()
+    class Settling(MemoryStore):  # as `daemon --build-only`'s store
+        _settles = True
+
+    Settling(memory_dir, watch=False).close()
     assert "user_cat.md" in checked
     found = cache_module.load(MemoryFolder(memory_dir),
                               scoring=MemoryStore(memory_dir, watch=False).index.scoring)

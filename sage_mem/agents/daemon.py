@@ -103,6 +103,17 @@ def _settle(folder: MemoryFolder) -> None:
         time.sleep(min(wait, RACY_NS / 1e9))
 
 
+def _settling_store() -> type[MemoryStore]:
+    from ..store import MemoryStore
+
+    class SettlingStore(MemoryStore):
+        """`--build-only`'s store: its build sleeps out the racy window (`MemoryStore._settles`)."""
+
+        _settles = True
+
+    return SettlingStore
+
+
 def listen_for_hooks(store: MemoryStore) -> Listener | None:
     """Answer the folder's hooks from `store` while this process runs (None: another does)."""
     from . import hooks
@@ -145,7 +156,8 @@ def run_daemon(root: Path, *, idle: float = IDLE_SECONDS, build_only: bool = Fal
         if build_only:
             _settle(folder)
         started = time.monotonic()
-        store = MemoryStore(folder.root, watch=not build_only, poll=poll, settle=build_only)
+        opened = _settling_store() if build_only else MemoryStore
+        store = opened(folder.root, watch=not build_only, poll=poll)
         loaded = store.loaded
         how = loaded.how if loaded is not None else "?"
         done = "built the index" if how == "built" else "loaded the index cache"
