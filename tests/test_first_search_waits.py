@@ -252,6 +252,29 @@ def test_a_large_folders_background_build_starts_at_once_and_leaves_no_file_to_r
     assert [hit.id for hit in store.search("Sesame", limit=3)][:1] == ["user_cat"]
 
 
+def test_a_few_files_brought_into_a_large_cached_folder_are_still_waited_for_first(
+        memory_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cache brought up to date file by file (a sync that pulled a few into a large
+    folder) is not a build that checks its files afterwards: the daemon still waits out
+    the window before it opens the folder, so the cache lists none of them as racy."""
+    monkeypatch.setattr(loading_module, "ADOPT_CACHE_FROM", 10)
+    monkeypatch.setattr(cache_module, "RACY_NS", 600_000_000)
+    _fresh_folder(memory_dir, 30)
+    moment = time.time() - 3600
+    for path in memory_dir.rglob("*.md"):
+        os.utime(path, (moment, moment))
+    MemoryStore(memory_dir, watch=False).close()  # its cache
+    time.sleep(0.7)  # every ctime outside the window too
+    for n in range(3):
+        write_memory(memory_dir, f"project/pulled_{n}", memory(f"Pulled {n}", "Came later."))
+    newest = max(path.stat().st_mtime_ns for path in memory_dir.rglob("pulled_*.md"))
+    assert run_daemon(memory_dir, build_only=True) == 0
+    folder = MemoryFolder(memory_dir)
+    assert _cache_header(folder)["started_ns"] >= newest + cache_module.RACY_NS
+    found = cache_module.load(folder, scoring=MemoryStore(memory_dir, watch=False).index.scoring)
+    assert found is not None and not found.racy
+
+
 def test_a_file_whose_bytes_differ_from_what_the_build_read_stays_racy(
         memory_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The check after the window reads the files again: bytes other than those indexed

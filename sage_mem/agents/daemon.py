@@ -11,9 +11,9 @@ started. The daemon:
    the lock is the kernel's and goes with the process, whatever ends it; with
    `--build-only`, the cache's racy window is waited out (2 s at most: a file
    written that recently would be read again by the next process, see
-   `search/cache.py`): a large folder's build starts at once and checks the
-   files that were within the window once it has passed (`cache.settled`), a
-   small one waits first;
+   `search/cache.py`): a large folder's first build starts at once and checks
+   the files that were within the window once it has passed (`cache.settled`);
+   any other waits first;
 2. opens the store as any command does: from the cache when it is current,
    else a build that writes it (the cache written, the next hook answers
    from it even if this process is then stopped);
@@ -85,18 +85,24 @@ def _settle(folder: MemoryFolder) -> None:
 
     A cache built sooner lists those files as racy, and the next process reads
     every one of them again: after a checkout or a sync that brought in the whole
-    folder, that is every file. A folder built straight into the cache file
-    (`loading.ADOPT_CACHE_FROM` files or more: seconds of build) is not waited
-    for here: its build checks those files once the window has passed
-    (`cache.settled`), so that the build is not started late (a search right after
-    a join waits for it).
+    folder, that is every file. A large folder that will be built whole (no cache,
+    or so many files within the window that its cache is rebuilt, as after a join:
+    `loading.ADOPT_CACHE_FROM` files or more, built straight into the cache file,
+    seconds of build) is not waited for here: its build checks those files once the
+    window has passed (`cache.settled`), so that it does not start late (a search
+    right after a join waits for it). A cache brought up to date file by file (a few
+    pulled) is written as before, and waits.
     """
-    from ..search.cache import RACY_NS, scan
-    from ..search.loading import ADOPT_CACHE_FROM
+    from ..search.cache import RACY_NS, cache_path, scan
+    from ..search.loading import ADOPT_CACHE_FROM, REBUILD_AFTER, REBUILD_SHARE
 
     walk = scan(folder)
     if len(walk) >= ADOPT_CACHE_FROM:
-        return
+        window = time.time_ns() - RACY_NS
+        fresh = sum(mtime >= window for mtime in walk.column[1::4])
+        if not cache_path(folder).exists() or (
+                fresh > REBUILD_AFTER and fresh * REBUILD_SHARE > len(walk)):
+            return
     newest = max(walk.column[1::4], default=0)
     wait = (newest + RACY_NS - time.time_ns()) / 1e9
     if wait > 0:
