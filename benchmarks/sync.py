@@ -31,11 +31,14 @@ process and every child it waited for, git and merge drivers included):
   driver configured, as a plain clone has none); C is first set back to the
   commit B is on, so that both start each round from one state;
 - **first search** on B, each a whole `sage-mem search` process: right after
-  its join returns (the join started the index's build in the background,
-  `daemon --build-only`, whose CPU is not in the join's, being no child of
-  it); once that build has ended (its wall time printed); the next one (the
-  cache's time); and the first search in a copy of B's memory files that did
-  not come by sync (no cache: a cold start, the index built by the search).
+  its join returns (the join started the index's build in the background as
+  soon as its files were checked out, `daemon --build-only`, whose CPU is not
+  in the join's, being no child of it); once that build has ended (its wall
+  time printed); the next one (the cache's time); and the first search in a
+  copy of B's memory files that did not come by sync (no cache: a cold start,
+  the index built by the search). The search right after the join is given
+  against the next one (the cache's time) and against the cold start (the
+  most it may take: `ratio`).
 
 Every machine has its own HOME and git config (no user config is read), the
 semantic extra and autosync are off.
@@ -266,7 +269,10 @@ def measure(size: int, work: Path, seed: int, log: Callable[[str], None],
     shutil.copytree(b, copied, ignore=shutil.ignore_patterns(".git"))
     cold = m.timed(m.sage(copied, "search", query))
     results["first search"] = {"right after": right_after, "sage-mem": after_build,
-                               "warm": warm, "cold": cold}
+                               "warm": warm, "cold": cold,
+                               "ratio": {against: {key: right_after[key] / max(run[key], 1e-6)
+                                                   for key in ("cpu", "wall")}
+                                         for against, run in (("warm", warm), ("cold", cold))}}
 
     case("idle", f"nothing changed, {rounds} rounds")
     # Each side once untimed: the first run after the searches and the cold start's copy of
@@ -400,9 +406,10 @@ def table(result: dict) -> str:
         found = cases[keys[0]]
         lines.append(row(label, found[keys[1]] if len(keys) > 1 else found))
     lines += ["", "| first search (one run each) | CPU (wall) | the next one, CPU (wall) | "
-              "ratio, CPU (wall) |", "| --- | --- | --- | --- |"]
+              "ratio to the next one, CPU (wall) | ratio to the cold start, wall (CPU) |",
+              "| --- | --- | --- | --- | --- |"]
     searches = cases["first search"]
-    warm = searches["warm"]
+    warm, cold = searches["warm"], searches["cold"]
     for key, label in (("right after", "right after the join"),
                        ("sage-mem", "once the background build ended"),
                        ("cold", "in a copy not made by sync (cold start)")):
@@ -410,7 +417,9 @@ def table(result: dict) -> str:
         lines.append(f"| {label} | {first['cpu']:.2f} s ({first['wall']:.2f} s) | "
                      f"{warm['cpu']:.2f} s ({warm['wall']:.2f} s) | "
                      f"{first['cpu'] / max(warm['cpu'], 1e-3):.1f}× "
-                     f"({first['wall'] / max(warm['wall'], 1e-3):.1f}×) |")
+                     f"({first['wall'] / max(warm['wall'], 1e-3):.1f}×) | "
+                     f"**{first['wall'] / max(cold['wall'], 1e-3):.2f}×** "
+                     f"({first['cpu'] / max(cold['cpu'], 1e-3):.2f}×) |")
     if result["background build"] is None:
         lines.append("\nNo index build started in the background after the join.")
     else:

@@ -122,6 +122,11 @@ class MemoryStore:
     ...     hits = store.search("how do I run the tests", limit=5)
     """
 
+    _settles = False
+    """Whether a build of this store sleeps out what is left of the racy window before it
+    checks the files that were within it (`search.cache.settled`): a build no prompt waits
+    on (`daemon --build-only`'s store); any other never sleeps for it."""
+
     id_prefix = ""
     """How other folders' readers name this folder's ids (`team:`, set by `Folders` for a
     shared folder): its not-found errors name the id as the person gave it."""
@@ -247,7 +252,7 @@ class MemoryStore:
             loaded = load_index(
                 _Files(self), scoring=self.index.scoring, half_life_days=self.index.half_life_days,
                 recover=self._recover_index, started=time.time_ns(), build=self._build,
-                by_folders=self._by_folders,
+                by_folders=self._by_folders, settle=self._settles and self._build,
             )
             self.index = loaded.index
             self.loaded = loaded

@@ -8,6 +8,7 @@ index at the same time: a cold start's CPU, twice its wall time on a busy machin
 
 from __future__ import annotations
 
+import marshal
 import os
 import shutil
 import subprocess
@@ -20,6 +21,7 @@ import pytest
 from support import wait_until, write_memory
 from sync_support import bare_remote, machine, memory, sm, sync, use_private_git
 
+from sage_mem.agents.daemon import run_daemon
 from sage_mem.agents.daemon_start import (
     BUILDING,
     READY,
@@ -30,8 +32,11 @@ from sage_mem.agents.daemon_start import (
     take_build_lock,
     wait_for_running_build,
 )
+from sage_mem.disk import folder as folder_module
 from sage_mem.disk.folder import MemoryFolder
 from sage_mem.search import HOOK_READS
+from sage_mem.search import cache as cache_module
+from sage_mem.search import loading as loading_module
 from sage_mem.search.cache import cache_path
 from sage_mem.store import MemoryStore
 
@@ -209,3 +214,147 @@ def test_a_lock_file_that_is_a_fifo_or_a_link_is_not_waited_on(
         started = time.monotonic()
         wait_for_running_build(folder, say=said.append, limit=30)
         assert said == [] and time.monotonic() - started < 5
+
+
+def _cache_header(folder: MemoryFolder) -> dict:
+    data = cache_path(folder).read_bytes()
+    length = int.from_bytes(data[8:16], "little")
+    header: dict = marshal.loads(data[16 + 4 : 16 + length])
+    return header
+
+
+def _fresh_folder(root: Path, count: int) -> int:
+    """`count` memories written just now (as a checkout writes them); the newest of their
+    timestamps."""
+    for n in range(count):
+        write_memory(root, f"project/note_{n:03d}", memory(f"Release note {n}", f"Step {n}."))
+    write_memory(root, "user_cat", memory("The cat is Sesame", "Sesame 是一只橘猫。"))
+    stats = [path.stat() for path in root.rglob("*.md") if path.name != "MEMORY.md"]
+    return max(max(s.st_mtime_ns, s.st_ctime_ns) for s in stats)
+
+
+def test_a_large_folders_background_build_starts_at_once_and_leaves_no_file_to_read_again(
+        memory_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`daemon --build-only` on a folder just checked out: the build no longer waits for the
+    racy window before it starts (the first search after a join waited for that too); it
+    checks the files once the window has passed, so the cache still lists none as racy and
+    the next process reads no file again."""
+    monkeypatch.setattr(loading_module, "ADOPT_CACHE_FROM", 10)  # built straight to the cache
+    monkeypatch.setattr(cache_module, "RACY_NS", 600_000_000)
+    newest = _fresh_folder(memory_dir, 30)
+    assert run_daemon(memory_dir, build_only=True) == 0
+    folder = MemoryFolder(memory_dir)
+    assert _cache_header(folder)["started_ns"] < newest + cache_module.RACY_NS
+    store = MemoryStore(memory_dir, watch=False)
+    found = cache_module.load(folder, scoring=store.index.scoring)
+    assert found is not None and not found.racy
+    assert not found.compare(cache_module.scan(folder)).differs
+    assert [hit.id for hit in store.search("Sesame", limit=3)][:1] == ["user_cat"]
+
+
+def test_a_few_files_brought_into_a_large_cached_folder_are_still_waited_for_first(
+        memory_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cache brought up to date file by file (a sync that pulled a few into a large
+    folder) is not a build that checks its files afterwards: the daemon still waits out
+    the window before it opens the folder, so the cache lists none of them as racy."""
+    monkeypatch.setattr(loading_module, "ADOPT_CACHE_FROM", 10)
+    monkeypatch.setattr(cache_module, "RACY_NS", 600_000_000)
+    _fresh_folder(memory_dir, 30)
+    moment = time.time() - 3600
+    for path in memory_dir.rglob("*.md"):
+        os.utime(path, (moment, moment))
+    MemoryStore(memory_dir, watch=False).close()  # its cache
+    time.sleep(0.7)  # every ctime outside the window too
+    for n in range(3):
+        write_memory(memory_dir, f"project/pulled_{n}", memory(f"Pulled {n}", "Came later."))
+    newest = max(path.stat().st_mtime_ns for path in memory_dir.rglob("pulled_*.md"))
+    assert run_daemon(memory_dir, build_only=True) == 0
+    folder = MemoryFolder(memory_dir)
+    assert _cache_header(folder)["started_ns"] >= newest + cache_module.RACY_NS
+    found = cache_module.load(folder, scoring=MemoryStore(memory_dir, watch=False).index.scoring)
+    assert found is not None and not found.racy
+
+
+def test_a_file_whose_bytes_differ_from_what_the_build_read_stays_racy(
+        memory_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The check after the window reads the files again: bytes other than those indexed
+    (changed within one timestamp tick of the build's read, so no signature moved) keep
+    every file racy, read again by the next process, as before."""
+    monkeypatch.setattr(loading_module, "ADOPT_CACHE_FROM", 10)
+    monkeypatch.setattr(cache_module, "RACY_NS", 600_000_000)
+    _fresh_folder(memory_dir, 30)
+    real = folder_module.read_memory
+    checked: list[str] = []
+
+    def changed_meanwhile(folder: MemoryFolder, path: Path):  # type: ignore[no-untyped-def]
+        seen = real(folder, path)
+        checked.append(path.name)
+        if path.name == "user_cat.md":
+            return seen._replace(raw=(seen.raw or b"").replace(b"Sesame", b"Sesamo"))
+        return seen
+
+    monkeypatch.setattr(folder_module, "read_memory", changed_meanwhile)  # settled's read
+    class Settling(MemoryStore):  # as `daemon --build-only`'s store
+        _settles = True
+
+    Settling(memory_dir, watch=False).close()
+    assert "user_cat.md" in checked
+    found = cache_module.load(MemoryFolder(memory_dir),
+                              scoring=MemoryStore(memory_dir, watch=False).index.scoring)
+    assert found is not None and "user_cat.md" in found.racy
+
+
+def test_a_joins_build_starts_as_soon_as_the_remotes_files_are_checked_out(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The join starts the index's build right after its checkout, beside the rest of the
+    join (MEMORY.md made of every memory that came, its commit), not once it returned: a
+    git wrapper looks at the build lock as each git command of the join starts."""
+    real_git = shutil.which("git")
+    if real_git is None:
+        pytest.skip("git is not installed")
+    use_private_git(tmp_path, monkeypatch)
+    remote = bare_remote(tmp_path)
+    laptop = machine(tmp_path / "laptop", remote, "laptop", first=True)
+    for n in range(HOOK_READS + 6):
+        write_memory(laptop, f"project/note_{n:03d}", memory(f"Release note {n}", f"Step {n}."))
+    sync(laptop)
+    desktop = tmp_path / "desktop"
+    seen = tmp_path / "seen"
+    wrapper = tmp_path / "bin" / "git"
+    wrapper.parent.mkdir()
+    wrapper.write_text(
+        f"#!{sys.executable}\n"
+        "import fcntl, os, sys\n"
+        f"lock, seen, git = {str(build_lock_path(MemoryFolder(desktop)))!r}, {str(seen)!r}, "
+        f"{real_git!r}\n"
+        "state = 'none'\n"
+        "try:\n"
+        "    fd = os.open(lock, os.O_RDWR)\n"
+        "except OSError:\n"
+        "    pass\n"
+        "else:\n"
+        "    try:\n"
+        "        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)\n"
+        "        state = 'free'\n"
+        "    except OSError:\n"
+        "        state = 'held'\n"
+        "    os.close(fd)\n"
+        "words = [a for a in sys.argv[1:] if not a.startswith('-')]\n"
+        "with open(seen, 'a') as out:\n"
+        "    out.write(state + ' ' + (words[1] if len(words) > 1 else '') + '\\n')\n"
+        "os.execv(git, ['git', *sys.argv[1:]])\n", encoding="utf-8")
+    wrapper.chmod(0o755)
+    env = {**os.environ, "PATH": f"{wrapper.parent}{os.pathsep}{os.environ['PATH']}",
+           "SAGE_MEM_DAEMON": "build"}
+    done = subprocess.run([sys.executable, "-m", "sage_mem", "--dir", str(desktop), "sync",
+                           "--remote", str(remote)], env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert f"pulled {HOOK_READS + 6}" in done.stdout
+    lines = seen.read_text(encoding="utf-8").splitlines()
+    checkout = next(n for n, line in enumerate(lines) if line.endswith(" checkout"))
+    assert all(not line.startswith("held") for line in lines[: checkout + 1])
+    after = lines[checkout + 1 :]
+    assert after and all(line.startswith("held") for line in after), lines
+    status, out, err = sm(desktop, "search", "Release note 7")
+    assert status == 0 and "project/note_007" in out, err

@@ -18,6 +18,7 @@ import pytest
 from support import write_memory
 from sync_support import bare_remote, git, machine, memory, sm, sync, use_private_git
 
+from sage_mem.disk.folder import MemoryFolder
 from sage_mem.sync.git import LinkRefused, read_in_tree
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
@@ -465,3 +466,70 @@ def test_a_memory_a_remote_gitignore_hides_is_named_not_dropped_in_silence(
     assert "user_dog.md" in held, out
     assert ".gitignore" in held["user_dog.md"] and "*.md" in held["user_dog.md"], held
     assert "user_dog.md" in sm(victim, "sync")[1]
+
+
+@pytest.mark.parametrize("rule", ["*", "team/", "/team"])
+def test_a_folder_a_remote_gitignore_hides_whole_is_named_in_one_line(
+    tmp_path: Path, rule: str,
+) -> None:
+    """A folder of memories that is a git repository of its own is named by sync (`a git
+    repository of its own`); once a remote `.gitignore` rule ignores it whole, git names
+    only the folder (`team/`), which is no memory's path, and sync said nothing: `pushed 0`,
+    exit 0. It is named once, with the rule, as a memory git ignores is."""
+    remote = bare_remote(tmp_path)
+    victim = victim_folder(tmp_path, remote)
+    attacker = tmp_path / "attacker"
+    clone(remote, attacker)
+    with (attacker / ".gitignore").open("a", encoding="utf-8") as ignore:
+        ignore.write(rule + "\n")
+    git(attacker, "add", "-f", ".gitignore")
+    git(attacker, "commit", "--quiet", "-m", "tidy")
+    git(attacker, "push", "--quiet", "origin", "HEAD")
+    sync(victim)
+    team = victim / "team"
+    team.mkdir()
+    subprocess.run(["git", "init", "--quiet", str(team)], check=True)
+    write_memory(victim, "team/project_deploy", memory("Deploys on Tuesdays", "Tuesdays."))
+    write_memory(victim, "team/notes/user_dog", memory("The dog is Rex", "Rex barks."))
+    status, out, err = sm(victim, "sync", "--json")
+    assert status == 0, (out, err)
+    import json
+
+    held = {h["path"]: h["reason"] for h in json.loads(out)["heldBack"]}
+    assert list(held) == ["team/"], held
+    assert f".gitignore:3: {rule}" in held["team/"] and "repository of its own" in held["team/"]
+    lines = [line for line in sm(victim, "sync")[1].splitlines() if "team/" in line]
+    assert len(lines) == 2 and lines[0].startswith("not committed: team/: ignored by git")
+
+
+@pytest.mark.parametrize("name", [".GIT", ".git ", "GIT~1"])
+def test_a_git_path_refused_when_fetched_is_named_with_its_commit(
+    tmp_path: Path, name: str,
+) -> None:
+    """A tree holding `.GIT/config` (git's plumbing checks nothing) is refused by the fetch
+    (`fetch.fsckObjects`), whose line named only an object id: `not synced: fetching origin
+    failed: error: object 8013362…: hasDotgit: contains '.git'`. The summary names the
+    path, why and the commit that brought it, for a machine that syncs and one that joins
+    (whose summary said `no remote`); exit 0 as offline; nothing of it is kept."""
+    remote = bare_remote(tmp_path)
+    victim = victim_folder(tmp_path, remote)
+    attacker = tmp_path / "attacker"
+    clone(remote, attacker)
+    blob = subprocess.run(["git", "-C", str(attacker), "hash-object", "-w", "--stdin"],
+                          input=b"[core]\n\tfsmonitor = touch pwned\n", capture_output=True,
+                          check=True).stdout.decode().strip()
+    inner = subprocess.run(["git", "-C", str(attacker), "mktree"],
+                           input=f"100644 blob {blob}\tconfig\n".encode(), capture_output=True,
+                           check=True).stdout.decode().strip()
+    push_entry(attacker, f"040000 tree {inner}\t{name}\0".encode())
+    commit = git(remote, "rev-parse", "--short", "main").strip()
+    for folder in (victim, tmp_path / "joiner"):
+        argv = ("sync",) if folder == victim else ("sync", "--remote", str(remote))
+        status, out, err = sm(folder, *argv)
+        assert status == 0 and "Traceback" not in err, (out, err)
+        summary = out.splitlines()[-1]
+        assert f"not synced: origin/main refused when fetched: {name} is a path" in summary, out
+        assert "hasDotgit" in summary and f"from commit {commit} by Tester" in summary, out
+        assert not (folder / name).exists() and not (tmp_path / "pwned").exists()
+        state = MemoryFolder(folder).state_dir
+        assert not [p for p in state.iterdir() if p.name.startswith("refused-")]

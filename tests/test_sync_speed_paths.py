@@ -411,8 +411,14 @@ def test_the_sync_benchmark_runs_every_case_against_git(tmp_path: Path) -> None:
         assert len(cases[case]["ratio"]["rounds"]) == 2
     # The first search right after the join, once its background build ended, the next one,
     # and a cold start in a copy that did not come by sync.
+    searches = cases["first search"]
     for key in ("right after", "sage-mem", "warm", "cold"):
-        assert cases["first search"][key]["cpu"] > 0
+        assert searches[key]["cpu"] > 0
+    # Right after the join against the cache's time and against a cold start.
+    for against in ("warm", "cold"):
+        for key in ("cpu", "wall"):
+            assert searches["ratio"][against][key] == pytest.approx(
+                searches["right after"][key] / searches[against][key])
 
 
 def git_commands_of(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:

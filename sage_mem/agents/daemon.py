@@ -9,9 +9,11 @@ started. The daemon:
    never waited for): a second daemon started meanwhile, by a hook at the
    same moment, finds it held and ends at once, so one build runs at a time;
    the lock is the kernel's and goes with the process, whatever ends it; with
-   `--build-only`, it then waits until no memory file is fresher than the
-   cache's racy window (2 s at most: a file written that recently would be
-   read again by the next process, see `search/cache.py`);
+   `--build-only`, the cache's racy window is waited out (2 s at most: a file
+   written that recently would be read again by the next process, see
+   `search/cache.py`): a large folder's first build starts at once and checks
+   the files that were within the window once it has passed (`cache.settled`);
+   any other waits first;
 2. opens the store as any command does: from the cache when it is current,
    else a build that writes it (the cache written, the next hook answers
    from it even if this process is then stopped);
@@ -83,15 +85,39 @@ def _settle(folder: MemoryFolder) -> None:
 
     A cache built sooner lists those files as racy, and the next process reads
     every one of them again: after a checkout or a sync that brought in the whole
-    folder, that is every file.
+    folder, that is every file. A large folder that will be built whole (no cache,
+    or so many files within the window that its cache is rebuilt, as after a join:
+    `loading.ADOPT_CACHE_FROM` files or more, built straight into the cache file,
+    seconds of build) is not waited for here: its build checks those files once the
+    window has passed (`cache.settled`), so that it does not start late (a search
+    right after a join waits for it). A cache brought up to date file by file (a few
+    pulled) is written as before, and waits.
     """
-    from ..search.cache import RACY_NS, scan
+    from ..search.cache import RACY_NS, cache_path, scan
+    from ..search.loading import ADOPT_CACHE_FROM, REBUILD_AFTER, REBUILD_SHARE
 
     walk = scan(folder)
+    if len(walk) >= ADOPT_CACHE_FROM:
+        window = time.time_ns() - RACY_NS
+        fresh = sum(mtime >= window for mtime in walk.column[1::4])
+        if not cache_path(folder).exists() or (
+                fresh > REBUILD_AFTER and fresh * REBUILD_SHARE > len(walk)):
+            return
     newest = max(walk.column[1::4], default=0)
     wait = (newest + RACY_NS - time.time_ns()) / 1e9
     if wait > 0:
         time.sleep(min(wait, RACY_NS / 1e9))
+
+
+def _settling_store() -> type[MemoryStore]:
+    from ..store import MemoryStore
+
+    class SettlingStore(MemoryStore):
+        """`--build-only`'s store: its build sleeps out the racy window (`MemoryStore._settles`)."""
+
+        _settles = True
+
+    return SettlingStore
 
 
 def listen_for_hooks(store: MemoryStore) -> Listener | None:
@@ -136,7 +162,8 @@ def run_daemon(root: Path, *, idle: float = IDLE_SECONDS, build_only: bool = Fal
         if build_only:
             _settle(folder)
         started = time.monotonic()
-        store = MemoryStore(folder.root, watch=not build_only, poll=poll)
+        opened = _settling_store() if build_only else MemoryStore
+        store = opened(folder.root, watch=not build_only, poll=poll)
         loaded = store.loaded
         how = loaded.how if loaded is not None else "?"
         done = "built the index" if how == "built" else "loaded the index cache"

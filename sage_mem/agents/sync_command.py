@@ -120,9 +120,16 @@ def run_sync(folder: Path, *, remote: str | None, push: bool, allow_secret: bool
         if not as_json:
             err.write(f"{PROG}: {line}\n")
 
+    started: list[int] = []  # a join's build, started as soon as its files are checked out
+
+    def checked_out(root: Path, memories: int) -> None:
+        started.append(memories)
+        index_in_background(root, memories)
+
     result = sync(folder, remote=remote, push=push, progress=progress,
-                  allow_secret=allow_secret)
-    index_in_background(result.root, len(result.pulled))
+                  allow_secret=allow_secret, checked_out=checked_out)
+    if not started:
+        index_in_background(result.root, len(result.pulled))
     if as_json:
         import json
 
@@ -136,7 +143,9 @@ def run_sync(folder: Path, *, remote: str | None, push: bool, allow_secret: bool
 def index_in_background(root: Path, pulled: int) -> None:
     """After a sync that brought in more files than a search reads by itself (a join, a
     long absence): the search index built in the background, as a hook starts it, so
-    that the first search answers from the cache rather than build it while one waits."""
+    that the first search answers from the cache rather than build it while one waits.
+    A join starts it as soon as the remote's files are checked out (`sync`'s
+    `checked_out`), the build overlapping the rest of the join."""
     from ..search import HOOK_READS  # the package alone: no search module imported
 
     if pulled <= HOOK_READS or os.name != "posix":  # the common case, before any import

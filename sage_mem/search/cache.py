@@ -1140,6 +1140,7 @@ def build(
     started_ns: int,
     walk: Walk | None = None,
     secrets: Secrets | None = None,
+    settle: bool = False,
 ) -> int | None:
     """Write the cache of `folder` straight from its memories, with no `Index` in between.
 
@@ -1147,8 +1148,12 @@ def build(
     counted (`building.Builder`) and its record written to a spill file as it
     comes, so the caller holds none of them. `entries` is asked once every
     memory was read. The file is byte for byte what `save` of an index built
-    from the same memories writes (with the same `secrets`). Returns how many
-    memories it holds, or None when the state folder cannot take it.
+    from the same memories writes (with the same `secrets`), but for the files
+    within the racy window as the build began (a folder just checked out):
+    `settled` may find them all unchanged once the window has passed (`settle`:
+    sleeping out what is left of it first), and then none is listed racy.
+    Returns how many memories it holds, or None when the state folder cannot
+    take it.
     """
     from .dense_build import builder_for  # not on the hook's path: a hook never builds
 
@@ -1161,8 +1166,12 @@ def build(
             prefix = str(folder.root) + os.sep
             records = array("Q")
             flags = bytearray() if secrets is not None else None
+            digests: dict[str, str] = {}  # what was read of each file (`settled`)
             for memory in memories:
                 builder.add(memory)
+                where = str(memory.path)
+                digests[where[len(prefix):] if where.startswith(prefix) else where] = (
+                    memory.sha256)
                 piece = _record_piece(memory, prefix)
                 spill.write(piece)
                 records.append(len(piece))
@@ -1174,13 +1183,67 @@ def build(
                 _no_top, _Ranked(packed.order, packed.sorted_crcs, packed.starts,
                                  iter(packed.rounds)),
             )
+            seen = entries()
+            header = _header(scoring, folder, started_ns)
+            walk, racy_from = settled(folder, walk, digests, started_ns, wait=settle)
             # `builder` is still alive here, its rows too: see `_write`.
-            _write(path, _header(scoring, folder, started_ns), body, spill, records,
-                   entries(), started_ns, walk, _secrets_meta(secrets, flags))
+            _write(path, header, body, spill, records, seen, racy_from, walk,
+                   _secrets_meta(secrets, flags))
             del builder
             return len(records)
     except OSError:
         return None
+
+
+def settled(folder: MemoryFolder, walk: Walk | None, digests: Mapping[str, str],
+            started_ns: int, *, wait: bool = False) -> tuple[Walk | None, int]:
+    """The walk a build's cache records and the moment its racy window is counted from.
+
+    A file changed within RACY_NS of the moment the build began is listed racy and read
+    again by the next process: after a checkout of the whole folder (a join), every file,
+    which is a cold build again. So, once the window has passed since the newest file
+    (`wait`: sleeping out what is left of it, at most RACY_NS; else only when it passed
+    while the build ran), the folder is walked again: when that walk finds every path
+    with the signature the build's walk saw, and each file that was within the window
+    holds the bytes the build indexed (their SHA-256, `digests` by relative path), what
+    was indexed is what the folder holds, and a later change moves a signature (its
+    timestamps past the window): the second walk and its moment are returned, and no file
+    is racy. Otherwise (a file changed, one not read, no walk) `walk` and `started_ns`, as
+    before: those files are read again by the next process.
+    """
+    if walk is None or walk.failed or not walk.names:
+        return walk, started_ns
+    window = started_ns - RACY_NS
+    column = walk.column
+    newest = max(max(column[1::4]), max(column[3::4]))
+    if newest < window:
+        return walk, started_ns  # nothing within the window: nothing to settle
+    left = newest + RACY_NS - time.time_ns()
+    if left > 0:
+        if not wait:
+            return walk, started_ns
+        time.sleep(min(left, RACY_NS) / 1e9)
+    now = time.time_ns()
+    if newest >= now - RACY_NS:
+        return walk, started_ns
+    again = scan(folder)
+    if again.failed or again.names != walk.names or again.column != column:
+        return walk, started_ns
+    from ..disk.folder import read_memory
+    from ..errors import SageMemError
+
+    root = folder.root
+    for at, name in enumerate(walk.names):
+        if column[4 * at + 1] < window:
+            continue
+        digest = digests.get(name)
+        try:
+            held = (read_memory(folder, root / name).raw or b"") if digest is not None else None
+        except (OSError, SageMemError):
+            held = None
+        if held is None or sha256(held).hexdigest() != digest:
+            return walk, started_ns
+    return again, now
 
 
 class _Ranked(NamedTuple):

@@ -110,12 +110,16 @@ def load_index(
     started: int,
     build: bool = True,
     by_folders: bool = False,
+    settle: bool = False,
 ) -> Loaded:
     """The index of the folder of `files` (see the module docstring).
 
     `by_folders` (build=False only: a hook answering with no server) lists only
     the folders whose stat changed since the cache (`cache.scan_changed`)
     instead of stat-ing every file; every other open walks the whole folder.
+    `settle` (a build in the background, which no prompt waits for): a large folder's
+    build sleeps out what is left of the racy window before it checks the files that were
+    within it (`cache.settled`), rather than list them for the next process to read again.
     """
     with gc_paused():  # a set and a dict entry per file, none of them garbage
         warm = _from_cache(files, scoring, half_life_days, recover, started, build,
@@ -126,7 +130,8 @@ def load_index(
     if not build:
         return _partial(files, signatures, scoring, half_life_days, recover)
     if len(signatures) >= ADOPT_CACHE_FROM:
-        built = _built_to_cache(files, signatures, scoring, half_life_days, recover, started)
+        built = _built_to_cache(files, signatures, scoring, half_life_days, recover, started,
+                                settle)
         if built is not None:
             return built
         # The state folder cannot take a cache: an index held in memory, as for a small folder.
@@ -142,7 +147,7 @@ def load_index(
 
 def _built_to_cache(
     files: Files, signatures: Signatures, scoring: Scoring, half_life_days: float | None,
-    recover: Callable[[], Iterable[Memory]], started: int,
+    recover: Callable[[], Iterable[Memory]], started: int, settle: bool = False,
 ) -> Loaded | None:
     """A large folder's cold build: the cache written straight from the files, then read.
 
@@ -157,7 +162,7 @@ def _built_to_cache(
         files.folder, _in_id_order(files), lambda: files.entries(signatures),
         scoring=scoring, started_ns=started,
         walk=signatures if isinstance(signatures, cache.Walk) else None,
-        secrets=files.secrets(),
+        secrets=files.secrets(), settle=settle,
     )
     if written is None:
         return None

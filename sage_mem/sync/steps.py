@@ -199,13 +199,16 @@ class SyncResult:
 def sync(
     root: Path | str, *, remote: str | None = None, push: bool = True,
     progress: Progress | None = None, allow_secret: bool = False,
+    checked_out: Callable[[Path, int], None] | None = None,
 ) -> SyncResult:
     """Sync the memory folder at `root` with its remote (see the module docstring).
 
     With `remote`, `origin` is set to it first; a folder that is not yet a
     repository is then made one (`init --git`). Raises SyncError when the
     folder is not a repository of its own, or git fails in a way a later sync
-    cannot finish.
+    cannot finish. `checked_out(root, memories)` is called as soon as a join has
+    checked out the remote's branch (`take_remote`), before `MEMORY.md` is made of
+    what came: the index's build then starts beside the rest of the join.
     """
     remote = local_remote(remote)
     folder = MemoryFolder(root)
@@ -233,6 +236,7 @@ def sync(
         )
     with file_lock(folder.state_dir / SYNC_LOCK, timeout=60):
         run = _Sync(folder, git, progress or (lambda _: None), allow_secret)
+        run.checked_out = checked_out
         record = folder.state_dir / SYNC_RECORD
         run.recover_locks(record)
         run.check_idle()
@@ -376,6 +380,25 @@ def _inside(path: str) -> bool:
         part not in ("", ".", "..") and part.lower().rstrip(". ") != ".git" for part in parts)
 
 
+# git's line when `fetch.fsckObjects` refused an object: `error: object ID: CHECK: WHAT`.
+_FSCK_ERROR = re.compile(r"error: object ([0-9a-f]+): (\w+: [^\n]*)")
+
+
+def _git_like(path: str) -> bool:
+    """A path with a part another file system takes for `.git` (`git~1`, the 8.3 name;
+    `.git::$INDEX_ALLOCATION`, a stream): git refuses them when fetched."""
+    return any(part.lower().rstrip(". ") == "git~1" or part.lower().startswith(".git:")
+               for part in path.split("/"))
+
+
+def _refused_why(path: str) -> str:
+    """Why a path `_inside` or `_git_like` refuses may not be checked out, in a few words."""
+    parts = path.replace("\\", "/").split("/")
+    if _git_like(path) or any(part.lower().rstrip(". ") == ".git" for part in parts):
+        return "a `.git` in it: git would take what it holds for a repository's own files"
+    return "it leads outside the folder"
+
+
 def _may_hold_temps(path: str) -> bool:
     """Whether `git status` naming this path (changed, untracked or ignored) may mean a temp
     file a killed write left (`.name.PID.hex.tmp`): one, or a folder git did not look into
@@ -448,6 +471,7 @@ class _Sync:
         # git's line when the remote refused to update its branch (its ref was locked):
         # a race, unless it stays so on every attempt (a killed push left the lock).
         self.ref_refused: str | None = None
+        self.checked_out: Callable[[Path, int], None] | None = None  # see `sync`
 
     # 1. what a killed sync left
 
@@ -576,6 +600,7 @@ class _Sync:
                    and not (self.git.git_dir / "MERGE_HEAD").exists()
                    and self.take_remote(status))
         if result.offline:
+            result.remote = self.git.remote_url()  # a join that could not fetch: not "no remote"
             return result
         if not fetched:
             self.commit_changes(status, generation)
@@ -636,8 +661,13 @@ class _Sync:
     def name_ignored(self, ignored: list[str]) -> None:
         """Hold back, by name and rule, each memory git ignores: it never leaves this machine
         (a `.gitignore` of `*.md` from the remote hid every new memory, `pushed 0`, said
-        nowhere). One `git check-ignore` only when git ignores a memory."""
-        memories = [p for p in ignored if self.folder.id_for(self.root / p) is not None]
+        nowhere). One `git check-ignore` only when git ignores a memory.
+
+        A folder git names whole (`team/`: one git does not look into, a repository of its
+        own, under a rule such as `*` or its own path) is named once, in one line, when it
+        holds a memory."""
+        memories = [p for p in ignored if (self.folder.id_for(self.root / p) is not None
+                                           if not p.endswith("/") else self.holds_memory(p))]
         if not memories:
             return
         # check-ignore refuses the literal pathspecs every other command is run with
@@ -647,10 +677,23 @@ class _Sync:
         for source, line, pattern, path in zip(fields[::4], fields[1::4], fields[2::4],
                                                fields[3::4], strict=False):
             rule = _shown(f"{os.fsdecode(source)}:{line.decode()}: {os.fsdecode(pattern)}")
-            item = Held(os.fsdecode(path), f"ignored by git ({rule}), so it never leaves this "
-                        "machine: take it out of that rule (or git add -f it), then sync")
+            name = os.fsdecode(path)
+            what = ("it and the memories in it never leave this machine (and git does not "
+                    "look into it: a git repository of its own)" if name.endswith("/")
+                    else "it never leaves this machine")
+            item = Held(name, f"ignored by git ({rule}), so {what}: take it out of that rule "
+                        "(or git add -f it), then sync")
             if item not in self.result.held_back:
                 self.result.held_back.append(item)
+
+    def holds_memory(self, folder: str) -> bool:
+        """Whether a folder git names whole (`team/`) holds a memory file, at any depth (no
+        link followed, no `.git` folder looked into)."""
+        for top, folders, files in os.walk(self.root / folder):
+            folders[:] = [name for name in folders if name != ".git"]
+            if any(self.folder.id_for(Path(top, name)) is not None for name in files):
+                return True
+        return False
 
     def nothing_changed(self, status: tuple[dict[str, str], list[str]] | None) -> bool:
         """Whether the work tree is the last commit's, and MEMORY.md known to be what a
@@ -894,9 +937,76 @@ class _Sync:
         self.progress(f"fetching {REMOTE}")
         done = self.git.run("fetch", "--quiet", REMOTE, check=False)
         if done.returncode != 0:
-            self.result.offline = f"fetching {REMOTE} failed: {error_line(done)}"
+            self.result.offline = (self.refused_when_fetched(done)
+                                   or f"fetching {REMOTE} failed: {error_line(done)}")
             return False
         return True
+
+    def refused_when_fetched(self, done: subprocess.CompletedProcess[bytes]) -> str | None:
+        """Why git refused what the remote sent (`fetch.fsckObjects`), naming the path: git
+        names only an object id and a check (`hasDotgit: contains '.git'`). None when the
+        fetch failed for any other reason (offline) or no such path is found.
+
+        The remote's branches are fetched again, unchecked, into a repository of their own
+        in the state folder (borrowing this one's objects), whose trees are only listed,
+        never checked out, and which is removed at once: the first path sync would refuse
+        (`_inside`: `..`, a `.git` part in any case or with trailing dots; git's other
+        names of `.git`, `git~1` and `.git:stream`) is named with the commit that brought
+        it; failing that, the folder holding the name git refused (its tree's object)."""
+        said = (done.stderr or b"").decode("utf-8", "replace")
+        check = _FSCK_ERROR.search(said)
+        url = self.git.remote_url()
+        if check is None or url is None:
+            return None
+        import shutil
+        import tempfile
+
+        refused, why = check.group(1), _shown(check.group(2))
+        quarantine = tempfile.mkdtemp(prefix="refused-", dir=self.folder.state_dir)
+        try:
+            bare = ("--git-dir", quarantine)
+            self.git.run(*bare, "init", "--quiet", "--bare", check=False)
+            alternates = Path(quarantine, "objects", "info", "alternates")
+            alternates.write_text(str(self.git.git_dir / "objects") + "\n", encoding="utf-8")
+            unchecked = ("-c", "fetch.fsckObjects=false", "-c", "transfer.fsckObjects=false")
+            self.git.run(*bare, *unchecked, "fetch", "--quiet", "--no-tags", url,
+                         "+refs/heads/*:refs/heads/*", check=False)
+            branches = self.git.run(*bare, "for-each-ref", "--format=%(refname:short)",
+                                    "refs/heads/", check=False).stdout.decode().split()
+            for branch in branches:
+                root = self.git.run(*bare, "rev-parse", f"{branch}^{{tree}}",
+                                    check=False).stdout.decode().strip()
+                trees = {root: ""}
+                path = None
+                for entry in self.git.run(*bare, "ls-tree", "-r", "-t", "-z", branch,
+                                          check=False).stdout.split(b"\0"):
+                    meta, _, raw = entry.partition(b"\t")
+                    name = os.fsdecode(raw)
+                    if not name:
+                        continue
+                    if not _inside(name) or _git_like(name):
+                        path = name
+                        break
+                    if meta.split(b" ")[1:2] == [b"tree"]:
+                        trees.setdefault(meta.split(b" ")[2].decode(), name + "/")
+                if path is None and refused in trees:
+                    path = trees[refused]  # a name git refused in this folder ("" the top)
+                elif path is None:
+                    continue
+                found = self.git.run(*bare, "--literal-pathspecs", "log", "-1",
+                                     "--format=%h by %an", branch, "--", *([path] if path else []),
+                                     check=False).stdout.decode("utf-8", "replace").strip()
+                commit = f", from commit {_shown(found)[:80]}" if found else ""
+                what = (f"{_shown(path)} is a path sync never checks out ({_refused_why(path)}; "
+                        f"git: {why})" if not path.endswith("/") and path else
+                        f"a name in {_shown(path) or 'the top folder'} that git refuses ({why})")
+                return (f"{REMOTE}/{_shown(branch)} refused when fetched: {what}{commit}: ask "
+                        "its author to remove it, then sync")
+            return None
+        except OSError:
+            return None
+        finally:
+            shutil.rmtree(quarantine, ignore_errors=True)
 
     def take_remote(self, status: tuple[dict[str, str], list[str]]) -> bool:
         """A folder with nothing committed and nothing in it but what `init` made (MEMORY.md
@@ -929,6 +1039,9 @@ class _Sync:
         self.progress(f"checking out {REMOTE}/{branch}")
         self.git.run("checkout", "--quiet", "-B", branch, "--track",
                      f"{REMOTE}/{branch}")
+        came = memory_ids(tree)
+        if self.checked_out is not None:
+            self.checked_out(self.root, len(came))
         if branch != ours:
             self.result.notes.append(f"working on {REMOTE}'s branch {branch!r}")
         # The remote's .gitattributes may lack the merge driver's line: added (and committed).
@@ -939,7 +1052,7 @@ class _Sync:
                                          (".gitattributes", attributes)) if differs}
         self.commit_local(self.result, changed=changed)
         self.stamp_index()
-        self.result.pulled.extend(memory_ids(tree))
+        self.result.pulled.extend(came)
         return True
 
     def only_template_files(self, status: tuple[dict[str, str], list[str]]) -> bool:
