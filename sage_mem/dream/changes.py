@@ -30,7 +30,7 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from ..disk.folder import MemoryFolder, read_memory
 from ..disk.safe_io import Seen
@@ -40,6 +40,9 @@ from ..memory.file_format import sha256_bytes
 from ..memory.value import Memory, memory_from_meta
 from ..store import MemoryStore, new_memory_bytes
 from .manifest import Manifest
+
+if TYPE_CHECKING:
+    from .snapshots import Snapshot
 
 T = TypeVar("T")
 
@@ -63,6 +66,8 @@ class Applier:
         self.source = source
         self.archived: dict[str, str | None] = {}
         """Ids archived (report mode: proposed for it) in this run -> their successor."""
+        self._snapshot: Snapshot | Literal[False] | None = None
+        """The run's rollback point, once read (False: the run has none)."""
         self.proposed: dict[str, Memory] = {}
         """Report mode: each memory as the changes proposed so far would leave it, so that
         the rules after see what they would see in a rewrite run (one code path)."""
@@ -131,12 +136,42 @@ class Applier:
         if before is None or before.get("sha256") != memory.sha256:
             self._refuse(base, _changed_since_read(before))
             return None
+        self._keep_before(rel, memory)
         entry = self.manifest.add_change({**base, "state": "pending", "before": before})
         try:
             return entry, before, change()
         except SageMemError as exc:
             self.manifest.drop_change(entry, {**base, "refusedBecause": str(exc)})
             return None
+
+    def _keep_before(self, rel: str, memory: Memory) -> None:
+        """Make the bytes about to be changed the rollback point's copy of `rel`, when they are
+        a save made after the rollback point was taken (not the run's own earlier change):
+        a rollback then undoes the run, never that save (`snapshots.keep_before`)."""
+        from .snapshots import keep_before, load_snapshot  # snapshots reads through this module
+        if self._snapshot is None:
+            self._snapshot = load_snapshot(self.manifest.paths, self.manifest.run_id) or False
+        if self._snapshot is False:
+            return  # no rollback point (a report run's model pass keeps none of its own)
+        entry = self._snapshot.files.get(rel)
+        if entry is not None and entry.sha256 == memory.sha256:
+            return
+        if self._left_by_run(rel) == memory.sha256:
+            return
+        try:
+            seen = read_checked(self.store.folder, memory.path)
+        except REFUSED:
+            return
+        if seen.raw is None or sha256_bytes(seen.raw) != memory.sha256:
+            return  # changed again: the write, made against memory.sha256, is refused
+        self._snapshot = keep_before(self._snapshot, rel, seen.raw, seen.mode)
+
+    def _left_by_run(self, rel: str) -> str | None:
+        """The sha256 this run's last change of `rel` left there (None: it has not changed it)."""
+        for change in reversed(self.manifest.changes):
+            if change.get("file") == rel and change.get("state") == "applied":
+                return (change.get("after") or {}).get("sha256")
+        return None
 
     def archive(
         self, memory: Memory, *, rule: str, reason: str | None, superseded_by: str | None = None

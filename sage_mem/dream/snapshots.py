@@ -15,6 +15,13 @@ points of a large folder cost little more than one. `archive/` is not copied:
 nothing in it is ever rewritten, and a rollback never needs to put a file back
 there. Protective snapshots (taken by a rollback, of the present) are never
 rotated out, so that every rollback can itself be rolled back.
+
+A file saved after the rollback point was taken and before the run changed it (an
+editor, an agent, `git pull` while the run goes) is changed by the run over that
+save: the run read it. Its copy is then replaced by the bytes the run changed
+(`keep_before`, before the change is made), so that a rollback puts back the save
+and undoes only the run; `snapshot.json` lists such files under `keptBefore` with
+the sha256 the rollback point first had.
 """
 
 from __future__ import annotations
@@ -23,9 +30,10 @@ import json
 import os
 import shutil
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from ..disk.folder import INDEX_FILE, MemoryFolder
 from ..disk.locks import write_lock
@@ -116,15 +124,10 @@ def take_snapshot(
         "runId": run_id,
         "created": snapshot.created,
         "protective": protective,
-        "files": {
-            rel: {"sha256": e.sha256, "bytes": e.bytes, "mode": e.mode}
-            for rel, e in sorted(files.items())
-        },
+        "files": _files_record(files),
         "refused": dict(sorted(refused.items())),
     }
-    atomic_write(
-        root / MANIFEST, text_bytes(json.dumps(record, ensure_ascii=False, indent=1) + "\n")
-    )
+    _save_record(root, record)
     return snapshot
 
 
@@ -143,6 +146,32 @@ def load_snapshot(paths: DreamPaths, run_id: str) -> Snapshot | None:
     return Snapshot(
         run_id, root, str(data.get("created", "")), bool(data.get("protective")), files, refused
     )
+
+
+def keep_before(snapshot: Snapshot, rel: str, data: bytes, mode: int | None) -> Snapshot:
+    """Make `data` (the bytes a run is about to change) the rollback point's copy of `rel`.
+
+    Called before the change, when the copy differs: the file was saved after the
+    rollback point was taken. The new copy is a new file put in place by a rename (an
+    old copy may be a hard link shared with another snapshot, never written again), then
+    `snapshot.json` is rewritten atomically: a kill at any moment leaves a complete
+    rollback point, with the old copy or the new one. Returns the snapshot as it now is.
+    """
+    digest = sha256_bytes(data)
+    entry = snapshot.files.get(rel)
+    if entry is not None and entry.sha256 == digest:
+        return snapshot
+    target = snapshot.root / "files" / rel
+    make_private_dirs(target.parent)
+    atomic_write(target, data)  # a new file renamed over the name: a shared link is kept
+    record = json.loads((snapshot.root / MANIFEST).read_text(encoding="utf-8"))
+    kept = record.setdefault("keptBefore", {})
+    kept.setdefault(rel, entry.sha256 if entry is not None else None)
+    kept_mode = mode if mode is not None else 0o600
+    files = {**snapshot.files, rel: FileEntry(digest, len(data), kept_mode)}
+    record["files"] = _files_record(files)
+    _save_record(snapshot.root, record)
+    return replace(snapshot, files=files)
 
 
 def has_snapshot(paths: DreamPaths, run_id: str) -> bool:
@@ -172,6 +201,20 @@ def rotate(paths: DreamPaths, keep: int) -> list[str]:
     for run_id in ordinary[keep:]:
         shutil.rmtree(paths.snapshot_dir(run_id), ignore_errors=True)
     return ordinary[keep:]
+
+
+def _files_record(files: dict[str, FileEntry]) -> dict[str, dict[str, Any]]:
+    return {
+        rel: {"sha256": e.sha256, "bytes": e.bytes, "mode": e.mode}
+        for rel, e in sorted(files.items())
+    }
+
+
+def _save_record(root: Path, record: dict[str, Any]) -> None:
+    """Write `snapshot.json` (atomically: its presence means the copy is complete)."""
+    atomic_write(
+        root / MANIFEST, text_bytes(json.dumps(record, ensure_ascii=False, indent=1) + "\n")
+    )
 
 
 def _snapshot_ids(paths: DreamPaths) -> list[str]:

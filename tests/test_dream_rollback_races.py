@@ -1,0 +1,124 @@
+"""A rollback never reverts what was saved after its run started.
+
+The rollback point is taken as a run starts; a person, an agent or `git pull` may save a
+memory after that and before a rule reads it. The run's change is then made over that save
+(it read it), and putting back the rollback point's copy would undo the save as well: found
+by a probe of `dream --mode rewrite` while an MCP agent appended to memories (2 of 156
+appends reverted by the rollback, in silence). The run keeps, as the rollback point of each
+file it changes, the bytes it changed.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_dream_support import add
+
+from sage_mem.dream import rollback, run_dream
+from sage_mem.dream import runner as dream_runner
+from sage_mem.store import MemoryStore
+
+# The module, not the function the package exports under its name.
+dream_rollback = importlib.import_module("sage_mem.dream.rollback")
+
+LONG = " ".join(
+    f"Step {n}: run the renewal check and read its report line by line." for n in range(8)
+)
+
+
+def _after_the_rollback_point(
+    monkeypatch: pytest.MonkeyPatch, store: MemoryStore, save: Callable[[], None]
+) -> None:
+    """Make `save` happen right after the run's rollback point is taken (and the store see it)."""
+    taken = dream_runner.take_snapshot
+
+    def then_save(*args: Any, **kwargs: Any) -> Any:
+        snapshot = taken(*args, **kwargs)
+        save()
+        store.reconcile()
+        return snapshot
+
+    monkeypatch.setattr(dream_runner, "take_snapshot", then_save)
+
+
+def _changes(manifest: str | None) -> list[dict[str, Any]]:
+    assert manifest is not None
+    data = json.loads(Path(manifest).read_text(encoding="utf-8"))
+    changes: list[dict[str, Any]] = data["changes"]
+    return changes
+
+
+@pytest.mark.parametrize("scope", ["touched", "all"])
+def test_a_save_between_the_rollback_point_and_the_runs_change_survives_the_rollback(
+    empty_dir: Path, monkeypatch: pytest.MonkeyPatch, scope: str
+) -> None:
+    path = add(empty_dir, "reference_cert_renewal", "How the certificate renewal is tested",
+               LONG, category="reference")
+    store = MemoryStore(empty_dir, watch=False)
+
+    def save() -> None:
+        text = path.read_text(encoding="utf-8")
+        path.write_text(text + "\nSAVED-AFTER-START\n", encoding="utf-8")
+
+    _after_the_rollback_point(monkeypatch, store, save)
+    run = run_dream(store, mode="rewrite")
+    assert "SAVED-AFTER-START" in path.read_text(encoding="utf-8")
+    changed = [c for c in _changes(run.manifest) if c["file"] == "reference_cert_renewal.md"]
+    assert changed and changed[0]["state"] == "applied"  # the run did change it, over the save
+
+    rollback(store, run.run_id, scope=scope)
+    text = path.read_text(encoding="utf-8")
+    assert "SAVED-AFTER-START" in text
+    assert "summary:" not in text  # the run's change is undone all the same
+
+
+def test_a_memory_created_after_the_rollback_point_and_changed_by_the_run_stays_in_service(
+    empty_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    add(empty_dir, "user_cat", "The user's cat is called Sesame", category="user")
+    store = MemoryStore(empty_dir, watch=False)
+    new = empty_dir / "project_agent_note.md"
+
+    def save() -> None:
+        add(empty_dir, "project_agent_note", "What the agent noted about renewals", LONG,
+            category="project")
+
+    _after_the_rollback_point(monkeypatch, store, save)
+    run = run_dream(store, mode="rewrite")
+    assert any(c.get("file") == "project_agent_note.md" and c["state"] == "applied"
+               for c in _changes(run.manifest))
+    written = new.read_text(encoding="utf-8")
+
+    result = rollback(store, run.run_id)
+    assert new.is_file(), result.format_text()
+    assert "Step 7" in new.read_text(encoding="utf-8")
+    assert "summary:" not in new.read_text(encoding="utf-8") and written != new.read_text()
+
+
+def test_a_save_a_forced_rollback_puts_back_is_kept_by_its_protective_snapshot(
+    empty_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = add(empty_dir, "reference_cert_renewal", "How the certificate renewal is tested",
+               LONG, category="reference")
+    store = MemoryStore(empty_dir, watch=False)
+    run = run_dream(store, mode="rewrite")
+    taken = dream_rollback.take_snapshot
+
+    def then_save(*args: Any, **kwargs: Any) -> Any:
+        snapshot = taken(*args, **kwargs)
+        path.write_text(path.read_text(encoding="utf-8") + "\nSAVED-DURING-ROLLBACK\n",
+                        encoding="utf-8")
+        return snapshot
+
+    monkeypatch.setattr(dream_rollback, "take_snapshot", then_save)
+    undo = rollback(store, run.run_id, force=True)  # asked: the save goes, into the snapshot
+    assert "SAVED-DURING-ROLLBACK" not in path.read_text(encoding="utf-8")
+    monkeypatch.setattr(dream_rollback, "take_snapshot", taken)
+    assert undo.rollback_id is not None
+    rollback(store, undo.rollback_id)
+    assert "SAVED-DURING-ROLLBACK" in path.read_text(encoding="utf-8")
