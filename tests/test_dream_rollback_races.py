@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib
 import json
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -122,3 +123,50 @@ def test_a_save_a_forced_rollback_puts_back_is_kept_by_its_protective_snapshot(
     assert undo.rollback_id is not None
     rollback(store, undo.rollback_id)
     assert "SAVED-DURING-ROLLBACK" in path.read_text(encoding="utf-8")
+
+
+def test_a_line_a_person_adds_to_their_memory_md_while_the_run_goes_survives_the_rollback(
+    empty_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    add(empty_dir, "reference_cert_renewal", "How the certificate renewal is tested", LONG,
+        category="reference")
+    index = empty_dir / "MEMORY.md"
+    index.write_text("# My notes\n\n- keep the renewal runbook close\n", encoding="utf-8")
+    store = MemoryStore(empty_dir, watch=False)
+    store.regenerate_index()  # sage-mem's region beside the person's lines
+
+    def save() -> None:
+        text = index.read_text(encoding="utf-8")
+        index.write_text(text + "- LINE-ADDED-WHILE-THE-RUN-WENT\n", encoding="utf-8")
+
+    _after_the_rollback_point(monkeypatch, store, save)
+    run = run_dream(store, mode="rewrite")
+    assert "LINE-ADDED-WHILE-THE-RUN-WENT" in index.read_text(encoding="utf-8")
+    rollback(store, run.run_id)
+    assert "LINE-ADDED-WHILE-THE-RUN-WENT" in index.read_text(encoding="utf-8")
+
+
+def test_a_kept_copy_is_a_new_file_so_a_kill_before_snapshot_json_names_it_leaves_the_old(
+    empty_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The rollback point is whole at every moment: the old copy is never written over."""
+    from sage_mem.dream import snapshots
+    from sage_mem.dream.paths import DreamPaths
+
+    path = add(empty_dir, "reference_cert_renewal", "How the certificate renewal is tested",
+               LONG, category="reference")
+    store = MemoryStore(empty_dir, watch=False)
+    paths = DreamPaths(store.folder)
+    snapshot = snapshots.take_snapshot(store.folder, paths, "20261206T000000Z-0001",
+                                       protective=False, now=datetime.now(UTC))
+    old = snapshot.read("reference_cert_renewal.md")
+
+    def killed(*args: Any, **kwargs: Any) -> None:
+        raise KeyboardInterrupt  # killed before snapshot.json names the new copy
+
+    monkeypatch.setattr(snapshots, "_save_record", killed)
+    with pytest.raises(KeyboardInterrupt):
+        snapshots.keep_before(snapshot, "reference_cert_renewal.md", b"saved since\n", 0o600)
+    again = snapshots.load_snapshot(paths, "20261206T000000Z-0001")
+    assert again is not None and again.read("reference_cert_renewal.md") == old
+    assert path.read_bytes() == old

@@ -30,7 +30,7 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 from ..disk.folder import MemoryFolder, read_memory
 from ..disk.safe_io import Seen
@@ -41,10 +41,8 @@ from ..memory.value import Memory, memory_from_meta
 from ..store import MemoryStore, new_memory_bytes
 from .manifest import Manifest
 
-if TYPE_CHECKING:
-    from .snapshots import Snapshot
-
 T = TypeVar("T")
+Keep = Callable[[str, str, Callable[[], bool]], None]
 
 MODES = ("report", "rewrite")
 REFUSED = (InvalidId, InvalidMemory)
@@ -56,18 +54,20 @@ class Applier:
     """Makes (or, in report mode, proposes) changes and records each one in the manifest."""
 
     def __init__(
-        self, store: MemoryStore, manifest: Manifest, *, mode: str, source: str = "rules"
+        self, store: MemoryStore, manifest: Manifest, *, mode: str, source: str = "rules",
+        keep: Keep | None = None,
     ) -> None:
         if mode not in MODES:
             raise ValueError(mode)
+        self.keep = keep
+        """Called with (file, sha256, made by this run?) before each change in a rewrite run:
+        the rollback point keeps those bytes when they are a save made since it was taken."""
         self.store = store
         self.manifest = manifest
         self.mode = mode
         self.source = source
         self.archived: dict[str, str | None] = {}
         """Ids archived (report mode: proposed for it) in this run -> their successor."""
-        self._snapshot: Snapshot | Literal[False] | None = None
-        """The run's rollback point, once read (False: the run has none)."""
         self.proposed: dict[str, Memory] = {}
         """Report mode: each memory as the changes proposed so far would leave it, so that
         the rules after see what they would see in a rewrite run (one code path)."""
@@ -147,24 +147,9 @@ class Applier:
     def _keep_before(self, rel: str, memory: Memory) -> None:
         """Make the bytes about to be changed the rollback point's copy of `rel`, when they are
         a save made after the rollback point was taken (not the run's own earlier change):
-        a rollback then undoes the run, never that save (`snapshots.keep_before`)."""
-        from .snapshots import keep_before, load_snapshot  # snapshots reads through this module
-        if self._snapshot is None:
-            self._snapshot = load_snapshot(self.manifest.paths, self.manifest.run_id) or False
-        if self._snapshot is False:
-            return  # no rollback point (a report run's model pass keeps none of its own)
-        entry = self._snapshot.files.get(rel)
-        if entry is not None and entry.sha256 == memory.sha256:
-            return
-        if self._left_by_run(rel) == memory.sha256:
-            return
-        try:
-            seen = read_checked(self.store.folder, memory.path)
-        except REFUSED:
-            return
-        if seen.raw is None or sha256_bytes(seen.raw) != memory.sha256:
-            return  # changed again: the write, made against memory.sha256, is refused
-        self._snapshot = keep_before(self._snapshot, rel, seen.raw, seen.mode)
+        a rollback then undoes the run, never that save (`snapshots.BeforeKeeper`)."""
+        if self.keep is not None:
+            self.keep(rel, memory.sha256, lambda: self._left_by_run(rel) == memory.sha256)
 
     def _left_by_run(self, rel: str) -> str | None:
         """The sha256 this run's last change of `rel` left there (None: it has not changed it)."""

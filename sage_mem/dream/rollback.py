@@ -658,7 +658,7 @@ class _Rollback:
         if protective is None:
             return
         entry = protective.files.get(rel)
-        if seen.raw is not None and (entry is None or entry.sha256 != _sha(seen)):
+        if seen.raw is not None and entry is not None and entry.sha256 != _sha(seen):
             self.protective = keep_before(protective, rel, seen.raw, seen.mode)
 
     def _put_back(
