@@ -47,6 +47,28 @@ def _after_the_rollback_point(
     monkeypatch.setattr(dream_runner, "take_snapshot", then_save)
 
 
+def _renewal(folder: Path) -> tuple[Path, MemoryStore]:
+    """A memory with a long body and no summary (the run adds one), and a store of its folder."""
+    path = add(folder, "reference_cert_renewal", "How the certificate renewal is tested", LONG,
+               category="reference")
+    return path, MemoryStore(folder, watch=False)
+
+
+def _append(path: Path, line: str) -> None:
+    """Save `path` with `line` added at its end, as an editor does."""
+    path.write_text(path.read_text(encoding="utf-8") + line, encoding="utf-8")
+
+
+def _dream_with_a_save(
+    monkeypatch: pytest.MonkeyPatch, store: MemoryStore, path: Path, line: str
+) -> Any:
+    """A rewrite run during which `line` is saved into `path` after the rollback point."""
+    _after_the_rollback_point(monkeypatch, store, lambda: _append(path, line))
+    run = run_dream(store, mode="rewrite")
+    assert line.strip() in path.read_text(encoding="utf-8")
+    return run
+
+
 def _changes(manifest: str | None) -> list[dict[str, Any]]:
     assert manifest is not None
     data = json.loads(Path(manifest).read_text(encoding="utf-8"))
@@ -58,17 +80,9 @@ def _changes(manifest: str | None) -> list[dict[str, Any]]:
 def test_a_save_between_the_rollback_point_and_the_runs_change_survives_the_rollback(
     empty_dir: Path, monkeypatch: pytest.MonkeyPatch, scope: str
 ) -> None:
-    path = add(empty_dir, "reference_cert_renewal", "How the certificate renewal is tested",
-               LONG, category="reference")
-    store = MemoryStore(empty_dir, watch=False)
+    path, store = _renewal(empty_dir)
 
-    def save() -> None:
-        text = path.read_text(encoding="utf-8")
-        path.write_text(text + "\nSAVED-AFTER-START\n", encoding="utf-8")
-
-    _after_the_rollback_point(monkeypatch, store, save)
-    run = run_dream(store, mode="rewrite")
-    assert "SAVED-AFTER-START" in path.read_text(encoding="utf-8")
+    run = _dream_with_a_save(monkeypatch, store, path, "\nSAVED-AFTER-START\n")
     changed = [c for c in _changes(run.manifest) if c["file"] == "reference_cert_renewal.md"]
     assert changed and changed[0]["state"] == "applied"  # the run did change it, over the save
 
@@ -104,16 +118,13 @@ def test_a_memory_created_after_the_rollback_point_and_changed_by_the_run_stays_
 def test_a_save_a_forced_rollback_puts_back_is_kept_by_its_protective_snapshot(
     empty_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    path = add(empty_dir, "reference_cert_renewal", "How the certificate renewal is tested",
-               LONG, category="reference")
-    store = MemoryStore(empty_dir, watch=False)
+    path, store = _renewal(empty_dir)
     run = run_dream(store, mode="rewrite")
     taken = dream_rollback.take_snapshot
 
     def then_save(*args: Any, **kwargs: Any) -> Any:
         snapshot = taken(*args, **kwargs)
-        path.write_text(path.read_text(encoding="utf-8") + "\nSAVED-DURING-ROLLBACK\n",
-                        encoding="utf-8")
+        _append(path, "\nSAVED-DURING-ROLLBACK\n")
         return snapshot
 
     monkeypatch.setattr(dream_rollback, "take_snapshot", then_save)
@@ -128,20 +139,12 @@ def test_a_save_a_forced_rollback_puts_back_is_kept_by_its_protective_snapshot(
 def test_a_line_a_person_adds_to_their_memory_md_while_the_run_goes_survives_the_rollback(
     empty_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    add(empty_dir, "reference_cert_renewal", "How the certificate renewal is tested", LONG,
-        category="reference")
     index = empty_dir / "MEMORY.md"
     index.write_text("# My notes\n\n- keep the renewal runbook close\n", encoding="utf-8")
-    store = MemoryStore(empty_dir, watch=False)
+    _, store = _renewal(empty_dir)
     store.regenerate_index()  # sage-mem's region beside the person's lines
 
-    def save() -> None:
-        text = index.read_text(encoding="utf-8")
-        index.write_text(text + "- LINE-ADDED-WHILE-THE-RUN-WENT\n", encoding="utf-8")
-
-    _after_the_rollback_point(monkeypatch, store, save)
-    run = run_dream(store, mode="rewrite")
-    assert "LINE-ADDED-WHILE-THE-RUN-WENT" in index.read_text(encoding="utf-8")
+    run = _dream_with_a_save(monkeypatch, store, index, "- LINE-ADDED-WHILE-THE-RUN-WENT\n")
     rollback(store, run.run_id)
     assert "LINE-ADDED-WHILE-THE-RUN-WENT" in index.read_text(encoding="utf-8")
 
@@ -153,9 +156,7 @@ def test_a_kept_copy_is_a_new_file_so_a_kill_before_snapshot_json_names_it_leave
     from sage_mem.dream import snapshots
     from sage_mem.dream.paths import DreamPaths
 
-    path = add(empty_dir, "reference_cert_renewal", "How the certificate renewal is tested",
-               LONG, category="reference")
-    store = MemoryStore(empty_dir, watch=False)
+    path, store = _renewal(empty_dir)
     paths = DreamPaths(store.folder)
     snapshot = snapshots.take_snapshot(store.folder, paths, "20261206T000000Z-0001",
                                        protective=False, now=datetime.now(UTC))
