@@ -42,6 +42,7 @@ from ..store import MemoryStore, new_memory_bytes
 from .manifest import Manifest
 
 T = TypeVar("T")
+Keep = Callable[[str, str, Callable[[], bool]], None]
 
 MODES = ("report", "rewrite")
 REFUSED = (InvalidId, InvalidMemory)
@@ -53,10 +54,14 @@ class Applier:
     """Makes (or, in report mode, proposes) changes and records each one in the manifest."""
 
     def __init__(
-        self, store: MemoryStore, manifest: Manifest, *, mode: str, source: str = "rules"
+        self, store: MemoryStore, manifest: Manifest, *, mode: str, source: str = "rules",
+        keep: Keep | None = None,
     ) -> None:
         if mode not in MODES:
             raise ValueError(mode)
+        self.keep = keep
+        """Called with (file, sha256, made by this run?) before each change in a rewrite run:
+        the rollback point keeps those bytes when they are a save made since it was taken."""
         self.store = store
         self.manifest = manifest
         self.mode = mode
@@ -131,12 +136,27 @@ class Applier:
         if before is None or before.get("sha256") != memory.sha256:
             self._refuse(base, _changed_since_read(before))
             return None
+        self._keep_before(rel, memory)
         entry = self.manifest.add_change({**base, "state": "pending", "before": before})
         try:
             return entry, before, change()
         except SageMemError as exc:
             self.manifest.drop_change(entry, {**base, "refusedBecause": str(exc)})
             return None
+
+    def _keep_before(self, rel: str, memory: Memory) -> None:
+        """Make the bytes about to be changed the rollback point's copy of `rel`, when they are
+        a save made after the rollback point was taken (not the run's own earlier change):
+        a rollback then undoes the run, never that save (`snapshots.BeforeKeeper`)."""
+        if self.keep is not None:
+            self.keep(rel, memory.sha256, lambda: self._left_by_run(rel) == memory.sha256)
+
+    def _left_by_run(self, rel: str) -> str | None:
+        """The sha256 this run's last change of `rel` left there (None: it has not changed it)."""
+        for change in reversed(self.manifest.changes):
+            if change.get("file") == rel and change.get("state") == "applied":
+                return (change.get("after") or {}).get("sha256")
+        return None
 
     def archive(
         self, memory: Memory, *, rule: str, reason: str | None, superseded_by: str | None = None

@@ -57,7 +57,7 @@ from .candidates import work_list
 from .changes import Applier, file_state
 from .manifest import Manifest
 from .paths import DreamPaths
-from .snapshots import has_snapshot, take_snapshot
+from .snapshots import BeforeKeeper, has_snapshot, take_snapshot
 
 RULE = "model"
 OUTSIDE = "outside"
@@ -348,8 +348,9 @@ def attach_tools(store: MemoryStore, run_id: str, *, max_calls: int = 200) -> Dr
     limit = manifest.data.get("agentMaxCalls")
     if isinstance(limit, int) and not isinstance(limit, bool):
         max_calls = limit
+    keep = BeforeKeeper(store.folder, paths, run_id) if mode == "rewrite" else None
     return DreamTools(
-        store, Applier(store, manifest, mode=mode, source="model"), max_calls=max_calls
+        store, Applier(store, manifest, mode=mode, source="model", keep=keep), max_calls=max_calls
     )
 
 
@@ -366,7 +367,7 @@ def run_model_pass(
     if model_pass is not None:
         tools = DreamTools(
             store,
-            Applier(store, applier.manifest, mode=applier.mode, source="model"),
+            Applier(store, applier.manifest, mode=applier.mode, source="model", keep=applier.keep),
             max_calls=max_calls,
         )
         try:

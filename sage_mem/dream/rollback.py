@@ -79,7 +79,7 @@ from .paths import DreamPaths
 from .report import render_rollback
 from .runinfo import new_run_id
 from .runner import RUNNING_MARK, mark_interrupted, note_refused, write_report
-from .snapshots import Snapshot, load_snapshot, memory_paths, take_snapshot
+from .snapshots import Snapshot, keep_before, load_snapshot, memory_paths, take_snapshot
 
 SCOPES = ("touched", "all")
 ARCHIVED_ASIDE = "archived"  # runs/<rollbackId>/archived/: archived copies of memories put back
@@ -510,6 +510,8 @@ class _Rollback:
     force: bool
     rollback_id: str
     moment: datetime
+    protective: Snapshot | None = None
+    """The present, taken first; what a step changes is kept in it as the step found it."""
 
     @property
     def folder(self) -> MemoryFolder:
@@ -532,7 +534,7 @@ class _Rollback:
         done: list[Action] = []
         damaged = 0
         try:
-            protective = take_snapshot(
+            protective = self.protective = take_snapshot(
                 store.folder, paths, self.rollback_id, protective=True, now=self.moment
             )
             manifest.update(
@@ -636,6 +638,8 @@ class _Rollback:
                 return None  # the memory was not put back: its archived copy stays archived
             if action.source is not None:
                 return self._return(manifest, action, path, lock)
+            if action.live is None and seen.raw is not None:
+                self._keep_before(action.path, seen)
             try:
                 if action.action in ("archive", "set-aside"):
                     self._move_aside(manifest, action, path, seen, lock)
@@ -646,6 +650,16 @@ class _Rollback:
         for old, new in action.renames:
             self._rename_stats(old, new)
         return action
+
+    def _keep_before(self, rel: str, seen: Seen) -> None:
+        """A save made after the protective snapshot was taken (and forced over, or set
+        aside) is what that snapshot keeps of `rel`: undoing this rollback brings it back."""
+        protective = self.protective
+        if protective is None:
+            return
+        entry = protective.files.get(rel)
+        if seen.raw is not None and entry is not None and entry.sha256 != _sha(seen):
+            self.protective = keep_before(protective, rel, seen.raw, seen.mode)
 
     def _put_back(
         self, manifest: Manifest, action: Action, path: Path, seen: Seen, lock: WriteLock

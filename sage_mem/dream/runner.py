@@ -36,7 +36,7 @@ from ..memory import catalog
 from ..memory.file_format import sha256_bytes
 from ..memory.json_view import camel_dict
 from ..store import MemoryStore
-from .changes import MODES, Applier, file_state
+from .changes import MODES, REFUSED, Applier, file_state, read_checked
 from .config import DreamConfig
 from .gates import (
     FINISHED,
@@ -54,7 +54,14 @@ from .paths import RUN_ID, DreamPaths
 from .report import render_run
 from .rules import RuleContext, all_rules
 from .runinfo import new_run_id
-from .snapshots import has_snapshot, rotate, take_snapshot
+from .snapshots import (
+    BeforeKeeper,
+    has_snapshot,
+    keep_before,
+    load_snapshot,
+    rotate,
+    take_snapshot,
+)
 
 
 @dataclass(frozen=True)
@@ -270,7 +277,8 @@ class _Run:
                     "refused": len(snapshot.refused),
                 }
             )
-        applier = Applier(store, manifest, mode=self.mode)
+        keep = BeforeKeeper(store.folder, self.paths, self.run_id) if rewrite else None
+        applier = Applier(store, manifest, mode=self.mode, keep=keep)
         ctx = RuleContext(
             store, applier, self.moment, _retrievals(store), zone=self.settings.zone()
         )
@@ -290,6 +298,8 @@ class _Run:
             )
             # Journaled inside the block: MemoryStore.batch() may write MEMORY.md as it closes.
             index_entry = self._index_intent(manifest, index_before)
+            if rewrite:
+                self._keep_index_lines()
         if index_entry is not None:
             self._index(manifest, index_entry)
         changed = manifest.counts()["applied"] > 0
@@ -358,6 +368,22 @@ class _Run:
             reason = "is out of date with the memories; a rewrite run regenerates it"
             manifest.add_change({**base, "state": "proposed", "reason": reason})
         return None
+
+    def _keep_index_lines(self) -> None:
+        """Lines a person added to their MEMORY.md since the rollback point was taken (their
+        own, not sage-mem's list) go into the rollback point before the run regenerates it:
+        a rollback puts them back with the list as it was, never drops them."""
+        snapshot = load_snapshot(self.paths, self.run_id)
+        folder = self.store.folder
+        if snapshot is None or INDEX_FILE not in snapshot.files:
+            return  # no MEMORY.md then: the rollback sets this one aside, whole
+        try:
+            seen = read_checked(folder, folder.index_file)
+            then = snapshot.read(INDEX_FILE)
+        except (*REFUSED, DreamError):
+            return
+        if seen.raw is not None and catalog.owner_lines(seen.raw) != catalog.owner_lines(then):
+            keep_before(snapshot, INDEX_FILE, seen.raw, seen.mode)
 
     def _index(self, manifest: Manifest, entry: dict[str, Any]) -> None:
         """Regenerate MEMORY.md once, now that the run's writes are done."""

@@ -15,17 +15,26 @@ points of a large folder cost little more than one. `archive/` is not copied:
 nothing in it is ever rewritten, and a rollback never needs to put a file back
 there. Protective snapshots (taken by a rollback, of the present) are never
 rotated out, so that every rollback can itself be rolled back.
+
+A file saved after the rollback point was taken and before the run changed it (an
+editor, an agent, `git pull` while the run goes) is changed by the run over that
+save: the run read it. Its copy is then the bytes the run changed (`keep_before`,
+before the change is made: a new file, `kept/<sha256>`, named in the file's entry),
+so that a rollback puts back the save and undoes only the run; `snapshot.json`
+lists such files under `keptBefore` with the sha256 the rollback point first had.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from ..disk.folder import INDEX_FILE, MemoryFolder
 from ..disk.locks import write_lock
@@ -37,6 +46,7 @@ from .changes import REFUSED, read_checked
 from .paths import DreamPaths
 
 MANIFEST = "snapshot.json"
+_KEPT = re.compile(r"kept/[0-9a-f]{64}")
 
 
 @dataclass(frozen=True)
@@ -44,6 +54,9 @@ class FileEntry:
     sha256: str
     bytes: int
     mode: int = 0o600
+    copy: str | None = None
+    """Where the copy is, relative to the snapshot's folder, when not `files/<path>`: a copy
+    `keep_before` made (`kept/<path>.<sha256>`)."""
 
 
 @dataclass(frozen=True)
@@ -58,11 +71,16 @@ class Snapshot:
     refused: dict[str, str] = field(default_factory=dict)
     """Files that were there but not copied (not a regular file inside the folder) -> why."""
 
+    def copy_path(self, rel: str) -> Path:
+        """The file holding the copy of `rel`."""
+        entry = self.files[rel]
+        return self.root / entry.copy if entry.copy else self.root / "files" / rel
+
     def read(self, rel: str) -> bytes:
         """The bytes of `rel` as they were, checked against their sha256."""
         entry = self.files[rel]
         try:
-            data = read_file(self.root / "files" / rel, limit=MAX_FILE_BYTES).raw or b""
+            data = read_file(self.copy_path(rel), limit=MAX_FILE_BYTES).raw or b""
         except (OSError, InvalidMemory) as exc:
             raise DreamError(f"rollback point {self.run_id}: cannot read {rel}: {exc}") from None
         if sha256_bytes(data) != entry.sha256:
@@ -116,15 +134,10 @@ def take_snapshot(
         "runId": run_id,
         "created": snapshot.created,
         "protective": protective,
-        "files": {
-            rel: {"sha256": e.sha256, "bytes": e.bytes, "mode": e.mode}
-            for rel, e in sorted(files.items())
-        },
+        "files": _files_record(files),
         "refused": dict(sorted(refused.items())),
     }
-    atomic_write(
-        root / MANIFEST, text_bytes(json.dumps(record, ensure_ascii=False, indent=1) + "\n")
-    )
+    _save_record(root, record)
     return snapshot
 
 
@@ -134,7 +147,10 @@ def load_snapshot(paths: DreamPaths, run_id: str) -> Snapshot | None:
     try:
         data = json.loads((root / MANIFEST).read_text(encoding="utf-8"))
         files = {
-            rel: FileEntry(str(entry["sha256"]), int(entry["bytes"]), int(entry.get("mode", 0o600)))
+            rel: FileEntry(
+                str(entry["sha256"]), int(entry["bytes"]), int(entry.get("mode", 0o600)),
+                _copy_of(entry.get("copy")),
+            )
             for rel, entry in data["files"].items()
         }
         refused = {str(rel): str(why) for rel, why in (data.get("refused") or {}).items()}
@@ -143,6 +159,69 @@ def load_snapshot(paths: DreamPaths, run_id: str) -> Snapshot | None:
     return Snapshot(
         run_id, root, str(data.get("created", "")), bool(data.get("protective")), files, refused
     )
+
+
+def keep_before(snapshot: Snapshot, rel: str, data: bytes, mode: int | None) -> Snapshot:
+    """Make `data` (the bytes a run is about to change) the rollback point's copy of `rel`.
+
+    Called before the change, when the copy differs: the file was saved after the
+    rollback point was taken. The new copy is a new file (`kept/<sha256>`) beside the
+    old one, which stays as it is (it may be a hard link shared with another snapshot),
+    then `snapshot.json` is rewritten atomically to name it: a kill at any moment leaves
+    a complete rollback point, with the old copy or the new one. Returns the snapshot as
+    it now is.
+    """
+    digest = sha256_bytes(data)
+    entry = snapshot.files.get(rel)
+    if entry is not None and entry.sha256 == digest:
+        return snapshot
+    copy = f"kept/{digest}"
+    target = snapshot.root / copy
+    make_private_dirs(target.parent)
+    atomic_write(target, data)
+    record = json.loads((snapshot.root / MANIFEST).read_text(encoding="utf-8"))
+    kept = record.setdefault("keptBefore", {})
+    kept.setdefault(rel, entry.sha256 if entry is not None else None)
+    kept_mode = mode if mode is not None else 0o600
+    files = {**snapshot.files, rel: FileEntry(digest, len(data), kept_mode, copy)}
+    record["files"] = _files_record(files)
+    _save_record(snapshot.root, record)
+    return replace(snapshot, files=files)
+
+
+class BeforeKeeper:
+    """`Applier.keep` for a rewrite run: keeps in the run's rollback point the bytes a change
+    is made from, when they are neither its copy nor the run's own (a save made since)."""
+
+    def __init__(self, folder: MemoryFolder, paths: DreamPaths, run_id: str) -> None:
+        self.folder, self.paths, self.run_id = folder, paths, run_id
+        self.snapshot: Snapshot | None = None
+        self.loaded = False
+
+    def __call__(self, rel: str, sha256: str, made_by_run: Callable[[], bool]) -> None:
+        if not self.loaded:  # read once, when the first change is made
+            self.snapshot, self.loaded = load_snapshot(self.paths, self.run_id), True
+        if self.snapshot is None:
+            return  # no rollback point (a report run's model pass keeps none of its own)
+        entry = self.snapshot.files.get(rel)
+        if (entry is not None and entry.sha256 == sha256) or made_by_run():
+            return
+        # Only the bytes the change is made from: changed again, the write is refused anyway.
+        self.snapshot = keep_saved(self.snapshot, self.folder, rel, sha256=sha256)
+
+
+def keep_saved(
+    snapshot: Snapshot, folder: MemoryFolder, rel: str, *, sha256: str | None = None
+) -> Snapshot:
+    """`keep_before` of the bytes `rel` holds now (through the checked read), when they are
+    not the copy's; with `sha256`, only bytes of that sha256 (what the change was made from)."""
+    try:
+        seen = read_checked(folder, folder.root / rel)
+    except REFUSED:
+        return snapshot  # never copied, never read: the rollback leaves it as it is
+    if seen.raw is None or (sha256 is not None and sha256_bytes(seen.raw) != sha256):
+        return snapshot
+    return keep_before(snapshot, rel, seen.raw, seen.mode)
 
 
 def has_snapshot(paths: DreamPaths, run_id: str) -> bool:
@@ -174,6 +253,29 @@ def rotate(paths: DreamPaths, keep: int) -> list[str]:
     return ordinary[keep:]
 
 
+def _files_record(files: dict[str, FileEntry]) -> dict[str, dict[str, Any]]:
+    return {
+        rel: {"sha256": e.sha256, "bytes": e.bytes, "mode": e.mode, **(
+            {"copy": e.copy} if e.copy else {}
+        )}
+        for rel, e in sorted(files.items())
+    }
+
+
+def _copy_of(value: object) -> str | None:
+    """A kept copy's place as snapshot.json names it: under `kept/`, never out of the snapshot."""
+    if isinstance(value, str) and _KEPT.fullmatch(value):
+        return value
+    return None
+
+
+def _save_record(root: Path, record: dict[str, Any]) -> None:
+    """Write `snapshot.json` (atomically: its presence means the copy is complete)."""
+    atomic_write(
+        root / MANIFEST, text_bytes(json.dumps(record, ensure_ascii=False, indent=1) + "\n")
+    )
+
+
 def _snapshot_ids(paths: DreamPaths) -> list[str]:
     try:
         return [name for name in os.listdir(paths.snapshots_dir) if not name.startswith(".")]
@@ -188,7 +290,7 @@ def _link_previous(previous: Snapshot | None, rel: str, digest: str, target: Pat
     if entry is None or entry.sha256 != digest:
         return False
     try:
-        os.link(previous.root / "files" / rel, target)
+        os.link(previous.copy_path(rel), target)
         os.chmod(target, 0o600)  # copies made before snapshots were private become so
     except OSError:
         return False
