@@ -153,6 +153,25 @@ def test_rollbacks_that_cannot_happen_are_one_clear_error(
         rollback(store, run_id)
 
 
+def test_a_run_whose_rollback_was_undone_names_the_rollback_that_undoes_it_again(
+    messy: Path,
+) -> None:
+    store = MemoryStore(messy)
+    run_id = run_dream(store, mode="rewrite").run_id
+    first = rollback(store, run_id).rollback_id
+    with pytest.raises(DreamError, match=f"roll back {first} to undo that"):
+        rollback(store, run_id)
+    second = rollback(store, first).rollback_id  # the run's changes are back in place
+    with pytest.raises(DreamError) as raised:
+        rollback(store, run_id)
+    said = str(raised.value)
+    assert f"{first} was undone by {second}" in said and f"roll back {second}" in said
+    assert f"roll back {first} to undo that" not in said
+    third = rollback(store, second).rollback_id  # undone again
+    with pytest.raises(DreamError, match=f"roll back {third} to bring it back"):
+        rollback(store, run_id)
+
+
 def test_a_damaged_rollback_point_is_never_written_back(empty_dir: Path) -> None:
     add(
         empty_dir,

@@ -259,10 +259,7 @@ def _check_target(paths: DreamPaths, target: Manifest) -> None:
     if target.status == "running":
         raise StoreLocked(f"run {run_id} is still in progress", path=paths.lock_file)
     if target.status == "rolled-back":
-        by = target.data.get("rolledBackBy")
-        raise DreamError(
-            f"run {run_id} was rolled back already by {by}; roll back {by} to undo that"
-        )
+        raise DreamError(_rolled_back_already(paths, target))
     if (
         target.data.get("kind") == "dream"
         and target.data.get("mode") == "report"
@@ -270,6 +267,35 @@ def _check_target(paths: DreamPaths, target: Manifest) -> None:
     ):
         # A report run changes nothing itself; only an agent's own tools can have (model.OUTSIDE).
         raise DreamError(f"run {run_id} was a report run: it changed nothing but its report")
+
+
+def _rolled_back_already(paths: DreamPaths, target: Manifest) -> str:
+    """What to run instead, for a run rolled back already: its chain of rollbacks followed.
+
+    A rollback of a rollback puts the run's changes back; the last rollback in
+    the chain is the one to roll back, whether to undo the run again or to
+    bring it back.
+    """
+    run_id = target.run_id
+    chain = [str(target.data.get("rolledBackBy"))]
+    while len(chain) < 100:
+        try:
+            step = Manifest.load(paths, chain[-1])
+        except DreamError:
+            break
+        by = step.data.get("rolledBackBy")
+        if step.status != "rolled-back" or not isinstance(by, str) or by in chain:
+            break
+        chain.append(by)
+    first, last = chain[0], chain[-1]
+    if len(chain) == 1:
+        return f"run {run_id} was rolled back already by {first}; roll back {first} to undo that"
+    if len(chain) % 2 == 0:
+        return (f"run {run_id} was rolled back by {first}, and {first} was undone by "
+                f"{chain[1]}" + (f" (then {', '.join(chain[2:])})" if len(chain) > 2 else "")
+                + f": its changes are in place; roll back {last} to undo the run again")
+    return (f"run {run_id} was rolled back by {first}, undone and rolled back again "
+            f"({', '.join(chain[1:])}); roll back {last} to bring it back")
 
 
 @dataclass(frozen=True)
