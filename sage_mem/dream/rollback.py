@@ -291,10 +291,10 @@ def _rolled_back_already(paths: DreamPaths, target: Manifest) -> str:
     if len(chain) == 1:
         return f"run {run_id} was rolled back already by {first}; roll back {first} to undo that"
     if len(chain) % 2 == 0:
-        return (f"run {run_id} was rolled back by {first}, and {first} was undone by "
+        return (f"run {run_id} was rolled back already by {first}, and {first} was undone by "
                 f"{chain[1]}" + (f" (then {', '.join(chain[2:])})" if len(chain) > 2 else "")
                 + f": its changes are in place; roll back {last} to undo the run again")
-    return (f"run {run_id} was rolled back by {first}, undone and rolled back again "
+    return (f"run {run_id} was rolled back already by {first}, then undone and rolled back again "
             f"({', '.join(chain[1:])}); roll back {last} to bring it back")
 
 
