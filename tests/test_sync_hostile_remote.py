@@ -9,6 +9,7 @@ unchanged, and sync says in one line why it did not merge.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -459,9 +460,33 @@ def test_a_memory_a_remote_gitignore_hides_is_named_not_dropped_in_silence(
     write_memory(victim, "user_dog", memory("The dog is Rex", "Rex barks."))
     status, out, err = sm(victim, "sync", "--json")
     assert status == 0, (out, err)
-    import json
-
     held = {h["path"]: h["reason"] for h in json.loads(out)["heldBack"]}
     assert "user_dog.md" in held, out
     assert ".gitignore" in held["user_dog.md"] and "*.md" in held["user_dog.md"], held
     assert "user_dog.md" in sm(victim, "sync")[1]
+
+
+def test_log_names_the_terminal_escapes_a_remote_commit_holds_never_sends_them(
+    tmp_path: Path,
+) -> None:
+    """A pushed commit's author, machine trailer and subject are the pusher's bytes: `log`
+    printed an OSC title change, a screen clear and a hyperlink to the victim's terminal.
+    Each control is named (`<U+001B>`); `--json` keeps the bytes, escaped by JSON."""
+    remote = bare_remote(tmp_path)
+    victim = victim_folder(tmp_path, remote)
+    attacker = tmp_path / "attacker"
+    clone(remote, attacker)
+    write_memory(attacker, "user_cat", memory("The cat is Sesame", "Sesame is orange, old."))
+    subprocess.run(
+        ["git", "-C", str(attacker), "commit", "--quiet", "-am",
+         "edit\x1b[31mRED\x1b]8;;http://x.example\x07\n\nSage-Mem-Machine: lap\x1b[2Jtop"],
+        check=True, env={**os.environ, "GIT_AUTHOR_NAME": "Mal\x1b]0;pwned\x07\x1b[2J"})
+    git(attacker, "push", "--quiet", "origin", "HEAD")
+    sync(victim)
+    status, out, err = sm(victim, "log", "user_cat")
+    assert status == 0, err
+    newest = out.splitlines()[0]
+    assert "\x1b" not in out and "\x07" not in out, repr(out)
+    assert "<U+001B>" in newest and "RED" in newest, newest
+    status, out, err = sm(victim, "log", "user_cat", "--json")
+    assert "Mal\x1b]0;pwned" in json.loads(out)[0]["author"]
