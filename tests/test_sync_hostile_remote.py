@@ -490,3 +490,39 @@ def test_log_names_the_terminal_escapes_a_remote_commit_holds_never_sends_them(
     assert "<U+001B>" in newest and "RED" in newest, newest
     status, out, err = sm(victim, "log", "user_cat", "--json")
     assert "Mal\x1b]0;pwned" in json.loads(out)[0]["author"]
+
+
+@pytest.mark.parametrize(("change", "named"), [
+    pytest.param("memory-md-a-folder", "MEMORY.md/user_x.md", id="memory-md-a-folder"),
+    pytest.param("archive-a-file", "archive", id="archive-a-file"),
+    pytest.param("gitignore-a-folder", ".gitignore/x", id="gitignore-a-folder"),
+])
+def test_a_remote_making_an_own_file_a_folder_or_the_archive_a_file_is_refused(
+    tmp_path: Path, change: str, named: str
+) -> None:
+    """A pushed commit turning `MEMORY.md` into a folder was merged in silence (`pulled 1`,
+    exit 0): from then on every `add` and `index` on every machine exited 1 and MEMORY.md
+    was never written again; a file `archive` made every archive fail. Refused in one line
+    naming the path and the commit, as a link is; the victim's index and archive still work."""
+    remote = bare_remote(tmp_path)
+    victim = victim_folder(tmp_path, remote)
+    attacker = tmp_path / "attacker"
+    clone(remote, attacker)
+    if "/" in named:  # the file it replaces goes first
+        git(attacker, "rm", "--quiet", named.split("/")[0])
+        (attacker / named).parent.mkdir()
+    (attacker / named).write_text(memory("x", "x"), encoding="utf-8")
+    git(attacker, "add", "-A")
+    git(attacker, "commit", "--quiet", "-m", "reshape")
+    git(attacker, "push", "--quiet", "origin", "HEAD")
+    status, out, err = sm(victim, "sync")
+    errors = [line for line in err.splitlines() if "error" in line]
+    assert status == 1 and len(errors) == 1, (out, err)
+    assert named in errors[0] and "undo that commit" in errors[0], errors[0]
+    assert (victim / "MEMORY.md").is_file() and not (victim / "archive").is_file()
+    status, _, err = sm(victim, "add", "user_fox", "--category", "user", "--description",
+                        "The fox is Red", "--body", "Red is quick.")
+    assert status == 0, err
+    assert "user_fox" in (victim / "MEMORY.md").read_text(encoding="utf-8")
+    status, _, err = sm(victim, "archive", "user_cat", "--reason", "moved away")
+    assert status == 0, err
