@@ -526,3 +526,34 @@ def test_a_remote_making_an_own_file_a_folder_or_the_archive_a_file_is_refused(
     assert "user_fox" in (victim / "MEMORY.md").read_text(encoding="utf-8")
     status, _, err = sm(victim, "archive", "user_cat", "--reason", "moved away")
     assert status == 0, err
+
+
+@pytest.mark.parametrize("attributes", [
+    pytest.param("", id="sage-mem-s-attributes"),
+    pytest.param("* merge=sage-mem diff=sage-mem\n", id="a-remote-routing-all-to-the-driver"),
+])
+def test_a_file_that_is_no_memory_changed_on_both_sides_keeps_both_sides_lines(
+    tmp_path: Path, attributes: str
+) -> None:
+    """`.gitignore` changed here and by a plain clone was merged by the memory rules: this
+    side's file kept, the other's lines only in `.gitignore.conflict-<machine>.md`, a file
+    nothing reports (the audit said no problems). A file that is no memory is merged by
+    lines, both sides' kept; no sibling is made for it."""
+    remote = bare_remote(tmp_path)
+    victim = victim_folder(tmp_path, remote)
+    attacker = tmp_path / "attacker"
+    clone(remote, attacker)
+    with (attacker / ".gitattributes").open("a", encoding="utf-8") as lines:
+        lines.write(attributes)
+    with (attacker / ".gitignore").open("a", encoding="utf-8") as lines:
+        lines.write("theirs.log\n")
+    git(attacker, "commit", "--quiet", "-am", "ignore a log")
+    git(attacker, "push", "--quiet", "origin", "HEAD")
+    with (victim / ".gitignore").open("a", encoding="utf-8") as lines:
+        lines.write("ours.log\n")
+    result = sync(victim)
+    assert result["conflicts"] == [], result
+    ignore = (victim / ".gitignore").read_text(encoding="utf-8")
+    assert "ours.log" in ignore and "theirs.log" in ignore and "<<<<<<<" not in ignore
+    assert not list(victim.glob(".gitignore.conflict*"))
+    assert "theirs.log" in git(remote, "show", "main:.gitignore")
