@@ -557,3 +557,25 @@ def test_a_file_that_is_no_memory_changed_on_both_sides_keeps_both_sides_lines(
     assert "ours.log" in ignore and "theirs.log" in ignore and "<<<<<<<" not in ignore
     assert not list(victim.glob(".gitignore.conflict*"))
     assert "theirs.log" in git(remote, "show", "main:.gitignore")
+
+
+def test_memory_md_names_the_terminal_escapes_a_remote_description_holds(
+    tmp_path: Path,
+) -> None:
+    """A pushed memory whose description holds an OSC title change (`\\e]0;…\\a`, a YAML
+    escape) put the raw bytes into MEMORY.md, the index agents load and people `cat`
+    (`list` and `show` already named them). Named there too: `<U+001B>`."""
+    remote = bare_remote(tmp_path)
+    victim = victim_folder(tmp_path, remote)
+    attacker = tmp_path / "attacker"
+    clone(remote, attacker)
+    (attacker / "user_cat.md").write_text(
+        '---\ndescription: "The cat \\e]0;pwned\\a\\u202e is Sesame"\ncategory: user\n---\n\n'
+        "Sesame is orange.\n", encoding="utf-8")
+    git(attacker, "commit", "--quiet", "-am", "retitle")
+    git(attacker, "push", "--quiet", "origin", "HEAD")
+    sync(victim)
+    index = (victim / "MEMORY.md").read_text(encoding="utf-8")
+    assert "\x1b" not in index and "\x07" not in index and "\u202e" not in index, index
+    assert "The cat <U+001B>]0;pwned<U+0007><U+202E> is Sesame" in index, index
+    assert "\x1b" not in git(remote, "show", "main:MEMORY.md")
