@@ -579,3 +579,29 @@ def test_memory_md_names_the_terminal_escapes_a_remote_description_holds(
     assert "\x1b" not in index and "\x07" not in index and "\u202e" not in index, index
     assert "The cat <U+001B>]0;pwned<U+0007><U+202E> is Sesame" in index, index
     assert "\x1b" not in git(remote, "show", "main:MEMORY.md")
+
+
+def test_a_remote_file_over_what_sync_reads_is_refused_before_it_is_read(
+    tmp_path: Path,
+) -> None:
+    """A memory grown past 8 MB by a plain clone was read whole by the merge: a 230 MB one
+    took 1.4 GB of memory and 10 s of CPU, a 2 GB one all the machine has. Refused from its
+    size (`git cat-file --batch-check`, nothing read), in one line naming it and its commit;
+    the victim's own edit of it stays."""
+    remote = bare_remote(tmp_path)
+    victim = victim_folder(tmp_path, remote)
+    attacker = tmp_path / "attacker"
+    clone(remote, attacker)
+    (attacker / "user_cat.md").write_text(
+        memory("The cat is Sesame", "Sesame.\n" + "x" * 80 + "\n") + "y" * (9 << 20),
+        encoding="utf-8")
+    git(attacker, "commit", "--quiet", "-am", "grow")
+    git(attacker, "push", "--quiet", "origin", "HEAD")
+    write_memory(victim, "user_cat", memory("The cat is Sesame", "Sesame is old."))
+    status, out, err = sm(victim, "sync")
+    errors = [line for line in err.splitlines() if "error" in line]
+    assert status == 1 and len(errors) == 1, (out, err)
+    assert "user_cat.md is 9 MB, over what sync reads (8 MB)" in errors[0], errors[0]
+    assert "undo that commit" in errors[0]
+    assert (victim / "user_cat.md").stat().st_size < 1000
+    assert not list(victim.glob("user_cat.conflict*"))

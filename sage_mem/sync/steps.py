@@ -1314,16 +1314,27 @@ class _Sync:
         # What their side brought since the two met (a link both had and this side deleted
         # stays deleted by the merge, and is no reason to refuse it).
         since = (self.git.merge_base(head, theirs) or head) if head else None
-        unsafe = [(path, why) for mode, path, blob in self.git.entries(since, theirs)
+        entries = self.git.entries(since, theirs)
+        unsafe = [(path, why) for mode, path, blob in entries
                   if (why := self.unsafe_entry(mode, path, blob)) is not None]
+        # A file over what sync reads: merging it would read it whole (a 230 MB blob took
+        # 1.4 GB, a 2 GB one the machine's memory); sync never commits one either.
+        sizes = self.git.sizes(blob for mode, _, blob in entries
+                               if mode not in (_GITLINK_MODE, _LINK_MODE))
+        unsafe += [(path, f"is {sizes[blob] >> 20} MB, over what sync reads "
+                          f"({_MAX_SCANNED >> 20} MB)")
+                   for mode, path, blob in entries
+                   if mode not in (_GITLINK_MODE, _LINK_MODE)
+                   and sizes.get(blob, 0) > _MAX_SCANNED]
         if not unsafe:
             return
         from ..checks.credentials import redact_name
 
         path, why = unsafe[0]
         shown = _shown(redact_name(path))
-        fix = ("sync never lets a remote reshape its own files: ask its author to undo that "
-               "commit, then sync" if why.startswith("makes ") else
+        fix = ("sync never lets a remote reshape its own files, nor reads a file that large: "
+               "ask its author to undo that commit, then sync"
+               if why.startswith("makes ") or " MB, over " in why else
                "sync never checks out a link, a submodule or a path outside the folder (a later "
                "read would follow it to any file of yours, a memory written below it would "
                "never be committed): ask its author to replace it with a file, then sync")
