@@ -866,6 +866,8 @@ _PREFIXES_AS_WRITTEN = (
     r"|(?i:accountkey|sharedaccesskey|authorization)|mysql|curl|sshpass|SK|key-|shp|sq0"
     r"|ATATT3|lin_api_|GOCSPX-|gsk_|r8_|AGE-SECRET-KEY-1|dp\.|hv[sb]\.|M[Tjz]|N[DTjz]|O[DT]"
     r"|sig=|X-Amz-Signature=|X-Goog-Signature="
+    r"|AKID|AKLT|ATBB|gl(?:sa|c)_|secret_|sbp_|sntry[su]_|sk\.eyJ1I|pul-|ntn_|dapi|api_org_"
+    r"|NRAK-|IQoJb3JpZ2luX2Vj|FwoGZXIvYXdzE|LTAI|LS0tLS1CRUdJTi|PMAK-|tskey-|fo1_|vc[pkia]_"
 )
 
 
@@ -883,7 +885,11 @@ def test_the_prefix_scan_finds_what_its_plain_spelling_finds() -> None:
               "\u0130", "mysql", "a", "s", "k", "_", "-", " ", "A", "S", "\u017f", "live", "x",
               "xoxe-", "xapp-", "curl", "sshpass", "SK", "key-", "shpat_", "sq0atp-", "ATATT3",
               "lin_api_", "GOCSPX-", "gsk_", "r8_", "AGE-SECRET-KEY-1", "dp.", "hvs.", "hvb.",
-              "MT", "Nz", "OD", "O", "N", "M", "sig=", "X-Amz-Signature=", "X-Goog-Signature="]
+              "MT", "Nz", "OD", "O", "N", "M", "sig=", "X-Amz-Signature=", "X-Goog-Signature=",
+              "AKID", "AKLT", "ATBB", "glsa_", "glc_", "secret_", "sbp_", "sntrys_", "sntryu_",
+              "sk.eyJ1I", "pul-", "ntn_", "dapi", "api_org_", "NRAK-", "IQoJb3JpZ2luX2Vj",
+              "FwoGZXIvYXdzE", "LTAI", "LS0tLS1CRUdJTi", "PMAK-", "tskey-", "fo1_", "vcp_", "L",
+              "I", "F", "P", "t", "f", "v", "NR"]
     rng = random.Random(7)
     for _ in range(20_000):
         text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 12)))

@@ -9,6 +9,7 @@ unchanged, and sync says in one line why it did not merge.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -460,8 +461,6 @@ def test_a_memory_a_remote_gitignore_hides_is_named_not_dropped_in_silence(
     write_memory(victim, "user_dog", memory("The dog is Rex", "Rex barks."))
     status, out, err = sm(victim, "sync", "--json")
     assert status == 0, (out, err)
-    import json
-
     held = {h["path"]: h["reason"] for h in json.loads(out)["heldBack"]}
     assert "user_dog.md" in held, out
     assert ".gitignore" in held["user_dog.md"] and "*.md" in held["user_dog.md"], held
@@ -533,3 +532,144 @@ def test_a_git_path_refused_when_fetched_is_named_with_its_commit(
         assert not (folder / name).exists() and not (tmp_path / "pwned").exists()
         state = MemoryFolder(folder).state_dir
         assert not [p for p in state.iterdir() if p.name.startswith("refused-")]
+
+
+def test_log_names_the_terminal_escapes_a_remote_commit_holds_never_sends_them(
+    tmp_path: Path,
+) -> None:
+    """A pushed commit's author, machine trailer and subject are the pusher's bytes: `log`
+    printed an OSC title change, a screen clear and a hyperlink to the victim's terminal.
+    Each control is named (`<U+001B>`); `--json` keeps the bytes, escaped by JSON."""
+    remote = bare_remote(tmp_path)
+    victim = victim_folder(tmp_path, remote)
+    attacker = tmp_path / "attacker"
+    clone(remote, attacker)
+    write_memory(attacker, "user_cat", memory("The cat is Sesame", "Sesame is orange, old."))
+    subprocess.run(
+        ["git", "-C", str(attacker), "commit", "--quiet", "-am",
+         "edit\x1b[31mRED\x1b]8;;http://x.example\x07\n\nSage-Mem-Machine: lap\x1b[2Jtop"],
+        check=True, env={**os.environ, "GIT_AUTHOR_NAME": "Mal\x1b]0;pwned\x07\x1b[2J"})
+    git(attacker, "push", "--quiet", "origin", "HEAD")
+    sync(victim)
+    status, out, err = sm(victim, "log", "user_cat")
+    assert status == 0, err
+    newest = out.splitlines()[0]
+    assert "\x1b" not in out and "\x07" not in out, repr(out)
+    assert "<U+001B>" in newest and "RED" in newest, newest
+    status, out, err = sm(victim, "log", "user_cat", "--json")
+    assert "Mal\x1b]0;pwned" in json.loads(out)[0]["author"]
+
+
+@pytest.mark.parametrize(("change", "named"), [
+    pytest.param("memory-md-a-folder", "MEMORY.md/user_x.md", id="memory-md-a-folder"),
+    pytest.param("archive-a-file", "archive", id="archive-a-file"),
+    pytest.param("gitignore-a-folder", ".gitignore/x", id="gitignore-a-folder"),
+])
+def test_a_remote_making_an_own_file_a_folder_or_the_archive_a_file_is_refused(
+    tmp_path: Path, change: str, named: str
+) -> None:
+    """A pushed commit turning `MEMORY.md` into a folder was merged in silence (`pulled 1`,
+    exit 0): from then on every `add` and `index` on every machine exited 1 and MEMORY.md
+    was never written again; a file `archive` made every archive fail. Refused in one line
+    naming the path and the commit, as a link is; the victim's index and archive still work."""
+    remote = bare_remote(tmp_path)
+    victim = victim_folder(tmp_path, remote)
+    attacker = tmp_path / "attacker"
+    clone(remote, attacker)
+    if "/" in named:  # the file it replaces goes first
+        git(attacker, "rm", "--quiet", named.split("/")[0])
+        (attacker / named).parent.mkdir()
+    (attacker / named).write_text(memory("x", "x"), encoding="utf-8")
+    git(attacker, "add", "-A")
+    git(attacker, "commit", "--quiet", "-m", "reshape")
+    git(attacker, "push", "--quiet", "origin", "HEAD")
+    status, out, err = sm(victim, "sync")
+    errors = [line for line in err.splitlines() if "error" in line]
+    assert status == 1 and len(errors) == 1, (out, err)
+    assert named in errors[0] and "undo that commit" in errors[0], errors[0]
+    assert (victim / "MEMORY.md").is_file() and not (victim / "archive").is_file()
+    status, _, err = sm(victim, "add", "user_fox", "--category", "user", "--description",
+                        "The fox is Red", "--body", "Red is quick.")
+    assert status == 0, err
+    assert "user_fox" in (victim / "MEMORY.md").read_text(encoding="utf-8")
+    status, _, err = sm(victim, "archive", "user_cat", "--reason", "moved away")
+    assert status == 0, err
+
+
+@pytest.mark.parametrize("attributes", [
+    pytest.param("", id="sage-mem-s-attributes"),
+    pytest.param("* merge=sage-mem diff=sage-mem\n", id="a-remote-routing-all-to-the-driver"),
+])
+def test_a_file_that_is_no_memory_changed_on_both_sides_keeps_both_sides_lines(
+    tmp_path: Path, attributes: str
+) -> None:
+    """`.gitignore` changed here and by a plain clone was merged by the memory rules: this
+    side's file kept, the other's lines only in `.gitignore.conflict-<machine>.md`, a file
+    nothing reports (the audit said no problems). A file that is no memory is merged by
+    lines, both sides' kept; no sibling is made for it."""
+    remote = bare_remote(tmp_path)
+    victim = victim_folder(tmp_path, remote)
+    attacker = tmp_path / "attacker"
+    clone(remote, attacker)
+    with (attacker / ".gitattributes").open("a", encoding="utf-8") as lines:
+        lines.write(attributes)
+    with (attacker / ".gitignore").open("a", encoding="utf-8") as lines:
+        lines.write("theirs.log\n")
+    git(attacker, "commit", "--quiet", "-am", "ignore a log")
+    git(attacker, "push", "--quiet", "origin", "HEAD")
+    with (victim / ".gitignore").open("a", encoding="utf-8") as lines:
+        lines.write("ours.log\n")
+    result = sync(victim)
+    assert result["conflicts"] == [], result
+    ignore = (victim / ".gitignore").read_text(encoding="utf-8")
+    assert "ours.log" in ignore and "theirs.log" in ignore and "<<<<<<<" not in ignore
+    assert not list(victim.glob(".gitignore.conflict*"))
+    assert "theirs.log" in git(remote, "show", "main:.gitignore")
+
+
+def test_memory_md_names_the_terminal_escapes_a_remote_description_holds(
+    tmp_path: Path,
+) -> None:
+    """A pushed memory whose description holds an OSC title change (`\\e]0;…\\a`, a YAML
+    escape) put the raw bytes into MEMORY.md, the index agents load and people `cat`
+    (`list` and `show` already named them). Named there too: `<U+001B>`."""
+    remote = bare_remote(tmp_path)
+    victim = victim_folder(tmp_path, remote)
+    attacker = tmp_path / "attacker"
+    clone(remote, attacker)
+    (attacker / "user_cat.md").write_text(
+        '---\ndescription: "The cat \\e]0;pwned\\a\\u202e is Sesame"\ncategory: user\n---\n\n'
+        "Sesame is orange.\n", encoding="utf-8")
+    git(attacker, "commit", "--quiet", "-am", "retitle")
+    git(attacker, "push", "--quiet", "origin", "HEAD")
+    sync(victim)
+    index = (victim / "MEMORY.md").read_text(encoding="utf-8")
+    assert "\x1b" not in index and "\x07" not in index and "\u202e" not in index, index
+    assert "The cat <U+001B>]0;pwned<U+0007><U+202E> is Sesame" in index, index
+    assert "\x1b" not in git(remote, "show", "main:MEMORY.md")
+
+
+def test_a_remote_file_over_what_sync_reads_is_refused_before_it_is_read(
+    tmp_path: Path,
+) -> None:
+    """A memory grown past 8 MB by a plain clone was read whole by the merge: a 230 MB one
+    took 1.4 GB of memory and 10 s of CPU, a 2 GB one all the machine has. Refused from its
+    size (`git cat-file --batch-check`, nothing read), in one line naming it and its commit;
+    the victim's own edit of it stays."""
+    remote = bare_remote(tmp_path)
+    victim = victim_folder(tmp_path, remote)
+    attacker = tmp_path / "attacker"
+    clone(remote, attacker)
+    (attacker / "user_cat.md").write_text(
+        memory("The cat is Sesame", "Sesame.\n" + "x" * 80 + "\n") + "y" * (9 << 20),
+        encoding="utf-8")
+    git(attacker, "commit", "--quiet", "-am", "grow")
+    git(attacker, "push", "--quiet", "origin", "HEAD")
+    write_memory(victim, "user_cat", memory("The cat is Sesame", "Sesame is old."))
+    status, out, err = sm(victim, "sync")
+    errors = [line for line in err.splitlines() if "error" in line]
+    assert status == 1 and len(errors) == 1, (out, err)
+    assert "user_cat.md is 9 MB, over what sync reads (8 MB)" in errors[0], errors[0]
+    assert "undo that commit" in errors[0]
+    assert (victim / "user_cat.md").stat().st_size < 1000
+    assert not list(victim.glob("user_cat.conflict*"))

@@ -2,11 +2,17 @@
 
 `find_secrets(text)` finds, and reports by line and column:
 
-- tokens with a known shape: AWS access key ids (AKIA…/ASIA…), GitHub tokens
+- tokens with a known shape: AWS access key ids (AKIA…/ASIA…) and STS session tokens
+  (IQoJb3JpZ2luX2Vj…, FwoGZXIvYXdzE…), Alibaba Cloud (LTAI…), Tencent Cloud (AKID…) and
+  Volcengine (AKLT…) access keys, a private key in base64 (LS0tLS1CRUdJTi…, as a kubeconfig
+  holds one), Databricks (dapi…), Notion (ntn_…, secret_…), Postman (PMAK-…), Tailscale
+  (tskey-…), Grafana (glsa_…, glc_…), New Relic (NRAK-…), Bitbucket (ATBB…), Pulumi (pul-…),
+  Fly.io (fo1_…), Supabase (sbp_…), Sentry (sntrys_…, sntryu_…), Mapbox (sk.eyJ1I…) and
+  Vercel (vcp_…) tokens, GitHub tokens
   (ghp_/gho_/ghu_/ghs_/ghr_, github_pat_), GitLab (glpat-), Slack (xoxa/b/p/r-),
   OpenAI and Anthropic keys (sk-…, sk-proj-…, sk-ant-…), Stripe live/test keys,
   Google API keys (AIza…), JWTs (eyJ….eyJ….…), PyPI upload tokens (pypi-AgE…),
-  Hugging Face (hf_…), npm (npm_…), SendGrid (SG.….…), DigitalOcean (dop_v1_…),
+  Hugging Face (hf_…, api_org_…), npm (npm_…), SendGrid (SG.….…), DigitalOcean (dop_v1_…),
   Twilio (SK…), Mailgun (key-…), Shopify (shpat_…), Square (sq0atp-…), Atlassian
   (ATATT3…), Linear (lin_api_…), Google OAuth client secrets (GOCSPX-…), Groq
   (gsk_…), Replicate (r8_…), Doppler (dp.st.…), Vault (hvs.…), Discord bot
@@ -19,12 +25,12 @@
   (hooks.slack.com/services/…) and the webhooks of Discord, Teams, Feishu/Lark
   and WeCom (企业微信);
 - private key blocks (`-----BEGIN … PRIVATE KEY-----` followed by key material,
-  on the next lines or on the same line: pasted from JSON or a .env file with
+  on the next lines (quoted with `>` too) or on the same line: pasted from JSON or a .env file with
   its newlines written as `\\n`, or flattened with spaces), and a header alone
   at the end of the text or of a code block (a key cut off);
 - passwords inside URLs (`postgres://admin:…@db/app`, `redis://:…@host`);
-- password-like assignments (`password=`, `passwd:`, `secret:`, `密码：`,
-  `SecretKey 是 …`) and statements (`the password is …`, `数据库的密码是 …`,
+- password-like assignments (`password=`, `passwd:`, `secret:`, `密码：`, `パスワード:`,
+  `비밀번호:`, `SecretKey 是 …`) and statements (`the password is …`, `数据库的密码是 …`,
   `SMTP 授权码是 …`: a mail service's code in place of its password) whose value looks like a
   real password rather than prose or a placeholder; passwords named loosely
   (`the password for the staging db is …`, `changed my password to …`, `密码 …`,
@@ -89,6 +95,10 @@ MASK = "****"
 
 LABELS: dict[str, str] = {
     "aws-access-key-id": "AWS access key id",
+    "aws-session-token": "AWS session token",
+    "alibaba-access-key-id": "Alibaba Cloud AccessKey id",
+    "tencent-secret-id": "Tencent Cloud SecretId",
+    "volcengine-access-key": "Volcengine access key",
     "github-token": "GitHub token",
     "gitlab-token": "GitLab token",
     "slack-token": "Slack token",
@@ -117,6 +127,20 @@ LABELS: dict[str, str] = {
     "vault-token": "HashiCorp Vault token",
     "discord-token": "Discord bot token",
     "telegram-bot-token": "Telegram bot token",
+    "databricks-token": "Databricks token",
+    "notion-token": "Notion integration token",
+    "postman-key": "Postman API key",
+    "tailscale-key": "Tailscale key",
+    "grafana-token": "Grafana token",
+    "newrelic-key": "New Relic API key",
+    "bitbucket-token": "Bitbucket app password",
+    "pulumi-token": "Pulumi access token",
+    "fly-token": "Fly.io token",
+    "supabase-token": "Supabase access token",
+    "sentry-token": "Sentry auth token",
+    "mapbox-token": "Mapbox secret token",
+    "vercel-token": "Vercel token",
+    "encoded-private-key": "private key (base64-encoded)",
     "signed-url": "signature of a signed URL",
     "curl-credentials": "user and password on a curl command line",
     "sshpass-password": "password on an sshpass command line",
@@ -176,6 +200,13 @@ def _token_patterns() -> tuple[tuple[str, re.Pattern[str]], ...]:
     """
     return (
         _token("aws-access-key-id", "(?:AKIA|ASIA)", "[A-Z0-9]{16}"),
+        # STS's session token: base64 of a fixed binary head (`!\n\torigin_ec`, or the older
+        # `\x17\n\x06er/aws`), hundreds of characters, longer than any value judged by name.
+        _token("aws-session-token", "(?:IQoJb3JpZ2luX2Vj|FwoGZXIvYXdzE)",
+               "[A-Za-z0-9+/]{100,}={0,2}"),
+        _token("alibaba-access-key-id", "LTAI", "[A-Za-z0-9]{12,20}"),
+        _token("tencent-secret-id", "AKID", "[A-Za-z0-9]{32}"),
+        _token("volcengine-access-key", "AKLT", "[A-Za-z0-9]{30,60}"),
         _token("github-token", "gh[pousr]_", "[A-Za-z0-9]{36,251}"),
         _token("github-token", "github_pat_", "[A-Za-z0-9_]{22,250}"),
         _token("gitlab-token", "glpat-", r"[A-Za-z0-9_\-]{20,}"),
@@ -203,6 +234,23 @@ def _token_patterns() -> tuple[tuple[str, re.Pattern[str]], ...]:
         _token("age-secret-key", "AGE-SECRET-KEY-1", "[0-9A-Z]{58}"),
         _token("doppler-token", r"dp\.(?:st|ct|sa|scim|audit|pt)\.", r"[A-Za-z0-9_\-.]{40,}"),
         _token("vault-token", r"hv[sb]\.", r"[A-Za-z0-9_\-]{24,}"),
+        _token("databricks-token", "dapi", "[a-f0-9]{32}(?:-[0-9])?"),
+        _token("notion-token", "(?:ntn_|secret_(?=[A-Za-z]*[0-9]))", "[A-Za-z0-9]{43,46}"),
+        _token("postman-key", "PMAK-", "[a-f0-9]{24}-[a-f0-9]{34}"),
+        _token("tailscale-key", "tskey-", r"[A-Za-z0-9]{2,8}-[A-Za-z0-9]{8,}-[A-Za-z0-9]{20,}"),
+        _token("grafana-token", "(?:glsa_|glc_)", r"[A-Za-z0-9+/_]{32,400}={0,2}"),
+        _token("newrelic-key", "NRAK-", "[A-Z0-9]{27}"),
+        _token("bitbucket-token", "ATBB", "[A-Za-z0-9]{32,}"),
+        _token("huggingface-token", "api_org_", r"(?=[A-Za-z]*[0-9])[A-Za-z0-9]{30,}"),
+        _token("pulumi-token", "pul-", "[a-f0-9]{40}"),
+        _token("mapbox-token", r"sk\.eyJ1I", r"[A-Za-z0-9_\-]{16,}\.[A-Za-z0-9_\-]{16,}"),
+        _token("vercel-token", "vc[pkia]_", "(?=[A-Za-z]*[0-9])[A-Za-z0-9]{24,}"),
+        _token("fly-token", "fo1_", r"[A-Za-z0-9_\-]{40,}"),
+        _token("supabase-token", "sbp_", "[a-f0-9]{40}"),
+        _token("sentry-token", "(?:sntrys_eyJ|sntryu_)", r"[A-Za-z0-9+/=_]{40,}"),
+        # `-----BEGIN` in base64 (a kubeconfig's `client-key-data`, a CI variable): decoded
+        # by `_encoded_private_key`, a key when its header says PRIVATE KEY.
+        _token("encoded-private-key", "(?=LS0tLS1CRUdJTi)", "[A-Za-z0-9+/]{60,}={0,2}"),
         # The bot's user id in base64 (`_discord_token` decodes it), then a time stamp and an
         # HMAC: the prefix is the id's first digit, so the whole token is the random part.
         _token("discord-token", "(?=M[Tjz]|N[DTjz]|O[DT])",
@@ -239,16 +287,19 @@ def _token_patterns() -> tuple[tuple[str, re.Pattern[str]], ...]:
 # no alternative can start and tries each place once: 3.6 times as fast on prose as one
 # case-insensitive group, the same matches in the same order (`tests/test_credentials.py`).
 _PREFIXES = re.compile(
-    r"A(?:KIA|SIA|Iza|(?i:ccountkey)|(?i:uthorization)|TATT3|GE-SECRET-KEY-1)"
-    r"|g(?:h[pousr]_|ithub_pat_|lpat-|sk_)|x(?:ox[abpre]-|app-)"
-    r"|s(?:k-|k_(?:live|test)_|(?i:haredaccesskey)|shpass|hp|q0|ig=)|r(?:k_(?:live|test)_|8_)"
-    r"|eyJ|pypi-AgE|B[Ee][Aa][Rr][Ee][Rr]|b[Ee][Aa][Rr][Ee][Rr]|h(?:f_|v[sb]\.)|npm_"
-    r"|S(?:G\.|(?i:haredaccesskey)|K)|d(?:o[por]_v1_|p\.)|a(?:(?i:ccountkey)|(?i:uthorization))"
-    r"|\u017f(?i:haredaccesskey)|mysql|curl|key-|lin_api_|GOCSPX-|M[Tjz]|N[DTjz]|O[DT]"
-    r"|X-(?:Amz|Goog)-Signature="
+    r"A(?:KIA|SIA|KID|KLT|Iza|(?i:ccountkey)|(?i:uthorization)|TATT3|TBB|GE-SECRET-KEY-1)"
+    r"|g(?:h[pousr]_|ithub_pat_|lpat-|sk_|lsa_|lc_)|x(?:ox[abpre]-|app-)"
+    r"|s(?:k-|k_(?:live|test)_|(?i:haredaccesskey)|shpass|hp|q0|ig=|ecret_|bp_|ntry[su]_|k\.eyJ1I)"
+    r"|r(?:k_(?:live|test)_|8_)|eyJ|p(?:ypi-AgE|ul-)|B[Ee][Aa][Rr][Ee][Rr]|b[Ee][Aa][Rr][Ee][Rr]"
+    r"|h(?:f_|v[sb]\.)|n(?:pm_|tn_)|S(?:G\.|(?i:haredaccesskey)|K)|d(?:o[por]_v1_|p\.|api)"
+    r"|a(?:(?i:ccountkey)|(?i:uthorization)|pi_org_)|\u017f(?i:haredaccesskey)|mysql|curl|key-"
+    r"|lin_api_|GOCSPX-|M[Tjz]|N(?:[DTjz]|RAK-)|O[DT]|X-(?:Amz|Goog)-Signature="
+    r"|IQoJb3JpZ2luX2Vj|FwoGZXIvYXdzE|L(?:TAI|S0tLS1CRUdJTi)|PMAK-|tskey-|fo1_|vc[pkia]_"
 )
 _PRIVATE_KEY = re.compile(r"-----BEGIN ((?:[A-Z0-9]+ )*)PRIVATE KEY(?: BLOCK)?-----")
-_KEY_MATERIAL = re.compile(r"^\s*(?:[A-Za-z0-9+/=]{16,}|Proc-Type:|DEK-Info:|Version:|Comment:)")
+# (A quoted block's lines start with `>` marks: `> MIIEpA…`.)
+_KEY_MATERIAL = re.compile(
+    r"^[\s>]*(?:[A-Za-z0-9+/=]{16,}|Proc-Type:|DEK-Info:|Version:|Comment:)")
 # Key material on the header's own line: after spaces or escaped newlines (`\n`,
 # `\\n` in JSON within JSON), up to the next `-----` (the END line, or another header).
 _INLINE_KEY = re.compile(
@@ -301,7 +352,7 @@ _VALUE_AFTER = re.compile(
 # backwards, on the reversed text), so most names cost one small search.
 _REVERSED_NAME_HINT = re.compile(
     "(?i:ssap|dwp|wp|nip|terces|nekot|yek|laitnederc|htua|reraeb)|码密|碼密|令口|钥密|钥秘|牌令|钥私|证凭"
-    "|码权授|碼權授"
+    "|码权授|碼權授|ドーワスパ|号番証暗|호번밀비|호암"
 )
 NAME_CHARS = 200
 """The longest name of a `name: value` considered: a longer run is data, not a name."""
@@ -380,7 +431,7 @@ _UNIT_AFTER = re.compile(
 _AWS_SECRET = re.compile(r"^[A-Za-z0-9/+]{40}$")
 _PASSWORD_WORDS = (
     "password", "passwd", "passphrase", "passcode", "secret", "密码", "密碼", "口令",
-    "授权码", "授權碼",
+    "授权码", "授權碼", "パスワード", "暗証番号", "비밀번호", "암호",
 )
 _PASSWORD_SEGMENTS = frozenset({"pwd", "pass", "pw", "pin"})
 _KEY_WORDS = (
@@ -640,8 +691,10 @@ _ENGLISH_NAMES = re.compile(
     r"p(?i:ass|w|in)|P(?i:ass|w|in)|s(?i:ecret)|S(?i:ecret)|\u017f(?i:ecret)"
     r"|k(?i:ey)|K(?i:ey)|\u212a(?i:ey)|t(?i:oken)|T(?i:oken)"
 )
-# Every Chinese statement's name holds one of these (`pin码`: 码).
-_CHINESE_NAMES = ("密", "秘钥", "口令", "令牌", "码", "碼")
+# Every Chinese statement's name holds one of these (`pin码`: 码), and every Japanese or
+# Korean password's name (assignments only: `パスワード: …`, `비밀번호: …`) one of the last four.
+_CHINESE_NAMES = ("密", "秘钥", "口令", "令牌", "码", "碼", "パスワード", "暗証番号", "비밀번호",
+                  "암호")
 # The rest of `_REVERSED_NAME_HINT`'s words, forwards: an assignment's name holds one of
 # these, of `_ENGLISH_NAMES` or of `_CHINESE_NAMES`.
 _OTHER_KEY_NAMES = re.compile(
@@ -725,23 +778,47 @@ def _find_tokens(text: str, claims: _Claims) -> None:
                     continue
                 if not _looks_random(random_part, minimum=2.5):
                     continue
-                if _WORDS_JOINED.match(random_part) and re.search(r"[_\-.]", random_part):
-                    continue  # sk-this-is-only-words
+                if (_WORDS_JOINED.match(random_part) and re.search(r"[_\-.]", random_part)
+                        and all(_WORD_PART.fullmatch(part) for part in _segments(random_part))):
+                    continue  # sk-this-is-only-words (not AIza's random `u_llGONhZYub…`)
                 claims.claim(match.start(), match.end(), kind, match.start(1) - match.start())
 
+
+# A part of `sk-this-is-only-words`: a word as written (lower case, capitalised or upper case),
+# not a run of letters whose case changes at random.
+_WORD_PART = re.compile(r"[A-Z]?[a-z]+|[A-Z]+")
 
 _TOKEN_FIRST_CHARACTERS = {
     "aws-access-key-id": "A", "github-token": "g", "gitlab-token": "g", "slack-token": "x",
     "anthropic-key": "s", "openai-key": "s", "stripe-key": "sr", "google-api-key": "A",
-    "jwt": "e", "pypi-token": "p", "bearer-token": "Bb", "huggingface-token": "h",
+    "jwt": "e", "pypi-token": "p", "bearer-token": "Bb", "huggingface-token": "ha",
     "npm-token": "n", "sendgrid-key": "S", "digitalocean-token": "d",
     "azure-storage-key": "AaSs", "basic-auth": "Aa", "mysql-password": "m",
     "curl-credentials": "c", "sshpass-password": "s", "twilio-key": "S", "mailgun-key": "k",
     "shopify-token": "s", "square-token": "s", "atlassian-token": "A", "linear-key": "l",
     "google-oauth-secret": "G", "groq-key": "g", "replicate-token": "r", "age-secret-key": "A",
     "doppler-token": "d", "vault-token": "h", "discord-token": "MNO", "signed-url": "sX",
+    "aws-session-token": "IF", "alibaba-access-key-id": "L", "tencent-secret-id": "A",
+    "volcengine-access-key": "A", "databricks-token": "d", "notion-token": "ns",
+    "postman-key": "P", "tailscale-key": "t", "grafana-token": "g", "newrelic-key": "N",
+    "bitbucket-token": "A", "pulumi-token": "p", "fly-token": "f", "supabase-token": "s",
+    "sentry-token": "s", "encoded-private-key": "L",
+    "mapbox-token": "s", "vercel-token": "v",
 }
 """The letters each kind in `_token_patterns` can start with."""
+
+
+def _encoded_private_key(encoded: str) -> bool:
+    """Base64 whose text begins with a private key's header (`-----BEGIN … PRIVATE KEY-----`)."""
+    import base64
+    import binascii
+
+    head = encoded[: len(encoded) // 4 * 4][:120]
+    try:
+        text = base64.b64decode(head, validate=True).decode("ascii", "replace")
+    except (binascii.Error, ValueError):
+        return False
+    return _PRIVATE_KEY.match(text) is not None
 
 
 def _basic_credentials(encoded: str) -> bool:
@@ -788,7 +865,7 @@ def _discord_token(token: str) -> bool:
 _TOKEN_JUDGES = {
     "basic-auth": _basic_credentials, "mysql-password": _mysql_password,
     "sshpass-password": _mysql_password, "curl-credentials": _curl_credentials,
-    "discord-token": _discord_token,
+    "discord-token": _discord_token, "encoded-private-key": _encoded_private_key,
 }
 """The kinds whose value is judged on its own (a decoded pair, a password), not by entropy."""
 

@@ -84,7 +84,9 @@ def entry_line(memory: Listed) -> str:
     shortened first, then the hook. Only an id too long to fit by itself can
     make the line longer than MAX_LINE_CHARS.
     """
-    title = " ".join((memory.name or memory.id.rsplit("/", 1)[-1]).split())
+    # A title or hook from a file (a remote's, pulled) may hold a terminal escape or a bidi
+    # control: named (`<U+001B>`), as `list` names it, never written into the index.
+    title = _named(" ".join((memory.name or memory.id.rsplit("/", 1)[-1]).split()))
     title = title.replace("[", "(").replace("]", ")")
     target = memory.id + ".md"
     if any(ch in target for ch in " ()<>"):
@@ -92,11 +94,26 @@ def entry_line(memory: Listed) -> str:
     fixed = len("- []()") + len(target)
     title = _cut(title, max(MIN_TITLE_CHARS, MAX_LINE_CHARS - fixed - 3 - MIN_HOOK_CHARS))
     head = f"- [{title}]({target})"
-    hook = " ".join(memory.display.split())
+    hook = _named(" ".join(memory.display.split()))
     room = MAX_LINE_CHARS - len(head) - 3
     if not hook or room < MIN_HOOK_CHARS // 2:
         return head
     return f"{head} — {_cut(hook, room)}"
+
+
+# A control, a line or paragraph separator, a format character but the two joiners: what
+# `disk/folder.hidden_in_name` finds (this room imports nothing of `disk`), named in a line.
+_JOINERS = frozenset("\u200c\u200d")
+
+
+def _named(text: str) -> str:
+    """`text` with each character that could move or hide it named (`<U+001B>`), as
+    `checks/prompt_injection.visible_name` names it in a frame."""
+    if text.isascii() and text.isprintable():
+        return text
+    return "".join(
+        f"<U+{ord(c):04X}>" if (kind := unicodedata.category(c)) in ("Cc", "Zl", "Zp")
+        or (kind == "Cf" and c not in _JOINERS) else c for c in text)
 
 
 def _cut(text: str, limit: int) -> str:

@@ -22,7 +22,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 from .git import Git, quoted_paths
-from .merge_driver import INDEX_PATH, keep_sibling, merge_index, merge_versions, other_machine
+from .merge_driver import (
+    INDEX_PATH,
+    keep_sibling,
+    merge_index,
+    merge_other_file,
+    merge_versions,
+    other_machine,
+)
 
 
 def unmerged(git: Git) -> dict[str, dict[int, str]]:
@@ -93,6 +100,9 @@ def merged_version(git: Git, root: Path, path: str, versions: dict[int, bytes],
         base, ours, theirs_data = versions.get(1, b""), versions[2], versions[3]
         if path == INDEX_PATH:
             return merge_index(ours, theirs_data, base), None
+        other = merge_other_file(path, ours, theirs_data, base)
+        if other is not None:
+            return other, None
         outcome = merge_versions(base, ours, theirs_data, path)
         if not outcome.keep_theirs:
             return outcome.merged, None

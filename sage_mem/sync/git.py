@@ -135,6 +135,7 @@ class Git:
         self._revs: dict[str, str | None] = {}
         self._head_ref: tuple[str | None] | None = None
         self._trees: dict[str, dict[str, tuple[str, str]]] = {}
+        self._sizes: dict[str, int] = {}  # object id -> bytes, as `ls-tree -l` told
         # Answers about two commits by id never change: asked again within a sync (the
         # merge's checks, MEMORY.md's making, the pulled list), they cost no process.
         self._bases: dict[tuple[str, str], str | None] = {}
@@ -376,6 +377,22 @@ class Git:
             position = newline + 1 + int(size) + 1
         return found
 
+    def sizes(self, ids: Iterable[str]) -> dict[str, int]:
+        """The size in bytes of each object, with one `git cat-file --batch-check` (none
+        read) for those a listing (`_listing`) has not told already."""
+        known = set(ids)
+        found = {sha: self._sizes[sha] for sha in known if sha in self._sizes}
+        wanted = sorted(known - found.keys())
+        if not wanted:
+            return found
+        out = self.run("cat-file", "--batch-check=%(objectname) %(objectsize)",
+                       input="\n".join(wanted).encode() + b"\n").stdout.decode("ascii", "replace")
+        for line in out.splitlines():
+            sha, _, size = line.partition(" ")
+            if size.isdigit():
+                found[sha] = int(size)
+        return found
+
     def blob(self, rev: str, path: str) -> bytes | None:
         done = self.run("cat-file", "blob", f"{rev}:{path}", check=False)
         return done.stdout if done.returncode == 0 else None
@@ -444,11 +461,15 @@ class Git:
         if rev in self._trees:
             return self._trees[rev]
         entries: dict[str, tuple[str, str]] = {}
-        for record in self.run("ls-tree", "-r", "-z", "--full-tree", rev).stdout.split(b"\0"):
+        # `-l`: each blob's size too, which `sizes` then knows without asking git again.
+        for record in self.run("ls-tree", "-r", "-l", "-z", "--full-tree",
+                               rev).stdout.split(b"\0"):
             meta, _, path = record.partition(b"\t")
             fields = meta.split()
-            if len(fields) == 3:
+            if len(fields) == 4:
                 entries[os.fsdecode(path)] = (fields[0].decode(), fields[2].decode())
+                if fields[3].isdigit():
+                    self._sizes[fields[2].decode()] = int(fields[3])
         if is_object_id(rev):
             self._trees[rev] = entries
         return entries

@@ -38,8 +38,14 @@ class Version:
                 "machine": self.machine, "subject": self.subject, "path": self.path}
 
     def format_text(self) -> str:
-        who = self.machine or self.author
-        return f"{self.rev[:10]}  {self.date[:19].replace('T', ' ')}  {who}  {self.subject}\n"
+        """One line for a terminal. The author, the machine and the subject are whatever the
+        commit's maker wrote (a remote's, for a pulled commit): a terminal escape or a bidi
+        control in them is named (`<U+001B>`), never sent to the terminal."""
+        from ..checks.prompt_injection import visible_name
+
+        who = visible_name(self.machine or self.author)
+        subject = visible_name(self.subject)
+        return f"{self.rev[:10]}  {self.date[:19].replace('T', ' ')}  {who}  {subject}\n"
 
 
 def _repository(folder: MemoryFolder) -> Git:

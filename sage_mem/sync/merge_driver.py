@@ -18,6 +18,10 @@ from the side that changed it; the body line by line):
 `MEMORY.md` at the root is sage-mem's index: when it is sage-mem's own, ours is
 kept and sync regenerates it from the merged memories; a hand-written one is
 merged by lines, both sides' lines kept where they clash (as git's `union`).
+A file that is no memory (a name not ending in `.md`: `.gitignore`, routed here by a
+remote's `* merge=sage-mem`, or left unmerged by git in sync's own merge) is merged
+as text, this side's lines kept and the other's added after them where both changed the
+same lines (`merge_other_file`): memory rules and conflict siblings are for memories.
 
 A file that cannot be parsed on some side (invalid YAML, not UTF-8) is merged
 as text when that is clean, and otherwise kept both ways as above. The driver
@@ -83,6 +87,38 @@ def merge_index(ours: bytes, theirs: bytes, base: bytes) -> bytes:
     if catalog.NOTE in texts[1] or catalog.NOTE in texts[2]:
         return ours
     return merge_text(*texts).text("both").encode("utf-8")
+
+
+def merge_other_file(path: str, ours: bytes, theirs: bytes, base: bytes) -> bytes | None:
+    """A file both sides changed that is no memory (its name does not end in `.md`:
+    `.gitignore`, `.gitattributes`, a note someone keeps beside the memories), merged as
+    text; where both changed the same lines, ours is kept and each line theirs added
+    (in neither ours nor the base) follows it: rules and settings add up, and nothing
+    either side wrote is lost. None for a memory, or for bytes that are not text (those
+    are kept both ways, as a memory that cannot be parsed is).
+
+    Memory rules never apply to such a file, whatever a `.gitattributes` (a remote's:
+    `* merge=sage-mem`) routes to the driver: its conflict sibling would be a `.md`
+    file beside it (`.gitignore.conflict-laptop.md`) that nothing reports, and the
+    other side's lines would be lost from it."""
+    if path.endswith(".md"):
+        return None
+    outcome = merge_versions(base, ours, theirs, path)
+    if not outcome.keep_theirs:
+        return outcome.merged  # a clean merge, as the rules make it
+    try:
+        texts = [raw.decode("utf-8") for raw in (base, ours, theirs)]
+    except UnicodeDecodeError:
+        return None
+    if "\0" in "".join(texts):
+        return None
+    base_text, ours_text, theirs_text = texts
+    known = set(base_text.splitlines()) | set(ours_text.splitlines())
+    added = [line for line in theirs_text.splitlines() if line not in known]
+    if not added:
+        return ours
+    lead = "" if not ours_text or ours_text.endswith("\n") else "\n"
+    return (ours_text + lead + "\n".join(added) + "\n").encode("utf-8")
 
 
 def _merge_as_text(base: bytes, ours: bytes, theirs: bytes, why: str) -> Outcome:
@@ -169,6 +205,10 @@ def run_driver(argv: list[str]) -> int:
         return 1
     if path == INDEX_PATH:
         Path(ours_file).write_bytes(merge_index(ours, theirs, base))
+        return 0
+    other = merge_other_file(path, ours, theirs, base)
+    if other is not None:
+        Path(ours_file).write_bytes(other)
         return 0
     outcome = merge_versions(base, ours, theirs, path)
     try:

@@ -365,6 +365,10 @@ _GITLINK_MODE = "160000"  # a submodule's commit, in a tree
 # An attribute set (not unset: `-working-tree-encoding`) that has git re-encode a file on
 # checkout: the memories, written as UTF-8, could then never be committed again.
 _REENCODES = re.compile(rb"(?m)^[^#\n]*[ \t]working-tree-encoding=")
+# sage-mem's own names at the top of the folder: a file each, a folder each. A remote's commit
+# making one the other (`MEMORY.md/user_x.md`, a file `archive`) is refused as a link is.
+_OWN_FILES = frozenset({INDEX_FILE, ".gitattributes", ".gitignore"})
+_OWN_FOLDERS = frozenset({ARCHIVE_DIR, DREAM_DIR})
 _NAME_MAX = 255  # bytes in one path part: what Linux, macOS and Windows file systems hold
 
 
@@ -1423,23 +1427,36 @@ class _Sync:
         # What their side brought since the two met (a link both had and this side deleted
         # stays deleted by the merge, and is no reason to refuse it).
         since = (self.git.merge_base(head, theirs) or head) if head else None
-        unsafe = [(path, why) for mode, path, blob in self.git.entries(since, theirs)
+        entries = self.git.entries(since, theirs)
+        unsafe = [(path, why) for mode, path, blob in entries
                   if (why := self.unsafe_entry(mode, path, blob)) is not None]
+        # A file over what sync reads: merging it would read it whole (a 230 MB blob took
+        # 1.4 GB, a 2 GB one the machine's memory); sync never commits one either.
+        sizes = self.git.sizes(blob for mode, _, blob in entries
+                               if mode not in (_GITLINK_MODE, _LINK_MODE))
+        unsafe += [(path, f"is {sizes[blob] >> 20} MB, over what sync reads "
+                          f"({_MAX_SCANNED >> 20} MB)")
+                   for mode, path, blob in entries
+                   if mode not in (_GITLINK_MODE, _LINK_MODE)
+                   and sizes.get(blob, 0) > _MAX_SCANNED]
         if not unsafe:
             return
         from ..checks.credentials import redact_name
 
         path, why = unsafe[0]
         shown = _shown(redact_name(path))
+        fix = ("sync never lets a remote reshape its own files, nor reads a file that large: "
+               "ask its author to undo that commit, then sync"
+               if why.startswith("makes ") or " MB, over " in why else
+               "sync never checks out a link, a submodule or a path outside the folder (a later "
+               "read would follow it to any file of yours, a memory written below it would "
+               "never be committed): ask its author to replace it with a file, then sync")
         found = self.git.run("log", "-1", "--format=%h by %an", theirs, "--", path,
                              check=False).stdout.decode("utf-8", "replace").strip()
         commit = _shown(found)[:80] or theirs[:7]
         more = f" (and {len(unsafe) - 1} more)" if len(unsafe) > 1 else ""
         raise SyncError(
-            f"{REMOTE}/{branch} not merged: {shown} {why}{more}, from commit {commit}; sync "
-            "never checks out a link, a submodule or a path outside the folder (a later read "
-            "would follow it to any file of yours, a memory written below it would never be "
-            "committed): ask its author to replace it with a file, then sync")
+            f"{REMOTE}/{branch} not merged: {shown} {why}{more}, from commit {commit}; {fix}")
 
     def unsafe_entry(self, mode: str, path: str, blob: str) -> str | None:
         """Why a file of the remote (its object id `blob`) may not be checked out (None: it
@@ -1453,6 +1470,13 @@ class _Sync:
         if mode == _LINK_MODE:
             target = b"".join(self.git.blobs([blob]).values()).decode("utf-8", "replace")
             return f"is a symbolic link (to {_shown(target)})"
+        top, _, below = path.partition("/")
+        if below and top in _OWN_FILES:
+            return (f"makes {top} a folder (sage-mem keeps its own file there: "
+                    "the index, every write and every sync after would fail)")
+        if not below and top in _OWN_FOLDERS:
+            return (f"makes {top} a file (sage-mem keeps its own folder there: "
+                    "every archive or dream run after would fail)")
         if path.rsplit("/", 1)[-1] != ".gitattributes":
             return None
         from .index_file import blob_id
