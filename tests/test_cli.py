@@ -176,6 +176,28 @@ def test_show_prints_body_and_sha(memory_dir: Path) -> None:
     assert json.loads(out)["sha256"]
 
 
+def test_show_names_the_terminal_escapes_a_body_holds_never_sends_them(
+    empty_dir: Path,
+) -> None:
+    """A memory from a remote or another tool whose body holds an OSC title change, a screen
+    clear or a carriage return over a line reached the terminal raw through `show`. Named
+    (`<U+001B>`), as the header lines are; a CRLF file's lines still print as lines; `--json`
+    keeps the text."""
+    (empty_dir / "user_cat.md").write_bytes(
+        b"---\r\ndescription: The cat is Sesame\r\ncategory: user\r\n---\r\n\r\n"
+        b"Sesame is orange.\x1b]0;pwned\x07\x1b[2J\r\nsafe\rHIDDEN \xe2\x80\xae\tend\r\n"
+    )
+    result = subprocess.run([sys.executable, "-m", "sage_mem", "--dir", str(empty_dir), "show",
+                             "user_cat"], capture_output=True, timeout=60)  # bytes: \r as is
+    assert result.returncode == 0, result.stderr
+    body = result.stdout.decode().split("\n\n", 1)[1]
+    assert "\x1b" not in body and "\x07" not in body and "\r" not in body, repr(body)
+    assert body == ("Sesame is orange.<U+001B>]0;pwned<2 invisible characters>[2J\n"
+                    "safe<U+000D>HIDDEN <U+202E>\tend\n"), repr(body)
+    shown = json.loads(run_process("--dir", str(empty_dir), "show", "user_cat", "--json").stdout)
+    assert "\x1b]0;pwned\x07" in shown["body"]
+
+
 def test_list_archive_feedback_index(memory_dir: Path) -> None:
     code, out, _ = run("list", "--category", "reference", "--json")
     ids = [m["id"] for m in json.loads(out)["memories"]]

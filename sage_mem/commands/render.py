@@ -6,7 +6,9 @@ interface): models are poor at date arithmetic.
 The one-line fields of a memory (id, category, description, the header lines
 of `show`) are printed through `visible_name`/`visible`: a terminal escape or a
 bidi control in a file is named (`<U+001B>`), not sent to the terminal or to an
-agent reading the output. The body `show` prints is the file's own text.
+agent reading the output. The body `show` prints is the file's own text with
+its controls named likewise (`visible`: the newline and the tab stay; a CRLF file's
+lines print as lines); `show --json` gives the text as it is.
 """
 
 from __future__ import annotations
@@ -74,5 +76,7 @@ def memory_text(memory: Memory, now: datetime | None = None) -> str:
     ]
     for problem in memory.problems:
         lines.append(f"{'problem'.ljust(width)}  {visible_name(problem)}")
-    body = memory.body.strip("\n")
+    # The body's lines as lines (a CRLF file's too), every other control named: a remote's or
+    # another tool's text never moves, clears or retitles the terminal it is shown in.
+    body = visible(memory.body.replace("\r\n", "\n").strip("\n"))
     return "\n".join(lines) + ("\n\n" + body if body else "") + "\n"
