@@ -868,6 +868,7 @@ _PREFIXES_AS_WRITTEN = (
     r"|sig=|X-Amz-Signature=|X-Goog-Signature="
     r"|AKID|AKLT|ATBB|gl(?:sa|c)_|secret_|sbp_|sntry[su]_|sk\.eyJ1I|pul-|ntn_|dapi|api_org_"
     r"|NRAK-|IQoJb3JpZ2luX2Vj|FwoGZXIvYXdzE|LTAI|LS0tLS1CRUdJTi|PMAK-|tskey-|fo1_|vc[pkia]_"
+    r"|EAA|AAAAAAAAAAAAAAAAAAAA"
 )
 
 
@@ -889,7 +890,7 @@ def test_the_prefix_scan_finds_what_its_plain_spelling_finds() -> None:
               "AKID", "AKLT", "ATBB", "glsa_", "glc_", "secret_", "sbp_", "sntrys_", "sntryu_",
               "sk.eyJ1I", "pul-", "ntn_", "dapi", "api_org_", "NRAK-", "IQoJb3JpZ2luX2Vj",
               "FwoGZXIvYXdzE", "LTAI", "LS0tLS1CRUdJTi", "PMAK-", "tskey-", "fo1_", "vcp_", "L",
-              "I", "F", "P", "t", "f", "v", "NR"]
+              "I", "F", "P", "t", "f", "v", "NR", "EAA", "E", "AAAAAAAAAA", "AAAAAAAAAAAAAAAAAAAA"]
     rng = random.Random(7)
     for _ in range(20_000):
         text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 12)))

@@ -101,6 +101,21 @@ SENTRY = "sntrys_eyJ" + _random(120, _ALNUM + "+/")
 MAPBOX = "sk.eyJ1Ijoi" + _random(40) + "." + _random(22, _ALNUM + "-_")
 VERCEL = "vcp_" + _random(55) + "3"
 KATAKANA_PASSWORD = "Kx9" + _random(9)
+# The sixteenth probe's: full-width letters, a PuTTY key file, Azure AD's client secret,
+# sentence forms in Japanese and Korean, a bare AWS secret after "secret", Facebook and
+# Twitter/X tokens, an AK/SK pair.
+FULL_WIDTH = "hunter2xyz"
+_PUTTY_PRIVATE = [*(_random(64, _ALNUM + "+/") for _ in range(3)),
+                  _random(20, _ALNUM + "+/") + "=="]
+PUTTY = "\n".join([
+    "PuTTY-User-Key-File-3: ssh-rsa", "Encryption: none", "Comment: rsa-key-20260101",
+    "Public-Lines: 2", _random(64, _ALNUM + "+/"), _random(40, _ALNUM + "+/"),
+    "Private-Lines: 4", *_PUTTY_PRIVATE, "Private-MAC: " + _random(64, _HEX)])
+AZURE_AD = _random(3, _ALNUM) + "8Q~" + _random(34, _ALNUM + "_~.-")
+AWS_SECRET = "wJalr" + _random(35, _ALNUM + "/+")
+FACEBOOK = "EAAG" + _random(180)
+TWITTER = "A" * 22 + _random(30) + "%2B" + _random(20) + "%3D" + _random(50)
+HUAWEI_SK = _random(40)
 
 # (id, the text a memory holds, the kind, what must never be shown)
 SHAPES = [
@@ -194,6 +209,27 @@ SHAPES = [
                  id="japanese-password"),
     pytest.param("password", f"관리자 비밀번호: {KATAKANA_PASSWORD}", KATAKANA_PASSWORD,
                  id="korean-password"),
+    pytest.param("password", f"ｐａｓｓｗｏｒｄ＝{FULL_WIDTH}", FULL_WIDTH, id="full-width-name"),
+    pytest.param("putty-private-key", f"The bastion key (.ppk):\n\n{PUTTY}\n",
+                 _PUTTY_PRIVATE[1], id="putty-key-file"),
+    pytest.param("azure-client-secret", f"App registration client secret value {AZURE_AD}",
+                 AZURE_AD, id="azure-ad-client-secret"),
+    pytest.param("password", f"サーバーのパスワードは {FULL_WIDTH} です", FULL_WIDTH,
+                 id="japanese-sentence"),
+    pytest.param("password", f"관리자 비밀번호는 {FULL_WIDTH} 입니다", FULL_WIDTH,
+                 id="korean-sentence"),
+    pytest.param("aws-secret-key", f"AWS CLI for the backups, secret {AWS_SECRET}", AWS_SECRET,
+                 id="aws-secret-after-the-word"),
+    pytest.param("aws-secret-key", f"the secret key {AWS_SECRET} (rotated in May)", AWS_SECRET,
+                 id="aws-secret-key-after-the-words"),
+    pytest.param("facebook-token", f"Page token for the bot: {FACEBOOK}", FACEBOOK[3:],
+                 id="facebook"),
+    pytest.param("twitter-bearer-token", f"X API bearer {TWITTER}", TWITTER[22:],
+                 id="twitter-bearer"),
+    pytest.param("cloud-secret-key", f"华为云 AK HPUAXN4Q8ZK2T7WJ1DMR SK {HUAWEI_SK}", HUAWEI_SK,
+                 id="huawei-ak-sk"),
+    pytest.param("cloud-secret-key", f"百度智能云 AK：{_random(32, _HEX)}，SK：{MI_YAO}", MI_YAO,
+                 id="baidu-ak-sk"),
 ]
 _TEXTS = {param.id: param.values for param in SHAPES}
 
@@ -312,6 +348,25 @@ NOT_SECRETS = [
                  id="base64-public-key"),
     pytest.param("パスワードを忘れたらリセットする。비밀번호: 변경필요", id="cjk-password-prose"),
     pytest.param("vcp_handler_function_name and dapi_version_two", id="vendor-prefix-names"),
+    pytest.param("ｐａｓｓｗｏｒｄ＝ｃｈａｎｇｅｍｅ and 密码：请联系管理员",
+                 id="full-width-placeholder"),
+    pytest.param("PuTTY-User-Key-File-2: ssh-rsa is the first line of a .ppk file; "
+                 "Private-Lines: says how many lines follow", id="putty-prose"),
+    pytest.param("PuTTY-User-Key-File-2: ssh-rsa\nPrivate-Lines: 14\n<the private lines>",
+                 id="putty-placeholder"),
+    pytest.param("client secrets look like abc8Q~ followed by 34 characters", id="azure-prose"),
+    pytest.param("abc8Q~" + "x" * 34, id="azure-placeholder"),
+    pytest.param("パスワードは 8 文字以上、パスワードは SHA-256 でハッシュする",
+                 id="japanese-prose"),
+    pytest.param("the secret " + "0123456789abcdef" * 2 + "01234567 is a git commit",
+                 id="secret-before-a-hash"),
+    pytest.param("secret Sauce", id="secret-word"),
+    pytest.param("iVBORw0KGgo/EAA" + "bcdefghijk" * 12 + "/AAAA==", id="facebook-in-base64"),
+    pytest.param("EAA" + "A" * 120, id="facebook-run"),
+    pytest.param("A" * 64 + "BCDEFG" * 10 + "==", id="twitter-base64-zeros"),
+    pytest.param("SK hynix and AK Steel: SK" + " Telecom", id="ak-sk-companies"),
+    pytest.param("SK " + "x" * 40 + " without any AK", id="sk-without-ak"),
+    pytest.param("tx 0x" + "9f" * 32 + " confirmed", id="transaction-hash"),
 ]
 
 
@@ -356,3 +411,23 @@ def test_a_plain_git_push_of_each_shape_is_refused_by_the_hook(
     assert git(remote, "rev-parse", "main") == before
     for param in SHAPES:
         assert param.values[2] not in done.stderr, param.id
+
+
+def test_redact_masks_a_putty_key_s_private_lines_one_by_one() -> None:
+    """Like a PEM block's material: each private line becomes the mask, the text keeps its
+    lines, and the public lines and the MAC (no secret) stay."""
+    text = _TEXTS["putty-key-file"][1]
+    masked = redact(text)
+    assert masked.count("\n") == text.count("\n")
+    assert masked.count("****") == len(_PUTTY_PRIVATE)
+    assert not any(line in masked for line in _PUTTY_PRIVATE)
+    assert "Private-MAC: " in masked and "Public-Lines: 2" in masked
+
+
+def test_full_width_letters_are_read_as_ascii_and_masked_where_they_stand() -> None:
+    """NFKC's fold of full-width letters and digits, one character for one: the columns and
+    the mask are the text's own, a zero-width space inside still ignored."""
+    text = "備考 ｐａｓｓ\u200bｗｏｒｄ＝ｈｕｎｔｅｒ２ｘｙｚ。"
+    [match] = find_secrets(text)
+    assert (match.kind, match.column) == ("password", 14)
+    assert redact(text) == "備考 ｐａｓｓ\u200bｗｏｒｄ＝****。"

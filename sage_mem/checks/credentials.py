@@ -8,7 +8,8 @@
   holds one), Databricks (dapi…), Notion (ntn_…, secret_…), Postman (PMAK-…), Tailscale
   (tskey-…), Grafana (glsa_…, glc_…), New Relic (NRAK-…), Bitbucket (ATBB…), Pulumi (pul-…),
   Fly.io (fo1_…), Supabase (sbp_…), Sentry (sntrys_…, sntryu_…), Mapbox (sk.eyJ1I…) and
-  Vercel (vcp_…) tokens, GitHub tokens
+  Vercel (vcp_…), Facebook (EAA…) and Twitter/X app bearer (AAAA…%3D…) tokens, Azure AD
+  client secrets (`abc8Q~…`), the SK of an `AK … SK …` pair (Baidu, Huawei), GitHub tokens
   (ghp_/gho_/ghu_/ghs_/ghr_, github_pat_), GitLab (glpat-), Slack (xoxa/b/p/r-),
   OpenAI and Anthropic keys (sk-…, sk-proj-…, sk-ant-…), Stripe live/test keys,
   Google API keys (AIza…), JWTs (eyJ….eyJ….…), PyPI upload tokens (pypi-AgE…),
@@ -24,6 +25,7 @@
   `sshpass -p S3cret`, `curl -u deploy:S3cret`), Slack webhook URLs
   (hooks.slack.com/services/…) and the webhooks of Discord, Teams, Feishu/Lark
   and WeCom (企业微信);
+- a PuTTY key file's private lines (after `PuTTY-User-Key-File-2:`/`-3:` and `Private-Lines:`);
 - private key blocks (`-----BEGIN … PRIVATE KEY-----` followed by key material,
   on the next lines (quoted with `>` too) or on the same line: pasted from JSON or a .env file with
   its newlines written as `\\n`, or flattened with spaces), and a header alone
@@ -31,19 +33,22 @@
 - passwords inside URLs (`postgres://admin:…@db/app`, `redis://:…@host`);
 - password-like assignments (`password=`, `passwd:`, `secret:`, `密码：`, `パスワード:`,
   `비밀번호:`, `SecretKey 是 …`) and statements (`the password is …`, `数据库的密码是 …`,
+  `パスワードは … です`, `비밀번호는 …`,
   `SMTP 授权码是 …`: a mail service's code in place of its password) whose value looks like a
   real password rather than prose or a placeholder; passwords named loosely
   (`the password for the staging db is …`, `changed my password to …`, `密码 …`,
   `pw=…`) and numeric PINs after a password word (`我的银行卡密码是 837261`, not
   `密码长度 12 位`); a 40-character value in the shape of an AWS secret access
-  key, named as a secret or on the line after an AWS access key id, is reported as one;
+  key, named as a secret (`secret wJalr…` too) or on the line after an AWS access key id,
+  is reported as one;
 - high-entropy values assigned to key-like names (api_key, token, access_key,
   client_secret, 密钥 or 秘钥, 令牌 …), or stated for them (`the API key is …`); a UUID
   only under a name that ends saying it is an API key or token (Heroku's keys).
 
 Invisible characters (zero-width space, joiners, word joiner, BOM, soft hyphen)
-are ignored while matching, so a token split by them is still found; lines,
-columns and masks refer to the text as given.
+are ignored while matching, so a token split by them is still found, and
+full-width letters and digits are read as the ASCII NFKC folds them to
+(`ｐａｓｓｗｏｒｄ＝…`); lines, columns and masks refer to the text as given.
 
 It leans towards silence on ordinary text: prose in either language, sha256 or
 git hashes without a key-like name, UUIDs (but see above), base64 images, public SSH keys,
@@ -140,6 +145,11 @@ LABELS: dict[str, str] = {
     "sentry-token": "Sentry auth token",
     "mapbox-token": "Mapbox secret token",
     "vercel-token": "Vercel token",
+    "facebook-token": "Facebook access token",
+    "twitter-bearer-token": "Twitter/X bearer token",
+    "azure-client-secret": "Azure AD client secret",
+    "cloud-secret-key": "secret key of an AK/SK pair",
+    "putty-private-key": "PuTTY private key",
     "encoded-private-key": "private key (base64-encoded)",
     "signed-url": "signature of a signed URL",
     "curl-credentials": "user and password on a curl command line",
@@ -248,6 +258,14 @@ def _token_patterns() -> tuple[tuple[str, re.Pattern[str]], ...]:
         _token("fly-token", "fo1_", r"[A-Za-z0-9_\-]{40,}"),
         _token("supabase-token", "sbp_", "[a-f0-9]{40}"),
         _token("sentry-token", "(?:sntrys_eyJ|sntryu_)", r"[A-Za-z0-9+/=_]{40,}"),
+        # Facebook's Graph API tokens (EAAB…, EAAG…): long, and not inside base64 (whose
+        # `+/=` would otherwise be an edge), so a blob's run of letters is not one.
+        ("facebook-token", re.compile(
+            r"(?<![A-Za-z0-9_\-+/=])EAA([A-Za-z0-9]{90,400})(?![A-Za-z0-9_\-+/=])")),
+        # Twitter/X's app-only bearer token: twenty-odd `A`s, then URL-escaped base64
+        # (`%2B`, `%3D`): the escape keeps a run of zero bytes in base64 from being one.
+        ("twitter-bearer-token", re.compile(
+            r"(?<![A-Za-z0-9_\-+/=%])A{20,24}+([A-Za-z0-9%]{40,200})(?![A-Za-z0-9_\-+/=%])")),
         # `-----BEGIN` in base64 (a kubeconfig's `client-key-data`, a CI variable): decoded
         # by `_encoded_private_key`, a key when its header says PRIVATE KEY.
         _token("encoded-private-key", "(?=LS0tLS1CRUdJTi)", "[A-Za-z0-9+/]{60,}={0,2}"),
@@ -287,7 +305,8 @@ def _token_patterns() -> tuple[tuple[str, re.Pattern[str]], ...]:
 # no alternative can start and tries each place once: 3.6 times as fast on prose as one
 # case-insensitive group, the same matches in the same order (`tests/test_credentials.py`).
 _PREFIXES = re.compile(
-    r"A(?:KIA|SIA|KID|KLT|Iza|(?i:ccountkey)|(?i:uthorization)|TATT3|TBB|GE-SECRET-KEY-1)"
+    r"A(?:KIA|SIA|KID|KLT|Iza|(?i:ccountkey)|(?i:uthorization)|TATT3|TBB|GE-SECRET-KEY-1"
+    r"|A{19})"
     r"|g(?:h[pousr]_|ithub_pat_|lpat-|sk_|lsa_|lc_)|x(?:ox[abpre]-|app-)"
     r"|s(?:k-|k_(?:live|test)_|(?i:haredaccesskey)|shpass|hp|q0|ig=|ecret_|bp_|ntry[su]_|k\.eyJ1I)"
     r"|r(?:k_(?:live|test)_|8_)|eyJ|p(?:ypi-AgE|ul-)|B[Ee][Aa][Rr][Ee][Rr]|b[Ee][Aa][Rr][Ee][Rr]"
@@ -295,6 +314,7 @@ _PREFIXES = re.compile(
     r"|a(?:(?i:ccountkey)|(?i:uthorization)|pi_org_)|\u017f(?i:haredaccesskey)|mysql|curl|key-"
     r"|lin_api_|GOCSPX-|M[Tjz]|N(?:[DTjz]|RAK-)|O[DT]|X-(?:Amz|Goog)-Signature="
     r"|IQoJb3JpZ2luX2Vj|FwoGZXIvYXdzE|L(?:TAI|S0tLS1CRUdJTi)|PMAK-|tskey-|fo1_|vc[pkia]_"
+    r"|EAA"
 )
 _PRIVATE_KEY = re.compile(r"-----BEGIN ((?:[A-Z0-9]+ )*)PRIVATE KEY(?: BLOCK)?-----")
 # (A quoted block's lines start with `>` marks: `> MIIEpA…`.)
@@ -378,6 +398,12 @@ _STATEMENTS = (
     re.compile(
         r"""(?P<name>密[码碼]|口令|[密秘]钥|令牌|授[权權][码碼])[ \t]*+(?:是|为|為)"""
         r"""(?:[ \t]*+[:：])?[ \t]*+"""
+        + _STATEMENT_VALUE
+    ),
+    # `パスワードは hunter2xyz です`, `비밀번호는 …`: the topic particle (は, が; 는, 은) is
+    # the "is"; a CJK value is prose (`_STATEMENT_VALUE` is ASCII).
+    re.compile(
+        r"""(?P<name>パスワード|暗証番号|비밀번호)[ \t]*+(?:は|が|는|은)(?:[ \t]*+[:：])?[ \t]*+"""
         + _STATEMENT_VALUE
     ),
 )
@@ -504,12 +530,19 @@ def redact(text: str) -> str:
     """`text` with every likely secret masked (public prefixes kept); all else unchanged.
 
     A private key keeps its BEGIN and END lines, and each line of key
-    material between them becomes MASK: the text keeps its lines.
+    material between them becomes MASK: the text keeps its lines (so do a PuTTY key's
+    private lines, each masked on its own).
     """
     spans = _spans(text)
     if not spans:
         return text
-    masked = _mask(text, [(start, end, keep) for start, end, _kind, keep in spans])[0]
+    pieces = []
+    for start, end, kind, keep in spans:
+        if kind == "putty-private-key":
+            pieces += [(*line.span(), 0) for line in _NOT_BLANK.finditer(text, start, end)]
+        else:
+            pieces.append((start, end, keep))
+    masked = _mask(text, pieces)[0]
     if any(kind == "private-key" for _start, _end, kind, _keep in spans):
         masked = _KEY_BLOCK.sub(_masked_key_block, masked)
     return masked
@@ -581,7 +614,7 @@ _MAX_NAME_JOINS = 64
 def _name_spans(name: str) -> list[tuple[int, int, str, int]]:
     """`_spans` of a name, also of each part that starts after a join, in the name's offsets."""
     found: list[tuple[int, int, str, int]] = []
-    if not _may_hold_secrets(name if name.isascii() else _INVISIBLE.sub("", name)):
+    if not _may_hold_secrets(name if name.isascii() else _folded(name)):
         return found  # nor does any part of it: most ids are judged by this one scan
     taken = bytearray(len(name))
     starts = [0, *(join.end() for join in _NAME_JOINS.finditer(name, 0, len(name) - 1))]
@@ -635,19 +668,39 @@ def _masked_key_block(match: re.Match[str]) -> str:
 
 # Characters that show nothing: a token split by them still works when pasted.
 _INVISIBLE = re.compile("[\u00ad\u180e\u200b-\u200d\u2060-\u2064\ufeff]")
+# Full-width letters and digits, `＝`, `＿` and `－`, read as the ASCII characters NFKC
+# folds them to (`ｐａｓｓｗｏｒｄ＝…`): one character for one, so positions stay. The
+# full-width punctuation CJK sentences are written with (`：`, `，`, `（`) is kept as it is:
+# the rules read it so (`密码：` is an operator, `，` ends a value).
+_FULL_WIDTH = {
+    **{code: code - 0xFEE0 for code in (*range(0xFF10, 0xFF1A), *range(0xFF21, 0xFF3B),
+                                        *range(0xFF41, 0xFF5B), 0xFF1D, 0xFF3F, 0xFF0D)},
+}
+# What `_folded` changes: an invisible character or a full-width one.
+_FOLDED = re.compile(
+    "[\u00ad\u180e\u200b-\u200d\u2060-\u2064\ufeff\uff0d\uff10-\uff19\uff1d"
+    "\uff21-\uff3a\uff3f\uff41-\uff5a]")
+
+
+def _folded(text: str) -> str:
+    """`text` as matched: without invisible characters, full-width letters read as ASCII."""
+    return _INVISIBLE.sub("", text).translate(_FULL_WIDTH)
 
 
 def _spans(text: str) -> list[tuple[int, int, str, int]]:
     """(start, end, kind, characters that may be shown) for each likely secret in `text`.
 
-    Matching runs on the text without invisible characters; each span is then
-    carried back to the text as given, invisible characters inside it included.
+    Matching runs on the text without invisible characters, full-width letters read as
+    ASCII (`_folded`); each span is then carried back to the text as given, invisible
+    characters inside it included.
     """
     if text.isascii():  # (known without a scan) holds none of the invisible characters
         return _visible_spans(text)
+    if _FOLDED.search(text) is None:
+        return _visible_spans(text)
     removed = [found.start() for found in _INVISIBLE.finditer(text)]
     if not removed:
-        return _visible_spans(text)
+        return _visible_spans(text.translate(_FULL_WIDTH))
     # The n-th removed character sat just before visible position removed[n] - n.
     before = [position - n for n, position in enumerate(removed)]
 
@@ -655,7 +708,7 @@ def _spans(text: str) -> list[tuple[int, int, str, int]]:
         return position + bisect.bisect_right(before, position)
 
     spans = []
-    for start, end, kind, keep in _visible_spans(_INVISIBLE.sub("", text)):
+    for start, end, kind, keep in _visible_spans(_folded(text)):
         first, last = original(start), original(end - 1) + 1
         shown = original(start + keep) - first if keep < end - start else last - first
         spans.append((first, last, kind, shown))
@@ -706,6 +759,12 @@ def _visible_spans(text: str) -> list[tuple[int, int, str, int]]:
     claims = _Claims(len(text))
     _find_tokens(text, claims)
     _find_aws_secret_beside_its_id(text, claims)
+    if "Q~" in text:
+        _find_azure_client_secrets(text, claims)
+    if "PuTTY-User-Key-File-" in text:
+        _find_putty_keys(text, claims)
+    if "SK" in text and "AK" in text:
+        _find_ak_sk_pairs(text, claims)
     if "-----BEGIN " in text:
         _find_key_blocks(text, claims)
     _find_webhooks(text, claims)
@@ -714,6 +773,8 @@ def _visible_spans(text: str) -> list[tuple[int, int, str, int]]:
     english = _ENGLISH_NAMES.search(text) is not None
     chinese = any(word in text for word in _CHINESE_NAMES)
     latin = english or _OTHER_KEY_NAMES.search(text) is not None
+    if english:
+        _find_named_aws_secrets(text, claims)
     if latin or chinese:
         _find_assignments(text, claims, latin_names=latin)
     if english or chinese:
@@ -743,13 +804,93 @@ def _find_aws_secret_beside_its_id(text: str, claims: _Claims) -> None:
                 claims.claim(run.start(), run.end(), "aws-secret-key", 0)
 
 
+# `secret wJalr…`, `the secret key is wJalr…`: an AWS secret access key's shape after the word.
+# (`secret: …` and `secret key = …` are assignments, judged by `_judge_value` the same way.)
+_NAMED_AWS_SECRET = re.compile(
+    r"[sS](?<![A-Za-z0-9_].)(?i:ecret)(?:[ \t]++(?i:access))?(?:[ \t]++(?i:key))?"
+    r"(?:[ \t]++(?i:is|was))?[ \t]++([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])"
+)
+
+
+def _find_named_aws_secrets(text: str, claims: _Claims) -> None:
+    for match in _NAMED_AWS_SECRET.finditer(text):
+        if _looks_like_aws_secret(match.group(1)) and claims.free(*match.span(1)):
+            claims.claim(match.start(1), match.end(1), "aws-secret-key", 0)
+
+
+# Azure AD (Entra) client secrets: three characters, a digit and `Q~`, then 31 to 34 more.
+_AZURE_CLIENT_SECRET = re.compile(
+    r"(?<![A-Za-z0-9_~.\-])[A-Za-z0-9_~.\-]{3}[0-9]Q~[A-Za-z0-9_~.\-]{31,34}(?![A-Za-z0-9_~.\-])"
+)
+
+
+def _find_azure_client_secrets(text: str, claims: _Claims) -> None:
+    """Tried only where `Q~` is: four characters before it."""
+    position = text.find("Q~", 4)
+    while position >= 0:
+        match = _AZURE_CLIENT_SECRET.match(text, position - 4)
+        if match is not None:
+            secret = match.group()
+            if (claims.free(*match.span()) and not _looks_like_placeholder(secret)
+                    and any(c.isalpha() for c in secret[6:])
+                    and any(c.isdigit() for c in secret[6:])
+                    and _looks_random(secret, minimum=3.5)):
+                claims.claim(match.start(), match.end(), "azure-client-secret", 0)
+        position = text.find("Q~", position + 2)
+
+
+# A PuTTY key file: its header, a few lines (`Encryption:`, `Comment:`, the public lines,
+# v3's Argon2 settings), then `Private-Lines: N` and N lines of base64: those are the key.
+_PUTTY_KEY = re.compile(
+    r"PuTTY-User-Key-File-[23]:[^\n]*+\n(?:[^\n]*+\n){0,40}?"
+    r"[ \t>]*+Private-Lines:[ \t]*+([0-9]{1,3})[ \t\r]*+\n"
+)
+_PUTTY_LINE = re.compile(r"[ \t>]*+([A-Za-z0-9+/=]{16,})[ \t\r]*+(?:\n|\Z)")
+
+
+# A PuTTY key's private line within its span, as `redact` masks it (quote marks kept).
+_NOT_BLANK = re.compile(r"[^\s>]++")
+
+
+def _find_putty_keys(text: str, claims: _Claims) -> None:
+    """The private lines after a PuTTY key's `Private-Lines:`, claimed as one span."""
+    for key in _PUTTY_KEY.finditer(text):
+        position, first, last = key.end(), -1, -1
+        for _ in range(int(key.group(1))):
+            line = _PUTTY_LINE.match(text, position)
+            if line is None:
+                break
+            first = line.start(1) if first < 0 else first
+            last, position = line.end(1), line.end()
+        if first >= 0 and claims.free(first, last):
+            claims.claim(first, last, "putty-private-key", 0)
+
+
+# `AK xxx SK yyy`, `AK：…，SK：…`: the access key and secret key pair Baidu, Huawei and other
+# clouds name so. The SK is the secret, claimed when an `AK` stands before it on its line.
+_SK_VALUE = re.compile(
+    r"(?<![A-Za-z0-9_])SK(?:[ \t]*+[:：=][ \t]*+|[ \t]++)"
+    r"([A-Za-z0-9/+]{24,64})(?![A-Za-z0-9/+=_\-])"
+)
+_AK_WORD = re.compile(r"(?<![A-Za-z0-9_])AK(?![A-Za-z0-9_])")
+
+
+def _find_ak_sk_pairs(text: str, claims: _Claims) -> None:
+    for match in _SK_VALUE.finditer(text):
+        line_start = max(text.rfind("\n", 0, match.start()) + 1, match.start() - 300)
+        if (_AK_WORD.search(text, line_start, match.start()) is not None
+                and _looks_like_key(match.group(1)) and claims.free(*match.span(1))):
+            claims.claim(match.start(1), match.end(1), "cloud-secret-key", 0)
+
+
 def _may_hold_secrets(text: str) -> bool:
     """False when no detector can find anything in `text` (without invisible characters)
     nor in any piece of it: none of what each needs (`_visible_spans`) is in it."""
     return (
         _PREFIXES.search(text) is not None
         or any(part in text for part in (
-            "-----BEGIN ", "hooks.slack.com/", "://", ":AA", "webhook", "/hook/"))
+            "-----BEGIN ", "hooks.slack.com/", "://", ":AA", "webhook", "/hook/", "Q~",
+            "PuTTY-User-Key-File-"))
         or any(word in text for word in _CHINESE_NAMES)
         or _ENGLISH_NAMES.search(text) is not None
         or _OTHER_KEY_NAMES.search(text) is not None
@@ -803,7 +944,8 @@ _TOKEN_FIRST_CHARACTERS = {
     "postman-key": "P", "tailscale-key": "t", "grafana-token": "g", "newrelic-key": "N",
     "bitbucket-token": "A", "pulumi-token": "p", "fly-token": "f", "supabase-token": "s",
     "sentry-token": "s", "encoded-private-key": "L",
-    "mapbox-token": "s", "vercel-token": "v",
+    "mapbox-token": "s", "vercel-token": "v", "facebook-token": "E",
+    "twitter-bearer-token": "A",
 }
 """The letters each kind in `_token_patterns` can start with."""
 
@@ -862,10 +1004,24 @@ def _discord_token(token: str) -> bool:
     return decoded.isdigit() and 17 <= len(decoded) <= 20
 
 
+def _facebook_token(token: str) -> bool:
+    """Letters of both cases and digits, at random: not a word run long (`EAAAAA…`)."""
+    return (any(c.isdigit() for c in token) and any(c.islower() for c in token)
+            and any(c.isupper() for c in token) and not _looks_like_placeholder(token)
+            and _looks_random(token, minimum=3.5))
+
+
+def _twitter_bearer_token(token: str) -> bool:
+    """URL-escaped base64 (a `%` and its two hex digits), random, after the `A`s."""
+    return (re.search("%[0-9A-F]{2}", token) is not None and not _looks_like_placeholder(token)
+            and _looks_random(token, minimum=3.5))
+
+
 _TOKEN_JUDGES = {
     "basic-auth": _basic_credentials, "mysql-password": _mysql_password,
     "sshpass-password": _mysql_password, "curl-credentials": _curl_credentials,
     "discord-token": _discord_token, "encoded-private-key": _encoded_private_key,
+    "facebook-token": _facebook_token, "twitter-bearer-token": _twitter_bearer_token,
 }
 """The kinds whose value is judged on its own (a decoded pair, a password), not by entropy."""
 
@@ -1042,7 +1198,9 @@ _COMPOUND = re.compile(r"^(?:[^\W\d_]+|\w{1,3})(?:-(?:[^\W\d_]+|\w{1,3}))+$")
 _TERM = re.compile(r"^(?:[A-Z0-9]+(?:[-_.][A-Z0-9]+)*|[a-z][a-z0-9]*(?:-[a-z0-9]+)+)$")
 
 
-_CHINESE_NAME = re.compile(r"^(?:密[码碼]|口令|[密秘]钥|令牌|pin[码碼]|授[权權][码碼])$")
+# (And the Japanese and Korean names: their sentences set a Latin value apart the same way.)
+_CHINESE_NAME = re.compile(
+    r"^(?:密[码碼]|口令|[密秘]钥|令牌|pin[码碼]|授[权權][码碼]|パスワード|暗証番号|비밀번호)$")
 
 
 def _stated_password(value: str, *, latin_in_chinese: bool = False) -> bool:
