@@ -773,7 +773,7 @@ def _visible_spans(text: str) -> list[tuple[int, int, str, int]]:
     english = _ENGLISH_NAMES.search(text) is not None
     chinese = any(word in text for word in _CHINESE_NAMES)
     latin = english or _OTHER_KEY_NAMES.search(text) is not None
-    if english:
+    if english and ("ecret" in text or "ECRET" in text):
         _find_named_aws_secrets(text, claims)
     if latin or chinese:
         _find_assignments(text, claims, latin_names=latin)
@@ -806,8 +806,10 @@ def _find_aws_secret_beside_its_id(text: str, claims: _Claims) -> None:
 
 # `secret wJalr…`, `the secret key is wJalr…`: an AWS secret access key's shape after the word.
 # (`secret: …` and `secret key = …` are assignments, judged by `_judge_value` the same way.)
+# The word in lower, capitalised or upper case only: `_visible_spans` runs this where
+# `ecret` or `ECRET` is.
 _NAMED_AWS_SECRET = re.compile(
-    r"[sS](?<![A-Za-z0-9_].)(?i:ecret)(?:[ \t]++(?i:access))?(?:[ \t]++(?i:key))?"
+    r"[sS](?<![A-Za-z0-9_].)(?:ecret|ECRET)(?:[ \t]++(?i:access))?(?:[ \t]++(?i:key))?"
     r"(?:[ \t]++(?i:is|was))?[ \t]++([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])"
 )
 
