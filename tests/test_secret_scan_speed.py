@@ -136,6 +136,7 @@ def _mixed_text(size: int) -> str:
         pytest.param(lambda: "the secret key " * 13_000, id="secret-key-words-repeated"),
         pytest.param(lambda: "ｐａｓｓｗｏｒｄ＝" * 10_000, id="full-width-assignments-chained"),
         pytest.param(lambda: "パスワードは " * 28_000, id="japanese-password-is-repeated"),
+        pytest.param(lambda: "🙂𝐩" * 100_000, id="astral-characters-200k"),
         pytest.param(lambda: _mixed_text(500_000), id="mixed-500k"),
         pytest.param(lambda: _mixed_text(500_000).replace("\n", " "), id="mixed-500k-one-line"),
     ],

@@ -210,6 +210,8 @@ SHAPES = [
     pytest.param("password", f"관리자 비밀번호: {KATAKANA_PASSWORD}", KATAKANA_PASSWORD,
                  id="korean-password"),
     pytest.param("password", f"ｐａｓｓｗｏｒｄ＝{FULL_WIDTH}", FULL_WIDTH, id="full-width-name"),
+    pytest.param("password", f"the 𝐩𝐚𝐬𝐬𝐰𝐨𝐫𝐝: {KATAKANA_PASSWORD} 🙂", KATAKANA_PASSWORD,
+                 id="mathematical-letters"),
     pytest.param("putty-private-key", f"The bastion key (.ppk):\n\n{PUTTY}\n",
                  _PUTTY_PRIVATE[1], id="putty-key-file"),
     pytest.param("azure-client-secret", f"App registration client secret value {AZURE_AD}",
@@ -431,3 +433,22 @@ def test_full_width_letters_are_read_as_ascii_and_masked_where_they_stand() -> N
     [match] = find_secrets(text)
     assert (match.kind, match.column) == ("password", 14)
     assert redact(text) == "備考 ｐａｓｓ\u200bｗｏｒｄ＝****。"
+
+
+def test_the_characters_read_as_ascii_are_those_nfkc_folds_to_one() -> None:
+    """`_COMPATIBLE_BMP` and `_COMPATIBLE_ASTRAL`, written out for speed: each folds to one
+    ASCII letter, digit or `=_-`, and (on the Unicode they were written from) every one
+    that does is there."""
+    import re
+    import unicodedata
+
+    from sage_mem.checks import credentials
+
+    listed = re.compile(f"[{credentials._COMPATIBLE_BMP}{credentials._COMPATIBLE_ASTRAL}]")
+    everything = "".join(map(chr, range(0x80, 0x110000)))
+    written = set(listed.findall(everything))
+    assert all(credentials._ascii_form(char) for char in written)
+    assert not listed.search("：，（）。、；！？ﬁ㎏")
+    if unicodedata.unidata_version == "14.0.0":
+        folding = {char for char in everything if credentials._ascii_form(char)}
+        assert folding == written

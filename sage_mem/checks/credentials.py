@@ -47,8 +47,9 @@
 
 Invisible characters (zero-width space, joiners, word joiner, BOM, soft hyphen)
 are ignored while matching, so a token split by them is still found, and
-full-width letters and digits are read as the ASCII NFKC folds them to
-(`ｐａｓｓｗｏｒｄ＝…`); lines, columns and masks refer to the text as given.
+letters and digits in a compatibility form (full-width `ｐａｓｓｗｏｒｄ＝…`,
+mathematical `𝐩𝐚𝐬𝐬`, circled) are read as the ASCII NFKC folds each to; lines,
+columns and masks refer to the text as given.
 
 It leans towards silence on ordinary text: prose in either language, sha256 or
 git hashes without a key-like name, UUIDs (but see above), base64 images, public SSH keys,
@@ -668,39 +669,77 @@ def _masked_key_block(match: re.Match[str]) -> str:
 
 # Characters that show nothing: a token split by them still works when pasted.
 _INVISIBLE = re.compile("[\u00ad\u180e\u200b-\u200d\u2060-\u2064\ufeff]")
-# Full-width letters and digits, `＝`, `＿` and `－`, read as the ASCII characters NFKC
-# folds them to (`ｐａｓｓｗｏｒｄ＝…`): one character for one, so positions stay. The
-# full-width punctuation CJK sentences are written with (`：`, `，`, `（`) is kept as it is:
-# the rules read it so (`密码：` is an operator, `，` ends a value).
-_FULL_WIDTH = {
-    **{code: code - 0xFEE0 for code in (*range(0xFF10, 0xFF1A), *range(0xFF21, 0xFF3B),
-                                        *range(0xFF41, 0xFF5B), 0xFF1D, 0xFF3F, 0xFF0D)},
-}
-# What `_folded` changes: an invisible character or a full-width one.
+# Letters and digits written in a compatibility form (full-width `ｐａｓｓ`, mathematical
+# `𝐩𝐚𝐬𝐬`, circled, `ſ`, `K`…) and `＝ ＿ －`: read as the one ASCII character NFKC folds
+# each to, so positions stay. What NFKC folds to punctuation (`：`, `，`, `（`, with which
+# CJK sentences are written) or to several characters (`ﬁ`, `㎏`) is read as it is: the
+# rules read `密码：` as an operator and `，` as the end of a value. These are the
+# characters (Unicode 14, Python 3.11's) NFKC folds to one ASCII letter, digit or `=_-`;
+# `tests/test_secret_shapes.py` works them out again. A text holding none costs one scan.
+_COMPATIBLE_BMP = (
+    "\u00aa\u00b2\u00b3\u00b9\u00ba\u017f\u02b0\u02b2\u02b3\u02b7\u02b8\u02e1-\u02e3\u1d2c\u1d2e"
+    "\u1d30\u1d31\u1d33-\u1d3a\u1d3c\u1d3e-\u1d43\u1d47-\u1d49\u1d4d\u1d4f\u1d50\u1d52"
+    "\u1d56-\u1d58\u1d5b\u1d62-\u1d65\u1d9c\u1da0\u1dbb\u2070\u2071\u2074-\u2079\u207c"
+    "\u207f-\u2089\u208c\u2090-\u2093\u2095-\u209c\u2102\u210a-\u210e\u2110-\u2113\u2115"
+    "\u2119-\u211d\u2124\u2128\u212a\u212c\u212d\u212f-\u2131\u2133\u2134\u2139\u2145-\u2149"
+    "\u2160\u2164\u2169\u216c-\u2170\u2174\u2179\u217c-\u217f\u2460-\u2468\u24b6-\u24ea"
+    "\u2c7c\u2c7d\ua7f2-\ua7f4\ufe33\ufe34\ufe4d-\ufe4f\ufe63\ufe66\uff0d\uff10-\uff19\uff1d"
+    "\uff21-\uff3a\uff3f\uff41-\uff5a"
+)
+# (Apart: a class with them is scanned many times slower; `_FOLDED` takes every character
+# past U+FFFF, one range, and a text holding one is then searched for them.)
+_COMPATIBLE_ASTRAL = (
+    "\U000107a5\U0001d400-\U0001d454\U0001d456-\U0001d49c\U0001d49e\U0001d49f\U0001d4a2"
+    "\U0001d4a5\U0001d4a6\U0001d4a9-\U0001d4ac\U0001d4ae-\U0001d4b9\U0001d4bb"
+    "\U0001d4bd-\U0001d4c3\U0001d4c5-\U0001d505\U0001d507-\U0001d50a\U0001d50d-\U0001d514"
+    "\U0001d516-\U0001d51c\U0001d51e-\U0001d539\U0001d53b-\U0001d53e\U0001d540-\U0001d544"
+    "\U0001d546\U0001d54a-\U0001d550\U0001d552-\U0001d6a3\U0001d7ce-\U0001d7ff"
+    "\U0001f12b\U0001f12c\U0001f130-\U0001f149\U0001fbf0-\U0001fbf9"
+)
+_COMPATIBLE_CHARACTER = re.compile(f"[{_COMPATIBLE_BMP}{_COMPATIBLE_ASTRAL}]")
+# What `_folded` may change: an invisible character, a compatibility one, or (a few of)
+# those past U+FFFF.
 _FOLDED = re.compile(
-    "[\u00ad\u180e\u200b-\u200d\u2060-\u2064\ufeff\uff0d\uff10-\uff19\uff1d"
-    "\uff21-\uff3a\uff3f\uff41-\uff5a]")
+    f"[\u00ad\u180e\u200b-\u200d\u2060-\u2064\ufeff{_COMPATIBLE_BMP}"
+    "\U00010000-\U0010ffff]")
+
+
+@lru_cache(maxsize=2048)
+def _ascii_form(char: str) -> str:
+    """The ASCII letter, digit or `=_-` NFKC folds `char` to, or "" (it folds to none)."""
+    import unicodedata
+
+    folded = unicodedata.normalize("NFKC", char)
+    keep = len(folded) == 1 and folded.isascii() and (folded.isalnum() or folded in "=_-")
+    return folded if keep else ""
+
+
+def _fold_table(text: str) -> dict[int, str]:
+    """For each compatibility character of `text`, the ASCII it reads as."""
+    return {ord(char): form for char in set(_COMPATIBLE_CHARACTER.findall(text))
+            if (form := _ascii_form(char))}
 
 
 def _folded(text: str) -> str:
-    """`text` as matched: without invisible characters, full-width letters read as ASCII."""
-    return _INVISIBLE.sub("", text).translate(_FULL_WIDTH)
+    """`text` as matched: without invisible characters, compatibility letters read as ASCII."""
+    return _INVISIBLE.sub("", text).translate(_fold_table(text))
 
 
 def _spans(text: str) -> list[tuple[int, int, str, int]]:
     """(start, end, kind, characters that may be shown) for each likely secret in `text`.
 
-    Matching runs on the text without invisible characters, full-width letters read as
-    ASCII (`_folded`); each span is then carried back to the text as given, invisible
+    Matching runs on the text without invisible characters, compatibility letters read
+    as ASCII (`_fold_table`); each span is then carried back to the text as given, invisible
     characters inside it included.
     """
     if text.isascii():  # (known without a scan) holds none of the invisible characters
         return _visible_spans(text)
     if _FOLDED.search(text) is None:
         return _visible_spans(text)
+    table = _fold_table(text)
     removed = [found.start() for found in _INVISIBLE.finditer(text)]
     if not removed:
-        return _visible_spans(text.translate(_FULL_WIDTH))
+        return _visible_spans(text.translate(table) if table else text)
     # The n-th removed character sat just before visible position removed[n] - n.
     before = [position - n for n, position in enumerate(removed)]
 
@@ -708,7 +747,7 @@ def _spans(text: str) -> list[tuple[int, int, str, int]]:
         return position + bisect.bisect_right(before, position)
 
     spans = []
-    for start, end, kind, keep in _visible_spans(_folded(text)):
+    for start, end, kind, keep in _visible_spans(_INVISIBLE.sub("", text).translate(table)):
         first, last = original(start), original(end - 1) + 1
         shown = original(start + keep) - first if keep < end - start else last - first
         spans.append((first, last, kind, shown))
