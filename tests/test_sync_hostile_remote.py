@@ -673,3 +673,33 @@ def test_a_remote_file_over_what_sync_reads_is_refused_before_it_is_read(
     assert "undo that commit" in errors[0]
     assert (victim / "user_cat.md").stat().st_size < 1000
     assert not list(victim.glob("user_cat.conflict*"))
+
+
+@pytest.mark.parametrize(("change", "named"), [
+    pytest.param("memory-md-a-folder", "MEMORY.md/user_x.md", id="memory-md-a-folder"),
+    pytest.param("archive-a-file", "archive", id="archive-a-file"),
+])
+def test_an_own_file_reshaped_by_a_plain_git_pull_stops_sync_saying_what_to_run(
+    tmp_path: Path, change: str, named: str
+) -> None:
+    """The same reshaping brought by a plain `git pull` (never through sync's check of what
+    it merges): sync said `pulled 0, pushed 0`, exit 0, while every `add` failed ("a folder
+    and a file would share this name"). Sync stops, in one line naming the path and what to
+    run, as it does for a gitlink already in the branch."""
+    remote = bare_remote(tmp_path)
+    victim = victim_folder(tmp_path, remote)
+    attacker = tmp_path / "attacker"
+    clone(remote, attacker)
+    if "/" in named:
+        git(attacker, "rm", "--quiet", named.split("/")[0])
+        (attacker / named).parent.mkdir()
+    (attacker / named).write_text(memory("x", "x"), encoding="utf-8")
+    git(attacker, "add", "-A")
+    git(attacker, "commit", "--quiet", "-m", "reshape")
+    git(attacker, "push", "--quiet", "origin", "HEAD")
+    git(victim, "pull", "--quiet", "--no-rebase", "origin", "main")
+    top = named.split("/")[0]
+    status, out, err = sm(victim, "sync")
+    errors = [line for line in err.splitlines() if "error" in line]
+    assert status == 1 and len(errors) == 1 and "Traceback" not in err, (out, err)
+    assert f"{top} is a" in errors[0] and "git mv" in errors[0], errors[0]

@@ -50,6 +50,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 import subprocess
 import time
 from collections.abc import Callable, Collection, Iterable
@@ -548,6 +549,9 @@ class _Sync:
             raise SyncError(f"{self.root}: {shown} is a submodule (a gitlink); sync never "
                             "commits below one (a memory there would reach no other machine): "
                             f"remove it (git rm --cached {shown} && git commit), then sync")
+        reshaped = self.own_file_reshaped()
+        if reshaped is not None:
+            raise SyncError(f"{self.root}: {reshaped}")
         if self.git.head_ref() is None:
             raise SyncError(f"{self.root}: HEAD is detached; check out a branch (git switch main), "
                             "then sync")
@@ -1411,6 +1415,27 @@ class _Sync:
             "-m", f"{MACHINE_TRAILER}: {self.machine}", theirs,
             check=False, env={THEIRS_ENV: theirs},
         )
+
+    def own_file_reshaped(self) -> str | None:
+        """What is wrong, when one of sage-mem's own files is a folder here, or its own folder
+        a file: what `refuse_unsafe` refuses to merge, brought by a plain `git pull` (every
+        write, index and archive after it would fail). None when all are as sage-mem keeps
+        them (or absent)."""
+        for name, folder in [*((n, False) for n in sorted(_OWN_FILES)),
+                             *((n, True) for n in sorted(_OWN_FOLDERS))]:
+            try:
+                mode = os.lstat(self.root / name).st_mode
+            except OSError:
+                continue
+            if folder and stat.S_ISREG(mode):
+                return (f"{name} is a file, where sage-mem keeps its own folder (every archive "
+                        f"or dream run would fail); move it away (git mv {name} {name}.moved "
+                        "&& git commit), then sync")
+            if not folder and stat.S_ISDIR(mode):
+                return (f"{name} is a folder, where sage-mem keeps its own file (the index, "
+                        f"every write and every sync would fail); move it away (git mv {name} "
+                        f"{name}.moved && git commit), then sync")
+        return None
 
     def refuse_unsafe(self, head: str | None, theirs: str, branch: str) -> None:
         """Never merge a commit that brings a symbolic link, a submodule, a path leaving the
