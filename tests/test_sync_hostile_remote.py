@@ -83,6 +83,23 @@ def victim_folder(tmp_path: Path, remote: Path) -> Path:
     return victim
 
 
+def reshaped_by_a_remote(tmp_path: Path, named: str) -> Path:
+    """A victim synced with a remote to which a plain clone pushed `named` (a path inside one
+    of sage-mem's own files, or one of its own folders written as a file)."""
+    remote = bare_remote(tmp_path)
+    victim = victim_folder(tmp_path, remote)
+    attacker = tmp_path / "attacker"
+    clone(remote, attacker)
+    if "/" in named:  # the file it replaces goes first
+        git(attacker, "rm", "--quiet", named.split("/")[0])
+        (attacker / named).parent.mkdir()
+    (attacker / named).write_text(memory("x", "x"), encoding="utf-8")
+    git(attacker, "add", "-A")
+    git(attacker, "commit", "--quiet", "-m", "reshape")
+    git(attacker, "push", "--quiet", "origin", "HEAD")
+    return victim
+
+
 def assert_nothing_leaked(remote: Path, outside: Path, before: bytes) -> None:
     assert MARKER not in remote_text(remote)
     assert outside.read_bytes() == before
@@ -572,17 +589,7 @@ def test_a_remote_making_an_own_file_a_folder_or_the_archive_a_file_is_refused(
     exit 0): from then on every `add` and `index` on every machine exited 1 and MEMORY.md
     was never written again; a file `archive` made every archive fail. Refused in one line
     naming the path and the commit, as a link is; the victim's index and archive still work."""
-    remote = bare_remote(tmp_path)
-    victim = victim_folder(tmp_path, remote)
-    attacker = tmp_path / "attacker"
-    clone(remote, attacker)
-    if "/" in named:  # the file it replaces goes first
-        git(attacker, "rm", "--quiet", named.split("/")[0])
-        (attacker / named).parent.mkdir()
-    (attacker / named).write_text(memory("x", "x"), encoding="utf-8")
-    git(attacker, "add", "-A")
-    git(attacker, "commit", "--quiet", "-m", "reshape")
-    git(attacker, "push", "--quiet", "origin", "HEAD")
+    victim = reshaped_by_a_remote(tmp_path, named)
     status, out, err = sm(victim, "sync")
     errors = [line for line in err.splitlines() if "error" in line]
     assert status == 1 and len(errors) == 1, (out, err)
@@ -686,17 +693,7 @@ def test_an_own_file_reshaped_by_a_plain_git_pull_stops_sync_saying_what_to_run(
     it merges): sync said `pulled 0, pushed 0`, exit 0, while every `add` failed ("a folder
     and a file would share this name"). Sync stops, in one line naming the path and what to
     run, as it does for a gitlink already in the branch."""
-    remote = bare_remote(tmp_path)
-    victim = victim_folder(tmp_path, remote)
-    attacker = tmp_path / "attacker"
-    clone(remote, attacker)
-    if "/" in named:
-        git(attacker, "rm", "--quiet", named.split("/")[0])
-        (attacker / named).parent.mkdir()
-    (attacker / named).write_text(memory("x", "x"), encoding="utf-8")
-    git(attacker, "add", "-A")
-    git(attacker, "commit", "--quiet", "-m", "reshape")
-    git(attacker, "push", "--quiet", "origin", "HEAD")
+    victim = reshaped_by_a_remote(tmp_path, named)
     git(victim, "pull", "--quiet", "--no-rebase", "origin", "main")
     top = named.split("/")[0]
     status, out, err = sm(victim, "sync")
