@@ -684,20 +684,26 @@ def rows() -> list[Row]:
         r for pair in LOOKALIKES + LATER_LOOKALIKES + THIRD_LOOKALIKES for r in pair] + SINGLES
 
 
-def build(folder: Any) -> None:
-    """Write the folder: each memory created and updated on its own day."""
+def write_rows(folder: Any, memories: list[Row]) -> None:
+    """Write `memories` into `folder`: each created and updated on its own day."""
     from test_dream_support import add
 
     folder.mkdir(parents=True, exist_ok=True)
-    for memory_id, category, day, description, body in rows():
+    for memory_id, category, day, description, body in memories:
         add(folder, memory_id, description, body, category=category, created=day,
             updated=f"{day}T09:00:00Z")
 
 
-def run_cli(root: Any, vectors: bool = False) -> dict[str, Any]:
-    """The folder through the CLI as installed: (optionally `embed`), `dream --mode rewrite
-    --json`, `rollback`. What became of each pair, whether every memory kept its stamps and
-    whether the rollback put back every byte."""
+def build(folder: Any) -> None:
+    """Write the folder: each memory created and updated on its own day."""
+    write_rows(folder, rows())
+
+
+def measure_cli(root: Any, write: Any, twins: list[tuple[str, list[Row]]],
+                lookalikes: list[list[Row]], vectors: bool = False) -> dict[str, Any]:
+    """A folder `write` makes, through the CLI as installed: (optionally `embed`), `dream --mode
+    rewrite --json`, `rollback`. What became of each annotated pair, what else was merged,
+    whether every memory kept its stamps and whether the rollback put back every byte."""
     import json
     import os
     import subprocess
@@ -709,7 +715,7 @@ def run_cli(root: Any, vectors: bool = False) -> dict[str, Any]:
 
     root = Path(root)
     folder = root / "memory"
-    build(folder)
+    write(folder)
     env = {**os.environ, "SAGE_MEM_STATE_DIR": str(root / "state"), "HOME": str(root / "home"),
            "TZ": "UTC", "SAGE_MEM_DAEMON": "0"}
     if not vectors:
@@ -736,31 +742,39 @@ def run_cli(root: Any, vectors: bool = False) -> dict[str, Any]:
         after.get(name) or after[f"archive/{name}"]) != stamps(data)]
     listed = [n for n in manifest["notes"] if n.get("rule") == "near-duplicates"
               and "possible duplicate" in str(n.get("message"))]
+    twin_pairs = [{a[0], b[0]} for _, (a, b) in twins]
+    others = [f"{c['id']} -> {c.get('supersededBy')}" for c in manifest["changes"]
+              if c.get("operation") == "archive" and c.get("supersededBy")
+              and {c["id"], c["supersededBy"]} not in twin_pairs]
     return {
-        "twins": {name: found(manifest, pair)
-                  for name, pair in TWINS + LATER_TWINS + THIRD_TWINS},
-        "lookalikes": {pair[0][0]: found(manifest, pair)
-                       for pair in LOOKALIKES + LATER_LOOKALIKES + THIRD_LOOKALIKES},
+        "twins": {name: found(manifest, pair) for name, pair in twins},
+        "lookalikes": {pair[0][0]: found(manifest, pair) for pair in lookalikes},
+        "other_merges": others,
         "possible_duplicates": len(listed), "stamps_changed": aged,
         "rollback_exact": restored == before, "run_id": run_id, "manifest": manifest,
     }
 
 
-def main() -> int:
-    """`python tests/dream_twin_cases.py [--vectors]`: the figures docs/dream.md quotes."""
+def run_cli(root: Any, vectors: bool = False) -> dict[str, Any]:
+    """The folder through the CLI as installed (`measure_cli`)."""
+    return measure_cli(root, build, TWINS + LATER_TWINS + THIRD_TWINS,
+                       LOOKALIKES + LATER_LOOKALIKES + THIRD_LOOKALIKES, vectors=vectors)
+
+
+def print_figures(run: Any, parts: list[tuple[str, list, list]]) -> int:
+    """Run `run` (a folder through the CLI) and print what became of each part's pairs."""
     import sys
     import tempfile
     from collections import Counter
 
     vectors = "--vectors" in sys.argv
     with tempfile.TemporaryDirectory() as tmp:
-        result = run_cli(tmp, vectors=vectors)
+        result = run(tmp, vectors=vectors)
     print(f"{'with' if vectors else 'without'} vectors: stamps changed: "
           f"{len(result['stamps_changed'])}; rollback byte-exact: {result['rollback_exact']}; "
-          f"{result['possible_duplicates']} possible duplicates listed in the whole run")
-    for part, pairs, alike in (("first written", TWINS, LOOKALIKES),
-                               ("written later", LATER_TWINS, LATER_LOOKALIKES),
-                               ("for the second change", THIRD_TWINS, THIRD_LOOKALIKES)):
+          f"{result['possible_duplicates']} possible duplicates listed in the whole run; "
+          f"{len(result['other_merges'])} merges of no annotated twin")
+    for part, pairs, alike in parts:
         twins = Counter(result["twins"][name] for name, _ in pairs)
         apart = Counter(result["lookalikes"][rows[0][0]] for rows in alike)
         print(f"{part}: {len(pairs)} reworded twins: {twins['merged']} merged, "
@@ -769,7 +783,16 @@ def main() -> int:
               f"{apart['listed']} listed as duplicates")
     for name, what in {**result["twins"], **result["lookalikes"]}.items():
         print(f"  {name}: {what}")
+    for merge in result["other_merges"]:
+        print(f"  merged, not annotated: {merge}")
     return 0
+
+
+def main() -> int:
+    """`python tests/dream_twin_cases.py [--vectors]`: the figures docs/dream.md quotes."""
+    return print_figures(run_cli, [("first written", TWINS, LOOKALIKES),
+                                   ("written later", LATER_TWINS, LATER_LOOKALIKES),
+                                   ("for the second change", THIRD_TWINS, THIRD_LOOKALIKES)])
 
 
 if __name__ == "__main__":
