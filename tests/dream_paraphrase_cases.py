@@ -237,7 +237,8 @@ TWINS: list[tuple[str, list[Row]]] = [
     ("mixed-pr-approve", [
         ("feedback_mx_pr_one_approve", "feedback", "2026-08-17", "每个 PR 至少要一个人 approve",
          "没人 approve 不能合并，紧急修复也一样。"),
-        ("feedback_mx_pr_approval_needed", "feedback", "2026-10-26", "PR 至少需要一个人批准才能合并",
+        ("feedback_mx_pr_approval_needed", "feedback", "2026-10-26",
+         "PR 至少需要一个人批准才能合并",
          "没人批准就不能合并，紧急修复也不例外。"),
     ]),
 ]

@@ -113,7 +113,7 @@ def body_covered(loser: Fingerprint, keeper: Fingerprint, threshold: float) -> t
 _ZH_DAYS = {"一": "mon", "二": "tue", "三": "wed", "四": "thu", "五": "fri", "六": "sat",
             "日": "sun", "天": "sun"}
 _WEEKDAY_WORDS = re.compile(
-    r"\b(?:mon|tues|wednes|thurs|fri|satur|sun)day\b|(?:周|星期|礼拜)[一二三四五六日天]",
+    r"\b(?:mon|tues|wednes|thurs|fri|satur|sun)days?\b|(?:周|星期|礼拜)[一二三四五六日天]",
     re.IGNORECASE,
 )
 # 9:30, 9.30 am, 9点; not 3.12 (Python 3.12 is a version, not a time)
@@ -136,11 +136,19 @@ _SUBJECT = re.compile(r"^\s*user(?:['’]s)?\b|\bthe\s+user(?:['’]s)?\b", re.I
 
 def _latin_part(text: str) -> str:
     """`text` without its CJK characters, without "the user", the person it is about, and
-    without its quantity and bound words ("always", "every", "usually", "at most"), which
-    `difference` compares by their kind: one added on one side is a rewording ("Squash
-    commits when merging" / "Always squash-merge"), one side's against the other's another
-    fact."""
-    return _QUANTITY.sub(" ", _SUBJECT.sub(" ", _CJK_CHAR.sub(" ", _BOUND.sub(" ", text))))
+    without the words `difference` compares by their kind (`_by_kind`)."""
+    return _SUBJECT.sub(" ", _CJK_CHAR.sub(" ", _by_kind(text)))
+
+
+def _by_kind(text: str) -> str:
+    """`text` without its quantity, bound, negation and modal words ("always", "every", "at
+    most", "never", "must", "requires", 一律, 不, 必须), which `difference` compares by their
+    kind: one added on one side is a rewording ("Squash commits when merging" / "Always
+    squash-merge", "Merging requires two approvals" / "Two reviewers must approve"), one
+    side's against the other's another fact. "May" with a capital, the month, stays."""
+    text = _QUANTITY.sub(" ", _BOUND.sub(" ", text))
+    text = _NEGATION.sub(" ", text.replace("’", "'"))
+    return _MODAL.sub(lambda m: m.group(0) if m.group(0) == "May" else " ", text)
 
 
 # Words that say the same of a preference, a length or a test double, so that "The user
@@ -213,8 +221,11 @@ _ZH_DIGITS = {"零": "0", "一": "1", "二": "2", "两": "2", "三": "3", "四":
 
 
 def _zh_numbers(text: str) -> frozenset[str]:
+    """The Chinese numbers of `text`, but "once" (一次), which a rule says or leaves
+    unsaid alike (测试库每晚重置 / 每晚重置一次测试库); 两次 is a number."""
     return frozenset(
         _ZH_DIGITS.get(m.group(1), m.group(1)) for m in _ZH_NUMBER.finditer(text)
+        if not (m.group(1) == "一" and text[m.end():m.end() + 1] == "次")
     )
 
 
@@ -243,7 +254,7 @@ def key_words(text: str) -> tuple[frozenset[str], frozenset[str]]:
     latin = frozenset(
         t for t in tokenize(_latin_part(text)) if not has_cjk(t) and t not in _PLAIN_WORDS
     )
-    chars = frozenset(c for c in _CJK_CHAR.findall(_BOUND.sub(" ", text)) if c not in _PLAIN_CHARS)
+    chars = frozenset(c for c in _CJK_CHAR.findall(_by_kind(text)) if c not in _PLAIN_CHARS)
     return latin, chars
 
 
@@ -351,10 +362,13 @@ def _difference_but_a_swap(first: str, second: str) -> str | None:
         found = check(first, second) or check(second, first)
         if found:
             return f"a different {kind} ({found[0]} / {found[1]})"
+    names = _names(first, second)
+    if names:
+        return f"a different name ({names[0]} / {names[1]})"
     a_words, a_chars = key_words(first)
     b_words, b_chars = key_words(second)
     only_a, only_b = a_words - b_words, b_words - a_words
-    if 1 <= len(only_a) <= 2 and 1 <= len(only_b) <= 2:
+    if _swapped_terms(only_a, only_b, 2):
         return (
             f"a different key term ({_as_written(first, only_a)} / {_as_written(second, only_b)})"
         )
@@ -363,18 +377,18 @@ def _difference_but_a_swap(first: str, second: str) -> str | None:
     if verb:
         return f"a different key term ({verb[0]} / {verb[1]})"
     only_a, only_b = a_chars - b_chars, b_chars - a_chars
-    if 1 <= len(only_a) <= 3 and 1 <= len(only_b) <= 3:
+    if _swapped_terms(only_a, only_b, 3):
         return f"a different key term ({_shown(only_a)} / {_shown(only_b)})"
     # counted: a word or character said twice on one side and once on the other is one gone
     # (日志输出到标准输出 / 日志输出到标准错误: 输出 / 错误, though both have 输出; "Staging
     # uses the prod database" / "Staging uses the staging database": prod / staging)
     a_count, b_count = _word_counts(first), _word_counts(second)
     gone_a, gone_b = frozenset(a_count - b_count), frozenset(b_count - a_count)
-    if 1 <= len(gone_a) <= 2 and 1 <= len(gone_b) <= 2:
+    if _swapped_terms(gone_a, gone_b, 2):
         return f"a different key term ({_shown(gone_a)} / {_shown(gone_b)})"
     a_count, b_count = _char_counts(first), _char_counts(second)
     gone_a, gone_b = frozenset(a_count - b_count), frozenset(b_count - a_count)
-    if 1 <= len(gone_a) <= 3 and 1 <= len(gone_b) <= 3:
+    if _swapped_terms(gone_a, gone_b, 3):
         return f"a different key term ({_shown(gone_a)} / {_shown(gone_b)})"
     # Counted as written, a name is one word though the index splits it (RabbitMQ: rabbitmq,
     # rabbit, mq), and a name may swap scripts (用户的猫叫芝麻 / 用户的猫叫 Miso).
@@ -382,7 +396,8 @@ def _difference_but_a_swap(first: str, second: str) -> str | None:
     a_side = (a_names - b_names, only_a)
     b_side = (b_names - a_names, only_b)
     most = 3 if only_a or only_b else 2
-    if 1 <= len(a_side[0]) + len(a_side[1]) <= most >= len(b_side[0]) + len(b_side[1]) >= 1:
+    if 1 <= len(a_side[0]) + len(a_side[1]) <= most >= len(b_side[0]) + len(b_side[1]) >= 1 and (
+            not _light(a_side[0] | a_side[1] | b_side[0] | b_side[1])):
         shown = [", ".join(sorted(words | chars)) for words, chars in (a_side, b_side)]
         return f"a different key term ({shown[0]} / {shown[1]})"
     opposite = _opposite(first, second)
@@ -395,10 +410,13 @@ def _difference_but_a_swap(first: str, second: str) -> str | None:
 # other "some" ("Run all tests…" / "Run some tests…", "both approvals" / "either approval") is
 # another fact; a word added on one side only ("every") is not, as rewording adds them.
 # "this repo" / "all repos" is one and every one of a kind; "every other week" is half of them.
+# In Chinese the adverbs of "without exception" (统一, 一律: 日志统一用 UTC / 日志一律用 UTC);
+# 所有, 全部, 本 and 总是 stay characters, compared as key terms (本项目 / 所有项目).
 _QUANTITY = re.compile(
     r"\b(?:every\s+(?:other|second)|all|every|each|some|any|both|either|neither|most|many|few"
     r"|several|this|these|once|twice|thrice|a lot of|lots of|plenty of|numerous|a couple of"
-    r"|a handful of|always|usually|often|mostly|generally|normally|typically)\b",
+    r"|a handful of|always|usually|often|mostly|generally|normally|typically)\b"
+    r"|一律|统一|一概",
     re.IGNORECASE,
 )
 # "Only admins can delete projects" says what "Admins can delete projects" does not: that no
@@ -510,7 +528,8 @@ _SAME_QUANTITY = {"every": "all", "each": "all", "always": "all", "usually": "mo
                   "often": "most", "mostly": "most", "generally": "most", "normally": "most",
                   "typically": "most", "several": "some", "these": "this",
                   "a lot of": "many", "lots of": "many", "plenty of": "many", "numerous": "many",
-                  "a couple of": "few", "a handful of": "few"}
+                  "a couple of": "few", "a handful of": "few", "一律": "all", "统一": "all",
+                  "一概": "all"}
 
 
 def _said(pattern: re.Pattern[str], same: dict[str, str], text: str) -> frozenset[str]:
@@ -567,12 +586,13 @@ def _bounds(text: str) -> frozenset[str]:
 # 最好 / 可以. Words the index drops as stop words; one side saying one and the other
 # another is another rule (a modal on one side only is not: rewording adds them).
 _MODAL = re.compile(
-    r"\b(?:must|has to|have to|needs? to|required|should|ought to|may|can|could|might"
+    r"\b(?:must|has to|have to|needs? to|requires?|required|should|ought to|may|can|could|might"
     r"|optional|allowed to)\b|必须|务必|一定要|最好|建议|可以|可选",
     re.IGNORECASE,
 )
 _SAME_MODAL = {"has to": "must", "have to": "must", "need to": "must", "needs to": "must",
-               "required": "must", "务必": "must", "必须": "must", "一定要": "must",
+               "required": "must", "require": "must", "requires": "must", "务必": "must",
+               "必须": "must", "一定要": "must",
                "ought to": "should", "最好": "should", "建议": "should", "could": "may",
                "might": "may", "can": "may", "optional": "may", "allowed to": "may",
                "可以": "may", "可选": "may"}
@@ -638,6 +658,71 @@ def _owned(text: str, other: str) -> tuple[str, str] | None:
     return None
 
 
+# Words that carry no fact of their own, only the way a rule or a fact is said: the verbs of
+# using, writing down, putting, keeping, having, going, wanting and asking for ("Write code
+# examples in plain JS" / "Code examples use plain JavaScript", "Use the company VPN for prod
+# access" / "Production access goes through the company VPN", "Please keep answers short" /
+# "The user wants answers kept short"), fillers ("basically", "just", "please") and their
+# Chinese kin (放在 / 在, 在 Notion 上 / 里; not 来 / 去, a direction). Light words apart on
+# both sides are a rewording, not a swapped key term; a light word on one side against another
+# word on the other ("Write the tests first" / "Run the tests first") still is one.
+_LIGHT = frozenset(
+    tokens.stem(word) for word in
+    "use uses used using write writes written wrote writing put puts putting keep keeps kept "
+    "keeping get gets got gotten getting go goes went gone going have has had having make "
+    "makes made making do does did done doing want wants wanted wanting include includes "
+    "included including need needs needed require requires required be is are was were been "
+    "basically just really actually simply please".split()
+) | frozenset("放里上")
+
+
+def _light(words: frozenset[str]) -> bool:
+    """Whether `words` (stemmed words, CJK characters) are all light ones (`_LIGHT`)."""
+    return bool(words) and all(_is_light(w) for w in words)
+
+
+def _is_light(word: str) -> bool:
+    """Whether one word (as written or stemmed) or CJK character is a light one."""
+    return word.casefold() in _LIGHT or tokens.stem(word.casefold()) in _LIGHT
+
+
+def heavy(words: frozenset[str]) -> frozenset[str]:
+    """`words` (stemmed words, CJK characters) without the light ones (`_LIGHT`)."""
+    return frozenset(w for w in words if not _is_light(w))
+
+
+def _swapped_terms(only_a: frozenset[str], only_b: frozenset[str], most: int) -> bool:
+    """Whether the words (or characters) each side has and the other lacks are a swapped key
+    term: one to `most` on each side, not all of them light; or so once the light ones are
+    set aside ("Please keep answers detailed" / "The user wants code answers kept short":
+    detailed / code, short)."""
+    if 1 <= len(only_a) <= most and 1 <= len(only_b) <= most and not _light(only_a | only_b):
+        return True
+    heavy_a, heavy_b = heavy(only_a), heavy(only_b)
+    return 1 <= len(heavy_a) <= most and 1 <= len(heavy_b) <= most
+
+
+# A name in a Chinese text: a word in Latin letters (用户的 IDE 是 IntelliJ, 部署用 Jenkins). One
+# on each side that the other lacks is another thing named, however the rest is reworded
+# (用户的 IDE 是 IntelliJ / 用户用 Zed 写代码). English rewords with names as much as it names
+# another thing ("British spelling" / "UK English spelling", "US Pacific" / "California
+# hours"): there the key-term checks count them with the other words.
+_ASCII_WORD = re.compile(r"(?<![A-Za-z0-9])[A-Za-z][A-Za-z0-9]*(?:[.+#-][A-Za-z0-9]+)*")
+
+
+def _names(first: str, second: str) -> tuple[str, str] | None:
+    """A name on each side of two Chinese texts that the other does not say: (first's,
+    second's), stemmed."""
+    if not (_CJK_CHAR.search(first) and _CJK_CHAR.search(second)):
+        return None
+    a_names = {tokens.stem(w.casefold()) for w in _ASCII_WORD.findall(first)}
+    b_names = {tokens.stem(w.casefold()) for w in _ASCII_WORD.findall(second)}
+    only_a, only_b = a_names - b_names, b_names - a_names
+    if only_a and only_b:
+        return ", ".join(sorted(only_a)), ", ".join(sorted(only_b))
+    return None
+
+
 # Verbs the index drops as stop words, which may be the whole fact: "The user is allergic to
 # cats" / "The user has cats".
 _STOP_VERBS = frozenset(
@@ -654,7 +739,7 @@ def _verb_for_word(
         return None
     mine = {w.casefold() for w in _LATIN_WORD.findall(text)}
     added = {w.casefold() for w in _LATIN_WORD.findall(other)} - mine - {"a", "an", "the"}
-    if added and added <= _STOP_VERBS:
+    if added and added <= _STOP_VERBS and not _light(own):
         return _as_written(text, own), ", ".join(sorted(added))
     return None
 
@@ -686,6 +771,8 @@ def _copula(text: str, other: str) -> tuple[str, str] | None:
     if not all(unit in rest for unit in _units(text) if unit not in gone):
         return None
     said = [u for u in _units(other) if u in _content_units(other) - own]
+    if _light(frozenset(said)):
+        return None  # "Commit messages are in English" / "Write commit messages in English"
     return (sorted(gone)[0], " ".join(dict.fromkeys(said))) if said else None
 
 
@@ -729,7 +816,7 @@ def _word_counts(text: str) -> Counter[str]:
 
 def _char_counts(text: str) -> Counter[str]:
     """How many times each CJK content character stands in `text`."""
-    return Counter(c for c in _CJK_CHAR.findall(_BOUND.sub(" ", text)) if c not in _PLAIN_CHARS)
+    return Counter(c for c in _CJK_CHAR.findall(_by_kind(text)) if c not in _PLAIN_CHARS)
 
 
 def _whole_words(text: str) -> frozenset[str]:
@@ -885,10 +972,13 @@ def reordered(first: str, second: str) -> bool:
     return a != b
 
 
-# "unless" and 除非 are "if not": "Merge when CI is green" / "Merge unless CI is green".
+# "unless" and 除非 are "if not": "Merge when CI is green" / "Merge unless CI is green"; "X is
+# forbidden" is "do not X" ("Deploying on Fridays is forbidden" / "Never deploy on a Friday",
+# 禁止周五上线 / 周五不要上线).
 _NEGATION = re.compile(
     r"\b(?:not|no|never|none|nothing|without|cannot|can't|don't|doesn't|isn't|aren't|won't"
-    r"|didn't|shouldn't|mustn't|unless)\b|不|没|别|无|非|未|勿|除非",
+    r"|didn't|shouldn't|mustn't|unless|forbid|forbids|forbidden|prohibit|prohibits|prohibited"
+    r"|banned)\b|不|没|别|无|非|未|勿|除非|禁止|严禁",
     re.IGNORECASE,
 )
 
