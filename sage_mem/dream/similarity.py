@@ -32,6 +32,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass
+from functools import lru_cache
 
 from ..memory.value import Memory
 from ..search import tokens
@@ -140,6 +141,7 @@ def _latin_part(text: str) -> str:
     return _SUBJECT.sub(" ", _CJK_CHAR.sub(" ", _by_kind(text)))
 
 
+@lru_cache(maxsize=4096)
 def _by_kind(text: str) -> str:
     """`text` without its quantity, bound, negation and modal words ("always", "every", "at
     most", "never", "must", "requires", 一律, 不, 必须), which `difference` compares by their
@@ -681,6 +683,7 @@ def _light(words: frozenset[str]) -> bool:
     return bool(words) and all(_is_light(w) for w in words)
 
 
+@lru_cache(maxsize=4096)
 def _is_light(word: str) -> bool:
     """Whether one word (as written or stemmed) or CJK character is a light one."""
     return word.casefold() in _LIGHT or tokens.stem(word.casefold()) in _LIGHT
