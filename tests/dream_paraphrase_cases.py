@@ -398,6 +398,157 @@ LOOKALIKES: list[list[Row]] = [
       "配置建议按用户的 IDE 来写。")],
 ]
 
+# Written after the rules were changed for the pairs above, measured once, not tuned on: how
+# the change holds on cases it was not made for (a folder of their own, with SINGLES).
+HELD_OUT_TWINS: list[tuple[str, list[Row]]] = [
+    ("held-en-poetry", [
+        ("project_poetry_deps", "project", "2026-08-20", "Use Poetry to manage dependencies",
+         "pyproject.toml and poetry.lock are the source of truth; never pip install into the "
+         "project's environment by hand."),
+        ("project_deps_managed_poetry", "project", "2026-11-02",
+         "Dependencies are managed with Poetry",
+         "The source of truth is pyproject.toml with poetry.lock; do not pip install into the "
+         "project's environment by hand."),
+    ]),
+    ("held-en-migrations-tx", [
+        ("feedback_migrations_transaction", "feedback", "2026-08-21",
+         "Always run migrations in a transaction",
+         "A half-applied migration left the schema broken in May; Postgres can roll DDL back."),
+        ("feedback_migrations_must_transaction", "feedback", "2026-11-03",
+         "Migrations must run inside a transaction",
+         "In May a half-applied migration broke the schema, and Postgres can roll DDL back."),
+    ]),
+    ("held-en-go", [
+        ("user_prefers_go", "user", "2026-08-22", "The user prefers Go",
+         "Suggest Go first for services and tools; Python only for notebooks."),
+        ("user_go_preferred_language", "user", "2026-11-04", "Go is the user's preferred language",
+         "For services and tools suggest Go first, Python only for notebooks."),
+    ]),
+    ("held-en-pii-logs", [
+        ("feedback_no_personal_data_logs", "feedback", "2026-08-23", "Don't log personal data",
+         "GDPR: names, emails and addresses never go to the log pipeline, which keeps data "
+         "for a year."),
+        ("feedback_logging_personal_not_allowed", "feedback", "2026-11-05",
+         "Logging personal data is not allowed",
+         "Because of GDPR, names, emails and addresses never reach the log pipeline; it keeps "
+         "data for a year."),
+    ]),
+    ("held-en-staging-auto", [
+        ("project_staging_auto_deploy", "project", "2026-08-24",
+         "Staging deploys happen automatically on merge",
+         "The pipeline deploys main to staging after the tests pass; production is manual."),
+        ("project_merge_deploys_staging", "project", "2026-11-06",
+         "Merging deploys to staging automatically",
+         "Once the tests pass the pipeline deploys main to staging; production stays manual."),
+    ]),
+    ("held-en-lunch", [
+        ("project_team_lunch_thursday", "project", "2026-08-25", "Team lunch is every Thursday",
+         "At 12:30 in the canteen; no meetings are booked over it."),
+        ("project_thursdays_lunch_together", "project", "2026-11-07",
+         "On Thursdays the team has lunch together",
+         "12:30 in the canteen, and nobody books meetings over it."),
+    ]),
+    ("held-zh-dark-theme", [
+        ("user_zh_dark_theme", "user", "2026-08-26", "用户偏好深色主题",
+         "截图和配色建议都按深色背景来，浅色主题看久了眼睛累。"),
+        ("user_zh_likes_dark_theme", "user", "2026-11-08", "用户喜欢用深色的主题",
+         "配色建议和截图按深色背景来，浅色主题看久了眼睛累。"),
+    ]),
+    ("held-zh-changelog", [
+        ("feedback_zh_changelog_before_release", "feedback", "2026-08-27",
+         "每次发版前都要写更新日志",
+         "更新日志写在 CHANGELOG.md，按新增、修改、修复分组。"),
+        ("feedback_zh_changelog_must", "feedback", "2026-11-09", "发版之前必须写好更新日志",
+         "按新增、修改、修复分组，写在 CHANGELOG.md 里。"),
+    ]),
+    ("held-zh-rollback-first", [
+        ("feedback_zh_rollback_first", "feedback", "2026-08-28", "线上问题先回滚再排查",
+         "先止血：回滚到上一个版本，恢复之后再慢慢查原因。"),
+        ("feedback_zh_prod_issue_rollback", "feedback", "2026-11-10",
+         "生产环境出问题时，先回滚，再排查原因",
+         "先止血，回滚到上个版本，恢复以后再慢慢查原因。"),
+    ]),
+    ("held-zh-review-two", [
+        ("feedback_zh_review_two_pass", "feedback", "2026-08-29", "代码评审至少两个人通过",
+         "一个人通过不能合并，作者自己不算。"),
+        ("feedback_zh_review_two_agree", "feedback", "2026-11-11", "代码评审需要至少两个人同意",
+         "只有一个人通过不能合并，作者本人不算。"),
+    ]),
+    ("held-mixed-actions-ci", [
+        ("project_mx_ci_actions", "project", "2026-08-30", "CI 用 GitHub Actions 跑",
+         "workflow 在 .github/workflows/ci.yml，每个 PR 都会跑单元测试和 lint。"),
+        ("project_mx_actions_run_ci", "project", "2026-11-12", "用 GitHub Actions 跑 CI",
+         "workflow 写在 .github/workflows/ci.yml，每个 PR 都跑单元测试和 lint。"),
+    ]),
+    ("held-mixed-vault", [
+        ("reference_mx_secrets_vault", "reference", "2026-08-31", "密钥都放在 Vault 里",
+         "路径是 secret/<服务名>，本地开发用 vault login 拿临时 token。"),
+        ("reference_mx_all_secrets_vault", "reference", "2026-11-13", "所有密钥统一存放在 Vault",
+         "按 secret/<服务名> 存放，本地开发用 vault login 取临时 token。"),
+    ]),
+]
+
+HELD_OUT_LOOKALIKES: list[list[Row]] = [
+    [("project_cli_poetry", "project", "2026-10-01",
+      "Use Poetry to manage the CLI's dependencies",
+      "The lockfile is checked in; one tool per repository."),
+     ("project_cli_deps_pip_tools", "project", "2026-10-01",
+      "The CLI's dependencies are managed with pip-tools",
+      "The lockfile is checked in; one tool per repository.")],
+    [("feedback_migrations_tx_always", "feedback", "2026-10-01",
+      "Always run data migrations in a transaction",
+      "Some statements cannot run inside a transaction; check the database's docs."),
+     ("feedback_migrations_never_tx", "feedback", "2026-10-01",
+      "Data migrations must never run inside a transaction",
+      "Some statements cannot run inside a transaction; check the database's docs.")],
+    [("user_prefers_zig", "user", "2026-10-01", "The user prefers Zig for side projects",
+      "Suggest examples in the user's preferred language."),
+     ("user_rust_preferred", "user", "2026-10-01",
+      "Rust is the user's preferred language for side projects",
+      "Suggest examples in the user's preferred language.")],
+    [("feedback_no_request_bodies_log", "feedback", "2026-10-01", "Don't log request bodies",
+      "The log pipeline keeps data for a year."),
+     ("feedback_request_headers_not_allowed", "feedback", "2026-10-01",
+      "Logging request headers is not allowed",
+      "The log pipeline keeps data for a year.")],
+    [("project_preview_auto_on_merge", "project", "2026-10-01",
+      "Preview deploys happen automatically on merge",
+      "The pipeline runs after the tests pass."),
+     ("project_merge_deploys_production", "project", "2026-10-01",
+      "Merging deploys to production automatically",
+      "The pipeline runs after the tests pass.")],
+    [("project_team_breakfast_friday", "project", "2026-10-01",
+      "Team breakfast is every Friday",
+      "Nobody books meetings over it."),
+     ("project_wednesdays_breakfast", "project", "2026-10-01",
+      "On Wednesdays the team has breakfast together",
+      "Nobody books meetings over it.")],
+    [("user_zh_mono_font", "user", "2026-10-01", "用户的编辑器偏好等宽字体",
+      "字体建议按用户的偏好来。"),
+     ("user_zh_sans_font", "user", "2026-10-01", "用户的编辑器喜欢用无衬线的字体",
+      "字体建议按用户的偏好来。")],
+    [("feedback_zh_changelog_before", "feedback", "2026-10-01", "每次发版前都要写发布公告",
+      "按新增、修改、修复分组。"),
+     ("feedback_zh_changelog_after", "feedback", "2026-10-01", "发版之后必须写好发布公告",
+      "按新增、修改、修复分组。")],
+    [("feedback_zh_test_env_rollback", "feedback", "2026-10-01", "测试环境的问题先回滚再排查",
+      "恢复之后再慢慢查原因。"),
+     ("feedback_zh_test_env_investigate", "feedback", "2026-10-01",
+      "测试环境出问题时，先排查原因，再回滚", "恢复之后再慢慢查原因。")],
+    [("feedback_zh_review_two", "feedback", "2026-10-01", "设计评审至少两个人通过",
+      "作者自己不算。"),
+     ("feedback_zh_review_three", "feedback", "2026-10-01", "设计评审需要至少三个人同意",
+      "作者自己不算。")],
+    [("project_mx_ci_actions_b", "project", "2026-10-01", "集成测试用 GitHub Actions 跑",
+      "每个 PR 都会跑。"),
+     ("project_mx_circleci", "project", "2026-10-01", "用 CircleCI 跑集成测试",
+      "每个 PR 都会跑。")],
+    [("reference_mx_keys_vault", "reference", "2026-10-01", "API 密钥都放在 Vault 里",
+      "本地开发用 vault login 拿临时 token。"),
+     ("reference_mx_certs_vault", "reference", "2026-10-01", "所有证书统一存放在 Vault",
+      "本地开发用 vault login 拿临时 token。")],
+]
+
 # Memories of their own, as any folder has (a twin's nearest neighbours are not all twins).
 SINGLES: list[Row] = [
     ("user_role_sre", "user", "2026-07-01", "The user is an SRE on the platform team",
@@ -433,6 +584,14 @@ def build(folder: Any) -> None:
     write_rows(folder, rows())
 
 
+def build_held_out(folder: Any) -> None:
+    """Write the held-out folder: its pairs and the memories of their own."""
+    from dream_twin_cases import write_rows
+
+    write_rows(folder, [r for _, pair in HELD_OUT_TWINS for r in pair] + [
+        r for pair in HELD_OUT_LOOKALIKES for r in pair] + SINGLES)
+
+
 def run_cli(root: Any, vectors: bool = False) -> dict[str, Any]:
     """The folder through the CLI as installed (`dream_twin_cases.measure_cli`)."""
     from dream_twin_cases import measure_cli
@@ -440,11 +599,24 @@ def run_cli(root: Any, vectors: bool = False) -> dict[str, Any]:
     return measure_cli(root, build, TWINS, LOOKALIKES, vectors=vectors)
 
 
+def run_cli_held_out(root: Any, vectors: bool = False) -> dict[str, Any]:
+    """The held-out folder through the CLI as installed."""
+    from dream_twin_cases import measure_cli
+
+    return measure_cli(root, build_held_out, HELD_OUT_TWINS, HELD_OUT_LOOKALIKES,
+                       vectors=vectors)
+
+
 def main() -> int:
-    """`python tests/dream_paraphrase_cases.py [--vectors]`: the figures docs/dream.md
-    quotes."""
+    """`python tests/dream_paraphrase_cases.py [--vectors] [--held-out]`: the figures
+    docs/dream.md quotes."""
+    import sys
+
     from dream_twin_cases import print_figures
 
+    if "--held-out" in sys.argv:
+        return print_figures(run_cli_held_out,
+                             [("held out", HELD_OUT_TWINS, HELD_OUT_LOOKALIKES)])
     return print_figures(run_cli, [("paraphrased", TWINS, LOOKALIKES)])
 
 
