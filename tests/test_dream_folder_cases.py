@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from dream_meaning_cases import DATED, LOOKALIKE, REWORDED, SUPERSEDED, Row, found
-from test_dream_support import add, cli_rewrite_and_rollback, stamps
+from test_dream_support import add, assert_stamps_kept, cli_rewrite_and_rollback
 
 # the second folder's cases: the ones after the first folder's last (see dream_meaning_cases)
 TWINS = REWORDED[[name for name, _ in REWORDED].index("en-pnpm"):]
@@ -101,11 +101,7 @@ def test_a_word_the_memorys_code_computes_is_left_and_listed(folder_run: dict[st
 def test_every_memory_the_run_touched_keeps_its_stamps(folder_run: dict[str, Any]) -> None:
     touched = {c["file"] for c in folder_run["manifest"]["changes"]} - {"MEMORY.md"}
     assert len(touched) >= 8
-    for name, data in folder_run["before"].items():
-        if name == "MEMORY.md":
-            continue
-        now = folder_run["after"].get(name) or folder_run["after"][f"archive/{name}"]
-        assert stamps(now) == stamps(data), name
+    assert_stamps_kept(folder_run)
 
 
 def test_the_report_says_what_it_did_and_how_to_undo_it(folder_run: dict[str, Any]) -> None:

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from dream_meaning_cases import found
 from dream_paraphrase_cases import LOOKALIKES, TWINS, build
-from test_dream_support import cli_rewrite_and_rollback, stamps
+from test_dream_support import assert_stamps_kept, cli_rewrite_and_rollback
 
 from sage_mem.dream.similarity import difference
 
@@ -56,11 +56,7 @@ def test_nothing_but_an_annotated_twin_is_merged_and_every_memory_keeps_its_stam
     archived = [c for c in folder_run["manifest"]["changes"] if c["operation"] == "archive"]
     assert archived
     assert all({c["id"], c.get("supersededBy")} in twins for c in archived), archived
-    for name, data in folder_run["before"].items():
-        if name == "MEMORY.md":
-            continue
-        now = folder_run["after"].get(name) or folder_run["after"][f"archive/{name}"]
-        assert stamps(now) == stamps(data), name
+    assert_stamps_kept(folder_run)
     assert folder_run["restored"] == folder_run["before"]
 
 

@@ -63,6 +63,16 @@ def corpus_run(build: Callable[[Path], None], folder: Path, mode: str,
     return read_manifest(run_dream(MemoryStore(folder, watch=False), mode=mode, now=now))
 
 
+def assert_stamps_kept(run: dict[str, Any]) -> None:
+    """Every memory of a `cli_rewrite_and_rollback` run, archived or not, kept its `created`,
+    `updated` and `modified` lines."""
+    for name, data in run["before"].items():
+        if name == "MEMORY.md":
+            continue
+        now = run["after"].get(name) or run["after"][f"archive/{name}"]
+        assert stamps(now) == stamps(data), name
+
+
 def stamps(data: bytes) -> list[str]:
     """The `created`, `updated` and `modified` lines of a memory file's frontmatter."""
     head = data.decode("utf-8").split("\n---", 1)[0]

@@ -24,7 +24,7 @@ from dream_twin_cases import (
     TWINS,
     build,
 )
-from test_dream_support import cli_rewrite_and_rollback, stamps
+from test_dream_support import assert_stamps_kept, cli_rewrite_and_rollback
 
 from sage_mem.dream.rewording import folder_words, mend_typo, normalised, zh_number
 from sage_mem.dream.similarity import difference
@@ -69,11 +69,7 @@ def test_every_memory_keeps_its_stamps_and_the_rollback_puts_back_every_byte(
         folder_run: dict[str, Any]) -> None:
     archived = [c for c in folder_run["manifest"]["changes"] if c["operation"] == "archive"]
     assert len(archived) >= 15
-    for name, data in folder_run["before"].items():
-        if name == "MEMORY.md":
-            continue
-        now = folder_run["after"].get(name) or folder_run["after"][f"archive/{name}"]
-        assert stamps(now) == stamps(data), name
+    assert_stamps_kept(folder_run)
     assert folder_run["restored"] == folder_run["before"]
 
 
