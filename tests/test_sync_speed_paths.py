@@ -121,6 +121,41 @@ def test_a_join_writes_memory_md_without_building_a_search_index(
     index_is_current(joined)
 
 
+def test_memory_files_lists_what_a_walk_and_id_for_take(tmp_path: Path) -> None:
+    """`MemoryFolder.memory_files` (a join's list of its 10,000 files, as text) names the
+    files and ids `iter_files` and `id_for` name together, whatever the folder holds."""
+    folder = MemoryFolder(tmp_path / "memory")
+    names = ["a.md", "sub/b.md", "sub/MEMORY.md", "MEMORY.md", ".hidden.md", ".dir/c.md",
+             "archive/d.md", "autodream/e.md", "sub/archive/f.md", "#g.md#", "h.md~", "i.txt",
+             "j_BACKUP_123.md", "cafe\u0301.md", "deep/er/k.md", "l.md.swp", "sub/.m.md"]
+    for name in names:
+        path = folder.root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("---\ndescription: x\n---\n", encoding="utf-8")
+    os.symlink(folder.root / "sub", folder.root / "linked")  # a folder link: never walked
+    os.symlink(folder.root / "a.md", folder.root / "n.md")  # a file link: listed, read checked
+    expected = [(str(path), path.relative_to(folder.root).as_posix(), memory_id)
+                for path in folder.iter_files() if (memory_id := folder.id_for(path))]
+    assert list(folder.memory_files()) == expected
+    assert {memory_id for _, _, memory_id in expected} == {
+        "a", "sub/b", "sub/MEMORY", "deep/er/k", "caf\u00e9", "n", "sub/archive/f"}
+
+
+def test_the_frontmatter_cache_of_tag_lists_empties_only_itself(tmp_path: Path) -> None:
+    """The fast path's tables are emptied each on its own when full: a folder of thousands of
+    different tag lists no longer empties the table of its few dates (each date then
+    resolved again), nor that of its keys."""
+    from sage_mem.memory import file_format
+
+    file_format._simple_mapping("created: 2026-07-12\n")
+    assert "2026-07-12" in file_format._plains
+    for number in range(file_format._REMEMBERED + 10):
+        assert file_format._simple_mapping(f"tags: [t{number}, u]\n") == {"tags": [
+            f"t{number}", "u"]}
+    assert len(file_format._values) <= file_format._REMEMBERED
+    assert "2026-07-12" in file_format._plains and "tags" in file_format._keys
+
+
 def test_a_sync_reads_only_the_memories_changed_since_the_last(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -437,17 +472,21 @@ def git_commands_of(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def counting_walks(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Each walk of the memory folder (`iter_files`) and each memory file parsed, from now on."""
+    """Each walk of the memory folder (`iter_files`, `memory_files`) and each memory file
+    parsed, from now on."""
     from sage_mem.sync import index_file
 
     seen: list[str] = []
-    walk, listed = MemoryFolder.iter_files, index_file.listed_of
+    listed = index_file.listed_of
 
-    def counting_walk(self: MemoryFolder, *args: Any, **kwargs: Any) -> Any:
-        seen.append("walk")
-        return walk(self, *args, **kwargs)
+    def counting(walk: Any) -> Any:
+        def counting_walk(self: MemoryFolder, *args: Any, **kwargs: Any) -> Any:
+            seen.append("walk")
+            return walk(self, *args, **kwargs)
+        return counting_walk
 
-    monkeypatch.setattr(MemoryFolder, "iter_files", counting_walk)
+    for name in ("iter_files", "memory_files"):
+        monkeypatch.setattr(MemoryFolder, name, counting(getattr(MemoryFolder, name)))
     monkeypatch.setattr(index_file, "listed_of", lambda raw, memory_id, path: seen.append(
         f"read {path}") or listed(raw, memory_id, path))
     return seen

@@ -421,7 +421,7 @@ class _NotSimple(Exception):
 # cache marshals a memory's frontmatter, and marshal flags an object held twice, so a key held
 # by the first file only would make the file's bytes depend on what the process read first.
 # The resolution depends on the text alone, and its values are immutable but a flow list,
-# which each file gets a copy of. Emptied when full.
+# which each file gets a copy of. Each table emptied when full.
 _LEFT = object()
 _plains: dict[str, Any] = {}
 _values: dict[str, Any] = {}
@@ -438,10 +438,9 @@ def _simple_mapping(fm_text: str) -> dict[str, Any] | None:
     resolvers = _fast_resolvers()
     if resolvers is None:
         return None
-    if max(len(_plains), len(_values), len(_keys)) > _REMEMBERED:
-        _plains.clear()
-        _values.clear()
-        _keys.clear()
+    for table in (_plains, _values, _keys):  # each on its own: a folder's many different
+        if len(table) > _REMEMBERED:  # tag lists empty no table of its dates or keys
+            table.clear()
     mapping: dict[str, Any] = {}
     for line in fm_text.split("\n"):
         if not line.strip(" ") or line[0] == "#":  # blank, or a comment
