@@ -121,6 +121,31 @@ def test_a_join_writes_memory_md_without_building_a_search_index(
     index_is_current(joined)
 
 
+def test_a_join_into_a_new_folder_opens_no_store_and_imports_no_search_module(
+    tmp_path: Path
+) -> None:
+    """The folder a join makes holds no memory until the checkout: its MEMORY.md is sync's
+    own (`index_file.regenerate`), with no store opened for it (which imported the search
+    modules and the secret patterns and saved an empty index: ~0.04 s of a join's CPU)."""
+    remote = bare_remote(tmp_path)
+    first = machine(tmp_path / "first", remote, "first", first=True)
+    filled(first, 12)
+    sync(first)
+    joined = tmp_path / "joined"
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "sage_mem", "--dir", str(joined), "sync",
+         "--remote", str(remote)], capture_output=True, text=True, check=False,
+        env={**os.environ, "SAGE_MEM_DAEMON": "off"})
+    assert done.returncode == 0, done.stderr
+    imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines()}
+    assert "sage_mem.sync.steps" in imported  # the list is the one wanted
+    assert not imported & {"sage_mem.store", "sage_mem.search.loading", "sage_mem.search.index",
+                           "sage_mem.checks.credentials"}, sorted(imported)
+    assert (joined / "MEMORY.md").read_bytes() == (first / "MEMORY.md").read_bytes()
+    assert git(joined, "status", "--porcelain", "--ignored") == ""
+    index_is_current(joined)
+
+
 def test_memory_files_lists_what_a_walk_and_id_for_take(tmp_path: Path) -> None:
     """`MemoryFolder.memory_files` (a join's list of its 10,000 files, as text) names the
     files and ids `iter_files` and `id_for` name together, whatever the folder holds."""

@@ -95,7 +95,7 @@ from .git import (
 from .index_file import Made, regenerate
 
 if TYPE_CHECKING:
-    from ..disk.template import InitResult
+    from ..disk.template import InitResult, NewFolderStore
 
 # Imported where used: the secret scan's patterns (10 ms to compile), the merge's rules,
 # MEMORY.md's lines are not needed by a sync that has nothing to commit or merge.
@@ -221,13 +221,11 @@ def sync(
                 f"{folder.root}: not a git repository; set it up with "
                 "`sage-mem sync --remote URL` (or `sage-mem init --git`)"
             )
-        from functools import partial
-
         from ..disk.template import init_folder
-        from ..store import MemoryStore
 
-        init_repository(init_folder(folder.root, partial(MemoryStore, watch=False)), remote,
-                        commit=False, git=git)
+        init_repository(init_folder(folder.root, _open_store,
+                                    regenerate=lambda new: regenerate(new, git)),
+                        remote, commit=False, git=git)
     folder.check_exists()
     top = git.toplevel
     if os.path.realpath(top) != os.path.realpath(folder.root):
@@ -252,6 +250,14 @@ def sync(
                     record.unlink()
                 except OSError:
                     pass
+
+
+def _open_store(root: Path) -> NewFolderStore:
+    """The store of a folder a join makes a memory folder of, when it holds memories
+    already (imported only then: a new folder's MEMORY.md is sync's own)."""
+    from ..store import MemoryStore
+
+    return MemoryStore(root, watch=False)
 
 
 def held_back(root: Path | str) -> list[Held]:
