@@ -181,6 +181,40 @@ def test_the_frontmatter_cache_of_tag_lists_empties_only_itself(tmp_path: Path) 
     assert "2026-07-12" in file_format._plains and "tags" in file_format._keys
 
 
+def test_the_plain_paths_a_join_skips_checking_are_those_the_check_passes(
+    tmp_path: Path
+) -> None:
+    """The link-and-path check of a remote's tree (`refuse_unsafe`) passes a regular file of a
+    plain path on a few tests of its text (`_plainly_safe`): whatever it passes, the whole
+    check (`unsafe_entry`) passes too, and what the check refuses it sends there."""
+    from sage_mem.sync.git import Git
+    from sage_mem.sync.steps import _plainly_safe, _Sync
+
+    root = tmp_path / "memory"
+    root.mkdir()
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    run = _Sync(MemoryFolder(root), Git(root), lambda _: None)
+    blob = subprocess.run(["git", "-C", str(root), "hash-object", "-w", "--stdin"], input=b"",
+                          capture_output=True, check=True).stdout.decode().strip()  # empty
+    refused = ["..", "../x.md", "a/../b.md", "a/./b.md", ".", ".git/config", ".GIT/x",
+               "a/.git/b", ".git./x", ".git /x", "a//b.md", "/abs.md", "a/", "a\\..\\b.md",
+               "MEMORY.md/x", "archive", "autodream", ".gitignore/x", "x" * 256,
+               "d/" + "é" * 128 + ".md"]
+    paths = [*refused, "a.md", "project/t07/note_1.md", "archive/x.md", "日本/メモ.md",
+             "x" * 63 + ".md", ".gitattributes", "sub/.gitattributes", "MEMORY.md",
+             "autodream/x.md", "é" * 63 + "/" + "é" * 64 + ".md", "GIT~1/config", ".hidden.md"]
+    passed = 0
+    for path in paths:
+        for mode in ("100644", "100755", "120000", "160000", "100664"):
+            if _plainly_safe(mode, path):
+                passed += 1
+                assert run.unsafe_entry(mode, path, blob) is None, (mode, path)
+            if path in refused or mode in ("120000", "160000"):
+                assert not _plainly_safe(mode, path), (mode, path)
+                assert run.unsafe_entry(mode, path, blob) is not None, (mode, path)
+    assert passed >= 10  # the common files do take the short way
+
+
 def test_a_sync_reads_only_the_memories_changed_since_the_last(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
