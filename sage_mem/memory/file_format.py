@@ -521,7 +521,14 @@ def _simple_value(text: str, resolvers: _Resolvers) -> Any:
         items = [item.strip(" ") for item in inside.split(",")]
         if any(not item or item[0] in _NOT_PLAIN_START for item in items):
             raise _NotSimple
-        return [_plain(item, resolvers) for item in items]
+        # Each item by itself as a plain scalar is (a folder's tags repeat, their lists less).
+        values = [_plains.get(item, _LEFT) if len(item) <= 64 else _LEFT for item in items]
+        for number, value in enumerate(values):
+            if value is _LEFT:
+                value = values[number] = _remember(_plains, items[number], 64, _plain, resolvers)
+                if value is _LEFT:
+                    raise _NotSimple
+        return values
     raise _NotSimple
 
 

@@ -348,10 +348,9 @@ def memory_ids(paths: Iterable[str]) -> list[str]:
     """The memory ids among repository paths (archived ones as `archive/…`)."""
     ids = []
     for path in paths:
-        parts = path.split("/")
-        if not path.endswith(".md") or path == INDEX_FILE or parts[0] == DREAM_DIR:
+        if not path.endswith(".md") or path == INDEX_FILE or path.partition("/")[0] == DREAM_DIR:
             continue
-        if any(part.startswith(".") for part in parts):
+        if path.startswith(".") or "/." in path:  # a part of it a dot-file or dot-folder
             continue
         ids.append(path[:-3])
     return sorted(set(ids))
