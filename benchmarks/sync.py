@@ -3,6 +3,7 @@
     python benchmarks/sync.py                   # 1,000 memories, about a minute
     python benchmarks/sync.py --size 10000      # the docs' figures (a few minutes)
     python benchmarks/sync.py --size 2000 --rounds 7 --work DIR [--keep] [--json]
+    python benchmarks/sync.py --size 10000 --only join   # the join and the first searches
 
 A generated folder of N memories (`benchmarks/speed.py`'s bilingual corpus:
 English, Chinese and mixed notes of realistic length, some in topic
@@ -233,7 +234,7 @@ def joins(m: Machines, b: Path, c: Path, rounds: int) -> dict:
 
 
 def measure(size: int, work: Path, seed: int, log: Callable[[str], None],
-            join_rounds: int = 3, rounds: int = 5) -> dict:
+            join_rounds: int = 3, rounds: int = 5, only: str | None = None) -> dict:
     # Bytecode first, as `pip install` leaves it (PYTHONDONTWRITEBYTECODE would have every
     # process compile sage-mem again).
     compileall.compile_dir(str(ROOT / "sage_mem"), quiet=1)
@@ -273,6 +274,10 @@ def measure(size: int, work: Path, seed: int, log: Callable[[str], None],
                                "ratio": {against: {key: right_after[key] / max(run[key], 1e-6)
                                                    for key in ("cpu", "wall")}
                                          for against, run in (("warm", warm), ("cold", cold))}}
+    if only == "join":
+        return {"size": size, "megabytes": megabytes, "first sync": first,
+                "background build": background, "rounds": rounds, "join rounds": join_rounds,
+                "loads": loads, "cases": results}
 
     case("idle", f"nothing changed, {rounds} rounds")
     # Each side once untimed: the first run after the searches and the cold start's copy of
@@ -403,6 +408,8 @@ def table(result: dict) -> str:
              "ratio of the medians, CPU (wall) | each round's CPU ratio: median (min–max) |",
              "| --- | --- | --- | --- | --- | --- |"]
     for keys, label in ROWS:
+        if keys[0] not in cases:  # --only join
+            continue
         found = cases[keys[0]]
         lines.append(row(label, found[keys[1]] if len(keys) > 1 else found))
     lines += ["", "| first search (one run each) | CPU (wall) | the next one, CPU (wall) | "
@@ -447,6 +454,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="joins and clones timed in turn, the median taken (default 3)")
     parser.add_argument("--rounds", type=int, default=5,
                         help="rounds of each other case, sage-mem and git in turn (default 5)")
+    parser.add_argument("--only", choices=["join"],
+                        help="only the join and the first searches after it")
     parser.add_argument("--work", type=Path, help="work here (emptied first) instead of a temp")
     parser.add_argument("--keep", action="store_true", help="keep the work folder")
     parser.add_argument("--json", action="store_true", help="print the raw figures as JSON")
@@ -463,7 +472,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         before = machine()
         result = measure(args.size, work, args.seed, log, max(1, args.join_rounds),
-                         max(1, args.rounds))
+                         max(1, args.rounds), args.only)
         after = os.getloadavg()[0]
     finally:
         if not args.keep:

@@ -121,6 +121,102 @@ def test_a_join_writes_memory_md_without_building_a_search_index(
     index_is_current(joined)
 
 
+def test_a_join_into_a_new_folder_opens_no_store_and_imports_no_search_module(
+    tmp_path: Path
+) -> None:
+    """The folder a join makes holds no memory until the checkout: its MEMORY.md is sync's
+    own (`index_file.regenerate`), with no store opened for it (which imported the search
+    modules and the secret patterns and saved an empty index: ~0.04 s of a join's CPU)."""
+    remote = bare_remote(tmp_path)
+    first = machine(tmp_path / "first", remote, "first", first=True)
+    filled(first, 12)
+    sync(first)
+    joined = tmp_path / "joined"
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "sage_mem", "--dir", str(joined), "sync",
+         "--remote", str(remote)], capture_output=True, text=True, check=False,
+        env={**os.environ, "SAGE_MEM_DAEMON": "off"})
+    assert done.returncode == 0, done.stderr
+    imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines()}
+    assert "sage_mem.sync.steps" in imported  # the list is the one wanted
+    assert not imported & {"sage_mem.store", "sage_mem.search.loading", "sage_mem.search.index",
+                           "sage_mem.checks.credentials"}, sorted(imported)
+    assert (joined / "MEMORY.md").read_bytes() == (first / "MEMORY.md").read_bytes()
+    assert git(joined, "status", "--porcelain", "--ignored") == ""
+    index_is_current(joined)
+
+
+def test_memory_files_lists_what_a_walk_and_id_for_take(tmp_path: Path) -> None:
+    """`MemoryFolder.memory_files` (a join's list of its 10,000 files, as text) names the
+    files and ids `iter_files` and `id_for` name together, whatever the folder holds."""
+    folder = MemoryFolder(tmp_path / "memory")
+    names = ["a.md", "sub/b.md", "sub/MEMORY.md", "MEMORY.md", ".hidden.md", ".dir/c.md",
+             "archive/d.md", "autodream/e.md", "sub/archive/f.md", "#g.md#", "h.md~", "i.txt",
+             "j_BACKUP_123.md", "cafe\u0301.md", "deep/er/k.md", "l.md.swp", "sub/.m.md"]
+    for name in names:
+        path = folder.root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("---\ndescription: x\n---\n", encoding="utf-8")
+    os.symlink(folder.root / "sub", folder.root / "linked")  # a folder link: never walked
+    os.symlink(folder.root / "a.md", folder.root / "n.md")  # a file link: listed, read checked
+    expected = [(str(path), path.relative_to(folder.root).as_posix(), memory_id)
+                for path in folder.iter_files() if (memory_id := folder.id_for(path))]
+    assert list(folder.memory_files()) == expected
+    assert {memory_id for _, _, memory_id in expected} == {
+        "a", "sub/b", "sub/MEMORY", "deep/er/k", "caf\u00e9", "n", "sub/archive/f"}
+
+
+def test_the_frontmatter_cache_of_tag_lists_empties_only_itself(tmp_path: Path) -> None:
+    """The fast path's tables are emptied each on its own when full: a folder of thousands of
+    different tag lists no longer empties the table of its few dates (each date then
+    resolved again), nor that of its keys."""
+    from sage_mem.memory import file_format
+
+    file_format._simple_mapping("created: 2026-07-12\n")
+    assert "2026-07-12" in file_format._plains
+    for number in range(1, file_format._REMEMBERED + 10):  # lists of 13 tags, all different
+        tags = [f"x{bit}" for bit in range(13) if number >> bit & 1]
+        assert file_format._simple_mapping(f"tags: [{', '.join(tags)}]\n") == {"tags": tags}
+    assert len(file_format._values) <= file_format._REMEMBERED
+    assert "2026-07-12" in file_format._plains and "tags" in file_format._keys
+    # Each tag is resolved once, as a plain scalar is, whatever list it is in.
+    assert {f"x{bit}" for bit in range(13)} <= file_format._plains.keys()
+
+
+def test_the_plain_paths_a_join_skips_checking_are_those_the_check_passes(
+    tmp_path: Path
+) -> None:
+    """The link-and-path check of a remote's tree (`refuse_unsafe`) passes a regular file of a
+    plain path on a few tests of its text (`_plainly_safe`): whatever it passes, the whole
+    check (`unsafe_entry`) passes too, and what the check refuses it sends there."""
+    from sage_mem.sync.git import Git
+    from sage_mem.sync.steps import _plainly_safe, _Sync
+
+    root = tmp_path / "memory"
+    root.mkdir()
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    run = _Sync(MemoryFolder(root), Git(root), lambda _: None)
+    blob = subprocess.run(["git", "-C", str(root), "hash-object", "-w", "--stdin"], input=b"",
+                          capture_output=True, check=True).stdout.decode().strip()  # empty
+    refused = ["..", "../x.md", "a/../b.md", "a/./b.md", ".", ".git/config", ".GIT/x",
+               "a/.git/b", ".git./x", ".git /x", "a//b.md", "/abs.md", "a/", "a\\..\\b.md",
+               "MEMORY.md/x", "archive", "autodream", ".gitignore/x", "x" * 256,
+               "d/" + "é" * 128 + ".md"]
+    paths = [*refused, "a.md", "project/t07/note_1.md", "archive/x.md", "日本/メモ.md",
+             "x" * 63 + ".md", ".gitattributes", "sub/.gitattributes", "MEMORY.md",
+             "autodream/x.md", "é" * 63 + "/" + "é" * 64 + ".md", "GIT~1/config", ".hidden.md"]
+    passed = 0
+    for path in paths:
+        for mode in ("100644", "100755", "120000", "160000", "100664"):
+            if _plainly_safe(mode, path):
+                passed += 1
+                assert run.unsafe_entry(mode, path, blob) is None, (mode, path)
+            if path in refused or mode in ("120000", "160000"):
+                assert not _plainly_safe(mode, path), (mode, path)
+                assert run.unsafe_entry(mode, path, blob) is not None, (mode, path)
+    assert passed >= 10  # the common files do take the short way
+
+
 def test_a_sync_reads_only_the_memories_changed_since_the_last(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -437,17 +533,21 @@ def git_commands_of(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def counting_walks(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Each walk of the memory folder (`iter_files`) and each memory file parsed, from now on."""
+    """Each walk of the memory folder (`iter_files`, `memory_files`) and each memory file
+    parsed, from now on."""
     from sage_mem.sync import index_file
 
     seen: list[str] = []
-    walk, listed = MemoryFolder.iter_files, index_file.listed_of
+    listed = index_file.listed_of
 
-    def counting_walk(self: MemoryFolder, *args: Any, **kwargs: Any) -> Any:
-        seen.append("walk")
-        return walk(self, *args, **kwargs)
+    def counting(walk: Any) -> Any:
+        def counting_walk(self: MemoryFolder, *args: Any, **kwargs: Any) -> Any:
+            seen.append("walk")
+            return walk(self, *args, **kwargs)
+        return counting_walk
 
-    monkeypatch.setattr(MemoryFolder, "iter_files", counting_walk)
+    for name in ("iter_files", "memory_files"):
+        monkeypatch.setattr(MemoryFolder, name, counting(getattr(MemoryFolder, name)))
     monkeypatch.setattr(index_file, "listed_of", lambda raw, memory_id, path: seen.append(
         f"read {path}") or listed(raw, memory_id, path))
     return seen

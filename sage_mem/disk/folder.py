@@ -221,6 +221,19 @@ def is_walked(name: str, *, is_dir: bool, in_root: bool) -> bool:
     return not (in_root and name == INDEX_FILE)
 
 
+def _id_of(rel: str) -> str | None:
+    """The memory id of a path relative to the folder (`/` between its parts), None when it
+    names no memory (reserved, not .md): `MemoryFolder.id_for`'s rule."""
+    if not rel.endswith(".md"):
+        return None
+    parts = rel.split("/")
+    if parts[0] in RESERVED_TOP or rel == INDEX_FILE:
+        return None
+    if any(not part or is_editor_junk(part) for part in parts):
+        return None
+    return unicodedata.normalize("NFC", rel[:-3])
+
+
 class MemoryFolder:
     """Paths of one memory folder and of its state folder."""
 
@@ -302,14 +315,21 @@ class MemoryFolder:
     def id_for(self, path: Path | str) -> str | None:
         """The memory id of `path`; None when it is not a memory (reserved, outside, not .md)."""
         rel = self._relative(path)
-        if rel is None or not rel.endswith(".md"):
-            return None
-        parts = rel.split("/")
-        if parts[0] in RESERVED_TOP or rel == INDEX_FILE:
-            return None
-        if any(not part or is_editor_junk(part) for part in parts):
-            return None
-        return unicodedata.normalize("NFC", rel[:-3])
+        return None if rel is None else _id_of(rel)
+
+    def memory_files(self) -> Iterator[tuple[str, str, str]]:
+        """(path, path relative to the folder with `/`, id) of each file `iter_files` yields
+        that `id_for` names, as text: no `Path` made, no path made absolute again (a join
+        lists 10,000, where those took ~0.07 s of CPU)."""
+        root = str(self.root)
+        prefix = len(root) + 1
+        for text in self._walked_paths():
+            if not text.startswith(root + os.sep):
+                continue
+            rel = text[prefix:].replace(os.sep, "/")
+            # What the walk takes `_id_of` names: a `.md` file, no part empty or an editor's,
+            # neither archive/ nor autodream/ entered at the top, nor MEMORY.md taken there.
+            yield text, rel, unicodedata.normalize("NFC", rel[:-3])
 
     def archived_id_for(self, path: Path | str) -> str | None:
         """The id (`archive/...`) of an archived memory file, or None."""
@@ -376,7 +396,7 @@ class MemoryFolder:
         return raw
 
     def check_reachable(self, memory_id: str, *, archived: bool = False,
-                        path: Path | None = None) -> None:
+                        path: Path | str | None = None) -> None:
         """Raise InvalidId when no id can reach the file `id_for` named `memory_id` (a
         newline, a backslash or a byte that is not UTF-8 in its name, `.md.md`, too long;
         or, given its `path`, another file whose name is the same in NFC, which the id
@@ -548,6 +568,10 @@ class MemoryFolder:
         would not reach it (a dot-folder, a symlinked folder, archive/ for
         memories in service).
         """
+        return map(Path, self._walked_paths(archived=archived, under=under))
+
+    def _walked_paths(self, *, archived: bool = False, under: Path | None = None) -> Iterator[str]:
+        """`iter_files`, each path as text."""
         start = Path(os.path.abspath(under)) if under is not None else self.root
         if archived and start == self.root:
             start = self.archive_dir
@@ -559,7 +583,7 @@ class MemoryFolder:
 
         for in_root, entry in _files_under(start, in_root=start == self.root, enter=enter):
             if is_walked(entry.name, is_dir=False, in_root=in_root):
-                yield Path(entry.path)
+                yield entry.path
 
     def iter_parked(self) -> Iterator[Path]:
         """Files an interrupted delete left parked (`safe_io.PARKED`) in the folders a walk

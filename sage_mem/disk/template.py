@@ -41,8 +41,6 @@ from pathlib import Path
 from typing import Protocol
 
 from ..errors import FileChanged, FolderError
-from ..memory.file_format import DELETE, edit_frontmatter, parse_bytes
-from ..memory.value import now_iso
 from .folder import INDEX_FILE, MemoryFolder, refuse_misplaced
 from .safe_io import make_private_dirs
 
@@ -88,11 +86,16 @@ class NewFolderStore(Protocol):
 
 
 def init_folder(target: Path, open_store: Callable[[Path], NewFolderStore], *,
-                examples: bool = False) -> InitResult:
+                examples: bool = False,
+                regenerate: Callable[[MemoryFolder], object] | None = None) -> InitResult:
     """Make `target` a memory folder (MEMORY.md; with `examples`, the example memories).
 
     `open_store(root)` opens the folder's store, unwatched. A folder that
     already holds memories keeps them as they are: no examples are added to it.
+    `regenerate(folder)`, when given, makes MEMORY.md of a folder that holds no
+    memory and gets no example, where the store would be opened only for that
+    (a join's: sync makes it as it makes every MEMORY.md, `index_file.regenerate`,
+    and imports no store and no search module, ~0.04 s of CPU).
     """
     refuse_misplaced(target)
     folder = MemoryFolder(target)
@@ -102,9 +105,15 @@ def init_folder(target: Path, open_store: Callable[[Path], NewFolderStore], *,
     result = InitResult(root=root, created=not root.exists())
     result.existing = sum(1 for _ in folder.iter_files()) if root.is_dir() else 0
     make_private_dirs(root)
+    if regenerate is not None and not result.existing and not examples:
+        result.state_dir = folder.state_dir
+        regenerate(folder)
+        return result
     store = open_store(root)
     result.state_dir = store.folder.state_dir
     if examples and not result.existing:
+        from ..memory.value import now_iso
+
         source = template_dir()
         stamp = now_iso()  # one moment for every example of this init
         with store.batch():
@@ -126,6 +135,9 @@ def example_memory(raw: bytes, path: Path | str = "<example>", *,
                    stamp: str | None = None) -> bytes:
     """A template memory as `init --examples` installs it: marked an example, never a baseline,
     made and updated at `stamp` (now_iso's form; default now), as `write` stamps a new memory."""
+    from ..memory.file_format import DELETE, edit_frontmatter, parse_bytes
+    from ..memory.value import now_iso
+
     parsed = parse_bytes(raw, path)
     changes: dict[str, object] = {key: DELETE for key in ("baseline", "baselinePriority")
                                   if key in parsed.meta}

@@ -421,7 +421,7 @@ class _NotSimple(Exception):
 # cache marshals a memory's frontmatter, and marshal flags an object held twice, so a key held
 # by the first file only would make the file's bytes depend on what the process read first.
 # The resolution depends on the text alone, and its values are immutable but a flow list,
-# which each file gets a copy of. Emptied when full.
+# which each file gets a copy of. Each table emptied when full.
 _LEFT = object()
 _plains: dict[str, Any] = {}
 _values: dict[str, Any] = {}
@@ -438,10 +438,9 @@ def _simple_mapping(fm_text: str) -> dict[str, Any] | None:
     resolvers = _fast_resolvers()
     if resolvers is None:
         return None
-    if max(len(_plains), len(_values), len(_keys)) > _REMEMBERED:
-        _plains.clear()
-        _values.clear()
-        _keys.clear()
+    for table in (_plains, _values, _keys):  # each on its own: a folder's many different
+        if len(table) > _REMEMBERED:  # tag lists empty no table of its dates or keys
+            table.clear()
     mapping: dict[str, Any] = {}
     for line in fm_text.split("\n"):
         if not line.strip(" ") or line[0] == "#":  # blank, or a comment
@@ -522,7 +521,14 @@ def _simple_value(text: str, resolvers: _Resolvers) -> Any:
         items = [item.strip(" ") for item in inside.split(",")]
         if any(not item or item[0] in _NOT_PLAIN_START for item in items):
             raise _NotSimple
-        return [_plain(item, resolvers) for item in items]
+        # Each item by itself as a plain scalar is (a folder's tags repeat, their lists less).
+        values = [_plains.get(item, _LEFT) if len(item) <= 64 else _LEFT for item in items]
+        for number, value in enumerate(values):
+            if value is _LEFT:
+                value = values[number] = _remember(_plains, items[number], 64, _plain, resolvers)
+                if value is _LEFT:
+                    raise _NotSimple
+        return values
     raise _NotSimple
 
 

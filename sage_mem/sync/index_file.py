@@ -449,12 +449,7 @@ def _memories_read(folder: MemoryFolder, files: _Files, blobs: dict[str, bytes],
 
     found: dict[str, Listing] = {}
     vouched = True
-    prefix = len(str(folder.root)) + 1
-    for path in folder.iter_files():
-        memory_id = folder.id_for(path)
-        if memory_id is None:
-            continue
-        relative = str(path)[prefix:].replace(os.sep, "/")
+    for path, relative, memory_id in folder.memory_files():
         blob = blobs.get(relative)
         key = f"{blob.decode()}\0{relative}" if blob is not None else None
         fields = cached.get(key) if key is not None else None
@@ -478,16 +473,16 @@ def _memories_read(folder: MemoryFolder, files: _Files, blobs: dict[str, bytes],
     return [found[memory_id] for memory_id in sorted(found)], vouched
 
 
-def _read_with_blob(folder: MemoryFolder, path: Path, memory_id: str,
+def _read_with_blob(folder: MemoryFolder, path: Path | str, memory_id: str,
                     files: _Files) -> tuple[Fields | None, str | None]:
     """`_read`'s fields, and the blob id of the bytes read: None for bytes not read, or read
     through a link (what git holds is the link, not them): the record cannot vouch for it."""
     fields, raw, short = _read(folder, path, memory_id, files)
-    linked = not short and path.is_symlink()
+    linked = not short and os.path.islink(path)
     return fields, (blob_id(raw) if raw is not None and not linked else None)
 
 
-def _read(folder: MemoryFolder, path: Path, memory_id: str,
+def _read(folder: MemoryFolder, path: Path | str, memory_id: str,
           files: _Files) -> tuple[Fields | None, bytes | None, bool]:
     """What MEMORY.md needs of one file, read as the store reads it (None: the store would
     not index it), the file's bytes (None: not read), and whether they were read the short
@@ -499,7 +494,7 @@ def _read(folder: MemoryFolder, path: Path, memory_id: str,
         raw = files.read(path)
         short = raw is not None
         if raw is None:
-            raw = read_memory(folder, path).raw or b""
+            raw = read_memory(folder, Path(path)).raw or b""
         return listed_of(raw, memory_id, path), raw, short
     except (InvalidMemory, InvalidId, OSError, ValueError):
         return None, raw, short
@@ -559,10 +554,10 @@ class _Files:
         self.open[rel] = fd
         return fd
 
-    def read(self, path: Path) -> bytes | None:
+    def read(self, path: Path | str) -> bytes | None:
         if os.name != "posix":
             return None
-        text = str(path)
+        text = os.fspath(path)
         if not text.startswith(self.root + "/"):
             return None
         parent, _, name = text[len(self.root) + 1:].rpartition("/")
