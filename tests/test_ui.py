@@ -659,6 +659,49 @@ def test_a_body_nested_too_deep_is_refused_in_one_line(
     assert "Traceback" not in capfd.readouterr().err
 
 
+def test_raw_text_that_is_not_unicode_is_refused_in_one_line_and_writes_nothing(
+    client: Client, folder: Path
+) -> None:
+    """JSON can spell a lone surrogate (`\\ud800`), which no UTF-8 file can hold: the raw
+    editor's save says so as every other field does (`memory.value.not_text`), not a 500."""
+    path = folder / "user_cat_zh.md"
+    before = path.read_bytes()
+    raw = client.ok("GET", "/api/raw?id=user_cat_zh")
+    status, data, _ = client.post("/api/raw", {"id": "user_cat_zh", "text": "cat \ud800",
+                                               "expectedSha256": raw["sha256"]})
+    assert status == 400 and data["error"].startswith("text is not valid text: it holds U+D800")
+    assert path.read_bytes() == before
+
+
+def test_a_client_gone_before_its_body_arrived_leaves_no_traceback(client: Client) -> None:
+    """A tab closed in the middle of a save: the body is cut short, nobody is left to answer.
+    Nothing tells when the server is done with it, so its log is watched for half a second
+    (uvicorn logs an application's exception on `uvicorn.error`, with its traceback)."""
+    import logging
+
+    crashes: list[logging.LogRecord] = []
+    watcher = logging.Handler()
+    watcher.emit = crashes.append  # type: ignore[method-assign]
+    logger = logging.getLogger("uvicorn.error")
+    logger.addHandler(watcher)
+    try:
+        with socket.create_connection(("127.0.0.1", client.port), timeout=10) as sock:
+            sock.sendall(
+                f"POST /api/memory HTTP/1.1\r\nHost: 127.0.0.1:{client.port}\r\n"
+                f"X-Sage-Token: {client.server.token}\r\nContent-Type: application/json\r\n"
+                "Content-Length: 100\r\n\r\n{\"id\": ".encode()
+            )
+            sock.shutdown(socket.SHUT_WR)
+            sock.recv(1024)
+        deadline = time.monotonic() + 0.5
+        while not crashes and time.monotonic() < deadline:
+            time.sleep(0.02)
+    finally:
+        logger.removeHandler(watcher)
+    assert not [record.getMessage() for record in crashes if record.exc_info]
+    assert client.ok("GET", "/api/info")
+
+
 def test_a_secret_is_refused_unless_allowed(client: Client, folder: Path) -> None:
     key = "sk-ant-api03-" + "A1b2C3d4E5f6" * 8
     body = {"id": "reference_keys", "description": "Where keys are", "body": f"key: {key}",
