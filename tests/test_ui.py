@@ -358,6 +358,27 @@ def test_the_list_without_a_query_shows_the_newest_first(shared: Client) -> None
     assert ids[-1] == "user_evil"  # no `updated` at all: last
 
 
+def test_newest_first_is_by_the_moment_not_by_how_the_stamp_is_written(
+    client: Client, folder: Path
+) -> None:
+    """Stamps in three zones (a team's shared folder; Claude Code's `modified` with its
+    offset): newest first by when they were written, not by their text, which put them in
+    the reverse order."""
+    for memory_id, updated in (("user_utc_day", "2026-11-05"),  # 00:00 UTC
+                               ("user_baker_island", "2026-11-04T23:00:00-12:00"),  # 11:00 UTC
+                               ("user_tokyo", "2026-11-05T08:00:00+09:00")):  # 23:00 UTC, 4th
+        write_memory(folder, memory_id, memory_file(f"Zones {memory_id}", updated=updated))
+    client.server.store.reconcile()
+    rows = client.ok("GET", "/api/memories?sort=newest&limit=1000")["results"]
+    ids = [row["id"] for row in rows if row["id"] in
+           ("user_utc_day", "user_baker_island", "user_tokyo")]
+    assert ids == ["user_baker_island", "user_utc_day", "user_tokyo"]
+    rows = client.ok("GET", "/api/memories?sort=oldest&limit=1000")["results"]
+    ids = [row["id"] for row in rows if row["id"] in
+           ("user_utc_day", "user_baker_island", "user_tokyo")]
+    assert ids == ["user_tokyo", "user_utc_day", "user_baker_island"]
+
+
 def test_reading_a_memory_gives_body_sha_and_frontmatter(client: Client, folder: Path) -> None:
     memory = client.ok("GET", "/api/memory?id=project/api/auth_flow")["memory"]
     assert memory["id"] == "project/api/auth_flow"
