@@ -32,7 +32,7 @@ from ..folders import check_writable
 from ..memory import fields as fields_spec
 from ..memory.fields import BY_KEY
 from ..memory.merge import MISSING, Clash, Version, differing_fields, merge_memory
-from ..memory.value import CATEGORIES, Memory, age_note, not_text, parse_moment
+from ..memory.value import CATEGORIES, Memory, age_note, moment_order, not_text
 from ..store import MemoryStore
 from .links import Graph, links_of_memory
 from .listing import Difference, Listings, differ, many
@@ -176,10 +176,7 @@ def _facets(categories: Counter[str], tags: Counter[str]) -> dict[str, list[dict
 
 
 def _newest_key(memory: Memory) -> tuple[float, str]:
-    """By when the memory was last written: stamps in other zones by their moment, not their
-    text (`2026-11-05T08:00:00+09:00` is before `2026-11-05`); no date that reads: oldest."""
-    moment = parse_moment(memory.updated)
-    return (moment.timestamp() if moment is not None else float("-inf"), memory.id)
+    return (moment_order(memory.updated), memory.id)
 
 
 class FolderSummary:
