@@ -114,6 +114,26 @@ def test_edit_without_changes_and_with_a_failing_editor(folder: Path, tmp_path: 
     assert (folder / "user_cat.md").read_text() == CAT
 
 
+
+def test_what_the_editor_left_is_read_through_the_checked_read(
+    folder: Path, tmp_path: Path
+) -> None:
+    """An editor (or a script as $EDITOR) that leaves a FIFO where the draft was: its read
+    waited for a writer for ever. One line now, the memory as it was."""
+    env = editor(tmp_path, """
+        import os
+        path.unlink()
+        os.mkfifo(path)
+    """)
+    done = subprocess.run(
+        [sys.executable, "-m", "sage_mem", "--dir", str(folder), "edit", "user_cat"],
+        input="", capture_output=True, text=True, timeout=30, env={**os.environ, **env},
+    )
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert "not saved" in done.stderr and "not a regular file" in done.stderr, done.stderr
+    assert (folder / "user_cat.md").read_text() == CAT
+
+
 # archive, list --archived, restore, delete
 
 

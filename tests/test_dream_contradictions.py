@@ -247,3 +247,32 @@ def test_a_restamp_of_the_older_memory_does_not_make_it_the_proposal(
     assert len(notes) == 1
     assert "Proposal: project_old stands" not in notes[0]["message"]
     assert "not clear" in notes[0]["message"]
+
+
+def test_the_newer_is_the_one_written_later_whatever_zone_its_stamp_is_in(
+    empty_dir: Path,
+) -> None:
+    """A team's folder: Tokyo wrote first (`2026-11-05T08:00:00+09:00`, 23:00 UTC on the
+    4th), San Francisco five hours later (`2026-11-04T20:00:00-08:00`). Compared as text the
+    Tokyo stamp was the later one, and the older fact was proposed to stand."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from support import ROOT
+
+    add(empty_dir, "project_old", "Deploy target is AWS ECS", "Written first.",
+        category="project", updated="2026-11-05T08:00:00+09:00")
+    add(empty_dir, "project_new", "Deploy target is Fly.io", "Written later.",
+        category="project", updated="2026-11-04T20:00:00-08:00")
+    done = subprocess.run(
+        [sys.executable, "-m", "sage_mem", "--dir", str(empty_dir), "dream", "--json"],
+        capture_output=True, text=True, timeout=120, cwd=ROOT, env=dict(os.environ),
+    )
+    assert done.returncode == 0, done.stderr
+    manifest = json.loads(Path(json.loads(done.stdout)["manifest"]).read_text())
+    notes = [n for n in manifest["notes"] if n["rule"] == "contradictions"]
+    assert len(notes) == 1, notes
+    assert notes[0]["id"] == "project_old"
+    assert "Proposal: project_new stands" in notes[0]["message"]

@@ -820,6 +820,41 @@ def test_a_memory_stamped_after_today_is_left_and_listed(empty_dir: Path) -> Non
     assert notes and "after today" in notes[0]
 
 
+
+def test_a_day_counted_off_the_calendar_is_left_and_the_rule_goes_on(empty_dir: Path) -> None:
+    """`created: 0001-01-01` (which the audit reports: no zone's clock can show it) and a
+    memory of January, year 1, that met someone "300 days ago": counting either fell off the
+    calendar (OverflowError), the rule stopped early, and no memory after them was dated."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from support import ROOT
+
+    edge = add(empty_dir, "project_a", "Plan a", "Decided yesterday.", category="project",
+               created="0001-01-01")
+    early = add(empty_dir, "project_b", "Plan b", "Met them 300 days ago.",
+                category="project", created="0001-01-05")
+    before = edge.read_bytes(), early.read_bytes()
+    add(empty_dir, "project_z", "Plan z", "Decided yesterday.", category="project",
+        created="2026-11-20")
+    done = subprocess.run(
+        [sys.executable, "-m", "sage_mem", "--dir", str(empty_dir), "dream", "--mode",
+         "rewrite", "--json"],
+        capture_output=True, text=True, timeout=120, cwd=ROOT, env=dict(os.environ),
+    )
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    manifest = json.loads(Path(json.loads(done.stdout)["manifest"]).read_text())
+    notes = {n.get("id"): n["message"] for n in manifest["notes"]
+             if n["rule"] == "relative-dates"}
+    assert not [note for note in notes.values() if "stopped early" in note], notes
+    assert (empty_dir / "project_z.md").read_text().endswith("Decided yesterday (2026-11-19).\n")
+    assert (edge.read_bytes(), early.read_bytes()) == before
+    assert "no created or updated date" in notes["project_a"]
+    assert "no calendar shows" in notes["project_b"]
+
+
 # -- a word the memory's code computes; a Chinese possessive without 的 in a habit's memory --
 
 

@@ -606,6 +606,47 @@ def test_a_file_without_read_permission_is_reported_and_skipped(memory_dir: Path
         (memory_dir / "user_profile.md").chmod(0o600)
 
 
+
+def _without_read_override() -> list[str]:
+    """What runs a process so that it meets permissions as any user does: nothing, or as root
+    `setpriv` dropping the capabilities that read through them (the test is skipped without)."""
+    if os.geteuid() != 0:
+        return []
+    drop = ["setpriv", "--bounding-set=-dac_override,-dac_read_search",
+            "--inh-caps=-dac_override,-dac_read_search"]
+    if shutil.which("setpriv") is None or subprocess.run([*drop, "true"]).returncode != 0:
+        pytest.skip("root reads through permissions and cannot drop that here")
+    return drop
+
+
+def test_a_memory_folder_without_read_permission_is_named_never_taken_for_an_empty_one(
+    memory_dir: Path, tmp_path: Path
+) -> None:
+    """`chmod 000` on the folder (or a mount that denies it): `list` said "No memories.",
+    `audit` "No problems found." and `export` wrote nothing, each with exit 0; the hooks
+    injected nothing and said nothing of why."""
+    prefix = _without_read_override()
+    env = {**os.environ, "HOME": str(tmp_path), "SAGE_MEM_DIR": str(memory_dir),
+           "SAGE_MEM_DAEMON": "off"}
+    memory_dir.chmod(0)
+    try:
+        for command in (["list"], ["search", "cat"], ["audit"], ["export"]):
+            done = subprocess.run([*prefix, sys.executable, "-m", "sage_mem", *command],
+                                  capture_output=True, text=True, timeout=60, cwd=ROOT,
+                                  env=env)
+            assert_one_line_error(done.returncode, done.stderr)
+            assert str(memory_dir) in done.stderr and "permission" in done.stderr, command
+        for event in ("session-start", "user-prompt-submit"):
+            done = subprocess.run([*prefix, sys.executable, "-m", "sage_mem", "hook", event],
+                                  input='{"session_id": "s", "prompt": "cat"}',
+                                  capture_output=True, text=True, timeout=60, cwd=ROOT,
+                                  env=env)
+            assert done.returncode == 0 and "Traceback" not in done.stderr
+            assert str(memory_dir) in done.stderr and "permission" in done.stderr, event
+    finally:
+        memory_dir.chmod(0o700)
+
+
 # The watcher losing events
 
 

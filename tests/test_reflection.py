@@ -168,3 +168,19 @@ def test_a_missing_or_broken_transcript_asks_nothing(memory_dir: Path, tmp_path:
     assert stop(memory_dir, broken) is None
     answer, _ = hook(memory_dir, "stop", {"stop_hook_active": "yes"})
     assert answer is None
+
+
+def test_a_transcript_line_nested_too_deep_is_passed_over_and_the_rest_still_counts(
+    memory_dir: Path, tmp_path: Path
+) -> None:
+    """A line of the transcript `[[[…]]]` 100,000 deep (a tool's output pasted into it) is no
+    message: it is passed over as a line that is not JSON is, not an "unexpected error"."""
+    path = transcript(tmp_path, prompt("fix it"), tools(*["Bash"] * 12), reply())
+    deep = b'{"type": "user", "x": ' + b"[" * 100_000 + b"]" * 100_000 + b"}\n"
+    path.write_bytes(path.read_bytes().replace(b"\n", b"\n" + deep, 1))
+    answer, log = hook(memory_dir, "stop", {"session_id": "s4", "transcript_path": str(path),
+                                            "hook_event_name": "Stop", "cwd": str(memory_dir)})
+    assert "unexpected" not in log, log
+    assert answer is not None and "12 tool steps" in answer["reason"]
+    payload = {"session_id": "s4", "transcript_path": str(path)}
+    assert hook(memory_dir, "pre-compact", payload) == (None, "")

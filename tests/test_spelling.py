@@ -101,3 +101,33 @@ def test_a_fused_search_reads_a_misspelt_word_too(
     assert [hit.id for hit in store.search(query)][:1] != ["tournament"]
     store.index.spelling_weight = 0
     assert [hit.id for hit in store.search(query, refine=True)][:1] != ["tournament"]
+
+
+def test_a_search_for_one_endless_word_is_not_guessed_and_costs_what_a_word_costs(
+    memory_dir: Path,
+) -> None:
+    """A run of letters longer than any typed word (`spelling.MAX_LETTERS`) is no misspelling:
+    guessing it would make ~54 candidates a letter, each as long as the word (4,000 letters
+    took 10 s and 860 MB; 30,000 letters 24 GB, killed). The process gets 5 s of CPU."""
+    import resource
+    import subprocess
+    import sys
+
+    from support import ROOT
+
+    def five_cpu_seconds() -> None:
+        resource.setrlimit(resource.RLIMIT_CPU, (5, 5))
+
+    word = "x" * 4_000
+    result = subprocess.run(
+        [sys.executable, "-m", "sage_mem", "--dir", str(memory_dir), "search", word],
+        capture_output=True, timeout=120, cwd=ROOT, preexec_fn=five_cpu_seconds,
+    )
+    assert result.returncode == 0, (result.returncode, result.stderr[-500:])
+    assert result.stdout.decode().strip() == "No memories match."
+
+    from sage_mem.search.spelling import MAX_LETTERS
+
+    assert len(word) > MAX_LETTERS and guessable_words(f"where is my {word}") == []
+    # Up to the limit a word is still guessed: a long word misspelt is a misspelling.
+    assert guessable_words("x" * MAX_LETTERS) == ["x" * MAX_LETTERS]

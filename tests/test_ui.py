@@ -358,6 +358,27 @@ def test_the_list_without_a_query_shows_the_newest_first(shared: Client) -> None
     assert ids[-1] == "user_evil"  # no `updated` at all: last
 
 
+def test_newest_first_is_by_the_moment_not_by_how_the_stamp_is_written(
+    client: Client, folder: Path
+) -> None:
+    """Stamps in three zones (a team's shared folder; Claude Code's `modified` with its
+    offset): newest first by when they were written, not by their text, which put them in
+    the reverse order."""
+    for memory_id, updated in (("user_utc_day", "2026-11-05"),  # 00:00 UTC
+                               ("user_baker_island", "2026-11-04T23:00:00-12:00"),  # 11:00 UTC
+                               ("user_tokyo", "2026-11-05T08:00:00+09:00")):  # 23:00 UTC, 4th
+        write_memory(folder, memory_id, memory_file(f"Zones {memory_id}", updated=updated))
+    client.server.store.reconcile()
+    rows = client.ok("GET", "/api/memories?sort=newest&limit=1000")["results"]
+    ids = [row["id"] for row in rows if row["id"] in
+           ("user_utc_day", "user_baker_island", "user_tokyo")]
+    assert ids == ["user_baker_island", "user_utc_day", "user_tokyo"]
+    rows = client.ok("GET", "/api/memories?sort=oldest&limit=1000")["results"]
+    ids = [row["id"] for row in rows if row["id"] in
+           ("user_utc_day", "user_baker_island", "user_tokyo")]
+    assert ids == ["user_tokyo", "user_utc_day", "user_baker_island"]
+
+
 def test_reading_a_memory_gives_body_sha_and_frontmatter(client: Client, folder: Path) -> None:
     memory = client.ok("GET", "/api/memory?id=project/api/auth_flow")["memory"]
     assert memory["id"] == "project/api/auth_flow"
@@ -657,6 +678,49 @@ def test_a_body_nested_too_deep_is_refused_in_one_line(
     )
     assert status == 400 and "nested too deeply" in data["error"]
     assert "Traceback" not in capfd.readouterr().err
+
+
+def test_raw_text_that_is_not_unicode_is_refused_in_one_line_and_writes_nothing(
+    client: Client, folder: Path
+) -> None:
+    """JSON can spell a lone surrogate (`\\ud800`), which no UTF-8 file can hold: the raw
+    editor's save says so as every other field does (`memory.value.not_text`), not a 500."""
+    path = folder / "user_cat_zh.md"
+    before = path.read_bytes()
+    raw = client.ok("GET", "/api/raw?id=user_cat_zh")
+    status, data, _ = client.post("/api/raw", {"id": "user_cat_zh", "text": "cat \ud800",
+                                               "expectedSha256": raw["sha256"]})
+    assert status == 400 and data["error"].startswith("text is not valid text: it holds U+D800")
+    assert path.read_bytes() == before
+
+
+def test_a_client_gone_before_its_body_arrived_leaves_no_traceback(client: Client) -> None:
+    """A tab closed in the middle of a save: the body is cut short, nobody is left to answer.
+    Nothing tells when the server is done with it, so its log is watched for half a second
+    (uvicorn logs an application's exception on `uvicorn.error`, with its traceback)."""
+    import logging
+
+    crashes: list[logging.LogRecord] = []
+    watcher = logging.Handler()
+    watcher.emit = crashes.append  # type: ignore[method-assign]
+    logger = logging.getLogger("uvicorn.error")
+    logger.addHandler(watcher)
+    try:
+        with socket.create_connection(("127.0.0.1", client.port), timeout=10) as sock:
+            sock.sendall(
+                f"POST /api/memory HTTP/1.1\r\nHost: 127.0.0.1:{client.port}\r\n"
+                f"X-Sage-Token: {client.server.token}\r\nContent-Type: application/json\r\n"
+                "Content-Length: 100\r\n\r\n{\"id\": ".encode()
+            )
+            sock.shutdown(socket.SHUT_WR)
+            sock.recv(1024)
+        deadline = time.monotonic() + 0.5
+        while not crashes and time.monotonic() < deadline:
+            time.sleep(0.02)
+    finally:
+        logger.removeHandler(watcher)
+    assert not [record.getMessage() for record in crashes if record.exc_info]
+    assert client.ok("GET", "/api/info")
 
 
 def test_a_secret_is_refused_unless_allowed(client: Client, folder: Path) -> None:

@@ -114,7 +114,7 @@ def read_steps(transcript: Path | str, *, whole_session: bool = False) -> Steps:
             continue  # most lines: cheap to pass over
         try:
             entry = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested deeper than the parser goes
             continue
         if not isinstance(entry, dict) or entry.get("isSidechain") is True:
             continue

@@ -150,8 +150,9 @@ def edit(session: Session, memory_id: str, replace: tuple[str, str] | None,
     import time
 
     from ..disk.folder import read_memory
-    from ..disk.safe_io import atomic_write
+    from ..disk.safe_io import atomic_write, read_file
     from ..errors import ConflictError, InvalidMemory, MemoryLocked, MemoryNotFound
+    from ..memory.value import MAX_FILE_BYTES
 
     store, memory_id = session.store_for(memory_id)
     memory = store.read(store.folder.normalize_id(memory_id))  # says so when there is none
@@ -179,12 +180,14 @@ def edit(session: Session, memory_id: str, replace: tuple[str, str] | None,
             err.write(f"{PROG}: error: the editor exited with status {done.returncode}; "
                       f"not saved; {kept}\n")
             return 1
-        edited = draft.read_bytes()
-        if edited == raw:
-            draft.unlink()
-            session.out.write(f"No changes to {canonical}.\n")
-            return 0
         try:
+            # Through the checked read: what the editor left may be no file (a FIFO would
+            # wait for a writer for ever) or far past what a memory may hold.
+            edited = read_file(draft, limit=MAX_FILE_BYTES).raw
+            if edited == raw:
+                draft.unlink()
+                session.out.write(f"No changes to {canonical}.\n")
+                return 0
             memory = store.replace_file(canonical, edited, allow_secret=allow_secret,
                                      expected_sha256=hashlib.sha256(raw).hexdigest())
         except (InvalidMemory, ConflictError, MemoryLocked, MemoryNotFound) as exc:

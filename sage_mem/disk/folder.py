@@ -277,7 +277,12 @@ class MemoryFolder:
         return self.root / ARCHIVE_DIR
 
     def check_exists(self) -> None:
-        """Raise FolderError unless the memory folder exists and is a folder."""
+        """Raise FolderError unless the memory folder exists, is a folder and can be read.
+
+        A folder this process may not list or enter would read as an empty one (every
+        walk passes over what it cannot list): `list` would say "No memories", `audit`
+        "No problems found", `export` write nothing.
+        """
         if not self.root.exists():
             raise FolderError(
                 f"{self.root}: no memory folder here (create one with `sage-mem init`)",
@@ -285,6 +290,9 @@ class MemoryFolder:
             )
         if not self.root.is_dir():
             raise FolderError(f"{self.root}: not a folder", path=self.root)
+        if not os.access(self.root, os.R_OK | os.X_OK):
+            raise FolderError(f"{self.root}: no permission to read the memory folder",
+                              path=self.root)
 
     def state_path(self, *parts: str) -> Path:
         """A path inside the state folder (not created).

@@ -208,3 +208,11 @@ def parse_moment(text: str | None) -> datetime | None:
     except OverflowError:
         return None
     return moment
+
+
+def moment_order(text: str | None) -> float:
+    """A stamp as a number that orders stamps by when they were written, whatever zone each
+    is in (as text, `2026-11-05T08:00:00+09:00` would come after `2026-11-05`, though it is
+    nine hours before it); one that is no date, or none, before every other."""
+    moment = parse_moment(text)
+    return moment.timestamp() if moment is not None else float("-inf")

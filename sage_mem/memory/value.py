@@ -34,6 +34,7 @@ from .coercion import (
     _trust,
     iso_datetime,
     listed_fields,
+    moment_order,
     now_iso,
     parse_moment,
 )
@@ -42,8 +43,8 @@ from .coercion import (
 __all__ = [
     "CATEGORIES", "DEFAULT_TRUST", "GLOBAL_PROJECT", "INVALID", "MAX_FILE_BYTES",
     "MAX_INT_BITS", "MAX_TAGS", "MAX_TAG_LENGTH", "Memory", "ValueProblem", "age_note",
-    "display_text", "iso_datetime", "listed_fields", "memory_from_meta", "not_text", "now_iso",
-    "parse_moment", "shown_body",
+    "display_text", "iso_datetime", "listed_fields", "memory_from_meta", "moment_order",
+    "not_text", "now_iso", "parse_moment", "shown_body",
 ]
 
 

@@ -25,14 +25,14 @@ from pathlib import Path
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 
 from ..errors import ConflictError, FolderError, InvalidMemory, MemoryNotFound
 from ..folders import check_writable
 from ..memory import fields as fields_spec
 from ..memory.fields import BY_KEY
 from ..memory.merge import MISSING, Clash, Version, differing_fields, merge_memory
-from ..memory.value import CATEGORIES, Memory, age_note
+from ..memory.value import CATEGORIES, Memory, age_note, moment_order, not_text
 from ..store import MemoryStore
 from .links import Graph, links_of_memory
 from .listing import Difference, Listings, differ, many
@@ -56,6 +56,8 @@ def store_of(request: Request) -> MemoryStore:
 async def json_body(request: Request) -> dict[str, Any]:
     try:
         data = await request.json()
+    except ClientDisconnect:  # a tab closed mid-save: whatever is answered reaches no one
+        raise InvalidMemory("the request body was cut short: the connection closed") from None
     except ValueError:
         raise InvalidMemory("the request body is not JSON") from None
     except RecursionError:  # `[[[…]]]` 100,000 deep: the parser's stack, not a server fault
@@ -173,8 +175,8 @@ def _facets(categories: Counter[str], tags: Counter[str]) -> dict[str, list[dict
     }
 
 
-def _newest_key(memory: Memory) -> tuple[str, str]:
-    return (memory.updated or "", memory.id)
+def _newest_key(memory: Memory) -> tuple[float, str]:
+    return (moment_order(memory.updated), memory.id)
 
 
 class FolderSummary:
@@ -193,7 +195,7 @@ class FolderSummary:
         self._orders: dict[str, list[Memory]] = {}
         self._orders_of: list[Memory] | None = None
         self._live: Mapping[str, Memory] = {}
-        self._keys: list[tuple[str, str]] = []  # (updated, id) ascending: oldest first
+        self._keys: list[tuple[float, str]] = []  # (updated moment, id) ascending: oldest first
         self._oldest: list[Memory] = []  # the memories in that order
         self._categories: Counter[str] = Counter()
         self._tags: Counter[str] = Counter()
@@ -491,6 +493,9 @@ async def save_raw(request: Request) -> JSONResponse:
     text = data.get("text")
     if not isinstance(text, str):
         raise InvalidMemory("text is required")
+    problem = not_text("text", text)  # `\ud800` in JSON: no UTF-8 file can hold it
+    if problem:
+        raise InvalidMemory(problem)
     expected = _required_expected(data, "change a file")
     store = store_of(request)
     saved = await run_in_threadpool(

@@ -33,7 +33,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 
-from ...memory.value import Memory
+from ...memory.value import Memory, moment_order
 from ..candidates import Pair
 from ..similarity import canonical, difference, jaccard, key_words, terms
 from .context import RuleContext
@@ -135,7 +135,7 @@ def _by_meaning(ctx: RuleContext, reported: set[tuple[str, str]]) -> None:
             continue  # written the same day: two facts noted together, not one that changed
         if differs.startswith("a different key term") and not _value_in_bodies(a, b):
             continue
-        older, newer = sorted((a, b), key=lambda m: (_when(m, ctx.written), m.id))
+        older, newer = sorted((a, b), key=lambda m: (_moment(m, ctx.written), m.id))
         if _of_the_past(newer.description) and not _of_the_past(older.description):
             continue
         reported.add((older.id, newer.id))
@@ -274,7 +274,7 @@ def _compare(
     if _same_quantity(a_value, b_value):
         return  # "10 km" and "6.2 miles": one distance written in two units
     differs = difference(a_value, b_value)
-    older, newer = sorted((a, b), key=lambda m: (_when(m, ctx.written), m.id))
+    older, newer = sorted((a, b), key=lambda m: (_moment(m, ctx.written), m.id))
     if _when(older, ctx.written) == _when(newer, ctx.written):
         return  # no newer one to propose
     if _of_the_past(newer.description) and not _of_the_past(older.description):
@@ -400,7 +400,7 @@ def _maybe_older(first: Memory, second: Memory, written: dict[str, str] | None) 
     `updated` moves with any change of the file, a trust change (`sage-mem feedback`)
     too, so a memory changed last may still state the older fact; `created` tells.
     """
-    if _when(first, written) < _when(second, written):
+    if _moment(first, written) < _moment(second, written):
         return True
     return bool(first.created and second.created and first.created[:10] < second.created[:10])
 
@@ -409,3 +409,8 @@ def _when(memory: Memory, written: dict[str, str] | None = None) -> str:
     if written and memory.id in written:
         return written[memory.id]
     return memory.updated or memory.created or ""
+
+
+def _moment(memory: Memory, written: dict[str, str] | None = None) -> float:
+    """When `_when` says, in the order of when (a team's stamps are in several zones)."""
+    return moment_order(_when(memory, written))

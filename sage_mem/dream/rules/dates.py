@@ -1044,6 +1044,7 @@ WHY_REPORTED = "words reported from another day, which may count from that day"
 WHY_AMBIGUOUS = "which day it means is not sure"
 WHY_COUNT = "a count that may run from another event, not from the day it was written"
 WHY_WEEK = "this week's day or the other week's, which only the writer knows"
+WHY_OFF_CALENDAR = "a day before year 1 or after 9999, which no calendar shows"
 _A_COUNT = re.compile(
     r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|a few|several"
     r"|couple|later|after)\b|^in\b|[一二两三四五六七八九十几半]",
@@ -1129,7 +1130,11 @@ def _substitute(
                 if _meaning(match, segment, chinese, date(2000, 1, 5)) is not None:
                     kind = _UNSURE
             else:
-                meant = _meaning(match, segment, chinese, anchor)
+                try:
+                    meant = _meaning(match, segment, chinese, anchor)
+                except (OverflowError, ValueError):  # "300 days ago" in January, year 1
+                    meant, whys[match.start()] = None, WHY_OFF_CALENDAR
+                    kind = _UNSURE
                 if meant == AMBIGUOUS:
                     kind = _UNSURE
                     whys[match.start()] = _why_ambiguous(match.group(0))
@@ -1241,6 +1246,14 @@ def _moment(text: str) -> datetime | None:
     return None if len(text) == 10 else parse_moment(text)
 
 
+def _bare_day(text: str) -> date | None:
+    """The day of a bare date (`2026-11-25`) when it is one a memory may carry: read through
+    `parse_moment`, the one check of a date read from a file (the audit reports the rest),
+    so that `0001-01-01`, whose yesterday no calendar shows, anchors nothing."""
+    moment = parse_moment(text) if len(text) == 10 else None
+    return moment.date() if moment is not None else None
+
+
 def _exact_day(text: str) -> date | None:
     """The day a date or time is known to be on the writer's own clock, if it says.
 
@@ -1249,10 +1262,7 @@ def _exact_day(text: str) -> date | None:
     """
     moment = _moment(text)
     if moment is None:
-        try:
-            return date.fromisoformat(text[:10]) if len(text) == 10 else None
-        except ValueError:
-            return None
+        return _bare_day(text)
     return None if _says_utc(text) or _naive(text) else moment.date()
 
 
@@ -1265,10 +1275,7 @@ def _writer_day(text: str, zone: tzinfo | None = None) -> date | None:
     """
     moment = _moment(text)
     if moment is None:
-        try:
-            return date.fromisoformat(text[:10])
-        except ValueError:
-            return None
+        return _bare_day(text)
     if _naive(text):
         days = _possible_days(text, zone)
         return next(iter(days)) if len(days) == 1 else None
