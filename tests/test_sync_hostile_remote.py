@@ -17,7 +17,16 @@ from pathlib import Path
 
 import pytest
 from support import write_memory
-from sync_support import bare_remote, git, machine, memory, sm, sync, use_private_git
+from sync_support import (
+    bare_remote,
+    git,
+    machine,
+    memory,
+    sm,
+    sm_process,
+    sync,
+    use_private_git,
+)
 
 from sage_mem.disk.folder import MemoryFolder
 from sage_mem.sync.git import LinkRefused, read_in_tree
@@ -700,3 +709,34 @@ def test_an_own_file_reshaped_by_a_plain_git_pull_stops_sync_saying_what_to_run(
     errors = [line for line in err.splitlines() if "error" in line]
     assert status == 1 and len(errors) == 1 and "Traceback" not in err, (out, err)
     assert f"{top} is a" in errors[0] and "git mv" in errors[0], errors[0]
+
+
+@pytest.mark.parametrize("tag_at", [
+    pytest.param("main", id="at-the-remote-s-branch"),
+    pytest.param("main~1", id="behind-it"),
+])
+def test_a_tag_named_head_from_the_remote_never_stands_for_this_branch(
+    tmp_path: Path, tag_at: str
+) -> None:
+    """Anyone who can push a tag named `HEAD` to the remote (fetched with the commits it
+    points at) made `git push origin HEAD:refs/heads/main` push the tag's commit, not the
+    branch: at the remote's own commit, sync said `pushed 1` and pushed nothing, at every
+    sync of every machine; behind it, every sync `lost the race with another machine 3
+    times`. Sync pushes its branch by its full name."""
+    remote = bare_remote(tmp_path)
+    victim = victim_folder(tmp_path, remote)
+    attacker = tmp_path / "attacker"
+    clone(remote, attacker)
+    write_memory(attacker, "user_dog", memory("The dog is Rex", "Rex barks."))
+    git(attacker, "add", "-A")
+    git(attacker, "commit", "--quiet", "-m", "a dog")
+    git(attacker, "push", "--quiet", "origin", "HEAD:refs/heads/main")
+    git(attacker, "push", "--quiet", "origin", f"{tag_at}:refs/tags/HEAD")
+    write_memory(victim, "user_fox", memory("The fox is Vixen", "Vixen runs."))
+    status, out, err = sm_process(victim, "sync", "--json")
+    assert status == 0, err
+    result = json.loads(out)
+    assert result["offline"] is None, result["offline"]
+    assert "user_fox" in result["pushed"], result
+    assert git(remote, "rev-parse", "refs/heads/main") == git(victim, "rev-parse", "HEAD")
+    assert "user_fox.md" in git(remote, "ls-tree", "--name-only", "main")

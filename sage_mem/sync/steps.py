@@ -1701,7 +1701,10 @@ class _Sync:
         # Checked just above: the pre-push hook need not scan again (it still runs a hook
         # of the person's that it chains).
         checked = {ALLOW_SECRET_ENV: "1"} if self.allow_secret else {CHECKED_ENV: "1"}
-        done = self.git.run("push", "--quiet", "-u", REMOTE, f"HEAD:refs/heads/{branch}",
+        # The branch by its full name: a tag named `HEAD` (any remote can send one, fetched
+        # with its commit) is what `git push` takes `HEAD:` for.
+        ref = f"refs/heads/{branch}"
+        done = self.git.run("push", "--quiet", "-u", REMOTE, f"{ref}:{ref}",
                             check=False, env=checked)
         if done.returncode != 0:
             text = (done.stderr or b"").decode("utf-8", "replace")
