@@ -110,6 +110,9 @@ Progress = Callable[[str], None]
 # How git says a push lost a race with another machine's: behind it when it arrived, or
 # the remote's ref moved while it was being updated.
 _RACES = ("(fetch first)", "(non-fast-forward)", "cannot lock ref", "(failed to update ref)")
+# git's warning (exit 0) when a fetch from a shallow remote (`git clone --bare --depth 1`)
+# would cut this repository's history: the remote's branch is then not fetched at all.
+_SHALLOW_REFUSED = b"shallow roots are not allowed to be updated"
 _LOCKED = _RACES[2:]  # the remote's ref was locked: by another push, or left by a killed one
 
 
@@ -944,6 +947,18 @@ class _Sync:
     def fetch(self) -> bool:
         self.progress(f"fetching {REMOTE}")
         done = self.git.run("fetch", "--quiet", REMOTE, check=False)
+        if done.returncode == 0 and _SHALLOW_REFUSED in done.stderr:
+            # A remote whose history was cut (`--depth`): git fetched none of its branch.
+            # A join takes it as `git clone` does, with the history cut where the remote's
+            # is; a folder with a history of its own that lacks the remote's cut cannot.
+            if self.git.head() is not None:
+                self.result.offline = (
+                    f"fetching {REMOTE} took nothing: it is a shallow repository (its history "
+                    "cut by `--depth`) that this folder's history does not reach; make the "
+                    "remote a whole copy (`git fetch --unshallow` in it, or a new one made "
+                    "with `git clone --bare` of a whole clone), then sync")
+                return False
+            done = self.git.run("fetch", "--quiet", "--update-shallow", REMOTE, check=False)
         if done.returncode != 0:
             self.result.offline = (self.refused_when_fetched(done)
                                    or f"fetching {REMOTE} failed: {error_line(done)}")
