@@ -946,7 +946,9 @@ class _Sync:
 
     def fetch(self) -> bool:
         self.progress(f"fetching {REMOTE}")
-        done = self.git.run("fetch", "--quiet", REMOTE, check=False)
+        # --prune: a branch the remote lost (renamed there, the remote made anew) is not
+        # taken for there still, which would make the push think it had nothing to send.
+        done = self.git.run("fetch", "--quiet", "--prune", REMOTE, check=False)
         if done.returncode == 0 and _SHALLOW_REFUSED in done.stderr:
             # A remote whose history was cut (`--depth`): git fetched none of its branch.
             # A join takes it as `git clone` does, with the history cut where the remote's
@@ -1734,6 +1736,10 @@ class _Sync:
             if memory_id not in self.result.pushed:
                 self.result.pushed.append(memory_id)
         if old is None:  # the branch is new there: a teammate's plain clone must find it
+            if self.git.config(f"branch.{branch}.merge") is not None:
+                self.result.notes.append(
+                    f"{REMOTE} had no branch {branch!r} (renamed or deleted there, or the "
+                    "remote made anew): pushed it again")
             self.point_remote_head(branch)
         return True
 
