@@ -740,3 +740,45 @@ def test_a_tag_named_head_from_the_remote_never_stands_for_this_branch(
     assert "user_fox" in result["pushed"], result
     assert git(remote, "rev-parse", "refs/heads/main") == git(victim, "rev-parse", "HEAD")
     assert "user_fox.md" in git(remote, "ls-tree", "--name-only", "main")
+
+
+@pytest.mark.parametrize("theirs_edits", [
+    pytest.param((-3,), id="near-the-end"),
+    pytest.param((2, -3), id="first-and-last"),
+])
+def test_a_memory_of_many_repeated_lines_changed_on_both_sides_merges_in_bounded_time(
+    tmp_path: Path, theirs_edits: tuple[int, ...]
+) -> None:
+    """A body of 40,000 lines repeating two texts (`x` and a blank line: 80 KB, a tenth of
+    what `add` takes) changed here and by the remote: the line merge compared every line
+    with every line equal to it (difflib without its junk heuristic), 35 s of CPU at
+    20,000 lines and four times that at twice as many: the sync hung. Merged in bounded
+    time; where the changes cannot be lined up cheaply, both versions are kept (theirs as
+    the conflict sibling), nothing lost."""
+    remote = bare_remote(tmp_path)
+    victim = victim_folder(tmp_path, remote)
+    lines = ["x", ""] * 20_000
+    write_memory(victim, "user_log", memory("A long log", "\n".join(lines)))
+    sync(victim)
+    attacker = tmp_path / "attacker"
+    clone(remote, attacker)
+    path = attacker / "user_log.md"
+    theirs = path.read_text(encoding="utf-8").split("\n")
+    body = theirs.index("x")
+    for at in theirs_edits:
+        theirs[body + at if at > 0 else at] = "theirs"
+    path.write_text("\n".join(theirs), encoding="utf-8")
+    git(attacker, "commit", "--quiet", "-am", "theirs")
+    git(attacker, "push", "--quiet", "origin", "HEAD")
+    ours = (victim / "user_log.md").read_text(encoding="utf-8").split("\n")
+    ours[body + 20_000] = "ours"  # the middle
+    (victim / "user_log.md").write_text("\n".join(ours), encoding="utf-8")
+    status, out, err = sm_process(victim, "sync")  # times out (120 s) without the bound
+    assert status == 0, err
+    merged = (victim / "user_log.md").read_text(encoding="utf-8")
+    assert "ours" in merged
+    siblings = list(victim.glob("user_log.conflict-*.md"))
+    if theirs_edits == (-3,):
+        assert "theirs" in merged and not siblings
+    else:
+        assert len(siblings) == 1 and siblings[0].read_text(encoding="utf-8").count("theirs") == 2
