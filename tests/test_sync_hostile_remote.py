@@ -782,3 +782,29 @@ def test_a_memory_of_many_repeated_lines_changed_on_both_sides_merges_in_bounded
         assert "theirs" in merged and not siblings
     else:
         assert len(siblings) == 1 and siblings[0].read_text(encoding="utf-8").count("theirs") == 2
+
+
+def test_a_memory_given_many_keys_by_the_remote_merges_in_bounded_time(
+    tmp_path: Path,
+) -> None:
+    """A memory the remote gave 20,000 frontmatter keys (200 KB) while this machine changed
+    its description: the merge wrote each key by finding every key's lines again, and put
+    each one in order by searching the list of keys (4,000 keys: 10 s of CPU, 40,000: over
+    ten minutes), and the sync hung. Both are one pass now; both changes are kept."""
+    remote = bare_remote(tmp_path)
+    victim = victim_folder(tmp_path, remote)
+    attacker = tmp_path / "attacker"
+    clone(remote, attacker)
+    keys = "".join(f"k{i}: {i}\n" for i in range(20_000))
+    (attacker / "user_cat.md").write_text(
+        f"---\ndescription: The cat is Sesame\ncategory: user\n{keys}---\n\nSesame is orange.\n",
+        encoding="utf-8")
+    git(attacker, "commit", "--quiet", "-am", "many keys")
+    git(attacker, "push", "--quiet", "origin", "HEAD")
+    status, _, err = sm(victim, "add", "user_cat", "--description", "The cat is Sesame, 4")
+    assert status == 0, err
+    status, out, err = sm_process(victim, "sync")  # times out (120 s) before
+    assert status == 0, err
+    merged = (victim / "user_cat.md").read_text(encoding="utf-8")
+    assert "description: The cat is Sesame, 4\n" in merged and "\nk19999: 19999\n" in merged
+    assert not list(victim.glob("user_cat.conflict-*"))
