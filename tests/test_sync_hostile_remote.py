@@ -808,3 +808,34 @@ def test_a_memory_given_many_keys_by_the_remote_merges_in_bounded_time(
     merged = (victim / "user_cat.md").read_text(encoding="utf-8")
     assert "description: The cat is Sesame, 4\n" in merged and "\nk19999: 19999\n" in merged
     assert not list(victim.glob("user_cat.conflict-*"))
+
+
+def test_a_memory_nested_deep_changed_on_both_sides_is_kept_both_ways_not_a_traceback(
+    tmp_path: Path,
+) -> None:
+    """A frontmatter value nested 600 mappings deep (the parser takes up to ~1,000) changed by
+    the remote while this machine changed the description: comparing the two values key by
+    key recursed past Python's limit and every sync ended in a RecursionError's traceback.
+    The memory is merged as text instead, both versions kept."""
+    remote = bare_remote(tmp_path)
+    victim = victim_folder(tmp_path, remote)
+    deep = "x: " + "{a: " * 600 + "1" + "}" * 600 + "\n"
+    write_memory(victim, "user_cat", "---\ndescription: The cat is Sesame\ncategory: user\n"
+                 + deep + "---\n\nSesame is orange.\n")
+    sync(victim)
+    attacker = tmp_path / "attacker"
+    clone(remote, attacker)
+    path = attacker / "user_cat.md"
+    path.write_text(path.read_text(encoding="utf-8").replace("{a: 1}", "{a: 2}"),
+                    encoding="utf-8")
+    git(attacker, "commit", "--quiet", "-am", "deeper")
+    git(attacker, "push", "--quiet", "origin", "HEAD")
+    path = victim / "user_cat.md"
+    path.write_text(path.read_text(encoding="utf-8").replace("is Sesame", "is Sesame, 4"),
+                    encoding="utf-8")
+    status, out, err = sm_process(victim, "sync")
+    assert status == 0, err
+    assert "is Sesame, 4" in path.read_text(encoding="utf-8")
+    kept = "".join(p.read_text(encoding="utf-8") for p in victim.glob("user_cat*.md"))
+    assert "{a: 2}" in kept
+    assert git(victim, "status", "--porcelain") == ""
