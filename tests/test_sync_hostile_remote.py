@@ -839,3 +839,35 @@ def test_a_memory_nested_deep_changed_on_both_sides_is_kept_both_ways_not_a_trac
     kept = "".join(p.read_text(encoding="utf-8") for p in victim.glob("user_cat*.md"))
     assert "{a: 2}" in kept
     assert git(victim, "status", "--porcelain") == ""
+
+
+@pytest.mark.parametrize("filtered", ["*.md filter=lfs diff=lfs merge=lfs -text", "* filter=lfs"])
+def test_a_remote_gitattributes_that_filters_memories_is_refused_and_wedges_nothing(
+    tmp_path: Path, filtered: str
+) -> None:
+    """`filter=lfs` from the remote runs a program of this machine's git config (git-lfs's,
+    set up once for other work) on every memory checked out or committed: installed, it
+    stores the memories as pointer files that a machine without it reads as its memories;
+    gone, with `required` set, sync's checkout failed, and then `git status` too, at every
+    sync after (the folder wedged). Refused before the merge, in one line, as a re-encoding
+    is; the folder's own syncs go on."""
+    remote = bare_remote(tmp_path)
+    victim = victim_folder(tmp_path, remote)
+    with Path(os.environ["GIT_CONFIG_GLOBAL"]).open("a", encoding="utf-8") as config:
+        config.write('[filter "lfs"]\n\tclean = git-lfs-gone clean -- %f\n'
+                     "\tsmudge = git-lfs-gone smudge -- %f\n\trequired = true\n")
+    attacker = tmp_path / "attacker"
+    clone(remote, attacker)
+    with (attacker / ".gitattributes").open("a", encoding="utf-8") as lines:
+        lines.write(filtered + "\n")
+    git(attacker, "-c", "filter.lfs.required=false", "commit", "--quiet", "-am", "lfs")
+    git(attacker, "push", "--quiet", "origin", "HEAD")
+    write_memory(victim, "user_fox", memory("The fox is Vixen", "Vixen runs."))
+    for _ in range(2):
+        status, out, err = sm_process(victim, "sync")
+        errors = [line for line in err.splitlines() if "error" in line]
+        assert status == 1 and len(errors) == 1, (out, err)
+        assert ".gitattributes sets filter" in errors[0], errors[0]
+        assert "remove that line" in errors[0] and "not found" not in errors[0], errors[0]
+    assert "user_fox.md" in git(victim, "ls-tree", "--name-only", "HEAD")
+    assert git(victim, "status", "--porcelain") == ""

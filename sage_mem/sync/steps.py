@@ -369,6 +369,10 @@ _GITLINK_MODE = "160000"  # a submodule's commit, in a tree
 # An attribute set (not unset: `-working-tree-encoding`) that has git re-encode a file on
 # checkout: the memories, written as UTF-8, could then never be committed again.
 _REENCODES = re.compile(rb"(?m)^[^#\n]*[ \t]working-tree-encoding=")
+# A filter names a program of this machine's git config (git-lfs's, set up for other work) run
+# on every file it matches as it is checked out or committed: the memories would be stored as
+# what it makes of them (pointer files), or, the program gone, every checkout and status fail.
+_FILTERS = re.compile(rb"(?m)^[^#\n]*[ \t]filter=")
 # sage-mem's own names at the top of the folder: a file each, a folder each. A remote's commit
 # making one the other (`MEMORY.md/user_x.md`, a file `archive`) is refused as a link is.
 _OWN_FILES = frozenset({INDEX_FILE, ".gitattributes", ".gitignore"})
@@ -1490,6 +1494,8 @@ class _Sync:
         fix = ("sync never lets a remote reshape its own files, nor reads a file that large: "
                "ask its author to undo that commit, then sync"
                if why.startswith("makes ") or " MB, over " in why else
+               "sync never lets a remote's attributes change how git writes the memories: ask "
+               "its author to remove that line, then sync" if why.startswith("sets ") else
                "sync never checks out a link, a submodule or a path outside the folder (a later "
                "read would follow it to any file of yours, a memory written below it would "
                "never be committed): ask its author to replace it with a file, then sync")
@@ -1523,10 +1529,16 @@ class _Sync:
             return None
         from .index_file import blob_id
 
-        if blob != blob_id(GITATTRIBUTES.encode()) and _REENCODES.search(
-                b"".join(self.git.blobs([blob]).values())):
+        if blob == blob_id(GITATTRIBUTES.encode()):
+            return None
+        attributes = b"".join(self.git.blobs([blob]).values())
+        if _REENCODES.search(attributes):
             return ("sets working-tree-encoding (git would re-encode the memories sync writes "
                     "as UTF-8, and refuse to commit them)")
+        if _FILTERS.search(attributes):
+            return ("sets filter (git would run a program of this machine's git config, "
+                    "git-lfs's say, on every memory it matches, and commit what it makes of "
+                    "them; one that is gone fails every sync)")
         return None
 
     def undo_unnamed_merge(self) -> None:
