@@ -493,6 +493,34 @@ def test_a_memory_a_remote_gitignore_hides_is_named_not_dropped_in_silence(
     assert "user_dog.md" in sm(victim, "sync")[1]
 
 
+@pytest.mark.parametrize("rule", ["archive/", "archive/*.md", "*\n!.gitignore"])
+def test_an_archived_memory_a_remote_gitignore_hides_is_named_not_dropped_in_silence(
+    tmp_path: Path, rule: str,
+) -> None:
+    """A remote `.gitignore` hiding `archive/`: the victim's `archive` of a memory pushed its
+    deletion and never the archived file, said nowhere (`pushed 1`, exit 0): every other
+    machine lost the memory, archive and all. The archived memory is named with the rule, at
+    every sync, as a memory git ignores is."""
+    remote = bare_remote(tmp_path)
+    victim = victim_folder(tmp_path, remote)
+    attacker = tmp_path / "attacker"
+    clone(remote, attacker)
+    with (attacker / ".gitignore").open("a", encoding="utf-8") as ignore:
+        ignore.write(rule + "\n")
+    git(attacker, "add", "-f", ".gitignore")
+    git(attacker, "commit", "--quiet", "-m", "tidy")
+    git(attacker, "push", "--quiet", "origin", "HEAD")
+    sync(victim)
+    status, _, err = sm_process(victim, "archive", "user_cat", "--reason", "moved away")
+    assert status == 0, err
+    for _ in range(2):
+        status, out, err = sm_process(victim, "sync")
+        assert status == 0, err
+        named = [line for line in out.splitlines() if line.startswith("not committed: archive")]
+        assert len(named) == 1 and "ignored by git (.gitignore:" in named[0], out
+        assert "repository of its own" not in named[0], named[0]
+
+
 @pytest.mark.parametrize("rule", ["*", "team/", "/team"])
 def test_a_folder_a_remote_gitignore_hides_whole_is_named_in_one_line(
     tmp_path: Path, rule: str,

@@ -681,7 +681,7 @@ class _Sync:
         A folder git names whole (`team/`: one git does not look into, a repository of its
         own, under a rule such as `*` or its own path) is named once, in one line, when it
         holds a memory."""
-        memories = [p for p in ignored if (self.folder.id_for(self.root / p) is not None
+        memories = [p for p in ignored if (self.is_memory(self.root / p)
                                            if not p.endswith("/") else self.holds_memory(p))]
         if not memories:
             return
@@ -693,20 +693,27 @@ class _Sync:
                                                fields[3::4], strict=False):
             rule = _shown(f"{os.fsdecode(source)}:{line.decode()}: {os.fsdecode(pattern)}")
             name = os.fsdecode(path)
-            what = ("it and the memories in it never leave this machine (and git does not "
-                    "look into it: a git repository of its own)" if name.endswith("/")
-                    else "it never leaves this machine")
+            what = ("it never leaves this machine" if not name.endswith("/") else
+                    "it and the memories in it never leave this machine (and git does not "
+                    "look into it: a git repository of its own)"
+                    if os.path.lexists(self.root / name / ".git") else
+                    "it and the memories in it never leave this machine")
             item = Held(name, f"ignored by git ({rule}), so {what}: take it out of that rule "
                         "(or git add -f it), then sync")
             if item not in self.result.held_back:
                 self.result.held_back.append(item)
 
+    def is_memory(self, path: Path) -> bool:
+        """Whether `path` is a memory's file, archived or not."""
+        return (self.folder.id_for(path) is not None
+                or self.folder.archived_id_for(path) is not None)
+
     def holds_memory(self, folder: str) -> bool:
-        """Whether a folder git names whole (`team/`) holds a memory file, at any depth (no
-        link followed, no `.git` folder looked into)."""
+        """Whether a folder git names whole (`team/`, `archive/`) holds a memory file, archived
+        or not, at any depth (no link followed, no `.git` folder looked into)."""
         for top, folders, files in os.walk(self.root / folder):
             folders[:] = [name for name in folders if name != ".git"]
-            if any(self.folder.id_for(Path(top, name)) is not None for name in files):
+            if any(self.is_memory(Path(top, name)) for name in files):
                 return True
         return False
 
@@ -716,8 +723,8 @@ class _Sync:
         status` (`status`, when the caller has it), not a walk of the folder and ~10 git
         commands."""
         changed, ignored = status or self.status()
-        if changed or any(self.folder.id_for(self.root / p) is not None for p in ignored):
-            return False  # a memory git ignores is in MEMORY.md too, and changes unseen
+        if changed or any(self.is_memory(self.root / p) for p in ignored):
+            return False  # a memory git ignores is named at every sync, and changes unseen
         return index_file.current(self.folder, self.git.head())
 
     def stamp_index(self) -> None:
