@@ -899,3 +899,26 @@ def test_a_remote_gitattributes_that_filters_memories_is_refused_and_wedges_noth
         assert "remove that line" in errors[0] and "not found" not in errors[0], errors[0]
     assert "user_fox.md" in git(victim, "ls-tree", "--name-only", "HEAD")
     assert git(victim, "status", "--porcelain") == ""
+
+
+def test_a_file_name_holding_terminal_escapes_from_the_remote_is_named_where_shown(
+    tmp_path: Path,
+) -> None:
+    """A memory file named `user_\\e]0;pwned\\a.md` (an escape that sets the terminal's title;
+    others write its clipboard) came in by sync and was printed raw by `audit` (the path
+    before each finding), `index` (`skipped: …`) and `doctor`: `list`, `log` and MEMORY.md
+    already named its controls. Named there too (`<U+001B>`)."""
+    remote = bare_remote(tmp_path)
+    victim = victim_folder(tmp_path, remote)
+    attacker = tmp_path / "attacker"
+    clone(remote, attacker)
+    (attacker / "user_\x1b]0;pwned\x07.md").write_text(memory("A title", "x"), encoding="utf-8")
+    git(attacker, "add", "-A")
+    git(attacker, "commit", "--quiet", "-m", "a name")
+    git(attacker, "push", "--quiet", "origin", "HEAD")
+    assert sm_process(victim, "sync")[0] == 0
+    for command in (["audit"], ["index"], ["doctor"], ["search", "title"], ["list"]):
+        _, out, err = sm_process(victim, *command)
+        assert "\x1b" not in out + err and "\x07" not in out + err, (command, out + err)
+    _, out, _ = sm_process(victim, "audit")
+    assert "user_<U+001B>]0;pwned<U+0007>.md: unsafe-name" in out, out
