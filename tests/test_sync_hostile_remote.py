@@ -109,6 +109,21 @@ def reshaped_by_a_remote(tmp_path: Path, named: str) -> Path:
     return victim
 
 
+def ignoring_by_a_remote(tmp_path: Path, rule: str) -> Path:
+    """A victim synced with a remote to which a plain clone pushed a `.gitignore` `rule`."""
+    remote = bare_remote(tmp_path)
+    victim = victim_folder(tmp_path, remote)
+    attacker = tmp_path / "attacker"
+    clone(remote, attacker)
+    with (attacker / ".gitignore").open("a", encoding="utf-8") as ignore:
+        ignore.write(rule + "\n")
+    git(attacker, "add", "-f", ".gitignore")
+    git(attacker, "commit", "--quiet", "-m", "tidy")
+    git(attacker, "push", "--quiet", "origin", "HEAD")
+    sync(victim)
+    return victim
+
+
 def assert_nothing_leaked(remote: Path, outside: Path, before: bytes) -> None:
     assert MARKER not in remote_text(remote)
     assert outside.read_bytes() == before
@@ -501,16 +516,7 @@ def test_an_archived_memory_a_remote_gitignore_hides_is_named_not_dropped_in_sil
     deletion and never the archived file, said nowhere (`pushed 1`, exit 0): every other
     machine lost the memory, archive and all. The archived memory is named with the rule, at
     every sync, as a memory git ignores is."""
-    remote = bare_remote(tmp_path)
-    victim = victim_folder(tmp_path, remote)
-    attacker = tmp_path / "attacker"
-    clone(remote, attacker)
-    with (attacker / ".gitignore").open("a", encoding="utf-8") as ignore:
-        ignore.write(rule + "\n")
-    git(attacker, "add", "-f", ".gitignore")
-    git(attacker, "commit", "--quiet", "-m", "tidy")
-    git(attacker, "push", "--quiet", "origin", "HEAD")
-    sync(victim)
+    victim = ignoring_by_a_remote(tmp_path, rule)
     status, _, err = sm_process(victim, "archive", "user_cat", "--reason", "moved away")
     assert status == 0, err
     for _ in range(2):
@@ -529,16 +535,7 @@ def test_a_folder_a_remote_gitignore_hides_whole_is_named_in_one_line(
     repository of its own`); once a remote `.gitignore` rule ignores it whole, git names
     only the folder (`team/`), which is no memory's path, and sync said nothing: `pushed 0`,
     exit 0. It is named once, with the rule, as a memory git ignores is."""
-    remote = bare_remote(tmp_path)
-    victim = victim_folder(tmp_path, remote)
-    attacker = tmp_path / "attacker"
-    clone(remote, attacker)
-    with (attacker / ".gitignore").open("a", encoding="utf-8") as ignore:
-        ignore.write(rule + "\n")
-    git(attacker, "add", "-f", ".gitignore")
-    git(attacker, "commit", "--quiet", "-m", "tidy")
-    git(attacker, "push", "--quiet", "origin", "HEAD")
-    sync(victim)
+    victim = ignoring_by_a_remote(tmp_path, rule)
     team = victim / "team"
     team.mkdir()
     subprocess.run(["git", "init", "--quiet", str(team)], check=True)
