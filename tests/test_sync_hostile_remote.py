@@ -508,7 +508,7 @@ def test_a_memory_a_remote_gitignore_hides_is_named_not_dropped_in_silence(
     assert "user_dog.md" in sm(victim, "sync")[1]
 
 
-@pytest.mark.parametrize("rule", ["archive/", "archive/*.md", "*\n!.gitignore"])
+@pytest.mark.parametrize("rule", ["archive/", "*\n!.gitignore"])
 def test_an_archived_memory_a_remote_gitignore_hides_is_named_not_dropped_in_silence(
     tmp_path: Path, rule: str,
 ) -> None:
@@ -736,18 +736,12 @@ def test_an_own_file_reshaped_by_a_plain_git_pull_stops_sync_saying_what_to_run(
     assert f"{top} is a" in errors[0] and "git mv" in errors[0], errors[0]
 
 
-@pytest.mark.parametrize("tag_at", [
-    pytest.param("main", id="at-the-remote-s-branch"),
-    pytest.param("main~1", id="behind-it"),
-])
-def test_a_tag_named_head_from_the_remote_never_stands_for_this_branch(
-    tmp_path: Path, tag_at: str
-) -> None:
+def test_a_tag_named_head_from_the_remote_never_stands_for_this_branch(tmp_path: Path) -> None:
     """Anyone who can push a tag named `HEAD` to the remote (fetched with the commits it
     points at) made `git push origin HEAD:refs/heads/main` push the tag's commit, not the
     branch: at the remote's own commit, sync said `pushed 1` and pushed nothing, at every
-    sync of every machine; behind it, every sync `lost the race with another machine 3
-    times`. Sync pushes its branch by its full name."""
+    sync of every machine (behind it, every sync `lost the race with another machine 3
+    times`). Sync pushes its branch by its full name."""
     remote = bare_remote(tmp_path)
     victim = victim_folder(tmp_path, remote)
     attacker = tmp_path / "attacker"
@@ -756,7 +750,7 @@ def test_a_tag_named_head_from_the_remote_never_stands_for_this_branch(
     git(attacker, "add", "-A")
     git(attacker, "commit", "--quiet", "-m", "a dog")
     git(attacker, "push", "--quiet", "origin", "HEAD:refs/heads/main")
-    git(attacker, "push", "--quiet", "origin", f"{tag_at}:refs/tags/HEAD")
+    git(attacker, "push", "--quiet", "origin", "main:refs/tags/HEAD")
     write_memory(victim, "user_fox", memory("The fox is Vixen", "Vixen runs."))
     status, out, err = sm_process(victim, "sync", "--json")
     assert status == 0, err
@@ -866,9 +860,8 @@ def test_a_memory_nested_deep_changed_on_both_sides_is_kept_both_ways_not_a_trac
     assert git(victim, "status", "--porcelain") == ""
 
 
-@pytest.mark.parametrize("filtered", ["*.md filter=lfs diff=lfs merge=lfs -text", "* filter=lfs"])
 def test_a_remote_gitattributes_that_filters_memories_is_refused_and_wedges_nothing(
-    tmp_path: Path, filtered: str
+    tmp_path: Path,
 ) -> None:
     """`filter=lfs` from the remote runs a program of this machine's git config (git-lfs's,
     set up once for other work) on every memory checked out or committed: installed, it
@@ -884,7 +877,7 @@ def test_a_remote_gitattributes_that_filters_memories_is_refused_and_wedges_noth
     attacker = tmp_path / "attacker"
     clone(remote, attacker)
     with (attacker / ".gitattributes").open("a", encoding="utf-8") as lines:
-        lines.write(filtered + "\n")
+        lines.write("*.md filter=lfs diff=lfs merge=lfs -text\n")
     git(attacker, "-c", "filter.lfs.required=false", "commit", "--quiet", "-am", "lfs")
     git(attacker, "push", "--quiet", "origin", "HEAD")
     write_memory(victim, "user_fox", memory("The fox is Vixen", "Vixen runs."))
