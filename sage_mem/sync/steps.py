@@ -1312,8 +1312,8 @@ class _Sync:
                 break  # the end of the conflicted files; messages follow
             meta, _, raw_path = record.partition(b"\t")
             parts = meta.split()
-            if len(parts) != 3:
-                return None
+            if len(parts) != 3 or parts[0] != b"100644":
+                return None  # an executable memory's mode is git's to merge
             conflicted.setdefault(os.fsdecode(raw_path), {})[int(parts[2])] = parts[1].decode()
         if not is_object_id(tree) or (done.returncode == 1) != bool(conflicted):
             return None
@@ -1394,17 +1394,22 @@ class _Sync:
 
     def writable(self, status: str, path: str, mode: str = "100644") -> bool:
         """Whether sync writes this change itself (`writes_itself`)."""
-        if (status not in "AMD" or not path.endswith(".md")
-                or mode not in ("100644", "100755", "000000")):
+        # A file's mode is git's to write (sync writes 0644-like files: an executable memory
+        # a teammate's plain git made would be set back and pushed as this machine's change).
+        if status not in "AMD" or not path.endswith(".md") or mode not in ("100644", "000000"):
             return False
         target = self.root / path
         if not self.can_hold(target.parent):
             return False
         if status == "A":
             return not os.path.lexists(target)
-        # A person's link or folder there: git says what it does.
-        return not os.path.lexists(target) or (
-            os.path.isfile(target) and not os.path.islink(target))
+        # A person's link or folder there: git says what it does; an executable file too (git
+        # sets its mode back when a commit makes it a plain file again).
+        try:
+            mode_here = os.lstat(target).st_mode
+        except FileNotFoundError:
+            return True
+        return stat.S_ISREG(mode_here) and not mode_here & 0o111
 
     def can_hold(self, folder: Path) -> bool:
         """`folder` is the memory folder, or a real folder in it (or none yet, under one)."""
