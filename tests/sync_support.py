@@ -13,6 +13,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +50,15 @@ def sm(folder: Path | None, *argv: str) -> tuple[int, str, str]:
     prefix = ["--dir", str(folder)] if folder is not None else []
     status = main([*prefix, *argv], out=out, err=err)
     return status, out.getvalue(), err.getvalue()
+
+
+def sm_process(folder: Path, *argv: str) -> tuple[int, str, str]:
+    """Run a sage-mem command line as a process of its own (`python -m sage_mem`), as a
+    person does: (status, stdout, stderr). A traceback on stderr fails the test."""
+    done = subprocess.run([sys.executable, "-m", "sage_mem", "--dir", str(folder), *argv],
+                          capture_output=True, text=True, timeout=120, env=dict(os.environ))
+    assert "Traceback" not in done.stderr, done.stderr
+    return done.returncode, done.stdout, done.stderr
 
 
 def sync(folder: Path, *argv: str, online: bool = True) -> dict[str, Any]:

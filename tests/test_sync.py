@@ -18,6 +18,7 @@ from sync_support import (
     memory,
     no_markers,
     sm,
+    sm_process,
     sync,
     use_private_git,
 )
@@ -713,6 +714,38 @@ def test_a_push_the_remote_refuses_is_reported_not_taken_for_a_race(
     assert "not synced: pushing to origin failed" in result["summary"]
     hook.unlink()
     assert sync(laptop)["pushed"] == ["user_dog"]
+
+
+@pytest.mark.parametrize("gone", ["renamed", "emptied"])
+def test_a_branch_the_remote_lost_is_pushed_again_and_a_new_machine_meets_it(
+    pair: tuple[Path, Path], tmp_path: Path, gone: str
+) -> None:
+    """The remote's branch renamed (`git branch -m main other` there, HEAD moved with it) or
+    the remote made anew, empty, at its URL: sync kept the last fetched `origin/main`, said
+    `pulled 0, pushed 0` and pushed nothing while the remote lacked every memory; a machine
+    joining then took `other` (or pushed a folder of its own), and the two machines synced
+    forever without meeting. The branch is pushed again, and said."""
+    laptop, desktop = pair
+    remote = tmp_path / "remote.git"
+    if gone == "renamed":
+        git(remote, "branch", "-m", "main", "other")
+        git(remote, "symbolic-ref", "HEAD", "refs/heads/other")
+    else:
+        shutil.rmtree(remote)
+        bare_remote(tmp_path)
+    status, out, err = sm_process(laptop, "sync")
+    assert status == 0, err
+    assert "origin had no branch 'main'" in out and "pushed 1" in out, out
+    assert git(remote, "rev-parse", "main") == git(laptop, "rev-parse", "HEAD")
+    joiner = tmp_path / "joiner"
+    status, out, err = sm_process(joiner, "sync", "--remote", str(remote))
+    assert status == 0, err
+    assert git(joiner, "branch", "--show-current").strip() == "main"
+    write_memory(joiner, "user_dog", memory("The dog is Mochi", "Mochi."))
+    assert sm_process(joiner, "sync")[0] == 0
+    for folder in (laptop, desktop):
+        assert sm_process(folder, "sync")[0] == 0
+        assert (folder / "user_dog.md").exists()
 
 
 def test_a_push_that_lost_a_race_merges_and_pushes_again(pair: tuple[Path, Path]) -> None:

@@ -17,7 +17,16 @@ from pathlib import Path
 
 import pytest
 from support import write_memory
-from sync_support import bare_remote, git, machine, memory, sm, sync, use_private_git
+from sync_support import (
+    bare_remote,
+    git,
+    machine,
+    memory,
+    sm,
+    sm_process,
+    sync,
+    use_private_git,
+)
 
 from sage_mem.disk.folder import MemoryFolder
 from sage_mem.sync.git import LinkRefused, read_in_tree
@@ -97,6 +106,21 @@ def reshaped_by_a_remote(tmp_path: Path, named: str) -> Path:
     git(attacker, "add", "-A")
     git(attacker, "commit", "--quiet", "-m", "reshape")
     git(attacker, "push", "--quiet", "origin", "HEAD")
+    return victim
+
+
+def ignoring_by_a_remote(tmp_path: Path, rule: str) -> Path:
+    """A victim synced with a remote to which a plain clone pushed a `.gitignore` `rule`."""
+    remote = bare_remote(tmp_path)
+    victim = victim_folder(tmp_path, remote)
+    attacker = tmp_path / "attacker"
+    clone(remote, attacker)
+    with (attacker / ".gitignore").open("a", encoding="utf-8") as ignore:
+        ignore.write(rule + "\n")
+    git(attacker, "add", "-f", ".gitignore")
+    git(attacker, "commit", "--quiet", "-m", "tidy")
+    git(attacker, "push", "--quiet", "origin", "HEAD")
+    sync(victim)
     return victim
 
 
@@ -484,6 +508,25 @@ def test_a_memory_a_remote_gitignore_hides_is_named_not_dropped_in_silence(
     assert "user_dog.md" in sm(victim, "sync")[1]
 
 
+@pytest.mark.parametrize("rule", ["archive/", "*\n!.gitignore"])
+def test_an_archived_memory_a_remote_gitignore_hides_is_named_not_dropped_in_silence(
+    tmp_path: Path, rule: str,
+) -> None:
+    """A remote `.gitignore` hiding `archive/`: the victim's `archive` of a memory pushed its
+    deletion and never the archived file, said nowhere (`pushed 1`, exit 0): every other
+    machine lost the memory, archive and all. The archived memory is named with the rule, at
+    every sync, as a memory git ignores is."""
+    victim = ignoring_by_a_remote(tmp_path, rule)
+    status, _, err = sm_process(victim, "archive", "user_cat", "--reason", "moved away")
+    assert status == 0, err
+    for _ in range(2):
+        status, out, err = sm_process(victim, "sync")
+        assert status == 0, err
+        named = [line for line in out.splitlines() if line.startswith("not committed: archive")]
+        assert len(named) == 1 and "ignored by git (.gitignore:" in named[0], out
+        assert "repository of its own" not in named[0], named[0]
+
+
 @pytest.mark.parametrize("rule", ["*", "team/", "/team"])
 def test_a_folder_a_remote_gitignore_hides_whole_is_named_in_one_line(
     tmp_path: Path, rule: str,
@@ -492,16 +535,7 @@ def test_a_folder_a_remote_gitignore_hides_whole_is_named_in_one_line(
     repository of its own`); once a remote `.gitignore` rule ignores it whole, git names
     only the folder (`team/`), which is no memory's path, and sync said nothing: `pushed 0`,
     exit 0. It is named once, with the rule, as a memory git ignores is."""
-    remote = bare_remote(tmp_path)
-    victim = victim_folder(tmp_path, remote)
-    attacker = tmp_path / "attacker"
-    clone(remote, attacker)
-    with (attacker / ".gitignore").open("a", encoding="utf-8") as ignore:
-        ignore.write(rule + "\n")
-    git(attacker, "add", "-f", ".gitignore")
-    git(attacker, "commit", "--quiet", "-m", "tidy")
-    git(attacker, "push", "--quiet", "origin", "HEAD")
-    sync(victim)
+    victim = ignoring_by_a_remote(tmp_path, rule)
     team = victim / "team"
     team.mkdir()
     subprocess.run(["git", "init", "--quiet", str(team)], check=True)
@@ -700,3 +734,181 @@ def test_an_own_file_reshaped_by_a_plain_git_pull_stops_sync_saying_what_to_run(
     errors = [line for line in err.splitlines() if "error" in line]
     assert status == 1 and len(errors) == 1 and "Traceback" not in err, (out, err)
     assert f"{top} is a" in errors[0] and "git mv" in errors[0], errors[0]
+
+
+def test_a_tag_named_head_from_the_remote_never_stands_for_this_branch(tmp_path: Path) -> None:
+    """Anyone who can push a tag named `HEAD` to the remote (fetched with the commits it
+    points at) made `git push origin HEAD:refs/heads/main` push the tag's commit, not the
+    branch: at the remote's own commit, sync said `pushed 1` and pushed nothing, at every
+    sync of every machine (behind it, every sync `lost the race with another machine 3
+    times`). Sync pushes its branch by its full name."""
+    remote = bare_remote(tmp_path)
+    victim = victim_folder(tmp_path, remote)
+    attacker = tmp_path / "attacker"
+    clone(remote, attacker)
+    write_memory(attacker, "user_dog", memory("The dog is Rex", "Rex barks."))
+    git(attacker, "add", "-A")
+    git(attacker, "commit", "--quiet", "-m", "a dog")
+    git(attacker, "push", "--quiet", "origin", "HEAD:refs/heads/main")
+    git(attacker, "push", "--quiet", "origin", "main:refs/tags/HEAD")
+    write_memory(victim, "user_fox", memory("The fox is Vixen", "Vixen runs."))
+    status, out, err = sm_process(victim, "sync", "--json")
+    assert status == 0, err
+    result = json.loads(out)
+    assert result["offline"] is None, result["offline"]
+    assert "user_fox" in result["pushed"], result
+    assert git(remote, "rev-parse", "refs/heads/main") == git(victim, "rev-parse", "HEAD")
+    assert "user_fox.md" in git(remote, "ls-tree", "--name-only", "main")
+
+
+@pytest.mark.parametrize("theirs_edits", [
+    pytest.param((-3,), id="near-the-end"),
+    pytest.param((2, -3), id="first-and-last"),
+])
+def test_a_memory_of_many_repeated_lines_changed_on_both_sides_merges_in_bounded_time(
+    tmp_path: Path, theirs_edits: tuple[int, ...]
+) -> None:
+    """A body of 40,000 lines repeating two texts (`x` and a blank line: 80 KB, a tenth of
+    what `add` takes) changed here and by the remote: the line merge compared every line
+    with every line equal to it (difflib without its junk heuristic), 35 s of CPU at
+    20,000 lines and four times that at twice as many: the sync hung. Merged in bounded
+    time; where the changes cannot be lined up cheaply, both versions are kept (theirs as
+    the conflict sibling), nothing lost."""
+    remote = bare_remote(tmp_path)
+    victim = victim_folder(tmp_path, remote)
+    lines = ["x", ""] * 20_000
+    write_memory(victim, "user_log", memory("A long log", "\n".join(lines)))
+    sync(victim)
+    attacker = tmp_path / "attacker"
+    clone(remote, attacker)
+    path = attacker / "user_log.md"
+    theirs = path.read_text(encoding="utf-8").split("\n")
+    body = theirs.index("x")
+    for at in theirs_edits:
+        theirs[body + at if at > 0 else at] = "theirs"
+    path.write_text("\n".join(theirs), encoding="utf-8")
+    git(attacker, "commit", "--quiet", "-am", "theirs")
+    git(attacker, "push", "--quiet", "origin", "HEAD")
+    ours = (victim / "user_log.md").read_text(encoding="utf-8").split("\n")
+    ours[body + 20_000] = "ours"  # the middle
+    (victim / "user_log.md").write_text("\n".join(ours), encoding="utf-8")
+    status, out, err = sm_process(victim, "sync")  # times out (120 s) without the bound
+    assert status == 0, err
+    merged = (victim / "user_log.md").read_text(encoding="utf-8")
+    assert "ours" in merged
+    siblings = list(victim.glob("user_log.conflict-*.md"))
+    if theirs_edits == (-3,):
+        assert "theirs" in merged and not siblings
+    else:
+        assert len(siblings) == 1 and siblings[0].read_text(encoding="utf-8").count("theirs") == 2
+
+
+def test_a_memory_given_many_keys_by_the_remote_merges_in_bounded_time(
+    tmp_path: Path,
+) -> None:
+    """A memory the remote gave 20,000 frontmatter keys (200 KB) while this machine changed
+    its description: the merge wrote each key by finding every key's lines again, and put
+    each one in order by searching the list of keys (4,000 keys: 10 s of CPU, 40,000: over
+    ten minutes), and the sync hung. Both are one pass now; both changes are kept."""
+    remote = bare_remote(tmp_path)
+    victim = victim_folder(tmp_path, remote)
+    attacker = tmp_path / "attacker"
+    clone(remote, attacker)
+    keys = "".join(f"k{i}: {i}\n" for i in range(20_000))
+    (attacker / "user_cat.md").write_text(
+        f"---\ndescription: The cat is Sesame\ncategory: user\n{keys}---\n\nSesame is orange.\n",
+        encoding="utf-8")
+    git(attacker, "commit", "--quiet", "-am", "many keys")
+    git(attacker, "push", "--quiet", "origin", "HEAD")
+    status, _, err = sm(victim, "add", "user_cat", "--description", "The cat is Sesame, 4")
+    assert status == 0, err
+    status, out, err = sm_process(victim, "sync")  # times out (120 s) before
+    assert status == 0, err
+    merged = (victim / "user_cat.md").read_text(encoding="utf-8")
+    assert "description: The cat is Sesame, 4\n" in merged and "\nk19999: 19999\n" in merged
+    assert not list(victim.glob("user_cat.conflict-*"))
+
+
+def test_a_memory_nested_deep_changed_on_both_sides_is_kept_both_ways_not_a_traceback(
+    tmp_path: Path,
+) -> None:
+    """A frontmatter value nested 600 mappings deep (the parser takes up to ~1,000) changed by
+    the remote while this machine changed the description: comparing the two values key by
+    key recursed past Python's limit and every sync ended in a RecursionError's traceback.
+    The memory is merged as text instead, both versions kept."""
+    remote = bare_remote(tmp_path)
+    victim = victim_folder(tmp_path, remote)
+    deep = "x: " + "{a: " * 600 + "1" + "}" * 600 + "\n"
+    write_memory(victim, "user_cat", "---\ndescription: The cat is Sesame\ncategory: user\n"
+                 + deep + "---\n\nSesame is orange.\n")
+    sync(victim)
+    attacker = tmp_path / "attacker"
+    clone(remote, attacker)
+    path = attacker / "user_cat.md"
+    path.write_text(path.read_text(encoding="utf-8").replace("{a: 1}", "{a: 2}"),
+                    encoding="utf-8")
+    git(attacker, "commit", "--quiet", "-am", "deeper")
+    git(attacker, "push", "--quiet", "origin", "HEAD")
+    path = victim / "user_cat.md"
+    path.write_text(path.read_text(encoding="utf-8").replace("is Sesame", "is Sesame, 4"),
+                    encoding="utf-8")
+    status, out, err = sm_process(victim, "sync")
+    assert status == 0, err
+    assert "is Sesame, 4" in path.read_text(encoding="utf-8")
+    kept = "".join(p.read_text(encoding="utf-8") for p in victim.glob("user_cat*.md"))
+    assert "{a: 2}" in kept
+    assert git(victim, "status", "--porcelain") == ""
+
+
+def test_a_remote_gitattributes_that_filters_memories_is_refused_and_wedges_nothing(
+    tmp_path: Path,
+) -> None:
+    """`filter=lfs` from the remote runs a program of this machine's git config (git-lfs's,
+    set up once for other work) on every memory checked out or committed: installed, it
+    stores the memories as pointer files that a machine without it reads as its memories;
+    gone, with `required` set, sync's checkout failed, and then `git status` too, at every
+    sync after (the folder wedged). Refused before the merge, in one line, as a re-encoding
+    is; the folder's own syncs go on."""
+    remote = bare_remote(tmp_path)
+    victim = victim_folder(tmp_path, remote)
+    with Path(os.environ["GIT_CONFIG_GLOBAL"]).open("a", encoding="utf-8") as config:
+        config.write('[filter "lfs"]\n\tclean = git-lfs-gone clean -- %f\n'
+                     "\tsmudge = git-lfs-gone smudge -- %f\n\trequired = true\n")
+    attacker = tmp_path / "attacker"
+    clone(remote, attacker)
+    with (attacker / ".gitattributes").open("a", encoding="utf-8") as lines:
+        lines.write("*.md filter=lfs diff=lfs merge=lfs -text\n")
+    git(attacker, "-c", "filter.lfs.required=false", "commit", "--quiet", "-am", "lfs")
+    git(attacker, "push", "--quiet", "origin", "HEAD")
+    write_memory(victim, "user_fox", memory("The fox is Vixen", "Vixen runs."))
+    for _ in range(2):
+        status, out, err = sm_process(victim, "sync")
+        errors = [line for line in err.splitlines() if "error" in line]
+        assert status == 1 and len(errors) == 1, (out, err)
+        assert ".gitattributes sets filter" in errors[0], errors[0]
+        assert "remove that line" in errors[0] and "not found" not in errors[0], errors[0]
+    assert "user_fox.md" in git(victim, "ls-tree", "--name-only", "HEAD")
+    assert git(victim, "status", "--porcelain") == ""
+
+
+def test_a_file_name_holding_terminal_escapes_from_the_remote_is_named_where_shown(
+    tmp_path: Path,
+) -> None:
+    """A memory file named `user_\\e]0;pwned\\a.md` (an escape that sets the terminal's title;
+    others write its clipboard) came in by sync and was printed raw by `audit` (the path
+    before each finding), `index` (`skipped: …`) and `doctor`: `list`, `log` and MEMORY.md
+    already named its controls. Named there too (`<U+001B>`)."""
+    remote = bare_remote(tmp_path)
+    victim = victim_folder(tmp_path, remote)
+    attacker = tmp_path / "attacker"
+    clone(remote, attacker)
+    (attacker / "user_\x1b]0;pwned\x07.md").write_text(memory("A title", "x"), encoding="utf-8")
+    git(attacker, "add", "-A")
+    git(attacker, "commit", "--quiet", "-m", "a name")
+    git(attacker, "push", "--quiet", "origin", "HEAD")
+    assert sm_process(victim, "sync")[0] == 0
+    for command in (["audit"], ["index"], ["doctor"], ["search", "title"], ["list"]):
+        _, out, err = sm_process(victim, *command)
+        assert "\x1b" not in out + err and "\x07" not in out + err, (command, out + err)
+    _, out, _ = sm_process(victim, "audit")
+    assert "user_<U+001B>]0;pwned<U+0007>.md: unsafe-name" in out, out

@@ -21,6 +21,7 @@ from sync_support import (
     machine,
     memory,
     sm,
+    sm_process,
     sync,
     use_private_git,
 )
@@ -201,3 +202,36 @@ def test_a_join_that_cannot_reach_the_remote_commits_nothing_and_joins_next_time
     assert sorted(joined["pulled"]) == ["project/build", "user_cat"]
     assert git(desktop, "rev-parse", "HEAD") == git(remote, "rev-parse", "HEAD")
     assert files(desktop) == files(laptop)
+
+
+def test_a_join_of_a_shallow_remote_takes_its_history_as_git_clone_does(tmp_path: Path) -> None:
+    """A remote made with `git clone --bare --depth 1`: git's fetch into the joining folder
+    refused its branch with a warning and exit 0 ("shallow roots are not allowed to be
+    updated"), so the join found no branch, committed a folder of its own and then, at
+    every sync, `lost the race with another machine 3 times`. The join takes the remote's
+    history cut where the remote's is, as `git clone` does; both machines then sync.
+    A folder with a history of its own that the cut lacks is told so in one line."""
+    remote = bare_remote(tmp_path)
+    laptop = first_machine(tmp_path, remote)
+    shallow = tmp_path / "shallow.git"
+    subprocess.run(["git", "clone", "-q", "--bare", "--depth", "1", f"file://{remote}",
+                    str(shallow)], check=True)
+    git(laptop, "remote", "set-url", "origin", str(shallow))
+    desktop = tmp_path / "desktop"
+    status, out, err = sm_process(desktop, "sync", "--remote", str(shallow))
+    assert status == 0 and "not synced" not in out, (out, err)
+    assert (desktop / "user_cat.md").read_bytes() == (laptop / "user_cat.md").read_bytes()
+    write_memory(desktop, "user_dog", memory("The dog is Rex", "Rex barks."))
+    status, out, err = sm_process(desktop, "sync")
+    assert status == 0 and "pushed 1" in out, (out, err)
+    status, out, err = sm_process(laptop, "sync")
+    assert status == 0 and "pulled 1" in out, (out, err)
+    assert (laptop / "user_dog.md").exists()
+
+    other = tmp_path / "other"
+    assert sm_process(other, "init", "--git")[0] == 0
+    write_memory(other, "user_fox", memory("The fox is Vixen", "Vixen runs."))
+    status, out, err = sm_process(other, "sync", "--remote", str(shallow))
+    assert status == 0, err
+    assert "shallow repository" in out and "lost the race" not in out, out
+    assert len(out.strip().splitlines()) == 1

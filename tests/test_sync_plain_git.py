@@ -17,7 +17,17 @@ from pathlib import Path
 
 import pytest
 from support import write_memory
-from sync_support import bare_remote, git, machine, memory, no_markers, sm, sync, use_private_git
+from sync_support import (
+    bare_remote,
+    git,
+    machine,
+    memory,
+    no_markers,
+    sm,
+    sm_process,
+    sync,
+    use_private_git,
+)
 
 from sage_mem.memory.file_format import parse_bytes
 from sage_mem.sync.git import PRE_PUSH_MARK
@@ -230,3 +240,36 @@ def test_a_worktree_on_a_new_branch_is_told_in_one_line_what_to_do(tmp_path: Pat
     assert "fatal" not in err and "Traceback" not in err, err
     assert git(tree, "branch", "--show-current").strip() == "mine"
     assert "user_dog.md" in git(tree, "ls-files")
+
+
+def test_a_memory_a_teammate_made_executable_keeps_its_mode_and_is_not_pushed_back(
+    pair: tuple[Path, Path], tmp_path: Path,
+) -> None:
+    """A teammate's plain git made a memory executable (`chmod +x`, or a checkout from a
+    file system without modes) and added another so: sync wrote both itself, without the
+    mode, staged that, and its next commit set them back to 100644 and pushed them as this
+    machine's changes (`pushed 2`, the teammate's change undone). Git writes a change of
+    mode; sync pushes nothing it did not change."""
+    laptop, teammate = pair
+    (teammate / "user_cat.md").chmod(0o755)
+    write_memory(teammate, "user_dog", memory("The dog is Rex", "Rex barks."))
+    (teammate / "user_dog.md").chmod(0o755)
+    git(teammate, "add", "-A")
+    git(teammate, "commit", "--quiet", "-m", "modes")
+    git(teammate, "push", "--quiet", "origin", "HEAD")
+    for _ in range(2):
+        status, out, err = sm_process(laptop, "sync", "--json")
+        assert status == 0, err
+        assert json.loads(out)["pushed"] == [], out
+    assert git(laptop, "status", "--porcelain") == ""
+    modes = {line.split()[3]: line.split()[0]
+             for line in git(tmp_path / "remote.git", "ls-tree", "main").splitlines()}
+    assert modes["user_cat.md"] == modes["user_dog.md"] == "100755", modes
+    git(teammate, "pull", "--quiet", "--no-rebase", "origin", "main")
+    (teammate / "user_cat.md").chmod(0o644)  # and back
+    git(teammate, "commit", "--quiet", "-am", "a plain file again")
+    git(teammate, "push", "--quiet", "origin", "HEAD")
+    status, out, err = sm_process(laptop, "sync", "--json")
+    assert status == 0 and json.loads(out)["pushed"] == [], (out, err)
+    assert git(tmp_path / "remote.git", "ls-tree", "main", "user_cat.md").startswith("100644")
+    assert git(laptop, "status", "--porcelain") == ""

@@ -183,7 +183,9 @@ def _check_state_and_index(result: Checkup, folder: MemoryFolder, dir_flag: str,
               if store.folder.id_for(problem.path) is not None]
     result.add("memories", OK, f"{memories} memories", count=memories)
     if broken:
-        names = ", ".join(str(p.path.relative_to(store.root)) for p in broken[:3])
+        from ..checks.prompt_injection import visible
+
+        names = visible(", ".join(str(p.path.relative_to(store.root)) for p in broken[:3]))
         more = f" and {len(broken) - 3} more" if len(broken) > 3 else ""
         result.add("memories", PROBLEM,
                    f"{len(broken)} file{'s' if len(broken) != 1 else ''} could not be read, "

@@ -99,7 +99,7 @@ from .credentials import (
     redact,
     redact_name,
 )
-from .prompt_injection import unsafe_name_characters
+from .prompt_injection import unsafe_name_characters, visible
 
 if TYPE_CHECKING:
     from ..store import MemoryStore
@@ -163,8 +163,10 @@ class Finding:
         return (self.path, self.line or 0, self.check, self.message)
 
     def format_text(self) -> str:
+        """`path:line: check: message`, the controls of a file's name (a remote's `\\e]0;…`)
+        named (`<U+001B>`), never sent to the terminal."""
         where = f"{self.path}:{self.line}" if self.line is not None else self.path
-        return f"{where}: {self.check}: {self.message}"
+        return visible(f"{where}: {self.check}: {self.message}")
 
     def to_dict(self) -> dict[str, Any]:
         return camel_dict(self, "check severity path line message")

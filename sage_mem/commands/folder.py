@@ -120,8 +120,10 @@ def index(session: Session, as_json: bool) -> int:
         return 0
     state = "rewritten" if changed else "already up to date"
     session.out.write(f"{store.folder.index_file}: {state} ({len(store.list())} memories)\n")
-    for problem in problems:
-        session.out.write(f"skipped: {problem.message}\n")
+    from ..checks.prompt_injection import visible
+
+    for problem in problems:  # a file's name, a remote's say, may hold a terminal escape
+        session.out.write(f"skipped: {visible(problem.message)}\n")
     return 0
 
 
@@ -176,8 +178,10 @@ def embed(session: Session, as_json: bool) -> int:
         f"up to date{dropped}) with {model.name} {model.version}, in "
         f"{updated.seconds:.1f} s; kept in {updated.path}\n"
     )
-    for problem in problems:
-        session.out.write(f"skipped: {problem.message}\n")
+    from ..checks.prompt_injection import visible
+
+    for problem in problems:  # a file's name, a remote's say, may hold a terminal escape
+        session.out.write(f"skipped: {visible(problem.message)}\n")
     return 0
 
 

@@ -676,17 +676,29 @@ def edit_frontmatter(
         return f"{bom}---{nl}{fm_text}---{nl}" + (nl + new_body if new_body else "")
 
     lines = split_lines(parsed.frontmatter)
+    # Each changed key's lines replaced where they are, a new key's added at the end: the
+    # spans are found once (once per change made a merge bringing 40,000 keys quadratic).
+    spans = _key_spans(lines)
+    replaced: dict[int, tuple[int, list[str]]] = {}
+    appended: list[str] = []
     for key, value in changes.items():
-        spans = _key_spans(lines)
         new = [] if value is DELETE else _with_newline(dump_value(key, value), nl)
         if key in spans:
             start, end = spans[key]
-            lines[start:end] = new
-        elif value is not DELETE:
-            if lines and not lines[-1].endswith("\n"):
-                lines[-1] += nl
-            lines.extend(new)
-    fm_text = "".join(lines)
+            replaced[start] = (end, new)
+        else:
+            appended.extend(new)
+    edited: list[str] = []
+    at = 0
+    for start in sorted(replaced):
+        end, new = replaced[start]
+        edited.extend(lines[at:start])
+        edited.extend(new)
+        at = end
+    edited.extend(lines[at:])
+    if appended and edited and not edited[-1].endswith("\n"):
+        edited[-1] += nl
+    fm_text = "".join(edited + appended)
     expected = {k: v for k, v in parsed.meta.items() if k not in changes}
     expected.update({k: v for k, v in changes.items() if v is not DELETE})
     if not _reads_as(fm_text, expected):

@@ -69,14 +69,17 @@ def merge_versions(base: bytes, ours: bytes, theirs: bytes, path: str = "<memory
         return _merge_as_text(base, ours, theirs, "a version cannot be parsed")
     if any(p.frontmatter is not None and not p.rewritable for p in parsed[1:]):
         return _merge_as_text(base, ours, theirs, "a frontmatter cannot be rewritten")
-    result = merge_memory(*(Version(p.meta, p.body) for p in parsed))
+    try:
+        result = merge_memory(*(Version(p.meta, p.body) for p in parsed))
+    except RecursionError:  # a value nested past what comparing it key by key reaches
+        return _merge_as_text(base, ours, theirs, "a frontmatter value is nested too deeply")
     reasons = [f"both changed {c.key}" for c in result.conflicts]
     if not result.body.clean:
         reasons.append("both changed the same lines of the body")
     body = result.body.text("ours")
     try:
         merged = _render(parsed[1], ours, result.meta, body, path)
-    except InvalidMemory:
+    except (InvalidMemory, RecursionError):
         return Outcome(ours, True, (*reasons, "the merge cannot be written into ours"))
     return Outcome(merged, bool(reasons), tuple(reasons))
 

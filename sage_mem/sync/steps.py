@@ -110,6 +110,9 @@ Progress = Callable[[str], None]
 # How git says a push lost a race with another machine's: behind it when it arrived, or
 # the remote's ref moved while it was being updated.
 _RACES = ("(fetch first)", "(non-fast-forward)", "cannot lock ref", "(failed to update ref)")
+# git's warning (exit 0) when a fetch from a shallow remote (`git clone --bare --depth 1`)
+# would cut this repository's history: the remote's branch is then not fetched at all.
+_SHALLOW_REFUSED = b"shallow roots are not allowed to be updated"
 _LOCKED = _RACES[2:]  # the remote's ref was locked: by another push, or left by a killed one
 
 
@@ -371,6 +374,10 @@ _GITLINK_MODE = "160000"  # a submodule's commit, in a tree
 # An attribute set (not unset: `-working-tree-encoding`) that has git re-encode a file on
 # checkout: the memories, written as UTF-8, could then never be committed again.
 _REENCODES = re.compile(rb"(?m)^[^#\n]*[ \t]working-tree-encoding=")
+# A filter names a program of this machine's git config (git-lfs's, set up for other work) run
+# on every file it matches as it is checked out or committed: the memories would be stored as
+# what it makes of them (pointer files), or, the program gone, every checkout and status fail.
+_FILTERS = re.compile(rb"(?m)^[^#\n]*[ \t]filter=")
 # sage-mem's own names at the top of the folder: a file each, a folder each. A remote's commit
 # making one the other (`MEMORY.md/user_x.md`, a file `archive`) is refused as a link is.
 _OWN_FILES = frozenset({INDEX_FILE, ".gitattributes", ".gitignore"})
@@ -694,7 +701,7 @@ class _Sync:
         A folder git names whole (`team/`: one git does not look into, a repository of its
         own, under a rule such as `*` or its own path) is named once, in one line, when it
         holds a memory."""
-        memories = [p for p in ignored if (self.folder.id_for(self.root / p) is not None
+        memories = [p for p in ignored if (self.is_memory(self.root / p)
                                            if not p.endswith("/") else self.holds_memory(p))]
         if not memories:
             return
@@ -706,20 +713,27 @@ class _Sync:
                                                fields[3::4], strict=False):
             rule = _shown(f"{os.fsdecode(source)}:{line.decode()}: {os.fsdecode(pattern)}")
             name = os.fsdecode(path)
-            what = ("it and the memories in it never leave this machine (and git does not "
-                    "look into it: a git repository of its own)" if name.endswith("/")
-                    else "it never leaves this machine")
+            what = ("it never leaves this machine" if not name.endswith("/") else
+                    "it and the memories in it never leave this machine (and git does not "
+                    "look into it: a git repository of its own)"
+                    if os.path.lexists(self.root / name / ".git") else
+                    "it and the memories in it never leave this machine")
             item = Held(name, f"ignored by git ({rule}), so {what}: take it out of that rule "
                         "(or git add -f it), then sync")
             if item not in self.result.held_back:
                 self.result.held_back.append(item)
 
+    def is_memory(self, path: Path) -> bool:
+        """Whether `path` is a memory's file, archived or not."""
+        return (self.folder.id_for(path) is not None
+                or self.folder.archived_id_for(path) is not None)
+
     def holds_memory(self, folder: str) -> bool:
-        """Whether a folder git names whole (`team/`) holds a memory file, at any depth (no
-        link followed, no `.git` folder looked into)."""
+        """Whether a folder git names whole (`team/`, `archive/`) holds a memory file, archived
+        or not, at any depth (no link followed, no `.git` folder looked into)."""
         for top, folders, files in os.walk(self.root / folder):
             folders[:] = [name for name in folders if name != ".git"]
-            if any(self.folder.id_for(Path(top, name)) is not None for name in files):
+            if any(self.is_memory(Path(top, name)) for name in files):
                 return True
         return False
 
@@ -729,8 +743,8 @@ class _Sync:
         status` (`status`, when the caller has it), not a walk of the folder and ~10 git
         commands."""
         changed, ignored = status or self.status()
-        if changed or any(self.folder.id_for(self.root / p) is not None for p in ignored):
-            return False  # a memory git ignores is in MEMORY.md too, and changes unseen
+        if changed or any(self.is_memory(self.root / p) for p in ignored):
+            return False  # a memory git ignores is named at every sync, and changes unseen
         return index_file.current(self.folder, self.git.head())
 
     def stamp_index(self) -> None:
@@ -963,7 +977,21 @@ class _Sync:
 
     def fetch(self) -> bool:
         self.progress(f"fetching {REMOTE}")
-        done = self.git.run("fetch", "--quiet", REMOTE, check=False)
+        # --prune: a branch the remote lost (renamed there, the remote made anew) is not
+        # taken for there still, which would make the push think it had nothing to send.
+        done = self.git.run("fetch", "--quiet", "--prune", REMOTE, check=False)
+        if done.returncode == 0 and _SHALLOW_REFUSED in done.stderr:
+            # A remote whose history was cut (`--depth`): git fetched none of its branch.
+            # A join takes it as `git clone` does, with the history cut where the remote's
+            # is; a folder with a history of its own that lacks the remote's cut cannot.
+            if self.git.head() is not None:
+                self.result.offline = (
+                    f"fetching {REMOTE} took nothing: it is a shallow repository (its history "
+                    "cut by `--depth`) that this folder's history does not reach; make the "
+                    "remote a whole copy (`git fetch --unshallow` in it, or a new one made "
+                    "with `git clone --bare` of a whole clone), then sync")
+                return False
+            done = self.git.run("fetch", "--quiet", "--update-shallow", REMOTE, check=False)
         if done.returncode != 0:
             self.result.offline = (self.refused_when_fetched(done)
                                    or f"fetching {REMOTE} failed: {error_line(done)}")
@@ -1304,8 +1332,8 @@ class _Sync:
                 break  # the end of the conflicted files; messages follow
             meta, _, raw_path = record.partition(b"\t")
             parts = meta.split()
-            if len(parts) != 3:
-                return None
+            if len(parts) != 3 or parts[0] != b"100644":
+                return None  # an executable memory's mode is git's to merge
             conflicted.setdefault(os.fsdecode(raw_path), {})[int(parts[2])] = parts[1].decode()
         if not is_object_id(tree) or (done.returncode == 1) != bool(conflicted):
             return None
@@ -1386,17 +1414,22 @@ class _Sync:
 
     def writable(self, status: str, path: str, mode: str = "100644") -> bool:
         """Whether sync writes this change itself (`writes_itself`)."""
-        if (status not in "AMD" or not path.endswith(".md")
-                or mode not in ("100644", "100755", "000000")):
+        # A file's mode is git's to write (sync writes 0644-like files: an executable memory
+        # a teammate's plain git made would be set back and pushed as this machine's change).
+        if status not in "AMD" or not path.endswith(".md") or mode not in ("100644", "000000"):
             return False
         target = self.root / path
         if not self.can_hold(target.parent):
             return False
         if status == "A":
             return not os.path.lexists(target)
-        # A person's link or folder there: git says what it does.
-        return not os.path.lexists(target) or (
-            os.path.isfile(target) and not os.path.islink(target))
+        # A person's link or folder there: git says what it does; an executable file too (git
+        # sets its mode back when a commit makes it a plain file again).
+        try:
+            mode_here = os.lstat(target).st_mode
+        except FileNotFoundError:
+            return True
+        return stat.S_ISREG(mode_here) and not mode_here & 0o111
 
     def can_hold(self, folder: Path) -> bool:
         """`folder` is the memory folder, or a real folder in it (or none yet, under one)."""
@@ -1494,6 +1527,8 @@ class _Sync:
         fix = ("sync never lets a remote reshape its own files, nor reads a file that large: "
                "ask its author to undo that commit, then sync"
                if why.startswith("makes ") or " MB, over " in why else
+               "sync never lets a remote's attributes change how git writes the memories: ask "
+               "its author to remove that line, then sync" if why.startswith("sets ") else
                "sync never checks out a link, a submodule or a path outside the folder (a later "
                "read would follow it to any file of yours, a memory written below it would "
                "never be committed): ask its author to replace it with a file, then sync")
@@ -1527,10 +1562,16 @@ class _Sync:
             return None
         from .index_file import blob_id
 
-        if blob != blob_id(GITATTRIBUTES.encode()) and _REENCODES.search(
-                b"".join(self.git.blobs([blob]).values())):
+        if blob == blob_id(GITATTRIBUTES.encode()):
+            return None
+        attributes = b"".join(self.git.blobs([blob]).values())
+        if _REENCODES.search(attributes):
             return ("sets working-tree-encoding (git would re-encode the memories sync writes "
                     "as UTF-8, and refuse to commit them)")
+        if _FILTERS.search(attributes):
+            return ("sets filter (git would run a program of this machine's git config, "
+                    "git-lfs's say, on every memory it matches, and commit what it makes of "
+                    "them; one that is gone fails every sync)")
         return None
 
     def undo_unnamed_merge(self) -> None:
@@ -1722,7 +1763,10 @@ class _Sync:
         # Checked just above: the pre-push hook need not scan again (it still runs a hook
         # of the person's that it chains).
         checked = {ALLOW_SECRET_ENV: "1"} if self.allow_secret else {CHECKED_ENV: "1"}
-        done = self.git.run("push", "--quiet", "-u", REMOTE, f"HEAD:refs/heads/{branch}",
+        # The branch by its full name: a tag named `HEAD` (any remote can send one, fetched
+        # with its commit) is what `git push` takes `HEAD:` for.
+        ref = f"refs/heads/{branch}"
+        done = self.git.run("push", "--quiet", "-u", REMOTE, f"{ref}:{ref}",
                             check=False, env=checked)
         if done.returncode != 0:
             text = (done.stderr or b"").decode("utf-8", "replace")
@@ -1737,6 +1781,10 @@ class _Sync:
             if memory_id not in self.result.pushed:
                 self.result.pushed.append(memory_id)
         if old is None:  # the branch is new there: a teammate's plain clone must find it
+            if self.git.config(f"branch.{branch}.merge") is not None:
+                self.result.notes.append(
+                    f"{REMOTE} had no branch {branch!r} (renamed or deleted there, or the "
+                    "remote made anew): pushed it again")
             self.point_remote_head(branch)
         return True
 
