@@ -863,7 +863,8 @@ def test_no_memory_of_the_dev_sets_is_taken_for_a_secret() -> None:
 _PREFIXES_AS_WRITTEN = (
     r"AKIA|ASIA|gh[pousr]_|github_pat_|glpat-|xox[abpre]-|xapp-|sk-|[sr]k_(?:live|test)_|AIza"
     r"|eyJ|pypi-AgE|[Bb][Ee][Aa][Rr][Ee][Rr]|hf_|npm_|SG\.|do[por]_v1_"
-    r"|(?i:accountkey|sharedaccesskey|authorization)|mysql|curl|sshpass|SK|key-|shp|sq0"
+    r"|(?i:accountkey|sharedaccesskey|authorization)|mysql|curl|sshpass|docker|redis-cli|SK"
+    r"|key-|shp|sq0"
     r"|ATATT3|lin_api_|GOCSPX-|gsk_|r8_|AGE-SECRET-KEY-1|dp\.|hv[sb]\.|M[Tjz]|N[DTjz]|O[DT]"
     r"|sig=|X-Amz-Signature=|X-Goog-Signature="
     r"|AKID|AKLT|ATBB|gl(?:sa|c)_|secret_|sbp_|sntry[su]_|sk\.eyJ1I|pul-|ntn_|dapi|api_org_"
@@ -884,7 +885,8 @@ def test_the_prefix_scan_finds_what_its_plain_spelling_finds() -> None:
               "hf_", "npm_", "SG.", "dop_v1_", "AccountKey", "ACCOUNTKEY", "SharedAccessKey",
               "\u017fharedaccesskey", "sharedacce\u212aey", "Authorization", "authori\u017fation",
               "\u0130", "mysql", "a", "s", "k", "_", "-", " ", "A", "S", "\u017f", "live", "x",
-              "xoxe-", "xapp-", "curl", "sshpass", "SK", "key-", "shpat_", "sq0atp-", "ATATT3",
+              "xoxe-", "xapp-", "curl", "sshpass", "docker", "redis-cli", "redis", "do", "SK",
+              "key-", "shpat_", "sq0atp-", "ATATT3",
               "lin_api_", "GOCSPX-", "gsk_", "r8_", "AGE-SECRET-KEY-1", "dp.", "hvs.", "hvb.",
               "MT", "Nz", "OD", "O", "N", "M", "sig=", "X-Amz-Signature=", "X-Goog-Signature=",
               "AKID", "AKLT", "ATBB", "glsa_", "glc_", "secret_", "sbp_", "sntrys_", "sntryu_",

@@ -5,7 +5,8 @@ storage connection string's `AccountKey=…`, `Authorization: Basic …`, SendGr
 `SG.….…`, DigitalOcean `dop_v1_…` and `mysql -p<password>`; and the vendor
 tokens and command lines a later probe found missed (Twilio, Mailgun, Shopify,
 Square, Atlassian, Linear, Google OAuth, Groq, Replicate, age, Doppler, Vault,
-Discord, Telegram, signed URLs, `curl -u`, `sshpass -p`, a Heroku key named as
+Discord, Telegram, signed URLs, `curl -u`, `sshpass -p`, `docker login -p`,
+`redis-cli -a`, `aws configure set aws_secret_access_key`, a Heroku key named as
 one), and the Chinese and chat-service ones after them (秘钥, a mail service's 授权码,
 `SecretKey 是 …`, Feishu, WeCom, Discord and Teams webhooks).
 `checks/credentials.find_secrets` is the
@@ -69,6 +70,8 @@ TELEGRAM_SECRET = "AA" + _random(33, _ALNUM + "-_")
 SAS = _random(43, _ALNUM + "+/").replace("+", "%2B").replace("/", "%2F") + "%3D"
 CURL_PASSWORD = "Q9!" + _random(14)
 SSHPASS = "Tr0ub4dor&" + _random(6)
+DOCKER_PASSWORD = "dK7!" + _random(12)
+REDIS_PASSWORD = "rE9#" + _random(12)
 HEROKU = "-".join(_random(n, _HEX) for n in (8, 4, 4, 4, 12))
 MI_YAO = _random(32, _HEX)
 AUTH_CODE = _random(16, string.ascii_lowercase)
@@ -164,6 +167,14 @@ SHAPES = [
                  CURL_PASSWORD, id="curl-u"),
     pytest.param("sshpass-password", f"sshpass -p '{SSHPASS}' ssh deploy@web1", SSHPASS,
                  id="sshpass"),
+    pytest.param("docker-password", f"docker login -u deploy -p {DOCKER_PASSWORD} registry.io",
+                 DOCKER_PASSWORD, id="docker-login"),
+    pytest.param("redis-password", f"redis-cli -h cache1 -a '{REDIS_PASSWORD}' ping",
+                 REDIS_PASSWORD, id="redis-cli-a"),
+    pytest.param("redis-password", f"redis-cli --pass {REDIS_PASSWORD} info", REDIS_PASSWORD,
+                 id="redis-cli-pass"),
+    pytest.param("aws-secret-key", f"aws configure set aws_secret_access_key {AWS_SECRET}",
+                 AWS_SECRET, id="aws-configure-set"),
     pytest.param("api-key", f"HEROKU_API_KEY={HEROKU}", HEROKU, id="heroku-uuid"),
     pytest.param("api-key", f"支付接口的秘钥：{MI_YAO}", MI_YAO, id="zh-mi-yao"),
     pytest.param("password", f"发信用 QQ 邮箱，SMTP 授权码是 {AUTH_CODE}", AUTH_CODE,
@@ -340,6 +351,12 @@ NOT_SECRETS = [
     pytest.param("ids 12345678:AB" + "c" * 33, id="telegram-without-aa"),
     pytest.param("curl -u deploy: https://ci.internal   # asks", id="curl-prompt"),
     pytest.param("sshpass -e ssh deploy@web1   # reads SSHPASS", id="sshpass-env"),
+    pytest.param("docker run -p 8080:80 -u app nginx", id="docker-run-port"),
+    pytest.param("docker login -u deploy --password-stdin registry.io", id="docker-stdin"),
+    pytest.param('docker login -u deploy -p "$REGISTRY_TOKEN" registry.io', id="docker-lookup"),
+    pytest.param("redis-cli --askpass -h cache1", id="redis-askpass"),
+    pytest.param("redis-cli -a <password> ping", id="redis-placeholder"),
+    pytest.param("aws configure set region eu-west-1", id="aws-configure-region"),
     pytest.param("request_id: " + "-".join("0" * n for n in (8, 4, 4, 4, 12)), id="uuid-id"),
     pytest.param("the signature (sig=...) is what Azure checks", id="sas-prose"),
     pytest.param("hvs.token_goes_here", id="vault-placeholder"),

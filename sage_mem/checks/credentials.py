@@ -22,7 +22,8 @@
   signature of a signed URL (Azure SAS `sig=`, S3/GCS `X-Amz-/X-Goog-Signature=`),
   bearer tokens and HTTP basic credentials (`Authorization: Basic …` decoding to
   `user:password`), a password on a command line (`mysql -u root -pS3cret`,
-  `sshpass -p S3cret`, `curl -u deploy:S3cret`), Slack webhook URLs
+  `sshpass -p S3cret`, `curl -u deploy:S3cret`, `docker login -p S3cret`,
+  `redis-cli -a S3cret`), Slack webhook URLs
   (hooks.slack.com/services/…) and the webhooks of Discord, Teams, Feishu/Lark
   and WeCom (企业微信);
 - a PuTTY key file's private lines (after `PuTTY-User-Key-File-2:`/`-3:` and `Private-Lines:`);
@@ -155,6 +156,8 @@ LABELS: dict[str, str] = {
     "signed-url": "signature of a signed URL",
     "curl-credentials": "user and password on a curl command line",
     "sshpass-password": "password on an sshpass command line",
+    "docker-password": "password on a docker login command line",
+    "redis-password": "password on a redis-cli command line",
     "azure-storage-key": "Azure storage account key",
     "basic-auth": "HTTP basic credentials",
     "mysql-password": "MySQL password on a command line",
@@ -296,6 +299,15 @@ def _token_patterns() -> tuple[tuple[str, re.Pattern[str]], ...]:
         ("sshpass-password", re.compile(
             r"\bsshpass\b[^\n]{0,200}?[ \t]-p[ \t]*+"
             r"(\"[^\"\n]{1,200}\"|'[^'\n]{1,200}'|[^\s\"'`;|&]+)")),
+        # `docker login -u me -p S3cret registry`: -p is a password only after `login`
+        # (`docker run -p 8080:80` is a port); `--password S3cret` is a named password.
+        ("docker-password", re.compile(
+            r"\bdocker\b[^\n]{0,200}?[ \t]login\b[^\n]{0,200}?[ \t]-p(?:[ \t]++|=)?"
+            r"(\"[^\"\n]{1,200}\"|'[^'\n]{1,200}'|[^\s\"'`;|&]+)")),
+        # `redis-cli -a S3cret ping`, `redis-cli --pass S3cret`: the password given to the CLI.
+        ("redis-password", re.compile(
+            r"\bredis-cli\b[^\n]{0,200}?[ \t](?:-a|--pass)(?:[ \t]++|=)"
+            r"(\"[^\"\n]{1,200}\"|'[^'\n]{1,200}'|[^\s\"'`;|&]+)")),
     )
 
 
@@ -310,8 +322,9 @@ _PREFIXES = re.compile(
     r"|A{19})"
     r"|g(?:h[pousr]_|ithub_pat_|lpat-|sk_|lsa_|lc_)|x(?:ox[abpre]-|app-)"
     r"|s(?:k-|k_(?:live|test)_|(?i:haredaccesskey)|shpass|hp|q0|ig=|ecret_|bp_|ntry[su]_|k\.eyJ1I)"
-    r"|r(?:k_(?:live|test)_|8_)|eyJ|p(?:ypi-AgE|ul-)|B[Ee][Aa][Rr][Ee][Rr]|b[Ee][Aa][Rr][Ee][Rr]"
-    r"|h(?:f_|v[sb]\.)|n(?:pm_|tn_)|S(?:G\.|(?i:haredaccesskey)|K)|d(?:o[por]_v1_|p\.|api)"
+    r"|r(?:k_(?:live|test)_|8_|edis-cli)|eyJ|p(?:ypi-AgE|ul-)"
+    r"|B[Ee][Aa][Rr][Ee][Rr]|b[Ee][Aa][Rr][Ee][Rr]"
+    r"|h(?:f_|v[sb]\.)|n(?:pm_|tn_)|S(?:G\.|(?i:haredaccesskey)|K)|d(?:o[por]_v1_|ocker|p\.|api)"
     r"|a(?:(?i:ccountkey)|(?i:uthorization)|pi_org_)|\u017f(?i:haredaccesskey)|mysql|curl|key-"
     r"|lin_api_|GOCSPX-|M[Tjz]|N(?:[DTjz]|RAK-)|O[DT]|X-(?:Amz|Goog)-Signature="
     r"|IQoJb3JpZ2luX2Vj|FwoGZXIvYXdzE|L(?:TAI|S0tLS1CRUdJTi)|PMAK-|tskey-|fo1_|vc[pkia]_"
@@ -847,8 +860,10 @@ def _find_aws_secret_beside_its_id(text: str, claims: _Claims) -> None:
 # (`secret: …` and `secret key = …` are assignments, judged by `_judge_value` the same way.)
 # The word in lower, capitalised or upper case only: `_visible_spans` runs this where
 # `ecret` or `ECRET` is.
+# So is the CLI's own name for it, `aws configure set aws_secret_access_key wJalr…`.
 _NAMED_AWS_SECRET = re.compile(
-    r"[sS](?<![A-Za-z0-9_].)(?:ecret|ECRET)(?:[ \t]++(?i:access))?(?:[ \t]++(?i:key))?"
+    r"[sS](?<![A-Za-z0-9].)(?:(?<=[aA][wW][sS]_.)|(?<!_.))(?:ecret|ECRET)"
+    r"(?:[ \t_]++(?i:access))?(?:[ \t_]++(?i:key))?"
     r"(?:[ \t]++(?i:is|was))?[ \t]++([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])"
 )
 
@@ -976,7 +991,8 @@ _TOKEN_FIRST_CHARACTERS = {
     "jwt": "e", "pypi-token": "p", "bearer-token": "Bb", "huggingface-token": "ha",
     "npm-token": "n", "sendgrid-key": "S", "digitalocean-token": "d",
     "azure-storage-key": "AaSs", "basic-auth": "Aa", "mysql-password": "m",
-    "curl-credentials": "c", "sshpass-password": "s", "twilio-key": "S", "mailgun-key": "k",
+    "curl-credentials": "c", "sshpass-password": "s", "docker-password": "d",
+    "redis-password": "r", "twilio-key": "S", "mailgun-key": "k",
     "shopify-token": "s", "square-token": "s", "atlassian-token": "A", "linear-key": "l",
     "google-oauth-secret": "G", "groq-key": "g", "replicate-token": "r", "age-secret-key": "A",
     "doppler-token": "d", "vault-token": "h", "discord-token": "MNO", "signed-url": "sX",
@@ -1061,6 +1077,7 @@ def _twitter_bearer_token(token: str) -> bool:
 _TOKEN_JUDGES = {
     "basic-auth": _basic_credentials, "mysql-password": _mysql_password,
     "sshpass-password": _mysql_password, "curl-credentials": _curl_credentials,
+    "docker-password": _mysql_password, "redis-password": _mysql_password,
     "discord-token": _discord_token, "encoded-private-key": _encoded_private_key,
     "facebook-token": _facebook_token, "twitter-bearer-token": _twitter_bearer_token,
 }
