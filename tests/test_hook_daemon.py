@@ -236,6 +236,21 @@ def test_a_file_that_breaks_the_loader_is_a_bug_not_a_problem(
         MemoryStore(big, watch=False)
 
 
+def test_a_daemon_ended_by_an_error_says_so_in_its_log(
+    big: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A daemon has no stderr: an error that ends its build is left in its log, not lost."""
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("a bug in the parser")
+
+    monkeypatch.setattr(store_module, "load_memory", broken)
+    with pytest.raises(RuntimeError):
+        daemon.run_daemon(big, build_only=True)
+    assert any("ended by an unexpected error: RuntimeError: a bug in the parser" in line
+               for line in daemon_log(big))
+
+
 def test_a_daemon_stopped_while_its_vectors_start_ends_cleanly_with_its_log(big: Path) -> None:
     """SIGTERM the moment the daemon answers hooks: it ends (exit 0) and logs how many.
 

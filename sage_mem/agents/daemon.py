@@ -198,5 +198,9 @@ def run_daemon(root: Path, *, idle: float = IDLE_SECONDS, build_only: bool = Fal
         store.close()
         log(f"ending: answered {listener.answered} hooks")
         return 0
+    except Exception as exc:
+        # A daemon has no stderr: what ended it is said in its log (docs/speed.md).
+        log(f"ended by an unexpected error: {type(exc).__name__}: {exc}")
+        raise
     finally:
         os.close(lock)
