@@ -438,6 +438,28 @@ def test_archive_on_one_side_and_an_edit_on_the_other_keeps_the_edit(
     converged(laptop, desktop)
 
 
+def test_an_archive_of_an_edited_memory_against_an_edit_of_the_same_line_keeps_both(
+    pair: tuple[Path, Path]
+) -> None:
+    """The laptop edits a line and archives the memory; the desktop, with no `archive/` yet,
+    edits the same line: the clash's other version goes beside the archived one, in an
+    `archive/` made for it. (Until 2026-12 the sync failed writing that sibling into a
+    folder not there yet, after it had deleted `user_cat.md`: the next sync committed the
+    deletion, and the desktop's edit was in no file.)"""
+    laptop, desktop = pair
+    edit(laptop, "user_cat", "She is three.", "She is four.")
+    assert sm(laptop, "archive", "user_cat", "--reason", "moved away")[0] == 0
+    edit(desktop, "user_cat", "She is three.", "她三岁。")
+    assert not (desktop / "archive").exists()
+    sync(laptop)
+    sync(desktop)
+    sync(laptop)
+    for folder in (laptop, desktop):
+        kept = "\n".join(p.read_text(encoding="utf-8") for p in folder.rglob("user_cat*.md"))
+        assert "She is four." in kept and "她三岁。" in kept, folder.name
+    converged(laptop, desktop)
+
+
 def test_an_edit_pushed_first_then_an_archive_elsewhere_keeps_the_edit(
     pair: tuple[Path, Path]
 ) -> None:
