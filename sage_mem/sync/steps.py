@@ -1297,7 +1297,13 @@ class _Sync:
                                 *(blob for stages in conflicted.values()
                                   for blob in stages.values())])
         before = {path: old for _, path, old, _, _ in changes}
-        written = self.write_changes(changes, blobs, skip=conflicted)
+        # Deletions last: the file a memory was renamed from (or archived from) goes only
+        # once its new file, which may hold this side's edit, is written. A kill between
+        # the two leaves both names, never neither: the next sync commits what it finds as
+        # this side's and merges again, and a deletion committed so would drop the edit.
+        deleted = [change for change in changes if change[0] == "D"]
+        written = self.write_changes([change for change in changes if change[0] != "D"],
+                                     blobs, skip=conflicted)
         for path, stages in conflicted.items():
             versions = {stage: blobs.get(blob, b"") for stage, blob in stages.items()}
             data, sibling = merged_version(self.git, self.root, path, versions, theirs)
@@ -1310,6 +1316,7 @@ class _Sync:
             else:
                 self.remove_unchanged(self.root / path, versions.get(2, b""))
             written.append(path)
+        written += self.write_changes(deleted, blobs, skip=conflicted)
         self.git.stage(written)
         git_dir = self.git.git_dir
         (git_dir / "MERGE_MSG").write_text(  # as `resolve_and_commit` words it
