@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import stat
 from collections.abc import Callable
 from pathlib import Path
 
@@ -458,6 +460,25 @@ def test_an_archive_of_an_edited_memory_against_an_edit_of_the_same_line_keeps_b
         kept = "\n".join(p.read_text(encoding="utf-8") for p in folder.rglob("user_cat*.md"))
         assert "She is four." in kept and "她三岁。" in kept, folder.name
     converged(laptop, desktop)
+
+
+def test_a_folder_a_sync_brings_is_as_private_as_the_memory_folder(
+    pair: tuple[Path, Path]
+) -> None:
+    """`archive/` and a nested folder made on the laptop arrive on the desktop 0700, as the
+    folder is, whatever the umask (until 2026-12, `mkdir` with the umask's 0755: the names of
+    the archived memories listed to every user of the machine)."""
+    laptop, desktop = pair
+    assert sm(laptop, "archive", "user_cat", "--reason", "moved away")[0] == 0
+    write_memory(laptop, "project/garden/user_dog", memory("The dog is Mochi", "Mochi."))
+    sync(laptop)
+    old = os.umask(0o022)
+    try:
+        sync(desktop)
+    finally:
+        os.umask(old)
+    for folder in ("archive", "project", "project/garden"):
+        assert stat.S_IMODE((desktop / folder).stat().st_mode) == 0o700, folder
 
 
 def test_an_edit_pushed_first_then_an_archive_elsewhere_keeps_the_edit(

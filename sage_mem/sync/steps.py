@@ -66,6 +66,7 @@ from ..disk.safe_io import (
     create,
     file_mode,
     leftover_temps,
+    make_dirs,
     move,
     remove,
     rewrite,
@@ -1639,7 +1640,7 @@ class _Sync:
         merge driver's rules, and where the two changed the same thing, theirs stays
         at the path and `data` is kept beside it.
         """
-        target.parent.mkdir(parents=True, exist_ok=True)
+        make_dirs(target.parent, root=self.root)  # as private as the folder, as git's are not
         rel = target.relative_to(self.root).as_posix()
 
         def merged(seen: Seen) -> bytes:
