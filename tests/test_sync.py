@@ -462,6 +462,33 @@ def test_an_archive_of_an_edited_memory_against_an_edit_of_the_same_line_keeps_b
     converged(laptop, desktop)
 
 
+def test_an_archive_against_an_edit_while_the_other_side_emptied_archive_keeps_the_edit(
+    pair: tuple[Path, Path]
+) -> None:
+    """The desktop restores the one archived memory (its `archive/` is empty after) and
+    edits `user_cat`; the laptop archives `user_cat`. git took the emptied `archive/` for a
+    folder renamed to the top (directory rename detection), moved the laptop's
+    `archive/user_cat.md` there onto the desktop's edit, and the merge held `user_cat`
+    under no name (until 2026-12; seen in a kill probe of renames and archives)."""
+    laptop, desktop = pair
+    write_memory(laptop, "user_dog", memory("The dog is Mochi", "Mochi."))
+    assert sm(laptop, "archive", "user_dog", "--reason", "old")[0] == 0
+    sync(laptop)
+    sync(desktop)
+    assert sm(desktop, "restore", "archive/user_dog")[0] == 0
+    assert not list((desktop / "archive").glob("*.md"))
+    edit(desktop, "user_cat", "She is three.", "She is three and came back.")
+    assert sm(laptop, "archive", "user_cat", "--reason", "moved away")[0] == 0
+    sync(laptop)
+    sync(desktop)
+    sync(laptop)
+    for folder in (laptop, desktop):
+        kept = "\n".join(p.read_text(encoding="utf-8") for p in folder.rglob("user_cat*.md"))
+        assert "came back" in kept, folder.name
+        assert (folder / "user_dog.md").is_file()
+    converged(laptop, desktop)
+
+
 def test_a_folder_a_sync_brings_is_as_private_as_the_memory_folder(
     pair: tuple[Path, Path]
 ) -> None:
