@@ -112,12 +112,17 @@ Progress = Callable[[str], None]
 # the remote's ref moved while it was being updated.
 _RACES = ("(fetch first)", "(non-fast-forward)", "cannot lock ref", "(failed to update ref)")
 _LOCKED = _RACES[2:]  # the remote's ref was locked: by another push, or left by a killed one
-# Both of sync's merges: renames followed (a memory moved on one side keeps the other's edit),
-# but not folders taken for renamed: a restore that empties `archive/` is no move of
-# `archive/` to the top, and git so taking it moved the other side's archive of a memory
-# onto this side's edit of it, and the merge held that memory under no name (git 2.39).
-_MERGE_SETTINGS = ("-c", "merge.renames=true", "-c", "merge.directoryRenames=false",
-                   "-c", f"merge.{DRIVER}.driver={NO_DRIVER}")
+
+
+def _merge_settings() -> tuple[str, ...]:
+    """Both of sync's merges: renames followed (a memory moved on one side keeps the other's
+    edit), but no folder taken for renamed: a restore that empties `archive/` is no move of
+    `archive/` to the top, and git so taking it moved the other side's archive of a memory
+    onto this side's edit of it, and the merge held that memory under no name (git 2.39).
+    The driver that merges nothing (`NO_DRIVER`): every file both sides changed is merged in
+    this process."""
+    return ("-c", "merge.renames=true", "-c", "merge.directoryRenames=false",
+            "-c", f"merge.{DRIVER}.driver={NO_DRIVER}")
 
 
 class Held(NamedTuple):
@@ -1278,7 +1283,7 @@ class _Sync:
 
         self.theirs = theirs
         with merged_later(self.git.git_dir):  # no driver process per file, not even `false`
-            done = self.git.run(*_MERGE_SETTINGS, "merge-tree", "--write-tree", "-z", head,
+            done = self.git.run(*_merge_settings(), "merge-tree", "--write-tree", "-z", head,
                                 theirs, check=False)
         if done.returncode not in (0, 1):
             return None  # git before 2.38, unrelated histories, …
@@ -1420,7 +1425,7 @@ class _Sync:
             # are for their own merges; sync's always ends in a commit holding both sides.
             # The driver that merges nothing: every file both sides changed is merged in
             # this process (batch_merge), not in a process of its own per file.
-            *_MERGE_SETTINGS, *self.git.identity(), "merge", "--quiet", "--no-edit",
+            *_merge_settings(), *self.git.identity(), "merge", "--quiet", "--no-edit",
             "--ff", "--commit", "--no-squash",
             "--no-verify", "--allow-unrelated-histories", "-m",
             f"sync: merge {REMOTE}/{branch} into {self.machine}",
