@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import stat
 from collections.abc import Callable
 from pathlib import Path
 
@@ -437,6 +439,74 @@ def test_archive_on_one_side_and_an_edit_on_the_other_keeps_the_edit(
     assert not (desktop / "archive" / "user_cat.md").exists()
     sync(laptop)
     converged(laptop, desktop)
+
+
+def test_an_archive_of_an_edited_memory_against_an_edit_of_the_same_line_keeps_both(
+    pair: tuple[Path, Path]
+) -> None:
+    """The laptop edits a line and archives the memory; the desktop, with no `archive/` yet,
+    edits the same line: the clash's other version goes beside the archived one, in an
+    `archive/` made for it. (Until 2026-12 the sync failed writing that sibling into a
+    folder not there yet, after it had deleted `user_cat.md`: the next sync committed the
+    deletion, and the desktop's edit was in no file.)"""
+    laptop, desktop = pair
+    edit(laptop, "user_cat", "She is three.", "She is four.")
+    assert sm(laptop, "archive", "user_cat", "--reason", "moved away")[0] == 0
+    edit(desktop, "user_cat", "She is three.", "她三岁。")
+    assert not (desktop / "archive").exists()
+    sync(laptop)
+    sync(desktop)
+    sync(laptop)
+    for folder in (laptop, desktop):
+        kept = "\n".join(p.read_text(encoding="utf-8") for p in folder.rglob("user_cat*.md"))
+        assert "She is four." in kept and "她三岁。" in kept, folder.name
+    converged(laptop, desktop)
+
+
+def test_an_archive_against_an_edit_while_the_other_side_emptied_archive_keeps_the_edit(
+    pair: tuple[Path, Path]
+) -> None:
+    """The desktop restores the one archived memory (its `archive/` is empty after) and
+    edits `user_cat`; the laptop archives `user_cat`. git took the emptied `archive/` for a
+    folder renamed to the top (directory rename detection), moved the laptop's
+    `archive/user_cat.md` there onto the desktop's edit, and the merge held `user_cat`
+    under no name (until 2026-12; seen in a kill probe of renames and archives)."""
+    laptop, desktop = pair
+    write_memory(laptop, "user_dog", memory("The dog is Mochi", "Mochi."))
+    assert sm(laptop, "archive", "user_dog", "--reason", "old")[0] == 0
+    sync(laptop)
+    sync(desktop)
+    assert sm(desktop, "restore", "archive/user_dog")[0] == 0
+    assert not list((desktop / "archive").glob("*.md"))
+    edit(desktop, "user_cat", "She is three.", "She is three and came back.")
+    assert sm(laptop, "archive", "user_cat", "--reason", "moved away")[0] == 0
+    sync(laptop)
+    sync(desktop)
+    sync(laptop)
+    for folder in (laptop, desktop):
+        kept = "\n".join(p.read_text(encoding="utf-8") for p in folder.rglob("user_cat*.md"))
+        assert "came back" in kept, folder.name
+        assert (folder / "user_dog.md").is_file()
+    converged(laptop, desktop)
+
+
+def test_a_folder_a_sync_brings_is_as_private_as_the_memory_folder(
+    pair: tuple[Path, Path]
+) -> None:
+    """`archive/` and a nested folder made on the laptop arrive on the desktop 0700, as the
+    folder is, whatever the umask (until 2026-12, `mkdir` with the umask's 0755: the names of
+    the archived memories listed to every user of the machine)."""
+    laptop, desktop = pair
+    assert sm(laptop, "archive", "user_cat", "--reason", "moved away")[0] == 0
+    write_memory(laptop, "project/garden/user_dog", memory("The dog is Mochi", "Mochi."))
+    sync(laptop)
+    old = os.umask(0o022)
+    try:
+        sync(desktop)
+    finally:
+        os.umask(old)
+    for folder in ("archive", "project", "project/garden"):
+        assert stat.S_IMODE((desktop / folder).stat().st_mode) == 0o700, folder
 
 
 def test_an_edit_pushed_first_then_an_archive_elsewhere_keeps_the_edit(

@@ -27,6 +27,7 @@ from sync_support import (
     machine,
     memory,
     no_markers,
+    sm,
     sync,
     use_private_git,
 )
@@ -138,3 +139,67 @@ def left_behind(folder: Path) -> str:
         return "uncommitted"
     ahead = git(folder, "rev-list", "--count", "origin/main..HEAD").strip()
     return "unpushed" if ahead != "0" else "clean"
+
+
+# Every file the merge writes goes through one of these; the child counts their calls.
+KILL_AT_WRITE = """
+import os, signal, sys
+from sage_mem.sync import git as sync_git, steps
+
+kill_at, calls = int(sys.argv[2]), [0]
+
+def counted(real):
+    def call(*args, **kwargs):
+        calls[0] += 1
+        if calls[0] == kill_at:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return real(*args, **kwargs)
+    return call
+
+steps.rewrite, steps.remove = counted(steps.rewrite), counted(steps.remove)
+sync_git.create = counted(sync_git.create)
+from sage_mem.cli import main
+sys.exit(main(["--dir", sys.argv[1], "sync"]))
+"""
+
+
+def test_a_sync_killed_at_each_write_of_a_merge_of_a_renamed_memory_keeps_the_edit(
+    tmp_path: Path,
+) -> None:
+    """The laptop renames `user_cat` and changes a line, the desktop changes the same line;
+    the desktop's sync, merging, is killed at its first file write, then its second, …
+    The merge deletes `user_cat.md` (renamed on the other side) and writes `user_kitty.md`
+    with the desktop's line: a kill between the two left the line in no file, and the next
+    sync committed the deletion (until 2026-12, when the deletions came first)."""
+    mine, theirs = "She is four.", "她三岁。"
+    for kill_at in range(1, 20):
+        round_ = tmp_path / str(kill_at)
+        remote = bare_remote(round_)
+        laptop = machine(round_ / "laptop", remote, "laptop", first=True)
+        write_memory(laptop, "user_cat", memory("The cat is Sesame",
+                                                "Sesame is orange.\n\nShe is three."))
+        sync(laptop)
+        desktop = machine(round_ / "desktop", remote, "desktop")
+        assert sm(laptop, "mv", "user_cat", "user_kitty")[0] == 0
+        text = (laptop / "user_kitty.md").read_text(encoding="utf-8")
+        (laptop / "user_kitty.md").write_text(text.replace("She is three.", mine),
+                                              encoding="utf-8")
+        text = (desktop / "user_cat.md").read_text(encoding="utf-8")
+        (desktop / "user_cat.md").write_text(text.replace("She is three.", theirs),
+                                             encoding="utf-8")
+        sync(laptop)
+        killed = subprocess.run([sys.executable, "-c", KILL_AT_WRITE, str(desktop),
+                                 str(kill_at)], capture_output=True, text=True, timeout=120)
+        sync(desktop)  # finishes whatever the killed one left
+        sync(laptop)
+        sync(desktop)
+        for folder in (laptop, desktop):
+            kept = "\n".join(p.read_text(encoding="utf-8") for p in folder.glob("user_*.md"))
+            assert mine in kept and theirs in kept, (kill_at, folder.name, kept)
+            no_markers(folder)
+            index_is_current(folder)
+        assert files(laptop) == files(desktop)
+        if killed.returncode != -signal.SIGKILL:
+            assert killed.returncode == 0, killed.stderr
+            break  # the sync wrote fewer files than kill_at: every write was a kill point
+    assert kill_at > 3, "the merge wrote no files"  # MEMORY.md, the sibling, the memory…

@@ -219,6 +219,36 @@ def test_a_plain_git_pull_with_the_driver_names_the_sibling_for_the_other_machin
     assert "user_cat.conflict-laptop.md" in git(teammate, "ls-files")
 
 
+def test_a_plain_git_pull_after_a_restore_emptied_archive_keeps_an_archived_edit(
+    pair: tuple[Path, Path]
+) -> None:
+    """The teammate restores the one archived memory (its `archive/` empty after) and edits
+    `user_cat`; the laptop archives `user_cat`. With git's own settings a plain `git pull`
+    took `archive/` for a folder renamed to the top, ended with `Merge made` and exit 0, and
+    `user_cat` was under no name, its edit in no file (git 2.39). A clone sync has run in
+    follows no folder renames (`merge.directoryRenames=false`, as sync's own merges)."""
+    laptop, teammate = pair
+    write_memory(laptop, "user_dog", memory("The dog is Mochi", "Mochi."))
+    assert sm(laptop, "archive", "user_dog", "--reason", "old")[0] == 0
+    sync(laptop)
+    sync(teammate)  # the driver and the settings are configured in this clone now
+    assert sm(teammate, "restore", "archive/user_dog")[0] == 0
+    text = (teammate / "user_cat.md").read_text(encoding="utf-8")
+    (teammate / "user_cat.md").write_text(text + "\nThe teammate's line.\n", encoding="utf-8")
+    git(teammate, "add", "-A")
+    git(teammate, "commit", "--quiet", "-m", "restored the dog, a line on the cat")
+    assert sm(laptop, "archive", "user_cat", "--reason", "moved away")[0] == 0
+    sync(laptop)
+    pulled = subprocess.run(["git", "-C", str(teammate), "pull", "--no-rebase", "--no-edit",
+                             "--quiet"], capture_output=True, text=True)
+    assert pulled.returncode == 0, pulled.stderr
+    kept = "\n".join(p.read_text(encoding="utf-8") for p in teammate.rglob("user_cat*.md"))
+    assert "The teammate's line." in kept
+    sync(teammate)
+    kept = "\n".join(p.read_text(encoding="utf-8") for p in teammate.rglob("user_cat*.md"))
+    assert "The teammate's line." in kept
+
+
 def test_a_worktree_on_a_new_branch_is_told_in_one_line_what_to_do(tmp_path: Path) -> None:
     """A teammate's `git worktree add ../wt -b mine` of the folder (its `.git` a file) on a
     branch the remote lacks: sync went to take the remote's `main` by renaming the branch,

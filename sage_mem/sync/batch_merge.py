@@ -21,6 +21,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
+from ..disk.safe_io import make_dirs
 from .git import Git, quoted_paths
 from .merge_driver import (
     INDEX_PATH,
@@ -106,6 +107,9 @@ def merged_version(git: Git, root: Path, path: str, versions: dict[int, bytes],
         outcome = merge_versions(base, ours, theirs_data, path)
         if not outcome.keep_theirs:
             return outcome.merged, None
+        # Beside a path this folder may not have yet (`archive/x.md`, the other side's
+        # archive of a memory both edited): its folder is made first.
+        make_dirs((root / path).parent, root=root)
         sibling = keep_sibling(root / path, other_machine(git, path, theirs), theirs_data)
         return outcome.merged, sibling.relative_to(root).as_posix()
     if 2 in versions or 3 in versions:

@@ -17,8 +17,11 @@ repository's own config (never the user's global one), the command git runs,
 `merge.sage-mem.driver`, with this Python's path; each clone writes its own.
 It also sets `core.symlinks=false` there (a link that arrives from a remote is
 checked out as a file holding its target's name, never as a link a later read
-follows) and `fetch.fsckObjects=true` (a tree with `..` or `.git` in a path is
-refused when fetched).
+follows), `fetch.fsckObjects=true` (a tree with `..` or `.git` in a path is
+refused when fetched) and `merge.directoryRenames=false` (a restore that empties
+`archive/` is no folder moved to the top: git 2.39 so taking it put the other side's
+archive of a memory onto this side's edit, and a plain `git pull` ended, exit 0, with
+that memory under no name).
 
 It installs a pre-push hook (`pre_push_script()`, a few lines of sh calling `python -m
 sage_mem pre-push`) that refuses a plain `git push` carrying a file the secret
@@ -94,7 +97,8 @@ class LinkRefused(SyncError):
 
 # The repository's own settings sync keeps (never the user's global config): a link from a
 # remote is checked out as a plain file; a malformed tree (`..`, `.git`) is refused at fetch.
-SAFE_CONFIG = (("core.symlinks", "false"), ("fetch.fsckObjects", "true"))
+SAFE_CONFIG = (("core.symlinks", "false"), ("fetch.fsckObjects", "true"),
+               ("merge.directoryRenames", "false"))
 
 
 # The commands that change nothing git keeps (their answers may be remembered until one that

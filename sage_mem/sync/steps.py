@@ -66,6 +66,7 @@ from ..disk.safe_io import (
     create,
     file_mode,
     leftover_temps,
+    make_dirs,
     move,
     remove,
     rewrite,
@@ -114,6 +115,17 @@ _RACES = ("(fetch first)", "(non-fast-forward)", "cannot lock ref", "(failed to 
 # would cut this repository's history: the remote's branch is then not fetched at all.
 _SHALLOW_REFUSED = b"shallow roots are not allowed to be updated"
 _LOCKED = _RACES[2:]  # the remote's ref was locked: by another push, or left by a killed one
+
+
+def _merge_settings() -> tuple[str, ...]:
+    """Both of sync's merges: renames followed (a memory moved on one side keeps the other's
+    edit), but no folder taken for renamed: a restore that empties `archive/` is no move of
+    `archive/` to the top, and git so taking it moved the other side's archive of a memory
+    onto this side's edit of it, and the merge held that memory under no name (git 2.39).
+    The driver that merges nothing (`NO_DRIVER`): every file both sides changed is merged in
+    this process."""
+    return ("-c", "merge.renames=true", "-c", "merge.directoryRenames=false",
+            "-c", f"merge.{DRIVER}.driver={NO_DRIVER}")
 
 
 class Held(NamedTuple):
@@ -1319,9 +1331,8 @@ class _Sync:
 
         self.theirs = theirs
         with merged_later(self.git.git_dir):  # no driver process per file, not even `false`
-            done = self.git.run(
-                "-c", "merge.renames=true", "-c", f"merge.{DRIVER}.driver={NO_DRIVER}",
-                "merge-tree", "--write-tree", "-z", head, theirs, check=False)
+            done = self.git.run(*_merge_settings(), "merge-tree", "--write-tree", "-z", head,
+                                theirs, check=False)
         if done.returncode not in (0, 1):
             return None  # git before 2.38, unrelated histories, …
         fields = done.stdout.split(b"\0")
@@ -1345,7 +1356,13 @@ class _Sync:
                                 *(blob for stages in conflicted.values()
                                   for blob in stages.values())])
         before = {path: old for _, path, old, _, _ in changes}
-        written = self.write_changes(changes, blobs, skip=conflicted)
+        # Deletions last: the file a memory was renamed from (or archived from) goes only
+        # once its new file, which may hold this side's edit, is written. A kill between
+        # the two leaves both names, never neither: the next sync commits what it finds as
+        # this side's and merges again, and a deletion committed so would drop the edit.
+        deleted = [change for change in changes if change[0] == "D"]
+        written = self.write_changes([change for change in changes if change[0] != "D"],
+                                     blobs, skip=conflicted)
         for path, stages in conflicted.items():
             versions = {stage: blobs.get(blob, b"") for stage, blob in stages.items()}
             data, sibling = merged_version(self.git, self.root, path, versions, theirs)
@@ -1358,6 +1375,7 @@ class _Sync:
             else:
                 self.remove_unchanged(self.root / path, versions.get(2, b""))
             written.append(path)
+        written += self.write_changes(deleted, blobs, skip=conflicted)
         self.git.stage(written)
         git_dir = self.git.git_dir
         (git_dir / "MERGE_MSG").write_text(  # as `resolve_and_commit` words it
@@ -1460,8 +1478,7 @@ class _Sync:
             # are for their own merges; sync's always ends in a commit holding both sides.
             # The driver that merges nothing: every file both sides changed is merged in
             # this process (batch_merge), not in a process of its own per file.
-            "-c", "merge.renames=true", "-c", f"merge.{DRIVER}.driver={NO_DRIVER}",
-            *self.git.identity(), "merge", "--quiet", "--no-edit",
+            *_merge_settings(), *self.git.identity(), "merge", "--quiet", "--no-edit",
             "--ff", "--commit", "--no-squash",
             "--no-verify", "--allow-unrelated-histories", "-m",
             f"sync: merge {REMOTE}/{branch} into {self.machine}",
@@ -1694,7 +1711,7 @@ class _Sync:
         merge driver's rules, and where the two changed the same thing, theirs stays
         at the path and `data` is kept beside it.
         """
-        target.parent.mkdir(parents=True, exist_ok=True)
+        make_dirs(target.parent, root=self.root)  # as private as the folder, as git's are not
         rel = target.relative_to(self.root).as_posix()
 
         def merged(seen: Seen) -> bytes:
