@@ -223,28 +223,26 @@ def test_a_daemon_that_finds_the_lock_held_ends_without_building(big: Path) -> N
     assert any("another daemon or build runs" in line for line in daemon_log(big))
 
 
-def test_a_file_that_breaks_the_loader_is_a_bug_not_a_problem(
-    big: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """`_load` catches what reading a file raises (InvalidMemory, OSError, ValueError), no more."""
+@pytest.fixture
+def broken_loader(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reading a memory raises what no reading error is: a bug."""
 
     def broken(*args: object, **kwargs: object) -> None:
         raise RuntimeError("a bug in the parser")
 
     monkeypatch.setattr(store_module, "load_memory", broken)
+
+
+def test_a_file_that_breaks_the_loader_is_a_bug_not_a_problem(
+    big: Path, broken_loader: None
+) -> None:
+    """`_load` catches what reading a file raises (InvalidMemory, OSError, ValueError), no more."""
     with pytest.raises(RuntimeError):
         MemoryStore(big, watch=False)
 
 
-def test_a_daemon_ended_by_an_error_says_so_in_its_log(
-    big: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_daemon_ended_by_an_error_says_so_in_its_log(big: Path, broken_loader: None) -> None:
     """A daemon has no stderr: an error that ends its build is left in its log, not lost."""
-
-    def broken(*args: object, **kwargs: object) -> None:
-        raise RuntimeError("a bug in the parser")
-
-    monkeypatch.setattr(store_module, "load_memory", broken)
     with pytest.raises(RuntimeError):
         daemon.run_daemon(big, build_only=True)
     assert any("ended by an unexpected error: RuntimeError: a bug in the parser" in line
