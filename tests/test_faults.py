@@ -647,6 +647,38 @@ def test_a_memory_folder_without_read_permission_is_named_never_taken_for_an_emp
         memory_dir.chmod(0o700)
 
 
+def test_a_subfolder_without_read_permission_is_named_by_list_audit_and_export(
+    memory_dir: Path, tmp_path: Path
+) -> None:
+    """`chmod 000` on a topic folder: every walk passes over what it cannot list, so `list`
+    left its memories out without a word, `audit` said "No problems found." and `export`
+    wrote the rest with exit 0."""
+    prefix = _without_read_override()
+    env = {**os.environ, "HOME": str(tmp_path), "SAGE_MEM_DIR": str(memory_dir),
+           "SAGE_MEM_DAEMON": "off"}
+    hidden = memory_dir / "project" / "alpha"
+    write_memory(memory_dir, "project/alpha/note_one", "---\ndescription: the alpha plan\n---\n")
+    hidden.chmod(0)
+    try:
+        def run(*command: str) -> subprocess.CompletedProcess[str]:
+            done = subprocess.run([*prefix, sys.executable, "-m", "sage_mem", *command],
+                                  capture_output=True, text=True, timeout=60, cwd=ROOT, env=env)
+            assert "Traceback" not in done.stderr, done.stderr
+            return done
+
+        listed = run("list")
+        assert listed.returncode == 0 and "user_profile" in listed.stdout
+        assert "project/alpha/" in listed.stderr and "permission" in listed.stderr
+        audited = run("audit")
+        assert audited.returncode != 0
+        assert "project/alpha/" in audited.stdout + audited.stderr
+        exported = run("export", "--output", str(tmp_path / "out.jsonl"))
+        assert exported.returncode != 0
+        assert "project/alpha/" in exported.stderr and "permission" in exported.stderr
+    finally:
+        hidden.chmod(0o700)
+
+
 # The watcher losing events
 
 

@@ -122,6 +122,10 @@ def _left_out(store: MemoryStore, *, archived: bool) -> tuple[LeftOut, ...]:
             message = _LOCATION.sub("", message[len(where):])
         path = os.path.relpath(problem.path, store.root).replace(os.sep, "/")
         items.append(LeftOut(path, message))
+    for folder in store.folder.unlisted_folders():
+        path = os.path.relpath(folder, store.root).replace(os.sep, "/") + "/"
+        items.append(LeftOut(path, "a folder this process may not list (no permission): "
+                                   "the memories in it are not exported"))
     return tuple(sorted(items, key=lambda item: item.path))
 
 

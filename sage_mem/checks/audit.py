@@ -270,16 +270,23 @@ def audit_folder(
         if not due and progress is not None:
             due = PROGRESS_FILES
             progress(run.checked, run.findings)
+    unlisted: list[Path] = []
     if cache is not None:
         cache.forget_except(run.walked)
         if looked is None:
-            cache.parked = list(folder.iter_parked())
+            cache.parked = list(folder.iter_parked(unlisted))
+            cache.unlisted = unlisted
             cache.remember_walk(walk)
         cache.remember_paths(run)
-    parked = folder.iter_parked() if cache is None else \
+    parked = list(folder.iter_parked(unlisted)) if cache is None else \
         [path for path in cache.parked if os.path.lexists(path)]
     for parked_file in parked:
         run.check_parked(parked_file)
+    if cache is not None:  # what the last whole walk could not list, unless it can be now
+        unlisted = [path for path in cache.unlisted
+                    if os.path.isdir(path) and not os.access(path, os.R_OK | os.X_OK)]
+    for folder_path in unlisted:
+        run.check_unlisted(folder_path)
     if cache is None:
         for body in run.bodies:
             run.check_links(body)
@@ -336,6 +343,7 @@ class FileResults:
         # What the last audit walked: its files' paths, and the memory and archive paths (NFC).
         self._last: tuple[set[str], set[str], set[str]] | None = None
         self.parked: list[Path] = []  # and the parked files it found
+        self.unlisted: list[Path] = []  # and the folders it could not list
         if path is not None:
             self._load(path, pause)
 
@@ -659,6 +667,12 @@ class _Audit:
                  f"left by an interrupted `sage-mem delete` of {was}; nothing is lost: "
                  f"remove this file to finish the delete, or rename it back to {was} "
                  "to keep the memory")
+
+    def check_unlisted(self, path: Path) -> None:
+        self.add("unreadable", self.rel(path) + "/",
+                 "a folder this process may not list (no permission): the memories in it are "
+                 "not read, listed, searched, exported or synced; give it back read permission "
+                 "(chmod u+rx)")
 
     def check_conflict_sibling(self, rel: str) -> None:
         found = conflict_sibling_of(rel[:-3])

@@ -361,6 +361,12 @@ def list_memories(session: Session, category: str | None, project: str | None,
         count = len(broken)
         session.err.write(f"{PROG}: note: {count} file{'s' if count != 1 else ''} could not be "
                           f"read, marked BROKEN above (fix it in an editor; {PROG} audit)\n")
+    for name, store in folders.stores.items():
+        for folder in store.folder.unlisted_folders():
+            rel = os.path.relpath(folder, store.root).replace(os.sep, "/")
+            shown = visible_name(folders.qualify(name, rel + "/"))
+            session.err.write(f"{PROG}: note: {shown} cannot be listed (no permission): the "
+                              "memories in it are not shown\n")
     return 0
 
 

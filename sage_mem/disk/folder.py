@@ -593,15 +593,25 @@ class MemoryFolder:
             if is_walked(entry.name, is_dir=False, in_root=in_root):
                 yield entry.path
 
-    def iter_parked(self) -> Iterator[Path]:
+    def iter_parked(self, unlisted: list[Path] | None = None) -> Iterator[Path]:
         """Files an interrupted delete left parked (`safe_io.PARKED`) in the folders a walk
-        enters, archive/ included, sorted by path: never memories, never lost."""
+        enters, archive/ included, sorted by path: never memories, never lost. `unlisted`
+        is given the folders of the walk this process may not list (`unlisted_folders`)."""
         def enter(name: str, in_root: bool) -> bool:
             return is_walked(name, is_dir=True, in_root=in_root)
 
-        for _, entry in _files_under(self.root, in_root=True, enter=enter):
+        for _, entry in _files_under(self.root, in_root=True, enter=enter, unlisted=unlisted):
             if parked_original(entry.name) is not None:
                 yield Path(entry.path)
+
+    def unlisted_folders(self) -> list[Path]:
+        """The folders a walk enters (archive/ too) that this process may not list, sorted:
+        every walk passes over them, so the memories in them are not read, listed, searched,
+        exported or synced, and `list`, `export` and `audit` name them."""
+        unlisted: list[Path] = []
+        for _ in self.iter_parked(unlisted):
+            pass
+        return sorted(unlisted)
 
     def check_walked(self, path: Path, *, archived: bool = False) -> None:
         """Raise InvalidId unless a walk of the folder would find a memory file at `path`.
@@ -657,14 +667,16 @@ class MemoryFolder:
 
 
 def _files_under(
-    start: Path, *, in_root: bool, enter: Callable[[str, bool], bool]
+    start: Path, *, in_root: bool, enter: Callable[[str, bool], bool],
+    unlisted: list[Path] | None = None,
 ) -> Iterator[tuple[bool, os.DirEntry[str]]]:
     """(whether in the root, entry) of each file under `start`, in sorted path order, going
-    into the folders `enter(name, in_root)` allows; symlinks are never followed.
+    into the folders `enter(name, in_root)` allows; symlinks are never followed. A folder
+    the process may not list is passed over (and added to `unlisted`).
 
     A stack of sorted listings rather than recursion: no depth limit.
     """
-    stack = [(in_root, iter(_sorted_entries(start)))]
+    stack = [(in_root, iter(_sorted_entries(start, unlisted)))]
     while stack:
         in_root, entries = stack[-1]
         entry = next(entries, None)
@@ -678,14 +690,18 @@ def _files_under(
         if not is_dir:
             yield in_root, entry
         elif enter(entry.name, in_root):
-            stack.append((False, iter(_sorted_entries(Path(entry.path)))))
+            stack.append((False, iter(_sorted_entries(Path(entry.path), unlisted))))
 
 
-def _sorted_entries(folder: Path) -> list[os.DirEntry[str]]:
+def _sorted_entries(folder: Path, unlisted: list[Path] | None = None) -> list[os.DirEntry[str]]:
     try:
         with os.scandir(folder) as listing:
             return sorted(listing, key=lambda e: e.name)
-    except OSError:  # gone, not a folder, no permission: nothing to list
+    except PermissionError:
+        if unlisted is not None:
+            unlisted.append(folder)
+        return []
+    except OSError:  # gone, not a folder: nothing to list
         return []
 
 
