@@ -647,12 +647,12 @@ def test_a_memory_folder_without_read_permission_is_named_never_taken_for_an_emp
         memory_dir.chmod(0o700)
 
 
-def test_a_subfolder_without_read_permission_is_named_by_list_audit_and_export(
+def test_a_subfolder_without_read_permission_is_named_by_list_search_audit_and_export(
     memory_dir: Path, tmp_path: Path
 ) -> None:
     """`chmod 000` on a topic folder: every walk passes over what it cannot list, so `list`
-    left its memories out without a word, `audit` said "No problems found." and `export`
-    wrote the rest with exit 0."""
+    and `search` left its memories out without a word, `audit` said "No problems found."
+    and `export` wrote the rest with exit 0."""
     prefix = _without_read_override()
     env = {**os.environ, "HOME": str(tmp_path), "SAGE_MEM_DIR": str(memory_dir),
            "SAGE_MEM_DAEMON": "off"}
@@ -669,6 +669,9 @@ def test_a_subfolder_without_read_permission_is_named_by_list_audit_and_export(
         listed = run("list")
         assert listed.returncode == 0 and "user_profile" in listed.stdout
         assert "project/alpha/" in listed.stderr and "permission" in listed.stderr
+        searched = run("search", "alpha plan")
+        assert searched.returncode == 0
+        assert "project/alpha/" in searched.stderr and "permission" in searched.stderr
         audited = run("audit")
         assert audited.returncode != 0
         assert "project/alpha/" in audited.stdout + audited.stderr

@@ -265,11 +265,25 @@ def search(session: Session, query: str, limit: int, offset: int, now: Any,
         session.err.write(f"{PROG}: note: {unreadable} file{'s' if unreadable != 1 else ''} "
                           f"could not be read, so no search finds {_them(unreadable)} "
                           f"({PROG} audit)\n")
+    note_unlisted(session, folders, "no search finds them")
     return 0
 
 
 def _them(count: int) -> str:
     return "it" if count == 1 else "them"
+
+
+def note_unlisted(session: Session, folders: Any, what: str) -> None:
+    """A note on stderr for each folder of the walk this process may not list: every walk
+    passes over it, so its memories would be missing without a word."""
+    from ..checks.prompt_injection import visible_name
+
+    for name, store in folders.stores.items():
+        for folder in store.folder.unlisted_folders():
+            rel = os.path.relpath(folder, store.root).replace(os.sep, "/")
+            shown = visible_name(folders.qualify(name, rel + "/"))
+            session.err.write(f"{PROG}: note: {shown} cannot be listed (no permission): the "
+                              f"memories in it are not read, and {what}\n")
 
 
 def broken_files(folders: Any, *, archived: bool = False) -> list[tuple[str, Any]]:
@@ -361,12 +375,7 @@ def list_memories(session: Session, category: str | None, project: str | None,
         count = len(broken)
         session.err.write(f"{PROG}: note: {count} file{'s' if count != 1 else ''} could not be "
                           f"read, marked BROKEN above (fix it in an editor; {PROG} audit)\n")
-    for name, store in folders.stores.items():
-        for folder in store.folder.unlisted_folders():
-            rel = os.path.relpath(folder, store.root).replace(os.sep, "/")
-            shown = visible_name(folders.qualify(name, rel + "/"))
-            session.err.write(f"{PROG}: note: {shown} cannot be listed (no permission): the "
-                              "memories in it are not shown\n")
+    note_unlisted(session, folders, "they are not shown")
     return 0
 
 
