@@ -682,6 +682,40 @@ def test_a_subfolder_without_read_permission_is_named_by_list_search_audit_and_e
         hidden.chmod(0o700)
 
 
+def test_a_subfolder_without_read_permission_is_named_by_sync_and_loses_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """git passes over a folder it may not open with a warning on its stderr, which sync took
+    and dropped: `pushed 1`, the memories in it neither committed nor said. Its tracked files
+    stay in the remote's tree."""
+    from sync_support import bare_remote, machine, use_private_git
+
+    prefix = _without_read_override()
+    use_private_git(tmp_path, monkeypatch)
+    remote = bare_remote(tmp_path)
+    laptop = machine(tmp_path / "laptop", remote, "laptop", first=True)
+    write_memory(laptop, "project/alpha/note_one", "---\ndescription: the alpha plan\n---\n")
+    write_memory(laptop, "user_other", "---\ndescription: another\n---\n")
+    done = subprocess.run([sys.executable, "-m", "sage_mem", "--dir", str(laptop), "sync"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    hidden = laptop / "project" / "alpha"
+    (laptop / "user_other.md").write_text("---\ndescription: another, edited\n---\n",
+                                          encoding="utf-8")
+    hidden.chmod(0)
+    try:
+        done = subprocess.run([*prefix, sys.executable, "-m", "sage_mem", "--dir", str(laptop),
+                               "sync"], capture_output=True, text=True, timeout=120)
+    finally:
+        hidden.chmod(0o700)
+    assert "Traceback" not in done.stderr
+    said = done.stdout + done.stderr
+    assert "project/alpha/" in said and "permission" in said, said
+    tree = subprocess.run(["git", "--git-dir", str(remote), "ls-tree", "-r", "--name-only",
+                           "HEAD"], capture_output=True, text=True, check=True).stdout
+    assert "project/alpha/note_one.md" in tree.split()
+
+
 # The watcher losing events
 
 

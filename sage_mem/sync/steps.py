@@ -176,7 +176,7 @@ class SyncResult:
         if self.restored:
             parts.append("back from the archive (edited elsewhere): " + ", ".join(self.restored))
         if self.held_back:
-            parts.append("not committed (a secret, a link or ignored): "
+            parts.append("not committed (a secret, a link, ignored or unreadable): "
                          + ", ".join(h.shown for h in self.held_back))
         if self.push_refused:
             parts.append("push refused, a secret in a commit: "
@@ -392,6 +392,11 @@ _REENCODES = re.compile(rb"(?m)^[^#\n]*[ \t]working-tree-encoding=")
 _FILTERS = re.compile(rb"(?m)^[^#\n]*[ \t]filter=")
 # sage-mem's own names at the top of the folder: a file each, a folder each. A remote's commit
 # making one the other (`MEMORY.md/user_x.md`, a file `archive`) is refused as a link is.
+# git's warning (its C locale) for a folder of the work tree it may not open: it passes over
+# it, so the memories in it are neither committed nor found changed.
+_UNOPENED = re.compile(rb"could not open directory '([^'\n]+)': Permission denied")
+_UNLISTED_REASON = ("a folder this process may not list (no permission): the memories in it are "
+                   "not committed; give it back read permission (chmod u+rx), then sync")
 _OWN_FILES = frozenset({INDEX_FILE, ".gitattributes", ".gitignore"})
 _OWN_FOLDERS = frozenset({ARCHIVE_DIR, DREAM_DIR})
 _NAME_MAX = 255  # bytes in one path part: what Linux, macOS and Windows file systems hold
@@ -919,8 +924,13 @@ class _Sync:
     def status(self) -> tuple[dict[str, str], list[str]]:
         """Each changed path and its two-letter status (`git status --porcelain`), and the
         files git ignores, with one `git status`."""
-        raw = self.git.run("status", "--porcelain=v1", "-z", "--untracked-files=all",
-                           "--no-renames", "--ignored").stdout
+        done = self.git.run("status", "--porcelain=v1", "-z", "--untracked-files=all",
+                            "--no-renames", "--ignored")
+        raw = done.stdout
+        for folder in _UNOPENED.findall(done.stderr or b""):
+            item = Held(os.fsdecode(folder), _UNLISTED_REASON)
+            if item not in self.result.held_back:
+                self.result.held_back.append(item)
         paths = {}
         ignored = []
         for record in raw.split(b"\0"):
