@@ -356,6 +356,8 @@ NOT_SECRETS = [
     pytest.param('docker login -u deploy -p "$REGISTRY_TOKEN" registry.io', id="docker-lookup"),
     pytest.param("redis-cli --askpass -h cache1", id="redis-askpass"),
     pytest.param("redis-cli -a <password> ping", id="redis-placeholder"),
+    pytest.param("docker login ghcr.io && docker run -p 8080:80 app", id="docker-next-command"),
+    pytest.param("redis-cli ping | grep -a PONG1234", id="redis-next-command"),
     pytest.param("aws configure set region eu-west-1", id="aws-configure-region"),
     pytest.param("request_id: " + "-".join("0" * n for n in (8, 4, 4, 4, 12)), id="uuid-id"),
     pytest.param("the signature (sig=...) is what Azure checks", id="sas-prose"),

@@ -302,11 +302,12 @@ def _token_patterns() -> tuple[tuple[str, re.Pattern[str]], ...]:
         # `docker login -u me -p S3cret registry`: -p is a password only after `login`
         # (`docker run -p 8080:80` is a port); `--password S3cret` is a named password.
         ("docker-password", re.compile(
-            r"\bdocker\b[^\n]{0,200}?[ \t]login\b[^\n]{0,200}?[ \t]-p(?:[ \t]++|=)?"
+            r"\bdocker\b[^\n;|&]{0,200}?[ \t]login\b[^\n;|&]{0,200}?[ \t]-p(?:[ \t]++|=)?"
             r"(\"[^\"\n]{1,200}\"|'[^'\n]{1,200}'|[^\s\"'`;|&]+)")),
         # `redis-cli -a S3cret ping`, `redis-cli --pass S3cret`: the password given to the CLI.
+        # (Neither reaches past `;`, `|` or `&` into the next command: `docker run -p 80:80`.)
         ("redis-password", re.compile(
-            r"\bredis-cli\b[^\n]{0,200}?[ \t](?:-a|--pass)(?:[ \t]++|=)"
+            r"\bredis-cli\b[^\n;|&]{0,200}?[ \t](?:-a|--pass)(?:[ \t]++|=)"
             r"(\"[^\"\n]{1,200}\"|'[^'\n]{1,200}'|[^\s\"'`;|&]+)")),
     )
 
